@@ -1,0 +1,23 @@
+//===- Registration.cpp - Every dialect and pass trainc uses --------------===//
+
+#include "trainc/Compiler/Registration.h"
+
+#include "trainc/Dialect/Graph/GraphDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace trainc {
+
+void registerTraincDialects(mlir::DialectRegistry &registry) {
+  registry.insert<graph::GraphDialect, mlir::func::FuncDialect>();
+}
+
+void registerTraincPasses() {
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+}
+
+} // namespace trainc

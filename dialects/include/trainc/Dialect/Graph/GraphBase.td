@@ -1,0 +1,89 @@
+//===- GraphBase.td - The graph dialect, its types and enums -*- tablegen -*-===//
+//
+// The `graph` dialect is trainc's tensor vocabulary: statically shaped,
+// value-semantic tensor ops at roughly StableHLO granularity, plus the
+// composites (softmax, norms, GELU, attention, cross-entropy) that have fast
+// kernels and known gradients. Frontends produce it; compiler passes
+// (autodiff, precision, recompute, partition, memory planning) consume it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_DIALECT_GRAPH_GRAPHBASE_TD
+#define TRAINC_DIALECT_GRAPH_GRAPHBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Graph_Dialect : Dialect {
+  let name = "graph";
+  let cppNamespace = "::trainc::graph";
+  let summary = "Statically shaped tensor ops for training graphs.";
+  let description = [{
+    Every value is a ranked tensor with a static shape whose element type is
+    one of f64, f32, f16, bf16, i64, i32 or i1. There is no implicit
+    broadcasting: operands of elementwise ops have identical types and
+    `graph.broadcast_in_dim` makes broadcasts explicit, so every shape rule
+    (and every gradient rule) is local to one op.
+
+    Each op's description numbers its constraints (C1), (C2), ...; the
+    verifier cites the same numbers and `test/Dialect/Graph/invalid.mlir`
+    has a failing case for each.
+  }];
+  let hasConstantMaterializer = 1;
+  let usePropertiesForAttributes = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Graph_FloatElement : AnyTypeOf<[F64, F32, F16, BF16]>;
+def Graph_IntElement : AnyTypeOf<[I64, I32]>;
+
+/// Any tensor the dialect accepts.
+def Graph_Tensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32, I1]>;
+/// Tensors of real numbers: floats and signless i32/i64 (not i1).
+def Graph_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32]>;
+def Graph_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16]>;
+def Graph_IntTensor : StaticShapeTensorOf<[I64, I32]>;
+def Graph_PredTensor : StaticShapeTensorOf<[I1]>;
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Graph_ComparisonDirection : I32EnumAttr<"ComparisonDirection",
+    "how graph.compare compares its operands", [
+      I32EnumAttrCase<"EQ", 0>, I32EnumAttrCase<"NE", 1>,
+      I32EnumAttrCase<"LT", 2>, I32EnumAttrCase<"LE", 3>,
+      I32EnumAttrCase<"GT", 4>, I32EnumAttrCase<"GE", 5>]> {
+  let cppNamespace = "::trainc::graph";
+}
+
+def Graph_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "which formula graph.gelu computes", [
+      I32EnumAttrCase<"erf", 0>, I32EnumAttrCase<"tanh", 1>]> {
+  let cppNamespace = "::trainc::graph";
+}
+
+def Graph_LossReduction : I32EnumAttr<"LossReduction",
+    "how a per-position loss is reduced", [
+      I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"sum", 1>,
+      I32EnumAttrCase<"mean", 2>]> {
+  let cppNamespace = "::trainc::graph";
+}
+
+//===----------------------------------------------------------------------===//
+// Traits
+//===----------------------------------------------------------------------===//
+
+/// Runs the op's `verifyShapeConstraints()` as a trait verifier. List it
+/// before InferTypeOpAdaptor: trait verifiers run in order, so a broken
+/// constraint is reported once, with its number, before type inference runs
+/// on operands it could not make sense of.
+def Graph_ShapeChecked : NativeOpTrait<"ShapeChecked"> {
+  let cppNamespace = "::trainc::graph::OpTrait";
+}
+
+#endif // TRAINC_DIALECT_GRAPH_GRAPHBASE_TD

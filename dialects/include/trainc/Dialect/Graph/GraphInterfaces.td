@@ -1,0 +1,83 @@
+//===- GraphInterfaces.td - Op interfaces later passes use -*- tablegen -*-===//
+//
+// Three questions each pass asks of an op, declared once here:
+//  - GradientOpInterface: what is my vector-Jacobian product? (autodiff)
+//  - ShardingRuleOpInterface: which operand and result dimensions move
+//    together, and which are contracted? (partition)
+//  - CostOpInterface: how many FLOPs and bytes does one execution take?
+//    (recompute, schedule, MFU metrics)
+//
+// Ops implement the first two as their passes arrive; every op implements
+// the cost interface now (see GraphCost.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_DIALECT_GRAPH_GRAPHINTERFACES_TD
+#define TRAINC_DIALECT_GRAPH_GRAPHINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Graph_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::trainc::graph";
+  let description = [{
+    Reverse-mode differentiation rule of an op. Given the cotangents of the
+    op's results (null where a result does not reach the loss), the op emits
+    `graph` ops at the builder's insertion point that compute the cotangent
+    of each operand, in value semantics, and returns one value per operand
+    (null for operands that are not differentiable, e.g. integer indices).
+    Rules may read the op's operands and results (the forward values);
+    recompute decisions are made later, not here.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "Whether operand `index` carries a gradient (floats do, integers and "
+      "predicates do not).",
+      "bool", "isDifferentiableOperand", (ins "unsigned":$index), [{}],
+      [{ return ::trainc::graph::isFloatTensorType(
+             $_op->getOperand(index).getType()); }]>,
+    InterfaceMethod<
+      "Builds the vector-Jacobian product; fills `operandCotangents` with "
+      "one value per operand (null when not differentiable).",
+      "::llvm::LogicalResult", "buildVjp",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::mlir::ValueRange":$resultCotangents,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandCotangents)>,
+  ];
+}
+
+def Graph_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::trainc::graph";
+  let description = [{
+    The op's sharding factors (as in Shardy's OpShardingRule): a list of
+    factors with sizes, and for each operand and result dimension the factor
+    it carries. A factor that appears in results is a parallel factor;
+    one that appears only in operands is a reduction factor (sharding it
+    needs a reduction of the result across the mesh axis). Propagation of
+    sharding annotations and the SPMD partitioner read only this rule.
+  }];
+  let methods = [
+    InterfaceMethod<"Returns the op's sharding rule.",
+      "::trainc::graph::ShardingRule", "getShardingRule", (ins)>,
+  ];
+}
+
+def Graph_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::trainc::graph";
+  let description = [{
+    The work one execution of the op does, for the recompute and schedule
+    phases and for MFU metrics: floating-point operations (a multiply-add
+    counts as 2, as in the usual MFU convention) and bytes moved if every
+    operand is read once and every result written once. The defaults fit
+    elementwise ops: one FLOP per result element, all operands and results
+    touched once.
+  }];
+  let methods = [
+    InterfaceMethod<"FLOPs of one execution.", "int64_t", "getFlops", (ins),
+      [{}], [{ return ::trainc::graph::numElements($_op->getResult(0)); }]>,
+    InterfaceMethod<"Bytes read and written by one execution.",
+      "int64_t", "getBytesAccessed", (ins), [{}],
+      [{ return ::trainc::graph::operandAndResultBytes($_op); }]>,
+  ];
+}
+
+#endif // TRAINC_DIALECT_GRAPH_GRAPHINTERFACES_TD

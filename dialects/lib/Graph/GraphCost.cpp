@@ -1,0 +1,89 @@
+//===- GraphCost.cpp - FLOP counts of graph ops ---------------------------===//
+//
+// CostOpInterface overrides. Conventions (those of MFU accounting, e.g.
+// PaLM's appendix B): a multiply-add is 2 FLOPs; exp, erf, tanh, sqrt and
+// divisions count 1 each. Counts are per execution of the forward op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Dialect/Graph/GraphOps.h"
+
+using namespace mlir;
+using namespace trainc::graph;
+
+static int64_t product(ArrayRef<int64_t> sizes) {
+  int64_t p = 1;
+  for (int64_t s : sizes)
+    p *= s;
+  return p;
+}
+
+/// 2 FLOPs per multiply-add: each result element sums over the contraction.
+int64_t DotGeneralOp::getFlops() {
+  int64_t contraction = 1;
+  for (int64_t d : getLhsContractingDimensions())
+    contraction *= getLhs().getType().getDimSize(d);
+  return 2 * numElements(getResult()) * contraction;
+}
+
+// A reduction does one operation per input element.
+int64_t ReduceSumOp::getFlops() { return numElements(getOperand()); }
+int64_t ReduceMaxOp::getFlops() { return numElements(getOperand()); }
+int64_t ReduceMeanOp::getFlops() { return numElements(getOperand()) + numElements(getResult()); }
+
+// Data movement does no arithmetic.
+int64_t BroadcastInDimOp::getFlops() { return 0; }
+int64_t ReshapeOp::getFlops() { return 0; }
+int64_t TransposeOp::getFlops() { return 0; }
+int64_t SliceOp::getFlops() { return 0; }
+int64_t ConcatenateOp::getFlops() { return 0; }
+int64_t GatherOp::getFlops() { return 0; }
+int64_t ConstantOp::getFlops() { return 0; }
+
+/// A reshape is a view: the runtime moves no bytes for it.
+int64_t ReshapeOp::getBytesAccessed() { return 0; }
+/// Constants live in the executable; reading them is charged to consumers.
+int64_t ConstantOp::getBytesAccessed() { return 0; }
+
+/// max, subtract, exp, sum, divide: 5 per element.
+int64_t SoftmaxOp::getFlops() { return 5 * numElements(getResult()); }
+
+/// erf form: divide, erf, add, two multiplies (5); tanh form: cube (2),
+/// multiply-add (2), scale, tanh, add, two multiplies (5): 9.
+int64_t GeluOp::getFlops() {
+  int64_t perElement = getApproximation() == GeluApproximation::erf ? 5 : 9;
+  return perElement * numElements(getResult());
+}
+
+/// mean (1), subtract (1), square-accumulate (2), normalize (1), then a
+/// multiply per affine operand present.
+int64_t LayerNormOp::getFlops() {
+  int64_t perElement = 5 + (getScale() ? 1 : 0) + (getBias() ? 1 : 0);
+  return perElement * numElements(getResult());
+}
+
+/// square-accumulate (2), normalize (1), scale (1 if present).
+int64_t RmsNormOp::getFlops() {
+  return (3 + (getScale() ? 1 : 0)) * numElements(getResult());
+}
+
+/// Two matmuls (q k^T and p v, 2 FLOPs per multiply-add), the scaling,
+/// the mask add and a softmax (5 per score). Causal masking is not
+/// discounted: kernels that skip masked blocks beat this count, as MFU
+/// conventions assume.
+int64_t AttentionOp::getFlops() {
+  auto q = getQuery().getType();
+  auto v = getValue().getType();
+  int64_t scores =
+      q.getDimSize(0) * q.getDimSize(1) * q.getDimSize(2) * getKey().getType().getDimSize(2);
+  int64_t flops = 2 * scores * q.getDimSize(3) + 2 * scores * v.getDimSize(3);
+  flops += scores * (1 + (getMask() ? 1 : 0) + 5);
+  return flops;
+}
+
+/// max, subtract, exp, sum per logit; log and the target pick per row.
+int64_t SoftmaxCrossEntropyOp::getFlops() {
+  auto logits = getLogits().getType();
+  int64_t rows = product(logits.getShape().drop_back());
+  return 4 * logits.getNumElements() + 2 * rows;
+}

@@ -1,0 +1,640 @@
+//===- GraphOps.cpp - Verifiers and type inference of graph ops -----------===//
+//
+// Shape rules of every op. Each check cites the constraint it enforces, by
+// the number used in the op's ODS description (e.g. `// transpose_c2`).
+// Folders live in GraphFolds.cpp, FLOP/byte counts in GraphCost.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallBitVector.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace {
+
+/// Produces the diagnostic a broken constraint is reported on: the op's
+/// own error in the verifier, an error at the location during inference.
+using EmitErrorFn = llvm::function_ref<InFlightDiagnostic()>;
+
+/// Checks that each entry of `dims` is in [0, rank) and appears once.
+/// `what` names the list in messages; `rangeC`/`uniqueC` are the constraint
+/// numbers to cite.
+LogicalResult checkDimList(ArrayRef<int64_t> dims, int64_t rank, StringRef what,
+                           StringRef rangeC, StringRef uniqueC,
+                           EmitErrorFn emitError) {
+  llvm::SmallBitVector seen(std::max<int64_t>(rank, 0));
+  for (int64_t d : dims) {
+    if (d < 0 || d >= rank)
+      return emitError() << rangeC << " " << what << " dimension " << d
+                         << " is out of range [0, " << rank << ")";
+    if (seen.test(d))
+      return emitError() << uniqueC << " " << what << " dimension " << d
+                         << " is listed twice";
+    seen.set(d);
+  }
+  return success();
+}
+
+/// The location errors found during type inference are reported at.
+Location inferenceLoc(MLIRContext *ctx, std::optional<Location> loc) {
+  return loc ? *loc : UnknownLoc::get(ctx);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
+  if (!lhs)
+    return failure(); // The operand type constraint reports this.
+  types.push_back(RankedTensorType::get(lhs.getShape(), IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult SelectOp::verify() {
+  // select_c1
+  if (getPred().getType().getShape() != getOnTrue().getType().getShape())
+    return emitOpError("(C1) predicate shape ")
+           << getPred().getType() << " differs from the operand shape "
+           << getOnTrue().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// dot_general
+//===----------------------------------------------------------------------===//
+
+/// Checks dot_general's constraints C1-C7 and computes the result shape.
+static LogicalResult inferDotGeneralShape(
+    RankedTensorType lhs, RankedTensorType rhs, ArrayRef<int64_t> lhsBatch,
+    ArrayRef<int64_t> rhsBatch, ArrayRef<int64_t> lhsContract,
+    ArrayRef<int64_t> rhsContract, SmallVectorImpl<int64_t> &shape,
+    EmitErrorFn emitError) {
+  if (lhsBatch.size() != rhsBatch.size()) // dot_general_c1
+    return emitError() << "(C1) " << lhsBatch.size()
+                       << " lhs batching dimensions but " << rhsBatch.size()
+                       << " rhs batching dimensions";
+  if (lhsContract.size() != rhsContract.size()) // dot_general_c2
+    return emitError() << "(C2) " << lhsContract.size()
+                       << " lhs contracting dimensions but "
+                       << rhsContract.size() << " rhs contracting dimensions";
+  // dot_general_c3, dot_general_c4
+  SmallVector<int64_t> lhsDims(lhsBatch), rhsDims(rhsBatch);
+  llvm::append_range(lhsDims, lhsContract);
+  llvm::append_range(rhsDims, rhsContract);
+  if (failed(checkDimList(lhsDims, lhs.getRank(), "lhs batching/contracting",
+                          "(C3)", "(C4)", emitError)) ||
+      failed(checkDimList(rhsDims, rhs.getRank(), "rhs batching/contracting",
+                          "(C3)", "(C4)", emitError)))
+    return failure();
+  for (auto [l, r] : llvm::zip_equal(lhsBatch, rhsBatch)) // dot_general_c5
+    if (lhs.getDimSize(l) != rhs.getDimSize(r))
+      return emitError() << "(C5) batching dimension sizes differ: lhs dim "
+                         << l << " has " << lhs.getDimSize(l) << ", rhs dim "
+                         << r << " has " << rhs.getDimSize(r);
+  for (auto [l, r] : llvm::zip_equal(lhsContract, rhsContract)) // dot_general_c6
+    if (lhs.getDimSize(l) != rhs.getDimSize(r))
+      return emitError() << "(C6) contracting dimension sizes differ: lhs dim "
+                         << l << " has " << lhs.getDimSize(l) << ", rhs dim "
+                         << r << " has " << rhs.getDimSize(r);
+  if (lhs.getElementType() != rhs.getElementType()) // dot_general_c7
+    return emitError() << "(C7) lhs element type " << lhs.getElementType()
+                       << " differs from rhs element type "
+                       << rhs.getElementType();
+
+  for (int64_t d : lhsBatch)
+    shape.push_back(lhs.getDimSize(d));
+  for (int64_t d = 0; d < lhs.getRank(); ++d)
+    if (!llvm::is_contained(lhsDims, d))
+      shape.push_back(lhs.getDimSize(d));
+  for (int64_t d = 0; d < rhs.getRank(); ++d)
+    if (!llvm::is_contained(rhsDims, d))
+      shape.push_back(rhs.getDimSize(d));
+  return success();
+}
+
+LogicalResult DotGeneralOp::verifyShapeConstraints() {
+  SmallVector<int64_t> shape;
+  return inferDotGeneralShape(
+      getLhs().getType(), getRhs().getType(), getLhsBatchingDimensions(),
+      getRhsBatchingDimensions(), getLhsContractingDimensions(),
+      getRhsContractingDimensions(), shape, [&] { return emitOpError(); });
+}
+
+LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *ctx,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (!lhs || !rhs)
+    return failure();
+  SmallVector<int64_t> shape;
+  if (failed(inferDotGeneralShape(
+          lhs, rhs, adaptor.getLhsBatchingDimensions(),
+          adaptor.getRhsBatchingDimensions(),
+          adaptor.getLhsContractingDimensions(),
+          adaptor.getRhsContractingDimensions(), shape,
+          [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
+    return failure();
+  types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduceType(Type operandType, ArrayRef<int64_t> dims,
+                                     SmallVectorImpl<Type> *types,
+                                     EmitErrorFn emitError) {
+  auto operand = dyn_cast<RankedTensorType>(operandType);
+  if (!operand)
+    return failure();
+  // reduce_c1, reduce_c2
+  if (failed(checkDimList(dims, operand.getRank(), "reduced", "(C1)", "(C2)",
+                          emitError)))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < operand.getRank(); ++d)
+    if (!llvm::is_contained(dims, d))
+      shape.push_back(operand.getDimSize(d));
+  if (types)
+    types->push_back(RankedTensorType::get(shape, operand.getElementType()));
+  return success();
+}
+
+#define TRAINC_DEFINE_REDUCE_SHAPE_RULES(Op)                                   \
+  LogicalResult Op::verifyShapeConstraints() {                                 \
+    return inferReduceType(getOperand().getType(), getDims(), nullptr,         \
+                           [&] { return emitOpError(); });                     \
+  }                                                                            \
+  LogicalResult Op::inferReturnTypes(MLIRContext *ctx,                         \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferReduceType(adaptor.getOperand().getType(), adaptor.getDims(),  \
+                           &types,                                             \
+                           [&] { return mlir::emitError(inferenceLoc(ctx, loc)); }); \
+  }
+TRAINC_DEFINE_REDUCE_SHAPE_RULES(ReduceSumOp)
+TRAINC_DEFINE_REDUCE_SHAPE_RULES(ReduceMaxOp)
+TRAINC_DEFINE_REDUCE_SHAPE_RULES(ReduceMeanOp)
+#undef TRAINC_DEFINE_REDUCE_SHAPE_RULES
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastInDimOp::verify() {
+  RankedTensorType operand = getOperand().getType();
+  RankedTensorType result = getResult().getType();
+  ArrayRef<int64_t> dims = getDims();
+  if (static_cast<int64_t>(dims.size()) != operand.getRank()) // broadcast_c1
+    return emitOpError("(C1) dims has ")
+           << dims.size() << " entries but the operand has rank "
+           << operand.getRank();
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    if (d < 0 || d >= result.getRank()) // broadcast_c2
+      return emitOpError("(C2) dims[")
+             << i << "] = " << d << " is out of range [0, " << result.getRank()
+             << ")";
+    if (i > 0 && d <= dims[i - 1]) // broadcast_c3
+      return emitOpError("(C3) dims must be strictly increasing, but dims[")
+             << i << "] = " << d << " follows " << dims[i - 1];
+    int64_t from = operand.getDimSize(i), to = result.getDimSize(d);
+    if (from != 1 && from != to) // broadcast_c4
+      return emitOpError("(C4) operand dimension ")
+             << i << " has size " << from << ", which is neither 1 nor "
+             << to << " (the size of result dimension " << d << ")";
+  }
+  if (operand.getElementType() != result.getElementType()) // broadcast_c5
+    return emitOpError("(C5) operand element type ")
+           << operand.getElementType() << " differs from result element type "
+           << result.getElementType();
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType operand = getOperand().getType();
+  RankedTensorType result = getResult().getType();
+  if (operand.getNumElements() != result.getNumElements()) // reshape_c1
+    return emitOpError("(C1) operand has ")
+           << operand.getNumElements() << " elements but the result has "
+           << result.getNumElements();
+  if (operand.getElementType() != result.getElementType()) // reshape_c2
+    return emitOpError("(C2) operand element type ")
+           << operand.getElementType() << " differs from result element type "
+           << result.getElementType();
+  return success();
+}
+
+static LogicalResult inferTransposeType(Type operandType,
+                                        ArrayRef<int64_t> perm,
+                                        SmallVectorImpl<Type> *types,
+                                        EmitErrorFn emitError) {
+  auto operand = dyn_cast<RankedTensorType>(operandType);
+  if (!operand)
+    return failure();
+  if (static_cast<int64_t>(perm.size()) != operand.getRank()) // transpose_c1
+    return emitError() << "(C1) permutation has " << perm.size()
+                       << " entries but the operand has rank "
+                       << operand.getRank();
+  if (failed(checkDimList(perm, operand.getRank(), "permutation", "(C2)",
+                          "(C2)", emitError))) // transpose_c2
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(operand.getDimSize(p));
+  if (types)
+    types->push_back(RankedTensorType::get(shape, operand.getElementType()));
+  return success();
+}
+
+LogicalResult TransposeOp::verifyShapeConstraints() {
+  return inferTransposeType(getOperand().getType(), getPermutation(), nullptr,
+                            [&] { return emitOpError(); });
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferTransposeType(adaptor.getOperand().getType(),
+                            adaptor.getPermutation(), &types,
+                            [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
+}
+
+static LogicalResult inferSliceType(Type operandType, ArrayRef<int64_t> start,
+                                    ArrayRef<int64_t> limit,
+                                    ArrayRef<int64_t> strides,
+                                    SmallVectorImpl<Type> *types,
+                                    EmitErrorFn emitError) {
+  auto operand = dyn_cast<RankedTensorType>(operandType);
+  if (!operand)
+    return failure();
+  size_t rank = operand.getRank();
+  if (start.size() != rank || limit.size() != rank ||
+      strides.size() != rank) // slice_c1
+    return emitError() << "(C1) start, limit and strides have " << start.size()
+                       << ", " << limit.size() << " and " << strides.size()
+                       << " entries; the operand has rank " << rank;
+  SmallVector<int64_t> shape;
+  for (size_t d = 0; d < rank; ++d) {
+    if (strides[d] < 1) // slice_c2
+      return emitError() << "(C2) stride " << strides[d] << " in dimension "
+                         << d << " is not positive";
+    int64_t size = operand.getDimSize(d);
+    if (start[d] < 0 || start[d] > limit[d] || limit[d] > size) // slice_c3
+      return emitError() << "(C3) dimension " << d << " needs 0 <= start ("
+                         << start[d] << ") <= limit (" << limit[d]
+                         << ") <= size (" << size << ")";
+    shape.push_back(llvm::divideCeil(limit[d] - start[d], strides[d]));
+  }
+  if (types)
+    types->push_back(RankedTensorType::get(shape, operand.getElementType()));
+  return success();
+}
+
+LogicalResult SliceOp::verifyShapeConstraints() {
+  return inferSliceType(getOperand().getType(), getStart(), getLimit(),
+                        getStrides(), nullptr, [&] { return emitOpError(); });
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *ctx,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  return inferSliceType(adaptor.getOperand().getType(), adaptor.getStart(),
+                        adaptor.getLimit(), adaptor.getStrides(), &types,
+                        [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
+}
+
+static LogicalResult inferConcatenateType(TypeRange inputTypes, int64_t dim,
+                                          SmallVectorImpl<Type> *types,
+                                          EmitErrorFn emitError) {
+  if (inputTypes.empty()) // concatenate_c1
+    return emitError() << "(C1) needs at least one operand";
+  auto first = dyn_cast<RankedTensorType>(inputTypes.front());
+  if (!first)
+    return failure();
+  SmallVector<int64_t> shape(first.getShape());
+  for (auto [i, type] : llvm::enumerate(inputTypes)) {
+    auto input = dyn_cast<RankedTensorType>(type);
+    if (!input)
+      return failure();
+    if (input.getRank() != first.getRank()) // concatenate_c2
+      return emitError() << "(C2) operand " << i << " has rank "
+                         << input.getRank() << " but operand 0 has rank "
+                         << first.getRank();
+    if (dim < 0 || dim >= first.getRank()) // concatenate_c3
+      return emitError() << "(C3) dim " << dim << " is out of range [0, "
+                         << first.getRank() << ")";
+    if (input.getElementType() != first.getElementType()) // concatenate_c4
+      return emitError() << "(C4) operand " << i << " has element type "
+                         << input.getElementType() << " but operand 0 has "
+                         << first.getElementType();
+    for (int64_t d = 0; d < first.getRank(); ++d)
+      if (d != dim && input.getDimSize(d) != first.getDimSize(d)) // concatenate_c5
+        return emitError() << "(C5) operand " << i << " has size "
+                           << input.getDimSize(d) << " in dimension " << d
+                           << " but operand 0 has " << first.getDimSize(d);
+    if (i > 0)
+      shape[dim] += input.getDimSize(dim);
+  }
+  if (types)
+    types->push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+LogicalResult ConcatenateOp::verifyShapeConstraints() {
+  return inferConcatenateType(getInputs().getTypes(), getDim(), nullptr,
+                              [&] { return emitOpError(); });
+}
+
+LogicalResult ConcatenateOp::inferReturnTypes(MLIRContext *ctx,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  return inferConcatenateType(adaptor.getInputs().getTypes(), adaptor.getDim(),
+                              &types,
+                              [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
+}
+
+static LogicalResult inferGatherType(Type operandType, Type indicesType,
+                                     int64_t axis, SmallVectorImpl<Type> *types,
+                                     EmitErrorFn emitError) {
+  auto operand = dyn_cast<RankedTensorType>(operandType);
+  auto indices = dyn_cast<RankedTensorType>(indicesType);
+  if (!operand || !indices)
+    return failure();
+  if (axis < 0 || axis >= operand.getRank()) // gather_c1
+    return emitError() << "(C1) axis " << axis << " is out of range [0, "
+                       << operand.getRank() << ")";
+  SmallVector<int64_t> shape(operand.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, operand.getShape().drop_front(axis + 1));
+  if (types)
+    types->push_back(RankedTensorType::get(shape, operand.getElementType()));
+  return success();
+}
+
+LogicalResult GatherOp::verifyShapeConstraints() {
+  return inferGatherType(getOperand().getType(), getIndices().getType(),
+                         getAxis(), nullptr, [&] { return emitOpError(); });
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return inferGatherType(adaptor.getOperand().getType(),
+                         adaptor.getIndices().getType(), adaptor.getAxis(),
+                         &types,
+                         [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
+}
+
+LogicalResult IotaOp::verify() {
+  int64_t rank = getResult().getType().getRank();
+  int64_t dim = getDim(); // I64Attr getters return it unsigned.
+  if (rank < 1) // iota_c1
+    return emitOpError("(C1) result must have rank at least 1");
+  if (dim < 0 || dim >= rank) // iota_c2
+    return emitOpError("(C2) dim ")
+           << dim << " is out of range [0, " << rank << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Composites
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = getOperand().getType().getRank();
+  int64_t dim = getDim(); // I64Attr getters return it unsigned.
+  if (dim < 0 || dim >= rank) // softmax_c1
+    return emitOpError("(C1) dim ")
+           << dim << " is out of range [0, " << rank << ")";
+  return success();
+}
+
+/// Checks the constraints shared by layer_norm and rms_norm: (C1) axis,
+/// (C2) the shape and (C3) element type of each affine operand, (C4) epsilon.
+static LogicalResult checkNormOperands(Type inputType, ValueRange affine,
+                                       int64_t axis, double epsilon,
+                                       EmitErrorFn emitError) {
+  auto input = dyn_cast<RankedTensorType>(inputType);
+  if (!input)
+    return failure();
+  if (axis < 0 || axis >= input.getRank()) // norm_c1
+    return emitError() << "(C1) axis " << axis << " is out of range [0, "
+                       << input.getRank() << ")";
+  ArrayRef<int64_t> normalized = input.getShape().drop_front(axis);
+  for (Value v : affine) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type)
+      return failure();
+    if (type.getShape() != normalized) // norm_c2
+      return emitError() << "(C2) scale/bias type " << type
+                         << " does not have the normalized shape ["
+                         << llvm::make_range(normalized.begin(),
+                                             normalized.end())
+                         << "] (input dimensions " << axis << " and on)";
+    if (type.getElementType() != input.getElementType()) // norm_c3
+      return emitError() << "(C3) scale/bias element type "
+                         << type.getElementType()
+                         << " differs from input element type "
+                         << input.getElementType();
+  }
+  if (!std::isfinite(epsilon) || epsilon < 0) // norm_c4
+    return emitError() << "(C4) epsilon " << epsilon
+                       << " must be finite and not negative";
+  return success();
+}
+
+/// Collects the present values among optional operands.
+static SmallVector<Value> presentValues(std::initializer_list<Value> values) {
+  SmallVector<Value> present;
+  for (Value v : values)
+    if (v)
+      present.push_back(v);
+  return present;
+}
+
+LogicalResult LayerNormOp::verifyShapeConstraints() {
+  return checkNormOperands(getInput().getType(),
+                           presentValues({getScale(), getBias()}), getAxis(),
+                           getEpsilon().convertToDouble(),
+                           [&] { return emitOpError(); });
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  if (failed(checkNormOperands(
+          adaptor.getInput().getType(),
+          presentValues({adaptor.getScale(), adaptor.getBias()}),
+          adaptor.getAxis(), adaptor.getEpsilon().convertToDouble(),
+          [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
+    return failure();
+  types.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult RmsNormOp::verifyShapeConstraints() {
+  return checkNormOperands(getInput().getType(), presentValues({getScale()}),
+                           getAxis(), getEpsilon().convertToDouble(),
+                           [&] { return emitOpError(); });
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  if (failed(checkNormOperands(
+          adaptor.getInput().getType(), presentValues({adaptor.getScale()}),
+          adaptor.getAxis(), adaptor.getEpsilon().convertToDouble(),
+          [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
+    return failure();
+  types.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+static LogicalResult inferAttentionType(Value query, Value key, Value value,
+                                        Value mask, double scale,
+                                        SmallVectorImpl<Type> *types,
+                                        EmitErrorFn emitError) {
+  auto q = dyn_cast<RankedTensorType>(query.getType());
+  auto k = dyn_cast<RankedTensorType>(key.getType());
+  auto v = dyn_cast<RankedTensorType>(value.getType());
+  if (!q || !k || !v)
+    return failure();
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4) // attention_c1
+    return emitError() << "(C1) query, key and value must have rank 4 "
+                          "[batch, heads, seq, head_dim]; got ranks "
+                       << q.getRank() << ", " << k.getRank() << ", "
+                       << v.getRank();
+  int64_t batch = q.getDimSize(0), qHeads = q.getDimSize(1),
+          qSeq = q.getDimSize(2);
+  int64_t kHeads = k.getDimSize(1), kSeq = k.getDimSize(2);
+  if (k.getDimSize(0) != batch || v.getDimSize(0) != batch) // attention_c2
+    return emitError() << "(C2) batch sizes differ: query " << batch
+                       << ", key " << k.getDimSize(0) << ", value "
+                       << v.getDimSize(0);
+  if (k.getDimSize(3) != q.getDimSize(3)) // attention_c3
+    return emitError() << "(C3) query head dimension " << q.getDimSize(3)
+                       << " differs from key head dimension "
+                       << k.getDimSize(3);
+  if (v.getDimSize(1) != kHeads || v.getDimSize(2) != kSeq) // attention_c4
+    return emitError() << "(C4) key has " << kHeads << " heads and sequence "
+                       << kSeq << " but value has " << v.getDimSize(1)
+                       << " heads and sequence " << v.getDimSize(2);
+  if (kHeads == 0 || qHeads % kHeads != 0) // attention_c5
+    return emitError() << "(C5) query heads (" << qHeads
+                       << ") must be a multiple of key heads (" << kHeads
+                       << ")";
+  Type elementType = q.getElementType();
+  SmallVector<Type> operandTypes = {k, v};
+  if (mask) {
+    auto m = dyn_cast<RankedTensorType>(mask.getType());
+    if (!m)
+      return failure();
+    int64_t scores[4] = {batch, qHeads, qSeq, kSeq};
+    if (m.getRank() != 4) // attention_c6
+      return emitError() << "(C6) mask must have rank 4, got " << m.getRank();
+    for (int64_t d = 0; d < 4; ++d)
+      if (m.getDimSize(d) != 1 && m.getDimSize(d) != scores[d]) // attention_c6
+        return emitError() << "(C6) mask dimension " << d << " has size "
+                           << m.getDimSize(d) << ", which is neither 1 nor "
+                           << scores[d] << " (scores are [" << batch << ", "
+                           << qHeads << ", " << qSeq << ", " << kSeq << "])";
+    operandTypes.push_back(m);
+  }
+  for (Type t : operandTypes) // attention_c7
+    if (cast<RankedTensorType>(t).getElementType() != elementType)
+      return emitError() << "(C7) operand element types differ: query has "
+                         << elementType << ", another operand has "
+                         << cast<RankedTensorType>(t).getElementType();
+  if (!std::isfinite(scale)) // attention_c8
+    return emitError() << "(C8) scale must be finite, got " << scale;
+  if (types)
+    types->push_back(RankedTensorType::get(
+        {batch, qHeads, qSeq, v.getDimSize(3)}, elementType));
+  return success();
+}
+
+LogicalResult AttentionOp::verifyShapeConstraints() {
+  return inferAttentionType(getQuery(), getKey(), getValue(), getMask(),
+                            getScale().convertToDouble(), nullptr,
+                            [&] { return emitOpError(); });
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferAttentionType(adaptor.getQuery(), adaptor.getKey(),
+                            adaptor.getValue(), adaptor.getMask(),
+                            adaptor.getScale().convertToDouble(), &types,
+                            [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
+}
+
+static LogicalResult inferCrossEntropyType(Type logitsType, Type targetsType,
+                                           LossReduction reduction,
+                                           SmallVectorImpl<Type> *types,
+                                           EmitErrorFn emitError) {
+  auto logits = dyn_cast<RankedTensorType>(logitsType);
+  auto targets = dyn_cast<RankedTensorType>(targetsType);
+  if (!logits || !targets)
+    return failure();
+  if (logits.getRank() < 1) // softmax_cross_entropy_c1
+    return emitError() << "(C1) logits must have rank at least 1 (classes "
+                          "are the last dimension)";
+  if (targets.getShape() != logits.getShape().drop_back()) // softmax_cross_entropy_c2
+    return emitError() << "(C2) targets " << targets
+                       << " must have the logits' shape without the class "
+                          "dimension (logits are "
+                       << logits << ")";
+  if (types) {
+    ArrayRef<int64_t> shape;
+    if (reduction == LossReduction::none)
+      shape = targets.getShape();
+    types->push_back(RankedTensorType::get(shape, logits.getElementType()));
+  }
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyOp::verifyShapeConstraints() {
+  return inferCrossEntropyType(getLogits().getType(), getTargets().getType(),
+                               getReduction(), nullptr,
+                               [&] { return emitOpError(); });
+}
+
+LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  return inferCrossEntropyType(
+      adaptor.getLogits().getType(), adaptor.getTargets().getType(),
+      adaptor.getReduction(), &types,
+      [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
+}
+
+#define GET_OP_CLASSES
+#include "trainc/Dialect/Graph/GraphOps.cpp.inc"
