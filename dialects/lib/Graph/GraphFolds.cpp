@@ -246,12 +246,16 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
+static bool isIdentityPermutation(ArrayRef<int64_t> perm) {
+  for (auto [i, p] : llvm::enumerate(perm))
+    if (static_cast<int64_t>(i) != p)
+      return false;
+  return true;
+}
+
 OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   ArrayRef<int64_t> perm = getPermutation();
-  bool identity = true;
-  for (auto [i, p] : llvm::enumerate(perm))
-    identity &= static_cast<int64_t>(i) == p;
-  if (identity)
+  if (isIdentityPermutation(perm))
     return getOperand();
   if (auto inner = getOperand().getDefiningOp<TransposeOp>()) {
     // result[i] = inner.result[perm[i]] = inner.operand[innerPerm[perm[i]]].
@@ -259,6 +263,8 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
     SmallVector<int64_t> composed;
     for (int64_t p : perm)
       composed.push_back(innerPerm[p]);
+    if (isIdentityPermutation(composed))
+      return inner.getOperand();
     setPermutation(composed);
     getOperandMutable().assign(inner.getOperand());
     return getResult();

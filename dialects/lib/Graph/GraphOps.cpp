@@ -67,15 +67,6 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
-LogicalResult SelectOp::verify() {
-  // select_c1
-  if (getPred().getType().getShape() != getOnTrue().getType().getShape())
-    return emitOpError("(C1) predicate shape ")
-           << getPred().getType() << " differs from the operand shape "
-           << getOnTrue().getType();
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // dot_general
 //===----------------------------------------------------------------------===//

@@ -29,16 +29,26 @@ protected:
     builder.setInsertionPointToEnd(module->getBody());
   }
 
-  /// A function argument of the given type to build ops on.
+  /// A new argument of the function the test builds ops in.
   Value argument(ArrayRef<int64_t> shape, Type elementType) {
-    if (!block) {
-      auto fn = builder.create<func::FuncOp>(
-          builder.getUnknownLoc(), "f", builder.getFunctionType({}, {}));
-      block = fn.addEntryBlock();
-      builder.setInsertionPointToStart(block);
+    if (!fn) {
+      fn = builder.create<func::FuncOp>(builder.getUnknownLoc(), "f",
+                                        builder.getFunctionType({}, {}));
+      builder.setInsertionPointToStart(fn.addEntryBlock());
     }
-    return block->addArgument(RankedTensorType::get(shape, elementType),
-                              builder.getUnknownLoc());
+    Block &body = fn.getBody().front();
+    Value arg = body.addArgument(RankedTensorType::get(shape, elementType),
+                                 builder.getUnknownLoc());
+    fn.setFunctionType(builder.getFunctionType(body.getArgumentTypes(), {}));
+    return arg;
+  }
+
+  /// Terminates the function and verifies the whole module.
+  bool verifyModule() {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToEnd(&fn.getBody().front());
+    builder.create<func::ReturnOp>(builder.getUnknownLoc());
+    return succeeded(verify(*module));
   }
 
   RankedTensorType tensor(ArrayRef<int64_t> shape, Type elementType) {
@@ -48,7 +58,7 @@ protected:
   MLIRContext context;
   OpBuilder builder;
   OwningOpRef<ModuleOp> module;
-  Block *block = nullptr;
+  func::FuncOp fn;
 };
 
 TEST_F(GraphOpsTest, DotGeneralInfersBatchThenLhsThenRhsDims) {
@@ -101,7 +111,7 @@ TEST_F(GraphOpsTest, InferenceOfEveryShapeChangingBuilder) {
                                           APFloat(0.5),
                                           /*causal=*/true);
   EXPECT_EQ(attn.getType(), tensor({2, 8, 16, 4}, f32));
-  EXPECT_TRUE(succeeded(verify(*module)));
+  EXPECT_TRUE(verifyModule());
 }
 
 TEST_F(GraphOpsTest, BuilderWithBrokenConstraintReportsItAtTheLocation) {
@@ -143,19 +153,28 @@ TEST_F(GraphOpsTest, CreateOrFoldCollapsesChains) {
   EXPECT_NE(builder.createOrFold<AddOp>(loc, x, splat(0.0f)), x);
 }
 
-TEST_F(GraphOpsTest, ConstantFoldingRoundsInTheElementType) {
+TEST_F(GraphOpsTest, ConstantFoldingRoundsToNearestEvenInBf16) {
   Type bf16 = builder.getBF16Type();
   Location loc = builder.getUnknownLoc();
   auto type = tensor({4}, bf16);
-  // In bf16, 1 + 2^-8 rounds back to 1 (8 bits of mantissa, ties to even).
-  auto one = builder.create<ConstantOp>(loc, DenseElementsAttr::get(type, 1.0f));
-  auto tiny = builder.create<ConstantOp>(
-      loc, DenseElementsAttr::get(type, 0.00390625f));
-  Value sum = builder.createOrFold<AddOp>(loc, one, tiny);
-  auto folded = sum.getDefiningOp<ConstantOp>();
-  ASSERT_TRUE(folded);
-  auto values = cast<DenseElementsAttr>(folded.getValue());
-  EXPECT_TRUE(values.getSplatValue<APFloat>().isExactlyValue(1.0));
+  auto splat = [&](double v) {
+    APFloat value = FloatAttr::get(bf16, v).getValue();
+    return builder.create<ConstantOp>(
+        loc, DenseElementsAttr::get(type, ArrayRef<APFloat>(value)));
+  };
+  auto foldedSum = [&](double a, double b) {
+    Value sum = builder.createOrFold<AddOp>(loc, splat(a), splat(b));
+    auto folded = sum.getDefiningOp<ConstantOp>();
+    EXPECT_TRUE(folded) << "add of two splats did not fold";
+    return cast<DenseElementsAttr>(folded.getValue()).getSplatValue<APFloat>();
+  };
+  // bf16 has 8 bits of precision: near 1 the spacing is 2^-7. Adding half a
+  // spacing is a tie, resolved toward the even neighbour: down from 1 ...
+  EXPECT_TRUE(foldedSum(1.0, 0x1p-8).isExactlyValue(1.0));
+  // ... and up from 1 + 2^-7 (odd last bit) to 1 + 2^-6.
+  EXPECT_TRUE(foldedSum(1.0 + 0x1p-7, 0x1p-8).isExactlyValue(1.0 + 0x1p-6));
+  // Not a tie: 1 + 3 * 2^-9 is nearer 1 + 2^-7.
+  EXPECT_TRUE(foldedSum(1.0, 3 * 0x1p-9).isExactlyValue(1.0 + 0x1p-7));
 }
 
 } // namespace

@@ -78,10 +78,11 @@ def Graph_LossReduction : I32EnumAttr<"LossReduction",
 // Traits
 //===----------------------------------------------------------------------===//
 
-/// Runs the op's `verifyShapeConstraints()` as a trait verifier. List it
-/// before InferTypeOpAdaptor: trait verifiers run in order, so a broken
-/// constraint is reported once, with its number, before type inference runs
-/// on operands it could not make sense of.
+/// Runs the op's `verifyShapeConstraints()` as a trait verifier, then checks
+/// the result type against the inferred one. List it before
+/// InferTypeOpAdaptor: trait verifiers run in order, so a broken constraint
+/// is reported once, with its number, before type inference runs on
+/// operands it could not make sense of.
 def Graph_ShapeChecked : NativeOpTrait<"ShapeChecked"> {
   let cppNamespace = "::trainc::graph::OpTrait";
 }

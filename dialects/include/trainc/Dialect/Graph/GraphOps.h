@@ -15,14 +15,28 @@
 
 namespace trainc::graph::OpTrait {
 
-/// Verifies an op's numbered shape constraints before type inference runs
-/// (see Graph_ShapeChecked in GraphBase.td).
+/// Verifies an op's numbered shape constraints, then that its result type is
+/// the inferred one, before InferTypeOpInterface's own check runs (see
+/// Graph_ShapeChecked in GraphBase.td): each broken constraint yields one
+/// error that names it.
 template <typename ConcreteType>
 class ShapeChecked
     : public mlir::OpTrait::TraitBase<ConcreteType, ShapeChecked> {
 public:
   static llvm::LogicalResult verifyTrait(mlir::Operation *op) {
-    return llvm::cast<ConcreteType>(op).verifyShapeConstraints();
+    auto concrete = llvm::cast<ConcreteType>(op);
+    if (mlir::failed(concrete.verifyShapeConstraints()))
+      return mlir::failure();
+    llvm::SmallVector<mlir::Type> inferred;
+    if (mlir::failed(ConcreteType::inferReturnTypes(
+            op->getContext(), op->getLoc(),
+            typename ConcreteType::Adaptor(concrete), inferred)))
+      return mlir::failure();
+    if (mlir::TypeRange(inferred) != op->getResultTypes())
+      return op->emitOpError("result type ")
+             << op->getResultTypes() << " differs from the inferred type "
+             << inferred;
+    return mlir::success();
   }
 };
 

@@ -20,8 +20,8 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
 
 /// An op whose result type follows from its operands and attributes. Its
 /// constraints are checked by `verifyShapeConstraints()` (the ShapeChecked
-/// trait) before `inferReturnTypes` runs; the printed result type is then
-/// checked against the inferred one ("inferred type(s) ... incompatible").
+/// trait), then the result type is compared with the inferred one ("result
+/// type ... differs from the inferred type ...").
 class Graph_InferredOp<string mnemonic, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits, [Graph_ShapeChecked, InferTypeOpAdaptor])> {
   let extraClassDeclaration = [{
@@ -119,7 +119,7 @@ def Graph_SelectOp : Graph_Op<"select", [Elementwise,
     `result[i] = pred[i] ? on_true[i] : on_false[i]`.
 
     Constraints:
-    - (C1) `pred` has the shape of `on_true`.
+    - (C1) `pred` has the shape of `on_true` (the Elementwise trait).
     - (C2) `on_true`, `on_false` and the result have the same type.
 
     Example:
@@ -132,7 +132,6 @@ def Graph_SelectOp : Graph_Op<"select", [Elementwise,
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat =
       "$pred `,` $on_true `,` $on_false attr-dict `:` type($pred) `,` type($result)";
-  let hasVerifier = 1;
   let hasFolder = 1;
 }
 
@@ -355,14 +354,14 @@ def Graph_ConcatenateOp : Graph_InferredOp<"concatenate", [
 
     Example:
     ```mlir
-    %c = graph.concatenate %a, %b, dim = 1
+    %c = graph.concatenate(%a, %b), dim = 1
            : (tensor<4x2xf32>, tensor<4x6xf32>) -> tensor<4x8xf32>
     ```
   }];
   let arguments = (ins Variadic<Graph_Tensor>:$inputs, I64Attr:$dim);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = [{
-    $inputs `,` `dim` `=` $dim attr-dict `:` functional-type(operands, results)
+    `(` $inputs `)` `,` `dim` `=` $dim attr-dict `:` functional-type(operands, results)
   }];
   let hasFolder = 1;
 }

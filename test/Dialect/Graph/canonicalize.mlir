@@ -1,0 +1,171 @@
+// Folders of the graph dialect, run through the canonicalizer.
+// RUN: trainc-opt %s -canonicalize -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @add_negative_zero
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf32>)
+func.func @add_negative_zero(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %nz = graph.constant dense<-0.0> : tensor<4xf32>
+  %0 = graph.add %x, %nz : tensor<4xf32>
+  %1 = graph.add %nz, %x : tensor<4xf32>
+  // CHECK-NOT: graph.add
+  // CHECK: return %[[X]], %[[X]]
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// x + 0.0 is not x when x = -0.0: it must stay.
+// CHECK-LABEL: func.func @add_positive_zero_stays
+func.func @add_positive_zero_stays(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %z = graph.constant dense<0.0> : tensor<4xf32>
+  // CHECK: graph.add
+  %0 = graph.add %x, %z : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @int_identities
+// CHECK-SAME: (%[[X:.+]]: tensor<4xi64>)
+func.func @int_identities(%x: tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) {
+  %z = graph.constant dense<0> : tensor<4xi64>
+  %o = graph.constant dense<1> : tensor<4xi64>
+  %0 = graph.add %x, %z : tensor<4xi64>
+  %1 = graph.sub %x, %z : tensor<4xi64>
+  %2 = graph.mul %o, %x : tensor<4xi64>
+  %3 = graph.div %x, %o : tensor<4xi64>
+  // CHECK-NOT: graph.
+  // CHECK: return %[[X]], %[[X]], %[[X]], %[[X]]
+  return %0, %1, %2, %3 : tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @float_identities
+// CHECK-SAME: (%[[X:.+]]: tensor<4xbf16>)
+func.func @float_identities(%x: tensor<4xbf16>) -> (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>) {
+  %z = graph.constant dense<0.0> : tensor<4xbf16>
+  %o = graph.constant dense<1.0> : tensor<4xbf16>
+  %0 = graph.sub %x, %z : tensor<4xbf16>
+  %1 = graph.mul %x, %o : tensor<4xbf16>
+  %2 = graph.div %x, %o : tensor<4xbf16>
+  // CHECK-NOT: graph.
+  // CHECK: return %[[X]], %[[X]], %[[X]]
+  return %0, %1, %2 : tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @constant_folding
+func.func @constant_folding() -> (tensor<3xf32>, tensor<2xi32>, tensor<2xi32>, tensor<2xf32>, tensor<2xf32>, tensor<3xf32>) {
+  %a = graph.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %b = graph.constant dense<0.5> : tensor<3xf32>
+  %i = graph.constant dense<[7, -7]> : tensor<2xi32>
+  %j = graph.constant dense<2> : tensor<2xi32>
+  %nan = graph.constant dense<[0x7FC00000, 1.0]> : tensor<2xf32>
+  %one = graph.constant dense<[2.0, 0.5]> : tensor<2xf32>
+  // CHECK-DAG: graph.constant dense<[1.500000e+00, 2.500000e+00, 3.500000e+00]> : tensor<3xf32>
+  %0 = graph.add %a, %b : tensor<3xf32>
+  // Integer division truncates toward zero.
+  // CHECK-DAG: graph.constant dense<[3, -3]> : tensor<2xi32>
+  %1 = graph.div %i, %j : tensor<2xi32>
+  // CHECK-DAG: graph.constant dense<[14, -14]> : tensor<2xi32>
+  %2 = graph.mul %i, %j : tensor<2xi32>
+  // max and min propagate NaN.
+  // CHECK-DAG: graph.constant dense<[0x7FC00000, 1.000000e+00]> : tensor<2xf32>
+  %3 = graph.max %nan, %one : tensor<2xf32>
+  // CHECK-DAG: graph.constant dense<[0x7FC00000, 5.000000e-01]> : tensor<2xf32>
+  %4 = graph.min %nan, %one : tensor<2xf32>
+  // CHECK-DAG: graph.constant dense<[-1.000000e+00, -2.000000e+00, -3.000000e+00]> : tensor<3xf32>
+  %5 = graph.neg %a : tensor<3xf32>
+  // CHECK-NOT: graph.add
+  // CHECK-NOT: graph.div
+  return %0, %1, %2, %3, %4, %5 : tensor<3xf32>, tensor<2xi32>, tensor<2xi32>, tensor<2xf32>, tensor<2xf32>, tensor<3xf32>
+}
+
+// -----
+
+// Integer division by zero is left for the runtime to report.
+// CHECK-LABEL: func.func @int_div_by_zero_stays
+func.func @int_div_by_zero_stays() -> tensor<2xi32> {
+  %i = graph.constant dense<[7, -7]> : tensor<2xi32>
+  %z = graph.constant dense<0> : tensor<2xi32>
+  // CHECK: graph.div
+  %0 = graph.div %i, %z : tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @chains
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x4xf32>)
+func.func @chains(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<4x2x3xf32>, tensor<24xf32>) {
+  %n = graph.neg %x : tensor<2x3x4xf32>
+  %0 = graph.neg %n : tensor<2x3x4xf32>
+  %t = graph.transpose %x, permutation = [1, 2, 0] : (tensor<2x3x4xf32>) -> tensor<3x4x2xf32>
+  %1 = graph.transpose %t, permutation = [2, 0, 1] : (tensor<3x4x2xf32>) -> tensor<2x3x4xf32>
+  // transpose [1, 2, 0] of transpose [1, 2, 0] composes into one: [2, 0, 1].
+  // CHECK: %[[T:.+]] = graph.transpose %[[X]], permutation = [2, 0, 1] : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
+  %2 = graph.transpose %t, permutation = [1, 2, 0] : (tensor<3x4x2xf32>) -> tensor<4x2x3xf32>
+  // CHECK: %[[R:.+]] = graph.reshape %[[X]] : (tensor<2x3x4xf32>) -> tensor<24xf32>
+  %r = graph.reshape %x : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  %3 = graph.reshape %r : (tensor<6x4xf32>) -> tensor<24xf32>
+  // CHECK: return %[[X]], %[[X]], %[[T]], %[[R]]
+  return %0, %1, %2, %3 : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<4x2x3xf32>, tensor<24xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @no_ops
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[P:.+]]: tensor<4x8xi1>)
+func.func @no_ops(%x: tensor<4x8xf32>, %p: tensor<4x8xi1>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = graph.transpose %x, permutation = [0, 1] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = graph.reshape %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = graph.broadcast_in_dim %x, dims = [0, 1] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %3 = graph.slice %x, start = [0, 0], limit = [4, 8], strides = [1, 1] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %4 = graph.concatenate(%x), dim = 0 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %5 = graph.convert %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %6 = graph.reduce_sum %x, dims = [] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %7 = graph.select %p, %x, %x : tensor<4x8xi1>, tensor<4x8xf32>
+  %8 = graph.max %x, %x : tensor<4x8xf32>
+  %9 = graph.min %x, %x : tensor<4x8xf32>
+  // CHECK-NOT: graph.
+  // CHECK: return %[[X]], %[[X]], %[[X]], %[[X]], %[[X]], %[[X]], %[[X]], %[[X]], %[[X]], %[[X]]
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @select_on_constant_predicate
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf32>, %[[Y:.+]]: tensor<4xf32>)
+func.func @select_on_constant_predicate(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %t = graph.constant dense<true> : tensor<4xi1>
+  %f = graph.constant dense<false> : tensor<4xi1>
+  %0 = graph.select %t, %x, %y : tensor<4xi1>, tensor<4xf32>
+  %1 = graph.select %f, %x, %y : tensor<4xi1>, tensor<4xf32>
+  // CHECK: return %[[X]], %[[Y]]
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Splat constants pass through data movement; dense ones through reshape.
+// CHECK-LABEL: func.func @constants_through_data_movement
+func.func @constants_through_data_movement() -> (tensor<4x8xf32>, tensor<8x4xf32>, tensor<2x2xf32>, tensor<2x3xi32>) {
+  %s = graph.constant dense<2.0> : tensor<8xf32>
+  %m = graph.constant dense<2.0> : tensor<4x8xf32>
+  %d = graph.constant dense<[1, 2, 3, 4, 5, 6]> : tensor<6xi32>
+  // CHECK-DAG: graph.constant dense<2.000000e+00> : tensor<4x8xf32>
+  %0 = graph.broadcast_in_dim %s, dims = [1] : (tensor<8xf32>) -> tensor<4x8xf32>
+  // CHECK-DAG: graph.constant dense<2.000000e+00> : tensor<8x4xf32>
+  %1 = graph.transpose %m, permutation = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  // CHECK-DAG: graph.constant dense<2.000000e+00> : tensor<2x2xf32>
+  %2 = graph.slice %m, start = [0, 0], limit = [2, 4], strides = [1, 2] : (tensor<4x8xf32>) -> tensor<2x2xf32>
+  // CHECK-DAG: graph.constant dense<{{\[}}[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi32>
+  %3 = graph.reshape %d : (tensor<6xi32>) -> tensor<2x3xi32>
+  // CHECK-NOT: graph.broadcast_in_dim
+  // CHECK-NOT: graph.transpose
+  // CHECK-NOT: graph.slice
+  // CHECK-NOT: graph.reshape
+  return %0, %1, %2, %3 : tensor<4x8xf32>, tensor<8x4xf32>, tensor<2x2xf32>, tensor<2x3xi32>
+}

@@ -1,0 +1,49 @@
+// FLOP and byte counts of the cost interface (see GraphCost.cpp).
+// RUN: trainc-opt %s --trainc-test-op-cost -verify-diagnostics -split-input-file
+
+func.func @elementwise(%x: tensor<4x8xf32>, %h: tensor<4x8xbf16>) {
+  // One FLOP per element; 3 tensors of 128 bytes.
+  // expected-remark@+1 {{flops = 32, bytes = 384}}
+  %0 = graph.add %x, %x : tensor<4x8xf32>
+  // 16-bit elements: 3 tensors of 64 bytes.
+  // expected-remark@+1 {{flops = 32, bytes = 192}}
+  %1 = graph.mul %h, %h : tensor<4x8xbf16>
+  // A reshape is a view.
+  // expected-remark@+1 {{flops = 0, bytes = 0}}
+  %2 = graph.reshape %x : (tensor<4x8xf32>) -> tensor<32xf32>
+  // expected-remark@+1 {{flops = 0, bytes = 256}}
+  %3 = graph.transpose %x, permutation = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>) {
+  // 2 * (2 * 4 * 16 results) * 8 contraction = 2048; (64 + 256 + 128) * 4 bytes.
+  // expected-remark@+1 {{flops = 2048, bytes = 1792}}
+  %0 = graph.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+         : (tensor<2x4x8xf32>, tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
+  // One add per input element.
+  // expected-remark@+1 {{flops = 64, bytes = 288}}
+  %1 = graph.reduce_sum %a, dims = [2] : (tensor<2x4x8xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention(%q: tensor<1x2x4x8xf32>) {
+  // scores = 1*2*4*4 = 32: 2*32*8 (q k^T) + 2*32*8 (p v) + 32*(1 scale + 5 softmax) = 1216.
+  // expected-remark@+1 {{flops = 1216, bytes = 1024}}
+  %0 = graph.attention %q, %q, %q, scale = 0.35, causal
+         : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @loss(%l: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // 4 per logit (4 * 40) + 2 per row (2 * 4) = 168; bytes 160 + 32 + 4.
+  // expected-remark@+1 {{flops = 168, bytes = 196}}
+  %0 = graph.softmax_cross_entropy %l, %t, reduction = mean : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}

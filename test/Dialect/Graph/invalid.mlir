@@ -1,0 +1,908 @@
+// An expected-error for every numbered constraint of every graph op, plus
+// the dialect-wide type rules. Constraint numbers are those of each op's ODS
+// description; the verifier cites them in its messages.
+// RUN: trainc-opt %s -split-input-file -verify-diagnostics
+
+// Dialect-wide: only static shapes.
+func.func @dynamic_shape(%x: tensor<?x8xf32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.exp %x : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// Dialect-wide: only f64, f32, f16, bf16, i64, i32 and i1 elements.
+func.func @unsupported_element_type(%x: tensor<4xi8>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.neg %x : tensor<4xi8>
+  return
+}
+
+// -----
+
+func.func @neg_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "graph.neg"(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @neg_c2(%x: tensor<4xi1>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.neg %x : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @abs_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "graph.abs"(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @abs_c2(%x: tensor<4xi1>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.abs %x : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @exp_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "graph.exp"(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @exp_c2(%x: tensor<4xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.exp %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @log_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "graph.log"(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @log_c2(%x: tensor<4xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.log %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @tanh_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "graph.tanh"(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @tanh_c2(%x: tensor<4xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.tanh %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @erf_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "graph.erf"(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @erf_c2(%x: tensor<4xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.erf %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @sqrt_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "graph.sqrt"(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @sqrt_c2(%x: tensor<4xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.sqrt %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @rsqrt_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "graph.rsqrt"(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @rsqrt_c2(%x: tensor<4xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.rsqrt %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @add_c1(%x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "graph.add"(%x, %y) : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @add_c2(%x: tensor<4xi1>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.add %x, %x : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @sub_c1(%x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "graph.sub"(%x, %y) : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sub_c2(%x: tensor<4xi1>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.sub %x, %x : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @mul_c1(%x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "graph.mul"(%x, %y) : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @mul_c2(%x: tensor<4xi1>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.mul %x, %x : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @div_c1(%x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "graph.div"(%x, %y) : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @div_c2(%x: tensor<4xi1>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.div %x, %x : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @max_c1(%x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "graph.max"(%x, %y) : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @max_c2(%x: tensor<4xi1>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.max %x, %x : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @min_c1(%x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "graph.min"(%x, %y) : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @min_c2(%x: tensor<4xi1>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.min %x, %x : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @pow_c1(%x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "graph.pow"(%x, %y) : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @pow_c2(%x: tensor<4xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.pow %x, %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @compare_c1(%x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error@+1 {{requires all operands to have the same type}}
+  %0 = "graph.compare"(%x, %y) <{direction = 2 : i32}> : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @compare_result_not_i1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{result #0 must be statically shaped tensor of 1-bit signless integer values}}
+  %0 = "graph.compare"(%x, %x) <{direction = 2 : i32}> : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @select_c1(%p: tensor<4xi1>, %x: tensor<2x2xf32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape}}
+  %0 = graph.select %p, %x, %x : tensor<4xi1>, tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @select_c2(%p: tensor<4xi1>, %x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error@+1 {{all of {on_true, on_false, result} have same type}}
+  %0 = "graph.select"(%p, %x, %y) : (tensor<4xi1>, tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @convert_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape}}
+  %0 = graph.convert %x : (tensor<4xf32>) -> tensor<5xbf16>
+  return
+}
+
+// -----
+
+func.func @dot_general_c1(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>) {
+  // expected-error@+1 {{(C1) 1 lhs batching dimensions but 0 rhs batching dimensions}}
+  %0 = graph.dot_general %a, %b, batching_dims = [0] x [], contracting_dims = [2] x [1]
+         : (tensor<2x4x8xf32>, tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_general_c2(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) {
+  // expected-error@+1 {{(C2) 1 lhs contracting dimensions but 2 rhs contracting dimensions}}
+  %0 = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0, 1]
+         : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dot_general_c3(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) {
+  // expected-error@+1 {{(C3) rhs batching/contracting dimension 2 is out of range [0, 2)}}
+  %0 = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [2]
+         : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_general_c4(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>) {
+  // expected-error@+1 {{(C4) lhs batching/contracting dimension 1 is listed twice}}
+  %0 = graph.dot_general %a, %b, batching_dims = [1] x [0], contracting_dims = [1] x [1]
+         : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @dot_general_c5(%a: tensor<2x4x8xf32>, %b: tensor<3x8x16xf32>) {
+  // expected-error@+1 {{(C5) batching dimension sizes differ: lhs dim 0 has 2, rhs dim 0 has 3}}
+  %0 = graph.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+         : (tensor<2x4x8xf32>, tensor<3x8x16xf32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_general_c6(%a: tensor<4x8xf32>, %b: tensor<9x16xf32>) {
+  // expected-error@+1 {{(C6) contracting dimension sizes differ: lhs dim 1 has 8, rhs dim 0 has 9}}
+  %0 = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0]
+         : (tensor<4x8xf32>, tensor<9x16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_general_c7(%a: tensor<4x8xf32>, %b: tensor<8x16xbf16>) {
+  // expected-error@+1 {{(C7) lhs element type 'f32' differs from rhs element type 'bf16'}}
+  %0 = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0]
+         : (tensor<4x8xf32>, tensor<8x16xbf16>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_general_c8(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) {
+  // expected-error@+1 {{result type 'tensor<16x4xf32>' differs from the inferred type 'tensor<4x16xf32>'}}
+  %0 = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0]
+         : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_sum_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C1) reduced dimension 2 is out of range [0, 2)}}
+  %0 = graph.reduce_sum %x, dims = [2] : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_sum_c2(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C2) reduced dimension 1 is listed twice}}
+  %0 = graph.reduce_sum %x, dims = [1, 1] : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_sum_c3(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<8xf32>' differs from the inferred type 'tensor<4xf32>'}}
+  %0 = graph.reduce_sum %x, dims = [1] : (tensor<4x8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_max_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C1) reduced dimension 2 is out of range [0, 2)}}
+  %0 = graph.reduce_max %x, dims = [2] : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_max_c2(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C2) reduced dimension 1 is listed twice}}
+  %0 = graph.reduce_max %x, dims = [1, 1] : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_max_c3(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<8xf32>' differs from the inferred type 'tensor<4xf32>'}}
+  %0 = graph.reduce_max %x, dims = [1] : (tensor<4x8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_mean_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C1) reduced dimension 2 is out of range [0, 2)}}
+  %0 = graph.reduce_mean %x, dims = [2] : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_mean_c2(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C2) reduced dimension 1 is listed twice}}
+  %0 = graph.reduce_mean %x, dims = [1, 1] : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_mean_c3(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<8xf32>' differs from the inferred type 'tensor<4xf32>'}}
+  %0 = graph.reduce_mean %x, dims = [1] : (tensor<4x8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_mean_of_integers(%x: tensor<4x8xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor of 64-bit float or 32-bit float}}
+  %0 = graph.reduce_mean %x, dims = [1] : (tensor<4x8xi32>) -> tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @broadcast_in_dim_c1(%x: tensor<8xf32>) {
+  // expected-error@+1 {{(C1) dims has 2 entries but the operand has rank 1}}
+  %0 = graph.broadcast_in_dim %x, dims = [0, 1] : (tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_in_dim_c2(%x: tensor<8xf32>) {
+  // expected-error@+1 {{(C2) dims[0] = 2 is out of range [0, 2)}}
+  %0 = graph.broadcast_in_dim %x, dims = [2] : (tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_in_dim_c3(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C3) dims must be strictly increasing, but dims[1] = 0 follows 1}}
+  %0 = graph.broadcast_in_dim %x, dims = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_in_dim_c4(%x: tensor<3xf32>) {
+  // expected-error@+1 {{(C4) operand dimension 0 has size 3, which is neither 1 nor 8 (the size of result dimension 1)}}
+  %0 = graph.broadcast_in_dim %x, dims = [1] : (tensor<3xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_in_dim_c5(%x: tensor<8xf32>) {
+  // expected-error@+1 {{(C5) operand element type 'f32' differs from result element type 'f16'}}
+  %0 = graph.broadcast_in_dim %x, dims = [1] : (tensor<8xf32>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @reshape_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C1) operand has 32 elements but the result has 30}}
+  %0 = graph.reshape %x : (tensor<4x8xf32>) -> tensor<5x6xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_c2(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C2) operand element type 'f32' differs from result element type 'i32'}}
+  %0 = graph.reshape %x : (tensor<4x8xf32>) -> tensor<32xi32>
+  return
+}
+
+// -----
+
+func.func @transpose_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C1) permutation has 3 entries but the operand has rank 2}}
+  %0 = graph.transpose %x, permutation = [1, 0, 2] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_c2(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C2) permutation dimension 1 is listed twice}}
+  %0 = graph.transpose %x, permutation = [1, 1] : (tensor<4x8xf32>) -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_c2_range(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C2) permutation dimension -1 is out of range [0, 2)}}
+  %0 = graph.transpose %x, permutation = [-1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_c3(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x8xf32>' differs from the inferred type 'tensor<8x4xf32>'}}
+  %0 = graph.transpose %x, permutation = [1, 0] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C1) start, limit and strides have 1, 2 and 2 entries; the operand has rank 2}}
+  %0 = graph.slice %x, start = [0], limit = [4, 8], strides = [1, 1] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c2(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C2) stride 0 in dimension 1 is not positive}}
+  %0 = graph.slice %x, start = [0, 0], limit = [4, 8], strides = [1, 0] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c3(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C3) dimension 1 needs 0 <= start (2) <= limit (9) <= size (8)}}
+  %0 = graph.slice %x, start = [0, 2], limit = [4, 9], strides = [1, 1] : (tensor<4x8xf32>) -> tensor<4x7xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c3_reversed(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C3) dimension 0 needs 0 <= start (3) <= limit (1) <= size (4)}}
+  %0 = graph.slice %x, start = [3, 0], limit = [1, 8], strides = [1, 1] : (tensor<4x8xf32>) -> tensor<0x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c4(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x3xf32>' differs from the inferred type 'tensor<4x4xf32>'}}
+  %0 = graph.slice %x, start = [0, 1], limit = [4, 8], strides = [1, 2] : (tensor<4x8xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @concatenate_c1() {
+  // expected-error@+1 {{(C1) needs at least one operand}}
+  %0 = "graph.concatenate"() <{dim = 0 : i64}> : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @concatenate_c2(%a: tensor<4x8xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{(C2) operand 1 has rank 1 but operand 0 has rank 2}}
+  %0 = graph.concatenate(%a, %b), dim = 0 : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @concatenate_c3(%a: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C3) dim 2 is out of range [0, 2)}}
+  %0 = graph.concatenate(%a, %a), dim = 2 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @concatenate_c4(%a: tensor<4x8xf32>, %b: tensor<4x8xf16>) {
+  // expected-error@+1 {{(C4) operand 1 has element type 'f16' but operand 0 has 'f32'}}
+  %0 = graph.concatenate(%a, %b), dim = 0 : (tensor<4x8xf32>, tensor<4x8xf16>) -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @concatenate_c5(%a: tensor<4x8xf32>, %b: tensor<4x7xf32>) {
+  // expected-error@+1 {{(C5) operand 1 has size 7 in dimension 1 but operand 0 has 8}}
+  %0 = graph.concatenate(%a, %b), dim = 0 : (tensor<4x8xf32>, tensor<4x7xf32>) -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @concatenate_c6(%a: tensor<4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x8xf32>' differs from the inferred type 'tensor<8x8xf32>'}}
+  %0 = graph.concatenate(%a, %a), dim = 0 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_c1(%x: tensor<4x8xf32>, %i: tensor<3xi64>) {
+  // expected-error@+1 {{(C1) axis 2 is out of range [0, 2)}}
+  %0 = graph.gather %x[%i], axis = 2 : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<4x8x3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_c2(%x: tensor<4x8xf32>, %i: tensor<3xi64>) {
+  // expected-error@+1 {{result type 'tensor<3x4xf32>' differs from the inferred type 'tensor<3x8xf32>'}}
+  %0 = graph.gather %x[%i], axis = 0 : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_float_indices(%x: tensor<4x8xf32>, %i: tensor<3xf32>) {
+  // expected-error@+1 {{operand #1 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values}}
+  %0 = graph.gather %x[%i], axis = 0 : (tensor<4x8xf32>, tensor<3xf32>) -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @iota_c1() {
+  // expected-error@+1 {{(C1) result must have rank at least 1}}
+  %0 = graph.iota dim = 0 : tensor<i64>
+  return
+}
+
+// -----
+
+func.func @iota_c2() {
+  // expected-error@+1 {{(C2) dim 2 is out of range [0, 2)}}
+  %0 = graph.iota dim = 2 : tensor<4x8xi64>
+  return
+}
+
+// -----
+
+func.func @constant_c1() {
+  // expected-error@+1 {{all of {value, result} have same type}}
+  %0 = "graph.constant"() <{value = dense<1.0> : tensor<2xf32>}> : () -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @constant_c1_element_type() {
+  // expected-error@+1 {{result #0 must be statically shaped tensor}}
+  %0 = graph.constant dense<1> : tensor<2xi8>
+  return
+}
+
+// -----
+
+func.func @softmax_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C1) dim 2 is out of range [0, 2)}}
+  %0 = graph.softmax %x, dim = 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_c2(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "graph.softmax"(%x) <{dim = 1 : i64}> : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @gelu_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "graph.gelu"(%x) <{approximation = 0 : i32}> : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c1(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{(C1) axis 2 is out of range [0, 2)}}
+  %0 = graph.layer_norm %x scale %g, axis = 2, epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c2(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C2) scale/bias type 'tensor<4x8xf32>' does not have the normalized shape [8] (input dimensions 1 and on)}}
+  %0 = graph.layer_norm %x scale %g, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c3(%x: tensor<4x8xf32>, %g: tensor<8xbf16>) {
+  // expected-error@+1 {{(C3) scale/bias element type 'bf16' differs from input element type 'f32'}}
+  %0 = graph.layer_norm %x scale %g, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<8xbf16>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c4(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C4) epsilon -1.000000e-05 must be finite and not negative}}
+  %0 = graph.layer_norm %x, axis = 1, epsilon = -1.0e-5 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c5(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x8xf16>' differs from the inferred type 'tensor<4x8xf32>'}}
+  %0 = graph.layer_norm %x, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @rms_norm_c1(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{(C1) axis 2 is out of range [0, 2)}}
+  %0 = graph.rms_norm %x scale %g, axis = 2, epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_c2(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C2) scale/bias type 'tensor<4x8xf32>' does not have the normalized shape [8] (input dimensions 1 and on)}}
+  %0 = graph.rms_norm %x scale %g, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_c3(%x: tensor<4x8xf32>, %g: tensor<8xbf16>) {
+  // expected-error@+1 {{(C3) scale/bias element type 'bf16' differs from input element type 'f32'}}
+  %0 = graph.rms_norm %x scale %g, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<8xbf16>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_c4(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C4) epsilon -1.000000e-05 must be finite and not negative}}
+  %0 = graph.rms_norm %x, axis = 1, epsilon = -1.0e-5 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_c5(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x8xf16>' differs from the inferred type 'tensor<4x8xf32>'}}
+  %0 = graph.rms_norm %x, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c2_bias(%x: tensor<4x8xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{(C2) scale/bias type 'tensor<4xf32>' does not have the normalized shape [8]}}
+  %0 = graph.layer_norm %x bias %b, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c1(%q: tensor<2x8x16xf32>) {
+  // expected-error@+1 {{(C1) query, key and value must have rank 4 [batch, heads, seq, head_dim]; got ranks 3, 3, 3}}
+  %0 = graph.attention %q, %q, %q, scale = 0.25 : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c2(%q: tensor<2x4x8x16xf32>, %k: tensor<3x4x8x16xf32>) {
+  // expected-error@+1 {{(C2) batch sizes differ: query 2, key 3, value 3}}
+  %0 = graph.attention %q, %k, %k, scale = 0.25 : (tensor<2x4x8x16xf32>, tensor<3x4x8x16xf32>, tensor<3x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c3(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x32xf32>) {
+  // expected-error@+1 {{(C3) query head dimension 16 differs from key head dimension 32}}
+  %0 = graph.attention %q, %k, %k, scale = 0.25 : (tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x32xf32>) -> tensor<2x4x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c4(%q: tensor<2x4x8x16xf32>, %v: tensor<2x4x9x16xf32>) {
+  // expected-error@+1 {{(C4) key has 4 heads and sequence 8 but value has 4 heads and sequence 9}}
+  %0 = graph.attention %q, %q, %v, scale = 0.25 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x9x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c5(%q: tensor<2x4x8x16xf32>, %k: tensor<2x3x8x16xf32>) {
+  // expected-error@+1 {{(C5) query heads (4) must be a multiple of key heads (3)}}
+  %0 = graph.attention %q, %k, %k, scale = 0.25 : (tensor<2x4x8x16xf32>, tensor<2x3x8x16xf32>, tensor<2x3x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c6(%q: tensor<2x4x8x16xf32>, %m: tensor<2x1x8x7xf32>) {
+  // expected-error@+1 {{(C6) mask dimension 3 has size 7, which is neither 1 nor 8 (scores are [2, 4, 8, 8])}}
+  %0 = graph.attention %q, %q, %q mask %m, scale = 0.25 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x1x8x7xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c6_rank(%q: tensor<2x4x8x16xf32>, %m: tensor<8x8xf32>) {
+  // expected-error@+1 {{(C6) mask must have rank 4, got 2}}
+  %0 = graph.attention %q, %q, %q mask %m, scale = 0.25 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<8x8xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c7(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xbf16>) {
+  // expected-error@+1 {{(C7) operand element types differ: query has 'f32', another operand has 'bf16'}}
+  %0 = graph.attention %q, %k, %k, scale = 0.25 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c8(%q: tensor<2x4x8x16xf32>) {
+  // expected-error@+1 {{(C8) scale must be finite, got INF}}
+  %0 = graph.attention %q, %q, %q, scale = 0x7FF0000000000000 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c9(%q: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x32xf32>) {
+  // expected-error@+1 {{result type 'tensor<2x4x8x16xf32>' differs from the inferred type 'tensor<2x4x8x32xf32>'}}
+  %0 = graph.attention %q, %q, %v, scale = 0.25 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_c1(%l: tensor<f32>, %t: tensor<i64>) {
+  // expected-error@+1 {{(C1) logits must have rank at least 1 (classes are the last dimension)}}
+  %0 = graph.softmax_cross_entropy %l, %t, reduction = mean : (tensor<f32>, tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_c2(%l: tensor<8x32x128xf32>, %t: tensor<8x128xi64>) {
+  // expected-error@+1 {{(C2) targets 'tensor<8x128xi64>' must have the logits' shape without the class dimension (logits are 'tensor<8x32x128xf32>')}}
+  %0 = graph.softmax_cross_entropy %l, %t, reduction = mean : (tensor<8x32x128xf32>, tensor<8x128xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_c3(%l: tensor<8x32x128xf32>, %t: tensor<8x32xi64>) {
+  // expected-error@+1 {{result type 'tensor<f32>' differs from the inferred type 'tensor<8x32xf32>'}}
+  %0 = graph.softmax_cross_entropy %l, %t, reduction = none : (tensor<8x32x128xf32>, tensor<8x32xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_float_targets(%l: tensor<8x128xf32>, %t: tensor<8xf32>) {
+  // expected-error@+1 {{operand #1 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values}}
+  %0 = graph.softmax_cross_entropy %l, %t, reduction = mean : (tensor<8x128xf32>, tensor<8xf32>) -> tensor<f32>
+  return
+}

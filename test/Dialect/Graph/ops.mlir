@@ -1,0 +1,181 @@
+// Round trip of every graph op through the custom and the generic syntax.
+// RUN: trainc-opt %s | trainc-opt | FileCheck %s
+// RUN: trainc-opt %s --mlir-print-op-generic | trainc-opt | FileCheck %s
+// RUN: trainc-opt %s --emit-bytecode | trainc-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @unary
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[I:.+]]: tensor<4xi32>)
+func.func @unary(%x: tensor<4x8xf32>, %i: tensor<4xi32>) {
+  // CHECK: graph.neg %[[X]] : tensor<4x8xf32>
+  %0 = graph.neg %x : tensor<4x8xf32>
+  // CHECK: graph.neg %[[I]] : tensor<4xi32>
+  %1 = graph.neg %i : tensor<4xi32>
+  // CHECK: graph.abs %[[X]] : tensor<4x8xf32>
+  %2 = graph.abs %x : tensor<4x8xf32>
+  // CHECK: graph.exp %[[X]] : tensor<4x8xf32>
+  %3 = graph.exp %x : tensor<4x8xf32>
+  // CHECK: graph.log %[[X]] : tensor<4x8xf32>
+  %4 = graph.log %x : tensor<4x8xf32>
+  // CHECK: graph.tanh %[[X]] : tensor<4x8xf32>
+  %5 = graph.tanh %x : tensor<4x8xf32>
+  // CHECK: graph.erf %[[X]] : tensor<4x8xf32>
+  %6 = graph.erf %x : tensor<4x8xf32>
+  // CHECK: graph.sqrt %[[X]] : tensor<4x8xf32>
+  %7 = graph.sqrt %x : tensor<4x8xf32>
+  // CHECK: graph.rsqrt %[[X]] : tensor<4x8xf32>
+  %8 = graph.rsqrt %x : tensor<4x8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @binary
+// CHECK-SAME: (%[[A:.+]]: tensor<2x3xbf16>, %[[B:.+]]: tensor<2x3xbf16>, %[[I:.+]]: tensor<5xi64>)
+func.func @binary(%a: tensor<2x3xbf16>, %b: tensor<2x3xbf16>, %i: tensor<5xi64>) {
+  // CHECK: graph.add %[[A]], %[[B]] : tensor<2x3xbf16>
+  %0 = graph.add %a, %b : tensor<2x3xbf16>
+  // CHECK: graph.sub %[[A]], %[[B]] : tensor<2x3xbf16>
+  %1 = graph.sub %a, %b : tensor<2x3xbf16>
+  // CHECK: graph.mul %[[A]], %[[B]] : tensor<2x3xbf16>
+  %2 = graph.mul %a, %b : tensor<2x3xbf16>
+  // CHECK: graph.div %[[I]], %[[I]] : tensor<5xi64>
+  %3 = graph.div %i, %i : tensor<5xi64>
+  // CHECK: graph.pow %[[A]], %[[B]] : tensor<2x3xbf16>
+  %4 = graph.pow %a, %b : tensor<2x3xbf16>
+  // CHECK: graph.max %[[A]], %[[B]] : tensor<2x3xbf16>
+  %5 = graph.max %a, %b : tensor<2x3xbf16>
+  // CHECK: graph.min %[[I]], %[[I]] : tensor<5xi64>
+  %6 = graph.min %i, %i : tensor<5xi64>
+  return
+}
+
+// CHECK-LABEL: func.func @compare_select_convert
+func.func @compare_select_convert(%x: tensor<4xf16>, %y: tensor<4xf16>, %n: tensor<4xi64>) -> tensor<4xf64> {
+  // CHECK: %[[P:.+]] = graph.compare LT, %{{.+}}, %{{.+}} : tensor<4xf16>
+  %p = graph.compare LT, %x, %y : tensor<4xf16>
+  // CHECK: graph.compare EQ, %{{.+}}, %{{.+}} : tensor<4xi64>
+  %q = graph.compare EQ, %n, %n : tensor<4xi64>
+  // CHECK: graph.compare NE, {{.+}} : tensor<4xi1>
+  %r = graph.compare NE, %p, %q : tensor<4xi1>
+  // CHECK: graph.compare LE
+  %s = graph.compare LE, %x, %y : tensor<4xf16>
+  // CHECK: graph.compare GT
+  %t = graph.compare GT, %x, %y : tensor<4xf16>
+  // CHECK: graph.compare GE
+  %u = graph.compare GE, %x, %y : tensor<4xf16>
+  // CHECK: %[[S:.+]] = graph.select %[[P]], %{{.+}}, %{{.+}} : tensor<4xi1>, tensor<4xf16>
+  %sel = graph.select %p, %x, %y : tensor<4xi1>, tensor<4xf16>
+  // CHECK: graph.convert %[[S]] : (tensor<4xf16>) -> tensor<4xf64>
+  %c = graph.convert %sel : (tensor<4xf16>) -> tensor<4xf64>
+  // CHECK: graph.convert %{{.+}} : (tensor<4xi1>) -> tensor<4xi32>
+  %d = graph.convert %p : (tensor<4xi1>) -> tensor<4xi32>
+  return %c : tensor<4xf64>
+}
+
+// CHECK-LABEL: func.func @dot_general
+func.func @dot_general(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %w: tensor<16x8xf32>) {
+  // CHECK: graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x8xf32>, tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
+  %0 = graph.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+         : (tensor<2x4x8xf32>, tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
+  // A linear layer x @ w^T: no batching dims, contract x's last with w's last.
+  // CHECK: batching_dims = [] x [], contracting_dims = [2] x [1] : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %1 = graph.dot_general %a, %w, batching_dims = [] x [], contracting_dims = [2] x [1]
+         : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @reductions
+func.func @reductions(%x: tensor<4x8x16xf32>, %i: tensor<4x8xi32>) {
+  // CHECK: graph.reduce_sum %{{.+}}, dims = [0, 2] : (tensor<4x8x16xf32>) -> tensor<8xf32>
+  %0 = graph.reduce_sum %x, dims = [0, 2] : (tensor<4x8x16xf32>) -> tensor<8xf32>
+  // CHECK: graph.reduce_max %{{.+}}, dims = [1] : (tensor<4x8xi32>) -> tensor<4xi32>
+  %1 = graph.reduce_max %i, dims = [1] : (tensor<4x8xi32>) -> tensor<4xi32>
+  // CHECK: graph.reduce_mean %{{.+}}, dims = [0, 1, 2] : (tensor<4x8x16xf32>) -> tensor<f32>
+  %2 = graph.reduce_mean %x, dims = [0, 1, 2] : (tensor<4x8x16xf32>) -> tensor<f32>
+  return
+}
+
+// CHECK-LABEL: func.func @data_movement
+func.func @data_movement(%x: tensor<4x8xf32>, %b: tensor<8xf32>, %t: tensor<2x3xi64>) {
+  // CHECK: graph.broadcast_in_dim %{{.+}}, dims = [1] : (tensor<8xf32>) -> tensor<4x8xf32>
+  %0 = graph.broadcast_in_dim %b, dims = [1] : (tensor<8xf32>) -> tensor<4x8xf32>
+  // CHECK: graph.reshape %{{.+}} : (tensor<4x8xf32>) -> tensor<2x16xf32>
+  %1 = graph.reshape %x : (tensor<4x8xf32>) -> tensor<2x16xf32>
+  // CHECK: graph.transpose %{{.+}}, permutation = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %2 = graph.transpose %x, permutation = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  // CHECK: graph.slice %{{.+}}, start = [0, 2], limit = [4, 8], strides = [1, 2] : (tensor<4x8xf32>) -> tensor<4x3xf32>
+  %3 = graph.slice %x, start = [0, 2], limit = [4, 8], strides = [1, 2] : (tensor<4x8xf32>) -> tensor<4x3xf32>
+  // CHECK: graph.concatenate(%{{.+}}, %{{.+}}, %{{.+}}), dim = 1 : (tensor<4x8xf32>, tensor<4x3xf32>, tensor<4x8xf32>) -> tensor<4x19xf32>
+  %4 = graph.concatenate(%x, %3, %x), dim = 1 : (tensor<4x8xf32>, tensor<4x3xf32>, tensor<4x8xf32>) -> tensor<4x19xf32>
+  // CHECK: graph.gather %{{.+}}[%{{.+}}], axis = 0 : (tensor<4x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
+  %5 = graph.gather %x[%t], axis = 0 : (tensor<4x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
+  // CHECK: graph.gather %{{.+}}[%{{.+}}], axis = 1 : (tensor<4x8xf32>, tensor<2x3xi64>) -> tensor<4x2x3xf32>
+  %6 = graph.gather %x[%t], axis = 1 : (tensor<4x8xf32>, tensor<2x3xi64>) -> tensor<4x2x3xf32>
+  // CHECK: graph.iota dim = 1 : tensor<4x8xi64>
+  %7 = graph.iota dim = 1 : tensor<4x8xi64>
+  // CHECK: graph.iota dim = 0 : tensor<32xf32>
+  %8 = graph.iota dim = 0 : tensor<32xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @constants
+func.func @constants() {
+  // CHECK: graph.constant dense<5.000000e-01> : tensor<4x8xf32>
+  %0 = graph.constant dense<0.5> : tensor<4x8xf32>
+  // CHECK: graph.constant dense<[1, 2, 3]> : tensor<3xi64>
+  %1 = graph.constant dense<[1, 2, 3]> : tensor<3xi64>
+  // CHECK: graph.constant dense<true> : tensor<i1>
+  %2 = graph.constant dense<true> : tensor<i1>
+  // CHECK: graph.constant dense<{{.+}}> : tensor<2xbf16>
+  %3 = graph.constant dense<[1.0, -2.5]> : tensor<2xbf16>
+  return
+}
+
+// CHECK-LABEL: func.func @composites
+func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>,
+                      %s: tensor<2x4x32x32xf32>) {
+  // CHECK: graph.softmax %{{.+}}, dim = 3 : tensor<2x4x32x32xf32>
+  %0 = graph.softmax %s, dim = 3 : tensor<2x4x32x32xf32>
+  // CHECK: graph.gelu %{{.+}}, approximation = erf : tensor<8x32x64xf32>
+  %1 = graph.gelu %x, approximation = erf : tensor<8x32x64xf32>
+  // CHECK: graph.gelu %{{.+}}, approximation = tanh : tensor<8x32x64xf32>
+  %2 = graph.gelu %x, approximation = tanh : tensor<8x32x64xf32>
+  // CHECK: graph.layer_norm %{{.+}} scale %{{.+}} bias %{{.+}}, axis = 2, epsilon = 1.000000e-05 : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
+  %3 = graph.layer_norm %x scale %g bias %b, axis = 2, epsilon = 1.0e-5
+         : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
+  // CHECK: graph.layer_norm %{{.+}} bias %{{.+}}, axis = 2
+  %4 = graph.layer_norm %x bias %b, axis = 2, epsilon = 1.0e-5
+         : (tensor<8x32x64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
+  // CHECK: graph.layer_norm %{{.+}}, axis = 1, epsilon = 0.000000e+00 : (tensor<8x32x64xf32>) -> tensor<8x32x64xf32>
+  %5 = graph.layer_norm %x, axis = 1, epsilon = 0.0 : (tensor<8x32x64xf32>) -> tensor<8x32x64xf32>
+  // CHECK: graph.rms_norm %{{.+}} scale %{{.+}}, axis = 2, epsilon = 9.9999999999999995E-7 : (tensor<8x32x64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
+  %6 = graph.rms_norm %x scale %g, axis = 2, epsilon = 1.0e-6
+         : (tensor<8x32x64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x8x16x32xbf16>, %k: tensor<2x2x24x32xbf16>, %v: tensor<2x2x24x8xbf16>,
+                     %m: tensor<2x1x1x24xbf16>) {
+  // Grouped-query attention (8 query heads, 2 key/value heads), causal.
+  // CHECK: graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.250000e-01, causal : {{.+}} -> tensor<2x8x16x8xbf16>
+  %0 = graph.attention %q, %k, %v, scale = 0.125, causal
+         : (tensor<2x8x16x32xbf16>, tensor<2x2x24x32xbf16>, tensor<2x2x24x8xbf16>) -> tensor<2x8x16x8xbf16>
+  // A padding mask broadcast over heads and queries; not causal.
+  // CHECK: graph.attention %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}}, scale = 1.250000e-01 : {{.+}} -> tensor<2x8x16x8xbf16>
+  %1 = graph.attention %q, %k, %v mask %m, scale = 0.125
+         : (tensor<2x8x16x32xbf16>, tensor<2x2x24x32xbf16>, tensor<2x2x24x8xbf16>, tensor<2x1x1x24xbf16>) -> tensor<2x8x16x8xbf16>
+  return
+}
+
+// CHECK-LABEL: func.func @cross_entropy
+func.func @cross_entropy(%logits: tensor<8x32x128xf32>, %t: tensor<8x32xi64>, %t32: tensor<8x32xi32>) {
+  // CHECK: graph.softmax_cross_entropy %{{.+}}, %{{.+}}, reduction = mean, ignore_index = -100 : (tensor<8x32x128xf32>, tensor<8x32xi64>) -> tensor<f32>
+  %0 = graph.softmax_cross_entropy %logits, %t, reduction = mean, ignore_index = -100
+         : (tensor<8x32x128xf32>, tensor<8x32xi64>) -> tensor<f32>
+  // CHECK: graph.softmax_cross_entropy %{{.+}}, %{{.+}}, reduction = sum : (tensor<8x32x128xf32>, tensor<8x32xi32>) -> tensor<f32>
+  %1 = graph.softmax_cross_entropy %logits, %t32, reduction = sum
+         : (tensor<8x32x128xf32>, tensor<8x32xi32>) -> tensor<f32>
+  // CHECK: graph.softmax_cross_entropy %{{.+}}, %{{.+}}, reduction = none : (tensor<8x32x128xf32>, tensor<8x32xi64>) -> tensor<8x32xf32>
+  %2 = graph.softmax_cross_entropy %logits, %t, reduction = none
+         : (tensor<8x32x128xf32>, tensor<8x32xi64>) -> tensor<8x32xf32>
+  return
+}

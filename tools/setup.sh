@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Sets up this machine for trainc and builds it:
+#   1. Debian packages the build and tests need (apt-get; skipped when all
+#      are installed, so a second run takes seconds),
+#   2. Python packages the test oracles need (tools/requirements-test.txt),
+#   3. configures (CMake + Ninja) and builds into the build directory.
+# Safe to run again at any time; it changes only what is missing.
+set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+Usage: tools/setup.sh [options]
+
+Installs trainc's dependencies on a Debian 12 machine, then configures and
+builds trainc. Run from anywhere; paths are relative to the repository.
+
+Options:
+  --build-dir DIR   build directory (default: build)
+  --build-type T    CMake build type: Release (default), Debug, RelWithDebInfo
+  --runtime-only    configure with -DTRAINC_BUILD_COMPILER=OFF (no MLIR needed)
+  --no-install      do not install packages; fail if something is missing
+  --no-build        install dependencies only
+  -h, --help        show this help
+
+Environment: CMAKE_ARGS is appended to the CMake configure command.
+USAGE
+}
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=build
+build_type=Release
+runtime_only=0
+install=1
+build=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir) build_dir=${2:?--build-dir needs a value}; shift 2 ;;
+    --build-type) build_type=${2:?--build-type needs a value}; shift 2 ;;
+    --runtime-only) runtime_only=1; shift ;;
+    --no-install) install=0; shift ;;
+    --no-build) build=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "setup.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+case "$build_dir" in /*) ;; *) build_dir="$repo/$build_dir" ;; esac
+
+step() { printf '\n==> %s\n' "$*"; }
+
+# --- 1. Debian packages ------------------------------------------------------
+# MLIR/LLVM 19 is the pinned toolchain (see ../shared/TOOLCHAIN.md).
+packages=(
+  cmake ninja-build g++ ccache lld clang-format python3
+  llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
+  libgtest-dev libgmock-dev libbenchmark-dev
+  flatbuffers-compiler libflatbuffers-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  libopenblas-dev libopenmpi-dev openmpi-bin
+)
+step "Checking ${#packages[@]} Debian packages"
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "all installed"
+elif [ "$install" -eq 0 ]; then
+  echo "setup.sh: missing Debian packages: ${missing[*]} (and --no-install was given)" >&2
+  exit 1
+else
+  echo "installing: ${missing[*]}"
+  command -v apt-get >/dev/null || { echo "setup.sh: apt-get not found; trainc's setup supports Debian 12" >&2; exit 1; }
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup.sh: not root and no sudo; install as root: ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
+    install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# --- 2. Python packages for test oracles ------------------------------------
+requirements="$repo/tools/requirements-test.txt"
+if grep -qv '^\s*\(#\|$\)' "$requirements"; then
+  step "Checking Python packages ($(python3 --version 2>&1))"
+  if python3 "$repo/tools/check_requirements.py" "$requirements"; then
+    echo "all installed"
+  elif [ "$install" -eq 0 ]; then
+    echo "setup.sh: missing Python packages (and --no-install was given)" >&2
+    exit 1
+  else
+    python3 -m pip install -q --disable-pip-version-check -r "$requirements"
+  fi
+fi
+
+[ "$build" -eq 1 ] || exit 0
+
+# --- 3. Configure and build ---------------------------------------------------
+step "Configuring $build_dir"
+cmake_args=(-S "$repo" -B "$build_dir" -G Ninja "-DCMAKE_BUILD_TYPE=$build_type")
+[ "$runtime_only" -eq 1 ] && cmake_args+=(-DTRAINC_BUILD_COMPILER=OFF)
+# shellcheck disable=SC2206 # CMAKE_ARGS is split on purpose.
+cmake_args+=(${CMAKE_ARGS:-})
+mkdir -p "$build_dir"
+log="$build_dir/configure.log"
+cmake "${cmake_args[@]}" >"$log" 2>&1 || {
+  cat "$log" >&2; echo "setup.sh: CMake configure failed (log: $log)" >&2; exit 1; }
+grep -E '^-- trainc:' "$log" || true
+
+step "Building (ninja, $(nproc) cores)"
+start=$(date +%s)
+cmake --build "$build_dir"
+echo "built in $(( $(date +%s) - start )) s; run the tests with: ctest --test-dir $build_dir --output-on-failure"
