@@ -15,8 +15,7 @@ using namespace mlir;
 
 namespace {
 
-struct TestOpCostPass
-    : public PassWrapper<TestOpCostPass, OperationPass<>> {
+struct TestOpCostPass : public PassWrapper<TestOpCostPass, OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestOpCostPass)
 
   StringRef getArgument() const final { return "trainc-test-op-cost"; }

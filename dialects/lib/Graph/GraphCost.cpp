@@ -29,7 +29,9 @@ int64_t DotGeneralOp::getFlops() {
 // A reduction does one operation per input element.
 int64_t ReduceSumOp::getFlops() { return numElements(getOperand()); }
 int64_t ReduceMaxOp::getFlops() { return numElements(getOperand()); }
-int64_t ReduceMeanOp::getFlops() { return numElements(getOperand()) + numElements(getResult()); }
+int64_t ReduceMeanOp::getFlops() {
+  return numElements(getOperand()) + numElements(getResult());
+}
 
 // Data movement does no arithmetic.
 int64_t BroadcastInDimOp::getFlops() { return 0; }
@@ -74,8 +76,8 @@ int64_t RmsNormOp::getFlops() {
 int64_t AttentionOp::getFlops() {
   auto q = getQuery().getType();
   auto v = getValue().getType();
-  int64_t scores =
-      q.getDimSize(0) * q.getDimSize(1) * q.getDimSize(2) * getKey().getType().getDimSize(2);
+  int64_t scores = q.getDimSize(0) * q.getDimSize(1) * q.getDimSize(2) *
+                   getKey().getType().getDimSize(2);
   int64_t flops = 2 * scores * q.getDimSize(3) + 2 * scores * v.getDimSize(3);
   flops += scores * (1 + (getMask() ? 1 : 0) + 5);
   return flops;

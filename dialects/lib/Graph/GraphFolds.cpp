@@ -88,7 +88,8 @@ OpFoldResult foldBinaryConstants(ArrayRef<Attribute> operands, Type type,
     return {};
   if (isa<FloatType>(getElementTypeOrSelf(type)))
     return constFoldBinaryOp<FloatAttr, APFloat, void>(
-        operands, [&](const APFloat &a, const APFloat &b) -> std::optional<APFloat> {
+        operands,
+        [&](const APFloat &a, const APFloat &b) -> std::optional<APFloat> {
           return floatFn(a, b);
         });
   return constFoldBinaryOp<IntegerAttr, APInt, void>(
@@ -109,12 +110,13 @@ OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
   if (!cheapToFold(adaptor.getOperands()))
     return {};
   if (isa<FloatType>(getType().getElementType()))
-    return constFoldUnaryOp<FloatAttr, APFloat, void>(adaptor.getOperands(), [](APFloat a) {
-      a.changeSign();
-      return a;
-    });
-  return constFoldUnaryOp<IntegerAttr, APInt, void>(adaptor.getOperands(),
-                                       [](const APInt &a) { return -a; });
+    return constFoldUnaryOp<FloatAttr, APFloat, void>(adaptor.getOperands(),
+                                                      [](APFloat a) {
+                                                        a.changeSign();
+                                                        return a;
+                                                      });
+  return constFoldUnaryOp<IntegerAttr, APInt, void>(
+      adaptor.getOperands(), [](const APInt &a) { return -a; });
 }
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {

@@ -63,7 +63,8 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
   auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
   if (!lhs)
     return failure(); // The operand type constraint reports this.
-  types.push_back(RankedTensorType::get(lhs.getShape(), IntegerType::get(ctx, 1)));
+  types.push_back(
+      RankedTensorType::get(lhs.getShape(), IntegerType::get(ctx, 1)));
   return success();
 }
 
@@ -72,11 +73,12 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
 //===----------------------------------------------------------------------===//
 
 /// Checks dot_general's constraints C1-C7 and computes the result shape.
-static LogicalResult inferDotGeneralShape(
-    RankedTensorType lhs, RankedTensorType rhs, ArrayRef<int64_t> lhsBatch,
-    ArrayRef<int64_t> rhsBatch, ArrayRef<int64_t> lhsContract,
-    ArrayRef<int64_t> rhsContract, SmallVectorImpl<int64_t> &shape,
-    EmitErrorFn emitError) {
+static LogicalResult
+inferDotGeneralShape(RankedTensorType lhs, RankedTensorType rhs,
+                     ArrayRef<int64_t> lhsBatch, ArrayRef<int64_t> rhsBatch,
+                     ArrayRef<int64_t> lhsContract,
+                     ArrayRef<int64_t> rhsContract,
+                     SmallVectorImpl<int64_t> &shape, EmitErrorFn emitError) {
   if (lhsBatch.size() != rhsBatch.size()) // dot_general_c1
     return emitError() << "(C1) " << lhsBatch.size()
                        << " lhs batching dimensions but " << rhsBatch.size()
@@ -99,7 +101,8 @@ static LogicalResult inferDotGeneralShape(
       return emitError() << "(C5) batching dimension sizes differ: lhs dim "
                          << l << " has " << lhs.getDimSize(l) << ", rhs dim "
                          << r << " has " << rhs.getDimSize(r);
-  for (auto [l, r] : llvm::zip_equal(lhsContract, rhsContract)) // dot_general_c6
+  for (auto [l, r] :
+       llvm::zip_equal(lhsContract, rhsContract)) // dot_general_c6
     if (lhs.getDimSize(l) != rhs.getDimSize(r))
       return emitError() << "(C6) contracting dimension sizes differ: lhs dim "
                          << l << " has " << lhs.getDimSize(l) << ", rhs dim "
@@ -176,13 +179,12 @@ static LogicalResult inferReduceType(Type operandType, ArrayRef<int64_t> dims,
     return inferReduceType(getOperand().getType(), getDims(), nullptr,         \
                            [&] { return emitOpError(); });                     \
   }                                                                            \
-  LogicalResult Op::inferReturnTypes(MLIRContext *ctx,                         \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
-    return inferReduceType(adaptor.getOperand().getType(), adaptor.getDims(),  \
-                           &types,                                             \
-                           [&] { return mlir::emitError(inferenceLoc(ctx, loc)); }); \
+  LogicalResult Op::inferReturnTypes(                                          \
+      MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,          \
+      SmallVectorImpl<Type> &types) {                                          \
+    return inferReduceType(                                                    \
+        adaptor.getOperand().getType(), adaptor.getDims(), &types,             \
+        [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });              \
   }
 TRAINC_DEFINE_REDUCE_SHAPE_RULES(ReduceSumOp)
 TRAINC_DEFINE_REDUCE_SHAPE_RULES(ReduceMaxOp)
@@ -212,8 +214,8 @@ LogicalResult BroadcastInDimOp::verify() {
     int64_t from = operand.getDimSize(i), to = result.getDimSize(d);
     if (from != 1 && from != to) // broadcast_c4
       return emitOpError("(C4) operand dimension ")
-             << i << " has size " << from << ", which is neither 1 nor "
-             << to << " (the size of result dimension " << d << ")";
+             << i << " has size " << from << ", which is neither 1 nor " << to
+             << " (the size of result dimension " << d << ")";
   }
   if (operand.getElementType() != result.getElementType()) // broadcast_c5
     return emitOpError("(C5) operand element type ")
@@ -267,9 +269,9 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  return inferTransposeType(adaptor.getOperand().getType(),
-                            adaptor.getPermutation(), &types,
-                            [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
+  return inferTransposeType(
+      adaptor.getOperand().getType(), adaptor.getPermutation(), &types,
+      [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
 }
 
 static LogicalResult inferSliceType(Type operandType, ArrayRef<int64_t> start,
@@ -313,8 +315,9 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *ctx,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
   return inferSliceType(adaptor.getOperand().getType(), adaptor.getStart(),
-                        adaptor.getLimit(), adaptor.getStrides(), &types,
-                        [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
+                        adaptor.getLimit(), adaptor.getStrides(), &types, [&] {
+                          return mlir::emitError(inferenceLoc(ctx, loc));
+                        });
 }
 
 static LogicalResult inferConcatenateType(TypeRange inputTypes, int64_t dim,
@@ -342,7 +345,8 @@ static LogicalResult inferConcatenateType(TypeRange inputTypes, int64_t dim,
                          << input.getElementType() << " but operand 0 has "
                          << first.getElementType();
     for (int64_t d = 0; d < first.getRank(); ++d)
-      if (d != dim && input.getDimSize(d) != first.getDimSize(d)) // concatenate_c5
+      if (d != dim &&
+          input.getDimSize(d) != first.getDimSize(d)) // concatenate_c5
         return emitError() << "(C5) operand " << i << " has size "
                            << input.getDimSize(d) << " in dimension " << d
                            << " but operand 0 has " << first.getDimSize(d);
@@ -363,9 +367,9 @@ LogicalResult ConcatenateOp::inferReturnTypes(MLIRContext *ctx,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
-  return inferConcatenateType(adaptor.getInputs().getTypes(), adaptor.getDim(),
-                              &types,
-                              [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
+  return inferConcatenateType(
+      adaptor.getInputs().getTypes(), adaptor.getDim(), &types,
+      [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
 }
 
 static LogicalResult inferGatherType(Type operandType, Type indicesType,
@@ -395,16 +399,16 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *ctx,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
-  return inferGatherType(adaptor.getOperand().getType(),
-                         adaptor.getIndices().getType(), adaptor.getAxis(),
-                         &types,
-                         [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
+  return inferGatherType(
+      adaptor.getOperand().getType(), adaptor.getIndices().getType(),
+      adaptor.getAxis(), &types,
+      [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
 }
 
 LogicalResult IotaOp::verify() {
   int64_t rank = getResult().getType().getRank();
   int64_t dim = getDim(); // I64Attr getters return it unsigned.
-  if (rank < 1) // iota_c1
+  if (rank < 1)           // iota_c1
     return emitOpError("(C1) result must have rank at least 1");
   if (dim < 0 || dim >= rank) // iota_c2
     return emitOpError("(C2) dim ")
@@ -418,7 +422,7 @@ LogicalResult IotaOp::verify() {
 
 LogicalResult SoftmaxOp::verify() {
   int64_t rank = getOperand().getType().getRank();
-  int64_t dim = getDim(); // I64Attr getters return it unsigned.
+  int64_t dim = getDim();     // I64Attr getters return it unsigned.
   if (dim < 0 || dim >= rank) // softmax_c1
     return emitOpError("(C1) dim ")
            << dim << " is out of range [0, " << rank << ")";
@@ -469,10 +473,9 @@ static SmallVector<Value> presentValues(std::initializer_list<Value> values) {
 }
 
 LogicalResult LayerNormOp::verifyShapeConstraints() {
-  return checkNormOperands(getInput().getType(),
-                           presentValues({getScale(), getBias()}), getAxis(),
-                           getEpsilon().convertToDouble(),
-                           [&] { return emitOpError(); });
+  return checkNormOperands(
+      getInput().getType(), presentValues({getScale(), getBias()}), getAxis(),
+      getEpsilon().convertToDouble(), [&] { return emitOpError(); });
 }
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
@@ -526,9 +529,8 @@ static LogicalResult inferAttentionType(Value query, Value key, Value value,
           qSeq = q.getDimSize(2);
   int64_t kHeads = k.getDimSize(1), kSeq = k.getDimSize(2);
   if (k.getDimSize(0) != batch || v.getDimSize(0) != batch) // attention_c2
-    return emitError() << "(C2) batch sizes differ: query " << batch
-                       << ", key " << k.getDimSize(0) << ", value "
-                       << v.getDimSize(0);
+    return emitError() << "(C2) batch sizes differ: query " << batch << ", key "
+                       << k.getDimSize(0) << ", value " << v.getDimSize(0);
   if (k.getDimSize(3) != q.getDimSize(3)) // attention_c3
     return emitError() << "(C3) query head dimension " << q.getDimSize(3)
                        << " differs from key head dimension "
@@ -581,10 +583,10 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  return inferAttentionType(adaptor.getQuery(), adaptor.getKey(),
-                            adaptor.getValue(), adaptor.getMask(),
-                            adaptor.getScale().convertToDouble(), &types,
-                            [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
+  return inferAttentionType(
+      adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
+      adaptor.getMask(), adaptor.getScale().convertToDouble(), &types,
+      [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
 }
 
 static LogicalResult inferCrossEntropyType(Type logitsType, Type targetsType,
@@ -598,7 +600,8 @@ static LogicalResult inferCrossEntropyType(Type logitsType, Type targetsType,
   if (logits.getRank() < 1) // softmax_cross_entropy_c1
     return emitError() << "(C1) logits must have rank at least 1 (classes "
                           "are the last dimension)";
-  if (targets.getShape() != logits.getShape().drop_back()) // softmax_cross_entropy_c2
+  if (targets.getShape() !=
+      logits.getShape().drop_back()) // softmax_cross_entropy_c2
     return emitError() << "(C2) targets " << targets
                        << " must have the logits' shape without the class "
                           "dimension (logits are "

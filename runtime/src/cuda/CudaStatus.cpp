@@ -37,8 +37,7 @@ Status fromNcclResult(int ncclResult, const char *what) {
   auto res = static_cast<ncclResult_t>(ncclResult);
   if (res == ncclSuccess)
     return okStatus();
-  std::string msg =
-      std::string(what) + " failed: " + ncclGetErrorString(res);
+  std::string msg = std::string(what) + " failed: " + ncclGetErrorString(res);
   if (res == ncclSystemError || res == ncclRemoteError)
     return unavailable(msg);
   return internalError(msg);

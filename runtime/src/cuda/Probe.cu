@@ -53,8 +53,8 @@ Status probeCuda(DeviceInfo &out) {
   if (count == 0)
     return unavailable("no CUDA device: cudaGetDeviceCount returned 0");
   cudaDeviceProp prop{};
-  TRAINC_RETURN_IF_ERROR(
-      fromCudaError(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties"));
+  TRAINC_RETURN_IF_ERROR(fromCudaError(cudaGetDeviceProperties(&prop, 0),
+                                       "cudaGetDeviceProperties"));
   out.deviceCount = count;
   out.name = prop.name;
   out.computeMajor = prop.major;
@@ -70,11 +70,13 @@ Status runCudaSmokeTest() {
   TRAINC_RETURN_IF_ERROR(fromCudaError(
       cudaMalloc(&res.buffer, (kN + 4) * sizeof(float)), "cudaMalloc"));
   affineIotaKernel<<<(kN + 127) / 128, 128>>>(res.buffer, kN, 0.5f, 1.0f);
-  TRAINC_RETURN_IF_ERROR(fromCudaError(cudaGetLastError(), "affineIotaKernel launch"));
+  TRAINC_RETURN_IF_ERROR(
+      fromCudaError(cudaGetLastError(), "affineIotaKernel launch"));
 
-  // C = A * B with A = [[1, 1.5], [2, 2.5]] and B = the identity (column-major),
-  // taken from the iota buffer's first entries: 1, 1.5, 2, 2.5.
-  TRAINC_RETURN_IF_ERROR(fromCublasStatus(cublasCreate(&res.blas), "cublasCreate"));
+  // C = A * B with A = [[1, 1.5], [2, 2.5]] and B = the identity
+  // (column-major), taken from the iota buffer's first entries: 1, 1.5, 2, 2.5.
+  TRAINC_RETURN_IF_ERROR(
+      fromCublasStatus(cublasCreate(&res.blas), "cublasCreate"));
   const float identity[4] = {1, 0, 0, 1};
   float *b = res.buffer + kN; // 4 spare floats after the iota.
   TRAINC_RETURN_IF_ERROR(fromCudaError(
@@ -82,17 +84,18 @@ Status runCudaSmokeTest() {
       "cudaMemcpy(identity)"));
   float *c = res.buffer + 8; // Overwrite iota entries 8..11 with C.
   const float alpha = 1.0f, beta = 0.0f;
-  TRAINC_RETURN_IF_ERROR(fromCublasStatus(
-      cublasSgemm(res.blas, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &alpha,
-                  res.buffer, 2, b, 2, &beta, c, 2),
-      "cublasSgemm"));
+  TRAINC_RETURN_IF_ERROR(
+      fromCublasStatus(cublasSgemm(res.blas, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2,
+                                   &alpha, res.buffer, 2, b, 2, &beta, c, 2),
+                       "cublasSgemm"));
 
   float host[kN];
   TRAINC_RETURN_IF_ERROR(fromCudaError(
       cudaMemcpy(host, res.buffer, sizeof(host), cudaMemcpyDeviceToHost),
       "cudaMemcpy(result)"));
   for (int i = 0; i < kN; ++i) {
-    float expected = (i >= 8 && i < 12) ? 0.5f * (i - 8) + 1.0f : 0.5f * i + 1.0f;
+    float expected =
+        (i >= 8 && i < 12) ? 0.5f * (i - 8) + 1.0f : 0.5f * i + 1.0f;
     if (host[i] != expected)
       return internalError("CUDA smoke test: element " + std::to_string(i) +
                            " is " + std::to_string(host[i]) + ", expected " +

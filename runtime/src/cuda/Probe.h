@@ -18,7 +18,7 @@ namespace trainc::cuda {
 
 struct DeviceInfo {
   int deviceCount = 0;
-  std::string name;   ///< Device 0's name.
+  std::string name; ///< Device 0's name.
   int computeMajor = 0;
   int computeMinor = 0;
 };

@@ -78,8 +78,9 @@ TEST_F(GraphOpsTest, InferenceOfEveryShapeChangingBuilder) {
   Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
   Location loc = builder.getUnknownLoc();
   Value x = argument({4, 8}, f32);
-  EXPECT_EQ(builder.create<TransposeOp>(loc, x, ArrayRef<int64_t>{1, 0}).getType(),
-            tensor({8, 4}, f32));
+  EXPECT_EQ(
+      builder.create<TransposeOp>(loc, x, ArrayRef<int64_t>{1, 0}).getType(),
+      tensor({8, 4}, f32));
   EXPECT_EQ(builder.create<ReduceSumOp>(loc, x, ArrayRef<int64_t>{0}).getType(),
             tensor({8}, f32));
   EXPECT_EQ(builder
@@ -93,8 +94,9 @@ TEST_F(GraphOpsTest, InferenceOfEveryShapeChangingBuilder) {
   Value tokens = argument({2, 3}, i64);
   EXPECT_EQ(builder.create<GatherOp>(loc, x, tokens, 0).getType(),
             tensor({2, 3, 8}, f32));
-  EXPECT_EQ(builder.create<CompareOp>(loc, ComparisonDirection::LT, x, x).getType(),
-            tensor({4, 8}, builder.getI1Type()));
+  EXPECT_EQ(
+      builder.create<CompareOp>(loc, ComparisonDirection::LT, x, x).getType(),
+      tensor({4, 8}, builder.getI1Type()));
   Value logits = argument({2, 3, 5}, f32);
   EXPECT_EQ(builder
                 .create<SoftmaxCrossEntropyOp>(loc, logits, tokens,
@@ -138,7 +140,8 @@ TEST_F(GraphOpsTest, CreateOrFoldCollapsesChains) {
   Location loc = builder.getUnknownLoc();
   Value x = argument({2, 3, 4}, f32);
   Value t1 = builder.create<TransposeOp>(loc, x, ArrayRef<int64_t>{1, 2, 0});
-  Value t2 = builder.createOrFold<TransposeOp>(loc, t1, ArrayRef<int64_t>{2, 0, 1});
+  Value t2 =
+      builder.createOrFold<TransposeOp>(loc, t1, ArrayRef<int64_t>{2, 0, 1});
   EXPECT_EQ(t2, x) << "transpose [2,0,1] undoes [1,2,0]";
 
   Value n = builder.create<NegOp>(loc, x);
