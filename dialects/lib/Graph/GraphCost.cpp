@@ -57,6 +57,9 @@ int64_t GeluOp::getFlops() {
   return perElement * numElements(getResult());
 }
 
+/// A random draw, a compare and a scaling multiply per element.
+int64_t DropoutOp::getFlops() { return 3 * numElements(getResult()); }
+
 /// mean (1), subtract (1), square-accumulate (2), normalize (1), then a
 /// multiply per affine operand present.
 int64_t LayerNormOp::getFlops() {

@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace trainc::graph;
@@ -26,4 +27,56 @@ Operation *GraphDialect::materializeConstant(OpBuilder &builder,
   if (!elements || elements.getType() != type)
     return nullptr;
   return builder.create<ConstantOp>(loc, type, elements);
+}
+
+/// Checks that `attr` holds a non-empty string.
+static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr,
+                                    StringRef where) {
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  if (!name || name.getValue().empty())
+    return op->emitError() << "'" << attr.getName().getValue() << "' on "
+                           << where << " must be a non-empty string";
+  return success();
+}
+
+LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
+  std::string where = "argument " + std::to_string(argIndex);
+  StringRef name = attr.getName().getValue();
+  if (name == kParamAttr || name == kInputAttr)
+    return verifyNameAttr(op, attr, where);
+  if (name == kFrozenAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' on " << where << " must be a unit attribute";
+    return success();
+  }
+  if (name == kInitAttr) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    auto init = dyn_cast<ElementsAttr>(attr.getValue());
+    if (!fn || !init)
+      return op->emitError() << "'" << name << "' on " << where
+                             << " must be elements of a function argument";
+    Type argType = fn.getArgumentTypes()[argIndex];
+    if (init.getType() != argType)
+      return op->emitError()
+             << "'" << name << "' on " << where << " has type "
+             << init.getType() << " but the argument has type " << argType;
+    return success();
+  }
+  return op->emitError() << "unknown graph argument attribute '" << name
+                         << "' on " << where;
+}
+
+LogicalResult GraphDialect::verifyRegionResultAttribute(Operation *op,
+                                                        unsigned regionIndex,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
+  std::string where = "result " + std::to_string(resultIndex);
+  if (attr.getName().getValue() == kOutputAttr)
+    return verifyNameAttr(op, attr, where);
+  return op->emitError() << "unknown graph result attribute '"
+                         << attr.getName().getValue() << "' on " << where;
 }

@@ -13,9 +13,13 @@
 
 #include "mlir/Dialect/CommonFolders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/APSInt.h"
+
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/APInt.h"
+#include <cmath>
 
 using namespace mlir;
 using namespace trainc::graph;
@@ -98,6 +102,157 @@ OpFoldResult foldBinaryConstants(ArrayRef<Attribute> operands, Type type,
       });
 }
 
+/// The elements of a cheap constant in row-major order (a splat expanded).
+SmallVector<Attribute> elementsOf(DenseElementsAttr attr) {
+  return SmallVector<Attribute>(attr.getValues<Attribute>());
+}
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// Builds a constant of `resultType` whose element at each result index is
+/// the source element `sourceIndex(resultIndex)` of `source`; for data
+/// movement folders. Refuses results above kMaxFoldedElements.
+template <typename IndexFn>
+OpFoldResult gatherElements(DenseElementsAttr source, ShapedType resultType,
+                            IndexFn sourceIndex) {
+  if (resultType.getNumElements() > kMaxFoldedElements)
+    return {};
+  if (source.isSplat())
+    return SplatElementsAttr::get(resultType,
+                                  source.getSplatValue<Attribute>());
+  SmallVector<Attribute> values = elementsOf(source);
+  ArrayRef<int64_t> shape = resultType.getShape();
+  SmallVector<int64_t> index(shape.size(), 0);
+  SmallVector<Attribute> result;
+  result.reserve(resultType.getNumElements());
+  for (int64_t n = 0; n < resultType.getNumElements(); ++n) {
+    result.push_back(values[sourceIndex(ArrayRef<int64_t>(index))]);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return DenseElementsAttr::get(resultType, result);
+}
+
+/// Converts one element to `to` as graph.convert defines it.
+Attribute convertElement(Attribute value, Type to) {
+  if (auto f = dyn_cast<FloatAttr>(value)) {
+    APFloat v = f.getValue();
+    if (auto toFloat = dyn_cast<FloatType>(to)) {
+      bool lost = false;
+      v.convert(toFloat.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                &lost);
+      return FloatAttr::get(to, v);
+    }
+    unsigned width = to.getIntOrFloatBitWidth();
+    if (width == 1)
+      return IntegerAttr::get(to, APInt(1, v.isZero() ? 0 : 1));
+    if (v.isNaN() || v.isInfinity())
+      return {}; // Undefined: left for the runtime.
+    APSInt result(width, /*isUnsigned=*/false);
+    bool exact = false;
+    if (v.convertToInteger(result, APFloat::rmTowardZero, &exact) &
+        APFloat::opInvalidOp)
+      return {}; // Out of range of the integer type.
+    return IntegerAttr::get(to, result);
+  }
+  auto i = cast<IntegerAttr>(value);
+  APInt v = i.getValue();
+  // i1 is a truth value: true converts to 1, never -1.
+  bool isBool = v.getBitWidth() == 1;
+  if (auto toFloat = dyn_cast<FloatType>(to)) {
+    APFloat f(toFloat.getFloatSemantics());
+    f.convertFromAPInt(v, /*isSigned=*/!isBool, APFloat::rmNearestTiesToEven);
+    return FloatAttr::get(to, f);
+  }
+  unsigned width = to.getIntOrFloatBitWidth();
+  if (width == 1)
+    return IntegerAttr::get(to, APInt(1, v.isZero() ? 0 : 1));
+  return IntegerAttr::get(to, isBool ? v.zext(width) : v.sextOrTrunc(width));
+}
+
+bool compareElements(Attribute lhs, Attribute rhs,
+                     ComparisonDirection direction) {
+  if (auto l = dyn_cast<FloatAttr>(lhs)) {
+    APFloat::cmpResult c =
+        l.getValue().compare(cast<FloatAttr>(rhs).getValue());
+    switch (direction) {
+    case ComparisonDirection::EQ:
+      return c == APFloat::cmpEqual;
+    case ComparisonDirection::NE:
+      return c != APFloat::cmpEqual; // True for NaN.
+    case ComparisonDirection::LT:
+      return c == APFloat::cmpLessThan;
+    case ComparisonDirection::LE:
+      return c == APFloat::cmpLessThan || c == APFloat::cmpEqual;
+    case ComparisonDirection::GT:
+      return c == APFloat::cmpGreaterThan;
+    case ComparisonDirection::GE:
+      return c == APFloat::cmpGreaterThan || c == APFloat::cmpEqual;
+    }
+  }
+  APInt l = cast<IntegerAttr>(lhs).getValue();
+  APInt r = cast<IntegerAttr>(rhs).getValue();
+  // i1 compares as unsigned (false < true); other integers are signed.
+  bool isBool = l.getBitWidth() == 1;
+  switch (direction) {
+  case ComparisonDirection::EQ:
+    return l == r;
+  case ComparisonDirection::NE:
+    return l != r;
+  case ComparisonDirection::LT:
+    return isBool ? l.ult(r) : l.slt(r);
+  case ComparisonDirection::LE:
+    return isBool ? l.ule(r) : l.sle(r);
+  case ComparisonDirection::GT:
+    return isBool ? l.ugt(r) : l.sgt(r);
+  case ComparisonDirection::GE:
+    return isBool ? l.uge(r) : l.sge(r);
+  }
+  return false;
+}
+
+/// Applies `fn` to corresponding elements of same-shaped cheap constants.
+template <typename Fn>
+OpFoldResult mapElements(ArrayRef<Attribute> operands, ShapedType resultType,
+                         Fn fn) {
+  if (!cheapToFold(operands))
+    return {};
+  SmallVector<DenseElementsAttr> dense;
+  bool allSplat = true;
+  for (Attribute a : operands) {
+    dense.push_back(cast<DenseElementsAttr>(a));
+    allSplat &= dense.back().isSplat();
+  }
+  int64_t n = allSplat ? 1 : resultType.getNumElements();
+  SmallVector<SmallVector<Attribute>> values;
+  for (DenseElementsAttr d : dense)
+    values.push_back(
+        d.isSplat() ? SmallVector<Attribute>(n, d.getSplatValue<Attribute>())
+                    : elementsOf(d));
+  SmallVector<Attribute> result;
+  SmallVector<Attribute> args(operands.size());
+  for (int64_t i = 0; i < n; ++i) {
+    for (size_t k = 0; k < values.size(); ++k)
+      args[k] = values[k][i];
+    Attribute r = fn(ArrayRef<Attribute>(args));
+    if (!r)
+      return {};
+    result.push_back(r);
+  }
+  if (allSplat)
+    return SplatElementsAttr::get(resultType, result.front());
+  return DenseElementsAttr::get(resultType, result);
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -117,6 +272,18 @@ OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
                                                       });
   return constFoldUnaryOp<IntegerAttr, APInt, void>(
       adaptor.getOperands(), [](const APInt &a) { return -a; });
+}
+
+/// Square root of small constants, correctly rounded: the root is taken in
+/// double (53 bits), then rounded once to the element type (at most 24
+/// bits), and 53 >= 2 * 24 + 2 makes that double rounding innocuous.
+OpFoldResult SqrtOp::fold(FoldAdaptor adaptor) {
+  Type type = getType().getElementType();
+  return mapElements(adaptor.getOperands(), getType(),
+                     [&](ArrayRef<Attribute> x) -> Attribute {
+                       double v = cast<FloatAttr>(x[0]).getValueAsDouble();
+                       return FloatAttr::get(type, std::sqrt(v));
+                     });
 }
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
@@ -193,18 +360,34 @@ OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
       });
 }
 
+OpFoldResult CompareOp::fold(FoldAdaptor adaptor) {
+  Type i1 = getType().getElementType();
+  ComparisonDirection direction = getDirection();
+  return mapElements(adaptor.getOperands(), getType(),
+                     [&](ArrayRef<Attribute> x) -> Attribute {
+                       bool r = compareElements(x[0], x[1], direction);
+                       return IntegerAttr::get(i1, APInt(1, r ? 1 : 0));
+                     });
+}
+
 OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
   if (getOnTrue() == getOnFalse())
     return getOnTrue();
   if (auto pred = intSplat(adaptor.getPred()))
     return pred->isOne() ? getOnTrue() : getOnFalse();
-  return {};
+  return mapElements(
+      adaptor.getOperands(), getType(), [](ArrayRef<Attribute> x) -> Attribute {
+        return cast<IntegerAttr>(x[0]).getValue().isOne() ? x[1] : x[2];
+      });
 }
 
-OpFoldResult ConvertOp::fold(FoldAdaptor) {
+OpFoldResult ConvertOp::fold(FoldAdaptor adaptor) {
   if (getOperand().getType() == getType())
     return getOperand();
-  return {};
+  Type to = getType().getElementType();
+  return mapElements(
+      adaptor.getOperands(), getType(),
+      [&](ArrayRef<Attribute> x) { return convertElement(x[0], to); });
 }
 
 //===----------------------------------------------------------------------===//
@@ -233,7 +416,71 @@ OpFoldResult BroadcastInDimOp::fold(FoldAdaptor adaptor) {
   // Same type with strictly increasing dims means the identity.
   if (getOperand().getType() == getType())
     return getOperand();
-  return resplat(adaptor.getOperand(), getType());
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getOperand());
+  if (!dense)
+    return {};
+  ArrayRef<int64_t> inShape = getOperand().getType().getShape();
+  SmallVector<int64_t> inStrides = stridesOf(inShape);
+  ArrayRef<int64_t> dims = getDims();
+  return gatherElements(dense, getType(), [&](ArrayRef<int64_t> index) {
+    int64_t flat = 0;
+    for (auto [i, d] : llvm::enumerate(dims))
+      flat += (inShape[i] == 1 ? 0 : index[d]) * inStrides[i];
+    return flat;
+  });
+}
+
+namespace {
+/// broadcast_in_dim(broadcast_in_dim(x)) -> broadcast_in_dim(x), and
+/// broadcast_in_dim(reshape(x)) -> broadcast_in_dim(x) when the reshape only
+/// inserts size-1 dimensions (ONNX's keepdims reductions produce these).
+/// One broadcast per value keeps the recognition patterns and gradients
+/// simple.
+struct FoldIntoBroadcast : public OpRewritePattern<BroadcastInDimOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(BroadcastInDimOp op,
+                                PatternRewriter &rewriter) const override {
+    ArrayRef<int64_t> dims = op.getDims();
+    SmallVector<int64_t> newDims;
+    Value source;
+    if (auto inner = op.getOperand().getDefiningOp<BroadcastInDimOp>()) {
+      for (int64_t d : inner.getDims())
+        newDims.push_back(dims[d]);
+      source = inner.getOperand();
+    } else if (auto reshape = op.getOperand().getDefiningOp<ReshapeOp>()) {
+      // Match the reshape's source dims, in order, to its result dims,
+      // skipping only result dims of size 1.
+      ArrayRef<int64_t> from = reshape.getOperand().getType().getShape();
+      ArrayRef<int64_t> to = reshape.getType().getShape();
+      size_t j = 0;
+      for (int64_t size : from) {
+        while (j < to.size() && to[j] != size) {
+          if (to[j] != 1)
+            return failure();
+          ++j;
+        }
+        if (j == to.size())
+          return failure();
+        newDims.push_back(dims[j++]);
+      }
+      for (; j < to.size(); ++j)
+        if (to[j] != 1)
+          return failure();
+      source = reshape.getOperand();
+    } else {
+      return failure();
+    }
+    rewriter.replaceOpWithNewOp<BroadcastInDimOp>(op, op.getType(), source,
+                                                  newDims);
+    return success();
+  }
+};
+} // namespace
+
+void BroadcastInDimOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                                   MLIRContext *context) {
+  results.add<FoldIntoBroadcast>(context);
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
@@ -271,20 +518,109 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
     getOperandMutable().assign(inner.getOperand());
     return getResult();
   }
-  return resplat(adaptor.getOperand(), getType());
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getOperand());
+  if (!dense)
+    return {};
+  SmallVector<int64_t> inStrides = stridesOf(getOperand().getType().getShape());
+  return gatherElements(dense, getType(), [&](ArrayRef<int64_t> index) {
+    int64_t flat = 0;
+    for (auto [i, p] : llvm::enumerate(perm))
+      flat += index[i] * inStrides[p];
+    return flat;
+  });
 }
 
 OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
   // A slice whose result has the operand's shape takes every element.
   if (getOperand().getType() == getType())
     return getOperand();
-  return resplat(adaptor.getOperand(), getType());
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getOperand());
+  if (!dense)
+    return {};
+  SmallVector<int64_t> inStrides = stridesOf(getOperand().getType().getShape());
+  ArrayRef<int64_t> start = getStart(), strides = getStrides();
+  return gatherElements(dense, getType(), [&](ArrayRef<int64_t> index) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      flat += (start[d] + index[d] * strides[d]) * inStrides[d];
+    return flat;
+  });
 }
 
-OpFoldResult ConcatenateOp::fold(FoldAdaptor) {
+OpFoldResult ConcatenateOp::fold(FoldAdaptor adaptor) {
   if (getInputs().size() == 1)
     return getInputs().front();
-  return {};
+  if (!cheapToFold(adaptor.getInputs()) ||
+      getType().getNumElements() > kMaxFoldedElements)
+    return {};
+  // Row-major: the result is, for each index of the dimensions before
+  // `dim`, the inputs' blocks of (size along dim) x (inner elements).
+  int64_t dim = getDim();
+  ArrayRef<int64_t> shape = getType().getShape();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  SmallVector<SmallVector<Attribute>> values;
+  SmallVector<int64_t> blocks;
+  for (auto [input, attr] : llvm::zip(getInputs(), adaptor.getInputs())) {
+    auto dense = cast<DenseElementsAttr>(attr);
+    values.push_back(elementsOf(dense));
+    blocks.push_back(cast<RankedTensorType>(input.getType()).getDimSize(dim) *
+                     inner);
+  }
+  SmallVector<Attribute> result;
+  result.reserve(getType().getNumElements());
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t k = 0; k < values.size(); ++k)
+      for (int64_t e = 0; e < blocks[k]; ++e)
+        result.push_back(values[k][o * blocks[k] + e]);
+  return DenseElementsAttr::get(getType(), result);
+}
+
+OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getOperand());
+  auto indices = dyn_cast_or_null<DenseElementsAttr>(adaptor.getIndices());
+  if (!dense || !indices || !cheapToFold({dense, indices}))
+    return {};
+  ArrayRef<int64_t> inShape = getOperand().getType().getShape();
+  int64_t axis = getAxis(), n = inShape[axis];
+  SmallVector<int64_t> picked;
+  for (const APInt &i : indices.getValues<APInt>()) {
+    int64_t v = i.getSExtValue();
+    if (v < -n || v >= n)
+      return {}; // Out of range: left for the runtime to report.
+    picked.push_back(v < 0 ? v + n : v);
+  }
+  if (indices.isSplat())
+    picked.assign(indices.getNumElements(), picked.front());
+  SmallVector<int64_t> inStrides = stridesOf(inShape);
+  SmallVector<int64_t> idxStrides =
+      stridesOf(getIndices().getType().getShape());
+  int64_t idxRank = getIndices().getType().getRank();
+  return gatherElements(dense, getType(), [&](ArrayRef<int64_t> index) {
+    // index = outer dims (axis of them), indices dims, inner dims.
+    int64_t flat = 0, k = 0;
+    for (int64_t d = 0; d < axis; ++d)
+      flat += index[d] * inStrides[d];
+    for (int64_t d = 0; d < idxRank; ++d)
+      k += index[axis + d] * idxStrides[d];
+    flat += picked[k] * inStrides[axis];
+    for (size_t d = axis + 1; d < inShape.size(); ++d)
+      flat += index[d - 1 + idxRank] * inStrides[d];
+    return flat;
+  });
+}
+
+LogicalResult DropoutOp::fold(FoldAdaptor,
+                              SmallVectorImpl<OpFoldResult> &results) {
+  if (!getRatio().isZero())
+    return failure();
+  results.push_back(getOperand());
+  results.push_back(SplatElementsAttr::get(getMask().getType(),
+                                           BoolAttr::get(getContext(), true)));
+  return success();
 }
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }

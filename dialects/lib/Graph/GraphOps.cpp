@@ -420,6 +420,26 @@ LogicalResult IotaOp::verify() {
 // Composites
 //===----------------------------------------------------------------------===//
 
+LogicalResult DropoutOp::verify() {
+  double ratio = getRatio().convertToDouble();
+  if (!(ratio >= 0.0 && ratio < 1.0)) // dropout_c1
+    return emitOpError("(C1) ratio ") << ratio << " is not in [0, 1)";
+  return success();
+}
+
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto operand = dyn_cast<RankedTensorType>(adaptor.getOperand().getType());
+  if (!operand)
+    return failure();
+  types.push_back(operand);
+  types.push_back(
+      RankedTensorType::get(operand.getShape(), IntegerType::get(ctx, 1)));
+  return success();
+}
+
 LogicalResult SoftmaxOp::verify() {
   int64_t rank = getOperand().getType().getRank();
   int64_t dim = getDim();     // I64Attr getters return it unsigned.

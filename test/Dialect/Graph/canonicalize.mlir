@@ -169,3 +169,136 @@ func.func @constants_through_data_movement() -> (tensor<4x8xf32>, tensor<8x4xf32
   // CHECK-NOT: graph.reshape
   return %0, %1, %2, %3 : tensor<4x8xf32>, tensor<8x4xf32>, tensor<2x2xf32>, tensor<2x3xi32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @convert_constants
+func.func @convert_constants() -> (tensor<4xi32>, tensor<2xi64>, tensor<2xbf16>, tensor<3xi1>, tensor<2xf32>) {
+  %f = graph.constant dense<[2.7, -2.7, 0.5, -0.5]> : tensor<4xf32>
+  %b = graph.constant dense<[true, false]> : tensor<2xi1>
+  // 1 + 2^-8 and 1 + 3 * 2^-8 are ties in bf16: to even gives 1 and 1 + 2^-6.
+  %g = graph.constant dense<[1.00390625, 1.01171875]> : tensor<2xf32>
+  %z = graph.constant dense<[0.0, -0.0, 3.0]> : tensor<3xf32>
+  %i = graph.constant dense<[16777217, -3]> : tensor<2xi64>
+  // Float to integer truncates toward zero.
+  // CHECK-DAG: graph.constant dense<[2, -2, 0, 0]> : tensor<4xi32>
+  %0 = graph.convert %f : (tensor<4xf32>) -> tensor<4xi32>
+  // true converts to 1, not -1.
+  // CHECK-DAG: graph.constant dense<[1, 0]> : tensor<2xi64>
+  %1 = graph.convert %b : (tensor<2xi1>) -> tensor<2xi64>
+  // CHECK-DAG: graph.constant dense<[1.000000e+00, 1.015630e+00]> : tensor<2xbf16>
+  %2 = graph.convert %g : (tensor<2xf32>) -> tensor<2xbf16>
+  // To i1 tests for non-zero; -0 is zero.
+  // CHECK-DAG: graph.constant dense<[false, false, true]> : tensor<3xi1>
+  %3 = graph.convert %z : (tensor<3xf32>) -> tensor<3xi1>
+  // 2^24 + 1 is a tie in f32: to even gives 2^24 (0x4B800000).
+  // CHECK-DAG: graph.constant dense<[0x4B800000, -3.000000e+00]> : tensor<2xf32>
+  %4 = graph.convert %i : (tensor<2xi64>) -> tensor<2xf32>
+  return %0, %1, %2, %3, %4 : tensor<4xi32>, tensor<2xi64>, tensor<2xbf16>, tensor<3xi1>, tensor<2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @compare_select_constants
+func.func @compare_select_constants() -> (tensor<3xi1>, tensor<3xi1>, tensor<3xf32>) {
+  %a = graph.constant dense<[1.0, 0x7FC00000, 3.0]> : tensor<3xf32>
+  %b = graph.constant dense<[2.0, 0x7FC00000, 3.0]> : tensor<3xf32>
+  // NaN compares unordered: LT false, NE true.
+  // CHECK-DAG: graph.constant dense<[true, false, false]> : tensor<3xi1>
+  %0 = graph.compare LT, %a, %b : tensor<3xf32>
+  // CHECK-DAG: graph.constant dense<[true, true, false]> : tensor<3xi1>
+  %1 = graph.compare NE, %a, %b : tensor<3xf32>
+  %p = graph.constant dense<[true, false, true]> : tensor<3xi1>
+  %c = graph.constant dense<[10.0, 20.0, 30.0]> : tensor<3xf32>
+  // CHECK-DAG: graph.constant dense<[1.000000e+01, 0x7FC00000, 3.000000e+01]> : tensor<3xf32>
+  %2 = graph.select %p, %c, %b : tensor<3xi1>, tensor<3xf32>
+  return %0, %1, %2 : tensor<3xi1>, tensor<3xi1>, tensor<3xf32>
+}
+
+// -----
+
+// The shape arithmetic ONNX exporters emit folds to constants.
+// CHECK-LABEL: func.func @shape_arithmetic
+func.func @shape_arithmetic() -> (tensor<4xi64>, tensor<2x2xi64>, tensor<2x3xi64>, tensor<3x2xi64>, tensor<2x2x3xi64>, tensor<2xf32>) {
+  %shape = graph.constant dense<[2, 32, 64]> : tensor<3xi64>
+  %i0 = graph.constant dense<0> : tensor<i64>
+  %i1 = graph.constant dense<[1, -1]> : tensor<2xi64>
+  %heads = graph.constant dense<4> : tensor<1xi64>
+  // Gather with a scalar and with negative indices.
+  %b = graph.gather %shape[%i0], axis = 0 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %tc = graph.gather %shape[%i1], axis = 0 : (tensor<3xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %b1 = graph.reshape %b : (tensor<i64>) -> tensor<1xi64>
+  %t1 = graph.slice %tc, start = [0], limit = [1], strides = [1] : (tensor<2xi64>) -> tensor<1xi64>
+  // CHECK-DAG: graph.constant dense<[2, 32, 4, 32]> : tensor<4xi64>
+  %0 = graph.concatenate(%b1, %t1, %heads, %tc), dim = 0 : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<2xi64>) -> tensor<5xi64>
+  %r = graph.slice %0, start = [0], limit = [5], strides = [1] : (tensor<5xi64>) -> tensor<5xi64>
+  %1 = graph.slice %r, start = [0], limit = [4], strides = [1] : (tensor<5xi64>) -> tensor<4xi64>
+  %m = graph.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi64>
+  // CHECK-DAG: graph.constant dense<{{\[}}[1, 3], [4, 6]]> : tensor<2x2xi64>
+  %2 = graph.slice %m, start = [0, 0], limit = [2, 3], strides = [1, 2] : (tensor<2x3xi64>) -> tensor<2x2xi64>
+  // CHECK-DAG: graph.constant dense<{{\[}}[3, 2, 1], [6, 5, 4]]> : tensor<2x3xi64>
+  %rev = graph.constant dense<[2, 1, 0]> : tensor<3xi64>
+  %3 = graph.gather %m[%rev], axis = 1 : (tensor<2x3xi64>, tensor<3xi64>) -> tensor<2x3xi64>
+  // CHECK-DAG: graph.constant dense<{{\[}}[1, 4], [2, 5], [3, 6]]> : tensor<3x2xi64>
+  %4 = graph.transpose %m, permutation = [1, 0] : (tensor<2x3xi64>) -> tensor<3x2xi64>
+  // CHECK-DAG: graph.constant dense<{{\[}}{{\[}}[1, 2, 3], [1, 2, 3]], {{\[}}[4, 5, 6], [4, 5, 6]]]> : tensor<2x2x3xi64>
+  %5 = graph.broadcast_in_dim %m, dims = [0, 2] : (tensor<2x3xi64>) -> tensor<2x2x3xi64>
+  %sq = graph.constant dense<[4.0, 2.0]> : tensor<2xf32>
+  // CHECK-DAG: graph.constant dense<[2.000000e+00, 1.41421354]> : tensor<2xf32>
+  %6 = graph.sqrt %sq : tensor<2xf32>
+  // CHECK-NOT: graph.gather
+  // CHECK-NOT: graph.concatenate
+  // CHECK-NOT: graph.slice
+  return %1, %2, %3, %4, %5, %6 : tensor<4xi64>, tensor<2x2xi64>, tensor<2x3xi64>, tensor<3x2xi64>, tensor<2x2x3xi64>, tensor<2xf32>
+}
+
+// -----
+
+// An index out of range is left for the runtime to report.
+// CHECK-LABEL: func.func @gather_out_of_range_stays
+func.func @gather_out_of_range_stays() -> tensor<1xi64> {
+  %s = graph.constant dense<[2, 32, 64]> : tensor<3xi64>
+  %i = graph.constant dense<[3]> : tensor<1xi64>
+  // CHECK: graph.gather
+  %0 = graph.gather %s[%i], axis = 0 : (tensor<3xi64>, tensor<1xi64>) -> tensor<1xi64>
+  return %0 : tensor<1xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @broadcast_chains
+// CHECK-SAME: (%[[X:.+]]: tensor<2x32xf32>, %[[B:.+]]: tensor<64xf32>)
+func.func @broadcast_chains(%x: tensor<2x32xf32>, %b: tensor<64xf32>) -> (tensor<2x32x64xf32>, tensor<2x32x64xf32>) {
+  // A keepdims reshape before a broadcast folds away.
+  // CHECK: graph.broadcast_in_dim %[[X]], dims = [0, 1] : (tensor<2x32xf32>) -> tensor<2x32x64xf32>
+  %r = graph.reshape %x : (tensor<2x32xf32>) -> tensor<2x32x1xf32>
+  %0 = graph.broadcast_in_dim %r, dims = [0, 1, 2] : (tensor<2x32x1xf32>) -> tensor<2x32x64xf32>
+  // Two broadcasts compose.
+  // CHECK: graph.broadcast_in_dim %[[B]], dims = [2] : (tensor<64xf32>) -> tensor<2x32x64xf32>
+  %b1 = graph.broadcast_in_dim %b, dims = [1] : (tensor<64xf32>) -> tensor<32x64xf32>
+  %1 = graph.broadcast_in_dim %b1, dims = [1, 2] : (tensor<32x64xf32>) -> tensor<2x32x64xf32>
+  // CHECK-NOT: graph.reshape
+  return %0, %1 : tensor<2x32x64xf32>, tensor<2x32x64xf32>
+}
+
+// -----
+
+// A reshape that does more than insert unit dims is kept.
+// CHECK-LABEL: func.func @broadcast_of_real_reshape_stays
+func.func @broadcast_of_real_reshape_stays(%x: tensor<2x3xf32>) -> tensor<4x3x2xf32> {
+  // CHECK: graph.reshape
+  %r = graph.reshape %x : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %0 = graph.broadcast_in_dim %r, dims = [1, 2] : (tensor<3x2xf32>) -> tensor<4x3x2xf32>
+  return %0 : tensor<4x3x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @dropout_zero_ratio
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf32>)
+func.func @dropout_zero_ratio(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>) {
+  // CHECK: %[[T:.+]] = graph.constant dense<true> : tensor<4xi1>
+  // CHECK: return %[[X]], %[[T]]
+  %y, %m = graph.dropout %x, ratio = 0.0, seed = 1 : tensor<4xf32>
+  return %y, %m : tensor<4xf32>, tensor<4xi1>
+}

@@ -906,3 +906,68 @@ func.func @softmax_cross_entropy_float_targets(%l: tensor<8x128xf32>, %t: tensor
   %0 = graph.softmax_cross_entropy %l, %t, reduction = mean : (tensor<8x128xf32>, tensor<8xf32>) -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @dropout_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{(C1) ratio 1.000000e+00 is not in [0, 1)}}
+  %y, %m = graph.dropout %x, ratio = 1.0, seed = 0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_c2(%x: tensor<4xf32>) {
+  // expected-error@+1 {{all of {operand, result} have same type}}
+  %y, %m = "graph.dropout"(%x) <{ratio = 0.5 : f64, seed = 0 : i64}> : (tensor<4xf32>) -> (tensor<4xf16>, tensor<4xi1>)
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'graph.init' on argument 0 has type 'tensor<3xf32>' but the argument has type 'tensor<4xf32>'}}
+func.func @init_type_mismatch(%w: tensor<4xf32> {graph.param = "w", graph.init = dense<1.0> : tensor<3xf32>}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'graph.param' on argument 0 must be a non-empty string}}
+func.func @param_not_a_string(%w: tensor<4xf32> {graph.param = 3 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'graph.input' on argument 0 must be a non-empty string}}
+func.func @input_empty_name(%x: tensor<4xf32> {graph.input = ""}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'graph.frozen' on argument 0 must be a unit attribute}}
+func.func @frozen_not_unit(%w: tensor<4xf32> {graph.frozen = true}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{unknown graph argument attribute 'graph.trainable' on argument 0}}
+func.func @unknown_arg_attr(%w: tensor<4xf32> {graph.trainable}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'graph.output' on result 0 must be a non-empty string}}
+func.func @output_not_a_string(%x: tensor<4xf32>) -> (tensor<4xf32> {graph.output = 1 : i64}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{unknown graph result attribute 'graph.loss' on result 0}}
+func.func @unknown_result_attr(%x: tensor<4xf32>) -> (tensor<4xf32> {graph.loss}) {
+  return %x : tensor<4xf32>
+}

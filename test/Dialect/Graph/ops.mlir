@@ -179,3 +179,24 @@ func.func @cross_entropy(%logits: tensor<8x32x128xf32>, %t: tensor<8x32xi64>, %t
          : (tensor<8x32x128xf32>, tensor<8x32xi64>) -> tensor<8x32xf32>
   return
 }
+
+// CHECK-LABEL: func.func @dropout
+func.func @dropout(%x: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  // CHECK: %{{.+}}, %{{.+}} = graph.dropout %{{.+}}, ratio = 1.000000e-01, seed = 7 : tensor<8x32xf32>
+  %y, %mask = graph.dropout %x, ratio = 0.1, seed = 7 : tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// The model contract: parameters, data inputs and named outputs.
+// CHECK-LABEL: func.func @model
+// CHECK-SAME: %{{.+}}: tensor<4xf32> {graph.init = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>, graph.param = "ln.weight"}
+// CHECK-SAME: %{{.+}}: tensor<4xf32> {graph.frozen, graph.init = dense<0.000000e+00> : tensor<4xf32>, graph.param = "ln.bias"}
+// CHECK-SAME: %{{.+}}: tensor<2x4xf32> {graph.input = "x"}
+// CHECK-SAME: -> (tensor<2x4xf32> {graph.output = "y"})
+func.func @model(%w: tensor<4xf32> {graph.param = "ln.weight", graph.init = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>},
+                 %b: tensor<4xf32> {graph.param = "ln.bias", graph.init = dense<0.0> : tensor<4xf32>, graph.frozen},
+                 %x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<2x4xf32> {graph.output = "y"}) {
+  %y = graph.layer_norm %x scale %w bias %b, axis = 1, epsilon = 1.0e-5
+         : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}

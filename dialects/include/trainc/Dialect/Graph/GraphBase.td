@@ -29,8 +29,28 @@ def Graph_Dialect : Dialect {
     Each op's description numbers its constraints (C1), (C2), ...; the
     verifier cites the same numbers and `test/Dialect/Graph/invalid.mlir`
     has a failing case for each.
+
+    A model is a `func.func` whose arguments and results carry these
+    attributes (checked by the dialect):
+    - `graph.param = "name"` on a parameter argument, with its initial value
+      `graph.init = <elements of the argument's type>` and `graph.frozen`
+      (unit) when it is not trained;
+    - `graph.input = "name"` on a data argument (tokens, targets, ...);
+    - `graph.output = "name"` on a result.
+    Names are the user's (ONNX initializer and value names), kept exactly:
+    checkpoints and `--freeze` refer to them.
   }];
   let hasConstantMaterializer = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    // Argument and result attribute names (see the description).
+    static constexpr ::llvm::StringLiteral kParamAttr = "graph.param";
+    static constexpr ::llvm::StringLiteral kInitAttr = "graph.init";
+    static constexpr ::llvm::StringLiteral kFrozenAttr = "graph.frozen";
+    static constexpr ::llvm::StringLiteral kInputAttr = "graph.input";
+    static constexpr ::llvm::StringLiteral kOutputAttr = "graph.output";
+  }];
   let usePropertiesForAttributes = 1;
 }
 

@@ -56,7 +56,9 @@ def Graph_ExpOp : Graph_UnaryElementwiseOp<"exp", Graph_FloatTensor, "exp(x)">;
 def Graph_LogOp : Graph_UnaryElementwiseOp<"log", Graph_FloatTensor, "log(x)">;
 def Graph_TanhOp : Graph_UnaryElementwiseOp<"tanh", Graph_FloatTensor, "tanh(x)">;
 def Graph_ErfOp : Graph_UnaryElementwiseOp<"erf", Graph_FloatTensor, "erf(x)">;
-def Graph_SqrtOp : Graph_UnaryElementwiseOp<"sqrt", Graph_FloatTensor, "sqrt(x)">;
+def Graph_SqrtOp : Graph_UnaryElementwiseOp<"sqrt", Graph_FloatTensor, "sqrt(x)"> {
+  let hasFolder = 1;
+}
 def Graph_RsqrtOp : Graph_UnaryElementwiseOp<"rsqrt", Graph_FloatTensor, "1 / sqrt(x)">;
 
 class Graph_BinaryElementwiseOp<string mnemonic, Type T, string math,
@@ -92,6 +94,7 @@ def Graph_MinOp : Graph_BinaryElementwiseOp<"min", Graph_NumericTensor,
 
 def Graph_CompareOp : Graph_Op<"compare", [Elementwise, SameTypeOperands,
     InferTypeOpAdaptor, Graph_CostOpInterface]> {
+  let hasFolder = 1;
   let summary = "elementwise comparison";
   let description = [{
     `result[i] = lhs[i] <direction> rhs[i]` as an i1 tensor of the operands'
@@ -259,6 +262,7 @@ def Graph_BroadcastInDimOp : Graph_Op<"broadcast_in_dim", [
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Graph_ReshapeOp : Graph_Op<"reshape", [
@@ -393,6 +397,7 @@ def Graph_GatherOp : Graph_InferredOp<"gather", [
     $operand `[` $indices `]` `,` `axis` `=` $axis attr-dict
     `:` functional-type(operands, results)
   }];
+  let hasFolder = 1;
 }
 
 def Graph_IotaOp : Graph_Op<"iota", [Graph_CostOpInterface]> {
@@ -490,6 +495,37 @@ def Graph_GeluOp : Graph_Op<"gelu", [Elementwise, SameOperandsAndResultType,
   let assemblyFormat = [{
     $operand `,` `approximation` `=` $approximation attr-dict `:` type($result)
   }];
+}
+
+def Graph_DropoutOp : Graph_Op<"dropout", [
+    AllTypesMatch<["operand", "result"]>, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "inverted dropout with a reproducible mask";
+  let description = [{
+    Zeroes each element with probability `ratio` and scales the others by
+    `1 / (1 - ratio)`; `mask` is true where the element was kept. The mask
+    is a pure function of (`seed`, the training step, the element's index)
+    computed by a counter-based generator, so the backward pass and
+    recomputation replay exactly the mask of the forward pass, and two runs
+    with the same seed agree bit for bit.
+
+    Constraints:
+    - (C1) `ratio` is in [0, 1).
+    - (C2) the operand and the result have the same type (the mask has the
+      operand's shape, element type i1).
+
+    Example:
+    ```mlir
+    %y, %mask = graph.dropout %x, ratio = 1.000000e-01, seed = 7 : tensor<8x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand, F64Attr:$ratio, I64Attr:$seed);
+  let results = (outs Graph_FloatTensor:$result, Graph_PredTensor:$mask);
+  let assemblyFormat = [{
+    $operand `,` `ratio` `=` $ratio `,` `seed` `=` $seed attr-dict `:` type($operand)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_LayerNormOp : Graph_InferredOp<"layer_norm", [AttrSizedOperandSegments,
