@@ -2,6 +2,7 @@
 
 #include "trainc/Compiler/Registration.h"
 
+#include "trainc/Compiler/Passes.h"
 #include "trainc/Dialect/Graph/GraphDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,6 +16,7 @@ void registerTraincDialects(mlir::DialectRegistry &registry) {
 }
 
 void registerTraincPasses() {
+  registerCompilerPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/CommonFolders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/APSInt.h"
@@ -27,6 +28,9 @@ using namespace trainc::graph;
 namespace {
 
 constexpr int64_t kMaxFoldedElements = 1 << 16;
+/// Broadcasting a non-splat constant multiplies its size; fold only results
+/// at the scale of shape arithmetic, and keep the compact form otherwise.
+constexpr int64_t kMaxFoldedBroadcastElements = 1 << 10;
 
 /// True when every operand is a known constant that is a splat or small.
 bool cheapToFold(ArrayRef<Attribute> operands) {
@@ -417,7 +421,8 @@ OpFoldResult BroadcastInDimOp::fold(FoldAdaptor adaptor) {
   if (getOperand().getType() == getType())
     return getOperand();
   auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getOperand());
-  if (!dense)
+  if (!dense || (!dense.isSplat() &&
+                 getType().getNumElements() > kMaxFoldedBroadcastElements))
     return {};
   ArrayRef<int64_t> inShape = getOperand().getType().getShape();
   SmallVector<int64_t> inStrides = stridesOf(inShape);
@@ -481,6 +486,66 @@ struct FoldIntoBroadcast : public OpRewritePattern<BroadcastInDimOp> {
 void BroadcastInDimOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                                    MLIRContext *context) {
   results.add<FoldIntoBroadcast>(context);
+}
+
+namespace {
+/// op(reshape(a), reshape(b), splat) -> reshape(op(a, b, splat')) for an
+/// elementwise op whose reshaped operands all come from one shape.
+/// Elementwise ops commute with reshapes; sinking them moves keepdims
+/// reshapes down to the broadcast that consumes them, where they fold.
+struct SinkReshapeThroughElementwise : public RewritePattern {
+  SinkReshapeThroughElementwise(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!op->hasTrait<mlir::OpTrait::Elementwise>() ||
+        op->getNumResults() != 1 || !isa<GraphDialect>(op->getDialect()) ||
+        op->getNumOperands() == 0)
+      return failure();
+    std::optional<ArrayRef<int64_t>> source;
+    for (Value v : op->getOperands()) {
+      if (auto reshape = v.getDefiningOp<ReshapeOp>()) {
+        ArrayRef<int64_t> s = reshape.getOperand().getType().getShape();
+        if ((source && *source != s) ||
+            llvm::any_of(v.getUsers(), [&](Operation *u) { return u != op; }))
+          return failure();
+        source = s;
+      } else if (!matchPattern(v, m_Constant()) ||
+                 !isa<SplatElementsAttr>(
+                     cast<ConstantOp>(v.getDefiningOp()).getValue())) {
+        return failure();
+      }
+    }
+    if (!source)
+      return failure();
+    SmallVector<Value> operands;
+    for (Value v : op->getOperands()) {
+      if (auto reshape = v.getDefiningOp<ReshapeOp>()) {
+        operands.push_back(reshape.getOperand());
+        continue;
+      }
+      auto splat = cast<SplatElementsAttr>(
+          cast<ConstantOp>(v.getDefiningOp()).getValue());
+      auto type = RankedTensorType::get(*source, splat.getElementType());
+      operands.push_back(rewriter.create<ConstantOp>(
+          op->getLoc(),
+          SplatElementsAttr::get(type, splat.getSplatValue<Attribute>())));
+    }
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    Operation *sunk = rewriter.create(
+        op->getLoc(), op->getName().getIdentifier(), operands,
+        {RankedTensorType::get(*source, resultType.getElementType())},
+        op->getAttrs());
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, resultType, sunk->getResult(0));
+    return success();
+  }
+};
+} // namespace
+
+void GraphDialect::getCanonicalizationPatterns(
+    RewritePatternSet &results) const {
+  results.add<SinkReshapeThroughElementwise>(getContext());
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {

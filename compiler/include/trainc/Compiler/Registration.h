@@ -17,8 +17,8 @@ namespace trainc {
 /// Adds the dialects trainc's IR may contain: graph, func.
 void registerTraincDialects(mlir::DialectRegistry &registry);
 
-/// Registers trainc's passes and the upstream ones its pipelines use
-/// (canonicalize, cse, symbol-dce).
+/// Registers trainc's passes (Passes.td) and the upstream ones its pipeline
+/// uses (canonicalize, cse, symbol-dce).
 void registerTraincPasses();
 
 } // namespace trainc

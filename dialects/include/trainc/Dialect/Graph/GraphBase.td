@@ -41,6 +41,7 @@ def Graph_Dialect : Dialect {
     checkpoints and `--freeze` refer to them.
   }];
   let hasConstantMaterializer = 1;
+  let hasCanonicalizer = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{

@@ -1,0 +1,50 @@
+//===- Pipeline.cpp - The phases of the trainc compiler -------------------===//
+
+#include "trainc/Compiler/Pipeline.h"
+
+#include "trainc/Compiler/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace trainc {
+
+llvm::ArrayRef<Phase> allPhases() {
+  static const Phase phases[] = {Phase::Import, Phase::Recognize};
+  return phases;
+}
+
+llvm::StringRef phaseName(Phase phase) {
+  switch (phase) {
+  case Phase::Import:
+    return "import";
+  case Phase::Recognize:
+    return "recognize";
+  }
+  return "unknown";
+}
+
+std::optional<Phase> parsePhase(llvm::StringRef name) {
+  for (Phase p : allPhases())
+    if (phaseName(p) == name)
+      return p;
+  return std::nullopt;
+}
+
+void buildPipeline(mlir::OpPassManager &pm, Phase last) {
+  if (last == Phase::Import)
+    return;
+
+  // recognize: fold the exporter's shape arithmetic and constants and merge
+  // broadcasts, so patterns see one canonical form ...
+  pm.addPass(mlir::createCanonicalizerPass());
+  // ... turn decomposed norms, activations and attention into composites ...
+  pm.addNestedPass<mlir::func::FuncOp>(createRecognizeComposites());
+  // ... and drop what they made dead, merging duplicates.
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  if (last == Phase::Recognize)
+    return;
+}
+
+} // namespace trainc

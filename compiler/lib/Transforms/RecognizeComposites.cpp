@@ -1,0 +1,600 @@
+//===- RecognizeComposites.cpp - Decomposed patterns to graph composites --===//
+//
+// See RecognizeComposites in Passes.td for what is recognized. Matchers look
+// through explicit broadcasts (the canonicalizer has merged chains of them
+// into one broadcast_in_dim) and accept commuted operands. Intermediate ops
+// absorbed into a composite must have no other users; otherwise the
+// decomposed form stays, since rewriting would compute them twice.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Compiler/Passes.h"
+#include "trainc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+#include <limits>
+
+namespace trainc {
+#define GEN_PASS_DEF_RECOGNIZECOMPOSITES
+#include "trainc/Compiler/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Matching helpers
+//===----------------------------------------------------------------------===//
+
+/// The splat value of a constant, looking through broadcasts and reshapes.
+std::optional<double> splatOf(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (isa<BroadcastInDimOp, ReshapeOp>(def))
+      v = def->getOperand(0);
+    else
+      break;
+  }
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
+    return std::nullopt;
+  if (isa<FloatType>(attr.getElementType()))
+    return attr.getSplatValue<APFloat>().convertToDouble();
+  return double(attr.getSplatValue<APInt>().getSExtValue());
+}
+
+/// `v` equals `expected` to within float32 rounding of the constant.
+bool isSplatNear(Value v, double expected) {
+  std::optional<double> s = splatOf(v);
+  return s && std::abs(*s - expected) <= 1e-6 * std::abs(expected);
+}
+
+/// A mask fill value: -inf or a number so negative that softmax gives 0.
+bool isMaskFill(Value v) {
+  std::optional<double> s = splatOf(v);
+  return s && (std::isinf(*s) ? *s < 0 : *s <= -1e4);
+}
+
+bool hasOneUse(Value v) { return v.hasOneUse(); }
+
+/// If `v` is `broadcast_in_dim(r)` with `r` computed over `dims` of a value
+/// of `v`'s shape (the reduced dims dropped, the rest in order), returns r.
+Value broadcastBackFrom(Value v, ArrayRef<int64_t> dims) {
+  auto b = v.getDefiningOp<BroadcastInDimOp>();
+  if (!b)
+    return {};
+  SmallVector<int64_t> kept;
+  for (int64_t d = 0; d < b.getType().getRank(); ++d)
+    if (!llvm::is_contained(dims, d))
+      kept.push_back(d);
+  if (b.getDims() != ArrayRef<int64_t>(kept))
+    return {};
+  return b.getOperand();
+}
+
+/// `v` is reduce OpT of `x` over `dims`, broadcast back to x's shape.
+template <typename OpT> OpT broadcastReductionOf(Value v, Value x) {
+  auto b = v.getDefiningOp<BroadcastInDimOp>();
+  if (!b)
+    return {};
+  auto r = b.getOperand().getDefiningOp<OpT>();
+  if (!r || r.getOperand() != x || broadcastBackFrom(v, r.getDims()) != r)
+    return {};
+  return r;
+}
+
+/// The first dim of `dims` if they are exactly [axis, rank).
+std::optional<int64_t> trailingAxis(ArrayRef<int64_t> dims, int64_t rank) {
+  SmallVector<int64_t> sorted(dims);
+  llvm::sort(sorted);
+  if (sorted.empty())
+    return std::nullopt;
+  for (auto [i, d] : llvm::enumerate(sorted))
+    if (d !=
+        rank - static_cast<int64_t>(sorted.size()) + static_cast<int64_t>(i))
+      return std::nullopt;
+  return sorted.front();
+}
+
+/// `v` is s*s or s^2; returns s.
+Value squareOf(Value v) {
+  if (auto m = v.getDefiningOp<MulOp>(); m && m.getLhs() == m.getRhs())
+    return m.getLhs();
+  if (auto p = v.getDefiningOp<PowOp>(); p && isSplatNear(p.getRhs(), 2.0))
+    return p.getLhs();
+  return {};
+}
+
+/// Operands of a commutative binary op as (the one satisfying `pred`, the
+/// other), or nullopt.
+template <typename Pred>
+std::optional<std::pair<Value, Value>> pick(Value a, Value b, Pred pred) {
+  if (pred(a))
+    return std::make_pair(a, b);
+  if (pred(b))
+    return std::make_pair(b, a);
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+/// `den` is broadcast(Root(add(var, eps))) with Root sqrt or rsqrt, all
+/// single-use. Returns (var, eps).
+template <typename RootOp>
+std::optional<std::pair<Value, double>> normDenominator(Value den) {
+  auto b = den.getDefiningOp<BroadcastInDimOp>();
+  if (!b || !hasOneUse(b))
+    return std::nullopt;
+  auto root = b.getOperand().getDefiningOp<RootOp>();
+  if (!root || !hasOneUse(root))
+    return std::nullopt;
+  auto add = root.getOperand().template getDefiningOp<AddOp>();
+  if (!add || !hasOneUse(add))
+    return std::nullopt;
+  auto split = pick(add.getLhs(), add.getRhs(),
+                    [](Value v) { return splatOf(v).has_value(); });
+  if (!split)
+    return std::nullopt;
+  return std::make_pair(split->second, *splatOf(split->first));
+}
+
+/// num * broadcast(rsqrt(var + eps)) or num / broadcast(sqrt(var + eps)),
+/// where var = mean(s^2) over trailing dims: layer norm when num is
+/// x - mean(x) and s == num, RMS norm when s == num == x.
+struct NormCore : public RewritePattern {
+  NormCore(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    Value num, den;
+    std::optional<std::pair<Value, double>> varEps;
+    if (auto div = dyn_cast<DivOp>(op)) {
+      num = div.getLhs();
+      den = div.getRhs();
+      varEps = normDenominator<SqrtOp>(den);
+    } else if (auto mul = dyn_cast<MulOp>(op)) {
+      auto split = pick(mul.getLhs(), mul.getRhs(), [](Value v) {
+        return normDenominator<RsqrtOp>(v).has_value();
+      });
+      if (!split)
+        return failure();
+      num = split->second;
+      den = split->first;
+      varEps = normDenominator<RsqrtOp>(den);
+    } else {
+      return failure();
+    }
+    if (!varEps || !isFloatTensorType(num.getType()))
+      return failure();
+    auto [var, eps] = *varEps;
+    auto mean = var.getDefiningOp<ReduceMeanOp>();
+    if (!mean || !hasOneUse(mean))
+      return failure();
+    Value squared = squareOf(mean.getOperand());
+    if (!squared || squared != num)
+      return failure();
+    auto type = cast<RankedTensorType>(num.getType());
+    std::optional<int64_t> axis = trailingAxis(mean.getDims(), type.getRank());
+    // The denominator broadcasts var back over the dims it reduced.
+    if (!axis || eps < 0 || !broadcastBackFrom(den, mean.getDims()))
+      return failure();
+
+    // Layer norm: num = x - broadcast(mean(x)) over the same dims.
+    if (auto sub = num.getDefiningOp<SubOp>()) {
+      auto center =
+          broadcastReductionOf<ReduceMeanOp>(sub.getRhs(), sub.getLhs());
+      if (center && center.getDims() == mean.getDims()) {
+        // `num` feeds the square and the quotient: nothing else may use it.
+        if (!llvm::all_of(num.getUsers(), [&](Operation *u) {
+              return u == op || u == mean.getOperand().getDefiningOp();
+            }))
+          return failure();
+        rewriter.replaceOpWithNewOp<LayerNormOp>(op, sub.getLhs(), Value(),
+                                                 Value(), *axis, APFloat(eps));
+        return success();
+      }
+    }
+    rewriter.replaceOpWithNewOp<RmsNormOp>(op, num, Value(), *axis,
+                                           APFloat(eps));
+    return success();
+  }
+};
+
+/// `v` is broadcast_in_dim(w) over the trailing dims [axis, rank) of
+/// `type`, with w of the normalized shape; returns w.
+Value normalizedOperand(Value v, RankedTensorType type, int64_t axis) {
+  ArrayRef<int64_t> normalized = type.getShape().drop_front(axis);
+  if (auto b = v.getDefiningOp<BroadcastInDimOp>()) {
+    Value w = b.getOperand();
+    SmallVector<int64_t> dims;
+    for (int64_t d = axis; d < type.getRank(); ++d)
+      dims.push_back(d);
+    if (cast<RankedTensorType>(w.getType()).getShape() == normalized &&
+        b.getDims() == ArrayRef<int64_t>(dims))
+      return w;
+    return {};
+  }
+  if (axis == 0 && v.getType() == type)
+    return v;
+  return {};
+}
+
+/// norm * broadcast(scale) -> norm with scale.
+struct NormScale : public OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [normSide, other] : {std::pair(op.getLhs(), op.getRhs()),
+                                   std::pair(op.getRhs(), op.getLhs())}) {
+      if (!hasOneUse(normSide))
+        continue;
+      if (auto ln = normSide.getDefiningOp<LayerNormOp>()) {
+        if (ln.getScale() || ln.getBias())
+          continue;
+        Value w = normalizedOperand(other, ln.getType(), ln.getAxis());
+        if (!w)
+          continue;
+        rewriter.replaceOpWithNewOp<LayerNormOp>(op, ln.getInput(), w, Value(),
+                                                 ln.getAxis(), ln.getEpsilon());
+        return success();
+      }
+      if (auto rms = normSide.getDefiningOp<RmsNormOp>()) {
+        if (rms.getScale())
+          continue;
+        Value w = normalizedOperand(other, rms.getType(), rms.getAxis());
+        if (!w)
+          continue;
+        rewriter.replaceOpWithNewOp<RmsNormOp>(op, rms.getInput(), w,
+                                               rms.getAxis(), rms.getEpsilon());
+        return success();
+      }
+    }
+    return failure();
+  }
+};
+
+/// layer_norm + broadcast(bias) -> layer_norm with bias.
+struct NormBias : public OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [normSide, other] : {std::pair(op.getLhs(), op.getRhs()),
+                                   std::pair(op.getRhs(), op.getLhs())}) {
+      auto ln = normSide.getDefiningOp<LayerNormOp>();
+      if (!ln || ln.getBias() || !hasOneUse(normSide))
+        continue;
+      Value b = normalizedOperand(other, ln.getType(), ln.getAxis());
+      if (!b)
+        continue;
+      rewriter.replaceOpWithNewOp<LayerNormOp>(
+          op, ln.getInput(), ln.getScale(), b, ln.getAxis(), ln.getEpsilon());
+      return success();
+    }
+    return failure();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// GELU
+//===----------------------------------------------------------------------===//
+
+/// The factors of a product tree rooted at `v`; inner products must have
+/// no other users.
+void collectFactors(Value v, SmallVectorImpl<Value> &factors, bool isRoot) {
+  auto mul = v.getDefiningOp<MulOp>();
+  if (mul && (isRoot || hasOneUse(v)) && mul.getLhs() != mul.getRhs()) {
+    collectFactors(mul.getLhs(), factors, false);
+    collectFactors(mul.getRhs(), factors, false);
+    return;
+  }
+  factors.push_back(v);
+}
+
+/// `v` is x / sqrt(2) or x * (1 / sqrt(2)).
+bool isErfArgument(Value v, Value x) {
+  if (auto div = v.getDefiningOp<DivOp>())
+    return div.getLhs() == x && isSplatNear(div.getRhs(), std::sqrt(2.0));
+  if (auto mul = v.getDefiningOp<MulOp>()) {
+    auto s = pick(mul.getLhs(), mul.getRhs(),
+                  [](Value w) { return isSplatNear(w, 1.0 / std::sqrt(2.0)); });
+    return s && s->second == x;
+  }
+  return false;
+}
+
+/// `v` is sqrt(2/pi) * (x + 0.044715 * x^3), x^3 as x*x*x or pow(x, 3).
+bool isTanhArgument(Value v, Value x) {
+  auto mul = v.getDefiningOp<MulOp>();
+  if (!mul)
+    return false;
+  auto s = pick(mul.getLhs(), mul.getRhs(),
+                [](Value w) { return isSplatNear(w, std::sqrt(2.0 / M_PI)); });
+  if (!s)
+    return false;
+  auto add = s->second.getDefiningOp<AddOp>();
+  if (!add)
+    return false;
+  auto cubic =
+      pick(add.getLhs(), add.getRhs(), [&](Value w) { return w == x; });
+  if (!cubic)
+    return false;
+  SmallVector<Value> factors;
+  collectFactors(cubic->second, factors, true);
+  int xs = 0;
+  bool coefficient = false;
+  for (Value f : factors) {
+    if (f == x) {
+      ++xs;
+    } else if (auto p = f.getDefiningOp<PowOp>();
+               p && p.getLhs() == x && isSplatNear(p.getRhs(), 3.0)) {
+      xs += 3;
+    } else if (!coefficient && isSplatNear(f, 0.044715)) {
+      coefficient = true;
+    } else if (auto inner = f.getDefiningOp<MulOp>();
+               inner && inner.getLhs() == x && inner.getRhs() == x) {
+      xs += 2; // x * x kept whole by collectFactors.
+    } else {
+      return false;
+    }
+  }
+  return coefficient && xs == 3;
+}
+
+/// 0.5 * x * (1 + erf(x / sqrt 2)) or the tanh form -> graph.gelu.
+struct Gelu : public OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isFloatTensorType(op.getType()))
+      return failure();
+    SmallVector<Value> factors;
+    collectFactors(op.getResult(), factors, true);
+    if (factors.size() != 3)
+      return failure();
+    auto half =
+        llvm::find_if(factors, [](Value f) { return isSplatNear(f, 0.5); });
+    if (half == factors.end())
+      return failure();
+    factors.erase(half);
+    for (auto [x, onePlus] : {std::pair(factors[0], factors[1]),
+                              std::pair(factors[1], factors[0])}) {
+      if (x.getType() != op.getType())
+        continue;
+      auto add = onePlus.getDefiningOp<AddOp>();
+      if (!add)
+        continue;
+      auto s = pick(add.getLhs(), add.getRhs(),
+                    [](Value v) { return isSplatNear(v, 1.0); });
+      if (!s)
+        continue;
+      Value t = s->second;
+      if (auto erf = t.getDefiningOp<ErfOp>();
+          erf && isErfArgument(erf.getOperand(), x)) {
+        rewriter.replaceOpWithNewOp<GeluOp>(op, x, GeluApproximation::erf);
+        return success();
+      }
+      if (auto tanh = t.getDefiningOp<TanhOp>();
+          tanh && isTanhArgument(tanh.getOperand(), x)) {
+        rewriter.replaceOpWithNewOp<GeluOp>(op, x, GeluApproximation::tanh);
+        return success();
+      }
+    }
+    return failure();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Softmax and attention
+//===----------------------------------------------------------------------===//
+
+/// exp(x - max(x)) / sum(exp(x - max(x))) (or without the max) over one dim.
+struct Softmax : public OpRewritePattern<DivOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DivOp op,
+                                PatternRewriter &rewriter) const override {
+    Value e = op.getLhs();
+    auto exp = e.getDefiningOp<ExpOp>();
+    if (!exp)
+      return failure();
+    auto sum = broadcastReductionOf<ReduceSumOp>(op.getRhs(), e);
+    if (!sum || sum.getDims().size() != 1 || !hasOneUse(sum) ||
+        !hasOneUse(op.getRhs()))
+      return failure();
+    int64_t dim = sum.getDims().front();
+    // exp feeds the sum and the quotient only.
+    if (llvm::any_of(e.getUsers(), [&](Operation *u) {
+          return u != op && u != sum.getOperation();
+        }))
+      return failure();
+    Value x = exp.getOperand();
+    if (auto sub = x.getDefiningOp<SubOp>()) {
+      auto max = broadcastReductionOf<ReduceMaxOp>(sub.getRhs(), sub.getLhs());
+      if (max && max.getDims() == sum.getDims())
+        x = sub.getLhs();
+    }
+    rewriter.replaceOpWithNewOp<SoftmaxOp>(op, x, dim);
+    return success();
+  }
+};
+
+/// dot_general over [b, h, m, k] x [b, h, k, n] (batching 0,1).
+bool isBatchedMatmul4(DotGeneralOp op) {
+  return op.getLhs().getType().getRank() == 4 &&
+         op.getRhs().getType().getRank() == 4 &&
+         op.getLhsBatchingDimensions() == ArrayRef<int64_t>{0, 1} &&
+         op.getRhsBatchingDimensions() == ArrayRef<int64_t>{0, 1} &&
+         op.getLhsContractingDimensions() == ArrayRef<int64_t>{3} &&
+         op.getRhsContractingDimensions() == ArrayRef<int64_t>{2};
+}
+
+/// A mask operand of rank 4 for scores of `type`: `v` without a trailing
+/// broadcast, its missing leading dims as 1.
+Value rank4Mask(PatternRewriter &rewriter, Location loc, Value v,
+                RankedTensorType type) {
+  if (auto b = v.getDefiningOp<BroadcastInDimOp>()) {
+    auto src = cast<RankedTensorType>(b.getOperand().getType());
+    int64_t r = src.getRank();
+    SmallVector<int64_t> trailing;
+    for (int64_t d = 4 - r; d < 4; ++d)
+      trailing.push_back(d);
+    if (b.getDims() == ArrayRef<int64_t>(trailing)) {
+      SmallVector<int64_t> shape(4 - r, 1);
+      llvm::append_range(shape, src.getShape());
+      return rewriter.createOrFold<ReshapeOp>(
+          loc, RankedTensorType::get(shape, src.getElementType()),
+          b.getOperand());
+    }
+  }
+  return v;
+}
+
+/// True when constant `cond` masks exactly the keys after each query
+/// (j > i + Sk - Sq), i.e. causal attention; `maskedWhen` is the value of
+/// cond at masked positions.
+bool isCausalCondition(Value cond, int64_t sq, int64_t sk, bool maskedWhen) {
+  while (auto b = cond.getDefiningOp<BroadcastInDimOp>())
+    cond = b.getOperand();
+  DenseElementsAttr attr;
+  if (!matchPattern(cond, m_Constant(&attr)))
+    return false;
+  auto shape = attr.getType().getShape();
+  if (shape.size() < 2 || shape[shape.size() - 2] != sq || shape.back() != sk)
+    return false;
+  // Every [Sq, Sk] slice (over leading batch/head dims) must be causal.
+  int64_t k = 0;
+  for (bool v : attr.getValues<bool>()) {
+    int64_t i = (k / sk) % sq, j = k % sk;
+    if ((v == maskedWhen) != (j > i + sk - sq))
+      return false;
+    ++k;
+  }
+  return true;
+}
+
+/// softmax(scale * q @ k^T [mask]) @ v -> graph.attention.
+struct Attention : public OpRewritePattern<DotGeneralOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DotGeneralOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isBatchedMatmul4(op))
+      return failure();
+    auto softmax = op.getLhs().getDefiningOp<SoftmaxOp>();
+    if (!softmax || softmax.getDim() != 3 || !hasOneUse(softmax))
+      return failure();
+    Value scores = softmax.getOperand();
+    auto scoresType = cast<RankedTensorType>(scores.getType());
+    Location loc = op.getLoc();
+
+    // The mask, if any: select(cond, fill, s) / select(cond, s, fill) with
+    // fill = -inf, or s + mask.
+    Value maskCond, additive, s = scores;
+    bool maskedWhen = true;
+    if (auto sel = scores.getDefiningOp<SelectOp>()) {
+      if (isMaskFill(sel.getOnTrue())) {
+        s = sel.getOnFalse();
+      } else if (isMaskFill(sel.getOnFalse())) {
+        s = sel.getOnTrue();
+        maskedWhen = false;
+      } else {
+        return failure();
+      }
+      maskCond = sel.getPred();
+    } else if (auto add = scores.getDefiningOp<AddOp>()) {
+      auto split = pick(add.getLhs(), add.getRhs(), [](Value v) {
+        Operation *d = v.getDefiningOp();
+        return d && isa<DotGeneralOp, MulOp, DivOp>(d);
+      });
+      if (!split)
+        return failure();
+      s = split->first;
+      additive = split->second;
+    }
+    if (s != scores && !hasOneUse(s))
+      return failure();
+
+    // The scale: s = qk * c, c * qk, qk / c or qk.
+    double scale = 1.0;
+    Value qk = s;
+    if (auto mul = s.getDefiningOp<MulOp>()) {
+      auto split = pick(mul.getLhs(), mul.getRhs(),
+                        [](Value v) { return splatOf(v).has_value(); });
+      if (!split)
+        return failure();
+      scale = *splatOf(split->first);
+      qk = split->second;
+    } else if (auto div = s.getDefiningOp<DivOp>()) {
+      std::optional<double> c = splatOf(div.getRhs());
+      if (!c || *c == 0)
+        return failure();
+      scale = 1.0 / *c;
+      qk = div.getLhs();
+    }
+    auto dot = qk.getDefiningOp<DotGeneralOp>();
+    if (!dot || !isBatchedMatmul4(dot) || (qk != s && !hasOneUse(qk)) ||
+        !std::isfinite(scale))
+      return failure();
+
+    Value query = dot.getLhs(), keyT = dot.getRhs(), value = op.getRhs();
+    Value key = rewriter.createOrFold<TransposeOp>(
+        loc, keyT, ArrayRef<int64_t>{0, 1, 3, 2});
+    int64_t sq = scoresType.getDimSize(2), sk = scoresType.getDimSize(3);
+    bool causal = false;
+    Value mask;
+    if (maskCond) {
+      if (isCausalCondition(maskCond, sq, sk, maskedWhen)) {
+        causal = true;
+      } else {
+        Value cond = rank4Mask(rewriter, loc, maskCond, scoresType);
+        auto condType = cast<RankedTensorType>(cond.getType());
+        auto fillType = RankedTensorType::get(condType.getShape(),
+                                              scoresType.getElementType());
+        Value fill = rewriter.create<ConstantOp>(
+            loc, DenseElementsAttr::get(
+                     fillType, rewriter.getFloatAttr(
+                                   fillType.getElementType(),
+                                   -std::numeric_limits<double>::infinity())));
+        Value zero = rewriter.create<ConstantOp>(
+            loc, DenseElementsAttr::get(
+                     fillType,
+                     rewriter.getFloatAttr(fillType.getElementType(), 0.0)));
+        mask = maskedWhen ? rewriter.create<SelectOp>(loc, cond, fill, zero)
+                          : rewriter.create<SelectOp>(loc, cond, zero, fill);
+      }
+    } else if (additive) {
+      mask = rank4Mask(rewriter, loc, additive, scoresType);
+      if (cast<RankedTensorType>(mask.getType()).getElementType() !=
+          scoresType.getElementType())
+        return failure();
+    }
+    rewriter.replaceOpWithNewOp<AttentionOp>(op, query, key, value, mask,
+                                             APFloat(scale), causal);
+    return success();
+  }
+};
+
+struct RecognizeCompositesPass
+    : public trainc::impl::RecognizeCompositesBase<RecognizeCompositesPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<NormCore>(&getContext());
+    patterns.add<NormScale, NormBias, Gelu, Softmax, Attention>(&getContext());
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

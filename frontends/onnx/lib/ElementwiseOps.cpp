@@ -1,0 +1,261 @@
+//===- ElementwiseOps.cpp - ONNX elementwise ops --------------------------===//
+//
+// Arithmetic, comparison, logic, activations and casts. ONNX broadcasts
+// numpy-style; trainc makes each broadcast an explicit broadcast_in_dim.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImportContext.h"
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc::onnx_import {
+namespace {
+
+/// Inputs 0..n-1, broadcast to their common shape, all of one element type.
+FailureOr<SmallVector<Value>> sameTypeInputs(NodeContext &ctx, int first,
+                                             int count) {
+  SmallVector<Value> values;
+  for (int i = first; i < first + count; ++i) {
+    auto v = ctx.input(i);
+    if (failed(v))
+      return failure();
+    values.push_back(*v);
+  }
+  Type e = ctx.inputType(values.front()).getElementType();
+  for (auto [i, v] : llvm::enumerate(values))
+    if (ctx.inputType(v).getElementType() != e)
+      return ctx.error() << "input " << first + i << " has element type "
+                         << ctx.inputType(v).getElementType() << " but input "
+                         << first << " has " << e;
+  return ctx.broadcastAll(values);
+}
+
+/// Requires numbers (not booleans) for arithmetic.
+LogicalResult requireNumeric(NodeContext &ctx, Value v) {
+  if (ctx.inputType(v).getElementType().isInteger(1))
+    return ctx.error() << "arithmetic on booleans is not supported";
+  return success();
+}
+
+template <typename OpT> LogicalResult importBinary(NodeContext &ctx) {
+  auto operands = sameTypeInputs(ctx, 0, 2);
+  if (failed(operands) || failed(requireNumeric(ctx, (*operands)[0])))
+    return failure();
+  ctx.setOutput(0, ctx.create<OpT>((*operands)[0], (*operands)[1]));
+  return success();
+}
+
+/// Max, Min, Sum: one or more inputs folded left to right.
+template <typename OpT> LogicalResult importVariadic(NodeContext &ctx) {
+  if (ctx.node.input_size() < 1)
+    return ctx.error() << "needs at least one input";
+  auto operands = sameTypeInputs(ctx, 0, ctx.node.input_size());
+  if (failed(operands) || failed(requireNumeric(ctx, (*operands)[0])))
+    return failure();
+  Value acc = (*operands)[0];
+  for (Value v : ArrayRef<Value>(*operands).drop_front())
+    acc = ctx.create<OpT>(acc, v);
+  ctx.setOutput(0, acc);
+  return success();
+}
+
+LogicalResult importCompare(NodeContext &ctx, ComparisonDirection direction) {
+  auto operands = sameTypeInputs(ctx, 0, 2);
+  if (failed(operands))
+    return failure();
+  ctx.setOutput(
+      0, ctx.create<CompareOp>(direction, (*operands)[0], (*operands)[1]));
+  return success();
+}
+
+template <typename OpT>
+LogicalResult importUnary(NodeContext &ctx, bool floatOnly) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  if (floatOnly ? failed(ctx.requireFloat(*x, "the input"))
+                : failed(requireNumeric(ctx, *x)))
+    return failure();
+  ctx.setOutput(0, ctx.create<OpT>(*x));
+  return success();
+}
+
+LogicalResult requireBool(NodeContext &ctx, Value v) {
+  if (!ctx.inputType(v).getElementType().isInteger(1))
+    return ctx.error() << "expects boolean inputs, got " << v.getType();
+  return success();
+}
+
+} // namespace
+
+LogicalResult importAdd(NodeContext &ctx) { return importBinary<AddOp>(ctx); }
+LogicalResult importSub(NodeContext &ctx) { return importBinary<SubOp>(ctx); }
+LogicalResult importMul(NodeContext &ctx) { return importBinary<MulOp>(ctx); }
+LogicalResult importDiv(NodeContext &ctx) { return importBinary<DivOp>(ctx); }
+LogicalResult importMax(NodeContext &ctx) { return importVariadic<MaxOp>(ctx); }
+LogicalResult importMin(NodeContext &ctx) { return importVariadic<MinOp>(ctx); }
+LogicalResult importSum(NodeContext &ctx) { return importVariadic<AddOp>(ctx); }
+
+/// Pow(X, Y): the exponent may have another type; it is converted to X's.
+LogicalResult importPow(NodeContext &ctx) {
+  auto x = ctx.input(0), y = ctx.input(1);
+  if (failed(x) || failed(y) ||
+      failed(ctx.requireFloat(*x, "the base (input 0)")) ||
+      failed(requireNumeric(ctx, *y)))
+    return failure();
+  Value exponent = ctx.convert(*y, ctx.inputType(*x).getElementType());
+  auto operands = ctx.broadcastAll({*x, exponent});
+  if (failed(operands))
+    return failure();
+  ctx.setOutput(0, ctx.create<PowOp>((*operands)[0], (*operands)[1]));
+  return success();
+}
+
+LogicalResult importEqual(NodeContext &ctx) {
+  return importCompare(ctx, ComparisonDirection::EQ);
+}
+LogicalResult importLess(NodeContext &ctx) {
+  return importCompare(ctx, ComparisonDirection::LT);
+}
+LogicalResult importLessOrEqual(NodeContext &ctx) {
+  return importCompare(ctx, ComparisonDirection::LE);
+}
+LogicalResult importGreater(NodeContext &ctx) {
+  return importCompare(ctx, ComparisonDirection::GT);
+}
+LogicalResult importGreaterOrEqual(NodeContext &ctx) {
+  return importCompare(ctx, ComparisonDirection::GE);
+}
+
+/// a AND b = select(a, b, false); a OR b = select(a, true, b).
+LogicalResult importAnd(NodeContext &ctx) {
+  auto operands = sameTypeInputs(ctx, 0, 2);
+  if (failed(operands) || failed(requireBool(ctx, (*operands)[0])))
+    return failure();
+  Value a = (*operands)[0], b = (*operands)[1];
+  ctx.setOutput(0, ctx.create<SelectOp>(a, b, ctx.splat(ctx.inputType(a), 0)));
+  return success();
+}
+
+LogicalResult importOr(NodeContext &ctx) {
+  auto operands = sameTypeInputs(ctx, 0, 2);
+  if (failed(operands) || failed(requireBool(ctx, (*operands)[0])))
+    return failure();
+  Value a = (*operands)[0], b = (*operands)[1];
+  ctx.setOutput(0, ctx.create<SelectOp>(a, ctx.splat(ctx.inputType(a), 1), b));
+  return success();
+}
+
+LogicalResult importNot(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(requireBool(ctx, *x)))
+    return failure();
+  ctx.setOutput(0, ctx.create<CompareOp>(ComparisonDirection::EQ, *x,
+                                         ctx.splat(ctx.inputType(*x), 0)));
+  return success();
+}
+
+LogicalResult importWhere(NodeContext &ctx) {
+  auto cond = ctx.input(0), x = ctx.input(1), y = ctx.input(2);
+  if (failed(cond) || failed(x) || failed(y) || failed(requireBool(ctx, *cond)))
+    return failure();
+  if (ctx.inputType(*x).getElementType() != ctx.inputType(*y).getElementType())
+    return ctx.error() << "inputs 1 and 2 have different element types: "
+                       << x->getType() << " and " << y->getType();
+  auto operands = ctx.broadcastAll({*cond, *x, *y});
+  if (failed(operands))
+    return failure();
+  ctx.setOutput(
+      0, ctx.create<SelectOp>((*operands)[0], (*operands)[1], (*operands)[2]));
+  return success();
+}
+
+LogicalResult importNeg(NodeContext &ctx) {
+  return importUnary<NegOp>(ctx, /*floatOnly=*/false);
+}
+LogicalResult importAbs(NodeContext &ctx) {
+  return importUnary<AbsOp>(ctx, /*floatOnly=*/false);
+}
+LogicalResult importSqrt(NodeContext &ctx) {
+  return importUnary<SqrtOp>(ctx, /*floatOnly=*/true);
+}
+LogicalResult importExp(NodeContext &ctx) {
+  return importUnary<ExpOp>(ctx, /*floatOnly=*/true);
+}
+LogicalResult importLog(NodeContext &ctx) {
+  return importUnary<LogOp>(ctx, /*floatOnly=*/true);
+}
+LogicalResult importTanh(NodeContext &ctx) {
+  return importUnary<TanhOp>(ctx, /*floatOnly=*/true);
+}
+LogicalResult importErf(NodeContext &ctx) {
+  return importUnary<ErfOp>(ctx, /*floatOnly=*/true);
+}
+
+/// 1 / x.
+LogicalResult importReciprocal(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  ctx.setOutput(0, ctx.create<DivOp>(ctx.splat(ctx.inputType(*x), 1.0), *x));
+  return success();
+}
+
+/// 1 / (1 + exp(-x)): exp(-x) overflows to inf for very negative x, and
+/// 1 / inf = 0, the correct limit.
+LogicalResult importSigmoid(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  auto type = ctx.inputType(*x);
+  Value one = ctx.splat(type, 1.0);
+  Value e = ctx.create<ExpOp>(ctx.create<NegOp>(*x));
+  ctx.setOutput(0, ctx.create<DivOp>(one, ctx.create<AddOp>(one, e)));
+  return success();
+}
+
+/// max(x, 0).
+LogicalResult importRelu(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(requireNumeric(ctx, *x)))
+    return failure();
+  ctx.setOutput(0, ctx.create<MaxOp>(*x, ctx.splat(ctx.inputType(*x), 0)));
+  return success();
+}
+
+LogicalResult importCast(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  const auto *to = ctx.attribute("to");
+  if (!to)
+    return ctx.error() << "attribute 'to' is missing";
+  Type target = elementTypeFor(ctx.context(), static_cast<int32_t>(to->i()));
+  if (!target)
+    return ctx.error() << "cast to "
+                       << onnxTypeName(static_cast<int32_t>(to->i()))
+                       << " is not supported (trainc supports FLOAT, DOUBLE, "
+                          "FLOAT16, BFLOAT16, INT64, INT32, BOOL)";
+  ctx.setOutput(0, ctx.convert(*x, target));
+  return success();
+}
+
+LogicalResult importCastLike(NodeContext &ctx) {
+  auto x = ctx.input(0), like = ctx.input(1);
+  if (failed(x) || failed(like))
+    return failure();
+  ctx.setOutput(0, ctx.convert(*x, ctx.inputType(*like).getElementType()));
+  return success();
+}
+
+LogicalResult importIdentity(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  ctx.setOutput(0, *x);
+  return success();
+}
+
+} // namespace trainc::onnx_import

@@ -1,0 +1,244 @@
+//===- ImportContext.h - State shared by the ONNX op importers -*- C++ -*-===//
+//
+// GraphImporter walks a GraphProto in order; for each node it builds a
+// NodeContext and calls the op's import function (ElementwiseOps.cpp,
+// ShapeOps.cpp, NnOps.cpp). Import functions read inputs and attributes
+// through the NodeContext, emit graph ops with createOrFold (so shape
+// arithmetic on constants folds at once), and define the node's outputs.
+// Every error they report names the node.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_FRONTENDS_ONNX_IMPORTCONTEXT_H
+#define TRAINC_FRONTENDS_ONNX_IMPORTCONTEXT_H
+
+#include "trainc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+#include <string>
+
+namespace trainc::onnx_import {
+
+class NodeContext;
+
+/// The import function of one op type.
+using ImportFn = mlir::LogicalResult (*)(NodeContext &);
+
+/// One row of the op table (OpTable.cpp).
+struct OpEntry {
+  const char *opType;
+  int64_t minOpset;
+  int64_t maxOpset;
+  ImportFn import;
+  const char *note;
+};
+
+/// Looks up `opType` in the default domain's table; null if absent.
+const OpEntry *findOp(llvm::StringRef opType);
+llvm::ArrayRef<OpEntry> opTable();
+
+/// Maps an ONNX TensorProto data type to an MLIR element type, or null for
+/// types trainc does not support.
+mlir::Type elementTypeFor(mlir::MLIRContext *ctx, int32_t onnxType);
+/// "FLOAT", "INT8", ... or "data type N" for codes this ONNX does not name.
+std::string onnxTypeName(int32_t onnxType);
+
+/// Converts a TensorProto to elements of a graph tensor type. `baseDir`
+/// resolves external data. `what` names the tensor in errors.
+mlir::FailureOr<mlir::DenseElementsAttr>
+tensorToElements(const onnx::TensorProto &tensor, llvm::StringRef baseDir,
+                 mlir::MLIRContext *ctx, llvm::StringRef what,
+                 llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+
+/// Raw little-endian bytes of a TensorProto (from raw_data, typed fields or
+/// an external file) in the layout of its MLIR element type.
+mlir::FailureOr<std::vector<char>>
+tensorBytes(const onnx::TensorProto &tensor, mlir::Type elementType,
+            int64_t numElements, llvm::StringRef baseDir, llvm::StringRef what,
+            llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+
+/// The values defined so far in the graph being imported.
+class GraphImporter {
+public:
+  GraphImporter(mlir::OpBuilder &builder, std::string modelPath,
+                std::string baseDir, int64_t opset, uint64_t dropoutSeed)
+      : builder(builder), modelPath(std::move(modelPath)),
+        baseDir(std::move(baseDir)), opset(opset), dropoutSeed(dropoutSeed) {}
+
+  mlir::OpBuilder &builder;
+  const std::string modelPath;
+  const std::string baseDir;
+  /// The model's opset of the default domain.
+  const int64_t opset;
+  const uint64_t dropoutSeed;
+
+  /// The value named `name`, or null if not defined (yet).
+  mlir::Value lookup(llvm::StringRef name) const { return values.lookup(name); }
+  void define(llvm::StringRef name, mlir::Value value) { values[name] = value; }
+
+private:
+  llvm::StringMap<mlir::Value> values;
+};
+
+/// One node being imported.
+class NodeContext {
+public:
+  NodeContext(GraphImporter &graph, const onnx::NodeProto &node, int64_t index,
+              mlir::Location loc)
+      : graph(graph), node(node), index(index), loc(loc),
+        builder(graph.builder) {}
+
+  GraphImporter &graph;
+  const onnx::NodeProto &node;
+  const int64_t index; ///< Position in GraphProto.node.
+  const mlir::Location loc;
+  mlir::OpBuilder &builder;
+
+  int64_t opset() const { return graph.opset; }
+  mlir::MLIRContext *context() const { return builder.getContext(); }
+
+  /// "node #3 'name' (Reshape, domain 'ai.onnx', opset 17)".
+  std::string describe() const;
+  /// An error about this node; the message starts with describe().
+  mlir::InFlightDiagnostic error() const;
+
+  // --- Inputs -------------------------------------------------------------
+  /// True when input `i` exists and is not the empty name (omitted).
+  bool hasInput(int i) const {
+    return i < node.input_size() && !node.input(i).empty();
+  }
+  /// Input `i` as a value; an error if it is missing or undefined.
+  mlir::FailureOr<mlir::Value> input(int i) const;
+  mlir::RankedTensorType inputType(mlir::Value v) const {
+    return llvm::cast<mlir::RankedTensorType>(v.getType());
+  }
+  /// Input `i`, which must be a compile-time constant (after folding);
+  /// `what` says what it is used for in the error.
+  mlir::FailureOr<mlir::DenseElementsAttr>
+  constantInput(int i, llvm::StringRef what) const;
+  /// A constant integer input as a list of int64.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  intListInput(int i, llvm::StringRef what) const;
+  /// A constant scalar (or one-element) input as a double.
+  mlir::FailureOr<double> scalarInput(int i, llvm::StringRef what) const;
+
+  // --- Attributes ---------------------------------------------------------
+  const onnx::AttributeProto *attribute(llvm::StringRef name) const;
+  int64_t intAttr(llvm::StringRef name, int64_t defaultValue) const;
+  float floatAttr(llvm::StringRef name, float defaultValue) const;
+  std::string stringAttr(llvm::StringRef name,
+                         llvm::StringRef defaultValue) const;
+  std::optional<llvm::SmallVector<int64_t>>
+  intsAttr(llvm::StringRef name) const;
+  /// Fails with an error naming the attribute if the node sets it.
+  mlir::LogicalResult rejectAttribute(llvm::StringRef name,
+                                      llvm::StringRef why) const;
+
+  // --- Outputs ------------------------------------------------------------
+  int numOutputs() const { return node.output_size(); }
+  /// True when output `i` exists and has a name (is requested).
+  bool outputRequested(int i) const {
+    return i < node.output_size() && !node.output(i).empty();
+  }
+  /// Defines output `i` (ignored when it is not requested).
+  void setOutput(int i, mlir::Value value) const;
+
+  // --- Building -----------------------------------------------------------
+  template <typename OpT, typename... Args>
+  mlir::Value create(Args &&...args) const {
+    return builder.createOrFold<OpT>(loc, std::forward<Args>(args)...);
+  }
+  /// A constant of `type` with every element `value`.
+  mlir::Value splat(mlir::RankedTensorType type, double value) const;
+  mlir::Value constant(mlir::DenseElementsAttr value) const;
+  /// Broadcasts `value` to `shape` (numpy rules, trailing alignment).
+  mlir::Value broadcastTo(mlir::Value value,
+                          llvm::ArrayRef<int64_t> shape) const;
+  /// Broadcasts all `values` to their common numpy shape; an error if the
+  /// shapes are incompatible.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  broadcastAll(llvm::ArrayRef<mlir::Value> values) const;
+  mlir::Value reshape(mlir::Value value, llvm::ArrayRef<int64_t> shape) const;
+  mlir::Value convert(mlir::Value value, mlir::Type elementType) const;
+  /// Normalizes a possibly negative axis into [0, rank); an error naming
+  /// `what` if it is out of range.
+  mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,
+                                         llvm::StringRef what) const;
+  /// Requires a float element type of input `v`.
+  mlir::LogicalResult requireFloat(mlir::Value v, llvm::StringRef what) const;
+};
+
+// Import functions, by family (ElementwiseOps.cpp, ShapeOps.cpp, NnOps.cpp).
+#define TRAINC_ONNX_IMPORT_FN(name)                                            \
+  mlir::LogicalResult import##name(NodeContext &ctx);
+TRAINC_ONNX_IMPORT_FN(Add)
+TRAINC_ONNX_IMPORT_FN(Sub)
+TRAINC_ONNX_IMPORT_FN(Mul)
+TRAINC_ONNX_IMPORT_FN(Div)
+TRAINC_ONNX_IMPORT_FN(Pow)
+TRAINC_ONNX_IMPORT_FN(Max)
+TRAINC_ONNX_IMPORT_FN(Min)
+TRAINC_ONNX_IMPORT_FN(Sum)
+TRAINC_ONNX_IMPORT_FN(Equal)
+TRAINC_ONNX_IMPORT_FN(Less)
+TRAINC_ONNX_IMPORT_FN(LessOrEqual)
+TRAINC_ONNX_IMPORT_FN(Greater)
+TRAINC_ONNX_IMPORT_FN(GreaterOrEqual)
+TRAINC_ONNX_IMPORT_FN(And)
+TRAINC_ONNX_IMPORT_FN(Or)
+TRAINC_ONNX_IMPORT_FN(Not)
+TRAINC_ONNX_IMPORT_FN(Where)
+TRAINC_ONNX_IMPORT_FN(Neg)
+TRAINC_ONNX_IMPORT_FN(Abs)
+TRAINC_ONNX_IMPORT_FN(Sqrt)
+TRAINC_ONNX_IMPORT_FN(Reciprocal)
+TRAINC_ONNX_IMPORT_FN(Exp)
+TRAINC_ONNX_IMPORT_FN(Log)
+TRAINC_ONNX_IMPORT_FN(Tanh)
+TRAINC_ONNX_IMPORT_FN(Erf)
+TRAINC_ONNX_IMPORT_FN(Sigmoid)
+TRAINC_ONNX_IMPORT_FN(Relu)
+TRAINC_ONNX_IMPORT_FN(Cast)
+TRAINC_ONNX_IMPORT_FN(CastLike)
+TRAINC_ONNX_IMPORT_FN(Identity)
+TRAINC_ONNX_IMPORT_FN(Constant)
+TRAINC_ONNX_IMPORT_FN(ConstantOfShape)
+TRAINC_ONNX_IMPORT_FN(Range)
+TRAINC_ONNX_IMPORT_FN(Shape)
+TRAINC_ONNX_IMPORT_FN(Reshape)
+TRAINC_ONNX_IMPORT_FN(Flatten)
+TRAINC_ONNX_IMPORT_FN(Squeeze)
+TRAINC_ONNX_IMPORT_FN(Unsqueeze)
+TRAINC_ONNX_IMPORT_FN(Transpose)
+TRAINC_ONNX_IMPORT_FN(Concat)
+TRAINC_ONNX_IMPORT_FN(Split)
+TRAINC_ONNX_IMPORT_FN(Slice)
+TRAINC_ONNX_IMPORT_FN(Gather)
+TRAINC_ONNX_IMPORT_FN(Expand)
+TRAINC_ONNX_IMPORT_FN(Trilu)
+TRAINC_ONNX_IMPORT_FN(MatMul)
+TRAINC_ONNX_IMPORT_FN(Gemm)
+TRAINC_ONNX_IMPORT_FN(ReduceSum)
+TRAINC_ONNX_IMPORT_FN(ReduceMean)
+TRAINC_ONNX_IMPORT_FN(ReduceMax)
+TRAINC_ONNX_IMPORT_FN(Softmax)
+TRAINC_ONNX_IMPORT_FN(LogSoftmax)
+TRAINC_ONNX_IMPORT_FN(LayerNormalization)
+TRAINC_ONNX_IMPORT_FN(RMSNormalization)
+TRAINC_ONNX_IMPORT_FN(Gelu)
+TRAINC_ONNX_IMPORT_FN(Dropout)
+TRAINC_ONNX_IMPORT_FN(SoftmaxCrossEntropyLoss)
+TRAINC_ONNX_IMPORT_FN(NegativeLogLikelihoodLoss)
+#undef TRAINC_ONNX_IMPORT_FN
+
+} // namespace trainc::onnx_import
+
+#endif // TRAINC_FRONTENDS_ONNX_IMPORTCONTEXT_H

@@ -1,0 +1,394 @@
+//===- Importer.cpp - ONNX ModelProto to the graph dialect ----------------===//
+//
+// Reads the protobuf (any IR version: fields newer than libonnx 1.12 knows
+// are skipped by protobuf, and op semantics come from trainc's own table,
+// keyed by opset), makes float initializers parameters and integer ones
+// constants, gives graph inputs static shapes, then imports the nodes in
+// order. See frontends/README.md for the contract of the result.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Frontends/Onnx/OnnxImporter.h"
+
+#include "ImportContext.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <climits>
+#include <exception>
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc::onnx_import {
+namespace {
+
+/// The newest opset whose semantics trainc's op table was checked against
+/// (onnx 1.23). Later opsets may change an op, so they are refused.
+constexpr int64_t kNewestKnownOpset = 28;
+constexpr int64_t kOldestSupportedOpset = 13;
+
+InFlightDiagnostic fileError(MLIRContext *ctx, StringRef path) {
+  InFlightDiagnostic diag = mlir::emitError(UnknownLoc::get(ctx));
+  diag << path << ": ";
+  return diag;
+}
+
+/// Parses the file into `model`, telling a missing, empty, truncated or
+/// non-ONNX file apart.
+LogicalResult loadModel(MLIRContext *ctx, StringRef path,
+                        onnx::ModelProto &model) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fileError(ctx, path)
+           << "cannot read the file: " << buffer.getError().message();
+  size_t size = (*buffer)->getBufferSize();
+  if (size == 0)
+    return fileError(ctx, path) << "the file is empty, not an ONNX model";
+  if (size > static_cast<size_t>(INT_MAX))
+    return fileError(ctx, path)
+           << "the file is " << size
+           << " bytes; protobuf cannot parse more than 2 GiB: store the "
+              "weights as ONNX external data";
+  google::protobuf::io::ArrayInputStream raw((*buffer)->getBufferStart(),
+                                             static_cast<int>(size));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(INT_MAX);
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    return fileError(ctx, path)
+           << "not a valid ONNX model: the protobuf is malformed or "
+              "truncated ("
+           << size << " bytes read)";
+  if (model.ir_version() <= 0 || !model.has_graph())
+    return fileError(ctx, path)
+           << "not an ONNX model: it has no "
+           << (model.ir_version() <= 0 ? "ir_version" : "graph");
+  return success();
+}
+
+/// The model's opset of the default domain, checked against what trainc
+/// supports.
+FailureOr<int64_t> defaultOpset(MLIRContext *ctx, StringRef path,
+                                const onnx::ModelProto &model) {
+  for (const auto &entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx") {
+      int64_t v = entry.version();
+      if (v < kOldestSupportedOpset)
+        return fileError(ctx, path)
+               << "opset " << v << " is older than trainc supports ("
+               << kOldestSupportedOpset << " to " << kNewestKnownOpset
+               << "); convert the model with onnx.version_converter";
+      if (v > kNewestKnownOpset)
+        return fileError(ctx, path)
+               << "opset " << v << " is newer than trainc knows (up to "
+               << kNewestKnownOpset << ")";
+      return v;
+    }
+  return fileError(ctx, path)
+         << "the model imports no opset of the default (ai.onnx) domain";
+}
+
+/// "8x128" for error messages.
+std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? "x" : "") + std::to_string(d);
+  return s.empty() ? "scalar" : s;
+}
+
+/// The static type of graph input `info`, using --input-shape where given.
+FailureOr<RankedTensorType> inputType(MLIRContext *ctx, StringRef path,
+                                      const onnx::ValueInfoProto &info,
+                                      const ImportOptions &options) {
+  StringRef name = info.name();
+  if (!info.type().has_tensor_type())
+    return fileError(ctx, path) << "graph input '" << name
+                                << "' is not a tensor (sequences, maps and "
+                                   "optionals are not supported)";
+  const auto &tensor = info.type().tensor_type();
+  Type elementType = elementTypeFor(ctx, tensor.elem_type());
+  if (!elementType)
+    return fileError(ctx, path)
+           << "graph input '" << name << "' has element type "
+           << onnxTypeName(tensor.elem_type())
+           << ", which trainc does not support";
+  auto given = options.inputShapes.find(name.str());
+  if (!tensor.has_shape() && given == options.inputShapes.end())
+    return fileError(ctx, path)
+           << "graph input '" << name << "' has no shape in the model; give "
+           << "one with --input-shape " << name << "=<d0>x<d1>...";
+  SmallVector<int64_t> shape;
+  if (tensor.has_shape()) {
+    const auto &dims = tensor.shape().dim();
+    if (given != options.inputShapes.end() &&
+        given->second.size() != static_cast<size_t>(dims.size()))
+      return fileError(ctx, path)
+             << "--input-shape " << name << "=" << shapeString(given->second)
+             << " has rank " << given->second.size()
+             << " but the model's input has rank " << dims.size();
+    for (int d = 0; d < dims.size(); ++d) {
+      const auto &dim = dims.Get(d);
+      int64_t fromModel = dim.has_dim_value() ? dim.dim_value() : -1;
+      int64_t fromUser =
+          given != options.inputShapes.end() ? given->second[d] : -1;
+      if (fromModel >= 0 && fromUser >= 0 && fromModel != fromUser)
+        return fileError(ctx, path)
+               << "--input-shape " << name << "=" << shapeString(given->second)
+               << " sets dimension " << d << " to " << fromUser
+               << " but the model fixes it to " << fromModel;
+      int64_t size = fromUser >= 0 ? fromUser : fromModel;
+      if (size < 0) {
+        InFlightDiagnostic diag = fileError(ctx, path);
+        diag << "graph input '" << name << "' dimension " << d;
+        if (dim.has_dim_param())
+          diag << " ('" << dim.dim_param() << "')";
+        diag << " has no static size; give the input's shape with "
+             << "--input-shape " << name << "=<d0>x<d1>...";
+        return diag;
+      }
+      shape.push_back(size);
+    }
+  } else {
+    shape.assign(given->second.begin(), given->second.end());
+  }
+  return RankedTensorType::get(shape, elementType);
+}
+
+/// A stable location for a node: its name (or op type and index) in the
+/// model file.
+Location nodeLocation(MLIRContext *ctx, StringRef path,
+                      const onnx::NodeProto &node, int64_t index) {
+  std::string name = node.name().empty()
+                         ? node.op_type() + "#" + std::to_string(index)
+                         : node.name();
+  return NameLoc::get(StringAttr::get(ctx, name),
+                      FileLineColLoc::get(ctx, path, 0, 0));
+}
+
+LogicalResult importNodes(GraphImporter &graph, StringRef path,
+                          const onnx::GraphProto &g) {
+  MLIRContext *ctx = graph.builder.getContext();
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto &node = g.node(i);
+    NodeContext ctxNode(graph, node, i, nodeLocation(ctx, path, node, i));
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      return ctxNode.error()
+             << "op '" << node.op_type() << "' of domain '" << node.domain()
+             << "' is not supported (trainc imports the "
+                "default ai.onnx domain; see "
+                "trainc --list-onnx-ops)";
+    const OpEntry *entry = findOp(node.op_type());
+    if (!entry)
+      return ctxNode.error() << "unsupported op '" << node.op_type()
+                             << "' (trainc --list-onnx-ops lists the "
+                                "supported ops and opsets)";
+    if (graph.opset < entry->minOpset || graph.opset > entry->maxOpset)
+      return ctxNode.error() << node.op_type() << " is supported for opsets "
+                             << entry->minOpset << " to " << entry->maxOpset;
+    if (failed(entry->import(ctxNode)))
+      return failure();
+    for (int o = 0; o < node.output_size(); ++o)
+      if (ctxNode.outputRequested(o) && !graph.lookup(node.output(o)))
+        return ctxNode.error() << "output " << o << " '" << node.output(o)
+                               << "' is not supported by trainc's importer";
+  }
+  return success();
+}
+
+FailureOr<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
+                                             StringRef path,
+                                             const ImportOptions &options) {
+  MLIRContext *ctx = &context;
+  loadImportDialects(context);
+  onnx::ModelProto model;
+  if (failed(loadModel(ctx, path, model)))
+    return failure();
+  auto opset = defaultOpset(ctx, path, model);
+  if (failed(opset))
+    return failure();
+  const onnx::GraphProto &g = model.graph();
+  std::string baseDir = llvm::sys::path::parent_path(path).str();
+  if (baseDir.empty())
+    baseDir = ".";
+
+  // Initializers: float ones are parameters, the rest constants.
+  struct Param {
+    std::string name;
+    RankedTensorType type;
+    std::vector<char> bytes;
+  };
+  SmallVector<Param> params;
+  SmallVector<std::pair<std::string, DenseElementsAttr>> constants;
+  llvm::StringSet<> initializerNames;
+  for (const onnx::TensorProto &init : g.initializer()) {
+    auto emit = [&] { return fileError(ctx, path); };
+    if (!initializerNames.insert(init.name()).second)
+      return emit() << "initializer '" << init.name() << "' is defined twice";
+    Type elementType = elementTypeFor(ctx, init.data_type());
+    if (elementType && isa<FloatType>(elementType)) {
+      SmallVector<int64_t> shape;
+      int64_t n = 1;
+      for (int64_t d : init.dims()) {
+        if (d < 0 || (d > 0 && n > (int64_t(1) << 40) / d))
+          return emit() << "initializer '" << init.name()
+                        << "' has invalid dimension " << d;
+        shape.push_back(d);
+        n *= d;
+      }
+      auto bytes =
+          tensorBytes(init, elementType, n, baseDir, init.name(), emit);
+      if (failed(bytes))
+        return failure();
+      params.push_back({init.name(), RankedTensorType::get(shape, elementType),
+                        std::move(*bytes)});
+      continue;
+    }
+    auto elements = tensorToElements(init, baseDir, ctx, init.name(), emit);
+    if (failed(elements))
+      return failure();
+    constants.push_back({init.name(), *elements});
+  }
+  llvm::StringSet<> frozen;
+  for (const std::string &name : options.frozen) {
+    if (!llvm::any_of(params, [&](const Param &p) { return p.name == name; })) {
+      InFlightDiagnostic diag = fileError(ctx, path);
+      diag << "--freeze " << name << ": the model has no parameter named '"
+           << name << "'";
+      if (!params.empty()) {
+        diag << " (parameters: ";
+        for (size_t k = 0; k < std::min<size_t>(params.size(), 8); ++k)
+          diag << (k ? ", " : "") << "'" << params[k].name << "'";
+        diag << (params.size() > 8 ? ", ...)" : ")");
+      }
+      return diag;
+    }
+    frozen.insert(name);
+  }
+
+  // Data inputs: graph inputs that are not initializers.
+  SmallVector<std::pair<std::string, RankedTensorType>> inputs;
+  llvm::StringSet<> inputNames;
+  for (const onnx::ValueInfoProto &info : g.input()) {
+    if (initializerNames.contains(info.name()))
+      continue;
+    auto type = inputType(ctx, path, info, options);
+    if (failed(type))
+      return failure();
+    inputs.push_back({info.name(), *type});
+    inputNames.insert(info.name());
+  }
+  for (const auto &[name, shape] : options.inputShapes)
+    if (!inputNames.contains(name)) {
+      InFlightDiagnostic diag = fileError(ctx, path);
+      diag << "--input-shape names '" << name
+           << "', which is not a graph input (inputs:";
+      for (const auto &input : inputs)
+        diag << " '" << input.first << "'";
+      diag << ")";
+      return diag;
+    }
+
+  // The function: parameters first, then data inputs.
+  OpBuilder builder(ctx);
+  Location fileLoc = FileLineColLoc::get(ctx, path, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  builder.setInsertionPointToEnd(module->getBody());
+  SmallVector<Type> argTypes;
+  for (const Param &p : params)
+    argTypes.push_back(p.type);
+  for (const auto &input : inputs)
+    argTypes.push_back(input.second);
+  auto fn = builder.create<func::FuncOp>(fileLoc, "main",
+                                         builder.getFunctionType(argTypes, {}));
+  Block *entry = fn.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  GraphImporter graph(builder, path.str(), baseDir, *opset,
+                      options.dropoutSeed);
+  for (auto [i, p] : llvm::enumerate(params)) {
+    fn.setArgAttr(i, GraphDialect::kParamAttr, builder.getStringAttr(p.name));
+    auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+        ArrayRef<char>(p.bytes.data(), p.bytes.size()), alignof(double));
+    fn.setArgAttr(
+        i, GraphDialect::kInitAttr,
+        DenseResourceElementsAttr::get(p.type, p.name, std::move(blob)));
+    if (frozen.contains(p.name))
+      fn.setArgAttr(i, GraphDialect::kFrozenAttr, builder.getUnitAttr());
+    graph.define(p.name, entry->getArgument(i));
+  }
+  for (auto [k, input] : llvm::enumerate(inputs)) {
+    unsigned i = params.size() + k;
+    fn.setArgAttr(i, GraphDialect::kInputAttr,
+                  builder.getStringAttr(input.first));
+    graph.define(input.first, entry->getArgument(i));
+  }
+  for (const auto &[name, value] : constants)
+    graph.define(
+        name, builder.create<ConstantOp>(
+                  NameLoc::get(builder.getStringAttr(name), fileLoc), value));
+
+  if (failed(importNodes(graph, path, g)))
+    return failure();
+
+  // Results: the graph outputs, by name.
+  SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &out : g.output()) {
+    Value v = graph.lookup(out.name());
+    if (!v)
+      return fileError(ctx, path) << "graph output '" << out.name()
+                                  << "' is not produced by any node";
+    results.push_back(v);
+  }
+  builder.create<func::ReturnOp>(fileLoc, results);
+  fn.setFunctionType(
+      builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  for (auto [i, out] : llvm::enumerate(g.output()))
+    fn.setResultAttr(i, GraphDialect::kOutputAttr,
+                     builder.getStringAttr(out.name()));
+  if (failed(mlir::verify(*module)))
+    return fileError(ctx, path)
+           << "the imported IR does not verify (a trainc importer bug; the "
+              "errors above name the op)";
+  return module;
+}
+
+} // namespace
+
+void loadImportDialects(MLIRContext &context) {
+  context.loadDialect<GraphDialect, func::FuncDialect>();
+}
+
+FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &context,
+                                                StringRef path,
+                                                const ImportOptions &options) {
+  // protobuf and the standard library may throw (e.g. std::bad_alloc on a
+  // corrupt size); report it instead of terminating.
+  try {
+    return importModel(context, path, options);
+  } catch (const std::exception &e) {
+    fileError(&context, path) << "import failed: " << e.what();
+    return failure();
+  }
+}
+
+std::vector<SupportedOp> supportedOps() {
+  std::vector<SupportedOp> ops;
+  for (const OpEntry &e : opTable())
+    ops.push_back({e.opType, e.minOpset, e.maxOpset, e.note});
+  llvm::sort(ops, [](const SupportedOp &a, const SupportedOp &b) {
+    return a.opType < b.opType;
+  });
+  return ops;
+}
+
+} // namespace trainc::onnx_import

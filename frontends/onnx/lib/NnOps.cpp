@@ -1,0 +1,526 @@
+//===- NnOps.cpp - ONNX linear algebra, reductions, norms and losses ------===//
+
+#include "ImportContext.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc::onnx_import {
+namespace {
+
+SmallVector<int64_t> iotaVector(int64_t begin, int64_t end) {
+  SmallVector<int64_t> v;
+  for (int64_t i = begin; i < end; ++i)
+    v.push_back(i);
+  return v;
+}
+
+/// Reduces `x` over `dims` with OpT, keeping them as size 1 if asked.
+template <typename OpT>
+Value reduce(NodeContext &ctx, Value x, ArrayRef<int64_t> dims, bool keepDims) {
+  Value r = ctx.create<OpT>(x, dims);
+  if (!keepDims)
+    return r;
+  SmallVector<int64_t> shape(ctx.inputType(x).getShape());
+  for (int64_t d : dims)
+    shape[d] = 1;
+  return ctx.reshape(r, shape);
+}
+
+/// Broadcasts a value reduced over `dims` (dims dropped) back to `shape`.
+Value expandReduced(NodeContext &ctx, Value reduced, ArrayRef<int64_t> shape,
+                    ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> kept;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    if (!llvm::is_contained(dims, d))
+      kept.push_back(d);
+  auto type =
+      RankedTensorType::get(shape, ctx.inputType(reduced).getElementType());
+  return ctx.create<BroadcastInDimOp>(type, reduced, kept);
+}
+
+/// log(softmax(x)) along `axis`, computed stably as
+/// (x - max) - log(sum(exp(x - max))).
+Value logSoftmax(NodeContext &ctx, Value x, int64_t axis) {
+  ArrayRef<int64_t> shape = ctx.inputType(x).getShape();
+  int64_t dims[] = {axis};
+  Value max = expandReduced(ctx, ctx.create<ReduceMaxOp>(x, dims), shape, dims);
+  Value shifted = ctx.create<SubOp>(x, max);
+  Value sum = ctx.create<ReduceSumOp>(ctx.create<ExpOp>(shifted), dims);
+  Value lse = expandReduced(ctx, ctx.create<LogOp>(sum), shape, dims);
+  return ctx.create<SubOp>(shifted, lse);
+}
+
+/// Axes of a reduction: input 1 from `inputOpset` on, attribute before.
+FailureOr<SmallVector<int64_t>>
+reductionAxes(NodeContext &ctx, int64_t inputOpset, int64_t rank, bool &noop) {
+  std::optional<SmallVector<int64_t>> axes;
+  if (ctx.opset() >= inputOpset) {
+    if (ctx.hasInput(1)) {
+      auto a = ctx.intListInput(1, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+  } else {
+    axes = ctx.intsAttr("axes");
+  }
+  noop = false;
+  if (!axes || axes->empty()) {
+    if (ctx.opset() >= inputOpset && ctx.intAttr("noop_with_empty_axes", 0)) {
+      noop = true;
+      return SmallVector<int64_t>();
+    }
+    return iotaVector(0, rank);
+  }
+  SmallVector<int64_t> result;
+  for (int64_t a : *axes) {
+    auto n = ctx.normalizeAxis(a, rank, "axis");
+    if (failed(n))
+      return failure();
+    if (llvm::is_contained(result, *n))
+      return ctx.error() << "axis " << a << " is listed twice";
+    result.push_back(*n);
+  }
+  llvm::sort(result);
+  return result;
+}
+
+template <typename OpT>
+LogicalResult importReduce(NodeContext &ctx, int64_t axesInputOpset,
+                           bool floatOnly) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  Type e = ctx.inputType(*x).getElementType();
+  if (e.isInteger(1) || (floatOnly && !isa<FloatType>(e)))
+    return ctx.error() << "reducing " << x->getType() << " is not supported";
+  bool noop = false;
+  auto axes =
+      reductionAxes(ctx, axesInputOpset, ctx.inputType(*x).getRank(), noop);
+  if (failed(axes))
+    return failure();
+  if (noop) {
+    ctx.setOutput(0, *x);
+    return success();
+  }
+  ctx.setOutput(0, reduce<OpT>(ctx, *x, *axes, ctx.intAttr("keepdims", 1)));
+  return success();
+}
+
+/// The normalized shape's affine operand, broadcast to it if needed.
+FailureOr<Value> affineOperand(NodeContext &ctx, int i, RankedTensorType input,
+                               int64_t axis, StringRef what) {
+  auto v = ctx.input(i);
+  if (failed(v))
+    return failure();
+  ArrayRef<int64_t> normalized = input.getShape().drop_front(axis);
+  auto type = ctx.inputType(*v);
+  if (type.getElementType() != input.getElementType())
+    return ctx.error() << what << " has element type " << type.getElementType()
+                       << " but the input has " << input.getElementType();
+  if (type.getShape() == normalized)
+    return *v;
+  // Drop leading unit dims, then broadcast into the normalized shape.
+  ArrayRef<int64_t> shape = type.getShape();
+  while (shape.size() > normalized.size() && shape.front() == 1)
+    shape = shape.drop_front();
+  bool ok = shape.size() <= normalized.size();
+  for (size_t k = 0; ok && k < shape.size(); ++k) {
+    int64_t n = normalized[normalized.size() - shape.size() + k];
+    ok = shape[k] == 1 || shape[k] == n;
+  }
+  if (!ok)
+    return ctx.error() << what << " " << v->getType()
+                       << " does not broadcast to the normalized shape";
+  return ctx.broadcastTo(ctx.reshape(*v, shape), normalized);
+}
+
+/// Dropout's seed: the node's `seed` attribute, else one derived from the
+/// import seed and the node's position (splitmix64), stable across runs.
+int64_t dropoutSeed(NodeContext &ctx) {
+  if (const auto *attr = ctx.attribute("seed"))
+    return attr->i();
+  uint64_t z = ctx.graph.dropoutSeed + 0x9E3779B97F4A7C15ull * (ctx.index + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return static_cast<int64_t>((z ^ (z >> 31)) >> 1);
+}
+
+/// "mean", "sum" or "none" as a LossReduction.
+FailureOr<LossReduction> lossReduction(NodeContext &ctx) {
+  std::string r = ctx.stringAttr("reduction", "mean");
+  if (r == "mean")
+    return LossReduction::mean;
+  if (r == "sum")
+    return LossReduction::sum;
+  if (r == "none")
+    return LossReduction::none;
+  return ctx.error() << "unknown reduction '" << r << "'";
+}
+
+/// Moves dimension 1 (classes, as ONNX losses lay them out) to the end.
+Value classesLast(NodeContext &ctx, Value x) {
+  int64_t rank = ctx.inputType(x).getRank();
+  if (rank <= 2)
+    return x;
+  SmallVector<int64_t> perm = {0};
+  llvm::append_range(perm, iotaVector(2, rank));
+  perm.push_back(1);
+  return ctx.create<TransposeOp>(x, perm);
+}
+
+/// Checks [N, C, d...] scores against [N, d...] integer labels.
+LogicalResult checkLossShapes(NodeContext &ctx, Value scores, Value labels) {
+  auto s = ctx.inputType(scores), l = ctx.inputType(labels);
+  if (failed(ctx.requireFloat(scores, "input 0")))
+    return failure();
+  Type le = l.getElementType();
+  if (!(le.isInteger(32) || le.isInteger(64)))
+    return ctx.error() << "labels must be int32 or int64, got "
+                       << labels.getType();
+  SmallVector<int64_t> expected(s.getShape());
+  if (s.getRank() < 2)
+    return ctx.error() << "input 0 must have rank at least 2 [N, C, ...], got "
+                       << scores.getType();
+  expected.erase(expected.begin() + 1);
+  if (l.getShape() != ArrayRef<int64_t>(expected))
+    return ctx.error() << "labels " << labels.getType()
+                       << " must have the scores' shape without dimension 1";
+  return success();
+}
+
+} // namespace
+
+/// numpy matmul: 1-D operands are promoted to matrices and the added
+/// dimension removed after; batch dimensions broadcast. A rank-2 right
+/// operand (a weight) is contracted directly, never broadcast, so the
+/// gradient of the weight needs no reduction over a broadcast copy.
+LogicalResult importMatMul(NodeContext &ctx) {
+  auto a = ctx.input(0), b = ctx.input(1);
+  if (failed(a) || failed(b) || failed(ctx.requireFloat(*a, "input 0")))
+    return failure();
+  auto at = ctx.inputType(*a), bt = ctx.inputType(*b);
+  if (at.getElementType() != bt.getElementType())
+    return ctx.error() << "inputs have different element types: " << at
+                       << " and " << bt;
+  if (at.getRank() < 1 || bt.getRank() < 1)
+    return ctx.error() << "inputs must have rank at least 1";
+  Value lhs = *a, rhs = *b;
+  bool lhsVector = at.getRank() == 1, rhsVector = bt.getRank() == 1;
+  if (lhsVector)
+    lhs = ctx.reshape(lhs, {1, at.getDimSize(0)});
+  if (rhsVector)
+    rhs = ctx.reshape(rhs, {bt.getDimSize(0), 1});
+  auto lt = ctx.inputType(lhs), rt = ctx.inputType(rhs);
+  int64_t lr = lt.getRank(), rr = rt.getRank();
+  if (lt.getDimSize(lr - 1) != rt.getDimSize(rr - 2))
+    return ctx.error() << "inner dimensions differ: " << at << " x " << bt;
+  Value result;
+  if (rr == 2) {
+    result = ctx.create<DotGeneralOp>(
+        lhs, rhs, ArrayRef<int64_t>{}, ArrayRef<int64_t>{},
+        ArrayRef<int64_t>{lr - 1}, ArrayRef<int64_t>{0});
+  } else {
+    // Broadcast the batch dimensions (all but the last two).
+    SmallVector<int64_t> lb(lt.getShape().drop_back(2)),
+        rb(rt.getShape().drop_back(2));
+    size_t nb = std::max(lb.size(), rb.size());
+    lb.insert(lb.begin(), nb - lb.size(), 1);
+    rb.insert(rb.begin(), nb - rb.size(), 1);
+    SmallVector<int64_t> batch;
+    for (size_t k = 0; k < nb; ++k) {
+      if (lb[k] != rb[k] && lb[k] != 1 && rb[k] != 1)
+        return ctx.error() << "batch dimensions do not broadcast: " << at
+                           << " x " << bt;
+      batch.push_back(lb[k] == 1 ? rb[k] : lb[k]);
+    }
+    SmallVector<int64_t> ls(batch), rs(batch);
+    llvm::append_range(ls, lt.getShape().take_back(2));
+    llvm::append_range(rs, rt.getShape().take_back(2));
+    lhs = ctx.broadcastTo(lhs, ls);
+    rhs = ctx.broadcastTo(rhs, rs);
+    int64_t n = nb;
+    SmallVector<int64_t> batchDims = iotaVector(0, n);
+    result = ctx.create<DotGeneralOp>(lhs, rhs, batchDims, batchDims,
+                                      ArrayRef<int64_t>{n + 1},
+                                      ArrayRef<int64_t>{n});
+  }
+  if (lhsVector || rhsVector) {
+    SmallVector<int64_t> shape(ctx.inputType(result).getShape());
+    if (rhsVector)
+      shape.pop_back();
+    if (lhsVector)
+      shape.erase(shape.end() - (rhsVector ? 1 : 2));
+    result = ctx.reshape(result, shape);
+  }
+  ctx.setOutput(0, result);
+  return success();
+}
+
+/// Y = alpha * op(A) @ op(B) + beta * C.
+LogicalResult importGemm(NodeContext &ctx) {
+  auto a = ctx.input(0), b = ctx.input(1);
+  if (failed(a) || failed(b) || failed(ctx.requireFloat(*a, "input 0")))
+    return failure();
+  auto at = ctx.inputType(*a), bt = ctx.inputType(*b);
+  if (at.getRank() != 2 || bt.getRank() != 2 ||
+      at.getElementType() != bt.getElementType())
+    return ctx.error() << "A and B must be matrices of one element type, got "
+                       << at << " and " << bt;
+  bool transA = ctx.intAttr("transA", 0), transB = ctx.intAttr("transB", 0);
+  int64_t ka = transA ? 0 : 1, kb = transB ? 1 : 0;
+  if (at.getDimSize(ka) != bt.getDimSize(kb))
+    return ctx.error() << "inner dimensions differ: " << at << " x " << bt;
+  Value y =
+      ctx.create<DotGeneralOp>(*a, *b, ArrayRef<int64_t>{}, ArrayRef<int64_t>{},
+                               ArrayRef<int64_t>{ka}, ArrayRef<int64_t>{kb});
+  auto yt = ctx.inputType(y);
+  float alpha = ctx.floatAttr("alpha", 1.0f),
+        beta = ctx.floatAttr("beta", 1.0f);
+  if (alpha != 1.0f)
+    y = ctx.create<MulOp>(y, ctx.splat(yt, alpha));
+  if (ctx.hasInput(2)) {
+    auto c = ctx.input(2);
+    if (failed(c))
+      return failure();
+    auto ct = ctx.inputType(*c);
+    bool ok = ct.getRank() <= 2 && ct.getElementType() == yt.getElementType();
+    for (int64_t k = 0; ok && k < ct.getRank(); ++k) {
+      int64_t n = yt.getDimSize(2 - ct.getRank() + k);
+      ok = ct.getDimSize(k) == 1 || ct.getDimSize(k) == n;
+    }
+    if (!ok)
+      return ctx.error() << "C " << ct << " does not broadcast to " << yt;
+    Value cb = ctx.broadcastTo(*c, yt.getShape());
+    if (beta != 1.0f)
+      cb = ctx.create<MulOp>(cb, ctx.splat(yt, beta));
+    y = ctx.create<AddOp>(y, cb);
+  }
+  ctx.setOutput(0, y);
+  return success();
+}
+
+LogicalResult importReduceSum(NodeContext &ctx) {
+  return importReduce<ReduceSumOp>(ctx, 13, /*floatOnly=*/false);
+}
+LogicalResult importReduceMean(NodeContext &ctx) {
+  return importReduce<ReduceMeanOp>(ctx, 18, /*floatOnly=*/true);
+}
+LogicalResult importReduceMax(NodeContext &ctx) {
+  return importReduce<ReduceMaxOp>(ctx, 18, /*floatOnly=*/false);
+}
+
+LogicalResult importSoftmax(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", -1),
+                                ctx.inputType(*x).getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  ctx.setOutput(0, ctx.create<SoftmaxOp>(*x, *axis));
+  return success();
+}
+
+LogicalResult importLogSoftmax(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", -1),
+                                ctx.inputType(*x).getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  ctx.setOutput(0, logSoftmax(ctx, *x, *axis));
+  return success();
+}
+
+LogicalResult importLayerNormalization(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  auto type = ctx.inputType(*x);
+  auto axis =
+      ctx.normalizeAxis(ctx.intAttr("axis", -1), type.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  double epsilon = ctx.floatAttr("epsilon", 1e-5f);
+  auto scale = affineOperand(ctx, 1, type, *axis, "scale");
+  if (failed(scale))
+    return failure();
+  Value bias;
+  if (ctx.hasInput(2)) {
+    auto b = affineOperand(ctx, 2, type, *axis, "bias");
+    if (failed(b))
+      return failure();
+    bias = *b;
+  }
+  ctx.setOutput(
+      0, ctx.create<LayerNormOp>(*x, *scale, bias, *axis, APFloat(epsilon)));
+  if (ctx.outputRequested(1) || ctx.outputRequested(2)) {
+    // Mean and 1/stddev over the normalized dims, kept as size 1, in f32
+    // (stash_type 1) or the input type (stash_type 0).
+    Type stash = ctx.intAttr("stash_type", 1) == 1 ? ctx.builder.getF32Type()
+                                                   : type.getElementType();
+    Value xs = ctx.convert(*x, stash);
+    SmallVector<int64_t> dims = iotaVector(*axis, type.getRank());
+    Value mean = ctx.create<ReduceMeanOp>(xs, dims);
+    Value centered =
+        ctx.create<SubOp>(xs, expandReduced(ctx, mean, type.getShape(), dims));
+    Value var =
+        ctx.create<ReduceMeanOp>(ctx.create<MulOp>(centered, centered), dims);
+    auto varType = ctx.inputType(var);
+    Value invStd = ctx.create<RsqrtOp>(
+        ctx.create<AddOp>(var, ctx.splat(varType, epsilon)));
+    SmallVector<int64_t> kept(type.getShape());
+    for (int64_t d : dims)
+      kept[d] = 1;
+    ctx.setOutput(1, ctx.reshape(mean, kept));
+    ctx.setOutput(2, ctx.reshape(invStd, kept));
+  }
+  return success();
+}
+
+LogicalResult importRMSNormalization(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  auto type = ctx.inputType(*x);
+  auto axis =
+      ctx.normalizeAxis(ctx.intAttr("axis", -1), type.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  auto scale = affineOperand(ctx, 1, type, *axis, "scale");
+  if (failed(scale))
+    return failure();
+  ctx.setOutput(0, ctx.create<RmsNormOp>(
+                       *x, *scale, *axis,
+                       APFloat(double(ctx.floatAttr("epsilon", 1e-5f)))));
+  return success();
+}
+
+LogicalResult importGelu(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  std::string approximate = ctx.stringAttr("approximate", "none");
+  GeluApproximation kind;
+  if (approximate == "none")
+    kind = GeluApproximation::erf;
+  else if (approximate == "tanh")
+    kind = GeluApproximation::tanh;
+  else
+    return ctx.error() << "unknown approximate '" << approximate << "'";
+  ctx.setOutput(0, ctx.create<GeluOp>(*x, kind));
+  return success();
+}
+
+/// Inference mode (the default) is the identity with an all-true mask;
+/// training mode becomes graph.dropout with a reproducible seed.
+LogicalResult importDropout(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  double ratio = 0.5;
+  if (ctx.hasInput(1)) {
+    auto r = ctx.scalarInput(1, "ratio");
+    if (failed(r))
+      return failure();
+    ratio = *r;
+  }
+  bool training = false;
+  if (ctx.hasInput(2)) {
+    auto t = ctx.scalarInput(2, "training_mode");
+    if (failed(t))
+      return failure();
+    training = *t != 0;
+  }
+  auto type = ctx.inputType(*x);
+  auto maskType =
+      RankedTensorType::get(type.getShape(), ctx.builder.getI1Type());
+  if (!training || ratio == 0) {
+    ctx.setOutput(0, *x);
+    ctx.setOutput(1, ctx.splat(maskType, 1));
+    return success();
+  }
+  if (!(ratio > 0 && ratio < 1))
+    return ctx.error() << "ratio " << ratio << " is not in [0, 1)";
+  auto op = ctx.builder.create<DropoutOp>(ctx.loc, *x, APFloat(ratio),
+                                          dropoutSeed(ctx));
+  ctx.setOutput(0, op.getResult());
+  ctx.setOutput(1, op.getMask());
+  return success();
+}
+
+LogicalResult importSoftmaxCrossEntropyLoss(NodeContext &ctx) {
+  auto scores = ctx.input(0), labels = ctx.input(1);
+  if (failed(scores) || failed(labels) ||
+      failed(checkLossShapes(ctx, *scores, *labels)))
+    return failure();
+  if (ctx.hasInput(2))
+    return ctx.error() << "input 2 (class weights) is not supported";
+  auto reduction = lossReduction(ctx);
+  if (failed(reduction))
+    return failure();
+  IntegerAttr ignore;
+  if (ctx.attribute("ignore_index"))
+    ignore = ctx.builder.getI64IntegerAttr(ctx.intAttr("ignore_index", 0));
+  ctx.setOutput(0, ctx.create<SoftmaxCrossEntropyOp>(
+                       classesLast(ctx, *scores), *labels, *reduction, ignore));
+  if (ctx.outputRequested(1))
+    ctx.setOutput(1, logSoftmax(ctx, *scores, 1));
+  return success();
+}
+
+/// loss[i] = -input[i, target[i]] (input holds log-probabilities), as a
+/// one-hot select and sum over the classes, masked by ignore_index.
+LogicalResult importNegativeLogLikelihoodLoss(NodeContext &ctx) {
+  auto input = ctx.input(0), target = ctx.input(1);
+  if (failed(input) || failed(target) ||
+      failed(checkLossShapes(ctx, *input, *target)))
+    return failure();
+  if (ctx.hasInput(2))
+    return ctx.error() << "input 2 (class weights) is not supported";
+  auto reduction = lossReduction(ctx);
+  if (failed(reduction))
+    return failure();
+  Value x = classesLast(ctx, *input);
+  auto xt = ctx.inputType(x), tt = ctx.inputType(*target);
+  int64_t rank = xt.getRank();
+  auto iotaType = RankedTensorType::get(xt.getShape(), tt.getElementType());
+  Value classes = ctx.create<IotaOp>(iotaType, rank - 1);
+  Value wanted =
+      ctx.create<BroadcastInDimOp>(iotaType, *target, iotaVector(0, rank - 1));
+  Value onehot =
+      ctx.create<CompareOp>(ComparisonDirection::EQ, classes, wanted);
+  Value picked =
+      ctx.create<ReduceSumOp>(ctx.create<SelectOp>(onehot, x, ctx.splat(xt, 0)),
+                              ArrayRef<int64_t>{rank - 1});
+  Value loss = ctx.create<NegOp>(picked);
+  auto lossType = ctx.inputType(loss);
+  Value count;
+  if (ctx.attribute("ignore_index")) {
+    Value valid = ctx.create<CompareOp>(
+        ComparisonDirection::NE, *target,
+        ctx.splat(tt, double(ctx.intAttr("ignore_index", 0))));
+    loss = ctx.create<SelectOp>(valid, loss, ctx.splat(lossType, 0));
+    count = ctx.create<ReduceSumOp>(ctx.convert(valid, xt.getElementType()),
+                                    iotaVector(0, lossType.getRank()));
+  } else {
+    count = ctx.splat(RankedTensorType::get({}, xt.getElementType()),
+                      double(lossType.getNumElements()));
+  }
+  if (*reduction != LossReduction::none) {
+    loss = ctx.create<ReduceSumOp>(loss, iotaVector(0, lossType.getRank()));
+    if (*reduction == LossReduction::mean)
+      loss = ctx.create<DivOp>(loss, count);
+  }
+  ctx.setOutput(0, loss);
+  return success();
+}
+
+} // namespace trainc::onnx_import

@@ -1,0 +1,101 @@
+//===- OpTable.cpp - The ONNX ops trainc imports, by opset ----------------===//
+//
+// One row per op of the default domain: the opsets whose semantics the
+// import function implements. The upper bound is the newest opset checked
+// against onnx 1.23 (opset 28); every version bump of these ops between 13
+// and 28 only added element types, except those the import functions
+// handle by opset (ReduceSum axes at 13, ReduceMean/ReduceMax axes at 18,
+// Split num_outputs at 18, Shape start/end at 15, Reshape allowzero at 14,
+// Range stash_type at 27) and Cast's float8-only attributes (saturate,
+// round_mode), which do not apply to the types trainc supports.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImportContext.h"
+
+#include "llvm/ADT/StringRef.h"
+
+namespace trainc::onnx_import {
+namespace {
+
+constexpr int64_t kLatest = 28;
+
+const OpEntry kOps[] = {
+    {"Abs", 13, kLatest, importAbs, ""},
+    {"Add", 13, kLatest, importAdd, ""},
+    {"And", 13, kLatest, importAnd, ""},
+    {"Cast", 13, kLatest, importCast,
+     "to FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, BOOL"},
+    {"CastLike", 15, kLatest, importCastLike, ""},
+    {"Concat", 13, kLatest, importConcat, ""},
+    {"Constant", 13, kLatest, importConstant, "no sparse or string values"},
+    {"ConstantOfShape", 13, kLatest, importConstantOfShape,
+     "shape must be constant"},
+    {"Div", 13, kLatest, importDiv, ""},
+    {"Dropout", 13, kLatest, importDropout,
+     "ratio and training_mode must be constant"},
+    {"Equal", 13, kLatest, importEqual, ""},
+    {"Erf", 13, kLatest, importErf, ""},
+    {"Exp", 13, kLatest, importExp, ""},
+    {"Expand", 13, kLatest, importExpand, "shape must be constant"},
+    {"Flatten", 13, kLatest, importFlatten, ""},
+    {"Gather", 13, kLatest, importGather, ""},
+    {"Gelu", 20, kLatest, importGelu, ""},
+    {"Gemm", 13, kLatest, importGemm, "float only"},
+    {"Greater", 13, kLatest, importGreater, ""},
+    {"GreaterOrEqual", 16, kLatest, importGreaterOrEqual, ""},
+    {"Identity", 13, kLatest, importIdentity, "tensors only"},
+    {"LayerNormalization", 17, kLatest, importLayerNormalization, ""},
+    {"Less", 13, kLatest, importLess, ""},
+    {"LessOrEqual", 16, kLatest, importLessOrEqual, ""},
+    {"Log", 13, kLatest, importLog, ""},
+    {"LogSoftmax", 13, kLatest, importLogSoftmax, ""},
+    {"MatMul", 13, kLatest, importMatMul, "float only"},
+    {"Max", 13, kLatest, importMax, ""},
+    {"Min", 13, kLatest, importMin, ""},
+    {"Mul", 13, kLatest, importMul, ""},
+    {"Neg", 13, kLatest, importNeg, ""},
+    {"NegativeLogLikelihoodLoss", 13, kLatest, importNegativeLogLikelihoodLoss,
+     "no class weights"},
+    {"Not", 13, kLatest, importNot, ""},
+    {"Or", 13, kLatest, importOr, ""},
+    {"Pow", 13, kLatest, importPow, "float base"},
+    {"RMSNormalization", 23, kLatest, importRMSNormalization, ""},
+    {"Range", 13, kLatest, importRange, "inputs must be constant"},
+    {"Reciprocal", 13, kLatest, importReciprocal, ""},
+    {"ReduceMax", 13, kLatest, importReduceMax, "axes must be constant"},
+    {"ReduceMean", 13, kLatest, importReduceMean, "axes must be constant"},
+    {"ReduceSum", 13, kLatest, importReduceSum, "axes must be constant"},
+    {"Relu", 13, kLatest, importRelu, ""},
+    {"Reshape", 13, kLatest, importReshape, "shape must be constant"},
+    {"Shape", 13, kLatest, importShape, ""},
+    {"Sigmoid", 13, kLatest, importSigmoid, ""},
+    {"Slice", 13, kLatest, importSlice,
+     "starts/ends/axes/steps must be constant"},
+    {"Softmax", 13, kLatest, importSoftmax, ""},
+    {"SoftmaxCrossEntropyLoss", 13, kLatest, importSoftmaxCrossEntropyLoss,
+     "no class weights"},
+    {"Split", 13, kLatest, importSplit, "split must be constant"},
+    {"Sqrt", 13, kLatest, importSqrt, ""},
+    {"Squeeze", 13, kLatest, importSqueeze, "axes must be constant"},
+    {"Sub", 13, kLatest, importSub, ""},
+    {"Sum", 13, kLatest, importSum, ""},
+    {"Tanh", 13, kLatest, importTanh, ""},
+    {"Transpose", 13, kLatest, importTranspose, ""},
+    {"Trilu", 14, kLatest, importTrilu, "k must be constant"},
+    {"Unsqueeze", 13, kLatest, importUnsqueeze, "axes must be constant"},
+    {"Where", 13, kLatest, importWhere, ""},
+};
+
+} // namespace
+
+llvm::ArrayRef<OpEntry> opTable() { return kOps; }
+
+const OpEntry *findOp(llvm::StringRef opType) {
+  for (const OpEntry &e : kOps)
+    if (opType == e.opType)
+      return &e;
+  return nullptr;
+}
+
+} // namespace trainc::onnx_import

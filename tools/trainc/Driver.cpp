@@ -1,0 +1,250 @@
+//===- Driver.cpp - The trainc compiler command line ----------------------===//
+//
+// trainc MODEL [options]: import a model (ONNX, or graph-dialect MLIR), run
+// the compiler pipeline up to --compile-to, and write the result. Errors go
+// to stderr as "trainc: error: ..." with a non-zero exit code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver.h"
+
+#include "trainc/Compiler/Pipeline.h"
+#include "trainc/Compiler/Registration.h"
+#include "trainc/Frontends/Onnx/OnnxImporter.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+
+namespace cl = llvm::cl;
+
+namespace trainc {
+namespace {
+
+constexpr const char *kOverview =
+    R"(trainc: compile a model's forward graph into a training program
+
+  trainc model.onnx --compile-to=recognize        print the IR after a phase
+  trainc model.onnx --input-shape tokens=8x128    give symbolic inputs sizes
+  trainc --list-onnx-ops                          what the ONNX importer reads
+
+Phases, in order (--compile-to): import, recognize. Later phases (autodiff,
+optimizer, ..., serialize to an executable) arrive with their issues.
+)";
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "trainc: error: " << message << "\n";
+  return 1;
+}
+
+/// Parses "NAME=D0xD1x..." (an empty list means a scalar).
+bool parseInputShape(llvm::StringRef spec, std::string &name,
+                     std::vector<int64_t> &dims) {
+  auto [lhs, rhs] = spec.rsplit('=');
+  if (lhs.empty() || lhs.size() == spec.size())
+    return false;
+  name = lhs.str();
+  dims.clear();
+  if (rhs.empty())
+    return true;
+  llvm::SmallVector<llvm::StringRef> parts;
+  rhs.split(parts, 'x');
+  for (llvm::StringRef p : parts) {
+    int64_t d;
+    if (p.getAsInteger(10, d) || d < 0)
+      return false;
+    dims.push_back(d);
+  }
+  return true;
+}
+
+int listOnnxOps() {
+  llvm::outs() << llvm::left_justify("ONNX op (domain ai.onnx)", 28)
+               << llvm::left_justify("opsets", 9) << "notes\n";
+  for (const onnx_import::SupportedOp &op : onnx_import::supportedOps())
+    llvm::outs() << llvm::left_justify(op.opType, 28)
+                 << llvm::left_justify(std::to_string(op.minOpset) + "-" +
+                                           std::to_string(op.maxOpset),
+                                       9)
+                 << op.note << "\n";
+  return 0;
+}
+
+/// Prints diagnostics as "trainc: error: message", with the location when
+/// it is a line in a file (MLIR input) and notes indented below.
+class CliDiagnostics {
+public:
+  explicit CliDiagnostics(mlir::MLIRContext &context)
+      : handler(&context, [](mlir::Diagnostic &diag) {
+          print(diag, "");
+          return mlir::success();
+        }) {}
+
+private:
+  static void print(mlir::Diagnostic &diag, llvm::StringRef indent) {
+    const char *kind = "error";
+    switch (diag.getSeverity()) {
+    case mlir::DiagnosticSeverity::Warning:
+      kind = "warning";
+      break;
+    case mlir::DiagnosticSeverity::Note:
+      kind = "note";
+      break;
+    case mlir::DiagnosticSeverity::Remark:
+      kind = "remark";
+      break;
+    case mlir::DiagnosticSeverity::Error:
+      break;
+    }
+    llvm::errs() << indent << "trainc: ";
+    if (auto loc = llvm::dyn_cast<mlir::FileLineColLoc>(diag.getLocation());
+        loc && loc.getLine() > 0)
+      llvm::errs() << loc.getFilename().getValue() << ":" << loc.getLine()
+                   << ":" << loc.getColumn() << ": ";
+    llvm::errs() << kind << ": " << diag.str() << "\n";
+    for (mlir::Diagnostic &note : diag.getNotes())
+      print(note, "  ");
+  }
+
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+} // namespace
+
+int runCompilerCli(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::OptionCategory category("trainc options");
+  cl::opt<std::string> inputFile(
+      cl::Positional, cl::desc("<model.onnx | model.mlir>"), cl::cat(category));
+  cl::opt<std::string> outputFile(
+      "o", cl::desc("Write the output here (default: standard output)"),
+      cl::value_desc("file"), cl::init("-"), cl::cat(category));
+  cl::opt<std::string> compileTo(
+      "compile-to",
+      cl::desc("Stop after this phase and print the IR: import (the model as "
+               "imported) or recognize (constants folded, composites "
+               "recognized; the default)"),
+      cl::value_desc("phase"), cl::init("recognize"), cl::cat(category));
+  cl::list<std::string> inputShapes(
+      "input-shape",
+      cl::desc("Static shape of a graph input, e.g. tokens=8x128 (repeat for "
+               "each input with symbolic dimensions; an empty list, tokens=, "
+               "is a scalar)"),
+      cl::value_desc("name=d0xd1..."), cl::cat(category));
+  cl::list<std::string> freeze(
+      "freeze",
+      cl::desc("Parameters (ONNX initializer names) not to train; repeat the "
+               "flag or separate names with commas"),
+      cl::value_desc("name"), cl::CommaSeparated, cl::cat(category));
+  cl::opt<uint64_t> dropoutSeed(
+      "dropout-seed",
+      cl::desc("Base seed of training-mode Dropout nodes without a seed "
+               "attribute (default 0); each node derives its own"),
+      cl::init(0), cl::cat(category));
+  cl::opt<bool> listOps(
+      "list-onnx-ops",
+      cl::desc("List the ONNX ops the importer supports, with their opsets, "
+               "and exit"),
+      cl::cat(category));
+  cl::opt<bool> printWeights(
+      "print-weights",
+      cl::desc("Print parameters' initial values in full; by default values "
+               "over 64 bytes are elided, and such IR cannot be parsed back"),
+      cl::cat(category));
+
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, kOverview);
+
+  if (listOps)
+    return listOnnxOps();
+  if (inputFile.empty())
+    return fail("no input model given (see trainc --help)");
+  std::optional<Phase> phase = parsePhase(compileTo);
+  if (!phase) {
+    std::string names;
+    for (Phase p : allPhases())
+      names += (names.empty() ? "" : ", ") + phaseName(p).str();
+    return fail("--compile-to=" + compileTo +
+                " is not a phase (phases: " + names + ")");
+  }
+
+  onnx_import::ImportOptions options;
+  for (const std::string &spec : inputShapes) {
+    std::string name;
+    std::vector<int64_t> dims;
+    if (!parseInputShape(spec, name, dims))
+      return fail("--input-shape '" + spec +
+                  "': expected NAME=D0xD1x..., e.g. tokens=8x128");
+    if (!options.inputShapes.emplace(name, dims).second)
+      return fail("--input-shape gives '" + name + "' twice");
+  }
+  options.frozen.assign(freeze.begin(), freeze.end());
+  options.dropoutSeed = dropoutSeed;
+
+  mlir::DialectRegistry registry;
+  registerTraincDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  CliDiagnostics diagnostics(context);
+
+  llvm::StringRef ext = llvm::sys::path::extension(inputFile);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (ext == ".onnx") {
+    auto imported = onnx_import::importOnnxFile(context, inputFile, options);
+    if (failed(imported))
+      return 1;
+    module = std::move(*imported);
+  } else if (ext == ".mlir") {
+    if (!inputShapes.empty() || !freeze.empty())
+      return fail("--input-shape and --freeze apply to ONNX models; an .mlir "
+                  "input already has static shapes and parameter attributes");
+    llvm::SourceMgr sourceMgr;
+    mlir::SourceMgrDiagnosticHandler sourceDiagnostics(sourceMgr, &context);
+    module =
+        mlir::parseSourceFile<mlir::ModuleOp>(inputFile, sourceMgr, &context);
+    if (!module)
+      return 1;
+  } else {
+    return fail("'" + inputFile + "': unknown input format '" + ext +
+                "' (trainc reads .onnx models and .mlir graph-dialect IR)");
+  }
+
+  mlir::PassManager pm(&context);
+  if (failed(mlir::applyPassManagerCLOptions(pm)))
+    return 1;
+  buildPipeline(pm, *phase);
+  if (failed(pm.run(*module)))
+    return fail("compilation failed in phase up to '" + compileTo + "'");
+
+  std::string error;
+  auto output = mlir::openOutputFile(outputFile, &error);
+  if (!output)
+    return fail(error);
+  mlir::OpPrintingFlags flags;
+  if (!printWeights)
+    flags.elideLargeResourceString(64);
+  module->print(output->os(), flags);
+  output->os() << "\n";
+  output->keep();
+  return 0;
+}
+
+} // namespace trainc
