@@ -688,4 +688,23 @@ LogicalResult DropoutOp::fold(FoldAdaptor,
   return success();
 }
 
+/// Small iotas fold, so masks built from them (causal masks from
+/// compare(iota, iota)) become constants the recognizers can read.
+OpFoldResult IotaOp::fold(FoldAdaptor) {
+  RankedTensorType type = getType();
+  if (type.getNumElements() > kMaxFoldedElements)
+    return {};
+  Type e = type.getElementType();
+  int64_t dim = getDim();
+  SmallVector<int64_t> strides = stridesOf(type.getShape());
+  SmallVector<Attribute> values;
+  for (int64_t n = 0; n < type.getNumElements(); ++n) {
+    int64_t index = (n / strides[dim]) % type.getDimSize(dim);
+    values.push_back(isa<FloatType>(e)
+                         ? Attribute(FloatAttr::get(e, double(index)))
+                         : Attribute(IntegerAttr::get(e, index)));
+  }
+  return DenseElementsAttr::get(type, values);
+}
+
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }

@@ -302,3 +302,45 @@ func.func @dropout_zero_ratio(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>
   %y, %m = graph.dropout %x, ratio = 0.0, seed = 1 : tensor<4xf32>
   return %y, %m : tensor<4xf32>, tensor<4xi1>
 }
+
+// -----
+
+// Keepdims reshapes sink through elementwise ops to the broadcast.
+// CHECK-LABEL: func.func @sink_reshape
+// CHECK-SAME: (%[[V:.+]]: tensor<2x8xf32>)
+func.func @sink_reshape(%v: tensor<2x8xf32>) -> tensor<2x8x16xf32> {
+  %r = graph.reshape %v : (tensor<2x8xf32>) -> tensor<2x8x1xf32>
+  %eps = graph.constant dense<1.0e-5> : tensor<2x8x1xf32>
+  %a = graph.add %r, %eps : tensor<2x8x1xf32>
+  %s = graph.sqrt %a : tensor<2x8x1xf32>
+  %b = graph.broadcast_in_dim %s, dims = [0, 1, 2] : (tensor<2x8x1xf32>) -> tensor<2x8x16xf32>
+  // CHECK: %[[A:.+]] = graph.add %[[V]], %{{.+}} : tensor<2x8xf32>
+  // CHECK: %[[S:.+]] = graph.sqrt %[[A]] : tensor<2x8xf32>
+  // CHECK: %[[B:.+]] = graph.broadcast_in_dim %[[S]], dims = [0, 1] : (tensor<2x8xf32>) -> tensor<2x8x16xf32>
+  // CHECK-NOT: graph.reshape
+  // CHECK: return %[[B]]
+  return %b : tensor<2x8x16xf32>
+}
+
+// -----
+
+// Operands reshaped from different shapes, or a reshape with other users,
+// stay as they are.
+// CHECK-LABEL: func.func @sink_reshape_blocked
+func.func @sink_reshape_blocked(%a: tensor<2x8xf32>, %b: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  %ra = graph.reshape %a : (tensor<2x8xf32>) -> tensor<16xf32>
+  // CHECK: graph.add %{{.+}}, %{{.+}} : tensor<16xf32>
+  %0 = graph.add %ra, %b : tensor<16xf32>
+  return %0, %ra : tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @iota_folds
+func.func @iota_folds() -> (tensor<2x3xi32>, tensor<3xbf16>) {
+  // CHECK-DAG: graph.constant dense<{{\[}}[0, 1, 2], [0, 1, 2]]> : tensor<2x3xi32>
+  %0 = graph.iota dim = 1 : tensor<2x3xi32>
+  // CHECK-DAG: graph.constant dense<[0.000000e+00, 1.000000e+00, 2.000000e+00]> : tensor<3xbf16>
+  %1 = graph.iota dim = 0 : tensor<3xbf16>
+  return %0, %1 : tensor<2x3xi32>, tensor<3xbf16>
+}

@@ -418,6 +418,7 @@ def Graph_IotaOp : Graph_Op<"iota", [Graph_CostOpInterface]> {
   let results = (outs Graph_NumericTensor:$result);
   let assemblyFormat = "`dim` `=` $dim attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike,

@@ -1,0 +1,271 @@
+// RUN: trainc-opt %s -canonicalize --trainc-recognize-composites -canonicalize -split-input-file | FileCheck %s
+
+// PyTorch's LayerNorm below opset 17: (x - mean) / sqrt(var + eps) * w + b.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8x16xf32>, %[[W:.+]]: tensor<16xf32>, %[[B:.+]]: tensor<16xf32>)
+func.func @layer_norm(%x: tensor<2x8x16xf32>, %w: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<2x8x16xf32> {
+  %mean = graph.reduce_mean %x, dims = [2] : (tensor<2x8x16xf32>) -> tensor<2x8xf32>
+  %meanb = graph.broadcast_in_dim %mean, dims = [0, 1] : (tensor<2x8xf32>) -> tensor<2x8x16xf32>
+  %c = graph.sub %x, %meanb : tensor<2x8x16xf32>
+  %two = graph.constant dense<2.0> : tensor<2x8x16xf32>
+  %sq = graph.pow %c, %two : tensor<2x8x16xf32>
+  %var = graph.reduce_mean %sq, dims = [2] : (tensor<2x8x16xf32>) -> tensor<2x8xf32>
+  %eps = graph.constant dense<1.0e-5> : tensor<2x8xf32>
+  %ve = graph.add %var, %eps : tensor<2x8xf32>
+  %sd = graph.sqrt %ve : tensor<2x8xf32>
+  %sdb = graph.broadcast_in_dim %sd, dims = [0, 1] : (tensor<2x8xf32>) -> tensor<2x8x16xf32>
+  %n = graph.div %c, %sdb : tensor<2x8x16xf32>
+  %wb = graph.broadcast_in_dim %w, dims = [2] : (tensor<16xf32>) -> tensor<2x8x16xf32>
+  %s = graph.mul %n, %wb : tensor<2x8x16xf32>
+  %bb = graph.broadcast_in_dim %b, dims = [2] : (tensor<16xf32>) -> tensor<2x8x16xf32>
+  %y = graph.add %bb, %s : tensor<2x8x16xf32>
+  // CHECK: %[[Y:.+]] = graph.layer_norm %[[X]] scale %[[W]] bias %[[B]], axis = 2, epsilon = 9.9999997473787516E-6
+  // CHECK-NEXT: return %[[Y]]
+  return %y : tensor<2x8x16xf32>
+}
+
+// -----
+
+// Normalizing over the last two dims, with rsqrt and x*x, no affine part.
+// CHECK-LABEL: func.func @layer_norm_rsqrt_two_dims
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8x16xf32>)
+func.func @layer_norm_rsqrt_two_dims(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  %mean = graph.reduce_mean %x, dims = [1, 2] : (tensor<2x8x16xf32>) -> tensor<2xf32>
+  %meanb = graph.broadcast_in_dim %mean, dims = [0] : (tensor<2xf32>) -> tensor<2x8x16xf32>
+  %c = graph.sub %x, %meanb : tensor<2x8x16xf32>
+  %sq = graph.mul %c, %c : tensor<2x8x16xf32>
+  %var = graph.reduce_mean %sq, dims = [1, 2] : (tensor<2x8x16xf32>) -> tensor<2xf32>
+  %eps = graph.constant dense<1.0e-6> : tensor<2xf32>
+  %ve = graph.add %eps, %var : tensor<2xf32>
+  %r = graph.rsqrt %ve : tensor<2xf32>
+  %rb = graph.broadcast_in_dim %r, dims = [0] : (tensor<2xf32>) -> tensor<2x8x16xf32>
+  %n = graph.mul %rb, %c : tensor<2x8x16xf32>
+  // CHECK: %[[Y:.+]] = graph.layer_norm %[[X]], axis = 1, epsilon = 9.9999999747524271E-7
+  // CHECK-NEXT: return %[[Y]]
+  return %n : tensor<2x8x16xf32>
+}
+
+// -----
+
+// Llama's RMSNorm: x * rsqrt(mean(x^2) + eps) * w.
+// CHECK-LABEL: func.func @rms_norm
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8x16xbf16>, %[[W:.+]]: tensor<16xbf16>)
+func.func @rms_norm(%x: tensor<2x8x16xbf16>, %w: tensor<16xbf16>) -> tensor<2x8x16xbf16> {
+  %sq = graph.mul %x, %x : tensor<2x8x16xbf16>
+  %ms = graph.reduce_mean %sq, dims = [2] : (tensor<2x8x16xbf16>) -> tensor<2x8xbf16>
+  %eps = graph.constant dense<1.0e-6> : tensor<2x8xbf16>
+  %ve = graph.add %ms, %eps : tensor<2x8xbf16>
+  %r = graph.rsqrt %ve : tensor<2x8xbf16>
+  %rb = graph.broadcast_in_dim %r, dims = [0, 1] : (tensor<2x8xbf16>) -> tensor<2x8x16xbf16>
+  %n = graph.mul %x, %rb : tensor<2x8x16xbf16>
+  %wb = graph.broadcast_in_dim %w, dims = [2] : (tensor<16xbf16>) -> tensor<2x8x16xbf16>
+  %y = graph.mul %wb, %n : tensor<2x8x16xbf16>
+  // CHECK: %[[Y:.+]] = graph.rms_norm %[[X]] scale %[[W]], axis = 2
+  // CHECK-NEXT: return %[[Y]]
+  return %y : tensor<2x8x16xbf16>
+}
+
+// -----
+
+// The centered value is also returned: recognizing would compute it twice.
+// CHECK-LABEL: func.func @layer_norm_shared_intermediate_stays
+func.func @layer_norm_shared_intermediate_stays(%x: tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %mean = graph.reduce_mean %x, dims = [1] : (tensor<4x16xf32>) -> tensor<4xf32>
+  %meanb = graph.broadcast_in_dim %mean, dims = [0] : (tensor<4xf32>) -> tensor<4x16xf32>
+  %c = graph.sub %x, %meanb : tensor<4x16xf32>
+  %sq = graph.mul %c, %c : tensor<4x16xf32>
+  %var = graph.reduce_mean %sq, dims = [1] : (tensor<4x16xf32>) -> tensor<4xf32>
+  %eps = graph.constant dense<1.0e-5> : tensor<4xf32>
+  %ve = graph.add %var, %eps : tensor<4xf32>
+  %sd = graph.sqrt %ve : tensor<4xf32>
+  %sdb = graph.broadcast_in_dim %sd, dims = [0] : (tensor<4xf32>) -> tensor<4x16xf32>
+  %n = graph.div %c, %sdb : tensor<4x16xf32>
+  // CHECK-NOT: graph.layer_norm
+  // CHECK: graph.div
+  return %n, %c : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// GELU, erf form, as PyTorch exports it: (x * (erf(x / sqrt 2) + 1)) * 0.5.
+// CHECK-LABEL: func.func @gelu_erf
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>)
+func.func @gelu_erf(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %s2 = graph.constant dense<1.41421354> : tensor<4x8xf32>
+  %d = graph.div %x, %s2 : tensor<4x8xf32>
+  %e = graph.erf %d : tensor<4x8xf32>
+  %one = graph.constant dense<1.0> : tensor<4x8xf32>
+  %a = graph.add %e, %one : tensor<4x8xf32>
+  %m = graph.mul %x, %a : tensor<4x8xf32>
+  %half = graph.constant dense<0.5> : tensor<4x8xf32>
+  %y = graph.mul %m, %half : tensor<4x8xf32>
+  // CHECK: %[[Y:.+]] = graph.gelu %[[X]], approximation = erf
+  // CHECK-NEXT: return %[[Y]]
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// The same with x * (1 / sqrt 2) and the half applied first.
+// CHECK-LABEL: func.func @gelu_erf_reassociated
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>)
+func.func @gelu_erf_reassociated(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %half = graph.constant dense<0.5> : tensor<4x8xf32>
+  %hx = graph.mul %half, %x : tensor<4x8xf32>
+  %r2 = graph.constant dense<0.707106769> : tensor<4x8xf32>
+  %d = graph.mul %r2, %x : tensor<4x8xf32>
+  %e = graph.erf %d : tensor<4x8xf32>
+  %one = graph.constant dense<1.0> : tensor<4x8xf32>
+  %a = graph.add %one, %e : tensor<4x8xf32>
+  %y = graph.mul %hx, %a : tensor<4x8xf32>
+  // CHECK: %[[Y:.+]] = graph.gelu %[[X]], approximation = erf
+  // CHECK-NEXT: return %[[Y]]
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// GELU, tanh form with pow(x, 3).
+// CHECK-LABEL: func.func @gelu_tanh
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>)
+func.func @gelu_tanh(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %three = graph.constant dense<3.0> : tensor<4x8xf32>
+  %x3 = graph.pow %x, %three : tensor<4x8xf32>
+  %k = graph.constant dense<0.044715> : tensor<4x8xf32>
+  %kx3 = graph.mul %k, %x3 : tensor<4x8xf32>
+  %inner = graph.add %x, %kx3 : tensor<4x8xf32>
+  %c = graph.constant dense<0.797884583> : tensor<4x8xf32>
+  %arg = graph.mul %inner, %c : tensor<4x8xf32>
+  %t = graph.tanh %arg : tensor<4x8xf32>
+  %one = graph.constant dense<1.0> : tensor<4x8xf32>
+  %a = graph.add %t, %one : tensor<4x8xf32>
+  %half = graph.constant dense<0.5> : tensor<4x8xf32>
+  %m = graph.mul %x, %half : tensor<4x8xf32>
+  %y = graph.mul %m, %a : tensor<4x8xf32>
+  // CHECK: %[[Y:.+]] = graph.gelu %[[X]], approximation = tanh
+  // CHECK-NEXT: return %[[Y]]
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// A constant that is not 1/2 is not GELU.
+// CHECK-LABEL: func.func @not_gelu
+func.func @not_gelu(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %s2 = graph.constant dense<1.41421354> : tensor<4x8xf32>
+  %d = graph.div %x, %s2 : tensor<4x8xf32>
+  %e = graph.erf %d : tensor<4x8xf32>
+  %one = graph.constant dense<1.0> : tensor<4x8xf32>
+  %a = graph.add %e, %one : tensor<4x8xf32>
+  %m = graph.mul %x, %a : tensor<4x8xf32>
+  %c = graph.constant dense<0.6> : tensor<4x8xf32>
+  %y = graph.mul %m, %c : tensor<4x8xf32>
+  // CHECK-NOT: graph.gelu
+  // CHECK: graph.erf
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @softmax
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>)
+func.func @softmax(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %max = graph.reduce_max %x, dims = [1] : (tensor<4x8xf32>) -> tensor<4xf32>
+  %maxb = graph.broadcast_in_dim %max, dims = [0] : (tensor<4xf32>) -> tensor<4x8xf32>
+  %s = graph.sub %x, %maxb : tensor<4x8xf32>
+  %e = graph.exp %s : tensor<4x8xf32>
+  %sum = graph.reduce_sum %e, dims = [1] : (tensor<4x8xf32>) -> tensor<4xf32>
+  %sumb = graph.broadcast_in_dim %sum, dims = [0] : (tensor<4xf32>) -> tensor<4x8xf32>
+  %y = graph.div %e, %sumb : tensor<4x8xf32>
+  // Without the max subtraction, along dim 0.
+  %e0 = graph.exp %x : tensor<4x8xf32>
+  %sum0 = graph.reduce_sum %e0, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  %sum0b = graph.broadcast_in_dim %sum0, dims = [1] : (tensor<8xf32>) -> tensor<4x8xf32>
+  %y0 = graph.div %e0, %sum0b : tensor<4x8xf32>
+  // CHECK-DAG: %[[Y:.+]] = graph.softmax %[[X]], dim = 1
+  // CHECK-DAG: %[[Y0:.+]] = graph.softmax %[[X]], dim = 0
+  // CHECK: return %[[Y]], %[[Y0]]
+  return %y, %y0 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// GPT-2 attention as exported: masked_fill(causal == 0, -inf) on scaled scores.
+// CHECK-LABEL: func.func @attention_causal
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x4x8x16xf32>, %[[KT:.+]]: tensor<2x4x16x8xf32>, %[[V:.+]]: tensor<2x4x8x16xf32>)
+func.func @attention_causal(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %c = graph.constant dense<0.25> : tensor<2x4x8x8xf32>
+  %sc = graph.mul %s, %c : tensor<2x4x8x8xf32>
+  %row = graph.iota dim = 0 : tensor<8x8xi64>
+  %col = graph.iota dim = 1 : tensor<8x8xi64>
+  %upper = graph.compare GT, %col, %row : tensor<8x8xi64>
+  %upperb = graph.broadcast_in_dim %upper, dims = [2, 3] : (tensor<8x8xi1>) -> tensor<2x4x8x8xi1>
+  %ninf = graph.constant dense<0xFF800000> : tensor<2x4x8x8xf32>
+  %m = graph.select %upperb, %ninf, %sc : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  // CHECK: %[[K:.+]] = graph.transpose %[[KT]], permutation = [0, 1, 3, 2]
+  // CHECK: %[[O:.+]] = graph.attention %[[Q]], %[[K]], %[[V]], scale = 2.500000e-01, causal
+  // CHECK-NEXT: return %[[O]]
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// An additive mask (e.g. padding) broadcast over heads, scale by division.
+// CHECK-LABEL: func.func @attention_additive_mask
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x4x8x16xf32>, %[[KT:.+]]: tensor<2x4x16x8xf32>, %[[V:.+]]: tensor<2x4x8x16xf32>, %[[M:.+]]: tensor<2x8x8xf32>)
+func.func @attention_additive_mask(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>, %mask: tensor<2x8x8xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %c = graph.constant dense<4.0> : tensor<2x4x8x8xf32>
+  %sc = graph.div %s, %c : tensor<2x4x8x8xf32>
+  %mb = graph.broadcast_in_dim %mask, dims = [0, 2, 3] : (tensor<2x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %m = graph.add %sc, %mb : tensor<2x4x8x8xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  // The mask keeps its broadcast: it is not over trailing dims only.
+  // CHECK: %[[MB:.+]] = graph.broadcast_in_dim %[[M]], dims = [0, 2, 3]
+  // CHECK: %[[O:.+]] = graph.attention %[[Q]], %{{.+}}, %[[V]] mask %[[MB]], scale = 2.500000e-01 :
+  // CHECK-NEXT: return %[[O]]
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// A constant mask that is not causal (a sliding window) becomes an additive
+// mask, folded to a constant; here masked where the condition is false.
+// CHECK-LABEL: func.func @attention_window_mask
+func.func @attention_window_mask(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %keep = graph.constant dense<[[true, false, false, false], [true, true, false, false], [false, true, true, false], [false, false, true, true]]> : tensor<4x4xi1>
+  %keepb = graph.broadcast_in_dim %keep, dims = [2, 3] : (tensor<4x4xi1>) -> tensor<1x2x4x4xi1>
+  %ninf = graph.constant dense<0xFF800000> : tensor<1x2x4x4xf32>
+  %m = graph.select %keepb, %s, %ninf : tensor<1x2x4x4xi1>, tensor<1x2x4x4xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<1x2x4x4xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  // CHECK: %[[MASK:.+]] = graph.constant dense<{{\[\[\[}}[0.000000e+00, 0xFF800000, 0xFF800000, 0xFF800000], [0.000000e+00, 0.000000e+00, 0xFF800000, 0xFF800000], [0xFF800000, 0.000000e+00, 0.000000e+00, 0xFF800000], [0xFF800000, 0xFF800000, 0.000000e+00, 0.000000e+00]], {{.+}} : tensor<1x2x4x4xf32>
+  // CHECK: graph.attention %{{.+}}, %{{.+}}, %{{.+}} mask %[[MASK]], scale = 1.000000e+00 :
+  // CHECK-NOT: causal
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Attention probabilities used elsewhere keep the decomposed form.
+// CHECK-LABEL: func.func @attention_probs_returned_stays
+func.func @attention_probs_returned_stays(%q: tensor<1x1x4x8xf32>, %kt: tensor<1x1x8x4xf32>, %v: tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4x4xf32>) {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x1x4x8xf32>, tensor<1x1x8x4xf32>) -> tensor<1x1x4x4xf32>
+  %p = graph.softmax %s, dim = 3 : tensor<1x1x4x4xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  // CHECK-NOT: graph.attention
+  return %o, %p : tensor<1x1x4x8xf32>, tensor<1x1x4x4xf32>
+}
