@@ -37,6 +37,9 @@ namespace {
 /// (onnx 1.23). Later opsets may change an op, so they are refused.
 constexpr int64_t kNewestKnownOpset = 28;
 constexpr int64_t kOldestSupportedOpset = 13;
+/// Bound on a graph input's element count, far above any real batch, so
+/// that sizes computed from shapes cannot overflow int64.
+constexpr int64_t kMaxInputElements = int64_t(1) << 40;
 
 InFlightDiagnostic fileError(MLIRContext *ctx, StringRef path) {
   InFlightDiagnostic diag = mlir::emitError(UnknownLoc::get(ctx));
@@ -161,6 +164,14 @@ FailureOr<RankedTensorType> inputType(MLIRContext *ctx, StringRef path,
     }
   } else {
     shape.assign(given->second.begin(), given->second.end());
+  }
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    if (d > 0 && elements > kMaxInputElements / d)
+      return fileError(ctx, path)
+             << "graph input '" << name << "' of shape " << shapeString(shape)
+             << " has more than " << kMaxInputElements << " elements";
+    elements *= d;
   }
   return RankedTensorType::get(shape, elementType);
 }

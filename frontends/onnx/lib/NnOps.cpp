@@ -140,6 +140,15 @@ FailureOr<Value> affineOperand(NodeContext &ctx, int i, RankedTensorType input,
   return ctx.broadcastTo(ctx.reshape(*v, shape), normalized);
 }
 
+/// Reads the epsilon attribute, which must be finite and not negative.
+FailureOr<double> epsilonAttr(NodeContext &ctx) {
+  double epsilon = ctx.floatAttr("epsilon", 1e-5f);
+  if (!std::isfinite(epsilon) || epsilon < 0)
+    return ctx.error() << "epsilon " << epsilon
+                       << " must be finite and not negative";
+  return epsilon;
+}
+
 /// Dropout's seed: the node's `seed` attribute, else one derived from the
 /// import seed and the node's position (splitmix64), stable across runs.
 int64_t dropoutSeed(NodeContext &ctx) {
@@ -348,10 +357,11 @@ LogicalResult importLayerNormalization(NodeContext &ctx) {
       ctx.normalizeAxis(ctx.intAttr("axis", -1), type.getRank(), "axis");
   if (failed(axis))
     return failure();
-  double epsilon = ctx.floatAttr("epsilon", 1e-5f);
+  auto epsilonOr = epsilonAttr(ctx);
   auto scale = affineOperand(ctx, 1, type, *axis, "scale");
-  if (failed(scale))
+  if (failed(epsilonOr) || failed(scale))
     return failure();
+  double epsilon = *epsilonOr;
   Value bias;
   if (ctx.hasInput(2)) {
     auto b = affineOperand(ctx, 2, type, *axis, "bias");
@@ -394,12 +404,11 @@ LogicalResult importRMSNormalization(NodeContext &ctx) {
       ctx.normalizeAxis(ctx.intAttr("axis", -1), type.getRank(), "axis");
   if (failed(axis))
     return failure();
+  auto epsilon = epsilonAttr(ctx);
   auto scale = affineOperand(ctx, 1, type, *axis, "scale");
-  if (failed(scale))
+  if (failed(epsilon) || failed(scale))
     return failure();
-  ctx.setOutput(0, ctx.create<RmsNormOp>(
-                       *x, *scale, *axis,
-                       APFloat(double(ctx.floatAttr("epsilon", 1e-5f)))));
+  ctx.setOutput(0, ctx.create<RmsNormOp>(*x, *scale, *axis, APFloat(*epsilon)));
   return success();
 }
 
