@@ -107,7 +107,7 @@ public:
 
   /// "node #3 'name' (Reshape, domain 'ai.onnx', opset 17)".
   std::string describe() const;
-  /// An error about this node; the message starts with describe().
+  /// An error about this node: "<model path>: <describe()>: ...".
   mlir::InFlightDiagnostic error() const;
 
   // --- Inputs -------------------------------------------------------------

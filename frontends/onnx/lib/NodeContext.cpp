@@ -18,7 +18,7 @@ std::string NodeContext::describe() const {
 
 InFlightDiagnostic NodeContext::error() const {
   InFlightDiagnostic diag = mlir::emitError(loc);
-  diag << describe() << ": ";
+  diag << graph.modelPath << ": " << describe() << ": ";
   return diag;
 }
 

@@ -17,6 +17,7 @@
 #include "llvm/Support/Path.h"
 
 #include <cstring>
+#include <iterator>
 
 using namespace mlir;
 
@@ -48,6 +49,13 @@ std::string onnxTypeName(int32_t onnxType) {
   if (onnx::TensorProto::DataType_IsValid(onnxType))
     return onnx::TensorProto::DataType_Name(
         static_cast<onnx::TensorProto::DataType>(onnxType));
+  // Types newer than libonnx 1.12's schema (onnx 1.23 numbering).
+  static const char *const kNewer[] = {
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+      "UINT4",        "INT4",           "FLOAT4E2M1", "FLOAT8E8M0",
+      "UINT2",        "INT2",           "FLOAT6E2M3", "FLOAT6E3M2"};
+  if (onnxType >= 17 && onnxType < 17 + int32_t(std::size(kNewer)))
+    return kNewer[onnxType - 17];
   return "data type " + std::to_string(onnxType);
 }
 

@@ -74,18 +74,24 @@ def make_cases(model, seed, count):
 
 
 def run_case(trainc, path):
-    """Returns (kind, returncode, stderr); kind: rejected, accepted or crashed."""
+    """Returns (kind, why, stderr): kind is rejected, accepted or crashed, and
+    why says what made a run a crash."""
     try:
         proc = subprocess.run([trainc, path, '--compile-to=import', '-o', os.devnull],
                               capture_output=True, text=True, errors='replace',
                               timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return 'crashed', None, f'timed out after {TIMEOUT_S} s'
+        return 'crashed', f'timed out after {TIMEOUT_S} s', ''
     if proc.returncode == 0:
-        return 'accepted', 0, proc.stderr
-    clean = (proc.returncode == 1 and 'trainc: error:' in proc.stderr
-             and not any(m in proc.stderr for m in CRASH_MARKERS))
-    return ('rejected' if clean else 'crashed'), proc.returncode, proc.stderr
+        return 'accepted', None, proc.stderr
+    if proc.returncode != 1:
+        return 'crashed', f'exit status {proc.returncode}', proc.stderr
+    marker = next((m for m in CRASH_MARKERS if m in proc.stderr), None)
+    if marker:
+        return 'crashed', f'exit status 1, stderr shows {marker!r}', proc.stderr
+    if 'trainc: error:' not in proc.stderr:
+        return 'crashed', "exit status 1 without 'trainc: error:'", proc.stderr
+    return 'rejected', None, proc.stderr
 
 
 def main():
@@ -111,12 +117,12 @@ def main():
             path = os.path.join(work_dir, case.name + '.onnx')
             with open(path, 'wb') as f:
                 f.write(case.data)
-            kind, returncode, stderr = run_case(trainc, path)
+            kind, why, stderr = run_case(trainc, path)
             counts[kind] += 1
 
             problems = []
             if kind == 'crashed':
-                problems.append(f'CRASH (exit status {returncode})')
+                problems.append(f'CRASH ({why})')
             elif case.must_fail and kind == 'accepted':
                 problems.append('accepted, but must be rejected')
             elif case.must_mention and case.must_mention not in stderr:

@@ -102,6 +102,8 @@ def input_shape_flags(model, folder):
     inputs = [i for i in model.graph.input if i.name not in initializers]
     flags = []
     for index, value in enumerate(inputs):
+        if not value.type.HasField('tensor_type'):
+            continue  # Only tensors take --input-shape.
         tensor_type = value.type.tensor_type
         static = tensor_type.HasField('shape') and all(
             d.HasField('dim_value') for d in tensor_type.shape.dim)

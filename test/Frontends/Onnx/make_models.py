@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Writes small ONNX models for the importer's error-path lit tests.
+
+Usage: make_models.py OUTPUT_DIR
+
+Each model isolates one thing the importer must diagnose or handle (opset 17
+and IR version 8 unless noted):
+
+  unsupported_op.onnx          a Conv node 'conv0': an op trainc does not read
+  custom_domain.onnx           FusedMatMul 'fmm' of domain com.microsoft
+  symbolic_batch.onnx          Gather of an initializer by int64 tokens
+                               ["batch", 16]: needs --input-shape
+  opset_too_old.onnx           a valid Add model at opset 9
+  int8_input.onnx              an INT8 graph input through Identity
+  undefined_input.onnx         an Add whose second input 'missing' is
+                               never defined
+  external_data/model.onnx     MatMul x[2,4] @ 'proj.weight'[4,3], the weight
+                               in external data file weights.bin
+  external_missing/model.onnx  the same with weights.bin deleted
+  bad_reshape.onnx             Reshape of a [2,3] input to the constant shape
+                               [4,2] (element counts differ)
+
+The output is deterministic and nothing is printed on success.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR_VERSION = 8
+
+
+def make_model(nodes, inputs, outputs, initializers=(), opset=OPSET,
+               extra_opsets=()):
+    graph = helper.make_graph(nodes, 'g', inputs, outputs, list(initializers))
+    opsets = [helper.make_opsetid('', opset)] + list(extra_opsets)
+    return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION,
+                             producer_name='make_models.py')
+
+
+def float_input(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def ramp(name, shape):
+    """A float32 initializer holding 0, 0.1, 0.2, ... in row-major order."""
+    values = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) / 10
+    return numpy_helper.from_array(values, name)
+
+
+def unsupported_op():
+    return make_model(
+        [helper.make_node('Conv', ['X', 'W'], ['Y'], name='conv0')],
+        [float_input('X', [1, 1, 4, 4])], [float_input('Y', [1, 1, 2, 2])],
+        [ramp('W', [1, 1, 3, 3])])
+
+
+def custom_domain():
+    return make_model(
+        [helper.make_node('FusedMatMul', ['A', 'B'], ['Y'], name='fmm',
+                          domain='com.microsoft')],
+        [float_input('A', [2, 3]), float_input('B', [3, 4])],
+        [float_input('Y', [2, 4])],
+        extra_opsets=[helper.make_opsetid('com.microsoft', 1)])
+
+
+def symbolic_batch():
+    tokens = helper.make_tensor_value_info('tokens', TensorProto.INT64,
+                                           ['batch', 16])
+    return make_model(
+        [helper.make_node('Gather', ['wte', 'tokens'], ['emb'], name='embed')],
+        [tokens], [float_input('emb', ['batch', 16, 8])], [ramp('wte', [32, 8])])
+
+
+def opset_too_old():
+    return make_model(
+        [helper.make_node('Add', ['a', 'b'], ['sum'], name='add')],
+        [float_input('a', [4]), float_input('b', [4])], [float_input('sum', [4])],
+        opset=9)
+
+
+def int8_input():
+    return make_model(
+        [helper.make_node('Identity', ['x'], ['y'], name='id')],
+        [helper.make_tensor_value_info('x', TensorProto.INT8, [4])],
+        [helper.make_tensor_value_info('y', TensorProto.INT8, [4])])
+
+
+def undefined_input():
+    return make_model(
+        [helper.make_node('Add', ['x', 'missing'], ['y'], name='add')],
+        [float_input('x', [4])], [float_input('y', [4])])
+
+
+def projection():
+    return make_model(
+        [helper.make_node('MatMul', ['x', 'proj.weight'], ['y'], name='proj')],
+        [float_input('x', [2, 4])], [float_input('y', [2, 3])],
+        [ramp('proj.weight', [4, 3])])
+
+
+def bad_reshape():
+    shape = helper.make_node(
+        'Constant', [], ['shape'], name='shape',
+        value=numpy_helper.from_array(np.array([4, 2], dtype=np.int64)))
+    return make_model(
+        [shape, helper.make_node('Reshape', ['x', 'shape'], ['y'], name='reshape')],
+        [float_input('x', [2, 3])], [float_input('y', [4, 2])])
+
+
+def save_with_external_weights(model, directory):
+    """Saves directory/model.onnx with every initializer in weights.bin."""
+    os.makedirs(directory, exist_ok=True)
+    weights = os.path.join(directory, 'weights.bin')
+    # onnx appends to an existing data file: start from none.
+    if os.path.exists(weights):
+        os.remove(weights)
+    onnx.save_model(model, os.path.join(directory, 'model.onnx'),
+                    save_as_external_data=True, all_tensors_to_one_file=True,
+                    location='weights.bin', size_threshold=0)
+    return weights
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(f'usage: {sys.argv[0]} OUTPUT_DIR')
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+
+    for name, build in [('unsupported_op', unsupported_op),
+                        ('custom_domain', custom_domain),
+                        ('symbolic_batch', symbolic_batch),
+                        ('opset_too_old', opset_too_old),
+                        ('int8_input', int8_input),
+                        ('undefined_input', undefined_input),
+                        ('bad_reshape', bad_reshape)]:
+        onnx.save_model(build(), os.path.join(out, name + '.onnx'))
+
+    save_with_external_weights(projection(), os.path.join(out, 'external_data'))
+    os.remove(save_with_external_weights(projection(),
+                                         os.path.join(out, 'external_missing')))
+
+
+if __name__ == '__main__':
+    main()
