@@ -140,6 +140,20 @@ FailureOr<Value> affineOperand(NodeContext &ctx, int i, RankedTensorType input,
   return ctx.broadcastTo(ctx.reshape(*v, shape), normalized);
 }
 
+/// Input 0, which must be a float tensor, and the `axis` attribute
+/// (default -1) normalized against its rank: the shared prologue of
+/// softmax and the normalizations.
+FailureOr<std::pair<Value, int64_t>> floatInputAndAxis(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", -1),
+                                ctx.inputType(*x).getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  return std::make_pair(*x, *axis);
+}
+
 /// Reads the epsilon attribute, which must be finite and not negative.
 FailureOr<double> epsilonAttr(NodeContext &ctx) {
   double epsilon = ctx.floatAttr("epsilon", 1e-5f);
@@ -325,59 +339,48 @@ LogicalResult importReduceMax(NodeContext &ctx) {
 }
 
 LogicalResult importSoftmax(NodeContext &ctx) {
-  auto x = ctx.input(0);
-  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+  auto xAxis = floatInputAndAxis(ctx);
+  if (failed(xAxis))
     return failure();
-  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", -1),
-                                ctx.inputType(*x).getRank(), "axis");
-  if (failed(axis))
-    return failure();
-  ctx.setOutput(0, ctx.create<SoftmaxOp>(*x, *axis));
+  ctx.setOutput(0, ctx.create<SoftmaxOp>(xAxis->first, xAxis->second));
   return success();
 }
 
 LogicalResult importLogSoftmax(NodeContext &ctx) {
-  auto x = ctx.input(0);
-  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+  auto xAxis = floatInputAndAxis(ctx);
+  if (failed(xAxis))
     return failure();
-  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", -1),
-                                ctx.inputType(*x).getRank(), "axis");
-  if (failed(axis))
-    return failure();
-  ctx.setOutput(0, logSoftmax(ctx, *x, *axis));
+  ctx.setOutput(0, logSoftmax(ctx, xAxis->first, xAxis->second));
   return success();
 }
 
 LogicalResult importLayerNormalization(NodeContext &ctx) {
-  auto x = ctx.input(0);
-  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+  auto xAxis = floatInputAndAxis(ctx);
+  if (failed(xAxis))
     return failure();
-  auto type = ctx.inputType(*x);
-  auto axis =
-      ctx.normalizeAxis(ctx.intAttr("axis", -1), type.getRank(), "axis");
-  if (failed(axis))
-    return failure();
+  auto [x, axis] = *xAxis;
+  auto type = ctx.inputType(x);
   auto epsilonOr = epsilonAttr(ctx);
-  auto scale = affineOperand(ctx, 1, type, *axis, "scale");
+  auto scale = affineOperand(ctx, 1, type, axis, "scale");
   if (failed(epsilonOr) || failed(scale))
     return failure();
   double epsilon = *epsilonOr;
   Value bias;
   if (ctx.hasInput(2)) {
-    auto b = affineOperand(ctx, 2, type, *axis, "bias");
+    auto b = affineOperand(ctx, 2, type, axis, "bias");
     if (failed(b))
       return failure();
     bias = *b;
   }
   ctx.setOutput(
-      0, ctx.create<LayerNormOp>(*x, *scale, bias, *axis, APFloat(epsilon)));
+      0, ctx.create<LayerNormOp>(x, *scale, bias, axis, APFloat(epsilon)));
   if (ctx.outputRequested(1) || ctx.outputRequested(2)) {
     // Mean and 1/stddev over the normalized dims, kept as size 1, in f32
     // (stash_type 1) or the input type (stash_type 0).
     Type stash = ctx.intAttr("stash_type", 1) == 1 ? ctx.builder.getF32Type()
                                                    : type.getElementType();
-    Value xs = ctx.convert(*x, stash);
-    SmallVector<int64_t> dims = iotaVector(*axis, type.getRank());
+    Value xs = ctx.convert(x, stash);
+    SmallVector<int64_t> dims = iotaVector(axis, type.getRank());
     Value mean = ctx.create<ReduceMeanOp>(xs, dims);
     Value centered =
         ctx.create<SubOp>(xs, expandReduced(ctx, mean, type.getShape(), dims));
@@ -396,19 +399,15 @@ LogicalResult importLayerNormalization(NodeContext &ctx) {
 }
 
 LogicalResult importRMSNormalization(NodeContext &ctx) {
-  auto x = ctx.input(0);
-  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+  auto xAxis = floatInputAndAxis(ctx);
+  if (failed(xAxis))
     return failure();
-  auto type = ctx.inputType(*x);
-  auto axis =
-      ctx.normalizeAxis(ctx.intAttr("axis", -1), type.getRank(), "axis");
-  if (failed(axis))
-    return failure();
+  auto [x, axis] = *xAxis;
   auto epsilon = epsilonAttr(ctx);
-  auto scale = affineOperand(ctx, 1, type, *axis, "scale");
+  auto scale = affineOperand(ctx, 1, ctx.inputType(x), axis, "scale");
   if (failed(epsilon) || failed(scale))
     return failure();
-  ctx.setOutput(0, ctx.create<RmsNormOp>(*x, *scale, *axis, APFloat(*epsilon)));
+  ctx.setOutput(0, ctx.create<RmsNormOp>(x, *scale, axis, APFloat(*epsilon)));
   return success();
 }
 
