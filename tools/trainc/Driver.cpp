@@ -8,6 +8,7 @@
 
 #include "Driver.h"
 
+#include "trainc/Compiler/ExecutableWriter.h"
 #include "trainc/Compiler/Pipeline.h"
 #include "trainc/Compiler/Registration.h"
 #include "trainc/Frontends/Onnx/OnnxImporter.h"
@@ -39,12 +40,14 @@ namespace {
 constexpr const char *kOverview =
     R"(trainc: compile a model's forward graph into a training program
 
+  trainc model.onnx -o model.tcx                  compile to an executable
   trainc model.onnx --compile-to=recognize        print the IR after a phase
   trainc model.onnx --input-shape tokens=8x128    give symbolic inputs sizes
   trainc --list-onnx-ops                          what the ONNX importer reads
 
-Phases, in order (--compile-to): import, recognize. Later phases (autodiff,
-optimizer, ..., serialize to an executable) arrive with their issues.
+Phases, in order (--compile-to): import, recognize; then an output ending in
+.tcx is lowered, memory-planned and serialized as an executable for
+trainc-run. Later phases (autodiff, optimizer, ...) arrive with their issues.
 )";
 
 int fail(const llvm::Twine &message) {
@@ -132,7 +135,9 @@ int runCompilerCli(int argc, char **argv) {
   cl::opt<std::string> inputFile(
       cl::Positional, cl::desc("<model.onnx | model.mlir>"), cl::cat(category));
   cl::opt<std::string> outputFile(
-      "o", cl::desc("Write the output here (default: standard output)"),
+      "o",
+      cl::desc("Write the output here: a name ending in .tcx gets the "
+               "executable, anything else the IR (default: standard output)"),
       cl::value_desc("file"), cl::init("-"), cl::cat(category));
   cl::opt<std::string> compileTo(
       "compile-to",
@@ -160,6 +165,12 @@ int runCompilerCli(int argc, char **argv) {
       "list-onnx-ops",
       cl::desc("List the ONNX ops the importer supports, with their opsets, "
                "and exit"),
+      cl::cat(category));
+  cl::opt<bool> printMemoryPlan(
+      "print-memory-plan",
+      cl::desc("With a .tcx output, print the static memory plan's peak by "
+               "category (parameters, persistent state, activations, "
+               "temporaries, workspace) to standard output"),
       cl::cat(category));
   cl::opt<bool> printWeights(
       "print-weights",
@@ -233,6 +244,24 @@ int runCompilerCli(int argc, char **argv) {
   buildPipeline(pm, *phase);
   if (failed(pm.run(*module)))
     return fail("compilation failed in phase up to '" + compileTo + "'");
+
+  if (llvm::StringRef(outputFile).ends_with(".tcx")) {
+    if (compileTo.getNumOccurrences() && *phase != allPhases().back())
+      return fail("--compile-to=" + compileTo +
+                  " stops before the executable; drop it or write IR");
+    WriterOptions writerOptions;
+    writerOptions.source = inputFile;
+    for (int i = 0; i < argc; ++i)
+      writerOptions.command += (i ? " " : "") + std::string(argv[i]);
+    MemoryPlanReport report;
+    if (failed(writeExecutable(*module, outputFile, writerOptions, report)))
+      return fail("cannot compile '" + inputFile + "' to an executable");
+    if (printMemoryPlan)
+      report.print(llvm::outs());
+    return 0;
+  }
+  if (printMemoryPlan)
+    return fail("--print-memory-plan needs an executable output (-o *.tcx)");
 
   std::string error;
   auto output = mlir::openOutputFile(outputFile, &error);

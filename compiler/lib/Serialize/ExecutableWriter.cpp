@@ -1,0 +1,517 @@
+//===- ExecutableWriter.cpp - Graph IR to a trainc executable -------------===//
+//
+// See ExecutableWriter.h for the phases. Opcode numbers and attribute
+// layouts are those of runtime/src/cpu/Kernels.h (mirrored in kOpcode below;
+// the runtime validates every instruction when it loads a file, so a
+// mismatch is caught, not executed).
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Compiler/ExecutableWriter.h"
+
+#include "trainc/Dialect/Graph/GraphOps.h"
+#include "trainc/schema/executable_generated.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc {
+namespace {
+
+constexpr uint64_t kAlignment = 64; // runtime kTensorAlignment
+constexpr uint32_t kFormatVersion = 1; // runtime kFormatVersion
+constexpr uint32_t kStateArena = 0, kWorkArena = 1;
+
+/// trainc::cpu::Opcode values (runtime/src/cpu/Kernels.h).
+enum Opcode : uint16_t {
+  kNeg = 0, kAbs, kExp, kLog, kTanh, kErf, kSqrt, kRsqrt,
+  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin,
+  kCompare, kSelect, kConvert, kDotGeneral,
+  kReduceSum, kReduceMax, kReduceMean,
+  kBroadcastInDim, kReshape, kTranspose, kSlice, kConcatenate, kGather, kIota,
+  kSoftmax, kGelu, kLayerNorm, kRmsNorm, kDropout, kAttention,
+  kSoftmaxCrossEntropy,
+};
+
+uint64_t alignUp(uint64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
+
+FailureOr<fb::DType> dtypeOf(Type t) {
+  if (t.isF64())
+    return fb::DType::F64;
+  if (t.isF32())
+    return fb::DType::F32;
+  if (t.isF16())
+    return fb::DType::F16;
+  if (t.isBF16())
+    return fb::DType::BF16;
+  if (t.isInteger(64))
+    return fb::DType::I64;
+  if (t.isInteger(32))
+    return fb::DType::I32;
+  if (t.isInteger(1))
+    return fb::DType::I1;
+  return failure();
+}
+
+uint64_t bytesOf(RankedTensorType t) {
+  unsigned bits = t.getElementTypeBitWidth();
+  return uint64_t(t.getNumElements()) * (bits == 1 ? 1 : bits / 8);
+}
+
+/// One logical tensor of the program being built.
+struct Tensor {
+  std::string name;
+  fb::TensorRole role = fb::TensorRole::Activation;
+  RankedTensorType type;
+  uint32_t arena = kWorkArena;
+  uint64_t offset = 0;
+  uint64_t initOffset = 0;
+  // Liveness in instruction indices (work arena only).
+  int64_t firstUse = 0, lastUse = 0;
+};
+
+struct Instruction {
+  uint16_t opcode;
+  std::vector<uint32_t> operands, results;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+};
+
+/// The program under construction.
+class Lowering {
+public:
+  explicit Lowering(func::FuncOp fn) : fn(fn) {}
+  LogicalResult run();
+  void planMemory(MemoryPlanReport &report);
+  std::vector<char> serialize(const WriterOptions &options,
+                              const MemoryPlanReport &report);
+
+private:
+  uint32_t addTensor(Value v, fb::TensorRole role, std::string name = "");
+  LogicalResult addConstant(Value v, ElementsAttr value);
+  LogicalResult lowerOp(Operation *op);
+  /// Appends the bytes of `value` to the constant section; returns offset.
+  FailureOr<uint64_t> appendConstant(ElementsAttr value, Operation *where);
+
+  func::FuncOp fn;
+  std::vector<Tensor> tensors;
+  llvm::DenseMap<Value, uint32_t> ids;
+  std::vector<Instruction> instructions;
+  std::vector<uint32_t> inputs, outputs, parameters;
+  std::vector<char> constants;
+  uint64_t stateSize = 0, workSize = 0;
+};
+
+uint32_t Lowering::addTensor(Value v, fb::TensorRole role, std::string name) {
+  uint32_t id = tensors.size();
+  Tensor t;
+  t.role = role;
+  t.type = cast<RankedTensorType>(v.getType());
+  t.name = name.empty() ? "%" + std::to_string(id) : name;
+  tensors.push_back(t);
+  if (v)
+    ids[v] = id;
+  return id;
+}
+
+FailureOr<uint64_t> Lowering::appendConstant(ElementsAttr value,
+                                             Operation *where) {
+  uint64_t offset = alignUp(constants.size());
+  constants.resize(offset);
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return where->emitError("the value of ")
+             << value.getType() << " is not available (it was elided when "
+             << "the IR was printed; recompile from the model)";
+    ArrayRef<char> data = blob->getData();
+    constants.insert(constants.end(), data.begin(), data.end());
+    return offset;
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (!dense)
+    return where->emitError("unsupported constant attribute kind");
+  Type e = dense.getElementType();
+  unsigned width = e.getIntOrFloatBitWidth();
+  unsigned bytes = width == 1 ? 1 : width / 8;
+  auto put = [&](uint64_t bits) {
+    for (unsigned b = 0; b < bytes; ++b)
+      constants.push_back(char((bits >> (8 * b)) & 0xff));
+  };
+  if (isa<FloatType>(e)) {
+    for (APFloat v : dense.getValues<APFloat>())
+      put(v.bitcastToAPInt().getZExtValue());
+  } else {
+    for (APInt v : dense.getValues<APInt>())
+      put(width == 1 ? (v.isZero() ? 0 : 1) : v.getZExtValue());
+  }
+  return offset;
+}
+
+LogicalResult Lowering::addConstant(Value v, ElementsAttr value) {
+  auto offset = appendConstant(value, v.getDefiningOp());
+  if (failed(offset))
+    return failure();
+  uint32_t id = addTensor(v, fb::TensorRole::Constant);
+  tensors[id].offset = *offset;
+  return success();
+}
+
+/// The dims of `values` as int64.
+template <typename Range> std::vector<int64_t> toInts(Range values) {
+  return std::vector<int64_t>(values.begin(), values.end());
+}
+
+LogicalResult Lowering::lowerOp(Operation *op) {
+  Instruction inst;
+  bool lowered =
+      llvm::TypeSwitch<Operation *, bool>(op)
+          .Case([&](NegOp) { return inst.opcode = kNeg, true; })
+          .Case([&](AbsOp) { return inst.opcode = kAbs, true; })
+          .Case([&](ExpOp) { return inst.opcode = kExp, true; })
+          .Case([&](LogOp) { return inst.opcode = kLog, true; })
+          .Case([&](TanhOp) { return inst.opcode = kTanh, true; })
+          .Case([&](ErfOp) { return inst.opcode = kErf, true; })
+          .Case([&](SqrtOp) { return inst.opcode = kSqrt, true; })
+          .Case([&](RsqrtOp) { return inst.opcode = kRsqrt, true; })
+          .Case([&](AddOp) { return inst.opcode = kAdd, true; })
+          .Case([&](SubOp) { return inst.opcode = kSub, true; })
+          .Case([&](MulOp) { return inst.opcode = kMul, true; })
+          .Case([&](DivOp) { return inst.opcode = kDiv, true; })
+          .Case([&](PowOp) { return inst.opcode = kPow, true; })
+          .Case([&](MaxOp) { return inst.opcode = kMax, true; })
+          .Case([&](MinOp) { return inst.opcode = kMin, true; })
+          .Case([&](CompareOp c) {
+            inst.opcode = kCompare;
+            inst.ints = {static_cast<int64_t>(c.getDirection())};
+            return true;
+          })
+          .Case([&](SelectOp) { return inst.opcode = kSelect, true; })
+          .Case([&](ConvertOp) { return inst.opcode = kConvert, true; })
+          .Case([&](DotGeneralOp d) {
+            inst.opcode = kDotGeneral;
+            auto lb = d.getLhsBatchingDimensions(),
+                 rb = d.getRhsBatchingDimensions(),
+                 lc = d.getLhsContractingDimensions(),
+                 rc = d.getRhsContractingDimensions();
+            inst.ints = {int64_t(lb.size()), int64_t(lc.size())};
+            for (auto list : {lb, rb, lc, rc})
+              inst.ints.insert(inst.ints.end(), list.begin(), list.end());
+            return true;
+          })
+          .Case([&](ReduceSumOp r) {
+            inst.opcode = kReduceSum, inst.ints = toInts(r.getDims());
+            return true;
+          })
+          .Case([&](ReduceMaxOp r) {
+            inst.opcode = kReduceMax, inst.ints = toInts(r.getDims());
+            return true;
+          })
+          .Case([&](ReduceMeanOp r) {
+            inst.opcode = kReduceMean, inst.ints = toInts(r.getDims());
+            return true;
+          })
+          .Case([&](BroadcastInDimOp b) {
+            inst.opcode = kBroadcastInDim, inst.ints = toInts(b.getDims());
+            return true;
+          })
+          .Case([&](ReshapeOp) { return inst.opcode = kReshape, true; })
+          .Case([&](TransposeOp t) {
+            inst.opcode = kTranspose, inst.ints = toInts(t.getPermutation());
+            return true;
+          })
+          .Case([&](SliceOp s) {
+            inst.opcode = kSlice;
+            for (auto list : {s.getStart(), s.getLimit(), s.getStrides()})
+              inst.ints.insert(inst.ints.end(), list.begin(), list.end());
+            return true;
+          })
+          .Case([&](ConcatenateOp c) {
+            inst.opcode = kConcatenate, inst.ints = {int64_t(c.getDim())};
+            return true;
+          })
+          .Case([&](GatherOp g) {
+            inst.opcode = kGather, inst.ints = {int64_t(g.getAxis())};
+            return true;
+          })
+          .Case([&](IotaOp i) {
+            inst.opcode = kIota, inst.ints = {int64_t(i.getDim())};
+            return true;
+          })
+          .Case([&](SoftmaxOp s) {
+            inst.opcode = kSoftmax, inst.ints = {int64_t(s.getDim())};
+            return true;
+          })
+          .Case([&](GeluOp g) {
+            inst.opcode = kGelu;
+            inst.ints = {g.getApproximation() == GeluApproximation::tanh};
+            return true;
+          })
+          .Case([&](LayerNormOp l) {
+            inst.opcode = kLayerNorm;
+            inst.ints = {int64_t(l.getAxis()), l.getScale() != nullptr,
+                         l.getBias() != nullptr};
+            inst.floats = {l.getEpsilon().convertToDouble()};
+            return true;
+          })
+          .Case([&](RmsNormOp r) {
+            inst.opcode = kRmsNorm;
+            inst.ints = {int64_t(r.getAxis()), r.getScale() != nullptr};
+            inst.floats = {r.getEpsilon().convertToDouble()};
+            return true;
+          })
+          .Case([&](DropoutOp d) {
+            inst.opcode = kDropout;
+            inst.ints = {int64_t(d.getSeed())};
+            inst.floats = {d.getRatio().convertToDouble()};
+            return true;
+          })
+          .Case([&](AttentionOp a) {
+            inst.opcode = kAttention;
+            inst.ints = {a.getCausal(), a.getMask() != nullptr};
+            inst.floats = {a.getScale().convertToDouble()};
+            return true;
+          })
+          .Case([&](SoftmaxCrossEntropyOp s) {
+            inst.opcode = kSoftmaxCrossEntropy;
+            std::optional<uint64_t> ignore = s.getIgnoreIndex();
+            inst.ints = {static_cast<int64_t>(s.getReduction()),
+                         ignore.has_value(),
+                         ignore ? static_cast<int64_t>(*ignore) : 0};
+            return true;
+          })
+          .Default([](Operation *) { return false; });
+  if (!lowered)
+    return op->emitError("'")
+           << op->getName() << "' cannot be lowered to a trainc executable";
+  for (Value v : op->getOperands())
+    inst.operands.push_back(ids.lookup(v));
+  for (Value r : op->getResults())
+    inst.results.push_back(addTensor(r, fb::TensorRole::Activation));
+  instructions.push_back(std::move(inst));
+  return success();
+}
+
+LogicalResult Lowering::run() {
+  Block &body = fn.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (failed(dtypeOf(type.getElementType())))
+      return fn.emitError("argument ") << arg.getArgNumber()
+                                       << " has an unsupported type " << type;
+    unsigned i = arg.getArgNumber();
+    if (auto name = fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kParamAttr)) {
+      auto init = fn.getArgAttrOfType<ElementsAttr>(i, GraphDialect::kInitAttr);
+      if (!init)
+        return fn.emitError("parameter '")
+               << name.getValue() << "' has no initial value (graph.init)";
+      uint32_t id = addTensor(arg, fb::TensorRole::Parameter, name.str());
+      auto offset = appendConstant(init, fn);
+      if (failed(offset))
+        return failure();
+      tensors[id].initOffset = *offset;
+      tensors[id].arena = kStateArena;
+      parameters.push_back(id);
+      continue;
+    }
+    auto name = fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kInputAttr);
+    uint32_t id = addTensor(arg, fb::TensorRole::Input,
+                            name ? name.str() : "arg" + std::to_string(i));
+    inputs.push_back(id);
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      if (failed(addConstant(c.getResult(), c.getValue())))
+        return failure();
+      continue;
+    }
+    if (failed(lowerOp(&op)))
+      return failure();
+  }
+  // Outputs: each result gets its own tensor; values that are not fresh
+  // activations (arguments, constants, values returned twice) are copied.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    auto name = fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
+    std::string outName = name ? name.str() : "result" + std::to_string(i);
+    uint32_t id = ids.lookup(v);
+    if (tensors[id].role == fb::TensorRole::Activation) {
+      tensors[id].role = fb::TensorRole::Output;
+      tensors[id].name = outName;
+      outputs.push_back(id);
+      continue;
+    }
+    Instruction copy;
+    copy.opcode = kReshape;
+    copy.operands = {id};
+    uint32_t out = addTensor(Value(), fb::TensorRole::Output, outName);
+    tensors[out].type = tensors[id].type;
+    copy.results = {out};
+    instructions.push_back(copy);
+    outputs.push_back(out);
+  }
+  return success();
+}
+
+void Lowering::planMemory(MemoryPlanReport &report) {
+  // Parameters: packed in the state arena, in order.
+  for (uint32_t id : parameters) {
+    tensors[id].offset = stateSize;
+    stateSize = alignUp(stateSize + bytesOf(tensors[id].type));
+  }
+  // Liveness of work-arena tensors, in instruction indices. Inputs live for
+  // the whole program (a session may run again without re-binding them),
+  // outputs until the end.
+  int64_t end = instructions.size();
+  std::vector<uint32_t> work;
+  for (uint32_t id = 0; id < tensors.size(); ++id) {
+    Tensor &t = tensors[id];
+    if (t.role == fb::TensorRole::Constant || t.role == fb::TensorRole::Parameter)
+      continue;
+    t.firstUse = t.role == fb::TensorRole::Input ? 0 : end;
+    t.lastUse = t.role == fb::TensorRole::Output || t.role == fb::TensorRole::Input
+                    ? end
+                    : 0;
+    work.push_back(id);
+  }
+  for (int64_t i = 0; i < end; ++i) {
+    for (uint32_t id : instructions[i].results)
+      tensors[id].firstUse = std::min(tensors[id].firstUse, i);
+    for (uint32_t id : instructions[i].operands)
+      tensors[id].lastUse = std::max(tensors[id].lastUse, i);
+  }
+  for (uint32_t id : work)
+    tensors[id].lastUse = std::max(tensors[id].lastUse, tensors[id].firstUse);
+  // Greedy by size: largest first, each at the lowest aligned offset that
+  // overlaps no placed buffer alive at the same time. Ties by id keep it
+  // deterministic.
+  std::vector<uint32_t> order = work;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return bytesOf(tensors[a].type) > bytesOf(tensors[b].type);
+  });
+  std::vector<uint32_t> placed;
+  uint64_t withoutReuse = 0;
+  for (uint32_t id : order) {
+    Tensor &t = tensors[id];
+    uint64_t size = bytesOf(t.type);
+    withoutReuse += alignUp(size);
+    std::vector<std::pair<uint64_t, uint64_t>> busy;
+    for (uint32_t other : placed) {
+      const Tensor &o = tensors[other];
+      if (o.firstUse <= t.lastUse && t.firstUse <= o.lastUse)
+        busy.push_back({o.offset, o.offset + bytesOf(o.type)});
+    }
+    std::sort(busy.begin(), busy.end());
+    uint64_t offset = 0;
+    for (auto [begin, limit] : busy) {
+      if (offset + size <= begin)
+        break;
+      offset = std::max(offset, alignUp(limit));
+    }
+    t.offset = offset;
+    workSize = std::max(workSize, offset + size);
+    placed.push_back(id);
+  }
+  report.parameters = stateSize;
+  report.activations = workSize;
+  report.constants = constants.size();
+  report.peak = stateSize + workSize;
+  report.activationsWithoutReuse = withoutReuse;
+}
+
+std::vector<char> Lowering::serialize(const WriterOptions &options,
+                                      const MemoryPlanReport &report) {
+  // Built twice: the first pass measures the FlatBuffer so the second can
+  // record where the (64-byte aligned) constant section starts. Defaults
+  // are forced so both passes have the same size.
+  auto build = [&](uint64_t constantsOffset) {
+    flatbuffers::FlatBufferBuilder b(1 << 16);
+    b.ForceDefaults(true);
+    std::vector<flatbuffers::Offset<fb::Tensor>> fbTensors;
+    for (const Tensor &t : tensors) {
+      std::vector<int64_t> shape(t.type.getShape().begin(), t.type.getShape().end());
+      fbTensors.push_back(fb::CreateTensorDirect(
+          b, t.name.c_str(), t.role, *dtypeOf(t.type.getElementType()), &shape,
+          t.arena, t.offset, bytesOf(t.type), t.initOffset, ""));
+    }
+    std::vector<flatbuffers::Offset<fb::Instruction>> fbInsts;
+    for (const Instruction &i : instructions)
+      fbInsts.push_back(fb::CreateInstructionDirect(
+          b, i.opcode, &i.operands, &i.results, &i.ints, &i.floats));
+    std::vector<flatbuffers::Offset<fb::Arena>> arenas = {
+        fb::CreateArenaDirect(b, "state", stateSize, kAlignment),
+        fb::CreateArenaDirect(b, "work", workSize, kAlignment)};
+    auto memory = fb::CreateMemoryPlan(b, report.parameters,
+                                       report.persistentState,
+                                       report.activations, report.temporaries,
+                                       report.workspace, report.peak);
+    auto opts = fb::CreateCompileOptionsDirect(b, "trainc 0.1.0",
+                                               options.source.c_str(),
+                                               options.command.c_str());
+    auto exe = fb::CreateExecutableDirect(
+        b, kFormatVersion, opts, &fbTensors, &arenas, &fbInsts, &inputs,
+        &outputs, &parameters, constantsOffset, constants.size(), memory);
+    fb::FinishExecutableBuffer(b, exe);
+    return std::vector<char>(b.GetBufferPointer(),
+                             b.GetBufferPointer() + b.GetSize());
+  };
+  uint64_t offset = alignUp(build(0).size());
+  std::vector<char> bytes = build(offset);
+  bytes.resize(offset, 0);
+  bytes.insert(bytes.end(), constants.begin(), constants.end());
+  return bytes;
+}
+
+} // namespace
+
+void MemoryPlanReport::print(llvm::raw_ostream &os) const {
+  auto row = [&](const char *name, uint64_t bytes) {
+    os << llvm::format("  %-18s %14llu bytes  %10.3f MiB\n", name,
+                       (unsigned long long)bytes, bytes / 1048576.0);
+  };
+  os << "memory plan (peak by category):\n";
+  row("parameters", parameters);
+  row("persistent state", persistentState);
+  row("activations", activations);
+  row("temporaries", temporaries);
+  row("workspace", workspace);
+  row("peak (arenas)", peak);
+  row("constants (file)", constants);
+  os << llvm::format("  activations reuse: %llu bytes planned for %llu "
+                     "bytes of buffers (%.1fx)\n",
+                     (unsigned long long)activations,
+                     (unsigned long long)activationsWithoutReuse,
+                     activations ? double(activationsWithoutReuse) / activations
+                                 : 0.0);
+}
+
+LogicalResult writeExecutable(ModuleOp module, StringRef path,
+                              const WriterOptions &options,
+                              MemoryPlanReport &report) {
+  auto fn = module.lookupSymbol<func::FuncOp>("main");
+  if (!fn)
+    return module.emitError("no function @main to compile");
+  Lowering lowering(fn);
+  if (failed(lowering.run()))
+    return failure();
+  lowering.planMemory(report);
+  std::vector<char> bytes = lowering.serialize(options, report);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return module.emitError("cannot write ") << path << ": " << ec.message();
+  os.write(bytes.data(), bytes.size());
+  return success();
+}
+
+} // namespace trainc

@@ -1,0 +1,27 @@
+//===- DType.cpp - Element types of runtime tensors -----------------------===//
+
+#include "base/DType.h"
+
+namespace trainc {
+
+const char *dtypeName(DType t) {
+  switch (t) {
+  case DType::kF64:
+    return "f64";
+  case DType::kF32:
+    return "f32";
+  case DType::kF16:
+    return "f16";
+  case DType::kBF16:
+    return "bf16";
+  case DType::kI64:
+    return "i64";
+  case DType::kI32:
+    return "i32";
+  case DType::kI1:
+    return "i1";
+  }
+  return "unknown";
+}
+
+} // namespace trainc

@@ -1,0 +1,28 @@
+//===- Parallel.h - Data-parallel loops on the CPU --------------*- C++ -*-===//
+//
+// parallelFor splits [0, n) into contiguous chunks of at least `grain`
+// iterations and runs them on a process-wide pool of worker threads (the
+// caller works too). The thread count is std::thread::hardware_concurrency
+// unless TRAINC_NUM_THREADS is set. Work is split deterministically, so a
+// kernel that writes disjoint outputs per index is reproducible bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_BASE_PARALLEL_H
+#define TRAINC_RUNTIME_BASE_PARALLEL_H
+
+#include <cstdint>
+#include <functional>
+
+namespace trainc {
+
+/// Calls body(begin, end) on disjoint chunks covering [0, n).
+void parallelFor(int64_t n, int64_t grain,
+                 const std::function<void(int64_t, int64_t)> &body);
+
+/// The number of threads parallelFor uses.
+int parallelThreads();
+
+} // namespace trainc
+
+#endif // TRAINC_RUNTIME_BASE_PARALLEL_H

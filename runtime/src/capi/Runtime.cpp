@@ -1,0 +1,168 @@
+//===- Runtime.cpp - The C API over Executable and Session ----------------===//
+
+#include "trainc/runtime.h"
+
+#include "exec/Session.h"
+
+#include <cstring>
+#include <new>
+
+struct trainc_status_s {
+  trainc_status_code code;
+  std::string message;
+};
+
+struct trainc_executable_s {
+  std::shared_ptr<const trainc::Executable> executable;
+};
+
+struct trainc_session_s {
+  std::unique_ptr<trainc::Session> session;
+};
+
+namespace {
+
+/// The one place C++ Status values become C statuses.
+trainc_status toC(const trainc::Status &s) {
+  if (s.ok())
+    return nullptr;
+  return new (std::nothrow)
+      trainc_status_s{static_cast<trainc_status_code>(s.code()), s.message()};
+}
+
+trainc_status nullArgument(const char *what) {
+  return toC(trainc::invalidArgument(std::string(what) + " is NULL"));
+}
+
+trainc_status tensorInfo(const trainc::Executable &exe,
+                         const std::vector<uint32_t> &ids, size_t index,
+                         const char *kind, trainc_tensor_info *out) {
+  if (!out)
+    return nullArgument("out_info");
+  if (index >= ids.size())
+    return toC(trainc::Status(trainc::StatusCode::kOutOfRange,
+                              std::string(kind) + " " + std::to_string(index) +
+                                  " does not exist"));
+  const trainc::TensorInfo &t = exe.tensors()[ids[index]];
+  out->name = t.name.c_str();
+  out->dtype = static_cast<trainc_dtype>(t.dtype);
+  out->rank = t.shape.size();
+  out->dims = t.shape.data();
+  out->bytes = t.size;
+  return nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
+trainc_status_code trainc_status_get_code(trainc_status status) {
+  return status ? status->code : TRAINC_OK;
+}
+
+const char *trainc_status_message(trainc_status status) {
+  return status ? status->message.c_str() : "ok";
+}
+
+void trainc_status_free(trainc_status status) { delete status; }
+
+trainc_status trainc_executable_open(const char *path,
+                                     trainc_executable **out_executable) {
+  if (!path)
+    return nullArgument("path");
+  if (!out_executable)
+    return nullArgument("out_executable");
+  std::unique_ptr<trainc::Executable> exe;
+  if (trainc_status s = toC(trainc::Executable::load(path, exe)))
+    return s;
+  *out_executable = new trainc_executable_s{std::move(exe)};
+  return nullptr;
+}
+
+void trainc_executable_release(trainc_executable *executable) {
+  delete executable;
+}
+
+size_t trainc_executable_input_count(const trainc_executable *executable) {
+  return executable ? executable->executable->inputs().size() : 0;
+}
+
+size_t trainc_executable_output_count(const trainc_executable *executable) {
+  return executable ? executable->executable->outputs().size() : 0;
+}
+
+trainc_status trainc_executable_input_info(const trainc_executable *executable,
+                                           size_t index,
+                                           trainc_tensor_info *out_info) {
+  if (!executable)
+    return nullArgument("executable");
+  return tensorInfo(*executable->executable,
+                    executable->executable->inputs(), index, "input",
+                    out_info);
+}
+
+trainc_status trainc_executable_output_info(const trainc_executable *executable,
+                                            size_t index,
+                                            trainc_tensor_info *out_info) {
+  if (!executable)
+    return nullArgument("executable");
+  return tensorInfo(*executable->executable,
+                    executable->executable->outputs(), index, "output",
+                    out_info);
+}
+
+trainc_status trainc_session_create(trainc_executable *executable,
+                                    const char *device,
+                                    trainc_session **out_session) {
+  if (!executable)
+    return nullArgument("executable");
+  if (!out_session)
+    return nullArgument("out_session");
+  if (!device || std::strcmp(device, "cpu") != 0)
+    return toC(trainc::Status(
+        trainc::StatusCode::kNotFound,
+        std::string("device '") + (device ? device : "(null)") +
+            "' is not available (C API version 0 has \"cpu\")"));
+  std::unique_ptr<trainc::Session> session;
+  if (trainc_status s = toC(trainc::Session::create(
+          executable->executable, trainc::SessionOptions(), session)))
+    return s;
+  *out_session = new trainc_session_s{std::move(session)};
+  return nullptr;
+}
+
+void trainc_session_release(trainc_session *session) { delete session; }
+
+trainc_status trainc_session_set_input(trainc_session *session, size_t index,
+                                       const void *data, size_t bytes) {
+  if (!session)
+    return nullArgument("session");
+  if (!data && bytes)
+    return nullArgument("data");
+  return toC(session->session->setInput(index, data, bytes));
+}
+
+trainc_status trainc_session_run(trainc_session *session) {
+  if (!session)
+    return nullArgument("session");
+  return toC(session->session->run());
+}
+
+trainc_status trainc_session_output(trainc_session *session, size_t index,
+                                    const void **out_data, size_t *out_bytes) {
+  if (!session)
+    return nullArgument("session");
+  if (!out_data || !out_bytes)
+    return nullArgument("out_data/out_bytes");
+  const trainc::Executable &exe = session->session->executable();
+  if (index >= exe.outputs().size())
+    return toC(trainc::Status(trainc::StatusCode::kOutOfRange,
+                              "output " + std::to_string(index) +
+                                  " does not exist"));
+  trainc::cpu::TensorRef out = session->session->output(index);
+  *out_data = out.data;
+  *out_bytes = exe.tensors()[exe.outputs()[index]].size;
+  return nullptr;
+}
+
+} // extern "C"

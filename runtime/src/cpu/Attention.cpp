@@ -1,0 +1,128 @@
+//===- Attention.cpp - Scaled dot-product attention -----------------------===//
+//
+// For each batch b, query head h and query row i, with g = h / (Hq / Hk)
+// the key/value head it shares (grouped-query attention):
+//
+//   s[j]   = scale * sum_d q[b,h,i,d] * k[b,g,j,d] + mask[b,h,i,j]
+//            for the allowed keys j (all j, or j <= i + (Sk - Sq) when
+//            causal: the last query row sees every key, as in KV-cached
+//            decoding)
+//   p[j]   = exp(s[j] - max_j s[j]) / sum_j exp(s[j] - max_j s[j])
+//   o[b,h,i,:] = sum_j p[j] * v[b,g,j,:]
+//
+// A row where no key is allowed, or every allowed score is -inf (masked),
+// has no distribution to take; it gives zeros instead of NaN so that padded
+// rows do not poison the rest of the batch. The mask is additive and each
+// of its dims is 1 (broadcast) or the scores' size.
+//
+// Compute in f64 for f64, in f32 otherwise; 16-bit operands are widened
+// once up front. Rows are independent and are split across threads.
+//
+// Shape legend: q [B, Hq, Sq, D], k [B, Hk, Sk, D], v [B, Hk, Sk, Dv],
+// mask [B|1, Hq|1, Sq|1, Sk|1], o [B, Hq, Sq, Dv].
+//
+//===----------------------------------------------------------------------===//
+
+#include "base/Parallel.h"
+#include "cpu/KernelUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+namespace trainc::cpu {
+namespace {
+
+/// `t`'s elements as T: the tensor itself when it already holds T, else a
+/// widened copy in `storage`.
+template <typename T>
+const T *asCompute(const TensorRef &t, std::vector<T> &storage) {
+  if (t.dtype == (std::is_same<T, double>::value ? DType::kF64 : DType::kF32))
+    return t.as<T>();
+  storage.resize(t.numElements());
+  for (int64_t i = 0, e = t.numElements(); i < e; ++i)
+    storage[i] = loadAs<T>(t, i);
+  return storage.data();
+}
+
+} // namespace
+
+Status runAttention(const KernelCall &call) {
+  const TensorRef &qRef = call.inputs[0], &kRef = call.inputs[1],
+                  &vRef = call.inputs[2];
+  const TensorRef &out = call.outputs[0];
+  if (!isFloat(qRef.dtype))
+    return unsupportedDType(call, qRef.dtype);
+  bool causal = call.ints[0] != 0;
+  bool hasMask = call.ints[1] != 0;
+  double scaleAttr = call.floats[0];
+  int64_t batch = qRef.dims[0], hq = qRef.dims[1], sq = qRef.dims[2],
+          d = qRef.dims[3];
+  int64_t hk = kRef.dims[1], sk = kRef.dims[2], dv = vRef.dims[3];
+  int64_t group = hk > 0 ? hq / hk : 1;
+
+  // Mask strides: 0 along broadcast dims.
+  int64_t maskStride[4] = {0, 0, 0, 0};
+  if (hasMask) {
+    const TensorRef &m = call.inputs[3];
+    std::vector<int64_t> strides = stridesOf(m);
+    for (int i = 0; i < 4; ++i)
+      maskStride[i] = m.dims[i] == 1 ? 0 : strides[i];
+  }
+
+  withFloatCompute(qRef.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> qBuf, kBuf, vBuf, maskBuf;
+    const T *q = asCompute(qRef, qBuf), *k = asCompute(kRef, kBuf),
+            *v = asCompute(vRef, vBuf);
+    const T *mask = hasMask ? asCompute(call.inputs[3], maskBuf) : nullptr;
+    const T scale = T(scaleAttr);
+    const T negInf = -std::numeric_limits<T>::infinity();
+    int64_t rowCost = std::max<int64_t>(1, sk * (d + dv));
+    int64_t grain = std::max<int64_t>(1, 65536 / rowCost);
+
+    parallelFor(batch * hq * sq, grain, [&](int64_t begin, int64_t end) {
+      std::vector<T> s(sk), acc(dv);
+      for (int64_t row = begin; row < end; ++row) {
+        int64_t i = row % sq, h = (row / sq) % hq, b = row / (sq * hq);
+        const T *qi = q + row * d;
+        int64_t kvBase = (b * hk + h / group) * sk;
+        const T *maskRow = mask ? mask + b * maskStride[0] + h * maskStride[1] +
+                                      i * maskStride[2]
+                                : nullptr;
+        // Keys [0, allowed) are visible to this row.
+        int64_t allowed =
+            causal ? std::clamp<int64_t>(i + (sk - sq) + 1, 0, sk) : sk;
+        T max = negInf;
+        for (int64_t j = 0; j < allowed; ++j) {
+          const T *kj = k + (kvBase + j) * d;
+          T dot = 0;
+          for (int64_t e = 0; e < d; ++e)
+            dot += qi[e] * kj[e];
+          s[j] = scale * dot + (maskRow ? maskRow[j * maskStride[3]] : T(0));
+          max = std::max(max, s[j]);
+        }
+        std::fill(acc.begin(), acc.end(), T(0));
+        if (max != negInf) {
+          T sum = 0;
+          for (int64_t j = 0; j < allowed; ++j) {
+            T p = std::exp(s[j] - max);
+            sum += p;
+            const T *vj = v + (kvBase + j) * dv;
+            for (int64_t e = 0; e < dv; ++e)
+              acc[e] += p * vj[e];
+          }
+          for (int64_t e = 0; e < dv; ++e)
+            acc[e] /= sum;
+        }
+        for (int64_t e = 0; e < dv; ++e)
+          storeAs(out, row * dv + e, acc[e]);
+      }
+    });
+  });
+  return okStatus();
+}
+
+} // namespace trainc::cpu

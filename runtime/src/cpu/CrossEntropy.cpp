@@ -1,0 +1,117 @@
+//===- CrossEntropy.cpp - Softmax cross-entropy with integer targets ------===//
+//
+// For each position r with target t = targets[r]:
+//
+//   loss[r] = logsumexp(x[r, :]) - x[r, t]
+//           = (m - x[r, t]) + log(sum_c exp(x[r, c] - m)),  m = max_c x[r, c]
+//
+// The max-shifted sum cannot overflow, and subtracting x[r, t] from m
+// before adding the log keeps the result accurate when the logits are large
+// (m + log(...) would round to the ulp of m first). Positions whose target
+// equals ignore_index have loss 0 and are not counted. Reductions, as PyTorch's
+// cross_entropy:
+//   none: loss[r], shape of targets
+//   sum:  sum_r loss[r]
+//   mean: sum_r loss[r] / #(positions not ignored); NaN when that is 0.
+// A target outside [0, C) that is not ignore_index is an error naming the
+// position and the value; targets are all checked before any output is
+// written. Compute and the reduction in f64 for f64, in f32 otherwise; the
+// reduction adds the per-position losses in order, so the result does not
+// depend on the thread count.
+//
+// Shape legend: logits [R..., C] viewed as [R, C], targets [R...] (i32 or
+// i64).
+//
+//===----------------------------------------------------------------------===//
+
+#include "base/Parallel.h"
+#include "cpu/KernelUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace trainc::cpu {
+namespace {
+
+/// "[i, j, ...]": the multi-index of flat position `r` in `t`.
+std::string positionString(const TensorRef &t, int64_t r) {
+  std::vector<int64_t> strides = stridesOf(t);
+  std::string s = "[";
+  for (int d = 0; d < t.rank; ++d) {
+    s += (d ? ", " : "") + std::to_string(r / strides[d]);
+    r %= strides[d];
+  }
+  return s + "]";
+}
+
+} // namespace
+
+Status runCrossEntropy(const KernelCall &call) {
+  const TensorRef &logits = call.inputs[0], &targets = call.inputs[1];
+  const TensorRef &out = call.outputs[0];
+  if (!isFloat(logits.dtype))
+    return unsupportedDType(call, logits.dtype);
+  if (targets.dtype != DType::kI32 && targets.dtype != DType::kI64)
+    return unsupportedDType(call, targets.dtype);
+  int64_t reduction = call.ints[0];
+  bool hasIgnore = call.ints[1] != 0;
+  int64_t ignoreIndex = call.ints[2];
+  int64_t classes = logits.dims[logits.rank - 1];
+  int64_t rows = targets.numElements();
+
+  std::vector<int64_t> target(rows);
+  int64_t counted = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t t = loadAs<int64_t>(targets, r);
+    target[r] = t;
+    if (hasIgnore && t == ignoreIndex)
+      continue;
+    if (t < 0 || t >= classes)
+      return kernelError(call, "target " + std::to_string(t) + " at position " +
+                                   positionString(targets, r) +
+                                   " is outside [0, " +
+                                   std::to_string(classes) + ")");
+    ++counted;
+  }
+
+  withFloatCompute(logits.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> loss(rows, T(0));
+    int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(classes, 1));
+    parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+      std::vector<T> row(classes);
+      for (int64_t r = begin; r < end; ++r) {
+        if (hasIgnore && target[r] == ignoreIndex)
+          continue;
+        int64_t base = r * classes;
+        T max = -std::numeric_limits<T>::infinity();
+        for (int64_t c = 0; c < classes; ++c) {
+          row[c] = loadAs<T>(logits, base + c);
+          max = std::max(max, row[c]);
+        }
+        T sum = 0;
+        for (int64_t c = 0; c < classes; ++c)
+          sum += std::exp(row[c] - max);
+        loss[r] = (max - row[target[r]]) + std::log(sum);
+      }
+    });
+    if (reduction == 0) {
+      for (int64_t r = 0; r < rows; ++r)
+        storeAs(out, r, loss[r]);
+      return;
+    }
+    T total = 0;
+    for (T l : loss)
+      total += l;
+    if (reduction == 2)
+      total =
+          counted ? total / T(counted) : std::numeric_limits<T>::quiet_NaN();
+    storeAs(out, 0, total);
+  });
+  return okStatus();
+}
+
+} // namespace trainc::cpu

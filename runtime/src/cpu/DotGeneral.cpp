@@ -1,0 +1,221 @@
+//===- DotGeneral.cpp - dot_general through OpenBLAS ----------------------===//
+//
+// C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]
+//
+// Every dot_general is a batched GEMM once its dimensions are grouped: b
+// runs over the batching dims (in lhs_batch order), m over lhs's free dims,
+// n over rhs's free dims (both in operand order) and k over the contracting
+// dims (in lhs_contract order, paired with rhs_contract). The result's
+// layout (batch dims, lhs free dims, rhs free dims) is exactly C[b, m, n]
+// in row-major order, so the result is never permuted; only the operands
+// may be.
+//
+// An operand is used in place when its memory order is already one of the
+// two a GEMM accepts: lhs [b, m, k] or [b, k, m] (transposed), rhs [b, k, n]
+// or [b, n, k]. The linear-layer form x[..., K] @ w[K, N] is the first case
+// with no batch: x's leading dims fold into m and one GEMM does it all.
+// Otherwise the operand is packed into [b, m, k] (resp. [b, k, n]) first.
+//
+// Precision: f32 and f64 call cblas_sgemm/cblas_dgemm. f16 and bf16 are
+// widened to f32 while packing, multiplied with sgemm (accumulation in f32)
+// and the result is rounded to nearest even once, at the end.
+//
+// Shape legend: B batch (product of batching dims), M/N products of the lhs
+// and rhs free dims, K product of the contracting dims.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cpu/KernelUtil.h"
+
+#include <cblas.h>
+
+#include <climits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace trainc::cpu {
+namespace {
+
+/// The dims of an operand grouped for a GEMM, each group in the order its
+/// elements are flattened.
+struct DimGroups {
+  std::vector<int> batch, free, contract;
+};
+
+DimGroups groupDims(const TensorRef &t, const int64_t *batch,
+                    const int64_t *contract, int64_t nb, int64_t nc) {
+  DimGroups g;
+  std::vector<bool> used(t.rank, false);
+  for (int64_t i = 0; i < nb; ++i) {
+    g.batch.push_back(int(batch[i]));
+    used[batch[i]] = true;
+  }
+  for (int64_t i = 0; i < nc; ++i) {
+    g.contract.push_back(int(contract[i]));
+    used[contract[i]] = true;
+  }
+  for (int d = 0; d < t.rank; ++d)
+    if (!used[d])
+      g.free.push_back(d);
+  return g;
+}
+
+std::vector<int> concat(std::initializer_list<const std::vector<int> *> parts) {
+  std::vector<int> out;
+  for (const std::vector<int> *p : parts)
+    out.insert(out.end(), p->begin(), p->end());
+  return out;
+}
+
+bool isIdentity(const std::vector<int> &perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != int(i))
+      return false;
+  return true;
+}
+
+int64_t product(const TensorRef &t, const std::vector<int> &dims) {
+  int64_t n = 1;
+  for (int d : dims)
+    n *= t.dims[d];
+  return n;
+}
+
+/// Writes `t` with its dims permuted (packed dim i = source dim perm[i]) to
+/// `out`; load(i) reads source element i as T. The innermost packed dim is a
+/// strided run of the source; an odometer walks the others.
+template <typename T, typename Load>
+void packPermuted(const TensorRef &t, const std::vector<int> &perm, Load load,
+                  T *out) {
+  int rank = t.rank;
+  if (rank == 0) {
+    out[0] = load(0);
+    return;
+  }
+  std::vector<int64_t> srcStrides = stridesOf(t);
+  int64_t inner = t.dims[perm[rank - 1]];
+  int64_t innerStride = srcStrides[perm[rank - 1]];
+  int64_t outer = t.numElements() / inner;
+  std::vector<int64_t> index(rank, 0);
+  int64_t src = 0;
+  for (int64_t o = 0; o < outer; ++o, out += inner) {
+    for (int64_t i = 0; i < inner; ++i)
+      out[i] = load(src + i * innerStride);
+    // Advance the odometer over packed dims rank-2 .. 0.
+    for (int p = rank - 2; p >= 0; --p) {
+      int d = perm[p];
+      src += srcStrides[d];
+      if (++index[p] < t.dims[d])
+        break;
+      src -= srcStrides[d] * t.dims[d];
+      index[p] = 0;
+    }
+  }
+}
+
+/// One GEMM operand: a pointer to [B, rows, cols] (or [B, cols, rows] when
+/// `trans`) in the compute type, either the tensor itself or a packed copy.
+template <typename T> struct Operand {
+  const T *data = nullptr;
+  bool trans = false;
+  std::vector<T> packed;
+};
+
+/// Uses `t` in place when its dims are already in order `plain` ([B, rows,
+/// cols]) or `transposed` ([B, cols, rows]) and it holds T; packs it into
+/// order `plain` otherwise.
+template <typename T>
+Operand<T> prepareOperand(const TensorRef &t, const std::vector<int> &plain,
+                          const std::vector<int> &transposed) {
+  Operand<T> op;
+  bool native =
+      t.dtype == (std::is_same<T, double>::value ? DType::kF64 : DType::kF32);
+  if (native && isIdentity(plain)) {
+    op.data = t.as<T>();
+    return op;
+  }
+  if (native && isIdentity(transposed)) {
+    op.data = t.as<T>();
+    op.trans = true;
+    return op;
+  }
+  op.packed.resize(t.numElements());
+  if (native) {
+    const T *src = t.as<T>();
+    packPermuted(
+        t, plain, [src](int64_t i) { return src[i]; }, op.packed.data());
+  } else {
+    packPermuted(
+        t, plain, [&t](int64_t i) { return loadAs<T>(t, i); },
+        op.packed.data());
+  }
+  op.data = op.packed.data();
+  return op;
+}
+
+void gemm(bool ta, bool tb, int m, int n, int k, const float *a, const float *b,
+          float *c) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, ta ? m : k, b,
+              tb ? k : n, 0.0f, c, n);
+}
+
+void gemm(bool ta, bool tb, int m, int n, int k, const double *a,
+          const double *b, double *c) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, ta ? m : k, b,
+              tb ? k : n, 0.0, c, n);
+}
+
+} // namespace
+
+Status runDotGeneral(const KernelCall &call) {
+  const TensorRef &lhs = call.inputs[0], &rhs = call.inputs[1];
+  const TensorRef &out = call.outputs[0];
+  if (!isFloat(lhs.dtype))
+    return unsupportedDType(call, lhs.dtype);
+  int64_t nb = call.ints[0], nc = call.ints[1];
+  const int64_t *attrs = call.ints.data + 2;
+  DimGroups l = groupDims(lhs, attrs, attrs + 2 * nb, nb, nc);
+  DimGroups r = groupDims(rhs, attrs + nb, attrs + 2 * nb + nc, nb, nc);
+
+  int64_t batch = product(lhs, l.batch), m = product(lhs, l.free),
+          n = product(rhs, r.free), k = product(lhs, l.contract);
+  if (batch * m * n == 0)
+    return okStatus();
+  if (k == 0) { // An empty sum.
+    for (int64_t i = 0, e = out.numElements(); i < e; ++i)
+      storeAs(out, i, 0.0);
+    return okStatus();
+  }
+  // cblas takes 32-bit sizes (OpenBLAS built without INTERFACE64).
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
+    std::string sizes = "M=" + std::to_string(m) + ", N=" + std::to_string(n) +
+                        ", K=" + std::to_string(k);
+    return kernelError(call, "GEMM sizes (" + sizes +
+                                 ") exceed the BLAS's 32-bit limit");
+  }
+
+  return withFloatCompute(lhs.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    Operand<T> a =
+        prepareOperand<T>(lhs, concat({&l.batch, &l.free, &l.contract}),
+                          concat({&l.batch, &l.contract, &l.free}));
+    Operand<T> b =
+        prepareOperand<T>(rhs, concat({&r.batch, &r.contract, &r.free}),
+                          concat({&r.batch, &r.free, &r.contract}));
+    // 16-bit results are computed in a float buffer and rounded once.
+    bool native = out.dtype == DType::kF32 || out.dtype == DType::kF64;
+    std::vector<T> wide(native ? 0 : batch * m * n);
+    T *c = native ? out.as<T>() : wide.data();
+    for (int64_t i = 0; i < batch; ++i)
+      gemm(a.trans, b.trans, int(m), int(n), int(k), a.data + i * m * k,
+           b.data + i * k * n, c + i * m * n);
+    for (size_t i = 0; i < wide.size(); ++i)
+      storeAs(out, int64_t(i), wide[i]);
+    return okStatus();
+  });
+}
+
+} // namespace trainc::cpu

@@ -1,0 +1,103 @@
+//===- KernelUtil.h - Loading, storing and indexing for CPU kernels -*- C++ -*-===//
+//
+// Helpers every kernel family shares: element access in any dtype (16-bit
+// floats converted with round-to-nearest-even, see base/Float16.h), the
+// compute type of a dtype, row-major strides, and uniform error messages.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_CPU_KERNELUTIL_H
+#define TRAINC_RUNTIME_CPU_KERNELUTIL_H
+
+#include "base/Float16.h"
+#include "cpu/Kernels.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainc::cpu {
+
+/// Element i of `t` converted to T (float, double or int64_t). Floats
+/// convert to integers by truncation; callers that need graph.convert's
+/// checked semantics check first.
+template <typename T> inline T loadAs(const TensorRef &t, int64_t i) {
+  switch (t.dtype) {
+  case DType::kF64:
+    return static_cast<T>(t.as<double>()[i]);
+  case DType::kF32:
+    return static_cast<T>(t.as<float>()[i]);
+  case DType::kF16:
+    return static_cast<T>(f16ToFloat(t.as<uint16_t>()[i]));
+  case DType::kBF16:
+    return static_cast<T>(bf16ToFloat(t.as<uint16_t>()[i]));
+  case DType::kI64:
+    return static_cast<T>(t.as<int64_t>()[i]);
+  case DType::kI32:
+    return static_cast<T>(t.as<int32_t>()[i]);
+  case DType::kI1:
+    return static_cast<T>(t.as<uint8_t>()[i] != 0);
+  }
+  return T();
+}
+
+/// Stores `v` as element i of `t`: 16-bit floats round to nearest even
+/// (a double rounds to float first, then to 16 bits: exact for values
+/// computed in float, which is how 16-bit kernels compute); i1 stores v != 0.
+template <typename T> inline void storeAs(const TensorRef &t, int64_t i, T v) {
+  switch (t.dtype) {
+  case DType::kF64:
+    t.as<double>()[i] = static_cast<double>(v);
+    return;
+  case DType::kF32:
+    t.as<float>()[i] = static_cast<float>(v);
+    return;
+  case DType::kF16:
+    t.as<uint16_t>()[i] = floatToF16(static_cast<float>(v));
+    return;
+  case DType::kBF16:
+    t.as<uint16_t>()[i] = floatToBf16(static_cast<float>(v));
+    return;
+  case DType::kI64:
+    t.as<int64_t>()[i] = static_cast<int64_t>(v);
+    return;
+  case DType::kI32:
+    t.as<int32_t>()[i] = static_cast<int32_t>(v);
+    return;
+  case DType::kI1:
+    t.as<uint8_t>()[i] = v != T(0);
+    return;
+  }
+}
+
+/// Calls fn with a value of the compute type of float dtype `t`: double
+/// for f64, float for f32, f16 and bf16.
+template <typename Fn> inline auto withFloatCompute(DType t, Fn &&fn) {
+  if (t == DType::kF64)
+    return fn(double());
+  return fn(float());
+}
+
+/// Row-major strides of `t`, in elements.
+inline std::vector<int64_t> stridesOf(const TensorRef &t) {
+  std::vector<int64_t> strides(t.rank, 1);
+  for (int d = t.rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * t.dims[d + 1];
+  return strides;
+}
+
+/// "<op>: <message>" as an invalid-argument Status.
+inline Status kernelError(const KernelCall &call, const std::string &message) {
+  return invalidArgument(std::string(opcodeName(call.op)) + ": " + message);
+}
+
+/// "<op>: dtype <name> is not supported".
+inline Status unsupportedDType(const KernelCall &call, DType t) {
+  return Status(StatusCode::kUnimplemented,
+                std::string(opcodeName(call.op)) + ": dtype " + dtypeName(t) +
+                    " is not supported");
+}
+
+} // namespace trainc::cpu
+
+#endif // TRAINC_RUNTIME_CPU_KERNELUTIL_H

@@ -1,0 +1,93 @@
+//===- Norm.cpp - Layer norm and RMS norm ---------------------------------===//
+//
+// Over each row x[r, :] of N elements (the dims axis..rank-1 flattened):
+//
+//   layer_norm: mean = sum_j x[j] / N
+//               var  = sum_j (x[j] - mean)^2 / N          (biased)
+//               y[j] = (x[j] - mean) / sqrt(var + eps) * scale[j] + bias[j]
+//   rms_norm:   ms   = sum_j x[j]^2 / N
+//               y[j] = x[j] / sqrt(ms + eps) * scale[j]
+//
+// scale and bias have the normalized shape (N elements) and default to 1
+// and 0. The variance is computed in a second pass over the row rather than
+// as E[x^2] - E[x]^2, which cancels catastrophically when |mean| >> std.
+// Compute and sums in f64 for f64, in f32 otherwise.
+//
+// Shape legend: the input viewed as [R, N], R the product of dims
+// 0..axis-1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "base/Parallel.h"
+#include "cpu/KernelUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace trainc::cpu {
+namespace {
+
+/// Loads the N-element `t` as T, or returns `fill` repeated when absent.
+template <typename T>
+std::vector<T> loadParam(const TensorRef *t, int64_t n, T fill) {
+  std::vector<T> v(n, fill);
+  if (t)
+    for (int64_t j = 0; j < n; ++j)
+      v[j] = loadAs<T>(*t, j);
+  return v;
+}
+
+} // namespace
+
+Status runNorm(const KernelCall &call) {
+  const TensorRef &x = call.inputs[0];
+  const TensorRef &y = call.outputs[0];
+  if (!isFloat(x.dtype))
+    return unsupportedDType(call, x.dtype);
+  bool layer = call.op == Opcode::kLayerNorm;
+  int axis = int(call.ints[0]);
+  bool hasScale = call.ints[1] != 0;
+  bool hasBias = layer && call.ints[2] != 0;
+  const TensorRef *scaleRef = hasScale ? &call.inputs[1] : nullptr;
+  const TensorRef *biasRef = hasBias ? &call.inputs[hasScale ? 2 : 1] : nullptr;
+  double epsilon = call.floats[0];
+
+  int64_t rows = 1, n = 1;
+  for (int d = 0; d < x.rank; ++d)
+    (d < axis ? rows : n) *= x.dims[d];
+  if (n == 0)
+    return okStatus();
+
+  withFloatCompute(x.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> scale = loadParam<T>(scaleRef, n, T(1));
+    std::vector<T> bias = loadParam<T>(biasRef, n, T(0));
+    T eps = T(epsilon);
+    int64_t grain = std::max<int64_t>(1, 4096 / n);
+    parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+      std::vector<T> row(n);
+      for (int64_t r = begin; r < end; ++r) {
+        int64_t base = r * n;
+        for (int64_t j = 0; j < n; ++j)
+          row[j] = loadAs<T>(x, base + j);
+        T mean = 0;
+        if (layer) {
+          for (int64_t j = 0; j < n; ++j)
+            mean += row[j];
+          mean /= T(n);
+        }
+        // Mean of squares about `mean` (0 for RMS norm).
+        T sumSq = 0;
+        for (int64_t j = 0; j < n; ++j)
+          sumSq += (row[j] - mean) * (row[j] - mean);
+        T rstd = T(1) / std::sqrt(sumSq / T(n) + eps);
+        for (int64_t j = 0; j < n; ++j)
+          storeAs(y, base + j, (row[j] - mean) * rstd * scale[j] + bias[j]);
+      }
+    });
+  });
+  return okStatus();
+}
+
+} // namespace trainc::cpu

@@ -1,0 +1,308 @@
+//===- Reduction.cpp - Reductions: sum, max and mean over dims
+//-------------===//
+//
+//   sum:  y[k] = sum_{r} x[k, r]
+//   max:  y[k] = max_{r} x[k, r]        (NaN if any x[k, r] is NaN)
+//   mean: y[k] = sum_{r} x[k, r] / R
+// where k runs over the kept dims (the result's, in order) and r over the
+// R elements of the reduced dims (`ints`), which the result drops. An empty
+// reduction (R = 0) gives 0 for sum, NaN for mean (0 / 0) and -inf (floats)
+// or the lowest value (integers) for max.
+//
+// Shape legend: after dropping size-1 dims and merging neighbouring dims
+// that are both kept or both reduced, the operand's innermost run of
+// contiguous elements is either
+//   - reduced (L elements): each output sums rows of L contiguous elements,
+//     one row per combination of the other reduced dims; or
+//   - kept (K elements): K neighbouring outputs read K contiguous elements
+//     per reduced element, and accumulate side by side.
+// Both shapes read memory sequentially; work is split over outputs.
+//
+// Accumulation: float sums (and means) accumulate in double for every float
+// dtype, not only f64. A double accumulator over at most 2^29 float terms
+// has an error far below one float ulp of the sum's magnitude, so the f32
+// result is the exact sum rounded once (up to cancellation), whatever the
+// row length and summation order; an f32 accumulator loses ~n/2 ulps on a
+// row of n similar values, and pairwise f32 summation would still lose
+// ~log2(n). Converting float to double is exact and costs nothing next to
+// the memory traffic. The sum is rounded to float before a 16-bit store, as
+// if computed in f32. Integer sums accumulate in int64 and wrap around in
+// two's complement; storing to i32 keeps the low bits, which is the wrapped
+// i32 sum. Max is exact in any type and works in the compute type.
+//
+// Each output's terms are combined in a fixed order that depends only on
+// the shape, so results do not depend on the thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "base/Parallel.h"
+#include "cpu/KernelUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+namespace trainc::cpu {
+namespace {
+
+/// Elements read per parallel chunk.
+constexpr int64_t kGrain = 16384;
+
+/// Neighbouring outputs accumulated together when the innermost dim is
+/// kept: their accumulators stay in L1.
+constexpr int64_t kTile = 256;
+
+// How each dtype is stored and loaded into its compute type.
+struct F64 {
+  using Storage = double;
+  using Compute = double;
+  static double load(double v) { return v; }
+  static double store(double v) { return v; }
+};
+struct F32 {
+  using Storage = float;
+  using Compute = float;
+  static float load(float v) { return v; }
+  static float store(float v) { return v; }
+};
+struct F16 {
+  using Storage = uint16_t;
+  using Compute = float;
+  static float load(uint16_t v) { return f16ToFloat(v); }
+  static uint16_t store(float v) { return floatToF16(v); }
+};
+struct BF16 {
+  using Storage = uint16_t;
+  using Compute = float;
+  static float load(uint16_t v) { return bf16ToFloat(v); }
+  static uint16_t store(float v) { return floatToBf16(v); }
+};
+template <typename T> struct Int {
+  using Storage = T;
+  using Compute = T;
+  static T load(T v) { return v; }
+  static T store(T v) { return v; }
+};
+
+template <typename Io>
+constexpr bool kIsFloat = std::is_floating_point_v<typename Io::Compute>;
+
+/// Sum (and mean): double for floats, wrapping int64 for integers.
+template <typename Io> struct SumOp {
+  using Acc = std::conditional_t<kIsFloat<Io>, double, int64_t>;
+  static Acc init() { return 0; }
+  static Acc load(typename Io::Storage v) { return Acc(Io::load(v)); }
+  static Acc combine(Acc a, Acc b) {
+    if constexpr (kIsFloat<Io>)
+      return a + b;
+    else // Unsigned: overflow wraps instead of being undefined.
+      return static_cast<int64_t>(uint64_t(a) + uint64_t(b));
+  }
+};
+
+/// Max in the compute type; a NaN accumulator or operand wins.
+template <typename Io> struct MaxOp {
+  using Acc = typename Io::Compute;
+  static Acc init() {
+    if constexpr (kIsFloat<Io>)
+      return -std::numeric_limits<Acc>::infinity();
+    else
+      return std::numeric_limits<Acc>::lowest();
+  }
+  static Acc load(typename Io::Storage v) { return Io::load(v); }
+  static Acc combine(Acc a, Acc b) {
+    if constexpr (kIsFloat<Io>)
+      return (a > b || std::isnan(a)) ? a : b;
+    else
+      return a > b ? a : b;
+  }
+};
+
+/// The operand's dims, merged into the two layouts the header describes.
+struct Geometry {
+  /// The outer kept dims (sizes and strides in elements), row-major.
+  std::vector<int64_t> keptSizes, keptStrides;
+  /// Offset of each reduced row (or element, when the innermost run is
+  /// kept), in the order the terms are combined.
+  std::vector<int64_t> rowOffsets;
+  /// Length of the innermost contiguous run and whether it is reduced.
+  int64_t inner = 1;
+  bool innerReduced = false;
+};
+
+Geometry analyze(const TensorRef &x, Span<int64_t> reducedDims) {
+  std::vector<bool> reduced(x.rank, false);
+  for (int64_t d : reducedDims)
+    reduced[d] = true;
+  std::vector<int64_t> strides = stridesOf(x);
+  // Merged dims: in row-major order two neighbours (size-1 dims between
+  // them aside) always merge into one of their product's size.
+  struct Dim {
+    int64_t size, stride;
+    bool reduced;
+  };
+  std::vector<Dim> merged;
+  for (int d = 0; d < x.rank; ++d) {
+    if (x.dims[d] == 1)
+      continue;
+    if (!merged.empty() && merged.back().reduced == reduced[d]) {
+      merged.back().size *= x.dims[d];
+      merged.back().stride = strides[d];
+    } else {
+      merged.push_back({x.dims[d], strides[d], reduced[d]});
+    }
+  }
+
+  Geometry g;
+  if (!merged.empty()) {
+    g.inner = merged.back().size;
+    g.innerReduced = merged.back().reduced;
+    merged.pop_back();
+  }
+  g.rowOffsets = {0};
+  for (const Dim &d : merged) {
+    if (!d.reduced) {
+      g.keptSizes.push_back(d.size);
+      g.keptStrides.push_back(d.stride);
+      continue;
+    }
+    std::vector<int64_t> next;
+    next.reserve(g.rowOffsets.size() * d.size);
+    for (int64_t offset : g.rowOffsets)
+      for (int64_t i = 0; i < d.size; ++i)
+        next.push_back(offset + i * d.stride);
+    g.rowOffsets = std::move(next);
+  }
+  return g;
+}
+
+/// Offset of the first element of kept-dims index `k` (row-major).
+int64_t keptOffset(const Geometry &g, int64_t k) {
+  int64_t offset = 0;
+  for (int d = int(g.keptSizes.size()) - 1; d >= 0; --d) {
+    offset += (k % g.keptSizes[d]) * g.keptStrides[d];
+    k /= g.keptSizes[d];
+  }
+  return offset;
+}
+
+/// Reduces n contiguous elements. Eight independent partial results break
+/// the dependency chain of the adds (and fit vector registers) while the
+/// order stays fixed.
+template <typename Op, typename S>
+typename Op::Acc reduceRun(const S *p, int64_t n) {
+  using Acc = typename Op::Acc;
+  constexpr int kLanes = 8;
+  Acc lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, Op::init());
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k)
+      lanes[k] = Op::combine(lanes[k], Op::load(p[i + k]));
+  Acc acc = Op::init();
+  for (int k = 0; k < kLanes; ++k)
+    acc = Op::combine(acc, lanes[k]);
+  for (; i < n; ++i)
+    acc = Op::combine(acc, Op::load(p[i]));
+  return acc;
+}
+
+/// y[k] = finish(reduction of output k's terms) for every output.
+template <typename Op, typename S, typename Finish>
+void reduce(const S *x, S *y, int64_t outputs, const Geometry &g,
+            Finish finish) {
+  using Acc = typename Op::Acc;
+  int64_t terms = int64_t(g.rowOffsets.size()) * (g.innerReduced ? g.inner : 1);
+  int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(terms, 1));
+  if (g.innerReduced) {
+    parallelFor(outputs, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) {
+        const S *base = x + keptOffset(g, k);
+        Acc acc = Op::init();
+        for (int64_t offset : g.rowOffsets)
+          acc = Op::combine(acc, reduceRun<Op>(base + offset, g.inner));
+        y[k] = finish(acc);
+      }
+    });
+    return;
+  }
+  // Outputs k .. k + w - 1 share a kept row: accumulate them side by side.
+  parallelFor(outputs, grain, [&](int64_t begin, int64_t end) {
+    Acc acc[kTile];
+    for (int64_t k = begin; k < end;) {
+      int64_t row = k / g.inner, column = k % g.inner;
+      int64_t w = std::min({end - k, g.inner - column, kTile});
+      const S *base = x + keptOffset(g, row) + column;
+      std::fill(acc, acc + w, Op::init());
+      for (int64_t offset : g.rowOffsets) {
+        const S *p = base + offset;
+        for (int64_t j = 0; j < w; ++j)
+          acc[j] = Op::combine(acc[j], Op::load(p[j]));
+      }
+      for (int64_t j = 0; j < w; ++j)
+        y[k + j] = finish(acc[j]);
+      k += w;
+    }
+  });
+}
+
+template <typename Io> Status reduceTyped(const KernelCall &call) {
+  using S = typename Io::Storage;
+  using C = typename Io::Compute;
+  const TensorRef &x = call.inputs[0];
+  const TensorRef &y = call.outputs[0];
+  int64_t count = 1; // R: terms per output, 0 for an empty reduction.
+  for (int64_t d : call.ints)
+    count *= x.dims[d];
+  // An empty operand has no terms (a Geometry without rows), so every
+  // output gets the empty reduction's value; analyze() assumes no zero-size
+  // dims.
+  Geometry g = x.numElements() == 0 ? Geometry() : analyze(x, call.ints);
+  auto run = [&](auto op, auto finish) {
+    reduce<decltype(op)>(x.as<S>(), y.as<S>(), y.numElements(), g, finish);
+    return okStatus();
+  };
+  switch (call.op) {
+  case Opcode::kReduceSum:
+    return run(SumOp<Io>(), [](typename SumOp<Io>::Acc a) {
+      return Io::store(static_cast<C>(a));
+    });
+  case Opcode::kReduceMax:
+    return run(MaxOp<Io>(), [](C a) { return Io::store(a); });
+  case Opcode::kReduceMean:
+    if constexpr (kIsFloat<Io>)
+      return run(SumOp<Io>(), [count](double a) {
+        return Io::store(static_cast<C>(a / double(count)));
+      });
+    break;
+  default:
+    break;
+  }
+  return unsupportedDType(call, x.dtype);
+}
+
+} // namespace
+
+Status runReduction(const KernelCall &call) {
+  switch (call.inputs[0].dtype) {
+  case DType::kF64:
+    return reduceTyped<F64>(call);
+  case DType::kF32:
+    return reduceTyped<F32>(call);
+  case DType::kF16:
+    return reduceTyped<F16>(call);
+  case DType::kBF16:
+    return reduceTyped<BF16>(call);
+  case DType::kI64:
+    return reduceTyped<Int<int64_t>>(call);
+  case DType::kI32:
+    return reduceTyped<Int<int32_t>>(call);
+  case DType::kI1:
+    break;
+  }
+  return unsupportedDType(call, call.inputs[0].dtype);
+}
+
+} // namespace trainc::cpu

@@ -1,0 +1,195 @@
+//===- Executable.cpp - Loading and validating trainc executables ---------===//
+
+#include "exec/Executable.h"
+
+#include "trainc/schema/executable_generated.h"
+
+#include <fstream>
+#include <iterator>
+#include <limits>
+
+namespace trainc {
+namespace {
+
+Status dataLoss(const std::string &origin, const std::string &message) {
+  return Status(StatusCode::kDataLoss, origin + ": " + message);
+}
+
+template <typename T, typename FbVector>
+std::vector<T> copyVector(const FbVector *v) {
+  std::vector<T> out;
+  if (v)
+    out.assign(v->begin(), v->end());
+  return out;
+}
+
+/// a * b, or false on overflow of `limit`.
+bool mulBounded(uint64_t a, uint64_t b, uint64_t limit, uint64_t &out) {
+  if (a != 0 && b > limit / a)
+    return false;
+  out = a * b;
+  return true;
+}
+
+} // namespace
+
+std::string describeTensor(const std::vector<TensorInfo> &tensors,
+                           uint32_t id) {
+  if (id >= tensors.size())
+    return "tensor " + std::to_string(id) + " (out of range)";
+  const TensorInfo &t = tensors[id];
+  std::string s = "tensor " + std::to_string(id) + " '" + t.name + "' (" +
+                  dtypeName(t.dtype) + " [";
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(t.shape[i]);
+  return s + "])";
+}
+
+Status Executable::load(const std::string &path,
+                        std::unique_ptr<Executable> &out) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return notFound(path + ": cannot open the executable");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(file)),
+                          std::istreambuf_iterator<char>());
+  if (file.bad())
+    return Status(StatusCode::kDataLoss, path + ": read error");
+  return fromBytes(std::move(bytes), path, out);
+}
+
+Status Executable::fromBytes(std::vector<char> bytes, const std::string &origin,
+                             std::unique_ptr<Executable> &out) {
+  auto exe = std::unique_ptr<Executable>(new Executable());
+  exe->origin_ = origin;
+  exe->bytes_ = std::move(bytes);
+  TRAINC_RETURN_IF_ERROR(exe->parse());
+  out = std::move(exe);
+  return okStatus();
+}
+
+Status Executable::parse() {
+  const auto *data = reinterpret_cast<const uint8_t *>(bytes_.data());
+  size_t size = bytes_.size();
+  if (size < 8 || !fb::ExecutableBufferHasIdentifier(data))
+    return invalidArgument(origin_ + ": not a trainc executable (the file "
+                                     "identifier 'TCX1' is missing)");
+  flatbuffers::Verifier verifier(data, size);
+  if (!fb::VerifyExecutableBuffer(verifier))
+    return dataLoss(origin_, "corrupt or truncated executable (FlatBuffer "
+                             "verification failed)");
+  const fb::Executable *exe = fb::GetExecutable(data);
+  if (exe->format_version() != kFormatVersion)
+    return invalidArgument(origin_ + ": executable format version " +
+                           std::to_string(exe->format_version()) +
+                           ", but this runtime reads version " +
+                           std::to_string(kFormatVersion) +
+                           "; recompile the model with a matching trainc");
+  constantsOffset_ = exe->constants_offset();
+  constantsSize_ = exe->constants_size();
+  if (constantsOffset_ > size || constantsSize_ > size - constantsOffset_ ||
+      constantsOffset_ % kTensorAlignment != 0)
+    return dataLoss(origin_, "the constant section (offset " +
+                                 std::to_string(constantsOffset_) + ", " +
+                                 std::to_string(constantsSize_) +
+                                 " bytes) does not fit the file of " +
+                                 std::to_string(size) + " bytes");
+  if (exe->options()) {
+    if (exe->options()->source())
+      source_ = exe->options()->source()->str();
+    if (exe->options()->command())
+      command_ = exe->options()->command()->str();
+  }
+  if (exe->memory()) {
+    const fb::MemoryPlan *m = exe->memory();
+    memory_ = {m->parameters(), m->persistent_state(), m->activations(),
+               m->temporaries(), m->workspace(), m->peak()};
+  }
+  if (exe->arenas())
+    for (const fb::Arena *a : *exe->arenas())
+      arenas_.push_back({a->name() ? a->name()->str() : "", a->size()});
+
+  if (exe->tensors()) {
+    for (const fb::Tensor *t : *exe->tensors()) {
+      TensorInfo info;
+      size_t id = tensors_.size();
+      info.name = t->name() ? t->name()->str() : "";
+      auto role = static_cast<uint8_t>(t->role());
+      auto dtype = static_cast<uint8_t>(t->dtype());
+      if (role > static_cast<uint8_t>(TensorRole::kActivation) ||
+          dtype >= kNumDTypes)
+        return dataLoss(origin_, "tensor " + std::to_string(id) +
+                                     " has an invalid role or dtype");
+      info.role = static_cast<TensorRole>(role);
+      info.dtype = static_cast<DType>(dtype);
+      info.shape = copyVector<int64_t>(t->shape());
+      info.arena = t->arena();
+      info.offset = t->offset();
+      info.size = t->size();
+      info.initOffset = t->init_offset();
+      uint64_t bytes = dtypeSize(info.dtype);
+      const uint64_t limit = uint64_t(1) << 48;
+      for (int64_t d : info.shape)
+        if (d < 0 || !mulBounded(bytes, uint64_t(d), limit, bytes))
+          return dataLoss(origin_, "tensor " + std::to_string(id) +
+                                       " has an invalid shape");
+      if (bytes != info.size)
+        return dataLoss(origin_, "tensor " + std::to_string(id) + " '" +
+                                     info.name + "' records " +
+                                     std::to_string(info.size) +
+                                     " bytes but its shape needs " +
+                                     std::to_string(bytes));
+      auto fits = [](uint64_t offset, uint64_t n, uint64_t capacity) {
+        return offset <= capacity && n <= capacity - offset;
+      };
+      if (info.role == TensorRole::kConstant) {
+        if (!fits(info.offset, info.size, constantsSize_))
+          return dataLoss(origin_, "constant tensor " + std::to_string(id) +
+                                       " lies outside the constant section");
+      } else {
+        if (info.arena >= arenas_.size() ||
+            !fits(info.offset, info.size, arenas_[info.arena].size))
+          return dataLoss(origin_, "tensor " + std::to_string(id) + " '" +
+                                       info.name +
+                                       "' lies outside its arena");
+      }
+      if (info.role == TensorRole::kParameter &&
+          !fits(info.initOffset, info.size, constantsSize_))
+        return dataLoss(origin_, "the initial value of parameter '" +
+                                     info.name +
+                                     "' lies outside the constant section");
+      tensors_.push_back(std::move(info));
+    }
+  }
+  inputs_ = copyVector<uint32_t>(exe->inputs());
+  outputs_ = copyVector<uint32_t>(exe->outputs());
+  parameters_ = copyVector<uint32_t>(exe->parameters());
+  for (const auto *list : {&inputs_, &outputs_, &parameters_})
+    for (uint32_t id : *list)
+      if (id >= tensors_.size())
+        return dataLoss(origin_, "an input, output or parameter names tensor " +
+                                     std::to_string(id) + " of " +
+                                     std::to_string(tensors_.size()));
+
+  if (exe->instructions()) {
+    for (const fb::Instruction *i : *exe->instructions()) {
+      InstructionInfo inst;
+      size_t index = instructions_.size();
+      if (i->opcode() >= cpu::kNumOpcodes)
+        return dataLoss(origin_, "instruction " + std::to_string(index) +
+                                     " has unknown opcode " +
+                                     std::to_string(i->opcode()));
+      inst.op = static_cast<cpu::Opcode>(i->opcode());
+      inst.operands = copyVector<uint32_t>(i->operands());
+      inst.results = copyVector<uint32_t>(i->results());
+      inst.ints = copyVector<int64_t>(i->ints());
+      inst.floats = copyVector<double>(i->floats());
+      Status valid = validateInstruction(inst, index, tensors_);
+      if (!valid.ok())
+        return dataLoss(origin_, valid.message());
+      instructions_.push_back(std::move(inst));
+    }
+  }
+  return okStatus();
+}
+
+} // namespace trainc

@@ -1,0 +1,128 @@
+//===- Executable.h - A loaded, validated trainc executable -----*- C++ -*-===//
+//
+// Executable::load reads a .tcx file, runs the FlatBuffers verifier, checks
+// the identifier and format version, then copies the program into plain
+// structs and validates every tensor (sizes, offsets inside arenas and the
+// constant section) and every instruction (opcode, tensor ids, arity and
+// shapes, see Validate.cpp). After load succeeds, kernels can trust the
+// program: a truncated or corrupted file is an error, never a crash.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_EXEC_EXECUTABLE_H
+#define TRAINC_RUNTIME_EXEC_EXECUTABLE_H
+
+#include "base/DType.h"
+#include "base/Status.h"
+#include "cpu/Kernels.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trainc {
+
+/// The schema version this runtime reads (runtime/schema/executable.fbs).
+constexpr uint32_t kFormatVersion = 1;
+/// Alignment of arenas and of each constant in the constant section.
+constexpr uint64_t kTensorAlignment = 64;
+
+enum class TensorRole : uint8_t {
+  kInput = 0,
+  kOutput = 1,
+  kParameter = 2,
+  kConstant = 3,
+  kActivation = 4,
+};
+
+struct TensorInfo {
+  std::string name;
+  TensorRole role = TensorRole::kActivation;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  uint32_t arena = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  uint64_t initOffset = 0;
+
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+struct InstructionInfo {
+  cpu::Opcode op = cpu::Opcode::kAdd;
+  std::vector<uint32_t> operands;
+  std::vector<uint32_t> results;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+};
+
+struct ArenaInfo {
+  std::string name;
+  uint64_t size = 0;
+};
+
+struct MemoryPlanInfo {
+  uint64_t parameters = 0, persistentState = 0, activations = 0,
+           temporaries = 0, workspace = 0, peak = 0;
+};
+
+class Executable {
+public:
+  /// Loads and validates `path`.
+  static Status load(const std::string &path,
+                     std::unique_ptr<Executable> &out);
+  /// The same for bytes already in memory; `origin` names them in errors.
+  static Status fromBytes(std::vector<char> bytes, const std::string &origin,
+                          std::unique_ptr<Executable> &out);
+
+  const std::vector<TensorInfo> &tensors() const { return tensors_; }
+  const std::vector<InstructionInfo> &instructions() const {
+    return instructions_;
+  }
+  const std::vector<ArenaInfo> &arenas() const { return arenas_; }
+  const std::vector<uint32_t> &inputs() const { return inputs_; }
+  const std::vector<uint32_t> &outputs() const { return outputs_; }
+  const std::vector<uint32_t> &parameters() const { return parameters_; }
+  const MemoryPlanInfo &memoryPlan() const { return memory_; }
+  const std::string &source() const { return source_; }
+  const std::string &command() const { return command_; }
+  /// The constant section (constants and parameters' initial values).
+  const char *constants() const { return bytes_.data() + constantsOffset_; }
+  uint64_t constantsSize() const { return constantsSize_; }
+  /// Where the constant section starts in the file (after the FlatBuffer).
+  uint64_t constantsOffset() const { return constantsOffset_; }
+  /// Which file (or buffer) this came from.
+  const std::string &origin() const { return origin_; }
+
+private:
+  Status parse();
+
+  std::string origin_;
+  std::vector<char> bytes_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<InstructionInfo> instructions_;
+  std::vector<ArenaInfo> arenas_;
+  std::vector<uint32_t> inputs_, outputs_, parameters_;
+  MemoryPlanInfo memory_;
+  std::string source_, command_;
+  uint64_t constantsOffset_ = 0, constantsSize_ = 0;
+};
+
+/// Checks one instruction's arity, dtypes and shapes against its opcode's
+/// contract (cpu/Kernels.h); `index` names it in errors. (Validate.cpp)
+Status validateInstruction(const InstructionInfo &inst, size_t index,
+                           const std::vector<TensorInfo> &tensors);
+
+/// "tensor 3 'wte.weight' (f32 [128, 64])" for messages.
+std::string describeTensor(const std::vector<TensorInfo> &tensors,
+                           uint32_t id);
+
+} // namespace trainc
+
+#endif // TRAINC_RUNTIME_EXEC_EXECUTABLE_H

@@ -1,0 +1,177 @@
+//===- Session.cpp - Running an executable on the CPU device --------------===//
+
+#include "exec/Session.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace trainc {
+namespace {
+
+/// FNV-1a over a byte range, for the write check.
+uint64_t hashBytes(const char *data, uint64_t size, uint64_t h) {
+  for (uint64_t i = 0; i < size; ++i)
+    h = (h ^ uint8_t(data[i])) * 0x100000001b3ull;
+  return h;
+}
+
+} // namespace
+
+Session::~Session() {
+  for (char *a : arenas_)
+    std::free(a);
+}
+
+Status Session::create(std::shared_ptr<const Executable> executable,
+                       const SessionOptions &options,
+                       std::unique_ptr<Session> &out) {
+  auto session = std::unique_ptr<Session>(new Session());
+  session->executable_ = std::move(executable);
+  session->options_ = options;
+  const Executable &exe = *session->executable_;
+  for (const ArenaInfo &arena : exe.arenas()) {
+    uint64_t size = std::max<uint64_t>(arena.size, 1);
+    size = (size + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+    void *memory = std::aligned_alloc(kTensorAlignment, size);
+    if (!memory)
+      return Status(StatusCode::kUnavailable,
+                    "cannot allocate arena '" + arena.name + "' of " +
+                        std::to_string(arena.size) + " bytes");
+    std::memset(memory, 0, size);
+    session->arenas_.push_back(static_cast<char *>(memory));
+  }
+  session->touched_.assign(exe.arenas().size(), 0);
+  session->inputSet_.assign(exe.inputs().size(), false);
+  for (uint32_t id : exe.parameters()) {
+    const TensorInfo &t = exe.tensors()[id];
+    std::memcpy(session->arenas_[t.arena] + t.offset,
+                exe.constants() + t.initOffset, t.size);
+  }
+  out = std::move(session);
+  return okStatus();
+}
+
+cpu::TensorRef Session::ref(uint32_t id) const {
+  const TensorInfo &t = executable_->tensors()[id];
+  cpu::TensorRef r;
+  r.dtype = t.dtype;
+  r.rank = static_cast<int>(t.shape.size());
+  r.dims = t.shape.data();
+  if (t.role == TensorRole::kConstant)
+    r.data = const_cast<char *>(executable_->constants() + t.offset);
+  else
+    r.data = arenas_[t.arena] + t.offset;
+  return r;
+}
+
+Status Session::setInput(size_t index, const void *data, size_t bytes) {
+  const Executable &exe = *executable_;
+  if (index >= exe.inputs().size())
+    return invalidArgument("input " + std::to_string(index) +
+                           " does not exist (the executable has " +
+                           std::to_string(exe.inputs().size()) + " inputs)");
+  uint32_t id = exe.inputs()[index];
+  const TensorInfo &t = exe.tensors()[id];
+  if (bytes != t.size)
+    return invalidArgument("input '" + t.name + "' needs " +
+                           std::to_string(t.size) + " bytes (" +
+                           describeTensor(exe.tensors(), id) + "), got " +
+                           std::to_string(bytes));
+  std::memcpy(arenas_[t.arena] + t.offset, data, bytes);
+  touched_[t.arena] = std::max(touched_[t.arena], t.offset + t.size);
+  inputSet_[index] = true;
+  return okStatus();
+}
+
+Status Session::checkedRun(size_t index, const cpu::KernelCall &call) {
+  const InstructionInfo &inst = executable_->instructions()[index];
+  // Hash every arena byte outside the results before and after the kernel.
+  auto hashOutside = [&] {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t a = 0; a < arenas_.size(); ++a) {
+      std::vector<std::pair<uint64_t, uint64_t>> holes;
+      for (uint32_t id : inst.results) {
+        const TensorInfo &t = executable_->tensors()[id];
+        if (t.arena == a)
+          holes.push_back({t.offset, t.offset + t.size});
+      }
+      std::sort(holes.begin(), holes.end());
+      uint64_t pos = 0;
+      for (auto [begin, end] : holes) {
+        if (begin > pos)
+          h = hashBytes(arenas_[a] + pos, begin - pos, h);
+        pos = std::max(pos, end);
+      }
+      uint64_t size = executable_->arenas()[a].size;
+      if (size > pos)
+        h = hashBytes(arenas_[a] + pos, size - pos, h);
+    }
+    return h;
+  };
+  uint64_t before = hashOutside();
+  TRAINC_RETURN_IF_ERROR(cpu::runCpuKernel(call));
+  if (hashOutside() != before)
+    return internalError("instruction " + std::to_string(index) + " (" +
+                         cpu::opcodeName(inst.op) +
+                         ") wrote outside its result buffers");
+  return okStatus();
+}
+
+Status Session::run() {
+  const Executable &exe = *executable_;
+  for (size_t i = 0; i < inputSet_.size(); ++i)
+    if (!inputSet_[i])
+      return Status(StatusCode::kFailedPrecondition,
+                    "input '" + exe.tensors()[exe.inputs()[i]].name +
+                        "' was not set before run()");
+  std::vector<cpu::TensorRef> refs;
+  for (size_t i = 0; i < exe.instructions().size(); ++i) {
+    const InstructionInfo &inst = exe.instructions()[i];
+    refs.clear();
+    for (uint32_t id : inst.operands) {
+      refs.push_back(ref(id));
+      const TensorInfo &t = exe.tensors()[id];
+      if (t.role != TensorRole::kConstant)
+        touched_[t.arena] = std::max(touched_[t.arena], t.offset + t.size);
+    }
+    size_t firstResult = refs.size();
+    for (uint32_t id : inst.results) {
+      refs.push_back(ref(id));
+      const TensorInfo &t = exe.tensors()[id];
+      touched_[t.arena] = std::max(touched_[t.arena], t.offset + t.size);
+    }
+    cpu::KernelCall call;
+    call.op = inst.op;
+    call.inputs = {refs.data(), int64_t(firstResult)};
+    call.outputs = refs.data() + firstResult;
+    call.numOutputs = static_cast<int>(inst.results.size());
+    call.ints = {inst.ints.data(), int64_t(inst.ints.size())};
+    call.floats = {inst.floats.data(), int64_t(inst.floats.size())};
+    call.step = step_;
+    Status s = options_.checkWrites ? checkedRun(i, call)
+                                    : cpu::runCpuKernel(call);
+    if (!s.ok())
+      return Status(s.code(), "instruction " + std::to_string(i) + ": " +
+                                  s.message());
+  }
+  ++step_;
+  return okStatus();
+}
+
+cpu::TensorRef Session::output(size_t index) const {
+  return ref(executable_->outputs()[index]);
+}
+
+cpu::TensorRef Session::parameter(size_t index) const {
+  return ref(executable_->parameters()[index]);
+}
+
+uint64_t Session::measuredPeak() const {
+  uint64_t total = 0;
+  for (uint64_t t : touched_)
+    total += t;
+  return total;
+}
+
+} // namespace trainc

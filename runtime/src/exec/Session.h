@@ -1,0 +1,65 @@
+//===- Session.h - Running an executable on the CPU device ------*- C++ -*-===//
+//
+// A Session owns the memory of one executable's run: each arena is
+// allocated once, at creation, with exactly its planned size; parameters
+// are copied in from their initial values; constants are read in place
+// from the executable. run() executes the instruction list in order.
+//
+// Threading: one Session is not thread-safe; several Sessions of one
+// Executable may run concurrently.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_EXEC_SESSION_H
+#define TRAINC_RUNTIME_EXEC_SESSION_H
+
+#include "exec/Executable.h"
+
+#include <memory>
+
+namespace trainc {
+
+struct SessionOptions {
+  /// Debug mode: after every instruction, check that no byte outside its
+  /// results changed (so no kernel writes outside its buffers). Slow.
+  bool checkWrites = false;
+};
+
+class Session {
+public:
+  static Status create(std::shared_ptr<const Executable> executable,
+                       const SessionOptions &options,
+                       std::unique_ptr<Session> &out);
+  ~Session();
+
+  const Executable &executable() const { return *executable_; }
+
+  /// Copies `bytes` into input `index`; the size must match its tensor.
+  Status setInput(size_t index, const void *data, size_t bytes);
+  /// Runs every instruction once.
+  Status run();
+  /// The current value of output `index` (valid until the next run).
+  cpu::TensorRef output(size_t index) const;
+  /// A parameter's current value.
+  cpu::TensorRef parameter(size_t index) const;
+
+  /// The highest arena byte any instruction touched, summed over arenas:
+  /// equals the plan's peak when the executor follows the plan.
+  uint64_t measuredPeak() const;
+
+private:
+  Session() = default;
+  cpu::TensorRef ref(uint32_t id) const;
+  Status checkedRun(size_t index, const cpu::KernelCall &call);
+
+  std::shared_ptr<const Executable> executable_;
+  SessionOptions options_;
+  std::vector<char *> arenas_;
+  std::vector<uint64_t> touched_;
+  std::vector<bool> inputSet_;
+  int64_t step_ = 0;
+};
+
+} // namespace trainc
+
+#endif // TRAINC_RUNTIME_EXEC_SESSION_H

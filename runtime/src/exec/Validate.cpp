@@ -1,0 +1,401 @@
+//===- Validate.cpp - Instruction checks before anything runs -------------===//
+//
+// The runtime does not trust a file: every instruction's arity, dtypes,
+// attributes and shapes are checked against its opcode's contract
+// (cpu/Kernels.h) when the executable is loaded, so kernels never index
+// outside their tensors. The rules mirror the graph dialect's verifier.
+//
+//===----------------------------------------------------------------------===//
+
+#include "exec/Executable.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace trainc {
+namespace {
+
+using cpu::Opcode;
+using Shape = std::vector<int64_t>;
+
+/// Collects the checks of one instruction; the first failure wins.
+class Checker {
+public:
+  Checker(const InstructionInfo &inst, size_t index,
+          const std::vector<TensorInfo> &tensors)
+      : inst(inst), index(index), tensors(tensors) {}
+
+  Status error(const std::string &message) const {
+    return invalidArgument("instruction " + std::to_string(index) + " (" +
+                           cpu::opcodeName(inst.op) + "): " + message);
+  }
+
+  const TensorInfo &operand(size_t i) const {
+    return tensors[inst.operands[i]];
+  }
+  const TensorInfo &result(size_t i) const { return tensors[inst.results[i]]; }
+
+  Status arity(size_t operands, size_t results) const {
+    if (inst.operands.size() != operands || inst.results.size() != results)
+      return error("expects " + std::to_string(operands) + " operands and " +
+                   std::to_string(results) + " results, has " +
+                   std::to_string(inst.operands.size()) + " and " +
+                   std::to_string(inst.results.size()));
+    return okStatus();
+  }
+  Status attrs(size_t ints, size_t floats) const {
+    if (inst.ints.size() != ints || inst.floats.size() != floats)
+      return error("has " + std::to_string(inst.ints.size()) + " ints and " +
+                   std::to_string(inst.floats.size()) +
+                   " floats, expects " + std::to_string(ints) + " and " +
+                   std::to_string(floats));
+    return okStatus();
+  }
+  Status sameType(const TensorInfo &a, const TensorInfo &b) const {
+    if (a.dtype != b.dtype || a.shape != b.shape)
+      return error("'" + a.name + "' and '" + b.name +
+                   "' must have the same dtype and shape");
+    return okStatus();
+  }
+  Status shapeIs(const TensorInfo &t, const Shape &shape) const {
+    if (t.shape != shape)
+      return error("'" + t.name + "' has the wrong shape for its operands");
+    return okStatus();
+  }
+  Status floatType(const TensorInfo &t) const {
+    if (!isFloat(t.dtype))
+      return error("'" + t.name + "' must be a float tensor");
+    return okStatus();
+  }
+  /// `dims` are distinct and in [0, rank).
+  Status dimList(const int64_t *dims, size_t n, int64_t rank) const {
+    std::vector<bool> seen(std::max<int64_t>(rank, 0), false);
+    for (size_t i = 0; i < n; ++i) {
+      if (dims[i] < 0 || dims[i] >= rank || seen[dims[i]])
+        return error("dimension list is out of range or repeats");
+      seen[dims[i]] = true;
+    }
+    return okStatus();
+  }
+
+  Status check() const;
+
+private:
+  Status checkDotGeneral() const;
+  Status checkDataMovement() const;
+  Status checkComposite() const;
+
+  const InstructionInfo &inst;
+  size_t index;
+  const std::vector<TensorInfo> &tensors;
+};
+
+Status Checker::checkDotGeneral() const {
+  TRAINC_RETURN_IF_ERROR(arity(2, 1));
+  const TensorInfo &l = operand(0), &r = operand(1), &out = result(0);
+  TRAINC_RETURN_IF_ERROR(floatType(l));
+  if (l.dtype != r.dtype || l.dtype != out.dtype)
+    return error("operands and result must share one dtype");
+  const auto &v = inst.ints;
+  if (v.size() < 2 || v[0] < 0 || v[1] < 0 ||
+      v.size() != 2 + 2 * size_t(v[0]) + 2 * size_t(v[1]))
+    return error("malformed dimension numbers");
+  size_t nb = v[0], nc = v[1];
+  const int64_t *lb = v.data() + 2, *rb = lb + nb, *lc = rb + nb, *rc = lc + nc;
+  Shape lhsDims(lb, lb + nb), rhsDims(rb, rb + nb);
+  lhsDims.insert(lhsDims.end(), lc, lc + nc);
+  rhsDims.insert(rhsDims.end(), rc, rc + nc);
+  TRAINC_RETURN_IF_ERROR(dimList(lhsDims.data(), lhsDims.size(), l.shape.size()));
+  TRAINC_RETURN_IF_ERROR(dimList(rhsDims.data(), rhsDims.size(), r.shape.size()));
+  Shape expected;
+  for (size_t i = 0; i < nb; ++i) {
+    if (l.shape[lb[i]] != r.shape[rb[i]])
+      return error("batch dimension sizes differ");
+    expected.push_back(l.shape[lb[i]]);
+  }
+  for (size_t i = 0; i < nc; ++i)
+    if (l.shape[lc[i]] != r.shape[rc[i]])
+      return error("contracting dimension sizes differ");
+  for (size_t d = 0; d < l.shape.size(); ++d)
+    if (std::find(lhsDims.begin(), lhsDims.end(), int64_t(d)) == lhsDims.end())
+      expected.push_back(l.shape[d]);
+  for (size_t d = 0; d < r.shape.size(); ++d)
+    if (std::find(rhsDims.begin(), rhsDims.end(), int64_t(d)) == rhsDims.end())
+      expected.push_back(r.shape[d]);
+  return shapeIs(out, expected);
+}
+
+Status Checker::checkDataMovement() const {
+  const auto &v = inst.ints;
+  switch (inst.op) {
+  case Opcode::kBroadcastInDim: {
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    const TensorInfo &in = operand(0), &out = result(0);
+    if (in.dtype != out.dtype || v.size() != in.shape.size())
+      return error("dims do not match the operand");
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i] < 0 || v[i] >= int64_t(out.shape.size()) ||
+          (i > 0 && v[i] <= v[i - 1]) ||
+          (in.shape[i] != 1 && in.shape[i] != out.shape[v[i]]))
+        return error("invalid broadcast dims");
+    }
+    return okStatus();
+  }
+  case Opcode::kReshape: {
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    if (operand(0).dtype != result(0).dtype ||
+        operand(0).numElements() != result(0).numElements())
+      return error("operand and result differ in dtype or element count");
+    return okStatus();
+  }
+  case Opcode::kTranspose: {
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    const TensorInfo &in = operand(0);
+    if (v.size() != in.shape.size() || in.dtype != result(0).dtype)
+      return error("permutation does not match the operand");
+    TRAINC_RETURN_IF_ERROR(dimList(v.data(), v.size(), in.shape.size()));
+    Shape expected;
+    for (int64_t p : v)
+      expected.push_back(in.shape[p]);
+    return shapeIs(result(0), expected);
+  }
+  case Opcode::kSlice: {
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    const TensorInfo &in = operand(0);
+    size_t r = in.shape.size();
+    if (v.size() != 3 * r || in.dtype != result(0).dtype)
+      return error("start/limit/strides do not match the operand");
+    Shape expected;
+    for (size_t d = 0; d < r; ++d) {
+      int64_t start = v[d], limit = v[r + d], stride = v[2 * r + d];
+      if (stride < 1 || start < 0 || start > limit || limit > in.shape[d])
+        return error("slice bounds are out of range");
+      expected.push_back((limit - start + stride - 1) / stride);
+    }
+    return shapeIs(result(0), expected);
+  }
+  case Opcode::kConcatenate: {
+    if (inst.operands.empty() || inst.results.size() != 1 || v.size() != 1)
+      return error("expects operands, one result and [dim]");
+    const TensorInfo &first = operand(0);
+    int64_t dim = v[0], total = 0;
+    if (dim < 0 || dim >= int64_t(first.shape.size()))
+      return error("dim is out of range");
+    for (size_t i = 0; i < inst.operands.size(); ++i) {
+      const TensorInfo &t = operand(i);
+      if (t.dtype != first.dtype || t.shape.size() != first.shape.size())
+        return error("operands differ in dtype or rank");
+      for (size_t d = 0; d < t.shape.size(); ++d)
+        if (int64_t(d) != dim && t.shape[d] != first.shape[d])
+          return error("operands differ outside the concatenated dim");
+      total += t.shape[dim];
+    }
+    Shape expected = first.shape;
+    expected[dim] = total;
+    if (result(0).dtype != first.dtype)
+      return error("result dtype differs");
+    return shapeIs(result(0), expected);
+  }
+  case Opcode::kGather: {
+    TRAINC_RETURN_IF_ERROR(arity(2, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(1, 0));
+    const TensorInfo &table = operand(0), &idx = operand(1);
+    int64_t axis = v[0];
+    if (axis < 0 || axis >= int64_t(table.shape.size()) ||
+        (idx.dtype != DType::kI32 && idx.dtype != DType::kI64) ||
+        table.dtype != result(0).dtype)
+      return error("invalid axis or index dtype");
+    Shape expected(table.shape.begin(), table.shape.begin() + axis);
+    expected.insert(expected.end(), idx.shape.begin(), idx.shape.end());
+    expected.insert(expected.end(), table.shape.begin() + axis + 1,
+                    table.shape.end());
+    return shapeIs(result(0), expected);
+  }
+  case Opcode::kIota: {
+    TRAINC_RETURN_IF_ERROR(arity(0, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(1, 0));
+    if (v[0] < 0 || v[0] >= int64_t(result(0).shape.size()))
+      return error("dim is out of range");
+    return okStatus();
+  }
+  default:
+    return error("not a data movement opcode");
+  }
+}
+
+Status Checker::checkComposite() const {
+  const auto &v = inst.ints;
+  switch (inst.op) {
+  case Opcode::kSoftmax:
+  case Opcode::kGelu: {
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(1, 0));
+    TRAINC_RETURN_IF_ERROR(floatType(operand(0)));
+    TRAINC_RETURN_IF_ERROR(sameType(operand(0), result(0)));
+    int64_t limit = inst.op == Opcode::kSoftmax
+                        ? int64_t(operand(0).shape.size())
+                        : 2;
+    if (v[0] < 0 || v[0] >= limit)
+      return error("attribute out of range");
+    return okStatus();
+  }
+  case Opcode::kLayerNorm:
+  case Opcode::kRmsNorm: {
+    bool layer = inst.op == Opcode::kLayerNorm;
+    TRAINC_RETURN_IF_ERROR(attrs(layer ? 3 : 2, 1));
+    int64_t affine = (v[1] != 0) + (layer && v[2] != 0);
+    TRAINC_RETURN_IF_ERROR(arity(1 + affine, 1));
+    const TensorInfo &x = operand(0);
+    TRAINC_RETURN_IF_ERROR(floatType(x));
+    TRAINC_RETURN_IF_ERROR(sameType(x, result(0)));
+    if (v[0] < 0 || v[0] >= int64_t(x.shape.size()) ||
+        !(inst.floats[0] >= 0) || !std::isfinite(inst.floats[0]))
+      return error("invalid axis or epsilon");
+    Shape normalized(x.shape.begin() + v[0], x.shape.end());
+    for (int64_t i = 1; i <= affine; ++i)
+      if (operand(i).dtype != x.dtype || operand(i).shape != normalized)
+        return error("scale/bias must have the normalized shape");
+    return okStatus();
+  }
+  case Opcode::kDropout: {
+    TRAINC_RETURN_IF_ERROR(arity(1, 2));
+    TRAINC_RETURN_IF_ERROR(attrs(1, 1));
+    TRAINC_RETURN_IF_ERROR(floatType(operand(0)));
+    TRAINC_RETURN_IF_ERROR(sameType(operand(0), result(0)));
+    if (result(1).dtype != DType::kI1 || result(1).shape != operand(0).shape ||
+        !(inst.floats[0] >= 0 && inst.floats[0] < 1))
+      return error("invalid mask or ratio");
+    return okStatus();
+  }
+  case Opcode::kAttention: {
+    TRAINC_RETURN_IF_ERROR(attrs(2, 1));
+    TRAINC_RETURN_IF_ERROR(arity(3 + (v[1] != 0), 1));
+    const TensorInfo &q = operand(0), &k = operand(1), &val = operand(2);
+    for (const TensorInfo *t : {&q, &k, &val})
+      if (t->shape.size() != 4 || t->dtype != q.dtype)
+        return error("q, k and v must be rank-4 tensors of one dtype");
+    TRAINC_RETURN_IF_ERROR(floatType(q));
+    if (k.shape[0] != q.shape[0] || val.shape[0] != q.shape[0] ||
+        k.shape[3] != q.shape[3] || val.shape[1] != k.shape[1] ||
+        val.shape[2] != k.shape[2] || k.shape[1] == 0 ||
+        q.shape[1] % k.shape[1] != 0 || !std::isfinite(inst.floats[0]))
+      return error("q, k and v shapes are inconsistent");
+    if (v[1]) {
+      const TensorInfo &m = operand(3);
+      Shape scores = {q.shape[0], q.shape[1], q.shape[2], k.shape[2]};
+      if (m.dtype != q.dtype || m.shape.size() != 4)
+        return error("the mask must be rank 4 of q's dtype");
+      for (int d = 0; d < 4; ++d)
+        if (m.shape[d] != 1 && m.shape[d] != scores[d])
+          return error("the mask does not broadcast to the scores");
+    }
+    if (result(0).dtype != q.dtype)
+      return error("result dtype differs");
+    return shapeIs(result(0), {q.shape[0], q.shape[1], q.shape[2], val.shape[3]});
+  }
+  case Opcode::kSoftmaxCrossEntropy: {
+    TRAINC_RETURN_IF_ERROR(arity(2, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(3, 0));
+    const TensorInfo &logits = operand(0), &targets = operand(1);
+    TRAINC_RETURN_IF_ERROR(floatType(logits));
+    if (logits.shape.empty() || v[0] < 0 || v[0] > 2 ||
+        (targets.dtype != DType::kI32 && targets.dtype != DType::kI64) ||
+        Shape(logits.shape.begin(), logits.shape.end() - 1) != targets.shape ||
+        result(0).dtype != logits.dtype)
+      return error("logits, targets or reduction are inconsistent");
+    return shapeIs(result(0), v[0] == 0 ? targets.shape : Shape());
+  }
+  default:
+    return error("not a composite opcode");
+  }
+}
+
+Status Checker::check() const {
+  for (uint32_t id : inst.operands)
+    if (id >= tensors.size())
+      return error("operand tensor " + std::to_string(id) + " does not exist");
+  for (uint32_t id : inst.results) {
+    if (id >= tensors.size())
+      return error("result tensor " + std::to_string(id) + " does not exist");
+    TensorRole role = tensors[id].role;
+    if (role != TensorRole::kActivation && role != TensorRole::kOutput)
+      return error("writes " + describeTensor(tensors, id) +
+                   ", which is read-only");
+  }
+  int op = static_cast<int>(inst.op);
+  if (op <= static_cast<int>(Opcode::kRsqrt)) {
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    TRAINC_RETURN_IF_ERROR(sameType(operand(0), result(0)));
+    if (operand(0).dtype == DType::kI1 ||
+        (inst.op > Opcode::kAbs && !isFloat(operand(0).dtype)))
+      return error("unsupported dtype");
+    return okStatus();
+  }
+  if (op <= static_cast<int>(Opcode::kMin)) {
+    TRAINC_RETURN_IF_ERROR(arity(2, 1));
+    TRAINC_RETURN_IF_ERROR(sameType(operand(0), operand(1)));
+    TRAINC_RETURN_IF_ERROR(sameType(operand(0), result(0)));
+    if (operand(0).dtype == DType::kI1 ||
+        (inst.op == Opcode::kPow && !isFloat(operand(0).dtype)))
+      return error("unsupported dtype");
+    return okStatus();
+  }
+  switch (inst.op) {
+  case Opcode::kCompare:
+    TRAINC_RETURN_IF_ERROR(arity(2, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(1, 0));
+    TRAINC_RETURN_IF_ERROR(sameType(operand(0), operand(1)));
+    if (inst.ints[0] < 0 || inst.ints[0] > 5 || result(0).dtype != DType::kI1)
+      return error("invalid direction or result dtype");
+    return shapeIs(result(0), operand(0).shape);
+  case Opcode::kSelect:
+    TRAINC_RETURN_IF_ERROR(arity(3, 1));
+    TRAINC_RETURN_IF_ERROR(sameType(operand(1), operand(2)));
+    TRAINC_RETURN_IF_ERROR(sameType(operand(1), result(0)));
+    if (operand(0).dtype != DType::kI1 || operand(0).shape != operand(1).shape)
+      return error("the predicate must be i1 of the operands' shape");
+    return okStatus();
+  case Opcode::kConvert:
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    return shapeIs(result(0), operand(0).shape);
+  case Opcode::kDotGeneral:
+    return checkDotGeneral();
+  case Opcode::kReduceSum:
+  case Opcode::kReduceMax:
+  case Opcode::kReduceMean: {
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    const TensorInfo &in = operand(0);
+    TRAINC_RETURN_IF_ERROR(
+        dimList(inst.ints.data(), inst.ints.size(), in.shape.size()));
+    if (in.dtype != result(0).dtype || in.dtype == DType::kI1 ||
+        (inst.op == Opcode::kReduceMean && !isFloat(in.dtype)))
+      return error("unsupported dtype");
+    Shape expected;
+    for (size_t d = 0; d < in.shape.size(); ++d)
+      if (std::find(inst.ints.begin(), inst.ints.end(), int64_t(d)) ==
+          inst.ints.end())
+        expected.push_back(in.shape[d]);
+    return shapeIs(result(0), expected);
+  }
+  case Opcode::kBroadcastInDim:
+  case Opcode::kReshape:
+  case Opcode::kTranspose:
+  case Opcode::kSlice:
+  case Opcode::kConcatenate:
+  case Opcode::kGather:
+  case Opcode::kIota:
+    return checkDataMovement();
+  default:
+    return checkComposite();
+  }
+}
+
+} // namespace
+
+Status validateInstruction(const InstructionInfo &inst, size_t index,
+                           const std::vector<TensorInfo> &tensors) {
+  return Checker(inst, index, tensors).check();
+}
+
+} // namespace trainc

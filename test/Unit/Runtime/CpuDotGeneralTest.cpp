@@ -1,0 +1,241 @@
+//===- CpuDotGeneralTest.cpp - dot_general against a naive reference ------===//
+//
+// Every case compares the kernel with a double-precision loop over the
+// result and the contracting dims, written straight from graph.dot_general's
+// definition (result dims: batch, lhs free, rhs free).
+//
+// Tolerance: the kernel computes each element as a K-term dot product in
+// the compute type (unit roundoff u = 2^-24 for f32/f16/bf16, 2^-53 for
+// f64), for which the classical bound is |err| <= gamma_K * sum_k |a_k b_k|
+// with gamma_K = K u / (1 - K u), whatever order or blocking the BLAS
+// uses. 16-bit results are then rounded once more (u16 = 2^-8 for bf16,
+// 2^-11 for f16), adding u16 * |c|. A wrong dim order or pairing gives
+// errors of the size of the values themselves, far outside this bound.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NnTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace trainc::cpu {
+namespace {
+
+using testing::TestTensor;
+
+struct DotDims {
+  std::vector<int64_t> lhsBatch, rhsBatch, lhsContract, rhsContract;
+};
+
+std::vector<int64_t> freeDims(int rank, const std::vector<int64_t> &batch,
+                              const std::vector<int64_t> &contract) {
+  std::vector<int64_t> free;
+  for (int d = 0; d < rank; ++d)
+    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+        std::find(contract.begin(), contract.end(), d) == contract.end())
+      free.push_back(d);
+  return free;
+}
+
+int64_t offsetOf(const std::vector<int64_t> &dims,
+                 const std::vector<int64_t> &index) {
+  int64_t off = 0;
+  for (size_t d = 0; d < dims.size(); ++d)
+    off = off * dims[d] + index[d];
+  return off;
+}
+
+/// The result shape of dot_general, by its definition.
+std::vector<int64_t> resultDims(const TestTensor &lhs, const TestTensor &rhs,
+                                const DotDims &dd) {
+  std::vector<int64_t> dims;
+  for (int64_t d : dd.lhsBatch)
+    dims.push_back(lhs.dims()[d]);
+  for (int64_t d :
+       freeDims(int(lhs.dims().size()), dd.lhsBatch, dd.lhsContract))
+    dims.push_back(lhs.dims()[d]);
+  for (int64_t d :
+       freeDims(int(rhs.dims().size()), dd.rhsBatch, dd.rhsContract))
+    dims.push_back(rhs.dims()[d]);
+  return dims;
+}
+
+/// Checks runDotGeneral on `lhs` x `rhs` against the naive double loop.
+void checkDot(const TestTensor &lhs, const TestTensor &rhs, const DotDims &dd,
+              const std::vector<int64_t> &expectedDims) {
+  std::vector<int64_t> outDims = resultDims(lhs, rhs, dd);
+  ASSERT_EQ(outDims, expectedDims);
+  TestTensor out(lhs.dtype(), outDims);
+  for (int64_t i = 0; i < out.size(); ++i)
+    out.set(i, 7.0); // The kernel must overwrite every element.
+  std::vector<int64_t> ints = {int64_t(dd.lhsBatch.size()),
+                               int64_t(dd.lhsContract.size())};
+  for (const auto *list :
+       {&dd.lhsBatch, &dd.rhsBatch, &dd.lhsContract, &dd.rhsContract})
+    ints.insert(ints.end(), list->begin(), list->end());
+  Status s = testing::runKernel(runDotGeneral, Opcode::kDotGeneral,
+                                {&lhs, &rhs}, {&out}, ints);
+  ASSERT_TRUE(s.ok()) << s.toString();
+
+  const std::vector<int64_t> &ld = lhs.dims(), &rd = rhs.dims();
+  std::vector<int64_t> lFree = freeDims(int(ld.size()), dd.lhsBatch,
+                                        dd.lhsContract),
+                       rFree = freeDims(int(rd.size()), dd.rhsBatch,
+                                        dd.rhsContract);
+  int64_t k = 1;
+  for (int64_t d : dd.lhsContract)
+    k *= ld[d];
+  double u = testing::computeEps(lhs.dtype());
+  double gamma = k * u / (1 - k * u);
+  double u16 = lhs.dtype() == DType::kF16 || lhs.dtype() == DType::kBF16
+                   ? testing::storageEps(lhs.dtype())
+                   : 0;
+
+  std::vector<int64_t> resIdx(outDims.size(), 0);
+  for (int64_t flat = 0; flat < out.size(); ++flat) {
+    // Decode the result index; place it in the operands' indices.
+    for (int64_t r = flat, d = int64_t(outDims.size()) - 1; d >= 0; --d) {
+      resIdx[d] = r % outDims[d];
+      r /= outDims[d];
+    }
+    std::vector<int64_t> li(ld.size(), 0), ri(rd.size(), 0);
+    size_t pos = 0;
+    for (size_t b = 0; b < dd.lhsBatch.size(); ++b, ++pos)
+      li[dd.lhsBatch[b]] = ri[dd.rhsBatch[b]] = resIdx[pos];
+    for (int64_t d : lFree)
+      li[d] = resIdx[pos++];
+    for (int64_t d : rFree)
+      ri[d] = resIdx[pos++];
+    double ref = 0, absSum = 0;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      for (int64_t r = kk, c = int64_t(dd.lhsContract.size()) - 1; c >= 0;
+           --c) {
+        int64_t size = ld[dd.lhsContract[c]];
+        li[dd.lhsContract[c]] = ri[dd.rhsContract[c]] = r % size;
+        r /= size;
+      }
+      double a = lhs.get(offsetOf(ld, li)), b = rhs.get(offsetOf(rd, ri));
+      ref += a * b;
+      absSum += std::fabs(a * b);
+    }
+    double tol = gamma * absSum + u16 * std::fabs(ref);
+    ASSERT_LE(std::fabs(out.get(flat) - ref), tol)
+        << "result element " << flat << ": got " << out.get(flat)
+        << ", expected " << ref;
+  }
+}
+
+TEST(CpuDotGeneral, PlainMatmul) {
+  TestTensor a = testing::randomTensor(DType::kF32, {37, 29}, 1);
+  TestTensor b = testing::randomTensor(DType::kF32, {29, 23}, 2);
+  checkDot(a, b, {{}, {}, {1}, {0}}, {37, 23});
+}
+
+TEST(CpuDotGeneral, BatchedMatmul) {
+  TestTensor a = testing::randomTensor(DType::kF32, {3, 9, 17}, 3);
+  TestTensor b = testing::randomTensor(DType::kF32, {3, 17, 5}, 4);
+  checkDot(a, b, {{0}, {0}, {2}, {1}}, {3, 9, 5});
+}
+
+TEST(CpuDotGeneral, LinearLayerFoldsLeadingDims) {
+  // x [B, T, K] @ w [K, N]: no batching dims, lhs dims 0 and 1 are free.
+  TestTensor x = testing::randomTensor(DType::kF32, {4, 6, 32}, 5);
+  TestTensor w = testing::randomTensor(DType::kF32, {32, 24}, 6);
+  checkDot(x, w, {{}, {}, {2}, {0}}, {4, 6, 24});
+}
+
+TEST(CpuDotGeneral, TransposedOperandsInPlace) {
+  // lhs [K, M] contracting dim 0, rhs [N, K] contracting dim 1: A^T B^T.
+  TestTensor a = testing::randomTensor(DType::kF32, {19, 11}, 7);
+  TestTensor b = testing::randomTensor(DType::kF32, {13, 19}, 8);
+  checkDot(a, b, {{}, {}, {0}, {1}}, {11, 13});
+  // The same with a batch: [B, K, M] x [B, N, K].
+  TestTensor c = testing::randomTensor(DType::kF32, {2, 19, 11}, 9);
+  TestTensor d = testing::randomTensor(DType::kF32, {2, 13, 19}, 10);
+  checkDot(c, d, {{0}, {0}, {1}, {2}}, {2, 11, 13});
+}
+
+TEST(CpuDotGeneral, BatchNotLeadingIsPacked) {
+  // lhs [M, B, K], rhs [K, B, N]: neither operand is [B, ...] in memory.
+  TestTensor a = testing::randomTensor(DType::kF32, {7, 3, 10}, 11);
+  TestTensor b = testing::randomTensor(DType::kF32, {10, 3, 6}, 12);
+  checkDot(a, b, {{1}, {1}, {2}, {0}}, {3, 7, 6});
+}
+
+TEST(CpuDotGeneral, MultipleContractingDims) {
+  // Contiguous in the same order: lhs [M, K1, K2] x rhs [K1, K2, N].
+  TestTensor a = testing::randomTensor(DType::kF32, {5, 4, 6}, 13);
+  TestTensor b = testing::randomTensor(DType::kF32, {4, 6, 7}, 14);
+  checkDot(a, b, {{}, {}, {1, 2}, {0, 1}}, {5, 7});
+  // Paired out of memory order: lhs [K1, M, K2] contracting (K2, K1) with
+  // rhs [K2, N, K1] contracting (K2, K1).
+  TestTensor c = testing::randomTensor(DType::kF32, {4, 5, 6}, 15);
+  TestTensor d = testing::randomTensor(DType::kF32, {6, 7, 4}, 16);
+  checkDot(c, d, {{}, {}, {2, 0}, {0, 2}}, {5, 7});
+}
+
+TEST(CpuDotGeneral, ManyBatchAndFreeDims) {
+  // lhs [B1, M1, B2, K, M2], rhs [N1, B2, K, B1].
+  TestTensor a = testing::randomTensor(DType::kF32, {2, 3, 4, 5, 2}, 17);
+  TestTensor b = testing::randomTensor(DType::kF32, {3, 4, 5, 2}, 18);
+  checkDot(a, b, {{0, 2}, {3, 1}, {3}, {2}}, {2, 4, 3, 2, 3});
+}
+
+TEST(CpuDotGeneral, OuterProductAndScalar) {
+  TestTensor a = testing::randomTensor(DType::kF32, {6}, 19);
+  TestTensor b = testing::randomTensor(DType::kF32, {4}, 20);
+  checkDot(a, b, {{}, {}, {}, {}}, {6, 4});
+  TestTensor s = testing::randomTensor(DType::kF32, {}, 21);
+  checkDot(s, b, {{}, {}, {}, {}}, {4});
+}
+
+TEST(CpuDotGeneral, F64) {
+  TestTensor a = testing::randomTensor(DType::kF64, {2, 33, 40}, 22);
+  TestTensor b = testing::randomTensor(DType::kF64, {2, 40, 21}, 23);
+  checkDot(a, b, {{0}, {0}, {2}, {1}}, {2, 33, 21});
+  TestTensor c = testing::randomTensor(DType::kF64, {40, 33}, 24);
+  checkDot(c, b, {{}, {}, {0}, {1}}, {33, 2, 21});
+}
+
+TEST(CpuDotGeneral, Bf16AndF16AccumulateInF32) {
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(dtypeName(t));
+    TestTensor x = testing::randomTensor(t, {3, 5, 64}, 25);
+    TestTensor w = testing::randomTensor(t, {64, 9}, 26);
+    checkDot(x, w, {{}, {}, {2}, {0}}, {3, 5, 9});
+    TestTensor c = testing::randomTensor(t, {64, 5}, 27);
+    checkDot(c, w, {{}, {}, {0}, {0}}, {5, 9});
+  }
+}
+
+TEST(CpuDotGeneral, ZeroSizeDims) {
+  // M = 0: an empty result.
+  TestTensor a = testing::randomTensor(DType::kF32, {0, 8}, 28);
+  TestTensor b = testing::randomTensor(DType::kF32, {8, 3}, 29);
+  checkDot(a, b, {{}, {}, {1}, {0}}, {0, 3});
+  // Batch = 0.
+  TestTensor c = testing::randomTensor(DType::kF32, {0, 2, 8}, 30);
+  TestTensor d = testing::randomTensor(DType::kF32, {0, 8, 3}, 31);
+  checkDot(c, d, {{0}, {0}, {2}, {1}}, {0, 2, 3});
+  // K = 0: every element is an empty sum, 0 (checkDot pre-fills 7s).
+  for (DType t : {DType::kF32, DType::kBF16}) {
+    TestTensor e = testing::randomTensor(t, {4, 0}, 32);
+    TestTensor f = testing::randomTensor(t, {0, 5}, 33);
+    checkDot(e, f, {{}, {}, {1}, {0}}, {4, 5});
+  }
+}
+
+TEST(CpuDotGeneral, IntegerOperandsAreUnsupported) {
+  TestTensor a(DType::kI32, {2, 2}), b(DType::kI32, {2, 2}),
+      out(DType::kI32, {2, 2});
+  Status s = testing::runKernel(runDotGeneral, Opcode::kDotGeneral, {&a, &b},
+                                {&out}, {0, 1, 1, 0});
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("dot_general"), std::string::npos);
+}
+
+} // namespace
+} // namespace trainc::cpu

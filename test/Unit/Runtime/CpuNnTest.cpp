@@ -1,0 +1,553 @@
+//===- CpuNnTest.cpp - Softmax, norms, GELU, dropout, attention, CE -------===//
+//
+// Each kernel against a double-precision reference written from the graph
+// op's definition, on the rounded inputs the kernel saw. Tolerances are
+// bounds, not fits: u is the compute type's unit roundoff (2^-24 for f32
+// and the 16-bit types, 2^-53 for f64) and a term n*u bounds an n-term sum
+// or a chain of n roundings; 16-bit results add one storage rounding
+// (2^-8 bf16, 2^-11 f16) of the result. The errors the tests guard against
+// (a wrong axis, epsilon outside the sqrt, the wrong causal offset, a
+// dropped mask) are many orders of magnitude larger.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NnTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace trainc::cpu {
+namespace {
+
+using testing::computeEps;
+using testing::randomTensor;
+using testing::runKernel;
+using testing::storageEps;
+using testing::TestTensor;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+//===--- Softmax ----------------------------------------------------------===//
+
+std::vector<double> softmaxRef(const TestTensor &x, int dim) {
+  int64_t outer = 1, n = x.dims()[dim], inner = 1;
+  for (int d = 0; d < dim; ++d)
+    outer *= x.dims()[d];
+  for (size_t d = dim + 1; d < x.dims().size(); ++d)
+    inner *= x.dims()[d];
+  std::vector<double> y(x.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t j) { return (o * n + j) * inner + i; };
+      double max = -kInf, sum = 0;
+      for (int64_t j = 0; j < n; ++j)
+        max = std::max(max, x.get(at(j)));
+      for (int64_t j = 0; j < n; ++j)
+        sum += std::exp(x.get(at(j)) - max);
+      for (int64_t j = 0; j < n; ++j)
+        y[at(j)] = std::exp(x.get(at(j)) - max) / sum;
+    }
+  return y;
+}
+
+TestTensor runSoftmaxOn(const TestTensor &x, int dim) {
+  TestTensor y(x.dtype(), x.dims());
+  Status s = runKernel(runSoftmax, Opcode::kSoftmax, {&x}, {&y}, {dim});
+  EXPECT_TRUE(s.ok()) << s.toString();
+  return y;
+}
+
+TEST(CpuNnSoftmax, MatchesReferenceAlongEveryDim) {
+  for (DType t : {DType::kF32, DType::kF64, DType::kBF16}) {
+    TestTensor x = randomTensor(t, {4, 7, 33}, 1, -8, 8);
+    for (int dim = 0; dim < 3; ++dim) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " dim " + std::to_string(dim));
+      TestTensor y = runSoftmaxOn(x, dim);
+      std::vector<double> ref = softmaxRef(x, dim);
+      // exp, the n-term sum and the division, each relative to the value.
+      double n = double(x.dims()[dim]);
+      double rel = (n + 8) * computeEps(t) + storageEps(t);
+      for (int64_t i = 0; i < x.size(); ++i)
+        ASSERT_NEAR(y.get(i), ref[i], rel * ref[i]) << "element " << i;
+    }
+  }
+}
+
+TEST(CpuNnSoftmax, RowsSumToOne) {
+  TestTensor x = randomTensor(DType::kF32, {16, 100}, 2, -20, 20);
+  TestTensor y = runSoftmaxOn(x, 1);
+  for (int64_t r = 0; r < 16; ++r) {
+    double sum = 0;
+    for (int64_t j = 0; j < 100; ++j)
+      sum += y.get(r * 100 + j);
+    // Each output is within (n + 8) u of its value (relative), as above.
+    EXPECT_NEAR(sum, 1.0, (100 + 8) * 0x1p-24) << "row " << r;
+  }
+}
+
+TEST(CpuNnSoftmax, LargeInputsAreStable) {
+  // exp(1000) overflows any float type; the max-shifted form does not.
+  TestTensor x(DType::kF32, {2, 3}, {1000, 1001, 1002, -1000, -1001, -1002});
+  TestTensor y = runSoftmaxOn(x, 1);
+  TestTensor small(DType::kF32, {1, 3}, {0, 1, 2});
+  TestTensor expected = runSoftmaxOn(small, 1);
+  for (int64_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(y.get(j), expected.get(j));
+    EXPECT_EQ(y.get(3 + j), expected.get(2 - j));
+  }
+}
+
+TEST(CpuNnSoftmax, Dim0IsLastDimOfTheTranspose) {
+  TestTensor x = randomTensor(DType::kF32, {9, 5}, 3, -4, 4);
+  TestTensor xt(DType::kF32, {5, 9});
+  for (int64_t i = 0; i < 9; ++i)
+    for (int64_t j = 0; j < 5; ++j)
+      xt.set(j * 9 + i, x.get(i * 5 + j));
+  TestTensor y = runSoftmaxOn(x, 0), yt = runSoftmaxOn(xt, 1);
+  for (int64_t i = 0; i < 9; ++i)
+    for (int64_t j = 0; j < 5; ++j)
+      EXPECT_EQ(y.get(i * 5 + j), yt.get(j * 9 + i));
+}
+
+//===--- LayerNorm and RmsNorm --------------------------------------------===//
+
+std::vector<double> normRef(const TestTensor &x, int axis, bool layer,
+                            const TestTensor *scale, const TestTensor *bias,
+                            double eps) {
+  int64_t n = 1;
+  for (size_t d = axis; d < x.dims().size(); ++d)
+    n *= x.dims()[d];
+  std::vector<double> y(x.size());
+  for (int64_t base = 0; base < x.size(); base += n) {
+    double mean = 0, sq = 0;
+    if (layer) {
+      for (int64_t j = 0; j < n; ++j)
+        mean += x.get(base + j);
+      mean /= n;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      sq += (x.get(base + j) - mean) * (x.get(base + j) - mean);
+    double rstd = 1 / std::sqrt(sq / n + eps);
+    for (int64_t j = 0; j < n; ++j)
+      y[base + j] =
+          (x.get(base + j) - mean) * rstd * (scale ? scale->get(j) : 1) +
+          (bias ? bias->get(j) : 0);
+  }
+  return y;
+}
+
+struct NormCase {
+  bool layer;
+  DType dtype;
+  std::vector<int64_t> dims;
+  int axis;
+  bool hasScale, hasBias;
+  double eps;
+};
+
+void checkNorm(const NormCase &c) {
+  TestTensor x = randomTensor(c.dtype, c.dims, 4, -1, 1);
+  std::vector<int64_t> normDims(c.dims.begin() + c.axis, c.dims.end());
+  TestTensor scale = randomTensor(c.dtype, normDims, 5, 0.5, 2);
+  TestTensor bias = randomTensor(c.dtype, normDims, 6, -1, 1);
+  std::vector<const TestTensor *> inputs = {&x};
+  if (c.hasScale)
+    inputs.push_back(&scale);
+  if (c.hasBias)
+    inputs.push_back(&bias);
+  std::vector<int64_t> ints = {c.axis, c.hasScale};
+  if (c.layer)
+    ints.push_back(c.hasBias);
+  TestTensor y(c.dtype, c.dims);
+  Status s = runKernel(runNorm, c.layer ? Opcode::kLayerNorm : Opcode::kRmsNorm,
+                       inputs, {&y}, ints, {c.eps});
+  ASSERT_TRUE(s.ok()) << s.toString();
+  std::vector<double> ref =
+      normRef(x, c.axis, c.layer, c.hasScale ? &scale : nullptr,
+              c.hasBias ? &bias : nullptr, c.eps);
+  // The mean's error (N u, as |x| <= 1) is scaled by rstd * scale < 3 * 2;
+  // the variance's relative error ((N + 3) u) halves in rstd and scales
+  // |y|; a few more roundings: |err| <= (2N + 16) u (|y| + 5).
+  double n = 1;
+  for (int64_t d : normDims)
+    n *= d;
+  for (int64_t i = 0; i < y.size(); ++i) {
+    double tol = (2 * n + 16) * computeEps(c.dtype) * (std::fabs(ref[i]) + 5) +
+                 storageEps(c.dtype) * std::fabs(ref[i]);
+    ASSERT_NEAR(y.get(i), ref[i], tol) << "element " << i;
+  }
+}
+
+TEST(CpuNnNorm, LayerNormMatchesReference) {
+  // eps = 0.25 is large on purpose: it only matches if added inside the
+  // sqrt to the biased variance.
+  checkNorm({true, DType::kF32, {3, 5, 16}, 2, false, false, 0.25});
+  checkNorm({true, DType::kF32, {3, 5, 16}, 2, true, true, 1e-5});
+  checkNorm({true, DType::kF32, {3, 5, 16}, 2, true, false, 0.25});
+  checkNorm({true, DType::kF32, {3, 5, 16}, 2, false, true, 0.25});
+  // Normalized shape [5, 16], with scale and bias of that shape.
+  checkNorm({true, DType::kF32, {3, 5, 16}, 1, true, true, 0.25});
+  checkNorm({true, DType::kF64, {4, 2, 3, 8}, 1, true, true, 0.25});
+  checkNorm({true, DType::kBF16, {6, 32}, 1, true, true, 1e-5});
+}
+
+TEST(CpuNnNorm, RmsNormMatchesReference) {
+  checkNorm({false, DType::kF32, {3, 5, 16}, 2, false, false, 0.25});
+  checkNorm({false, DType::kF32, {3, 5, 16}, 2, true, false, 1e-6});
+  checkNorm({false, DType::kF32, {3, 5, 16}, 1, true, false, 0.25});
+  checkNorm({false, DType::kF64, {2, 3, 8}, 0, true, false, 0.25});
+  checkNorm({false, DType::kF16, {6, 32}, 1, true, false, 1e-6});
+}
+
+//===--- Gelu -------------------------------------------------------------===//
+
+TEST(CpuNnGelu, BothFormsMatchReference) {
+  for (DType t : {DType::kF32, DType::kF64, DType::kBF16}) {
+    TestTensor x = randomTensor(t, {1000}, 7, -6, 6);
+    for (int64_t approx : {0, 1}) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + (approx ? " tanh" : " erf"));
+      TestTensor y(t, x.dims());
+      Status s = runKernel(runGelu, Opcode::kGelu, {&x}, {&y}, {approx});
+      ASSERT_TRUE(s.ok()) << s.toString();
+      for (int64_t i = 0; i < x.size(); ++i) {
+        double v = x.get(i);
+        double inner =
+            approx ? std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))
+                   : std::erf(v / std::sqrt(2.0));
+        double ref = 0.5 * v * (1 + inner);
+        // A few roundings of magnitude |x| (the cubic's and 1 + inner's).
+        double tol = 16 * computeEps(t) * (1 + std::fabs(v)) +
+                     storageEps(t) * std::fabs(ref);
+        ASSERT_NEAR(y.get(i), ref, tol) << "x = " << v;
+      }
+    }
+  }
+}
+
+//===--- Dropout ----------------------------------------------------------===//
+
+struct DropoutResult {
+  TestTensor y, mask;
+};
+
+DropoutResult runDropoutOn(const TestTensor &x, int64_t seed, double ratio,
+                           int64_t step) {
+  DropoutResult r{TestTensor(x.dtype(), x.dims()),
+                  TestTensor(DType::kI1, x.dims())};
+  Status s = runKernel(runDropout, Opcode::kDropout, {&x}, {&r.y, &r.mask},
+                       {seed}, {ratio}, step);
+  EXPECT_TRUE(s.ok()) << s.toString();
+  return r;
+}
+
+int64_t countDifferent(const TestTensor &a, const TestTensor &b) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < a.size(); ++i)
+    n += a.get(i) != b.get(i);
+  return n;
+}
+
+TEST(CpuNnDropout, MaskIsAPureFunctionOfSeedStepAndIndex) {
+  TestTensor x = randomTensor(DType::kF32, {100, 1000}, 8);
+  DropoutResult a = runDropoutOn(x, 7, 0.3, 5), b = runDropoutOn(x, 7, 0.3, 5);
+  EXPECT_EQ(countDifferent(a.mask, b.mask), 0);
+  EXPECT_EQ(countDifferent(a.y, b.y), 0);
+  // Independent masks differ at 2 p (1 - p) = 42% of the elements.
+  DropoutResult nextStep = runDropoutOn(x, 7, 0.3, 6);
+  DropoutResult otherSeed = runDropoutOn(x, 8, 0.3, 5);
+  EXPECT_GT(countDifferent(a.mask, nextStep.mask), x.size() * 0.4);
+  EXPECT_GT(countDifferent(a.mask, otherSeed.mask), x.size() * 0.4);
+  // A shorter tensor gets the prefix: the index, not the thread split or
+  // the shape, decides.
+  TestTensor head = randomTensor(DType::kF32, {1000}, 9);
+  DropoutResult h = runDropoutOn(head, 7, 0.3, 5);
+  for (int64_t i = 0; i < head.size(); ++i)
+    ASSERT_EQ(h.mask.get(i), a.mask.get(i)) << "element " << i;
+}
+
+TEST(CpuNnDropout, MaskIsTheDocumentedFunction) {
+  // Restates Dropout.cpp's header: backward replays exactly this.
+  auto mix = [](uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  int64_t seed = -3, step = 123456789;
+  double ratio = 0.25;
+  TestTensor x = randomTensor(DType::kF32, {4096}, 10);
+  DropoutResult r = runDropoutOn(x, seed, ratio, step);
+  uint64_t key = mix(mix(uint64_t(seed)) ^ uint64_t(step));
+  for (int64_t i = 0; i < x.size(); ++i) {
+    double u = double(mix(key ^ uint64_t(i)) >> 11) * 0x1p-53;
+    ASSERT_EQ(r.mask.get(i), u >= ratio ? 1.0 : 0.0) << "element " << i;
+  }
+}
+
+TEST(CpuNnDropout, KeepFractionAndExactScaling) {
+  double ratio = 0.3, keep = 1 - ratio;
+  for (DType t : {DType::kF32, DType::kF16, DType::kF64}) {
+    SCOPED_TRACE(dtypeName(t));
+    TestTensor x = randomTensor(t, {100000}, 11, -4, 4);
+    DropoutResult r = runDropoutOn(x, 42, ratio, 1);
+    double kept = 0;
+    for (int64_t i = 0; i < x.size(); ++i) {
+      bool m = r.mask.get(i) != 0;
+      kept += m;
+      // y = x * scale with scale = 1/(1-ratio) rounded to the compute type,
+      // then stored: exactly, not approximately.
+      double expected = t == DType::kF64
+                            ? x.get(i) * (1 / keep)
+                            : double(float(x.get(i)) * float(1 / keep));
+      TestTensor e(t, {1}, {m ? expected : 0.0});
+      ASSERT_EQ(r.y.get(i), e.get(0)) << "element " << i;
+    }
+    double n = double(x.size()), sigma = std::sqrt(n * keep * ratio);
+    EXPECT_NEAR(kept, n * keep, 3 * sigma);
+  }
+}
+
+TEST(CpuNnDropout, RatioZeroKeepsEverything) {
+  TestTensor x = randomTensor(DType::kF32, {1000}, 12);
+  DropoutResult r = runDropoutOn(x, 1, 0.0, 0);
+  EXPECT_EQ(countDifferent(r.y, x), 0);
+  for (int64_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(r.mask.get(i), 1.0);
+}
+
+//===--- Attention --------------------------------------------------------===//
+
+struct AttentionCase {
+  DType dtype;
+  int64_t b, hq, hk, sq, sk, d, dv;
+  bool causal;
+  std::vector<int64_t> maskDims; // Empty: no mask.
+};
+
+/// graph.attention by its definition, one (b, h, i) row at a time.
+std::vector<double> attentionRef(const AttentionCase &c, const TestTensor &q,
+                                 const TestTensor &k, const TestTensor &v,
+                                 const TestTensor *mask, double scale) {
+  std::vector<double> out(c.b * c.hq * c.sq * c.dv, 0.0);
+  for (int64_t b = 0; b < c.b; ++b)
+    for (int64_t h = 0; h < c.hq; ++h)
+      for (int64_t i = 0; i < c.sq; ++i) {
+        int64_t g = h / (c.hq / c.hk);
+        int64_t allowed = c.causal ? i + (c.sk - c.sq) + 1 : c.sk;
+        allowed = std::max<int64_t>(0, std::min(allowed, c.sk));
+        std::vector<double> s(allowed);
+        double max = -kInf;
+        for (int64_t j = 0; j < allowed; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < c.d; ++e)
+            dot += q.get(((b * c.hq + h) * c.sq + i) * c.d + e) *
+                   k.get(((b * c.hk + g) * c.sk + j) * c.d + e);
+          s[j] = scale * dot;
+          if (mask) {
+            const std::vector<int64_t> &m = mask->dims();
+            int64_t idx[4] = {b, h, i, j}, off = 0;
+            for (int a = 0; a < 4; ++a)
+              off = off * m[a] + (m[a] == 1 ? 0 : idx[a]);
+            s[j] += mask->get(off);
+          }
+          max = std::max(max, s[j]);
+        }
+        if (max == -kInf)
+          continue; // No key to attend to: zeros.
+        double sum = 0;
+        for (int64_t j = 0; j < allowed; ++j)
+          sum += std::exp(s[j] - max);
+        for (int64_t j = 0; j < allowed; ++j)
+          for (int64_t e = 0; e < c.dv; ++e)
+            out[((b * c.hq + h) * c.sq + i) * c.dv + e] +=
+                std::exp(s[j] - max) / sum *
+                v.get(((b * c.hk + g) * c.sk + j) * c.dv + e);
+      }
+  return out;
+}
+
+/// Runs the kernel on `c` (random q, k, v and mask unless `mask` is given)
+/// and compares with attentionRef; returns the output.
+TestTensor checkAttention(const AttentionCase &c,
+                          const TestTensor *mask = nullptr) {
+  TestTensor q = randomTensor(c.dtype, {c.b, c.hq, c.sq, c.d}, 13);
+  TestTensor k = randomTensor(c.dtype, {c.b, c.hk, c.sk, c.d}, 14);
+  TestTensor v = randomTensor(c.dtype, {c.b, c.hk, c.sk, c.dv}, 15);
+  TestTensor randomMask = randomTensor(c.dtype, c.maskDims, 16, -2, 2);
+  if (!mask && !c.maskDims.empty())
+    mask = &randomMask;
+  double scale = 1 / std::sqrt(double(c.d));
+  std::vector<const TestTensor *> inputs = {&q, &k, &v};
+  if (mask)
+    inputs.push_back(mask);
+  TestTensor out(c.dtype, {c.b, c.hq, c.sq, c.dv});
+  Status s = runKernel(runAttention, Opcode::kAttention, inputs, {&out},
+                       {c.causal, mask != nullptr}, {scale});
+  EXPECT_TRUE(s.ok()) << s.toString();
+  std::vector<double> ref = attentionRef(c, q, k, v, mask, scale);
+  // Scores: D-term dot products of |q|, |k| <= 1 (error D^2 scale u) plus
+  // the mask; softmax: Sk-term sum; output: Sk-term sum of |v| <= 1.
+  double tol = 4 * (c.d * c.d * scale + c.sk + 16) * computeEps(c.dtype);
+  for (int64_t i = 0; i < out.size(); ++i)
+    EXPECT_NEAR(out.get(i), ref[i],
+                tol + storageEps(c.dtype) * std::fabs(ref[i]))
+        << "element " << i;
+  return out;
+}
+
+TEST(CpuNnAttention, Plain) {
+  checkAttention({DType::kF32, 2, 3, 3, 5, 5, 8, 6, false, {}});
+  checkAttention({DType::kF32, 1, 2, 2, 3, 9, 8, 8, false, {}});
+}
+
+TEST(CpuNnAttention, CausalAlignsToTheLastKey) {
+  // Sq == Sk: j <= i.
+  checkAttention({DType::kF32, 2, 2, 2, 6, 6, 8, 8, true, {}});
+  // Sq < Sk (decoding with a KV cache): query i sees keys j <= i + 4.
+  checkAttention({DType::kF32, 1, 2, 2, 3, 7, 8, 4, true, {}});
+  // Sq > Sk: the first two query rows see no key and give zeros.
+  TestTensor out = checkAttention({DType::kF32, 1, 1, 1, 5, 3, 4, 4, true, {}});
+  for (int64_t e = 0; e < 8; ++e)
+    EXPECT_EQ(out.get(e), 0.0);
+}
+
+TEST(CpuNnAttention, BroadcastMasks) {
+  checkAttention({DType::kF32, 2, 2, 2, 4, 6, 8, 8, false, {1, 1, 4, 6}});
+  checkAttention({DType::kF32, 2, 2, 2, 4, 6, 8, 8, false, {2, 1, 1, 6}});
+  checkAttention({DType::kF32, 2, 2, 2, 4, 6, 8, 8, true, {2, 2, 4, 6}});
+  checkAttention({DType::kF32, 2, 2, 2, 4, 6, 8, 8, true, {1, 2, 1, 1}});
+}
+
+TEST(CpuNnAttention, GroupedQueryHeads) {
+  // Query heads 0,1 share kv head 0 and 2,3 share kv head 1.
+  checkAttention({DType::kF32, 2, 4, 2, 5, 5, 8, 8, true, {}});
+  checkAttention({DType::kF32, 1, 4, 1, 3, 6, 8, 8, false, {1, 4, 3, 6}});
+}
+
+TEST(CpuNnAttention, OtherDTypes) {
+  checkAttention({DType::kF64, 2, 4, 2, 5, 7, 8, 8, true, {1, 1, 5, 7}});
+  checkAttention({DType::kBF16, 1, 2, 1, 4, 4, 16, 8, true, {}});
+  checkAttention({DType::kF16, 1, 2, 2, 4, 4, 16, 8, false, {1, 1, 1, 4}});
+}
+
+TEST(CpuNnAttention, FullyMaskedRowGivesZeros) {
+  AttentionCase c{DType::kF32, 2, 2, 2, 3, 4, 8, 8, false, {2, 1, 3, 4}};
+  TestTensor mask = randomTensor(DType::kF32, c.maskDims, 17, -1, 1);
+  for (int64_t j = 0; j < 4; ++j)
+    mask.set((0 * 3 + 1) * 4 + j, -kInf); // Batch 0, query 1: nothing.
+  mask.set((1 * 3 + 2) * 4 + 0, -kInf);   // Batch 1, query 2: key 0 only.
+  TestTensor out = checkAttention(c, &mask);
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t e = 0; e < 8; ++e)
+      EXPECT_EQ(out.get(((0 * 2 + h) * 3 + 1) * 8 + e), 0.0) << "head " << h;
+}
+
+//===--- SoftmaxCrossEntropy ----------------------------------------------===//
+
+struct CeResult {
+  Status status;
+  TestTensor out;
+};
+
+CeResult runCe(const TestTensor &logits, const TestTensor &targets,
+               int64_t reduction, bool hasIgnore, int64_t ignoreIndex) {
+  std::vector<int64_t> outDims =
+      reduction ? std::vector<int64_t>{} : targets.dims();
+  CeResult r{Status(), TestTensor(logits.dtype(), outDims)};
+  r.status = runKernel(runCrossEntropy, Opcode::kSoftmaxCrossEntropy,
+                       {&logits, &targets}, {&r.out},
+                       {reduction, hasIgnore, ignoreIndex});
+  return r;
+}
+
+TEST(CpuNnCrossEntropy, ReductionsMatchReference) {
+  for (DType t : {DType::kF32, DType::kF64, DType::kBF16}) {
+    SCOPED_TRACE(dtypeName(t));
+    TestTensor logits = randomTensor(t, {2, 3, 7}, 18, -5, 5);
+    std::vector<double> tv = {3, -100, 0, 6, 2, -100};
+    TestTensor targets(t == DType::kF64 ? DType::kI32 : DType::kI64, {2, 3},
+                       tv);
+    std::vector<double> ref(6, 0.0);
+    double sum = 0;
+    for (int64_t r = 0; r < 6; ++r) {
+      if (tv[r] == -100)
+        continue;
+      double max = -kInf, s = 0;
+      for (int64_t c = 0; c < 7; ++c)
+        max = std::max(max, logits.get(r * 7 + c));
+      for (int64_t c = 0; c < 7; ++c)
+        s += std::exp(logits.get(r * 7 + c) - max);
+      ref[r] = max + std::log(s) - logits.get(r * 7 + int64_t(tv[r]));
+      sum += ref[r];
+    }
+    // Per position: a C-term sum, a log and a subtraction, on values of at
+    // most |x| + log C < 5 + 1. The sum adds 4 of them (and rounds 3 times).
+    double tol = (7 + 8) * computeEps(t) * (5 + 1);
+    CeResult none = runCe(logits, targets, 0, true, -100);
+    ASSERT_TRUE(none.status.ok()) << none.status.toString();
+    for (int64_t r = 0; r < 6; ++r)
+      EXPECT_NEAR(none.out.get(r), ref[r],
+                  tol + storageEps(t) * std::fabs(ref[r]))
+          << "position " << r;
+    CeResult total = runCe(logits, targets, 1, true, -100);
+    CeResult mean = runCe(logits, targets, 2, true, -100);
+    ASSERT_TRUE(total.status.ok() && mean.status.ok());
+    EXPECT_NEAR(total.out.get(0), sum, 6 * tol + storageEps(t) * sum);
+    EXPECT_NEAR(mean.out.get(0), sum / 4, 2 * tol + storageEps(t) * sum / 4);
+  }
+}
+
+TEST(CpuNnCrossEntropy, LargeLogitsAreStable) {
+  TestTensor logits(DType::kF32, {1, 3}, {1000, 1001, 1002});
+  TestTensor targets(DType::kI64, {1}, {2});
+  CeResult r = runCe(logits, targets, 0, false, 0);
+  ASSERT_TRUE(r.status.ok());
+  double ref = std::log(std::exp(-2.0) + std::exp(-1.0) + 1);
+  // ~16 ulps of the 0.41 result; computing m + log(s) - x_t instead rounds
+  // to the ulp of 1002 (6e-5) first.
+  EXPECT_NEAR(r.out.get(0), ref, 1e-6);
+}
+
+TEST(CpuNnCrossEntropy, IgnoreIndexInsideTheClassRange) {
+  TestTensor logits = randomTensor(DType::kF32, {4, 5}, 19);
+  TestTensor targets(DType::kI32, {4}, {0, 1, 0, 4});
+  CeResult none = runCe(logits, targets, 0, true, 0);
+  CeResult mean = runCe(logits, targets, 2, true, 0);
+  ASSERT_TRUE(none.status.ok() && mean.status.ok());
+  EXPECT_EQ(none.out.get(0), 0.0);
+  EXPECT_EQ(none.out.get(2), 0.0);
+  EXPECT_GT(none.out.get(1), 0.0);
+  // Mean over the 2 counted positions, not the 4 (a few ulps of f32).
+  EXPECT_NEAR(mean.out.get(0), (none.out.get(1) + none.out.get(3)) / 2, 1e-6);
+}
+
+TEST(CpuNnCrossEntropy, AllIgnoredMeanIsNaN) {
+  TestTensor logits = randomTensor(DType::kF32, {3, 4}, 20);
+  TestTensor targets(DType::kI64, {3}, {-1, -1, -1});
+  CeResult mean = runCe(logits, targets, 2, true, -1);
+  CeResult total = runCe(logits, targets, 1, true, -1);
+  ASSERT_TRUE(mean.status.ok() && total.status.ok());
+  EXPECT_TRUE(std::isnan(mean.out.get(0)));
+  EXPECT_EQ(total.out.get(0), 0.0);
+}
+
+TEST(CpuNnCrossEntropy, OutOfRangeTargetIsAnError) {
+  TestTensor logits = randomTensor(DType::kF32, {2, 3, 7}, 21);
+  TestTensor targets(DType::kI64, {2, 3}, {0, 1, 2, 3, 4, 7});
+  CeResult r = runCe(logits, targets, 2, true, -100);
+  EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status.message().find("softmax_cross_entropy"),
+            std::string::npos);
+  EXPECT_NE(r.status.message().find("target 7 at position [1, 2]"),
+            std::string::npos)
+      << r.status.message();
+  // A negative target is out of range unless it is the ignore_index.
+  TestTensor negative(DType::kI32, {2, 3}, {0, 1, -100, 3, 4, 5});
+  EXPECT_FALSE(runCe(logits, negative, 0, false, 0).status.ok());
+  EXPECT_TRUE(runCe(logits, negative, 0, true, -100).status.ok());
+}
+
+} // namespace
+} // namespace trainc::cpu

@@ -1,0 +1,210 @@
+//===- CpuReductionTest.cpp - reduce_sum, reduce_max, reduce_mean ---------===//
+//
+// Expectations are exact. The inputs are multiples of 1/4 with few
+// significant bits, so every partial sum is exact in double whatever the
+// order, and the kernel's double accumulator and the reference's agree
+// before the one rounding to the result dtype (which both do the same way:
+// double -> float -> 16 bits). Max is exact in any order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NnTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace trainc::cpu {
+namespace {
+
+using testing::runKernel;
+using testing::TestTensor;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::vector<int64_t> keptShape(const TestTensor &x,
+                               const std::vector<int64_t> &dims) {
+  std::vector<int64_t> shape;
+  for (int64_t d = 0; d < int64_t(x.dims().size()); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end())
+      shape.push_back(x.dims()[d]);
+  return shape;
+}
+
+TestTensor reduce(Opcode op, const TestTensor &x,
+                  const std::vector<int64_t> &dims) {
+  TestTensor y(x.dtype(), keptShape(x, dims));
+  Status s = runKernel(runReduction, op, {&x}, {&y}, dims);
+  EXPECT_TRUE(s.ok()) << s.toString();
+  return y;
+}
+
+/// The reduction written from its definition: walk every element, find its
+/// output, accumulate in double; then round once to x's dtype.
+std::vector<double> reference(Opcode op, const TestTensor &x,
+                              const std::vector<int64_t> &dims) {
+  std::vector<int64_t> shape = keptShape(x, dims);
+  TestTensor y(x.dtype(), shape);
+  int64_t outputs = y.size();
+  bool isMax = op == Opcode::kReduceMax;
+  std::vector<double> acc(outputs, isMax ? -kInf : 0.0);
+  int rank = int(x.dims().size());
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t i = 0; i < x.size(); ++i) {
+    int64_t out = 0;
+    for (int d = 0; d < rank; ++d)
+      if (std::find(dims.begin(), dims.end(), d) == dims.end())
+        out = out * x.dims()[d] + index[d];
+    double v = x.get(i);
+    if (isMax)
+      acc[out] = std::isnan(acc[out]) || acc[out] > v ? acc[out] : v;
+    else
+      acc[out] += v;
+    for (int d = rank - 1; d >= 0 && ++index[d] == x.dims()[d]; --d)
+      index[d] = 0;
+  }
+  double count = double(x.size()) / double(std::max<int64_t>(outputs, 1));
+  for (int64_t k = 0; k < outputs; ++k)
+    y.set(k, op == Opcode::kReduceMean ? acc[k] / count : acc[k]);
+  return y.values();
+}
+
+void expectValues(const TestTensor &t, const std::vector<double> &expected) {
+  ASSERT_EQ(t.size(), int64_t(expected.size()));
+  for (int64_t i = 0; i < t.size(); ++i) {
+    if (std::isnan(expected[i]))
+      EXPECT_TRUE(std::isnan(t.get(i))) << "element " << i;
+    else
+      EXPECT_EQ(t.get(i), expected[i]) << "element " << i;
+  }
+}
+
+/// -6, -5.75, ..., in a pattern that is not monotonic in any dim.
+std::vector<double> quarters(int64_t n) {
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = double((i * 37) % 48) * 0.25 - 6;
+  return v;
+}
+
+TEST(CpuReduction, EverySubsetOfDimsInEveryDType) {
+  std::vector<int64_t> shape = {2, 1, 3, 4}; // The 1 tests dropped dims.
+  for (DType t : {DType::kF64, DType::kF32, DType::kF16, DType::kBF16,
+                  DType::kI64, DType::kI32}) {
+    std::vector<double> values = quarters(24);
+    if (!isFloat(t))
+      for (double &v : values)
+        v *= 4;
+    TestTensor x(t, shape, values);
+    for (int mask = 0; mask < 16; ++mask) {
+      std::vector<int64_t> dims;
+      for (int d = 0; d < 4; ++d)
+        if (mask & (1 << d))
+          dims.push_back(d);
+      for (Opcode op :
+           {Opcode::kReduceSum, Opcode::kReduceMax, Opcode::kReduceMean}) {
+        if (op == Opcode::kReduceMean && !isFloat(t))
+          continue;
+        SCOPED_TRACE(std::string(dtypeName(t)) + " " + opcodeName(op) +
+                     " mask " + std::to_string(mask));
+        expectValues(reduce(op, x, dims), reference(op, x, dims));
+      }
+    }
+  }
+}
+
+TEST(CpuReduction, KnownValuesAndUnsortedDims) {
+  TestTensor x(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  expectValues(reduce(Opcode::kReduceSum, x, {1}), {6, 15});
+  expectValues(reduce(Opcode::kReduceSum, x, {0}), {5, 7, 9});
+  expectValues(reduce(Opcode::kReduceMean, x, {1, 0}), {3.5});
+  expectValues(reduce(Opcode::kReduceMax, x, {0}), {4, 5, 6});
+  TestTensor w(DType::kF64, {2, 3, 4, 5}, quarters(120));
+  expectValues(reduce(Opcode::kReduceSum, w, {3, 1}),
+               reference(Opcode::kReduceSum, w, {1, 3}));
+}
+
+TEST(CpuReduction, MaxPropagatesNaN) {
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF64}) {
+    SCOPED_TRACE(dtypeName(t));
+    TestTensor x(t, {2, 3}, {1, kNaN, 3, -kInf, -kInf, -kInf});
+    expectValues(reduce(Opcode::kReduceMax, x, {1}), {kNaN, -kInf});
+    expectValues(reduce(Opcode::kReduceMax, x, {0}), {1, kNaN, 3});
+    // NaN first, so a max that only compares "v > acc" would lose it.
+    TestTensor y(t, {17}, std::vector<double>(17, 1));
+    y.set(0, kNaN);
+    expectValues(reduce(Opcode::kReduceMax, y, {0}), {kNaN});
+  }
+}
+
+TEST(CpuReduction, EmptyReductionsGiveTheIdentity) {
+  TestTensor x(DType::kF32, {2, 0});
+  expectValues(reduce(Opcode::kReduceSum, x, {1}), {0, 0});
+  expectValues(reduce(Opcode::kReduceMean, x, {1}), {kNaN, kNaN});
+  expectValues(reduce(Opcode::kReduceMax, x, {1}), {-kInf, -kInf});
+  TestTensor i(DType::kI32, {0, 3});
+  expectValues(reduce(Opcode::kReduceMax, i, {0}),
+               std::vector<double>(3, std::numeric_limits<int32_t>::min()));
+  expectValues(reduce(Opcode::kReduceSum, i, {0}), {0, 0, 0});
+  EXPECT_EQ(reduce(Opcode::kReduceSum, i, {1}).size(), 0);
+}
+
+TEST(CpuReduction, IntegerSumsAreExactAndWrap) {
+  TestTensor i(DType::kI32, {2}, {2147483647, 1});
+  expectValues(reduce(Opcode::kReduceSum, i, {0}), {-2147483648.0});
+  // int64 sums stay exact where a double accumulator would not.
+  TestTensor w(DType::kI64, {2});
+  w.ref().as<int64_t>()[0] = (int64_t(1) << 60) + 1;
+  w.ref().as<int64_t>()[1] = int64_t(1) << 60;
+  EXPECT_EQ(reduce(Opcode::kReduceSum, w, {0}).ref().as<int64_t>()[0],
+            (int64_t(1) << 61) + 1);
+}
+
+TEST(CpuReduction, UnsupportedDTypes) {
+  TestTensor i(DType::kI32, {2}, {1, 2});
+  TestTensor y(DType::kI32, {});
+  Status s = runKernel(runReduction, Opcode::kReduceMean, {&i}, {&y}, {0});
+  EXPECT_EQ(s.message(), "reduce_mean: dtype i32 is not supported");
+  TestTensor b(DType::kI1, {2}, {1, 0});
+  TestTensor c(DType::kI1, {});
+  EXPECT_EQ(runKernel(runReduction, Opcode::kReduceSum, {&b}, {&c}, {0}).code(),
+            StatusCode::kUnimplemented);
+}
+
+/// 2^20 copies of 0.1f: the double accumulator gives the exact sum (each of
+/// its partial sums has at most 24 + 20 significant bits) rounded once. A
+/// float accumulator drifts far from it, which the last check confirms, so
+/// this test tells the two apart.
+TEST(CpuReduction, LongF32RowsSumAccurately) {
+  constexpr int64_t n = int64_t(1) << 20;
+  TestTensor x(DType::kF32, {n}, std::vector<double>(n, 0.1f));
+  float exact = float(double(n) * double(0.1f));
+  TestTensor sum = reduce(Opcode::kReduceSum, x, {0});
+  EXPECT_EQ(sum.get(0), exact);
+  EXPECT_EQ(reduce(Opcode::kReduceMean, x, {0}).get(0), 0.1f);
+  float naive = 0;
+  for (int64_t i = 0; i < n; ++i)
+    naive += 0.1f;
+  EXPECT_GT(std::fabs(naive - exact), 1000 * std::fabs(sum.get(0) - exact));
+}
+
+/// 1M elements reduced along either dim and both: each layout's parallel
+/// split over outputs against the serial reference.
+TEST(CpuReduction, LargeReductionsMatchTheSerialReference) {
+  TestTensor x(DType::kF32, {1024, 1027}, quarters(1024 * 1027));
+  for (const std::vector<int64_t> &dims :
+       std::vector<std::vector<int64_t>>{{0}, {1}, {0, 1}}) {
+    for (Opcode op :
+         {Opcode::kReduceSum, Opcode::kReduceMax, Opcode::kReduceMean}) {
+      SCOPED_TRACE(std::string(opcodeName(op)) + " over " +
+                   std::to_string(dims.size()) + " dims");
+      expectValues(reduce(op, x, dims), reference(op, x, dims));
+    }
+  }
+}
+
+} // namespace
+} // namespace trainc::cpu

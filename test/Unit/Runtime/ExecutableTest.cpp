@@ -1,0 +1,143 @@
+//===- ExecutableTest.cpp - Loading, validating and running executables ---===//
+//
+// Builds small executables with the schema's generated builder (as the
+// compiler does) and checks what the loader accepts, what it rejects with
+// which message, and that a session runs the program on the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "exec/Session.h"
+#include "trainc/schema/executable_generated.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace trainc {
+namespace {
+
+/// A program y = a + b over f32[2, 3], with knobs to break it.
+struct TinyProgram {
+  uint32_t formatVersion = kFormatVersion;
+  uint64_t workArenaSize = 3 * 64;
+  uint64_t yOffset = 128;
+  fb::TensorRole yRole = fb::TensorRole::Output;
+  std::vector<uint32_t> operands = {0, 1};
+  uint16_t opcode = static_cast<uint16_t>(cpu::Opcode::kAdd);
+
+  std::vector<char> build() const {
+    flatbuffers::FlatBufferBuilder b;
+    b.ForceDefaults(true);
+    std::vector<int64_t> shape = {2, 3};
+    std::vector<flatbuffers::Offset<fb::Tensor>> tensors = {
+        fb::CreateTensorDirect(b, "a", fb::TensorRole::Input, fb::DType::F32,
+                               &shape, 0, 0, 24),
+        fb::CreateTensorDirect(b, "b", fb::TensorRole::Input, fb::DType::F32,
+                               &shape, 0, 64, 24),
+        fb::CreateTensorDirect(b, "y", yRole, fb::DType::F32, &shape, 0,
+                               yOffset, 24)};
+    std::vector<uint32_t> results = {2};
+    std::vector<flatbuffers::Offset<fb::Instruction>> insts = {
+        fb::CreateInstructionDirect(b, opcode, &operands, &results)};
+    std::vector<flatbuffers::Offset<fb::Arena>> arenas = {
+        fb::CreateArenaDirect(b, "work", workArenaSize, 64)};
+    std::vector<uint32_t> inputs = {0, 1}, outputs = {2}, params;
+    auto exe = fb::CreateExecutableDirect(b, formatVersion, 0, &tensors,
+                                          &arenas, &insts, &inputs, &outputs,
+                                          &params, 0, 0);
+    fb::FinishExecutableBuffer(b, exe);
+    return std::vector<char>(b.GetBufferPointer(),
+                             b.GetBufferPointer() + b.GetSize());
+  }
+};
+
+Status load(const TinyProgram &p, std::unique_ptr<Executable> &out) {
+  return Executable::fromBytes(p.build(), "tiny.tcx", out);
+}
+
+TEST(Executable, RunsAProgram) {
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(load(TinyProgram(), exe).ok());
+  std::unique_ptr<Session> session;
+  SessionOptions options;
+  options.checkWrites = true;
+  ASSERT_TRUE(Session::create(std::move(exe), options, session).ok());
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {10, 20, 30, 40, 50, 60};
+  EXPECT_EQ(session->run().code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(session->setInput(0, a, sizeof a).ok());
+  EXPECT_EQ(session->setInput(1, b, 8).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(session->setInput(1, b, sizeof b).ok());
+  Status s = session->run();
+  ASSERT_TRUE(s.ok()) << s.toString();
+  const float *y = session->output(0).as<float>();
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(y[i], a[i] + b[i]);
+  EXPECT_EQ(session->measuredPeak(), 128u + 24u);
+}
+
+TEST(Executable, RejectsOtherFormatVersions) {
+  TinyProgram p;
+  p.formatVersion = 99;
+  std::unique_ptr<Executable> exe;
+  Status s = load(p, exe);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("format version 99, but this runtime reads "
+                             "version 1"),
+            std::string::npos)
+      << s.toString();
+}
+
+TEST(Executable, RejectsForeignAndTruncatedBytes) {
+  std::unique_ptr<Executable> exe;
+  std::vector<char> text(64, 'x');
+  Status s = Executable::fromBytes(text, "notes.txt", exe);
+  EXPECT_NE(s.message().find("not a trainc executable"), std::string::npos)
+      << s.toString();
+  std::vector<char> bytes = TinyProgram().build();
+  bytes.resize(bytes.size() / 2);
+  s = Executable::fromBytes(bytes, "half.tcx", exe);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("half.tcx"), std::string::npos) << s.toString();
+}
+
+TEST(Executable, RejectsTensorsOutsideTheirArena) {
+  TinyProgram p;
+  p.yOffset = 180;
+  std::unique_ptr<Executable> exe;
+  Status s = load(p, exe);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("'y' lies outside its arena"), std::string::npos)
+      << s.toString();
+}
+
+TEST(Executable, RejectsMalformedInstructions) {
+  std::unique_ptr<Executable> exe;
+  TinyProgram wrongArity;
+  wrongArity.operands = {0};
+  Status s = load(wrongArity, exe);
+  EXPECT_NE(s.message().find("instruction 0 (add): expects 2 operands"),
+            std::string::npos)
+      << s.toString();
+
+  TinyProgram badId;
+  badId.operands = {0, 7};
+  s = load(badId, exe);
+  EXPECT_NE(s.message().find("operand tensor 7 does not exist"),
+            std::string::npos)
+      << s.toString();
+
+  TinyProgram writesInput;
+  writesInput.yRole = fb::TensorRole::Input;
+  s = load(writesInput, exe);
+  EXPECT_NE(s.message().find("which is read-only"), std::string::npos)
+      << s.toString();
+
+  TinyProgram unknownOpcode;
+  unknownOpcode.opcode = 999;
+  s = load(unknownOpcode, exe);
+  EXPECT_NE(s.message().find("unknown opcode 999"), std::string::npos)
+      << s.toString();
+}
+
+} // namespace
+} // namespace trainc
