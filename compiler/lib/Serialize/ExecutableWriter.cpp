@@ -28,22 +28,53 @@ using namespace trainc::graph;
 namespace trainc {
 namespace {
 
-constexpr uint64_t kAlignment = 64; // runtime kTensorAlignment
+constexpr uint64_t kAlignment = 64;    // runtime kTensorAlignment
 constexpr uint32_t kFormatVersion = 1; // runtime kFormatVersion
 constexpr uint32_t kStateArena = 0, kWorkArena = 1;
 
 /// trainc::cpu::Opcode values (runtime/src/cpu/Kernels.h).
 enum Opcode : uint16_t {
-  kNeg = 0, kAbs, kExp, kLog, kTanh, kErf, kSqrt, kRsqrt,
-  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin,
-  kCompare, kSelect, kConvert, kDotGeneral,
-  kReduceSum, kReduceMax, kReduceMean,
-  kBroadcastInDim, kReshape, kTranspose, kSlice, kConcatenate, kGather, kIota,
-  kSoftmax, kGelu, kLayerNorm, kRmsNorm, kDropout, kAttention,
+  kNeg = 0,
+  kAbs,
+  kExp,
+  kLog,
+  kTanh,
+  kErf,
+  kSqrt,
+  kRsqrt,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMax,
+  kMin,
+  kCompare,
+  kSelect,
+  kConvert,
+  kDotGeneral,
+  kReduceSum,
+  kReduceMax,
+  kReduceMean,
+  kBroadcastInDim,
+  kReshape,
+  kTranspose,
+  kSlice,
+  kConcatenate,
+  kGather,
+  kIota,
+  kSoftmax,
+  kGelu,
+  kLayerNorm,
+  kRmsNorm,
+  kDropout,
+  kAttention,
   kSoftmaxCrossEntropy,
 };
 
-uint64_t alignUp(uint64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
+uint64_t alignUp(uint64_t v) {
+  return (v + kAlignment - 1) / kAlignment * kAlignment;
+}
 
 FailureOr<fb::DType> dtypeOf(Type t) {
   if (t.isF64())
@@ -97,7 +128,13 @@ public:
                               const MemoryPlanReport &report);
 
 private:
-  uint32_t addTensor(Value v, fb::TensorRole role, std::string name = "");
+  /// A new tensor of `type`, recorded as the tensor of `v` when given.
+  uint32_t addTensor(RankedTensorType type, Value v, fb::TensorRole role,
+                     std::string name = "");
+  uint32_t addTensor(Value v, fb::TensorRole role, std::string name = "") {
+    return addTensor(cast<RankedTensorType>(v.getType()), v, role,
+                     std::move(name));
+  }
   LogicalResult addConstant(Value v, ElementsAttr value);
   LogicalResult lowerOp(Operation *op);
   /// Appends the bytes of `value` to the constant section; returns offset.
@@ -112,11 +149,12 @@ private:
   uint64_t stateSize = 0, workSize = 0;
 };
 
-uint32_t Lowering::addTensor(Value v, fb::TensorRole role, std::string name) {
+uint32_t Lowering::addTensor(RankedTensorType type, Value v,
+                             fb::TensorRole role, std::string name) {
   uint32_t id = tensors.size();
   Tensor t;
   t.role = role;
-  t.type = cast<RankedTensorType>(v.getType());
+  t.type = type;
   t.name = name.empty() ? "%" + std::to_string(id) : name;
   tensors.push_back(t);
   if (v)
@@ -307,10 +345,11 @@ LogicalResult Lowering::run() {
   for (BlockArgument arg : body.getArguments()) {
     auto type = cast<RankedTensorType>(arg.getType());
     if (failed(dtypeOf(type.getElementType())))
-      return fn.emitError("argument ") << arg.getArgNumber()
-                                       << " has an unsupported type " << type;
+      return fn.emitError("argument ")
+             << arg.getArgNumber() << " has an unsupported type " << type;
     unsigned i = arg.getArgNumber();
-    if (auto name = fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kParamAttr)) {
+    if (auto name =
+            fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kParamAttr)) {
       auto init = fn.getArgAttrOfType<ElementsAttr>(i, GraphDialect::kInitAttr);
       if (!init)
         return fn.emitError("parameter '")
@@ -342,7 +381,8 @@ LogicalResult Lowering::run() {
   // activations (arguments, constants, values returned twice) are copied.
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    auto name = fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
+    auto name =
+        fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
     std::string outName = name ? name.str() : "result" + std::to_string(i);
     uint32_t id = ids.lookup(v);
     if (tensors[id].role == fb::TensorRole::Activation) {
@@ -354,8 +394,8 @@ LogicalResult Lowering::run() {
     Instruction copy;
     copy.opcode = kReshape;
     copy.operands = {id};
-    uint32_t out = addTensor(Value(), fb::TensorRole::Output, outName);
-    tensors[out].type = tensors[id].type;
+    uint32_t out =
+        addTensor(tensors[id].type, Value(), fb::TensorRole::Output, outName);
     copy.results = {out};
     instructions.push_back(copy);
     outputs.push_back(out);
@@ -376,12 +416,14 @@ void Lowering::planMemory(MemoryPlanReport &report) {
   std::vector<uint32_t> work;
   for (uint32_t id = 0; id < tensors.size(); ++id) {
     Tensor &t = tensors[id];
-    if (t.role == fb::TensorRole::Constant || t.role == fb::TensorRole::Parameter)
+    if (t.role == fb::TensorRole::Constant ||
+        t.role == fb::TensorRole::Parameter)
       continue;
     t.firstUse = t.role == fb::TensorRole::Input ? 0 : end;
-    t.lastUse = t.role == fb::TensorRole::Output || t.role == fb::TensorRole::Input
-                    ? end
-                    : 0;
+    t.lastUse =
+        t.role == fb::TensorRole::Output || t.role == fb::TensorRole::Input
+            ? end
+            : 0;
     work.push_back(id);
   }
   for (int64_t i = 0; i < end; ++i) {
@@ -392,23 +434,76 @@ void Lowering::planMemory(MemoryPlanReport &report) {
   }
   for (uint32_t id : work)
     tensors[id].lastUse = std::max(tensors[id].lastUse, tensors[id].firstUse);
-  // Greedy by size: largest first, each at the lowest aligned offset that
-  // overlaps no placed buffer alive at the same time. Ties by id keep it
-  // deterministic.
-  std::vector<uint32_t> order = work;
+  // In-place reuse. Buffers are grouped: a reshape of a work-arena value
+  // shares its operand's bytes (and its instruction is dropped), and an
+  // elementwise result whose kernel reads and writes index by index takes
+  // the buffer of an operand of the same size that dies at that
+  // instruction. Groups are then placed as one buffer.
+  std::vector<uint32_t> group(tensors.size());
+  for (uint32_t id = 0; id < tensors.size(); ++id)
+    group[id] = id;
+  auto find = [&](uint32_t id) {
+    while (group[id] != id)
+      id = group[id] = group[group[id]];
+    return id;
+  };
+  // The last instruction reading any member of each group.
+  std::vector<int64_t> groupLastUse(tensors.size());
+  for (uint32_t id = 0; id < tensors.size(); ++id)
+    groupLastUse[id] = tensors[id].lastUse;
+  auto inWork = [&](uint32_t id) {
+    auto role = tensors[id].role;
+    return role == fb::TensorRole::Activation || role == fb::TensorRole::Input;
+  };
+  std::vector<bool> dropped(instructions.size(), false);
+  for (int64_t i = 0; i < end; ++i) {
+    Instruction &inst = instructions[i];
+    if (inst.results.size() != 1 ||
+        tensors[inst.results[0]].role != fb::TensorRole::Activation)
+      continue;
+    uint32_t result = inst.results[0];
+    bool isReshape = inst.opcode == kReshape;
+    bool indexWise =
+        inst.opcode <= kMin || inst.opcode == kSelect || inst.opcode == kGelu;
+    for (uint32_t operand : inst.operands) {
+      if (!inWork(operand) ||
+          bytesOf(tensors[operand].type) != bytesOf(tensors[result].type))
+        continue;
+      uint32_t root = find(operand);
+      if (!isReshape && (!indexWise || groupLastUse[root] != i ||
+                         tensors[operand].role != fb::TensorRole::Activation))
+        continue;
+      group[result] = root;
+      groupLastUse[root] =
+          std::max(groupLastUse[root], tensors[result].lastUse);
+      tensors[root].firstUse =
+          std::min(tensors[root].firstUse, tensors[result].firstUse);
+      dropped[i] = isReshape;
+      break;
+    }
+  }
+  // Greedy by size: largest group first, each at the lowest aligned offset
+  // that overlaps no placed group alive at the same time. Ties by id keep
+  // it deterministic.
+  std::vector<uint32_t> order;
+  uint64_t withoutReuse = 0;
+  for (uint32_t id : work) {
+    withoutReuse += alignUp(bytesOf(tensors[id].type));
+    if (find(id) == id)
+      order.push_back(id);
+  }
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     return bytesOf(tensors[a].type) > bytesOf(tensors[b].type);
   });
   std::vector<uint32_t> placed;
-  uint64_t withoutReuse = 0;
   for (uint32_t id : order) {
     Tensor &t = tensors[id];
     uint64_t size = bytesOf(t.type);
-    withoutReuse += alignUp(size);
+    int64_t first = t.firstUse, last = groupLastUse[id];
     std::vector<std::pair<uint64_t, uint64_t>> busy;
     for (uint32_t other : placed) {
       const Tensor &o = tensors[other];
-      if (o.firstUse <= t.lastUse && t.firstUse <= o.lastUse)
+      if (o.firstUse <= last && first <= groupLastUse[other])
         busy.push_back({o.offset, o.offset + bytesOf(o.type)});
     }
     std::sort(busy.begin(), busy.end());
@@ -422,6 +517,14 @@ void Lowering::planMemory(MemoryPlanReport &report) {
     workSize = std::max(workSize, offset + size);
     placed.push_back(id);
   }
+  for (uint32_t id : work)
+    tensors[id].offset = tensors[find(id)].offset;
+  // Reshapes that now alias their operand move no data.
+  std::vector<Instruction> kept;
+  for (int64_t i = 0; i < end; ++i)
+    if (!dropped[i])
+      kept.push_back(std::move(instructions[i]));
+  instructions = std::move(kept);
   report.parameters = stateSize;
   report.activations = workSize;
   report.constants = constants.size();
@@ -439,7 +542,8 @@ std::vector<char> Lowering::serialize(const WriterOptions &options,
     b.ForceDefaults(true);
     std::vector<flatbuffers::Offset<fb::Tensor>> fbTensors;
     for (const Tensor &t : tensors) {
-      std::vector<int64_t> shape(t.type.getShape().begin(), t.type.getShape().end());
+      std::vector<int64_t> shape(t.type.getShape().begin(),
+                                 t.type.getShape().end());
       fbTensors.push_back(fb::CreateTensorDirect(
           b, t.name.c_str(), t.role, *dtypeOf(t.type.getElementType()), &shape,
           t.arena, t.offset, bytesOf(t.type), t.initOffset, ""));
@@ -451,13 +555,11 @@ std::vector<char> Lowering::serialize(const WriterOptions &options,
     std::vector<flatbuffers::Offset<fb::Arena>> arenas = {
         fb::CreateArenaDirect(b, "state", stateSize, kAlignment),
         fb::CreateArenaDirect(b, "work", workSize, kAlignment)};
-    auto memory = fb::CreateMemoryPlan(b, report.parameters,
-                                       report.persistentState,
-                                       report.activations, report.temporaries,
-                                       report.workspace, report.peak);
-    auto opts = fb::CreateCompileOptionsDirect(b, "trainc 0.1.0",
-                                               options.source.c_str(),
-                                               options.command.c_str());
+    auto memory = fb::CreateMemoryPlan(
+        b, report.parameters, report.persistentState, report.activations,
+        report.temporaries, report.workspace, report.peak);
+    auto opts = fb::CreateCompileOptionsDirect(
+        b, "trainc 0.1.0", options.source.c_str(), options.command.c_str());
     auto exe = fb::CreateExecutableDirect(
         b, kFormatVersion, opts, &fbTensors, &arenas, &fbInsts, &inputs,
         &outputs, &parameters, constantsOffset, constants.size(), memory);

@@ -87,9 +87,9 @@ void parallelFor(int64_t n, int64_t grain,
                  const std::function<void(int64_t, int64_t)> &body) {
   if (n <= 0)
     return;
-  int64_t chunks =
-      std::min<int64_t>(parallelThreads(), (n + std::max<int64_t>(grain, 1) - 1) /
-                                               std::max<int64_t>(grain, 1));
+  int64_t chunks = std::min<int64_t>(parallelThreads(),
+                                     (n + std::max<int64_t>(grain, 1) - 1) /
+                                         std::max<int64_t>(grain, 1));
   if (chunks <= 1) {
     body(0, n);
     return;

@@ -96,9 +96,8 @@ trainc_status trainc_executable_input_info(const trainc_executable *executable,
                                            trainc_tensor_info *out_info) {
   if (!executable)
     return nullArgument("executable");
-  return tensorInfo(*executable->executable,
-                    executable->executable->inputs(), index, "input",
-                    out_info);
+  return tensorInfo(*executable->executable, executable->executable->inputs(),
+                    index, "input", out_info);
 }
 
 trainc_status trainc_executable_output_info(const trainc_executable *executable,
@@ -106,9 +105,8 @@ trainc_status trainc_executable_output_info(const trainc_executable *executable,
                                             trainc_tensor_info *out_info) {
   if (!executable)
     return nullArgument("executable");
-  return tensorInfo(*executable->executable,
-                    executable->executable->outputs(), index, "output",
-                    out_info);
+  return tensorInfo(*executable->executable, executable->executable->outputs(),
+                    index, "output", out_info);
 }
 
 trainc_status trainc_session_create(trainc_executable *executable,
@@ -119,10 +117,10 @@ trainc_status trainc_session_create(trainc_executable *executable,
   if (!out_session)
     return nullArgument("out_session");
   if (!device || std::strcmp(device, "cpu") != 0)
-    return toC(trainc::Status(
-        trainc::StatusCode::kNotFound,
-        std::string("device '") + (device ? device : "(null)") +
-            "' is not available (C API version 0 has \"cpu\")"));
+    return toC(
+        trainc::Status(trainc::StatusCode::kNotFound,
+                       std::string("device '") + (device ? device : "(null)") +
+                           "' is not available (C API version 0 has \"cpu\")"));
   std::unique_ptr<trainc::Session> session;
   if (trainc_status s = toC(trainc::Session::create(
           executable->executable, trainc::SessionOptions(), session)))
@@ -156,9 +154,9 @@ trainc_status trainc_session_output(trainc_session *session, size_t index,
     return nullArgument("out_data/out_bytes");
   const trainc::Executable &exe = session->session->executable();
   if (index >= exe.outputs().size())
-    return toC(trainc::Status(trainc::StatusCode::kOutOfRange,
-                              "output " + std::to_string(index) +
-                                  " does not exist"));
+    return toC(
+        trainc::Status(trainc::StatusCode::kOutOfRange,
+                       "output " + std::to_string(index) + " does not exist"));
   trainc::cpu::TensorRef out = session->session->output(index);
   *out_data = out.data;
   *out_bytes = exe.tensors()[exe.outputs()[index]].size;

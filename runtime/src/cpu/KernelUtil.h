@@ -1,4 +1,4 @@
-//===- KernelUtil.h - Loading, storing and indexing for CPU kernels -*- C++ -*-===//
+//===- KernelUtil.h - Shared helpers of the CPU kernels --------*- C++ -*-===//
 //
 // Helpers every kernel family shares: element access in any dtype (16-bit
 // floats converted with round-to-nearest-even, see base/Float16.h), the
@@ -93,9 +93,9 @@ inline Status kernelError(const KernelCall &call, const std::string &message) {
 
 /// "<op>: dtype <name> is not supported".
 inline Status unsupportedDType(const KernelCall &call, DType t) {
-  return Status(StatusCode::kUnimplemented,
-                std::string(opcodeName(call.op)) + ": dtype " + dtypeName(t) +
-                    " is not supported");
+  return Status(StatusCode::kUnimplemented, std::string(opcodeName(call.op)) +
+                                                ": dtype " + dtypeName(t) +
+                                                " is not supported");
 }
 
 } // namespace trainc::cpu

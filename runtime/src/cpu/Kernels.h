@@ -1,4 +1,4 @@
-//===- Kernels.h - CPU kernels: the contract between executor and ops -*- C++ -*-===//
+//===- Kernels.h - CPU kernels: the executor/kernel contract ---*- C++ -*-===//
 //
 // Every instruction of an executable names an Opcode, its operand and result
 // tensors, and two attribute lists, `ints` and `floats`, whose layout per

@@ -101,8 +101,8 @@ Status Executable::parse() {
   }
   if (exe->memory()) {
     const fb::MemoryPlan *m = exe->memory();
-    memory_ = {m->parameters(), m->persistent_state(), m->activations(),
-               m->temporaries(), m->workspace(), m->peak()};
+    memory_ = {m->parameters(),  m->persistent_state(), m->activations(),
+               m->temporaries(), m->workspace(),        m->peak()};
   }
   if (exe->arenas())
     for (const fb::Arena *a : *exe->arenas())
@@ -133,11 +133,10 @@ Status Executable::parse() {
           return dataLoss(origin_, "tensor " + std::to_string(id) +
                                        " has an invalid shape");
       if (bytes != info.size)
-        return dataLoss(origin_, "tensor " + std::to_string(id) + " '" +
-                                     info.name + "' records " +
-                                     std::to_string(info.size) +
-                                     " bytes but its shape needs " +
-                                     std::to_string(bytes));
+        return dataLoss(
+            origin_, "tensor " + std::to_string(id) + " '" + info.name +
+                         "' records " + std::to_string(info.size) +
+                         " bytes but its shape needs " + std::to_string(bytes));
       auto fits = [](uint64_t offset, uint64_t n, uint64_t capacity) {
         return offset <= capacity && n <= capacity - offset;
       };
@@ -149,8 +148,7 @@ Status Executable::parse() {
         if (info.arena >= arenas_.size() ||
             !fits(info.offset, info.size, arenas_[info.arena].size))
           return dataLoss(origin_, "tensor " + std::to_string(id) + " '" +
-                                       info.name +
-                                       "' lies outside its arena");
+                                       info.name + "' lies outside its arena");
       }
       if (info.role == TensorRole::kParameter &&
           !fits(info.initOffset, info.size, constantsSize_))

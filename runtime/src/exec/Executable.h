@@ -75,8 +75,7 @@ struct MemoryPlanInfo {
 class Executable {
 public:
   /// Loads and validates `path`.
-  static Status load(const std::string &path,
-                     std::unique_ptr<Executable> &out);
+  static Status load(const std::string &path, std::unique_ptr<Executable> &out);
   /// The same for bytes already in memory; `origin` names them in errors.
   static Status fromBytes(std::vector<char> bytes, const std::string &origin,
                           std::unique_ptr<Executable> &out);
@@ -120,8 +119,7 @@ Status validateInstruction(const InstructionInfo &inst, size_t index,
                            const std::vector<TensorInfo> &tensors);
 
 /// "tensor 3 'wte.weight' (f32 [128, 64])" for messages.
-std::string describeTensor(const std::vector<TensorInfo> &tensors,
-                           uint32_t id);
+std::string describeTensor(const std::vector<TensorInfo> &tensors, uint32_t id);
 
 } // namespace trainc
 

@@ -74,10 +74,9 @@ Status Session::setInput(size_t index, const void *data, size_t bytes) {
   uint32_t id = exe.inputs()[index];
   const TensorInfo &t = exe.tensors()[id];
   if (bytes != t.size)
-    return invalidArgument("input '" + t.name + "' needs " +
-                           std::to_string(t.size) + " bytes (" +
-                           describeTensor(exe.tensors(), id) + "), got " +
-                           std::to_string(bytes));
+    return invalidArgument(
+        "input '" + t.name + "' needs " + std::to_string(t.size) + " bytes (" +
+        describeTensor(exe.tensors(), id) + "), got " + std::to_string(bytes));
   std::memcpy(arenas_[t.arena] + t.offset, data, bytes);
   touched_[t.arena] = std::max(touched_[t.arena], t.offset + t.size);
   inputSet_[index] = true;
@@ -149,11 +148,11 @@ Status Session::run() {
     call.ints = {inst.ints.data(), int64_t(inst.ints.size())};
     call.floats = {inst.floats.data(), int64_t(inst.floats.size())};
     call.step = step_;
-    Status s = options_.checkWrites ? checkedRun(i, call)
-                                    : cpu::runCpuKernel(call);
+    Status s =
+        options_.checkWrites ? checkedRun(i, call) : cpu::runCpuKernel(call);
     if (!s.ok())
-      return Status(s.code(), "instruction " + std::to_string(i) + ": " +
-                                  s.message());
+      return Status(s.code(),
+                    "instruction " + std::to_string(i) + ": " + s.message());
   }
   ++step_;
   return okStatus();

@@ -47,9 +47,8 @@ public:
   Status attrs(size_t ints, size_t floats) const {
     if (inst.ints.size() != ints || inst.floats.size() != floats)
       return error("has " + std::to_string(inst.ints.size()) + " ints and " +
-                   std::to_string(inst.floats.size()) +
-                   " floats, expects " + std::to_string(ints) + " and " +
-                   std::to_string(floats));
+                   std::to_string(inst.floats.size()) + " floats, expects " +
+                   std::to_string(ints) + " and " + std::to_string(floats));
     return okStatus();
   }
   Status sameType(const TensorInfo &a, const TensorInfo &b) const {
@@ -106,8 +105,10 @@ Status Checker::checkDotGeneral() const {
   Shape lhsDims(lb, lb + nb), rhsDims(rb, rb + nb);
   lhsDims.insert(lhsDims.end(), lc, lc + nc);
   rhsDims.insert(rhsDims.end(), rc, rc + nc);
-  TRAINC_RETURN_IF_ERROR(dimList(lhsDims.data(), lhsDims.size(), l.shape.size()));
-  TRAINC_RETURN_IF_ERROR(dimList(rhsDims.data(), rhsDims.size(), r.shape.size()));
+  TRAINC_RETURN_IF_ERROR(
+      dimList(lhsDims.data(), lhsDims.size(), l.shape.size()));
+  TRAINC_RETURN_IF_ERROR(
+      dimList(rhsDims.data(), rhsDims.size(), r.shape.size()));
   Shape expected;
   for (size_t i = 0; i < nb; ++i) {
     if (l.shape[lb[i]] != r.shape[rb[i]])
@@ -233,9 +234,8 @@ Status Checker::checkComposite() const {
     TRAINC_RETURN_IF_ERROR(attrs(1, 0));
     TRAINC_RETURN_IF_ERROR(floatType(operand(0)));
     TRAINC_RETURN_IF_ERROR(sameType(operand(0), result(0)));
-    int64_t limit = inst.op == Opcode::kSoftmax
-                        ? int64_t(operand(0).shape.size())
-                        : 2;
+    int64_t limit =
+        inst.op == Opcode::kSoftmax ? int64_t(operand(0).shape.size()) : 2;
     if (v[0] < 0 || v[0] >= limit)
       return error("attribute out of range");
     return okStatus();
@@ -249,8 +249,8 @@ Status Checker::checkComposite() const {
     const TensorInfo &x = operand(0);
     TRAINC_RETURN_IF_ERROR(floatType(x));
     TRAINC_RETURN_IF_ERROR(sameType(x, result(0)));
-    if (v[0] < 0 || v[0] >= int64_t(x.shape.size()) ||
-        !(inst.floats[0] >= 0) || !std::isfinite(inst.floats[0]))
+    if (v[0] < 0 || v[0] >= int64_t(x.shape.size()) || !(inst.floats[0] >= 0) ||
+        !std::isfinite(inst.floats[0]))
       return error("invalid axis or epsilon");
     Shape normalized(x.shape.begin() + v[0], x.shape.end());
     for (int64_t i = 1; i <= affine; ++i)
@@ -292,7 +292,8 @@ Status Checker::checkComposite() const {
     }
     if (result(0).dtype != q.dtype)
       return error("result dtype differs");
-    return shapeIs(result(0), {q.shape[0], q.shape[1], q.shape[2], val.shape[3]});
+    return shapeIs(result(0),
+                   {q.shape[0], q.shape[1], q.shape[2], val.shape[3]});
   }
   case Opcode::kSoftmaxCrossEntropy: {
     TRAINC_RETURN_IF_ERROR(arity(2, 1));

@@ -74,8 +74,8 @@ Status readNpy(const std::string &path, NpyArray &out) {
       found = true;
     }
   if (!found)
-    return badNpy(path, "dtype " + descr +
-                            " (supported: <f8 <f4 <f2 <i8 <i4 |b1)");
+    return badNpy(path,
+                  "dtype " + descr + " (supported: <f8 <f4 <f2 <i8 <i4 |b1)");
   if (headerValue(header, "fortran_order") != "False")
     return badNpy(path, "Fortran order");
   std::string shape = headerValue(header, "shape");
@@ -86,10 +86,8 @@ Status readNpy(const std::string &path, NpyArray &out) {
   size_t pos = 1;
   while (pos < shape.size() - 1) {
     size_t next = shape.find(',', pos);
-    std::string item = shape.substr(pos, (next == std::string::npos
-                                              ? shape.size() - 1
-                                              : next) -
-                                             pos);
+    std::string item = shape.substr(
+        pos, (next == std::string::npos ? shape.size() - 1 : next) - pos);
     size_t first = item.find_first_not_of(' ');
     if (first != std::string::npos) {
       char *end = nullptr;

@@ -74,16 +74,15 @@ void inspect(const Executable &exe) {
               exe.origin().c_str(), exe.source().c_str(),
               exe.command().c_str());
   const MemoryPlanInfo &m = exe.memoryPlan();
-  std::printf("memory plan: parameters %llu, persistent state %llu, "
-              "activations %llu, temporaries %llu, workspace %llu, peak %llu "
-              "bytes\nconstant section: offset %llu, %llu bytes\n",
-              (unsigned long long)m.parameters,
-              (unsigned long long)m.persistentState,
-              (unsigned long long)m.activations,
-              (unsigned long long)m.temporaries,
-              (unsigned long long)m.workspace, (unsigned long long)m.peak,
-              (unsigned long long)exe.constantsOffset(),
-              (unsigned long long)exe.constantsSize());
+  std::printf(
+      "memory plan: parameters %llu, persistent state %llu, "
+      "activations %llu, temporaries %llu, workspace %llu, peak %llu "
+      "bytes\nconstant section: offset %llu, %llu bytes\n",
+      (unsigned long long)m.parameters, (unsigned long long)m.persistentState,
+      (unsigned long long)m.activations, (unsigned long long)m.temporaries,
+      (unsigned long long)m.workspace, (unsigned long long)m.peak,
+      (unsigned long long)exe.constantsOffset(),
+      (unsigned long long)exe.constantsSize());
   for (const ArenaInfo &a : exe.arenas())
     std::printf("arena %-6s %llu bytes\n", a.name.c_str(),
                 (unsigned long long)a.size);
@@ -95,8 +94,8 @@ void inspect(const Executable &exe) {
             ? "constants+" + std::to_string(t.offset)
             : exe.arenas()[t.arena].name + "+" + std::to_string(t.offset);
     std::printf("  %%%zu %-10s %-5s %-18s %-26s %s\n", i, roleName(t.role),
-                dtypeName(t.dtype), shapeString(t.shape).c_str(),
-                where.c_str(), t.name.c_str());
+                dtypeName(t.dtype), shapeString(t.shape).c_str(), where.c_str(),
+                t.name.c_str());
   }
   std::printf("instructions (%zu):\n", exe.instructions().size());
   for (size_t i = 0; i < exe.instructions().size(); ++i) {

@@ -53,8 +53,7 @@ static void expectError(trainc_status status, trainc_status_code code,
     CHECK(trainc_status_get_code(status) == code, "%s: code %d, message: %s",
           what, (int)trainc_status_get_code(status),
           trainc_status_message(status));
-    CHECK(strlen(trainc_status_message(status)) > 0, "%s: empty message",
-          what);
+    CHECK(strlen(trainc_status_message(status)) > 0, "%s: empty message", what);
     trainc_status_free(status);
   }
 }

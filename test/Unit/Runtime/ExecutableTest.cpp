@@ -42,9 +42,9 @@ struct TinyProgram {
     std::vector<flatbuffers::Offset<fb::Arena>> arenas = {
         fb::CreateArenaDirect(b, "work", workArenaSize, 64)};
     std::vector<uint32_t> inputs = {0, 1}, outputs = {2}, params;
-    auto exe = fb::CreateExecutableDirect(b, formatVersion, 0, &tensors,
-                                          &arenas, &insts, &inputs, &outputs,
-                                          &params, 0, 0);
+    auto exe =
+        fb::CreateExecutableDirect(b, formatVersion, 0, &tensors, &arenas,
+                                   &insts, &inputs, &outputs, &params, 0, 0);
     fb::FinishExecutableBuffer(b, exe);
     return std::vector<char>(b.GetBufferPointer(),
                              b.GetBufferPointer() + b.GetSize());

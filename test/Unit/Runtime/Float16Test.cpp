@@ -57,8 +57,8 @@ TEST(Float16, Bf16RoundsToNearestEven) {
   EXPECT_EQ(bf16ToFloat(floatToBf16(1.0f + 3 * 0x1p-8f)), 1.0f + 0x1p-6f);
   EXPECT_EQ(bf16ToFloat(floatToBf16(1.0f + 0x1p-8f + 0x1p-20f)),
             1.0f + 0x1p-7f);
-  EXPECT_TRUE(std::isinf(
-      bf16ToFloat(floatToBf16(std::numeric_limits<float>::max()))));
+  EXPECT_TRUE(
+      std::isinf(bf16ToFloat(floatToBf16(std::numeric_limits<float>::max()))));
   EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(std::nanf("")))));
 }
 
