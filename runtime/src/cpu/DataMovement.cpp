@@ -49,31 +49,83 @@ int64_t product(const int64_t *dims, int begin, int end) {
 }
 
 template <typename W>
-void copyStridedWords(const char *in, char *out, int64_t n, int64_t stride) {
+void copyBlockWords(const char *in, char *out, int64_t rows, int64_t cols,
+                    int64_t inRowStride, int64_t inColStride,
+                    int64_t outRowStride) {
   const W *src = reinterpret_cast<const W *>(in);
   W *dst = reinterpret_cast<W *>(out);
-  for (int64_t i = 0; i < n; ++i)
-    dst[i] = src[i * stride];
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j)
+      dst[r * outRowStride + j] = src[r * inRowStride + j * inColStride];
 }
 
-/// Copies n elements of `size` bytes read `stride` elements apart (0
-/// repeats one element) to contiguous `out`.
-void copyRun(const char *in, char *out, int64_t n, int64_t stride,
-             size_t size) {
-  if (stride == 1) {
-    std::memcpy(out, in, n * size);
-    return;
-  }
+/// out[r * outRowStride + j] = in[r * inRowStride + j * inColStride] for
+/// r < rows, j < cols; strides count elements of `size` bytes.
+void copyBlock(const char *in, char *out, int64_t rows, int64_t cols,
+               int64_t inRowStride, int64_t inColStride, int64_t outRowStride,
+               size_t size) {
   switch (size) {
   case 1:
-    return copyStridedWords<uint8_t>(in, out, n, stride);
+    return copyBlockWords<uint8_t>(in, out, rows, cols, inRowStride,
+                                   inColStride, outRowStride);
   case 2:
-    return copyStridedWords<uint16_t>(in, out, n, stride);
+    return copyBlockWords<uint16_t>(in, out, rows, cols, inRowStride,
+                                    inColStride, outRowStride);
   case 4:
-    return copyStridedWords<uint32_t>(in, out, n, stride);
+    return copyBlockWords<uint32_t>(in, out, rows, cols, inRowStride,
+                                    inColStride, outRowStride);
   case 8:
-    return copyStridedWords<uint64_t>(in, out, n, stride);
+    return copyBlockWords<uint64_t>(in, out, rows, cols, inRowStride,
+                                    inColStride, outRowStride);
   }
+}
+
+/// Copies n elements read `stride` elements apart (0 repeats one element)
+/// to contiguous `out`.
+void copyRun(const char *in, char *out, int64_t n, int64_t stride,
+             size_t size) {
+  if (stride == 1)
+    std::memcpy(out, in, n * size);
+  else
+    copyBlock(in, out, 1, n, 0, stride, 0, size);
+}
+
+/// The copy of stridedCopy (on its merged dims) when the innermost result
+/// dim reads the input with a stride but an outer dim `c` reads it
+/// contiguously, as in a transpose: row by row, every read would touch a
+/// new cache line. Square tiles over dims c and the innermost one use
+/// whole cache lines on both sides.
+void tiledCopy(const char *in, char *out, const std::vector<int64_t> &dims,
+               const std::vector<int64_t> &steps, int c, size_t size) {
+  constexpr int64_t kTile = 32;
+  int rank = int(dims.size()), last = rank - 1;
+  std::vector<int64_t> outSteps(rank, 1);
+  for (int d = rank - 2; d >= 0; --d)
+    outSteps[d] = outSteps[d + 1] * dims[d + 1];
+  // The grid of tiles: dims c and last counted in tiles.
+  std::vector<int64_t> grid = dims;
+  grid[c] = (dims[c] + kTile - 1) / kTile;
+  grid[last] = (dims[last] + kTile - 1) / kTile;
+  int64_t tiles = 1;
+  for (int64_t g : grid)
+    tiles *= g;
+  parallelFor(tiles, rowGrain(kTile * kTile), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t inOffset = 0, outOffset = 0, rest = t, extent[2] = {1, 1};
+      for (int d = last; d >= 0; --d) {
+        int64_t i = rest % grid[d];
+        rest /= grid[d];
+        if (d == c || d == last) {
+          i *= kTile;
+          extent[d == last] = std::min(kTile, dims[d] - i);
+        }
+        inOffset += i * steps[d];
+        outOffset += i * outSteps[d];
+      }
+      copyBlock(in + inOffset * size, out + outOffset * size, extent[0],
+                extent[1], steps[c], steps[last], outSteps[c], size);
+    }
+  });
 }
 
 /// Fills `out` with n copies of the element at `value`.
@@ -101,6 +153,10 @@ void stridedCopy(const char *in, char *out, const std::vector<int64_t> &shape,
       steps.push_back(strides[d]);
     }
   }
+  if (!dims.empty() && steps.back() > 1)
+    for (int c = 0; c + 1 < int(dims.size()); ++c)
+      if (steps[c] == 1)
+        return tiledCopy(in, out, dims, steps, c, size);
   int64_t inner = 1, innerStride = 1;
   if (!dims.empty()) {
     inner = dims.back();

@@ -13,7 +13,8 @@
 // Numerics (cpu/Kernels.h): f64 computes in double; f32, f16 and bf16 in
 // float, 16-bit values loaded exactly and stored rounded to nearest even.
 // For + - * / and sqrt that double rounding (exact op -> float -> 16 bits)
-// equals one rounding, since float has at least 2p + 2 bits for p <= 11.
+// equals one rounding: float's 24 bits are at least 2p + 2 for the 16-bit
+// precisions p = 11 (f16) and 8 (bf16).
 // max/min return NaN if either operand is NaN. Integer neg, abs, add, sub
 // and mul wrap around in two's complement, as the graph folder's APInt
 // arithmetic does; integer div truncates toward zero, and division by zero
@@ -32,7 +33,6 @@
 #include "base/Parallel.h"
 #include "cpu/KernelUtil.h"
 
-#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>

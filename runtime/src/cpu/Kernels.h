@@ -14,8 +14,10 @@
 //
 // Numerics: f64 computes in f64; f32, f16 and bf16 compute in f32 (16-bit
 // values are loaded with f16ToFloat/bf16ToFloat and stored rounded to
-// nearest even); reductions accumulate in f64 for f64 and in f32 otherwise
-// (matmuls through BLAS accumulate in the BLAS's precision).
+// nearest even). Float sums and means accumulate in f64 in a fixed order,
+// so a reduction is the exact sum rounded once whatever the row length or
+// thread count; matmuls through BLAS accumulate in the BLAS's precision
+// (f32 for f32, f16 and bf16).
 //
 //===----------------------------------------------------------------------===//
 

@@ -52,7 +52,7 @@ constexpr int64_t kGrain = 16384;
 
 /// Neighbouring outputs accumulated together when the innermost dim is
 /// kept: their accumulators stay in L1.
-constexpr int64_t kTile = 256;
+constexpr int64_t kTile = 2048;
 
 // How each dtype is stored and loaded into its compute type.
 struct F64 {
@@ -236,8 +236,22 @@ void reduce(const S *x, S *y, int64_t outputs, const Geometry &g,
       int64_t w = std::min({end - k, g.inner - column, kTile});
       const S *base = x + keptOffset(g, row) + column;
       std::fill(acc, acc + w, Op::init());
-      for (int64_t offset : g.rowOffsets) {
-        const S *p = base + offset;
+      // Four rows per pass over acc (the same order of terms as one at a
+      // time) to cut the loads and stores of the accumulators.
+      size_t r = 0, rows = g.rowOffsets.size();
+      for (; r + 4 <= rows; r += 4) {
+        const S *p0 = base + g.rowOffsets[r], *p1 = base + g.rowOffsets[r + 1];
+        const S *p2 = base + g.rowOffsets[r + 2],
+                *p3 = base + g.rowOffsets[r + 3];
+        for (int64_t j = 0; j < w; ++j) {
+          Acc a = Op::combine(acc[j], Op::load(p0[j]));
+          a = Op::combine(a, Op::load(p1[j]));
+          a = Op::combine(a, Op::load(p2[j]));
+          acc[j] = Op::combine(a, Op::load(p3[j]));
+        }
+      }
+      for (; r < rows; ++r) {
+        const S *p = base + g.rowOffsets[r];
         for (int64_t j = 0; j < w; ++j)
           acc[j] = Op::combine(acc[j], Op::load(p[j]));
       }

@@ -7,10 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "NnTestUtil.h"
+#include "KernelTestUtil.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -111,6 +112,27 @@ TEST(CpuDataMovement, TransposeMatchesTheDefinition) {
   TestTensor m(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6});
   EXPECT_EQ(run(Opcode::kTranspose, {&m}, DType::kF32, {3, 2}, {1, 0}).values(),
             (std::vector<double>{1, 4, 2, 5, 3, 6}));
+}
+
+/// Every permutation of a shape whose dims are not multiples of the
+/// kernel's 32-element tiles, with distinct values (i32: the flat index).
+TEST(CpuDataMovement, TransposeEveryPermutationWithPartialTiles) {
+  std::vector<int64_t> dims = {3, 37, 45};
+  TestTensor x(DType::kI32, dims);
+  for (int64_t i = 0; i < x.size(); ++i)
+    x.ref().as<int32_t>()[i] = int32_t(i);
+  std::vector<int64_t> perm = {0, 1, 2};
+  do {
+    SCOPED_TRACE(::testing::PrintToString(perm));
+    std::vector<int64_t> shape = {dims[perm[0]], dims[perm[1]], dims[perm[2]]};
+    TestTensor y = run(Opcode::kTranspose, {&x}, DType::kI32, shape, perm);
+    for (int64_t i = 0; i < y.size(); ++i) {
+      std::vector<int64_t> idx = unflatten(i, shape), from(3);
+      for (int d = 0; d < 3; ++d)
+        from[perm[d]] = idx[d];
+      ASSERT_EQ(y.ref().as<int32_t>()[i], flatten(from, dims)) << i;
+    }
+  } while (std::next_permutation(perm.begin(), perm.end()));
 }
 
 TEST(CpuDataMovement, SliceTakesStridedWindows) {

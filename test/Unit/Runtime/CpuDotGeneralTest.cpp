@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "NnTestUtil.h"
+#include "KernelTestUtil.h"
 
 #include <gtest/gtest.h>
 

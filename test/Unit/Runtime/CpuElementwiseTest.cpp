@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "NnTestUtil.h"
+#include "KernelTestUtil.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "NnTestUtil.h"
+#include "KernelTestUtil.h"
 
 #include <gtest/gtest.h>
 

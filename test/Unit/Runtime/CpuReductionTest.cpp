@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "NnTestUtil.h"
+#include "KernelTestUtil.h"
 
 #include <gtest/gtest.h>
 

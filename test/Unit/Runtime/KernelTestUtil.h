@@ -1,4 +1,4 @@
-//===- NnTestUtil.h - Tensors and calls for CPU kernel tests ----*- C++ -*-===//
+//===- KernelTestUtil.h - Tensors and calls for kernel tests ---*- C++ -*-===//
 //
 // A tensor that owns its bytes, filled from doubles (rounded to its dtype
 // exactly as the kernels store), and a helper that builds a KernelCall and
@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TRAINC_TEST_UNIT_RUNTIME_NNTESTUTIL_H
-#define TRAINC_TEST_UNIT_RUNTIME_NNTESTUTIL_H
+#ifndef TRAINC_TEST_UNIT_RUNTIME_KERNELTESTUTIL_H
+#define TRAINC_TEST_UNIT_RUNTIME_KERNELTESTUTIL_H
 
 #include "cpu/KernelUtil.h"
 
@@ -128,4 +128,4 @@ inline double storageEps(DType t) {
 
 } // namespace trainc::cpu::testing
 
-#endif // TRAINC_TEST_UNIT_RUNTIME_NNTESTUTIL_H
+#endif // TRAINC_TEST_UNIT_RUNTIME_KERNELTESTUTIL_H
