@@ -20,7 +20,7 @@ config.substitutions.append(("%shared_data", config.shared_data_dir))
 # The Python that runs lit also runs the tests' helper scripts.
 config.substitutions.append(("%python", sys.executable))
 
-for tool in ("trainc", "trainc-opt", "FileCheck", "not"):
+for tool in ("trainc", "trainc-opt", "trainc-run", "FileCheck", "not"):
     if not any(os.path.exists(os.path.join(d, tool))
                for d in (config.trainc_tools_dir, config.llvm_tools_dir)):
         lit_config.fatal(f"{tool} not found in {config.trainc_tools_dir} "
