@@ -172,6 +172,9 @@ public:
   /// `what` if it is out of range.
   mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,
                                          llvm::StringRef what) const;
+  /// Normalizes each axis against `rank`, rejecting duplicates.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  normalizeAxes(llvm::ArrayRef<int64_t> axes, int64_t rank) const;
   /// Requires a float element type of input `v`.
   mlir::LogicalResult requireFloat(mlir::Value v, llvm::StringRef what) const;
 };

@@ -77,17 +77,11 @@ reductionAxes(NodeContext &ctx, int64_t inputOpset, int64_t rank, bool &noop) {
     }
     return iotaVector(0, rank);
   }
-  SmallVector<int64_t> result;
-  for (int64_t a : *axes) {
-    auto n = ctx.normalizeAxis(a, rank, "axis");
-    if (failed(n))
-      return failure();
-    if (llvm::is_contained(result, *n))
-      return ctx.error() << "axis " << a << " is listed twice";
-    result.push_back(*n);
-  }
-  llvm::sort(result);
-  return result;
+  auto result = ctx.normalizeAxes(*axes, rank);
+  if (failed(result))
+    return failure();
+  llvm::sort(*result);
+  return *result;
 }
 
 template <typename OpT>

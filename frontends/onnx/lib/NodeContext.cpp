@@ -3,6 +3,7 @@
 #include "ImportContext.h"
 
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace trainc::graph;
@@ -189,6 +190,20 @@ FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
     return error() << what << " " << axis << " is out of range for rank "
                    << rank;
   return normalized;
+}
+
+FailureOr<SmallVector<int64_t>>
+NodeContext::normalizeAxes(ArrayRef<int64_t> axes, int64_t rank) const {
+  SmallVector<int64_t> result;
+  for (int64_t a : axes) {
+    auto n = normalizeAxis(a, rank, "axis");
+    if (failed(n))
+      return failure();
+    if (llvm::is_contained(result, *n))
+      return error() << "axis " << a << " is listed twice";
+    result.push_back(*n);
+  }
+  return result;
 }
 
 LogicalResult NodeContext::requireFloat(Value v, StringRef what) const {

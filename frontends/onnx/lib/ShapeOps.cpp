@@ -45,21 +45,6 @@ LogicalResult checkShape(NodeContext &ctx, ArrayRef<int64_t> shape,
   return success();
 }
 
-/// Normalizes a list of axes against `rank`, rejecting duplicates.
-FailureOr<SmallVector<int64_t>>
-normalizeAxes(NodeContext &ctx, ArrayRef<int64_t> axes, int64_t rank) {
-  SmallVector<int64_t> result;
-  for (int64_t a : axes) {
-    auto n = ctx.normalizeAxis(a, rank, "axis");
-    if (failed(n))
-      return failure();
-    if (llvm::is_contained(result, *n))
-      return ctx.error() << "axis " << a << " is listed twice";
-    result.push_back(*n);
-  }
-  return result;
-}
-
 /// Axes from input `inputIndex` (newer opsets) or attribute "axes" (older);
 /// nullopt when neither is given.
 FailureOr<std::optional<SmallVector<int64_t>>> axesInputOrAttr(NodeContext &ctx,
@@ -267,7 +252,7 @@ LogicalResult importSqueeze(NodeContext &ctx) {
   auto type = ctx.inputType(*x);
   SmallVector<int64_t> drop;
   if (axes->has_value()) {
-    auto normalized = normalizeAxes(ctx, **axes, type.getRank());
+    auto normalized = ctx.normalizeAxes(**axes, type.getRank());
     if (failed(normalized))
       return failure();
     for (int64_t a : *normalized)
@@ -297,7 +282,7 @@ LogicalResult importUnsqueeze(NodeContext &ctx) {
     return ctx.error() << "needs axes";
   auto type = ctx.inputType(*x);
   int64_t outRank = type.getRank() + static_cast<int64_t>((*axes)->size());
-  auto normalized = normalizeAxes(ctx, **axes, outRank);
+  auto normalized = ctx.normalizeAxes(**axes, outRank);
   if (failed(normalized))
     return failure();
   SmallVector<int64_t> shape;
@@ -450,7 +435,7 @@ LogicalResult importSlice(NodeContext &ctx) {
   if (ends->size() != starts->size() || axes.size() != starts->size() ||
       steps.size() != starts->size())
     return ctx.error() << "starts, ends, axes and steps have different lengths";
-  auto normalized = normalizeAxes(ctx, axes, rank);
+  auto normalized = ctx.normalizeAxes(axes, rank);
   if (failed(normalized))
     return failure();
 
