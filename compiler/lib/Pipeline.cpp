@@ -10,7 +10,8 @@
 namespace trainc {
 
 llvm::ArrayRef<Phase> allPhases() {
-  static const Phase phases[] = {Phase::Import, Phase::Recognize};
+  static const Phase phases[] = {Phase::Import, Phase::Recognize,
+                                 Phase::Autodiff};
   return phases;
 }
 
@@ -20,6 +21,8 @@ llvm::StringRef phaseName(Phase phase) {
     return "import";
   case Phase::Recognize:
     return "recognize";
+  case Phase::Autodiff:
+    return "autodiff";
   }
   return "unknown";
 }
@@ -31,7 +34,8 @@ std::optional<Phase> parsePhase(llvm::StringRef name) {
   return std::nullopt;
 }
 
-void buildPipeline(mlir::OpPassManager &pm, Phase last) {
+void buildPipeline(mlir::OpPassManager &pm, Phase last,
+                   const PipelineOptions &options) {
   if (last == Phase::Import)
     return;
 
@@ -43,7 +47,15 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last) {
   // ... and drop what they made dead, merging duplicates.
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
-  if (last == Phase::Recognize)
+  if (last == Phase::Recognize || !options.train)
+    return;
+
+  // autodiff: the backward pass, then folding and merging what the rules
+  // built (shared forward values, constant broadcasts).
+  pm.addPass(createAutodiff(AutodiffOptions{options.loss}));
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  if (last == Phase::Autodiff)
     return;
 }
 

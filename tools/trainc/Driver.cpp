@@ -45,7 +45,8 @@ constexpr const char *kOverview =
   trainc model.onnx --input-shape tokens=8x128    give symbolic inputs sizes
   trainc --list-onnx-ops                          what the ONNX importer reads
 
-Phases, in order (--compile-to): import, recognize; then an output ending in
+Phases, in order (--compile-to): import, recognize, autodiff (with --train);
+then an output ending in
 .tcx is lowered, memory-planned and serialized as an executable for
 trainc-run. Later phases (autodiff, optimizer, ...) arrive with their issues.
 )";
@@ -114,12 +115,19 @@ private:
     case mlir::DiagnosticSeverity::Error:
       break;
     }
-    llvm::errs() << indent << "trainc: ";
-    if (auto loc = llvm::dyn_cast<mlir::FileLineColLoc>(diag.getLocation());
+    llvm::errs() << indent << "trainc: " << kind << ": ";
+    mlir::Location location = diag.getLocation();
+    if (auto loc = llvm::dyn_cast<mlir::FileLineColLoc>(location);
         loc && loc.getLine() > 0)
       llvm::errs() << loc.getFilename().getValue() << ":" << loc.getLine()
                    << ":" << loc.getColumn() << ": ";
-    llvm::errs() << kind << ": " << diag.str() << "\n";
+    // Ops imported from ONNX carry the node's name and the model file.
+    if (auto named = llvm::dyn_cast<mlir::NameLoc>(location)) {
+      if (auto file = llvm::dyn_cast<mlir::FileLineColLoc>(named.getChildLoc()))
+        llvm::errs() << file.getFilename().getValue() << ": ";
+      llvm::errs() << "node '" << named.getName().getValue() << "': ";
+    }
+    llvm::errs() << diag.str() << "\n";
     for (mlir::Diagnostic &note : diag.getNotes())
       print(note, "  ");
   }
@@ -142,9 +150,10 @@ int runCompilerCli(int argc, char **argv) {
   cl::opt<std::string> compileTo(
       "compile-to",
       cl::desc("Stop after this phase and print the IR: import (the model as "
-               "imported) or recognize (constants folded, composites "
-               "recognized; the default)"),
-      cl::value_desc("phase"), cl::init("recognize"), cl::cat(category));
+               "imported), recognize (constants folded, composites "
+               "recognized) or autodiff (with --train: gradients added); "
+               "default: the last phase"),
+      cl::value_desc("phase"), cl::init("autodiff"), cl::cat(category));
   cl::list<std::string> inputShapes(
       "input-shape",
       cl::desc("Static shape of a graph input, e.g. tokens=8x128 (repeat for "
@@ -166,6 +175,17 @@ int runCompilerCli(int argc, char **argv) {
       cl::desc("List the ONNX ops the importer supports, with their opsets, "
                "and exit"),
       cl::cat(category));
+  cl::opt<bool> train(
+      "train",
+      cl::desc("Compile a training program: add the gradients of the loss "
+               "with respect to every trainable parameter (autodiff); the "
+               "optimizer step arrives with its issue"),
+      cl::cat(category));
+  cl::opt<std::string> lossName(
+      "loss",
+      cl::desc("With --train, the model output to differentiate (default: "
+               "loss)"),
+      cl::value_desc("output"), cl::init("loss"), cl::cat(category));
   cl::opt<bool> printMemoryPlan(
       "print-memory-plan",
       cl::desc("With a .tcx output, print the static memory plan's peak by "
@@ -241,14 +261,19 @@ int runCompilerCli(int argc, char **argv) {
   mlir::PassManager pm(&context);
   if (failed(mlir::applyPassManagerCLOptions(pm)))
     return 1;
-  buildPipeline(pm, *phase);
+  if (*phase >= Phase::Autodiff && compileTo.getNumOccurrences() && !train)
+    return fail("--compile-to=" + compileTo + " needs --train");
+  PipelineOptions pipelineOptions;
+  pipelineOptions.train = train;
+  pipelineOptions.loss = lossName;
+  buildPipeline(pm, *phase, pipelineOptions);
   if (failed(pm.run(*module)))
     return fail("compilation failed in phase up to '" + compileTo + "'");
 
   if (llvm::StringRef(outputFile).ends_with(".tcx")) {
-    if (compileTo.getNumOccurrences() && *phase != allPhases().back())
+    if (compileTo.getNumOccurrences())
       return fail("--compile-to=" + compileTo +
-                  " stops before the executable; drop it or write IR");
+                  " prints IR; drop it to write an executable");
     WriterOptions writerOptions;
     writerOptions.source = inputFile;
     for (int i = 0; i < argc; ++i)

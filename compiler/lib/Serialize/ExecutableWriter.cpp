@@ -70,6 +70,7 @@ enum Opcode : uint16_t {
   kDropout,
   kAttention,
   kSoftmaxCrossEntropy,
+  kScatterAdd,
 };
 
 uint64_t alignUp(uint64_t v) {
@@ -280,6 +281,10 @@ LogicalResult Lowering::lowerOp(Operation *op) {
           })
           .Case([&](GatherOp g) {
             inst.opcode = kGather, inst.ints = {int64_t(g.getAxis())};
+            return true;
+          })
+          .Case([&](ScatterAddOp s) {
+            inst.opcode = kScatterAdd, inst.ints = {int64_t(s.getAxis())};
             return true;
           })
           .Case([&](IotaOp i) {

@@ -41,6 +41,8 @@ int64_t SliceOp::getFlops() { return 0; }
 int64_t ConcatenateOp::getFlops() { return 0; }
 int64_t GatherOp::getFlops() { return 0; }
 int64_t ConstantOp::getFlops() { return 0; }
+/// One add per update element.
+int64_t ScatterAddOp::getFlops() { return numElements(getUpdates()); }
 
 /// A reshape is a view: the runtime moves no bytes for it.
 int64_t ReshapeOp::getBytesAccessed() { return 0; }

@@ -3,6 +3,8 @@
 #include "trainc/Dialect/Graph/GraphDialect.h"
 #include "trainc/Dialect/Graph/GraphOps.h"
 
+#include "Gradients/GradientRules.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -18,6 +20,10 @@ void GraphDialect::initialize() {
 #define GET_OP_LIST
 #include "trainc/Dialect/Graph/GraphOps.cpp.inc"
       >();
+  // Known gradients: the VJP rules, by op family (Gradients/).
+  attachElementwiseGradients(*getContext());
+  attachDataMovementGradients(*getContext());
+  attachCompositeGradients(*getContext());
 }
 
 Operation *GraphDialect::materializeConstant(OpBuilder &builder,

@@ -405,6 +405,29 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *ctx,
       [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
 }
 
+LogicalResult ScatterAddOp::verify() {
+  RankedTensorType result = getType();
+  int64_t axis = getAxis(); // I64Attr getters return it unsigned.
+  if (axis < 0 || axis >= result.getRank()) // scatter_add_c1
+    return emitOpError("(C1) axis ")
+           << axis << " is out of range [0, " << result.getRank() << ")";
+  SmallVector<int64_t> expected(result.getShape().take_front(axis));
+  llvm::append_range(expected, getIndices().getType().getShape());
+  llvm::append_range(expected, result.getShape().drop_front(axis + 1));
+  if (getUpdates().getType().getShape() !=
+      ArrayRef<int64_t>(expected)) // scatter_add_c2
+    return emitOpError("(C2) updates ")
+           << getUpdates().getType()
+           << " must have shape result.shape[:axis] + indices.shape + "
+              "result.shape[axis+1:]";
+  if (getUpdates().getType().getElementType() !=
+      result.getElementType()) // scatter_add_c3
+    return emitOpError("(C3) updates element type ")
+           << getUpdates().getType().getElementType()
+           << " differs from result element type " << result.getElementType();
+  return success();
+}
+
 LogicalResult IotaOp::verify() {
   int64_t rank = getResult().getType().getRank();
   int64_t dim = getDim(); // I64Attr getters return it unsigned.

@@ -18,7 +18,8 @@ std::string NodeContext::describe() const {
 }
 
 InFlightDiagnostic NodeContext::error() const {
-  InFlightDiagnostic diag = mlir::emitError(loc);
+  // The message names the file and node itself; no location is repeated.
+  InFlightDiagnostic diag = mlir::emitError(UnknownLoc::get(context()));
   diag << graph.modelPath << ": " << describe() << ": ";
   return diag;
 }

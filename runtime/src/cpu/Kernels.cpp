@@ -42,7 +42,8 @@ const char *opcodeName(Opcode op) {
                                                   "rms_norm",
                                                   "dropout",
                                                   "attention",
-                                                  "softmax_cross_entropy"};
+                                                  "softmax_cross_entropy",
+                                                  "scatter_add"};
   int i = static_cast<int>(op);
   return i >= 0 && i < kNumOpcodes ? kNames[i] : "unknown";
 }
@@ -95,6 +96,8 @@ Status runCpuKernel(const KernelCall &call) {
     return runAttention(call);
   case Opcode::kSoftmaxCrossEntropy:
     return runCrossEntropy(call);
+  case Opcode::kScatterAdd:
+    return runScatterAdd(call);
   }
   return invalidArgument("unknown opcode " +
                          std::to_string(static_cast<int>(call.op)));

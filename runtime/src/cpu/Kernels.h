@@ -105,8 +105,12 @@ enum class Opcode : uint16_t {
   /// ints = [reduction (0 none, 1 sum, 2 mean), has_ignore_index,
   /// ignore_index]. Operands logits [..., C], targets [...] (i32/i64).
   kSoftmaxCrossEntropy = 35,
+  /// ints = [axis]; operands (updates, indices i32/i64). The result starts
+  /// at zero and each update is added at its (wrapped) index; an index out
+  /// of range is an error Status (graph.scatter_add).
+  kScatterAdd = 36,
 };
-constexpr int kNumOpcodes = 36;
+constexpr int kNumOpcodes = 37;
 
 /// "add", "dot_general", ... (the graph op's name).
 const char *opcodeName(Opcode op);
@@ -165,6 +169,7 @@ Status runGelu(const KernelCall &call);         // Gelu.cpp
 Status runDropout(const KernelCall &call);      // Dropout.cpp
 Status runAttention(const KernelCall &call);    // Attention.cpp
 Status runCrossEntropy(const KernelCall &call); // CrossEntropy.cpp
+Status runScatterAdd(const KernelCall &call);   // Scatter.cpp
 
 } // namespace trainc::cpu
 

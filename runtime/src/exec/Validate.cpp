@@ -213,6 +213,21 @@ Status Checker::checkDataMovement() const {
                     table.shape.end());
     return shapeIs(result(0), expected);
   }
+  case Opcode::kScatterAdd: {
+    TRAINC_RETURN_IF_ERROR(arity(2, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(1, 0));
+    const TensorInfo &updates = operand(0), &idx = operand(1), &out = result(0);
+    int64_t axis = v[0];
+    if (axis < 0 || axis >= int64_t(out.shape.size()) ||
+        (idx.dtype != DType::kI32 && idx.dtype != DType::kI64) ||
+        updates.dtype != out.dtype || !isFloat(out.dtype))
+      return error("invalid axis or dtypes");
+    Shape expected(out.shape.begin(), out.shape.begin() + axis);
+    expected.insert(expected.end(), idx.shape.begin(), idx.shape.end());
+    expected.insert(expected.end(), out.shape.begin() + axis + 1,
+                    out.shape.end());
+    return shapeIs(updates, expected);
+  }
   case Opcode::kIota: {
     TRAINC_RETURN_IF_ERROR(arity(0, 1));
     TRAINC_RETURN_IF_ERROR(attrs(1, 0));
@@ -385,6 +400,7 @@ Status Checker::check() const {
   case Opcode::kSlice:
   case Opcode::kConcatenate:
   case Opcode::kGather:
+  case Opcode::kScatterAdd:
   case Opcode::kIota:
     return checkDataMovement();
   default:

@@ -971,3 +971,27 @@ func.func @output_not_a_string(%x: tensor<4xf32>) -> (tensor<4xf32> {graph.outpu
 func.func @unknown_result_attr(%x: tensor<4xf32>) -> (tensor<4xf32> {graph.loss}) {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+func.func @scatter_add_c1(%u: tensor<3x8xf32>, %i: tensor<3xi64>) {
+  // expected-error@+1 {{(C1) axis 2 is out of range [0, 2)}}
+  %0 = graph.scatter_add %u[%i], axis = 2 : (tensor<3x8xf32>, tensor<3xi64>) -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_add_c2(%u: tensor<3x4xf32>, %i: tensor<3xi64>) {
+  // expected-error@+1 {{(C2) updates 'tensor<3x4xf32>' must have shape result.shape[:axis] + indices.shape + result.shape[axis+1:]}}
+  %0 = graph.scatter_add %u[%i], axis = 0 : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_add_c3(%u: tensor<3x8xf32>, %i: tensor<3xi64>) {
+  // expected-error@+1 {{(C3) updates element type 'f32' differs from result element type 'bf16'}}
+  %0 = graph.scatter_add %u[%i], axis = 0 : (tensor<3x8xf32>, tensor<3xi64>) -> tensor<16x8xbf16>
+  return
+}

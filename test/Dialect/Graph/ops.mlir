@@ -200,3 +200,10 @@ func.func @model(%w: tensor<4xf32> {graph.param = "ln.weight", graph.init = dens
          : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   return %y : tensor<2x4xf32>
 }
+
+// CHECK-LABEL: func.func @scatter_add
+func.func @scatter_add(%u: tensor<2x3x8xf32>, %i: tensor<2x3xi64>) -> tensor<16x8xf32> {
+  // CHECK: graph.scatter_add %{{.+}}[%{{.+}}], axis = 0 : (tensor<2x3x8xf32>, tensor<2x3xi64>) -> tensor<16x8xf32>
+  %0 = graph.scatter_add %u[%i], axis = 0 : (tensor<2x3x8xf32>, tensor<2x3xi64>) -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}

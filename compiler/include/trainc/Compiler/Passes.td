@@ -48,4 +48,40 @@ def RecognizeComposites : Pass<"trainc-recognize-composites", "mlir::func::FuncO
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of @main's loss w.r.t. its trainable parameters";
+  let description = [{
+    Input: `@main` in the graph dialect with parameter arguments
+    (`graph.param`, trainable unless `graph.frozen`) and a scalar float
+    result named by `loss` (`graph.output`).
+
+    Output: the same function, extended with one result per trainable
+    parameter, in argument order: the gradient of the loss with respect to
+    it, named `<parameter>.grad`. The backward pass is built by a reverse
+    sweep over the ops in value semantics: each op's GradientOpInterface
+    rule turns its results' cotangents into its operands' cotangents, and a
+    value used several times (a tied embedding) accumulates the sum. Integer
+    values carry no gradient. A parameter that does not reach the loss gets
+    a zero gradient.
+
+    Errors: a loss that is missing or not a scalar float; an op without a
+    gradient rule on a path from a trainable parameter to the loss (named
+    with its location).
+
+    Example:
+    ```mlir
+    func.func @main(%w: tensor<4xf32> {graph.param = "w", ...}, %x: ...)
+        -> (tensor<f32> {graph.output = "loss"}) { ... }
+    // becomes
+    func.func @main(...) -> (tensor<f32> {graph.output = "loss"},
+                             tensor<4xf32> {graph.output = "w.grad"})
+    ```
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"loss\"",
+           "Name (graph.output) of the scalar loss to differentiate">,
+  ];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 #endif // TRAINC_COMPILER_PASSES_TD

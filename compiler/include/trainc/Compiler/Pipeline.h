@@ -6,10 +6,12 @@
 //   import     ONNX / StableHLO -> graph dialect (frontends/)
 //   recognize  fold constants; recognize composites (layer_norm, rms_norm,
 //              gelu, softmax, attention)
+//   autodiff   (training only) the loss's gradients w.r.t. trainable
+//              parameters, as extra results
 //
-// Phases still to come, in order (see ../shared/DESIGN.md): autodiff,
-// optimizer, precision, recompute, partition, schedule, plan memory,
-// serialize.
+// Phases still to come, in order (see ../shared/DESIGN.md): optimizer,
+// precision, recompute, partition, schedule. Memory planning and
+// serialization run after the last IR phase (ExecutableWriter.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +22,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
+#include <string>
 
 namespace mlir {
 class OpPassManager;
@@ -30,6 +33,14 @@ namespace trainc {
 enum class Phase {
   Import,
   Recognize,
+  Autodiff,
+};
+
+struct PipelineOptions {
+  /// Build a training program (autodiff and later phases); else inference.
+  bool train = false;
+  /// The output differentiated when training.
+  std::string loss = "loss";
 };
 
 /// Phases in pipeline order.
@@ -38,8 +49,10 @@ llvm::StringRef phaseName(Phase phase);
 std::optional<Phase> parsePhase(llvm::StringRef name);
 
 /// Adds the passes of every phase after import, up to and including
-/// `last`, to `pm` (which runs on the module).
-void buildPipeline(mlir::OpPassManager &pm, Phase last);
+/// `last`, to `pm` (which runs on the module). Training phases run only
+/// with `options.train`.
+void buildPipeline(mlir::OpPassManager &pm, Phase last,
+                   const PipelineOptions &options);
 
 } // namespace trainc
 

@@ -400,6 +400,39 @@ def Graph_GatherOp : Graph_InferredOp<"gather", [
   let hasFolder = 1;
 }
 
+def Graph_ScatterAddOp : Graph_Op<"scatter_add", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "add slices into zeros at integer indices (gather's transpose)";
+  let description = [{
+    The gradient of `graph.gather`: starting from zeros of the result type,
+    `result[i..., indices[j...], k...] += updates[i..., j..., k...]` for
+    every index position, where `i...` are the dimensions before `axis`.
+    Duplicate indices accumulate (an embedding row used twice gets both
+    gradients). Negative indices count from the end as in gather; the
+    runtime reports an index outside [-n, n) as an error.
+
+    Constraints:
+    - (C1) `axis` is in [0, rank(result)).
+    - (C2) `updates` has shape
+      `result.shape[:axis] + indices.shape + result.shape[axis+1:]`.
+    - (C3) `updates` and the result have the same element type.
+
+    Example (the gradient of an embedding table [vocab, d]):
+    ```mlir
+    %dwte = graph.scatter_add %dembed[%tokens], axis = 0
+              : (tensor<8x32x64xf32>, tensor<8x32xi64>) -> tensor<128x64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$updates, Graph_IntTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $updates `[` $indices `]` `,` `axis` `=` $axis attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Graph_IotaOp : Graph_Op<"iota", [Graph_CostOpInterface]> {
   let summary = "indices along one dimension";
   let description = [{

@@ -1,0 +1,164 @@
+//===- Autodiff.cpp - Reverse-mode differentiation of the loss ------------===//
+//
+// See Autodiff in Passes.td. The sweep visits ops in reverse program order;
+// only ops that both depend on a trainable parameter and have a result
+// cotangent are differentiated, so the backward pass contains nothing the
+// gradients do not need.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Compiler/Passes.h"
+#include "trainc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace trainc {
+#define GEN_PASS_DEF_AUTODIFF
+#include "trainc/Compiler/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace {
+
+Value zerosLike(OpBuilder &b, Location loc, Type type) {
+  auto t = cast<RankedTensorType>(type);
+  return b.create<ConstantOp>(
+      loc, SplatElementsAttr::get(t, b.getFloatAttr(t.getElementType(), 0.0)));
+}
+
+struct AutodiffPass : public trainc::impl::AutodiffBase<AutodiffPass> {
+  using AutodiffBase::AutodiffBase;
+
+  void runOnOperation() override {
+    auto fn = getOperation().lookupSymbol<func::FuncOp>("main");
+    if (!fn) {
+      getOperation().emitError("autodiff: no function @main");
+      return signalPassFailure();
+    }
+    if (failed(differentiate(fn)))
+      signalPassFailure();
+  }
+
+  LogicalResult differentiate(func::FuncOp fn) {
+    Block &body = fn.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+    // The loss: the result named `loss`, a scalar float.
+    std::optional<unsigned> lossIndex;
+    std::string names;
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      if (auto name = fn.getResultAttrOfType<StringAttr>(
+              i, GraphDialect::kOutputAttr)) {
+        names += (names.empty() ? "'" : ", '") + name.str() + "'";
+        if (name.getValue() == loss)
+          lossIndex = i;
+      }
+    if (!lossIndex)
+      return fn.emitError("autodiff: no output named '")
+             << loss << "' to differentiate (outputs: "
+             << (names.empty() ? "none" : names) << ")";
+    Value lossValue = ret.getOperand(*lossIndex);
+    auto lossType = cast<RankedTensorType>(lossValue.getType());
+    if (lossType.getRank() != 0 || !isa<FloatType>(lossType.getElementType()))
+      return fn.emitError("autodiff: the loss '")
+             << loss << "' must be a scalar float, but it is " << lossType;
+
+    // Trainable parameters and everything computed from them.
+    SmallVector<BlockArgument> trainable;
+    llvm::DenseSet<Value> dependent;
+    for (BlockArgument arg : body.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      if (fn.getArgAttr(i, GraphDialect::kParamAttr) &&
+          !fn.getArgAttr(i, GraphDialect::kFrozenAttr) &&
+          isFloatTensorType(arg.getType())) {
+        trainable.push_back(arg);
+        dependent.insert(arg);
+      }
+    }
+    for (Operation &op : body.without_terminator())
+      if (llvm::any_of(op.getOperands(),
+                       [&](Value v) { return dependent.contains(v); }))
+        for (Value r : op.getResults())
+          if (isFloatTensorType(r.getType()))
+            dependent.insert(r);
+
+    // The reverse sweep, appending the backward ops before the return.
+    OpBuilder b(ret);
+    llvm::DenseMap<Value, Value> cotangent;
+    auto accumulate = [&](Value v, Value g, Location loc) {
+      auto [it, inserted] = cotangent.try_emplace(v, g);
+      if (!inserted)
+        it->second = b.create<AddOp>(loc, it->second, g);
+    };
+    accumulate(
+        lossValue,
+        b.create<ConstantOp>(
+            fn.getLoc(),
+            SplatElementsAttr::get(
+                lossType, b.getFloatAttr(lossType.getElementType(), 1.0))),
+        fn.getLoc());
+    SmallVector<Operation *> forward;
+    for (Operation &op : body.without_terminator())
+      forward.push_back(&op);
+    for (Operation *op : llvm::reverse(forward)) {
+      SmallVector<Value> resultCotangents;
+      bool any = false;
+      for (Value r : op->getResults()) {
+        resultCotangents.push_back(cotangent.lookup(r));
+        any |= resultCotangents.back() != nullptr;
+      }
+      bool needed = llvm::any_of(
+          op->getOperands(), [&](Value v) { return dependent.contains(v); });
+      if (!any || !needed)
+        continue;
+      auto rule = dyn_cast<GradientOpInterface>(op);
+      if (!rule)
+        return op->emitError("autodiff: '")
+               << op->getName()
+               << "' has no gradient rule, and it lies on a path from a "
+                  "trainable parameter to the loss '"
+               << loss << "'";
+      SmallVector<Value> operandCotangents;
+      if (failed(rule.buildVjp(b, resultCotangents, operandCotangents)))
+        return op->emitError("autodiff: the gradient rule of '")
+               << op->getName() << "' failed";
+      if (operandCotangents.size() != op->getNumOperands())
+        return op->emitError("autodiff: the gradient rule of '")
+               << op->getName() << "' returned " << operandCotangents.size()
+               << " cotangents for " << op->getNumOperands() << " operands";
+      for (auto [operand, g] :
+           llvm::zip_equal(op->getOperands(), operandCotangents))
+        if (g && dependent.contains(operand))
+          accumulate(operand, g, op->getLoc());
+    }
+
+    // Gradients become results, after the original outputs.
+    SmallVector<Value> results(ret.getOperands());
+    SmallVector<std::string> gradNames;
+    for (BlockArgument arg : trainable) {
+      Value g = cotangent.lookup(arg);
+      results.push_back(g ? g : zerosLike(b, fn.getLoc(), arg.getType()));
+      gradNames.push_back(fn.getArgAttrOfType<StringAttr>(
+                                arg.getArgNumber(), GraphDialect::kParamAttr)
+                              .str() +
+                          ".grad");
+    }
+    unsigned firstGrad = ret.getNumOperands();
+    b.create<func::ReturnOp>(ret.getLoc(), results);
+    ret.erase();
+    // setType (not setFunctionType) resizes the result attribute list.
+    fn.setType(FunctionType::get(fn.getContext(), fn.getArgumentTypes(),
+                                 ValueRange(results).getTypes()));
+    for (auto [k, name] : llvm::enumerate(gradNames))
+      fn.setResultAttr(firstGrad + k, GraphDialect::kOutputAttr,
+                       b.getStringAttr(name));
+    return success();
+  }
+};
+
+} // namespace

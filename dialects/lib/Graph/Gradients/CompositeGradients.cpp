@@ -1,0 +1,534 @@
+//===- CompositeGradients.cpp - VJP rules of dot_general and composites --===//
+//
+// dot_general, softmax, gelu, layer_norm, rms_norm, dropout, attention and
+// softmax_cross_entropy. Each rule recomputes the forward intermediates it
+// needs (row means, reciprocal standard deviations, attention probabilities)
+// from the op's operands with graph ops; whether to keep or recompute them
+// is decided later by the recompute phase, not here.
+//
+// Precision: the composites' kernels compute in at least f32, so their rules
+// widen 16-bit operands to f32, do the gradient math there and round each
+// operand cotangent once at the end. dot_general needs no widening: it
+// already accumulates in at least f32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GradientRules.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <limits>
+#include <numeric>
+
+using namespace mlir;
+
+namespace trainc::graph {
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// [begin, end) as a list of dims.
+SmallVector<int64_t> dimRange(int64_t begin, int64_t end) {
+  SmallVector<int64_t> dims(end - begin);
+  std::iota(dims.begin(), dims.end(), begin);
+  return dims;
+}
+
+/// Builds graph ops at one location; a thin layer that keeps the rules
+/// close to their formulas.
+struct Emitter {
+  OpBuilder &b;
+  Location loc;
+
+  Value add(Value x, Value y) { return b.createOrFold<AddOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.createOrFold<SubOp>(loc, x, y); }
+  Value mul(Value x, Value y) { return b.createOrFold<MulOp>(loc, x, y); }
+  Value div(Value x, Value y) { return b.createOrFold<DivOp>(loc, x, y); }
+
+  /// A splat of `like`'s type.
+  Value splat(Value like, double value) {
+    return splatConstant(b, loc, typeOf(like), value);
+  }
+  Value scaled(Value x, double factor) { return mul(x, splat(x, factor)); }
+
+  Value sum(Value x, ArrayRef<int64_t> dims) {
+    return dims.empty() ? x : b.createOrFold<ReduceSumOp>(loc, x, dims);
+  }
+  Value mean(Value x, ArrayRef<int64_t> dims) {
+    return dims.empty() ? x : b.createOrFold<ReduceMeanOp>(loc, x, dims);
+  }
+  /// `reduced` (x's shape without `dims`) broadcast back to `like`'s shape.
+  Value back(Value reduced, Value like, ArrayRef<int64_t> dims) {
+    return broadcastBack(b, loc, reduced, typeOf(like), dims);
+  }
+  /// mean(x, dims), broadcast back to x's shape.
+  Value meanBack(Value x, ArrayRef<int64_t> dims) {
+    return back(mean(x, dims), x, dims);
+  }
+
+  /// broadcast_in_dim of `x` to `shape` (element type kept).
+  Value broadcast(Value x, ArrayRef<int64_t> shape, ArrayRef<int64_t> dims) {
+    auto type = RankedTensorType::get(shape, typeOf(x).getElementType());
+    return b.createOrFold<BroadcastInDimOp>(loc, type, x, dims);
+  }
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    auto type = RankedTensorType::get(shape, typeOf(x).getElementType());
+    return b.createOrFold<ReshapeOp>(loc, type, x);
+  }
+  Value convert(Value x, Type elementType) {
+    return b.createOrFold<ConvertOp>(loc, typeOf(x).clone(elementType), x);
+  }
+  Value dot(Value lhs, Value rhs, ArrayRef<int64_t> lhsBatch,
+            ArrayRef<int64_t> rhsBatch, ArrayRef<int64_t> lhsContract,
+            ArrayRef<int64_t> rhsContract) {
+    return b.create<DotGeneralOp>(loc, lhs, rhs, lhsBatch, rhsBatch,
+                                  lhsContract, rhsContract);
+  }
+  Value compare(ComparisonDirection direction, Value x, Value y) {
+    return b.createOrFold<CompareOp>(loc, direction, x, y);
+  }
+  Value select(Value pred, Value onTrue, Value onFalse) {
+    return b.createOrFold<SelectOp>(loc, pred, onTrue, onFalse);
+  }
+
+  /// The compute value of a composite's float operand: 16-bit floats
+  /// widened to f32, f32 and f64 as they are.
+  Value widen(Value x) {
+    if (!x || typeOf(x).getElementType().getIntOrFloatBitWidth() >= 32)
+      return x;
+    return convert(x, b.getF32Type());
+  }
+  /// `x` rounded back to `elementType` (a no-op unless it was widened).
+  Value narrow(Value x, Type elementType) {
+    return x ? convert(x, elementType) : x;
+  }
+};
+
+/// Dims of an operand of `rank` that are neither batching nor contracting,
+/// in order: the dims dot_general keeps in its result.
+SmallVector<int64_t> freeDims(int64_t rank, ArrayRef<int64_t> batching,
+                              ArrayRef<int64_t> contracting) {
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(batching, d) && !llvm::is_contained(contracting, d))
+      dims.push_back(d);
+  return dims;
+}
+
+/// `x` transposed so that its dim i lands on dim `toOperand[i]`.
+Value permuteTo(Emitter &e, Value x, ArrayRef<int64_t> toOperand) {
+  SmallVector<int64_t> permutation(toOperand.size());
+  for (auto [i, d] : llvm::enumerate(toOperand))
+    permutation[d] = i;
+  if (llvm::equal(permutation, dimRange(0, permutation.size())))
+    return x;
+  return e.b.createOrFold<TransposeOp>(e.loc, x, permutation);
+}
+
+//===----------------------------------------------------------------------===//
+// dot_general
+//===----------------------------------------------------------------------===//
+
+/// With lhs dims split into batching (lb), contracting (lc) and free (lf),
+/// and rhs likewise (rb, rc, rf), the result g has dims
+/// [batch | lhs free | rhs free]. Each cotangent is one dot_general that
+/// contracts g with the other operand over that operand's free dims, laid
+/// out so that the common layouts need no transpose:
+///   dLhs = dot_general(g, rhs), batch g[batch] x rb, contract g[rhs free] x rf
+///          -> [batch | lhs free | rc dims in rhs order]
+///   dRhs = dot_general(lhs, g), batch lb x g[batch], contract lf x g[lhs free]
+///          -> [batch | lc dims in lhs order | rhs free]
+/// and then a transpose into the operand's own dim order, which is the
+/// identity for x[..., K] @ w[K, N] and for batched [b, m, k] x [b, k, n].
+struct DotGeneralGradient
+    : public GradientOpInterface::ExternalModel<DotGeneralGradient,
+                                                DotGeneralOp> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
+                         SmallVectorImpl<Value> &out) const {
+    auto dot = cast<DotGeneralOp>(op);
+    Value g = cotangents[0];
+    if (!g) {
+      out.append(2, Value());
+      return success();
+    }
+    Emitter e{b, op->getLoc()};
+    ArrayRef<int64_t> lb = dot.getLhsBatchingDimensions(),
+                      rb = dot.getRhsBatchingDimensions(),
+                      lc = dot.getLhsContractingDimensions(),
+                      rc = dot.getRhsContractingDimensions();
+    int64_t lhsRank = typeOf(dot.getLhs()).getRank(),
+            rhsRank = typeOf(dot.getRhs()).getRank();
+    SmallVector<int64_t> lf = freeDims(lhsRank, lb, lc),
+                         rf = freeDims(rhsRank, rb, rc);
+    int64_t nb = lb.size(), nlf = lf.size();
+    SmallVector<int64_t> gBatch = dimRange(0, nb),
+                         gLhsFree = dimRange(nb, nb + nlf),
+                         gRhsFree = dimRange(nb + nlf, typeOf(g).getRank());
+
+    // toLhs[i] / toRhs[i]: the operand dim that dim i of the product is.
+    SmallVector<int64_t> toLhs(lb.begin(), lb.end());
+    toLhs.append(lf);
+    for (int64_t d = 0; d < rhsRank; ++d)
+      if (const auto *it = llvm::find(rc, d); it != rc.end())
+        toLhs.push_back(lc[it - rc.begin()]);
+    SmallVector<int64_t> toRhs(rb.begin(), rb.end());
+    for (int64_t d = 0; d < lhsRank; ++d)
+      if (const auto *it = llvm::find(lc, d); it != lc.end())
+        toRhs.push_back(rc[it - lc.begin()]);
+    toRhs.append(rf);
+
+    Value dLhs = e.dot(g, dot.getRhs(), gBatch, rb, gRhsFree, rf);
+    Value dRhs = e.dot(dot.getLhs(), g, lb, gBatch, lf, gLhsFree);
+    out.push_back(permuteTo(e, dLhs, toLhs));
+    out.push_back(permuteTo(e, dRhs, toRhs));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// softmax, gelu, dropout
+//===----------------------------------------------------------------------===//
+
+/// dx = y * (g - sum(g * y, dim)), from the forward result y.
+struct SoftmaxGradient
+    : public GradientOpInterface::ExternalModel<SoftmaxGradient, SoftmaxOp> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
+                         SmallVectorImpl<Value> &out) const {
+    auto softmax = cast<SoftmaxOp>(op);
+    Emitter e{b, op->getLoc()};
+    Value g = e.widen(cotangents[0]);
+    if (!g) {
+      out.push_back(Value());
+      return success();
+    }
+    Value y = e.widen(softmax.getResult());
+    SmallVector<int64_t> dim = {int64_t(softmax.getDim())};
+    Value rowDot = e.back(e.sum(e.mul(g, y), dim), y, dim);
+    Value dx = e.mul(y, e.sub(g, rowDot));
+    out.push_back(e.narrow(dx, softmax.getType().getElementType()));
+    return success();
+  }
+};
+
+/// erf:  y' = Phi(x) + x * phi(x),  Phi(x) = 0.5 * (1 + erf(x / sqrt(2))),
+///       phi(x) = exp(-x^2 / 2) / sqrt(2 pi);
+/// tanh: with k = sqrt(2 / pi), u = k * (x + 0.044715 x^3), t = tanh(u):
+///       y' = 0.5 * (1 + t) + 0.5 * x * (1 - t^2) * k * (1 + 3 * 0.044715 x^2).
+struct GeluGradient
+    : public GradientOpInterface::ExternalModel<GeluGradient, GeluOp> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
+                         SmallVectorImpl<Value> &out) const {
+    auto gelu = cast<GeluOp>(op);
+    Emitter e{b, op->getLoc()};
+    Value g = e.widen(cotangents[0]);
+    if (!g) {
+      out.push_back(Value());
+      return success();
+    }
+    Value x = e.widen(gelu.getOperand());
+    Value one = e.splat(x, 1.0);
+    Value x2 = e.mul(x, x);
+    // The kernel's constants (runtime/src/cpu/Gelu.cpp).
+    constexpr double kInvSqrt2 = 0.70710678118654752440;
+    constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+    constexpr double kSqrt2OverPi = 0.79788456080286535588;
+    constexpr double kCubic = 0.044715;
+    Value derivative;
+    if (gelu.getApproximation() == GeluApproximation::erf) {
+      Value erf = b.create<ErfOp>(e.loc, e.scaled(x, kInvSqrt2));
+      Value cdf = e.scaled(e.add(one, erf), 0.5);
+      Value pdf =
+          e.scaled(b.create<ExpOp>(e.loc, e.scaled(x2, -0.5)), kInvSqrt2Pi);
+      derivative = e.add(cdf, e.mul(x, pdf));
+    } else {
+      Value inner =
+          e.scaled(e.add(x, e.scaled(e.mul(x2, x), kCubic)), kSqrt2OverPi);
+      Value t = b.create<TanhOp>(e.loc, inner);
+      Value innerDerivative =
+          e.scaled(e.add(one, e.scaled(x2, 3 * kCubic)), kSqrt2OverPi);
+      Value sech2 = e.sub(one, e.mul(t, t));
+      derivative =
+          e.add(e.scaled(e.add(one, t), 0.5),
+                e.mul(e.scaled(x, 0.5), e.mul(sech2, innerDerivative)));
+    }
+    out.push_back(
+        e.narrow(e.mul(g, derivative), gelu.getType().getElementType()));
+    return success();
+  }
+};
+
+/// dx = select(mask, g * scale, 0) with the forward's own mask result. The
+/// kernel (runtime/src/cpu/Dropout.cpp) multiplies by scale = 1 / (1 - ratio)
+/// computed in f64 and rounded to its compute type (f64 for f64, f32
+/// otherwise), then rounds the product to the storage type; the rule does
+/// the same, so a kept element's gradient is scaled exactly as its value was.
+struct DropoutGradient
+    : public GradientOpInterface::ExternalModel<DropoutGradient, DropoutOp> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
+                         SmallVectorImpl<Value> &out) const {
+    auto dropout = cast<DropoutOp>(op);
+    Value g = cotangents[0];
+    if (!g) {
+      out.push_back(Value());
+      return success();
+    }
+    Emitter e{b, op->getLoc()};
+    double scale = 1.0 / (1.0 - dropout.getRatio().convertToDouble());
+    Value scaled =
+        e.narrow(e.scaled(e.widen(g), scale), typeOf(g).getElementType());
+    out.push_back(e.select(dropout.getMask(), scaled, e.splat(g, 0.0)));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// layer_norm, rms_norm
+//===----------------------------------------------------------------------===//
+
+/// Over the normalized dims N = axis..rank-1 (means below are over N), with
+/// xhat the normalized input, rstd = 1 / sqrt(var + eps) and
+/// dxhat = g * scale:
+///   layer_norm: dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+///   rms_norm:   dx = rstd * (dxhat - xhat * mean(dxhat * xhat))
+///   dscale = sum over the leading dims of g * xhat;  dbias = sum of g.
+/// (rms_norm is layer_norm without centring: xhat = x * rstd and the mean
+/// term drops out because xhat no longer depends on a mean.)
+LogicalResult buildNormVjp(Operation *op, OpBuilder &b, Value cotangent,
+                           bool centre, Value input, Value scale, Value bias,
+                           int64_t axis, double epsilon,
+                           SmallVectorImpl<Value> &out) {
+  Emitter e{b, op->getLoc()};
+  Value g = e.widen(cotangent);
+  if (!g) {
+    out.append(op->getNumOperands(), Value());
+    return success();
+  }
+  Value x = e.widen(input);
+  int64_t rank = typeOf(x).getRank();
+  SmallVector<int64_t> normalized = dimRange(axis, rank),
+                       leading = dimRange(0, axis);
+
+  // Statistics as the kernel computes them: two passes for the variance.
+  Value centred = centre ? e.sub(x, e.meanBack(x, normalized)) : x;
+  Value moment = e.mean(e.mul(centred, centred), normalized);
+  Value rstd =
+      b.create<RsqrtOp>(e.loc, e.add(moment, e.splat(moment, epsilon)));
+  Value rstdFull = e.back(rstd, x, normalized);
+  Value xhat = e.mul(centred, rstdFull);
+
+  Value dxhat = g;
+  if (scale)
+    dxhat =
+        e.mul(g, e.broadcast(e.widen(scale), typeOf(x).getShape(), normalized));
+  Value inner =
+      e.sub(dxhat, e.mul(xhat, e.meanBack(e.mul(dxhat, xhat), normalized)));
+  if (centre)
+    inner = e.sub(inner, e.meanBack(dxhat, normalized));
+  out.push_back(
+      e.narrow(e.mul(rstdFull, inner), typeOf(input).getElementType()));
+  if (scale)
+    out.push_back(e.narrow(e.sum(e.mul(g, xhat), leading),
+                           typeOf(scale).getElementType()));
+  if (bias)
+    out.push_back(e.narrow(e.sum(g, leading), typeOf(bias).getElementType()));
+  return success();
+}
+
+struct LayerNormGradient
+    : public GradientOpInterface::ExternalModel<LayerNormGradient,
+                                                LayerNormOp> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
+                         SmallVectorImpl<Value> &out) const {
+    auto norm = cast<LayerNormOp>(op);
+    return buildNormVjp(op, b, cotangents[0], /*centre=*/true, norm.getInput(),
+                        norm.getScale(), norm.getBias(), norm.getAxis(),
+                        norm.getEpsilon().convertToDouble(), out);
+  }
+};
+
+struct RmsNormGradient
+    : public GradientOpInterface::ExternalModel<RmsNormGradient, RmsNormOp> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
+                         SmallVectorImpl<Value> &out) const {
+    auto norm = cast<RmsNormOp>(op);
+    return buildNormVjp(op, b, cotangents[0], /*centre=*/false, norm.getInput(),
+                        norm.getScale(), /*bias=*/Value(), norm.getAxis(),
+                        norm.getEpsilon().convertToDouble(), out);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// attention
+//===----------------------------------------------------------------------===//
+
+/// Recomputes the probabilities P = softmax(S) of the scores
+/// S = scale * q k^T + mask (causal entries -inf), as the kernel does, then
+///   dV = P^T g,  dP = g V^T,  dS = P * (dP - sum(dP * P, keys)),
+///   dQ = scale * dS K,  dK = scale * dS^T Q,  dMask = dS summed over the
+///   dims the mask broadcasts along.
+/// Grouped-query attention (Hq = G * Hk, query head h reading key head
+/// h / G) needs no copies of K and V: [B, Hq, Sq, X] reshapes to
+/// [B, Hk, G * Sq, X], so each key head meets its G query heads as extra
+/// rows, and the products that contract over those rows (dK, dV) sum the
+/// group's contributions. A row with no key to attend to (every score
+/// -inf) has P = 0, as the kernel's output is 0 there, not softmax's NaN.
+struct AttentionGradient
+    : public GradientOpInterface::ExternalModel<AttentionGradient,
+                                                AttentionOp> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
+                         SmallVectorImpl<Value> &out) const {
+    auto attention = cast<AttentionOp>(op);
+    Emitter e{b, op->getLoc()};
+    Value g = e.widen(cotangents[0]);
+    if (!g) {
+      out.append(op->getNumOperands(), Value());
+      return success();
+    }
+    Value q = e.widen(attention.getQuery()), k = e.widen(attention.getKey()),
+          v = e.widen(attention.getValue()),
+          mask = e.widen(attention.getMask());
+    double scale = attention.getScale().convertToDouble();
+    ArrayRef<int64_t> qShape = typeOf(q).getShape();
+    int64_t batch = qShape[0], hq = qShape[1], sq = qShape[2];
+    int64_t hk = typeOf(k).getDimSize(1), sk = typeOf(k).getDimSize(2);
+    int64_t group = hq / hk;
+    SmallVector<int64_t> scoresShape = {batch, hq, sq, sk};
+    SmallVector<int64_t> keys = {3};
+
+    // [B, Hq, Sq, X] <-> [B, Hk, G * Sq, X].
+    auto grouped = [&](Value x) {
+      return e.reshape(x, {batch, hk, group * sq, typeOf(x).getDimSize(3)});
+    };
+    auto ungrouped = [&](Value x) {
+      return e.reshape(x, {batch, hq, sq, typeOf(x).getDimSize(3)});
+    };
+    // Products batched over [B, Hk] contracting dim c of x and dim d of y.
+    auto headDot = [&](Value x, Value y, int64_t c, int64_t d) {
+      return e.dot(x, y, {0, 1}, {0, 1}, {c}, {d});
+    };
+
+    Value qg = grouped(q), gg = grouped(g);
+    Value scores = e.scaled(ungrouped(headDot(qg, k, 3, 3)), scale);
+    if (mask)
+      scores = e.add(scores, e.broadcast(mask, scoresShape, {0, 1, 2, 3}));
+    const double negInf = -std::numeric_limits<double>::infinity();
+    if (attention.getCausal()) {
+      // Key j is visible to query i when j <= i + (Sk - Sq).
+      auto indexType = RankedTensorType::get({sq, sk}, b.getI64Type());
+      Value i = b.createOrFold<IotaOp>(e.loc, indexType, 0);
+      Value j = b.createOrFold<IotaOp>(e.loc, indexType, 1);
+      if (sk != sq)
+        i = e.add(i, e.splat(i, double(sk - sq)));
+      Value visible = e.broadcast(e.compare(ComparisonDirection::LE, j, i),
+                                  scoresShape, {2, 3});
+      scores = e.select(visible, scores, e.splat(scores, negInf));
+    }
+    Value p = b.create<SoftmaxOp>(e.loc, scores, 3);
+    // Rows can be empty only through the mask or a causal Sq > Sk.
+    if (mask || (attention.getCausal() && sq > sk)) {
+      Value rowMax = b.createOrFold<ReduceMaxOp>(e.loc, scores, keys);
+      Value live =
+          e.compare(ComparisonDirection::NE, rowMax, e.splat(rowMax, negInf));
+      p = e.select(e.broadcast(live, scoresShape, {0, 1, 2}), p,
+                   e.splat(p, 0.0));
+    }
+
+    Value dv = headDot(grouped(p), gg, 2, 2);   // [B, Hk, Sk, Dv]
+    Value dp = ungrouped(headDot(gg, v, 3, 3)); // [B, Hq, Sq, Sk]
+    Value rowDot = e.back(e.sum(e.mul(dp, p), keys), dp, keys);
+    Value ds = e.mul(p, e.sub(dp, rowDot)); // d(scores)
+    Value dsg = grouped(e.scaled(ds, scale));
+    Value dq = ungrouped(headDot(dsg, k, 3, 2)); // [B, Hq, Sq, D]
+    Value dk = headDot(dsg, qg, 2, 2);           // [B, Hk, Sk, D]
+
+    auto narrowLike = [&](Value x, Value operand) {
+      return e.narrow(x, typeOf(operand).getElementType());
+    };
+    out.push_back(narrowLike(dq, attention.getQuery()));
+    out.push_back(narrowLike(dk, attention.getKey()));
+    out.push_back(narrowLike(dv, attention.getValue()));
+    if (mask)
+      out.push_back(
+          narrowLike(sumToOperand(b, e.loc, ds, typeOf(mask), {0, 1, 2, 3}),
+                     attention.getMask()));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// softmax_cross_entropy
+//===----------------------------------------------------------------------===//
+
+/// dlogits = (softmax(logits) - onehot(targets)) * w, w the weight of each
+/// position in the reduction: g itself (none), g (sum) or g / n (mean, n
+/// the number of positions not ignored), and 0 at ignored positions.
+/// Targets are integers: no cotangent.
+struct SoftmaxCrossEntropyGradient
+    : public GradientOpInterface::ExternalModel<SoftmaxCrossEntropyGradient,
+                                                SoftmaxCrossEntropyOp> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
+                         SmallVectorImpl<Value> &out) const {
+    auto ce = cast<SoftmaxCrossEntropyOp>(op);
+    Emitter e{b, op->getLoc()};
+    Value g = e.widen(cotangents[0]);
+    if (!g) {
+      out.append(2, Value());
+      return success();
+    }
+    Value logits = e.widen(ce.getLogits()), targets = ce.getTargets();
+    RankedTensorType logitsType = typeOf(logits);
+    int64_t classDim = logitsType.getRank() - 1;
+    SmallVector<int64_t> positionDims = dimRange(0, classDim);
+    ArrayRef<int64_t> positionShape = typeOf(targets).getShape();
+    Type computeType = logitsType.getElementType();
+
+    // softmax - onehot, the onehot as a comparison of class indices.
+    Value p = b.create<SoftmaxOp>(e.loc, logits, classDim);
+    auto classIndexType = logitsType.clone(typeOf(targets).getElementType());
+    Value classes = b.createOrFold<IotaOp>(e.loc, classIndexType, classDim);
+    Value isTarget =
+        e.compare(ComparisonDirection::EQ, classes,
+                  e.broadcast(targets, logitsType.getShape(), positionDims));
+    Value diff = e.select(isTarget, e.sub(p, e.splat(p, 1.0)), p);
+
+    // The weight of each position.
+    Value live;
+    if (IntegerAttr ignore = ce.getIgnoreIndexAttr())
+      live = e.compare(ComparisonDirection::NE, targets,
+                       e.splat(targets, double(ignore.getInt())));
+    Value scalar = g;
+    if (ce.getReduction() == LossReduction::mean) {
+      Value count =
+          live ? e.sum(e.convert(live, computeType), dimRange(0, classDim))
+               : e.splat(g, double(typeOf(targets).getNumElements()));
+      scalar = e.div(g, count);
+    }
+    Value weight = ce.getReduction() == LossReduction::none
+                       ? g
+                       : e.broadcast(scalar, positionShape, {});
+    if (live)
+      weight = e.select(live, weight, e.splat(weight, 0.0));
+
+    Value dlogits =
+        e.mul(diff, e.broadcast(weight, logitsType.getShape(), positionDims));
+    out.push_back(e.narrow(dlogits, typeOf(ce.getLogits()).getElementType()));
+    out.push_back(Value());
+    return success();
+  }
+};
+
+} // namespace
+
+void attachCompositeGradients(MLIRContext &context) {
+  DotGeneralOp::attachInterface<DotGeneralGradient>(context);
+  SoftmaxOp::attachInterface<SoftmaxGradient>(context);
+  GeluOp::attachInterface<GeluGradient>(context);
+  DropoutOp::attachInterface<DropoutGradient>(context);
+  LayerNormOp::attachInterface<LayerNormGradient>(context);
+  RmsNormOp::attachInterface<RmsNormGradient>(context);
+  AttentionOp::attachInterface<AttentionGradient>(context);
+  SoftmaxCrossEntropyOp::attachInterface<SoftmaxCrossEntropyGradient>(context);
+}
+
+} // namespace trainc::graph

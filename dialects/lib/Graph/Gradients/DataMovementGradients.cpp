@@ -1,0 +1,259 @@
+//===- DataMovementGradients.cpp - VJP rules of reductions and movement ---===//
+//
+// Reductions, broadcast, reshape, transpose, slice, concatenate, gather and
+// scatter_add. Each rule moves the result's cotangent `g` back to where the
+// operand's elements came from:
+//
+//   reduce_sum        broadcast g back over the reduced dims
+//   reduce_mean       the same, divided by the number of reduced elements
+//   reduce_max        g split evenly among the positions equal to the max
+//   broadcast_in_dim  g summed over the broadcast dims (sumToOperand)
+//   reshape           g reshaped to the operand's shape
+//   transpose         g transposed by the inverse permutation
+//   slice             g placed among zeros (see sliceVjp)
+//   concatenate       slices of g, one per operand
+//   gather            scatter_add of g at the same indices (indices: none)
+//   scatter_add       gather of g at the same indices (indices: none)
+//
+// iota and constant have no operands and need no rule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GradientRules.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace trainc::graph {
+namespace {
+
+/// The rule of a single-result op: `Vjp(op, b, g, out)` appends one
+/// cotangent per operand, and runs only when the result has a float
+/// cotangent `g`; otherwise every operand gets none.
+template <typename OpT>
+using VjpFn = void (*)(OpT op, OpBuilder &b, Value g, SmallVectorImpl<Value> &);
+
+template <typename OpT, VjpFn<OpT> Vjp>
+struct Gradient
+    : public GradientOpInterface::ExternalModel<Gradient<OpT, Vjp>, OpT> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &b,
+                         ValueRange resultCotangents,
+                         SmallVectorImpl<Value> &out) const {
+    Value g = resultCotangents.empty() ? Value() : resultCotangents.front();
+    if (!g || !isFloatTensorType(g.getType())) {
+      out.append(op->getNumOperands(), Value());
+      return success();
+    }
+    Vjp(cast<OpT>(op), b, g, out);
+    return success();
+  }
+};
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+Value zerosOf(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+              Type element) {
+  return splatConstant(b, loc, RankedTensorType::get(shape, element), 0.0);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+void reduceSumVjp(ReduceSumOp op, OpBuilder &b, Value g,
+                  SmallVectorImpl<Value> &out) {
+  out.push_back(
+      broadcastBack(b, op.getLoc(), g, typeOf(op.getOperand()), op.getDims()));
+}
+
+/// Scaled before broadcasting, on the smaller tensor.
+void reduceMeanVjp(ReduceMeanOp op, OpBuilder &b, Value g,
+                   SmallVectorImpl<Value> &out) {
+  Location loc = op.getLoc();
+  RankedTensorType type = typeOf(op.getOperand());
+  int64_t count = 1;
+  for (int64_t d : op.getDims())
+    count *= type.getDimSize(d);
+  Value scaled = b.createOrFold<MulOp>(
+      loc, g, splatConstant(b, loc, typeOf(g), 1.0 / double(count)));
+  out.push_back(broadcastBack(b, loc, scaled, type, op.getDims()));
+}
+
+/// As torch.amax: every position equal to the max gets an equal share,
+/// g / (number of ties). A NaN max matches no position, which gets 0.
+void reduceMaxVjp(ReduceMaxOp op, OpBuilder &b, Value g,
+                  SmallVectorImpl<Value> &out) {
+  Location loc = op.getLoc();
+  Value x = op.getOperand();
+  RankedTensorType type = typeOf(x);
+  ArrayRef<int64_t> dims = op.getDims();
+  Value isMax =
+      b.create<CompareOp>(loc, ComparisonDirection::EQ, x,
+                          broadcastBack(b, loc, op.getResult(), type, dims));
+  Value ties = b.createOrFold<ReduceSumOp>(
+      loc, b.create<ConvertOp>(loc, type, isMax), dims);
+  Value share =
+      broadcastBack(b, loc, b.createOrFold<DivOp>(loc, g, ties), type, dims);
+  out.push_back(b.createOrFold<SelectOp>(loc, isMax, share,
+                                         splatConstant(b, loc, type, 0.0)));
+}
+
+//===----------------------------------------------------------------------===//
+// Shape changes
+//===----------------------------------------------------------------------===//
+
+void broadcastInDimVjp(BroadcastInDimOp op, OpBuilder &b, Value g,
+                       SmallVectorImpl<Value> &out) {
+  out.push_back(
+      sumToOperand(b, op.getLoc(), g, typeOf(op.getOperand()), op.getDims()));
+}
+
+void reshapeVjp(ReshapeOp op, OpBuilder &b, Value g,
+                SmallVectorImpl<Value> &out) {
+  out.push_back(
+      b.createOrFold<ReshapeOp>(op.getLoc(), op.getOperand().getType(), g));
+}
+
+void transposeVjp(TransposeOp op, OpBuilder &b, Value g,
+                  SmallVectorImpl<Value> &out) {
+  ArrayRef<int64_t> permutation = op.getPermutation();
+  SmallVector<int64_t> inverse(permutation.size());
+  for (auto [i, p] : llvm::enumerate(permutation))
+    inverse[p] = static_cast<int64_t>(i);
+  out.push_back(b.createOrFold<TransposeOp>(op.getLoc(), g, inverse));
+}
+
+//===----------------------------------------------------------------------===//
+// Slice and concatenate
+//===----------------------------------------------------------------------===//
+
+/// Pads `v` along `dim` with `before` and `after` zeros.
+Value padWithZeros(OpBuilder &b, Location loc, Value v, int64_t dim,
+                   int64_t before, int64_t after) {
+  RankedTensorType type = typeOf(v);
+  SmallVector<Value> parts;
+  SmallVector<int64_t> shape(type.getShape());
+  if (before > 0) {
+    shape[dim] = before;
+    parts.push_back(zerosOf(b, loc, shape, type.getElementType()));
+  }
+  parts.push_back(v);
+  if (after > 0) {
+    shape[dim] = after;
+    parts.push_back(zerosOf(b, loc, shape, type.getElementType()));
+  }
+  if (parts.size() == 1)
+    return v;
+  return b.createOrFold<ConcatenateOp>(loc, parts, dim);
+}
+
+/// Spreads `v`'s n elements along `dim` to positions 0, s, 2s, ...,
+/// (n-1)s of a length (n-1)s+1 tensor, zeros between: v[..., n, ...] is
+/// reshaped to [..., n, 1, ...], joined with zeros [..., n, s-1, ...] along
+/// the new dimension, flattened back to [..., n*s, ...], and the trailing
+/// s-1 zeros sliced off.
+Value interleaveZeros(OpBuilder &b, Location loc, Value v, int64_t dim,
+                      int64_t stride) {
+  RankedTensorType type = typeOf(v);
+  Type element = type.getElementType();
+  int64_t n = type.getDimSize(dim);
+  SmallVector<int64_t> split(type.getShape());
+  split.insert(split.begin() + dim + 1, 1);
+  Value column =
+      b.createOrFold<ReshapeOp>(loc, RankedTensorType::get(split, element), v);
+  split[dim + 1] = stride - 1;
+  Value spread = b.createOrFold<ConcatenateOp>(
+      loc, ValueRange{column, zerosOf(b, loc, split, element)}, dim + 1);
+  SmallVector<int64_t> flat(type.getShape());
+  flat[dim] = n * stride;
+  spread = b.createOrFold<ReshapeOp>(loc, RankedTensorType::get(flat, element),
+                                     spread);
+  SmallVector<int64_t> start(flat.size(), 0), limit(flat),
+      strides(flat.size(), 1);
+  limit[dim] = (n - 1) * stride + 1;
+  return b.createOrFold<SliceOp>(loc, spread, start, limit, strides);
+}
+
+/// g placed where the slice read, zeros elsewhere, one dimension at a time:
+/// a strided dimension first spreads g's elements `stride` apart
+/// (interleaveZeros), then zeros pad it to the operand's size before
+/// `start` and after the last element read. Only dense data movement
+/// (reshape, concatenate, slice) is used: no index constants and no
+/// scatter, so the result is deterministic and the ops stay shardable.
+void sliceVjp(SliceOp op, OpBuilder &b, Value g, SmallVectorImpl<Value> &out) {
+  Location loc = op.getLoc();
+  RankedTensorType type = typeOf(op.getOperand());
+  if (typeOf(g).getNumElements() == 0) {
+    out.push_back(splatConstant(b, loc, type, 0.0));
+    return;
+  }
+  Value v = g;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    int64_t start = op.getStart()[d], stride = op.getStrides()[d];
+    int64_t n = typeOf(g).getDimSize(d);
+    if (stride > 1 && n > 1)
+      v = interleaveZeros(b, loc, v, d, stride);
+    int64_t span = (n - 1) * stride + 1;
+    v = padWithZeros(b, loc, v, d, start, type.getDimSize(d) - start - span);
+  }
+  out.push_back(v);
+}
+
+void concatenateVjp(ConcatenateOp op, OpBuilder &b, Value g,
+                    SmallVectorImpl<Value> &out) {
+  int64_t dim = op.getDim();
+  RankedTensorType gType = typeOf(g);
+  SmallVector<int64_t> start(gType.getRank(), 0), limit(gType.getShape()),
+      strides(gType.getRank(), 1);
+  int64_t offset = 0;
+  for (Value input : op.getInputs()) {
+    int64_t size = typeOf(input).getDimSize(dim);
+    start[dim] = offset;
+    limit[dim] = offset + size;
+    offset += size;
+    out.push_back(
+        isFloatTensorType(input.getType())
+            ? b.createOrFold<SliceOp>(op.getLoc(), g, start, limit, strides)
+            : Value());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Gather and scatter_add: each is the other's transpose
+//===----------------------------------------------------------------------===//
+
+/// Duplicate indices accumulate, as they must: a row gathered twice gets
+/// both cotangents.
+void gatherVjp(GatherOp op, OpBuilder &b, Value g,
+               SmallVectorImpl<Value> &out) {
+  out.append({b.create<ScatterAddOp>(op.getLoc(), op.getOperand().getType(), g,
+                                     op.getIndices(), op.getAxis()),
+              Value()});
+}
+
+void scatterAddVjp(ScatterAddOp op, OpBuilder &b, Value g,
+                   SmallVectorImpl<Value> &out) {
+  out.append(
+      {b.createOrFold<GatherOp>(op.getLoc(), g, op.getIndices(), op.getAxis()),
+       Value()});
+}
+
+} // namespace
+
+void attachDataMovementGradients(MLIRContext &context) {
+  ReduceSumOp::attachInterface<Gradient<ReduceSumOp, reduceSumVjp>>(context);
+  ReduceMeanOp::attachInterface<Gradient<ReduceMeanOp, reduceMeanVjp>>(context);
+  ReduceMaxOp::attachInterface<Gradient<ReduceMaxOp, reduceMaxVjp>>(context);
+  BroadcastInDimOp::attachInterface<
+      Gradient<BroadcastInDimOp, broadcastInDimVjp>>(context);
+  ReshapeOp::attachInterface<Gradient<ReshapeOp, reshapeVjp>>(context);
+  TransposeOp::attachInterface<Gradient<TransposeOp, transposeVjp>>(context);
+  SliceOp::attachInterface<Gradient<SliceOp, sliceVjp>>(context);
+  ConcatenateOp::attachInterface<Gradient<ConcatenateOp, concatenateVjp>>(
+      context);
+  GatherOp::attachInterface<Gradient<GatherOp, gatherVjp>>(context);
+  ScatterAddOp::attachInterface<Gradient<ScatterAddOp, scatterAddVjp>>(context);
+}
+
+} // namespace trainc::graph

@@ -1,0 +1,391 @@
+// The VJP rules of dot_general and the composites (CompositeGradients.cpp).
+// Each loss is a dot_general of the op's result with a data input %c, so the
+// result cotangent G is the dot_general of the seed 1.0 with %c; the checks
+// follow G into the rule. (The pass does not clean up: cotangents of
+// operands that are not trained stay as dead ops for canonicalize.)
+// RUN: trainc-opt %s --trainc-autodiff -split-input-file | FileCheck %s
+
+// x[2,3] @ w[3,4]: dW = x^T g is one dot_general over the rows, already in
+// w's layout.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[W:arg[0-9]+]]: tensor<3x4xf32> {{.*}}, %[[X:arg[0-9]+]]: tensor<2x3xf32> {{.*}}, %[[C:arg[0-9]+]]: tensor<2x4xf32>
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %[[C]], batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: %[[DW:.+]] = graph.dot_general %[[X]], %[[G]], batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+// CHECK-NOT: graph.transpose
+// CHECK: return %{{.+}}, %[[DW]]
+func.func @main(%w: tensor<3x4xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<3x4xf32>},
+                %x: tensor<2x3xf32> {graph.input = "x"},
+                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// x[2,3] @ w[4,3]^T: dW comes out [3, 4] (contracting dim first) and is
+// transposed into w's [4, 3].
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[W:arg[0-9]+]]: tensor<4x3xf32> {{.*}}, %[[X:arg[0-9]+]]: tensor<2x3xf32> {{.*}}, %[[C:arg[0-9]+]]: tensor<2x4xf32>
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %[[C]], batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: %[[P:.+]] = graph.dot_general %[[X]], %[[G]], batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+// CHECK: %[[DW:.+]] = graph.transpose %[[P]], permutation = [1, 0] : (tensor<3x4xf32>) -> tensor<4x3xf32>
+// CHECK: return %{{.+}}, %[[DW]]
+func.func @main(%w: tensor<4x3xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<4x3xf32>},
+                %x: tensor<2x3xf32> {graph.input = "x"},
+                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<2x4xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Batching dims out of order on both sides. Result [2, 3, 4, 6] is
+// (batch a1/b1, batch a0/b2, a2, b3). dA = dot_general(g, b) gives
+// [2, 3, 4, 5] in (a1, a0, a2, a3) order; dB = dot_general(a, g) gives
+// [2, 3, 5, 6] in (b1, b2, b0, b3) order.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[A:arg[0-9]+]]: tensor<3x2x4x5xf32> {{.*}}, %[[B:arg[0-9]+]]: tensor<5x2x3x6xf32> {{.*}}, %[[C:arg[0-9]+]]: tensor<2x3x4x6xf32>
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %[[C]], batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: %[[PA:.+]] = graph.dot_general %[[G]], %[[B]], batching_dims = [0, 1] x [1, 2], contracting_dims = [3] x [3] : (tensor<2x3x4x6xf32>, tensor<5x2x3x6xf32>) -> tensor<2x3x4x5xf32>
+// CHECK: %[[PB:.+]] = graph.dot_general %[[A]], %[[G]], batching_dims = [1, 0] x [0, 1], contracting_dims = [2] x [2] : (tensor<3x2x4x5xf32>, tensor<2x3x4x6xf32>) -> tensor<2x3x5x6xf32>
+// CHECK: %[[DA:.+]] = graph.transpose %[[PA]], permutation = [1, 0, 2, 3] : (tensor<2x3x4x5xf32>) -> tensor<3x2x4x5xf32>
+// CHECK: %[[DB:.+]] = graph.transpose %[[PB]], permutation = [2, 0, 1, 3] : (tensor<2x3x5x6xf32>) -> tensor<5x2x3x6xf32>
+// CHECK: return %{{.+}}, %[[DA]], %[[DB]]
+func.func @main(%a: tensor<3x2x4x5xf32> {graph.param = "a", graph.init = dense<0.5> : tensor<3x2x4x5xf32>},
+                %b: tensor<5x2x3x6xf32> {graph.param = "b", graph.init = dense<0.25> : tensor<5x2x3x6xf32>},
+                %c: tensor<2x3x4x6xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y = graph.dot_general %a, %b, batching_dims = [1, 0] x [1, 2], contracting_dims = [3] x [0] : (tensor<3x2x4x5xf32>, tensor<5x2x3x6xf32>) -> tensor<2x3x4x6xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2, 3] x [0, 1, 2, 3] : (tensor<2x3x4x6xf32>, tensor<2x3x4x6xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Two contracting dims, paired in a different order on each side.
+// dA = dot_general(g, b) contracts b's free dim and gives [2, 5, 3]
+// (a0, then b's contracting dims in b's order: b0 ~ a2, b2 ~ a1), so a's
+// dims come back with permutation [0, 2, 1].
+// CHECK-LABEL: func.func @main
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: %[[PA:.+]] = graph.dot_general %[[G]], %{{.+}}, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<2x4xf32>, tensor<5x4x3xf32>) -> tensor<2x5x3xf32>
+// CHECK: %[[DA:.+]] = graph.transpose %[[PA]], permutation = [0, 2, 1] : (tensor<2x5x3xf32>) -> tensor<2x3x5xf32>
+// CHECK: return %{{.+}}, %[[DA]]
+func.func @main(%a: tensor<2x3x5xf32> {graph.param = "a", graph.init = dense<0.5> : tensor<2x3x5xf32>},
+                %b: tensor<5x4x3xf32> {graph.input = "b"},
+                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [2, 1] x [0, 2] : (tensor<2x3x5xf32>, tensor<5x4x3xf32>) -> tensor<2x4xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// softmax: dx = y * (g - sum(g * y, dim)), from the forward result y.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[Y:.+]] = graph.softmax %{{.+}}, dim = 1 : tensor<2x5x3xf32>
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: %[[GY:.+]] = graph.mul %[[G]], %[[Y]] : tensor<2x5x3xf32>
+// CHECK: %[[S:.+]] = graph.reduce_sum %[[GY]], dims = [1] : (tensor<2x5x3xf32>) -> tensor<2x3xf32>
+// CHECK: %[[SB:.+]] = graph.broadcast_in_dim %[[S]], dims = [0, 2] : (tensor<2x3xf32>) -> tensor<2x5x3xf32>
+// CHECK: %[[D:.+]] = graph.sub %[[G]], %[[SB]]
+// CHECK: %[[DX:.+]] = graph.mul %[[Y]], %[[D]]
+// CHECK: return %{{.+}}, %[[DX]]
+func.func @main(%w: tensor<2x5x3xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<2x5x3xf32>},
+                %c: tensor<2x5x3xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y = graph.softmax %w, dim = 1 : tensor<2x5x3xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2] x [0, 1, 2] : (tensor<2x5x3xf32>, tensor<2x5x3xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// gelu (erf): Phi(x) + x * phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[W:arg[0-9]+]]: tensor<8xf32>
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: %[[RSQRT2:.+]] = graph.constant dense<0.707106769> : tensor<8xf32>
+// CHECK: %[[XS:.+]] = graph.mul %[[W]], %[[RSQRT2]]
+// CHECK: graph.erf %[[XS]]
+// CHECK: %[[E:.+]] = graph.exp
+// CHECK: %[[INVSQRT2PI:.+]] = graph.constant dense<0.398942292> : tensor<8xf32>
+// CHECK: %[[PDF:.+]] = graph.mul %[[E]], %[[INVSQRT2PI]]
+// CHECK: %[[XPDF:.+]] = graph.mul %[[W]], %[[PDF]]
+// CHECK: %[[DY:.+]] = graph.add %{{.+}}, %[[XPDF]]
+// CHECK: %[[DX:.+]] = graph.mul %[[G]], %[[DY]]
+// CHECK: return %{{.+}}, %[[DX]]
+func.func @main(%w: tensor<8xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<8xf32>},
+                %c: tensor<8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y = graph.gelu %w, approximation = erf : tensor<8xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<8xf32>, tensor<8xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// gelu (tanh): 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2),
+// k = sqrt(2 / pi).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: graph.constant dense<4.471500e-02> : tensor<8xf32>
+// CHECK: %[[K:.+]] = graph.constant dense<0.797884583> : tensor<8xf32>
+// CHECK: %[[U:.+]] = graph.mul %{{.+}}, %[[K]]
+// CHECK: %[[T:.+]] = graph.tanh %[[U]]
+// CHECK: graph.constant dense<1.341450e-01> : tensor<8xf32>
+// CHECK: %[[T2:.+]] = graph.mul %[[T]], %[[T]]
+// CHECK: %[[SECH2:.+]] = graph.sub %{{.+}}, %[[T2]]
+// CHECK: %[[DX:.+]] = graph.mul %[[G]], %{{.+}} : tensor<8xf32>
+// CHECK-NEXT: return %{{.+}}, %[[DX]]
+func.func @main(%w: tensor<8xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<8xf32>},
+                %c: tensor<8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y = graph.gelu %w, approximation = tanh : tensor<8xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<8xf32>, tensor<8xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// layer_norm with scale and bias, over the last dim: mean and rstd are
+// recomputed (biased variance, epsilon inside the sqrt);
+// dx = rstd * (dxhat - xhat * mean(dxhat * xhat) - mean(dxhat)),
+// dscale = sum over the leading dims of g * xhat, dbias = sum of g.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:arg[0-9]+]]: tensor<2x3x4xf32> {{.*}}, %[[S:arg[0-9]+]]: tensor<4xf32> {{.*}}, %[[B:arg[0-9]+]]: tensor<4xf32>
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: %[[MEAN:.+]] = graph.reduce_mean %[[X]], dims = [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+// CHECK: %[[MEANB:.+]] = graph.broadcast_in_dim %[[MEAN]], dims = [0, 1]
+// CHECK: %[[XC:.+]] = graph.sub %[[X]], %[[MEANB]]
+// CHECK: %[[SQ:.+]] = graph.mul %[[XC]], %[[XC]]
+// CHECK: %[[VAR:.+]] = graph.reduce_mean %[[SQ]], dims = [2]
+// CHECK: %[[EPS:.+]] = graph.constant dense<9.99999974E-6> : tensor<2x3xf32>
+// CHECK: %[[VE:.+]] = graph.add %[[VAR]], %[[EPS]]
+// CHECK: %[[RSTD:.+]] = graph.rsqrt %[[VE]] : tensor<2x3xf32>
+// CHECK: %[[RSTDB:.+]] = graph.broadcast_in_dim %[[RSTD]], dims = [0, 1]
+// CHECK: %[[XHAT:.+]] = graph.mul %[[XC]], %[[RSTDB]]
+// CHECK: %[[SB:.+]] = graph.broadcast_in_dim %[[S]], dims = [2] : (tensor<4xf32>) -> tensor<2x3x4xf32>
+// CHECK: %[[DXHAT:.+]] = graph.mul %[[G]], %[[SB]]
+// CHECK: %[[DX:.+]] = graph.mul %[[RSTDB]], %{{.+}} : tensor<2x3x4xf32>
+// CHECK: %[[GXHAT:.+]] = graph.mul %[[G]], %[[XHAT]]
+// CHECK: %[[DS:.+]] = graph.reduce_sum %[[GXHAT]], dims = [0, 1] : (tensor<2x3x4xf32>) -> tensor<4xf32>
+// CHECK: %[[DB:.+]] = graph.reduce_sum %[[G]], dims = [0, 1] : (tensor<2x3x4xf32>) -> tensor<4xf32>
+// CHECK: return %{{.+}}, %[[DX]], %[[DS]], %[[DB]]
+func.func @main(%x: tensor<2x3x4xf32> {graph.param = "x", graph.init = dense<0.5> : tensor<2x3x4xf32>},
+                %s: tensor<4xf32> {graph.param = "s", graph.init = dense<1.0> : tensor<4xf32>},
+                %b: tensor<4xf32> {graph.param = "b", graph.init = dense<0.0> : tensor<4xf32>},
+                %c: tensor<2x3x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y = graph.layer_norm %x scale %s bias %b, axis = 2, epsilon = 1.0e-05 : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2] x [0, 1, 2] : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// A bf16 layer_norm without scale or bias, over two dims: the rule computes
+// in f32 (as the kernel does) and rounds dx to bf16 once.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:arg[0-9]+]]: tensor<2x3x4xbf16>
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: %[[G32:.+]] = graph.convert %[[G]] : (tensor<2x3x4xbf16>) -> tensor<2x3x4xf32>
+// CHECK: %[[X32:.+]] = graph.convert %[[X]] : (tensor<2x3x4xbf16>) -> tensor<2x3x4xf32>
+// CHECK: graph.reduce_mean %[[X32]], dims = [1, 2] : (tensor<2x3x4xf32>) -> tensor<2xf32>
+// CHECK-NOT: graph.broadcast_in_dim %{{.+}} dims = [2]
+// CHECK: %[[DX:.+]] = graph.convert %{{.+}} : (tensor<2x3x4xf32>) -> tensor<2x3x4xbf16>
+// CHECK-NEXT: return %{{.+}}, %[[DX]]
+func.func @main(%x: tensor<2x3x4xbf16> {graph.param = "x", graph.init = dense<0.5> : tensor<2x3x4xbf16>},
+                %c: tensor<2x3x4xbf16> {graph.input = "c"}) -> (tensor<bf16> {graph.output = "loss"}) {
+  %y = graph.layer_norm %x, axis = 1, epsilon = 1.0e-05 : (tensor<2x3x4xbf16>) -> tensor<2x3x4xbf16>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2] x [0, 1, 2] : (tensor<2x3x4xbf16>, tensor<2x3x4xbf16>) -> tensor<bf16>
+  return %loss : tensor<bf16>
+}
+
+// -----
+
+// rms_norm: no centring; rstd = rsqrt(mean(x^2) + eps).
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:arg[0-9]+]]: tensor<2x4xf32> {{.*}}, %[[S:arg[0-9]+]]: tensor<4xf32>
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: %[[SQ:.+]] = graph.mul %[[X]], %[[X]]
+// CHECK: %[[MS:.+]] = graph.reduce_mean %[[SQ]], dims = [1]
+// CHECK: %[[EPS:.+]] = graph.constant dense<9.99999997E-7> : tensor<2xf32>
+// CHECK: %[[MSE:.+]] = graph.add %[[MS]], %[[EPS]]
+// CHECK: %[[RSTD:.+]] = graph.rsqrt %[[MSE]]
+// CHECK: %[[RSTDB:.+]] = graph.broadcast_in_dim %[[RSTD]], dims = [0]
+// CHECK: %[[XHAT:.+]] = graph.mul %[[X]], %[[RSTDB]]
+// CHECK: %[[SB:.+]] = graph.broadcast_in_dim %[[S]], dims = [1]
+// CHECK-NEXT: %[[DXHAT:.+]] = graph.mul %[[G]], %[[SB]]
+// CHECK-NEXT: %[[PROD:.+]] = graph.mul %[[DXHAT]], %[[XHAT]]
+// CHECK-NEXT: %[[MP:.+]] = graph.reduce_mean %[[PROD]], dims = [1]
+// CHECK-NEXT: %[[MPB:.+]] = graph.broadcast_in_dim %[[MP]], dims = [0]
+// CHECK-NEXT: %[[PROJ:.+]] = graph.mul %[[XHAT]], %[[MPB]]
+// CHECK-NEXT: %[[INNER:.+]] = graph.sub %[[DXHAT]], %[[PROJ]]
+// CHECK-NEXT: %[[DX:.+]] = graph.mul %[[RSTDB]], %[[INNER]]
+// CHECK: %[[GXHAT:.+]] = graph.mul %[[G]], %[[XHAT]]
+// CHECK: %[[DS:.+]] = graph.reduce_sum %[[GXHAT]], dims = [0] : (tensor<2x4xf32>) -> tensor<4xf32>
+// CHECK: return %{{.+}}, %[[DX]], %[[DS]]
+func.func @main(%x: tensor<2x4xf32> {graph.param = "x", graph.init = dense<0.5> : tensor<2x4xf32>},
+                %s: tensor<4xf32> {graph.param = "s", graph.init = dense<1.0> : tensor<4xf32>},
+                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y = graph.rms_norm %x scale %s, axis = 1, epsilon = 1.0e-06 : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// dropout: the forward's own mask selects g * scale, scale = 1 / (1 - 0.1)
+// rounded to f32 as the kernel rounds it.
+// CHECK-LABEL: func.func @main
+// CHECK: %{{.+}}, %[[MASK:.+]] = graph.dropout
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: %[[SCALE:.+]] = graph.constant dense<1.11111116> : tensor<2x8xf32>
+// CHECK: %[[GS:.+]] = graph.mul %[[G]], %[[SCALE]]
+// CHECK: %[[ZERO:.+]] = graph.constant dense<0.000000e+00> : tensor<2x8xf32>
+// CHECK: %[[DX:.+]] = graph.select %[[MASK]], %[[GS]], %[[ZERO]]
+// CHECK: return %{{.+}}, %[[DX]]
+func.func @main(%w: tensor<2x8xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<2x8xf32>},
+                %c: tensor<2x8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y, %mask = graph.dropout %w, ratio = 1.000000e-01, seed = 7 : tensor<2x8xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// dropout in f16: the multiply happens in f32 with the f32 scale, then
+// rounds to f16, as the kernel's.
+// CHECK-LABEL: func.func @main
+// CHECK: %{{.+}}, %[[MASK:.+]] = graph.dropout
+// CHECK: %[[G32:.+]] = graph.convert %{{.+}} : (tensor<8xf16>) -> tensor<8xf32>
+// CHECK: %[[SCALE:.+]] = graph.constant dense<1.42857146> : tensor<8xf32>
+// CHECK: %[[GS:.+]] = graph.mul %[[G32]], %[[SCALE]]
+// CHECK: %[[GS16:.+]] = graph.convert %[[GS]] : (tensor<8xf32>) -> tensor<8xf16>
+// CHECK: graph.select %[[MASK]], %[[GS16]], %{{.+}} : tensor<8xi1>, tensor<8xf16>
+func.func @main(%w: tensor<8xf16> {graph.param = "w", graph.init = dense<0.5> : tensor<8xf16>},
+                %c: tensor<8xf16> {graph.input = "c"}) -> (tensor<f16> {graph.output = "loss"}) {
+  %y, %mask = graph.dropout %w, ratio = 3.000000e-01, seed = 7 : tensor<8xf16>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<8xf16>, tensor<8xf16>) -> tensor<f16>
+  return %loss : tensor<f16>
+}
+
+// -----
+
+// attention, grouped-query (Hq = 4, Hk = 2), causal with Sq = 3 < Sk = 5,
+// and a trained additive mask broadcast over batch and heads. Q reshapes to
+// [B, Hk, G * Sq, D] so each key head meets its group as extra rows; P is
+// recomputed with the causal mask (key j visible to query i when
+// j <= i + 2) and rows the mask could empty are zeroed.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[Q:arg[0-9]+]]: tensor<1x4x3x8xf32> {{.*}}, %[[K:arg[0-9]+]]: tensor<1x2x5x8xf32> {{.*}}, %[[V:arg[0-9]+]]: tensor<1x2x5x6xf32> {{.*}}, %[[M:arg[0-9]+]]: tensor<1x1x3x5xf32>
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: %[[QG:.+]] = graph.reshape %[[Q]] : (tensor<1x4x3x8xf32>) -> tensor<1x2x6x8xf32>
+// CHECK: %[[GG:.+]] = graph.reshape %[[G]] : (tensor<1x4x3x6xf32>) -> tensor<1x2x6x6xf32>
+// CHECK: %[[QK:.+]] = graph.dot_general %[[QG]], %[[K]], batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3] : (tensor<1x2x6x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x6x5xf32>
+// CHECK: %[[QK4:.+]] = graph.reshape %[[QK]] : (tensor<1x2x6x5xf32>) -> tensor<1x4x3x5xf32>
+// CHECK: %[[SC:.+]] = graph.constant dense<3.500000e-01> : tensor<1x4x3x5xf32>
+// CHECK: %[[S0:.+]] = graph.mul %[[QK4]], %[[SC]]
+// CHECK: %[[MB:.+]] = graph.broadcast_in_dim %[[M]], dims = [0, 1, 2, 3] : (tensor<1x1x3x5xf32>) -> tensor<1x4x3x5xf32>
+// CHECK: %[[S1:.+]] = graph.add %[[S0]], %[[MB]]
+// CHECK: %[[VIS:.+]] = graph.constant dense<{{\[\[\[\[}}true, true, true, false, false], [true, true, true, true, false], [true, true, true, true, true]]
+// CHECK: %[[NEGINF:.+]] = graph.constant dense<0xFF800000> : tensor<1x4x3x5xf32>
+// CHECK: %[[S:.+]] = graph.select %[[VIS]], %[[S1]], %[[NEGINF]]
+// CHECK: %[[SM:.+]] = graph.softmax %[[S]], dim = 3
+// CHECK: %[[ROWMAX:.+]] = graph.reduce_max %[[S]], dims = [3]
+// CHECK: %[[LIVE:.+]] = graph.compare NE, %[[ROWMAX]], %{{.+}} : tensor<1x4x3xf32>
+// CHECK: %[[LIVEB:.+]] = graph.broadcast_in_dim %[[LIVE]], dims = [0, 1, 2]
+// CHECK: %[[P:.+]] = graph.select %[[LIVEB]], %[[SM]], %{{.+}}
+// CHECK: %[[PG:.+]] = graph.reshape %[[P]] : (tensor<1x4x3x5xf32>) -> tensor<1x2x6x5xf32>
+// CHECK: %[[DV:.+]] = graph.dot_general %[[PG]], %[[GG]], batching_dims = [0, 1] x [0, 1], contracting_dims = [2] x [2] : (tensor<1x2x6x5xf32>, tensor<1x2x6x6xf32>) -> tensor<1x2x5x6xf32>
+// CHECK: %[[DPG:.+]] = graph.dot_general %[[GG]], %[[V]], batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+// CHECK: %[[DP:.+]] = graph.reshape %[[DPG]] : (tensor<1x2x6x5xf32>) -> tensor<1x4x3x5xf32>
+// CHECK: %[[DPP:.+]] = graph.mul %[[DP]], %[[P]]
+// CHECK: %[[ROW:.+]] = graph.reduce_sum %[[DPP]], dims = [3]
+// CHECK: %[[ROWB:.+]] = graph.broadcast_in_dim %[[ROW]], dims = [0, 1, 2]
+// CHECK: %[[DIFF:.+]] = graph.sub %[[DP]], %[[ROWB]]
+// CHECK: %[[DS:.+]] = graph.mul %[[P]], %[[DIFF]]
+// CHECK: %[[DSS:.+]] = graph.mul %[[DS]], %{{.+}} : tensor<1x4x3x5xf32>
+// CHECK: %[[DSG:.+]] = graph.reshape %[[DSS]] : (tensor<1x4x3x5xf32>) -> tensor<1x2x6x5xf32>
+// CHECK: %[[DQG:.+]] = graph.dot_general %[[DSG]], %[[K]], batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x6x5xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x6x8xf32>
+// CHECK: %[[DQ:.+]] = graph.reshape %[[DQG]] : (tensor<1x2x6x8xf32>) -> tensor<1x4x3x8xf32>
+// CHECK: %[[DK:.+]] = graph.dot_general %[[DSG]], %[[QG]], batching_dims = [0, 1] x [0, 1], contracting_dims = [2] x [2] : (tensor<1x2x6x5xf32>, tensor<1x2x6x8xf32>) -> tensor<1x2x5x8xf32>
+// CHECK: %[[DMS:.+]] = graph.reduce_sum %[[DS]], dims = [1] : (tensor<1x4x3x5xf32>) -> tensor<1x3x5xf32>
+// CHECK: %[[DM:.+]] = graph.reshape %[[DMS]] : (tensor<1x3x5xf32>) -> tensor<1x1x3x5xf32>
+// CHECK: return %{{.+}}, %[[DQ]], %[[DK]], %[[DV]], %[[DM]]
+func.func @main(%q: tensor<1x4x3x8xf32> {graph.param = "q", graph.init = dense<0.5> : tensor<1x4x3x8xf32>},
+                %k: tensor<1x2x5x8xf32> {graph.param = "k", graph.init = dense<0.25> : tensor<1x2x5x8xf32>},
+                %v: tensor<1x2x5x6xf32> {graph.param = "v", graph.init = dense<0.125> : tensor<1x2x5x6xf32>},
+                %m: tensor<1x1x3x5xf32> {graph.param = "m", graph.init = dense<0.0> : tensor<1x1x3x5xf32>},
+                %c: tensor<1x4x3x6xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y = graph.attention %q, %k, %v mask %m, scale = 0.35, causal : (tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x6xf32>, tensor<1x1x3x5xf32>) -> tensor<1x4x3x6xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2, 3] x [0, 1, 2, 3] : (tensor<1x4x3x6xf32>, tensor<1x4x3x6xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// attention without mask, not causal, Hq = Hk: no row can be empty, so no
+// row-liveness select; the group reshapes fold away.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: graph.reshape
+// CHECK-NOT: graph.reduce_max
+// CHECK: graph.softmax %{{.+}}, dim = 3 : tensor<2x2x4x4xf32>
+// CHECK-NOT: graph.select
+// CHECK: return
+func.func @main(%q: tensor<2x2x4x3xf32> {graph.param = "q", graph.init = dense<0.5> : tensor<2x2x4x3xf32>},
+                %k: tensor<2x2x4x3xf32> {graph.input = "k"},
+                %v: tensor<2x2x4x3xf32> {graph.input = "v"},
+                %c: tensor<2x2x4x3xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y = graph.attention %q, %k, %v, scale = 0.5 : (tensor<2x2x4x3xf32>, tensor<2x2x4x3xf32>, tensor<2x2x4x3xf32>) -> tensor<2x2x4x3xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2, 3] x [0, 1, 2, 3] : (tensor<2x2x4x3xf32>, tensor<2x2x4x3xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// softmax_cross_entropy, mean over the positions not ignored:
+// dlogits = (softmax - onehot) * g / count, 0 at ignored positions; the
+// integer targets get no cotangent.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:arg[0-9]+]]: tensor<2x3x5xf32> {{.*}}, %[[T:arg[0-9]+]]: tensor<2x3xi64>
+// CHECK: %[[SEED:.+]] = graph.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[P:.+]] = graph.softmax %[[X]], dim = 2 : tensor<2x3x5xf32>
+// CHECK: %[[CLS:.+]] = graph.constant dense<{{\[\[\[}}0, 1, 2, 3, 4]{{.*}} : tensor<2x3x5xi64>
+// CHECK: %[[TB:.+]] = graph.broadcast_in_dim %[[T]], dims = [0, 1] : (tensor<2x3xi64>) -> tensor<2x3x5xi64>
+// CHECK: %[[HOT:.+]] = graph.compare EQ, %[[CLS]], %[[TB]]
+// CHECK: %[[PM1:.+]] = graph.sub %[[P]], %{{.+}}
+// CHECK: %[[DIFF:.+]] = graph.select %[[HOT]], %[[PM1]], %[[P]]
+// CHECK: %[[IGN:.+]] = graph.constant dense<-100> : tensor<2x3xi64>
+// CHECK: %[[LIVE:.+]] = graph.compare NE, %[[T]], %[[IGN]]
+// CHECK: %[[LIVEF:.+]] = graph.convert %[[LIVE]] : (tensor<2x3xi1>) -> tensor<2x3xf32>
+// CHECK: %[[COUNT:.+]] = graph.reduce_sum %[[LIVEF]], dims = [0, 1] : (tensor<2x3xf32>) -> tensor<f32>
+// CHECK: %[[GN:.+]] = graph.div %[[SEED]], %[[COUNT]]
+// CHECK: %[[W0:.+]] = graph.broadcast_in_dim %[[GN]], dims = [] : (tensor<f32>) -> tensor<2x3xf32>
+// CHECK: %[[W:.+]] = graph.select %[[LIVE]], %[[W0]], %{{.+}}
+// CHECK: %[[WB:.+]] = graph.broadcast_in_dim %[[W]], dims = [0, 1] : (tensor<2x3xf32>) -> tensor<2x3x5xf32>
+// CHECK: %[[DX:.+]] = graph.mul %[[DIFF]], %[[WB]]
+// CHECK: return %{{.+}}, %[[DX]]
+func.func @main(%x: tensor<2x3x5xf32> {graph.param = "x", graph.init = dense<0.5> : tensor<2x3x5xf32>},
+                %t: tensor<2x3xi64> {graph.input = "t"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %loss = graph.softmax_cross_entropy %x, %t, reduction = mean, ignore_index = -100 : (tensor<2x3x5xf32>, tensor<2x3xi64>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// softmax_cross_entropy with reduction = none: each position's cotangent
+// weights its own row; i32 targets compare with an i32 iota.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []{{.*}} -> tensor<4xf32>
+// CHECK: graph.softmax %{{.+}}, dim = 1 : tensor<4x3xf32>
+// CHECK: graph.compare EQ, %{{.+}}, %{{.+}} : tensor<4x3xi32>
+// CHECK-NOT: graph.reduce_sum
+// CHECK: %[[GB:.+]] = graph.broadcast_in_dim %[[G]], dims = [0] : (tensor<4xf32>) -> tensor<4x3xf32>
+// CHECK: %[[DX:.+]] = graph.mul %{{.+}}, %[[GB]]
+// CHECK: return %{{.+}}, %[[DX]]
+func.func @main(%x: tensor<4x3xf32> {graph.param = "x", graph.init = dense<0.5> : tensor<4x3xf32>},
+                %t: tensor<4xi32> {graph.input = "t"},
+                %c: tensor<4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %l = graph.softmax_cross_entropy %x, %t, reduction = none : (tensor<4x3xf32>, tensor<4xi32>) -> tensor<4xf32>
+  %loss = graph.dot_general %l, %c, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
