@@ -11,7 +11,7 @@ namespace trainc {
 
 llvm::ArrayRef<Phase> allPhases() {
   static const Phase phases[] = {Phase::Import, Phase::Recognize,
-                                 Phase::Autodiff};
+                                 Phase::Autodiff, Phase::Optimizer};
   return phases;
 }
 
@@ -23,6 +23,8 @@ llvm::StringRef phaseName(Phase phase) {
     return "recognize";
   case Phase::Autodiff:
     return "autodiff";
+  case Phase::Optimizer:
+    return "optimizer";
   }
   return "unknown";
 }
@@ -55,7 +57,14 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   pm.addPass(createAutodiff(AutodiffOptions{options.loss}));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
-  if (last == Phase::Autodiff)
+  if (last == Phase::Autodiff || !options.optimizer)
+    return;
+
+  // optimizer: the update of parameters and optimizer state.
+  pm.addPass(createOptimizer(*options.optimizer));
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  if (last == Phase::Optimizer)
     return;
 }
 

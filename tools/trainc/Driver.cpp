@@ -45,7 +45,8 @@ constexpr const char *kOverview =
   trainc model.onnx --input-shape tokens=8x128    give symbolic inputs sizes
   trainc --list-onnx-ops                          what the ONNX importer reads
 
-Phases, in order (--compile-to): import, recognize, autodiff (with --train);
+Phases, in order (--compile-to): import, recognize, autodiff and optimizer
+(with --train);
 then an output ending in
 .tcx is lowered, memory-planned and serialized as an executable for
 trainc-run. Later phases (autodiff, optimizer, ...) arrive with their issues.
@@ -151,9 +152,10 @@ int runCompilerCli(int argc, char **argv) {
       "compile-to",
       cl::desc("Stop after this phase and print the IR: import (the model as "
                "imported), recognize (constants folded, composites "
-               "recognized) or autodiff (with --train: gradients added); "
-               "default: the last phase"),
-      cl::value_desc("phase"), cl::init("autodiff"), cl::cat(category));
+               "recognized), autodiff (with --train: gradients added) or "
+               "optimizer (with --train: the update step); default: the "
+               "last phase"),
+      cl::value_desc("phase"), cl::init("optimizer"), cl::cat(category));
   cl::list<std::string> inputShapes(
       "input-shape",
       cl::desc("Static shape of a graph input, e.g. tokens=8x128 (repeat for "
@@ -177,10 +179,53 @@ int runCompilerCli(int argc, char **argv) {
       cl::cat(category));
   cl::opt<bool> train(
       "train",
-      cl::desc("Compile a training program: add the gradients of the loss "
-               "with respect to every trainable parameter (autodiff); the "
-               "optimizer step arrives with its issue"),
+      cl::desc("Compile a training step: the gradients of the loss with "
+               "respect to every trainable parameter (autodiff), then the "
+               "optimizer's update (--optimizer none: gradients only)"),
       cl::cat(category));
+  cl::opt<std::string> optimizerName(
+      "optimizer", cl::desc("With --train: adamw (default), sgd or none"),
+      cl::value_desc("name"), cl::init("adamw"), cl::cat(category));
+  cl::opt<double> lr("lr", cl::desc("Peak learning rate (default 1e-3)"),
+                     cl::init(1e-3), cl::cat(category));
+  cl::opt<double> beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"),
+                        cl::init(0.9), cl::cat(category));
+  cl::opt<double> beta2("beta2", cl::desc("AdamW beta2 (default 0.999)"),
+                        cl::init(0.999), cl::cat(category));
+  cl::opt<double> adamEps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
+                          cl::init(1e-8), cl::cat(category));
+  cl::opt<double> weightDecay(
+      "weight-decay",
+      cl::desc("Weight decay, decoupled for AdamW (default 0.01); applied to "
+               "matrices that are not embeddings unless --decay-all"),
+      cl::init(0.01), cl::cat(category));
+  cl::opt<bool> decayAll(
+      "decay-all",
+      cl::desc("Decay every parameter, biases, norms and embeddings included "
+               "(PyTorch's default)"),
+      cl::cat(category));
+  cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0)"),
+                           cl::init(0.0), cl::cat(category));
+  cl::opt<bool> nesterov("nesterov", cl::desc("SGD with Nesterov momentum"),
+                         cl::cat(category));
+  cl::opt<double> clipGradNorm(
+      "clip-grad-norm",
+      cl::desc("Clip the global gradient norm to this value (default 0: off)"),
+      cl::init(0.0), cl::cat(category));
+  cl::opt<std::string> schedule(
+      "lr-schedule",
+      cl::desc("constant (default) or cosine: linear warmup over "
+               "--warmup-steps, then cosine decay to --min-lr at "
+               "--total-steps"),
+      cl::value_desc("name"), cl::init("constant"), cl::cat(category));
+  cl::opt<int64_t> warmupSteps("warmup-steps",
+                               cl::desc("Warmup steps of the cosine schedule"),
+                               cl::init(0), cl::cat(category));
+  cl::opt<int64_t> totalSteps(
+      "total-steps", cl::desc("Length of the cosine schedule in steps"),
+      cl::init(0), cl::cat(category));
+  cl::opt<double> minLr("min-lr", cl::desc("Floor of the cosine schedule"),
+                        cl::init(0.0), cl::cat(category));
   cl::opt<std::string> lossName(
       "loss",
       cl::desc("With --train, the model output to differentiate (default: "
@@ -266,6 +311,24 @@ int runCompilerCli(int argc, char **argv) {
   PipelineOptions pipelineOptions;
   pipelineOptions.train = train;
   pipelineOptions.loss = lossName;
+  if (train && optimizerName != "none") {
+    OptimizerOptions o;
+    o.optimizer = optimizerName;
+    o.lr = lr;
+    o.beta1 = beta1;
+    o.beta2 = beta2;
+    o.eps = adamEps;
+    o.weightDecay = weightDecay;
+    o.momentum = momentum;
+    o.nesterov = nesterov;
+    o.clipGradNorm = clipGradNorm;
+    o.schedule = schedule;
+    o.warmupSteps = warmupSteps;
+    o.totalSteps = totalSteps;
+    o.minLr = minLr;
+    o.decayAll = decayAll;
+    pipelineOptions.optimizer = o;
+  }
   buildPipeline(pm, *phase, pipelineOptions);
   if (failed(pm.run(*module)))
     return fail("compilation failed in phase up to '" + compileTo + "'");

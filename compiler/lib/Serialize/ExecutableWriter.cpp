@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -29,7 +30,7 @@ namespace trainc {
 namespace {
 
 constexpr uint64_t kAlignment = 64;    // runtime kTensorAlignment
-constexpr uint32_t kFormatVersion = 1; // runtime kFormatVersion
+constexpr uint32_t kFormatVersion = 2; // runtime kFormatVersion
 constexpr uint32_t kStateArena = 0, kWorkArena = 1;
 
 /// trainc::cpu::Opcode values (runtime/src/cpu/Kernels.h).
@@ -144,8 +145,14 @@ private:
   func::FuncOp fn;
   std::vector<Tensor> tensors;
   llvm::DenseMap<Value, uint32_t> ids;
+  /// Parameters and states by name, for graph.update results.
+  llvm::StringMap<uint32_t> persistent;
   std::vector<Instruction> instructions;
   std::vector<uint32_t> inputs, outputs, parameters;
+  /// Optimizer state (persistent, initialized like parameters).
+  std::vector<uint32_t> states;
+  /// (result, target) pairs copied after every run.
+  std::vector<std::pair<uint32_t, uint32_t>> updates;
   std::vector<char> constants;
   uint64_t stateSize = 0, workSize = 0;
 };
@@ -353,19 +360,24 @@ LogicalResult Lowering::run() {
       return fn.emitError("argument ")
              << arg.getArgNumber() << " has an unsupported type " << type;
     unsigned i = arg.getArgNumber();
-    if (auto name =
-            fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kParamAttr)) {
+    auto param = fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kParamAttr);
+    auto state = fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kStateAttr);
+    if (param || state) {
+      StringAttr name = param ? param : state;
       auto init = fn.getArgAttrOfType<ElementsAttr>(i, GraphDialect::kInitAttr);
       if (!init)
-        return fn.emitError("parameter '")
+        return fn.emitError("'")
                << name.getValue() << "' has no initial value (graph.init)";
-      uint32_t id = addTensor(arg, fb::TensorRole::Parameter, name.str());
+      uint32_t id = addTensor(
+          arg, param ? fb::TensorRole::Parameter : fb::TensorRole::State,
+          name.str());
       auto offset = appendConstant(init, fn);
       if (failed(offset))
         return failure();
       tensors[id].initOffset = *offset;
       tensors[id].arena = kStateArena;
-      parameters.push_back(id);
+      (param ? parameters : states).push_back(id);
+      persistent[name.getValue()] = id;
       continue;
     }
     auto name = fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kInputAttr);
@@ -384,35 +396,54 @@ LogicalResult Lowering::run() {
   }
   // Outputs: each result gets its own tensor; values that are not fresh
   // activations (arguments, constants, values returned twice) are copied.
+  // Results marked graph.update are outputs the runtime copies back into
+  // their parameter or state after each run.
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    auto name =
+    auto output =
         fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
-    std::string outName = name ? name.str() : "result" + std::to_string(i);
+    auto target =
+        fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kUpdateAttr);
+    std::string outName = output   ? output.str()
+                          : target ? target.str() + ".next"
+                                   : "result" + std::to_string(i);
     uint32_t id = ids.lookup(v);
+    uint32_t out = id;
     if (tensors[id].role == fb::TensorRole::Activation) {
       tensors[id].role = fb::TensorRole::Output;
       tensors[id].name = outName;
-      outputs.push_back(id);
+    } else {
+      Instruction copy;
+      copy.opcode = kReshape;
+      copy.operands = {id};
+      out =
+          addTensor(tensors[id].type, Value(), fb::TensorRole::Output, outName);
+      copy.results = {out};
+      instructions.push_back(copy);
+    }
+    if (!target) {
+      outputs.push_back(out);
       continue;
     }
-    Instruction copy;
-    copy.opcode = kReshape;
-    copy.operands = {id};
-    uint32_t out =
-        addTensor(tensors[id].type, Value(), fb::TensorRole::Output, outName);
-    copy.results = {out};
-    instructions.push_back(copy);
-    outputs.push_back(out);
+    auto it = persistent.find(target.getValue());
+    if (it == persistent.end())
+      return fn.emitError("result ") << i << " updates '" << target.getValue()
+                                     << "', which is not a parameter or state";
+    updates.push_back({out, it->second});
   }
   return success();
 }
 
 void Lowering::planMemory(MemoryPlanReport &report) {
-  // Parameters: packed in the state arena, in order.
-  for (uint32_t id : parameters) {
+  // Parameters, then optimizer state: packed in the state arena, in order.
+  std::vector<uint32_t> persistentIds = parameters;
+  persistentIds.insert(persistentIds.end(), states.begin(), states.end());
+  uint64_t parameterBytes = 0;
+  for (uint32_t id : persistentIds) {
     tensors[id].offset = stateSize;
     stateSize = alignUp(stateSize + bytesOf(tensors[id].type));
+    if (tensors[id].role == fb::TensorRole::Parameter)
+      parameterBytes = stateSize;
   }
   // Liveness of work-arena tensors, in instruction indices. Inputs live for
   // the whole program (a session may run again without re-binding them),
@@ -422,7 +453,7 @@ void Lowering::planMemory(MemoryPlanReport &report) {
   for (uint32_t id = 0; id < tensors.size(); ++id) {
     Tensor &t = tensors[id];
     if (t.role == fb::TensorRole::Constant ||
-        t.role == fb::TensorRole::Parameter)
+        t.role == fb::TensorRole::Parameter || t.role == fb::TensorRole::State)
       continue;
     t.firstUse = t.role == fb::TensorRole::Input ? 0 : end;
     t.lastUse =
@@ -530,7 +561,8 @@ void Lowering::planMemory(MemoryPlanReport &report) {
     if (!dropped[i])
       kept.push_back(std::move(instructions[i]));
   instructions = std::move(kept);
-  report.parameters = stateSize;
+  report.parameters = parameterBytes;
+  report.persistentState = stateSize - parameterBytes;
   report.activations = workSize;
   report.constants = constants.size();
   report.peak = stateSize + workSize;
@@ -565,9 +597,13 @@ std::vector<char> Lowering::serialize(const WriterOptions &options,
         report.temporaries, report.workspace, report.peak);
     auto opts = fb::CreateCompileOptionsDirect(
         b, "trainc 0.1.0", options.source.c_str(), options.command.c_str());
+    std::vector<flatbuffers::Offset<fb::Update>> fbUpdates;
+    for (auto [result, target] : updates)
+      fbUpdates.push_back(fb::CreateUpdate(b, result, target));
     auto exe = fb::CreateExecutableDirect(
         b, kFormatVersion, opts, &fbTensors, &arenas, &fbInsts, &inputs,
-        &outputs, &parameters, constantsOffset, constants.size(), memory);
+        &outputs, &parameters, &fbUpdates, constantsOffset, constants.size(),
+        memory);
     fb::FinishExecutableBuffer(b, exe);
     return std::vector<char>(b.GetBufferPointer(),
                              b.GetBufferPointer() + b.GetSize());

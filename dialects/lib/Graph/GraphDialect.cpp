@@ -51,7 +51,7 @@ LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op,
                                                      NamedAttribute attr) {
   std::string where = "argument " + std::to_string(argIndex);
   StringRef name = attr.getName().getValue();
-  if (name == kParamAttr || name == kInputAttr)
+  if (name == kParamAttr || name == kInputAttr || name == kStateAttr)
     return verifyNameAttr(op, attr, where);
   if (name == kFrozenAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
@@ -81,7 +81,8 @@ LogicalResult GraphDialect::verifyRegionResultAttribute(Operation *op,
                                                         unsigned resultIndex,
                                                         NamedAttribute attr) {
   std::string where = "result " + std::to_string(resultIndex);
-  if (attr.getName().getValue() == kOutputAttr)
+  StringRef name = attr.getName().getValue();
+  if (name == kOutputAttr || name == kUpdateAttr)
     return verifyNameAttr(op, attr, where);
   return op->emitError() << "unknown graph result attribute '"
                          << attr.getName().getValue() << "' on " << where;

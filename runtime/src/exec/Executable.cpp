@@ -115,7 +115,7 @@ Status Executable::parse() {
       info.name = t->name() ? t->name()->str() : "";
       auto role = static_cast<uint8_t>(t->role());
       auto dtype = static_cast<uint8_t>(t->dtype());
-      if (role > static_cast<uint8_t>(TensorRole::kActivation) ||
+      if (role > static_cast<uint8_t>(TensorRole::kState) ||
           dtype >= kNumDTypes)
         return dataLoss(origin_, "tensor " + std::to_string(id) +
                                      " has an invalid role or dtype");
@@ -150,10 +150,10 @@ Status Executable::parse() {
           return dataLoss(origin_, "tensor " + std::to_string(id) + " '" +
                                        info.name + "' lies outside its arena");
       }
-      if (info.role == TensorRole::kParameter &&
+      if ((info.role == TensorRole::kParameter ||
+           info.role == TensorRole::kState) &&
           !fits(info.initOffset, info.size, constantsSize_))
-        return dataLoss(origin_, "the initial value of parameter '" +
-                                     info.name +
+        return dataLoss(origin_, "the initial value of '" + info.name +
                                      "' lies outside the constant section");
       tensors_.push_back(std::move(info));
     }
@@ -167,6 +167,24 @@ Status Executable::parse() {
         return dataLoss(origin_, "an input, output or parameter names tensor " +
                                      std::to_string(id) + " of " +
                                      std::to_string(tensors_.size()));
+
+  if (exe->updates()) {
+    for (const fb::Update *u : *exe->updates()) {
+      if (u->result() >= tensors_.size() || u->target() >= tensors_.size())
+        return dataLoss(origin_, "an update names a tensor out of range");
+      const TensorInfo &from = tensors_[u->result()],
+                       &to = tensors_[u->target()];
+      if (from.role != TensorRole::kOutput ||
+          (to.role != TensorRole::kParameter &&
+           to.role != TensorRole::kState) ||
+          from.dtype != to.dtype || from.shape != to.shape)
+        return dataLoss(
+            origin_, "an update from " + describeTensor(tensors_, u->result()) +
+                         " to " + describeTensor(tensors_, u->target()) +
+                         " is not an output of the target's type");
+      updates_.push_back({u->result(), u->target()});
+    }
+  }
 
   if (exe->instructions()) {
     for (const fb::Instruction *i : *exe->instructions()) {

@@ -24,7 +24,7 @@
 namespace trainc {
 
 /// The schema version this runtime reads (runtime/schema/executable.fbs).
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 /// Alignment of arenas and of each constant in the constant section.
 constexpr uint64_t kTensorAlignment = 64;
 
@@ -34,6 +34,13 @@ enum class TensorRole : uint8_t {
   kParameter = 2,
   kConstant = 3,
   kActivation = 4,
+  kState = 5,
+};
+
+/// After each run, `result` is copied into `target` (a parameter or state).
+struct UpdateInfo {
+  uint32_t result = 0;
+  uint32_t target = 0;
 };
 
 struct TensorInfo {
@@ -88,6 +95,7 @@ public:
   const std::vector<uint32_t> &inputs() const { return inputs_; }
   const std::vector<uint32_t> &outputs() const { return outputs_; }
   const std::vector<uint32_t> &parameters() const { return parameters_; }
+  const std::vector<UpdateInfo> &updates() const { return updates_; }
   const MemoryPlanInfo &memoryPlan() const { return memory_; }
   const std::string &source() const { return source_; }
   const std::string &command() const { return command_; }
@@ -108,6 +116,7 @@ private:
   std::vector<InstructionInfo> instructions_;
   std::vector<ArenaInfo> arenas_;
   std::vector<uint32_t> inputs_, outputs_, parameters_;
+  std::vector<UpdateInfo> updates_;
   MemoryPlanInfo memory_;
   std::string source_, command_;
   uint64_t constantsOffset_ = 0, constantsSize_ = 0;

@@ -43,11 +43,10 @@ Status Session::create(std::shared_ptr<const Executable> executable,
   }
   session->touched_.assign(exe.arenas().size(), 0);
   session->inputSet_.assign(exe.inputs().size(), false);
-  for (uint32_t id : exe.parameters()) {
-    const TensorInfo &t = exe.tensors()[id];
-    std::memcpy(session->arenas_[t.arena] + t.offset,
-                exe.constants() + t.initOffset, t.size);
-  }
+  for (const TensorInfo &t : exe.tensors())
+    if (t.role == TensorRole::kParameter || t.role == TensorRole::kState)
+      std::memcpy(session->arenas_[t.arena] + t.offset,
+                  exe.constants() + t.initOffset, t.size);
   out = std::move(session);
   return okStatus();
 }
@@ -153,6 +152,13 @@ Status Session::run() {
     if (!s.ok())
       return Status(s.code(),
                     "instruction " + std::to_string(i) + ": " + s.message());
+  }
+  // A training step's new parameters and state become the current ones.
+  for (const UpdateInfo &u : exe.updates()) {
+    const TensorInfo &from = exe.tensors()[u.result],
+                     &to = exe.tensors()[u.target];
+    std::memcpy(arenas_[to.arena] + to.offset,
+                arenas_[from.arena] + from.offset, to.size);
   }
   ++step_;
   return okStatus();

@@ -42,6 +42,8 @@ public:
   cpu::TensorRef output(size_t index) const;
   /// A parameter's current value.
   cpu::TensorRef parameter(size_t index) const;
+  /// The bytes of any tensor but an activation (whose buffer is reused).
+  const void *tensorData(uint32_t id) const { return ref(id).data; }
 
   /// The highest arena byte any instruction touched, summed over arenas:
   /// equals the plan's peak when the executor follows the plan.

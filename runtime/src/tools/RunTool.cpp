@@ -34,6 +34,11 @@ Options:
                       exactly the input's size; repeat for every input
   --output-dir DIR    where to write <output name>.npy (default: .)
   --repeat N          run N times and report the median run time (default 1)
+  --steps N           training: run N steps (parameters and optimizer state
+                      carry over), printing each step's scalar outputs
+                      (loss, grad_norm, lr)
+  --save-state DIR    after the last run, write every parameter and
+                      optimizer state as DIR/<name>.npy
   --check-writes      debug mode: verify that no kernel writes outside its
                       result buffers (slow)
   --inspect           print the executable's tensors, instructions and
@@ -65,6 +70,8 @@ const char *roleName(TensorRole role) {
     return "constant";
   case TensorRole::kActivation:
     return "activation";
+  case TensorRole::kState:
+    return "state";
   }
   return "?";
 }
@@ -166,7 +173,8 @@ std::string fileNameFor(const std::string &name) {
 } // namespace
 
 int runRunTool(int argc, char **argv) {
-  std::string model, outputDir = ".";
+  std::string model, outputDir = ".", saveStateDir;
+  bool printSteps = false;
   std::map<std::string, std::string> inputFiles;
   bool doInspect = false, checkWrites = false;
   int repeat = 1;
@@ -204,6 +212,19 @@ int runRunTool(int argc, char **argv) {
       repeat = std::atoi(v);
       if (repeat < 1)
         return fail("--repeat needs a positive count");
+    } else if (arg == "--steps") {
+      const char *v = value("--steps");
+      if (!v)
+        return 1;
+      repeat = std::atoi(v);
+      printSteps = true;
+      if (repeat < 1)
+        return fail("--steps needs a positive count");
+    } else if (arg == "--save-state") {
+      const char *v = value("--save-state");
+      if (!v)
+        return 1;
+      saveStateDir = v;
     } else if (arg == "--check-writes") {
       checkWrites = true;
     } else if (arg == "--inspect") {
@@ -263,6 +284,30 @@ int runRunTool(int argc, char **argv) {
     times.push_back(std::chrono::duration<double, std::milli>(
                         std::chrono::steady_clock::now() - start)
                         .count());
+    if (printSteps) {
+      std::printf("step %d:", r + 1);
+      for (size_t i = 0; i < exe->outputs().size(); ++i) {
+        const TensorInfo &t = exe->tensors()[exe->outputs()[i]];
+        if (t.shape.empty() && t.dtype == DType::kF32)
+          std::printf(" %s %.9g", t.name.c_str(),
+                      *static_cast<float *>(session->output(i).data));
+        else if (t.shape.empty() && t.dtype == DType::kF64)
+          std::printf(" %s %.17g", t.name.c_str(),
+                      *static_cast<double *>(session->output(i).data));
+      }
+      std::printf("\n");
+    }
+  }
+  if (!saveStateDir.empty()) {
+    for (uint32_t id = 0; id < exe->tensors().size(); ++id) {
+      const TensorInfo &t = exe->tensors()[id];
+      if (t.role != TensorRole::kParameter && t.role != TensorRole::kState)
+        continue;
+      status = writeNpy(saveStateDir + "/" + fileNameFor(t.name) + ".npy",
+                        t.dtype, t.shape, session->tensorData(id), t.size);
+      if (!status.ok())
+        return fail(status.toString());
+    }
   }
   std::sort(times.begin(), times.end());
 

@@ -42,8 +42,8 @@ TEST(CpuScatter, OutOfRangeIndexIsAnError) {
   TestTensor updates(DType::kF32, {2, 2}, {1, 2, 3, 4});
   TestTensor indices(DType::kI64, {2}, {0, 4});
   TestTensor out(DType::kF32, {4, 2});
-  Status s = runKernel(runScatterAdd, Opcode::kScatterAdd,
-                       {&updates, &indices}, {&out}, {0});
+  Status s = runKernel(runScatterAdd, Opcode::kScatterAdd, {&updates, &indices},
+                       {&out}, {0});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "scatter_add: index 4 at position 1 is out of range "
                          "for axis 0 of size 4");

@@ -82,7 +82,7 @@ TEST(Executable, RejectsOtherFormatVersions) {
   Status s = load(p, exe);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("format version 99, but this runtime reads "
-                             "version 1"),
+                             "version 2"),
             std::string::npos)
       << s.toString();
 }

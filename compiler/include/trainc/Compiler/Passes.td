@@ -84,4 +84,62 @@ def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
+  let summary = "Append the optimizer step: clipping, schedule, AdamW or SGD";
+  let description = [{
+    Input: `@main` after autodiff (results `<param>.grad` for every
+    trainable parameter, and a scalar float `loss`).
+
+    Output: the step function, in value semantics. New arguments carry the
+    optimizer state (`graph.state`, initial value in `graph.init`): the step
+    count `step` (i64, starting at 0) and per parameter `<param>.exp_avg`
+    and `<param>.exp_avg_sq` (AdamW) or `<param>.momentum_buffer` (SGD with
+    momentum). The gradient results are replaced by `grad_norm` (the global
+    L2 norm before clipping) and `lr`, and by the new parameter and state
+    values, each marked `graph.update = "<name>"`; the runtime stores them
+    back after every step.
+
+    Semantics are PyTorch's (torch.optim.AdamW / SGD, foreach=False):
+    - clipping (clip_grad_norm > 0): g *= min(1, max_norm / (norm + 1e-6));
+    - AdamW: p *= 1 - lr * wd (decoupled); m = b1 m + (1 - b1) g;
+      v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) * m /
+      (sqrt(v) / sqrt(1 - b2^t) + eps), t = step + 1; the scalar factors
+      are computed in f64;
+    - SGD: g += wd * p; buf = momentum * buf + g (buf = g at t = 1);
+      nesterov: g + momentum * buf; p -= lr * update;
+    - weight decay applies to parameters of rank >= 2 that are not
+      embedding tables (gathered from), unless decay-all;
+    - schedule constant, or cosine: for the t-th step (t = step + 1),
+      lr * t / warmup while t <= warmup, then
+      min_lr + (lr - min_lr) (1 + cos(pi p)) / 2 with
+      p = min(1, (t - warmup) / (total - warmup)). The cosine schedule is a
+      table of total-steps values computed in f64 at compile time and read
+      by the step count.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
+           "adamw or sgd">,
+    Option<"lr", "lr", "double", "1e-3", "Peak learning rate">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.01",
+           "Weight decay (decoupled for AdamW)">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
+           "Clip the global gradient norm to this (0: off)">,
+    Option<"schedule", "schedule", "std::string", "\"constant\"",
+           "constant or cosine">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0",
+           "Linear warmup steps (cosine)">,
+    Option<"totalSteps", "total-steps", "int64_t", "0",
+           "Steps at which cosine decay reaches min-lr">,
+    Option<"minLr", "min-lr", "double", "0.0", "Cosine floor">,
+    Option<"decayAll", "decay-all", "bool", "false",
+           "Decay every parameter (PyTorch's default) instead of matrices only">,
+  ];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 #endif // TRAINC_COMPILER_PASSES_TD

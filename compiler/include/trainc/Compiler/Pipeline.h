@@ -8,15 +8,20 @@
 //              gelu, softmax, attention)
 //   autodiff   (training only) the loss's gradients w.r.t. trainable
 //              parameters, as extra results
+//   optimizer  (training only) clipping, the schedule and the AdamW/SGD
+//              update; parameters and optimizer state become the step's
+//              updated results
 //
-// Phases still to come, in order (see ../shared/DESIGN.md): optimizer,
-// precision, recompute, partition, schedule. Memory planning and
+// Phases still to come, in order (see ../shared/DESIGN.md): precision,
+// recompute, partition, schedule. Memory planning and
 // serialization run after the last IR phase (ExecutableWriter.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TRAINC_COMPILER_PIPELINE_H
 #define TRAINC_COMPILER_PIPELINE_H
+
+#include "trainc/Compiler/Passes.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -34,6 +39,7 @@ enum class Phase {
   Import,
   Recognize,
   Autodiff,
+  Optimizer,
 };
 
 struct PipelineOptions {
@@ -41,6 +47,9 @@ struct PipelineOptions {
   bool train = false;
   /// The output differentiated when training.
   std::string loss = "loss";
+  /// The optimizer phase's options; absent: no optimizer step (the
+  /// program returns the gradients).
+  std::optional<OptimizerOptions> optimizer;
 };
 
 /// Phases in pipeline order.

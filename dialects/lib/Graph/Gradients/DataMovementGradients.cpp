@@ -82,6 +82,8 @@ void reduceMeanVjp(ReduceMeanOp op, OpBuilder &b, Value g,
 
 /// As torch.amax: every position equal to the max gets an equal share,
 /// g / (number of ties). A NaN max matches no position, which gets 0.
+/// The tie count is in the operand's type: exact up to 256 ties in bf16,
+/// 2048 in f16, far beyond what real data produces.
 void reduceMaxVjp(ReduceMaxOp op, OpBuilder &b, Value g,
                   SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();

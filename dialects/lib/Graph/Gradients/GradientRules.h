@@ -1,4 +1,4 @@
-//===- GradientRules.h - Shared helpers of the graph ops' VJP rules -*- C++ -*-===//
+//===- GradientRules.h - Shared helpers of the VJP rules -------*- C++ -*-===//
 //
 // Each graph op's vector-Jacobian product is a GradientOpInterface external
 // model, attached when the dialect loads; rules live by op family:

@@ -25,8 +25,8 @@ Value sumToOperand(OpBuilder &b, Location loc, Value grad,
   SmallVector<int64_t> summed;
   for (int64_t d = 0; d < gradType.getRank(); ++d) {
     auto it = llvm::find(dims, d);
-    if (it == dims.end() ||
-        (type.getDimSize(it - dims.begin()) == 1 && gradType.getDimSize(d) != 1))
+    if (it == dims.end() || (type.getDimSize(it - dims.begin()) == 1 &&
+                             gradType.getDimSize(d) != 1))
       summed.push_back(d);
   }
   Value r = grad;

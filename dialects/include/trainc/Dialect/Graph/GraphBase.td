@@ -36,7 +36,11 @@ def Graph_Dialect : Dialect {
       `graph.init = <elements of the argument's type>` and `graph.frozen`
       (unit) when it is not trained;
     - `graph.input = "name"` on a data argument (tokens, targets, ...);
-    - `graph.output = "name"` on a result.
+    - `graph.state = "name"` on optimizer state (moments, the step count)
+      that persists across steps, with its initial value in `graph.init`;
+    - `graph.output = "name"` on a result;
+    - `graph.update = "name"` on a result that is the new value of the
+      parameter or state of that name after a training step.
     Names are the user's (ONNX initializer and value names), kept exactly:
     checkpoints and `--freeze` refer to them.
   }];
@@ -51,6 +55,8 @@ def Graph_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kFrozenAttr = "graph.frozen";
     static constexpr ::llvm::StringLiteral kInputAttr = "graph.input";
     static constexpr ::llvm::StringLiteral kOutputAttr = "graph.output";
+    static constexpr ::llvm::StringLiteral kStateAttr = "graph.state";
+    static constexpr ::llvm::StringLiteral kUpdateAttr = "graph.update";
   }];
   let usePropertiesForAttributes = 1;
 }

@@ -1,0 +1,306 @@
+//===- Optimizer.cpp - The optimizer step after the backward pass ---------===//
+//
+// See Optimizer in Passes.td. Scalar arithmetic (bias corrections, the
+// schedule, the clipping factor) is done on 0-d f64 tensors and converted
+// once to each parameter's element type, as PyTorch does with its Python
+// float scalars.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Compiler/Passes.h"
+#include "trainc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cmath>
+
+namespace trainc {
+#define GEN_PASS_DEF_OPTIMIZER
+#include "trainc/Compiler/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace {
+
+/// Builds the step's ops before the function's return.
+class StepBuilder {
+public:
+  StepBuilder(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  RankedTensorType f64Scalar() const {
+    return RankedTensorType::get({}, b.getF64Type());
+  }
+  Value constant(RankedTensorType type, double v) {
+    Type e = type.getElementType();
+    Attribute a = isa<FloatType>(e)
+                      ? Attribute(b.getFloatAttr(e, v))
+                      : Attribute(b.getIntegerAttr(e, int64_t(v)));
+    return b.create<ConstantOp>(loc, SplatElementsAttr::get(type, a));
+  }
+  Value f64(double v) { return constant(f64Scalar(), v); }
+  /// A 0-d value converted to `e` and broadcast to `type`'s shape.
+  Value spread(Value scalar, RankedTensorType type) {
+    Value s = convert(scalar, type.getElementType());
+    if (type.getRank() == 0)
+      return s;
+    return b.create<BroadcastInDimOp>(loc, type, s, ArrayRef<int64_t>{});
+  }
+  Value convert(Value v, Type e) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getElementType() == e)
+      return v;
+    return b.create<ConvertOp>(loc, RankedTensorType::get(t.getShape(), e), v);
+  }
+  template <typename OpT> Value op(Value x, Value y) {
+    return b.create<OpT>(loc, x, y);
+  }
+  /// sum(g * g) as a 0-d f64.
+  Value sumOfSquares(Value g) {
+    auto t = cast<RankedTensorType>(g.getType());
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      dims.push_back(d);
+    Value sq = op<MulOp>(g, g);
+    Value s = dims.empty() ? sq : b.create<ReduceSumOp>(loc, sq, dims);
+    return convert(s, b.getF64Type());
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
+struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
+  using OptimizerBase::OptimizerBase;
+
+  void runOnOperation() override {
+    auto fn = getOperation().lookupSymbol<func::FuncOp>("main");
+    if (!fn) {
+      getOperation().emitError("optimizer: no function @main");
+      return signalPassFailure();
+    }
+    if (failed(checkOptions(fn)) || failed(build(fn)))
+      signalPassFailure();
+  }
+
+  LogicalResult checkOptions(func::FuncOp fn) {
+    if (optimizer != "adamw" && optimizer != "sgd")
+      return fn.emitError("optimizer: unknown optimizer '")
+             << optimizer << "' (adamw or sgd)";
+    if (!(lr > 0) || weightDecay < 0 || clipGradNorm < 0 || momentum < 0 ||
+        !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || eps < 0)
+      return fn.emitError("optimizer: invalid hyper-parameters (lr must be "
+                          "positive; betas in [0, 1); weight decay, "
+                          "momentum, eps and clipping not negative)");
+    if (schedule != "constant" && schedule != "cosine")
+      return fn.emitError("optimizer: unknown schedule '")
+             << schedule << "' (constant or cosine)";
+    if (schedule == "cosine" &&
+        (totalSteps <= 0 || warmupSteps < 0 || warmupSteps >= totalSteps ||
+         minLr < 0 || minLr > lr))
+      return fn.emitError("optimizer: the cosine schedule needs "
+                          "0 <= warmup-steps < total-steps and "
+                          "0 <= min-lr <= lr");
+    return success();
+  }
+
+  /// lr_t for the t-th step (1-based), as in Passes.td.
+  double cosineLr(int64_t t) const {
+    if (t <= warmupSteps)
+      return lr * double(t) / double(warmupSteps);
+    double p = std::min(1.0, double(t - warmupSteps) /
+                                 double(totalSteps - warmupSteps));
+    return minLr + (lr - minLr) * (1 + std::cos(M_PI * p)) / 2;
+  }
+
+  LogicalResult build(func::FuncOp fn) {
+    Block &body = fn.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    MLIRContext *ctx = fn.getContext();
+
+    // Gradients by parameter name, and the loss.
+    llvm::StringMap<unsigned> gradIndex;
+    std::optional<unsigned> lossIndex;
+    for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+      auto name =
+          fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
+      if (!name)
+        continue;
+      if (name.getValue().ends_with(".grad"))
+        gradIndex[name.getValue().drop_back(5)] = i;
+      else if (name.getValue() == "loss")
+        lossIndex = i;
+    }
+    if (gradIndex.empty() || !lossIndex)
+      return fn.emitError("optimizer: @main has no loss and gradients "
+                          "(run autodiff first)");
+
+    // Embedding tables (gathered from) are not decayed by default.
+    llvm::DenseSet<Value> embeddings;
+    fn.walk([&](GatherOp g) { embeddings.insert(g.getOperand()); });
+
+    OpBuilder b(ret);
+    StepBuilder s(b, fn.getLoc());
+    SmallVector<Value> results;
+    SmallVector<std::pair<std::string, std::string>> resultNames; // attr, name
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+      auto name =
+          fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
+      if (name && name.getValue().ends_with(".grad"))
+        continue;
+      results.push_back(ret.getOperand(i));
+      resultNames.push_back({GraphDialect::kOutputAttr.str(),
+                             name ? name.str() : "result" + std::to_string(i)});
+    }
+
+    // New state arguments are appended; each gets a zero initial value.
+    auto addState = [&](RankedTensorType type, StringRef name) -> Value {
+      unsigned index = fn.getNumArguments();
+      Attribute zero =
+          isa<FloatType>(type.getElementType())
+              ? Attribute(b.getFloatAttr(type.getElementType(), 0))
+              : Attribute(b.getIntegerAttr(type.getElementType(), 0));
+      (void)fn.insertArgument(
+          index, type,
+          DictionaryAttr::get(
+              ctx,
+              {b.getNamedAttr(GraphDialect::kStateAttr, b.getStringAttr(name)),
+               b.getNamedAttr(GraphDialect::kInitAttr,
+                              SplatElementsAttr::get(type, zero))}),
+          fn.getLoc());
+      return body.getArgument(index);
+    };
+    auto update = [&](Value v, StringRef name) {
+      results.push_back(v);
+      resultNames.push_back({GraphDialect::kUpdateAttr.str(), name.str()});
+    };
+
+    // The step count and the learning rate of this step.
+    auto i64Scalar = RankedTensorType::get({}, b.getI64Type());
+    Value step = addState(i64Scalar, "step");
+    Value next = s.op<AddOp>(step, s.constant(i64Scalar, 1));
+    Value t = s.convert(next, b.getF64Type());
+    Value lrNow = s.f64(lr);
+    if (schedule == "cosine") {
+      SmallVector<double> table;
+      for (int64_t k = 1; k <= totalSteps; ++k)
+        table.push_back(cosineLr(k));
+      auto tableType = RankedTensorType::get({totalSteps}, b.getF64Type());
+      Value lrTable = b.create<ConstantOp>(
+          s.loc, DenseElementsAttr::get(tableType, ArrayRef<double>(table)));
+      // Past total-steps the last value (min-lr) holds.
+      Value index = s.op<MinOp>(step, s.constant(i64Scalar, totalSteps - 1));
+      lrNow = b.create<GatherOp>(s.loc, lrTable, index, 0);
+    }
+
+    // The global gradient norm, and clipping.
+    SmallVector<std::pair<BlockArgument, Value>> params;
+    Value sumSq = s.f64(0);
+    for (BlockArgument arg : body.getArguments()) {
+      auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                  GraphDialect::kParamAttr);
+      if (!name)
+        continue;
+      auto it = gradIndex.find(name.getValue());
+      if (it == gradIndex.end())
+        continue;
+      Value g = ret.getOperand(it->second);
+      params.push_back({arg, g});
+      sumSq = s.op<AddOp>(sumSq, s.sumOfSquares(g));
+    }
+    Value norm = b.create<SqrtOp>(s.loc, sumSq);
+    Type lossElement =
+        cast<RankedTensorType>(ret.getOperand(*lossIndex).getType())
+            .getElementType();
+    results.push_back(s.convert(norm, lossElement));
+    resultNames.push_back({GraphDialect::kOutputAttr.str(), "grad_norm"});
+    results.push_back(s.convert(lrNow, lossElement));
+    resultNames.push_back({GraphDialect::kOutputAttr.str(), "lr"});
+    Value clip;
+    if (clipGradNorm > 0)
+      clip =
+          s.op<MinOp>(s.f64(1.0), s.op<DivOp>(s.f64(clipGradNorm),
+                                              s.op<AddOp>(norm, s.f64(1e-6))));
+
+    // Bias corrections (AdamW): 1 - beta^t, in f64.
+    Value stepSize, bc2Sqrt;
+    if (optimizer == "adamw") {
+      Value bc1 = s.op<SubOp>(s.f64(1), s.op<PowOp>(s.f64(beta1), t));
+      Value bc2 = s.op<SubOp>(s.f64(1), s.op<PowOp>(s.f64(beta2), t));
+      stepSize = s.op<DivOp>(lrNow, bc1);
+      bc2Sqrt = b.create<SqrtOp>(s.loc, bc2);
+    }
+    Value decayFactor =
+        s.op<SubOp>(s.f64(1), s.op<MulOp>(lrNow, s.f64(weightDecay)));
+
+    for (auto [p, grad] : params) {
+      auto type = cast<RankedTensorType>(p.getType());
+      std::string name = fn.getArgAttrOfType<StringAttr>(
+                               p.getArgNumber(), GraphDialect::kParamAttr)
+                             .str();
+      Value g = grad;
+      if (clip)
+        g = s.op<MulOp>(g, s.spread(clip, type));
+      bool decay =
+          weightDecay > 0 &&
+          (decayAll || (type.getRank() >= 2 && !embeddings.contains(p)));
+      Value newP;
+      if (optimizer == "adamw") {
+        Value m = addState(type, name + ".exp_avg");
+        Value v = addState(type, name + ".exp_avg_sq");
+        Value pd = decay ? s.op<MulOp>(p, s.spread(decayFactor, type)) : p;
+        Value m1 =
+            s.op<AddOp>(s.op<MulOp>(m, s.spread(s.f64(beta1), type)),
+                        s.op<MulOp>(s.spread(s.f64(1 - beta1), type), g));
+        Value v1 = s.op<AddOp>(
+            s.op<MulOp>(v, s.spread(s.f64(beta2), type)),
+            s.op<MulOp>(s.spread(s.f64(1 - beta2), type), s.op<MulOp>(g, g)));
+        Value denom = s.op<AddOp>(
+            s.op<DivOp>(b.create<SqrtOp>(s.loc, v1), s.spread(bc2Sqrt, type)),
+            s.spread(s.f64(eps), type));
+        Value ratio = s.op<DivOp>(m1, denom);
+        newP = s.op<AddOp>(
+            pd, s.op<MulOp>(s.spread(b.create<NegOp>(s.loc, stepSize), type),
+                            ratio));
+        update(m1, name + ".exp_avg");
+        update(v1, name + ".exp_avg_sq");
+      } else {
+        if (decay)
+          g = s.op<AddOp>(g,
+                          s.op<MulOp>(s.spread(s.f64(weightDecay), type), p));
+        Value direction = g;
+        if (momentum > 0) {
+          Value buf = addState(type, name + ".momentum_buffer");
+          Value buf1 =
+              s.op<AddOp>(s.op<MulOp>(buf, s.spread(s.f64(momentum), type)), g);
+          update(buf1, name + ".momentum_buffer");
+          direction =
+              nesterov
+                  ? s.op<AddOp>(
+                        g, s.op<MulOp>(s.spread(s.f64(momentum), type), buf1))
+                  : buf1;
+        }
+        newP = s.op<SubOp>(p, s.op<MulOp>(s.spread(lrNow, type), direction));
+      }
+      update(newP, name);
+    }
+    update(next, "step");
+
+    b.create<func::ReturnOp>(ret.getLoc(), results);
+    ret.erase();
+    fn.setType(FunctionType::get(ctx, fn.getArgumentTypes(),
+                                 ValueRange(results).getTypes()));
+    for (unsigned i = 0; i < results.size(); ++i)
+      fn.setResultAttrs(
+          i,
+          DictionaryAttr::get(
+              ctx, {b.getNamedAttr(resultNames[i].first,
+                                   b.getStringAttr(resultNames[i].second))}));
+    return success();
+  }
+};
+
+} // namespace

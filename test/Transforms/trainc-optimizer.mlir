@@ -1,0 +1,52 @@
+// RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer -canonicalize -split-input-file | FileCheck %s --check-prefix=ADAMW
+// RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="optimizer=sgd momentum=0.9 nesterov=true weight-decay=0.1" -canonicalize -split-input-file | FileCheck %s --check-prefix=SGD
+// RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="schedule=cosine warmup-steps=2 total-steps=6 min-lr=1e-4 clip-grad-norm=1.0" -canonicalize -split-input-file | FileCheck %s --check-prefix=COSINE
+// RUN: not trainc-opt %s --trainc-optimizer -split-input-file 2>&1 | FileCheck %s --check-prefix=NOGRAD
+// RUN: not trainc-opt %s --trainc-autodiff --trainc-optimizer="schedule=cosine total-steps=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
+
+// A matrix (decayed by default) and a bias (not decayed).
+// ADAMW-LABEL: func.func @main
+// ADAMW-SAME: %[[W:[a-z0-9]+]]: tensor<2x3xf32> {graph.init = {{[^}]+}}, graph.param = "w"}
+// ADAMW-SAME: %[[B:[a-z0-9]+]]: tensor<3xf32> {graph.init = {{[^}]+}}, graph.param = "b"}
+// ADAMW-SAME: %[[STEP:[a-z0-9]+]]: tensor<i64> {graph.init = dense<0> : tensor<i64>, graph.state = "step"}
+// ADAMW-SAME: %[[M:[a-z0-9]+]]: tensor<2x3xf32> {graph.init = dense<0.000000e+00> : tensor<2x3xf32>, graph.state = "w.exp_avg"}
+// ADAMW-SAME: graph.state = "w.exp_avg_sq"}
+// ADAMW-SAME: graph.state = "b.exp_avg"}
+// ADAMW-SAME: graph.state = "b.exp_avg_sq"}
+// ADAMW-SAME: -> (tensor<f32> {graph.output = "loss"}, tensor<f32> {graph.output = "grad_norm"}, tensor<f32> {graph.output = "lr"},
+// ADAMW-SAME: {graph.update = "w.exp_avg"}, {{.+}} {graph.update = "w.exp_avg_sq"}, {{.+}} {graph.update = "w"},
+// ADAMW-SAME: {graph.update = "b.exp_avg"}, {{.+}} {graph.update = "b.exp_avg_sq"}, {{.+}} {graph.update = "b"}, tensor<i64> {graph.update = "step"})
+// Bias corrections in f64 from the step count: 1 - 0.9^t and 1 - 0.999^t.
+// ADAMW-DAG: graph.pow %{{.+}}, %{{.+}} : tensor<f64>
+// ADAMW-DAG: graph.add %[[STEP]], %{{.+}} : tensor<i64>
+// Decoupled weight decay on w only: p * (1 - lr * wd) = 0.99999 in f32.
+// ADAMW-DAG: graph.constant dense<0.999989986> : tensor<2x3xf32>
+// ADAMW-NOT: dense<0.999989986> : tensor<3xf32>
+// ADAMW: return
+// SGD-LABEL: func.func @main
+// SGD-SAME: graph.state = "w.momentum_buffer"}
+// SGD-SAME: graph.state = "b.momentum_buffer"}
+// SGD-NOT: exp_avg
+// SGD: return
+// The cosine schedule is a table read by the step count, clamped to its end.
+// COSINE-LABEL: func.func @main
+// lr(t) for t = 1..6: warmup 1/2, 2/2 of 1e-3, then 1e-4 + 9e-4 (1 + cos(pi p)) / 2
+// for p = 1/4, 2/4, 3/4, 1.
+// COSINE: graph.constant dense<[5.000000e-04, 1.000000e-03, 8.6819805153394641E-4, 5.500000e-04, 2.3180194846605365E-4, 1.000000e-04]> : tensor<6xf64>
+// COSINE: graph.min %{{.+}}, %{{.+}} : tensor<i64>
+// COSINE: graph.gather
+// Clipping: min(1, max_norm / (norm + 1e-6)).
+// COSINE: graph.min %{{.+}}, %{{.+}} : tensor<f64>
+// NOGRAD: optimizer: @main has no loss and gradients (run autodiff first)
+// BADOPT: optimizer: the cosine schedule needs 0 <= warmup-steps < total-steps and 0 <= min-lr <= lr
+func.func @main(%w: tensor<2x3xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<2x3xf32>},
+                %b: tensor<3xf32> {graph.param = "b", graph.init = dense<0.1> : tensor<3xf32>},
+                %x: tensor<4x2xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %y = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0]
+         : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  %bb = graph.broadcast_in_dim %b, dims = [1] : (tensor<3xf32>) -> tensor<4x3xf32>
+  %z = graph.add %y, %bb : tensor<4x3xf32>
+  %sq = graph.mul %z, %z : tensor<4x3xf32>
+  %l = graph.reduce_mean %sq, dims = [0, 1] : (tensor<4x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
