@@ -1,6 +1,7 @@
 // RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer -canonicalize -split-input-file | FileCheck %s --check-prefix=ADAMW
 // RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="optimizer=sgd momentum=0.9 nesterov=true weight-decay=0.1" -canonicalize -split-input-file | FileCheck %s --check-prefix=SGD
 // RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="schedule=cosine warmup-steps=2 total-steps=6 min-lr=1e-4 clip-grad-norm=1.0" -canonicalize -split-input-file | FileCheck %s --check-prefix=COSINE
+// RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="schedule=wsd warmup-steps=1 total-steps=5 decay-steps=2 min-lr=2e-4" -canonicalize -split-input-file | FileCheck %s --check-prefix=WSD
 // RUN: not trainc-opt %s --trainc-optimizer -split-input-file 2>&1 | FileCheck %s --check-prefix=NOGRAD
 // RUN: not trainc-opt %s --trainc-autodiff --trainc-optimizer="schedule=cosine total-steps=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
 
@@ -37,8 +38,10 @@
 // COSINE: graph.gather
 // Clipping: min(1, max_norm / (norm + 1e-6)).
 // COSINE: graph.min %{{.+}}, %{{.+}} : tensor<f64>
+// Warmup (1 step), stable, then linear to 2e-4 over the last 2 steps.
+// WSD: graph.constant dense<[1.000000e-03, 1.000000e-03, 1.000000e-03, 6.0000000000000006E-4, 2.000000e-04]> : tensor<5xf64>
 // NOGRAD: optimizer: @main has no loss and gradients (run autodiff first)
-// BADOPT: optimizer: the cosine schedule needs 0 <= warmup-steps < total-steps and 0 <= min-lr <= lr
+// BADOPT: optimizer: the cosine and wsd schedules need 0 <= warmup-steps < total-steps and 0 <= min-lr <= lr
 func.func @main(%w: tensor<2x3xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<2x3xf32>},
                 %b: tensor<3xf32> {graph.param = "b", graph.init = dense<0.1> : tensor<3xf32>},
                 %x: tensor<4x2xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {

@@ -214,9 +214,10 @@ int runCompilerCli(int argc, char **argv) {
       cl::init(0.0), cl::cat(category));
   cl::opt<std::string> schedule(
       "lr-schedule",
-      cl::desc("constant (default) or cosine: linear warmup over "
+      cl::desc("constant (default); cosine: linear warmup over "
                "--warmup-steps, then cosine decay to --min-lr at "
-               "--total-steps"),
+               "--total-steps; wsd: warmup, constant, then linear decay to "
+               "--min-lr over the last --decay-steps of --total-steps"),
       cl::value_desc("name"), cl::init("constant"), cl::cat(category));
   cl::opt<int64_t> warmupSteps("warmup-steps",
                                cl::desc("Warmup steps of the cosine schedule"),
@@ -224,8 +225,12 @@ int runCompilerCli(int argc, char **argv) {
   cl::opt<int64_t> totalSteps(
       "total-steps", cl::desc("Length of the cosine schedule in steps"),
       cl::init(0), cl::cat(category));
-  cl::opt<double> minLr("min-lr", cl::desc("Floor of the cosine schedule"),
+  cl::opt<double> minLr("min-lr",
+                        cl::desc("Floor of the cosine and wsd schedules"),
                         cl::init(0.0), cl::cat(category));
+  cl::opt<int64_t> decaySteps(
+      "decay-steps", cl::desc("Length of the wsd schedule's final decay"),
+      cl::init(0), cl::cat(category));
   cl::opt<std::string> lossName(
       "loss",
       cl::desc("With --train, the model output to differentiate (default: "
@@ -326,6 +331,7 @@ int runCompilerCli(int argc, char **argv) {
     o.warmupSteps = warmupSteps;
     o.totalSteps = totalSteps;
     o.minLr = minLr;
+    o.decaySteps = decaySteps;
     o.decayAll = decayAll;
     pipelineOptions.optimizer = o;
   }

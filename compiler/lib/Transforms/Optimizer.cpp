@@ -95,22 +95,33 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       return fn.emitError("optimizer: invalid hyper-parameters (lr must be "
                           "positive; betas in [0, 1); weight decay, "
                           "momentum, eps and clipping not negative)");
-    if (schedule != "constant" && schedule != "cosine")
+    if (schedule != "constant" && schedule != "cosine" && schedule != "wsd")
       return fn.emitError("optimizer: unknown schedule '")
-             << schedule << "' (constant or cosine)";
-    if (schedule == "cosine" &&
+             << schedule << "' (constant, cosine or wsd)";
+    if (schedule == "wsd" &&
+        (decaySteps <= 0 || warmupSteps + decaySteps > totalSteps))
+      return fn.emitError("optimizer: the wsd schedule needs decay-steps > 0 "
+                          "and warmup-steps + decay-steps <= total-steps");
+    if (schedule != "constant" &&
         (totalSteps <= 0 || warmupSteps < 0 || warmupSteps >= totalSteps ||
          minLr < 0 || minLr > lr))
-      return fn.emitError("optimizer: the cosine schedule needs "
+      return fn.emitError("optimizer: the cosine and wsd schedules need "
                           "0 <= warmup-steps < total-steps and "
                           "0 <= min-lr <= lr");
     return success();
   }
 
   /// lr_t for the t-th step (1-based), as in Passes.td.
-  double cosineLr(int64_t t) const {
+  double scheduledLr(int64_t t) const {
     if (t <= warmupSteps)
       return lr * double(t) / double(warmupSteps);
+    if (schedule == "wsd") {
+      int64_t decayStart = totalSteps - decaySteps;
+      if (t <= decayStart)
+        return lr;
+      double p = double(t - decayStart) / double(decaySteps);
+      return p >= 1 ? minLr : lr + (minLr - lr) * p;
+    }
     double p = std::min(1.0, double(t - warmupSteps) /
                                  double(totalSteps - warmupSteps));
     return minLr + (lr - minLr) * (1 + std::cos(M_PI * p)) / 2;
@@ -184,10 +195,10 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     Value next = s.op<AddOp>(step, s.constant(i64Scalar, 1));
     Value t = s.convert(next, b.getF64Type());
     Value lrNow = s.f64(lr);
-    if (schedule == "cosine") {
+    if (schedule != "constant") {
       SmallVector<double> table;
       for (int64_t k = 1; k <= totalSteps; ++k)
-        table.push_back(cosineLr(k));
+        table.push_back(scheduledLr(k));
       auto tableType = RankedTensorType::get({totalSteps}, b.getF64Type());
       Value lrTable = b.create<ConstantOp>(
           s.loc, DenseElementsAttr::get(tableType, ArrayRef<double>(table)));

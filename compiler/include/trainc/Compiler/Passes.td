@@ -109,12 +109,14 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
       nesterov: g + momentum * buf; p -= lr * update;
     - weight decay applies to parameters of rank >= 2 that are not
       embedding tables (gathered from), unless decay-all;
-    - schedule constant, or cosine: for the t-th step (t = step + 1),
-      lr * t / warmup while t <= warmup, then
+    - schedule constant, cosine or wsd: for the t-th step (t = step + 1),
+      lr * t / warmup while t <= warmup; then cosine:
       min_lr + (lr - min_lr) (1 + cos(pi p)) / 2 with
-      p = min(1, (t - warmup) / (total - warmup)). The cosine schedule is a
-      table of total-steps values computed in f64 at compile time and read
-      by the step count.
+      p = min(1, (t - warmup) / (total - warmup)); wsd (warmup, stable,
+      decay): lr until the last decay-steps steps, then linear to min_lr at
+      total-steps. Schedules are a table of total-steps values computed in
+      f64 at compile time and read by the step count (past the end, the
+      last value holds).
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
@@ -130,12 +132,14 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
            "Clip the global gradient norm to this (0: off)">,
     Option<"schedule", "schedule", "std::string", "\"constant\"",
-           "constant or cosine">,
+           "constant, cosine or wsd">,
     Option<"warmupSteps", "warmup-steps", "int64_t", "0",
            "Linear warmup steps (cosine)">,
     Option<"totalSteps", "total-steps", "int64_t", "0",
            "Steps at which cosine decay reaches min-lr">,
-    Option<"minLr", "min-lr", "double", "0.0", "Cosine floor">,
+    Option<"minLr", "min-lr", "double", "0.0", "Floor of cosine and wsd">,
+    Option<"decaySteps", "decay-steps", "int64_t", "0",
+           "Length of wsd's final linear decay">,
     Option<"decayAll", "decay-all", "bool", "false",
            "Decay every parameter (PyTorch's default) instead of matrices only">,
   ];
