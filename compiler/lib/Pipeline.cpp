@@ -52,8 +52,11 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   if (last == Phase::Recognize || !options.train)
     return;
 
-  // autodiff: the backward pass, then folding and merging what the rules
-  // built (shared forward values, constant broadcasts).
+  // autodiff: micro-batches (gradient accumulation), the backward pass,
+  // then folding and merging what the rules built.
+  if (options.gradAccum != 1)
+    pm.addPass(
+        createGradAccum(GradAccumOptions{options.gradAccum, options.loss}));
   pm.addPass(createAutodiff(AutodiffOptions{options.loss}));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());

@@ -183,6 +183,12 @@ int runCompilerCli(int argc, char **argv) {
                "respect to every trainable parameter (autodiff), then the "
                "optimizer's update (--optimizer none: gradients only)"),
       cl::cat(category));
+  cl::opt<int64_t> gradAccum(
+      "grad-accum",
+      cl::desc("With --train: K micro-batches per step; every data input's "
+               "leading dimension becomes K times the model's, and the loss "
+               "is their mean (default 1)"),
+      cl::value_desc("K"), cl::init(1), cl::cat(category));
   cl::opt<std::string> optimizerName(
       "optimizer", cl::desc("With --train: adamw (default), sgd or none"),
       cl::value_desc("name"), cl::init("adamw"), cl::cat(category));
@@ -316,6 +322,9 @@ int runCompilerCli(int argc, char **argv) {
   PipelineOptions pipelineOptions;
   pipelineOptions.train = train;
   pipelineOptions.loss = lossName;
+  pipelineOptions.gradAccum = gradAccum;
+  if (gradAccum != 1 && !train)
+    return fail("--grad-accum needs --train");
   if (train && optimizerName != "none") {
     OptimizerOptions o;
     o.optimizer = optimizerName;

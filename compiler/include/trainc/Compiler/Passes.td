@@ -48,6 +48,33 @@ def RecognizeComposites : Pass<"trainc-recognize-composites", "mlir::func::FuncO
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
+  let summary = "Split each data input into micro-batches and average their losses";
+  let description = [{
+    Gradient accumulation over `micro-batches` (K) micro-batches inside one
+    step. Input: `@main` with data inputs (`graph.input`) whose leading
+    dimension is the micro-batch size B, and a scalar `loss`.
+
+    Output: `@main` whose data inputs have leading dimension K * B; the
+    forward graph is applied to each slice [k B, (k + 1) B) (dropout seeds
+    differ per micro-batch), the loss is the mean of the K losses (as
+    PyTorch's `(loss / K).backward()` over K micro-batches), and other
+    outputs with leading dimension B are concatenated back to K * B. Run
+    before autodiff: by linearity, differentiating the mean loss gives the
+    mean of the micro-batch gradients.
+
+    Errors: an input whose leading dimension differs from the others, or an
+    output that is neither the loss nor batched.
+  }];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "Number of micro-batches K">,
+    Option<"loss", "loss", "std::string", "\"loss\"",
+           "Name (graph.output) of the scalar loss">,
+  ];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of @main's loss w.r.t. its trainable parameters";
   let description = [{

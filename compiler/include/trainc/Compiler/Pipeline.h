@@ -6,8 +6,9 @@
 //   import     ONNX / StableHLO -> graph dialect (frontends/)
 //   recognize  fold constants; recognize composites (layer_norm, rms_norm,
 //              gelu, softmax, attention)
-//   autodiff   (training only) the loss's gradients w.r.t. trainable
-//              parameters, as extra results
+//   autodiff   (training only) micro-batches for gradient accumulation,
+//              then the loss's gradients w.r.t. trainable parameters, as
+//              extra results
 //   optimizer  (training only) clipping, the schedule and the AdamW/SGD
 //              update; parameters and optimizer state become the step's
 //              updated results
@@ -47,6 +48,8 @@ struct PipelineOptions {
   bool train = false;
   /// The output differentiated when training.
   std::string loss = "loss";
+  /// Micro-batches per step (gradient accumulation); 1: none.
+  int64_t gradAccum = 1;
   /// The optimizer phase's options; absent: no optimizer step (the
   /// program returns the gradients).
   std::optional<OptimizerOptions> optimizer;

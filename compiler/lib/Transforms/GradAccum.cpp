@@ -1,0 +1,155 @@
+//===- GradAccum.cpp - Micro-batches inside one training step -------------===//
+//
+// See GradAccum in Passes.td. The forward ops are cloned once per extra
+// micro-batch; the original ops become micro-batch 0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Compiler/Passes.h"
+#include "trainc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace trainc {
+#define GEN_PASS_DEF_GRADACCUM
+#include "trainc/Compiler/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace {
+
+struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
+  using GradAccumBase::GradAccumBase;
+
+  void runOnOperation() override {
+    if (microBatches < 1) {
+      getOperation().emitError("grad-accum: micro-batches must be at least 1");
+      return signalPassFailure();
+    }
+    if (microBatches == 1)
+      return;
+    auto fn = getOperation().lookupSymbol<func::FuncOp>("main");
+    if (!fn) {
+      getOperation().emitError("grad-accum: no function @main");
+      return signalPassFailure();
+    }
+    if (failed(split(fn)))
+      signalPassFailure();
+  }
+
+  LogicalResult split(func::FuncOp fn) {
+    Block &body = fn.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    int64_t k = microBatches;
+
+    // Data inputs and their common micro-batch size.
+    SmallVector<BlockArgument> inputs;
+    int64_t batch = -1;
+    for (BlockArgument arg : body.getArguments()) {
+      if (!fn.getArgAttr(arg.getArgNumber(), GraphDialect::kInputAttr))
+        continue;
+      auto type = cast<RankedTensorType>(arg.getType());
+      if (type.getRank() == 0 || (batch >= 0 && type.getDimSize(0) != batch))
+        return fn.emitError("grad-accum: input ")
+               << arg.getArgNumber() << " of type " << type
+               << " does not have the micro-batch size "
+               << (batch >= 0 ? std::to_string(batch) : std::string("?"))
+               << " as its leading dimension";
+      batch = type.getDimSize(0);
+      inputs.push_back(arg);
+    }
+    if (inputs.empty())
+      return fn.emitError("grad-accum: @main has no data inputs to split");
+
+    // Outputs: the loss is averaged, batched outputs concatenated.
+    std::optional<unsigned> lossIndex;
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+      auto name =
+          fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
+      auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
+      if (name && name.getValue() == loss && type.getRank() == 0)
+        lossIndex = i;
+      else if (type.getRank() == 0 || type.getDimSize(0) != batch)
+        return fn.emitError("grad-accum: output ")
+               << i << " (" << type
+               << ") is neither the loss nor batched along dimension 0";
+    }
+    if (!lossIndex)
+      return fn.emitError("grad-accum: no scalar output named '")
+             << loss << "'";
+
+    // Widen the inputs; micro-batch 0 reads the first slice.
+    OpBuilder b(&body, body.begin());
+    SmallVector<Operation *> forward;
+    for (Operation &op : body.without_terminator())
+      forward.push_back(&op);
+    auto sliceOf = [&](BlockArgument arg, int64_t index) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      SmallVector<int64_t> start(type.getRank(), 0), limit(type.getShape()),
+          strides(type.getRank(), 1);
+      start[0] = index * batch;
+      limit[0] = (index + 1) * batch;
+      return b.create<SliceOp>(fn.getLoc(), arg, start, limit, strides)
+          .getResult();
+    };
+    SmallVector<Value> firstSlices;
+    for (BlockArgument arg : inputs) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] = batch * k;
+      arg.setType(RankedTensorType::get(shape, type.getElementType()));
+      Value slice = sliceOf(arg, 0);
+      arg.replaceAllUsesExcept(slice, slice.getDefiningOp());
+      firstSlices.push_back(slice);
+    }
+
+    // Micro-batches 1 .. K-1: clones of the forward ops on their slices.
+    SmallVector<SmallVector<Value>> outputs(ret.getNumOperands());
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+      outputs[i].push_back(ret.getOperand(i));
+    b.setInsertionPoint(ret);
+    for (int64_t m = 1; m < k; ++m) {
+      IRMapping mapping;
+      for (auto [arg, first] : llvm::zip(inputs, firstSlices))
+        mapping.map(first, sliceOf(arg, m));
+      for (Operation *op : forward) {
+        Operation *clone = b.clone(*op, mapping);
+        // Each micro-batch draws its own dropout masks.
+        if (auto dropout = dyn_cast<DropoutOp>(clone))
+          dropout.setSeed(dropout.getSeed() +
+                          uint64_t(m) * 0x9E3779B97F4A7C15ull);
+      }
+      for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+        outputs[i].push_back(mapping.lookupOrDefault(ret.getOperand(i)));
+    }
+
+    // Combine: the mean of the losses, the concatenation of the rest.
+    SmallVector<Value> results;
+    for (unsigned i = 0; i < outputs.size(); ++i) {
+      if (i == *lossIndex) {
+        Value sum = outputs[i][0];
+        for (Value v : ArrayRef<Value>(outputs[i]).drop_front())
+          sum = b.create<AddOp>(fn.getLoc(), sum, v);
+        auto type = cast<RankedTensorType>(sum.getType());
+        Value count = b.create<ConstantOp>(
+            fn.getLoc(),
+            SplatElementsAttr::get(
+                type, b.getFloatAttr(type.getElementType(), double(k))));
+        results.push_back(b.create<DivOp>(fn.getLoc(), sum, count));
+        continue;
+      }
+      results.push_back(
+          b.create<ConcatenateOp>(fn.getLoc(), outputs[i], 0).getResult());
+    }
+    ret->setOperands(results);
+    fn.setType(FunctionType::get(fn.getContext(), body.getArgumentTypes(),
+                                 ValueRange(results).getTypes()));
+    return success();
+  }
+};
+
+} // namespace

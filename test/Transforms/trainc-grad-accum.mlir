@@ -1,0 +1,43 @@
+// RUN: trainc-opt %s --trainc-grad-accum="micro-batches=3" -split-input-file -verify-diagnostics | FileCheck %s
+
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<6x4xf32> {graph.input = "x"}
+// CHECK-SAME: -> (tensor<f32> {graph.output = "loss"}, tensor<6x4xf32> {graph.output = "y"})
+// CHECK-DAG: %[[S0:.+]] = graph.slice %[[X]], start = [0, 0], limit = [2, 4], strides = [1, 1]
+// CHECK-DAG: %[[S1:.+]] = graph.slice %[[X]], start = [2, 0], limit = [4, 4], strides = [1, 1]
+// CHECK-DAG: %[[S2:.+]] = graph.slice %[[X]], start = [4, 0], limit = [6, 4], strides = [1, 1]
+// Each micro-batch has its own dropout seed.
+// CHECK-DAG: graph.dropout %{{.+}}, ratio = 1.000000e-01, seed = 5 :
+// CHECK-DAG: graph.dropout %{{.+}}, ratio = 1.000000e-01, seed = -7046029254386353126 :
+// The loss is the mean; batched outputs are concatenated.
+// CHECK: %[[L01:.+]] = graph.add
+// CHECK: %[[L012:.+]] = graph.add %[[L01]]
+// CHECK: %[[MEAN:.+]] = graph.div %[[L012]], %{{.+}} : tensor<f32>
+// CHECK: %[[Y:.+]] = graph.concatenate(%{{.+}}, %{{.+}}, %{{.+}}), dim = 0
+// CHECK: return %[[MEAN]], %[[Y]]
+func.func @main(%w: tensor<4xf32> {graph.param = "w", graph.init = dense<1.0> : tensor<4xf32>},
+                %x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}, tensor<2x4xf32> {graph.output = "y"}) {
+  %wb = graph.broadcast_in_dim %w, dims = [1] : (tensor<4xf32>) -> tensor<2x4xf32>
+  %p = graph.mul %x, %wb : tensor<2x4xf32>
+  %d, %m = graph.dropout %p, ratio = 0.1, seed = 5 : tensor<2x4xf32>
+  %l = graph.reduce_sum %d, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
+  return %l, %d : tensor<f32>, tensor<2x4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{grad-accum: input 2 of type 'tensor<3x4xf32>' does not have the micro-batch size 2 as its leading dimension}}
+func.func @main(%w: tensor<4xf32> {graph.param = "w", graph.init = dense<1.0> : tensor<4xf32>},
+                %x: tensor<2x4xf32> {graph.input = "x"}, %z: tensor<3x4xf32> {graph.input = "z"}) -> (tensor<f32> {graph.output = "loss"}) {
+  %l = graph.reduce_sum %x, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error@+1 {{grad-accum: output 1 ('tensor<4xf32>') is neither the loss nor batched along dimension 0}}
+func.func @main(%w: tensor<4xf32> {graph.param = "w", graph.init = dense<1.0> : tensor<4xf32>},
+                %x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}, tensor<4xf32> {graph.output = "w_out"}) {
+  %l = graph.reduce_sum %x, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
+  return %l, %w : tensor<f32>, tensor<4xf32>
+}
