@@ -153,6 +153,8 @@ private:
   std::vector<uint32_t> states;
   /// (result, target) pairs copied after every run.
   std::vector<std::pair<uint32_t, uint32_t>> updates;
+  /// New values written in place into their parameter or state.
+  std::vector<uint32_t> inPlaceUpdates;
   std::vector<char> constants;
   uint64_t stateSize = 0, workSize = 0;
 };
@@ -445,6 +447,34 @@ void Lowering::planMemory(MemoryPlanReport &report) {
     if (tensors[id].role == fb::TensorRole::Parameter)
       parameterBytes = stateSize;
   }
+  // Training updates in place: a new parameter or state value is written
+  // straight into its target's bytes when nothing reads the target after
+  // the instruction that produces it (the optimizer reads each parameter
+  // and moment before computing its new value). The copy after the run is
+  // then not needed.
+  {
+    std::vector<int64_t> lastRead(tensors.size(), -1),
+        producer(tensors.size(), -1);
+    for (int64_t i = 0; i < int64_t(instructions.size()); ++i) {
+      for (uint32_t id : instructions[i].operands)
+        lastRead[id] = i;
+      for (uint32_t id : instructions[i].results)
+        producer[id] = i;
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> remaining;
+    for (auto [result, target] : updates) {
+      if (producer[result] < 0 || lastRead[target] >= producer[result]) {
+        remaining.push_back({result, target});
+        continue;
+      }
+      tensors[result].arena = kStateArena;
+      tensors[result].offset = tensors[target].offset;
+      // Still an Output (writable, never aliased by the work-arena planner),
+      // but no longer copied.
+      inPlaceUpdates.push_back(result);
+    }
+    updates = std::move(remaining);
+  }
   // Liveness of work-arena tensors, in instruction indices. Inputs live for
   // the whole program (a session may run again without re-binding them),
   // outputs until the end.
@@ -453,7 +483,8 @@ void Lowering::planMemory(MemoryPlanReport &report) {
   for (uint32_t id = 0; id < tensors.size(); ++id) {
     Tensor &t = tensors[id];
     if (t.role == fb::TensorRole::Constant ||
-        t.role == fb::TensorRole::Parameter || t.role == fb::TensorRole::State)
+        t.role == fb::TensorRole::Parameter ||
+        t.role == fb::TensorRole::State || t.arena == kStateArena)
       continue;
     t.firstUse = t.role == fb::TensorRole::Input ? 0 : end;
     t.lastUse =
