@@ -4,6 +4,7 @@
 
 #include "trainc/Compiler/Passes.h"
 #include "trainc/Dialect/Graph/GraphDialect.h"
+#include "trainc/Dialect/Train/TrainDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -12,7 +13,8 @@
 namespace trainc {
 
 void registerTraincDialects(mlir::DialectRegistry &registry) {
-  registry.insert<graph::GraphDialect, mlir::func::FuncDialect>();
+  registry.insert<graph::GraphDialect, train::TrainDialect,
+                  mlir::func::FuncDialect>();
 }
 
 void registerTraincPasses() {

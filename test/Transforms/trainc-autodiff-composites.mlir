@@ -13,7 +13,7 @@
 // CHECK: %[[DW:.+]] = graph.dot_general %[[X]], %[[G]], batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
 // CHECK-NOT: graph.transpose
 // CHECK: return %{{.+}}, %[[DW]]
-func.func @main(%w: tensor<3x4xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<3x4xf32>},
+func.func @main(%w: tensor<3x4xf32> {train.param = "w", train.init = dense<0.5> : tensor<3x4xf32>},
                 %x: tensor<2x3xf32> {graph.input = "x"},
                 %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
@@ -31,7 +31,7 @@ func.func @main(%w: tensor<3x4xf32> {graph.param = "w", graph.init = dense<0.5> 
 // CHECK: %[[P:.+]] = graph.dot_general %[[X]], %[[G]], batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
 // CHECK: %[[DW:.+]] = graph.transpose %[[P]], permutation = [1, 0] : (tensor<3x4xf32>) -> tensor<4x3xf32>
 // CHECK: return %{{.+}}, %[[DW]]
-func.func @main(%w: tensor<4x3xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<4x3xf32>},
+func.func @main(%w: tensor<4x3xf32> {train.param = "w", train.init = dense<0.5> : tensor<4x3xf32>},
                 %x: tensor<2x3xf32> {graph.input = "x"},
                 %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<2x4xf32>
@@ -53,8 +53,8 @@ func.func @main(%w: tensor<4x3xf32> {graph.param = "w", graph.init = dense<0.5> 
 // CHECK: %[[DA:.+]] = graph.transpose %[[PA]], permutation = [1, 0, 2, 3] : (tensor<2x3x4x5xf32>) -> tensor<3x2x4x5xf32>
 // CHECK: %[[DB:.+]] = graph.transpose %[[PB]], permutation = [2, 0, 1, 3] : (tensor<2x3x5x6xf32>) -> tensor<5x2x3x6xf32>
 // CHECK: return %{{.+}}, %[[DA]], %[[DB]]
-func.func @main(%a: tensor<3x2x4x5xf32> {graph.param = "a", graph.init = dense<0.5> : tensor<3x2x4x5xf32>},
-                %b: tensor<5x2x3x6xf32> {graph.param = "b", graph.init = dense<0.25> : tensor<5x2x3x6xf32>},
+func.func @main(%a: tensor<3x2x4x5xf32> {train.param = "a", train.init = dense<0.5> : tensor<3x2x4x5xf32>},
+                %b: tensor<5x2x3x6xf32> {train.param = "b", train.init = dense<0.25> : tensor<5x2x3x6xf32>},
                 %c: tensor<2x3x4x6xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y = graph.dot_general %a, %b, batching_dims = [1, 0] x [1, 2], contracting_dims = [3] x [0] : (tensor<3x2x4x5xf32>, tensor<5x2x3x6xf32>) -> tensor<2x3x4x6xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2, 3] x [0, 1, 2, 3] : (tensor<2x3x4x6xf32>, tensor<2x3x4x6xf32>) -> tensor<f32>
@@ -72,7 +72,7 @@ func.func @main(%a: tensor<3x2x4x5xf32> {graph.param = "a", graph.init = dense<0
 // CHECK: %[[PA:.+]] = graph.dot_general %[[G]], %{{.+}}, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<2x4xf32>, tensor<5x4x3xf32>) -> tensor<2x5x3xf32>
 // CHECK: %[[DA:.+]] = graph.transpose %[[PA]], permutation = [0, 2, 1] : (tensor<2x5x3xf32>) -> tensor<2x3x5xf32>
 // CHECK: return %{{.+}}, %[[DA]]
-func.func @main(%a: tensor<2x3x5xf32> {graph.param = "a", graph.init = dense<0.5> : tensor<2x3x5xf32>},
+func.func @main(%a: tensor<2x3x5xf32> {train.param = "a", train.init = dense<0.5> : tensor<2x3x5xf32>},
                 %b: tensor<5x4x3xf32> {graph.input = "b"},
                 %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [2, 1] x [0, 2] : (tensor<2x3x5xf32>, tensor<5x4x3xf32>) -> tensor<2x4xf32>
@@ -92,7 +92,7 @@ func.func @main(%a: tensor<2x3x5xf32> {graph.param = "a", graph.init = dense<0.5
 // CHECK: %[[D:.+]] = graph.sub %[[G]], %[[SB]]
 // CHECK: %[[DX:.+]] = graph.mul %[[Y]], %[[D]]
 // CHECK: return %{{.+}}, %[[DX]]
-func.func @main(%w: tensor<2x5x3xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<2x5x3xf32>},
+func.func @main(%w: tensor<2x5x3xf32> {train.param = "w", train.init = dense<0.5> : tensor<2x5x3xf32>},
                 %c: tensor<2x5x3xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y = graph.softmax %w, dim = 1 : tensor<2x5x3xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2] x [0, 1, 2] : (tensor<2x5x3xf32>, tensor<2x5x3xf32>) -> tensor<f32>
@@ -115,7 +115,7 @@ func.func @main(%w: tensor<2x5x3xf32> {graph.param = "w", graph.init = dense<0.5
 // CHECK: %[[DY:.+]] = graph.add %{{.+}}, %[[XPDF]]
 // CHECK: %[[DX:.+]] = graph.mul %[[G]], %[[DY]]
 // CHECK: return %{{.+}}, %[[DX]]
-func.func @main(%w: tensor<8xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<8xf32>},
+func.func @main(%w: tensor<8xf32> {train.param = "w", train.init = dense<0.5> : tensor<8xf32>},
                 %c: tensor<8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y = graph.gelu %w, approximation = erf : tensor<8xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<8xf32>, tensor<8xf32>) -> tensor<f32>
@@ -137,7 +137,7 @@ func.func @main(%w: tensor<8xf32> {graph.param = "w", graph.init = dense<0.5> : 
 // CHECK: %[[SECH2:.+]] = graph.sub %{{.+}}, %[[T2]]
 // CHECK: %[[DX:.+]] = graph.mul %[[G]], %{{.+}} : tensor<8xf32>
 // CHECK-NEXT: return %{{.+}}, %[[DX]]
-func.func @main(%w: tensor<8xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<8xf32>},
+func.func @main(%w: tensor<8xf32> {train.param = "w", train.init = dense<0.5> : tensor<8xf32>},
                 %c: tensor<8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y = graph.gelu %w, approximation = tanh : tensor<8xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<8xf32>, tensor<8xf32>) -> tensor<f32>
@@ -170,9 +170,9 @@ func.func @main(%w: tensor<8xf32> {graph.param = "w", graph.init = dense<0.5> : 
 // CHECK: %[[DS:.+]] = graph.reduce_sum %[[GXHAT]], dims = [0, 1] : (tensor<2x3x4xf32>) -> tensor<4xf32>
 // CHECK: %[[DB:.+]] = graph.reduce_sum %[[G]], dims = [0, 1] : (tensor<2x3x4xf32>) -> tensor<4xf32>
 // CHECK: return %{{.+}}, %[[DX]], %[[DS]], %[[DB]]
-func.func @main(%x: tensor<2x3x4xf32> {graph.param = "x", graph.init = dense<0.5> : tensor<2x3x4xf32>},
-                %s: tensor<4xf32> {graph.param = "s", graph.init = dense<1.0> : tensor<4xf32>},
-                %b: tensor<4xf32> {graph.param = "b", graph.init = dense<0.0> : tensor<4xf32>},
+func.func @main(%x: tensor<2x3x4xf32> {train.param = "x", train.init = dense<0.5> : tensor<2x3x4xf32>},
+                %s: tensor<4xf32> {train.param = "s", train.init = dense<1.0> : tensor<4xf32>},
+                %b: tensor<4xf32> {train.param = "b", train.init = dense<0.0> : tensor<4xf32>},
                 %c: tensor<2x3x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y = graph.layer_norm %x scale %s bias %b, axis = 2, epsilon = 1.0e-05 : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2] x [0, 1, 2] : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<f32>
@@ -192,7 +192,7 @@ func.func @main(%x: tensor<2x3x4xf32> {graph.param = "x", graph.init = dense<0.5
 // CHECK-NOT: graph.broadcast_in_dim %{{.+}} dims = [2]
 // CHECK: %[[DX:.+]] = graph.convert %{{.+}} : (tensor<2x3x4xf32>) -> tensor<2x3x4xbf16>
 // CHECK-NEXT: return %{{.+}}, %[[DX]]
-func.func @main(%x: tensor<2x3x4xbf16> {graph.param = "x", graph.init = dense<0.5> : tensor<2x3x4xbf16>},
+func.func @main(%x: tensor<2x3x4xbf16> {train.param = "x", train.init = dense<0.5> : tensor<2x3x4xbf16>},
                 %c: tensor<2x3x4xbf16> {graph.input = "c"}) -> (tensor<bf16> {graph.output = "loss"}) {
   %y = graph.layer_norm %x, axis = 1, epsilon = 1.0e-05 : (tensor<2x3x4xbf16>) -> tensor<2x3x4xbf16>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2] x [0, 1, 2] : (tensor<2x3x4xbf16>, tensor<2x3x4xbf16>) -> tensor<bf16>
@@ -223,8 +223,8 @@ func.func @main(%x: tensor<2x3x4xbf16> {graph.param = "x", graph.init = dense<0.
 // CHECK: %[[GXHAT:.+]] = graph.mul %[[G]], %[[XHAT]]
 // CHECK: %[[DS:.+]] = graph.reduce_sum %[[GXHAT]], dims = [0] : (tensor<2x4xf32>) -> tensor<4xf32>
 // CHECK: return %{{.+}}, %[[DX]], %[[DS]]
-func.func @main(%x: tensor<2x4xf32> {graph.param = "x", graph.init = dense<0.5> : tensor<2x4xf32>},
-                %s: tensor<4xf32> {graph.param = "s", graph.init = dense<1.0> : tensor<4xf32>},
+func.func @main(%x: tensor<2x4xf32> {train.param = "x", train.init = dense<0.5> : tensor<2x4xf32>},
+                %s: tensor<4xf32> {train.param = "s", train.init = dense<1.0> : tensor<4xf32>},
                 %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y = graph.rms_norm %x scale %s, axis = 1, epsilon = 1.0e-06 : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
@@ -243,7 +243,7 @@ func.func @main(%x: tensor<2x4xf32> {graph.param = "x", graph.init = dense<0.5> 
 // CHECK: %[[ZERO:.+]] = graph.constant dense<0.000000e+00> : tensor<2x8xf32>
 // CHECK: %[[DX:.+]] = graph.select %[[MASK]], %[[GS]], %[[ZERO]]
 // CHECK: return %{{.+}}, %[[DX]]
-func.func @main(%w: tensor<2x8xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<2x8xf32>},
+func.func @main(%w: tensor<2x8xf32> {train.param = "w", train.init = dense<0.5> : tensor<2x8xf32>},
                 %c: tensor<2x8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y, %mask = graph.dropout %w, ratio = 1.000000e-01, seed = 7 : tensor<2x8xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<f32>
@@ -261,7 +261,7 @@ func.func @main(%w: tensor<2x8xf32> {graph.param = "w", graph.init = dense<0.5> 
 // CHECK: %[[GS:.+]] = graph.mul %[[G32]], %[[SCALE]]
 // CHECK: %[[GS16:.+]] = graph.convert %[[GS]] : (tensor<8xf32>) -> tensor<8xf16>
 // CHECK: graph.select %[[MASK]], %[[GS16]], %{{.+}} : tensor<8xi1>, tensor<8xf16>
-func.func @main(%w: tensor<8xf16> {graph.param = "w", graph.init = dense<0.5> : tensor<8xf16>},
+func.func @main(%w: tensor<8xf16> {train.param = "w", train.init = dense<0.5> : tensor<8xf16>},
                 %c: tensor<8xf16> {graph.input = "c"}) -> (tensor<f16> {graph.output = "loss"}) {
   %y, %mask = graph.dropout %w, ratio = 3.000000e-01, seed = 7 : tensor<8xf16>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<8xf16>, tensor<8xf16>) -> tensor<f16>
@@ -311,10 +311,10 @@ func.func @main(%w: tensor<8xf16> {graph.param = "w", graph.init = dense<0.5> : 
 // CHECK: %[[DMS:.+]] = graph.reduce_sum %[[DS]], dims = [1] : (tensor<1x4x3x5xf32>) -> tensor<1x3x5xf32>
 // CHECK: %[[DM:.+]] = graph.reshape %[[DMS]] : (tensor<1x3x5xf32>) -> tensor<1x1x3x5xf32>
 // CHECK: return %{{.+}}, %[[DQ]], %[[DK]], %[[DV]], %[[DM]]
-func.func @main(%q: tensor<1x4x3x8xf32> {graph.param = "q", graph.init = dense<0.5> : tensor<1x4x3x8xf32>},
-                %k: tensor<1x2x5x8xf32> {graph.param = "k", graph.init = dense<0.25> : tensor<1x2x5x8xf32>},
-                %v: tensor<1x2x5x6xf32> {graph.param = "v", graph.init = dense<0.125> : tensor<1x2x5x6xf32>},
-                %m: tensor<1x1x3x5xf32> {graph.param = "m", graph.init = dense<0.0> : tensor<1x1x3x5xf32>},
+func.func @main(%q: tensor<1x4x3x8xf32> {train.param = "q", train.init = dense<0.5> : tensor<1x4x3x8xf32>},
+                %k: tensor<1x2x5x8xf32> {train.param = "k", train.init = dense<0.25> : tensor<1x2x5x8xf32>},
+                %v: tensor<1x2x5x6xf32> {train.param = "v", train.init = dense<0.125> : tensor<1x2x5x6xf32>},
+                %m: tensor<1x1x3x5xf32> {train.param = "m", train.init = dense<0.0> : tensor<1x1x3x5xf32>},
                 %c: tensor<1x4x3x6xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y = graph.attention %q, %k, %v mask %m, scale = 0.35, causal : (tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x6xf32>, tensor<1x1x3x5xf32>) -> tensor<1x4x3x6xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2, 3] x [0, 1, 2, 3] : (tensor<1x4x3x6xf32>, tensor<1x4x3x6xf32>) -> tensor<f32>
@@ -331,7 +331,7 @@ func.func @main(%q: tensor<1x4x3x8xf32> {graph.param = "q", graph.init = dense<0
 // CHECK: graph.softmax %{{.+}}, dim = 3 : tensor<2x2x4x4xf32>
 // CHECK-NOT: graph.select
 // CHECK: return
-func.func @main(%q: tensor<2x2x4x3xf32> {graph.param = "q", graph.init = dense<0.5> : tensor<2x2x4x3xf32>},
+func.func @main(%q: tensor<2x2x4x3xf32> {train.param = "q", train.init = dense<0.5> : tensor<2x2x4x3xf32>},
                 %k: tensor<2x2x4x3xf32> {graph.input = "k"},
                 %v: tensor<2x2x4x3xf32> {graph.input = "v"},
                 %c: tensor<2x2x4x3xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
@@ -364,7 +364,7 @@ func.func @main(%q: tensor<2x2x4x3xf32> {graph.param = "q", graph.init = dense<0
 // CHECK: %[[WB:.+]] = graph.broadcast_in_dim %[[W]], dims = [0, 1] : (tensor<2x3xf32>) -> tensor<2x3x5xf32>
 // CHECK: %[[DX:.+]] = graph.mul %[[DIFF]], %[[WB]]
 // CHECK: return %{{.+}}, %[[DX]]
-func.func @main(%x: tensor<2x3x5xf32> {graph.param = "x", graph.init = dense<0.5> : tensor<2x3x5xf32>},
+func.func @main(%x: tensor<2x3x5xf32> {train.param = "x", train.init = dense<0.5> : tensor<2x3x5xf32>},
                 %t: tensor<2x3xi64> {graph.input = "t"}) -> (tensor<f32> {graph.output = "loss"}) {
   %loss = graph.softmax_cross_entropy %x, %t, reduction = mean, ignore_index = -100 : (tensor<2x3x5xf32>, tensor<2x3xi64>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -382,7 +382,7 @@ func.func @main(%x: tensor<2x3x5xf32> {graph.param = "x", graph.init = dense<0.5
 // CHECK: %[[GB:.+]] = graph.broadcast_in_dim %[[G]], dims = [0] : (tensor<4xf32>) -> tensor<4x3xf32>
 // CHECK: %[[DX:.+]] = graph.mul %{{.+}}, %[[GB]]
 // CHECK: return %{{.+}}, %[[DX]]
-func.func @main(%x: tensor<4x3xf32> {graph.param = "x", graph.init = dense<0.5> : tensor<4x3xf32>},
+func.func @main(%x: tensor<4x3xf32> {train.param = "x", train.init = dense<0.5> : tensor<4x3xf32>},
                 %t: tensor<4xi32> {graph.input = "t"},
                 %c: tensor<4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %l = graph.softmax_cross_entropy %x, %t, reduction = none : (tensor<4x3xf32>, tensor<4xi32>) -> tensor<4xf32>

@@ -3,14 +3,14 @@
 // RUN: not trainc-opt %s --trainc-autodiff="loss=total" -split-input-file 2>&1 | FileCheck %s --check-prefix=NAMED
 
 // expected-error@+1 {{autodiff: no output named 'loss' to differentiate (outputs: 'y')}}
-func.func @main(%w: tensor<4xf32> {graph.param = "w", graph.init = dense<1.0> : tensor<4xf32>}) -> (tensor<4xf32> {graph.output = "y"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>}) -> (tensor<4xf32> {graph.output = "y"}) {
   return %w : tensor<4xf32>
 }
 
 // -----
 
 // expected-error@+1 {{autodiff: the loss 'loss' must be a scalar float, but it is 'tensor<4xf32>'}}
-func.func @main(%w: tensor<4xf32> {graph.param = "w", graph.init = dense<1.0> : tensor<4xf32>}) -> (tensor<4xf32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>}) -> (tensor<4xf32> {graph.output = "loss"}) {
   %0 = graph.exp %w : tensor<4xf32>
   return %0 : tensor<4xf32>
 }

@@ -15,7 +15,7 @@
 // CHECK: %[[MEAN:.+]] = graph.div %[[L012]], %{{.+}} : tensor<f32>
 // CHECK: %[[Y:.+]] = graph.concatenate(%{{.+}}, %{{.+}}, %{{.+}}), dim = 0
 // CHECK: return %[[MEAN]], %[[Y]]
-func.func @main(%w: tensor<4xf32> {graph.param = "w", graph.init = dense<1.0> : tensor<4xf32>},
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>},
                 %x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}, tensor<2x4xf32> {graph.output = "y"}) {
   %wb = graph.broadcast_in_dim %w, dims = [1] : (tensor<4xf32>) -> tensor<2x4xf32>
   %p = graph.mul %x, %wb : tensor<2x4xf32>
@@ -27,7 +27,7 @@ func.func @main(%w: tensor<4xf32> {graph.param = "w", graph.init = dense<1.0> : 
 // -----
 
 // expected-error@+1 {{grad-accum: input 2 of type 'tensor<3x4xf32>' does not have the micro-batch size 2 as its leading dimension}}
-func.func @main(%w: tensor<4xf32> {graph.param = "w", graph.init = dense<1.0> : tensor<4xf32>},
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>},
                 %x: tensor<2x4xf32> {graph.input = "x"}, %z: tensor<3x4xf32> {graph.input = "z"}) -> (tensor<f32> {graph.output = "loss"}) {
   %l = graph.reduce_sum %x, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
@@ -36,7 +36,7 @@ func.func @main(%w: tensor<4xf32> {graph.param = "w", graph.init = dense<1.0> : 
 // -----
 
 // expected-error@+1 {{grad-accum: output 1 ('tensor<4xf32>') is neither the loss nor batched along dimension 0}}
-func.func @main(%w: tensor<4xf32> {graph.param = "w", graph.init = dense<1.0> : tensor<4xf32>},
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>},
                 %x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}, tensor<4xf32> {graph.output = "w_out"}) {
   %l = graph.reduce_sum %x, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
   return %l, %w : tensor<f32>, tensor<4xf32>

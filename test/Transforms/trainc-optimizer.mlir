@@ -7,16 +7,16 @@
 
 // A matrix (decayed by default) and a bias (not decayed).
 // ADAMW-LABEL: func.func @main
-// ADAMW-SAME: %[[W:[a-z0-9]+]]: tensor<2x3xf32> {graph.init = {{[^}]+}}, graph.param = "w"}
-// ADAMW-SAME: %[[B:[a-z0-9]+]]: tensor<3xf32> {graph.init = {{[^}]+}}, graph.param = "b"}
-// ADAMW-SAME: %[[STEP:[a-z0-9]+]]: tensor<i64> {graph.init = dense<0> : tensor<i64>, graph.state = "step"}
-// ADAMW-SAME: %[[M:[a-z0-9]+]]: tensor<2x3xf32> {graph.init = dense<0.000000e+00> : tensor<2x3xf32>, graph.state = "w.exp_avg"}
-// ADAMW-SAME: graph.state = "w.exp_avg_sq"}
-// ADAMW-SAME: graph.state = "b.exp_avg"}
-// ADAMW-SAME: graph.state = "b.exp_avg_sq"}
+// ADAMW-SAME: %[[W:[a-z0-9]+]]: tensor<2x3xf32> {train.init = {{[^}]+}}, train.param = "w"}
+// ADAMW-SAME: %[[B:[a-z0-9]+]]: tensor<3xf32> {train.init = {{[^}]+}}, train.param = "b"}
+// ADAMW-SAME: %[[STEP:[a-z0-9]+]]: tensor<i64> {train.init = dense<0> : tensor<i64>, train.state = "step"}
+// ADAMW-SAME: %[[M:[a-z0-9]+]]: tensor<2x3xf32> {train.init = dense<0.000000e+00> : tensor<2x3xf32>, train.state = "w.exp_avg"}
+// ADAMW-SAME: train.state = "w.exp_avg_sq"}
+// ADAMW-SAME: train.state = "b.exp_avg"}
+// ADAMW-SAME: train.state = "b.exp_avg_sq"}
 // ADAMW-SAME: -> (tensor<f32> {graph.output = "loss"}, tensor<f32> {graph.output = "grad_norm"}, tensor<f32> {graph.output = "lr"},
-// ADAMW-SAME: {graph.update = "w.exp_avg"}, {{.+}} {graph.update = "w.exp_avg_sq"}, {{.+}} {graph.update = "w"},
-// ADAMW-SAME: {graph.update = "b.exp_avg"}, {{.+}} {graph.update = "b.exp_avg_sq"}, {{.+}} {graph.update = "b"}, tensor<i64> {graph.update = "step"})
+// ADAMW-SAME: {train.update = "w.exp_avg"}, {{.+}} {train.update = "w.exp_avg_sq"}, {{.+}} {train.update = "w"},
+// ADAMW-SAME: {train.update = "b.exp_avg"}, {{.+}} {train.update = "b.exp_avg_sq"}, {{.+}} {train.update = "b"}, tensor<i64> {train.update = "step"})
 // Bias corrections in f64 from the step count: 1 - 0.9^t and 1 - 0.999^t.
 // ADAMW-DAG: graph.pow %{{.+}}, %{{.+}} : tensor<f64>
 // ADAMW-DAG: graph.add %[[STEP]], %{{.+}} : tensor<i64>
@@ -25,8 +25,8 @@
 // ADAMW-NOT: dense<0.999989986> : tensor<3xf32>
 // ADAMW: return
 // SGD-LABEL: func.func @main
-// SGD-SAME: graph.state = "w.momentum_buffer"}
-// SGD-SAME: graph.state = "b.momentum_buffer"}
+// SGD-SAME: train.state = "w.momentum_buffer"}
+// SGD-SAME: train.state = "b.momentum_buffer"}
 // SGD-NOT: exp_avg
 // SGD: return
 // The cosine schedule is a table read by the step count, clamped to its end.
@@ -42,8 +42,8 @@
 // WSD: graph.constant dense<[1.000000e-03, 1.000000e-03, 1.000000e-03, 6.0000000000000006E-4, 2.000000e-04]> : tensor<5xf64>
 // NOGRAD: optimizer: @main has no loss and gradients (run autodiff first)
 // BADOPT: optimizer: the cosine and wsd schedules need 0 <= warmup-steps < total-steps and 0 <= min-lr <= lr
-func.func @main(%w: tensor<2x3xf32> {graph.param = "w", graph.init = dense<0.5> : tensor<2x3xf32>},
-                %b: tensor<3xf32> {graph.param = "b", graph.init = dense<0.1> : tensor<3xf32>},
+func.func @main(%w: tensor<2x3xf32> {train.param = "w", train.init = dense<0.5> : tensor<2x3xf32>},
+                %b: tensor<3xf32> {train.param = "b", train.init = dense<0.1> : tensor<3xf32>},
                 %x: tensor<4x2xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0]
          : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>

@@ -10,6 +10,7 @@
 #include "trainc/Compiler/ExecutableWriter.h"
 
 #include "trainc/Dialect/Graph/GraphOps.h"
+#include "trainc/Dialect/Train/TrainDialect.h"
 #include "trainc/schema/executable_generated.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -145,7 +146,7 @@ private:
   func::FuncOp fn;
   std::vector<Tensor> tensors;
   llvm::DenseMap<Value, uint32_t> ids;
-  /// Parameters and states by name, for graph.update results.
+  /// Parameters and states by name, for train.update results.
   llvm::StringMap<uint32_t> persistent;
   std::vector<Instruction> instructions;
   std::vector<uint32_t> inputs, outputs, parameters;
@@ -362,14 +363,17 @@ LogicalResult Lowering::run() {
       return fn.emitError("argument ")
              << arg.getArgNumber() << " has an unsupported type " << type;
     unsigned i = arg.getArgNumber();
-    auto param = fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kParamAttr);
-    auto state = fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kStateAttr);
+    auto param = fn.getArgAttrOfType<StringAttr>(
+        i, trainc::train::TrainDialect::kParamAttr);
+    auto state = fn.getArgAttrOfType<StringAttr>(
+        i, trainc::train::TrainDialect::kStateAttr);
     if (param || state) {
       StringAttr name = param ? param : state;
-      auto init = fn.getArgAttrOfType<ElementsAttr>(i, GraphDialect::kInitAttr);
+      auto init = fn.getArgAttrOfType<ElementsAttr>(
+          i, trainc::train::TrainDialect::kInitAttr);
       if (!init)
         return fn.emitError("'")
-               << name.getValue() << "' has no initial value (graph.init)";
+               << name.getValue() << "' has no initial value (train.init)";
       uint32_t id = addTensor(
           arg, param ? fb::TensorRole::Parameter : fb::TensorRole::State,
           name.str());
@@ -398,14 +402,14 @@ LogicalResult Lowering::run() {
   }
   // Outputs: each result gets its own tensor; values that are not fresh
   // activations (arguments, constants, values returned twice) are copied.
-  // Results marked graph.update are outputs the runtime copies back into
+  // Results marked train.update are outputs the runtime copies back into
   // their parameter or state after each run.
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     auto output =
         fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
-    auto target =
-        fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kUpdateAttr);
+    auto target = fn.getResultAttrOfType<StringAttr>(
+        i, trainc::train::TrainDialect::kUpdateAttr);
     std::string outName = output   ? output.str()
                           : target ? target.str() + ".next"
                                    : "result" + std::to_string(i);

@@ -9,6 +9,7 @@
 
 #include "trainc/Compiler/Passes.h"
 #include "trainc/Dialect/Graph/GraphOps.h"
+#include "trainc/Dialect/Train/TrainDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -73,8 +74,8 @@ struct AutodiffPass : public trainc::impl::AutodiffBase<AutodiffPass> {
     llvm::DenseSet<Value> dependent;
     for (BlockArgument arg : body.getArguments()) {
       unsigned i = arg.getArgNumber();
-      if (fn.getArgAttr(i, GraphDialect::kParamAttr) &&
-          !fn.getArgAttr(i, GraphDialect::kFrozenAttr) &&
+      if (fn.getArgAttr(i, trainc::train::TrainDialect::kParamAttr) &&
+          !fn.getArgAttr(i, trainc::train::TrainDialect::kFrozenAttr) &&
           isFloatTensorType(arg.getType())) {
         trainable.push_back(arg);
         dependent.insert(arg);
@@ -143,10 +144,11 @@ struct AutodiffPass : public trainc::impl::AutodiffBase<AutodiffPass> {
     for (BlockArgument arg : trainable) {
       Value g = cotangent.lookup(arg);
       results.push_back(g ? g : zerosLike(b, fn.getLoc(), arg.getType()));
-      gradNames.push_back(fn.getArgAttrOfType<StringAttr>(
-                                arg.getArgNumber(), GraphDialect::kParamAttr)
-                              .str() +
-                          ".grad");
+      gradNames.push_back(
+          fn.getArgAttrOfType<StringAttr>(
+                arg.getArgNumber(), trainc::train::TrainDialect::kParamAttr)
+              .str() +
+          ".grad");
     }
     unsigned firstGrad = ret.getNumOperands();
     b.create<func::ReturnOp>(ret.getLoc(), results);

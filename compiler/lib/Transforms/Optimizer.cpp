@@ -9,6 +9,7 @@
 
 #include "trainc/Compiler/Passes.h"
 #include "trainc/Dialect/Graph/GraphOps.h"
+#include "trainc/Dialect/Train/TrainDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -177,16 +178,17 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       (void)fn.insertArgument(
           index, type,
           DictionaryAttr::get(
-              ctx,
-              {b.getNamedAttr(GraphDialect::kStateAttr, b.getStringAttr(name)),
-               b.getNamedAttr(GraphDialect::kInitAttr,
-                              SplatElementsAttr::get(type, zero))}),
+              ctx, {b.getNamedAttr(trainc::train::TrainDialect::kStateAttr,
+                                   b.getStringAttr(name)),
+                    b.getNamedAttr(trainc::train::TrainDialect::kInitAttr,
+                                   SplatElementsAttr::get(type, zero))}),
           fn.getLoc());
       return body.getArgument(index);
     };
     auto update = [&](Value v, StringRef name) {
       results.push_back(v);
-      resultNames.push_back({GraphDialect::kUpdateAttr.str(), name.str()});
+      resultNames.push_back(
+          {trainc::train::TrainDialect::kUpdateAttr.str(), name.str()});
     };
 
     // The step count and the learning rate of this step.
@@ -211,8 +213,8 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     SmallVector<std::pair<BlockArgument, Value>> params;
     Value sumSq = s.f64(0);
     for (BlockArgument arg : body.getArguments()) {
-      auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                  GraphDialect::kParamAttr);
+      auto name = fn.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), trainc::train::TrainDialect::kParamAttr);
       if (!name)
         continue;
       auto it = gradIndex.find(name.getValue());
@@ -249,9 +251,10 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
 
     for (auto [p, grad] : params) {
       auto type = cast<RankedTensorType>(p.getType());
-      std::string name = fn.getArgAttrOfType<StringAttr>(
-                               p.getArgNumber(), GraphDialect::kParamAttr)
-                             .str();
+      std::string name =
+          fn.getArgAttrOfType<StringAttr>(
+                p.getArgNumber(), trainc::train::TrainDialect::kParamAttr)
+              .str();
       Value g = grad;
       if (clip)
         g = s.op<MulOp>(g, s.spread(clip, type));

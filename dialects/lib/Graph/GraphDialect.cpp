@@ -7,7 +7,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
-#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace trainc::graph;
@@ -50,30 +49,10 @@ LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned argIndex,
                                                      NamedAttribute attr) {
   std::string where = "argument " + std::to_string(argIndex);
-  StringRef name = attr.getName().getValue();
-  if (name == kParamAttr || name == kInputAttr || name == kStateAttr)
+  if (attr.getName().getValue() == kInputAttr)
     return verifyNameAttr(op, attr, where);
-  if (name == kFrozenAttr) {
-    if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError()
-             << "'" << name << "' on " << where << " must be a unit attribute";
-    return success();
-  }
-  if (name == kInitAttr) {
-    auto fn = dyn_cast<FunctionOpInterface>(op);
-    auto init = dyn_cast<ElementsAttr>(attr.getValue());
-    if (!fn || !init)
-      return op->emitError() << "'" << name << "' on " << where
-                             << " must be elements of a function argument";
-    Type argType = fn.getArgumentTypes()[argIndex];
-    if (init.getType() != argType)
-      return op->emitError()
-             << "'" << name << "' on " << where << " has type "
-             << init.getType() << " but the argument has type " << argType;
-    return success();
-  }
-  return op->emitError() << "unknown graph argument attribute '" << name
-                         << "' on " << where;
+  return op->emitError() << "unknown graph argument attribute '"
+                         << attr.getName().getValue() << "' on " << where;
 }
 
 LogicalResult GraphDialect::verifyRegionResultAttribute(Operation *op,
@@ -81,8 +60,7 @@ LogicalResult GraphDialect::verifyRegionResultAttribute(Operation *op,
                                                         unsigned resultIndex,
                                                         NamedAttribute attr) {
   std::string where = "result " + std::to_string(resultIndex);
-  StringRef name = attr.getName().getValue();
-  if (name == kOutputAttr || name == kUpdateAttr)
+  if (attr.getName().getValue() == kOutputAttr)
     return verifyNameAttr(op, attr, where);
   return op->emitError() << "unknown graph result attribute '"
                          << attr.getName().getValue() << "' on " << where;

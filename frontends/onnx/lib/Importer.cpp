@@ -11,6 +11,7 @@
 #include "trainc/Frontends/Onnx/OnnxImporter.h"
 
 #include "ImportContext.h"
+#include "trainc/Dialect/Train/TrainDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -327,14 +328,16 @@ FailureOr<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
   GraphImporter graph(builder, path.str(), baseDir, *opset,
                       options.dropoutSeed);
   for (auto [i, p] : llvm::enumerate(params)) {
-    fn.setArgAttr(i, GraphDialect::kParamAttr, builder.getStringAttr(p.name));
+    fn.setArgAttr(i, trainc::train::TrainDialect::kParamAttr,
+                  builder.getStringAttr(p.name));
     auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
         ArrayRef<char>(p.bytes.data(), p.bytes.size()), alignof(double));
     fn.setArgAttr(
-        i, GraphDialect::kInitAttr,
+        i, trainc::train::TrainDialect::kInitAttr,
         DenseResourceElementsAttr::get(p.type, p.name, std::move(blob)));
     if (frozen.contains(p.name))
-      fn.setArgAttr(i, GraphDialect::kFrozenAttr, builder.getUnitAttr());
+      fn.setArgAttr(i, trainc::train::TrainDialect::kFrozenAttr,
+                    builder.getUnitAttr());
     graph.define(p.name, entry->getArgument(i));
   }
   for (auto [k, input] : llvm::enumerate(inputs)) {
@@ -376,7 +379,8 @@ FailureOr<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
 } // namespace
 
 void loadImportDialects(MLIRContext &context) {
-  context.loadDialect<GraphDialect, func::FuncDialect>();
+  context.loadDialect<GraphDialect, trainc::train::TrainDialect,
+                      func::FuncDialect>();
 }
 
 FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &context,

@@ -925,29 +925,8 @@ func.func @dropout_c2(%x: tensor<4xf32>) {
 
 // -----
 
-// expected-error@+1 {{'graph.init' on argument 0 has type 'tensor<3xf32>' but the argument has type 'tensor<4xf32>'}}
-func.func @init_type_mismatch(%w: tensor<4xf32> {graph.param = "w", graph.init = dense<1.0> : tensor<3xf32>}) {
-  return
-}
-
-// -----
-
-// expected-error@+1 {{'graph.param' on argument 0 must be a non-empty string}}
-func.func @param_not_a_string(%w: tensor<4xf32> {graph.param = 3 : i64}) {
-  return
-}
-
-// -----
-
 // expected-error@+1 {{'graph.input' on argument 0 must be a non-empty string}}
 func.func @input_empty_name(%x: tensor<4xf32> {graph.input = ""}) {
-  return
-}
-
-// -----
-
-// expected-error@+1 {{'graph.frozen' on argument 0 must be a unit attribute}}
-func.func @frozen_not_unit(%w: tensor<4xf32> {graph.frozen = true}) {
   return
 }
 

@@ -189,12 +189,12 @@ func.func @dropout(%x: tensor<8x32xf32>) -> tensor<8x32xf32> {
 
 // The model contract: parameters, data inputs and named outputs.
 // CHECK-LABEL: func.func @model
-// CHECK-SAME: %{{.+}}: tensor<4xf32> {graph.init = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>, graph.param = "ln.weight"}
-// CHECK-SAME: %{{.+}}: tensor<4xf32> {graph.frozen, graph.init = dense<0.000000e+00> : tensor<4xf32>, graph.param = "ln.bias"}
+// CHECK-SAME: %{{.+}}: tensor<4xf32> {train.init = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>, train.param = "ln.weight"}
+// CHECK-SAME: %{{.+}}: tensor<4xf32> {train.frozen, train.init = dense<0.000000e+00> : tensor<4xf32>, train.param = "ln.bias"}
 // CHECK-SAME: %{{.+}}: tensor<2x4xf32> {graph.input = "x"}
 // CHECK-SAME: -> (tensor<2x4xf32> {graph.output = "y"})
-func.func @model(%w: tensor<4xf32> {graph.param = "ln.weight", graph.init = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>},
-                 %b: tensor<4xf32> {graph.param = "ln.bias", graph.init = dense<0.0> : tensor<4xf32>, graph.frozen},
+func.func @model(%w: tensor<4xf32> {train.param = "ln.weight", train.init = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>},
+                 %b: tensor<4xf32> {train.param = "ln.bias", train.init = dense<0.0> : tensor<4xf32>, train.frozen},
                  %x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<2x4xf32> {graph.output = "y"}) {
   %y = graph.layer_norm %x scale %w bias %b, axis = 1, epsilon = 1.0e-5
          : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>

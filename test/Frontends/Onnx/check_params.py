@@ -3,8 +3,8 @@
 
 Usage: check_params.py MODEL.onnx IMPORTED.mlir
 
-Float initializers must appear, in order, as `graph.param = "<name>"`
-function arguments with a `graph.init` value of the initializer's shape;
+Float initializers must appear, in order, as `train.param = "<name>"`
+function arguments with a `train.init` value of the initializer's shape;
 integer initializers are constants and must not. Prints the first mismatch
 and exits 1, or prints "N parameters ok".
 """
@@ -25,11 +25,11 @@ def main(model_path, ir_path):
     ir = open(ir_path, encoding='utf-8').read()
     found = []
     for shape, attrs in ARG_RE.findall(ir):
-        name = re.search(r'graph\.param = "([^"]*)"', attrs)
+        name = re.search(r'train\.param = "([^"]*)"', attrs)
         if not name:
             continue
-        if 'graph.init' not in attrs:
-            print(f'parameter {name.group(1)!r} has no graph.init value')
+        if 'train.init' not in attrs:
+            print(f'parameter {name.group(1)!r} has no train.init value')
             return 1
         dims = [int(d) for d in shape.split('x')[:-1]]
         found.append((name.group(1), dims))

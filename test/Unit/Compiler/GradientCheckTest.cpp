@@ -4,7 +4,7 @@
 // the CPU runtime, against central finite differences of the loss.
 //
 // A case is the MLIR text of an f64 `@main` whose trainable parameters
-// (graph.param, seeded random graph.init values) feed the ops under test and
+// (train.param, seeded random train.init values) feed the ops under test and
 // whose `loss` is sum(y * W), W a seeded random constant of y's shape, so
 // every output element reaches the loss with its own weight. The harness
 //   1. runs the autodiff pass, writes the executable to a temporary file and
@@ -171,9 +171,9 @@ public:
   std::string param(const std::string &name, const Shape &shape,
                     const std::vector<double> &values, bool frozen = false) {
     EXPECT_EQ(int64_t(values.size()), numElements(shape)) << name;
-    args.push_back("%" + name + ": " + T(shape) + " {graph.param = \"" + name +
-                   "\", graph.init = " + dense(values, shape, "f64") +
-                   (frozen ? ", graph.frozen" : "") + "}");
+    args.push_back("%" + name + ": " + T(shape) + " {train.param = \"" + name +
+                   "\", train.init = " + dense(values, shape, "f64") +
+                   (frozen ? ", train.frozen" : "") + "}");
     return "%" + name;
   }
   std::string param(const std::string &name, const Shape &shape,
@@ -1125,7 +1125,7 @@ std::string autodiffErrors(const std::string &source) {
 
 TEST(GradientCheck, ErrorNonScalarLoss) {
   std::string errors = autodiffErrors(R"(
-func.func @main(%w: tensor<4xf64> {graph.param = "w", graph.init = dense<1.0> : tensor<4xf64>})
+func.func @main(%w: tensor<4xf64> {train.param = "w", train.init = dense<1.0> : tensor<4xf64>})
     -> (tensor<4xf64> {graph.output = "loss"}) {
   %0 = graph.exp %w : tensor<4xf64>
   return %0 : tensor<4xf64>
@@ -1138,7 +1138,7 @@ func.func @main(%w: tensor<4xf64> {graph.param = "w", graph.init = dense<1.0> : 
 
 TEST(GradientCheck, ErrorMissingLoss) {
   std::string errors = autodiffErrors(R"(
-func.func @main(%w: tensor<4xf64> {graph.param = "w", graph.init = dense<1.0> : tensor<4xf64>})
+func.func @main(%w: tensor<4xf64> {train.param = "w", train.init = dense<1.0> : tensor<4xf64>})
     -> (tensor<f64> {graph.output = "total"}) {
   %0 = graph.reduce_sum %w, dims = [0] : (tensor<4xf64>) -> tensor<f64>
   return %0 : tensor<f64>
@@ -1157,7 +1157,7 @@ func.func private @helper(%x: tensor<4xf64>) -> tensor<4xf64> {
   %0 = graph.exp %x : tensor<4xf64>
   return %0 : tensor<4xf64>
 }
-func.func @main(%w: tensor<4xf64> {graph.param = "w", graph.init = dense<1.0> : tensor<4xf64>})
+func.func @main(%w: tensor<4xf64> {train.param = "w", train.init = dense<1.0> : tensor<4xf64>})
     -> (tensor<f64> {graph.output = "loss"}) {
   %0 = func.call @helper(%w) : (tensor<4xf64>) -> tensor<4xf64>
   %1 = graph.reduce_sum %0, dims = [0] : (tensor<4xf64>) -> tensor<f64>

@@ -4,6 +4,7 @@
 #define TRAINC_COMPILER_PASSES_H
 
 #include "trainc/Dialect/Graph/GraphDialect.h"
+#include "trainc/Dialect/Train/TrainDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -79,7 +79,7 @@ def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of @main's loss w.r.t. its trainable parameters";
   let description = [{
     Input: `@main` in the graph dialect with parameter arguments
-    (`graph.param`, trainable unless `graph.frozen`) and a scalar float
+    (`train.param`, trainable unless `train.frozen`) and a scalar float
     result named by `loss` (`graph.output`).
 
     Output: the same function, extended with one result per trainable
@@ -97,7 +97,7 @@ def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
 
     Example:
     ```mlir
-    func.func @main(%w: tensor<4xf32> {graph.param = "w", ...}, %x: ...)
+    func.func @main(%w: tensor<4xf32> {train.param = "w", ...}, %x: ...)
         -> (tensor<f32> {graph.output = "loss"}) { ... }
     // becomes
     func.func @main(...) -> (tensor<f32> {graph.output = "loss"},
@@ -118,12 +118,12 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
     trainable parameter, and a scalar float `loss`).
 
     Output: the step function, in value semantics. New arguments carry the
-    optimizer state (`graph.state`, initial value in `graph.init`): the step
+    optimizer state (`train.state`, initial value in `train.init`): the step
     count `step` (i64, starting at 0) and per parameter `<param>.exp_avg`
     and `<param>.exp_avg_sq` (AdamW) or `<param>.momentum_buffer` (SGD with
     momentum). The gradient results are replaced by `grad_norm` (the global
     L2 norm before clipping) and `lr`, and by the new parameter and state
-    values, each marked `graph.update = "<name>"`; the runtime stores them
+    values, each marked `train.update = "<name>"`; the runtime stores them
     back after every step.
 
     Semantics are PyTorch's (torch.optim.AdamW / SGD, foreach=False):
@@ -170,7 +170,8 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
     Option<"decayAll", "decay-all", "bool", "false",
            "Decay every parameter (PyTorch's default) instead of matrices only">,
   ];
-  let dependentDialects = ["trainc::graph::GraphDialect"];
+  let dependentDialects = ["trainc::graph::GraphDialect",
+                           "trainc::train::TrainDialect"];
 }
 
 #endif // TRAINC_COMPILER_PASSES_TD

@@ -14,7 +14,7 @@ class DialectRegistry;
 
 namespace trainc {
 
-/// Adds the dialects trainc's IR may contain: graph, func.
+/// Adds the dialects trainc's IR may contain: graph, train, func.
 void registerTraincDialects(mlir::DialectRegistry &registry);
 
 /// Registers trainc's passes (Passes.td) and the upstream ones its pipeline

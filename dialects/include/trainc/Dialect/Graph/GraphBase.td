@@ -30,19 +30,11 @@ def Graph_Dialect : Dialect {
     verifier cites the same numbers and `test/Dialect/Graph/invalid.mlir`
     has a failing case for each.
 
-    A model is a `func.func` whose arguments and results carry these
-    attributes (checked by the dialect):
-    - `graph.param = "name"` on a parameter argument, with its initial value
-      `graph.init = <elements of the argument's type>` and `graph.frozen`
-      (unit) when it is not trained;
-    - `graph.input = "name"` on a data argument (tokens, targets, ...);
-    - `graph.state = "name"` on optimizer state (moments, the step count)
-      that persists across steps, with its initial value in `graph.init`;
-    - `graph.output = "name"` on a result;
-    - `graph.update = "name"` on a result that is the new value of the
-      parameter or state of that name after a training step.
-    Names are the user's (ONNX initializer and value names), kept exactly:
-    checkpoints and `--freeze` refer to them.
+    A model is a `func.func` whose data arguments carry
+    `graph.input = "name"` and whose results carry `graph.output = "name"`
+    (checked by the dialect); parameters, optimizer state and updates are
+    the `train` dialect's attributes. Names are the user's (ONNX value
+    names), kept exactly.
   }];
   let hasConstantMaterializer = 1;
   let hasCanonicalizer = 1;
@@ -50,15 +42,9 @@ def Graph_Dialect : Dialect {
   let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     // Argument and result attribute names (see the description).
-    static constexpr ::llvm::StringLiteral kParamAttr = "graph.param";
-    static constexpr ::llvm::StringLiteral kInitAttr = "graph.init";
-    static constexpr ::llvm::StringLiteral kFrozenAttr = "graph.frozen";
     static constexpr ::llvm::StringLiteral kInputAttr = "graph.input";
     static constexpr ::llvm::StringLiteral kOutputAttr = "graph.output";
-    static constexpr ::llvm::StringLiteral kStateAttr = "graph.state";
-    static constexpr ::llvm::StringLiteral kUpdateAttr = "graph.update";
   }];
-  let usePropertiesForAttributes = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,48 @@
+//===- TrainDialect.td - The training contract -------------*- tablegen -*-===//
+//
+// The `train` dialect holds what makes a graph-dialect function a training
+// step rather than a computation: which arguments are parameters, whether
+// they are trained, their initial values, the optimizer state that persists
+// across steps (including the step count) and which results are the new
+// values of parameters and state. It has no ops: the step itself is graph
+// ops in value semantics; these attributes are its contract with the
+// runtime (see compiler/README.md for why attributes and not ops).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_DIALECT_TRAIN_TRAINDIALECT_TD
+#define TRAINC_DIALECT_TRAIN_TRAINDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Train_Dialect : Dialect {
+  let name = "train";
+  let cppNamespace = "::trainc::train";
+  let summary = "Parameters, optimizer state and updates of a training step.";
+  let description = [{
+    Attributes on the arguments and results of the step function (`@main`),
+    checked by the dialect:
+    - `train.param = "name"`: a model parameter; `train.init` holds its
+      initial value (elements of the argument's type); `train.frozen`
+      (unit) when it is not trained;
+    - `train.state = "name"`: optimizer state (moments, the step count)
+      with its initial value in `train.init`;
+    - `train.update = "name"` on a result: the new value of that parameter
+      or state after the step. The runtime makes it the current value for
+      the next step (in place when the memory plan allows).
+    Names are the user's (ONNX initializer names), kept exactly: checkpoints
+    and `--freeze` refer to them. Data inputs and named outputs are the
+    graph dialect's `graph.input` and `graph.output`.
+  }];
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    static constexpr ::llvm::StringLiteral kParamAttr = "train.param";
+    static constexpr ::llvm::StringLiteral kInitAttr = "train.init";
+    static constexpr ::llvm::StringLiteral kFrozenAttr = "train.frozen";
+    static constexpr ::llvm::StringLiteral kStateAttr = "train.state";
+    static constexpr ::llvm::StringLiteral kUpdateAttr = "train.update";
+  }];
+}
+
+#endif // TRAINC_DIALECT_TRAIN_TRAINDIALECT_TD

@@ -1,0 +1,49 @@
+// The train dialect's checks of the training contract on @main.
+// RUN: trainc-opt %s -split-input-file -verify-diagnostics
+
+// expected-error@+1 {{'train.init' on argument 0 has type 'tensor<3xf32>' but the argument has type 'tensor<4xf32>'}}
+func.func @init_type_mismatch(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<3xf32>}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'train.param' on argument 0 must be a non-empty string}}
+func.func @param_not_a_string(%w: tensor<4xf32> {train.param = 3 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'train.frozen' on argument 0 must be a unit attribute}}
+func.func @frozen_not_unit(%w: tensor<4xf32> {train.frozen = true}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{unknown train argument attribute 'train.trainable' on argument 0}}
+func.func @unknown_train_arg_attr(%w: tensor<4xf32> {train.trainable}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'train.state' on argument 0 must be a non-empty string}}
+func.func @state_without_name(%s: tensor<i64> {train.state = ""}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'train.update' on result 0 must be a non-empty string}}
+func.func @update_not_a_string(%x: tensor<4xf32>) -> (tensor<4xf32> {train.update = 1 : i64}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{unknown train result attribute 'train.grad' on result 0}}
+func.func @unknown_train_result_attr(%x: tensor<4xf32>) -> (tensor<4xf32> {train.grad}) {
+  return %x : tensor<4xf32>
+}
