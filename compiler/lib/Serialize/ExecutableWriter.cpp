@@ -635,10 +635,10 @@ std::vector<char> Lowering::serialize(const WriterOptions &options,
     std::vector<flatbuffers::Offset<fb::Update>> fbUpdates;
     for (auto [result, target] : updates)
       fbUpdates.push_back(fb::CreateUpdate(b, result, target));
-    auto exe = fb::CreateExecutableDirect(
-        b, kFormatVersion, opts, &fbTensors, &arenas, &fbInsts, &inputs,
-        &outputs, &parameters, &fbUpdates, constantsOffset, constants.size(),
-        memory);
+    auto exe = fb::CreateExecutableDirect(b, kFormatVersion, opts, &fbTensors,
+                                          &arenas, &fbInsts, &inputs, &outputs,
+                                          &parameters, constantsOffset,
+                                          constants.size(), memory, &fbUpdates);
     fb::FinishExecutableBuffer(b, exe);
     return std::vector<char>(b.GetBufferPointer(),
                              b.GetBufferPointer() + b.GetSize());

@@ -73,17 +73,24 @@ Status Executable::parse() {
   if (size < 8 || !fb::ExecutableBufferHasIdentifier(data))
     return invalidArgument(origin_ + ": not a trainc executable (the file "
                                      "identifier 'TCX1' is missing)");
+  // The version first, through a schema that knows only that field.
+  flatbuffers::Verifier headerVerifier(data, size);
+  if (!headerVerifier.VerifyBuffer<fb::ExecutableHeader>(
+          fb::ExecutableIdentifier()))
+    return dataLoss(origin_, "corrupt or truncated executable (its header "
+                             "does not verify)");
+  uint32_t version =
+      flatbuffers::GetRoot<fb::ExecutableHeader>(data)->format_version();
+  if (version != kFormatVersion)
+    return invalidArgument(
+        origin_ + ": executable format version " + std::to_string(version) +
+        ", but this runtime reads version " + std::to_string(kFormatVersion) +
+        "; recompile the model with a matching trainc");
   flatbuffers::Verifier verifier(data, size);
   if (!fb::VerifyExecutableBuffer(verifier))
     return dataLoss(origin_, "corrupt or truncated executable (FlatBuffer "
                              "verification failed)");
   const fb::Executable *exe = fb::GetExecutable(data);
-  if (exe->format_version() != kFormatVersion)
-    return invalidArgument(origin_ + ": executable format version " +
-                           std::to_string(exe->format_version()) +
-                           ", but this runtime reads version " +
-                           std::to_string(kFormatVersion) +
-                           "; recompile the model with a matching trainc");
   constantsOffset_ = exe->constants_offset();
   constantsSize_ = exe->constants_size();
   if (constantsOffset_ > size || constantsSize_ > size - constantsOffset_ ||
