@@ -40,16 +40,15 @@ namespace {
 constexpr const char *kOverview =
     R"(trainc: compile a model's forward graph into a training program
 
-  trainc model.onnx -o model.tcx                  compile to an executable
+  trainc model.onnx -o model.tcx                  an inference executable
+  trainc model.onnx --train -o step.tcx           a training step (AdamW)
   trainc model.onnx --compile-to=recognize        print the IR after a phase
   trainc model.onnx --input-shape tokens=8x128    give symbolic inputs sizes
   trainc --list-onnx-ops                          what the ONNX importer reads
 
-Phases, in order (--compile-to): import, recognize, autodiff and optimizer
-(with --train);
-then an output ending in
-.tcx is lowered, memory-planned and serialized as an executable for
-trainc-run. Later phases (autodiff, optimizer, ...) arrive with their issues.
+Phases, in order (--compile-to): import, recognize, then with --train
+autodiff and optimizer. An output ending in .tcx is then lowered,
+memory-planned and serialized as an executable for trainc-run.
 )";
 
 int fail(const llvm::Twine &message) {
@@ -225,12 +224,14 @@ int runCompilerCli(int argc, char **argv) {
                "--total-steps; wsd: warmup, constant, then linear decay to "
                "--min-lr over the last --decay-steps of --total-steps"),
       cl::value_desc("name"), cl::init("constant"), cl::cat(category));
-  cl::opt<int64_t> warmupSteps("warmup-steps",
-                               cl::desc("Warmup steps of the cosine schedule"),
-                               cl::init(0), cl::cat(category));
-  cl::opt<int64_t> totalSteps(
-      "total-steps", cl::desc("Length of the cosine schedule in steps"),
+  cl::opt<int64_t> warmupSteps(
+      "warmup-steps",
+      cl::desc("Linear warmup steps of the cosine and wsd schedules"),
       cl::init(0), cl::cat(category));
+  cl::opt<int64_t> totalSteps(
+      "total-steps",
+      cl::desc("Length of the cosine and wsd schedules in steps"), cl::init(0),
+      cl::cat(category));
   cl::opt<double> minLr("min-lr",
                         cl::desc("Floor of the cosine and wsd schedules"),
                         cl::init(0.0), cl::cat(category));
