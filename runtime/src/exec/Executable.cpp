@@ -112,8 +112,15 @@ Status Executable::parse() {
                m->temporaries(), m->workspace(),        m->peak()};
   }
   if (exe->arenas())
-    for (const fb::Arena *a : *exe->arenas())
+    for (const fb::Arena *a : *exe->arenas()) {
+      // The same bound as tensor sizes: far above any real plan, and it keeps
+      // rounding the size up to the alignment from overflowing.
+      if (a->size() > (uint64_t(1) << 48))
+        return dataLoss(origin_, "arena " + std::to_string(arenas_.size()) +
+                                     " records an impossible size of " +
+                                     std::to_string(a->size()) + " bytes");
       arenas_.push_back({a->name() ? a->name()->str() : "", a->size()});
+    }
 
   if (exe->tensors()) {
     for (const fb::Tensor *t : *exe->tensors()) {
@@ -168,12 +175,18 @@ Status Executable::parse() {
   inputs_ = copyVector<uint32_t>(exe->inputs());
   outputs_ = copyVector<uint32_t>(exe->outputs());
   parameters_ = copyVector<uint32_t>(exe->parameters());
-  for (const auto *list : {&inputs_, &outputs_, &parameters_})
+  // Each list names tensors of its own role: a session writes inputs into
+  // their arena and initializes parameters there.
+  const std::pair<const std::vector<uint32_t> *, TensorRole> lists[] = {
+      {&inputs_, TensorRole::kInput},
+      {&outputs_, TensorRole::kOutput},
+      {&parameters_, TensorRole::kParameter}};
+  for (auto [list, role] : lists)
     for (uint32_t id : *list)
-      if (id >= tensors_.size())
-        return dataLoss(origin_, "an input, output or parameter names tensor " +
-                                     std::to_string(id) + " of " +
-                                     std::to_string(tensors_.size()));
+      if (id >= tensors_.size() || tensors_[id].role != role)
+        return dataLoss(origin_, "an input, output or parameter list names " +
+                                     describeTensor(tensors_, id) +
+                                     ", which does not have that role");
 
   if (exe->updates()) {
     for (const fb::Update *u : *exe->updates()) {

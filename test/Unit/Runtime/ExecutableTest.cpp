@@ -24,6 +24,7 @@ struct TinyProgram {
   fb::TensorRole yRole = fb::TensorRole::Output;
   std::vector<uint32_t> operands = {0, 1};
   uint16_t opcode = static_cast<uint16_t>(cpu::Opcode::kAdd);
+  std::vector<uint32_t> outputs = {2};
 
   std::vector<char> build() const {
     flatbuffers::FlatBufferBuilder b;
@@ -41,7 +42,7 @@ struct TinyProgram {
         fb::CreateInstructionDirect(b, opcode, &operands, &results)};
     std::vector<flatbuffers::Offset<fb::Arena>> arenas = {
         fb::CreateArenaDirect(b, "work", workArenaSize, 64)};
-    std::vector<uint32_t> inputs = {0, 1}, outputs = {2}, params;
+    std::vector<uint32_t> inputs = {0, 1}, params;
     auto exe =
         fb::CreateExecutableDirect(b, formatVersion, 0, &tensors, &arenas,
                                    &insts, &inputs, &outputs, &params, 0, 0);
@@ -110,6 +111,22 @@ TEST(Executable, RejectsTensorsOutsideTheirArena) {
       << s.toString();
 }
 
+TEST(Executable, RejectsImpossibleArenasAndMisroledLists) {
+  TinyProgram hugeArena;
+  hugeArena.workArenaSize = ~uint64_t(0);
+  std::unique_ptr<Executable> exe;
+  Status s = load(hugeArena, exe);
+  EXPECT_NE(s.message().find("impossible size"), std::string::npos)
+      << s.toString();
+
+  // The output list naming an input (a writable role check would miss it).
+  TinyProgram outputIsInput;
+  outputIsInput.yRole = fb::TensorRole::Activation;
+  s = load(outputIsInput, exe);
+  EXPECT_NE(s.message().find("does not have that role"), std::string::npos)
+      << s.toString();
+}
+
 TEST(Executable, RejectsMalformedInstructions) {
   std::unique_ptr<Executable> exe;
   TinyProgram wrongArity;
@@ -128,6 +145,7 @@ TEST(Executable, RejectsMalformedInstructions) {
 
   TinyProgram writesInput;
   writesInput.yRole = fb::TensorRole::Input;
+  writesInput.outputs = {};
   s = load(writesInput, exe);
   EXPECT_NE(s.message().find("which is read-only"), std::string::npos)
       << s.toString();
