@@ -12,8 +12,9 @@ recomputing one step in numpy (float64) from trainc's own gradients
   Bound per element: 4 f32 ulps of the new value (the f32 update rounds a
   few times at the parameter's magnitude) plus 1e-5 of the step;
 - the momentum buffer after that step equals g';
-- the cosine schedule's lr over 6 steps (warmup 2, total 5, min 1e-4) and
-  wsd's, as printed by trainc-run, within f32 rounding of the formula.
+- the lr over 6 steps of a constant schedule with 4 warmup steps, the
+  cosine schedule (warmup 2, total 5, min 1e-4) and wsd's, as printed by
+  trainc-run, within f32 rounding of the formula.
 """
 import argparse
 import math
@@ -79,6 +80,7 @@ def main():
         print(f'sgd (nesterov, clip {clip}, decay mask): worst error {worst:.2f} of the bound')
 
         for schedule, flags, formula in (
+                ('constant', ['--warmup-steps', '4'], lambda t: 1e-3 * min(1, t / 4)),
                 ('cosine', ['--warmup-steps', '2', '--total-steps', '5', '--min-lr', '1e-4'],
                  lambda t: 1e-3 * t / 2 if t <= 2 else
                  1e-4 + 9e-4 * (1 + math.cos(math.pi * min(1, (t - 2) / 3))) / 2),

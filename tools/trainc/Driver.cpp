@@ -219,15 +219,14 @@ int runCompilerCli(int argc, char **argv) {
       cl::init(0.0), cl::cat(category));
   cl::opt<std::string> schedule(
       "lr-schedule",
-      cl::desc("constant (default); cosine: linear warmup over "
-               "--warmup-steps, then cosine decay to --min-lr at "
-               "--total-steps; wsd: warmup, constant, then linear decay to "
-               "--min-lr over the last --decay-steps of --total-steps"),
+      cl::desc("After a linear warmup over --warmup-steps: constant "
+               "(default); cosine: cosine decay to --min-lr at "
+               "--total-steps; wsd: constant, then linear decay to --min-lr "
+               "over the last --decay-steps of --total-steps"),
       cl::value_desc("name"), cl::init("constant"), cl::cat(category));
-  cl::opt<int64_t> warmupSteps(
-      "warmup-steps",
-      cl::desc("Linear warmup steps of the cosine and wsd schedules"),
-      cl::init(0), cl::cat(category));
+  cl::opt<int64_t> warmupSteps("warmup-steps",
+                               cl::desc("Linear warmup steps (every schedule)"),
+                               cl::init(0), cl::cat(category));
   cl::opt<int64_t> totalSteps(
       "total-steps",
       cl::desc("Length of the cosine and wsd schedules in steps"), cl::init(0),

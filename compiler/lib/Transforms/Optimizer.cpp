@@ -197,6 +197,10 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     Value next = s.op<AddOp>(step, s.constant(i64Scalar, 1));
     Value t = s.convert(next, b.getF64Type());
     Value lrNow = s.f64(lr);
+    if (schedule == "constant" && warmupSteps > 0)
+      lrNow = s.op<MulOp>(
+          lrNow,
+          s.op<MinOp>(s.f64(1.0), s.op<DivOp>(t, s.f64(double(warmupSteps)))));
     if (schedule != "constant") {
       SmallVector<double> table;
       for (int64_t k = 1; k <= totalSteps; ++k)

@@ -137,7 +137,7 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
     - weight decay applies to parameters of rank >= 2 that are not
       embedding tables (gathered from), unless decay-all;
     - schedule constant, cosine or wsd: for the t-th step (t = step + 1),
-      lr * t / warmup while t <= warmup; then cosine:
+      lr * t / warmup while t <= warmup; then constant: lr; cosine:
       min_lr + (lr - min_lr) (1 + cos(pi p)) / 2 with
       p = min(1, (t - warmup) / (total - warmup)); wsd (warmup, stable,
       decay): lr until the last decay-steps steps, then linear to min_lr at
@@ -161,7 +161,7 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
     Option<"schedule", "schedule", "std::string", "\"constant\"",
            "constant, cosine or wsd">,
     Option<"warmupSteps", "warmup-steps", "int64_t", "0",
-           "Linear warmup steps (cosine)">,
+           "Linear warmup steps (every schedule)">,
     Option<"totalSteps", "total-steps", "int64_t", "0",
            "Steps at which cosine decay reaches min-lr">,
     Option<"minLr", "min-lr", "double", "0.0", "Floor of cosine and wsd">,
