@@ -31,7 +31,7 @@ namespace trainc {
 namespace {
 
 constexpr uint64_t kAlignment = 64;    // runtime kTensorAlignment
-constexpr uint32_t kFormatVersion = 2; // runtime kFormatVersion
+constexpr uint32_t kFormatVersion = 3; // runtime kFormatVersion
 constexpr uint32_t kStateArena = 0, kWorkArena = 1;
 
 /// trainc::cpu::Opcode values (runtime/src/cpu/Kernels.h).
@@ -110,6 +110,8 @@ struct Tensor {
   uint32_t arena = kWorkArena;
   uint64_t offset = 0;
   uint64_t initOffset = 0;
+  /// The stored constant or initial value is one repeated element.
+  bool splat = false;
   // Liveness in instruction indices (work arena only).
   int64_t firstUse = 0, lastUse = 0;
 };
@@ -141,7 +143,9 @@ private:
   LogicalResult addConstant(Value v, ElementsAttr value);
   LogicalResult lowerOp(Operation *op);
   /// Appends the bytes of `value` to the constant section; returns offset.
-  FailureOr<uint64_t> appendConstant(ElementsAttr value, Operation *where);
+  /// A splat stores one element and sets `splat`.
+  FailureOr<uint64_t> appendConstant(ElementsAttr value, Operation *where,
+                                     bool &splat);
 
   func::FuncOp fn;
   std::vector<Tensor> tensors;
@@ -174,7 +178,8 @@ uint32_t Lowering::addTensor(RankedTensorType type, Value v,
 }
 
 FailureOr<uint64_t> Lowering::appendConstant(ElementsAttr value,
-                                             Operation *where) {
+                                             Operation *where, bool &splat) {
+  splat = false;
   uint64_t offset = alignUp(constants.size());
   constants.resize(offset);
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
@@ -197,22 +202,29 @@ FailureOr<uint64_t> Lowering::appendConstant(ElementsAttr value,
     for (unsigned b = 0; b < bytes; ++b)
       constants.push_back(char((bits >> (8 * b)) & 0xff));
   };
+  // A splat of several elements is stored once; the runtime repeats it.
+  splat = dense.isSplat() && dense.getNumElements() > 1;
+  int64_t count = splat ? 1 : dense.getNumElements();
   if (isa<FloatType>(e)) {
-    for (APFloat v : dense.getValues<APFloat>())
+    for (APFloat v : llvm::make_range(dense.value_begin<APFloat>(),
+                                      dense.value_begin<APFloat>() + count))
       put(v.bitcastToAPInt().getZExtValue());
   } else {
-    for (APInt v : dense.getValues<APInt>())
+    for (APInt v : llvm::make_range(dense.value_begin<APInt>(),
+                                    dense.value_begin<APInt>() + count))
       put(width == 1 ? (v.isZero() ? 0 : 1) : v.getZExtValue());
   }
   return offset;
 }
 
 LogicalResult Lowering::addConstant(Value v, ElementsAttr value) {
-  auto offset = appendConstant(value, v.getDefiningOp());
+  bool splat = false;
+  auto offset = appendConstant(value, v.getDefiningOp(), splat);
   if (failed(offset))
     return failure();
   uint32_t id = addTensor(v, fb::TensorRole::Constant);
   tensors[id].offset = *offset;
+  tensors[id].splat = splat;
   return success();
 }
 
@@ -377,10 +389,12 @@ LogicalResult Lowering::run() {
       uint32_t id = addTensor(
           arg, param ? fb::TensorRole::Parameter : fb::TensorRole::State,
           name.str());
-      auto offset = appendConstant(init, fn);
+      bool splat = false;
+      auto offset = appendConstant(init, fn, splat);
       if (failed(offset))
         return failure();
       tensors[id].initOffset = *offset;
+      tensors[id].splat = splat;
       tensors[id].arena = kStateArena;
       (param ? parameters : states).push_back(id);
       persistent[name.getValue()] = id;
@@ -618,7 +632,7 @@ std::vector<char> Lowering::serialize(const WriterOptions &options,
                                  t.type.getShape().end());
       fbTensors.push_back(fb::CreateTensorDirect(
           b, t.name.c_str(), t.role, *dtypeOf(t.type.getElementType()), &shape,
-          t.arena, t.offset, bytesOf(t.type), t.initOffset, ""));
+          t.arena, t.offset, bytesOf(t.type), t.initOffset, "", t.splat));
     }
     std::vector<flatbuffers::Offset<fb::Instruction>> fbInsts;
     for (const Instruction &i : instructions)

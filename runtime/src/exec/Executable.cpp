@@ -140,6 +140,7 @@ Status Executable::parse() {
       info.offset = t->offset();
       info.size = t->size();
       info.initOffset = t->init_offset();
+      info.splat = t->splat();
       uint64_t bytes = dtypeSize(info.dtype);
       const uint64_t limit = uint64_t(1) << 48;
       for (int64_t d : info.shape)
@@ -154,8 +155,10 @@ Status Executable::parse() {
       auto fits = [](uint64_t offset, uint64_t n, uint64_t capacity) {
         return offset <= capacity && n <= capacity - offset;
       };
+      // A splat stores one element; anything else its full size.
+      uint64_t stored = info.splat ? dtypeSize(info.dtype) : info.size;
       if (info.role == TensorRole::kConstant) {
-        if (!fits(info.offset, info.size, constantsSize_))
+        if (!fits(info.offset, stored, constantsSize_))
           return dataLoss(origin_, "constant tensor " + std::to_string(id) +
                                        " lies outside the constant section");
       } else {
@@ -166,7 +169,7 @@ Status Executable::parse() {
       }
       if ((info.role == TensorRole::kParameter ||
            info.role == TensorRole::kState) &&
-          !fits(info.initOffset, info.size, constantsSize_))
+          !fits(info.initOffset, stored, constantsSize_))
         return dataLoss(origin_, "the initial value of '" + info.name +
                                      "' lies outside the constant section");
       tensors_.push_back(std::move(info));

@@ -24,7 +24,7 @@
 namespace trainc {
 
 /// The schema version this runtime reads (runtime/schema/executable.fbs).
-constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kFormatVersion = 3;
 /// Alignment of arenas and of each constant in the constant section.
 constexpr uint64_t kTensorAlignment = 64;
 
@@ -52,6 +52,8 @@ struct TensorInfo {
   uint64_t offset = 0;
   uint64_t size = 0;
   uint64_t initOffset = 0;
+  /// The stored data (constant or initial value) is one repeated element.
+  bool splat = false;
 
   int64_t numElements() const {
     int64_t n = 1;

@@ -43,10 +43,39 @@ Status Session::create(std::shared_ptr<const Executable> executable,
   }
   session->touched_.assign(exe.arenas().size(), 0);
   session->inputSet_.assign(exe.inputs().size(), false);
-  for (const TensorInfo &t : exe.tensors())
-    if (t.role == TensorRole::kParameter || t.role == TensorRole::kState)
-      std::memcpy(session->arenas_[t.arena] + t.offset,
-                  exe.constants() + t.initOffset, t.size);
+  // Repeats the one stored element of a splat over `size` bytes at `dst`.
+  auto fill = [](char *dst, const char *element, size_t width, uint64_t size) {
+    for (uint64_t at = 0; at < size; at += width)
+      std::memcpy(dst + at, element, width);
+  };
+  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
+    const TensorInfo &t = exe.tensors()[id];
+    if (t.role == TensorRole::kParameter || t.role == TensorRole::kState) {
+      char *dst = session->arenas_[t.arena] + t.offset;
+      if (t.splat)
+        fill(dst, exe.constants() + t.initOffset, dtypeSize(t.dtype), t.size);
+      else
+        std::memcpy(dst, exe.constants() + t.initOffset, t.size);
+    } else if (t.role == TensorRole::kConstant && t.splat) {
+      std::vector<char> bytes(t.size);
+      fill(bytes.data(), exe.constants() + t.offset, dtypeSize(t.dtype),
+           t.size);
+      session->expanded_.push_back(std::move(bytes));
+    }
+  }
+  // Where each tensor's bytes are, computed once: arenas, the constant
+  // section, or an expanded splat.
+  session->data_.resize(exe.tensors().size());
+  size_t nextExpanded = 0;
+  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
+    const TensorInfo &t = exe.tensors()[id];
+    if (t.role == TensorRole::kConstant && t.splat)
+      session->data_[id] = session->expanded_[nextExpanded++].data();
+    else if (t.role == TensorRole::kConstant)
+      session->data_[id] = const_cast<char *>(exe.constants() + t.offset);
+    else
+      session->data_[id] = session->arenas_[t.arena] + t.offset;
+  }
   out = std::move(session);
   return okStatus();
 }
@@ -57,10 +86,7 @@ cpu::TensorRef Session::ref(uint32_t id) const {
   r.dtype = t.dtype;
   r.rank = static_cast<int>(t.shape.size());
   r.dims = t.shape.data();
-  if (t.role == TensorRole::kConstant)
-    r.data = const_cast<char *>(executable_->constants() + t.offset);
-  else
-    r.data = arenas_[t.arena] + t.offset;
+  r.data = data_[id];
   return r;
 }
 

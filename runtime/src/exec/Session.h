@@ -57,6 +57,10 @@ private:
   std::shared_ptr<const Executable> executable_;
   SessionOptions options_;
   std::vector<char *> arenas_;
+  /// Splat constants expanded at creation, in tensor order.
+  std::vector<std::vector<char>> expanded_;
+  /// Each tensor's bytes.
+  std::vector<char *> data_;
   std::vector<uint64_t> touched_;
   std::vector<bool> inputSet_;
   int64_t step_ = 0;
