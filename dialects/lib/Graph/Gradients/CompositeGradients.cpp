@@ -26,8 +26,6 @@ using namespace mlir;
 namespace trainc::graph {
 namespace {
 
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-
 /// [begin, end) as a list of dims.
 SmallVector<int64_t> dimRange(int64_t begin, int64_t end) {
   SmallVector<int64_t> dims(end - begin);

@@ -28,30 +28,6 @@ using namespace mlir;
 namespace trainc::graph {
 namespace {
 
-/// The rule of a single-result op: `Vjp(op, b, g, out)` appends one
-/// cotangent per operand, and runs only when the result has a float
-/// cotangent `g`; otherwise every operand gets none.
-template <typename OpT>
-using VjpFn = void (*)(OpT op, OpBuilder &b, Value g, SmallVectorImpl<Value> &);
-
-template <typename OpT, VjpFn<OpT> Vjp>
-struct Gradient
-    : public GradientOpInterface::ExternalModel<Gradient<OpT, Vjp>, OpT> {
-  LogicalResult buildVjp(Operation *op, OpBuilder &b,
-                         ValueRange resultCotangents,
-                         SmallVectorImpl<Value> &out) const {
-    Value g = resultCotangents.empty() ? Value() : resultCotangents.front();
-    if (!g || !isFloatTensorType(g.getType())) {
-      out.append(op->getNumOperands(), Value());
-      return success();
-    }
-    Vjp(cast<OpT>(op), b, g, out);
-    return success();
-  }
-};
-
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-
 Value zerosOf(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
               Type element) {
   return splatConstant(b, loc, RankedTensorType::get(shape, element), 0.0);

@@ -44,6 +44,35 @@ mlir::Value broadcastBack(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value reduced, mlir::RankedTensorType type,
                           llvm::ArrayRef<int64_t> dims);
 
+/// The rule of a single-result op: `Vjp(op, b, g, out)` appends one
+/// cotangent per operand, and runs only when the result has a float
+/// cotangent `g`; otherwise every operand gets none.
+template <typename OpT>
+using VjpFn = void (*)(OpT op, mlir::OpBuilder &b, mlir::Value g,
+                       llvm::SmallVectorImpl<mlir::Value> &);
+
+/// The external model of a single-result op's rule.
+template <typename OpT, VjpFn<OpT> Vjp>
+struct Gradient
+    : public GradientOpInterface::ExternalModel<Gradient<OpT, Vjp>, OpT> {
+  mlir::LogicalResult buildVjp(mlir::Operation *op, mlir::OpBuilder &b,
+                               mlir::ValueRange resultCotangents,
+                               llvm::SmallVectorImpl<mlir::Value> &out) const {
+    mlir::Value g =
+        resultCotangents.empty() ? mlir::Value() : resultCotangents.front();
+    if (!g || !isFloatTensorType(g.getType())) {
+      out.append(op->getNumOperands(), mlir::Value());
+      return mlir::success();
+    }
+    Vjp(llvm::cast<OpT>(op), b, g, out);
+    return mlir::success();
+  }
+};
+
+inline mlir::RankedTensorType typeOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType());
+}
+
 } // namespace trainc::graph
 
 #endif // TRAINC_DIALECT_GRAPH_GRADIENTS_GRADIENTRULES_H
