@@ -16,7 +16,9 @@ PyTorch's AdamW settings (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay
   key bias, whose exact gradient is zero) its sign is arbitrary and only a
   full step, |difference| <= 2 lr, is required;
 - the 11-step loss curve (the same batch each step) within 1e-5 relative
-  per step.
+  per step;
+- --save-safetensors: the file loads with the safetensors library and holds
+  exactly the parameters, bit-equal to --save-state's, in their model shapes.
 
 Prints one line per model; exits 1 on any mismatch.
 """
@@ -29,6 +31,7 @@ import sys
 import tempfile
 
 import numpy as np
+from safetensors.numpy import load_file
 
 LR = 1e-3
 ADAMW = ['--train', '--optimizer', 'adamw', '--lr', '1e-3', '--beta1', '0.9',
@@ -49,14 +52,26 @@ def check(args, variant_dir, opset, work):
     inputs = ['--input', f'tokens={raw}/tokens.bin', '--input', f'targets={raw}/targets.bin']
     state = os.path.join(work, f'state_{os.path.basename(variant_dir)}{opset}')
     os.makedirs(state, exist_ok=True)
+    weights_file = os.path.join(work, f'{os.path.basename(variant_dir)}{opset}.safetensors')
     one = subprocess.run([args.trainc_run, exe, *inputs, '--steps', '1', '--output-dir', work,
-                          '--save-state', state], capture_output=True, text=True)
+                          '--save-state', state, '--save-safetensors', weights_file],
+                         capture_output=True, text=True)
     if one.returncode != 0:
         print(f'{tag}: trainc-run failed: {one.stderr.strip()}')
         return False
     names = [e['name'][len('grad/'):] for e in meta['raw_f32'] if e['name'].startswith('grad/')]
     worst = (0.0, '')
     ok = True
+    exported = load_file(weights_file)
+    if sorted(exported) != sorted(names):
+        print(f'{tag}: safetensors export holds {sorted(exported)}, expected {sorted(names)}')
+        ok = False
+    for name in set(exported) & set(names):
+        saved = np.load(os.path.join(state, f'{name}.npy'))
+        if exported[name].dtype != saved.dtype or exported[name].shape != saved.shape or \
+                not np.array_equal(exported[name], saved):
+            print(f'{tag}: safetensors tensor {name} differs from --save-state')
+            ok = False
     for name in names:
         for kind, prefix in (('exp_avg', 'adam_m_after_step1'), ('exp_avg_sq', 'adam_v_after_step1')):
             got = np.load(os.path.join(state, f'{name}.{kind}.npy')).ravel()

@@ -11,6 +11,7 @@
 
 #include "exec/Session.h"
 #include "io/Npy.h"
+#include "io/SafeTensors.h"
 
 #include <algorithm>
 #include <chrono>
@@ -39,6 +40,9 @@ Options:
                       (loss, grad_norm, lr)
   --save-state DIR    after the last run, write every parameter and
                       optimizer state as DIR/<name>.npy
+  --save-safetensors FILE
+                      after the last run, write the parameters (the trained
+                      weights, by their model names) as a .safetensors file
   --check-writes      debug mode: verify that no kernel writes outside its
                       result buffers (slow)
   --inspect           print the executable's tensors, instructions and
@@ -173,7 +177,7 @@ std::string fileNameFor(const std::string &name) {
 } // namespace
 
 int runRunTool(int argc, char **argv) {
-  std::string model, outputDir = ".", saveStateDir;
+  std::string model, outputDir = ".", saveStateDir, safetensorsPath;
   bool printSteps = false;
   std::map<std::string, std::string> inputFiles;
   bool doInspect = false, checkWrites = false;
@@ -225,6 +229,11 @@ int runRunTool(int argc, char **argv) {
       if (!v)
         return 1;
       saveStateDir = v;
+    } else if (arg == "--save-safetensors") {
+      const char *v = value("--save-safetensors");
+      if (!v)
+        return 1;
+      safetensorsPath = v;
     } else if (arg == "--check-writes") {
       checkWrites = true;
     } else if (arg == "--inspect") {
@@ -311,6 +320,19 @@ int runRunTool(int argc, char **argv) {
   }
   std::sort(times.begin(), times.end());
 
+  if (!safetensorsPath.empty()) {
+    std::vector<NamedTensor> weights;
+    for (uint32_t id : exe->parameters()) {
+      const TensorInfo &t = exe->tensors()[id];
+      weights.push_back(
+          {t.name, t.dtype, t.shape, session->tensorData(id), size_t(t.size)});
+    }
+    status = writeSafetensors(safetensorsPath, weights);
+    if (!status.ok())
+      return fail(status.toString());
+    std::printf("parameters: %zu tensors -> %s\n", weights.size(),
+                safetensorsPath.c_str());
+  }
   for (size_t i = 0; i < exe->outputs().size(); ++i) {
     const TensorInfo &t = exe->tensors()[exe->outputs()[i]];
     cpu::TensorRef out = session->output(i);

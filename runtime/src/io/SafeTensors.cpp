@@ -1,0 +1,90 @@
+//===- SafeTensors.cpp - Writing .safetensors files -----------------------===//
+
+#include "io/SafeTensors.h"
+
+#include <cstdio>
+#include <fstream>
+
+namespace trainc {
+namespace {
+
+const char *safetensorsDType(DType t) {
+  switch (t) {
+  case DType::kF64:
+    return "F64";
+  case DType::kF32:
+    return "F32";
+  case DType::kF16:
+    return "F16";
+  case DType::kBF16:
+    return "BF16";
+  case DType::kI64:
+    return "I64";
+  case DType::kI32:
+    return "I32";
+  case DType::kI1:
+    return "BOOL";
+  }
+  return "U8";
+}
+
+/// `s` as a JSON string literal.
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
+}
+
+} // namespace
+
+Status writeSafetensors(const std::string &path,
+                        const std::vector<NamedTensor> &tensors) {
+  std::string header = "{";
+  uint64_t offset = 0;
+  for (const NamedTensor &t : tensors) {
+    if (header.size() > 1)
+      header += ",";
+    header += jsonString(t.name) + ":{\"dtype\":\"" +
+              safetensorsDType(t.dtype) + "\",\"shape\":[";
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      header += (i ? "," : "") + std::to_string(t.shape[i]);
+    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + t.bytes) + "]}";
+    offset += t.bytes;
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+
+  std::string temporary = path + ".tmp";
+  {
+    std::ofstream file(temporary, std::ios::binary);
+    if (!file)
+      return notFound(temporary + ": cannot create");
+    char length[8];
+    for (int i = 0; i < 8; ++i)
+      length[i] = char((uint64_t(header.size()) >> (8 * i)) & 0xff);
+    file.write(length, 8);
+    file.write(header.data(), header.size());
+    for (const NamedTensor &t : tensors)
+      file.write(static_cast<const char *>(t.data), t.bytes);
+    if (!file)
+      return Status(StatusCode::kDataLoss, temporary + ": write failed");
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0)
+    return Status(StatusCode::kDataLoss,
+                  "cannot rename " + temporary + " to " + path);
+  return okStatus();
+}
+
+} // namespace trainc
