@@ -54,20 +54,15 @@ enum class Kind { kFloat, kInt, kBool };
 
 // How each dtype is stored and in which type it computes. load and store
 // convert between the two (rounding to nearest even for 16-bit floats).
-struct F64 {
-  using Storage = double;
-  using Compute = double;
+template <typename T> struct NativeFloat {
+  using Storage = T;
+  using Compute = T;
   static constexpr Kind kind = Kind::kFloat;
-  static double load(double v) { return v; }
-  static double store(double v) { return v; }
+  static T load(T v) { return v; }
+  static T store(T v) { return v; }
 };
-struct F32 {
-  using Storage = float;
-  using Compute = float;
-  static constexpr Kind kind = Kind::kFloat;
-  static float load(float v) { return v; }
-  static float store(float v) { return v; }
-};
+using F64 = NativeFloat<double>;
+using F32 = NativeFloat<float>;
 struct F16 {
   using Storage = uint16_t;
   using Compute = float;
