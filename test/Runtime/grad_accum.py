@@ -14,13 +14,14 @@ likewise), the accumulated step must give
 
 Exits 1 on any mismatch.
 """
-import argparse
 import os
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
+
+import tinygpt_harness
 
 
 def step(trainc_run, exe, tokens, targets, work, tag):
@@ -37,11 +38,7 @@ def step(trainc_run, exe, tokens, targets, work, tag):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--trainc', required=True)
-    parser.add_argument('--trainc-run', required=True)
-    parser.add_argument('--data-dir', required=True, help='shared/data/tinygpt')
-    args = parser.parse_args()
+    args = tinygpt_harness.parse_args(__doc__)
     variant = os.path.join(args.data_dir, 'tied_erf')
     model = os.path.join(variant, 'model_train_opset17.onnx')
     raw = os.path.join(variant, 'raw_f32')

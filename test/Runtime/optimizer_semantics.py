@@ -16,7 +16,6 @@ recomputing one step in numpy (float64) from trainc's own gradients
   cosine schedule (warmup 2, total 5, min 1e-4) and wsd's, as printed by
   trainc-run, within f32 rounding of the formula.
 """
-import argparse
 import math
 import os
 import re
@@ -25,6 +24,8 @@ import sys
 import tempfile
 
 import numpy as np
+
+import tinygpt_harness
 
 
 def run(trainc, trainc_run, model, raw, work, tag, flags, steps=1):
@@ -40,11 +41,7 @@ def run(trainc, trainc_run, model, raw, work, tag, flags, steps=1):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--trainc', required=True)
-    parser.add_argument('--trainc-run', required=True)
-    parser.add_argument('--data-dir', required=True, help='shared/data/tinygpt')
-    args = parser.parse_args()
+    args = tinygpt_harness.parse_args(__doc__)
     variant = os.path.join(args.data_dir, 'tied_erf')
     model = os.path.join(variant, 'model_train_opset17.onnx')
     raw = os.path.join(variant, 'raw_f32')

@@ -15,14 +15,14 @@ forward (raw_f32/logits.bin, loss.bin):
 
 Prints one line per model and exits 1 on any mismatch.
 """
-import argparse
 import os
 import re
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
+
+import tinygpt_harness
 
 LOSS_RTOL = 1e-5
 LOGITS_ATOL, LOGITS_RTOL = 2e-5, 1e-5
@@ -61,18 +61,9 @@ def check(trainc, trainc_run, variant_dir, opset, work):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--trainc', required=True)
-    parser.add_argument('--trainc-run', required=True)
-    parser.add_argument('--data-dir', required=True, help='shared/data/tinygpt')
-    args = parser.parse_args()
-    ok = True
-    with tempfile.TemporaryDirectory() as work:
-        for variant in ('tied_erf', 'untied_tanh'):
-            for opset in (14, 17):
-                ok &= check(args.trainc, args.trainc_run,
-                            os.path.join(args.data_dir, variant), opset, work)
-    return 0 if ok else 1
+    args = tinygpt_harness.parse_args(__doc__)
+    return tinygpt_harness.check_every_variant(
+        args, lambda d, opset, work: check(args.trainc, args.trainc_run, d, opset, work))
 
 
 if __name__ == '__main__':

@@ -20,14 +20,14 @@ Also prints the loss and the global gradient norm next to PyTorch's
 (meta.json loss_f32, grad_norm_total_f32). Prints one line per model (the
 worst parameter and its relative error) and exits 1 on any failure.
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
+
+import tinygpt_harness
 
 GRAD_RTOL = 1e-4
 
@@ -112,18 +112,9 @@ def check(trainc, trainc_run, variant_dir, opset, work):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--trainc', required=True)
-    parser.add_argument('--trainc-run', required=True)
-    parser.add_argument('--data-dir', required=True, help='shared/data/tinygpt')
-    args = parser.parse_args()
-    ok = True
-    with tempfile.TemporaryDirectory() as work:
-        for variant in ('tied_erf', 'untied_tanh'):
-            for opset in (14, 17):
-                ok &= check(args.trainc, args.trainc_run,
-                            os.path.join(args.data_dir, variant), opset, work)
-    return 0 if ok else 1
+    args = tinygpt_harness.parse_args(__doc__)
+    return tinygpt_harness.check_every_variant(
+        args, lambda d, opset, work: check(args.trainc, args.trainc_run, d, opset, work))
 
 
 if __name__ == '__main__':

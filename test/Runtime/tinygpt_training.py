@@ -22,16 +22,16 @@ PyTorch's AdamW settings (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay
 
 Prints one line per model; exits 1 on any mismatch.
 """
-import argparse
 import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 from safetensors.numpy import load_file
+
+import tinygpt_harness
 
 LR = 1e-3
 ADAMW = ['--train', '--optimizer', 'adamw', '--lr', '1e-3', '--beta1', '0.9',
@@ -104,17 +104,9 @@ def check(args, variant_dir, opset, work):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--trainc', required=True)
-    parser.add_argument('--trainc-run', required=True)
-    parser.add_argument('--data-dir', required=True, help='shared/data/tinygpt')
-    args = parser.parse_args()
-    ok = True
-    with tempfile.TemporaryDirectory() as work:
-        for variant in ('tied_erf', 'untied_tanh'):
-            for opset in (14, 17):
-                ok &= check(args, os.path.join(args.data_dir, variant), opset, work)
-    return 0 if ok else 1
+    args = tinygpt_harness.parse_args(__doc__)
+    return tinygpt_harness.check_every_variant(
+        args, lambda d, opset, work: check(args, d, opset, work))
 
 
 if __name__ == '__main__':
