@@ -339,38 +339,8 @@ def main():
         if not args.work_dir:
             shutil.rmtree(work_root, ignore_errors=True)
 
-    passed = failed = expected_failed = 0
-    problems = []
-    for name, (kind, message) in results.items():
-        listed = expected.get(name)
-        if kind == 'pass':
-            passed += 1
-            if listed:
-                problems.append(f'{name}: passes but is listed as an expected '
-                                f'failure (stale entry, remove it)')
-            continue
-        failed += 1
-        if kind == 'crash':
-            problems.append(f'{name}: CRASH: {message.rstrip()}')
-        elif not listed:
-            problems.append(f'{name}: unexpected failure: '
-                            f'{node_tests.first_line(message)}')
-        elif listed[0] not in message:
-            problems.append(f'{name}: fails, but the message lacks the '
-                            f'expected {listed[0]!r}: '
-                            f'{node_tests.first_line(message)}')
-        else:
-            expected_failed += 1
-    if not args.filter:
-        for name in sorted(set(expected) - set(results)):
-            problems.append(f'{name}: listed as an expected failure but not '
-                            f'run (no such folder, or not claimed; remove it)')
-
-    print(f'{passed} passed, {failed} failed, {unsupported} unsupported '
-          f'({expected_failed} expected failures)')
-    for problem in problems:
-        print(problem)
-    return 1 if problems else 0
+    return node_tests.report(results, expected, unsupported,
+                             check_unrun=not args.filter)
 
 
 if __name__ == '__main__':

@@ -154,6 +154,45 @@ def first_line(text):
     return next((l for l in text.splitlines() if l.strip()), '(no stderr)')
 
 
+def report(results, expected, unsupported, check_unrun=True):
+    """Prints the tally of results ({name: (kind, message)}, kind 'pass',
+    'fail' or 'crash') against the expected failures ({name: (substring,
+    reason)}) and every problem: an unexpected failure or crash, a failure
+    whose message lacks the listed substring, a listed folder that passes or
+    (with check_unrun) did not run. Returns the exit status: 1 on any problem.
+    """
+    passed = failed = expected_failed = 0
+    problems = []
+    for name, (kind, message) in results.items():
+        listed = expected.get(name)
+        if kind == 'pass':
+            passed += 1
+            if listed:
+                problems.append(f'{name}: passes but is listed as an expected '
+                                f'failure (stale entry, remove it)')
+            continue
+        failed += 1
+        if kind == 'crash':
+            problems.append(f'{name}: CRASH: {message.rstrip()}')
+        elif not listed:
+            problems.append(f'{name}: unexpected failure: {first_line(message)}')
+        elif listed[0] not in message:
+            problems.append(f'{name}: fails, but the message lacks the expected '
+                            f'{listed[0]!r}: {first_line(message)}')
+        else:
+            expected_failed += 1
+    if check_unrun:
+        for name in sorted(set(expected) - set(results)):
+            problems.append(f'{name}: listed as an expected failure but not run '
+                            f'(no such folder, or not claimed; remove it)')
+
+    print(f'{passed} passed, {failed} failed, {unsupported} unsupported '
+          f'({expected_failed} expected failures)')
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0])
     parser.add_argument('--trainc', required=True, help='the trainc binary')
@@ -181,35 +220,7 @@ def main():
             jobs[name] = pool.submit(run_trainc, args.trainc, folder, flags)
         results = {name: job.result() for name, job in sorted(jobs.items())}
 
-    passed = failed = expected_failed = 0
-    problems = []
-    for name, (kind, stderr) in results.items():
-        listed = expected.get(name)
-        if kind == 'pass':
-            passed += 1
-            if listed:
-                problems.append(f'{name}: passes but is listed as an expected '
-                                f'failure (stale entry, remove it)')
-            continue
-        failed += 1
-        if kind == 'crash':
-            problems.append(f'{name}: CRASH: {stderr.rstrip()}')
-        elif not listed:
-            problems.append(f'{name}: unexpected failure: {first_line(stderr)}')
-        elif listed[0] not in stderr:
-            problems.append(f'{name}: fails, but stderr lacks the expected '
-                            f'{listed[0]!r}: {first_line(stderr)}')
-        else:
-            expected_failed += 1
-    for name in sorted(set(expected) - set(results)):
-        problems.append(f'{name}: listed as an expected failure but not run '
-                        f'(no such folder, or not claimed; remove it)')
-
-    print(f'{passed} passed, {failed} failed, {unsupported} unsupported '
-          f'({expected_failed} expected failures)')
-    for problem in problems:
-        print(problem)
-    return 1 if problems else 0
+    return report(results, expected, unsupported)
 
 
 if __name__ == '__main__':
