@@ -139,122 +139,92 @@ Value permuteTo(Emitter &e, Value x, ArrayRef<int64_t> toOperand) {
 ///          -> [batch | lc dims in lhs order | rhs free]
 /// and then a transpose into the operand's own dim order, which is the
 /// identity for x[..., K] @ w[K, N] and for batched [b, m, k] x [b, k, n].
-struct DotGeneralGradient
-    : public GradientOpInterface::ExternalModel<DotGeneralGradient,
-                                                DotGeneralOp> {
-  LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
-                         SmallVectorImpl<Value> &out) const {
-    auto dot = cast<DotGeneralOp>(op);
-    Value g = cotangents[0];
-    if (!g) {
-      out.append(2, Value());
-      return success();
-    }
-    Emitter e{b, op->getLoc()};
-    ArrayRef<int64_t> lb = dot.getLhsBatchingDimensions(),
-                      rb = dot.getRhsBatchingDimensions(),
-                      lc = dot.getLhsContractingDimensions(),
-                      rc = dot.getRhsContractingDimensions();
-    int64_t lhsRank = typeOf(dot.getLhs()).getRank(),
-            rhsRank = typeOf(dot.getRhs()).getRank();
-    SmallVector<int64_t> lf = freeDims(lhsRank, lb, lc),
-                         rf = freeDims(rhsRank, rb, rc);
-    int64_t nb = lb.size(), nlf = lf.size();
-    SmallVector<int64_t> gBatch = dimRange(0, nb),
-                         gLhsFree = dimRange(nb, nb + nlf),
-                         gRhsFree = dimRange(nb + nlf, typeOf(g).getRank());
+void dotGeneralVjp(DotGeneralOp dot, OpBuilder &b, Value g,
+                   SmallVectorImpl<Value> &out) {
+  Emitter e{b, dot.getLoc()};
+  ArrayRef<int64_t> lb = dot.getLhsBatchingDimensions(),
+                    rb = dot.getRhsBatchingDimensions(),
+                    lc = dot.getLhsContractingDimensions(),
+                    rc = dot.getRhsContractingDimensions();
+  int64_t lhsRank = typeOf(dot.getLhs()).getRank(),
+          rhsRank = typeOf(dot.getRhs()).getRank();
+  SmallVector<int64_t> lf = freeDims(lhsRank, lb, lc),
+                       rf = freeDims(rhsRank, rb, rc);
+  int64_t nb = lb.size(), nlf = lf.size();
+  SmallVector<int64_t> gBatch = dimRange(0, nb),
+                       gLhsFree = dimRange(nb, nb + nlf),
+                       gRhsFree = dimRange(nb + nlf, typeOf(g).getRank());
 
-    // toLhs[i] / toRhs[i]: the operand dim that dim i of the product is.
-    SmallVector<int64_t> toLhs(lb.begin(), lb.end());
-    toLhs.append(lf);
-    for (int64_t d = 0; d < rhsRank; ++d)
-      if (const auto *it = llvm::find(rc, d); it != rc.end())
-        toLhs.push_back(lc[it - rc.begin()]);
-    SmallVector<int64_t> toRhs(rb.begin(), rb.end());
-    for (int64_t d = 0; d < lhsRank; ++d)
-      if (const auto *it = llvm::find(lc, d); it != lc.end())
-        toRhs.push_back(rc[it - lc.begin()]);
-    toRhs.append(rf);
+  // toLhs[i] / toRhs[i]: the operand dim that dim i of the product is.
+  SmallVector<int64_t> toLhs(lb.begin(), lb.end());
+  toLhs.append(lf);
+  for (int64_t d = 0; d < rhsRank; ++d)
+    if (const auto *it = llvm::find(rc, d); it != rc.end())
+      toLhs.push_back(lc[it - rc.begin()]);
+  SmallVector<int64_t> toRhs(rb.begin(), rb.end());
+  for (int64_t d = 0; d < lhsRank; ++d)
+    if (const auto *it = llvm::find(lc, d); it != lc.end())
+      toRhs.push_back(rc[it - lc.begin()]);
+  toRhs.append(rf);
 
-    Value dLhs = e.dot(g, dot.getRhs(), gBatch, rb, gRhsFree, rf);
-    Value dRhs = e.dot(dot.getLhs(), g, lb, gBatch, lf, gLhsFree);
-    out.push_back(permuteTo(e, dLhs, toLhs));
-    out.push_back(permuteTo(e, dRhs, toRhs));
-    return success();
-  }
-};
+  Value dLhs = e.dot(g, dot.getRhs(), gBatch, rb, gRhsFree, rf);
+  Value dRhs = e.dot(dot.getLhs(), g, lb, gBatch, lf, gLhsFree);
+  out.push_back(permuteTo(e, dLhs, toLhs));
+  out.push_back(permuteTo(e, dRhs, toRhs));
+}
 
 //===----------------------------------------------------------------------===//
 // softmax, gelu, dropout
 //===----------------------------------------------------------------------===//
 
 /// dx = y * (g - sum(g * y, dim)), from the forward result y.
-struct SoftmaxGradient
-    : public GradientOpInterface::ExternalModel<SoftmaxGradient, SoftmaxOp> {
-  LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
-                         SmallVectorImpl<Value> &out) const {
-    auto softmax = cast<SoftmaxOp>(op);
-    Emitter e{b, op->getLoc()};
-    Value g = e.widen(cotangents[0]);
-    if (!g) {
-      out.push_back(Value());
-      return success();
-    }
-    Value y = e.widen(softmax.getResult());
-    SmallVector<int64_t> dim = {int64_t(softmax.getDim())};
-    Value rowDot = e.back(e.sum(e.mul(g, y), dim), y, dim);
-    Value dx = e.mul(y, e.sub(g, rowDot));
-    out.push_back(e.narrow(dx, softmax.getType().getElementType()));
-    return success();
-  }
-};
+void softmaxVjp(SoftmaxOp softmax, OpBuilder &b, Value cotangent,
+                SmallVectorImpl<Value> &out) {
+  Emitter e{b, softmax.getLoc()};
+  Value g = e.widen(cotangent);
+  Value y = e.widen(softmax.getResult());
+  SmallVector<int64_t> dim = {int64_t(softmax.getDim())};
+  Value rowDot = e.back(e.sum(e.mul(g, y), dim), y, dim);
+  Value dx = e.mul(y, e.sub(g, rowDot));
+  out.push_back(e.narrow(dx, softmax.getType().getElementType()));
+}
 
 /// erf:  y' = Phi(x) + x * phi(x),  Phi(x) = 0.5 * (1 + erf(x / sqrt(2))),
 ///       phi(x) = exp(-x^2 / 2) / sqrt(2 pi);
 /// tanh: with k = sqrt(2 / pi), u = k * (x + 0.044715 x^3), t = tanh(u):
 ///       y' = 0.5 * (1 + t) + 0.5 * x * (1 - t^2) * k * (1 + 3 * 0.044715 x^2).
-struct GeluGradient
-    : public GradientOpInterface::ExternalModel<GeluGradient, GeluOp> {
-  LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
-                         SmallVectorImpl<Value> &out) const {
-    auto gelu = cast<GeluOp>(op);
-    Emitter e{b, op->getLoc()};
-    Value g = e.widen(cotangents[0]);
-    if (!g) {
-      out.push_back(Value());
-      return success();
-    }
-    Value x = e.widen(gelu.getOperand());
-    Value one = e.splat(x, 1.0);
-    Value x2 = e.mul(x, x);
-    // The kernel's constants (runtime/src/cpu/Gelu.cpp).
-    constexpr double kInvSqrt2 = 0.70710678118654752440;
-    constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-    constexpr double kSqrt2OverPi = 0.79788456080286535588;
-    constexpr double kCubic = 0.044715;
-    Value derivative;
-    if (gelu.getApproximation() == GeluApproximation::erf) {
-      Value erf = b.create<ErfOp>(e.loc, e.scaled(x, kInvSqrt2));
-      Value cdf = e.scaled(e.add(one, erf), 0.5);
-      Value pdf =
-          e.scaled(b.create<ExpOp>(e.loc, e.scaled(x2, -0.5)), kInvSqrt2Pi);
-      derivative = e.add(cdf, e.mul(x, pdf));
-    } else {
-      Value inner =
-          e.scaled(e.add(x, e.scaled(e.mul(x2, x), kCubic)), kSqrt2OverPi);
-      Value t = b.create<TanhOp>(e.loc, inner);
-      Value innerDerivative =
-          e.scaled(e.add(one, e.scaled(x2, 3 * kCubic)), kSqrt2OverPi);
-      Value sech2 = e.sub(one, e.mul(t, t));
-      derivative =
-          e.add(e.scaled(e.add(one, t), 0.5),
-                e.mul(e.scaled(x, 0.5), e.mul(sech2, innerDerivative)));
-    }
-    out.push_back(
-        e.narrow(e.mul(g, derivative), gelu.getType().getElementType()));
-    return success();
+void geluVjp(GeluOp gelu, OpBuilder &b, Value cotangent,
+             SmallVectorImpl<Value> &out) {
+  Emitter e{b, gelu.getLoc()};
+  Value g = e.widen(cotangent);
+  Value x = e.widen(gelu.getOperand());
+  Value one = e.splat(x, 1.0);
+  Value x2 = e.mul(x, x);
+  // The kernel's constants (runtime/src/cpu/Gelu.cpp).
+  constexpr double kInvSqrt2 = 0.70710678118654752440;
+  constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  constexpr double kCubic = 0.044715;
+  Value derivative;
+  if (gelu.getApproximation() == GeluApproximation::erf) {
+    Value erf = b.create<ErfOp>(e.loc, e.scaled(x, kInvSqrt2));
+    Value cdf = e.scaled(e.add(one, erf), 0.5);
+    Value pdf =
+        e.scaled(b.create<ExpOp>(e.loc, e.scaled(x2, -0.5)), kInvSqrt2Pi);
+    derivative = e.add(cdf, e.mul(x, pdf));
+  } else {
+    Value inner =
+        e.scaled(e.add(x, e.scaled(e.mul(x2, x), kCubic)), kSqrt2OverPi);
+    Value t = b.create<TanhOp>(e.loc, inner);
+    Value innerDerivative =
+        e.scaled(e.add(one, e.scaled(x2, 3 * kCubic)), kSqrt2OverPi);
+    Value sech2 = e.sub(one, e.mul(t, t));
+    derivative = e.add(e.scaled(e.add(one, t), 0.5),
+                       e.mul(e.scaled(x, 0.5), e.mul(sech2, innerDerivative)));
   }
-};
+  out.push_back(
+      e.narrow(e.mul(g, derivative), gelu.getType().getElementType()));
+}
 
 /// dx = select(mask, g * scale, 0) with the forward's own mask result. The
 /// kernel (runtime/src/cpu/Dropout.cpp) multiplies by scale = 1 / (1 - ratio)
@@ -519,9 +489,9 @@ struct SoftmaxCrossEntropyGradient
 } // namespace
 
 void attachCompositeGradients(MLIRContext &context) {
-  DotGeneralOp::attachInterface<DotGeneralGradient>(context);
-  SoftmaxOp::attachInterface<SoftmaxGradient>(context);
-  GeluOp::attachInterface<GeluGradient>(context);
+  DotGeneralOp::attachInterface<Gradient<DotGeneralOp, dotGeneralVjp>>(context);
+  SoftmaxOp::attachInterface<Gradient<SoftmaxOp, softmaxVjp>>(context);
+  GeluOp::attachInterface<Gradient<GeluOp, geluVjp>>(context);
   DropoutOp::attachInterface<DropoutGradient>(context);
   LayerNormOp::attachInterface<LayerNormGradient>(context);
   RmsNormOp::attachInterface<RmsNormGradient>(context);
