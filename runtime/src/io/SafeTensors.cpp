@@ -2,7 +2,9 @@
 
 #include "io/SafeTensors.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 namespace trainc {
@@ -78,12 +80,18 @@ Status writeSafetensors(const std::string &path,
     file.write(header.data(), header.size());
     for (const NamedTensor &t : tensors)
       file.write(static_cast<const char *>(t.data), t.bytes);
-    if (!file)
+    file.close();
+    if (!file) {
+      std::remove(temporary.c_str());
       return Status(StatusCode::kDataLoss, temporary + ": write failed");
+    }
   }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0)
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::string reason = std::strerror(errno);
+    std::remove(temporary.c_str());
     return Status(StatusCode::kDataLoss,
-                  "cannot rename " + temporary + " to " + path);
+                  "cannot rename " + temporary + " to " + path + ": " + reason);
+  }
   return okStatus();
 }
 
