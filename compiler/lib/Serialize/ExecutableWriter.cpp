@@ -31,7 +31,7 @@ namespace trainc {
 namespace {
 
 constexpr uint64_t kAlignment = 64;    // runtime kTensorAlignment
-constexpr uint32_t kFormatVersion = 3; // runtime kFormatVersion
+constexpr uint32_t kFormatVersion = 4; // runtime kFormatVersion
 constexpr uint32_t kStateArena = 0, kWorkArena = 1;
 
 /// trainc::cpu::Opcode values (runtime/src/cpu/Kernels.h).
@@ -154,6 +154,8 @@ private:
   llvm::StringMap<uint32_t> persistent;
   std::vector<Instruction> instructions;
   std::vector<uint32_t> inputs, outputs, parameters;
+  /// FLOPs of one run (the cost interface summed over the ops).
+  uint64_t flops = 0;
   /// Optimizer state (persistent, initialized like parameters).
   std::vector<uint32_t> states;
   /// (result, target) pairs copied after every run.
@@ -413,6 +415,8 @@ LogicalResult Lowering::run() {
     }
     if (failed(lowerOp(&op)))
       return failure();
+    if (auto cost = dyn_cast<CostOpInterface>(op))
+      flops += cost.getFlops();
   }
   // Outputs: each result gets its own tensor; values that are not fresh
   // activations (arguments, constants, values returned twice) are copied.
@@ -649,10 +653,10 @@ std::vector<char> Lowering::serialize(const WriterOptions &options,
     std::vector<flatbuffers::Offset<fb::Update>> fbUpdates;
     for (auto [result, target] : updates)
       fbUpdates.push_back(fb::CreateUpdate(b, result, target));
-    auto exe = fb::CreateExecutableDirect(b, kFormatVersion, opts, &fbTensors,
-                                          &arenas, &fbInsts, &inputs, &outputs,
-                                          &parameters, constantsOffset,
-                                          constants.size(), memory, &fbUpdates);
+    auto exe = fb::CreateExecutableDirect(
+        b, kFormatVersion, opts, &fbTensors, &arenas, &fbInsts, &inputs,
+        &outputs, &parameters, constantsOffset, constants.size(), memory,
+        &fbUpdates, flops);
     fb::FinishExecutableBuffer(b, exe);
     return std::vector<char>(b.GetBufferPointer(),
                              b.GetBufferPointer() + b.GetSize());

@@ -106,6 +106,7 @@ Status Executable::parse() {
     if (exe->options()->command())
       command_ = exe->options()->command()->str();
   }
+  flops_ = exe->flops();
   if (exe->memory()) {
     const fb::MemoryPlan *m = exe->memory();
     memory_ = {m->parameters(),  m->persistent_state(), m->activations(),

@@ -24,7 +24,7 @@
 namespace trainc {
 
 /// The schema version this runtime reads (runtime/schema/executable.fbs).
-constexpr uint32_t kFormatVersion = 3;
+constexpr uint32_t kFormatVersion = 4;
 /// Alignment of arenas and of each constant in the constant section.
 constexpr uint64_t kTensorAlignment = 64;
 
@@ -99,6 +99,8 @@ public:
   const std::vector<uint32_t> &parameters() const { return parameters_; }
   const std::vector<UpdateInfo> &updates() const { return updates_; }
   const MemoryPlanInfo &memoryPlan() const { return memory_; }
+  /// FLOPs of one run, from the compiler's cost model.
+  uint64_t flops() const { return flops_; }
   const std::string &source() const { return source_; }
   const std::string &command() const { return command_; }
   /// The constant section (constants and parameters' initial values).
@@ -122,6 +124,7 @@ private:
   MemoryPlanInfo memory_;
   std::string source_, command_;
   uint64_t constantsOffset_ = 0, constantsSize_ = 0;
+  uint64_t flops_ = 0;
 };
 
 /// Checks one instruction's arity, dtypes and shapes against its opcode's

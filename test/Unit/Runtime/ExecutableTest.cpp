@@ -83,7 +83,7 @@ TEST(Executable, RejectsOtherFormatVersions) {
   Status s = load(p, exe);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("format version 99, but this runtime reads "
-                             "version 3"),
+                             "version 4"),
             std::string::npos)
       << s.toString();
 }
