@@ -1,7 +1,8 @@
-/*===- trainc/runtime.h - The trainc runtime C API, version 0 ------------===*
+/*===- trainc/runtime.h - The trainc runtime C API, version 1 ------------===*
  *
  * Open a compiled executable (.tcx), create a session on a device, bind
- * inputs, run, read outputs.
+ * inputs, run, read outputs; or train: step a training executable over
+ * batches drawn from data files, with held-out evaluation and metrics.
  *
  * Conventions
  * - Every call that can fail returns a trainc_status: NULL means success;
@@ -27,7 +28,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 0
+#define TRAINC_API_VERSION 1
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -83,7 +84,7 @@ trainc_status trainc_executable_output_info(const trainc_executable *executable,
                                             size_t index,
                                             trainc_tensor_info *out_info);
 
-/* `device` is "cpu" (the only device of API version 0). */
+/* `device` is "cpu" (the only device so far). */
 trainc_status trainc_session_create(trainc_executable *executable,
                                     const char *device,
                                     trainc_session **out_session);
@@ -94,6 +95,72 @@ trainc_status trainc_session_set_input(trainc_session *session, size_t index,
 trainc_status trainc_session_run(trainc_session *session);
 trainc_status trainc_session_output(trainc_session *session, size_t index,
                                     const void **out_data, size_t *out_bytes);
+
+/* ---- Training (since API version 1) -------------------------------------
+ * A trainer owns a session of a training executable (`trainc --train`) and
+ * draws its token and target inputs from data files; see
+ * runtime/README.md for the data formats, the batch sampler and the
+ * metrics. */
+
+typedef struct trainc_trainer_s trainc_trainer;
+
+typedef struct {
+  /* Data files, read in order and concatenated. */
+  const char *const *data_paths;
+  size_t data_path_count;
+  /* "auto" (or NULL), "tokens", "bin" or "bytes". */
+  const char *data_format;
+  /* Bytes per id of headerless .bin files: 2 or 4 (0: not given). */
+  int bin_token_bytes;
+  /* The share of the data held out for evaluation, from its end. */
+  double eval_fraction;
+  /* Held-out batches per evaluation (0: all of them). */
+  int64_t eval_batches;
+  /* Batch sampling seed: a batch depends only on (seed, step). */
+  uint64_t seed;
+  /* The device's peak FLOP/s for model FLOPs utilization (0: none). */
+  double peak_flops;
+} trainc_train_config;
+
+/* Fills `config` with the defaults (no files, auto format, 10% held out,
+ * 16 evaluation batches, seed 0, no peak). */
+void trainc_train_config_init(trainc_train_config *config);
+
+/* One step's measurements; NaN where a value does not exist. */
+typedef struct {
+  int64_t step; /* steps done, this one included */
+  double loss, grad_norm, learning_rate;
+  double step_seconds, tokens_per_second, flops_per_second, mfu;
+  uint64_t planned_bytes, measured_bytes, peak_rss_bytes;
+  double eval_loss; /* set when an evaluation ran after this step */
+  uint64_t data_position;
+} trainc_step_metrics;
+
+/* Called after every step; a non-zero return stops the run early (the run
+ * then returns NULL). */
+typedef int (*trainc_step_callback)(const trainc_step_metrics *metrics,
+                                    void *user);
+
+/* `eval` (may be NULL) is the forward executable of the same model, whose
+ * output "loss" gives the held-out loss; the trainer copies the current
+ * weights into it before each evaluation. The data is read and checked
+ * against the model's vocabulary here. */
+trainc_status trainc_trainer_create(trainc_executable *step,
+                                    trainc_executable *eval,
+                                    const trainc_train_config *config,
+                                    trainc_trainer **out_trainer);
+void trainc_trainer_release(trainc_trainer *trainer);
+/* Runs `steps` steps, evaluating after every `eval_every`-th and the last
+ * (0: never); `callback` may be NULL. */
+trainc_status trainc_trainer_run(trainc_trainer *trainer, int64_t steps,
+                                 int64_t eval_every,
+                                 trainc_step_callback callback, void *user);
+/* The held-out loss with the current weights. */
+trainc_status trainc_trainer_evaluate(trainc_trainer *trainer,
+                                      double *out_loss);
+/* Writes the current weights, by their model names, as .safetensors. */
+trainc_status trainc_trainer_save_safetensors(trainc_trainer *trainer,
+                                              const char *path);
 
 #ifdef __cplusplus
 } /* extern "C" */

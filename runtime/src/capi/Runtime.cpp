@@ -3,6 +3,8 @@
 #include "trainc/runtime.h"
 
 #include "exec/Session.h"
+#include "io/SafeTensors.h"
+#include "train/Trainer.h"
 
 #include <cstring>
 #include <new>
@@ -18,6 +20,12 @@ struct trainc_executable_s {
 
 struct trainc_session_s {
   std::unique_ptr<trainc::Session> session;
+};
+
+struct trainc_trainer_s {
+  /// Declared first: the trainer's sampler refers to it.
+  std::unique_ptr<trainc::TokenData> data;
+  std::unique_ptr<trainc::Trainer> trainer;
 };
 
 namespace {
@@ -161,6 +169,111 @@ trainc_status trainc_session_output(trainc_session *session, size_t index,
   *out_data = out.data;
   *out_bytes = exe.tensors()[exe.outputs()[index]].size;
   return nullptr;
+}
+
+void trainc_train_config_init(trainc_train_config *config) {
+  if (!config)
+    return;
+  *config = trainc_train_config();
+  config->eval_fraction = 0.1;
+  config->eval_batches = 16;
+}
+
+trainc_status trainc_trainer_create(trainc_executable *step,
+                                    trainc_executable *eval,
+                                    const trainc_train_config *config,
+                                    trainc_trainer **out_trainer) {
+  if (!step)
+    return nullArgument("step");
+  if (!config)
+    return nullArgument("config");
+  if (!out_trainer)
+    return nullArgument("out_trainer");
+  if (config->data_path_count && !config->data_paths)
+    return nullArgument("config->data_paths");
+  trainc::TokenDataOptions dataOptions;
+  for (size_t i = 0; i < config->data_path_count; ++i) {
+    if (!config->data_paths[i])
+      return nullArgument("a data path");
+    dataOptions.paths.push_back(config->data_paths[i]);
+  }
+  if (config->data_format)
+    if (trainc_status s = toC(
+            trainc::parseTokenFormat(config->data_format, dataOptions.format)))
+      return s;
+  dataOptions.binTokenBytes = config->bin_token_bytes;
+  dataOptions.evalFraction = config->eval_fraction;
+  auto trainer = std::make_unique<trainc_trainer_s>();
+  if (trainc_status s =
+          toC(trainc::TokenData::open(dataOptions, trainer->data)))
+    return s;
+  trainc::TrainerOptions options;
+  options.evalBatches = config->eval_batches;
+  options.seed = config->seed;
+  options.peakFlops = config->peak_flops;
+  if (trainc_status s = toC(trainc::Trainer::create(
+          step->executable, eval ? eval->executable : nullptr,
+          trainer->data.get(), options, trainer->trainer)))
+    return s;
+  *out_trainer = trainer.release();
+  return nullptr;
+}
+
+void trainc_trainer_release(trainc_trainer *trainer) { delete trainer; }
+
+trainc_status trainc_trainer_run(trainc_trainer *trainer, int64_t steps,
+                                 int64_t eval_every,
+                                 trainc_step_callback callback, void *user) {
+  if (!trainer)
+    return nullArgument("trainer");
+  if (steps < 0 || eval_every < 0)
+    return toC(trainc::invalidArgument("steps and eval_every must be >= 0"));
+  bool stopped = false;
+  trainc::Trainer &t = *trainer->trainer;
+  trainc::Status s =
+      t.run(steps, eval_every, [&](const trainc::StepMetrics &m) {
+        if (!callback)
+          return trainc::okStatus();
+        trainc_step_metrics c;
+        c.step = m.step;
+        c.loss = m.loss;
+        c.grad_norm = m.gradNorm;
+        c.learning_rate = m.learningRate;
+        c.step_seconds = m.stepSeconds;
+        c.tokens_per_second = m.tokensPerSecond;
+        c.flops_per_second = m.flopsPerSecond;
+        c.mfu = m.mfu;
+        c.planned_bytes = m.plannedBytes;
+        c.measured_bytes = m.measuredBytes;
+        c.peak_rss_bytes = m.peakRssBytes;
+        c.eval_loss = m.evalLoss;
+        c.data_position = t.state().dataPosition;
+        if (callback(&c, user) == 0)
+          return trainc::okStatus();
+        stopped = true;
+        return trainc::Status(trainc::StatusCode::kFailedPrecondition,
+                              "stopped by the step callback");
+      });
+  return stopped ? nullptr : toC(s);
+}
+
+trainc_status trainc_trainer_evaluate(trainc_trainer *trainer,
+                                      double *out_loss) {
+  if (!trainer)
+    return nullArgument("trainer");
+  if (!out_loss)
+    return nullArgument("out_loss");
+  return toC(trainer->trainer->evaluate(*out_loss));
+}
+
+trainc_status trainc_trainer_save_safetensors(trainc_trainer *trainer,
+                                              const char *path) {
+  if (!trainer)
+    return nullArgument("trainer");
+  if (!path)
+    return nullArgument("path");
+  return toC(trainc::writeSafetensors(
+      path, trainc::parameterTensors(trainer->trainer->session())));
 }
 
 } // extern "C"

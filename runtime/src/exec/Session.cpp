@@ -191,6 +191,22 @@ Status Session::run() {
   return okStatus();
 }
 
+Status Session::setPersistent(uint32_t id, const void *data, size_t bytes) {
+  const Executable &exe = *executable_;
+  if (id >= exe.tensors().size())
+    return Status(StatusCode::kOutOfRange,
+                  "tensor " + std::to_string(id) + " does not exist");
+  const TensorInfo &t = exe.tensors()[id];
+  if (t.role != TensorRole::kParameter && t.role != TensorRole::kState)
+    return invalidArgument("tensor '" + t.name +
+                           "' is not a parameter or optimizer state");
+  if (bytes != t.size)
+    return invalidArgument("'" + t.name + "' has " + std::to_string(t.size) +
+                           " bytes, not " + std::to_string(bytes));
+  std::memcpy(data_[id], data, bytes);
+  return okStatus();
+}
+
 cpu::TensorRef Session::output(size_t index) const {
   return ref(executable_->outputs()[index]);
 }

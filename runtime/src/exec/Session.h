@@ -44,6 +44,14 @@ public:
   cpu::TensorRef parameter(size_t index) const;
   /// The bytes of any tensor but an activation (whose buffer is reused).
   const void *tensorData(uint32_t id) const { return ref(id).data; }
+  /// Overwrites parameter or optimizer-state tensor `id` (loading trained
+  /// weights or resuming); the size must match.
+  Status setPersistent(uint32_t id, const void *data, size_t bytes);
+
+  /// Runs so far. Kernels that draw random numbers (dropout) key them on
+  /// it, so a resumed run sets it to the steps already done.
+  int64_t stepCount() const { return step_; }
+  void setStepCount(int64_t step) { step_ = step; }
 
   /// The highest arena byte any instruction touched, summed over arenas:
   /// equals the plan's peak when the executor follows the plan.

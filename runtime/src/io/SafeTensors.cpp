@@ -2,6 +2,8 @@
 
 #include "io/SafeTensors.h"
 
+#include "io/Json.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -28,24 +30,6 @@ const char *safetensorsDType(DType t) {
     return "BOOL";
   }
   return "U8";
-}
-
-/// `s` as a JSON string literal.
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
 }
 
 } // namespace

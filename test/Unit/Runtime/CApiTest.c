@@ -3,9 +3,13 @@
  * Compiled as C99 (not C++): proves trainc/runtime.h is a C header. Runs the
  * tinygpt forward executable built by the test fixture and checks its loss
  * against PyTorch's, then the error paths: a missing file, a wrong input
- * size, a missing input, an unknown device.
+ * size, a missing input, an unknown device. Then the trainer: STEP.tcx
+ * (the training step of MODEL) trained on the bytes of DATA for 30 steps
+ * must lower MODEL's held-out loss, report every step's metrics, stop when
+ * the callback says so, and save its weights.
  *
  * Usage: trainc-capi-test MODEL.tcx TOKENS.bin TARGETS.bin EXPECTED_LOSS
+ *                         STEP.tcx DATA OUT.safetensors
  *===----------------------------------------------------------------------===*/
 
 #include "trainc/runtime.h"
@@ -58,6 +62,98 @@ static void expectError(trainc_status status, trainc_status_code code,
   }
 }
 
+typedef struct {
+  int64_t steps, evaluations, stopAt;
+  double firstLoss, lastEval;
+} Progress;
+
+static int onStep(const trainc_step_metrics *m, void *user) {
+  Progress *p = (Progress *)user;
+  ++p->steps;
+  CHECK(m->step == p->steps, "step %lld reported as %lld", (long long)p->steps,
+        (long long)m->step);
+  CHECK(m->data_position == (uint64_t)m->step, "data position %llu",
+        (unsigned long long)m->data_position);
+  CHECK(isfinite(m->loss) && isfinite(m->grad_norm) && m->learning_rate > 0 &&
+            m->step_seconds > 0 && m->tokens_per_second > 0 &&
+            m->flops_per_second > 0 && m->planned_bytes > 0 &&
+            m->measured_bytes == m->planned_bytes && isnan(m->mfu),
+        "step %lld: incomplete metrics", (long long)m->step);
+  if (p->steps == 1)
+    p->firstLoss = m->loss;
+  if (!isnan(m->eval_loss)) {
+    ++p->evaluations;
+    p->lastEval = m->eval_loss;
+  }
+  return m->step == p->stopAt;
+}
+
+static void checkTraining(const char *evalPath, const char *stepPath,
+                          const char *dataPath, const char *outPath) {
+  trainc_executable *step = NULL, *eval = NULL;
+  trainc_trainer *trainer = NULL;
+  trainc_train_config config;
+  trainc_status status;
+  const char *paths[1];
+  const char *missing[1] = {"/nonexistent/data.txt"};
+  double before = 0, after = 0;
+  Progress progress = {0, 0, 0, 0, 0};
+
+  status = trainc_executable_open(stepPath, &step);
+  CHECK(status == NULL, "open step: %s", trainc_status_message(status));
+  status = trainc_executable_open(evalPath, &eval);
+  CHECK(status == NULL, "open eval: %s", trainc_status_message(status));
+  if (!step || !eval)
+    return;
+  paths[0] = dataPath;
+  trainc_train_config_init(&config);
+  config.data_paths = missing;
+  config.data_path_count = 1;
+  expectError(trainc_trainer_create(step, eval, &config, &trainer),
+              TRAINC_NOT_FOUND, "a missing data file");
+  config.data_paths = paths;
+  config.data_format = "csv";
+  expectError(trainc_trainer_create(step, eval, &config, &trainer),
+              TRAINC_INVALID_ARGUMENT, "an unknown data format");
+  config.data_format = "bytes";
+  config.eval_fraction = 0.25;
+  status = trainc_trainer_create(step, eval, &config, &trainer);
+  CHECK(status == NULL, "trainer: %s", trainc_status_message(status));
+  trainc_executable_release(step);
+  trainc_executable_release(eval);
+  if (status)
+    return;
+
+  status = trainc_trainer_evaluate(trainer, &before);
+  CHECK(status == NULL, "evaluate: %s", trainc_status_message(status));
+  progress.stopAt = -1;
+  status = trainc_trainer_run(trainer, 30, 10, onStep, &progress);
+  CHECK(status == NULL, "run: %s", trainc_status_message(status));
+  status = trainc_trainer_evaluate(trainer, &after);
+  CHECK(status == NULL, "evaluate: %s", trainc_status_message(status));
+  CHECK(progress.steps == 30 && progress.evaluations == 3,
+        "%lld steps, %lld evaluations", (long long)progress.steps,
+        (long long)progress.evaluations);
+  CHECK(after == progress.lastEval, "the last evaluation %.9g != %.9g",
+        progress.lastEval, after);
+  CHECK(after < before - 0.3, "held-out loss %.4f -> %.4f: not learning",
+        before, after);
+  printf("C API trainer: held-out loss %.4f -> %.4f over 30 steps\n", before,
+         after);
+
+  /* A non-zero callback return stops the run after that step. */
+  progress.stopAt = 32;
+  status = trainc_trainer_run(trainer, 10, 0, onStep, &progress);
+  CHECK(status == NULL && progress.steps == 32, "stopped at %lld",
+        (long long)progress.steps);
+  expectError(trainc_trainer_save_safetensors(trainer, "/nonexistent/w.st"),
+              TRAINC_NOT_FOUND, "saving into a missing directory");
+  status = trainc_trainer_save_safetensors(trainer, outPath);
+  CHECK(status == NULL, "save: %s", trainc_status_message(status));
+  trainc_status_free(status);
+  trainc_trainer_release(trainer);
+}
+
 int main(int argc, char **argv) {
   trainc_executable *exe = NULL;
   trainc_session *session = NULL;
@@ -68,8 +164,10 @@ int main(int argc, char **argv) {
   double expected;
   int lossIndex = -1;
 
-  if (argc != 5) {
-    fprintf(stderr, "usage: %s MODEL.tcx TOKENS.bin TARGETS.bin LOSS\n",
+  if (argc != 8) {
+    fprintf(stderr,
+            "usage: %s MODEL.tcx TOKENS.bin TARGETS.bin LOSS STEP.tcx DATA "
+            "OUT.safetensors\n",
             argv[0]);
     return 2;
   }
@@ -136,5 +234,6 @@ int main(int argc, char **argv) {
   trainc_session_release(session);
   free(tokens);
   free(targets);
+  checkTraining(argv[1], argv[5], argv[6], argv[7]);
   return failures ? 1 : 0;
 }

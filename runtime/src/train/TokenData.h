@@ -1,0 +1,119 @@
+//===- TokenData.h - Token streams and the batches drawn from them -*- C++
+//-*-=//
+//
+// Training data for language models: one stream of token ids, read whole
+// from one or more files, split into a training part and a held-out part
+// (its last `evalFraction`).
+//
+// File formats (docs: runtime/README.md, "Token files"):
+//   tokens  a trainc token file: the 8 bytes "TRAINCTK", a little-endian
+//           uint32 format version (1), a uint32 token width in bytes (2 or
+//           4), a uint64 token count, then that many little-endian
+//           uint16/uint32 token ids.
+//   bin     headerless little-endian uint16 or uint32 token ids (the token
+//           dtype must be given).
+//   bytes   any file: each byte is one token (ids 0..255).
+// `auto` picks `tokens` for files that start with the magic, `bin` for
+// names ending in .bin and `bytes` for everything else.
+//
+// Batches: a training batch is `batch` windows of `seq + 1` consecutive
+// tokens from the training part: tokens = window[0:seq], targets =
+// window[1:seq+1]. Window b of batch p starts at
+//     uniform(mix(seed, p, b), trainTokens - seq)
+// (mix and uniform are defined in TokenData.cpp and documented in the
+// README so other tools can reproduce a run's batches). A batch depends
+// only on (seed, p), so a run that resumes at position p sees exactly the
+// batches it would have seen. Held-out batches are the consecutive windows
+// of the held-out part: window k starts at trainTokens + k*seq.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_TRAIN_TOKENDATA_H
+#define TRAINC_RUNTIME_TRAIN_TOKENDATA_H
+
+#include "base/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trainc {
+
+enum class TokenFormat { kAuto, kTokens, kBin, kBytes };
+
+/// Parses "auto", "tokens", "bin", "bytes".
+Status parseTokenFormat(const std::string &text, TokenFormat &out);
+const char *tokenFormatName(TokenFormat format);
+
+struct TokenDataOptions {
+  std::vector<std::string> paths;
+  TokenFormat format = TokenFormat::kAuto;
+  /// Bytes per token of headerless .bin files (2 or 4; 0 = not given).
+  int binTokenBytes = 0;
+  /// The share of tokens held out for evaluation, taken from the end.
+  double evalFraction = 0.1;
+};
+
+class TokenData {
+public:
+  /// Reads every file (concatenated in order).
+  static Status open(const TokenDataOptions &options,
+                     std::unique_ptr<TokenData> &out);
+
+  size_t size() const { return tokens_.size(); }
+  size_t trainTokens() const { return trainTokens_; }
+  size_t evalTokens() const { return tokens_.size() - trainTokens_; }
+  const std::vector<uint32_t> &tokens() const { return tokens_; }
+  /// How the data was read, for logs ("bytes of 3 files, 120,000 tokens").
+  const std::string &description() const { return description_; }
+
+  /// Every token id is below `vocab`; else an error naming the file, the
+  /// token's position and id.
+  Status checkVocabulary(int64_t vocab) const;
+
+private:
+  std::vector<uint32_t> tokens_;
+  size_t trainTokens_ = 0;
+  /// Where each file's tokens start, for error messages.
+  std::vector<std::pair<size_t, std::string>> fileStarts_;
+  std::string description_;
+};
+
+/// Writes one batch of token and target ids (int64 or int32, `batch` x `seq`
+/// each) into caller-provided buffers.
+class BatchSampler {
+public:
+  /// Errors when the training part is too short for one window or (with
+  /// `evalBatches` > 0) the held-out part too short for that many batches.
+  static Status create(const TokenData &data, int64_t batch, int64_t seq,
+                       uint64_t seed, std::unique_ptr<BatchSampler> &out);
+
+  /// The next training batch; advances the position.
+  void nextTrain(void *tokens, void *targets, bool int64Ids);
+  /// Held-out batch `index` (< evalBatchCount()).
+  void evalBatch(int64_t index, void *tokens, void *targets,
+                 bool int64Ids) const;
+  int64_t evalBatchCount() const;
+
+  /// Training batches drawn so far: part of the run state.
+  uint64_t position() const { return position_; }
+  void setPosition(uint64_t position) { position_ = position; }
+  uint64_t seed() const { return seed_; }
+
+  /// Where window `b` of training batch `p` starts (for tests).
+  uint64_t windowStart(uint64_t p, int64_t b) const;
+
+private:
+  BatchSampler(const TokenData &data) : data_(data) {}
+  void copyWindow(uint64_t start, int64_t row, void *tokens, void *targets,
+                  bool int64Ids) const;
+
+  const TokenData &data_;
+  int64_t batch_ = 0, seq_ = 0;
+  uint64_t seed_ = 0, position_ = 0;
+};
+
+} // namespace trainc
+
+#endif // TRAINC_RUNTIME_TRAIN_TOKENDATA_H

@@ -1,0 +1,328 @@
+//===- Trainer.cpp - The training loop ------------------------------------===//
+
+#include "train/Trainer.h"
+
+#include "cpu/Kernels.h"
+
+#include <chrono>
+#include <sys/resource.h>
+
+namespace trainc {
+namespace {
+
+bool isIdInput(const TensorInfo &t) {
+  return (t.dtype == DType::kI64 || t.dtype == DType::kI32) &&
+         t.shape.size() == 2;
+}
+
+/// The index of the input named one of `names`, or -1.
+int inputNamed(const Executable &exe, std::initializer_list<const char *> names,
+               const std::string &chosen) {
+  for (size_t i = 0; i < exe.inputs().size(); ++i) {
+    const std::string &n = exe.tensors()[exe.inputs()[i]].name;
+    if (!chosen.empty() ? n == chosen : false)
+      return int(i);
+    if (chosen.empty())
+      for (const char *candidate : names)
+        if (n == candidate)
+          return int(i);
+  }
+  return -1;
+}
+
+/// The output named `name` if it is a float scalar, else -1.
+int scalarOutput(const Executable &exe, const char *name) {
+  for (size_t i = 0; i < exe.outputs().size(); ++i) {
+    const TensorInfo &t = exe.tensors()[exe.outputs()[i]];
+    if (t.name == name && t.shape.empty() &&
+        (t.dtype == DType::kF32 || t.dtype == DType::kF64))
+      return int(i);
+  }
+  return -1;
+}
+
+double readScalar(const Session &session, int index) {
+  if (index < 0)
+    return kNoValue;
+  cpu::TensorRef r = session.output(size_t(index));
+  return r.dtype == DType::kF64 ? *static_cast<const double *>(r.data)
+                                : double(*static_cast<const float *>(r.data));
+}
+
+uint64_t peakRss() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+  return uint64_t(usage.ru_maxrss) * 1024; // Linux reports KiB
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+} // namespace
+
+int64_t vocabularyOf(const Executable &exe) {
+  for (const InstructionInfo &inst : exe.instructions())
+    if (inst.op == cpu::Opcode::kSoftmaxCrossEntropy &&
+        !inst.operands.empty()) {
+      const TensorInfo &logits = exe.tensors()[inst.operands[0]];
+      if (!logits.shape.empty())
+        return logits.shape.back();
+    }
+  return 0;
+}
+
+std::vector<NamedTensor> parameterTensors(const Session &session) {
+  const Executable &exe = session.executable();
+  std::vector<NamedTensor> weights;
+  for (uint32_t id : exe.parameters()) {
+    const TensorInfo &t = exe.tensors()[id];
+    weights.push_back(
+        {t.name, t.dtype, t.shape, session.tensorData(id), size_t(t.size)});
+  }
+  return weights;
+}
+
+Trainer::~Trainer() = default;
+
+Status Trainer::findDataInputs(const TrainerOptions &options) {
+  const Executable &exe = session_->executable();
+  int tokens =
+      inputNamed(exe, {"tokens", "input_ids", "idx", "x"}, options.tokensInput);
+  int targets =
+      inputNamed(exe, {"targets", "labels", "y"}, options.targetsInput);
+  // Without recognizable names, two id inputs are (tokens, targets).
+  if (tokens < 0 && targets < 0 && options.tokensInput.empty() &&
+      options.targetsInput.empty() && exe.inputs().size() == 2 &&
+      isIdInput(exe.tensors()[exe.inputs()[0]]) &&
+      isIdInput(exe.tensors()[exe.inputs()[1]])) {
+    tokens = 0;
+    targets = 1;
+  }
+  auto describeInputs = [&] {
+    std::string s;
+    for (uint32_t id : exe.inputs())
+      s += (s.empty() ? "'" : ", '") + exe.tensors()[id].name + "' " +
+           dtypeName(exe.tensors()[id].dtype) +
+           shapeText(exe.tensors()[id].shape);
+    return s.empty() ? std::string("none") : s;
+  };
+  if (tokens < 0 || targets < 0)
+    return invalidArgument("cannot tell which input of " + exe.origin() +
+                           " takes the " + (tokens < 0 ? "token" : "target") +
+                           " ids (its inputs: " + describeInputs() +
+                           "); name them with --tokens-input/--targets-input");
+  const TensorInfo &tt = exe.tensors()[exe.inputs()[size_t(tokens)]];
+  const TensorInfo &yt = exe.tensors()[exe.inputs()[size_t(targets)]];
+  if (!isIdInput(tt) || tt.shape != yt.shape || tt.dtype != yt.dtype)
+    return invalidArgument("the token and target inputs of " + exe.origin() +
+                           " must be int64 or int32 [batch, sequence] of one "
+                           "shape; they are " +
+                           describeInputs());
+  if (exe.inputs().size() != 2)
+    return invalidArgument(exe.origin() + " has inputs the data cannot feed (" +
+                           describeInputs() + ")");
+  tokensIndex_ = size_t(tokens);
+  targetsIndex_ = size_t(targets);
+  batch_ = tt.shape[0];
+  seq_ = tt.shape[1];
+  int64Ids_ = tt.dtype == DType::kI64;
+  tokenBuffer_.assign(size_t(batch_ * seq_), 0);
+  targetBuffer_.assign(size_t(batch_ * seq_), 0);
+  return okStatus();
+}
+
+Status Trainer::prepareEval() {
+  const Executable &train = session_->executable();
+  const Executable &eval = evalSession_->executable();
+  if (!eval.updates().empty())
+    return invalidArgument(eval.origin() +
+                           " is a training step: compile the evaluation "
+                           "executable without --train");
+  evalLossOutput_ = scalarOutput(eval, "loss");
+  if (evalLossOutput_ < 0)
+    return invalidArgument(eval.origin() + " has no scalar output 'loss'");
+  for (size_t i = 0; i < eval.parameters().size(); ++i) {
+    const TensorInfo &p = eval.tensors()[eval.parameters()[i]];
+    bool found = false;
+    for (uint32_t id : train.parameters()) {
+      const TensorInfo &q = train.tensors()[id];
+      if (q.name != p.name)
+        continue;
+      if (q.dtype != p.dtype || q.shape != p.shape)
+        return invalidArgument(
+            "parameter '" + p.name + "' is " + dtypeName(p.dtype) +
+            shapeText(p.shape) + " in " + eval.origin() + " but " +
+            dtypeName(q.dtype) + shapeText(q.shape) + " in " + train.origin());
+      evalParams_.push_back({i, id});
+      found = true;
+    }
+    if (!found)
+      return invalidArgument("parameter '" + p.name + "' of " + eval.origin() +
+                             " is not a parameter of " + train.origin() +
+                             " (were they compiled from one model?)");
+  }
+  const TensorInfo &tt = train.tensors()[train.inputs()[tokensIndex_]];
+  evalTokensIndex_ = eval.inputs().size();
+  evalTargetsIndex_ = eval.inputs().size();
+  for (size_t i = 0; i < eval.inputs().size(); ++i) {
+    const TensorInfo &t = eval.tensors()[eval.inputs()[i]];
+    if (t.name == tt.name)
+      evalTokensIndex_ = i;
+    else if (t.name == train.tensors()[train.inputs()[targetsIndex_]].name)
+      evalTargetsIndex_ = i;
+    if (t.shape != tt.shape || t.dtype != tt.dtype)
+      return invalidArgument("input '" + t.name + "' of " + eval.origin() +
+                             " is " + dtypeName(t.dtype) + shapeText(t.shape) +
+                             " but the training batches are " +
+                             dtypeName(tt.dtype) + shapeText(tt.shape));
+  }
+  if (eval.inputs().size() != 2 || evalTokensIndex_ == eval.inputs().size() ||
+      evalTargetsIndex_ == eval.inputs().size())
+    return invalidArgument(
+        eval.origin() + " must take the same two inputs as " + train.origin());
+  return okStatus();
+}
+
+Status Trainer::create(std::shared_ptr<const Executable> step,
+                       std::shared_ptr<const Executable> eval,
+                       const TokenData *data, const TrainerOptions &options,
+                       std::unique_ptr<Trainer> &out) {
+  auto trainer = std::unique_ptr<Trainer>(new Trainer());
+  trainer->options_ = options;
+  TRAINC_RETURN_IF_ERROR(
+      Session::create(std::move(step), options.session, trainer->session_));
+  const Executable &exe = trainer->session_->executable();
+  trainer->lossOutput_ = scalarOutput(exe, "loss");
+  trainer->gradNormOutput_ = scalarOutput(exe, "grad_norm");
+  trainer->lrOutput_ = scalarOutput(exe, "lr");
+  if (data) {
+    TRAINC_RETURN_IF_ERROR(trainer->findDataInputs(options));
+    int64_t vocab = vocabularyOf(exe);
+    if (vocab > 0)
+      TRAINC_RETURN_IF_ERROR(data->checkVocabulary(vocab));
+    TRAINC_RETURN_IF_ERROR(BatchSampler::create(*data, trainer->batch_,
+                                                trainer->seq_, options.seed,
+                                                trainer->sampler_));
+  }
+  if (eval) {
+    if (!data)
+      return invalidArgument("evaluation needs data with a held-out split");
+    TRAINC_RETURN_IF_ERROR(Session::create(std::move(eval), options.session,
+                                           trainer->evalSession_));
+    TRAINC_RETURN_IF_ERROR(trainer->prepareEval());
+    if (trainer->sampler_->evalBatchCount() == 0)
+      return invalidArgument(
+          "the held-out split is too short for one evaluation batch of " +
+          std::to_string(trainer->batch_) + " x " +
+          std::to_string(trainer->seq_ + 1) +
+          " tokens: " + data->description() +
+          " (raise the held-out fraction or give more data)");
+  }
+  out = std::move(trainer);
+  return okStatus();
+}
+
+int64_t Trainer::evalBatchesPerEvaluation() const {
+  if (!evalSession_)
+    return 0;
+  int64_t all = sampler_->evalBatchCount();
+  return options_.evalBatches > 0 ? std::min(all, options_.evalBatches) : all;
+}
+
+Status Trainer::step(StepMetrics &out) {
+  if (sampler_) {
+    sampler_->nextTrain(tokenBuffer_.data(), targetBuffer_.data(), int64Ids_);
+    size_t bytes = size_t(batch_ * seq_) * (int64Ids_ ? 8 : 4);
+    TRAINC_RETURN_IF_ERROR(
+        session_->setInput(tokensIndex_, tokenBuffer_.data(), bytes));
+    TRAINC_RETURN_IF_ERROR(
+        session_->setInput(targetsIndex_, targetBuffer_.data(), bytes));
+  }
+  auto start = std::chrono::steady_clock::now();
+  TRAINC_RETURN_IF_ERROR(session_->run());
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  const Executable &exe = session_->executable();
+  out = StepMetrics();
+  out.step = session_->stepCount();
+  out.loss = readScalar(*session_, lossOutput_);
+  out.gradNorm = readScalar(*session_, gradNormOutput_);
+  out.learningRate = readScalar(*session_, lrOutput_);
+  out.stepSeconds = seconds;
+  if (seconds > 0) {
+    out.tokensPerSecond = double(tokensPerStep()) / seconds;
+    out.flopsPerSecond = double(exe.flops()) / seconds;
+  }
+  if (options_.peakFlops > 0)
+    out.mfu = out.flopsPerSecond / options_.peakFlops;
+  out.plannedBytes = exe.memoryPlan().peak;
+  out.measuredBytes = session_->measuredPeak();
+  out.peakRssBytes = peakRss();
+  return okStatus();
+}
+
+Status Trainer::evaluate(double &loss) {
+  if (!evalSession_)
+    return Status(StatusCode::kFailedPrecondition,
+                  "no evaluation executable was given");
+  for (auto [evalIndex, trainId] : evalParams_) {
+    uint32_t evalId = evalSession_->executable().parameters()[evalIndex];
+    TRAINC_RETURN_IF_ERROR(evalSession_->setPersistent(
+        evalId, session_->tensorData(trainId),
+        session_->executable().tensors()[trainId].size));
+  }
+  int64_t batches = evalBatchesPerEvaluation();
+  size_t bytes = size_t(batch_ * seq_) * (int64Ids_ ? 8 : 4);
+  double sum = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    sampler_->evalBatch(b, tokenBuffer_.data(), targetBuffer_.data(),
+                        int64Ids_);
+    TRAINC_RETURN_IF_ERROR(
+        evalSession_->setInput(evalTokensIndex_, tokenBuffer_.data(), bytes));
+    TRAINC_RETURN_IF_ERROR(
+        evalSession_->setInput(evalTargetsIndex_, targetBuffer_.data(), bytes));
+    TRAINC_RETURN_IF_ERROR(evalSession_->run());
+    sum += readScalar(*evalSession_, evalLossOutput_);
+  }
+  // Every batch has batch x sequence targets: the mean of batch means is
+  // the mean over all held-out tokens.
+  loss = sum / double(batches);
+  return okStatus();
+}
+
+Status Trainer::run(int64_t steps, int64_t evalEvery,
+                    const std::function<Status(const StepMetrics &)> &onStep) {
+  for (int64_t i = 0; i < steps; ++i) {
+    StepMetrics m;
+    TRAINC_RETURN_IF_ERROR(step(m));
+    bool last = i + 1 == steps;
+    if (evalSession_ && evalEvery > 0 && (m.step % evalEvery == 0 || last))
+      TRAINC_RETURN_IF_ERROR(evaluate(m.evalLoss));
+    TRAINC_RETURN_IF_ERROR(onStep(m));
+  }
+  return okStatus();
+}
+
+RunState Trainer::state() const {
+  RunState s;
+  s.step = session_->stepCount();
+  if (sampler_) {
+    s.seed = sampler_->seed();
+    s.dataPosition = sampler_->position();
+  }
+  return s;
+}
+
+void Trainer::restore(const RunState &state) {
+  session_->setStepCount(state.step);
+  if (sampler_)
+    sampler_->setPosition(state.dataPosition);
+}
+
+} // namespace trainc

@@ -1,0 +1,132 @@
+//===- Trainer.h - The training loop ----------------------------*- C++ -*-===//
+//
+// A Trainer steps a training executable (trainc --train) over batches from a
+// BatchSampler, evaluates on the held-out split with a forward executable
+// of the same model (its parameters copied in by name before each
+// evaluation), and measures every step: the executable's scalar outputs
+// (loss, grad_norm, lr), wall time, tokens/s, FLOP/s and model FLOPs
+// utilization against a peak, planned and measured memory.
+//
+// The learning-rate schedule's state is the step count the executable
+// keeps in its optimizer state; the data's state is the sampler's position.
+// Both are part of RunState, so a run can be saved and continued exactly.
+//
+// Without data, the Trainer runs the executable on inputs the caller set on
+// session() (one fixed batch).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_TRAIN_TRAINER_H
+#define TRAINC_RUNTIME_TRAIN_TRAINER_H
+
+#include "exec/Session.h"
+#include "io/SafeTensors.h"
+#include "train/TokenData.h"
+
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+
+namespace trainc {
+
+struct TrainerOptions {
+  /// Names of the token and target inputs ("" = found by name or order).
+  std::string tokensInput, targetsInput;
+  /// Held-out batches per evaluation (0 = all of them).
+  int64_t evalBatches = 0;
+  /// The device's peak FLOP/s for MFU (0 = not reported).
+  double peakFlops = 0;
+  uint64_t seed = 0;
+  SessionOptions session;
+};
+
+constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
+
+struct StepMetrics {
+  /// 1-based: the number of steps done, this one included.
+  int64_t step = 0;
+  /// The executable's outputs of these names (NaN when it has none).
+  double loss = kNoValue, gradNorm = kNoValue, learningRate = kNoValue;
+  double stepSeconds = 0, tokensPerSecond = 0, flopsPerSecond = 0;
+  /// flopsPerSecond / peak (NaN without a peak).
+  double mfu = kNoValue;
+  /// The plan's peak of the arenas, the peak any instruction touched, and
+  /// the process's peak resident set.
+  uint64_t plannedBytes = 0, measuredBytes = 0, peakRssBytes = 0;
+  /// Set on steps after which an evaluation ran.
+  double evalLoss = kNoValue;
+};
+
+/// What a run needs to continue exactly: the steps done and the data
+/// sampler's position (parameters and optimizer state are tensors).
+struct RunState {
+  int64_t step = 0;
+  uint64_t seed = 0, dataPosition = 0;
+};
+
+class Trainer {
+public:
+  /// `eval` may be null (no evaluation); `data` may be null (fixed inputs).
+  /// `data` must outlive the Trainer.
+  static Status create(std::shared_ptr<const Executable> step,
+                       std::shared_ptr<const Executable> eval,
+                       const TokenData *data, const TrainerOptions &options,
+                       std::unique_ptr<Trainer> &out);
+  ~Trainer();
+
+  /// The training session (to set fixed inputs or read parameters).
+  Session &session() { return *session_; }
+  const Executable &executable() const { return session_->executable(); }
+  int64_t batch() const { return batch_; }
+  int64_t sequence() const { return seq_; }
+  /// Tokens consumed per step (batch x sequence, or 0 without data).
+  int64_t tokensPerStep() const { return batch_ * seq_; }
+  int64_t evalBatchesPerEvaluation() const;
+
+  /// One training step.
+  Status step(StepMetrics &out);
+  /// The mean loss over the held-out batches with the current parameters.
+  Status evaluate(double &loss);
+
+  /// Runs `steps` steps, evaluating after every `evalEvery`-th step and
+  /// after the last one (evalEvery 0: never), calling `onStep` after each.
+  /// A non-OK status from `onStep` stops the run and is returned.
+  Status run(int64_t steps, int64_t evalEvery,
+             const std::function<Status(const StepMetrics &)> &onStep);
+
+  RunState state() const;
+  void restore(const RunState &state);
+
+private:
+  Trainer() = default;
+  Status findDataInputs(const TrainerOptions &options);
+  Status prepareEval();
+
+  std::unique_ptr<Session> session_, evalSession_;
+  std::unique_ptr<BatchSampler> sampler_;
+  TrainerOptions options_;
+  int64_t batch_ = 0, seq_ = 0;
+  /// Inputs fed by the sampler, in the training and eval executables.
+  size_t tokensIndex_ = 0, targetsIndex_ = 0;
+  size_t evalTokensIndex_ = 0, evalTargetsIndex_ = 0;
+  bool int64Ids_ = true;
+  std::vector<int64_t> tokenBuffer_, targetBuffer_;
+  /// Output indices of loss, grad_norm, lr (-1: none).
+  int lossOutput_ = -1, gradNormOutput_ = -1, lrOutput_ = -1;
+  int evalLossOutput_ = -1;
+  /// (eval parameter index, training tensor id) to copy before evaluating.
+  std::vector<std::pair<size_t, uint32_t>> evalParams_;
+};
+
+/// The session's parameters (the trained weights) by their model names,
+/// pointing into the session.
+std::vector<NamedTensor> parameterTensors(const Session &session);
+
+/// The vocabulary size of a language-model executable: the class dimension
+/// of its softmax_cross_entropy (0 when it has none).
+int64_t vocabularyOf(const Executable &exe);
+
+} // namespace trainc
+
+#endif // TRAINC_RUNTIME_TRAIN_TRAINER_H
