@@ -1,52 +1,109 @@
 //===- RunTool.cpp - The trainc-run command line --------------------------===//
 //
 // trainc-run model.tcx --input NAME=FILE ... [--output-dir DIR]
-// Runs an executable on the CPU device with inputs from .npy files (dtype
-// and shape checked) or raw files (size checked), and writes every output
-// as DIR/<name>.npy. --inspect prints the executable instead.
+//   runs an executable on the CPU device with inputs from .npy files (dtype
+//   and shape checked) or raw files (size checked) and writes every output
+//   as DIR/<name>.npy; with --steps N it runs N training steps on them.
+// trainc-run step.tcx --data FILE... --steps N [--eval-executable fwd.tcx]
+//   trains on batches drawn from token or text files (train/Trainer.h),
+//   with a progress bar on a terminal, plain lines otherwise, a JSONL log,
+//   and the trained weights as safetensors and ONNX at the end.
+// --inspect prints the executable instead.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/RunTool.h"
 
 #include "exec/Session.h"
+#include "io/Json.h"
 #include "io/Npy.h"
+#include "io/OnnxExport.h"
 #include "io/SafeTensors.h"
+#include "train/Trainer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <string>
+#include <unistd.h>
 
 namespace trainc {
 namespace {
 
 constexpr const char *kUsage = R"(Usage: trainc-run MODEL.tcx [options]
 
-Runs a trainc executable on the CPU and writes its outputs as .npy files.
+Runs a trainc executable on the CPU: once (writing its outputs as .npy
+files), or as a training loop over a fixed batch (--input) or over batches
+drawn from data files (--data).
 
-Options:
+Inputs and outputs:
   --input NAME=FILE   value of input NAME: a .npy file (dtype and shape must
                       match the executable) or raw little-endian bytes of
                       exactly the input's size; repeat for every input
-  --output-dir DIR    where to write <output name>.npy (default: .)
+  --output-dir DIR    where to write <output name>.npy (default: . ; with
+                      --data, outputs are written only when this is given)
   --repeat N          run N times and report the median run time (default 1)
-  --steps N           training: run N steps (parameters and optimizer state
-                      carry over), printing each step's scalar outputs
-                      (loss, grad_norm, lr)
-  --save-state DIR    after the last run, write every parameter and
-                      optimizer state as DIR/<name>.npy
-  --save-safetensors FILE
-                      after the last run, write the parameters (the trained
-                      weights, by their model names) as a .safetensors file
   --check-writes      debug mode: verify that no kernel writes outside its
                       result buffers (slow)
   --inspect           print the executable's tensors, instructions and
                       memory plan, and exit
+
+Training (MODEL.tcx from `trainc model.onnx --train`):
+  --steps N           run N training steps; parameters, optimizer state and
+                      the learning-rate schedule carry over between steps
+  --data FILE         train on the tokens of FILE (repeat to concatenate
+                      files); batch and sequence length come from the
+                      executable's token input [batch, seq]. Formats:
+                        tokens: a trainc token file: "TRAINCTK", uint32
+                                version 1, uint32 bytes per token (2 or 4),
+                                uint64 count, then little-endian ids
+                        bin:    headerless little-endian ids (--token-dtype)
+                        bytes:  any file, one token per byte (vocab >= 256)
+  --data-format F     auto (default: token files by their magic, *.bin as
+                      bin, anything else as bytes), tokens, bin or bytes
+  --token-dtype T     uint16 or uint32: the ids of headerless .bin files
+  --seed S            batch sampling seed (default 0); a batch depends only
+                      on (seed, step), so runs are reproducible
+  --eval-fraction F   share of the data held out for evaluation, taken from
+                      its end (default 0.1)
+  --eval-executable FILE
+                      forward executable of the same model (`trainc
+                      model.onnx -o FILE`) used to compute the held-out loss
+                      with the current weights
+  --eval-every M      evaluate every M steps and after the last (default:
+                      only after the last)
+  --eval-batches K    held-out batches per evaluation (default 16; 0 = all)
+  --tokens-input NAME, --targets-input NAME
+                      the inputs that take token and target ids (default:
+                      inputs named tokens/input_ids and targets/labels)
+  --peak-flops F      the device's peak FLOP/s (e.g. 1.2e12) to report model
+                      FLOPs utilization (FLOPs counted by the compiler)
+  --log-jsonl FILE    append one JSON record per step (step, loss, grad_norm,
+                      lr, step_time_s, tokens_per_s, flops_per_s, mfu,
+                      memory, data_position, eval_loss)
+  --log-every N       on a non-terminal, print every N-th step (default 1);
+                      on a terminal a progress bar with ETA is drawn instead
+  --no-progress       never draw the progress bar
+  --save-state DIR    after the last step, write every parameter and
+                      optimizer state as DIR/<name>.npy and the run state
+                      (step, seed, data position) as DIR/run_state.json
+  --resume DIR        start from a --save-state directory: weights, optimizer
+                      state, step count and data position
+  --save-safetensors FILE
+                      after the last run, write the parameters (the trained
+                      weights, by their model names) as a .safetensors file
+  --export-onnx FILE  after the last run, write the source ONNX model with
+                      its initializers replaced by the trained weights
+  --onnx-source FILE  the ONNX model to export from (default: the model the
+                      executable was compiled from)
   -h, --help          show this help
 )";
 
@@ -174,185 +231,614 @@ std::string fileNameFor(const std::string &name) {
   return s.empty() ? "output" : s;
 }
 
-} // namespace
-
-int runRunTool(int argc, char **argv) {
-  std::string model, outputDir = ".", saveStateDir, safetensorsPath;
-  bool printSteps = false;
+struct Options {
+  std::string model, outputDir = ".", saveStateDir, resumeDir;
+  std::string safetensorsPath, onnxExportPath, onnxSource;
+  std::string evalExecutable, jsonlPath;
   std::map<std::string, std::string> inputFiles;
-  bool doInspect = false, checkWrites = false;
-  int repeat = 1;
+  TokenDataOptions data;
+  TrainerOptions trainer;
+  bool outputDirGiven = false, seedGiven = false;
+  bool doInspect = false, training = false, progress = true;
+  int64_t repeat = 1, evalEvery = 0, logEvery = 1;
+};
+
+bool parseInt(const char *text, int64_t &out) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (errno || end == text || *end)
+    return false;
+  out = v;
+  return true;
+}
+
+bool parseDouble(const char *text, double &out) {
+  char *end = nullptr;
+  errno = 0;
+  out = std::strtod(text, &end);
+  return !errno && end != text && !*end && std::isfinite(out);
+}
+
+/// Parses the command line into `o`; returns -1 to go on, else an exit code.
+int parseArgs(int argc, char **argv, Options &o) {
+  o.trainer.evalBatches = 16;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](const char *flag) -> const char * {
+    const char *v = nullptr;
+    // Flags that take a value read it through `value`.
+    auto value = [&]() -> bool {
       if (i + 1 >= argc) {
-        fail(std::string(flag) + " needs a value");
-        return nullptr;
+        fail(arg + " needs a value");
+        return false;
       }
-      return argv[++i];
+      v = argv[++i];
+      return true;
+    };
+    auto count = [&](int64_t min, int64_t &out) -> bool {
+      if (!value())
+        return false;
+      if (!parseInt(v, out) || out < min) {
+        fail(arg + " needs an integer >= " + std::to_string(min) + ", not '" +
+             v + "'");
+        return false;
+      }
+      return true;
     };
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "--input") {
-      const char *v = value("--input");
-      if (!v)
+      if (!value())
         return 1;
       std::string spec = v;
       size_t eq = spec.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
         return fail("--input '" + spec + "': expected NAME=FILE");
-      if (!inputFiles.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second)
+      if (!o.inputFiles.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second)
         return fail("--input gives '" + spec.substr(0, eq) + "' twice");
     } else if (arg == "--output-dir") {
-      const char *v = value("--output-dir");
-      if (!v)
+      if (!value())
         return 1;
-      outputDir = v;
+      o.outputDir = v;
+      o.outputDirGiven = true;
     } else if (arg == "--repeat") {
-      const char *v = value("--repeat");
-      if (!v)
+      if (!count(1, o.repeat))
         return 1;
-      repeat = std::atoi(v);
-      if (repeat < 1)
-        return fail("--repeat needs a positive count");
     } else if (arg == "--steps") {
-      const char *v = value("--steps");
-      if (!v)
+      if (!count(1, o.repeat))
         return 1;
-      repeat = std::atoi(v);
-      printSteps = true;
-      if (repeat < 1)
-        return fail("--steps needs a positive count");
+      o.training = true;
+    } else if (arg == "--data") {
+      if (!value())
+        return 1;
+      o.data.paths.push_back(v);
+    } else if (arg == "--data-format") {
+      if (!value())
+        return 1;
+      Status s = parseTokenFormat(v, o.data.format);
+      if (!s.ok())
+        return fail(s.message());
+    } else if (arg == "--token-dtype") {
+      if (!value())
+        return 1;
+      std::string t = v;
+      if (t != "uint16" && t != "uint32")
+        return fail("--token-dtype must be uint16 or uint32, not '" + t + "'");
+      o.data.binTokenBytes = t == "uint16" ? 2 : 4;
+    } else if (arg == "--seed") {
+      int64_t seed;
+      if (!count(0, seed))
+        return 1;
+      o.trainer.seed = uint64_t(seed);
+      o.seedGiven = true;
+    } else if (arg == "--eval-fraction") {
+      if (!value())
+        return 1;
+      if (!parseDouble(v, o.data.evalFraction) || o.data.evalFraction < 0 ||
+          o.data.evalFraction >= 1)
+        return fail("--eval-fraction needs a number in [0, 1), not '" +
+                    std::string(v) + "'");
+    } else if (arg == "--eval-executable") {
+      if (!value())
+        return 1;
+      o.evalExecutable = v;
+    } else if (arg == "--eval-every") {
+      if (!count(1, o.evalEvery))
+        return 1;
+    } else if (arg == "--eval-batches") {
+      if (!count(0, o.trainer.evalBatches))
+        return 1;
+    } else if (arg == "--tokens-input") {
+      if (!value())
+        return 1;
+      o.trainer.tokensInput = v;
+    } else if (arg == "--targets-input") {
+      if (!value())
+        return 1;
+      o.trainer.targetsInput = v;
+    } else if (arg == "--peak-flops") {
+      if (!value())
+        return 1;
+      if (!parseDouble(v, o.trainer.peakFlops) || o.trainer.peakFlops <= 0)
+        return fail("--peak-flops needs a positive FLOP/s figure, not '" +
+                    std::string(v) + "'");
+    } else if (arg == "--log-jsonl") {
+      if (!value())
+        return 1;
+      o.jsonlPath = v;
+    } else if (arg == "--log-every") {
+      if (!count(1, o.logEvery))
+        return 1;
+    } else if (arg == "--no-progress") {
+      o.progress = false;
     } else if (arg == "--save-state") {
-      const char *v = value("--save-state");
-      if (!v)
+      if (!value())
         return 1;
-      saveStateDir = v;
+      o.saveStateDir = v;
+    } else if (arg == "--resume") {
+      if (!value())
+        return 1;
+      o.resumeDir = v;
     } else if (arg == "--save-safetensors") {
-      const char *v = value("--save-safetensors");
-      if (!v)
+      if (!value())
         return 1;
-      safetensorsPath = v;
+      o.safetensorsPath = v;
+    } else if (arg == "--export-onnx") {
+      if (!value())
+        return 1;
+      o.onnxExportPath = v;
+    } else if (arg == "--onnx-source") {
+      if (!value())
+        return 1;
+      o.onnxSource = v;
     } else if (arg == "--check-writes") {
-      checkWrites = true;
+      o.trainer.session.checkWrites = true;
     } else if (arg == "--inspect") {
-      doInspect = true;
+      o.doInspect = true;
     } else if (!arg.empty() && arg[0] == '-') {
       return fail("unknown option '" + arg + "' (see trainc-run --help)");
-    } else if (model.empty()) {
-      model = arg;
+    } else if (o.model.empty()) {
+      o.model = arg;
     } else {
-      return fail("more than one executable given ('" + model + "', '" + arg +
+      return fail("more than one executable given ('" + o.model + "', '" + arg +
                   "')");
     }
   }
-  if (model.empty())
+  if (o.model.empty())
     return fail("no executable given (see trainc-run --help)");
+  if (!o.data.paths.empty() && !o.inputFiles.empty())
+    return fail("--data and --input both give inputs: use one");
+  if (!o.data.paths.empty() && !o.training)
+    return fail("--data trains: give the number of steps with --steps N");
+  if (!o.evalExecutable.empty() && o.data.paths.empty())
+    return fail("--eval-executable needs --data (it evaluates on the "
+                "held-out part of the data)");
+  return -1;
+}
 
+std::string duration(double seconds) {
+  char buf[32];
+  long s = long(seconds + 0.5);
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+  return buf;
+}
+
+/// What the user sees of a training run: a progress bar with ETA on a
+/// terminal, plain lines otherwise, and the JSONL log.
+class Reporter {
+public:
+  Reporter(const Options &o, const Trainer &trainer, int64_t firstStep,
+           int64_t lastStep)
+      : o_(o), trainer_(trainer), firstStep_(firstStep), lastStep_(lastStep),
+        start_(std::chrono::steady_clock::now()) {
+    bar_ = o.progress && isatty(STDERR_FILENO);
+  }
+
+  Status open() {
+    if (o_.jsonlPath.empty())
+      return okStatus();
+    jsonl_ = std::fopen(o_.jsonlPath.c_str(), "a");
+    if (!jsonl_)
+      return notFound(o_.jsonlPath +
+                      ": cannot open the JSONL log: " + std::strerror(errno));
+    return okStatus();
+  }
+  ~Reporter() {
+    if (jsonl_)
+      std::fclose(jsonl_);
+  }
+
+  Status onStep(const StepMetrics &m, uint64_t dataPosition) {
+    stepTimes_.push_back(m.stepSeconds);
+    if (std::isnan(firstLoss_))
+      firstLoss_ = m.loss;
+    lastLoss_ = m.loss;
+    if (!std::isnan(m.evalLoss))
+      lastEval_ = m.evalLoss;
+    if (jsonl_ && !writeRecord(m, dataPosition))
+      return Status(StatusCode::kDataLoss,
+                    o_.jsonlPath + ": cannot write the JSONL log: " +
+                        std::strerror(errno));
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+            .count();
+    int64_t done = m.step - firstStep_;
+    double eta = elapsed / double(done) * double(lastStep_ - m.step);
+    if (bar_) {
+      drawBar(m, eta);
+      if (!std::isnan(m.evalLoss)) {
+        std::fprintf(stderr, "\r\033[K");
+        std::printf("step %lld: eval_loss %.6g\n", (long long)m.step,
+                    m.evalLoss);
+        std::fflush(stdout);
+        drawBar(m, eta);
+      }
+      if (m.step == lastStep_)
+        std::fputc('\n', stderr);
+      return okStatus();
+    }
+    if (m.step % o_.logEvery != 0 && m.step != lastStep_ &&
+        std::isnan(m.evalLoss))
+      return okStatus();
+    std::string line = "step " + std::to_string(m.step) + ":";
+    const Executable &exe = trainer_.executable();
+    // The executable's scalar outputs first, by name, in its order.
+    for (size_t i = 0; i < exe.outputs().size(); ++i) {
+      const TensorInfo &t = exe.tensors()[exe.outputs()[i]];
+      const cpu::TensorRef out =
+          const_cast<Trainer &>(trainer_).session().output(i);
+      char buf[64];
+      if (t.shape.empty() && t.dtype == DType::kF32)
+        std::snprintf(buf, sizeof buf, " %s %.9g", t.name.c_str(),
+                      *static_cast<float *>(out.data));
+      else if (t.shape.empty() && t.dtype == DType::kF64)
+        std::snprintf(buf, sizeof buf, " %s %.17g", t.name.c_str(),
+                      *static_cast<double *>(out.data));
+      else
+        continue;
+      line += buf;
+    }
+    char buf[160];
+    std::snprintf(buf, sizeof buf, " step_ms %.2f", m.stepSeconds * 1e3);
+    line += buf;
+    if (trainer_.tokensPerStep()) {
+      std::snprintf(buf, sizeof buf, " tokens/s %.0f", m.tokensPerSecond);
+      line += buf;
+    }
+    if (!std::isnan(m.mfu)) {
+      std::snprintf(buf, sizeof buf, " mfu %.2f%%", 100 * m.mfu);
+      line += buf;
+    }
+    if (!std::isnan(m.evalLoss)) {
+      std::snprintf(buf, sizeof buf, " eval_loss %.9g", m.evalLoss);
+      line += buf;
+    }
+    if (m.step != lastStep_)
+      line += " eta " + duration(eta);
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    return okStatus();
+  }
+
+  void summary() const {
+    if (stepTimes_.empty())
+      return;
+    std::vector<double> t = stepTimes_;
+    std::sort(t.begin(), t.end());
+    double median = t[t.size() / 2];
+    double total =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+            .count();
+    std::printf("trained %zu step(s) in %s: loss %.4f -> %.4f", t.size(),
+                duration(total).c_str(), firstLoss_, lastLoss_);
+    if (!std::isnan(lastEval_))
+      std::printf(", held-out loss %.4f", lastEval_);
+    std::printf("; median step %.2f ms", median * 1e3);
+    if (trainer_.tokensPerStep())
+      std::printf(", %.0f tokens/s", double(trainer_.tokensPerStep()) / median);
+    std::printf("\n");
+  }
+
+private:
+  bool writeRecord(const StepMetrics &m, uint64_t dataPosition) {
+    std::string r = "{\"step\":" + std::to_string(m.step) +
+                    ",\"loss\":" + jsonNumber(m.loss) +
+                    ",\"grad_norm\":" + jsonNumber(m.gradNorm) +
+                    ",\"lr\":" + jsonNumber(m.learningRate) +
+                    ",\"step_time_s\":" + jsonNumber(m.stepSeconds) +
+                    ",\"tokens_per_s\":" + jsonNumber(m.tokensPerSecond) +
+                    ",\"flops_per_s\":" + jsonNumber(m.flopsPerSecond) +
+                    ",\"mfu\":" + jsonNumber(m.mfu) +
+                    ",\"planned_bytes\":" + std::to_string(m.plannedBytes) +
+                    ",\"measured_bytes\":" + std::to_string(m.measuredBytes) +
+                    ",\"peak_rss_bytes\":" + std::to_string(m.peakRssBytes) +
+                    ",\"data_position\":" + std::to_string(dataPosition);
+    if (!std::isnan(m.evalLoss))
+      r += ",\"eval_loss\":" + jsonNumber(m.evalLoss);
+    r += "}\n";
+    return std::fputs(r.c_str(), jsonl_) >= 0 && std::fflush(jsonl_) == 0;
+  }
+
+  void drawBar(const StepMetrics &m, double eta) const {
+    constexpr int kWidth = 30;
+    double frac = double(m.step - firstStep_) / double(lastStep_ - firstStep_);
+    int filled = int(frac * kWidth);
+    std::string bar(size_t(filled), '=');
+    if (filled < kWidth)
+      bar += '>' + std::string(size_t(kWidth - filled - 1), ' ');
+    std::fprintf(stderr, "\r\033[K%lld/%lld [%s] %3.0f%% loss %.4f",
+                 (long long)m.step, (long long)lastStep_, bar.c_str(),
+                 100 * frac, m.loss);
+    if (trainer_.tokensPerStep())
+      std::fprintf(stderr, " | %.0f tok/s", m.tokensPerSecond);
+    std::fprintf(stderr, " | %.1f ms/step | ETA %s", m.stepSeconds * 1e3,
+                 duration(eta).c_str());
+    std::fflush(stderr);
+  }
+
+  const Options &o_;
+  const Trainer &trainer_;
+  int64_t firstStep_, lastStep_;
+  std::chrono::steady_clock::time_point start_;
+  bool bar_ = false;
+  std::FILE *jsonl_ = nullptr;
+  std::vector<double> stepTimes_;
+  double firstLoss_ = kNoValue, lastLoss_ = kNoValue, lastEval_ = kNoValue;
+};
+
+/// Writes every parameter and optimizer state as DIR/<name>.npy and the
+/// run state as DIR/run_state.json.
+Status saveState(const std::string &dir, const Trainer &trainer,
+                 const Session &session) {
+  const Executable &exe = session.executable();
+  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
+    const TensorInfo &t = exe.tensors()[id];
+    if (t.role != TensorRole::kParameter && t.role != TensorRole::kState)
+      continue;
+    TRAINC_RETURN_IF_ERROR(writeNpy(dir + "/" + fileNameFor(t.name) + ".npy",
+                                    t.dtype, t.shape, session.tensorData(id),
+                                    t.size));
+  }
+  RunState state = trainer.state();
+  std::string path = dir + "/run_state.json";
+  std::ofstream out(path);
+  out << "{\"format\":1,\"step\":" << state.step << ",\"seed\":" << state.seed
+      << ",\"data_position\":" << state.dataPosition
+      << ",\"executable\":" << jsonString(exe.origin()) << "}\n";
+  out.close();
+  if (!out)
+    return notFound(path + ": cannot write the run state");
+  return okStatus();
+}
+
+/// Reads the integer field `key` of the flat JSON object `text`.
+bool jsonField(const std::string &text, const char *key, uint64_t &out) {
+  std::string quoted = std::string("\"") + key + "\":";
+  size_t at = text.find(quoted);
+  if (at == std::string::npos)
+    return false;
+  int64_t v;
+  std::string digits;
+  for (size_t i = at + quoted.size();
+       i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
+       ++i)
+    digits += text[i];
+  if (!parseInt(digits.c_str(), v) || v < 0)
+    return false;
+  out = uint64_t(v);
+  return true;
+}
+
+Status readRunState(const std::string &dir, RunState &state) {
+  std::string path = dir + "/run_state.json";
+  std::ifstream in(path);
+  if (!in)
+    return notFound(path + ": cannot open (is " + dir +
+                    " a --save-state directory?)");
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  uint64_t format = 0, step = 0;
+  if (!jsonField(text, "format", format) || format != 1 ||
+      !jsonField(text, "step", step) || !jsonField(text, "seed", state.seed) ||
+      !jsonField(text, "data_position", state.dataPosition))
+    return Status(StatusCode::kDataLoss,
+                  path + ": not a run state of format 1 (expected format, "
+                         "step, seed and data_position)");
+  state.step = int64_t(step);
+  return okStatus();
+}
+
+/// Loads every parameter and optimizer state from DIR/<name>.npy.
+Status loadState(const std::string &dir, Session &session) {
+  const Executable &exe = session.executable();
+  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
+    const TensorInfo &t = exe.tensors()[id];
+    if (t.role != TensorRole::kParameter && t.role != TensorRole::kState)
+      continue;
+    std::string path = dir + "/" + fileNameFor(t.name) + ".npy";
+    NpyArray array;
+    TRAINC_RETURN_IF_ERROR(readNpy(path, array));
+    if (array.dtype != t.dtype || array.shape != t.shape)
+      return invalidArgument(path + " holds " + dtypeName(array.dtype) + " " +
+                             shapeString(array.shape) + " but '" + t.name +
+                             "' is " + dtypeName(t.dtype) + " " +
+                             shapeString(t.shape));
+    TRAINC_RETURN_IF_ERROR(
+        session.setPersistent(id, array.data.data(), array.data.size()));
+  }
+  return okStatus();
+}
+
+Status loadExecutable(const std::string &path,
+                      std::shared_ptr<const Executable> &out) {
   std::unique_ptr<Executable> loaded;
-  Status status = Executable::load(model, loaded);
+  TRAINC_RETURN_IF_ERROR(Executable::load(path, loaded));
+  out = std::move(loaded);
+  return okStatus();
+}
+
+} // namespace
+
+int runRunTool(int argc, char **argv) {
+  Options o;
+  if (int code = parseArgs(argc, argv, o); code >= 0)
+    return code;
+
+  std::shared_ptr<const Executable> exe, evalExe;
+  Status status = loadExecutable(o.model, exe);
   if (!status.ok())
     return fail(status.toString());
-  std::shared_ptr<const Executable> exe = std::move(loaded);
-  if (doInspect) {
+  if (o.doInspect) {
     inspect(*exe);
     return 0;
   }
+  if (!o.evalExecutable.empty()) {
+    status = loadExecutable(o.evalExecutable, evalExe);
+    if (!status.ok())
+      return fail(status.toString());
+  }
+  bool withData = !o.data.paths.empty();
+  RunState resumed;
+  if (!o.resumeDir.empty()) {
+    status = readRunState(o.resumeDir, resumed);
+    if (!status.ok())
+      return fail(status.toString());
+    if (o.seedGiven && resumed.seed != o.trainer.seed)
+      return fail("--seed " + std::to_string(o.trainer.seed) +
+                  " differs from the resumed run's seed " +
+                  std::to_string(resumed.seed));
+    o.trainer.seed = resumed.seed;
+  }
 
-  SessionOptions options;
-  options.checkWrites = checkWrites;
-  std::unique_ptr<Session> session;
-  status = Session::create(exe, options, session);
+  std::unique_ptr<TokenData> data;
+  if (withData) {
+    status = TokenData::open(o.data, data);
+    if (!status.ok())
+      return fail(status.toString());
+  }
+  std::unique_ptr<Trainer> trainer;
+  status = Trainer::create(exe, evalExe, data.get(), o.trainer, trainer);
   if (!status.ok())
     return fail(status.toString());
-  for (size_t i = 0; i < exe->inputs().size(); ++i) {
-    const std::string &name = exe->tensors()[exe->inputs()[i]].name;
-    auto it = inputFiles.find(name);
-    if (it == inputFiles.end())
-      return fail("input '" + name + "' is missing: give it with --input " +
-                  name + "=FILE");
-    std::vector<char> bytes;
-    status = loadInput(*exe, i, it->second, bytes);
-    if (status.ok())
-      status = session->setInput(i, bytes.data(), bytes.size());
+  Session &session = trainer->session();
+  if (!o.resumeDir.empty()) {
+    status = loadState(o.resumeDir, session);
     if (!status.ok())
       return fail(status.toString());
-    inputFiles.erase(it);
+    trainer->restore(resumed);
   }
-  if (!inputFiles.empty())
-    return fail("--input names '" + inputFiles.begin()->first +
-                "', which is not an input of the executable");
 
-  std::vector<double> times;
-  for (int r = 0; r < repeat; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    status = session->run();
-    if (!status.ok())
-      return fail(status.toString());
-    times.push_back(std::chrono::duration<double, std::milli>(
-                        std::chrono::steady_clock::now() - start)
-                        .count());
-    if (printSteps) {
-      std::printf("step %d:", r + 1);
-      for (size_t i = 0; i < exe->outputs().size(); ++i) {
-        const TensorInfo &t = exe->tensors()[exe->outputs()[i]];
-        if (t.shape.empty() && t.dtype == DType::kF32)
-          std::printf(" %s %.9g", t.name.c_str(),
-                      *static_cast<float *>(session->output(i).data));
-        else if (t.shape.empty() && t.dtype == DType::kF64)
-          std::printf(" %s %.17g", t.name.c_str(),
-                      *static_cast<double *>(session->output(i).data));
-      }
-      std::printf("\n");
-    }
-  }
-  if (!saveStateDir.empty()) {
-    for (uint32_t id = 0; id < exe->tensors().size(); ++id) {
-      const TensorInfo &t = exe->tensors()[id];
-      if (t.role != TensorRole::kParameter && t.role != TensorRole::kState)
-        continue;
-      status = writeNpy(saveStateDir + "/" + fileNameFor(t.name) + ".npy",
-                        t.dtype, t.shape, session->tensorData(id), t.size);
+  if (!withData) {
+    for (size_t i = 0; i < exe->inputs().size(); ++i) {
+      const std::string &name = exe->tensors()[exe->inputs()[i]].name;
+      auto it = o.inputFiles.find(name);
+      if (it == o.inputFiles.end())
+        return fail("input '" + name + "' is missing: give it with --input " +
+                    name + "=FILE");
+      std::vector<char> bytes;
+      status = loadInput(*exe, i, it->second, bytes);
+      if (status.ok())
+        status = session.setInput(i, bytes.data(), bytes.size());
       if (!status.ok())
         return fail(status.toString());
+      o.inputFiles.erase(it);
+    }
+    if (!o.inputFiles.empty())
+      return fail("--input names '" + o.inputFiles.begin()->first +
+                  "', which is not an input of the executable");
+  }
+
+  std::vector<double> times;
+  if (o.training) {
+    int64_t first = session.stepCount();
+    Reporter reporter(o, *trainer, first, first + o.repeat);
+    status = reporter.open();
+    if (!status.ok())
+      return fail(status.toString());
+    if (data) {
+      std::printf("data: %s; batch %lld x %lld tokens\n",
+                  data->description().c_str(), (long long)trainer->batch(),
+                  (long long)trainer->sequence());
+      if (evalExe)
+        std::printf("held-out loss: %lld batches, with %s\n",
+                    (long long)trainer->evalBatchesPerEvaluation(),
+                    o.evalExecutable.c_str());
+      std::fflush(stdout);
+    }
+    int64_t evalEvery = evalExe ? (o.evalEvery ? o.evalEvery : o.repeat) : 0;
+    status = trainer->run(o.repeat, evalEvery, [&](const StepMetrics &m) {
+      times.push_back(m.stepSeconds * 1e3);
+      return reporter.onStep(m, trainer->state().dataPosition);
+    });
+    if (!status.ok())
+      return fail(status.toString());
+    reporter.summary();
+  } else {
+    for (int64_t r = 0; r < o.repeat; ++r) {
+      auto start = std::chrono::steady_clock::now();
+      status = session.run();
+      if (!status.ok())
+        return fail(status.toString());
+      times.push_back(std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
     }
   }
-  std::sort(times.begin(), times.end());
 
-  if (!safetensorsPath.empty()) {
-    std::vector<NamedTensor> weights;
-    for (uint32_t id : exe->parameters()) {
-      const TensorInfo &t = exe->tensors()[id];
-      weights.push_back(
-          {t.name, t.dtype, t.shape, session->tensorData(id), size_t(t.size)});
-    }
-    status = writeSafetensors(safetensorsPath, weights);
+  if (!o.saveStateDir.empty()) {
+    status = saveState(o.saveStateDir, *trainer, session);
+    if (!status.ok())
+      return fail(status.toString());
+  }
+  if (!o.safetensorsPath.empty()) {
+    std::vector<NamedTensor> weights = parameterTensors(session);
+    status = writeSafetensors(o.safetensorsPath, weights);
     if (!status.ok())
       return fail(status.toString());
     std::printf("parameters: %zu tensors -> %s\n", weights.size(),
-                safetensorsPath.c_str());
+                o.safetensorsPath.c_str());
   }
-  for (size_t i = 0; i < exe->outputs().size(); ++i) {
-    const TensorInfo &t = exe->tensors()[exe->outputs()[i]];
-    cpu::TensorRef out = session->output(i);
-    std::string path = outputDir + "/" + fileNameFor(t.name) + ".npy";
-    status = writeNpy(path, t.dtype, t.shape, out.data, t.size);
+  if (!o.onnxExportPath.empty()) {
+    std::string source = o.onnxSource.empty() ? exe->source() : o.onnxSource;
+    if (source.empty())
+      return fail(o.model + " does not record its source model: give "
+                            "--onnx-source model.onnx");
+    status = exportOnnxWithWeights(source, o.onnxExportPath,
+                                   parameterTensors(session));
     if (!status.ok())
       return fail(status.toString());
-    std::printf("%s: %s %s -> %s", t.name.c_str(), dtypeName(t.dtype),
-                shapeString(t.shape).c_str(), path.c_str());
-    if (t.shape.empty() && t.dtype == DType::kF32)
-      std::printf(" = %.9g", *static_cast<float *>(out.data));
-    else if (t.shape.empty() && t.dtype == DType::kF64)
-      std::printf(" = %.17g", *static_cast<double *>(out.data));
-    std::printf("\n");
+    std::printf("onnx: %s with trained weights -> %s\n", source.c_str(),
+                o.onnxExportPath.c_str());
   }
-  std::printf("run: median %.3f ms over %d run(s); memory peak planned %llu, "
+  if (!withData || o.outputDirGiven) {
+    for (size_t i = 0; i < exe->outputs().size(); ++i) {
+      const TensorInfo &t = exe->tensors()[exe->outputs()[i]];
+      cpu::TensorRef out = session.output(i);
+      std::string path = o.outputDir + "/" + fileNameFor(t.name) + ".npy";
+      status = writeNpy(path, t.dtype, t.shape, out.data, t.size);
+      if (!status.ok())
+        return fail(status.toString());
+      std::printf("%s: %s %s -> %s", t.name.c_str(), dtypeName(t.dtype),
+                  shapeString(t.shape).c_str(), path.c_str());
+      if (t.shape.empty() && t.dtype == DType::kF32)
+        std::printf(" = %.9g", *static_cast<float *>(out.data));
+      else if (t.shape.empty() && t.dtype == DType::kF64)
+        std::printf(" = %.17g", *static_cast<double *>(out.data));
+      std::printf("\n");
+    }
+  }
+  std::sort(times.begin(), times.end());
+  std::printf("run: median %.3f ms over %zu run(s); memory peak planned %llu, "
               "measured %llu bytes\n",
-              times[times.size() / 2], repeat,
+              times[times.size() / 2], times.size(),
               (unsigned long long)exe->memoryPlan().peak,
-              (unsigned long long)session->measuredPeak());
+              (unsigned long long)session.measuredPeak());
   return 0;
 }
 

@@ -5,7 +5,7 @@
 // from one or more files, split into a training part and a held-out part
 // (its last `evalFraction`).
 //
-// File formats (docs: runtime/README.md, "Token files"):
+// File formats (runtime/README.md, "Training: data, batches, metrics"):
 //   tokens  a trainc token file: the 8 bytes "TRAINCTK", a little-endian
 //           uint32 format version (1), a uint32 token width in bytes (2 or
 //           4), a uint64 token count, then that many little-endian
