@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""The main job: create a small GPT, compile it with trainc, train it with
+trainc-run on the bytes of text this machine already has, keep the weights.
+
+    ./tools/setup.sh && python3 tools/train_gpt.py
+
+Steps (each printed with its command, so you can rerun any of them):
+1. tools/make_gpt.py writes a byte-level GPT (vocabulary 256) as ONNX;
+2. `trainc --train` compiles its AdamW training step (cosine schedule with
+   warmup), `trainc` its forward pass for the held-out loss;
+3. `trainc-run --data` trains it on the licence texts under
+   /usr/share/common-licenses (10% held out), with a progress bar on a
+   terminal and a JSONL log;
+4. the trained weights are written as safetensors and as the ONNX model with
+   its initializers replaced (onnxruntime runs it).
+
+At the end it compares the held-out loss with ln(256) = 5.545, the loss of a
+uniform guess, and exits non-zero if the model did not learn. trainc's CUDA
+device does not exist yet: on a machine with a GPU this says so and trains
+on the CPU.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(cmd):
+    print('$ ' + ' '.join(shlex.quote(c) for c in cmd), flush=True)
+    result = subprocess.run(cmd)
+    if result.returncode != 0:
+        sys.exit(f'train_gpt: {os.path.basename(cmd[0])} failed '
+                 f'(exit {result.returncode})')
+
+
+def gpu_present():
+    smi = shutil.which('nvidia-smi')
+    if not smi:
+        return False
+    r = subprocess.run([smi, '-L'], capture_output=True, text=True)
+    return r.returncode == 0 and 'GPU' in r.stdout
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0] + ' ' + __doc__.splitlines()[1],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument('--out-dir', default=os.path.join(ROOT, 'build', 'gpt'),
+                        help='where the model, executables, log and weights go')
+    parser.add_argument('--data', nargs='+',
+                        default=sorted(glob.glob('/usr/share/common-licenses/*')),
+                        help='text files to train on (their bytes are the tokens)')
+    parser.add_argument('--steps', type=int, default=600, help='training steps')
+    parser.add_argument('--layers', type=int, default=2)
+    parser.add_argument('--d-model', type=int, default=128)
+    parser.add_argument('--heads', type=int, default=4)
+    parser.add_argument('--seq', type=int, default=64, help='sequence length')
+    parser.add_argument('--batch', type=int, default=16)
+    parser.add_argument('--lr', type=float, default=3e-3, help='peak learning rate')
+    parser.add_argument('--warmup-steps', type=int, default=30)
+    parser.add_argument('--eval-every', type=int, default=100,
+                        help='steps between held-out evaluations')
+    parser.add_argument('--seed', type=int, default=0,
+                        help='seed of the initial weights and of the batches')
+    parser.add_argument('--bin-dir', default=os.path.join(ROOT, 'build', 'bin'),
+                        help='where trainc and trainc-run are')
+    args = parser.parse_args()
+
+    trainc = os.path.join(args.bin_dir, 'trainc')
+    trainc_run = os.path.join(args.bin_dir, 'trainc-run')
+    for tool in (trainc, trainc_run):
+        if not os.access(tool, os.X_OK):
+            sys.exit(f'train_gpt: {tool} is missing: run ./tools/setup.sh first')
+    data = [f for f in args.data if os.path.isfile(f)]
+    if not data:
+        sys.exit('train_gpt: no data files (give text files with --data)')
+    if args.steps < 1:
+        sys.exit('train_gpt: --steps must be positive')
+    if gpu_present():
+        print('train_gpt: a GPU is present, but trainc has no CUDA device yet '
+              '(runtime/src/cuda holds a probe only): training on the CPU')
+    os.makedirs(args.out_dir, exist_ok=True)
+    out = lambda name: os.path.join(args.out_dir, name)  # noqa: E731
+
+    run([sys.executable, os.path.join(ROOT, 'tools', 'make_gpt.py'),
+         out('gpt.onnx'), '--vocab', '256', '--seq', str(args.seq),
+         '--batch', str(args.batch), '--d-model', str(args.d_model),
+         '--heads', str(args.heads), '--layers', str(args.layers),
+         '--seed', str(args.seed)])
+    run([trainc, out('gpt.onnx'), '--train', '--optimizer', 'adamw',
+         '--lr', '%g' % args.lr, '--weight-decay', '0.01',
+         '--lr-schedule', 'cosine', '--warmup-steps', str(args.warmup_steps),
+         '--total-steps', str(args.steps), '--min-lr', '%g' % (args.lr / 10),
+         '--clip-grad-norm', '1.0', '-o', out('step.tcx')])
+    run([trainc, out('gpt.onnx'), '-o', out('forward.tcx')])
+    log = out('train.jsonl')
+    if os.path.exists(log):
+        os.remove(log)
+    cmd = [trainc_run, out('step.tcx'), '--steps', str(args.steps),
+           '--seed', str(args.seed), '--eval-executable', out('forward.tcx'),
+           '--eval-every', str(args.eval_every), '--log-jsonl', log,
+           '--log-every', str(max(1, args.steps // 30)),
+           '--save-safetensors', out('gpt.safetensors'),
+           '--export-onnx', out('gpt_trained.onnx')]
+    for f in data:
+        cmd += ['--data', f]
+    run(cmd)
+
+    records = [json.loads(line) for line in open(log)]
+    evals = [r['eval_loss'] for r in records if 'eval_loss' in r]
+    uniform = math.log(256)
+    final = evals[-1]
+    print(f'\nheld-out loss {final:.3f} nats/byte after {len(records)} steps '
+          f'(uniform guess: ln 256 = {uniform:.3f}; '
+          f'{final / math.log(2):.2f} bits/byte)')
+    print(f'weights: {out("gpt.safetensors")} (safetensors), '
+          f'{out("gpt_trained.onnx")} (ONNX with the trained initializers)')
+    print(f'log: {log} (one JSON record per step)')
+    if not final < uniform - 1.0:
+        sys.exit('train_gpt: the held-out loss is not well below the uniform '
+                 'guess: the model did not learn')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
