@@ -24,4 +24,11 @@ const char *dtypeName(DType t) {
   return "unknown";
 }
 
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 } // namespace trainc

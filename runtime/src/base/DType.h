@@ -12,6 +12,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace trainc {
 
@@ -52,6 +54,8 @@ inline bool isFloat(DType t) {
 
 /// "f32", "bf16", ... as in MLIR and numpy-ish names.
 const char *dtypeName(DType t);
+/// "[2, 32]": a shape as trainc's messages print it.
+std::string shapeString(const std::vector<int64_t> &shape);
 
 } // namespace trainc
 

@@ -2,6 +2,8 @@
 
 #include "io/Npy.h"
 
+#include "io/AtomicFile.h"
+
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -133,17 +135,13 @@ Status writeNpy(const std::string &path, DType dtype,
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream file(path, std::ios::binary);
-  if (!file)
-    return notFound(path + ": cannot create");
-  file.write("\x93NUMPY\x01\x00", 8);
-  char len[2] = {char(header.size() & 0xff), char(header.size() >> 8)};
-  file.write(len, 2);
-  file.write(header.data(), header.size());
-  file.write(static_cast<const char *>(data), bytes);
-  if (!file)
-    return Status(StatusCode::kDataLoss, path + ": write failed");
-  return okStatus();
+  return writeFileAtomically(path, [&](std::ostream &file) {
+    file.write("\x93NUMPY\x01\x00", 8);
+    char len[2] = {char(header.size() & 0xff), char(header.size() >> 8)};
+    file.write(len, 2);
+    file.write(header.data(), header.size());
+    file.write(static_cast<const char *>(data), bytes);
+  });
 }
 
 } // namespace trainc

@@ -19,6 +19,8 @@
 
 #include "io/OnnxExport.h"
 
+#include "io/AtomicFile.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -342,13 +344,6 @@ std::string onnxDataTypeName(uint64_t t) {
   return "data type " + std::to_string(t);
 }
 
-std::string shapeString(const std::vector<int64_t> &dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 /// The value of `key` in an external_data list, or null.
 const std::string *
 externalValue(const std::vector<std::pair<std::string, std::string>> &entries,
@@ -669,24 +664,9 @@ Status exportOnnxWithWeights(const std::string &sourcePath,
                              sourcePath + " keeps external data in " +
                              external.string());
 
-  {
-    std::ofstream stream(temporary, std::ios::binary);
-    if (!stream)
-      return notFound(temporary + ": cannot create");
+  return writeFileAtomically(outPath, [&](std::ostream &stream) {
     stream.write(out.data(), std::streamsize(out.size()));
-    stream.close();
-    if (!stream) {
-      std::remove(temporary.c_str());
-      return Status(StatusCode::kDataLoss, temporary + ": write failed");
-    }
-  }
-  if (std::rename(temporary.c_str(), outPath.c_str()) != 0) {
-    std::string reason = std::strerror(errno);
-    std::remove(temporary.c_str());
-    return Status(StatusCode::kDataLoss, "cannot rename " + temporary + " to " +
-                                             outPath + ": " + reason);
-  }
-  return okStatus();
+  });
 }
 
 Status readOnnxInitializers(const std::string &path,

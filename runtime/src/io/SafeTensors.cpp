@@ -2,6 +2,7 @@
 
 #include "io/SafeTensors.h"
 
+#include "io/AtomicFile.h"
 #include "io/Json.h"
 
 #include <cerrno>
@@ -52,11 +53,7 @@ Status writeSafetensors(const std::string &path,
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' ');
 
-  std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary);
-    if (!file)
-      return notFound(temporary + ": cannot create");
+  return writeFileAtomically(path, [&](std::ostream &file) {
     char length[8];
     for (int i = 0; i < 8; ++i)
       length[i] = char((uint64_t(header.size()) >> (8 * i)) & 0xff);
@@ -64,19 +61,7 @@ Status writeSafetensors(const std::string &path,
     file.write(header.data(), header.size());
     for (const NamedTensor &t : tensors)
       file.write(static_cast<const char *>(t.data), t.bytes);
-    file.close();
-    if (!file) {
-      std::remove(temporary.c_str());
-      return Status(StatusCode::kDataLoss, temporary + ": write failed");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::string reason = std::strerror(errno);
-    std::remove(temporary.c_str());
-    return Status(StatusCode::kDataLoss,
-                  "cannot rename " + temporary + " to " + path + ": " + reason);
-  }
-  return okStatus();
+  });
 }
 
 } // namespace trainc

@@ -15,6 +15,7 @@
 #include "tools/RunTool.h"
 
 #include "exec/Session.h"
+#include "io/AtomicFile.h"
 #include "io/Json.h"
 #include "io/Npy.h"
 #include "io/OnnxExport.h"
@@ -110,13 +111,6 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
 int fail(const std::string &message) {
   std::fprintf(stderr, "trainc-run: error: %s\n", message.c_str());
   return 1;
-}
-
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 const char *roleName(TensorRole role) {
@@ -606,15 +600,11 @@ Status saveState(const std::string &dir, const Trainer &trainer,
                                     t.size));
   }
   RunState state = trainer.state();
-  std::string path = dir + "/run_state.json";
-  std::ofstream out(path);
-  out << "{\"format\":1,\"step\":" << state.step << ",\"seed\":" << state.seed
-      << ",\"data_position\":" << state.dataPosition
-      << ",\"executable\":" << jsonString(exe.origin()) << "}\n";
-  out.close();
-  if (!out)
-    return notFound(path + ": cannot write the run state");
-  return okStatus();
+  return writeFileAtomically(dir + "/run_state.json", [&](std::ostream &out) {
+    out << "{\"format\":1,\"step\":" << state.step << ",\"seed\":" << state.seed
+        << ",\"data_position\":" << state.dataPosition
+        << ",\"executable\":" << jsonString(exe.origin()) << "}\n";
+  });
 }
 
 /// Reads the integer field `key` of the flat JSON object `text`.

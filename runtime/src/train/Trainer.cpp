@@ -56,13 +56,6 @@ uint64_t peakRss() {
   return uint64_t(usage.ru_maxrss) * 1024; // Linux reports KiB
 }
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 } // namespace
 
 int64_t vocabularyOf(const Executable &exe) {
@@ -108,7 +101,7 @@ Status Trainer::findDataInputs(const TrainerOptions &options) {
     for (uint32_t id : exe.inputs())
       s += (s.empty() ? "'" : ", '") + exe.tensors()[id].name + "' " +
            dtypeName(exe.tensors()[id].dtype) +
-           shapeText(exe.tensors()[id].shape);
+           shapeString(exe.tensors()[id].shape);
     return s.empty() ? std::string("none") : s;
   };
   if (tokens < 0 || targets < 0)
@@ -154,10 +147,11 @@ Status Trainer::prepareEval() {
       if (q.name != p.name)
         continue;
       if (q.dtype != p.dtype || q.shape != p.shape)
-        return invalidArgument(
-            "parameter '" + p.name + "' is " + dtypeName(p.dtype) +
-            shapeText(p.shape) + " in " + eval.origin() + " but " +
-            dtypeName(q.dtype) + shapeText(q.shape) + " in " + train.origin());
+        return invalidArgument("parameter '" + p.name + "' is " +
+                               dtypeName(p.dtype) + shapeString(p.shape) +
+                               " in " + eval.origin() + " but " +
+                               dtypeName(q.dtype) + shapeString(q.shape) +
+                               " in " + train.origin());
       evalParams_.push_back({i, id});
       found = true;
     }
@@ -177,9 +171,10 @@ Status Trainer::prepareEval() {
       evalTargetsIndex_ = i;
     if (t.shape != tt.shape || t.dtype != tt.dtype)
       return invalidArgument("input '" + t.name + "' of " + eval.origin() +
-                             " is " + dtypeName(t.dtype) + shapeText(t.shape) +
+                             " is " + dtypeName(t.dtype) +
+                             shapeString(t.shape) +
                              " but the training batches are " +
-                             dtypeName(tt.dtype) + shapeText(tt.shape));
+                             dtypeName(tt.dtype) + shapeString(tt.shape));
   }
   if (eval.inputs().size() != 2 || evalTokensIndex_ == eval.inputs().size() ||
       evalTargetsIndex_ == eval.inputs().size())
