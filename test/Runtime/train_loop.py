@@ -18,11 +18,14 @@ random ids. Checked:
 - the JSONL log: one record per step with every metric, data_position equal
   to the step, eval_loss on evaluation steps only;
 - the same data as a headerless uint16 .bin and a uint32 token file gives
-  the same losses; another seed gives other batches.
+  the same losses; another seed gives other batches;
+- SIGINT stops the run after the current step, still writes the weights and
+  exits 130.
 """
 import json
 import os
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -182,6 +185,27 @@ def main():
         print(f'{"ok" if same else "FAIL"}: uint16 .bin and uint32 token '
               'file give the same losses')
         ok &= same
+        # Ctrl-C: stops after the current step, still writes the weights,
+        # exits 130.
+        proc = subprocess.Popen(
+            common + ['--data', p('d.tok'), '--steps', '1000000',
+                      '--save-safetensors', p('int.safetensors')],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = ''
+        for first in proc.stdout:  # until the loop has started
+            if first.startswith('step '):
+                break
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=120)
+        stopped = losses(first + rest)
+        good = (proc.returncode == 130 and 'interrupted after step' in err and
+                0 < len(stopped) < 1000000 and
+                len(load_file(p('int.safetensors'))) == len(safet))
+        print(f'{"ok" if good else "FAIL"}: SIGINT after {len(stopped)} '
+              f'step(s): exit {proc.returncode}, weights written')
+        ok &= good
+
         other = losses(run([args.trainc_run, p('step.tcx'), '--seed', '6',
                             '--data', p('d.tok'), '--steps', '1']))
         differs = other[1] != l3[1]

@@ -26,6 +26,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -411,6 +412,9 @@ int parseArgs(int argc, char **argv, Options &o) {
   return -1;
 }
 
+volatile std::sig_atomic_t gInterrupted = 0;
+extern "C" void onInterrupt(int) { gInterrupted = 1; }
+
 std::string duration(double seconds) {
   char buf[32];
   long s = long(seconds + 0.5);
@@ -745,6 +749,7 @@ int runRunTool(int argc, char **argv) {
   }
 
   std::vector<double> times;
+  bool interrupted = false;
   if (o.training) {
     int64_t first = session.stepCount();
     Reporter reporter(o, *trainer, first, first + o.repeat);
@@ -762,11 +767,25 @@ int runRunTool(int argc, char **argv) {
       std::fflush(stdout);
     }
     int64_t evalEvery = evalExe ? (o.evalEvery ? o.evalEvery : o.repeat) : 0;
+    // Ctrl-C stops after the current step; the weights and state are still
+    // written below, then the exit code is 130.
+    gInterrupted = 0;
+    auto previous = std::signal(SIGINT, onInterrupt);
     status = trainer->run(o.repeat, evalEvery, [&](const StepMetrics &m) {
       times.push_back(m.stepSeconds * 1e3);
-      return reporter.onStep(m, trainer->state().dataPosition);
+      TRAINC_RETURN_IF_ERROR(reporter.onStep(m, trainer->state().dataPosition));
+      if (gInterrupted)
+        return Status(StatusCode::kUnavailable, "interrupted");
+      return okStatus();
     });
-    if (!status.ok())
+    std::signal(SIGINT, previous);
+    interrupted = gInterrupted != 0;
+    if (interrupted)
+      std::fprintf(stderr,
+                   "\ntrainc-run: interrupted after step %lld; writing what "
+                   "was asked for, then stopping\n",
+                   (long long)trainer->state().step);
+    else if (!status.ok())
       return fail(status.toString());
     reporter.summary();
   } else {
@@ -829,7 +848,7 @@ int runRunTool(int argc, char **argv) {
               times[times.size() / 2], times.size(),
               (unsigned long long)exe->memoryPlan().peak,
               (unsigned long long)session.measuredPeak());
-  return 0;
+  return interrupted ? 130 : 0;
 }
 
 } // namespace trainc
