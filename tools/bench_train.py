@@ -1,0 +1,645 @@
+#!/usr/bin/env python3
+"""Benchmark: one GPT training step (forward, backward, AdamW) on this CPU,
+trainc against PyTorch and onnxruntime-training, in one run so all see the
+same machine state.
+
+    python3 tools/bench_train.py [--layers 4 --d-model 256 --seq 128 ...]
+
+Every framework trains the same model from the same initial weights on the
+same batch: tools/make_gpt.py writes the ONNX model (tied GPT-2, pre-LN, erf
+GELU, causal attention); trainc compiles it with --train --decay-all, and
+onnxruntime-training builds its artifacts from the same file; PyTorch runs
+the same architecture written in torch.nn with the ONNX initializers loaded
+into it. The batch is random tokens from --seed with targets = tokens
+shifted by one, fed again at every step. AdamW: lr --lr, betas 0.9/0.999,
+eps 1e-8, weight decay --weight-decay on every parameter.
+
+Timing. A step is forward + backward + optimizer update (+ zeroing the
+gradients); nothing is excluded, the first step included. "median" is the
+upper median of all --steps step times (sorted[n // 2], trainc-run's
+definition), "med 2..N" leaves out step 1 (allocation and warm-up), "min" is
+the fastest step. trainc's median is the one trainc-run prints; its "med
+2..N" and "min" come from the step_ms that trainc-run prints on each step
+line or, from a trainc-run that does not, from the arrival times of those
+lines (run under `stdbuf -oL`; they add only the pipe's wake-up latency, and
+step 1 is then missing). Each framework runs in its own process
+with --threads threads: TRAINC_NUM_THREADS, OMP_NUM_THREADS,
+OPENBLAS_NUM_THREADS and MKL_NUM_THREADS are set for every child, PyTorch
+also calls torch.set_num_threads and onnxruntime gets intra_op_num_threads.
+OMP_WAIT_POLICY is PASSIVE unless already set: Debian's torch runs its
+OpenMP (libgomp) pool beside the pthread OpenBLAS's own threads, and
+libgomp's default spin-waiting steals the cores OpenBLAS computes on (on 2
+cores PyTorch's steps took 2.5x as long with it, more on a busy machine).
+trainc and onnxruntime use no OpenMP. On a shared machine use --rounds.
+
+Interpreters. PyTorch and onnxruntime-training run in child interpreters,
+since they rarely share one with this script's numpy and onnx:
+  * Debian's python3-torch (1.13, `apt-get install -y python3-torch`) lives
+    in /usr/lib/python3/dist-packages, which a pyenv or venv python does not
+    see; and putting it on such a python's path mixes a pip numpy 2.x with a
+    torch built against numpy 1.x ("Numpy is not available" on any
+    torch.from_numpy). So --torch-python defaults to the first of this
+    interpreter and /usr/bin/python3 where `torch.from_numpy` works: with
+    Debian's torch that is /usr/bin/python3 with Debian's numpy 1.24.
+  * onnxruntime-training (pip, last release 1.19.2) installs into the same
+    `onnxruntime` package as plain onnxruntime and would replace it, and
+    `import onnxruntime.training` imports torch. Give it its own venv that
+    sees Debian's torch:
+        /usr/bin/python3 -m venv --system-site-packages ~/ort-training-venv
+        ~/ort-training-venv/bin/pip install onnxruntime-training onnx "numpy<2"
+    and pass --ort-training-python ~/ort-training-venv/bin/python. Two
+    adjustments, made in the child, let 1.19.2 train make_gpt.py's model:
+    LayerNormalization nodes get their optional Mean and InvStdDev outputs
+    (its gradient builder reads them), and the generated optimizer model
+    gets the input model's IR version (a newer onnx writes one 1.19 refuses).
+A framework whose interpreter cannot be found is reported as skipped with
+the reason, not as an error. Children only need numpy and their framework
+(plus onnx for onnxruntime-training); this script needs numpy and onnx.
+
+Exits non-zero when the trainc binaries are missing or a framework that
+was found fails.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(TOOLS_DIR)
+BETAS = (0.9, 0.999)
+ADAM_EPS = 1e-8
+RESULT_PREFIX = 'BENCH_RESULT '
+FRAMEWORKS = ('trainc', 'pytorch', 'ort-training')
+
+
+class Skipped(Exception):
+    """A framework that is not available here; the message says why."""
+
+
+class Failed(Exception):
+    """A framework that is available but did not complete its steps."""
+
+
+# ---------------------------------------------------------------------------
+# Step-time summaries
+
+
+def upper_median(values):
+    """sorted(values)[n // 2], the median trainc-run prints; None if empty."""
+    return sorted(values)[len(values) // 2] if values else None
+
+
+def summarize(times_ms):
+    """median of all steps, median of steps 2..N and min, in ms."""
+    return {'median_ms': upper_median(times_ms), 'median_rest_ms': upper_median(times_ms[1:]),
+            'min_ms': min(times_ms)}
+
+
+def loaded_blas_libraries():
+    """Shared libraries of this process that look like BLAS, resolved."""
+    libs = set()
+    with open('/proc/self/maps') as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if re.search(r'blas|mkl|dnnl|lapack', os.path.basename(path), re.I):
+                libs.add(os.path.realpath(path))
+    return sorted(libs)
+
+
+# ---------------------------------------------------------------------------
+# Child interpreters: PyTorch and onnxruntime-training.
+#
+# The parent runs `PYTHON -c <_CHILD_MAIN>` with a JSON config on stdin; the
+# child imports this file (numpy only at module level), runs the framework
+# and prints RESULT_PREFIX + JSON as its last line.
+
+_CHILD_MAIN = ('import sys; sys.path.insert(0, {tools!r}); '
+               'import bench_train; bench_train.child_main()')
+
+
+def child_main():
+    """Entry point of a child interpreter: config on stdin, result on stdout."""
+    cfg = json.load(sys.stdin)
+    runner = {'pytorch': _pytorch_steps, 'ort-training': _ort_training_steps}[cfg['framework']]
+    result = runner(cfg)
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+
+
+def _torch_gpt(torch, cfg):
+    """The make_gpt.py architecture in torch.nn, parameter names included."""
+    nn, F = torch.nn, torch.nn.functional
+    d, h, t, v = cfg['d_model'], cfg['heads'], cfg['seq'], cfg['vocab']
+    hd = d // h
+    sdpa = hasattr(F, 'scaled_dot_product_attention')
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_attn = nn.Linear(d, 3 * d)
+            self.c_proj = nn.Linear(d, d)
+            self.register_buffer('future', torch.ones(t, t, dtype=torch.bool).triu(1),
+                                 persistent=False)
+
+        def forward(self, x):
+            b, n, _ = x.shape
+            q, k, val = self.c_attn(x).split(d, dim=2)
+            q, k, val = (z.view(b, n, h, hd).transpose(1, 2) for z in (q, k, val))
+            if sdpa:
+                y = F.scaled_dot_product_attention(q, k, val, is_causal=True)
+            else:
+                s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+                y = s.masked_fill(self.future[:n, :n], float('-inf')).softmax(-1) @ val
+            return self.c_proj(y.transpose(1, 2).reshape(b, n, d))
+
+    class Mlp(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_fc = nn.Linear(d, cfg['mlp_ratio'] * d)
+            self.c_proj = nn.Linear(cfg['mlp_ratio'] * d, d)
+
+        def forward(self, x):
+            return self.c_proj(F.gelu(self.c_fc(x)))  # erf GELU, torch's default
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.attn = nn.LayerNorm(d), Attention()
+            self.ln_2, self.mlp = nn.LayerNorm(d), Mlp()
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class Gpt(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(v, d), nn.Embedding(t, d)
+            self.h = nn.ModuleList(Block() for _ in range(cfg['layers']))
+            self.ln_f = nn.LayerNorm(d)
+            self.register_buffer('pos', torch.arange(t), persistent=False)
+
+        def forward(self, tokens, targets):
+            x = self.wte(tokens) + self.wpe(self.pos[:tokens.shape[1]])
+            for block in self.h:
+                x = block(x)
+            logits = self.ln_f(x) @ self.wte.weight.t()  # tied head
+            return F.cross_entropy(logits.reshape(-1, v), targets.reshape(-1))
+
+    return Gpt(), ('F.scaled_dot_product_attention' if sdpa
+                   else 'matmul + masked_fill + softmax')
+
+
+def _pytorch_steps(cfg):
+    import torch
+    torch.set_num_threads(cfg['threads'])
+    model, attention = _torch_gpt(torch, cfg)
+    init = np.load(cfg['init'])
+    model.load_state_dict({k: torch.from_numpy(init[k]) for k in init.files}, strict=True)
+    tokens = torch.from_numpy(np.load(cfg['tokens']))
+    targets = torch.from_numpy(np.load(cfg['targets']))
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg['lr'], betas=BETAS, eps=ADAM_EPS,
+                            weight_decay=cfg['weight_decay'], foreach=False)
+    times, losses = [], []
+    for _ in range(cfg['steps']):
+        start = time.perf_counter()
+        loss = model(tokens, targets)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        times.append((time.perf_counter() - start) * 1e3)
+    blas = re.search(r'BLAS_INFO=([^,\s]+)', torch.__config__.show())
+    return {'times_ms': times, 'losses': losses,
+            'version': f'torch {torch.__version__}, numpy {np.__version__}, {sys.executable}',
+            'threads': torch.get_num_threads(), 'attention': attention,
+            'blas': f'BLAS_INFO={blas.group(1) if blas else "?"}; loaded: '
+                    + (', '.join(loaded_blas_libraries()) or 'none')}
+
+
+def _ort_training_steps(cfg):
+    import onnx
+    import onnxruntime as ort
+    from onnxruntime.training import artifacts, onnxblock
+    from onnxruntime.training.api import CheckpointState, Module, Optimizer
+    ort.set_default_logger_severity(3)  # errors only
+    art = os.path.join(cfg['work'], 'ort_training')
+    os.makedirs(art, exist_ok=True)
+    model = onnx.load(cfg['model'])
+    # ORT's LayerNormalization gradient reads the optional Mean and
+    # InvStdDev outputs; without them generate_artifacts fails with
+    # "GradientBuilderBase::O(size_t, bool) ... i < node_->OutputDefs().size()".
+    for node in model.graph.node:
+        if node.op_type == 'LayerNormalization':
+            while len(node.output) < 3:
+                node.output.append(f'{node.name}_{("Mean", "InvStdDev")[len(node.output) - 1]}')
+    start = time.perf_counter()
+    artifacts.generate_artifacts(
+        model, requires_grad=cfg['params'], loss=None,
+        optimizer=onnxblock.optim.AdamW(betas=BETAS, eps=ADAM_EPS,
+                                        weight_decay=cfg['weight_decay']),
+        artifact_directory=art)
+    # onnxblock writes the optimizer model with the installed onnx's newest IR
+    # version, which onnxruntime-training 1.19 refuses ("Unsupported model IR
+    # version: 14, max supported IR version: 10"); the input model's will do.
+    optimizer_path = os.path.join(art, 'optimizer_model.onnx')
+    optimizer_model = onnx.load(optimizer_path)
+    if optimizer_model.ir_version > model.ir_version:
+        optimizer_model.ir_version = model.ir_version
+        onnx.save(optimizer_model, optimizer_path)
+    build_s = time.perf_counter() - start
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = cfg['threads']
+    options.inter_op_num_threads = 1
+    state = CheckpointState.load_checkpoint(os.path.join(art, 'checkpoint'))
+    module = Module(os.path.join(art, 'training_model.onnx'), state,
+                    os.path.join(art, 'eval_model.onnx'), device='cpu', session_options=options)
+    optimizer = Optimizer(optimizer_path, module)
+    optimizer.set_learning_rate(cfg['lr'])
+    module.train()
+    tokens, targets = np.load(cfg['tokens']), np.load(cfg['targets'])
+    times, losses = [], []
+    for _ in range(cfg['steps']):
+        start = time.perf_counter()
+        loss = module(tokens, targets)
+        optimizer.step()
+        module.lazy_reset_grad()
+        times.append((time.perf_counter() - start) * 1e3)
+        losses.append(float(loss))
+    return {'times_ms': times, 'losses': losses, 'build_s': build_s,
+            'version': f'onnxruntime-training {ort.__version__}, {sys.executable}',
+            'threads': cfg['threads'], 'blas': 'MLAS (onnxruntime\'s own GEMM)'}
+
+
+def probe_interpreter(python, code):
+    """None if `python -c code` succeeds, else the last line of its error."""
+    if not python or not shutil.which(python):
+        return f'{python}: no such interpreter'
+    try:
+        proc = subprocess.run([python, '-c', code], capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return f'{python}: probe timed out'
+    if proc.returncode == 0:
+        return None
+    lines = [l for l in proc.stderr.strip().splitlines() if l.strip()]
+    return f'{python}: {lines[-1] if lines else "exit " + str(proc.returncode)}'
+
+
+def run_child(python, cfg, env):
+    """Runs one framework in `python`; returns its result dict."""
+    proc = subprocess.run([python, '-c', _CHILD_MAIN.format(tools=TOOLS_DIR)],
+                          input=json.dumps(cfg), capture_output=True, text=True, env=env)
+    results = [l for l in proc.stdout.splitlines() if l.startswith(RESULT_PREFIX)]
+    if proc.returncode != 0 or not results:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        last = lines[-1] if lines else 'no output'
+        raise Failed(f'{python} exited {proc.returncode}: {last}\n' + '\n'.join(lines[-15:]))
+    return json.loads(results[-1][len(RESULT_PREFIX):])
+
+
+def find_torch_python(args):
+    """The interpreter to run PyTorch in; raises Skipped if there is none."""
+    code = 'import numpy, torch; torch.from_numpy(numpy.zeros(1))'
+    candidates = [args.torch_python] if args.torch_python else [sys.executable, '/usr/bin/python3']
+    reasons = []
+    for python in dict.fromkeys(candidates):
+        reason = probe_interpreter(python, code)
+        if reason is None:
+            return python
+        reasons.append(reason)
+    raise Skipped('no interpreter with a working torch + numpy (' + '; '.join(reasons)
+                  + '). Install it with: apt-get install -y python3-torch '
+                    '(then run as is), or give --torch-python')
+
+
+def find_ort_training_python(args):
+    """The interpreter to run onnxruntime-training in; raises Skipped if none."""
+    python = args.ort_training_python or sys.executable
+    reason = probe_interpreter(
+        python, 'import numpy, onnx; from onnxruntime.training import artifacts, api')
+    if reason is not None:
+        raise Skipped(f'not available ({reason}). See --help for a venv recipe, '
+                      'then give --ort-training-python')
+    return python
+
+
+def bench_child(framework, python, cfg, env):
+    """Runs PyTorch or onnxruntime-training steps in `python`."""
+    result = run_child(python, dict(cfg, framework=framework), env)
+    result.update(summarize(result['times_ms']))
+    return result
+
+
+# ---------------------------------------------------------------------------
+# trainc
+
+
+def bench_trainc(bin_dir, cfg, env):
+    """Compiles the model with trainc and runs --steps steps with trainc-run."""
+    trainc = os.path.join(bin_dir, 'trainc')
+    run = os.path.join(bin_dir, 'trainc-run')
+    exe = os.path.join(cfg['work'], 'step.tcx')
+    command = [trainc, cfg['model'], '--train', '--optimizer', 'adamw', '--lr', str(cfg['lr']),
+               '--beta1', str(BETAS[0]), '--beta2', str(BETAS[1]), '--eps', str(ADAM_EPS),
+               '--weight-decay', str(cfg['weight_decay']), '--decay-all', '-o', exe]
+    start = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True, env=env)
+    build_s = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise Failed(f'{" ".join(command)} exited {proc.returncode}:\n{proc.stderr.strip()}')
+
+    command = [run, exe, '--input', f'tokens={cfg["tokens"]}',
+               '--input', f'targets={cfg["targets"]}', '--steps', str(cfg['steps']),
+               '--output-dir', cfg['work']]
+    # Line-buffered output, so each "step N:" line arrives when the step ends.
+    if shutil.which('stdbuf'):
+        command = ['stdbuf', '-oL'] + command
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env)
+    lines, arrivals, losses, step_ms = [], [], [], []
+    for line in proc.stdout:
+        now = time.perf_counter()
+        lines.append(line.rstrip('\n'))
+        step = re.match(r'step (\d+): loss (\S+)', line)
+        if step:
+            arrivals.append(now)
+            losses.append(float(step.group(2)))
+            ms = re.search(r'\bstep_ms ([0-9.]+)', line)
+            if ms:
+                step_ms.append(float(ms.group(1)))
+    if proc.wait() != 0:
+        raise Failed(f'{" ".join(command)} exited {proc.returncode}:\n' + '\n'.join(lines[-15:]))
+    median = re.search(r'run: median ([0-9.]+) ms', '\n'.join(lines))
+    if not median or len(losses) != cfg['steps']:
+        raise Failed('unexpected trainc-run output:\n' + '\n'.join(lines[-10:]))
+    result = {'losses': losses, 'build_s': build_s, 'threads': cfg['threads'],
+              'version': os.path.realpath(run), 'blas': trainc_blas(run)}
+    if len(step_ms) == len(losses):
+        # Newer trainc-run prints each step's time (step_ms).
+        result.update(summarize(step_ms), times_ms=step_ms, step_times='step_ms')
+    else:
+        # Steps 2..N from line arrivals; step 1's start is not visible here.
+        gaps = [(b - a) * 1e3 for a, b in zip(arrivals, arrivals[1:])]
+        result.update(times_ms=gaps, median_rest_ms=upper_median(gaps),
+                      min_ms=min(gaps) if gaps else None, step_times='output line gaps')
+    result['median_ms'] = float(median.group(1))  # trainc-run's own
+    return result
+
+
+def trainc_blas(run):
+    """The BLAS library trainc-run links, from ldd, symlinks resolved."""
+    try:
+        out = subprocess.run(['ldd', run], capture_output=True, text=True).stdout
+    except OSError as e:
+        return f'unknown (ldd: {e})'
+    libs = []
+    for line in out.splitlines():
+        if re.search(r'blas|mkl', line, re.I):
+            parts = line.split('=>')
+            path = parts[1].split('(')[0].strip() if len(parts) > 1 else parts[0].strip()
+            libs.append(f'{line.split()[0]} -> {os.path.realpath(path)}')
+    return '; '.join(libs) or 'no BLAS library linked'
+
+
+# ---------------------------------------------------------------------------
+# Report
+
+
+def cpu_model():
+    try:
+        with open('/proc/cpuinfo') as f:
+            names = re.findall(r'^model name\s*:\s*(.*)$', f.read(), re.M)
+    except OSError:
+        names = []
+    return names[0] if names else 'unknown'
+
+
+def fmt(ms):
+    return f'{ms:9.2f}' if ms is not None else '      n/a'
+
+
+def print_report(args, results, tokens_per_step):
+    print()
+    print(f'{"framework":<14}{"median ms":>10}{"med 2..N":>10}{"min ms":>10}'
+          f'{"tokens/s":>11}{"loss@1":>10}{f"loss@{args.steps}":>10}')
+    for name in FRAMEWORKS:
+        r = results.get(name)
+        if r is None:
+            continue
+        if isinstance(r, Exception):
+            kind = 'skipped' if isinstance(r, Skipped) else 'FAILED'
+            print(f'{name:<14}{kind}: {str(r).splitlines()[0]}')
+            continue
+        print(f'{name:<14}{fmt(r["median_ms"])} {fmt(r["median_rest_ms"])} {fmt(r["min_ms"])}'
+              f'{tokens_per_step * 1e3 / r["median_ms"]:11.0f}'
+              f'{r["losses"][0]:10.4f}{r["losses"][-1]:10.4f}')
+    base = results.get('trainc')
+    if isinstance(base, dict):
+        for name in FRAMEWORKS[1:]:
+            r = results.get(name)
+            if isinstance(r, dict):
+                print(f'{name} / trainc = {r["median_ms"] / base["median_ms"]:.2f}x '
+                      f'(median step time; above 1: trainc is faster)')
+    print(f'(ln {args.vocab} = {math.log(args.vocab):.4f}; same init and batch everywhere, '
+          f'so loss@1 should agree to ~1e-5)')
+    if args.rounds > 1:
+        print(f'best of {args.rounds} rounds; every round\'s median (ms):')
+        for name in FRAMEWORKS:
+            r = results.get(name)
+            if isinstance(r, dict):
+                print(f'  {name:<14}' + ' '.join(f'{m:.1f}' for m in r['round_medians']))
+    print()
+    for name in FRAMEWORKS:
+        r = results.get(name)
+        if isinstance(r, dict):
+            extra = f'; attention: {r["attention"]}' if 'attention' in r else ''
+            extra += f'; setup {r["build_s"]:.1f} s' if 'build_s' in r else ''
+            extra += f'; step times from {r["step_times"]}' if 'step_times' in r else ''
+            print(f'{name}: {r["version"]}; {r["threads"]} threads{extra}')
+            print(f'  BLAS: {r["blas"]}')
+    if args.per_step:
+        print('\nstep times in ms and losses:')
+        for name in FRAMEWORKS:
+            r = results.get(name)
+            if isinstance(r, dict):
+                print(f'  {name} ms:   ' + ' '.join(f'{t:.0f}' for t in r['times_ms']))
+                print(f'  {name} loss: ' + ' '.join(f'{x:.4f}' for x in r['losses']))
+    for name in FRAMEWORKS:
+        r = results.get(name)
+        if isinstance(r, Exception) and len(str(r).splitlines()) > 1:
+            print(f'\n{name} failed:\n{r}')
+
+
+# ---------------------------------------------------------------------------
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(
+        description='Time GPT training steps (forward, backward, AdamW) in trainc, PyTorch '
+                    'and onnxruntime-training on the same model, weights and batch.',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog='PyTorch: apt-get install -y python3-torch (found in /usr/bin/python3).\n'
+               'onnxruntime-training: in its own venv, so that it does not replace onnxruntime:\n'
+               '  /usr/bin/python3 -m venv --system-site-packages ~/ort-training-venv\n'
+               '  ~/ort-training-venv/bin/pip install onnxruntime-training onnx "numpy<2"\n'
+               '  then --ort-training-python ~/ort-training-venv/bin/python\n'
+               'A framework that is not found is reported as skipped.\n'
+               'The docstring at the top of this file explains the timing and the interpreters.')
+    model = parser.add_argument_group('model (tools/make_gpt.py)')
+    model.add_argument('--vocab', type=int, default=256, help='vocabulary size (default: %(default)s)')
+    model.add_argument('--seq', type=int, default=128, help='sequence length (default: %(default)s)')
+    model.add_argument('--batch', type=int, default=8, help='batch size (default: %(default)s)')
+    model.add_argument('--d-model', type=int, default=256,
+                       help='residual stream width (default: %(default)s)')
+    model.add_argument('--heads', type=int, default=4, help='attention heads (default: %(default)s)')
+    model.add_argument('--layers', type=int, default=4,
+                       help='transformer blocks (default: %(default)s)')
+    model.add_argument('--mlp-ratio', type=int, default=4,
+                       help='MLP width as a multiple of d-model (default: %(default)s)')
+    run = parser.add_argument_group('training run')
+    run.add_argument('--steps', type=int, default=20,
+                     help='training steps per framework, all timed (default: %(default)s)')
+    run.add_argument('--lr', type=float, default=1e-3,
+                     help='AdamW learning rate, constant (default: %(default)s)')
+    run.add_argument('--weight-decay', type=float, default=0.01,
+                     help='AdamW decoupled weight decay, on every parameter (default: %(default)s)')
+    run.add_argument('--seed', type=int, default=0,
+                     help='seed of the initial weights and of the random batch (default: %(default)s)')
+    run.add_argument('--threads', type=int, default=2,
+                     help='threads for every framework (default: %(default)s)')
+    where = parser.add_argument_group('what to run')
+    where.add_argument('--frameworks', default=','.join(FRAMEWORKS),
+                       help='comma-separated subset of %(default)s to run')
+    where.add_argument('--trainc-bin-dir', default=os.path.join(REPO, 'build', 'bin'),
+                       help='directory holding trainc and trainc-run (default: %(default)s)')
+    where.add_argument('--torch-python', default=None,
+                       help='python interpreter to run PyTorch in (default: the first of this '
+                            'one and /usr/bin/python3 where torch and numpy work together)')
+    where.add_argument('--ort-training-python', default=None,
+                       help='python interpreter with onnxruntime-training and onnx (default: '
+                            'this one, if it has them)')
+    run.add_argument('--rounds', type=int, default=1,
+                     help='run every framework this many times, in turn, and report each '
+                          'one\'s round with the lowest median; more rounds make a busy '
+                          'machine\'s noise visible (default: %(default)s)')
+    where.add_argument('--per-step', action='store_true',
+                       help='also print every step\'s time and loss for each framework')
+    where.add_argument('--work-dir', default=None,
+                       help='keep the model, data, executable and artifacts here (default: a '
+                            'temporary directory, removed at the end)')
+    args = parser.parse_args()
+    chosen = [f.strip() for f in args.frameworks.split(',') if f.strip()]
+    unknown = sorted(set(chosen) - set(FRAMEWORKS))
+    if unknown:
+        parser.error(f'--frameworks: unknown {", ".join(unknown)}; choose from '
+                     f'{", ".join(FRAMEWORKS)}')
+    args.frameworks = chosen
+    if min(args.steps, args.threads, args.rounds) < 1:
+        parser.error('--steps, --threads and --rounds must be at least 1')
+    return args
+
+
+def prepare(args, work):
+    """Writes model.onnx, init.npz, tokens.npy and targets.npy; returns cfg."""
+    try:
+        import onnx
+        from onnx import numpy_helper
+        sys.path.insert(0, TOOLS_DIR)
+        import make_gpt
+    except ImportError as e:
+        sys.exit(f'bench_train.py needs onnx to write the model ({e}): pip install onnx')
+    gpt = make_gpt.GptConfig(vocab=args.vocab, seq=args.seq, batch=args.batch,
+                             d_model=args.d_model, heads=args.heads, layers=args.layers,
+                             mlp_ratio=args.mlp_ratio, tied=True, seed=args.seed)
+    try:
+        model = make_gpt.build_model(gpt)
+    except ValueError as e:
+        sys.exit(f'bench_train.py: {e}')
+    paths = {k: os.path.join(work, f) for k, f in (('model', 'model.onnx'), ('init', 'init.npz'),
+                                                   ('tokens', 'tokens.npy'),
+                                                   ('targets', 'targets.npy'))}
+    onnx.save(model, paths['model'])
+    init = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    np.savez(paths['init'], **init)
+    data = np.random.default_rng(args.seed + 1).integers(
+        0, args.vocab, size=(args.batch, args.seq + 1), dtype=np.int64)
+    np.save(paths['tokens'], np.ascontiguousarray(data[:, :-1]))
+    np.save(paths['targets'], np.ascontiguousarray(data[:, 1:]))
+    print(f'model: {make_gpt.parameter_count(model):,} parameters, {args.layers} layers, '
+          f'd_model {args.d_model}, {args.heads} heads, vocab {args.vocab}, '
+          f'batch {args.batch} x seq {args.seq}; {args.steps} AdamW steps')
+    return dict(paths, work=work, params=list(init), vocab=args.vocab, seq=args.seq,
+                d_model=args.d_model, heads=args.heads, layers=args.layers,
+                mlp_ratio=args.mlp_ratio, steps=args.steps, lr=args.lr,
+                weight_decay=args.weight_decay, threads=args.threads)
+
+
+def main():
+    args = parse_args()
+    if 'trainc' in args.frameworks:
+        missing = [b for b in ('trainc', 'trainc-run')
+                   if not os.access(os.path.join(args.trainc_bin_dir, b), os.X_OK)]
+        if missing:
+            sys.exit(f'bench_train.py: {", ".join(missing)} not found in {args.trainc_bin_dir}; '
+                     'build with `cmake --build build` or give --trainc-bin-dir')
+    env = dict(os.environ, **{v: str(args.threads) for v in (
+        'TRAINC_NUM_THREADS', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS')})
+    # Idle OpenMP threads sleep instead of spinning (see the docstring).
+    env.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+    print(f'CPU: {cpu_model()}, {os.cpu_count()} logical CPUs, '
+          f'{len(os.sched_getaffinity(0))} usable; load average '
+          f'{" ".join(f"{x:.2f}" for x in os.getloadavg())}; {args.threads} threads each')
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.work_dir or tmp
+        os.makedirs(work, exist_ok=True)
+        cfg = prepare(args, os.path.abspath(work))
+        # Each framework's runner, or the reason it cannot run here.
+        runners = {'trainc': lambda: bench_trainc(args.trainc_bin_dir, cfg, env)}
+        for name, find in (('pytorch', find_torch_python),
+                           ('ort-training', find_ort_training_python)):
+            if name in args.frameworks:
+                try:
+                    python = find(args)
+                    runners[name] = lambda name=name, python=python: bench_child(
+                        name, python, cfg, env)
+                except Skipped as e:
+                    runners[name] = e
+        # Every round runs each framework once; a framework's report is its
+        # round with the lowest median.
+        results, round_medians = {}, {}
+        for round_index in range(args.rounds):
+            for name in FRAMEWORKS:
+                if name not in args.frameworks or isinstance(results.get(name), Exception):
+                    continue
+                print(f'{name}: round {round_index + 1}/{args.rounds}, {args.steps} steps ...',
+                      flush=True)
+                try:
+                    if isinstance(runners[name], Exception):
+                        raise runners[name]
+                    result = runners[name]()
+                except (Skipped, Failed) as e:
+                    results[name] = e
+                    print(f'{name}: {"skipped" if isinstance(e, Skipped) else "FAILED"}: '
+                          f'{str(e).splitlines()[0]}', flush=True)
+                    continue
+                round_medians.setdefault(name, []).append(result['median_ms'])
+                if name not in results or result['median_ms'] < results[name]['median_ms']:
+                    results[name] = result
+        for name, medians in round_medians.items():
+            if isinstance(results.get(name), dict):
+                results[name]['round_medians'] = medians
+    print_report(args, results, args.batch * args.seq)
+    if any(isinstance(r, Failed) for r in results.values()):
+        sys.exit(1)
+
+
+if __name__ == '__main__':
+    main()
