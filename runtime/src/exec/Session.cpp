@@ -3,6 +3,7 @@
 #include "exec/Session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -43,6 +44,8 @@ Status Session::create(std::shared_ptr<const Executable> executable,
   }
   session->touched_.assign(exe.arenas().size(), 0);
   session->inputSet_.assign(exe.inputs().size(), false);
+  if (options.profile)
+    session->instructionSeconds_.assign(exe.instructions().size(), 0.0);
   // Repeats the one stored element of a splat over `size` bytes at `dst`.
   auto fill = [](char *dst, const char *element, size_t width, uint64_t size) {
     for (uint64_t at = 0; at < size; at += width)
@@ -173,8 +176,14 @@ Status Session::run() {
     call.ints = {inst.ints.data(), int64_t(inst.ints.size())};
     call.floats = {inst.floats.data(), int64_t(inst.floats.size())};
     call.step = step_;
+    auto start = options_.profile ? std::chrono::steady_clock::now()
+                                  : std::chrono::steady_clock::time_point();
     Status s =
         options_.checkWrites ? checkedRun(i, call) : cpu::runCpuKernel(call);
+    if (options_.profile)
+      instructionSeconds_[i] += std::chrono::duration<double>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count();
     if (!s.ok())
       return Status(s.code(),
                     "instruction " + std::to_string(i) + ": " + s.message());

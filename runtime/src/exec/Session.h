@@ -23,6 +23,8 @@ struct SessionOptions {
   /// Debug mode: after every instruction, check that no byte outside its
   /// results changed (so no kernel writes outside its buffers). Slow.
   bool checkWrites = false;
+  /// Time every instruction (instructionSeconds()); costs a clock read each.
+  bool profile = false;
 };
 
 class Session {
@@ -56,6 +58,11 @@ public:
   /// The highest arena byte any instruction touched, summed over arenas:
   /// equals the plan's peak when the executor follows the plan.
   uint64_t measuredPeak() const;
+  /// With SessionOptions::profile: each instruction's wall time summed over
+  /// every run so far (else empty).
+  const std::vector<double> &instructionSeconds() const {
+    return instructionSeconds_;
+  }
 
 private:
   Session() = default;
@@ -71,6 +78,7 @@ private:
   std::vector<char *> data_;
   std::vector<uint64_t> touched_;
   std::vector<bool> inputSet_;
+  std::vector<double> instructionSeconds_;
   int64_t step_ = 0;
 };
 

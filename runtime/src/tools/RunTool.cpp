@@ -57,6 +57,8 @@ Inputs and outputs:
                       result buffers (slow)
   --inspect           print the executable's tensors, instructions and
                       memory plan, and exit
+  --profile           time every instruction and print, at the end, the
+                      time per run by op and the slowest instructions
 
 Training (MODEL.tcx from `trainc model.onnx --train`):
   --steps N           run N training steps; parameters, optimizer state and
@@ -389,6 +391,8 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.onnxSource = v;
     } else if (arg == "--check-writes") {
       o.trainer.session.checkWrites = true;
+    } else if (arg == "--profile") {
+      o.trainer.session.profile = true;
     } else if (arg == "--inspect") {
       o.doInspect = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -589,6 +593,49 @@ private:
   std::vector<double> stepTimes_;
   double firstLoss_ = kNoValue, lastLoss_ = kNoValue, lastEval_ = kNoValue;
 };
+
+/// The --profile report: time per run by opcode, then the slowest
+/// instructions with their operand shapes.
+void printProfile(const Session &session, size_t runs) {
+  const Executable &exe = session.executable();
+  const std::vector<double> &seconds = session.instructionSeconds();
+  double total = 0;
+  std::map<std::string, std::pair<double, int>> byOp;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    total += seconds[i];
+    auto &entry = byOp[cpu::opcodeName(exe.instructions()[i].op)];
+    entry.first += seconds[i];
+    ++entry.second;
+  }
+  if (total <= 0 || runs == 0)
+    return;
+  std::vector<std::pair<double, std::string>> ops;
+  for (auto &[name, entry] : byOp)
+    ops.push_back({entry.first, name});
+  std::sort(ops.rbegin(), ops.rend());
+  std::printf("profile: %.3f ms per run in %zu instructions\n",
+              total / runs * 1e3, seconds.size());
+  for (auto &[t, name] : ops)
+    std::printf("  %-24s %9.3f ms %5.1f%%  (%d instructions)\n", name.c_str(),
+                t / runs * 1e3, 100 * t / total, byOp[name].second);
+  std::vector<size_t> order(seconds.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return seconds[a] > seconds[b]; });
+  std::printf("slowest instructions:\n");
+  for (size_t k = 0; k < std::min<size_t>(15, order.size()); ++k) {
+    const InstructionInfo &inst = exe.instructions()[order[k]];
+    std::string operands;
+    for (uint32_t id : inst.operands)
+      operands += (operands.empty() ? "" : ", ") +
+                  std::string(dtypeName(exe.tensors()[id].dtype)) +
+                  shapeString(exe.tensors()[id].shape);
+    std::printf("  %5zu %-20s %9.3f ms  (%s)\n", order[k],
+                cpu::opcodeName(inst.op), seconds[order[k]] / runs * 1e3,
+                operands.c_str());
+  }
+}
 
 /// Writes every parameter and optimizer state as DIR/<name>.npy and the
 /// run state as DIR/run_state.json.
@@ -842,6 +889,8 @@ int runRunTool(int argc, char **argv) {
       std::printf("\n");
     }
   }
+  if (o.trainer.session.profile)
+    printProfile(session, times.size());
   std::sort(times.begin(), times.end());
   std::printf("run: median %.3f ms over %zu run(s); memory peak planned %llu, "
               "measured %llu bytes\n",
