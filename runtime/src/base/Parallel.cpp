@@ -3,9 +3,11 @@
 #include "base/Parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -83,34 +85,61 @@ int parallelThreads() {
   return threads;
 }
 
+namespace {
+
+/// One parallelFor call: chunks are claimed from `next` by whoever is free,
+/// the caller included, so a worker that wakes late never holds the caller
+/// up; the caller returns once `finished` counts every chunk. Shared with
+/// the tasks, which may start after the caller has returned (they then find
+/// nothing to claim and never touch `body`).
+struct Job {
+  std::atomic<int64_t> next{0}, finished{0};
+  int64_t n = 0, chunks = 0, per = 0;
+  const std::function<void(int64_t, int64_t)> *body = nullptr;
+
+  void runChunks() {
+    for (;;) {
+      int64_t c = next.fetch_add(1, std::memory_order_relaxed);
+      if (c >= chunks)
+        return;
+      (*body)(c * per, std::min(n, (c + 1) * per));
+      finished.fetch_add(1, std::memory_order_release);
+    }
+  }
+};
+
+/// Chunks per thread: more than one, so that uneven progress (a worker
+/// woken late, a core shared with BLAS) evens out.
+constexpr int64_t kChunksPerThread = 4;
+
+} // namespace
+
 void parallelFor(int64_t n, int64_t grain,
                  const std::function<void(int64_t, int64_t)> &body) {
   if (n <= 0)
     return;
-  int64_t chunks = std::min<int64_t>(parallelThreads(),
-                                     (n + std::max<int64_t>(grain, 1) - 1) /
-                                         std::max<int64_t>(grain, 1));
-  if (chunks <= 1) {
+  grain = std::max<int64_t>(grain, 1);
+  int threads = parallelThreads();
+  int64_t chunks =
+      std::min<int64_t>(threads * kChunksPerThread, (n + grain - 1) / grain);
+  if (threads <= 1 || chunks <= 1) {
     body(0, n);
     return;
   }
-  int64_t per = (n + chunks - 1) / chunks;
-  std::mutex mutex;
-  std::condition_variable done;
-  int64_t remaining = chunks - 1;
-  for (int64_t c = 1; c < chunks; ++c) {
-    int64_t begin = c * per, end = std::min(n, begin + per);
-    pool().submit([&, begin, end] {
-      if (begin < end)
-        body(begin, end);
-      std::lock_guard<std::mutex> lock(mutex);
-      if (--remaining == 0)
-        done.notify_one();
-    });
-  }
-  body(0, std::min(n, per));
-  std::unique_lock<std::mutex> lock(mutex);
-  done.wait(lock, [&] { return remaining == 0; });
+  auto job = std::make_shared<Job>();
+  job->n = n;
+  job->per = (n + chunks - 1) / chunks;
+  job->chunks = (n + job->per - 1) / job->per;
+  job->body = &body;
+  for (int t = 1; t < std::min<int64_t>(threads, job->chunks); ++t)
+    pool().submit([job] { job->runChunks(); });
+  job->runChunks();
+  // The last chunks are in flight on workers: they take at most one
+  // chunk's time, so wait by spinning (yielding now and then).
+  for (int spins = 0;
+       job->finished.load(std::memory_order_acquire) < job->chunks; ++spins)
+    if (spins % 64 == 63)
+      std::this_thread::yield();
 }
 
 } // namespace trainc

@@ -1,10 +1,12 @@
 //===- Parallel.h - Data-parallel loops on the CPU --------------*- C++ -*-===//
 //
 // parallelFor splits [0, n) into contiguous chunks of at least `grain`
-// iterations and runs them on a process-wide pool of worker threads (the
-// caller works too). The thread count is std::thread::hardware_concurrency
-// unless TRAINC_NUM_THREADS is set. Work is split deterministically, so a
-// kernel that writes disjoint outputs per index is reproducible bit for bit.
+// iterations (up to 4 per thread) which the caller and a process-wide pool
+// of worker threads claim as they become free, so a late worker never
+// stalls the caller. The thread count is std::thread::hardware_concurrency
+// unless TRAINC_NUM_THREADS is set. The chunks depend only on n, grain and
+// the thread count, so a kernel that writes disjoint outputs per index is
+// reproducible bit for bit.
 //
 //===----------------------------------------------------------------------===//
 

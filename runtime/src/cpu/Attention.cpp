@@ -16,7 +16,12 @@
 // of its dims is 1 (broadcast) or the scores' size.
 //
 // Compute in f64 for f64, in f32 otherwise; 16-bit operands are widened
-// once up front. Rows are independent and are split across threads.
+// once up front. (batch, head) pairs are split across threads; per pair,
+// the scores are one GEMM (S = scale * Q K^T), then a masked softmax per
+// row, and the output a second GEMM (O = P V).
+// Causal attention computes the whole score matrix and zeroes the
+// disallowed probabilities: a GEMM at full speed beats skipping half of a
+// scalar loop.
 //
 // Shape legend: q [B, Hq, Sq, D], k [B, Hk, Sk, D], v [B, Hk, Sk, Dv],
 // mask [B|1, Hq|1, Sq|1, Sk|1], o [B, Hq, Sq, Dv].
@@ -24,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "base/Parallel.h"
+#include "cpu/Gemm.h"
 #include "cpu/KernelUtil.h"
 
 #include <algorithm>
@@ -45,6 +51,34 @@ const T *asCompute(const TensorRef &t, std::vector<T> &storage) {
   for (int64_t i = 0, e = t.numElements(); i < e; ++i)
     storage[i] = loadAs<T>(t, i);
   return storage.data();
+}
+
+/// Turns the scores `s` of one query row into probabilities: adds the mask
+/// row (if any), then a softmax over the `allowed` first keys; the others
+/// and a row with nothing to attend to get 0.
+template <typename T>
+void softmaxRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride,
+                int64_t allowed) {
+  if (maskRow)
+    for (int64_t j = 0; j < sk; ++j)
+      s[j] += maskRow[j * maskStride];
+  const T negInf = -std::numeric_limits<T>::infinity();
+  T max = negInf;
+  for (int64_t j = 0; j < allowed; ++j)
+    max = std::max(max, s[j]);
+  if (max == negInf) {
+    std::fill(s, s + sk, T(0));
+    return;
+  }
+  T sum = 0;
+  for (int64_t j = 0; j < allowed; ++j) {
+    s[j] = std::exp(s[j] - max);
+    sum += s[j];
+  }
+  T inv = T(1) / sum;
+  for (int64_t j = 0; j < allowed; ++j)
+    s[j] *= inv;
+  std::fill(s + allowed, s + sk, T(0));
 }
 
 } // namespace
@@ -78,47 +112,28 @@ Status runAttention(const KernelCall &call) {
     const T *q = asCompute(qRef, qBuf), *k = asCompute(kRef, kBuf),
             *v = asCompute(vRef, vBuf);
     const T *mask = hasMask ? asCompute(call.inputs[3], maskBuf) : nullptr;
-    const T scale = T(scaleAttr);
-    const T negInf = -std::numeric_limits<T>::infinity();
-    int64_t rowCost = std::max<int64_t>(1, sk * (d + dv));
-    int64_t grain = std::max<int64_t>(1, 65536 / rowCost);
-
-    parallelFor(batch * hq * sq, grain, [&](int64_t begin, int64_t end) {
-      std::vector<T> s(sk), acc(dv);
-      for (int64_t row = begin; row < end; ++row) {
-        int64_t i = row % sq, h = (row / sq) % hq, b = row / (sq * hq);
-        const T *qi = q + row * d;
-        int64_t kvBase = (b * hk + h / group) * sk;
-        const T *maskRow = mask ? mask + b * maskStride[0] + h * maskStride[1] +
-                                      i * maskStride[2]
-                                : nullptr;
-        // Keys [0, allowed) are visible to this row.
-        int64_t allowed =
-            causal ? std::clamp<int64_t>(i + (sk - sq) + 1, 0, sk) : sk;
-        T max = negInf;
-        for (int64_t j = 0; j < allowed; ++j) {
-          const T *kj = k + (kvBase + j) * d;
-          T dot = 0;
-          for (int64_t e = 0; e < d; ++e)
-            dot += qi[e] * kj[e];
-          s[j] = scale * dot + (maskRow ? maskRow[j * maskStride[3]] : T(0));
-          max = std::max(max, s[j]);
-        }
-        std::fill(acc.begin(), acc.end(), T(0));
-        if (max != negInf) {
-          T sum = 0;
-          for (int64_t j = 0; j < allowed; ++j) {
-            T p = std::exp(s[j] - max);
-            sum += p;
-            const T *vj = v + (kvBase + j) * dv;
-            for (int64_t e = 0; e < dv; ++e)
-              acc[e] += p * vj[e];
-          }
-          for (int64_t e = 0; e < dv; ++e)
-            acc[e] /= sum;
-        }
-        for (int64_t e = 0; e < dv; ++e)
-          storeAs(out, row * dv + e, acc[e]);
+    bool nativeOut = out.dtype == qRef.dtype &&
+                     (out.dtype == DType::kF32 || out.dtype == DType::kF64);
+    parallelFor(batch * hq, 1, [&](int64_t begin, int64_t end) {
+      std::vector<T> scores(size_t(sq * sk)), wide(nativeOut ? 0 : sq * dv);
+      for (int64_t bh = begin; bh < end; ++bh) {
+        int64_t b = bh / hq, h = bh % hq;
+        const T *kb = k + (b * hk + h / group) * sk * d;
+        const T *vb = v + (b * hk + h / group) * sk * dv;
+        gemm(false, /*tb=*/true, sq, sk, d, T(scaleAttr), q + bh * sq * d, d,
+             kb, d, scores.data(), sk);
+        for (int64_t i = 0; i < sq; ++i)
+          softmaxRow(scores.data() + i * sk, sk,
+                     mask ? mask + b * maskStride[0] + h * maskStride[1] +
+                                i * maskStride[2]
+                          : nullptr,
+                     maskStride[3],
+                     causal ? std::clamp<int64_t>(i + (sk - sq) + 1, 0, sk)
+                            : sk);
+        T *o = nativeOut ? out.as<T>() + bh * sq * dv : wide.data();
+        gemm(false, false, sq, dv, sk, T(1), scores.data(), sk, vb, dv, o, dv);
+        for (size_t e = 0; e < wide.size(); ++e)
+          storeAs(out, bh * sq * dv + int64_t(e), wide[e]);
       }
     });
   });

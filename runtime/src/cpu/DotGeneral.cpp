@@ -16,8 +16,9 @@
 // with no batch: x's leading dims fold into m and one GEMM does it all.
 // Otherwise the operand is packed into [b, m, k] (resp. [b, k, n]) first.
 //
-// Precision: f32 and f64 call cblas_sgemm/cblas_dgemm. f16 and bf16 are
-// widened to f32 while packing, multiplied with sgemm (accumulation in f32)
+// Precision: f32 and f64 call cblas_sgemm/cblas_dgemm (through Gemm.h,
+// which splits the batch or the product over trainc's threads). f16 and bf16
+// are widened to f32 while packing, multiplied with sgemm (accumulation in f32)
 // and the result is rounded to nearest even once, at the end.
 //
 // Shape legend: B batch (product of batching dims), M/N products of the lhs
@@ -25,9 +26,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cpu/Gemm.h"
 #include "cpu/KernelUtil.h"
-
-#include <cblas.h>
 
 #include <climits>
 #include <string>
@@ -154,20 +154,6 @@ Operand<T> prepareOperand(const TensorRef &t, const std::vector<int> &plain,
   return op;
 }
 
-void gemm(bool ta, bool tb, int m, int n, int k, const float *a, const float *b,
-          float *c) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-              tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, ta ? m : k, b,
-              tb ? k : n, 0.0f, c, n);
-}
-
-void gemm(bool ta, bool tb, int m, int n, int k, const double *a,
-          const double *b, double *c) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-              tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, ta ? m : k, b,
-              tb ? k : n, 0.0, c, n);
-}
-
 } // namespace
 
 Status runDotGeneral(const KernelCall &call) {
@@ -209,9 +195,7 @@ Status runDotGeneral(const KernelCall &call) {
     bool native = out.dtype == DType::kF32 || out.dtype == DType::kF64;
     std::vector<T> wide(native ? 0 : batch * m * n);
     T *c = native ? out.as<T>() : wide.data();
-    for (int64_t i = 0; i < batch; ++i)
-      gemm(a.trans, b.trans, int(m), int(n), int(k), a.data + i * m * k,
-           b.data + i * k * n, c + i * m * n);
+    batchedGemm(batch, a.trans, b.trans, m, n, k, a.data, b.data, c);
     for (size_t i = 0; i < wide.size(); ++i)
       storeAs(out, int64_t(i), wide[i]);
     return okStatus();

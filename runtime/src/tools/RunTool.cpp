@@ -58,7 +58,7 @@ Inputs and outputs:
   --inspect           print the executable's tensors, instructions and
                       memory plan, and exit
   --profile           time every instruction and print, at the end, the
-                      time per run by op and the slowest instructions
+                      time per run by op and by op and operand shapes
 
 Training (MODEL.tcx from `trainc model.onnx --train`):
   --steps N           run N training steps; parameters, optimizer state and
@@ -594,8 +594,8 @@ private:
   double firstLoss_ = kNoValue, lastLoss_ = kNoValue, lastEval_ = kNoValue;
 };
 
-/// The --profile report: time per run by opcode, then the slowest
-/// instructions with their operand shapes.
+/// The --profile report: time per run by opcode, then by opcode and
+/// operand shapes (the slowest 20).
 void printProfile(const Session &session, size_t runs) {
   const Executable &exe = session.executable();
   const std::vector<double> &seconds = session.instructionSeconds();
@@ -618,23 +618,28 @@ void printProfile(const Session &session, size_t runs) {
   for (auto &[t, name] : ops)
     std::printf("  %-24s %9.3f ms %5.1f%%  (%d instructions)\n", name.c_str(),
                 t / runs * 1e3, 100 * t / total, byOp[name].second);
-  std::vector<size_t> order(seconds.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return seconds[a] > seconds[b]; });
-  std::printf("slowest instructions:\n");
-  for (size_t k = 0; k < std::min<size_t>(15, order.size()); ++k) {
-    const InstructionInfo &inst = exe.instructions()[order[k]];
-    std::string operands;
-    for (uint32_t id : inst.operands)
-      operands += (operands.empty() ? "" : ", ") +
-                  std::string(dtypeName(exe.tensors()[id].dtype)) +
-                  shapeString(exe.tensors()[id].shape);
-    std::printf("  %5zu %-20s %9.3f ms  (%s)\n", order[k],
-                cpu::opcodeName(inst.op), seconds[order[k]] / runs * 1e3,
-                operands.c_str());
+  // Instructions of one op on operands of the same shapes, slowest first.
+  std::map<std::string, std::pair<double, int>> groups;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    const InstructionInfo &inst = exe.instructions()[i];
+    std::string key = std::string(cpu::opcodeName(inst.op)) + "(";
+    for (size_t o = 0; o < inst.operands.size(); ++o) {
+      const TensorInfo &t = exe.tensors()[inst.operands[o]];
+      key += (o ? ", " : "") + std::string(dtypeName(t.dtype)) +
+             shapeString(t.shape);
+    }
+    key += ")";
+    groups[key].first += seconds[i];
+    ++groups[key].second;
   }
+  std::vector<std::pair<double, std::string>> slowest;
+  for (auto &[key, entry] : groups)
+    slowest.push_back({entry.first, key});
+  std::sort(slowest.rbegin(), slowest.rend());
+  std::printf("slowest instructions, by op and operand shapes:\n");
+  for (size_t k = 0; k < std::min<size_t>(20, slowest.size()); ++k)
+    std::printf("  %9.3f ms  %3dx %s\n", slowest[k].first / runs * 1e3,
+                groups[slowest[k].second].second, slowest[k].second.c_str());
 }
 
 /// Writes every parameter and optimizer state as DIR/<name>.npy and the

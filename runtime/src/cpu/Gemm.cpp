@@ -1,0 +1,99 @@
+//===- Gemm.cpp - Matrix products through OpenBLAS on trainc's threads ----===//
+
+#include "cpu/Gemm.h"
+
+#include "base/Parallel.h"
+
+#include <algorithm>
+#include <cblas.h>
+#include <mutex>
+
+namespace trainc::cpu {
+namespace {
+
+/// OpenBLAS computes on the thread that calls it; trainc's pool parallelizes.
+void singleThreadedBlas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+/// Rows (or columns) of a block: enough that BLAS runs at full speed.
+constexpr int64_t kMinBlock = 64;
+
+template <typename T>
+void batchedGemmImpl(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
+                     int64_t k, const T *a, const T *b, T *c) {
+  // Blocks per product: enough to give every thread work when the batch
+  // alone does not, along the larger of m and n.
+  int threads = parallelThreads();
+  bool splitRows = m >= n;
+  int64_t extent = splitRows ? m : n;
+  int64_t blocks = 1;
+  if (batch < threads)
+    blocks = std::clamp<int64_t>(extent / kMinBlock, 1,
+                                 (2 * threads + batch - 1) / batch);
+  int64_t per = (extent + blocks - 1) / blocks;
+  int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  parallelFor(batch * blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t i = t / blocks, lo = (t % blocks) * per,
+              hi = std::min(extent, lo + per);
+      if (lo >= hi)
+        continue;
+      const T *ai = a + i * m * k, *bi = b + i * k * n;
+      T *ci = c + i * m * n;
+      if (splitRows) // rows [lo, hi) of A and C
+        gemm(ta, tb, hi - lo, n, k, T(1), ai + (ta ? lo : lo * k), lda, bi, ldb,
+             ci + lo * n, n);
+      else // columns [lo, hi) of B and C
+        gemm(ta, tb, m, hi - lo, k, T(1), ai, lda, bi + (tb ? lo * k : lo), ldb,
+             ci + lo, n);
+    }
+  });
+}
+
+} // namespace
+
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+          const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+          int64_t ldc) {
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0) { // An empty sum; BLAS would reject the leading dimensions.
+    for (int64_t i = 0; i < m; ++i)
+      std::fill(c + i * ldc, c + i * ldc + n, float(0));
+    return;
+  }
+  singleThreadedBlas();
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, a,
+              int(lda), b, int(ldb), 0.0f, c, int(ldc));
+}
+
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+          const double *a, int64_t lda, const double *b, int64_t ldb, double *c,
+          int64_t ldc) {
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0) { // An empty sum; BLAS would reject the leading dimensions.
+    for (int64_t i = 0; i < m; ++i)
+      std::fill(c + i * ldc, c + i * ldc + n, double(0));
+    return;
+  }
+  singleThreadedBlas();
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, a,
+              int(lda), b, int(ldb), 0.0, c, int(ldc));
+}
+
+void batchedGemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
+                 int64_t k, const float *a, const float *b, float *c) {
+  batchedGemmImpl(batch, ta, tb, m, n, k, a, b, c);
+}
+
+void batchedGemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
+                 int64_t k, const double *a, const double *b, double *c) {
+  batchedGemmImpl(batch, ta, tb, m, n, k, a, b, c);
+}
+
+} // namespace trainc::cpu

@@ -1,0 +1,41 @@
+//===- Gemm.h - Matrix products through OpenBLAS on trainc's threads -*- C++
+//-*-=//
+//
+// Every GEMM of the CPU device goes through here. OpenBLAS runs
+// single-threaded (set once, on first use) and trainc's own pool
+// (base/Parallel.h) splits the work: over the batch of a batched product,
+// or into row or column blocks of one large product. One pool for all
+// kernels: OpenBLAS's threads spin after each call, and on a machine with
+// few cores they took the cores trainc's elementwise kernels ran on.
+//
+// Row-major throughout; `ta`/`tb` mean A is stored [k, m] / B is [n, k].
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_CPU_GEMM_H
+#define TRAINC_RUNTIME_CPU_GEMM_H
+
+#include <cstdint>
+
+namespace trainc::cpu {
+
+/// C[m, n] = alpha * op(A) op(B), one BLAS call on the calling thread;
+/// lda/ldb/ldc are the row strides as stored.
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+          const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+          int64_t ldc);
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+          const double *a, int64_t lda, const double *b, int64_t ldb, double *c,
+          int64_t ldc);
+
+/// C_i = op(A_i) op(B_i) for i < batch, each operand densely packed
+/// ([m, k] or [k, m] etc.) at a + i*m*k, b + i*k*n, c + i*m*n; split over
+/// trainc's threads.
+void batchedGemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
+                 int64_t k, const float *a, const float *b, float *c);
+void batchedGemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
+                 int64_t k, const double *a, const double *b, double *c);
+
+} // namespace trainc::cpu
+
+#endif // TRAINC_RUNTIME_CPU_GEMM_H
