@@ -54,17 +54,19 @@ def main():
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument('--out-dir', default=os.path.join(ROOT, 'build', 'gpt'),
                         help='where the model, executables, log and weights go')
-    parser.add_argument('--data', nargs='+',
-                        default=sorted(glob.glob('/usr/share/common-licenses/*')),
-                        help='text files to train on (their bytes are the tokens)')
+    parser.add_argument('--data', nargs='+', metavar='FILE',
+                        help='text files to train on, their bytes the tokens '
+                             '(default: every file in /usr/share/common-licenses)',
+                        default=argparse.SUPPRESS)
     parser.add_argument('--steps', type=int, default=600, help='training steps')
-    parser.add_argument('--layers', type=int, default=2)
-    parser.add_argument('--d-model', type=int, default=128)
-    parser.add_argument('--heads', type=int, default=4)
+    parser.add_argument('--layers', type=int, default=2, help='transformer blocks')
+    parser.add_argument('--d-model', type=int, default=128, help='model width')
+    parser.add_argument('--heads', type=int, default=4, help='attention heads')
     parser.add_argument('--seq', type=int, default=64, help='sequence length')
-    parser.add_argument('--batch', type=int, default=16)
+    parser.add_argument('--batch', type=int, default=16, help='sequences per step')
     parser.add_argument('--lr', type=float, default=3e-3, help='peak learning rate')
-    parser.add_argument('--warmup-steps', type=int, default=30)
+    parser.add_argument('--warmup-steps', type=int, default=30,
+                        help='steps of linear learning-rate warmup before the cosine decay')
     parser.add_argument('--eval-every', type=int, default=100,
                         help='steps between held-out evaluations')
     parser.add_argument('--seed', type=int, default=0,
@@ -78,7 +80,12 @@ def main():
     for tool in (trainc, trainc_run):
         if not os.access(tool, os.X_OK):
             sys.exit(f'train_gpt: {tool} is missing: run ./tools/setup.sh first')
-    data = [f for f in args.data if os.path.isfile(f)]
+    if 'data' not in args:
+        args.data = sorted(glob.glob('/usr/share/common-licenses/*'))
+    missing = [f for f in args.data if not os.path.isfile(f)]
+    if missing:
+        sys.exit(f'train_gpt: not a file: {missing[0]}')
+    data = args.data
     if not data:
         sys.exit('train_gpt: no data files (give text files with --data)')
     if args.steps < 1:
