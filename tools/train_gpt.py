@@ -88,8 +88,11 @@ def main():
     data = args.data
     if not data:
         sys.exit('train_gpt: no data files (give text files with --data)')
-    if args.steps < 1:
-        sys.exit('train_gpt: --steps must be positive')
+    if args.steps < 2:
+        sys.exit('train_gpt: --steps must be at least 2')
+    if args.warmup_steps >= args.steps:
+        sys.exit(f'train_gpt: --warmup-steps ({args.warmup_steps}) must be '
+                 f'below --steps ({args.steps})')
     if gpu_present():
         print('train_gpt: a GPU is present, but trainc has no CUDA device yet '
               '(runtime/src/cuda holds a probe only): training on the CPU')

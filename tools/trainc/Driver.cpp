@@ -290,6 +290,14 @@ int runCompilerCli(int argc, char **argv) {
   registerTraincDialects(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // An error names the op and its location; printing the whole enclosing
+  // function after it (MLIR's default) buries the message under the IR.
+  bool printOpAsked = false;
+  for (int i = 1; i < argc; ++i)
+    printOpAsked |=
+        llvm::StringRef(argv[i]).contains("mlir-print-op-on-diagnostic");
+  if (!printOpAsked)
+    context.printOpOnDiagnostic(false);
   CliDiagnostics diagnostics(context);
 
   llvm::StringRef ext = llvm::sys::path::extension(inputFile);
