@@ -15,7 +15,9 @@
 //   mean: sum_r loss[r] / #(positions not ignored); NaN when that is 0.
 // A target outside [0, C) that is not ignore_index is an error naming the
 // position and the value; targets are all checked before any output is
-// written. Compute and the reduction in f64 for f64, in f32 otherwise; the
+// written. Compute and the reduction in f64 for f64 (libm's exp), in f32
+// otherwise (VectorMath.h's maxAndSumExpF32: vectorized exp, the sum in 16
+// partial sums; 16-bit rows are widened into a float buffer first); the
 // reduction adds the per-position losses in order, so the result does not
 // depend on the thread count.
 //
@@ -26,11 +28,13 @@
 
 #include "base/Parallel.h"
 #include "cpu/KernelUtil.h"
+#include "cpu/VectorMath.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace trainc::cpu {
@@ -82,19 +86,31 @@ Status runCrossEntropy(const KernelCall &call) {
     std::vector<T> loss(rows, T(0));
     int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(classes, 1));
     parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
-      std::vector<T> row(classes);
+      std::vector<T> buffer;
       for (int64_t r = begin; r < end; ++r) {
         if (hasIgnore && target[r] == ignoreIndex)
           continue;
         int64_t base = r * classes;
-        T max = -std::numeric_limits<T>::infinity();
-        for (int64_t c = 0; c < classes; ++c) {
-          row[c] = loadAs<T>(logits, base + c);
-          max = std::max(max, row[c]);
+        const T *row;
+        if (logits.dtype == DType::kF32 || logits.dtype == DType::kF64) {
+          row = logits.as<T>() + base;
+        } else {
+          buffer.resize(classes);
+          for (int64_t c = 0; c < classes; ++c)
+            buffer[c] = loadAs<T>(logits, base + c);
+          row = buffer.data();
         }
-        T sum = 0;
-        for (int64_t c = 0; c < classes; ++c)
-          sum += std::exp(row[c] - max);
+        T max, sum;
+        if constexpr (std::is_same_v<T, float>) {
+          maxAndSumExpF32(row, classes, &max, &sum);
+        } else {
+          max = -std::numeric_limits<T>::infinity();
+          for (int64_t c = 0; c < classes; ++c)
+            max = std::max(max, row[c]);
+          sum = 0;
+          for (int64_t c = 0; c < classes; ++c)
+            sum += std::exp(row[c] - max);
+        }
         loss[r] = (max - row[target[r]]) + std::log(sum);
       }
     });

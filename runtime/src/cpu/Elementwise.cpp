@@ -25,13 +25,19 @@
 // truncates toward zero (NaN or out of range is an error naming the element),
 // int -> int wraps or sign-extends, -> i1 tests non-zero, i1 -> 0 or 1.
 //
-// Loops run over raw typed pointers so that the f32 paths vectorize, in
-// parallel chunks of kGrain elements.
+// Loops run over raw typed pointers so that they vectorize, in parallel
+// chunks of kGrain elements. On f32, neg, abs, exp, tanh, erf, sqrt, rsqrt,
+// add, sub, mul, div, max and min run VectorMath.h's array functions, which
+// are also compiled for AVX-512 and AVX2 and picked at run time. Its exp,
+// tanh and erf are polynomial approximations (at most 1.5 ulp from the
+// exact result, see VectorMath.cpp), not libm's; the rest round as IEEE
+// arithmetic does. log and pow, f64 and the 16-bit types call libm.
 //
 //===----------------------------------------------------------------------===//
 
 #include "base/Parallel.h"
 #include "cpu/KernelUtil.h"
+#include "cpu/VectorMath.h"
 
 #include <atomic>
 #include <cmath>
@@ -154,6 +160,20 @@ void map2(const A *x, const B *y, R *z, int64_t n, Fn fn) {
   });
 }
 
+/// Runs fn, a VectorMath array function, over parallel chunks of [0, n).
+void map1F32(void (*fn)(const float *, float *, int64_t), const float *x,
+             float *y, int64_t n) {
+  parallelFor(n, kGrain, [=](int64_t begin, int64_t end) {
+    fn(x + begin, y + begin, end - begin);
+  });
+}
+void map2F32(void (*fn)(const float *, const float *, float *, int64_t),
+             const float *x, const float *y, float *z, int64_t n) {
+  parallelFor(n, kGrain, [=](int64_t begin, int64_t end) {
+    fn(x + begin, y + begin, z + begin, end - begin);
+  });
+}
+
 /// Runs elementOk(i) for i in [0, n), where false means element i cannot
 /// be computed. Returns the lowest such i, or -1. Chunks are contiguous and
 /// each stops at its first failure, so the minimum over chunks is the first
@@ -182,6 +202,28 @@ std::string formatValue(double v) {
 
 //===--- Unary ------------------------------------------------------------===//
 
+/// The VectorMath function computing unary `op` on f32, or null.
+auto unaryF32Function(Opcode op) -> void (*)(const float *, float *, int64_t) {
+  switch (op) {
+  case Opcode::kNeg:
+    return negF32;
+  case Opcode::kAbs:
+    return absF32;
+  case Opcode::kExp:
+    return expF32;
+  case Opcode::kTanh:
+    return tanhF32;
+  case Opcode::kErf:
+    return erfF32;
+  case Opcode::kSqrt:
+    return sqrtF32;
+  case Opcode::kRsqrt:
+    return rsqrtF32;
+  default:
+    return nullptr;
+  }
+}
+
 /// Two's-complement wrap-around for integer ops whose overflow is undefined
 /// behaviour on signed C++ types.
 template <typename T, typename Fn> T wrapped(T a, T b, Fn fn) {
@@ -198,6 +240,12 @@ template <typename Io> Status unaryTyped(const KernelCall &call) {
          [fn](S v) { return Io::store(fn(Io::load(v))); });
     return okStatus();
   };
+  if constexpr (std::is_same_v<Io, F32>) {
+    if (auto fn = unaryF32Function(call.op)) {
+      map1F32(fn, x.as<float>(), call.outputs[0].as<float>(), x.numElements());
+      return okStatus();
+    }
+  }
   if constexpr (Io::kind == Kind::kFloat) {
     switch (call.op) {
     case Opcode::kNeg:
@@ -266,6 +314,27 @@ template <typename T> T minOrNaN(T u, T v) {
     return u < v ? u : v;
 }
 
+/// The VectorMath function computing binary `op` on f32, or null.
+auto binaryF32Function(Opcode op)
+    -> void (*)(const float *, const float *, float *, int64_t) {
+  switch (op) {
+  case Opcode::kAdd:
+    return addF32;
+  case Opcode::kSub:
+    return subF32;
+  case Opcode::kMul:
+    return mulF32;
+  case Opcode::kDiv:
+    return divF32;
+  case Opcode::kMax:
+    return maxF32;
+  case Opcode::kMin:
+    return minF32;
+  default:
+    return nullptr;
+  }
+}
+
 template <typename Io> Status binaryTyped(const KernelCall &call) {
   using S = typename Io::Storage;
   using C = typename Io::Compute;
@@ -273,6 +342,12 @@ template <typename Io> Status binaryTyped(const KernelCall &call) {
   const S *b = call.inputs[1].as<S>();
   S *z = call.outputs[0].as<S>();
   int64_t n = call.outputs[0].numElements();
+  if constexpr (std::is_same_v<Io, F32>) {
+    if (auto fn = binaryF32Function(call.op)) {
+      map2F32(fn, a, b, z, n);
+      return okStatus();
+    }
+  }
   auto apply = [&](auto fn) {
     map2(a, b, z, n,
          [fn](S u, S v) { return Io::store(fn(Io::load(u), Io::load(v))); });

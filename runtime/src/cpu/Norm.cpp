@@ -11,7 +11,10 @@
 // scale and bias have the normalized shape (N elements) and default to 1
 // and 0. The variance is computed in a second pass over the row rather than
 // as E[x^2] - E[x]^2, which cancels catastrophically when |mean| >> std.
-// Compute and sums in f64 for f64, in f32 otherwise.
+// Compute and sums in f64 for f64 (sums in index order), in f32 otherwise
+// through VectorMath.h's vectorized row loops (sums in 16 partial sums, an
+// order that depends only on N); 16-bit rows are widened into a float
+// buffer first.
 //
 // Shape legend: the input viewed as [R, N], R the product of dims
 // 0..axis-1.
@@ -20,9 +23,11 @@
 
 #include "base/Parallel.h"
 #include "cpu/KernelUtil.h"
+#include "cpu/VectorMath.h"
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 namespace trainc::cpu {
@@ -66,24 +71,48 @@ Status runNorm(const KernelCall &call) {
     T eps = T(epsilon);
     int64_t grain = std::max<int64_t>(1, 4096 / n);
     parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
-      std::vector<T> row(n);
+      std::vector<T> in, out;
       for (int64_t r = begin; r < end; ++r) {
         int64_t base = r * n;
-        for (int64_t j = 0; j < n; ++j)
-          row[j] = loadAs<T>(x, base + j);
-        T mean = 0;
-        if (layer) {
+        // The row in T: read and written in place for f32 and f64, else
+        // widened into `in` and computed into `out`.
+        bool widened = x.dtype != DType::kF32 && x.dtype != DType::kF64;
+        const T *row;
+        T *result;
+        if (!widened) {
+          row = x.as<T>() + base;
+          result = y.as<T>() + base;
+        } else {
+          in.resize(n);
+          out.resize(n);
           for (int64_t j = 0; j < n; ++j)
-            mean += row[j];
-          mean /= T(n);
+            in[j] = loadAs<T>(x, base + j);
+          row = in.data();
+          result = out.data();
         }
-        // Mean of squares about `mean` (0 for RMS norm).
-        T sumSq = 0;
-        for (int64_t j = 0; j < n; ++j)
-          sumSq += (row[j] - mean) * (row[j] - mean);
-        T rstd = T(1) / std::sqrt(sumSq / T(n) + eps);
-        for (int64_t j = 0; j < n; ++j)
-          storeAs(y, base + j, (row[j] - mean) * rstd * scale[j] + bias[j]);
+        if constexpr (std::is_same_v<T, float>) {
+          float mean = layer ? sumF32(row, n) / float(n) : 0.0f;
+          // Mean of squares about `mean` (0 for RMS norm).
+          float sumSq = sumSquaredDeviationF32(row, mean, n);
+          float rstd = 1.0f / std::sqrt(sumSq / float(n) + eps);
+          normalizeF32(row, mean, rstd, scale.data(), bias.data(), result, n);
+        } else {
+          T mean = 0;
+          if (layer) {
+            for (int64_t j = 0; j < n; ++j)
+              mean += row[j];
+            mean /= T(n);
+          }
+          T sumSq = 0;
+          for (int64_t j = 0; j < n; ++j)
+            sumSq += (row[j] - mean) * (row[j] - mean);
+          T rstd = T(1) / std::sqrt(sumSq / T(n) + eps);
+          for (int64_t j = 0; j < n; ++j)
+            result[j] = (row[j] - mean) * rstd * scale[j] + bias[j];
+        }
+        if (widened)
+          for (int64_t j = 0; j < n; ++j)
+            storeAs(y, base + j, out[j]);
       }
     });
   });
