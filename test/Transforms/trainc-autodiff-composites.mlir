@@ -101,20 +101,12 @@ func.func @main(%w: tensor<2x5x3xf32> {train.param = "w", train.init = dense<0.5
 
 // -----
 
-// gelu (erf): Phi(x) + x * phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
+// gelu (erf): one graph.gelu_grad (Phi(x) + x * phi(x), its description).
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[W:arg[0-9]+]]: tensor<8xf32>
 // CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
-// CHECK: %[[RSQRT2:.+]] = graph.constant dense<0.707106769> : tensor<8xf32>
-// CHECK: %[[XS:.+]] = graph.mul %[[W]], %[[RSQRT2]]
-// CHECK: graph.erf %[[XS]]
-// CHECK: %[[E:.+]] = graph.exp
-// CHECK: %[[INVSQRT2PI:.+]] = graph.constant dense<0.398942292> : tensor<8xf32>
-// CHECK: %[[PDF:.+]] = graph.mul %[[E]], %[[INVSQRT2PI]]
-// CHECK: %[[XPDF:.+]] = graph.mul %[[W]], %[[PDF]]
-// CHECK: %[[DY:.+]] = graph.add %{{.+}}, %[[XPDF]]
-// CHECK: %[[DX:.+]] = graph.mul %[[G]], %[[DY]]
-// CHECK: return %{{.+}}, %[[DX]]
+// CHECK: %[[DX:.+]] = graph.gelu_grad %[[W]], %[[G]], approximation = erf : tensor<8xf32>
+// CHECK-NEXT: return %{{.+}}, %[[DX]]
 func.func @main(%w: tensor<8xf32> {train.param = "w", train.init = dense<0.5> : tensor<8xf32>},
                 %c: tensor<8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
   %y = graph.gelu %w, approximation = erf : tensor<8xf32>
@@ -124,18 +116,11 @@ func.func @main(%w: tensor<8xf32> {train.param = "w", train.init = dense<0.5> : 
 
 // -----
 
-// gelu (tanh): 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2),
-// k = sqrt(2 / pi).
+// gelu (tanh): one graph.gelu_grad.
 // CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[W:arg[0-9]+]]: tensor<8xf32>
 // CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
-// CHECK: graph.constant dense<4.471500e-02> : tensor<8xf32>
-// CHECK: %[[K:.+]] = graph.constant dense<0.797884583> : tensor<8xf32>
-// CHECK: %[[U:.+]] = graph.mul %{{.+}}, %[[K]]
-// CHECK: %[[T:.+]] = graph.tanh %[[U]]
-// CHECK: graph.constant dense<1.341450e-01> : tensor<8xf32>
-// CHECK: %[[T2:.+]] = graph.mul %[[T]], %[[T]]
-// CHECK: %[[SECH2:.+]] = graph.sub %{{.+}}, %[[T2]]
-// CHECK: %[[DX:.+]] = graph.mul %[[G]], %{{.+}} : tensor<8xf32>
+// CHECK: %[[DX:.+]] = graph.gelu_grad %[[W]], %[[G]], approximation = tanh : tensor<8xf32>
 // CHECK-NEXT: return %{{.+}}, %[[DX]]
 func.func @main(%w: tensor<8xf32> {train.param = "w", train.init = dense<0.5> : tensor<8xf32>},
                 %c: tensor<8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
@@ -146,29 +131,16 @@ func.func @main(%w: tensor<8xf32> {train.param = "w", train.init = dense<0.5> : 
 
 // -----
 
-// layer_norm with scale and bias, over the last dim: mean and rstd are
-// recomputed (biased variance, epsilon inside the sqrt);
-// dx = rstd * (dxhat - xhat * mean(dxhat * xhat) - mean(dxhat)),
-// dscale = sum over the leading dims of g * xhat, dbias = sum of g.
+// layer_norm with scale and bias, over the last dim: graph.norm_grad gives
+// dx and xhat in one pass; dscale = sum over the leading dims of g * xhat,
+// dbias = sum of g.
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[X:arg[0-9]+]]: tensor<2x3x4xf32> {{.*}}, %[[S:arg[0-9]+]]: tensor<4xf32> {{.*}}, %[[B:arg[0-9]+]]: tensor<4xf32>
 // CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
-// CHECK: %[[MEAN:.+]] = graph.reduce_mean %[[X]], dims = [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
-// CHECK: %[[MEANB:.+]] = graph.broadcast_in_dim %[[MEAN]], dims = [0, 1]
-// CHECK: %[[XC:.+]] = graph.sub %[[X]], %[[MEANB]]
-// CHECK: %[[SQ:.+]] = graph.mul %[[XC]], %[[XC]]
-// CHECK: %[[VAR:.+]] = graph.reduce_mean %[[SQ]], dims = [2]
-// CHECK: %[[EPS:.+]] = graph.constant dense<9.99999974E-6> : tensor<2x3xf32>
-// CHECK: %[[VE:.+]] = graph.add %[[VAR]], %[[EPS]]
-// CHECK: %[[RSTD:.+]] = graph.rsqrt %[[VE]] : tensor<2x3xf32>
-// CHECK: %[[RSTDB:.+]] = graph.broadcast_in_dim %[[RSTD]], dims = [0, 1]
-// CHECK: %[[XHAT:.+]] = graph.mul %[[XC]], %[[RSTDB]]
-// CHECK: %[[SB:.+]] = graph.broadcast_in_dim %[[S]], dims = [2] : (tensor<4xf32>) -> tensor<2x3x4xf32>
-// CHECK: %[[DXHAT:.+]] = graph.mul %[[G]], %[[SB]]
-// CHECK: %[[DX:.+]] = graph.mul %[[RSTDB]], %{{.+}} : tensor<2x3x4xf32>
-// CHECK: %[[GXHAT:.+]] = graph.mul %[[G]], %[[XHAT]]
-// CHECK: %[[DS:.+]] = graph.reduce_sum %[[GXHAT]], dims = [0, 1] : (tensor<2x3x4xf32>) -> tensor<4xf32>
-// CHECK: %[[DB:.+]] = graph.reduce_sum %[[G]], dims = [0, 1] : (tensor<2x3x4xf32>) -> tensor<4xf32>
+// CHECK: %[[DX:.+]], %[[XHAT:.+]] = graph.norm_grad %[[X]] scale %[[S]], %[[G]], axis = 2, epsilon = 1.000000e-05, centered = true : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[GXHAT:.+]] = graph.mul %[[G]], %[[XHAT]]
+// CHECK-NEXT: %[[DS:.+]] = graph.reduce_sum %[[GXHAT]], dims = [0, 1] : (tensor<2x3x4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: %[[DB:.+]] = graph.reduce_sum %[[G]], dims = [0, 1] : (tensor<2x3x4xf32>) -> tensor<4xf32>
 // CHECK: return %{{.+}}, %[[DX]], %[[DS]], %[[DB]]
 func.func @main(%x: tensor<2x3x4xf32> {train.param = "x", train.init = dense<0.5> : tensor<2x3x4xf32>},
                 %s: tensor<4xf32> {train.param = "s", train.init = dense<1.0> : tensor<4xf32>},
@@ -188,9 +160,8 @@ func.func @main(%x: tensor<2x3x4xf32> {train.param = "x", train.init = dense<0.5
 // CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
 // CHECK: %[[G32:.+]] = graph.convert %[[G]] : (tensor<2x3x4xbf16>) -> tensor<2x3x4xf32>
 // CHECK: %[[X32:.+]] = graph.convert %[[X]] : (tensor<2x3x4xbf16>) -> tensor<2x3x4xf32>
-// CHECK: graph.reduce_mean %[[X32]], dims = [1, 2] : (tensor<2x3x4xf32>) -> tensor<2xf32>
-// CHECK-NOT: graph.broadcast_in_dim %{{.+}} dims = [2]
-// CHECK: %[[DX:.+]] = graph.convert %{{.+}} : (tensor<2x3x4xf32>) -> tensor<2x3x4xbf16>
+// CHECK: %[[DX32:.+]], %{{.+}} = graph.norm_grad %[[X32]], %[[G32]], axis = 1, epsilon = 1.000000e-05, centered = true
+// CHECK: %[[DX:.+]] = graph.convert %[[DX32]] : (tensor<2x3x4xf32>) -> tensor<2x3x4xbf16>
 // CHECK-NEXT: return %{{.+}}, %[[DX]]
 func.func @main(%x: tensor<2x3x4xbf16> {train.param = "x", train.init = dense<0.5> : tensor<2x3x4xbf16>},
                 %c: tensor<2x3x4xbf16> {graph.input = "c"}) -> (tensor<bf16> {graph.output = "loss"}) {
@@ -201,27 +172,13 @@ func.func @main(%x: tensor<2x3x4xbf16> {train.param = "x", train.init = dense<0.
 
 // -----
 
-// rms_norm: no centring; rstd = rsqrt(mean(x^2) + eps).
+// rms_norm: graph.norm_grad without centring.
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[X:arg[0-9]+]]: tensor<2x4xf32> {{.*}}, %[[S:arg[0-9]+]]: tensor<4xf32>
 // CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [] x []
-// CHECK: %[[SQ:.+]] = graph.mul %[[X]], %[[X]]
-// CHECK: %[[MS:.+]] = graph.reduce_mean %[[SQ]], dims = [1]
-// CHECK: %[[EPS:.+]] = graph.constant dense<9.99999997E-7> : tensor<2xf32>
-// CHECK: %[[MSE:.+]] = graph.add %[[MS]], %[[EPS]]
-// CHECK: %[[RSTD:.+]] = graph.rsqrt %[[MSE]]
-// CHECK: %[[RSTDB:.+]] = graph.broadcast_in_dim %[[RSTD]], dims = [0]
-// CHECK: %[[XHAT:.+]] = graph.mul %[[X]], %[[RSTDB]]
-// CHECK: %[[SB:.+]] = graph.broadcast_in_dim %[[S]], dims = [1]
-// CHECK-NEXT: %[[DXHAT:.+]] = graph.mul %[[G]], %[[SB]]
-// CHECK-NEXT: %[[PROD:.+]] = graph.mul %[[DXHAT]], %[[XHAT]]
-// CHECK-NEXT: %[[MP:.+]] = graph.reduce_mean %[[PROD]], dims = [1]
-// CHECK-NEXT: %[[MPB:.+]] = graph.broadcast_in_dim %[[MP]], dims = [0]
-// CHECK-NEXT: %[[PROJ:.+]] = graph.mul %[[XHAT]], %[[MPB]]
-// CHECK-NEXT: %[[INNER:.+]] = graph.sub %[[DXHAT]], %[[PROJ]]
-// CHECK-NEXT: %[[DX:.+]] = graph.mul %[[RSTDB]], %[[INNER]]
-// CHECK: %[[GXHAT:.+]] = graph.mul %[[G]], %[[XHAT]]
-// CHECK: %[[DS:.+]] = graph.reduce_sum %[[GXHAT]], dims = [0] : (tensor<2x4xf32>) -> tensor<4xf32>
+// CHECK: %[[DX:.+]], %[[XHAT:.+]] = graph.norm_grad %[[X]] scale %[[S]], %[[G]], axis = 1, epsilon = 9.9999999999999995E-7, centered = false
+// CHECK-NEXT: %[[GXHAT:.+]] = graph.mul %[[G]], %[[XHAT]]
+// CHECK-NEXT: %[[DS:.+]] = graph.reduce_sum %[[GXHAT]], dims = [0] : (tensor<2x4xf32>) -> tensor<4xf32>
 // CHECK: return %{{.+}}, %[[DX]], %[[DS]]
 func.func @main(%x: tensor<2x4xf32> {train.param = "x", train.init = dense<0.5> : tensor<2x4xf32>},
                 %s: tensor<4xf32> {train.param = "s", train.init = dense<1.0> : tensor<4xf32>},

@@ -73,6 +73,8 @@ enum Opcode : uint16_t {
   kAttention,
   kSoftmaxCrossEntropy,
   kScatterAdd,
+  kGeluGrad,
+  kNormGrad,
 };
 
 uint64_t alignUp(uint64_t v) {
@@ -322,6 +324,18 @@ LogicalResult Lowering::lowerOp(Operation *op) {
           .Case([&](GeluOp g) {
             inst.opcode = kGelu;
             inst.ints = {g.getApproximation() == GeluApproximation::tanh};
+            return true;
+          })
+          .Case([&](GeluGradOp g) {
+            inst.opcode = kGeluGrad;
+            inst.ints = {g.getApproximation() == GeluApproximation::tanh};
+            return true;
+          })
+          .Case([&](NormGradOp n) {
+            inst.opcode = kNormGrad;
+            inst.ints = {int64_t(n.getAxis()), n.getScale() != nullptr,
+                         n.getCentered()};
+            inst.floats = {n.getEpsilon().convertToDouble()};
             return true;
           })
           .Case([&](LayerNormOp l) {

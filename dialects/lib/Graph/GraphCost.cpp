@@ -59,6 +59,19 @@ int64_t GeluOp::getFlops() {
   return perElement * numElements(getResult());
 }
 
+/// The derivative (as gelu's forward, plus its polynomial) and the product
+/// with the cotangent.
+int64_t GeluGradOp::getFlops() {
+  int64_t perElement = getApproximation() == GeluApproximation::erf ? 9 : 16;
+  return perElement * numElements(getResult());
+}
+
+/// Statistics (as the norms' forward), xhat, dxhat, the two means of
+/// products and the combination.
+int64_t NormGradOp::getFlops() {
+  return int64_t(12 + (getScale() ? 1 : 0)) * numElements(getInputGrad());
+}
+
 /// A random draw, a compare and a scaling multiply per element.
 int64_t DropoutOp::getFlops() { return 3 * numElements(getResult()); }
 

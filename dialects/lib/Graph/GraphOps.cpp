@@ -535,6 +535,40 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
+/// norm_grad's constraints: those of the norms, then (C5) the cotangent.
+static LogicalResult checkNormGradOperands(Type inputType, ValueRange scale,
+                                           Type cotangent, int64_t axis,
+                                           double epsilon,
+                                           EmitErrorFn emitError) {
+  if (failed(checkNormOperands(inputType, scale, axis, epsilon, emitError)))
+    return failure();
+  if (cotangent != inputType) // norm_grad_c5
+    return emitError() << "(C5) cotangent type " << cotangent
+                       << " differs from input type " << inputType;
+  return success();
+}
+
+LogicalResult NormGradOp::verifyShapeConstraints() {
+  return checkNormGradOperands(
+      getInput().getType(), presentValues({getScale()}),
+      getCotangent().getType(), getAxis(), getEpsilon().convertToDouble(),
+      [&] { return emitOpError(); });
+}
+
+LogicalResult NormGradOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  if (failed(checkNormGradOperands(
+          adaptor.getInput().getType(), presentValues({adaptor.getScale()}),
+          adaptor.getCotangent().getType(), adaptor.getAxis(),
+          adaptor.getEpsilon().convertToDouble(),
+          [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
+    return failure();
+  types.append(2, adaptor.getInput().getType());
+  return success();
+}
+
 LogicalResult RmsNormOp::verifyShapeConstraints() {
   return checkNormOperands(getInput().getType(), presentValues({getScale()}),
                            getAxis(), getEpsilon().convertToDouble(),

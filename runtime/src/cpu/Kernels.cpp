@@ -43,7 +43,9 @@ const char *opcodeName(Opcode op) {
                                                   "dropout",
                                                   "attention",
                                                   "softmax_cross_entropy",
-                                                  "scatter_add"};
+                                                  "scatter_add",
+                                                  "gelu_grad",
+                                                  "norm_grad"};
   int i = static_cast<int>(op);
   return i >= 0 && i < kNumOpcodes ? kNames[i] : "unknown";
 }
@@ -98,6 +100,10 @@ Status runCpuKernel(const KernelCall &call) {
     return runCrossEntropy(call);
   case Opcode::kScatterAdd:
     return runScatterAdd(call);
+  case Opcode::kGeluGrad:
+    return runGeluGrad(call);
+  case Opcode::kNormGrad:
+    return runNormGrad(call);
   }
   return invalidArgument("unknown opcode " +
                          std::to_string(static_cast<int>(call.op)));

@@ -109,8 +109,15 @@ enum class Opcode : uint16_t {
   /// at zero and each update is added at its (wrapped) index; an index out
   /// of range is an error Status (graph.scatter_add).
   kScatterAdd = 36,
+  /// ints = [tanh]; operands (x, cotangent), result cotangent * gelu'(x),
+  /// all of one type (graph.gelu_grad).
+  kGeluGrad = 37,
+  /// ints = [axis, has_scale, centered]; floats = [epsilon]. Operands x,
+  /// scale (when present, the normalized shape), cotangent (x's type);
+  /// results (input gradient, xhat), x's type (graph.norm_grad).
+  kNormGrad = 38,
 };
-constexpr int kNumOpcodes = 37;
+constexpr int kNumOpcodes = 39;
 
 /// "add", "dot_general", ... (the graph op's name).
 const char *opcodeName(Opcode op);
@@ -170,6 +177,8 @@ Status runDropout(const KernelCall &call);      // Dropout.cpp
 Status runAttention(const KernelCall &call);    // Attention.cpp
 Status runCrossEntropy(const KernelCall &call); // CrossEntropy.cpp
 Status runScatterAdd(const KernelCall &call);   // Scatter.cpp
+Status runGeluGrad(const KernelCall &call);     // FusedGradients.cpp
+Status runNormGrad(const KernelCall &call);     // FusedGradients.cpp
 
 } // namespace trainc::cpu
 

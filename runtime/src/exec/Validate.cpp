@@ -255,6 +255,34 @@ Status Checker::checkComposite() const {
       return error("attribute out of range");
     return okStatus();
   }
+  case Opcode::kGeluGrad: {
+    TRAINC_RETURN_IF_ERROR(arity(2, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(1, 0));
+    TRAINC_RETURN_IF_ERROR(floatType(operand(0)));
+    TRAINC_RETURN_IF_ERROR(sameType(operand(0), operand(1)));
+    TRAINC_RETURN_IF_ERROR(sameType(operand(0), result(0)));
+    if (v[0] < 0 || v[0] > 1)
+      return error("attribute out of range");
+    return okStatus();
+  }
+  case Opcode::kNormGrad: {
+    TRAINC_RETURN_IF_ERROR(attrs(3, 1));
+    bool hasScale = v[1] != 0;
+    TRAINC_RETURN_IF_ERROR(arity(2 + hasScale, 2));
+    const TensorInfo &x = operand(0);
+    TRAINC_RETURN_IF_ERROR(floatType(x));
+    TRAINC_RETURN_IF_ERROR(sameType(x, operand(1 + hasScale)));
+    TRAINC_RETURN_IF_ERROR(sameType(x, result(0)));
+    TRAINC_RETURN_IF_ERROR(sameType(x, result(1)));
+    if (v[0] < 0 || v[0] >= int64_t(x.shape.size()) || !(inst.floats[0] >= 0) ||
+        !std::isfinite(inst.floats[0]))
+      return error("invalid axis or epsilon");
+    if (hasScale &&
+        (operand(1).dtype != x.dtype ||
+         operand(1).shape != Shape(x.shape.begin() + v[0], x.shape.end())))
+      return error("scale must have the normalized shape");
+    return okStatus();
+  }
   case Opcode::kLayerNorm:
   case Opcode::kRmsNorm: {
     bool layer = inst.op == Opcode::kLayerNorm;

@@ -709,6 +709,62 @@ func.func @gelu_c1(%x: tensor<4x8xf32>) {
 
 // -----
 
+func.func @gelu_grad_c1(%x: tensor<4x8xf32>, %g: tensor<4x8xf16>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "graph.gelu_grad"(%x, %g) <{approximation = 0 : i32}> : (tensor<4x8xf32>, tensor<4x8xf16>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @norm_grad_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C1) axis 2 is out of range [0, 2)}}
+  %0:2 = graph.norm_grad %x, %x, axis = 2, epsilon = 1.0e-5, centered = true : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @norm_grad_c2(%x: tensor<4x8xf32>, %s: tensor<4xf32>) {
+  // expected-error@+1 {{(C2) scale/bias type 'tensor<4xf32>' does not have the normalized shape [8] (input dimensions 1 and on)}}
+  %0:2 = graph.norm_grad %x scale %s, %x, axis = 1, epsilon = 1.0e-5, centered = true : (tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @norm_grad_c3(%x: tensor<4x8xf32>, %s: tensor<8xbf16>) {
+  // expected-error@+1 {{(C3) scale/bias element type 'bf16' differs from input element type 'f32'}}
+  %0:2 = graph.norm_grad %x scale %s, %x, axis = 1, epsilon = 1.0e-5, centered = true : (tensor<4x8xf32>, tensor<8xbf16>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @norm_grad_c4(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C4) epsilon -1.000000e-05 must be finite and not negative}}
+  %0:2 = graph.norm_grad %x, %x, axis = 1, epsilon = -1.0e-5, centered = true : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @norm_grad_c5(%x: tensor<4x8xf32>, %g: tensor<4x4xf32>) {
+  // expected-error@+1 {{(C5) cotangent type 'tensor<4x4xf32>' differs from input type 'tensor<4x8xf32>'}}
+  %0:2 = graph.norm_grad %x, %g, axis = 1, epsilon = 1.0e-5, centered = true : (tensor<4x8xf32>, tensor<4x4xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @norm_grad_c6(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x8xf32>', 'tensor<4x8xf16>' differs from the inferred type 'tensor<4x8xf32>', 'tensor<4x8xf32>'}}
+  %0:2 = graph.norm_grad %x, %x, axis = 1, epsilon = 1.0e-5, centered = true : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf16>)
+  return
+}
+
+// -----
+
 func.func @layer_norm_c1(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
   // expected-error@+1 {{(C1) axis 2 is out of range [0, 2)}}
   %0 = graph.layer_norm %x scale %g, axis = 2, epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>

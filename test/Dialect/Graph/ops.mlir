@@ -149,6 +149,15 @@ func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   // CHECK: graph.rms_norm %{{.+}} scale %{{.+}}, axis = 2, epsilon = 9.9999999999999995E-7 : (tensor<8x32x64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
   %6 = graph.rms_norm %x scale %g, axis = 2, epsilon = 1.0e-6
          : (tensor<8x32x64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
+  // The backward ops the gradient rules build.
+  // CHECK: graph.gelu_grad %{{.+}}, %{{.+}}, approximation = tanh : tensor<8x32x64xf32>
+  %7 = graph.gelu_grad %x, %2, approximation = tanh : tensor<8x32x64xf32>
+  // CHECK: graph.norm_grad %{{.+}} scale %{{.+}}, %{{.+}}, axis = 2, epsilon = 1.000000e-05, centered = true : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<8x32x64xf32>)
+  %8:2 = graph.norm_grad %x scale %g, %2, axis = 2, epsilon = 1.0e-5, centered = true
+         : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<8x32x64xf32>)
+  // CHECK: graph.norm_grad %{{.+}}, %{{.+}}, axis = 1, epsilon = 0.000000e+00, centered = false : (tensor<8x32x64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<8x32x64xf32>)
+  %9:2 = graph.norm_grad %x, %2, axis = 1, epsilon = 0.0, centered = false
+         : (tensor<8x32x64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<8x32x64xf32>)
   return
 }
 

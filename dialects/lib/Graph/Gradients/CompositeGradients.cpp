@@ -189,41 +189,15 @@ void softmaxVjp(SoftmaxOp softmax, OpBuilder &b, Value cotangent,
   out.push_back(e.narrow(dx, softmax.getType().getElementType()));
 }
 
-/// erf:  y' = Phi(x) + x * phi(x),  Phi(x) = 0.5 * (1 + erf(x / sqrt(2))),
-///       phi(x) = exp(-x^2 / 2) / sqrt(2 pi);
-/// tanh: with k = sqrt(2 / pi), u = k * (x + 0.044715 x^3), t = tanh(u):
-///       y' = 0.5 * (1 + t) + 0.5 * x * (1 - t^2) * k * (1 + 3 * 0.044715 x^2).
+/// dx = g * gelu'(x) as one graph.gelu_grad (its description has the
+/// derivative of each approximation), in the compute type.
 void geluVjp(GeluOp gelu, OpBuilder &b, Value cotangent,
              SmallVectorImpl<Value> &out) {
   Emitter e{b, gelu.getLoc()};
   Value g = e.widen(cotangent);
   Value x = e.widen(gelu.getOperand());
-  Value one = e.splat(x, 1.0);
-  Value x2 = e.mul(x, x);
-  // The kernel's constants (runtime/src/cpu/Gelu.cpp).
-  constexpr double kInvSqrt2 = 0.70710678118654752440;
-  constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-  constexpr double kSqrt2OverPi = 0.79788456080286535588;
-  constexpr double kCubic = 0.044715;
-  Value derivative;
-  if (gelu.getApproximation() == GeluApproximation::erf) {
-    Value erf = b.create<ErfOp>(e.loc, e.scaled(x, kInvSqrt2));
-    Value cdf = e.scaled(e.add(one, erf), 0.5);
-    Value pdf =
-        e.scaled(b.create<ExpOp>(e.loc, e.scaled(x2, -0.5)), kInvSqrt2Pi);
-    derivative = e.add(cdf, e.mul(x, pdf));
-  } else {
-    Value inner =
-        e.scaled(e.add(x, e.scaled(e.mul(x2, x), kCubic)), kSqrt2OverPi);
-    Value t = b.create<TanhOp>(e.loc, inner);
-    Value innerDerivative =
-        e.scaled(e.add(one, e.scaled(x2, 3 * kCubic)), kSqrt2OverPi);
-    Value sech2 = e.sub(one, e.mul(t, t));
-    derivative = e.add(e.scaled(e.add(one, t), 0.5),
-                       e.mul(e.scaled(x, 0.5), e.mul(sech2, innerDerivative)));
-  }
-  out.push_back(
-      e.narrow(e.mul(g, derivative), gelu.getType().getElementType()));
+  Value dx = b.create<GeluGradOp>(e.loc, x, g, gelu.getApproximation());
+  out.push_back(e.narrow(dx, gelu.getType().getElementType()));
 }
 
 /// dx = select(mask, g * scale, 0) with the forward's own mask result. The
@@ -273,28 +247,14 @@ LogicalResult buildNormVjp(Operation *op, OpBuilder &b, Value cotangent,
     return success();
   }
   Value x = e.widen(input);
-  int64_t rank = typeOf(x).getRank();
-  SmallVector<int64_t> normalized = dimRange(axis, rank),
-                       leading = dimRange(0, axis);
-
-  // Statistics as the kernel computes them: two passes for the variance.
-  Value centred = centre ? e.sub(x, e.meanBack(x, normalized)) : x;
-  Value moment = e.mean(e.mul(centred, centred), normalized);
-  Value rstd =
-      b.create<RsqrtOp>(e.loc, e.add(moment, e.splat(moment, epsilon)));
-  Value rstdFull = e.back(rstd, x, normalized);
-  Value xhat = e.mul(centred, rstdFull);
-
-  Value dxhat = g;
-  if (scale)
-    dxhat =
-        e.mul(g, e.broadcast(e.widen(scale), typeOf(x).getShape(), normalized));
-  Value inner =
-      e.sub(dxhat, e.mul(xhat, e.meanBack(e.mul(dxhat, xhat), normalized)));
-  if (centre)
-    inner = e.sub(inner, e.meanBack(dxhat, normalized));
-  out.push_back(
-      e.narrow(e.mul(rstdFull, inner), typeOf(input).getElementType()));
+  SmallVector<int64_t> leading = dimRange(0, axis);
+  // dx and xhat in one pass (graph.norm_grad; its kernel computes the
+  // statistics as the forward's kernel does: two passes for the variance).
+  auto grad = b.create<NormGradOp>(
+      e.loc, x, scale ? e.widen(scale) : Value(), g, b.getI64IntegerAttr(axis),
+      b.getF64FloatAttr(epsilon), b.getBoolAttr(centre));
+  Value xhat = grad.getNormalized();
+  out.push_back(e.narrow(grad.getInputGrad(), typeOf(input).getElementType()));
   if (scale)
     out.push_back(e.narrow(e.sum(e.mul(g, xhat), leading),
                            typeOf(scale).getElementType()));

@@ -531,6 +531,77 @@ def Graph_GeluOp : Graph_Op<"gelu", [Elementwise, SameOperandsAndResultType,
   }];
 }
 
+def Graph_GeluGradOp : Graph_Op<"gelu_grad", [Elementwise,
+    SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "the input gradient of gelu";
+  let description = [{
+    `cotangent * gelu'(operand)` for the given approximation, in one pass
+    (the gradient rule of `graph.gelu`; decomposed it took a dozen
+    elementwise ops, each a pass over memory):
+    erf: `gelu'(x) = Phi(x) + x * phi(x)` with `Phi(x) = 0.5 * (1 +
+    erf(x / sqrt(2)))` and `phi(x) = exp(-x^2 / 2) / sqrt(2 pi)`;
+    tanh: with `k = sqrt(2 / pi)`, `u = k * (x + 0.044715 x^3)`,
+    `t = tanh(u)`: `gelu'(x) = 0.5 * (1 + t) + 0.5 * x * (1 - t^2) * k *
+    (1 + 3 * 0.044715 x^2)`.
+
+    Constraints:
+    - (C1) the operands and the result have the same type.
+
+    Example:
+    ```mlir
+    %dx = graph.gelu_grad %x, %g, approximation = erf : tensor<8x32x256xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand, Graph_FloatTensor:$cotangent,
+                       Graph_GeluApproximation:$approximation);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $cotangent `,` `approximation` `=` $approximation attr-dict
+    `:` type($result)
+  }];
+}
+
+def Graph_NormGradOp : Graph_InferredOp<"norm_grad", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "the input gradient of layer_norm and rms_norm";
+  let description = [{
+    Over the normalized dimensions `axis..rank-1` (means below are over
+    them), with `rstd = 1 / sqrt(mean(c^2) + epsilon)` where `c = x -
+    mean(x)` (`centered`, layer_norm) or `c = x` (rms_norm), `xhat = c *
+    rstd` and `dxhat = cotangent * scale` (`scale` absent: 1):
+    `input_grad = rstd * (dxhat - xhat * mean(dxhat * xhat) - mean(dxhat))`,
+    the last term only when `centered`. `normalized` is `xhat`, from which
+    the rule takes the scale's gradient (`sum(cotangent * xhat)`). One pass
+    per row, in the operands' type (the rule widens 16-bit types first).
+
+    Constraints:
+    - (C1) `axis` is in [0, rank(input)).
+    - (C2) `scale` has the normalized shape `input.shape[axis:]`.
+    - (C3) `scale` has the input's element type.
+    - (C4) `epsilon` is finite and not negative.
+    - (C5) `cotangent` has the input's type.
+    - (C6) the result types are the inferred ones (the input's type).
+
+    Example:
+    ```mlir
+    %dx, %xhat = graph.norm_grad %x scale %s, %g, axis = 2, epsilon = 1.0e-05, centered = true
+           : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<8x32x64xf32>)
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input,
+                       Optional<Graph_FloatTensor>:$scale,
+                       Graph_FloatTensor:$cotangent,
+                       I64Attr:$axis, F64Attr:$epsilon, BoolAttr:$centered);
+  let results = (outs Graph_FloatTensor:$input_grad,
+                      Graph_FloatTensor:$normalized);
+  let assemblyFormat = [{
+    $input (`scale` $scale^)? `,` $cotangent `,` `axis` `=` $axis `,`
+    `epsilon` `=` $epsilon `,` `centered` `=` $centered attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def Graph_DropoutOp : Graph_Op<"dropout", [
     AllTypesMatch<["operand", "result"]>, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {

@@ -1,0 +1,204 @@
+//===- FusedGradients.cpp - gelu_grad and norm_grad -----------------------===//
+//
+// The backward passes of gelu and of the norms, each one pass over memory
+// where the decomposed rules took a dozen elementwise ops:
+//
+//   gelu_grad (erf):  dx = g * (Phi(x) + x * phi(x)),
+//                     Phi(x) = 0.5 * (1 + erf(x / sqrt(2))),
+//                     phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
+//   gelu_grad (tanh): u = k * (x + c x^3), t = tanh(u), k = sqrt(2 / pi),
+//                     c = 0.044715:
+//                     dx = g * (0.5 * (1 + t) + 0.5 * x * (1 - t^2) * k *
+//                          (1 + 3 c x^2))
+//   norm_grad, per row of N elements (the dims axis..rank-1):
+//                     c = x - mean(x) (centered) or x; rstd = 1 / sqrt(
+//                     mean(c^2) + eps); xhat = c * rstd; d = g * scale;
+//                     dx = rstd * (d - xhat * mean(d * xhat) - mean(d)),
+//                     the last term only when centered; results (dx, xhat).
+//
+// Compute in f64 for f64 (libm, sums in index order), in f32 otherwise:
+// the statistics with the forward kernel's own VectorMath.h row sums
+// (Norm.cpp), so xhat here is the forward's; erf, exp and tanh through
+// VectorMath.h on blocks. 16-bit operands are widened a block (or row) at a
+// time and the results rounded to nearest even.
+//
+//===----------------------------------------------------------------------===//
+
+#include "base/Parallel.h"
+#include "cpu/KernelUtil.h"
+#include "cpu/VectorMath.h"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+namespace trainc::cpu {
+namespace {
+
+constexpr double kInvSqrt2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kCubic = 0.044715;
+
+/// Elements per block of the gelu_grad loop (and per parallel chunk).
+constexpr int64_t kBlock = 1024;
+
+/// dx[i] = g[i] * gelu'(x[i]) for one block of n <= kBlock floats.
+void geluGradBlock(const float *x, const float *g, float *dx, int64_t n,
+                   bool useTanh) {
+  float a[kBlock] = {}, b[kBlock] = {};
+  if (!useTanh) {
+    for (int64_t i = 0; i < n; ++i) {
+      a[i] = x[i] * float(kInvSqrt2);
+      b[i] = -0.5f * x[i] * x[i];
+    }
+    erfF32(a, a, n);
+    expF32(b, b, n);
+    for (int64_t i = 0; i < n; ++i)
+      dx[i] =
+          g[i] * (0.5f * (1.0f + a[i]) + x[i] * (b[i] * float(kInvSqrt2Pi)));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    a[i] = float(kSqrt2OverPi) * (x[i] + float(kCubic) * x[i] * x[i] * x[i]);
+  tanhF32(a, a, n);
+  for (int64_t i = 0; i < n; ++i) {
+    float t = a[i], x2 = x[i] * x[i];
+    float inner = float(kSqrt2OverPi) * (1.0f + float(3 * kCubic) * x2);
+    dx[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * x[i] * (1.0f - t * t) * inner);
+  }
+}
+
+double geluGradF64(double x, double g, bool useTanh) {
+  if (!useTanh)
+    return g * (0.5 * (1 + std::erf(x * kInvSqrt2)) +
+                x * std::exp(-0.5 * x * x) * kInvSqrt2Pi);
+  double t = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
+  return g * (0.5 * (1 + t) +
+              0.5 * x * (1 - t * t) * kSqrt2OverPi * (1 + 3 * kCubic * x * x));
+}
+
+/// One row of norm_grad in T: dx and xhat from x, g and scale (n each).
+template <typename T>
+void normGradRow(const T *x, const T *g, const T *scale, int64_t n,
+                 bool centered, T eps, T *dx, T *xhat) {
+  T mean = 0, rstd;
+  if constexpr (std::is_same_v<T, float>) {
+    mean = centered ? sumF32(x, n) / float(n) : 0.0f;
+    rstd =
+        1.0f / std::sqrt(sumSquaredDeviationF32(x, mean, n) / float(n) + eps);
+  } else {
+    if (centered) {
+      for (int64_t j = 0; j < n; ++j)
+        mean += x[j];
+      mean /= T(n);
+    }
+    T sumSq = 0;
+    for (int64_t j = 0; j < n; ++j)
+      sumSq += (x[j] - mean) * (x[j] - mean);
+    rstd = T(1) / std::sqrt(sumSq / T(n) + eps);
+  }
+  // xhat, then the two means of d = g * scale: in dx as scratch.
+  T sumD = 0, sumDX = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    xhat[j] = (x[j] - mean) * rstd;
+    T d = g[j] * scale[j];
+    sumD += d;
+    sumDX += d * xhat[j];
+  }
+  T meanD = centered ? sumD / T(n) : T(0), meanDX = sumDX / T(n);
+  for (int64_t j = 0; j < n; ++j)
+    dx[j] = rstd * (g[j] * scale[j] - xhat[j] * meanDX - meanD);
+}
+
+} // namespace
+
+Status runGeluGrad(const KernelCall &call) {
+  const TensorRef &x = call.inputs[0], &g = call.inputs[1];
+  const TensorRef &dx = call.outputs[0];
+  if (!isFloat(x.dtype))
+    return unsupportedDType(call, x.dtype);
+  bool useTanh = call.ints[0] == 1;
+  int64_t n = x.numElements();
+  int64_t blocks = (n + kBlock - 1) / kBlock;
+  if (x.dtype == DType::kF64) {
+    parallelFor(n, kBlock * 4, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        dx.as<double>()[i] =
+            geluGradF64(x.as<double>()[i], g.as<double>()[i], useTanh);
+    });
+    return okStatus();
+  }
+  bool native = x.dtype == DType::kF32;
+  parallelFor(blocks, 4, [&](int64_t begin, int64_t end) {
+    float xs[kBlock], gs[kBlock], out[kBlock];
+    for (int64_t blk = begin; blk < end; ++blk) {
+      int64_t base = blk * kBlock, len = std::min(kBlock, n - base);
+      if (native) {
+        geluGradBlock(x.as<float>() + base, g.as<float>() + base,
+                      dx.as<float>() + base, len, useTanh);
+        continue;
+      }
+      for (int64_t i = 0; i < len; ++i) {
+        xs[i] = loadAs<float>(x, base + i);
+        gs[i] = loadAs<float>(g, base + i);
+      }
+      geluGradBlock(xs, gs, out, len, useTanh);
+      for (int64_t i = 0; i < len; ++i)
+        storeAs(dx, base + i, out[i]);
+    }
+  });
+  return okStatus();
+}
+
+Status runNormGrad(const KernelCall &call) {
+  const TensorRef &x = call.inputs[0];
+  if (!isFloat(x.dtype))
+    return unsupportedDType(call, x.dtype);
+  int axis = int(call.ints[0]);
+  bool hasScale = call.ints[1] != 0, centered = call.ints[2] != 0;
+  const TensorRef &g = call.inputs[hasScale ? 2 : 1];
+  const TensorRef &dx = call.outputs[0], &xhat = call.outputs[1];
+  int64_t rows = 1, n = 1;
+  for (int d = 0; d < x.rank; ++d)
+    (d < axis ? rows : n) *= x.dims[d];
+  if (n == 0 || rows == 0)
+    return okStatus();
+
+  withFloatCompute(x.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> scale(size_t(n), T(1));
+    if (hasScale)
+      for (int64_t j = 0; j < n; ++j)
+        scale[j] = loadAs<T>(call.inputs[1], j);
+    T eps = T(call.floats[0]);
+    bool native = x.dtype == DType::kF32 || x.dtype == DType::kF64;
+    parallelFor(rows, std::max<int64_t>(1, 4096 / n),
+                [&](int64_t begin, int64_t end) {
+                  std::vector<T> buf(native ? 0 : 4 * size_t(n));
+                  for (int64_t r = begin; r < end; ++r) {
+                    int64_t base = r * n;
+                    if (native) {
+                      normGradRow(x.as<T>() + base, g.as<T>() + base,
+                                  scale.data(), n, centered, eps,
+                                  dx.as<T>() + base, xhat.as<T>() + base);
+                      continue;
+                    }
+                    T *xs = buf.data(), *gs = xs + n, *d = gs + n, *h = d + n;
+                    for (int64_t j = 0; j < n; ++j) {
+                      xs[j] = loadAs<T>(x, base + j);
+                      gs[j] = loadAs<T>(g, base + j);
+                    }
+                    normGradRow(xs, gs, scale.data(), n, centered, eps, d, h);
+                    for (int64_t j = 0; j < n; ++j) {
+                      storeAs(dx, base + j, d[j]);
+                      storeAs(xhat, base + j, h[j]);
+                    }
+                  }
+                });
+  });
+  return okStatus();
+}
+
+} // namespace trainc::cpu
