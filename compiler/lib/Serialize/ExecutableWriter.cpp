@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FileSystem.h"
@@ -126,6 +127,52 @@ struct Instruction {
 };
 
 /// The program under construction.
+/// A dot_general operand read through the transpose that made it: dims of
+/// the transposed value map to the source's by `perm`. Possible when the
+/// operand's free dims keep their order in the source, since the result
+/// lists them in operand order. Returns the remapped (batch, contract)
+/// dims, or nothing.
+std::optional<std::pair<SmallVector<int64_t>, SmallVector<int64_t>>>
+throughTranspose(TransposeOp t, ArrayRef<int64_t> batch,
+                 ArrayRef<int64_t> contract) {
+  ArrayRef<int64_t> perm = t.getPermutation();
+  int64_t last = -1;
+  for (int64_t d = 0; d < int64_t(perm.size()); ++d) {
+    if (llvm::is_contained(batch, d) || llvm::is_contained(contract, d))
+      continue;
+    if (perm[d] < last)
+      return std::nullopt;
+    last = perm[d];
+  }
+  SmallVector<int64_t> b, c;
+  for (int64_t d : batch)
+    b.push_back(perm[d]);
+  for (int64_t d : contract)
+    c.push_back(perm[d]);
+  return std::make_pair(b, c);
+}
+
+/// Whether every use of `t` is a dot_general that can read its source
+/// directly (then the transpose is never materialized: a weight W[N, K]
+/// used as W^T becomes a GEMM with a transposed operand).
+bool absorbedByDots(TransposeOp t) {
+  if (t->use_empty())
+    return false;
+  for (OpOperand &use : t->getUses()) {
+    auto dot = dyn_cast<DotGeneralOp>(use.getOwner());
+    if (!dot)
+      return false;
+    bool lhs = use.getOperandNumber() == 0;
+    if (!throughTranspose(t,
+                          lhs ? dot.getLhsBatchingDimensions()
+                              : dot.getRhsBatchingDimensions(),
+                          lhs ? dot.getLhsContractingDimensions()
+                              : dot.getRhsContractingDimensions()))
+      return false;
+  }
+  return true;
+}
+
 class Lowering {
 public:
   explicit Lowering(func::FuncOp fn) : fn(fn) {}
@@ -158,6 +205,8 @@ private:
   std::vector<uint32_t> inputs, outputs, parameters;
   /// FLOPs of one run (the cost interface summed over the ops).
   uint64_t flops = 0;
+  /// Transposes read by their dot_general users directly (no instruction).
+  llvm::DenseSet<Operation *> absorbed;
   /// Optimizer state (persistent, initialized like parameters).
   std::vector<uint32_t> states;
   /// (result, target) pairs copied after every run.
@@ -239,6 +288,8 @@ template <typename Range> std::vector<int64_t> toInts(Range values) {
 
 LogicalResult Lowering::lowerOp(Operation *op) {
   Instruction inst;
+  // The operands read, when not the op's own (see absorbedByDots).
+  SmallVector<Value> operands;
   bool lowered =
       llvm::TypeSwitch<Operation *, bool>(op)
           .Case([&](NegOp) { return inst.opcode = kNeg, true; })
@@ -265,13 +316,26 @@ LogicalResult Lowering::lowerOp(Operation *op) {
           .Case([&](ConvertOp) { return inst.opcode = kConvert, true; })
           .Case([&](DotGeneralOp d) {
             inst.opcode = kDotGeneral;
-            auto lb = d.getLhsBatchingDimensions(),
-                 rb = d.getRhsBatchingDimensions(),
-                 lc = d.getLhsContractingDimensions(),
-                 rc = d.getRhsContractingDimensions();
+            SmallVector<int64_t> lb(d.getLhsBatchingDimensions()),
+                rb(d.getRhsBatchingDimensions()),
+                lc(d.getLhsContractingDimensions()),
+                rc(d.getRhsContractingDimensions());
+            operands = {d.getLhs(), d.getRhs()};
+            // Operands made by an absorbed transpose: read its source.
+            for (auto [value, batch, contract] :
+                 {std::tie(operands[0], lb, lc),
+                  std::tie(operands[1], rb, rc)}) {
+              auto t = value.getDefiningOp<TransposeOp>();
+              if (!t || !absorbed.contains(t))
+                continue;
+              auto dims = *throughTranspose(t, batch, contract);
+              value = t.getOperand();
+              batch = dims.first;
+              contract = dims.second;
+            }
             inst.ints = {int64_t(lb.size()), int64_t(lc.size())};
-            for (auto list : {lb, rb, lc, rc})
-              inst.ints.insert(inst.ints.end(), list.begin(), list.end());
+            for (auto *list : {&lb, &rb, &lc, &rc})
+              inst.ints.insert(inst.ints.end(), list->begin(), list->end());
             return true;
           })
           .Case([&](ReduceSumOp r) {
@@ -375,7 +439,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
   if (!lowered)
     return op->emitError("'")
            << op->getName() << "' cannot be lowered to a trainc executable";
-  for (Value v : op->getOperands())
+  for (Value v :
+       operands.empty() ? SmallVector<Value>(op->getOperands()) : operands)
     inst.operands.push_back(ids.lookup(v));
   for (Value r : op->getResults())
     inst.results.push_back(addTensor(r, fb::TensorRole::Activation));
@@ -421,7 +486,13 @@ LogicalResult Lowering::run() {
                             name ? name.str() : "arg" + std::to_string(i));
     inputs.push_back(id);
   }
+  body.walk([&](TransposeOp t) {
+    if (absorbedByDots(t))
+      absorbed.insert(t);
+  });
   for (Operation &op : body.without_terminator()) {
+    if (auto t = dyn_cast<TransposeOp>(op); t && absorbed.contains(t))
+      continue;
     if (auto c = dyn_cast<ConstantOp>(op)) {
       if (failed(addConstant(c.getResult(), c.getValue())))
         return failure();

@@ -18,7 +18,8 @@
 // Compute in f64 for f64, in f32 otherwise; 16-bit operands are widened
 // once up front. (batch, head) pairs are split across threads; per pair,
 // the scores are one GEMM (S = scale * Q K^T), then a masked softmax per
-// row, and the output a second GEMM (O = P V).
+// row (f32: VectorMath.h's exp and sum), and the output a second GEMM
+// (O = P V).
 // Causal attention computes the whole score matrix and zeroes the
 // disallowed probabilities: a GEMM at full speed beats skipping half of a
 // scalar loop.
@@ -31,6 +32,7 @@
 #include "base/Parallel.h"
 #include "cpu/Gemm.h"
 #include "cpu/KernelUtil.h"
+#include "cpu/VectorMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -71,9 +73,16 @@ void softmaxRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride,
     return;
   }
   T sum = 0;
-  for (int64_t j = 0; j < allowed; ++j) {
-    s[j] = std::exp(s[j] - max);
-    sum += s[j];
+  if constexpr (std::is_same_v<T, float>) {
+    for (int64_t j = 0; j < allowed; ++j)
+      s[j] -= max;
+    expF32(s, s, allowed);
+    sum = sumF32(s, allowed);
+  } else {
+    for (int64_t j = 0; j < allowed; ++j) {
+      s[j] = std::exp(s[j] - max);
+      sum += s[j];
+    }
   }
   T inv = T(1) / sum;
   for (int64_t j = 0; j < allowed; ++j)
