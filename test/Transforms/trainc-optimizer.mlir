@@ -20,9 +20,13 @@
 // Bias corrections in f64 from the step count: 1 - 0.9^t and 1 - 0.999^t.
 // ADAMW-DAG: graph.pow %{{.+}}, %{{.+}} : tensor<f64>
 // ADAMW-DAG: graph.add %[[STEP]], %{{.+}} : tensor<i64>
-// Decoupled weight decay on w only: p * (1 - lr * wd) = 0.99999 in f32.
-// ADAMW-DAG: graph.constant dense<0.999989986> : tensor<2x3xf32>
-// ADAMW-NOT: dense<0.999989986> : tensor<3xf32>
+// f32 parameters get one graph.adamw_update each. Decoupled weight decay on
+// w only: p * (1 - lr * wd) = 0.99999 in f32; b's decay factor (and both
+// gradient scales: no clipping) is 1.
+// ADAMW-DAG: %[[DECAY:.+]] = graph.constant dense<0.999989986> : tensor<f32>
+// ADAMW-DAG: %[[ONE:.+]] = graph.constant dense<1.000000e+00> : tensor<f32>
+// ADAMW: graph.adamw_update %[[W]], %{{.+}}, %[[M]], %{{.+}}, %{{.+}}, %{{.+}}, %[[DECAY]], %[[ONE]], beta1 = 9.000000e-01, beta2 = 0.99899999999999999, epsilon = 1.000000e-08 : (tensor<2x3xf32>,
+// ADAMW: graph.adamw_update %[[B]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE]], %[[ONE]], beta1
 // ADAMW: return
 // SGD-LABEL: func.func @main
 // SGD-SAME: train.state = "w.momentum_buffer"}

@@ -76,6 +76,7 @@ enum Opcode : uint16_t {
   kScatterAdd,
   kGeluGrad,
   kNormGrad,
+  kAdamwUpdate,
 };
 
 uint64_t alignUp(uint64_t v) {
@@ -390,6 +391,13 @@ LogicalResult Lowering::lowerOp(Operation *op) {
             inst.ints = {g.getApproximation() == GeluApproximation::tanh};
             return true;
           })
+          .Case([&](AdamwUpdateOp a) {
+            inst.opcode = kAdamwUpdate;
+            inst.floats = {a.getBeta1().convertToDouble(),
+                           a.getBeta2().convertToDouble(),
+                           a.getEpsilon().convertToDouble()};
+            return true;
+          })
           .Case([&](GeluGradOp g) {
             inst.opcode = kGeluGrad;
             inst.ints = {g.getApproximation() == GeluApproximation::tanh};
@@ -568,9 +576,24 @@ void Lowering::planMemory(MemoryPlanReport &report) {
       for (uint32_t id : instructions[i].results)
         producer[id] = i;
     }
+    // adamw_update reads each element of the parameter and moments before
+    // it writes that element of their new values: result k may overwrite
+    // the operand it replaces even though the instruction reads it.
+    auto overwritesOwnOperand = [&](uint32_t result, uint32_t target) {
+      const Instruction &inst = instructions[producer[result]];
+      if (inst.opcode != kAdamwUpdate || lastRead[target] != producer[result])
+        return false;
+      static constexpr int kReplaced[] = {0, 2, 3}; // param, exp_avg, _sq
+      for (int k = 0; k < 3; ++k)
+        if (inst.results[k] == result)
+          return inst.operands[kReplaced[k]] == target &&
+                 llvm::count(inst.operands, target) == 1;
+      return false;
+    };
     std::vector<std::pair<uint32_t, uint32_t>> remaining;
     for (auto [result, target] : updates) {
-      if (producer[result] < 0 || lastRead[target] >= producer[result]) {
+      if (producer[result] < 0 || (lastRead[target] >= producer[result] &&
+                                   !overwritesOwnOperand(result, target))) {
         remaining.push_back({result, target});
         continue;
       }

@@ -260,11 +260,30 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
                 p.getArgNumber(), trainc::train::TrainDialect::kParamAttr)
               .str();
       Value g = grad;
-      if (clip)
-        g = s.op<MulOp>(g, s.spread(clip, type));
       bool decay =
           weightDecay > 0 &&
           (decayAll || (type.getRank() >= 2 && !embeddings.contains(p)));
+      Type element = type.getElementType();
+      if (optimizer == "adamw" && (element.isF32() || element.isF64())) {
+        // One graph.adamw_update: the same arithmetic as below, in one pass.
+        Value m = addState(type, name + ".exp_avg");
+        Value v = addState(type, name + ".exp_avg_sq");
+        auto scalar = RankedTensorType::get({}, element);
+        auto fused = b.create<AdamwUpdateOp>(
+            s.loc, TypeRange{type, type, type}, p, g, m, v,
+            s.convert(b.create<NegOp>(s.loc, stepSize), element),
+            s.convert(bc2Sqrt, element),
+            decay ? s.convert(decayFactor, element) : s.constant(scalar, 1.0),
+            clip ? s.convert(clip, element) : s.constant(scalar, 1.0),
+            b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+            b.getF64FloatAttr(eps));
+        update(fused.getNewExpAvg(), name + ".exp_avg");
+        update(fused.getNewExpAvgSq(), name + ".exp_avg_sq");
+        update(fused.getNewParam(), name);
+        continue;
+      }
+      if (clip)
+        g = s.op<MulOp>(g, s.spread(clip, type));
       Value newP;
       if (optimizer == "adamw") {
         Value m = addState(type, name + ".exp_avg");

@@ -72,6 +72,10 @@ int64_t NormGradOp::getFlops() {
   return int64_t(12 + (getScale() ? 1 : 0)) * numElements(getInputGrad());
 }
 
+/// Clip, decay, two moment updates (3 + 4), sqrt, two divides, the step's
+/// multiply and add.
+int64_t AdamwUpdateOp::getFlops() { return 14 * numElements(getNewParam()); }
+
 /// A random draw, a compare and a scaling multiply per element.
 int64_t DropoutOp::getFlops() { return 3 * numElements(getResult()); }
 

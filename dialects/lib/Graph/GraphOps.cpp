@@ -443,6 +443,32 @@ LogicalResult IotaOp::verify() {
 // Composites
 //===----------------------------------------------------------------------===//
 
+LogicalResult AdamwUpdateOp::verify() {
+  Type type = getParam().getType();
+  for (Value v : {getGrad(), getExpAvg(), getExpAvgSq(), getNewParam(),
+                  getNewExpAvg(), getNewExpAvgSq()})
+    if (v.getType() != type) // adamw_update_c1
+      return emitOpError("(C1) ")
+             << v.getType() << " differs from the parameter's type " << type;
+  auto element = cast<RankedTensorType>(type).getElementType();
+  for (Value v : {getNegStepSize(), getBiasCorrection2Sqrt(), getDecayFactor(),
+                  getGradScale()}) {
+    auto scalar = cast<RankedTensorType>(v.getType());
+    if (scalar.getRank() != 0 ||
+        scalar.getElementType() != element) // adamw_update_c2
+      return emitOpError("(C2) scalar operand ")
+             << scalar << " is not a 0-d tensor of " << element;
+  }
+  double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble(),
+         eps = getEpsilon().convertToDouble();
+  if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1) || !std::isfinite(eps) ||
+      eps < 0) // adamw_update_c3
+    return emitOpError("(C3) betas must be in [0, 1) and epsilon finite and "
+                       "not negative (beta1 ")
+           << b1 << ", beta2 " << b2 << ", epsilon " << eps << ")";
+  return success();
+}
+
 LogicalResult DropoutOp::verify() {
   double ratio = getRatio().convertToDouble();
   if (!(ratio >= 0.0 && ratio < 1.0)) // dropout_c1

@@ -7,45 +7,48 @@
 namespace trainc::cpu {
 
 const char *opcodeName(Opcode op) {
-  static const char *const kNames[kNumOpcodes] = {"neg",
-                                                  "abs",
-                                                  "exp",
-                                                  "log",
-                                                  "tanh",
-                                                  "erf",
-                                                  "sqrt",
-                                                  "rsqrt",
-                                                  "add",
-                                                  "sub",
-                                                  "mul",
-                                                  "div",
-                                                  "pow",
-                                                  "max",
-                                                  "min",
-                                                  "compare",
-                                                  "select",
-                                                  "convert",
-                                                  "dot_general",
-                                                  "reduce_sum",
-                                                  "reduce_max",
-                                                  "reduce_mean",
-                                                  "broadcast_in_dim",
-                                                  "reshape",
-                                                  "transpose",
-                                                  "slice",
-                                                  "concatenate",
-                                                  "gather",
-                                                  "iota",
-                                                  "softmax",
-                                                  "gelu",
-                                                  "layer_norm",
-                                                  "rms_norm",
-                                                  "dropout",
-                                                  "attention",
-                                                  "softmax_cross_entropy",
-                                                  "scatter_add",
-                                                  "gelu_grad",
-                                                  "norm_grad"};
+  static const char *const kNames[] = {"neg",
+                                       "abs",
+                                       "exp",
+                                       "log",
+                                       "tanh",
+                                       "erf",
+                                       "sqrt",
+                                       "rsqrt",
+                                       "add",
+                                       "sub",
+                                       "mul",
+                                       "div",
+                                       "pow",
+                                       "max",
+                                       "min",
+                                       "compare",
+                                       "select",
+                                       "convert",
+                                       "dot_general",
+                                       "reduce_sum",
+                                       "reduce_max",
+                                       "reduce_mean",
+                                       "broadcast_in_dim",
+                                       "reshape",
+                                       "transpose",
+                                       "slice",
+                                       "concatenate",
+                                       "gather",
+                                       "iota",
+                                       "softmax",
+                                       "gelu",
+                                       "layer_norm",
+                                       "rms_norm",
+                                       "dropout",
+                                       "attention",
+                                       "softmax_cross_entropy",
+                                       "scatter_add",
+                                       "gelu_grad",
+                                       "norm_grad",
+                                       "adamw_update"};
+  static_assert(sizeof kNames / sizeof kNames[0] == kNumOpcodes,
+                "a name for every opcode");
   int i = static_cast<int>(op);
   return i >= 0 && i < kNumOpcodes ? kNames[i] : "unknown";
 }
@@ -104,6 +107,8 @@ Status runCpuKernel(const KernelCall &call) {
     return runGeluGrad(call);
   case Opcode::kNormGrad:
     return runNormGrad(call);
+  case Opcode::kAdamwUpdate:
+    return runAdamwUpdate(call);
   }
   return invalidArgument("unknown opcode " +
                          std::to_string(static_cast<int>(call.op)));

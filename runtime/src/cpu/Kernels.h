@@ -116,8 +116,14 @@ enum class Opcode : uint16_t {
   /// scale (when present, the normalized shape), cotangent (x's type);
   /// results (input gradient, xhat), x's type (graph.norm_grad).
   kNormGrad = 38,
+  /// floats = [beta1, beta2, epsilon]. Operands param, grad, exp_avg,
+  /// exp_avg_sq (one type) and the 0-d neg_step_size,
+  /// bias_correction2_sqrt, decay_factor, grad_scale of its element type;
+  /// results (new param, exp_avg, exp_avg_sq), which may be the memory of
+  /// operands 0, 2, 3 (graph.adamw_update).
+  kAdamwUpdate = 39,
 };
-constexpr int kNumOpcodes = 39;
+constexpr int kNumOpcodes = 40;
 
 /// "add", "dot_general", ... (the graph op's name).
 const char *opcodeName(Opcode op);
@@ -179,6 +185,7 @@ Status runCrossEntropy(const KernelCall &call); // CrossEntropy.cpp
 Status runScatterAdd(const KernelCall &call);   // Scatter.cpp
 Status runGeluGrad(const KernelCall &call);     // FusedGradients.cpp
 Status runNormGrad(const KernelCall &call);     // FusedGradients.cpp
+Status runAdamwUpdate(const KernelCall &call);  // Optimizer.cpp
 
 } // namespace trainc::cpu
 

@@ -265,6 +265,24 @@ Status Checker::checkComposite() const {
       return error("attribute out of range");
     return okStatus();
   }
+  case Opcode::kAdamwUpdate: {
+    TRAINC_RETURN_IF_ERROR(arity(8, 3));
+    TRAINC_RETURN_IF_ERROR(attrs(0, 3));
+    const TensorInfo &p = operand(0);
+    TRAINC_RETURN_IF_ERROR(floatType(p));
+    for (size_t i : {1, 2, 3})
+      TRAINC_RETURN_IF_ERROR(sameType(p, operand(i)));
+    for (size_t i : {0, 1, 2})
+      TRAINC_RETURN_IF_ERROR(sameType(p, result(i)));
+    for (size_t i : {4, 5, 6, 7})
+      if (operand(i).dtype != p.dtype || !operand(i).shape.empty())
+        return error("the step's scalars must be 0-d of the parameter's type");
+    const std::vector<double> &f = inst.floats;
+    if (!(f[0] >= 0 && f[0] < 1) || !(f[1] >= 0 && f[1] < 1) ||
+        !std::isfinite(f[2]) || f[2] < 0)
+      return error("invalid betas or epsilon");
+    return okStatus();
+  }
   case Opcode::kNormGrad: {
     TRAINC_RETURN_IF_ERROR(attrs(3, 1));
     bool hasScale = v[1] != 0;

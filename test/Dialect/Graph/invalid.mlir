@@ -709,6 +709,30 @@ func.func @gelu_c1(%x: tensor<4x8xf32>) {
 
 // -----
 
+func.func @adamw_update_c1(%p: tensor<4x8xf32>, %g: tensor<8x4xf32>, %s: tensor<f32>) {
+  // expected-error@+1 {{(C1) 'tensor<8x4xf32>' differs from the parameter's type 'tensor<4x8xf32>'}}
+  %0:3 = graph.adamw_update %p, %g, %p, %p, %s, %s, %s, %s, beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8 : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_update_c2(%p: tensor<4x8xf32>, %s: tensor<f32>, %t: tensor<1xf32>) {
+  // expected-error@+1 {{(C2) scalar operand 'tensor<1xf32>' is not a 0-d tensor of 'f32'}}
+  %0:3 = graph.adamw_update %p, %p, %p, %p, %s, %s, %s, %t, beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<1xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_update_c3(%p: tensor<4x8xf32>, %s: tensor<f32>) {
+  // expected-error@+1 {{(C3) betas must be in [0, 1) and epsilon finite and not negative (beta1 1.000000e+00, beta2 9.990000e-01, epsilon 1.000000e-08)}}
+  %0:3 = graph.adamw_update %p, %p, %p, %p, %s, %s, %s, %s, beta1 = 1.0, beta2 = 0.999, epsilon = 1.0e-8 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
 func.func @gelu_grad_c1(%x: tensor<4x8xf32>, %g: tensor<4x8xf16>) {
   // expected-error@+1 {{requires the same type for all operands and results}}
   %0 = "graph.gelu_grad"(%x, %g) <{approximation = 0 : i32}> : (tensor<4x8xf32>, tensor<4x8xf16>) -> tensor<4x8xf32>

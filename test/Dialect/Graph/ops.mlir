@@ -161,6 +161,16 @@ func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   return
 }
 
+// CHECK-LABEL: func.func @optimizer
+func.func @optimizer(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>,
+                     %v: tensor<4x8xf32>, %s: tensor<f32>) {
+  // CHECK: graph.adamw_update %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, beta1 = 9.000000e-01, beta2 = 0.99899999999999999, epsilon = 1.000000e-08 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = graph.adamw_update %p, %g, %m, %v, %s, %s, %s, %s, beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8
+         : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
+        -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
 // CHECK-LABEL: func.func @attention
 func.func @attention(%q: tensor<2x8x16x32xbf16>, %k: tensor<2x2x24x32xbf16>, %v: tensor<2x2x24x8xbf16>,
                      %m: tensor<2x1x1x24xbf16>) {

@@ -602,6 +602,64 @@ def Graph_NormGradOp : Graph_InferredOp<"norm_grad", [
   }];
 }
 
+def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "one AdamW step of one parameter";
+  let description = [{
+    The AdamW update the optimizer pass builds for an f32 or f64 parameter,
+    as one op (one pass over the parameter and its moments, where the
+    decomposed update took a dozen elementwise ops and materialized
+    broadcasts of its scalars). Elementwise, each operation rounded to the
+    parameter's type in this order (PyTorch's AdamW):
+    ```
+    g'  = grad * grad_scale                  (clipping; 1 when not clipped)
+    p'  = param * decay_factor               (1 - lr * wd; 1 when not decayed)
+    m1  = exp_avg * beta1 + (1 - beta1) * g'
+    v1  = exp_avg_sq * beta2 + (1 - beta2) * (g' * g')
+    new_param = p' + neg_step_size * (m1 / (sqrt(v1) / bias_correction2_sqrt + epsilon))
+    ```
+    with `neg_step_size = -lr / (1 - beta1^t)` and
+    `bias_correction2_sqrt = sqrt(1 - beta2^t)`. The constants `beta1`,
+    `1 - beta1`, `beta2`, `1 - beta2` and `epsilon` are computed in f64 and
+    rounded to the parameter's type. The results are the new parameter and
+    moments; an executable writes them over the old ones in place. Not
+    differentiable (it follows the backward pass).
+
+    Constraints:
+    - (C1) `param`, `grad`, `exp_avg`, `exp_avg_sq` and the three results
+      have one type.
+    - (C2) the four scalar operands are 0-d with the parameter's element type.
+    - (C3) `beta1` and `beta2` are in [0, 1) and `epsilon` is finite and not
+      negative.
+
+    Example:
+    ```mlir
+    %p1, %m1, %v1 = graph.adamw_update %p, %g, %m, %v, %step, %bc2, %decay, %clip,
+        beta1 = 9.000000e-01, beta2 = 9.990000e-01, epsilon = 1.000000e-08
+        : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>,
+           tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
+        -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$param, Graph_FloatTensor:$grad,
+                       Graph_FloatTensor:$exp_avg, Graph_FloatTensor:$exp_avg_sq,
+                       Graph_FloatTensor:$neg_step_size,
+                       Graph_FloatTensor:$bias_correction2_sqrt,
+                       Graph_FloatTensor:$decay_factor,
+                       Graph_FloatTensor:$grad_scale,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$epsilon);
+  let results = (outs Graph_FloatTensor:$new_param,
+                      Graph_FloatTensor:$new_exp_avg,
+                      Graph_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $neg_step_size `,`
+    $bias_correction2_sqrt `,` $decay_factor `,` $grad_scale `,` `beta1` `=`
+    $beta1 `,` `beta2` `=` $beta2 `,` `epsilon` `=` $epsilon attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Graph_DropoutOp : Graph_Op<"dropout", [
     AllTypesMatch<["operand", "result"]>, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {

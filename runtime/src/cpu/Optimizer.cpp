@@ -1,0 +1,83 @@
+//===- Optimizer.cpp - adamw_update ---------------------------------------===//
+//
+// One AdamW step of one parameter, elementwise, every operation rounded to
+// the parameter's type in the order of graph.adamw_update's description
+// (which is PyTorch's):
+//
+//   g' = g * grad_scale;  p' = p * decay_factor
+//   m1 = m * beta1 + (1 - beta1) * g'
+//   v1 = v * beta2 + (1 - beta2) * (g' * g')
+//   p1 = p' + neg_step_size * (m1 / (sqrt(v1) / bias_correction2_sqrt + eps))
+//
+// so the result equals the decomposed update's bit for bit. Compiled
+// without FMA contraction (runtime/CMakeLists.txt) for that reason, and
+// without errno (sqrt of the non-negative v1 is then one instruction). Each
+// element's inputs are read before its results are written, so the new
+// values may overwrite the old ones in place (the executable does that).
+// f32 and f64 only: the optimizer pass keeps the decomposed update for
+// 16-bit parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#include "base/Parallel.h"
+#include "cpu/KernelUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace trainc::cpu {
+namespace {
+
+template <typename T> void adamw(const KernelCall &call) {
+  const T *p = call.inputs[0].as<T>(), *g = call.inputs[1].as<T>(),
+          *m = call.inputs[2].as<T>(), *v = call.inputs[3].as<T>();
+  const T negStep = *call.inputs[4].as<T>(), bc2 = *call.inputs[5].as<T>(),
+          decay = *call.inputs[6].as<T>(), scale = *call.inputs[7].as<T>();
+  const T beta1 = T(call.floats[0]), oneMinusBeta1 = T(1 - call.floats[0]),
+          beta2 = T(call.floats[1]), oneMinusBeta2 = T(1 - call.floats[1]),
+          eps = T(call.floats[2]);
+  T *p1 = call.outputs[0].as<T>(), *m1 = call.outputs[1].as<T>(),
+    *v1 = call.outputs[2].as<T>();
+  // Blocks through local arrays: the results usually are the operands'
+  // memory, and a loop whose stores may alias its loads does not vectorize.
+  constexpr int64_t kBlock = 512;
+  int64_t n = call.inputs[0].numElements();
+  parallelFor((n + kBlock - 1) / kBlock, 32, [&](int64_t begin, int64_t end) {
+    T np[kBlock], nm[kBlock], nv[kBlock];
+    for (int64_t blk = begin; blk < end; ++blk) {
+      int64_t base = blk * kBlock, len = std::min(kBlock, n - base);
+      const T *pb = p + base, *gb = g + base, *mb = m + base, *vb = v + base;
+      for (int64_t i = 0; i < len; ++i) {
+        T gi = gb[i] * scale;
+        T pd = pb[i] * decay;
+        T mi = mb[i] * beta1 + oneMinusBeta1 * gi;
+        T vi = vb[i] * beta2 + oneMinusBeta2 * (gi * gi);
+        T denom = std::sqrt(vi) / bc2 + eps;
+        np[i] = pd + negStep * (mi / denom);
+        nm[i] = mi;
+        nv[i] = vi;
+      }
+      std::memcpy(p1 + base, np, len * sizeof(T));
+      std::memcpy(m1 + base, nm, len * sizeof(T));
+      std::memcpy(v1 + base, nv, len * sizeof(T));
+    }
+  });
+}
+
+} // namespace
+
+Status runAdamwUpdate(const KernelCall &call) {
+  switch (call.inputs[0].dtype) {
+  case DType::kF32:
+    adamw<float>(call);
+    return okStatus();
+  case DType::kF64:
+    adamw<double>(call);
+    return okStatus();
+  default:
+    return unsupportedDType(call, call.inputs[0].dtype);
+  }
+}
+
+} // namespace trainc::cpu
