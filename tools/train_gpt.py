@@ -26,18 +26,33 @@ import math
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run(cmd):
+def run(cmd, interruptible=False):
+    """Runs cmd, echoing it; exits on failure. With `interruptible`, Ctrl-C
+    goes to cmd alone (trainc-run then finishes its step, writes the weights
+    and exits 130), and this returns True when that happened."""
     print('$ ' + ' '.join(shlex.quote(c) for c in cmd), flush=True)
-    result = subprocess.run(cmd)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if interruptible else None
+    try:
+        # The child gets the default SIGINT action back before it starts.
+        result = subprocess.run(
+            cmd, preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            if interruptible else None)
+    finally:
+        if interruptible:
+            signal.signal(signal.SIGINT, previous)
+    if interruptible and result.returncode == 130:
+        return True
     if result.returncode != 0:
         sys.exit(f'train_gpt: {os.path.basename(cmd[0])} failed '
                  f'(exit {result.returncode})')
+    return False
 
 
 def gpu_present():
@@ -81,7 +96,11 @@ def main():
         if not os.access(tool, os.X_OK):
             sys.exit(f'train_gpt: {tool} is missing: run ./tools/setup.sh first')
     if 'data' not in args:
-        args.data = sorted(glob.glob('/usr/share/common-licenses/*'))
+        # Each text once (GPL, LGPL and GFDL are links to their latest).
+        texts = {}
+        for f in sorted(glob.glob('/usr/share/common-licenses/*')):
+            texts.setdefault(os.path.realpath(f), f)
+        args.data = sorted(texts.values())
     missing = [f for f in args.data if not os.path.isfile(f)]
     if missing:
         sys.exit(f'train_gpt: not a file: {missing[0]}')
@@ -121,12 +140,16 @@ def main():
            '--export-onnx', out('gpt_trained.onnx')]
     for f in data:
         cmd += ['--data', f]
-    run(cmd)
+    interrupted = run(cmd, interruptible=True)
 
     records = [json.loads(line) for line in open(log)]
     evals = [r['eval_loss'] for r in records if 'eval_loss' in r]
     uniform = math.log(256)
-    final = evals[-1]
+    if interrupted:
+        print(f'\ninterrupted after {len(records)} steps; the weights so far '
+              f'are in {out("gpt.safetensors")} and {out("gpt_trained.onnx")}')
+        return 130
+    final = evals[-1] if evals and evals[-1] is not None else float('nan')
     print(f'\nheld-out loss {final:.3f} nats/byte after {len(records)} steps '
           f'(uniform guess: ln 256 = {uniform:.3f}; '
           f'{final / math.log(2):.2f} bits/byte)')

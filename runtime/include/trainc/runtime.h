@@ -114,7 +114,7 @@ typedef struct {
   int bin_token_bytes;
   /* The share of the data held out for evaluation, from its end. */
   double eval_fraction;
-  /* Held-out batches per evaluation (0: all of them). */
+  /* Held-out batches per evaluation (0: all of them; negative: an error). */
   int64_t eval_batches;
   /* Batch sampling seed: a batch depends only on (seed, step). */
   uint64_t seed;
@@ -132,7 +132,8 @@ typedef struct {
   double loss, grad_norm, learning_rate;
   double step_seconds, tokens_per_second, flops_per_second, mfu;
   uint64_t planned_bytes, measured_bytes, peak_rss_bytes;
-  double eval_loss; /* set when an evaluation ran after this step */
+  int evaluated;    /* 1 when an evaluation ran after this step, then */
+  double eval_loss; /* its held-out loss (which may itself be NaN) */
   uint64_t data_position;
 } trainc_step_metrics;
 

@@ -201,6 +201,8 @@ trainc_status trainc_trainer_create(trainc_executable *step,
     if (trainc_status s = toC(
             trainc::parseTokenFormat(config->data_format, dataOptions.format)))
       return s;
+  if (config->eval_batches < 0)
+    return toC(trainc::invalidArgument("config->eval_batches is negative"));
   dataOptions.binTokenBytes = config->bin_token_bytes;
   dataOptions.evalFraction = config->eval_fraction;
   auto trainer = std::make_unique<trainc_trainer_s>();
@@ -246,6 +248,7 @@ trainc_status trainc_trainer_run(trainc_trainer *trainer, int64_t steps,
         c.planned_bytes = m.plannedBytes;
         c.measured_bytes = m.measuredBytes;
         c.peak_rss_bytes = m.peakRssBytes;
+        c.evaluated = m.evaluated;
         c.eval_loss = m.evalLoss;
         c.data_position = t.state().dataPosition;
         if (callback(&c, user) == 0)

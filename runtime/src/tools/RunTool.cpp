@@ -32,9 +32,11 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace trainc {
@@ -70,7 +72,7 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                                 version 1, uint32 bytes per token (2 or 4),
                                 uint64 count, then little-endian ids
                         bin:    headerless little-endian ids (--token-dtype)
-                        bytes:  any file, one token per byte (vocab >= 256)
+                        bytes:  any file, one token per byte (ids 0-255)
   --data-format F     auto (default: token files by their magic, *.bin as
                       bin, anything else as bytes), tokens, bin or bytes
   --token-dtype T     uint16 or uint32: the ids of headerless .bin files
@@ -235,7 +237,7 @@ struct Options {
   std::map<std::string, std::string> inputFiles;
   TokenDataOptions data;
   TrainerOptions trainer;
-  bool outputDirGiven = false, seedGiven = false;
+  bool outputDirGiven = false, seedGiven = false, repeatGiven = false;
   bool doInspect = false, training = false, progress = true;
   int64_t repeat = 1, evalEvery = 0, logEvery = 1;
 };
@@ -302,6 +304,7 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else if (arg == "--repeat") {
       if (!count(1, o.repeat))
         return 1;
+      o.repeatGiven = true;
     } else if (arg == "--steps") {
       if (!count(1, o.repeat))
         return 1;
@@ -413,11 +416,68 @@ int parseArgs(int argc, char **argv, Options &o) {
   if (!o.evalExecutable.empty() && o.data.paths.empty())
     return fail("--eval-executable needs --data (it evaluates on the "
                 "held-out part of the data)");
+  if (o.evalEvery && o.evalExecutable.empty())
+    return fail("--eval-every needs --eval-executable (the forward "
+                "executable that computes the held-out loss)");
+  if (o.repeatGiven && o.training)
+    return fail("--repeat and --steps both set the number of runs: use one");
   return -1;
 }
 
 volatile std::sig_atomic_t gInterrupted = 0;
 extern "C" void onInterrupt(int) { gInterrupted = 1; }
+
+/// While alive: the first Ctrl-C sets gInterrupted (training stops after
+/// the current step and still writes its outputs); the handler then resets
+/// itself, so a second Ctrl-C stops the process at once. An inherited
+/// "ignore" (a background job) is left alone.
+class InterruptScope {
+public:
+  InterruptScope() {
+    gInterrupted = 0;
+    struct sigaction now;
+    sigaction(SIGINT, nullptr, &previous_);
+    if (previous_.sa_handler == SIG_IGN)
+      return;
+    std::memset(&now, 0, sizeof now);
+    now.sa_handler = onInterrupt;
+    now.sa_flags = SA_RESETHAND;
+    sigemptyset(&now.sa_mask);
+    sigaction(SIGINT, &now, nullptr);
+  }
+  ~InterruptScope() { sigaction(SIGINT, &previous_, nullptr); }
+
+private:
+  struct sigaction previous_;
+};
+
+/// The directory part of `path` ("." for a bare name).
+std::string parentOf(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "."
+         : slash == 0               ? "/"
+                                    : path.substr(0, slash);
+}
+
+/// Checks, before any work, that the outputs asked for can be written:
+/// their directories exist (--save-state's is created).
+Status checkOutputPaths(const Options &o) {
+  auto isDir = [](const std::string &dir) {
+    struct stat st;
+    return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  };
+  if (!o.saveStateDir.empty() && !isDir(o.saveStateDir) &&
+      mkdir(o.saveStateDir.c_str(), 0777) != 0)
+    return notFound("--save-state " + o.saveStateDir +
+                    ": cannot create the directory: " + std::strerror(errno));
+  for (const std::string *file : {&o.safetensorsPath, &o.onnxExportPath})
+    if (!file->empty() && !isDir(parentOf(*file)))
+      return notFound(*file + ": the directory " + parentOf(*file) +
+                      " does not exist");
+  if (o.outputDirGiven && !isDir(o.outputDir))
+    return notFound("--output-dir " + o.outputDir + ": not a directory");
+  return okStatus();
+}
 
 std::string duration(double seconds) {
   char buf[32];
@@ -461,8 +521,10 @@ public:
     if (std::isnan(firstLoss_))
       firstLoss_ = m.loss;
     lastLoss_ = m.loss;
-    if (!std::isnan(m.evalLoss))
+    if (m.evaluated) {
       lastEval_ = m.evalLoss;
+      lastEvalStep_ = m.step;
+    }
     if (jsonl_ && !writeRecord(m, dataPosition))
       return Status(StatusCode::kDataLoss,
                     o_.jsonlPath + ": cannot write the JSONL log: " +
@@ -474,7 +536,7 @@ public:
     double eta = elapsed / double(done) * double(lastStep_ - m.step);
     if (bar_) {
       drawBar(m, eta);
-      if (!std::isnan(m.evalLoss)) {
+      if (m.evaluated) {
         std::fprintf(stderr, "\r\033[K");
         std::printf("step %lld: eval_loss %.6g\n", (long long)m.step,
                     m.evalLoss);
@@ -485,8 +547,7 @@ public:
         std::fputc('\n', stderr);
       return okStatus();
     }
-    if (m.step % o_.logEvery != 0 && m.step != lastStep_ &&
-        std::isnan(m.evalLoss))
+    if (m.step % o_.logEvery != 0 && m.step != lastStep_ && !m.evaluated)
       return okStatus();
     std::string line = "step " + std::to_string(m.step) + ":";
     const Executable &exe = trainer_.executable();
@@ -517,7 +578,7 @@ public:
       std::snprintf(buf, sizeof buf, " mfu %.2f%%", 100 * m.mfu);
       line += buf;
     }
-    if (!std::isnan(m.evalLoss)) {
+    if (m.evaluated) {
       std::snprintf(buf, sizeof buf, " eval_loss %.9g", m.evalLoss);
       line += buf;
     }
@@ -539,8 +600,9 @@ public:
             .count();
     std::printf("trained %zu step(s) in %s: loss %.4f -> %.4f", t.size(),
                 duration(total).c_str(), firstLoss_, lastLoss_);
-    if (!std::isnan(lastEval_))
-      std::printf(", held-out loss %.4f", lastEval_);
+    if (lastEvalStep_ >= 0)
+      std::printf(", held-out loss %.4f (after step %lld)", lastEval_,
+                  (long long)lastEvalStep_);
     std::printf("; median step %.2f ms", median * 1e3);
     if (trainer_.tokensPerStep())
       std::printf(", %.0f tokens/s", double(trainer_.tokensPerStep()) / median);
@@ -561,7 +623,7 @@ private:
                     ",\"measured_bytes\":" + std::to_string(m.measuredBytes) +
                     ",\"peak_rss_bytes\":" + std::to_string(m.peakRssBytes) +
                     ",\"data_position\":" + std::to_string(dataPosition);
-    if (!std::isnan(m.evalLoss))
+    if (m.evaluated) // null when not finite
       r += ",\"eval_loss\":" + jsonNumber(m.evalLoss);
     r += "}\n";
     return std::fputs(r.c_str(), jsonl_) >= 0 && std::fflush(jsonl_) == 0;
@@ -592,6 +654,7 @@ private:
   std::FILE *jsonl_ = nullptr;
   std::vector<double> stepTimes_;
   double firstLoss_ = kNoValue, lastLoss_ = kNoValue, lastEval_ = kNoValue;
+  int64_t lastEvalStep_ = -1;
 };
 
 /// The --profile report: time per run by opcode, then by opcode and
@@ -645,7 +708,12 @@ void printProfile(const Session &session, size_t runs) {
 /// Writes every parameter and optimizer state as DIR/<name>.npy and the
 /// run state as DIR/run_state.json.
 Status saveState(const std::string &dir, const Trainer &trainer,
-                 const Session &session) {
+                 const Session &session, const TokenData *data) {
+  // The run state goes last, and the old one first: a directory whose
+  // tensors are half rewritten has no run state, so --resume refuses it.
+  std::string statePath = dir + "/run_state.json";
+  if (std::remove(statePath.c_str()) != 0 && errno != ENOENT)
+    return notFound(statePath + ": cannot replace: " + std::strerror(errno));
   const Executable &exe = session.executable();
   for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
     const TensorInfo &t = exe.tensors()[id];
@@ -656,9 +724,11 @@ Status saveState(const std::string &dir, const Trainer &trainer,
                                     t.size));
   }
   RunState state = trainer.state();
-  return writeFileAtomically(dir + "/run_state.json", [&](std::ostream &out) {
+  return writeFileAtomically(statePath, [&](std::ostream &out) {
     out << "{\"format\":1,\"step\":" << state.step << ",\"seed\":" << state.seed
         << ",\"data_position\":" << state.dataPosition
+        << ",\"data_tokens\":" << (data ? data->size() : 0)
+        << ",\"train_tokens\":" << (data ? data->trainTokens() : 0)
         << ",\"executable\":" << jsonString(exe.origin()) << "}\n";
   });
 }
@@ -692,10 +762,14 @@ Status readRunState(const std::string &dir, RunState &state) {
   uint64_t format = 0, step = 0;
   if (!jsonField(text, "format", format) || format != 1 ||
       !jsonField(text, "step", step) || !jsonField(text, "seed", state.seed) ||
-      !jsonField(text, "data_position", state.dataPosition))
+      !jsonField(text, "data_position", state.dataPosition) ||
+      !jsonField(text, "data_tokens", state.dataTokens) ||
+      !jsonField(text, "train_tokens", state.trainTokens) ||
+      step > uint64_t(std::numeric_limits<int64_t>::max() / 2))
     return Status(StatusCode::kDataLoss,
                   path + ": not a run state of format 1 (expected format, "
-                         "step, seed and data_position)");
+                         "step, seed, data_position, data_tokens and "
+                         "train_tokens)");
   state.step = int64_t(step);
   return okStatus();
 }
@@ -750,6 +824,16 @@ int runRunTool(int argc, char **argv) {
       return fail(status.toString());
   }
   bool withData = !o.data.paths.empty();
+  status = checkOutputPaths(o);
+  if (!status.ok())
+    return fail(status.toString());
+  std::string onnxSource = o.onnxSource.empty() ? exe->source() : o.onnxSource;
+  if (!o.onnxExportPath.empty() && access(onnxSource.c_str(), R_OK) != 0)
+    return fail("--export-onnx: the source model " +
+                (onnxSource.empty() ? std::string("(none recorded)")
+                                    : "'" + onnxSource + "'") +
+                (o.onnxSource.empty() ? " recorded in " + o.model : "") +
+                " cannot be read; give it with --onnx-source model.onnx");
   RunState resumed;
   if (!o.resumeDir.empty()) {
     status = readRunState(o.resumeDir, resumed);
@@ -767,6 +851,15 @@ int runRunTool(int argc, char **argv) {
     status = TokenData::open(o.data, data);
     if (!status.ok())
       return fail(status.toString());
+    if (!o.resumeDir.empty() && (resumed.dataTokens != data->size() ||
+                                 resumed.trainTokens != data->trainTokens()))
+      return fail("--resume " + o.resumeDir + ": the run was on " +
+                  std::to_string(resumed.dataTokens) + " tokens (" +
+                  std::to_string(resumed.trainTokens) +
+                  " for training), this data has " +
+                  std::to_string(data->size()) + " (" +
+                  std::to_string(data->trainTokens()) +
+                  "): give the same --data and --eval-fraction to continue");
   }
   std::unique_ptr<Trainer> trainer;
   status = Trainer::create(exe, evalExe, data.get(), o.trainer, trainer);
@@ -801,7 +894,10 @@ int runRunTool(int argc, char **argv) {
   }
 
   std::vector<double> times;
-  bool interrupted = false;
+  // Set when training stopped early but its weights are sound (Ctrl-C, a
+  // log that could not be written): the outputs are still written, and the
+  // exit code says it stopped.
+  int stoppedCode = 0;
   if (o.training) {
     int64_t first = session.stepCount();
     Reporter reporter(o, *trainer, first, first + o.repeat);
@@ -818,27 +914,51 @@ int runRunTool(int argc, char **argv) {
                     o.evalExecutable.c_str());
       std::fflush(stdout);
     }
-    int64_t evalEvery = evalExe ? (o.evalEvery ? o.evalEvery : o.repeat) : 0;
-    // Ctrl-C stops after the current step; the weights and state are still
-    // written below, then the exit code is 130.
-    gInterrupted = 0;
-    auto previous = std::signal(SIGINT, onInterrupt);
-    status = trainer->run(o.repeat, evalEvery, [&](const StepMetrics &m) {
-      times.push_back(m.stepSeconds * 1e3);
-      TRAINC_RETURN_IF_ERROR(reporter.onStep(m, trainer->state().dataPosition));
-      if (gInterrupted)
-        return Status(StatusCode::kUnavailable, "interrupted");
-      return okStatus();
-    });
-    std::signal(SIGINT, previous);
-    interrupted = gInterrupted != 0;
-    if (interrupted)
+    // Without --eval-every: after the last step only.
+    int64_t evalEvery = !evalExe      ? 0
+                        : o.evalEvery ? o.evalEvery
+                                      : std::numeric_limits<int64_t>::max();
+    Status logError;
+    bool diverged = false;
+    {
+      InterruptScope interrupts;
+      status = trainer->run(o.repeat, evalEvery, [&](const StepMetrics &m) {
+        times.push_back(m.stepSeconds * 1e3);
+        logError = reporter.onStep(m, trainer->state().dataPosition);
+        if (!logError.ok())
+          return logError;
+        if (m.hasLoss && !std::isfinite(m.loss)) {
+          diverged = true;
+          return Status(StatusCode::kFailedPrecondition, "diverged");
+        }
+        if (gInterrupted)
+          return Status(StatusCode::kUnavailable, "interrupted");
+        return okStatus();
+      });
+    }
+    if (diverged)
+      return fail("training diverged: the loss is not finite at step " +
+                  std::to_string(trainer->state().step) +
+                  "; stopping without writing outputs (the weights are not "
+                  "finite). Lower the learning rate or clip gradients "
+                  "(trainc --clip-grad-norm).");
+    if (!logError.ok()) {
+      std::fprintf(stderr,
+                   "trainc-run: error: %s\ntrainc-run: stopped after step "
+                   "%lld; writing what was asked for\n",
+                   logError.toString().c_str(),
+                   (long long)trainer->state().step);
+      stoppedCode = 1;
+    } else if (gInterrupted) {
       std::fprintf(stderr,
                    "\ntrainc-run: interrupted after step %lld; writing what "
                    "was asked for, then stopping\n",
                    (long long)trainer->state().step);
-    else if (!status.ok())
-      return fail(status.toString());
+      stoppedCode = 130;
+    } else if (!status.ok()) {
+      // A kernel failed mid-step: parameters may be half updated.
+      return fail(status.toString() + " (nothing was written)");
+    }
     reporter.summary();
   } else {
     for (int64_t r = 0; r < o.repeat; ++r) {
@@ -852,30 +972,31 @@ int runRunTool(int argc, char **argv) {
     }
   }
 
-  if (!o.saveStateDir.empty()) {
-    status = saveState(o.saveStateDir, *trainer, session);
-    if (!status.ok())
-      return fail(status.toString());
-  }
+  // Every requested output is attempted, even after one fails.
+  int failures = 0;
+  auto report = [&](const Status &s) {
+    if (!s.ok()) {
+      fail(s.toString());
+      ++failures;
+    }
+  };
+  if (!o.saveStateDir.empty())
+    report(saveState(o.saveStateDir, *trainer, session, data.get()));
   if (!o.safetensorsPath.empty()) {
     std::vector<NamedTensor> weights = parameterTensors(session);
     status = writeSafetensors(o.safetensorsPath, weights);
-    if (!status.ok())
-      return fail(status.toString());
-    std::printf("parameters: %zu tensors -> %s\n", weights.size(),
-                o.safetensorsPath.c_str());
+    report(status);
+    if (status.ok())
+      std::printf("parameters: %zu tensors -> %s\n", weights.size(),
+                  o.safetensorsPath.c_str());
   }
   if (!o.onnxExportPath.empty()) {
-    std::string source = o.onnxSource.empty() ? exe->source() : o.onnxSource;
-    if (source.empty())
-      return fail(o.model + " does not record its source model: give "
-                            "--onnx-source model.onnx");
-    status = exportOnnxWithWeights(source, o.onnxExportPath,
+    status = exportOnnxWithWeights(onnxSource, o.onnxExportPath,
                                    parameterTensors(session));
-    if (!status.ok())
-      return fail(status.toString());
-    std::printf("onnx: %s with trained weights -> %s\n", source.c_str(),
-                o.onnxExportPath.c_str());
+    report(status);
+    if (status.ok())
+      std::printf("onnx: %s with trained weights -> %s\n", onnxSource.c_str(),
+                  o.onnxExportPath.c_str());
   }
   if (!withData || o.outputDirGiven) {
     for (size_t i = 0; i < exe->outputs().size(); ++i) {
@@ -883,8 +1004,9 @@ int runRunTool(int argc, char **argv) {
       cpu::TensorRef out = session.output(i);
       std::string path = o.outputDir + "/" + fileNameFor(t.name) + ".npy";
       status = writeNpy(path, t.dtype, t.shape, out.data, t.size);
+      report(status);
       if (!status.ok())
-        return fail(status.toString());
+        continue;
       std::printf("%s: %s %s -> %s", t.name.c_str(), dtypeName(t.dtype),
                   shapeString(t.shape).c_str(), path.c_str());
       if (t.shape.empty() && t.dtype == DType::kF32)
@@ -902,7 +1024,7 @@ int runRunTool(int argc, char **argv) {
               times[times.size() / 2], times.size(),
               (unsigned long long)exe->memoryPlan().peak,
               (unsigned long long)session.measuredPeak());
-  return interrupted ? 130 : 0;
+  return failures ? 1 : stoppedCode;
 }
 
 } // namespace trainc

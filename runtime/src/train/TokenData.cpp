@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <iterator>
+#include <sys/stat.h>
 
 namespace trainc {
 namespace {
@@ -94,13 +94,28 @@ Status TokenData::open(const TokenDataOptions &options,
   auto data = std::unique_ptr<TokenData>(new TokenData());
   TokenFormat first = TokenFormat::kAuto;
   for (const std::string &path : options.paths) {
-    std::ifstream in(path, std::ios::binary);
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      return invalidArgument(path + ": is a directory, not a data file");
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in)
       return notFound(path +
                       ": cannot open data file: " + std::strerror(errno));
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                            std::istreambuf_iterator<char>());
-    if (in.bad())
+    std::streamoff size = in.tellg();
+    in.seekg(0);
+    if (size < 0)
+      return Status(StatusCode::kDataLoss, path + ": cannot read its size");
+    std::vector<char> bytes;
+    try {
+      // The file once, then its tokens (4 bytes each, at most one per byte).
+      bytes.resize(size_t(size));
+      data->tokens_.reserve(data->tokens_.size() + bytes.size());
+    } catch (const std::bad_alloc &) {
+      return Status(StatusCode::kOutOfRange,
+                    path + ": not enough memory to load " +
+                        withCommas(uint64_t(size)) + " bytes of data");
+    }
+    if (!in.read(bytes.data(), std::streamsize(bytes.size())))
       return Status(StatusCode::kDataLoss, path + ": read error");
     if (bytes.empty())
       return invalidArgument(path + ": data file is empty");

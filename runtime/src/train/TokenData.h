@@ -84,8 +84,8 @@ private:
 /// each) into caller-provided buffers.
 class BatchSampler {
 public:
-  /// Errors when the training part is too short for one window or (with
-  /// `evalBatches` > 0) the held-out part too short for that many batches.
+  /// Errors when the training part is too short for one window (the
+  /// held-out part is checked by whoever evaluates: evalBatchCount()).
   static Status create(const TokenData &data, int64_t batch, int64_t seq,
                        uint64_t seed, std::unique_ptr<BatchSampler> &out);
 

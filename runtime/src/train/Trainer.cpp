@@ -196,6 +196,10 @@ Status Trainer::create(std::shared_ptr<const Executable> step,
   trainer->gradNormOutput_ = scalarOutput(exe, "grad_norm");
   trainer->lrOutput_ = scalarOutput(exe, "lr");
   if (data) {
+    if (exe.updates().empty())
+      return invalidArgument(exe.origin() +
+                             " is not a training step (it updates no "
+                             "parameters): compile it with trainc --train");
     TRAINC_RETURN_IF_ERROR(trainer->findDataInputs(options));
     int64_t vocab = vocabularyOf(exe);
     if (vocab > 0)
@@ -246,6 +250,7 @@ Status Trainer::step(StepMetrics &out) {
   const Executable &exe = session_->executable();
   out = StepMetrics();
   out.step = session_->stepCount();
+  out.hasLoss = lossOutput_ >= 0;
   out.loss = readScalar(*session_, lossOutput_);
   out.gradNorm = readScalar(*session_, gradNormOutput_);
   out.learningRate = readScalar(*session_, lrOutput_);
@@ -297,8 +302,10 @@ Status Trainer::run(int64_t steps, int64_t evalEvery,
     StepMetrics m;
     TRAINC_RETURN_IF_ERROR(step(m));
     bool last = i + 1 == steps;
-    if (evalSession_ && evalEvery > 0 && (m.step % evalEvery == 0 || last))
+    if (evalSession_ && evalEvery > 0 && (m.step % evalEvery == 0 || last)) {
       TRAINC_RETURN_IF_ERROR(evaluate(m.evalLoss));
+      m.evaluated = true;
+    }
     TRAINC_RETURN_IF_ERROR(onStep(m));
   }
   return okStatus();

@@ -54,7 +54,11 @@ struct StepMetrics {
   /// The plan's peak of the arenas, the peak any instruction touched, and
   /// the process's peak resident set.
   uint64_t plannedBytes = 0, measuredBytes = 0, peakRssBytes = 0;
-  /// Set on steps after which an evaluation ran.
+  /// Whether the executable has a scalar output "loss" (else loss is NaN).
+  bool hasLoss = false;
+  /// Whether an evaluation ran after this step; then evalLoss is its result
+  /// (which may itself be NaN or inf).
+  bool evaluated = false;
   double evalLoss = kNoValue;
 };
 
@@ -63,6 +67,8 @@ struct StepMetrics {
 struct RunState {
   int64_t step = 0;
   uint64_t seed = 0, dataPosition = 0;
+  /// The data's size and split when saved (a resume must see the same).
+  uint64_t dataTokens = 0, trainTokens = 0;
 };
 
 class Trainer {
@@ -89,8 +95,9 @@ public:
   /// The mean loss over the held-out batches with the current parameters.
   Status evaluate(double &loss);
 
-  /// Runs `steps` steps, evaluating after every `evalEvery`-th step and
-  /// after the last one (evalEvery 0: never), calling `onStep` after each.
+  /// Runs `steps` steps, evaluating after every step whose number is a
+  /// multiple of `evalEvery` and after the last one (evalEvery 0: never;
+  /// INT64_MAX: after the last only), calling `onStep` after each.
   /// A non-OK status from `onStep` stops the run and is returned.
   Status run(int64_t steps, int64_t evalEvery,
              const std::function<Status(const StepMetrics &)> &onStep);

@@ -81,7 +81,9 @@ static int onStep(const trainc_step_metrics *m, void *user) {
         "step %lld: incomplete metrics", (long long)m->step);
   if (p->steps == 1)
     p->firstLoss = m->loss;
-  if (!isnan(m->eval_loss)) {
+  CHECK(m->evaluated == !isnan(m->eval_loss), "step %lld: evaluated %d",
+        (long long)m->step, m->evaluated);
+  if (m->evaluated) {
     ++p->evaluations;
     p->lastEval = m->eval_loss;
   }
