@@ -21,8 +21,10 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
@@ -361,7 +363,12 @@ int runCompilerCli(int argc, char **argv) {
       return fail("--compile-to=" + compileTo +
                   " prints IR; drop it to write an executable");
     WriterOptions writerOptions;
-    writerOptions.source = inputFile;
+    // Absolute, so that trainc-run --export-onnx finds the model from any
+    // working directory.
+    llvm::SmallString<256> source(inputFile);
+    llvm::sys::fs::make_absolute(source);
+    llvm::sys::path::remove_dots(source, /*remove_dot_dot=*/true);
+    writerOptions.source = source.str().str();
     for (int i = 0; i < argc; ++i)
       writerOptions.command += (i ? " " : "") + std::string(argv[i]);
     MemoryPlanReport report;
