@@ -73,7 +73,7 @@ def main():
                         help='text files to train on, their bytes the tokens '
                              '(default: every file in /usr/share/common-licenses)',
                         default=argparse.SUPPRESS)
-    parser.add_argument('--steps', type=int, default=600, help='training steps')
+    parser.add_argument('--steps', type=int, default=1500, help='training steps')
     parser.add_argument('--layers', type=int, default=2, help='transformer blocks')
     parser.add_argument('--d-model', type=int, default=128, help='model width')
     parser.add_argument('--heads', type=int, default=4, help='attention heads')
@@ -82,7 +82,7 @@ def main():
     parser.add_argument('--lr', type=float, default=3e-3, help='peak learning rate')
     parser.add_argument('--warmup-steps', type=int, default=30,
                         help='steps of linear learning-rate warmup before the cosine decay')
-    parser.add_argument('--eval-every', type=int, default=100,
+    parser.add_argument('--eval-every', type=int, default=250,
                         help='steps between held-out evaluations')
     parser.add_argument('--seed', type=int, default=0,
                         help='seed of the initial weights and of the batches')
