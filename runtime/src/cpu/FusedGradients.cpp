@@ -26,6 +26,7 @@
 
 #include "base/Parallel.h"
 #include "cpu/KernelUtil.h"
+#include "cpu/NormStatistics.h"
 #include "cpu/VectorMath.h"
 
 #include <algorithm>
@@ -83,22 +84,8 @@ double geluGradF64(double x, double g, bool useTanh) {
 template <typename T>
 void normGradRow(const T *x, const T *g, const T *scale, int64_t n,
                  bool centered, T eps, T *dx, T *xhat) {
-  T mean = 0, rstd;
-  if constexpr (std::is_same_v<T, float>) {
-    mean = centered ? sumF32(x, n) / float(n) : 0.0f;
-    rstd =
-        1.0f / std::sqrt(sumSquaredDeviationF32(x, mean, n) / float(n) + eps);
-  } else {
-    if (centered) {
-      for (int64_t j = 0; j < n; ++j)
-        mean += x[j];
-      mean /= T(n);
-    }
-    T sumSq = 0;
-    for (int64_t j = 0; j < n; ++j)
-      sumSq += (x[j] - mean) * (x[j] - mean);
-    rstd = T(1) / std::sqrt(sumSq / T(n) + eps);
-  }
+  T mean;
+  T rstd = normRowStatistics(x, n, centered, eps, mean);
   // xhat, then the two means of d = g * scale: in dx as scratch.
   T sumD = 0, sumDX = 0;
   for (int64_t j = 0; j < n; ++j) {

@@ -23,6 +23,7 @@
 
 #include "base/Parallel.h"
 #include "cpu/KernelUtil.h"
+#include "cpu/NormStatistics.h"
 #include "cpu/VectorMath.h"
 
 #include <algorithm>
@@ -90,23 +91,11 @@ Status runNorm(const KernelCall &call) {
           row = in.data();
           result = out.data();
         }
+        T mean;
+        T rstd = normRowStatistics(row, n, layer, eps, mean);
         if constexpr (std::is_same_v<T, float>) {
-          float mean = layer ? sumF32(row, n) / float(n) : 0.0f;
-          // Mean of squares about `mean` (0 for RMS norm).
-          float sumSq = sumSquaredDeviationF32(row, mean, n);
-          float rstd = 1.0f / std::sqrt(sumSq / float(n) + eps);
           normalizeF32(row, mean, rstd, scale.data(), bias.data(), result, n);
         } else {
-          T mean = 0;
-          if (layer) {
-            for (int64_t j = 0; j < n; ++j)
-              mean += row[j];
-            mean /= T(n);
-          }
-          T sumSq = 0;
-          for (int64_t j = 0; j < n; ++j)
-            sumSq += (row[j] - mean) * (row[j] - mean);
-          T rstd = T(1) / std::sqrt(sumSq / T(n) + eps);
           for (int64_t j = 0; j < n; ++j)
             result[j] = (row[j] - mean) * rstd * scale[j] + bias[j];
         }
