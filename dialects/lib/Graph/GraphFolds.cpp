@@ -408,14 +408,6 @@ OpFoldResult ReduceMeanOp::fold(FoldAdaptor) {
   return getDims().empty() ? getOperand() : OpFoldResult();
 }
 
-/// A splat constant of `type` with `operand`'s splat value, if it is one.
-static OpFoldResult resplat(Attribute operand, Type type) {
-  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(operand))
-    return SplatElementsAttr::get(cast<ShapedType>(type),
-                                  splat.getSplatValue<Attribute>());
-  return {};
-}
-
 OpFoldResult BroadcastInDimOp::fold(FoldAdaptor adaptor) {
   // Same type with strictly increasing dims means the identity.
   if (getOperand().getType() == getType())
