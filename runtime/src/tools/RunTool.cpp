@@ -554,8 +554,7 @@ public:
     // The executable's scalar outputs first, by name, in its order.
     for (size_t i = 0; i < exe.outputs().size(); ++i) {
       const TensorInfo &t = exe.tensors()[exe.outputs()[i]];
-      const cpu::TensorRef out =
-          const_cast<Trainer &>(trainer_).session().output(i);
+      const cpu::TensorRef out = trainer_.session().output(i);
       char buf[64];
       if (t.shape.empty() && t.dtype == DType::kF32)
         std::snprintf(buf, sizeof buf, " %s %.9g", t.name.c_str(),

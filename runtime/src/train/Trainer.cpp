@@ -4,6 +4,7 @@
 
 #include "cpu/Kernels.h"
 
+#include <algorithm>
 #include <chrono>
 #include <sys/resource.h>
 
@@ -15,17 +16,17 @@ bool isIdInput(const TensorInfo &t) {
          t.shape.size() == 2;
 }
 
-/// The index of the input named one of `names`, or -1.
+/// The index of the input named `chosen`, or (when `chosen` is empty) one
+/// of the conventional `names`; -1 when there is none.
 int inputNamed(const Executable &exe, std::initializer_list<const char *> names,
                const std::string &chosen) {
   for (size_t i = 0; i < exe.inputs().size(); ++i) {
     const std::string &n = exe.tensors()[exe.inputs()[i]].name;
-    if (!chosen.empty() ? n == chosen : false)
+    bool match = chosen.empty()
+                     ? std::find(names.begin(), names.end(), n) != names.end()
+                     : n == chosen;
+    if (match)
       return int(i);
-    if (chosen.empty())
-      for (const char *candidate : names)
-        if (n == candidate)
-          return int(i);
   }
   return -1;
 }
@@ -104,6 +105,12 @@ Status Trainer::findDataInputs(const TrainerOptions &options) {
            shapeString(exe.tensors()[id].shape);
     return s.empty() ? std::string("none") : s;
   };
+  for (auto [index, chosen] : {std::pair(tokens, &options.tokensInput),
+                               std::pair(targets, &options.targetsInput)})
+    if (index < 0 && !chosen->empty())
+      return invalidArgument("'" + *chosen + "' is not an input of " +
+                             exe.origin() +
+                             " (its inputs: " + describeInputs() + ")");
   if (tokens < 0 || targets < 0)
     return invalidArgument("cannot tell which input of " + exe.origin() +
                            " takes the " + (tokens < 0 ? "token" : "target") +

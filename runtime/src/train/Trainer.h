@@ -83,6 +83,7 @@ public:
 
   /// The training session (to set fixed inputs or read parameters).
   Session &session() { return *session_; }
+  const Session &session() const { return *session_; }
   const Executable &executable() const { return session_->executable(); }
   int64_t batch() const { return batch_; }
   int64_t sequence() const { return seq_; }
