@@ -2,8 +2,12 @@
 # Sets up this machine for trainc and builds it:
 #   1. Debian packages the build and tests need (apt-get; skipped when all
 #      are installed, so a second run takes seconds),
-#   2. Python packages the test oracles need (tools/requirements-test.txt),
-#   3. configures (CMake + Ninja) and builds into the build directory.
+#   2. a project virtual environment, BUILD_DIR/venv, holding exactly the
+#      Python packages in tools/requirements-test.txt (the tests and the main
+#      job run with its interpreter, so a package missing from that file
+#      fails on every machine, not only on fresh ones),
+#   3. configures (CMake + Ninja, with that interpreter as Python3) and
+#      builds into the build directory.
 # Safe to run again at any time; it changes only what is missing.
 set -euo pipefail
 
@@ -19,8 +23,12 @@ Options:
   --build-type T    CMake build type: Release (default), Debug, RelWithDebInfo
   --runtime-only    configure with -DTRAINC_BUILD_COMPILER=OFF (no MLIR needed)
   --no-install      do not install packages; fail if something is missing
-  --no-build        install dependencies only
+  --no-build        install dependencies only (packages and the venv)
   -h, --help        show this help
+
+The Python packages the tests and tools/train_gpt.py need go into
+BUILD_DIR/venv (from tools/requirements-test.txt); CMake, lit and ctest run
+every test script with BUILD_DIR/venv/bin/python.
 
 Environment: CMAKE_ARGS is appended to the CMake configure command.
 USAGE
@@ -50,7 +58,7 @@ step() { printf '\n==> %s\n' "$*"; }
 # --- 1. Debian packages ------------------------------------------------------
 # MLIR/LLVM 19 is the pinned toolchain (see ../shared/TOOLCHAIN.md).
 packages=(
-  cmake ninja-build g++ ccache lld clang-format python3
+  cmake ninja-build g++ ccache lld clang-format python3 python3-venv
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
   libgtest-dev libgmock-dev libbenchmark-dev
   flatbuffers-compiler libflatbuffers-dev
@@ -82,25 +90,36 @@ else
     install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# --- 2. Python packages for test oracles ------------------------------------
+# --- 2. The project venv and its Python packages ------------------------------
+# Only what tools/requirements-test.txt lists is in it (no system site
+# packages), so CI and a fresh machine see exactly what this file installs.
 requirements="$repo/tools/requirements-test.txt"
-if grep -qv '^\s*\(#\|$\)' "$requirements"; then
-  step "Checking Python packages ($(python3 --version 2>&1))"
-  if python3 "$repo/tools/check_requirements.py" "$requirements"; then
-    echo "all installed"
-  elif [ "$install" -eq 0 ]; then
-    echo "setup.sh: missing Python packages (and --no-install was given)" >&2
-    exit 1
-  else
-    python3 -m pip install -q --disable-pip-version-check -r "$requirements"
-  fi
+venv="$build_dir/venv"
+python="$venv/bin/python"
+step "Checking the project venv $venv ($(python3 --version 2>&1))"
+if ! "$python" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)' 2>/dev/null; then
+  [ "$install" -eq 1 ] || { echo "setup.sh: no venv at $venv (and --no-install was given)" >&2; exit 1; }
+  rm -rf "$venv"
+  mkdir -p "$build_dir"
+  python3 -m venv "$venv" || {
+    echo "setup.sh: 'python3 -m venv' failed; on Debian install python3-venv" >&2; exit 1; }
+fi
+if "$python" "$repo/tools/check_requirements.py" "$requirements"; then
+  echo "all installed"
+elif [ "$install" -eq 0 ]; then
+  echo "setup.sh: missing Python packages in $venv (and --no-install was given)" >&2
+  exit 1
+else
+  "$python" -m pip install -q --disable-pip-version-check -r "$requirements"
+  "$python" "$repo/tools/check_requirements.py" "$requirements"
 fi
 
 [ "$build" -eq 1 ] || exit 0
 
 # --- 3. Configure and build ---------------------------------------------------
 step "Configuring $build_dir"
-cmake_args=(-S "$repo" -B "$build_dir" -G Ninja "-DCMAKE_BUILD_TYPE=$build_type")
+cmake_args=(-S "$repo" -B "$build_dir" -G Ninja "-DCMAKE_BUILD_TYPE=$build_type"
+            "-DPython3_EXECUTABLE=$python")
 [ "$runtime_only" -eq 1 ] && cmake_args+=(-DTRAINC_BUILD_COMPILER=OFF)
 # shellcheck disable=SC2206 # CMAKE_ARGS is split on purpose.
 cmake_args+=(${CMAKE_ARGS:-})

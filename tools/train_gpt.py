@@ -2,7 +2,7 @@
 """The main job: create a small GPT, compile it with trainc, train it with
 trainc-run on the bytes of text this machine already has, keep the weights.
 
-    ./tools/setup.sh && python3 tools/train_gpt.py
+    ./tools/setup.sh && build/venv/bin/python tools/train_gpt.py
 
 Steps (each printed with its command, so you can rerun any of them):
 1. tools/make_gpt.py writes a byte-level GPT (vocabulary 256) as ONNX;

@@ -52,8 +52,9 @@ Inputs and outputs:
   --input NAME=FILE   value of input NAME: a .npy file (dtype and shape must
                       match the executable) or raw little-endian bytes of
                       exactly the input's size; repeat for every input
-  --output-dir DIR    where to write <output name>.npy (default: . ; with
-                      --data, outputs are written only when this is given)
+  --output-dir DIR    where to write <output name>.npy, created when missing
+                      (default: . ; with --data, outputs are written only
+                      when this is given)
   --repeat N          run N times and report the median run time (default 1)
   --check-writes      debug mode: verify that no kernel writes outside its
                       result buffers (slow)
@@ -474,8 +475,23 @@ Status checkOutputPaths(const Options &o) {
     if (!file->empty() && !isDir(parentOf(*file)))
       return notFound(*file + ": the directory " + parentOf(*file) +
                       " does not exist");
-  if (o.outputDirGiven && !isDir(o.outputDir))
-    return notFound("--output-dir " + o.outputDir + ": not a directory");
+  // A missing output directory is created (with its parents), as
+  // `mkdir -p` would; an existing non-directory is an error.
+  if (o.outputDirGiven && !isDir(o.outputDir)) {
+    for (size_t slash = o.outputDir.find('/', 1);;
+         slash = o.outputDir.find('/', slash + 1)) {
+      std::string prefix = o.outputDir.substr(0, slash);
+      struct stat st;
+      if (stat(prefix.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+        return notFound("--output-dir " + o.outputDir + ": " + prefix +
+                        " is not a directory");
+      if (!isDir(prefix) && mkdir(prefix.c_str(), 0777) != 0)
+        return notFound("--output-dir " + o.outputDir + ": cannot create " +
+                        prefix + ": " + std::strerror(errno));
+      if (slash == std::string::npos)
+        break;
+    }
+  }
   return okStatus();
 }
 
