@@ -6,19 +6,19 @@ namespace trainc {
 
 const char *dtypeName(DType t) {
   switch (t) {
-  case DType::kF64:
+  case DType::F64:
     return "f64";
-  case DType::kF32:
+  case DType::F32:
     return "f32";
-  case DType::kF16:
+  case DType::F16:
     return "f16";
-  case DType::kBF16:
+  case DType::BF16:
     return "bf16";
-  case DType::kI64:
+  case DType::I64:
     return "i64";
-  case DType::kI32:
+  case DType::I32:
     return "i32";
-  case DType::kI1:
+  case DType::I1:
     return "i1";
   }
   return "unknown";

@@ -10,6 +10,8 @@
 #ifndef TRAINC_RUNTIME_BASE_DTYPE_H
 #define TRAINC_RUNTIME_BASE_DTYPE_H
 
+#include "trainc/schema/ExecutableFormat.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -17,39 +19,29 @@
 
 namespace trainc {
 
-/// Numbering is part of the executable format (schema DType): never reorder.
-enum class DType : uint8_t {
-  kF64 = 0,
-  kF32 = 1,
-  kF16 = 2,
-  kBF16 = 3,
-  kI64 = 4,
-  kI32 = 5,
-  kI1 = 6,
-};
-constexpr int kNumDTypes = 7;
+// DType is the schema's enum (trainc/schema/ExecutableFormat.h).
 
 /// Bytes per element.
 inline size_t dtypeSize(DType t) {
   switch (t) {
-  case DType::kF64:
-  case DType::kI64:
+  case DType::F64:
+  case DType::I64:
     return 8;
-  case DType::kF32:
-  case DType::kI32:
+  case DType::F32:
+  case DType::I32:
     return 4;
-  case DType::kF16:
-  case DType::kBF16:
+  case DType::F16:
+  case DType::BF16:
     return 2;
-  case DType::kI1:
+  case DType::I1:
     return 1;
   }
   return 0;
 }
 
 inline bool isFloat(DType t) {
-  return t == DType::kF64 || t == DType::kF32 || t == DType::kF16 ||
-         t == DType::kBF16;
+  return t == DType::F64 || t == DType::F32 || t == DType::F16 ||
+         t == DType::BF16;
 }
 
 /// "f32", "bf16", ... as in MLIR and numpy-ish names.

@@ -47,7 +47,7 @@ namespace {
 /// widened copy in `storage`.
 template <typename T>
 const T *asCompute(const TensorRef &t, std::vector<T> &storage) {
-  if (t.dtype == (std::is_same<T, double>::value ? DType::kF64 : DType::kF32))
+  if (t.dtype == (std::is_same<T, double>::value ? DType::F64 : DType::F32))
     return t.as<T>();
   storage.resize(t.numElements());
   for (int64_t i = 0, e = t.numElements(); i < e; ++i)
@@ -122,7 +122,7 @@ Status runAttention(const KernelCall &call) {
             *v = asCompute(vRef, vBuf);
     const T *mask = hasMask ? asCompute(call.inputs[3], maskBuf) : nullptr;
     bool nativeOut = out.dtype == qRef.dtype &&
-                     (out.dtype == DType::kF32 || out.dtype == DType::kF64);
+                     (out.dtype == DType::F32 || out.dtype == DType::F64);
     parallelFor(batch * hq, 1, [&](int64_t begin, int64_t end) {
       std::vector<T> scores(size_t(sq * sk)), wide(nativeOut ? 0 : sq * dv);
       for (int64_t bh = begin; bh < end; ++bh) {

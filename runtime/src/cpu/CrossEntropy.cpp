@@ -58,7 +58,7 @@ Status runCrossEntropy(const KernelCall &call) {
   const TensorRef &out = call.outputs[0];
   if (!isFloat(logits.dtype))
     return unsupportedDType(call, logits.dtype);
-  if (targets.dtype != DType::kI32 && targets.dtype != DType::kI64)
+  if (targets.dtype != DType::I32 && targets.dtype != DType::I64)
     return unsupportedDType(call, targets.dtype);
   int64_t reduction = call.ints[0];
   bool hasIgnore = call.ints[1] != 0;
@@ -92,7 +92,7 @@ Status runCrossEntropy(const KernelCall &call) {
           continue;
         int64_t base = r * classes;
         const T *row;
-        if (logits.dtype == DType::kF32 || logits.dtype == DType::kF64) {
+        if (logits.dtype == DType::F32 || logits.dtype == DType::F64) {
           row = logits.as<T>() + base;
         } else {
           buffer.resize(classes);

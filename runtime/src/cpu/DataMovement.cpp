@@ -296,7 +296,7 @@ Status gather(const KernelCall &call) {
   const TensorRef &x = call.inputs[0];
   const TensorRef &indices = call.inputs[1];
   const TensorRef &y = call.outputs[0];
-  if (indices.dtype != DType::kI64 && indices.dtype != DType::kI32)
+  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
     return unsupportedDType(call, indices.dtype);
   int axis = int(call.ints[0]);
   int64_t n = x.dims[axis];
@@ -335,7 +335,7 @@ Status gather(const KernelCall &call) {
 /// k through float first).
 Status iota(const KernelCall &call) {
   const TensorRef &y = call.outputs[0];
-  if (y.dtype == DType::kI1)
+  if (y.dtype == DType::I1)
     return unsupportedDType(call, y.dtype);
   int dim = int(call.ints[0]);
   int64_t n = y.dims[dim];
@@ -360,19 +360,19 @@ Status iota(const KernelCall &call) {
 
 Status runDataMovement(const KernelCall &call) {
   switch (call.op) {
-  case Opcode::kBroadcastInDim:
+  case Opcode::BroadcastInDim:
     return broadcastInDim(call);
-  case Opcode::kReshape:
+  case Opcode::Reshape:
     return reshape(call);
-  case Opcode::kTranspose:
+  case Opcode::Transpose:
     return transpose(call);
-  case Opcode::kSlice:
+  case Opcode::Slice:
     return slice(call);
-  case Opcode::kConcatenate:
+  case Opcode::Concatenate:
     return concatenate(call);
-  case Opcode::kGather:
+  case Opcode::Gather:
     return gather(call);
-  case Opcode::kIota:
+  case Opcode::Iota:
     return iota(call);
   default:
     return kernelError(call, "not a data movement op");

@@ -130,7 +130,7 @@ Operand<T> prepareOperand(const TensorRef &t, const std::vector<int> &plain,
                           const std::vector<int> &transposed) {
   Operand<T> op;
   bool native =
-      t.dtype == (std::is_same<T, double>::value ? DType::kF64 : DType::kF32);
+      t.dtype == (std::is_same<T, double>::value ? DType::F64 : DType::F32);
   if (native && isIdentity(plain)) {
     op.data = t.as<T>();
     return op;
@@ -192,7 +192,7 @@ Status runDotGeneral(const KernelCall &call) {
         prepareOperand<T>(rhs, concat({&r.batch, &r.contract, &r.free}),
                           concat({&r.batch, &r.free, &r.contract}));
     // 16-bit results are computed in a float buffer and rounded once.
-    bool native = out.dtype == DType::kF32 || out.dtype == DType::kF64;
+    bool native = out.dtype == DType::F32 || out.dtype == DType::F64;
     std::vector<T> wide(native ? 0 : batch * m * n);
     T *c = native ? out.as<T>() : wide.data();
     batchedGemm(batch, a.trans, b.trans, m, n, k, a.data, b.data, c);

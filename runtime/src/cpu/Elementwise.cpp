@@ -106,19 +106,19 @@ struct I1 {
 template <typename Fn>
 Status visitDType(const KernelCall &call, DType t, Fn &&fn) {
   switch (t) {
-  case DType::kF64:
+  case DType::F64:
     return fn(F64());
-  case DType::kF32:
+  case DType::F32:
     return fn(F32());
-  case DType::kF16:
+  case DType::F16:
     return fn(F16());
-  case DType::kBF16:
+  case DType::BF16:
     return fn(BF16());
-  case DType::kI64:
+  case DType::I64:
     return fn(I64());
-  case DType::kI32:
+  case DType::I32:
     return fn(I32());
-  case DType::kI1:
+  case DType::I1:
     return fn(I1());
   }
   return unsupportedDType(call, t);
@@ -205,19 +205,19 @@ std::string formatValue(double v) {
 /// The VectorMath function computing unary `op` on f32, or null.
 auto unaryF32Function(Opcode op) -> void (*)(const float *, float *, int64_t) {
   switch (op) {
-  case Opcode::kNeg:
+  case Opcode::Neg:
     return negF32;
-  case Opcode::kAbs:
+  case Opcode::Abs:
     return absF32;
-  case Opcode::kExp:
+  case Opcode::Exp:
     return expF32;
-  case Opcode::kTanh:
+  case Opcode::Tanh:
     return tanhF32;
-  case Opcode::kErf:
+  case Opcode::Erf:
     return erfF32;
-  case Opcode::kSqrt:
+  case Opcode::Sqrt:
     return sqrtF32;
-  case Opcode::kRsqrt:
+  case Opcode::Rsqrt:
     return rsqrtF32;
   default:
     return nullptr;
@@ -248,30 +248,30 @@ template <typename Io> Status unaryTyped(const KernelCall &call) {
   }
   if constexpr (Io::kind == Kind::kFloat) {
     switch (call.op) {
-    case Opcode::kNeg:
+    case Opcode::Neg:
       return apply([](C v) { return -v; });
-    case Opcode::kAbs:
+    case Opcode::Abs:
       return apply([](C v) { return std::abs(v); });
-    case Opcode::kExp:
+    case Opcode::Exp:
       return apply([](C v) { return std::exp(v); });
-    case Opcode::kLog:
+    case Opcode::Log:
       return apply([](C v) { return std::log(v); });
-    case Opcode::kTanh:
+    case Opcode::Tanh:
       return apply([](C v) { return std::tanh(v); });
-    case Opcode::kErf:
+    case Opcode::Erf:
       return apply([](C v) { return std::erf(v); });
-    case Opcode::kSqrt:
+    case Opcode::Sqrt:
       return apply([](C v) { return std::sqrt(v); });
-    case Opcode::kRsqrt:
+    case Opcode::Rsqrt:
       return apply([](C v) { return C(1) / std::sqrt(v); });
     default:
       break;
     }
   } else if constexpr (Io::kind == Kind::kInt) {
     auto neg = [](C v) { return wrapped(C(0), v, std::minus<>()); };
-    if (call.op == Opcode::kNeg)
+    if (call.op == Opcode::Neg)
       return apply(neg);
-    if (call.op == Opcode::kAbs)
+    if (call.op == Opcode::Abs)
       return apply([neg](C v) { return v < 0 ? neg(v) : v; });
   }
   return unsupportedDType(call, x.dtype);
@@ -318,17 +318,17 @@ template <typename T> T minOrNaN(T u, T v) {
 auto binaryF32Function(Opcode op)
     -> void (*)(const float *, const float *, float *, int64_t) {
   switch (op) {
-  case Opcode::kAdd:
+  case Opcode::Add:
     return addF32;
-  case Opcode::kSub:
+  case Opcode::Sub:
     return subF32;
-  case Opcode::kMul:
+  case Opcode::Mul:
     return mulF32;
-  case Opcode::kDiv:
+  case Opcode::Div:
     return divF32;
-  case Opcode::kMax:
+  case Opcode::Max:
     return maxF32;
-  case Opcode::kMin:
+  case Opcode::Min:
     return minF32;
   default:
     return nullptr;
@@ -355,36 +355,36 @@ template <typename Io> Status binaryTyped(const KernelCall &call) {
   };
   if constexpr (Io::kind == Kind::kFloat) {
     switch (call.op) {
-    case Opcode::kAdd:
+    case Opcode::Add:
       return apply([](C u, C v) { return u + v; });
-    case Opcode::kSub:
+    case Opcode::Sub:
       return apply([](C u, C v) { return u - v; });
-    case Opcode::kMul:
+    case Opcode::Mul:
       return apply([](C u, C v) { return u * v; });
-    case Opcode::kDiv:
+    case Opcode::Div:
       return apply([](C u, C v) { return u / v; });
-    case Opcode::kPow:
+    case Opcode::Pow:
       return apply([](C u, C v) { return std::pow(u, v); });
-    case Opcode::kMax:
+    case Opcode::Max:
       return apply([](C u, C v) { return maxOrNaN(u, v); });
-    case Opcode::kMin:
+    case Opcode::Min:
       return apply([](C u, C v) { return minOrNaN(u, v); });
     default:
       break;
     }
   } else if constexpr (Io::kind == Kind::kInt) {
     switch (call.op) {
-    case Opcode::kAdd:
+    case Opcode::Add:
       return apply([](C u, C v) { return wrapped(u, v, std::plus<>()); });
-    case Opcode::kSub:
+    case Opcode::Sub:
       return apply([](C u, C v) { return wrapped(u, v, std::minus<>()); });
-    case Opcode::kMul:
+    case Opcode::Mul:
       return apply([](C u, C v) { return wrapped(u, v, std::multiplies<>()); });
-    case Opcode::kDiv:
+    case Opcode::Div:
       return divideChecked(call, a, b, z, n);
-    case Opcode::kMax:
+    case Opcode::Max:
       return apply([](C u, C v) { return maxOrNaN(u, v); });
-    case Opcode::kMin:
+    case Opcode::Min:
       return apply([](C u, C v) { return minOrNaN(u, v); });
     default:
       break;
@@ -577,31 +577,31 @@ Status runConvert(const KernelCall &call) {
 Status runElementwise(const KernelCall &call) {
   DType t = call.inputs[0].dtype;
   switch (call.op) {
-  case Opcode::kNeg:
-  case Opcode::kAbs:
-  case Opcode::kExp:
-  case Opcode::kLog:
-  case Opcode::kTanh:
-  case Opcode::kErf:
-  case Opcode::kSqrt:
-  case Opcode::kRsqrt:
+  case Opcode::Neg:
+  case Opcode::Abs:
+  case Opcode::Exp:
+  case Opcode::Log:
+  case Opcode::Tanh:
+  case Opcode::Erf:
+  case Opcode::Sqrt:
+  case Opcode::Rsqrt:
     return visitDType(call, t,
                       [&](auto io) { return unaryTyped<decltype(io)>(call); });
-  case Opcode::kAdd:
-  case Opcode::kSub:
-  case Opcode::kMul:
-  case Opcode::kDiv:
-  case Opcode::kPow:
-  case Opcode::kMax:
-  case Opcode::kMin:
+  case Opcode::Add:
+  case Opcode::Sub:
+  case Opcode::Mul:
+  case Opcode::Div:
+  case Opcode::Pow:
+  case Opcode::Max:
+  case Opcode::Min:
     return visitDType(call, t,
                       [&](auto io) { return binaryTyped<decltype(io)>(call); });
-  case Opcode::kCompare:
+  case Opcode::Compare:
     return visitDType(
         call, t, [&](auto io) { return compareTyped<decltype(io)>(call); });
-  case Opcode::kSelect:
+  case Opcode::Select:
     return runSelect(call);
-  case Opcode::kConvert:
+  case Opcode::Convert:
     return runConvert(call);
   default:
     return kernelError(call, "not an elementwise op");

@@ -109,7 +109,7 @@ Status runGeluGrad(const KernelCall &call) {
   bool useTanh = call.ints[0] == 1;
   int64_t n = x.numElements();
   int64_t blocks = (n + kBlock - 1) / kBlock;
-  if (x.dtype == DType::kF64) {
+  if (x.dtype == DType::F64) {
     parallelFor(n, kBlock * 4, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
         dx.as<double>()[i] =
@@ -117,7 +117,7 @@ Status runGeluGrad(const KernelCall &call) {
     });
     return okStatus();
   }
-  bool native = x.dtype == DType::kF32;
+  bool native = x.dtype == DType::F32;
   parallelFor(blocks, 4, [&](int64_t begin, int64_t end) {
     float xs[kBlock], gs[kBlock], out[kBlock];
     for (int64_t blk = begin; blk < end; ++blk) {
@@ -160,7 +160,7 @@ Status runNormGrad(const KernelCall &call) {
       for (int64_t j = 0; j < n; ++j)
         scale[j] = loadAs<T>(call.inputs[1], j);
     T eps = T(call.floats[0]);
-    bool native = x.dtype == DType::kF32 || x.dtype == DType::kF64;
+    bool native = x.dtype == DType::F32 || x.dtype == DType::F64;
     parallelFor(rows, std::max<int64_t>(1, 4096 / n),
                 [&](int64_t begin, int64_t end) {
                   std::vector<T> buf(native ? 0 : 4 * size_t(n));

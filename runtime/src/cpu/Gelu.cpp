@@ -46,7 +46,7 @@ Status runGelu(const KernelCall &call) {
     return unsupportedDType(call, x.dtype);
   bool useTanh = call.ints[0] == 1;
   int64_t n = x.numElements();
-  if (x.dtype == DType::kF64) {
+  if (x.dtype == DType::F64) {
     const double *in = x.as<double>();
     double *out = y.as<double>();
     parallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
@@ -56,7 +56,7 @@ Status runGelu(const KernelCall &call) {
     return okStatus();
   }
   auto geluF32 = useTanh ? geluTanhF32 : geluErfF32;
-  if (x.dtype == DType::kF32) {
+  if (x.dtype == DType::F32) {
     const float *in = x.as<float>();
     float *out = y.as<float>();
     parallelFor(n, kGrain, [&](int64_t begin, int64_t end) {

@@ -23,19 +23,19 @@ namespace trainc::cpu {
 /// checked semantics check first.
 template <typename T> inline T loadAs(const TensorRef &t, int64_t i) {
   switch (t.dtype) {
-  case DType::kF64:
+  case DType::F64:
     return static_cast<T>(t.as<double>()[i]);
-  case DType::kF32:
+  case DType::F32:
     return static_cast<T>(t.as<float>()[i]);
-  case DType::kF16:
+  case DType::F16:
     return static_cast<T>(f16ToFloat(t.as<uint16_t>()[i]));
-  case DType::kBF16:
+  case DType::BF16:
     return static_cast<T>(bf16ToFloat(t.as<uint16_t>()[i]));
-  case DType::kI64:
+  case DType::I64:
     return static_cast<T>(t.as<int64_t>()[i]);
-  case DType::kI32:
+  case DType::I32:
     return static_cast<T>(t.as<int32_t>()[i]);
-  case DType::kI1:
+  case DType::I1:
     return static_cast<T>(t.as<uint8_t>()[i] != 0);
   }
   return T();
@@ -46,25 +46,25 @@ template <typename T> inline T loadAs(const TensorRef &t, int64_t i) {
 /// computed in float, which is how 16-bit kernels compute); i1 stores v != 0.
 template <typename T> inline void storeAs(const TensorRef &t, int64_t i, T v) {
   switch (t.dtype) {
-  case DType::kF64:
+  case DType::F64:
     t.as<double>()[i] = static_cast<double>(v);
     return;
-  case DType::kF32:
+  case DType::F32:
     t.as<float>()[i] = static_cast<float>(v);
     return;
-  case DType::kF16:
+  case DType::F16:
     t.as<uint16_t>()[i] = floatToF16(static_cast<float>(v));
     return;
-  case DType::kBF16:
+  case DType::BF16:
     t.as<uint16_t>()[i] = floatToBf16(static_cast<float>(v));
     return;
-  case DType::kI64:
+  case DType::I64:
     t.as<int64_t>()[i] = static_cast<int64_t>(v);
     return;
-  case DType::kI32:
+  case DType::I32:
     t.as<int32_t>()[i] = static_cast<int32_t>(v);
     return;
-  case DType::kI1:
+  case DType::I1:
     t.as<uint8_t>()[i] = v != T(0);
     return;
   }
@@ -73,7 +73,7 @@ template <typename T> inline void storeAs(const TensorRef &t, int64_t i, T v) {
 /// Calls fn with a value of the compute type of float dtype `t`: double
 /// for f64, float for f32, f16 and bf16.
 template <typename Fn> inline auto withFloatCompute(DType t, Fn &&fn) {
-  if (t == DType::kF64)
+  if (t == DType::F64)
     return fn(double());
   return fn(float());
 }

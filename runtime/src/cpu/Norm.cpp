@@ -51,7 +51,7 @@ Status runNorm(const KernelCall &call) {
   const TensorRef &y = call.outputs[0];
   if (!isFloat(x.dtype))
     return unsupportedDType(call, x.dtype);
-  bool layer = call.op == Opcode::kLayerNorm;
+  bool layer = call.op == Opcode::LayerNorm;
   int axis = int(call.ints[0]);
   bool hasScale = call.ints[1] != 0;
   bool hasBias = layer && call.ints[2] != 0;
@@ -77,7 +77,7 @@ Status runNorm(const KernelCall &call) {
         int64_t base = r * n;
         // The row in T: read and written in place for f32 and f64, else
         // widened into `in` and computed into `out`.
-        bool widened = x.dtype != DType::kF32 && x.dtype != DType::kF64;
+        bool widened = x.dtype != DType::F32 && x.dtype != DType::F64;
         const T *row;
         T *result;
         if (!widened) {

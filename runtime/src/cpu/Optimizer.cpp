@@ -69,10 +69,10 @@ template <typename T> void adamw(const KernelCall &call) {
 
 Status runAdamwUpdate(const KernelCall &call) {
   switch (call.inputs[0].dtype) {
-  case DType::kF32:
+  case DType::F32:
     adamw<float>(call);
     return okStatus();
-  case DType::kF64:
+  case DType::F64:
     adamw<double>(call);
     return okStatus();
   default:

@@ -279,13 +279,13 @@ template <typename Io> Status reduceTyped(const KernelCall &call) {
     return okStatus();
   };
   switch (call.op) {
-  case Opcode::kReduceSum:
+  case Opcode::ReduceSum:
     return run(SumOp<Io>(), [](typename SumOp<Io>::Acc a) {
       return Io::store(static_cast<C>(a));
     });
-  case Opcode::kReduceMax:
+  case Opcode::ReduceMax:
     return run(MaxOp<Io>(), [](C a) { return Io::store(a); });
-  case Opcode::kReduceMean:
+  case Opcode::ReduceMean:
     if constexpr (kIsFloat<Io>)
       return run(SumOp<Io>(), [count](double a) {
         return Io::store(static_cast<C>(a / double(count)));
@@ -301,19 +301,19 @@ template <typename Io> Status reduceTyped(const KernelCall &call) {
 
 Status runReduction(const KernelCall &call) {
   switch (call.inputs[0].dtype) {
-  case DType::kF64:
+  case DType::F64:
     return reduceTyped<F64>(call);
-  case DType::kF32:
+  case DType::F32:
     return reduceTyped<F32>(call);
-  case DType::kF16:
+  case DType::F16:
     return reduceTyped<F16>(call);
-  case DType::kBF16:
+  case DType::BF16:
     return reduceTyped<BF16>(call);
-  case DType::kI64:
+  case DType::I64:
     return reduceTyped<Int<int64_t>>(call);
-  case DType::kI32:
+  case DType::I32:
     return reduceTyped<Int<int32_t>>(call);
-  case DType::kI1:
+  case DType::I1:
     break;
   }
   return unsupportedDType(call, call.inputs[0].dtype);

@@ -56,7 +56,7 @@ Status runScatterAdd(const KernelCall &call) {
     rows[k] = v < 0 ? v + axisSize : v;
   }
   int64_t n = out.numElements();
-  if (out.dtype == DType::kF64 || out.dtype == DType::kF32) {
+  if (out.dtype == DType::F64 || out.dtype == DType::F32) {
     withFloatCompute(out.dtype, [&](auto zero) {
       using T = decltype(zero);
       T *acc = out.as<T>();

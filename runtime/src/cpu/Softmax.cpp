@@ -42,14 +42,14 @@ Status runSoftmax(const KernelCall &call) {
 
   int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1));
   auto rowBase = [=](int64_t r) { return (r / inner) * n * inner + r % inner; };
-  if (x.dtype == DType::kF32 && inner == 1) {
+  if (x.dtype == DType::F32 && inner == 1) {
     const float *in = x.as<float>();
     float *out = y.as<float>();
     parallelFor(outer, grain, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r)
         softmaxRowF32(in + r * n, out + r * n, n);
     });
-  } else if (x.dtype != DType::kF64) {
+  } else if (x.dtype != DType::F64) {
     parallelFor(outer * inner, grain, [&](int64_t begin, int64_t end) {
       std::vector<float> in(n), out(n);
       for (int64_t r = begin; r < end; ++r) {

@@ -130,8 +130,7 @@ Status Executable::parse() {
       info.name = t->name() ? t->name()->str() : "";
       auto role = static_cast<uint8_t>(t->role());
       auto dtype = static_cast<uint8_t>(t->dtype());
-      if (role > static_cast<uint8_t>(TensorRole::kState) ||
-          dtype >= kNumDTypes)
+      if (role > static_cast<uint8_t>(TensorRole::MAX) || dtype >= kNumDTypes)
         return dataLoss(origin_, "tensor " + std::to_string(id) +
                                      " has an invalid role or dtype");
       info.role = static_cast<TensorRole>(role);
@@ -158,7 +157,7 @@ Status Executable::parse() {
       };
       // A splat stores one element; anything else its full size.
       uint64_t stored = info.splat ? dtypeSize(info.dtype) : info.size;
-      if (info.role == TensorRole::kConstant) {
+      if (info.role == TensorRole::Constant) {
         if (!fits(info.offset, stored, constantsSize_))
           return dataLoss(origin_, "constant tensor " + std::to_string(id) +
                                        " lies outside the constant section");
@@ -168,8 +167,8 @@ Status Executable::parse() {
           return dataLoss(origin_, "tensor " + std::to_string(id) + " '" +
                                        info.name + "' lies outside its arena");
       }
-      if ((info.role == TensorRole::kParameter ||
-           info.role == TensorRole::kState) &&
+      if ((info.role == TensorRole::Parameter ||
+           info.role == TensorRole::State) &&
           !fits(info.initOffset, stored, constantsSize_))
         return dataLoss(origin_, "the initial value of '" + info.name +
                                      "' lies outside the constant section");
@@ -182,9 +181,9 @@ Status Executable::parse() {
   // Each list names tensors of its own role: a session writes inputs into
   // their arena and initializes parameters there.
   const std::pair<const std::vector<uint32_t> *, TensorRole> lists[] = {
-      {&inputs_, TensorRole::kInput},
-      {&outputs_, TensorRole::kOutput},
-      {&parameters_, TensorRole::kParameter}};
+      {&inputs_, TensorRole::Input},
+      {&outputs_, TensorRole::Output},
+      {&parameters_, TensorRole::Parameter}};
   for (auto [list, role] : lists)
     for (uint32_t id : *list)
       if (id >= tensors_.size() || tensors_[id].role != role)
@@ -198,9 +197,8 @@ Status Executable::parse() {
         return dataLoss(origin_, "an update names a tensor out of range");
       const TensorInfo &from = tensors_[u->result()],
                        &to = tensors_[u->target()];
-      if (from.role != TensorRole::kOutput ||
-          (to.role != TensorRole::kParameter &&
-           to.role != TensorRole::kState) ||
+      if (from.role != TensorRole::Output ||
+          (to.role != TensorRole::Parameter && to.role != TensorRole::State) ||
           from.dtype != to.dtype || from.shape != to.shape)
         return dataLoss(
             origin_, "an update from " + describeTensor(tensors_, u->result()) +
@@ -214,11 +212,11 @@ Status Executable::parse() {
     for (const fb::Instruction *i : *exe->instructions()) {
       InstructionInfo inst;
       size_t index = instructions_.size();
-      if (i->opcode() >= cpu::kNumOpcodes)
+      if (!isOpcode(i->opcode()))
         return dataLoss(origin_, "instruction " + std::to_string(index) +
                                      " has unknown opcode " +
                                      std::to_string(i->opcode()));
-      inst.op = static_cast<cpu::Opcode>(i->opcode());
+      inst.op = static_cast<Opcode>(i->opcode());
       inst.operands = copyVector<uint32_t>(i->operands());
       inst.results = copyVector<uint32_t>(i->results());
       inst.ints = copyVector<int64_t>(i->ints());

@@ -23,19 +23,8 @@
 
 namespace trainc {
 
-/// The schema version this runtime reads (runtime/schema/executable.fbs).
-constexpr uint32_t kFormatVersion = 4;
-/// Alignment of arenas and of each constant in the constant section.
-constexpr uint64_t kTensorAlignment = 64;
-
-enum class TensorRole : uint8_t {
-  kInput = 0,
-  kOutput = 1,
-  kParameter = 2,
-  kConstant = 3,
-  kActivation = 4,
-  kState = 5,
-};
+// kFormatVersion, kTensorAlignment and the TensorRole, DType and Opcode
+// enums come from the schema (trainc/schema/ExecutableFormat.h).
 
 /// After each run, `result` is copied into `target` (a parameter or state).
 struct UpdateInfo {
@@ -45,8 +34,8 @@ struct UpdateInfo {
 
 struct TensorInfo {
   std::string name;
-  TensorRole role = TensorRole::kActivation;
-  DType dtype = DType::kF32;
+  TensorRole role = TensorRole::Activation;
+  DType dtype = DType::F32;
   std::vector<int64_t> shape;
   uint32_t arena = 0;
   uint64_t offset = 0;
@@ -64,7 +53,7 @@ struct TensorInfo {
 };
 
 struct InstructionInfo {
-  cpu::Opcode op = cpu::Opcode::kAdd;
+  Opcode op = Opcode::Add;
   std::vector<uint32_t> operands;
   std::vector<uint32_t> results;
   std::vector<int64_t> ints;

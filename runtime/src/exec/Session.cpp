@@ -53,13 +53,13 @@ Status Session::create(std::shared_ptr<const Executable> executable,
   };
   for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
     const TensorInfo &t = exe.tensors()[id];
-    if (t.role == TensorRole::kParameter || t.role == TensorRole::kState) {
+    if (t.role == TensorRole::Parameter || t.role == TensorRole::State) {
       char *dst = session->arenas_[t.arena] + t.offset;
       if (t.splat)
         fill(dst, exe.constants() + t.initOffset, dtypeSize(t.dtype), t.size);
       else
         std::memcpy(dst, exe.constants() + t.initOffset, t.size);
-    } else if (t.role == TensorRole::kConstant && t.splat) {
+    } else if (t.role == TensorRole::Constant && t.splat) {
       std::vector<char> bytes(t.size);
       fill(bytes.data(), exe.constants() + t.offset, dtypeSize(t.dtype),
            t.size);
@@ -72,9 +72,9 @@ Status Session::create(std::shared_ptr<const Executable> executable,
   size_t nextExpanded = 0;
   for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
     const TensorInfo &t = exe.tensors()[id];
-    if (t.role == TensorRole::kConstant && t.splat)
+    if (t.role == TensorRole::Constant && t.splat)
       session->data_[id] = session->expanded_[nextExpanded++].data();
-    else if (t.role == TensorRole::kConstant)
+    else if (t.role == TensorRole::Constant)
       session->data_[id] = const_cast<char *>(exe.constants() + t.offset);
     else
       session->data_[id] = session->arenas_[t.arena] + t.offset;
@@ -140,7 +140,7 @@ Status Session::checkedRun(size_t index, const cpu::KernelCall &call) {
   TRAINC_RETURN_IF_ERROR(cpu::runCpuKernel(call));
   if (hashOutside() != before)
     return internalError("instruction " + std::to_string(index) + " (" +
-                         cpu::opcodeName(inst.op) +
+                         opcodeName(inst.op) +
                          ") wrote outside its result buffers");
   return okStatus();
 }
@@ -159,7 +159,7 @@ Status Session::run() {
     for (uint32_t id : inst.operands) {
       refs.push_back(ref(id));
       const TensorInfo &t = exe.tensors()[id];
-      if (t.role != TensorRole::kConstant)
+      if (t.role != TensorRole::Constant)
         touched_[t.arena] = std::max(touched_[t.arena], t.offset + t.size);
     }
     size_t firstResult = refs.size();
@@ -206,7 +206,7 @@ Status Session::setPersistent(uint32_t id, const void *data, size_t bytes) {
     return Status(StatusCode::kOutOfRange,
                   "tensor " + std::to_string(id) + " does not exist");
   const TensorInfo &t = exe.tensors()[id];
-  if (t.role != TensorRole::kParameter && t.role != TensorRole::kState)
+  if (t.role != TensorRole::Parameter && t.role != TensorRole::State)
     return invalidArgument("tensor '" + t.name +
                            "' is not a parameter or optimizer state");
   if (bytes != t.size)

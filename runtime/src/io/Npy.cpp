@@ -36,9 +36,9 @@ struct Descr {
   const char *text;
   DType dtype;
 };
-const Descr kDescrs[] = {{"'<f8'", DType::kF64}, {"'<f4'", DType::kF32},
-                         {"'<f2'", DType::kF16}, {"'<i8'", DType::kI64},
-                         {"'<i4'", DType::kI32}, {"'|b1'", DType::kI1}};
+const Descr kDescrs[] = {{"'<f8'", DType::F64}, {"'<f4'", DType::F32},
+                         {"'<f2'", DType::F16}, {"'<i8'", DType::I64},
+                         {"'<i4'", DType::I32}, {"'|b1'", DType::I1}};
 
 } // namespace
 

@@ -19,7 +19,7 @@
 namespace trainc {
 
 struct NpyArray {
-  DType dtype = DType::kF32;
+  DType dtype = DType::F32;
   std::vector<int64_t> shape;
   std::vector<char> data; ///< Row-major element bytes.
 };

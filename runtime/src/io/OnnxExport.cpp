@@ -316,19 +316,19 @@ Status parseTensor(const SourceFile &file, std::string_view tensor,
 /// TensorProto.DataType for `t`.
 uint64_t onnxDataType(DType t) {
   switch (t) {
-  case DType::kF64:
+  case DType::F64:
     return 11;
-  case DType::kF32:
+  case DType::F32:
     return 1;
-  case DType::kF16:
+  case DType::F16:
     return 10;
-  case DType::kBF16:
+  case DType::BF16:
     return 16;
-  case DType::kI64:
+  case DType::I64:
     return 7;
-  case DType::kI32:
+  case DType::I32:
     return 6;
-  case DType::kI1:
+  case DType::I1:
     return 9;
   }
   return 0;

@@ -15,19 +15,19 @@ namespace {
 
 const char *safetensorsDType(DType t) {
   switch (t) {
-  case DType::kF64:
+  case DType::F64:
     return "F64";
-  case DType::kF32:
+  case DType::F32:
     return "F32";
-  case DType::kF16:
+  case DType::F16:
     return "F16";
-  case DType::kBF16:
+  case DType::BF16:
     return "BF16";
-  case DType::kI64:
+  case DType::I64:
     return "I64";
-  case DType::kI32:
+  case DType::I32:
     return "I32";
-  case DType::kI1:
+  case DType::I1:
     return "BOOL";
   }
   return "U8";

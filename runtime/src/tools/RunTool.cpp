@@ -121,17 +121,17 @@ int fail(const std::string &message) {
 
 const char *roleName(TensorRole role) {
   switch (role) {
-  case TensorRole::kInput:
+  case TensorRole::Input:
     return "input";
-  case TensorRole::kOutput:
+  case TensorRole::Output:
     return "output";
-  case TensorRole::kParameter:
+  case TensorRole::Parameter:
     return "parameter";
-  case TensorRole::kConstant:
+  case TensorRole::Constant:
     return "constant";
-  case TensorRole::kActivation:
+  case TensorRole::Activation:
     return "activation";
-  case TensorRole::kState:
+  case TensorRole::State:
     return "state";
   }
   return "?";
@@ -158,7 +158,7 @@ void inspect(const Executable &exe) {
   for (size_t i = 0; i < exe.tensors().size(); ++i) {
     const TensorInfo &t = exe.tensors()[i];
     std::string where =
-        t.role == TensorRole::kConstant
+        t.role == TensorRole::Constant
             ? "constants+" + std::to_string(t.offset)
             : exe.arenas()[t.arena].name + "+" + std::to_string(t.offset);
     std::printf("  %%%zu %-10s %-5s %-18s %-26s %s\n", i, roleName(t.role),
@@ -171,7 +171,7 @@ void inspect(const Executable &exe) {
     std::string line = "  " + std::to_string(i) + ": ";
     for (size_t r = 0; r < inst.results.size(); ++r)
       line += (r ? ", %" : "%") + std::to_string(inst.results[r]);
-    line += std::string(" = ") + cpu::opcodeName(inst.op) + "(";
+    line += std::string(" = ") + opcodeName(inst.op) + "(";
     for (size_t o = 0; o < inst.operands.size(); ++o)
       line += (o ? ", %" : "%") + std::to_string(inst.operands[o]);
     line += ")";
@@ -572,10 +572,10 @@ public:
       const TensorInfo &t = exe.tensors()[exe.outputs()[i]];
       const cpu::TensorRef out = trainer_.session().output(i);
       char buf[64];
-      if (t.shape.empty() && t.dtype == DType::kF32)
+      if (t.shape.empty() && t.dtype == DType::F32)
         std::snprintf(buf, sizeof buf, " %s %.9g", t.name.c_str(),
                       *static_cast<float *>(out.data));
-      else if (t.shape.empty() && t.dtype == DType::kF64)
+      else if (t.shape.empty() && t.dtype == DType::F64)
         std::snprintf(buf, sizeof buf, " %s %.17g", t.name.c_str(),
                       *static_cast<double *>(out.data));
       else
@@ -681,7 +681,7 @@ void printProfile(const Session &session, size_t runs) {
   std::map<std::string, std::pair<double, int>> byOp;
   for (size_t i = 0; i < seconds.size(); ++i) {
     total += seconds[i];
-    auto &entry = byOp[cpu::opcodeName(exe.instructions()[i].op)];
+    auto &entry = byOp[opcodeName(exe.instructions()[i].op)];
     entry.first += seconds[i];
     ++entry.second;
   }
@@ -700,7 +700,7 @@ void printProfile(const Session &session, size_t runs) {
   std::map<std::string, std::pair<double, int>> groups;
   for (size_t i = 0; i < seconds.size(); ++i) {
     const InstructionInfo &inst = exe.instructions()[i];
-    std::string key = std::string(cpu::opcodeName(inst.op)) + "(";
+    std::string key = std::string(opcodeName(inst.op)) + "(";
     for (size_t o = 0; o < inst.operands.size(); ++o) {
       const TensorInfo &t = exe.tensors()[inst.operands[o]];
       key += (o ? ", " : "") + std::string(dtypeName(t.dtype)) +
@@ -732,7 +732,7 @@ Status saveState(const std::string &dir, const Trainer &trainer,
   const Executable &exe = session.executable();
   for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
     const TensorInfo &t = exe.tensors()[id];
-    if (t.role != TensorRole::kParameter && t.role != TensorRole::kState)
+    if (t.role != TensorRole::Parameter && t.role != TensorRole::State)
       continue;
     TRAINC_RETURN_IF_ERROR(writeNpy(dir + "/" + fileNameFor(t.name) + ".npy",
                                     t.dtype, t.shape, session.tensorData(id),
@@ -794,7 +794,7 @@ Status loadState(const std::string &dir, Session &session) {
   const Executable &exe = session.executable();
   for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
     const TensorInfo &t = exe.tensors()[id];
-    if (t.role != TensorRole::kParameter && t.role != TensorRole::kState)
+    if (t.role != TensorRole::Parameter && t.role != TensorRole::State)
       continue;
     std::string path = dir + "/" + fileNameFor(t.name) + ".npy";
     NpyArray array;
@@ -1024,9 +1024,9 @@ int runRunTool(int argc, char **argv) {
         continue;
       std::printf("%s: %s %s -> %s", t.name.c_str(), dtypeName(t.dtype),
                   shapeString(t.shape).c_str(), path.c_str());
-      if (t.shape.empty() && t.dtype == DType::kF32)
+      if (t.shape.empty() && t.dtype == DType::F32)
         std::printf(" = %.9g", *static_cast<float *>(out.data));
-      else if (t.shape.empty() && t.dtype == DType::kF64)
+      else if (t.shape.empty() && t.dtype == DType::F64)
         std::printf(" = %.17g", *static_cast<double *>(out.data));
       std::printf("\n");
     }

@@ -12,7 +12,7 @@ namespace trainc {
 namespace {
 
 bool isIdInput(const TensorInfo &t) {
-  return (t.dtype == DType::kI64 || t.dtype == DType::kI32) &&
+  return (t.dtype == DType::I64 || t.dtype == DType::I32) &&
          t.shape.size() == 2;
 }
 
@@ -36,7 +36,7 @@ int scalarOutput(const Executable &exe, const char *name) {
   for (size_t i = 0; i < exe.outputs().size(); ++i) {
     const TensorInfo &t = exe.tensors()[exe.outputs()[i]];
     if (t.name == name && t.shape.empty() &&
-        (t.dtype == DType::kF32 || t.dtype == DType::kF64))
+        (t.dtype == DType::F32 || t.dtype == DType::F64))
       return int(i);
   }
   return -1;
@@ -46,8 +46,8 @@ double readScalar(const Session &session, int index) {
   if (index < 0)
     return kNoValue;
   cpu::TensorRef r = session.output(size_t(index));
-  return r.dtype == DType::kF64 ? *static_cast<const double *>(r.data)
-                                : double(*static_cast<const float *>(r.data));
+  return r.dtype == DType::F64 ? *static_cast<const double *>(r.data)
+                               : double(*static_cast<const float *>(r.data));
 }
 
 uint64_t peakRss() {
@@ -61,8 +61,7 @@ uint64_t peakRss() {
 
 int64_t vocabularyOf(const Executable &exe) {
   for (const InstructionInfo &inst : exe.instructions())
-    if (inst.op == cpu::Opcode::kSoftmaxCrossEntropy &&
-        !inst.operands.empty()) {
+    if (inst.op == Opcode::SoftmaxCrossEntropy && !inst.operands.empty()) {
       const TensorInfo &logits = exe.tensors()[inst.operands[0]];
       if (!logits.shape.empty())
         return logits.shape.back();
@@ -130,7 +129,7 @@ Status Trainer::findDataInputs(const TrainerOptions &options) {
   targetsIndex_ = size_t(targets);
   batch_ = tt.shape[0];
   seq_ = tt.shape[1];
-  int64Ids_ = tt.dtype == DType::kI64;
+  int64Ids_ = tt.dtype == DType::I64;
   tokenBuffer_.assign(size_t(batch_ * seq_), 0);
   targetBuffer_.assign(size_t(batch_ * seq_), 0);
   return okStatus();

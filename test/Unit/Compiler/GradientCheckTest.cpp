@@ -314,7 +314,7 @@ int findOutput(const trainc::Executable &exe, const std::string &name) {
 }
 
 std::vector<double> readF64(const trainc::cpu::TensorRef &t) {
-  EXPECT_EQ(t.dtype, trainc::DType::kF64);
+  EXPECT_EQ(t.dtype, trainc::DType::F64);
   const double *p = t.as<double>();
   return std::vector<double>(p, p + t.numElements());
 }

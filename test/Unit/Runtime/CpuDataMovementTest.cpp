@@ -21,13 +21,12 @@ namespace {
 using testing::runKernel;
 using testing::TestTensor;
 
-constexpr DType kAllTypes[] = {DType::kF64,  DType::kF32, DType::kF16,
-                               DType::kBF16, DType::kI64, DType::kI32,
-                               DType::kI1};
+constexpr DType kAllTypes[] = {DType::F64, DType::F32, DType::F16, DType::BF16,
+                               DType::I64, DType::I32, DType::I1};
 
 /// Element i holds i (exact in every dtype for i < 256), or i % 2 for i1.
 double valueAt(DType t, int64_t i) {
-  return t == DType::kI1 ? double(i % 2) : double(i % 256);
+  return t == DType::I1 ? double(i % 2) : double(i % 256);
 }
 
 TestTensor numbered(DType t, std::vector<int64_t> dims) {
@@ -70,28 +69,27 @@ TEST(CpuDataMovement, BroadcastInDimRepeatsSizeOneAndNewDims) {
     TestTensor x = numbered(t, {2, 1, 3});
     // [2, 1, 3] -> [2, 4, 5, 3] with dims [0, 1, 3]: dim 1 repeats, dim 2 new.
     TestTensor y =
-        run(Opcode::kBroadcastInDim, {&x}, t, {2, 4, 5, 3}, {0, 1, 3});
+        run(Opcode::BroadcastInDim, {&x}, t, {2, 4, 5, 3}, {0, 1, 3});
     for (int64_t i = 0; i < y.size(); ++i) {
       std::vector<int64_t> idx = unflatten(i, y.dims());
       ASSERT_EQ(y.get(i), x.get(flatten({idx[0], 0, idx[3]}, x.dims())))
           << "element " << i;
     }
   }
-  TestTensor scalar(DType::kF32, {}, {7});
+  TestTensor scalar(DType::F32, {}, {7});
   EXPECT_EQ(
-      run(Opcode::kBroadcastInDim, {&scalar}, DType::kF32, {2, 2}, {}).values(),
+      run(Opcode::BroadcastInDim, {&scalar}, DType::F32, {2, 2}, {}).values(),
       (std::vector<double>{7, 7, 7, 7}));
-  TestTensor row(DType::kI32, {3}, {1, 2, 3});
+  TestTensor row(DType::I32, {3}, {1, 2, 3});
   EXPECT_EQ(
-      run(Opcode::kBroadcastInDim, {&row}, DType::kI32, {2, 3}, {1}).values(),
+      run(Opcode::BroadcastInDim, {&row}, DType::I32, {2, 3}, {1}).values(),
       (std::vector<double>{1, 2, 3, 1, 2, 3}));
 }
 
 TEST(CpuDataMovement, ReshapeKeepsRowMajorOrder) {
   for (DType t : kAllTypes) {
     TestTensor x = numbered(t, {2, 3});
-    EXPECT_EQ(run(Opcode::kReshape, {&x}, t, {3, 1, 2}, {}).values(),
-              x.values())
+    EXPECT_EQ(run(Opcode::Reshape, {&x}, t, {3, 1, 2}, {}).values(), x.values())
         << dtypeName(t);
   }
 }
@@ -101,7 +99,7 @@ TEST(CpuDataMovement, TransposeMatchesTheDefinition) {
     SCOPED_TRACE(dtypeName(t));
     TestTensor x = numbered(t, {2, 3, 4});
     std::vector<int64_t> perm = {2, 0, 1};
-    TestTensor y = run(Opcode::kTranspose, {&x}, t, {4, 2, 3}, perm);
+    TestTensor y = run(Opcode::Transpose, {&x}, t, {4, 2, 3}, perm);
     for (int64_t i = 0; i < y.size(); ++i) {
       std::vector<int64_t> idx = unflatten(i, y.dims()), from(3);
       for (int d = 0; d < 3; ++d)
@@ -109,8 +107,8 @@ TEST(CpuDataMovement, TransposeMatchesTheDefinition) {
       ASSERT_EQ(y.get(i), x.get(flatten(from, x.dims()))) << "element " << i;
     }
   }
-  TestTensor m(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6});
-  EXPECT_EQ(run(Opcode::kTranspose, {&m}, DType::kF32, {3, 2}, {1, 0}).values(),
+  TestTensor m(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(run(Opcode::Transpose, {&m}, DType::F32, {3, 2}, {1, 0}).values(),
             (std::vector<double>{1, 4, 2, 5, 3, 6}));
 }
 
@@ -118,14 +116,14 @@ TEST(CpuDataMovement, TransposeMatchesTheDefinition) {
 /// kernel's 32-element tiles, with distinct values (i32: the flat index).
 TEST(CpuDataMovement, TransposeEveryPermutationWithPartialTiles) {
   std::vector<int64_t> dims = {3, 37, 45};
-  TestTensor x(DType::kI32, dims);
+  TestTensor x(DType::I32, dims);
   for (int64_t i = 0; i < x.size(); ++i)
     x.ref().as<int32_t>()[i] = int32_t(i);
   std::vector<int64_t> perm = {0, 1, 2};
   do {
     SCOPED_TRACE(::testing::PrintToString(perm));
     std::vector<int64_t> shape = {dims[perm[0]], dims[perm[1]], dims[perm[2]]};
-    TestTensor y = run(Opcode::kTranspose, {&x}, DType::kI32, shape, perm);
+    TestTensor y = run(Opcode::Transpose, {&x}, DType::I32, shape, perm);
     for (int64_t i = 0; i < y.size(); ++i) {
       std::vector<int64_t> idx = unflatten(i, shape), from(3);
       for (int d = 0; d < 3; ++d)
@@ -136,10 +134,10 @@ TEST(CpuDataMovement, TransposeEveryPermutationWithPartialTiles) {
 }
 
 TEST(CpuDataMovement, SliceTakesStridedWindows) {
-  TestTensor x = numbered(DType::kF32, {4, 8});
+  TestTensor x = numbered(DType::F32, {4, 8});
   // start [0, 2], limit [4, 8], strides [1, 2]: columns 2, 4, 6.
   TestTensor y =
-      run(Opcode::kSlice, {&x}, DType::kF32, {4, 3}, {0, 2, 4, 8, 1, 2});
+      run(Opcode::Slice, {&x}, DType::F32, {4, 3}, {0, 2, 4, 8, 1, 2});
   EXPECT_EQ(y.values(),
             (std::vector<double>{2, 4, 6, 10, 12, 14, 18, 20, 22, 26, 28, 30}));
   for (DType t : kAllTypes) {
@@ -147,7 +145,7 @@ TEST(CpuDataMovement, SliceTakesStridedWindows) {
     TestTensor z = numbered(t, {5, 4, 6});
     // start [1, 0, 5], limit [5, 4, 6], strides [3, 1, 1] -> [2, 4, 1].
     TestTensor s =
-        run(Opcode::kSlice, {&z}, t, {2, 4, 1}, {1, 0, 5, 5, 4, 6, 3, 1, 1});
+        run(Opcode::Slice, {&z}, t, {2, 4, 1}, {1, 0, 5, 5, 4, 6, 3, 1, 1});
     for (int64_t i = 0; i < s.size(); ++i) {
       std::vector<int64_t> idx = unflatten(i, s.dims());
       ASSERT_EQ(s.get(i), z.get(flatten({1 + 3 * idx[0], idx[1], 5}, z.dims())))
@@ -162,7 +160,7 @@ TEST(CpuDataMovement, ConcatenatePlacesOperandsInOrder) {
     TestTensor a = numbered(t, {2, 1, 2});
     TestTensor b = numbered(t, {2, 3, 2});
     TestTensor c = numbered(t, {2, 2, 2});
-    TestTensor y = run(Opcode::kConcatenate, {&a, &b, &c}, t, {2, 6, 2}, {1});
+    TestTensor y = run(Opcode::Concatenate, {&a, &b, &c}, t, {2, 6, 2}, {1});
     for (int64_t i = 0; i < y.size(); ++i) {
       std::vector<int64_t> idx = unflatten(i, y.dims());
       const TestTensor &src = idx[1] < 1 ? a : idx[1] < 4 ? b : c;
@@ -171,10 +169,10 @@ TEST(CpuDataMovement, ConcatenatePlacesOperandsInOrder) {
           << "element " << i;
     }
   }
-  TestTensor p(DType::kI64, {1, 2}, {1, 2});
-  TestTensor q(DType::kI64, {2, 2}, {3, 4, 5, 6});
+  TestTensor p(DType::I64, {1, 2}, {1, 2});
+  TestTensor q(DType::I64, {2, 2}, {3, 4, 5, 6});
   EXPECT_EQ(
-      run(Opcode::kConcatenate, {&p, &q}, DType::kI64, {3, 2}, {0}).values(),
+      run(Opcode::Concatenate, {&p, &q}, DType::I64, {3, 2}, {0}).values(),
       (std::vector<double>{1, 2, 3, 4, 5, 6}));
 }
 
@@ -182,8 +180,8 @@ TEST(CpuDataMovement, GatherLooksUpRowsAndWrapsNegativeIndices) {
   for (DType t : kAllTypes) {
     SCOPED_TRACE(dtypeName(t));
     TestTensor table = numbered(t, {4, 3});
-    TestTensor indices(DType::kI64, {2, 2}, {3, -1, 0, -4});
-    TestTensor y = run(Opcode::kGather, {&table, &indices}, t, {2, 2, 3}, {0});
+    TestTensor indices(DType::I64, {2, 2}, {3, -1, 0, -4});
+    TestTensor y = run(Opcode::Gather, {&table, &indices}, t, {2, 2, 3}, {0});
     std::vector<double> expected;
     for (int64_t row : {3, 3, 0, 0})
       for (int64_t col = 0; col < 3; ++col)
@@ -191,16 +189,15 @@ TEST(CpuDataMovement, GatherLooksUpRowsAndWrapsNegativeIndices) {
     EXPECT_EQ(y.values(), expected);
   }
   // Axis 1 with i32 indices: [2, 3, 2] -> [2, 2, 2].
-  TestTensor table = numbered(DType::kF32, {2, 3, 2});
-  TestTensor indices(DType::kI32, {2}, {2, -3});
-  EXPECT_EQ(
-      run(Opcode::kGather, {&table, &indices}, DType::kF32, {2, 2, 2}, {1})
-          .values(),
-      (std::vector<double>{4, 5, 0, 1, 10, 11, 6, 7}));
+  TestTensor table = numbered(DType::F32, {2, 3, 2});
+  TestTensor indices(DType::I32, {2}, {2, -3});
+  EXPECT_EQ(run(Opcode::Gather, {&table, &indices}, DType::F32, {2, 2, 2}, {1})
+                .values(),
+            (std::vector<double>{4, 5, 0, 1, 10, 11, 6, 7}));
 }
 
 TEST(CpuDataMovement, GatherOutOfRangeNamesTheIndexAndPosition) {
-  TestTensor table = numbered(DType::kF32, {4, 3});
+  TestTensor table = numbered(DType::F32, {4, 3});
   struct Case {
     double index;
     const char *message;
@@ -211,68 +208,67 @@ TEST(CpuDataMovement, GatherOutOfRangeNamesTheIndexAndPosition) {
            "range for axis 0 of size 4 (valid: [-4, 4))"},
   };
   for (const Case &c : cases) {
-    TestTensor indices(DType::kI64, {2, 2}, {0, 1, c.index, 2});
-    TestTensor y(DType::kF32, {2, 2, 3});
-    Status s = runKernel(runDataMovement, Opcode::kGather, {&table, &indices},
+    TestTensor indices(DType::I64, {2, 2}, {0, 1, c.index, 2});
+    TestTensor y(DType::F32, {2, 2, 3});
+    Status s = runKernel(runDataMovement, Opcode::Gather, {&table, &indices},
                          {&y}, {0});
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(s.message(), c.message);
   }
-  TestTensor floats(DType::kF32, {1}, {0});
-  TestTensor y(DType::kF32, {1, 3});
+  TestTensor floats(DType::F32, {1}, {0});
+  TestTensor y(DType::F32, {1, 3});
   EXPECT_EQ(
-      runKernel(runDataMovement, Opcode::kGather, {&table, &floats}, {&y}, {0})
+      runKernel(runDataMovement, Opcode::Gather, {&table, &floats}, {&y}, {0})
           .code(),
       StatusCode::kUnimplemented);
 }
 
 TEST(CpuDataMovement, IotaCountsAlongItsDim) {
-  for (DType t : {DType::kF64, DType::kF32, DType::kF16, DType::kBF16,
-                  DType::kI64, DType::kI32}) {
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
+                  DType::I32}) {
     SCOPED_TRACE(dtypeName(t));
-    TestTensor y0 = run(Opcode::kIota, {}, t, {2, 3}, {0});
+    TestTensor y0 = run(Opcode::Iota, {}, t, {2, 3}, {0});
     EXPECT_EQ(y0.values(), (std::vector<double>{0, 0, 0, 1, 1, 1}));
-    TestTensor y1 = run(Opcode::kIota, {}, t, {2, 3}, {1});
+    TestTensor y1 = run(Opcode::Iota, {}, t, {2, 3}, {1});
     EXPECT_EQ(y1.values(), (std::vector<double>{0, 1, 2, 0, 1, 2}));
   }
   // Past 2^11 f16 rounds to even: 2049 -> 2048, 2051 -> 2052.
-  TestTensor h = run(Opcode::kIota, {}, DType::kF16, {2052}, {0});
+  TestTensor h = run(Opcode::Iota, {}, DType::F16, {2052}, {0});
   EXPECT_EQ(h.get(2049), 2048);
   EXPECT_EQ(h.get(2051), 2052);
-  TestTensor b(DType::kI1, {2});
-  EXPECT_EQ(runKernel(runDataMovement, Opcode::kIota, {}, {&b}, {0}).code(),
+  TestTensor b(DType::I1, {2});
+  EXPECT_EQ(runKernel(runDataMovement, Opcode::Iota, {}, {&b}, {0}).code(),
             StatusCode::kUnimplemented);
 }
 
 /// Big enough to split over threads; checked against the definitions.
 TEST(CpuDataMovement, LargeCopiesMatchTheDefinitions) {
   std::vector<int64_t> dims = {1000, 1031};
-  TestTensor x(DType::kI32, dims);
+  TestTensor x(DType::I32, dims);
   for (int64_t i = 0; i < x.size(); ++i)
     x.ref().as<int32_t>()[i] = int32_t(i);
   const int32_t *in = x.ref().as<int32_t>();
 
-  TestTensor t =
-      run(Opcode::kTranspose, {&x}, DType::kI32, {1031, 1000}, {1, 0});
+  TestTensor t = run(Opcode::Transpose, {&x}, DType::I32, {1031, 1000}, {1, 0});
   const int32_t *tp = t.ref().as<int32_t>();
   for (int64_t i = 0; i < 1031; ++i)
     for (int64_t j = 0; j < 1000; ++j)
       ASSERT_EQ(tp[i * 1000 + j], in[j * 1031 + i]);
 
   TestTensor b =
-      run(Opcode::kBroadcastInDim, {&x}, DType::kI32, {2, 1000, 1031}, {1, 2});
+      run(Opcode::BroadcastInDim, {&x}, DType::I32, {2, 1000, 1031}, {1, 2});
   const int32_t *bp = b.ref().as<int32_t>();
   for (int64_t i = 0; i < b.size(); ++i)
     ASSERT_EQ(bp[i], in[i % x.size()]);
 
   TestTensor c =
-      run(Opcode::kConcatenate, {&x, &x}, DType::kI32, {1000, 2062}, {1});
+      run(Opcode::Concatenate, {&x, &x}, DType::I32, {1000, 2062}, {1});
   const int32_t *cp = c.ref().as<int32_t>();
   for (int64_t i = 0; i < 1000; ++i)
     for (int64_t j = 0; j < 2062; ++j)
       ASSERT_EQ(cp[i * 2062 + j], in[i * 1031 + j % 1031]);
 
-  TestTensor r = run(Opcode::kReshape, {&x}, DType::kI32, {1031000}, {});
+  TestTensor r = run(Opcode::Reshape, {&x}, DType::I32, {1031000}, {});
   EXPECT_EQ(std::memcmp(r.ref().data, in, 4 * r.size()), 0);
 }
 

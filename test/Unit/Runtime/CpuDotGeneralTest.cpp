@@ -76,8 +76,8 @@ void checkDot(const TestTensor &lhs, const TestTensor &rhs, const DotDims &dd,
   for (const auto *list :
        {&dd.lhsBatch, &dd.rhsBatch, &dd.lhsContract, &dd.rhsContract})
     ints.insert(ints.end(), list->begin(), list->end());
-  Status s = testing::runKernel(runDotGeneral, Opcode::kDotGeneral,
-                                {&lhs, &rhs}, {&out}, ints);
+  Status s = testing::runKernel(runDotGeneral, Opcode::DotGeneral, {&lhs, &rhs},
+                                {&out}, ints);
   ASSERT_TRUE(s.ok()) << s.toString();
 
   const std::vector<int64_t> &ld = lhs.dims(), &rd = rhs.dims();
@@ -90,7 +90,7 @@ void checkDot(const TestTensor &lhs, const TestTensor &rhs, const DotDims &dd,
     k *= ld[d];
   double u = testing::computeEps(lhs.dtype());
   double gamma = k * u / (1 - k * u);
-  double u16 = lhs.dtype() == DType::kF16 || lhs.dtype() == DType::kBF16
+  double u16 = lhs.dtype() == DType::F16 || lhs.dtype() == DType::BF16
                    ? testing::storageEps(lhs.dtype())
                    : 0;
 
@@ -129,79 +129,79 @@ void checkDot(const TestTensor &lhs, const TestTensor &rhs, const DotDims &dd,
 }
 
 TEST(CpuDotGeneral, PlainMatmul) {
-  TestTensor a = testing::randomTensor(DType::kF32, {37, 29}, 1);
-  TestTensor b = testing::randomTensor(DType::kF32, {29, 23}, 2);
+  TestTensor a = testing::randomTensor(DType::F32, {37, 29}, 1);
+  TestTensor b = testing::randomTensor(DType::F32, {29, 23}, 2);
   checkDot(a, b, {{}, {}, {1}, {0}}, {37, 23});
 }
 
 TEST(CpuDotGeneral, BatchedMatmul) {
-  TestTensor a = testing::randomTensor(DType::kF32, {3, 9, 17}, 3);
-  TestTensor b = testing::randomTensor(DType::kF32, {3, 17, 5}, 4);
+  TestTensor a = testing::randomTensor(DType::F32, {3, 9, 17}, 3);
+  TestTensor b = testing::randomTensor(DType::F32, {3, 17, 5}, 4);
   checkDot(a, b, {{0}, {0}, {2}, {1}}, {3, 9, 5});
 }
 
 TEST(CpuDotGeneral, LinearLayerFoldsLeadingDims) {
   // x [B, T, K] @ w [K, N]: no batching dims, lhs dims 0 and 1 are free.
-  TestTensor x = testing::randomTensor(DType::kF32, {4, 6, 32}, 5);
-  TestTensor w = testing::randomTensor(DType::kF32, {32, 24}, 6);
+  TestTensor x = testing::randomTensor(DType::F32, {4, 6, 32}, 5);
+  TestTensor w = testing::randomTensor(DType::F32, {32, 24}, 6);
   checkDot(x, w, {{}, {}, {2}, {0}}, {4, 6, 24});
 }
 
 TEST(CpuDotGeneral, TransposedOperandsInPlace) {
   // lhs [K, M] contracting dim 0, rhs [N, K] contracting dim 1: A^T B^T.
-  TestTensor a = testing::randomTensor(DType::kF32, {19, 11}, 7);
-  TestTensor b = testing::randomTensor(DType::kF32, {13, 19}, 8);
+  TestTensor a = testing::randomTensor(DType::F32, {19, 11}, 7);
+  TestTensor b = testing::randomTensor(DType::F32, {13, 19}, 8);
   checkDot(a, b, {{}, {}, {0}, {1}}, {11, 13});
   // The same with a batch: [B, K, M] x [B, N, K].
-  TestTensor c = testing::randomTensor(DType::kF32, {2, 19, 11}, 9);
-  TestTensor d = testing::randomTensor(DType::kF32, {2, 13, 19}, 10);
+  TestTensor c = testing::randomTensor(DType::F32, {2, 19, 11}, 9);
+  TestTensor d = testing::randomTensor(DType::F32, {2, 13, 19}, 10);
   checkDot(c, d, {{0}, {0}, {1}, {2}}, {2, 11, 13});
 }
 
 TEST(CpuDotGeneral, BatchNotLeadingIsPacked) {
   // lhs [M, B, K], rhs [K, B, N]: neither operand is [B, ...] in memory.
-  TestTensor a = testing::randomTensor(DType::kF32, {7, 3, 10}, 11);
-  TestTensor b = testing::randomTensor(DType::kF32, {10, 3, 6}, 12);
+  TestTensor a = testing::randomTensor(DType::F32, {7, 3, 10}, 11);
+  TestTensor b = testing::randomTensor(DType::F32, {10, 3, 6}, 12);
   checkDot(a, b, {{1}, {1}, {2}, {0}}, {3, 7, 6});
 }
 
 TEST(CpuDotGeneral, MultipleContractingDims) {
   // Contiguous in the same order: lhs [M, K1, K2] x rhs [K1, K2, N].
-  TestTensor a = testing::randomTensor(DType::kF32, {5, 4, 6}, 13);
-  TestTensor b = testing::randomTensor(DType::kF32, {4, 6, 7}, 14);
+  TestTensor a = testing::randomTensor(DType::F32, {5, 4, 6}, 13);
+  TestTensor b = testing::randomTensor(DType::F32, {4, 6, 7}, 14);
   checkDot(a, b, {{}, {}, {1, 2}, {0, 1}}, {5, 7});
   // Paired out of memory order: lhs [K1, M, K2] contracting (K2, K1) with
   // rhs [K2, N, K1] contracting (K2, K1).
-  TestTensor c = testing::randomTensor(DType::kF32, {4, 5, 6}, 15);
-  TestTensor d = testing::randomTensor(DType::kF32, {6, 7, 4}, 16);
+  TestTensor c = testing::randomTensor(DType::F32, {4, 5, 6}, 15);
+  TestTensor d = testing::randomTensor(DType::F32, {6, 7, 4}, 16);
   checkDot(c, d, {{}, {}, {2, 0}, {0, 2}}, {5, 7});
 }
 
 TEST(CpuDotGeneral, ManyBatchAndFreeDims) {
   // lhs [B1, M1, B2, K, M2], rhs [N1, B2, K, B1].
-  TestTensor a = testing::randomTensor(DType::kF32, {2, 3, 4, 5, 2}, 17);
-  TestTensor b = testing::randomTensor(DType::kF32, {3, 4, 5, 2}, 18);
+  TestTensor a = testing::randomTensor(DType::F32, {2, 3, 4, 5, 2}, 17);
+  TestTensor b = testing::randomTensor(DType::F32, {3, 4, 5, 2}, 18);
   checkDot(a, b, {{0, 2}, {3, 1}, {3}, {2}}, {2, 4, 3, 2, 3});
 }
 
 TEST(CpuDotGeneral, OuterProductAndScalar) {
-  TestTensor a = testing::randomTensor(DType::kF32, {6}, 19);
-  TestTensor b = testing::randomTensor(DType::kF32, {4}, 20);
+  TestTensor a = testing::randomTensor(DType::F32, {6}, 19);
+  TestTensor b = testing::randomTensor(DType::F32, {4}, 20);
   checkDot(a, b, {{}, {}, {}, {}}, {6, 4});
-  TestTensor s = testing::randomTensor(DType::kF32, {}, 21);
+  TestTensor s = testing::randomTensor(DType::F32, {}, 21);
   checkDot(s, b, {{}, {}, {}, {}}, {4});
 }
 
 TEST(CpuDotGeneral, F64) {
-  TestTensor a = testing::randomTensor(DType::kF64, {2, 33, 40}, 22);
-  TestTensor b = testing::randomTensor(DType::kF64, {2, 40, 21}, 23);
+  TestTensor a = testing::randomTensor(DType::F64, {2, 33, 40}, 22);
+  TestTensor b = testing::randomTensor(DType::F64, {2, 40, 21}, 23);
   checkDot(a, b, {{0}, {0}, {2}, {1}}, {2, 33, 21});
-  TestTensor c = testing::randomTensor(DType::kF64, {40, 33}, 24);
+  TestTensor c = testing::randomTensor(DType::F64, {40, 33}, 24);
   checkDot(c, b, {{}, {}, {0}, {1}}, {33, 2, 21});
 }
 
 TEST(CpuDotGeneral, Bf16AndF16AccumulateInF32) {
-  for (DType t : {DType::kBF16, DType::kF16}) {
+  for (DType t : {DType::BF16, DType::F16}) {
     SCOPED_TRACE(dtypeName(t));
     TestTensor x = testing::randomTensor(t, {3, 5, 64}, 25);
     TestTensor w = testing::randomTensor(t, {64, 9}, 26);
@@ -213,15 +213,15 @@ TEST(CpuDotGeneral, Bf16AndF16AccumulateInF32) {
 
 TEST(CpuDotGeneral, ZeroSizeDims) {
   // M = 0: an empty result.
-  TestTensor a = testing::randomTensor(DType::kF32, {0, 8}, 28);
-  TestTensor b = testing::randomTensor(DType::kF32, {8, 3}, 29);
+  TestTensor a = testing::randomTensor(DType::F32, {0, 8}, 28);
+  TestTensor b = testing::randomTensor(DType::F32, {8, 3}, 29);
   checkDot(a, b, {{}, {}, {1}, {0}}, {0, 3});
   // Batch = 0.
-  TestTensor c = testing::randomTensor(DType::kF32, {0, 2, 8}, 30);
-  TestTensor d = testing::randomTensor(DType::kF32, {0, 8, 3}, 31);
+  TestTensor c = testing::randomTensor(DType::F32, {0, 2, 8}, 30);
+  TestTensor d = testing::randomTensor(DType::F32, {0, 8, 3}, 31);
   checkDot(c, d, {{0}, {0}, {2}, {1}}, {0, 2, 3});
   // K = 0: every element is an empty sum, 0 (checkDot pre-fills 7s).
-  for (DType t : {DType::kF32, DType::kBF16}) {
+  for (DType t : {DType::F32, DType::BF16}) {
     TestTensor e = testing::randomTensor(t, {4, 0}, 32);
     TestTensor f = testing::randomTensor(t, {0, 5}, 33);
     checkDot(e, f, {{}, {}, {1}, {0}}, {4, 5});
@@ -229,9 +229,9 @@ TEST(CpuDotGeneral, ZeroSizeDims) {
 }
 
 TEST(CpuDotGeneral, IntegerOperandsAreUnsupported) {
-  TestTensor a(DType::kI32, {2, 2}), b(DType::kI32, {2, 2}),
-      out(DType::kI32, {2, 2});
-  Status s = testing::runKernel(runDotGeneral, Opcode::kDotGeneral, {&a, &b},
+  TestTensor a(DType::I32, {2, 2}), b(DType::I32, {2, 2}),
+      out(DType::I32, {2, 2});
+  Status s = testing::runKernel(runDotGeneral, Opcode::DotGeneral, {&a, &b},
                                 {&out}, {0, 1, 1, 0});
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_NE(s.message().find("dot_general"), std::string::npos);

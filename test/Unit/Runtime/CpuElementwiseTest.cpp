@@ -26,8 +26,8 @@ using testing::TestTensor;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr DType kFloatTypes[] = {DType::kF64, DType::kF32, DType::kF16,
-                                 DType::kBF16};
+constexpr DType kFloatTypes[] = {DType::F64, DType::F32, DType::F16,
+                                 DType::BF16};
 
 TestTensor vec(DType t, const std::vector<double> &values) {
   return TestTensor(t, {int64_t(values.size())}, values);
@@ -35,7 +35,7 @@ TestTensor vec(DType t, const std::vector<double> &values) {
 
 /// A 1-D i64 tensor with exact values (TestTensor's doubles stop at 2^53).
 TestTensor i64Vec(const std::vector<int64_t> &values) {
-  TestTensor t(DType::kI64, {int64_t(values.size())});
+  TestTensor t(DType::I64, {int64_t(values.size())});
   for (size_t i = 0; i < values.size(); ++i)
     t.ref().as<int64_t>()[i] = values[i];
   return t;
@@ -72,16 +72,16 @@ TEST(CpuElementwiseUnary, ExactValuesInEveryFloatType) {
   for (DType t : kFloatTypes) {
     SCOPED_TRACE(dtypeName(t));
     TestTensor x = vec(t, {-2.5, 0, 4, 1});
-    expectValues(eval(Opcode::kNeg, {&x}, t), {2.5, -0.0, -4, -1});
-    expectValues(eval(Opcode::kAbs, {&x}, t), {2.5, 0, 4, 1});
-    expectValues(eval(Opcode::kSqrt, {&x}, t), {kNaN, 0, 2, 1});
-    expectValues(eval(Opcode::kRsqrt, {&x}, t), {kNaN, kInf, 0.5, 1});
+    expectValues(eval(Opcode::Neg, {&x}, t), {2.5, -0.0, -4, -1});
+    expectValues(eval(Opcode::Abs, {&x}, t), {2.5, 0, 4, 1});
+    expectValues(eval(Opcode::Sqrt, {&x}, t), {kNaN, 0, 2, 1});
+    expectValues(eval(Opcode::Rsqrt, {&x}, t), {kNaN, kInf, 0.5, 1});
     TestTensor special = vec(t, {0, -kInf, kInf});
-    expectValues(eval(Opcode::kExp, {&special}, t), {1, 0, kInf});
-    expectValues(eval(Opcode::kTanh, {&special}, t), {0, -1, 1});
-    expectValues(eval(Opcode::kErf, {&special}, t), {0, -1, 1});
+    expectValues(eval(Opcode::Exp, {&special}, t), {1, 0, kInf});
+    expectValues(eval(Opcode::Tanh, {&special}, t), {0, -1, 1});
+    expectValues(eval(Opcode::Erf, {&special}, t), {0, -1, 1});
     TestTensor logs = vec(t, {1, 0, -1, kInf});
-    expectValues(eval(Opcode::kLog, {&logs}, t), {0, -kInf, kNaN, kInf});
+    expectValues(eval(Opcode::Log, {&logs}, t), {0, -kInf, kNaN, kInf});
   }
 }
 
@@ -97,12 +97,12 @@ TEST(CpuElementwiseUnary, ComputesInFloatOrDoubleAsTheContractSays) {
     double (*d)(double);
     ArrayFn f32 = nullptr; // When f32 does not call f.
   } cases[] = {
-      {Opcode::kExp, std::exp, std::exp, expF32},
-      {Opcode::kLog, std::log, std::log},
-      {Opcode::kTanh, std::tanh, std::tanh, tanhF32},
-      {Opcode::kErf, std::erf, std::erf, erfF32},
-      {Opcode::kSqrt, std::sqrt, std::sqrt},
-      {Opcode::kRsqrt, [](float v) { return 1.0f / std::sqrt(v); },
+      {Opcode::Exp, std::exp, std::exp, expF32},
+      {Opcode::Log, std::log, std::log},
+      {Opcode::Tanh, std::tanh, std::tanh, tanhF32},
+      {Opcode::Erf, std::erf, std::erf, erfF32},
+      {Opcode::Sqrt, std::sqrt, std::sqrt},
+      {Opcode::Rsqrt, [](float v) { return 1.0f / std::sqrt(v); },
        [](double v) { return 1.0 / std::sqrt(v); }},
   };
   for (DType t : kFloatTypes) {
@@ -114,9 +114,9 @@ TEST(CpuElementwiseUnary, ComputesInFloatOrDoubleAsTheContractSays) {
       for (int64_t i = 0; i < x.size(); ++i) {
         TestTensor rounded(t, {1});
         float v = float(x.get(i));
-        if (t == DType::kF64) {
+        if (t == DType::F64) {
           rounded.set(0, c.d(x.get(i)));
-        } else if (t == DType::kF32 && c.f32) {
+        } else if (t == DType::F32 && c.f32) {
           float result;
           c.f32(&v, &result, 1);
           rounded.set(0, result);
@@ -129,33 +129,33 @@ TEST(CpuElementwiseUnary, ComputesInFloatOrDoubleAsTheContractSays) {
     }
   }
   // The f64 path really is double: exp(1) differs from expf(1).
-  TestTensor one = vec(DType::kF64, {1});
-  EXPECT_EQ(eval(Opcode::kExp, {&one}, DType::kF64).get(0), std::exp(1.0));
+  TestTensor one = vec(DType::F64, {1});
+  EXPECT_EQ(eval(Opcode::Exp, {&one}, DType::F64).get(0), std::exp(1.0));
   EXPECT_NE(std::exp(1.0), double(std::exp(1.0f)));
 }
 
 TEST(CpuElementwiseUnary, IntegerNegAndAbsWrapAround) {
   constexpr int32_t kMin32 = std::numeric_limits<int32_t>::min();
-  TestTensor x = vec(DType::kI32, {5, -7, kMin32, 0});
-  expectValues(eval(Opcode::kNeg, {&x}, DType::kI32), {-5, 7, kMin32, 0});
-  expectValues(eval(Opcode::kAbs, {&x}, DType::kI32), {5, 7, kMin32, 0});
+  TestTensor x = vec(DType::I32, {5, -7, kMin32, 0});
+  expectValues(eval(Opcode::Neg, {&x}, DType::I32), {-5, 7, kMin32, 0});
+  expectValues(eval(Opcode::Abs, {&x}, DType::I32), {5, 7, kMin32, 0});
 
   constexpr int64_t kMin64 = std::numeric_limits<int64_t>::min();
   TestTensor w = i64Vec({kMin64, -(int64_t(1) << 60) - 1});
-  TestTensor neg = eval(Opcode::kNeg, {&w}, DType::kI64);
+  TestTensor neg = eval(Opcode::Neg, {&w}, DType::I64);
   EXPECT_EQ(neg.ref().as<int64_t>()[0], kMin64);
   EXPECT_EQ(neg.ref().as<int64_t>()[1], (int64_t(1) << 60) + 1);
 }
 
 TEST(CpuElementwiseUnary, FloatOnlyOpsRejectIntegersAndI1) {
-  TestTensor i = vec(DType::kI32, {1});
-  TestTensor y(DType::kI32, {1});
-  Status s = run(Opcode::kExp, {&i}, y);
+  TestTensor i = vec(DType::I32, {1});
+  TestTensor y(DType::I32, {1});
+  Status s = run(Opcode::Exp, {&i}, y);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_EQ(s.message(), "exp: dtype i32 is not supported");
-  TestTensor b = vec(DType::kI1, {1});
-  TestTensor c(DType::kI1, {1});
-  EXPECT_EQ(run(Opcode::kNeg, {&b}, c).code(), StatusCode::kUnimplemented);
+  TestTensor b = vec(DType::I1, {1});
+  TestTensor c(DType::I1, {1});
+  EXPECT_EQ(run(Opcode::Neg, {&b}, c).code(), StatusCode::kUnimplemented);
 }
 
 //===--- Binary -----------------------------------------------------------===//
@@ -165,27 +165,27 @@ TEST(CpuElementwiseBinary, ExactArithmeticInEveryFloatType) {
     SCOPED_TRACE(dtypeName(t));
     TestTensor a = vec(t, {1.5, -2, 0.25, 3});
     TestTensor b = vec(t, {0.5, 4, -0.5, 0.75});
-    expectValues(eval(Opcode::kAdd, {&a, &b}, t), {2, 2, -0.25, 3.75});
-    expectValues(eval(Opcode::kSub, {&a, &b}, t), {1, -6, 0.75, 2.25});
-    expectValues(eval(Opcode::kMul, {&a, &b}, t), {0.75, -8, -0.125, 2.25});
-    expectValues(eval(Opcode::kDiv, {&a, &b}, t), {3, -0.5, -0.5, 4});
-    expectValues(eval(Opcode::kMax, {&a, &b}, t), {1.5, 4, 0.25, 3});
-    expectValues(eval(Opcode::kMin, {&a, &b}, t), {0.5, -2, -0.5, 0.75});
+    expectValues(eval(Opcode::Add, {&a, &b}, t), {2, 2, -0.25, 3.75});
+    expectValues(eval(Opcode::Sub, {&a, &b}, t), {1, -6, 0.75, 2.25});
+    expectValues(eval(Opcode::Mul, {&a, &b}, t), {0.75, -8, -0.125, 2.25});
+    expectValues(eval(Opcode::Div, {&a, &b}, t), {3, -0.5, -0.5, 4});
+    expectValues(eval(Opcode::Max, {&a, &b}, t), {1.5, 4, 0.25, 3});
+    expectValues(eval(Opcode::Min, {&a, &b}, t), {0.5, -2, -0.5, 0.75});
     TestTensor base = vec(t, {2, 9, 4, -2});
     TestTensor exponent = vec(t, {3, 0.5, -1, 2});
-    expectValues(eval(Opcode::kPow, {&base, &exponent}, t), {8, 3, 0.25, 4});
+    expectValues(eval(Opcode::Pow, {&base, &exponent}, t), {8, 3, 0.25, 4});
   }
 }
 
 /// The float sum is exact here, so the only rounding is the store, which
 /// must break ties to even.
 TEST(CpuElementwiseBinary, SixteenBitResultsRoundToNearestEven) {
-  TestTensor a = vec(DType::kBF16, {1, 1 + 0x1p-7});
-  TestTensor b = vec(DType::kBF16, {0x1p-8, 0x1p-8});
-  expectValues(eval(Opcode::kAdd, {&a, &b}, DType::kBF16), {1, 1 + 0x1p-6});
-  TestTensor c = vec(DType::kF16, {1, 1 + 0x1p-10});
-  TestTensor d = vec(DType::kF16, {0x1p-11, 0x1p-11});
-  expectValues(eval(Opcode::kAdd, {&c, &d}, DType::kF16), {1, 1 + 0x1p-9});
+  TestTensor a = vec(DType::BF16, {1, 1 + 0x1p-7});
+  TestTensor b = vec(DType::BF16, {0x1p-8, 0x1p-8});
+  expectValues(eval(Opcode::Add, {&a, &b}, DType::BF16), {1, 1 + 0x1p-6});
+  TestTensor c = vec(DType::F16, {1, 1 + 0x1p-10});
+  TestTensor d = vec(DType::F16, {0x1p-11, 0x1p-11});
+  expectValues(eval(Opcode::Add, {&c, &d}, DType::F16), {1, 1 + 0x1p-9});
 }
 
 TEST(CpuElementwiseBinary, MaxAndMinPropagateNaN) {
@@ -193,79 +193,77 @@ TEST(CpuElementwiseBinary, MaxAndMinPropagateNaN) {
     SCOPED_TRACE(dtypeName(t));
     TestTensor a = vec(t, {kNaN, 1, kNaN, 2});
     TestTensor b = vec(t, {1, kNaN, kNaN, -kInf});
-    expectValues(eval(Opcode::kMax, {&a, &b}, t), {kNaN, kNaN, kNaN, 2});
-    expectValues(eval(Opcode::kMin, {&a, &b}, t), {kNaN, kNaN, kNaN, -kInf});
+    expectValues(eval(Opcode::Max, {&a, &b}, t), {kNaN, kNaN, kNaN, 2});
+    expectValues(eval(Opcode::Min, {&a, &b}, t), {kNaN, kNaN, kNaN, -kInf});
   }
 }
 
 TEST(CpuElementwiseBinary, IntegerArithmeticWrapsAround) {
   constexpr double kMax32 = std::numeric_limits<int32_t>::max();
   constexpr double kMin32 = std::numeric_limits<int32_t>::min();
-  TestTensor a = vec(DType::kI32, {kMax32, kMin32, 65536, -3});
-  TestTensor b = vec(DType::kI32, {1, 1, 65536, 5});
-  expectValues(eval(Opcode::kAdd, {&a, &b}, DType::kI32),
+  TestTensor a = vec(DType::I32, {kMax32, kMin32, 65536, -3});
+  TestTensor b = vec(DType::I32, {1, 1, 65536, 5});
+  expectValues(eval(Opcode::Add, {&a, &b}, DType::I32),
                {kMin32, kMin32 + 1, 131072, 2});
-  expectValues(eval(Opcode::kSub, {&a, &b}, DType::kI32),
+  expectValues(eval(Opcode::Sub, {&a, &b}, DType::I32),
                {kMax32 - 1, kMax32, 0, -8});
-  expectValues(eval(Opcode::kMul, {&a, &b}, DType::kI32),
+  expectValues(eval(Opcode::Mul, {&a, &b}, DType::I32),
                {kMax32, kMin32, 0, -15});
-  expectValues(eval(Opcode::kMax, {&a, &b}, DType::kI32),
-               {kMax32, 1, 65536, 5});
-  expectValues(eval(Opcode::kMin, {&a, &b}, DType::kI32),
-               {1, kMin32, 65536, -3});
+  expectValues(eval(Opcode::Max, {&a, &b}, DType::I32), {kMax32, 1, 65536, 5});
+  expectValues(eval(Opcode::Min, {&a, &b}, DType::I32), {1, kMin32, 65536, -3});
 
   constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
   TestTensor c = i64Vec({kMax64, 3});
   TestTensor d = i64Vec({1, -4});
-  TestTensor sum = eval(Opcode::kAdd, {&c, &d}, DType::kI64);
+  TestTensor sum = eval(Opcode::Add, {&c, &d}, DType::I64);
   EXPECT_EQ(sum.ref().as<int64_t>()[0], std::numeric_limits<int64_t>::min());
   EXPECT_EQ(sum.ref().as<int64_t>()[1], -1);
 }
 
 TEST(CpuElementwiseBinary, IntegerDivisionTruncatesTowardZero) {
-  for (DType t : {DType::kI32, DType::kI64}) {
+  for (DType t : {DType::I32, DType::I64}) {
     SCOPED_TRACE(dtypeName(t));
     TestTensor a = vec(t, {7, -7, 7, -7, 0, 6});
     TestTensor b = vec(t, {2, 2, -2, -2, 5, 3});
-    expectValues(eval(Opcode::kDiv, {&a, &b}, t), {3, -3, -3, 3, 0, 2});
+    expectValues(eval(Opcode::Div, {&a, &b}, t), {3, -3, -3, 3, 0, 2});
   }
 }
 
 TEST(CpuElementwiseBinary, IntegerDivisionByZeroNamesTheElement) {
-  for (DType t : {DType::kI32, DType::kI64}) {
+  for (DType t : {DType::I32, DType::I64}) {
     TestTensor a = vec(t, {1, 2, 3});
     TestTensor b = vec(t, {1, 1, 0});
     TestTensor y(t, {3});
-    Status s = run(Opcode::kDiv, {&a, &b}, y);
+    Status s = run(Opcode::Div, {&a, &b}, y);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(s.message(), "div: element 2: integer division by zero");
   }
 }
 
 TEST(CpuElementwiseBinary, IntegerDivisionOverflowIsAnError) {
-  TestTensor a = vec(DType::kI32, {4, std::numeric_limits<int32_t>::min()});
-  TestTensor b = vec(DType::kI32, {-1, -1});
-  TestTensor y(DType::kI32, {2});
-  Status s = run(Opcode::kDiv, {&a, &b}, y);
+  TestTensor a = vec(DType::I32, {4, std::numeric_limits<int32_t>::min()});
+  TestTensor b = vec(DType::I32, {-1, -1});
+  TestTensor y(DType::I32, {2});
+  Status s = run(Opcode::Div, {&a, &b}, y);
   EXPECT_EQ(s.message(),
             "div: element 1: integer overflow in -2147483648 / -1");
   TestTensor c = i64Vec({std::numeric_limits<int64_t>::min()});
   TestTensor d = i64Vec({-1});
-  TestTensor z(DType::kI64, {1});
-  EXPECT_FALSE(run(Opcode::kDiv, {&c, &d}, z).ok());
+  TestTensor z(DType::I64, {1});
+  EXPECT_FALSE(run(Opcode::Div, {&c, &d}, z).ok());
 }
 
 TEST(CpuElementwiseBinary, PowIsFloatOnly) {
-  TestTensor a = vec(DType::kI64, {2});
-  TestTensor y(DType::kI64, {1});
-  EXPECT_EQ(run(Opcode::kPow, {&a, &a}, y).code(), StatusCode::kUnimplemented);
+  TestTensor a = vec(DType::I64, {2});
+  TestTensor y(DType::I64, {1});
+  EXPECT_EQ(run(Opcode::Pow, {&a, &a}, y).code(), StatusCode::kUnimplemented);
 }
 
 //===--- Compare and select -----------------------------------------------===//
 
 std::vector<double> compare(const TestTensor &a, const TestTensor &b,
                             int64_t direction) {
-  return eval(Opcode::kCompare, {&a, &b}, DType::kI1, {direction}).values();
+  return eval(Opcode::Compare, {&a, &b}, DType::I1, {direction}).values();
 }
 
 TEST(CpuElementwiseCompare, FloatComparisonsAreOrdered) {
@@ -285,8 +283,8 @@ TEST(CpuElementwiseCompare, FloatComparisonsAreOrdered) {
 
 TEST(CpuElementwiseCompare, IntegersAreSignedAndI1IsUnsigned) {
   using V = std::vector<double>;
-  TestTensor a = vec(DType::kI32, {-1, 5, 7});
-  TestTensor b = vec(DType::kI32, {0, 5, -7});
+  TestTensor a = vec(DType::I32, {-1, 5, 7});
+  TestTensor b = vec(DType::I32, {0, 5, -7});
   EXPECT_EQ(compare(a, b, 2), (V{1, 0, 0}));
   EXPECT_EQ(compare(a, b, 5), (V{0, 1, 1}));
   // Values that a double would merge: 2^62 + 1 vs 2^62.
@@ -295,68 +293,67 @@ TEST(CpuElementwiseCompare, IntegersAreSignedAndI1IsUnsigned) {
   TestTensor d =
       i64Vec({int64_t(1) << 62, std::numeric_limits<int64_t>::max()});
   EXPECT_EQ(compare(c, d, 4), (V{1, 0}));
-  TestTensor p = vec(DType::kI1, {1, 0, 1, 0});
-  TestTensor q = vec(DType::kI1, {0, 1, 1, 0});
+  TestTensor p = vec(DType::I1, {1, 0, 1, 0});
+  TestTensor q = vec(DType::I1, {0, 1, 1, 0});
   EXPECT_EQ(compare(p, q, 4), (V{1, 0, 0, 0})); // true > false
   EXPECT_EQ(compare(p, q, 2), (V{0, 1, 0, 0}));
   EXPECT_EQ(compare(p, q, 0), (V{0, 0, 1, 1}));
 }
 
 TEST(CpuElementwiseCompare, UnknownDirectionIsAnError) {
-  TestTensor a = vec(DType::kF32, {1});
-  TestTensor y(DType::kI1, {1});
-  Status s = run(Opcode::kCompare, {&a, &a}, y, {6});
+  TestTensor a = vec(DType::F32, {1});
+  TestTensor y(DType::I1, {1});
+  Status s = run(Opcode::Compare, {&a, &a}, y, {6});
   EXPECT_EQ(s.message(), "compare: unknown comparison direction 6");
 }
 
 TEST(CpuElementwiseSelect, PicksPerElementInEveryDType) {
-  TestTensor pred = vec(DType::kI1, {1, 0, 0, 1});
-  for (DType t : {DType::kF64, DType::kF32, DType::kF16, DType::kBF16,
-                  DType::kI64, DType::kI32}) {
+  TestTensor pred = vec(DType::I1, {1, 0, 0, 1});
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
+                  DType::I32}) {
     SCOPED_TRACE(dtypeName(t));
     TestTensor a = vec(t, {1, 2, 3, 4});
     TestTensor b = vec(t, {-1, -2, -3, -4});
-    expectValues(eval(Opcode::kSelect, {&pred, &a, &b}, t), {1, -2, -3, 4});
+    expectValues(eval(Opcode::Select, {&pred, &a, &b}, t), {1, -2, -3, 4});
   }
-  TestTensor a = vec(DType::kI1, {1, 1, 1, 1});
-  TestTensor b = vec(DType::kI1, {0, 0, 0, 0});
-  expectValues(eval(Opcode::kSelect, {&pred, &a, &b}, DType::kI1),
-               {1, 0, 0, 1});
+  TestTensor a = vec(DType::I1, {1, 1, 1, 1});
+  TestTensor b = vec(DType::I1, {0, 0, 0, 0});
+  expectValues(eval(Opcode::Select, {&pred, &a, &b}, DType::I1), {1, 0, 0, 1});
 }
 
 //===--- Convert ----------------------------------------------------------===//
 
 std::vector<double> convert(const TestTensor &x, DType to) {
-  return eval(Opcode::kConvert, {&x}, to).values();
+  return eval(Opcode::Convert, {&x}, to).values();
 }
 
 TEST(CpuElementwiseConvert, FloatToFloatRoundsToNearestEven) {
   using V = std::vector<double>;
   // Halfway cases tie to the even neighbour; just above rounds up.
   TestTensor x =
-      vec(DType::kF32, {1 + 0x1p-8, 1 + 3 * 0x1p-8, 1 + 0x1p-8 + 0x1p-20});
-  EXPECT_EQ(convert(x, DType::kBF16), (V{1, 1 + 0x1p-6, 1 + 0x1p-7}));
-  TestTensor h = vec(DType::kF32, {1 + 0x1p-11, 1 + 3 * 0x1p-11, 65520});
-  EXPECT_EQ(convert(h, DType::kF16), (V{1, 1 + 0x1p-9, kInf}));
-  TestTensor d = vec(DType::kF64, {1 + 0x1p-24, 1 + 3 * 0x1p-24, 1e300});
-  EXPECT_EQ(convert(d, DType::kF32), (V{1, 1 + 0x1p-22, kInf}));
+      vec(DType::F32, {1 + 0x1p-8, 1 + 3 * 0x1p-8, 1 + 0x1p-8 + 0x1p-20});
+  EXPECT_EQ(convert(x, DType::BF16), (V{1, 1 + 0x1p-6, 1 + 0x1p-7}));
+  TestTensor h = vec(DType::F32, {1 + 0x1p-11, 1 + 3 * 0x1p-11, 65520});
+  EXPECT_EQ(convert(h, DType::F16), (V{1, 1 + 0x1p-9, kInf}));
+  TestTensor d = vec(DType::F64, {1 + 0x1p-24, 1 + 3 * 0x1p-24, 1e300});
+  EXPECT_EQ(convert(d, DType::F32), (V{1, 1 + 0x1p-22, kInf}));
   // Widening is exact, f16 -> bf16 rounds once.
-  TestTensor w = vec(DType::kBF16, {1 + 0x1p-7, -kInf});
-  EXPECT_EQ(convert(w, DType::kF64), (V{1 + 0x1p-7, -kInf}));
-  TestTensor f = vec(DType::kF16, {1 + 0x1p-8 + 0x1p-10});
-  EXPECT_EQ(convert(f, DType::kBF16), (V{1 + 0x1p-7}));
-  EXPECT_TRUE(std::isnan(convert(vec(DType::kF64, {kNaN}), DType::kBF16)[0]));
+  TestTensor w = vec(DType::BF16, {1 + 0x1p-7, -kInf});
+  EXPECT_EQ(convert(w, DType::F64), (V{1 + 0x1p-7, -kInf}));
+  TestTensor f = vec(DType::F16, {1 + 0x1p-8 + 0x1p-10});
+  EXPECT_EQ(convert(f, DType::BF16), (V{1 + 0x1p-7}));
+  EXPECT_TRUE(std::isnan(convert(vec(DType::F64, {kNaN}), DType::BF16)[0]));
 }
 
 /// Just above a 16-bit halfway point, by less than float can hold: rounding
 /// to float first would land on the tie and then round down to even.
 TEST(CpuElementwiseConvert, F64ToSixteenBitRoundsOnce) {
-  TestTensor b = vec(DType::kF64,
+  TestTensor b = vec(DType::F64,
                      {1 + 0x1p-8 + 0x1p-40, -(1 + 0x1p-8 + 0x1p-40), 0x1p-140});
-  EXPECT_EQ(convert(b, DType::kBF16),
+  EXPECT_EQ(convert(b, DType::BF16),
             (std::vector<double>{1 + 0x1p-7, -(1 + 0x1p-7), 0}));
-  TestTensor h = vec(DType::kF64, {1 + 0x1p-11 + 0x1p-40, 65519.99, 1e300});
-  EXPECT_EQ(convert(h, DType::kF16),
+  TestTensor h = vec(DType::F64, {1 + 0x1p-11 + 0x1p-40, 65519.99, 1e300});
+  EXPECT_EQ(convert(h, DType::F16),
             (std::vector<double>{1 + 0x1p-10, 65504, kInf}));
 }
 
@@ -364,33 +361,33 @@ TEST(CpuElementwiseConvert, F64ToSixteenBitRoundsOnce) {
 /// there is 2^17); via float (spacing 2) it would land on the tie.
 TEST(CpuElementwiseConvert, IntToSixteenBitRoundsOnce) {
   double v = 0x1p24 + 0x1p16 + 1;
-  TestTensor i = vec(DType::kI32, {v, -v, 0x1p24 + 0x1p16});
-  EXPECT_EQ(convert(i, DType::kBF16),
+  TestTensor i = vec(DType::I32, {v, -v, 0x1p24 + 0x1p16});
+  EXPECT_EQ(convert(i, DType::BF16),
             (std::vector<double>{0x1p24 + 0x1p17, -(0x1p24 + 0x1p17), 0x1p24}));
   // Above 2^53 as well, where double is not exact either.
   TestTensor w = i64Vec({(int64_t(1) << 60) + (int64_t(1) << 52) + 1,
                          std::numeric_limits<int64_t>::min()});
-  EXPECT_EQ(convert(w, DType::kBF16),
+  EXPECT_EQ(convert(w, DType::BF16),
             (std::vector<double>{0x1p60 + 0x1p53, -0x1p63}));
   // f16: spacing 2 at 2048 (ties to even), largest finite 65504.
-  TestTensor h = vec(DType::kI64, {2049, 2051, 65519, 65520, -70000});
-  EXPECT_EQ(convert(h, DType::kF16),
+  TestTensor h = vec(DType::I64, {2049, 2051, 65519, 65520, -70000});
+  EXPECT_EQ(convert(h, DType::F16),
             (std::vector<double>{2048, 2052, 65504, kInf, -kInf}));
 }
 
 TEST(CpuElementwiseConvert, IntToFloatRoundsToNearestEven) {
-  TestTensor i = vec(DType::kI32, {16777217, 16777219, -16777217});
-  EXPECT_EQ(convert(i, DType::kF32),
+  TestTensor i = vec(DType::I32, {16777217, 16777219, -16777217});
+  EXPECT_EQ(convert(i, DType::F32),
             (std::vector<double>{16777216, 16777220, -16777216}));
   TestTensor w =
       i64Vec({(int64_t(1) << 53) + 1, std::numeric_limits<int64_t>::max()});
-  EXPECT_EQ(convert(w, DType::kF64), (std::vector<double>{0x1p53, 0x1p63}));
-  EXPECT_EQ(convert(w, DType::kF32), (std::vector<double>{0x1p53, 0x1p63}));
+  EXPECT_EQ(convert(w, DType::F64), (std::vector<double>{0x1p53, 0x1p63}));
+  EXPECT_EQ(convert(w, DType::F32), (std::vector<double>{0x1p53, 0x1p63}));
 }
 
 TEST(CpuElementwiseConvert, FloatToIntTruncatesTowardZero) {
   for (DType from : kFloatTypes)
-    for (DType to : {DType::kI32, DType::kI64}) {
+    for (DType to : {DType::I32, DType::I64}) {
       SCOPED_TRACE(std::string(dtypeName(from)) + " -> " + dtypeName(to));
       TestTensor x = vec(from, {2.75, -2.75, -0.5, 0.5, -0.0, 100});
       EXPECT_EQ(convert(x, to), (std::vector<double>{2, -2, 0, 0, 0, 100}));
@@ -398,54 +395,54 @@ TEST(CpuElementwiseConvert, FloatToIntTruncatesTowardZero) {
 }
 
 TEST(CpuElementwiseConvert, FloatToIntAcceptsExactlyTheRepresentableRange) {
-  TestTensor ok = vec(DType::kF64, {-2147483648.9, 2147483647.9});
-  EXPECT_EQ(convert(ok, DType::kI32),
+  TestTensor ok = vec(DType::F64, {-2147483648.9, 2147483647.9});
+  EXPECT_EQ(convert(ok, DType::I32),
             (std::vector<double>{-2147483648.0, 2147483647.0}));
-  TestTensor ok64 = vec(DType::kF64, {-0x1p63});
-  EXPECT_EQ(eval(Opcode::kConvert, {&ok64}, DType::kI64).ref().as<int64_t>()[0],
+  TestTensor ok64 = vec(DType::F64, {-0x1p63});
+  EXPECT_EQ(eval(Opcode::Convert, {&ok64}, DType::I64).ref().as<int64_t>()[0],
             std::numeric_limits<int64_t>::min());
   struct Case {
     DType from, to;
     double value;
-  } bad[] = {{DType::kF64, DType::kI32, 2147483648.0},
-             {DType::kF64, DType::kI32, -2147483649.0},
-             {DType::kF64, DType::kI64, 0x1p63},
-             {DType::kF32, DType::kI64, -kInf}};
+  } bad[] = {{DType::F64, DType::I32, 2147483648.0},
+             {DType::F64, DType::I32, -2147483649.0},
+             {DType::F64, DType::I64, 0x1p63},
+             {DType::F32, DType::I64, -kInf}};
   for (const Case &c : bad) {
     TestTensor x = vec(c.from, {0, c.value});
     TestTensor y(c.to, {2});
-    Status s = run(Opcode::kConvert, {&x}, y);
+    Status s = run(Opcode::Convert, {&x}, y);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.value;
     EXPECT_NE(s.message().find("element 1"), std::string::npos) << s.message();
   }
 }
 
 TEST(CpuElementwiseConvert, NaNToIntIsAnErrorNamingTheElement) {
-  TestTensor x = vec(DType::kBF16, {1, 2, kNaN});
-  TestTensor y(DType::kI32, {3});
-  Status s = run(Opcode::kConvert, {&x}, y);
+  TestTensor x = vec(DType::BF16, {1, 2, kNaN});
+  TestTensor y(DType::I32, {3});
+  Status s = run(Opcode::Convert, {&x}, y);
   EXPECT_EQ(s.message(),
             "convert: element 2 (nan) is NaN or out of range for i32");
 }
 
 TEST(CpuElementwiseConvert, ToI1TestsNonZeroAndFromI1GivesZeroOrOne) {
   using V = std::vector<double>;
-  TestTensor f = vec(DType::kF32, {0, -0.0, 0.5, kNaN, -kInf});
-  EXPECT_EQ(convert(f, DType::kI1), (V{0, 0, 1, 1, 1}));
-  TestTensor i = vec(DType::kI64, {0, 5, -1});
-  EXPECT_EQ(convert(i, DType::kI1), (V{0, 1, 1}));
-  TestTensor b = vec(DType::kI1, {1, 0});
-  for (DType to : {DType::kF64, DType::kF32, DType::kF16, DType::kBF16,
-                   DType::kI64, DType::kI32})
+  TestTensor f = vec(DType::F32, {0, -0.0, 0.5, kNaN, -kInf});
+  EXPECT_EQ(convert(f, DType::I1), (V{0, 0, 1, 1, 1}));
+  TestTensor i = vec(DType::I64, {0, 5, -1});
+  EXPECT_EQ(convert(i, DType::I1), (V{0, 1, 1}));
+  TestTensor b = vec(DType::I1, {1, 0});
+  for (DType to : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
+                   DType::I32})
     EXPECT_EQ(convert(b, to), (V{1, 0})) << dtypeName(to);
 }
 
 TEST(CpuElementwiseConvert, IntToIntWrapsOrSignExtends) {
   TestTensor w = i64Vec({(int64_t(1) << 32) + 5, -1, int64_t(1) << 31});
-  EXPECT_EQ(convert(w, DType::kI32),
+  EXPECT_EQ(convert(w, DType::I32),
             (std::vector<double>{5, -1, -2147483648.0}));
-  TestTensor i = vec(DType::kI32, {-1, 2147483647});
-  EXPECT_EQ(convert(i, DType::kI64), (std::vector<double>{-1, 2147483647}));
+  TestTensor i = vec(DType::I32, {-1, 2147483647});
+  EXPECT_EQ(convert(i, DType::I64), (std::vector<double>{-1, 2147483647}));
 }
 
 //===--- Large tensors (the parallel paths) -------------------------------===//
@@ -453,9 +450,9 @@ TEST(CpuElementwiseConvert, IntToIntWrapsOrSignExtends) {
 constexpr int64_t kLarge = (int64_t(1) << 20) + 3; // Not a multiple of chunks.
 
 TEST(CpuElementwiseLarge, AddMatchesASerialLoop) {
-  TestTensor a(DType::kF32, {kLarge}, randomValues(kLarge, 1));
-  TestTensor b(DType::kF32, {kLarge}, randomValues(kLarge, 2));
-  TestTensor y = eval(Opcode::kAdd, {&a, &b}, DType::kF32);
+  TestTensor a(DType::F32, {kLarge}, randomValues(kLarge, 1));
+  TestTensor b(DType::F32, {kLarge}, randomValues(kLarge, 2));
+  TestTensor y = eval(Opcode::Add, {&a, &b}, DType::F32);
   const float *pa = a.ref().as<float>(), *pb = b.ref().as<float>();
   const float *py = y.ref().as<float>();
   for (int64_t i = 0; i < kLarge; ++i)
@@ -464,17 +461,17 @@ TEST(CpuElementwiseLarge, AddMatchesASerialLoop) {
 
 TEST(CpuElementwiseLarge, ErrorsNameTheFirstFailingElement) {
   // Failures in two different chunks: the later chunk may fail first.
-  TestTensor a(DType::kI32, {kLarge}, std::vector<double>(kLarge, 1));
-  TestTensor b(DType::kI32, {kLarge}, std::vector<double>(kLarge, 1));
+  TestTensor a(DType::I32, {kLarge}, std::vector<double>(kLarge, 1));
+  TestTensor b(DType::I32, {kLarge}, std::vector<double>(kLarge, 1));
   b.set(900000, 0);
   b.set(300001, 0);
-  TestTensor y(DType::kI32, {kLarge});
-  EXPECT_EQ(run(Opcode::kDiv, {&a, &b}, y).message(),
+  TestTensor y(DType::I32, {kLarge});
+  EXPECT_EQ(run(Opcode::Div, {&a, &b}, y).message(),
             "div: element 300001: integer division by zero");
-  TestTensor f(DType::kF32, {kLarge}, std::vector<double>(kLarge, 1));
+  TestTensor f(DType::F32, {kLarge}, std::vector<double>(kLarge, 1));
   f.set(kLarge - 1, kNaN);
   f.set(600000, 1e10);
-  EXPECT_EQ(run(Opcode::kConvert, {&f}, y).message(),
+  EXPECT_EQ(run(Opcode::Convert, {&f}, y).message(),
             "convert: element 600000 (10000000000) is NaN or out of range "
             "for i32");
 }

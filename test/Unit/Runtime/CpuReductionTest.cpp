@@ -49,7 +49,7 @@ std::vector<double> reference(Opcode op, const TestTensor &x,
   std::vector<int64_t> shape = keptShape(x, dims);
   TestTensor y(x.dtype(), shape);
   int64_t outputs = y.size();
-  bool isMax = op == Opcode::kReduceMax;
+  bool isMax = op == Opcode::ReduceMax;
   std::vector<double> acc(outputs, isMax ? -kInf : 0.0);
   int rank = int(x.dims().size());
   std::vector<int64_t> index(rank, 0);
@@ -68,7 +68,7 @@ std::vector<double> reference(Opcode op, const TestTensor &x,
   }
   double count = double(x.size()) / double(std::max<int64_t>(outputs, 1));
   for (int64_t k = 0; k < outputs; ++k)
-    y.set(k, op == Opcode::kReduceMean ? acc[k] / count : acc[k]);
+    y.set(k, op == Opcode::ReduceMean ? acc[k] / count : acc[k]);
   return y.values();
 }
 
@@ -92,8 +92,8 @@ std::vector<double> quarters(int64_t n) {
 
 TEST(CpuReduction, EverySubsetOfDimsInEveryDType) {
   std::vector<int64_t> shape = {2, 1, 3, 4}; // The 1 tests dropped dims.
-  for (DType t : {DType::kF64, DType::kF32, DType::kF16, DType::kBF16,
-                  DType::kI64, DType::kI32}) {
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
+                  DType::I32}) {
     std::vector<double> values = quarters(24);
     if (!isFloat(t))
       for (double &v : values)
@@ -105,8 +105,8 @@ TEST(CpuReduction, EverySubsetOfDimsInEveryDType) {
         if (mask & (1 << d))
           dims.push_back(d);
       for (Opcode op :
-           {Opcode::kReduceSum, Opcode::kReduceMax, Opcode::kReduceMean}) {
-        if (op == Opcode::kReduceMean && !isFloat(t))
+           {Opcode::ReduceSum, Opcode::ReduceMax, Opcode::ReduceMean}) {
+        if (op == Opcode::ReduceMean && !isFloat(t))
           continue;
         SCOPED_TRACE(std::string(dtypeName(t)) + " " + opcodeName(op) +
                      " mask " + std::to_string(mask));
@@ -117,60 +117,60 @@ TEST(CpuReduction, EverySubsetOfDimsInEveryDType) {
 }
 
 TEST(CpuReduction, KnownValuesAndUnsortedDims) {
-  TestTensor x(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6});
-  expectValues(reduce(Opcode::kReduceSum, x, {1}), {6, 15});
-  expectValues(reduce(Opcode::kReduceSum, x, {0}), {5, 7, 9});
-  expectValues(reduce(Opcode::kReduceMean, x, {1, 0}), {3.5});
-  expectValues(reduce(Opcode::kReduceMax, x, {0}), {4, 5, 6});
-  TestTensor w(DType::kF64, {2, 3, 4, 5}, quarters(120));
-  expectValues(reduce(Opcode::kReduceSum, w, {3, 1}),
-               reference(Opcode::kReduceSum, w, {1, 3}));
+  TestTensor x(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  expectValues(reduce(Opcode::ReduceSum, x, {1}), {6, 15});
+  expectValues(reduce(Opcode::ReduceSum, x, {0}), {5, 7, 9});
+  expectValues(reduce(Opcode::ReduceMean, x, {1, 0}), {3.5});
+  expectValues(reduce(Opcode::ReduceMax, x, {0}), {4, 5, 6});
+  TestTensor w(DType::F64, {2, 3, 4, 5}, quarters(120));
+  expectValues(reduce(Opcode::ReduceSum, w, {3, 1}),
+               reference(Opcode::ReduceSum, w, {1, 3}));
 }
 
 TEST(CpuReduction, MaxPropagatesNaN) {
-  for (DType t : {DType::kF32, DType::kBF16, DType::kF64}) {
+  for (DType t : {DType::F32, DType::BF16, DType::F64}) {
     SCOPED_TRACE(dtypeName(t));
     TestTensor x(t, {2, 3}, {1, kNaN, 3, -kInf, -kInf, -kInf});
-    expectValues(reduce(Opcode::kReduceMax, x, {1}), {kNaN, -kInf});
-    expectValues(reduce(Opcode::kReduceMax, x, {0}), {1, kNaN, 3});
+    expectValues(reduce(Opcode::ReduceMax, x, {1}), {kNaN, -kInf});
+    expectValues(reduce(Opcode::ReduceMax, x, {0}), {1, kNaN, 3});
     // NaN first, so a max that only compares "v > acc" would lose it.
     TestTensor y(t, {17}, std::vector<double>(17, 1));
     y.set(0, kNaN);
-    expectValues(reduce(Opcode::kReduceMax, y, {0}), {kNaN});
+    expectValues(reduce(Opcode::ReduceMax, y, {0}), {kNaN});
   }
 }
 
 TEST(CpuReduction, EmptyReductionsGiveTheIdentity) {
-  TestTensor x(DType::kF32, {2, 0});
-  expectValues(reduce(Opcode::kReduceSum, x, {1}), {0, 0});
-  expectValues(reduce(Opcode::kReduceMean, x, {1}), {kNaN, kNaN});
-  expectValues(reduce(Opcode::kReduceMax, x, {1}), {-kInf, -kInf});
-  TestTensor i(DType::kI32, {0, 3});
-  expectValues(reduce(Opcode::kReduceMax, i, {0}),
+  TestTensor x(DType::F32, {2, 0});
+  expectValues(reduce(Opcode::ReduceSum, x, {1}), {0, 0});
+  expectValues(reduce(Opcode::ReduceMean, x, {1}), {kNaN, kNaN});
+  expectValues(reduce(Opcode::ReduceMax, x, {1}), {-kInf, -kInf});
+  TestTensor i(DType::I32, {0, 3});
+  expectValues(reduce(Opcode::ReduceMax, i, {0}),
                std::vector<double>(3, std::numeric_limits<int32_t>::min()));
-  expectValues(reduce(Opcode::kReduceSum, i, {0}), {0, 0, 0});
-  EXPECT_EQ(reduce(Opcode::kReduceSum, i, {1}).size(), 0);
+  expectValues(reduce(Opcode::ReduceSum, i, {0}), {0, 0, 0});
+  EXPECT_EQ(reduce(Opcode::ReduceSum, i, {1}).size(), 0);
 }
 
 TEST(CpuReduction, IntegerSumsAreExactAndWrap) {
-  TestTensor i(DType::kI32, {2}, {2147483647, 1});
-  expectValues(reduce(Opcode::kReduceSum, i, {0}), {-2147483648.0});
+  TestTensor i(DType::I32, {2}, {2147483647, 1});
+  expectValues(reduce(Opcode::ReduceSum, i, {0}), {-2147483648.0});
   // int64 sums stay exact where a double accumulator would not.
-  TestTensor w(DType::kI64, {2});
+  TestTensor w(DType::I64, {2});
   w.ref().as<int64_t>()[0] = (int64_t(1) << 60) + 1;
   w.ref().as<int64_t>()[1] = int64_t(1) << 60;
-  EXPECT_EQ(reduce(Opcode::kReduceSum, w, {0}).ref().as<int64_t>()[0],
+  EXPECT_EQ(reduce(Opcode::ReduceSum, w, {0}).ref().as<int64_t>()[0],
             (int64_t(1) << 61) + 1);
 }
 
 TEST(CpuReduction, UnsupportedDTypes) {
-  TestTensor i(DType::kI32, {2}, {1, 2});
-  TestTensor y(DType::kI32, {});
-  Status s = runKernel(runReduction, Opcode::kReduceMean, {&i}, {&y}, {0});
+  TestTensor i(DType::I32, {2}, {1, 2});
+  TestTensor y(DType::I32, {});
+  Status s = runKernel(runReduction, Opcode::ReduceMean, {&i}, {&y}, {0});
   EXPECT_EQ(s.message(), "reduce_mean: dtype i32 is not supported");
-  TestTensor b(DType::kI1, {2}, {1, 0});
-  TestTensor c(DType::kI1, {});
-  EXPECT_EQ(runKernel(runReduction, Opcode::kReduceSum, {&b}, {&c}, {0}).code(),
+  TestTensor b(DType::I1, {2}, {1, 0});
+  TestTensor c(DType::I1, {});
+  EXPECT_EQ(runKernel(runReduction, Opcode::ReduceSum, {&b}, {&c}, {0}).code(),
             StatusCode::kUnimplemented);
 }
 
@@ -180,11 +180,11 @@ TEST(CpuReduction, UnsupportedDTypes) {
 /// this test tells the two apart.
 TEST(CpuReduction, LongF32RowsSumAccurately) {
   constexpr int64_t n = int64_t(1) << 20;
-  TestTensor x(DType::kF32, {n}, std::vector<double>(n, 0.1f));
+  TestTensor x(DType::F32, {n}, std::vector<double>(n, 0.1f));
   float exact = float(double(n) * double(0.1f));
-  TestTensor sum = reduce(Opcode::kReduceSum, x, {0});
+  TestTensor sum = reduce(Opcode::ReduceSum, x, {0});
   EXPECT_EQ(sum.get(0), exact);
-  EXPECT_EQ(reduce(Opcode::kReduceMean, x, {0}).get(0), 0.1f);
+  EXPECT_EQ(reduce(Opcode::ReduceMean, x, {0}).get(0), 0.1f);
   float naive = 0;
   for (int64_t i = 0; i < n; ++i)
     naive += 0.1f;
@@ -194,11 +194,11 @@ TEST(CpuReduction, LongF32RowsSumAccurately) {
 /// 1M elements reduced along either dim and both: each layout's parallel
 /// split over outputs against the serial reference.
 TEST(CpuReduction, LargeReductionsMatchTheSerialReference) {
-  TestTensor x(DType::kF32, {1024, 1027}, quarters(1024 * 1027));
+  TestTensor x(DType::F32, {1024, 1027}, quarters(1024 * 1027));
   for (const std::vector<int64_t> &dims :
        std::vector<std::vector<int64_t>>{{0}, {1}, {0, 1}}) {
     for (Opcode op :
-         {Opcode::kReduceSum, Opcode::kReduceMax, Opcode::kReduceMean}) {
+         {Opcode::ReduceSum, Opcode::ReduceMax, Opcode::ReduceMean}) {
       SCOPED_TRACE(std::string(opcodeName(op)) + " over " +
                    std::to_string(dims.size()) + " dims");
       expectValues(reduce(op, x, dims), reference(op, x, dims));

@@ -13,14 +13,14 @@ namespace trainc::cpu::testing {
 namespace {
 
 TEST(CpuScatter, DuplicateIndicesAccumulateAndNegativeIndicesWrap) {
-  for (DType t : {DType::kF64, DType::kF32, DType::kF16, DType::kBF16}) {
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
     SCOPED_TRACE(dtypeName(t));
     // Rows 2, 0, 2 (as -2 of 4), 3 of a [4, 2] table receive [4, 2] updates.
     TestTensor updates(t, {4, 2}, {1, 2, 3, 4, 0.5, 0.5, 7, 8});
-    TestTensor indices(DType::kI64, {4}, {2, 0, -2, 3});
+    TestTensor indices(DType::I64, {4}, {2, 0, -2, 3});
     TestTensor out(t, {4, 2});
     out.set(0, 99); // The kernel must start from zero.
-    Status s = runKernel(runScatterAdd, Opcode::kScatterAdd,
+    Status s = runKernel(runScatterAdd, Opcode::ScatterAdd,
                          {&updates, &indices}, {&out}, {0});
     ASSERT_TRUE(s.ok()) << s.toString();
     EXPECT_EQ(out.values(), (std::vector<double>{3, 4, 0, 0, 1.5, 2.5, 7, 8}));
@@ -29,20 +29,20 @@ TEST(CpuScatter, DuplicateIndicesAccumulateAndNegativeIndicesWrap) {
 
 TEST(CpuScatter, AlongAnInnerAxisWithI32Indices) {
   // Result [2, 3], axis 1, indices [2] -> updates [2, 2].
-  TestTensor updates(DType::kF32, {2, 2}, {1, 2, 3, 4});
-  TestTensor indices(DType::kI32, {2}, {1, 1});
-  TestTensor out(DType::kF32, {2, 3});
-  ASSERT_TRUE(runKernel(runScatterAdd, Opcode::kScatterAdd,
-                        {&updates, &indices}, {&out}, {1})
+  TestTensor updates(DType::F32, {2, 2}, {1, 2, 3, 4});
+  TestTensor indices(DType::I32, {2}, {1, 1});
+  TestTensor out(DType::F32, {2, 3});
+  ASSERT_TRUE(runKernel(runScatterAdd, Opcode::ScatterAdd, {&updates, &indices},
+                        {&out}, {1})
                   .ok());
   EXPECT_EQ(out.values(), (std::vector<double>{0, 3, 0, 0, 7, 0}));
 }
 
 TEST(CpuScatter, OutOfRangeIndexIsAnError) {
-  TestTensor updates(DType::kF32, {2, 2}, {1, 2, 3, 4});
-  TestTensor indices(DType::kI64, {2}, {0, 4});
-  TestTensor out(DType::kF32, {4, 2});
-  Status s = runKernel(runScatterAdd, Opcode::kScatterAdd, {&updates, &indices},
+  TestTensor updates(DType::F32, {2, 2}, {1, 2, 3, 4});
+  TestTensor indices(DType::I64, {2}, {0, 4});
+  TestTensor out(DType::F32, {4, 2});
+  Status s = runKernel(runScatterAdd, Opcode::ScatterAdd, {&updates, &indices},
                        {&out}, {0});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "scatter_add: index 4 at position 1 is out of range "

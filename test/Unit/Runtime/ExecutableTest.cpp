@@ -23,7 +23,7 @@ struct TinyProgram {
   uint64_t yOffset = 128;
   fb::TensorRole yRole = fb::TensorRole::Output;
   std::vector<uint32_t> operands = {0, 1};
-  uint16_t opcode = static_cast<uint16_t>(cpu::Opcode::kAdd);
+  uint16_t opcode = static_cast<uint16_t>(Opcode::Add);
   std::vector<uint32_t> outputs = {2};
 
   std::vector<char> build() const {
@@ -83,7 +83,8 @@ TEST(Executable, RejectsOtherFormatVersions) {
   Status s = load(p, exe);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("format version 99, but this runtime reads "
-                             "version 4"),
+                             "version " +
+                             std::to_string(kFormatVersion)),
             std::string::npos)
       << s.toString();
 }
@@ -155,6 +156,30 @@ TEST(Executable, RejectsMalformedInstructions) {
   s = load(unknownOpcode, exe);
   EXPECT_NE(s.message().find("unknown opcode 999"), std::string::npos)
       << s.toString();
+}
+
+// The one vocabulary: every opcode of the schema has a name, a validation
+// rule and a CPU kernel. (The compiler side, every graph op lowering to an
+// opcode, is test/Unit/Compiler/VocabularyTest.cpp.)
+TEST(Vocabulary, EveryOpcodeHasANameAValidatorAndAKernel) {
+  std::vector<TensorInfo> noTensors;
+  for (int i = 0; i < kNumOpcodes; ++i) {
+    auto op = static_cast<Opcode>(i);
+    SCOPED_TRACE(opcodeName(op));
+    EXPECT_STRNE(opcodeName(op), "unknown");
+    EXPECT_NE(cpu::kernelFor(op), nullptr);
+    InstructionInfo inst;
+    inst.op = op;
+    Status s = validateInstruction(inst, 0, noTensors);
+    EXPECT_FALSE(s.ok());
+    EXPECT_EQ(s.message().find("has no validation rule"), std::string::npos)
+        << s.toString();
+  }
+  EXPECT_STREQ(opcodeName(Opcode::DotGeneral), "dot_general");
+  EXPECT_STREQ(opcodeName(Opcode::SoftmaxCrossEntropy),
+               "softmax_cross_entropy");
+  EXPECT_STREQ(opcodeName(static_cast<Opcode>(kNumOpcodes)), "unknown");
+  EXPECT_EQ(cpu::kernelFor(static_cast<Opcode>(kNumOpcodes)), nullptr);
 }
 
 } // namespace

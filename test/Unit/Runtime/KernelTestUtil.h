@@ -109,17 +109,17 @@ inline Status runKernel(Status (*family)(const KernelCall &), Opcode op,
 /// Unit roundoff (half an ulp at 1) of the compute type for `t`: f64 for
 /// f64, f32 otherwise.
 inline double computeEps(DType t) {
-  return t == DType::kF64 ? 0x1p-53 : 0x1p-24;
+  return t == DType::F64 ? 0x1p-53 : 0x1p-24;
 }
 
 /// Unit roundoff of storing a value in `t`.
 inline double storageEps(DType t) {
   switch (t) {
-  case DType::kF64:
+  case DType::F64:
     return 0x1p-53;
-  case DType::kF16:
+  case DType::F16:
     return 0x1p-11;
-  case DType::kBF16:
+  case DType::BF16:
     return 0x1p-8;
   default:
     return 0x1p-24;

@@ -115,11 +115,10 @@ TEST_F(OnnxExport, ReplacedParametersReadBack) {
     bias[i] = float(i) + 0.5f;
   std::string wteBytes = f32Bytes(wte), biasBytes = f32Bytes(bias);
   fs::path out = dir_ / "trained.onnx";
-  ASSERT_TRUE(
-      exportTo(kTinyGpt, out,
-               {tensorOf("wte.weight", DType::kF32, {128, 64}, wteBytes),
-                tensorOf("h.1.ln_2.bias", DType::kF32, {64}, biasBytes)})
-          .ok());
+  ASSERT_TRUE(exportTo(kTinyGpt, out,
+                       {tensorOf("wte.weight", DType::F32, {128, 64}, wteBytes),
+                        tensorOf("h.1.ln_2.bias", DType::F32, {64}, biasBytes)})
+                  .ok());
 
   std::vector<OnnxInitializer> after;
   ASSERT_TRUE(readOnnxInitializers(out.string(), after).ok());
@@ -146,8 +145,7 @@ TEST_F(OnnxExport, ReplacingEveryParameterByItselfReproducesTheFile) {
   ASSERT_TRUE(readOnnxInitializers(kTinyGpt, inits).ok());
   std::vector<NamedTensor> weights;
   for (const OnnxInitializer &init : inits)
-    weights.push_back(
-        tensorOf(init.name, DType::kF32, init.dims, init.rawData));
+    weights.push_back(tensorOf(init.name, DType::F32, init.dims, init.rawData));
   fs::path out = dir_ / "same.onnx";
   ASSERT_TRUE(exportTo(kTinyGpt, out, weights).ok());
   EXPECT_TRUE(readBytes(out) == readBytes(kTinyGpt));
@@ -160,15 +158,15 @@ TEST_F(OnnxExport, MismatchesAreErrorsNamingTheInitializer) {
     NamedTensor tensor;
     std::vector<std::string> expected;
   } cases[] = {
-      {tensorOf("wte.weight", DType::kF32, {64, 128},
+      {tensorOf("wte.weight", DType::F32, {64, 128},
                 bytes.substr(0, 128 * 64 * 4)),
        {"initializer 'wte.weight'", "FLOAT [128, 64]", "f32 [64, 128]",
         kTinyGpt}},
-      {tensorOf("wte.weight", DType::kF64, {128, 64}, bytes),
+      {tensorOf("wte.weight", DType::F64, {128, 64}, bytes),
        {"initializer 'wte.weight'", "FLOAT [128, 64]", "f64 [128, 64]"}},
-      {tensorOf("wte.weight", DType::kF32, {128, 64}, bytes),
+      {tensorOf("wte.weight", DType::F32, {128, 64}, bytes),
        {"initializer 'wte.weight'", "65536 bytes", "takes 32768"}},
-      {tensorOf("wte", DType::kF32, {128, 64}, bytes.substr(0, 32768)),
+      {tensorOf("wte", DType::F32, {128, 64}, bytes.substr(0, 32768)),
        {"parameter 'wte' is not an initializer of", kTinyGpt}},
   };
   for (const Case &c : cases) {
@@ -179,7 +177,7 @@ TEST_F(OnnxExport, MismatchesAreErrorsNamingTheInitializer) {
           << s.message() << " lacks " << text;
   }
   NamedTensor bias =
-      tensorOf("ln_f.bias", DType::kF32, {64}, bytes.substr(0, 256));
+      tensorOf("ln_f.bias", DType::F32, {64}, bytes.substr(0, 256));
   Status twice = exportTo(kTinyGpt, out, {bias, bias});
   EXPECT_EQ(twice.message(), "parameter 'ln_f.bias' is given twice");
 }
@@ -190,7 +188,7 @@ TEST_F(OnnxExport, RefusesToOverwriteTheSource) {
   writeBytes(source, original);
   std::string bias(256, '\0');
   std::vector<NamedTensor> weights = {
-      tensorOf("ln_f.bias", DType::kF32, {64}, bias)};
+      tensorOf("ln_f.bias", DType::F32, {64}, bias)};
   Status s = exportOnnxWithWeights(source.string(), source.string(), weights);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("would overwrite"), std::string::npos);
@@ -251,8 +249,8 @@ TEST_F(OnnxExport, ReplacedTensorsDropTypedDataAndKeepOtherFields) {
   std::string bBytes(reinterpret_cast<const char *>(b.data()), 16);
   std::string wBytes = f32Bytes({6, 5, 4, 3, 2, 1});
   ASSERT_TRUE(exportTo(source, out,
-                       {tensorOf("b", DType::kI64, {2}, bBytes),
-                        tensorOf("w", DType::kF32, {2, 3}, wBytes)})
+                       {tensorOf("b", DType::I64, {2}, bBytes),
+                        tensorOf("w", DType::F32, {2, 3}, wBytes)})
                   .ok());
   std::string newW = intField(1, 2) + intField(1, 3) + intField(2, 1) +
                      bytesField(8, "w") + bytesField(9, wBytes);
@@ -370,7 +368,7 @@ TEST_F(OnnxExport, DuplicateInitializerIsAnError) {
   writeBytes(source, model(bytesField(5, b) + bytesField(5, b)));
   std::string value(4, '\0');
   Status s = exportTo(source, dir_ / "out.onnx",
-                      {tensorOf("b", DType::kF32, {1}, value)});
+                      {tensorOf("b", DType::F32, {1}, value)});
   EXPECT_NE(s.message().find("initializer 'b' appears more than once"),
             std::string::npos)
       << s.toString();
@@ -398,7 +396,7 @@ protected:
       ASSERT_FALSE(s.message().empty());
     fs::remove(out);
     std::string bias(256, '\x01');
-    s = exportTo(source, out, {tensorOf("ln_f.bias", DType::kF32, {64}, bias)});
+    s = exportTo(source, out, {tensorOf("ln_f.bias", DType::F32, {64}, bias)});
     fs::remove(out);
   }
 };

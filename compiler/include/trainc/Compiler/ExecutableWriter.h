@@ -15,12 +15,15 @@
 #ifndef TRAINC_COMPILER_EXECUTABLEWRITER_H
 #define TRAINC_COMPILER_EXECUTABLEWRITER_H
 
+#include "trainc/schema/ExecutableFormat.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace trainc {
@@ -44,6 +47,11 @@ struct WriterOptions {
   std::string source;  ///< The model file, recorded in the executable.
   std::string command; ///< The trainc command line.
 };
+
+/// The executable opcode that implements graph op `name` (without the
+/// "graph." prefix): the opcode of the same name in the schema, the one list
+/// of both. None for graph.constant, which is data in the constant section.
+std::optional<Opcode> opcodeForGraphOp(llvm::StringRef name);
 
 /// Lowers `@main` of `module` (graph dialect) and writes the executable to
 /// `path`. Emits an error naming the op on anything it cannot lower.

@@ -1,0 +1,67 @@
+//===- ExecutableFormat.h - The executable format's shared vocabulary -*- C++
+//-*-===//
+//
+// What the compiler (which writes executables) and the runtime (which reads
+// them) must agree on beyond the FlatBuffer schema's layout: the format
+// version, the alignment of arenas and constants, and the enums of the
+// schema (executable.fbs) under the names both sides use. Nothing here is
+// declared anywhere else; the enums are the generated ones.
+//
+// Header-only and free of MLIR and of the runtime's internals, so both
+// sides include it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_SCHEMA_EXECUTABLEFORMAT_H
+#define TRAINC_SCHEMA_EXECUTABLEFORMAT_H
+
+#include "trainc/schema/executable_generated.h"
+
+#include <cctype>
+#include <cstdint>
+#include <string>
+
+namespace trainc {
+
+/// The schema version written by this compiler and read by this runtime.
+/// Bumped on every change to executable.fbs.
+///   5: the training signature; opcodes defined in the schema.
+constexpr uint32_t kFormatVersion = 5;
+/// Alignment of arenas, of every planned buffer, and of each constant in
+/// the constant section.
+constexpr uint64_t kTensorAlignment = 64;
+
+using DType = fb::DType;
+using TensorRole = fb::TensorRole;
+using Opcode = fb::Opcode;
+
+constexpr int kNumDTypes = static_cast<int>(DType::MAX) + 1;
+constexpr int kNumOpcodes = static_cast<int>(Opcode::MAX) + 1;
+
+/// Whether `value` (as stored in Instruction.opcode) names an opcode.
+inline bool isOpcode(uint32_t value) { return value < uint32_t(kNumOpcodes); }
+
+/// The snake_case name of an opcode ("dot_general" for DotGeneral), which is
+/// the graph dialect's name of the op it implements; "unknown" out of range.
+inline const char *opcodeName(Opcode op) {
+  static const auto names = [] {
+    struct Names {
+      std::string of[kNumOpcodes];
+    } n;
+    for (int i = 0; i < kNumOpcodes; ++i) {
+      const char *camel = fb::EnumNamesOpcode()[i];
+      for (const char *c = camel; *c; ++c) {
+        if (std::isupper(static_cast<unsigned char>(*c)) && c != camel)
+          n.of[i] += '_';
+        n.of[i] += char(std::tolower(static_cast<unsigned char>(*c)));
+      }
+    }
+    return n;
+  }();
+  int i = static_cast<int>(op);
+  return i >= 0 && i < kNumOpcodes ? names.of[i].c_str() : "unknown";
+}
+
+} // namespace trainc
+
+#endif // TRAINC_SCHEMA_EXECUTABLEFORMAT_H
