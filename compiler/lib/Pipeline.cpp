@@ -10,8 +10,9 @@
 namespace trainc {
 
 llvm::ArrayRef<Phase> allPhases() {
-  static const Phase phases[] = {Phase::Import, Phase::Recognize,
-                                 Phase::Autodiff, Phase::Optimizer};
+  static const Phase phases[] = {Phase::Import,   Phase::Recognize,
+                                 Phase::Autodiff, Phase::Optimizer,
+                                 Phase::Lower,    Phase::PlanMemory};
   return phases;
 }
 
@@ -25,6 +26,10 @@ llvm::StringRef phaseName(Phase phase) {
     return "autodiff";
   case Phase::Optimizer:
     return "optimizer";
+  case Phase::Lower:
+    return "lower";
+  case Phase::PlanMemory:
+    return "plan-memory";
   }
   return "unknown";
 }
@@ -49,8 +54,10 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   // ... and drop what they made dead, merging duplicates.
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
-  if (last == Phase::Recognize || !options.train)
+  if (last == Phase::Recognize)
     return;
+  if (!options.train)
+    return buildExecutablePhases(pm, last);
 
   // autodiff: micro-batches (gradient accumulation), the backward pass,
   // then folding and merging what the rules built.
@@ -60,8 +67,10 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   pm.addPass(createAutodiff(AutodiffOptions{options.loss}));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
-  if (last == Phase::Autodiff || !options.optimizer)
+  if (last == Phase::Autodiff)
     return;
+  if (!options.optimizer)
+    return buildExecutablePhases(pm, last);
 
   // optimizer: the update of parameters and optimizer state.
   pm.addPass(createOptimizer(*options.optimizer));
@@ -69,6 +78,20 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   pm.addPass(mlir::createCSEPass());
   if (last == Phase::Optimizer)
     return;
+  buildExecutablePhases(pm, last);
+}
+
+void buildExecutablePhases(mlir::OpPassManager &pm, Phase last) {
+  if (last < Phase::Lower)
+    return;
+  // lower: dot_generals read transposed operands in place, then every op
+  // must be an instruction.
+  pm.addNestedPass<mlir::func::FuncOp>(createAbsorbTransposes());
+  pm.addPass(createLower());
+  if (last == Phase::Lower)
+    return;
+  // plan-memory: liveness and offsets, recorded on the IR.
+  pm.addPass(createPlanMemory());
 }
 
 } // namespace trainc

@@ -49,8 +49,9 @@ constexpr const char *kOverview =
   trainc --list-onnx-ops                          what the ONNX importer reads
 
 Phases, in order (--compile-to): import, recognize, then with --train
-autodiff and optimizer. An output ending in .tcx is then lowered,
-memory-planned and serialized as an executable for trainc-run.
+autodiff and optimizer, then lower and plan-memory. An output ending in .tcx
+runs every phase and is serialized as an executable for trainc-run; other
+outputs get the IR after --compile-to (default: optimizer).
 )";
 
 int fail(const llvm::Twine &message) {
@@ -153,9 +154,10 @@ int runCompilerCli(int argc, char **argv) {
       "compile-to",
       cl::desc("Stop after this phase and print the IR: import (the model as "
                "imported), recognize (constants folded, composites "
-               "recognized), autodiff (with --train: gradients added) or "
-               "optimizer (with --train: the update step); default: the "
-               "last phase"),
+               "recognized), autodiff (with --train: gradients added), "
+               "optimizer (with --train: the update step), lower (in "
+               "instruction form) or plan-memory (with the memory plan as "
+               "plan.* attributes); default: optimizer"),
       cl::value_desc("phase"), cl::init("optimizer"), cl::cat(category));
   cl::list<std::string> inputShapes(
       "input-shape",
@@ -327,8 +329,12 @@ int runCompilerCli(int argc, char **argv) {
   mlir::PassManager pm(&context);
   if (failed(mlir::applyPassManagerCLOptions(pm)))
     return 1;
-  if (*phase >= Phase::Autodiff && compileTo.getNumOccurrences() && !train)
+  if ((*phase == Phase::Autodiff || *phase == Phase::Optimizer) &&
+      compileTo.getNumOccurrences() && !train)
     return fail("--compile-to=" + compileTo + " needs --train");
+  bool writeExecutableFile = llvm::StringRef(outputFile).ends_with(".tcx");
+  if (writeExecutableFile && !compileTo.getNumOccurrences())
+    phase = Phase::PlanMemory;
   PipelineOptions pipelineOptions;
   pipelineOptions.train = train;
   pipelineOptions.loss = lossName;
@@ -356,9 +362,10 @@ int runCompilerCli(int argc, char **argv) {
   }
   buildPipeline(pm, *phase, pipelineOptions);
   if (failed(pm.run(*module)))
-    return fail("compilation failed in phase up to '" + compileTo + "'");
+    return fail("compilation failed in phase up to '" + phaseName(*phase) +
+                "'");
 
-  if (llvm::StringRef(outputFile).ends_with(".tcx")) {
+  if (writeExecutableFile) {
     if (compileTo.getNumOccurrences())
       return fail("--compile-to=" + compileTo +
                   " prints IR; drop it to write an executable");

@@ -443,6 +443,14 @@ LogicalResult IotaOp::verify() {
 // Composites
 //===----------------------------------------------------------------------===//
 
+/// The kernel reads each element of the parameter and the moments before it
+/// writes that element of their new values: new_param may take param's
+/// memory, new_exp_avg exp_avg's, new_exp_avg_sq exp_avg_sq's.
+bool AdamwUpdateOp::canOverwriteOperand(unsigned result, unsigned operand) {
+  static constexpr unsigned kReplaced[] = {0, 2, 3};
+  return result < 3 && operand == kReplaced[result];
+}
+
 LogicalResult AdamwUpdateOp::verify() {
   Type type = getParam().getType();
   for (Value v : {getGrad(), getExpAvg(), getExpAvgSq(), getNewParam(),

@@ -87,6 +87,17 @@ public:
   const std::vector<uint32_t> &outputs() const { return outputs_; }
   const std::vector<uint32_t> &parameters() const { return parameters_; }
   const std::vector<UpdateInfo> &updates() const { return updates_; }
+  /// Whether a run changes persistent state (a training step): it has
+  /// optimizer state or copies updates. (Updates the memory plan writes in
+  /// place are not in updates().)
+  bool isTrainingStep() const {
+    if (!updates_.empty())
+      return true;
+    for (const TensorInfo &t : tensors_)
+      if (t.role == TensorRole::State)
+        return true;
+    return false;
+  }
   const MemoryPlanInfo &memoryPlan() const { return memory_; }
   /// FLOPs of one run, from the compiler's cost model.
   uint64_t flops() const { return flops_; }

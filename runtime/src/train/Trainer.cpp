@@ -138,7 +138,7 @@ Status Trainer::findDataInputs(const TrainerOptions &options) {
 Status Trainer::prepareEval() {
   const Executable &train = session_->executable();
   const Executable &eval = evalSession_->executable();
-  if (!eval.updates().empty())
+  if (eval.isTrainingStep())
     return invalidArgument(eval.origin() +
                            " is a training step: compile the evaluation "
                            "executable without --train");
@@ -202,7 +202,7 @@ Status Trainer::create(std::shared_ptr<const Executable> step,
   trainer->gradNormOutput_ = scalarOutput(exe, "grad_norm");
   trainer->lrOutput_ = scalarOutput(exe, "lr");
   if (data) {
-    if (exe.updates().empty())
+    if (!exe.isTrainingStep())
       return invalidArgument(exe.origin() +
                              " is not a training step (it updates no "
                              "parameters): compile it with trainc --train");

@@ -24,6 +24,7 @@
 
 #include "trainc/Compiler/ExecutableWriter.h"
 #include "trainc/Compiler/Passes.h"
+#include "trainc/Compiler/Pipeline.h"
 #include "trainc/Compiler/Registration.h"
 #include "trainc/Dialect/Graph/GraphOps.h"
 
@@ -283,6 +284,7 @@ Compiled compile(const std::string &source, bool canonicalize) {
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
   }
+  trainc::buildExecutablePhases(pm);
   if (mlir::failed(pm.run(*module)))
     return result;
   llvm::SmallString<128> path;

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "trainc/Compiler/ExecutableWriter.h"
+#include "trainc/Compiler/Program.h"
 #include "trainc/Dialect/Graph/GraphOps.h"
 
 #include "mlir/IR/MLIRContext.h"

@@ -174,4 +174,81 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
                            "trainc::train::TrainDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// The back half: lower, plan-memory (then the serializer writes the file).
+//===----------------------------------------------------------------------===//
+
+def AbsorbTransposes : Pass<"trainc-absorb-transposes", "mlir::func::FuncOp"> {
+  let summary = "Let dot_generals read transposed operands in place";
+  let description = [{
+    A `graph.transpose` whose every use is a `graph.dot_general` operand
+    is removed: each dot reads the transpose's source instead, with its
+    batching and contracting dimensions renumbered through the
+    permutation. Possible when the operand's free dimensions keep their
+    order in the source (the result lists them in operand order), so the
+    result type, and what is computed, do not change; the GEMM then reads
+    the weight as a transposed operand and no copy is made. A transpose
+    with any other use, or whose free dimensions would be reordered, stays.
+
+    Example:
+    ```mlir
+    %wt = graph.transpose %w, permutation = [1, 0]
+        : (tensor<16x8xf32>) -> tensor<8x16xf32>
+    %y = graph.dot_general %x, %wt, batching_dims = [] x [],
+        contracting_dims = [1] x [0]
+        : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    // becomes
+    %y = graph.dot_general %x, %w, batching_dims = [] x [],
+        contracting_dims = [1] x [1]
+        : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
+def Lower : Pass<"trainc-lower", "mlir::ModuleOp"> {
+  let summary = "Check that @main is in instruction form";
+  let description = [{
+    The executable's instruction-level form is the graph dialect itself,
+    one op per instruction: every op of `@main` but `graph.constant` (data
+    in the constant section) must be the graph op of an opcode of the
+    executable schema (runtime/schema/executable.fbs; the opcode of the
+    same name), and every value a supported element type. This pass checks
+    that, after the earlier phases (and transpose absorption) ran, so an op
+    that cannot be executed is an error here, naming the op and its
+    location, and not in the serializer.
+  }];
+}
+
+def PlanMemory : Pass<"trainc-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Liveness and static offsets of every buffer of @main";
+  let description = [{
+    Input: `@main` in instruction form (`trainc-lower`), its ops in program
+    order. Output: the same IR with the static memory plan as attributes.
+    Two arenas: 0 "state" (parameters then optimizer state, packed in
+    argument order, persistent) and 1 "work" (everything else).
+
+    - Liveness (LivenessAnalysis) is in program order: an op's results live
+      from the op to their last reader; inputs for the whole program (a
+      session may run again without binding them); outputs to the end.
+    - In place: a new parameter or state value (`train.update`) is written
+      straight into its target when nothing reads the target later, or when
+      the op that makes it overwrites that very operand element by element
+      (an op's InPlaceOpInterface, e.g. `graph.adamw_update`). An
+      elementwise result (`Elementwise` trait) takes the buffer of a same-
+      sized operand that dies at that op; a reshape of a work-arena value
+      shares its operand's bytes and is marked `plan.alias` (no instruction).
+    - Groups of shared buffers are placed greedily, largest first, at the
+      lowest aligned offset that overlaps no group alive at the same time.
+
+    Attributes written: `plan.arenas`/`plan.offsets` (one entry per result)
+    on each op; `plan.offset` on each argument that is not a constant and on
+    each result that needs its own output buffer (a returned argument,
+    constant or repeated value: the serializer copies it there);
+    `plan.alias` on aliasing reshapes; on `@main`, `plan.arena_sizes`
+    (state, work) and `plan.peak` (parameters, persistent_state,
+    activations, peak, activations_without_reuse; bytes).
+  }];
+}
+
 #endif // TRAINC_COMPILER_PASSES_TD

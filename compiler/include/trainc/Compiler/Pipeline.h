@@ -12,10 +12,16 @@
 //   optimizer  (training only) clipping, the schedule and the AdamW/SGD
 //              update; parameters and optimizer state become the step's
 //              updated results
+//   lower      to instruction form: transposes read by dot_generals are
+//              absorbed into them, then every op must be an executable
+//              instruction (the graph op of an opcode; see Program.h)
+//   plan-memory  liveness, in-place reuse and static offsets of every
+//              buffer, as plan.* attributes (MemoryPlan.h)
 //
-// Phases still to come, in order (see ../shared/DESIGN.md): precision,
-// recompute, partition, schedule. Memory planning and
-// serialization run after the last IR phase (ExecutableWriter.h).
+// Then the serializer (ExecutableWriter.h) writes the file; it decides
+// nothing. Phases still to come, in order (see ../shared/DESIGN.md):
+// precision and recompute (after optimizer), partition and schedule
+// (before plan-memory; today the program order is the block's order).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +47,8 @@ enum class Phase {
   Recognize,
   Autodiff,
   Optimizer,
+  Lower,
+  PlanMemory,
 };
 
 struct PipelineOptions {
@@ -65,6 +73,11 @@ std::optional<Phase> parsePhase(llvm::StringRef name);
 /// with `options.train`.
 void buildPipeline(mlir::OpPassManager &pm, Phase last,
                    const PipelineOptions &options);
+
+/// Adds the phases from `lower` to `last` (lower or plan-memory): what any
+/// graph-dialect module needs before the serializer writes it.
+void buildExecutablePhases(mlir::OpPassManager &pm,
+                           Phase last = Phase::PlanMemory);
 
 } // namespace trainc
 

@@ -1,11 +1,13 @@
 //===- GraphInterfaces.td - Op interfaces later passes use -*- tablegen -*-===//
 //
-// Three questions each pass asks of an op, declared once here:
+// The questions passes ask of an op, declared once here:
 //  - GradientOpInterface: what is my vector-Jacobian product? (autodiff)
 //  - ShardingRuleOpInterface: which operand and result dimensions move
 //    together, and which are contracted? (partition)
 //  - CostOpInterface: how many FLOPs and bytes does one execution take?
 //    (recompute, schedule, MFU metrics)
+//  - InPlaceOpInterface: which results may reuse which operands' memory?
+//    (plan-memory)
 //
 // Ops implement the first two as their passes arrive; every op implements
 // the cost interface now (see GraphCost.cpp).
@@ -77,6 +79,27 @@ def Graph_CostOpInterface : OpInterface<"CostOpInterface"> {
     InterfaceMethod<"Bytes read and written by one execution.",
       "int64_t", "getBytesAccessed", (ins), [{}],
       [{ return ::trainc::graph::operandAndResultBytes($_op); }]>,
+  ];
+}
+
+def Graph_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
+  let cppNamespace = "::trainc::graph";
+  let description = [{
+    Which results may be written into the memory of which operands, for the
+    memory planner: true when the op's kernel reads each element of the
+    operand before it writes the same element of the result, and no other
+    element of the operand afterwards (index-wise ops: elementwise math,
+    select, gelu; the optimizer's fused update of a parameter and its
+    moments). The planner still checks that the two have the same size and
+    that nothing reads the operand later. The default is "any operand",
+    right for index-wise ops.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "Whether result `result` may take the memory of operand `operand`.",
+      "bool", "canOverwriteOperand", (ins "unsigned":$result,
+                                          "unsigned":$operand), [{}],
+      [{ return true; }]>,
   ];
 }
 

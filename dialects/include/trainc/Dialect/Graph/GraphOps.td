@@ -36,7 +36,8 @@ class Graph_InferredOp<string mnemonic, list<Trait> traits = []>
 class Graph_UnaryElementwiseOp<string mnemonic, Type T, string math,
                                list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits, [Elementwise,
-          SameOperandsAndResultType, Graph_CostOpInterface])> {
+          SameOperandsAndResultType, Graph_CostOpInterface,
+          Graph_InPlaceOpInterface])> {
   let summary = "elementwise " # math;
   let description = "Computes `" # math # "` for each element.\n\n"
     "Constraints:\n"
@@ -64,7 +65,8 @@ def Graph_RsqrtOp : Graph_UnaryElementwiseOp<"rsqrt", Graph_FloatTensor, "1 / sq
 class Graph_BinaryElementwiseOp<string mnemonic, Type T, string math,
                                 list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits, [Elementwise,
-          SameOperandsAndResultType, Graph_CostOpInterface])> {
+          SameOperandsAndResultType, Graph_CostOpInterface,
+          Graph_InPlaceOpInterface])> {
   let summary = "elementwise " # math;
   let description = "Computes `" # math # "` for each pair of elements at the "
     "same index. There is no implicit broadcasting: use "
@@ -116,7 +118,8 @@ def Graph_CompareOp : Graph_Op<"compare", [Elementwise, SameTypeOperands,
 }
 
 def Graph_SelectOp : Graph_Op<"select", [Elementwise,
-    AllTypesMatch<["on_true", "on_false", "result"]>, Graph_CostOpInterface]> {
+    AllTypesMatch<["on_true", "on_false", "result"]>, Graph_CostOpInterface,
+    Graph_InPlaceOpInterface]> {
   let summary = "elementwise choice between two tensors";
   let description = [{
     `result[i] = pred[i] ? on_true[i] : on_false[i]`.
@@ -508,7 +511,8 @@ def Graph_SoftmaxOp : Graph_Op<"softmax", [SameOperandsAndResultType,
 }
 
 def Graph_GeluOp : Graph_Op<"gelu", [Elementwise, SameOperandsAndResultType,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
+    Graph_InPlaceOpInterface]> {
   let summary = "Gaussian error linear unit";
   let description = [{
     `erf`: `0.5 * x * (1 + erf(x / sqrt(2)))`;
@@ -603,7 +607,9 @@ def Graph_NormGradOp : Graph_InferredOp<"norm_grad", [
 }
 
 def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [
-    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Graph_InPlaceOpInterface,
+                              ["canOverwriteOperand"]>]> {
   let summary = "one AdamW step of one parameter";
   let description = [{
     The AdamW update the optimizer pass builds for an f32 or f64 parameter,

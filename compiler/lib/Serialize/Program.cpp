@@ -1,0 +1,343 @@
+//===- Program.cpp - @main as the executable's instruction list -----------===//
+//
+// See Program.h. Attribute layouts are those of enum Opcode in
+// runtime/schema/executable.fbs; the runtime validates every instruction
+// when it loads a file, so a mismatch is caught, not executed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Compiler/Program.h"
+
+#include "trainc/Dialect/Graph/GraphOps.h"
+#include "trainc/Dialect/Train/TrainDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc {
+
+std::optional<DType> dtypeOf(Type t) {
+  if (t.isF64())
+    return DType::F64;
+  if (t.isF32())
+    return DType::F32;
+  if (t.isF16())
+    return DType::F16;
+  if (t.isBF16())
+    return DType::BF16;
+  if (t.isInteger(64))
+    return DType::I64;
+  if (t.isInteger(32))
+    return DType::I32;
+  if (t.isInteger(1))
+    return DType::I1;
+  return std::nullopt;
+}
+
+uint64_t bytesOf(RankedTensorType t) {
+  unsigned bits = t.getElementTypeBitWidth();
+  return uint64_t(t.getNumElements()) * (bits == 1 ? 1 : bits / 8);
+}
+
+std::optional<Opcode> opcodeForGraphOp(StringRef name) {
+  for (int i = 0; i < kNumOpcodes; ++i)
+    if (name == opcodeName(Opcode(i)))
+      return Opcode(i);
+  return std::nullopt;
+}
+
+namespace {
+
+/// The dims of `values` as int64.
+template <typename Range> std::vector<int64_t> toInts(Range values) {
+  return std::vector<int64_t>(values.begin(), values.end());
+}
+
+class Builder {
+public:
+  Builder(func::FuncOp fn, bool withConstantData)
+      : fn(fn), withConstantData(withConstantData) {}
+  LogicalResult run();
+  Program program;
+
+private:
+  /// A new tensor of `type`, recorded as the tensor of `v` when given.
+  uint32_t addTensor(RankedTensorType type, Value v, TensorRole role,
+                     std::string name = "");
+  uint32_t addTensor(Value v, TensorRole role, std::string name = "") {
+    return addTensor(cast<RankedTensorType>(v.getType()), v, role,
+                     std::move(name));
+  }
+  LogicalResult lowerOp(Operation *op);
+  /// Appends the bytes of `value` to the constant section; returns offset.
+  /// A splat stores one element and sets `splat`.
+  FailureOr<uint64_t> appendConstant(ElementsAttr value, Operation *where,
+                                     bool &splat);
+
+  func::FuncOp fn;
+  bool withConstantData;
+  std::vector<char> &constants = program.constants;
+  /// Parameters and states by name, for train.update results.
+  llvm::StringMap<uint32_t> persistent;
+};
+
+uint32_t Builder::addTensor(RankedTensorType type, Value v, TensorRole role,
+                            std::string name) {
+  uint32_t id = program.tensors.size();
+  ProgramTensor t;
+  t.role = role;
+  t.type = type;
+  t.name = name.empty() ? "%" + std::to_string(id) : name;
+  program.tensors.push_back(t);
+  if (v)
+    program.ids[v] = id;
+  return id;
+}
+
+FailureOr<uint64_t> Builder::appendConstant(ElementsAttr value,
+                                            Operation *where, bool &splat) {
+  splat = false;
+  uint64_t offset = alignUp(constants.size());
+  constants.resize(offset);
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return where->emitError("the value of ")
+             << value.getType() << " is not available (it was elided when "
+             << "the IR was printed; recompile from the model)";
+    ArrayRef<char> data = blob->getData();
+    constants.insert(constants.end(), data.begin(), data.end());
+    return offset;
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (!dense)
+    return where->emitError("unsupported constant attribute kind");
+  Type e = dense.getElementType();
+  unsigned width = e.getIntOrFloatBitWidth();
+  unsigned bytes = width == 1 ? 1 : width / 8;
+  auto put = [&](uint64_t bits) {
+    for (unsigned b = 0; b < bytes; ++b)
+      constants.push_back(char((bits >> (8 * b)) & 0xff));
+  };
+  // A splat of several elements is stored once; the runtime repeats it.
+  splat = dense.isSplat() && dense.getNumElements() > 1;
+  int64_t count = splat ? 1 : dense.getNumElements();
+  if (isa<FloatType>(e)) {
+    for (APFloat v : llvm::make_range(dense.value_begin<APFloat>(),
+                                      dense.value_begin<APFloat>() + count))
+      put(v.bitcastToAPInt().getZExtValue());
+  } else {
+    for (APInt v : llvm::make_range(dense.value_begin<APInt>(),
+                                    dense.value_begin<APInt>() + count))
+      put(width == 1 ? (v.isZero() ? 0 : 1) : v.getZExtValue());
+  }
+  return offset;
+}
+
+LogicalResult Builder::lowerOp(Operation *op) {
+  std::optional<Opcode> opcode =
+      isa<GraphDialect>(op->getDialect())
+          ? opcodeForGraphOp(op->getName().stripDialect())
+          : std::nullopt;
+  if (!opcode)
+    return op->emitError("'")
+           << op->getName() << "' cannot be lowered to a trainc executable";
+  for (Value v : op->getResults())
+    if (!dtypeOf(cast<ShapedType>(v.getType()).getElementType()))
+      return op->emitError("result type ")
+             << v.getType() << " has no executable element type";
+  ProgramInstruction inst;
+  inst.opcode = *opcode;
+  inst.op = op;
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](CompareOp c) {
+        inst.ints = {static_cast<int64_t>(c.getDirection())};
+      })
+      .Case([&](DotGeneralOp d) {
+        auto lb = d.getLhsBatchingDimensions(),
+             rb = d.getRhsBatchingDimensions(),
+             lc = d.getLhsContractingDimensions(),
+             rc = d.getRhsContractingDimensions();
+        inst.ints = {int64_t(lb.size()), int64_t(lc.size())};
+        for (ArrayRef<int64_t> list : {lb, rb, lc, rc})
+          inst.ints.insert(inst.ints.end(), list.begin(), list.end());
+      })
+      .Case([&](ReduceSumOp r) { inst.ints = toInts(r.getDims()); })
+      .Case([&](ReduceMaxOp r) { inst.ints = toInts(r.getDims()); })
+      .Case([&](ReduceMeanOp r) { inst.ints = toInts(r.getDims()); })
+      .Case([&](BroadcastInDimOp b) { inst.ints = toInts(b.getDims()); })
+      .Case([&](TransposeOp t) { inst.ints = toInts(t.getPermutation()); })
+      .Case([&](SliceOp s) {
+        for (auto list : {s.getStart(), s.getLimit(), s.getStrides()})
+          inst.ints.insert(inst.ints.end(), list.begin(), list.end());
+      })
+      .Case([&](ConcatenateOp c) { inst.ints = {int64_t(c.getDim())}; })
+      .Case([&](GatherOp g) { inst.ints = {int64_t(g.getAxis())}; })
+      .Case([&](ScatterAddOp s) { inst.ints = {int64_t(s.getAxis())}; })
+      .Case([&](IotaOp i) { inst.ints = {int64_t(i.getDim())}; })
+      .Case([&](SoftmaxOp s) { inst.ints = {int64_t(s.getDim())}; })
+      .Case([&](GeluOp g) {
+        inst.ints = {g.getApproximation() == GeluApproximation::tanh};
+      })
+      .Case([&](AdamwUpdateOp a) {
+        inst.floats = {a.getBeta1().convertToDouble(),
+                       a.getBeta2().convertToDouble(),
+                       a.getEpsilon().convertToDouble()};
+      })
+      .Case([&](GeluGradOp g) {
+        inst.ints = {g.getApproximation() == GeluApproximation::tanh};
+      })
+      .Case([&](NormGradOp n) {
+        inst.ints = {int64_t(n.getAxis()), n.getScale() != nullptr,
+                     n.getCentered()};
+        inst.floats = {n.getEpsilon().convertToDouble()};
+      })
+      .Case([&](LayerNormOp l) {
+        inst.ints = {int64_t(l.getAxis()), l.getScale() != nullptr,
+                     l.getBias() != nullptr};
+        inst.floats = {l.getEpsilon().convertToDouble()};
+      })
+      .Case([&](RmsNormOp r) {
+        inst.ints = {int64_t(r.getAxis()), r.getScale() != nullptr};
+        inst.floats = {r.getEpsilon().convertToDouble()};
+      })
+      .Case([&](DropoutOp d) {
+        inst.ints = {int64_t(d.getSeed())};
+        inst.floats = {d.getRatio().convertToDouble()};
+      })
+      .Case([&](AttentionOp a) {
+        inst.ints = {a.getCausal(), a.getMask() != nullptr};
+        inst.floats = {a.getScale().convertToDouble()};
+      })
+      .Case([&](SoftmaxCrossEntropyOp s) {
+        std::optional<uint64_t> ignore = s.getIgnoreIndex();
+        inst.ints = {static_cast<int64_t>(s.getReduction()), ignore.has_value(),
+                     ignore ? static_cast<int64_t>(*ignore) : 0};
+      })
+      .Default([](Operation *) {});
+  for (Value v : op->getOperands())
+    inst.operands.push_back(program.ids.lookup(v));
+  for (Value r : op->getResults())
+    inst.results.push_back(addTensor(r, TensorRole::Activation));
+  program.instructions.push_back(std::move(inst));
+  if (auto cost = dyn_cast<CostOpInterface>(op))
+    program.flops += cost.getFlops();
+  return success();
+}
+
+LogicalResult Builder::run() {
+  Block &body = fn.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (!dtypeOf(type.getElementType()))
+      return fn.emitError("argument ")
+             << arg.getArgNumber() << " has an unsupported type " << type;
+    unsigned i = arg.getArgNumber();
+    auto param = fn.getArgAttrOfType<StringAttr>(
+        i, trainc::train::TrainDialect::kParamAttr);
+    auto state = fn.getArgAttrOfType<StringAttr>(
+        i, trainc::train::TrainDialect::kStateAttr);
+    if (param || state) {
+      StringAttr name = param ? param : state;
+      auto init = fn.getArgAttrOfType<ElementsAttr>(
+          i, trainc::train::TrainDialect::kInitAttr);
+      if (!init)
+        return fn.emitError("'")
+               << name.getValue() << "' has no initial value (train.init)";
+      uint32_t id = addTensor(
+          arg, param ? TensorRole::Parameter : TensorRole::State, name.str());
+      ProgramTensor &t = program.tensors[id];
+      t.arena = kStateArena;
+      if (withConstantData) {
+        bool splat = false;
+        auto offset = appendConstant(init, fn, splat);
+        if (failed(offset))
+          return failure();
+        program.tensors[id].initOffset = *offset;
+        program.tensors[id].splat = splat;
+      }
+      (param ? program.parameters : program.states).push_back(id);
+      persistent[name.getValue()] = id;
+      continue;
+    }
+    auto name = fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kInputAttr);
+    uint32_t id = addTensor(arg, TensorRole::Input,
+                            name ? name.str() : "arg" + std::to_string(i));
+    program.inputs.push_back(id);
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      uint32_t id = addTensor(c.getResult(), TensorRole::Constant);
+      if (!dtypeOf(c.getType().getElementType()))
+        return c.emitError("constant of type ")
+               << c.getType() << " has no executable element type";
+      if (withConstantData) {
+        bool splat = false;
+        auto offset = appendConstant(c.getValue(), c, splat);
+        if (failed(offset))
+          return failure();
+        program.tensors[id].offset = *offset;
+        program.tensors[id].splat = splat;
+      }
+      continue;
+    }
+    if (failed(lowerOp(&op)))
+      return failure();
+  }
+  // Outputs: each result gets its own tensor; values that are not fresh
+  // activations (arguments, constants, values returned twice) are copied.
+  // Results marked train.update are outputs the runtime copies back into
+  // their parameter or state after each run.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    auto output =
+        fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
+    auto target = fn.getResultAttrOfType<StringAttr>(
+        i, trainc::train::TrainDialect::kUpdateAttr);
+    std::string outName = output   ? output.str()
+                          : target ? target.str() + ".next"
+                                   : "result" + std::to_string(i);
+    uint32_t id = program.ids.lookup(v);
+    uint32_t out = id;
+    if (program.tensors[id].role == TensorRole::Activation) {
+      program.tensors[id].role = TensorRole::Output;
+      program.tensors[id].name = outName;
+    } else {
+      ProgramInstruction copy;
+      copy.opcode = Opcode::Reshape;
+      copy.operands = {id};
+      copy.resultIndex = i;
+      out = addTensor(program.tensors[id].type, Value(), TensorRole::Output,
+                      outName);
+      copy.results = {out};
+      program.instructions.push_back(copy);
+    }
+    program.resultTensors.push_back(out);
+    if (!target) {
+      program.outputs.push_back(out);
+      continue;
+    }
+    auto it = persistent.find(target.getValue());
+    if (it == persistent.end())
+      return fn.emitError("result ") << i << " updates '" << target.getValue()
+                                     << "', which is not a parameter or state";
+    program.updates.push_back({out, it->second});
+  }
+  return success();
+}
+
+} // namespace
+
+FailureOr<Program> Program::build(func::FuncOp fn, bool withConstantData) {
+  Builder builder(fn, withConstantData);
+  if (failed(builder.run()))
+    return failure();
+  return std::move(builder.program);
+}
+
+} // namespace trainc

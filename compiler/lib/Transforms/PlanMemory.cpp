@@ -1,0 +1,232 @@
+//===- PlanMemory.cpp - Liveness and static offsets of every buffer -------===//
+//
+// See PlanMemory in Passes.td. The plan is made on the instruction view of
+// @main (Program.h) and written back as attributes, which the serializer
+// reads; `trainc --compile-to=plan-memory` and trainc-opt show them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Compiler/MemoryPlan.h"
+#include "trainc/Compiler/Passes.h"
+#include "trainc/Compiler/Program.h"
+#include "trainc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <algorithm>
+
+namespace trainc {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "trainc/Compiler/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc {
+
+BufferLiveness::BufferLiveness(const Program &program) {
+  size_t n = program.tensors.size();
+  int64_t end = program.instructions.size();
+  firstUse.assign(n, end);
+  lastUse.assign(n, 0);
+  // Inputs live for the whole program (a session may run again without
+  // binding them again), outputs until its end.
+  for (uint32_t id = 0; id < n; ++id) {
+    TensorRole role = program.tensors[id].role;
+    if (role == TensorRole::Input)
+      firstUse[id] = 0;
+    if (role == TensorRole::Output || role == TensorRole::Input)
+      lastUse[id] = end;
+  }
+  for (int64_t i = 0; i < end; ++i) {
+    for (uint32_t id : program.instructions[i].results)
+      firstUse[id] = std::min(firstUse[id], i);
+    for (uint32_t id : program.instructions[i].operands)
+      lastUse[id] = std::max(lastUse[id], i);
+  }
+  for (uint32_t id = 0; id < n; ++id)
+    lastUse[id] = std::max(lastUse[id], firstUse[id]);
+}
+
+namespace {
+
+/// Whether instruction `inst` may write its result `result` into the memory
+/// of its operand `operand` (InPlaceOpInterface; copies never may).
+bool canOverwrite(const ProgramInstruction &inst, uint32_t result,
+                  uint32_t operand) {
+  auto inPlace = dyn_cast_or_null<InPlaceOpInterface>(inst.op);
+  if (!inPlace || llvm::count(inst.operands, operand) != 1)
+    return false;
+  unsigned r = llvm::find(inst.results, result) - inst.results.begin();
+  unsigned o = llvm::find(inst.operands, operand) - inst.operands.begin();
+  return inPlace.canOverwriteOperand(r, o);
+}
+
+} // namespace
+
+MemoryPlanReport planMemory(Program &program,
+                            std::vector<bool> &aliasInstructions) {
+  std::vector<ProgramTensor> &tensors = program.tensors;
+  std::vector<ProgramInstruction> &instructions = program.instructions;
+  MemoryPlanReport report;
+  // Parameters, then optimizer state: packed in the state arena, in order.
+  std::vector<uint32_t> persistentIds = program.parameters;
+  persistentIds.insert(persistentIds.end(), program.states.begin(),
+                       program.states.end());
+  uint64_t stateSize = 0, workSize = 0, parameterBytes = 0;
+  for (uint32_t id : persistentIds) {
+    tensors[id].arena = kStateArena;
+    tensors[id].offset = stateSize;
+    stateSize = alignUp(stateSize + tensors[id].bytes());
+    if (tensors[id].role == TensorRole::Parameter)
+      parameterBytes = stateSize;
+  }
+  // Training updates in place: a new parameter or state value is written
+  // straight into its target's bytes when nothing reads the target after
+  // the instruction that produces it, or when that instruction overwrites
+  // the target element by element (the fused optimizer update). The copy
+  // after the run is then not needed.
+  {
+    std::vector<int64_t> lastRead(tensors.size(), -1),
+        producer(tensors.size(), -1);
+    for (int64_t i = 0; i < int64_t(instructions.size()); ++i) {
+      for (uint32_t id : instructions[i].operands)
+        lastRead[id] = i;
+      for (uint32_t id : instructions[i].results)
+        producer[id] = i;
+    }
+    for (auto [result, target] : program.updates) {
+      int64_t p = producer[result];
+      if (p < 0 || (lastRead[target] >= p &&
+                    !(lastRead[target] == p &&
+                      canOverwrite(instructions[p], result, target))))
+        continue;
+      tensors[result].arena = kStateArena;
+      tensors[result].offset = tensors[target].offset;
+    }
+  }
+  BufferLiveness liveness(program);
+  int64_t end = instructions.size();
+  std::vector<uint32_t> work;
+  for (uint32_t id = 0; id < tensors.size(); ++id) {
+    TensorRole role = tensors[id].role;
+    if (role == TensorRole::Constant || role == TensorRole::Parameter ||
+        role == TensorRole::State || tensors[id].arena == kStateArena)
+      continue;
+    tensors[id].arena = kWorkArena;
+    work.push_back(id);
+  }
+  std::vector<int64_t> firstUse = liveness.firstUse;
+  // In-place reuse. Buffers are grouped: a reshape of a work-arena value
+  // shares its operand's bytes (and its instruction is dropped), and an
+  // index-wise result takes the buffer of an operand of the same size that
+  // dies at that instruction. Groups are then placed as one buffer.
+  std::vector<uint32_t> group(tensors.size());
+  for (uint32_t id = 0; id < tensors.size(); ++id)
+    group[id] = id;
+  auto find = [&](uint32_t id) {
+    while (group[id] != id)
+      id = group[id] = group[group[id]];
+    return id;
+  };
+  // The last instruction reading any member of each group.
+  std::vector<int64_t> groupLastUse = liveness.lastUse;
+  auto inWork = [&](uint32_t id) {
+    auto role = tensors[id].role;
+    return role == TensorRole::Activation || role == TensorRole::Input;
+  };
+  aliasInstructions.assign(instructions.size(), false);
+  for (int64_t i = 0; i < end; ++i) {
+    ProgramInstruction &inst = instructions[i];
+    if (inst.results.size() != 1 ||
+        tensors[inst.results[0]].role != TensorRole::Activation)
+      continue;
+    uint32_t result = inst.results[0];
+    // Copies of function results are Outputs, so only graph.reshape ops
+    // reach here as reshapes.
+    bool isReshape = inst.op && isa<ReshapeOp>(inst.op);
+    for (uint32_t operand : inst.operands) {
+      if (!inWork(operand) ||
+          tensors[operand].bytes() != tensors[result].bytes())
+        continue;
+      uint32_t root = find(operand);
+      if (!isReshape &&
+          (!canOverwrite(inst, result, operand) || groupLastUse[root] != i ||
+           tensors[operand].role != TensorRole::Activation))
+        continue;
+      group[result] = root;
+      groupLastUse[root] =
+          std::max(groupLastUse[root], liveness.lastUse[result]);
+      firstUse[root] = std::min(firstUse[root], firstUse[result]);
+      aliasInstructions[i] = isReshape;
+      break;
+    }
+  }
+  // Greedy by size: largest group first, each at the lowest aligned offset
+  // that overlaps no placed group alive at the same time. Ties by id keep
+  // it deterministic.
+  std::vector<uint32_t> order;
+  uint64_t withoutReuse = 0;
+  for (uint32_t id : work) {
+    withoutReuse += alignUp(tensors[id].bytes());
+    if (find(id) == id)
+      order.push_back(id);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return tensors[a].bytes() > tensors[b].bytes();
+  });
+  std::vector<uint32_t> placed;
+  for (uint32_t id : order) {
+    ProgramTensor &t = tensors[id];
+    uint64_t size = t.bytes();
+    int64_t first = firstUse[id], last = groupLastUse[id];
+    std::vector<std::pair<uint64_t, uint64_t>> busy;
+    for (uint32_t other : placed) {
+      const ProgramTensor &o = tensors[other];
+      if (firstUse[other] <= last && first <= groupLastUse[other])
+        busy.push_back({o.offset, o.offset + o.bytes()});
+    }
+    std::sort(busy.begin(), busy.end());
+    uint64_t offset = 0;
+    for (auto [begin, limit] : busy) {
+      if (offset + size <= begin)
+        break;
+      offset = std::max(offset, alignUp(limit));
+    }
+    t.offset = offset;
+    workSize = std::max(workSize, offset + size);
+    placed.push_back(id);
+  }
+  for (uint32_t id : work)
+    tensors[id].offset = tensors[find(id)].offset;
+  report.stateArena = stateSize;
+  report.workArena = workSize;
+  report.parameters = parameterBytes;
+  report.persistentState = stateSize - parameterBytes;
+  report.activations = workSize;
+  report.peak = stateSize + workSize;
+  report.activationsWithoutReuse = withoutReuse;
+  return report;
+}
+
+namespace {
+
+struct PlanMemoryPass : public impl::PlanMemoryBase<PlanMemoryPass> {
+  void runOnOperation() override {
+    auto fn = getOperation().lookupSymbol<func::FuncOp>("main");
+    if (!fn) {
+      getOperation().emitError("no function @main to plan");
+      return signalPassFailure();
+    }
+    FailureOr<Program> program = Program::build(fn, /*withConstantData=*/false);
+    if (failed(program))
+      return signalPassFailure();
+    std::vector<bool> alias;
+    MemoryPlanReport report = planMemory(*program, alias);
+    writeMemoryPlan(fn, *program, alias, report);
+  }
+};
+
+} // namespace
+} // namespace trainc

@@ -1,0 +1,62 @@
+// RUN: trainc-opt %s --trainc-plan-memory -split-input-file | FileCheck %s
+
+// The memory plan on small programs: arena 0 holds parameters then
+// optimizer state, arena 1 everything else; offsets are 64-byte aligned.
+
+// Reuse: neg takes exp's buffer (exp's result dies there), the reshape
+// shares it (plan.alias: no instruction), the input keeps its own for the
+// whole program. Four 256-byte buffers and a scalar fit in 516 bytes.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: %arg0: tensor<4x16xf32> {graph.input = "x", plan.arena = 1 : i64, plan.offset = 0 : i64}
+// CHECK-SAME: plan.arena_sizes = array<i64: 0, 516>
+// CHECK-SAME: plan.peak = {activations = 516 : i64, activations_without_reuse = 1088 : i64, parameters = 0 : i64, peak = 516 : i64, persistent_state = 0 : i64}
+// CHECK: graph.exp %arg0 {plan.arenas = array<i64: 1>, plan.offsets = array<i64: [[E:[0-9]+]]>}
+// CHECK: graph.neg %{{.+}} {plan.arenas = array<i64: 1>, plan.offsets = array<i64: [[E]]>}
+// CHECK: graph.reshape %{{.+}} {plan.alias, plan.arenas = array<i64: 1>, plan.offsets = array<i64: [[E]]>}
+// CHECK: graph.reduce_sum %{{.+}} {plan.arenas = array<i64: 1>, plan.offsets = array<i64: 512>}
+func.func @main(%x: tensor<4x16xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "s"}) {
+  %e = graph.exp %x : tensor<4x16xf32>
+  %n = graph.neg %e : tensor<4x16xf32>
+  %r = graph.reshape %n : (tensor<4x16xf32>) -> tensor<64xf32>
+  %s = graph.reduce_sum %r, dims = [0] : (tensor<64xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// In place: adamw_update writes the new parameter and moments over the old
+// ones (its InPlaceOpInterface), so they stay in the state arena, at their
+// targets' offsets, and need no copy.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: plan.arena_sizes = array<i64: 384, 132>
+// CHECK-SAME: parameters = 128 : i64, peak = 516 : i64, persistent_state = 256 : i64
+// CHECK: graph.adamw_update {{.+}} {plan.arenas = array<i64: 0, 0, 0>, plan.offsets = array<i64: 0, 128, 256>}
+
+func.func @main(%p: tensor<4x8xf32> {train.param = "p", train.init = dense<1.0> : tensor<4x8xf32>},
+                %m: tensor<4x8xf32> {train.state = "m", train.init = dense<0.0> : tensor<4x8xf32>},
+                %v: tensor<4x8xf32> {train.state = "v", train.init = dense<0.0> : tensor<4x8xf32>},
+                %g: tensor<4x8xf32> {graph.input = "g"}, %s: tensor<f32> {graph.input = "s"})
+    -> (tensor<4x8xf32> {train.update = "p"}, tensor<4x8xf32> {train.update = "m"}, tensor<4x8xf32> {train.update = "v"}) {
+  %0:3 = graph.adamw_update %p, %g, %m, %v, %s, %s, %s, %s, beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8
+         : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
+        -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return %0#0, %0#1, %0#2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Not in place: the parameter is read after its new value is made. A
+// returned argument gets an output buffer of its own (the serializer
+// copies it there).
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: {graph.output = "p_before", plan.arena = 1 : i64, plan.offset = 384 : i64}
+// CHECK: graph.sub %arg0, %arg1 {plan.arenas = array<i64: 1>, plan.offsets = array<i64: 128>}
+// CHECK: graph.mul %arg0, %arg1 {plan.arenas = array<i64: 1>, plan.offsets = array<i64: 256>}
+
+func.func @main(%p: tensor<4x8xf32> {train.param = "p", train.init = dense<1.0> : tensor<4x8xf32>},
+                %g: tensor<4x8xf32> {graph.input = "g"})
+    -> (tensor<4x8xf32> {train.update = "p"}, tensor<4x8xf32> {graph.output = "y"}, tensor<4x8xf32> {graph.output = "p_before"}) {
+  %new = graph.sub %p, %g : tensor<4x8xf32>
+  %y = graph.mul %p, %g : tensor<4x8xf32>
+  return %new, %y, %p : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
