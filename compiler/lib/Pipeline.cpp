@@ -54,6 +54,9 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   // ... and drop what they made dead, merging duplicates.
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  // ... and mark the training signature: the loss and the data inputs.
+  pm.addPass(createInferSignature(
+      InferSignatureOptions{options.loss, /*requireLoss=*/options.train}));
   if (last == Phase::Recognize)
     return;
   if (!options.train)
@@ -62,9 +65,8 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   // autodiff: micro-batches (gradient accumulation), the backward pass,
   // then folding and merging what the rules built.
   if (options.gradAccum != 1)
-    pm.addPass(
-        createGradAccum(GradAccumOptions{options.gradAccum, options.loss}));
-  pm.addPass(createAutodiff(AutodiffOptions{options.loss}));
+    pm.addPass(createGradAccum(GradAccumOptions{options.gradAccum}));
+  pm.addPass(createAutodiff());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   if (last == Phase::Autodiff)

@@ -15,7 +15,7 @@
 // CHECK: return %{{.+}}, %[[DW]]
 func.func @main(%w: tensor<3x4xf32> {train.param = "w", train.init = dense<0.5> : tensor<3x4xf32>},
                 %x: tensor<2x3xf32> {graph.input = "x"},
-                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -33,7 +33,7 @@ func.func @main(%w: tensor<3x4xf32> {train.param = "w", train.init = dense<0.5> 
 // CHECK: return %{{.+}}, %[[DW]]
 func.func @main(%w: tensor<4x3xf32> {train.param = "w", train.init = dense<0.5> : tensor<4x3xf32>},
                 %x: tensor<2x3xf32> {graph.input = "x"},
-                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<2x4xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -55,7 +55,7 @@ func.func @main(%w: tensor<4x3xf32> {train.param = "w", train.init = dense<0.5> 
 // CHECK: return %{{.+}}, %[[DA]], %[[DB]]
 func.func @main(%a: tensor<3x2x4x5xf32> {train.param = "a", train.init = dense<0.5> : tensor<3x2x4x5xf32>},
                 %b: tensor<5x2x3x6xf32> {train.param = "b", train.init = dense<0.25> : tensor<5x2x3x6xf32>},
-                %c: tensor<2x3x4x6xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<2x3x4x6xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.dot_general %a, %b, batching_dims = [1, 0] x [1, 2], contracting_dims = [3] x [0] : (tensor<3x2x4x5xf32>, tensor<5x2x3x6xf32>) -> tensor<2x3x4x6xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2, 3] x [0, 1, 2, 3] : (tensor<2x3x4x6xf32>, tensor<2x3x4x6xf32>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -74,7 +74,7 @@ func.func @main(%a: tensor<3x2x4x5xf32> {train.param = "a", train.init = dense<0
 // CHECK: return %{{.+}}, %[[DA]]
 func.func @main(%a: tensor<2x3x5xf32> {train.param = "a", train.init = dense<0.5> : tensor<2x3x5xf32>},
                 %b: tensor<5x4x3xf32> {graph.input = "b"},
-                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [2, 1] x [0, 2] : (tensor<2x3x5xf32>, tensor<5x4x3xf32>) -> tensor<2x4xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -93,7 +93,7 @@ func.func @main(%a: tensor<2x3x5xf32> {train.param = "a", train.init = dense<0.5
 // CHECK: %[[DX:.+]] = graph.mul %[[Y]], %[[D]]
 // CHECK: return %{{.+}}, %[[DX]]
 func.func @main(%w: tensor<2x5x3xf32> {train.param = "w", train.init = dense<0.5> : tensor<2x5x3xf32>},
-                %c: tensor<2x5x3xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<2x5x3xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.softmax %w, dim = 1 : tensor<2x5x3xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2] x [0, 1, 2] : (tensor<2x5x3xf32>, tensor<2x5x3xf32>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -108,7 +108,7 @@ func.func @main(%w: tensor<2x5x3xf32> {train.param = "w", train.init = dense<0.5
 // CHECK: %[[DX:.+]] = graph.gelu_grad %[[W]], %[[G]], approximation = erf : tensor<8xf32>
 // CHECK-NEXT: return %{{.+}}, %[[DX]]
 func.func @main(%w: tensor<8xf32> {train.param = "w", train.init = dense<0.5> : tensor<8xf32>},
-                %c: tensor<8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.gelu %w, approximation = erf : tensor<8xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<8xf32>, tensor<8xf32>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -123,7 +123,7 @@ func.func @main(%w: tensor<8xf32> {train.param = "w", train.init = dense<0.5> : 
 // CHECK: %[[DX:.+]] = graph.gelu_grad %[[W]], %[[G]], approximation = tanh : tensor<8xf32>
 // CHECK-NEXT: return %{{.+}}, %[[DX]]
 func.func @main(%w: tensor<8xf32> {train.param = "w", train.init = dense<0.5> : tensor<8xf32>},
-                %c: tensor<8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.gelu %w, approximation = tanh : tensor<8xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<8xf32>, tensor<8xf32>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -145,7 +145,7 @@ func.func @main(%w: tensor<8xf32> {train.param = "w", train.init = dense<0.5> : 
 func.func @main(%x: tensor<2x3x4xf32> {train.param = "x", train.init = dense<0.5> : tensor<2x3x4xf32>},
                 %s: tensor<4xf32> {train.param = "s", train.init = dense<1.0> : tensor<4xf32>},
                 %b: tensor<4xf32> {train.param = "b", train.init = dense<0.0> : tensor<4xf32>},
-                %c: tensor<2x3x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<2x3x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.layer_norm %x scale %s bias %b, axis = 2, epsilon = 1.0e-05 : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2] x [0, 1, 2] : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -164,7 +164,7 @@ func.func @main(%x: tensor<2x3x4xf32> {train.param = "x", train.init = dense<0.5
 // CHECK: %[[DX:.+]] = graph.convert %[[DX32]] : (tensor<2x3x4xf32>) -> tensor<2x3x4xbf16>
 // CHECK-NEXT: return %{{.+}}, %[[DX]]
 func.func @main(%x: tensor<2x3x4xbf16> {train.param = "x", train.init = dense<0.5> : tensor<2x3x4xbf16>},
-                %c: tensor<2x3x4xbf16> {graph.input = "c"}) -> (tensor<bf16> {graph.output = "loss"}) {
+                %c: tensor<2x3x4xbf16> {graph.input = "c"}) -> (tensor<bf16> {graph.output = "loss", train.loss}) {
   %y = graph.layer_norm %x, axis = 1, epsilon = 1.0e-05 : (tensor<2x3x4xbf16>) -> tensor<2x3x4xbf16>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2] x [0, 1, 2] : (tensor<2x3x4xbf16>, tensor<2x3x4xbf16>) -> tensor<bf16>
   return %loss : tensor<bf16>
@@ -182,7 +182,7 @@ func.func @main(%x: tensor<2x3x4xbf16> {train.param = "x", train.init = dense<0.
 // CHECK: return %{{.+}}, %[[DX]], %[[DS]]
 func.func @main(%x: tensor<2x4xf32> {train.param = "x", train.init = dense<0.5> : tensor<2x4xf32>},
                 %s: tensor<4xf32> {train.param = "s", train.init = dense<1.0> : tensor<4xf32>},
-                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.rms_norm %x scale %s, axis = 1, epsilon = 1.0e-06 : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -201,7 +201,7 @@ func.func @main(%x: tensor<2x4xf32> {train.param = "x", train.init = dense<0.5> 
 // CHECK: %[[DX:.+]] = graph.select %[[MASK]], %[[GS]], %[[ZERO]]
 // CHECK: return %{{.+}}, %[[DX]]
 func.func @main(%w: tensor<2x8xf32> {train.param = "w", train.init = dense<0.5> : tensor<2x8xf32>},
-                %c: tensor<2x8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<2x8xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y, %mask = graph.dropout %w, ratio = 1.000000e-01, seed = 7 : tensor<2x8xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -219,7 +219,7 @@ func.func @main(%w: tensor<2x8xf32> {train.param = "w", train.init = dense<0.5> 
 // CHECK: %[[GS16:.+]] = graph.convert %[[GS]] : (tensor<8xf32>) -> tensor<8xf16>
 // CHECK: graph.select %[[MASK]], %[[GS16]], %{{.+}} : tensor<8xi1>, tensor<8xf16>
 func.func @main(%w: tensor<8xf16> {train.param = "w", train.init = dense<0.5> : tensor<8xf16>},
-                %c: tensor<8xf16> {graph.input = "c"}) -> (tensor<f16> {graph.output = "loss"}) {
+                %c: tensor<8xf16> {graph.input = "c"}) -> (tensor<f16> {graph.output = "loss", train.loss}) {
   %y, %mask = graph.dropout %w, ratio = 3.000000e-01, seed = 7 : tensor<8xf16>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<8xf16>, tensor<8xf16>) -> tensor<f16>
   return %loss : tensor<f16>
@@ -272,7 +272,7 @@ func.func @main(%q: tensor<1x4x3x8xf32> {train.param = "q", train.init = dense<0
                 %k: tensor<1x2x5x8xf32> {train.param = "k", train.init = dense<0.25> : tensor<1x2x5x8xf32>},
                 %v: tensor<1x2x5x6xf32> {train.param = "v", train.init = dense<0.125> : tensor<1x2x5x6xf32>},
                 %m: tensor<1x1x3x5xf32> {train.param = "m", train.init = dense<0.0> : tensor<1x1x3x5xf32>},
-                %c: tensor<1x4x3x6xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<1x4x3x6xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.attention %q, %k, %v mask %m, scale = 0.35, causal : (tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x6xf32>, tensor<1x1x3x5xf32>) -> tensor<1x4x3x6xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2, 3] x [0, 1, 2, 3] : (tensor<1x4x3x6xf32>, tensor<1x4x3x6xf32>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -291,7 +291,7 @@ func.func @main(%q: tensor<1x4x3x8xf32> {train.param = "q", train.init = dense<0
 func.func @main(%q: tensor<2x2x4x3xf32> {train.param = "q", train.init = dense<0.5> : tensor<2x2x4x3xf32>},
                 %k: tensor<2x2x4x3xf32> {graph.input = "k"},
                 %v: tensor<2x2x4x3xf32> {graph.input = "v"},
-                %c: tensor<2x2x4x3xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<2x2x4x3xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.attention %q, %k, %v, scale = 0.5 : (tensor<2x2x4x3xf32>, tensor<2x2x4x3xf32>, tensor<2x2x4x3xf32>) -> tensor<2x2x4x3xf32>
   %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2, 3] x [0, 1, 2, 3] : (tensor<2x2x4x3xf32>, tensor<2x2x4x3xf32>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -322,7 +322,7 @@ func.func @main(%q: tensor<2x2x4x3xf32> {train.param = "q", train.init = dense<0
 // CHECK: %[[DX:.+]] = graph.mul %[[DIFF]], %[[WB]]
 // CHECK: return %{{.+}}, %[[DX]]
 func.func @main(%x: tensor<2x3x5xf32> {train.param = "x", train.init = dense<0.5> : tensor<2x3x5xf32>},
-                %t: tensor<2x3xi64> {graph.input = "t"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %t: tensor<2x3xi64> {graph.input = "t"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %loss = graph.softmax_cross_entropy %x, %t, reduction = mean, ignore_index = -100 : (tensor<2x3x5xf32>, tensor<2x3xi64>) -> tensor<f32>
   return %loss : tensor<f32>
 }
@@ -341,7 +341,7 @@ func.func @main(%x: tensor<2x3x5xf32> {train.param = "x", train.init = dense<0.5
 // CHECK: return %{{.+}}, %[[DX]]
 func.func @main(%x: tensor<4x3xf32> {train.param = "x", train.init = dense<0.5> : tensor<4x3xf32>},
                 %t: tensor<4xi32> {graph.input = "t"},
-                %c: tensor<4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %c: tensor<4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %l = graph.softmax_cross_entropy %x, %t, reduction = none : (tensor<4x3xf32>, tensor<4xi32>) -> tensor<4xf32>
   %loss = graph.dot_general %l, %c, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
   return %loss : tensor<f32>

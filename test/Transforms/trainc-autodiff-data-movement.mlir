@@ -9,7 +9,7 @@
 // CHECK-SAME: (%[[W:.+]]: tensor<2x3x4xf32> {{.*}}, %[[X:.+]]: tensor<3xf32> {graph.input = "x"})
 // CHECK: %[[G:.+]] = graph.broadcast_in_dim %[[X]], dims = [1] : (tensor<3xf32>) -> tensor<2x3x4xf32>
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<2x3x4xf32>}, %x: tensor<3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<2x3x4xf32>}, %x: tensor<3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.reduce_sum %w, dims = [0, 2] : (tensor<2x3x4xf32>) -> tensor<3xf32>
   %s = graph.mul %y, %x : tensor<3xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<3xf32>) -> tensor<f32>
@@ -25,7 +25,7 @@ func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0
 // CHECK: %[[S:.+]] = graph.mul %[[X]], %[[C]] : tensor<3xf32>
 // CHECK: %[[G:.+]] = graph.broadcast_in_dim %[[S]], dims = [1] : (tensor<3xf32>) -> tensor<2x3x4xf32>
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<2x3x4xf32>}, %x: tensor<3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<2x3x4xf32>}, %x: tensor<3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.reduce_mean %w, dims = [0, 2] : (tensor<2x3x4xf32>) -> tensor<3xf32>
   %s = graph.mul %y, %x : tensor<3xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<3xf32>) -> tensor<f32>
@@ -48,7 +48,7 @@ func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0
 // CHECK: %[[ZERO:.+]] = graph.constant dense<0.000000e+00> : tensor<2x3x4xf32>
 // CHECK: %[[G:.+]] = graph.select %[[IS]], %[[SB]], %[[ZERO]]
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<2x3x4xf32>}, %x: tensor<3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<2x3x4xf32>}, %x: tensor<3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.reduce_max %w, dims = [0, 2] : (tensor<2x3x4xf32>) -> tensor<3xf32>
   %s = graph.mul %y, %x : tensor<3xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<3xf32>) -> tensor<f32>
@@ -64,7 +64,7 @@ func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0
 // CHECK: %[[S:.+]] = graph.reduce_sum %[[X]], dims = [0, 2] : (tensor<2x3x4xf32>) -> tensor<3xf32>
 // CHECK: %[[G:.+]] = graph.reshape %[[S]] : (tensor<3xf32>) -> tensor<3x1xf32>
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<3x1xf32> {train.param = "w", train.init = dense<1.0> : tensor<3x1xf32>}, %x: tensor<2x3x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<3x1xf32> {train.param = "w", train.init = dense<1.0> : tensor<3x1xf32>}, %x: tensor<2x3x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.broadcast_in_dim %w, dims = [1, 2] : (tensor<3x1xf32>) -> tensor<2x3x4xf32>
   %s = graph.mul %y, %x : tensor<2x3x4xf32>
   %l = graph.reduce_sum %s, dims = [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
@@ -77,7 +77,7 @@ func.func @main(%w: tensor<3x1xf32> {train.param = "w", train.init = dense<1.0> 
 // CHECK-SAME: (%[[W:.+]]: tensor<2x3x4xf32> {{.*}}, %[[X:.+]]: tensor<6x4xf32> {graph.input = "x"})
 // CHECK: %[[G:.+]] = graph.reshape %[[X]] : (tensor<6x4xf32>) -> tensor<2x3x4xf32>
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<2x3x4xf32>}, %x: tensor<6x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<2x3x4xf32>}, %x: tensor<6x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.reshape %w : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
   %s = graph.mul %y, %x : tensor<6x4xf32>
   %l = graph.reduce_sum %s, dims = [0, 1] : (tensor<6x4xf32>) -> tensor<f32>
@@ -91,7 +91,7 @@ func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0
 // CHECK-SAME: (%[[W:.+]]: tensor<2x3x4xf32> {{.*}}, %[[X:.+]]: tensor<4x2x3xf32> {graph.input = "x"})
 // CHECK: %[[G:.+]] = graph.transpose %[[X]], permutation = [1, 2, 0] : (tensor<4x2x3xf32>) -> tensor<2x3x4xf32>
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<2x3x4xf32>}, %x: tensor<4x2x3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<2x3x4xf32>}, %x: tensor<4x2x3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.transpose %w, permutation = [2, 0, 1] : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
   %s = graph.mul %y, %x : tensor<4x2x3xf32>
   %l = graph.reduce_sum %s, dims = [0, 1, 2] : (tensor<4x2x3xf32>) -> tensor<f32>
@@ -109,7 +109,7 @@ func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0
 // CHECK: %[[AFTER:.+]] = graph.constant dense<0.000000e+00> : tensor<4x1xf32>
 // CHECK: %[[G:.+]] = graph.concatenate(%[[BEFORE]], %[[X]], %[[AFTER]]), dim = 1 : (tensor<4x2xf32>, tensor<4x5xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4x8xf32> {train.param = "w", train.init = dense<1.0> : tensor<4x8xf32>}, %x: tensor<4x5xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4x8xf32> {train.param = "w", train.init = dense<1.0> : tensor<4x8xf32>}, %x: tensor<4x5xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.slice %w, start = [0, 2], limit = [4, 7], strides = [1, 1] : (tensor<4x8xf32>) -> tensor<4x5xf32>
   %s = graph.mul %y, %x : tensor<4x5xf32>
   %l = graph.reduce_sum %s, dims = [0, 1] : (tensor<4x5xf32>) -> tensor<f32>
@@ -133,7 +133,7 @@ func.func @main(%w: tensor<4x8xf32> {train.param = "w", train.init = dense<1.0> 
 // CHECK: %[[AFTER:.+]] = graph.constant dense<0.000000e+00> : tensor<4x2xf32>
 // CHECK: %[[G:.+]] = graph.concatenate(%[[BEFORE]], %[[SPREAD]], %[[AFTER]]), dim = 1 : (tensor<4x1xf32>, tensor<4x5xf32>, tensor<4x2xf32>) -> tensor<4x8xf32>
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4x8xf32> {train.param = "w", train.init = dense<1.0> : tensor<4x8xf32>}, %x: tensor<4x3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4x8xf32> {train.param = "w", train.init = dense<1.0> : tensor<4x8xf32>}, %x: tensor<4x3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.slice %w, start = [0, 1], limit = [4, 7], strides = [1, 2] : (tensor<4x8xf32>) -> tensor<4x3xf32>
   %s = graph.mul %y, %x : tensor<4x3xf32>
   %l = graph.reduce_sum %s, dims = [0, 1] : (tensor<4x3xf32>) -> tensor<f32>
@@ -148,7 +148,7 @@ func.func @main(%w: tensor<4x8xf32> {train.param = "w", train.init = dense<1.0> 
 // CHECK: %[[GW:.+]] = graph.slice %[[X]], start = [0, 0], limit = [4, 2], strides = [1, 1] : (tensor<4x8xf32>) -> tensor<4x2xf32>
 // CHECK: %[[GV:.+]] = graph.slice %[[X]], start = [0, 2], limit = [4, 8], strides = [1, 1] : (tensor<4x8xf32>) -> tensor<4x6xf32>
 // CHECK: return %{{.+}}, %[[GW]], %[[GV]]
-func.func @main(%w: tensor<4x2xf32> {train.param = "w", train.init = dense<1.0> : tensor<4x2xf32>}, %v: tensor<4x6xf32> {train.param = "v", train.init = dense<1.0> : tensor<4x6xf32>}, %x: tensor<4x8xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4x2xf32> {train.param = "w", train.init = dense<1.0> : tensor<4x2xf32>}, %v: tensor<4x6xf32> {train.param = "v", train.init = dense<1.0> : tensor<4x6xf32>}, %x: tensor<4x8xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.concatenate(%w, %v), dim = 1 : (tensor<4x2xf32>, tensor<4x6xf32>) -> tensor<4x8xf32>
   %s = graph.mul %y, %x : tensor<4x8xf32>
   %l = graph.reduce_sum %s, dims = [0, 1] : (tensor<4x8xf32>) -> tensor<f32>
@@ -162,7 +162,7 @@ func.func @main(%w: tensor<4x2xf32> {train.param = "w", train.init = dense<1.0> 
 // CHECK-SAME: (%[[W:.+]]: tensor<16x4xf32> {{.*}}, %[[T:.+]]: tensor<2x3xi64> {graph.input = "t"}, %[[X:.+]]: tensor<2x3x4xf32> {graph.input = "x"})
 // CHECK: %[[G:.+]] = graph.scatter_add %[[X]][%[[T]]], axis = 0 : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<16x4xf32>
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<16x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<16x4xf32>}, %t: tensor<2x3xi64> {graph.input = "t"}, %x: tensor<2x3x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<16x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<16x4xf32>}, %t: tensor<2x3xi64> {graph.input = "t"}, %x: tensor<2x3x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.gather %w[%t], axis = 0 : (tensor<16x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
   %s = graph.mul %y, %x : tensor<2x3x4xf32>
   %l = graph.reduce_sum %s, dims = [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
@@ -176,7 +176,7 @@ func.func @main(%w: tensor<16x4xf32> {train.param = "w", train.init = dense<1.0>
 // CHECK-SAME: (%[[W:.+]]: tensor<2x3x4xf32> {{.*}}, %[[T:.+]]: tensor<2x3xi64> {graph.input = "t"}, %[[X:.+]]: tensor<16x4xf32> {graph.input = "x"})
 // CHECK: %[[G:.+]] = graph.gather %[[X]][%[[T]]], axis = 0 : (tensor<16x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<2x3x4xf32>}, %t: tensor<2x3xi64> {graph.input = "t"}, %x: tensor<16x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<2x3x4xf32>}, %t: tensor<2x3xi64> {graph.input = "t"}, %x: tensor<16x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.scatter_add %w[%t], axis = 0 : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<16x4xf32>
   %s = graph.mul %y, %x : tensor<16x4xf32>
   %l = graph.reduce_sum %s, dims = [0, 1] : (tensor<16x4xf32>) -> tensor<f32>

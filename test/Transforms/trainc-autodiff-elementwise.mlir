@@ -8,7 +8,7 @@
 // CHECK-SAME: (%[[W:.+]]: tensor<4xf32> {{.*}}, %[[X:.+]]: tensor<4xf32> {graph.input = "x"})
 // CHECK: %[[G:.+]] = graph.neg %[[X]] : tensor<4xf32>
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.neg %w : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -27,7 +27,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK: %[[GT:.+]] = graph.compare GT, %[[W]], %[[ZERO]]
 // CHECK: %[[G:.+]] = graph.select %[[GT]], %[[X]], %[[INNER]]
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.abs %w : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -42,7 +42,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK: %[[Y:.+]] = graph.exp %[[W]]
 // CHECK: %[[G:.+]] = graph.mul %[[X]], %[[Y]]
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.exp %w : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -56,7 +56,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK-SAME: (%[[W:.+]]: tensor<4xf32> {{.*}}, %[[X:.+]]: tensor<4xf32> {graph.input = "x"})
 // CHECK: %[[G:.+]] = graph.div %[[X]], %[[W]]
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.log %w : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -74,7 +74,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK: %[[SLOPE:.+]] = graph.sub %[[ONE]], %[[Y2]]
 // CHECK: %[[G:.+]] = graph.mul %[[X]], %[[SLOPE]]
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.tanh %w : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -93,7 +93,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK: %[[SLOPE:.+]] = graph.mul %[[E]], %[[C]]
 // CHECK: %[[G:.+]] = graph.mul %[[X]], %[[SLOPE]]
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.erf %w : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -109,7 +109,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK: %[[TWOY:.+]] = graph.add %[[Y]], %[[Y]]
 // CHECK: %[[G:.+]] = graph.div %[[X]], %[[TWOY]]
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.sqrt %w : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -128,7 +128,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK: %[[SLOPE:.+]] = graph.mul %[[Y3]], %[[C]]
 // CHECK: %[[G:.+]] = graph.mul %[[X]], %[[SLOPE]]
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.rsqrt %w : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -142,7 +142,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK-SAME: (%[[W:.+]]: tensor<4xf32> {{.*}}, %[[V:.+]]: tensor<4xf32> {{.*}}, %[[X:.+]]: tensor<4xf32> {graph.input = "x"})
 // CHECK: %[[NEG:.+]] = graph.neg %[[X]]
 // CHECK: return %{{.+}}, %[[X]], %[[NEG]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %v: tensor<4xf32> {train.param = "v", train.init = dense<1.0> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %v: tensor<4xf32> {train.param = "v", train.init = dense<1.0> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.sub %w, %v : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -158,7 +158,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK: %[[B:.+]] = graph.mul %[[X]], %[[W]]
 // CHECK: %[[G:.+]] = graph.add %[[A]], %[[B]]
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.mul %w, %w : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -175,7 +175,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK: %[[T:.+]] = graph.mul %[[GW]], %[[Y]]
 // CHECK: %[[GV:.+]] = graph.neg %[[T]]
 // CHECK: return %{{.+}}, %[[GW]], %[[GV]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %v: tensor<4xf32> {train.param = "v", train.init = dense<2.0> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %v: tensor<4xf32> {train.param = "v", train.init = dense<2.0> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.div %w, %v : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -196,7 +196,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK-NOT: graph.log
 // CHECK-NOT: graph.select
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %e = graph.constant dense<3.0> : tensor<4xf32>
   %y = graph.pow %w, %e : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
@@ -227,7 +227,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK: %[[INNER:.+]] = graph.select %[[BGE]], %{{.+}}, %[[DB]]
 // CHECK: %[[GB:.+]] = graph.select %[[A0]], %[[INNER]], %[[DB]]
 // CHECK: return %{{.+}}, %[[GA]], %[[GB]]
-func.func @main(%a: tensor<4xf32> {train.param = "a", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %b: tensor<4xf32> {train.param = "b", train.init = dense<2.0> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%a: tensor<4xf32> {train.param = "a", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %b: tensor<4xf32> {train.param = "b", train.init = dense<2.0> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.pow %a, %b : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -250,7 +250,7 @@ func.func @main(%a: tensor<4xf32> {train.param = "a", train.init = dense<[0.5, 1
 // CHECK: %[[LT:.+]] = graph.compare LT, %[[W]], %[[V]]
 // CHECK: %[[GV:.+]] = graph.select %[[LT]], %[[X]], %[[TIE]]
 // CHECK: return %{{.+}}, %[[GW]], %[[GV]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %v: tensor<4xf32> {train.param = "v", train.init = dense<1.0> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %v: tensor<4xf32> {train.param = "v", train.init = dense<1.0> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.max %w, %v : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -269,7 +269,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK: %[[GT:.+]] = graph.compare GT, %[[W]], %[[V]]
 // CHECK: %[[GV:.+]] = graph.select %[[GT]], %[[X]], %[[TIE]]
 // CHECK: return %{{.+}}, %[[GW]], %[[GV]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %v: tensor<4xf32> {train.param = "v", train.init = dense<1.0> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %v: tensor<4xf32> {train.param = "v", train.init = dense<1.0> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.min %w, %v : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
   %l = graph.reduce_sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32>
@@ -289,7 +289,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK: %[[GT:.+]] = graph.compare GT, %[[W]], %[[C]]
 // CHECK: %[[G:.+]] = graph.select %[[GT]], %[[X]], %[[ZERO]]
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[-1.0, 0.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[-1.0, 0.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %z = graph.constant dense<0.0> : tensor<4xf32>
   %y = graph.max %w, %z : tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
@@ -307,7 +307,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[-1.0, 
 // CHECK: %[[GW:.+]] = graph.select %[[P]], %[[X]], %[[ZERO]]
 // CHECK: %[[GV:.+]] = graph.select %[[P]], %[[ZERO]], %[[X]]
 // CHECK: return %{{.+}}, %[[GW]], %[[GV]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %v: tensor<4xf32> {train.param = "v", train.init = dense<1.0> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %v: tensor<4xf32> {train.param = "v", train.init = dense<1.0> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %p = graph.compare LT, %w, %v : tensor<4xf32>
   %y = graph.select %p, %w, %v : tensor<4xi1>, tensor<4xf32>
   %s = graph.mul %y, %x : tensor<4xf32>
@@ -326,7 +326,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK: %[[GH:.+]] = graph.mul %[[GT]], %{{.+}} : tensor<4xbf16>
 // CHECK: %[[G:.+]] = graph.convert %[[GH]] : (tensor<4xbf16>) -> tensor<4xf32>
 // CHECK: return %{{.+}}, %[[G]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}, %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %h = graph.convert %w : (tensor<4xf32>) -> tensor<4xbf16>
   %t = graph.tanh %h : tensor<4xbf16>
   %y = graph.convert %t : (tensor<4xbf16>) -> tensor<4xf32>
@@ -342,7 +342,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1
 // CHECK-LABEL: func.func @main
 // CHECK: %[[Z:.+]] = graph.constant dense<0.000000e+00> : tensor<4xf32>
 // CHECK: return %{{.+}}, %[[Z]]
-func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}) -> (tensor<f32> {graph.output = "loss"}) {
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<[0.5, 1.0, 1.5, 2.0]> : tensor<4xf32>}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %i = graph.convert %w : (tensor<4xf32>) -> tensor<4xi32>
   %n = graph.neg %i : tensor<4xi32>
   %f = graph.convert %n : (tensor<4xi32>) -> tensor<4xf32>

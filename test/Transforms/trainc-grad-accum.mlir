@@ -2,7 +2,7 @@
 
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<6x4xf32> {graph.input = "x"}
-// CHECK-SAME: -> (tensor<f32> {graph.output = "loss"}, tensor<6x4xf32> {graph.output = "y"})
+// CHECK-SAME: -> (tensor<f32> {graph.output = "loss", train.loss}, tensor<6x4xf32> {graph.output = "y"})
 // CHECK-DAG: %[[S0:.+]] = graph.slice %[[X]], start = [0, 0], limit = [2, 4], strides = [1, 1]
 // CHECK-DAG: %[[S1:.+]] = graph.slice %[[X]], start = [2, 0], limit = [4, 4], strides = [1, 1]
 // CHECK-DAG: %[[S2:.+]] = graph.slice %[[X]], start = [4, 0], limit = [6, 4], strides = [1, 1]
@@ -16,7 +16,7 @@
 // CHECK: %[[Y:.+]] = graph.concatenate(%{{.+}}, %{{.+}}, %{{.+}}), dim = 0
 // CHECK: return %[[MEAN]], %[[Y]]
 func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>},
-                %x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}, tensor<2x4xf32> {graph.output = "y"}) {
+                %x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}, tensor<2x4xf32> {graph.output = "y"}) {
   %wb = graph.broadcast_in_dim %w, dims = [1] : (tensor<4xf32>) -> tensor<2x4xf32>
   %p = graph.mul %x, %wb : tensor<2x4xf32>
   %d, %m = graph.dropout %p, ratio = 0.1, seed = 5 : tensor<2x4xf32>
@@ -28,7 +28,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : 
 
 // expected-error@+1 {{grad-accum: input 2 of type 'tensor<3x4xf32>' does not have the micro-batch size 2 as its leading dimension}}
 func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>},
-                %x: tensor<2x4xf32> {graph.input = "x"}, %z: tensor<3x4xf32> {graph.input = "z"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %x: tensor<2x4xf32> {graph.input = "x"}, %z: tensor<3x4xf32> {graph.input = "z"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %l = graph.reduce_sum %x, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
@@ -37,7 +37,7 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : 
 
 // expected-error@+1 {{grad-accum: output 1 ('tensor<4xf32>') is neither the loss nor batched along dimension 0}}
 func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>},
-                %x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}, tensor<4xf32> {graph.output = "w_out"}) {
+                %x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}, tensor<4xf32> {graph.output = "w_out"}) {
   %l = graph.reduce_sum %x, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
   return %l, %w : tensor<f32>, tensor<4xf32>
 }

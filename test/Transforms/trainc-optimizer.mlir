@@ -14,7 +14,7 @@
 // ADAMW-SAME: train.state = "w.exp_avg_sq"}
 // ADAMW-SAME: train.state = "b.exp_avg"}
 // ADAMW-SAME: train.state = "b.exp_avg_sq"}
-// ADAMW-SAME: -> (tensor<f32> {graph.output = "loss"}, tensor<f32> {graph.output = "grad_norm"}, tensor<f32> {graph.output = "lr"},
+// ADAMW-SAME: -> (tensor<f32> {graph.output = "loss", train.loss}, tensor<f32> {graph.output = "grad_norm", train.metric = "grad_norm"}, tensor<f32> {graph.output = "lr", train.metric = "lr"},
 // ADAMW-SAME: {train.update = "w.exp_avg"}, {{.+}} {train.update = "w.exp_avg_sq"}, {{.+}} {train.update = "w"},
 // ADAMW-SAME: {train.update = "b.exp_avg"}, {{.+}} {train.update = "b.exp_avg_sq"}, {{.+}} {train.update = "b"}, tensor<i64> {train.update = "step"})
 // Bias corrections in f64 from the step count: 1 - 0.9^t and 1 - 0.999^t.
@@ -48,7 +48,7 @@
 // BADOPT: optimizer: the cosine and wsd schedules need 0 <= warmup-steps < total-steps and 0 <= min-lr <= lr
 func.func @main(%w: tensor<2x3xf32> {train.param = "w", train.init = dense<0.5> : tensor<2x3xf32>},
                 %b: tensor<3xf32> {train.param = "b", train.init = dense<0.1> : tensor<3xf32>},
-                %x: tensor<4x2xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss"}) {
+                %x: tensor<4x2xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %y = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0]
          : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
   %bb = graph.broadcast_in_dim %b, dims = [1] : (tensor<3xf32>) -> tensor<4x3xf32>

@@ -49,25 +49,18 @@ struct AutodiffPass : public trainc::impl::AutodiffBase<AutodiffPass> {
     Block &body = fn.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
 
-    // The loss: the result named `loss`, a scalar float.
+    // The loss: the result marked train.loss (a scalar float, as the train
+    // dialect verifies).
     std::optional<unsigned> lossIndex;
-    std::string names;
     for (unsigned i = 0; i < fn.getNumResults(); ++i)
-      if (auto name = fn.getResultAttrOfType<StringAttr>(
-              i, GraphDialect::kOutputAttr)) {
-        names += (names.empty() ? "'" : ", '") + name.str() + "'";
-        if (name.getValue() == loss)
-          lossIndex = i;
-      }
+      if (fn.getResultAttr(i, trainc::train::TrainDialect::kLossAttr))
+        lossIndex = i;
     if (!lossIndex)
-      return fn.emitError("autodiff: no output named '")
-             << loss << "' to differentiate (outputs: "
-             << (names.empty() ? "none" : names) << ")";
+      return fn.emitError("autodiff: no result is marked train.loss (run "
+                          "--trainc-infer-signature, which marks the output "
+                          "named by trainc --loss)");
     Value lossValue = ret.getOperand(*lossIndex);
     auto lossType = cast<RankedTensorType>(lossValue.getType());
-    if (lossType.getRank() != 0 || !isa<FloatType>(lossType.getElementType()))
-      return fn.emitError("autodiff: the loss '")
-             << loss << "' must be a scalar float, but it is " << lossType;
 
     // Trainable parameters and everything computed from them.
     SmallVector<BlockArgument> trainable;
@@ -122,8 +115,7 @@ struct AutodiffPass : public trainc::impl::AutodiffBase<AutodiffPass> {
         return op->emitError("autodiff: '")
                << op->getName()
                << "' has no gradient rule, and it lies on a path from a "
-                  "trainable parameter to the loss '"
-               << loss << "'";
+                  "trainable parameter to the loss";
       SmallVector<Value> operandCotangents;
       if (failed(rule.buildVjp(b, resultCotangents, operandCotangents)))
         return op->emitError("autodiff: the gradient rule of '")
@@ -140,15 +132,9 @@ struct AutodiffPass : public trainc::impl::AutodiffBase<AutodiffPass> {
 
     // Gradients become results, after the original outputs.
     SmallVector<Value> results(ret.getOperands());
-    SmallVector<std::string> gradNames;
     for (BlockArgument arg : trainable) {
       Value g = cotangent.lookup(arg);
       results.push_back(g ? g : zerosLike(b, fn.getLoc(), arg.getType()));
-      gradNames.push_back(
-          fn.getArgAttrOfType<StringAttr>(
-                arg.getArgNumber(), trainc::train::TrainDialect::kParamAttr)
-              .str() +
-          ".grad");
     }
     unsigned firstGrad = ret.getNumOperands();
     b.create<func::ReturnOp>(ret.getLoc(), results);
@@ -156,9 +142,14 @@ struct AutodiffPass : public trainc::impl::AutodiffBase<AutodiffPass> {
     // setType (not setFunctionType) resizes the result attribute list.
     fn.setType(FunctionType::get(fn.getContext(), fn.getArgumentTypes(),
                                  ValueRange(results).getTypes()));
-    for (auto [k, name] : llvm::enumerate(gradNames))
+    for (auto [k, arg] : llvm::enumerate(trainable)) {
+      StringAttr param = fn.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), trainc::train::TrainDialect::kParamAttr);
       fn.setResultAttr(firstGrad + k, GraphDialect::kOutputAttr,
-                       b.getStringAttr(name));
+                       b.getStringAttr(param.getValue() + ".grad"));
+      fn.setResultAttr(firstGrad + k, trainc::train::TrainDialect::kGradOfAttr,
+                       param);
+    }
     return success();
   }
 };

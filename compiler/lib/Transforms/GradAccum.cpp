@@ -7,6 +7,7 @@
 
 #include "trainc/Compiler/Passes.h"
 #include "trainc/Dialect/Graph/GraphOps.h"
+#include "trainc/Dialect/Train/TrainDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -68,10 +69,8 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
     // Outputs: the loss is averaged, batched outputs concatenated.
     std::optional<unsigned> lossIndex;
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
-      auto name =
-          fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
       auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
-      if (name && name.getValue() == loss && type.getRank() == 0)
+      if (fn.getResultAttr(i, trainc::train::TrainDialect::kLossAttr))
         lossIndex = i;
       else if (type.getRank() == 0 || type.getDimSize(0) != batch)
         return fn.emitError("grad-accum: output ")
@@ -79,8 +78,8 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
                << ") is neither the loss nor batched along dimension 0";
     }
     if (!lossIndex)
-      return fn.emitError("grad-accum: no scalar output named '")
-             << loss << "'";
+      return fn.emitError("grad-accum: no result is marked train.loss (run "
+                          "--trainc-infer-signature first)");
 
     // Widen the inputs; micro-batch 0 reads the first slice.
     OpBuilder b(&body, body.begin());

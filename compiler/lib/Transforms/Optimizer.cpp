@@ -133,17 +133,14 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     MLIRContext *ctx = fn.getContext();
 
-    // Gradients by parameter name, and the loss.
+    // Gradients by parameter name, and the loss: the training signature.
     llvm::StringMap<unsigned> gradIndex;
     std::optional<unsigned> lossIndex;
     for (unsigned i = 0; i < fn.getNumResults(); ++i) {
-      auto name =
-          fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
-      if (!name)
-        continue;
-      if (name.getValue().ends_with(".grad"))
-        gradIndex[name.getValue().drop_back(5)] = i;
-      else if (name.getValue() == "loss")
+      if (auto param = fn.getResultAttrOfType<StringAttr>(
+              i, trainc::train::TrainDialect::kGradOfAttr))
+        gradIndex[param.getValue()] = i;
+      else if (fn.getResultAttr(i, trainc::train::TrainDialect::kLossAttr))
         lossIndex = i;
     }
     if (gradIndex.empty() || !lossIndex)
@@ -157,15 +154,23 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     OpBuilder b(ret);
     StepBuilder s(b, fn.getLoc());
     SmallVector<Value> results;
-    SmallVector<std::pair<std::string, std::string>> resultNames; // attr, name
+    // Each result's attributes: the forward outputs keep theirs.
+    SmallVector<DictionaryAttr> resultAttrs;
+    auto named = [&](StringRef attr, StringRef name,
+                     std::optional<StringRef> metric = std::nullopt) {
+      SmallVector<NamedAttribute> attrs = {
+          b.getNamedAttr(attr, b.getStringAttr(name))};
+      if (metric)
+        attrs.push_back(b.getNamedAttr(trainc::train::TrainDialect::kMetricAttr,
+                                       b.getStringAttr(*metric)));
+      return DictionaryAttr::get(ctx, attrs);
+    };
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
-      auto name =
-          fn.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
-      if (name && name.getValue().ends_with(".grad"))
+      if (fn.getResultAttr(i, trainc::train::TrainDialect::kGradOfAttr))
         continue;
       results.push_back(ret.getOperand(i));
-      resultNames.push_back({GraphDialect::kOutputAttr.str(),
-                             name ? name.str() : "result" + std::to_string(i)});
+      resultAttrs.push_back(fn.getResultAttrDict(i) ? fn.getResultAttrDict(i)
+                                                    : DictionaryAttr::get(ctx));
     }
 
     // New state arguments are appended; each gets a zero initial value.
@@ -187,8 +192,8 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     };
     auto update = [&](Value v, StringRef name) {
       results.push_back(v);
-      resultNames.push_back(
-          {trainc::train::TrainDialect::kUpdateAttr.str(), name.str()});
+      resultAttrs.push_back(
+          named(trainc::train::TrainDialect::kUpdateAttr, name));
     };
 
     // The step count and the learning rate of this step.
@@ -233,9 +238,10 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
         cast<RankedTensorType>(ret.getOperand(*lossIndex).getType())
             .getElementType();
     results.push_back(s.convert(norm, lossElement));
-    resultNames.push_back({GraphDialect::kOutputAttr.str(), "grad_norm"});
+    resultAttrs.push_back(
+        named(GraphDialect::kOutputAttr, "grad_norm", "grad_norm"));
     results.push_back(s.convert(lrNow, lossElement));
-    resultNames.push_back({GraphDialect::kOutputAttr.str(), "lr"});
+    resultAttrs.push_back(named(GraphDialect::kOutputAttr, "lr", "lr"));
     Value clip;
     if (clipGradNorm > 0)
       clip =
@@ -331,11 +337,7 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     fn.setType(FunctionType::get(ctx, fn.getArgumentTypes(),
                                  ValueRange(results).getTypes()));
     for (unsigned i = 0; i < results.size(); ++i)
-      fn.setResultAttrs(
-          i,
-          DictionaryAttr::get(
-              ctx, {b.getNamedAttr(resultNames[i].first,
-                                   b.getStringAttr(resultNames[i].second))}));
+      fn.setResultAttrs(i, resultAttrs[i]);
     return success();
   }
 };

@@ -6,6 +6,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace trainc::train;
 
@@ -37,6 +39,13 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
              << "'" << name << "' on " << where << " must be a unit attribute";
     return success();
   }
+  if (name == kDataAttr) {
+    auto kind = dyn_cast<StringAttr>(attr.getValue());
+    if (!kind || !isDataKind(kind.getValue()))
+      return op->emitError() << "'" << name << "' on " << where
+                             << " must be \"tokens\" or \"targets\"";
+    return success();
+  }
   if (name == kInitAttr) {
     auto fn = dyn_cast<FunctionOpInterface>(op);
     auto init = dyn_cast<ElementsAttr>(attr.getValue());
@@ -59,8 +68,54 @@ LogicalResult TrainDialect::verifyRegionResultAttribute(Operation *op,
                                                         unsigned resultIndex,
                                                         NamedAttribute attr) {
   std::string where = "result " + std::to_string(resultIndex);
-  if (attr.getName().getValue() == kUpdateAttr)
+  StringRef name = attr.getName().getValue();
+  if (name == kUpdateAttr)
     return verifyName(op, attr, where);
-  return op->emitError() << "unknown train result attribute '"
-                         << attr.getName().getValue() << "' on " << where;
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  auto scalarFloat = [&] {
+    auto type =
+        fn ? dyn_cast<RankedTensorType>(fn.getResultTypes()[resultIndex])
+           : RankedTensorType();
+    return type && type.getRank() == 0 && isa<FloatType>(type.getElementType());
+  };
+  if (name == kLossAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' on " << where << " must be a unit attribute";
+    if (!scalarFloat())
+      return op->emitError() << "'" << name << "' on " << where
+                             << ": the loss must be a scalar float";
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      if (i != resultIndex && fn.getResultAttr(i, kLossAttr))
+        return op->emitError()
+               << "'" << name << "' on results " << std::min(i, resultIndex)
+               << " and " << std::max(i, resultIndex)
+               << ": a function has one loss";
+    return success();
+  }
+  if (name == kGradOfAttr) {
+    if (failed(verifyName(op, attr, where)))
+      return failure();
+    StringRef param = cast<StringAttr>(attr.getValue()).getValue();
+    for (unsigned i = 0; fn && i < fn.getNumArguments(); ++i)
+      if (auto p = fn.getArgAttrOfType<StringAttr>(i, kParamAttr);
+          p && p.getValue() == param)
+        return success();
+    return op->emitError() << "'" << name << "' on " << where << " names '"
+                           << param << "', which is not a train.param";
+  }
+  if (name == kMetricAttr) {
+    auto kind = dyn_cast<StringAttr>(attr.getValue());
+    if (!kind || !isMetricKind(kind.getValue()))
+      return op->emitError()
+             << "'" << name << "' on " << where
+             << " must be one of \"grad_norm\", \"lr\", \"loss_scale\", "
+                "\"step_skipped\"";
+    if (!scalarFloat())
+      return op->emitError() << "'" << name << "' on " << where
+                             << ": a metric must be a scalar float";
+    return success();
+  }
+  return op->emitError() << "unknown train result attribute '" << name
+                         << "' on " << where;
 }

@@ -47,3 +47,38 @@ func.func @update_not_a_string(%x: tensor<4xf32>) -> (tensor<4xf32> {train.updat
 func.func @unknown_train_result_attr(%x: tensor<4xf32>) -> (tensor<4xf32> {train.grad}) {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// expected-error@+1 {{'train.loss' on result 0: the loss must be a scalar float}}
+func.func @loss_not_scalar(%x: tensor<4xf32>) -> (tensor<4xf32> {train.loss}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'train.loss' on results 0 and 1: a function has one loss}}
+func.func @two_losses(%x: tensor<f32>) -> (tensor<f32> {train.loss}, tensor<f32> {train.loss}) {
+  return %x, %x : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// expected-error@+1 {{'train.grad_of' on result 0 names 'v', which is not a train.param}}
+func.func @grad_of_unknown(%w: tensor<4xf32> {train.param = "w"}) -> (tensor<4xf32> {train.grad_of = "v"}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'train.metric' on result 0 must be one of "grad_norm", "lr", "loss_scale", "step_skipped"}}
+func.func @unknown_metric(%x: tensor<f32>) -> (tensor<f32> {train.metric = "accuracy"}) {
+  return %x : tensor<f32>
+}
+
+// -----
+
+// expected-error@+1 {{'train.data' on argument 0 must be "tokens" or "targets"}}
+func.func @unknown_data_role(%x: tensor<2x8xi64> {train.data = "ids"}) {
+  return
+}

@@ -279,6 +279,8 @@ Compiled compile(const std::string &source, bool canonicalize) {
   if (!module)
     return result;
   mlir::PassManager pm(&context);
+  pm.addPass(trainc::createInferSignature(
+      trainc::InferSignatureOptions{"loss", /*requireLoss=*/true}));
   pm.addPass(trainc::createAutodiff());
   if (canonicalize) {
     pm.addPass(mlir::createCanonicalizerPass());
@@ -1145,7 +1147,7 @@ func.func @main(%w: tensor<4xf64> {train.param = "w", train.init = dense<1.0> : 
   %0 = graph.reduce_sum %w, dims = [0] : (tensor<4xf64>) -> tensor<f64>
   return %0 : tensor<f64>
 })");
-  EXPECT_NE(errors.find("no output named 'loss' to differentiate (outputs: "
+  EXPECT_NE(errors.find("no output named 'loss' to train on (outputs: "
                         "'total')"),
             std::string::npos)
       << errors;
@@ -1167,7 +1169,7 @@ func.func @main(%w: tensor<4xf64> {train.param = "w", train.init = dense<1.0> : 
 })");
   EXPECT_NE(errors.find("autodiff: 'func.call' has no gradient rule, and it "
                         "lies on a path from a trainable parameter to the "
-                        "loss 'loss'"),
+                        "loss"),
             std::string::npos)
       << errors;
 }

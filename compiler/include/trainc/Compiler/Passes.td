@@ -48,12 +48,52 @@ def RecognizeComposites : Pass<"trainc-recognize-composites", "mlir::func::FuncO
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def InferSignature : Pass<"trainc-infer-signature", "mlir::ModuleOp"> {
+  let summary = "Mark the loss and the token and target inputs of @main";
+  let description = [{
+    The training signature, which later phases and the runtime read instead
+    of names: `train.loss` on the result named by `loss` (`graph.output`;
+    it must be a scalar float), and `train.data = "tokens"` / `"targets"` on
+    the data inputs a token stream feeds. They are inferred from the loss:
+    the targets input is the one whose integer values reach the targets of
+    the loss's softmax_cross_entropy, the tokens input the one whose integer
+    values reach the indices of an embedding gather, each through integer
+    ops only (slices, shifts, reshapes, casts). When either is missing or
+    ambiguous neither is marked, and the runtime asks for them by name
+    (`trainc-run --tokens-input/--targets-input`). Marks already present
+    are kept.
+
+    Errors: with `require-loss` (training), no output named `loss`; a loss
+    that is not a scalar float.
+
+    Example:
+    ```mlir
+    func.func @main(%ids: tensor<2x8xi64> {graph.input = "ids"},
+                    %labels: tensor<2x8xi64> {graph.input = "labels"}, ...)
+        -> (tensor<f32> {graph.output = "loss"})
+    // becomes
+    func.func @main(%ids: ... {graph.input = "ids", train.data = "tokens"},
+                    %labels: ... {graph.input = "labels",
+                                  train.data = "targets"}, ...)
+        -> (tensor<f32> {graph.output = "loss", train.loss})
+    ```
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", "\"loss\"",
+           "Name (graph.output) of the scalar loss">,
+    Option<"requireLoss", "require-loss", "bool", "false",
+           "Fail when there is no such output (training)">,
+  ];
+  let dependentDialects = ["trainc::train::TrainDialect"];
+}
+
 def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
   let summary = "Split each data input into micro-batches and average their losses";
   let description = [{
     Gradient accumulation over `micro-batches` (K) micro-batches inside one
     step. Input: `@main` with data inputs (`graph.input`) whose leading
-    dimension is the micro-batch size B, and a scalar `loss`.
+    dimension is the micro-batch size B, and a scalar loss (the result
+    marked `train.loss`, see trainc-infer-signature).
 
     Output: `@main` whose data inputs have leading dimension K * B; the
     forward graph is applied to each slice [k B, (k + 1) B) (dropout seeds
@@ -69,8 +109,6 @@ def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
   let options = [
     Option<"microBatches", "micro-batches", "int64_t", "1",
            "Number of micro-batches K">,
-    Option<"loss", "loss", "std::string", "\"loss\"",
-           "Name (graph.output) of the scalar loss">,
   ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
@@ -80,49 +118,46 @@ def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
   let description = [{
     Input: `@main` in the graph dialect with parameter arguments
     (`train.param`, trainable unless `train.frozen`) and a scalar float
-    result named by `loss` (`graph.output`).
+    result marked `train.loss` (trainc-infer-signature marks it).
 
     Output: the same function, extended with one result per trainable
     parameter, in argument order: the gradient of the loss with respect to
-    it, named `<parameter>.grad`. The backward pass is built by a reverse
+    it, marked `train.grad_of = "<parameter>"` (and named
+    `<parameter>.grad` for users). The backward pass is built by a reverse
     sweep over the ops in value semantics: each op's GradientOpInterface
     rule turns its results' cotangents into its operands' cotangents, and a
     value used several times (a tied embedding) accumulates the sum. Integer
     values carry no gradient. A parameter that does not reach the loss gets
     a zero gradient.
 
-    Errors: a loss that is missing or not a scalar float; an op without a
-    gradient rule on a path from a trainable parameter to the loss (named
+    Errors: no result marked `train.loss`; an op without a gradient rule on a path from a trainable parameter to the loss (named
     with its location).
 
     Example:
     ```mlir
     func.func @main(%w: tensor<4xf32> {train.param = "w", ...}, %x: ...)
-        -> (tensor<f32> {graph.output = "loss"}) { ... }
+        -> (tensor<f32> {graph.output = "loss", train.loss}) { ... }
     // becomes
-    func.func @main(...) -> (tensor<f32> {graph.output = "loss"},
-                             tensor<4xf32> {graph.output = "w.grad"})
+    func.func @main(...) -> (tensor<f32> {graph.output = "loss", train.loss},
+        tensor<4xf32> {graph.output = "w.grad", train.grad_of = "w"})
     ```
   }];
-  let options = [
-    Option<"loss", "loss", "std::string", /*default=*/"\"loss\"",
-           "Name (graph.output) of the scalar loss to differentiate">,
-  ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
 def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
   let summary = "Append the optimizer step: clipping, schedule, AdamW or SGD";
   let description = [{
-    Input: `@main` after autodiff (results `<param>.grad` for every
-    trainable parameter, and a scalar float `loss`).
+    Input: `@main` after autodiff (a result marked `train.grad_of` for every
+    trainable parameter, and one marked `train.loss`).
 
     Output: the step function, in value semantics. New arguments carry the
     optimizer state (`train.state`, initial value in `train.init`): the step
     count `step` (i64, starting at 0) and per parameter `<param>.exp_avg`
     and `<param>.exp_avg_sq` (AdamW) or `<param>.momentum_buffer` (SGD with
     momentum). The gradient results are replaced by `grad_norm` (the global
-    L2 norm before clipping) and `lr`, and by the new parameter and state
+    L2 norm before clipping) and `lr`, marked `train.metric`, and by the
+    new parameter and state
     values, each marked `train.update = "<name>"`; the runtime stores them
     back after every step.
 

@@ -30,6 +30,17 @@ def Train_Dialect : Dialect {
     - `train.update = "name"` on a result: the new value of that parameter
       or state after the step. The runtime makes it the current value for
       the next step (in place when the memory plan allows).
+
+    The training signature, which the runtime's trainer reads from the
+    executable (never from names):
+    - `train.loss` (unit) on the one result that is the scalar float loss;
+    - `train.grad_of = "name"` on a result: the gradient of the loss with
+      respect to parameter `name` (a `train.param` of the function);
+    - `train.metric = "kind"` on a scalar result the trainer reports:
+      `grad_norm`, `lr`, and, for the precision phase, `loss_scale` and
+      `step_skipped`;
+    - `train.data = "tokens" | "targets"` on a data input: what a token
+      stream feeds it (inferred from the loss by trainc-infer-signature).
     Names are the user's (ONNX initializer names), kept exactly: checkpoints
     and `--freeze` refer to them. Data inputs and named outputs are the
     graph dialect's `graph.input` and `graph.output`.
@@ -42,6 +53,18 @@ def Train_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kFrozenAttr = "train.frozen";
     static constexpr ::llvm::StringLiteral kStateAttr = "train.state";
     static constexpr ::llvm::StringLiteral kUpdateAttr = "train.update";
+    static constexpr ::llvm::StringLiteral kLossAttr = "train.loss";
+    static constexpr ::llvm::StringLiteral kGradOfAttr = "train.grad_of";
+    static constexpr ::llvm::StringLiteral kMetricAttr = "train.metric";
+    static constexpr ::llvm::StringLiteral kDataAttr = "train.data";
+    /// The values of train.metric and train.data.
+    static bool isMetricKind(::llvm::StringRef kind) {
+      return kind == "grad_norm" || kind == "lr" || kind == "loss_scale" ||
+             kind == "step_skipped";
+    }
+    static bool isDataKind(::llvm::StringRef kind) {
+      return kind == "tokens" || kind == "targets";
+    }
   }];
 }
 
