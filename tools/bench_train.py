@@ -77,7 +77,11 @@ REPO = os.path.dirname(TOOLS_DIR)
 BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 RESULT_PREFIX = 'BENCH_RESULT '
-FRAMEWORKS = ('trainc', 'pytorch', 'ort-training')
+FRAMEWORKS = ('trainc', 'trainc-baseline', 'pytorch', 'ort-training')
+# Run only when --baseline-bin-dir names another build of trainc (before a
+# change), so a refactoring shows its losses and step time against the
+# build it replaces, in one run.
+OPTIONAL = ('trainc-baseline',)
 
 
 class Skipped(Exception):
@@ -427,7 +431,7 @@ def fmt(ms):
 
 def print_report(args, results, tokens_per_step):
     print()
-    print(f'{"framework":<14}{"median ms":>10}{"med 2..N":>10}{"min ms":>10}'
+    print(f'{"framework":<16}{"median ms":>10}{"med 2..N":>10}{"min ms":>10}'
           f'{"tokens/s":>11}{"loss@1":>10}{f"loss@{args.steps}":>10}')
     for name in FRAMEWORKS:
         r = results.get(name)
@@ -435,9 +439,9 @@ def print_report(args, results, tokens_per_step):
             continue
         if isinstance(r, Exception):
             kind = 'skipped' if isinstance(r, Skipped) else 'FAILED'
-            print(f'{name:<14}{kind}: {str(r).splitlines()[0]}')
+            print(f'{name:<16}{kind}: {str(r).splitlines()[0]}')
             continue
-        print(f'{name:<14}{fmt(r["median_ms"])} {fmt(r["median_rest_ms"])} {fmt(r["min_ms"])}'
+        print(f'{name:<16}{fmt(r["median_ms"])} {fmt(r["median_rest_ms"])} {fmt(r["min_ms"])}'
               f'{tokens_per_step * 1e3 / r["median_ms"]:11.0f}'
               f'{r["losses"][0]:10.4f}{r["losses"][-1]:10.4f}')
     base = results.get('trainc')
@@ -447,6 +451,12 @@ def print_report(args, results, tokens_per_step):
             if isinstance(r, dict):
                 print(f'{name} / trainc = {r["median_ms"] / base["median_ms"]:.2f}x '
                       f'(median step time; above 1: trainc is faster)')
+        other = results.get('trainc-baseline')
+        if isinstance(other, dict):
+            diff = max(abs(a - b) for a, b in zip(base['losses'], other['losses']))
+            same = base['losses'] == other['losses']
+            print(f'trainc-baseline losses: {"identical to" if same else "DIFFER from"} '
+                  f'trainc\'s at every step (max |difference| {diff:.3g})')
     print(f'(ln {args.vocab} = {math.log(args.vocab):.4f}; same init and batch everywhere, '
           f'so loss@1 should agree to ~1e-5)')
     if args.rounds > 1:
@@ -454,7 +464,7 @@ def print_report(args, results, tokens_per_step):
         for name in FRAMEWORKS:
             r = results.get(name)
             if isinstance(r, dict):
-                print(f'  {name:<14}' + ' '.join(f'{m:.1f}' for m in r['round_medians']))
+                print(f'  {name:<16}' + ' '.join(f'{m:.1f}' for m in r['round_medians']))
     print()
     for name in FRAMEWORKS:
         r = results.get(name)
@@ -515,10 +525,16 @@ def parse_args():
     run.add_argument('--threads', type=int, default=2,
                      help='threads for every framework (default: %(default)s)')
     where = parser.add_argument_group('what to run')
-    where.add_argument('--frameworks', default=','.join(FRAMEWORKS),
-                       help='comma-separated subset of %(default)s to run')
+    where.add_argument('--frameworks',
+                       default=','.join(f for f in FRAMEWORKS if f not in OPTIONAL),
+                       help='comma-separated subset of %(default)s to run (trainc-baseline '
+                            'joins them with --baseline-bin-dir)')
     where.add_argument('--trainc-bin-dir', default=os.path.join(REPO, 'build', 'bin'),
                        help='directory holding trainc and trainc-run (default: %(default)s)')
+    where.add_argument('--baseline-bin-dir', default=None,
+                       help='another build of trainc (e.g. of the commit before a change) to '
+                            'run as "trainc-baseline" in the same rounds; the report compares '
+                            'its step time and losses with trainc\'s')
     where.add_argument('--torch-python', default=None,
                        help='python interpreter to run PyTorch in (default: the first of this '
                             'one and /usr/bin/python3 where torch and numpy work together)')
@@ -540,6 +556,10 @@ def parse_args():
     if unknown:
         parser.error(f'--frameworks: unknown {", ".join(unknown)}; choose from '
                      f'{", ".join(FRAMEWORKS)}')
+    if args.baseline_bin_dir and 'trainc-baseline' not in chosen:
+        chosen.append('trainc-baseline')
+    if 'trainc-baseline' in chosen and not args.baseline_bin_dir:
+        parser.error('trainc-baseline needs --baseline-bin-dir')
     args.frameworks = chosen
     if min(args.steps, args.threads, args.rounds) < 1:
         parser.error('--steps, --threads and --rounds must be at least 1')
@@ -602,7 +622,8 @@ def main():
         os.makedirs(work, exist_ok=True)
         cfg = prepare(args, os.path.abspath(work))
         # Each framework's runner, or the reason it cannot run here.
-        runners = {'trainc': lambda: bench_trainc(args.trainc_bin_dir, cfg, env)}
+        runners = {'trainc': lambda: bench_trainc(args.trainc_bin_dir, cfg, env),
+                   'trainc-baseline': lambda: bench_trainc(args.baseline_bin_dir, cfg, env)}
         for name, find in (('pytorch', find_torch_python),
                            ('ort-training', find_ort_training_python)):
             if name in args.frameworks:

@@ -66,10 +66,17 @@ std::vector<char> serialize(const Program &program,
     std::vector<flatbuffers::Offset<fb::Update>> fbUpdates;
     for (auto [result, target] : updates)
       fbUpdates.push_back(fb::CreateUpdate(b, result, target));
+    const ProgramSignature &sig = program.signature;
+    std::vector<flatbuffers::Offset<fb::Gradient>> gradients;
+    for (auto [output, parameter] : sig.gradients)
+      gradients.push_back(fb::CreateGradient(b, output, parameter));
+    auto signature = fb::CreateTrainingSignatureDirect(
+        b, sig.loss, sig.gradNorm, sig.lr, sig.lossScale, sig.stepSkipped,
+        sig.tokens, sig.targets, sig.vocabulary, &gradients);
     auto exe = fb::CreateExecutableDirect(
         b, kFormatVersion, opts, &fbTensors, &arenas, &fbInsts, &program.inputs,
         &program.outputs, &program.parameters, constantsOffset,
-        constants.size(), memory, &fbUpdates, program.flops);
+        constants.size(), memory, &fbUpdates, program.flops, signature);
     fb::FinishExecutableBuffer(b, exe);
     return std::vector<char>(b.GetBufferPointer(),
                              b.GetBufferPointer() + b.GetSize());

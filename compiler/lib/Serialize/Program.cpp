@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -84,6 +85,33 @@ private:
   std::vector<char> &constants = program.constants;
   /// Parameters and states by name, for train.update results.
   llvm::StringMap<uint32_t> persistent;
+
+  /// Records what function result `result` (output `output`) is to the
+  /// training signature.
+  void recordSignature(unsigned result, int output) {
+    ProgramSignature &sig = program.signature;
+    if (fn.getResultAttr(result, trainc::train::TrainDialect::kLossAttr))
+      sig.loss = output;
+    if (auto kind = fn.getResultAttrOfType<StringAttr>(
+            result, trainc::train::TrainDialect::kMetricAttr)) {
+      // The train dialect verified the kind.
+      int *field = llvm::StringSwitch<int *>(kind.getValue())
+                       .Case("grad_norm", &sig.gradNorm)
+                       .Case("lr", &sig.lr)
+                       .Case("loss_scale", &sig.lossScale)
+                       .Case("step_skipped", &sig.stepSkipped)
+                       .Default(nullptr);
+      if (field)
+        *field = output;
+    }
+    if (auto param = fn.getResultAttrOfType<StringAttr>(
+            result, trainc::train::TrainDialect::kGradOfAttr)) {
+      uint32_t id = persistent.lookup(param.getValue());
+      auto index =
+          llvm::find(program.parameters, id) - program.parameters.begin();
+      sig.gradients.push_back({uint32_t(output), uint32_t(index)});
+    }
+  }
 };
 
 uint32_t Builder::addTensor(RankedTensorType type, Value v, TensorRole role,
@@ -215,6 +243,9 @@ LogicalResult Builder::lowerOp(Operation *op) {
         inst.floats = {a.getScale().convertToDouble()};
       })
       .Case([&](SoftmaxCrossEntropyOp s) {
+        if (!program.signature.vocabulary)
+          program.signature.vocabulary =
+              s.getLogits().getType().getShape().back();
         std::optional<uint64_t> ignore = s.getIgnoreIndex();
         inst.ints = {static_cast<int64_t>(s.getReduction()), ignore.has_value(),
                      ignore ? static_cast<int64_t>(*ignore) : 0};
@@ -268,6 +299,11 @@ LogicalResult Builder::run() {
     auto name = fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kInputAttr);
     uint32_t id = addTensor(arg, TensorRole::Input,
                             name ? name.str() : "arg" + std::to_string(i));
+    if (auto data = fn.getArgAttrOfType<StringAttr>(
+            i, trainc::train::TrainDialect::kDataAttr))
+      (data.getValue() == "tokens" ? program.signature.tokens
+                                   : program.signature.targets) =
+          program.inputs.size();
     program.inputs.push_back(id);
   }
   for (Operation &op : body.without_terminator()) {
@@ -319,6 +355,7 @@ LogicalResult Builder::run() {
     }
     program.resultTensors.push_back(out);
     if (!target) {
+      recordSignature(i, program.outputs.size());
       program.outputs.push_back(out);
       continue;
     }

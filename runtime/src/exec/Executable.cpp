@@ -2,6 +2,8 @@
 
 #include "exec/Executable.h"
 
+#include <tuple>
+
 #include "trainc/schema/executable_generated.h"
 
 #include <fstream>
@@ -208,6 +210,8 @@ Status Executable::parse() {
     }
   }
 
+  TRAINC_RETURN_IF_ERROR(parseSignature(exe->signature()));
+
   if (exe->instructions()) {
     for (const fb::Instruction *i : *exe->instructions()) {
       InstructionInfo inst;
@@ -227,6 +231,57 @@ Status Executable::parse() {
       instructions_.push_back(std::move(inst));
     }
   }
+  return okStatus();
+}
+
+Status Executable::parseSignature(const fb::TrainingSignature *sig) {
+  if (!sig)
+    return okStatus();
+  TrainingSignatureInfo &out = signature_;
+  auto scalarOutput = [&](int index, const char *what, int &field) {
+    if (index < -1 || index >= int64_t(outputs_.size()))
+      return dataLoss(origin_, std::string("the training signature's ") + what +
+                                   " is output " + std::to_string(index) +
+                                   ", which does not exist");
+    if (index >= 0) {
+      const TensorInfo &t = tensors_[outputs_[index]];
+      if (!t.shape.empty() || !isFloat(t.dtype))
+        return dataLoss(origin_, std::string("the training signature's ") +
+                                     what + " " +
+                                     describeTensor(tensors_, outputs_[index]) +
+                                     " is not a float scalar");
+    }
+    field = index;
+    return okStatus();
+  };
+  TRAINC_RETURN_IF_ERROR(scalarOutput(sig->loss(), "loss", out.loss));
+  TRAINC_RETURN_IF_ERROR(
+      scalarOutput(sig->grad_norm(), "grad_norm", out.gradNorm));
+  TRAINC_RETURN_IF_ERROR(scalarOutput(sig->lr(), "lr", out.lr));
+  TRAINC_RETURN_IF_ERROR(
+      scalarOutput(sig->loss_scale(), "loss_scale", out.lossScale));
+  TRAINC_RETURN_IF_ERROR(
+      scalarOutput(sig->step_skipped(), "step_skipped", out.stepSkipped));
+  for (auto [index, what, field] :
+       {std::tuple(sig->tokens(), "tokens", &out.tokens),
+        std::tuple(sig->targets(), "targets", &out.targets)}) {
+    if (index < -1 || index >= int64_t(inputs_.size()))
+      return dataLoss(origin_, std::string("the training signature's ") + what +
+                                   " input " + std::to_string(index) +
+                                   " does not exist");
+    *field = index;
+  }
+  if (sig->vocabulary() < 0)
+    return dataLoss(origin_, "the training signature's vocabulary is negative");
+  out.vocabulary = sig->vocabulary();
+  if (sig->gradients())
+    for (const fb::Gradient *g : *sig->gradients()) {
+      if (g->output() >= outputs_.size() ||
+          g->parameter() >= parameters_.size())
+        return dataLoss(origin_, "the training signature names a gradient "
+                                 "output or parameter that does not exist");
+      out.gradients.push_back({g->output(), g->parameter()});
+    }
   return okStatus();
 }
 

@@ -90,7 +90,8 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
   --eval-batches K    held-out batches per evaluation (default 16; 0 = all)
   --tokens-input NAME, --targets-input NAME
                       the inputs that take token and target ids (default:
-                      inputs named tokens/input_ids and targets/labels)
+                      those the compiler recorded in the executable's
+                      training signature, inferred from the loss)
   --peak-flops F      the device's peak FLOP/s (e.g. 1.2e12) to report model
                       FLOPs utilization (FLOPs counted by the compiler)
   --log-jsonl FILE    append one JSON record per step (step, loss, grad_norm,

@@ -16,29 +16,11 @@ bool isIdInput(const TensorInfo &t) {
          t.shape.size() == 2;
 }
 
-/// The index of the input named `chosen`, or (when `chosen` is empty) one
-/// of the conventional `names`; -1 when there is none.
-int inputNamed(const Executable &exe, std::initializer_list<const char *> names,
-               const std::string &chosen) {
-  for (size_t i = 0; i < exe.inputs().size(); ++i) {
-    const std::string &n = exe.tensors()[exe.inputs()[i]].name;
-    bool match = chosen.empty()
-                     ? std::find(names.begin(), names.end(), n) != names.end()
-                     : n == chosen;
-    if (match)
+/// The input named `name`; -1 when there is none.
+int inputNamed(const Executable &exe, const std::string &name) {
+  for (size_t i = 0; i < exe.inputs().size(); ++i)
+    if (exe.tensors()[exe.inputs()[i]].name == name)
       return int(i);
-  }
-  return -1;
-}
-
-/// The output named `name` if it is a float scalar, else -1.
-int scalarOutput(const Executable &exe, const char *name) {
-  for (size_t i = 0; i < exe.outputs().size(); ++i) {
-    const TensorInfo &t = exe.tensors()[exe.outputs()[i]];
-    if (t.name == name && t.shape.empty() &&
-        (t.dtype == DType::F32 || t.dtype == DType::F64))
-      return int(i);
-  }
   return -1;
 }
 
@@ -60,13 +42,7 @@ uint64_t peakRss() {
 } // namespace
 
 int64_t vocabularyOf(const Executable &exe) {
-  for (const InstructionInfo &inst : exe.instructions())
-    if (inst.op == Opcode::SoftmaxCrossEntropy && !inst.operands.empty()) {
-      const TensorInfo &logits = exe.tensors()[inst.operands[0]];
-      if (!logits.shape.empty())
-        return logits.shape.back();
-    }
-  return 0;
+  return exe.signature().vocabulary;
 }
 
 std::vector<NamedTensor> parameterTensors(const Session &session) {
@@ -84,18 +60,15 @@ Trainer::~Trainer() = default;
 
 Status Trainer::findDataInputs(const TrainerOptions &options) {
   const Executable &exe = session_->executable();
-  int tokens =
-      inputNamed(exe, {"tokens", "input_ids", "idx", "x"}, options.tokensInput);
-  int targets =
-      inputNamed(exe, {"targets", "labels", "y"}, options.targetsInput);
-  // Without recognizable names, two id inputs are (tokens, targets).
-  if (tokens < 0 && targets < 0 && options.tokensInput.empty() &&
-      options.targetsInput.empty() && exe.inputs().size() == 2 &&
-      isIdInput(exe.tensors()[exe.inputs()[0]]) &&
-      isIdInput(exe.tensors()[exe.inputs()[1]])) {
-    tokens = 0;
-    targets = 1;
-  }
+  // The compiler's training signature says which input is which; the
+  // options override it (by name) where it could not tell.
+  const TrainingSignatureInfo &sig = exe.signature();
+  int tokens = options.tokensInput.empty()
+                   ? sig.tokens
+                   : inputNamed(exe, options.tokensInput);
+  int targets = options.targetsInput.empty()
+                    ? sig.targets
+                    : inputNamed(exe, options.targetsInput);
   auto describeInputs = [&] {
     std::string s;
     for (uint32_t id : exe.inputs())
@@ -111,10 +84,11 @@ Status Trainer::findDataInputs(const TrainerOptions &options) {
                              exe.origin() +
                              " (its inputs: " + describeInputs() + ")");
   if (tokens < 0 || targets < 0)
-    return invalidArgument("cannot tell which input of " + exe.origin() +
-                           " takes the " + (tokens < 0 ? "token" : "target") +
-                           " ids (its inputs: " + describeInputs() +
-                           "); name them with --tokens-input/--targets-input");
+    return invalidArgument(
+        exe.origin() + " does not say which input takes the " +
+        (tokens < 0 ? "token" : "target") +
+        " ids (the compiler could not tell from the loss; its inputs: " +
+        describeInputs() + "); name them with --tokens-input/--targets-input");
   const TensorInfo &tt = exe.tensors()[exe.inputs()[size_t(tokens)]];
   const TensorInfo &yt = exe.tensors()[exe.inputs()[size_t(targets)]];
   if (!isIdInput(tt) || tt.shape != yt.shape || tt.dtype != yt.dtype)
@@ -142,7 +116,7 @@ Status Trainer::prepareEval() {
     return invalidArgument(eval.origin() +
                            " is a training step: compile the evaluation "
                            "executable without --train");
-  evalLossOutput_ = scalarOutput(eval, "loss");
+  evalLossOutput_ = eval.signature().loss;
   if (evalLossOutput_ < 0)
     return invalidArgument(eval.origin() + " has no scalar output 'loss'");
   for (size_t i = 0; i < eval.parameters().size(); ++i) {
@@ -198,9 +172,9 @@ Status Trainer::create(std::shared_ptr<const Executable> step,
   TRAINC_RETURN_IF_ERROR(
       Session::create(std::move(step), options.session, trainer->session_));
   const Executable &exe = trainer->session_->executable();
-  trainer->lossOutput_ = scalarOutput(exe, "loss");
-  trainer->gradNormOutput_ = scalarOutput(exe, "grad_norm");
-  trainer->lrOutput_ = scalarOutput(exe, "lr");
+  trainer->lossOutput_ = exe.signature().loss;
+  trainer->gradNormOutput_ = exe.signature().gradNorm;
+  trainer->lrOutput_ = exe.signature().lr;
   if (data) {
     if (!exe.isTrainingStep())
       return invalidArgument(exe.origin() +

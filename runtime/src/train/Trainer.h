@@ -31,7 +31,8 @@
 namespace trainc {
 
 struct TrainerOptions {
-  /// Names of the token and target inputs ("" = found by name or order).
+  /// Names of the token and target inputs ("" = those of the executable's
+  /// training signature).
   std::string tokensInput, targetsInput;
   /// Held-out batches per evaluation (0 = all of them).
   int64_t evalBatches = 0;
@@ -54,7 +55,8 @@ struct StepMetrics {
   /// The plan's peak of the arenas, the peak any instruction touched, and
   /// the process's peak resident set.
   uint64_t plannedBytes = 0, measuredBytes = 0, peakRssBytes = 0;
-  /// Whether the executable has a scalar output "loss" (else loss is NaN).
+  /// Whether the executable has a loss (its training signature names one;
+  /// else loss is NaN).
   bool hasLoss = false;
   /// Whether an evaluation ran after this step; then evalLoss is its result
   /// (which may itself be NaN or inf).
