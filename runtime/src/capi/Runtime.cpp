@@ -124,14 +124,14 @@ trainc_status trainc_session_create(trainc_executable *executable,
     return nullArgument("executable");
   if (!out_session)
     return nullArgument("out_session");
-  if (!device || std::strcmp(device, "cpu") != 0)
-    return toC(
-        trainc::Status(trainc::StatusCode::kNotFound,
-                       std::string("device '") + (device ? device : "(null)") +
-                           "' is not available (C API version 0 has \"cpu\")"));
+  if (!device)
+    return nullArgument("device");
+  trainc::SessionOptions options;
+  if (trainc_status s = toC(trainc::createDevice(device, options.device)))
+    return s;
   std::unique_ptr<trainc::Session> session;
-  if (trainc_status s = toC(trainc::Session::create(
-          executable->executable, trainc::SessionOptions(), session)))
+  if (trainc_status s = toC(
+          trainc::Session::create(executable->executable, options, session)))
     return s;
   *out_session = new trainc_session_s{std::move(session)};
   return nullptr;

@@ -48,7 +48,7 @@ Status runDropout(const KernelCall &call) {
   if (!(ratio >= 0 && ratio < 1))
     return kernelError(call,
                        "ratio " + std::to_string(ratio) + " is outside [0, 1)");
-  uint64_t key = mix(mix(uint64_t(call.ints[0])) ^ uint64_t(call.step));
+  uint64_t key = mix(mix(uint64_t(call.ints[0])) ^ uint64_t(call.step()));
   uint8_t *keepOut = mask.as<uint8_t>();
 
   withFloatCompute(x.dtype, [&](auto zero) {

@@ -26,6 +26,7 @@
 
 #include "base/DType.h"
 #include "base/Status.h"
+#include "device/KernelContext.h"
 
 #include <cstdint>
 
@@ -70,8 +71,11 @@ struct KernelCall {
   int numOutputs = 0;
   Span<int64_t> ints;
   Span<double> floats;
-  /// The training step (for Dropout's mask); 0 outside training.
-  int64_t step = 0;
+  /// From the device that launches it (stream, collective, workspace, the
+  /// training step); null in kernel unit tests, where a kernel sees step 0.
+  const KernelContext *context = nullptr;
+
+  int64_t step() const { return context ? context->step : 0; }
 };
 
 using KernelFn = Status (*)(const KernelCall &call);

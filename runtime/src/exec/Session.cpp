@@ -1,4 +1,4 @@
-//===- Session.cpp - Running an executable on the CPU device --------------===//
+//===- Session.cpp - Running an executable on a device --------------------===//
 
 #include "exec/Session.h"
 
@@ -19,10 +19,7 @@ uint64_t hashBytes(const char *data, uint64_t size, uint64_t h) {
 
 } // namespace
 
-Session::~Session() {
-  for (char *a : arenas_)
-    std::free(a);
-}
+Session::~Session() = default;
 
 Status Session::create(std::shared_ptr<const Executable> executable,
                        const SessionOptions &options,
@@ -31,54 +28,62 @@ Status Session::create(std::shared_ptr<const Executable> executable,
   session->executable_ = std::move(executable);
   session->options_ = options;
   const Executable &exe = *session->executable_;
+  session->device_ = options.device;
+  if (!session->device_)
+    TRAINC_RETURN_IF_ERROR(createDevice("cpu", session->device_));
+  Device &device = *session->device_;
+  Stream &stream = device.computeStream();
+  if (options.checkWrites && !device.hostVisible())
+    return invalidArgument("--check-writes needs a host-visible device, not " +
+                           device.name());
   for (const ArenaInfo &arena : exe.arenas()) {
-    uint64_t size = std::max<uint64_t>(arena.size, 1);
-    size = (size + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-    void *memory = std::aligned_alloc(kTensorAlignment, size);
-    if (!memory)
-      return Status(StatusCode::kUnavailable,
-                    "cannot allocate arena '" + arena.name + "' of " +
-                        std::to_string(arena.size) + " bytes");
-    std::memset(memory, 0, size);
-    session->arenas_.push_back(static_cast<char *>(memory));
+    std::unique_ptr<Buffer> buffer;
+    Status s = device.allocate(arena.size, kTensorAlignment, buffer);
+    if (!s.ok())
+      return Status(s.code(), "arena '" + arena.name + "': " + s.message());
+    session->arenas_.push_back(buffer->data());
+    session->arenaBuffers_.push_back(std::move(buffer));
   }
+  TRAINC_RETURN_IF_ERROR(device.importConstants(
+      exe.constants(), exe.constantsSize(), session->constants_));
   session->touched_.assign(exe.arenas().size(), 0);
   session->inputSet_.assign(exe.inputs().size(), false);
   if (options.profile)
     session->instructionSeconds_.assign(exe.instructions().size(), 0.0);
-  // Repeats the one stored element of a splat over `size` bytes at `dst`.
-  auto fill = [](char *dst, const char *element, size_t width, uint64_t size) {
-    for (uint64_t at = 0; at < size; at += width)
-      std::memcpy(dst + at, element, width);
+  // The bytes of a tensor's initial or constant value, a splat repeated
+  // over its whole size.
+  auto initialBytes = [&](const TensorInfo &t, uint64_t at) {
+    std::vector<char> bytes(t.size);
+    size_t width = t.splat ? dtypeSize(t.dtype) : t.size;
+    for (uint64_t pos = 0; pos < t.size; pos += width)
+      std::memcpy(bytes.data() + pos, exe.constants() + at, width);
+    return bytes;
   };
+  // Where each tensor's bytes are: arenas, the constant section, or an
+  // expanded splat.
+  session->data_.resize(exe.tensors().size());
   for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
     const TensorInfo &t = exe.tensors()[id];
+    if (t.role == TensorRole::Constant && t.splat) {
+      std::unique_ptr<Buffer> buffer;
+      TRAINC_RETURN_IF_ERROR(device.allocate(t.size, kTensorAlignment, buffer));
+      std::vector<char> bytes = initialBytes(t, t.offset);
+      TRAINC_RETURN_IF_ERROR(
+          device.copyToDevice(buffer->data(), bytes.data(), t.size, stream));
+      session->data_[id] = buffer->data();
+      session->expanded_.push_back(std::move(buffer));
+    } else if (t.role == TensorRole::Constant) {
+      session->data_[id] = session->constants_->data() + t.offset;
+    } else {
+      session->data_[id] = session->arenas_[t.arena] + t.offset;
+    }
     if (t.role == TensorRole::Parameter || t.role == TensorRole::State) {
-      char *dst = session->arenas_[t.arena] + t.offset;
-      if (t.splat)
-        fill(dst, exe.constants() + t.initOffset, dtypeSize(t.dtype), t.size);
-      else
-        std::memcpy(dst, exe.constants() + t.initOffset, t.size);
-    } else if (t.role == TensorRole::Constant && t.splat) {
-      std::vector<char> bytes(t.size);
-      fill(bytes.data(), exe.constants() + t.offset, dtypeSize(t.dtype),
-           t.size);
-      session->expanded_.push_back(std::move(bytes));
+      std::vector<char> bytes = initialBytes(t, t.initOffset);
+      TRAINC_RETURN_IF_ERROR(device.copyToDevice(session->data_[id],
+                                                 bytes.data(), t.size, stream));
     }
   }
-  // Where each tensor's bytes are, computed once: arenas, the constant
-  // section, or an expanded splat.
-  session->data_.resize(exe.tensors().size());
-  size_t nextExpanded = 0;
-  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
-    const TensorInfo &t = exe.tensors()[id];
-    if (t.role == TensorRole::Constant && t.splat)
-      session->data_[id] = session->expanded_[nextExpanded++].data();
-    else if (t.role == TensorRole::Constant)
-      session->data_[id] = const_cast<char *>(exe.constants() + t.offset);
-    else
-      session->data_[id] = session->arenas_[t.arena] + t.offset;
-  }
+  TRAINC_RETURN_IF_ERROR(stream.synchronize());
   out = std::move(session);
   return okStatus();
 }
@@ -105,7 +110,8 @@ Status Session::setInput(size_t index, const void *data, size_t bytes) {
     return invalidArgument(
         "input '" + t.name + "' needs " + std::to_string(t.size) + " bytes (" +
         describeTensor(exe.tensors(), id) + "), got " + std::to_string(bytes));
-  std::memcpy(arenas_[t.arena] + t.offset, data, bytes);
+  TRAINC_RETURN_IF_ERROR(device_->copyToDevice(
+      arenas_[t.arena] + t.offset, data, bytes, device_->computeStream()));
   touched_[t.arena] = std::max(touched_[t.arena], t.offset + t.size);
   inputSet_[index] = true;
   return okStatus();
@@ -137,7 +143,7 @@ Status Session::checkedRun(size_t index, const cpu::KernelCall &call) {
     return h;
   };
   uint64_t before = hashOutside();
-  TRAINC_RETURN_IF_ERROR(cpu::runCpuKernel(call));
+  TRAINC_RETURN_IF_ERROR(device_->launch(call));
   if (hashOutside() != before)
     return internalError("instruction " + std::to_string(index) + " (" +
                          opcodeName(inst.op) +
@@ -153,6 +159,11 @@ Status Session::run() {
                     "input '" + exe.tensors()[exe.inputs()[i]].name +
                         "' was not set before run()");
   std::vector<cpu::TensorRef> refs;
+  Stream &stream = device_->computeStream();
+  KernelContext context;
+  context.stream = &stream;
+  context.collective = &device_->collective();
+  context.step = step_;
   for (size_t i = 0; i < exe.instructions().size(); ++i) {
     const InstructionInfo &inst = exe.instructions()[i];
     refs.clear();
@@ -175,11 +186,11 @@ Status Session::run() {
     call.numOutputs = static_cast<int>(inst.results.size());
     call.ints = {inst.ints.data(), int64_t(inst.ints.size())};
     call.floats = {inst.floats.data(), int64_t(inst.floats.size())};
-    call.step = step_;
+    call.context = &context;
     auto start = options_.profile ? std::chrono::steady_clock::now()
                                   : std::chrono::steady_clock::time_point();
     Status s =
-        options_.checkWrites ? checkedRun(i, call) : cpu::runCpuKernel(call);
+        options_.checkWrites ? checkedRun(i, call) : device_->launch(call);
     if (options_.profile)
       instructionSeconds_[i] += std::chrono::duration<double>(
                                     std::chrono::steady_clock::now() - start)
@@ -192,10 +203,13 @@ Status Session::run() {
   for (const UpdateInfo &u : exe.updates()) {
     const TensorInfo &from = exe.tensors()[u.result],
                      &to = exe.tensors()[u.target];
-    // memmove: a corrupt file may overlap the two; the loader checked sizes.
-    std::memmove(arenas_[to.arena] + to.offset,
-                 arenas_[from.arena] + from.offset, to.size);
+    // May overlap in a corrupt file (copy is a memmove); the loader checked
+    // the sizes.
+    TRAINC_RETURN_IF_ERROR(device_->copy(arenas_[to.arena] + to.offset,
+                                         arenas_[from.arena] + from.offset,
+                                         to.size, stream));
   }
+  TRAINC_RETURN_IF_ERROR(stream.synchronize());
   ++step_;
   return okStatus();
 }
@@ -212,8 +226,20 @@ Status Session::setPersistent(uint32_t id, const void *data, size_t bytes) {
   if (bytes != t.size)
     return invalidArgument("'" + t.name + "' has " + std::to_string(t.size) +
                            " bytes, not " + std::to_string(bytes));
-  std::memcpy(data_[id], data, bytes);
-  return okStatus();
+  Stream &stream = device_->computeStream();
+  TRAINC_RETURN_IF_ERROR(device_->copyToDevice(data_[id], data, bytes, stream));
+  return stream.synchronize();
+}
+
+Status Session::readTensor(uint32_t id, void *out) const {
+  const Executable &exe = *executable_;
+  if (id >= exe.tensors().size())
+    return Status(StatusCode::kOutOfRange,
+                  "tensor " + std::to_string(id) + " does not exist");
+  Stream &stream = device_->computeStream();
+  TRAINC_RETURN_IF_ERROR(
+      device_->copyToHost(out, data_[id], exe.tensors()[id].size, stream));
+  return stream.synchronize();
 }
 
 cpu::TensorRef Session::output(size_t index) const {

@@ -1,9 +1,11 @@
-//===- Session.h - Running an executable on the CPU device ------*- C++ -*-===//
+//===- Session.h - Running an executable on a device ------------*- C++ -*-===//
 //
-// A Session owns the memory of one executable's run: each arena is
-// allocated once, at creation, with exactly its planned size; parameters
-// are copied in from their initial values; constants are read in place
-// from the executable. run() executes the instruction list in order.
+// A Session owns the memory of one executable's run on one device
+// (device/Device.h): each arena is one device buffer, allocated at creation
+// with exactly its planned size; parameters are copied in from their
+// initial values; constants are imported from the executable (read in
+// place on the CPU). run() launches the instruction list in order on the
+// device's compute stream, each kernel with a KernelContext.
 //
 // Threading: one Session is not thread-safe; several Sessions of one
 // Executable may run concurrently.
@@ -13,6 +15,7 @@
 #ifndef TRAINC_RUNTIME_EXEC_SESSION_H
 #define TRAINC_RUNTIME_EXEC_SESSION_H
 
+#include "device/Device.h"
 #include "exec/Executable.h"
 
 #include <memory>
@@ -20,6 +23,8 @@
 namespace trainc {
 
 struct SessionOptions {
+  /// The device to run on; null: the CPU device.
+  std::shared_ptr<Device> device;
   /// Debug mode: after every instruction, check that no byte outside its
   /// results changed (so no kernel writes outside its buffers). Slow.
   bool checkWrites = false;
@@ -40,12 +45,19 @@ public:
   Status setInput(size_t index, const void *data, size_t bytes);
   /// Runs every instruction once.
   Status run();
-  /// The current value of output `index` (valid until the next run).
+  /// The current value of output `index` (valid until the next run). On a
+  /// device that is not host-visible the data pointer is device memory:
+  /// read it with readTensor.
   cpu::TensorRef output(size_t index) const;
-  /// A parameter's current value.
+  /// A parameter's current value (the same caveat).
   cpu::TensorRef parameter(size_t index) const;
-  /// The bytes of any tensor but an activation (whose buffer is reused).
+  /// The bytes of any tensor but an activation (whose buffer is reused);
+  /// device memory on a device that is not host-visible.
   const void *tensorData(uint32_t id) const { return ref(id).data; }
+  /// Copies tensor `id`'s bytes to host memory `out` (its size bytes), from
+  /// any device, after the work queued so far.
+  Status readTensor(uint32_t id, void *out) const;
+  Device &device() const { return *device_; }
   /// Overwrites parameter or optimizer-state tensor `id` (loading trained
   /// weights or resuming); the size must match.
   Status setPersistent(uint32_t id, const void *data, size_t bytes);
@@ -71,9 +83,13 @@ private:
 
   std::shared_ptr<const Executable> executable_;
   SessionOptions options_;
+  std::shared_ptr<Device> device_;
+  std::vector<std::unique_ptr<Buffer>> arenaBuffers_;
   std::vector<char *> arenas_;
-  /// Splat constants expanded at creation, in tensor order.
-  std::vector<std::vector<char>> expanded_;
+  /// The constant section on the device, and splat constants expanded at
+  /// creation, in tensor order.
+  std::unique_ptr<Buffer> constants_;
+  std::vector<std::unique_ptr<Buffer>> expanded_;
   /// Each tensor's bytes.
   std::vector<char *> data_;
   std::vector<uint64_t> touched_;

@@ -96,13 +96,15 @@ inline Status runKernel(Status (*family)(const KernelCall &), Opcode op,
     in.push_back(t->ref());
   for (TestTensor *t : outputs)
     out.push_back(t->ref());
+  KernelContext context;
+  context.step = step;
   KernelCall call{op,
                   {in.data(), int64_t(in.size())},
                   out.data(),
                   int(out.size()),
                   {ints.data(), int64_t(ints.size())},
                   {floats.data(), int64_t(floats.size())},
-                  step};
+                  &context};
   return family(call);
 }
 
