@@ -1,4 +1,4 @@
-/*===- trainc/runtime.h - The trainc runtime C API, version 1 ------------===*
+/*===- trainc/runtime.h - The trainc runtime C API, version 2 ------------===*
  *
  * Open a compiled executable (.tcx), create a session on a device, bind
  * inputs, run, read outputs; or train: step a training executable over
@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 1
+#define TRAINC_API_VERSION 2
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -84,7 +84,8 @@ trainc_status trainc_executable_output_info(const trainc_executable *executable,
                                             size_t index,
                                             trainc_tensor_info *out_info);
 
-/* `device` is "cpu" (the only device so far). */
+/* `device` names the device: "cpu" (always built). An unknown name is
+ * TRAINC_NOT_FOUND, with the devices this runtime has in the message. */
 trainc_status trainc_session_create(trainc_executable *executable,
                                     const char *device,
                                     trainc_session **out_session);
@@ -143,9 +144,9 @@ typedef int (*trainc_step_callback)(const trainc_step_metrics *metrics,
                                     void *user);
 
 /* `eval` (may be NULL) is the forward executable of the same model, whose
- * output "loss" gives the held-out loss; the trainer copies the current
- * weights into it before each evaluation. The data is read and checked
- * against the model's vocabulary here. */
+ * loss (as its training signature names it) gives the held-out loss; the
+ * trainer copies the current weights into it before each evaluation. The data
+ * is read and checked against the model's vocabulary here. */
 trainc_status trainc_trainer_create(trainc_executable *step,
                                     trainc_executable *eval,
                                     const trainc_train_config *config,
@@ -162,6 +163,20 @@ trainc_status trainc_trainer_evaluate(trainc_trainer *trainer,
 /* Writes the current weights, by their model names, as .safetensors. */
 trainc_status trainc_trainer_save_safetensors(trainc_trainer *trainer,
                                               const char *path);
+
+/* ---- Saving and continuing a run (since API version 2) ------------------
+ * A saved run is a directory (created when missing): one .npy file per
+ * parameter and optimizer-state tensor, and run_state.json with the steps
+ * done, the seed and the data position. A trainer created from the same
+ * executable, data and seed that restores it continues the run exactly:
+ * its losses equal the uninterrupted run's, bit for bit. */
+trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir);
+/* TRAINC_NOT_FOUND when `dir` holds no saved run; TRAINC_INVALID_ARGUMENT
+ * when it was saved with another seed or data, or its tensors do not fit
+ * the executable; TRAINC_DATA_LOSS when run_state.json is damaged. */
+trainc_status trainc_trainer_restore(trainc_trainer *trainer, const char *dir);
+/* Steps done so far (restored runs included). */
+int64_t trainc_trainer_step_count(const trainc_trainer *trainer);
 
 #ifdef __cplusplus
 } /* extern "C" */

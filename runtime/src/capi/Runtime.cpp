@@ -4,6 +4,7 @@
 
 #include "exec/Session.h"
 #include "io/SafeTensors.h"
+#include "train/RunState.h"
 #include "train/Trainer.h"
 
 #include <cstring>
@@ -27,6 +28,18 @@ struct trainc_trainer_s {
   std::unique_ptr<trainc::TokenData> data;
   std::unique_ptr<trainc::Trainer> trainer;
 };
+
+// The C header cannot include the schema's generated C++; its dtype enum
+// is the public ABI's spelling of the schema's DType, held to it here.
+static_assert(TRAINC_F64 == int(trainc::DType::F64) &&
+                  TRAINC_F32 == int(trainc::DType::F32) &&
+                  TRAINC_F16 == int(trainc::DType::F16) &&
+                  TRAINC_BF16 == int(trainc::DType::BF16) &&
+                  TRAINC_I64 == int(trainc::DType::I64) &&
+                  TRAINC_I32 == int(trainc::DType::I32) &&
+                  TRAINC_I1 == int(trainc::DType::I1) &&
+                  trainc::kNumDTypes == 7,
+              "trainc_dtype must number the schema's DType");
 
 namespace {
 
@@ -277,6 +290,26 @@ trainc_status trainc_trainer_save_safetensors(trainc_trainer *trainer,
     return nullArgument("path");
   return toC(trainc::writeSafetensors(
       path, trainc::parameterTensors(trainer->trainer->session())));
+}
+
+trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir) {
+  if (!trainer)
+    return nullArgument("trainer");
+  if (!dir)
+    return nullArgument("dir");
+  return toC(trainc::saveRun(dir, *trainer->trainer, trainer->data.get()));
+}
+
+trainc_status trainc_trainer_restore(trainc_trainer *trainer, const char *dir) {
+  if (!trainer)
+    return nullArgument("trainer");
+  if (!dir)
+    return nullArgument("dir");
+  return toC(trainc::restoreRun(dir, *trainer->trainer, trainer->data.get()));
+}
+
+int64_t trainc_trainer_step_count(const trainc_trainer *trainer) {
+  return trainer ? trainer->trainer->state().step : 0;
 }
 
 } // extern "C"

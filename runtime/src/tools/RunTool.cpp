@@ -20,6 +20,7 @@
 #include "io/Npy.h"
 #include "io/OnnxExport.h"
 #include "io/SafeTensors.h"
+#include "train/RunState.h"
 #include "train/Trainer.h"
 
 #include <algorithm>
@@ -721,96 +722,6 @@ void printProfile(const Session &session, size_t runs) {
                 groups[slowest[k].second].second, slowest[k].second.c_str());
 }
 
-/// Writes every parameter and optimizer state as DIR/<name>.npy and the
-/// run state as DIR/run_state.json.
-Status saveState(const std::string &dir, const Trainer &trainer,
-                 const Session &session, const TokenData *data) {
-  // The run state goes last, and the old one first: a directory whose
-  // tensors are half rewritten has no run state, so --resume refuses it.
-  std::string statePath = dir + "/run_state.json";
-  if (std::remove(statePath.c_str()) != 0 && errno != ENOENT)
-    return notFound(statePath + ": cannot replace: " + std::strerror(errno));
-  const Executable &exe = session.executable();
-  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
-    const TensorInfo &t = exe.tensors()[id];
-    if (t.role != TensorRole::Parameter && t.role != TensorRole::State)
-      continue;
-    TRAINC_RETURN_IF_ERROR(writeNpy(dir + "/" + fileNameFor(t.name) + ".npy",
-                                    t.dtype, t.shape, session.tensorData(id),
-                                    t.size));
-  }
-  RunState state = trainer.state();
-  return writeFileAtomically(statePath, [&](std::ostream &out) {
-    out << "{\"format\":1,\"step\":" << state.step << ",\"seed\":" << state.seed
-        << ",\"data_position\":" << state.dataPosition
-        << ",\"data_tokens\":" << (data ? data->size() : 0)
-        << ",\"train_tokens\":" << (data ? data->trainTokens() : 0)
-        << ",\"executable\":" << jsonString(exe.origin()) << "}\n";
-  });
-}
-
-/// Reads the integer field `key` of the flat JSON object `text`.
-bool jsonField(const std::string &text, const char *key, uint64_t &out) {
-  std::string quoted = std::string("\"") + key + "\":";
-  size_t at = text.find(quoted);
-  if (at == std::string::npos)
-    return false;
-  int64_t v;
-  std::string digits;
-  for (size_t i = at + quoted.size();
-       i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
-       ++i)
-    digits += text[i];
-  if (!parseInt(digits.c_str(), v) || v < 0)
-    return false;
-  out = uint64_t(v);
-  return true;
-}
-
-Status readRunState(const std::string &dir, RunState &state) {
-  std::string path = dir + "/run_state.json";
-  std::ifstream in(path);
-  if (!in)
-    return notFound(path + ": cannot open (is " + dir +
-                    " a --save-state directory?)");
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  uint64_t format = 0, step = 0;
-  if (!jsonField(text, "format", format) || format != 1 ||
-      !jsonField(text, "step", step) || !jsonField(text, "seed", state.seed) ||
-      !jsonField(text, "data_position", state.dataPosition) ||
-      !jsonField(text, "data_tokens", state.dataTokens) ||
-      !jsonField(text, "train_tokens", state.trainTokens) ||
-      step > uint64_t(std::numeric_limits<int64_t>::max() / 2))
-    return Status(StatusCode::kDataLoss,
-                  path + ": not a run state of format 1 (expected format, "
-                         "step, seed, data_position, data_tokens and "
-                         "train_tokens)");
-  state.step = int64_t(step);
-  return okStatus();
-}
-
-/// Loads every parameter and optimizer state from DIR/<name>.npy.
-Status loadState(const std::string &dir, Session &session) {
-  const Executable &exe = session.executable();
-  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
-    const TensorInfo &t = exe.tensors()[id];
-    if (t.role != TensorRole::Parameter && t.role != TensorRole::State)
-      continue;
-    std::string path = dir + "/" + fileNameFor(t.name) + ".npy";
-    NpyArray array;
-    TRAINC_RETURN_IF_ERROR(readNpy(path, array));
-    if (array.dtype != t.dtype || array.shape != t.shape)
-      return invalidArgument(path + " holds " + dtypeName(array.dtype) + " " +
-                             shapeString(array.shape) + " but '" + t.name +
-                             "' is " + dtypeName(t.dtype) + " " +
-                             shapeString(t.shape));
-    TRAINC_RETURN_IF_ERROR(
-        session.setPersistent(id, array.data.data(), array.data.size()));
-  }
-  return okStatus();
-}
-
 Status loadExecutable(const std::string &path,
                       std::shared_ptr<const Executable> &out) {
   std::unique_ptr<Executable> loaded;
@@ -867,15 +778,6 @@ int runRunTool(int argc, char **argv) {
     status = TokenData::open(o.data, data);
     if (!status.ok())
       return fail(status.toString());
-    if (!o.resumeDir.empty() && (resumed.dataTokens != data->size() ||
-                                 resumed.trainTokens != data->trainTokens()))
-      return fail("--resume " + o.resumeDir + ": the run was on " +
-                  std::to_string(resumed.dataTokens) + " tokens (" +
-                  std::to_string(resumed.trainTokens) +
-                  " for training), this data has " +
-                  std::to_string(data->size()) + " (" +
-                  std::to_string(data->trainTokens()) +
-                  "): give the same --data and --eval-fraction to continue");
   }
   std::unique_ptr<Trainer> trainer;
   status = Trainer::create(exe, evalExe, data.get(), o.trainer, trainer);
@@ -883,10 +785,9 @@ int runRunTool(int argc, char **argv) {
     return fail(status.toString());
   Session &session = trainer->session();
   if (!o.resumeDir.empty()) {
-    status = loadState(o.resumeDir, session);
+    status = restoreRun(o.resumeDir, *trainer, data.get());
     if (!status.ok())
       return fail(status.toString());
-    trainer->restore(resumed);
   }
 
   if (!withData) {
@@ -997,7 +898,7 @@ int runRunTool(int argc, char **argv) {
     }
   };
   if (!o.saveStateDir.empty())
-    report(saveState(o.saveStateDir, *trainer, session, data.get()));
+    report(saveRun(o.saveStateDir, *trainer, data.get()));
   if (!o.safetensorsPath.empty()) {
     std::vector<NamedTensor> weights = parameterTensors(session);
     status = writeSafetensors(o.safetensorsPath, weights);

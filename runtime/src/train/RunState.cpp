@@ -1,0 +1,153 @@
+//===- RunState.cpp - Saving a training run and continuing it -------------===//
+
+#include "train/RunState.h"
+
+#include "io/AtomicFile.h"
+#include "io/Json.h"
+#include "io/Npy.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <sys/stat.h>
+
+namespace trainc {
+namespace {
+
+/// Reads the non-negative integer field `key` of the flat JSON object
+/// `text`.
+bool jsonField(const std::string &text, const char *key, uint64_t &out) {
+  std::string quoted = std::string("\"") + key + "\":";
+  size_t at = text.find(quoted);
+  if (at == std::string::npos)
+    return false;
+  size_t begin = at + quoted.size(), end = begin;
+  while (end < text.size() &&
+         std::isdigit(static_cast<unsigned char>(text[end])))
+    ++end;
+  if (end == begin || end - begin > 19)
+    return false;
+  errno = 0;
+  unsigned long long v = std::strtoull(text.c_str() + begin, nullptr, 10);
+  if (errno != 0 || v > uint64_t(std::numeric_limits<int64_t>::max()))
+    return false;
+  out = v;
+  return true;
+}
+
+bool isPersistent(const TensorInfo &t) {
+  return t.role == TensorRole::Parameter || t.role == TensorRole::State;
+}
+
+} // namespace
+
+std::string runTensorFileName(const std::string &tensorName) {
+  std::string s = tensorName;
+  for (char &c : s)
+    if (c == '/' || c == '\\' || c == ':')
+      c = '_';
+  return (s.empty() ? "tensor" : s) + ".npy";
+}
+
+Status saveRun(const std::string &dir, const Trainer &trainer,
+               const TokenData *data) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    if (mkdir(dir.c_str(), 0777) != 0)
+      return notFound(dir +
+                      ": cannot create the directory: " + std::strerror(errno));
+  } else if (!S_ISDIR(st.st_mode)) {
+    return invalidArgument(dir + ": not a directory");
+  }
+  std::string statePath = dir + "/run_state.json";
+  if (std::remove(statePath.c_str()) != 0 && errno != ENOENT)
+    return notFound(statePath + ": cannot replace: " + std::strerror(errno));
+  const Session &session = trainer.session();
+  const Executable &exe = session.executable();
+  std::vector<char> bytes;
+  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
+    const TensorInfo &t = exe.tensors()[id];
+    if (!isPersistent(t))
+      continue;
+    bytes.resize(t.size);
+    TRAINC_RETURN_IF_ERROR(session.readTensor(id, bytes.data()));
+    TRAINC_RETURN_IF_ERROR(writeNpy(dir + "/" + runTensorFileName(t.name),
+                                    t.dtype, t.shape, bytes.data(), t.size));
+  }
+  RunState state = trainer.state();
+  return writeFileAtomically(statePath, [&](std::ostream &out) {
+    out << "{\"format\":1,\"step\":" << state.step << ",\"seed\":" << state.seed
+        << ",\"data_position\":" << state.dataPosition
+        << ",\"data_tokens\":" << (data ? data->size() : 0)
+        << ",\"train_tokens\":" << (data ? data->trainTokens() : 0)
+        << ",\"executable\":" << jsonString(exe.origin()) << "}\n";
+  });
+}
+
+Status readRunState(const std::string &dir, RunState &state) {
+  std::string path = dir + "/run_state.json";
+  std::ifstream in(path);
+  if (!in)
+    return notFound(path + ": cannot open (is " + dir +
+                    " a --save-state directory?)");
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  uint64_t format = 0, step = 0;
+  if (!jsonField(text, "format", format) || format != 1 ||
+      !jsonField(text, "step", step) || !jsonField(text, "seed", state.seed) ||
+      !jsonField(text, "data_position", state.dataPosition) ||
+      !jsonField(text, "data_tokens", state.dataTokens) ||
+      !jsonField(text, "train_tokens", state.trainTokens) ||
+      step > uint64_t(std::numeric_limits<int64_t>::max() / 2))
+    return Status(StatusCode::kDataLoss,
+                  path + ": not a run state of format 1 (expected format, "
+                         "step, seed, data_position, data_tokens and "
+                         "train_tokens)");
+  state.step = int64_t(step);
+  return okStatus();
+}
+
+Status restoreRun(const std::string &dir, Trainer &trainer,
+                  const TokenData *data) {
+  RunState saved;
+  TRAINC_RETURN_IF_ERROR(readRunState(dir, saved));
+  RunState current = trainer.state();
+  if (data && saved.seed != current.seed)
+    return invalidArgument(dir + ": the run was saved with seed " +
+                           std::to_string(saved.seed) + ", this trainer has " +
+                           std::to_string(current.seed) +
+                           ": continue it with the same seed");
+  if (data && (saved.dataTokens != data->size() ||
+               saved.trainTokens != data->trainTokens()))
+    return invalidArgument(
+        dir + ": the run was on " + std::to_string(saved.dataTokens) +
+        " tokens (" + std::to_string(saved.trainTokens) +
+        " for training), this data has " + std::to_string(data->size()) + " (" +
+        std::to_string(data->trainTokens()) +
+        "): give the same data and held-out fraction to continue");
+  Session &session = trainer.session();
+  const Executable &exe = session.executable();
+  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
+    const TensorInfo &t = exe.tensors()[id];
+    if (!isPersistent(t))
+      continue;
+    std::string path = dir + "/" + runTensorFileName(t.name);
+    NpyArray array;
+    TRAINC_RETURN_IF_ERROR(readNpy(path, array));
+    if (array.dtype != t.dtype || array.shape != t.shape)
+      return invalidArgument(path + " holds " + dtypeName(array.dtype) + " " +
+                             shapeString(array.shape) + " but '" + t.name +
+                             "' is " + dtypeName(t.dtype) + " " +
+                             shapeString(t.shape));
+    TRAINC_RETURN_IF_ERROR(
+        session.setPersistent(id, array.data.data(), array.data.size()));
+  }
+  trainer.restore(saved);
+  return okStatus();
+}
+
+} // namespace trainc
