@@ -20,6 +20,8 @@
 #include <cctype>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace trainc {
 
@@ -61,6 +63,17 @@ inline const char *opcodeName(Opcode op) {
   int i = static_cast<int>(op);
   return i >= 0 && i < kNumOpcodes ? names.of[i].c_str() : "unknown";
 }
+
+/// The schema's TrainingSignature as the compiler fills it and the runtime
+/// reads it: indices into the executable's outputs and inputs, -1 for none.
+struct TrainingSignature {
+  int loss = -1, gradNorm = -1, lr = -1, lossScale = -1, stepSkipped = -1;
+  int tokens = -1, targets = -1;
+  /// Classes of the loss's cross-entropy (a language model's vocabulary).
+  int64_t vocabulary = 0;
+  /// (output index, parameter index) of each gradient output.
+  std::vector<std::pair<uint32_t, uint32_t>> gradients;
+};
 
 } // namespace trainc
 

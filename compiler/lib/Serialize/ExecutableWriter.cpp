@@ -66,7 +66,7 @@ std::vector<char> serialize(const Program &program,
     std::vector<flatbuffers::Offset<fb::Update>> fbUpdates;
     for (auto [result, target] : updates)
       fbUpdates.push_back(fb::CreateUpdate(b, result, target));
-    const ProgramSignature &sig = program.signature;
+    const TrainingSignature &sig = program.signature;
     std::vector<flatbuffers::Offset<fb::Gradient>> gradients;
     for (auto [output, parameter] : sig.gradients)
       gradients.push_back(fb::CreateGradient(b, output, parameter));

@@ -89,7 +89,7 @@ private:
   /// Records what function result `result` (output `output`) is to the
   /// training signature.
   void recordSignature(unsigned result, int output) {
-    ProgramSignature &sig = program.signature;
+    TrainingSignature &sig = program.signature;
     if (fn.getResultAttr(result, trainc::train::TrainDialect::kLossAttr))
       sig.loss = output;
     if (auto kind = fn.getResultAttrOfType<StringAttr>(

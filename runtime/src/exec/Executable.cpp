@@ -237,7 +237,7 @@ Status Executable::parse() {
 Status Executable::parseSignature(const fb::TrainingSignature *sig) {
   if (!sig)
     return okStatus();
-  TrainingSignatureInfo &out = signature_;
+  TrainingSignature &out = signature_;
   auto scalarOutput = [&](int index, const char *what, int &field) {
     if (index < -1 || index >= int64_t(outputs_.size()))
       return dataLoss(origin_, std::string("the training signature's ") + what +

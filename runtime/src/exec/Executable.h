@@ -70,17 +70,6 @@ struct MemoryPlanInfo {
            temporaries = 0, workspace = 0, peak = 0;
 };
 
-/// What a trainer needs to know of a step (schema TrainingSignature):
-/// indices into outputs() and inputs(), -1 for none.
-struct TrainingSignatureInfo {
-  int loss = -1, gradNorm = -1, lr = -1, lossScale = -1, stepSkipped = -1;
-  int tokens = -1, targets = -1;
-  /// Classes of the loss's cross-entropy (a language model's vocabulary).
-  int64_t vocabulary = 0;
-  /// (output index, parameter index) of each gradient output.
-  std::vector<std::pair<uint32_t, uint32_t>> gradients;
-};
-
 class Executable {
 public:
   /// Loads and validates `path`.
@@ -110,7 +99,7 @@ public:
     return false;
   }
   const MemoryPlanInfo &memoryPlan() const { return memory_; }
-  const TrainingSignatureInfo &signature() const { return signature_; }
+  const TrainingSignature &signature() const { return signature_; }
   /// FLOPs of one run, from the compiler's cost model.
   uint64_t flops() const { return flops_; }
   const std::string &source() const { return source_; }
@@ -135,7 +124,7 @@ private:
   std::vector<uint32_t> inputs_, outputs_, parameters_;
   std::vector<UpdateInfo> updates_;
   MemoryPlanInfo memory_;
-  TrainingSignatureInfo signature_;
+  TrainingSignature signature_;
   std::string source_, command_;
   uint64_t constantsOffset_ = 0, constantsSize_ = 0;
   uint64_t flops_ = 0;

@@ -62,7 +62,7 @@ Status Trainer::findDataInputs(const TrainerOptions &options) {
   const Executable &exe = session_->executable();
   // The compiler's training signature says which input is which; the
   // options override it (by name) where it could not tell.
-  const TrainingSignatureInfo &sig = exe.signature();
+  const TrainingSignature &sig = exe.signature();
   int tokens = options.tokensInput.empty()
                    ? sig.tokens
                    : inputNamed(exe, options.tokensInput);

@@ -71,16 +71,6 @@ struct ProgramInstruction {
   int resultIndex = -1;
 };
 
-/// The training signature (schema TrainingSignature): indices into the
-/// program's outputs and inputs, -1 for none.
-struct ProgramSignature {
-  int loss = -1, gradNorm = -1, lr = -1, lossScale = -1, stepSkipped = -1;
-  int tokens = -1, targets = -1;
-  int64_t vocabulary = 0;
-  /// (output index, parameter index) of each gradient output.
-  std::vector<std::pair<uint32_t, uint32_t>> gradients;
-};
-
 struct Program {
   /// Builds the program of `fn`, emitting an error naming the op on what
   /// cannot be executed. With `withConstantData`, the bytes of every
@@ -104,7 +94,7 @@ struct Program {
   std::vector<char> constants;
   /// FLOPs of one run (the cost interface summed over the ops).
   uint64_t flops = 0;
-  ProgramSignature signature;
+  TrainingSignature signature;
 };
 
 } // namespace trainc
