@@ -1,4 +1,4 @@
-// RUN: trainc-opt %s --trainc-grad-accum="micro-batches=3" -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: trainc-opt %s --trainc-grad-accum="grad-accum=3" -split-input-file -verify-diagnostics | FileCheck %s
 
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<6x4xf32> {graph.input = "x"}

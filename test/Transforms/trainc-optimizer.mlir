@@ -1,9 +1,9 @@
 // RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer -canonicalize -split-input-file | FileCheck %s --check-prefix=ADAMW
 // RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="optimizer=sgd momentum=0.9 nesterov=true weight-decay=0.1" -canonicalize -split-input-file | FileCheck %s --check-prefix=SGD
-// RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="schedule=cosine warmup-steps=2 total-steps=6 min-lr=1e-4 clip-grad-norm=1.0" -canonicalize -split-input-file | FileCheck %s --check-prefix=COSINE
-// RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="schedule=wsd warmup-steps=1 total-steps=5 decay-steps=2 min-lr=2e-4" -canonicalize -split-input-file | FileCheck %s --check-prefix=WSD
+// RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="lr-schedule=cosine warmup-steps=2 total-steps=6 min-lr=1e-4 clip-grad-norm=1.0" -canonicalize -split-input-file | FileCheck %s --check-prefix=COSINE
+// RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="lr-schedule=wsd warmup-steps=1 total-steps=5 decay-steps=2 min-lr=2e-4" -canonicalize -split-input-file | FileCheck %s --check-prefix=WSD
 // RUN: not trainc-opt %s --trainc-optimizer -split-input-file 2>&1 | FileCheck %s --check-prefix=NOGRAD
-// RUN: not trainc-opt %s --trainc-autodiff --trainc-optimizer="schedule=cosine total-steps=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
+// RUN: not trainc-opt %s --trainc-autodiff --trainc-optimizer="lr-schedule=cosine total-steps=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
 
 // A matrix (decayed by default) and a bias (not decayed).
 // ADAMW-LABEL: func.func @main

@@ -8,8 +8,7 @@
 
 #include "Driver.h"
 
-#include "trainc/Compiler/ExecutableWriter.h"
-#include "trainc/Compiler/Pipeline.h"
+#include "trainc/Compiler/Compile.h"
 #include "trainc/Compiler/Registration.h"
 #include "trainc/Frontends/Onnx/OnnxImporter.h"
 
@@ -142,6 +141,12 @@ private:
 
 int runCompilerCli(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // Every compiler option is a field of CompileOptions, bound here under
+  // its one name; defaults are the fields' (the pass options' from
+  // Passes.td). Only what is the command line's own (files, printing) is
+  // declared here alone.
+  CompileOptions options;
+  OptimizerOptions &opt = options.optimizer;
   cl::OptionCategory category("trainc options");
   cl::opt<std::string> inputFile(
       cl::Positional, cl::desc("<model.onnx | model.mlir>"), cl::cat(category));
@@ -170,82 +175,85 @@ int runCompilerCli(int argc, char **argv) {
       cl::desc("Parameters (ONNX initializer names) not to train; repeat the "
                "flag or separate names with commas"),
       cl::value_desc("name"), cl::CommaSeparated, cl::cat(category));
-  cl::opt<uint64_t> dropoutSeed(
+  cl::opt<uint64_t, true> dropoutSeed(
       "dropout-seed",
       cl::desc("Base seed of training-mode Dropout nodes without a seed "
                "attribute (default 0); each node derives its own"),
-      cl::init(0), cl::cat(category));
+      cl::location(options.import.dropoutSeed), cl::cat(category));
   cl::opt<bool> listOps(
       "list-onnx-ops",
       cl::desc("List the ONNX ops the importer supports, with their opsets, "
                "and exit"),
       cl::cat(category));
-  cl::opt<bool> train(
+  cl::opt<bool, true> train(
       "train",
       cl::desc("Compile a training step: the gradients of the loss with "
                "respect to every trainable parameter (autodiff), then the "
                "optimizer's update (--optimizer none: gradients only)"),
-      cl::cat(category));
-  cl::opt<int64_t> gradAccum(
+      cl::location(options.train), cl::cat(category));
+  cl::opt<int64_t, true> gradAccum(
       "grad-accum",
       cl::desc("With --train: K micro-batches per step; every data input's "
                "leading dimension becomes K times the model's, and the loss "
                "is their mean (default 1)"),
-      cl::value_desc("K"), cl::init(1), cl::cat(category));
-  cl::opt<std::string> optimizerName(
+      cl::value_desc("K"), cl::location(options.gradAccum.microBatches),
+      cl::cat(category));
+  cl::opt<std::string, true> optimizerName(
       "optimizer", cl::desc("With --train: adamw (default), sgd or none"),
-      cl::value_desc("name"), cl::init("adamw"), cl::cat(category));
-  cl::opt<double> lr("lr", cl::desc("Peak learning rate (default 1e-3)"),
-                     cl::init(1e-3), cl::cat(category));
-  cl::opt<double> beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"),
-                        cl::init(0.9), cl::cat(category));
-  cl::opt<double> beta2("beta2", cl::desc("AdamW beta2 (default 0.999)"),
-                        cl::init(0.999), cl::cat(category));
-  cl::opt<double> adamEps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
-                          cl::init(1e-8), cl::cat(category));
-  cl::opt<double> weightDecay(
+      cl::value_desc("name"), cl::location(opt.optimizer), cl::cat(category));
+  cl::opt<double, true> lr("lr", cl::desc("Peak learning rate (default 1e-3)"),
+                           cl::location(opt.lr), cl::cat(category));
+  cl::opt<double, true> beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"),
+                              cl::location(opt.beta1), cl::cat(category));
+  cl::opt<double, true> beta2("beta2", cl::desc("AdamW beta2 (default 0.999)"),
+                              cl::location(opt.beta2), cl::cat(category));
+  cl::opt<double, true> eps("eps", cl::desc("AdamW epsilon (default 1e-8)"),
+                            cl::location(opt.eps), cl::cat(category));
+  cl::opt<double, true> weightDecay(
       "weight-decay",
       cl::desc("Weight decay, decoupled for AdamW (default 0.01); applied to "
                "matrices that are not embeddings unless --decay-all"),
-      cl::init(0.01), cl::cat(category));
-  cl::opt<bool> decayAll(
+      cl::location(opt.weightDecay), cl::cat(category));
+  cl::opt<bool, true> decayAll(
       "decay-all",
       cl::desc("Decay every parameter, biases, norms and embeddings included "
                "(PyTorch's default)"),
-      cl::cat(category));
-  cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0)"),
-                           cl::init(0.0), cl::cat(category));
-  cl::opt<bool> nesterov("nesterov", cl::desc("SGD with Nesterov momentum"),
-                         cl::cat(category));
-  cl::opt<double> clipGradNorm(
+      cl::location(opt.decayAll), cl::cat(category));
+  cl::opt<double, true> momentum("momentum",
+                                 cl::desc("SGD momentum (default 0)"),
+                                 cl::location(opt.momentum), cl::cat(category));
+  cl::opt<bool, true> nesterov("nesterov",
+                               cl::desc("SGD with Nesterov momentum"),
+                               cl::location(opt.nesterov), cl::cat(category));
+  cl::opt<double, true> clipGradNorm(
       "clip-grad-norm",
       cl::desc("Clip the global gradient norm to this value (default 0: off)"),
-      cl::init(0.0), cl::cat(category));
-  cl::opt<std::string> schedule(
+      cl::location(opt.clipGradNorm), cl::cat(category));
+  cl::opt<std::string, true> schedule(
       "lr-schedule",
       cl::desc("After a linear warmup over --warmup-steps: constant "
                "(default); cosine: cosine decay to --min-lr at "
                "--total-steps; wsd: constant, then linear decay to --min-lr "
                "over the last --decay-steps of --total-steps"),
-      cl::value_desc("name"), cl::init("constant"), cl::cat(category));
-  cl::opt<int64_t> warmupSteps("warmup-steps",
-                               cl::desc("Linear warmup steps (every schedule)"),
-                               cl::init(0), cl::cat(category));
-  cl::opt<int64_t> totalSteps(
+      cl::value_desc("name"), cl::location(opt.schedule), cl::cat(category));
+  cl::opt<int64_t, true> warmupSteps(
+      "warmup-steps", cl::desc("Linear warmup steps (every schedule)"),
+      cl::location(opt.warmupSteps), cl::cat(category));
+  cl::opt<int64_t, true> totalSteps(
       "total-steps",
-      cl::desc("Length of the cosine and wsd schedules in steps"), cl::init(0),
-      cl::cat(category));
-  cl::opt<double> minLr("min-lr",
-                        cl::desc("Floor of the cosine and wsd schedules"),
-                        cl::init(0.0), cl::cat(category));
-  cl::opt<int64_t> decaySteps(
+      cl::desc("Length of the cosine and wsd schedules in steps"),
+      cl::location(opt.totalSteps), cl::cat(category));
+  cl::opt<double, true> minLr("min-lr",
+                              cl::desc("Floor of the cosine and wsd schedules"),
+                              cl::location(opt.minLr), cl::cat(category));
+  cl::opt<int64_t, true> decaySteps(
       "decay-steps", cl::desc("Length of the wsd schedule's final decay"),
-      cl::init(0), cl::cat(category));
-  cl::opt<std::string> lossName(
+      cl::location(opt.decaySteps), cl::cat(category));
+  cl::opt<std::string, true> loss(
       "loss",
-      cl::desc("With --train, the model output to differentiate (default: "
-               "loss)"),
-      cl::value_desc("output"), cl::init("loss"), cl::cat(category));
+      cl::desc("The model output that is the loss: trained with --train, "
+               "reported as the held-out loss otherwise (default: loss)"),
+      cl::value_desc("output"), cl::location(options.loss), cl::cat(category));
   cl::opt<bool> printMemoryPlan(
       "print-memory-plan",
       cl::desc("With a .tcx output, print the static memory plan's peak by "
@@ -276,19 +284,31 @@ int runCompilerCli(int argc, char **argv) {
     return fail("--compile-to=" + compileTo +
                 " is not a phase (phases: " + names + ")");
   }
-
-  onnx_import::ImportOptions options;
+  bool writeExecutableFile = llvm::StringRef(outputFile).ends_with(".tcx");
+  if (writeExecutableFile && compileTo.getNumOccurrences())
+    return fail("--compile-to=" + compileTo +
+                " prints IR; drop it to write an executable");
+  // An executable needs every phase; IR stops at --compile-to.
+  if (!writeExecutableFile)
+    options.compileTo = *phase;
+  if (printMemoryPlan && !writeExecutableFile)
+    return fail("--print-memory-plan needs an executable output (-o *.tcx)");
   for (const std::string &spec : inputShapes) {
     std::string name;
     std::vector<int64_t> dims;
     if (!parseInputShape(spec, name, dims))
       return fail("--input-shape '" + spec +
                   "': expected NAME=D0xD1x..., e.g. tokens=8x128");
-    if (!options.inputShapes.emplace(name, dims).second)
+    if (!options.import.inputShapes.emplace(name, dims).second)
       return fail("--input-shape gives '" + name + "' twice");
   }
-  options.frozen.assign(freeze.begin(), freeze.end());
-  options.dropoutSeed = dropoutSeed;
+  options.import.frozen.assign(freeze.begin(), freeze.end());
+  // Only an explicit --compile-to=autodiff/optimizer needs --train.
+  CompileOptions checked = options;
+  if (!compileTo.getNumOccurrences())
+    checked.compileTo.reset();
+  if (std::string error = checkOptions(checked); !error.empty())
+    return fail(error);
 
   mlir::DialectRegistry registry;
   registerTraincDialects(registry);
@@ -304,71 +324,12 @@ int runCompilerCli(int argc, char **argv) {
     context.printOpOnDiagnostic(false);
   CliDiagnostics diagnostics(context);
 
-  llvm::StringRef ext = llvm::sys::path::extension(inputFile);
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  if (ext == ".onnx") {
-    auto imported = onnx_import::importOnnxFile(context, inputFile, options);
-    if (failed(imported))
-      return 1;
-    module = std::move(*imported);
-  } else if (ext == ".mlir") {
-    if (!inputShapes.empty() || !freeze.empty())
-      return fail("--input-shape and --freeze apply to ONNX models; an .mlir "
-                  "input already has static shapes and parameter attributes");
-    llvm::SourceMgr sourceMgr;
-    mlir::SourceMgrDiagnosticHandler sourceDiagnostics(sourceMgr, &context);
-    module =
-        mlir::parseSourceFile<mlir::ModuleOp>(inputFile, sourceMgr, &context);
-    if (!module)
-      return 1;
-  } else {
-    return fail("'" + inputFile + "': unknown input format '" + ext +
-                "' (trainc reads .onnx models and .mlir graph-dialect IR)");
-  }
-
-  mlir::PassManager pm(&context);
-  if (failed(mlir::applyPassManagerCLOptions(pm)))
-    return 1;
-  if ((*phase == Phase::Autodiff || *phase == Phase::Optimizer) &&
-      compileTo.getNumOccurrences() && !train)
-    return fail("--compile-to=" + compileTo + " needs --train");
-  bool writeExecutableFile = llvm::StringRef(outputFile).ends_with(".tcx");
-  if (writeExecutableFile && !compileTo.getNumOccurrences())
-    phase = Phase::PlanMemory;
-  PipelineOptions pipelineOptions;
-  pipelineOptions.train = train;
-  pipelineOptions.loss = lossName;
-  pipelineOptions.gradAccum = gradAccum;
-  if (gradAccum != 1 && !train)
-    return fail("--grad-accum needs --train");
-  if (train && optimizerName != "none") {
-    OptimizerOptions o;
-    o.optimizer = optimizerName;
-    o.lr = lr;
-    o.beta1 = beta1;
-    o.beta2 = beta2;
-    o.eps = adamEps;
-    o.weightDecay = weightDecay;
-    o.momentum = momentum;
-    o.nesterov = nesterov;
-    o.clipGradNorm = clipGradNorm;
-    o.schedule = schedule;
-    o.warmupSteps = warmupSteps;
-    o.totalSteps = totalSteps;
-    o.minLr = minLr;
-    o.decaySteps = decaySteps;
-    o.decayAll = decayAll;
-    pipelineOptions.optimizer = o;
-  }
-  buildPipeline(pm, *phase, pipelineOptions);
-  if (failed(pm.run(*module)))
-    return fail("compilation failed in phase up to '" + phaseName(*phase) +
-                "'");
+  auto module = compileModel(context, inputFile, options);
+  if (failed(module))
+    return fail("compilation failed in phase up to '" +
+                phaseName(lastPhase(options)) + "'");
 
   if (writeExecutableFile) {
-    if (compileTo.getNumOccurrences())
-      return fail("--compile-to=" + compileTo +
-                  " prints IR; drop it to write an executable");
     WriterOptions writerOptions;
     // Absolute, so that trainc-run --export-onnx finds the model from any
     // working directory.
@@ -379,14 +340,12 @@ int runCompilerCli(int argc, char **argv) {
     for (int i = 0; i < argc; ++i)
       writerOptions.command += (i ? " " : "") + std::string(argv[i]);
     MemoryPlanReport report;
-    if (failed(writeExecutable(*module, outputFile, writerOptions, report)))
+    if (failed(writeExecutable(**module, outputFile, writerOptions, report)))
       return fail("cannot compile '" + inputFile + "' to an executable");
     if (printMemoryPlan)
       report.print(llvm::outs());
     return 0;
   }
-  if (printMemoryPlan)
-    return fail("--print-memory-plan needs an executable output (-o *.tcx)");
 
   std::string error;
   auto output = mlir::openOutputFile(outputFile, &error);
@@ -395,7 +354,7 @@ int runCompilerCli(int argc, char **argv) {
   mlir::OpPrintingFlags flags;
   if (!printWeights)
     flags.elideLargeResourceString(64);
-  module->print(output->os(), flags);
+  (*module)->print(output->os(), flags);
   output->os() << "\n";
   output->keep();
   return 0;

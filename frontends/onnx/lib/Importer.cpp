@@ -218,9 +218,9 @@ LogicalResult importNodes(GraphImporter &graph, StringRef path,
   return success();
 }
 
-FailureOr<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
-                                             StringRef path,
-                                             const ImportOptions &options) {
+FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
+                                                 StringRef path,
+                                                 const ImportOptions &options) {
   MLIRContext *ctx = &context;
   loadImportDialects(context);
   onnx::ModelProto model;
@@ -389,7 +389,7 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext &context,
   // protobuf and the standard library may throw (e.g. std::bad_alloc on a
   // corrupt size); report it instead of terminating.
   try {
-    return importModel(context, path, options);
+    return importOnnxModel(context, path, options);
   } catch (const std::exception &e) {
     fileError(&context, path) << "import failed: " << e.what();
     return failure();

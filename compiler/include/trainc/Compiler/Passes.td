@@ -90,7 +90,7 @@ def InferSignature : Pass<"trainc-infer-signature", "mlir::ModuleOp"> {
 def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
   let summary = "Split each data input into micro-batches and average their losses";
   let description = [{
-    Gradient accumulation over `micro-batches` (K) micro-batches inside one
+    Gradient accumulation over `grad-accum` (K) micro-batches inside one
     step. Input: `@main` with data inputs (`graph.input`) whose leading
     dimension is the micro-batch size B, and a scalar loss (the result
     marked `train.loss`, see trainc-infer-signature).
@@ -107,7 +107,7 @@ def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
     output that is neither the loss nor batched.
   }];
   let options = [
-    Option<"microBatches", "micro-batches", "int64_t", "1",
+    Option<"microBatches", "grad-accum", "int64_t", "1",
            "Number of micro-batches K">,
   ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
@@ -171,7 +171,7 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
       nesterov: g + momentum * buf; p -= lr * update;
     - weight decay applies to parameters of rank >= 2 that are not
       embedding tables (gathered from), unless decay-all;
-    - schedule constant, cosine or wsd: for the t-th step (t = step + 1),
+    - lr-schedule constant, cosine or wsd: for the t-th step (t = step + 1),
       lr * t / warmup while t <= warmup; then constant: lr; cosine:
       min_lr + (lr - min_lr) (1 + cos(pi p)) / 2 with
       p = min(1, (t - warmup) / (total - warmup)); wsd (warmup, stable,
@@ -193,7 +193,7 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
     Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
            "Clip the global gradient norm to this (0: off)">,
-    Option<"schedule", "schedule", "std::string", "\"constant\"",
+    Option<"schedule", "lr-schedule", "std::string", "\"constant\"",
            "constant, cosine or wsd">,
     Option<"warmupSteps", "warmup-steps", "int64_t", "0",
            "Linear warmup steps (every schedule)">,

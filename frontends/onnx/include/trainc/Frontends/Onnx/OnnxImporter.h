@@ -8,6 +8,8 @@
 #ifndef TRAINC_FRONTENDS_ONNX_ONNXIMPORTER_H
 #define TRAINC_FRONTENDS_ONNX_ONNXIMPORTER_H
 
+#include "trainc/Frontends/Import.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LogicalResult.h"
@@ -20,16 +22,8 @@
 
 namespace trainc::onnx_import {
 
-struct ImportOptions {
-  /// Static shapes for graph inputs by name, e.g. {"tokens": {8, 128}}.
-  /// Required for every input with a symbolic or unknown dimension; an
-  /// input with a static shape must match.
-  std::map<std::string, std::vector<int64_t>> inputShapes;
-  /// Parameters (initializer names) that are not trained.
-  std::vector<std::string> frozen;
-  /// Base seed of Dropout nodes; node i gets a seed derived from (seed, i).
-  uint64_t dropoutSeed = 0;
-};
+/// The options of every frontend (trainc/Frontends/Import.h).
+using ImportOptions = trainc::ImportOptions;
 
 /// Reads the ONNX model at `path` and returns a module with one function,
 /// `@main`, in the graph dialect (see GraphBase.td for the contract on its

@@ -1,0 +1,50 @@
+//===- Compile.cpp - The compiler as a library ----------------------------===//
+//
+// See Compile.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Compiler/Compile.h"
+
+#include "mlir/Pass/PassManager.h"
+
+namespace trainc {
+
+std::string checkOptions(const CompileOptions &options) {
+  std::optional<Phase> last = options.compileTo;
+  if (last && (*last == Phase::Autodiff || *last == Phase::Optimizer) &&
+      !options.train)
+    return "--compile-to=" + phaseName(*last).str() + " needs --train";
+  if (options.gradAccum.microBatches != 1 && !options.train)
+    return "--grad-accum needs --train";
+  if (options.gradAccum.microBatches < 1)
+    return "--grad-accum must be at least 1";
+  return "";
+}
+
+Phase lastPhase(const CompileOptions &options) {
+  return options.compileTo.value_or(Phase::PlanMemory);
+}
+
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+compileModel(mlir::MLIRContext &context, llvm::StringRef path,
+             const CompileOptions &options) {
+  auto module = importModel(context, path, options.import);
+  if (failed(module))
+    return mlir::failure();
+  PipelineOptions pipeline;
+  pipeline.train = options.train;
+  pipeline.loss = options.loss;
+  pipeline.gradAccum = options.gradAccum.microBatches;
+  if (options.train && options.optimizer.optimizer != "none")
+    pipeline.optimizer = options.optimizer;
+  mlir::PassManager pm(&context);
+  if (failed(mlir::applyPassManagerCLOptions(pm)))
+    return mlir::failure();
+  buildPipeline(pm, lastPhase(options), pipeline);
+  if (failed(pm.run(**module)))
+    return mlir::failure();
+  return module;
+}
+
+} // namespace trainc

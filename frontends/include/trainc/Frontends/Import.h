@@ -1,0 +1,61 @@
+//===- Import.h - Any model file into the graph dialect ---------*- C++ -*-===//
+//
+// The frontend registry: one entry point that reads a model file and hands
+// it to the importer of its format, chosen by the file's content (never its
+// name): an ONNX protobuf, or graph-dialect MLIR text. A new frontend (the
+// StableHLO text JAX prints) adds a format here with its content test.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_FRONTENDS_IMPORT_H
+#define TRAINC_FRONTENDS_IMPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainc {
+
+/// What a frontend needs besides the file.
+struct ImportOptions {
+  /// Static shapes for graph inputs by name, e.g. {"tokens": {8, 128}}.
+  /// Required for every input with a symbolic or unknown dimension; an
+  /// input with a static shape must match. (ONNX only.)
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Parameters (initializer names) that are not trained. (ONNX only.)
+  std::vector<std::string> frozen;
+  /// Base seed of Dropout nodes; node i gets a seed derived from (seed, i).
+  uint64_t dropoutSeed = 0;
+};
+
+enum class ModelFormat {
+  /// An ONNX ModelProto (binary protobuf).
+  Onnx,
+  /// MLIR text in trainc's graph dialect (what `trainc --compile-to` and
+  /// trainc-opt print).
+  GraphIR,
+};
+
+/// "ONNX model", "graph-dialect MLIR".
+llvm::StringRef formatName(ModelFormat format);
+
+/// The format of `bytes` (a file's beginning is enough), or none.
+std::optional<ModelFormat> detectFormat(llvm::StringRef bytes);
+
+/// Reads the model at `path` with the importer of its format and returns a
+/// module whose `@main` is in the graph dialect. Errors are emitted as MLIR
+/// diagnostics (a file that is no known format is one, naming the formats).
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+importModel(mlir::MLIRContext &context, llvm::StringRef path,
+            const ImportOptions &options);
+
+} // namespace trainc
+
+#endif // TRAINC_FRONTENDS_IMPORT_H

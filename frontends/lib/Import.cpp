@@ -1,0 +1,115 @@
+//===- Import.cpp - The frontend registry ---------------------------------===//
+//
+// See Import.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Frontends/Import.h"
+
+#include "trainc/Frontends/Onnx/OnnxImporter.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+
+namespace trainc {
+
+llvm::StringRef formatName(ModelFormat format) {
+  switch (format) {
+  case ModelFormat::Onnx:
+    return "ONNX model";
+  case ModelFormat::GraphIR:
+    return "graph-dialect MLIR";
+  }
+  return "unknown";
+}
+
+std::optional<ModelFormat> detectFormat(llvm::StringRef bytes) {
+  // MLIR text: after blank lines and // comments, a module, a function, an
+  // attribute or type alias, or a generic op.
+  llvm::StringRef rest = bytes;
+  while (true) {
+    rest = rest.ltrim(" \t\r\n");
+    if (!rest.starts_with("//"))
+      break;
+    rest = rest.drop_until([](char c) { return c == '\n'; });
+  }
+  for (llvm::StringRef start :
+       {"module", "func.func", "\"builtin.module\"", "\"func.func\"", "{-#"})
+    if (rest.starts_with(start))
+      return ModelFormat::GraphIR;
+  // An attribute or type alias: #name = ... or !name = ...
+  if (rest.starts_with("#") || rest.starts_with("!")) {
+    llvm::StringRef name = rest.drop_front().take_while(
+        [](char c) { return llvm::isAlnum(c) || c == '_' || c == '.'; });
+    if (!name.empty() &&
+        rest.drop_front(1 + name.size()).ltrim(" \t").starts_with("="))
+      return ModelFormat::GraphIR;
+  }
+  // An ONNX ModelProto starts with the tag of one of its fields: protobuf
+  // writers go in field order, so ir_version (1, varint: 0x08) when set,
+  // else producer_name, ..., graph (7: 0x3a), opset_import (8: 0x42).
+  if (!bytes.empty())
+    switch (static_cast<unsigned char>(bytes[0])) {
+    case 0x08:
+    case 0x12:
+    case 0x1a:
+    case 0x22:
+    case 0x28:
+    case 0x32:
+    case 0x3a:
+    case 0x42:
+      return ModelFormat::Onnx;
+    default:
+      break;
+    }
+  return std::nullopt;
+}
+
+FailureOr<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
+                                             llvm::StringRef path,
+                                             const ImportOptions &options) {
+  Location loc = FileLineColLoc::get(&context, path, 0, 0);
+  auto file = llvm::MemoryBuffer::getFile(path);
+  if (!file)
+    return emitError(loc) << path << ": cannot read the file: "
+                          << file.getError().message();
+  if ((*file)->getBufferSize() == 0)
+    return emitError(loc) << path
+                          << ": the file is empty, not an ONNX model or "
+                             "graph-dialect MLIR";
+  std::optional<ModelFormat> format = detectFormat((*file)->getBuffer());
+  if (!format)
+    return emitError(loc)
+           << path
+           << ": not a model trainc reads (expected an ONNX model or "
+              "graph-dialect MLIR text; the format is told by the content, "
+              "not the file name)";
+  switch (*format) {
+  case ModelFormat::Onnx:
+    return onnx_import::importOnnxFile(context, path, options);
+  case ModelFormat::GraphIR: {
+    if (!options.inputShapes.empty() || !options.frozen.empty())
+      return emitError(loc)
+             << "--input-shape and --freeze apply to ONNX models; " << path
+             << " is graph-dialect MLIR, which already has static shapes and "
+                "parameter attributes";
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+    SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    OwningOpRef<ModuleOp> module =
+        parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module)
+      return failure();
+    return module;
+  }
+  }
+  return failure();
+}
+
+} // namespace trainc
