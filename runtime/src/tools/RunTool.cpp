@@ -14,6 +14,9 @@
 
 #include "tools/RunTool.h"
 
+#include "tools/Reporter.h"
+
+#include "exec/Describe.h"
 #include "exec/Session.h"
 #include "io/AtomicFile.h"
 #include "io/Json.h"
@@ -119,81 +122,6 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
 int fail(const std::string &message) {
   std::fprintf(stderr, "trainc-run: error: %s\n", message.c_str());
   return 1;
-}
-
-const char *roleName(TensorRole role) {
-  switch (role) {
-  case TensorRole::Input:
-    return "input";
-  case TensorRole::Output:
-    return "output";
-  case TensorRole::Parameter:
-    return "parameter";
-  case TensorRole::Constant:
-    return "constant";
-  case TensorRole::Activation:
-    return "activation";
-  case TensorRole::State:
-    return "state";
-  }
-  return "?";
-}
-
-void inspect(const Executable &exe) {
-  std::printf("executable %s\n  source: %s\n  command: %s\n",
-              exe.origin().c_str(), exe.source().c_str(),
-              exe.command().c_str());
-  const MemoryPlanInfo &m = exe.memoryPlan();
-  std::printf(
-      "memory plan: parameters %llu, persistent state %llu, "
-      "activations %llu, temporaries %llu, workspace %llu, peak %llu "
-      "bytes\nconstant section: offset %llu, %llu bytes\n",
-      (unsigned long long)m.parameters, (unsigned long long)m.persistentState,
-      (unsigned long long)m.activations, (unsigned long long)m.temporaries,
-      (unsigned long long)m.workspace, (unsigned long long)m.peak,
-      (unsigned long long)exe.constantsOffset(),
-      (unsigned long long)exe.constantsSize());
-  for (const ArenaInfo &a : exe.arenas())
-    std::printf("arena %-6s %llu bytes\n", a.name.c_str(),
-                (unsigned long long)a.size);
-  std::printf("tensors (%zu):\n", exe.tensors().size());
-  for (size_t i = 0; i < exe.tensors().size(); ++i) {
-    const TensorInfo &t = exe.tensors()[i];
-    std::string where =
-        t.role == TensorRole::Constant
-            ? "constants+" + std::to_string(t.offset)
-            : exe.arenas()[t.arena].name + "+" + std::to_string(t.offset);
-    std::printf("  %%%zu %-10s %-5s %-18s %-26s %s\n", i, roleName(t.role),
-                dtypeName(t.dtype), shapeString(t.shape).c_str(), where.c_str(),
-                t.name.c_str());
-  }
-  std::printf("instructions (%zu):\n", exe.instructions().size());
-  for (size_t i = 0; i < exe.instructions().size(); ++i) {
-    const InstructionInfo &inst = exe.instructions()[i];
-    std::string line = "  " + std::to_string(i) + ": ";
-    for (size_t r = 0; r < inst.results.size(); ++r)
-      line += (r ? ", %" : "%") + std::to_string(inst.results[r]);
-    line += std::string(" = ") + opcodeName(inst.op) + "(";
-    for (size_t o = 0; o < inst.operands.size(); ++o)
-      line += (o ? ", %" : "%") + std::to_string(inst.operands[o]);
-    line += ")";
-    if (!inst.ints.empty()) {
-      line += " ints=[";
-      for (size_t k = 0; k < inst.ints.size(); ++k)
-        line += (k ? ", " : "") + std::to_string(inst.ints[k]);
-      line += "]";
-    }
-    if (!inst.floats.empty()) {
-      line += " floats=[";
-      for (size_t k = 0; k < inst.floats.size(); ++k) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%s%g", k ? ", " : "", inst.floats[k]);
-        line += buf;
-      }
-      line += "]";
-    }
-    std::printf("%s\n", line.c_str());
-  }
 }
 
 /// Loads the bytes for input `index` from `file`.
@@ -497,231 +425,6 @@ Status checkOutputPaths(const Options &o) {
   return okStatus();
 }
 
-std::string duration(double seconds) {
-  char buf[32];
-  long s = long(seconds + 0.5);
-  if (s >= 3600)
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
-  else if (s >= 60)
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
-  return buf;
-}
-
-/// What the user sees of a training run: a progress bar with ETA on a
-/// terminal, plain lines otherwise, and the JSONL log.
-class Reporter {
-public:
-  Reporter(const Options &o, const Trainer &trainer, int64_t firstStep,
-           int64_t lastStep)
-      : o_(o), trainer_(trainer), firstStep_(firstStep), lastStep_(lastStep),
-        start_(std::chrono::steady_clock::now()) {
-    bar_ = o.progress && isatty(STDERR_FILENO);
-  }
-
-  Status open() {
-    if (o_.jsonlPath.empty())
-      return okStatus();
-    jsonl_ = std::fopen(o_.jsonlPath.c_str(), "a");
-    if (!jsonl_)
-      return notFound(o_.jsonlPath +
-                      ": cannot open the JSONL log: " + std::strerror(errno));
-    return okStatus();
-  }
-  ~Reporter() {
-    if (jsonl_)
-      std::fclose(jsonl_);
-  }
-
-  Status onStep(const StepMetrics &m, uint64_t dataPosition) {
-    stepTimes_.push_back(m.stepSeconds);
-    if (std::isnan(firstLoss_))
-      firstLoss_ = m.loss;
-    lastLoss_ = m.loss;
-    if (m.evaluated) {
-      lastEval_ = m.evalLoss;
-      lastEvalStep_ = m.step;
-    }
-    if (jsonl_ && !writeRecord(m, dataPosition))
-      return Status(StatusCode::kDataLoss,
-                    o_.jsonlPath + ": cannot write the JSONL log: " +
-                        std::strerror(errno));
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
-            .count();
-    int64_t done = m.step - firstStep_;
-    double eta = elapsed / double(done) * double(lastStep_ - m.step);
-    if (bar_) {
-      drawBar(m, eta);
-      if (m.evaluated) {
-        std::fprintf(stderr, "\r\033[K");
-        std::printf("step %lld: eval_loss %.6g\n", (long long)m.step,
-                    m.evalLoss);
-        std::fflush(stdout);
-        drawBar(m, eta);
-      }
-      if (m.step == lastStep_)
-        std::fputc('\n', stderr);
-      return okStatus();
-    }
-    if (m.step % o_.logEvery != 0 && m.step != lastStep_ && !m.evaluated)
-      return okStatus();
-    std::string line = "step " + std::to_string(m.step) + ":";
-    const Executable &exe = trainer_.executable();
-    // The executable's scalar outputs first, by name, in its order.
-    for (size_t i = 0; i < exe.outputs().size(); ++i) {
-      const TensorInfo &t = exe.tensors()[exe.outputs()[i]];
-      const cpu::TensorRef out = trainer_.session().output(i);
-      char buf[64];
-      if (t.shape.empty() && t.dtype == DType::F32)
-        std::snprintf(buf, sizeof buf, " %s %.9g", t.name.c_str(),
-                      *static_cast<float *>(out.data));
-      else if (t.shape.empty() && t.dtype == DType::F64)
-        std::snprintf(buf, sizeof buf, " %s %.17g", t.name.c_str(),
-                      *static_cast<double *>(out.data));
-      else
-        continue;
-      line += buf;
-    }
-    char buf[160];
-    std::snprintf(buf, sizeof buf, " step_ms %.2f", m.stepSeconds * 1e3);
-    line += buf;
-    if (trainer_.tokensPerStep()) {
-      std::snprintf(buf, sizeof buf, " tokens/s %.0f", m.tokensPerSecond);
-      line += buf;
-    }
-    if (!std::isnan(m.mfu)) {
-      std::snprintf(buf, sizeof buf, " mfu %.2f%%", 100 * m.mfu);
-      line += buf;
-    }
-    if (m.evaluated) {
-      std::snprintf(buf, sizeof buf, " eval_loss %.9g", m.evalLoss);
-      line += buf;
-    }
-    if (m.step != lastStep_)
-      line += " eta " + duration(eta);
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-    return okStatus();
-  }
-
-  void summary() const {
-    if (stepTimes_.empty())
-      return;
-    std::vector<double> t = stepTimes_;
-    std::sort(t.begin(), t.end());
-    double median = t[t.size() / 2];
-    double total =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
-            .count();
-    std::printf("trained %zu step(s) in %s: loss %.4f -> %.4f", t.size(),
-                duration(total).c_str(), firstLoss_, lastLoss_);
-    if (lastEvalStep_ >= 0)
-      std::printf(", held-out loss %.4f (after step %lld)", lastEval_,
-                  (long long)lastEvalStep_);
-    std::printf("; median step %.2f ms", median * 1e3);
-    if (trainer_.tokensPerStep())
-      std::printf(", %.0f tokens/s", double(trainer_.tokensPerStep()) / median);
-    std::printf("\n");
-  }
-
-private:
-  bool writeRecord(const StepMetrics &m, uint64_t dataPosition) {
-    std::string r = "{\"step\":" + std::to_string(m.step) +
-                    ",\"loss\":" + jsonNumber(m.loss) +
-                    ",\"grad_norm\":" + jsonNumber(m.gradNorm) +
-                    ",\"lr\":" + jsonNumber(m.learningRate) +
-                    ",\"step_time_s\":" + jsonNumber(m.stepSeconds) +
-                    ",\"tokens_per_s\":" + jsonNumber(m.tokensPerSecond) +
-                    ",\"flops_per_s\":" + jsonNumber(m.flopsPerSecond) +
-                    ",\"mfu\":" + jsonNumber(m.mfu) +
-                    ",\"planned_bytes\":" + std::to_string(m.plannedBytes) +
-                    ",\"measured_bytes\":" + std::to_string(m.measuredBytes) +
-                    ",\"peak_rss_bytes\":" + std::to_string(m.peakRssBytes) +
-                    ",\"data_position\":" + std::to_string(dataPosition);
-    if (m.evaluated) // null when not finite
-      r += ",\"eval_loss\":" + jsonNumber(m.evalLoss);
-    r += "}\n";
-    return std::fputs(r.c_str(), jsonl_) >= 0 && std::fflush(jsonl_) == 0;
-  }
-
-  void drawBar(const StepMetrics &m, double eta) const {
-    constexpr int kWidth = 30;
-    double frac = double(m.step - firstStep_) / double(lastStep_ - firstStep_);
-    int filled = int(frac * kWidth);
-    std::string bar(size_t(filled), '=');
-    if (filled < kWidth)
-      bar += '>' + std::string(size_t(kWidth - filled - 1), ' ');
-    std::fprintf(stderr, "\r\033[K%lld/%lld [%s] %3.0f%% loss %.4f",
-                 (long long)m.step, (long long)lastStep_, bar.c_str(),
-                 100 * frac, m.loss);
-    if (trainer_.tokensPerStep())
-      std::fprintf(stderr, " | %.0f tok/s", m.tokensPerSecond);
-    std::fprintf(stderr, " | %.1f ms/step | ETA %s", m.stepSeconds * 1e3,
-                 duration(eta).c_str());
-    std::fflush(stderr);
-  }
-
-  const Options &o_;
-  const Trainer &trainer_;
-  int64_t firstStep_, lastStep_;
-  std::chrono::steady_clock::time_point start_;
-  bool bar_ = false;
-  std::FILE *jsonl_ = nullptr;
-  std::vector<double> stepTimes_;
-  double firstLoss_ = kNoValue, lastLoss_ = kNoValue, lastEval_ = kNoValue;
-  int64_t lastEvalStep_ = -1;
-};
-
-/// The --profile report: time per run by opcode, then by opcode and
-/// operand shapes (the slowest 20).
-void printProfile(const Session &session, size_t runs) {
-  const Executable &exe = session.executable();
-  const std::vector<double> &seconds = session.instructionSeconds();
-  double total = 0;
-  std::map<std::string, std::pair<double, int>> byOp;
-  for (size_t i = 0; i < seconds.size(); ++i) {
-    total += seconds[i];
-    auto &entry = byOp[opcodeName(exe.instructions()[i].op)];
-    entry.first += seconds[i];
-    ++entry.second;
-  }
-  if (total <= 0 || runs == 0)
-    return;
-  std::vector<std::pair<double, std::string>> ops;
-  for (auto &[name, entry] : byOp)
-    ops.push_back({entry.first, name});
-  std::sort(ops.rbegin(), ops.rend());
-  std::printf("profile: %.3f ms per run in %zu instructions\n",
-              total / runs * 1e3, seconds.size());
-  for (auto &[t, name] : ops)
-    std::printf("  %-24s %9.3f ms %5.1f%%  (%d instructions)\n", name.c_str(),
-                t / runs * 1e3, 100 * t / total, byOp[name].second);
-  // Instructions of one op on operands of the same shapes, slowest first.
-  std::map<std::string, std::pair<double, int>> groups;
-  for (size_t i = 0; i < seconds.size(); ++i) {
-    const InstructionInfo &inst = exe.instructions()[i];
-    std::string key = std::string(opcodeName(inst.op)) + "(";
-    for (size_t o = 0; o < inst.operands.size(); ++o) {
-      const TensorInfo &t = exe.tensors()[inst.operands[o]];
-      key += (o ? ", " : "") + std::string(dtypeName(t.dtype)) +
-             shapeString(t.shape);
-    }
-    key += ")";
-    groups[key].first += seconds[i];
-    ++groups[key].second;
-  }
-  std::vector<std::pair<double, std::string>> slowest;
-  for (auto &[key, entry] : groups)
-    slowest.push_back({entry.first, key});
-  std::sort(slowest.rbegin(), slowest.rend());
-  std::printf("slowest instructions, by op and operand shapes:\n");
-  for (size_t k = 0; k < std::min<size_t>(20, slowest.size()); ++k)
-    std::printf("  %9.3f ms  %3dx %s\n", slowest[k].first / runs * 1e3,
-                groups[slowest[k].second].second, slowest[k].second.c_str());
-}
-
 Status loadExecutable(const std::string &path,
                       std::shared_ptr<const Executable> &out) {
   std::unique_ptr<Executable> loaded;
@@ -742,7 +445,7 @@ int runRunTool(int argc, char **argv) {
   if (!status.ok())
     return fail(status.toString());
   if (o.doInspect) {
-    inspect(*exe);
+    std::fputs(describeExecutable(*exe).c_str(), stdout);
     return 0;
   }
   if (!o.evalExecutable.empty()) {
@@ -817,7 +520,8 @@ int runRunTool(int argc, char **argv) {
   int stoppedCode = 0;
   if (o.training) {
     int64_t first = session.stepCount();
-    Reporter reporter(o, *trainer, first, first + o.repeat);
+    Reporter reporter({o.jsonlPath, o.progress, o.logEvery}, *trainer, first,
+                      first + o.repeat);
     status = reporter.open();
     if (!status.ok())
       return fail(status.toString());
@@ -934,7 +638,7 @@ int runRunTool(int argc, char **argv) {
     }
   }
   if (o.trainer.session.profile)
-    printProfile(session, times.size());
+    std::fputs(profileReport(session, times.size()).c_str(), stdout);
   std::sort(times.begin(), times.end());
   std::printf("run: median %.3f ms over %zu run(s); memory peak planned %llu, "
               "measured %llu bytes\n",

@@ -1,0 +1,165 @@
+//===- Describe.cpp - Executables and profiles as text --------------------===//
+//
+// See Describe.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "exec/Describe.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+
+namespace trainc {
+namespace {
+
+/// Appends printf-formatted text to `out`.
+__attribute__((format(printf, 2, 3))) void appendf(std::string &out,
+                                                   const char *format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  int n = std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  if (n < 0)
+    return;
+  if (size_t(n) < sizeof buf) {
+    out.append(buf, size_t(n));
+    return;
+  }
+  std::string big(size_t(n) + 1, '\0');
+  va_start(args, format);
+  std::vsnprintf(big.data(), big.size(), format, args);
+  va_end(args);
+  out.append(big.data(), size_t(n));
+}
+
+} // namespace
+
+const char *roleName(TensorRole role) {
+  switch (role) {
+  case TensorRole::Input:
+    return "input";
+  case TensorRole::Output:
+    return "output";
+  case TensorRole::Parameter:
+    return "parameter";
+  case TensorRole::Constant:
+    return "constant";
+  case TensorRole::Activation:
+    return "activation";
+  case TensorRole::State:
+    return "state";
+  }
+  return "?";
+}
+
+std::string describeExecutable(const Executable &exe) {
+  std::string out;
+  appendf(out, "executable %s\n  source: %s\n  command: %s\n",
+          exe.origin().c_str(), exe.source().c_str(), exe.command().c_str());
+  const MemoryPlanInfo &m = exe.memoryPlan();
+  appendf(out,
+          "memory plan: parameters %llu, persistent state %llu, "
+          "activations %llu, temporaries %llu, workspace %llu, peak %llu "
+          "bytes\nconstant section: offset %llu, %llu bytes\n",
+          (unsigned long long)m.parameters,
+          (unsigned long long)m.persistentState,
+          (unsigned long long)m.activations, (unsigned long long)m.temporaries,
+          (unsigned long long)m.workspace, (unsigned long long)m.peak,
+          (unsigned long long)exe.constantsOffset(),
+          (unsigned long long)exe.constantsSize());
+  for (const ArenaInfo &a : exe.arenas())
+    appendf(out, "arena %-6s %llu bytes\n", a.name.c_str(),
+            (unsigned long long)a.size);
+  appendf(out, "tensors (%zu):\n", exe.tensors().size());
+  for (size_t i = 0; i < exe.tensors().size(); ++i) {
+    const TensorInfo &t = exe.tensors()[i];
+    std::string where =
+        t.role == TensorRole::Constant
+            ? "constants+" + std::to_string(t.offset)
+            : exe.arenas()[t.arena].name + "+" + std::to_string(t.offset);
+    appendf(out, "  %%%zu %-10s %-5s %-18s %-26s %s\n", i, roleName(t.role),
+            dtypeName(t.dtype), shapeString(t.shape).c_str(), where.c_str(),
+            t.name.c_str());
+  }
+  appendf(out, "instructions (%zu):\n", exe.instructions().size());
+  for (size_t i = 0; i < exe.instructions().size(); ++i) {
+    const InstructionInfo &inst = exe.instructions()[i];
+    std::string line = "  " + std::to_string(i) + ": ";
+    for (size_t r = 0; r < inst.results.size(); ++r)
+      line += (r ? ", %" : "%") + std::to_string(inst.results[r]);
+    line += std::string(" = ") + opcodeName(inst.op) + "(";
+    for (size_t o = 0; o < inst.operands.size(); ++o)
+      line += (o ? ", %" : "%") + std::to_string(inst.operands[o]);
+    line += ")";
+    if (!inst.ints.empty()) {
+      line += " ints=[";
+      for (size_t k = 0; k < inst.ints.size(); ++k)
+        line += (k ? ", " : "") + std::to_string(inst.ints[k]);
+      line += "]";
+    }
+    if (!inst.floats.empty()) {
+      line += " floats=[";
+      for (size_t k = 0; k < inst.floats.size(); ++k) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%s%g", k ? ", " : "", inst.floats[k]);
+        line += buf;
+      }
+      line += "]";
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string profileReport(const Session &session, size_t runs) {
+  std::string out;
+  const Executable &exe = session.executable();
+  const std::vector<double> &seconds = session.instructionSeconds();
+  double total = 0;
+  std::map<std::string, std::pair<double, int>> byOp;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    total += seconds[i];
+    auto &entry = byOp[opcodeName(exe.instructions()[i].op)];
+    entry.first += seconds[i];
+    ++entry.second;
+  }
+  if (total <= 0 || runs == 0)
+    return out;
+  std::vector<std::pair<double, std::string>> ops;
+  for (auto &[name, entry] : byOp)
+    ops.push_back({entry.first, name});
+  std::sort(ops.rbegin(), ops.rend());
+  appendf(out, "profile: %.3f ms per run in %zu instructions\n",
+          total / runs * 1e3, seconds.size());
+  for (auto &[t, name] : ops)
+    appendf(out, "  %-24s %9.3f ms %5.1f%%  (%d instructions)\n", name.c_str(),
+            t / runs * 1e3, 100 * t / total, byOp[name].second);
+  // Instructions of one op on operands of the same shapes, slowest first.
+  std::map<std::string, std::pair<double, int>> groups;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    const InstructionInfo &inst = exe.instructions()[i];
+    std::string key = std::string(opcodeName(inst.op)) + "(";
+    for (size_t o = 0; o < inst.operands.size(); ++o) {
+      const TensorInfo &t = exe.tensors()[inst.operands[o]];
+      key += (o ? ", " : "") + std::string(dtypeName(t.dtype)) +
+             shapeString(t.shape);
+    }
+    key += ")";
+    groups[key].first += seconds[i];
+    ++groups[key].second;
+  }
+  std::vector<std::pair<double, std::string>> slowest;
+  for (auto &[key, entry] : groups)
+    slowest.push_back({entry.first, key});
+  std::sort(slowest.rbegin(), slowest.rend());
+  appendf(out, "slowest instructions, by op and operand shapes:\n");
+  for (size_t k = 0; k < std::min<size_t>(20, slowest.size()); ++k)
+    appendf(out, "  %9.3f ms  %3dx %s\n", slowest[k].first / runs * 1e3,
+            groups[slowest[k].second].second, slowest[k].second.c_str());
+  return out;
+}
+
+} // namespace trainc
