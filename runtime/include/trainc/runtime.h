@@ -1,4 +1,4 @@
-/*===- trainc/runtime.h - The trainc runtime C API, version 2 ------------===*
+/*===- trainc/runtime.h - The trainc runtime C API, version 3 ------------===*
  *
  * Open a compiled executable (.tcx), create a session on a device, bind
  * inputs, run, read outputs; or train: step a training executable over
@@ -15,7 +15,9 @@
  * - Threading: an executable may be shared by threads; a session must be
  *   used by one thread at a time.
  * - Memory returned by trainc_session_output stays valid until the next
- *   trainc_session_run or the release of the session.
+ *   trainc_session_run or the release of the session. Text returned
+ *   through a `char **out_text` belongs to the caller, who frees it with
+ *   trainc_string_free.
  *===----------------------------------------------------------------------===*/
 
 #ifndef TRAINC_RUNTIME_H
@@ -28,7 +30,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 2
+#define TRAINC_API_VERSION 3
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -97,6 +99,44 @@ trainc_status trainc_session_run(trainc_session *session);
 trainc_status trainc_session_output(trainc_session *session, size_t index,
                                     const void **out_data, size_t *out_bytes);
 
+/* ---- Inspection, options and files (since API version 3) ---------------- */
+
+void trainc_string_free(char *text);
+/* The executable as text: its origin, memory plan, tensors and
+ * instructions (what trainc-run --inspect prints). */
+trainc_status trainc_executable_describe(const trainc_executable *executable,
+                                         char **out_text);
+/* The model file it was compiled from, as recorded ("" when none); owned by
+ * the executable. */
+const char *trainc_executable_source(const trainc_executable *executable);
+/* The static memory plan's peak over all arenas, in bytes. */
+uint64_t trainc_executable_planned_bytes(const trainc_executable *executable);
+
+typedef struct {
+  /* Debug mode: after every instruction, check that no byte outside its
+   * results changed (slow). */
+  int check_writes;
+  /* Time every instruction, for trainc_session_profile. */
+  int profile;
+} trainc_session_options;
+void trainc_session_options_init(trainc_session_options *options);
+trainc_status trainc_session_create_with_options(
+    trainc_executable *executable, const char *device,
+    const trainc_session_options *options, trainc_session **out_session);
+/* Input `index` from a file: a .npy array of the input's dtype and shape,
+ * or raw little-endian bytes of exactly its size. */
+trainc_status trainc_session_set_input_file(trainc_session *session,
+                                            size_t index, const char *path);
+/* Writes output `index` as a .npy file. */
+trainc_status trainc_session_write_output_npy(trainc_session *session,
+                                              size_t index, const char *path);
+/* The highest arena byte any instruction touched, summed over arenas. */
+uint64_t trainc_session_measured_bytes(const trainc_session *session);
+/* Where the time of `runs` runs went (needs the profile option): per op,
+ * and the slowest instructions by op and operand shapes. */
+trainc_status trainc_session_profile(const trainc_session *session, size_t runs,
+                                     char **out_text);
+
 /* ---- Training (since API version 1) -------------------------------------
  * A trainer owns a session of a training executable (`trainc --train`) and
  * draws its token and target inputs from data files; see
@@ -121,10 +161,18 @@ typedef struct {
   uint64_t seed;
   /* The device's peak FLOP/s for model FLOPs utilization (0: none). */
   double peak_flops;
+  /* Since API version 3. The inputs that take token and target ids (NULL:
+   * those the executable's training signature names). */
+  const char *tokens_input;
+  const char *targets_input;
+  /* Options of the trainer's session. */
+  trainc_session_options session;
 } trainc_train_config;
 
 /* Fills `config` with the defaults (no files, auto format, 10% held out,
- * 16 evaluation batches, seed 0, no peak). */
+ * 16 evaluation batches, seed 0, no peak, the signature's inputs, no
+ * session options). With no data files, the trainer steps on inputs set
+ * through trainc_trainer_session. */
 void trainc_train_config_init(trainc_train_config *config);
 
 /* One step's measurements; NaN where a value does not exist. */
@@ -136,6 +184,7 @@ typedef struct {
   int evaluated;    /* 1 when an evaluation ran after this step, then */
   double eval_loss; /* its held-out loss (which may itself be NaN) */
   uint64_t data_position;
+  int has_loss; /* the executable has a loss (else loss is NaN); since v3 */
 } trainc_step_metrics;
 
 /* Called after every step; a non-zero return stops the run early (the run
@@ -177,6 +226,24 @@ trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir);
 trainc_status trainc_trainer_restore(trainc_trainer *trainer, const char *dir);
 /* Steps done so far (restored runs included). */
 int64_t trainc_trainer_step_count(const trainc_trainer *trainer);
+
+/* ---- Since API version 3 ------------------------------------------------ */
+/* The trainer's session, owned by the trainer (do not release it): to set
+ * fixed inputs, read outputs, or profile. */
+trainc_session *trainc_trainer_session(trainc_trainer *trainer);
+/* "400 tokens (bytes) from FILE; 360 for training, 40 held out; batch 2 x
+ * 32 tokens[; held-out loss: K batches]" ("" without data). */
+trainc_status trainc_trainer_describe_data(const trainc_trainer *trainer,
+                                           char **out_text);
+/* Writes `source_model` (the ONNX model the executable was compiled from)
+ * with its initializers replaced by the current weights, to `path`. */
+trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
+                                         const char *source_model,
+                                         const char *path);
+/* The run state saved in `dir`, without restoring it: its steps and seed
+ * (to create the trainer that continues it with the same seed). */
+trainc_status trainc_saved_run_info(const char *dir, int64_t *out_step,
+                                    uint64_t *out_seed);
 
 #ifdef __cplusplus
 } /* extern "C" */

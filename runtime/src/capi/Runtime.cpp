@@ -2,11 +2,15 @@
 
 #include "trainc/runtime.h"
 
+#include "exec/Describe.h"
 #include "exec/Session.h"
+#include "io/OnnxExport.h"
 #include "io/SafeTensors.h"
+#include "io/TensorFiles.h"
 #include "train/RunState.h"
 #include "train/Trainer.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -20,13 +24,18 @@ struct trainc_executable_s {
 };
 
 struct trainc_session_s {
-  std::unique_ptr<trainc::Session> session;
+  /// Set for sessions the caller created; a trainer's session (borrowed)
+  /// leaves it null.
+  std::unique_ptr<trainc::Session> owned;
+  trainc::Session *session = nullptr;
 };
 
 struct trainc_trainer_s {
   /// Declared first: the trainer's sampler refers to it.
   std::unique_ptr<trainc::TokenData> data;
   std::unique_ptr<trainc::Trainer> trainer;
+  /// The handle of the trainer's session (trainc_trainer_session).
+  trainc_session_s session;
 };
 
 // The C header cannot include the schema's generated C++; its dtype enum
@@ -53,6 +62,23 @@ trainc_status toC(const trainc::Status &s) {
 
 trainc_status nullArgument(const char *what) {
   return toC(trainc::invalidArgument(std::string(what) + " is NULL"));
+}
+
+/// A copy of `text` the caller frees with trainc_string_free.
+char *newString(const std::string &text) {
+  char *out = static_cast<char *>(std::malloc(text.size() + 1));
+  if (out)
+    std::memcpy(out, text.c_str(), text.size() + 1);
+  return out;
+}
+
+trainc::SessionOptions sessionOptions(const trainc_session_options *o) {
+  trainc::SessionOptions options;
+  if (o) {
+    options.checkWrites = o->check_writes != 0;
+    options.profile = o->profile != 0;
+  }
+  return options;
 }
 
 trainc_status tensorInfo(const trainc::Executable &exe,
@@ -133,24 +159,36 @@ trainc_status trainc_executable_output_info(const trainc_executable *executable,
 trainc_status trainc_session_create(trainc_executable *executable,
                                     const char *device,
                                     trainc_session **out_session) {
+  return trainc_session_create_with_options(executable, device, nullptr,
+                                            out_session);
+}
+
+trainc_status trainc_session_create_with_options(
+    trainc_executable *executable, const char *device,
+    const trainc_session_options *options, trainc_session **out_session) {
   if (!executable)
     return nullArgument("executable");
   if (!out_session)
     return nullArgument("out_session");
   if (!device)
     return nullArgument("device");
-  trainc::SessionOptions options;
-  if (trainc_status s = toC(trainc::createDevice(device, options.device)))
+  trainc::SessionOptions sessionOpts = sessionOptions(options);
+  if (trainc_status s = toC(trainc::createDevice(device, sessionOpts.device)))
     return s;
-  std::unique_ptr<trainc::Session> session;
-  if (trainc_status s = toC(
-          trainc::Session::create(executable->executable, options, session)))
+  auto handle = std::make_unique<trainc_session_s>();
+  if (trainc_status s = toC(trainc::Session::create(
+          executable->executable, sessionOpts, handle->owned)))
     return s;
-  *out_session = new trainc_session_s{std::move(session)};
+  handle->session = handle->owned.get();
+  *out_session = handle.release();
   return nullptr;
 }
 
-void trainc_session_release(trainc_session *session) { delete session; }
+void trainc_session_release(trainc_session *session) {
+  // A trainer's session belongs to the trainer.
+  if (session && session->owned)
+    delete session;
+}
 
 trainc_status trainc_session_set_input(trainc_session *session, size_t index,
                                        const void *data, size_t bytes) {
@@ -219,17 +257,22 @@ trainc_status trainc_trainer_create(trainc_executable *step,
   dataOptions.binTokenBytes = config->bin_token_bytes;
   dataOptions.evalFraction = config->eval_fraction;
   auto trainer = std::make_unique<trainc_trainer_s>();
-  if (trainc_status s =
-          toC(trainc::TokenData::open(dataOptions, trainer->data)))
-    return s;
+  if (!dataOptions.paths.empty())
+    if (trainc_status s =
+            toC(trainc::TokenData::open(dataOptions, trainer->data)))
+      return s;
   trainc::TrainerOptions options;
   options.evalBatches = config->eval_batches;
   options.seed = config->seed;
   options.peakFlops = config->peak_flops;
+  options.tokensInput = config->tokens_input ? config->tokens_input : "";
+  options.targetsInput = config->targets_input ? config->targets_input : "";
+  options.session = sessionOptions(&config->session);
   if (trainc_status s = toC(trainc::Trainer::create(
           step->executable, eval ? eval->executable : nullptr,
           trainer->data.get(), options, trainer->trainer)))
     return s;
+  trainer->session.session = &trainer->trainer->session();
   *out_trainer = trainer.release();
   return nullptr;
 }
@@ -258,6 +301,7 @@ trainc_status trainc_trainer_run(trainc_trainer *trainer, int64_t steps,
         c.tokens_per_second = m.tokensPerSecond;
         c.flops_per_second = m.flopsPerSecond;
         c.mfu = m.mfu;
+        c.has_loss = m.hasLoss;
         c.planned_bytes = m.plannedBytes;
         c.measured_bytes = m.measuredBytes;
         c.peak_rss_bytes = m.peakRssBytes;
@@ -310,6 +354,116 @@ trainc_status trainc_trainer_restore(trainc_trainer *trainer, const char *dir) {
 
 int64_t trainc_trainer_step_count(const trainc_trainer *trainer) {
   return trainer ? trainer->trainer->state().step : 0;
+}
+
+void trainc_string_free(char *text) { std::free(text); }
+
+trainc_status trainc_executable_describe(const trainc_executable *executable,
+                                         char **out_text) {
+  if (!executable)
+    return nullArgument("executable");
+  if (!out_text)
+    return nullArgument("out_text");
+  *out_text = newString(trainc::describeExecutable(*executable->executable));
+  return nullptr;
+}
+
+const char *trainc_executable_source(const trainc_executable *executable) {
+  return executable ? executable->executable->source().c_str() : "";
+}
+
+uint64_t trainc_executable_planned_bytes(const trainc_executable *executable) {
+  return executable ? executable->executable->memoryPlan().peak : 0;
+}
+
+void trainc_session_options_init(trainc_session_options *options) {
+  if (options)
+    *options = trainc_session_options{0, 0};
+}
+
+trainc_status trainc_session_set_input_file(trainc_session *session,
+                                            size_t index, const char *path) {
+  if (!session)
+    return nullArgument("session");
+  if (!path)
+    return nullArgument("path");
+  return toC(trainc::setInputFromFile(*session->session, index, path));
+}
+
+trainc_status trainc_session_write_output_npy(trainc_session *session,
+                                              size_t index, const char *path) {
+  if (!session)
+    return nullArgument("session");
+  if (!path)
+    return nullArgument("path");
+  return toC(trainc::writeOutputNpy(*session->session, index, path));
+}
+
+uint64_t trainc_session_measured_bytes(const trainc_session *session) {
+  return session ? session->session->measuredPeak() : 0;
+}
+
+trainc_status trainc_session_profile(const trainc_session *session, size_t runs,
+                                     char **out_text) {
+  if (!session)
+    return nullArgument("session");
+  if (!out_text)
+    return nullArgument("out_text");
+  *out_text = newString(trainc::profileReport(*session->session, runs));
+  return nullptr;
+}
+
+trainc_session *trainc_trainer_session(trainc_trainer *trainer) {
+  return trainer ? &trainer->session : nullptr;
+}
+
+trainc_status trainc_trainer_describe_data(const trainc_trainer *trainer,
+                                           char **out_text) {
+  if (!trainer)
+    return nullArgument("trainer");
+  if (!out_text)
+    return nullArgument("out_text");
+  std::string text;
+  if (trainer->data) {
+    const trainc::Trainer &t = *trainer->trainer;
+    text = trainer->data->description() + "; batch " +
+           std::to_string(t.batch()) + " x " + std::to_string(t.sequence()) +
+           " tokens";
+    if (t.evalBatchesPerEvaluation() > 0)
+      text +=
+          "; held-out loss: " + std::to_string(t.evalBatchesPerEvaluation()) +
+          " batches";
+  }
+  *out_text = newString(text);
+  return nullptr;
+}
+
+trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
+                                         const char *source_model,
+                                         const char *path) {
+  if (!trainer)
+    return nullArgument("trainer");
+  if (!source_model)
+    return nullArgument("source_model");
+  if (!path)
+    return nullArgument("path");
+  return toC(trainc::exportOnnxWithWeights(
+      source_model, path,
+      trainc::parameterTensors(trainer->trainer->session())));
+}
+
+trainc_status trainc_saved_run_info(const char *dir, int64_t *out_step,
+                                    uint64_t *out_seed) {
+  if (!dir)
+    return nullArgument("dir");
+  trainc::RunState state;
+  if (trainc_status s = toC(trainc::readRunState(dir, state)))
+    return s;
+  if (out_step)
+    *out_step = state.step;
+  if (out_seed)
+    *out_seed = state.seed;
+  return nullptr;
 }
 
 } // extern "C"

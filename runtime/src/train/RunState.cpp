@@ -5,6 +5,7 @@
 #include "io/AtomicFile.h"
 #include "io/Json.h"
 #include "io/Npy.h"
+#include "io/TensorFiles.h"
 
 #include <cctype>
 #include <cerrno>
@@ -46,11 +47,7 @@ bool isPersistent(const TensorInfo &t) {
 } // namespace
 
 std::string runTensorFileName(const std::string &tensorName) {
-  std::string s = tensorName;
-  for (char &c : s)
-    if (c == '/' || c == '\\' || c == ':')
-      c = '_';
-  return (s.empty() ? "tensor" : s) + ".npy";
+  return tensorFileName(tensorName) + ".npy";
 }
 
 Status saveRun(const std::string &dir, const Trainer &trainer,

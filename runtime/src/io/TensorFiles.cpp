@@ -1,0 +1,75 @@
+//===- TensorFiles.cpp - Inputs and outputs of a session as files ---------===//
+
+#include "io/TensorFiles.h"
+
+#include "io/Npy.h"
+
+#include <fstream>
+#include <iterator>
+
+namespace trainc {
+namespace {
+
+/// Loads the bytes for input `index` from `file`.
+Status loadInput(const Executable &exe, size_t index, const std::string &file,
+                 std::vector<char> &bytes) {
+  const TensorInfo &t = exe.tensors()[exe.inputs()[index]];
+  if (file.size() > 4 && file.compare(file.size() - 4, 4, ".npy") == 0) {
+    NpyArray array;
+    TRAINC_RETURN_IF_ERROR(readNpy(file, array));
+    if (array.dtype != t.dtype || array.shape != t.shape)
+      return invalidArgument(file + " holds " + dtypeName(array.dtype) + " " +
+                             shapeString(array.shape) + " but input '" +
+                             t.name + "' is " + dtypeName(t.dtype) + " " +
+                             shapeString(t.shape));
+    bytes = std::move(array.data);
+    return okStatus();
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    return notFound(file + ": cannot open");
+  bytes.assign(std::istreambuf_iterator<char>(in),
+               std::istreambuf_iterator<char>());
+  if (bytes.size() != t.size)
+    return invalidArgument(file + " has " + std::to_string(bytes.size()) +
+                           " bytes but input '" + t.name + "' (" +
+                           dtypeName(t.dtype) + " " + shapeString(t.shape) +
+                           ") needs " + std::to_string(t.size));
+  return okStatus();
+}
+
+} // namespace
+
+Status setInputFromFile(Session &session, size_t index,
+                        const std::string &file) {
+  const Executable &exe = session.executable();
+  if (index >= exe.inputs().size())
+    return invalidArgument("input " + std::to_string(index) +
+                           " does not exist");
+  std::vector<char> bytes;
+  TRAINC_RETURN_IF_ERROR(loadInput(exe, index, file, bytes));
+  return session.setInput(index, bytes.data(), bytes.size());
+}
+
+Status writeOutputNpy(const Session &session, size_t index,
+                      const std::string &path) {
+  const Executable &exe = session.executable();
+  if (index >= exe.outputs().size())
+    return Status(StatusCode::kOutOfRange,
+                  "output " + std::to_string(index) + " does not exist");
+  uint32_t id = exe.outputs()[index];
+  const TensorInfo &t = exe.tensors()[id];
+  std::vector<char> bytes(t.size);
+  TRAINC_RETURN_IF_ERROR(session.readTensor(id, bytes.data()));
+  return writeNpy(path, t.dtype, t.shape, bytes.data(), t.size);
+}
+
+std::string tensorFileName(const std::string &name) {
+  std::string s = name;
+  for (char &c : s)
+    if (c == '/' || c == '\\' || c == ':')
+      c = '_';
+  return s.empty() ? "output" : s;
+}
+
+} // namespace trainc
