@@ -73,6 +73,8 @@ trainc_status_code trainc_status_get_code(trainc_status status);
 /* The message; owned by the status. */
 const char *trainc_status_message(trainc_status status);
 void trainc_status_free(trainc_status status);
+/* "invalid argument", "not found", ... (since API version 3). */
+const char *trainc_status_code_name(trainc_status_code code);
 
 trainc_status trainc_executable_open(const char *path,
                                      trainc_executable **out_executable);
@@ -106,6 +108,8 @@ void trainc_string_free(char *text);
  * instructions (what trainc-run --inspect prints). */
 trainc_status trainc_executable_describe(const trainc_executable *executable,
                                          char **out_text);
+/* Its parameters (trained weights), what save_safetensors writes. */
+size_t trainc_executable_parameter_count(const trainc_executable *executable);
 /* The model file it was compiled from, as recorded ("" when none); owned by
  * the executable. */
 const char *trainc_executable_source(const trainc_executable *executable);
@@ -228,11 +232,14 @@ trainc_status trainc_trainer_restore(trainc_trainer *trainer, const char *dir);
 int64_t trainc_trainer_step_count(const trainc_trainer *trainer);
 
 /* ---- Since API version 3 ------------------------------------------------ */
+/* Tokens one step consumes (batch x sequence), 0 without data. */
+int64_t trainc_trainer_tokens_per_step(const trainc_trainer *trainer);
 /* The trainer's session, owned by the trainer (do not release it): to set
  * fixed inputs, read outputs, or profile. */
 trainc_session *trainc_trainer_session(trainc_trainer *trainer);
 /* "400 tokens (bytes) from FILE; 360 for training, 40 held out; batch 2 x
- * 32 tokens[; held-out loss: K batches]" ("" without data). */
+ * 32 tokens", and with an evaluation executable a second line "held-out
+ * loss: K batches" ("" without data). */
 trainc_status trainc_trainer_describe_data(const trainc_trainer *trainer,
                                            char **out_text);
 /* Writes `source_model` (the ONNX model the executable was compiled from)

@@ -113,6 +113,10 @@ const char *trainc_status_message(trainc_status status) {
 
 void trainc_status_free(trainc_status status) { delete status; }
 
+const char *trainc_status_code_name(trainc_status_code code) {
+  return trainc::statusCodeName(static_cast<trainc::StatusCode>(code));
+}
+
 trainc_status trainc_executable_open(const char *path,
                                      trainc_executable **out_executable) {
   if (!path)
@@ -368,6 +372,10 @@ trainc_status trainc_executable_describe(const trainc_executable *executable,
   return nullptr;
 }
 
+size_t trainc_executable_parameter_count(const trainc_executable *executable) {
+  return executable ? executable->executable->parameters().size() : 0;
+}
+
 const char *trainc_executable_source(const trainc_executable *executable) {
   return executable ? executable->executable->source().c_str() : "";
 }
@@ -413,6 +421,10 @@ trainc_status trainc_session_profile(const trainc_session *session, size_t runs,
   return nullptr;
 }
 
+int64_t trainc_trainer_tokens_per_step(const trainc_trainer *trainer) {
+  return trainer ? trainer->trainer->tokensPerStep() : 0;
+}
+
 trainc_session *trainc_trainer_session(trainc_trainer *trainer) {
   return trainer ? &trainer->session : nullptr;
 }
@@ -431,7 +443,7 @@ trainc_status trainc_trainer_describe_data(const trainc_trainer *trainer,
            " tokens";
     if (t.evalBatchesPerEvaluation() > 0)
       text +=
-          "; held-out loss: " + std::to_string(t.evalBatchesPerEvaluation()) +
+          "\nheld-out loss: " + std::to_string(t.evalBatchesPerEvaluation()) +
           " batches";
   }
   *out_text = newString(text);

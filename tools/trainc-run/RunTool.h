@@ -1,7 +1,7 @@
 //===- RunTool.h - The trainc-run command line ------------------*- C++ -*-===//
 
-#ifndef TRAINC_RUNTIME_TOOLS_RUNTOOL_H
-#define TRAINC_RUNTIME_TOOLS_RUNTOOL_H
+#ifndef TRAINC_TOOLS_TRAINC_RUN_RUNTOOL_H
+#define TRAINC_TOOLS_TRAINC_RUN_RUNTOOL_H
 
 namespace trainc {
 
@@ -10,4 +10,4 @@ int runRunTool(int argc, char **argv);
 
 } // namespace trainc
 
-#endif // TRAINC_RUNTIME_TOOLS_RUNTOOL_H
+#endif // TRAINC_TOOLS_TRAINC_RUN_RUNTOOL_H

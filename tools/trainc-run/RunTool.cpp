@@ -5,26 +5,21 @@
 //   and shape checked) or raw files (size checked) and writes every output
 //   as DIR/<name>.npy; with --steps N it runs N training steps on them.
 // trainc-run step.tcx --data FILE... --steps N [--eval-executable fwd.tcx]
-//   trains on batches drawn from token or text files (train/Trainer.h),
-//   with a progress bar on a terminal, plain lines otherwise, a JSONL log,
-//   and the trained weights as safetensors and ONNX at the end.
+//   trains on batches drawn from token or text files, with a progress bar
+//   on a terminal, plain lines otherwise, a JSONL log, and the trained
+//   weights as safetensors and ONNX at the end.
 // --inspect prints the executable instead.
+//
+// Written against the C API (trainc/runtime.h) alone: what this tool does,
+// any program that embeds the runtime can do.
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/RunTool.h"
+#include "RunTool.h"
 
-#include "tools/Reporter.h"
+#include "Reporter.h"
 
-#include "exec/Describe.h"
-#include "exec/Session.h"
-#include "io/AtomicFile.h"
-#include "io/Json.h"
-#include "io/Npy.h"
-#include "io/OnnxExport.h"
-#include "io/SafeTensors.h"
-#include "train/RunState.h"
-#include "train/Trainer.h"
+#include "trainc/runtime.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -34,21 +29,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <map>
-#include <sstream>
+#include <memory>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace trainc {
 namespace {
 
+using run::Reporter;
+
 constexpr const char *kUsage = R"(Usage: trainc-run MODEL.tcx [options]
 
-Runs a trainc executable on the CPU: once (writing its outputs as .npy
+Runs a trainc executable on the CPU device: once (writing its outputs as .npy
 files), or as a training loop over a fixed batch (--input) or over batches
 drawn from data files (--data).
 
@@ -124,40 +120,37 @@ int fail(const std::string &message) {
   return 1;
 }
 
-/// Loads the bytes for input `index` from `file`.
-Status loadInput(const Executable &exe, size_t index, const std::string &file,
-                 std::vector<char> &bytes) {
-  const TensorInfo &t = exe.tensors()[exe.inputs()[index]];
-  if (file.size() > 4 && file.compare(file.size() - 4, 4, ".npy") == 0) {
-    NpyArray array;
-    TRAINC_RETURN_IF_ERROR(readNpy(file, array));
-    if (array.dtype != t.dtype || array.shape != t.shape)
-      return invalidArgument(file + " holds " + dtypeName(array.dtype) + " " +
-                             shapeString(array.shape) + " but input '" +
-                             t.name + "' is " + dtypeName(t.dtype) + " " +
-                             shapeString(t.shape));
-    bytes = std::move(array.data);
-    return okStatus();
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    return notFound(file + ": cannot open");
-  bytes.assign(std::istreambuf_iterator<char>(in),
-               std::istreambuf_iterator<char>());
-  if (bytes.size() != t.size)
-    return invalidArgument(file + " has " + std::to_string(bytes.size()) +
-                           " bytes but input '" + t.name + "' (" +
-                           dtypeName(t.dtype) + " " + shapeString(t.shape) +
-                           ") needs " + std::to_string(t.size));
-  return okStatus();
+/// "invalid argument: <message>" of `status`, which it frees.
+std::string take(trainc_status status) {
+  std::string text =
+      std::string(trainc_status_code_name(trainc_status_get_code(status))) +
+      ": " + trainc_status_message(status);
+  trainc_status_free(status);
+  return text;
 }
+
+/// A string the runtime allocated, as std::string (freed).
+std::string takeText(char *text) {
+  std::string s = text ? text : "";
+  trainc_string_free(text);
+  return s;
+}
+
+struct ExecutableDeleter {
+  void operator()(trainc_executable *e) const { trainc_executable_release(e); }
+};
+struct TrainerDeleter {
+  void operator()(trainc_trainer *t) const { trainc_trainer_release(t); }
+};
+using ExecutablePtr = std::unique_ptr<trainc_executable, ExecutableDeleter>;
+using TrainerPtr = std::unique_ptr<trainc_trainer, TrainerDeleter>;
 
 /// A file name for an output: its name with path separators replaced.
 std::string fileNameFor(const std::string &name) {
   std::string s = name;
-  for (char &c : s)
-    if (c == '/' || c == '\\' || c == ':')
-      c = '_';
+  std::replace_if(
+      s.begin(), s.end(),
+      [](char c) { return c == '/' || c == '\\' || c == ':'; }, '_');
   return s.empty() ? "output" : s;
 }
 
@@ -166,8 +159,13 @@ struct Options {
   std::string safetensorsPath, onnxExportPath, onnxSource;
   std::string evalExecutable, jsonlPath;
   std::map<std::string, std::string> inputFiles;
-  TokenDataOptions data;
-  TrainerOptions trainer;
+  std::vector<std::string> dataPaths;
+  std::string dataFormat = "auto", tokensInput, targetsInput;
+  int binTokenBytes = 0;
+  double evalFraction = 0.1, peakFlops = 0;
+  uint64_t seed = 0;
+  int64_t evalBatches = 16;
+  bool checkWrites = false, profile = false;
   bool outputDirGiven = false, seedGiven = false, repeatGiven = false;
   bool doInspect = false, training = false, progress = true;
   int64_t repeat = 1, evalEvery = 0, logEvery = 1;
@@ -192,7 +190,6 @@ bool parseDouble(const char *text, double &out) {
 
 /// Parses the command line into `o`; returns -1 to go on, else an exit code.
 int parseArgs(int argc, char **argv, Options &o) {
-  o.trainer.evalBatches = 16;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     const char *v = nullptr;
@@ -243,31 +240,33 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else if (arg == "--data") {
       if (!value())
         return 1;
-      o.data.paths.push_back(v);
+      o.dataPaths.push_back(v);
     } else if (arg == "--data-format") {
       if (!value())
         return 1;
-      Status s = parseTokenFormat(v, o.data.format);
-      if (!s.ok())
-        return fail(s.message());
+      o.dataFormat = v;
+      if (o.dataFormat != "auto" && o.dataFormat != "tokens" &&
+          o.dataFormat != "bin" && o.dataFormat != "bytes")
+        return fail("unknown data format '" + o.dataFormat +
+                    "' (expected auto, tokens, bin or bytes)");
     } else if (arg == "--token-dtype") {
       if (!value())
         return 1;
       std::string t = v;
       if (t != "uint16" && t != "uint32")
         return fail("--token-dtype must be uint16 or uint32, not '" + t + "'");
-      o.data.binTokenBytes = t == "uint16" ? 2 : 4;
+      o.binTokenBytes = t == "uint16" ? 2 : 4;
     } else if (arg == "--seed") {
       int64_t seed;
       if (!count(0, seed))
         return 1;
-      o.trainer.seed = uint64_t(seed);
+      o.seed = uint64_t(seed);
       o.seedGiven = true;
     } else if (arg == "--eval-fraction") {
       if (!value())
         return 1;
-      if (!parseDouble(v, o.data.evalFraction) || o.data.evalFraction < 0 ||
-          o.data.evalFraction >= 1)
+      if (!parseDouble(v, o.evalFraction) || o.evalFraction < 0 ||
+          o.evalFraction >= 1)
         return fail("--eval-fraction needs a number in [0, 1), not '" +
                     std::string(v) + "'");
     } else if (arg == "--eval-executable") {
@@ -278,20 +277,20 @@ int parseArgs(int argc, char **argv, Options &o) {
       if (!count(1, o.evalEvery))
         return 1;
     } else if (arg == "--eval-batches") {
-      if (!count(0, o.trainer.evalBatches))
+      if (!count(0, o.evalBatches))
         return 1;
     } else if (arg == "--tokens-input") {
       if (!value())
         return 1;
-      o.trainer.tokensInput = v;
+      o.tokensInput = v;
     } else if (arg == "--targets-input") {
       if (!value())
         return 1;
-      o.trainer.targetsInput = v;
+      o.targetsInput = v;
     } else if (arg == "--peak-flops") {
       if (!value())
         return 1;
-      if (!parseDouble(v, o.trainer.peakFlops) || o.trainer.peakFlops <= 0)
+      if (!parseDouble(v, o.peakFlops) || o.peakFlops <= 0)
         return fail("--peak-flops needs a positive FLOP/s figure, not '" +
                     std::string(v) + "'");
     } else if (arg == "--log-jsonl") {
@@ -324,9 +323,9 @@ int parseArgs(int argc, char **argv, Options &o) {
         return 1;
       o.onnxSource = v;
     } else if (arg == "--check-writes") {
-      o.trainer.session.checkWrites = true;
+      o.checkWrites = true;
     } else if (arg == "--profile") {
-      o.trainer.session.profile = true;
+      o.profile = true;
     } else if (arg == "--inspect") {
       o.doInspect = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -340,11 +339,11 @@ int parseArgs(int argc, char **argv, Options &o) {
   }
   if (o.model.empty())
     return fail("no executable given (see trainc-run --help)");
-  if (!o.data.paths.empty() && !o.inputFiles.empty())
+  if (!o.dataPaths.empty() && !o.inputFiles.empty())
     return fail("--data and --input both give inputs: use one");
-  if (!o.data.paths.empty() && !o.training)
+  if (!o.dataPaths.empty() && !o.training)
     return fail("--data trains: give the number of steps with --steps N");
-  if (!o.evalExecutable.empty() && o.data.paths.empty())
+  if (!o.evalExecutable.empty() && o.dataPaths.empty())
     return fail("--eval-executable needs --data (it evaluates on the "
                 "held-out part of the data)");
   if (o.evalEvery && o.evalExecutable.empty())
@@ -392,19 +391,20 @@ std::string parentOf(const std::string &path) {
 
 /// Checks, before any work, that the outputs asked for can be written:
 /// their directories exist (--save-state's is created).
-Status checkOutputPaths(const Options &o) {
+std::string checkOutputPaths(const Options &o) {
   auto isDir = [](const std::string &dir) {
     struct stat st;
     return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   };
   if (!o.saveStateDir.empty() && !isDir(o.saveStateDir) &&
       mkdir(o.saveStateDir.c_str(), 0777) != 0)
-    return notFound("--save-state " + o.saveStateDir +
-                    ": cannot create the directory: " + std::strerror(errno));
+    return "not found: " + std::string("--save-state " + o.saveStateDir +
+                                       ": cannot create the directory: " +
+                                       std::strerror(errno));
   for (const std::string *file : {&o.safetensorsPath, &o.onnxExportPath})
     if (!file->empty() && !isDir(parentOf(*file)))
-      return notFound(*file + ": the directory " + parentOf(*file) +
-                      " does not exist");
+      return "not found: " + std::string(*file + ": the directory " +
+                                         parentOf(*file) + " does not exist");
   // A missing output directory is created (with its parents), as
   // `mkdir -p` would; an existing non-directory is an error.
   if (o.outputDirGiven && !isDir(o.outputDir)) {
@@ -413,24 +413,39 @@ Status checkOutputPaths(const Options &o) {
       std::string prefix = o.outputDir.substr(0, slash);
       struct stat st;
       if (stat(prefix.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
-        return notFound("--output-dir " + o.outputDir + ": " + prefix +
-                        " is not a directory");
+        return "not found: " +
+               std::string("--output-dir " + o.outputDir + ": " + prefix +
+                           " is not a directory");
       if (!isDir(prefix) && mkdir(prefix.c_str(), 0777) != 0)
-        return notFound("--output-dir " + o.outputDir + ": cannot create " +
-                        prefix + ": " + std::strerror(errno));
+        return "not found: " +
+               std::string("--output-dir " + o.outputDir + ": cannot create " +
+                           prefix + ": " + std::strerror(errno));
       if (slash == std::string::npos)
         break;
     }
   }
-  return okStatus();
+  return "";
 }
 
-Status loadExecutable(const std::string &path,
-                      std::shared_ptr<const Executable> &out) {
-  std::unique_ptr<Executable> loaded;
-  TRAINC_RETURN_IF_ERROR(Executable::load(path, loaded));
-  out = std::move(loaded);
-  return okStatus();
+/// What the training loop's callback sees and decides.
+struct Loop {
+  Reporter *reporter;
+  std::vector<double> *times;
+  std::string logError;
+  bool diverged = false;
+};
+
+int onStep(const trainc_step_metrics *m, void *user) {
+  Loop &loop = *static_cast<Loop *>(user);
+  loop.times->push_back(m->step_seconds * 1e3);
+  loop.logError = loop.reporter->onStep(*m);
+  if (!loop.logError.empty())
+    return 1;
+  if (m->has_loss && !std::isfinite(m->loss)) {
+    loop.diverged = true;
+    return 1;
+  }
+  return gInterrupted ? 1 : 0;
 }
 
 } // namespace
@@ -440,72 +455,95 @@ int runRunTool(int argc, char **argv) {
   if (int code = parseArgs(argc, argv, o); code >= 0)
     return code;
 
-  std::shared_ptr<const Executable> exe, evalExe;
-  Status status = loadExecutable(o.model, exe);
-  if (!status.ok())
-    return fail(status.toString());
+  ExecutablePtr exe, evalExe;
+  {
+    trainc_executable *raw = nullptr;
+    if (trainc_status s = trainc_executable_open(o.model.c_str(), &raw))
+      return fail(take(s));
+    exe.reset(raw);
+  }
   if (o.doInspect) {
-    std::fputs(describeExecutable(*exe).c_str(), stdout);
+    char *text = nullptr;
+    if (trainc_status s = trainc_executable_describe(exe.get(), &text))
+      return fail(take(s));
+    std::fputs(takeText(text).c_str(), stdout);
     return 0;
   }
   if (!o.evalExecutable.empty()) {
-    status = loadExecutable(o.evalExecutable, evalExe);
-    if (!status.ok())
-      return fail(status.toString());
+    trainc_executable *raw = nullptr;
+    if (trainc_status s =
+            trainc_executable_open(o.evalExecutable.c_str(), &raw))
+      return fail(take(s));
+    evalExe.reset(raw);
   }
-  bool withData = !o.data.paths.empty();
-  status = checkOutputPaths(o);
-  if (!status.ok())
-    return fail(status.toString());
-  std::string onnxSource = o.onnxSource.empty() ? exe->source() : o.onnxSource;
+  bool withData = !o.dataPaths.empty();
+  if (std::string error = checkOutputPaths(o); !error.empty())
+    return fail(error);
+  std::string onnxSource =
+      o.onnxSource.empty() ? trainc_executable_source(exe.get()) : o.onnxSource;
   if (!o.onnxExportPath.empty() && access(onnxSource.c_str(), R_OK) != 0)
     return fail("--export-onnx: the source model " +
                 (onnxSource.empty() ? std::string("(none recorded)")
                                     : "'" + onnxSource + "'") +
                 (o.onnxSource.empty() ? " recorded in " + o.model : "") +
                 " cannot be read; give it with --onnx-source model.onnx");
-  RunState resumed;
   if (!o.resumeDir.empty()) {
-    status = readRunState(o.resumeDir, resumed);
-    if (!status.ok())
-      return fail(status.toString());
-    if (o.seedGiven && resumed.seed != o.trainer.seed)
-      return fail("--seed " + std::to_string(o.trainer.seed) +
+    uint64_t seed = 0;
+    if (trainc_status s =
+            trainc_saved_run_info(o.resumeDir.c_str(), nullptr, &seed))
+      return fail(take(s));
+    if (o.seedGiven && seed != o.seed)
+      return fail("--seed " + std::to_string(o.seed) +
                   " differs from the resumed run's seed " +
-                  std::to_string(resumed.seed));
-    o.trainer.seed = resumed.seed;
+                  std::to_string(seed));
+    o.seed = seed;
   }
 
-  std::unique_ptr<TokenData> data;
-  if (withData) {
-    status = TokenData::open(o.data, data);
-    if (!status.ok())
-      return fail(status.toString());
+  trainc_train_config config;
+  trainc_train_config_init(&config);
+  std::vector<const char *> paths;
+  for (const std::string &p : o.dataPaths)
+    paths.push_back(p.c_str());
+  config.data_paths = paths.data();
+  config.data_path_count = paths.size();
+  config.data_format = o.dataFormat.c_str();
+  config.bin_token_bytes = o.binTokenBytes;
+  config.eval_fraction = o.evalFraction;
+  config.eval_batches = o.evalBatches;
+  config.seed = o.seed;
+  config.peak_flops = o.peakFlops;
+  config.tokens_input = o.tokensInput.empty() ? nullptr : o.tokensInput.c_str();
+  config.targets_input =
+      o.targetsInput.empty() ? nullptr : o.targetsInput.c_str();
+  config.session.check_writes = o.checkWrites;
+  config.session.profile = o.profile;
+  TrainerPtr trainer;
+  {
+    trainc_trainer *raw = nullptr;
+    if (trainc_status s =
+            trainc_trainer_create(exe.get(), evalExe.get(), &config, &raw))
+      return fail(take(s));
+    trainer.reset(raw);
   }
-  std::unique_ptr<Trainer> trainer;
-  status = Trainer::create(exe, evalExe, data.get(), o.trainer, trainer);
-  if (!status.ok())
-    return fail(status.toString());
-  Session &session = trainer->session();
-  if (!o.resumeDir.empty()) {
-    status = restoreRun(o.resumeDir, *trainer, data.get());
-    if (!status.ok())
-      return fail(status.toString());
-  }
+  trainc_session *session = trainc_trainer_session(trainer.get());
+  if (!o.resumeDir.empty())
+    if (trainc_status s =
+            trainc_trainer_restore(trainer.get(), o.resumeDir.c_str()))
+      return fail(take(s));
 
   if (!withData) {
-    for (size_t i = 0; i < exe->inputs().size(); ++i) {
-      const std::string &name = exe->tensors()[exe->inputs()[i]].name;
-      auto it = o.inputFiles.find(name);
+    for (size_t i = 0; i < trainc_executable_input_count(exe.get()); ++i) {
+      trainc_tensor_info info;
+      if (trainc_status s = trainc_executable_input_info(exe.get(), i, &info))
+        return fail(take(s));
+      auto it = o.inputFiles.find(info.name);
       if (it == o.inputFiles.end())
-        return fail("input '" + name + "' is missing: give it with --input " +
-                    name + "=FILE");
-      std::vector<char> bytes;
-      status = loadInput(*exe, i, it->second, bytes);
-      if (status.ok())
-        status = session.setInput(i, bytes.data(), bytes.size());
-      if (!status.ok())
-        return fail(status.toString());
+        return fail(std::string("input '") + info.name +
+                    "' is missing: give it with --input " + info.name +
+                    "=FILE");
+      if (trainc_status s =
+              trainc_session_set_input_file(session, i, it->second.c_str()))
+        return fail(take(s));
       o.inputFiles.erase(it);
     }
     if (!o.inputFiles.empty())
@@ -519,19 +557,20 @@ int runRunTool(int argc, char **argv) {
   // exit code says it stopped.
   int stoppedCode = 0;
   if (o.training) {
-    int64_t first = session.stepCount();
-    Reporter reporter({o.jsonlPath, o.progress, o.logEvery}, *trainer, first,
-                      first + o.repeat);
-    status = reporter.open();
-    if (!status.ok())
-      return fail(status.toString());
-    if (data) {
-      std::printf("data: %s; batch %lld x %lld tokens\n",
-                  data->description().c_str(), (long long)trainer->batch(),
-                  (long long)trainer->sequence());
-      if (evalExe)
-        std::printf("held-out loss: %lld batches, with %s\n",
-                    (long long)trainer->evalBatchesPerEvaluation(),
+    int64_t first = trainc_trainer_step_count(trainer.get());
+    Reporter reporter({o.jsonlPath, o.progress, o.logEvery}, trainer.get(),
+                      exe.get(), first, first + o.repeat);
+    if (std::string error = reporter.open(); !error.empty())
+      return fail(error);
+    if (withData) {
+      char *text = nullptr;
+      if (trainc_status s = trainc_trainer_describe_data(trainer.get(), &text))
+        return fail(take(s));
+      std::string lines = takeText(text);
+      size_t newline = lines.find('\n');
+      std::printf("data: %s\n", lines.substr(0, newline).c_str());
+      if (newline != std::string::npos)
+        std::printf("%s, with %s\n", lines.substr(newline + 1).c_str(),
                     o.evalExecutable.c_str());
       std::fflush(stdout);
     }
@@ -539,54 +578,42 @@ int runRunTool(int argc, char **argv) {
     int64_t evalEvery = !evalExe      ? 0
                         : o.evalEvery ? o.evalEvery
                                       : std::numeric_limits<int64_t>::max();
-    Status logError;
-    bool diverged = false;
+    Loop loop{&reporter, &times};
+    trainc_status status;
     {
       InterruptScope interrupts;
-      status = trainer->run(o.repeat, evalEvery, [&](const StepMetrics &m) {
-        times.push_back(m.stepSeconds * 1e3);
-        logError = reporter.onStep(m, trainer->state().dataPosition);
-        if (!logError.ok())
-          return logError;
-        if (m.hasLoss && !std::isfinite(m.loss)) {
-          diverged = true;
-          return Status(StatusCode::kFailedPrecondition, "diverged");
-        }
-        if (gInterrupted)
-          return Status(StatusCode::kUnavailable, "interrupted");
-        return okStatus();
-      });
+      status =
+          trainc_trainer_run(trainer.get(), o.repeat, evalEvery, onStep, &loop);
     }
-    if (diverged)
+    int64_t done = trainc_trainer_step_count(trainer.get());
+    if (loop.diverged)
       return fail("training diverged: the loss is not finite at step " +
-                  std::to_string(trainer->state().step) +
+                  std::to_string(done) +
                   "; stopping without writing outputs (the weights are not "
                   "finite). Lower the learning rate or clip gradients "
                   "(trainc --clip-grad-norm).");
-    if (!logError.ok()) {
+    if (!loop.logError.empty()) {
       std::fprintf(stderr,
                    "trainc-run: error: %s\ntrainc-run: stopped after step "
                    "%lld; writing what was asked for\n",
-                   logError.toString().c_str(),
-                   (long long)trainer->state().step);
+                   loop.logError.c_str(), (long long)done);
       stoppedCode = 1;
     } else if (gInterrupted) {
       std::fprintf(stderr,
                    "\ntrainc-run: interrupted after step %lld; writing what "
                    "was asked for, then stopping\n",
-                   (long long)trainer->state().step);
+                   (long long)done);
       stoppedCode = 130;
-    } else if (!status.ok()) {
+    } else if (status) {
       // A kernel failed mid-step: parameters may be half updated.
-      return fail(status.toString() + " (nothing was written)");
+      return fail(take(status) + " (nothing was written)");
     }
     reporter.summary();
   } else {
     for (int64_t r = 0; r < o.repeat; ++r) {
       auto start = std::chrono::steady_clock::now();
-      status = session.run();
-      if (!status.ok())
-        return fail(status.toString());
+      if (trainc_status s = trainc_session_run(session))
+        return fail(take(s));
       times.push_back(std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - start)
                           .count());
@@ -595,56 +622,66 @@ int runRunTool(int argc, char **argv) {
 
   // Every requested output is attempted, even after one fails.
   int failures = 0;
-  auto report = [&](const Status &s) {
-    if (!s.ok()) {
-      fail(s.toString());
-      ++failures;
-    }
+  auto report = [&](trainc_status s) {
+    if (!s)
+      return true;
+    fail(take(s));
+    ++failures;
+    return false;
   };
   if (!o.saveStateDir.empty())
-    report(saveRun(o.saveStateDir, *trainer, data.get()));
-  if (!o.safetensorsPath.empty()) {
-    std::vector<NamedTensor> weights = parameterTensors(session);
-    status = writeSafetensors(o.safetensorsPath, weights);
-    report(status);
-    if (status.ok())
-      std::printf("parameters: %zu tensors -> %s\n", weights.size(),
-                  o.safetensorsPath.c_str());
-  }
-  if (!o.onnxExportPath.empty()) {
-    status = exportOnnxWithWeights(onnxSource, o.onnxExportPath,
-                                   parameterTensors(session));
-    report(status);
-    if (status.ok())
-      std::printf("onnx: %s with trained weights -> %s\n", onnxSource.c_str(),
-                  o.onnxExportPath.c_str());
-  }
+    report(trainc_trainer_save(trainer.get(), o.saveStateDir.c_str()));
+  if (!o.safetensorsPath.empty() &&
+      report(trainc_trainer_save_safetensors(trainer.get(),
+                                             o.safetensorsPath.c_str())))
+    std::printf("parameters: %zu tensors -> %s\n",
+                trainc_executable_parameter_count(exe.get()),
+                o.safetensorsPath.c_str());
+  if (!o.onnxExportPath.empty() &&
+      report(trainc_trainer_export_onnx(trainer.get(), onnxSource.c_str(),
+                                        o.onnxExportPath.c_str())))
+    std::printf("onnx: %s with trained weights -> %s\n", onnxSource.c_str(),
+                o.onnxExportPath.c_str());
   if (!withData || o.outputDirGiven) {
-    for (size_t i = 0; i < exe->outputs().size(); ++i) {
-      const TensorInfo &t = exe->tensors()[exe->outputs()[i]];
-      cpu::TensorRef out = session.output(i);
-      std::string path = o.outputDir + "/" + fileNameFor(t.name) + ".npy";
-      status = writeNpy(path, t.dtype, t.shape, out.data, t.size);
-      report(status);
-      if (!status.ok())
+    for (size_t i = 0; i < trainc_executable_output_count(exe.get()); ++i) {
+      trainc_tensor_info info;
+      if (!report(trainc_executable_output_info(exe.get(), i, &info)))
         continue;
-      std::printf("%s: %s %s -> %s", t.name.c_str(), dtypeName(t.dtype),
-                  shapeString(t.shape).c_str(), path.c_str());
-      if (t.shape.empty() && t.dtype == DType::F32)
-        std::printf(" = %.9g", *static_cast<float *>(out.data));
-      else if (t.shape.empty() && t.dtype == DType::F64)
-        std::printf(" = %.17g", *static_cast<double *>(out.data));
+      std::string path = o.outputDir + "/" + fileNameFor(info.name) + ".npy";
+      if (!report(trainc_session_write_output_npy(session, i, path.c_str())))
+        continue;
+      std::string shape = "[";
+      for (size_t d = 0; d < info.rank; ++d)
+        shape += (d ? ", " : "") + std::to_string(info.dims[d]);
+      shape += "]";
+      static const char *const kDTypeNames[] = {"f64", "f32", "f16", "bf16",
+                                                "i64", "i32", "i1"};
+      std::printf("%s: %s %s -> %s", info.name, kDTypeNames[info.dtype],
+                  shape.c_str(), path.c_str());
+      const void *data = nullptr;
+      size_t bytes = 0;
+      if (info.rank == 0 &&
+          (info.dtype == TRAINC_F32 || info.dtype == TRAINC_F64) &&
+          report(trainc_session_output(session, i, &data, &bytes))) {
+        if (info.dtype == TRAINC_F32)
+          std::printf(" = %.9g", *static_cast<const float *>(data));
+        else
+          std::printf(" = %.17g", *static_cast<const double *>(data));
+      }
       std::printf("\n");
     }
   }
-  if (o.trainer.session.profile)
-    std::fputs(profileReport(session, times.size()).c_str(), stdout);
+  if (o.profile) {
+    char *text = nullptr;
+    if (report(trainc_session_profile(session, times.size(), &text)))
+      std::fputs(takeText(text).c_str(), stdout);
+  }
   std::sort(times.begin(), times.end());
   std::printf("run: median %.3f ms over %zu run(s); memory peak planned %llu, "
               "measured %llu bytes\n",
               times[times.size() / 2], times.size(),
-              (unsigned long long)exe->memoryPlan().peak,
-              (unsigned long long)session.measuredPeak());
+              (unsigned long long)trainc_executable_planned_bytes(exe.get()),
+              (unsigned long long)trainc_session_measured_bytes(session));
   return failures ? 1 : stoppedCode;
 }
 

@@ -1,0 +1,198 @@
+//===- Reporter.cpp - What trainc-run shows of a training run -------------===//
+
+#include "Reporter.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unistd.h>
+
+namespace trainc::run {
+
+std::string duration(double seconds) {
+  char buf[32];
+  long s = long(seconds + 0.5);
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+  return buf;
+}
+
+std::string jsonNumber(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  return std::isfinite(value) ? buf : "null";
+}
+
+Reporter::Reporter(const ReportOptions &options, trainc_trainer *trainer,
+                   const trainc_executable *step, int64_t firstStep,
+                   int64_t lastStep)
+    : options_(options), trainer_(trainer), step_(step), firstStep_(firstStep),
+      lastStep_(lastStep),
+      tokensPerStep_(trainc_trainer_tokens_per_step(trainer)),
+      start_(std::chrono::steady_clock::now()),
+      firstLoss_(std::numeric_limits<double>::quiet_NaN()),
+      lastLoss_(firstLoss_), lastEval_(firstLoss_) {
+  bar_ = options.progress && isatty(STDERR_FILENO);
+}
+
+Reporter::~Reporter() {
+  if (jsonl_)
+    std::fclose(jsonl_);
+}
+
+std::string Reporter::open() {
+  if (options_.jsonlPath.empty())
+    return "";
+  jsonl_ = std::fopen(options_.jsonlPath.c_str(), "a");
+  if (!jsonl_)
+    return "not found: " + options_.jsonlPath +
+           ": cannot open the JSONL log: " + std::strerror(errno);
+  return "";
+}
+
+std::string Reporter::onStep(const trainc_step_metrics &m) {
+  stepTimes_.push_back(m.step_seconds);
+  if (std::isnan(firstLoss_))
+    firstLoss_ = m.loss;
+  lastLoss_ = m.loss;
+  if (m.evaluated) {
+    lastEval_ = m.eval_loss;
+    lastEvalStep_ = m.step;
+  }
+  if (jsonl_ && !writeRecord(m))
+    return "data loss: " + options_.jsonlPath +
+           ": cannot write the JSONL log: " + std::strerror(errno);
+  double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+          .count();
+  int64_t done = m.step - firstStep_;
+  double eta = elapsed / double(done) * double(lastStep_ - m.step);
+  if (bar_) {
+    drawBar(m, eta);
+    if (m.evaluated) {
+      std::fprintf(stderr, "\r\033[K");
+      std::printf("step %lld: eval_loss %.6g\n", (long long)m.step,
+                  m.eval_loss);
+      std::fflush(stdout);
+      drawBar(m, eta);
+    }
+    if (m.step == lastStep_)
+      std::fputc('\n', stderr);
+    return "";
+  }
+  if (m.step % options_.logEvery != 0 && m.step != lastStep_ && !m.evaluated)
+    return "";
+  printLine(m, eta);
+  return "";
+}
+
+void Reporter::printLine(const trainc_step_metrics &m, double eta) const {
+  std::string line = "step " + std::to_string(m.step) + ":";
+  // The executable's scalar outputs first, by name, in its order.
+  trainc_session *session = trainc_trainer_session(trainer_);
+  for (size_t i = 0; i < trainc_executable_output_count(step_); ++i) {
+    trainc_tensor_info info;
+    const void *data = nullptr;
+    size_t bytes = 0;
+    trainc_status s = trainc_executable_output_info(step_, i, &info);
+    if (!s)
+      s = trainc_session_output(session, i, &data, &bytes);
+    if (s) {
+      trainc_status_free(s);
+      continue;
+    }
+    char buf[64];
+    if (info.rank == 0 && info.dtype == TRAINC_F32)
+      std::snprintf(buf, sizeof buf, " %s %.9g", info.name,
+                    *static_cast<const float *>(data));
+    else if (info.rank == 0 && info.dtype == TRAINC_F64)
+      std::snprintf(buf, sizeof buf, " %s %.17g", info.name,
+                    *static_cast<const double *>(data));
+    else
+      continue;
+    line += buf;
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof buf, " step_ms %.2f", m.step_seconds * 1e3);
+  line += buf;
+  if (tokensPerStep_) {
+    std::snprintf(buf, sizeof buf, " tokens/s %.0f", m.tokens_per_second);
+    line += buf;
+  }
+  if (!std::isnan(m.mfu)) {
+    std::snprintf(buf, sizeof buf, " mfu %.2f%%", 100 * m.mfu);
+    line += buf;
+  }
+  if (m.evaluated) {
+    std::snprintf(buf, sizeof buf, " eval_loss %.9g", m.eval_loss);
+    line += buf;
+  }
+  if (m.step != lastStep_)
+    line += " eta " + duration(eta);
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+void Reporter::summary() const {
+  if (stepTimes_.empty())
+    return;
+  std::vector<double> t = stepTimes_;
+  std::sort(t.begin(), t.end());
+  double median = t[t.size() / 2];
+  double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+          .count();
+  std::printf("trained %zu step(s) in %s: loss %.4f -> %.4f", t.size(),
+              duration(total).c_str(), firstLoss_, lastLoss_);
+  if (lastEvalStep_ >= 0)
+    std::printf(", held-out loss %.4f (after step %lld)", lastEval_,
+                (long long)lastEvalStep_);
+  std::printf("; median step %.2f ms", median * 1e3);
+  if (tokensPerStep_)
+    std::printf(", %.0f tokens/s", double(tokensPerStep_) / median);
+  std::printf("\n");
+}
+
+bool Reporter::writeRecord(const trainc_step_metrics &m) {
+  std::string r = "{\"step\":" + std::to_string(m.step) +
+                  ",\"loss\":" + jsonNumber(m.loss) +
+                  ",\"grad_norm\":" + jsonNumber(m.grad_norm) +
+                  ",\"lr\":" + jsonNumber(m.learning_rate) +
+                  ",\"step_time_s\":" + jsonNumber(m.step_seconds) +
+                  ",\"tokens_per_s\":" + jsonNumber(m.tokens_per_second) +
+                  ",\"flops_per_s\":" + jsonNumber(m.flops_per_second) +
+                  ",\"mfu\":" + jsonNumber(m.mfu) +
+                  ",\"planned_bytes\":" + std::to_string(m.planned_bytes) +
+                  ",\"measured_bytes\":" + std::to_string(m.measured_bytes) +
+                  ",\"peak_rss_bytes\":" + std::to_string(m.peak_rss_bytes) +
+                  ",\"data_position\":" + std::to_string(m.data_position);
+  if (m.evaluated) // null when not finite
+    r += ",\"eval_loss\":" + jsonNumber(m.eval_loss);
+  r += "}\n";
+  return std::fputs(r.c_str(), jsonl_) >= 0 && std::fflush(jsonl_) == 0;
+}
+
+void Reporter::drawBar(const trainc_step_metrics &m, double eta) const {
+  constexpr int kWidth = 30;
+  double frac = double(m.step - firstStep_) / double(lastStep_ - firstStep_);
+  int filled = int(frac * kWidth);
+  std::string bar(size_t(filled), '=');
+  if (filled < kWidth)
+    bar += '>' + std::string(size_t(kWidth - filled - 1), ' ');
+  std::fprintf(stderr, "\r\033[K%lld/%lld [%s] %3.0f%% loss %.4f",
+               (long long)m.step, (long long)lastStep_, bar.c_str(), 100 * frac,
+               m.loss);
+  if (tokensPerStep_)
+    std::fprintf(stderr, " | %.0f tok/s", m.tokens_per_second);
+  std::fprintf(stderr, " | %.1f ms/step | ETA %s", m.step_seconds * 1e3,
+               duration(eta).c_str());
+  std::fflush(stderr);
+}
+
+} // namespace trainc::run
