@@ -654,9 +654,8 @@ int runRunTool(int argc, char **argv) {
       for (size_t d = 0; d < info.rank; ++d)
         shape += (d ? ", " : "") + std::to_string(info.dims[d]);
       shape += "]";
-      static const char *const kDTypeNames[] = {"f64", "f32", "f16", "bf16",
-                                                "i64", "i32", "i1"};
-      std::printf("%s: %s %s -> %s", info.name, kDTypeNames[info.dtype],
+
+      std::printf("%s: %s %s -> %s", info.name, trainc_dtype_name(info.dtype),
                   shape.c_str(), path.c_str());
       const void *data = nullptr;
       size_t bytes = 0;

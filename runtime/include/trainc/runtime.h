@@ -73,6 +73,8 @@ trainc_status_code trainc_status_get_code(trainc_status status);
 /* The message; owned by the status. */
 const char *trainc_status_message(trainc_status status);
 void trainc_status_free(trainc_status status);
+/* "f32", "bf16", ... (since API version 3). */
+const char *trainc_dtype_name(trainc_dtype dtype);
 /* "invalid argument", "not found", ... (since API version 3). */
 const char *trainc_status_code_name(trainc_status_code code);
 

@@ -113,6 +113,10 @@ const char *trainc_status_message(trainc_status status) {
 
 void trainc_status_free(trainc_status status) { delete status; }
 
+const char *trainc_dtype_name(trainc_dtype dtype) {
+  return trainc::dtypeName(static_cast<trainc::DType>(dtype));
+}
+
 const char *trainc_status_code_name(trainc_status_code code) {
   return trainc::statusCodeName(static_cast<trainc::StatusCode>(code));
 }
