@@ -21,7 +21,12 @@
 // Then the serializer (ExecutableWriter.h) writes the file; it decides
 // nothing. Phases still to come, in order (see ../shared/DESIGN.md):
 // precision and recompute (after optimizer), partition and schedule
-// (before plan-memory; today the program order is the block's order).
+// (before plan-memory). Today the program order is the block's order, as
+// autodiff and the optimizer emit it: two reorderings were measured on
+// tinygpt's training step and both raised the planned activations (756,484
+// bytes): sinking every op to its first user to 1,056,324, a greedy list
+// schedule by bytes freed to 828,548. The schedule phase comes with the
+// asynchronous collectives it exists for.
 //
 //===----------------------------------------------------------------------===//
 
