@@ -1,0 +1,373 @@
+//===- GraphCompositeOps.td - graph dialect composite ops ----*- tablegen -*-===//
+//
+// Included by GraphOps.td (its op classes and includes apply). Composites
+// are ops with fast kernels and known gradients that recognition forms from
+// decomposed math, plus the fused backward and optimizer ops that gradient
+// rules and the optimizer pass build. Constraint numbers (C1)... are cited
+// in GraphOps.cpp and each has a failing case in
+// test/Dialect/Graph/invalid.mlir.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_DIALECT_GRAPH_GRAPHCOMPOSITEOPS_TD
+#define TRAINC_DIALECT_GRAPH_GRAPHCOMPOSITEOPS_TD
+
+//===----------------------------------------------------------------------===//
+// Composites: ops with fast kernels and known gradients
+//===----------------------------------------------------------------------===//
+
+def Graph_SoftmaxOp : Graph_Op<"softmax", [SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "softmax along one dimension";
+  let description = [{
+    `result = exp(x - max(x)) / sum(exp(x - max(x)))` along `dim`, computed
+    in at least f32.
+
+    Constraints:
+    - (C1) `dim` is in [0, rank(operand)).
+    - (C2) the operand and the result have the same type.
+
+    Example:
+    ```mlir
+    %p = graph.softmax %scores, dim = 3 : tensor<2x4x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand, I64Attr:$dim);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = "$operand `,` `dim` `=` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_GeluOp : Graph_Op<"gelu", [Elementwise, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
+    Graph_InPlaceOpInterface]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `erf`: `0.5 * x * (1 + erf(x / sqrt(2)))`;
+    `tanh`: `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`,
+    as PyTorch's `gelu(approximate="none" | "tanh")`.
+
+    Constraints:
+    - (C1) the operand and the result have the same type.
+
+    Example:
+    ```mlir
+    %h = graph.gelu %x, approximation = tanh : tensor<8x32x256xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand,
+                       Graph_GeluApproximation:$approximation);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` `approximation` `=` $approximation attr-dict `:` type($result)
+  }];
+}
+
+def Graph_GeluGradOp : Graph_Op<"gelu_grad", [Elementwise,
+    SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "the input gradient of gelu";
+  let description = [{
+    `cotangent * gelu'(operand)` for the given approximation, in one pass
+    (the gradient rule of `graph.gelu`; decomposed it took a dozen
+    elementwise ops, each a pass over memory):
+    erf: `gelu'(x) = Phi(x) + x * phi(x)` with `Phi(x) = 0.5 * (1 +
+    erf(x / sqrt(2)))` and `phi(x) = exp(-x^2 / 2) / sqrt(2 pi)`;
+    tanh: with `k = sqrt(2 / pi)`, `u = k * (x + 0.044715 x^3)`,
+    `t = tanh(u)`: `gelu'(x) = 0.5 * (1 + t) + 0.5 * x * (1 - t^2) * k *
+    (1 + 3 * 0.044715 x^2)`.
+
+    Constraints:
+    - (C1) the operands and the result have the same type.
+
+    Example:
+    ```mlir
+    %dx = graph.gelu_grad %x, %g, approximation = erf : tensor<8x32x256xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand, Graph_FloatTensor:$cotangent,
+                       Graph_GeluApproximation:$approximation);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $cotangent `,` `approximation` `=` $approximation attr-dict
+    `:` type($result)
+  }];
+}
+
+def Graph_NormGradOp : Graph_InferredOp<"norm_grad", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "the input gradient of layer_norm and rms_norm";
+  let description = [{
+    Over the normalized dimensions `axis..rank-1` (means below are over
+    them), with `rstd = 1 / sqrt(mean(c^2) + epsilon)` where `c = x -
+    mean(x)` (`centered`, layer_norm) or `c = x` (rms_norm), `xhat = c *
+    rstd` and `dxhat = cotangent * scale` (`scale` absent: 1):
+    `input_grad = rstd * (dxhat - xhat * mean(dxhat * xhat) - mean(dxhat))`,
+    the last term only when `centered`. `normalized` is `xhat`, from which
+    the rule takes the scale's gradient (`sum(cotangent * xhat)`). One pass
+    per row, in the operands' type (the rule widens 16-bit types first).
+
+    Constraints:
+    - (C1) `axis` is in [0, rank(input)).
+    - (C2) `scale` has the normalized shape `input.shape[axis:]`.
+    - (C3) `scale` has the input's element type.
+    - (C4) `epsilon` is finite and not negative.
+    - (C5) `cotangent` has the input's type.
+    - (C6) the result types are the inferred ones (the input's type).
+
+    Example:
+    ```mlir
+    %dx, %xhat = graph.norm_grad %x scale %s, %g, axis = 2, epsilon = 1.0e-05, centered = true
+           : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<8x32x64xf32>)
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input,
+                       Optional<Graph_FloatTensor>:$scale,
+                       Graph_FloatTensor:$cotangent,
+                       I64Attr:$axis, F64Attr:$epsilon, BoolAttr:$centered);
+  let results = (outs Graph_FloatTensor:$input_grad,
+                      Graph_FloatTensor:$normalized);
+  let assemblyFormat = [{
+    $input (`scale` $scale^)? `,` $cotangent `,` `axis` `=` $axis `,`
+    `epsilon` `=` $epsilon `,` `centered` `=` $centered attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Graph_InPlaceOpInterface,
+                              ["canOverwriteOperand"]>]> {
+  let summary = "one AdamW step of one parameter";
+  let description = [{
+    The AdamW update the optimizer pass builds for an f32 or f64 parameter,
+    as one op (one pass over the parameter and its moments, where the
+    decomposed update took a dozen elementwise ops and materialized
+    broadcasts of its scalars). Elementwise, each operation rounded to the
+    parameter's type in this order (PyTorch's AdamW):
+    ```
+    g'  = grad * grad_scale                  (clipping; 1 when not clipped)
+    p'  = param * decay_factor               (1 - lr * wd; 1 when not decayed)
+    m1  = exp_avg * beta1 + (1 - beta1) * g'
+    v1  = exp_avg_sq * beta2 + (1 - beta2) * (g' * g')
+    new_param = p' + neg_step_size * (m1 / (sqrt(v1) / bias_correction2_sqrt + epsilon))
+    ```
+    with `neg_step_size = -lr / (1 - beta1^t)` and
+    `bias_correction2_sqrt = sqrt(1 - beta2^t)`. The constants `beta1`,
+    `1 - beta1`, `beta2`, `1 - beta2` and `epsilon` are computed in f64 and
+    rounded to the parameter's type. The results are the new parameter and
+    moments; an executable writes them over the old ones in place. Not
+    differentiable (it follows the backward pass).
+
+    Constraints:
+    - (C1) `param`, `grad`, `exp_avg`, `exp_avg_sq` and the three results
+      have one type.
+    - (C2) the four scalar operands are 0-d with the parameter's element type.
+    - (C3) `beta1` and `beta2` are in [0, 1) and `epsilon` is finite and not
+      negative.
+
+    Example:
+    ```mlir
+    %p1, %m1, %v1 = graph.adamw_update %p, %g, %m, %v, %step, %bc2, %decay, %clip,
+        beta1 = 9.000000e-01, beta2 = 9.990000e-01, epsilon = 1.000000e-08
+        : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>,
+           tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
+        -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$param, Graph_FloatTensor:$grad,
+                       Graph_FloatTensor:$exp_avg, Graph_FloatTensor:$exp_avg_sq,
+                       Graph_FloatTensor:$neg_step_size,
+                       Graph_FloatTensor:$bias_correction2_sqrt,
+                       Graph_FloatTensor:$decay_factor,
+                       Graph_FloatTensor:$grad_scale,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$epsilon);
+  let results = (outs Graph_FloatTensor:$new_param,
+                      Graph_FloatTensor:$new_exp_avg,
+                      Graph_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $neg_step_size `,`
+    $bias_correction2_sqrt `,` $decay_factor `,` $grad_scale `,` `beta1` `=`
+    $beta1 `,` `beta2` `=` $beta2 `,` `epsilon` `=` $epsilon attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_DropoutOp : Graph_Op<"dropout", [
+    AllTypesMatch<["operand", "result"]>, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "inverted dropout with a reproducible mask";
+  let description = [{
+    Zeroes each element with probability `ratio` and scales the others by
+    `1 / (1 - ratio)`; `mask` is true where the element was kept. The mask
+    is a pure function of (`seed`, the training step, the element's index)
+    computed by a counter-based generator, so the backward pass and
+    recomputation replay exactly the mask of the forward pass, and two runs
+    with the same seed agree bit for bit.
+
+    Constraints:
+    - (C1) `ratio` is in [0, 1).
+    - (C2) the operand and the result have the same type (the mask has the
+      operand's shape, element type i1).
+
+    Example:
+    ```mlir
+    %y, %mask = graph.dropout %x, ratio = 1.000000e-01, seed = 7 : tensor<8x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand, F64Attr:$ratio, I64Attr:$seed);
+  let results = (outs Graph_FloatTensor:$result, Graph_PredTensor:$mask);
+  let assemblyFormat = [{
+    $operand `,` `ratio` `=` $ratio `,` `seed` `=` $seed attr-dict `:` type($operand)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Graph_LayerNormOp : Graph_InferredOp<"layer_norm", [AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "layer normalization over the trailing dimensions";
+  let description = [{
+    Normalizes over dimensions `axis..rank-1` (the "normalized shape", as
+    ONNX LayerNormalization and PyTorch's layer_norm):
+    `y = (x - mean) / sqrt(var + epsilon) * scale + bias`, with the biased
+    variance, computed in at least f32. `scale` and `bias` are optional
+    (absent: 1 and 0).
+
+    Constraints:
+    - (C1) `axis` is in [0, rank(input)).
+    - (C2) `scale` and `bias` have the normalized shape `input.shape[axis:]`.
+    - (C3) `scale` and `bias` have the input's element type.
+    - (C4) `epsilon` is finite and not negative.
+    - (C5) the result type is the inferred one (the input's type).
+
+    Example:
+    ```mlir
+    %y = graph.layer_norm %x scale %g bias %b, axis = 2, epsilon = 1.0e-05
+           : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input,
+                       Optional<Graph_FloatTensor>:$scale,
+                       Optional<Graph_FloatTensor>:$bias,
+                       I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`scale` $scale^)? (`bias` $bias^)? `,` `axis` `=` $axis `,`
+    `epsilon` `=` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Graph_RmsNormOp : Graph_InferredOp<"rms_norm", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "root-mean-square normalization over the trailing dimensions";
+  let description = [{
+    `y = x / sqrt(mean(x^2) + epsilon) * scale` over dimensions
+    `axis..rank-1`, computed in at least f32 (Llama's RMSNorm). `scale` is
+    optional (absent: 1).
+
+    Constraints:
+    - (C1) `axis` is in [0, rank(input)).
+    - (C2) `scale` has the normalized shape `input.shape[axis:]`.
+    - (C3) `scale` has the input's element type.
+    - (C4) `epsilon` is finite and not negative.
+    - (C5) the result type is the inferred one (the input's type).
+
+    Example:
+    ```mlir
+    %y = graph.rms_norm %x scale %g, axis = 2, epsilon = 1.0e-06
+           : (tensor<8x32x64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input,
+                       Optional<Graph_FloatTensor>:$scale,
+                       I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`scale` $scale^)? `,` `axis` `=` $axis `,` `epsilon` `=` $epsilon
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Graph_AttentionOp : Graph_InferredOp<"attention", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "scaled dot-product attention";
+  let description = [{
+    For query `[B, Hq, Sq, D]`, key `[B, Hk, Sk, D]` and value
+    `[B, Hk, Sk, Dv]`:
+    `result = softmax(scale * q @ k^T + mask) @ v`, shape `[B, Hq, Sq, Dv]`.
+    Grouped-query attention: query head `h` uses key/value head
+    `h / (Hq / Hk)`. `mask` is added to the scores; each of its dimensions
+    is 1 (broadcast) or the scores' size. With `causal`, query `i` attends
+    to key `j` only when `j <= i + (Sk - Sq)` (aligned to the last key, as
+    in KV-cached decoding; `j <= i` when Sq == Sk). A row with no key to
+    attend to gives zeros. Softmax is computed in at least f32.
+
+    Constraints:
+    - (C1) query, key and value have rank 4.
+    - (C2) query, key and value have the same batch size.
+    - (C3) query and key have the same head dimension D.
+    - (C4) key and value have the same number of heads and sequence length.
+    - (C5) the number of query heads is a multiple of the key heads.
+    - (C6) `mask`, when present, has rank 4 and each dimension is 1 or the
+      size of that dimension of the scores `[B, Hq, Sq, Sk]`.
+    - (C7) all operands have the same element type.
+    - (C8) `scale` is finite.
+    - (C9) the result type is the inferred one.
+
+    Example:
+    ```mlir
+    %o = graph.attention %q, %k, %v, scale = 0.125, causal
+           : (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
+           -> tensor<8x4x32x16xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
+                       Graph_FloatTensor:$value,
+                       Optional<Graph_FloatTensor>:$mask,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)? `,` `scale` `=` $scale
+    (`,` `causal` $causal^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Graph_SoftmaxCrossEntropyOp : Graph_InferredOp<"softmax_cross_entropy", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "softmax cross-entropy with integer targets";
+  let description = [{
+    Logits `[..., C]` (classes last) and integer targets `[...]`:
+    `loss[i] = logsumexp(logits[i, :]) - logits[i, targets[i]]`, computed in
+    at least f32. Positions whose target equals `ignore_index` contribute
+    nothing. `reduction = mean` divides the sum by the number of positions
+    not ignored (as PyTorch's `cross_entropy`; NaN when all are ignored),
+    `sum` adds them, `none` returns the per-position loss (0 where ignored).
+    A target outside [0, C) that is not `ignore_index` is a runtime error.
+
+    Constraints:
+    - (C1) logits have rank at least 1.
+    - (C2) targets have the logits' shape without its last dimension.
+    - (C3) the result type is the inferred one: a scalar of the logits'
+      element type for `mean` and `sum`, the targets' shape for `none`.
+
+    Example:
+    ```mlir
+    %loss = graph.softmax_cross_entropy %logits, %targets, reduction = mean,
+              ignore_index = -100
+              : (tensor<8x32x128xf32>, tensor<8x32xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$logits, Graph_IntTensor:$targets,
+                       Graph_LossReduction:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` `reduction` `=` $reduction
+    (`,` `ignore_index` `=` $ignore_index^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+#endif // TRAINC_DIALECT_GRAPH_GRAPHCOMPOSITEOPS_TD
