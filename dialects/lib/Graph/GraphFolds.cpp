@@ -159,13 +159,12 @@ Attribute convertElement(Attribute value, Type to) {
     unsigned width = to.getIntOrFloatBitWidth();
     if (width == 1)
       return IntegerAttr::get(to, APInt(1, v.isZero() ? 0 : 1));
-    if (v.isNaN() || v.isInfinity())
-      return {}; // Undefined: left for the runtime.
+    // Truncates toward zero and saturates: APFloat gives NaN -> 0 and a
+    // value beyond the range the nearest bound (its opInvalidOp result), as
+    // the runtime's kernel does.
     APSInt result(width, /*isUnsigned=*/false);
     bool exact = false;
-    if (v.convertToInteger(result, APFloat::rmTowardZero, &exact) &
-        APFloat::opInvalidOp)
-      return {}; // Out of range of the integer type.
+    (void)v.convertToInteger(result, APFloat::rmTowardZero, &exact);
     return IntegerAttr::get(to, result);
   }
   auto i = cast<IntegerAttr>(value);

@@ -199,6 +199,18 @@ func.func @convert_constants() -> (tensor<4xi32>, tensor<2xi64>, tensor<2xbf16>,
 
 // -----
 
+// Float to integer saturates, as the runtime's kernel does: NaN gives 0,
+// infinities and values beyond the range the nearest bound.
+// CHECK-LABEL: func.func @convert_saturates
+// CHECK: graph.constant dense<[0, 2147483647, -2147483648, 2147483647, -2147483648, 7]> : tensor<6xi32>
+func.func @convert_saturates() -> tensor<6xi32> {
+  %f = graph.constant dense<[0x7FC00000, 0x7F800000, 0xFF800000, 3.0e9, -3.0e9, 7.9]> : tensor<6xf32>
+  %0 = graph.convert %f : (tensor<6xf32>) -> tensor<6xi32>
+  return %0 : tensor<6xi32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @compare_select_constants
 func.func @compare_select_constants() -> (tensor<3xi1>, tensor<3xi1>, tensor<3xf32>) {
   %a = graph.constant dense<[1.0, 0x7FC00000, 3.0]> : tensor<3xf32>

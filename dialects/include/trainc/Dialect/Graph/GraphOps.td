@@ -146,9 +146,11 @@ def Graph_ConvertOp : Graph_Op<"convert", [Elementwise,
   let summary = "elementwise element-type conversion";
   let description = [{
     Converts each element to the result's element type. Float to float
-    rounds to nearest, ties to even; float to integer truncates toward zero;
-    integer to float rounds to nearest; to i1 tests for non-zero; from i1
-    gives 0 or 1.
+    rounds to nearest, ties to even; float to integer truncates toward zero
+    and saturates (NaN gives 0, a value beyond the integer range the nearest
+    bound: ONNX leaves such casts undefined and onnxruntime and PyTorch go
+    on, so trainc does too); integer to float rounds to nearest; to i1 tests
+    for non-zero; from i1 gives 0 or 1.
 
     Constraints:
     - (C1) the operand and the result have the same shape.
