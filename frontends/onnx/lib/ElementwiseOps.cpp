@@ -193,6 +193,12 @@ LogicalResult importTanh(NodeContext &ctx) {
 LogicalResult importErf(NodeContext &ctx) {
   return importUnary<ErfOp>(ctx, /*floatOnly=*/true);
 }
+LogicalResult importCos(NodeContext &ctx) {
+  return importUnary<CosOp>(ctx, /*floatOnly=*/true);
+}
+LogicalResult importSin(NodeContext &ctx) {
+  return importUnary<SinOp>(ctx, /*floatOnly=*/true);
+}
 
 /// 1 / x.
 LogicalResult importReciprocal(NodeContext &ctx) {

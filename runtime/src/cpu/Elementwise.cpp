@@ -1,7 +1,8 @@
 //===- Elementwise.cpp - Unary and binary math, compare, select, convert --===//
 //
 // Every op here maps elements at one flat index i to the result at i:
-//   unary   y[i] = f(x[i])       neg -x, abs |x|, exp, log, tanh, erf, sqrt,
+//   unary   y[i] = f(x[i])       neg -x, abs |x|, exp, log, tanh, erf, cos,
+//                                sin, sqrt,
 //                                rsqrt 1/sqrt(x)
 //   binary  z[i] = f(x[i], y[i]) add, sub, mul, div, pow x^y, max, min
 //   compare p[i] = x[i] <dir> y[i]                 (result i1)
@@ -259,6 +260,10 @@ template <typename Io> Status unaryTyped(const KernelCall &call) {
       return apply([](C v) { return std::sqrt(v); });
     case Opcode::Rsqrt:
       return apply([](C v) { return C(1) / std::sqrt(v); });
+    case Opcode::Cos:
+      return apply([](C v) { return std::cos(v); });
+    case Opcode::Sin:
+      return apply([](C v) { return std::sin(v); });
     default:
       break;
     }
@@ -577,6 +582,8 @@ Status runElementwise(const KernelCall &call) {
   case Opcode::Erf:
   case Opcode::Sqrt:
   case Opcode::Rsqrt:
+  case Opcode::Cos:
+  case Opcode::Sin:
     return visitDType(call, t,
                       [&](auto io) { return unaryTyped<decltype(io)>(call); });
   case Opcode::Add:

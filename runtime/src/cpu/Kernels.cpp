@@ -18,6 +18,8 @@ KernelFn kernelFor(Opcode op) {
   case Opcode::Erf:
   case Opcode::Sqrt:
   case Opcode::Rsqrt:
+  case Opcode::Cos:
+  case Opcode::Sin:
   case Opcode::Add:
   case Opcode::Sub:
   case Opcode::Mul:

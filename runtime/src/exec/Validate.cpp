@@ -389,7 +389,8 @@ Status Checker::check() const {
                    ", which is read-only");
   }
   int op = static_cast<int>(inst.op);
-  if (op <= static_cast<int>(Opcode::Rsqrt)) {
+  if (op <= static_cast<int>(Opcode::Rsqrt) || inst.op == Opcode::Cos ||
+      inst.op == Opcode::Sin) {
     TRAINC_RETURN_IF_ERROR(arity(1, 1));
     TRAINC_RETURN_IF_ERROR(sameType(operand(0), result(0)));
     if (operand(0).dtype == DType::I1 ||

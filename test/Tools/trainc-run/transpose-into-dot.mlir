@@ -1,6 +1,6 @@
 // A transpose read only by dot_generals is not materialized: the GEMM reads
-// the weight in place as a transposed operand (ExecutableWriter.cpp,
-// absorbedByDots), and the product is unchanged.
+// the weight in place as a transposed operand (the trainc-absorb-transposes
+// pass of the lower phase), and the product is unchanged.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trainc %s -o %t/m.tcx
 // RUN: trainc-run %t/m.tcx --inspect | FileCheck %s

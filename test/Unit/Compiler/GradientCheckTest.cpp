@@ -543,6 +543,7 @@ TEST(GradientCheck, ElementwiseUnary) {
       {"exp", uniform(-1, 1)},   {"log", uniform(0.3, 2)},
       {"tanh", uniform(-2, 2)},  {"erf", uniform(-2, 2)},
       {"sqrt", uniform(0.3, 2)}, {"rsqrt", uniform(0.3, 2)},
+      {"cos", uniform(-3, 3)},   {"sin", uniform(-3, 3)},
   };
   uint64_t seed = 100;
   for (const Case &c : cases) {

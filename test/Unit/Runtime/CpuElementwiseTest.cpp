@@ -80,6 +80,8 @@ TEST(CpuElementwiseUnary, ExactValuesInEveryFloatType) {
     expectValues(eval(Opcode::Exp, {&special}, t), {1, 0, kInf});
     expectValues(eval(Opcode::Tanh, {&special}, t), {0, -1, 1});
     expectValues(eval(Opcode::Erf, {&special}, t), {0, -1, 1});
+    expectValues(eval(Opcode::Cos, {&special}, t), {1, kNaN, kNaN});
+    expectValues(eval(Opcode::Sin, {&special}, t), {0, kNaN, kNaN});
     TestTensor logs = vec(t, {1, 0, -1, kInf});
     expectValues(eval(Opcode::Log, {&logs}, t), {0, -kInf, kNaN, kInf});
   }
@@ -102,6 +104,8 @@ TEST(CpuElementwiseUnary, ComputesInFloatOrDoubleAsTheContractSays) {
       {Opcode::Tanh, std::tanh, std::tanh, tanhF32},
       {Opcode::Erf, std::erf, std::erf, erfF32},
       {Opcode::Sqrt, std::sqrt, std::sqrt},
+      {Opcode::Cos, std::cos, std::cos},
+      {Opcode::Sin, std::sin, std::sin},
       {Opcode::Rsqrt, [](float v) { return 1.0f / std::sqrt(v); },
        [](double v) { return 1.0 / std::sqrt(v); }},
   };

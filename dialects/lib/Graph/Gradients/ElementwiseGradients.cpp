@@ -11,6 +11,8 @@
 //   erf    g * 2/sqrt(pi) * e^-x^2      g * y * log(a)    (0 where a == 0
 //   sqrt   g / (2y)                                        and b >= 0)
 //   rsqrt  -0.5 * g * y^3
+//   cos    -g * sin(x)
+//   sin    g * cos(x)
 //
 //   max/min  g to the operand that is strictly selected; see maxMinVjp for
 //            ties.
@@ -84,6 +86,18 @@ void tanhVjp(TanhOp op, OpBuilder &b, Value g, SmallVectorImpl<Value> &out) {
   Value ySquared = b.createOrFold<MulOp>(loc, y, y);
   Value slope = b.createOrFold<SubOp>(loc, splatLike(b, loc, y, 1.0), ySquared);
   out.push_back(b.createOrFold<MulOp>(loc, g, slope));
+}
+
+void cosVjp(CosOp op, OpBuilder &b, Value g, SmallVectorImpl<Value> &out) {
+  Location loc = op.getLoc();
+  Value sin = b.createOrFold<SinOp>(loc, op.getOperand());
+  out.push_back(b.createOrFold<NegOp>(loc, b.createOrFold<MulOp>(loc, g, sin)));
+}
+
+void sinVjp(SinOp op, OpBuilder &b, Value g, SmallVectorImpl<Value> &out) {
+  Location loc = op.getLoc();
+  Value cos = b.createOrFold<CosOp>(loc, op.getOperand());
+  out.push_back(b.createOrFold<MulOp>(loc, g, cos));
 }
 
 void erfVjp(ErfOp op, OpBuilder &b, Value g, SmallVectorImpl<Value> &out) {
@@ -253,6 +267,8 @@ void attachElementwiseGradients(MLIRContext &context) {
   ErfOp::attachInterface<Gradient<ErfOp, erfVjp>>(context);
   SqrtOp::attachInterface<Gradient<SqrtOp, sqrtVjp>>(context);
   RsqrtOp::attachInterface<Gradient<RsqrtOp, rsqrtVjp>>(context);
+  CosOp::attachInterface<Gradient<CosOp, cosVjp>>(context);
+  SinOp::attachInterface<Gradient<SinOp, sinVjp>>(context);
   AddOp::attachInterface<Gradient<AddOp, addVjp>>(context);
   SubOp::attachInterface<Gradient<SubOp, subVjp>>(context);
   MulOp::attachInterface<Gradient<MulOp, mulVjp>>(context);

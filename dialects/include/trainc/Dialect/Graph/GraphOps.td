@@ -61,6 +61,8 @@ def Graph_SqrtOp : Graph_UnaryElementwiseOp<"sqrt", Graph_FloatTensor, "sqrt(x)"
   let hasFolder = 1;
 }
 def Graph_RsqrtOp : Graph_UnaryElementwiseOp<"rsqrt", Graph_FloatTensor, "1 / sqrt(x)">;
+def Graph_CosOp : Graph_UnaryElementwiseOp<"cos", Graph_FloatTensor, "cos(x)">;
+def Graph_SinOp : Graph_UnaryElementwiseOp<"sin", Graph_FloatTensor, "sin(x)">;
 
 class Graph_BinaryElementwiseOp<string mnemonic, Type T, string math,
                                 list<Trait> traits = []>
