@@ -67,6 +67,44 @@ func.func @rms_norm(%x: tensor<2x8x16xbf16>, %w: tensor<16xbf16>) -> tensor<2x8x
 
 // -----
 
+// The same as exported from ONNX (no Rsqrt there): x * (1 / sqrt(...)),
+// with the mean of x^2 written as pow(x, 2), as Llama, Mistral, Qwen2 and
+// T5 export their RMSNorm.
+// CHECK-LABEL: func.func @rms_norm_reciprocal_sqrt
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8x16xf32>, %[[W:.+]]: tensor<16xf32>)
+func.func @rms_norm_reciprocal_sqrt(%x: tensor<2x8x16xf32>, %w: tensor<16xf32>) -> tensor<2x8x16xf32> {
+  %two = graph.constant dense<2.0> : tensor<2x8x16xf32>
+  %sq = graph.pow %x, %two : tensor<2x8x16xf32>
+  %ms = graph.reduce_mean %sq, dims = [2] : (tensor<2x8x16xf32>) -> tensor<2x8xf32>
+  %eps = graph.constant dense<1.0e-6> : tensor<2x8xf32>
+  %ve = graph.add %ms, %eps : tensor<2x8xf32>
+  %s = graph.sqrt %ve : tensor<2x8xf32>
+  %one = graph.constant dense<1.0> : tensor<2x8xf32>
+  %r = graph.div %one, %s : tensor<2x8xf32>
+  %rb = graph.broadcast_in_dim %r, dims = [0, 1] : (tensor<2x8xf32>) -> tensor<2x8x16xf32>
+  %n = graph.mul %x, %rb : tensor<2x8x16xf32>
+  %wb = graph.broadcast_in_dim %w, dims = [2] : (tensor<16xf32>) -> tensor<2x8x16xf32>
+  %y = graph.mul %wb, %n : tensor<2x8x16xf32>
+  // CHECK: %[[Y:.+]] = graph.rms_norm %[[X]] scale %[[W]], axis = 2, epsilon = 9.9999999747524271E-7
+  // CHECK-NEXT: return %[[Y]]
+  return %y : tensor<2x8x16xf32>
+}
+
+// -----
+
+// 1 / sqrt(v) becomes rsqrt(v) on its own too.
+// CHECK-LABEL: func.func @reciprocal_sqrt
+// CHECK: %[[R:.+]] = graph.rsqrt %arg0
+// CHECK-NEXT: return %[[R]]
+func.func @reciprocal_sqrt(%v: tensor<4xf32>) -> tensor<4xf32> {
+  %s = graph.sqrt %v : tensor<4xf32>
+  %one = graph.constant dense<1.0> : tensor<4xf32>
+  %r = graph.div %one, %s : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
 // The centered value is also returned: recognizing would compute it twice.
 // CHECK-LABEL: func.func @layer_norm_shared_intermediate_stays
 func.func @layer_norm_shared_intermediate_stays(%x: tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {

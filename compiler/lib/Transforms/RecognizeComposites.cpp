@@ -146,6 +146,23 @@ std::optional<std::pair<Value, double>> normDenominator(Value den) {
   return std::make_pair(split->second, *splatOf(split->first));
 }
 
+/// 1 / sqrt(v) -> rsqrt(v): how exporters write torch.rsqrt (ONNX has no
+/// Rsqrt: Reciprocal(Sqrt) or Div(1, Sqrt)), so that NormCore sees one form.
+/// The sqrt must have no other use.
+struct ReciprocalSqrt : public OpRewritePattern<DivOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DivOp op,
+                                PatternRewriter &rewriter) const override {
+    auto sqrt = op.getRhs().getDefiningOp<SqrtOp>();
+    std::optional<double> one = splatOf(op.getLhs());
+    if (!sqrt || !hasOneUse(sqrt) || !one || *one != 1.0)
+      return failure();
+    rewriter.replaceOpWithNewOp<RsqrtOp>(op, sqrt.getOperand());
+    return success();
+  }
+};
+
 /// num * broadcast(rsqrt(var + eps)) or num / broadcast(sqrt(var + eps)),
 /// where var = mean(s^2) over trailing dims: layer norm when num is
 /// x - mean(x) and s == num, RMS norm when s == num == x.
@@ -589,7 +606,7 @@ struct RecognizeCompositesPass
     : public trainc::impl::RecognizeCompositesBase<RecognizeCompositesPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<NormCore>(&getContext());
+    patterns.add<NormCore, ReciprocalSqrt>(&getContext());
     patterns.add<NormScale, NormBias, Gelu, Softmax, Attention>(&getContext());
     if (failed(
             applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
