@@ -172,8 +172,10 @@ int runCompilerCli(int argc, char **argv) {
       cl::value_desc("name=d0xd1..."), cl::cat(category));
   cl::list<std::string> freeze(
       "freeze",
-      cl::desc("Parameters (ONNX initializer names) not to train; repeat the "
-               "flag or separate names with commas"),
+      cl::desc("Parameters (ONNX initializer names) not to train, or glob "
+               "patterns of them (e.g. '*.inv_freq' for rotary buffers an "
+               "exporter wrote as initializers); repeat the flag or separate "
+               "names with commas"),
       cl::value_desc("name"), cl::CommaSeparated, cl::cat(category));
   cl::opt<uint64_t, true> dropoutSeed(
       "dropout-seed",

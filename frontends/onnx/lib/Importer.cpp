@@ -19,6 +19,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -271,21 +272,42 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
       return failure();
     constants.push_back({init.name(), *elements});
   }
+  // --freeze: exact names, or glob patterns ("*.inv_freq") when the entry
+  // has a wildcard; either must name at least one parameter.
   llvm::StringSet<> frozen;
   for (const std::string &name : options.frozen) {
-    if (!llvm::any_of(params, [&](const Param &p) { return p.name == name; })) {
-      InFlightDiagnostic diag = fileError(ctx, path);
+    bool isPattern = name.find_first_of("*?[") != std::string::npos;
+    std::optional<llvm::GlobPattern> glob;
+    if (isPattern) {
+      auto parsed = llvm::GlobPattern::create(name);
+      if (!parsed) {
+        std::string why = llvm::toString(parsed.takeError());
+        return fileError(ctx, path)
+               << "--freeze '" << name << "': not a valid pattern: " << why;
+      }
+      glob = std::move(*parsed);
+    }
+    size_t matched = 0;
+    for (const Param &p : params)
+      if (isPattern ? glob->match(p.name) : p.name == name) {
+        frozen.insert(p.name);
+        ++matched;
+      }
+    if (matched)
+      continue;
+    InFlightDiagnostic diag = fileError(ctx, path);
+    if (isPattern)
+      diag << "--freeze '" << name << "': no parameter matches the pattern";
+    else
       diag << "--freeze " << name << ": the model has no parameter named '"
            << name << "'";
-      if (!params.empty()) {
-        diag << " (parameters: ";
-        for (size_t k = 0; k < std::min<size_t>(params.size(), 8); ++k)
-          diag << (k ? ", " : "") << "'" << params[k].name << "'";
-        diag << (params.size() > 8 ? ", ...)" : ")");
-      }
-      return diag;
+    if (!params.empty()) {
+      diag << " (parameters: ";
+      for (size_t k = 0; k < std::min<size_t>(params.size(), 8); ++k)
+        diag << (k ? ", " : "") << "'" << params[k].name << "'";
+      diag << (params.size() > 8 ? ", ...)" : ")");
     }
-    frozen.insert(name);
+    return diag;
   }
 
   // Data inputs: graph inputs that are not initializers.
