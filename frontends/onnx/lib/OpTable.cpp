@@ -60,6 +60,8 @@ const OpEntry kOps[] = {
      "no class weights"},
     {"Not", 13, kLatest, importNot, ""},
     {"Or", 13, kLatest, importOr, ""},
+    {"Pad", 13, kLatest, importPad,
+     "constant mode; pads, constant_value and axes must be constant"},
     {"Pow", 13, kLatest, importPow, "float base"},
     {"RMSNormalization", 23, kLatest, importRMSNormalization, ""},
     {"Range", 13, kLatest, importRange, "inputs must be constant"},

@@ -347,6 +347,84 @@ LogicalResult importConcat(NodeContext &ctx) {
   return success();
 }
 
+/// Pad in constant mode: per padded axis, negative pads crop (a slice) and
+/// positive ones add `constant_value` (a concatenation with splats), so the
+/// gradient flows through ops that have rules. HF's causal-LM loss pads the
+/// labels with -100 this way. pads, constant_value and axes (opset 18) must
+/// be constants; reflect, edge and wrap modes are not supported.
+LogicalResult importPad(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  std::string mode = ctx.stringAttr("mode", "constant");
+  if (mode != "constant")
+    return ctx.error() << "mode '" << mode
+                       << "' is not supported (only 'constant')";
+  auto type = ctx.inputType(*x);
+  int64_t rank = type.getRank();
+  auto pads = ctx.intListInput(1, "pads");
+  if (failed(pads))
+    return failure();
+  double value = 0;
+  if (ctx.hasInput(2)) {
+    auto v = ctx.scalarInput(2, "constant_value");
+    if (failed(v))
+      return failure();
+    value = *v;
+  }
+  SmallVector<int64_t> axes;
+  if (ctx.hasInput(3)) {
+    auto given = ctx.intListInput(3, "axes");
+    if (failed(given))
+      return failure();
+    auto normalized = ctx.normalizeAxes(*given, rank);
+    if (failed(normalized))
+      return failure();
+    axes = *normalized;
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  int64_t n = axes.size();
+  if (int64_t(pads->size()) != 2 * n)
+    return ctx.error() << "pads has " << pads->size()
+                       << " values, expected 2 x " << n << " (begins, ends)";
+  Value v = *x;
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t axis = axes[k], begin = (*pads)[k], end = (*pads)[k + n];
+    auto t = ctx.inputType(v);
+    if (begin < 0 || end < 0) {
+      SmallVector<int64_t> start(rank, 0), limit(t.getShape()),
+          strides(rank, 1);
+      start[axis] = std::max<int64_t>(0, -begin);
+      limit[axis] = t.getDimSize(axis) - std::max<int64_t>(0, -end);
+      if (start[axis] > limit[axis])
+        return ctx.error() << "pads crop " << -std::min<int64_t>(begin, 0)
+                           << " + " << -std::min<int64_t>(end, 0)
+                           << " elements from axis " << axis << " of size "
+                           << t.getDimSize(axis);
+      v = ctx.create<SliceOp>(v, start, limit, strides);
+      t = ctx.inputType(v);
+    }
+    // [fill of `begin`] v [fill of `end`], for the positive pads.
+    auto fill = [&](int64_t size) {
+      SmallVector<int64_t> shape(t.getShape());
+      shape[axis] = size;
+      return ctx.splat(RankedTensorType::get(shape, t.getElementType()), value);
+    };
+    SmallVector<Value> parts;
+    if (begin > 0)
+      parts.push_back(fill(begin));
+    parts.push_back(v);
+    if (end > 0)
+      parts.push_back(fill(end));
+    if (parts.size() > 1)
+      v = ctx.create<ConcatenateOp>(parts, axis);
+  }
+  ctx.setOutput(0, v);
+  return success();
+}
+
 /// Takes the sizes of each part along `axis` and slices them out.
 static LogicalResult splitInto(NodeContext &ctx, Value x, int64_t axis,
                                ArrayRef<int64_t> sizes) {
