@@ -280,6 +280,82 @@ LogicalResult importMatMul(NodeContext &ctx) {
 }
 
 /// Y = alpha * op(A) @ op(B) + beta * C.
+/// Conv as non-overlapping patches (ViT's patch embedding: strides equal
+/// to the kernel, no padding, dilation 1, group 1), which is one GEMM:
+/// x [N, C, H, W] -> patches [N*Hp*Wp, C*kh*kw] -> times w^T [C*kh*kw, O]
+/// -> y [N, O, Hp, Wp], plus the bias. Other convolutions are an error
+/// naming the attribute.
+LogicalResult importConv(NodeContext &ctx) {
+  auto x = ctx.input(0), w = ctx.input(1);
+  if (failed(x) || failed(w) || failed(ctx.requireFloat(*x, "X")))
+    return failure();
+  auto xt = ctx.inputType(*x), wt = ctx.inputType(*w);
+  if (xt.getRank() != 4 || wt.getRank() != 4 ||
+      xt.getElementType() != wt.getElementType() ||
+      wt.getDimSize(1) != xt.getDimSize(1))
+    return ctx.error() << "supported only in 2-D with W [O, C, kh, kw] of X's "
+                          "channels and type; got X "
+                       << xt << " and W " << wt;
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), h = xt.getDimSize(2),
+          wd = xt.getDimSize(3), o = wt.getDimSize(0), kh = wt.getDimSize(2),
+          kw = wt.getDimSize(3);
+  auto ints = [&](StringRef name, SmallVector<int64_t> fallback) {
+    std::optional<SmallVector<int64_t>> v = ctx.intsAttr(name);
+    return v ? *v : fallback;
+  };
+  const char *patches = "; trainc supports Conv as non-overlapping patches "
+                        "(strides equal to the kernel, no padding, dilation "
+                        "1, group 1), as ViT's patch embedding";
+  if (ints("kernel_shape", {kh, kw}) != SmallVector<int64_t>{kh, kw})
+    return ctx.error() << "kernel_shape differs from W's spatial shape";
+  if (ints("strides", {1, 1}) != SmallVector<int64_t>{kh, kw})
+    return ctx.error() << "strides must equal the kernel (" << kh << ", " << kw
+                       << ")" << patches;
+  for (int64_t p : ints("pads", {0, 0, 0, 0}))
+    if (p != 0)
+      return ctx.error() << "pads must be 0" << patches;
+  for (int64_t d : ints("dilations", {1, 1}))
+    if (d != 1)
+      return ctx.error() << "dilations must be 1" << patches;
+  if (ctx.intAttr("group", 1) != 1)
+    return ctx.error() << "group must be 1" << patches;
+  std::string autoPad = ctx.stringAttr("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID")
+    return ctx.error() << "auto_pad " << autoPad << " pads" << patches;
+  int64_t hp = h / kh, wp = wd / kw;
+  if (hp == 0 || wp == 0)
+    return ctx.error() << "X " << xt << " is smaller than the kernel";
+  Value v = *x;
+  // Rows and columns past the last whole patch do not reach the output.
+  if (hp * kh != h || wp * kw != wd)
+    v = ctx.create<SliceOp>(v, SmallVector<int64_t>{0, 0, 0, 0},
+                            SmallVector<int64_t>{n, c, hp * kh, wp * kw},
+                            SmallVector<int64_t>{1, 1, 1, 1});
+  v = ctx.reshape(v, {n, c, hp, kh, wp, kw});
+  v = ctx.create<TransposeOp>(v, SmallVector<int64_t>{0, 2, 4, 1, 3, 5});
+  v = ctx.reshape(v, {n * hp * wp, c * kh * kw});
+  Value wm = ctx.reshape(*w, {o, c * kh * kw});
+  Value y =
+      ctx.create<DotGeneralOp>(v, wm, ArrayRef<int64_t>{}, ArrayRef<int64_t>{},
+                               ArrayRef<int64_t>{1}, ArrayRef<int64_t>{1});
+  y = ctx.reshape(y, {n, hp, wp, o});
+  y = ctx.create<TransposeOp>(y, SmallVector<int64_t>{0, 3, 1, 2});
+  if (ctx.hasInput(2)) {
+    auto b = ctx.input(2);
+    if (failed(b))
+      return failure();
+    auto bt = ctx.inputType(*b);
+    if (bt.getRank() != 1 || bt.getDimSize(0) != o ||
+        bt.getElementType() != xt.getElementType())
+      return ctx.error() << "B must be [" << o << "] of X's type, got " << bt;
+    auto yt = ctx.inputType(y);
+    y = ctx.create<AddOp>(
+        y, ctx.create<BroadcastInDimOp>(yt, *b, ArrayRef<int64_t>{1}));
+  }
+  ctx.setOutput(0, y);
+  return success();
+}
+
 LogicalResult importGemm(NodeContext &ctx) {
   auto a = ctx.input(0), b = ctx.input(1);
   if (failed(a) || failed(b) || failed(ctx.requireFloat(*a, "input 0")))

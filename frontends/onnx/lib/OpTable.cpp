@@ -31,6 +31,9 @@ const OpEntry kOps[] = {
     {"Constant", 13, kLatest, importConstant, "no sparse or string values"},
     {"ConstantOfShape", 13, kLatest, importConstantOfShape,
      "shape must be constant"},
+    {"Conv", 13, kLatest, importConv,
+     "2-D non-overlapping patches: strides = kernel, no pads, dilation 1, "
+     "group 1"},
     {"Cos", 13, kLatest, importCos, ""},
     {"Div", 13, kLatest, importDiv, ""},
     {"Dropout", 13, kLatest, importDropout,
