@@ -534,21 +534,77 @@ LogicalResult importDropout(NodeContext &ctx) {
   return success();
 }
 
+/// The class weights (input 2) of a loss node, checked: a 1-D tensor of the
+/// scores' element type with one weight per class; null when not given.
+FailureOr<Value> classWeights(NodeContext &ctx, RankedTensorType scores) {
+  if (!ctx.hasInput(2))
+    return Value();
+  auto w = ctx.input(2);
+  if (failed(w))
+    return failure();
+  auto wt = ctx.inputType(*w);
+  if (wt.getRank() != 1 || wt.getDimSize(0) != scores.getDimSize(1) ||
+      wt.getElementType() != scores.getElementType())
+    return ctx.error() << "input 2 (class weights) must be "
+                       << RankedTensorType::get({scores.getDimSize(1)},
+                                                scores.getElementType())
+                       << ", one weight per class; got " << wt;
+  return *w;
+}
+
+/// The reduction of a per-element loss that is 0 where the target is
+/// ignored, with class weights (ONNX): each element is scaled by
+/// weight[target] (0 when ignored); "sum" adds them, "mean" divides that by
+/// the sum of the weights of the elements counted.
+Value weightedLoss(NodeContext &ctx, Value loss, Value target, Value weights,
+                   std::optional<int64_t> ignore, LossReduction reduction) {
+  auto lt = ctx.inputType(loss), tt = ctx.inputType(target);
+  int64_t rank = lt.getRank();
+  // Ignored targets may be out of range: gather class 0 there, then zero.
+  Value valid = ignore ? ctx.create<CompareOp>(ComparisonDirection::NE, target,
+                                               ctx.splat(tt, double(*ignore)))
+                       : ctx.splat(RankedTensorType::get(
+                                       tt.getShape(), ctx.builder.getI1Type()),
+                                   1);
+  Value safe = ctx.create<SelectOp>(valid, target, ctx.splat(tt, 0));
+  Value w = ctx.create<SelectOp>(valid, ctx.create<GatherOp>(weights, safe, 0),
+                                 ctx.splat(lt, 0));
+  loss = ctx.create<MulOp>(loss, w);
+  if (reduction == LossReduction::none)
+    return loss;
+  Value total = ctx.create<ReduceSumOp>(loss, iotaVector(0, rank));
+  if (reduction == LossReduction::sum)
+    return total;
+  return ctx.create<DivOp>(total,
+                           ctx.create<ReduceSumOp>(w, iotaVector(0, rank)));
+}
+
 LogicalResult importSoftmaxCrossEntropyLoss(NodeContext &ctx) {
   auto scores = ctx.input(0), labels = ctx.input(1);
   if (failed(scores) || failed(labels) ||
       failed(checkLossShapes(ctx, *scores, *labels)))
     return failure();
-  if (ctx.hasInput(2))
-    return ctx.error() << "input 2 (class weights) is not supported";
+  auto weights = classWeights(ctx, ctx.inputType(*scores));
   auto reduction = lossReduction(ctx);
-  if (failed(reduction))
+  if (failed(weights) || failed(reduction))
     return failure();
   IntegerAttr ignore;
-  if (ctx.attribute("ignore_index"))
-    ignore = ctx.builder.getI64IntegerAttr(ctx.intAttr("ignore_index", 0));
-  ctx.setOutput(0, ctx.create<SoftmaxCrossEntropyOp>(
-                       classesLast(ctx, *scores), *labels, *reduction, ignore));
+  std::optional<int64_t> ignoreIndex;
+  if (ctx.attribute("ignore_index")) {
+    ignoreIndex = ctx.intAttr("ignore_index", 0);
+    ignore = ctx.builder.getI64IntegerAttr(*ignoreIndex);
+  }
+  Value logits = classesLast(ctx, *scores);
+  if (*weights)
+    // Per element (0 where ignored), then weighted and reduced.
+    ctx.setOutput(
+        0, weightedLoss(ctx,
+                        ctx.create<SoftmaxCrossEntropyOp>(
+                            logits, *labels, LossReduction::none, ignore),
+                        *labels, *weights, ignoreIndex, *reduction));
+  else
+    ctx.setOutput(0, ctx.create<SoftmaxCrossEntropyOp>(logits, *labels,
+                                                       *reduction, ignore));
   if (ctx.outputRequested(1))
     ctx.setOutput(1, logSoftmax(ctx, *scores, 1));
   return success();
@@ -561,10 +617,9 @@ LogicalResult importNegativeLogLikelihoodLoss(NodeContext &ctx) {
   if (failed(input) || failed(target) ||
       failed(checkLossShapes(ctx, *input, *target)))
     return failure();
-  if (ctx.hasInput(2))
-    return ctx.error() << "input 2 (class weights) is not supported";
+  auto weights = classWeights(ctx, ctx.inputType(*input));
   auto reduction = lossReduction(ctx);
-  if (failed(reduction))
+  if (failed(weights) || failed(reduction))
     return failure();
   Value x = classesLast(ctx, *input);
   auto xt = ctx.inputType(x), tt = ctx.inputType(*target);
@@ -580,6 +635,19 @@ LogicalResult importNegativeLogLikelihoodLoss(NodeContext &ctx) {
                               ArrayRef<int64_t>{rank - 1});
   Value loss = ctx.create<NegOp>(picked);
   auto lossType = ctx.inputType(loss);
+  if (*weights) {
+    std::optional<int64_t> ignore;
+    if (ctx.attribute("ignore_index"))
+      ignore = ctx.intAttr("ignore_index", 0);
+    if (ignore) {
+      Value valid = ctx.create<CompareOp>(ComparisonDirection::NE, *target,
+                                          ctx.splat(tt, double(*ignore)));
+      loss = ctx.create<SelectOp>(valid, loss, ctx.splat(lossType, 0));
+    }
+    ctx.setOutput(
+        0, weightedLoss(ctx, loss, *target, *weights, ignore, *reduction));
+    return success();
+  }
   Value count;
   if (ctx.attribute("ignore_index")) {
     Value valid = ctx.create<CompareOp>(
