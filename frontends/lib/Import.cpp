@@ -94,9 +94,11 @@ FailureOr<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
   case ModelFormat::Onnx:
     return onnx_import::importOnnxFile(context, path, options);
   case ModelFormat::GraphIR: {
-    if (!options.inputShapes.empty() || !options.frozen.empty())
+    if (!options.inputShapes.empty() || !options.frozen.empty() ||
+        !options.bindings.empty())
       return emitError(loc)
-             << "--input-shape and --freeze apply to ONNX models; " << path
+             << "--input-shape, --freeze and --bind apply to ONNX models; "
+             << path
              << " is graph-dialect MLIR, which already has static shapes and "
                 "parameter attributes";
     llvm::SourceMgr sourceMgr;

@@ -233,13 +233,27 @@ def executable_inputs(trainc_run, exe):
     return kind, stderr, names
 
 
+def compile_folder(trainc, folder, model, exe, data_set):
+    """Compiles folder/model.onnx to `exe`, binding the inputs that must be
+    compile-time constants to `data_set`'s values (as import_node_tests.py
+    does). Returns (kind, message, bound): bound is whether any was."""
+    flags = node_tests.input_shape_flags(model, folder)
+    while True:
+        kind, stderr, _ = run_tool(
+            [trainc, os.path.join(folder, 'model.onnx'), '-o', exe] + flags)
+        more = (node_tests.bind_flags(model, data_set, stderr, flags)
+                if kind == 'fail' else None)
+        if not more:
+            return kind, stderr, any(f.startswith('--bind=') for f in flags)
+        flags = more
+
+
 def check_folder(trainc, trainc_run, folder, model, work):
     """Returns (kind, message): 'pass', 'fail' or 'crash'."""
     os.makedirs(work, exist_ok=True)
     exe = os.path.join(work, 'model.tcx')
-    kind, stderr, _ = run_tool(
-        [trainc, os.path.join(folder, 'model.onnx'), '-o', exe] +
-        node_tests.input_shape_flags(model, folder))
+    first_set = os.path.join(folder, 'test_data_set_0')
+    kind, stderr, bound = compile_folder(trainc, folder, model, exe, first_set)
     if kind != 'ok':
         return kind, stderr
     kind, stderr, exe_inputs = executable_inputs(trainc_run, exe)
@@ -260,6 +274,15 @@ def check_folder(trainc, trainc_run, folder, model, work):
         set_dir = os.path.join(work, set_name)
         out_dir = os.path.join(set_dir, 'out')
         os.makedirs(out_dir, exist_ok=True)
+        if bound and data_set != first_set:
+            # The bound constants are this data set's.
+            kind, stderr, _ = compile_folder(trainc, folder, model, exe,
+                                             data_set)
+            if kind != 'ok':
+                return kind, f'{set_name}: {stderr}'
+            kind, stderr, exe_inputs = executable_inputs(trainc_run, exe)
+            if kind != 'ok':
+                return kind, stderr
         files = {}
         for index, (input_name, elem_type) in enumerate(graph_inputs):
             path = os.path.join(data_set, f'input_{index}.pb')

@@ -170,6 +170,14 @@ int runCompilerCli(int argc, char **argv) {
                "each input with symbolic dimensions; an empty list, tokens=, "
                "is a scalar)"),
       cl::value_desc("name=d0xd1..."), cl::cat(category));
+  cl::list<std::string> binds(
+      "bind",
+      cl::desc("Bind graph input NAME to a compile-time constant read from "
+               "FILE, an ONNX TensorProto (.pb, e.g. "
+               "onnx.numpy_helper.from_array(a).SerializeToString()): for "
+               "inputs an op needs as constants (shapes, axes, pads); the "
+               "input is then no input of the executable; repeat per input"),
+      cl::value_desc("name=file"), cl::cat(category));
   cl::list<std::string> freeze(
       "freeze",
       cl::desc("Parameters (ONNX initializer names) not to train, or glob "
@@ -305,6 +313,13 @@ int runCompilerCli(int argc, char **argv) {
       return fail("--input-shape gives '" + name + "' twice");
   }
   options.import.frozen.assign(freeze.begin(), freeze.end());
+  for (const std::string &spec : binds) {
+    auto [name, file] = llvm::StringRef(spec).split('=');
+    if (name.empty() || file.empty())
+      return fail("--bind '" + spec + "': expected NAME=FILE");
+    if (!options.import.bindings.emplace(name.str(), file.str()).second)
+      return fail("--bind gives '" + name.str() + "' twice");
+  }
   // Only an explicit --compile-to=autodiff/optimizer needs --train.
   CompileOptions checked = options;
   if (!compileTo.getNumOccurrences())

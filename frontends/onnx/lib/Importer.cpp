@@ -219,6 +219,42 @@ LogicalResult importNodes(GraphImporter &graph, StringRef path,
   return success();
 }
 
+/// The value of graph input `info` bound with --bind to `file`, an ONNX
+/// TensorProto: its element type must be the input's, and its shape the
+/// input's where the model fixes dimensions.
+FailureOr<DenseElementsAttr> readBoundTensor(MLIRContext *ctx, StringRef path,
+                                             const onnx::ValueInfoProto &info,
+                                             const std::string &file,
+                                             StringRef baseDir) {
+  auto emit = [&] {
+    return fileError(ctx, path)
+           << "--bind " << info.name() << "=" << file << ": ";
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(file);
+  if (!buffer)
+    return emit() << "cannot read the file: " << buffer.getError().message();
+  onnx::TensorProto tensor;
+  if (!tensor.ParseFromArray((*buffer)->getBufferStart(),
+                             int((*buffer)->getBufferSize())))
+    return emit() << "not an ONNX TensorProto";
+  auto value = tensorToElements(tensor, baseDir, ctx, info.name(), emit);
+  if (failed(value))
+    return failure();
+  const auto &t = info.type().tensor_type();
+  if (t.elem_type() != tensor.data_type())
+    return emit() << "holds " << onnxTypeName(tensor.data_type())
+                  << " but the input is " << onnxTypeName(t.elem_type());
+  ArrayRef<int64_t> shape = value->getType().getShape();
+  bool fits = !t.has_shape() || t.shape().dim_size() == int(shape.size());
+  for (int d = 0; fits && t.has_shape() && d < t.shape().dim_size(); ++d)
+    fits = !t.shape().dim(d).has_dim_value() ||
+           t.shape().dim(d).dim_value() == shape[d];
+  if (!fits)
+    return emit() << "the value's shape " << value->getType()
+                  << " does not fit the input's";
+  return *value;
+}
+
 FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
                                                  StringRef path,
                                                  const ImportOptions &options) {
@@ -310,18 +346,39 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
     return diag;
   }
 
-  // Data inputs: graph inputs that are not initializers.
+  // Data inputs: graph inputs that are not initializers. Those bound with
+  // --bind become constants instead.
   SmallVector<std::pair<std::string, RankedTensorType>> inputs;
+  SmallVector<std::pair<std::string, DenseElementsAttr>> bound;
   llvm::StringSet<> inputNames;
   for (const onnx::ValueInfoProto &info : g.input()) {
     if (initializerNames.contains(info.name()))
       continue;
+    inputNames.insert(info.name());
+    auto binding = options.bindings.find(info.name());
+    if (binding != options.bindings.end()) {
+      auto value = readBoundTensor(ctx, path, info, binding->second, baseDir);
+      if (failed(value))
+        return failure();
+      bound.push_back({info.name(), *value});
+      continue;
+    }
     auto type = inputType(ctx, path, info, options);
     if (failed(type))
       return failure();
     inputs.push_back({info.name(), *type});
-    inputNames.insert(info.name());
   }
+  for (const auto &[name, file] : options.bindings)
+    if (!inputNames.contains(name)) {
+      InFlightDiagnostic diag = fileError(ctx, path);
+      diag << "--bind names '" << name
+           << "', which is not a graph input (inputs:";
+      for (const onnx::ValueInfoProto &info : g.input())
+        if (!initializerNames.contains(info.name()))
+          diag << " '" << info.name() << "'";
+      diag << ")";
+      return diag;
+    }
   for (const auto &[name, shape] : options.inputShapes)
     if (!inputNames.contains(name)) {
       InFlightDiagnostic diag = fileError(ctx, path);
@@ -369,6 +426,10 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
     graph.define(input.first, entry->getArgument(i));
   }
   for (const auto &[name, value] : constants)
+    graph.define(
+        name, builder.create<ConstantOp>(
+                  NameLoc::get(builder.getStringAttr(name), fileLoc), value));
+  for (const auto &[name, value] : bound)
     graph.define(
         name, builder.create<ConstantOp>(
                   NameLoc::get(builder.getStringAttr(name), fileLoc), value));

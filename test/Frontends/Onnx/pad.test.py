@@ -69,3 +69,9 @@ save('reflect', [const('pads', np.array([1, 0, 1, 0], np.int64)),
      [f32('x', [3, 4])], [f32('y', [5, 4])])
 save('dynamic', [helper.make_node('Pad', ['x', 'pads'], ['y'])],
      [f32('x', [3, 4]), i64('pads', [4])], [f32('y', [4, 5])])
+# ... unless bound to a constant with --bind (an ONNX TensorProto file).
+for name, value in [('pads', np.array([1, 0, 0, 1], np.int64)),
+                    ('pads_f32', np.array([1, 0, 0, 1], np.float32)),
+                    ('pads_short', np.array([1, 0], np.int64))]:
+    with open(os.path.join(out, name + '.pb'), 'wb') as f:
+        f.write(numpy_helper.from_array(value).SerializeToString())

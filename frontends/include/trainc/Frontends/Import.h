@@ -33,6 +33,11 @@ struct ImportOptions {
   std::vector<std::string> frozen;
   /// Base seed of Dropout nodes; node i gets a seed derived from (seed, i).
   uint64_t dropoutSeed = 0;
+  /// Graph inputs bound to compile-time constants, by name: the file holds
+  /// the value as an ONNX TensorProto (.pb, as the ONNX node tests ship
+  /// their inputs). A bound input is no input of the executable. For the
+  /// inputs an op needs as constants (shapes, axes, pads). (ONNX only.)
+  std::map<std::string, std::string> bindings;
 };
 
 enum class ModelFormat {
