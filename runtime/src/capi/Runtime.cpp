@@ -224,7 +224,7 @@ trainc_status trainc_session_output(trainc_session *session, size_t index,
     return toC(
         trainc::Status(trainc::StatusCode::kOutOfRange,
                        "output " + std::to_string(index) + " does not exist"));
-  trainc::cpu::TensorRef out = session->session->output(index);
+  trainc::TensorRef out = session->session->output(index);
   *out_data = out.data;
   *out_bytes = exe.tensors()[exe.outputs()[index]].size;
   return nullptr;

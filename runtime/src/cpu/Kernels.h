@@ -36,47 +36,11 @@ namespace trainc::cpu {
 // (trainc/schema/ExecutableFormat.h), where each opcode's attribute layout
 // is documented.
 
-/// A tensor as a kernel sees it: dtype, shape and a pointer to its
-/// row-major elements (16-bit floats as bit patterns, i1 as bytes).
-struct TensorRef {
-  DType dtype = DType::F32;
-  int rank = 0;
-  const int64_t *dims = nullptr;
-  void *data = nullptr;
-
-  int64_t numElements() const {
-    int64_t n = 1;
-    for (int i = 0; i < rank; ++i)
-      n *= dims[i];
-    return n;
-  }
-  int64_t dim(int i) const { return dims[i]; }
-  template <typename T> T *as() const { return static_cast<T *>(data); }
-};
-
-/// A read-only view of `size` elements.
-template <typename T> struct Span {
-  const T *data = nullptr;
-  int64_t size = 0;
-  const T &operator[](int64_t i) const { return data[i]; }
-  const T *begin() const { return data; }
-  const T *end() const { return data + size; }
-};
-
-/// One kernel invocation.
-struct KernelCall {
-  Opcode op;
-  Span<TensorRef> inputs;
-  TensorRef *outputs = nullptr;
-  int numOutputs = 0;
-  Span<int64_t> ints;
-  Span<double> floats;
-  /// From the device that launches it (stream, collective, workspace, the
-  /// training step); null in kernel unit tests, where a kernel sees step 0.
-  const KernelContext *context = nullptr;
-
-  int64_t step() const { return context ? context->step : 0; }
-};
+// TensorRef, Span and KernelCall, the contract between a device and its
+// kernels, are device/KernelContext.h's.
+using trainc::KernelCall;
+using trainc::Span;
+using trainc::TensorRef;
 
 using KernelFn = Status (*)(const KernelCall &call);
 /// The kernel family that runs `op` (null for a number outside the enum).

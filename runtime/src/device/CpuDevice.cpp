@@ -10,6 +10,8 @@
 
 #include "device/Device.h"
 
+#include "cpu/Kernels.h"
+
 #include <cstdlib>
 #include <cstring>
 
@@ -93,7 +95,7 @@ public:
     std::memmove(dst, src, bytes);
     return okStatus();
   }
-  Status launch(const cpu::KernelCall &call) override {
+  Status launch(const KernelCall &call) override {
     return cpu::runCpuKernel(call);
   }
 

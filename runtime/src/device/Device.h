@@ -25,7 +25,6 @@
 #define TRAINC_RUNTIME_DEVICE_DEVICE_H
 
 #include "base/Status.h"
-#include "cpu/Kernels.h"
 #include "device/KernelContext.h"
 
 #include <cstdint>
@@ -112,7 +111,7 @@ public:
   virtual Status copy(char *dst, const char *src, uint64_t bytes,
                       Stream &stream) = 0;
   /// Queues one kernel; `call.context` is set by the caller.
-  virtual Status launch(const cpu::KernelCall &call) = 0;
+  virtual Status launch(const KernelCall &call) = 0;
 };
 
 /// The device named `name`: "cpu" (always built). Other names are an error

@@ -14,7 +14,6 @@
 
 #include "base/DType.h"
 #include "base/Status.h"
-#include "cpu/Kernels.h"
 
 #include <cstdint>
 #include <memory>
@@ -131,7 +130,8 @@ private:
 };
 
 /// Checks one instruction's arity, dtypes and shapes against its opcode's
-/// contract (cpu/Kernels.h); `index` names it in errors. (Validate.cpp)
+/// contract (runtime/schema/executable.fbs); `index` names it in errors.
+/// (Validate.cpp)
 Status validateInstruction(const InstructionInfo &inst, size_t index,
                            const std::vector<TensorInfo> &tensors);
 

@@ -88,9 +88,9 @@ Status Session::create(std::shared_ptr<const Executable> executable,
   return okStatus();
 }
 
-cpu::TensorRef Session::ref(uint32_t id) const {
+TensorRef Session::ref(uint32_t id) const {
   const TensorInfo &t = executable_->tensors()[id];
-  cpu::TensorRef r;
+  TensorRef r;
   r.dtype = t.dtype;
   r.rank = static_cast<int>(t.shape.size());
   r.dims = t.shape.data();
@@ -117,7 +117,7 @@ Status Session::setInput(size_t index, const void *data, size_t bytes) {
   return okStatus();
 }
 
-Status Session::checkedRun(size_t index, const cpu::KernelCall &call) {
+Status Session::checkedRun(size_t index, const KernelCall &call) {
   const InstructionInfo &inst = executable_->instructions()[index];
   // Hash every arena byte outside the results before and after the kernel.
   auto hashOutside = [&] {
@@ -158,7 +158,7 @@ Status Session::run() {
       return Status(StatusCode::kFailedPrecondition,
                     "input '" + exe.tensors()[exe.inputs()[i]].name +
                         "' was not set before run()");
-  std::vector<cpu::TensorRef> refs;
+  std::vector<TensorRef> refs;
   Stream &stream = device_->computeStream();
   KernelContext context;
   context.stream = &stream;
@@ -179,7 +179,7 @@ Status Session::run() {
       const TensorInfo &t = exe.tensors()[id];
       touched_[t.arena] = std::max(touched_[t.arena], t.offset + t.size);
     }
-    cpu::KernelCall call;
+    KernelCall call;
     call.op = inst.op;
     call.inputs = {refs.data(), int64_t(firstResult)};
     call.outputs = refs.data() + firstResult;
@@ -242,11 +242,11 @@ Status Session::readTensor(uint32_t id, void *out) const {
   return stream.synchronize();
 }
 
-cpu::TensorRef Session::output(size_t index) const {
+TensorRef Session::output(size_t index) const {
   return ref(executable_->outputs()[index]);
 }
 
-cpu::TensorRef Session::parameter(size_t index) const {
+TensorRef Session::parameter(size_t index) const {
   return ref(executable_->parameters()[index]);
 }
 

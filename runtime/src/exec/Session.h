@@ -48,9 +48,9 @@ public:
   /// The current value of output `index` (valid until the next run). On a
   /// device that is not host-visible the data pointer is device memory:
   /// read it with readTensor.
-  cpu::TensorRef output(size_t index) const;
+  TensorRef output(size_t index) const;
   /// A parameter's current value (the same caveat).
-  cpu::TensorRef parameter(size_t index) const;
+  TensorRef parameter(size_t index) const;
   /// The bytes of any tensor but an activation (whose buffer is reused);
   /// device memory on a device that is not host-visible.
   const void *tensorData(uint32_t id) const { return ref(id).data; }
@@ -78,8 +78,8 @@ public:
 
 private:
   Session() = default;
-  cpu::TensorRef ref(uint32_t id) const;
-  Status checkedRun(size_t index, const cpu::KernelCall &call);
+  TensorRef ref(uint32_t id) const;
+  Status checkedRun(size_t index, const KernelCall &call);
 
   std::shared_ptr<const Executable> executable_;
   SessionOptions options_;

@@ -2,8 +2,8 @@
 //
 // The runtime does not trust a file: every instruction's arity, dtypes,
 // attributes and shapes are checked against its opcode's contract
-// (cpu/Kernels.h) when the executable is loaded, so kernels never index
-// outside their tensors. The rules mirror the graph dialect's verifier.
+// (executable.fbs, enum Opcode) when the executable is loaded, so kernels never
+// index outside their tensors. The rules mirror the graph dialect's verifier.
 //
 //===----------------------------------------------------------------------===//
 

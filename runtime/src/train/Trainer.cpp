@@ -2,8 +2,6 @@
 
 #include "train/Trainer.h"
 
-#include "cpu/Kernels.h"
-
 #include <algorithm>
 #include <chrono>
 #include <sys/resource.h>
@@ -27,7 +25,7 @@ int inputNamed(const Executable &exe, const std::string &name) {
 double readScalar(const Session &session, int index) {
   if (index < 0)
     return kNoValue;
-  cpu::TensorRef r = session.output(size_t(index));
+  TensorRef r = session.output(size_t(index));
   return r.dtype == DType::F64 ? *static_cast<const double *>(r.data)
                                : double(*static_cast<const float *>(r.data));
 }

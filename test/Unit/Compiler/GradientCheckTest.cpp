@@ -317,7 +317,7 @@ int findOutput(const trainc::Executable &exe, const std::string &name) {
   return -1;
 }
 
-std::vector<double> readF64(const trainc::cpu::TensorRef &t) {
+std::vector<double> readF64(const trainc::TensorRef &t) {
   EXPECT_EQ(t.dtype, trainc::DType::F64);
   const double *p = t.as<double>();
   return std::vector<double>(p, p + t.numElements());

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cpu/Kernels.h"
 #include "exec/Session.h"
 #include "trainc/schema/executable_generated.h"
 
