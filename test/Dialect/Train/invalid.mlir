@@ -82,3 +82,17 @@ func.func @unknown_metric(%x: tensor<f32>) -> (tensor<f32> {train.metric = "accu
 func.func @unknown_data_role(%x: tensor<2x8xi64> {train.data = "ids"}) {
   return
 }
+
+// -----
+
+// expected-error@+1 {{'train.loss' on result 0 must be a unit attribute}}
+func.func @loss_not_unit(%x: tensor<f32>) -> (tensor<f32> {train.loss = 1 : i64}) {
+  return %x : tensor<f32>
+}
+
+// -----
+
+// expected-error@+1 {{'train.metric' on result 0: a metric must be a scalar float}}
+func.func @metric_not_scalar(%x: tensor<4xf32>) -> (tensor<4xf32> {train.metric = "lr"}) {
+  return %x : tensor<4xf32>
+}

@@ -124,6 +124,16 @@ def save_with_external_weights(model, directory):
     return weights
 
 
+def bad_class_weights():
+    """SoftmaxCrossEntropyLoss with 3 class weights for 4 classes."""
+    labels = helper.make_tensor_value_info('labels', TensorProto.INT64, [2])
+    return make_model(
+        [helper.make_node('SoftmaxCrossEntropyLoss', ['scores', 'labels', 'w'],
+                          ['loss'], name='sce')],
+        [float_input('scores', [2, 4]), labels, float_input('w', [3])],
+        [float_input('loss', [])])
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(f'usage: {sys.argv[0]} OUTPUT_DIR')
@@ -136,7 +146,8 @@ def main():
                         ('opset_too_old', opset_too_old),
                         ('int8_input', int8_input),
                         ('undefined_input', undefined_input),
-                        ('bad_reshape', bad_reshape)]:
+                        ('bad_reshape', bad_reshape),
+                        ('bad_class_weights', bad_class_weights)]:
         onnx.save_model(build(), os.path.join(out, name + '.onnx'))
 
     save_with_external_weights(projection(), os.path.join(out, 'external_data'))

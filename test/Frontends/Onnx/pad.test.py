@@ -69,6 +69,13 @@ save('reflect', [const('pads', np.array([1, 0, 1, 0], np.int64)),
      [f32('x', [3, 4])], [f32('y', [5, 4])])
 save('dynamic', [helper.make_node('Pad', ['x', 'pads'], ['y'])],
      [f32('x', [3, 4]), i64('pads', [4])], [f32('y', [4, 5])])
+# pads of the wrong length; a crop larger than the axis.
+save('badcount', [const('pads', np.array([1, 0, 0], np.int64)),
+                  helper.make_node('Pad', ['x', 'pads'], ['y'])],
+     [f32('x', [3, 4])], [f32('y', [4, 5])])
+save('overcrop', [const('pads', np.array([0, -3, 0, -2], np.int64)),
+                  helper.make_node('Pad', ['x', 'pads'], ['y'])],
+     [f32('x', [3, 4])], [f32('y', [3, 0])])
 # ... unless bound to a constant with --bind (an ONNX TensorProto file).
 for name, value in [('pads', np.array([1, 0, 0, 1], np.int64)),
                     ('pads_f32', np.array([1, 0, 0, 1], np.float32)),

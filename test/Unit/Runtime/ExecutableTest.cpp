@@ -26,6 +26,10 @@ struct TinyProgram {
   std::vector<uint32_t> operands = {0, 1};
   uint16_t opcode = static_cast<uint16_t>(Opcode::Add);
   std::vector<uint32_t> outputs = {2};
+  /// The training signature's loss output and tokens input (-1: none), and
+  /// whether to write a signature at all.
+  int lossOutput = -1, tokensInput = -1;
+  bool withSignature = false;
 
   std::vector<char> build() const {
     flatbuffers::FlatBufferBuilder b;
@@ -44,9 +48,13 @@ struct TinyProgram {
     std::vector<flatbuffers::Offset<fb::Arena>> arenas = {
         fb::CreateArenaDirect(b, "work", workArenaSize, 64)};
     std::vector<uint32_t> inputs = {0, 1}, params;
-    auto exe =
-        fb::CreateExecutableDirect(b, formatVersion, 0, &tensors, &arenas,
-                                   &insts, &inputs, &outputs, &params, 0, 0);
+    flatbuffers::Offset<fb::TrainingSignature> signature;
+    if (withSignature)
+      signature = fb::CreateTrainingSignatureDirect(
+          b, lossOutput, -1, -1, -1, -1, tokensInput, -1, 0, nullptr);
+    auto exe = fb::CreateExecutableDirect(
+        b, formatVersion, 0, &tensors, &arenas, &insts, &inputs, &outputs,
+        &params, 0, 0, 0, nullptr, 0, signature);
     fb::FinishExecutableBuffer(b, exe);
     return std::vector<char>(b.GetBufferPointer(),
                              b.GetBufferPointer() + b.GetSize());
@@ -156,6 +164,41 @@ TEST(Executable, RejectsMalformedInstructions) {
   unknownOpcode.opcode = 999;
   s = load(unknownOpcode, exe);
   EXPECT_NE(s.message().find("unknown opcode 999"), std::string::npos)
+      << s.toString();
+}
+
+// The loader checks the training signature like everything else it reads:
+// indices in range, and the loss a float scalar.
+TEST(Executable, RejectsABrokenTrainingSignature) {
+  std::unique_ptr<Executable> exe;
+  TinyProgram none;
+  none.withSignature = true;
+  ASSERT_TRUE(load(none, exe).ok());
+  EXPECT_EQ(exe->signature().loss, -1);
+
+  TinyProgram missing = none;
+  missing.lossOutput = 5;
+  Status s = load(missing, exe);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("the training signature's loss is output 5, "
+                             "which does not exist"),
+            std::string::npos)
+      << s.toString();
+
+  TinyProgram notScalar = none;
+  notScalar.lossOutput = 0; // y is f32 [2, 3]
+  s = load(notScalar, exe);
+  EXPECT_NE(s.message().find("the training signature's loss tensor 2 'y' "
+                             "(f32 [2, 3]) is not a float scalar"),
+            std::string::npos)
+      << s.toString();
+
+  TinyProgram badInput = none;
+  badInput.tokensInput = 2;
+  s = load(badInput, exe);
+  EXPECT_NE(s.message().find("the training signature's tokens input 2 "
+                             "does not exist"),
+            std::string::npos)
       << s.toString();
 }
 
