@@ -50,14 +50,21 @@ Status Session::create(std::shared_ptr<const Executable> executable,
   session->inputSet_.assign(exe.inputs().size(), false);
   if (options.profile)
     session->instructionSeconds_.assign(exe.instructions().size(), 0.0);
-  // The bytes of a tensor's initial or constant value, a splat repeated
-  // over its whole size.
-  auto initialBytes = [&](const TensorInfo &t, uint64_t at) {
-    std::vector<char> bytes(t.size);
-    size_t width = t.splat ? dtypeSize(t.dtype) : t.size;
+  // Copies a tensor's stored value (at `at` in the constant section) to
+  // `dst` on the device: in place, or a splat repeated over its size.
+  std::vector<char> expanded;
+  auto copyValue = [&](const TensorInfo &t, uint64_t at, char *dst) -> Status {
+    const char *src = exe.constants() + at;
+    if (!t.splat)
+      return device.copyToDevice(dst, src, t.size, stream);
+    size_t width = dtypeSize(t.dtype);
+    expanded.resize(t.size);
     for (uint64_t pos = 0; pos < t.size; pos += width)
-      std::memcpy(bytes.data() + pos, exe.constants() + at, width);
-    return bytes;
+      std::memcpy(expanded.data() + pos, src, width);
+    TRAINC_RETURN_IF_ERROR(
+        device.copyToDevice(dst, expanded.data(), t.size, stream));
+    // The staging buffer is reused: the copy must be done first.
+    return stream.synchronize();
   };
   // Where each tensor's bytes are: arenas, the constant section, or an
   // expanded splat.
@@ -67,9 +74,7 @@ Status Session::create(std::shared_ptr<const Executable> executable,
     if (t.role == TensorRole::Constant && t.splat) {
       std::unique_ptr<Buffer> buffer;
       TRAINC_RETURN_IF_ERROR(device.allocate(t.size, kTensorAlignment, buffer));
-      std::vector<char> bytes = initialBytes(t, t.offset);
-      TRAINC_RETURN_IF_ERROR(
-          device.copyToDevice(buffer->data(), bytes.data(), t.size, stream));
+      TRAINC_RETURN_IF_ERROR(copyValue(t, t.offset, buffer->data()));
       session->data_[id] = buffer->data();
       session->expanded_.push_back(std::move(buffer));
     } else if (t.role == TensorRole::Constant) {
@@ -77,11 +82,8 @@ Status Session::create(std::shared_ptr<const Executable> executable,
     } else {
       session->data_[id] = session->arenas_[t.arena] + t.offset;
     }
-    if (t.role == TensorRole::Parameter || t.role == TensorRole::State) {
-      std::vector<char> bytes = initialBytes(t, t.initOffset);
-      TRAINC_RETURN_IF_ERROR(device.copyToDevice(session->data_[id],
-                                                 bytes.data(), t.size, stream));
-    }
+    if (t.role == TensorRole::Parameter || t.role == TensorRole::State)
+      TRAINC_RETURN_IF_ERROR(copyValue(t, t.initOffset, session->data_[id]));
   }
   TRAINC_RETURN_IF_ERROR(stream.synchronize());
   out = std::move(session);
