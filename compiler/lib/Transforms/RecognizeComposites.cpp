@@ -500,7 +500,25 @@ bool isCausalCondition(Value cond, int64_t sq, int64_t sk, bool maskedWhen) {
   return true;
 }
 
-/// softmax(scale * q @ k^T [mask]) @ v -> graph.attention.
+/// `select(p != p, 0, p)` (PyTorch's scaled_dot_product_attention zeroes
+/// the NaN rows a fully masked softmax produces): the select, or null.
+/// graph.attention gives zeros for such rows itself, so the guard folds in.
+Operation *nanToZeroGuard(Value v) {
+  auto sel = v.getDefiningOp<SelectOp>();
+  if (!sel || !hasOneUse(v))
+    return nullptr;
+  auto isNan = sel.getPred().getDefiningOp<CompareOp>();
+  Value p = sel.getOnFalse();
+  std::optional<double> zero = splatOf(sel.getOnTrue());
+  if (!isNan || isNan.getDirection() != ComparisonDirection::NE ||
+      isNan.getLhs() != p || isNan.getRhs() != p || !hasOneUse(isNan) ||
+      !zero || *zero != 0.0)
+    return nullptr;
+  return sel;
+}
+
+/// softmax(scale * q @ k^T [mask]) @ v -> graph.attention, also with the
+/// NaN guard above between the softmax and the product.
 struct Attention : public OpRewritePattern<DotGeneralOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -508,8 +526,19 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
                                 PatternRewriter &rewriter) const override {
     if (!isBatchedMatmul4(op))
       return failure();
-    auto softmax = op.getLhs().getDefiningOp<SoftmaxOp>();
-    if (!softmax || softmax.getDim() != 3 || !hasOneUse(softmax))
+    Value probs = op.getLhs();
+    Operation *nanGuard = nanToZeroGuard(probs);
+    if (nanGuard)
+      probs = nanGuard->getOperand(2);
+    auto softmax = probs.getDefiningOp<SoftmaxOp>();
+    if (!softmax || softmax.getDim() != 3)
+      return failure();
+    // The softmax feeds only this product (through the guard, if any).
+    if (llvm::any_of(softmax->getUsers(), [&](Operation *u) {
+          return nanGuard ? u != nanGuard &&
+                                u != nanGuard->getOperand(0).getDefiningOp()
+                          : u != op.getOperation();
+        }))
       return failure();
     Value scores = softmax.getOperand();
     auto scoresType = cast<RankedTensorType>(scores.getType());

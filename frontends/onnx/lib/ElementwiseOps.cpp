@@ -7,6 +7,8 @@
 
 #include "ImportContext.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace trainc::graph;
 
@@ -154,6 +156,40 @@ LogicalResult importNot(NodeContext &ctx) {
     return failure();
   ctx.setOutput(0, ctx.create<CompareOp>(ComparisonDirection::EQ, *x,
                                          ctx.splat(ctx.inputType(*x), 0)));
+  return success();
+}
+
+/// IsNaN(x) = x != x (float comparisons with NaN are unordered; NE is true).
+LogicalResult importIsNaN(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "input 0")))
+    return failure();
+  ctx.setOutput(0, ctx.create<CompareOp>(ComparisonDirection::NE, *x, *x));
+  return success();
+}
+
+/// IsInf(x): x == +inf (detect_positive) or x == -inf (detect_negative).
+LogicalResult importIsInf(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "input 0")))
+    return failure();
+  auto type = ctx.inputType(*x);
+  bool positive = ctx.intAttr("detect_positive", 1) != 0;
+  bool negative = ctx.intAttr("detect_negative", 1) != 0;
+  auto equals = [&](double v) {
+    return ctx.create<CompareOp>(ComparisonDirection::EQ, *x,
+                                 ctx.splat(type, v));
+  };
+  auto boolType =
+      RankedTensorType::get(type.getShape(), ctx.builder.getI1Type());
+  Value result = ctx.splat(boolType, 0);
+  double inf = std::numeric_limits<double>::infinity();
+  if (positive)
+    result = equals(inf);
+  if (negative)
+    result = positive ? ctx.create<SelectOp>(result, result, equals(-inf))
+                      : equals(-inf);
+  ctx.setOutput(0, result);
   return success();
 }
 

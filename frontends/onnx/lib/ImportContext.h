@@ -84,8 +84,22 @@ public:
   mlir::Value lookup(llvm::StringRef name) const { return values.lookup(name); }
   void define(llvm::StringRef name, mlir::Value value) { values[name] = value; }
 
+  /// Sequence values (SplitToSequence's output), which only SequenceAt
+  /// reads: the graph dialect has tensors only, so a sequence is the list
+  /// of its tensors at import time. Null if `name` is not a sequence.
+  const llvm::SmallVector<mlir::Value> *
+  lookupSequence(llvm::StringRef name) const {
+    auto it = sequences.find(name);
+    return it == sequences.end() ? nullptr : &it->second;
+  }
+  void defineSequence(llvm::StringRef name,
+                      llvm::SmallVector<mlir::Value> items) {
+    sequences[name] = std::move(items);
+  }
+
 private:
   llvm::StringMap<mlir::Value> values;
+  llvm::StringMap<llvm::SmallVector<mlir::Value>> sequences;
 };
 
 /// One node being imported.
@@ -199,6 +213,8 @@ TRAINC_ONNX_IMPORT_FN(And)
 TRAINC_ONNX_IMPORT_FN(Or)
 TRAINC_ONNX_IMPORT_FN(Not)
 TRAINC_ONNX_IMPORT_FN(Where)
+TRAINC_ONNX_IMPORT_FN(IsNaN)
+TRAINC_ONNX_IMPORT_FN(IsInf)
 TRAINC_ONNX_IMPORT_FN(Neg)
 TRAINC_ONNX_IMPORT_FN(Abs)
 TRAINC_ONNX_IMPORT_FN(Sqrt)
@@ -229,6 +245,11 @@ TRAINC_ONNX_IMPORT_FN(Concat)
 TRAINC_ONNX_IMPORT_FN(Split)
 TRAINC_ONNX_IMPORT_FN(Slice)
 TRAINC_ONNX_IMPORT_FN(Gather)
+TRAINC_ONNX_IMPORT_FN(GatherElements)
+TRAINC_ONNX_IMPORT_FN(GatherND)
+TRAINC_ONNX_IMPORT_FN(ScatterND)
+TRAINC_ONNX_IMPORT_FN(SplitToSequence)
+TRAINC_ONNX_IMPORT_FN(SequenceAt)
 TRAINC_ONNX_IMPORT_FN(Expand)
 TRAINC_ONNX_IMPORT_FN(Trilu)
 TRAINC_ONNX_IMPORT_FN(MatMul)

@@ -25,6 +25,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/unknown_field_set.h>
 
 #include <climits>
 #include <exception>
@@ -212,7 +213,8 @@ LogicalResult importNodes(GraphImporter &graph, StringRef path,
     if (failed(entry->import(ctxNode)))
       return failure();
     for (int o = 0; o < node.output_size(); ++o)
-      if (ctxNode.outputRequested(o) && !graph.lookup(node.output(o)))
+      if (ctxNode.outputRequested(o) && !graph.lookup(node.output(o)) &&
+          !graph.lookupSequence(node.output(o)))
         return ctxNode.error() << "output " << o << " '" << node.output(o)
                                << "' is not supported by trainc's importer";
   }
@@ -255,6 +257,38 @@ FailureOr<DenseElementsAttr> readBoundTensor(MLIRContext *ctx, StringRef path,
   return *value;
 }
 
+/// Initializers that PyTorch's dynamo exporter records as buffers or
+/// constant tensors rather than parameters (`rotary_emb.inv_freq`, ...):
+/// they become constants, never trained. The exporter writes the kind as
+/// metadata_props "pkg.torch.export.graph_signature.InputSpec.kind" on the
+/// value's ValueInfoProto (field 4 since ONNX 1.16); the ONNX library trainc
+/// builds with is older and keeps that field as an unknown one, so it is
+/// parsed from there.
+llvm::StringSet<> exporterBuffers(const onnx::GraphProto &g) {
+  constexpr int kValueInfoMetadataProps = 4;
+  llvm::StringSet<> buffers;
+  auto scan = [&](const onnx::ValueInfoProto &info) {
+    const google::protobuf::UnknownFieldSet &fields = info.unknown_fields();
+    for (int i = 0; i < fields.field_count(); ++i) {
+      const google::protobuf::UnknownField &field = fields.field(i);
+      if (field.number() != kValueInfoMetadataProps ||
+          field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+        continue;
+      onnx::StringStringEntryProto entry;
+      if (!entry.ParseFromString(field.length_delimited()))
+        continue;
+      if (entry.key() == "pkg.torch.export.graph_signature.InputSpec.kind" &&
+          (entry.value() == "BUFFER" || entry.value() == "CONSTANT_TENSOR"))
+        buffers.insert(info.name());
+    }
+  };
+  for (const onnx::ValueInfoProto &info : g.value_info())
+    scan(info);
+  for (const onnx::ValueInfoProto &info : g.input())
+    scan(info);
+  return buffers;
+}
+
 FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
                                                  StringRef path,
                                                  const ImportOptions &options) {
@@ -271,7 +305,9 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
   if (baseDir.empty())
     baseDir = ".";
 
-  // Initializers: float ones are parameters, the rest constants.
+  // Initializers: float ones are parameters, the rest constants; so are
+  // float ones the exporter says are buffers.
+  llvm::StringSet<> buffers = exporterBuffers(g);
   struct Param {
     std::string name;
     RankedTensorType type;
@@ -285,7 +321,8 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
     if (!initializerNames.insert(init.name()).second)
       return emit() << "initializer '" << init.name() << "' is defined twice";
     Type elementType = elementTypeFor(ctx, init.data_type());
-    if (elementType && isa<FloatType>(elementType)) {
+    if (elementType && isa<FloatType>(elementType) &&
+        !buffers.contains(init.name())) {
       SmallVector<int64_t> shape;
       int64_t n = 1;
       for (int64_t d : init.dims()) {

@@ -28,6 +28,10 @@ FailureOr<Value> NodeContext::input(int i) const {
   if (!hasInput(i))
     return error() << "input " << i << " is missing";
   Value v = graph.lookup(node.input(i));
+  if (!v && graph.lookupSequence(node.input(i)))
+    return error() << "input " << i << " '" << node.input(i)
+                   << "' is a sequence; trainc imports sequences only as "
+                      "SplitToSequence outputs read by SequenceAt";
   if (!v)
     return error() << "input " << i << " '" << node.input(i)
                    << "' is not defined by any earlier node, initializer or "

@@ -10,6 +10,7 @@
 
 #include "ImportContext.h"
 
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
@@ -425,19 +426,35 @@ LogicalResult importPad(NodeContext &ctx) {
   return success();
 }
 
-/// Takes the sizes of each part along `axis` and slices them out.
-static LogicalResult splitInto(NodeContext &ctx, Value x, int64_t axis,
-                               ArrayRef<int64_t> sizes) {
+/// Slices parts of the given sizes along `axis` out of `x`.
+static SmallVector<Value> sliceParts(NodeContext &ctx, Value x, int64_t axis,
+                                     ArrayRef<int64_t> sizes) {
   auto type = ctx.inputType(x);
   SmallVector<int64_t> start(type.getRank(), 0), limit(type.getShape()),
       strides(type.getRank(), 1);
+  SmallVector<Value> parts;
   int64_t offset = 0;
-  for (auto [i, size] : llvm::enumerate(sizes)) {
+  for (int64_t size : sizes) {
     start[axis] = offset;
     limit[axis] = offset + size;
-    ctx.setOutput(i, ctx.create<SliceOp>(x, start, limit, strides));
+    parts.push_back(ctx.create<SliceOp>(x, start, limit, strides));
     offset += size;
   }
+  return parts;
+}
+
+/// Checks split sizes against the dimension they divide.
+static LogicalResult checkSplitSizes(NodeContext &ctx, ArrayRef<int64_t> sizes,
+                                     int64_t dim) {
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      return ctx.error() << "split sizes must not be negative";
+    total += s;
+  }
+  if (total != dim)
+    return ctx.error() << "split sizes sum to " << total
+                       << ", not to the dimension size " << dim;
   return success();
 }
 
@@ -473,17 +490,78 @@ LogicalResult importSplit(NodeContext &ctx) {
                          << parts << " equal parts";
     sizes.assign(parts, dim / parts);
   }
-  int64_t total = 0;
-  for (int64_t s : sizes) {
-    if (s < 0)
-      return ctx.error() << "split sizes must not be negative";
-    total += s;
+  if (static_cast<int64_t>(sizes.size()) != parts)
+    return ctx.error() << "split has " << sizes.size() << " parts but the node "
+                       << parts << " outputs";
+  if (failed(checkSplitSizes(ctx, sizes, dim)))
+    return failure();
+  for (auto [i, part] : llvm::enumerate(sliceParts(ctx, *x, *axis, sizes)))
+    ctx.setOutput(i, part);
+  return success();
+}
+
+/// A sequence of the parts of a split: size-1 parts without `split` (with
+/// the axis squeezed when keepdims = 0), chunks of a scalar `split` (the
+/// last smaller), or the sizes of a 1-D `split`.
+LogicalResult importSplitToSequence(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto type = ctx.inputType(*x);
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", 0), type.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  int64_t dim = type.getDimSize(*axis);
+  SmallVector<int64_t> sizes;
+  bool squeeze = false;
+  if (!ctx.hasInput(1)) {
+    sizes.assign(dim, 1);
+    squeeze = ctx.intAttr("keepdims", 1) == 0;
+  } else {
+    auto split = ctx.constantInput(1, "split");
+    auto values = ctx.intListInput(1, "split");
+    if (failed(split) || failed(values))
+      return failure();
+    if (split->getType().getRank() == 0) {
+      int64_t chunk = values->front();
+      if (chunk <= 0)
+        return ctx.error() << "split " << chunk << " must be positive";
+      for (int64_t left = dim; left > 0; left -= chunk)
+        sizes.push_back(std::min(chunk, left));
+    } else {
+      sizes = *values;
+    }
   }
-  if (static_cast<int64_t>(sizes.size()) != parts || total != dim)
-    return ctx.error() << "split sizes (" << sizes.size()
-                       << " parts summing to " << total << ") do not match "
-                       << parts << " outputs and dimension size " << dim;
-  return splitInto(ctx, *x, *axis, sizes);
+  if (failed(checkSplitSizes(ctx, sizes, dim)))
+    return failure();
+  SmallVector<Value> parts = sliceParts(ctx, *x, *axis, sizes);
+  if (squeeze) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape.erase(shape.begin() + *axis);
+    for (Value &part : parts)
+      part = ctx.reshape(part, shape);
+  }
+  ctx.graph.defineSequence(ctx.node.output(0), std::move(parts));
+  return success();
+}
+
+LogicalResult importSequenceAt(NodeContext &ctx) {
+  if (!ctx.hasInput(0))
+    return ctx.error() << "input 0 is missing";
+  const SmallVector<Value> *items = ctx.graph.lookupSequence(ctx.node.input(0));
+  if (!items)
+    return ctx.error() << "input 0 '" << ctx.node.input(0)
+                       << "' is not a sequence made by SplitToSequence (the "
+                          "only sequences trainc imports)";
+  auto position = ctx.scalarInput(1, "position");
+  if (failed(position))
+    return failure();
+  int64_t n = items->size(), p = static_cast<int64_t>(*position);
+  if (p < -n || p >= n)
+    return ctx.error() << "position " << p << " is outside a sequence of " << n
+                       << " tensors";
+  ctx.setOutput(0, (*items)[p < 0 ? p + n : p]);
+  return success();
 }
 
 LogicalResult importSlice(NodeContext &ctx) {
@@ -572,6 +650,213 @@ LogicalResult importGather(NodeContext &ctx) {
   if (failed(axis))
     return failure();
   ctx.setOutput(0, ctx.create<GatherOp>(*x, *indices, *axis));
+  return success();
+}
+
+namespace {
+
+/// Input `i` as integer indices, or an error naming the input.
+FailureOr<Value> indexInput(NodeContext &ctx, int i) {
+  auto v = ctx.input(i);
+  if (failed(v))
+    return failure();
+  Type t = ctx.inputType(*v).getElementType();
+  if (!(t.isInteger(32) || t.isInteger(64)))
+    return ctx.error() << "input " << i << " (indices) must be int32 or int64, "
+                       << "got " << v->getType();
+  return *v;
+}
+
+/// `indices` as i64 with negative entries counted from the end of a
+/// dimension of size `n` (ONNX's convention). When the indices are
+/// constant, an entry outside [-n, n) is an error here; data-dependent ones
+/// are checked by the runtime against the flattened range only.
+FailureOr<Value> indicesFromEnd(NodeContext &ctx, Value indices, int64_t n,
+                                StringRef what) {
+  auto type = RankedTensorType::get(ctx.inputType(indices).getShape(),
+                                    ctx.builder.getI64Type());
+  Value idx = ctx.convert(indices, type.getElementType());
+  DenseElementsAttr values;
+  if (matchPattern(idx, m_Constant(&values)))
+    for (const APInt &v : values.getValues<APInt>())
+      if (v.getSExtValue() < -n || v.getSExtValue() >= n)
+        return ctx.error() << what << " index " << v.getSExtValue()
+                           << " is outside a dimension of size " << n;
+  Value negative =
+      ctx.create<CompareOp>(ComparisonDirection::LT, idx, ctx.splat(type, 0));
+  return ctx.create<SelectOp>(negative,
+                              ctx.create<AddOp>(idx, ctx.splat(type, n)), idx);
+}
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+} // namespace
+
+/// out[p] = data[p with p[axis] replaced by indices[p]]: a gather of the
+/// flattened data at linear positions built from iota, so autodiff and the
+/// runtime need nothing beyond graph.gather.
+LogicalResult importGatherElements(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  auto indices = indexInput(ctx, 1);
+  if (failed(x) || failed(indices))
+    return failure();
+  auto xType = ctx.inputType(*x), iType = ctx.inputType(*indices);
+  if (xType.getRank() == 0 || xType.getRank() != iType.getRank())
+    return ctx.error() << "data and indices must have the same rank (at "
+                          "least 1), got "
+                       << x->getType() << " and " << indices->getType();
+  auto axis =
+      ctx.normalizeAxis(ctx.intAttr("axis", 0), xType.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  for (int64_t d = 0; d < xType.getRank(); ++d)
+    if (d != *axis && iType.getDimSize(d) > xType.getDimSize(d))
+      return ctx.error() << "indices dimension " << d << " ("
+                         << iType.getDimSize(d) << ") exceeds the data's ("
+                         << xType.getDimSize(d) << ")";
+  auto positions =
+      indicesFromEnd(ctx, *indices, xType.getDimSize(*axis), "GatherElements");
+  if (failed(positions))
+    return failure();
+  SmallVector<int64_t> strides = stridesOf(xType.getShape());
+  auto linearType =
+      RankedTensorType::get(iType.getShape(), ctx.builder.getI64Type());
+  Value linear =
+      ctx.create<MulOp>(*positions, ctx.splat(linearType, strides[*axis]));
+  for (int64_t d = 0; d < xType.getRank(); ++d)
+    if (d != *axis && iType.getDimSize(d) > 1)
+      linear = ctx.create<AddOp>(
+          linear, ctx.create<MulOp>(ctx.create<IotaOp>(linearType, d),
+                                    ctx.splat(linearType, strides[d])));
+  Value flat = ctx.reshape(*x, {xType.getNumElements()});
+  ctx.setOutput(0, ctx.create<GatherOp>(flat, linear, 0));
+  return success();
+}
+
+/// indices [..., K] pick slices data[i_0, ..., i_K-1, :...]: a gather along
+/// the first dimension of data with its first K dimensions flattened.
+LogicalResult importGatherND(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  auto indices = indexInput(ctx, 1);
+  if (failed(x) || failed(indices))
+    return failure();
+  if (int64_t b = ctx.intAttr("batch_dims", 0); b != 0)
+    return ctx.error() << "batch_dims " << b << " is not supported (only 0)";
+  auto xType = ctx.inputType(*x), iType = ctx.inputType(*indices);
+  int64_t q = iType.getRank();
+  if (q == 0)
+    return ctx.error() << "indices must have rank at least 1";
+  int64_t k = iType.getDimSize(q - 1);
+  if (k < 1 || k > xType.getRank())
+    return ctx.error() << "the indices' last dimension (" << k
+                       << ") must be in [1, " << xType.getRank()
+                       << "], the data's rank";
+  ArrayRef<int64_t> lead = xType.getShape().take_front(k);
+  SmallVector<int64_t> leadStrides = stridesOf(lead);
+  SmallVector<int64_t> idxShape(iType.getShape().drop_back());
+  auto linearType = RankedTensorType::get(idxShape, ctx.builder.getI64Type());
+  Value linear = ctx.splat(linearType, 0);
+  SmallVector<int64_t> start(q, 0), limit(iType.getShape()), steps(q, 1);
+  for (int64_t c = 0; c < k; ++c) {
+    start[q - 1] = c;
+    limit[q - 1] = c + 1;
+    Value component = ctx.reshape(
+        ctx.create<SliceOp>(*indices, start, limit, steps), idxShape);
+    auto position = indicesFromEnd(ctx, component, lead[c], "GatherND");
+    if (failed(position))
+      return failure();
+    linear = ctx.create<AddOp>(
+        linear,
+        ctx.create<MulOp>(*position, ctx.splat(linearType, leadStrides[c])));
+  }
+  SmallVector<int64_t> flatShape{product(lead)};
+  llvm::append_range(flatShape, xType.getShape().drop_front(k));
+  ctx.setOutput(0, ctx.create<GatherOp>(ctx.reshape(*x, flatShape), linear, 0));
+  return success();
+}
+
+/// data with the slices at constant `indices` replaced by `updates`
+/// (reduction none; with duplicate indices the last update wins, as in
+/// onnxruntime). Built as select(written, gather(updates, source), data)
+/// with `written` and `source` computed here, so it is differentiable in
+/// both data and updates and works for every element type.
+LogicalResult importScatterND(NodeContext &ctx) {
+  auto x = ctx.input(0), updates = ctx.input(2);
+  auto indices = ctx.constantInput(1, "indices");
+  if (failed(x) || failed(indices) || failed(updates))
+    return failure();
+  std::string reduction = ctx.stringAttr("reduction", "none");
+  if (reduction != "none")
+    return ctx.error() << "reduction '" << reduction
+                       << "' is not supported (only 'none')";
+  auto xType = ctx.inputType(*x), uType = ctx.inputType(*updates);
+  auto iType = indices->getType();
+  int64_t q = iType.getRank();
+  if (q == 0 || !isa<IntegerType>(iType.getElementType()))
+    return ctx.error() << "indices must be an integer tensor of rank at least "
+                          "1, got "
+                       << iType;
+  int64_t k = iType.getDimSize(q - 1);
+  if (k < 1 || k > xType.getRank())
+    return ctx.error() << "the indices' last dimension (" << k
+                       << ") must be in [1, " << xType.getRank() << "]";
+  if (xType.getElementType() != uType.getElementType())
+    return ctx.error() << "data and updates have different element types: "
+                       << x->getType() << " and " << updates->getType();
+  SmallVector<int64_t> uShape(iType.getShape().drop_back());
+  llvm::append_range(uShape, xType.getShape().drop_front(k));
+  if (uType.getShape() != ArrayRef<int64_t>(uShape))
+    return ctx.error() << "updates have type " << updates->getType()
+                       << "; indices " << iType << " into data " << x->getType()
+                       << " need shape "
+                       << RankedTensorType::get(uShape, uType.getElementType());
+  ArrayRef<int64_t> lead = xType.getShape().take_front(k);
+  int64_t leadSize = product(lead), count = product(iType.getShape()) / k;
+  if (leadSize > kMaxConstantElements)
+    return ctx.error() << "the indexed dimensions have more than "
+                       << kMaxConstantElements << " positions";
+  SmallVector<int64_t> leadStrides = stridesOf(lead);
+  SmallVector<int64_t> source(leadSize, 0);
+  SmallVector<bool> written(leadSize, false);
+  auto values = indices->getValues<APInt>();
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t target = 0;
+    for (int64_t c = 0; c < k; ++c) {
+      int64_t v = values[j * k + c].getSExtValue();
+      if (v < -lead[c] || v >= lead[c])
+        return ctx.error() << "index " << v << " is outside dimension " << c
+                           << " of size " << lead[c];
+      target += (v < 0 ? v + lead[c] : v) * leadStrides[c];
+    }
+    source[target] = j;
+    written[target] = true;
+  }
+  if (count == 0) {
+    ctx.setOutput(0, *x);
+    return success();
+  }
+  SmallVector<int64_t> flatShape{count};
+  llvm::append_range(flatShape, xType.getShape().drop_front(k));
+  Value picked = ctx.create<GatherOp>(
+      ctx.reshape(*updates, flatShape),
+      ctx.constant(DenseElementsAttr::get(
+          RankedTensorType::get(lead, ctx.builder.getI64Type()),
+          ArrayRef<int64_t>(source))),
+      0);
+  SmallVector<int64_t> maskShape(lead);
+  maskShape.append(xType.getRank() - k, 1);
+  Value mask = ctx.broadcastTo(
+      ctx.constant(DenseElementsAttr::get(
+          RankedTensorType::get(maskShape, ctx.builder.getI1Type()),
+          ArrayRef<bool>(written))),
+      xType.getShape());
+  ctx.setOutput(0, ctx.create<SelectOp>(mask, picked, *x));
   return success();
 }
 

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Hugging Face models, exported by both PyTorch exporters, against PyTorch.
+
+For each model directory of test/Models/hf (written by
+tools/hf_models/export.py) and each of its exports (ts14.onnx, ts17.onnx,
+dynamo.onnx), unmodified:
+
+1. import and recognize: `trainc --compile-to=recognize` must contain every
+   composite the model is expected to have (summary.json 'composites');
+2. gradients: `trainc --train --optimizer none` run by trainc-run on the
+   stored batch; the loss and every parameter gradient must be within 1e-4
+   of the norm of PyTorch's float64 gradient (the float32 reference itself
+   is within ~1e-6 of it; printed), every parameter must have a gradient
+   and every gradient a parameter. A gradient that is exactly zero (a key
+   bias, which softmax cancels) has no relative error: its float32
+   round-off must stay below 1e-6 of the total gradient norm;
+3. training: 11 AdamW steps (torch's defaults, lr 1e-3, weight decay on
+   every parameter) on the same batch; each step's loss within 1e-5
+   relative of PyTorch's float32 run;
+4. forward: the executable compiled without --train against onnxruntime
+   running the same ONNX file (loss within 1e-5 relative).
+
+A model that PyTorch itself could not export (summary.json records the
+exporter's error) is reported as NOT EXPORTED, never as passed; an export
+missing without such a record fails. Prints one line per model and export,
+and a table; exits 1 on any failure.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+
+GRAD_RTOL = 1e-4
+# A parameter whose float64 gradient is below ZERO_GRAD of the total norm
+# has an exactly zero gradient (PyTorch's float64 gives ~1e-19); float32
+# round-off must keep trainc's below ZERO_GRAD_F32 of the total (PyTorch's
+# own float32 gives ~3e-11).
+ZERO_GRAD = 1e-12
+ZERO_GRAD_F32 = 1e-6
+CURVE_RTOL = 1e-5
+FORWARD_RTOL = 1e-5
+ADAMW = ['--optimizer', 'adamw', '--lr', '1e-3', '--beta1', '0.9', '--beta2', '0.999',
+         '--eps', '1e-8', '--weight-decay', '0.01', '--decay-all']
+EXPORTERS = ('ts14', 'ts17', 'dynamo')
+
+
+def run(cmd):
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        lines = result.stderr.strip().splitlines()
+        raise RuntimeError(f"{os.path.basename(cmd[0])} failed: {' | '.join(lines[:3])}")
+    return result
+
+
+def rel(a, b):
+    nb = float(np.linalg.norm(b))
+    d = float(np.linalg.norm(np.asarray(a, np.float64) - b))
+    return d / nb if nb > 0 else d
+
+
+def check(args, model_dir, info, exporter, work):
+    onnx_path = os.path.join(model_dir, f'{exporter}.onnx')
+    ref = np.load(os.path.join(model_dir, 'reference.npz'))
+    inputs = []
+    for name in info['inputs']:
+        inputs += ['--input', f'{name}={os.path.join(model_dir, name + ".npy")}']
+    tag = f'{os.path.basename(model_dir)}/{exporter}'
+    problems, measured = [], {}
+
+    ir = run([args.trainc, onnx_path, '--compile-to=recognize']).stdout
+    missing = [c for c in info['composites'] if f'graph.{c} ' not in ir]
+    if missing:
+        problems.append(f'not recognized: {", ".join(missing)}')
+
+    grads_exe = os.path.join(work, f'{exporter}_grads.tcx')
+    out = os.path.join(work, f'{exporter}_grads')
+    run([args.trainc, onnx_path, '--train', '--optimizer', 'none', '-o', grads_exe])
+    run([args.trainc_run, grads_exe, *inputs, '--output-dir', out])
+    measured['loss'] = abs(float(np.load(os.path.join(out, 'loss.npy'))) -
+                           float(ref['loss_f64'])) / abs(float(ref['loss_f64']))
+    params = sorted(k[len('grad_f64/'):] for k in ref.files if k.startswith('grad_f64/'))
+    # trainc's gradients by the reference's parameter names (a tied
+    # parameter may carry another of its names in the export).
+    got, extra = {}, []
+    for f in sorted(os.listdir(out)):
+        if f.endswith('.grad.npy'):
+            name = f[:-len('.grad.npy')]
+            name = info.get('aliases', {}).get(name, name)
+            (got.__setitem__(name, os.path.join(out, f)) if name in params
+             else extra.append(name))
+    if extra:
+        problems.append(f'gradients of tensors PyTorch does not train: {", ".join(extra)}')
+    total = np.sqrt(sum(float(np.sum(ref[f'grad_f64/{n}'] ** 2)) for n in params))
+    worst, worst_name, ref_noise, zero_worst = 0.0, '', 0.0, 0.0
+    for name in params:
+        if name not in got:
+            problems.append(f"no gradient of '{name}'")
+            continue
+        exact, g = ref[f'grad_f64/{name}'], np.load(got[name])
+        if g.shape != exact.shape:
+            problems.append(f"gradient of '{name}' has shape {g.shape}, PyTorch's {exact.shape}")
+            continue
+        if np.linalg.norm(exact) <= ZERO_GRAD * total:
+            # Exactly zero in exact arithmetic (a key bias under softmax):
+            # float32 leaves round-off, which must stay at that level.
+            zero_worst = max(zero_worst, float(np.linalg.norm(g)) / total)
+            continue
+        e = rel(g, exact)
+        ref_noise = max(ref_noise, rel(ref[f'grad_f32/{name}'], exact))
+        if e > worst:
+            worst, worst_name = e, name
+    if zero_worst > ZERO_GRAD_F32:
+        problems.append(f'a gradient that is exactly zero is {zero_worst:.1e} of the total norm')
+    measured['grad'] = worst
+    if measured['loss'] > GRAD_RTOL:
+        problems.append(f"loss off by {measured['loss']:.2e} relative")
+    if worst > GRAD_RTOL:
+        problems.append(f"gradient of '{worst_name}' off by {worst:.2e} of its norm")
+
+    train_exe = os.path.join(work, f'{exporter}_adamw.tcx')
+    log = os.path.join(work, f'{exporter}_adamw.jsonl')
+    run([args.trainc, onnx_path, '--train', *ADAMW, '-o', train_exe])
+    run([args.trainc_run, train_exe, *inputs, '--steps', '11', '--log-jsonl', log,
+         '--output-dir', os.path.join(work, f'{exporter}_adamw')])
+    losses = [json.loads(line)['loss'] for line in open(log) if line.strip()]
+    want = ref['adamw_losses_f32']
+    if len(losses) != len(want):
+        problems.append(f'{len(losses)} AdamW steps logged, expected {len(want)}')
+        measured['curve'] = float('inf')
+    else:
+        measured['curve'] = float(np.max(np.abs(np.array(losses) - want) / np.abs(want)))
+        if measured['curve'] > CURVE_RTOL:
+            problems.append(f"AdamW curve off by {measured['curve']:.2e} relative "
+                            f"(trainc {losses}, PyTorch {want.tolist()})")
+
+    fwd_exe = os.path.join(work, f'{exporter}_fwd.tcx')
+    fwd_out = os.path.join(work, f'{exporter}_fwd')
+    run([args.trainc, onnx_path, '-o', fwd_exe])
+    run([args.trainc_run, fwd_exe, *inputs, '--output-dir', fwd_out])
+    feeds = {n: np.load(os.path.join(model_dir, n + '.npy')) for n in info['inputs']}
+    session = ort.InferenceSession(onnx_path, providers=['CPUExecutionProvider'])
+    ort_loss = float(session.run(['loss'], feeds)[0])
+    measured['forward'] = abs(float(np.load(os.path.join(fwd_out, 'loss.npy'))) -
+                              ort_loss) / abs(ort_loss)
+    if measured['forward'] > FORWARD_RTOL:
+        problems.append(f"forward loss off onnxruntime's by {measured['forward']:.2e}")
+
+    ok = not problems
+    print(f"{tag}: loss rel {measured['loss']:.1e}, worst gradient rel {worst:.1e} "
+          f"({worst_name}; PyTorch f32 vs f64 {ref_noise:.1e}), AdamW curve rel "
+          f"{measured['curve']:.1e}, forward vs onnxruntime {measured['forward']:.1e} "
+          f"-> {'ok' if ok else 'MISMATCH'}", flush=True)
+    for p in problems:
+        print(f'  {tag}: {p}')
+    return ok, measured
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--trainc', required=True)
+    parser.add_argument('--trainc-run', required=True)
+    parser.add_argument('--data-dir', required=True, help='test/Models/hf')
+    parser.add_argument('--models', nargs='*', help='only these models')
+    args = parser.parse_args()
+    summary = json.load(open(os.path.join(args.data_dir, 'summary.json')))
+    ok, rows = True, []
+    with tempfile.TemporaryDirectory() as work:
+        for name, info in sorted(summary['models'].items()):
+            if args.models and name not in args.models:
+                continue
+            for exporter in EXPORTERS:
+                export = info['exports'].get(exporter, {})
+                path = os.path.join(args.data_dir, name, f'{exporter}.onnx')
+                if 'error' in export and not os.path.exists(path):
+                    print(f'{name}/{exporter}: NOT EXPORTED (PyTorch {summary["torch"]}: '
+                          f'{export["error"]})')
+                    rows.append((name, exporter, '-', 'PyTorch cannot export'))
+                    continue
+                if not os.path.exists(path):
+                    print(f'{name}/{exporter}: {path} is missing')
+                    ok = False
+                    continue
+                scratch = os.path.join(work, name)
+                os.makedirs(scratch, exist_ok=True)
+                try:
+                    good, m = check(args, os.path.join(args.data_dir, name), info,
+                                    exporter, scratch)
+                except RuntimeError as e:
+                    print(f'{name}/{exporter}: {e}')
+                    good, m = False, None
+                ok &= good
+                rows.append((name, exporter, export.get('opset', '?'),
+                             'FAILED' if not m else
+                             f"{m['grad']:.1e} | {m['curve']:.1e} | {m['forward']:.1e}"
+                             + ('' if good else ' (FAILED)')))
+    print('\n| model | exporter | opset | worst grad rel | AdamW curve rel | fwd vs ORT |')
+    print('|---|---|---|---|---|---|')
+    for name, exporter, opset, cells in rows:
+        print(f'| {name} | {exporter} | {opset} | {cells} |')
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Export the Hugging Face model suite to ONNX and write PyTorch references.
+
+    python -m venv /tmp/oracle && /tmp/oracle/bin/pip install -r tools/hf_models/requirements.txt
+    /tmp/oracle/bin/python tools/hf_models/export.py test/Models/hf
+
+For every model of models.py (GPT-2, Llama, Mistral, Qwen2, BERT with and
+without token types, T5, ViT; tiny random configs, seed 0) this writes to
+OUT/<model>/:
+
+- ts14.onnx, ts17.onnx: torch.onnx.export's TorchScript exporter
+  (dynamo=False) at opsets 14 and 17, training mode, no constant folding;
+- dynamo.onnx: the dynamo exporter (torch's default) at its default opset,
+  no constant folding and no onnxscript optimization;
+- <input>.npy: the batch, one file per graph input;
+- reference.npz: PyTorch's loss and every parameter's gradient on that
+  batch in float32 and float64 (keys loss_f32, grad_f32/<param>, ...), and
+  the loss of each of 11 AdamW steps on the same batch (lr 1e-3, betas
+  0.9/0.999, eps 1e-8, weight decay 0.01 on every parameter: torch's
+  AdamW defaults) in float32 (adamw_losses_f32) and float64.
+
+and OUT/summary.json: library versions, parameter counts, each export's
+opset and node count, or the exporter's error when PyTorch cannot export a
+model (the test reports such a case; it does not pass it).
+
+Parameters are named as torch names them in the wrapper (model.<path>).
+A tied parameter has several names and the exporters pick different ones
+(the TorchScript exporter the first, the dynamo exporter the last):
+summary.json's 'aliases' maps each other name to the one the references
+use.
+"""
+import argparse
+import json
+import os
+import sys
+import traceback
+import warnings
+
+import numpy as np
+import onnx
+import torch
+import transformers
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import models  # noqa: E402
+
+ADAMW_STEPS = 11
+EXPORTERS = ('ts14', 'ts17', 'dynamo')
+
+
+def build(case, dtype):
+    torch.manual_seed(0)
+    model = case.build().to(dtype)
+    model.train()
+    return models.LossOf(model, case.inputs)
+
+
+def batch_args(case, batch, dtype):
+    return tuple(batch[k].to(dtype) if batch[k].is_floating_point() else batch[k]
+                 for k in case.inputs)
+
+
+def gradients(case, batch, dtype):
+    wrapper = build(case, dtype)
+    loss = wrapper(*batch_args(case, batch, dtype))
+    loss.backward()
+    grads = {name: p.grad.detach().numpy().copy() if p.grad is not None
+             else np.zeros(tuple(p.shape), dtype=p.detach().numpy().dtype)
+             for name, p in wrapper.named_parameters()}
+    return float(loss), grads
+
+
+def adamw_curve(case, batch, dtype):
+    wrapper = build(case, dtype)
+    opt = torch.optim.AdamW(wrapper.parameters(), lr=1e-3, betas=(0.9, 0.999),
+                            eps=1e-8, weight_decay=0.01)
+    losses = []
+    args = batch_args(case, batch, dtype)
+    for _ in range(ADAMW_STEPS):
+        opt.zero_grad()
+        loss = wrapper(*args)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    return losses
+
+
+def export(case, batch, exporter, path):
+    wrapper = build(case, torch.float32)
+    args = batch_args(case, batch, torch.float32)
+    names = list(case.inputs)
+    if exporter == 'dynamo':
+        torch.onnx.export(wrapper, args, path, dynamo=True, input_names=names,
+                          output_names=['loss'], do_constant_folding=False,
+                          optimize=False, external_data=False, verbose=False)
+    else:
+        torch.onnx.export(wrapper, args, path, dynamo=False,
+                          opset_version=int(exporter[2:]),
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, input_names=names,
+                          output_names=['loss'])
+    model = onnx.load(path)
+    return {'opset': model.opset_import[0].version, 'nodes': len(model.graph.node),
+            'initializers': len(model.graph.initializer)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('out', help='output directory (test/Models/hf)')
+    parser.add_argument('--models', nargs='*', help='only these models')
+    args = parser.parse_args()
+    warnings.filterwarnings('ignore')
+    transformers.logging.set_verbosity_error()
+    summary = {'torch': torch.__version__, 'transformers': transformers.__version__,
+               'onnx': onnx.__version__, 'models': {}}
+    try:
+        import onnxscript
+        summary['onnxscript'] = onnxscript.__version__
+    except ImportError:
+        pass
+    summary_path = os.path.join(args.out, 'summary.json')
+    if args.models and os.path.exists(summary_path):
+        summary['models'] = json.load(open(summary_path))['models']
+    for case in models.CASES:
+        if args.models and case.name not in args.models:
+            continue
+        out = os.path.join(args.out, case.name)
+        os.makedirs(out, exist_ok=True)
+        batch = case.make_batch(torch.Generator().manual_seed(1))
+        for name in case.inputs:
+            np.save(os.path.join(out, f'{name}.npy'), batch[name].numpy())
+        ref = {}
+        for dtype, tag in ((torch.float32, 'f32'), (torch.float64, 'f64')):
+            loss, grads = gradients(case, batch, dtype)
+            ref[f'loss_{tag}'] = np.array(loss)
+            for name, g in grads.items():
+                ref[f'grad_{tag}/{name}'] = g
+            ref[f'adamw_losses_{tag}'] = np.array(adamw_curve(case, batch, dtype))
+        np.savez_compressed(os.path.join(out, 'reference.npz'), **ref)
+        wrapper = build(case, torch.float32)
+        canonical = {id(p): n for n, p in wrapper.named_parameters()}
+        aliases = {n: canonical[id(p)]
+                   for n, p in wrapper.named_parameters(remove_duplicate=False)
+                   if canonical[id(p)] != n}
+        info = {'parameters': sum(p.numel() for p in wrapper.parameters()),
+                'aliases': aliases,
+                'inputs': list(case.inputs), 'composites': list(case.composites),
+                'loss_f32': float(ref['loss_f32']), 'exports': {}}
+        for exporter in EXPORTERS:
+            path = os.path.join(out, f'{exporter}.onnx')
+            try:
+                info['exports'][exporter] = export(case, batch, exporter, path)
+            except Exception as e:  # the exporter's own failure, recorded
+                cause = e
+                while cause.__cause__ is not None:
+                    cause = cause.__cause__
+                info['exports'][exporter] = {
+                    'error': f'{type(cause).__name__}: {str(cause).splitlines()[0][:300]}'}
+                if os.path.exists(path):
+                    os.remove(path)
+                traceback.print_exc(limit=1)
+        summary['models'][case.name] = info
+        print(f"{case.name}: {info['parameters']} parameters, loss {info['loss_f32']:.6f}; " +
+              ', '.join(f"{k} {'opset ' + str(v['opset']) if 'opset' in v else 'FAILED'}"
+                        for k, v in info['exports'].items()), flush=True)
+    with open(summary_path, 'w') as f:
+        json.dump(summary, f, indent=1, sort_keys=True)
+
+
+if __name__ == '__main__':
+    main()

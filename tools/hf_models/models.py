@@ -1,0 +1,154 @@
+"""The Hugging Face models of the export suite: tiny configs, one batch each.
+
+Every model is built from `transformers` with a small config (random init,
+no hub access) and wrapped so that its forward returns the model's own
+training loss, exactly as a user would call it (`model(..., labels=...)`,
+`attention_mask` given). Dropout probabilities are 0 so that PyTorch's
+reference and trainc compute the same function in training mode.
+
+Needs torch and transformers (tools/hf_models/requirements.txt).
+"""
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import transformers as tf
+
+SEQ = 12
+BATCH = 2
+VOCAB = 64
+
+
+@dataclass
+class ModelCase:
+    """One model of the suite: how to build it and its batch."""
+    name: str
+    build: Callable[[], torch.nn.Module]
+    # Names of the wrapper's forward arguments, in order; they become the
+    # ONNX graph's inputs.
+    inputs: tuple
+    make_batch: Callable[[torch.Generator], dict]
+    # The composite ops trainc's recognizer must find in the imported graph.
+    composites: tuple
+
+
+class LossOf(torch.nn.Module):
+    """forward(*inputs) -> model(**inputs).loss: the model's own loss."""
+
+    def __init__(self, model, inputs):
+        super().__init__()
+        self.model = model
+        self.input_names = inputs
+
+    def forward(self, *args):
+        return self.model(**dict(zip(self.input_names, args))).loss
+
+
+def _padded_mask(gen):
+    """Ones, except the last three positions of the second sequence."""
+    mask = torch.ones(BATCH, SEQ, dtype=torch.int64)
+    mask[1, SEQ - 3:] = 0
+    return mask
+
+
+def _causal_lm_batch(gen):
+    ids = torch.randint(1, VOCAB, (BATCH, SEQ), generator=gen)
+    mask = _padded_mask(gen)
+    labels = ids.masked_fill(mask == 0, -100)
+    return {'input_ids': ids, 'attention_mask': mask, 'labels': labels}
+
+
+def _masked_lm_batch(gen, token_types):
+    ids = torch.randint(5, VOCAB, (BATCH, SEQ), generator=gen)
+    mask = _padded_mask(gen)
+    chosen = (torch.rand(BATCH, SEQ, generator=gen) < 0.3) & (mask == 1)
+    chosen[0, 1] = True
+    labels = torch.where(chosen, ids, torch.full_like(ids, -100))
+    ids = torch.where(chosen, torch.full_like(ids, 4), ids)  # 4 = [MASK]
+    batch = {'input_ids': ids, 'attention_mask': mask}
+    if token_types:
+        types = torch.zeros(BATCH, SEQ, dtype=torch.int64)
+        types[:, SEQ // 2:] = 1
+        batch['token_type_ids'] = types
+    batch['labels'] = labels
+    return batch
+
+
+def _seq2seq_batch(gen):
+    ids = torch.randint(2, VOCAB, (BATCH, SEQ), generator=gen)
+    mask = _padded_mask(gen)
+    labels = torch.randint(2, VOCAB, (BATCH, SEQ // 2), generator=gen)
+    labels[1, -2:] = -100
+    return {'input_ids': ids, 'attention_mask': mask, 'labels': labels}
+
+
+def _image_batch(gen):
+    return {'pixel_values': torch.randn(BATCH, 3, 16, 16, generator=gen),
+            'labels': torch.randint(0, 5, (BATCH,), generator=gen)}
+
+
+_DECODER = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                num_hidden_layers=2, num_attention_heads=4,
+                max_position_embeddings=64, attention_dropout=0.0)
+
+
+def _gpt2():
+    return tf.GPT2LMHeadModel(tf.GPT2Config(
+        vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=4,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+
+
+def _llama():
+    return tf.LlamaForCausalLM(tf.LlamaConfig(**_DECODER, num_key_value_heads=4))
+
+
+def _mistral():
+    return tf.MistralForCausalLM(tf.MistralConfig(**_DECODER, num_key_value_heads=2))
+
+
+def _qwen2():
+    return tf.Qwen2ForCausalLM(tf.Qwen2Config(**_DECODER, num_key_value_heads=2))
+
+
+def _bert():
+    return tf.BertForMaskedLM(tf.BertConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0))
+
+
+def _t5():
+    return tf.T5ForConditionalGeneration(tf.T5Config(
+        vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2,
+        num_decoder_layers=2, num_heads=4, dropout_rate=0.0,
+        relative_attention_num_buckets=8, relative_attention_max_distance=16,
+        decoder_start_token_id=0, pad_token_id=0))
+
+
+def _vit():
+    return tf.ViTForImageClassification(tf.ViTConfig(
+        image_size=16, patch_size=4, num_channels=3, hidden_size=32,
+        num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        num_labels=5, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+
+
+_LM = ('input_ids', 'attention_mask', 'labels')
+CASES = [
+    ModelCase('gpt2', _gpt2, _LM, _causal_lm_batch,
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('llama', _llama, _LM, _causal_lm_batch,
+              ('rms_norm', 'attention', 'softmax_cross_entropy')),
+    ModelCase('mistral', _mistral, _LM, _causal_lm_batch,
+              ('rms_norm', 'attention', 'softmax_cross_entropy')),
+    ModelCase('qwen2', _qwen2, _LM, _causal_lm_batch,
+              ('rms_norm', 'attention', 'softmax_cross_entropy')),
+    ModelCase('bert', _bert, ('input_ids', 'attention_mask', 'token_type_ids', 'labels'),
+              lambda g: _masked_lm_batch(g, True),
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('bert_no_token_types', _bert, _LM, lambda g: _masked_lm_batch(g, False),
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('t5', _t5, _LM, _seq2seq_batch,
+              ('rms_norm', 'softmax_cross_entropy')),
+    ModelCase('vit', _vit, ('pixel_values', 'labels'), _image_batch,
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+]
