@@ -275,6 +275,50 @@ func.func @attention_additive_mask(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x
 
 // -----
 
+// PyTorch's scaled_dot_product_attention as both exporters write it: the
+// probabilities of a fully masked row (NaN) are zeroed by
+// where(isnan(p), 0, p); graph.attention does that itself, so the guard
+// folds in.
+// CHECK-LABEL: func.func @attention_sdpa_nan_guard
+func.func @attention_sdpa_nan_guard(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>, %mask: tensor<2x1x8x8xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %c = graph.constant dense<0.25> : tensor<2x4x8x8xf32>
+  %sc = graph.mul %s, %c : tensor<2x4x8x8xf32>
+  %mb = graph.broadcast_in_dim %mask, dims = [0, 1, 2, 3] : (tensor<2x1x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %m = graph.add %sc, %mb : tensor<2x4x8x8xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<2x4x8x8xf32>
+  %nan = graph.compare NE, %p, %p : tensor<2x4x8x8xf32>
+  %zero = graph.constant dense<0.0> : tensor<2x4x8x8xf32>
+  %g = graph.select %nan, %zero, %p : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %o = graph.dot_general %g, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  // CHECK: %[[O:.+]] = graph.attention %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}}, scale = 2.500000e-01 :
+  // CHECK-NOT: graph.select
+  // CHECK-NEXT: return %[[O]]
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// A guard that replaces NaN by anything but zero changes the result: no
+// attention.
+// CHECK-LABEL: func.func @attention_nan_guard_not_zero
+func.func @attention_nan_guard_not_zero(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = graph.softmax %s, dim = 3 : tensor<2x4x8x8xf32>
+  %nan = graph.compare NE, %p, %p : tensor<2x4x8x8xf32>
+  %one = graph.constant dense<1.0> : tensor<2x4x8x8xf32>
+  %g = graph.select %nan, %one, %p : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %o = graph.dot_general %g, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  // CHECK-NOT: graph.attention
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
 // A constant mask that is not causal (a sliding window) becomes an additive
 // mask, folded to a constant; here masked where the condition is false.
 // CHECK-LABEL: func.func @attention_window_mask
