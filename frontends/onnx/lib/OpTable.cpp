@@ -35,6 +35,7 @@ const OpEntry kOps[] = {
      "2-D non-overlapping patches: strides = kernel, no pads, dilation 1, "
      "group 1"},
     {"Cos", 13, kLatest, importCos, ""},
+    {"CumSum", 13, kLatest, importCumSum, "axis must be constant"},
     {"Div", 13, kLatest, importDiv, ""},
     {"Dropout", 13, kLatest, importDropout,
      "ratio and training_mode must be constant"},

@@ -860,6 +860,62 @@ LogicalResult importScatterND(NodeContext &ctx) {
   return success();
 }
 
+namespace {
+
+/// `x` shifted by `k` along `axis`, zero-filled: y[i] = x[i - k] when
+/// `forward`, else y[i] = x[i + k].
+Value shiftAlong(NodeContext &ctx, Value x, int64_t axis, int64_t k,
+                 bool forward) {
+  auto type = ctx.inputType(x);
+  int64_t n = type.getDimSize(axis);
+  k = std::min(k, n);
+  SmallVector<int64_t> zerosShape(type.getShape());
+  zerosShape[axis] = k;
+  Value zeros =
+      ctx.splat(RankedTensorType::get(zerosShape, type.getElementType()), 0);
+  if (k == n)
+    return ctx.reshape(zeros, type.getShape());
+  SmallVector<int64_t> start(type.getRank(), 0), limit(type.getShape()),
+      steps(type.getRank(), 1);
+  if (forward)
+    limit[axis] = n - k;
+  else
+    start[axis] = k;
+  Value kept = ctx.create<SliceOp>(x, start, limit, steps);
+  return ctx.create<ConcatenateOp>(forward ? SmallVector<Value>{zeros, kept}
+                                           : SmallVector<Value>{kept, zeros},
+                                   axis);
+}
+
+} // namespace
+
+/// Running sums along a constant axis, as a Hillis-Steele scan: log2(n)
+/// rounds of y += shift(y, 2^r). Exact for integers (position ids from an
+/// attention mask) and differentiable for floats, with no kernel of its own.
+LogicalResult importCumSum(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  auto axisValue = ctx.scalarInput(1, "axis");
+  if (failed(x) || failed(axisValue))
+    return failure();
+  auto type = ctx.inputType(*x);
+  if (type.getElementType().isInteger(1))
+    return ctx.error() << "CumSum of booleans is not defined";
+  if (type.getRank() == 0)
+    return ctx.error() << "the input must have rank at least 1";
+  auto axis = ctx.normalizeAxis(static_cast<int64_t>(*axisValue),
+                                type.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  bool forward = ctx.intAttr("reverse", 0) == 0;
+  Value y = *x;
+  for (int64_t k = 1; k < type.getDimSize(*axis); k *= 2)
+    y = ctx.create<AddOp>(y, shiftAlong(ctx, y, *axis, k, forward));
+  if (ctx.intAttr("exclusive", 0) != 0)
+    y = shiftAlong(ctx, y, *axis, 1, forward);
+  ctx.setOutput(0, y);
+  return success();
+}
+
 /// Bidirectional broadcast of the input with the given shape.
 LogicalResult importExpand(NodeContext &ctx) {
   auto x = ctx.input(0);

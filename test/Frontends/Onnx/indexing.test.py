@@ -1,5 +1,5 @@
 """Models for indexing.test: GatherElements, GatherND, ScatterND,
-SplitToSequence/SequenceAt, IsNaN/IsInf as PyTorch's exporters emit them,
+SplitToSequence/SequenceAt, CumSum, IsNaN/IsInf as PyTorch's exporters emit them,
 with onnxruntime's outputs as the reference, a gradient through
 GatherElements, and the unsupported forms.
 
@@ -75,6 +75,15 @@ MODELS = {
         [f32('a', [4, 4]), f32('b', [6]), f32('c1', [4, 2])],
         [init('sizes', np.array([2, 4], np.int64)), init('one', np.array(1, np.int64)),
          init('last', np.array(-1, np.int64)), init('chunk', np.array(4, np.int64))]),
+    # Position ids from an attention mask (cumsum - 1), and a float running
+    # sum in reverse, exclusive, over an axis that is not a power of two.
+    'cumsum': (
+        [helper.make_node('CumSum', ['mask', 'last'], ['pos']),
+         helper.make_node('CumSum', ['x', 'first'], ['rx'], reverse=1, exclusive=1)],
+        {'mask': np.array([[1, 1, 1, 1, 1, 0, 0], [0, 1, 1, 1, 1, 1, 1]], np.int64),
+         'x': rng.integers(-8, 8, (5, 3)).astype(np.float32)},
+        [i64('pos', [2, 7]), f32('rx', [5, 3])],
+        [init('last', np.array(-1, np.int64)), init('first', np.array(0, np.int32))]),
     'isnan_isinf': (
         [helper.make_node('IsNaN', ['x'], ['nan']),
          helper.make_node('IsInf', ['x'], ['inf']),
