@@ -31,11 +31,23 @@ std::optional<DType> dtypeOf(Type t) {
     return DType::F16;
   if (t.isBF16())
     return DType::BF16;
-  if (t.isInteger(64))
+  if (t.isUnsignedInteger(64))
+    return DType::U64;
+  if (t.isUnsignedInteger(32))
+    return DType::U32;
+  if (t.isUnsignedInteger(16))
+    return DType::U16;
+  if (t.isUnsignedInteger(8))
+    return DType::U8;
+  if (t.isSignlessInteger(64))
     return DType::I64;
-  if (t.isInteger(32))
+  if (t.isSignlessInteger(32))
     return DType::I32;
-  if (t.isInteger(1))
+  if (t.isSignlessInteger(16))
+    return DType::I16;
+  if (t.isSignlessInteger(8))
+    return DType::I8;
+  if (t.isSignlessInteger(1))
     return DType::I1;
   return std::nullopt;
 }

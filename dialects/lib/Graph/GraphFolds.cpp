@@ -162,24 +162,26 @@ Attribute convertElement(Attribute value, Type to) {
     // Truncates toward zero and saturates: APFloat gives NaN -> 0 and a
     // value beyond the range the nearest bound (its opInvalidOp result), as
     // the runtime's kernel does.
-    APSInt result(width, /*isUnsigned=*/false);
+    APSInt result(width, /*isUnsigned=*/to.isUnsignedInteger());
     bool exact = false;
     (void)v.convertToInteger(result, APFloat::rmTowardZero, &exact);
     return IntegerAttr::get(to, result);
   }
   auto i = cast<IntegerAttr>(value);
   APInt v = i.getValue();
-  // i1 is a truth value: true converts to 1, never -1.
-  bool isBool = v.getBitWidth() == 1;
+  // i1 is a truth value: true converts to 1, never -1; unsigned integers
+  // widen with zeros.
+  bool isSigned = v.getBitWidth() != 1 && !i.getType().isUnsignedInteger();
   if (auto toFloat = dyn_cast<FloatType>(to)) {
     APFloat f(toFloat.getFloatSemantics());
-    f.convertFromAPInt(v, /*isSigned=*/!isBool, APFloat::rmNearestTiesToEven);
+    f.convertFromAPInt(v, isSigned, APFloat::rmNearestTiesToEven);
     return FloatAttr::get(to, f);
   }
   unsigned width = to.getIntOrFloatBitWidth();
   if (width == 1)
     return IntegerAttr::get(to, APInt(1, v.isZero() ? 0 : 1));
-  return IntegerAttr::get(to, isBool ? v.zext(width) : v.sextOrTrunc(width));
+  return IntegerAttr::get(to, isSigned ? v.sextOrTrunc(width)
+                                       : v.zextOrTrunc(width));
 }
 
 bool compareElements(Attribute lhs, Attribute rhs,
@@ -204,21 +206,23 @@ bool compareElements(Attribute lhs, Attribute rhs,
   }
   APInt l = cast<IntegerAttr>(lhs).getValue();
   APInt r = cast<IntegerAttr>(rhs).getValue();
-  // i1 compares as unsigned (false < true); other integers are signed.
-  bool isBool = l.getBitWidth() == 1;
+  // i1 (false < true) and the unsigned types compare as unsigned; signless
+  // integers are signed.
+  bool isUnsigned = l.getBitWidth() == 1 ||
+                    cast<IntegerAttr>(lhs).getType().isUnsignedInteger();
   switch (direction) {
   case ComparisonDirection::EQ:
     return l == r;
   case ComparisonDirection::NE:
     return l != r;
   case ComparisonDirection::LT:
-    return isBool ? l.ult(r) : l.slt(r);
+    return isUnsigned ? l.ult(r) : l.slt(r);
   case ComparisonDirection::LE:
-    return isBool ? l.ule(r) : l.sle(r);
+    return isUnsigned ? l.ule(r) : l.sle(r);
   case ComparisonDirection::GT:
-    return isBool ? l.ugt(r) : l.sgt(r);
+    return isUnsigned ? l.ugt(r) : l.sgt(r);
   case ComparisonDirection::GE:
-    return isBool ? l.uge(r) : l.sge(r);
+    return isUnsigned ? l.uge(r) : l.sge(r);
   }
   return false;
 }
@@ -323,13 +327,16 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   if (isOne(adaptor.getRhs()))
     return getLhs();
+  bool isUnsigned = getType().getElementType().isUnsignedInteger();
   return foldBinaryConstants(
       adaptor.getOperands(), getType(),
       [](const APFloat &a, const APFloat &b) { return std::optional(a / b); },
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+      [isUnsigned](const APInt &a, const APInt &b) -> std::optional<APInt> {
         bool overflow = false;
         if (b.isZero())
           return std::nullopt; // Left for the runtime to report.
+        if (isUnsigned)
+          return a.udiv(b);
         APInt q = a.sdiv_ov(b, overflow);
         if (overflow)
           return std::nullopt;
@@ -340,26 +347,28 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
 OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
   if (getLhs() == getRhs())
     return getLhs();
+  bool isUnsigned = getType().getElementType().isUnsignedInteger();
   return foldBinaryConstants(
       adaptor.getOperands(), getType(),
       [](const APFloat &a, const APFloat &b) {
         return std::optional(llvm::maximum(a, b));
       },
-      [](const APInt &a, const APInt &b) {
-        return std::optional(a.sge(b) ? a : b);
+      [isUnsigned](const APInt &a, const APInt &b) {
+        return std::optional((isUnsigned ? a.uge(b) : a.sge(b)) ? a : b);
       });
 }
 
 OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
   if (getLhs() == getRhs())
     return getLhs();
+  bool isUnsigned = getType().getElementType().isUnsignedInteger();
   return foldBinaryConstants(
       adaptor.getOperands(), getType(),
       [](const APFloat &a, const APFloat &b) {
         return std::optional(llvm::minimum(a, b));
       },
-      [](const APInt &a, const APInt &b) {
-        return std::optional(a.sle(b) ? a : b);
+      [isUnsigned](const APInt &a, const APInt &b) {
+        return std::optional((isUnsigned ? a.ule(b) : a.sle(b)) ? a : b);
       });
 }
 

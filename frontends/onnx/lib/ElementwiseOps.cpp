@@ -278,8 +278,8 @@ LogicalResult importCast(NodeContext &ctx) {
   if (!target)
     return ctx.error() << "cast to "
                        << onnxTypeName(static_cast<int32_t>(to->i()))
-                       << " is not supported (trainc supports FLOAT, DOUBLE, "
-                          "FLOAT16, BFLOAT16, INT64, INT32, BOOL)";
+                       << " is not supported (trainc supports "
+                       << kSupportedOnnxTypes << ")";
   ctx.setOutput(0, ctx.convert(*x, target));
   return success();
 }

@@ -48,6 +48,10 @@ llvm::ArrayRef<OpEntry> opTable();
 /// Maps an ONNX TensorProto data type to an MLIR element type, or null for
 /// types trainc does not support.
 mlir::Type elementTypeFor(mlir::MLIRContext *ctx, int32_t onnxType);
+/// The ONNX element types elementTypeFor maps, for messages.
+constexpr const char *kSupportedOnnxTypes =
+    "FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, UINT64, "
+    "UINT32, UINT16, UINT8, BOOL";
 /// "FLOAT", "INT8", ... or "data type N" for codes this ONNX does not name.
 std::string onnxTypeName(int32_t onnxType);
 

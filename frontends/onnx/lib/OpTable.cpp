@@ -25,7 +25,8 @@ const OpEntry kOps[] = {
     {"Add", 13, kLatest, importAdd, ""},
     {"And", 13, kLatest, importAnd, ""},
     {"Cast", 13, kLatest, importCast,
-     "to FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, BOOL"},
+     "between FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64 ... INT8, UINT64 ... "
+     "UINT8, BOOL"},
     {"CastLike", 15, kLatest, importCastLike, ""},
     {"Concat", 13, kLatest, importConcat, ""},
     {"Constant", 13, kLatest, importConstant, "no sparse or string values"},

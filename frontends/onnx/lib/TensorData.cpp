@@ -40,6 +40,21 @@ Type elementTypeFor(MLIRContext *ctx, int32_t onnxType) {
     return b.getI32Type();
   case onnx::TensorProto::BOOL:
     return b.getI1Type();
+  // Narrow and unsigned integers: signless for the signed ones, MLIR's
+  // unsigned integer types for the rest (their division, comparison and
+  // widening differ).
+  case onnx::TensorProto::INT16:
+    return b.getIntegerType(16);
+  case onnx::TensorProto::INT8:
+    return b.getIntegerType(8);
+  case onnx::TensorProto::UINT64:
+    return b.getIntegerType(64, /*isSigned=*/false);
+  case onnx::TensorProto::UINT32:
+    return b.getIntegerType(32, /*isSigned=*/false);
+  case onnx::TensorProto::UINT16:
+    return b.getIntegerType(16, /*isSigned=*/false);
+  case onnx::TensorProto::UINT8:
+    return b.getIntegerType(8, /*isSigned=*/false);
   default:
     return nullptr;
   }
@@ -174,6 +189,32 @@ tensorBytes(const onnx::TensorProto &tensor, Type elementType,
     bytes = packField<uint16_t>(tensor.int32_data());
     count = tensor.int32_data_size();
     break;
+  // onnx.proto stores the narrow integers in int32_data and the 32- and
+  // 64-bit unsigned ones in uint64_data.
+  case onnx::TensorProto::INT16:
+    bytes = packField<int16_t>(tensor.int32_data());
+    count = tensor.int32_data_size();
+    break;
+  case onnx::TensorProto::INT8:
+    bytes = packField<int8_t>(tensor.int32_data());
+    count = tensor.int32_data_size();
+    break;
+  case onnx::TensorProto::UINT16:
+    bytes = packField<uint16_t>(tensor.int32_data());
+    count = tensor.int32_data_size();
+    break;
+  case onnx::TensorProto::UINT8:
+    bytes = packField<uint8_t>(tensor.int32_data());
+    count = tensor.int32_data_size();
+    break;
+  case onnx::TensorProto::UINT32:
+    bytes = packField<uint32_t>(tensor.uint64_data());
+    count = tensor.uint64_data_size();
+    break;
+  case onnx::TensorProto::UINT64:
+    bytes = packField<uint64_t>(tensor.uint64_data());
+    count = tensor.uint64_data_size();
+    break;
   default:
     return emitError() << "tensor '" << what << "' has unsupported type "
                        << onnxTypeName(tensor.data_type());
@@ -193,8 +234,7 @@ tensorToElements(const onnx::TensorProto &tensor, StringRef baseDir,
     return emitError() << "tensor '" << what << "' has element type "
                        << onnxTypeName(tensor.data_type())
                        << ", which trainc does not support (supported: "
-                          "FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, "
-                          "BOOL)";
+                       << kSupportedOnnxTypes << ")";
   llvm::SmallVector<int64_t> shape;
   int64_t numElements = 1;
   for (int64_t d : tensor.dims()) {

@@ -57,7 +57,13 @@ typedef enum {
   TRAINC_BF16 = 3,
   TRAINC_I64 = 4,
   TRAINC_I32 = 5,
-  TRAINC_I1 = 6
+  TRAINC_I1 = 6,
+  TRAINC_I16 = 7,
+  TRAINC_I8 = 8,
+  TRAINC_U64 = 9,
+  TRAINC_U32 = 10,
+  TRAINC_U16 = 11,
+  TRAINC_U8 = 12
 } trainc_dtype;
 
 /* A tensor's description; `dims` points into the executable. */

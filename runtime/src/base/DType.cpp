@@ -20,6 +20,18 @@ const char *dtypeName(DType t) {
     return "i32";
   case DType::I1:
     return "i1";
+  case DType::I16:
+    return "i16";
+  case DType::I8:
+    return "i8";
+  case DType::U64:
+    return "ui64";
+  case DType::U32:
+    return "ui32";
+  case DType::U16:
+    return "ui16";
+  case DType::U8:
+    return "ui8";
   }
   return "unknown";
 }

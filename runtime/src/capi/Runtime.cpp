@@ -47,7 +47,13 @@ static_assert(TRAINC_F64 == int(trainc::DType::F64) &&
                   TRAINC_I64 == int(trainc::DType::I64) &&
                   TRAINC_I32 == int(trainc::DType::I32) &&
                   TRAINC_I1 == int(trainc::DType::I1) &&
-                  trainc::kNumDTypes == 7,
+                  TRAINC_I16 == int(trainc::DType::I16) &&
+                  TRAINC_I8 == int(trainc::DType::I8) &&
+                  TRAINC_U64 == int(trainc::DType::U64) &&
+                  TRAINC_U32 == int(trainc::DType::U32) &&
+                  TRAINC_U16 == int(trainc::DType::U16) &&
+                  TRAINC_U8 == int(trainc::DType::U8) &&
+                  trainc::kNumDTypes == 13,
               "trainc_dtype must number the schema's DType");
 
 namespace {

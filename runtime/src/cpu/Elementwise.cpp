@@ -94,6 +94,12 @@ template <typename T> struct Int {
 };
 using I64 = Int<int64_t>;
 using I32 = Int<int32_t>;
+using I16 = Int<int16_t>;
+using I8 = Int<int8_t>;
+using U64 = Int<uint64_t>;
+using U32 = Int<uint32_t>;
+using U16 = Int<uint16_t>;
+using U8 = Int<uint8_t>;
 /// i1 is a byte holding 0 or 1; it computes as bool, so it compares as
 /// unsigned (false < true).
 struct I1 {
@@ -122,6 +128,18 @@ Status visitDType(const KernelCall &call, DType t, Fn &&fn) {
     return fn(I32());
   case DType::I1:
     return fn(I1());
+  case DType::I16:
+    return fn(I16());
+  case DType::I8:
+    return fn(I8());
+  case DType::U64:
+    return fn(U64());
+  case DType::U32:
+    return fn(U32());
+  case DType::U16:
+    return fn(U16());
+  case DType::U8:
+    return fn(U8());
   }
   return unsupportedDType(call, t);
 }
@@ -271,8 +289,12 @@ template <typename Io> Status unaryTyped(const KernelCall &call) {
     auto neg = [](C v) { return wrapped(C(0), v, std::minus<>()); };
     if (call.op == Opcode::Neg)
       return apply(neg);
-    if (call.op == Opcode::Abs)
-      return apply([neg](C v) { return v < 0 ? neg(v) : v; });
+    if (call.op == Opcode::Abs) {
+      if constexpr (std::is_signed_v<C>)
+        return apply([neg](C v) { return v < 0 ? neg(v) : v; });
+      else
+        return apply([](C v) { return v; });
+    }
   }
   return unsupportedDType(call, x.dtype);
 }
@@ -285,8 +307,11 @@ Status divideChecked(const KernelCall &call, const T *a, const T *b, T *z,
                      int64_t n) {
   constexpr T kMin = std::numeric_limits<T>::min();
   int64_t bad = firstFailure(n, [=](int64_t i) {
-    if (b[i] == 0 || (a[i] == kMin && b[i] == -1))
+    if (b[i] == 0)
       return false;
+    if constexpr (std::is_signed_v<T>)
+      if (a[i] == kMin && b[i] == T(-1))
+        return false;
     z[i] = a[i] / b[i]; // C++ division truncates toward zero.
     return true;
   });
@@ -510,7 +535,9 @@ typename To::Storage convertValue(typename From::Storage v) {
   } else if constexpr (From::kind == Kind::kBool) {
     return To::store(typename To::Compute(x ? 1 : 0));
   } else if constexpr (isF16OrBF16<To>()) {
-    if constexpr (From::kind == Kind::kInt)
+    if constexpr (std::is_same_v<From, U64>)
+      return To::store(toFloatOdd(static_cast<double>(x)));
+    else if constexpr (From::kind == Kind::kInt)
       return To::store(toFloatOdd(static_cast<int64_t>(x)));
     else if constexpr (std::is_same_v<From, F64>)
       return To::store(toFloatOdd(x));
@@ -525,17 +552,21 @@ typename To::Storage convertValue(typename From::Storage v) {
 }
 
 /// Float -> int: truncates toward zero; NaN gives 0 and values beyond the
-/// range the nearest bound. The bounds -2^(b-1) and 2^(b-1) are exact in
-/// double. ONNX leaves out-of-range casts undefined and onnxruntime and
-/// PyTorch carry on (T5's relative-position buckets cast log(0) = -inf and
-/// discard it), so this is not an error.
+/// range the nearest bound. The bounds (-2^(b-1) and 2^(b-1) signed, 0 and
+/// 2^b unsigned) are exact in double. ONNX leaves out-of-range casts undefined
+/// and onnxruntime and PyTorch carry on (T5's relative-position buckets cast
+/// log(0) = -inf and discard it), so this is not an error.
 template <typename D> D truncateSaturating(double x) {
   constexpr double lo = static_cast<double>(std::numeric_limits<D>::min());
+  constexpr double hi =
+      std::is_signed_v<D>
+          ? -lo
+          : 2.0 * static_cast<double>(std::numeric_limits<D>::max() / 2 + 1);
   if (std::isnan(x))
     return 0;
   if (x < lo)
     return std::numeric_limits<D>::min();
-  if (x >= -lo)
+  if (x >= hi)
     return std::numeric_limits<D>::max();
   return static_cast<D>(x);
 }

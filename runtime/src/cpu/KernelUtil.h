@@ -37,6 +37,18 @@ template <typename T> inline T loadAs(const TensorRef &t, int64_t i) {
     return static_cast<T>(t.as<int32_t>()[i]);
   case DType::I1:
     return static_cast<T>(t.as<uint8_t>()[i] != 0);
+  case DType::I16:
+    return static_cast<T>(t.as<int16_t>()[i]);
+  case DType::I8:
+    return static_cast<T>(t.as<int8_t>()[i]);
+  case DType::U64:
+    return static_cast<T>(t.as<uint64_t>()[i]);
+  case DType::U32:
+    return static_cast<T>(t.as<uint32_t>()[i]);
+  case DType::U16:
+    return static_cast<T>(t.as<uint16_t>()[i]);
+  case DType::U8:
+    return static_cast<T>(t.as<uint8_t>()[i]);
   }
   return T();
 }
@@ -66,6 +78,24 @@ template <typename T> inline void storeAs(const TensorRef &t, int64_t i, T v) {
     return;
   case DType::I1:
     t.as<uint8_t>()[i] = v != T(0);
+    return;
+  case DType::I16:
+    t.as<int16_t>()[i] = static_cast<int16_t>(v);
+    return;
+  case DType::I8:
+    t.as<int8_t>()[i] = static_cast<int8_t>(v);
+    return;
+  case DType::U64:
+    t.as<uint64_t>()[i] = static_cast<uint64_t>(v);
+    return;
+  case DType::U32:
+    t.as<uint32_t>()[i] = static_cast<uint32_t>(v);
+    return;
+  case DType::U16:
+    t.as<uint16_t>()[i] = static_cast<uint16_t>(v);
+    return;
+  case DType::U8:
+    t.as<uint8_t>()[i] = static_cast<uint8_t>(v);
     return;
   }
 }

@@ -314,6 +314,14 @@ Status runReduction(const KernelCall &call) {
   case DType::I32:
     return reduceTyped<Int<int32_t>>(call);
   case DType::I1:
+  // Narrow and unsigned integers are data-movement, comparison and
+  // elementwise types only (ONNX's uses of them); no reductions.
+  case DType::I16:
+  case DType::I8:
+  case DType::U64:
+  case DType::U32:
+  case DType::U16:
+  case DType::U8:
     break;
   }
   return unsupportedDType(call, call.inputs[0].dtype);

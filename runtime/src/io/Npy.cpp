@@ -36,9 +36,11 @@ struct Descr {
   const char *text;
   DType dtype;
 };
-const Descr kDescrs[] = {{"'<f8'", DType::F64}, {"'<f4'", DType::F32},
-                         {"'<f2'", DType::F16}, {"'<i8'", DType::I64},
-                         {"'<i4'", DType::I32}, {"'|b1'", DType::I1}};
+const Descr kDescrs[] = {
+    {"'<f8'", DType::F64}, {"'<f4'", DType::F32}, {"'<f2'", DType::F16},
+    {"'<i8'", DType::I64}, {"'<i4'", DType::I32}, {"'|b1'", DType::I1},
+    {"'<i2'", DType::I16}, {"'|i1'", DType::I8},  {"'<u8'", DType::U64},
+    {"'<u4'", DType::U32}, {"'<u2'", DType::U16}, {"'|u1'", DType::U8}};
 
 } // namespace
 
@@ -77,7 +79,9 @@ Status readNpy(const std::string &path, NpyArray &out) {
     }
   if (!found)
     return badNpy(path,
-                  "dtype " + descr + " (supported: <f8 <f4 <f2 <i8 <i4 |b1)");
+                  "dtype " + descr +
+                      " (supported: <f8 <f4 <f2 <i8 <i4 <i2 |i1 <u8 <u4 <u2 "
+                      "|u1 |b1)");
   if (headerValue(header, "fortran_order") != "False")
     return badNpy(path, "Fortran order");
   std::string shape = headerValue(header, "shape");

@@ -330,6 +330,18 @@ uint64_t onnxDataType(DType t) {
     return 6;
   case DType::I1:
     return 9;
+  case DType::I16:
+    return 5;
+  case DType::I8:
+    return 3;
+  case DType::U64:
+    return 13;
+  case DType::U32:
+    return 12;
+  case DType::U16:
+    return 4;
+  case DType::U8:
+    return 2;
   }
   return 0;
 }

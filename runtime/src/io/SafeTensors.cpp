@@ -29,6 +29,18 @@ const char *safetensorsDType(DType t) {
     return "I32";
   case DType::I1:
     return "BOOL";
+  case DType::I16:
+    return "I16";
+  case DType::I8:
+    return "I8";
+  case DType::U64:
+    return "U64";
+  case DType::U32:
+    return "U32";
+  case DType::U16:
+    return "U16";
+  case DType::U8:
+    return "U8";
   }
   return "U8";
 }

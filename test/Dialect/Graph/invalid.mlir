@@ -12,10 +12,11 @@ func.func @dynamic_shape(%x: tensor<?x8xf32>) {
 
 // -----
 
-// Dialect-wide: only f64, f32, f16, bf16, i64, i32 and i1 elements.
-func.func @unsupported_element_type(%x: tensor<4xi8>) {
+// Dialect-wide: only f64, f32, f16, bf16, i64 ... i8, ui64 ... ui8 and i1
+// elements.
+func.func @unsupported_element_type(%x: tensor<4xi4>) {
   // expected-error@+1 {{operand #0 must be statically shaped tensor}}
-  %0 = graph.neg %x : tensor<4xi8>
+  %0 = graph.neg %x : tensor<4xi4>
   return
 }
 
@@ -679,7 +680,7 @@ func.func @constant_c1() {
 
 func.func @constant_c1_element_type() {
   // expected-error@+1 {{result #0 must be statically shaped tensor}}
-  %0 = graph.constant dense<1> : tensor<2xi8>
+  %0 = graph.constant dense<1> : tensor<2xi4>
   return
 }
 

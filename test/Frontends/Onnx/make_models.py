@@ -11,7 +11,7 @@ and IR version 8 unless noted):
   symbolic_batch.onnx          Gather of an initializer by int64 tokens
                                ["batch", 16]: needs --input-shape
   opset_too_old.onnx           a valid Add model at opset 9
-  int8_input.onnx              an INT8 graph input through Identity
+  complex_input.onnx           a COMPLEX64 graph input through Identity
   undefined_input.onnx         an Add whose second input 'missing' is
                                never defined
   external_data/model.onnx     MatMul x[2,4] @ 'proj.weight'[4,3], the weight
@@ -82,11 +82,11 @@ def opset_too_old():
         opset=9)
 
 
-def int8_input():
+def complex_input():
     return make_model(
         [helper.make_node('Identity', ['x'], ['y'], name='id')],
-        [helper.make_tensor_value_info('x', TensorProto.INT8, [4])],
-        [helper.make_tensor_value_info('y', TensorProto.INT8, [4])])
+        [helper.make_tensor_value_info('x', TensorProto.COMPLEX64, [4])],
+        [helper.make_tensor_value_info('y', TensorProto.COMPLEX64, [4])])
 
 
 def undefined_input():
@@ -144,7 +144,7 @@ def main():
                         ('custom_domain', custom_domain),
                         ('symbolic_batch', symbolic_batch),
                         ('opset_too_old', opset_too_old),
-                        ('int8_input', int8_input),
+                        ('complex_input', complex_input),
                         ('undefined_input', undefined_input),
                         ('bad_reshape', bad_reshape),
                         ('bad_class_weights', bad_class_weights)]:

@@ -21,7 +21,11 @@ def Graph_Dialect : Dialect {
   let summary = "Statically shaped tensor ops for training graphs.";
   let description = [{
     Every value is a ranked tensor with a static shape whose element type is
-    one of f64, f32, f16, bf16, i64, i32 or i1. There is no implicit
+    one of f64, f32, f16, bf16, the signed integers i64, i32, i16, i8
+    (signless types, read as two's complement), the unsigned ui64, ui32,
+    ui16, ui8 (which divide, compare and widen as unsigned) or i1. Indices
+    (gather, scatter) are i64 or i32; reductions and the composites take
+    floats (reduce_sum/max also i64 and i32). There is no implicit
     broadcasting: operands of elementwise ops have identical types and
     `graph.broadcast_in_dim` makes broadcasts explicit, so every shape rule
     (and every gradient rule) is local to one op.
@@ -55,9 +59,12 @@ def Graph_FloatElement : AnyTypeOf<[F64, F32, F16, BF16]>;
 def Graph_IntElement : AnyTypeOf<[I64, I32]>;
 
 /// Any tensor the dialect accepts.
-def Graph_Tensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32, I1]>;
-/// Tensors of real numbers: floats and signless i32/i64 (not i1).
-def Graph_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32]>;
+def Graph_Tensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32, I16, I8,
+                                        UI64, UI32, UI16, UI8, I1]>;
+/// Tensors of real numbers: floats and integers (signless i8 ... i64 are
+/// signed, ui8 ... ui64 unsigned; not i1).
+def Graph_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32,
+                                               I16, I8, UI64, UI32, UI16, UI8]>;
 def Graph_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16]>;
 def Graph_IntTensor : StaticShapeTensorOf<[I64, I32]>;
 def Graph_PredTensor : StaticShapeTensorOf<[I1]>;
