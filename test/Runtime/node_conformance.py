@@ -38,7 +38,8 @@ test, are: a crash (never listable), an unlisted failure, a listed failure
 whose message lacks the substring, a listed folder that passes (stale entry)
 and a listed folder that was not run.
 
-Prints `N passed, M failed, K unsupported (L expected failures)`, then each
+Prints `N passed, M failed, K unsupported (L expected failures)`, every op
+whose tests pass below 95% with the reasons listed for them, then each
 unexpected result: its folder and the first differing element (index, got,
 expected) or the first line of the tool's stderr. Exits 1 when there is any
 unexpected result, 0 otherwise.
@@ -87,6 +88,14 @@ OP_TOLERANCES = {
 }
 
 
+# Storage-only types (numpy_helper gives ml_dtypes arrays): trainc-run reads
+# them as raw bytes, one per element (8- and 4-bit floats as bit patterns, 4- and
+# 2-bit integers as their values), and writes them as uint8/int8 .npy.
+FLOAT8 = ('float8_e4m3fn', 'float8_e4m3fnuz', 'float8_e5m2', 'float8_e5m2fnuz',
+          'float4_e2m1fn', 'float8_e8m0fnu')
+SUB_BYTE = {'int4': np.int8, 'uint4': np.uint8, 'int2': np.int8, 'uint2': np.uint8}
+
+
 def bf16_bits_to_f32(bits):
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
@@ -111,6 +120,11 @@ def write_input(array, dtype, base):
         path = base + '.bin'
         with open(path, 'wb') as f:
             f.write(array.astype('<u2').tobytes())
+    elif dtype in FLOAT8 or dtype in SUB_BYTE:
+        path = base + '.bin'
+        with open(path, 'wb') as f:
+            f.write(array.view(np.uint8).tobytes() if dtype in FLOAT8
+                    else array.astype(SUB_BYTE[dtype]).tobytes())
     else:
         path = base + '.npy'
         np.save(path, array)
@@ -150,6 +164,19 @@ def compare(name, got, expected, dtype, ops):
             return (f"output '{name}': dtype {got.dtype.name}, expected "
                     f"bfloat16 bit patterns (uint16)")
         got, expected = bf16_bits_to_f32(got), bf16_bits_to_f32(expected)
+    elif dtype in FLOAT8:
+        if got.dtype != np.uint8:
+            return (f"output '{name}': dtype {got.dtype.name}, expected "
+                    f"{dtype} bit patterns (uint8)")
+        # Values, not bit patterns: NaN has several encodings.
+        got = got.view(expected.dtype).astype(np.float32)
+        expected = expected.astype(np.float32)
+        dtype = 'float32'
+    elif dtype in SUB_BYTE:
+        expected = expected.astype(SUB_BYTE[dtype])
+        if got.dtype != expected.dtype:
+            return (f"output '{name}': dtype {got.dtype.name}, expected "
+                    f"{dtype} values in {expected.dtype.name}")
     elif got.dtype != expected.dtype:
         return f"output '{name}': dtype {got.dtype.name}, expected {dtype}"
     if got.shape != expected.shape:
@@ -343,7 +370,7 @@ def main():
     name_filter = re.compile(args.filter)
 
     unsupported = 0
-    jobs = {}
+    jobs, ops_of = {}, {}
     try:
         with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
             for name, folder in node_tests.find_tests(args.data_dir):
@@ -354,6 +381,7 @@ def main():
                 if not node_tests.is_claimed(model, ops):
                     unsupported += 1
                     continue
+                ops_of[name] = node_tests.op_types(model)
                 work = os.path.join(work_root, name.replace('/', '__'))
                 jobs[name] = pool.submit(check_folder, args.trainc,
                                          args.trainc_run, folder, model, work)
@@ -363,7 +391,7 @@ def main():
             shutil.rmtree(work_root, ignore_errors=True)
 
     return node_tests.report(results, expected, unsupported,
-                             check_unrun=not args.filter)
+                             check_unrun=not args.filter, ops_of=ops_of)
 
 
 if __name__ == '__main__':

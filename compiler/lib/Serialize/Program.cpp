@@ -49,12 +49,31 @@ std::optional<DType> dtypeOf(Type t) {
     return DType::I8;
   if (t.isSignlessInteger(1))
     return DType::I1;
+  if (t.isFloat8E4M3FN())
+    return DType::F8E4M3FN;
+  if (t.isFloat8E4M3FNUZ())
+    return DType::F8E4M3FNUZ;
+  if (t.isFloat8E5M2())
+    return DType::F8E5M2;
+  if (t.isFloat8E5M2FNUZ())
+    return DType::F8E5M2FNUZ;
+  if (t.isSignlessInteger(4))
+    return DType::I4;
+  if (t.isUnsignedInteger(4))
+    return DType::U4;
+  if (t.isSignlessInteger(2))
+    return DType::I2;
+  if (t.isUnsignedInteger(2))
+    return DType::U2;
+  if (isa<F4E2M1FNType>(t))
+    return DType::F4E2M1FN;
+  if (isa<F8E8M0FNUType>(t))
+    return DType::F8E8M0FNU;
   return std::nullopt;
 }
 
 uint64_t bytesOf(RankedTensorType t) {
-  unsigned bits = t.getElementTypeBitWidth();
-  return uint64_t(t.getNumElements()) * (bits == 1 ? 1 : bits / 8);
+  return uint64_t(t.getNumElements()) * elementStorageBytes(t.getElementType());
 }
 
 std::optional<Opcode> opcodeForGraphOp(StringRef name) {
@@ -159,7 +178,7 @@ FailureOr<uint64_t> Builder::appendConstant(ElementsAttr value,
     return where->emitError("unsupported constant attribute kind");
   Type e = dense.getElementType();
   unsigned width = e.getIntOrFloatBitWidth();
-  unsigned bytes = width == 1 ? 1 : width / 8;
+  unsigned bytes = elementStorageBytes(e);
   auto put = [&](uint64_t bits) {
     for (unsigned b = 0; b < bytes; ++b)
       constants.push_back(char((bits >> (8 * b)) & 0xff));
@@ -174,7 +193,12 @@ FailureOr<uint64_t> Builder::appendConstant(ElementsAttr value,
   } else {
     for (APInt v : llvm::make_range(dense.value_begin<APInt>(),
                                     dense.value_begin<APInt>() + count))
-      put(width == 1 ? (v.isZero() ? 0 : 1) : v.getZExtValue());
+      put(width == 1 ? (v.isZero() ? 0 : 1)
+          // Sub-byte integers hold their value in the byte:
+          // sign-extended when signed.
+          : width < 8 ? (e.isUnsignedInteger() ? v.getZExtValue()
+                                               : uint64_t(v.getSExtValue()))
+                      : v.getZExtValue());
   }
   return offset;
 }

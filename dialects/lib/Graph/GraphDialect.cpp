@@ -14,10 +14,27 @@ using namespace trainc::graph;
 #include "trainc/Dialect/Graph/GraphDialect.cpp.inc"
 #include "trainc/Dialect/Graph/GraphEnums.cpp.inc"
 
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#define GET_TYPEDEF_CLASSES
+#include "trainc/Dialect/Graph/GraphTypes.cpp.inc"
+
+unsigned trainc::graph::elementStorageBytes(Type type) {
+  if (!type.isIntOrFloat())
+    return 1; // f4E2M1FN, f8E8M0FNU
+  unsigned bits = type.getIntOrFloatBitWidth();
+  return bits < 8 ? 1 : bits / 8;
+}
+
 void GraphDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "trainc/Dialect/Graph/GraphOps.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "trainc/Dialect/Graph/GraphTypes.cpp.inc"
       >();
   // Known gradients: the VJP rules, by op family (Gradients/).
   attachElementwiseGradients(*getContext());

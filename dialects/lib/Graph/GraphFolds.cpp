@@ -397,6 +397,8 @@ OpFoldResult ConvertOp::fold(FoldAdaptor adaptor) {
   if (getOperand().getType() == getType())
     return getOperand();
   Type to = getType().getElementType();
+  if (!to.isIntOrFloat()) // the dialect's storage types have no attributes
+    return {};
   return mapElements(
       adaptor.getOperands(), getType(),
       [&](ArrayRef<Attribute> x) { return convertElement(x[0], to); });

@@ -1,6 +1,7 @@
 //===- GraphInterfaces.cpp - Op interfaces of the graph dialect -----------===//
 
 #include "trainc/Dialect/Graph/GraphInterfaces.h"
+#include "trainc/Dialect/Graph/GraphDialect.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -19,8 +20,7 @@ int64_t numElements(Value value) {
 
 int64_t tensorBytes(Value value) {
   auto type = cast<RankedTensorType>(value.getType());
-  int64_t bits = type.getElementTypeBitWidth();
-  return type.getNumElements() * ((bits + 7) / 8);
+  return type.getNumElements() * elementStorageBytes(type.getElementType());
 }
 
 int64_t operandAndResultBytes(Operation *op) {

@@ -101,17 +101,23 @@ LogicalResult importMin(NodeContext &ctx) { return importVariadic<MinOp>(ctx); }
 LogicalResult importSum(NodeContext &ctx) { return importVariadic<AddOp>(ctx); }
 
 /// Pow(X, Y): the exponent may have another type; it is converted to X's.
+/// x ^ y in x's type. An integer base computes in f64 and converts back
+/// (truncating, as onnxruntime's static_cast does): exact while |x^y| is
+/// below 2^53.
 LogicalResult importPow(NodeContext &ctx) {
   auto x = ctx.input(0), y = ctx.input(1);
-  if (failed(x) || failed(y) ||
-      failed(ctx.requireFloat(*x, "the base (input 0)")) ||
+  if (failed(x) || failed(y) || failed(requireNumeric(ctx, *x)) ||
       failed(requireNumeric(ctx, *y)))
     return failure();
-  Value exponent = ctx.convert(*y, ctx.inputType(*x).getElementType());
-  auto operands = ctx.broadcastAll({*x, exponent});
+  Type baseType = ctx.inputType(*x).getElementType();
+  Type computeType =
+      isa<FloatType>(baseType) ? baseType : ctx.builder.getF64Type();
+  auto operands = ctx.broadcastAll(
+      {ctx.convert(*x, computeType), ctx.convert(*y, computeType)});
   if (failed(operands))
     return failure();
-  ctx.setOutput(0, ctx.create<PowOp>((*operands)[0], (*operands)[1]));
+  Value power = ctx.create<PowOp>((*operands)[0], (*operands)[1]);
+  ctx.setOutput(0, ctx.convert(power, baseType));
   return success();
 }
 
@@ -267,6 +273,39 @@ LogicalResult importRelu(NodeContext &ctx) {
   return success();
 }
 
+namespace {
+
+/// The largest finite value of an 8-bit float type (null type: none).
+std::optional<double> float8Max(Type t) {
+  auto f = dyn_cast<FloatType>(t);
+  if (!f || f.getWidth() != 8)
+    return std::nullopt;
+  return APFloat::getLargest(f.getFloatSemantics()).convertToDouble();
+}
+
+/// ONNX Cast of `x` to `target`. To an 8-bit float with `saturate` (ONNX's
+/// default), values beyond the format's range (infinities included) clamp
+/// to its largest finite value first; NaN stays NaN. To a 4- or 2-bit
+/// integer from a float, through int8: ONNX truncates and then wraps (-9
+/// casts to INT4 7), where graph.convert from a float saturates.
+Value castTo(NodeContext &ctx, Value x, Type target, bool saturate) {
+  Type source = ctx.inputType(x).getElementType();
+  if (auto max = float8Max(target); max && saturate) {
+    if (!isa<FloatType>(source) || float8Max(source))
+      x = ctx.convert(x, ctx.builder.getF64Type());
+    auto type = ctx.inputType(x);
+    x = ctx.create<MinOp>(ctx.create<MaxOp>(x, ctx.splat(type, -*max)),
+                          ctx.splat(type, *max));
+  }
+  auto intTarget = dyn_cast<IntegerType>(target);
+  if (intTarget && (intTarget.getWidth() == 4 || intTarget.getWidth() == 2) &&
+      isa<FloatType>(source))
+    x = ctx.convert(x, ctx.builder.getIntegerType(8));
+  return ctx.convert(x, target);
+}
+
+} // namespace
+
 LogicalResult importCast(NodeContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
@@ -280,7 +319,18 @@ LogicalResult importCast(NodeContext &ctx) {
                        << onnxTypeName(static_cast<int32_t>(to->i()))
                        << " is not supported (trainc supports "
                        << kSupportedOnnxTypes << ")";
-  ctx.setOutput(0, ctx.convert(*x, target));
+  bool saturate = ctx.intAttr("saturate", 1) != 0;
+  if (isa<graph::F8E8M0FNUType>(target)) {
+    // graph.convert to f8E8M0FNU is ONNX's default mode: round up, saturate.
+    std::string mode = ctx.stringAttr("round_mode", "up");
+    if (mode != "up")
+      return ctx.error() << "round_mode '" << mode
+                         << "' to FLOAT8E8M0 is not supported (only 'up')";
+    if (!saturate)
+      return ctx.error()
+             << "saturate = 0 to FLOAT8E8M0 is not supported (only 1)";
+  }
+  ctx.setOutput(0, castTo(ctx, *x, target, saturate));
   return success();
 }
 
@@ -288,7 +338,8 @@ LogicalResult importCastLike(NodeContext &ctx) {
   auto x = ctx.input(0), like = ctx.input(1);
   if (failed(x) || failed(like))
     return failure();
-  ctx.setOutput(0, ctx.convert(*x, ctx.inputType(*like).getElementType()));
+  ctx.setOutput(0, castTo(ctx, *x, ctx.inputType(*like).getElementType(),
+                          ctx.intAttr("saturate", 1) != 0));
   return success();
 }
 

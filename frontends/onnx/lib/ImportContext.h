@@ -48,10 +48,26 @@ llvm::ArrayRef<OpEntry> opTable();
 /// Maps an ONNX TensorProto data type to an MLIR element type, or null for
 /// types trainc does not support.
 mlir::Type elementTypeFor(mlir::MLIRContext *ctx, int32_t onnxType);
+/// TensorProto data types newer than libonnx 1.12's enum (onnx 1.23).
+enum NewerOnnxTypes : int32_t {
+  kOnnxFloat8E4M3FN = 17,
+  kOnnxFloat8E4M3FNUZ = 18,
+  kOnnxFloat8E5M2 = 19,
+  kOnnxFloat8E5M2FNUZ = 20,
+  kOnnxUint4 = 21,
+  kOnnxInt4 = 22,
+  kOnnxFloat4E2M1 = 23,
+  kOnnxFloat8E8M0 = 24,
+  kOnnxUint2 = 25,
+  kOnnxInt2 = 26,
+};
+
 /// The ONNX element types elementTypeFor maps, for messages.
 constexpr const char *kSupportedOnnxTypes =
     "FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, UINT64, "
-    "UINT32, UINT16, UINT8, BOOL";
+    "UINT32, UINT16, UINT8, BOOL and, for Cast only, FLOAT8E4M3FN, "
+    "FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ, FLOAT4E2M1, FLOAT8E8M0, "
+    "INT4, UINT4, INT2, UINT2";
 /// "FLOAT", "INT8", ... or "data type N" for codes this ONNX does not name.
 std::string onnxTypeName(int32_t onnxType);
 

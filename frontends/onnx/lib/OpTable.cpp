@@ -25,8 +25,8 @@ const OpEntry kOps[] = {
     {"Add", 13, kLatest, importAdd, ""},
     {"And", 13, kLatest, importAnd, ""},
     {"Cast", 13, kLatest, importCast,
-     "between FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64 ... INT8, UINT64 ... "
-     "UINT8, BOOL"},
+     "all numeric types and BOOL (8-/4-bit floats, 4-/2-bit integers "
+     "included); no strings; FLOAT8E8M0 with round_mode 'up' only"},
     {"CastLike", 15, kLatest, importCastLike, ""},
     {"Concat", 13, kLatest, importConcat, ""},
     {"Constant", 13, kLatest, importConstant, "no sparse or string values"},
@@ -71,7 +71,8 @@ const OpEntry kOps[] = {
     {"Or", 13, kLatest, importOr, ""},
     {"Pad", 13, kLatest, importPad,
      "constant mode; pads, constant_value and axes must be constant"},
-    {"Pow", 13, kLatest, importPow, "float base"},
+    {"Pow", 13, kLatest, importPow,
+     "an integer base computes in f64 (exact below 2^53)"},
     {"RMSNormalization", 23, kLatest, importRMSNormalization, ""},
     {"Range", 13, kLatest, importRange, "inputs must be constant"},
     {"Reciprocal", 13, kLatest, importReciprocal, ""},

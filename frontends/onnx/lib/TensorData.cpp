@@ -55,6 +55,27 @@ Type elementTypeFor(MLIRContext *ctx, int32_t onnxType) {
     return b.getIntegerType(16, /*isSigned=*/false);
   case onnx::TensorProto::UINT8:
     return b.getIntegerType(8, /*isSigned=*/false);
+  // Storage-only types, newer than libonnx 1.12's enum (onnx 1.23 codes).
+  case kOnnxFloat8E4M3FN:
+    return b.getFloat8E4M3FNType();
+  case kOnnxFloat8E4M3FNUZ:
+    return b.getFloat8E4M3FNUZType();
+  case kOnnxFloat8E5M2:
+    return b.getFloat8E5M2Type();
+  case kOnnxFloat8E5M2FNUZ:
+    return b.getFloat8E5M2FNUZType();
+  case kOnnxUint4:
+    return b.getIntegerType(4, /*isSigned=*/false);
+  case kOnnxInt4:
+    return b.getIntegerType(4);
+  case kOnnxUint2:
+    return b.getIntegerType(2, /*isSigned=*/false);
+  case kOnnxInt2:
+    return b.getIntegerType(2);
+  case kOnnxFloat4E2M1:
+    return trainc::graph::F4E2M1FNType::get(ctx);
+  case kOnnxFloat8E8M0:
+    return trainc::graph::F8E8M0FNUType::get(ctx);
   default:
     return nullptr;
   }
@@ -142,13 +163,46 @@ FailureOr<std::vector<char>>
 tensorBytes(const onnx::TensorProto &tensor, Type elementType,
             int64_t numElements, StringRef baseDir, StringRef what,
             llvm::function_ref<InFlightDiagnostic()> emitError) {
-  // Booleans are stored one per byte; others at their natural width.
-  size_t width =
-      elementType.isInteger(1) ? 1 : elementType.getIntOrFloatBitWidth() / 8;
+  // Booleans and 2-/4-bit integers are held one per byte; others at their
+  // natural width. FLOAT4E2M1 and FLOAT8E8M0 have no MLIR attribute, so no
+  // constant can hold them.
+  if (!elementType.isIntOrFloat())
+    return emitError() << "tensor '" << what << "' has element type "
+                       << onnxTypeName(tensor.data_type())
+                       << ", which trainc supports for graph inputs, outputs "
+                          "and Cast only, not as a constant";
+  unsigned bits = elementType.getIntOrFloatBitWidth();
+  size_t width = bits < 8 ? 1 : bits / 8;
   size_t expected = static_cast<size_t>(numElements) * width;
   if (tensor.has_data_location() &&
-      tensor.data_location() == onnx::TensorProto::EXTERNAL)
+      tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (bits == 2 || bits == 4)
+      return emitError() << "tensor '" << what
+                         << "': external data of 4- and 2-bit integers is "
+                            "not supported";
     return readExternal(tensor, baseDir, what, expected, emitError);
+  }
+  if ((bits == 2 || bits == 4) && tensor.has_raw_data()) {
+    // ONNX packs them, the first element in the lowest bits of a byte.
+    const std::string &raw = tensor.raw_data();
+    int64_t perByte = 8 / bits;
+    if (static_cast<int64_t>(raw.size()) !=
+        (numElements + perByte - 1) / perByte)
+      return emitError() << "tensor '" << what << "' has " << raw.size()
+                         << " bytes of packed " << bits
+                         << "-bit data but its shape needs "
+                         << (numElements + perByte - 1) / perByte;
+    std::vector<char> bytes(numElements);
+    bool isSigned = !elementType.isUnsignedInteger();
+    for (int64_t k = 0; k < numElements; ++k) {
+      int v = (uint8_t(raw[k / perByte]) >> (bits * (k % perByte))) &
+              ((1 << bits) - 1);
+      if (isSigned && (v >> (bits - 1)))
+        v -= 1 << bits;
+      bytes[k] = char(v);
+    }
+    return bytes;
+  }
   if (tensor.has_raw_data()) {
     const std::string &raw = tensor.raw_data();
     if (raw.size() != expected)
@@ -215,9 +269,18 @@ tensorBytes(const onnx::TensorProto &tensor, Type elementType,
     bytes = packField<uint64_t>(tensor.uint64_data());
     count = tensor.uint64_data_size();
     break;
+  case kOnnxFloat8E4M3FN:
+  case kOnnxFloat8E4M3FNUZ:
+  case kOnnxFloat8E5M2:
+  case kOnnxFloat8E5M2FNUZ:
+    // The 8-bit patterns, one per int32.
+    bytes = packField<uint8_t>(tensor.int32_data());
+    count = tensor.int32_data_size();
+    break;
   default:
     return emitError() << "tensor '" << what << "' has unsupported type "
-                       << onnxTypeName(tensor.data_type());
+                       << onnxTypeName(tensor.data_type())
+                       << (bits < 8 ? " in typed fields (use raw_data)" : "");
   }
   if (count != numElements)
     return emitError() << "tensor '" << what << "' has " << count

@@ -63,7 +63,19 @@ typedef enum {
   TRAINC_U64 = 9,
   TRAINC_U32 = 10,
   TRAINC_U16 = 11,
-  TRAINC_U8 = 12
+  TRAINC_U8 = 12,
+  /* Storage-only: 8-bit float bit patterns; 4- and 2-bit integers, one
+     byte per element holding the value. */
+  TRAINC_F8E4M3FN = 13,
+  TRAINC_F8E4M3FNUZ = 14,
+  TRAINC_F8E5M2 = 15,
+  TRAINC_F8E5M2FNUZ = 16,
+  TRAINC_I4 = 17,
+  TRAINC_U4 = 18,
+  TRAINC_I2 = 19,
+  TRAINC_U2 = 20,
+  TRAINC_F4E2M1FN = 21,
+  TRAINC_F8E8M0FNU = 22
 } trainc_dtype;
 
 /* A tensor's description; `dims` points into the executable. */

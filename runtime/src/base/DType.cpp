@@ -32,6 +32,26 @@ const char *dtypeName(DType t) {
     return "ui16";
   case DType::U8:
     return "ui8";
+  case DType::F8E4M3FN:
+    return "f8E4M3FN";
+  case DType::F8E4M3FNUZ:
+    return "f8E4M3FNUZ";
+  case DType::F8E5M2:
+    return "f8E5M2";
+  case DType::F8E5M2FNUZ:
+    return "f8E5M2FNUZ";
+  case DType::I4:
+    return "i4";
+  case DType::U4:
+    return "ui4";
+  case DType::I2:
+    return "i2";
+  case DType::U2:
+    return "ui2";
+  case DType::F4E2M1FN:
+    return "f4E2M1FN";
+  case DType::F8E8M0FNU:
+    return "f8E8M0FNU";
   }
   return "unknown";
 }

@@ -40,9 +40,35 @@ inline size_t dtypeSize(DType t) {
   case DType::I1:
   case DType::I8:
   case DType::U8:
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::I4:
+  case DType::U4:
+  case DType::I2:
+  case DType::U2:
+  case DType::F4E2M1FN:
+  case DType::F8E8M0FNU:
     return 1;
   }
   return 0;
+}
+
+/// The floats that only convert: 8-bit, FLOAT4E2M1 and FLOAT8E8M0.
+inline bool isStorageFloat(DType t) {
+  return t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ || t == DType::F8E5M2 ||
+         t == DType::F8E5M2FNUZ || t == DType::F4E2M1FN ||
+         t == DType::F8E8M0FNU;
+}
+
+/// The storage-only types: 8-bit floats and 4-/2-bit integers, which only
+/// graph.convert (and data movement) reads and writes.
+inline bool isStorageOnly(DType t) {
+  return t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ || t == DType::F8E5M2 ||
+         t == DType::F8E5M2FNUZ || t == DType::I4 || t == DType::U4 ||
+         t == DType::I2 || t == DType::U2 || t == DType::F4E2M1FN ||
+         t == DType::F8E8M0FNU;
 }
 
 inline bool isFloat(DType t) {

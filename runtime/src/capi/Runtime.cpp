@@ -53,7 +53,17 @@ static_assert(TRAINC_F64 == int(trainc::DType::F64) &&
                   TRAINC_U32 == int(trainc::DType::U32) &&
                   TRAINC_U16 == int(trainc::DType::U16) &&
                   TRAINC_U8 == int(trainc::DType::U8) &&
-                  trainc::kNumDTypes == 13,
+                  TRAINC_F8E4M3FN == int(trainc::DType::F8E4M3FN) &&
+                  TRAINC_F8E4M3FNUZ == int(trainc::DType::F8E4M3FNUZ) &&
+                  TRAINC_F8E5M2 == int(trainc::DType::F8E5M2) &&
+                  TRAINC_F8E5M2FNUZ == int(trainc::DType::F8E5M2FNUZ) &&
+                  TRAINC_I4 == int(trainc::DType::I4) &&
+                  TRAINC_U4 == int(trainc::DType::U4) &&
+                  TRAINC_I2 == int(trainc::DType::I2) &&
+                  TRAINC_U2 == int(trainc::DType::U2) &&
+                  TRAINC_F4E2M1FN == int(trainc::DType::F4E2M1FN) &&
+                  TRAINC_F8E8M0FNU == int(trainc::DType::F8E8M0FNU) &&
+                  trainc::kNumDTypes == 23,
               "trainc_dtype must number the schema's DType");
 
 namespace {

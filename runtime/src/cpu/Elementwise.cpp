@@ -140,6 +140,18 @@ Status visitDType(const KernelCall &call, DType t, Fn &&fn) {
     return fn(U16());
   case DType::U8:
     return fn(U8());
+  // Storage-only types: only convert handles them (convertStorage).
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::I4:
+  case DType::U4:
+  case DType::I2:
+  case DType::U2:
+  case DType::F4E2M1FN:
+  case DType::F8E8M0FNU:
+    break;
   }
   return unsupportedDType(call, t);
 }
@@ -585,6 +597,70 @@ Status convertTyped(const KernelCall &call) {
   return okStatus();
 }
 
+/// Convert from or to a storage-only type, element by element through
+/// KernelUtil's loadAs/storeAs (which decode and encode 8-bit floats and
+/// wrap sub-byte integers), with graph.convert's rules: float -> integer
+/// truncates and saturates to the integer's range, integer -> integer
+/// wraps, -> i1 tests non-zero.
+Status convertStorage(const KernelCall &call) {
+  const TensorRef &x = call.inputs[0];
+  const TensorRef &y = call.outputs[0];
+  bool fromFloat = isFloat(x.dtype) || isStorageFloat(x.dtype);
+  bool toFloat = isFloat(y.dtype) || isStorageFloat(y.dtype);
+  int bits = int(dtypeSize(y.dtype) * 8);
+  bool isSigned = true;
+  switch (y.dtype) {
+  case DType::I4:
+    bits = 4;
+    break;
+  case DType::U4:
+    bits = 4, isSigned = false;
+    break;
+  case DType::I2:
+    bits = 2;
+    break;
+  case DType::U2:
+    bits = 2, isSigned = false;
+    break;
+  case DType::U64:
+  case DType::U32:
+  case DType::U16:
+  case DType::U8:
+    isSigned = false;
+    break;
+  default:
+    break;
+  }
+  // The integer range of y as doubles (exact: powers of two).
+  double lo = isSigned ? -std::ldexp(1.0, bits - 1) : 0.0;
+  double hi = isSigned ? std::ldexp(1.0, bits - 1) : std::ldexp(1.0, bits);
+  uint64_t maxValue = isSigned     ? (uint64_t(1) << (bits - 1)) - 1
+                      : bits == 64 ? ~uint64_t(0)
+                                   : (uint64_t(1) << bits) - 1;
+  parallelFor(y.numElements(), kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (y.dtype == DType::I1) {
+        storeAs<double>(y, i, loadAs<double>(x, i) != 0 ? 1.0 : 0.0);
+      } else if (toFloat) {
+        storeAs<double>(y, i, loadAs<double>(x, i));
+      } else if (fromFloat) {
+        double v = std::trunc(loadAs<double>(x, i));
+        if (std::isnan(v) || v < lo)
+          storeAs<int64_t>(y, i, std::isnan(v) ? 0 : int64_t(lo));
+        else if (v >= hi)
+          storeAs<uint64_t>(y, i, maxValue);
+        else if (v >= std::ldexp(1.0, 63)) // only for u64
+          storeAs<uint64_t>(y, i, uint64_t(v));
+        else
+          storeAs<int64_t>(y, i, int64_t(v));
+      } else {
+        storeAs<int64_t>(y, i, loadAs<int64_t>(x, i));
+      }
+    }
+  });
+  return okStatus();
+}
+
 Status runConvert(const KernelCall &call) {
   const TensorRef &x = call.inputs[0];
   const TensorRef &y = call.outputs[0];
@@ -593,6 +669,8 @@ Status runConvert(const KernelCall &call) {
       std::memcpy(y.data, x.data, x.numElements() * dtypeSize(x.dtype));
     return okStatus();
   }
+  if (isStorageOnly(x.dtype) || isStorageOnly(y.dtype))
+    return convertStorage(call);
   return visitDType(call, x.dtype, [&](auto from) {
     return visitDType(call, y.dtype, [&](auto to) {
       return convertTyped<decltype(from), decltype(to)>(call);

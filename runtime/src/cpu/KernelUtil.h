@@ -10,6 +10,7 @@
 #define TRAINC_RUNTIME_CPU_KERNELUTIL_H
 
 #include "base/Float16.h"
+#include "base/MiniFloat.h"
 #include "cpu/Kernels.h"
 
 #include <cstdint>
@@ -17,6 +18,20 @@
 #include <vector>
 
 namespace trainc::cpu {
+
+/// The format of an 8-bit float dtype.
+inline MiniFloatFormat miniFloatFormat(DType t) {
+  switch (t) {
+  case DType::F8E4M3FNUZ:
+    return kF8E4M3FNUZ;
+  case DType::F8E5M2:
+    return kF8E5M2;
+  case DType::F8E5M2FNUZ:
+    return kF8E5M2FNUZ;
+  default:
+    return kF8E4M3FN;
+  }
+}
 
 /// Element i of `t` converted to T (float, double or int64_t). Floats
 /// convert to integers by truncation; callers that need graph.convert's
@@ -48,7 +63,22 @@ template <typename T> inline T loadAs(const TensorRef &t, int64_t i) {
   case DType::U16:
     return static_cast<T>(t.as<uint16_t>()[i]);
   case DType::U8:
+  case DType::U4:
+  case DType::U2:
     return static_cast<T>(t.as<uint8_t>()[i]);
+  case DType::I4:
+  case DType::I2:
+    return static_cast<T>(t.as<int8_t>()[i]);
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+    return static_cast<T>(
+        decodeMiniFloat(miniFloatFormat(t.dtype), t.as<uint8_t>()[i]));
+  case DType::F4E2M1FN:
+    return static_cast<T>(decodeF4E2M1(t.as<uint8_t>()[i]));
+  case DType::F8E8M0FNU:
+    return static_cast<T>(decodeE8M0(t.as<uint8_t>()[i]));
   }
   return T();
 }
@@ -96,6 +126,33 @@ template <typename T> inline void storeAs(const TensorRef &t, int64_t i, T v) {
     return;
   case DType::U8:
     t.as<uint8_t>()[i] = static_cast<uint8_t>(v);
+    return;
+  // Sub-byte integers wrap (callers pass integral values); 8-bit floats
+  // round to nearest even (MiniFloat.h).
+  case DType::I4:
+    t.as<int8_t>()[i] = int8_t(wrapToBits(static_cast<int64_t>(v), 4, true));
+    return;
+  case DType::U4:
+    t.as<uint8_t>()[i] = uint8_t(wrapToBits(static_cast<int64_t>(v), 4, false));
+    return;
+  case DType::I2:
+    t.as<int8_t>()[i] = int8_t(wrapToBits(static_cast<int64_t>(v), 2, true));
+    return;
+  case DType::U2:
+    t.as<uint8_t>()[i] = uint8_t(wrapToBits(static_cast<int64_t>(v), 2, false));
+    return;
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+    t.as<uint8_t>()[i] =
+        encodeMiniFloat(miniFloatFormat(t.dtype), static_cast<double>(v));
+    return;
+  case DType::F4E2M1FN:
+    t.as<uint8_t>()[i] = encodeF4E2M1(static_cast<double>(v));
+    return;
+  case DType::F8E8M0FNU:
+    t.as<uint8_t>()[i] = encodeE8M0(static_cast<double>(v));
     return;
   }
 }

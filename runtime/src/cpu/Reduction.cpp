@@ -322,6 +322,16 @@ Status runReduction(const KernelCall &call) {
   case DType::U32:
   case DType::U16:
   case DType::U8:
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::I4:
+  case DType::U4:
+  case DType::I2:
+  case DType::U2:
+  case DType::F4E2M1FN:
+  case DType::F8E8M0FNU:
     break;
   }
   return unsupportedDType(call, call.inputs[0].dtype);

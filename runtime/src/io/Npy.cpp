@@ -124,8 +124,12 @@ Status writeNpy(const std::string &path, DType dtype,
   for (const Descr &d : kDescrs)
     if (d.dtype == dtype)
       descr = d.text;
-  if (!descr) // bf16 has no numpy dtype: store the bit patterns as uint16.
-    descr = "'<u2'";
+  // No numpy dtype: bf16 as its bit patterns in uint16, 8-bit floats as
+  // theirs in uint8, 4- and 2-bit integers as their values in int8/uint8.
+  if (!descr)
+    descr = dtype == DType::BF16                       ? "'<u2'"
+            : dtype == DType::I4 || dtype == DType::I2 ? "'|i1'"
+                                                       : "'|u1'";
   std::string header = std::string("{'descr': ") + descr +
                        ", 'fortran_order': False, 'shape': (";
   for (int64_t d : shape)

@@ -342,6 +342,24 @@ uint64_t onnxDataType(DType t) {
     return 4;
   case DType::U8:
     return 2;
+  case DType::F8E4M3FN:
+    return 17;
+  case DType::F8E4M3FNUZ:
+    return 18;
+  case DType::F8E5M2:
+    return 19;
+  case DType::F8E5M2FNUZ:
+    return 20;
+  // ONNX packs 4- and 2-bit integers; trainc stores a byte per element, so
+  // such a tensor is not replaced in place (0 matches no data type).
+  case DType::I4:
+  case DType::U4:
+  case DType::I2:
+  case DType::U2:
+  case DType::F4E2M1FN:
+    return 0;
+  case DType::F8E8M0FNU:
+    return 24;
   }
   return 0;
 }

@@ -41,6 +41,22 @@ const char *safetensorsDType(DType t) {
     return "U16";
   case DType::U8:
     return "U8";
+  case DType::F8E4M3FN:
+    return "F8_E4M3";
+  case DType::F8E5M2:
+    return "F8_E5M2";
+  // No safetensors dtype: the bytes as stored (parameters, the tensors
+  // written here, are never of these types).
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2FNUZ:
+  case DType::U4:
+  case DType::U2:
+  case DType::F4E2M1FN:
+  case DType::F8E8M0FNU:
+    return "U8";
+  case DType::I4:
+  case DType::I2:
+    return "I8";
   }
   return "U8";
 }

@@ -173,7 +173,7 @@ func.func @constants_through_data_movement() -> (tensor<4x8xf32>, tensor<8x4xf32
 // -----
 
 // CHECK-LABEL: func.func @convert_constants
-func.func @convert_constants() -> (tensor<4xi32>, tensor<2xi64>, tensor<2xbf16>, tensor<3xi1>, tensor<2xf32>) {
+func.func @convert_constants() -> (tensor<4xi32>, tensor<2xi64>, tensor<2xbf16>, tensor<3xi1>, tensor<2xf32>, tensor<2xi64>, tensor<2xui8>, tensor<2xf8E4M3FN>) {
   %f = graph.constant dense<[2.7, -2.7, 0.5, -0.5]> : tensor<4xf32>
   %b = graph.constant dense<[true, false]> : tensor<2xi1>
   // 1 + 2^-8 and 1 + 3 * 2^-8 are ties in bf16: to even gives 1 and 1 + 2^-6.
@@ -194,7 +194,18 @@ func.func @convert_constants() -> (tensor<4xi32>, tensor<2xi64>, tensor<2xbf16>,
   // 2^24 + 1 is a tie in f32: to even gives 2^24 (0x4B800000).
   // CHECK-DAG: graph.constant dense<[0x4B800000, -3.000000e+00]> : tensor<2xf32>
   %4 = graph.convert %i : (tensor<2xi64>) -> tensor<2xf32>
-  return %0, %1, %2, %3, %4 : tensor<4xi32>, tensor<2xi64>, tensor<2xbf16>, tensor<3xi1>, tensor<2xf32>
+  // Unsigned types widen with zeros and saturate at their own bounds.
+  %u = graph.constant dense<[200, 255]> : tensor<2xui8>
+  // CHECK-DAG: graph.constant dense<[200, 255]> : tensor<2xi64>
+  %5 = graph.convert %u : (tensor<2xui8>) -> tensor<2xi64>
+  %big = graph.constant dense<[300.0, -5.0]> : tensor<2xf32>
+  // CHECK-DAG: graph.constant dense<[255, 0]> : tensor<2xui8>
+  %6 = graph.convert %big : (tensor<2xf32>) -> tensor<2xui8>
+  // f8E4M3FN: 464 is a tie between 448 and 480 (NaN): to even gives 448.
+  %e = graph.constant dense<[464.0, 0.3]> : tensor<2xf32>
+  // CHECK-DAG: graph.constant dense<[4.480000e+02, 3.125000e-01]> : tensor<2xf8E4M3FN>
+  %7 = graph.convert %e : (tensor<2xf32>) -> tensor<2xf8E4M3FN>
+  return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<4xi32>, tensor<2xi64>, tensor<2xbf16>, tensor<3xi1>, tensor<2xf32>, tensor<2xi64>, tensor<2xui8>, tensor<2xf8E4M3FN>
 }
 
 // -----

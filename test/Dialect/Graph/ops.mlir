@@ -226,3 +226,16 @@ func.func @scatter_add(%u: tensor<2x3x8xf32>, %i: tensor<2x3xi64>) -> tensor<16x
   %0 = graph.scatter_add %u[%i], axis = 0 : (tensor<2x3x8xf32>, tensor<2x3xi64>) -> tensor<16x8xf32>
   return %0 : tensor<16x8xf32>
 }
+
+// The storage-only types: MLIR's f8 and sub-byte integers, and the
+// dialect's own f4E2M1FN and f8E8M0FNU, in and out of graph.convert.
+// CHECK-LABEL: func.func @storage_types
+func.func @storage_types(%x: tensor<4xf32>, %s: tensor<4x!graph.f8E8M0FNU>) -> (tensor<4x!graph.f4E2M1FN>, tensor<4xf32>, tensor<4xf8E4M3FN>, tensor<4xui4>) {
+  // CHECK: graph.convert %{{.+}} : (tensor<4xf32>) -> tensor<4x!graph.f4E2M1FN>
+  %0 = graph.convert %x : (tensor<4xf32>) -> tensor<4x!graph.f4E2M1FN>
+  // CHECK: graph.convert %{{.+}} : (tensor<4x!graph.f8E8M0FNU>) -> tensor<4xf32>
+  %1 = graph.convert %s : (tensor<4x!graph.f8E8M0FNU>) -> tensor<4xf32>
+  %2 = graph.convert %x : (tensor<4xf32>) -> tensor<4xf8E4M3FN>
+  %3 = graph.convert %x : (tensor<4xf32>) -> tensor<4xui4>
+  return %0, %1, %2, %3 : tensor<4x!graph.f4E2M1FN>, tensor<4xf32>, tensor<4xf8E4M3FN>, tensor<4xui4>
+}

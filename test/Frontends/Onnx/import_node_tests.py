@@ -190,12 +190,21 @@ def first_line(text):
     return next((l for l in text.splitlines() if l.strip()), '(no stderr)')
 
 
-def report(results, expected, unsupported, check_unrun=True):
+def op_types(model):
+    """The default-domain op types of a node test's graph, but Constant."""
+    return sorted({n.op_type for n in model.graph.node
+                   if n.domain in ('', 'ai.onnx') and n.op_type != 'Constant'})
+
+
+def report(results, expected, unsupported, check_unrun=True, ops_of=None):
     """Prints the tally of results ({name: (kind, message)}, kind 'pass',
     'fail' or 'crash') against the expected failures ({name: (substring,
     reason)}) and every problem: an unexpected failure or crash, a failure
     whose message lacks the listed substring, a listed folder that passes or
-    (with check_unrun) did not run. Returns the exit status: 1 on any problem.
+    (with check_unrun) did not run. With ops_of ({name: op types}), also the
+    pass rate of every op below 95% (a test counts for each op in its graph)
+    and the reasons listed for its failures. Returns the exit status: 1 on
+    any problem.
     """
     passed = failed = expected_failed = 0
     problems = []
@@ -224,6 +233,19 @@ def report(results, expected, unsupported, check_unrun=True):
 
     print(f'{passed} passed, {failed} failed, {unsupported} unsupported '
           f'({expected_failed} expected failures)')
+    if ops_of:
+        per_op = {}
+        for name, (kind, _) in results.items():
+            for op in ops_of.get(name, ()):
+                tally = per_op.setdefault(op, [0, 0, set()])
+                tally[0] += kind == 'pass'
+                tally[1] += 1
+                if kind != 'pass' and name in expected:
+                    tally[2].add(expected[name][1])
+        for op, (good, total, reasons) in sorted(per_op.items()):
+            if good < 0.95 * total:
+                print(f'  {op}: {good} of {total} pass ({100 * good / total:.0f}%); '
+                      f'listed: {"; ".join(sorted(reasons))}')
     for problem in problems:
         print(problem)
     return 1 if problems else 0
@@ -244,6 +266,7 @@ def main():
     expected = load_expected_failures(args.expected_failures)
 
     unsupported = 0
+    ops_of = {}
     jobs = {}
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         for name, folder in find_tests(args.data_dir):
@@ -252,12 +275,13 @@ def main():
             if not is_claimed(model, ops):
                 unsupported += 1
                 continue
+            ops_of[name] = op_types(model)
             flags = input_shape_flags(model, folder)
             jobs[name] = pool.submit(run_trainc, args.trainc, folder, flags,
                                      model)
         results = {name: job.result() for name, job in sorted(jobs.items())}
 
-    return report(results, expected, unsupported)
+    return report(results, expected, unsupported, ops_of=ops_of)
 
 
 if __name__ == '__main__':

@@ -1,5 +1,5 @@
 """Models for narrow_ints.test: unsigned and narrow integer arithmetic,
-comparisons and casts, each built twice: on graph inputs (the runtime's
+comparisons and casts (also to 8-bit floats and INT4), each built twice: on graph inputs (the runtime's
 kernels) and on Constant nodes (the graph dialect's folders), against
 onnxruntime and, where ONNX leaves a cast undefined, against trainc's
 documented saturation.
@@ -10,6 +10,7 @@ documented saturation.
 import os
 import sys
 
+import ml_dtypes
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -18,6 +19,10 @@ from onnx import helper, numpy_helper
 NP_TO_ONNX = {np.dtype(t): helper.np_dtype_to_tensor_dtype(np.dtype(t))
               for t in (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.uint64,
                         np.int64, np.float32, bool)}
+
+# Values around the 8-bit formats' ranges and rounding ties.
+F8_IN = np.array([0.4789, 1e6, -500.0, 1e-7, 0.0, -0.0, 17.0, 2.25, 464.0, 470.0, 60000.0,
+                  np.inf, -np.inf, np.nan], np.float32)
 
 # name: (op, attributes, inputs, output dtype, expected or None for onnxruntime)
 CASES = {
@@ -52,6 +57,23 @@ CASES = {
     'cast_f32_u64_saturate': ('Cast', {'to': onnx.TensorProto.UINT64},
                               [np.array([1e30, -1.0, 1.5e19], np.float32)], np.uint64,
                               np.array([2**64 - 1, 0, int(np.float32(1.5e19))], np.uint64)),
+    # Storage-only types: the bit patterns ml_dtypes gives (round to nearest
+    # even), after ONNX's saturation to the largest finite value.
+    'cast_f32_f8e4m3fn': ('Cast', {'to': onnx.TensorProto.FLOAT8E4M3FN},
+                          [F8_IN], np.uint8,
+                          np.clip(F8_IN, -448, 448).astype(ml_dtypes.float8_e4m3fn)
+                          .view(np.uint8)),
+    'cast_f32_f8e5m2_no_saturate': ('Cast', {'to': onnx.TensorProto.FLOAT8E5M2, 'saturate': 0},
+                                    [F8_IN], np.uint8,
+                                    F8_IN.astype(ml_dtypes.float8_e5m2).view(np.uint8)),
+    'cast_f32_f8e4m3fnuz': ('Cast', {'to': onnx.TensorProto.FLOAT8E4M3FNUZ},
+                            [F8_IN], np.uint8,
+                            np.clip(F8_IN, -240, 240).astype(ml_dtypes.float8_e4m3fnuz)
+                            .view(np.uint8)),
+    # -9 wraps to 7, as ONNX's reference does.
+    'cast_f32_i4': ('Cast', {'to': onnx.TensorProto.INT4},
+                    [np.array([-9.0, -8.0, 7.9, 3.0], np.float32)], np.int8,
+                    np.array([7, -8, 7, 3], np.int8)),
 }
 
 
@@ -65,9 +87,10 @@ def build(name, folded):
         else:
             graph_inputs.append(helper.make_tensor_value_info(n, NP_TO_ONNX[v.dtype], list(v.shape)))
     nodes.append(helper.make_node(op, names, ['y'], **attrs))
+    out_type = attrs.get('to', NP_TO_ONNX[np.dtype(out_dtype)])
     graph = helper.make_graph(nodes, name, graph_inputs, [
-        helper.make_tensor_value_info('y', NP_TO_ONNX[np.dtype(out_dtype)], list(inputs[0].shape))])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])
+        helper.make_tensor_value_info('y', out_type, list(inputs[0].shape))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 21)])
     onnx.checker.check_model(model)
     return model
 
@@ -90,7 +113,15 @@ def check(out, tag):
     name = tag.removesuffix('_folded')
     got = np.load(os.path.join(out, tag, 'y.npy'))
     want = np.load(os.path.join(out, f'{name}.expected.npy'))
-    assert got.dtype == want.dtype and np.array_equal(got, want), (tag, got, want)
+    assert got.dtype == want.dtype, (tag, got.dtype, want.dtype)
+    float8 = {onnx.TensorProto.FLOAT8E4M3FN: ml_dtypes.float8_e4m3fn,
+              onnx.TensorProto.FLOAT8E4M3FNUZ: ml_dtypes.float8_e4m3fnuz,
+              onnx.TensorProto.FLOAT8E5M2: ml_dtypes.float8_e5m2}.get(CASES[name][1].get('to'))
+    if float8:  # bit patterns, but NaN has several
+        g, w = got.view(float8).astype(np.float32), want.view(float8).astype(np.float32)
+        assert np.array_equal(g, w, equal_nan=True), (tag, got, want)
+    else:
+        assert np.array_equal(got, want), (tag, got, want)
     print(f'{tag}: ok {got.tolist()}')
 
 

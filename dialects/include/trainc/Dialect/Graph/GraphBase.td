@@ -18,12 +18,17 @@ include "mlir/IR/EnumAttr.td"
 def Graph_Dialect : Dialect {
   let name = "graph";
   let cppNamespace = "::trainc::graph";
+  let useDefaultTypePrinterParser = 1;
   let summary = "Statically shaped tensor ops for training graphs.";
   let description = [{
     Every value is a ranked tensor with a static shape whose element type is
     one of f64, f32, f16, bf16, the signed integers i64, i32, i16, i8
     (signless types, read as two's complement), the unsigned ui64, ui32,
-    ui16, ui8 (which divide, compare and widen as unsigned) or i1. Indices
+    ui16, ui8 (which divide, compare and widen as unsigned) or i1; or a
+    storage-only type (the 8-bit floats f8E4M3FN, f8E4M3FNUZ, f8E5M2,
+    f8E5M2FNUZ, the dialect's own !graph.f4E2M1FN and !graph.f8E8M0FNU,
+    which MLIR 19 lacks, and the integers i4, ui4, i2, ui2), which
+    graph.convert reads and writes and no arithmetic accepts. Indices
     (gather, scatter) are i64 or i32; reductions and the composites take
     floats (reduce_sum/max also i64 and i32). There is no implicit
     broadcasting: operands of elementwise ops have identical types and
@@ -52,6 +57,33 @@ def Graph_Dialect : Dialect {
 }
 
 //===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+// Storage formats of ONNX (and the OCP MX spec) that MLIR 19's builtin
+// types lack. They have no attributes (DenseElementsAttr cannot hold them),
+// so they appear only as graph inputs, outputs and convert results.
+def Graph_F4E2M1FN : TypeDef<Graph_Dialect, "F4E2M1FN"> {
+  let mnemonic = "f4E2M1FN";
+  let summary = "4-bit float: 1 sign, 2 exponent (bias 1), 1 mantissa bit";
+  let description = [{
+    Values +-{0, 0.5, 1, 1.5, 2, 3, 4, 6}; no infinity or NaN. Stored one
+    per byte in the low 4 bits. Converting to it rounds to nearest even and
+    saturates to +-6 (infinities too); NaN becomes -0, as ONNX's reference.
+  }];
+}
+def Graph_F8E8M0FNU : TypeDef<Graph_Dialect, "F8E8M0FNU"> {
+  let mnemonic = "f8E8M0FNU";
+  let summary = "8-bit power of two: 2^(e - 127), e in [0, 254]; 255 is NaN";
+  let description = [{
+    The MX block scale: no sign, no zero, no mantissa. Converting to it
+    rounds up (ONNX Cast's default round_mode) and saturates to
+    [2^-127, 2^127]; NaN, and any value converted by a non-up round mode,
+    are handled by the importer (see the ONNX frontend).
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//
 
@@ -60,7 +92,11 @@ def Graph_IntElement : AnyTypeOf<[I64, I32]>;
 
 /// Any tensor the dialect accepts.
 def Graph_Tensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32, I16, I8,
-                                        UI64, UI32, UI16, UI8, I1]>;
+                                        UI64, UI32, UI16, UI8, I1,
+                                        F8E4M3FN, F8E4M3FNUZ, F8E5M2,
+                                        F8E5M2FNUZ, Graph_F4E2M1FN,
+                                        Graph_F8E8M0FNU, I<4>, UI<4>, I<2>,
+                                        UI<2>]>;
 /// Tensors of real numbers: floats and integers (signless i8 ... i64 are
 /// signed, ui8 ... ui64 unsigned; not i1).
 def Graph_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32,
