@@ -64,6 +64,7 @@ packages=(
   flatbuffers-compiler libflatbuffers-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   libopenblas-dev libopenmpi-dev openmpi-bin
+  nlohmann-json3-dev libxxhash-dev
 )
 step "Checking ${#packages[@]} Debian packages"
 missing=()

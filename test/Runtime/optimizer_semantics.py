@@ -50,7 +50,8 @@ def main():
         plain, _ = run(args.trainc, args.trainc_run, model, raw, work, 'grads', ['--optimizer', 'none'])
         names = sorted(f[:-len('.grad.npy')] for f in os.listdir(plain) if f.endswith('.grad.npy'))
         grads = {n: np.load(os.path.join(plain, f'{n}.grad.npy')).astype(np.float64) for n in names}
-        p0 = {n: np.load(os.path.join(plain, f'{n}.npy')).astype(np.float64) for n in names}
+        p0 = {n: v.astype(np.float64)
+              for n, v in tinygpt_harness.load_checkpoint(plain).items() if n in names}
 
         lr, momentum, wd, clip = 0.1, 0.9, 0.01, 0.5
         sgd, _ = run(args.trainc, args.trainc_run, model, raw, work, 'sgd',
@@ -59,13 +60,14 @@ def main():
         norm = math.sqrt(sum(float((g * g).sum()) for g in grads.values()))
         factor = min(1.0, clip / (norm + 1e-6))
         worst = 0.0
+        sgd_state = tinygpt_harness.load_checkpoint(sgd)
         for n in names:
             # Embeddings (wte, wpe) and vectors (biases, norms) are not decayed.
             decayed = p0[n].ndim >= 2 and n not in ('wte.weight', 'wpe.weight')
             g = grads[n] * factor + (wd * p0[n] if decayed else 0)
             expected = p0[n] - lr * (g + momentum * g)
-            got = np.load(os.path.join(sgd, f'{n}.npy')).astype(np.float64)
-            buf = np.load(os.path.join(sgd, f'{n}.momentum_buffer.npy')).astype(np.float64)
+            got = sgd_state[n].astype(np.float64)
+            buf = sgd_state[f'{n}.momentum_buffer'].astype(np.float64)
             bound = 4 * np.spacing(np.abs(expected).astype(np.float32)).astype(np.float64) \
                 + 1e-5 * np.abs(p0[n] - expected)
             rel = max((np.abs(got - expected) / bound).max(),

@@ -20,6 +20,15 @@ def parse_args(doc):
     return parser.parse_args()
 
 
+def load_checkpoint(directory):
+    """The tensors of the newest checkpoint of a --save-state directory
+    (DIR/latest names it; its rank-0 shard is a safetensors file)."""
+    from safetensors.numpy import load_file
+    with open(os.path.join(directory, 'latest')) as f:
+        name = f.read().strip()
+    return load_file(os.path.join(directory, name, 'rank-00000-of-00001.safetensors'))
+
+
 def check_every_variant(args, check):
     """Runs check(variant_dir, opset, work) for every variant and opset (all of
     them, so one failure does not hide another) in a scratch directory;

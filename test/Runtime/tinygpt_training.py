@@ -63,23 +63,24 @@ def check(args, variant_dir, opset, work):
     worst = (0.0, '')
     ok = True
     exported = load_file(weights_file)
+    checkpoint = tinygpt_harness.load_checkpoint(state)
     if sorted(exported) != sorted(names):
         print(f'{tag}: safetensors export holds {sorted(exported)}, expected {sorted(names)}')
         ok = False
     for name in set(exported) & set(names):
-        saved = np.load(os.path.join(state, f'{name}.npy'))
+        saved = checkpoint[name]
         if exported[name].dtype != saved.dtype or exported[name].shape != saved.shape or \
                 not np.array_equal(exported[name], saved):
             print(f'{tag}: safetensors tensor {name} differs from --save-state')
             ok = False
     for name in names:
         for kind, prefix in (('exp_avg', 'adam_m_after_step1'), ('exp_avg_sq', 'adam_v_after_step1')):
-            got = np.load(os.path.join(state, f'{name}.{kind}.npy')).ravel()
+            got = checkpoint[f'{name}.{kind}'].ravel()
             ref = reference(raw, prefix, name)
             rel = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
             worst = max(worst, (rel, f'{name}.{kind}'))
             ok &= rel <= 1e-4
-        p1 = np.load(os.path.join(state, f'{name}.npy')).ravel()
+        p1 = checkpoint[name].ravel()
         p1_ref = reference(raw, 'param_after_step1', name)
         g_ref = np.fromfile(os.path.join(raw, f'grad__{name}.bin'), dtype='<f4')
         clear = np.abs(g_ref) > 1e-5 * np.abs(g_ref).max()

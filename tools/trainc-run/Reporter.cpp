@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace trainc::run {
@@ -46,9 +49,51 @@ Reporter::~Reporter() {
     std::fclose(jsonl_);
 }
 
+/// The step of a JSONL record line, or -1.
+static int64_t recordStep(const std::string &line) {
+  const char *key = "{\"step\":";
+  if (line.compare(0, std::strlen(key), key) != 0)
+    return -1;
+  return std::strtoll(line.c_str() + std::strlen(key), nullptr, 10);
+}
+
 std::string Reporter::open() {
   if (options_.jsonlPath.empty())
     return "";
+  // An existing log keeps only whole records (a crash or a full disk can
+  // leave a partial last line) and, when this run continues a saved one,
+  // only the steps before it (the steps after the checkpoint are run again,
+  // and their records are written again).
+  struct stat st;
+  bool regular =
+      stat(options_.jsonlPath.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (std::FILE *old =
+          regular ? std::fopen(options_.jsonlPath.c_str(), "r") : nullptr) {
+    std::string kept, line;
+    bool changed = false;
+    for (int c; (c = std::fgetc(old)) != EOF;) {
+      line += char(c);
+      if (c != '\n')
+        continue;
+      if (options_.resumed && recordStep(line) > firstStep_)
+        changed = true;
+      else
+        kept += line;
+      line.clear();
+    }
+    std::fclose(old);
+    if (!line.empty() || changed) {
+      std::string tmp = options_.jsonlPath + ".tmp";
+      std::FILE *out = std::fopen(tmp.c_str(), "w");
+      if (!out ||
+          std::fwrite(kept.data(), 1, kept.size(), out) != kept.size() ||
+          std::fflush(out) != 0 || fsync(fileno(out)) != 0 ||
+          std::fclose(out) != 0 ||
+          std::rename(tmp.c_str(), options_.jsonlPath.c_str()) != 0)
+        return "data loss: " + options_.jsonlPath +
+               ": cannot rewrite the JSONL log: " + std::strerror(errno);
+    }
+  }
   jsonl_ = std::fopen(options_.jsonlPath.c_str(), "a");
   if (!jsonl_)
     return "not found: " + options_.jsonlPath +

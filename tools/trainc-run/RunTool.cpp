@@ -100,11 +100,20 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
   --log-every N       on a non-terminal, print every N-th step (default 1);
                       on a terminal a progress bar with ETA is drawn instead
   --no-progress       never draw the progress bar
-  --save-state DIR    after the last step, write every parameter and
-                      optimizer state as DIR/<name>.npy and the run state
-                      (step, seed, data position) as DIR/run_state.json
-  --resume DIR        start from a --save-state directory: weights, optimizer
-                      state, step count and data position
+  --save-state DIR    write checkpoints into DIR: after the last step, every
+                      --save-every steps, and when stopped by Ctrl-C or
+                      SIGTERM. A checkpoint (DIR/step-N/: the parameters
+                      and optimizer state as safetensors, and a checksummed
+                      manifest with step, seed and data position) is
+                      written atomically and durably; DIR/latest names the
+                      newest. DIR is locked: a second run on it is refused
+  --save-every N      also write a checkpoint every N steps
+  --keep-last K       keep the newest K checkpoints in DIR (default 3; 0:
+                      all)
+  --resume DIR        continue from the newest checkpoint in DIR whose
+                      checksums verify (a damaged newer one is skipped with
+                      a warning): weights, optimizer state, step count and
+                      data position; may be the --save-state DIR
   --save-safetensors FILE
                       after the last run, write the parameters (the trained
                       weights, by their model names) as a .safetensors file
@@ -169,6 +178,7 @@ struct Options {
   bool outputDirGiven = false, seedGiven = false, repeatGiven = false;
   bool doInspect = false, training = false, progress = true;
   int64_t repeat = 1, evalEvery = 0, logEvery = 1;
+  int64_t saveEvery = 0, keepLast = 3;
 };
 
 bool parseInt(const char *text, int64_t &out) {
@@ -310,6 +320,12 @@ int parseArgs(int argc, char **argv, Options &o) {
       if (!value())
         return 1;
       o.resumeDir = v;
+    } else if (arg == "--save-every") {
+      if (!count(1, o.saveEvery))
+        return 1;
+    } else if (arg == "--keep-last") {
+      if (!count(0, o.keepLast))
+        return 1;
     } else if (arg == "--save-safetensors") {
       if (!value())
         return 1;
@@ -339,6 +355,9 @@ int parseArgs(int argc, char **argv, Options &o) {
   }
   if (o.model.empty())
     return fail("no executable given (see trainc-run --help)");
+  if (o.saveEvery && o.saveStateDir.empty())
+    return fail("--save-every needs --save-state DIR (where the checkpoints "
+                "go)");
   if (!o.dataPaths.empty() && !o.inputFiles.empty())
     return fail("--data and --input both give inputs: use one");
   if (!o.dataPaths.empty() && !o.training)
@@ -354,31 +373,40 @@ int parseArgs(int argc, char **argv, Options &o) {
   return -1;
 }
 
+/// The signal that asked training to stop (SIGINT or SIGTERM), or 0.
 volatile std::sig_atomic_t gInterrupted = 0;
-extern "C" void onInterrupt(int) { gInterrupted = 1; }
+extern "C" void onInterrupt(int signal) { gInterrupted = signal; }
 
-/// While alive: the first Ctrl-C sets gInterrupted (training stops after
-/// the current step and still writes its outputs); the handler then resets
-/// itself, so a second Ctrl-C stops the process at once. An inherited
+/// While alive: the first Ctrl-C or SIGTERM (a scheduler's preemption,
+/// `timeout`, systemd) sets gInterrupted: training stops after the current
+/// step and still writes its outputs and a checkpoint. The handler then
+/// resets itself, so a second signal stops the process at once (a save in
+/// progress then leaves the previous checkpoint intact). An inherited
 /// "ignore" (a background job) is left alone.
 class InterruptScope {
 public:
   InterruptScope() {
     gInterrupted = 0;
-    struct sigaction now;
-    sigaction(SIGINT, nullptr, &previous_);
-    if (previous_.sa_handler == SIG_IGN)
-      return;
-    std::memset(&now, 0, sizeof now);
-    now.sa_handler = onInterrupt;
-    now.sa_flags = SA_RESETHAND;
-    sigemptyset(&now.sa_mask);
-    sigaction(SIGINT, &now, nullptr);
+    for (int i = 0; i < 2; ++i) {
+      sigaction(kSignals[i], nullptr, &previous_[i]);
+      if (previous_[i].sa_handler == SIG_IGN)
+        continue;
+      struct sigaction now;
+      std::memset(&now, 0, sizeof now);
+      now.sa_handler = onInterrupt;
+      now.sa_flags = SA_RESETHAND;
+      sigemptyset(&now.sa_mask);
+      sigaction(kSignals[i], &now, nullptr);
+    }
   }
-  ~InterruptScope() { sigaction(SIGINT, &previous_, nullptr); }
+  ~InterruptScope() {
+    for (int i = 0; i < 2; ++i)
+      sigaction(kSignals[i], &previous_[i], nullptr);
+  }
 
 private:
-  struct sigaction previous_;
+  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+  struct sigaction previous_[2];
 };
 
 /// The directory part of `path` ("." for a bare name).
@@ -401,10 +429,19 @@ std::string checkOutputPaths(const Options &o) {
     return "not found: " + std::string("--save-state " + o.saveStateDir +
                                        ": cannot create the directory: " +
                                        std::strerror(errno));
-  for (const std::string *file : {&o.safetensorsPath, &o.onnxExportPath})
-    if (!file->empty() && !isDir(parentOf(*file)))
+  for (const std::string *file : {&o.safetensorsPath, &o.onnxExportPath}) {
+    if (file->empty())
+      continue;
+    if (!isDir(parentOf(*file)))
       return "not found: " + std::string(*file + ": the directory " +
                                          parentOf(*file) + " does not exist");
+    if (isDir(*file))
+      return "failed precondition: " + *file +
+             " is a directory; give the path of the file to write";
+    if (access(parentOf(*file).c_str(), W_OK) != 0)
+      return "failed precondition: " + *file + ": cannot write into " +
+             parentOf(*file) + ": " + std::strerror(errno);
+  }
   // A missing output directory is created (with its parents), as
   // `mkdir -p` would; an existing non-directory is an error.
   if (o.outputDirGiven && !isDir(o.outputDir)) {
@@ -431,8 +468,14 @@ std::string checkOutputPaths(const Options &o) {
 struct Loop {
   Reporter *reporter;
   std::vector<double> *times;
-  std::string logError;
+  trainc_trainer *trainer;
+  const Options *options;
+  std::string logError, saveError;
   bool diverged = false;
+  /// Checkpoints written during training, and the seconds training waited.
+  int saves = 0;
+  double saveSeconds = 0;
+  int64_t savedStep = -1;
 };
 
 int onStep(const trainc_step_metrics *m, void *user) {
@@ -444,6 +487,20 @@ int onStep(const trainc_step_metrics *m, void *user) {
   if (m->has_loss && !std::isfinite(m->loss)) {
     loop.diverged = true;
     return 1;
+  }
+  const Options &o = *loop.options;
+  if (o.saveEvery && m->step % o.saveEvery == 0 && !gInterrupted) {
+    auto start = std::chrono::steady_clock::now();
+    if (trainc_status s =
+            trainc_trainer_save(loop.trainer, o.saveStateDir.c_str())) {
+      loop.saveError = take(s);
+      return 1;
+    }
+    ++loop.saves;
+    loop.savedStep = m->step;
+    loop.saveSeconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
   }
   return gInterrupted ? 1 : 0;
 }
@@ -526,10 +583,29 @@ int runRunTool(int argc, char **argv) {
     trainer.reset(raw);
   }
   trainc_session *session = trainc_trainer_session(trainer.get());
-  if (!o.resumeDir.empty())
-    if (trainc_status s =
-            trainc_trainer_restore(trainer.get(), o.resumeDir.c_str()))
+  // Lock the checkpoint directory before any work: a second run on it, or
+  // one that cannot be written, fails now rather than after training.
+  if (!o.saveStateDir.empty())
+    if (trainc_status s = trainc_trainer_use_checkpoint_dir(
+            trainer.get(), o.saveStateDir.c_str(), int(o.keepLast)))
       return fail(take(s));
+  if (!o.resumeDir.empty()) {
+    trainc_status s =
+        trainc_trainer_restore(trainer.get(), o.resumeDir.c_str());
+    std::string note = trainc_trainer_restore_note(trainer.get());
+    size_t newline = note.find('\n');
+    for (size_t at = newline; at != std::string::npos;) {
+      size_t next = note.find('\n', at + 1);
+      std::fprintf(stderr, "trainc-run: warning: %s\n",
+                   note.substr(at + 1, next - at - 1).c_str());
+      at = next;
+    }
+    if (s)
+      return fail(take(s));
+    std::printf("resumed: %s/%s at step %lld\n", o.resumeDir.c_str(),
+                note.substr(0, newline).c_str(),
+                (long long)trainc_trainer_step_count(trainer.get()));
+  }
 
   if (!withData) {
     for (size_t i = 0; i < trainc_executable_input_count(exe.get()); ++i) {
@@ -552,14 +628,16 @@ int runRunTool(int argc, char **argv) {
   }
 
   std::vector<double> times;
+  int64_t savedStep = -1; // a checkpoint of the final step exists already
   // Set when training stopped early but its weights are sound (Ctrl-C, a
   // log that could not be written): the outputs are still written, and the
   // exit code says it stopped.
   int stoppedCode = 0;
   if (o.training) {
     int64_t first = trainc_trainer_step_count(trainer.get());
-    Reporter reporter({o.jsonlPath, o.progress, o.logEvery}, trainer.get(),
-                      exe.get(), first, first + o.repeat);
+    Reporter reporter(
+        {o.jsonlPath, o.progress, o.logEvery, !o.resumeDir.empty()},
+        trainer.get(), exe.get(), first, first + o.repeat);
     if (std::string error = reporter.open(); !error.empty())
       return fail(error);
     if (withData) {
@@ -578,7 +656,7 @@ int runRunTool(int argc, char **argv) {
     int64_t evalEvery = !evalExe      ? 0
                         : o.evalEvery ? o.evalEvery
                                       : std::numeric_limits<int64_t>::max();
-    Loop loop{&reporter, &times};
+    Loop loop{&reporter, &times, trainer.get(), &o};
     trainc_status status;
     {
       InterruptScope interrupts;
@@ -598,17 +676,30 @@ int runRunTool(int argc, char **argv) {
                    "%lld; writing what was asked for\n",
                    loop.logError.c_str(), (long long)done);
       stoppedCode = 1;
+    } else if (!loop.saveError.empty()) {
+      std::fprintf(stderr,
+                   "trainc-run: error: %s\ntrainc-run: stopped after step "
+                   "%lld (the previous checkpoint is intact); writing what "
+                   "was asked for\n",
+                   loop.saveError.c_str(), (long long)done);
+      stoppedCode = 1;
     } else if (gInterrupted) {
       std::fprintf(stderr,
-                   "\ntrainc-run: interrupted after step %lld; writing what "
-                   "was asked for, then stopping\n",
+                   "\ntrainc-run: %s after step %lld; writing what was asked "
+                   "for, then stopping\n",
+                   gInterrupted == SIGTERM ? "terminated" : "interrupted",
                    (long long)done);
-      stoppedCode = 130;
+      stoppedCode = 128 + gInterrupted;
     } else if (status) {
       // A kernel failed mid-step: parameters may be half updated.
       return fail(take(status) + " (nothing was written)");
     }
     reporter.summary();
+    savedStep = loop.savedStep;
+    if (loop.saves)
+      std::printf("checkpoints: %d during training, training waited %.3f s "
+                  "for them (%.3f s each)\n",
+                  loop.saves, loop.saveSeconds, loop.saveSeconds / loop.saves);
   } else {
     for (int64_t r = 0; r < o.repeat; ++r) {
       auto start = std::chrono::steady_clock::now();
@@ -629,7 +720,8 @@ int runRunTool(int argc, char **argv) {
     ++failures;
     return false;
   };
-  if (!o.saveStateDir.empty())
+  if (!o.saveStateDir.empty() &&
+      savedStep != trainc_trainer_step_count(trainer.get()))
     report(trainc_trainer_save(trainer.get(), o.saveStateDir.c_str()));
   if (!o.safetensorsPath.empty() &&
       report(trainc_trainer_save_safetensors(trainer.get(),

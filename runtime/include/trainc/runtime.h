@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 3
+#define TRAINC_API_VERSION 4
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -238,15 +238,25 @@ trainc_status trainc_trainer_save_safetensors(trainc_trainer *trainer,
                                               const char *path);
 
 /* ---- Saving and continuing a run (since API version 2) ------------------
- * A saved run is a directory (created when missing): one .npy file per
- * parameter and optimizer-state tensor, and run_state.json with the steps
- * done, the seed and the data position. A trainer created from the same
- * executable, data and seed that restores it continues the run exactly:
- * its losses equal the uninterrupted run's, bit for bit. */
+ * A checkpoint directory (created when missing) holds one checkpoint per
+ * save, step-NNNNNNNNNNNN/ (a safetensors shard of every parameter and
+ * optimizer-state tensor and a checksummed manifest with the step, seed and
+ * data position), and `latest`, which names the newest one. A save is
+ * atomic and durable: it writes a staging directory, fsyncs, renames, verifies
+ * and only then moves `latest`, so an interrupted or failed save leaves the
+ * previous checkpoint intact. A trainer created from the same executable,
+ * data and seed that restores it continues the run exactly: its losses
+ * equal the uninterrupted run's, bit for bit. (Format and guarantees:
+ * runtime/src/train/Checkpoint.h.) Since API version 4 a directory is
+ * locked while it is written (two processes cannot share one), and saves
+ * keep every checkpoint unless trainc_trainer_use_checkpoint_dir says
+ * otherwise. */
 trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir);
-/* TRAINC_NOT_FOUND when `dir` holds no saved run; TRAINC_INVALID_ARGUMENT
- * when it was saved with another seed or data, or its tensors do not fit
- * the executable; TRAINC_DATA_LOSS when run_state.json is damaged. */
+/* Restores the newest checkpoint of `dir` whose checksums verify (a damaged
+ * newer one is skipped: trainc_trainer_restore_note says so), or a run
+ * saved by API versions 2-3. TRAINC_NOT_FOUND when `dir` does not exist;
+ * TRAINC_INVALID_ARGUMENT when it was saved with another seed, data or
+ * model; TRAINC_DATA_LOSS when no checkpoint in it verifies. */
 trainc_status trainc_trainer_restore(trainc_trainer *trainer, const char *dir);
 /* Steps done so far (restored runs included). */
 int64_t trainc_trainer_step_count(const trainc_trainer *trainer);
@@ -271,6 +281,18 @@ trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
  * (to create the trainer that continues it with the same seed). */
 trainc_status trainc_saved_run_info(const char *dir, int64_t *out_step,
                                     uint64_t *out_seed);
+
+/* ---- Since API version 4 ------------------------------------------------ */
+/* Locks checkpoint directory `dir` (created when missing) for this trainer's
+ * lifetime, so that no other process writes it (TRAINC_FAILED_PRECONDITION
+ * names the pid holding it), and makes saves into it keep only the newest
+ * `keep_last` checkpoints (0: all). */
+trainc_status trainc_trainer_use_checkpoint_dir(trainc_trainer *trainer,
+                                                const char *dir, int keep_last);
+/* What the last trainc_trainer_restore used ("step-000000000040") and,
+ * one per line after it, each newer checkpoint it skipped and why; "" before
+ * any restore. Owned by the trainer. */
+const char *trainc_trainer_restore_note(const trainc_trainer *trainer);
 
 #ifdef __cplusplus
 } /* extern "C" */

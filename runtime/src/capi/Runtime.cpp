@@ -7,6 +7,7 @@
 #include "io/OnnxExport.h"
 #include "io/SafeTensors.h"
 #include "io/TensorFiles.h"
+#include "train/Checkpoint.h"
 #include "train/RunState.h"
 #include "train/Trainer.h"
 
@@ -36,6 +37,10 @@ struct trainc_trainer_s {
   std::unique_ptr<trainc::Trainer> trainer;
   /// The handle of the trainer's session (trainc_trainer_session).
   trainc_session_s session;
+  /// trainc_trainer_use_checkpoint_dir's lock and retention.
+  std::unique_ptr<trainc::CheckpointLock> checkpointLock;
+  int keepLast = 0;
+  std::string restoreNote;
 };
 
 // The C header cannot include the schema's generated C++; its dtype enum
@@ -365,7 +370,35 @@ trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir) {
     return nullArgument("trainer");
   if (!dir)
     return nullArgument("dir");
-  return toC(trainc::saveRun(dir, *trainer->trainer, trainer->data.get()));
+  trainc::CheckpointSnapshot snapshot;
+  if (trainc_status s = toC(trainc::snapshotTrainer(
+          *trainer->trainer, trainer->data.get(), snapshot)))
+    return s;
+  const trainc::CheckpointLock *lock = trainer->checkpointLock.get();
+  bool held = lock && lock->dir() == dir;
+  return toC(trainc::writeCheckpoint(
+      dir, snapshot, held ? trainer->keepLast : 0, held ? lock : nullptr));
+}
+
+trainc_status trainc_trainer_use_checkpoint_dir(trainc_trainer *trainer,
+                                                const char *dir,
+                                                int keep_last) {
+  if (!trainer)
+    return nullArgument("trainer");
+  if (!dir)
+    return nullArgument("dir");
+  if (keep_last < 0)
+    return toC(trainc::invalidArgument("keep_last must not be negative"));
+  std::unique_ptr<trainc::CheckpointLock> lock;
+  if (trainc_status s = toC(trainc::CheckpointLock::acquire(dir, lock)))
+    return s;
+  trainer->checkpointLock = std::move(lock);
+  trainer->keepLast = keep_last;
+  return nullptr;
+}
+
+const char *trainc_trainer_restore_note(const trainc_trainer *trainer) {
+  return trainer ? trainer->restoreNote.c_str() : "";
 }
 
 trainc_status trainc_trainer_restore(trainc_trainer *trainer, const char *dir) {
@@ -373,7 +406,13 @@ trainc_status trainc_trainer_restore(trainc_trainer *trainer, const char *dir) {
     return nullArgument("trainer");
   if (!dir)
     return nullArgument("dir");
-  return toC(trainc::restoreRun(dir, *trainer->trainer, trainer->data.get()));
+  trainc::CheckpointChoice choice;
+  trainc::Status s = trainc::restoreCheckpoint(dir, *trainer->trainer,
+                                               trainer->data.get(), choice);
+  trainer->restoreNote = choice.name;
+  for (const std::string &warning : choice.warnings)
+    trainer->restoreNote += "\n" + warning;
+  return toC(s);
 }
 
 int64_t trainc_trainer_step_count(const trainc_trainer *trainer) {
@@ -488,13 +527,13 @@ trainc_status trainc_saved_run_info(const char *dir, int64_t *out_step,
                                     uint64_t *out_seed) {
   if (!dir)
     return nullArgument("dir");
-  trainc::RunState state;
-  if (trainc_status s = toC(trainc::readRunState(dir, state)))
+  trainc::CheckpointChoice choice;
+  if (trainc_status s = toC(trainc::findCheckpoint(dir, choice)))
     return s;
   if (out_step)
-    *out_step = state.step;
+    *out_step = choice.state.step;
   if (out_seed)
-    *out_seed = state.seed;
+    *out_seed = choice.state.seed;
   return nullptr;
 }
 

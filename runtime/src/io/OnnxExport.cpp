@@ -398,10 +398,6 @@ bool parseDecimal(const std::string &text, uint64_t &value) {
 }
 
 /// The directory holding `path` ("." for a bare file name).
-fs::path directoryOf(const std::string &path) {
-  fs::path dir = fs::path(path).parent_path();
-  return dir.empty() ? fs::path(".") : dir;
-}
 
 bool sameFile(const fs::path &a, const fs::path &b) {
   std::error_code error;
@@ -591,7 +587,7 @@ private:
       return invalidArgument(file_.path + ": " + tensor.what +
                              " has external data at '" + *location +
                              "', outside the model's directory");
-    out = directoryOf(file_.path) / relative;
+    out = fs::path(directoryOf(file_.path)) / relative;
     return okStatus();
   }
 

@@ -2,8 +2,6 @@
 
 #include "train/RunState.h"
 
-#include "io/AtomicFile.h"
-#include "io/Json.h"
 #include "io/Npy.h"
 #include "io/TensorFiles.h"
 
@@ -48,41 +46,6 @@ bool isPersistent(const TensorInfo &t) {
 
 std::string runTensorFileName(const std::string &tensorName) {
   return tensorFileName(tensorName) + ".npy";
-}
-
-Status saveRun(const std::string &dir, const Trainer &trainer,
-               const TokenData *data) {
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0) {
-    if (mkdir(dir.c_str(), 0777) != 0)
-      return notFound(dir +
-                      ": cannot create the directory: " + std::strerror(errno));
-  } else if (!S_ISDIR(st.st_mode)) {
-    return invalidArgument(dir + ": not a directory");
-  }
-  std::string statePath = dir + "/run_state.json";
-  if (std::remove(statePath.c_str()) != 0 && errno != ENOENT)
-    return notFound(statePath + ": cannot replace: " + std::strerror(errno));
-  const Session &session = trainer.session();
-  const Executable &exe = session.executable();
-  std::vector<char> bytes;
-  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
-    const TensorInfo &t = exe.tensors()[id];
-    if (!isPersistent(t))
-      continue;
-    bytes.resize(t.size);
-    TRAINC_RETURN_IF_ERROR(session.readTensor(id, bytes.data()));
-    TRAINC_RETURN_IF_ERROR(writeNpy(dir + "/" + runTensorFileName(t.name),
-                                    t.dtype, t.shape, bytes.data(), t.size));
-  }
-  RunState state = trainer.state();
-  return writeFileAtomically(statePath, [&](std::ostream &out) {
-    out << "{\"format\":1,\"step\":" << state.step << ",\"seed\":" << state.seed
-        << ",\"data_position\":" << state.dataPosition
-        << ",\"data_tokens\":" << (data ? data->size() : 0)
-        << ",\"train_tokens\":" << (data ? data->trainTokens() : 0)
-        << ",\"executable\":" << jsonString(exe.origin()) << "}\n";
-  });
 }
 
 Status readRunState(const std::string &dir, RunState &state) {

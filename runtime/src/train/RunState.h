@@ -1,17 +1,10 @@
 //===- RunState.h - Saving a training run and continuing it -----*- C++ -*-===//
 //
-// A saved run is a directory: every parameter and optimizer-state tensor as
-// <name>.npy (path separators in names become '_') and run_state.json (the
-// steps done, the batch seed, the data position, the data's size and split,
-// and the executable it came from). Continuing it in a trainer of the same
-// executable, seed and data gives the losses the uninterrupted run would
-// have, bit for bit (the batches depend only on seed and position, and
-// dropout keys on the step).
-//
-// The tensor files are written first and run_state.json last, after the old
-// one is removed: a directory whose tensors are half rewritten has no run
-// state, and restoring refuses it. (Atomic, checksummed checkpoints are
-// issue 14's.)
+// Saved runs of format 1 (API versions 2-3), read so that they still
+// continue: a directory of <name>.npy per parameter and optimizer-state
+// tensor and run_state.json (the steps done, the batch seed, the data
+// position, the data's size and split, the executable). trainc now writes
+// checkpoints (Checkpoint.h) instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,11 +16,6 @@
 #include <string>
 
 namespace trainc {
-
-/// Saves `trainer`'s run in `dir` (created when missing). `data` is the
-/// trainer's data (null without data).
-Status saveRun(const std::string &dir, const Trainer &trainer,
-               const TokenData *data);
 
 /// Reads `dir`/run_state.json.
 Status readRunState(const std::string &dir, RunState &state);

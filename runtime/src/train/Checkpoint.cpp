@@ -1,0 +1,533 @@
+//===- Checkpoint.cpp - Atomic, checksummed training checkpoints ----------===//
+
+#include "train/Checkpoint.h"
+
+#include "io/AtomicFile.h"
+#include "io/SafeTensors.h"
+#include "train/RunState.h"
+
+#include <nlohmann/json.hpp>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <iterator>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+namespace trainc {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr int kFormat = 2;
+constexpr const char *kShard = "rank-00000-of-00001.safetensors";
+constexpr const char *kManifest = "manifest.json";
+constexpr const char *kDigestKey = "manifest_xxh3";
+
+std::string stepName(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%012" PRId64, step);
+  return name;
+}
+
+/// The step of a "step-NNNNNNNNNNNN" directory name.
+bool parseStepName(const std::string &name, int64_t &step) {
+  if (name.size() != 17 || name.compare(0, 5, "step-") != 0)
+    return false;
+  step = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9')
+      return false;
+    step = step * 10 + (name[i] - '0');
+  }
+  return true;
+}
+
+std::string hex64(uint64_t v) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016" PRIx64, v);
+  return text;
+}
+
+bool isPersistent(const TensorInfo &t) {
+  return t.role == TensorRole::Parameter || t.role == TensorRole::State;
+}
+
+bool isDirectory(const std::string &path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/// Names in `dir` (not "." or "..").
+std::vector<std::string> listDirectory(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..")
+        names.push_back(name);
+    }
+    closedir(d);
+  }
+  return names;
+}
+
+/// Removes `path`, a file or a directory of files (checkpoint layouts are
+/// one level deep).
+void removeTree(const std::string &path) {
+  if (isDirectory(path)) {
+    for (const std::string &name : listDirectory(path))
+      ::unlink((path + "/" + name).c_str());
+    ::rmdir(path.c_str());
+  } else {
+    ::unlink(path.c_str());
+  }
+}
+
+Status readWholeFile(const std::string &path, std::string &out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return ioError("cannot open", path, errno);
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status(StatusCode::kDataLoss, path + ": not a regular file");
+  }
+  out.resize(size_t(st.st_size));
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t r = ::read(fd, &out[done], out.size() - done);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      int error = r < 0 ? errno : EIO;
+      ::close(fd);
+      return ioError("cannot read", path, error);
+    }
+    done += size_t(r);
+  }
+  ::close(fd);
+  return okStatus();
+}
+
+/// The checksum of a manifest: XXH3 of its canonical JSON text without the
+/// checksum field itself (nlohmann::json orders object keys).
+uint64_t manifestDigest(Json manifest) {
+  manifest.erase(kDigestKey);
+  std::string text = manifest.dump();
+  return XXH3_64bits(text.data(), text.size());
+}
+
+/// A checkpoint read back and verified.
+struct Loaded {
+  RunState state;
+  std::string executable;
+  uint64_t modelHash = 0;
+  std::vector<CheckpointSnapshot::Tensor> tensors;
+};
+
+/// Reads checkpoint directory `path` and verifies its manifest checksum
+/// and every tensor's checksum, dtype, shape and size against the shard.
+Status loadCheckpoint(const std::string &path, Loaded &out) {
+  std::string manifestPath = path + "/" + kManifest, text;
+  TRAINC_RETURN_IF_ERROR(readWholeFile(manifestPath, text));
+  auto damaged = [&](const std::string &what) {
+    return Status(StatusCode::kDataLoss, path + ": " + what);
+  };
+  Json manifest = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (manifest.is_discarded() || !manifest.is_object())
+    return damaged("manifest.json is not valid JSON");
+  try {
+    if (!manifest.contains(kDigestKey) ||
+        manifest[kDigestKey].get<std::string>() !=
+            hex64(manifestDigest(manifest)))
+      return damaged("manifest.json does not match its checksum");
+    if (manifest.at("format").get<int>() != kFormat)
+      return damaged("manifest format " +
+                     std::to_string(manifest.at("format").get<int>()) +
+                     " (this trainc reads " + std::to_string(kFormat) + ")");
+    if (manifest.at("world_size").get<int>() != 1)
+      return damaged("written by " +
+                     std::to_string(manifest.at("world_size").get<int>()) +
+                     " ranks; this trainc runs one");
+    out.state.step = manifest.at("step").get<int64_t>();
+    out.state.seed = manifest.at("seed").get<uint64_t>();
+    out.state.dataPosition = manifest.at("data_position").get<uint64_t>();
+    out.state.dataTokens = manifest.at("data_tokens").get<uint64_t>();
+    out.state.trainTokens = manifest.at("train_tokens").get<uint64_t>();
+    out.executable = manifest.at("executable").get<std::string>();
+    out.modelHash = std::strtoull(
+        manifest.at("model_xxh3").get<std::string>().c_str(), nullptr, 16);
+
+    std::string shardPath = path + "/" + kShard, shard;
+    TRAINC_RETURN_IF_ERROR(readWholeFile(shardPath, shard));
+    if (shard.size() < 8)
+      return damaged(std::string(kShard) + " is truncated");
+    uint64_t headerSize = 0;
+    for (int i = 0; i < 8; ++i)
+      headerSize |= uint64_t(uint8_t(shard[i])) << (8 * i);
+    if (headerSize > shard.size() - 8)
+      return damaged(std::string(kShard) + " is truncated");
+    Json header = Json::parse(shard.begin() + 8,
+                              shard.begin() + 8 + std::ptrdiff_t(headerSize),
+                              nullptr, /*allow_exceptions=*/false);
+    if (header.is_discarded() || !header.is_object())
+      return damaged(std::string(kShard) + " has a damaged header");
+    uint64_t dataStart = 8 + headerSize;
+    for (const Json &t : manifest.at("tensors")) {
+      CheckpointSnapshot::Tensor tensor;
+      tensor.name = t.at("name").get<std::string>();
+      tensor.shape = t.at("shape").get<std::vector<int64_t>>();
+      std::string dtype = t.at("dtype").get<std::string>();
+      bool known = false;
+      for (int d = 0; d < kNumDTypes; ++d)
+        if (dtype == dtypeName(DType(d))) {
+          tensor.dtype = DType(d);
+          known = true;
+        }
+      if (!known)
+        return damaged("tensor '" + tensor.name + "' has unknown dtype " +
+                       dtype);
+      if (!header.contains(tensor.name))
+        return damaged("tensor '" + tensor.name + "' is not in " + kShard);
+      auto offsets = header[tensor.name].at("data_offsets");
+      uint64_t begin = offsets.at(0).get<uint64_t>(),
+               end = offsets.at(1).get<uint64_t>();
+      uint64_t bytes = t.at("bytes").get<uint64_t>();
+      if (end < begin || end - begin != bytes || dataStart + end > shard.size())
+        return damaged("tensor '" + tensor.name + "' has " +
+                       std::to_string(end - begin) + " bytes in " + kShard +
+                       ", the manifest says " + std::to_string(bytes));
+      const char *data = shard.data() + dataStart + begin;
+      if (hex64(XXH3_64bits(data, bytes)) != t.at("xxh3").get<std::string>())
+        return damaged("tensor '" + tensor.name +
+                       "' does not match its checksum (the file is damaged)");
+      tensor.bytes.assign(data, data + bytes);
+      out.tensors.push_back(std::move(tensor));
+    }
+  } catch (const Json::exception &e) {
+    return damaged(std::string("manifest.json is malformed: ") + e.what());
+  }
+  return okStatus();
+}
+
+/// Checkpoint names of `dir`, newest first: `latest`'s target, then every
+/// step-* directory by step.
+std::vector<std::string> candidates(const std::string &dir) {
+  std::vector<std::pair<int64_t, std::string>> steps;
+  for (const std::string &name : listDirectory(dir)) {
+    int64_t step;
+    if (parseStepName(name, step) && isDirectory(dir + "/" + name))
+      steps.push_back({step, name});
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  std::vector<std::string> names;
+  std::string latest;
+  if (readWholeFile(dir + "/latest", latest).ok()) {
+    while (!latest.empty() && (latest.back() == '\n' || latest.back() == ' '))
+      latest.pop_back();
+    int64_t step;
+    if (parseStepName(latest, step) && isDirectory(dir + "/" + latest))
+      names.push_back(latest);
+  }
+  for (const auto &entry : steps)
+    if (std::find(names.begin(), names.end(), entry.second) == names.end())
+      names.push_back(entry.second);
+  return names;
+}
+
+/// Milliseconds to sleep inside a save, between the shard and the
+/// manifest (TRAINC_TEST_CHECKPOINT_DELAY_MS): a test hook that widens the
+/// window a fault-injection test aims its kill -9 at.
+int testSaveDelayMs() {
+  const char *v = std::getenv("TRAINC_TEST_CHECKPOINT_DELAY_MS");
+  return v ? std::atoi(v) : 0;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Lock
+//===----------------------------------------------------------------------===//
+
+Status CheckpointLock::acquire(const std::string &dir,
+                               std::unique_ptr<CheckpointLock> &out) {
+  if (!isDirectory(dir) && ::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+    return ioError("cannot create the checkpoint directory", dir, errno);
+  if (!isDirectory(dir))
+    return Status(StatusCode::kFailedPrecondition,
+                  dir + ": not a directory (a checkpoint directory is)");
+  std::string path = dir + "/lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return ioError("cannot create", path, errno);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int error = errno;
+    char pid[32] = {0};
+    ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
+    ::close(fd);
+    if (error == EWOULDBLOCK)
+      return Status(
+          StatusCode::kFailedPrecondition,
+          dir + " is in use by another run" +
+              (n > 0 ? " (pid " + std::string(pid, strcspn(pid, "\n")) + ")"
+                     : std::string()) +
+              "; two runs cannot write one checkpoint directory");
+    return ioError("cannot lock", path, error);
+  }
+  std::string me = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
+    int error = errno;
+    ::close(fd);
+    return ioError("cannot write", path, error);
+  }
+  out.reset(new CheckpointLock(dir, fd));
+  return okStatus();
+}
+
+CheckpointLock::~CheckpointLock() { ::close(fd_); }
+
+//===----------------------------------------------------------------------===//
+// Save
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The model's identity: its persistent tensors' names, types, shapes and
+/// initial values (a recompile with other hyper-parameters keeps it; a
+/// different model with the same shapes does not).
+uint64_t modelHash(const Executable &exe) {
+  XXH3_state_t *state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  for (const TensorInfo &t : exe.tensors()) {
+    if (!isPersistent(t))
+      continue;
+    std::string key = t.name + ":" + dtypeName(t.dtype) + shapeString(t.shape);
+    XXH3_64bits_update(state, key.data(), key.size());
+    XXH3_64bits_update(state, exe.constants() + t.initOffset,
+                       t.splat ? dtypeSize(t.dtype) : t.size);
+  }
+  uint64_t hash = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return hash;
+}
+
+} // namespace
+
+Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
+                       CheckpointSnapshot &out) {
+  const Session &session = trainer.session();
+  const Executable &exe = session.executable();
+  out.state = trainer.state();
+  out.state.dataTokens = data ? data->size() : 0;
+  out.state.trainTokens = data ? data->trainTokens() : 0;
+  out.executable = exe.origin();
+  out.modelHash = modelHash(exe);
+  out.tensors.clear();
+  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
+    const TensorInfo &t = exe.tensors()[id];
+    if (!isPersistent(t))
+      continue;
+    CheckpointSnapshot::Tensor tensor{t.name, t.dtype, t.shape, {}};
+    tensor.bytes.resize(t.size);
+    TRAINC_RETURN_IF_ERROR(session.readTensor(id, tensor.bytes.data()));
+    out.tensors.push_back(std::move(tensor));
+  }
+  return okStatus();
+}
+
+Status writeCheckpoint(const std::string &dir,
+                       const CheckpointSnapshot &snapshot, int keepLast,
+                       const CheckpointLock *lock) {
+  std::unique_ptr<CheckpointLock> own;
+  if (!lock || lock->dir() != dir)
+    TRAINC_RETURN_IF_ERROR(CheckpointLock::acquire(dir, own));
+  std::string name = stepName(snapshot.state.step);
+  std::string staging =
+      dir + "/.tmp-" + name + "-" + std::to_string(::getpid());
+  removeTree(staging);
+  if (::mkdir(staging.c_str(), 0777) != 0)
+    return ioError("cannot create", staging, errno);
+  auto fail = [&](Status s) {
+    removeTree(staging);
+    return s;
+  };
+
+  std::vector<NamedTensor> named;
+  Json tensors = Json::array();
+  for (const CheckpointSnapshot::Tensor &t : snapshot.tensors) {
+    named.push_back({t.name, t.dtype, t.shape, t.bytes.data(), t.bytes.size()});
+    tensors.push_back(
+        {{"name", t.name},
+         {"dtype", dtypeName(t.dtype)},
+         {"shape", t.shape},
+         {"sharding", "replicated"},
+         {"shard", kShard},
+         {"bytes", t.bytes.size()},
+         {"xxh3", hex64(XXH3_64bits(t.bytes.data(), t.bytes.size()))}});
+  }
+  if (Status s = writeSafetensors(staging + "/" + kShard, named); !s.ok())
+    return fail(s);
+  if (int ms = testSaveDelayMs())
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  Json manifest = {{"format", kFormat},
+                   {"step", snapshot.state.step},
+                   {"seed", snapshot.state.seed},
+                   {"data_position", snapshot.state.dataPosition},
+                   {"data_tokens", snapshot.state.dataTokens},
+                   {"train_tokens", snapshot.state.trainTokens},
+                   {"executable", snapshot.executable},
+                   {"model_xxh3", hex64(snapshot.modelHash)},
+                   {"world_size", 1},
+                   {"tensors", tensors}};
+  manifest[kDigestKey] = hex64(manifestDigest(manifest));
+  std::string text = manifest.dump(1) + "\n";
+  if (Status s = writeFileAtomically(
+          staging + "/" + kManifest,
+          [&](std::ostream &out) { out.write(text.data(), text.size()); });
+      !s.ok())
+    return fail(s);
+
+  // Publish: rename into place (over an older save of the same step), make
+  // that durable, verify what is on disk, and only then move `latest`.
+  std::string final = dir + "/" + name;
+  if (isDirectory(final)) {
+    std::string old = dir + "/.old-" + name + "-" + std::to_string(::getpid());
+    if (std::rename(final.c_str(), old.c_str()) != 0)
+      return fail(ioError("cannot replace", final, errno));
+    removeTree(old);
+  }
+  if (std::rename(staging.c_str(), final.c_str()) != 0)
+    return fail(ioError("cannot rename " + staging + " to", final, errno));
+  TRAINC_RETURN_IF_ERROR(syncDirectory(dir));
+  Loaded check;
+  if (Status s = loadCheckpoint(final, check); !s.ok())
+    return Status(StatusCode::kDataLoss,
+                  "the checkpoint just written does not verify (" +
+                      s.message() + "); `latest` still names the previous one");
+  TRAINC_RETURN_IF_ERROR(writeFileAtomically(
+      dir + "/latest", [&](std::ostream &out) { out << name << "\n"; }));
+
+  // Prune: the newest keepLast checkpoints stay; staging and replaced
+  // directories of killed runs go (this run holds the lock).
+  std::vector<std::pair<int64_t, std::string>> steps;
+  for (const std::string &entry : listDirectory(dir)) {
+    int64_t step;
+    if (parseStepName(entry, step))
+      steps.push_back({step, entry});
+    else if (entry.compare(0, 5, ".tmp-") == 0 ||
+             entry.compare(0, 5, ".old-") == 0)
+      removeTree(dir + "/" + entry);
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  if (keepLast > 0)
+    for (size_t i = size_t(keepLast); i < steps.size(); ++i)
+      if (steps[i].second != name)
+        removeTree(dir + "/" + steps[i].second);
+  return syncDirectory(dir);
+}
+
+//===----------------------------------------------------------------------===//
+// Restore
+//===----------------------------------------------------------------------===//
+
+Status findCheckpoint(const std::string &dir, CheckpointChoice &out) {
+  out = CheckpointChoice();
+  if (!isDirectory(dir))
+    return notFound(dir + ": no such checkpoint directory");
+  for (const std::string &name : candidates(dir)) {
+    Loaded loaded;
+    Status s = loadCheckpoint(dir + "/" + name, loaded);
+    if (!s.ok()) {
+      out.warnings.push_back(s.message() + "; skipped");
+      continue;
+    }
+    out.state = loaded.state;
+    out.name = name;
+    return okStatus();
+  }
+  // A run saved before format 2: run_state.json and .npy files.
+  struct stat st;
+  if (stat((dir + "/run_state.json").c_str(), &st) == 0) {
+    TRAINC_RETURN_IF_ERROR(readRunState(dir, out.state));
+    out.name = "run_state.json (format 1, no checksums)";
+    return okStatus();
+  }
+  std::string why;
+  for (const std::string &w : out.warnings)
+    why += "\n  " + w;
+  return Status(
+      StatusCode::kDataLoss,
+      dir + ": no good checkpoint" +
+          (why.empty() ? " (is it a --save-state directory?)" : ":" + why));
+}
+
+Status restoreCheckpoint(const std::string &dir, Trainer &trainer,
+                         const TokenData *data, CheckpointChoice &choice) {
+  TRAINC_RETURN_IF_ERROR(findCheckpoint(dir, choice));
+  if (choice.name.compare(0, 5, "step-") != 0)
+    return restoreRun(dir, trainer, data); // format 1
+  Loaded loaded;
+  TRAINC_RETURN_IF_ERROR(loadCheckpoint(dir + "/" + choice.name, loaded));
+  std::string where = dir + "/" + choice.name;
+  if (loaded.modelHash != modelHash(trainer.session().executable()))
+    return invalidArgument(
+        where + " was written by a different model (" + loaded.executable +
+        "): its parameters' names, shapes or initial values differ from " +
+        trainer.session().executable().origin() + "'s");
+  RunState current = trainer.state();
+  if (data && loaded.state.seed != current.seed)
+    return invalidArgument(
+        where + ": the run was saved with seed " +
+        std::to_string(loaded.state.seed) + ", this trainer has " +
+        std::to_string(current.seed) + ": continue it with the same seed");
+  if (data && (loaded.state.dataTokens != data->size() ||
+               loaded.state.trainTokens != data->trainTokens()))
+    return invalidArgument(
+        where + ": the run was on " + std::to_string(loaded.state.dataTokens) +
+        " tokens (" + std::to_string(loaded.state.trainTokens) +
+        " for training), this data has " + std::to_string(data->size()) + " (" +
+        std::to_string(data->trainTokens()) +
+        "): give the same data and held-out fraction to continue");
+  Session &session = trainer.session();
+  const Executable &exe = session.executable();
+  size_t k = 0;
+  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
+    const TensorInfo &t = exe.tensors()[id];
+    if (!isPersistent(t))
+      continue;
+    auto it = std::find_if(
+        loaded.tensors.begin(), loaded.tensors.end(),
+        [&](const CheckpointSnapshot::Tensor &l) { return l.name == t.name; });
+    if (it == loaded.tensors.end())
+      return invalidArgument(where + " has no tensor '" + t.name + "'");
+    if (it->dtype != t.dtype || it->shape != t.shape)
+      return invalidArgument(where + ": '" + t.name + "' is " +
+                             dtypeName(it->dtype) + " " +
+                             shapeString(it->shape) + " but the executable's " +
+                             dtypeName(t.dtype) + " " + shapeString(t.shape));
+    TRAINC_RETURN_IF_ERROR(
+        session.setPersistent(id, it->bytes.data(), it->bytes.size()));
+    ++k;
+  }
+  if (k != loaded.tensors.size())
+    return invalidArgument(
+        where + " has " + std::to_string(loaded.tensors.size()) +
+        " tensors; the executable persists " + std::to_string(k));
+  trainer.restore(loaded.state);
+  return okStatus();
+}
+
+} // namespace trainc
