@@ -61,9 +61,10 @@ std::string Reporter::open() {
   if (options_.jsonlPath.empty())
     return "";
   // An existing log keeps only whole records (a crash or a full disk can
-  // leave a partial last line) and, when this run continues a saved one,
-  // only the steps before it (the steps after the checkpoint are run again,
-  // and their records are written again).
+  // leave a partial last line) and only the steps up to this run's first
+  // (the steps after the checkpoint it continues, or all of a run started
+  // afresh, are run again and their records written again): a log never
+  // holds a step twice.
   struct stat st;
   bool regular =
       stat(options_.jsonlPath.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -75,7 +76,7 @@ std::string Reporter::open() {
       line += char(c);
       if (c != '\n')
         continue;
-      if (options_.resumed && recordStep(line) > firstStep_)
+      if (recordStep(line) > firstStep_)
         changed = true;
       else
         kept += line;

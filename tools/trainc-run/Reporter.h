@@ -25,8 +25,6 @@ struct ReportOptions {
   bool progress = true;
   /// On a non-terminal, print every N-th step.
   int64_t logEvery = 1;
-  /// The run continues a saved one: log records after its step are dropped.
-  bool resumed = false;
 };
 
 /// "1.5s", "2m03s", "1h05m".

@@ -96,7 +96,10 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                       FLOPs utilization (FLOPs counted by the compiler)
   --log-jsonl FILE    append one JSON record per step (step, loss, grad_norm,
                       lr, step_time_s, tokens_per_s, flops_per_s, mfu,
-                      memory, data_position, eval_loss)
+                      memory, data_position, eval_loss); records of the steps
+                      this run will do (after a resumed checkpoint's step,
+                      or all for a fresh run) and a partial last line are
+                      removed first, so no step is logged twice
   --log-every N       on a non-terminal, print every N-th step (default 1);
                       on a terminal a progress bar with ETA is drawn instead
   --no-progress       never draw the progress bar
@@ -511,6 +514,8 @@ int runRunTool(int argc, char **argv) {
   Options o;
   if (int code = parseArgs(argc, argv, o); code >= 0)
     return code;
+  // Ctrl-C and SIGTERM stop training at a step boundary, from start-up on.
+  InterruptScope interrupts;
 
   ExecutablePtr exe, evalExe;
   {
@@ -635,9 +640,8 @@ int runRunTool(int argc, char **argv) {
   int stoppedCode = 0;
   if (o.training) {
     int64_t first = trainc_trainer_step_count(trainer.get());
-    Reporter reporter(
-        {o.jsonlPath, o.progress, o.logEvery, !o.resumeDir.empty()},
-        trainer.get(), exe.get(), first, first + o.repeat);
+    Reporter reporter({o.jsonlPath, o.progress, o.logEvery}, trainer.get(),
+                      exe.get(), first, first + o.repeat);
     if (std::string error = reporter.open(); !error.empty())
       return fail(error);
     if (withData) {
@@ -657,12 +661,11 @@ int runRunTool(int argc, char **argv) {
                         : o.evalEvery ? o.evalEvery
                                       : std::numeric_limits<int64_t>::max();
     Loop loop{&reporter, &times, trainer.get(), &o};
-    trainc_status status;
-    {
-      InterruptScope interrupts;
-      status =
-          trainc_trainer_run(trainer.get(), o.repeat, evalEvery, onStep, &loop);
-    }
+    // A signal during start-up stops the run before its first step.
+    trainc_status status = gInterrupted
+                               ? nullptr
+                               : trainc_trainer_run(trainer.get(), o.repeat,
+                                                    evalEvery, onStep, &loop);
     int64_t done = trainc_trainer_step_count(trainer.get());
     if (loop.diverged)
       return fail("training diverged: the loss is not finite at step " +
@@ -768,9 +771,10 @@ int runRunTool(int argc, char **argv) {
       std::fputs(takeText(text).c_str(), stdout);
   }
   std::sort(times.begin(), times.end());
+  // No run at all when a signal came before the first step.
   std::printf("run: median %.3f ms over %zu run(s); memory peak planned %llu, "
               "measured %llu bytes\n",
-              times[times.size() / 2], times.size(),
+              times.empty() ? 0.0 : times[times.size() / 2], times.size(),
               (unsigned long long)trainc_executable_planned_bytes(exe.get()),
               (unsigned long long)trainc_session_measured_bytes(session));
   return failures ? 1 : stoppedCode;

@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Fault injection: checkpoints survive kill -9, signals, a full disk, bit
+flips and a second run, and resumed runs end bitwise equal to one that was
+never interrupted.
+
+tinygpt (tied_erf, opset 17) trains 40 AdamW steps on a fixed text with
+--save-state D --save-every 4 --keep-last 2. The reference run is
+uninterrupted. TRAINC_TEST_CHECKPOINT_DELAY_MS=25 holds each save open
+between its shard and its manifest, so that random kills land inside saves
+as well as inside steps.
+
+- kill -9: 5 runs, each killed 4 times at a uniformly random moment and
+  resumed from D until it finishes (20 kills). After every kill the newest
+  checkpoint must verify and be at most --save-every steps behind the last
+  logged step; the finished run's weights (safetensors) must equal the
+  reference's bit for bit, and its JSONL log must hold each step once with
+  the reference's loss.
+- SIGINT and SIGTERM: 5 each at random moments: exit 130 / 143 with a
+  checkpoint of the step it stopped at; resumed, the run ends bitwise equal.
+- A full disk (a tmpfs that fits one checkpoint, in a user and mount
+  namespace): the second save fails with an error naming the path and "No
+  space left on device"; the first checkpoint is intact and resumes.
+- A flipped bit in the newest checkpoint's shard, then in its manifest: the
+  resume warns and uses the previous checkpoint.
+- Two runs on one directory: the second is refused, naming the first's pid.
+
+Prints one line per check; exits 1 on any failure.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+STEPS, SAVE_EVERY = 40, 4
+DELAY_MS = '25'
+SHARD = 'rank-00000-of-00001.safetensors'
+
+
+class Run:
+    def __init__(self, args, work):
+        self.args, self.work = args, work
+        self.exe = os.path.join(work, 'step.tcx')
+        self.text = os.path.join(work, 'text.txt')
+
+    def command(self, state, log, steps, weights, resume, save=True):
+        cmd = [self.args.trainc_run, self.exe, '--data', self.text, '--steps', str(steps),
+               '--no-progress', '--log-every', '1000', '--log-jsonl', log,
+               '--save-safetensors', weights]
+        if save:
+            cmd += ['--save-state', state, '--save-every', str(SAVE_EVERY), '--keep-last', '2']
+        if resume:
+            cmd += ['--resume', state]
+        return cmd
+
+    def start(self, state, log, steps, weights, resume):
+        env = dict(os.environ, TRAINC_TEST_CHECKPOINT_DELAY_MS=DELAY_MS)
+        return subprocess.Popen(self.command(state, log, steps, weights, resume), env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def saved_step(state):
+    """The step of DIR/latest's checkpoint (0 when there is none)."""
+    try:
+        name = open(os.path.join(state, 'latest')).read().strip()
+        return json.load(open(os.path.join(state, name, 'manifest.json')))['step']
+    except FileNotFoundError:
+        return 0
+
+
+def log_records(log):
+    if not os.path.exists(log):
+        return []
+    return [json.loads(line) for line in open(log) if line.strip()]
+
+
+def same_file(a, b):
+    return open(a, 'rb').read() == open(b, 'rb').read()
+
+
+def final_shard(state):
+    return os.path.join(state, f'step-{STEPS:012d}', SHARD)
+
+
+def check_finished(tag, run_dir, ref):
+    """The interrupted run's final checkpoint (weights and optimizer state),
+    weights file and log against the reference."""
+    problems = []
+    if not same_file(final_shard(os.path.join(run_dir, 'state')), ref['shard']):
+        problems.append('the final checkpoint differs from the uninterrupted run\'s')
+    weights = os.path.join(run_dir, 'w.safetensors')
+    # A kill after the last checkpoint may come before the weights file.
+    if os.path.exists(weights) and not same_file(weights, ref['weights']):
+        problems.append('weights differ from the uninterrupted run')
+    records = log_records(os.path.join(run_dir, 'log.jsonl'))
+    steps = [r['step'] for r in records]
+    if steps != list(range(1, STEPS + 1)):
+        problems.append(f'the log holds steps {steps}, expected 1..{STEPS} once each')
+    elif [r['loss'] for r in records] != ref['losses']:
+        problems.append('the logged losses differ from the uninterrupted run')
+    print(f'{tag}: {"ok" if not problems else "; ".join(problems)}')
+    return not problems
+
+
+def interrupted_run(run, ref, tag, kills, sig, rng):
+    """Runs to the end, delivering up to `kills` signals `sig`, each at a
+    uniformly random moment of the time the rest of the run should take;
+    returns (every check passed, signals delivered)."""
+    run_dir = os.path.join(run.work, tag)
+    os.makedirs(run_dir)
+    state, log = os.path.join(run_dir, 'state'), os.path.join(run_dir, 'log.jsonl')
+    weights = os.path.join(run_dir, 'w.safetensors')
+    ok, delivered = True, 0
+    while True:
+        done = saved_step(state)
+        proc = run.start(state, log, STEPS - done, weights, resume=done > 0)
+        if delivered < kills:
+            left = ref['startup'] + ref['per_step'] * (STEPS - done)
+            time.sleep(rng.uniform(0.0, left))
+            if proc.poll() is None:
+                proc.send_signal(sig)
+                delivered += 1
+        out, err = proc.communicate()
+        after = saved_step(state)
+        if proc.returncode == 0 or after == STEPS:
+            # Finished (a signal after the last step may still stop it).
+            if after != STEPS:
+                print(f'{tag}: finished, but the last checkpoint is step {after}')
+                return False, delivered
+            break
+        expected = {signal.SIGKILL: -9, signal.SIGINT: 130, signal.SIGTERM: 143}[sig]
+        if proc.returncode != expected:
+            print(f'{tag}: exit {proc.returncode} after {sig.name}, expected {expected}: '
+                  f'{err.strip()[-300:]}')
+            return False, delivered
+        logged = max([r['step'] for r in log_records(log)], default=0)
+        if after < done:
+            print(f'{tag}: the newest checkpoint went back from step {done} to {after}')
+            ok = False
+        if sig == signal.SIGKILL and logged - after > SAVE_EVERY:
+            print(f'{tag}: killed at step {logged} with the newest checkpoint at {after}: '
+                  f'more than --save-every {SAVE_EVERY} steps lost')
+            ok = False
+        if sig != signal.SIGKILL and after != logged:
+            print(f'{tag}: stopped by {sig.name} after step {logged}, but the newest '
+                  f'checkpoint is step {after}')
+            ok = False
+    return check_finished(f'{tag} ({delivered} x {sig.name})', run_dir, ref) and ok, \
+        delivered
+
+
+def full_disk(run):
+    """A tmpfs that holds one checkpoint: the second save fails cleanly and
+    the first resumes."""
+    d = os.path.join(run.work, 'fulldisk')
+    os.makedirs(d)
+    state = os.path.join(d, 'state')
+    os.makedirs(state)
+    one = run.command(state, os.path.join(d, 'log.jsonl'), 8, os.path.join(d, 'w.safetensors'),
+                      False)
+    two = run.command(state, os.path.join(d, 'log2.jsonl'), 1, os.path.join(d, 'w2.safetensors'),
+                      True, save=False)
+    # 1.3 MB per checkpoint: 2000k fits one, not two.
+    script = ('mount -t tmpfs -o size=2000k tmpfs "$0" || exit 99; '
+              '"$@" > "$0.out1" 2>&1; echo "first=$?"; '
+              'ls "$0" > "$0.ls"; ')
+    script += ' '.join(f"'{a}'" for a in two) + ' > "$0.out2" 2>&1; echo "second=$?"'
+    env = dict(os.environ, TRAINC_TEST_CHECKPOINT_DELAY_MS='0')
+    proc = subprocess.run(['unshare', '-rm', 'sh', '-c', script, state, *one],
+                          capture_output=True, text=True, env=env)
+    if 'first=' not in proc.stdout:
+        print(f'full disk: cannot make a tmpfs in a mount namespace '
+              f'(unshare -rm: {proc.stderr.strip()}): FAILED')
+        return False
+    first = open(state + '.out1').read()
+    second = open(state + '.out2').read()
+    if os.environ.get('CHECKPOINT_FAULTS_VERBOSE'):
+        print(proc.stdout, first, second, sep='\n---\n')
+    ok = ('first=1' in proc.stdout and 'No space left on device' in first and
+          'the previous checkpoint is intact' in first and 'second=0' in proc.stdout and
+          'resumed: ' in second and 'step-000000000004 at step 4' in second)
+    print(f'full disk: {"ok" if ok else "FAILED"} (second save: '
+          f'{[l for l in first.splitlines() if "error" in l][:1]}; resume: '
+          f'{[l for l in second.splitlines() if l.startswith("resumed")][:1]})')
+    return ok
+
+
+def bit_flips(run, ref):
+    """A flipped bit in the newest checkpoint's shard, then its manifest."""
+    ok = True
+    for target in (SHARD, 'manifest.json'):
+        d = os.path.join(run.work, 'flip_' + target.split('.')[0])
+        os.makedirs(d)
+        state = os.path.join(d, 'state')
+        subprocess.run(run.command(state, os.path.join(d, 'l.jsonl'), 8,
+                                   os.path.join(d, 'w.safetensors'), False),
+                       check=True, capture_output=True)
+        path = os.path.join(state, 'step-000000000008', target)
+        data = bytearray(open(path, 'rb').read())
+        data[len(data) * 2 // 3] ^= 0x10
+        open(path, 'wb').write(data)
+        proc = subprocess.run(run.command(state, os.path.join(d, 'l.jsonl'), 1,
+                                          os.path.join(d, 'w.safetensors'), True),
+                              capture_output=True, text=True)
+        good = (proc.returncode == 0 and 'warning: ' in proc.stderr and
+                'step-000000000008' in proc.stderr and
+                'resumed: ' in proc.stdout and 'step-000000000004 at step 4' in proc.stdout)
+        print(f'bit flip in {target}: {"ok" if good else "FAILED"} '
+              f'({proc.stderr.strip().splitlines()[:1]})')
+        ok &= good
+    return ok
+
+
+def two_runs(run):
+    d = os.path.join(run.work, 'shared')
+    os.makedirs(d)
+    state = os.path.join(d, 'state')
+    env = dict(os.environ, TRAINC_TEST_CHECKPOINT_DELAY_MS='200')
+    first = subprocess.Popen(run.command(state, os.path.join(d, 'a.jsonl'), STEPS,
+                                         os.path.join(d, 'a.safetensors'), False),
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 10
+    while not os.path.exists(os.path.join(state, 'lock')) and time.time() < deadline:
+        time.sleep(0.01)
+    second = subprocess.run(run.command(state, os.path.join(d, 'b.jsonl'), STEPS,
+                                        os.path.join(d, 'b.safetensors'), False),
+                            capture_output=True, text=True)
+    first.kill()
+    first.communicate()
+    good = (second.returncode == 1 and f'is in use by another run (pid {first.pid})'
+            in second.stderr)
+    print(f'two runs on one directory: {"ok" if good else "FAILED"} '
+          f'({second.stderr.strip()[:200]})')
+    return good
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--trainc', required=True)
+    parser.add_argument('--trainc-run', required=True)
+    parser.add_argument('--model', required=True, help='tinygpt model_train_opset17.onnx')
+    parser.add_argument('--seed', type=int, default=0, help='seed of the kill times')
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory() as work:
+        run = Run(args, work)
+        subprocess.run([args.trainc, args.model, '--train', '--optimizer', 'adamw', '--lr',
+                        '1e-3', '-o', run.exe], check=True)
+        text_rng = random.Random(1)
+        open(run.text, 'w').write(''.join(text_rng.choice('abcdefghij klmnop\n')
+                                          for _ in range(20000)))
+        ref_dir = os.path.join(work, 'ref')
+        os.makedirs(ref_dir)
+        start = time.time()
+        proc = run.start(os.path.join(ref_dir, 'state'), os.path.join(ref_dir, 'log.jsonl'),
+                         STEPS, os.path.join(ref_dir, 'w.safetensors'), False)
+        proc.communicate()
+        seconds = time.time() - start
+        ref = {'seconds': seconds, 'startup': 0.05, 'per_step': seconds / STEPS,
+               'weights': os.path.join(ref_dir, 'w.safetensors'),
+               'shard': final_shard(os.path.join(ref_dir, 'state')),
+               'losses': [r['loss'] for r in log_records(os.path.join(ref_dir, 'log.jsonl'))]}
+        if proc.returncode != 0 or len(ref['losses']) != STEPS:
+            print('the reference run failed')
+            return 1
+        print(f'reference: {STEPS} steps with a checkpoint every {SAVE_EVERY} in '
+              f'{ref["seconds"]:.2f} s; kills land uniformly in that time')
+        ok = True
+        for sig, wanted, per_run in ((signal.SIGKILL, 20, 4), (signal.SIGINT, 5, 1),
+                                     (signal.SIGTERM, 5, 1)):
+            delivered = 0
+            for trial in range(4 * wanted):
+                if delivered >= wanted:
+                    break
+                good, n = interrupted_run(run, ref, f'{sig.name.lower()}_{trial}',
+                                          min(per_run, wanted - delivered), sig, rng)
+                ok &= good
+                delivered += n
+            print(f'{sig.name}: {delivered} delivered at random moments')
+            ok &= delivered >= wanted
+        ok &= full_disk(run)
+        ok &= bit_flips(run, ref)
+        ok &= two_runs(run)
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
