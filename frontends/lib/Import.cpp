@@ -12,6 +12,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -75,6 +76,15 @@ FailureOr<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
                                              llvm::StringRef path,
                                              const ImportOptions &options) {
   Location loc = FileLineColLoc::get(&context, path, 0, 0);
+  // A directory, device or pipe is no model (and /dev/zero never ends).
+  llvm::sys::fs::file_status status;
+  if (std::error_code error = llvm::sys::fs::status(path, status))
+    return emitError(loc) << path
+                          << ": cannot read the file: " << error.message();
+  if (!llvm::sys::fs::is_regular_file(status))
+    return emitError(loc) << path
+                          << ": not a regular file (a model is a file: "
+                             "an ONNX model or graph-dialect MLIR text)";
   auto file = llvm::MemoryBuffer::getFile(path);
   if (!file)
     return emitError(loc) << path << ": cannot read the file: "

@@ -294,6 +294,16 @@ int runCompilerCli(int argc, char **argv) {
     return fail("--compile-to=" + compileTo +
                 " is not a phase (phases: " + names + ")");
   }
+  // Training options without --train would be ignored: refuse them.
+  if (!options.train) {
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &gradAccum, &optimizerName, &lr, &beta1, &beta2, &eps,
+             &weightDecay, &decayAll, &momentum, &nesterov, &clipGradNorm,
+             &schedule, &warmupSteps, &totalSteps, &minLr, &decaySteps})
+      if (o->getNumOccurrences())
+        return fail("--" + o->ArgStr.str() +
+                    " applies to a training step; add --train (or drop it)");
+  }
   bool writeExecutableFile = llvm::StringRef(outputFile).ends_with(".tcx");
   if (writeExecutableFile && compileTo.getNumOccurrences())
     return fail("--compile-to=" + compileTo +

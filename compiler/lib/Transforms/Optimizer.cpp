@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace trainc {
 #define GEN_PASS_DEF_OPTIMIZER
@@ -91,11 +92,36 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     if (optimizer != "adamw" && optimizer != "sgd")
       return fn.emitError("optimizer: unknown optimizer '")
              << optimizer << "' (adamw or sgd)";
-    if (!(lr > 0) || weightDecay < 0 || clipGradNorm < 0 || momentum < 0 ||
-        !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || eps < 0)
-      return fn.emitError("optimizer: invalid hyper-parameters (lr must be "
-                          "positive; betas in [0, 1); weight decay, "
-                          "momentum, eps and clipping not negative)");
+    // Each hyper-parameter by its option name; infinities and NaN are never
+    // valid (an infinite lr would train one step into non-finite weights).
+    struct Check {
+      const char *name;
+      double value;
+      bool ok;
+      const char *want;
+    };
+    const Check checks[] = {
+        {"lr", lr, lr > 0, "a finite number > 0"},
+        {"min-lr", minLr, minLr >= 0, "a finite number >= 0"},
+        {"weight-decay", weightDecay, weightDecay >= 0, "a finite number >= 0"},
+        {"clip-grad-norm", clipGradNorm, clipGradNorm >= 0,
+         "a finite number >= 0 (0: no clipping)"},
+        {"momentum", momentum, momentum >= 0, "a finite number >= 0"},
+        {"beta1", beta1, beta1 >= 0 && beta1 < 1, "a number in [0, 1)"},
+        {"beta2", beta2, beta2 >= 0 && beta2 < 1, "a number in [0, 1)"},
+        {"eps", eps, eps >= 0, "a finite number >= 0"},
+    };
+    for (const Check &c : checks)
+      if (!c.ok || !std::isfinite(c.value)) {
+        char value[32];
+        std::snprintf(value, sizeof value, "%g", c.value);
+        return fn.emitError("optimizer: --")
+               << c.name << " " << value << " is invalid: it must be "
+               << c.want;
+      }
+    if (warmupSteps < 0 || totalSteps < 0 || decaySteps < 0)
+      return fn.emitError("optimizer: --warmup-steps, --total-steps and "
+                          "--decay-steps must not be negative");
     if (schedule != "constant" && schedule != "cosine" && schedule != "wsd")
       return fn.emitError("optimizer: unknown schedule '")
              << schedule << "' (constant, cosine or wsd)";

@@ -2,6 +2,8 @@
 
 #include "exec/Executable.h"
 
+#include "io/AtomicFile.h"
+
 #include <tuple>
 
 #include "trainc/schema/executable_generated.h"
@@ -49,13 +51,8 @@ std::string describeTensor(const std::vector<TensorInfo> &tensors,
 
 Status Executable::load(const std::string &path,
                         std::unique_ptr<Executable> &out) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return notFound(path + ": cannot open the executable");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(file)),
-                          std::istreambuf_iterator<char>());
-  if (file.bad())
-    return Status(StatusCode::kDataLoss, path + ": read error");
+  std::vector<char> bytes;
+  TRAINC_RETURN_IF_ERROR(readRegularFile(path, "the executable", bytes));
   return fromBytes(std::move(bytes), path, out);
 }
 

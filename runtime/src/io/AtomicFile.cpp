@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <new>
 #include <streambuf>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace trainc {
@@ -80,12 +82,54 @@ std::string directoryOf(const std::string &path) {
 }
 
 Status ioError(const std::string &what, const std::string &path, int error) {
-  std::string message = what + " " + path + ": " + std::strerror(error);
+  std::string message = path + ": " + what + ": " + std::strerror(error);
   if (error == ENOENT || error == ENOTDIR)
     return notFound(message);
   if (error == EACCES || error == EPERM || error == EROFS || error == EISDIR)
     return Status(StatusCode::kFailedPrecondition, message);
   return Status(StatusCode::kDataLoss, message);
+}
+
+Status readRegularFile(const std::string &path, const std::string &what,
+                       std::vector<char> &out, uint64_t maxBytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return ioError("cannot open " + what, path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return invalidArgument(
+        path + ": " + what + " must be a regular file, not " +
+        (S_ISDIR(st.st_mode) ? "a directory" : "a device, pipe or socket"));
+  }
+  if (uint64_t(st.st_size) > maxBytes) {
+    ::close(fd);
+    return invalidArgument(path + ": " + what + " has " +
+                           std::to_string(st.st_size) + " bytes, more than " +
+                           std::to_string(maxBytes));
+  }
+  try {
+    out.resize(size_t(st.st_size));
+  } catch (const std::bad_alloc &) {
+    ::close(fd);
+    return Status(StatusCode::kOutOfRange,
+                  path + ": not enough memory to read " + what + " (" +
+                      std::to_string(st.st_size) + " bytes)");
+  }
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t r = ::read(fd, out.data() + done, out.size() - done);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      int error = r < 0 ? errno : EIO;
+      ::close(fd);
+      return ioError("cannot read " + what, path, error);
+    }
+    done += size_t(r);
+  }
+  ::close(fd);
+  return okStatus();
 }
 
 Status syncDirectory(const std::string &dir) {
@@ -127,7 +171,7 @@ Status writeFileAtomically(const std::string &path,
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     error = errno;
     ::unlink(temporary.c_str());
-    return ioError("cannot rename " + temporary + " to", path, error);
+    return ioError("cannot rename " + temporary + " over it", path, error);
   }
   return syncDirectory(directoryOf(path));
 }

@@ -13,9 +13,11 @@
 
 #include "base/Status.h"
 
+#include <cstdint>
 #include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace trainc {
 
@@ -24,6 +26,12 @@ namespace trainc {
 Status writeFileAtomically(const std::string &path,
                            const std::function<void(std::ostream &)> &write);
 
+/// Reads the whole of `path`, which must be a regular file (not a
+/// directory, device or pipe: /dev/zero would never end) of at most
+/// `maxBytes` bytes; `what` names it in errors ("the executable").
+Status readRegularFile(const std::string &path, const std::string &what,
+                       std::vector<char> &out, uint64_t maxBytes = UINT64_MAX);
+
 /// fsyncs directory `dir` (so that a rename or a new entry in it is
 /// durable).
 Status syncDirectory(const std::string &dir);
@@ -31,7 +39,7 @@ Status syncDirectory(const std::string &dir);
 /// The directory part of `path` ("." for a bare name).
 std::string directoryOf(const std::string &path);
 
-/// "<what> <path>: <strerror(errno)>" as a Status of the code errno
+/// "<path>: <what>: <strerror(errno)>" as a Status of the code errno
 /// suggests (no space left and I/O errors are data loss).
 Status ioError(const std::string &what, const std::string &path, int error);
 

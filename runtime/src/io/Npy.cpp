@@ -45,11 +45,8 @@ const Descr kDescrs[] = {
 } // namespace
 
 Status readNpy(const std::string &path, NpyArray &out) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return notFound(path + ": cannot open");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(file)),
-                          std::istreambuf_iterator<char>());
+  std::vector<char> bytes;
+  TRAINC_RETURN_IF_ERROR(readRegularFile(path, "a .npy file", bytes));
   if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
     return badNpy(path, "the magic string is missing");
   uint8_t major = uint8_t(bytes[6]);

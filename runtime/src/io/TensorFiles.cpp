@@ -2,6 +2,7 @@
 
 #include "io/TensorFiles.h"
 
+#include "io/AtomicFile.h"
 #include "io/Npy.h"
 
 #include <fstream>
@@ -25,11 +26,12 @@ Status loadInput(const Executable &exe, size_t index, const std::string &file,
     bytes = std::move(array.data);
     return okStatus();
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    return notFound(file + ": cannot open");
-  bytes.assign(std::istreambuf_iterator<char>(in),
-               std::istreambuf_iterator<char>());
+  // At most the input's size is read: a larger file is an error at once.
+  TRAINC_RETURN_IF_ERROR(readRegularFile(
+      file,
+      "input '" + t.name + "' (" + dtypeName(t.dtype) + " " +
+          shapeString(t.shape) + ", " + std::to_string(t.size) + " bytes)",
+      bytes, t.size));
   if (bytes.size() != t.size)
     return invalidArgument(file + " has " + std::to_string(bytes.size()) +
                            " bytes but input '" + t.name + "' (" +

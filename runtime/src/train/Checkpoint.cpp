@@ -410,7 +410,7 @@ Status writeCheckpoint(const std::string &dir,
     removeTree(old);
   }
   if (std::rename(staging.c_str(), final.c_str()) != 0)
-    return fail(ioError("cannot rename " + staging + " to", final, errno));
+    return fail(ioError("cannot rename " + staging + " to it", final, errno));
   TRAINC_RETURN_IF_ERROR(syncDirectory(dir));
   Loaded check;
   if (Status s = loadCheckpoint(final, check); !s.ok())

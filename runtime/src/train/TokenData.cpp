@@ -97,6 +97,9 @@ Status TokenData::open(const TokenDataOptions &options,
     struct stat st;
     if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
       return invalidArgument(path + ": is a directory, not a data file");
+    if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      return invalidArgument(path + ": not a regular file (a device, pipe or "
+                                    "socket), so not a data file");
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in)
       return notFound(path +
