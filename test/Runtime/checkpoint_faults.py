@@ -224,8 +224,15 @@ def two_runs(run):
     first = subprocess.Popen(run.command(state, os.path.join(d, 'a.jsonl'), STEPS,
                                          os.path.join(d, 'a.safetensors'), False),
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 10
-    while not os.path.exists(os.path.join(state, 'lock')) and time.time() < deadline:
+    # The lock is held once its file names the holder's pid.
+    deadline, lock = time.time() + 30, os.path.join(state, 'lock')
+
+    def holder():
+        try:
+            return open(lock).read().strip()
+        except FileNotFoundError:
+            return ''
+    while holder() != str(first.pid) and time.time() < deadline:
         time.sleep(0.01)
     second = subprocess.run(run.command(state, os.path.join(d, 'b.jsonl'), STEPS,
                                         os.path.join(d, 'b.safetensors'), False),

@@ -14,7 +14,7 @@
 // ADAMW-SAME: train.state = "w.exp_avg_sq"}
 // ADAMW-SAME: train.state = "b.exp_avg"}
 // ADAMW-SAME: train.state = "b.exp_avg_sq"}
-// ADAMW-SAME: -> (tensor<f32> {graph.output = "loss", train.loss}, tensor<f32> {graph.output = "grad_norm", train.metric = "grad_norm"}, tensor<f32> {graph.output = "lr", train.metric = "lr"},
+// ADAMW-SAME: -> (tensor<f32> {graph.output = "loss", train.loss}, tensor<f32> {graph.output = "grad_norm", train.metric = "grad_norm"}, tensor<f32> {graph.output = "lr", train.metric = "lr"}, tensor<f32> {graph.output = "step_skipped", train.metric = "step_skipped"},
 // ADAMW-SAME: {train.update = "w.exp_avg"}, {{.+}} {train.update = "w.exp_avg_sq"}, {{.+}} {train.update = "w"},
 // ADAMW-SAME: {train.update = "b.exp_avg"}, {{.+}} {train.update = "b.exp_avg_sq"}, {{.+}} {train.update = "b"}, tensor<i64> {train.update = "step"})
 // Bias corrections in f64 from the step count: 1 - 0.9^t and 1 - 0.999^t.
@@ -25,13 +25,20 @@
 // gradient scales: no clipping) is 1.
 // ADAMW-DAG: %[[DECAY:.+]] = graph.constant dense<0.999989986> : tensor<f32>
 // ADAMW-DAG: %[[ONE:.+]] = graph.constant dense<1.000000e+00> : tensor<f32>
-// ADAMW: graph.adamw_update %[[W]], %{{.+}}, %[[M]], %{{.+}}, %{{.+}}, %{{.+}}, %[[DECAY]], %[[ONE]], beta1 = 9.000000e-01, beta2 = 0.99899999999999999, epsilon = 1.000000e-08 : (tensor<2x3xf32>,
-// ADAMW: graph.adamw_update %[[B]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE]], %[[ONE]], beta1
+// A step whose loss or gradient norm is not finite (x * 0 != 0) is skipped:
+// the fused updates take the flag, and the step count keeps its value.
+// ADAMW-DAG: %[[NF:.+]] = graph.compare NE, %{{.+}}, %{{.+}} : tensor<f64>
+// ADAMW-DAG: %[[SKIP:.+]] = graph.select %{{.+}}, %{{.+}}, %{{.+}} : tensor<i1>, tensor<i1>
+// ADAMW: graph.adamw_update %[[W]], %{{.+}}, %[[M]], %{{.+}}, %{{.+}}, %{{.+}}, %[[DECAY]], %[[ONE]] skip %[[SKIP]], beta1 = 9.000000e-01, beta2 = 0.99899999999999999, epsilon = 1.000000e-08 : (tensor<2x3xf32>,
+// ADAMW: graph.adamw_update %[[B]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE]], %[[ONE]] skip %[[SKIP]], beta1
+// ADAMW: graph.select %[[SKIP]], %[[STEP]], %{{.+}} : tensor<i1>, tensor<i64>
 // ADAMW: return
 // SGD-LABEL: func.func @main
 // SGD-SAME: train.state = "w.momentum_buffer"}
 // SGD-SAME: train.state = "b.momentum_buffer"}
 // SGD-NOT: exp_avg
+// The decomposed (SGD) update keeps every tensor on a skipped step.
+// SGD-COUNT-5: graph.select %{{.+}}, %{{.+}}, %{{.+}} : tensor<{{.*}}i1>, tensor<
 // SGD: return
 // The cosine schedule is a table read by the step count, clamped to its end.
 // COSINE-LABEL: func.func @main

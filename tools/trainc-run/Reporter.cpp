@@ -220,6 +220,8 @@ bool Reporter::writeRecord(const trainc_step_metrics &m) {
                   ",\"data_position\":" + std::to_string(m.data_position);
   if (m.evaluated) // null when not finite
     r += ",\"eval_loss\":" + jsonNumber(m.eval_loss);
+  if (m.skipped)
+    r += ",\"skipped\":true";
   r += "}\n";
   return std::fputs(r.c_str(), jsonl_) >= 0 && std::fflush(jsonl_) == 0;
 }

@@ -111,6 +111,12 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                       written atomically and durably; DIR/latest names the
                       newest. DIR is locked: a second run on it is refused
   --save-every N      also write a checkpoint every N steps
+  --on-nonfinite P    what to do after a step whose loss or gradients are
+                      not finite (the executable skips such a step: no
+                      weight or optimizer state changes): skip (default;
+                      logged, and training stops after 25 in a row) or stop
+                      (stop at once; the outputs are written, with the
+                      weights from before that step)
   --keep-last K       keep the newest K checkpoints in DIR (default 3; 0:
                       all)
   --resume DIR        continue from the newest checkpoint in DIR whose
@@ -182,6 +188,7 @@ struct Options {
   bool doInspect = false, training = false, progress = true;
   int64_t repeat = 1, evalEvery = 0, logEvery = 1;
   int64_t saveEvery = 0, keepLast = 3;
+  bool stopOnNonFinite = false;
 };
 
 bool parseInt(const char *text, int64_t &out) {
@@ -323,6 +330,13 @@ int parseArgs(int argc, char **argv, Options &o) {
       if (!value())
         return 1;
       o.resumeDir = v;
+    } else if (arg == "--on-nonfinite") {
+      if (!value())
+        return 1;
+      if (std::string(v) != "skip" && std::string(v) != "stop")
+        return fail("--on-nonfinite needs skip or stop, not '" +
+                    std::string(v) + "'");
+      o.stopOnNonFinite = std::string(v) == "stop";
     } else if (arg == "--save-every") {
       if (!count(1, o.saveEvery))
         return 1;
@@ -467,6 +481,9 @@ std::string checkOutputPaths(const Options &o) {
   return "";
 }
 
+/// Consecutive skipped steps after which --on-nonfinite skip gives up.
+constexpr int64_t kMaxSkippedInARow = 25;
+
 /// What the training loop's callback sees and decides.
 struct Loop {
   Reporter *reporter;
@@ -475,6 +492,9 @@ struct Loop {
   const Options *options;
   std::string logError, saveError;
   bool diverged = false;
+  /// Steps the executable skipped (loss or gradients not finite): in all,
+  /// in a row now, and the step that made training stop (0: none).
+  int64_t skipped = 0, skippedInARow = 0, stoppedAtSkip = 0;
   /// Checkpoints written during training, and the seconds training waited.
   int saves = 0;
   double saveSeconds = 0;
@@ -487,11 +507,23 @@ int onStep(const trainc_step_metrics *m, void *user) {
   loop.logError = loop.reporter->onStep(*m);
   if (!loop.logError.empty())
     return 1;
+  const Options &options = *loop.options;
+  if (m->skipped) {
+    ++loop.skipped;
+    if (options.stopOnNonFinite || ++loop.skippedInARow >= kMaxSkippedInARow) {
+      loop.stoppedAtSkip = m->step;
+      return 1;
+    }
+    return gInterrupted ? 1 : 0;
+  }
+  loop.skippedInARow = 0;
+  // An executable without the skip flag (compiled before it existed) may
+  // have applied a non-finite update.
   if (m->has_loss && !std::isfinite(m->loss)) {
     loop.diverged = true;
     return 1;
   }
-  const Options &o = *loop.options;
+  const Options &o = options;
   if (o.saveEvery && m->step % o.saveEvery == 0 && !gInterrupted) {
     auto start = std::chrono::steady_clock::now();
     if (trainc_status s =
@@ -679,6 +711,27 @@ int runRunTool(int argc, char **argv) {
                    "%lld; writing what was asked for\n",
                    loop.logError.c_str(), (long long)done);
       stoppedCode = 1;
+    } else if (loop.skippedInARow && !loop.stoppedAtSkip && !gInterrupted) {
+      std::fprintf(stderr,
+                   "trainc-run: error: training ended with %lld skipped "
+                   "step(s) in a row (their loss or gradients are not "
+                   "finite: the run has diverged); the weights are those "
+                   "from before them. Lower the learning rate or clip "
+                   "gradients (trainc --clip-grad-norm). Writing what was "
+                   "asked for\n",
+                   (long long)loop.skippedInARow);
+      stoppedCode = 1;
+    } else if (loop.stoppedAtSkip) {
+      std::fprintf(stderr,
+                   "trainc-run: error: step %lld's loss or gradients are not "
+                   "finite (%s); it was skipped, so the weights are those "
+                   "from before it. Lower the learning rate or clip "
+                   "gradients (trainc --clip-grad-norm). Writing what was "
+                   "asked for\n",
+                   (long long)loop.stoppedAtSkip,
+                   o.stopOnNonFinite ? "--on-nonfinite stop"
+                                     : "25 such steps in a row");
+      stoppedCode = 1;
     } else if (!loop.saveError.empty()) {
       std::fprintf(stderr,
                    "trainc-run: error: %s\ntrainc-run: stopped after step "
@@ -699,6 +752,10 @@ int runRunTool(int argc, char **argv) {
     }
     reporter.summary();
     savedStep = loop.savedStep;
+    if (loop.skipped)
+      std::printf("skipped: %lld step(s) with a loss or gradients that are "
+                  "not finite (they changed no weights)\n",
+                  (long long)loop.skipped);
     if (loop.saves)
       std::printf("checkpoints: %d during training, training waited %.3f s "
                   "for them (%.3f s each)\n",

@@ -268,6 +268,31 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
         named(GraphDialect::kOutputAttr, "grad_norm", "grad_norm"));
     results.push_back(s.convert(lrNow, lossElement));
     resultAttrs.push_back(named(GraphDialect::kOutputAttr, "lr", "lr"));
+
+    // A step whose loss or gradients are not finite changes nothing: no
+    // parameter, moment or step count (PyTorch's GradScaler skips such steps
+    // the same way), and says so in its step_skipped metric. x * 0 != 0
+    // exactly when x is infinite or NaN; the sum of squares is not finite
+    // when any gradient element is not.
+    auto notFinite = [&](Value x) -> Value {
+      return b.create<CompareOp>(s.loc, ComparisonDirection::NE,
+                                 s.op<MulOp>(x, s.f64(0)), s.f64(0));
+    };
+    auto predScalar = RankedTensorType::get({}, b.getI1Type());
+    Value skip = b.create<SelectOp>(
+        s.loc, notFinite(sumSq),
+        b.create<ConstantOp>(s.loc, DenseElementsAttr::get(predScalar, true)),
+        notFinite(s.convert(ret.getOperand(*lossIndex), b.getF64Type())));
+    results.push_back(s.convert(skip, lossElement));
+    resultAttrs.push_back(
+        named(GraphDialect::kOutputAttr, "step_skipped", "step_skipped"));
+    /// `fresh`, or `old` when the step is skipped.
+    auto unlessSkipped = [&](Value old, Value fresh) -> Value {
+      auto type = cast<RankedTensorType>(fresh.getType());
+      Value pred =
+          s.spread(skip, RankedTensorType::get(type.getShape(), b.getI1Type()));
+      return b.create<SelectOp>(s.loc, pred, old, fresh);
+    };
     Value clip;
     if (clipGradNorm > 0)
       clip =
@@ -306,7 +331,7 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
             s.convert(b.create<NegOp>(s.loc, stepSize), element),
             s.convert(bc2Sqrt, element),
             decay ? s.convert(decayFactor, element) : s.constant(scalar, 1.0),
-            clip ? s.convert(clip, element) : s.constant(scalar, 1.0),
+            clip ? s.convert(clip, element) : s.constant(scalar, 1.0), skip,
             b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
             b.getF64FloatAttr(eps));
         update(fused.getNewExpAvg(), name + ".exp_avg");
@@ -334,8 +359,8 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
         newP = s.op<AddOp>(
             pd, s.op<MulOp>(s.spread(b.create<NegOp>(s.loc, stepSize), type),
                             ratio));
-        update(m1, name + ".exp_avg");
-        update(v1, name + ".exp_avg_sq");
+        update(unlessSkipped(m, m1), name + ".exp_avg");
+        update(unlessSkipped(v, v1), name + ".exp_avg_sq");
       } else {
         if (decay)
           g = s.op<AddOp>(g,
@@ -345,7 +370,7 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
           Value buf = addState(type, name + ".momentum_buffer");
           Value buf1 =
               s.op<AddOp>(s.op<MulOp>(buf, s.spread(s.f64(momentum), type)), g);
-          update(buf1, name + ".momentum_buffer");
+          update(unlessSkipped(buf, buf1), name + ".momentum_buffer");
           direction =
               nesterov
                   ? s.op<AddOp>(
@@ -354,9 +379,9 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
         }
         newP = s.op<SubOp>(p, s.op<MulOp>(s.spread(lrNow, type), direction));
       }
-      update(newP, name);
+      update(unlessSkipped(p, newP), name);
     }
-    update(next, "step");
+    update(unlessSkipped(step, next), "step");
 
     b.create<func::ReturnOp>(ret.getLoc(), results);
     ret.erase();

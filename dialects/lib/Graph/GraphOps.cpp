@@ -474,6 +474,10 @@ LogicalResult AdamwUpdateOp::verify() {
     return emitOpError("(C3) betas must be in [0, 1) and epsilon finite and "
                        "not negative (beta1 ")
            << b1 << ", beta2 " << b2 << ", epsilon " << eps << ")";
+  if (Value skip = getSkip())
+    if (cast<RankedTensorType>(skip.getType()).getRank() !=
+        0) // adamw_update_c4
+      return emitOpError("(C4) skip must be a 0-d i1, not ") << skip.getType();
   return success();
 }
 

@@ -209,6 +209,10 @@ typedef struct {
   double eval_loss; /* its held-out loss (which may itself be NaN) */
   uint64_t data_position;
   int has_loss; /* the executable has a loss (else loss is NaN); since v3 */
+  /* Since v4: 1 when the step's loss or gradients were not finite, so the
+   * executable changed no parameter or optimizer state (the step count
+   * included); the loss and gradient norm above are the non-finite ones. */
+  int skipped;
 } trainc_step_metrics;
 
 /* Called after every step; a non-zero return stops the run early (the run

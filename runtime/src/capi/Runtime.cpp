@@ -331,6 +331,7 @@ trainc_status trainc_trainer_run(trainc_trainer *trainer, int64_t steps,
         c.flops_per_second = m.flopsPerSecond;
         c.mfu = m.mfu;
         c.has_loss = m.hasLoss;
+        c.skipped = m.skipped;
         c.planned_bytes = m.plannedBytes;
         c.measured_bytes = m.measuredBytes;
         c.peak_rss_bytes = m.peakRssBytes;

@@ -15,7 +15,7 @@
 // element's inputs are read before its results are written, so the new
 // values may overwrite the old ones in place (the executable does that).
 // f32 and f64 only: the optimizer pass keeps the decomposed update for
-// 16-bit parameters.
+// 16-bit parameters. With the optional skip flag set, nothing is computed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,6 +68,16 @@ template <typename T> void adamw(const KernelCall &call) {
 } // namespace
 
 Status runAdamwUpdate(const KernelCall &call) {
+  // A skipped step (its loss or gradients not finite): the results keep the
+  // old values, copied only where they are not the operands' own memory.
+  if (call.inputs.size == 9 && *call.inputs[8].as<uint8_t>()) {
+    for (auto [in, out] : {std::pair{0, 0}, {2, 1}, {3, 2}})
+      if (call.inputs[in].data != call.outputs[out].data)
+        std::memcpy(call.outputs[out].data, call.inputs[in].data,
+                    call.inputs[in].numElements() *
+                        dtypeSize(call.inputs[in].dtype));
+    return okStatus();
+  }
   switch (call.inputs[0].dtype) {
   case DType::F32:
     adamw<float>(call);

@@ -269,7 +269,10 @@ Status Checker::checkComposite() const {
     return okStatus();
   }
   case Opcode::AdamwUpdate: {
-    TRAINC_RETURN_IF_ERROR(arity(8, 3));
+    bool skip = inst.operands.size() == 9;
+    TRAINC_RETURN_IF_ERROR(arity(skip ? 9 : 8, 3));
+    if (skip && (operand(8).dtype != DType::I1 || !operand(8).shape.empty()))
+      return error("the skip flag must be a 0-d i1");
     TRAINC_RETURN_IF_ERROR(attrs(0, 3));
     const TensorInfo &p = operand(0);
     TRAINC_RETURN_IF_ERROR(floatType(p));

@@ -173,6 +173,7 @@ Status Trainer::create(std::shared_ptr<const Executable> step,
   trainer->lossOutput_ = exe.signature().loss;
   trainer->gradNormOutput_ = exe.signature().gradNorm;
   trainer->lrOutput_ = exe.signature().lr;
+  trainer->skippedOutput_ = exe.signature().stepSkipped;
   if (data) {
     if (!exe.isTrainingStep())
       return invalidArgument(exe.origin() +
@@ -232,6 +233,8 @@ Status Trainer::step(StepMetrics &out) {
   out.loss = readScalar(*session_, lossOutput_);
   out.gradNorm = readScalar(*session_, gradNormOutput_);
   out.learningRate = readScalar(*session_, lrOutput_);
+  out.skipped =
+      skippedOutput_ >= 0 && readScalar(*session_, skippedOutput_) != 0;
   out.stepSeconds = seconds;
   if (seconds > 0) {
     out.tokensPerSecond = double(tokensPerStep()) / seconds;

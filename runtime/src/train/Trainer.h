@@ -62,6 +62,9 @@ struct StepMetrics {
   /// (which may itself be NaN or inf).
   bool evaluated = false;
   double evalLoss = kNoValue;
+  /// The step's loss or gradients were not finite, so it changed no
+  /// parameter or optimizer state (the signature's step_skipped metric).
+  bool skipped = false;
 };
 
 /// What a run needs to continue exactly: the steps done and the data
@@ -123,7 +126,8 @@ private:
   bool int64Ids_ = true;
   std::vector<int64_t> tokenBuffer_, targetBuffer_;
   /// Output indices of loss, grad_norm, lr (-1: none).
-  int lossOutput_ = -1, gradNormOutput_ = -1, lrOutput_ = -1;
+  int lossOutput_ = -1, gradNormOutput_ = -1, lrOutput_ = -1,
+      skippedOutput_ = -1;
   int evalLossOutput_ = -1;
   /// (eval parameter index, training tensor id) to copy before evaluating.
   std::vector<std::pair<size_t, uint32_t>> evalParams_;

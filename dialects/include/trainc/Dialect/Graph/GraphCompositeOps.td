@@ -156,8 +156,11 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [
     `bias_correction2_sqrt = sqrt(1 - beta2^t)`. The constants `beta1`,
     `1 - beta1`, `beta2`, `1 - beta2` and `epsilon` are computed in f64 and
     rounded to the parameter's type. The results are the new parameter and
-    moments; an executable writes them over the old ones in place. Not
-    differentiable (it follows the backward pass).
+    moments; an executable writes them over the old ones in place. With
+    `skip` (a 0-d i1, true when the step's loss or gradients are not
+    finite) the results are the old parameter and moments unchanged: a bad
+    step touches no weight. Not differentiable (it follows the backward
+    pass).
 
     Constraints:
     - (C1) `param`, `grad`, `exp_avg`, `exp_avg_sq` and the three results
@@ -165,6 +168,7 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [
     - (C2) the four scalar operands are 0-d with the parameter's element type.
     - (C3) `beta1` and `beta2` are in [0, 1) and `epsilon` is finite and not
       negative.
+    - (C4) `skip`, when present, is a 0-d i1.
 
     Example:
     ```mlir
@@ -181,13 +185,15 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [
                        Graph_FloatTensor:$bias_correction2_sqrt,
                        Graph_FloatTensor:$decay_factor,
                        Graph_FloatTensor:$grad_scale,
+                       Optional<Graph_PredTensor>:$skip,
                        F64Attr:$beta1, F64Attr:$beta2, F64Attr:$epsilon);
   let results = (outs Graph_FloatTensor:$new_param,
                       Graph_FloatTensor:$new_exp_avg,
                       Graph_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $neg_step_size `,`
-    $bias_correction2_sqrt `,` $decay_factor `,` $grad_scale `,` `beta1` `=`
+    $bias_correction2_sqrt `,` $decay_factor `,` $grad_scale
+    (`skip` $skip^)? `,` `beta1` `=`
     $beta1 `,` `beta2` `=` $beta2 `,` `epsilon` `=` $epsilon attr-dict `:`
     functional-type(operands, results)
   }];

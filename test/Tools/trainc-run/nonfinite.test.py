@@ -1,0 +1,51 @@
+"""Models and checks for nonfinite.test: loss = sum(w * x) + sum(w * w) with
+a trainable w and an input x, so an infinite x makes the step's loss and
+gradient infinite.
+
+    nonfinite.test.py make DIR             model.onnx, ok.npy, bad.npy
+    nonfinite.test.py same A.safetensors B.safetensors
+    nonfinite.test.py state-same DIR1 DIR2 the newest checkpoints' tensors
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from safetensors.numpy import load_file
+
+
+def make(out):
+    nodes = [helper.make_node('Mul', ['w', 'x'], ['wx']),
+             helper.make_node('Mul', ['w', 'w'], ['ww']),
+             helper.make_node('Add', ['wx', 'ww'], ['s']),
+             helper.make_node('ReduceSum', ['s'], ['loss'], keepdims=0)]
+    graph = helper.make_graph(
+        nodes, 'nonfinite', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info('loss', TensorProto.FLOAT, [])],
+        [numpy_helper.from_array(np.array([0.5, -1.0, 2.0, 0.25], np.float32), 'w')])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])
+    onnx.save(model, os.path.join(out, 'model.onnx'))
+    np.save(os.path.join(out, 'ok.npy'), np.array([1.0, 2.0, -1.0, 0.5], np.float32))
+    np.save(os.path.join(out, 'bad.npy'), np.array([1.0, np.inf, -1.0, 0.5], np.float32))
+
+
+def newest(state):
+    name = open(os.path.join(state, 'latest')).read().strip()
+    return load_file(os.path.join(state, name, 'rank-00000-of-00001.safetensors'))
+
+
+def same(a, b):
+    assert a.keys() == b.keys(), (sorted(a), sorted(b))
+    for k in a:
+        assert a[k].tobytes() == b[k].tobytes(), (k, a[k], b[k])
+    print(f'same: {sorted(a)}')
+
+
+if __name__ == '__main__':
+    if sys.argv[1] == 'make':
+        make(sys.argv[2])
+    elif sys.argv[1] == 'same':
+        same(load_file(sys.argv[2]), load_file(sys.argv[3]))
+    else:
+        same(newest(sys.argv[2]), newest(sys.argv[3]))
