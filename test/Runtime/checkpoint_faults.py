@@ -23,6 +23,9 @@ as well as inside steps.
 - A flipped bit in the newest checkpoint's shard, then in its manifest: the
   resume warns and uses the previous checkpoint.
 - Two runs on one directory: the second is refused, naming the first's pid.
+- trainc-run --supervise: its training process is killed 3 times; the
+  supervisor restarts it from the newest checkpoint each time, and the run
+  ends bitwise equal to the uninterrupted one.
 
 Prints one line per check; exits 1 on any failure.
 """
@@ -216,6 +219,39 @@ def bit_flips(run, ref):
     return ok
 
 
+def supervised(run, ref, rng):
+    """trainc-run --supervise restarts a run whose training process is
+    killed three times; it ends bitwise equal to the uninterrupted run."""
+    d = os.path.join(run.work, 'supervised')
+    os.makedirs(d)
+    state = os.path.join(d, 'state')
+    cmd = run.command(state, os.path.join(d, 'log.jsonl'), STEPS,
+                      os.path.join(d, 'w.safetensors'), False) + ['--supervise']
+    env = dict(os.environ, TRAINC_TEST_CHECKPOINT_DELAY_MS=DELAY_MS,
+               TRAINC_TEST_SUPERVISOR_NO_BACKOFF='1')
+    sup = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    kills = 0
+    children = f'/proc/{sup.pid}/task/{sup.pid}/children'
+    while kills < 3 and sup.poll() is None:
+        time.sleep(rng.uniform(0.05, ref['seconds'] / 2))
+        try:
+            pids = open(children).read().split()
+        except FileNotFoundError:
+            break
+        if pids:
+            os.kill(int(pids[0]), signal.SIGKILL)
+            kills += 1
+    out, err = sup.communicate()
+    restarts = err.count('supervisor: the run was killed by signal 9')
+    good = sup.returncode == 0 and kills == 3 and restarts == 3
+    if not good:
+        print(f'supervised: exit {sup.returncode}, {kills} kills, {restarts} restarts '
+              f'reported: {err.strip()[-400:]}')
+        return False
+    return check_finished(f'supervised ({kills} x SIGKILL of the training process)', d, ref)
+
+
 def two_runs(run):
     d = os.path.join(run.work, 'shared')
     os.makedirs(d)
@@ -290,6 +326,7 @@ def main():
                 delivered += n
             print(f'{sig.name}: {delivered} delivered at random moments')
             ok &= delivered >= wanted
+        ok &= supervised(run, ref, rng)
         ok &= full_disk(run)
         ok &= bit_flips(run, ref)
         ok &= two_runs(run)
