@@ -9,10 +9,12 @@ uninterrupted. TRAINC_TEST_CHECKPOINT_DELAY_MS=25 holds each save open
 between its shard and its manifest, so that random kills land inside saves
 as well as inside steps.
 
-- kill -9: 5 runs, each killed 4 times at a uniformly random moment and
-  resumed from D until it finishes (20 kills). After every kill the newest
-  checkpoint must verify and be at most --save-every steps behind the last
-  logged step; the finished run's weights (safetensors) must equal the
+- kill -9: runs killed up to 4 times each at uniformly random moments and
+  resumed from D until they finish (20 kills). After every kill the newest
+  checkpoint must verify and be at most 2 x --save-every steps behind the
+  last logged step (checkpoints are written in the background: while one is
+  written, up to --save-every more steps run); the finished run's final
+  checkpoint and weights (safetensors) must equal the
   reference's bit for bit, and its JSONL log must hold each step once with
   the reference's loss.
 - SIGINT and SIGTERM: 5 each at random moments: exit 130 / 143 with a
@@ -145,9 +147,12 @@ def interrupted_run(run, ref, tag, kills, sig, rng):
         if after < done:
             print(f'{tag}: the newest checkpoint went back from step {done} to {after}')
             ok = False
-        if sig == signal.SIGKILL and logged - after > SAVE_EVERY:
+        # Checkpoints are written in the background: one counts once it is on
+        # disk, and while it is written up to --save-every more steps run.
+        if sig == signal.SIGKILL and logged - after > 2 * SAVE_EVERY:
             print(f'{tag}: killed at step {logged} with the newest checkpoint at {after}: '
-                  f'more than --save-every {SAVE_EVERY} steps lost')
+                  f'{logged - after} steps lost, more than --save-every {SAVE_EVERY} plus '
+                  f'the steps run while a checkpoint is written')
             ok = False
         if sig != signal.SIGKILL and after != logged:
             print(f'{tag}: stopped by {sig.name} after step {logged}, but the newest '

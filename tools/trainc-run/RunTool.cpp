@@ -111,7 +111,9 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                       manifest with step, seed and data position) is
                       written atomically and durably; DIR/latest names the
                       newest. DIR is locked: a second run on it is refused
-  --save-every N      also write a checkpoint every N steps
+  --save-every N      also write a checkpoint every N steps, in the
+                      background (training waits only for a copy of the
+                      state); a kill loses at most 2 x N steps
   --on-nonfinite P    what to do after a step whose loss or gradients are
                       not finite (the executable skips such a step: no
                       weight or optimizer state changes): skip (default;
@@ -549,9 +551,11 @@ int onStep(const trainc_step_metrics *m, void *user) {
   }
   const Options &o = options;
   if (o.saveEvery && m->step % o.saveEvery == 0 && !gInterrupted) {
+    // Written on a background thread: training waits for the copy of the
+    // state (and for the previous checkpoint, if it is still being written).
     auto start = std::chrono::steady_clock::now();
     if (trainc_status s =
-            trainc_trainer_save(loop.trainer, o.saveStateDir.c_str())) {
+            trainc_trainer_save_async(loop.trainer, o.saveStateDir.c_str())) {
       loop.saveError = take(s);
       return 1;
     }
@@ -846,6 +850,14 @@ int runRunTool(int argc, char **argv) {
                                : trainc_trainer_run(trainer.get(), o.repeat,
                                                     evalEvery, onStep, &loop);
     int64_t done = trainc_trainer_step_count(trainer.get());
+    // The last background checkpoint must be on disk before anything else.
+    if (trainc_status s = trainc_trainer_save_wait(trainer.get())) {
+      if (loop.saveError.empty())
+        loop.saveError = take(s);
+      else
+        trainc_status_free(s);
+      loop.savedStep = -1;
+    }
     if (loop.diverged)
       return fail("training diverged: the loss is not finite at step " +
                   std::to_string(done) +
@@ -904,8 +916,9 @@ int runRunTool(int argc, char **argv) {
                   "not finite (they changed no weights)\n",
                   (long long)loop.skipped);
     if (loop.saves)
-      std::printf("checkpoints: %d during training, training waited %.3f s "
-                  "for them (%.3f s each)\n",
+      std::printf("checkpoints: %d during training, written in the "
+                  "background; training waited %.3f s for them (%.3f s "
+                  "each)\n",
                   loop.saves, loop.saveSeconds, loop.saveSeconds / loop.saves);
   } else {
     for (int64_t r = 0; r < o.repeat; ++r) {

@@ -293,6 +293,15 @@ trainc_status trainc_saved_run_info(const char *dir, int64_t *out_step,
  * `keep_last` checkpoints (0: all). */
 trainc_status trainc_trainer_use_checkpoint_dir(trainc_trainer *trainer,
                                                 const char *dir, int keep_last);
+/* Starts a save like trainc_trainer_save, but writes it on a background
+ * thread: the call returns once the state is copied to host memory (the
+ * only time training waits), after waiting for the previous background
+ * save, whose error it returns (then starting nothing). */
+trainc_status trainc_trainer_save_async(trainc_trainer *trainer,
+                                        const char *dir);
+/* Waits for the background save in flight (if any); its status.
+ * trainc_trainer_save and trainc_trainer_release wait too. */
+trainc_status trainc_trainer_save_wait(trainc_trainer *trainer);
 /* What the last trainc_trainer_restore used ("step-000000000040") and,
  * one per line after it, each newer checkpoint it skipped and why; "" before
  * any restore. Owned by the trainer. */

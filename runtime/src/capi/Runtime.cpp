@@ -41,6 +41,9 @@ struct trainc_trainer_s {
   std::unique_ptr<trainc::CheckpointLock> checkpointLock;
   int keepLast = 0;
   std::string restoreNote;
+  /// Background saves (destroyed first: it waits for the write in flight,
+  /// which uses the lock).
+  trainc::AsyncCheckpointWriter writer;
 };
 
 // The C header cannot include the schema's generated C++; its dtype enum
@@ -371,6 +374,8 @@ trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir) {
     return nullArgument("trainer");
   if (!dir)
     return nullArgument("dir");
+  if (trainc_status s = toC(trainer->writer.wait()))
+    return s;
   trainc::CheckpointSnapshot snapshot;
   if (trainc_status s = toC(trainc::snapshotTrainer(
           *trainer->trainer, trainer->data.get(), snapshot)))
@@ -379,6 +384,35 @@ trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir) {
   bool held = lock && lock->dir() == dir;
   return toC(trainc::writeCheckpoint(
       dir, snapshot, held ? trainer->keepLast : 0, held ? lock : nullptr));
+}
+
+trainc_status trainc_trainer_save_async(trainc_trainer *trainer,
+                                        const char *dir) {
+  if (!trainer)
+    return nullArgument("trainer");
+  if (!dir)
+    return nullArgument("dir");
+  // A background write needs the directory locked for the whole write.
+  const trainc::CheckpointLock *lock = trainer->checkpointLock.get();
+  if (!lock || lock->dir() != dir)
+    return toC(trainc::Status(
+        trainc::StatusCode::kFailedPrecondition,
+        std::string(dir) + ": a background save needs the directory locked "
+                           "first (trainc_trainer_use_checkpoint_dir)"));
+  if (trainc_status s = toC(trainer->writer.wait()))
+    return s;
+  trainc::CheckpointSnapshot snapshot;
+  if (trainc_status s = toC(trainc::snapshotTrainer(
+          *trainer->trainer, trainer->data.get(), snapshot)))
+    return s;
+  return toC(trainer->writer.submit(dir, std::move(snapshot), trainer->keepLast,
+                                    lock));
+}
+
+trainc_status trainc_trainer_save_wait(trainc_trainer *trainer) {
+  if (!trainer)
+    return nullArgument("trainer");
+  return toC(trainer->writer.wait());
 }
 
 trainc_status trainc_trainer_use_checkpoint_dir(trainc_trainer *trainer,

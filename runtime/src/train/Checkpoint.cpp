@@ -440,6 +440,40 @@ Status writeCheckpoint(const std::string &dir,
 }
 
 //===----------------------------------------------------------------------===//
+// Background writes
+//===----------------------------------------------------------------------===//
+
+struct AsyncCheckpointWriter::State {
+  std::thread worker;
+  Status result = okStatus();
+};
+
+AsyncCheckpointWriter::AsyncCheckpointWriter() : state_(new State) {}
+
+AsyncCheckpointWriter::~AsyncCheckpointWriter() { (void)wait(); }
+
+Status AsyncCheckpointWriter::wait() {
+  if (state_->worker.joinable())
+    state_->worker.join();
+  Status result = state_->result;
+  state_->result = okStatus();
+  return result;
+}
+
+Status AsyncCheckpointWriter::submit(std::string dir,
+                                     CheckpointSnapshot snapshot, int keepLast,
+                                     const CheckpointLock *lock) {
+  TRAINC_RETURN_IF_ERROR(wait());
+  // The worker owns the snapshot; the result is read only after a join.
+  state_->worker =
+      std::thread([state = state_.get(), lock, keepLast, dir = std::move(dir),
+                   snapshot = std::move(snapshot)]() {
+        state->result = writeCheckpoint(dir, snapshot, keepLast, lock);
+      });
+  return okStatus();
+}
+
+//===----------------------------------------------------------------------===//
 // Restore
 //===----------------------------------------------------------------------===//
 

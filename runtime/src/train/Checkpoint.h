@@ -37,6 +37,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace trainc {
@@ -82,6 +83,27 @@ Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
 Status writeCheckpoint(const std::string &dir,
                        const CheckpointSnapshot &snapshot, int keepLast,
                        const CheckpointLock *lock);
+
+/// Writes checkpoints on a background thread: training waits only for the
+/// snapshot (a copy of the state to host memory), and the previous write,
+/// if it is still going, when the next save comes.
+class AsyncCheckpointWriter {
+public:
+  AsyncCheckpointWriter();
+  /// Waits for the write in flight.
+  ~AsyncCheckpointWriter();
+  /// Waits for the previous write (returning its error, if any, without
+  /// starting this one), then starts writing `snapshot` (see
+  /// writeCheckpoint; `lock` must outlive the write).
+  Status submit(std::string dir, CheckpointSnapshot snapshot, int keepLast,
+                const CheckpointLock *lock);
+  /// Waits for the write in flight; its status.
+  Status wait();
+
+private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 /// The newest good checkpoint of `dir`: its run state, its name, and a
 /// warning per newer checkpoint that failed verification.
