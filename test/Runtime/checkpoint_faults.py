@@ -21,7 +21,8 @@ as well as inside steps.
   checkpoint of the step it stopped at; resumed, the run ends bitwise equal.
 - A full disk (a tmpfs that fits one checkpoint, in a user and mount
   namespace): the second save fails with an error naming the path and "No
-  space left on device"; the first checkpoint is intact and resumes.
+  space left on device"; the first checkpoint is intact and resumes. A
+  directory too small for one checkpoint is refused before training.
 - A flipped bit in the newest checkpoint's shard, then in its manifest: the
   resume warns and uses the previous checkpoint.
 - Two runs on one directory: the second is refused, naming the first's pid.
@@ -177,7 +178,12 @@ def full_disk(run):
     script = ('mount -t tmpfs -o size=2000k tmpfs "$0" || exit 99; '
               '"$@" > "$0.out1" 2>&1; echo "first=$?"; '
               'ls "$0" > "$0.ls"; ')
-    script += ' '.join(f"'{a}'" for a in two) + ' > "$0.out2" 2>&1; echo "second=$?"'
+    script += ' '.join(f"'{a}'" for a in two) + ' > "$0.out2" 2>&1; echo "second=$?"; '
+    # A directory that cannot hold even one checkpoint: refused before training.
+    three = run.command(state + '/small', os.path.join(d, 'log3.jsonl'), 1,
+                        os.path.join(d, 'w3.safetensors'), False)
+    script += ('mkdir -p "$0/small" && mount -t tmpfs -o size=100k tmpfs "$0/small"; ' +
+               ' '.join(f"'{a}'" for a in three) + ' > "$0.out3" 2>&1; echo "third=$?"')
     env = dict(os.environ, TRAINC_TEST_CHECKPOINT_DELAY_MS='0')
     proc = subprocess.run(['unshare', '-rm', 'sh', '-c', script, state, *one],
                           capture_output=True, text=True, env=env)
@@ -189,7 +195,10 @@ def full_disk(run):
     second = open(state + '.out2').read()
     if os.environ.get('CHECKPOINT_FAULTS_VERBOSE'):
         print(proc.stdout, first, second, sep='\n---\n')
-    ok = ('first=1' in proc.stdout and 'No space left on device' in first and
+    third = open(state + '.out3').read()
+    ok = ('third=1' in proc.stdout and 'bytes free, but one checkpoint needs about' in third and
+          'step 1' not in third and
+          'first=1' in proc.stdout and 'No space left on device' in first and
           'the previous checkpoint is intact' in first and 'second=0' in proc.stdout and
           'resumed: ' in second and 'step-000000000004 at step 4' in second)
     print(f'full disk: {"ok" if ok else "FAILED"} (second save: '

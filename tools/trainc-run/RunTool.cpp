@@ -732,6 +732,15 @@ int runRunTool(int argc, char **argv) {
                                     : "'" + onnxSource + "'") +
                 (o.onnxSource.empty() ? " recorded in " + o.model : "") +
                 " cannot be read; give it with --onnx-source model.onnx");
+  if (!o.onnxExportPath.empty()) {
+    struct stat source, target;
+    if (stat(onnxSource.c_str(), &source) == 0 &&
+        stat(o.onnxExportPath.c_str(), &target) == 0 &&
+        source.st_dev == target.st_dev && source.st_ino == target.st_ino)
+      return fail("--export-onnx " + o.onnxExportPath +
+                  " is the source model itself; write the trained model to "
+                  "another file");
+  }
   if (!o.resumeDir.empty()) {
     uint64_t seed = 0;
     if (trainc_status s =

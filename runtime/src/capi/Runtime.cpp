@@ -427,6 +427,9 @@ trainc_status trainc_trainer_use_checkpoint_dir(trainc_trainer *trainer,
   std::unique_ptr<trainc::CheckpointLock> lock;
   if (trainc_status s = toC(trainc::CheckpointLock::acquire(dir, lock)))
     return s;
+  if (trainc_status s = toC(trainc::checkSpaceForCheckpoint(
+          dir, trainer->trainer->session().executable())))
+    return s;
   trainer->checkpointLock = std::move(lock);
   trainer->keepLast = keep_last;
   return nullptr;

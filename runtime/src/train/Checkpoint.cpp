@@ -23,6 +23,7 @@
 #include <iterator>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <thread>
 #include <unistd.h>
 
@@ -302,6 +303,24 @@ CheckpointLock::~CheckpointLock() { ::close(fd_); }
 //===----------------------------------------------------------------------===//
 // Save
 //===----------------------------------------------------------------------===//
+
+Status checkSpaceForCheckpoint(const std::string &dir, const Executable &exe) {
+  uint64_t need = 0;
+  for (const TensorInfo &t : exe.tensors())
+    if (isPersistent(t))
+      need += t.size;
+  need += need / 64 + (1 << 16); // the safetensors header and the manifest
+  struct statvfs fs;
+  if (statvfs(dir.c_str(), &fs) != 0)
+    return ioError("cannot query the free space of", dir, errno);
+  uint64_t free = uint64_t(fs.f_bavail) * fs.f_frsize;
+  if (free < need)
+    return Status(StatusCode::kFailedPrecondition,
+                  dir + ": " + std::to_string(free) +
+                      " bytes free, but one checkpoint needs about " +
+                      std::to_string(need));
+  return okStatus();
+}
 
 namespace {
 

@@ -73,6 +73,11 @@ struct CheckpointSnapshot {
   std::vector<Tensor> tensors;
 };
 
+/// Fails, naming both figures, when the file system of `dir` has less free
+/// space than one checkpoint of `exe` needs (its parameters and optimizer
+/// state), so that a run that could never save stops before training.
+Status checkSpaceForCheckpoint(const std::string &dir, const Executable &exe);
+
 /// Copies `trainer`'s state (`data`: its token data, or null).
 Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
                        CheckpointSnapshot &out);
