@@ -222,6 +222,10 @@ bool Reporter::writeRecord(const trainc_step_metrics &m) {
     r += ",\"eval_loss\":" + jsonNumber(m.eval_loss);
   if (m.skipped)
     r += ",\"skipped\":true";
+  if (std::isfinite(m.loss_z))
+    r += ",\"loss_z\":" + jsonNumber(m.loss_z);
+  if (m.spike)
+    r += ",\"spike\":true";
   r += "}\n";
   return std::fputs(r.c_str(), jsonl_) >= 0 && std::fflush(jsonl_) == 0;
 }

@@ -122,6 +122,13 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                       weights from before that step)
   --keep-last K       keep the newest K checkpoints in DIR (default 3; 0:
                       all)
+  --on-spike P        a loss spike is a step whose loss is more than
+                      --spike-z standard deviations above the mean of the
+                      last 64 (once 16 are known): warn (default; a warning
+                      line and "spike":true in the JSONL), stop (stop
+                      there with an error; the outputs are written) or
+                      ignore
+  --spike-z Z         the spike threshold (default 6)
   --supervise         run the training in a child process and, when it dies
                       (a signal such as kill -9 or an OOM kill, or a
                       non-zero exit after it made progress), restart it from
@@ -202,6 +209,8 @@ struct Options {
   int64_t repeat = 1, evalEvery = 0, logEvery = 1;
   int64_t saveEvery = 0, keepLast = 3;
   bool stopOnNonFinite = false;
+  std::string onSpike = "warn";
+  double spikeZ = 6;
   bool supervise = false;
   int64_t maxRestarts = 3;
 };
@@ -352,6 +361,21 @@ int parseArgs(int argc, char **argv, Options &o) {
         return fail("--on-nonfinite needs skip or stop, not '" +
                     std::string(v) + "'");
       o.stopOnNonFinite = std::string(v) == "stop";
+    } else if (arg == "--on-spike") {
+      if (!value())
+        return 1;
+      o.onSpike = v;
+      if (o.onSpike != "warn" && o.onSpike != "stop" && o.onSpike != "ignore")
+        return fail("--on-spike needs warn, stop or ignore, not '" + o.onSpike +
+                    "'");
+    } else if (arg == "--spike-z") {
+      if (!value())
+        return 1;
+      char *end = nullptr;
+      o.spikeZ = std::strtod(v, &end);
+      if (!end || *end || !(o.spikeZ > 0) || !std::isfinite(o.spikeZ))
+        return fail("--spike-z needs a positive number, not '" +
+                    std::string(v) + "'");
     } else if (arg == "--supervise") {
       o.supervise = true;
     } else if (arg == "--max-restarts") {
@@ -521,6 +545,8 @@ struct Loop {
   /// Steps the executable skipped (loss or gradients not finite): in all,
   /// in a row now, and the step that made training stop (0: none).
   int64_t skipped = 0, skippedInARow = 0, stoppedAtSkip = 0;
+  /// Loss spikes seen, and the step a spike stopped training at (0: none).
+  int64_t spikes = 0, stoppedAtSpike = 0;
   /// Checkpoints written during training, and the seconds training waited.
   int saves = 0;
   double saveSeconds = 0;
@@ -543,6 +569,17 @@ int onStep(const trainc_step_metrics *m, void *user) {
     return gInterrupted ? 1 : 0;
   }
   loop.skippedInARow = 0;
+  if (m->spike) {
+    ++loop.spikes;
+    std::fprintf(stderr,
+                 "trainc-run: warning: step %lld: loss %.6g is %.1f standard "
+                 "deviations above the recent mean (a loss spike)\n",
+                 (long long)m->step, m->loss, m->loss_z);
+    if (options.onSpike == "stop") {
+      loop.stoppedAtSpike = m->step;
+      return 1;
+    }
+  }
   // An executable without the skip flag (compiled before it existed) may
   // have applied a non-finite update.
   if (m->has_loss && !std::isfinite(m->loss)) {
@@ -771,6 +808,7 @@ int runRunTool(int argc, char **argv) {
       o.targetsInput.empty() ? nullptr : o.targetsInput.c_str();
   config.session.check_writes = o.checkWrites;
   config.session.profile = o.profile;
+  config.spike_z = o.onSpike == "ignore" ? 0 : o.spikeZ;
   TrainerPtr trainer;
   {
     trainc_trainer *raw = nullptr;
@@ -889,6 +927,12 @@ int runRunTool(int argc, char **argv) {
                    "asked for\n",
                    (long long)loop.skippedInARow);
       stoppedCode = 1;
+    } else if (loop.stoppedAtSpike) {
+      std::fprintf(stderr,
+                   "trainc-run: error: stopped at the loss spike of step "
+                   "%lld (--on-spike stop); writing what was asked for\n",
+                   (long long)loop.stoppedAtSpike);
+      stoppedCode = 1;
     } else if (loop.stoppedAtSkip) {
       std::fprintf(stderr,
                    "trainc-run: error: step %lld's loss or gradients are not "
@@ -920,6 +964,9 @@ int runRunTool(int argc, char **argv) {
     }
     reporter.summary();
     savedStep = loop.savedStep;
+    if (loop.spikes)
+      std::printf("spikes: %lld step(s) with a loss spike\n",
+                  (long long)loop.spikes);
     if (loop.skipped)
       std::printf("skipped: %lld step(s) with a loss or gradients that are "
                   "not finite (they changed no weights)\n",

@@ -191,6 +191,12 @@ typedef struct {
   const char *targets_input;
   /* Options of the trainer's session. */
   trainc_session_options session;
+  /* Since API version 4. A step whose loss is more than spike_z standard
+   * deviations (at least 1% of the mean) above the mean of the recent ones
+   * (the last 64 finite, unskipped losses, once 16 are known) is reported
+   * as a spike
+   * (trainc_step_metrics.spike); 0 (the default): never. */
+  double spike_z;
 } trainc_train_config;
 
 /* Fills `config` with the defaults (no files, auto format, 10% held out,
@@ -213,6 +219,10 @@ typedef struct {
    * executable changed no parameter or optimizer state (the step count
    * included); the loss and gradient norm above are the non-finite ones. */
   int skipped;
+  /* Since v4: (loss - mean) / standard deviation of the recent losses (NaN
+   * before 16 are known), and 1 when it exceeds the config's spike_z. */
+  double loss_z;
+  int spike;
 } trainc_step_metrics;
 
 /* Called after every step; a non-zero return stops the run early (the run

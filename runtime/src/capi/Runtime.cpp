@@ -11,6 +11,7 @@
 #include "train/RunState.h"
 #include "train/Trainer.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -297,6 +298,10 @@ trainc_status trainc_trainer_create(trainc_executable *step,
   options.evalBatches = config->eval_batches;
   options.seed = config->seed;
   options.peakFlops = config->peak_flops;
+  if (!(config->spike_z >= 0) || !std::isfinite(config->spike_z))
+    return toC(trainc::invalidArgument(
+        "spike_z must be a finite number >= 0 (0: no spike check)"));
+  options.spikeZ = config->spike_z;
   options.tokensInput = config->tokens_input ? config->tokens_input : "";
   options.targetsInput = config->targets_input ? config->targets_input : "";
   options.session = sessionOptions(&config->session);
@@ -335,6 +340,8 @@ trainc_status trainc_trainer_run(trainc_trainer *trainer, int64_t steps,
         c.mfu = m.mfu;
         c.has_loss = m.hasLoss;
         c.skipped = m.skipped;
+        c.loss_z = m.lossZ;
+        c.spike = m.spike;
         c.planned_bytes = m.plannedBytes;
         c.measured_bytes = m.measuredBytes;
         c.peak_rss_bytes = m.peakRssBytes;

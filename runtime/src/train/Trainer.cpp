@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <sys/resource.h>
 
 namespace trainc {
@@ -277,11 +279,43 @@ Status Trainer::evaluate(double &loss) {
   return okStatus();
 }
 
+void Trainer::checkSpike(StepMetrics &m) {
+  if (!m.hasLoss || m.skipped || !std::isfinite(m.loss))
+    return;
+  // TRAINC_TEST_LOSS_SPIKE_STEP=N: the check sees step N's loss as 100
+  // times larger (a test hook for the spike policies; the loss itself is
+  // reported unchanged).
+  static const int64_t kTestSpikeStep = [] {
+    const char *v = std::getenv("TRAINC_TEST_LOSS_SPIKE_STEP");
+    return v ? std::atoll(v) : int64_t(0);
+  }();
+  double loss =
+      m.step == kTestSpikeStep ? 100 * std::fabs(m.loss) + 100 : m.loss;
+  if (recentLosses_.size() >= size_t(kSpikeWarmup)) {
+    double n = double(recentLosses_.size()), mean = 0, var = 0;
+    for (double l : recentLosses_)
+      mean += l / n;
+    for (double l : recentLosses_)
+      var += (l - mean) * (l - mean) / n;
+    // At least 1% of the mean: a converged loss that barely moves is no
+    // reason to call its ordinary noise a spike.
+    double sd = std::max(std::sqrt(var), 0.01 * std::fabs(mean));
+    m.lossZ = sd > 0 ? (loss - mean) / sd : 0;
+    m.spike = options_.spikeZ > 0 && m.lossZ > options_.spikeZ;
+  }
+  if (m.spike) // a spike does not move the baseline it is measured against
+    return;
+  recentLosses_.push_back(loss);
+  if (recentLosses_.size() > size_t(kSpikeWindow))
+    recentLosses_.pop_front();
+}
+
 Status Trainer::run(int64_t steps, int64_t evalEvery,
                     const std::function<Status(const StepMetrics &)> &onStep) {
   for (int64_t i = 0; i < steps; ++i) {
     StepMetrics m;
     TRAINC_RETURN_IF_ERROR(step(m));
+    checkSpike(m);
     bool last = i + 1 == steps;
     if (evalSession_ && evalEvery > 0 && (m.step % evalEvery == 0 || last)) {
       TRAINC_RETURN_IF_ERROR(evaluate(m.evalLoss));

@@ -23,6 +23,7 @@
 #include "io/SafeTensors.h"
 #include "train/TokenData.h"
 
+#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -40,7 +41,14 @@ struct TrainerOptions {
   double peakFlops = 0;
   uint64_t seed = 0;
   SessionOptions session;
+  /// Loss spikes: a step's loss more than spikeZ standard deviations (at
+  /// least 1% of the mean) above the mean of the last kSpikeWindow finite,
+  /// unskipped, unspiked losses (once kSpikeWarmup of them are known) is a
+  /// spike. 0 = not checked.
+  double spikeZ = 0;
 };
+
+constexpr int kSpikeWindow = 64, kSpikeWarmup = 16;
 
 constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
@@ -65,6 +73,10 @@ struct StepMetrics {
   /// The step's loss or gradients were not finite, so it changed no
   /// parameter or optimizer state (the signature's step_skipped metric).
   bool skipped = false;
+  /// (loss - mean) / stddev over the recent window (NaN before the warmup
+  /// or without a loss), and whether it exceeds TrainerOptions::spikeZ.
+  double lossZ = kNoValue;
+  bool spike = false;
 };
 
 /// What a run needs to continue exactly: the steps done and the data
@@ -110,6 +122,8 @@ public:
 
   RunState state() const;
   void restore(const RunState &state);
+  /// Fills m.lossZ and m.spike, and updates the window of recent losses.
+  void checkSpike(StepMetrics &m);
 
 private:
   Trainer() = default;
@@ -126,6 +140,8 @@ private:
   bool int64Ids_ = true;
   std::vector<int64_t> tokenBuffer_, targetBuffer_;
   /// Output indices of loss, grad_norm, lr (-1: none).
+  /// The recent losses the spike check compares with.
+  std::deque<double> recentLosses_;
   int lossOutput_ = -1, gradNormOutput_ = -1, lrOutput_ = -1,
       skippedOutput_ = -1;
   int evalLossOutput_ = -1;
