@@ -102,6 +102,14 @@ std::string Reporter::open() {
   return "";
 }
 
+std::string Reporter::rewind(int64_t step) {
+  if (jsonl_)
+    std::fclose(jsonl_);
+  jsonl_ = nullptr;
+  firstStep_ = step;
+  return open();
+}
+
 std::string Reporter::onStep(const trainc_step_metrics &m) {
   stepTimes_.push_back(m.step_seconds);
   if (std::isnan(firstLoss_))

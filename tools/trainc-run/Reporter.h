@@ -43,6 +43,9 @@ public:
 
   /// Opens the JSONL log; an error message, or "".
   std::string open();
+  /// After a rollback to `step`: drops the log records after it (they are
+  /// run again); an error message, or "".
+  std::string rewind(int64_t step);
   /// After each step; an error message (the log could not be written), or "".
   std::string onStep(const trainc_step_metrics &m);
   /// The line after the last step.

@@ -117,16 +117,20 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
   --on-nonfinite P    what to do after a step whose loss or gradients are
                       not finite (the executable skips such a step: no
                       weight or optimizer state changes): skip (default;
-                      logged, and training stops after 25 in a row) or stop
+                      logged, and training stops after 25 in a row), stop
                       (stop at once; the outputs are written, with the
-                      weights from before that step)
+                      weights from before that step) or rollback (return to
+                      the newest --save-state checkpoint and go on past the
+                      data since it; at most 3 times)
   --keep-last K       keep the newest K checkpoints in DIR (default 3; 0:
                       all)
   --on-spike P        a loss spike is a step whose loss is more than
                       --spike-z standard deviations above the mean of the
                       last 64 (once 16 are known): warn (default; a warning
                       line and "spike":true in the JSONL), stop (stop
-                      there with an error; the outputs are written) or
+                      there with an error; the outputs are written),
+                      rollback (return to the newest --save-state checkpoint
+                      and go on past the data since it; at most 3 times) or
                       ignore
   --spike-z Z         the spike threshold (default 6)
   --supervise         run the training in a child process and, when it dies
@@ -208,7 +212,7 @@ struct Options {
   bool doInspect = false, training = false, progress = true;
   int64_t repeat = 1, evalEvery = 0, logEvery = 1;
   int64_t saveEvery = 0, keepLast = 3;
-  bool stopOnNonFinite = false;
+  bool stopOnNonFinite = false, rollbackOnNonFinite = false;
   std::string onSpike = "warn";
   double spikeZ = 6;
   bool supervise = false;
@@ -357,17 +361,20 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else if (arg == "--on-nonfinite") {
       if (!value())
         return 1;
-      if (std::string(v) != "skip" && std::string(v) != "stop")
-        return fail("--on-nonfinite needs skip or stop, not '" +
+      if (std::string(v) != "skip" && std::string(v) != "stop" &&
+          std::string(v) != "rollback")
+        return fail("--on-nonfinite needs skip, stop or rollback, not '" +
                     std::string(v) + "'");
       o.stopOnNonFinite = std::string(v) == "stop";
+      o.rollbackOnNonFinite = std::string(v) == "rollback";
     } else if (arg == "--on-spike") {
       if (!value())
         return 1;
       o.onSpike = v;
-      if (o.onSpike != "warn" && o.onSpike != "stop" && o.onSpike != "ignore")
-        return fail("--on-spike needs warn, stop or ignore, not '" + o.onSpike +
-                    "'");
+      if (o.onSpike != "warn" && o.onSpike != "stop" &&
+          o.onSpike != "rollback" && o.onSpike != "ignore")
+        return fail("--on-spike needs warn, stop, rollback or ignore, not '" +
+                    o.onSpike + "'");
     } else if (arg == "--spike-z") {
       if (!value())
         return 1;
@@ -422,6 +429,10 @@ int parseArgs(int argc, char **argv, Options &o) {
   if (o.training && o.repeat == 0 && o.resumeDir.empty())
     return fail("--steps 0 only makes sense with --resume DIR (to write the "
                 "outputs of a checkpoint); give --steps N >= 1");
+  if ((o.onSpike == "rollback" || o.rollbackOnNonFinite) &&
+      o.saveStateDir.empty())
+    return fail("rollback needs --save-state DIR (it returns to DIR's newest "
+                "checkpoint)");
   if (o.supervise && (o.saveStateDir.empty() || !o.training))
     return fail("--supervise needs --steps N and --save-state DIR (it "
                 "restarts the run from DIR's checkpoints)");
@@ -533,6 +544,8 @@ std::string checkOutputPaths(const Options &o) {
 
 /// Consecutive skipped steps after which --on-nonfinite skip gives up.
 constexpr int64_t kMaxSkippedInARow = 25;
+/// Rollbacks after which one run gives up.
+constexpr int kMaxRollbacks = 3;
 
 /// What the training loop's callback sees and decides.
 struct Loop {
@@ -540,13 +553,15 @@ struct Loop {
   std::vector<double> *times;
   trainc_trainer *trainer;
   const Options *options;
-  std::string logError, saveError;
+  std::string logError, saveError, rollbackError;
   bool diverged = false;
   /// Steps the executable skipped (loss or gradients not finite): in all,
   /// in a row now, and the step that made training stop (0: none).
   int64_t skipped = 0, skippedInARow = 0, stoppedAtSkip = 0;
   /// Loss spikes seen, and the step a spike stopped training at (0: none).
   int64_t spikes = 0, stoppedAtSpike = 0;
+  /// The step whose spike or non-finite loss asks for a rollback (0: none).
+  int64_t rollbackAt = 0;
   /// Checkpoints written during training, and the seconds training waited.
   int saves = 0;
   double saveSeconds = 0;
@@ -562,6 +577,10 @@ int onStep(const trainc_step_metrics *m, void *user) {
   const Options &options = *loop.options;
   if (m->skipped) {
     ++loop.skipped;
+    if (options.rollbackOnNonFinite) {
+      loop.rollbackAt = m->step;
+      return 1;
+    }
     if (options.stopOnNonFinite || ++loop.skippedInARow >= kMaxSkippedInARow) {
       loop.stoppedAtSkip = m->step;
       return 1;
@@ -577,6 +596,10 @@ int onStep(const trainc_step_metrics *m, void *user) {
                  (long long)m->step, m->loss, m->loss_z);
     if (options.onSpike == "stop") {
       loop.stoppedAtSpike = m->step;
+      return 1;
+    }
+    if (options.onSpike == "rollback") {
+      loop.rollbackAt = m->step;
       return 1;
     }
   }
@@ -891,11 +914,41 @@ int runRunTool(int argc, char **argv) {
                         : o.evalEvery ? o.evalEvery
                                       : std::numeric_limits<int64_t>::max();
     Loop loop{&reporter, &times, trainer.get(), &o};
-    // A signal during start-up stops the run before its first step.
-    trainc_status status = gInterrupted
-                               ? nullptr
-                               : trainc_trainer_run(trainer.get(), o.repeat,
-                                                    evalEvery, onStep, &loop);
+    // A signal during start-up stops the run before its first step. A
+    // rollback (--on-spike/--on-nonfinite rollback) returns to the newest
+    // checkpoint, keeps the data position, and runs the steps still to do.
+    int64_t end = first + o.repeat;
+    trainc_status status = nullptr;
+    for (int rollbacks = 0; !gInterrupted;) {
+      int64_t left = end - trainc_trainer_step_count(trainer.get());
+      status = left > 0 ? trainc_trainer_run(trainer.get(), left, evalEvery,
+                                             onStep, &loop)
+                        : nullptr;
+      if (status || !loop.rollbackAt)
+        break;
+      if (++rollbacks > kMaxRollbacks) {
+        loop.rollbackError = "step " + std::to_string(loop.rollbackAt) +
+                             " asks for a rollback after " +
+                             std::to_string(kMaxRollbacks) + "; giving up";
+        break;
+      }
+      if (trainc_status s =
+              trainc_trainer_rollback(trainer.get(), o.saveStateDir.c_str())) {
+        loop.rollbackError = take(s);
+        break;
+      }
+      int64_t back = trainc_trainer_step_count(trainer.get());
+      std::fprintf(stderr,
+                   "trainc-run: rolled back from step %lld to the checkpoint "
+                   "of step %lld; the data of the steps between is skipped\n",
+                   (long long)loop.rollbackAt, (long long)back);
+      if (std::string error = reporter.rewind(back); !error.empty()) {
+        loop.logError = error;
+        break;
+      }
+      loop.rollbackAt = 0;
+      loop.savedStep = -1;
+    }
     int64_t done = trainc_trainer_step_count(trainer.get());
     // The last background checkpoint must be on disk before anything else.
     if (trainc_status s = trainc_trainer_save_wait(trainer.get())) {
@@ -926,6 +979,12 @@ int runRunTool(int argc, char **argv) {
                    "gradients (trainc --clip-grad-norm). Writing what was "
                    "asked for\n",
                    (long long)loop.skippedInARow);
+      stoppedCode = 1;
+    } else if (!loop.rollbackError.empty()) {
+      std::fprintf(stderr,
+                   "trainc-run: error: rollback: %s; writing what was asked "
+                   "for\n",
+                   loop.rollbackError.c_str());
       stoppedCode = 1;
     } else if (loop.stoppedAtSpike) {
       std::fprintf(stderr,

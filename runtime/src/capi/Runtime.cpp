@@ -442,6 +442,23 @@ trainc_status trainc_trainer_use_checkpoint_dir(trainc_trainer *trainer,
   return nullptr;
 }
 
+trainc_status trainc_trainer_rollback(trainc_trainer *trainer,
+                                      const char *dir) {
+  if (!trainer)
+    return nullArgument("trainer");
+  if (!dir)
+    return nullArgument("dir");
+  if (trainc_status s = toC(trainer->writer.wait()))
+    return s;
+  trainc::CheckpointChoice choice;
+  trainc::Status s = trainc::rollbackToCheckpoint(dir, *trainer->trainer,
+                                                  trainer->data.get(), choice);
+  trainer->restoreNote = choice.name;
+  for (const std::string &warning : choice.warnings)
+    trainer->restoreNote += "\n" + warning;
+  return toC(s);
+}
+
 const char *trainc_trainer_restore_note(const trainc_trainer *trainer) {
   return trainer ? trainer->restoreNote.c_str() : "";
 }

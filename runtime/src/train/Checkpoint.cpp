@@ -583,4 +583,14 @@ Status restoreCheckpoint(const std::string &dir, Trainer &trainer,
   return okStatus();
 }
 
+Status rollbackToCheckpoint(const std::string &dir, Trainer &trainer,
+                            const TokenData *data, CheckpointChoice &choice) {
+  uint64_t position = trainer.state().dataPosition;
+  TRAINC_RETURN_IF_ERROR(restoreCheckpoint(dir, trainer, data, choice));
+  RunState state = trainer.state();
+  state.dataPosition = position;
+  trainer.restore(state);
+  return okStatus();
+}
+
 } // namespace trainc

@@ -124,6 +124,12 @@ Status findCheckpoint(const std::string &dir, CheckpointChoice &out);
 Status restoreCheckpoint(const std::string &dir, Trainer &trainer,
                          const TokenData *data, CheckpointChoice &choice);
 
+/// Rolls `trainer` back to the newest good checkpoint of `dir` but keeps
+/// its data position: the batches since that checkpoint (the ones that led
+/// to a loss spike or a non-finite step) are skipped, not trained on again.
+Status rollbackToCheckpoint(const std::string &dir, Trainer &trainer,
+                            const TokenData *data, CheckpointChoice &choice);
+
 } // namespace trainc
 
 #endif // TRAINC_RUNTIME_TRAIN_CHECKPOINT_H

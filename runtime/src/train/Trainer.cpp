@@ -282,15 +282,18 @@ Status Trainer::evaluate(double &loss) {
 void Trainer::checkSpike(StepMetrics &m) {
   if (!m.hasLoss || m.skipped || !std::isfinite(m.loss))
     return;
-  // TRAINC_TEST_LOSS_SPIKE_STEP=N: the check sees step N's loss as 100
-  // times larger (a test hook for the spike policies; the loss itself is
-  // reported unchanged).
-  static const int64_t kTestSpikeStep = [] {
+  // TRAINC_TEST_LOSS_SPIKE_STEP=N: the first time the check sees step N,
+  // it sees its loss 100 times larger (a test hook for the spike policies;
+  // the loss itself is reported unchanged).
+  static int64_t testSpikeStep = [] {
     const char *v = std::getenv("TRAINC_TEST_LOSS_SPIKE_STEP");
     return v ? std::atoll(v) : int64_t(0);
   }();
-  double loss =
-      m.step == kTestSpikeStep ? 100 * std::fabs(m.loss) + 100 : m.loss;
+  double loss = m.loss;
+  if (m.step == testSpikeStep) {
+    loss = 100 * std::fabs(m.loss) + 100;
+    testSpikeStep = 0;
+  }
   if (recentLosses_.size() >= size_t(kSpikeWarmup)) {
     double n = double(recentLosses_.size()), mean = 0, var = 0;
     for (double l : recentLosses_)
