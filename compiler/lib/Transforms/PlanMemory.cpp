@@ -166,37 +166,43 @@ MemoryPlanReport planMemory(Program &program,
   // Greedy by size: largest group first, each at the lowest aligned offset
   // that overlaps no placed group alive at the same time. Ties by id keep
   // it deterministic.
+  // Sizes are computed once (from the MLIR types) and the placed groups
+  // kept as plain records: this loop is quadratic in the number of groups,
+  // which grows with --grad-accum.
+  std::vector<uint64_t> size(tensors.size(), 0);
   std::vector<uint32_t> order;
   uint64_t withoutReuse = 0;
   for (uint32_t id : work) {
-    withoutReuse += alignUp(tensors[id].bytes());
+    size[id] = tensors[id].bytes();
+    withoutReuse += alignUp(size[id]);
     if (find(id) == id)
       order.push_back(id);
   }
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return tensors[a].bytes() > tensors[b].bytes();
-  });
-  std::vector<uint32_t> placed;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return size[a] > size[b]; });
+  struct Placed {
+    int64_t first, last;
+    uint64_t begin, end;
+  };
+  std::vector<Placed> placed;
+  placed.reserve(order.size());
+  std::vector<std::pair<uint64_t, uint64_t>> busy;
   for (uint32_t id : order) {
-    ProgramTensor &t = tensors[id];
-    uint64_t size = t.bytes();
     int64_t first = firstUse[id], last = groupLastUse[id];
-    std::vector<std::pair<uint64_t, uint64_t>> busy;
-    for (uint32_t other : placed) {
-      const ProgramTensor &o = tensors[other];
-      if (firstUse[other] <= last && first <= groupLastUse[other])
-        busy.push_back({o.offset, o.offset + o.bytes()});
-    }
+    busy.clear();
+    for (const Placed &o : placed)
+      if (o.first <= last && first <= o.last)
+        busy.push_back({o.begin, o.end});
     std::sort(busy.begin(), busy.end());
     uint64_t offset = 0;
     for (auto [begin, limit] : busy) {
-      if (offset + size <= begin)
+      if (offset + size[id] <= begin)
         break;
       offset = std::max(offset, alignUp(limit));
     }
-    t.offset = offset;
-    workSize = std::max(workSize, offset + size);
-    placed.push_back(id);
+    tensors[id].offset = offset;
+    workSize = std::max(workSize, offset + size[id]);
+    placed.push_back({first, last, offset, offset + size[id]});
   }
   for (uint32_t id : work)
     tensors[id].offset = tensors[find(id)].offset;
