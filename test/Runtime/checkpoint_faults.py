@@ -246,14 +246,16 @@ def supervised(run, ref, rng):
     state = os.path.join(d, 'state')
     cmd = run.command(state, os.path.join(d, 'log.jsonl'), STEPS,
                       os.path.join(d, 'w.safetensors'), False) + ['--supervise']
-    env = dict(os.environ, TRAINC_TEST_CHECKPOINT_DELAY_MS=DELAY_MS,
+    # Saves held open 100 ms: the run lasts over a second, so that three
+    # kills come before it ends even on a loaded machine.
+    env = dict(os.environ, TRAINC_TEST_CHECKPOINT_DELAY_MS='100',
                TRAINC_TEST_SUPERVISOR_NO_BACKOFF='1')
     sup = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)
     kills = 0
     children = f'/proc/{sup.pid}/task/{sup.pid}/children'
     while kills < 3 and sup.poll() is None:
-        time.sleep(rng.uniform(0.05, ref['seconds'] / 2))
+        time.sleep(rng.uniform(0.05, 0.25))
         try:
             pids = open(children).read().split()
         except FileNotFoundError:
