@@ -14,6 +14,10 @@ Steps (each printed with its command, so you can rerun any of them):
 4. the trained weights are written as safetensors and as the ONNX model with
    its initializers replaced (onnxruntime runs it).
 
+Checkpoints go to OUT_DIR/state every --save-every steps (and when Ctrl-C
+or SIGTERM stops the run); `--resume` continues an interrupted or killed
+run from the newest one, for the steps that are left.
+
 At the end it compares the held-out loss with ln(256) = 5.545, the loss of a
 uniform guess, and exits non-zero if the model did not learn. trainc's CUDA
 device does not exist yet: on a machine with a GPU this says so and trains
@@ -86,6 +90,11 @@ def main():
                         help='steps between held-out evaluations')
     parser.add_argument('--seed', type=int, default=0,
                         help='seed of the initial weights and of the batches')
+    parser.add_argument('--save-every', type=int, default=250,
+                        help='checkpoint interval in steps (default 250)')
+    parser.add_argument('--resume', action='store_true',
+                        help='continue the run saved in OUT_DIR/state (after Ctrl-C, '
+                             'SIGTERM or a kill) instead of starting afresh')
     parser.add_argument('--bin-dir', default=os.path.join(ROOT, 'build', 'bin'),
                         help='where trainc and trainc-run are')
     args = parser.parse_args()
@@ -129,10 +138,24 @@ def main():
          '--total-steps', str(args.steps), '--min-lr', '%g' % (args.lr / 10),
          '--clip-grad-norm', '1.0', '-o', out('step.tcx')])
     run([trainc, out('gpt.onnx'), '-o', out('forward.tcx')])
-    log = out('train.jsonl')
-    if os.path.exists(log):
-        os.remove(log)
-    cmd = [trainc_run, out('step.tcx'), '--steps', str(args.steps),
+    log, state = out('train.jsonl'), out('state')
+    done = 0
+    if args.resume and os.path.exists(os.path.join(state, 'latest')):
+        name = open(os.path.join(state, 'latest')).read().strip()
+        done = json.load(open(os.path.join(state, name, 'manifest.json')))['step']
+    elif args.resume:
+        sys.exit(f'train_gpt: --resume: no checkpoint in {state}')
+    else:
+        for stale in (log, state):
+            if os.path.isdir(stale):
+                shutil.rmtree(stale)
+            elif os.path.exists(stale):
+                os.remove(stale)
+    if done >= args.steps:
+        sys.exit(f'train_gpt: --resume: {state} already holds all {args.steps} steps')
+    cmd = [trainc_run, out('step.tcx'), '--steps', str(args.steps - done),
+           '--save-state', state, '--save-every', str(args.save_every),
+           '--keep-last', '2',
            '--seed', str(args.seed), '--eval-executable', out('forward.tcx'),
            '--eval-every', str(args.eval_every), '--log-jsonl', log,
            '--log-every', str(max(1, args.steps // 30)),
@@ -140,6 +163,8 @@ def main():
            '--export-onnx', out('gpt_trained.onnx')]
     for f in data:
         cmd += ['--data', f]
+    if done:
+        cmd += ['--resume', state]
     interrupted = run(cmd, interruptible=True)
 
     records = [json.loads(line) for line in open(log)]
@@ -147,7 +172,8 @@ def main():
     uniform = math.log(256)
     if interrupted:
         print(f'\ninterrupted after {len(records)} steps; the weights so far '
-              f'are in {out("gpt.safetensors")} and {out("gpt_trained.onnx")}')
+              f'are in {out("gpt.safetensors")} and {out("gpt_trained.onnx")}; '
+              f'continue with: {sys.argv[0]} --resume')
         return 130
     final = evals[-1] if evals and evals[-1] is not None else float('nan')
     print(f'\nheld-out loss {final:.3f} nats/byte after {len(records)} steps '
