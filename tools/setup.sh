@@ -64,7 +64,7 @@ packages=(
   flatbuffers-compiler libflatbuffers-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   libopenblas-dev libopenmpi-dev openmpi-bin
-  nlohmann-json3-dev libxxhash-dev
+  nlohmann-json3-dev libxxhash-dev pkg-config
 )
 step "Checking ${#packages[@]} Debian packages"
 missing=()
