@@ -2,9 +2,9 @@
 //
 // GraphImporter walks a GraphProto in order; for each node it builds a
 // NodeContext and calls the op's import function (ElementwiseOps.cpp,
-// ShapeOps.cpp, NnOps.cpp). Import functions read inputs and attributes
-// through the NodeContext, emit graph ops with createOrFold (so shape
-// arithmetic on constants folds at once), and define the node's outputs.
+// ShapeOps.cpp, IndexingOps.cpp, NnOps.cpp). Import functions read inputs and
+// attributes through the NodeContext, emit graph ops with createOrFold (so
+// shape arithmetic on constants folds at once), and define the node's outputs.
 // Every error they report names the node.
 //
 //===----------------------------------------------------------------------===//
@@ -28,6 +28,17 @@
 namespace trainc::onnx_import {
 
 class NodeContext;
+
+/// Largest constant an op like Range or ConstantOfShape may create.
+constexpr int64_t kMaxConstantElements = int64_t(1) << 28;
+
+/// The number of elements of `shape`.
+inline int64_t product(llvm::ArrayRef<int64_t> shape) {
+  int64_t p = 1;
+  for (int64_t d : shape)
+    p *= d;
+  return p;
+}
 
 /// The import function of one op type.
 using ImportFn = mlir::LogicalResult (*)(NodeContext &);
@@ -213,7 +224,8 @@ public:
   mlir::LogicalResult requireFloat(mlir::Value v, llvm::StringRef what) const;
 };
 
-// Import functions, by family (ElementwiseOps.cpp, ShapeOps.cpp, NnOps.cpp).
+// Import functions, by family (ElementwiseOps.cpp, ShapeOps.cpp,
+// IndexingOps.cpp, NnOps.cpp).
 #define TRAINC_ONNX_IMPORT_FN(name)                                            \
   mlir::LogicalResult import##name(NodeContext &ctx);
 TRAINC_ONNX_IMPORT_FN(Add)

@@ -124,6 +124,15 @@ trainc_status tensorInfo(const trainc::Executable &exe,
   return nullptr;
 }
 
+/// trainc_trainer_restore_note's text: the checkpoint used, then one line
+/// per newer one skipped.
+void setRestoreNote(trainc_trainer &trainer,
+                    const trainc::CheckpointChoice &choice) {
+  trainer.restoreNote = choice.name;
+  for (const std::string &warning : choice.warnings)
+    trainer.restoreNote += "\n" + warning;
+}
+
 } // namespace
 
 extern "C" {
@@ -406,8 +415,7 @@ trainc_status trainc_trainer_save_async(trainc_trainer *trainer,
         trainc::StatusCode::kFailedPrecondition,
         std::string(dir) + ": a background save needs the directory locked "
                            "first (trainc_trainer_use_checkpoint_dir)"));
-  if (trainc_status s = toC(trainer->writer.wait()))
-    return s;
+  // submit waits for the previous background write (and returns its error).
   trainc::CheckpointSnapshot snapshot;
   if (trainc_status s = toC(trainc::snapshotTrainer(
           *trainer->trainer, trainer->data.get(), snapshot)))
@@ -453,9 +461,7 @@ trainc_status trainc_trainer_rollback(trainc_trainer *trainer,
   trainc::CheckpointChoice choice;
   trainc::Status s = trainc::rollbackToCheckpoint(dir, *trainer->trainer,
                                                   trainer->data.get(), choice);
-  trainer->restoreNote = choice.name;
-  for (const std::string &warning : choice.warnings)
-    trainer->restoreNote += "\n" + warning;
+  setRestoreNote(*trainer, choice);
   return toC(s);
 }
 
@@ -471,9 +477,7 @@ trainc_status trainc_trainer_restore(trainc_trainer *trainer, const char *dir) {
   trainc::CheckpointChoice choice;
   trainc::Status s = trainc::restoreCheckpoint(dir, *trainer->trainer,
                                                trainer->data.get(), choice);
-  trainer->restoreNote = choice.name;
-  for (const std::string &warning : choice.warnings)
-    trainer->restoreNote += "\n" + warning;
+  setRestoreNote(*trainer, choice);
   return toC(s);
 }
 

@@ -1,0 +1,298 @@
+//===- IndexingOps.cpp - ONNX gathers, scatters and running sums ---------===//
+//
+// Gather, GatherElements, GatherND, ScatterND and CumSum. All but Gather
+// become graph ops that already exist (gather of flattened data at linear
+// positions built from iota; select of gathered updates; a log-step scan of
+// slices and adds), so autodiff and the runtime need nothing new for them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImportContext.h"
+
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc::onnx_import {
+
+LogicalResult importGather(NodeContext &ctx) {
+  auto x = ctx.input(0), indices = ctx.input(1);
+  if (failed(x) || failed(indices))
+    return failure();
+  Type it = ctx.inputType(*indices).getElementType();
+  if (!(it.isInteger(32) || it.isInteger(64)))
+    return ctx.error() << "indices must be int32 or int64, got "
+                       << indices->getType();
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", 0),
+                                ctx.inputType(*x).getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  ctx.setOutput(0, ctx.create<GatherOp>(*x, *indices, *axis));
+  return success();
+}
+
+namespace {
+
+/// Input `i` as integer indices, or an error naming the input.
+FailureOr<Value> indexInput(NodeContext &ctx, int i) {
+  auto v = ctx.input(i);
+  if (failed(v))
+    return failure();
+  Type t = ctx.inputType(*v).getElementType();
+  if (!(t.isInteger(32) || t.isInteger(64)))
+    return ctx.error() << "input " << i << " (indices) must be int32 or int64, "
+                       << "got " << v->getType();
+  return *v;
+}
+
+/// `indices` as i64 with negative entries counted from the end of a
+/// dimension of size `n` (ONNX's convention). When the indices are
+/// constant, an entry outside [-n, n) is an error here; data-dependent ones
+/// are checked by the runtime against the flattened range only.
+FailureOr<Value> indicesFromEnd(NodeContext &ctx, Value indices, int64_t n,
+                                StringRef what) {
+  auto type = RankedTensorType::get(ctx.inputType(indices).getShape(),
+                                    ctx.builder.getI64Type());
+  Value idx = ctx.convert(indices, type.getElementType());
+  DenseElementsAttr values;
+  if (matchPattern(idx, m_Constant(&values)))
+    for (const APInt &v : values.getValues<APInt>())
+      if (v.getSExtValue() < -n || v.getSExtValue() >= n)
+        return ctx.error() << what << " index " << v.getSExtValue()
+                           << " is outside a dimension of size " << n;
+  Value negative =
+      ctx.create<CompareOp>(ComparisonDirection::LT, idx, ctx.splat(type, 0));
+  return ctx.create<SelectOp>(negative,
+                              ctx.create<AddOp>(idx, ctx.splat(type, n)), idx);
+}
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+} // namespace
+
+/// out[p] = data[p with p[axis] replaced by indices[p]]: a gather of the
+/// flattened data at linear positions built from iota, so autodiff and the
+/// runtime need nothing beyond graph.gather.
+LogicalResult importGatherElements(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  auto indices = indexInput(ctx, 1);
+  if (failed(x) || failed(indices))
+    return failure();
+  auto xType = ctx.inputType(*x), iType = ctx.inputType(*indices);
+  if (xType.getRank() == 0 || xType.getRank() != iType.getRank())
+    return ctx.error() << "data and indices must have the same rank (at "
+                          "least 1), got "
+                       << x->getType() << " and " << indices->getType();
+  auto axis =
+      ctx.normalizeAxis(ctx.intAttr("axis", 0), xType.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  for (int64_t d = 0; d < xType.getRank(); ++d)
+    if (d != *axis && iType.getDimSize(d) > xType.getDimSize(d))
+      return ctx.error() << "indices dimension " << d << " ("
+                         << iType.getDimSize(d) << ") exceeds the data's ("
+                         << xType.getDimSize(d) << ")";
+  auto positions =
+      indicesFromEnd(ctx, *indices, xType.getDimSize(*axis), "GatherElements");
+  if (failed(positions))
+    return failure();
+  SmallVector<int64_t> strides = stridesOf(xType.getShape());
+  auto linearType =
+      RankedTensorType::get(iType.getShape(), ctx.builder.getI64Type());
+  Value linear =
+      ctx.create<MulOp>(*positions, ctx.splat(linearType, strides[*axis]));
+  for (int64_t d = 0; d < xType.getRank(); ++d)
+    if (d != *axis && iType.getDimSize(d) > 1)
+      linear = ctx.create<AddOp>(
+          linear, ctx.create<MulOp>(ctx.create<IotaOp>(linearType, d),
+                                    ctx.splat(linearType, strides[d])));
+  Value flat = ctx.reshape(*x, {xType.getNumElements()});
+  ctx.setOutput(0, ctx.create<GatherOp>(flat, linear, 0));
+  return success();
+}
+
+/// indices [..., K] pick slices data[i_0, ..., i_K-1, :...]: a gather along
+/// the first dimension of data with its first K dimensions flattened.
+LogicalResult importGatherND(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  auto indices = indexInput(ctx, 1);
+  if (failed(x) || failed(indices))
+    return failure();
+  if (int64_t b = ctx.intAttr("batch_dims", 0); b != 0)
+    return ctx.error() << "batch_dims " << b << " is not supported (only 0)";
+  auto xType = ctx.inputType(*x), iType = ctx.inputType(*indices);
+  int64_t q = iType.getRank();
+  if (q == 0)
+    return ctx.error() << "indices must have rank at least 1";
+  int64_t k = iType.getDimSize(q - 1);
+  if (k < 1 || k > xType.getRank())
+    return ctx.error() << "the indices' last dimension (" << k
+                       << ") must be in [1, " << xType.getRank()
+                       << "], the data's rank";
+  ArrayRef<int64_t> lead = xType.getShape().take_front(k);
+  SmallVector<int64_t> leadStrides = stridesOf(lead);
+  SmallVector<int64_t> idxShape(iType.getShape().drop_back());
+  auto linearType = RankedTensorType::get(idxShape, ctx.builder.getI64Type());
+  Value linear = ctx.splat(linearType, 0);
+  SmallVector<int64_t> start(q, 0), limit(iType.getShape()), steps(q, 1);
+  for (int64_t c = 0; c < k; ++c) {
+    start[q - 1] = c;
+    limit[q - 1] = c + 1;
+    Value component = ctx.reshape(
+        ctx.create<SliceOp>(*indices, start, limit, steps), idxShape);
+    auto position = indicesFromEnd(ctx, component, lead[c], "GatherND");
+    if (failed(position))
+      return failure();
+    linear = ctx.create<AddOp>(
+        linear,
+        ctx.create<MulOp>(*position, ctx.splat(linearType, leadStrides[c])));
+  }
+  SmallVector<int64_t> flatShape{product(lead)};
+  llvm::append_range(flatShape, xType.getShape().drop_front(k));
+  ctx.setOutput(0, ctx.create<GatherOp>(ctx.reshape(*x, flatShape), linear, 0));
+  return success();
+}
+
+/// data with the slices at constant `indices` replaced by `updates`
+/// (reduction none; with duplicate indices the last update wins, as in
+/// onnxruntime). Built as select(written, gather(updates, source), data)
+/// with `written` and `source` computed here, so it is differentiable in
+/// both data and updates and works for every element type.
+LogicalResult importScatterND(NodeContext &ctx) {
+  auto x = ctx.input(0), updates = ctx.input(2);
+  auto indices = ctx.constantInput(1, "indices");
+  if (failed(x) || failed(indices) || failed(updates))
+    return failure();
+  std::string reduction = ctx.stringAttr("reduction", "none");
+  if (reduction != "none")
+    return ctx.error() << "reduction '" << reduction
+                       << "' is not supported (only 'none')";
+  auto xType = ctx.inputType(*x), uType = ctx.inputType(*updates);
+  auto iType = indices->getType();
+  int64_t q = iType.getRank();
+  if (q == 0 || !isa<IntegerType>(iType.getElementType()))
+    return ctx.error() << "indices must be an integer tensor of rank at least "
+                          "1, got "
+                       << iType;
+  int64_t k = iType.getDimSize(q - 1);
+  if (k < 1 || k > xType.getRank())
+    return ctx.error() << "the indices' last dimension (" << k
+                       << ") must be in [1, " << xType.getRank() << "]";
+  if (xType.getElementType() != uType.getElementType())
+    return ctx.error() << "data and updates have different element types: "
+                       << x->getType() << " and " << updates->getType();
+  SmallVector<int64_t> uShape(iType.getShape().drop_back());
+  llvm::append_range(uShape, xType.getShape().drop_front(k));
+  if (uType.getShape() != ArrayRef<int64_t>(uShape))
+    return ctx.error() << "updates have type " << updates->getType()
+                       << "; indices " << iType << " into data " << x->getType()
+                       << " need shape "
+                       << RankedTensorType::get(uShape, uType.getElementType());
+  ArrayRef<int64_t> lead = xType.getShape().take_front(k);
+  int64_t leadSize = product(lead), count = product(iType.getShape()) / k;
+  if (leadSize > kMaxConstantElements)
+    return ctx.error() << "the indexed dimensions have more than "
+                       << kMaxConstantElements << " positions";
+  SmallVector<int64_t> leadStrides = stridesOf(lead);
+  SmallVector<int64_t> source(leadSize, 0);
+  SmallVector<bool> written(leadSize, false);
+  auto values = indices->getValues<APInt>();
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t target = 0;
+    for (int64_t c = 0; c < k; ++c) {
+      int64_t v = values[j * k + c].getSExtValue();
+      if (v < -lead[c] || v >= lead[c])
+        return ctx.error() << "index " << v << " is outside dimension " << c
+                           << " of size " << lead[c];
+      target += (v < 0 ? v + lead[c] : v) * leadStrides[c];
+    }
+    source[target] = j;
+    written[target] = true;
+  }
+  if (count == 0) {
+    ctx.setOutput(0, *x);
+    return success();
+  }
+  SmallVector<int64_t> flatShape{count};
+  llvm::append_range(flatShape, xType.getShape().drop_front(k));
+  Value picked = ctx.create<GatherOp>(
+      ctx.reshape(*updates, flatShape),
+      ctx.constant(DenseElementsAttr::get(
+          RankedTensorType::get(lead, ctx.builder.getI64Type()),
+          ArrayRef<int64_t>(source))),
+      0);
+  SmallVector<int64_t> maskShape(lead);
+  maskShape.append(xType.getRank() - k, 1);
+  Value mask = ctx.broadcastTo(
+      ctx.constant(DenseElementsAttr::get(
+          RankedTensorType::get(maskShape, ctx.builder.getI1Type()),
+          ArrayRef<bool>(written))),
+      xType.getShape());
+  ctx.setOutput(0, ctx.create<SelectOp>(mask, picked, *x));
+  return success();
+}
+
+namespace {
+
+/// `x` shifted by `k` along `axis`, zero-filled: y[i] = x[i - k] when
+/// `forward`, else y[i] = x[i + k].
+Value shiftAlong(NodeContext &ctx, Value x, int64_t axis, int64_t k,
+                 bool forward) {
+  auto type = ctx.inputType(x);
+  int64_t n = type.getDimSize(axis);
+  k = std::min(k, n);
+  SmallVector<int64_t> zerosShape(type.getShape());
+  zerosShape[axis] = k;
+  Value zeros =
+      ctx.splat(RankedTensorType::get(zerosShape, type.getElementType()), 0);
+  if (k == n)
+    return ctx.reshape(zeros, type.getShape());
+  SmallVector<int64_t> start(type.getRank(), 0), limit(type.getShape()),
+      steps(type.getRank(), 1);
+  if (forward)
+    limit[axis] = n - k;
+  else
+    start[axis] = k;
+  Value kept = ctx.create<SliceOp>(x, start, limit, steps);
+  return ctx.create<ConcatenateOp>(forward ? SmallVector<Value>{zeros, kept}
+                                           : SmallVector<Value>{kept, zeros},
+                                   axis);
+}
+
+} // namespace
+
+/// Running sums along a constant axis, as a Hillis-Steele scan: log2(n)
+/// rounds of y += shift(y, 2^r). Exact for integers (position ids from an
+/// attention mask) and differentiable for floats, with no kernel of its own.
+LogicalResult importCumSum(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  auto axisValue = ctx.scalarInput(1, "axis");
+  if (failed(x) || failed(axisValue))
+    return failure();
+  auto type = ctx.inputType(*x);
+  if (type.getElementType().isInteger(1))
+    return ctx.error() << "CumSum of booleans is not defined";
+  if (type.getRank() == 0)
+    return ctx.error() << "the input must have rank at least 1";
+  auto axis = ctx.normalizeAxis(static_cast<int64_t>(*axisValue),
+                                type.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  bool forward = ctx.intAttr("reverse", 0) == 0;
+  Value y = *x;
+  for (int64_t k = 1; k < type.getDimSize(*axis); k *= 2)
+    y = ctx.create<AddOp>(y, shiftAlong(ctx, y, *axis, k, forward));
+  if (ctx.intAttr("exclusive", 0) != 0)
+    y = shiftAlong(ctx, y, *axis, 1, forward);
+  ctx.setOutput(0, y);
+  return success();
+}
+
+} // namespace trainc::onnx_import

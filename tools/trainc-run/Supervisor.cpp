@@ -1,0 +1,150 @@
+//===- Supervisor.cpp - trainc-run --supervise ----------------------------===//
+
+#include "Supervisor.h"
+
+#include "trainc/runtime.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace trainc::run {
+namespace {
+
+/// The step of the newest good checkpoint in `dir`, or -1 when it has none.
+int64_t checkpointStep(const std::string &dir) {
+  int64_t step = -1;
+  if (trainc_status s = trainc_saved_run_info(dir.c_str(), &step, nullptr)) {
+    trainc_status_free(s);
+    return -1;
+  }
+  return step;
+}
+
+/// The supervisor's child, and the SIGINT/SIGTERM that asked it to stop.
+volatile pid_t gChild = 0;
+volatile std::sig_atomic_t gStopped = 0;
+extern "C" void forwardSignal(int signal) {
+  gStopped = signal;
+  if (gChild > 0)
+    kill(gChild, signal);
+}
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "trainc-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+} // namespace
+
+/// --supervise: runs this command without --supervise in a child, restarts
+/// it from the newest checkpoint when it dies, and returns the exit code of
+/// its last run. The steps are counted from where the supervised run began,
+/// so a restarted child runs only what is left.
+int supervise(int argc, char **argv, const SuperviseOptions &o) {
+  int64_t start = o.resumeDir.empty() ? 0 : checkpointStep(o.resumeDir);
+  if (start < 0)
+    start = 0;
+  int64_t target = start + o.steps;
+  // The child's arguments: the user's, without the supervisor's flags and
+  // --steps/--resume, which each restart sets.
+  std::vector<std::string> base;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--supervise")
+      continue;
+    if (a == "--max-restarts" || a == "--steps" || a == "--resume") {
+      ++i;
+      continue;
+    }
+    base.push_back(a);
+  }
+  struct sigaction forward;
+  std::memset(&forward, 0, sizeof forward);
+  forward.sa_handler = forwardSignal;
+  sigemptyset(&forward.sa_mask);
+  sigaction(SIGINT, &forward, nullptr);
+  sigaction(SIGTERM, &forward, nullptr);
+
+  int64_t restarts = 0, lastStep = -2;
+  for (int attempt = 0;; ++attempt) {
+    int64_t saved = checkpointStep(o.saveStateDir);
+    std::vector<std::string> args = base;
+    std::string resume = saved >= 0 ? o.saveStateDir : o.resumeDir;
+    int64_t from = saved >= 0 ? saved : start;
+    // A run killed after its last checkpoint is run once more with
+    // --steps 0: it writes the outputs of that checkpoint.
+    args.push_back("--steps");
+    args.push_back(std::to_string(std::max<int64_t>(0, target - from)));
+    if (!resume.empty()) {
+      args.push_back("--resume");
+      args.push_back(resume);
+    }
+    std::vector<char *> cargv{argv[0]};
+    for (std::string &a : args)
+      cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    std::fflush(stdout);
+    pid_t child = fork();
+    if (child < 0)
+      return fail(std::string("--supervise: cannot start the run: ") +
+                  std::strerror(errno));
+    if (child == 0) {
+      execv("/proc/self/exe", cargv.data());
+      execvp(argv[0], cargv.data());
+      std::fprintf(stderr,
+                   "trainc-run: error: --supervise: cannot run %s: %s\n",
+                   argv[0], std::strerror(errno));
+      _exit(127);
+    }
+    gChild = child;
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    gChild = 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      return 0;
+    if (gStopped) // the user stopped it: no restart
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::string why =
+        WIFSIGNALED(status)
+            ? std::string("was killed by signal ") +
+                  std::to_string(WTERMSIG(status)) + " (" +
+                  strsignal(WTERMSIG(status)) + ")"
+            : "exited with status " + std::to_string(WEXITSTATUS(status));
+    int64_t now = checkpointStep(o.saveStateDir);
+    // A restart that made no progress counts toward the limit; one that
+    // did resets it (a long run may be preempted many times).
+    restarts = now > lastStep ? 1 : restarts + 1;
+    lastStep = now;
+    if (restarts > o.maxRestarts) {
+      std::fprintf(stderr,
+                   "trainc-run: supervisor: the run %s; %lld restart(s) "
+                   "without progress, giving up (--max-restarts %lld)\n",
+                   why.c_str(), (long long)(restarts - 1),
+                   (long long)o.maxRestarts);
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    unsigned delay = 1u << std::min<int64_t>(restarts - 1, 5);
+    std::fprintf(
+        stderr,
+        "trainc-run: supervisor: the run %s; restarting from %s in "
+        "%u s (attempt %d)\n",
+        why.c_str(),
+        now >= 0
+            ? ("step " + std::to_string(now) + " of " + o.saveStateDir).c_str()
+            : "the start",
+        delay, attempt + 2);
+    if (std::getenv("TRAINC_TEST_SUPERVISOR_NO_BACKOFF") == nullptr)
+      sleep(delay);
+  }
+}
+
+} // namespace trainc::run
