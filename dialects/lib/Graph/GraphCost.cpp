@@ -111,3 +111,8 @@ int64_t SoftmaxCrossEntropyOp::getFlops() {
   int64_t rows = product(logits.getShape().drop_back());
   return 4 * logits.getNumElements() + 2 * rows;
 }
+
+/// softmax (5 per logit), the one-hot subtraction and the weighting.
+int64_t SoftmaxCrossEntropyGradOp::getFlops() {
+  return 6 * numElements(getResult());
+}

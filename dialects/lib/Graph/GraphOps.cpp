@@ -745,5 +745,26 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
       [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
 }
 
+bool SoftmaxCrossEntropyGradOp::canOverwriteOperand(unsigned result,
+                                                    unsigned operand) {
+  return operand == 0;
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  RankedTensorType logits = getLogits().getType();
+  if (logits.getRank() < 1)
+    return emitOpError("(C1) logits must have rank at least 1");
+  ArrayRef<int64_t> positions = logits.getShape().drop_back();
+  if (getTargets().getType().getShape() != positions ||
+      getWeight().getType().getShape() != positions)
+    return emitOpError("(C2) targets and weight must have the logits' shape "
+                       "without its last dimension");
+  if (getWeight().getType().getElementType() != logits.getElementType() ||
+      getResult().getType() != logits)
+    return emitOpError("(C3) weight and the result must have the logits' "
+                       "element type, the result the logits' type");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "trainc/Dialect/Graph/GraphOps.cpp.inc"

@@ -131,3 +131,72 @@ Status runCrossEntropy(const KernelCall &call) {
 }
 
 } // namespace trainc::cpu
+
+//===--- The logits gradient
+//----------------------------------------------------===//
+//
+// dlogits[r, c] = (p[r, c] - (c == t)) * weight[r], p = softmax(x[r, :]),
+// computed as the decomposition it replaces did: p by the softmax kernel's
+// row math, then (p - 1) * w at the target and p * w elsewhere. A target
+// outside [0, C) adds no one-hot term (its weight is 0: the ignored index).
+// The result may be the logits' memory: a row is read whole (max, exps)
+// before any of it is written, and rows are disjoint.
+
+namespace trainc::cpu {
+
+Status runCrossEntropyGrad(const KernelCall &call) {
+  const TensorRef &logits = call.inputs[0], &targets = call.inputs[1],
+                  &weight = call.inputs[2];
+  const TensorRef &out = call.outputs[0];
+  if (!isFloat(logits.dtype))
+    return unsupportedDType(call, logits.dtype);
+  if (targets.dtype != DType::I32 && targets.dtype != DType::I64)
+    return unsupportedDType(call, targets.dtype);
+  int64_t classes = logits.dims[logits.rank - 1];
+  int64_t rows = targets.numElements();
+  int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(classes, 1));
+  withFloatCompute(logits.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+      std::vector<T> buffer;
+      for (int64_t r = begin; r < end; ++r) {
+        int64_t base = r * classes;
+        T w = loadAs<T>(weight, r);
+        int64_t t = loadAs<int64_t>(targets, r);
+        T *row = nullptr;
+        if constexpr (std::is_same_v<T, float>) {
+          if (logits.dtype == DType::F32) {
+            row = out.as<float>() + base;
+            softmaxRowF32(logits.as<float>() + base, row, classes);
+          }
+        }
+        if (logits.dtype != DType::F32) {
+          buffer.resize(classes);
+          for (int64_t c = 0; c < classes; ++c)
+            buffer[c] = loadAs<T>(logits, base + c);
+          T max = -std::numeric_limits<T>::infinity();
+          for (T x : buffer)
+            max = std::max(max, x);
+          T sum = 0;
+          for (T &x : buffer)
+            sum += (x = std::exp(x - max));
+          for (T &x : buffer)
+            x = x / sum;
+          row = buffer.data();
+        }
+        bool hit = t >= 0 && t < classes;
+        T atTarget = hit ? (row[t] - T(1)) * w : T(0);
+        for (int64_t c = 0; c < classes; ++c)
+          row[c] = row[c] * w;
+        if (hit)
+          row[t] = atTarget;
+        if (logits.dtype != DType::F32)
+          for (int64_t c = 0; c < classes; ++c)
+            storeAs(out, base + c, row[c]);
+      }
+    });
+  });
+  return okStatus();
+}
+
+} // namespace trainc::cpu

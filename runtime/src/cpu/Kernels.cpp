@@ -58,6 +58,8 @@ KernelFn kernelFor(Opcode op) {
     return runAttention;
   case Opcode::SoftmaxCrossEntropy:
     return runCrossEntropy;
+  case Opcode::SoftmaxCrossEntropyGrad:
+    return runCrossEntropyGrad;
   case Opcode::ScatterAdd:
     return runScatterAdd;
   case Opcode::GeluGrad:

@@ -374,6 +374,22 @@ Status Checker::checkComposite() const {
       return error("logits, targets or reduction are inconsistent");
     return shapeIs(result(0), v[0] == 0 ? targets.shape : Shape());
   }
+  case Opcode::SoftmaxCrossEntropyGrad: {
+    TRAINC_RETURN_IF_ERROR(arity(3, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(0, 0));
+    const TensorInfo &logits = operand(0), &targets = operand(1),
+                     &weight = operand(2);
+    TRAINC_RETURN_IF_ERROR(floatType(logits));
+    Shape positions = logits.shape.empty()
+                          ? Shape()
+                          : Shape(logits.shape.begin(), logits.shape.end() - 1);
+    if (logits.shape.empty() ||
+        (targets.dtype != DType::I32 && targets.dtype != DType::I64) ||
+        targets.shape != positions || weight.shape != positions ||
+        weight.dtype != logits.dtype)
+      return error("logits, targets and weight are inconsistent");
+    return sameType(logits, result(0));
+  }
   default:
     return error(kNoValidationRule);
   }

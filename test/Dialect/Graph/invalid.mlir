@@ -1055,3 +1055,27 @@ func.func @scatter_add_c3(%u: tensor<3x8xf32>, %i: tensor<3xi64>) {
   %0 = graph.scatter_add %u[%i], axis = 0 : (tensor<3x8xf32>, tensor<3xi64>) -> tensor<16x8xbf16>
   return
 }
+
+// -----
+
+func.func @softmax_cross_entropy_grad_c1(%x: tensor<f32>, %t: tensor<i64>) {
+  // expected-error@+1 {{(C1) logits must have rank at least 1}}
+  %0 = graph.softmax_cross_entropy_grad %x, %t, %x : (tensor<f32>, tensor<i64>, tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_grad_c2(%x: tensor<4x8xf32>, %t: tensor<4xi64>, %w: tensor<8xf32>) {
+  // expected-error@+1 {{(C2) targets and weight must have the logits' shape without its last dimension}}
+  %0 = graph.softmax_cross_entropy_grad %x, %t, %w : (tensor<4x8xf32>, tensor<4xi64>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_grad_c3(%x: tensor<4x8xf32>, %t: tensor<4xi64>, %w: tensor<4xf64>) {
+  // expected-error@+1 {{(C3) weight and the result must have the logits' element type, the result the logits' type}}
+  %0 = graph.softmax_cross_entropy_grad %x, %t, %w : (tensor<4x8xf32>, tensor<4xi64>, tensor<4xf64>) -> tensor<4x8xf32>
+  return
+}

@@ -158,6 +158,11 @@ func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   // CHECK: graph.norm_grad %{{.+}}, %{{.+}}, axis = 1, epsilon = 0.000000e+00, centered = false : (tensor<8x32x64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<8x32x64xf32>)
   %9:2 = graph.norm_grad %x, %2, axis = 1, epsilon = 0.0, centered = false
          : (tensor<8x32x64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<8x32x64xf32>)
+  // CHECK: graph.softmax_cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} : (tensor<8x32x64xf32>, tensor<8x32xi64>, tensor<8x32xf32>) -> tensor<8x32x64xf32>
+  %t = graph.constant dense<3> : tensor<8x32xi64>
+  %w = graph.constant dense<0.5> : tensor<8x32xf32>
+  %10 = graph.softmax_cross_entropy_grad %x, %t, %w
+         : (tensor<8x32x64xf32>, tensor<8x32xi64>, tensor<8x32xf32>) -> tensor<8x32x64xf32>
   return
 }
 

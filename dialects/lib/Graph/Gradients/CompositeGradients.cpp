@@ -407,18 +407,8 @@ struct SoftmaxCrossEntropyGradient
     Value logits = e.widen(ce.getLogits()), targets = ce.getTargets();
     RankedTensorType logitsType = typeOf(logits);
     int64_t classDim = logitsType.getRank() - 1;
-    SmallVector<int64_t> positionDims = dimRange(0, classDim);
     ArrayRef<int64_t> positionShape = typeOf(targets).getShape();
     Type computeType = logitsType.getElementType();
-
-    // softmax - onehot, the onehot as a comparison of class indices.
-    Value p = b.create<SoftmaxOp>(e.loc, logits, classDim);
-    auto classIndexType = logitsType.clone(typeOf(targets).getElementType());
-    Value classes = b.createOrFold<IotaOp>(e.loc, classIndexType, classDim);
-    Value isTarget =
-        e.compare(ComparisonDirection::EQ, classes,
-                  e.broadcast(targets, logitsType.getShape(), positionDims));
-    Value diff = e.select(isTarget, e.sub(p, e.splat(p, 1.0)), p);
 
     // The weight of each position.
     Value live;
@@ -438,8 +428,9 @@ struct SoftmaxCrossEntropyGradient
     if (live)
       weight = e.select(live, weight, e.splat(weight, 0.0));
 
-    Value dlogits =
-        e.mul(diff, e.broadcast(weight, logitsType.getShape(), positionDims));
+    // (softmax - onehot) * weight, one pass over the logits.
+    Value dlogits = b.create<SoftmaxCrossEntropyGradOp>(
+        e.loc, logitsType, logits, targets, weight);
     out.push_back(e.narrow(dlogits, typeOf(ce.getLogits()).getElementType()));
     out.push_back(Value());
     return success();

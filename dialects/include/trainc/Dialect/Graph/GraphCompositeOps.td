@@ -376,4 +376,42 @@ def Graph_SoftmaxCrossEntropyOp : Graph_InferredOp<"softmax_cross_entropy", [
   }];
 }
 
+def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Graph_InPlaceOpInterface,
+                              ["canOverwriteOperand"]>]> {
+  let summary = "the logits gradient of softmax_cross_entropy";
+  let description = [{
+    `result[i, c] = (softmax(logits[i, :])[c] - (c == targets[i])) *
+    weight[i]`, one pass over each row (the gradient rule of
+    `graph.softmax_cross_entropy`, where `weight` is the loss's cotangent
+    spread over the positions: divided by the count for `mean`, 0 where
+    ignored). Decomposed, it materialized a class-index iota, broadcast
+    targets and a one-hot mask the size of the logits. A target outside
+    [0, C) adds no one-hot term (the forward op has already reported it
+    unless it is the ignored index, whose weight is 0). The result may take
+    the logits' memory: each row is read whole before it is written.
+
+    Constraints:
+    - (C1) logits have rank at least 1.
+    - (C2) targets and weight have the logits' shape without its last
+      dimension.
+    - (C3) weight and the result have the logits' type and element type.
+
+    Example:
+    ```mlir
+    %dlogits = graph.softmax_cross_entropy_grad %logits, %targets, %weight
+                 : (tensor<8x32x128xf32>, tensor<8x32xi64>, tensor<8x32xf32>)
+                 -> tensor<8x32x128xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$logits, Graph_IntTensor:$targets,
+                       Graph_FloatTensor:$weight);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TRAINC_DIALECT_GRAPH_GRAPHCOMPOSITEOPS_TD
