@@ -64,6 +64,9 @@ class GptConfig:
     layers: int = 2
     mlp_ratio: int = 4
     tied: bool = True
+    # Training-mode Dropout on the embeddings and on each residual branch
+    # (GPT-2's embd_pdrop and resid_pdrop; 0: no Dropout nodes).
+    dropout: float = 0.0
     seed: int = 0
     opset: int = 17
 
@@ -115,6 +118,13 @@ class _GraphBuilder:
         y = self.op(scope, 'MatMul', [x, wt])
         return self.op(scope, 'Add', [b, y])
 
+    def dropout(self, scope, x, ratio):
+        """Training-mode Dropout of `x` (x itself when ratio is 0)."""
+        if ratio == 0:
+            return x
+        return self.op(scope, 'Dropout', [x, self.const(scope, np.float32(ratio)),
+                                          self.const(scope, np.bool_(True))])
+
     def layer_norm(self, scope, x, name, d):
         gamma = self.param(f'{name}.weight', (d,), 'ones')
         beta = self.param(f'{name}.bias', (d,), 'zeros')
@@ -147,7 +157,8 @@ def _attention(g, cfg, x, i):
     y = g.op(scope, 'MatMul', [probs, v])                        # [B, H, T, hd]
     y = g.op(scope, 'Transpose', [y], perm=[0, 2, 1, 3])
     y = g.op(scope, 'Reshape', [y, g.const(scope, np.array([b, t, d], dtype=np.int64))])
-    return g.linear(f'{scope}/c_proj', y, f'h.{i}.attn.c_proj', d, d)
+    y = g.linear(f'{scope}/c_proj', y, f'h.{i}.attn.c_proj', d, d)
+    return g.dropout(f'{scope}/resid_dropout', y, cfg.dropout)
 
 
 def _mlp(g, cfg, x, i):
@@ -159,11 +170,14 @@ def _mlp(g, cfg, x, i):
     e = g.op(act, 'Erf', [g.op(act, 'Div', [x, g.const(act, np.float32(math.sqrt(2.0)))])])
     y = g.op(act, 'Mul', [x, g.op(act, 'Add', [e, g.const(act, np.float32(1.0))])])
     y = g.op(act, 'Mul', [y, g.const(act, np.float32(0.5))])
-    return g.linear(f'{scope}/c_proj', y, f'h.{i}.mlp.c_proj', hidden, d)
+    y = g.linear(f'{scope}/c_proj', y, f'h.{i}.mlp.c_proj', hidden, d)
+    return g.dropout(f'{scope}/dropout', y, cfg.dropout)
 
 
 def check_config(cfg):
     """Raises ValueError naming the first size that cannot work."""
+    if not 0 <= cfg.dropout < 1:
+        raise ValueError(f'dropout must be in [0, 1), got {cfg.dropout}')
     for field in ('vocab', 'seq', 'batch', 'd_model', 'heads', 'layers', 'mlp_ratio'):
         if getattr(cfg, field) < 1:
             raise ValueError(f'{field} must be at least 1, got {getattr(cfg, field)}')
@@ -184,7 +198,7 @@ def build_model(cfg):
     wpe = g.param('wpe.weight', (t, d), 'normal')
     tok = g.op('/wte', 'Gather', [wte, 'tokens'])                # [B, T, D]
     pos = g.op('/wpe', 'Gather', [wpe, g.const('', np.arange(t, dtype=np.int64))])
-    x = g.op('', 'Add', [tok, pos])
+    x = g.dropout('/drop', g.op('', 'Add', [tok, pos]), cfg.dropout)
     for i in range(cfg.layers):
         a = _attention(g, cfg, g.layer_norm(f'/h.{i}/ln_1', x, f'h.{i}.ln_1', d), i)
         x = g.op(f'/h.{i}', 'Add', [x, a])
@@ -250,6 +264,11 @@ def parse_args(argv):
                      help='the output projection is wte.weight transposed (default)')
     tie.add_argument('--untied', dest='tied', action='store_false',
                      help='the output projection is its own parameter, lm_head.weight [V, D]')
+    parser.add_argument('--dropout', type=float, default=0.0,
+                        help='training-mode Dropout probability on the embeddings and on '
+                             'each attention and MLP output before the residual add '
+                             '(GPT-2\'s embd_pdrop and resid_pdrop; default: %(default)s, '
+                             'no Dropout nodes)')
     parser.add_argument('--seed', type=int, default=0,
                         help='seed of the numpy generator that draws the initial weights '
                              '(default: %(default)s)')
@@ -262,7 +281,7 @@ def main(argv=None):
     args = parse_args(argv)
     cfg = GptConfig(vocab=args.vocab, seq=args.seq, batch=args.batch, d_model=args.d_model,
                     heads=args.heads, layers=args.layers, mlp_ratio=args.mlp_ratio,
-                    tied=args.tied, seed=args.seed, opset=args.opset)
+                    tied=args.tied, dropout=args.dropout, seed=args.seed, opset=args.opset)
     try:
         model = build_model(cfg)
     except ValueError as e:

@@ -6,19 +6,30 @@
 
 #include "trainc/Compiler/Compile.h"
 
+#include "trainc/Compiler/Recompute.h"
+
 #include "mlir/Pass/PassManager.h"
 
 namespace trainc {
 
 std::string checkOptions(const CompileOptions &options) {
   std::optional<Phase> last = options.compileTo;
-  if (last && (*last == Phase::Autodiff || *last == Phase::Optimizer) &&
+  if (last &&
+      (*last == Phase::Autodiff || *last == Phase::Optimizer ||
+       *last == Phase::Recompute) &&
       !options.train)
     return "--compile-to=" + phaseName(*last).str() + " needs --train";
   if (options.gradAccum.microBatches != 1 && !options.train)
     return "--grad-accum needs --train";
   if (options.gradAccum.microBatches < 1)
     return "--grad-accum must be at least 1";
+  std::string error;
+  std::optional<RecomputeMode> recompute =
+      parseRecomputeMode(options.recompute.mode, error);
+  if (!recompute)
+    return "--recompute: " + error;
+  if (recompute->kind != RecomputeMode::None && !options.train)
+    return "--recompute needs --train";
   return "";
 }
 
@@ -38,6 +49,7 @@ compileModel(mlir::MLIRContext &context, llvm::StringRef path,
   pipeline.gradAccum = options.gradAccum.microBatches;
   if (options.train && options.optimizer.optimizer != "none")
     pipeline.optimizer = options.optimizer;
+  pipeline.recompute = options.recompute;
   mlir::PassManager pm(&context);
   if (failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();

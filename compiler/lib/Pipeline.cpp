@@ -10,9 +10,9 @@
 namespace trainc {
 
 llvm::ArrayRef<Phase> allPhases() {
-  static const Phase phases[] = {Phase::Import,   Phase::Recognize,
-                                 Phase::Autodiff, Phase::Optimizer,
-                                 Phase::Lower,    Phase::PlanMemory};
+  static const Phase phases[] = {
+      Phase::Import,    Phase::Recognize, Phase::Autodiff,  Phase::Optimizer,
+      Phase::Recompute, Phase::Lower,     Phase::PlanMemory};
   return phases;
 }
 
@@ -26,6 +26,8 @@ llvm::StringRef phaseName(Phase phase) {
     return "autodiff";
   case Phase::Optimizer:
     return "optimizer";
+  case Phase::Recompute:
+    return "recompute";
   case Phase::Lower:
     return "lower";
   case Phase::PlanMemory:
@@ -71,14 +73,21 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   pm.addPass(mlir::createCSEPass());
   if (last == Phase::Autodiff)
     return;
-  if (!options.optimizer)
-    return buildExecutablePhases(pm, last);
 
-  // optimizer: the update of parameters and optimizer state.
-  pm.addPass(createOptimizer(*options.optimizer));
-  pm.addPass(mlir::createCanonicalizerPass());
-  pm.addPass(mlir::createCSEPass());
+  // optimizer: the update of parameters and optimizer state (none: the
+  // step returns the gradients).
+  if (options.optimizer) {
+    pm.addPass(createOptimizer(*options.optimizer));
+    pm.addPass(mlir::createCanonicalizerPass());
+    pm.addPass(mlir::createCSEPass());
+  }
   if (last == Phase::Optimizer)
+    return;
+
+  // recompute: activations the backward pass makes again. Nothing may
+  // merge the clones with the forward ops after it.
+  pm.addPass(createRecompute(options.recompute));
+  if (last == Phase::Recompute)
     return;
   buildExecutablePhases(pm, last);
 }

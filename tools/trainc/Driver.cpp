@@ -9,6 +9,7 @@
 #include "Driver.h"
 
 #include "trainc/Compiler/Compile.h"
+#include "trainc/Compiler/Recompute.h"
 #include "trainc/Compiler/Registration.h"
 #include "trainc/Frontends/Onnx/OnnxImporter.h"
 
@@ -48,7 +49,7 @@ constexpr const char *kOverview =
   trainc --list-onnx-ops                          what the ONNX importer reads
 
 Phases, in order (--compile-to): import, recognize, then with --train
-autodiff and optimizer, then lower and plan-memory. An output ending in .tcx
+autodiff, optimizer and recompute, then lower and plan-memory. An output ending in .tcx
 runs every phase and is serialized as an executable for trainc-run; other
 outputs get the IR after --compile-to (default: optimizer).
 )";
@@ -160,7 +161,8 @@ int runCompilerCli(int argc, char **argv) {
       cl::desc("Stop after this phase and print the IR: import (the model as "
                "imported), recognize (constants folded, composites "
                "recognized), autodiff (with --train: gradients added), "
-               "optimizer (with --train: the update step), lower (in "
+               "optimizer (with --train: the update step), recompute (with "
+               "--train: recomputed activations cloned), lower (in "
                "instruction form) or plan-memory (with the memory plan as "
                "plan.* attributes); default: optimizer"),
       cl::value_desc("phase"), cl::init("optimizer"), cl::cat(category));
@@ -207,6 +209,18 @@ int runCompilerCli(int argc, char **argv) {
                "leading dimension becomes K times the model's, and the loss "
                "is their mean (default 1)"),
       cl::value_desc("K"), cl::location(options.gradAccum.microBatches),
+      cl::cat(category));
+  cl::opt<std::string, true> recompute(
+      "recompute",
+      cl::desc("With --train, activation checkpointing: none (default: keep "
+               "every activation the backward pass reads); selective "
+               "(recompute attention, softmax, activation functions and "
+               "dropout from their saved inputs); full (keep only each "
+               "transformer block's input, recompute the block in the "
+               "backward pass); budget=BYTES (suffix K, M, G: the cheapest "
+               "of none, selective and full per block whose planned "
+               "activations fit)"),
+      cl::value_desc("mode"), cl::location(options.recompute.mode),
       cl::cat(category));
   cl::opt<std::string, true> optimizerName(
       "optimizer", cl::desc("With --train: adamw (default), sgd or none"),
@@ -268,7 +282,9 @@ int runCompilerCli(int argc, char **argv) {
       "print-memory-plan",
       cl::desc("With a .tcx output, print the static memory plan's peak by "
                "category (parameters, persistent state, activations, "
-               "temporaries, workspace) to standard output"),
+               "temporaries, workspace) to standard output; with --train "
+               "also each --recompute option's planned activations and "
+               "added FLOPs"),
       cl::cat(category));
   cl::opt<bool> printWeights(
       "print-weights",
@@ -297,7 +313,7 @@ int runCompilerCli(int argc, char **argv) {
   // Training options without --train would be ignored: refuse them.
   if (!options.train) {
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &gradAccum, &optimizerName, &lr, &beta1, &beta2, &eps,
+             &gradAccum, &recompute, &optimizerName, &lr, &beta1, &beta2, &eps,
              &weightDecay, &decayAll, &momentum, &nesterov, &clipGradNorm,
              &schedule, &warmupSteps, &totalSteps, &minLr, &decaySteps})
       if (o->getNumOccurrences())
@@ -313,6 +329,8 @@ int runCompilerCli(int argc, char **argv) {
     options.compileTo = *phase;
   if (printMemoryPlan && !writeExecutableFile)
     return fail("--print-memory-plan needs an executable output (-o *.tcx)");
+  // The options table plans the step three more times: only when asked.
+  options.recompute.compareOptions = printMemoryPlan && options.train;
   for (const std::string &spec : inputShapes) {
     std::string name;
     std::vector<int64_t> dims;
@@ -369,8 +387,10 @@ int runCompilerCli(int argc, char **argv) {
     MemoryPlanReport report;
     if (failed(writeExecutable(**module, outputFile, writerOptions, report)))
       return fail("cannot compile '" + inputFile + "' to an executable");
-    if (printMemoryPlan)
+    if (printMemoryPlan) {
       report.print(llvm::outs());
+      printRecomputeOptions(**module, llvm::outs());
+    }
     return 0;
   }
 

@@ -209,6 +209,72 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
                            "trainc::train::TrainDialect"];
 }
 
+def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
+  let summary = "Activation checkpointing: recompute chosen activations in the backward pass";
+  let description = [{
+    Input: a training step (after autodiff, with or without the optimizer).
+    The forward pass is every op that the loss or another model output
+    depends on; an activation is a value of the forward pass that depends
+    on both a parameter and a data input; it is saved when an op outside
+    the forward pass (backward, optimizer) reads it.
+
+    Transformer blocks are found on the dataflow, not by names: a cut is a
+    point of the forward pass where exactly one non-scalar activation is
+    live (the residual stream between blocks and between a block's
+    halves); the input of block j is the last cut before its
+    `graph.attention` (attentions sharing a cut are one block), and the
+    last block ends as many cuts after its input as the block before it
+    spans.
+
+    Modes (`mode`):
+    - `none`: the IR is unchanged.
+    - `full`: only each block's input is saved; everything else a block's
+      backward reads is recomputed from it.
+    - `selective`: the results of `graph.attention`, softmax, gelu,
+      dropout and exp/tanh/erf (and the elementwise and data-movement ops
+      that follow them, up to the next dot or norm) are recomputed, but
+      only where every input of the recomputation is saved anyway: less
+      memory, few FLOPs (the choice Megatron calls selective).
+    - `budget=BYTES` (suffix K, M or G for KiB, MiB, GiB): the first step
+      of the ladder none, selective on blocks 0..k, selective everywhere
+      and full on blocks 0..k whose planned activation peak (the work
+      arena of trainc-plan-memory) is at most BYTES. Each step adds FLOPs,
+      so the first that fits adds the fewest of the ladder. Every step is
+      planned on a copy (lower and plan-memory), by bisection.
+
+    A recomputed op is a clone of the forward op, marked `recompute.clone`
+    (so CSE cannot fold it back), placed just before the first op outside
+    the forward pass that needs it, and made once: a clone serves every
+    later reader. Random ops replay the same mask (graph.dropout's mask is
+    a function of seed, step and index), so gradients are bitwise those
+    without recompute. `@main` gets `recompute.added_flops`; with
+    `compare-options`, `recompute.options` also lists the planned
+    activation bytes and added FLOPs of none, selective and full (what
+    `trainc --print-memory-plan` prints).
+
+    Errors: `full`, `selective` or a budget when no block is found (no
+    `graph.attention` after recognition); a budget below what full
+    recompute reaches (the message gives that smallest peak and its plan).
+
+    Example (`mode=selective`): the gelu that the down projection's weight
+    gradient reads is made again from its saved input, where that gradient
+    needs it:
+    ```mlir
+    %h = graph.gelu %u, approximation = erf : tensor<2x32x256xf32>
+    ... (forward and backward ops)
+    %h2 = graph.gelu %u, approximation = erf {recompute.clone} : tensor<2x32x256xf32>
+    %dw = graph.dot_general %h2, %dy, ...
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"none\"",
+           "none, full, selective or budget=BYTES">,
+    Option<"compareOptions", "compare-options", "bool", "false",
+           "Also plan none, selective and full and record them on @main">,
+  ];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // The back half: lower, plan-memory (then the serializer writes the file).
 //===----------------------------------------------------------------------===//

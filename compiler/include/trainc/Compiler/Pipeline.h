@@ -12,6 +12,9 @@
 //   optimizer  (training only) clipping, the schedule and the AdamW/SGD
 //              update; parameters and optimizer state become the step's
 //              updated results
+//   recompute  (training only) activation checkpointing: forward ops whose
+//              results the backward pass reads are cloned where it reads
+//              them, per --recompute (Recompute.h)
 //   lower      to instruction form: transposes read by dot_generals are
 //              absorbed into them, then every op must be an executable
 //              instruction (the graph op of an opcode; see Program.h)
@@ -20,7 +23,7 @@
 //
 // Then the serializer (ExecutableWriter.h) writes the file; it decides
 // nothing. Phases still to come, in order (see ../shared/DESIGN.md):
-// precision and recompute (after optimizer), partition and schedule
+// precision (before recompute), partition and schedule
 // (before plan-memory). Today the program order is the block's order, as
 // autodiff and the optimizer emit it: two reorderings were measured on
 // tinygpt's training step and both raised the planned activations (756,484
@@ -52,6 +55,7 @@ enum class Phase {
   Recognize,
   Autodiff,
   Optimizer,
+  Recompute,
   Lower,
   PlanMemory,
 };
@@ -66,6 +70,8 @@ struct PipelineOptions {
   /// The optimizer phase's options; absent: no optimizer step (the
   /// program returns the gradients).
   std::optional<OptimizerOptions> optimizer;
+  /// The recompute phase's options (mode none: the phase changes nothing).
+  RecomputeOptions recompute;
 };
 
 /// Phases in pipeline order.

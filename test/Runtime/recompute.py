@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Activation recompute (trainc --recompute) changes memory, never numbers.
+
+For each model, compiles the training step with every recompute mode and
+checks, against the same step compiled with `--recompute none`:
+
+- gradients (`--optimizer none`, one run of trainc-run on a fixed batch):
+  every output file bitwise identical. A recomputed op is a clone of the
+  forward op run by the same kernel on the same inputs, and dropout's mask
+  is a function of (seed, step, index), so anything but bit equality is a
+  bug (a clone reading a wrong operand, a redrawn mask);
+- an AdamW run of 4 steps on the batch: the JSONL losses and gradient norms
+  bitwise identical (dropout masks change with the step);
+- the memory plan: the measured arena peak equals the planned one, the
+  planned activations of full and selective are below none's, and a budget
+  halfway between none and full is met; a budget below what full recompute
+  reaches fails, naming the smallest peak.
+
+Models: GPTs written by tools/make_gpt.py, with and without dropout (the
+masks must be replayed, not redrawn); the tinygpt that torch.onnx.export
+wrote (../shared/data/tinygpt); Hugging Face GPT-2 and Llama (TorchScript
+and dynamo exports in test/Models/hf, made by tools/hf_models/export.py).
+Prints one line per model and mode; exits 1 on any failure.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'tools'))
+import make_gpt  # noqa: E402
+
+MODES = ['selective', 'full']
+
+
+def run(cmd, expect_ok=True):
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if expect_ok and result.returncode != 0:
+        lines = result.stderr.strip().splitlines()
+        raise RuntimeError(f"{os.path.basename(cmd[0])} failed: {' | '.join(lines[:4])}")
+    return result
+
+
+def options_table(stdout):
+    """{option: planned activation bytes} from --print-memory-plan."""
+    table = {}
+    for line in stdout.splitlines():
+        m = re.match(r'\s+(none|selective|full)\s+([0-9.]+) MiB', line)
+        if m:
+            table[m.group(1)] = float(m.group(2)) * 1048576
+    return table
+
+
+def planned_activations(stdout):
+    m = re.search(r'^\s+activations\s+(\d+) bytes', stdout, re.M)
+    return int(m.group(1))
+
+
+def outputs(directory):
+    return {f: open(os.path.join(directory, f), 'rb').read()
+            for f in sorted(os.listdir(directory))}
+
+
+def check_model(args, name, onnx_path, inputs, work):
+    problems = []
+    base = {}
+    stats = {}
+    for mode in ['none'] + MODES:
+        grads_exe = os.path.join(work, f'{name}_{mode}_grads.tcx')
+        compiled = run([args.trainc, onnx_path, '--train', '--optimizer', 'none',
+                        '--recompute', mode, '-o', grads_exe, '--print-memory-plan'])
+        stats[mode] = planned_activations(compiled.stdout)
+        if mode == 'none':
+            table = options_table(compiled.stdout)
+        out = os.path.join(work, f'{name}_{mode}_grads')
+        ran = run([args.trainc_run, grads_exe, *inputs, '--output-dir', out])
+        m = re.search(r'memory peak planned (\d+), measured (\d+) bytes', ran.stdout)
+        if not m or m.group(1) != m.group(2):
+            problems.append(f'{mode}: measured peak differs from the plan '
+                            f'({m.group(0) if m else "no memory line"})')
+        got = outputs(out)
+        train_exe = os.path.join(work, f'{name}_{mode}_adamw.tcx')
+        run([args.trainc, onnx_path, '--train', '--lr', '1e-2', '--recompute', mode,
+             '-o', train_exe])
+        log = os.path.join(work, f'{name}_{mode}.jsonl')
+        run([args.trainc_run, train_exe, *inputs, '--steps', '4', '--log-jsonl', log])
+        curve = [(r['loss'], r['grad_norm'])
+                 for r in map(json.loads, filter(str.strip, open(log)))]
+        if mode == 'none':
+            base = {'grads': got, 'curve': curve}
+            continue
+        differ = [f for f in base['grads'] if got.get(f) != base['grads'][f]]
+        if differ or set(got) != set(base['grads']):
+            problems.append(f'{mode}: outputs not bitwise equal: '
+                            f'{", ".join(differ[:4]) or "different files"}')
+        if curve != base['curve']:
+            problems.append(f'{mode}: AdamW curve differs: {curve} vs {base["curve"]}')
+        if not stats[mode] < stats['none']:
+            problems.append(f'{mode}: planned activations {stats[mode]} not below '
+                            f"none's {stats['none']}")
+    if set(table) != {'none', 'selective', 'full'}:
+        problems.append(f'--print-memory-plan lists {sorted(table)}')
+
+    # A budget halfway between none and full is met; one below full fails.
+    budget = (stats['none'] + stats['full']) // 2
+    exe = os.path.join(work, f'{name}_budget.tcx')
+    compiled = run([args.trainc, onnx_path, '--train', '--optimizer', 'none',
+                    '--recompute', f'budget={budget}', '-o', exe, '--print-memory-plan'])
+    got_budget = planned_activations(compiled.stdout)
+    if got_budget > budget:
+        problems.append(f'budget={budget}: planned activations {got_budget}')
+    out = os.path.join(work, f'{name}_budget_grads')
+    run([args.trainc_run, exe, *inputs, '--output-dir', out])
+    if outputs(out) != base['grads']:
+        problems.append(f'budget={budget}: outputs not bitwise equal')
+    low = stats['full'] // 2
+    failed = run([args.trainc, onnx_path, '--train', '--recompute', f'budget={low}',
+                  '-o', os.path.join(work, 'never.tcx')], expect_ok=False)
+    if failed.returncode == 0 or 'smallest planned activation peak is' not in failed.stderr:
+        problems.append(f'budget={low} below full recompute: exit {failed.returncode}, '
+                        f'{failed.stderr.strip()[:200]}')
+    saved = {m: 1 - stats[m] / stats['none'] for m in MODES}
+    print(f"{name}: activations none {stats['none']:,} B, selective -{saved['selective']:.1%}, "
+          f"full -{saved['full']:.1%}, budget={budget:,} -> {got_budget:,}: "
+          f"{'FAIL ' + '; '.join(problems) if problems else 'bitwise equal, ok'}")
+    return not problems
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--trainc', required=True)
+    parser.add_argument('--trainc-run', required=True)
+    parser.add_argument('--tinygpt', required=True, help='../shared/data/tinygpt')
+    parser.add_argument('--hf-dir', required=True, help='test/Models/hf')
+    args = parser.parse_args()
+    ok = True
+    with tempfile.TemporaryDirectory() as work:
+        cases = []
+        for tag, dropout in (('make_gpt', 0.0), ('make_gpt_dropout', 0.1)):
+            cfg = make_gpt.GptConfig(vocab=64, seq=16, batch=2, d_model=32, heads=2,
+                                     layers=3, dropout=dropout)
+            path = os.path.join(work, f'{tag}.onnx')
+            import onnx
+            onnx.save(make_gpt.build_model(cfg), path)
+            rng = np.random.default_rng(0)
+            inputs = []
+            for input_name in ('tokens', 'targets'):
+                f = os.path.join(work, f'{tag}_{input_name}.npy')
+                np.save(f, rng.integers(0, cfg.vocab, size=(cfg.batch, cfg.seq)))
+                inputs += ['--input', f'{input_name}={f}']
+            cases.append((tag, path, inputs))
+        raw = os.path.join(args.tinygpt, 'tied_erf', 'raw_f32')
+        cases.append(('tinygpt', os.path.join(args.tinygpt, 'tied_erf',
+                                              'model_train_opset17.onnx'),
+                      ['--input', f'tokens={raw}/tokens.bin',
+                       '--input', f'targets={raw}/targets.bin']))
+        for model, exporter in (('gpt2', 'ts17'), ('llama', 'dynamo')):
+            d = os.path.join(args.hf_dir, model)
+            inputs = []
+            for input_name in ('input_ids', 'attention_mask', 'labels'):
+                inputs += ['--input', f'{input_name}={os.path.join(d, input_name + ".npy")}']
+            cases.append((f'hf_{model}_{exporter}', os.path.join(d, f'{exporter}.onnx'),
+                          inputs))
+        for name, path, inputs in cases:
+            try:
+                ok &= check_model(args, name, path, inputs, work)
+            except RuntimeError as e:
+                print(f'{name}: FAIL {e}')
+                ok = False
+    print('recompute: ' + ('all bitwise equal' if ok else 'FAILED'))
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
