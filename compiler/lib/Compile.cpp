@@ -23,6 +23,11 @@ std::string checkOptions(const CompileOptions &options) {
     return "--grad-accum needs --train";
   if (options.gradAccum.microBatches < 1)
     return "--grad-accum must be at least 1";
+  const std::string &precision = options.precision.precision;
+  if (precision != "f32" && precision != "bf16" && precision != "fp16")
+    return "--precision must be f32, bf16 or fp16, not '" + precision + "'";
+  if (!options.precision.keepF32.empty() && precision == "f32")
+    return "--keep-f32 needs --precision bf16 or fp16";
   std::string error;
   std::optional<RecomputeMode> recompute =
       parseRecomputeMode(options.recompute.mode, error);
@@ -50,6 +55,7 @@ compileModel(mlir::MLIRContext &context, llvm::StringRef path,
   if (options.train && options.optimizer.optimizer != "none")
     pipeline.optimizer = options.optimizer;
   pipeline.recompute = options.recompute;
+  pipeline.precision = options.precision;
   mlir::PassManager pm(&context);
   if (failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();

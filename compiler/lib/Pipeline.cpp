@@ -11,8 +11,8 @@ namespace trainc {
 
 llvm::ArrayRef<Phase> allPhases() {
   static const Phase phases[] = {
-      Phase::Import,    Phase::Recognize, Phase::Autodiff,  Phase::Optimizer,
-      Phase::Recompute, Phase::Lower,     Phase::PlanMemory};
+      Phase::Import,    Phase::Recognize, Phase::Precision, Phase::Autodiff,
+      Phase::Optimizer, Phase::Recompute, Phase::Lower,     Phase::PlanMemory};
   return phases;
 }
 
@@ -22,6 +22,8 @@ llvm::StringRef phaseName(Phase phase) {
     return "import";
   case Phase::Recognize:
     return "recognize";
+  case Phase::Precision:
+    return "precision";
   case Phase::Autodiff:
     return "autodiff";
   case Phase::Optimizer:
@@ -60,6 +62,18 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   pm.addPass(createInferSignature(
       InferSignatureOptions{options.loss, /*requireLoss=*/options.train}));
   if (last == Phase::Recognize)
+    return;
+
+  // precision: the casts of the autocast policy, then the canonicalizer
+  // moves weight casts next to the weights and folds casts that cancel.
+  PrecisionOptions precision = options.precision;
+  precision.lossScaling = options.train;
+  pm.addPass(createPrecision(precision));
+  if (precision.precision != "f32") {
+    pm.addPass(mlir::createCanonicalizerPass());
+    pm.addPass(mlir::createCSEPass());
+  }
+  if (last == Phase::Precision)
     return;
   if (!options.train)
     return buildExecutablePhases(pm, last);

@@ -230,6 +230,8 @@ bool Reporter::writeRecord(const trainc_step_metrics &m) {
     r += ",\"eval_loss\":" + jsonNumber(m.eval_loss);
   if (m.skipped)
     r += ",\"skipped\":true";
+  if (std::isfinite(m.loss_scale))
+    r += ",\"loss_scale\":" + jsonNumber(m.loss_scale);
   if (std::isfinite(m.loss_z))
     r += ",\"loss_z\":" + jsonNumber(m.loss_z);
   if (m.spike)

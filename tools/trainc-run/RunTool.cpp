@@ -558,6 +558,8 @@ struct Loop {
   /// Steps the executable skipped (loss or gradients not finite): in all,
   /// in a row now, and the step that made training stop (0: none).
   int64_t skipped = 0, skippedInARow = 0, stoppedAtSkip = 0;
+  /// Steps skipped because the loss-scaled gradients overflowed (fp16).
+  int64_t overflows = 0;
   /// Loss spikes seen, and the step a spike stopped training at (0: none).
   int64_t spikes = 0, stoppedAtSpike = 0;
   /// The step whose spike or non-finite loss asks for a rollback (0: none).
@@ -575,6 +577,13 @@ int onStep(const trainc_step_metrics *m, void *user) {
   if (!loop.logError.empty())
     return 1;
   const Options &options = *loop.options;
+  // With dynamic loss scaling, a skipped step whose loss is finite is an
+  // overflow of the scaled gradients: the executable halved the scale, and
+  // that is the whole remedy (as PyTorch's GradScaler).
+  if (m->skipped && std::isfinite(m->loss_scale) && std::isfinite(m->loss)) {
+    ++loop.overflows;
+    return gInterrupted ? 1 : 0;
+  }
   if (m->skipped) {
     ++loop.skipped;
     if (options.rollbackOnNonFinite) {
@@ -906,6 +915,11 @@ int runRunTool(int argc, char **argv) {
     if (loop.spikes)
       std::printf("spikes: %lld step(s) with a loss spike\n",
                   (long long)loop.spikes);
+    if (loop.overflows)
+      std::printf("overflows: %lld step(s) skipped because the loss-scaled "
+                  "gradients overflowed (the loss scale was halved each "
+                  "time)\n",
+                  (long long)loop.overflows);
     if (loop.skipped)
       std::printf("skipped: %lld step(s) with a loss or gradients that are "
                   "not finite (they changed no weights)\n",

@@ -48,8 +48,8 @@ constexpr const char *kOverview =
   trainc model.onnx --input-shape tokens=8x128    give symbolic inputs sizes
   trainc --list-onnx-ops                          what the ONNX importer reads
 
-Phases, in order (--compile-to): import, recognize, then with --train
-autodiff, optimizer and recompute, then lower and plan-memory. An output ending in .tcx
+Phases, in order (--compile-to): import, recognize, precision, then with
+--train autodiff, optimizer and recompute, then lower and plan-memory. An output ending in .tcx
 runs every phase and is serialized as an executable for trainc-run; other
 outputs get the IR after --compile-to (default: optimizer).
 )";
@@ -160,7 +160,8 @@ int runCompilerCli(int argc, char **argv) {
       "compile-to",
       cl::desc("Stop after this phase and print the IR: import (the model as "
                "imported), recognize (constants folded, composites "
-               "recognized), autodiff (with --train: gradients added), "
+               "recognized), precision (--precision casts inserted), "
+               "autodiff (with --train: gradients added), "
                "optimizer (with --train: the update step), recompute (with "
                "--train: recomputed activations cloned), lower (in "
                "instruction form) or plan-memory (with the memory plan as "
@@ -210,6 +211,23 @@ int runCompilerCli(int argc, char **argv) {
                "is their mean (default 1)"),
       cl::value_desc("K"), cl::location(options.gradAccum.microBatches),
       cl::cat(category));
+  cl::opt<std::string, true> precision(
+      "precision",
+      cl::desc("f32 (default), bf16 or fp16: matmuls and attention (and "
+               "their gradients) with 16-bit inputs and f32 accumulation; "
+               "softmax, norms, reductions and the loss in f32; other ops in "
+               "their inputs' precision; parameters, gradients and optimizer "
+               "state f32. fp16 training adds dynamic loss scaling (initial "
+               "2^16, x2 after 2000 clean steps, x0.5 and the step skipped "
+               "on overflow)"),
+      cl::value_desc("type"), cl::location(options.precision.precision),
+      cl::cat(category));
+  cl::list<std::string> keepF32(
+      "keep-f32",
+      cl::desc("With --precision bf16/fp16: ops kept in f32, by op name "
+               "(dot_general) or by a glob of node names ('/lm_head/*', "
+               "'/h.0/*'); repeat or separate with commas"),
+      cl::value_desc("op|glob"), cl::CommaSeparated, cl::cat(category));
   cl::opt<std::string, true> recompute(
       "recompute",
       cl::desc("With --train, activation checkpointing: none (default: keep "
@@ -341,6 +359,7 @@ int runCompilerCli(int argc, char **argv) {
       return fail("--input-shape gives '" + name + "' twice");
   }
   options.import.frozen.assign(freeze.begin(), freeze.end());
+  options.precision.keepF32 = llvm::join(keepF32, ",");
   for (const std::string &spec : binds) {
     auto [name, file] = llvm::StringRef(spec).split('=');
     if (name.empty() || file.empty())

@@ -89,13 +89,17 @@ struct AutodiffPass : public trainc::impl::AutodiffBase<AutodiffPass> {
       if (!inserted)
         it->second = b.create<AddOp>(loc, it->second, g);
     };
-    accumulate(
-        lossValue,
-        b.create<ConstantOp>(
-            fn.getLoc(),
-            SplatElementsAttr::get(
-                lossType, b.getFloatAttr(lossType.getElementType(), 1.0))),
-        fn.getLoc());
+    // The seed: 1, or the dynamic loss scale (fp16), which the optimizer
+    // divides out of the gradients again.
+    Value seed = b.create<ConstantOp>(
+        fn.getLoc(),
+        SplatElementsAttr::get(lossType,
+                               b.getFloatAttr(lossType.getElementType(), 1.0)));
+    for (BlockArgument arg : body.getArguments())
+      if (fn.getArgAttr(arg.getArgNumber(),
+                        trainc::train::TrainDialect::kLossScaleAttr))
+        seed = b.createOrFold<ConvertOp>(fn.getLoc(), lossType, arg);
+    accumulate(lossValue, seed, fn.getLoc());
     SmallVector<Operation *> forward;
     for (Operation &op : body.without_terminator())
       forward.push_back(&op);

@@ -28,6 +28,10 @@ using namespace trainc::graph;
 
 namespace {
 
+/// Clean steps after which the dynamic loss scale doubles (GradScaler's
+/// growth_interval).
+constexpr int64_t kGrowthInterval = 2000;
+
 /// Builds the step's ops before the function's return.
 class StepBuilder {
 public:
@@ -138,6 +142,42 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     return success();
   }
 
+  /// PyTorch GradScaler's update: after a skipped step (an overflow) the
+  /// scale halves and the count of clean steps restarts; after 2,000 clean
+  /// steps in a row it doubles. Both change on skipped steps too; the new
+  /// scale is the loss_scale metric.
+  template <typename AddState, typename Named>
+  void updateLossScale(StepBuilder &s, Value scale, Value skip,
+                       AddState &addState, SmallVector<Value> &results,
+                       SmallVector<DictionaryAttr> &resultAttrs, Named &named) {
+    OpBuilder &b = s.b;
+    auto i64Scalar = RankedTensorType::get({}, b.getI64Type());
+    auto f32Scalar = cast<RankedTensorType>(scale.getType());
+    Value clean = addState(i64Scalar, "loss_scale.growth_tracker");
+    Value counted = s.op<AddOp>(clean, s.constant(i64Scalar, 1));
+    Value grow = b.create<CompareOp>(s.loc, ComparisonDirection::GE, counted,
+                                     s.constant(i64Scalar, kGrowthInterval));
+    Value zero = s.constant(i64Scalar, 0);
+    Value newClean = b.create<SelectOp>(
+        s.loc, skip, zero, b.create<SelectOp>(s.loc, grow, zero, counted));
+    Value newScale = b.create<SelectOp>(
+        s.loc, skip, s.op<MulOp>(scale, s.constant(f32Scalar, 0.5)),
+        b.create<SelectOp>(s.loc, grow,
+                           s.op<MulOp>(scale, s.constant(f32Scalar, 2.0)),
+                           scale));
+    StringRef name = "loss_scale";
+    results.push_back(newScale);
+    resultAttrs.push_back(
+        named(trainc::train::TrainDialect::kUpdateAttr, name));
+    results.push_back(newClean);
+    resultAttrs.push_back(named(trainc::train::TrainDialect::kUpdateAttr,
+                                "loss_scale.growth_tracker"));
+    Type lossElement = b.getF32Type();
+    results.push_back(s.convert(newScale, lossElement));
+    resultAttrs.push_back(
+        named(GraphDialect::kOutputAttr, "loss_scale", "loss_scale"));
+  }
+
   /// lr_t for the t-th step (1-based), as in Passes.td.
   double scheduledLr(int64_t t) const {
     if (t <= warmupSteps)
@@ -244,6 +284,18 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       lrNow = b.create<GatherOp>(s.loc, lrTable, index, 0);
     }
 
+    // The dynamic loss scale (fp16): the gradients are those of loss *
+    // scale, so they are divided by it (folded into each update's
+    // grad_scale) and their norm too.
+    Value lossScale;
+    for (BlockArgument arg : body.getArguments())
+      if (fn.getArgAttr(arg.getArgNumber(),
+                        trainc::train::TrainDialect::kLossScaleAttr))
+        lossScale = arg;
+    Value invScale =
+        lossScale ? s.op<DivOp>(s.f64(1), s.convert(lossScale, b.getF64Type()))
+                  : Value();
+
     // The global gradient norm, and clipping.
     SmallVector<std::pair<BlockArgument, Value>> params;
     Value sumSq = s.f64(0);
@@ -260,6 +312,8 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       sumSq = s.op<AddOp>(sumSq, s.sumOfSquares(g));
     }
     Value norm = b.create<SqrtOp>(s.loc, sumSq);
+    if (invScale)
+      norm = s.op<MulOp>(norm, invScale);
     Type lossElement =
         cast<RankedTensorType>(ret.getOperand(*lossIndex).getType())
             .getElementType();
@@ -298,6 +352,13 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       clip =
           s.op<MinOp>(s.f64(1.0), s.op<DivOp>(s.f64(clipGradNorm),
                                               s.op<AddOp>(norm, s.f64(1e-6))));
+    // What multiplies each gradient: the clipping factor and 1 / scale.
+    Value gradScale = clip;
+    if (invScale)
+      gradScale = clip ? s.op<MulOp>(clip, invScale) : invScale;
+    if (lossScale)
+      updateLossScale(s, lossScale, skip, addState, results, resultAttrs,
+                      named);
 
     // Bias corrections (AdamW): 1 - beta^t, in f64.
     Value stepSize, bc2Sqrt;
@@ -331,16 +392,16 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
             s.convert(b.create<NegOp>(s.loc, stepSize), element),
             s.convert(bc2Sqrt, element),
             decay ? s.convert(decayFactor, element) : s.constant(scalar, 1.0),
-            clip ? s.convert(clip, element) : s.constant(scalar, 1.0), skip,
-            b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+            gradScale ? s.convert(gradScale, element) : s.constant(scalar, 1.0),
+            skip, b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
             b.getF64FloatAttr(eps));
         update(fused.getNewExpAvg(), name + ".exp_avg");
         update(fused.getNewExpAvgSq(), name + ".exp_avg_sq");
         update(fused.getNewParam(), name);
         continue;
       }
-      if (clip)
-        g = s.op<MulOp>(g, s.spread(clip, type));
+      if (gradScale)
+        g = s.op<MulOp>(g, s.spread(gradScale, type));
       Value newP;
       if (optimizer == "adamw") {
         Value m = addState(type, name + ".exp_avg");

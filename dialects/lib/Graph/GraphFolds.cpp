@@ -396,6 +396,18 @@ OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
 OpFoldResult ConvertOp::fold(FoldAdaptor adaptor) {
   if (getOperand().getType() == getType())
     return getOperand();
+  // Widened and rounded back: x -> f32 -> x is x (every value of a narrower
+  // float is exact in a wider one).
+  if (auto inner = getOperand().getDefiningOp<ConvertOp>()) {
+    Type from = inner.getOperand().getType().getElementType();
+    Type mid = inner.getType().getElementType();
+    if (inner.getOperand().getType() == getType() && isa<FloatType>(from) &&
+        isa<FloatType>(mid) &&
+        cast<FloatType>(mid).getFPMantissaWidth() >=
+            cast<FloatType>(from).getFPMantissaWidth() &&
+        mid.getIntOrFloatBitWidth() > from.getIntOrFloatBitWidth())
+      return inner.getOperand();
+  }
   Type to = getType().getElementType();
   if (!to.isIntOrFloat()) // the dialect's storage types have no attributes
     return {};
@@ -544,6 +556,42 @@ struct SinkReshapeThroughElementwise : public RewritePattern {
   }
 };
 } // namespace
+
+namespace {
+/// convert(m(x)) -> m(convert(x)) for a narrowing float convert of the only
+/// use of a data-movement op m (transpose, broadcast_in_dim, slice): the
+/// movement then moves fewer bytes, and a weight's transpose stays next to
+/// the dot that absorbs it, reading the weight's 16-bit copy.
+struct HoistNarrowingConvert : public OpRewritePattern<ConvertOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ConvertOp op,
+                                PatternRewriter &rewriter) const override {
+    Operation *movement = op.getOperand().getDefiningOp();
+    if (!movement || !isa<TransposeOp, BroadcastInDimOp, SliceOp>(movement) ||
+        !movement->hasOneUse())
+      return failure();
+    auto from = dyn_cast<FloatType>(op.getOperand().getType().getElementType());
+    auto to = dyn_cast<FloatType>(op.getType().getElementType());
+    if (!from || !to || to.getWidth() >= from.getWidth())
+      return failure();
+    Value source = movement->getOperand(0);
+    auto sourceType = cast<RankedTensorType>(source.getType());
+    Value narrowed =
+        rewriter.create<ConvertOp>(op.getLoc(), sourceType.clone(to), source);
+    Operation *moved =
+        rewriter.create(movement->getLoc(), movement->getName().getIdentifier(),
+                        {narrowed}, {op.getType()}, movement->getAttrs());
+    rewriter.replaceOp(op, moved->getResults());
+    return success();
+  }
+};
+} // namespace
+
+void ConvertOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                            MLIRContext *context) {
+  results.add<HoistNarrowingConvert>(context);
+}
 
 void GraphDialect::getCanonicalizationPatterns(
     RewritePatternSet &results) const {

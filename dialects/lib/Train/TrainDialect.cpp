@@ -33,6 +33,17 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
   StringRef name = attr.getName().getValue();
   if (name == kParamAttr || name == kStateAttr)
     return verifyName(op, attr, where);
+  if (name == kLossScaleAttr) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    auto type = fn ? dyn_cast<RankedTensorType>(fn.getArgumentTypes()[argIndex])
+                   : RankedTensorType();
+    if (!isa<UnitAttr>(attr.getValue()) || !type || type.getRank() != 0 ||
+        !type.getElementType().isF32() || !fn.getArgAttr(argIndex, kStateAttr))
+      return op->emitError() << "'" << name << "' on " << where
+                             << " must be a unit attribute of a 0-d f32 "
+                                "train.state argument";
+    return success();
+  }
   if (name == kFrozenAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError()

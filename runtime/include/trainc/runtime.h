@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 4
+#define TRAINC_API_VERSION 5
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -223,6 +223,11 @@ typedef struct {
    * before 16 are known), and 1 when it exceeds the config's spike_z. */
   double loss_z;
   int spike;
+  /* Since v5: the dynamic loss scale after this step (fp16 executables;
+   * NaN otherwise). A skipped step with a finite loss and a loss scale is
+   * an overflow of the scaled gradients: the scale halved, nothing is
+   * wrong with the run. */
+  double loss_scale;
 } trainc_step_metrics;
 
 /* Called after every step; a non-zero return stops the run early (the run

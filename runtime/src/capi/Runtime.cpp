@@ -351,6 +351,7 @@ trainc_status trainc_trainer_run(trainc_trainer *trainer, int64_t steps,
         c.skipped = m.skipped;
         c.loss_z = m.lossZ;
         c.spike = m.spike;
+        c.loss_scale = m.lossScale;
         c.planned_bytes = m.plannedBytes;
         c.measured_bytes = m.measuredBytes;
         c.peak_rss_bytes = m.peakRssBytes;

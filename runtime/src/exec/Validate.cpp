@@ -370,7 +370,9 @@ Status Checker::checkComposite() const {
     if (logits.shape.empty() || v[0] < 0 || v[0] > 2 ||
         (targets.dtype != DType::I32 && targets.dtype != DType::I64) ||
         Shape(logits.shape.begin(), logits.shape.end() - 1) != targets.shape ||
-        result(0).dtype != logits.dtype)
+        (result(0).dtype != logits.dtype &&
+         !(result(0).dtype == DType::F32 &&
+           (logits.dtype == DType::F16 || logits.dtype == DType::BF16))))
       return error("logits, targets or reduction are inconsistent");
     return shapeIs(result(0), v[0] == 0 ? targets.shape : Shape());
   }
@@ -386,7 +388,7 @@ Status Checker::checkComposite() const {
     if (logits.shape.empty() ||
         (targets.dtype != DType::I32 && targets.dtype != DType::I64) ||
         targets.shape != positions || weight.shape != positions ||
-        weight.dtype != logits.dtype)
+        !isFloat(weight.dtype))
       return error("logits, targets and weight are inconsistent");
     return sameType(logits, result(0));
   }

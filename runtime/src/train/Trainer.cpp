@@ -176,6 +176,7 @@ Status Trainer::create(std::shared_ptr<const Executable> step,
   trainer->gradNormOutput_ = exe.signature().gradNorm;
   trainer->lrOutput_ = exe.signature().lr;
   trainer->skippedOutput_ = exe.signature().stepSkipped;
+  trainer->lossScaleOutput_ = exe.signature().lossScale;
   if (data) {
     if (!exe.isTrainingStep())
       return invalidArgument(exe.origin() +
@@ -237,6 +238,7 @@ Status Trainer::step(StepMetrics &out) {
   out.learningRate = readScalar(*session_, lrOutput_);
   out.skipped =
       skippedOutput_ >= 0 && readScalar(*session_, skippedOutput_) != 0;
+  out.lossScale = readScalar(*session_, lossScaleOutput_);
   out.stepSeconds = seconds;
   if (seconds > 0) {
     out.tokensPerSecond = double(tokensPerStep()) / seconds;

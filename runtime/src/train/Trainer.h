@@ -73,6 +73,10 @@ struct StepMetrics {
   /// The step's loss or gradients were not finite, so it changed no
   /// parameter or optimizer state (the signature's step_skipped metric).
   bool skipped = false;
+  /// The dynamic loss scale after this step (fp16 executables; NaN
+  /// otherwise): halved by a skipped step (an overflow), doubled after
+  /// 2,000 clean steps.
+  double lossScale = kNoValue;
   /// (loss - mean) / stddev over the recent window (NaN before the warmup
   /// or without a loss), and whether it exceeds TrainerOptions::spikeZ.
   double lossZ = kNoValue;
@@ -143,7 +147,7 @@ private:
   /// The recent losses the spike check compares with.
   std::deque<double> recentLosses_;
   int lossOutput_ = -1, gradNormOutput_ = -1, lrOutput_ = -1,
-      skippedOutput_ = -1;
+      skippedOutput_ = -1, lossScaleOutput_ = -1;
   int evalLossOutput_ = -1;
   /// (eval parameter index, training tensor id) to copy before evaluating.
   std::vector<std::pair<size_t, uint32_t>> evalParams_;

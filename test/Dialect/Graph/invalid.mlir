@@ -1074,8 +1074,8 @@ func.func @softmax_cross_entropy_grad_c2(%x: tensor<4x8xf32>, %t: tensor<4xi64>,
 
 // -----
 
-func.func @softmax_cross_entropy_grad_c3(%x: tensor<4x8xf32>, %t: tensor<4xi64>, %w: tensor<4xf64>) {
-  // expected-error@+1 {{(C3) weight and the result must have the logits' element type, the result the logits' type}}
-  %0 = graph.softmax_cross_entropy_grad %x, %t, %w : (tensor<4x8xf32>, tensor<4xi64>, tensor<4xf64>) -> tensor<4x8xf32>
+func.func @softmax_cross_entropy_grad_c3(%x: tensor<4x8xf32>, %t: tensor<4xi64>, %w: tensor<4xf32>) {
+  // expected-error@+1 {{(C3) the result must have the logits' type}}
+  %0 = graph.softmax_cross_entropy_grad %x, %t, %w : (tensor<4x8xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x8xbf16>
   return
 }

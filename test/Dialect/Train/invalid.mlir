@@ -96,3 +96,17 @@ func.func @loss_not_unit(%x: tensor<f32>) -> (tensor<f32> {train.loss = 1 : i64}
 func.func @metric_not_scalar(%x: tensor<4xf32>) -> (tensor<4xf32> {train.metric = "lr"}) {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// expected-error@+1 {{'train.loss_scale' on argument 0 must be a unit attribute of a 0-d f32 train.state argument}}
+func.func @loss_scale_not_state(%s: tensor<f32> {train.loss_scale}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'train.loss_scale' on argument 0 must be a unit attribute of a 0-d f32 train.state argument}}
+func.func @loss_scale_not_scalar(%s: tensor<2xf32> {train.state = "loss_scale", train.init = dense<1.0> : tensor<2xf32>, train.loss_scale}) {
+  return
+}

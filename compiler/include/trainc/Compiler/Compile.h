@@ -37,6 +37,8 @@ struct CompileOptions {
   /// The optimizer phase (the optimizer pass's options); optimizer "none":
   /// no update, the step returns the gradients.
   OptimizerOptions optimizer;
+  /// Mixed precision (the precision pass's options: --precision, --keep-f32).
+  PrecisionOptions precision;
   /// Activation checkpointing (the recompute pass's options: --recompute).
   RecomputeOptions recompute;
   /// Stop after this phase (none: through plan-memory).

@@ -87,6 +87,52 @@ def InferSignature : Pass<"trainc-infer-signature", "mlir::ModuleOp"> {
   let dependentDialects = ["trainc::train::TrainDialect"];
 }
 
+def Precision : Pass<"trainc-precision", "mlir::ModuleOp"> {
+  let summary = "Mixed precision: an autocast policy as explicit casts";
+  let description = [{
+    Runs on the forward graph, before autodiff, so that the gradient rules
+    build the backward pass in the same precisions (as PyTorch autocast:
+    the backward of a 16-bit matmul is 16-bit matmuls). Parameters,
+    gradients, optimizer state and the loss stay f32.
+
+    The policy (`precision` bf16 or fp16; f32: no change), op by op in
+    program order, for f32 values only:
+    | ops | run in | |
+    | --- | --- | --- |
+    | dot_general, attention | 16-bit | f32 operands are cast (the kernels accumulate in f32 and round the result once) |
+    | softmax, layer_norm, rms_norm, reductions | f32 | 16-bit operands are cast up |
+    | softmax_cross_entropy | f32 | reads 16-bit logits as they are (its kernel and its gradient's compute each row in f32): no f32 copy of the logits |
+    | every other op (elementwise, gelu, dropout, data movement) | its activations' precision | all its activation operands (those that depend on a data input) 16-bit: 16-bit, weights and constants cast down; any f32: f32, 16-bit operands cast up (PyTorch's type promotion) |
+    The casts are `graph.convert` ops; the canonicalizer then moves a
+    narrowing cast of a transpose, reshape, slice or broadcast before it
+    (so a weight is cast once, the transpose still absorbed by its dot) and
+    folds a widening cast followed by the cast back. The working 16-bit
+    copy of each weight is made once per step and read by the forward and
+    the backward pass. Results keep the function's result types (a 16-bit
+    output is cast back).
+
+    `keep-f32` (comma-separated): ops to leave in f32 whatever the policy: op names
+    (`dot_general` or `graph.dot_general`) or glob patterns of the node
+    names in their locations (`/lm_head/*`, `/h.0/*`).
+
+    fp16 with `loss-scaling` (trainc sets it for training steps) adds
+    dynamic loss scaling (PyTorch's GradScaler): a state argument
+    `loss_scale` (f32, initially 2^16) marked `train.loss_scale`, by which
+    autodiff seeds the backward pass and the optimizer divides the
+    gradients; see Optimizer.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"f32\"",
+           "f32, bf16 or fp16">,
+    Option<"keepF32", "keep-f32", "std::string", "\"\"",
+           "Comma-separated op names or node-name globs kept in f32">,
+    Option<"lossScaling", "loss-scaling", "bool", "false",
+           "With fp16, add the dynamic loss scale (training steps)">,
+  ];
+  let dependentDialects = ["trainc::graph::GraphDialect",
+                           "trainc::train::TrainDialect"];
+}
+
 def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
   let summary = "Split each data input into micro-batches and average their losses";
   let description = [{

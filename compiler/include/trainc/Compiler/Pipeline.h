@@ -6,6 +6,8 @@
 //   import     ONNX / StableHLO -> graph dialect (frontends/)
 //   recognize  fold constants; recognize composites (layer_norm, rms_norm,
 //              gelu, softmax, attention)
+//   precision  an autocast policy as explicit casts (--precision bf16/fp16;
+//              before autodiff, so the backward pass follows it)
 //   autodiff   (training only) micro-batches for gradient accumulation,
 //              then the loss's gradients w.r.t. trainable parameters, as
 //              extra results
@@ -23,7 +25,7 @@
 //
 // Then the serializer (ExecutableWriter.h) writes the file; it decides
 // nothing. Phases still to come, in order (see ../shared/DESIGN.md):
-// precision (before recompute), partition and schedule
+// partition and schedule
 // (before plan-memory). Today the program order is the block's order, as
 // autodiff and the optimizer emit it: two reorderings were measured on
 // tinygpt's training step and both raised the planned activations (756,484
@@ -53,6 +55,7 @@ namespace trainc {
 enum class Phase {
   Import,
   Recognize,
+  Precision,
   Autodiff,
   Optimizer,
   Recompute,
@@ -70,6 +73,8 @@ struct PipelineOptions {
   /// The optimizer phase's options; absent: no optimizer step (the
   /// program returns the gradients).
   std::optional<OptimizerOptions> optimizer;
+  /// The precision phase's options (f32: the phase changes nothing).
+  PrecisionOptions precision;
   /// The recompute phase's options (mode none: the phase changes nothing).
   RecomputeOptions recompute;
 };

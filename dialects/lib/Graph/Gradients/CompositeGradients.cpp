@@ -404,11 +404,13 @@ struct SoftmaxCrossEntropyGradient
       out.append(2, Value());
       return success();
     }
-    Value logits = e.widen(ce.getLogits()), targets = ce.getTargets();
+    // 16-bit logits stay 16-bit: the gradient op computes each row in f32
+    // and rounds the result once, with weights in the loss's type.
+    Value logits = ce.getLogits(), targets = ce.getTargets();
     RankedTensorType logitsType = typeOf(logits);
     int64_t classDim = logitsType.getRank() - 1;
     ArrayRef<int64_t> positionShape = typeOf(targets).getShape();
-    Type computeType = logitsType.getElementType();
+    Type computeType = typeOf(g).getElementType();
 
     // The weight of each position.
     Value live;
@@ -431,7 +433,7 @@ struct SoftmaxCrossEntropyGradient
     // (softmax - onehot) * weight, one pass over the logits.
     Value dlogits = b.create<SoftmaxCrossEntropyGradOp>(
         e.loc, logitsType, logits, targets, weight);
-    out.push_back(e.narrow(dlogits, typeOf(ce.getLogits()).getElementType()));
+    out.push_back(dlogits);
     out.push_back(Value());
     return success();
   }

@@ -356,7 +356,10 @@ def Graph_SoftmaxCrossEntropyOp : Graph_InferredOp<"softmax_cross_entropy", [
     - (C1) logits have rank at least 1.
     - (C2) targets have the logits' shape without its last dimension.
     - (C3) the result type is the inferred one: a scalar of the logits'
-      element type for `mean` and `sum`, the targets' shape for `none`.
+      element type for `mean` and `sum`, the targets' shape for `none`;
+      with 16-bit logits the element type may also be f32 (the mixed
+      precision policy's loss, computed from 16-bit logits without a wide
+      copy of them).
 
     Example:
     ```mlir
@@ -369,6 +372,12 @@ def Graph_SoftmaxCrossEntropyOp : Graph_InferredOp<"softmax_cross_entropy", [
                        Graph_LossReduction:$reduction,
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Graph_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    ::llvm::LogicalResult verifyShapeConstraints();
+    /// The inferred type, or f32 in place of a 16-bit element type (C3).
+    static bool isCompatibleReturnTypes(::mlir::TypeRange inferred,
+                                        ::mlir::TypeRange actual);
+  }];
   let assemblyFormat = [{
     $logits `,` $targets `,` `reduction` `=` $reduction
     (`,` `ignore_index` `=` $ignore_index^)? attr-dict
@@ -396,7 +405,8 @@ def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad", [
     - (C1) logits have rank at least 1.
     - (C2) targets and weight have the logits' shape without its last
       dimension.
-    - (C3) weight and the result have the logits' type and element type.
+    - (C3) the result has the logits' type (the weight is any float type:
+      the loss's, f32 for 16-bit logits under mixed precision).
 
     Example:
     ```mlir

@@ -32,7 +32,7 @@ public:
             op->getContext(), op->getLoc(),
             typename ConcreteType::Adaptor(concrete), inferred)))
       return mlir::failure();
-    if (mlir::TypeRange(inferred) != op->getResultTypes())
+    if (!ConcreteType::isCompatibleReturnTypes(inferred, op->getResultTypes()))
       return op->emitOpError("result type ")
              << op->getResultTypes() << " differs from the inferred type "
              << inferred;

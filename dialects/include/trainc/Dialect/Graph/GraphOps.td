@@ -166,6 +166,7 @@ def Graph_ConvertOp : Graph_Op<"convert", [Elementwise,
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$operand attr-dict `:` functional-type($operand, $result)";
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//

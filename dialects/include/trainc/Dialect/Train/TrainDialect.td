@@ -27,6 +27,10 @@ def Train_Dialect : Dialect {
       (unit) when it is not trained;
     - `train.state = "name"`: optimizer state (moments, the step count)
       with its initial value in `train.init`;
+    - `train.loss_scale` (unit) on the one state argument that is the
+      dynamic loss scale (a 0-d f32, fp16 precision): autodiff seeds the
+      backward pass with it and the optimizer unscales the gradients by it
+      and updates it;
     - `train.update = "name"` on a result: the new value of that parameter
       or state after the step. The runtime makes it the current value for
       the next step (in place when the memory plan allows).
@@ -57,6 +61,7 @@ def Train_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kGradOfAttr = "train.grad_of";
     static constexpr ::llvm::StringLiteral kMetricAttr = "train.metric";
     static constexpr ::llvm::StringLiteral kDataAttr = "train.data";
+    static constexpr ::llvm::StringLiteral kLossScaleAttr = "train.loss_scale";
     /// The values of train.metric and train.data.
     static bool isMetricKind(::llvm::StringRef kind) {
       return kind == "grad_norm" || kind == "lr" || kind == "loss_scale" ||

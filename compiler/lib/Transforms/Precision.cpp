@@ -1,0 +1,208 @@
+//===- Precision.cpp - Mixed precision as explicit casts ------------------===//
+//
+// See Precision in Passes.td. One walk in program order: each op's
+// operands already have their final types, so the op is classified, its
+// operands cast as the policy says, and its result types set to match.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Compiler/Passes.h"
+#include "trainc/Dialect/Graph/GraphOps.h"
+#include "trainc/Dialect/Train/TrainDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
+
+namespace trainc {
+#define GEN_PASS_DEF_PRECISION
+#include "trainc/Compiler/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc::graph;
+using trainc::train::TrainDialect;
+
+namespace {
+
+/// The initial dynamic loss scale (PyTorch GradScaler's init_scale).
+constexpr double kInitialLossScale = 65536.0;
+
+enum class Policy { Low, F32, Follow };
+
+Policy policyOf(Operation *op) {
+  if (isa<DotGeneralOp, AttentionOp>(op))
+    return Policy::Low;
+  if (isa<SoftmaxOp, LayerNormOp, RmsNormOp, ReduceSumOp, ReduceMeanOp,
+          ReduceMaxOp, SoftmaxCrossEntropyOp>(op))
+    return Policy::F32;
+  return Policy::Follow;
+}
+
+bool isF32Tensor(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.getElementType().isF32();
+}
+
+/// Node names in a location (NameLoc, possibly inside fused locations).
+void collectNames(Location loc, SmallVectorImpl<StringRef> &names) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    names.push_back(name.getName().getValue());
+    collectNames(name.getChildLoc(), names);
+  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location l : fused.getLocations())
+      collectNames(l, names);
+  }
+}
+
+struct PrecisionPass : public trainc::impl::PrecisionBase<PrecisionPass> {
+  using PrecisionBase::PrecisionBase;
+
+  void runOnOperation() override {
+    if (precision != "f32" && precision != "bf16" && precision != "fp16") {
+      getOperation().emitError("precision '")
+          << precision << "' is not f32, bf16 or fp16";
+      return signalPassFailure();
+    }
+    auto fn = getOperation().lookupSymbol<func::FuncOp>("main");
+    if (!fn) {
+      getOperation().emitError("precision: no function @main");
+      return signalPassFailure();
+    }
+    if (failed(parseKeepF32(fn)))
+      return signalPassFailure();
+    if (precision == "f32")
+      return;
+    OpBuilder b(&getContext());
+    Type low = precision == "bf16" ? Type(b.getBF16Type()) : b.getF16Type();
+    autocast(fn, low);
+    if (precision == "fp16" && lossScaling)
+      addLossScale(fn);
+  }
+
+  LogicalResult parseKeepF32(func::FuncOp fn) {
+    SmallVector<StringRef> entries;
+    StringRef(keepF32).split(entries, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef entry : entries) {
+      StringRef name = entry;
+      name.consume_front("graph.");
+      if (RegisteredOperationName::lookup(("graph." + name).str(),
+                                          &getContext())) {
+        keptKinds.insert(("graph." + name).str());
+        continue;
+      }
+      llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(entry);
+      if (!glob)
+        return fn.emitError("precision: keep-f32 entry '")
+               << entry << "' is neither a graph op nor a glob pattern: "
+               << llvm::toString(glob.takeError());
+      keptGlobs.push_back(std::move(*glob));
+    }
+    return success();
+  }
+
+  bool kept(Operation *op) {
+    if (keptKinds.contains(op->getName().getStringRef()))
+      return true;
+    if (keptGlobs.empty())
+      return false;
+    SmallVector<StringRef> names;
+    collectNames(op->getLoc(), names);
+    for (StringRef name : names)
+      for (const llvm::GlobPattern &glob : keptGlobs)
+        if (glob.match(name))
+          return true;
+    return false;
+  }
+
+  void autocast(func::FuncOp fn, Type low) {
+    Block &body = fn.getBody().front();
+    OpBuilder b(&getContext());
+    // Values that depend on a data input (activations): the others are
+    // weights and constants, cast to whatever their reader runs in.
+    llvm::DenseSet<Value> onData;
+    for (BlockArgument arg : body.getArguments())
+      if (!fn.getArgAttr(arg.getArgNumber(), TrainDialect::kParamAttr) &&
+          !fn.getArgAttr(arg.getArgNumber(), TrainDialect::kStateAttr))
+        onData.insert(arg);
+    auto isLow = [&](Value v) {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      return t && t.getElementType() == low;
+    };
+    auto castOperand = [&](OpOperand &use, Type to) {
+      auto t = cast<RankedTensorType>(use.get().getType());
+      b.setInsertionPoint(use.getOwner());
+      use.set(b.createOrFold<ConvertOp>(use.getOwner()->getLoc(), t.clone(to),
+                                        use.get()));
+    };
+    Type f32 = b.getF32Type();
+    for (Operation &op : body.without_terminator()) {
+      if (llvm::any_of(op.getOperands(),
+                       [&](Value v) { return onData.contains(v); }))
+        for (Value r : op.getResults())
+          onData.insert(r);
+      // Explicit casts keep their result type; constants have no operand.
+      if (isa<ConvertOp>(op) || op.getNumOperands() == 0)
+        continue;
+      bool keep = kept(&op);
+      // The loss reads 16-bit logits as they are (its kernel computes in
+      // f32) and stays f32: no f32 copy of the logits.
+      if (isa<SoftmaxCrossEntropyOp>(op) && !keep)
+        continue;
+      Policy policy = keep ? Policy::F32 : policyOf(&op);
+      bool toLow = policy == Policy::Low;
+      if (policy == Policy::Follow) {
+        bool anyLow = false, anyF32 = false;
+        for (Value v : op.getOperands()) {
+          anyLow |= isLow(v);
+          anyF32 |= onData.contains(v) && isF32Tensor(v);
+        }
+        if (!anyLow)
+          continue; // an f32 op stays as it is
+        toLow = !anyF32;
+      }
+      for (OpOperand &use : op.getOpOperands()) {
+        if (toLow && isF32Tensor(use.get()))
+          castOperand(use, low);
+        else if (!toLow && isLow(use.get()))
+          castOperand(use, f32);
+      }
+      if (toLow)
+        for (Value r : op.getResults())
+          if (isF32Tensor(r))
+            r.setType(cast<RankedTensorType>(r.getType()).clone(low));
+    }
+    // The function keeps its result types.
+    Operation *ret = body.getTerminator();
+    for (OpOperand &use : ret->getOpOperands())
+      if (use.get().getType() !=
+          fn.getFunctionType().getResult(use.getOperandNumber()))
+        castOperand(use, cast<RankedTensorType>(fn.getFunctionType().getResult(
+                                                    use.getOperandNumber()))
+                             .getElementType());
+  }
+
+  /// fp16: the loss scale as optimizer state (autodiff and the optimizer
+  /// read it by its train.loss_scale mark).
+  void addLossScale(func::FuncOp fn) {
+    Builder b(&getContext());
+    auto type = RankedTensorType::get({}, b.getF32Type());
+    unsigned index = fn.getNumArguments();
+    (void)fn.insertArgument(
+        index, type,
+        b.getDictionaryAttr(
+            {b.getNamedAttr(TrainDialect::kStateAttr,
+                            b.getStringAttr("loss_scale")),
+             b.getNamedAttr(TrainDialect::kInitAttr,
+                            DenseElementsAttr::get(
+                                type, b.getF32FloatAttr(kInitialLossScale))),
+             b.getNamedAttr(TrainDialect::kLossScaleAttr, b.getUnitAttr())}),
+        fn.getLoc());
+  }
+
+  llvm::StringSet<> keptKinds;
+  std::vector<llvm::GlobPattern> keptGlobs;
+};
+
+} // namespace
