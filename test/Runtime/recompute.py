@@ -11,13 +11,15 @@ checks, against the same step compiled with `--recompute none`:
   bug (a clone reading a wrong operand, a redrawn mask);
 - an AdamW run of 4 steps on the batch: the JSONL losses and gradient norms
   bitwise identical (dropout masks change with the step);
-- the memory plan: the measured arena peak equals the planned one, the
-  planned activations of full and selective are below none's, and a budget
-  halfway between none and full is met; a budget below what full recompute
-  reaches fails, naming the smallest peak.
+- the memory plan of the AdamW step: the measured arena peak equals the
+  planned one, the planned activations of full and selective are below
+  none's, and a budget halfway between none and full is met (and trains
+  bitwise the same); a budget below what full recompute reaches fails,
+  naming the smallest peak.
 
 Models: GPTs written by tools/make_gpt.py, with and without dropout (the
-masks must be replayed, not redrawn); the tinygpt that torch.onnx.export
+masks must be replayed, not redrawn), the one with dropout also in bf16 and
+fp16 (--precision); the tinygpt that torch.onnx.export
 wrote (../shared/data/tinygpt); Hugging Face GPT-2 and Llama (TorchScript
 and dynamo exports in test/Models/hf, made by tools/hf_models/export.py).
 Prints one line per model and mode; exits 1 on any failure.
@@ -67,17 +69,14 @@ def outputs(directory):
             for f in sorted(os.listdir(directory))}
 
 
-def check_model(args, name, onnx_path, inputs, work):
+def check_model(args, name, onnx_path, inputs, work, extra=()):
     problems = []
     base = {}
     stats = {}
     for mode in ['none'] + MODES:
         grads_exe = os.path.join(work, f'{name}_{mode}_grads.tcx')
-        compiled = run([args.trainc, onnx_path, '--train', '--optimizer', 'none',
-                        '--recompute', mode, '-o', grads_exe, '--print-memory-plan'])
-        stats[mode] = planned_activations(compiled.stdout)
-        if mode == 'none':
-            table = options_table(compiled.stdout)
+        run([args.trainc, onnx_path, '--train', '--optimizer', 'none', *extra,
+             '--recompute', mode, '-o', grads_exe])
         out = os.path.join(work, f'{name}_{mode}_grads')
         ran = run([args.trainc_run, grads_exe, *inputs, '--output-dir', out])
         m = re.search(r'memory peak planned (\d+), measured (\d+) bytes', ran.stdout)
@@ -86,10 +85,17 @@ def check_model(args, name, onnx_path, inputs, work):
                             f'({m.group(0) if m else "no memory line"})')
         got = outputs(out)
         train_exe = os.path.join(work, f'{name}_{mode}_adamw.tcx')
-        run([args.trainc, onnx_path, '--train', '--lr', '1e-2', '--recompute', mode,
-             '-o', train_exe])
+        compiled = run([args.trainc, onnx_path, '--train', '--lr', '1e-2', *extra,
+                        '--recompute', mode, '-o', train_exe, '--print-memory-plan'])
+        stats[mode] = planned_activations(compiled.stdout)
+        if mode == 'none':
+            table = options_table(compiled.stdout)
         log = os.path.join(work, f'{name}_{mode}.jsonl')
-        run([args.trainc_run, train_exe, *inputs, '--steps', '4', '--log-jsonl', log])
+        ran = run([args.trainc_run, train_exe, *inputs, '--steps', '4', '--log-jsonl', log])
+        m = re.search(r'memory peak planned (\d+), measured (\d+) bytes', ran.stdout)
+        if not m or m.group(1) != m.group(2):
+            problems.append(f'{mode} (AdamW): measured peak differs from the plan '
+                            f'({m.group(0) if m else "no memory line"})')
         curve = [(r['loss'], r['grad_norm'])
                  for r in map(json.loads, filter(str.strip, open(log)))]
         if mode == 'none':
@@ -110,17 +116,18 @@ def check_model(args, name, onnx_path, inputs, work):
     # A budget halfway between none and full is met; one below full fails.
     budget = (stats['none'] + stats['full']) // 2
     exe = os.path.join(work, f'{name}_budget.tcx')
-    compiled = run([args.trainc, onnx_path, '--train', '--optimizer', 'none',
+    compiled = run([args.trainc, onnx_path, '--train', '--lr', '1e-2', *extra,
                     '--recompute', f'budget={budget}', '-o', exe, '--print-memory-plan'])
     got_budget = planned_activations(compiled.stdout)
     if got_budget > budget:
         problems.append(f'budget={budget}: planned activations {got_budget}')
-    out = os.path.join(work, f'{name}_budget_grads')
-    run([args.trainc_run, exe, *inputs, '--output-dir', out])
-    if outputs(out) != base['grads']:
-        problems.append(f'budget={budget}: outputs not bitwise equal')
+    log = os.path.join(work, f'{name}_budget.jsonl')
+    run([args.trainc_run, exe, *inputs, '--steps', '4', '--log-jsonl', log])
+    curve = [(r['loss'], r['grad_norm']) for r in map(json.loads, filter(str.strip, open(log)))]
+    if curve != base['curve']:
+        problems.append(f'budget={budget}: AdamW curve differs')
     low = stats['full'] // 2
-    failed = run([args.trainc, onnx_path, '--train', '--recompute', f'budget={low}',
+    failed = run([args.trainc, onnx_path, '--train', *extra, '--recompute', f'budget={low}',
                   '-o', os.path.join(work, 'never.tcx')], expect_ok=False)
     if failed.returncode == 0 or 'smallest planned activation peak is' not in failed.stderr:
         problems.append(f'budget={low} below full recompute: exit {failed.returncode}, '
@@ -154,22 +161,25 @@ def main():
                 f = os.path.join(work, f'{tag}_{input_name}.npy')
                 np.save(f, rng.integers(0, cfg.vocab, size=(cfg.batch, cfg.seq)))
                 inputs += ['--input', f'{input_name}={f}']
-            cases.append((tag, path, inputs))
+            cases.append((tag, path, inputs, ()))
+            if dropout:  # the same with mixed precision (bf16 and fp16)
+                cases.append((tag + '_bf16', path, inputs, ('--precision', 'bf16')))
+                cases.append((tag + '_fp16', path, inputs, ('--precision', 'fp16')))
         raw = os.path.join(args.tinygpt, 'tied_erf', 'raw_f32')
         cases.append(('tinygpt', os.path.join(args.tinygpt, 'tied_erf',
                                               'model_train_opset17.onnx'),
                       ['--input', f'tokens={raw}/tokens.bin',
-                       '--input', f'targets={raw}/targets.bin']))
+                       '--input', f'targets={raw}/targets.bin'], ()))
         for model, exporter in (('gpt2', 'ts17'), ('llama', 'dynamo')):
             d = os.path.join(args.hf_dir, model)
             inputs = []
             for input_name in ('input_ids', 'attention_mask', 'labels'):
                 inputs += ['--input', f'{input_name}={os.path.join(d, input_name + ".npy")}']
             cases.append((f'hf_{model}_{exporter}', os.path.join(d, f'{exporter}.onnx'),
-                          inputs))
-        for name, path, inputs in cases:
+                          inputs, ()))
+        for name, path, inputs, extra in cases:
             try:
-                ok &= check_model(args, name, path, inputs, work)
+                ok &= check_model(args, name, path, inputs, work, extra)
             except RuntimeError as e:
                 print(f'{name}: FAIL {e}')
                 ok = False

@@ -89,16 +89,20 @@ struct AutodiffPass : public trainc::impl::AutodiffBase<AutodiffPass> {
       if (!inserted)
         it->second = b.create<AddOp>(loc, it->second, g);
     };
-    // The seed: 1, or the dynamic loss scale (fp16), which the optimizer
-    // divides out of the gradients again.
+    // The seed: 1, or the dynamic loss scale (fp16), divided out of each
+    // gradient again below, so that the results are the loss's gradients
+    // (an overflow of the scaled backward pass stays inf or NaN).
     Value seed = b.create<ConstantOp>(
         fn.getLoc(),
         SplatElementsAttr::get(lossType,
                                b.getFloatAttr(lossType.getElementType(), 1.0)));
+    Value lossScale;
     for (BlockArgument arg : body.getArguments())
       if (fn.getArgAttr(arg.getArgNumber(),
                         trainc::train::TrainDialect::kLossScaleAttr))
-        seed = b.createOrFold<ConvertOp>(fn.getLoc(), lossType, arg);
+        lossScale = arg;
+    if (lossScale)
+      seed = b.createOrFold<ConvertOp>(fn.getLoc(), lossType, lossScale);
     accumulate(lossValue, seed, fn.getLoc());
     SmallVector<Operation *> forward;
     for (Operation &op : body.without_terminator())
@@ -136,8 +140,27 @@ struct AutodiffPass : public trainc::impl::AutodiffBase<AutodiffPass> {
 
     // Gradients become results, after the original outputs.
     SmallVector<Value> results(ret.getOperands());
+    Value inverseScale;
+    if (lossScale) {
+      auto scalar = cast<RankedTensorType>(lossScale.getType());
+      Value one = b.create<ConstantOp>(
+          fn.getLoc(),
+          SplatElementsAttr::get(scalar,
+                                 b.getFloatAttr(scalar.getElementType(), 1.0)));
+      inverseScale = b.create<DivOp>(fn.getLoc(), one, lossScale);
+    }
     for (BlockArgument arg : trainable) {
       Value g = cotangent.lookup(arg);
+      auto type = cast<RankedTensorType>(arg.getType());
+      if (g && inverseScale) {
+        Value inverse = b.createOrFold<ConvertOp>(
+            fn.getLoc(), RankedTensorType::get({}, type.getElementType()),
+            inverseScale);
+        g = b.create<MulOp>(
+            fn.getLoc(), g,
+            b.createOrFold<BroadcastInDimOp>(fn.getLoc(), type, inverse,
+                                             ArrayRef<int64_t>{}));
+      }
       results.push_back(g ? g : zerosLike(b, fn.getLoc(), arg.getType()));
     }
     unsigned firstGrad = ret.getNumOperands();

@@ -284,17 +284,30 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       lrNow = b.create<GatherOp>(s.loc, lrTable, index, 0);
     }
 
-    // The dynamic loss scale (fp16): the gradients are those of loss *
-    // scale, so they are divided by it (folded into each update's
-    // grad_scale) and their norm too.
+    // The dynamic loss scale (fp16): autodiff seeded the backward pass
+    // with it and divided it out of the gradients; the step updates it.
     Value lossScale;
     for (BlockArgument arg : body.getArguments())
       if (fn.getArgAttr(arg.getArgNumber(),
                         trainc::train::TrainDialect::kLossScaleAttr))
         lossScale = arg;
-    Value invScale =
-        lossScale ? s.op<DivOp>(s.f64(1), s.convert(lossScale, b.getF64Type()))
-                  : Value();
+    // Autodiff's unscaling, g = g_scaled * broadcast(1 / scale), is folded
+    // into the update (its grad_scale) and the norm (times 1 / scale): no
+    // pass over the gradients and no scale-sized broadcast per parameter.
+    Value invScale;
+    auto scaledGradient = [&](Value g) -> Value {
+      auto mul = g.getDefiningOp<MulOp>();
+      auto spread = mul ? mul.getRhs().getDefiningOp<BroadcastInDimOp>()
+                        : BroadcastInDimOp();
+      Value inverse = spread ? spread.getOperand() : Value();
+      if (auto convert =
+              inverse ? inverse.getDefiningOp<ConvertOp>() : ConvertOp())
+        inverse = convert.getOperand();
+      auto div = inverse ? inverse.getDefiningOp<DivOp>() : DivOp();
+      if (!div || div.getRhs() != lossScale)
+        return Value();
+      return mul.getLhs();
+    };
 
     // The global gradient norm, and clipping.
     SmallVector<std::pair<BlockArgument, Value>> params;
@@ -308,6 +321,10 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       if (it == gradIndex.end())
         continue;
       Value g = ret.getOperand(it->second);
+      if (Value scaled = lossScale ? scaledGradient(g) : Value()) {
+        g = scaled;
+        invScale = s.op<DivOp>(s.f64(1), s.convert(lossScale, b.getF64Type()));
+      }
       params.push_back({arg, g});
       sumSq = s.op<AddOp>(sumSq, s.sumOfSquares(g));
     }

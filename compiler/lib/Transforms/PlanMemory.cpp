@@ -75,10 +75,12 @@ MemoryPlanReport planMemory(Program &program,
   persistentIds.insert(persistentIds.end(), program.states.begin(),
                        program.states.end());
   uint64_t stateSize = 0, workSize = 0, parameterBytes = 0;
+  // Each at an aligned offset; the arena ends where its last tensor does
+  // (no trailing padding, so the measured peak can equal the planned one).
   for (uint32_t id : persistentIds) {
     tensors[id].arena = kStateArena;
-    tensors[id].offset = stateSize;
-    stateSize = alignUp(stateSize + tensors[id].bytes());
+    tensors[id].offset = alignUp(stateSize);
+    stateSize = tensors[id].offset + tensors[id].bytes();
     if (tensors[id].role == TensorRole::Parameter)
       parameterBytes = stateSize;
   }

@@ -117,9 +117,11 @@ def Precision : Pass<"trainc-precision", "mlir::ModuleOp"> {
 
     fp16 with `loss-scaling` (trainc sets it for training steps) adds
     dynamic loss scaling (PyTorch's GradScaler): a state argument
-    `loss_scale` (f32, initially 2^16) marked `train.loss_scale`, by which
-    autodiff seeds the backward pass and the optimizer divides the
-    gradients; see Optimizer.
+    `loss_scale` (f32, initially 2^16) marked `train.loss_scale`: autodiff
+    seeds the backward pass with it and divides it out of each gradient
+    (the results stay the loss's gradients; an overflow stays inf or NaN),
+    and the optimizer skips a step whose gradients overflowed and updates
+    the scale (halved on overflow, doubled after 2,000 clean steps).
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"f32\"",

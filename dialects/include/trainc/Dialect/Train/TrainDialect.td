@@ -29,8 +29,8 @@ def Train_Dialect : Dialect {
       with its initial value in `train.init`;
     - `train.loss_scale` (unit) on the one state argument that is the
       dynamic loss scale (a 0-d f32, fp16 precision): autodiff seeds the
-      backward pass with it and the optimizer unscales the gradients by it
-      and updates it;
+      backward pass with it and divides it out of the gradients, the
+      optimizer updates it;
     - `train.update = "name"` on a result: the new value of that parameter
       or state after the step. The runtime makes it the current value for
       the next step (in place when the memory plan allows).
