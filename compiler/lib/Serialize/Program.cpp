@@ -278,6 +278,10 @@ LogicalResult Builder::lowerOp(Operation *op) {
         inst.ints = {a.getCausal(), a.getMask() != nullptr};
         inst.floats = {a.getScale().convertToDouble()};
       })
+      .Case([&](AttentionGradOp a) {
+        inst.ints = {a.getCausal(), a.getMask() != nullptr};
+        inst.floats = {a.getScale().convertToDouble()};
+      })
       .Case([&](SoftmaxCrossEntropyOp s) {
         if (!program.signature.vocabulary)
           program.signature.vocabulary =

@@ -116,3 +116,13 @@ int64_t SoftmaxCrossEntropyOp::getFlops() {
 int64_t SoftmaxCrossEntropyGradOp::getFlops() {
   return 6 * numElements(getResult());
 }
+
+/// The scores again (2 D per score), dP = g v^T and dv = P^T g (2 Dv each),
+/// dq and dk (2 D each), and softmax, the row dot and dS (8 per score).
+int64_t AttentionGradOp::getFlops() {
+  auto q = getQuery().getType();
+  int64_t d = q.getDimSize(3), dv = getValue().getType().getDimSize(3);
+  int64_t scores = q.getDimSize(0) * q.getDimSize(1) * q.getDimSize(2) *
+                   getKey().getType().getDimSize(2);
+  return scores * (6 * d + 4 * dv + 8);
+}

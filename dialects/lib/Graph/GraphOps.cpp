@@ -758,6 +758,43 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
       [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
 }
 
+LogicalResult AttentionGradOp::verify() {
+  RankedTensorType q = getQuery().getType(), k = getKey().getType(),
+                   v = getValue().getType(), g = getCotangent().getType();
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4 ||
+      g.getRank() != 4)
+    return emitOpError("(C1) query, key, value and the cotangent must have "
+                       "rank 4");
+  int64_t b = q.getDimSize(0), hq = q.getDimSize(1), sq = q.getDimSize(2);
+  int64_t hk = k.getDimSize(1), sk = k.getDimSize(2);
+  if (k.getDimSize(0) != b || v.getDimSize(0) != b ||
+      k.getDimSize(3) != q.getDimSize(3) || v.getDimSize(1) != hk ||
+      v.getDimSize(2) != sk || hk == 0 || hq % hk != 0 ||
+      g.getShape() != ArrayRef<int64_t>{b, hq, sq, v.getDimSize(3)})
+    return emitOpError("(C1) the shapes are not attention's: query ")
+           << q << ", key " << k << ", value " << v << ", cotangent " << g;
+  if (Value mask = getMask()) {
+    auto m = cast<RankedTensorType>(mask.getType());
+    int64_t scores[4] = {b, hq, sq, sk};
+    if (m.getRank() != 4 || llvm::any_of(llvm::seq(0, 4), [&](int i) {
+          return m.getDimSize(i) != 1 && m.getDimSize(i) != scores[i];
+        }))
+      return emitOpError("(C1) the mask ")
+             << m << " does not broadcast to the scores";
+  }
+  Type e = q.getElementType();
+  for (Value x : getOperands())
+    if (cast<RankedTensorType>(x.getType()).getElementType() != e)
+      return emitOpError("(C2) all operands must have one element type");
+  if (getQueryGrad().getType() != q || getKeyGrad().getType() != k ||
+      getValueGrad().getType() != v)
+    return emitOpError("(C2) the results must have the types of query, key "
+                       "and value");
+  if (!std::isfinite(getScale().convertToDouble()))
+    return emitOpError("(C3) scale must be finite");
+  return success();
+}
+
 bool SoftmaxCrossEntropyGradOp::canOverwriteOperand(unsigned result,
                                                     unsigned operand) {
   return operand == 0;

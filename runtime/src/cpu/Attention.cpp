@@ -150,3 +150,110 @@ Status runAttention(const KernelCall &call) {
 }
 
 } // namespace trainc::cpu
+
+//===--- The gradient
+//-----------------------------------------------------------===//
+//
+// For each batch b and key/value head g, for each of its query heads h
+// (h / group == g), with P the forward's probabilities remade as above:
+//
+//   dP = dO V^T,  D_i = sum_j P_ij dP_ij,  dS = P * (dP - D)
+//   dQ_h = scale * dS K,  dK_g += scale * dS^T Q_h,  dV_g += P^T dO
+//
+// A task owns one (b, g): its dK and dV accumulate over the group in
+// order, and the dQ of its query heads are its own, so the result does not
+// depend on the thread count. Per task, two [Sq, Sk] buffers; no [B, H,
+// Sq, Sk] tensor exists. Compute as the forward: f64 for f64, else f32 with
+// 16-bit operands widened once and the results rounded once.
+
+namespace trainc::cpu {
+
+Status runAttentionGrad(const KernelCall &call) {
+  const TensorRef &qRef = call.inputs[0], &kRef = call.inputs[1],
+                  &vRef = call.inputs[2], &gRef = call.inputs[3];
+  const TensorRef &dqOut = call.outputs[0], &dkOut = call.outputs[1],
+                  &dvOut = call.outputs[2];
+  if (!isFloat(qRef.dtype))
+    return unsupportedDType(call, qRef.dtype);
+  bool causal = call.ints[0] != 0;
+  bool hasMask = call.ints[1] != 0;
+  double scaleAttr = call.floats[0];
+  int64_t batch = qRef.dims[0], hq = qRef.dims[1], sq = qRef.dims[2],
+          d = qRef.dims[3];
+  int64_t hk = kRef.dims[1], sk = kRef.dims[2], dv = vRef.dims[3];
+  int64_t group = hk > 0 ? hq / hk : 1;
+  int64_t maskStride[4] = {0, 0, 0, 0};
+  if (hasMask) {
+    const TensorRef &m = call.inputs[4];
+    std::vector<int64_t> strides = stridesOf(m);
+    for (int i = 0; i < 4; ++i)
+      maskStride[i] = m.dims[i] == 1 ? 0 : strides[i];
+  }
+
+  withFloatCompute(qRef.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> qBuf, kBuf, vBuf, gBuf, maskBuf;
+    const T *q = asCompute(qRef, qBuf), *k = asCompute(kRef, kBuf),
+            *v = asCompute(vRef, vBuf), *g = asCompute(gRef, gBuf);
+    const T *mask = hasMask ? asCompute(call.inputs[4], maskBuf) : nullptr;
+    bool native = qRef.dtype == DType::F32 || qRef.dtype == DType::F64;
+    const T scale = T(scaleAttr);
+    parallelFor(batch * hk, 1, [&](int64_t begin, int64_t end) {
+      std::vector<T> p(size_t(sq * sk)), dp(size_t(sq * sk));
+      std::vector<T> dqWide(native ? 0 : sq * d), dkWide(native ? 0 : sk * d),
+          dvWide(native ? 0 : sk * dv);
+      for (int64_t bg = begin; bg < end; ++bg) {
+        int64_t b = bg / hk;
+        const T *kb = k + bg * sk * d, *vb = v + bg * sk * dv;
+        T *dk = native ? dkOut.as<T>() + bg * sk * d : dkWide.data();
+        T *dvg = native ? dvOut.as<T>() + bg * sk * dv : dvWide.data();
+        for (int64_t j = 0; j < group; ++j) {
+          int64_t h = (bg % hk) * group + j, bh = b * hq + h;
+          const T *qh = q + bh * sq * d, *gh = g + bh * sq * dv;
+          gemm(false, /*tb=*/true, sq, sk, d, scale, qh, d, kb, d, p.data(),
+               sk);
+          for (int64_t i = 0; i < sq; ++i)
+            softmaxRow(p.data() + i * sk, sk,
+                       mask ? mask + b * maskStride[0] + h * maskStride[1] +
+                                  i * maskStride[2]
+                            : nullptr,
+                       maskStride[3],
+                       causal ? std::clamp<int64_t>(i + (sk - sq) + 1, 0, sk)
+                              : sk);
+          // dV (+)= P^T dO; dP = dO V^T.
+          T first = j == 0 ? T(0) : T(1);
+          gemm(/*ta=*/true, false, sk, dv, sq, T(1), p.data(), sk, gh, dv, dvg,
+               dv, first);
+          gemm(false, /*tb=*/true, sq, sk, dv, T(1), gh, dv, vb, dv, dp.data(),
+               sk);
+          // dS = P * (dP - rowsum(P * dP)), in place of dP.
+          for (int64_t i = 0; i < sq; ++i) {
+            T *pr = p.data() + i * sk, *dr = dp.data() + i * sk;
+            T dot = 0;
+            for (int64_t c = 0; c < sk; ++c)
+              dot += pr[c] * dr[c];
+            for (int64_t c = 0; c < sk; ++c)
+              dr[c] = pr[c] * (dr[c] - dot);
+          }
+          // dQ = scale dS K; dK (+)= scale dS^T Q.
+          T *dq = native ? dqOut.as<T>() + bh * sq * d : dqWide.data();
+          gemm(false, false, sq, d, sk, scale, dp.data(), sk, kb, d, dq, d);
+          gemm(/*ta=*/true, false, sk, d, sq, scale, dp.data(), sk, qh, d, dk,
+               d, first);
+          if (!native)
+            for (int64_t e = 0; e < sq * d; ++e)
+              storeAs(dqOut, bh * sq * d + e, dqWide[e]);
+        }
+        if (!native) {
+          for (int64_t e = 0; e < sk * d; ++e)
+            storeAs(dkOut, bg * sk * d + e, dkWide[e]);
+          for (int64_t e = 0; e < sk * dv; ++e)
+            storeAs(dvOut, bg * sk * dv + e, dvWide[e]);
+        }
+      }
+    });
+  });
+  return okStatus();
+}
+
+} // namespace trainc::cpu

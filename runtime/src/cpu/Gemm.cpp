@@ -19,31 +19,32 @@ void singleThreadedBlas() {
 
 void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
               float alpha, const float *a, int lda, const float *b, int ldb,
-              float *c, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c,
+              float beta, float *c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
               ldc);
 }
 void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
               double alpha, const double *a, int lda, const double *b, int ldb,
-              double *c, int ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0, c,
+              double beta, double *c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
               ldc);
 }
 
 template <typename T>
 void gemmImpl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha,
               const T *a, int64_t lda, const T *b, int64_t ldb, T *c,
-              int64_t ldc) {
+              int64_t ldc, T beta = T(0)) {
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0) { // An empty sum; BLAS would reject the leading dimensions.
-    for (int64_t i = 0; i < m; ++i)
-      std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    if (beta == T(0))
+      for (int64_t i = 0; i < m; ++i)
+        std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
   }
   singleThreadedBlas();
   blasGemm(ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-           int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), c,
+           int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c,
            int(ldc));
 }
 
@@ -86,14 +87,14 @@ void batchedGemmImpl(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
           const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-          int64_t ldc) {
-  gemmImpl(ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc);
+          int64_t ldc, float beta) {
+  gemmImpl(ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc, beta);
 }
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
           const double *a, int64_t lda, const double *b, int64_t ldb, double *c,
-          int64_t ldc) {
-  gemmImpl(ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc);
+          int64_t ldc, double beta) {
+  gemmImpl(ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc, beta);
 }
 
 void batchedGemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,

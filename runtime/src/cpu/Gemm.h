@@ -19,14 +19,14 @@
 
 namespace trainc::cpu {
 
-/// C[m, n] = alpha * op(A) op(B), one BLAS call on the calling thread;
-/// lda/ldb/ldc are the row strides as stored.
+/// C[m, n] = alpha * op(A) op(B) + beta * C, one BLAS call on the calling
+/// thread; lda/ldb/ldc are the row strides as stored.
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
           const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-          int64_t ldc);
+          int64_t ldc, float beta = 0);
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
           const double *a, int64_t lda, const double *b, int64_t ldb, double *c,
-          int64_t ldc);
+          int64_t ldc, double beta = 0);
 
 /// C_i = op(A_i) op(B_i) for i < batch, each operand densely packed
 /// ([m, k] or [k, m] etc.) at a + i*m*k, b + i*k*n, c + i*m*n; split over

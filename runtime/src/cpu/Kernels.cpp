@@ -56,6 +56,8 @@ KernelFn kernelFor(Opcode op) {
     return runDropout;
   case Opcode::Attention:
     return runAttention;
+  case Opcode::AttentionGrad:
+    return runAttentionGrad;
   case Opcode::SoftmaxCrossEntropy:
     return runCrossEntropy;
   case Opcode::SoftmaxCrossEntropyGrad:

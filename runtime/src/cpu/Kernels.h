@@ -60,6 +60,7 @@ Status runNorm(const KernelCall &call);             // Norm.cpp (layer, rms)
 Status runGelu(const KernelCall &call);             // Gelu.cpp
 Status runDropout(const KernelCall &call);          // Dropout.cpp
 Status runAttention(const KernelCall &call);        // Attention.cpp
+Status runAttentionGrad(const KernelCall &call);    // Attention.cpp
 Status runCrossEntropy(const KernelCall &call);     // CrossEntropy.cpp
 Status runCrossEntropyGrad(const KernelCall &call); // CrossEntropy.cpp
 Status runScatterAdd(const KernelCall &call);       // Scatter.cpp

@@ -335,9 +335,13 @@ Status Checker::checkComposite() const {
       return error("invalid mask or ratio");
     return okStatus();
   }
-  case Opcode::Attention: {
+  case Opcode::Attention:
+  case Opcode::AttentionGrad: {
+    // The gradient reads the result's cotangent after v (and the mask
+    // last); it has one result per q, k and v.
+    bool grad = inst.op == Opcode::AttentionGrad;
     TRAINC_RETURN_IF_ERROR(attrs(2, 1));
-    TRAINC_RETURN_IF_ERROR(arity(3 + (v[1] != 0), 1));
+    TRAINC_RETURN_IF_ERROR(arity(3 + grad + (v[1] != 0), grad ? 3 : 1));
     const TensorInfo &q = operand(0), &k = operand(1), &val = operand(2);
     for (const TensorInfo *t : {&q, &k, &val})
       if (t->shape.size() != 4 || t->dtype != q.dtype)
@@ -348,8 +352,9 @@ Status Checker::checkComposite() const {
         val.shape[2] != k.shape[2] || k.shape[1] == 0 ||
         q.shape[1] % k.shape[1] != 0 || !std::isfinite(inst.floats[0]))
       return error("q, k and v shapes are inconsistent");
+    Shape out = {q.shape[0], q.shape[1], q.shape[2], val.shape[3]};
     if (v[1]) {
-      const TensorInfo &m = operand(3);
+      const TensorInfo &m = operand(3 + grad);
       Shape scores = {q.shape[0], q.shape[1], q.shape[2], k.shape[2]};
       if (m.dtype != q.dtype || m.shape.size() != 4)
         return error("the mask must be rank 4 of q's dtype");
@@ -357,10 +362,17 @@ Status Checker::checkComposite() const {
         if (m.shape[d] != 1 && m.shape[d] != scores[d])
           return error("the mask does not broadcast to the scores");
     }
-    if (result(0).dtype != q.dtype)
-      return error("result dtype differs");
-    return shapeIs(result(0),
-                   {q.shape[0], q.shape[1], q.shape[2], val.shape[3]});
+    if (!grad) {
+      if (result(0).dtype != q.dtype)
+        return error("result dtype differs");
+      return shapeIs(result(0), out);
+    }
+    const TensorInfo &g = operand(3);
+    if (g.dtype != q.dtype || g.shape != out)
+      return error("the cotangent must have the result's shape and q's dtype");
+    TRAINC_RETURN_IF_ERROR(sameType(q, result(0)));
+    TRAINC_RETURN_IF_ERROR(sameType(k, result(1)));
+    return sameType(val, result(2));
   }
   case Opcode::SoftmaxCrossEntropy: {
     TRAINC_RETURN_IF_ERROR(arity(2, 1));

@@ -1178,16 +1178,16 @@ func.func @main(%w: tensor<4xf64> {train.param = "w", train.init = dense<1.0> : 
 TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
   // Ops that never need one: no operands (constant, iota), no float
   // result (compare), made by gradient rules themselves (gelu_grad,
-  // norm_grad, softmax_cross_entropy_grad: differentiating twice is not
-  // supported, and autodiff says so
-  // naming the op), or made by the optimizer after the backward pass
+  // norm_grad, softmax_cross_entropy_grad, attention_grad: differentiating
+  // twice is not supported, and autodiff says so naming the op), or made
+  // by the optimizer after the backward pass
   // (adamw_update). Every other graph op can lie between a parameter and
   // the loss (DESIGN.md: "every differentiable op carries a VJP rule").
   const std::set<std::string> exempt = {
-      "graph.constant",    "graph.iota",
-      "graph.compare",     "graph.gelu_grad",
-      "graph.norm_grad",   "graph.softmax_cross_entropy_grad",
-      "graph.adamw_update"};
+      "graph.constant",       "graph.iota",
+      "graph.compare",        "graph.gelu_grad",
+      "graph.norm_grad",      "graph.softmax_cross_entropy_grad",
+      "graph.attention_grad", "graph.adamw_update"};
   mlir::DialectRegistry registry;
   trainc::registerTraincDialects(registry);
   mlir::MLIRContext context(registry);

@@ -290,29 +290,43 @@ struct RmsNormGradient
 // attention
 //===----------------------------------------------------------------------===//
 
-/// Recomputes the probabilities P = softmax(S) of the scores
-/// S = scale * q k^T + mask (causal entries -inf), as the kernel does, then
-///   dV = P^T g,  dP = g V^T,  dS = P * (dP - sum(dP * P, keys)),
-///   dQ = scale * dS K,  dK = scale * dS^T Q,  dMask = dS summed over the
-///   dims the mask broadcasts along.
+/// dQ, dK and dV are one graph.attention_grad (see its description). The
+/// mask's cotangent is decomposed: it recomputes the probabilities
+/// P = softmax(S) of the scores S = scale * q k^T + mask (causal entries
+/// -inf), as the kernel does, then dP = g V^T, dS = P * (dP - sum(dP * P,
+/// keys)), and dMask = dS summed over the dims the mask broadcasts along.
 /// Grouped-query attention (Hq = G * Hk, query head h reading key head
 /// h / G) needs no copies of K and V: [B, Hq, Sq, X] reshapes to
 /// [B, Hk, G * Sq, X], so each key head meets its G query heads as extra
-/// rows, and the products that contract over those rows (dK, dV) sum the
-/// group's contributions. A row with no key to attend to (every score
-/// -inf) has P = 0, as the kernel's output is 0 there, not softmax's NaN.
+/// rows. A row with no key to attend to (every score -inf) has P = 0, as
+/// the kernel's output is 0 there, not softmax's NaN.
 struct AttentionGradient
     : public GradientOpInterface::ExternalModel<AttentionGradient,
                                                 AttentionOp> {
   LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
                          SmallVectorImpl<Value> &out) const {
     auto attention = cast<AttentionOp>(op);
-    Emitter e{b, op->getLoc()};
-    Value g = e.widen(cotangents[0]);
-    if (!g) {
+    if (!cotangents[0]) {
       out.append(op->getNumOperands(), Value());
       return success();
     }
+    // Query, key and value: the fused op, which never materializes the
+    // scores. The mask's cotangent (a learned bias such as T5's relative
+    // positions has one) is dS summed to the mask's shape, decomposed
+    // below; when nothing needs it, it is dead and the canonicalizer
+    // removes it.
+    auto fused = b.create<AttentionGradOp>(
+        op->getLoc(),
+        TypeRange{attention.getQuery().getType(), attention.getKey().getType(),
+                  attention.getValue().getType()},
+        attention.getQuery(), attention.getKey(), attention.getValue(),
+        cotangents[0], attention.getMask(), attention.getScaleAttr(),
+        attention.getCausalAttr());
+    out.append(fused->getResults().begin(), fused->getResults().end());
+    if (!attention.getMask())
+      return success();
+    Emitter e{b, op->getLoc()};
+    Value g = e.widen(cotangents[0]);
     Value q = e.widen(attention.getQuery()), k = e.widen(attention.getKey()),
           v = e.widen(attention.getValue()),
           mask = e.widen(attention.getMask());
@@ -362,24 +376,12 @@ struct AttentionGradient
                    e.splat(p, 0.0));
     }
 
-    Value dv = headDot(grouped(p), gg, 2, 2);   // [B, Hk, Sk, Dv]
     Value dp = ungrouped(headDot(gg, v, 3, 3)); // [B, Hq, Sq, Sk]
     Value rowDot = e.back(e.sum(e.mul(dp, p), keys), dp, keys);
     Value ds = e.mul(p, e.sub(dp, rowDot)); // d(scores)
-    Value dsg = grouped(e.scaled(ds, scale));
-    Value dq = ungrouped(headDot(dsg, k, 3, 2)); // [B, Hq, Sq, D]
-    Value dk = headDot(dsg, qg, 2, 2);           // [B, Hk, Sk, D]
-
-    auto narrowLike = [&](Value x, Value operand) {
-      return e.narrow(x, typeOf(operand).getElementType());
-    };
-    out.push_back(narrowLike(dq, attention.getQuery()));
-    out.push_back(narrowLike(dk, attention.getKey()));
-    out.push_back(narrowLike(dv, attention.getValue()));
-    if (mask)
-      out.push_back(
-          narrowLike(sumToOperand(b, e.loc, ds, typeOf(mask), {0, 1, 2, 3}),
-                     attention.getMask()));
+    out.push_back(
+        e.narrow(sumToOperand(b, e.loc, ds, typeOf(mask), {0, 1, 2, 3}),
+                 typeOf(attention.getMask()).getElementType()));
     return success();
   }
 };

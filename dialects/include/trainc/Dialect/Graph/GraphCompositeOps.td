@@ -424,4 +424,48 @@ def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad", [
   let hasVerifier = 1;
 }
 
+def Graph_AttentionGradOp : Graph_Op<"attention_grad", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "the query, key and value gradients of attention";
+  let description = [{
+    The gradient rule of `graph.attention` as one op, for a mask (when
+    present) that needs no gradient. With `S = scale * q @ k^T + mask`
+    (causal: future keys -inf), `P = softmax(S)` per row (0 for a row with
+    no key), `g` the result's cotangent and `D_i = sum_j P_ij dP_ij`:
+    `dP = g @ v^T`, `dS = P * (dP - D)`, `dq = scale * dS @ k`,
+    `dk = scale * dS^T @ q`, `dv = P^T @ g`, the key and value gradients
+    summed over the query heads of a group. The kernel remakes S and P one
+    (batch, key head) at a time, so no [B, H, Sq, Sk] tensor is ever
+    materialized (the decomposed rule kept several: for GPT-2 124M at
+    sequence 1,024, 192 MiB each).
+
+    Constraints:
+    - (C1) query, key, value and the cotangent have rank 4, with
+      attention's shapes (C1-C6 of graph.attention): the cotangent is
+      [B, Hq, Sq, Dv].
+    - (C2) all operands have one element type; the results have the types
+      of query, key and value.
+    - (C3) `scale` is finite.
+
+    Example:
+    ```mlir
+    %dq, %dk, %dv = graph.attention_grad %q, %k, %v, %g, scale = 0.125, causal
+        : (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>,
+           tensor<8x4x32x16xf32>)
+        -> (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
+                       Graph_FloatTensor:$value, Graph_FloatTensor:$cotangent,
+                       Optional<Graph_FloatTensor>:$mask,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs Graph_FloatTensor:$query_grad, Graph_FloatTensor:$key_grad,
+                      Graph_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $cotangent (`mask` $mask^)? `,` `scale` `=`
+    $scale (`,` `causal` $causal^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TRAINC_DIALECT_GRAPH_GRAPHCOMPOSITEOPS_TD
