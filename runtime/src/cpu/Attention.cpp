@@ -90,6 +90,41 @@ void softmaxRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride,
   std::fill(s + allowed, s + sk, T(0));
 }
 
+/// The sizes of one attention call (q [B, Hq, Sq, D], k [B, Hk, Sk, D],
+/// v [B, Hk, Sk, Dv]) and the mask's strides, 0 along broadcast dims.
+struct AttentionShape {
+  AttentionShape(const KernelCall &call, int maskInput)
+      : batch(call.inputs[0].dims[0]), hq(call.inputs[0].dims[1]),
+        sq(call.inputs[0].dims[2]), d(call.inputs[0].dims[3]),
+        hk(call.inputs[1].dims[1]), sk(call.inputs[1].dims[2]),
+        dv(call.inputs[2].dims[3]), group(hk > 0 ? hq / hk : 1),
+        causal(call.ints[0] != 0), hasMask(call.ints[1] != 0),
+        scale(call.floats[0]) {
+    if (!hasMask)
+      return;
+    const TensorRef &m = call.inputs[maskInput];
+    std::vector<int64_t> strides = stridesOf(m);
+    for (int i = 0; i < 4; ++i)
+      maskStride[i] = m.dims[i] == 1 ? 0 : strides[i];
+  }
+  /// The mask row of (b, h, i), or null without a mask.
+  template <typename T>
+  const T *maskRow(const T *mask, int64_t b, int64_t h, int64_t i) const {
+    return mask ? mask + b * maskStride[0] + h * maskStride[1] +
+                      i * maskStride[2]
+                : nullptr;
+  }
+  /// How many keys query row i may see.
+  int64_t allowed(int64_t i) const {
+    return causal ? std::clamp<int64_t>(i + (sk - sq) + 1, 0, sk) : sk;
+  }
+
+  int64_t batch, hq, sq, d, hk, sk, dv, group;
+  bool causal, hasMask;
+  double scale;
+  int64_t maskStride[4] = {0, 0, 0, 0};
+};
+
 } // namespace
 
 Status runAttention(const KernelCall &call) {
@@ -98,47 +133,27 @@ Status runAttention(const KernelCall &call) {
   const TensorRef &out = call.outputs[0];
   if (!isFloat(qRef.dtype))
     return unsupportedDType(call, qRef.dtype);
-  bool causal = call.ints[0] != 0;
-  bool hasMask = call.ints[1] != 0;
-  double scaleAttr = call.floats[0];
-  int64_t batch = qRef.dims[0], hq = qRef.dims[1], sq = qRef.dims[2],
-          d = qRef.dims[3];
-  int64_t hk = kRef.dims[1], sk = kRef.dims[2], dv = vRef.dims[3];
-  int64_t group = hk > 0 ? hq / hk : 1;
-
-  // Mask strides: 0 along broadcast dims.
-  int64_t maskStride[4] = {0, 0, 0, 0};
-  if (hasMask) {
-    const TensorRef &m = call.inputs[3];
-    std::vector<int64_t> strides = stridesOf(m);
-    for (int i = 0; i < 4; ++i)
-      maskStride[i] = m.dims[i] == 1 ? 0 : strides[i];
-  }
-
+  AttentionShape a(call, /*maskInput=*/3);
   withFloatCompute(qRef.dtype, [&](auto zero) {
     using T = decltype(zero);
     std::vector<T> qBuf, kBuf, vBuf, maskBuf;
     const T *q = asCompute(qRef, qBuf), *k = asCompute(kRef, kBuf),
             *v = asCompute(vRef, vBuf);
-    const T *mask = hasMask ? asCompute(call.inputs[3], maskBuf) : nullptr;
+    const T *mask = a.hasMask ? asCompute(call.inputs[3], maskBuf) : nullptr;
     bool nativeOut = out.dtype == qRef.dtype &&
                      (out.dtype == DType::F32 || out.dtype == DType::F64);
-    parallelFor(batch * hq, 1, [&](int64_t begin, int64_t end) {
+    int64_t sq = a.sq, sk = a.sk, d = a.d, dv = a.dv;
+    parallelFor(a.batch * a.hq, 1, [&](int64_t begin, int64_t end) {
       std::vector<T> scores(size_t(sq * sk)), wide(nativeOut ? 0 : sq * dv);
       for (int64_t bh = begin; bh < end; ++bh) {
-        int64_t b = bh / hq, h = bh % hq;
-        const T *kb = k + (b * hk + h / group) * sk * d;
-        const T *vb = v + (b * hk + h / group) * sk * dv;
-        gemm(false, /*tb=*/true, sq, sk, d, T(scaleAttr), q + bh * sq * d, d,
-             kb, d, scores.data(), sk);
+        int64_t b = bh / a.hq, h = bh % a.hq;
+        const T *kb = k + (b * a.hk + h / a.group) * sk * d;
+        const T *vb = v + (b * a.hk + h / a.group) * sk * dv;
+        gemm(false, /*tb=*/true, sq, sk, d, T(a.scale), q + bh * sq * d, d, kb,
+             d, scores.data(), sk);
         for (int64_t i = 0; i < sq; ++i)
-          softmaxRow(scores.data() + i * sk, sk,
-                     mask ? mask + b * maskStride[0] + h * maskStride[1] +
-                                i * maskStride[2]
-                          : nullptr,
-                     maskStride[3],
-                     causal ? std::clamp<int64_t>(i + (sk - sq) + 1, 0, sk)
-                            : sk);
+          softmaxRow(scores.data() + i * sk, sk, a.maskRow(mask, b, h, i),
+                     a.maskStride[3], a.allowed(i));
         T *o = nativeOut ? out.as<T>() + bh * sq * dv : wide.data();
         gemm(false, false, sq, dv, sk, T(1), scores.data(), sk, vb, dv, o, dv);
         for (size_t e = 0; e < wide.size(); ++e)
@@ -175,30 +190,18 @@ Status runAttentionGrad(const KernelCall &call) {
                   &dvOut = call.outputs[2];
   if (!isFloat(qRef.dtype))
     return unsupportedDType(call, qRef.dtype);
-  bool causal = call.ints[0] != 0;
-  bool hasMask = call.ints[1] != 0;
-  double scaleAttr = call.floats[0];
-  int64_t batch = qRef.dims[0], hq = qRef.dims[1], sq = qRef.dims[2],
-          d = qRef.dims[3];
-  int64_t hk = kRef.dims[1], sk = kRef.dims[2], dv = vRef.dims[3];
-  int64_t group = hk > 0 ? hq / hk : 1;
-  int64_t maskStride[4] = {0, 0, 0, 0};
-  if (hasMask) {
-    const TensorRef &m = call.inputs[4];
-    std::vector<int64_t> strides = stridesOf(m);
-    for (int i = 0; i < 4; ++i)
-      maskStride[i] = m.dims[i] == 1 ? 0 : strides[i];
-  }
-
+  AttentionShape a(call, /*maskInput=*/4);
   withFloatCompute(qRef.dtype, [&](auto zero) {
     using T = decltype(zero);
     std::vector<T> qBuf, kBuf, vBuf, gBuf, maskBuf;
     const T *q = asCompute(qRef, qBuf), *k = asCompute(kRef, kBuf),
             *v = asCompute(vRef, vBuf), *g = asCompute(gRef, gBuf);
-    const T *mask = hasMask ? asCompute(call.inputs[4], maskBuf) : nullptr;
+    const T *mask = a.hasMask ? asCompute(call.inputs[4], maskBuf) : nullptr;
     bool native = qRef.dtype == DType::F32 || qRef.dtype == DType::F64;
-    const T scale = T(scaleAttr);
-    parallelFor(batch * hk, 1, [&](int64_t begin, int64_t end) {
+    const T scale = T(a.scale);
+    int64_t hq = a.hq, hk = a.hk, sq = a.sq, sk = a.sk, d = a.d, dv = a.dv,
+            group = a.group;
+    parallelFor(a.batch * hk, 1, [&](int64_t begin, int64_t end) {
       std::vector<T> p(size_t(sq * sk)), dp(size_t(sq * sk));
       std::vector<T> dqWide(native ? 0 : sq * d), dkWide(native ? 0 : sk * d),
           dvWide(native ? 0 : sk * dv);
@@ -213,13 +216,8 @@ Status runAttentionGrad(const KernelCall &call) {
           gemm(false, /*tb=*/true, sq, sk, d, scale, qh, d, kb, d, p.data(),
                sk);
           for (int64_t i = 0; i < sq; ++i)
-            softmaxRow(p.data() + i * sk, sk,
-                       mask ? mask + b * maskStride[0] + h * maskStride[1] +
-                                  i * maskStride[2]
-                            : nullptr,
-                       maskStride[3],
-                       causal ? std::clamp<int64_t>(i + (sk - sq) + 1, 0, sk)
-                              : sk);
+            softmaxRow(p.data() + i * sk, sk, a.maskRow(mask, b, h, i),
+                       a.maskStride[3], a.allowed(i));
           // dV (+)= P^T dO; dP = dO V^T.
           T first = j == 0 ? T(0) : T(1);
           gemm(/*ta=*/true, false, sk, dv, sq, T(1), p.data(), sk, gh, dv, dvg,
