@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Mixed precision (trainc --precision bf16|fp16) against float64 and against
-PyTorch's CPU autocast, on the Hugging Face model suite.
+PyTorch's CPU autocast, on the Hugging Face model suite, tinygpt and the
+4-layer benchmark GPT.
 
 For each model (test/Models/hf, the TorchScript opset-17 export) and each
 16-bit type, compiles the gradient step (`--train --optimizer none`), runs
@@ -160,6 +161,54 @@ def check_tinygpt(args, work):
     return ok
 
 
+def check_benchmark_gpt(args, work):
+    """The 4-layer benchmark GPT (tools/make_gpt.py: d 256, seq 128, batch 8)
+    against trainc's own float32 step: float32's error (about 1e-6 relative
+    on tinygpt, meta.json grad_maxrel_f32_vs_f64) is three orders of
+    magnitude below u, so it stands in for float64 here."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
+                                    'tools'))
+    import make_gpt
+    import onnx
+    cfg = make_gpt.GptConfig(vocab=256, seq=128, batch=8, d_model=256, heads=4, layers=4)
+    model = os.path.join(work, 'bench_gpt.onnx')
+    onnx.save(make_gpt.build_model(cfg), model)
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, cfg.vocab, size=(cfg.batch, cfg.seq))
+    inputs = []
+    for name, value in (('tokens', tokens), ('targets', np.roll(tokens, -1, axis=1))):
+        np.save(os.path.join(work, f'bench_{name}.npy'), value)
+        inputs += ['--input', f'{name}={os.path.join(work, f"bench_{name}.npy")}']
+    results = {}
+    for precision in ('f32', 'bf16', 'fp16'):
+        exe = os.path.join(work, f'bench_{precision}.tcx')
+        out = os.path.join(work, f'bench_{precision}')
+        run([args.trainc, model, '--train', '--optimizer', 'none', '--precision', precision,
+             '-o', exe])
+        run([args.trainc_run, exe, *inputs, '--output-dir', out])
+        results[precision] = {f: np.load(os.path.join(out, f)).astype(np.float64)
+                              for f in os.listdir(out)}
+    ok = True
+    ref = results['f32']
+    for precision, u in UNIT_ROUNDOFF.items():
+        got = results[precision]
+        loss_err = abs(float(got['loss.npy']) - float(ref['loss.npy'])) / abs(float(ref['loss.npy']))
+        grads = [f for f in ref if f.endswith('.grad.npy')]
+        num = sum(float(np.sum((got[f] - ref[f]) ** 2)) for f in grads)
+        den = sum(float(np.sum(ref[f] ** 2)) for f in grads)
+        g_err = np.sqrt(num / den)
+        problems = []
+        if loss_err > LOSS_BOUND_U * u:
+            problems.append(f'loss error {loss_err / u:.2f}u > {LOSS_BOUND_U}u')
+        if not g_err <= GRAD_BOUND_U * u:
+            problems.append(f'gradient error {g_err / u:.2f}u > {GRAD_BOUND_U}u')
+        print(f'benchmark GPT {precision}: loss error {loss_err:.2e} ({loss_err / u:.2f}u); '
+              f'gradient error {g_err:.2e} ({g_err / u:.2f}u) against float32'
+              f'{": FAIL " + "; ".join(problems) if problems else ""}')
+        ok &= not problems
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--trainc', required=True)
@@ -170,6 +219,7 @@ def main():
     ok = True
     with tempfile.TemporaryDirectory() as work:
         ok &= check_tinygpt(args, work)
+        ok &= check_benchmark_gpt(args, work)
         for model in MODELS:
             try:
                 ok &= check(args, model, work)
