@@ -50,8 +50,11 @@ const T *asCompute(const TensorRef &t, std::vector<T> &storage) {
   if (t.dtype == (std::is_same<T, double>::value ? DType::F64 : DType::F32))
     return t.as<T>();
   storage.resize(t.numElements());
-  for (int64_t i = 0, e = t.numElements(); i < e; ++i)
-    storage[i] = loadAs<T>(t, i);
+  parallelFor(t.numElements(), int64_t(1) << 15,
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i)
+                  storage[i] = loadAs<T>(t, i);
+              });
   return storage.data();
 }
 

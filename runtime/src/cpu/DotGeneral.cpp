@@ -18,14 +18,17 @@
 //
 // Precision: f32 and f64 call cblas_sgemm/cblas_dgemm (through Gemm.h,
 // which splits the batch or the product over trainc's threads). f16 and bf16
-// are widened to f32 while packing, multiplied with sgemm (accumulation in f32)
-// and the result is rounded to nearest even once, at the end.
+// operands are widened to f32 once, in parallel (then used in place or
+// packed like f32), multiplied with sgemm (accumulation in f32), and the
+// result is rounded to nearest even once, at the end, in parallel.
 //
 // Shape legend: B batch (product of batching dims), M/N products of the lhs
 // and rhs free dims, K product of the contracting dims.
 //
 //===----------------------------------------------------------------------===//
 
+#include "base/Float16.h"
+#include "base/Parallel.h"
 #include "cpu/Gemm.h"
 #include "cpu/KernelUtil.h"
 
@@ -122,12 +125,50 @@ template <typename T> struct Operand {
   std::vector<T> packed;
 };
 
+/// Elements per task of the 16-bit conversions: enough to amortize a task.
+constexpr int64_t kConvertGrain = 1 << 15;
+
+/// A 16-bit tensor widened to float in its own layout, split over trainc's
+/// threads (a GEMM operand is read many times: converting it once, in
+/// parallel, costs far less than converting while packing, element by
+/// element).
+std::vector<float> widenToFloat(const TensorRef &t) {
+  std::vector<float> wide(t.numElements());
+  const uint16_t *src = t.as<uint16_t>();
+  bool bf16 = t.dtype == DType::BF16;
+  parallelFor(int64_t(wide.size()), kConvertGrain,
+              [&](int64_t begin, int64_t end) {
+                if (bf16)
+                  for (int64_t i = begin; i < end; ++i)
+                    wide[i] = bf16ToFloat(src[i]);
+                else
+                  for (int64_t i = begin; i < end; ++i)
+                    wide[i] = f16ToFloat(src[i]);
+              });
+  return wide;
+}
+
 /// Uses `t` in place when its dims are already in order `plain` ([B, rows,
 /// cols]) or `transposed` ([B, cols, rows]) and it holds T; packs it into
-/// order `plain` otherwise.
+/// order `plain` otherwise. A 16-bit operand is widened first and then
+/// treated as a float tensor of the same layout.
 template <typename T>
 Operand<T> prepareOperand(const TensorRef &t, const std::vector<int> &plain,
                           const std::vector<int> &transposed) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (t.dtype == DType::BF16 || t.dtype == DType::F16) {
+      std::vector<float> wide = widenToFloat(t);
+      TensorRef view = t;
+      view.dtype = DType::F32;
+      view.data = wide.data();
+      Operand<T> op = prepareOperand<T>(view, plain, transposed);
+      if (op.packed.empty()) { // used in place: keep the widened copy
+        op.packed = std::move(wide);
+        op.data = op.packed.data();
+      }
+      return op;
+    }
+  }
   Operand<T> op;
   bool native =
       t.dtype == (std::is_same<T, double>::value ? DType::F64 : DType::F32);
@@ -196,8 +237,11 @@ Status runDotGeneral(const KernelCall &call) {
     std::vector<T> wide(native ? 0 : batch * m * n);
     T *c = native ? out.as<T>() : wide.data();
     batchedGemm(batch, a.trans, b.trans, m, n, k, a.data, b.data, c);
-    for (size_t i = 0; i < wide.size(); ++i)
-      storeAs(out, int64_t(i), wide[i]);
+    parallelFor(int64_t(wide.size()), kConvertGrain,
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t i = begin; i < end; ++i)
+                    storeAs(out, i, wide[i]);
+                });
     return okStatus();
   });
 }
