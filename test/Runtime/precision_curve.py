@@ -1,17 +1,26 @@
 #!/usr/bin/env python3
 """bf16 and fp16 training follow the f32 loss curve.
 
-Writes a small GPT with tools/make_gpt.py (2 layers, d 64, seq 32, batch 8,
-byte vocabulary), compiles its AdamW step and its forward pass with
-`trainc --precision f32|bf16|fp16`, and trains each for 200 steps with
-`trainc-run --data` on the same bytes (this repository's README and
-compiler sources, a 10% held-out split), evaluating the held-out loss every
-50 steps. At every evaluation the 16-bit runs' held-out loss must be within
-2% of the f32 run's; the fp16 run reports its loss scale. The curves fall
-from ln 256 = 5.5 to about 3.1 here, and the three runs see the same batches,
-so they differ only by rounding: bf16's 3-digit mantissa moves the loss by
-a fraction of a percent, a wrong cast or an unscaled fp16 gradient by far
-more (or diverges).
+Writes a small GPT with tools/make_gpt.py (2 layers, d 128, seq 64, batch
+16, byte vocabulary), compiles its AdamW step (cosine schedule) and its
+forward pass with `trainc --precision f32|bf16|fp16`, and trains each for
+200 steps with `trainc-run --data` on the same 300,000 bytes, evaluating
+the held-out loss (10% split) every 50 steps on 64 batches. At every
+evaluation the 16-bit runs' held-out loss must be within 2% of the f32
+run's; the fp16 run reports its loss scale.
+
+The bytes come from a stationary source, a random sparse Markov chain (each
+byte has 8 possible successors, entropy rate about 1.46 nats), so the curve
+falls smoothly from ln 256 = 5.5 to about 1.6 and depends smoothly on the
+arithmetic: changing f32's learning rate by 0.1% moves it by 0.03%. On
+natural text (the licence texts) a model this small sits on the unigram
+plateau near 3.3 nats until an escape whose timing is chaotic: there a
+0.03% change of f32's learning rate moved the step-200 loss by 4%, so no
+bound could tell rounding from chance. The three runs see the same batches
+and differ only by rounding (measured: within 0.01%). This checks that the
+one-step errors models.hf_precision bounds do not accumulate over training
+(and that fp16's loss scale keeps up); a single misplaced cast is that
+test's job, not this one's.
 """
 import argparse
 import json
@@ -25,7 +34,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, 'tools'))
 import make_gpt  # noqa: E402
 
-STEPS, EVAL_EVERY, BOUND = 200, 50, 0.02
+STEPS, EVAL_EVERY, EVAL_BATCHES, BOUND = 200, 50, 64, 0.02
 
 
 def run(cmd):
@@ -39,19 +48,26 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--trainc', required=True)
     parser.add_argument('--trainc-run', required=True)
+    parser.add_argument('--seed', type=int, default=0, help='data order (default: 0)')
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         import onnx
-        cfg = make_gpt.GptConfig(vocab=256, seq=32, batch=8, d_model=64, heads=4, layers=2)
+        cfg = make_gpt.GptConfig(vocab=256, seq=64, batch=16, d_model=128, heads=4, layers=2)
         model = os.path.join(work, 'gpt.onnx')
         onnx.save(make_gpt.build_model(cfg), model)
-        data = os.path.join(work, 'text.txt')
-        with open(data, 'wb') as out:
-            for root, _, files in sorted(os.walk(os.path.join(REPO, 'compiler'))):
-                for f in sorted(files):
-                    if f.endswith(('.cpp', '.h', '.td', '.md')):
-                        out.write(open(os.path.join(root, f), 'rb').read())
-            out.write(open(os.path.join(REPO, 'README.md'), 'rb').read())
+        # Bytes from a random sparse Markov chain (each byte has 8 possible
+        # successors): see the module docstring for why not natural text.
+        import numpy as np
+        rng = np.random.default_rng(args.seed)
+        successors = rng.integers(0, 256, size=(256, 8))
+        cumulative = np.cumsum(rng.dirichlet(np.full(8, 0.5), size=256), axis=1)
+        draws = rng.random(300_000)
+        state, text = 0, np.empty(draws.size, np.uint8)
+        for i, u in enumerate(draws):
+            state = successors[state, min(int(np.searchsorted(cumulative[state], u)), 7)]
+            text[i] = state
+        data = os.path.join(work, 'text.raw')  # raw bytes: one token each
+        text.tofile(data)
         curves = {}
         for precision in ('f32', 'bf16', 'fp16'):
             step = os.path.join(work, f'{precision}_step.tcx')
@@ -63,6 +79,7 @@ def main():
             log = os.path.join(work, f'{precision}.jsonl')
             run([args.trainc_run, step, '--data', data, '--steps', str(STEPS),
                  '--eval-executable', fwd, '--eval-every', str(EVAL_EVERY),
+                 '--eval-batches', str(EVAL_BATCHES), '--seed', str(args.seed),
                  '--log-jsonl', log])
             records = [json.loads(line) for line in open(log)]
             curves[precision] = {r['step']: r for r in records if 'eval_loss' in r}
