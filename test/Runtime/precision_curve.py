@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """bf16 and fp16 training follow the f32 loss curve.
 
-Writes a small GPT with tools/make_gpt.py (2 layers, d 128, seq 64, batch
-16, byte vocabulary), compiles its AdamW step (cosine schedule) and its
+Writes a small GPT with tools/make_gpt.py (2 layers, d 96, seq 64, batch
+8, byte vocabulary), compiles its AdamW step (cosine schedule) and its
 forward pass with `trainc --precision f32|bf16|fp16`, and trains each for
 200 steps with `trainc-run --data` on the same 300,000 bytes, evaluating
-the held-out loss (10% split) every 50 steps on 64 batches. At every
+the held-out loss (10% split) every 50 steps on 32 batches. At every
 evaluation the 16-bit runs' held-out loss must be within 2% of the f32
 run's; the fp16 run reports its loss scale.
 
 The bytes come from a stationary source, a random sparse Markov chain (each
 byte has 8 possible successors, entropy rate about 1.46 nats), so the curve
-falls smoothly from ln 256 = 5.5 to about 1.6 and depends smoothly on the
+falls smoothly from ln 256 = 5.5 to about 1.77 and depends smoothly on the
 arithmetic: changing f32's learning rate by 0.1% moves it by 0.03%. On
 natural text (the licence texts) a model this small sits on the unigram
 plateau near 3.3 nats until an escape whose timing is chaotic: there a
@@ -34,7 +34,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, 'tools'))
 import make_gpt  # noqa: E402
 
-STEPS, EVAL_EVERY, EVAL_BATCHES, BOUND = 200, 50, 64, 0.02
+STEPS, EVAL_EVERY, EVAL_BATCHES, BOUND = 200, 50, 32, 0.02
 
 
 def run(cmd):
@@ -52,7 +52,7 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         import onnx
-        cfg = make_gpt.GptConfig(vocab=256, seq=64, batch=16, d_model=128, heads=4, layers=2)
+        cfg = make_gpt.GptConfig(vocab=256, seq=64, batch=8, d_model=96, heads=4, layers=2)
         model = os.path.join(work, 'gpt.onnx')
         onnx.save(make_gpt.build_model(cfg), model)
         # Bytes from a random sparse Markov chain (each byte has 8 possible
