@@ -496,12 +496,17 @@ Status AsyncCheckpointWriter::submit(std::string dir,
 // Restore
 //===----------------------------------------------------------------------===//
 
-Status findCheckpoint(const std::string &dir, CheckpointChoice &out) {
+namespace {
+
+/// findCheckpoint, keeping what it read and verified in `loaded` (empty for
+/// a format-1 run), so that a restore reads the checkpoint once.
+Status findAndLoadCheckpoint(const std::string &dir, CheckpointChoice &out,
+                             Loaded &loaded) {
   out = CheckpointChoice();
   if (!isDirectory(dir))
     return notFound(dir + ": no such checkpoint directory");
   for (const std::string &name : candidates(dir)) {
-    Loaded loaded;
+    loaded = Loaded();
     Status s = loadCheckpoint(dir + "/" + name, loaded);
     if (!s.ok()) {
       out.warnings.push_back(s.message() + "; skipped");
@@ -511,6 +516,7 @@ Status findCheckpoint(const std::string &dir, CheckpointChoice &out) {
     out.name = name;
     return okStatus();
   }
+  loaded = Loaded();
   // A run saved before format 2: run_state.json and .npy files.
   struct stat st;
   if (stat((dir + "/run_state.json").c_str(), &st) == 0) {
@@ -527,13 +533,19 @@ Status findCheckpoint(const std::string &dir, CheckpointChoice &out) {
           (why.empty() ? " (is it a --save-state directory?)" : ":" + why));
 }
 
+} // namespace
+
+Status findCheckpoint(const std::string &dir, CheckpointChoice &out) {
+  Loaded loaded;
+  return findAndLoadCheckpoint(dir, out, loaded);
+}
+
 Status restoreCheckpoint(const std::string &dir, Trainer &trainer,
                          const TokenData *data, CheckpointChoice &choice) {
-  TRAINC_RETURN_IF_ERROR(findCheckpoint(dir, choice));
+  Loaded loaded;
+  TRAINC_RETURN_IF_ERROR(findAndLoadCheckpoint(dir, choice, loaded));
   if (choice.name.compare(0, 5, "step-") != 0)
     return restoreRun(dir, trainer, data); // format 1
-  Loaded loaded;
-  TRAINC_RETURN_IF_ERROR(loadCheckpoint(dir + "/" + choice.name, loaded));
   std::string where = dir + "/" + choice.name;
   if (loaded.modelHash != modelHash(trainer.session().executable()))
     return invalidArgument(
