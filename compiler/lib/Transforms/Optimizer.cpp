@@ -291,15 +291,20 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       if (fn.getArgAttr(arg.getArgNumber(),
                         trainc::train::TrainDialect::kLossScaleAttr))
         lossScale = arg;
-    // Autodiff's unscaling, g = g_scaled * broadcast(1 / scale), is folded
-    // into the update (its grad_scale) and the norm (times 1 / scale): no
-    // pass over the gradients and no scale-sized broadcast per parameter.
-    Value invScale;
+    // Autodiff's unscaling, g = g_scaled * broadcast(1 / scale) (no
+    // broadcast for a 0-d parameter), is folded into that parameter's
+    // update (its grad_scale) and its share of the norm: no pass over the
+    // gradients and no parameter-sized broadcast. A gradient of another
+    // form is used as it is.
+    Value invScale =
+        lossScale ? s.op<DivOp>(s.f64(1), s.convert(lossScale, b.getF64Type()))
+                  : Value();
     auto scaledGradient = [&](Value g) -> Value {
       auto mul = g.getDefiningOp<MulOp>();
-      auto spread = mul ? mul.getRhs().getDefiningOp<BroadcastInDimOp>()
-                        : BroadcastInDimOp();
-      Value inverse = spread ? spread.getOperand() : Value();
+      Value inverse = mul ? mul.getRhs() : Value();
+      if (auto spread = inverse ? inverse.getDefiningOp<BroadcastInDimOp>()
+                                : BroadcastInDimOp())
+        inverse = spread.getOperand();
       if (auto convert =
               inverse ? inverse.getDefiningOp<ConvertOp>() : ConvertOp())
         inverse = convert.getOperand();
@@ -309,8 +314,9 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       return mul.getLhs();
     };
 
-    // The global gradient norm, and clipping.
-    SmallVector<std::pair<BlockArgument, Value>> params;
+    // The global gradient norm, and clipping. Each parameter with whether
+    // its gradient still carries the loss scale.
+    SmallVector<std::tuple<BlockArgument, Value, bool>> params;
     Value sumSq = s.f64(0);
     for (BlockArgument arg : body.getArguments()) {
       auto name = fn.getArgAttrOfType<StringAttr>(
@@ -321,16 +327,19 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       if (it == gradIndex.end())
         continue;
       Value g = ret.getOperand(it->second);
-      if (Value scaled = lossScale ? scaledGradient(g) : Value()) {
+      Value squares;
+      Value scaled = lossScale ? scaledGradient(g) : Value();
+      if (scaled) {
         g = scaled;
-        invScale = s.op<DivOp>(s.f64(1), s.convert(lossScale, b.getF64Type()));
+        squares =
+            s.op<MulOp>(s.sumOfSquares(g), s.op<MulOp>(invScale, invScale));
+      } else {
+        squares = s.sumOfSquares(g);
       }
-      params.push_back({arg, g});
-      sumSq = s.op<AddOp>(sumSq, s.sumOfSquares(g));
+      params.push_back({arg, g, bool(scaled)});
+      sumSq = s.op<AddOp>(sumSq, squares);
     }
     Value norm = b.create<SqrtOp>(s.loc, sumSq);
-    if (invScale)
-      norm = s.op<MulOp>(norm, invScale);
     Type lossElement =
         cast<RankedTensorType>(ret.getOperand(*lossIndex).getType())
             .getElementType();
@@ -369,10 +378,11 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       clip =
           s.op<MinOp>(s.f64(1.0), s.op<DivOp>(s.f64(clipGradNorm),
                                               s.op<AddOp>(norm, s.f64(1e-6))));
-    // What multiplies each gradient: the clipping factor and 1 / scale.
-    Value gradScale = clip;
+    // What multiplies a gradient that still carries the loss scale: the
+    // clipping factor and 1 / scale (others: the clipping factor alone).
+    Value unscaleAndClip;
     if (invScale)
-      gradScale = clip ? s.op<MulOp>(clip, invScale) : invScale;
+      unscaleAndClip = clip ? s.op<MulOp>(clip, invScale) : invScale;
     if (lossScale)
       updateLossScale(s, lossScale, skip, addState, results, resultAttrs,
                       named);
@@ -388,7 +398,8 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     Value decayFactor =
         s.op<SubOp>(s.f64(1), s.op<MulOp>(lrNow, s.f64(weightDecay)));
 
-    for (auto [p, grad] : params) {
+    for (auto [p, grad, carriesScale] : params) {
+      Value gradScale = carriesScale ? unscaleAndClip : clip;
       auto type = cast<RankedTensorType>(p.getType());
       std::string name =
           fn.getArgAttrOfType<StringAttr>(
