@@ -52,7 +52,7 @@
 // BUDGET-NEXT: graph.attention %[[N0]], %[[N0]], %[[N0]], scale = 3.500000e-01, causal {recompute.clone}
 // BUDGET-NOT: recompute.clone
 
-// LOW: error: recompute budget=64: the smallest planned activation peak is 1412 bytes (full recompute of all 2 blocks); its plan:
+// LOW: error: recompute budget=64: the smallest planned activation peak is 1412 bytes (selective recompute everywhere, full of blocks 0..0 of 2); its plan:
 // LOW: activations {{ *}}1412 bytes
 
 // BAD: error: recompute mode 'sometimes' is not none, full, selective or budget=BYTES

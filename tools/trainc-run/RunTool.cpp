@@ -544,6 +544,9 @@ std::string checkOutputPaths(const Options &o) {
 
 /// Consecutive skipped steps after which --on-nonfinite skip gives up.
 constexpr int64_t kMaxSkippedInARow = 25;
+/// Overflows in a row after which a skipped fp16 step counts as
+/// non-finite: the scale has fallen from 2^16 to 2^-24 by then.
+constexpr int64_t kMaxOverflowsInARow = 40;
 /// Rollbacks after which one run gives up.
 constexpr int kMaxRollbacks = 3;
 
@@ -558,8 +561,9 @@ struct Loop {
   /// Steps the executable skipped (loss or gradients not finite): in all,
   /// in a row now, and the step that made training stop (0: none).
   int64_t skipped = 0, skippedInARow = 0, stoppedAtSkip = 0;
-  /// Steps skipped because the loss-scaled gradients overflowed (fp16).
-  int64_t overflows = 0;
+  /// Steps skipped because the loss-scaled gradients overflowed (fp16), in
+  /// all and in a row now.
+  int64_t overflows = 0, overflowsInARow = 0;
   /// Loss spikes seen, and the step a spike stopped training at (0: none).
   int64_t spikes = 0, stoppedAtSpike = 0;
   /// The step whose spike or non-finite loss asks for a rollback (0: none).
@@ -580,10 +584,15 @@ int onStep(const trainc_step_metrics *m, void *user) {
   // With dynamic loss scaling, a skipped step whose loss is finite is an
   // overflow of the scaled gradients: the executable halved the scale, and
   // that is the whole remedy (as PyTorch's GradScaler).
-  if (m->skipped && std::isfinite(m->loss_scale) && std::isfinite(m->loss)) {
+  // Only so many in a row, though: the scale halves each time, and
+  // gradients that stay non-finite at any scale are a divergence.
+  if (m->skipped && std::isfinite(m->loss_scale) && std::isfinite(m->loss) &&
+      ++loop.overflowsInARow <= kMaxOverflowsInARow) {
     ++loop.overflows;
     return gInterrupted ? 1 : 0;
   }
+  if (!m->skipped)
+    loop.overflowsInARow = 0;
   if (m->skipped) {
     ++loop.skipped;
     if (options.rollbackOnNonFinite) {

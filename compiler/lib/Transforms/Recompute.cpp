@@ -4,8 +4,8 @@
 // forward pass, its activations and its transformer blocks on the dataflow
 // (ForwardPass); choose the activations to recompute for a mode
 // (chooseRecomputed); clone their forward ops where the backward pass
-// first reads them (rewrite). A budget tries modes on copies of the module
-// planned by the back half of the pipeline.
+// first reads them (rewrite). A budget tries the ladder's steps in order on
+// copies of the module planned by the back half of the pipeline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -195,12 +195,21 @@ ForwardPass analyze(func::FuncOp fn) {
     if (end < cuts.size())
       bounds.push_back(end);
   } else {
-    OperationName kind = cuts[inputs[0]].getDefiningOp()->getName();
+    // One block: it ends at the last cut that a norm reads (the final
+    // norm's input in a pre-norm model), else at the last cut.
+    auto readByNorm = [](Value v) {
+      return llvm::any_of(v.getUsers(), [](Operation *u) {
+        return isa<LayerNormOp, RmsNormOp>(u);
+      });
+    };
+    size_t end = cuts.size() - 1;
     for (size_t c = cuts.size(); c-- > inputs[0] + 1;)
-      if (cuts[c].getDefiningOp()->getName() == kind) {
-        bounds.push_back(c);
+      if (readByNorm(cuts[c])) {
+        end = c;
         break;
       }
+    if (end > inputs[0])
+      bounds.push_back(end);
   }
   for (size_t j = 0; j + 1 < bounds.size(); ++j) {
     ForwardPass::TransformerBlock block{
@@ -410,46 +419,49 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
     fn->setAttr(recompute::kAddedFlops, b.getI64IntegerAttr(flops));
   }
 
-  /// The first ladder step whose planned activations fit `budget`, by
-  /// bisection (the steps' peaks fall as they recompute more).
+  /// The first ladder step whose planned activations fit `budget`. Each
+  /// step adds FLOPs, but the planned peak need not fall with every step
+  /// (full recompute can plan more than selective when one block's remade
+  /// activations outweigh what it frees), so the steps are planned in order
+  /// rather than bisected; a failure reports the smallest peak of all.
   FailureOr<SmallVector<BlockChoice>> fitBudget(func::FuncOp fn, size_t blocks,
                                                 uint64_t budget) {
     ModuleOp module = getOperation();
-    auto stepFits = [&](size_t step, Planned &planned) -> FailureOr<bool> {
-      FailureOr<Planned> p =
+    std::optional<Planned> smallest;
+    size_t smallestStep = 0;
+    for (size_t step = 0; step <= 2 * blocks; ++step) {
+      FailureOr<Planned> planned =
           planWith(module, choicesFor(RecomputeMode::Budget, blocks, step));
-      if (failed(p))
+      if (failed(planned))
         return failure();
-      planned = *p;
-      return planned.report.activations <= budget;
-    };
-    size_t last = 2 * blocks;
-    Planned planned;
-    FailureOr<bool> fits = stepFits(last, planned);
-    if (failed(fits))
-      return failure();
-    if (!*fits) {
-      std::string plan;
-      llvm::raw_string_ostream os(plan);
-      planned.report.print(os);
-      return fn.emitError("recompute budget=")
-             << budget << ": the smallest planned activation peak is "
-             << planned.report.activations << " bytes (full recompute of all "
-             << blocks << " blocks); its plan:\n"
-             << plan;
+      if (planned->report.activations <= budget)
+        return choicesFor(RecomputeMode::Budget, blocks, step);
+      if (!smallest ||
+          planned->report.activations < smallest->report.activations) {
+        smallest = *planned;
+        smallestStep = step;
+      }
     }
-    size_t low = 0, high = last; // high fits; find the first that does
-    while (low < high) {
-      size_t mid = (low + high) / 2;
-      fits = stepFits(mid, planned);
-      if (failed(fits))
-        return failure();
-      if (*fits)
-        high = mid;
-      else
-        low = mid + 1;
-    }
-    return choicesFor(RecomputeMode::Budget, blocks, high);
+    std::string plan;
+    llvm::raw_string_ostream os(plan);
+    smallest->report.print(os);
+    return fn.emitError("recompute budget=")
+           << budget << ": the smallest planned activation peak is "
+           << smallest->report.activations << " bytes ("
+           << describeStep(smallestStep, blocks) << "); its plan:\n"
+           << plan;
+  }
+
+  static std::string describeStep(size_t step, size_t blocks) {
+    if (step == 0)
+      return "no recompute";
+    if (step <= blocks)
+      return "selective recompute of blocks 0.." + std::to_string(step - 1) +
+             " of " + std::to_string(blocks);
+    if (step == 2 * blocks)
+      return "full recompute of all " + std::to_string(blocks) + " blocks";
+    return "selective recompute everywhere, full of blocks 0.." +
+           std::to_string(step - blocks - 1) + " of " + std::to_string(blocks);
   }
 
   /// recompute.options: none, selective and full, each planned on a copy.

@@ -204,6 +204,10 @@ Status runAttentionGrad(const KernelCall &call) {
     const T scale = T(a.scale);
     int64_t hq = a.hq, hk = a.hk, sq = a.sq, sk = a.sk, d = a.d, dv = a.dv,
             group = a.group;
+    if (group == 0) // no query heads: nothing flows back to k and v
+      for (const TensorRef *t : {&dkOut, &dvOut})
+        for (int64_t e = 0, n = t->numElements(); e < n; ++e)
+          storeAs(*t, e, 0.0);
     parallelFor(a.batch * hk, 1, [&](int64_t begin, int64_t end) {
       std::vector<T> p(size_t(sq * sk)), dp(size_t(sq * sk));
       std::vector<T> dqWide(native ? 0 : sq * d), dkWide(native ? 0 : sk * d),

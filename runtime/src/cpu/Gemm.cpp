@@ -37,9 +37,9 @@ void gemmImpl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha,
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0) { // An empty sum; BLAS would reject the leading dimensions.
-    if (beta == T(0))
-      for (int64_t i = 0; i < m; ++i)
-        std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
   }
   singleThreadedBlas();

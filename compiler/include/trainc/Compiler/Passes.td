@@ -121,7 +121,9 @@ def Precision : Pass<"trainc-precision", "mlir::ModuleOp"> {
     seeds the backward pass with it and divides it out of each gradient
     (the results stay the loss's gradients; an overflow stays inf or NaN),
     and the optimizer skips a step whose gradients overflowed and updates
-    the scale (halved on overflow, doubled after 2,000 clean steps).
+    the scale (halved on overflow, doubled after 2,000 clean steps). Without
+    an optimizer (`trainc --optimizer none`, a gradients-only step) nothing
+    updates it: the scale stays 2^16.
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"f32\"",
@@ -272,7 +274,8 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
     halves); the input of block j is the last cut before its
     `graph.attention` (attentions sharing a cut are one block), and the
     last block ends as many cuts after its input as the block before it
-    spans.
+    spans (a single block: at the last cut a norm reads, else at the last
+    cut).
 
     Modes (`mode`):
     - `none`: the IR is unchanged.
@@ -287,8 +290,9 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
       of the ladder none, selective on blocks 0..k, selective everywhere
       and full on blocks 0..k whose planned activation peak (the work
       arena of trainc-plan-memory) is at most BYTES. Each step adds FLOPs,
-      so the first that fits adds the fewest of the ladder. Every step is
-      planned on a copy (lower and plan-memory), by bisection.
+      so the first that fits adds the fewest of the ladder. The steps are
+      planned in order on a copy (lower and plan-memory): the planned peak
+      need not fall at every step.
 
     A recomputed op is a clone of the forward op, marked `recompute.clone`
     (so CSE cannot fold it back), placed just before the first op outside

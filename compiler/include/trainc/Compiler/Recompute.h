@@ -28,7 +28,7 @@ constexpr llvm::StringLiteral kClone = "recompute.clone";
 constexpr llvm::StringLiteral kAddedFlops = "recompute.added_flops";
 constexpr llvm::StringLiteral kBlocks = "recompute.blocks";
 /// On @main with compare-options: {none, selective, full} -> [planned
-/// activation bytes, added FLOPs].
+/// activation bytes, added FLOPs, the step's FLOPs with them].
 constexpr llvm::StringLiteral kOptions = "recompute.options";
 } // namespace recompute
 
@@ -44,8 +44,8 @@ struct RecomputeMode {
 std::optional<RecomputeMode> parseRecomputeMode(llvm::StringRef text,
                                                 std::string &error);
 
-/// Prints @main's recompute.options (and the chosen mode's added FLOPs) as
-/// a table; nothing when the module has none.
+/// Prints @main's recompute.options as a table; nothing when the module has
+/// none.
 void printRecomputeOptions(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 } // namespace trainc
