@@ -95,6 +95,13 @@ def main():
     parser.add_argument('--resume', action='store_true',
                         help='continue the run saved in OUT_DIR/state (after Ctrl-C, '
                              'SIGTERM or a kill) instead of starting afresh')
+    parser.add_argument('--precision', default='f32', choices=('f32', 'bf16', 'fp16'),
+                        help='trainc --precision: 16-bit matmuls and attention with f32 '
+                             'master weights (fp16 with dynamic loss scaling); on a CPU '
+                             'without bf16 arithmetic this saves memory, not time')
+    parser.add_argument('--recompute', default='none',
+                        help='trainc --recompute: none, selective, full or budget=BYTES '
+                             '(activation checkpointing)')
     parser.add_argument('--bin-dir', default=os.path.join(ROOT, 'build', 'bin'),
                         help='where trainc and trainc-run are')
     args = parser.parse_args()
@@ -136,8 +143,9 @@ def main():
          '--lr', '%g' % args.lr, '--weight-decay', '0.01',
          '--lr-schedule', 'cosine', '--warmup-steps', str(args.warmup_steps),
          '--total-steps', str(args.steps), '--min-lr', '%g' % (args.lr / 10),
-         '--clip-grad-norm', '1.0', '-o', out('step.tcx')])
-    run([trainc, out('gpt.onnx'), '-o', out('forward.tcx')])
+         '--clip-grad-norm', '1.0', '--precision', args.precision,
+         '--recompute', args.recompute, '-o', out('step.tcx')])
+    run([trainc, out('gpt.onnx'), '--precision', args.precision, '-o', out('forward.tcx')])
     log, state = out('train.jsonl'), out('state')
     done = 0
     if args.resume and os.path.exists(os.path.join(state, 'latest')):
