@@ -84,7 +84,6 @@ std::vector<char> serialize(const Program &program,
   uint64_t offset = alignUp(build(0).size());
   std::vector<char> bytes = build(offset);
   bytes.resize(offset, 0);
-  bytes.insert(bytes.end(), constants.begin(), constants.end());
   return bytes;
 }
 
@@ -103,12 +102,34 @@ LogicalResult writeExecutable(ModuleOp module, StringRef path,
   if (failed(readMemoryPlan(fn, *program, alias, report)))
     return failure();
   report.constants = program->constants.size();
-  std::vector<char> bytes = serialize(*program, alias, options, report);
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return module.emitError("cannot write ") << path << ": " << ec.message();
-  os.write(bytes.data(), bytes.size());
+  // The FlatBuffer (padded to the constant section's offset), then the
+  // constants straight from the program: no second copy of the weights in
+  // memory. Written to a temporary file renamed over `path` once complete,
+  // so a failure (a full disk) leaves no truncated executable behind.
+  std::vector<char> header = serialize(*program, alias, options, report);
+  llvm::Expected<llvm::sys::fs::TempFile> temp =
+      llvm::sys::fs::TempFile::create(path + ".tmp-%%%%%%");
+  if (!temp)
+    return module.emitError("cannot write ")
+           << path << ": " << llvm::toString(temp.takeError());
+  std::string error;
+  {
+    llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
+    os.write(header.data(), header.size());
+    os.write(program->constants.data(), program->constants.size());
+    os.flush();
+    if (os.has_error()) {
+      error = os.error().message();
+      os.clear_error();
+    }
+  }
+  if (!error.empty()) {
+    llvm::consumeError(temp->discard());
+    return module.emitError("cannot write ") << path << ": " << error;
+  }
+  if (llvm::Error e = temp->keep(path))
+    return module.emitError("cannot write ")
+           << path << ": " << llvm::toString(std::move(e));
   return success();
 }
 
