@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, 'tools'))
@@ -84,16 +83,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         cfg = make_gpt.GptConfig(vocab=args.vocab, seq=args.seq, batch=args.batch,
                                  d_model=args.d_model, heads=args.heads, layers=args.layers)
-        model = os.path.join(work, 'gpt.onnx')
-        import onnx
-        onnx.save(make_gpt.build_model(cfg), model)
-        rng = np.random.default_rng(0)
-        tokens = rng.integers(0, cfg.vocab, size=(cfg.batch, cfg.seq))
-        inputs = []
-        for name, value in (('tokens', tokens), ('targets', np.roll(tokens, -1, axis=1))):
-            path = os.path.join(work, f'{name}.npy')
-            np.save(path, value)
-            inputs += ['--input', f'{name}={path}']
+        model, inputs = make_gpt.write_model_and_batch(cfg, work)
         contenders = args.contenders.split(',')
         exes, planned = {}, {}
         for c in contenders:

@@ -41,6 +41,7 @@ Needs only numpy and onnx. Import build_model() to use it from Python.
 """
 import argparse
 import math
+import os
 import sys
 from dataclasses import dataclass
 
@@ -227,6 +228,22 @@ def build_model(cfg):
                               ir_version=helper.find_min_ir_version_for(opsets))
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+def write_model_and_batch(cfg, directory, tag='gpt', seed=0):
+    """Saves the model as DIRECTORY/TAG.onnx and one batch of random tokens
+    (targets: the tokens shifted by one) as TAG_tokens.npy and
+    TAG_targets.npy; returns the model's path and trainc-run's --input
+    arguments for the batch."""
+    model = os.path.join(directory, f'{tag}.onnx')
+    onnx.save(build_model(cfg), model)
+    tokens = np.random.default_rng(seed).integers(0, cfg.vocab, size=(cfg.batch, cfg.seq))
+    inputs = []
+    for name, value in (('tokens', tokens), ('targets', np.roll(tokens, -1, axis=1))):
+        path = os.path.join(directory, f'{tag}_{name}.npy')
+        np.save(path, value)
+        inputs += ['--input', f'{name}={path}']
+    return model, inputs
 
 
 def parameter_count(model):

@@ -169,16 +169,8 @@ def check_benchmark_gpt(args, work):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
                                     'tools'))
     import make_gpt
-    import onnx
     cfg = make_gpt.GptConfig(vocab=256, seq=128, batch=8, d_model=256, heads=4, layers=4)
-    model = os.path.join(work, 'bench_gpt.onnx')
-    onnx.save(make_gpt.build_model(cfg), model)
-    rng = np.random.default_rng(0)
-    tokens = rng.integers(0, cfg.vocab, size=(cfg.batch, cfg.seq))
-    inputs = []
-    for name, value in (('tokens', tokens), ('targets', np.roll(tokens, -1, axis=1))):
-        np.save(os.path.join(work, f'bench_{name}.npy'), value)
-        inputs += ['--input', f'{name}={os.path.join(work, f"bench_{name}.npy")}']
+    model, inputs = make_gpt.write_model_and_batch(cfg, work, 'bench_gpt')
     results = {}
     for precision in ('f32', 'bf16', 'fp16'):
         exe = os.path.join(work, f'bench_{precision}.tcx')

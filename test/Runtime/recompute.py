@@ -32,7 +32,6 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'tools'))
@@ -152,15 +151,7 @@ def main():
         for tag, dropout in (('make_gpt', 0.0), ('make_gpt_dropout', 0.1)):
             cfg = make_gpt.GptConfig(vocab=64, seq=16, batch=2, d_model=32, heads=2,
                                      layers=3, dropout=dropout)
-            path = os.path.join(work, f'{tag}.onnx')
-            import onnx
-            onnx.save(make_gpt.build_model(cfg), path)
-            rng = np.random.default_rng(0)
-            inputs = []
-            for input_name in ('tokens', 'targets'):
-                f = os.path.join(work, f'{tag}_{input_name}.npy')
-                np.save(f, rng.integers(0, cfg.vocab, size=(cfg.batch, cfg.seq)))
-                inputs += ['--input', f'{input_name}={f}']
+            path, inputs = make_gpt.write_model_and_batch(cfg, work, tag)
             cases.append((tag, path, inputs, ()))
             if dropout:  # the same with mixed precision (bf16 and fp16)
                 cases.append((tag + '_bf16', path, inputs, ('--precision', 'bf16')))
