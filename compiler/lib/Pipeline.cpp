@@ -78,13 +78,18 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   if (!options.train)
     return buildExecutablePhases(pm, last);
 
-  // autodiff: micro-batches (gradient accumulation), the backward pass,
-  // then folding and merging what the rules built.
-  if (options.gradAccum != 1)
-    pm.addPass(createGradAccum(GradAccumOptions{options.gradAccum}));
+  // autodiff: the backward pass, folding and merging what the rules built,
+  // then micro-batches (gradient accumulation): the whole step, forward and
+  // backward, once per micro-batch, so one micro-batch's activations are
+  // alive at a time.
   pm.addPass(createAutodiff());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  if (options.gradAccum != 1) {
+    pm.addPass(createGradAccum(GradAccumOptions{options.gradAccum}));
+    pm.addPass(mlir::createCanonicalizerPass());
+    pm.addPass(mlir::createCSEPass());
+  }
   if (last == Phase::Autodiff)
     return;
 

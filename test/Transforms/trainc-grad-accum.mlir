@@ -3,14 +3,16 @@
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<6x4xf32> {graph.input = "x"}
 // CHECK-SAME: -> (tensor<f32> {graph.output = "loss", train.loss}, tensor<6x4xf32> {graph.output = "y"})
-// CHECK-DAG: %[[S0:.+]] = graph.slice %[[X]], start = [0, 0], limit = [2, 4], strides = [1, 1]
-// CHECK-DAG: %[[S1:.+]] = graph.slice %[[X]], start = [2, 0], limit = [4, 4], strides = [1, 1]
-// CHECK-DAG: %[[S2:.+]] = graph.slice %[[X]], start = [4, 0], limit = [6, 4], strides = [1, 1]
-// Each micro-batch has its own dropout seed.
-// CHECK-DAG: graph.dropout %{{.+}}, ratio = 1.000000e-01, seed = 5 :
-// CHECK-DAG: graph.dropout %{{.+}}, ratio = 1.000000e-01, seed = -7046029254386353126 :
-// The loss is the mean; batched outputs are concatenated.
+// The micro-batches run one after the other on their slices, each with its
+// own dropout seed; the loss is summed as each ends, then divided: the
+// mean. Batched outputs are concatenated.
+// CHECK: graph.slice %[[X]], start = [0, 0], limit = [2, 4], strides = [1, 1]
+// CHECK: graph.dropout %{{.+}}, ratio = 1.000000e-01, seed = 5 :
+// CHECK: graph.slice %[[X]], start = [2, 0], limit = [4, 4], strides = [1, 1]
+// CHECK: graph.dropout %{{.+}}, ratio = 1.000000e-01, seed = -7046029254386353126 :
 // CHECK: %[[L01:.+]] = graph.add
+// CHECK: graph.slice %[[X]], start = [4, 0], limit = [6, 4], strides = [1, 1]
+// CHECK: graph.dropout %{{.+}}, ratio = 1.000000e-01, seed = 4354685564936845359 :
 // CHECK: %[[L012:.+]] = graph.add %[[L01]]
 // CHECK: %[[MEAN:.+]] = graph.div %[[L012]], %{{.+}} : tensor<f32>
 // CHECK: %[[Y:.+]] = graph.concatenate(%{{.+}}, %{{.+}}, %{{.+}}), dim = 0
@@ -35,9 +37,30 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : 
 
 // -----
 
-// expected-error@+1 {{grad-accum: output 1 ('tensor<4xf32>') is neither the loss nor batched along dimension 0}}
+// expected-error@+1 {{grad-accum: output 1 ('tensor<4xf32>') is neither the loss, a gradient nor batched along dimension 0}}
 func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>},
                 %x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}, tensor<4xf32> {graph.output = "w_out"}) {
   %l = graph.reduce_sum %x, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
   return %l, %w : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// After autodiff: gradients (train.grad_of) are averaged like the loss, each
+// summed as its micro-batch ends.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[G0:.+]] = graph.mul %[[A:[0-9]+]], %[[A]] : tensor<4xf32>
+// CHECK: %[[G1:.+]] = graph.mul %[[B:[0-9]+]], %[[B]] : tensor<4xf32>
+// CHECK: %[[G01:.+]] = graph.add %[[G0]], %[[G1]] : tensor<4xf32>
+// CHECK: %[[G2:.+]] = graph.mul %[[C:[0-9]+]], %[[C]] : tensor<4xf32>
+// CHECK: %[[G012:.+]] = graph.add %[[G01]], %[[G2]] : tensor<4xf32>
+// CHECK: %[[K:.+]] = graph.constant dense<3.000000e+00> : tensor<4xf32>
+// CHECK: %[[G:.+]] = graph.div %[[G012]], %[[K]] : tensor<4xf32>
+// CHECK: return %{{.+}}, %[[G]]
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>},
+                %x: tensor<4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}, tensor<4xf32> {graph.output = "w.grad", train.grad_of = "w"}) {
+  %p = graph.mul %x, %w : tensor<4xf32>
+  %l = graph.reduce_sum %p, dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  %g = graph.mul %x, %x : tensor<4xf32>
+  return %l, %g : tensor<f32>, tensor<4xf32>
 }

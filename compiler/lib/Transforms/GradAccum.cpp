@@ -1,7 +1,7 @@
 //===- GradAccum.cpp - Micro-batches inside one training step -------------===//
 //
-// See GradAccum in Passes.td. The forward ops are cloned once per extra
-// micro-batch; the original ops become micro-batch 0.
+// See GradAccum in Passes.td. The step's ops (forward and backward) are
+// cloned once per extra micro-batch; the original ops become micro-batch 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,16 +66,23 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
     if (inputs.empty())
       return fn.emitError("grad-accum: @main has no data inputs to split");
 
-    // Outputs: the loss is averaged, batched outputs concatenated.
+    // Outputs: the loss and the gradients are averaged, batched outputs
+    // concatenated.
     std::optional<unsigned> lossIndex;
+    SmallVector<bool> averaged(ret.getNumOperands(), false);
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
       auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
-      if (fn.getResultAttr(i, trainc::train::TrainDialect::kLossAttr))
+      bool loss = fn.getResultAttr(i, trainc::train::TrainDialect::kLossAttr) !=
+                  nullptr;
+      if (loss)
         lossIndex = i;
-      else if (type.getRank() == 0 || type.getDimSize(0) != batch)
+      averaged[i] =
+          loss || fn.getResultAttr(i, trainc::train::TrainDialect::kGradOfAttr);
+      if (!averaged[i] && (type.getRank() == 0 || type.getDimSize(0) != batch))
         return fn.emitError("grad-accum: output ")
                << i << " (" << type
-               << ") is neither the loss nor batched along dimension 0";
+               << ") is neither the loss, a gradient nor batched along "
+                  "dimension 0";
     }
     if (!lossIndex)
       return fn.emitError("grad-accum: no result is marked train.loss (run "
@@ -106,10 +113,15 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
       firstSlices.push_back(slice);
     }
 
-    // Micro-batches 1 .. K-1: clones of the forward ops on their slices.
-    SmallVector<SmallVector<Value>> outputs(ret.getNumOperands());
+    // Micro-batches 1 .. K-1: clones of the step's ops (forward and
+    // backward) on their slices, one after the other. The loss and the
+    // gradients are summed as each micro-batch ends, so only one
+    // micro-batch's activations and one running sum are alive at a time.
+    SmallVector<Value> running(ret.getOperands());
+    SmallVector<SmallVector<Value>> batched(ret.getNumOperands());
     for (unsigned i = 0; i < ret.getNumOperands(); ++i)
-      outputs[i].push_back(ret.getOperand(i));
+      if (!averaged[i])
+        batched[i].push_back(ret.getOperand(i));
     b.setInsertionPoint(ret);
     for (int64_t m = 1; m < k; ++m) {
       IRMapping mapping;
@@ -117,32 +129,35 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
         mapping.map(first, sliceOf(arg, m));
       for (Operation *op : forward) {
         Operation *clone = b.clone(*op, mapping);
-        // Each micro-batch draws its own dropout masks.
+        // Each micro-batch draws its own dropout masks (its backward reads
+        // the mask of its own forward).
         if (auto dropout = dyn_cast<DropoutOp>(clone))
           dropout.setSeed(dropout.getSeed() +
                           uint64_t(m) * 0x9E3779B97F4A7C15ull);
       }
-      for (unsigned i = 0; i < ret.getNumOperands(); ++i)
-        outputs[i].push_back(mapping.lookupOrDefault(ret.getOperand(i)));
+      for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+        Value v = mapping.lookupOrDefault(ret.getOperand(i));
+        if (averaged[i])
+          running[i] = b.create<AddOp>(fn.getLoc(), running[i], v);
+        else
+          batched[i].push_back(v);
+      }
     }
 
-    // Combine: the mean of the losses, the concatenation of the rest.
+    // Combine: the means of the sums, the concatenation of the rest.
     SmallVector<Value> results;
-    for (unsigned i = 0; i < outputs.size(); ++i) {
-      if (i == *lossIndex) {
-        Value sum = outputs[i][0];
-        for (Value v : ArrayRef<Value>(outputs[i]).drop_front())
-          sum = b.create<AddOp>(fn.getLoc(), sum, v);
-        auto type = cast<RankedTensorType>(sum.getType());
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+      if (averaged[i]) {
+        auto type = cast<RankedTensorType>(running[i].getType());
         Value count = b.create<ConstantOp>(
             fn.getLoc(),
             SplatElementsAttr::get(
                 type, b.getFloatAttr(type.getElementType(), double(k))));
-        results.push_back(b.create<DivOp>(fn.getLoc(), sum, count));
+        results.push_back(b.create<DivOp>(fn.getLoc(), running[i], count));
         continue;
       }
       results.push_back(
-          b.create<ConcatenateOp>(fn.getLoc(), outputs[i], 0).getResult());
+          b.create<ConcatenateOp>(fn.getLoc(), batched[i], 0).getResult());
     }
     ret->setOperands(results);
     fn.setType(FunctionType::get(fn.getContext(), body.getArgumentTypes(),

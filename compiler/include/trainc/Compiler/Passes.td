@@ -138,23 +138,24 @@ def Precision : Pass<"trainc-precision", "mlir::ModuleOp"> {
 }
 
 def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
-  let summary = "Split each data input into micro-batches and average their losses";
+  let summary = "Split each data input into micro-batches and average their losses and gradients";
   let description = [{
     Gradient accumulation over `grad-accum` (K) micro-batches inside one
-    step. Input: `@main` with data inputs (`graph.input`) whose leading
-    dimension is the micro-batch size B, and a scalar loss (the result
-    marked `train.loss`, see trainc-infer-signature).
+    step. Input: `@main` after autodiff, with data inputs (`graph.input`)
+    whose leading dimension is the micro-batch size B, a scalar loss (the
+    result marked `train.loss`) and its gradients (`train.grad_of`).
 
     Output: `@main` whose data inputs have leading dimension K * B; the
-    forward graph is applied to each slice [k B, (k + 1) B) (dropout seeds
-    differ per micro-batch), the loss is the mean of the K losses (as
-    PyTorch's `(loss / K).backward()` over K micro-batches), and other
-    outputs with leading dimension B are concatenated back to K * B. Run
-    before autodiff: by linearity, differentiating the mean loss gives the
-    mean of the micro-batch gradients.
+    whole step, forward and backward, is applied to each slice
+    [k B, (k + 1) B) in turn (dropout seeds differ per micro-batch), and
+    the loss and each gradient are the means over the micro-batches, summed
+    as each micro-batch ends (as PyTorch's `(loss / K).backward()` over K
+    micro-batches). Other outputs with leading dimension B are concatenated
+    back to K * B. Running after autodiff keeps one micro-batch's
+    activations alive at a time: the activation peak does not grow with K.
 
     Errors: an input whose leading dimension differs from the others, or an
-    output that is neither the loss nor batched.
+    output that is neither the loss, a gradient nor batched.
   }];
   let options = [
     Option<"microBatches", "grad-accum", "int64_t", "1",

@@ -8,9 +8,9 @@
 //              gelu, softmax, attention)
 //   precision  an autocast policy as explicit casts (--precision bf16/fp16;
 //              before autodiff, so the backward pass follows it)
-//   autodiff   (training only) micro-batches for gradient accumulation,
-//              then the loss's gradients w.r.t. trainable parameters, as
-//              extra results
+//   autodiff   (training only) the loss's gradients w.r.t. trainable
+//              parameters, as extra results, then micro-batches for
+//              gradient accumulation (the whole step once per micro-batch)
 //   optimizer  (training only) clipping, the schedule and the AdamW/SGD
 //              update; parameters and optimizer state become the step's
 //              updated results
