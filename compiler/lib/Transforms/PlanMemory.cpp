@@ -169,8 +169,7 @@ MemoryPlanReport planMemory(Program &program,
   // that overlaps no placed group alive at the same time. Ties by id keep
   // it deterministic.
   // Sizes are computed once (from the MLIR types) and the placed groups
-  // kept as plain records: this loop is quadratic in the number of groups,
-  // which grows with --grad-accum.
+  // kept as plain records, indexed by time.
   std::vector<uint64_t> size(tensors.size(), 0);
   std::vector<uint32_t> order;
   uint64_t withoutReuse = 0;
@@ -188,13 +187,29 @@ MemoryPlanReport planMemory(Program &program,
   };
   std::vector<Placed> placed;
   placed.reserve(order.size());
+  // The placed groups by time: bucket b lists those alive at some
+  // instruction in [b * kBucket, (b + 1) * kBucket), so a group meets only
+  // the groups of its own stretch of the program, not every one placed
+  // (with --grad-accum the program is long and most groups short-lived).
+  constexpr int64_t kBucket = 256;
+  std::vector<std::vector<uint32_t>> buckets(end / kBucket + 1);
+  std::vector<uint32_t> seenAt;
+  seenAt.reserve(order.size());
+  uint32_t stamp = 0;
   std::vector<std::pair<uint64_t, uint64_t>> busy;
   for (uint32_t id : order) {
     int64_t first = firstUse[id], last = groupLastUse[id];
     busy.clear();
-    for (const Placed &o : placed)
-      if (o.first <= last && first <= o.last)
-        busy.push_back({o.begin, o.end});
+    ++stamp;
+    for (int64_t b = first / kBucket; b <= last / kBucket; ++b)
+      for (uint32_t k : buckets[b]) {
+        if (seenAt[k] == stamp)
+          continue;
+        seenAt[k] = stamp;
+        const Placed &o = placed[k];
+        if (o.first <= last && first <= o.last)
+          busy.push_back({o.begin, o.end});
+      }
     std::sort(busy.begin(), busy.end());
     uint64_t offset = 0;
     for (auto [begin, limit] : busy) {
@@ -205,6 +220,9 @@ MemoryPlanReport planMemory(Program &program,
     tensors[id].offset = offset;
     workSize = std::max(workSize, offset + size[id]);
     placed.push_back({first, last, offset, offset + size[id]});
+    seenAt.push_back(0);
+    for (int64_t b = first / kBucket; b <= last / kBucket; ++b)
+      buckets[b].push_back(uint32_t(placed.size() - 1));
   }
   for (uint32_t id : work)
     tensors[id].offset = tensors[find(id)].offset;
