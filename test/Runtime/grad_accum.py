@@ -10,7 +10,12 @@ likewise), the accumulated step must give
   divide apart);
 - every gradient = (g_A + g_B) / 2 within 1e-5 of its norm (the two
   micro-batches' gradients are summed in another order);
-- with A twice, PyTorch's reference gradients within 1e-4 of their norm.
+- with A twice, PyTorch's reference gradients within 1e-4 of their norm;
+- planned activations at K=8 at most those at K=1 plus the logits output
+  of 8 micro-batches, its concatenation and one gradient-sized running sum
+  (the step runs one micro-batch at a time; before, every micro-batch's
+  activations were alive at once: at K=100, 60 MiB planned against 6.8 MiB
+  now).
 
 Exits 1 on any mismatch.
 """
@@ -70,6 +75,28 @@ def main():
             for n in g_aa)
         ok &= worst_ref <= 1e-4
         print(f'the same batch twice vs PyTorch: worst rel {worst_ref:.1e}')
+        # Memory: the step runs one micro-batch at a time, so the planned
+        # activations do not grow with K (only the batched logits output,
+        # 32 KiB per micro-batch, does; the AdamW step returns none).
+        planned = {}
+        for k in (1, 8):
+            out = subprocess.run([args.trainc, model, '--train', '--grad-accum', str(k),
+                                  '-o', os.path.join(work, f'k{k}.tcx'),
+                                  '--print-memory-plan'],
+                                 check=True, capture_output=True, text=True).stdout
+            rows = {f[0]: int(f[1]) for f in map(str.split, out.splitlines())
+                    if len(f) > 2 and f[0] in ('activations', 'parameters')
+                    and f[2] == 'bytes'}
+            planned[k] = rows
+        # What may grow: the logits of 8 micro-batches and their
+        # concatenation, and the running sum of the gradients beside the
+        # current micro-batch's (one more gradient-sized set).
+        allowed = 2 * 8 * (2 * 32 * 128 * 4) + planned[1]['parameters']
+        growth = planned[8]['activations'] - planned[1]['activations']
+        ok &= growth <= allowed
+        print(f"planned activations: K=1 {planned[1]['activations']:,} B, K=8 "
+              f"{planned[8]['activations']:,} B (grew {growth:,} B; allowed "
+              f"{allowed:,}: the logits outputs and one more set of gradients)")
     print('ok' if ok else 'MISMATCH')
     return 0 if ok else 1
 
