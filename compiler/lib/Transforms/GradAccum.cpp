@@ -90,9 +90,9 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
 
     // Widen the inputs; micro-batch 0 reads the first slice.
     OpBuilder b(&body, body.begin());
-    SmallVector<Operation *> forward;
+    SmallVector<Operation *> step;
     for (Operation &op : body.without_terminator())
-      forward.push_back(&op);
+      step.push_back(&op);
     auto sliceOf = [&](BlockArgument arg, int64_t index) {
       auto type = cast<RankedTensorType>(arg.getType());
       SmallVector<int64_t> start(type.getRank(), 0), limit(type.getShape()),
@@ -127,7 +127,7 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
       IRMapping mapping;
       for (auto [arg, first] : llvm::zip(inputs, firstSlices))
         mapping.map(first, sliceOf(arg, m));
-      for (Operation *op : forward) {
+      for (Operation *op : step) {
         Operation *clone = b.clone(*op, mapping);
         // Each micro-batch draws its own dropout masks (its backward reads
         // the mask of its own forward).

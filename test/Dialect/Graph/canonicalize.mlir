@@ -367,3 +367,45 @@ func.func @iota_folds() -> (tensor<2x3xi32>, tensor<3xbf16>) {
   %1 = graph.iota dim = 0 : tensor<3xbf16>
   return %0, %1 : tensor<2x3xi32>, tensor<3xbf16>
 }
+
+// -----
+
+// Widening then rounding back is the identity; rounding then widening, or a
+// round trip through a type of the same width (bf16 and f16 have other
+// ranges), is not.
+// CHECK-LABEL: func.func @convert_round_trips
+// CHECK-SAME: (%[[H:.+]]: tensor<4xbf16>, %[[F:.+]]: tensor<4xf32>)
+func.func @convert_round_trips(%h: tensor<4xbf16>, %f: tensor<4xf32>)
+    -> (tensor<4xbf16>, tensor<4xf32>, tensor<4xbf16>) {
+  %0 = graph.convert %h : (tensor<4xbf16>) -> tensor<4xf32>
+  %1 = graph.convert %0 : (tensor<4xf32>) -> tensor<4xbf16>
+  // CHECK: %[[R:.+]] = graph.convert %[[F]] : (tensor<4xf32>) -> tensor<4xbf16>
+  // CHECK: %[[W:.+]] = graph.convert %[[R]] : (tensor<4xbf16>) -> tensor<4xf32>
+  %2 = graph.convert %f : (tensor<4xf32>) -> tensor<4xbf16>
+  %3 = graph.convert %2 : (tensor<4xbf16>) -> tensor<4xf32>
+  // CHECK: %[[G:.+]] = graph.convert %[[H]] : (tensor<4xbf16>) -> tensor<4xf16>
+  // CHECK: %[[B:.+]] = graph.convert %[[G]] : (tensor<4xf16>) -> tensor<4xbf16>
+  %4 = graph.convert %h : (tensor<4xbf16>) -> tensor<4xf16>
+  %5 = graph.convert %4 : (tensor<4xf16>) -> tensor<4xbf16>
+  // CHECK: return %[[H]], %[[W]], %[[B]]
+  return %1, %3, %5 : tensor<4xbf16>, tensor<4xf32>, tensor<4xbf16>
+}
+
+// -----
+
+// A narrowing convert of a transpose's only use moves before it; a
+// widening one stays.
+// CHECK-LABEL: func.func @convert_hoists_above_transpose
+// CHECK-SAME: (%[[W:.+]]: tensor<2x3xf32>, %[[H:.+]]: tensor<2x3xbf16>)
+func.func @convert_hoists_above_transpose(%w: tensor<2x3xf32>, %h: tensor<2x3xbf16>)
+    -> (tensor<3x2xbf16>, tensor<3x2xf32>) {
+  // CHECK: %[[N:.+]] = graph.convert %[[W]] : (tensor<2x3xf32>) -> tensor<2x3xbf16>
+  // CHECK: graph.transpose %[[N]], permutation = [1, 0] : (tensor<2x3xbf16>) -> tensor<3x2xbf16>
+  %0 = graph.transpose %w, permutation = [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %1 = graph.convert %0 : (tensor<3x2xf32>) -> tensor<3x2xbf16>
+  // CHECK: %[[T:.+]] = graph.transpose %[[H]], permutation = [1, 0] : (tensor<2x3xbf16>) -> tensor<3x2xbf16>
+  // CHECK: graph.convert %[[T]] : (tensor<3x2xbf16>) -> tensor<3x2xf32>
+  %2 = graph.transpose %h, permutation = [1, 0] : (tensor<2x3xbf16>) -> tensor<3x2xbf16>
+  %3 = graph.convert %2 : (tensor<3x2xbf16>) -> tensor<3x2xf32>
+  return %1, %3 : tensor<3x2xbf16>, tensor<3x2xf32>
+}

@@ -1079,3 +1079,51 @@ func.func @softmax_cross_entropy_grad_c3(%x: tensor<4x8xf32>, %t: tensor<4xi64>,
   %0 = graph.softmax_cross_entropy_grad %x, %t, %w : (tensor<4x8xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x8xbf16>
   return
 }
+
+// -----
+
+func.func @attention_grad_c1_rank(%q: tensor<2x4x8xf32>) {
+  // expected-error@+1 {{(C1) query, key, value and the cotangent must have rank 4}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c1_shapes(%q: tensor<1x2x4x8xf32>, %g: tensor<1x2x4x6xf32>) {
+  // expected-error@+1 {{(C1) the shapes are not attention's}}
+  %0:3 = graph.attention_grad %q, %q, %q, %g, scale = 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x6xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c1_mask(%q: tensor<1x2x4x8xf32>, %m: tensor<1x1x4x3xf32>) {
+  // expected-error@+1 {{(C1) the mask 'tensor<1x1x4x3xf32>' does not broadcast to the scores}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q mask %m, scale = 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x3xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c2_operands(%q: tensor<1x2x4x8xf32>, %g: tensor<1x2x4x8xbf16>) {
+  // expected-error@+1 {{(C2) all operands must have one element type}}
+  %0:3 = graph.attention_grad %q, %q, %q, %g, scale = 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xbf16>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c2_results(%q: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{(C2) the results must have the types of query, key and value}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c3(%q: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{(C3) scale must be finite}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0x7FF0000000000000 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}

@@ -163,6 +163,12 @@ func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   %w = graph.constant dense<0.5> : tensor<8x32xf32>
   %10 = graph.softmax_cross_entropy_grad %x, %t, %w
          : (tensor<8x32x64xf32>, tensor<8x32xi64>, tensor<8x32xf32>) -> tensor<8x32x64xf32>
+  // CHECK: graph.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.250000e-01, causal : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x4x32x16xf32>) -> (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>)
+  %q = graph.reshape %x : (tensor<8x32x64xf32>) -> tensor<8x4x32x16xf32>
+  %kv = graph.constant dense<0.5> : tensor<8x2x32x16xf32>
+  %11:3 = graph.attention_grad %q, %kv, %kv, %q, scale = 0.125, causal
+         : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x4x32x16xf32>)
+         -> (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>)
   return
 }
 
