@@ -7,6 +7,7 @@
 #include "trainc/Frontends/Import.h"
 
 #include "trainc/Frontends/Onnx/OnnxImporter.h"
+#include "trainc/Frontends/Stablehlo/StablehloImporter.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -26,6 +27,8 @@ llvm::StringRef formatName(ModelFormat format) {
     return "ONNX model";
   case ModelFormat::GraphIR:
     return "graph-dialect MLIR";
+  case ModelFormat::Stablehlo:
+    return "StableHLO";
   }
   return "unknown";
 }
@@ -40,17 +43,21 @@ std::optional<ModelFormat> detectFormat(llvm::StringRef bytes) {
       break;
     rest = rest.drop_until([](char c) { return c == '\n'; });
   }
+  auto mlirText = [&] {
+    return stablehlo_import::isStablehloText(bytes) ? ModelFormat::Stablehlo
+                                                    : ModelFormat::GraphIR;
+  };
   for (llvm::StringRef start :
        {"module", "func.func", "\"builtin.module\"", "\"func.func\"", "{-#"})
     if (rest.starts_with(start))
-      return ModelFormat::GraphIR;
+      return mlirText();
   // An attribute or type alias: #name = ... or !name = ...
   if (rest.starts_with("#") || rest.starts_with("!")) {
     llvm::StringRef name = rest.drop_front().take_while(
         [](char c) { return llvm::isAlnum(c) || c == '_' || c == '.'; });
     if (!name.empty() &&
         rest.drop_front(1 + name.size()).ltrim(" \t").starts_with("="))
-      return ModelFormat::GraphIR;
+      return mlirText();
   }
   // An ONNX ModelProto starts with the tag of one of its fields: protobuf
   // writers go in field order, so ir_version (1, varint: 0x08) when set,
@@ -84,25 +91,33 @@ FailureOr<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
   if (!llvm::sys::fs::is_regular_file(status))
     return emitError(loc) << path
                           << ": not a regular file (a model is a file: "
-                             "an ONNX model or graph-dialect MLIR text)";
+                             "an ONNX model, StableHLO or graph-dialect MLIR "
+                             "text)";
   auto file = llvm::MemoryBuffer::getFile(path);
   if (!file)
     return emitError(loc) << path << ": cannot read the file: "
                           << file.getError().message();
   if ((*file)->getBufferSize() == 0)
     return emitError(loc) << path
-                          << ": the file is empty, not an ONNX model or "
-                             "graph-dialect MLIR";
+                          << ": the file is empty, not an ONNX model, "
+                             "StableHLO or graph-dialect MLIR";
   std::optional<ModelFormat> format = detectFormat((*file)->getBuffer());
   if (!format)
     return emitError(loc)
            << path
-           << ": not a model trainc reads (expected an ONNX model or "
-              "graph-dialect MLIR text; the format is told by the content, "
-              "not the file name)";
+           << ": not a model trainc reads (expected an ONNX model, StableHLO "
+              "text or graph-dialect MLIR text; the format is told by the "
+              "content, not the file name)";
+  if (!options.parameters.empty() && *format != ModelFormat::Stablehlo)
+    return emitError(loc) << "--params applies to StableHLO functions; " << path
+                          << " is " << formatName(*format)
+                          << ", which holds its parameters itself";
   switch (*format) {
   case ModelFormat::Onnx:
     return onnx_import::importOnnxFile(context, path, options);
+  case ModelFormat::Stablehlo:
+    return stablehlo_import::importStablehlo(context, path, std::move(*file),
+                                             options);
   case ModelFormat::GraphIR: {
     if (!options.inputShapes.empty() || !options.frozen.empty() ||
         !options.bindings.empty())

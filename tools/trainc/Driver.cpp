@@ -12,6 +12,7 @@
 #include "trainc/Compiler/Recompute.h"
 #include "trainc/Compiler/Registration.h"
 #include "trainc/Frontends/Onnx/OnnxImporter.h"
+#include "trainc/Frontends/Stablehlo/StablehloImporter.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -47,6 +48,9 @@ constexpr const char *kOverview =
   trainc model.onnx --compile-to=recognize        print the IR after a phase
   trainc model.onnx --input-shape tokens=8x128    give symbolic inputs sizes
   trainc --list-onnx-ops                          what the ONNX importer reads
+  trainc loss.mlir --params init.safetensors --train -o step.tcx
+                                                  train a JAX function (StableHLO)
+  trainc --list-stablehlo-ops                     what the StableHLO importer reads
 
 Phases, in order (--compile-to): import, recognize, precision, then with
 --train autodiff, optimizer and recompute, then lower and plan-memory. An output ending in .tcx
@@ -78,6 +82,18 @@ bool parseInputShape(llvm::StringRef spec, std::string &name,
     dims.push_back(d);
   }
   return true;
+}
+
+int listStablehloOps() {
+  llvm::outs() << llvm::left_justify("StableHLO op", 34)
+               << llvm::left_justify("types", 8) << "notes\n";
+  for (const stablehlo_import::SupportedOp &op :
+       stablehlo_import::supportedOps())
+    llvm::outs() << llvm::left_justify(op.name, 34)
+                 << llvm::left_justify(op.types, 8) << op.note << "\n";
+  llvm::outs() << "\nelement types: "
+               << stablehlo_import::supportedElementTypes() << "\n";
+  return 0;
 }
 
 int listOnnxOps() {
@@ -150,7 +166,9 @@ int runCompilerCli(int argc, char **argv) {
   OptimizerOptions &opt = options.optimizer;
   cl::OptionCategory category("trainc options");
   cl::opt<std::string> inputFile(
-      cl::Positional, cl::desc("<model.onnx | model.mlir>"), cl::cat(category));
+      cl::Positional,
+      cl::desc("<model.onnx | model.mlir (StableHLO or graph IR)>"),
+      cl::cat(category));
   cl::opt<std::string> outputFile(
       "o",
       cl::desc("Write the output here: a name ending in .tcx gets the "
@@ -181,12 +199,22 @@ int runCompilerCli(int argc, char **argv) {
                "inputs an op needs as constants (shapes, axes, pads); the "
                "input is then no input of the executable; repeat per input"),
       cl::value_desc("name=file"), cl::cat(category));
+  cl::opt<std::string, true> params(
+      "params",
+      cl::desc("StableHLO only: a safetensors file with the initial values of "
+               "the function's parameters; each tensor is named like an "
+               "argument (its location name, e.g. params['w'] as "
+               "tools/jax_export.py writes it), which becomes a trainable "
+               "parameter; the other arguments are data inputs"),
+      cl::value_desc("file.safetensors"),
+      cl::location(options.import.parameters), cl::cat(category));
   cl::list<std::string> freeze(
       "freeze",
-      cl::desc("Parameters (ONNX initializer names) not to train, or glob "
-               "patterns of them (e.g. '*.inv_freq' for rotary buffers an "
-               "exporter wrote as initializers); repeat the flag or separate "
-               "names with commas"),
+      cl::desc("Parameters not to train (ONNX initializer names or StableHLO "
+               "parameter names), or glob patterns of them (e.g. "
+               "'*.inv_freq' for rotary buffers an exporter wrote as "
+               "initializers); repeat the flag or separate names with "
+               "commas"),
       cl::value_desc("name"), cl::CommaSeparated, cl::cat(category));
   cl::opt<uint64_t, true> dropoutSeed(
       "dropout-seed",
@@ -197,6 +225,11 @@ int runCompilerCli(int argc, char **argv) {
       "list-onnx-ops",
       cl::desc("List the ONNX ops the importer supports, with their opsets, "
                "and exit"),
+      cl::cat(category));
+  cl::opt<bool> listStablehlo(
+      "list-stablehlo-ops",
+      cl::desc("List the StableHLO ops the importer lowers, with their "
+               "limits, and exit"),
       cl::cat(category));
   cl::opt<bool, true> train(
       "train",
@@ -318,6 +351,8 @@ int runCompilerCli(int argc, char **argv) {
 
   if (listOps)
     return listOnnxOps();
+  if (listStablehlo)
+    return listStablehloOps();
   if (inputFile.empty())
     return fail("no input model given (see trainc --help)");
   std::optional<Phase> phase = parsePhase(compileTo);

@@ -2,8 +2,9 @@
 //
 // The frontend registry: one entry point that reads a model file and hands
 // it to the importer of its format, chosen by the file's content (never its
-// name): an ONNX protobuf, or graph-dialect MLIR text. A new frontend (the
-// StableHLO text JAX prints) adds a format here with its content test.
+// name): an ONNX protobuf, StableHLO text (as JAX prints it), or
+// graph-dialect MLIR text. A new frontend adds a format here with its
+// content test.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +30,14 @@ struct ImportOptions {
   /// Required for every input with a symbolic or unknown dimension; an
   /// input with a static shape must match. (ONNX only.)
   std::map<std::string, std::vector<int64_t>> inputShapes;
-  /// Parameters (initializer names) that are not trained. (ONNX only.)
+  /// Parameters not to train: names or glob patterns (ONNX initializer
+  /// names; StableHLO parameter names).
   std::vector<std::string> frozen;
+  /// A safetensors file with the initial values of a StableHLO function's
+  /// parameters: each tensor names an argument (by its location name, e.g.
+  /// `params['w']` as jax.export writes it), which becomes a trainable
+  /// parameter; the other arguments are data inputs. (StableHLO only.)
+  std::string parameters;
   /// Base seed of Dropout nodes; node i gets a seed derived from (seed, i).
   uint64_t dropoutSeed = 0;
   /// Graph inputs bound to compile-time constants, by name: the file holds
@@ -46,12 +53,16 @@ enum class ModelFormat {
   /// MLIR text in trainc's graph dialect (what `trainc --compile-to` and
   /// trainc-opt print).
   GraphIR,
+  /// MLIR text in StableHLO (what JAX exports), told from graph IR by its
+  /// ops' dialects.
+  Stablehlo,
 };
 
-/// "ONNX model", "graph-dialect MLIR".
+/// "ONNX model", "graph-dialect MLIR", "StableHLO".
 llvm::StringRef formatName(ModelFormat format);
 
-/// The format of `bytes` (a file's beginning is enough), or none.
+/// The format of `bytes` (the whole file: StableHLO and graph IR are told
+/// apart by the dialects the text uses), or none.
 std::optional<ModelFormat> detectFormat(llvm::StringRef bytes);
 
 /// Reads the model at `path` with the importer of its format and returns a

@@ -1,0 +1,270 @@
+//===- ElementwiseOps.cpp - Elementwise StableHLO ops ---------------------===//
+//
+// Ops with a graph counterpart map one to one; the rest are decompositions
+// whose math is written beside each. StableHLO's elementwise operands all
+// have the result's shape (only select and clamp take scalars beside
+// tensors), so no broadcasting is inferred here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LowerContext.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc::stablehlo_import {
+namespace {
+
+bool isBool(Type t) { return getElementTypeOrSelf(t).isInteger(1); }
+
+template <typename OpT> LogicalResult lowerBinary(OpContext &ctx) {
+  if (isBool(ctx.resultType()))
+    return ctx.error() << "is not defined on i1 tensors by trainc (use "
+                          "and/or for logic)";
+  ctx.setResult(0, ctx.create<OpT>(ctx.operand(0), ctx.operand(1)));
+  return success();
+}
+
+template <typename OpT> LogicalResult lowerFloatUnary(OpContext &ctx) {
+  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
+    return failure();
+  ctx.setResult(0, ctx.create<OpT>(ctx.operand(0)));
+  return success();
+}
+
+/// a AND b = select(a, b, false); a OR b = select(a, true, b).
+Value logicalAnd(OpContext &ctx, Value a, Value b) {
+  return ctx.create<SelectOp>(a, b, ctx.splat(tensorType(a), 0));
+}
+Value logicalOr(OpContext &ctx, Value a, Value b) {
+  return ctx.create<SelectOp>(a, ctx.splat(tensorType(a), 1), b);
+}
+Value logicalNot(OpContext &ctx, Value a) {
+  return ctx.create<CompareOp>(ComparisonDirection::EQ, a,
+                               ctx.splat(tensorType(a), 0));
+}
+
+LogicalResult requireBool(OpContext &ctx) {
+  if (!isBool(ctx.resultType()))
+    return ctx.error() << "on " << ctx.resultType().getElementType()
+                       << " tensors (bitwise) is not supported; trainc "
+                          "lowers it on i1 only";
+  return success();
+}
+
+} // namespace
+
+// add, multiply, maximum and minimum are or, and, or and and on i1.
+LogicalResult lowerAdd(OpContext &ctx) {
+  if (isBool(ctx.resultType())) {
+    ctx.setResult(0, logicalOr(ctx, ctx.operand(0), ctx.operand(1)));
+    return success();
+  }
+  return lowerBinary<AddOp>(ctx);
+}
+LogicalResult lowerMultiply(OpContext &ctx) {
+  if (isBool(ctx.resultType())) {
+    ctx.setResult(0, logicalAnd(ctx, ctx.operand(0), ctx.operand(1)));
+    return success();
+  }
+  return lowerBinary<MulOp>(ctx);
+}
+LogicalResult lowerMaximum(OpContext &ctx) {
+  if (isBool(ctx.resultType()))
+    return lowerAdd(ctx);
+  return lowerBinary<MaxOp>(ctx);
+}
+LogicalResult lowerMinimum(OpContext &ctx) {
+  if (isBool(ctx.resultType()))
+    return lowerMultiply(ctx);
+  return lowerBinary<MinOp>(ctx);
+}
+LogicalResult lowerSubtract(OpContext &ctx) { return lowerBinary<SubOp>(ctx); }
+LogicalResult lowerDivide(OpContext &ctx) { return lowerBinary<DivOp>(ctx); }
+LogicalResult lowerPower(OpContext &ctx) {
+  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
+    return failure();
+  return lowerBinary<PowOp>(ctx);
+}
+
+LogicalResult lowerAnd(OpContext &ctx) {
+  if (failed(requireBool(ctx)))
+    return failure();
+  ctx.setResult(0, logicalAnd(ctx, ctx.operand(0), ctx.operand(1)));
+  return success();
+}
+LogicalResult lowerOr(OpContext &ctx) {
+  if (failed(requireBool(ctx)))
+    return failure();
+  ctx.setResult(0, logicalOr(ctx, ctx.operand(0), ctx.operand(1)));
+  return success();
+}
+/// a XOR b = (a != b).
+LogicalResult lowerXor(OpContext &ctx) {
+  if (failed(requireBool(ctx)))
+    return failure();
+  ctx.setResult(0, ctx.create<CompareOp>(ComparisonDirection::NE,
+                                         ctx.operand(0), ctx.operand(1)));
+  return success();
+}
+LogicalResult lowerNot(OpContext &ctx) {
+  if (failed(requireBool(ctx)))
+    return failure();
+  ctx.setResult(0, logicalNot(ctx, ctx.operand(0)));
+  return success();
+}
+
+LogicalResult lowerNegate(OpContext &ctx) {
+  if (isBool(ctx.resultType()))
+    return ctx.error() << "is not defined on i1 tensors";
+  ctx.setResult(0, ctx.create<NegOp>(ctx.operand(0)));
+  return success();
+}
+LogicalResult lowerAbs(OpContext &ctx) {
+  if (isBool(ctx.resultType()))
+    return ctx.error() << "is not defined on i1 tensors";
+  ctx.setResult(0, ctx.create<AbsOp>(ctx.operand(0)));
+  return success();
+}
+LogicalResult lowerExponential(OpContext &ctx) {
+  return lowerFloatUnary<ExpOp>(ctx);
+}
+LogicalResult lowerLog(OpContext &ctx) { return lowerFloatUnary<LogOp>(ctx); }
+LogicalResult lowerTanh(OpContext &ctx) { return lowerFloatUnary<TanhOp>(ctx); }
+LogicalResult lowerSqrt(OpContext &ctx) { return lowerFloatUnary<SqrtOp>(ctx); }
+LogicalResult lowerRsqrt(OpContext &ctx) {
+  return lowerFloatUnary<RsqrtOp>(ctx);
+}
+LogicalResult lowerSine(OpContext &ctx) { return lowerFloatUnary<SinOp>(ctx); }
+LogicalResult lowerCosine(OpContext &ctx) {
+  return lowerFloatUnary<CosOp>(ctx);
+}
+LogicalResult lowerErf(OpContext &ctx) { return lowerFloatUnary<ErfOp>(ctx); }
+
+/// 1 - erf(x) (jax.nn.gelu's exact form as jax.jit(...).lower prints it;
+/// loses erfc's relative precision in the far tail, x > ~4).
+LogicalResult lowerErfc(OpContext &ctx) {
+  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
+    return failure();
+  ctx.setResult(0, ctx.create<SubOp>(ctx.splat(ctx.resultType(), 1.0),
+                                     ctx.create<ErfOp>(ctx.operand(0))));
+  return success();
+}
+
+/// exp(x) - 1 (loses the relative precision of expm1 for |x| << 1).
+LogicalResult lowerExponentialMinusOne(OpContext &ctx) {
+  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
+    return failure();
+  Value e = ctx.create<ExpOp>(ctx.operand(0));
+  ctx.setResult(0, ctx.create<SubOp>(e, ctx.splat(ctx.resultType(), 1.0)));
+  return success();
+}
+
+/// log(1 + x) (loses the relative precision of log1p for |x| << 1).
+LogicalResult lowerLogPlusOne(OpContext &ctx) {
+  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
+    return failure();
+  Value sum =
+      ctx.create<AddOp>(ctx.splat(ctx.resultType(), 1.0), ctx.operand(0));
+  ctx.setResult(0, ctx.create<LogOp>(sum));
+  return success();
+}
+
+/// 1 / (1 + exp(-x)): exp(-x) overflows to inf for very negative x, and
+/// 1 / inf = 0, the correct limit.
+LogicalResult lowerLogistic(OpContext &ctx) {
+  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
+    return failure();
+  Value one = ctx.splat(ctx.resultType(), 1.0);
+  Value e = ctx.create<ExpOp>(ctx.create<NegOp>(ctx.operand(0)));
+  ctx.setResult(0, ctx.create<DivOp>(one, ctx.create<AddOp>(one, e)));
+  return success();
+}
+
+/// select(x > 0, 1, select(x < 0, -1, x)): zeros keep their sign and NaN
+/// stays NaN, as the specification asks.
+LogicalResult lowerSign(OpContext &ctx) {
+  auto type = ctx.resultType();
+  if (isBool(type))
+    return ctx.error() << "is not defined on i1 tensors";
+  Value x = ctx.operand(0);
+  Value zero = ctx.splat(type, 0);
+  Value negative = ctx.create<SelectOp>(
+      ctx.create<CompareOp>(ComparisonDirection::LT, x, zero),
+      ctx.splat(type, -1), x);
+  ctx.setResult(0, ctx.create<SelectOp>(
+                       ctx.create<CompareOp>(ComparisonDirection::GT, x, zero),
+                       ctx.splat(type, 1), negative));
+  return success();
+}
+
+/// x - x == 0: false for infinities (inf - inf is NaN) and NaN.
+LogicalResult lowerIsFinite(OpContext &ctx) {
+  Value x = ctx.operand(0);
+  if (failed(ctx.requireFloat(tensorType(x), "the operand")))
+    return failure();
+  Value diff = ctx.create<SubOp>(x, x);
+  ctx.setResult(0, ctx.create<CompareOp>(ComparisonDirection::EQ, diff,
+                                         ctx.splat(tensorType(x), 0)));
+  return success();
+}
+
+/// min(max(x, lo), hi); lo and hi may be scalars.
+LogicalResult lowerClamp(OpContext &ctx) {
+  auto type = ctx.resultType();
+  if (isBool(type))
+    return ctx.error() << "is not defined on i1 tensors by trainc";
+  Value lo = ctx.broadcastScalar(ctx.operand(0), type.getShape());
+  Value hi = ctx.broadcastScalar(ctx.operand(2), type.getShape());
+  ctx.setResult(0,
+                ctx.create<MinOp>(ctx.create<MaxOp>(ctx.operand(1), lo), hi));
+  return success();
+}
+
+/// The predicate may be a scalar.
+LogicalResult lowerSelect(OpContext &ctx) {
+  Value pred = ctx.broadcastScalar(ctx.operand(0), ctx.resultType().getShape());
+  ctx.setResult(0, ctx.create<SelectOp>(pred, ctx.operand(1), ctx.operand(2)));
+  return success();
+}
+
+LogicalResult lowerCompare(OpContext &ctx) {
+  StringRef name = ctx.enumValue("comparison_direction");
+  std::optional<ComparisonDirection> direction =
+      symbolizeComparisonDirection(name);
+  if (!direction)
+    return ctx.error() << "has comparison_direction '" << name
+                       << "'; expected EQ, NE, LT, LE, GT or GE";
+  StringRef compareType = ctx.enumValue("compare_type");
+  Type element = ctx.operandType(0).getElementType();
+  // TOTALORDER orders NaNs and -0 < +0; graph.compare compares as FLOAT.
+  // On integers every compare type means the same thing.
+  if (compareType == "TOTALORDER" && isa<FloatType>(element))
+    return ctx.error() << "with compare_type TOTALORDER on floats is not "
+                          "supported (trainc compares floats as FLOAT: NaN "
+                          "unordered, -0 == +0)";
+  if ((compareType == "UNSIGNED" && element.isSignlessInteger() &&
+       !element.isInteger(1)) ||
+      (compareType == "SIGNED" && element.isUnsignedInteger()))
+    return ctx.error() << "with compare_type " << compareType << " on "
+                       << element
+                       << " is not supported (trainc compares integers by "
+                          "their type's signedness)";
+  ctx.setResult(
+      0, ctx.create<CompareOp>(*direction, ctx.operand(0), ctx.operand(1)));
+  return success();
+}
+
+LogicalResult lowerConvert(OpContext &ctx) {
+  Value x = ctx.operand(0);
+  if (tensorType(x) == ctx.resultType()) {
+    ctx.setResult(0, x);
+    return success();
+  }
+  ctx.setResult(0, ctx.create<ConvertOp>(ctx.resultType(), x));
+  return success();
+}
+
+} // namespace trainc::stablehlo_import

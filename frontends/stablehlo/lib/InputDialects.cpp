@@ -1,0 +1,861 @@
+//===- InputDialects.cpp - Parsing StableHLO's printed forms --------------===//
+//
+// See InputDialects.h. Each parse hook reads one op's pretty form, as the
+// StableHLO printer writes it, into a generic operation whose attributes
+// are named as in the op's generic form.
+//
+//===----------------------------------------------------------------------===//
+
+#include "InputDialects.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/OperationSupport.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+
+namespace trainc::stablehlo_import {
+namespace {
+
+using Operand = OpAsmParser::UnresolvedOperand;
+using ParseFn = ParseResult (*)(OpAsmParser &, OperationState &);
+
+//===----------------------------------------------------------------------===//
+// Pieces of the pretty forms
+//===----------------------------------------------------------------------===//
+
+/// `[1, 2, 3]` (possibly empty).
+ParseResult parseIntList(OpAsmParser &p, SmallVectorImpl<int64_t> &values) {
+  return p.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+    int64_t v = 0;
+    if (p.parseInteger(v))
+      return failure();
+    values.push_back(v);
+    return success();
+  });
+}
+
+/// A keyword attribute's value written without a type: a string, a
+/// keyword or a number (`tolerance = 0.1`, `max_ulp_difference = 3`).
+ParseResult parseBareValue(OpAsmParser &p, Attribute &value) {
+  Builder b = p.getBuilder();
+  std::string text;
+  if (succeeded(p.parseOptionalString(&text))) {
+    value = b.getStringAttr(text);
+    return success();
+  }
+  StringRef keyword;
+  if (succeeded(p.parseOptionalKeyword(&keyword))) {
+    value = b.getStringAttr(keyword);
+    return success();
+  }
+  int64_t integer = 0;
+  OptionalParseResult parsedInt = p.parseOptionalInteger(integer);
+  if (parsedInt.has_value()) {
+    if (failed(*parsedInt))
+      return failure();
+    value = b.getI64IntegerAttr(integer);
+    return success();
+  }
+  double number = 0;
+  if (p.parseFloat(number))
+    return failure();
+  value = b.getF64FloatAttr(number);
+  return success();
+}
+
+ParseResult parseI64ArrayAttr(OpAsmParser &p, OperationState &st,
+                              StringRef name) {
+  SmallVector<int64_t> values;
+  if (parseIntList(p, values))
+    return failure();
+  st.addAttribute(name, p.getBuilder().getDenseI64ArrayAttr(values));
+  return success();
+}
+
+/// Operands separated by commas up to the first thing that is no operand.
+/// `comma` tells whether a comma followed the last operand (a keyword
+/// attribute comes next).
+ParseResult parseLeadingOperands(OpAsmParser &p, SmallVectorImpl<Operand> &ops,
+                                 bool &comma) {
+  comma = false;
+  while (true) {
+    Operand operand;
+    OptionalParseResult parsed = p.parseOptionalOperand(operand);
+    if (!parsed.has_value())
+      return success();
+    if (failed(*parsed))
+      return failure();
+    ops.push_back(operand);
+    comma = succeeded(p.parseOptionalComma());
+    if (!comma)
+      return success();
+  }
+}
+
+/// The trailing types, in each form the printer uses:
+///   `: T`                    every operand and the one result have type T;
+///   `: (T1, ...) -> R`       functional;
+///   `: P, T`                 select: the predicate's type, then the rest;
+///   `: T1, ..., Tn`          one type per operand, also the results' types
+///                            (optimization_barrier).
+ParseResult parseTypesAndResolve(OpAsmParser &p, OperationState &st,
+                                 ArrayRef<Operand> ops, SMLoc loc) {
+  SmallVector<Type> types;
+  if (p.parseColonTypeList(types))
+    return failure();
+  if (types.size() == 1) {
+    if (auto fn = dyn_cast<FunctionType>(types[0])) {
+      if (p.resolveOperands(ops, fn.getInputs(), loc, st.operands))
+        return failure();
+      st.addTypes(fn.getResults());
+      return success();
+    }
+    if (p.resolveOperands(ops, types[0], st.operands))
+      return failure();
+    st.addTypes(types[0]);
+    return success();
+  }
+  if (types.size() == 2 && ops.size() == 3) {
+    if (p.resolveOperand(ops[0], types[0], st.operands) ||
+        p.resolveOperands(ops.drop_front(), types[1], st.operands))
+      return failure();
+    st.addTypes(types[1]);
+    return success();
+  }
+  if (types.size() == ops.size()) {
+    if (p.resolveOperands(ops, types, loc, st.operands))
+      return failure();
+    st.addTypes(types);
+    return success();
+  }
+  return p.emitError(loc) << "expected ': type', ': (operand types) -> "
+                             "result types' or one type per operand";
+}
+
+/// `name = value` pairs after the operands, each read by `parseValue`,
+/// which returns failure for a name it does not know.
+template <typename Fn>
+ParseResult parseKeywordAttrs(OpAsmParser &p, bool comma, Fn parseValue) {
+  while (comma) {
+    StringRef name;
+    SMLoc loc = p.getCurrentLocation();
+    if (p.parseKeyword(&name) || p.parseEqual())
+      return failure();
+    OptionalParseResult parsed = parseValue(name);
+    if (!parsed.has_value())
+      return p.emitError(loc) << "unexpected '" << name << " ='";
+    if (failed(*parsed))
+      return failure();
+    comma = succeeded(p.parseOptionalComma());
+  }
+  return success();
+}
+
+/// Operands, `name = [ints]` attributes renamed by `names` (pretty name,
+/// generic name), the attribute dictionary and the types: the form of
+/// broadcast_in_dim, transpose, reverse, broadcast, pad, dynamic_slice.
+ParseResult parseWithIntLists(OpAsmParser &p, OperationState &st,
+                              ArrayRef<std::pair<StringRef, StringRef>> names) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<Operand> ops;
+  bool comma;
+  if (parseLeadingOperands(p, ops, comma) ||
+      parseKeywordAttrs(p, comma,
+                        [&](StringRef name) -> OptionalParseResult {
+                          for (auto [pretty, generic] : names)
+                            if (name == pretty)
+                              return parseI64ArrayAttr(p, st, generic);
+                          return std::nullopt;
+                        }) ||
+      p.parseOptionalAttrDict(st.attributes))
+    return failure();
+  return parseTypesAndResolve(p, st, ops, loc);
+}
+
+//===----------------------------------------------------------------------===//
+// stablehlo
+//===----------------------------------------------------------------------===//
+
+/// `operands attr-dict : types`: elementwise ops, reshape, convert, select,
+/// clamp, dynamic_update_slice, optimization_barrier.
+ParseResult parseDefault(OpAsmParser &p, OperationState &st) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<Operand> ops;
+  if (p.parseOperandList(ops) || p.parseOptionalAttrDict(st.attributes))
+    return failure();
+  return parseTypesAndResolve(p, st, ops, loc);
+}
+
+/// `stablehlo.constant attr-dict dense<...> : type`.
+ParseResult parseConstant(OpAsmParser &p, OperationState &st) {
+  Attribute value;
+  if (p.parseOptionalAttrDict(st.attributes) || p.parseAttribute(value))
+    return failure();
+  auto typed = dyn_cast<TypedAttr>(value);
+  if (!typed)
+    return p.emitError(p.getCurrentLocation(), "expected a typed value");
+  st.addAttribute("value", value);
+  st.addTypes(typed.getType());
+  return success();
+}
+
+/// `stablehlo.return %a, %b : T, U` (or nothing).
+ParseResult parseReturn(OpAsmParser &p, OperationState &st) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<Operand> ops;
+  SmallVector<Type> types;
+  if (p.parseOperandList(ops) || p.parseOptionalAttrDict(st.attributes))
+    return failure();
+  if (!ops.empty() && p.parseColonTypeList(types))
+    return failure();
+  return p.resolveOperands(ops, types, loc, st.operands);
+}
+
+/// `stablehlo.compare LT, %a, %b, FLOAT : (T, T) -> U`.
+ParseResult parseCompare(OpAsmParser &p, OperationState &st) {
+  StringRef direction, compareType;
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<Operand> ops;
+  bool comma;
+  if (p.parseKeyword(&direction) || p.parseComma() ||
+      parseLeadingOperands(p, ops, comma))
+    return failure();
+  st.addAttribute("comparison_direction",
+                  p.getBuilder().getStringAttr(direction));
+  if (comma) {
+    if (p.parseKeyword(&compareType))
+      return failure();
+    st.addAttribute("compare_type", p.getBuilder().getStringAttr(compareType));
+  }
+  if (p.parseOptionalAttrDict(st.attributes))
+    return failure();
+  return parseTypesAndResolve(p, st, ops, loc);
+}
+
+/// `stablehlo.iota dim = 0 : T`.
+ParseResult parseIota(OpAsmParser &p, OperationState &st) {
+  int64_t dim;
+  Type type;
+  if (p.parseKeyword("dim") || p.parseEqual() || p.parseInteger(dim) ||
+      p.parseOptionalAttrDict(st.attributes) || p.parseColonType(type))
+    return failure();
+  st.addAttribute("iota_dimension", p.getBuilder().getI64IntegerAttr(dim));
+  st.addTypes(type);
+  return success();
+}
+
+/// `stablehlo.slice %x [0:2, 1:7:2] : (T) -> U`.
+ParseResult parseSlice(OpAsmParser &p, OperationState &st) {
+  SMLoc loc = p.getCurrentLocation();
+  Operand operand;
+  SmallVector<int64_t> start, limit, strides;
+  if (p.parseOperand(operand) ||
+      p.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square,
+          [&] {
+            int64_t a = 0, b = 0, s = 1;
+            if (p.parseInteger(a) || p.parseColon() || p.parseInteger(b))
+              return failure();
+            if (succeeded(p.parseOptionalColon()) && p.parseInteger(s))
+              return failure();
+            start.push_back(a);
+            limit.push_back(b);
+            strides.push_back(s);
+            return success();
+          }) ||
+      p.parseOptionalAttrDict(st.attributes))
+    return failure();
+  Builder b = p.getBuilder();
+  st.addAttribute("start_indices", b.getDenseI64ArrayAttr(start));
+  st.addAttribute("limit_indices", b.getDenseI64ArrayAttr(limit));
+  st.addAttribute("strides", b.getDenseI64ArrayAttr(strides));
+  return parseTypesAndResolve(p, st, {operand}, loc);
+}
+
+/// `stablehlo.concatenate %a, %b, dim = 0 : (T, T) -> U`.
+ParseResult parseConcatenate(OpAsmParser &p, OperationState &st) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<Operand> ops;
+  bool comma;
+  int64_t dim;
+  if (parseLeadingOperands(p, ops, comma))
+    return failure();
+  if (!comma)
+    return p.emitError(p.getCurrentLocation(), "expected ', dim = N'");
+  if (p.parseKeyword("dim") || p.parseEqual() || p.parseInteger(dim) ||
+      p.parseOptionalAttrDict(st.attributes))
+    return failure();
+  st.addAttribute("dimension", p.getBuilder().getI64IntegerAttr(dim));
+  return parseTypesAndResolve(p, st, ops, loc);
+}
+
+/// `precision = [DEFAULT, HIGHEST]` into `precision_config`.
+ParseResult parsePrecision(OpAsmParser &p, OperationState &st) {
+  SmallVector<Attribute> values;
+  if (p.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        StringRef v;
+        if (p.parseKeyword(&v))
+          return failure();
+        values.push_back(p.getBuilder().getStringAttr(v));
+        return success();
+      }))
+    return failure();
+  st.addAttribute("precision_config", p.getBuilder().getArrayAttr(values));
+  return success();
+}
+
+/// `algorithm = <field = value, ...>` into an `algorithm` dictionary.
+ParseResult parseAlgorithm(OpAsmParser &p, OperationState &st) {
+  NamedAttrList fields;
+  if (p.parseLess())
+    return failure();
+  do {
+    StringRef name;
+    Attribute value;
+    if (p.parseKeyword(&name) || p.parseEqual() || parseBareValue(p, value))
+      return failure();
+    fields.append(name, value);
+  } while (succeeded(p.parseOptionalComma()));
+  if (p.parseGreater())
+    return failure();
+  st.addAttribute("algorithm", fields.getDictionary(p.getContext()));
+  return success();
+}
+
+/// `stablehlo.dot_general %a, %b, batching_dims = [0] x [0],
+/// contracting_dims = [2] x [1], precision = [...] : (T, T) -> U`; the
+/// dimension numbers go into a `dot_dimension_numbers` dictionary, as
+/// `#stablehlo.dot<...>` parses.
+ParseResult parseDotGeneral(OpAsmParser &p, OperationState &st) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<Operand> ops;
+  bool comma;
+  SmallVector<int64_t> lb, rb, lc, rc;
+  if (parseLeadingOperands(p, ops, comma) ||
+      parseKeywordAttrs(p, comma,
+                        [&](StringRef name) -> OptionalParseResult {
+                          if (name == "batching_dims")
+                            return failure(parseIntList(p, lb) ||
+                                           p.parseKeyword("x") ||
+                                           parseIntList(p, rb));
+                          if (name == "contracting_dims")
+                            return failure(parseIntList(p, lc) ||
+                                           p.parseKeyword("x") ||
+                                           parseIntList(p, rc));
+                          if (name == "precision")
+                            return parsePrecision(p, st);
+                          if (name == "algorithm")
+                            return parseAlgorithm(p, st);
+                          return std::nullopt;
+                        }) ||
+      p.parseOptionalAttrDict(st.attributes))
+    return failure();
+  Builder b = p.getBuilder();
+  st.addAttribute(
+      "dot_dimension_numbers",
+      b.getDictionaryAttr({
+          b.getNamedAttr("lhs_batching_dimensions", b.getDenseI64ArrayAttr(lb)),
+          b.getNamedAttr("rhs_batching_dimensions", b.getDenseI64ArrayAttr(rb)),
+          b.getNamedAttr("lhs_contracting_dimensions",
+                         b.getDenseI64ArrayAttr(lc)),
+          b.getNamedAttr("rhs_contracting_dimensions",
+                         b.getDenseI64ArrayAttr(rc)),
+      }));
+  return parseTypesAndResolve(p, st, ops, loc);
+}
+
+/// `stablehlo.dot %a, %b, precision = [...] : (T, T) -> U`.
+ParseResult parseDot(OpAsmParser &p, OperationState &st) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<Operand> ops;
+  bool comma;
+  if (parseLeadingOperands(p, ops, comma) ||
+      parseKeywordAttrs(p, comma,
+                        [&](StringRef name) -> OptionalParseResult {
+                          if (name == "precision")
+                            return parsePrecision(p, st);
+                          return std::nullopt;
+                        }) ||
+      p.parseOptionalAttrDict(st.attributes))
+    return failure();
+  return parseTypesAndResolve(p, st, ops, loc);
+}
+
+ParseResult parseBroadcastInDim(OpAsmParser &p, OperationState &st) {
+  return parseWithIntLists(p, st, {{"dims", "broadcast_dimensions"}});
+}
+ParseResult parseTranspose(OpAsmParser &p, OperationState &st) {
+  return parseWithIntLists(p, st, {{"dims", "permutation"}});
+}
+ParseResult parseReverse(OpAsmParser &p, OperationState &st) {
+  return parseWithIntLists(p, st, {{"dims", "dimensions"}});
+}
+ParseResult parseBroadcast(OpAsmParser &p, OperationState &st) {
+  return parseWithIntLists(p, st, {{"sizes", "broadcast_sizes"}});
+}
+ParseResult parseDynamicSlice(OpAsmParser &p, OperationState &st) {
+  return parseWithIntLists(p, st, {{"sizes", "slice_sizes"}});
+}
+ParseResult parsePad(OpAsmParser &p, OperationState &st) {
+  return parseWithIntLists(p, st,
+                           {{"low", "edge_padding_low"},
+                            {"high", "edge_padding_high"},
+                            {"interior", "interior_padding"}});
+}
+
+/// Builds the body `^bb0(%a: T, %b: T): %r = <opName> %a, %b; return %r`
+/// of the compact reduce form.
+void buildCompactBody(OperationState &st, Region &region, StringRef opName,
+                      Type scalar) {
+  MLIRContext *ctx = st.getContext();
+  Block *block = new Block();
+  region.push_back(block);
+  Value a = block->addArgument(scalar, st.location);
+  Value b = block->addArgument(scalar, st.location);
+  OperationState inner(st.location, OperationName(opName, ctx));
+  inner.addOperands({a, b});
+  inner.addTypes(scalar);
+  Operation *op = Operation::create(inner);
+  block->push_back(op);
+  OperationState ret(st.location, OperationName("stablehlo.return", ctx));
+  ret.addOperands(op->getResults());
+  block->push_back(Operation::create(ret));
+}
+
+/// `stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions =
+/// [1] : (T, S) -> U`, or with a body: `stablehlo.reduce(%x init: %c), (%y
+/// init: %d) across dimensions = [1] : (...) -> (...) reducer(%a: S, %b: S)
+/// (%c: S2, %d: S2) { ... }`, where pair i names block arguments i and i+N.
+ParseResult parseReduce(OpAsmParser &p, OperationState &st) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<Operand> inputs, inits;
+  if (p.parseCommaSeparatedList([&] {
+        Operand input, init;
+        if (p.parseLParen() || p.parseOperand(input) ||
+            p.parseKeyword("init") || p.parseColon() || p.parseOperand(init) ||
+            p.parseRParen())
+          return failure();
+        inputs.push_back(input);
+        inits.push_back(init);
+        return success();
+      }))
+    return failure();
+  StringRef applied;
+  if (succeeded(p.parseOptionalKeyword("applies")) && p.parseKeyword(&applied))
+    return failure();
+  Type type;
+  if (p.parseKeyword("across") || p.parseKeyword("dimensions") ||
+      p.parseEqual() || parseI64ArrayAttr(p, st, "dimensions") ||
+      p.parseOptionalAttrDict(st.attributes) || p.parseColonType(type))
+    return failure();
+  auto fn = dyn_cast<FunctionType>(type);
+  size_t n = inputs.size();
+  if (!fn || fn.getNumInputs() != 2 * n)
+    return p.emitError(loc) << "expected ': (input and init types) -> result "
+                               "types' with "
+                            << 2 * n << " operand types";
+  SmallVector<Operand> ops(inputs);
+  ops.append(inits);
+  if (p.resolveOperands(ops, fn.getInputs(), loc, st.operands))
+    return failure();
+  st.addTypes(fn.getResults());
+  Region *body = st.addRegion();
+  if (!applied.empty()) {
+    if (n != 1)
+      return p.emitError(loc, "'applies' needs exactly one input");
+    buildCompactBody(st, *body, applied, fn.getInput(1));
+    return success();
+  }
+  SmallVector<OpAsmParser::Argument> args(2 * n);
+  if (p.parseKeyword("reducer"))
+    return failure();
+  for (size_t i = 0; i < n; ++i)
+    if (p.parseLParen() || p.parseArgument(args[i], /*allowType=*/true) ||
+        p.parseComma() || p.parseArgument(args[i + n], /*allowType=*/true) ||
+        p.parseRParen())
+      return failure();
+  return p.parseRegion(*body, args);
+}
+
+/// `stablehlo.while(%a = %x, %b = %y) : T, U attributes {...} cond { ... }
+/// do { ... }`.
+ParseResult parseWhile(OpAsmParser &p, OperationState &st) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<OpAsmParser::Argument> args;
+  SmallVector<Operand> ops;
+  SmallVector<Type> types;
+  if (p.parseCommaSeparatedList(AsmParser::Delimiter::Paren,
+                                [&] {
+                                  OpAsmParser::Argument arg;
+                                  Operand operand;
+                                  if (p.parseArgument(arg) || p.parseEqual() ||
+                                      p.parseOperand(operand))
+                                    return failure();
+                                  args.push_back(arg);
+                                  ops.push_back(operand);
+                                  return success();
+                                }) ||
+      p.parseColonTypeList(types) ||
+      p.resolveOperands(ops, types, loc, st.operands) ||
+      p.parseOptionalAttrDictWithKeyword(st.attributes))
+    return failure();
+  if (types.size() != args.size())
+    return p.emitError(loc) << "expected " << args.size() << " types";
+  for (auto [arg, type] : llvm::zip(args, types))
+    arg.type = type;
+  st.addTypes(types);
+  Region *cond = st.addRegion();
+  Region *body = st.addRegion();
+  return failure(p.parseKeyword("cond") || p.parseRegion(*cond, args) ||
+                 p.parseKeyword("do") || p.parseRegion(*body, args));
+}
+
+/// `stablehlo.custom_call @target(%a, %b) {attrs} : (T...) -> R`.
+ParseResult parseCustomCall(OpAsmParser &p, OperationState &st) {
+  StringAttr target;
+  SmallVector<Operand> ops;
+  SMLoc loc = p.getCurrentLocation();
+  if (p.parseSymbolName(target) ||
+      p.parseOperandList(ops, AsmParser::Delimiter::Paren) ||
+      p.parseOptionalAttrDict(st.attributes))
+    return failure();
+  st.addAttribute("call_target_name", target);
+  return parseTypesAndResolve(p, st, ops, loc);
+}
+
+//===----------------------------------------------------------------------===//
+// chlo and check
+//===----------------------------------------------------------------------===//
+
+/// `chlo.erf %x : T -> U` (chlo's unary form) or the default forms.
+ParseResult parseChlo(OpAsmParser &p, OperationState &st) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<Operand> ops;
+  Type type;
+  if (p.parseOperandList(ops) || p.parseOptionalAttrDict(st.attributes) ||
+      p.parseColonType(type))
+    return failure();
+  if (auto fn = dyn_cast<FunctionType>(type)) {
+    st.addTypes(fn.getResults());
+    return p.resolveOperands(ops, fn.getInputs(), loc, st.operands);
+  }
+  Type result = type;
+  if (succeeded(p.parseOptionalArrow()) && p.parseType(result))
+    return failure();
+  st.addTypes(result);
+  return p.resolveOperands(ops, type, st.operands);
+}
+
+/// `check.expect_eq_const %x, dense<...> : T`: the expected value is the
+/// `value` attribute.
+ParseResult parseCheckConst(OpAsmParser &p, OperationState &st) {
+  Operand operand;
+  Attribute value;
+  if (p.parseOperand(operand) || p.parseComma() || p.parseAttribute(value) ||
+      p.parseOptionalAttrDict(st.attributes))
+    return failure();
+  auto typed = dyn_cast<TypedAttr>(value);
+  if (!typed)
+    return p.emitError(p.getCurrentLocation(), "expected a typed value");
+  st.addAttribute("value", value);
+  return p.resolveOperand(operand, typed.getType(), st.operands);
+}
+
+/// `check.expect_eq %a, %b, name = value : T` and the other checks.
+ParseResult parseCheck(OpAsmParser &p, OperationState &st) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<Operand> ops;
+  bool comma;
+  SmallVector<Type> types;
+  if (parseLeadingOperands(p, ops, comma) ||
+      parseKeywordAttrs(p, comma,
+                        [&](StringRef name) -> OptionalParseResult {
+                          Attribute value;
+                          if (parseBareValue(p, value))
+                            return failure();
+                          st.addAttribute(name, value);
+                          return success();
+                        }) ||
+      p.parseOptionalAttrDict(st.attributes) || p.parseColonTypeList(types))
+    return failure();
+  if (types.size() == 1)
+    return p.resolveOperands(ops, types[0], st.operands);
+  return p.resolveOperands(ops, types, loc, st.operands);
+}
+
+//===----------------------------------------------------------------------===//
+// Dialect attributes
+//===----------------------------------------------------------------------===//
+
+/// One field value of a struct attribute: `[ints]`, an integer, a keyword
+/// (an enum value or a type name) or any attribute.
+ParseResult parseFieldValue(DialectAsmParser &p, Attribute &value) {
+  Builder b = p.getBuilder();
+  if (succeeded(p.parseOptionalLSquare())) {
+    SmallVector<int64_t> values;
+    if (failed(p.parseOptionalRSquare())) {
+      do {
+        int64_t v = 0;
+        if (p.parseInteger(v))
+          return failure();
+        values.push_back(v);
+      } while (succeeded(p.parseOptionalComma()));
+      if (p.parseRSquare())
+        return failure();
+    }
+    value = b.getDenseI64ArrayAttr(values);
+    return success();
+  }
+  int64_t integer = 0;
+  OptionalParseResult parsedInt = p.parseOptionalInteger(integer);
+  if (parsedInt.has_value()) {
+    if (failed(*parsedInt))
+      return failure();
+    value = b.getI64IntegerAttr(integer);
+    return success();
+  }
+  StringRef keyword;
+  if (succeeded(p.parseOptionalKeyword(&keyword))) {
+    value = b.getStringAttr(keyword);
+    return success();
+  }
+  return p.parseAttribute(value);
+}
+
+/// `name<field = value, ...>` into a DictionaryAttr; `name<VALUE>` (an
+/// enum written in the struct form) into a StringAttr.
+Attribute parseStructBody(DialectAsmParser &p) {
+  NamedAttrList fields;
+  if (p.parseLess())
+    return {};
+  if (succeeded(p.parseOptionalGreater()))
+    return p.getBuilder().getDictionaryAttr({});
+  do {
+    StringRef name;
+    Attribute value;
+    if (p.parseKeyword(&name))
+      return {};
+    if (failed(p.parseOptionalEqual())) {
+      // An enum in struct form: `#stablehlo.result_accuracy_mode<DEFAULT>`.
+      if (!fields.empty() || p.parseGreater())
+        return {};
+      return p.getBuilder().getStringAttr(name);
+    }
+    if (parseFieldValue(p, value))
+      return {};
+    fields.append(name, value);
+  } while (succeeded(p.parseOptionalComma()));
+  if (p.parseGreater())
+    return {};
+  return fields.getDictionary(p.getContext());
+}
+
+/// Parses `#<dialect>.<name><fields>` and `#<dialect><enum VALUE>`.
+Attribute parseDialectAttribute(DialectAsmParser &p) {
+  StringRef name;
+  if (p.parseKeyword(&name))
+    return {};
+  // `#stablehlo<comparison_direction LT>`: the enum's value.
+  StringRef value;
+  if (succeeded(p.parseOptionalKeyword(&value)))
+    return p.getBuilder().getStringAttr(value);
+  if (name == "conv" || name == "type_extensions") {
+    p.emitError(p.getNameLoc())
+        << "'" << name << "' attributes are not supported by trainc";
+    return {};
+  }
+  return parseStructBody(p);
+}
+
+/// An input dialect: unknown ops allowed, pretty forms through `hooks`,
+/// dialect attributes into builtin ones.
+class InputDialect : public Dialect {
+public:
+  InputDialect(StringRef name, MLIRContext *ctx, TypeID id,
+               const llvm::StringMap<ParseFn> &hooks)
+      : Dialect(name, ctx, id), hooks(hooks) {
+    allowUnknownOperations();
+  }
+
+  std::optional<ParseOpHook>
+  getParseOperationHook(StringRef opName) const override {
+    auto it = hooks.find(opName.drop_front(getNamespace().size() + 1));
+    if (it == hooks.end())
+      return std::nullopt;
+    return ParseOpHook(it->second);
+  }
+
+  Attribute parseAttribute(DialectAsmParser &p, Type) const override {
+    return parseDialectAttribute(p);
+  }
+
+  Type parseType(DialectAsmParser &p) const override {
+    StringRef name;
+    (void)p.parseOptionalKeyword(&name);
+    p.emitError(p.getNameLoc())
+        << "the type '!" << getNamespace() << "." << name
+        << "' is not supported by trainc (tokens, tuples and futures carry "
+           "no tensor data a training step uses)";
+    return {};
+  }
+
+private:
+  const llvm::StringMap<ParseFn> &hooks;
+};
+
+const llvm::StringMap<ParseFn> &stablehloHooks() {
+  static const llvm::StringMap<ParseFn> hooks = [] {
+    llvm::StringMap<ParseFn> h;
+    for (StringRef name : {"abs",
+                           "add",
+                           "and",
+                           "atan2",
+                           "bitcast_convert",
+                           "cbrt",
+                           "ceil",
+                           "clamp",
+                           "convert",
+                           "cosine",
+                           "count_leading_zeros",
+                           "divide",
+                           "dynamic_update_slice",
+                           "exponential",
+                           "exponential_minus_one",
+                           "floor",
+                           "imag",
+                           "is_finite",
+                           "log",
+                           "log_plus_one",
+                           "logistic",
+                           "maximum",
+                           "minimum",
+                           "multiply",
+                           "negate",
+                           "not",
+                           "optimization_barrier",
+                           "or",
+                           "popcnt",
+                           "power",
+                           "real",
+                           "remainder",
+                           "reshape",
+                           "round_nearest_afz",
+                           "round_nearest_even",
+                           "rsqrt",
+                           "select",
+                           "shift_left",
+                           "shift_right_arithmetic",
+                           "shift_right_logical",
+                           "sign",
+                           "sine",
+                           "sqrt",
+                           "subtract",
+                           "tan",
+                           "tanh",
+                           "xor"})
+      h[name] = parseDefault;
+    h["constant"] = parseConstant;
+    h["return"] = parseReturn;
+    h["compare"] = parseCompare;
+    h["iota"] = parseIota;
+    h["slice"] = parseSlice;
+    h["concatenate"] = parseConcatenate;
+    h["dot_general"] = parseDotGeneral;
+    h["dot"] = parseDot;
+    h["broadcast_in_dim"] = parseBroadcastInDim;
+    h["broadcast"] = parseBroadcast;
+    h["transpose"] = parseTranspose;
+    h["reverse"] = parseReverse;
+    h["dynamic_slice"] = parseDynamicSlice;
+    h["pad"] = parsePad;
+    h["reduce"] = parseReduce;
+    h["while"] = parseWhile;
+    h["custom_call"] = parseCustomCall;
+    return h;
+  }();
+  return hooks;
+}
+
+const llvm::StringMap<ParseFn> &chloHooks() {
+  static const llvm::StringMap<ParseFn> hooks = [] {
+    llvm::StringMap<ParseFn> h;
+    for (StringRef name : {"erf",
+                           "erfc",
+                           "erf_inv",
+                           "tan",
+                           "lgamma",
+                           "digamma",
+                           "sinh",
+                           "cosh",
+                           "asin",
+                           "acos",
+                           "atan",
+                           "asinh",
+                           "acosh",
+                           "atanh",
+                           "is_inf",
+                           "is_neg_inf",
+                           "is_pos_inf",
+                           "conj",
+                           "bessel_i1e",
+                           "broadcast_add",
+                           "broadcast_subtract",
+                           "broadcast_multiply",
+                           "broadcast_divide",
+                           "broadcast_maximum",
+                           "broadcast_minimum",
+                           "broadcast_compare",
+                           "broadcast_select",
+                           "mulhi",
+                           "next_after",
+                           "polygamma",
+                           "zeta"})
+      h[name] = parseChlo;
+    return h;
+  }();
+  return hooks;
+}
+
+const llvm::StringMap<ParseFn> &checkHooks() {
+  static const llvm::StringMap<ParseFn> hooks = [] {
+    llvm::StringMap<ParseFn> h;
+    h["expect_eq_const"] = parseCheckConst;
+    h["expect_almost_eq_const"] = parseCheckConst;
+    for (StringRef name : {"expect_eq", "expect_almost_eq", "expect_close",
+                           "expect_serialized_eq"})
+      h[name] = parseCheck;
+    return h;
+  }();
+  return hooks;
+}
+
+#define TRAINC_INPUT_DIALECT(Class, name, hooks)                               \
+  class Class : public InputDialect {                                          \
+  public:                                                                      \
+    explicit Class(MLIRContext *ctx)                                           \
+        : InputDialect(getDialectNamespace(), ctx, TypeID::get<Class>(),       \
+                       hooks()) {}                                             \
+    static StringRef getDialectNamespace() { return name; }                    \
+    MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(Class)                        \
+  };
+
+TRAINC_INPUT_DIALECT(StablehloInputDialect, "stablehlo", stablehloHooks)
+TRAINC_INPUT_DIALECT(ChloInputDialect, "chlo", chloHooks)
+TRAINC_INPUT_DIALECT(CheckInputDialect, "check", checkHooks)
+#undef TRAINC_INPUT_DIALECT
+
+} // namespace
+
+void loadInputDialects(MLIRContext &context) {
+  context.getOrLoadDialect<StablehloInputDialect>();
+  context.getOrLoadDialect<ChloInputDialect>();
+  context.getOrLoadDialect<CheckInputDialect>();
+}
+
+} // namespace trainc::stablehlo_import

@@ -1,0 +1,168 @@
+//===- LowerContext.cpp - Attributes and helpers of one StableHLO op ------===//
+
+#include "LowerContext.h"
+
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc::stablehlo_import {
+
+bool isSupportedElementType(Type type) {
+  if (isa<Float64Type, Float32Type, Float16Type, BFloat16Type>(type))
+    return true;
+  auto integer = dyn_cast<IntegerType>(type);
+  if (!integer || integer.isSigned())
+    return false;
+  unsigned width = integer.getWidth();
+  if (integer.isUnsigned())
+    return width == 8 || width == 16 || width == 32 || width == 64;
+  return width == 1 || width == 8 || width == 16 || width == 32 || width == 64;
+}
+
+InFlightDiagnostic OpContext::error() const {
+  InFlightDiagnostic diag = mlir::emitError(loc);
+  diag << "'" << op->getName() << "' ";
+  return diag;
+}
+
+namespace {
+
+/// The integers of a list attribute in any spelling; none if `attr` is no
+/// integer list.
+std::optional<SmallVector<int64_t>> intList(Attribute attr) {
+  if (auto array = dyn_cast<DenseI64ArrayAttr>(attr))
+    return SmallVector<int64_t>(array.asArrayRef());
+  if (auto dense = dyn_cast<DenseIntElementsAttr>(attr)) {
+    SmallVector<int64_t> values;
+    for (const APInt &v : dense.getValues<APInt>())
+      values.push_back(v.getSExtValue());
+    return values;
+  }
+  if (auto array = dyn_cast<ArrayAttr>(attr)) {
+    SmallVector<int64_t> values;
+    for (Attribute element : array) {
+      auto integer = dyn_cast<IntegerAttr>(element);
+      if (!integer)
+        return std::nullopt;
+      values.push_back(integer.getInt());
+    }
+    return values;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+FailureOr<SmallVector<int64_t>> OpContext::ints(StringRef name) const {
+  Attribute attr = op->getAttr(name);
+  if (!attr)
+    return error() << "is missing the attribute '" << name << "'";
+  std::optional<SmallVector<int64_t>> values = intList(attr);
+  if (!values)
+    return error() << "has '" << name << "' = " << attr
+                   << ", not a list of integers";
+  return *values;
+}
+
+FailureOr<SmallVector<int64_t>>
+OpContext::ints(DictionaryAttr dict, StringRef name, StringRef dictName) const {
+  Attribute attr = dict.get(name);
+  if (!attr)
+    return SmallVector<int64_t>{};
+  std::optional<SmallVector<int64_t>> values = intList(attr);
+  if (!values)
+    return error() << "has " << dictName << "." << name << " = " << attr
+                   << ", not a list of integers";
+  return *values;
+}
+
+FailureOr<int64_t> OpContext::integer(StringRef name,
+                                      std::optional<int64_t> fallback) const {
+  Attribute attr = op->getAttr(name);
+  if (!attr) {
+    if (fallback)
+      return *fallback;
+    return error() << "is missing the attribute '" << name << "'";
+  }
+  auto integer = dyn_cast<IntegerAttr>(attr);
+  if (!integer)
+    return error() << "has '" << name << "' = " << attr << ", not an integer";
+  return integer.getInt();
+}
+
+StringRef OpContext::enumValue(StringRef name) const {
+  if (auto s = dyn_cast_or_null<StringAttr>(op->getAttr(name)))
+    return s.getValue();
+  return "";
+}
+
+FailureOr<DictionaryAttr> OpContext::dict(StringRef name) const {
+  auto attr = dyn_cast_or_null<DictionaryAttr>(op->getAttr(name));
+  if (!attr)
+    return error() << "is missing the attribute '" << name << "'";
+  return attr;
+}
+
+Value OpContext::splat(RankedTensorType type, double value) const {
+  Type e = type.getElementType();
+  Attribute element;
+  if (isa<FloatType>(e))
+    element = builder.getFloatAttr(e, value);
+  else
+    element = builder.getIntegerAttr(e, static_cast<int64_t>(value));
+  return builder.create<ConstantOp>(loc, SplatElementsAttr::get(type, element));
+}
+
+Value OpContext::broadcastScalar(Value value, ArrayRef<int64_t> shape) const {
+  auto type = tensorType(value);
+  if (type.getShape() == shape)
+    return value;
+  return create<BroadcastInDimOp>(
+      RankedTensorType::get(shape, type.getElementType()), value,
+      ArrayRef<int64_t>{});
+}
+
+std::optional<DenseElementsAttr> OpContext::constantOf(Value v) const {
+  DenseElementsAttr attr;
+  if (matchPattern(v, m_Constant(&attr)))
+    return attr;
+  return std::nullopt;
+}
+
+Value OpContext::reshape(Value value, ArrayRef<int64_t> shape) const {
+  auto type = tensorType(value);
+  if (type.getShape() == shape)
+    return value;
+  return create<ReshapeOp>(RankedTensorType::get(shape, type.getElementType()),
+                           value);
+}
+
+Value OpContext::transpose(Value value, ArrayRef<int64_t> permutation) const {
+  if (llvm::equal(permutation, llvm::seq<int64_t>(0, static_cast<int64_t>(
+                                                         permutation.size()))))
+    return value;
+  return create<TransposeOp>(value, permutation);
+}
+
+Value OpContext::slice(Value value, ArrayRef<int64_t> start,
+                       ArrayRef<int64_t> limit) const {
+  auto type = tensorType(value);
+  bool whole = llvm::all_of(start, [](int64_t s) { return s == 0; }) &&
+               limit == type.getShape();
+  if (whole)
+    return value;
+  SmallVector<int64_t> strides(start.size(), 1);
+  return create<SliceOp>(value, start, limit, strides);
+}
+
+LogicalResult OpContext::requireFloat(Type type, StringRef what) const {
+  Type element = getElementTypeOrSelf(type);
+  if (!isa<FloatType>(element))
+    return error() << "needs floats for " << what << ", but it has " << element;
+  return success();
+}
+
+} // namespace trainc::stablehlo_import

@@ -1,0 +1,235 @@
+//===- ReduceOps.cpp - Reductions and dot products ------------------------===//
+//
+// stablehlo.reduce carries its combiner as a region. trainc lowers the
+// reductions whose region is one binary op of the two block arguments
+// (what jnp.sum, jnp.max, jnp.min, jnp.all and jnp.any print): add, maximum,
+// minimum, and, or. The init value is combined with the result unless it
+// is the combiner's identity (0, -inf, +inf, true, false).
+//
+//===----------------------------------------------------------------------===//
+
+#include "LowerContext.h"
+
+#include "mlir/IR/Matchers.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc::stablehlo_import {
+namespace {
+
+enum class Combiner { Add, Max, Min, And, Or };
+
+/// The combiner of a reduce region `^bb0(%a, %b): %r = OP %a, %b;
+/// stablehlo.return %r` (either operand order); none for any other body.
+std::optional<Combiner> matchCombiner(Region &region) {
+  if (!region.hasOneBlock())
+    return std::nullopt;
+  Block &block = region.front();
+  if (block.getNumArguments() != 2 || block.getOperations().size() != 2)
+    return std::nullopt;
+  Operation &op = block.front();
+  Operation &ret = block.back();
+  if (ret.getName().getStringRef() != "stablehlo.return" ||
+      ret.getNumOperands() != 1 || ret.getOperand(0) != op.getResult(0) ||
+      op.getNumOperands() != 2 || op.getNumResults() != 1)
+    return std::nullopt;
+  Value a = block.getArgument(0), b = block.getArgument(1);
+  if (!((op.getOperand(0) == a && op.getOperand(1) == b) ||
+        (op.getOperand(0) == b && op.getOperand(1) == a)))
+    return std::nullopt;
+  StringRef name = op.getName().getStringRef();
+  if (name == "stablehlo.add")
+    return Combiner::Add;
+  if (name == "stablehlo.maximum")
+    return Combiner::Max;
+  if (name == "stablehlo.minimum")
+    return Combiner::Min;
+  if (name == "stablehlo.and")
+    return Combiner::And;
+  if (name == "stablehlo.or")
+    return Combiner::Or;
+  return std::nullopt;
+}
+
+/// Whether the scalar constant `init` is `value` (for floats, also the
+/// infinities; for integers, the type's bounds via `intValue`).
+bool isConstant(OpContext &ctx, Value init, double value,
+                std::optional<APInt> intValue = std::nullopt) {
+  std::optional<DenseElementsAttr> attr = ctx.constantOf(init);
+  if (!attr || !attr->isSplat())
+    return false;
+  Type t = attr->getElementType();
+  if (isa<FloatType>(t))
+    return attr->getSplatValue<APFloat>().convertToDouble() == value;
+  APInt v = attr->getSplatValue<APInt>();
+  if (intValue)
+    return v == *intValue;
+  return v.getSExtValue() == static_cast<int64_t>(value);
+}
+
+/// Integer operands of a dot product compute in f64: exact while every
+/// product and sum stays below 2^53.
+Value asFloat(OpContext &ctx, Value v) {
+  auto type = tensorType(v);
+  if (isa<FloatType>(type.getElementType()))
+    return v;
+  return ctx.create<ConvertOp>(
+      RankedTensorType::get(type.getShape(), ctx.builder.getF64Type()), v);
+}
+
+Value reduceMax(OpContext &ctx, Value x, ArrayRef<int64_t> dims,
+                RankedTensorType resultType) {
+  return ctx.create<ReduceMaxOp>(resultType, x, dims);
+}
+
+} // namespace
+
+LogicalResult lowerReduce(OpContext &ctx) {
+  if (ctx.numOperands() != 2)
+    return ctx.error() << "with " << ctx.numOperands() / 2
+                       << " inputs (a variadic reduction such as argmax) is "
+                          "not supported; trainc lowers reductions of one "
+                          "input";
+  std::optional<Combiner> combiner = matchCombiner(ctx.op->getRegion(0));
+  if (!combiner)
+    return ctx.error() << "has a body trainc does not lower: it must be one "
+                          "stablehlo.add, maximum, minimum, and or or of the "
+                          "two block arguments";
+  auto dims = ctx.ints("dimensions");
+  if (failed(dims))
+    return failure();
+  Value x = ctx.operand(0), init = ctx.operand(1);
+  auto type = ctx.operandType(0);
+  auto resultType = ctx.resultType();
+  Type element = type.getElementType();
+  bool isBool = element.isInteger(1);
+  bool isFloat = isa<FloatType>(element);
+  unsigned width = element.getIntOrFloatBitWidth();
+  bool isUnsigned = element.isUnsignedInteger();
+  // On i1, maximum is or and minimum is and.
+  if (isBool && *combiner == Combiner::Max)
+    combiner = Combiner::Or;
+  if (isBool && *combiner == Combiner::Min)
+    combiner = Combiner::And;
+  if (isBool != (*combiner == Combiner::And || *combiner == Combiner::Or))
+    return ctx.error() << "reduces " << element
+                       << " tensors with a combiner trainc lowers only for "
+                          "the other kind (and/or on i1; add/maximum/minimum "
+                          "on numbers)";
+  Value result;
+  bool identity = false;
+  switch (*combiner) {
+  case Combiner::Add:
+    result = ctx.create<ReduceSumOp>(resultType, x, *dims);
+    identity = isConstant(ctx, init, 0.0);
+    if (!identity)
+      result = ctx.create<AddOp>(
+          result, ctx.broadcastScalar(init, resultType.getShape()));
+    break;
+  case Combiner::Max:
+    result = reduceMax(ctx, x, *dims, resultType);
+    identity = isFloat
+                   ? isConstant(ctx, init, -INFINITY)
+                   : isConstant(ctx, init, 0,
+                                isUnsigned ? APInt::getMinValue(width)
+                                           : APInt::getSignedMinValue(width));
+    if (!identity)
+      result = ctx.create<MaxOp>(
+          result, ctx.broadcastScalar(init, resultType.getShape()));
+    break;
+  case Combiner::Min:
+    if (isUnsigned)
+      return ctx.error() << "minimum over unsigned integers is not supported";
+    // min(x) = -max(-x).
+    result = ctx.create<NegOp>(
+        reduceMax(ctx, ctx.create<NegOp>(x), *dims, resultType));
+    identity = isFloat
+                   ? isConstant(ctx, init, INFINITY)
+                   : isConstant(ctx, init, 0, APInt::getSignedMaxValue(width));
+    if (!identity)
+      result = ctx.create<MinOp>(
+          result, ctx.broadcastScalar(init, resultType.getShape()));
+    break;
+  case Combiner::And:
+  case Combiner::Or: {
+    // any(x) = max(x as i32) != 0; all(x) = !any(!x).
+    bool isAnd = *combiner == Combiner::And;
+    auto i32 = RankedTensorType::get(type.getShape(), ctx.builder.getI32Type());
+    auto i32Result =
+        RankedTensorType::get(resultType.getShape(), ctx.builder.getI32Type());
+    Value bits = x;
+    if (isAnd)
+      bits =
+          ctx.create<CompareOp>(ComparisonDirection::EQ, x, ctx.splat(type, 0));
+    Value any = ctx.create<CompareOp>(
+        ComparisonDirection::NE,
+        reduceMax(ctx, ctx.create<ConvertOp>(i32, bits), *dims, i32Result),
+        ctx.splat(i32Result, 0));
+    result = isAnd ? ctx.create<CompareOp>(ComparisonDirection::EQ, any,
+                                           ctx.splat(resultType, 0))
+                   : any;
+    identity = isConstant(ctx, init, isAnd ? 1 : 0);
+    if (!identity) {
+      Value initValue = ctx.broadcastScalar(init, resultType.getShape());
+      result = isAnd ? ctx.create<SelectOp>(result, initValue,
+                                            ctx.splat(resultType, 0))
+                     : ctx.create<SelectOp>(result, ctx.splat(resultType, 1),
+                                            initValue);
+    }
+    break;
+  }
+  }
+  ctx.setResult(0, result);
+  return success();
+}
+
+LogicalResult lowerDotGeneral(OpContext &ctx) {
+  auto numbers = ctx.dict("dot_dimension_numbers");
+  if (failed(numbers))
+    return failure();
+  StringRef what = "dot_dimension_numbers";
+  auto lb = ctx.ints(*numbers, "lhs_batching_dimensions", what);
+  auto rb = ctx.ints(*numbers, "rhs_batching_dimensions", what);
+  auto lc = ctx.ints(*numbers, "lhs_contracting_dimensions", what);
+  auto rc = ctx.ints(*numbers, "rhs_contracting_dimensions", what);
+  if (failed(lb) || failed(rb) || failed(lc) || failed(rc))
+    return failure();
+  if (ctx.operandType(0).getElementType().isInteger(1))
+    return ctx.error() << "on i1 tensors is not supported";
+  Value lhs = asFloat(ctx, ctx.operand(0)), rhs = asFloat(ctx, ctx.operand(1));
+  if (tensorType(lhs).getElementType() != tensorType(rhs).getElementType())
+    return ctx.error() << "has operands of different element types";
+  Value result = ctx.create<DotGeneralOp>(lhs, rhs, *lb, *rb, *lc, *rc);
+  if (tensorType(result) != ctx.resultType()) {
+    if (tensorType(result).getShape() != ctx.resultType().getShape())
+      return ctx.error() << "declares the result " << ctx.resultType()
+                         << " but the operands give " << result.getType();
+    result = ctx.create<ConvertOp>(ctx.resultType(), result);
+  }
+  ctx.setResult(0, result);
+  return success();
+}
+
+/// Vector-vector, matrix-vector and matrix-matrix products: lhs's last
+/// dimension against rhs's first.
+LogicalResult lowerDot(OpContext &ctx) {
+  auto lhsType = ctx.operandType(0), rhsType = ctx.operandType(1);
+  if (lhsType.getElementType().isInteger(1))
+    return ctx.error() << "on i1 tensors is not supported";
+  if (lhsType.getRank() < 1 || lhsType.getRank() > 2 || rhsType.getRank() < 1 ||
+      rhsType.getRank() > 2)
+    return ctx.error() << "needs operands of rank 1 or 2";
+  Value result = ctx.create<DotGeneralOp>(
+      asFloat(ctx, ctx.operand(0)), asFloat(ctx, ctx.operand(1)),
+      ArrayRef<int64_t>{}, ArrayRef<int64_t>{},
+      ArrayRef<int64_t>{lhsType.getRank() - 1}, ArrayRef<int64_t>{0});
+  if (tensorType(result) != ctx.resultType())
+    result = ctx.create<ConvertOp>(ctx.resultType(), result);
+  ctx.setResult(0, result);
+  return success();
+}
+
+} // namespace trainc::stablehlo_import

@@ -1,0 +1,335 @@
+//===- ShapeOps.cpp - Constants, broadcasts, reshapes, slices -------------===//
+//
+// Data movement with static shapes. The ops whose positions are data in
+// StableHLO (dynamic_slice, dynamic_update_slice) need compile-time constant
+// positions: they fold to constants when JAX computed them from constants,
+// and a position that depends on data is an error naming the op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LowerContext.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <numeric>
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc::stablehlo_import {
+
+LogicalResult lowerConstant(OpContext &ctx) {
+  auto value = dyn_cast_or_null<ElementsAttr>(ctx.op->getAttr("value"));
+  if (!value || !isa<DenseElementsAttr, DenseResourceElementsAttr>(value))
+    return ctx.error() << "needs a dense 'value'";
+  if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
+    ctx.setResult(0, ctx.builder.create<ConstantOp>(ctx.loc, dense));
+    return success();
+  }
+  return ctx.error() << "with a dense_resource value is not supported";
+}
+
+LogicalResult lowerIota(OpContext &ctx) {
+  auto dim = ctx.integer("iota_dimension");
+  if (failed(dim))
+    return failure();
+  auto type = ctx.resultType();
+  if (*dim < 0 || *dim >= type.getRank())
+    return ctx.error() << "has iota_dimension " << *dim
+                       << " outside the result's rank " << type.getRank();
+  if (type.getElementType().isInteger(1))
+    return ctx.error() << "of i1 is not supported";
+  ctx.setResult(0, ctx.builder.create<IotaOp>(ctx.loc, type, *dim));
+  return success();
+}
+
+/// graph.broadcast_in_dim needs increasing dims: an operand whose dims are
+/// not in order is transposed into that order first.
+LogicalResult lowerBroadcastInDim(OpContext &ctx) {
+  auto dims = ctx.ints("broadcast_dimensions");
+  if (failed(dims))
+    return failure();
+  auto operandType = ctx.operandType(0);
+  auto resultType = ctx.resultType();
+  if (static_cast<int64_t>(dims->size()) != operandType.getRank())
+    return ctx.error() << "has " << dims->size()
+                       << " broadcast_dimensions for an operand of rank "
+                       << operandType.getRank();
+  for (auto [i, d] : llvm::enumerate(*dims))
+    if (d < 0 || d >= resultType.getRank() ||
+        (operandType.getDimSize(i) != 1 &&
+         operandType.getDimSize(i) != resultType.getDimSize(d)))
+      return ctx.error() << "maps operand dimension " << i << " (size "
+                         << operandType.getDimSize(i)
+                         << ") to result dimension " << d
+                         << ", which does not fit the result " << resultType;
+  SmallVector<int64_t> order(dims->size());
+  std::iota(order.begin(), order.end(), 0);
+  llvm::stable_sort(
+      order, [&](int64_t a, int64_t b) { return (*dims)[a] < (*dims)[b]; });
+  Value x = ctx.operand(0);
+  SmallVector<int64_t> sorted;
+  for (int64_t i : order)
+    sorted.push_back((*dims)[i]);
+  if (!llvm::is_sorted(order))
+    x = ctx.transpose(x, order);
+  for (size_t i = 1; i < sorted.size(); ++i)
+    if (sorted[i] == sorted[i - 1])
+      return ctx.error() << "lists result dimension " << sorted[i]
+                         << " twice in broadcast_dimensions";
+  if (tensorType(x) == resultType)
+    ctx.setResult(0, x);
+  else
+    ctx.setResult(0, ctx.create<BroadcastInDimOp>(resultType, x, sorted));
+  return success();
+}
+
+/// The operand's dimensions go last.
+LogicalResult lowerBroadcast(OpContext &ctx) {
+  int64_t rank = ctx.operandType(0).getRank();
+  int64_t lead = ctx.resultType().getRank() - rank;
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    dims.push_back(lead + d);
+  ctx.setResult(
+      0, ctx.create<BroadcastInDimOp>(ctx.resultType(), ctx.operand(0), dims));
+  return success();
+}
+
+LogicalResult lowerReshape(OpContext &ctx) {
+  if (ctx.operandType(0).getNumElements() != ctx.resultType().getNumElements())
+    return ctx.error() << "changes the number of elements: "
+                       << ctx.operandType(0) << " to " << ctx.resultType();
+  ctx.setResult(0, ctx.reshape(ctx.operand(0), ctx.resultType().getShape()));
+  return success();
+}
+
+LogicalResult lowerTranspose(OpContext &ctx) {
+  auto permutation = ctx.ints("permutation");
+  if (failed(permutation))
+    return failure();
+  ctx.setResult(0, ctx.transpose(ctx.operand(0), *permutation));
+  return success();
+}
+
+LogicalResult lowerSlice(OpContext &ctx) {
+  auto start = ctx.ints("start_indices");
+  auto limit = ctx.ints("limit_indices");
+  auto strides = ctx.ints("strides");
+  if (failed(start) || failed(limit) || failed(strides))
+    return failure();
+  ctx.setResult(0,
+                ctx.create<SliceOp>(ctx.operand(0), *start, *limit, *strides));
+  return success();
+}
+
+namespace {
+
+/// The start indices of dynamic_slice / dynamic_update_slice (operands
+/// `first`...), clamped into [0, dim - size] as the specification says.
+FailureOr<SmallVector<int64_t>> constantStarts(OpContext &ctx, unsigned first,
+                                               ArrayRef<int64_t> shape,
+                                               ArrayRef<int64_t> sizes) {
+  SmallVector<int64_t> starts;
+  for (unsigned i = first; i < ctx.numOperands(); ++i) {
+    std::optional<DenseElementsAttr> value = ctx.constantOf(ctx.operand(i));
+    if (!value || !value->getElementType().isIntOrIndex() ||
+        value->getNumElements() != 1)
+      return ctx.error() << "start index " << i - first
+                         << " depends on data; trainc needs compile-time "
+                            "constant positions (a loop counter of an "
+                            "unrolled loop folds to one)";
+    APInt v = *value->getValues<APInt>().begin();
+    bool isUnsigned = value->getElementType().isUnsignedInteger();
+    int64_t s =
+        isUnsigned ? static_cast<int64_t>(v.getZExtValue()) : v.getSExtValue();
+    size_t d = starts.size();
+    if (d >= shape.size())
+      return ctx.error() << "has more start indices than dimensions";
+    starts.push_back(std::clamp<int64_t>(s, 0, shape[d] - sizes[d]));
+  }
+  if (starts.size() != shape.size())
+    return ctx.error() << "has " << starts.size() << " start indices for rank "
+                       << shape.size();
+  return starts;
+}
+
+/// `x` padded with `value` (a scalar tensor) by `low` and `high` elements
+/// (each >= 0) on dimension `dim`.
+Value padDim(OpContext &ctx, Value x, Value value, int64_t dim, int64_t low,
+             int64_t high) {
+  auto type = tensorType(x);
+  SmallVector<Value> parts;
+  auto filler = [&](int64_t size) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] = size;
+    return ctx.broadcastScalar(value, shape);
+  };
+  if (low > 0)
+    parts.push_back(filler(low));
+  parts.push_back(x);
+  if (high > 0)
+    parts.push_back(filler(high));
+  if (parts.size() == 1)
+    return x;
+  return ctx.create<ConcatenateOp>(parts, dim);
+}
+
+} // namespace
+
+LogicalResult lowerDynamicSlice(OpContext &ctx) {
+  auto sizes = ctx.ints("slice_sizes");
+  if (failed(sizes))
+    return failure();
+  auto shape = ctx.operandType(0).getShape();
+  if (sizes->size() != shape.size())
+    return ctx.error() << "has " << sizes->size() << " slice_sizes for rank "
+                       << shape.size();
+  for (auto [d, size] : llvm::enumerate(*sizes))
+    if (size < 0 || size > shape[d])
+      return ctx.error() << "slice size " << size << " of dimension " << d
+                         << " is outside [0, " << shape[d] << "]";
+  auto starts = constantStarts(ctx, 1, shape, *sizes);
+  if (failed(starts))
+    return failure();
+  SmallVector<int64_t> limits;
+  for (auto [s, size] : llvm::zip(*starts, *sizes))
+    limits.push_back(s + size);
+  ctx.setResult(0, ctx.slice(ctx.operand(0), *starts, limits));
+  return success();
+}
+
+/// select(inside, update padded to the operand's shape, operand), with the
+/// padding and the mask built at compile time from the constant position.
+LogicalResult lowerDynamicUpdateSlice(OpContext &ctx) {
+  auto type = ctx.operandType(0);
+  auto updateType = ctx.operandType(1);
+  auto starts = constantStarts(ctx, 2, type.getShape(), updateType.getShape());
+  if (failed(starts))
+    return failure();
+  auto scalarType = RankedTensorType::get({}, type.getElementType());
+  Value zero = ctx.splat(scalarType, 0);
+  Value padded = ctx.operand(1);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    padded =
+        padDim(ctx, padded, zero, d, (*starts)[d],
+               type.getDimSize(d) - (*starts)[d] - updateType.getDimSize(d));
+  auto boolType = RankedTensorType::get({}, ctx.builder.getI1Type());
+  Value inside = ctx.splat(
+      RankedTensorType::get(updateType.getShape(), ctx.builder.getI1Type()), 1);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    inside =
+        padDim(ctx, inside, ctx.splat(boolType, 0), d, (*starts)[d],
+               type.getDimSize(d) - (*starts)[d] - updateType.getDimSize(d));
+  ctx.setResult(0, ctx.create<SelectOp>(inside, padded, ctx.operand(0)));
+  return success();
+}
+
+LogicalResult lowerConcatenate(OpContext &ctx) {
+  auto dim = ctx.integer("dimension");
+  if (failed(dim))
+    return failure();
+  SmallVector<Value> inputs;
+  for (unsigned i = 0; i < ctx.numOperands(); ++i)
+    inputs.push_back(ctx.operand(i));
+  if (inputs.size() == 1) {
+    ctx.setResult(0, inputs[0]);
+    return success();
+  }
+  ctx.setResult(0, ctx.create<ConcatenateOp>(inputs, *dim));
+  return success();
+}
+
+/// A gather along each reversed dimension at the constant positions
+/// n-1, ..., 0.
+LogicalResult lowerReverse(OpContext &ctx) {
+  auto dims = ctx.ints("dimensions");
+  if (failed(dims))
+    return failure();
+  Value x = ctx.operand(0);
+  for (int64_t d : *dims) {
+    auto type = tensorType(x);
+    if (d < 0 || d >= type.getRank())
+      return ctx.error() << "reverses dimension " << d << " of a rank-"
+                         << type.getRank() << " operand";
+    int64_t n = type.getDimSize(d);
+    if (n <= 1)
+      continue;
+    SmallVector<int64_t> positions;
+    for (int64_t i = n - 1; i >= 0; --i)
+      positions.push_back(i);
+    auto indexType = RankedTensorType::get({n}, ctx.builder.getI64Type());
+    Value indices = ctx.builder.create<ConstantOp>(
+        ctx.loc, DenseElementsAttr::get(indexType, ArrayRef(positions)));
+    x = ctx.create<GatherOp>(x, indices, d);
+  }
+  ctx.setResult(0, x);
+  return success();
+}
+
+/// Interior padding by interleaving, edge padding by concatenation,
+/// negative edge padding by slicing.
+LogicalResult lowerPad(OpContext &ctx) {
+  auto low = ctx.ints("edge_padding_low");
+  auto high = ctx.ints("edge_padding_high");
+  auto interior = ctx.ints("interior_padding");
+  if (failed(low) || failed(high) || failed(interior))
+    return failure();
+  Value x = ctx.operand(0);
+  int64_t rank = tensorType(x).getRank();
+  if (static_cast<int64_t>(low->size()) != rank ||
+      static_cast<int64_t>(high->size()) != rank ||
+      static_cast<int64_t>(interior->size()) != rank)
+    return ctx.error() << "needs one low, high and interior padding per "
+                          "dimension (rank "
+                       << rank << ")";
+  // Interior padding i on a dimension of size n: [n] -> [n, 1], joined with
+  // [n, i] of the padding value -> [n * (1 + i)], less the last i.
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t i = (*interior)[d];
+    auto shape = tensorType(x).getShape();
+    int64_t n = shape[d];
+    if (i < 0)
+      return ctx.error() << "has negative interior padding " << i;
+    if (i == 0 || n <= 1)
+      continue;
+    SmallVector<int64_t> split(shape);
+    split.insert(split.begin() + d + 1, 1);
+    SmallVector<int64_t> fill(split);
+    fill[d + 1] = i;
+    Value joined = ctx.create<ConcatenateOp>(
+        ValueRange{ctx.reshape(x, split),
+                   ctx.broadcastScalar(ctx.operand(1), fill)},
+        d + 1);
+    SmallVector<int64_t> merged(shape);
+    merged[d] = n * (1 + i);
+    SmallVector<int64_t> start(rank, 0), limit(merged);
+    limit[d] = n + (n - 1) * i;
+    x = ctx.slice(ctx.reshape(joined, merged), start, limit);
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t lo = (*low)[d], hi = (*high)[d];
+    auto shape = tensorType(x).getShape();
+    if (lo < 0 || hi < 0) {
+      SmallVector<int64_t> start(rank, 0), limit(shape);
+      start[d] = std::max<int64_t>(-lo, 0);
+      limit[d] = shape[d] - std::max<int64_t>(-hi, 0);
+      if (start[d] > limit[d])
+        return ctx.error() << "removes more than all of dimension " << d;
+      x = ctx.slice(x, start, limit);
+    }
+    x = padDim(ctx, x, ctx.operand(1), d, std::max<int64_t>(lo, 0),
+               std::max<int64_t>(hi, 0));
+  }
+  ctx.setResult(0, x);
+  return success();
+}
+
+LogicalResult lowerOptimizationBarrier(OpContext &ctx) {
+  for (unsigned i = 0; i < ctx.numOperands(); ++i)
+    ctx.setResult(i, ctx.operand(i));
+  return success();
+}
+
+} // namespace trainc::stablehlo_import
