@@ -1,0 +1,182 @@
+"""Two small JAX models for the StableHLO frontend's tests, in plain jax.numpy.
+
+Each model is a class used as a namespace (no instances) with
+
+    init_params(key) -> params        a pytree of float32 arrays
+    example_batch(key) -> batch       a dict of arrays
+    loss_fn(params, batch) -> loss    a float scalar
+
+so that `tools/jax_export.py test/Models/jax_models.py:GPT.loss_fn
+--params-fn test/Models/jax_models.py:GPT.init_params --batch-fn
+test/Models/jax_models.py:GPT.example_batch -o out/gpt` exports it, and
+test/Models/jax_training.py trains it through trainc.
+
+The loss functions keep the dtype of `params` (no float32 constants forced
+in), so the same code computes the float64 reference gradients under
+`jax.enable_x64(True)` with the parameters cast to float64.
+
+No flax or optax here: the point is the StableHLO that ordinary jax.numpy
+code lowers to (gathers from indexing and take_along_axis, dot_general,
+reduce, iota-built masks, select).
+"""
+import math
+
+import jax
+import jax.numpy as jnp
+
+
+class GPT:
+    """A pre-LayerNorm GPT: 2 layers, d_model 32, 4 heads, vocab 64, seq 16.
+
+        x = wte[tokens] + wpe[0..seq-1]
+        per block:  x = x + attn(ln1(x));  x = x + mlp(ln2(x))
+        logits = ln_f(x) @ lm_head                 (untied head, no bias)
+        loss = mean over batch*seq of -log_softmax(logits)[target]
+
+    Attention is causal multi-head self-attention from one fused projection
+    `wqkv` [d, 3d] (so no parameter has an exactly zero gradient: the key
+    bias, which softmax cancels, is a slice of `bqkv`), the mask built with
+    jnp.tril and applied with jnp.where(mask, scores, -inf), and
+    jax.nn.softmax. The MLP is [d, 4d] -> jax.nn.gelu(approximate=True) ->
+    [4d, d]. LayerNorm has scale and bias and eps 1e-5.
+
+    Parameter names as tools/jax_export.py writes them: params['wte'],
+    params['wpe'], params['blocks'][i]['attn']['wqkv'],
+    params['blocks'][i]['ln1']['scale'], ..., params['ln_f']['bias'],
+    params['lm_head']. The batch is {'tokens', 'targets'}, int32 [2, 16].
+    """
+    VOCAB = 64
+    D_MODEL = 32
+    HEADS = 4
+    LAYERS = 2
+    SEQ = 16
+    BATCH = 2
+    LN_EPS = 1e-5
+
+    @staticmethod
+    def init_params(key):
+        """Random float32 parameters.
+
+        Matrices ~ N(0, 1/fan_in), embeddings ~ N(0, 0.5^2), LayerNorm
+        scales 1 + N(0, 0.1^2) and all biases N(0, 0.1^2): larger and less
+        symmetric than a real initialization, so that attention is far from
+        uniform and every parameter's gradient is well away from zero.
+        """
+        d, v, s = GPT.D_MODEL, GPT.VOCAB, GPT.SEQ
+        keys = iter(jax.random.split(key, 64))
+
+        def normal(shape, std):
+            return std * jax.random.normal(next(keys), shape, jnp.float32)
+
+        def matrix(n_in, n_out):
+            return normal((n_in, n_out), n_in ** -0.5)
+
+        def layer_norm():
+            return {'scale': 1.0 + normal((d,), 0.1), 'bias': normal((d,), 0.1)}
+
+        blocks = []
+        for _ in range(GPT.LAYERS):
+            blocks.append({
+                'ln1': layer_norm(),
+                'attn': {'wqkv': matrix(d, 3 * d), 'bqkv': normal((3 * d,), 0.1),
+                         'wo': matrix(d, d), 'bo': normal((d,), 0.1)},
+                'ln2': layer_norm(),
+                'mlp': {'w1': matrix(d, 4 * d), 'b1': normal((4 * d,), 0.1),
+                        'w2': matrix(4 * d, d), 'b2': normal((d,), 0.1)},
+            })
+        return {'wte': normal((v, d), 0.5), 'wpe': normal((s, d), 0.5),
+                'blocks': blocks, 'ln_f': layer_norm(), 'lm_head': matrix(d, v)}
+
+    @staticmethod
+    def example_batch(key):
+        """Random int32 tokens [batch, seq] and their next tokens as targets."""
+        ids = jax.random.randint(key, (GPT.BATCH, GPT.SEQ + 1), 0, GPT.VOCAB, jnp.int32)
+        return {'tokens': ids[:, :-1], 'targets': ids[:, 1:]}
+
+    @staticmethod
+    def layer_norm(x, p):
+        """LayerNorm over the last axis with scale and bias."""
+        mean = jnp.mean(x, axis=-1, keepdims=True)
+        var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + GPT.LN_EPS) * p['scale'] + p['bias']
+
+    @staticmethod
+    def attention(x, p):
+        """Causal multi-head self-attention; x is [batch, seq, d]."""
+        b, s, d = x.shape
+        h = GPT.HEADS
+        qkv = x @ p['wqkv'] + p['bqkv']
+        q, k, v = jnp.split(qkv, 3, axis=-1)
+
+        def heads(t):  # [b, s, d] -> [b, h, s, d/h]
+            return t.reshape(b, s, h, d // h).transpose(0, 2, 1, 3)
+
+        q, k, v = heads(q), heads(k), heads(v)
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d // h)
+        causal = jnp.tril(jnp.ones((s, s), dtype=bool))
+        scores = jnp.where(causal, scores, -jnp.inf)
+        out = jax.nn.softmax(scores, axis=-1) @ v
+        out = out.transpose(0, 2, 1, 3).reshape(b, s, d)
+        return out @ p['wo'] + p['bo']
+
+    @staticmethod
+    def mlp(x, p):
+        """Two linear layers with tanh-approximated GELU between them."""
+        return jax.nn.gelu(x @ p['w1'] + p['b1'], approximate=True) @ p['w2'] + p['b2']
+
+    @staticmethod
+    def loss_fn(params, batch):
+        """Mean next-token softmax cross-entropy over all batch * seq positions."""
+        tokens, targets = batch['tokens'], batch['targets']
+        x = params['wte'][tokens] + params['wpe'][jnp.arange(tokens.shape[1])]
+        for block in params['blocks']:
+            x = x + GPT.attention(GPT.layer_norm(x, block['ln1']), block['attn'])
+            x = x + GPT.mlp(GPT.layer_norm(x, block['ln2']), block['mlp'])
+        logits = GPT.layer_norm(x, params['ln_f']) @ params['lm_head']
+        logp = jax.nn.log_softmax(logits, axis=-1)
+        nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
+        return jnp.mean(nll)
+
+
+class MLP:
+    """A regression MLP: 16 inputs -> 32 relu -> 32 tanh -> 4 outputs, MSE.
+
+    The parameters are a list of layers, so their names are params[0]['w'],
+    params[0]['b'], ..., params[2]['b']. The batch is {'x': float32 [8, 16],
+    'y': float32 [8, 4]}, y a fixed smooth function of x plus noise.
+    """
+    SIZES = (16, 32, 32, 4)
+    BATCH = 8
+
+    @staticmethod
+    def init_params(key):
+        """Weights ~ N(0, 1/fan_in), biases ~ N(0, 0.1^2), float32."""
+        keys = jax.random.split(key, 2 * (len(MLP.SIZES) - 1))
+        return [{'w': jax.random.normal(keys[2 * i], (n_in, n_out), jnp.float32) * n_in ** -0.5,
+                 'b': 0.1 * jax.random.normal(keys[2 * i + 1], (n_out,), jnp.float32)}
+                for i, (n_in, n_out) in enumerate(zip(MLP.SIZES[:-1], MLP.SIZES[1:]))]
+
+    @staticmethod
+    def example_batch(key):
+        """Inputs ~ N(0, 1); targets sin of a fixed projection plus noise."""
+        kx, kp, kn = jax.random.split(key, 3)
+        x = jax.random.normal(kx, (MLP.BATCH, MLP.SIZES[0]), jnp.float32)
+        proj = jax.random.normal(kp, (MLP.SIZES[0], MLP.SIZES[-1]), jnp.float32)
+        y = jnp.sin(x @ proj / 4.0) + 0.1 * jax.random.normal(kn, (MLP.BATCH, MLP.SIZES[-1]))
+        return {'x': x, 'y': y.astype(jnp.float32)}
+
+    @staticmethod
+    def loss_fn(params, batch):
+        """Mean squared error of the network's output against batch['y']."""
+        h = batch['x']
+        for i, layer in enumerate(params):
+            h = h @ layer['w'] + layer['b']
+            if i == 0:
+                h = jax.nn.relu(h)
+            elif i < len(params) - 1:
+                h = jnp.tanh(h)
+        return jnp.mean(jnp.square(h - batch['y']))
+
+
+#: The models jax_training.py runs, by the name it prints.
+MODELS = {'gpt': GPT, 'mlp': MLP}
