@@ -51,8 +51,10 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
     return;
 
   // recognize: fold the exporter's shape arithmetic and constants and merge
-  // broadcasts, so patterns see one canonical form ...
+  // broadcasts, so patterns see one canonical form, with duplicates merged
+  // (JAX does not merge them: a norm's x - mean(x) comes twice) ...
   pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
   // ... turn decomposed norms, activations and attention into composites ...
   pm.addNestedPass<mlir::func::FuncOp>(createRecognizeComposites());
   // ... and drop what they made dead, merging duplicates.

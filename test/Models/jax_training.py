@@ -49,9 +49,10 @@ from example_batch(jax.random.key(1)):
 5. forward: the executable compiled without --train gives the loss within
    1e-5 relative of JAX's float32 loss.
 
-Also printed, not checked: which of the model's expected composites
-(graph.layer_norm, graph.gelu, graph.attention, graph.softmax_cross_entropy)
-`trainc --compile-to=recognize` finds in the StableHLO import.
+6. composites: `trainc --compile-to=recognize` must find the model's
+   expected composites in the StableHLO import (the GPT: graph.layer_norm,
+   graph.gelu, graph.attention, graph.softmax_cross_entropy), as it finds
+   them in the ONNX export of the same model.
 
 Prints one line per model and check; exits 1 on any failure. With
 --export-only, runs step 1 and the JAX references of steps 2 to 4 and
@@ -342,9 +343,11 @@ def check_model(args, name, model, work):
     print(f"{name} adamw: {STEPS}-step curve rel {m['curve']:.1e}; loss with the trained "
           f"weights vs optax's rel {m['trained']:.1e}")
     print(f"{name} forward: loss vs JAX f32 rel {m['forward']:.1e}")
-    print(f"{name} composites (not checked): "
+    print(f"{name} composites: "
           f"{', '.join(m['composites']) or 'none'} recognized"
           + (f"; not recognized: {', '.join(missing)}" if missing else ''))
+    if missing:
+        problems.append(f"composites not recognized: {', '.join(missing)}")
     print(f'{name}: -> {verdict}', flush=True)
     for p in problems:
         print(f'  {name}: {p}')

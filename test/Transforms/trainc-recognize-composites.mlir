@@ -351,3 +351,64 @@ func.func @attention_probs_returned_stays(%q: tensor<1x1x4x8xf32>, %kt: tensor<1
   // CHECK-NOT: graph.attention
   return %o, %p : tensor<1x1x4x8xf32>, tensor<1x1x4x4xf32>
 }
+
+// -----
+
+// jnp.take_along_axis(jax.nn.log_softmax(logits), targets).mean(), negated,
+// as the StableHLO importer writes it: log-probabilities flattened and
+// gathered at row * C + target, targets wrapped and clamped, out-of-range
+// rows filled with NaN.
+// CHECK-LABEL: func.func @jax_cross_entropy
+// CHECK-SAME: (%[[L:.+]]: tensor<2x4xf32>, %[[T:.+]]: tensor<2xi32>)
+// CHECK: %[[CE:.+]] = graph.softmax_cross_entropy %[[L]], %[[T]], reduction = mean : (tensor<2x4xf32>, tensor<2xi32>) -> tensor<f32>
+// CHECK: return %[[CE]]
+func.func @jax_cross_entropy(%logits: tensor<2x4xf32>, %t: tensor<2xi32>) -> tensor<f32> {
+  %m = graph.reduce_max %logits, dims = [1] : (tensor<2x4xf32>) -> tensor<2xf32>
+  %mb = graph.broadcast_in_dim %m, dims = [0] : (tensor<2xf32>) -> tensor<2x4xf32>
+  %s = graph.sub %logits, %mb : tensor<2x4xf32>
+  %e = graph.exp %s : tensor<2x4xf32>
+  %z = graph.reduce_sum %e, dims = [1] : (tensor<2x4xf32>) -> tensor<2xf32>
+  %lz = graph.log %z : tensor<2xf32>
+  %lzb = graph.broadcast_in_dim %lz, dims = [0] : (tensor<2xf32>) -> tensor<2x4xf32>
+  %logp = graph.sub %s, %lzb : tensor<2x4xf32>
+  %zero = graph.constant dense<0> : tensor<2xi32>
+  %c = graph.constant dense<4> : tensor<2xi32>
+  %neg = graph.compare LT, %t, %zero : tensor<2xi32>
+  %tw = graph.add %t, %c : tensor<2xi32>
+  %w = graph.select %neg, %tw, %t : tensor<2xi1>, tensor<2xi32>
+  %w64 = graph.convert %w : (tensor<2xi32>) -> tensor<2xi64>
+  %lo = graph.constant dense<0> : tensor<2xi64>
+  %hi = graph.constant dense<3> : tensor<2xi64>
+  %c1 = graph.max %w64, %lo : tensor<2xi64>
+  %c2 = graph.min %c1, %hi : tensor<2xi64>
+  %rows = graph.constant dense<[0, 4]> : tensor<2xi64>
+  %pos = graph.add %c2, %rows : tensor<2xi64>
+  %flat = graph.reshape %logp : (tensor<2x4xf32>) -> tensor<8xf32>
+  %picked = graph.gather %flat[%pos], axis = 0 : (tensor<8xf32>, tensor<2xi64>) -> tensor<2xf32>
+  %valid = graph.constant dense<true> : tensor<2xi1>
+  %nan = graph.constant dense<0x7FC00000> : tensor<2xf32>
+  %g = graph.select %valid, %picked, %nan : tensor<2xi1>, tensor<2xf32>
+  %mean = graph.reduce_mean %g, dims = [0] : (tensor<2xf32>) -> tensor<f32>
+  %loss = graph.neg %mean : tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Rows gathered elsewhere than row * C are no cross-entropy.
+// CHECK-LABEL: func.func @gather_not_per_row
+// CHECK-NOT: graph.softmax_cross_entropy
+func.func @gather_not_per_row(%logits: tensor<2x4xf32>, %t: tensor<2xi64>) -> tensor<f32> {
+  %e = graph.exp %logits : tensor<2x4xf32>
+  %z = graph.reduce_sum %e, dims = [1] : (tensor<2x4xf32>) -> tensor<2xf32>
+  %lz = graph.log %z : tensor<2xf32>
+  %lzb = graph.broadcast_in_dim %lz, dims = [0] : (tensor<2xf32>) -> tensor<2x4xf32>
+  %logp = graph.sub %logits, %lzb : tensor<2x4xf32>
+  %rows = graph.constant dense<[0, 3]> : tensor<2xi64>
+  %pos = graph.add %t, %rows : tensor<2xi64>
+  %flat = graph.reshape %logp : (tensor<2x4xf32>) -> tensor<8xf32>
+  %picked = graph.gather %flat[%pos], axis = 0 : (tensor<8xf32>, tensor<2xi64>) -> tensor<2xf32>
+  %neg = graph.neg %picked : tensor<2xf32>
+  %mean = graph.reduce_mean %neg, dims = [0] : (tensor<2xf32>) -> tensor<f32>
+  return %mean : tensor<f32>
+}

@@ -631,12 +631,169 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+/// `v` is log_softmax(x) over the last dimension, written as
+/// s - broadcast(log(sum(exp(s)))) with s = x - broadcast(max(x)) or s = x
+/// (jax.nn.log_softmax); returns x.
+Value logSoftmaxInput(Value v) {
+  auto sub = v.getDefiningOp<SubOp>();
+  if (!sub)
+    return {};
+  Value shifted = sub.getLhs();
+  auto type = cast<RankedTensorType>(shifted.getType());
+  SmallVector<int64_t> last = {type.getRank() - 1};
+  auto log = broadcastBackFrom(sub.getRhs(), last).getDefiningOp<LogOp>();
+  if (!log)
+    return {};
+  auto sum = log.getOperand().getDefiningOp<ReduceSumOp>();
+  if (!sum || sum.getDims() != ArrayRef<int64_t>(last))
+    return {};
+  auto exp = sum.getOperand().getDefiningOp<ExpOp>();
+  if (!exp || exp.getOperand() != shifted)
+    return {};
+  if (auto center = shifted.getDefiningOp<SubOp>()) {
+    auto max =
+        broadcastReductionOf<ReduceMaxOp>(center.getRhs(), center.getLhs());
+    if (max && max.getDims() == ArrayRef<int64_t>(last))
+      return center.getLhs();
+  }
+  return shifted;
+}
+
+/// The integer tensor an index was computed from by reshapes, widening,
+/// clamping into range and wrapping negatives (x < 0 ? x + n : x), the
+/// forms jnp.take_along_axis writes around its gather.
+Value indexSource(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (isa<ReshapeOp>(def) ||
+        (isa<ConvertOp>(def) &&
+         isa<IntegerType>(getElementTypeOrSelf(def->getOperand(0))))) {
+      v = def->getOperand(0);
+      continue;
+    }
+    if (isa<MaxOp, MinOp>(def)) {
+      auto split = pick(def->getOperand(0), def->getOperand(1),
+                        [](Value x) { return splatOf(x).has_value(); });
+      if (!split)
+        return v;
+      v = split->second;
+      continue;
+    }
+    if (auto sel = dyn_cast<SelectOp>(def)) {
+      auto isNegative = sel.getPred().getDefiningOp<CompareOp>();
+      auto wrapped = sel.getOnTrue().getDefiningOp<AddOp>();
+      Value x = sel.getOnFalse();
+      if (!isNegative || isNegative.getDirection() != ComparisonDirection::LT ||
+          isNegative.getLhs() != x || !isSplatNear(isNegative.getRhs(), 0) ||
+          !wrapped || !pick(wrapped.getLhs(), wrapped.getRhs(), [&](Value y) {
+            return y == x;
+          }))
+        return v;
+      v = x;
+      continue;
+    }
+    return v;
+  }
+  return v;
+}
+
+/// mean(-logp[targets]) over every position, with logp = log_softmax(logits)
+/// read at each row's target through a gather of the flattened logp at
+/// row * C + target (the form jnp.take_along_axis takes through the
+/// StableHLO importer) -> graph.softmax_cross_entropy, reduction mean. The
+/// negation may come before or after the mean, and an out-of-range fill
+/// (select(valid, picked, NaN)) may guard the picked values: trainc's
+/// cross-entropy reports such targets as errors instead.
+struct CrossEntropy : public OpRewritePattern<ReduceMeanOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReduceMeanOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getType().getRank() != 0)
+      return failure();
+    Operation *root = op;
+    bool negated = false;
+    if (op->hasOneUse())
+      if (auto neg = dyn_cast<NegOp>(*op->getUsers().begin())) {
+        root = neg;
+        negated = true;
+      }
+    // Down to the gather: reshapes, a negation, the fill guard.
+    Value v = op.getOperand();
+    while (Operation *def = v.getDefiningOp()) {
+      if (!v.hasOneUse())
+        return failure();
+      if (isa<ReshapeOp>(def)) {
+        v = def->getOperand(0);
+      } else if (isa<NegOp>(def) && !negated) {
+        negated = true;
+        v = def->getOperand(0);
+      } else if (auto sel = dyn_cast<SelectOp>(def)) {
+        std::optional<double> fill = splatOf(sel.getOnFalse());
+        if (!fill || !std::isnan(*fill))
+          return failure();
+        v = sel.getOnTrue();
+      } else {
+        break;
+      }
+    }
+    auto gather = v.getDefiningOp<GatherOp>();
+    if (!negated || !gather || gather.getAxis() != 0)
+      return failure();
+    auto flat = gather.getOperand().getDefiningOp<ReshapeOp>();
+    if (!flat || flat.getType().getRank() != 1)
+      return failure();
+    Value logits = logSoftmaxInput(flat.getOperand());
+    if (!logits)
+      return failure();
+    auto logitsType = cast<RankedTensorType>(logits.getType());
+    int64_t classes = logitsType.getShape().back();
+    int64_t rows = logitsType.getNumElements() / std::max<int64_t>(classes, 1);
+    if (gather.getIndices().getType().getNumElements() != rows)
+      return failure();
+    // Positions: row * C + target, row in order.
+    auto add = gather.getIndices().getDefiningOp<AddOp>();
+    if (!add)
+      return failure();
+    DenseIntElementsAttr offsets;
+    Value index;
+    if (matchPattern(add.getRhs(), m_Constant(&offsets)))
+      index = add.getLhs();
+    else if (matchPattern(add.getLhs(), m_Constant(&offsets)))
+      index = add.getRhs();
+    else
+      return failure();
+    int64_t row = 0;
+    for (const APInt &offset : offsets.getValues<APInt>())
+      if (offset.getSExtValue() != classes * row++)
+        return failure();
+    Value targets = indexSource(index);
+    auto targetsType = cast<RankedTensorType>(targets.getType());
+    Type element = targetsType.getElementType();
+    if (targetsType.getNumElements() != rows ||
+        !(element.isInteger(32) || element.isInteger(64)))
+      return failure();
+    Location loc = op.getLoc();
+    targets = rewriter.createOrFold<ReshapeOp>(
+        loc, RankedTensorType::get(logitsType.getShape().drop_back(), element),
+        targets);
+    rewriter.replaceOpWithNewOp<SoftmaxCrossEntropyOp>(
+        root, cast<RankedTensorType>(root->getResult(0).getType()), logits,
+        targets, LossReduction::mean, IntegerAttr());
+    return success();
+  }
+};
+
 struct RecognizeCompositesPass
     : public trainc::impl::RecognizeCompositesBase<RecognizeCompositesPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<NormCore, ReciprocalSqrt>(&getContext());
-    patterns.add<NormScale, NormBias, Gelu, Softmax, Attention>(&getContext());
+    patterns.add<NormScale, NormBias, Gelu, Softmax, Attention, CrossEntropy>(
+        &getContext());
     if (failed(
             applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -344,9 +344,23 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
       });
 }
 
+/// Whether `attr` is a float splat of the infinity of sign `negative`.
+static bool isInfinitySplat(Attribute attr, bool negative) {
+  auto dense = dyn_cast_or_null<DenseFPElementsAttr>(attr);
+  if (!dense || !dense.isSplat())
+    return false;
+  APFloat v = dense.getSplatValue<APFloat>();
+  return v.isInfinity() && v.isNegative() == negative;
+}
+
 OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
   if (getLhs() == getRhs())
     return getLhs();
+  // max(x, -inf) = x (NaN stays NaN): JAX's softmax guards its row max so.
+  if (isInfinitySplat(adaptor.getRhs(), /*negative=*/true))
+    return getLhs();
+  if (isInfinitySplat(adaptor.getLhs(), /*negative=*/true))
+    return getRhs();
   bool isUnsigned = getType().getElementType().isUnsignedInteger();
   return foldBinaryConstants(
       adaptor.getOperands(), getType(),
@@ -361,6 +375,10 @@ OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
 OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
   if (getLhs() == getRhs())
     return getLhs();
+  if (isInfinitySplat(adaptor.getRhs(), /*negative=*/false))
+    return getLhs();
+  if (isInfinitySplat(adaptor.getLhs(), /*negative=*/false))
+    return getRhs();
   bool isUnsigned = getType().getElementType().isUnsignedInteger();
   return foldBinaryConstants(
       adaptor.getOperands(), getType(),
@@ -593,9 +611,53 @@ void ConvertOp::getCanonicalizationPatterns(RewritePatternSet &results,
   results.add<HoistNarrowingConvert>(context);
 }
 
+namespace {
+/// A broadcast_in_dim that only inserts size-1 dimensions is a reshape (how
+/// JAX writes keepdims); as a reshape it sinks through elementwise ops and
+/// folds into the broadcast that consumes it, like ONNX's keepdims.
+struct UnitBroadcastToReshape : public OpRewritePattern<BroadcastInDimOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(BroadcastInDimOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getOperand().getType().getNumElements() !=
+        op.getType().getNumElements())
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getOperand());
+    return success();
+  }
+};
+
+/// reduce_sum(x, dims) / N -> reduce_mean(x, dims) when N is the number of
+/// elements summed (jnp.mean's form), so norms match one mean.
+struct SumDivToMean : public OpRewritePattern<DivOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DivOp op,
+                                PatternRewriter &rewriter) const override {
+    auto sum = op.getLhs().getDefiningOp<ReduceSumOp>();
+    DenseFPElementsAttr divisor;
+    if (!sum || !matchPattern(op.getRhs(), m_Constant(&divisor)) ||
+        !divisor.isSplat())
+      return failure();
+    int64_t count = 1;
+    for (int64_t d : sum.getDims())
+      count *= sum.getOperand().getType().getDimSize(d);
+    if (divisor.getSplatValue<APFloat>().convertToDouble() !=
+        static_cast<double>(count))
+      return failure();
+    rewriter.replaceOpWithNewOp<ReduceMeanOp>(op, op.getType(),
+                                              sum.getOperand(), sum.getDims());
+    return success();
+  }
+};
+} // namespace
+
 void GraphDialect::getCanonicalizationPatterns(
     RewritePatternSet &results) const {
-  results.add<SinkReshapeThroughElementwise>(getContext());
+  results
+      .add<SinkReshapeThroughElementwise, UnitBroadcastToReshape, SumDivToMean>(
+          getContext());
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {

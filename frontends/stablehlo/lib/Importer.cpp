@@ -470,9 +470,19 @@ importStablehlo(MLIRContext &context, StringRef path,
     auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
         ArrayRef<char>(a.init->bytes.data(), a.init->bytes.size()),
         alignof(double));
-    main.setArgAttr(
-        next, trainc::train::TrainDialect::kInitAttr,
-        DenseResourceElementsAttr::get(a.type, a.name, std::move(blob)));
+    // The blob's key must be an identifier for the IR to parse back:
+    // params['w'] -> params_w.
+    std::string key;
+    for (char c : a.name)
+      if (llvm::isAlnum(c) || c == '_' || c == '.')
+        key += c;
+      else if (!key.empty() && key.back() != '_')
+        key += '_';
+    while (!key.empty() && key.back() == '_')
+      key.pop_back();
+    main.setArgAttr(next, trainc::train::TrainDialect::kInitAttr,
+                    DenseResourceElementsAttr::get(
+                        a.type, key.empty() ? "param" : key, std::move(blob)));
     if (llvm::any_of(frozen, [&](const llvm::GlobPattern &g) {
           return g.match(a.name);
         }))

@@ -409,3 +409,42 @@ func.func @convert_hoists_above_transpose(%w: tensor<2x3xf32>, %h: tensor<2x3xbf
   %3 = graph.convert %2 : (tensor<3x2xbf16>) -> tensor<3x2xf32>
   return %1, %3 : tensor<3x2xbf16>, tensor<3x2xf32>
 }
+
+// -----
+
+// JAX's keepdims: a broadcast that only inserts size-1 dims is a reshape,
+// which folds into the broadcast that consumes it; sum / N is a mean; the
+// row max's guard max(m, -inf) is m.
+// CHECK-LABEL: func.func @jax_mean_keepdims
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8xf32>)
+func.func @jax_mean_keepdims(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2xf32>) {
+  // CHECK: %[[M:.+]] = graph.reduce_mean %[[X]], dims = [1]
+  // CHECK: %[[B:.+]] = graph.broadcast_in_dim %[[M]], dims = [0] : (tensor<2xf32>) -> tensor<2x8xf32>
+  // CHECK: graph.sub %[[X]], %[[B]]
+  %n = graph.constant dense<8.0> : tensor<2x1xf32>
+  %s = graph.reduce_sum %x, dims = [1] : (tensor<2x8xf32>) -> tensor<2xf32>
+  %k = graph.broadcast_in_dim %s, dims = [0] : (tensor<2xf32>) -> tensor<2x1xf32>
+  %m = graph.div %k, %n : tensor<2x1xf32>
+  %b = graph.broadcast_in_dim %m, dims = [0, 1] : (tensor<2x1xf32>) -> tensor<2x8xf32>
+  %c = graph.sub %x, %b : tensor<2x8xf32>
+  // CHECK: %[[R:.+]] = graph.reduce_max %[[X]], dims = [1]
+  // CHECK-NOT: graph.max
+  // CHECK: return %{{.+}}, %[[R]]
+  %ninf = graph.constant dense<0xFF800000> : tensor<2xf32>
+  %r = graph.reduce_max %x, dims = [1] : (tensor<2x8xf32>) -> tensor<2xf32>
+  %g = graph.max %r, %ninf : tensor<2xf32>
+  return %c, %g : tensor<2x8xf32>, tensor<2xf32>
+}
+
+// -----
+
+// Only the exact count makes a mean.
+// CHECK-LABEL: func.func @sum_div_other_count
+func.func @sum_div_other_count(%x: tensor<2x8xf32>) -> tensor<2xf32> {
+  // CHECK: graph.reduce_sum
+  // CHECK: graph.div
+  %n = graph.constant dense<7.0> : tensor<2xf32>
+  %s = graph.reduce_sum %x, dims = [1] : (tensor<2x8xf32>) -> tensor<2xf32>
+  %m = graph.div %s, %n : tensor<2xf32>
+  return %m : tensor<2xf32>
+}
