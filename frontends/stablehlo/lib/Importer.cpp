@@ -181,6 +181,23 @@ LogicalResult Lowering::lowerCall(func::CallOp call, IRMapping &values,
   return success();
 }
 
+/// Ops whose operands all have the result's shape.
+bool isElementwise(StringRef name) {
+  const OpEntry *entry = findOp(name);
+  if (!entry)
+    return false;
+  LowerFn lower = entry->lower;
+  for (LowerFn shaped :
+       {lowerBroadcastInDim, lowerBroadcast, lowerReshape, lowerTranspose,
+        lowerSlice, lowerDynamicSlice, lowerDynamicUpdateSlice,
+        lowerConcatenate, lowerPad, lowerReduce, lowerDotGeneral, lowerDot,
+        lowerGather, lowerIota, lowerConstant, lowerOptimizationBarrier,
+        lowerReverse})
+    if (lower == shaped)
+      return false;
+  return true;
+}
+
 LogicalResult Lowering::lowerOp(Operation &op, IRMapping &values, int depth) {
   StringRef name = op.getName().getStringRef();
   if (auto call = dyn_cast<func::CallOp>(op))
@@ -224,9 +241,35 @@ LogicalResult Lowering::lowerOp(Operation &op, IRMapping &values, int depth) {
              << (entry->types == TypeClass::Floats ? "floats" : "i1")
              << " only";
   }
+  // Elementwise ops: every operand has the result's shape (select's
+  // predicate and clamp's bounds may be scalars).
+  bool scalarsAllowed = name == "stablehlo.select" || name == "stablehlo.clamp";
+  if (isElementwise(name) && op.getNumResults() == 1) {
+    Type resultType = op.getResult(0).getType();
+    for (Value v : op.getOperands()) {
+      auto shape = cast<RankedTensorType>(v.getType()).getShape();
+      if (shape != cast<RankedTensorType>(resultType).getShape() &&
+          !(scalarsAllowed && shape.empty()))
+        return emitError(op.getLoc())
+               << "'" << name << "' has an operand of type " << v.getType()
+               << " for a result of type " << resultType;
+    }
+  }
+  Block *block = builder.getInsertionBlock();
+  Operation *last = block->empty() ? nullptr : &block->back();
   OpContext ctx(&op, builder, values);
-  if (failed(entry->lower(ctx)))
+  if (failed(entry->lower(ctx)) || ctx.failed())
     return failure();
+  // What the lowering built must verify: a malformed op (shapes that do not
+  // fit) is reported at its line, not at the end of the import.
+  for (Operation &built :
+       llvm::make_range(last ? std::next(last->getIterator()) : block->begin(),
+                        block->end()))
+    if (failed(mlir::verify(&built)))
+      return emitError(op.getLoc())
+             << "'" << name
+             << "' has operands or attributes that do not fit together (the "
+                "error above names the constraint)";
   for (Value r : op.getResults())
     if (!values.contains(r))
       return emitError(op.getLoc()) << "'" << name

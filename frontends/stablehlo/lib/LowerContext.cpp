@@ -132,30 +132,90 @@ std::optional<DenseElementsAttr> OpContext::constantOf(Value v) const {
   return std::nullopt;
 }
 
+InFlightDiagnostic OpContext::refuse() const {
+  refused = true;
+  return error();
+}
+
 Value OpContext::reshape(Value value, ArrayRef<int64_t> shape) const {
   auto type = tensorType(value);
   if (type.getShape() == shape)
     return value;
+  if (type.getNumElements() != product(shape)) {
+    refuse() << "reshapes " << type << " to "
+             << RankedTensorType::get(shape, type.getElementType())
+             << ", another number of elements";
+    return value;
+  }
   return create<ReshapeOp>(RankedTensorType::get(shape, type.getElementType()),
                            value);
 }
 
 Value OpContext::transpose(Value value, ArrayRef<int64_t> permutation) const {
-  if (llvm::equal(permutation, llvm::seq<int64_t>(0, static_cast<int64_t>(
-                                                         permutation.size()))))
+  int64_t rank = tensorType(value).getRank();
+  SmallVector<bool> seen(rank, false);
+  bool valid = static_cast<int64_t>(permutation.size()) == rank;
+  for (int64_t p : permutation) {
+    valid = valid && p >= 0 && p < rank && !seen[p];
+    if (valid)
+      seen[p] = true;
+  }
+  if (!valid) {
+    refuse() << "needs a permutation of [0, " << rank << "), not ["
+             << permutation << "]";
+    return value;
+  }
+  if (llvm::equal(permutation, llvm::seq<int64_t>(0, rank)))
     return value;
   return create<TransposeOp>(value, permutation);
 }
 
 Value OpContext::slice(Value value, ArrayRef<int64_t> start,
-                       ArrayRef<int64_t> limit) const {
+                       ArrayRef<int64_t> limit,
+                       ArrayRef<int64_t> strides) const {
   auto type = tensorType(value);
+  SmallVector<int64_t> steps(strides);
+  if (steps.empty())
+    steps.assign(start.size(), 1);
+  size_t rank = type.getRank();
+  if (start.size() != rank || limit.size() != rank || steps.size() != rank) {
+    refuse() << "needs one start, limit and stride per dimension of " << type;
+    return value;
+  }
+  for (size_t d = 0; d < rank; ++d)
+    if (steps[d] < 1 || start[d] < 0 || start[d] > limit[d] ||
+        limit[d] > type.getDimSize(d)) {
+      refuse() << "slices dimension " << d << " of " << type << " as ["
+               << start[d] << ":" << limit[d] << ":" << steps[d]
+               << "], outside [0, " << type.getDimSize(d) << "]";
+      return value;
+    }
   bool whole = llvm::all_of(start, [](int64_t s) { return s == 0; }) &&
-               limit == type.getShape();
+               limit == type.getShape() &&
+               llvm::all_of(steps, [](int64_t s) { return s == 1; });
   if (whole)
     return value;
-  SmallVector<int64_t> strides(start.size(), 1);
-  return create<SliceOp>(value, start, limit, strides);
+  return create<SliceOp>(value, start, limit, steps);
+}
+
+Value OpContext::concatenate(ValueRange values, int64_t dim) const {
+  auto first = tensorType(values.front());
+  for (Value v : values) {
+    auto type = tensorType(v);
+    bool fits = type.getRank() == first.getRank() && dim >= 0 &&
+                dim < type.getRank() &&
+                type.getElementType() == first.getElementType();
+    for (int64_t d = 0; fits && d < type.getRank(); ++d)
+      fits = d == dim || type.getDimSize(d) == first.getDimSize(d);
+    if (!fits) {
+      refuse() << "joins " << type << " and " << first << " along dimension "
+               << dim;
+      return values.front();
+    }
+  }
+  if (values.size() == 1)
+    return values.front();
+  return create<ConcatenateOp>(values, dim);
 }
 
 LogicalResult OpContext::requireFloat(Type type, StringRef what) const {

@@ -111,13 +111,26 @@ public:
                               llvm::ArrayRef<int64_t> shape) const;
   /// The constant `v` holds (after folding), if any.
   std::optional<mlir::DenseElementsAttr> constantOf(mlir::Value v) const;
+  // The builders below check their arguments first, as the graph ops'
+  // type inference would (which aborts on failure): on bad input (a
+  // malformed file) they emit an error naming the op, mark the context
+  // failed() and return `value` unchanged.
   mlir::Value reshape(mlir::Value value, llvm::ArrayRef<int64_t> shape) const;
   mlir::Value transpose(mlir::Value value,
                         llvm::ArrayRef<int64_t> permutation) const;
   mlir::Value slice(mlir::Value value, llvm::ArrayRef<int64_t> start,
-                    llvm::ArrayRef<int64_t> limit) const;
+                    llvm::ArrayRef<int64_t> limit,
+                    llvm::ArrayRef<int64_t> strides = {}) const;
+  mlir::Value concatenate(mlir::ValueRange values, int64_t dim) const;
+  /// Whether a builder above refused its arguments.
+  bool failed() const { return refused; }
 
   mlir::LogicalResult requireFloat(mlir::Type type, llvm::StringRef what) const;
+
+private:
+  /// An error (as error()) that also marks the context failed.
+  mlir::InFlightDiagnostic refuse() const;
+  mutable bool refused = false;
 };
 
 inline mlir::RankedTensorType tensorType(mlir::Value v) {

@@ -80,6 +80,38 @@ Value asFloat(OpContext &ctx, Value v) {
       RankedTensorType::get(type.getShape(), ctx.builder.getF64Type()), v);
 }
 
+/// Whether `dims` are distinct dimensions of a rank-`rank` tensor.
+bool distinctDims(ArrayRef<int64_t> dims, int64_t rank) {
+  SmallVector<bool> seen(rank, false);
+  for (int64_t d : dims) {
+    if (d < 0 || d >= rank || seen[d])
+      return false;
+    seen[d] = true;
+  }
+  return true;
+}
+
+/// The dot_general constraints graph.dot_general's inference checks.
+LogicalResult checkDotDims(OpContext &ctx, RankedTensorType lhs,
+                           RankedTensorType rhs, ArrayRef<int64_t> lb,
+                           ArrayRef<int64_t> rb, ArrayRef<int64_t> lc,
+                           ArrayRef<int64_t> rc) {
+  SmallVector<int64_t> lhsDims(lb), rhsDims(rb);
+  lhsDims.append(lc.begin(), lc.end());
+  rhsDims.append(rc.begin(), rc.end());
+  if (lb.size() != rb.size() || lc.size() != rc.size() ||
+      !distinctDims(lhsDims, lhs.getRank()) ||
+      !distinctDims(rhsDims, rhs.getRank()))
+    return ctx.error() << "has invalid dimension numbers for " << lhs << " and "
+                       << rhs;
+  for (auto [l, r] : llvm::zip(lhsDims, rhsDims))
+    if (lhs.getDimSize(l) != rhs.getDimSize(r))
+      return ctx.error() << "pairs lhs dimension " << l << " (size "
+                         << lhs.getDimSize(l) << ") with rhs dimension " << r
+                         << " (size " << rhs.getDimSize(r) << ")";
+  return success();
+}
+
 Value reduceMax(OpContext &ctx, Value x, ArrayRef<int64_t> dims,
                 RankedTensorType resultType) {
   return ctx.create<ReduceMaxOp>(resultType, x, dims);
@@ -101,6 +133,9 @@ LogicalResult lowerReduce(OpContext &ctx) {
   auto dims = ctx.ints("dimensions");
   if (failed(dims))
     return failure();
+  if (!distinctDims(*dims, ctx.operandType(0).getRank()))
+    return ctx.error() << "reduces dimensions [" << *dims << "] of a rank-"
+                       << ctx.operandType(0).getRank() << " input";
   Value x = ctx.operand(0), init = ctx.operand(1);
   auto type = ctx.operandType(0);
   auto resultType = ctx.resultType();
@@ -199,6 +234,9 @@ LogicalResult lowerDotGeneral(OpContext &ctx) {
     return failure();
   if (ctx.operandType(0).getElementType().isInteger(1))
     return ctx.error() << "on i1 tensors is not supported";
+  if (failed(checkDotDims(ctx, ctx.operandType(0), ctx.operandType(1), *lb, *rb,
+                          *lc, *rc)))
+    return failure();
   Value lhs = asFloat(ctx, ctx.operand(0)), rhs = asFloat(ctx, ctx.operand(1));
   if (tensorType(lhs).getElementType() != tensorType(rhs).getElementType())
     return ctx.error() << "has operands of different element types";
@@ -219,6 +257,9 @@ LogicalResult lowerDot(OpContext &ctx) {
   auto lhsType = ctx.operandType(0), rhsType = ctx.operandType(1);
   if (lhsType.getElementType().isInteger(1))
     return ctx.error() << "on i1 tensors is not supported";
+  if (failed(checkDotDims(ctx, lhsType, rhsType, {}, {},
+                          {lhsType.getRank() - 1}, {0})))
+    return failure();
   if (lhsType.getRank() < 1 || lhsType.getRank() > 2 || rhsType.getRank() < 1 ||
       rhsType.getRank() > 2)
     return ctx.error() << "needs operands of rank 1 or 2";

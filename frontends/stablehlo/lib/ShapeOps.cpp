@@ -119,8 +119,7 @@ LogicalResult lowerSlice(OpContext &ctx) {
   auto strides = ctx.ints("strides");
   if (failed(start) || failed(limit) || failed(strides))
     return failure();
-  ctx.setResult(0,
-                ctx.create<SliceOp>(ctx.operand(0), *start, *limit, *strides));
+  ctx.setResult(0, ctx.slice(ctx.operand(0), *start, *limit, *strides));
   return success();
 }
 
@@ -173,7 +172,7 @@ Value padDim(OpContext &ctx, Value x, Value value, int64_t dim, int64_t low,
     parts.push_back(filler(high));
   if (parts.size() == 1)
     return x;
-  return ctx.create<ConcatenateOp>(parts, dim);
+  return ctx.concatenate(parts, dim);
 }
 
 } // namespace
@@ -205,6 +204,14 @@ LogicalResult lowerDynamicSlice(OpContext &ctx) {
 LogicalResult lowerDynamicUpdateSlice(OpContext &ctx) {
   auto type = ctx.operandType(0);
   auto updateType = ctx.operandType(1);
+  if (updateType.getRank() != type.getRank())
+    return ctx.error() << "updates a rank-" << type.getRank()
+                       << " operand with a rank-" << updateType.getRank()
+                       << " update";
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (updateType.getDimSize(d) > type.getDimSize(d))
+      return ctx.error() << "has an update larger than the operand in "
+                         << "dimension " << d;
   auto starts = constantStarts(ctx, 2, type.getShape(), updateType.getShape());
   if (failed(starts))
     return failure();
@@ -237,7 +244,7 @@ LogicalResult lowerConcatenate(OpContext &ctx) {
     ctx.setResult(0, inputs[0]);
     return success();
   }
-  ctx.setResult(0, ctx.create<ConcatenateOp>(inputs, *dim));
+  ctx.setResult(0, ctx.concatenate(inputs, *dim));
   return success();
 }
 
@@ -298,10 +305,10 @@ LogicalResult lowerPad(OpContext &ctx) {
     split.insert(split.begin() + d + 1, 1);
     SmallVector<int64_t> fill(split);
     fill[d + 1] = i;
-    Value joined = ctx.create<ConcatenateOp>(
-        ValueRange{ctx.reshape(x, split),
-                   ctx.broadcastScalar(ctx.operand(1), fill)},
-        d + 1);
+    Value joined =
+        ctx.concatenate(ValueRange{ctx.reshape(x, split),
+                                   ctx.broadcastScalar(ctx.operand(1), fill)},
+                        d + 1);
     SmallVector<int64_t> merged(shape);
     merged[d] = n * (1 + i);
     SmallVector<int64_t> start(rank, 0), limit(merged);
