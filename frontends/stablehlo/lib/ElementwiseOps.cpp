@@ -143,6 +143,37 @@ LogicalResult lowerCosine(OpContext &ctx) {
 }
 LogicalResult lowerErf(OpContext &ctx) { return lowerFloatUnary<ErfOp>(ctx); }
 
+/// x * x (x ** 2 as jax.jit(...).lower prints it).
+LogicalResult lowerSquare(OpContext &ctx) {
+  if (ctx.resultType().getElementType().isInteger(1))
+    return ctx.error() << "is not defined on i1 tensors";
+  ctx.setResult(0, ctx.create<MulOp>(ctx.operand(0), ctx.operand(0)));
+  return success();
+}
+
+/// sin(x) / cos(x).
+LogicalResult lowerTan(OpContext &ctx) {
+  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
+    return failure();
+  ctx.setResult(0, ctx.create<DivOp>(ctx.create<SinOp>(ctx.operand(0)),
+                                     ctx.create<CosOp>(ctx.operand(0))));
+  return success();
+}
+
+/// (exp(x) - exp(-x)) / 2 and (exp(x) + exp(-x)) / 2.
+template <typename CombineOp> LogicalResult lowerHyperbolic(OpContext &ctx) {
+  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
+    return failure();
+  Value x = ctx.operand(0);
+  Value e = ctx.create<ExpOp>(x);
+  Value inverse = ctx.create<ExpOp>(ctx.create<NegOp>(x));
+  ctx.setResult(0, ctx.create<MulOp>(ctx.create<CombineOp>(e, inverse),
+                                     ctx.splat(ctx.resultType(), 0.5)));
+  return success();
+}
+LogicalResult lowerSinh(OpContext &ctx) { return lowerHyperbolic<SubOp>(ctx); }
+LogicalResult lowerCosh(OpContext &ctx) { return lowerHyperbolic<AddOp>(ctx); }
+
 /// 1 - erf(x) (jax.nn.gelu's exact form as jax.jit(...).lower prints it;
 /// loses erfc's relative precision in the far tail, x > ~4).
 LogicalResult lowerErfc(OpContext &ctx) {

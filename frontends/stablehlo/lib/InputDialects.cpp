@@ -786,6 +786,7 @@ const llvm::StringMap<ParseFn> &chloHooks() {
   static const llvm::StringMap<ParseFn> hooks = [] {
     llvm::StringMap<ParseFn> h;
     for (StringRef name : {"erf",
+                           "square",
                            "erfc",
                            "erf_inv",
                            "tan",

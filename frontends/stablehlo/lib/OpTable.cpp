@@ -13,7 +13,11 @@ namespace {
 
 const OpEntry kOps[] = {
     {"chlo.erf", lowerErf, TypeClass::Floats, ""},
+    {"chlo.cosh", lowerCosh, TypeClass::Floats, "as (exp(x) + exp(-x)) / 2"},
     {"chlo.erfc", lowerErfc, TypeClass::Floats, "as 1 - erf(x)"},
+    {"chlo.sinh", lowerSinh, TypeClass::Floats, "as (exp(x) - exp(-x)) / 2"},
+    {"chlo.square", lowerSquare, TypeClass::Any, "as x * x"},
+    {"chlo.tan", lowerTan, TypeClass::Floats, "as sin(x) / cos(x)"},
     {"stablehlo.abs", lowerAbs, TypeClass::Any, ""},
     {"stablehlo.add", lowerAdd, TypeClass::Any, "on i1: or"},
     {"stablehlo.and", lowerAnd, TypeClass::Bool, "no bitwise integers"},
@@ -72,6 +76,7 @@ const OpEntry kOps[] = {
     {"stablehlo.slice", lowerSlice, TypeClass::Any, ""},
     {"stablehlo.sqrt", lowerSqrt, TypeClass::Floats, ""},
     {"stablehlo.subtract", lowerSubtract, TypeClass::Any, ""},
+    {"stablehlo.tan", lowerTan, TypeClass::Floats, "as sin(x) / cos(x)"},
     {"stablehlo.tanh", lowerTanh, TypeClass::Floats, ""},
     {"stablehlo.transpose", lowerTranspose, TypeClass::Any, ""},
     {"stablehlo.xor", lowerXor, TypeClass::Bool, ""},
