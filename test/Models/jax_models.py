@@ -1,6 +1,7 @@
-"""Two small JAX models for the StableHLO frontend's tests, in plain jax.numpy.
+"""JAX models for the StableHLO frontend's tests, in plain jax.numpy.
 
-Each model is a class used as a namespace (no instances) with
+Each model is a class used as a namespace (no instances; BertEncoder, a
+BERT-base-sized forward-only case, is instantiated with its sizes) with
 
     init_params(key) -> params        a pytree of float32 arrays
     example_batch(key) -> batch       a dict of arrays
@@ -176,6 +177,156 @@ class MLP:
             elif i < len(params) - 1:
                 h = jnp.tanh(h)
         return jnp.mean(jnp.square(h - batch['y']))
+
+
+class BertEncoder:
+    """A BERT-base-sized post-LayerNorm encoder with a tied masked-LM head.
+
+    Unlike GPT and MLP this is instantiated, so tests can make it smaller:
+    BertEncoder() is BERT-base (12 layers, d_model 768, 12 heads, FFN 3072,
+    vocab 30522, 512 learned positions: 109,512,762 parameters in 201
+    tensors) on a batch of 2 x 128 tokens; BertEncoder(layers=2,
+    d_model=64, ...) is a small one. init_params, example_batch and loss_fn
+    are methods with the signatures of the other models'.
+
+        x = LN_emb(wte[tokens] + wpe[0..seq-1])          (no token types)
+        per layer:  x = LN1(x + attn(x, mask));  x = LN2(x + ffn(x))
+        h = LN_head(gelu(x @ head.w + head.b))
+        logits = h @ wte^T + head.bias_out               (tied to wte)
+        loss = sum(mask * nll(logits, targets)) / sum(mask)
+
+    Attention is bidirectional multi-head self-attention with separate q, k,
+    v projections, scores / sqrt(head_dim) plus the additive mask
+    (1 - mask) * -1e9 over the keys (batch['mask'] is 1 for a real token and
+    0 for padding), jax.nn.softmax, and an output projection. The FFN is
+    [d, ffn] -> exact (erf) GELU, as BERT's, -> [ffn, d]. LayerNorm eps is
+    BERT's 1e-12. Every Linear is `x @ w + b` with w [in, out].
+
+    example_batch: `targets` are random ids; `tokens` are the targets with
+    about 15% replaced by [MASK] (id 103); `mask` is 1 on the first `seq`
+    positions of row 0 and the first 3/4 of row 1 (int32, [batch, seq]),
+    so the loss is the mean next-id cross-entropy over the real positions
+    (predicting every position's original id, masked or not).
+
+    Parameter names: params['wte'], params['wpe'], params['ln_emb']['scale'],
+    params['layers'][i]['attn']['wq'] ... ['bo'], params['layers'][i]['ln1'],
+    params['layers'][i]['ffn']['w1'] ... ['b2'], params['layers'][i]['ln2'],
+    params['head']['w'], params['head']['b'], params['head']['ln'],
+    params['head']['bias_out'].
+    """
+    MASK_ID = 103
+
+    def __init__(self, layers=12, d_model=768, heads=12, ffn=3072, vocab=30522,
+                 max_positions=512, batch=2, seq=128, ln_eps=1e-12):
+        if d_model % heads:
+            raise ValueError(f'd_model {d_model} is not a multiple of heads {heads}')
+        if seq > max_positions:
+            raise ValueError(f'seq {seq} is longer than max_positions {max_positions}')
+        self.layers, self.d_model, self.heads, self.ffn = layers, d_model, heads, ffn
+        self.vocab, self.max_positions = vocab, max_positions
+        self.batch, self.seq, self.ln_eps = batch, seq, ln_eps
+
+    def init_params(self, key):
+        """Random float32 parameters, larger and less symmetric than BERT's own.
+
+        Matrices ~ N(0, 1/fan_in), the token embeddings (also the output
+        projection) ~ N(0, 0.3^2), the position embeddings N(0, 0.1^2),
+        every bias N(0, 0.1^2) and LayerNorm scales 1 + N(0, 0.1^2). Not
+        BERT's N(0, 0.02^2) with zero biases: with that the tied head's
+        logits are nearly uniform (loss ~ ln(vocab)) and the loss hardly
+        depends on the encoder; on 2 layers, scaling every attention output
+        by 0.99 moves it by 3.7e-6 relative and ignoring the padding mask in
+        attention by 1.2e-4, so comparing losses would check little. With
+        these sizes (loss ~35: confidently wrong logits) the same changes
+        move it by 1.1e-4 and 2.3e-4, every LayerNorm output scaled by 1.001
+        by 9.7e-4 (BERT's init: 3.1e-5); the tanh GELU for the exact one
+        stays below 3e-6 with either.
+        """
+        d, f = self.d_model, self.ffn
+        keys = iter(jax.random.split(key, 20 * self.layers + 16))
+
+        def normal(shape, std):
+            return std * jax.random.normal(next(keys), shape, jnp.float32)
+
+        def matrix(n_in, n_out):
+            return normal((n_in, n_out), n_in ** -0.5)
+
+        def bias(n):
+            return normal((n,), 0.1)
+
+        def layer_norm():
+            return {'scale': 1.0 + normal((d,), 0.1), 'bias': bias(d)}
+
+        layers = []
+        for _ in range(self.layers):
+            layers.append({
+                'attn': {'wq': matrix(d, d), 'bq': bias(d), 'wk': matrix(d, d),
+                         'bk': bias(d), 'wv': matrix(d, d), 'bv': bias(d),
+                         'wo': matrix(d, d), 'bo': bias(d)},
+                'ln1': layer_norm(),
+                'ffn': {'w1': matrix(d, f), 'b1': bias(f), 'w2': matrix(f, d),
+                        'b2': bias(d)},
+                'ln2': layer_norm(),
+            })
+        return {'wte': normal((self.vocab, d), 0.3),
+                'wpe': normal((self.max_positions, d), 0.1),
+                'ln_emb': layer_norm(), 'layers': layers,
+                'head': {'w': matrix(d, d), 'b': bias(d), 'ln': layer_norm(),
+                         'bias_out': bias(self.vocab)}}
+
+    def example_batch(self, key):
+        """int32 tokens, targets and mask [batch, seq] (see the class docstring)."""
+        k_ids, k_sel = jax.random.split(key)
+        shape = (self.batch, self.seq)
+        low = min(1000, self.vocab // 2)  # above BERT's special tokens when the vocab allows
+        targets = jax.random.randint(k_ids, shape, low, self.vocab, jnp.int32)
+        selected = jax.random.uniform(k_sel, shape) < 0.15
+        tokens = jnp.where(selected, min(self.MASK_ID, self.vocab - 1), targets)
+        lengths = jnp.array([self.seq if i % 2 == 0 else max(1, 3 * self.seq // 4)
+                             for i in range(self.batch)])
+        mask = (jnp.arange(self.seq)[None, :] < lengths[:, None]).astype(jnp.int32)
+        return {'tokens': tokens.astype(jnp.int32), 'targets': targets, 'mask': mask}
+
+    def layer_norm(self, x, p):
+        mean = jnp.mean(x, axis=-1, keepdims=True)
+        var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + self.ln_eps) * p['scale'] + p['bias']
+
+    def attention(self, x, p, mask):
+        """Multi-head self-attention over the keys where mask is 1; x is [b, s, d]."""
+        b, s, d = x.shape
+        h = self.heads
+
+        def heads(t):  # [b, s, d] -> [b, h, s, d/h]
+            return t.reshape(b, s, h, d // h).transpose(0, 2, 1, 3)
+
+        q = heads(x @ p['wq'] + p['bq'])
+        k = heads(x @ p['wk'] + p['bk'])
+        v = heads(x @ p['wv'] + p['bv'])
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d // h)
+        scores = scores + (1.0 - mask[:, None, None, :].astype(x.dtype)) * -1e9
+        out = jax.nn.softmax(scores, axis=-1) @ v
+        out = out.transpose(0, 2, 1, 3).reshape(b, s, d)
+        return out @ p['wo'] + p['bo']
+
+    def loss_fn(self, params, batch):
+        """Mean cross-entropy of the tied masked-LM head over the unpadded positions."""
+        tokens, targets, mask = batch['tokens'], batch['targets'], batch['mask']
+        x = params['wte'][tokens] + params['wpe'][jnp.arange(tokens.shape[1])]
+        x = self.layer_norm(x, params['ln_emb'])
+        for layer in params['layers']:
+            x = self.layer_norm(x + self.attention(x, layer['attn'], mask), layer['ln1'])
+            f = layer['ffn']
+            y = jax.nn.gelu(x @ f['w1'] + f['b1'], approximate=False) @ f['w2'] + f['b2']
+            x = self.layer_norm(x + y, layer['ln2'])
+        head = params['head']
+        hid = jax.nn.gelu(x @ head['w'] + head['b'], approximate=False)
+        hid = self.layer_norm(hid, head['ln'])
+        logits = hid @ params['wte'].T + head['bias_out']
+        logp = jax.nn.log_softmax(logits, axis=-1)
+        nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
+        weights = mask.astype(nll.dtype)
+        return jnp.sum(nll * weights) / jnp.sum(weights)
 
 
 #: The models jax_training.py runs, by the name it prints.
