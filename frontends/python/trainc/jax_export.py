@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Export a JAX loss function as StableHLO text and safetensors for trainc.
 
 This is the only step of JAX training through trainc that uses JAX: the
@@ -97,6 +96,8 @@ class Exported:
     input_files: dict
     #: The prefix of the parameter names (the loss function's first parameter).
     params_prefix: str
+    #: The prefix of the data input names (its second).
+    batch_prefix: str
     #: The jax.export.Exported object.
     exported: object
 
@@ -272,7 +273,8 @@ def export(loss_fn, params, batch, out_prefix, *, save_batch=False, platform='cp
             np.save(path, np.asarray(leaf, dtype=aval.dtype))
             input_files[name] = path
     return Exported(mlir_path, st_path, [n for n, _ in param_leaves],
-                    [n for n, _ in batch_leaves], input_files, params_prefix, exported)
+                    [n for n, _ in batch_leaves], input_files, params_prefix,
+                    batch_prefix, exported)
 
 
 def load_params(safetensors_path, like_params, prefix='params'):
@@ -285,7 +287,13 @@ def load_params(safetensors_path, like_params, prefix='params'):
     of jax arrays; raises ValueError naming every missing, extra or
     misshapen tensor.
     """
-    stored = safetensors.numpy.load_file(safetensors_path)
+    return params_from_dict(safetensors.numpy.load_file(safetensors_path),
+                            like_params, prefix, safetensors_path)
+
+
+def params_from_dict(stored, like_params, prefix='params', source='the state'):
+    """load_params for tensors already in memory: `stored` maps the names
+    export() gives the leaves of like_params to arrays."""
     leaves, treedef = jax.tree_util.tree_flatten_with_path(like_params)
     names = [prefix + jax.tree_util.keystr(path) for path, _ in leaves]
     missing = [n for n in names if n not in stored]
@@ -301,7 +309,7 @@ def load_params(safetensors_path, like_params, prefix='params'):
             problems.append(f'not parameters {extra}')
         if shapes:
             problems.append(f'wrong shapes {shapes}')
-        raise ValueError(f'{safetensors_path} does not hold the parameters of this '
+        raise ValueError(f'{source} does not hold the parameters of this '
                          f'pytree (prefix {prefix!r}): ' + '; '.join(problems))
     values = [jnp.asarray(stored[n], dtype=jnp.result_type(leaf))
               for n, (_, leaf) in zip(names, leaves)]
