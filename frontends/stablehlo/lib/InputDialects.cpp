@@ -157,25 +157,34 @@ ParseResult parseKeywordAttrs(OpAsmParser &p, bool comma, Fn parseValue) {
   return success();
 }
 
-/// Operands, `name = [ints]` attributes renamed by `names` (pretty name,
-/// generic name), the attribute dictionary and the types: the form of
-/// broadcast_in_dim, transpose, reverse, broadcast, pad, dynamic_slice.
-ParseResult parseWithIntLists(OpAsmParser &p, OperationState &st,
-                              ArrayRef<std::pair<StringRef, StringRef>> names) {
+/// Operands, `name = value` attributes read by `parseValue` (see
+/// parseKeywordAttrs), the attribute dictionary and the types: the form of
+/// most ops with keyword attributes.
+template <typename Fn>
+ParseResult parseOperandsAndKeywords(OpAsmParser &p, OperationState &st,
+                                     Fn parseValue) {
   SMLoc loc = p.getCurrentLocation();
   SmallVector<Operand> ops;
   bool comma;
   if (parseLeadingOperands(p, ops, comma) ||
-      parseKeywordAttrs(p, comma,
-                        [&](StringRef name) -> OptionalParseResult {
-                          for (auto [pretty, generic] : names)
-                            if (name == pretty)
-                              return parseI64ArrayAttr(p, st, generic);
-                          return std::nullopt;
-                        }) ||
+      parseKeywordAttrs(p, comma, parseValue) ||
       p.parseOptionalAttrDict(st.attributes))
     return failure();
   return parseTypesAndResolve(p, st, ops, loc);
+}
+
+/// Operands with `name = [ints]` attributes renamed by `names` (pretty
+/// name, generic name): broadcast_in_dim, transpose, reverse, broadcast,
+/// pad, dynamic_slice.
+ParseResult parseWithIntLists(OpAsmParser &p, OperationState &st,
+                              ArrayRef<std::pair<StringRef, StringRef>> names) {
+  return parseOperandsAndKeywords(
+      p, st, [&](StringRef name) -> OptionalParseResult {
+        for (auto [pretty, generic] : names)
+          if (name == pretty)
+            return parseI64ArrayAttr(p, st, generic);
+        return std::nullopt;
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -333,28 +342,24 @@ ParseResult parseAlgorithm(OpAsmParser &p, OperationState &st) {
 /// dimension numbers go into a `dot_dimension_numbers` dictionary, as
 /// `#stablehlo.dot<...>` parses.
 ParseResult parseDotGeneral(OpAsmParser &p, OperationState &st) {
-  SMLoc loc = p.getCurrentLocation();
-  SmallVector<Operand> ops;
-  bool comma;
   SmallVector<int64_t> lb, rb, lc, rc;
-  if (parseLeadingOperands(p, ops, comma) ||
-      parseKeywordAttrs(p, comma,
-                        [&](StringRef name) -> OptionalParseResult {
-                          if (name == "batching_dims")
-                            return failure(parseIntList(p, lb) ||
-                                           p.parseKeyword("x") ||
-                                           parseIntList(p, rb));
-                          if (name == "contracting_dims")
-                            return failure(parseIntList(p, lc) ||
-                                           p.parseKeyword("x") ||
-                                           parseIntList(p, rc));
-                          if (name == "precision")
-                            return parsePrecision(p, st);
-                          if (name == "algorithm")
-                            return parseAlgorithm(p, st);
-                          return std::nullopt;
-                        }) ||
-      p.parseOptionalAttrDict(st.attributes))
+  auto pair = [&](SmallVectorImpl<int64_t> &lhs,
+                  SmallVectorImpl<int64_t> &rhs) {
+    return failure(parseIntList(p, lhs) || p.parseKeyword("x") ||
+                   parseIntList(p, rhs));
+  };
+  if (parseOperandsAndKeywords(p, st,
+                               [&](StringRef name) -> OptionalParseResult {
+                                 if (name == "batching_dims")
+                                   return pair(lb, rb);
+                                 if (name == "contracting_dims")
+                                   return pair(lc, rc);
+                                 if (name == "precision")
+                                   return parsePrecision(p, st);
+                                 if (name == "algorithm")
+                                   return parseAlgorithm(p, st);
+                                 return std::nullopt;
+                               }))
     return failure();
   Builder b = p.getBuilder();
   st.addAttribute(
@@ -367,24 +372,17 @@ ParseResult parseDotGeneral(OpAsmParser &p, OperationState &st) {
           b.getNamedAttr("rhs_contracting_dimensions",
                          b.getDenseI64ArrayAttr(rc)),
       }));
-  return parseTypesAndResolve(p, st, ops, loc);
+  return success();
 }
 
 /// `stablehlo.dot %a, %b, precision = [...] : (T, T) -> U`.
 ParseResult parseDot(OpAsmParser &p, OperationState &st) {
-  SMLoc loc = p.getCurrentLocation();
-  SmallVector<Operand> ops;
-  bool comma;
-  if (parseLeadingOperands(p, ops, comma) ||
-      parseKeywordAttrs(p, comma,
-                        [&](StringRef name) -> OptionalParseResult {
-                          if (name == "precision")
-                            return parsePrecision(p, st);
-                          return std::nullopt;
-                        }) ||
-      p.parseOptionalAttrDict(st.attributes))
-    return failure();
-  return parseTypesAndResolve(p, st, ops, loc);
+  return parseOperandsAndKeywords(p, st,
+                                  [&](StringRef name) -> OptionalParseResult {
+                                    if (name == "precision")
+                                      return parsePrecision(p, st);
+                                    return std::nullopt;
+                                  });
 }
 
 ParseResult parseBroadcastInDim(OpAsmParser &p, OperationState &st) {
