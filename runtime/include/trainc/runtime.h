@@ -1,4 +1,4 @@
-/*===- trainc/runtime.h - The trainc runtime C API, version 3 ------------===*
+/*===- trainc/runtime.h - The trainc runtime C API, version 6 ------------===*
  *
  * Open a compiled executable (.tcx), create a session on a device, bind
  * inputs, run, read outputs; or train: step a training executable over
@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 5
+#define TRAINC_API_VERSION 6
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -326,6 +326,23 @@ trainc_status trainc_trainer_rollback(trainc_trainer *trainer, const char *dir);
  * one per line after it, each newer checkpoint it skipped and why; "" before
  * any restore. Owned by the trainer. */
 const char *trainc_trainer_restore_note(const trainc_trainer *trainer);
+
+/* ---- Since API version 6 ------------------------------------------------ */
+/* Sets the trainer's parameters from the .safetensors file `path`: the
+ * tensors trainc_trainer_save_safetensors writes, by the same names. Strict:
+ * every parameter must be in the file with its dtype and shape, and every
+ * tensor in the file must be a parameter (the optional "__metadata__" entry
+ * is ignored); otherwise TRAINC_INVALID_ARGUMENT names each such tensor with
+ * its dtype and shape in the file and in the executable. The whole file is
+ * read and checked before any parameter changes, so an error leaves them as
+ * they were. The optimizer state (moments) and the step count are kept.
+ * TRAINC_NOT_FOUND when `path` does not exist; TRAINC_DATA_LOSS, naming the
+ * file and the tensor, when it is truncated or malformed (a header length
+ * past its end, a header that is not JSON, byte ranges outside the data or
+ * of another size than dtype x shape, a name given twice);
+ * TRAINC_INVALID_ARGUMENT for a dtype trainc does not read. */
+trainc_status trainc_trainer_load_safetensors(trainc_trainer *trainer,
+                                              const char *path);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -386,6 +386,16 @@ trainc_status trainc_trainer_save_safetensors(trainc_trainer *trainer,
       path, trainc::parameterTensors(trainer->trainer->session())));
 }
 
+trainc_status trainc_trainer_load_safetensors(trainc_trainer *trainer,
+                                              const char *path) {
+  if (!trainer)
+    return nullArgument("trainer");
+  if (!path)
+    return nullArgument("path");
+  // A background save in flight owns a copy of the state: no need to wait.
+  return toC(trainc::loadParameterTensors(trainer->trainer->session(), path));
+}
+
 trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir) {
   if (!trainer)
     return nullArgument("trainer");

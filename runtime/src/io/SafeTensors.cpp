@@ -1,17 +1,19 @@
-//===- SafeTensors.cpp - Writing .safetensors files -----------------------===//
+//===- SafeTensors.cpp - Reading and writing .safetensors files -----------===//
 
 #include "io/SafeTensors.h"
 
 #include "io/AtomicFile.h"
 #include "io/Json.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <unordered_set>
 
 namespace trainc {
-namespace {
 
 const char *safetensorsDType(DType t) {
   switch (t) {
@@ -61,8 +63,6 @@ const char *safetensorsDType(DType t) {
   return "U8";
 }
 
-} // namespace
-
 Status writeSafetensors(const std::string &path,
                         const std::vector<NamedTensor> &tensors) {
   std::string header = "{";
@@ -90,6 +90,171 @@ Status writeSafetensors(const std::string &path,
     for (const NamedTensor &t : tensors)
       file.write(static_cast<const char *>(t.data), t.bytes);
   });
+}
+
+//===----------------------------------------------------------------------===//
+// Reading
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+/// The trainc type a safetensors dtype name reads as: the first type
+/// writeSafetensors gives that name (so "U8" is u8, not one of the types
+/// written as their bytes).
+bool dtypeFromSafetensors(const std::string &name, DType &out) {
+  for (int d = 0; d < kNumDTypes; ++d)
+    if (name == safetensorsDType(DType(d))) {
+      out = DType(d);
+      return true;
+    }
+  return false;
+}
+
+/// "F64, F32, ...": the dtype names the reader knows.
+std::string knownDTypes() {
+  std::string names;
+  for (int d = 0; d < kNumDTypes; ++d) {
+    DType t;
+    const char *name = safetensorsDType(DType(d));
+    if (dtypeFromSafetensors(name, t) && t == DType(d))
+      names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  return names;
+}
+
+/// `v` as JSON text, cut short: messages quote what a file holds, and a
+/// hostile file may hold a lot.
+std::string excerpt(const Json &v) {
+  std::string text = v.dump();
+  return text.size() > 64 ? text.substr(0, 60) + " ..." : text;
+}
+
+} // namespace
+
+Status readSafetensors(const std::string &path, SafetensorsFile &out) {
+  out = SafetensorsFile();
+  out.path = path;
+  TRAINC_RETURN_IF_ERROR(
+      readRegularFile(path, "the safetensors file", out.contents));
+  const std::vector<char> &file = out.contents;
+  auto damaged = [&](const std::string &what) {
+    return Status(StatusCode::kDataLoss, path + ": " + what);
+  };
+  if (file.size() < 8)
+    return damaged("truncated: " + std::to_string(file.size()) +
+                   " bytes, not even the 8-byte header length");
+  uint64_t headerSize = 0;
+  for (int i = 0; i < 8; ++i)
+    headerSize |= uint64_t(uint8_t(file[i])) << (8 * i);
+  if (headerSize > file.size() - 8)
+    return damaged("the header length (bytes 0-7) is " +
+                   std::to_string(headerSize) + " but only " +
+                   std::to_string(file.size() - 8) +
+                   " bytes follow (a truncated file, or not safetensors)");
+  uint64_t dataStart = 8 + headerSize, dataSize = file.size() - dataStart;
+  std::string headerBytes =
+      "the header (bytes 8-" + std::to_string(dataStart) + ")";
+
+  try {
+    // The parser keeps the last of two equal keys without a word; a name
+    // given twice is ambiguous, so the callback looks for one.
+    std::unordered_set<std::string> seen;
+    std::string duplicate;
+    auto onEvent = [&](int depth, Json::parse_event_t event, Json &parsed) {
+      if (event == Json::parse_event_t::key && depth == 1 &&
+          duplicate.empty() && parsed.is_string() &&
+          !seen.insert(parsed.get_ref<const std::string &>()).second)
+        duplicate = parsed.get<std::string>();
+      return true;
+    };
+    const char *headerBegin = file.data() + 8;
+    Json header = Json::parse(headerBegin, headerBegin + headerSize, onEvent,
+                              /*allow_exceptions=*/false);
+    if (header.is_discarded() || !header.is_object())
+      return damaged(headerBytes + " is not a JSON object");
+    if (!duplicate.empty())
+      return damaged(headerBytes + " names tensor '" + duplicate + "' twice");
+
+    for (auto entry = header.begin(); entry != header.end(); ++entry) {
+      const std::string &name = entry.key();
+      const Json &value = entry.value();
+      if (name == "__metadata__") {
+        if (!value.is_object())
+          return damaged(headerBytes + ": \"__metadata__\" is " +
+                         excerpt(value) + ", not an object");
+        continue;
+      }
+      auto bad = [&](const std::string &what) {
+        return damaged("tensor '" + name + "' " + what);
+      };
+      if (!value.is_object())
+        return bad("is described by " + excerpt(value) + ", not an object");
+      SafetensorsFile::Tensor t;
+      t.name = name;
+
+      auto dtype = value.find("dtype");
+      if (dtype == value.end() || !dtype->is_string())
+        return bad("has no dtype");
+      t.fileDType = dtype->get<std::string>();
+      if (!dtypeFromSafetensors(t.fileDType, t.dtype))
+        return invalidArgument(
+            path + ": tensor '" + name + "' has dtype " + excerpt(*dtype) +
+            ", which trainc does not read (it reads " + knownDTypes() + ")");
+
+      auto shape = value.find("shape");
+      if (shape == value.end() || !shape->is_array())
+        return bad("has no shape");
+      // The element count, or `overflow` when it exceeds 2^64 (unless a
+      // dimension is 0).
+      uint64_t elements = 1;
+      bool overflow = false, empty = false;
+      for (const Json &d : *shape) {
+        if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(INT64_MAX))
+          return bad("has shape " + excerpt(*shape) +
+                     ": dimensions are integers >= 0");
+        uint64_t n = d.get<uint64_t>();
+        t.shape.push_back(int64_t(n));
+        empty |= n == 0;
+        overflow |= __builtin_mul_overflow(elements, n, &elements);
+      }
+      uint64_t expected = 0;
+      overflow |= __builtin_mul_overflow(elements, uint64_t(dtypeSize(t.dtype)),
+                                         &expected);
+      if (empty) {
+        overflow = false;
+        expected = 0;
+      }
+
+      auto offsets = value.find("data_offsets");
+      if (offsets == value.end() || !offsets->is_array() ||
+          offsets->size() != 2 || !offsets->at(0).is_number_unsigned() ||
+          !offsets->at(1).is_number_unsigned())
+        return bad("has no data_offsets [begin, end]");
+      uint64_t begin = offsets->at(0).get<uint64_t>(),
+               end = offsets->at(1).get<uint64_t>();
+      std::string range =
+          "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
+      if (begin > end || end > dataSize)
+        return bad("has data_offsets " + range + ", outside the " +
+                   std::to_string(dataSize) + " data bytes (file bytes " +
+                   std::to_string(dataStart) + "-" +
+                   std::to_string(file.size()) + "; a truncated file?)");
+      if (overflow || end - begin != expected)
+        return bad(
+            "has " + std::to_string(end - begin) + " bytes (data_offsets " +
+            range + ") but " + t.fileDType + " " +
+            (t.shape.size() <= 16 ? shapeString(t.shape) : excerpt(*shape)) +
+            " is " + (overflow ? "more than 2^64" : std::to_string(expected)));
+      t.offset = size_t(dataStart + begin);
+      t.bytes = size_t(end - begin);
+      out.tensors.push_back(std::move(t));
+    }
+  } catch (const Json::exception &e) {
+    return damaged(headerBytes + " is malformed: " + e.what());
+  }
+  return okStatus();
 }
 
 } // namespace trainc

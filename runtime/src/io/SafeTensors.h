@@ -1,9 +1,16 @@
-//===- SafeTensors.h - Writing .safetensors files ---------------*- C++ -*-===//
+//===- SafeTensors.h - Reading and writing .safetensors files ---*- C++ -*-===//
 //
 // The format the ecosystem loads weights from (Hugging Face safetensors): an
 // 8-byte little-endian header length, a JSON header mapping each tensor's
 // name to its dtype, shape and [begin, end) byte range, padded with spaces
-// to a multiple of 8, then the tensors' bytes back to back.
+// to a multiple of 8, then the tensors' bytes back to back. An optional
+// "__metadata__" entry maps strings to strings.
+//
+// The reader trusts no file: a header length past the end, a header that is
+// not a JSON object, an unknown dtype, a negative shape, a byte range
+// outside the data or of another size than dtype x shape, or a name given
+// twice is an error naming the file and the tensor, never a read out of
+// bounds.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +38,39 @@ struct NamedTensor {
 /// so a failure leaves no partial file).
 Status writeSafetensors(const std::string &path,
                         const std::vector<NamedTensor> &tensors);
+
+/// The safetensors dtype writeSafetensors writes for `t` ("F32", "BF16",
+/// "BOOL", ...). The types safetensors has no name for are written as their
+/// stored bytes: "U8" (or "I8" for the signed sub-byte integers).
+const char *safetensorsDType(DType t);
+
+/// A .safetensors file read into memory and checked (see the file comment).
+struct SafetensorsFile {
+  struct Tensor {
+    std::string name;
+    /// The dtype as the file names it ("F32"), and the trainc type of that
+    /// name (safetensorsDType(dtype) == fileDType).
+    std::string fileDType;
+    DType dtype;
+    std::vector<int64_t> shape;
+    /// Where its bytes are in `contents` (already checked to lie inside it
+    /// and to be exactly dtype x shape).
+    size_t offset;
+    size_t bytes;
+  };
+
+  std::string path;
+  /// The whole file.
+  std::vector<char> contents;
+  /// In the order of the header; "__metadata__" is not among them.
+  std::vector<Tensor> tensors;
+
+  const char *data(const Tensor &t) const { return contents.data() + t.offset; }
+};
+
+/// Reads and checks `path`. A missing file is kNotFound; a truncated or
+/// malformed one is kDataLoss, naming the file (and the tensor).
+Status readSafetensors(const std::string &path, SafetensorsFile &out);
 
 } // namespace trainc
 

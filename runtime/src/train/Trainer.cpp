@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <sys/resource.h>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace trainc {
 namespace {
@@ -54,6 +56,73 @@ std::vector<NamedTensor> parameterTensors(const Session &session) {
         {t.name, t.dtype, t.shape, session.tensorData(id), size_t(t.size)});
   }
   return weights;
+}
+
+Status loadParameterTensors(Session &session, const std::string &path) {
+  SafetensorsFile file;
+  TRAINC_RETURN_IF_ERROR(readSafetensors(path, file));
+  const Executable &exe = session.executable();
+  auto describe = [](DType dtype, const std::vector<int64_t> &shape) {
+    return std::string(dtypeName(dtype)) + " " +
+           (shape.size() <= 16 ? shapeString(shape)
+                               : "(rank " + std::to_string(shape.size()) + ")");
+  };
+  std::unordered_map<std::string, const SafetensorsFile::Tensor *> inFile;
+  for (const SafetensorsFile::Tensor &t : file.tensors)
+    inFile.emplace(t.name, &t);
+
+  // Every difference is collected, so that one message says all that is
+  // wrong (what a caller of load_state_dict needs to fix its dictionary).
+  std::vector<std::string> mismatched, missing, unexpected;
+  std::vector<std::pair<uint32_t, const SafetensorsFile::Tensor *>> writes;
+  std::unordered_set<std::string> parameters;
+  for (uint32_t id : exe.parameters()) {
+    const TensorInfo &p = exe.tensors()[id];
+    parameters.insert(p.name);
+    auto it = inFile.find(p.name);
+    if (it == inFile.end()) {
+      missing.push_back("'" + p.name + "' (" + describe(p.dtype, p.shape) +
+                        ")");
+      continue;
+    }
+    const SafetensorsFile::Tensor &t = *it->second;
+    // Compared by the file's dtype name: the types safetensors has no name
+    // for are saved (and so loaded) as their bytes, "U8" or "I8".
+    if (t.fileDType != safetensorsDType(p.dtype) || t.shape != p.shape ||
+        t.bytes != p.size) {
+      mismatched.push_back("'" + p.name + "' is " + describe(t.dtype, t.shape) +
+                           " in the file but " + describe(p.dtype, p.shape) +
+                           " in the executable");
+      continue;
+    }
+    writes.push_back({id, &t});
+  }
+  for (const SafetensorsFile::Tensor &t : file.tensors)
+    if (!parameters.count(t.name))
+      unexpected.push_back("'" + t.name + "' (" + describe(t.dtype, t.shape) +
+                           ")");
+  if (!mismatched.empty() || !missing.empty() || !unexpected.empty()) {
+    std::string message = path + " does not match the parameters of " +
+                          exe.origin() + " (nothing was loaded)";
+    auto list = [&](const std::string &what,
+                    const std::vector<std::string> &items) {
+      if (items.empty())
+        return;
+      message += "; " + what;
+      for (size_t i = 0; i < items.size() && i < 8; ++i)
+        message += (i ? ", " : "") + items[i];
+      if (items.size() > 8)
+        message += " and " + std::to_string(items.size() - 8) + " more";
+    };
+    list("tensor ", mismatched);
+    list("missing from the file: ", missing);
+    list("not a parameter: ", unexpected);
+    return invalidArgument(message);
+  }
+  // Everything checked out: only a device error can fail a copy now.
+  for (auto [id, t] : writes)
+    TRAINC_RETURN_IF_ERROR(session.setPersistent(id, file.data(*t), t->bytes));
+  return okStatus();
 }
 
 Trainer::~Trainer() = default;

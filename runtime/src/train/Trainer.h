@@ -157,6 +157,14 @@ private:
 /// pointing into the session.
 std::vector<NamedTensor> parameterTensors(const Session &session);
 
+/// Sets the session's parameters from the .safetensors file `path`, by the
+/// names parameterTensors gives. Strict: every parameter must be in the file
+/// with its dtype and shape, and every tensor of the file must be a
+/// parameter; otherwise kInvalidArgument names each difference. The file is
+/// read and checked whole before the first parameter is written, so an error
+/// changes nothing. Optimizer state is not touched.
+Status loadParameterTensors(Session &session, const std::string &path);
+
 /// The vocabulary size of a language-model executable: the class dimension
 /// of its softmax_cross_entropy (0 when it has none).
 int64_t vocabularyOf(const Executable &exe);

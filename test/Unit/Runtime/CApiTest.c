@@ -6,7 +6,9 @@
  * size, a missing input, an unknown device. Then the trainer: STEP.tcx
  * (the training step of MODEL) trained on the bytes of DATA for 30 steps
  * must lower MODEL's held-out loss, report every step's metrics, stop when
- * the callback says so, and save its weights.
+ * the callback says so, and save its weights; a run saved and restored
+ * continues bitwise; and weights saved by one trainer and loaded into a
+ * fresh one give its next step the same loss, bit for bit.
  *
  * Usage: trainc-capi-test MODEL.tcx TOKENS.bin TARGETS.bin EXPECTED_LOSS
  *                         STEP.tcx DATA OUT.safetensors
@@ -243,6 +245,161 @@ static void checkResume(const char *stepPath, const char *dataPath,
   trainc_trainer_release(other);
 }
 
+/* A trainer of `stepPath` without data, stepping on the fixed batch
+ * `tokens`/`targets` (each `bytes` long), or NULL. */
+static trainc_trainer *fixedBatchTrainer(const char *stepPath,
+                                         const void *tokens,
+                                         const void *targets, size_t bytes) {
+  trainc_executable *step = NULL;
+  trainc_trainer *trainer = NULL;
+  trainc_train_config config;
+  trainc_tensor_info info;
+  trainc_session *session;
+  size_t i;
+  trainc_status status = trainc_executable_open(stepPath, &step);
+  CHECK(status == NULL, "open step: %s", trainc_status_message(status));
+  if (status) {
+    trainc_status_free(status);
+    return NULL;
+  }
+  trainc_train_config_init(&config);
+  status = trainc_trainer_create(step, NULL, &config, &trainer);
+  CHECK(status == NULL, "trainer: %s", trainc_status_message(status));
+  trainc_status_free(status);
+  session = trainc_trainer_session(trainer);
+  for (i = 0; trainer && i < trainc_executable_input_count(step); ++i) {
+    const void *data = NULL;
+    status = trainc_executable_input_info(step, i, &info);
+    CHECK(status == NULL, "input %zu", i);
+    trainc_status_free(status);
+    if (strcmp(info.name, "tokens") == 0)
+      data = tokens;
+    else if (strcmp(info.name, "targets") == 0)
+      data = targets;
+    CHECK(data != NULL, "unexpected input '%s'", info.name);
+    status = trainc_session_set_input(session, i, data, bytes);
+    CHECK(status == NULL, "set '%s': %s", info.name,
+          trainc_status_message(status));
+    trainc_status_free(status);
+  }
+  trainc_executable_release(step);
+  return trainer;
+}
+
+/* The bytes trainc_trainer_save_safetensors writes for `trainer` (through
+ * `path`); the caller frees them. */
+static void *savedWeights(trainc_trainer *trainer, const char *path,
+                          size_t *size) {
+  trainc_status status = trainc_trainer_save_safetensors(trainer, path);
+  CHECK(status == NULL, "save weights: %s", trainc_status_message(status));
+  trainc_status_free(status);
+  *size = 0;
+  return readFile(path, size);
+}
+
+/* Weights in (since API version 6): trainer A steps 4 times on a fixed
+ * batch and saves its weights; a fresh trainer B loads them, after a
+ * truncated file that changes nothing. B's next step then has A's next
+ * loss, bit for bit: the loss is that of the weights before the update
+ * (B's optimizer state and step count stay its own). */
+static void checkLoadWeights(const char *stepPath, const char *tokensPath,
+                             const char *targetsPath, const char *outPath) {
+  Losses a = {0, {0}}, b = {0, {0}};
+  size_t tokensSize = 0, targetsSize = 0, savedSize = 0, beforeSize = 0,
+         afterSize = 0;
+  void *tokens = readFile(tokensPath, &tokensSize);
+  void *targets = readFile(targetsPath, &targetsSize);
+  void *saved = NULL, *before = NULL, *after = NULL;
+  trainc_trainer *trainerA = NULL, *trainerB = NULL;
+  trainc_status status;
+  char weightsPath[4096], cutPath[4096], scratchPath[4096];
+  FILE *cut;
+
+  snprintf(weightsPath, sizeof weightsPath, "%s.a", outPath);
+  snprintf(cutPath, sizeof cutPath, "%s.cut", outPath);
+  snprintf(scratchPath, sizeof scratchPath, "%s.scratch", outPath);
+  CHECK(tokens && targets && tokensSize == targetsSize,
+        "cannot read the fixed batch");
+  if (tokens && targets && tokensSize == targetsSize) {
+    trainerA = fixedBatchTrainer(stepPath, tokens, targets, tokensSize);
+    trainerB = fixedBatchTrainer(stepPath, tokens, targets, tokensSize);
+  }
+  if (!trainerA || !trainerB)
+    goto done;
+
+  status = trainc_trainer_run(trainerA, 4, 0, recordLoss, &a);
+  CHECK(status == NULL, "train A: %s", trainc_status_message(status));
+  trainc_status_free(status);
+  saved = savedWeights(trainerA, weightsPath, &savedSize);
+  before = savedWeights(trainerB, scratchPath, &beforeSize);
+  CHECK(saved && before && savedSize == beforeSize &&
+            memcmp(saved, before, savedSize) != 0,
+        "A's trained weights should differ from B's initial ones");
+
+  /* Half a file: an error naming it, and B's weights as they were. */
+  cut = fopen(cutPath, "wb");
+  CHECK(cut != NULL, "cannot write %s", cutPath);
+  if (cut && saved) {
+    fwrite(saved, 1, savedSize / 2, cut);
+    fclose(cut);
+    status = trainc_trainer_load_safetensors(trainerB, cutPath);
+    CHECK(status != NULL && strstr(trainc_status_message(status), cutPath),
+          "loading a truncated file: %s", trainc_status_message(status));
+    expectError(status, TRAINC_DATA_LOSS, "loading a truncated file");
+    after = savedWeights(trainerB, scratchPath, &afterSize);
+    CHECK(after && before && afterSize == beforeSize &&
+              memcmp(after, before, afterSize) == 0,
+          "a failed load changed the weights");
+    free(after);
+    after = NULL;
+  }
+  expectError(trainc_trainer_load_safetensors(trainerB, "/nonexistent/w.st"),
+              TRAINC_NOT_FOUND, "loading a missing file");
+
+  status = trainc_trainer_load_safetensors(trainerB, weightsPath);
+  CHECK(status == NULL, "load: %s", trainc_status_message(status));
+  trainc_status_free(status);
+  after = savedWeights(trainerB, scratchPath, &afterSize);
+  CHECK(after && saved && afterSize == savedSize &&
+            memcmp(after, saved, afterSize) == 0,
+        "the loaded weights differ from the file");
+  CHECK(trainc_trainer_step_count(trainerB) == 0 &&
+            trainc_trainer_step_count(trainerA) == 4,
+        "step counts %lld and %lld",
+        (long long)trainc_trainer_step_count(trainerA),
+        (long long)trainc_trainer_step_count(trainerB));
+
+  status = trainc_trainer_run(trainerA, 1, 0, recordLoss, &a);
+  CHECK(status == NULL, "step A: %s", trainc_status_message(status));
+  trainc_status_free(status);
+  status = trainc_trainer_run(trainerB, 1, 0, recordLoss, &b);
+  CHECK(status == NULL, "step B: %s", trainc_status_message(status));
+  trainc_status_free(status);
+  CHECK(a.count == 5 && b.count == 1, "%lld and %lld steps", (long long)a.count,
+        (long long)b.count);
+  if (a.count == 5 && b.count == 1) {
+    CHECK(a.losses[4] < a.losses[0], "A is not learning: loss %.6f -> %.6f",
+          a.losses[0], a.losses[4]);
+    CHECK(memcmp(&a.losses[4], &b.losses[0], sizeof(double)) == 0,
+          "the step after the load: loss %.17g, the trained trainer's %.17g",
+          b.losses[0], a.losses[4]);
+    printf("C API load_safetensors: a fresh trainer with the weights of 4 "
+           "steps has the 5th step's loss %.9g, bitwise (first %.9g)\n",
+           b.losses[0], a.losses[0]);
+  }
+
+done:
+  free(tokens);
+  free(targets);
+  free(saved);
+  free(before);
+  free(after);
+  if (trainerA)
+    trainc_trainer_release(trainerA);
+  if (trainerB)
+    trainc_trainer_release(trainerB);
+}
+
 int main(int argc, char **argv) {
   trainc_executable *exe = NULL;
   trainc_session *session = NULL;
@@ -325,5 +482,6 @@ int main(int argc, char **argv) {
   free(targets);
   checkTraining(argv[1], argv[5], argv[6], argv[7]);
   checkResume(argv[5], argv[6], argv[8]);
+  checkLoadWeights(argv[5], argv[2], argv[3], argv[7]);
   return failures ? 1 : 0;
 }
