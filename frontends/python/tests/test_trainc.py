@@ -1,0 +1,189 @@
+"""Tests of the installed `trainc` package (run by ctest python.package in a
+fresh venv after `pip install .`; see test/Install/python_package.sh).
+
+Environment: TRAINC_SHARED_DATA (../shared/data: tinygpt) and TRAINC_REPO
+(the checkout: test/Models/jax_models.py for the JAX bridge). The package
+itself must come from site-packages, never from the checkout.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+import trainc
+
+SHARED = os.environ.get('TRAINC_SHARED_DATA', '')
+REPO = os.environ.get('TRAINC_REPO', '')
+MODEL = os.path.join(SHARED, 'tinygpt', 'tied_erf', 'model_train_opset17.onnx')
+ADAMW = dict(optimizer='adamw', lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+             weight_decay=0.01)
+STEPS = 5
+
+
+def tinygpt_batch(exe):
+    """A fixed batch of token ids for tinygpt's inputs."""
+    rng = np.random.default_rng(0)
+    return {name: rng.integers(0, 64, size=shape).astype(dtype)
+            for name, (dtype, shape, _) in exe.inputs.items()}
+
+
+class Installed(unittest.TestCase):
+    def test_package_is_installed_not_the_checkout(self):
+        self.assertIn('site-packages', trainc.__file__)
+        self.assertTrue(os.path.exists(trainc.tool_path('trainc')))
+        self.assertTrue(os.path.exists(trainc.tool_path('trainc-run')))
+
+
+class Training(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.exe = trainc.compile(MODEL, os.path.join(self.dir, 'step.tcx'),
+                                  train=True, **ADAMW)
+        self.batch = tinygpt_batch(self.exe)
+
+    def tearDown(self):
+        self.exe.close()
+        self.tmp.cleanup()
+
+    def test_losses_equal_the_command_lines_bitwise(self):
+        inputs = []
+        for name, value in self.batch.items():
+            path = os.path.join(self.dir, name + '.npy')
+            np.save(path, value)
+            inputs += ['--input', f'{name}={path}']
+        log = os.path.join(self.dir, 'log.jsonl')
+        subprocess.run([trainc.tool_path('trainc-run'), self.exe.path, *inputs,
+                        '--steps', str(STEPS), '--log-jsonl', log,
+                        '--output-dir', os.path.join(self.dir, 'out')],
+                       check=True, capture_output=True)
+        with open(log) as f:
+            cli = [json.loads(line)['loss'] for line in f]
+        trainer = trainc.Trainer(self.exe)
+        python = [trainer.step(self.batch)['loss'] for _ in range(STEPS)]
+        self.assertEqual(python, cli)
+        self.assertLess(python[-1], python[0])
+        self.assertEqual(trainer.step_count, STEPS)
+
+    def test_metrics_and_outputs(self):
+        trainer = trainc.Trainer(self.exe)
+        metrics = trainer.step(self.batch)
+        for key in ('step', 'loss', 'grad_norm', 'learning_rate', 'skipped'):
+            self.assertIn(key, metrics)
+        self.assertEqual(metrics['step'], 1)
+        self.assertFalse(metrics['skipped'])
+        view = trainer.output('loss', copy=False)
+        self.assertFalse(view.flags.writeable)
+        self.assertEqual(float(view), metrics['loss'])
+        self.assertEqual(float(trainer.output('loss')), metrics['loss'])
+
+    def test_save_and_restore_continue_bitwise(self):
+        first = trainc.Trainer(self.exe)
+        for _ in range(3):
+            first.step(self.batch)
+        checkpoint = os.path.join(self.dir, 'run')
+        first.save(checkpoint)
+        expected = [first.step(self.batch)['loss'] for _ in range(2)]
+        second = trainc.Trainer(self.exe)
+        second.restore(checkpoint)
+        self.assertEqual(second.step_count, 3)
+        self.assertEqual([second.step(self.batch)['loss'] for _ in range(2)],
+                         expected)
+
+    def test_state_dict_round_trip(self):
+        trainer = trainc.Trainer(self.exe)
+        trainer.step(self.batch)
+        state = trainer.state_dict()
+        self.assertEqual(len(state), self.exe.parameter_count)
+        changed = {name: (value * 0.5).astype(value.dtype)
+                   for name, value in state.items()}
+        trainer.load_state_dict(changed)
+        for name, value in trainer.state_dict().items():
+            np.testing.assert_array_equal(value, changed[name], err_msg=name)
+        # A second trainer given the same weights computes the same loss.
+        other = trainc.Trainer(self.exe)
+        other.load_state_dict(changed)
+        self.assertEqual(other.step(self.batch)['loss'],
+                         trainer.step(self.batch)['loss'])
+
+    def test_load_state_dict_refuses_a_wrong_shape(self):
+        trainer = trainc.Trainer(self.exe)
+        state = trainer.state_dict()
+        name = next(iter(state))
+        state[name] = np.zeros((3,), state[name].dtype)
+        with self.assertRaises(trainc.TraincError) as caught:
+            trainer.load_state_dict(state)
+        self.assertIn(name, str(caught.exception))
+
+    def test_bad_batches_raise_errors_naming_the_input(self):
+        trainer = trainc.Trainer(self.exe)
+        name = next(iter(self.batch))
+        with self.assertRaises(trainc.TraincError) as caught:
+            trainer.step({'nonsense': 1})
+        self.assertEqual(caught.exception.code, 'invalid argument')
+        wrong = dict(self.batch)
+        wrong[name] = wrong[name][:, :3]
+        with self.assertRaises(trainc.TraincError) as caught:
+            trainer.step(wrong)
+        self.assertIn(name, str(caught.exception))
+
+
+class Compiling(unittest.TestCase):
+    def test_refused_option_raises_trainc_s_message(self):
+        with self.assertRaises(trainc.CompileError) as caught:
+            trainc.compile(MODEL, train=True, lr='fast')
+        self.assertIn('--lr', str(caught.exception))
+
+    def test_missing_model(self):
+        with self.assertRaises(trainc.CompileError) as caught:
+            trainc.compile('/nonexistent/model.onnx')
+        self.assertIn('/nonexistent/model.onnx', str(caught.exception))
+
+    def test_options_are_the_command_line_s(self):
+        self.assertIn('--recompute', trainc.compiler_help())
+        exe = trainc.compile(MODEL, train=True, recompute='full',
+                             precision='bf16')
+        self.assertGreater(exe.parameter_count, 0)
+        self.assertIn('tcx', exe.path)
+        path = exe.path
+        exe.close()
+        self.assertFalse(os.path.exists(path))
+
+
+class JaxBridge(unittest.TestCase):
+    def test_gpt_trains_like_jax_grad_and_optax(self):
+        import jax
+        import optax
+        import trainc.jax
+        sys.path.insert(0, os.path.join(REPO, 'test', 'Models'))
+        import jax_models
+        model = jax_models.GPT()
+        params = model.init_params(jax.random.key(0))
+        batch = model.example_batch(jax.random.key(1))
+        trainer = trainc.jax.compile_training(
+            model.loss_fn, params, batch, decay_all=True, **ADAMW)
+        losses = [trainer.step(batch)['loss'] for _ in range(STEPS)]
+        opt = optax.adamw(1e-3, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01)
+        state, p, expected = opt.init(params), params, []
+        for _ in range(STEPS):
+            loss, grads = jax.value_and_grad(model.loss_fn)(p, batch)
+            expected.append(float(loss))
+            updates, state = opt.update(grads, state, p)
+            p = optax.apply_updates(p, updates)
+        # float32 both: optax's own float32 bias correction drifts ~2e-6
+        # from exact arithmetic in 5 steps (test/Models/jax_training.py).
+        np.testing.assert_allclose(losses, expected, rtol=1e-5)
+        trained = trainer.params
+        self.assertEqual(jax.tree_util.tree_structure(trained),
+                         jax.tree_util.tree_structure(params))
+        np.testing.assert_allclose(float(model.loss_fn(trained, batch)),
+                                   float(model.loss_fn(p, batch)), rtol=1e-5)
+        trainer.close()
+
+
+if __name__ == '__main__':
+    unittest.main()
