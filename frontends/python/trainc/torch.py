@@ -1,0 +1,172 @@
+"""The PyTorch bridge: train a torch.nn.Module with trainc.
+
+    import trainc.torch
+    trainer = trainc.torch.compile_training(
+        model, lambda m, batch: m(**batch).loss, example_batch,
+        optimizer='adamw', lr=1e-3)
+    for batch in batches:               # dicts like example_batch
+        metrics = trainer.step(batch)
+    trainer.sync_to(model)              # the trained weights, into the module
+
+The module and the loss are exported together with torch.onnx (the
+TorchScript exporter, opset 17, in training mode, the loss in the graph),
+so trainc trains exactly what `loss_fn(module, batch)` computes; the
+module's buffers are frozen (not trained), its parameters trained under
+their names in `module.named_parameters()`. The batch must be a dict of
+tensors (give attention masks explicitly: the exporter fixes shapes and
+cannot see default arguments computed from data). An op trainc cannot
+compile is reported with the module path the exporter recorded for it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from typing import Any, Callable, Dict, Mapping
+
+import numpy as np
+import torch
+
+from . import CompileError, Executable, Trainer, compile as _compile
+
+__all__ = ['TorchTrainer', 'compile_training']
+
+# The exporter names parameters by their path under the wrapper below.
+_PREFIX = 'module.'
+
+
+class _LossModule(torch.nn.Module):
+    """module + loss_fn as one module whose output is the loss."""
+
+    def __init__(self, module: torch.nn.Module, loss_fn: Callable,
+                 names: list):
+        super().__init__()
+        self.module = module
+        self.loss_fn = loss_fn
+        self.names = names
+
+    def forward(self, *tensors):
+        return self.loss_fn(self.module, dict(zip(self.names, tensors)))
+
+
+def _module_paths(message: str) -> str:
+    """trainc's error with the module path of each ONNX node it names
+    (the TorchScript exporter names nodes /h.0/attn/MatMul)."""
+    def add_path(match):
+        scope = [s for s in match.group(1).strip('/').split('/')[:-1] if s]
+        if scope and scope[0] == 'module':  # _LossModule's attribute
+            scope = scope[1:]
+        # Scopes repeat their parent's name for list items: encoder, encoder.0.
+        path, last = '', ''
+        for part in scope:
+            if last and part.startswith(last + '.'):
+                path = path[:len(path) - len(last)] + part
+            else:
+                path = f'{path}.{part}' if path else part
+            last = part
+        return f"{match.group(0)} [module {path or '(the top module)'}]"
+    return re.sub(r"'(/[^']*)'", add_path, message)
+
+
+class TorchTrainer:
+    """A trainer of a torch module: `step(batch)` takes a dict like the
+    example batch (tensors or arrays); `sync_to(module)` copies the trained
+    parameters into a module of the same structure."""
+
+    def __init__(self, executable: Executable, names: list, workdir: str):
+        self.executable = executable
+        self.trainer = Trainer(executable)
+        self._names = names
+        self._workdir = workdir
+
+    def step(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
+        """One training step; the step's metrics (see trainc.Trainer.step)."""
+        inputs = {}
+        for name in self._names:
+            if name not in batch:
+                raise KeyError(f"the batch has no '{name}' (inputs: "
+                               f'{self._names})')
+            value = batch[name]
+            if isinstance(value, torch.Tensor):
+                value = value.detach().cpu().numpy()
+            inputs[name] = np.asarray(value)
+        return self.trainer.step(inputs)
+
+    def state_dict(self) -> Dict[str, torch.Tensor]:
+        """The trained parameters, by their names in the module."""
+        return {name[len(_PREFIX):] if name.startswith(_PREFIX) else name:
+                torch.from_numpy(value)
+                for name, value in self.trainer.state_dict().items()}
+
+    def sync_to(self, module: torch.nn.Module) -> None:
+        """Copies the trained parameters into `module`'s parameters (every
+        parameter trainc trains must exist in it with the same shape)."""
+        params = dict(module.named_parameters())
+        for name, value in self.state_dict().items():
+            if name not in params:
+                raise KeyError(f"the module has no parameter '{name}'")
+            if tuple(params[name].shape) != tuple(value.shape):
+                raise ValueError(f"'{name}' is {tuple(params[name].shape)} in "
+                                 f'the module, {tuple(value.shape)} trained')
+            with torch.no_grad():
+                params[name].copy_(value.to(params[name].dtype))
+
+    def save(self, directory: str) -> None:
+        self.trainer.save(directory)
+
+    def restore(self, directory: str) -> None:
+        self.trainer.restore(directory)
+
+    def close(self) -> None:
+        self.trainer.close()
+        self.executable.close()
+        shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+def compile_training(module: torch.nn.Module,
+                     loss_fn: Callable[[torch.nn.Module, Dict[str, Any]], Any],
+                     example_batch: Mapping[str, torch.Tensor], *,
+                     optimizer: str = 'adamw', opset: int = 17,
+                     **options: Any) -> TorchTrainer:
+    """Exports `loss_fn(module, batch)` (a scalar loss) at `example_batch`
+    (a dict of tensors; their shapes and dtypes are fixed by it), compiles a
+    training step with `optimizer` and trainc's other options (lr=...,
+    precision=..., see trainc.compiler_help()) and returns its trainer.
+    Parameters are trained; buffers are frozen. Raises CompileError, with
+    module paths, when trainc cannot compile the exported graph."""
+    names = list(example_batch)
+    tensors = tuple(torch.as_tensor(example_batch[n]) for n in names)
+    wrapper = _LossModule(module, loss_fn, names)
+    workdir = tempfile.mkdtemp(prefix='trainc-torch-')
+    try:
+        path = os.path.join(workdir, 'model.onnx')
+        was_training = module.training
+        module.train()
+        try:
+            torch.onnx.export(wrapper, tensors, path, input_names=names,
+                              output_names=['loss'], opset_version=opset,
+                              training=torch.onnx.TrainingMode.TRAINING,
+                              do_constant_folding=False, dynamo=False)
+        finally:
+            module.train(was_training)
+        # Float buffers the exporter kept as initializers would be trained
+        # as parameters: freeze them (integer ones are constants anyway).
+        import onnx
+        floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE,
+                  onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
+        initializers = {i.name for i in onnx.load(
+            path, load_external_data=False).graph.initializer
+            if i.data_type in floats}
+        buffers = [_PREFIX + n for n, _ in module.named_buffers()
+                   if _PREFIX + n in initializers]
+        try:
+            executable = _compile(path, os.path.join(workdir, 'step.tcx'),
+                                  train=True, optimizer=optimizer,
+                                  freeze=buffers or None, **options)
+        except CompileError as e:
+            raise CompileError(_module_paths(str(e)), e.code) from None
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return TorchTrainer(executable, names, workdir)
