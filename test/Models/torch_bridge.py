@@ -18,7 +18,9 @@ $TRAINC_TORCH_PYTHON, then python3 on PATH, then /usr/bin/python3 -- with
 the checkout's package (frontends/python) and the build's tools and
 libtrainc.so. With none, it prints why and exits 77, which ctest reports as
 Skipped (never as passed). Also checks that an op trainc cannot compile
-(torch.sort, ONNX TopK) is reported with its module path (encoder.0).
+(torch.sort, ONNX TopK) is reported with its module path (encoder.0), and
+that evaluate(batch) after training gives PyTorch's loss with its trained
+weights (1e-5).
 """
 import argparse
 import os
@@ -139,6 +141,10 @@ def child(args):
             loss.backward()
             opt.step()
             theirs.append(loss.item())
+        evaluated = trainer.evaluate(batch)
+        with torch.no_grad():
+            expected = float(loss_fn(reference, batch))
+        evaluate_rel = abs(evaluated - expected) / abs(expected)
         ours, theirs = np.array(ours), np.array(theirs)
         curve = float(np.max(np.abs(ours - theirs) / np.abs(theirs)))
         trainer.sync_to(model)
@@ -154,11 +160,13 @@ def child(args):
                    for n, p in model.named_parameters())
         norm = sum(float(p.detach().pow(2).sum()) for p in refs.values())
         weights = (diff / norm) ** 0.5
-        ok = curve <= LOSS_RTOL and exact and len(trained) > 0 and weights <= 1e-4
+        ok = (curve <= LOSS_RTOL and exact and len(trained) > 0 and weights <= 1e-4
+              and evaluate_rel <= LOSS_RTOL)
         failed |= not ok
         print(f'{name}: {len(trained)} parameters; 20-step loss curve rel {curve:.1e} '
-              f'({ours[0]:.6f} -> {ours[-1]:.6f}); sync_to exact {exact}; weights vs '
-              f'PyTorch rel {weights:.1e} -> {"ok" if ok else "FAILED"}', flush=True)
+              f'({ours[0]:.6f} -> {ours[-1]:.6f}); evaluate after training rel '
+              f'{evaluate_rel:.1e}; sync_to exact {exact}; weights vs PyTorch rel '
+              f'{weights:.1e} -> {"ok" if ok else "FAILED"}', flush=True)
         trainer.close()
     # An op trainc cannot compile is reported with its module path.
     class Inner(torch.nn.Module):

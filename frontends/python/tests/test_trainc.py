@@ -81,6 +81,20 @@ class Training(unittest.TestCase):
         self.assertEqual(float(view), metrics['loss'])
         self.assertEqual(float(trainer.output('loss')), metrics['loss'])
 
+    def test_evaluate_is_the_next_steps_loss(self):
+        forward = trainc.compile(MODEL)
+        trainer = trainc.Trainer(self.exe, eval_executable=forward)
+        for _ in range(3):
+            trainer.step(self.batch)
+        loss = trainer.evaluate(self.batch)
+        self.assertEqual(trainer.step_count, 3)
+        # The step reports the loss before its update: the same forward.
+        self.assertEqual(loss, trainer.step(self.batch)['loss'])
+        with self.assertRaises(trainc.TraincError) as caught:
+            trainc.Trainer(self.exe).evaluate(self.batch)
+        self.assertEqual(caught.exception.code, 'failed precondition')
+        forward.close()
+
     def test_save_and_restore_continue_bitwise(self):
         first = trainc.Trainer(self.exe)
         for _ in range(3):
@@ -177,6 +191,8 @@ class JaxBridge(unittest.TestCase):
         # float32 both: optax's own float32 bias correction drifts ~2e-6
         # from exact arithmetic in 5 steps (test/Models/jax_training.py).
         np.testing.assert_allclose(losses, expected, rtol=1e-5)
+        np.testing.assert_allclose(trainer.evaluate(batch),
+                                   float(model.loss_fn(p, batch)), rtol=1e-5)
         trained = trainer.params
         self.assertEqual(jax.tree_util.tree_structure(trained),
                          jax.tree_util.tree_structure(params))

@@ -190,27 +190,43 @@ def _as_input(name: str, value: Any, dtype: np.dtype, shape: tuple) -> np.ndarra
     return np.ascontiguousarray(array)
 
 
+def _create_trainer(executable: Executable) -> ctypes.c_void_p:
+    """A C API trainer of `executable` without data files (inputs are set
+    through its session)."""
+    api = _capi.lib()
+    config = _capi.TrainConfig()
+    api.trainc_train_config_init(ctypes.byref(config))
+    handle = ctypes.c_void_p()
+    _capi.check(api.trainc_trainer_create(executable._handle, None,
+                                          ctypes.byref(config),
+                                          ctypes.byref(handle)))
+    return handle
+
+
 class Trainer:
     """Steps a training executable (`compile(..., train=True)`) on batches
     given as dicts of NumPy arrays, through the C API's trainer.
 
     Parameters and optimizer state live in the runtime between steps;
+    `evaluate(batch)` runs the forward executable with them,
     `state_dict()` reads the parameters, `load_state_dict()` sets them,
     `save(dir)` / `restore(dir)` checkpoint the whole run (parameters,
     optimizer state, step: a restored trainer continues bitwise)."""
 
-    def __init__(self, executable: Executable):
+    def __init__(self, executable: Executable,
+                 eval_executable: Optional[Executable] = None):
+        """`executable` is a training step; `eval_executable` (optional) the
+        forward executable of the same model (`compile(model)`), which
+        `evaluate` runs with the current parameters."""
         if not isinstance(executable, Executable):
             raise TypeError('Trainer takes a trainc.Executable')
         self.executable = executable
-        api = _capi.lib()
-        config = _capi.TrainConfig()
-        api.trainc_train_config_init(ctypes.byref(config))
-        self._handle = ctypes.c_void_p()
-        _capi.check(api.trainc_trainer_create(executable._handle, None,
-                                              ctypes.byref(config),
-                                              ctypes.byref(self._handle)))
-        self._session = api.trainc_trainer_session(self._handle)
+        self.eval_executable = eval_executable
+        self._handle = _create_trainer(executable)
+        self._session = _capi.lib().trainc_trainer_session(self._handle)
+        self._eval = None
+        if eval_executable is not None:
+            self.set_eval_executable(eval_executable)
         self._last: Dict[str, Any] = {}
 
         def on_step(metrics, _user):
@@ -220,19 +236,20 @@ class Trainer:
             return 0
         self._callback = _capi.STEP_CALLBACK(on_step)
 
-    def _set_inputs(self, batch: Mapping[str, Any]) -> None:
+    def _set_inputs(self, executable: Executable, session,
+                    batch: Mapping[str, Any]) -> None:
         api = _capi.lib()
-        missing = [n for n in self.executable.inputs if n not in batch]
-        extra = [n for n in batch if n not in self.executable.inputs]
+        missing = [n for n in executable.inputs if n not in batch]
+        extra = [n for n in batch if n not in executable.inputs]
         if missing or extra:
             raise TraincError(
                 f'the batch must have exactly the inputs '
-                f'{sorted(self.executable.inputs)}; missing {missing}, '
+                f'{sorted(executable.inputs)}; missing {missing}, '
                 f'unknown {extra}', 'invalid argument')
-        for name, (dtype, shape, index) in self.executable.inputs.items():
+        for name, (dtype, shape, index) in executable.inputs.items():
             array = _as_input(name, batch[name], dtype, shape)
             _capi.check(api.trainc_session_set_input(
-                self._session, index, array.ctypes.data_as(ctypes.c_void_p),
+                session, index, array.ctypes.data_as(ctypes.c_void_p),
                 array.nbytes))
 
     def step(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
@@ -240,13 +257,43 @@ class Trainer:
         name); returns the step's metrics: step, loss, grad_norm,
         learning_rate, skipped (the step's loss or gradients were not
         finite, so nothing was updated), loss_scale, step_seconds, ..."""
-        self._set_inputs(batch)
+        self._set_inputs(self.executable, self._session, batch)
         _capi.check(_capi.lib().trainc_trainer_run(self._handle, 1, 0,
                                                    self._callback, None))
         metrics = dict(self._last)
         for flag in ('evaluated', 'has_loss', 'skipped', 'spike'):
             metrics[flag] = bool(metrics[flag])
         return metrics
+
+    def set_eval_executable(self, eval_executable: Executable) -> None:
+        """The forward executable `evaluate` runs (`compile(model)`)."""
+        if self._eval:
+            _capi.lib().trainc_trainer_release(self._eval)
+        # A trainer without data runs a forward executable as it is.
+        self._eval = _create_trainer(eval_executable)
+        self.eval_executable = eval_executable
+
+    def evaluate(self, batch: Mapping[str, Any]) -> float:
+        """The loss of the forward executable (`eval_executable`) on
+        `batch` with the current parameters; nothing is updated."""
+        if self._eval is None:
+            raise TraincError(
+                'evaluate needs the forward executable of the same model: '
+                'Trainer(step, eval_executable=trainc.compile(model))',
+                'failed precondition')
+        api = _capi.lib()
+        with tempfile.TemporaryDirectory(prefix='trainc-') as tmp:
+            path = os.path.join(tmp, 'weights.safetensors').encode()
+            _capi.check(api.trainc_trainer_save_safetensors(self._handle, path))
+            _capi.check(api.trainc_trainer_load_safetensors(self._eval, path))
+        self._set_inputs(self.eval_executable,
+                         api.trainc_trainer_session(self._eval), batch)
+        _capi.check(api.trainc_trainer_run(self._eval, 1, 0, self._callback,
+                                           None))
+        if not self._last['has_loss']:
+            raise TraincError(f'{self.eval_executable.path} has no loss '
+                              'output', 'invalid argument')
+        return self._last['loss']
 
     def output(self, name: str, copy: bool = True) -> np.ndarray:
         """Output `name` of the last step. With copy=False, a read-only view
@@ -306,9 +353,11 @@ class Trainer:
             self._handle, os.fspath(directory).encode()))
 
     def close(self) -> None:
-        if getattr(self, '_handle', None):
-            _capi.lib().trainc_trainer_release(self._handle)
-            self._handle = ctypes.c_void_p()
+        for attr in ('_handle', '_eval'):
+            handle = getattr(self, attr, None)
+            if handle:
+                _capi.lib().trainc_trainer_release(handle)
+                setattr(self, attr, None)
 
     def __del__(self):
         try:

@@ -55,6 +55,16 @@ class JaxTrainer:
         """One training step; the step's metrics (see trainc.Trainer.step)."""
         return self.trainer.step(self._inputs(batch))
 
+    def evaluate(self, batch: Any) -> float:
+        """loss_fn(params, batch) with the current params, run by trainc
+        (the forward executable is compiled on first use)."""
+        if self.trainer.eval_executable is None:
+            self.trainer.set_eval_executable(_compile(
+                self._exported.mlir_path,
+                os.path.join(self._workdir, 'forward.tcx'),
+                params=self._exported.safetensors_path))
+        return self.trainer.evaluate(self._inputs(batch))
+
     @property
     def params(self) -> Any:
         """The current parameters, as a pytree of jax arrays like the
@@ -75,6 +85,8 @@ class JaxTrainer:
     def close(self) -> None:
         self.trainer.close()
         self.executable.close()
+        if self.trainer.eval_executable is not None:
+            self.trainer.eval_executable.close()
         shutil.rmtree(self._workdir, ignore_errors=True)
 
 

@@ -82,6 +82,9 @@ class TorchTrainer:
 
     def step(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
         """One training step; the step's metrics (see trainc.Trainer.step)."""
+        return self.trainer.step(self._numpy(batch))
+
+    def _numpy(self, batch: Mapping[str, Any]) -> Dict[str, np.ndarray]:
         inputs = {}
         for name in self._names:
             if name not in batch:
@@ -91,7 +94,16 @@ class TorchTrainer:
             if isinstance(value, torch.Tensor):
                 value = value.detach().cpu().numpy()
             inputs[name] = np.asarray(value)
-        return self.trainer.step(inputs)
+        return inputs
+
+    def evaluate(self, batch: Mapping[str, Any]) -> float:
+        """loss_fn(module, batch) with the trained parameters, run by trainc
+        (the forward executable is compiled on first use)."""
+        if self.trainer.eval_executable is None:
+            self.trainer.set_eval_executable(_compile(
+                os.path.join(self._workdir, 'model.onnx'),
+                os.path.join(self._workdir, 'forward.tcx')))
+        return self.trainer.evaluate(self._numpy(batch))
 
     def state_dict(self) -> Dict[str, torch.Tensor]:
         """The trained parameters, by their names in the module."""
@@ -121,6 +133,8 @@ class TorchTrainer:
     def close(self) -> None:
         self.trainer.close()
         self.executable.close()
+        if self.trainer.eval_executable is not None:
+            self.trainer.eval_executable.close()
         shutil.rmtree(self._workdir, ignore_errors=True)
 
 
