@@ -4,11 +4,13 @@
 # in runtime/examples/embed built against it twice -- with CMake
 # (find_package(trainc), target trainc::runtime) and with pkg-config
 # (trainc.pc) -- and both run on tinygpt's forward executable, which must
-# give the loss PyTorch gives (4.8425889, as test/Unit/Runtime/CApiTest.c).
+# give the loss PyTorch gives (4.8425889, as test/Unit/Runtime/CApiTest.c);
+# then the CMake-built one trains tinygpt's training step 5 steps, whose
+# first loss is that same forward loss and whose last must be lower.
 #
-#   c_api_package.sh BUILD_DIR SOURCE_DIR TINYGPT_TCX RAW_DIR WORK_DIR
+#   c_api_package.sh BUILD_DIR SOURCE_DIR TINYGPT_TCX RAW_DIR WORK_DIR STEP_TCX
 set -euo pipefail
-build=$1 src=$2 tcx=$3 raw=$4 work=$5
+build=$1 src=$2 tcx=$3 raw=$4 work=$5 step=$6
 rm -rf "$work" && mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" --component c_api > "$work/install.log"
 test -f "$work/prefix/include/trainc/runtime.h"
@@ -29,6 +31,13 @@ cc -std=c99 -Wall -Werror "$src/runtime/examples/embed/main.c" \
 out=$("$work/embed-pkg-config" "$tcx" "${args[@]}")
 echo "pkg-config trainc: $out"
 grep -qx 'loss = 4.8425889' <<< "$out"
+
+out=$("$work/cmake-build/trainc-embed-example" --steps 5 "$step" "${args[@]}")
+echo "trained through the package: $out"
+grep -qx 'step 1 loss = 4.8425889' <<< "$out"
+first=$(grep '^step 1 loss' <<< "$out" | awk '{print $5}')
+last=$(grep '^step 5 loss' <<< "$out" | awk '{print $5}')
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }'
 
 # Only the C API is exported from the shared library.
 others=$(nm -D --defined-only "$work/prefix/lib/libtrainc.so" | awk '{print $3}' | grep -v '^trainc_' || true)
