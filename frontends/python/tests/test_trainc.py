@@ -69,6 +69,17 @@ class Training(unittest.TestCase):
         self.assertLess(python[-1], python[0])
         self.assertEqual(trainer.step_count, STEPS)
 
+    def test_dlpack_inputs(self):
+        import jax.numpy as jnp
+        trainer = trainc.Trainer(self.exe)
+        via_numpy = trainc.Trainer(self.exe)
+        jax_batch = {name: jnp.asarray(value) for name, value in self.batch.items()}
+        shared = np.from_dlpack(jax_batch[next(iter(jax_batch))])
+        self.assertTrue(np.shares_memory(shared, np.from_dlpack(
+            jax_batch[next(iter(jax_batch))])))
+        self.assertEqual(trainer.step(jax_batch)['loss'],
+                         via_numpy.step(self.batch)['loss'])
+
     def test_metrics_and_outputs(self):
         trainer = trainc.Trainer(self.exe)
         metrics = trainer.step(self.batch)

@@ -14,6 +14,9 @@ spelled as the flags with '_' for '-' (`grad_accum=4` is `--grad-accum 4`,
 option, and `trainc --help` (or `trainc.compiler_help()`) documents them.
 The runtime is used through its C API (runtime/include/trainc/runtime.h);
 its errors are raised as TraincError carrying the C API's status text.
+Batches are dicts of NumPy arrays or of any host tensors that speak DLPack
+(torch, JAX): their memory goes to the runtime without a Python-side copy
+when its layout and dtype already fit.
 
 Bridges: `trainc.jax.compile_training` (JAX functions).
 """
@@ -177,6 +180,14 @@ def compile(model: PathLike, output: Optional[PathLike] = None, *,
 
 
 def _as_input(name: str, value: Any, dtype: np.dtype, shape: tuple) -> np.ndarray:
+    """`value` as a C-contiguous array of the input's dtype: without a copy
+    when it already is one (a NumPy array, or through DLPack a CPU tensor
+    of another framework: torch, JAX, CuPy on the host)."""
+    if not isinstance(value, np.ndarray) and hasattr(value, '__dlpack__'):
+        try:
+            value = np.from_dlpack(value)
+        except (BufferError, TypeError, RuntimeError):
+            pass  # Not on the host, or not exportable: np.asarray copies.
     array = np.asarray(value)
     if array.shape != shape:
         raise TraincError(f"input '{name}' has shape {array.shape}; the "

@@ -20,7 +20,6 @@ import tempfile
 from typing import Any, Callable, Dict
 
 import jax
-import numpy as np
 
 from . import Executable, Trainer, compile as _compile
 from . import jax_export
@@ -43,13 +42,13 @@ class JaxTrainer:
         self._batch_prefix = exported.batch_prefix
         self._workdir = workdir
 
-    def _inputs(self, batch: Any) -> Dict[str, np.ndarray]:
+    def _inputs(self, batch: Any) -> Dict[str, Any]:
         if jax.tree_util.tree_structure(batch) != self._batch_treedef:
             raise ValueError('the batch has another structure than the '
                              f'example batch: {jax.tree_util.tree_structure(batch)} '
                              f'vs {self._batch_treedef}')
-        return {name: np.asarray(leaf) for name, leaf in
-                jax_export.leaf_names(self._batch_prefix, batch)}
+        # jax arrays go to the runtime through DLPack (trainc._as_input).
+        return dict(jax_export.leaf_names(self._batch_prefix, batch))
 
     def step(self, batch: Any) -> Dict[str, Any]:
         """One training step; the step's metrics (see trainc.Trainer.step)."""

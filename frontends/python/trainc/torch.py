@@ -84,7 +84,7 @@ class TorchTrainer:
         """One training step; the step's metrics (see trainc.Trainer.step)."""
         return self.trainer.step(self._numpy(batch))
 
-    def _numpy(self, batch: Mapping[str, Any]) -> Dict[str, np.ndarray]:
+    def _numpy(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
         inputs = {}
         for name in self._names:
             if name not in batch:
@@ -92,8 +92,9 @@ class TorchTrainer:
                                f'{self._names})')
             value = batch[name]
             if isinstance(value, torch.Tensor):
-                value = value.detach().cpu().numpy()
-            inputs[name] = np.asarray(value)
+                # Through DLPack: no copy for a contiguous CPU tensor.
+                value = value.detach().cpu()
+            inputs[name] = value
         return inputs
 
     def evaluate(self, batch: Mapping[str, Any]) -> float:
