@@ -21,26 +21,25 @@ from typing import Any, Callable, Dict
 
 import jax
 
-from . import Executable, Trainer, compile as _compile
+from . import Executable, compile as _compile
+from ._bridge import BridgeTrainer
 from . import jax_export
 
 __all__ = ['JaxTrainer', 'compile_training']
 
 
-class JaxTrainer:
-    """A trainer of a JAX loss function: `step(batch)` takes a pytree like
-    the example batch; `params` returns the current parameters as the
-    pytree the function was exported with."""
+class JaxTrainer(BridgeTrainer):
+    """A trainer of a JAX loss function: `step(batch)` and
+    `evaluate(batch)` take a pytree like the example batch; `params`
+    returns the current parameters as the pytree the function was exported
+    with."""
 
     def __init__(self, executable: Executable, exported: jax_export.Exported,
                  like_params: Any, like_batch: Any, workdir: str):
-        self.executable = executable
-        self.trainer = Trainer(executable)
+        super().__init__(executable, workdir)
         self._exported = exported
         self._like_params = like_params
         self._batch_treedef = jax.tree_util.tree_structure(like_batch)
-        self._batch_prefix = exported.batch_prefix
-        self._workdir = workdir
 
     def _inputs(self, batch: Any) -> Dict[str, Any]:
         if jax.tree_util.tree_structure(batch) != self._batch_treedef:
@@ -48,21 +47,12 @@ class JaxTrainer:
                              f'example batch: {jax.tree_util.tree_structure(batch)} '
                              f'vs {self._batch_treedef}')
         # jax arrays go to the runtime through DLPack (trainc._as_input).
-        return dict(jax_export.leaf_names(self._batch_prefix, batch))
+        return dict(jax_export.leaf_names(self._exported.batch_prefix, batch))
 
-    def step(self, batch: Any) -> Dict[str, Any]:
-        """One training step; the step's metrics (see trainc.Trainer.step)."""
-        return self.trainer.step(self._inputs(batch))
-
-    def evaluate(self, batch: Any) -> float:
-        """loss_fn(params, batch) with the current params, run by trainc
-        (the forward executable is compiled on first use)."""
-        if self.trainer.eval_executable is None:
-            self.trainer.set_eval_executable(_compile(
-                self._exported.mlir_path,
-                os.path.join(self._workdir, 'forward.tcx'),
-                params=self._exported.safetensors_path))
-        return self.trainer.evaluate(self._inputs(batch))
+    def _compile_forward(self) -> Executable:
+        return _compile(self._exported.mlir_path,
+                        os.path.join(self._workdir, 'forward.tcx'),
+                        params=self._exported.safetensors_path)
 
     @property
     def params(self) -> Any:
@@ -72,21 +62,6 @@ class JaxTrainer:
                                            self._like_params,
                                            self._exported.params_prefix,
                                            'the trainer')
-
-    def save(self, directory: str) -> None:
-        """Checkpoints the run (trainc.Trainer.save)."""
-        self.trainer.save(directory)
-
-    def restore(self, directory: str) -> None:
-        """Continues a saved run (trainc.Trainer.restore)."""
-        self.trainer.restore(directory)
-
-    def close(self) -> None:
-        self.trainer.close()
-        self.executable.close()
-        if self.trainer.eval_executable is not None:
-            self.trainer.eval_executable.close()
-        shutil.rmtree(self._workdir, ignore_errors=True)
 
 
 def compile_training(loss_fn: Callable, params: Any, example_batch: Any, *,

@@ -25,10 +25,10 @@ import shutil
 import tempfile
 from typing import Any, Callable, Dict, Mapping
 
-import numpy as np
 import torch
 
-from . import CompileError, Executable, Trainer, compile as _compile
+from . import CompileError, Executable, compile as _compile
+from ._bridge import BridgeTrainer
 
 __all__ = ['TorchTrainer', 'compile_training']
 
@@ -69,22 +69,17 @@ def _module_paths(message: str) -> str:
     return re.sub(r"'(/[^']*)'", add_path, message)
 
 
-class TorchTrainer:
-    """A trainer of a torch module: `step(batch)` takes a dict like the
-    example batch (tensors or arrays); `sync_to(module)` copies the trained
-    parameters into a module of the same structure."""
+class TorchTrainer(BridgeTrainer):
+    """A trainer of a torch module: `step(batch)` and `evaluate(batch)`
+    take a dict like the example batch (tensors or arrays);
+    `sync_to(module)` copies the trained parameters into a module of the
+    same structure."""
 
     def __init__(self, executable: Executable, names: list, workdir: str):
-        self.executable = executable
-        self.trainer = Trainer(executable)
+        super().__init__(executable, workdir)
         self._names = names
-        self._workdir = workdir
 
-    def step(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
-        """One training step; the step's metrics (see trainc.Trainer.step)."""
-        return self.trainer.step(self._numpy(batch))
-
-    def _numpy(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
+    def _inputs(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
         inputs = {}
         for name in self._names:
             if name not in batch:
@@ -97,14 +92,9 @@ class TorchTrainer:
             inputs[name] = value
         return inputs
 
-    def evaluate(self, batch: Mapping[str, Any]) -> float:
-        """loss_fn(module, batch) with the trained parameters, run by trainc
-        (the forward executable is compiled on first use)."""
-        if self.trainer.eval_executable is None:
-            self.trainer.set_eval_executable(_compile(
-                os.path.join(self._workdir, 'model.onnx'),
-                os.path.join(self._workdir, 'forward.tcx')))
-        return self.trainer.evaluate(self._numpy(batch))
+    def _compile_forward(self) -> Executable:
+        return _compile(os.path.join(self._workdir, 'model.onnx'),
+                        os.path.join(self._workdir, 'forward.tcx'))
 
     def state_dict(self) -> Dict[str, torch.Tensor]:
         """The trained parameters, by their names in the module."""
@@ -124,19 +114,6 @@ class TorchTrainer:
                                  f'the module, {tuple(value.shape)} trained')
             with torch.no_grad():
                 params[name].copy_(value.to(params[name].dtype))
-
-    def save(self, directory: str) -> None:
-        self.trainer.save(directory)
-
-    def restore(self, directory: str) -> None:
-        self.trainer.restore(directory)
-
-    def close(self) -> None:
-        self.trainer.close()
-        self.executable.close()
-        if self.trainer.eval_executable is not None:
-            self.trainer.eval_executable.close()
-        shutil.rmtree(self._workdir, ignore_errors=True)
 
 
 def compile_training(module: torch.nn.Module,

@@ -40,10 +40,27 @@ ParseResult parseIntList(OpAsmParser &p, SmallVectorImpl<int64_t> &values) {
   });
 }
 
-/// A keyword attribute's value written without a type: a string, a
-/// keyword or a number (`tolerance = 0.1`, `max_ulp_difference = 3`).
-ParseResult parseBareValue(OpAsmParser &p, Attribute &value) {
+/// A value written without a type: `[ints]`, a string, a keyword (an enum
+/// value or a type name), an integer, then a float (`tolerance = 0.1`,
+/// `max_ulp_difference = 3` after an op's operands) or, inside a dialect
+/// attribute's `<...>`, any attribute (`#stablehlo.result_accuracy_mode<..>`).
+ParseResult parseLooseValue(AsmParser &p, Attribute &value, bool anyAttribute) {
   Builder b = p.getBuilder();
+  if (succeeded(p.parseOptionalLSquare())) {
+    SmallVector<int64_t> values;
+    if (failed(p.parseOptionalRSquare())) {
+      do {
+        int64_t v = 0;
+        if (p.parseInteger(v))
+          return failure();
+        values.push_back(v);
+      } while (succeeded(p.parseOptionalComma()));
+      if (p.parseRSquare())
+        return failure();
+    }
+    value = b.getDenseI64ArrayAttr(values);
+    return success();
+  }
   std::string text;
   if (succeeded(p.parseOptionalString(&text))) {
     value = b.getStringAttr(text);
@@ -62,6 +79,8 @@ ParseResult parseBareValue(OpAsmParser &p, Attribute &value) {
     value = b.getI64IntegerAttr(integer);
     return success();
   }
+  if (anyAttribute)
+    return p.parseAttribute(value);
   double number = 0;
   if (p.parseFloat(number))
     return failure();
@@ -327,7 +346,8 @@ ParseResult parseAlgorithm(OpAsmParser &p, OperationState &st) {
   do {
     StringRef name;
     Attribute value;
-    if (p.parseKeyword(&name) || p.parseEqual() || parseBareValue(p, value))
+    if (p.parseKeyword(&name) || p.parseEqual() ||
+        parseLooseValue(p, value, /*anyAttribute=*/false))
       return failure();
     fields.append(name, value);
   } while (succeeded(p.parseOptionalComma()));
@@ -575,7 +595,7 @@ ParseResult parseCheck(OpAsmParser &p, OperationState &st) {
       parseKeywordAttrs(p, comma,
                         [&](StringRef name) -> OptionalParseResult {
                           Attribute value;
-                          if (parseBareValue(p, value))
+                          if (parseLooseValue(p, value, /*anyAttribute=*/false))
                             return failure();
                           st.addAttribute(name, value);
                           return success();
@@ -590,41 +610,6 @@ ParseResult parseCheck(OpAsmParser &p, OperationState &st) {
 //===----------------------------------------------------------------------===//
 // Dialect attributes
 //===----------------------------------------------------------------------===//
-
-/// One field value of a struct attribute: `[ints]`, an integer, a keyword
-/// (an enum value or a type name) or any attribute.
-ParseResult parseFieldValue(DialectAsmParser &p, Attribute &value) {
-  Builder b = p.getBuilder();
-  if (succeeded(p.parseOptionalLSquare())) {
-    SmallVector<int64_t> values;
-    if (failed(p.parseOptionalRSquare())) {
-      do {
-        int64_t v = 0;
-        if (p.parseInteger(v))
-          return failure();
-        values.push_back(v);
-      } while (succeeded(p.parseOptionalComma()));
-      if (p.parseRSquare())
-        return failure();
-    }
-    value = b.getDenseI64ArrayAttr(values);
-    return success();
-  }
-  int64_t integer = 0;
-  OptionalParseResult parsedInt = p.parseOptionalInteger(integer);
-  if (parsedInt.has_value()) {
-    if (failed(*parsedInt))
-      return failure();
-    value = b.getI64IntegerAttr(integer);
-    return success();
-  }
-  StringRef keyword;
-  if (succeeded(p.parseOptionalKeyword(&keyword))) {
-    value = b.getStringAttr(keyword);
-    return success();
-  }
-  return p.parseAttribute(value);
-}
 
 /// `name<field = value, ...>` into a DictionaryAttr; `name<VALUE>` (an
 /// enum written in the struct form) into a StringAttr.
@@ -645,7 +630,7 @@ Attribute parseStructBody(DialectAsmParser &p) {
         return {};
       return p.getBuilder().getStringAttr(name);
     }
-    if (parseFieldValue(p, value))
+    if (parseLooseValue(p, value, /*anyAttribute=*/true))
       return {};
     fields.append(name, value);
   } while (succeeded(p.parseOptionalComma()));
