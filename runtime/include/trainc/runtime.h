@@ -297,7 +297,11 @@ trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
                                          const char *source_model,
                                          const char *path);
 /* The run state saved in `dir`, without restoring it: its steps and seed
- * (to create the trainer that continues it with the same seed). */
+ * (to create the trainer that continues it with the same seed). Since API
+ * version 6 it reads only the checkpoints' manifests: the step is that of
+ * the newest checkpoint whose manifest verifies (trainc_trainer_restore
+ * checks the tensors too, and may take an older checkpoint); the seed is
+ * the run's. */
 trainc_status trainc_saved_run_info(const char *dir, int64_t *out_step,
                                     uint64_t *out_seed);
 

@@ -141,7 +141,9 @@ struct Loaded {
 
 /// Reads checkpoint directory `path` and verifies its manifest checksum
 /// and every tensor's checksum, dtype, shape and size against the shard.
-Status loadCheckpoint(const std::string &path, Loaded &out) {
+/// Reads checkpoint `path`: its manifest (checksummed) and, with `tensors`,
+/// its shard, every tensor checked against its checksum.
+Status loadCheckpoint(const std::string &path, Loaded &out, bool tensors) {
   std::string manifestPath = path + "/" + kManifest, text;
   TRAINC_RETURN_IF_ERROR(readWholeFile(manifestPath, text));
   auto damaged = [&](const std::string &what) {
@@ -172,6 +174,8 @@ Status loadCheckpoint(const std::string &path, Loaded &out) {
     out.modelHash = std::strtoull(
         manifest.at("model_xxh3").get<std::string>().c_str(), nullptr, 16);
 
+    if (!tensors)
+      return okStatus();
     std::string shardPath = path + "/" + kShard, shard;
     TRAINC_RETURN_IF_ERROR(readWholeFile(shardPath, shard));
     if (shard.size() < 8)
@@ -432,7 +436,7 @@ Status writeCheckpoint(const std::string &dir,
     return fail(ioError("cannot rename " + staging + " to it", final, errno));
   TRAINC_RETURN_IF_ERROR(syncDirectory(dir));
   Loaded check;
-  if (Status s = loadCheckpoint(final, check); !s.ok())
+  if (Status s = loadCheckpoint(final, check, /*tensors=*/true); !s.ok())
     return Status(StatusCode::kDataLoss,
                   "the checkpoint just written does not verify (" +
                       s.message() + "); `latest` still names the previous one");
@@ -501,13 +505,13 @@ namespace {
 /// findCheckpoint, keeping what it read and verified in `loaded` (empty for
 /// a format-1 run), so that a restore reads the checkpoint once.
 Status findAndLoadCheckpoint(const std::string &dir, CheckpointChoice &out,
-                             Loaded &loaded) {
+                             Loaded &loaded, bool tensors = true) {
   out = CheckpointChoice();
   if (!isDirectory(dir))
     return notFound(dir + ": no such checkpoint directory");
   for (const std::string &name : candidates(dir)) {
     loaded = Loaded();
-    Status s = loadCheckpoint(dir + "/" + name, loaded);
+    Status s = loadCheckpoint(dir + "/" + name, loaded, tensors);
     if (!s.ok()) {
       out.warnings.push_back(s.message() + "; skipped");
       continue;
@@ -537,7 +541,7 @@ Status findAndLoadCheckpoint(const std::string &dir, CheckpointChoice &out,
 
 Status findCheckpoint(const std::string &dir, CheckpointChoice &out) {
   Loaded loaded;
-  return findAndLoadCheckpoint(dir, out, loaded);
+  return findAndLoadCheckpoint(dir, out, loaded, /*tensors=*/false);
 }
 
 Status restoreCheckpoint(const std::string &dir, Trainer &trainer,

@@ -117,6 +117,11 @@ struct CheckpointChoice {
   std::string name;
   std::vector<std::string> warnings;
 };
+/// The newest checkpoint of `dir` whose manifest verifies (its checksum),
+/// without reading its tensors: the run state to create the trainer that
+/// restores it (restoreCheckpoint then checks every tensor, and takes an
+/// older checkpoint if the tensors are damaged; a run's seed is the same in
+/// every checkpoint).
 Status findCheckpoint(const std::string &dir, CheckpointChoice &out);
 
 /// Restores the newest good checkpoint of `dir` (or a pre-format-2 saved

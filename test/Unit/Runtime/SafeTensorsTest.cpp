@@ -637,5 +637,42 @@ TEST_F(LoadSafetensors, ErrorsNameTheFileAndChangeNothing) {
   EXPECT_EQ(weights(trainer_), good);
 }
 
+// trainc_saved_run_info reads the manifests only: with the newest
+// checkpoint's tensors damaged, it still names that checkpoint's step (and
+// the run's seed), while restoring checks the tensors and takes the one
+// before it.
+TEST_F(LoadSafetensors, SavedRunInfoReadsOnlyTheManifests) {
+  ASSERT_NE(trainer_, nullptr);
+  fs::path dir = dir_ / "run";
+  for (int i = 0; i < 2; ++i) {
+    step(trainer_);
+    auto [code, message] = consume(trainc_trainer_save(trainer_, dir.c_str()));
+    ASSERT_EQ(code, TRAINC_OK) << message;
+  }
+  fs::path shard =
+      dir / "step-000000000002" / "rank-00000-of-00001.safetensors";
+  std::string bytes = readBytes(shard);
+  ASSERT_GT(bytes.size(), 8u);
+  bytes.back() ^= 0x40; // a tensor byte: the manifest still verifies
+  writeBytes(shard, bytes);
+
+  int64_t savedStep = -1;
+  uint64_t seed = 1;
+  auto [code, message] =
+      consume(trainc_saved_run_info(dir.c_str(), &savedStep, &seed));
+  ASSERT_EQ(code, TRAINC_OK) << message;
+  EXPECT_EQ(savedStep, 2);
+  EXPECT_EQ(seed, 0u);
+
+  trainc_trainer *fresh = newTrainer();
+  ASSERT_NE(fresh, nullptr);
+  std::tie(code, message) = consume(trainc_trainer_restore(fresh, dir.c_str()));
+  ASSERT_EQ(code, TRAINC_OK) << message;
+  EXPECT_EQ(trainc_trainer_step_count(fresh), 1);
+  EXPECT_NE(
+      std::string(trainc_trainer_restore_note(fresh)).find("step-000000000002"),
+      std::string::npos);
+}
+
 } // namespace
 } // namespace trainc
