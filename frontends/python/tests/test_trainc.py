@@ -36,6 +36,10 @@ class Installed(unittest.TestCase):
         self.assertIn('site-packages', trainc.__file__)
         self.assertTrue(os.path.exists(trainc.tool_path('trainc')))
         self.assertTrue(os.path.exists(trainc.tool_path('trainc-run')))
+        # Type hints are part of the API (PEP 561).
+        self.assertTrue(os.path.exists(os.path.join(
+            os.path.dirname(trainc.__file__), 'py.typed')))
+        self.assertEqual(trainc.__version__, '0.1.0')
 
 
 class Training(unittest.TestCase):

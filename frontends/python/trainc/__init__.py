@@ -35,7 +35,11 @@ from . import _capi
 from ._capi import TraincError
 
 __all__ = ['TraincError', 'CompileError', 'Executable', 'Trainer', 'compile',
-           'compiler_help', 'tool_path']
+           'compiler_help', 'tool_path', '__version__']
+
+__version__ = '0.1.0'
+#: The C API version this package was written against (runtime.h).
+C_API_VERSION = _capi.API_VERSION
 
 PathLike = Union[str, os.PathLike]
 
