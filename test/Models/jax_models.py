@@ -179,6 +179,38 @@ class MLP:
         return jnp.mean(jnp.square(h - batch['y']))
 
 
+class ScanMLP:
+    """A residual tanh MLP whose layers are stacked and run by jax.lax.scan
+    (the way flax/maxtext models loop over layers): the StableHLO is one
+    stablehlo.while over dynamic slices of the stacked weights, which trainc
+    unrolls. 4 layers of width 16; batch {'x': [8, 16], 'y': [8, 1]}, MSE.
+    """
+    LAYERS, WIDTH, BATCH = 4, 16, 8
+
+    @staticmethod
+    def init_params(key):
+        kw, kb, ko = jax.random.split(key, 3)
+        n, d = ScanMLP.LAYERS, ScanMLP.WIDTH
+        return {'w': jax.random.normal(kw, (n, d, d), jnp.float32) * d ** -0.5,
+                'b': 0.1 * jax.random.normal(kb, (n, d), jnp.float32),
+                'out': jax.random.normal(ko, (d, 1), jnp.float32) * d ** -0.5}
+
+    @staticmethod
+    def example_batch(key):
+        kx, ky = jax.random.split(key)
+        x = jax.random.normal(kx, (ScanMLP.BATCH, ScanMLP.WIDTH), jnp.float32)
+        y = jnp.sin(x[:, :1]) + 0.1 * jax.random.normal(ky, (ScanMLP.BATCH, 1))
+        return {'x': x, 'y': y.astype(jnp.float32)}
+
+    @staticmethod
+    def loss_fn(params, batch):
+        def layer(h, wb):
+            w, b = wb
+            return h + jnp.tanh(h @ w + b), None
+        h, _ = jax.lax.scan(layer, batch['x'], (params['w'], params['b']))
+        return jnp.mean(jnp.square(h @ params['out'] - batch['y']))
+
+
 class BertEncoder:
     """A BERT-base-sized post-LayerNorm encoder with a tied masked-LM head.
 
@@ -330,4 +362,4 @@ class BertEncoder:
 
 
 #: The models jax_training.py runs, by the name it prints.
-MODELS = {'gpt': GPT, 'mlp': MLP}
+MODELS = {'gpt': GPT, 'mlp': MLP, 'scan_mlp': ScanMLP}

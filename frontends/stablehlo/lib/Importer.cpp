@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringExtras.h"
@@ -81,6 +82,12 @@ public:
 private:
   LogicalResult lowerOp(Operation &op, IRMapping &values, int depth);
   LogicalResult lowerCall(func::CallOp call, IRMapping &values, int depth);
+  LogicalResult lowerWhile(Operation &op, IRMapping &values, int depth);
+  /// Lowers `block` with its arguments bound to `args`, seeing the values
+  /// of `outer` (a region may use its parent's values); returns the values
+  /// its terminator returns.
+  FailureOr<SmallVector<Value>> lowerBlock(Block &block, ValueRange args,
+                                           const IRMapping &outer, int depth);
   LogicalResult lowerCheck(Operation &op, IRMapping &values);
   LogicalResult checkTypes(Operation &op);
 
@@ -202,6 +209,8 @@ LogicalResult Lowering::lowerOp(Operation &op, IRMapping &values, int depth) {
   StringRef name = op.getName().getStringRef();
   if (auto call = dyn_cast<func::CallOp>(op))
     return lowerCall(call, values, depth);
+  if (name == "stablehlo.while")
+    return lowerWhile(op, values, depth);
   if (name.starts_with("check."))
     return lowerCheck(op, values);
   if (name == "stablehlo.custom_call") {
@@ -218,11 +227,7 @@ LogicalResult Lowering::lowerOp(Operation &op, IRMapping &values, int depth) {
   if (!entry) {
     InFlightDiagnostic diag = emitError(op.getLoc());
     diag << "'" << name << "' is not supported by trainc";
-    if (name == "stablehlo.while")
-      diag << ": loops (lax.scan, lax.fori_loop, lax.while_loop) are not "
-              "unrolled by the importer; unroll them in JAX (a Python loop "
-              "over layers, or lax.scan(..., unroll=True))";
-    else if (name == "stablehlo.case" || name == "stablehlo.if")
+    if (name == "stablehlo.case" || name == "stablehlo.if")
       diag << ": data-dependent control flow (lax.cond, lax.switch) has no "
               "static program; use jnp.where";
     else
@@ -278,6 +283,22 @@ LogicalResult Lowering::lowerOp(Operation &op, IRMapping &values, int depth) {
   return success();
 }
 
+FailureOr<SmallVector<Value>> Lowering::lowerBlock(Block &block,
+                                                   ValueRange args,
+                                                   const IRMapping &outer,
+                                                   int depth) {
+  IRMapping values = outer;
+  for (auto [arg, v] : llvm::zip(block.getArguments(), args))
+    values.map(arg, v);
+  for (Operation &op : block.without_terminator())
+    if (failed(lowerOp(op, values, depth)))
+      return failure();
+  SmallVector<Value> results;
+  for (Value v : block.getTerminator()->getOperands())
+    results.push_back(values.lookup(v));
+  return results;
+}
+
 FailureOr<SmallVector<Value>>
 Lowering::lowerFunction(func::FuncOp fn, ValueRange args, int depth) {
   if (!fn.getBody().hasOneBlock())
@@ -285,17 +306,65 @@ Lowering::lowerFunction(func::FuncOp fn, ValueRange args, int depth) {
            << "@" << fn.getSymName()
            << " has more than one block; trainc imports straight-line "
               "functions";
-  IRMapping values;
-  Block &body = fn.getBody().front();
-  for (auto [arg, v] : llvm::zip(body.getArguments(), args))
-    values.map(arg, v);
-  for (Operation &op : body.without_terminator())
-    if (failed(lowerOp(op, values, depth)))
+  return lowerBlock(fn.getBody().front(), args, IRMapping(), depth);
+}
+
+/// A loop whose condition folds to a constant at every iteration (lax.scan,
+/// lax.fori_loop with static bounds: the counter is a constant from the
+/// start) is unrolled: the body is lowered once per iteration, with the
+/// carried values of the previous one, so a dynamic_slice at the counter
+/// becomes a static slice. A condition that depends on data is an error.
+LogicalResult Lowering::lowerWhile(Operation &op, IRMapping &values,
+                                   int depth) {
+  constexpr int64_t kMaxIterations = 4096;
+  if (op.getNumRegions() != 2 || !op.getRegion(0).hasOneBlock() ||
+      !op.getRegion(1).hasOneBlock())
+    return emitError(op.getLoc())
+           << "'stablehlo.while' needs a cond and a do region of one block";
+  Block &cond = op.getRegion(0).front(), &body = op.getRegion(1).front();
+  if (cond.getNumArguments() != op.getNumOperands() ||
+      body.getNumArguments() != op.getNumOperands() ||
+      op.getNumResults() != op.getNumOperands())
+    return emitError(op.getLoc())
+           << "'stablehlo.while' has regions whose arguments do not match "
+              "its operands";
+  if (failed(checkTypes(op)))
+    return failure();
+  SmallVector<Value> carried;
+  for (Value v : op.getOperands())
+    carried.push_back(values.lookup(v));
+  for (int64_t iteration = 0;; ++iteration) {
+    auto test = lowerBlock(cond, carried, values, depth);
+    if (failed(test))
       return failure();
-  SmallVector<Value> results;
-  for (Value v : body.getTerminator()->getOperands())
-    results.push_back(values.lookup(v));
-  return results;
+    DenseElementsAttr verdict;
+    if (test->size() != 1 || !matchPattern((*test)[0], m_Constant(&verdict)) ||
+        !verdict.getElementType().isInteger(1))
+      return emitError(op.getLoc())
+             << "'stablehlo.while' has a condition that depends on data "
+                "(after "
+             << iteration
+             << " iterations); trainc unrolls loops whose trip count is known "
+                "at compile time (lax.scan, lax.fori_loop with static "
+                "bounds); write a data-dependent loop another way";
+    if (!verdict.getSplatValue<bool>())
+      break;
+    if (iteration == kMaxIterations)
+      return emitError(op.getLoc())
+             << "'stablehlo.while' runs more than " << kMaxIterations
+             << " iterations; trainc unrolls loops and stops there";
+    auto next = lowerBlock(body, carried, values, depth);
+    if (failed(next))
+      return failure();
+    if (next->size() != carried.size())
+      return emitError(op.getLoc())
+             << "'stablehlo.while' body returns " << next->size()
+             << " values for " << carried.size() << " carried ones";
+    carried = *next;
+  }
+  for (auto [result, v] : llvm::zip(op.getResults(), carried))
+    values.map(result, v);
+  return success();
 }
 
 /// The function to import: @main, or the only public function.
@@ -384,7 +453,10 @@ std::vector<SupportedOp> supportedOps() {
   ops.push_back({"func.call", "any", "of functions in the module: inlined"});
   ops.push_back({"stablehlo.custom_call", "any",
                  "only @check.expect_* (the StableHLO tests' checks)"});
-  ops.push_back({"stablehlo.return", "any", "in the body of a reduce"});
+  ops.push_back({"stablehlo.return", "any", "in reduce and while bodies"});
+  ops.push_back({"stablehlo.while", "any",
+                 "unrolled: the condition must fold to a constant at every "
+                 "iteration (lax.scan, fori_loop with static bounds)"});
   llvm::sort(ops, [](const SupportedOp &a, const SupportedOp &b) {
     return a.name < b.name;
   });
