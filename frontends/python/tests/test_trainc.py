@@ -154,6 +154,14 @@ class Training(unittest.TestCase):
         with self.assertRaises(trainc.TraincError) as caught:
             trainer.step({'nonsense': 1})
         self.assertEqual(caught.exception.code, 'invalid argument')
+        # Ids that do not fit the input's integer type are refused, not
+        # wrapped: 2^63 for int64 inputs, 2^40 for int32 ones.
+        big = (np.uint64(2 ** 63) if self.exe.inputs[name][0] == np.int64
+               else np.int64(2 ** 40))
+        huge = {n: np.full(v.shape, big) for n, v in self.batch.items()}
+        with self.assertRaises(trainc.TraincError) as caught:
+            trainer.step(huge)
+        self.assertIn('outside', str(caught.exception))
         wrong = dict(self.batch)
         wrong[name] = wrong[name][:, :3]
         with self.assertRaises(trainc.TraincError) as caught:

@@ -201,6 +201,13 @@ def _as_input(name: str, value: Any, dtype: np.dtype, shape: tuple) -> np.ndarra
                 array.dtype.kind in 'iu' and dtype.kind in 'iu'):
             raise TraincError(f"input '{name}' is {array.dtype}; the "
                               f"executable takes {dtype}", 'invalid argument')
+        if dtype.kind in 'iu' and array.size:
+            info = np.iinfo(dtype)
+            if array.min() < info.min or array.max() > info.max:
+                raise TraincError(
+                    f"input '{name}' has values in [{array.min()}, "
+                    f"{array.max()}], outside the executable's {dtype}",
+                    'invalid argument')
         array = array.astype(dtype)
     return np.ascontiguousarray(array)
 
