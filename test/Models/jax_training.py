@@ -48,12 +48,15 @@ from example_batch(jax.random.key(1)):
    JAX computes with them (float64) within 1e-5 relative of the loss with
    optax's float64 weights after the same 11 steps;
 5. forward: the executable compiled without --train gives the loss within
-   1e-5 relative of JAX's float32 loss.
-
+   1e-5 relative of JAX's float32 loss;
 6. composites: `trainc --compile-to=recognize` must find the model's
    expected composites in the StableHLO import (the GPT: graph.layer_norm,
    graph.gelu, graph.attention, graph.softmax_cross_entropy), as it finds
-   them in the ONNX export of the same model.
+   them in the ONNX export of the same model;
+7. the as_text form: jax.jit(loss_fn).lower(...).as_text(debug_info=True)
+   (the pretty form with chlo ops and arguments named by debug info)
+   compiles forward with the same --params and gives JAX's float32 loss
+   within 1e-5 relative.
 
 Prints one line per model and check; exits 1 on any failure. With
 --export-only, runs step 1 and the JAX references of steps 2 to 4 and
@@ -303,6 +306,21 @@ def check_trainc(args, name, result, params, ref, work):
                               ref['loss_f32']) / abs(ref['loss_f32'])
     if measured['forward'] > FORWARD_RTOL:
         problems.append(f"forward loss off JAX's float32 loss by {measured['forward']:.2e}")
+
+    # 7. The other form JAX prints: jax.jit(...).lower(...).as_text(), with
+    # debug info so that the arguments carry their names (chlo ops kept).
+    text = jax.jit(ref['loss_fn'], keep_unused=True).lower(params, ref['batch']).as_text(
+        debug_info=True)
+    as_text, exe = os.path.join(work, 'as_text.mlir'), os.path.join(work, 'as_text.tcx')
+    with open(as_text, 'w') as f:
+        f.write(text)
+    out = os.path.join(work, 'as_text')
+    run([args.trainc, as_text, '--params', result.safetensors_path, '-o', exe])
+    run([args.trainc_run, exe, *inputs, '--output-dir', out])
+    measured['as_text'] = abs(float(np.load(os.path.join(out, 'loss.npy'))) -
+                              ref['loss_f32']) / abs(ref['loss_f32'])
+    if measured['as_text'] > FORWARD_RTOL:
+        problems.append(f"the as_text() form's loss is off JAX's by {measured['as_text']:.2e}")
     return problems, measured
 
 
@@ -321,6 +339,7 @@ def check_model(args, name, model, work):
 
     ref = references(model, params, batch)
     ref['batch'] = batch
+    ref['loss_fn'] = model.loss_fn
     noise = max(rel(g, e) for g, e in zip(jax.tree_util.tree_leaves(ref['grads_f32']),
                                           jax.tree_util.tree_leaves(ref['grads_f64'])))
     curve32 = float(np.max(np.abs(ref['adamw_f32'] - ref['adamw_f64']) / ref['adamw_f64']))
@@ -343,7 +362,8 @@ def check_model(args, name, model, work):
           f"({m['grad_name']}; JAX f32 vs f64 {m['noise']:.1e})")
     print(f"{name} adamw: {STEPS}-step curve rel {m['curve']:.1e}; loss with the trained "
           f"weights vs optax's rel {m['trained']:.1e}")
-    print(f"{name} forward: loss vs JAX f32 rel {m['forward']:.1e}")
+    print(f"{name} forward: loss vs JAX f32 rel {m['forward']:.1e}; the as_text() "
+          f"form's rel {m['as_text']:.1e}")
     print(f"{name} composites: "
           f"{', '.join(m['composites']) or 'none'} recognized"
           + (f"; not recognized: {', '.join(missing)}" if missing else ''))
