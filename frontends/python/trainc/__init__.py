@@ -118,7 +118,7 @@ class Executable:
             name = info.name.decode() if info.name else f'#{i}'
             shape = tuple(info.dims[d] for d in range(info.rank))
             infos[name] = (_capi.DTYPES.get(info.dtype), shape, i)
-        return {n: v for n, v in infos.items()}
+        return infos
 
     @property
     def parameter_count(self) -> int:

@@ -20,16 +20,11 @@ namespace {
 bool isBool(Type t) { return getElementTypeOrSelf(t).isInteger(1); }
 
 template <typename OpT> LogicalResult lowerBinary(OpContext &ctx) {
-  if (isBool(ctx.resultType()))
-    return ctx.error() << "is not defined on i1 tensors by trainc (use "
-                          "and/or for logic)";
   ctx.setResult(0, ctx.create<OpT>(ctx.operand(0), ctx.operand(1)));
   return success();
 }
 
-template <typename OpT> LogicalResult lowerFloatUnary(OpContext &ctx) {
-  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
-    return failure();
+template <typename OpT> LogicalResult lowerUnary(OpContext &ctx) {
   ctx.setResult(0, ctx.create<OpT>(ctx.operand(0)));
   return success();
 }
@@ -44,14 +39,6 @@ Value logicalOr(OpContext &ctx, Value a, Value b) {
 Value logicalNot(OpContext &ctx, Value a) {
   return ctx.create<CompareOp>(ComparisonDirection::EQ, a,
                                ctx.splat(tensorType(a), 0));
-}
-
-LogicalResult requireBool(OpContext &ctx) {
-  if (!isBool(ctx.resultType()))
-    return ctx.error() << "on " << ctx.resultType().getElementType()
-                       << " tensors (bitwise) is not supported; trainc "
-                          "lowers it on i1 only";
-  return success();
 }
 
 } // namespace
@@ -83,78 +70,54 @@ LogicalResult lowerMinimum(OpContext &ctx) {
 }
 LogicalResult lowerSubtract(OpContext &ctx) { return lowerBinary<SubOp>(ctx); }
 LogicalResult lowerDivide(OpContext &ctx) { return lowerBinary<DivOp>(ctx); }
-LogicalResult lowerPower(OpContext &ctx) {
-  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
-    return failure();
-  return lowerBinary<PowOp>(ctx);
-}
+LogicalResult lowerPower(OpContext &ctx) { return lowerBinary<PowOp>(ctx); }
 
 LogicalResult lowerAnd(OpContext &ctx) {
-  if (failed(requireBool(ctx)))
-    return failure();
   ctx.setResult(0, logicalAnd(ctx, ctx.operand(0), ctx.operand(1)));
   return success();
 }
 LogicalResult lowerOr(OpContext &ctx) {
-  if (failed(requireBool(ctx)))
-    return failure();
   ctx.setResult(0, logicalOr(ctx, ctx.operand(0), ctx.operand(1)));
   return success();
 }
 /// a XOR b = (a != b).
 LogicalResult lowerXor(OpContext &ctx) {
-  if (failed(requireBool(ctx)))
-    return failure();
   ctx.setResult(0, ctx.create<CompareOp>(ComparisonDirection::NE,
                                          ctx.operand(0), ctx.operand(1)));
   return success();
 }
 LogicalResult lowerNot(OpContext &ctx) {
-  if (failed(requireBool(ctx)))
-    return failure();
   ctx.setResult(0, logicalNot(ctx, ctx.operand(0)));
   return success();
 }
 
 LogicalResult lowerNegate(OpContext &ctx) {
-  if (isBool(ctx.resultType()))
-    return ctx.error() << "is not defined on i1 tensors";
   ctx.setResult(0, ctx.create<NegOp>(ctx.operand(0)));
   return success();
 }
 LogicalResult lowerAbs(OpContext &ctx) {
-  if (isBool(ctx.resultType()))
-    return ctx.error() << "is not defined on i1 tensors";
   ctx.setResult(0, ctx.create<AbsOp>(ctx.operand(0)));
   return success();
 }
 LogicalResult lowerExponential(OpContext &ctx) {
-  return lowerFloatUnary<ExpOp>(ctx);
+  return lowerUnary<ExpOp>(ctx);
 }
-LogicalResult lowerLog(OpContext &ctx) { return lowerFloatUnary<LogOp>(ctx); }
-LogicalResult lowerTanh(OpContext &ctx) { return lowerFloatUnary<TanhOp>(ctx); }
-LogicalResult lowerSqrt(OpContext &ctx) { return lowerFloatUnary<SqrtOp>(ctx); }
-LogicalResult lowerRsqrt(OpContext &ctx) {
-  return lowerFloatUnary<RsqrtOp>(ctx);
-}
-LogicalResult lowerSine(OpContext &ctx) { return lowerFloatUnary<SinOp>(ctx); }
-LogicalResult lowerCosine(OpContext &ctx) {
-  return lowerFloatUnary<CosOp>(ctx);
-}
-LogicalResult lowerErf(OpContext &ctx) { return lowerFloatUnary<ErfOp>(ctx); }
+LogicalResult lowerLog(OpContext &ctx) { return lowerUnary<LogOp>(ctx); }
+LogicalResult lowerTanh(OpContext &ctx) { return lowerUnary<TanhOp>(ctx); }
+LogicalResult lowerSqrt(OpContext &ctx) { return lowerUnary<SqrtOp>(ctx); }
+LogicalResult lowerRsqrt(OpContext &ctx) { return lowerUnary<RsqrtOp>(ctx); }
+LogicalResult lowerSine(OpContext &ctx) { return lowerUnary<SinOp>(ctx); }
+LogicalResult lowerCosine(OpContext &ctx) { return lowerUnary<CosOp>(ctx); }
+LogicalResult lowerErf(OpContext &ctx) { return lowerUnary<ErfOp>(ctx); }
 
 /// x * x (x ** 2 as jax.jit(...).lower prints it).
 LogicalResult lowerSquare(OpContext &ctx) {
-  if (ctx.resultType().getElementType().isInteger(1))
-    return ctx.error() << "is not defined on i1 tensors";
   ctx.setResult(0, ctx.create<MulOp>(ctx.operand(0), ctx.operand(0)));
   return success();
 }
 
 /// sin(x) / cos(x).
 LogicalResult lowerTan(OpContext &ctx) {
-  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
-    return failure();
   ctx.setResult(0, ctx.create<DivOp>(ctx.create<SinOp>(ctx.operand(0)),
                                      ctx.create<CosOp>(ctx.operand(0))));
   return success();
@@ -162,8 +125,6 @@ LogicalResult lowerTan(OpContext &ctx) {
 
 /// (exp(x) - exp(-x)) / 2 and (exp(x) + exp(-x)) / 2.
 template <typename CombineOp> LogicalResult lowerHyperbolic(OpContext &ctx) {
-  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
-    return failure();
   Value x = ctx.operand(0);
   Value e = ctx.create<ExpOp>(x);
   Value inverse = ctx.create<ExpOp>(ctx.create<NegOp>(x));
@@ -177,8 +138,6 @@ LogicalResult lowerCosh(OpContext &ctx) { return lowerHyperbolic<AddOp>(ctx); }
 /// 1 - erf(x) (jax.nn.gelu's exact form as jax.jit(...).lower prints it;
 /// loses erfc's relative precision in the far tail, x > ~4).
 LogicalResult lowerErfc(OpContext &ctx) {
-  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
-    return failure();
   ctx.setResult(0, ctx.create<SubOp>(ctx.splat(ctx.resultType(), 1.0),
                                      ctx.create<ErfOp>(ctx.operand(0))));
   return success();
@@ -186,8 +145,6 @@ LogicalResult lowerErfc(OpContext &ctx) {
 
 /// exp(x) - 1 (loses the relative precision of expm1 for |x| << 1).
 LogicalResult lowerExponentialMinusOne(OpContext &ctx) {
-  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
-    return failure();
   Value e = ctx.create<ExpOp>(ctx.operand(0));
   ctx.setResult(0, ctx.create<SubOp>(e, ctx.splat(ctx.resultType(), 1.0)));
   return success();
@@ -195,8 +152,6 @@ LogicalResult lowerExponentialMinusOne(OpContext &ctx) {
 
 /// log(1 + x) (loses the relative precision of log1p for |x| << 1).
 LogicalResult lowerLogPlusOne(OpContext &ctx) {
-  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
-    return failure();
   Value sum =
       ctx.create<AddOp>(ctx.splat(ctx.resultType(), 1.0), ctx.operand(0));
   ctx.setResult(0, ctx.create<LogOp>(sum));
@@ -206,8 +161,6 @@ LogicalResult lowerLogPlusOne(OpContext &ctx) {
 /// 1 / (1 + exp(-x)): exp(-x) overflows to inf for very negative x, and
 /// 1 / inf = 0, the correct limit.
 LogicalResult lowerLogistic(OpContext &ctx) {
-  if (failed(ctx.requireFloat(ctx.resultType(), "the result")))
-    return failure();
   Value one = ctx.splat(ctx.resultType(), 1.0);
   Value e = ctx.create<ExpOp>(ctx.create<NegOp>(ctx.operand(0)));
   ctx.setResult(0, ctx.create<DivOp>(one, ctx.create<AddOp>(one, e)));
@@ -218,8 +171,6 @@ LogicalResult lowerLogistic(OpContext &ctx) {
 /// stays NaN, as the specification asks.
 LogicalResult lowerSign(OpContext &ctx) {
   auto type = ctx.resultType();
-  if (isBool(type))
-    return ctx.error() << "is not defined on i1 tensors";
   Value x = ctx.operand(0);
   Value zero = ctx.splat(type, 0);
   Value negative = ctx.create<SelectOp>(
@@ -234,8 +185,6 @@ LogicalResult lowerSign(OpContext &ctx) {
 /// x - x == 0: false for infinities (inf - inf is NaN) and NaN.
 LogicalResult lowerIsFinite(OpContext &ctx) {
   Value x = ctx.operand(0);
-  if (failed(ctx.requireFloat(tensorType(x), "the operand")))
-    return failure();
   Value diff = ctx.create<SubOp>(x, x);
   ctx.setResult(0, ctx.create<CompareOp>(ComparisonDirection::EQ, diff,
                                          ctx.splat(tensorType(x), 0)));
@@ -245,8 +194,6 @@ LogicalResult lowerIsFinite(OpContext &ctx) {
 /// min(max(x, lo), hi); lo and hi may be scalars.
 LogicalResult lowerClamp(OpContext &ctx) {
   auto type = ctx.resultType();
-  if (isBool(type))
-    return ctx.error() << "is not defined on i1 tensors by trainc";
   Value lo = ctx.broadcastScalar(ctx.operand(0), type.getShape());
   Value hi = ctx.broadcastScalar(ctx.operand(2), type.getShape());
   ctx.setResult(0,

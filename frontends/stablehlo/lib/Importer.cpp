@@ -188,23 +188,6 @@ LogicalResult Lowering::lowerCall(func::CallOp call, IRMapping &values,
   return success();
 }
 
-/// Ops whose operands all have the result's shape.
-bool isElementwise(StringRef name) {
-  const OpEntry *entry = findOp(name);
-  if (!entry)
-    return false;
-  LowerFn lower = entry->lower;
-  for (LowerFn shaped :
-       {lowerBroadcastInDim, lowerBroadcast, lowerReshape, lowerTranspose,
-        lowerSlice, lowerDynamicSlice, lowerDynamicUpdateSlice,
-        lowerConcatenate, lowerPad, lowerReduce, lowerDotGeneral, lowerDot,
-        lowerGather, lowerIota, lowerConstant, lowerOptimizationBarrier,
-        lowerReverse})
-    if (lower == shaped)
-      return false;
-  return true;
-}
-
 LogicalResult Lowering::lowerOp(Operation &op, IRMapping &values, int depth) {
   StringRef name = op.getName().getStringRef();
   if (auto call = dyn_cast<func::CallOp>(op))
@@ -238,18 +221,23 @@ LogicalResult Lowering::lowerOp(Operation &op, IRMapping &values, int depth) {
     return failure();
   for (Value v : op.getOperands()) {
     Type element = cast<RankedTensorType>(v.getType()).getElementType();
+    bool isBool = element.isInteger(1);
+    StringRef wanted = entry->types == TypeClass::Floats    ? "floats"
+                       : entry->types == TypeClass::Numbers ? "numbers (not i1)"
+                                                            : "i1";
     if ((entry->types == TypeClass::Floats && !isa<FloatType>(element)) ||
-        (entry->types == TypeClass::Bool && !element.isInteger(1)))
+        (entry->types == TypeClass::Numbers && isBool) ||
+        (entry->types == TypeClass::Bool && !isBool))
       return emitError(op.getLoc())
              << "'" << name << "' on " << element
-             << " tensors is not supported; trainc lowers it on "
-             << (entry->types == TypeClass::Floats ? "floats" : "i1")
+             << " tensors is not supported; trainc lowers it on " << wanted
              << " only";
   }
   // Elementwise ops: every operand has the result's shape (select's
   // predicate and clamp's bounds may be scalars).
-  bool scalarsAllowed = name == "stablehlo.select" || name == "stablehlo.clamp";
-  if (isElementwise(name) && op.getNumResults() == 1) {
+  if (entry->elementwise && op.getNumResults() == 1) {
+    bool scalarsAllowed =
+        name == "stablehlo.select" || name == "stablehlo.clamp";
     Type resultType = op.getResult(0).getType();
     for (Value v : op.getOperands()) {
       auto shape = cast<RankedTensorType>(v.getType()).getShape();

@@ -79,14 +79,10 @@ OpContext::ints(DictionaryAttr dict, StringRef name, StringRef dictName) const {
   return *values;
 }
 
-FailureOr<int64_t> OpContext::integer(StringRef name,
-                                      std::optional<int64_t> fallback) const {
+FailureOr<int64_t> OpContext::integer(StringRef name) const {
   Attribute attr = op->getAttr(name);
-  if (!attr) {
-    if (fallback)
-      return *fallback;
+  if (!attr)
     return error() << "is missing the attribute '" << name << "'";
-  }
   auto integer = dyn_cast<IntegerAttr>(attr);
   if (!integer)
     return error() << "has '" << name << "' = " << attr << ", not an integer";

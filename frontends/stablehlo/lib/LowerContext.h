@@ -31,15 +31,20 @@ class OpContext;
 /// The lowering function of one op.
 using LowerFn = mlir::LogicalResult (*)(OpContext &);
 
-/// The element types an op is lowered for (besides isSupportedElementType).
-enum class TypeClass { Any, Floats, Bool };
+/// The operand element types an op is lowered for (among
+/// isSupportedElementType's), checked by the importer before the op's
+/// lowering runs: any of them, numbers (not i1), floats, or i1 only.
+enum class TypeClass { Any, Numbers, Floats, Bool };
 llvm::StringRef typeClassName(TypeClass types);
 
 /// One row of the op table (OpTable.cpp).
 struct OpEntry {
   const char *name; ///< With its dialect: "stablehlo.add".
   LowerFn lower;
-  TypeClass types;  ///< Of the operands, checked before `lower` runs.
+  TypeClass types; ///< Of the operands, checked before `lower` runs.
+  /// Operands have the result's shape (select's predicate and clamp's
+  /// bounds may be scalars), also checked before `lower` runs.
+  bool elementwise;
   const char *note; ///< Limits, or "".
 };
 
@@ -90,10 +95,8 @@ public:
   mlir::FailureOr<llvm::SmallVector<int64_t>>
   ints(mlir::DictionaryAttr dict, llvm::StringRef name,
        llvm::StringRef dictName) const;
-  /// An integer attribute; `fallback` when absent (none: required).
-  mlir::FailureOr<int64_t>
-  integer(llvm::StringRef name,
-          std::optional<int64_t> fallback = std::nullopt) const;
+  /// A required integer attribute.
+  mlir::FailureOr<int64_t> integer(llvm::StringRef name) const;
   /// An enum attribute's value (`LT` of #stablehlo<comparison_direction LT>);
   /// empty when absent.
   llvm::StringRef enumValue(llvm::StringRef name) const;

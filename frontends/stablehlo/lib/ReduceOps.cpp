@@ -232,8 +232,6 @@ LogicalResult lowerDotGeneral(OpContext &ctx) {
   auto rc = ctx.ints(*numbers, "rhs_contracting_dimensions", what);
   if (failed(lb) || failed(rb) || failed(lc) || failed(rc))
     return failure();
-  if (ctx.operandType(0).getElementType().isInteger(1))
-    return ctx.error() << "on i1 tensors is not supported";
   if (failed(checkDotDims(ctx, ctx.operandType(0), ctx.operandType(1), *lb, *rb,
                           *lc, *rc)))
     return failure();
@@ -255,8 +253,6 @@ LogicalResult lowerDotGeneral(OpContext &ctx) {
 /// dimension against rhs's first.
 LogicalResult lowerDot(OpContext &ctx) {
   auto lhsType = ctx.operandType(0), rhsType = ctx.operandType(1);
-  if (lhsType.getElementType().isInteger(1))
-    return ctx.error() << "on i1 tensors is not supported";
   if (failed(checkDotDims(ctx, lhsType, rhsType, {}, {},
                           {lhsType.getRank() - 1}, {0})))
     return failure();

@@ -53,8 +53,9 @@ importStablehlo(mlir::MLIRContext &context, llvm::StringRef path,
 
 /// An op the importer lowers, with its limits.
 struct SupportedOp {
-  std::string name;  ///< With its dialect: "stablehlo.add".
-  std::string types; ///< "any" supported element type, "floats" or "i1".
+  std::string name; ///< With its dialect: "stablehlo.add".
+  std::string
+      types; ///< "any" supported type, "numbers" (not i1), "floats", "i1".
   std::string note;
 };
 
