@@ -77,6 +77,9 @@ int64_t NormGradOp::getFlops() {
 int64_t AdamwUpdateOp::getFlops() { return 14 * numElements(getNewParam()); }
 
 /// A random draw, a compare and a scaling multiply per element.
+/// Communication, not model FLOPs (MFU counts the model's work).
+int64_t AllReduceOp::getFlops() { return 0; }
+
 int64_t DropoutOp::getFlops() { return 3 * numElements(getResult()); }
 
 /// mean (1), subtract (1), square-accumulate (2), normalize (1), then a

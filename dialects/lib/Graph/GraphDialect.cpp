@@ -7,6 +7,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace trainc::graph;
@@ -61,6 +63,85 @@ static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr,
   return success();
 }
 
+int64_t Mesh::numRanks() const {
+  int64_t n = 1;
+  for (auto [name, size] : axes)
+    n *= size;
+  return n;
+}
+
+int64_t Mesh::size(StringRef name) const {
+  int index = axisIndex(name);
+  return index < 0 ? 0 : axes[index].second;
+}
+
+int Mesh::axisIndex(StringRef name) const {
+  for (auto [i, axis] : llvm::enumerate(axes))
+    if (axis.first == name)
+      return int(i);
+  return -1;
+}
+
+Mesh trainc::graph::getMesh(Operation *op) {
+  Mesh mesh;
+  auto module =
+      isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
+  auto attr =
+      module ? module->getAttrOfType<DictionaryAttr>(GraphDialect::kMeshAttr)
+             : DictionaryAttr();
+  for (StringRef name : GraphDialect::meshAxisNames()) {
+    auto size = attr ? attr.getAs<IntegerAttr>(name) : IntegerAttr();
+    mesh.axes.push_back({name, size ? size.getInt() : 1});
+  }
+  return mesh;
+}
+
+LogicalResult GraphDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  if (attr.getName().getValue() != kMeshAttr)
+    return op->emitError() << "unknown graph attribute '"
+                           << attr.getName().getValue() << "'";
+  auto mesh = dyn_cast<DictionaryAttr>(attr.getValue());
+  if (!isa<ModuleOp>(op) || !mesh)
+    return op->emitError() << "'" << kMeshAttr
+                           << "' must be a dictionary on a module";
+  for (NamedAttribute axis : mesh) {
+    if (!llvm::is_contained(meshAxisNames(), axis.getName().getValue()))
+      return op->emitError()
+             << "'" << kMeshAttr << "' has an unknown axis '"
+             << axis.getName().getValue() << "' (axes: data, tensor)";
+    auto size = dyn_cast<IntegerAttr>(axis.getValue());
+    if (!size || size.getInt() < 1)
+      return op->emitError()
+             << "'" << kMeshAttr << "' axis '" << axis.getName().getValue()
+             << "' must have an integer size >= 1";
+  }
+  return success();
+}
+
+/// Checks a `graph.sharding` on a value of `type` in `op`'s module.
+static LogicalResult verifySharding(Operation *op, NamedAttribute attr,
+                                    Type type, StringRef where) {
+  auto dims = dyn_cast<ArrayAttr>(attr.getValue());
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!dims || !tensor || int64_t(dims.size()) != tensor.getRank())
+    return op->emitError() << "'" << attr.getName().getValue() << "' on "
+                           << where
+                           << " must be an array of one axis name per "
+                              "dimension of a ranked tensor";
+  Mesh mesh = getMesh(op);
+  for (Attribute dim : dims) {
+    auto axis = dyn_cast<StringAttr>(dim);
+    if (!axis ||
+        (!axis.getValue().empty() && mesh.axisIndex(axis.getValue()) < 0))
+      return op->emitError()
+             << "'" << attr.getName().getValue() << "' on " << where
+             << " names " << dim << ", which is not a mesh axis (data, "
+             << "tensor) or \"\"";
+  }
+  return success();
+}
+
 LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,
@@ -68,6 +149,11 @@ LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op,
   std::string where = "argument " + std::to_string(argIndex);
   if (attr.getName().getValue() == kInputAttr)
     return verifyNameAttr(op, attr, where);
+  if (attr.getName().getValue() == kShardingAttr) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    return verifySharding(op, attr,
+                          fn ? fn.getArgumentTypes()[argIndex] : Type(), where);
+  }
   return op->emitError() << "unknown graph argument attribute '"
                          << attr.getName().getValue() << "' on " << where;
 }
@@ -79,6 +165,11 @@ LogicalResult GraphDialect::verifyRegionResultAttribute(Operation *op,
   std::string where = "result " + std::to_string(resultIndex);
   if (attr.getName().getValue() == kOutputAttr)
     return verifyNameAttr(op, attr, where);
+  if (attr.getName().getValue() == kShardingAttr) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    return verifySharding(
+        op, attr, fn ? fn.getResultTypes()[resultIndex] : Type(), where);
+  }
   return op->emitError() << "unknown graph result attribute '"
                          << attr.getName().getValue() << "' on " << where;
 }

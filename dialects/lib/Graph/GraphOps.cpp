@@ -405,6 +405,15 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *ctx,
       [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
 }
 
+LogicalResult AllReduceOp::verify() {
+  // all_reduce_c1, all_reduce_c2: SameOperandsAndResultType, FloatTensor.
+  Mesh mesh = getMesh(*this);
+  if (mesh.axisIndex(getAxis()) < 0) // all_reduce_c3
+    return emitOpError("(C3) axis '")
+           << getAxis() << "' is not a mesh axis (data, tensor)";
+  return success();
+}
+
 LogicalResult ScatterAddOp::verify() {
   RankedTensorType result = getType();
   int64_t axis = getAxis(); // I64Attr getters return it unsigned.

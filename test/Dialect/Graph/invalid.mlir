@@ -1127,3 +1127,51 @@ func.func @attention_grad_c3(%q: tensor<1x2x4x8xf32>) {
   %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0x7FF0000000000000 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
   return
 }
+
+// -----
+
+func.func @all_reduce_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "graph.all_reduce"(%x) {axis = "data"} : (tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_c2(%x: tensor<4xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = graph.all_reduce %x, axis = "data" : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_c3(%x: tensor<4xf32>) {
+  // expected-error@+1 {{(C3) axis 'pipe' is not a mesh axis (data, tensor)}}
+  %0 = graph.all_reduce %x, axis = "pipe" : tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'graph.mesh' has an unknown axis 'pipe' (axes: data, tensor)}}
+module attributes {graph.mesh = {pipe = 2 : i64}} {}
+
+// -----
+
+// expected-error@+1 {{'graph.mesh' axis 'data' must have an integer size >= 1}}
+module attributes {graph.mesh = {data = 0 : i64}} {}
+
+// -----
+
+// expected-error@+1 {{'graph.sharding' on argument 0 must be an array of one axis name per dimension of a ranked tensor}}
+func.func @sharding_rank(%x: tensor<4x2xf32> {graph.sharding = ["data"]}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'graph.sharding' on result 0 names "pipe", which is not a mesh axis (data, tensor) or ""}}
+func.func @sharding_axis(%x: tensor<4xf32>) -> (tensor<4xf32> {graph.sharding = ["pipe"]}) {
+  return %x : tensor<4xf32>
+}

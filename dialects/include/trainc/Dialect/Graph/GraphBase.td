@@ -44,7 +44,22 @@ def Graph_Dialect : Dialect {
     (checked by the dialect); parameters, optimizer state and updates are
     the `train` dialect's attributes. Names are the user's (ONNX value
     names), kept exactly.
+
+    A program for several ranks (after the partition phase) is one per-rank
+    (SPMD) program, the same on every rank:
+    - `graph.mesh = {data = 2 : i64, tensor = 1 : i64}` on the module: the
+      device mesh, one size per axis. Axes are `data` and `tensor`; ranks
+      are numbered with `tensor` varying fastest (rank = data index *
+      tensor size + tensor index), so a tensor-parallel group is adjacent
+      ranks. An absent axis has size 1.
+    - `graph.sharding = ["data", ""]` on an argument or result: for each
+      dimension, the mesh axis it is split over ("" for none). The value's
+      type is one rank's part; dimension d of the whole (global) tensor is
+      its size times the size of its axis, and the rank with index i on that
+      axis holds the i-th part.
+    - collectives (`graph.all_reduce`) combine values across one axis.
   }];
+  let hasOperationAttrVerify = 1;
   let hasConstantMaterializer = 1;
   let hasCanonicalizer = 1;
   let hasRegionArgAttrVerify = 1;
@@ -53,6 +68,13 @@ def Graph_Dialect : Dialect {
     // Argument and result attribute names (see the description).
     static constexpr ::llvm::StringLiteral kInputAttr = "graph.input";
     static constexpr ::llvm::StringLiteral kOutputAttr = "graph.output";
+    static constexpr ::llvm::StringLiteral kMeshAttr = "graph.mesh";
+    static constexpr ::llvm::StringLiteral kShardingAttr = "graph.sharding";
+    /// The mesh axes in rank order (the last varies fastest).
+    static ::llvm::ArrayRef<::llvm::StringLiteral> meshAxisNames() {
+      static const ::llvm::StringLiteral names[] = {"data", "tensor"};
+      return names;
+    }
   }];
 }
 

@@ -489,6 +489,38 @@ def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike,
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives (the partition phase's per-rank program)
+//===----------------------------------------------------------------------===//
+
+def Graph_AllReduceOp : Graph_Op<"all_reduce", [SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
+    Graph_InPlaceOpInterface]> {
+  let summary = "sum over the ranks of one mesh axis";
+  let description = [{
+    Every rank of a group gets the elementwise sum of the group's operands.
+    A group is the ranks that differ only in their coordinate on mesh axis
+    `axis` (the module's `graph.mesh`). Every rank runs the same program, so
+    every rank issues the same collectives in the same order. The sum's
+    order is the runtime's choice unless it is asked for a deterministic one
+    (rank order); every rank of a group gets the same bits either way.
+
+    Constraints:
+    - (C1) the operand and the result have the same type.
+    - (C2) the element type is a float.
+    - (C3) `axis` is a mesh axis: `data` or `tensor` (see `graph.mesh`).
+
+    Example (a data-parallel gradient, summed over the `data` axis):
+    ```mlir
+    %sum = graph.all_reduce %grad, axis = "data" : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand, StrAttr:$axis);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = "$operand `,` `axis` `=` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 // The composites (softmax, gelu, norms, attention, the loss) and the fused
 // backward and optimizer ops.
 include "trainc/Dialect/Graph/GraphCompositeOps.td"
