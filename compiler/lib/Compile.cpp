@@ -6,6 +6,7 @@
 
 #include "trainc/Compiler/Compile.h"
 
+#include "trainc/Compiler/Partition.h"
 #include "trainc/Compiler/Recompute.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -14,21 +15,29 @@ namespace trainc {
 
 std::string checkOptions(const CompileOptions &options) {
   std::optional<Phase> last = options.compileTo;
+  std::string error;
   if (last &&
-      (*last == Phase::Autodiff || *last == Phase::Optimizer ||
-       *last == Phase::Recompute) &&
+      (*last == Phase::Autodiff || *last == Phase::Partition ||
+       *last == Phase::Optimizer || *last == Phase::Recompute) &&
       !options.train)
     return "--compile-to=" + phaseName(*last).str() + " needs --train";
   if (options.gradAccum.microBatches != 1 && !options.train)
     return "--grad-accum needs --train";
   if (options.gradAccum.microBatches < 1)
     return "--grad-accum must be at least 1";
+  std::optional<graph::Mesh> mesh = parseMesh(options.partition.mesh, error);
+  if (!mesh)
+    return error;
+  if (mesh->numRanks() > 1 && !options.train)
+    return "--mesh with more than one rank needs --train (a forward program "
+           "runs on one rank)";
+  if (options.partition.dataParallel && !options.train)
+    return "--data-parallel needs --train";
   const std::string &precision = options.precision.precision;
   if (precision != "f32" && precision != "bf16" && precision != "fp16")
     return "--precision must be f32, bf16 or fp16, not '" + precision + "'";
   if (!options.precision.keepF32.empty() && precision == "f32")
     return "--keep-f32 needs --precision bf16 or fp16";
-  std::string error;
   std::optional<RecomputeMode> recompute =
       parseRecomputeMode(options.recompute.mode, error);
   if (!recompute)
@@ -55,6 +64,7 @@ compileModel(mlir::MLIRContext &context, llvm::StringRef path,
   if (options.train && options.optimizer.optimizer != "none")
     pipeline.optimizer = options.optimizer;
   pipeline.recompute = options.recompute;
+  pipeline.partition = options.partition;
   pipeline.precision = options.precision;
   mlir::PassManager pm(&context);
   if (failed(mlir::applyPassManagerCLOptions(pm)))

@@ -11,8 +11,9 @@ namespace trainc {
 
 llvm::ArrayRef<Phase> allPhases() {
   static const Phase phases[] = {
-      Phase::Import,    Phase::Recognize, Phase::Precision, Phase::Autodiff,
-      Phase::Optimizer, Phase::Recompute, Phase::Lower,     Phase::PlanMemory};
+      Phase::Import,    Phase::Recognize, Phase::Precision,
+      Phase::Autodiff,  Phase::Partition, Phase::Optimizer,
+      Phase::Recompute, Phase::Lower,     Phase::PlanMemory};
   return phases;
 }
 
@@ -26,6 +27,8 @@ llvm::StringRef phaseName(Phase phase) {
     return "precision";
   case Phase::Autodiff:
     return "autodiff";
+  case Phase::Partition:
+    return "partition";
   case Phase::Optimizer:
     return "optimizer";
   case Phase::Recompute:
@@ -93,6 +96,14 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
     pm.addPass(mlir::createCSEPass());
   }
   if (last == Phase::Autodiff)
+    return;
+
+  // partition: the per-rank program of the device mesh. Before the
+  // optimizer, so the update reads gradients already averaged over the
+  // data-parallel ranks: the norm, clipping and skipped steps are the same
+  // on every rank, as the replicated parameters need.
+  pm.addPass(createPartition(options.partition));
+  if (last == Phase::Partition)
     return;
 
   // optimizer: the update of parameters and optimizer state (none: the

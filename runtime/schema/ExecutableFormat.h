@@ -28,7 +28,8 @@ namespace trainc {
 /// The schema version written by this compiler and read by this runtime.
 /// Bumped on every change to executable.fbs.
 ///   5: the training signature; opcodes defined in the schema.
-constexpr uint32_t kFormatVersion = 5;
+///   6: the device mesh, per-tensor shard axes, AllReduce.
+constexpr uint32_t kFormatVersion = 6;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

@@ -187,9 +187,21 @@ void Reporter::printLine(const trainc_step_metrics &m, double eta) const {
     std::snprintf(buf, sizeof buf, " eval_loss %.9g", m.eval_loss);
     line += buf;
   }
+  if (m.slowest_rank >= 0) {
+    std::snprintf(buf, sizeof buf, " comm_ms %.2f", m.comm_seconds * 1e3);
+    line += buf;
+  }
   if (m.step != lastStep_)
     line += " eta " + duration(eta);
   std::printf("%s\n", line.c_str());
+  // A straggler is worth a line of its own, bar or not.
+  if (m.straggler)
+    std::fprintf(stderr,
+                 "trainc-run: warning: step %lld: rank %d is a straggler: "
+                 "%.2f ms of compute against the median rank's %.2f ms\n",
+                 (long long)m.step, m.slowest_rank,
+                 m.slowest_compute_seconds * 1e3,
+                 m.median_compute_seconds * 1e3);
   std::fflush(stdout);
 }
 
@@ -236,6 +248,12 @@ bool Reporter::writeRecord(const trainc_step_metrics &m) {
     r += ",\"loss_z\":" + jsonNumber(m.loss_z);
   if (m.spike)
     r += ",\"spike\":true";
+  if (m.slowest_rank >= 0)
+    r += ",\"comm_s\":" + jsonNumber(m.comm_seconds) +
+         ",\"median_compute_s\":" + jsonNumber(m.median_compute_seconds) +
+         ",\"slowest_rank\":" + std::to_string(m.slowest_rank) +
+         ",\"slowest_compute_s\":" + jsonNumber(m.slowest_compute_seconds) +
+         (m.straggler ? ",\"straggler\":true" : "");
   r += "}\n";
   return std::fputs(r.c_str(), jsonl_) >= 0 && std::fflush(jsonl_) == 0;
 }

@@ -154,10 +154,36 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                       its initializers replaced by the trained weights
   --onnx-source FILE  the ONNX model to export from (default: the model the
                       executable was compiled from)
+
+Several ranks (MODEL.tcx from `trainc ... --mesh data=N --data-parallel`,
+launched with `mpirun -np N trainc-run MODEL.tcx ...`): every rank runs the
+same command; rank i trains on part i of each global batch (--data: windows
+[i*B, (i+1)*B) of it; --input: the file holds the global batch). Rank 0
+prints, logs and writes checkpoints and outputs; an error on any rank ends
+the whole job.
+  --collective-timeout S
+                      fail (naming the step, the instruction and the ranks
+                      that did not arrive) when a collective has waited S
+                      seconds (default 300; 0: forever)
+  --deterministic-reductions
+                      sum gradients in rank order, so N ranks give the same
+                      bits as one rank with `trainc --grad-accum N` (N times
+                      the traffic)
   -h, --help          show this help
 )";
 
+/// This process's rank and the run's ranks (trainc_world_init).
+int gRank = 0, gWorldSize = 1;
+
+/// Prints `message`; on a run of several ranks, also ends the other ranks,
+/// which would otherwise wait for this one in their next collective.
 int fail(const std::string &message) {
+  if (gWorldSize > 1) {
+    std::fprintf(stderr, "trainc-run: rank %d: error: %s\n", gRank,
+                 message.c_str());
+    std::fflush(stderr);
+    trainc_world_abort(1);
+  }
   std::fprintf(stderr, "trainc-run: error: %s\n", message.c_str());
   return 1;
 }
@@ -217,6 +243,8 @@ struct Options {
   double spikeZ = 6;
   bool supervise = false;
   int64_t maxRestarts = 3;
+  double collectiveTimeout = 300;
+  bool deterministicReductions = false;
 };
 
 bool parseInt(const char *text, int64_t &out) {
@@ -406,6 +434,15 @@ int parseArgs(int argc, char **argv, Options &o) {
       if (!value())
         return 1;
       o.onnxSource = v;
+    } else if (arg == "--collective-timeout") {
+      if (!value())
+        return 1;
+      if (!parseDouble(v, o.collectiveTimeout) || o.collectiveTimeout < 0)
+        return fail("--collective-timeout needs a number of seconds >= 0, "
+                    "not '" +
+                    std::string(v) + "'");
+    } else if (arg == "--deterministic-reductions") {
+      o.deterministicReductions = true;
     } else if (arg == "--check-writes") {
       o.checkWrites = true;
     } else if (arg == "--profile") {
@@ -531,7 +568,9 @@ std::string checkOutputPaths(const Options &o) {
         return "not found: " +
                std::string("--output-dir " + o.outputDir + ": " + prefix +
                            " is not a directory");
-      if (!isDir(prefix) && mkdir(prefix.c_str(), 0777) != 0)
+      // Another rank (or process) may create it at the same moment.
+      if (!isDir(prefix) && mkdir(prefix.c_str(), 0777) != 0 &&
+          !(errno == EEXIST && isDir(prefix)))
         return "not found: " +
                std::string("--output-dir " + o.outputDir + ": cannot create " +
                            prefix + ": " + std::strerror(errno));
@@ -657,6 +696,33 @@ int runRunTool(int argc, char **argv) {
         argc, argv, {o.saveStateDir, o.resumeDir, o.repeat, o.maxRestarts});
   // Ctrl-C and SIGTERM stop training at a step boundary, from start-up on.
   InterruptScope interrupts;
+  {
+    trainc_world_config world;
+    trainc_world_config_init(&world);
+    world.collective_timeout_seconds = o.collectiveTimeout;
+    world.deterministic_reductions = o.deterministicReductions;
+    if (trainc_status s = trainc_world_init(&world, &gRank, &gWorldSize))
+      return fail(take(s));
+  }
+  if (gWorldSize > 1) {
+    if (o.onSpike == "rollback" || o.rollbackOnNonFinite)
+      return fail("rollback is not supported on several ranks yet (every "
+                  "rank would have to roll back together); use stop or "
+                  "skip");
+    // Rank 0 speaks and writes for the run; the others compute quietly.
+    // (Outputs are still gathered by every rank; rank 0 writes them.)
+    if (gRank != 0) {
+      if (!std::freopen("/dev/null", "w", stdout))
+        return fail("cannot silence the output of rank " +
+                    std::to_string(gRank));
+      o.progress = false;
+      o.jsonlPath.clear();
+      o.saveStateDir.clear();
+      o.saveEvery = 0;
+      o.safetensorsPath.clear();
+      o.onnxExportPath.clear();
+    }
+  }
 
   ExecutablePtr exe, evalExe;
   {

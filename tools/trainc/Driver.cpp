@@ -244,6 +244,20 @@ int runCompilerCli(int argc, char **argv) {
                "is their mean (default 1)"),
       cl::value_desc("K"), cl::location(options.gradAccum.microBatches),
       cl::cat(category));
+  cl::opt<std::string, true> mesh(
+      "mesh",
+      cl::desc("With --train: the device mesh the step runs on, e.g. "
+               "data=2 (axes data and tensor; an absent axis has size 1). "
+               "Launch the executable with mpirun -np <ranks>"),
+      cl::value_desc("axis=N,..."), cl::location(options.partition.mesh),
+      cl::cat(category));
+  cl::opt<bool, true> dataParallel(
+      "data-parallel",
+      cl::desc("With --mesh data=N: each rank trains on its own part of "
+               "every batch (the compiled batch is one rank's; the global "
+               "batch is N times it) and the gradients are averaged across "
+               "ranks before the update"),
+      cl::location(options.partition.dataParallel), cl::cat(category));
   cl::opt<std::string, true> precision(
       "precision",
       cl::desc("f32 (default), bf16 or fp16: matmuls and attention (and "
@@ -366,9 +380,10 @@ int runCompilerCli(int argc, char **argv) {
   // Training options without --train would be ignored: refuse them.
   if (!options.train) {
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &gradAccum, &recompute, &optimizerName, &lr, &beta1, &beta2, &eps,
-             &weightDecay, &decayAll, &momentum, &nesterov, &clipGradNorm,
-             &schedule, &warmupSteps, &totalSteps, &minLr, &decaySteps})
+             &gradAccum, &mesh, &dataParallel, &recompute, &optimizerName, &lr,
+             &beta1, &beta2, &eps, &weightDecay, &decayAll, &momentum,
+             &nesterov, &clipGradNorm, &schedule, &warmupSteps, &totalSteps,
+             &minLr, &decaySteps})
       if (o->getNumOccurrences())
         return fail("--" + o->ArgStr.str() +
                     " applies to a training step; add --train (or drop it)");

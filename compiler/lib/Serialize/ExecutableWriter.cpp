@@ -44,7 +44,8 @@ std::vector<char> serialize(const Program &program,
                                  t.type.getShape().end());
       fbTensors.push_back(fb::CreateTensorDirect(
           b, t.name.c_str(), t.role, *dtypeOf(t.type.getElementType()), &shape,
-          t.arena, t.offset, t.bytes(), t.initOffset, "", t.splat));
+          t.arena, t.offset, t.bytes(), t.initOffset,
+          t.shardAxes.empty() ? nullptr : &t.shardAxes, t.splat));
     }
     std::vector<flatbuffers::Offset<fb::Instruction>> fbInsts;
     for (auto [index, i] : llvm::enumerate(program.instructions)) {
@@ -73,10 +74,13 @@ std::vector<char> serialize(const Program &program,
     auto signature = fb::CreateTrainingSignatureDirect(
         b, sig.loss, sig.gradNorm, sig.lr, sig.lossScale, sig.stepSkipped,
         sig.tokens, sig.targets, sig.vocabulary, &gradients);
+    std::vector<flatbuffers::Offset<fb::MeshAxis>> mesh;
+    for (const auto &[name, size] : program.mesh)
+      mesh.push_back(fb::CreateMeshAxisDirect(b, name.c_str(), uint32_t(size)));
     auto exe = fb::CreateExecutableDirect(
         b, kFormatVersion, opts, &fbTensors, &arenas, &fbInsts, &program.inputs,
         &program.outputs, &program.parameters, constantsOffset,
-        constants.size(), memory, &fbUpdates, program.flops, signature);
+        constants.size(), memory, &fbUpdates, program.flops, signature, &mesh);
     fb::FinishExecutableBuffer(b, exe);
     return std::vector<char>(b.GetBufferPointer(),
                              b.GetBufferPointer() + b.GetSize());

@@ -231,6 +231,9 @@ LogicalResult Builder::lowerOp(Operation *op) {
         for (ArrayRef<int64_t> list : {lb, rb, lc, rc})
           inst.ints.insert(inst.ints.end(), list.begin(), list.end());
       })
+      .Case([&](AllReduceOp r) {
+        inst.ints = {int64_t(getMesh(r).axisIndex(r.getAxis()))};
+      })
       .Case([&](ReduceSumOp r) { inst.ints = toInts(r.getDims()); })
       .Case([&](ReduceMaxOp r) { inst.ints = toInts(r.getDims()); })
       .Case([&](ReduceMeanOp r) { inst.ints = toInts(r.getDims()); })
@@ -301,8 +304,24 @@ LogicalResult Builder::lowerOp(Operation *op) {
   return success();
 }
 
+/// The shard axes of a graph.sharding attribute (verified by the dialect).
+static std::vector<int8_t> shardAxesOf(ArrayAttr sharding, const Mesh &mesh) {
+  std::vector<int8_t> axes;
+  if (!sharding)
+    return axes;
+  for (Attribute dim : sharding) {
+    StringRef axis = cast<StringAttr>(dim).getValue();
+    axes.push_back(axis.empty() ? -1 : int8_t(mesh.axisIndex(axis)));
+  }
+  return axes;
+}
+
 LogicalResult Builder::run() {
   Block &body = fn.getBody().front();
+  Mesh mesh = getMesh(fn);
+  if (mesh.numRanks() > 1)
+    for (auto [name, size] : mesh.axes)
+      program.mesh.push_back({name.str(), size});
   for (BlockArgument arg : body.getArguments()) {
     auto type = cast<RankedTensorType>(arg.getType());
     if (!dtypeOf(type.getElementType()))
@@ -339,6 +358,8 @@ LogicalResult Builder::run() {
     auto name = fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kInputAttr);
     uint32_t id = addTensor(arg, TensorRole::Input,
                             name ? name.str() : "arg" + std::to_string(i));
+    program.tensors[id].shardAxes = shardAxesOf(
+        fn.getArgAttrOfType<ArrayAttr>(i, GraphDialect::kShardingAttr), mesh);
     if (auto data = fn.getArgAttrOfType<StringAttr>(
             i, trainc::train::TrainDialect::kDataAttr))
       (data.getValue() == "tokens" ? program.signature.tokens
@@ -394,6 +415,9 @@ LogicalResult Builder::run() {
       program.instructions.push_back(copy);
     }
     program.resultTensors.push_back(out);
+    program.tensors[out].shardAxes = shardAxesOf(
+        fn.getResultAttrOfType<ArrayAttr>(i, GraphDialect::kShardingAttr),
+        mesh);
     if (!target) {
       recordSignature(i, program.outputs.size());
       program.outputs.push_back(out);

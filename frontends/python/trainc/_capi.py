@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-API_VERSION = 6
+API_VERSION = 7
 
 # trainc_status_code.
 STATUS_CODES = {
@@ -92,7 +92,12 @@ class StepMetrics(ctypes.Structure):
                 ('data_position', ctypes.c_uint64),
                 ('has_loss', ctypes.c_int), ('skipped', ctypes.c_int),
                 ('loss_z', ctypes.c_double), ('spike', ctypes.c_int),
-                ('loss_scale', ctypes.c_double)]
+                ('loss_scale', ctypes.c_double),
+                # API version 7: runs of several ranks.
+                ('comm_seconds', ctypes.c_double),
+                ('median_compute_seconds', ctypes.c_double),
+                ('slowest_compute_seconds', ctypes.c_double),
+                ('slowest_rank', ctypes.c_int), ('straggler', ctypes.c_int)]
 
 
 STEP_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(StepMetrics),

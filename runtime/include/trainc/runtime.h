@@ -1,4 +1,4 @@
-/*===- trainc/runtime.h - The trainc runtime C API, version 6 ------------===*
+/*===- trainc/runtime.h - The trainc runtime C API, version 7 ------------===*
  *
  * Open a compiled executable (.tcx), create a session on a device, bind
  * inputs, run, read outputs; or train: step a training executable over
@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 6
+#define TRAINC_API_VERSION 7
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -148,10 +148,14 @@ trainc_status trainc_session_create_with_options(
     trainc_executable *executable, const char *device,
     const trainc_session_options *options, trainc_session **out_session);
 /* Input `index` from a file: a .npy array of the input's dtype and shape,
- * or raw little-endian bytes of exactly its size. */
+ * or raw little-endian bytes of exactly its size. An input split over the
+ * ranks of a mesh (data parallelism, API version 7) reads the whole global
+ * tensor and keeps this rank's part. */
 trainc_status trainc_session_set_input_file(trainc_session *session,
                                             size_t index, const char *path);
-/* Writes output `index` as a .npy file. */
+/* Writes output `index` as a .npy file. On a run of several ranks (API
+ * version 7) every rank calls it: an output split over the ranks is
+ * gathered whole, and rank 0 writes the file. */
 trainc_status trainc_session_write_output_npy(trainc_session *session,
                                               size_t index, const char *path);
 /* The highest arena byte any instruction touched, summed over arenas. */
@@ -228,6 +232,14 @@ typedef struct {
    * an overflow of the scaled gradients: the scale halved, nothing is
    * wrong with the run. */
   double loss_scale;
+  /* Since v7, runs of several ranks (NaN / -1 otherwise): this rank's
+   * seconds waiting in collectives during the step (communication compute
+   * did not hide); the median rank's compute seconds (step minus waiting),
+   * the slowest rank and its compute seconds, and straggler = 1 when that
+   * rank lags the median by more than 20%. */
+  double comm_seconds, median_compute_seconds, slowest_compute_seconds;
+  int slowest_rank;
+  int straggler;
 } trainc_step_metrics;
 
 /* Called after every step; a non-zero return stops the run early (the run
@@ -347,6 +359,36 @@ const char *trainc_trainer_restore_note(const trainc_trainer *trainer);
  * TRAINC_INVALID_ARGUMENT for a dtype trainc does not read. */
 trainc_status trainc_trainer_load_safetensors(trainc_trainer *trainer,
                                               const char *path);
+
+/* ---- Since API version 7: runs of several ranks ------------------------- */
+/* A process started by an MPI launcher (mpirun, srun) is one rank of a run;
+ * executables compiled for a mesh (trainc --mesh data=N --data-parallel)
+ * run on exactly that many ranks, each with its own session, and their
+ * collectives go over MPI. A process no launcher started is a world of one
+ * rank and never initializes MPI. */
+typedef struct {
+  /* A collective that has not completed after this many seconds fails with
+   * an error naming the step, the instruction and the ranks that did not
+   * arrive (0: wait forever). Default 300. */
+  double collective_timeout_seconds;
+  /* Nonzero: gradient sums are added in rank order on every rank, so N
+   * data-parallel ranks give the same bits as one rank with --grad-accum N
+   * (N times the traffic). Default 0: MPI's order. */
+  int deterministic_reductions;
+} trainc_world_config;
+
+void trainc_world_config_init(trainc_world_config *config);
+/* Joins the run's ranks (MPI_Init when a launcher started the process) with
+ * `config` (NULL: defaults) and returns this process's rank and the number
+ * of ranks. Call it before the first session: sessions made earlier, or
+ * later calls, use the first configuration. TRAINC_UNAVAILABLE when MPI
+ * cannot start or this runtime was built without MPI under a launcher. */
+trainc_status trainc_world_init(const trainc_world_config *config,
+                                int *out_rank, int *out_size);
+/* Ends every rank of the run now (MPI_Abort with `code`), so that the other
+ * ranks do not wait for one that failed. The one call that ends the
+ * process, and only when asked; a world of one rank returns at once. */
+void trainc_world_abort(int code);
 
 #ifdef __cplusplus
 } /* extern "C" */

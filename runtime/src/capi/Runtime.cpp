@@ -215,7 +215,14 @@ trainc_status trainc_session_create_with_options(
   if (!device)
     return nullArgument("device");
   trainc::SessionOptions sessionOpts = sessionOptions(options);
-  if (trainc_status s = toC(trainc::createDevice(device, sessionOpts.device)))
+  // A program for a mesh joins the run's ranks.
+  std::shared_ptr<trainc::Collective> world;
+  if (executable->executable->numRanks() > 1)
+    if (trainc_status s =
+            toC(trainc::worldCollective(trainc::WorldOptions(), world)))
+      return s;
+  if (trainc_status s =
+          toC(trainc::createDevice(device, world, sessionOpts.device)))
     return s;
   auto handle = std::make_unique<trainc_session_s>();
   if (trainc_status s = toC(trainc::Session::create(
@@ -352,6 +359,11 @@ trainc_status trainc_trainer_run(trainc_trainer *trainer, int64_t steps,
         c.loss_z = m.lossZ;
         c.spike = m.spike;
         c.loss_scale = m.lossScale;
+        c.comm_seconds = m.commSeconds;
+        c.median_compute_seconds = m.medianComputeSeconds;
+        c.slowest_compute_seconds = m.slowestComputeSeconds;
+        c.slowest_rank = m.slowestRank;
+        c.straggler = m.straggler;
         c.planned_bytes = m.plannedBytes;
         c.measured_bytes = m.measuredBytes;
         c.peak_rss_bytes = m.peakRssBytes;
@@ -612,6 +624,40 @@ trainc_status trainc_saved_run_info(const char *dir, int64_t *out_step,
   if (out_seed)
     *out_seed = choice.state.seed;
   return nullptr;
+}
+
+void trainc_world_config_init(trainc_world_config *config) {
+  if (!config)
+    return;
+  trainc::WorldOptions defaults;
+  config->collective_timeout_seconds = defaults.timeoutSeconds;
+  config->deterministic_reductions = defaults.deterministic;
+}
+
+trainc_status trainc_world_init(const trainc_world_config *config,
+                                int *out_rank, int *out_size) {
+  trainc::WorldOptions options;
+  if (config) {
+    if (!(config->collective_timeout_seconds >= 0))
+      return toC(trainc::invalidArgument(
+          "the collective timeout must be a number of seconds >= 0"));
+    options.timeoutSeconds = config->collective_timeout_seconds;
+    options.deterministic = config->deterministic_reductions != 0;
+  }
+  std::shared_ptr<trainc::Collective> world;
+  if (trainc_status s = toC(trainc::worldCollective(options, world)))
+    return s;
+  if (out_rank)
+    *out_rank = world->rank();
+  if (out_size)
+    *out_size = world->worldSize();
+  return nullptr;
+}
+
+void trainc_world_abort(int code) {
+  std::shared_ptr<trainc::Collective> world;
+  if (trainc::worldCollective(trainc::WorldOptions(), world).ok())
+    world->abort(code);
 }
 
 } // extern "C"

@@ -70,6 +70,8 @@ KernelFn kernelFor(Opcode op) {
     return runNormGrad;
   case Opcode::AdamwUpdate:
     return runAdamwUpdate;
+  case Opcode::AllReduce:
+    return runAllReduce;
   }
   return nullptr;
 }

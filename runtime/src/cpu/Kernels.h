@@ -67,6 +67,7 @@ Status runScatterAdd(const KernelCall &call);       // Scatter.cpp
 Status runGeluGrad(const KernelCall &call);         // FusedGradients.cpp
 Status runNormGrad(const KernelCall &call);         // FusedGradients.cpp
 Status runAdamwUpdate(const KernelCall &call);      // Optimizer.cpp
+Status runAllReduce(const KernelCall &call);        // Collectives.cpp
 
 } // namespace trainc::cpu
 

@@ -48,7 +48,8 @@ public:
 
 class CpuDevice final : public Device {
 public:
-  CpuDevice() : collective_(createLocalCollective()) {}
+  explicit CpuDevice(std::shared_ptr<Collective> collective)
+      : collective_(std::move(collective)) {}
 
   std::string name() const override { return "cpu"; }
   bool hostVisible() const override { return true; }
@@ -101,14 +102,22 @@ public:
 
 private:
   InOrderStream compute_, communication_;
-  std::unique_ptr<Collective> collective_;
+  std::shared_ptr<Collective> collective_;
 };
 
 } // namespace
 
 Status createDevice(const std::string &name, std::shared_ptr<Device> &out) {
+  return createDevice(name, nullptr, out);
+}
+
+Status createDevice(const std::string &name,
+                    std::shared_ptr<Collective> collective,
+                    std::shared_ptr<Device> &out) {
   if (name == "cpu") {
-    out = std::make_shared<CpuDevice>();
+    out = std::make_shared<CpuDevice>(
+        collective ? std::move(collective)
+                   : std::shared_ptr<Collective>(createLocalCollective()));
     return okStatus();
   }
   return Status(StatusCode::kNotFound,

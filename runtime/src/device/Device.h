@@ -9,7 +9,8 @@
 //   Event       a point in a stream another stream can wait for (the
 //               schedule phase's wait_events / signal_events);
 //   Collective  reductions and gathers across the ranks of a run (world size
-//               1: the identity; MPI on CPUs and NCCL on GPUs later);
+//               1: the identity; MPI on CPUs, MpiCollective.cpp; NCCL on
+//               GPUs later);
 //   Device      makes the above, moves bytes between host and device, and
 //               launches a kernel (an instruction of the executable) with a
 //               KernelContext.
@@ -30,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace trainc {
 
@@ -60,27 +62,74 @@ public:
   virtual Status synchronize() = 0;
 };
 
+/// Where a collective was called from, for the message of one that does not
+/// complete: the training step and the instruction.
+struct CollectiveSite {
+  int64_t step = 0;
+  int64_t instruction = -1;
+  /// The opcode's name ("all_reduce").
+  const char *what = "";
+};
+
 /// Collective operations over the ranks of a run, on a stream. Buffers are
-/// device memory of `dtype` elements.
+/// device memory of `dtype` elements. Ranks form a mesh (setMesh): a
+/// collective on axis `a` combines the ranks whose coordinates on every
+/// other axis equal this rank's (its group), in the order of their
+/// coordinate on `a`.
 class Collective {
 public:
   virtual ~Collective() = default;
   virtual int rank() const = 0;
   virtual int worldSize() const = 0;
-  /// Every rank's `data` becomes the elementwise sum over ranks.
-  virtual Status allReduceSum(void *data, int64_t count, DType dtype,
-                              Stream &stream) = 0;
-  /// `out` (worldSize * count elements) gets each rank's `in` in rank order.
-  virtual Status allGather(const void *in, void *out, int64_t count,
-                           DType dtype, Stream &stream) = 0;
-  /// `out` (count elements) gets the sum over ranks of this rank's slice
-  /// of `in` (worldSize * count elements).
-  virtual Status reduceScatterSum(const void *in, void *out, int64_t count,
-                                  DType dtype, Stream &stream) = 0;
+  /// Arranges the ranks as a mesh of `axisSizes` (the last varies fastest;
+  /// their product must be worldSize()) for a program whose identity is
+  /// `programHash`. Every rank calls it before the program's first
+  /// collective; it fails, naming the ranks, unless every rank passes the
+  /// same sizes and hash. The default mesh is one axis of worldSize()
+  /// ranks.
+  virtual Status setMesh(const std::vector<int64_t> &axisSizes,
+                         uint64_t programHash) = 0;
+  /// This rank's coordinate on mesh axis `axis`.
+  virtual int coordinate(int axis) const = 0;
+  /// Every rank's `data` becomes the elementwise sum over its group.
+  virtual Status allReduceSum(int axis, void *data, int64_t count, DType dtype,
+                              Stream &stream, const CollectiveSite &site) = 0;
+  /// `out` (group size * count elements) gets each group member's
+  /// `in` in coordinate order. Axis -1: every rank, in rank order.
+  virtual Status allGather(int axis, const void *in, void *out, int64_t count,
+                           DType dtype, Stream &stream,
+                           const CollectiveSite &site) = 0;
+  /// Seconds this rank has spent waiting in collectives so far (the
+  /// communication its compute did not hide).
+  virtual double secondsWaiting() const = 0;
+  /// Ends every rank of the run now (after a fatal error on this one, so the
+  /// others do not wait for it). World size 1: does nothing.
+  virtual void abort(int code) = 0;
 };
 
 /// The collective of a run of one process: every operation is a copy.
 std::unique_ptr<Collective> createLocalCollective();
+
+/// How the ranks of an MPI-launched run communicate.
+struct WorldOptions {
+  /// A collective that has not completed after this long fails with a
+  /// message naming the step, the instruction and the ranks that did not
+  /// arrive (0: wait forever).
+  double timeoutSeconds = 300;
+  /// Sum in rank order (an all-gather, then one sum on every rank): the
+  /// same bits as one rank summing micro-batches in order, at the cost of
+  /// N times the traffic. Otherwise MPI's order.
+  bool deterministic = false;
+};
+
+/// The ranks this process runs with: MPI's world when an MPI launcher
+/// (mpirun, srun) started it, else a world of one (createLocalCollective).
+/// Made on the first call, with the first call's options; later calls
+/// return the same collective.
+Status worldCollective(const WorldOptions &options,
+                       std::shared_ptr<Collective> &out);
+/// Whether the runtime was built with MPI.
+bool haveMpi();
 
 class Device {
 public:
@@ -117,6 +166,10 @@ public:
 /// The device named `name`: "cpu" (always built). Other names are an error
 /// that says which devices this runtime has.
 Status createDevice(const std::string &name, std::shared_ptr<Device> &out);
+/// The same, with the ranks `collective` joins (null: a world of one).
+Status createDevice(const std::string &name,
+                    std::shared_ptr<Collective> collective,
+                    std::shared_ptr<Device> &out);
 
 } // namespace trainc
 

@@ -32,6 +32,8 @@ struct KernelContext {
   uint64_t workspaceBytes = 0;
   /// Runs of the executable before this one (0 outside training).
   int64_t step = 0;
+  /// The instruction being run (for messages; -1 outside a session).
+  int64_t instruction = -1;
 };
 
 /// A tensor as a kernel sees it: dtype, shape and a pointer to its

@@ -18,21 +18,28 @@ class LocalCollective final : public Collective {
 public:
   int rank() const override { return 0; }
   int worldSize() const override { return 1; }
-  Status allReduceSum(void *, int64_t, DType, Stream &) override {
+  Status setMesh(const std::vector<int64_t> &axisSizes, uint64_t) override {
+    for (int64_t size : axisSizes)
+      if (size != 1)
+        return invalidArgument(
+            "this executable runs on a mesh of several ranks, but this "
+            "process was not started by an MPI launcher: run it with "
+            "mpirun -np <ranks>");
     return okStatus();
   }
-  Status allGather(const void *in, void *out, int64_t count, DType dtype,
-                   Stream &) override {
+  int coordinate(int) const override { return 0; }
+  Status allReduceSum(int, void *, int64_t, DType, Stream &,
+                      const CollectiveSite &) override {
+    return okStatus();
+  }
+  Status allGather(int, const void *in, void *out, int64_t count, DType dtype,
+                   Stream &, const CollectiveSite &) override {
     if (in != out)
       std::memmove(out, in, size_t(count) * dtypeSize(dtype));
     return okStatus();
   }
-  Status reduceScatterSum(const void *in, void *out, int64_t count, DType dtype,
-                          Stream &) override {
-    if (in != out)
-      std::memmove(out, in, size_t(count) * dtypeSize(dtype));
-    return okStatus();
-  }
+  double secondsWaiting() const override { return 0; }
+  void abort(int) override {}
 };
 
 } // namespace

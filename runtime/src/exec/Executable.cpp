@@ -2,6 +2,9 @@
 
 #include "exec/Executable.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "io/AtomicFile.h"
 
 #include <tuple>
@@ -122,6 +125,19 @@ Status Executable::parse() {
       arenas_.push_back({a->name() ? a->name()->str() : "", a->size()});
     }
 
+  if (exe->mesh()) {
+    uint64_t ranks = 1;
+    for (const fb::MeshAxis *a : *exe->mesh()) {
+      if (a->size() < 1 ||
+          !mulBounded(ranks, a->size(), uint64_t(1) << 20, ranks))
+        return dataLoss(origin_, "the mesh has an impossible axis size " +
+                                     std::to_string(a->size()));
+      mesh_.push_back({a->name() ? a->name()->str() : "", a->size()});
+    }
+    if (mesh_.size() > 8)
+      return dataLoss(origin_, "the mesh has more than 8 axes");
+  }
+
   if (exe->tensors()) {
     for (const fb::Tensor *t : *exe->tensors()) {
       TensorInfo info;
@@ -140,6 +156,19 @@ Status Executable::parse() {
       info.size = t->size();
       info.initOffset = t->init_offset();
       info.splat = t->splat();
+      info.shardAxes = copyVector<int8_t>(t->shard_axes());
+      if (!info.shardAxes.empty() && info.shardAxes.size() != info.shape.size())
+        return dataLoss(origin_, "tensor " + std::to_string(id) +
+                                     " has shard axes for " +
+                                     std::to_string(info.shardAxes.size()) +
+                                     " dimensions but rank " +
+                                     std::to_string(info.shape.size()));
+      for (int8_t axis : info.shardAxes)
+        if (axis < -1 || axis >= int(mesh_.size()))
+          return dataLoss(origin_, "tensor " + std::to_string(id) +
+                                       " is split over mesh axis " +
+                                       std::to_string(axis) +
+                                       ", which does not exist");
       uint64_t bytes = dtypeSize(info.dtype);
       const uint64_t limit = uint64_t(1) << 48;
       for (int64_t d : info.shape)
@@ -225,10 +254,28 @@ Status Executable::parse() {
       Status valid = validateInstruction(inst, index, tensors_);
       if (!valid.ok())
         return dataLoss(origin_, valid.message());
+      // The one contract that needs the mesh: a collective's axis exists.
+      if (inst.op == Opcode::AllReduce &&
+          (inst.ints[0] < 0 || inst.ints[0] >= int64_t(mesh_.size())))
+        return dataLoss(origin_, "instruction " + std::to_string(index) +
+                                     " (all_reduce) names mesh axis " +
+                                     std::to_string(inst.ints[0]) +
+                                     ", which does not exist");
       instructions_.push_back(std::move(inst));
     }
   }
   return okStatus();
+}
+
+uint64_t Executable::contentHash() const {
+  return XXH3_64bits(bytes_.data(), bytes_.size());
+}
+
+int64_t Executable::numRanks() const {
+  int64_t n = 1;
+  for (const MeshAxisInfo &a : mesh_)
+    n *= a.size;
+  return n;
 }
 
 Status Executable::parseSignature(const fb::TrainingSignature *sig) {

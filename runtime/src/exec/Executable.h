@@ -42,6 +42,9 @@ struct TensorInfo {
   uint64_t initOffset = 0;
   /// The stored data (constant or initial value) is one repeated element.
   bool splat = false;
+  /// Per dimension, the mesh axis (an index in Executable::mesh()) it is
+  /// split over, or -1; empty: not split. `shape` is one rank's part.
+  std::vector<int8_t> shardAxes;
 
   int64_t numElements() const {
     int64_t n = 1;
@@ -57,6 +60,11 @@ struct InstructionInfo {
   std::vector<uint32_t> results;
   std::vector<int64_t> ints;
   std::vector<double> floats;
+};
+
+struct MeshAxisInfo {
+  std::string name;
+  int64_t size = 1;
 };
 
 struct ArenaInfo {
@@ -98,6 +106,12 @@ public:
     return false;
   }
   const MemoryPlanInfo &memoryPlan() const { return memory_; }
+  /// The device mesh, axes in rank order (empty: one rank), and the number
+  /// of ranks the executable runs on.
+  const std::vector<MeshAxisInfo> &mesh() const { return mesh_; }
+  int64_t numRanks() const;
+  /// A hash of the whole file (XXH3): ranks compare it before they run.
+  uint64_t contentHash() const;
   const TrainingSignature &signature() const { return signature_; }
   /// FLOPs of one run, from the compiler's cost model.
   uint64_t flops() const { return flops_; }
@@ -123,6 +137,7 @@ private:
   std::vector<uint32_t> inputs_, outputs_, parameters_;
   std::vector<UpdateInfo> updates_;
   MemoryPlanInfo memory_;
+  std::vector<MeshAxisInfo> mesh_;
   TrainingSignature signature_;
   std::string source_, command_;
   uint64_t constantsOffset_ = 0, constantsSize_ = 0;

@@ -28,10 +28,32 @@ Status Session::create(std::shared_ptr<const Executable> executable,
   session->executable_ = std::move(executable);
   session->options_ = options;
   const Executable &exe = *session->executable_;
+  // The ranks: a program for a mesh runs on the world of ranks the MPI
+  // launcher started; a program for one rank runs alone on each.
+  std::shared_ptr<Collective> world;
+  TRAINC_RETURN_IF_ERROR(worldCollective(WorldOptions(), world));
+  int64_t ranks = exe.numRanks();
+  if (ranks == 1 && world->worldSize() > 1 && exe.isTrainingStep())
+    return invalidArgument(
+        exe.origin() + " is a training step for one rank, but " +
+        std::to_string(world->worldSize()) +
+        " ranks were launched: each would train alone. Compile it with "
+        "--mesh data=" +
+        std::to_string(world->worldSize()) +
+        " --data-parallel, or run it without mpirun");
   session->device_ = options.device;
   if (!session->device_)
-    TRAINC_RETURN_IF_ERROR(createDevice("cpu", session->device_));
+    TRAINC_RETURN_IF_ERROR(
+        createDevice("cpu", ranks > 1 ? world : nullptr, session->device_));
   Device &device = *session->device_;
+  if (ranks > 1) {
+    std::vector<int64_t> sizes;
+    for (const MeshAxisInfo &axis : exe.mesh())
+      sizes.push_back(axis.size);
+    Status s = device.collective().setMesh(sizes, exe.contentHash());
+    if (!s.ok())
+      return Status(s.code(), exe.origin() + ": " + s.message());
+  }
   Stream &stream = device.computeStream();
   if (options.checkWrites && !device.hostVisible())
     return invalidArgument("--check-writes needs a host-visible device, not " +
@@ -189,6 +211,7 @@ Status Session::run() {
     call.ints = {inst.ints.data(), int64_t(inst.ints.size())};
     call.floats = {inst.floats.data(), int64_t(inst.floats.size())};
     call.context = &context;
+    context.instruction = int64_t(i);
     auto start = options_.profile ? std::chrono::steady_clock::now()
                                   : std::chrono::steady_clock::time_point();
     Status s =

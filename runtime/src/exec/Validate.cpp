@@ -422,6 +422,13 @@ Status Checker::check() const {
                    ", which is read-only");
   }
   int op = static_cast<int>(inst.op);
+  if (inst.op == Opcode::AllReduce) {
+    // The axis is checked against the mesh by the loader.
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(1, 0));
+    TRAINC_RETURN_IF_ERROR(floatType(operand(0)));
+    return sameType(operand(0), result(0));
+  }
   if (op <= static_cast<int>(Opcode::Rsqrt) || inst.op == Opcode::Cos ||
       inst.op == Opcode::Sin) {
     TRAINC_RETURN_IF_ERROR(arity(1, 1));

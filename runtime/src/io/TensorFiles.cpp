@@ -5,16 +5,90 @@
 #include "io/AtomicFile.h"
 #include "io/Npy.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
 namespace trainc {
+
+/// Loads the bytes of all of `t` from `file` (.npy: its dtype and shape
+/// must be t's; else raw bytes of t's size).
+Status loadWhole(const TensorInfo &t, const std::string &file,
+                 std::vector<char> &bytes);
+
 namespace {
 
-/// Loads the bytes for input `index` from `file`.
-Status loadInput(const Executable &exe, size_t index, const std::string &file,
+/// The one dimension `t` is split over the mesh (-1: none); more than one
+/// is not supported yet.
+Status splitDim(const TensorInfo &t, int &dim) {
+  dim = -1;
+  for (size_t d = 0; d < t.shardAxes.size(); ++d) {
+    if (t.shardAxes[d] < 0)
+      continue;
+    if (dim >= 0)
+      return Status(StatusCode::kUnimplemented,
+                    "'" + t.name +
+                        "' is split over the mesh along several dimensions; "
+                        "files hold tensors split along one");
+    dim = int(d);
+  }
+  return okStatus();
+}
+
+/// The whole tensor's shape: split dimensions times their axis sizes.
+std::vector<int64_t> globalShape(const Executable &exe, const TensorInfo &t) {
+  std::vector<int64_t> shape = t.shape;
+  for (size_t d = 0; d < t.shardAxes.size(); ++d)
+    if (t.shardAxes[d] >= 0)
+      shape[d] *= exe.mesh()[t.shardAxes[d]].size;
+  return shape;
+}
+
+/// A tensor of `shape` (`bytes` of it) with dimension `dim` split into
+/// `parts`: the bytes of part `index`.
+std::vector<char> partOf(const std::vector<char> &bytes,
+                         const std::vector<int64_t> &shape, int dim,
+                         int64_t parts, int64_t index) {
+  int64_t outer = 1;
+  for (int d = 0; d < dim; ++d)
+    outer *= shape[d];
+  size_t block = bytes.size() / size_t(outer); // one outer index's bytes
+  size_t chunk = block / size_t(parts);
+  std::vector<char> out(chunk * size_t(outer));
+  for (int64_t o = 0; o < outer; ++o)
+    std::copy_n(bytes.data() + o * block + index * chunk, chunk,
+                out.data() + o * chunk);
+  return out;
+}
+
+/// Loads the bytes for input `index` from `file`: the whole tensor, or,
+/// for an input split over the mesh, the whole (global) tensor of which
+/// this rank's part is kept.
+Status loadInput(const Session &session, size_t index, const std::string &file,
                  std::vector<char> &bytes) {
-  const TensorInfo &t = exe.tensors()[exe.inputs()[index]];
+  const Executable &exe = session.executable();
+  TensorInfo t = exe.tensors()[exe.inputs()[index]];
+  int dim = -1;
+  TRAINC_RETURN_IF_ERROR(splitDim(t, dim));
+  if (dim >= 0) {
+    TensorInfo whole = t;
+    whole.shape = globalShape(exe, t);
+    int axis = t.shardAxes[dim];
+    int64_t parts = exe.mesh()[axis].size;
+    whole.size = t.size * uint64_t(parts);
+    std::vector<char> all;
+    TRAINC_RETURN_IF_ERROR(loadWhole(whole, file, all));
+    bytes = partOf(all, whole.shape, dim, parts,
+                   session.device().collective().coordinate(axis));
+    return okStatus();
+  }
+  return loadWhole(t, file, bytes);
+}
+
+} // namespace
+
+Status loadWhole(const TensorInfo &t, const std::string &file,
+                 std::vector<char> &bytes) {
   if (file.size() > 4 && file.compare(file.size() - 4, 4, ".npy") == 0) {
     NpyArray array;
     TRAINC_RETURN_IF_ERROR(readNpy(file, array));
@@ -40,8 +114,6 @@ Status loadInput(const Executable &exe, size_t index, const std::string &file,
   return okStatus();
 }
 
-} // namespace
-
 Status setInputFromFile(Session &session, size_t index,
                         const std::string &file) {
   const Executable &exe = session.executable();
@@ -49,7 +121,7 @@ Status setInputFromFile(Session &session, size_t index,
     return invalidArgument("input " + std::to_string(index) +
                            " does not exist");
   std::vector<char> bytes;
-  TRAINC_RETURN_IF_ERROR(loadInput(exe, index, file, bytes));
+  TRAINC_RETURN_IF_ERROR(loadInput(session, index, file, bytes));
   return session.setInput(index, bytes.data(), bytes.size());
 }
 
@@ -63,7 +135,29 @@ Status writeOutputNpy(const Session &session, size_t index,
   const TensorInfo &t = exe.tensors()[id];
   std::vector<char> bytes(t.size);
   TRAINC_RETURN_IF_ERROR(session.readTensor(id, bytes.data()));
-  return writeNpy(path, t.dtype, t.shape, bytes.data(), t.size);
+  Collective &ranks = session.device().collective();
+  int dim = -1;
+  TRAINC_RETURN_IF_ERROR(splitDim(t, dim));
+  if (dim > 0)
+    return Status(StatusCode::kUnimplemented,
+                  "output '" + t.name + "' is split along dimension " +
+                      std::to_string(dim) +
+                      "; only outputs split along dimension 0 are gathered");
+  if (dim == 0) {
+    // The parts in coordinate order are the whole tensor along dim 0.
+    int axis = t.shardAxes[0];
+    std::vector<char> whole(t.size * uint64_t(exe.mesh()[axis].size));
+    CollectiveSite site;
+    site.what = "the gather of a split output";
+    TRAINC_RETURN_IF_ERROR(ranks.allGather(
+        axis, bytes.data(), whole.data(), int64_t(t.size), DType::U8,
+        session.device().communicationStream(), site));
+    bytes = std::move(whole);
+  }
+  if (ranks.rank() != 0)
+    return okStatus();
+  return writeNpy(path, t.dtype, globalShape(exe, t), bytes.data(),
+                  bytes.size());
 }
 
 std::string tensorFileName(const std::string &name) {

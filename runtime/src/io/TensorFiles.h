@@ -15,11 +15,15 @@
 
 namespace trainc {
 
-/// Sets input `index` of `session` from `file`.
+/// Sets input `index` of `session` from `file`. An input split over the
+/// mesh (data parallelism) reads the whole tensor from the file and keeps
+/// this rank's part.
 Status setInputFromFile(Session &session, size_t index,
                         const std::string &file);
 
-/// Writes output `index` of `session` as the .npy file `path`.
+/// Writes output `index` of `session` as the .npy file `path`. On a run of
+/// several ranks every rank calls it (an output split over the mesh is
+/// gathered whole first) and rank 0 writes the file.
 Status writeOutputNpy(const Session &session, size_t index,
                       const std::string &path);
 

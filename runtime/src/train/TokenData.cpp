@@ -263,7 +263,8 @@ void BatchSampler::copyWindow(uint64_t start, int64_t row, void *tokens,
 
 void BatchSampler::nextTrain(void *tokens, void *targets, bool int64Ids) {
   for (int64_t b = 0; b < batch_; ++b)
-    copyWindow(windowStart(position_, b), b, tokens, targets, int64Ids);
+    copyWindow(windowStart(position_, firstWindow_ + b), b, tokens, targets,
+               int64Ids);
   ++position_;
 }
 

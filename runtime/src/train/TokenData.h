@@ -23,7 +23,10 @@
 // (mix and uniform are defined in TokenData.cpp and documented in the
 // README so other tools can reproduce a run's batches). A batch depends
 // only on (seed, p), so a run that resumes at position p sees exactly the
-// batches it would have seen. Held-out batches are the consecutive windows
+// batches it would have seen. With N data-parallel ranks of batch B, the
+// global batch is N*B windows and rank i reads windows [i*B, (i+1)*B) of
+// it: the windows one rank with --grad-accum N reads, micro-batch i on
+// rank i. Held-out batches are the consecutive windows
 // of the held-out part: window k starts at trainTokens + k*seq.
 //
 //===----------------------------------------------------------------------===//
@@ -96,6 +99,9 @@ public:
                  bool int64Ids) const;
   int64_t evalBatchCount() const;
 
+  /// This rank's part of each global batch with data parallelism: windows
+  /// [first, first + batch) of it (0 by default: the batch is global).
+  void setFirstWindow(int64_t first) { firstWindow_ = first; }
   /// Training batches drawn so far: part of the run state.
   uint64_t position() const { return position_; }
   void setPosition(uint64_t position) { position_ = position; }
@@ -112,6 +118,7 @@ private:
   const TokenData &data_;
   int64_t batch_ = 0, seq_ = 0;
   uint64_t seed_ = 0, position_ = 0;
+  int64_t firstWindow_ = 0;
 };
 
 } // namespace trainc

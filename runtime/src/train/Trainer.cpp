@@ -258,6 +258,17 @@ Status Trainer::create(std::shared_ptr<const Executable> step,
     TRAINC_RETURN_IF_ERROR(BatchSampler::create(*data, trainer->batch_,
                                                 trainer->seq_, options.seed,
                                                 trainer->sampler_));
+    // Data parallelism: the inputs are this rank's part of the global
+    // batch, split over a mesh axis; rank i on it reads part i.
+    const TensorInfo &tokens =
+        exe.tensors()[exe.inputs()[trainer->tokensIndex_]];
+    if (!tokens.shardAxes.empty() && tokens.shardAxes[0] >= 0) {
+      int axis = tokens.shardAxes[0];
+      trainer->dataRanks_ = exe.mesh()[axis].size;
+      trainer->sampler_->setFirstWindow(
+          trainer->batch_ *
+          trainer->session_->device().collective().coordinate(axis));
+    }
   }
   if (eval) {
     if (!data)
@@ -293,6 +304,8 @@ Status Trainer::step(StepMetrics &out) {
     TRAINC_RETURN_IF_ERROR(
         session_->setInput(targetsIndex_, targetBuffer_.data(), bytes));
   }
+  Collective &ranks = session_->device().collective();
+  double waitedBefore = ranks.secondsWaiting();
   auto start = std::chrono::steady_clock::now();
   TRAINC_RETURN_IF_ERROR(session_->run());
   double seconds =
@@ -300,6 +313,9 @@ Status Trainer::step(StepMetrics &out) {
           .count();
   const Executable &exe = session_->executable();
   out = StepMetrics();
+  if (ranks.worldSize() > 1)
+    TRAINC_RETURN_IF_ERROR(compareRanks(
+        ranks, seconds, ranks.secondsWaiting() - waitedBefore, out));
   out.step = session_->stepCount();
   out.hasLoss = lossOutput_ >= 0;
   out.loss = readScalar(*session_, lossOutput_);
@@ -318,6 +334,30 @@ Status Trainer::step(StepMetrics &out) {
   out.plannedBytes = exe.memoryPlan().peak;
   out.measuredBytes = session_->measuredPeak();
   out.peakRssBytes = peakRss();
+  return okStatus();
+}
+
+Status Trainer::compareRanks(Collective &ranks, double stepSeconds,
+                             double commSeconds, StepMetrics &out) {
+  // One small gather per step: every rank learns every rank's compute.
+  double compute = stepSeconds - commSeconds;
+  std::vector<double> all(size_t(ranks.worldSize()));
+  CollectiveSite site;
+  site.step = session_->stepCount() - 1;
+  site.what = "the comparison of the ranks' step times";
+  TRAINC_RETURN_IF_ERROR(
+      ranks.allGather(-1, &compute, all.data(), 1, DType::F64,
+                      session_->device().computeStream(), site));
+  // The lower median: of two ranks, the faster one.
+  std::vector<double> sorted = all;
+  size_t middle = (sorted.size() - 1) / 2;
+  std::nth_element(sorted.begin(), sorted.begin() + middle, sorted.end());
+  out.commSeconds = commSeconds;
+  out.medianComputeSeconds = sorted[middle];
+  out.slowestRank = int(std::max_element(all.begin(), all.end()) - all.begin());
+  out.slowestComputeSeconds = all[size_t(out.slowestRank)];
+  out.straggler = out.slowestComputeSeconds >
+                  out.medianComputeSeconds * (1 + options_.stragglerFraction);
   return okStatus();
 }
 

@@ -46,6 +46,9 @@ struct TrainerOptions {
   /// unskipped, unspiked losses (once kSpikeWarmup of them are known) is a
   /// spike. 0 = not checked.
   double spikeZ = 0;
+  /// A rank whose compute exceeds the median rank's by this fraction is a
+  /// straggler (StepMetrics::straggler).
+  double stragglerFraction = 0.2;
 };
 
 constexpr int kSpikeWindow = 64, kSpikeWarmup = 16;
@@ -81,6 +84,15 @@ struct StepMetrics {
   /// or without a loss), and whether it exceeds TrainerOptions::spikeZ.
   double lossZ = kNoValue;
   bool spike = false;
+  /// Runs of several ranks (NaN / -1 otherwise): this rank's seconds
+  /// waiting in collectives during the step (communication not hidden by
+  /// compute); each rank's compute (step minus waiting) compared: the
+  /// median, the slowest rank and its compute, and whether it lags the
+  /// median by more than TrainerOptions::stragglerFraction (a straggler).
+  double commSeconds = kNoValue, medianComputeSeconds = kNoValue,
+         slowestComputeSeconds = kNoValue;
+  int slowestRank = -1;
+  bool straggler = false;
 };
 
 /// What a run needs to continue exactly: the steps done and the data
@@ -108,8 +120,12 @@ public:
   const Executable &executable() const { return session_->executable(); }
   int64_t batch() const { return batch_; }
   int64_t sequence() const { return seq_; }
-  /// Tokens consumed per step (batch x sequence, or 0 without data).
-  int64_t tokensPerStep() const { return batch_ * seq_; }
+  /// Tokens consumed per step by all ranks together (global batch x
+  /// sequence, or 0 without data).
+  int64_t tokensPerStep() const { return batch_ * dataRanks_ * seq_; }
+  /// The data-parallel ranks that each read part of every batch (1 without
+  /// data parallelism).
+  int64_t dataRanks() const { return dataRanks_; }
   int64_t evalBatchesPerEvaluation() const;
 
   /// One training step.
@@ -132,12 +148,16 @@ public:
 private:
   Trainer() = default;
   Status findDataInputs(const TrainerOptions &options);
+  /// Fills the several-ranks fields of `out` (a gather over every rank).
+  Status compareRanks(Collective &ranks, double stepSeconds, double commSeconds,
+                      StepMetrics &out);
   Status prepareEval();
 
   std::unique_ptr<Session> session_, evalSession_;
   std::unique_ptr<BatchSampler> sampler_;
   TrainerOptions options_;
-  int64_t batch_ = 0, seq_ = 0;
+  /// This rank's batch (the executable's) and sequence length.
+  int64_t batch_ = 0, seq_ = 0, dataRanks_ = 1;
   /// Inputs fed by the sampler, in the training and eval executables.
   size_t tokensIndex_ = 0, targetsIndex_ = 0;
   size_t evalTokensIndex_ = 0, evalTargetsIndex_ = 0;

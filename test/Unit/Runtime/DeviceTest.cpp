@@ -52,14 +52,18 @@ TEST(Device, LocalCollectiveIsTheIdentity) {
   EXPECT_EQ(c.rank(), 0);
   EXPECT_EQ(c.worldSize(), 1);
   Stream &stream = device->communicationStream();
-  std::vector<float> x = {1.5f, -2.0f, 3.25f}, y(3, 0.0f), z(3, 0.0f);
-  ASSERT_TRUE(c.allReduceSum(x.data(), 3, DType::F32, stream).ok());
+  std::vector<float> x = {1.5f, -2.0f, 3.25f}, y(3, 0.0f);
+  CollectiveSite site;
+  ASSERT_TRUE(c.allReduceSum(0, x.data(), 3, DType::F32, stream, site).ok());
   EXPECT_EQ(x, (std::vector<float>{1.5f, -2.0f, 3.25f}));
-  ASSERT_TRUE(c.allGather(x.data(), y.data(), 3, DType::F32, stream).ok());
-  EXPECT_EQ(y, x);
   ASSERT_TRUE(
-      c.reduceScatterSum(x.data(), z.data(), 3, DType::F32, stream).ok());
-  EXPECT_EQ(z, x);
+      c.allGather(0, x.data(), y.data(), 3, DType::F32, stream, site).ok());
+  EXPECT_EQ(y, x);
+  EXPECT_TRUE(c.setMesh({1, 1}, 42).ok());
+  // A mesh of several ranks needs an MPI launcher, and says so.
+  Status s = c.setMesh({2, 1}, 42);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("mpirun"), std::string::npos) << s.toString();
 }
 
 } // namespace

@@ -34,6 +34,9 @@ struct CompileOptions {
   std::string loss = InferSignatureOptions().loss;
   /// Gradient accumulation (the grad-accum pass's options).
   GradAccumOptions gradAccum;
+  /// The device mesh and its strategies (the partition pass's options:
+  /// --mesh, --data-parallel).
+  PartitionOptions partition;
   /// The optimizer phase (the optimizer pass's options); optimizer "none":
   /// no update, the step returns the gradients.
   OptimizerOptions optimizer;

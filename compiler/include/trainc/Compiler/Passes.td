@@ -196,6 +196,44 @@ def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
+  let summary = "The per-rank program of a device mesh, with its collectives";
+  let description = [{
+    Input: `@main` after autodiff (and grad-accum): data inputs
+    (`graph.input`), the loss (`train.loss`) and the gradients
+    (`train.grad_of`) as results. Records the mesh (`graph.mesh`) on the
+    module and, for each strategy, rewrites `@main` into the program every
+    rank runs (SPMD: nothing in it depends on the rank).
+
+    `data-parallel` on a mesh whose `data` axis has N > 1 ranks: each rank
+    runs the step on its own part of the global batch, so the program's
+    data inputs are one rank's part, marked `graph.sharding = ["data", ...]`
+    (the global batch is N times the compiled batch; rank i reads part i).
+    The loss and each gradient are summed over the `data` axis
+    (`graph.all_reduce`) and divided by N: the means over the global batch,
+    as gradient accumulation over N micro-batches computes them (so with a
+    deterministic reduction order, N ranks and `--grad-accum N` on one rank
+    agree bit for bit). Like grad-accum, this assumes the loss is a mean
+    over the batch. Other outputs must be batched along dimension 0 and
+    stay per rank (sharded on `data`). Parameters and optimizer state are
+    replicated: the optimizer phase, which comes next, sees the global
+    gradients, so the norm, clipping and skipped steps agree on every rank.
+
+    Errors: an unknown or repeated mesh axis, a size below 1, a `data` axis
+    with no strategy that uses it, a `tensor` axis above 1 (tensor
+    parallelism is not implemented yet), dropout on more than one
+    data-parallel rank (every rank would draw the same masks), an output
+    that is neither the loss, a gradient nor batched.
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", "\"\"",
+           "The device mesh, e.g. data=2 (axes data and tensor; absent: 1)">,
+    Option<"dataParallel", "data-parallel", "bool", "false",
+           "Split each batch over the data axis and average the gradients">,
+  ];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
   let summary = "Append the optimizer step: clipping, schedule, AdamW or SGD";
   let description = [{

@@ -11,6 +11,10 @@
 //   autodiff   (training only) the loss's gradients w.r.t. trainable
 //              parameters, as extra results, then micro-batches for
 //              gradient accumulation (the whole step once per micro-batch)
+//   partition  (training only) the per-rank program of a device mesh
+//              (--mesh data=N --data-parallel): data inputs split over the
+//              data axis, the loss and gradients averaged across it
+//              (graph.all_reduce); Partition.h
 //   optimizer  (training only) clipping, the schedule and the AdamW/SGD
 //              update; parameters and optimizer state become the step's
 //              updated results
@@ -24,14 +28,16 @@
 //              buffer, as plan.* attributes (MemoryPlan.h)
 //
 // Then the serializer (ExecutableWriter.h) writes the file; it decides
-// nothing. Phases still to come, in order (see ../shared/DESIGN.md):
-// partition and schedule
-// (before plan-memory). Today the program order is the block's order, as
-// autodiff and the optimizer emit it: two reorderings were measured on
-// tinygpt's training step and both raised the planned activations (756,484
-// bytes): sinking every op to its first user to 1,056,324, a greedy list
-// schedule by bytes freed to 828,548. The schedule phase comes with the
-// asynchronous collectives it exists for.
+// nothing. Phase still to come (see ../shared/DESIGN.md): schedule
+// (before plan-memory). Partition runs before the optimizer, not after
+// recompute as DESIGN.md lists it: the update must read averaged gradients
+// (the norm, clipping and skipped steps agree on every rank), and sharding
+// the update itself (ZeRO) is the optimizer's to do from the annotations. Today
+// the program order is the block's order, as autodiff and the optimizer emit
+// it: two reorderings were measured on tinygpt's training step and both raised
+// the planned activations (756,484 bytes): sinking every op to its first user
+// to 1,056,324, a greedy list schedule by bytes freed to 828,548. The schedule
+// phase comes with the asynchronous collectives it exists for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +63,7 @@ enum class Phase {
   Recognize,
   Precision,
   Autodiff,
+  Partition,
   Optimizer,
   Recompute,
   Lower,
@@ -70,6 +77,8 @@ struct PipelineOptions {
   std::string loss = "loss";
   /// Micro-batches per step (gradient accumulation); 1: none.
   int64_t gradAccum = 1;
+  /// The partition phase's options (no mesh: the phase changes nothing).
+  PartitionOptions partition;
   /// The optimizer phase's options; absent: no optimizer step (the
   /// program returns the gradients).
   std::optional<OptimizerOptions> optimizer;

@@ -56,6 +56,9 @@ struct ProgramTensor {
   uint64_t initOffset = 0;
   /// The stored constant or initial value is one repeated element.
   bool splat = false;
+  /// Per dimension, the index in Program::mesh of the axis it is split
+  /// over, or -1; empty when not split (graph.sharding).
+  std::vector<int8_t> shardAxes;
 
   uint64_t bytes() const { return bytesOf(type); }
 };
@@ -95,6 +98,9 @@ struct Program {
   /// FLOPs of one run (the cost interface summed over the ops).
   uint64_t flops = 0;
   TrainingSignature signature;
+  /// The device mesh (graph.mesh): (axis, size) in rank order; empty for
+  /// one rank.
+  std::vector<std::pair<std::string, int64_t>> mesh;
 };
 
 } // namespace trainc

@@ -1,0 +1,344 @@
+//===- MpiCollective.cpp - The ranks of an MPI-launched run ---------------===//
+//
+// Collectives over MPI for host-visible memory (the CPU device). Each one is
+// a nonblocking MPI call polled to completion, so a collective that does
+// not complete is noticed: after WorldOptions::timeoutSeconds the waiting
+// rank asks every other rank (point to point, on a communicator of its own)
+// which collective it is in, and fails with the step, the instruction and
+// the ranks that did not arrive. setMesh also checks, before any
+// collective of a program runs, that every rank runs the same program on
+// the same mesh (a hash exchange), and names the ranks that differ.
+//
+// Deterministic sums (WorldOptions::deterministic) gather every rank's
+// values and add them in rank order on every rank, the order in which one
+// rank adds micro-batches with --grad-accum.
+//
+//===----------------------------------------------------------------------===//
+
+#include "device/Device.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+namespace trainc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Tag of the "which collective are you in?" answers on the control
+/// communicator.
+constexpr int kArrivalTag = 7001;
+
+std::string mpiError(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, length);
+}
+
+class MpiCollective final : public Collective {
+public:
+  explicit MpiCollective(const WorldOptions &options) : options_(options) {
+    MPI_Comm_dup(MPI_COMM_WORLD, &world_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &control_);
+    MPI_Comm_rank(world_, &rank_);
+    MPI_Comm_size(world_, &size_);
+    sizes_ = {size_};
+    coords_ = {rank_};
+    groups_ = {world_};
+  }
+  ~MpiCollective() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized)
+      return;
+    freeGroups();
+    MPI_Comm_free(&control_);
+    MPI_Comm_free(&world_);
+  }
+
+  int rank() const override { return rank_; }
+  int worldSize() const override { return size_; }
+  int coordinate(int axis) const override { return coords_[axis]; }
+
+  Status setMesh(const std::vector<int64_t> &axisSizes,
+                 uint64_t programHash) override {
+    int64_t ranks = 1;
+    for (int64_t s : axisSizes)
+      ranks *= s;
+    // Every rank says what it runs, so a rank with another program or mesh
+    // is named before any collective of the program can hang on it.
+    std::vector<uint64_t> mine = {programHash, uint64_t(ranks)};
+    std::vector<uint64_t> all(2 * size_);
+    MPI_Request request;
+    MPI_Iallgather(mine.data(), 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T,
+                   control_, &request);
+    CollectiveSite site;
+    site.what = "the start-up check that every rank runs the same program";
+    TRAINC_RETURN_IF_ERROR(wait(request, site));
+    std::string differ;
+    for (int r = 0; r < size_; ++r)
+      if (all[2 * r] != all[0] || all[2 * r + 1] != all[1])
+        differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+    if (!differ.empty())
+      return invalidArgument(
+          "the ranks do not all run the same executable: rank(s) " + differ +
+          " run another program than rank 0 (each rank must load the same "
+          ".tcx file, compiled once)");
+    if (ranks != size_)
+      return invalidArgument(
+          "this executable runs on " + std::to_string(ranks) +
+          " ranks (its mesh), but the run has " + std::to_string(size_) +
+          ": launch it with mpirun -np " + std::to_string(ranks));
+    if (axisSizes == sizes_)
+      return okStatus();
+    freeGroups();
+    sizes_ = axisSizes;
+    coords_.assign(axisSizes.size(), 0);
+    groups_.assign(axisSizes.size(), MPI_COMM_NULL);
+    int rest = rank_;
+    for (size_t a = axisSizes.size(); a-- > 0;) {
+      coords_[a] = int(rest % axisSizes[a]);
+      rest /= int(axisSizes[a]);
+    }
+    for (size_t a = 0; a < axisSizes.size(); ++a) {
+      // The group of axis a: the ranks equal to this one on every other
+      // axis; the color numbers those other coordinates.
+      int color = 0;
+      for (size_t b = 0; b < axisSizes.size(); ++b)
+        if (b != a)
+          color = color * int(axisSizes[b]) + coords_[b];
+      MPI_Comm_split(world_, color, coords_[a], &groups_[a]);
+    }
+    return okStatus();
+  }
+
+  Status allReduceSum(int axis, void *data, int64_t count, DType dtype,
+                      Stream &, const CollectiveSite &site) override {
+    MPI_Datatype type;
+    TRAINC_RETURN_IF_ERROR(mpiType(dtype, site, type));
+    TRAINC_RETURN_IF_ERROR(checkCount(count, site));
+    ++sequence_;
+    MPI_Comm group = groups_[axis];
+    int n = groupSize(axis);
+    MPI_Request request;
+    if (!options_.deterministic) {
+      int rc = MPI_Iallreduce(MPI_IN_PLACE, data, int(count), type, MPI_SUM,
+                              group, &request);
+      if (rc != MPI_SUCCESS)
+        return failed(site, mpiError(rc));
+      return wait(request, site);
+    }
+    size_t bytes = size_t(count) * dtypeSize(dtype);
+    gathered_.resize(bytes * n);
+    int rc = MPI_Iallgather(data, int(count), type, gathered_.data(),
+                            int(count), type, group, &request);
+    if (rc != MPI_SUCCESS)
+      return failed(site, mpiError(rc));
+    TRAINC_RETURN_IF_ERROR(wait(request, site));
+    if (dtype == DType::F32)
+      sumInOrder<float>(data, count, n);
+    else
+      sumInOrder<double>(data, count, n);
+    return okStatus();
+  }
+
+  Status allGather(int axis, const void *in, void *out, int64_t count,
+                   DType dtype, Stream &, const CollectiveSite &site) override {
+    TRAINC_RETURN_IF_ERROR(checkCount(count * int64_t(dtypeSize(dtype)), site));
+    ++sequence_;
+    MPI_Request request;
+    int bytes = int(count * int64_t(dtypeSize(dtype)));
+    int rc = MPI_Iallgather(in, bytes, MPI_BYTE, out, bytes, MPI_BYTE,
+                            axis < 0 ? world_ : groups_[axis], &request);
+    if (rc != MPI_SUCCESS)
+      return failed(site, mpiError(rc));
+    return wait(request, site);
+  }
+
+  double secondsWaiting() const override { return waited_; }
+  void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
+
+private:
+  int groupSize(int axis) const { return int(sizes_[axis]); }
+
+  void freeGroups() {
+    for (MPI_Comm &c : groups_)
+      if (c != MPI_COMM_NULL && c != world_)
+        MPI_Comm_free(&c);
+    groups_.clear();
+  }
+
+  /// data = gathered_[rank 0] + gathered_[rank 1] + ..., left to right.
+  template <typename T> void sumInOrder(void *data, int64_t count, int n) {
+    const T *parts = reinterpret_cast<const T *>(gathered_.data());
+    T *out = static_cast<T *>(data);
+    for (int64_t i = 0; i < count; ++i) {
+      T sum = parts[i];
+      for (int r = 1; r < n; ++r)
+        sum += parts[int64_t(r) * count + i];
+      out[i] = sum;
+    }
+  }
+
+  Status mpiType(DType dtype, const CollectiveSite &site, MPI_Datatype &out) {
+    if (dtype == DType::F32)
+      out = MPI_FLOAT;
+    else if (dtype == DType::F64)
+      out = MPI_DOUBLE;
+    else
+      return failed(site, std::string("sums of ") + dtypeName(dtype) +
+                              " are not supported over MPI (f32 and f64 "
+                              "are)");
+    return okStatus();
+  }
+
+  Status checkCount(int64_t count, const CollectiveSite &site) {
+    if (count > INT_MAX)
+      return failed(site, std::to_string(count) +
+                              " elements are more than one MPI call moves "
+                              "(2^31 - 1)");
+    return okStatus();
+  }
+
+  std::string where(const CollectiveSite &site) const {
+    // (The session names the instruction around this message.)
+    std::string text = site.what;
+    if (site.instruction >= 0)
+      text += " of step " + std::to_string(site.step + 1);
+    return text + " on rank " + std::to_string(rank_) + " of " +
+           std::to_string(size_);
+  }
+
+  Status failed(const CollectiveSite &site, const std::string &why) {
+    return Status(StatusCode::kInternal, where(site) + ": " + why);
+  }
+
+  /// Polls `request` until it completes, or fails after the timeout naming
+  /// the ranks that did not arrive.
+  Status wait(MPI_Request &request, const CollectiveSite &site) {
+    Clock::time_point start = Clock::now();
+    struct Count {
+      double &total;
+      Clock::time_point start;
+      ~Count() {
+        total += std::chrono::duration<double>(Clock::now() - start).count();
+      }
+    } count{waited_, start};
+    std::chrono::microseconds nap(0);
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS)
+        return failed(site, mpiError(rc));
+      if (done)
+        return okStatus();
+      double waited =
+          std::chrono::duration<double>(Clock::now() - start).count();
+      if (options_.timeoutSeconds > 0 && waited > options_.timeoutSeconds)
+        return timedOut(site, waited);
+      // Spin briefly (a collective between busy ranks completes in
+      // microseconds), then sleep a little longer each time, so a rank
+      // that waits for a slow one leaves it the core.
+      if (polls > 1000)
+        nap = std::min(std::chrono::microseconds(1000),
+                       nap + std::chrono::microseconds(10));
+      if (nap.count() > 0)
+        std::this_thread::sleep_for(nap);
+    }
+  }
+
+  Status timedOut(const CollectiveSite &site, double waited) {
+    // Tell every rank which collective this one waits in, then listen for
+    // the others' answers for a while: a rank that waits in the same one
+    // answers the same; one that died, hangs or computes does not.
+    long long mine = sequence_;
+    std::vector<MPI_Request> sends(size_, MPI_REQUEST_NULL);
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_)
+        MPI_Isend(&mine, 1, MPI_LONG_LONG, r, kArrivalTag, control_, &sends[r]);
+    std::vector<bool> arrived(size_, false);
+    arrived[rank_] = true;
+    double grace = std::min(5.0, std::max(1.0, options_.timeoutSeconds));
+    Clock::time_point start = Clock::now();
+    while (std::chrono::duration<double>(Clock::now() - start).count() <
+           grace) {
+      int flag = 0;
+      MPI_Status status;
+      MPI_Iprobe(MPI_ANY_SOURCE, kArrivalTag, control_, &flag, &status);
+      if (!flag) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+      long long theirs = -1;
+      MPI_Recv(&theirs, 1, MPI_LONG_LONG, status.MPI_SOURCE, kArrivalTag,
+               control_, MPI_STATUS_IGNORE);
+      if (theirs == mine)
+        arrived[status.MPI_SOURCE] = true;
+    }
+    std::string missing;
+    for (int r = 0; r < size_; ++r)
+      if (!arrived[r])
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.0f", waited);
+    return Status(
+        StatusCode::kUnavailable,
+        where(site) + ": did not complete within " + seconds +
+            " s (--collective-timeout); rank(s) " +
+            (missing.empty() ? std::string("(none found)") : missing) +
+            " did not arrive: they died, hang, or are elsewhere in "
+            "the program. Aborting the job");
+  }
+
+  WorldOptions options_;
+  MPI_Comm world_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  std::vector<int64_t> sizes_;
+  std::vector<int> coords_;
+  std::vector<MPI_Comm> groups_;
+  /// Collectives issued so far: the same number on every rank that is in
+  /// the same one.
+  int64_t sequence_ = 0;
+  std::vector<char> gathered_;
+  double waited_ = 0;
+};
+
+/// Finalizes MPI at exit, after the last collective is gone.
+struct MpiRuntime {
+  ~MpiRuntime() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+      MPI_Finalize();
+  }
+};
+
+} // namespace
+
+Status createMpiCollective(const WorldOptions &options,
+                           std::shared_ptr<Collective> &out) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS)
+      return Status(StatusCode::kUnavailable,
+                    "MPI_Init failed: " + mpiError(rc));
+    static MpiRuntime finalizer;
+    (void)finalizer;
+  }
+  // Errors come back as codes, to be reported with the site.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  out = std::make_shared<MpiCollective>(options);
+  return okStatus();
+}
+
+} // namespace trainc

@@ -1,0 +1,52 @@
+// RUN: trainc-opt %s --trainc-partition="mesh=data=4 data-parallel=true" -split-input-file -verify-diagnostics | FileCheck %s
+
+// Data parallelism: the mesh on the module, the data input and the batched
+// output split over `data`, the loss and the gradient summed over it and
+// divided by the 4 ranks; parameters stay whole.
+// CHECK: module attributes {graph.mesh = {data = 4 : i64, tensor = 1 : i64}}
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {train.init
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x4xf32> {graph.input = "x", graph.sharding = ["data", ""]}
+// CHECK-SAME: {graph.output = "loss", train.loss}
+// CHECK-SAME: {graph.output = "w.grad", train.grad_of = "w"}
+// CHECK-SAME: {graph.output = "y", graph.sharding = ["data", ""]}
+// CHECK: %[[LS:.+]] = graph.all_reduce %{{.+}}, axis = "data" : tensor<f32>
+// CHECK: %[[N:.+]] = graph.constant dense<4.000000e+00> : tensor<f32>
+// CHECK: %[[L:.+]] = graph.div %[[LS]], %[[N]] : tensor<f32>
+// CHECK: %[[GS:.+]] = graph.all_reduce %[[G:.+]], axis = "data" : tensor<4xf32>
+// CHECK: %[[N4:.+]] = graph.constant dense<4.000000e+00> : tensor<4xf32>
+// CHECK: %[[GM:.+]] = graph.div %[[GS]], %[[N4]] : tensor<4xf32>
+// CHECK: return %[[L]], %[[GM]], %{{.+}} :
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>},
+                %x: tensor<2x4xf32> {graph.input = "x"})
+    -> (tensor<f32> {graph.output = "loss", train.loss},
+        tensor<4xf32> {graph.output = "w.grad", train.grad_of = "w"},
+        tensor<2x4xf32> {graph.output = "y"}) {
+  %wb = graph.broadcast_in_dim %w, dims = [1] : (tensor<4xf32>) -> tensor<2x4xf32>
+  %p = graph.mul %x, %wb : tensor<2x4xf32>
+  %l = graph.reduce_mean %p, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
+  %g = graph.reduce_mean %x, dims = [0] : (tensor<2x4xf32>) -> tensor<4xf32>
+  return %l, %g, %p : tensor<f32>, tensor<4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+module {
+// expected-error@+1 {{partition: output 1 ('tensor<4xf32>') is neither the loss, a gradient nor batched along dimension 0, so it has no data-parallel meaning}}
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>},
+                %x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}, tensor<4xf32> {graph.output = "w_out"}) {
+  %l = graph.reduce_sum %x, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
+  return %l, %w : tensor<f32>, tensor<4xf32>
+}
+}
+
+// -----
+
+module {
+func.func @main(%x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
+  // expected-error@+1 {{partition: dropout on 4 data-parallel ranks is not supported yet (every rank would draw the same masks); train with dropout 0 or on one rank}}
+  %d, %m = graph.dropout %x, ratio = 0.1, seed = 5 : tensor<2x4xf32>
+  %l = graph.reduce_sum %d, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+}
