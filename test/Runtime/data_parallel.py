@@ -25,7 +25,9 @@ Faults that must end the job with a clear error, never a hang:
   ranks, and a one-rank training step on two ranks;
 - rank 1 stops (SIGSTOP) mid-training: rank 0's collective times out after
   --collective-timeout, naming the step, the instruction and rank 1;
-- rank 1 is killed (SIGKILL) mid-training: the job ends (mpirun reports it).
+- rank 1 is killed (SIGKILL) mid-training: the job ends (mpirun reports it);
+- rank 1 gets SIGTERM: every rank stops after the same step, rank 0 saves
+  that step's checkpoint, and two ranks resume from it.
 
 Exits 77 (skipped) when mpirun is not installed, 1 on any failure.
 """
@@ -216,6 +218,27 @@ def main():
         r = mpirun(2, run + [ga2], timeout=120)
         check(r.returncode != 0 and 'training step for one rank' in r.stderr,
               'a one-rank training step on 2 ranks is refused')
+
+        # SIGTERM to one rank (a preemption): the ranks agree to stop after
+        # the same step, rank 0 saves it, and 2 ranks resume from it.
+        ckpt = os.path.join(work, 'ckpt')
+        term_run = [args.trainc_run, dp2, '--data', data, '--data-format', 'bytes',
+                    '--steps', '100000', '--no-progress', '--log-every', '100000',
+                    '--save-state', ckpt, '--output-dir', os.path.join(work, 'term')]
+        script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then '
+                  '(sleep 1.5; kill -TERM $$) & fi; exec "$@"')
+        r = mpirun(2, ['sh', '-c', script, 'sh'] + term_run, timeout=120)
+        steps = sorted(set(int(l.split('after step ')[1].split(';')[0])
+                           for l in r.stderr.splitlines() if 'after step' in l))
+        latest = open(os.path.join(ckpt, 'latest')).read().strip() \
+            if os.path.exists(os.path.join(ckpt, 'latest')) else ''
+        check(len(steps) == 1 and latest == f'step-{steps[0]:012d}',
+              f'SIGTERM to rank 1: both ranks stop after step {steps}, rank 0 saved {latest}')
+        r = mpirun(2, [args.trainc_run, dp2, '--data', data, '--data-format', 'bytes',
+                       '--resume', ckpt, '--steps', '3', '--no-progress',
+                       '--output-dir', os.path.join(work, 'resumed')], timeout=120)
+        check(r.returncode == 0 and f'at step {steps[0] if steps else -1}' in r.stdout,
+              '2 ranks resume from the checkpoint rank 0 wrote')
 
         # A rank that stops, and one that dies, in the middle of training.
         long_run = [args.trainc_run, dp2, '--data', data, '--data-format', 'bytes',

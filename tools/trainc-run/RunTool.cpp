@@ -613,7 +613,7 @@ struct Loop {
   int64_t savedStep = -1;
 };
 
-int onStep(const trainc_step_metrics *m, void *user) {
+int decideStep(const trainc_step_metrics *m, void *user) {
   Loop &loop = *static_cast<Loop *>(user);
   loop.times->push_back(m->step_seconds * 1e3);
   loop.logError = loop.reporter->onStep(*m);
@@ -683,6 +683,25 @@ int onStep(const trainc_step_metrics *m, void *user) {
             .count();
   }
   return gInterrupted ? 1 : 0;
+}
+
+/// decideStep, agreed by every rank: the ranks stop together after the same
+/// step, or a rank that went on would wait for the others in its next
+/// collective. The metrics that decide (the loss, skips, spikes) are the
+/// same on every rank; what is not (a SIGTERM to one rank, rank 0's log or
+/// checkpoint errors) stops all, the others as if interrupted.
+int onStep(const trainc_step_metrics *m, void *user) {
+  int stop = decideStep(m, user);
+  if (gWorldSize == 1)
+    return stop;
+  int any = stop;
+  if (trainc_status s = trainc_world_any(stop, &any)) {
+    static_cast<Loop *>(user)->logError = take(s);
+    return 1;
+  }
+  if (any && !stop && !gInterrupted)
+    gInterrupted = SIGTERM;
+  return any;
 }
 
 } // namespace

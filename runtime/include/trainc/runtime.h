@@ -385,6 +385,10 @@ void trainc_world_config_init(trainc_world_config *config);
  * cannot start or this runtime was built without MPI under a launcher. */
 trainc_status trainc_world_init(const trainc_world_config *config,
                                 int *out_rank, int *out_size);
+/* Whether any rank passes a nonzero `flag` (every rank calls it, at the
+ * same point): how the ranks agree to stop after the same step. A world of
+ * one rank: `flag` itself. */
+trainc_status trainc_world_any(int flag, int *out_any);
 /* Ends every rank of the run now (MPI_Abort with `code`), so that the other
  * ranks do not wait for one that failed. The one call that ends the
  * process, and only when asked; a world of one rank returns at once. */

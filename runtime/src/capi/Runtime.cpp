@@ -654,6 +654,33 @@ trainc_status trainc_world_init(const trainc_world_config *config,
   return nullptr;
 }
 
+trainc_status trainc_world_any(int flag, int *out_any) {
+  if (!out_any)
+    return nullArgument("out_any");
+  std::shared_ptr<trainc::Collective> world;
+  if (trainc_status s =
+          toC(trainc::worldCollective(trainc::WorldOptions(), world)))
+    return s;
+  int n = world->worldSize();
+  std::vector<uint8_t> all(size_t(n), 0);
+  uint8_t mine = flag != 0;
+  trainc::CollectiveSite site;
+  site.what = "the agreement of the ranks to go on";
+  // Host memory: the CPU device's stream (made once) orders nothing here.
+  static std::shared_ptr<trainc::Device> cpu;
+  if (!cpu)
+    if (trainc_status s = toC(trainc::createDevice("cpu", world, cpu)))
+      return s;
+  if (trainc_status s =
+          toC(world->allGather(-1, &mine, all.data(), 1, trainc::DType::U8,
+                               cpu->communicationStream(), site)))
+    return s;
+  *out_any = 0;
+  for (uint8_t f : all)
+    *out_any |= f;
+  return nullptr;
+}
+
 void trainc_world_abort(int code) {
   std::shared_ptr<trainc::Collective> world;
   if (trainc::worldCollective(trainc::WorldOptions(), world).ok())
