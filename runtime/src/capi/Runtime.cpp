@@ -586,9 +586,12 @@ trainc_status trainc_trainer_describe_data(const trainc_trainer *trainer,
   std::string text;
   if (trainer->data) {
     const trainc::Trainer &t = *trainer->trainer;
-    text = trainer->data->description() + "; batch " +
-           std::to_string(t.batch()) + " x " + std::to_string(t.sequence()) +
-           " tokens";
+    text =
+        trainer->data->description() + "; batch " + std::to_string(t.batch()) +
+        " x " + std::to_string(t.sequence()) + " tokens" +
+        (t.dataRanks() > 1 ? " per rank on " + std::to_string(t.dataRanks()) +
+                                 " data-parallel ranks"
+                           : std::string());
     if (t.evalBatchesPerEvaluation() > 0)
       text +=
           "\nheld-out loss: " + std::to_string(t.evalBatchesPerEvaluation()) +
