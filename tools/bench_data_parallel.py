@@ -8,7 +8,8 @@ Contenders, each with the same per-rank batch (--batch) and one thread per
 rank (TRAINC_NUM_THREADS, OMP/OPENBLAS/MKL_NUM_THREADS = 1, torch threads 1):
   trainc x1   trainc-run on the 1-rank training step
   trainc x2   mpirun -np 2 trainc-run on the `--mesh data=2 --data-parallel`
-              step (global batch 2 x --batch)
+              step (global batch 2 x --batch); also with --bucket-bytes 0
+              (one all-reduce per gradient instead of 25 MiB buckets)
   torch x1    the same GPT in torch.nn, AdamW, one process
   torch DDP x2  two processes (torch.multiprocessing), gloo, DDP with its
               default 25 MB buckets and overlap of the gradient all-reduce
@@ -186,9 +187,11 @@ def main():
         np.save(f'{work}/targets.npy', data[:args.batch, 1:].copy())
         trainc = os.path.join(args.bin_dir, 'trainc')
         exe1, exe2 = os.path.join(work, 'one.tcx'), os.path.join(work, 'dp2.tcx')
+        exe2u = os.path.join(work, 'dp2_unbucketed.tcx')
         subprocess.run([trainc, f'{work}/model.onnx', '--train', '-o', exe1], check=True)
-        subprocess.run([trainc, f'{work}/model.onnx', '--train', '--mesh', 'data=2',
-                        '--data-parallel', '-o', exe2], check=True)
+        for exe, bucket in ((exe2, '26214400'), (exe2u, '0')):
+            subprocess.run([trainc, f'{work}/model.onnx', '--train', '--mesh', 'data=2',
+                            '--data-parallel', '--bucket-bytes', bucket, '-o', exe], check=True)
         cfg = dict(init=f'{work}/init.npz', tokens=f'{work}/tokens.npy',
                    targets=f'{work}/targets.npy', vocab=args.vocab, seq=args.seq,
                    d_model=args.d_model, heads=args.heads, layers=args.layers,
@@ -202,7 +205,9 @@ def main():
         for round_index in range(args.rounds + 1):
             t1, _ = run_trainc(args, exe1, 1, work)
             t2, comm = run_trainc(args, exe2, 2, work)
-            row = {'trainc x1': t1, 'trainc x2': t2, 'comm': comm}
+            t2u, commu = run_trainc(args, exe2u, 2, work)
+            row = {'trainc x1': t1, 'trainc x2': t2, 'comm': comm,
+                   'trainc x2 unbucketed': t2u, 'comm unbucketed': commu}
             if args.torch_python:
                 row['torch x1'] = run_torch(args, cfg, 1, work)
                 row['torch DDP x2'] = run_torch(args, cfg, 2, work)
@@ -214,7 +219,8 @@ def main():
                 if name in row:
                     ranks = 2 if 'x2' in name else 1
                     line += f'  {name} {row[name]:.1f} ms ({ranks * tokens / row[name] * 1e3:,.0f} tok/s)'
-            line += f'  trainc comm {comm:.2f} ms'
+            line += (f'  trainc comm {comm:.2f} ms; unbucketed x2 {t2u:.1f} ms, '
+                     f'comm {commu:.2f} ms')
             print(line, flush=True)
         print('\nmedians over rounds:')
         med = {k: median([r[k] for r in rows]) for k in rows[0]}
@@ -226,6 +232,9 @@ def main():
         print(f'  trainc 2-rank scaling efficiency: {med["trainc x1"] / med["trainc x2"]:.2f} '
               f'(exposed communication {med["comm"]:.2f} ms/step, '
               f'{med["comm"] / med["trainc x2"]:.0%} of the step)')
+        print(f'  without buckets (one all-reduce per gradient): '
+              f'{med["trainc x1"] / med["trainc x2 unbucketed"]:.2f} '
+              f'(exposed communication {med["comm unbucketed"]:.2f} ms/step)')
         if 'torch x1' in med:
             print(f'  torch DDP 2-rank scaling efficiency: '
                   f'{med["torch x1"] / med["torch DDP x2"]:.2f}')

@@ -33,6 +33,8 @@ std::string checkOptions(const CompileOptions &options) {
            "runs on one rank)";
   if (options.partition.dataParallel && !options.train)
     return "--data-parallel needs --train";
+  if (options.partition.bucketBytes < 0)
+    return "--bucket-bytes must be at least 0";
   const std::string &precision = options.precision.precision;
   if (precision != "f32" && precision != "bf16" && precision != "fp16")
     return "--precision must be f32, bf16 or fp16, not '" + precision + "'";

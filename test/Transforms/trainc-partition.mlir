@@ -1,4 +1,5 @@
-// RUN: trainc-opt %s --trainc-partition="mesh=data=4 data-parallel=true" -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: trainc-opt %s --trainc-partition="mesh=data=4 data-parallel=true bucket-bytes=0" -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: trainc-opt %s --trainc-partition="mesh=data=4 data-parallel=true" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BUCKET
 
 // Data parallelism: the mesh on the module, the data input and the batched
 // output split over `data`, the loss and the gradient summed over it and
@@ -17,6 +18,20 @@
 // CHECK: %[[N4:.+]] = graph.constant dense<4.000000e+00> : tensor<4xf32>
 // CHECK: %[[GM:.+]] = graph.div %[[GS]], %[[N4]] : tensor<4xf32>
 // CHECK: return %[[L]], %[[GM]], %{{.+}} :
+// Bucketed (the default, 25 MiB): the loss and the gradient, in the order
+// they are computed, flattened and joined; one all_reduce and one divide;
+// each sliced back to its shape.
+// BUCKET: %[[LOSS:.+]] = graph.reduce_mean %{{.+}}, dims = [0, 1]
+// BUCKET: %[[GRAD:.+]] = graph.reduce_mean %{{.+}}, dims = [0]
+// BUCKET: %[[LF:.+]] = graph.reshape %[[LOSS]] : (tensor<f32>) -> tensor<1xf32>
+// BUCKET: %[[J:.+]] = graph.concatenate(%[[LF]], %[[GRAD]]), dim = 0 : (tensor<1xf32>, tensor<4xf32>) -> tensor<5xf32>
+// BUCKET: %[[S:.+]] = graph.all_reduce %[[J]], axis = "data" : tensor<5xf32>
+// BUCKET: %[[M:.+]] = graph.div %[[S]], %{{.+}} : tensor<5xf32>
+// BUCKET: %[[L1:.+]] = graph.slice %[[M]], start = [0], limit = [1], strides = [1]
+// BUCKET: %[[L:.+]] = graph.reshape %[[L1]] : (tensor<1xf32>) -> tensor<f32>
+// BUCKET: %[[G:.+]] = graph.slice %[[M]], start = [1], limit = [5], strides = [1]
+// BUCKET-NOT: graph.all_reduce
+// BUCKET: return %[[L]], %[[G]], %{{.+}} :
 func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>},
                 %x: tensor<2x4xf32> {graph.input = "x"})
     -> (tensor<f32> {graph.output = "loss", train.loss},

@@ -258,6 +258,14 @@ int runCompilerCli(int argc, char **argv) {
                "batch is N times it) and the gradients are averaged across "
                "ranks before the update"),
       cl::location(options.partition.dataParallel), cl::cat(category));
+  cl::opt<int64_t, true> bucketBytes(
+      "bucket-bytes",
+      cl::desc("With --data-parallel: sum the gradients in one all-reduce "
+               "per bucket of at most this many bytes, filled in the order "
+               "the backward pass makes them (default 26214400 = 25 MiB, as "
+               "PyTorch DDP; 0: one all-reduce per gradient)"),
+      cl::value_desc("bytes"), cl::location(options.partition.bucketBytes),
+      cl::cat(category));
   cl::opt<std::string, true> precision(
       "precision",
       cl::desc("f32 (default), bf16 or fp16: matmuls and attention (and "
@@ -380,10 +388,11 @@ int runCompilerCli(int argc, char **argv) {
   // Training options without --train would be ignored: refuse them.
   if (!options.train) {
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &gradAccum, &mesh, &dataParallel, &recompute, &optimizerName, &lr,
-             &beta1, &beta2, &eps, &weightDecay, &decayAll, &momentum,
-             &nesterov, &clipGradNorm, &schedule, &warmupSteps, &totalSteps,
-             &minLr, &decaySteps})
+             &gradAccum,   &mesh,          &dataParallel, &bucketBytes,
+             &recompute,   &optimizerName, &lr,           &beta1,
+             &beta2,       &eps,           &weightDecay,  &decayAll,
+             &momentum,    &nesterov,      &clipGradNorm, &schedule,
+             &warmupSteps, &totalSteps,    &minLr,        &decaySteps})
       if (o->getNumOccurrences())
         return fail("--" + o->ArgStr.str() +
                     " applies to a training step; add --train (or drop it)");

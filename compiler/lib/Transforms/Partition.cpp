@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace trainc {
 #define GEN_PASS_DEF_PARTITION
@@ -140,20 +141,14 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
                           "over the data axis");
 
     bool hasLoss = false;
-    OpBuilder b(ret);
+    SmallVector<unsigned> averaged;
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
       Value v = ret.getOperand(i);
       auto type = cast<RankedTensorType>(v.getType());
       bool loss = fn.getResultAttr(i, TrainDialect::kLossAttr) != nullptr;
       hasLoss |= loss;
       if (loss || fn.getResultAttr(i, TrainDialect::kGradOfAttr)) {
-        // The mean over the ranks: sum, then divide by their number.
-        Value sum = b.create<AllReduceOp>(v.getLoc(), v, "data");
-        Value count = b.create<ConstantOp>(
-            v.getLoc(),
-            SplatElementsAttr::get(
-                type, b.getFloatAttr(type.getElementType(), double(ranks))));
-        ret.setOperand(i, b.create<DivOp>(v.getLoc(), sum, count));
+        averaged.push_back(i);
         continue;
       }
       if (type.getRank() == 0 || type.getDimSize(0) != batch)
@@ -166,7 +161,104 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
     if (!hasLoss)
       return fn.emitError("partition: data parallelism needs a training "
                           "step: no result is marked train.loss");
+    averageInBuckets(fn, ret, averaged, ranks);
     return success();
+  }
+
+  /// Replaces each result in `indices` by its mean over the data axis:
+  /// buckets of one element type, at most bucketBytes each, in the order
+  /// the values are computed; per bucket one all_reduce and one divide.
+  void averageInBuckets(func::FuncOp fn, func::ReturnOp ret,
+                        ArrayRef<unsigned> indices, int64_t ranks) {
+    Block &body = fn.getBody().front();
+    DenseMap<Operation *, unsigned> position;
+    for (auto [i, op] : llvm::enumerate(body))
+      position[&op] = unsigned(i);
+    auto orderOf = [&](Value v) -> unsigned {
+      Operation *def = v.getDefiningOp();
+      return def ? position.lookup(def) + 1 : 0;
+    };
+    SmallVector<unsigned> order(indices);
+    llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+      return orderOf(ret.getOperand(a)) < orderOf(ret.getOperand(b));
+    });
+    // Buckets fill in that order, one open bucket per element type.
+    llvm::MapVector<Type, SmallVector<unsigned>> open;
+    DenseMap<Type, int64_t> openBytes;
+    SmallVector<SmallVector<unsigned>> buckets;
+    for (unsigned i : order) {
+      auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
+      Type element = type.getElementType();
+      int64_t bytes =
+          type.getNumElements() * int64_t(elementStorageBytes(element));
+      SmallVector<unsigned> &members = open[element];
+      if (!members.empty() &&
+          (bucketBytes <= 0 || openBytes[element] + bytes > bucketBytes)) {
+        buckets.push_back(std::move(members));
+        members.clear();
+        openBytes[element] = 0;
+      }
+      members.push_back(i);
+      openBytes[element] += bytes;
+    }
+    for (auto &entry : open)
+      if (!entry.second.empty())
+        buckets.push_back(std::move(entry.second));
+
+    Location loc = fn.getLoc();
+    for (ArrayRef<unsigned> bucket : buckets) {
+      // After the last member is computed.
+      Operation *last = nullptr;
+      for (unsigned i : bucket)
+        if (Operation *def = ret.getOperand(i).getDefiningOp())
+          if (!last || position.lookup(def) > position.lookup(last))
+            last = def;
+      OpBuilder b(fn.getContext());
+      if (last)
+        b.setInsertionPointAfter(last);
+      else
+        b.setInsertionPointToStart(&body);
+      auto mean = [&](Value v) -> Value {
+        auto type = cast<RankedTensorType>(v.getType());
+        Value sum = b.create<AllReduceOp>(loc, v, "data");
+        Value count = b.create<ConstantOp>(
+            loc,
+            SplatElementsAttr::get(
+                type, b.getFloatAttr(type.getElementType(), double(ranks))));
+        return b.create<DivOp>(loc, sum, count);
+      };
+      if (bucket.size() == 1) {
+        ret.setOperand(bucket[0], mean(ret.getOperand(bucket[0])));
+        continue;
+      }
+      // Flattened and joined, averaged once, sliced back.
+      Type element = cast<RankedTensorType>(ret.getOperand(bucket[0]).getType())
+                         .getElementType();
+      SmallVector<Value> flat;
+      for (unsigned i : bucket) {
+        Value v = ret.getOperand(i);
+        int64_t n = cast<RankedTensorType>(v.getType()).getNumElements();
+        auto flatType = RankedTensorType::get({n}, element);
+        flat.push_back(v.getType() == flatType
+                           ? v
+                           : b.create<ReshapeOp>(loc, flatType, v).getResult());
+      }
+      Value joined = b.create<ConcatenateOp>(loc, flat, 0);
+      Value averagedBucket = mean(joined);
+      int64_t offset = 0;
+      for (unsigned i : bucket) {
+        auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
+        int64_t n = type.getNumElements();
+        Value part = b.create<SliceOp>(
+            loc, averagedBucket, ArrayRef<int64_t>{offset},
+            ArrayRef<int64_t>{offset + n}, ArrayRef<int64_t>{1});
+        ret.setOperand(i,
+                       part.getType() == type
+                           ? part
+                           : b.create<ReshapeOp>(loc, type, part).getResult());
+        offset += n;
+      }
+    }
   }
 };
 

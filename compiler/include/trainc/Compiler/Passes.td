@@ -218,6 +218,12 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
     stay per rank (sharded on `data`). Parameters and optimizer state are
     replicated: the optimizer phase, which comes next, sees the global
     gradients, so the norm, clipping and skipped steps agree on every rank.
+    Gradients of one element type are summed in buckets of at most
+    `bucket-bytes` (default 25 MiB, as PyTorch DDP), taken in the order the
+    backward pass computes them: each bucket is the gradients flattened and
+    concatenated, one `graph.all_reduce`, one divide, and slices back, so a
+    step makes a few large collectives instead of one per parameter (a
+    gradient larger than the limit is a bucket of its own).
 
     Errors: an unknown or repeated mesh axis, a size below 1, a `data` axis
     with no strategy that uses it, a `tensor` axis above 1 (tensor
@@ -230,6 +236,10 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
            "The device mesh, e.g. data=2 (axes data and tensor; absent: 1)">,
     Option<"dataParallel", "data-parallel", "bool", "false",
            "Split each batch over the data axis and average the gradients">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
+           "Gradients summed in one all_reduce per bucket of at most this "
+           "many bytes (in the order the backward pass makes them; 0: one "
+           "all_reduce per gradient)">,
   ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
