@@ -53,7 +53,6 @@ def median(values):
 
 def torch_worker(rank, cfg, out):
     """One rank of the torch run: rank 0 puts its step times (ms) on `out`."""
-    import time
     import torch
     import torch.distributed as dist
     sys.path.insert(0, TOOLS_DIR)
@@ -71,14 +70,7 @@ def torch_worker(rank, cfg, out):
     tokens = torch.from_numpy(np.load(cfg['tokens']))
     targets = torch.from_numpy(np.load(cfg['targets']))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
-    times = []
-    for _ in range(cfg['steps']):
-        start = time.perf_counter()
-        loss = model(tokens, targets)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        times.append((time.perf_counter() - start) * 1e3)
+    times, _ = bench_train.torch_step_times(model, opt, tokens, targets, cfg['steps'])
     if rank == 0:
         out.put(times)
     if world > 1:

@@ -201,6 +201,21 @@ def _torch_gpt(torch, cfg):
                    else 'matmul + masked_fill + softmax')
 
 
+def torch_step_times(model, opt, tokens, targets, steps):
+    """Trains `steps` steps (forward, backward, update, zeroing); returns the
+    step times in ms and the losses."""
+    times, losses = [], []
+    for _ in range(steps):
+        start = time.perf_counter()
+        loss = model(tokens, targets)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        times.append((time.perf_counter() - start) * 1e3)
+    return times, losses
+
+
 def _pytorch_steps(cfg):
     import torch
     torch.set_num_threads(cfg['threads'])
@@ -211,15 +226,7 @@ def _pytorch_steps(cfg):
     targets = torch.from_numpy(np.load(cfg['targets']))
     opt = torch.optim.AdamW(model.parameters(), lr=cfg['lr'], betas=BETAS, eps=ADAM_EPS,
                             weight_decay=cfg['weight_decay'], foreach=False)
-    times, losses = [], []
-    for _ in range(cfg['steps']):
-        start = time.perf_counter()
-        loss = model(tokens, targets)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        times.append((time.perf_counter() - start) * 1e3)
+    times, losses = torch_step_times(model, opt, tokens, targets, cfg['steps'])
     blas = re.search(r'BLAS_INFO=([^,\s]+)', torch.__config__.show())
     return {'times_ms': times, 'losses': losses,
             'version': f'torch {torch.__version__}, numpy {np.__version__}, {sys.executable}',
