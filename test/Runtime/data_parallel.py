@@ -194,6 +194,13 @@ def main():
                   np.array_equal(outs['one'][1], outs['two'][1]),
                   'fixed batch: logits gathered whole (4 x 32 x 128), equal')
 
+        # --inspect shows the mesh and what is split.
+        r = one_rank([args.trainc_run, dp2, '--inspect'])
+        check('mesh: data=2, tensor=1 (2 ranks' in r.stdout and
+              'tokens split [data, -]' in r.stdout and
+              r.stdout.count('= all_reduce(') == 1,
+              '--inspect shows the mesh, the split inputs and one bucketed all_reduce')
+
         # Faults.
         other = compile('dp2_other', '--mesh', 'data=2', '--data-parallel',
                         '--lr', '1e-3')

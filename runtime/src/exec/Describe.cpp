@@ -73,6 +73,14 @@ std::string describeExecutable(const Executable &exe) {
   for (const ArenaInfo &a : exe.arenas())
     appendf(out, "arena %-6s %llu bytes\n", a.name.c_str(),
             (unsigned long long)a.size);
+  if (!exe.mesh().empty()) {
+    std::string mesh;
+    for (const MeshAxisInfo &axis : exe.mesh())
+      mesh += (mesh.empty() ? "" : ", ") + axis.name + "=" +
+              std::to_string(axis.size);
+    appendf(out, "mesh: %s (%lld ranks; shapes are one rank's part)\n",
+            mesh.c_str(), (long long)exe.numRanks());
+  }
   appendf(out, "tensors (%zu):\n", exe.tensors().size());
   for (size_t i = 0; i < exe.tensors().size(); ++i) {
     const TensorInfo &t = exe.tensors()[i];
@@ -80,9 +88,16 @@ std::string describeExecutable(const Executable &exe) {
         t.role == TensorRole::Constant
             ? "constants+" + std::to_string(t.offset)
             : exe.arenas()[t.arena].name + "+" + std::to_string(t.offset);
-    appendf(out, "  %%%zu %-10s %-5s %-18s %-26s %s\n", i, roleName(t.role),
+    // Split dimensions: "data" after the tensor, one entry per dimension.
+    std::string split;
+    for (size_t d = 0; d < t.shardAxes.size(); ++d)
+      split += std::string(d ? ", " : " split [") +
+               (t.shardAxes[d] < 0 ? "-" : exe.mesh()[t.shardAxes[d]].name);
+    if (!split.empty())
+      split += "]";
+    appendf(out, "  %%%zu %-10s %-5s %-18s %-26s %s%s\n", i, roleName(t.role),
             dtypeName(t.dtype), shapeString(t.shape).c_str(), where.c_str(),
-            t.name.c_str());
+            t.name.c_str(), split.c_str());
   }
   appendf(out, "instructions (%zu):\n", exe.instructions().size());
   for (size_t i = 0; i < exe.instructions().size(); ++i) {
