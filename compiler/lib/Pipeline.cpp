@@ -102,7 +102,9 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   // optimizer, so the update reads gradients already averaged over the
   // data-parallel ranks: the norm, clipping and skipped steps are the same
   // on every rank, as the replicated parameters need.
-  pm.addPass(createPartition(options.partition));
+  PartitionOptions partition = options.partition;
+  partition.microBatches = options.gradAccum;
+  pm.addPass(createPartition(partition));
   if (last == Phase::Partition)
     return;
 

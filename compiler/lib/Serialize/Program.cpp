@@ -275,6 +275,9 @@ LogicalResult Builder::lowerOp(Operation *op) {
       })
       .Case([&](DropoutOp d) {
         inst.ints = {int64_t(d.getSeed())};
+        if (int64_t stride = int64_t(d.getDataSeedStride()))
+          inst.ints.insert(inst.ints.end(),
+                           {int64_t(getMesh(d).axisIndex("data")), stride});
         inst.floats = {d.getRatio().convertToDouble()};
       })
       .Case([&](AttentionOp a) {

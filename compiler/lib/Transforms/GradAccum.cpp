@@ -133,7 +133,7 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
         // the mask of its own forward).
         if (auto dropout = dyn_cast<DropoutOp>(clone))
           dropout.setSeed(dropout.getSeed() +
-                          uint64_t(m) * 0x9E3779B97F4A7C15ull);
+                          uint64_t(m) * trainc::kMicroBatchSeedStride);
       }
       for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
         Value v = mapping.lookupOrDefault(ret.getOperand(i));

@@ -111,15 +111,13 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
   }
 
   LogicalResult splitBatch(func::FuncOp fn, int64_t ranks) {
-    WalkResult dropout = fn.walk([&](DropoutOp op) {
-      op.emitError("partition: dropout on ")
-          << ranks
-          << " data-parallel ranks is not supported yet (every rank would "
-             "draw the same masks); train with dropout 0 or on one rank";
-      return WalkResult::interrupt();
+    // Each rank draws the dropout masks of its own micro-batches: rank r's
+    // micro-batch m is micro-batch r * K + m of one rank with --grad-accum
+    // N * K, whose seeds step by kMicroBatchSeedStride (GradAccum.cpp).
+    fn.walk([&](DropoutOp op) {
+      op.setDataSeedStride(uint64_t(microBatches) *
+                           trainc::kMicroBatchSeedStride);
     });
-    if (dropout.wasInterrupted())
-      return failure();
 
     Block &body = fn.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());

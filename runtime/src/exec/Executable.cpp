@@ -255,12 +255,16 @@ Status Executable::parse() {
       if (!valid.ok())
         return dataLoss(origin_, valid.message());
       // The one contract that needs the mesh: a collective's axis exists.
-      if (inst.op == Opcode::AllReduce &&
-          (inst.ints[0] < 0 || inst.ints[0] >= int64_t(mesh_.size())))
-        return dataLoss(origin_, "instruction " + std::to_string(index) +
-                                     " (all_reduce) names mesh axis " +
-                                     std::to_string(inst.ints[0]) +
-                                     ", which does not exist");
+      bool onMesh = inst.op == Opcode::AllReduce ||
+                    (inst.op == Opcode::Dropout && inst.ints.size() == 3);
+      int64_t axis = inst.op == Opcode::AllReduce ? inst.ints[0]
+                     : onMesh                     ? inst.ints[1]
+                                                  : 0;
+      if (onMesh && (axis < 0 || axis >= int64_t(mesh_.size())))
+        return dataLoss(origin_,
+                        "instruction " + std::to_string(index) + " (" +
+                            opcodeName(inst.op) + ") names mesh axis " +
+                            std::to_string(axis) + ", which does not exist");
       instructions_.push_back(std::move(inst));
     }
   }

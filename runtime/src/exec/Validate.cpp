@@ -327,7 +327,10 @@ Status Checker::checkComposite() const {
   }
   case Opcode::Dropout: {
     TRAINC_RETURN_IF_ERROR(arity(1, 2));
-    TRAINC_RETURN_IF_ERROR(attrs(1, 1));
+    // [seed] or [seed, axis, stride] (the axis is checked by the loader).
+    if (inst.ints.size() != 1 && inst.ints.size() != 3)
+      return error("expects ints [seed] or [seed, axis, stride]");
+    TRAINC_RETURN_IF_ERROR(attrs(inst.ints.size(), 1));
     TRAINC_RETURN_IF_ERROR(floatType(operand(0)));
     TRAINC_RETURN_IF_ERROR(sameType(operand(0), result(0)));
     if (result(1).dtype != DType::I1 || result(1).shape != operand(0).shape ||

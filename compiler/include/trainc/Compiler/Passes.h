@@ -10,9 +10,16 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include <cstdint>
 #include <memory>
 
 namespace trainc {
+
+/// Micro-batch m of a step draws its dropout masks with seed + m * this
+/// (grad-accum), and data-parallel rank r's micro-batches continue the
+/// count (partition): one rank with --grad-accum N*K and N ranks with K
+/// draw the same masks. (2^64 / golden ratio: consecutive seeds far apart.)
+constexpr uint64_t kMicroBatchSeedStride = 0x9E3779B97F4A7C15ull;
 
 #define GEN_PASS_DECL
 #include "trainc/Compiler/Passes.h.inc"

@@ -218,6 +218,9 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
     stay per rank (sharded on `data`). Parameters and optimizer state are
     replicated: the optimizer phase, which comes next, sees the global
     gradients, so the norm, clipping and skipped steps agree on every rank.
+    Dropout gets `data_seed_stride = micro-batches * kMicroBatchSeedStride`:
+    rank r draws the masks of micro-batches r*K .. r*K+K-1 of one rank with
+    --grad-accum N*K.
     Gradients of one element type are summed in buckets of at most
     `bucket-bytes` (default 25 MiB, as PyTorch DDP), taken in the order the
     backward pass computes them: each bucket is the gradients flattened and
@@ -227,8 +230,7 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
 
     Errors: an unknown or repeated mesh axis, a size below 1, a `data` axis
     with no strategy that uses it, a `tensor` axis above 1 (tensor
-    parallelism is not implemented yet), dropout on more than one
-    data-parallel rank (every rank would draw the same masks), an output
+    parallelism is not implemented yet), an output
     that is neither the loss, a gradient nor batched.
   }];
   let options = [
@@ -236,6 +238,9 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
            "The device mesh, e.g. data=2 (axes data and tensor; absent: 1)">,
     Option<"dataParallel", "data-parallel", "bool", "false",
            "Split each batch over the data axis and average the gradients">,
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "The grad-accum micro-batches of each step (the pipeline passes "
+           "--grad-accum): each rank's dropout seeds continue their count">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
            "Gradients summed in one all_reduce per bucket of at most this "
            "many bytes (in the order the backward pass makes them; 0: one "

@@ -210,7 +210,10 @@ def Graph_DropoutOp : Graph_Op<"dropout", [
     is a pure function of (`seed`, the training step, the element's index)
     computed by a counter-based generator, so the backward pass and
     recomputation replay exactly the mask of the forward pass, and two runs
-    with the same seed agree bit for bit.
+    with the same seed agree bit for bit. On a mesh, the rank with index i
+    on the `data` axis draws with `seed + i * data_seed_stride` (the
+    partition phase sets the stride, so data-parallel ranks draw the masks
+    of one rank's micro-batches under grad-accum; 0 by default).
 
     Constraints:
     - (C1) `ratio` is in [0, 1).
@@ -222,7 +225,8 @@ def Graph_DropoutOp : Graph_Op<"dropout", [
     %y, %mask = graph.dropout %x, ratio = 1.000000e-01, seed = 7 : tensor<8x32x64xf32>
     ```
   }];
-  let arguments = (ins Graph_FloatTensor:$operand, F64Attr:$ratio, I64Attr:$seed);
+  let arguments = (ins Graph_FloatTensor:$operand, F64Attr:$ratio, I64Attr:$seed,
+                       DefaultValuedAttr<I64Attr, "0">:$data_seed_stride);
   let results = (outs Graph_FloatTensor:$result, Graph_PredTensor:$mask);
   let assemblyFormat = [{
     $operand `,` `ratio` `=` $ratio `,` `seed` `=` $seed attr-dict `:` type($operand)
