@@ -68,3 +68,31 @@ func.func @main(%x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.
   return %l : tensor<f32>
 }
 }
+
+// -----
+
+module {
+// expected-error@+1 {{partition: data input 0 ('tensor<f32>') has no batch dimension to split over the data axis}}
+func.func @main(%x: tensor<f32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
+  return %x : tensor<f32>
+}
+}
+
+// -----
+
+module {
+// expected-error@+1 {{partition: @main has no data inputs to split over the data axis}}
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
+  %l = graph.reduce_sum %w, dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+}
+
+// -----
+
+module {
+// expected-error@+1 {{partition: data parallelism needs a training step: no result is marked train.loss}}
+func.func @main(%x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<2x4xf32> {graph.output = "y"}) {
+  return %x : tensor<2x4xf32>
+}
+}

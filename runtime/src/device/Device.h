@@ -65,7 +65,8 @@ public:
 /// Where a collective was called from, for the message of one that does not
 /// complete: the training step and the instruction.
 struct CollectiveSite {
-  int64_t step = 0;
+  /// Steps done before this one (-1: not in a step).
+  int64_t step = -1;
   int64_t instruction = -1;
   /// The opcode's name ("all_reduce").
   const char *what = "";

@@ -210,7 +210,7 @@ private:
   std::string where(const CollectiveSite &site) const {
     // (The session names the instruction around this message.)
     std::string text = site.what;
-    if (site.instruction >= 0)
+    if (site.step >= 0)
       text += " of step " + std::to_string(site.step + 1);
     return text + " on rank " + std::to_string(rank_) + " of " +
            std::to_string(size_);
