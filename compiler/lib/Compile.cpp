@@ -35,6 +35,13 @@ std::string checkOptions(const CompileOptions &options) {
     return "--data-parallel needs --train";
   if (options.partition.bucketBytes < 0)
     return "--bucket-bytes must be at least 0";
+  if (options.partition.zero < 0 || options.partition.zero > 3)
+    return "--zero must be 1, 2 or 3 (0: none), not " +
+           std::to_string(options.partition.zero);
+  if (options.partition.zero && !options.partition.dataParallel)
+    return "--zero " + std::to_string(options.partition.zero) +
+           " needs --data-parallel (ZeRO splits what data parallelism "
+           "replicates)";
   const std::string &precision = options.precision.precision;
   if (precision != "f32" && precision != "bf16" && precision != "fp16")
     return "--precision must be f32, bf16 or fp16, not '" + precision + "'";

@@ -29,7 +29,9 @@ namespace trainc {
 /// Bumped on every change to executable.fbs.
 ///   5: the training signature; opcodes defined in the schema.
 ///   6: the device mesh, per-tensor shard axes, AllReduce.
-constexpr uint32_t kFormatVersion = 6;
+///   7: ZeRO: global shapes of padded parts, ReduceScatter, AllGather,
+///      ShardSlice.
+constexpr uint32_t kFormatVersion = 7;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

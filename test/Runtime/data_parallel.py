@@ -233,8 +233,9 @@ def main():
         r = one_rank([args.trainc_run, dp2, '--inspect'])
         check('mesh: data=2, tensor=1 (2 ranks' in r.stdout and
               'tokens split [data, -]' in r.stdout and
-              r.stdout.count('= all_reduce(') == 1,
-              '--inspect shows the mesh, the split inputs and one bucketed all_reduce')
+              r.stdout.count('= all_reduce(') == 2,
+              '--inspect shows the mesh, the split inputs and two all_reduces '
+              '(the loss, one bucket of gradients)')
 
         # Faults.
         other = compile('dp2_other', '--mesh', 'data=2', '--data-parallel',

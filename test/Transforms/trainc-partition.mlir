@@ -10,6 +10,7 @@
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x4xf32> {graph.input = "x", graph.sharding = ["data", ""]}
 // CHECK-SAME: {graph.output = "loss", train.loss}
 // CHECK-SAME: {graph.output = "w.grad", train.grad_of = "w"}
+// CHECK-SAME: {graph.output = "v.grad", train.grad_of = "v"}
 // CHECK-SAME: {graph.output = "y", graph.sharding = ["data", ""]}
 // CHECK: %[[LS:.+]] = graph.all_reduce %{{.+}}, axis = "data" : tensor<f32>
 // CHECK: %[[N:.+]] = graph.constant dense<4.000000e+00> : tensor<f32>
@@ -17,31 +18,37 @@
 // CHECK: %[[GS:.+]] = graph.all_reduce %[[G:.+]], axis = "data" : tensor<4xf32>
 // CHECK: %[[N4:.+]] = graph.constant dense<4.000000e+00> : tensor<4xf32>
 // CHECK: %[[GM:.+]] = graph.div %[[GS]], %[[N4]] : tensor<4xf32>
-// CHECK: return %[[L]], %[[GM]], %{{.+}} :
-// Bucketed (the default, 25 MiB): the loss and the gradient, in the order
-// they are computed, flattened and joined; one all_reduce and one divide;
-// each sliced back to its shape.
+// CHECK: %[[GS2:.+]] = graph.all_reduce %{{.+}}, axis = "data" : tensor<4xf32>
+// CHECK: %[[GM2:.+]] = graph.div %[[GS2]], %{{.+}} : tensor<4xf32>
+// CHECK: return %[[L]], %[[GM]], %[[GM2]], %{{.+}} :
+// Bucketed (the default, 25 MiB): the gradients, in the order they are
+// computed, flattened and joined; one all_reduce and one divide; each
+// sliced back to its shape. The loss (a metric) is averaged on its own.
 // BUCKET: %[[LOSS:.+]] = graph.reduce_mean %{{.+}}, dims = [0, 1]
-// BUCKET: %[[GRAD:.+]] = graph.reduce_mean %{{.+}}, dims = [0]
-// BUCKET: %[[LF:.+]] = graph.reshape %[[LOSS]] : (tensor<f32>) -> tensor<1xf32>
-// BUCKET: %[[J:.+]] = graph.concatenate(%[[LF]], %[[GRAD]]), dim = 0 : (tensor<1xf32>, tensor<4xf32>) -> tensor<5xf32>
-// BUCKET: %[[S:.+]] = graph.all_reduce %[[J]], axis = "data" : tensor<5xf32>
-// BUCKET: %[[M:.+]] = graph.div %[[S]], %{{.+}} : tensor<5xf32>
-// BUCKET: %[[L1:.+]] = graph.slice %[[M]], start = [0], limit = [1], strides = [1]
-// BUCKET: %[[L:.+]] = graph.reshape %[[L1]] : (tensor<1xf32>) -> tensor<f32>
-// BUCKET: %[[G:.+]] = graph.slice %[[M]], start = [1], limit = [5], strides = [1]
+// BUCKET: %[[LS:.+]] = graph.all_reduce %[[LOSS]], axis = "data" : tensor<f32>
+// BUCKET: %[[L:.+]] = graph.div %[[LS]], %{{.+}} : tensor<f32>
+// BUCKET: %[[B:.+]] = graph.reduce_mean %{{.+}}, dims = [0]
+// BUCKET: %[[B2:.+]] = graph.reduce_mean %{{.+}}, dims = [0]
+// BUCKET: %[[J:.+]] = graph.concatenate(%[[B]], %[[B2]]), dim = 0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+// BUCKET: %[[S:.+]] = graph.all_reduce %[[J]], axis = "data" : tensor<8xf32>
+// BUCKET: %[[M:.+]] = graph.div %[[S]], %{{.+}} : tensor<8xf32>
+// BUCKET: %[[G:.+]] = graph.slice %[[M]], start = [0], limit = [4], strides = [1]
+// BUCKET: %[[G2:.+]] = graph.slice %[[M]], start = [4], limit = [8], strides = [1]
 // BUCKET-NOT: graph.all_reduce
-// BUCKET: return %[[L]], %[[G]], %{{.+}} :
+// BUCKET: return %[[L]], %[[G]], %[[G2]], %{{.+}} :
 func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>},
+                %v: tensor<4xf32> {train.param = "v", train.init = dense<1.0> : tensor<4xf32>},
                 %x: tensor<2x4xf32> {graph.input = "x"})
     -> (tensor<f32> {graph.output = "loss", train.loss},
         tensor<4xf32> {graph.output = "w.grad", train.grad_of = "w"},
+        tensor<4xf32> {graph.output = "v.grad", train.grad_of = "v"},
         tensor<2x4xf32> {graph.output = "y"}) {
   %wb = graph.broadcast_in_dim %w, dims = [1] : (tensor<4xf32>) -> tensor<2x4xf32>
   %p = graph.mul %x, %wb : tensor<2x4xf32>
   %l = graph.reduce_mean %p, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
   %g = graph.reduce_mean %x, dims = [0] : (tensor<2x4xf32>) -> tensor<4xf32>
-  return %l, %g, %p : tensor<f32>, tensor<4xf32>, tensor<2x4xf32>
+  %g2 = graph.reduce_mean %p, dims = [0] : (tensor<2x4xf32>) -> tensor<4xf32>
+  return %l, %g, %g2, %p : tensor<f32>, tensor<4xf32>, tensor<4xf32>, tensor<2x4xf32>
 }
 
 // -----

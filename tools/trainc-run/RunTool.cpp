@@ -539,8 +539,9 @@ std::string checkOutputPaths(const Options &o) {
     struct stat st;
     return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   };
+  // (Another process may create it at the same moment.)
   if (!o.saveStateDir.empty() && !isDir(o.saveStateDir) &&
-      mkdir(o.saveStateDir.c_str(), 0777) != 0)
+      mkdir(o.saveStateDir.c_str(), 0777) != 0 && !isDir(o.saveStateDir))
     return "not found: " + std::string("--save-state " + o.saveStateDir +
                                        ": cannot create the directory: " +
                                        std::strerror(errno));
@@ -729,17 +730,14 @@ int runRunTool(int argc, char **argv) {
                   "rank would have to roll back together); use stop or "
                   "skip");
     // Rank 0 speaks and writes for the run; the others compute quietly.
-    // (Outputs are still gathered by every rank; rank 0 writes them.)
+    // Every rank still takes part in each save and output, at the same
+    // step (ZeRO's parts are gathered); the library writes on rank 0 only.
     if (gRank != 0) {
       if (!std::freopen("/dev/null", "w", stdout))
         return fail("cannot silence the output of rank " +
                     std::to_string(gRank));
       o.progress = false;
       o.jsonlPath.clear();
-      o.saveStateDir.clear();
-      o.saveEvery = 0;
-      o.safetensorsPath.clear();
-      o.onnxExportPath.clear();
     }
   }
 
@@ -765,17 +763,19 @@ int runRunTool(int argc, char **argv) {
     evalExe.reset(raw);
   }
   bool withData = !o.dataPaths.empty();
-  if (std::string error = checkOutputPaths(o); !error.empty())
+  // Rank 0 writes every file of the run, so only its paths must exist.
+  if (std::string error = gRank == 0 ? checkOutputPaths(o) : ""; !error.empty())
     return fail(error);
   std::string onnxSource =
       o.onnxSource.empty() ? trainc_executable_source(exe.get()) : o.onnxSource;
-  if (!o.onnxExportPath.empty() && access(onnxSource.c_str(), R_OK) != 0)
+  if (gRank == 0 && !o.onnxExportPath.empty() &&
+      access(onnxSource.c_str(), R_OK) != 0)
     return fail("--export-onnx: the source model " +
                 (onnxSource.empty() ? std::string("(none recorded)")
                                     : "'" + onnxSource + "'") +
                 (o.onnxSource.empty() ? " recorded in " + o.model : "") +
                 " cannot be read; give it with --onnx-source model.onnx");
-  if (!o.onnxExportPath.empty()) {
+  if (gRank == 0 && !o.onnxExportPath.empty()) {
     struct stat source, target;
     if (stat(onnxSource.c_str(), &source) == 0 &&
         stat(o.onnxExportPath.c_str(), &target) == 0 &&

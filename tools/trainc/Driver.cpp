@@ -266,6 +266,16 @@ int runCompilerCli(int argc, char **argv) {
                "PyTorch DDP; 0: one all-reduce per gradient)"),
       cl::value_desc("bytes"), cl::location(options.partition.bucketBytes),
       cl::cat(category));
+  cl::opt<int64_t, true> zero(
+      "zero",
+      cl::desc("With --data-parallel: ZeRO stage. 1: each rank keeps and "
+               "updates 1/N of the optimizer state; 2: also reduces the "
+               "gradients straight into its 1/N (reduce-scatter); 3: also "
+               "keeps 1/N of each parameter, gathered just before each use "
+               "(0: none, the default). The memory plan prints each stage's "
+               "bytes per parameter beside the plan"),
+      cl::value_desc("stage"), cl::location(options.partition.zero),
+      cl::cat(category));
   cl::opt<std::string, true> precision(
       "precision",
       cl::desc("f32 (default), bf16 or fp16: matmuls and attention (and "
@@ -388,11 +398,12 @@ int runCompilerCli(int argc, char **argv) {
   // Training options without --train would be ignored: refuse them.
   if (!options.train) {
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &gradAccum,   &mesh,          &dataParallel, &bucketBytes,
-             &recompute,   &optimizerName, &lr,           &beta1,
-             &beta2,       &eps,           &weightDecay,  &decayAll,
-             &momentum,    &nesterov,      &clipGradNorm, &schedule,
-             &warmupSteps, &totalSteps,    &minLr,        &decaySteps})
+             &gradAccum, &mesh,        &dataParallel,  &bucketBytes,
+             &zero,      &recompute,   &optimizerName, &lr,
+             &beta1,     &beta2,       &eps,           &weightDecay,
+             &decayAll,  &momentum,    &nesterov,      &clipGradNorm,
+             &schedule,  &warmupSteps, &totalSteps,    &minLr,
+             &decaySteps})
       if (o->getNumOccurrences())
         return fail("--" + o->ArgStr.str() +
                     " applies to a training step; add --train (or drop it)");

@@ -45,7 +45,8 @@ std::vector<char> serialize(const Program &program,
       fbTensors.push_back(fb::CreateTensorDirect(
           b, t.name.c_str(), t.role, *dtypeOf(t.type.getElementType()), &shape,
           t.arena, t.offset, t.bytes(), t.initOffset,
-          t.shardAxes.empty() ? nullptr : &t.shardAxes, t.splat));
+          t.shardAxes.empty() ? nullptr : &t.shardAxes,
+          t.globalShape.empty() ? nullptr : &t.globalShape, t.splat));
     }
     std::vector<flatbuffers::Offset<fb::Instruction>> fbInsts;
     for (auto [index, i] : llvm::enumerate(program.instructions)) {
@@ -106,6 +107,7 @@ LogicalResult writeExecutable(ModuleOp module, StringRef path,
   if (failed(readMemoryPlan(fn, *program, alias, report)))
     return failure();
   report.constants = program->constants.size();
+  accountTrainingState(*program, report);
   // The FlatBuffer (padded to the constant section's offset), then the
   // constants straight from the program: no second copy of the weights in
   // memory. Written to a temporary file renamed over `path` once complete,

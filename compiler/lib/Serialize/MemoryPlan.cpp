@@ -6,8 +6,12 @@
 
 #include "trainc/Compiler/MemoryPlan.h"
 
+#include "trainc/Dialect/Graph/GraphDialect.h"
+
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Format.h"
+
+#include <set>
 
 using namespace mlir;
 
@@ -32,6 +36,119 @@ void MemoryPlanReport::print(llvm::raw_ostream &os) const {
                      (unsigned long long)activationsWithoutReuse,
                      activations ? double(activationsWithoutReuse) / activations
                                  : 0.0);
+  if (!training)
+    return;
+  const TrainingState &t = *training;
+  uint64_t p = t.parameterElements;
+  int64_t n = t.dataRanks;
+  os << llvm::format("training state per rank (AdamW; P = %llu parameters, "
+                     "N = %lld data ranks):\n",
+                     (unsigned long long)p, (long long)n);
+  uint64_t planned = 0, formula = 0, perElement = 0;
+  auto share = [&](const char *name, const TrainingState::Share &s) {
+    uint64_t f = s.formula(p, n);
+    planned += s.bytes;
+    formula += f;
+    perElement += s.perElement;
+    std::string expr = "P x " + std::to_string(s.perElement) +
+                       (s.split ? " / " + std::to_string(n) : std::string());
+    os << llvm::format("  %-18s %14llu bytes  %-12s = %12llu", name,
+                       (unsigned long long)s.bytes, expr.c_str(),
+                       (unsigned long long)f);
+    if (s.bytes != f)
+      os << llvm::format(" + %lld padding",
+                         (long long)(int64_t(s.bytes) - int64_t(f)));
+    os << (s.split ? "  (split)\n" : "  (whole)\n");
+  };
+  share("parameters", t.parameters);
+  share("gradients", t.gradients);
+  share("optimizer state", t.optimizerState);
+  os << llvm::format("  %-18s %14llu bytes  (formula %llu, %llu bytes per "
+                     "parameter before splitting)\n",
+                     (const char *)"total", (unsigned long long)planned,
+                     (unsigned long long)formula,
+                     (unsigned long long)perElement);
+}
+
+void accountTrainingState(const Program &program, MemoryPlanReport &report) {
+  report.training.reset();
+  MemoryPlanReport::TrainingState t;
+  bool any = false;
+  auto elements = [](const ProgramTensor &tensor) {
+    uint64_t n = 1;
+    if (!tensor.globalShape.empty()) {
+      for (int64_t d : tensor.globalShape)
+        n *= uint64_t(d);
+      return n;
+    }
+    return uint64_t(tensor.type.getNumElements());
+  };
+  auto isSplit = [](const ProgramTensor &tensor) {
+    return llvm::any_of(tensor.shardAxes, [](int8_t a) { return a >= 0; });
+  };
+  auto elementBytes = [](const ProgramTensor &tensor) {
+    return uint64_t(
+        trainc::graph::elementStorageBytes(tensor.type.getElementType()));
+  };
+  // The gradients are counted as the data-parallel collectives deliver
+  // them (whole after an all_reduce, parts after a reduce_scatter; once per
+  // bucket): through the divide by N, the slices and reshapes back to each
+  // parameter's shape, ZeRO-1's shard_slice and the padding.
+  std::vector<int64_t> producer(program.tensors.size(), -1);
+  for (auto [i, inst] : llvm::enumerate(program.instructions))
+    for (uint32_t id : inst.results)
+      producer[id] = int64_t(i);
+  std::set<uint32_t> counted;
+  auto countGradient = [&](uint32_t id) {
+    uint32_t at = id;
+    for (int64_t p = producer[at]; p >= 0; p = producer[at]) {
+      const ProgramInstruction &inst = program.instructions[p];
+      Opcode op = inst.opcode;
+      if (op == Opcode::AllReduce || op == Opcode::ReduceScatter) {
+        id = at;
+        break;
+      }
+      if (op != Opcode::Reshape && op != Opcode::Slice &&
+          op != Opcode::ShardSlice && op != Opcode::Div &&
+          op != Opcode::Concatenate)
+        break;
+      at = inst.operands[0];
+    }
+    if (counted.insert(id).second)
+      t.gradients.bytes += program.tensors[id].bytes();
+  };
+  for (const ProgramInstruction &inst : program.instructions) {
+    if (inst.opcode != Opcode::AdamwUpdate)
+      continue;
+    // Operands: param, grad, exp_avg, exp_avg_sq, then the scalars.
+    const ProgramTensor &g = program.tensors[inst.operands[1]];
+    const ProgramTensor &m = program.tensors[inst.operands[2]];
+    const ProgramTensor &v = program.tensors[inst.operands[3]];
+    any = true;
+    countGradient(inst.operands[1]);
+    t.gradients.perElement = elementBytes(g);
+    t.optimizerState.bytes += m.bytes() + v.bytes();
+    t.optimizerState.perElement = elementBytes(m) + elementBytes(v);
+    t.optimizerState.split |= isSplit(m);
+  }
+  if (!any)
+    return;
+  // Split when what was counted is (a reduce_scatter's parts).
+  for (uint32_t id : counted)
+    if (producer[id] >= 0 &&
+        program.instructions[producer[id]].opcode == Opcode::ReduceScatter)
+      t.gradients.split = true;
+  for (uint32_t id : program.parameters) {
+    const ProgramTensor &p = program.tensors[id];
+    t.parameterElements += elements(p);
+    t.parameters.bytes += p.bytes();
+    t.parameters.perElement = elementBytes(p);
+    t.parameters.split |= isSplit(p);
+  }
+  for (const auto &[name, size] : program.mesh)
+    if (name == "data")
+      t.dataRanks = size;
+  report.training = t;
 }
 
 namespace {

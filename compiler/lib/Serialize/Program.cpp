@@ -234,6 +234,15 @@ LogicalResult Builder::lowerOp(Operation *op) {
       .Case([&](AllReduceOp r) {
         inst.ints = {int64_t(getMesh(r).axisIndex(r.getAxis()))};
       })
+      .Case([&](ReduceScatterOp r) {
+        inst.ints = {int64_t(getMesh(r).axisIndex(r.getAxis()))};
+      })
+      .Case([&](AllGatherOp g) {
+        inst.ints = {int64_t(getMesh(g).axisIndex(g.getAxis()))};
+      })
+      .Case([&](ShardSliceOp s) {
+        inst.ints = {int64_t(getMesh(s).axisIndex(s.getAxis()))};
+      })
       .Case([&](ReduceSumOp r) { inst.ints = toInts(r.getDims()); })
       .Case([&](ReduceMaxOp r) { inst.ints = toInts(r.getDims()); })
       .Case([&](ReduceMeanOp r) { inst.ints = toInts(r.getDims()); })
@@ -307,16 +316,23 @@ LogicalResult Builder::lowerOp(Operation *op) {
   return success();
 }
 
-/// The shard axes of a graph.sharding attribute (verified by the dialect).
-static std::vector<int8_t> shardAxesOf(ArrayAttr sharding, const Mesh &mesh) {
-  std::vector<int8_t> axes;
-  if (!sharding)
-    return axes;
-  for (Attribute dim : sharding) {
-    StringRef axis = cast<StringAttr>(dim).getValue();
-    axes.push_back(axis.empty() ? -1 : int8_t(mesh.axisIndex(axis)));
-  }
-  return axes;
+/// Records on `t` its graph.sharding and graph.global_shape, from the
+/// attributes of an argument or result (verified by the dialect).
+static void setSharding(ProgramTensor &t, DictionaryAttr attrs,
+                        const Mesh &mesh) {
+  t.shardAxes.clear();
+  t.globalShape.clear();
+  if (!attrs)
+    return;
+  if (auto sharding = attrs.getAs<ArrayAttr>(GraphDialect::kShardingAttr))
+    for (Attribute dim : sharding) {
+      StringRef axis = cast<StringAttr>(dim).getValue();
+      t.shardAxes.push_back(axis.empty() ? -1 : int8_t(mesh.axisIndex(axis)));
+    }
+  if (auto global =
+          attrs.getAs<DenseI64ArrayAttr>(GraphDialect::kGlobalShapeAttr))
+    t.globalShape.assign(global.asArrayRef().begin(),
+                         global.asArrayRef().end());
 }
 
 LogicalResult Builder::run() {
@@ -346,6 +362,7 @@ LogicalResult Builder::run() {
           arg, param ? TensorRole::Parameter : TensorRole::State, name.str());
       ProgramTensor &t = program.tensors[id];
       t.arena = kStateArena;
+      setSharding(t, fn.getArgAttrDict(i), mesh);
       if (withConstantData) {
         bool splat = false;
         auto offset = appendConstant(init, fn, splat);
@@ -361,8 +378,7 @@ LogicalResult Builder::run() {
     auto name = fn.getArgAttrOfType<StringAttr>(i, GraphDialect::kInputAttr);
     uint32_t id = addTensor(arg, TensorRole::Input,
                             name ? name.str() : "arg" + std::to_string(i));
-    program.tensors[id].shardAxes = shardAxesOf(
-        fn.getArgAttrOfType<ArrayAttr>(i, GraphDialect::kShardingAttr), mesh);
+    setSharding(program.tensors[id], fn.getArgAttrDict(i), mesh);
     if (auto data = fn.getArgAttrOfType<StringAttr>(
             i, trainc::train::TrainDialect::kDataAttr))
       (data.getValue() == "tokens" ? program.signature.tokens
@@ -418,9 +434,7 @@ LogicalResult Builder::run() {
       program.instructions.push_back(copy);
     }
     program.resultTensors.push_back(out);
-    program.tensors[out].shardAxes = shardAxesOf(
-        fn.getResultAttrOfType<ArrayAttr>(i, GraphDialect::kShardingAttr),
-        mesh);
+    setSharding(program.tensors[out], fn.getResultAttrDict(i), mesh);
     if (!target) {
       recordSignature(i, program.outputs.size());
       program.outputs.push_back(out);

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "trainc/Compiler/Partition.h"
 #include "trainc/Compiler/Passes.h"
 #include "trainc/Dialect/Graph/GraphOps.h"
 #include "trainc/Dialect/Train/TrainDialect.h"
@@ -214,8 +215,17 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
                           "(run autodiff first)");
 
     // Embedding tables (gathered from) are not decayed by default.
+    // (A ZeRO-3 parameter is gathered whole, and its padding sliced off,
+    // before each read.)
     llvm::DenseSet<Value> embeddings;
-    fn.walk([&](GatherOp g) { embeddings.insert(g.getOperand()); });
+    fn.walk([&](GatherOp g) {
+      Value table = g.getOperand();
+      if (auto slice = table.getDefiningOp<SliceOp>())
+        table = slice.getOperand();
+      if (auto whole = table.getDefiningOp<AllGatherOp>())
+        table = whole.getOperand();
+      embeddings.insert(table);
+    });
 
     OpBuilder b(ret);
     StepBuilder s(b, fn.getLoc());
@@ -240,26 +250,36 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     }
 
     // New state arguments are appended; each gets a zero initial value.
-    auto addState = [&](RankedTensorType type, StringRef name) -> Value {
+    // `part`: the attributes of a ZeRO part (partAttributes), or none.
+    auto addState = [&](RankedTensorType type, StringRef name,
+                        ArrayRef<NamedAttribute> part = {}) -> Value {
       unsigned index = fn.getNumArguments();
       Attribute zero =
           isa<FloatType>(type.getElementType())
               ? Attribute(b.getFloatAttr(type.getElementType(), 0))
               : Attribute(b.getIntegerAttr(type.getElementType(), 0));
-      (void)fn.insertArgument(
-          index, type,
-          DictionaryAttr::get(
-              ctx, {b.getNamedAttr(trainc::train::TrainDialect::kStateAttr,
-                                   b.getStringAttr(name)),
-                    b.getNamedAttr(trainc::train::TrainDialect::kInitAttr,
-                                   SplatElementsAttr::get(type, zero))}),
-          fn.getLoc());
+      // The initial value is the whole tensor (of the global shape).
+      RankedTensorType whole = type;
+      for (NamedAttribute attr : part)
+        if (auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue()))
+          whole = type.clone(shape.asArrayRef());
+      SmallVector<NamedAttribute> attrs = {
+          b.getNamedAttr(trainc::train::TrainDialect::kStateAttr,
+                         b.getStringAttr(name)),
+          b.getNamedAttr(trainc::train::TrainDialect::kInitAttr,
+                         SplatElementsAttr::get(whole, zero))};
+      attrs.append(part.begin(), part.end());
+      (void)fn.insertArgument(index, type, DictionaryAttr::get(ctx, attrs),
+                              fn.getLoc());
       return body.getArgument(index);
     };
-    auto update = [&](Value v, StringRef name) {
+    auto update = [&](Value v, StringRef name,
+                      ArrayRef<NamedAttribute> part = {}) {
       results.push_back(v);
-      resultAttrs.push_back(
-          named(trainc::train::TrainDialect::kUpdateAttr, name));
+      SmallVector<NamedAttribute> attrs = {b.getNamedAttr(
+          trainc::train::TrainDialect::kUpdateAttr, b.getStringAttr(name))};
+      attrs.append(part.begin(), part.end());
+      resultAttrs.push_back(DictionaryAttr::get(ctx, attrs));
     };
 
     // The step count and the learning rate of this step.
@@ -315,9 +335,20 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     };
 
     // The global gradient norm, and clipping. Each parameter with whether
-    // its gradient still carries the loss scale.
-    SmallVector<std::tuple<BlockArgument, Value, bool>> params;
-    Value sumSq = s.f64(0);
+    // its gradient still carries the loss scale, and, for a gradient that
+    // is this rank's ZeRO part (Partition.cpp), the mesh axis it is split
+    // over and the whole gradient's type. The squares of the parts are
+    // summed over that axis once.
+    struct Param {
+      BlockArgument arg;
+      Value grad;
+      bool carriesScale;
+      StringRef axis;
+      RankedTensorType whole;
+    };
+    SmallVector<Param> params;
+    Value sumSq = s.f64(0), partsSumSq;
+    StringRef partsAxis;
     for (BlockArgument arg : body.getArguments()) {
       auto name = fn.getArgAttrOfType<StringAttr>(
           arg.getArgNumber(), trainc::train::TrainDialect::kParamAttr);
@@ -327,6 +358,16 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       if (it == gradIndex.end())
         continue;
       Value g = ret.getOperand(it->second);
+      StringRef axis;
+      RankedTensorType whole;
+      if (auto sharding = fn.getResultAttrOfType<ArrayAttr>(
+              it->second, GraphDialect::kShardingAttr)) {
+        axis = cast<StringAttr>(sharding[0]).getValue();
+        whole = cast<RankedTensorType>(g.getType())
+                    .clone(fn.getResultAttrOfType<DenseI64ArrayAttr>(
+                                 it->second, GraphDialect::kGlobalShapeAttr)
+                               .asArrayRef());
+      }
       Value squares;
       Value scaled = lossScale ? scaledGradient(g) : Value();
       if (scaled) {
@@ -336,9 +377,21 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       } else {
         squares = s.sumOfSquares(g);
       }
-      params.push_back({arg, g, bool(scaled)});
-      sumSq = s.op<AddOp>(sumSq, squares);
+      params.push_back({arg, g, bool(scaled), axis, whole});
+      if (axis.empty()) {
+        sumSq = s.op<AddOp>(sumSq, squares);
+        continue;
+      }
+      if (!partsAxis.empty() && partsAxis != axis)
+        return fn.emitError("optimizer: gradients are split over two mesh "
+                            "axes, '")
+               << partsAxis << "' and '" << axis << "'";
+      partsAxis = axis;
+      partsSumSq = partsSumSq ? s.op<AddOp>(partsSumSq, squares) : squares;
     }
+    if (partsSumSq)
+      sumSq = s.op<AddOp>(sumSq,
+                          b.create<AllReduceOp>(s.loc, partsSumSq, partsAxis));
     Value norm = b.create<SqrtOp>(s.loc, sumSq);
     Type lossElement =
         cast<RankedTensorType>(ret.getOperand(*lossIndex).getType())
@@ -398,22 +451,58 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     Value decayFactor =
         s.op<SubOp>(s.f64(1), s.op<MulOp>(lrNow, s.f64(weightDecay)));
 
-    for (auto [p, grad, carriesScale] : params) {
-      Value gradScale = carriesScale ? unscaleAndClip : clip;
-      auto type = cast<RankedTensorType>(p.getType());
+    for (const Param &param : params) {
+      BlockArgument arg = param.arg;
+      Value gradScale = param.carriesScale ? unscaleAndClip : clip;
+      auto type = cast<RankedTensorType>(arg.getType());
       std::string name =
           fn.getArgAttrOfType<StringAttr>(
-                p.getArgNumber(), trainc::train::TrainDialect::kParamAttr)
+                arg.getArgNumber(), trainc::train::TrainDialect::kParamAttr)
               .str();
-      Value g = grad;
+      Value g = param.grad;
       bool decay =
           weightDecay > 0 &&
-          (decayAll || (type.getRank() >= 2 && !embeddings.contains(p)));
+          (decayAll || (type.getRank() >= 2 && !embeddings.contains(arg)));
+      // A ZeRO part: the state is split like the gradient, and the update
+      // computes this rank's part of the parameter: the argument itself
+      // when the parameter is split too (ZeRO-3), else this rank's slice of
+      // it, gathered whole again after the update.
+      SmallVector<NamedAttribute, 2> part;
+      Value p = arg;
+      bool gatherAfter = false;
+      if (!param.axis.empty()) {
+        part = trainc::partAttributes(param.whole, param.axis);
+        type = cast<RankedTensorType>(g.getType());
+        int64_t ranks = getMesh(fn).size(param.axis);
+        if (arg.getType() != type) {
+          p = b.create<ShardSliceOp>(s.loc, type,
+                                     trainc::padToParts(b, s.loc, arg, ranks),
+                                     b.getStringAttr(param.axis));
+          gatherAfter = true;
+        }
+      }
+      // The new parameter (or part), as the update of `name`.
+      auto updateParam = [&](Value fresh) {
+        if (!gatherAfter)
+          return update(fresh, name, part);
+        int64_t ranks = getMesh(fn).size(param.axis);
+        SmallVector<int64_t> padded(type.getShape());
+        padded[0] *= ranks;
+        Value gathered = b.create<AllGatherOp>(s.loc, type.clone(padded), fresh,
+                                               b.getStringAttr(param.axis));
+        if (padded[0] != param.whole.getDimSize(0)) {
+          SmallVector<int64_t> start(type.getRank(), 0),
+              strides(type.getRank(), 1);
+          gathered = b.create<SliceOp>(s.loc, gathered, start,
+                                       param.whole.getShape(), strides);
+        }
+        update(gathered, name);
+      };
       Type element = type.getElementType();
       if (optimizer == "adamw" && (element.isF32() || element.isF64())) {
         // One graph.adamw_update: the same arithmetic as below, in one pass.
-        Value m = addState(type, name + ".exp_avg");
-        Value v = addState(type, name + ".exp_avg_sq");
+        Value m = addState(type, name + ".exp_avg", part);
+        Value v = addState(type, name + ".exp_avg_sq", part);
         auto scalar = RankedTensorType::get({}, element);
         auto fused = b.create<AdamwUpdateOp>(
             s.loc, TypeRange{type, type, type}, p, g, m, v,
@@ -423,17 +512,17 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
             gradScale ? s.convert(gradScale, element) : s.constant(scalar, 1.0),
             skip, b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
             b.getF64FloatAttr(eps));
-        update(fused.getNewExpAvg(), name + ".exp_avg");
-        update(fused.getNewExpAvgSq(), name + ".exp_avg_sq");
-        update(fused.getNewParam(), name);
+        update(fused.getNewExpAvg(), name + ".exp_avg", part);
+        update(fused.getNewExpAvgSq(), name + ".exp_avg_sq", part);
+        updateParam(fused.getNewParam());
         continue;
       }
       if (gradScale)
         g = s.op<MulOp>(g, s.spread(gradScale, type));
       Value newP;
       if (optimizer == "adamw") {
-        Value m = addState(type, name + ".exp_avg");
-        Value v = addState(type, name + ".exp_avg_sq");
+        Value m = addState(type, name + ".exp_avg", part);
+        Value v = addState(type, name + ".exp_avg_sq", part);
         Value pd = decay ? s.op<MulOp>(p, s.spread(decayFactor, type)) : p;
         Value m1 =
             s.op<AddOp>(s.op<MulOp>(m, s.spread(s.f64(beta1), type)),
@@ -448,18 +537,18 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
         newP = s.op<AddOp>(
             pd, s.op<MulOp>(s.spread(b.create<NegOp>(s.loc, stepSize), type),
                             ratio));
-        update(unlessSkipped(m, m1), name + ".exp_avg");
-        update(unlessSkipped(v, v1), name + ".exp_avg_sq");
+        update(unlessSkipped(m, m1), name + ".exp_avg", part);
+        update(unlessSkipped(v, v1), name + ".exp_avg_sq", part);
       } else {
         if (decay)
           g = s.op<AddOp>(g,
                           s.op<MulOp>(s.spread(s.f64(weightDecay), type), p));
         Value direction = g;
         if (momentum > 0) {
-          Value buf = addState(type, name + ".momentum_buffer");
+          Value buf = addState(type, name + ".momentum_buffer", part);
           Value buf1 =
               s.op<AddOp>(s.op<MulOp>(buf, s.spread(s.f64(momentum), type)), g);
-          update(unlessSkipped(buf, buf1), name + ".momentum_buffer");
+          update(unlessSkipped(buf, buf1), name + ".momentum_buffer", part);
           direction =
               nesterov
                   ? s.op<AddOp>(
@@ -468,7 +557,7 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
         }
         newP = s.op<SubOp>(p, s.op<MulOp>(s.spread(lrNow, type), direction));
       }
-      update(unlessSkipped(p, newP), name);
+      updateParam(unlessSkipped(p, newP));
     }
     update(unlessSkipped(step, next), "step");
 

@@ -4,7 +4,10 @@
 // strategy so far: the program is already one rank's step on one rank's
 // part of the batch, so partitioning it marks the data inputs and batched
 // outputs as split over the `data` axis and averages the loss and the
-// gradients across it.
+// gradients across it. ZeRO then splits what data parallelism replicates:
+// the gradients (here) and the parameters (here, stage 3), each along
+// dimension 0 into padded parts; the optimizer phase splits its state the
+// same way (`graph.sharding` with `graph.global_shape` tells it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace trainc {
 #define GEN_PASS_DEF_PARTITION
@@ -58,6 +62,36 @@ std::optional<Mesh> trainc::parseMesh(StringRef text, std::string &error) {
     mesh.axes[index].second = size;
   }
   return mesh;
+}
+
+RankedTensorType trainc::zeroPartType(RankedTensorType whole, int64_t ranks) {
+  SmallVector<int64_t> shape(whole.getShape());
+  shape[0] = (shape[0] + ranks - 1) / ranks;
+  return whole.clone(shape);
+}
+
+Value trainc::padToParts(OpBuilder &b, Location loc, Value v, int64_t ranks) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t rows = zeroPartType(type, ranks).getDimSize(0) * ranks;
+  if (rows == type.getDimSize(0))
+    return v;
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] = rows - shape[0];
+  auto padType = type.clone(shape);
+  Value zeros = b.create<ConstantOp>(
+      loc, SplatElementsAttr::get(
+               padType, cast<TypedAttr>(b.getZeroAttr(type.getElementType()))));
+  return b.create<ConcatenateOp>(loc, ValueRange{v, zeros}, 0);
+}
+
+SmallVector<NamedAttribute, 2> trainc::partAttributes(RankedTensorType whole,
+                                                      StringRef axis) {
+  Builder b(whole.getContext());
+  SmallVector<Attribute> dims(whole.getRank(), b.getStringAttr(""));
+  dims[0] = b.getStringAttr(axis);
+  return {b.getNamedAttr(GraphDialect::kShardingAttr, b.getArrayAttr(dims)),
+          b.getNamedAttr(GraphDialect::kGlobalShapeAttr,
+                         b.getDenseI64ArrayAttr(whole.getShape()))};
 }
 
 namespace {
@@ -138,14 +172,25 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
       return fn.emitError("partition: @main has no data inputs to split "
                           "over the data axis");
 
-    bool hasLoss = false;
-    SmallVector<unsigned> averaged;
+    std::optional<unsigned> loss;
+    // Averaged whole; of those, split afterwards (ZeRO-1); reduced straight
+    // into parts (ZeRO-2 and 3).
+    SmallVector<unsigned> averaged, slicedAfter, scattered;
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
       Value v = ret.getOperand(i);
       auto type = cast<RankedTensorType>(v.getType());
-      bool loss = fn.getResultAttr(i, TrainDialect::kLossAttr) != nullptr;
-      hasLoss |= loss;
-      if (loss || fn.getResultAttr(i, TrainDialect::kGradOfAttr)) {
+      if (fn.getResultAttr(i, TrainDialect::kLossAttr)) {
+        loss = i;
+        continue;
+      }
+      bool grad = fn.getResultAttr(i, TrainDialect::kGradOfAttr) != nullptr;
+      if (grad && zero >= 2 && type.getRank() > 0) {
+        scattered.push_back(i);
+        continue;
+      }
+      if (grad && zero == 1 && type.getRank() > 0)
+        slicedAfter.push_back(i);
+      if (grad) {
         averaged.push_back(i);
         continue;
       }
@@ -156,18 +201,92 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
                   "dimension 0, so it has no data-parallel meaning";
       fn.setResultAttr(i, GraphDialect::kShardingAttr, batchSharding(type));
     }
-    if (!hasLoss)
+    if (!loss)
       return fn.emitError("partition: data parallelism needs a training "
                           "step: no result is marked train.loss");
+    // The loss (a metric) on its own: the buckets hold gradients only.
+    averageInBuckets(fn, ret, {*loss}, ranks);
+    if (zero == 3)
+      splitParameters(fn, ranks);
     averageInBuckets(fn, ret, averaged, ranks);
+    for (unsigned i : slicedAfter) {
+      Value whole = ret.getOperand(i);
+      auto type = cast<RankedTensorType>(whole.getType());
+      OpBuilder b(fn.getContext());
+      b.setInsertionPointAfterValue(whole);
+      Value padded = trainc::padToParts(b, fn.getLoc(), whole, ranks);
+      ret.setOperand(i, b.create<ShardSliceOp>(
+                            fn.getLoc(), trainc::zeroPartType(type, ranks),
+                            padded, b.getStringAttr("data")));
+      markPart(fn, i, type, /*result=*/true);
+    }
+    scatterInBuckets(fn, ret, scattered, ranks);
+    fn.setType(FunctionType::get(fn.getContext(), body.getArgumentTypes(),
+                                 ret.getOperandTypes()));
     return success();
   }
 
-  /// Replaces each result in `indices` by its mean over the data axis:
-  /// buckets of one element type, at most bucketBytes each, in the order
-  /// the values are computed; per bucket one all_reduce and one divide.
-  void averageInBuckets(func::FuncOp fn, func::ReturnOp ret,
-                        ArrayRef<unsigned> indices, int64_t ranks) {
+  /// Marks result (or argument) `index` of `fn` as this rank's part of a
+  /// tensor of type `whole`, split along dimension 0 over `data`.
+  void markPart(func::FuncOp fn, unsigned index, RankedTensorType whole,
+                bool result) {
+    for (NamedAttribute attr : trainc::partAttributes(whole, "data")) {
+      if (result)
+        fn.setResultAttr(index, attr.getName(), attr.getValue());
+      else
+        fn.setArgAttr(index, attr.getName(), attr.getValue());
+    }
+  }
+
+  /// ZeRO-3: every trainable parameter of rank >= 1 becomes this rank's
+  /// part; each op that reads it gets its own all_gather (and a slice that
+  /// drops the padding) just before it.
+  void splitParameters(func::FuncOp fn, int64_t ranks) {
+    llvm::StringSet<> trainable;
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      if (auto param =
+              fn.getResultAttrOfType<StringAttr>(i, TrainDialect::kGradOfAttr))
+        trainable.insert(param.getValue());
+    Location loc = fn.getLoc();
+    for (BlockArgument arg : fn.getBody().front().getArguments()) {
+      auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                  TrainDialect::kParamAttr);
+      auto whole = cast<RankedTensorType>(arg.getType());
+      if (!name || !trainable.contains(name.getValue()) || whole.getRank() == 0)
+        continue;
+      SmallVector<Operation *> users;
+      for (Operation *user : arg.getUsers())
+        if (!llvm::is_contained(users, user))
+          users.push_back(user);
+      RankedTensorType part = trainc::zeroPartType(whole, ranks);
+      arg.setType(part);
+      markPart(fn, arg.getArgNumber(), whole, /*result=*/false);
+      for (Operation *user : users) {
+        OpBuilder b(user);
+        SmallVector<int64_t> padded(whole.getShape());
+        padded[0] = part.getDimSize(0) * ranks;
+        Value gathered = b.create<AllGatherOp>(loc, whole.clone(padded), arg,
+                                               b.getStringAttr("data"));
+        if (padded[0] != whole.getDimSize(0)) {
+          SmallVector<int64_t> start(whole.getRank(), 0),
+              strides(whole.getRank(), 1);
+          gathered = b.create<SliceOp>(loc, gathered, start, whole.getShape(),
+                                       strides);
+        }
+        user->replaceUsesOfWith(arg, gathered);
+      }
+    }
+  }
+
+  /// Groups the results in `indices` into buckets of one element type, at
+  /// most bucketBytes each (`bytesOf` a member), in the order the values
+  /// are computed. `after[k]` is the op after which bucket k is complete
+  /// (null: the block's start).
+  SmallVector<SmallVector<unsigned>>
+  bucketsInComputeOrder(func::FuncOp fn, func::ReturnOp ret,
+                        ArrayRef<unsigned> indices,
+                        function_ref<int64_t(RankedTensorType)> bytesOf,
+                        SmallVectorImpl<Operation *> &after) {
     Block &body = fn.getBody().front();
     DenseMap<Operation *, unsigned> position;
     for (auto [i, op] : llvm::enumerate(body))
@@ -187,8 +306,7 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
     for (unsigned i : order) {
       auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
       Type element = type.getElementType();
-      int64_t bytes =
-          type.getNumElements() * int64_t(elementStorageBytes(element));
+      int64_t bytes = bytesOf(type);
       SmallVector<unsigned> &members = open[element];
       if (!members.empty() &&
           (bucketBytes <= 0 || openBytes[element] + bytes > bucketBytes)) {
@@ -202,15 +320,35 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
     for (auto &entry : open)
       if (!entry.second.empty())
         buckets.push_back(std::move(entry.second));
-
-    Location loc = fn.getLoc();
+    after.clear();
     for (ArrayRef<unsigned> bucket : buckets) {
-      // After the last member is computed.
       Operation *last = nullptr;
       for (unsigned i : bucket)
         if (Operation *def = ret.getOperand(i).getDefiningOp())
           if (!last || position.lookup(def) > position.lookup(last))
             last = def;
+      after.push_back(last);
+    }
+    return buckets;
+  }
+
+  static int64_t bytesOf(RankedTensorType type) {
+    return type.getNumElements() *
+           int64_t(elementStorageBytes(type.getElementType()));
+  }
+
+  /// Replaces each result in `indices` by its mean over the data axis:
+  /// buckets of one element type, at most bucketBytes each, in the order
+  /// the values are computed; per bucket one all_reduce and one divide.
+  void averageInBuckets(func::FuncOp fn, func::ReturnOp ret,
+                        ArrayRef<unsigned> indices, int64_t ranks) {
+    Block &body = fn.getBody().front();
+    SmallVector<Operation *> after;
+    SmallVector<SmallVector<unsigned>> buckets =
+        bucketsInComputeOrder(fn, ret, indices, bytesOf, after);
+    Location loc = fn.getLoc();
+    for (auto [bucket, last] : llvm::zip(buckets, after)) {
+      // After the last member is computed.
       OpBuilder b(fn.getContext());
       if (last)
         b.setInsertionPointAfter(last);
@@ -254,6 +392,72 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
                        part.getType() == type
                            ? part
                            : b.create<ReshapeOp>(loc, type, part).getResult());
+        offset += n;
+      }
+    }
+  }
+
+  /// ZeRO-2 and 3: replaces each result in `indices` (gradients of rank
+  /// >= 1) by this rank's part of its mean over the data axis. Buckets as
+  /// averageInBuckets; each member is padded to whole parts and laid out
+  /// [rank][its part], the members side by side, so that one
+  /// reduce_scatter gives every rank its part of every member.
+  void scatterInBuckets(func::FuncOp fn, func::ReturnOp ret,
+                        ArrayRef<unsigned> indices, int64_t ranks) {
+    Block &body = fn.getBody().front();
+    SmallVector<Operation *> after;
+    SmallVector<SmallVector<unsigned>> buckets = bucketsInComputeOrder(
+        fn, ret, indices,
+        [&](RankedTensorType type) {
+          return bytesOf(trainc::zeroPartType(type, ranks)) * ranks;
+        },
+        after);
+    Location loc = fn.getLoc();
+    for (auto [bucket, last] : llvm::zip(buckets, after)) {
+      OpBuilder b(fn.getContext());
+      if (last)
+        b.setInsertionPointAfter(last);
+      else
+        b.setInsertionPointToStart(&body);
+      Type element = cast<RankedTensorType>(ret.getOperand(bucket[0]).getType())
+                         .getElementType();
+      // Each member as [ranks, its part's elements].
+      SmallVector<Value> rows;
+      SmallVector<RankedTensorType> wholes;
+      int64_t width = 0;
+      for (unsigned i : bucket) {
+        Value v = ret.getOperand(i);
+        auto whole = cast<RankedTensorType>(v.getType());
+        int64_t n = trainc::zeroPartType(whole, ranks).getNumElements();
+        rows.push_back(
+            b.create<ReshapeOp>(loc, RankedTensorType::get({ranks, n}, element),
+                                trainc::padToParts(b, loc, v, ranks)));
+        wholes.push_back(whole);
+        width += n;
+      }
+      Value joined = rows.size() == 1
+                         ? rows[0]
+                         : b.create<ConcatenateOp>(loc, rows, 1).getResult();
+      Value flat = b.create<ReshapeOp>(
+          loc, RankedTensorType::get({ranks * width}, element), joined);
+      auto partFlat = RankedTensorType::get({width}, element);
+      Value sum = b.create<ReduceScatterOp>(loc, partFlat, flat,
+                                            b.getStringAttr("data"));
+      Value count = b.create<ConstantOp>(
+          loc, SplatElementsAttr::get(partFlat,
+                                      b.getFloatAttr(element, double(ranks))));
+      Value mean = b.create<DivOp>(loc, sum, count);
+      int64_t offset = 0;
+      for (auto [i, whole] : llvm::zip(bucket, wholes)) {
+        RankedTensorType part = trainc::zeroPartType(whole, ranks);
+        int64_t n = part.getNumElements();
+        Value piece = mean;
+        if (n != width)
+          piece = b.create<SliceOp>(loc, mean, ArrayRef<int64_t>{offset},
+                                    ArrayRef<int64_t>{offset + n},
+                                    ArrayRef<int64_t>{1});
+        ret.setOperand(i, b.create<ReshapeOp>(loc, part, piece).getResult());
+        markPart(fn, i, whole, /*result=*/true);
         offset += n;
       }
     }

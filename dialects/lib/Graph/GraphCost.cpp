@@ -79,6 +79,9 @@ int64_t AdamwUpdateOp::getFlops() { return 14 * numElements(getNewParam()); }
 /// A random draw, a compare and a scaling multiply per element.
 /// Communication, not model FLOPs (MFU counts the model's work).
 int64_t AllReduceOp::getFlops() { return 0; }
+int64_t ReduceScatterOp::getFlops() { return 0; }
+int64_t AllGatherOp::getFlops() { return 0; }
+int64_t ShardSliceOp::getFlops() { return 0; }
 
 int64_t DropoutOp::getFlops() { return 3 * numElements(getResult()); }
 

@@ -142,6 +142,36 @@ static LogicalResult verifySharding(Operation *op, NamedAttribute attr,
   return success();
 }
 
+/// Checks a `graph.global_shape` on a value of `type` whose sharding is
+/// `sharding` (null: none) in `op`'s module.
+static LogicalResult verifyGlobalShape(Operation *op, NamedAttribute attr,
+                                       Type type, ArrayAttr sharding,
+                                       StringRef where) {
+  auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  StringRef name = attr.getName().getValue();
+  if (!shape || !tensor || int64_t(shape.size()) != tensor.getRank())
+    return op->emitError() << "'" << name << "' on " << where
+                           << " must be an array<i64> of one size per "
+                              "dimension of a ranked tensor";
+  if (!sharding || int64_t(sharding.size()) != int64_t(shape.size()))
+    return op->emitError() << "'" << name << "' on " << where << " needs a '"
+                           << GraphDialect::kShardingAttr << "' beside it";
+  Mesh mesh = getMesh(op);
+  for (auto [d, global] : llvm::enumerate(shape.asArrayRef())) {
+    StringRef axis = cast<StringAttr>(sharding[d]).getValue();
+    int64_t n = axis.empty() ? 1 : std::max<int64_t>(mesh.size(axis), 1);
+    int64_t local = tensor.getDimSize(d);
+    if (global < 1 || (global + n - 1) / n != local)
+      return op->emitError()
+             << "'" << name << "' on " << where << ": dimension " << d
+             << " of the whole tensor is " << global << ", so each of the " << n
+             << " parts along it is " << (global + n - 1) / n << " long, not "
+             << local;
+  }
+  return success();
+}
+
 LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,
@@ -153,6 +183,14 @@ LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op,
     auto fn = dyn_cast<FunctionOpInterface>(op);
     return verifySharding(op, attr,
                           fn ? fn.getArgumentTypes()[argIndex] : Type(), where);
+  }
+  if (attr.getName().getValue() == kGlobalShapeAttr) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    return verifyGlobalShape(
+        op, attr, fn ? fn.getArgumentTypes()[argIndex] : Type(),
+        fn ? fn.getArgAttrOfType<ArrayAttr>(argIndex, kShardingAttr)
+           : ArrayAttr(),
+        where);
   }
   return op->emitError() << "unknown graph argument attribute '"
                          << attr.getName().getValue() << "' on " << where;
@@ -169,6 +207,14 @@ LogicalResult GraphDialect::verifyRegionResultAttribute(Operation *op,
     auto fn = dyn_cast<FunctionOpInterface>(op);
     return verifySharding(
         op, attr, fn ? fn.getResultTypes()[resultIndex] : Type(), where);
+  }
+  if (attr.getName().getValue() == kGlobalShapeAttr) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    return verifyGlobalShape(
+        op, attr, fn ? fn.getResultTypes()[resultIndex] : Type(),
+        fn ? fn.getResultAttrOfType<ArrayAttr>(resultIndex, kShardingAttr)
+           : ArrayAttr(),
+        where);
   }
   return op->emitError() << "unknown graph result attribute '"
                          << attr.getName().getValue() << "' on " << where;

@@ -414,6 +414,46 @@ LogicalResult AllReduceOp::verify() {
   return success();
 }
 
+/// The shared contracts of reduce_scatter, all_gather and shard_slice:
+/// `part` is one of `size(axis)` parts of `whole` along dimension 0. The
+/// constraint numbers: same element type, rank and trailing dimensions
+/// (c1); dimension 0 (c2); the axis (cAxis).
+static LogicalResult verifyParts(Operation *op, RankedTensorType whole,
+                                 RankedTensorType part, StringRef axis,
+                                 int cAxis) {
+  Mesh mesh = getMesh(op);
+  if (mesh.axisIndex(axis) < 0)
+    return op->emitOpError("(C") << cAxis << ") axis '" << axis
+                                 << "' is not a mesh axis (data, tensor)";
+  if (whole.getElementType() != part.getElementType() ||
+      whole.getRank() != part.getRank() || whole.getRank() < 1 ||
+      whole.getShape().drop_front() != part.getShape().drop_front())
+    return op->emitOpError("(C1) operand and result must have one element "
+                           "type, rank >= 1 and equal dimensions after the "
+                           "first, not ")
+           << op->getOperand(0).getType() << " and "
+           << op->getResult(0).getType();
+  int64_t n = mesh.size(axis);
+  if (whole.getDimSize(0) != part.getDimSize(0) * n)
+    return op->emitOpError("(C2) dimension 0 of ")
+           << whole << " must be " << n << " (the size of axis '" << axis
+           << "') times that of " << part;
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  // reduce_scatter_c3: FloatTensor.
+  return verifyParts(*this, getOperand().getType(), getType(), getAxis(), 4);
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyParts(*this, getType(), getOperand().getType(), getAxis(), 3);
+}
+
+LogicalResult ShardSliceOp::verify() {
+  return verifyParts(*this, getOperand().getType(), getType(), getAxis(), 3);
+}
+
 LogicalResult ScatterAddOp::verify() {
   RankedTensorType result = getType();
   int64_t axis = getAxis(); // I64Attr getters return it unsigned.

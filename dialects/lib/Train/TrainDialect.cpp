@@ -2,6 +2,8 @@
 
 #include "trainc/Dialect/Train/TrainDialect.h"
 
+#include "trainc/Dialect/Graph/GraphDialect.h"
+
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -63,7 +65,12 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
     if (!fn || !init)
       return op->emitError() << "'" << name << "' on " << where
                              << " must be elements of a function argument";
-    Type argType = fn.getArgumentTypes()[argIndex];
+    // A sharded argument's initial value is the whole tensor: every rank
+    // runs the same program and keeps its part.
+    auto argType = cast<ShapedType>(fn.getArgumentTypes()[argIndex]);
+    if (auto global = fn.getArgAttrOfType<DenseI64ArrayAttr>(
+            argIndex, trainc::graph::GraphDialect::kGlobalShapeAttr))
+      argType = argType.clone(global.asArrayRef());
     if (init.getType() != argType)
       return op->emitError()
              << "'" << name << "' on " << where << " has type "

@@ -388,14 +388,27 @@ trainc_status trainc_trainer_evaluate(trainc_trainer *trainer,
   return toC(trainer->trainer->evaluate(*out_loss));
 }
 
+/// Whether this process writes the run's files: every rank takes part in
+/// a save (its parts are gathered), rank 0 writes it.
+static bool writesForRun(const trainc_trainer *trainer) {
+  return trainer->trainer->session().device().collective().rank() == 0;
+}
+
 trainc_status trainc_trainer_save_safetensors(trainc_trainer *trainer,
                                               const char *path) {
   if (!trainer)
     return nullArgument("trainer");
   if (!path)
     return nullArgument("path");
-  return toC(trainc::writeSafetensors(
-      path, trainc::parameterTensors(trainer->trainer->session())));
+  const trainc::Session &session = trainer->trainer->session();
+  std::vector<std::vector<char>> storage;
+  std::vector<trainc::NamedTensor> weights;
+  if (trainc::Status s = trainc::parameterTensors(session, storage, weights);
+      !s.ok())
+    return toC(s);
+  if (!writesForRun(trainer))
+    return nullptr;
+  return toC(trainc::writeSafetensors(path, weights));
 }
 
 trainc_status trainc_trainer_load_safetensors(trainc_trainer *trainer,
@@ -419,6 +432,8 @@ trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir) {
   if (trainc_status s = toC(trainc::snapshotTrainer(
           *trainer->trainer, trainer->data.get(), snapshot)))
     return s;
+  if (!writesForRun(trainer))
+    return nullptr;
   const trainc::CheckpointLock *lock = trainer->checkpointLock.get();
   bool held = lock && lock->dir() == dir;
   return toC(trainc::writeCheckpoint(
@@ -433,7 +448,7 @@ trainc_status trainc_trainer_save_async(trainc_trainer *trainer,
     return nullArgument("dir");
   // A background write needs the directory locked for the whole write.
   const trainc::CheckpointLock *lock = trainer->checkpointLock.get();
-  if (!lock || lock->dir() != dir)
+  if (writesForRun(trainer) && (!lock || lock->dir() != dir))
     return toC(trainc::Status(
         trainc::StatusCode::kFailedPrecondition,
         std::string(dir) + ": a background save needs the directory locked "
@@ -443,6 +458,8 @@ trainc_status trainc_trainer_save_async(trainc_trainer *trainer,
   if (trainc_status s = toC(trainc::snapshotTrainer(
           *trainer->trainer, trainer->data.get(), snapshot)))
     return s;
+  if (!writesForRun(trainer))
+    return nullptr;
   return toC(trainer->writer.submit(dir, std::move(snapshot), trainer->keepLast,
                                     lock));
 }
@@ -462,6 +479,9 @@ trainc_status trainc_trainer_use_checkpoint_dir(trainc_trainer *trainer,
     return nullArgument("dir");
   if (keep_last < 0)
     return toC(trainc::invalidArgument("keep_last must not be negative"));
+  trainer->keepLast = keep_last;
+  if (!writesForRun(trainer))
+    return nullptr;
   std::unique_ptr<trainc::CheckpointLock> lock;
   if (trainc_status s = toC(trainc::CheckpointLock::acquire(dir, lock)))
     return s;
@@ -610,9 +630,15 @@ trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
     return nullArgument("source_model");
   if (!path)
     return nullArgument("path");
-  return toC(trainc::exportOnnxWithWeights(
-      source_model, path,
-      trainc::parameterTensors(trainer->trainer->session())));
+  const trainc::Session &session = trainer->trainer->session();
+  std::vector<std::vector<char>> storage;
+  std::vector<trainc::NamedTensor> weights;
+  if (trainc::Status s = trainc::parameterTensors(session, storage, weights);
+      !s.ok())
+    return toC(s);
+  if (!writesForRun(trainer))
+    return nullptr;
+  return toC(trainc::exportOnnxWithWeights(source_model, path, weights));
 }
 
 trainc_status trainc_saved_run_info(const char *dir, int64_t *out_step,

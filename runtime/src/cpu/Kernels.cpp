@@ -72,6 +72,12 @@ KernelFn kernelFor(Opcode op) {
     return runAdamwUpdate;
   case Opcode::AllReduce:
     return runAllReduce;
+  case Opcode::ReduceScatter:
+    return runReduceScatter;
+  case Opcode::AllGather:
+    return runAllGather;
+  case Opcode::ShardSlice:
+    return runShardSlice;
   }
   return nullptr;
 }

@@ -68,6 +68,9 @@ Status runGeluGrad(const KernelCall &call);         // FusedGradients.cpp
 Status runNormGrad(const KernelCall &call);         // FusedGradients.cpp
 Status runAdamwUpdate(const KernelCall &call);      // Optimizer.cpp
 Status runAllReduce(const KernelCall &call);        // Collectives.cpp
+Status runReduceScatter(const KernelCall &call);    // Collectives.cpp
+Status runAllGather(const KernelCall &call);        // Collectives.cpp
+Status runShardSlice(const KernelCall &call);       // Collectives.cpp
 
 } // namespace trainc::cpu
 

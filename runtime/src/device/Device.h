@@ -95,6 +95,11 @@ public:
   /// Every rank's `data` becomes the elementwise sum over its group.
   virtual Status allReduceSum(int axis, void *data, int64_t count, DType dtype,
                               Stream &stream, const CollectiveSite &site) = 0;
+  /// `in` holds group size * count elements; `out` (count elements) gets
+  /// the part of their sum over the group at this rank's coordinate.
+  virtual Status reduceScatterSum(int axis, const void *in, void *out,
+                                  int64_t count, DType dtype, Stream &stream,
+                                  const CollectiveSite &site) = 0;
   /// `out` (group size * count elements) gets each group member's
   /// `in` in coordinate order. Axis -1: every rank, in rank order.
   virtual Status allGather(int axis, const void *in, void *out, int64_t count,

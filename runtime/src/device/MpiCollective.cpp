@@ -121,7 +121,7 @@ public:
 
   Status allReduceSum(int axis, void *data, int64_t count, DType dtype,
                       Stream &, const CollectiveSite &site) override {
-    MPI_Datatype type;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
     TRAINC_RETURN_IF_ERROR(mpiType(dtype, site, type));
     TRAINC_RETURN_IF_ERROR(checkCount(count, site));
     ++sequence_;
@@ -146,6 +146,38 @@ public:
       sumInOrder<float>(data, count, n);
     else
       sumInOrder<double>(data, count, n);
+    return okStatus();
+  }
+
+  Status reduceScatterSum(int axis, const void *in, void *out, int64_t count,
+                          DType dtype, Stream &,
+                          const CollectiveSite &site) override {
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    TRAINC_RETURN_IF_ERROR(mpiType(dtype, site, type));
+    int n = groupSize(axis);
+    TRAINC_RETURN_IF_ERROR(checkCount(count * n, site));
+    ++sequence_;
+    MPI_Comm group = groups_[axis];
+    MPI_Request request;
+    if (!options_.deterministic) {
+      int rc = MPI_Ireduce_scatter_block(in, out, int(count), type, MPI_SUM,
+                                         group, &request);
+      if (rc != MPI_SUCCESS)
+        return failed(site, mpiError(rc));
+      return wait(request, site);
+    }
+    // Rank order: every member's part for this rank (an all-to-all), then
+    // one sum, left to right, as allReduceSum's.
+    gathered_.resize(size_t(count) * dtypeSize(dtype) * size_t(n));
+    int rc = MPI_Ialltoall(in, int(count), type, gathered_.data(), int(count),
+                           type, group, &request);
+    if (rc != MPI_SUCCESS)
+      return failed(site, mpiError(rc));
+    TRAINC_RETURN_IF_ERROR(wait(request, site));
+    if (dtype == DType::F32)
+      sumInOrder<float>(out, count, n);
+    else
+      sumInOrder<double>(out, count, n);
     return okStatus();
   }
 

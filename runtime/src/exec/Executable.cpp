@@ -180,6 +180,46 @@ Status Executable::parse() {
             origin_, "tensor " + std::to_string(id) + " '" + info.name +
                          "' records " + std::to_string(info.size) +
                          " bytes but its shape needs " + std::to_string(bytes));
+      // The whole tensor: recorded (padded parts), or each split dimension
+      // times its axis size.
+      info.globalShape = copyVector<int64_t>(t->global_shape());
+      if (!info.globalShape.empty() &&
+          info.globalShape.size() != info.shape.size())
+        return dataLoss(origin_, "tensor " + std::to_string(id) +
+                                     " has a global shape of rank " +
+                                     std::to_string(info.globalShape.size()) +
+                                     " but rank " +
+                                     std::to_string(info.shape.size()));
+      if (info.globalShape.empty())
+        info.globalShape = info.shape;
+      info.globalSize = dtypeSize(info.dtype);
+      for (size_t d = 0; d < info.shape.size(); ++d) {
+        int64_t parts = d < info.shardAxes.size() && info.shardAxes[d] >= 0
+                            ? mesh_[size_t(info.shardAxes[d])].size
+                            : 1;
+        int64_t &whole = info.globalShape[d];
+        uint64_t product = 0;
+        if (t->global_shape() == nullptr || t->global_shape()->size() == 0) {
+          if (!mulBounded(uint64_t(info.shape[d]), uint64_t(parts), limit,
+                          product))
+            return dataLoss(origin_, "tensor " + std::to_string(id) +
+                                         " has an invalid global shape");
+          whole = int64_t(product);
+        }
+        if (whole < 0 || whole > int64_t(limit) ||
+            (whole + parts - 1) / parts != info.shape[d])
+          return dataLoss(origin_, "tensor " + std::to_string(id) + " '" +
+                                       info.name + "': a part of " +
+                                       std::to_string(info.shape[d]) +
+                                       " along dimension " + std::to_string(d) +
+                                       " does not belong to a whole of " +
+                                       std::to_string(whole) + " split " +
+                                       std::to_string(parts) + " ways");
+        if (!mulBounded(info.globalSize, uint64_t(whole), limit,
+                        info.globalSize))
+          return dataLoss(origin_, "tensor " + std::to_string(id) +
+                                       " has an invalid global shape");
+      }
       auto fits = [](uint64_t offset, uint64_t n, uint64_t capacity) {
         return offset <= capacity && n <= capacity - offset;
       };
@@ -197,7 +237,8 @@ Status Executable::parse() {
       }
       if ((info.role == TensorRole::Parameter ||
            info.role == TensorRole::State) &&
-          !fits(info.initOffset, stored, constantsSize_))
+          !fits(info.initOffset, info.splat ? stored : info.globalSize,
+                constantsSize_))
         return dataLoss(origin_, "the initial value of '" + info.name +
                                      "' lies outside the constant section");
       tensors_.push_back(std::move(info));
@@ -254,17 +295,33 @@ Status Executable::parse() {
       Status valid = validateInstruction(inst, index, tensors_);
       if (!valid.ok())
         return dataLoss(origin_, valid.message());
-      // The one contract that needs the mesh: a collective's axis exists.
-      bool onMesh = inst.op == Opcode::AllReduce ||
+      // The contracts that need the mesh: a collective's axis exists, and
+      // the parts it moves are 1/size of the whole along dimension 0.
+      bool parts = inst.op == Opcode::ReduceScatter ||
+                   inst.op == Opcode::AllGather ||
+                   inst.op == Opcode::ShardSlice;
+      bool onMesh = parts || inst.op == Opcode::AllReduce ||
                     (inst.op == Opcode::Dropout && inst.ints.size() == 3);
-      int64_t axis = inst.op == Opcode::AllReduce ? inst.ints[0]
-                     : onMesh                     ? inst.ints[1]
-                                                  : 0;
+      int64_t axis = inst.op == Opcode::Dropout ? (onMesh ? inst.ints[1] : 0)
+                                                : (onMesh ? inst.ints[0] : 0);
       if (onMesh && (axis < 0 || axis >= int64_t(mesh_.size())))
         return dataLoss(origin_,
                         "instruction " + std::to_string(index) + " (" +
                             opcodeName(inst.op) + ") names mesh axis " +
                             std::to_string(axis) + ", which does not exist");
+      if (parts) {
+        const TensorInfo &in = tensors_[inst.operands[0]];
+        const TensorInfo &out = tensors_[inst.results[0]];
+        const TensorInfo &whole = inst.op == Opcode::AllGather ? out : in;
+        const TensorInfo &part = inst.op == Opcode::AllGather ? in : out;
+        if (whole.shape[0] != part.shape[0] * mesh_[size_t(axis)].size)
+          return dataLoss(origin_,
+                          "instruction " + std::to_string(index) + " (" +
+                              opcodeName(inst.op) + "): dimension 0 of " +
+                              shapeString(whole.shape) + " is not " +
+                              std::to_string(mesh_[size_t(axis)].size) +
+                              " times that of " + shapeString(part.shape));
+      }
       instructions_.push_back(std::move(inst));
     }
   }

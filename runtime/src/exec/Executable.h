@@ -45,6 +45,21 @@ struct TensorInfo {
   /// Per dimension, the mesh axis (an index in Executable::mesh()) it is
   /// split over, or -1; empty: not split. `shape` is one rank's part.
   std::vector<int8_t> shardAxes;
+  /// The whole tensor's shape (`shape` when not split). A split dimension
+  /// is its part's size times the axis size, or, for a padded part (ZeRO),
+  /// less: each part is ceil(whole / axis size) long and the last ones are
+  /// padded at the end.
+  std::vector<int64_t> globalShape;
+  /// The whole tensor's bytes (`size` when not split); a split parameter's
+  /// or state's initial value is the whole tensor.
+  uint64_t globalSize = 0;
+
+  bool isSplit() const {
+    for (int8_t axis : shardAxes)
+      if (axis >= 0)
+        return true;
+    return false;
+  }
 
   int64_t numElements() const {
     int64_t n = 1;

@@ -17,6 +17,42 @@ uint64_t hashBytes(const char *data, uint64_t size, uint64_t h) {
   return h;
 }
 
+/// Bytes of one index of dimension 0 of `t` (the product of the others).
+uint64_t rowBytes(const TensorInfo &t) {
+  uint64_t bytes = dtypeSize(t.dtype);
+  for (size_t d = 1; d < t.shape.size(); ++d)
+    bytes *= uint64_t(t.shape[d]);
+  return bytes;
+}
+
+/// The part at `coordinate` of `whole` (t.globalSize bytes), split along
+/// dimension 0: its rows, then zeros where the part runs past the whole.
+std::vector<char> partOfWhole(const TensorInfo &t, const char *whole,
+                              int coordinate) {
+  std::vector<char> part(t.size, 0);
+  uint64_t row = rowBytes(t);
+  int64_t first = int64_t(coordinate) * t.shape[0];
+  int64_t rows =
+      std::max<int64_t>(0, std::min(t.shape[0], t.globalShape[0] - first));
+  if (rows > 0)
+    std::memcpy(part.data(), whole + uint64_t(first) * row,
+                uint64_t(rows) * row);
+  return part;
+}
+
+/// A persistent tensor that is split must be split along dimension 0 only
+/// (ZeRO's parts; the compiler makes no other).
+Status checkPersistentSplit(const TensorInfo &t) {
+  for (size_t d = 1; d < t.shardAxes.size(); ++d)
+    if (t.shardAxes[d] >= 0)
+      return Status(StatusCode::kUnimplemented,
+                    "'" + t.name + "' is split along dimension " +
+                        std::to_string(d) +
+                        "; parameters and state split along dimension 0 "
+                        "are supported");
+  return okStatus();
+}
+
 } // namespace
 
 Session::~Session() = default;
@@ -104,8 +140,23 @@ Status Session::create(std::shared_ptr<const Executable> executable,
     } else {
       session->data_[id] = session->arenas_[t.arena] + t.offset;
     }
-    if (t.role == TensorRole::Parameter || t.role == TensorRole::State)
+    if (t.role != TensorRole::Parameter && t.role != TensorRole::State)
+      continue;
+    if (!t.isSplit() || t.splat) {
+      // A splat's part (zero moments) is the same element repeated; the
+      // padding rows get it too, and are never read as part of the whole.
       TRAINC_RETURN_IF_ERROR(copyValue(t, t.initOffset, session->data_[id]));
+      continue;
+    }
+    // A split parameter's initial value is the whole tensor: this rank
+    // keeps its part.
+    TRAINC_RETURN_IF_ERROR(checkPersistentSplit(t));
+    std::vector<char> part =
+        partOfWhole(t, exe.constants() + t.initOffset,
+                    device.collective().coordinate(t.shardAxes[0]));
+    TRAINC_RETURN_IF_ERROR(
+        device.copyToDevice(session->data_[id], part.data(), t.size, stream));
+    TRAINC_RETURN_IF_ERROR(stream.synchronize());
   }
   TRAINC_RETURN_IF_ERROR(stream.synchronize());
   out = std::move(session);
@@ -248,12 +299,55 @@ Status Session::setPersistent(uint32_t id, const void *data, size_t bytes) {
   if (t.role != TensorRole::Parameter && t.role != TensorRole::State)
     return invalidArgument("tensor '" + t.name +
                            "' is not a parameter or optimizer state");
-  if (bytes != t.size)
-    return invalidArgument("'" + t.name + "' has " + std::to_string(t.size) +
-                           " bytes, not " + std::to_string(bytes));
+  if (bytes != t.globalSize)
+    return invalidArgument("'" + t.name + "' has " +
+                           std::to_string(t.globalSize) + " bytes, not " +
+                           std::to_string(bytes));
   Stream &stream = device_->computeStream();
-  TRAINC_RETURN_IF_ERROR(device_->copyToDevice(data_[id], data, bytes, stream));
+  if (!t.isSplit()) {
+    TRAINC_RETURN_IF_ERROR(
+        device_->copyToDevice(data_[id], data, bytes, stream));
+    return stream.synchronize();
+  }
+  TRAINC_RETURN_IF_ERROR(checkPersistentSplit(t));
+  std::vector<char> part =
+      partOfWhole(t, static_cast<const char *>(data),
+                  device_->collective().coordinate(t.shardAxes[0]));
+  TRAINC_RETURN_IF_ERROR(
+      device_->copyToDevice(data_[id], part.data(), t.size, stream));
   return stream.synchronize();
+}
+
+Status Session::readWhole(uint32_t id, std::vector<char> &out) const {
+  const Executable &exe = *executable_;
+  if (id >= exe.tensors().size())
+    return Status(StatusCode::kOutOfRange,
+                  "tensor " + std::to_string(id) + " does not exist");
+  const TensorInfo &t = exe.tensors()[id];
+  out.resize(t.size);
+  TRAINC_RETURN_IF_ERROR(readTensor(id, out.data()));
+  if (!t.isSplit())
+    return okStatus();
+  int dim = 0;
+  while (t.shardAxes[size_t(dim)] < 0)
+    ++dim;
+  if (dim != 0)
+    return Status(StatusCode::kUnimplemented,
+                  "'" + t.name + "' is split along dimension " +
+                      std::to_string(dim) +
+                      "; only tensors split along dimension 0 are gathered");
+  // The parts in coordinate order are the whole along dimension 0, padding
+  // last.
+  int axis = t.shardAxes[0];
+  std::vector<char> parts(t.size * uint64_t(exe.mesh()[size_t(axis)].size));
+  CollectiveSite site;
+  site.what = "the gather of a split tensor";
+  TRAINC_RETURN_IF_ERROR(device_->collective().allGather(
+      axis, out.data(), parts.data(), int64_t(t.size), DType::U8,
+      device_->communicationStream(), site));
+  parts.resize(t.globalSize);
+  out = std::move(parts);
+  return okStatus();
 }
 
 Status Session::readTensor(uint32_t id, void *out) const {

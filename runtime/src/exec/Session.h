@@ -19,6 +19,7 @@
 #include "exec/Executable.h"
 
 #include <memory>
+#include <vector>
 
 namespace trainc {
 
@@ -58,8 +59,14 @@ public:
   /// any device, after the work queued so far.
   Status readTensor(uint32_t id, void *out) const;
   Device &device() const { return *device_; }
+  /// The whole (global) value of tensor `id` in host memory: its bytes, or,
+  /// for a tensor split over the mesh (ZeRO's parts, a split output), the
+  /// parts of its group gathered. A collective: every rank of the run calls
+  /// it for the same tensors in the same order.
+  Status readWhole(uint32_t id, std::vector<char> &out) const;
   /// Overwrites parameter or optimizer-state tensor `id` (loading trained
-  /// weights or resuming); the size must match.
+  /// weights or resuming) from its whole value (TensorInfo::globalSize
+  /// bytes): a split one keeps this rank's part. No communication.
   Status setPersistent(uint32_t id, const void *data, size_t bytes);
 
   /// Runs so far. Kernels that draw random numbers (dropout) key them on

@@ -432,6 +432,25 @@ Status Checker::check() const {
     TRAINC_RETURN_IF_ERROR(floatType(operand(0)));
     return sameType(operand(0), result(0));
   }
+  if (inst.op == Opcode::ReduceScatter || inst.op == Opcode::AllGather ||
+      inst.op == Opcode::ShardSlice) {
+    // One dtype and rank >= 1, equal dimensions after the first; dimension
+    // 0 against the axis size is checked by the loader, which knows it.
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(1, 0));
+    if (inst.op == Opcode::ReduceScatter)
+      TRAINC_RETURN_IF_ERROR(floatType(operand(0)));
+    const TensorInfo &in = operand(0), &out = result(0);
+    if (in.dtype != out.dtype || in.shape.empty() ||
+        in.shape.size() != out.shape.size() ||
+        !std::equal(in.shape.begin() + 1, in.shape.end(),
+                    out.shape.begin() + 1))
+      return error("operand " + shapeString(in.shape) + " and result " +
+                   shapeString(out.shape) +
+                   " must have one dtype and equal dimensions after the "
+                   "first");
+    return okStatus();
+  }
   if (op <= static_cast<int>(Opcode::Rsqrt) || inst.op == Opcode::Cos ||
       inst.op == Opcode::Sin) {
     TRAINC_RETURN_IF_ERROR(arity(1, 1));

@@ -35,15 +35,6 @@ Status splitDim(const TensorInfo &t, int &dim) {
   return okStatus();
 }
 
-/// The whole tensor's shape: split dimensions times their axis sizes.
-std::vector<int64_t> globalShape(const Executable &exe, const TensorInfo &t) {
-  std::vector<int64_t> shape = t.shape;
-  for (size_t d = 0; d < t.shardAxes.size(); ++d)
-    if (t.shardAxes[d] >= 0)
-      shape[d] *= exe.mesh()[t.shardAxes[d]].size;
-  return shape;
-}
-
 /// A tensor of `shape` (`bytes` of it) with dimension `dim` split into
 /// `parts`: the bytes of part `index`.
 std::vector<char> partOf(const std::vector<char> &bytes,
@@ -72,10 +63,10 @@ Status loadInput(const Session &session, size_t index, const std::string &file,
   TRAINC_RETURN_IF_ERROR(splitDim(t, dim));
   if (dim >= 0) {
     TensorInfo whole = t;
-    whole.shape = globalShape(exe, t);
+    whole.shape = t.globalShape;
+    whole.size = t.globalSize;
     int axis = t.shardAxes[dim];
     int64_t parts = exe.mesh()[axis].size;
-    whole.size = t.size * uint64_t(parts);
     std::vector<char> all;
     TRAINC_RETURN_IF_ERROR(loadWhole(whole, file, all));
     bytes = partOf(all, whole.shape, dim, parts,
@@ -133,31 +124,11 @@ Status writeOutputNpy(const Session &session, size_t index,
                   "output " + std::to_string(index) + " does not exist");
   uint32_t id = exe.outputs()[index];
   const TensorInfo &t = exe.tensors()[id];
-  std::vector<char> bytes(t.size);
-  TRAINC_RETURN_IF_ERROR(session.readTensor(id, bytes.data()));
-  Collective &ranks = session.device().collective();
-  int dim = -1;
-  TRAINC_RETURN_IF_ERROR(splitDim(t, dim));
-  if (dim > 0)
-    return Status(StatusCode::kUnimplemented,
-                  "output '" + t.name + "' is split along dimension " +
-                      std::to_string(dim) +
-                      "; only outputs split along dimension 0 are gathered");
-  if (dim == 0) {
-    // The parts in coordinate order are the whole tensor along dim 0.
-    int axis = t.shardAxes[0];
-    std::vector<char> whole(t.size * uint64_t(exe.mesh()[axis].size));
-    CollectiveSite site;
-    site.what = "the gather of a split output";
-    TRAINC_RETURN_IF_ERROR(ranks.allGather(
-        axis, bytes.data(), whole.data(), int64_t(t.size), DType::U8,
-        session.device().communicationStream(), site));
-    bytes = std::move(whole);
-  }
-  if (ranks.rank() != 0)
+  std::vector<char> bytes;
+  TRAINC_RETURN_IF_ERROR(session.readWhole(id, bytes));
+  if (session.device().collective().rank() != 0)
     return okStatus();
-  return writeNpy(path, t.dtype, globalShape(exe, t), bytes.data(),
-                  bytes.size());
+  return writeNpy(path, t.dtype, t.globalShape, bytes.data(), bytes.size());
 }
 
 std::string tensorFileName(const std::string &name) {

@@ -337,10 +337,13 @@ uint64_t modelHash(const Executable &exe) {
   for (const TensorInfo &t : exe.tensors()) {
     if (!isPersistent(t))
       continue;
-    std::string key = t.name + ":" + dtypeName(t.dtype) + shapeString(t.shape);
+    // Whole shapes and values: a checkpoint of one mesh is the same model
+    // under another.
+    std::string key =
+        t.name + ":" + dtypeName(t.dtype) + shapeString(t.globalShape);
     XXH3_64bits_update(state, key.data(), key.size());
     XXH3_64bits_update(state, exe.constants() + t.initOffset,
-                       t.splat ? dtypeSize(t.dtype) : t.size);
+                       t.splat ? dtypeSize(t.dtype) : t.globalSize);
   }
   uint64_t hash = XXH3_64bits_digest(state);
   XXH3_freeState(state);
@@ -363,9 +366,10 @@ Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
     const TensorInfo &t = exe.tensors()[id];
     if (!isPersistent(t))
       continue;
-    CheckpointSnapshot::Tensor tensor{t.name, t.dtype, t.shape, {}};
-    tensor.bytes.resize(t.size);
-    TRAINC_RETURN_IF_ERROR(session.readTensor(id, tensor.bytes.data()));
+    // Whole tensors (ZeRO's parts gathered), so a checkpoint loads under
+    // any mesh.
+    CheckpointSnapshot::Tensor tensor{t.name, t.dtype, t.globalShape, {}};
+    TRAINC_RETURN_IF_ERROR(session.readWhole(id, tensor.bytes));
     out.tensors.push_back(std::move(tensor));
   }
   return okStatus();
@@ -582,11 +586,11 @@ Status restoreCheckpoint(const std::string &dir, Trainer &trainer,
         [&](const CheckpointSnapshot::Tensor &l) { return l.name == t.name; });
     if (it == loaded.tensors.end())
       return invalidArgument(where + " has no tensor '" + t.name + "'");
-    if (it->dtype != t.dtype || it->shape != t.shape)
-      return invalidArgument(where + ": '" + t.name + "' is " +
-                             dtypeName(it->dtype) + " " +
-                             shapeString(it->shape) + " but the executable's " +
-                             dtypeName(t.dtype) + " " + shapeString(t.shape));
+    if (it->dtype != t.dtype || it->shape != t.globalShape)
+      return invalidArgument(
+          where + ": '" + t.name + "' is " + dtypeName(it->dtype) + " " +
+          shapeString(it->shape) + " but the executable's " +
+          dtypeName(t.dtype) + " " + shapeString(t.globalShape));
     TRAINC_RETURN_IF_ERROR(
         session.setPersistent(id, it->bytes.data(), it->bytes.size()));
     ++k;

@@ -98,11 +98,11 @@ Status restoreRun(const std::string &dir, Trainer &trainer,
     std::string path = dir + "/" + runTensorFileName(t.name);
     NpyArray array;
     TRAINC_RETURN_IF_ERROR(readNpy(path, array));
-    if (array.dtype != t.dtype || array.shape != t.shape)
+    if (array.dtype != t.dtype || array.shape != t.globalShape)
       return invalidArgument(path + " holds " + dtypeName(array.dtype) + " " +
                              shapeString(array.shape) + " but '" + t.name +
                              "' is " + dtypeName(t.dtype) + " " +
-                             shapeString(t.shape));
+                             shapeString(t.globalShape));
     TRAINC_RETURN_IF_ERROR(
         session.setPersistent(id, array.data.data(), array.data.size()));
   }

@@ -47,15 +47,24 @@ int64_t vocabularyOf(const Executable &exe) {
   return exe.signature().vocabulary;
 }
 
-std::vector<NamedTensor> parameterTensors(const Session &session) {
+Status parameterTensors(const Session &session,
+                        std::vector<std::vector<char>> &storage,
+                        std::vector<NamedTensor> &out) {
   const Executable &exe = session.executable();
-  std::vector<NamedTensor> weights;
+  out.clear();
+  storage.clear();
+  storage.reserve(exe.parameters().size());
   for (uint32_t id : exe.parameters()) {
     const TensorInfo &t = exe.tensors()[id];
-    weights.push_back(
-        {t.name, t.dtype, t.shape, session.tensorData(id), size_t(t.size)});
+    const void *data = session.tensorData(id);
+    if (t.isSplit()) {
+      storage.emplace_back();
+      TRAINC_RETURN_IF_ERROR(session.readWhole(id, storage.back()));
+      data = storage.back().data();
+    }
+    out.push_back({t.name, t.dtype, t.globalShape, data, size_t(t.globalSize)});
   }
-  return weights;
+  return okStatus();
 }
 
 Status loadParameterTensors(Session &session, const std::string &path) {
@@ -81,17 +90,18 @@ Status loadParameterTensors(Session &session, const std::string &path) {
     parameters.insert(p.name);
     auto it = inFile.find(p.name);
     if (it == inFile.end()) {
-      missing.push_back("'" + p.name + "' (" + describe(p.dtype, p.shape) +
-                        ")");
+      missing.push_back("'" + p.name + "' (" +
+                        describe(p.dtype, p.globalShape) + ")");
       continue;
     }
     const SafetensorsFile::Tensor &t = *it->second;
     // Compared by the file's dtype name: the types safetensors has no name
     // for are saved (and so loaded) as their bytes, "U8" or "I8".
-    if (t.fileDType != safetensorsDType(p.dtype) || t.shape != p.shape ||
-        t.bytes != p.size) {
+    if (t.fileDType != safetensorsDType(p.dtype) || t.shape != p.globalShape ||
+        t.bytes != p.globalSize) {
       mismatched.push_back("'" + p.name + "' is " + describe(t.dtype, t.shape) +
-                           " in the file but " + describe(p.dtype, p.shape) +
+                           " in the file but " +
+                           describe(p.dtype, p.globalShape) +
                            " in the executable");
       continue;
     }
@@ -367,9 +377,16 @@ Status Trainer::evaluate(double &loss) {
                   "no evaluation executable was given");
   for (auto [evalIndex, trainId] : evalParams_) {
     uint32_t evalId = evalSession_->executable().parameters()[evalIndex];
-    TRAINC_RETURN_IF_ERROR(evalSession_->setPersistent(
-        evalId, session_->tensorData(trainId),
-        session_->executable().tensors()[trainId].size));
+    const TensorInfo &t = session_->executable().tensors()[trainId];
+    if (!t.isSplit()) {
+      TRAINC_RETURN_IF_ERROR(evalSession_->setPersistent(
+          evalId, session_->tensorData(trainId), t.size));
+      continue;
+    }
+    std::vector<char> whole;
+    TRAINC_RETURN_IF_ERROR(session_->readWhole(trainId, whole));
+    TRAINC_RETURN_IF_ERROR(
+        evalSession_->setPersistent(evalId, whole.data(), whole.size()));
   }
   int64_t batches = evalBatchesPerEvaluation();
   size_t bytes = size_t(batch_ * seq_) * (int64Ids_ ? 8 : 4);

@@ -174,8 +174,12 @@ private:
 };
 
 /// The session's parameters (the trained weights) by their model names,
-/// pointing into the session.
-std::vector<NamedTensor> parameterTensors(const Session &session);
+/// whole: pointing into the session, or, for parameters split over the mesh
+/// (ZeRO-3), into `storage`, gathered (Session::readWhole: every rank calls
+/// it at the same point).
+Status parameterTensors(const Session &session,
+                        std::vector<std::vector<char>> &storage,
+                        std::vector<NamedTensor> &out);
 
 /// Sets the session's parameters from the .safetensors file `path`, by the
 /// names parameterTensors gives. Strict: every parameter must be in the file

@@ -1175,3 +1175,118 @@ func.func @sharding_rank(%x: tensor<4x2xf32> {graph.sharding = ["data"]}) {
 func.func @sharding_axis(%x: tensor<4xf32>) -> (tensor<4xf32> {graph.sharding = ["pipe"]}) {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+module attributes {graph.mesh = {data = 2 : i64}} {
+func.func @reduce_scatter_c1(%x: tensor<4x2xf32>) {
+  // expected-error@+1 {{(C1) operand and result must have one element type, rank >= 1 and equal dimensions after the first, not 'tensor<4x2xf32>' and 'tensor<2x3xf32>'}}
+  %0 = graph.reduce_scatter %x, axis = "data" : (tensor<4x2xf32>) -> tensor<2x3xf32>
+  return
+}
+}
+
+// -----
+
+module attributes {graph.mesh = {data = 2 : i64}} {
+func.func @reduce_scatter_c2(%x: tensor<4x2xf32>) {
+  // expected-error@+1 {{(C2) dimension 0 of 'tensor<4x2xf32>' must be 2 (the size of axis 'data') times that of 'tensor<4x2xf32>'}}
+  %0 = graph.reduce_scatter %x, axis = "data" : (tensor<4x2xf32>) -> tensor<4x2xf32>
+  return
+}
+}
+
+// -----
+
+func.func @reduce_scatter_c3(%x: tensor<4xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = graph.reduce_scatter %x, axis = "data" : (tensor<4xi32>) -> tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_c4(%x: tensor<4xf32>) {
+  // expected-error@+1 {{(C4) axis 'pipe' is not a mesh axis (data, tensor)}}
+  %0 = graph.reduce_scatter %x, axis = "pipe" : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_gather_c1(%x: tensor<f32>) {
+  // expected-error@+1 {{(C1) operand and result must have one element type, rank >= 1 and equal dimensions after the first}}
+  %0 = graph.all_gather %x, axis = "data" : (tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+module attributes {graph.mesh = {data = 4 : i64}} {
+func.func @all_gather_c2(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{(C2) dimension 0 of 'tensor<4x3xf32>' must be 4 (the size of axis 'data') times that of 'tensor<2x3xf32>'}}
+  %0 = graph.all_gather %x, axis = "data" : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  return
+}
+}
+
+// -----
+
+func.func @all_gather_c3(%x: tensor<4xf32>) {
+  // expected-error@+1 {{(C3) axis 'pipe' is not a mesh axis (data, tensor)}}
+  %0 = graph.all_gather %x, axis = "pipe" : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+module attributes {graph.mesh = {data = 2 : i64}} {
+func.func @shard_slice_c1(%x: tensor<4x2xf32>) {
+  // expected-error@+1 {{(C1) operand and result must have one element type, rank >= 1 and equal dimensions after the first, not 'tensor<4x2xf32>' and 'tensor<2x2xf16>'}}
+  %0 = graph.shard_slice %x, axis = "data" : (tensor<4x2xf32>) -> tensor<2x2xf16>
+  return
+}
+}
+
+// -----
+
+module attributes {graph.mesh = {data = 2 : i64}} {
+func.func @shard_slice_c2(%x: tensor<5x2xf32>) {
+  // expected-error@+1 {{(C2) dimension 0 of 'tensor<5x2xf32>' must be 2 (the size of axis 'data') times that of 'tensor<2x2xf32>'}}
+  %0 = graph.shard_slice %x, axis = "data" : (tensor<5x2xf32>) -> tensor<2x2xf32>
+  return
+}
+}
+
+// -----
+
+func.func @shard_slice_c3(%x: tensor<4xf32>) {
+  // expected-error@+1 {{(C3) axis 'tensor2' is not a mesh axis (data, tensor)}}
+  %0 = graph.shard_slice %x, axis = "tensor2" : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+module attributes {graph.mesh = {data = 2 : i64}} {
+// expected-error@+1 {{'graph.global_shape' on argument 0 needs a 'graph.sharding' beside it}}
+func.func @global_shape_alone(%x: tensor<3x2xf32> {graph.global_shape = array<i64: 5, 2>}) {
+  return
+}
+}
+
+// -----
+
+module attributes {graph.mesh = {data = 2 : i64}} {
+// expected-error@+1 {{'graph.global_shape' on result 0: dimension 0 of the whole tensor is 7, so each of the 2 parts along it is 4 long, not 3}}
+func.func @global_shape_parts(%x: tensor<3x2xf32>) -> (tensor<3x2xf32> {graph.sharding = ["data", ""], graph.global_shape = array<i64: 7, 2>}) {
+  return %x : tensor<3x2xf32>
+}
+}
+
+// -----
+
+// expected-error@+1 {{'graph.global_shape' on argument 0 must be an array<i64> of one size per dimension of a ranked tensor}}
+func.func @global_shape_rank(%x: tensor<3x2xf32> {graph.sharding = ["data", ""], graph.global_shape = array<i64: 5>}) {
+  return
+}

@@ -250,3 +250,20 @@ func.func @storage_types(%x: tensor<4xf32>, %s: tensor<4x!graph.f8E8M0FNU>) -> (
   %3 = graph.convert %x : (tensor<4xf32>) -> tensor<4xui4>
   return %0, %1, %2, %3 : tensor<4x!graph.f4E2M1FN>, tensor<4xf32>, tensor<4xf8E4M3FN>, tensor<4xui4>
 }
+
+// ZeRO's collectives on 2 data-parallel ranks, and a padded part: 5 rows
+// split 2 ways are parts of 3 rows.
+// CHECK-LABEL: func.func @zero_collectives
+// CHECK-SAME: graph.global_shape = array<i64: 5, 2>, graph.sharding = ["data", ""]
+// CHECK: graph.all_gather %{{.+}}, axis = "data" : (tensor<3x2xf32>) -> tensor<6x2xf32>
+// CHECK: graph.reduce_scatter %{{.+}}, axis = "data" : (tensor<6x2xf32>) -> tensor<3x2xf32>
+// CHECK: graph.shard_slice %{{.+}}, axis = "data" : (tensor<6x2xf32>) -> tensor<3x2xf32>
+module attributes {graph.mesh = {data = 2 : i64}} {
+func.func @zero_collectives(%p: tensor<3x2xf32> {graph.sharding = ["data", ""], graph.global_shape = array<i64: 5, 2>}) -> tensor<3x2xf32> {
+  %whole = graph.all_gather %p, axis = "data" : (tensor<3x2xf32>) -> tensor<6x2xf32>
+  %sum = graph.reduce_scatter %whole, axis = "data" : (tensor<6x2xf32>) -> tensor<3x2xf32>
+  %mine = graph.shard_slice %whole, axis = "data" : (tensor<6x2xf32>) -> tensor<3x2xf32>
+  %r = graph.add %sum, %mine : tensor<3x2xf32>
+  return %r : tensor<3x2xf32>
+}
+}

@@ -110,3 +110,13 @@ func.func @loss_scale_not_state(%s: tensor<f32> {train.loss_scale}) {
 func.func @loss_scale_not_scalar(%s: tensor<2xf32> {train.state = "loss_scale", train.init = dense<1.0> : tensor<2xf32>, train.loss_scale}) {
   return
 }
+
+// -----
+
+// A split parameter's initial value is the whole tensor (graph.global_shape).
+module attributes {graph.mesh = {data = 2 : i64}} {
+// expected-error@+1 {{'train.init' on argument 0 has type 'tensor<3x2xf32>' but the argument has type 'tensor<5x2xf32>'}}
+func.func @init_of_a_part(%w: tensor<3x2xf32> {train.param = "w", train.init = dense<1.0> : tensor<3x2xf32>, graph.sharding = ["data", ""], graph.global_shape = array<i64: 5, 2>}) {
+  return
+}
+}

@@ -1181,8 +1181,9 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
   // norm_grad, softmax_cross_entropy_grad, attention_grad: differentiating
   // twice is not supported, and autodiff says so naming the op), or made
   // by the optimizer after the backward pass
-  // (adamw_update) or by the partition phase after it (all_reduce, until
-  // tensor parallelism puts one in the forward pass). Every other graph op can
+  // (adamw_update) or by the partition phase after it (all_reduce,
+  // reduce_scatter, all_gather, shard_slice, until tensor parallelism puts
+  // one in the forward pass). Every other graph op can
   // lie between a parameter and the loss (DESIGN.md: "every differentiable op
   // carries a VJP rule").
   const std::set<std::string> exempt = {
@@ -1190,7 +1191,8 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
       "graph.compare",        "graph.gelu_grad",
       "graph.norm_grad",      "graph.softmax_cross_entropy_grad",
       "graph.attention_grad", "graph.adamw_update",
-      "graph.all_reduce"};
+      "graph.all_reduce",     "graph.reduce_scatter",
+      "graph.all_gather",     "graph.shard_slice"};
   mlir::DialectRegistry registry;
   trainc::registerTraincDialects(registry);
   mlir::MLIRContext context(registry);

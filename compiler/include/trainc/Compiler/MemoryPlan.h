@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace trainc {
@@ -34,8 +35,32 @@ struct MemoryPlanReport {
   /// Bytes all work-arena buffers would take without reuse.
   uint64_t activationsWithoutReuse = 0;
 
+  /// A training step with a fused AdamW update: what each rank keeps of
+  /// the P parameters (accountTrainingState), beside the textbook formula
+  /// (ZeRO: 4 + 4 + 8 bytes per f32 parameter, each share whole or split N
+  /// ways).
+  struct TrainingState {
+    uint64_t parameterElements = 0; ///< P: whole elements of every parameter.
+    int64_t dataRanks = 1;          ///< N: the data axis.
+    struct Share {
+      uint64_t bytes = 0;      ///< Planned on one rank (tensor bytes).
+      uint64_t perElement = 0; ///< Bytes per parameter element.
+      bool split = false;      ///< Split over the data axis (ZeRO).
+      /// P * perElement / (split ? N : 1): what the textbook formula says.
+      uint64_t formula(uint64_t p, int64_t n) const {
+        return p * perElement / uint64_t(split ? n : 1);
+      }
+    } parameters, gradients, optimizerState;
+  };
+  std::optional<TrainingState> training;
+
   void print(llvm::raw_ostream &os) const;
 };
+
+/// Fills `report.training` from `program`, when it updates its parameters
+/// with graph.adamw_update: parameters are its parameter tensors, gradients
+/// the gradients the updates read, optimizer state the moments they update.
+void accountTrainingState(const Program &program, MemoryPlanReport &report);
 
 /// Attribute names of the plan.
 namespace plan {

@@ -11,6 +11,8 @@
 
 #include "trainc/Dialect/Graph/GraphDialect.h"
 
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
@@ -22,6 +24,21 @@ namespace trainc {
 /// over the axes data and tensor ("" or an absent axis: size 1). On
 /// failure returns none and sets `error` to a message that quotes `text`.
 std::optional<graph::Mesh> parseMesh(llvm::StringRef text, std::string &error);
+
+/// ZeRO's split: a tensor of type `whole` (rank >= 1) split along dimension
+/// 0 into `ranks` parts of ceil(d0 / ranks) rows. The type of one part.
+mlir::RankedTensorType zeroPartType(mlir::RankedTensorType whole,
+                                    int64_t ranks);
+
+/// `v` with zero rows appended up to `ranks` whole parts (zeroPartType).
+mlir::Value padToParts(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                       int64_t ranks);
+
+/// The attributes that mark a value as this rank's part of a tensor of
+/// type `whole` split along dimension 0 over `axis`: graph.sharding and
+/// graph.global_shape.
+llvm::SmallVector<mlir::NamedAttribute, 2>
+partAttributes(mlir::RankedTensorType whole, llvm::StringRef axis);
 
 } // namespace trainc
 

@@ -228,10 +228,31 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
     step makes a few large collectives instead of one per parameter (a
     gradient larger than the limit is a bucket of its own).
 
+    `zero` = 1, 2 or 3 (ZeRO, with data-parallel): what every rank keeps
+    whole is split over the `data` axis instead. A tensor of rank >= 1 is
+    split along dimension 0 into N parts of ceil(d0 / N) rows (the last
+    parts padded with zeros; `graph.global_shape` records d0); 0-d
+    parameters stay replicated.
+    - 1: each gradient is averaged whole (all_reduce, as data parallelism)
+      and this rank keeps its part (`graph.shard_slice`): the gradient
+      results are parts, marked `graph.sharding` and `graph.global_shape`.
+      The optimizer phase then keeps the optimizer state as parts too and
+      updates the rank's part of each parameter, then gathers it.
+    - 2: as 1, but the buckets are reduced with `graph.reduce_scatter`
+      straight into the parts: no rank holds a whole averaged gradient.
+      Each bucket is laid out [rank][its members' parts], so that part r of
+      the bucket is every member's part r.
+    - 3: as 2, and every trainable parameter of rank >= 1 becomes its part
+      too (its `train.init` stays the whole tensor, of which each rank keeps
+      its part when the executable starts). Each op that reads a parameter
+      gets its own `graph.all_gather` just before it, so the whole
+      parameter lives only while that op needs it: one gather for the
+      forward pass and one for the backward pass of a weight read once.
+
     Errors: an unknown or repeated mesh axis, a size below 1, a `data` axis
     with no strategy that uses it, a `tensor` axis above 1 (tensor
     parallelism is not implemented yet), an output
-    that is neither the loss, a gradient nor batched.
+    that is neither the loss, a gradient nor batched, `zero` outside 0..3.
   }];
   let options = [
     Option<"mesh", "mesh", "std::string", "\"\"",
@@ -245,6 +266,10 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
            "Gradients summed in one all_reduce per bucket of at most this "
            "many bytes (in the order the backward pass makes them; 0: one "
            "all_reduce per gradient)">,
+    Option<"zero", "zero", "int64_t", "0",
+           "ZeRO stage with data-parallel: 1 splits the optimizer state over "
+           "the data axis, 2 also the gradients, 3 also the parameters "
+           "(0: none)">,
   ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }

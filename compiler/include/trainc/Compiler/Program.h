@@ -59,6 +59,9 @@ struct ProgramTensor {
   /// Per dimension, the index in Program::mesh of the axis it is split
   /// over, or -1; empty when not split (graph.sharding).
   std::vector<int8_t> shardAxes;
+  /// The whole tensor's shape when it is set (graph.global_shape), else
+  /// empty.
+  std::vector<int64_t> globalShape;
 
   uint64_t bytes() const { return bytesOf(type); }
 };

@@ -57,7 +57,15 @@ def Graph_Dialect : Dialect {
       type is one rank's part; dimension d of the whole (global) tensor is
       its size times the size of its axis, and the rank with index i on that
       axis holds the i-th part.
-    - collectives (`graph.all_reduce`) combine values across one axis.
+    - `graph.global_shape = array<i64: 50, 16>` beside a `graph.sharding`:
+      the whole tensor's shape when a split dimension does not divide
+      evenly (ZeRO's sharded parameters and optimizer state). Each rank's
+      part of a split dimension is then ceil(global / axis size) long; the
+      last parts are padded at the end, and the padding is never read as
+      part of the whole. A parameter's `train.init` is the whole tensor.
+    - collectives (`graph.all_reduce`, `graph.reduce_scatter`,
+      `graph.all_gather`) combine values across one axis; `graph.shard_slice`
+      takes this rank's part of a value every rank holds whole.
   }];
   let hasOperationAttrVerify = 1;
   let hasConstantMaterializer = 1;
@@ -70,6 +78,8 @@ def Graph_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kOutputAttr = "graph.output";
     static constexpr ::llvm::StringLiteral kMeshAttr = "graph.mesh";
     static constexpr ::llvm::StringLiteral kShardingAttr = "graph.sharding";
+    static constexpr ::llvm::StringLiteral kGlobalShapeAttr =
+        "graph.global_shape";
     /// The mesh axes in rank order (the last varies fastest).
     static ::llvm::ArrayRef<::llvm::StringLiteral> meshAxisNames() {
       static const ::llvm::StringLiteral names[] = {"data", "tensor"};

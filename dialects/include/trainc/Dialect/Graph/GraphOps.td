@@ -18,6 +18,15 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 class Graph_Op<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, !listconcat([Pure], traits)>;
 
+/// A collective: communication that every rank of a group issues in the
+/// same order. Not Pure, so that generic passes neither merge two of them
+/// (CSE would make ZeRO-3's forward and backward gathers of a parameter
+/// one, live in between), drop nor reorder them; the schedule phase moves
+/// them deliberately.
+class Graph_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Op<Graph_Dialect, mnemonic,
+         !listconcat([MemoryEffects<[MemRead, MemWrite]>], traits)>;
+
 /// An op whose result type follows from its operands and attributes. Its
 /// constraints are checked by `verifyShapeConstraints()` (the ShapeChecked
 /// trait), then the result type is compared with the inferred one ("result
@@ -493,7 +502,7 @@ def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike,
 // Collectives (the partition phase's per-rank program)
 //===----------------------------------------------------------------------===//
 
-def Graph_AllReduceOp : Graph_Op<"all_reduce", [SameOperandsAndResultType,
+def Graph_AllReduceOp : Graph_CollectiveOp<"all_reduce", [SameOperandsAndResultType,
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
     Graph_InPlaceOpInterface]> {
   let summary = "sum over the ranks of one mesh axis";
@@ -518,6 +527,89 @@ def Graph_AllReduceOp : Graph_Op<"all_reduce", [SameOperandsAndResultType,
   let arguments = (ins Graph_FloatTensor:$operand, StrAttr:$axis);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = "$operand `,` `axis` `=` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_ReduceScatterOp : Graph_CollectiveOp<"reduce_scatter", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "sum over the ranks of one mesh axis, each keeping its part";
+  let description = [{
+    The sum over a group (as in `graph.all_reduce`) split along dimension 0
+    into as many parts as the group has ranks: the rank with index i on
+    `axis` gets the i-th part. Half the traffic of an all_reduce; ZeRO-2 and
+    ZeRO-3 reduce gradients with it.
+
+    Constraints:
+    - (C1) the operand and the result have the same element type and rank
+      (at least 1), and equal dimensions after the first.
+    - (C2) the operand's dimension 0 is the result's times the size of
+      `axis`.
+    - (C3) the element type is a float.
+    - (C4) `axis` is a mesh axis: `data` or `tensor` (see `graph.mesh`).
+
+    Example (2 data-parallel ranks):
+    ```mlir
+    %part = graph.reduce_scatter %grads, axis = "data" : (tensor<8x4xf32>) -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand, StrAttr:$axis);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = "$operand `,` `axis` `=` $axis attr-dict `:` functional-type($operand, $result)";
+  let hasVerifier = 1;
+}
+
+def Graph_AllGatherOp : Graph_CollectiveOp<"all_gather", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "the parts of the ranks of one mesh axis, joined";
+  let description = [{
+    Every rank of a group (as in `graph.all_reduce`) gets the group's
+    operands concatenated along dimension 0 in the order of their index on
+    `axis`. ZeRO gathers sharded parameters with it.
+
+    Constraints:
+    - (C1) the operand and the result have the same element type and rank
+      (at least 1), and equal dimensions after the first.
+    - (C2) the result's dimension 0 is the operand's times the size of
+      `axis`.
+    - (C3) `axis` is a mesh axis: `data` or `tensor` (see `graph.mesh`).
+
+    Example (2 data-parallel ranks):
+    ```mlir
+    %whole = graph.all_gather %part, axis = "data" : (tensor<4x4xf32>) -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$operand, StrAttr:$axis);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$operand `,` `axis` `=` $axis attr-dict `:` functional-type($operand, $result)";
+  let hasVerifier = 1;
+}
+
+def Graph_ShardSliceOp : Graph_Op<"shard_slice", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "this rank's part of a value every rank of an axis holds";
+  let description = [{
+    The operand split along dimension 0 into as many parts as `axis` has
+    ranks; the rank with index i on `axis` gets the i-th part. No
+    communication: every rank of the group holds the whole operand (ZeRO-1
+    and ZeRO-2 update their part of a replicated parameter). The one op
+    whose value depends on the rank, through its coordinate, never through
+    data.
+
+    Constraints:
+    - (C1) the operand and the result have the same element type and rank
+      (at least 1), and equal dimensions after the first.
+    - (C2) the operand's dimension 0 is the result's times the size of
+      `axis`.
+    - (C3) `axis` is a mesh axis: `data` or `tensor` (see `graph.mesh`).
+
+    Example (2 data-parallel ranks):
+    ```mlir
+    %mine = graph.shard_slice %param, axis = "data" : (tensor<8x4xf32>) -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$operand, StrAttr:$axis);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$operand `,` `axis` `=` $axis attr-dict `:` functional-type($operand, $result)";
   let hasVerifier = 1;
 }
 
