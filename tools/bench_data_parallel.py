@@ -10,6 +10,9 @@ rank (TRAINC_NUM_THREADS, OMP/OPENBLAS/MKL_NUM_THREADS = 1, torch threads 1):
   trainc x2   mpirun -np 2 trainc-run on the `--mesh data=2 --data-parallel`
               step (global batch 2 x --batch); also with --bucket-bytes 0
               (one all-reduce per gradient instead of 25 MiB buckets)
+  trainc x2 ZeRO-S  the same with --zero S, S in --zero-stages (default
+              1,2,3): what splitting the optimizer state, the gradients and
+              the parameters costs in step time and exposed communication
   torch x1    the same GPT in torch.nn, AdamW, one process
   torch DDP x2  two processes (torch.multiprocessing), gloo, DDP with its
               default 25 MB buckets and overlap of the gradient all-reduce
@@ -150,6 +153,8 @@ def main():
     parser.add_argument('--seq', type=int, default=128)
     parser.add_argument('--batch', type=int, default=4, help='per rank')
     parser.add_argument('--vocab', type=int, default=512)
+    parser.add_argument('--zero-stages', default='1,2,3',
+                        help='ZeRO stages to run on 2 ranks ("" for none)')
     parser.add_argument('--torch-python')
     parser.add_argument('--torch-child', help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -184,6 +189,12 @@ def main():
         for exe, bucket in ((exe2, '26214400'), (exe2u, '0')):
             subprocess.run([trainc, f'{work}/model.onnx', '--train', '--mesh', 'data=2',
                             '--data-parallel', '--bucket-bytes', bucket, '-o', exe], check=True)
+        zero = {}
+        for stage in [int(x) for x in args.zero_stages.split(',') if x]:
+            zero[stage] = os.path.join(work, f'zero{stage}.tcx')
+            subprocess.run([trainc, f'{work}/model.onnx', '--train', '--mesh', 'data=2',
+                            '--data-parallel', '--zero', str(stage), '-o', zero[stage]],
+                           check=True)
         cfg = dict(init=f'{work}/init.npz', tokens=f'{work}/tokens.npy',
                    targets=f'{work}/targets.npy', vocab=args.vocab, seq=args.seq,
                    d_model=args.d_model, heads=args.heads, layers=args.layers,
@@ -200,6 +211,9 @@ def main():
             t2u, commu = run_trainc(args, exe2u, 2, work)
             row = {'trainc x1': t1, 'trainc x2': t2, 'comm': comm,
                    'trainc x2 unbucketed': t2u, 'comm unbucketed': commu}
+            for stage, exe in zero.items():
+                row[f'ZeRO-{stage}'], row[f'comm ZeRO-{stage}'] = run_trainc(
+                    args, exe, 2, work)
             if args.torch_python:
                 row['torch x1'] = run_torch(args, cfg, 1, work)
                 row['torch DDP x2'] = run_torch(args, cfg, 2, work)
@@ -213,6 +227,9 @@ def main():
                     line += f'  {name} {row[name]:.1f} ms ({ranks * tokens / row[name] * 1e3:,.0f} tok/s)'
             line += (f'  trainc comm {comm:.2f} ms; unbucketed x2 {t2u:.1f} ms, '
                      f'comm {commu:.2f} ms')
+            for stage in zero:
+                line += (f'; ZeRO-{stage} {row[f"ZeRO-{stage}"]:.1f} ms, '
+                         f'comm {row[f"comm ZeRO-{stage}"]:.2f} ms')
             print(line, flush=True)
         print('\nmedians over rounds:')
         med = {k: median([r[k] for r in rows]) for k in rows[0]}
@@ -227,6 +244,10 @@ def main():
         print(f'  without buckets (one all-reduce per gradient): '
               f'{med["trainc x1"] / med["trainc x2 unbucketed"]:.2f} '
               f'(exposed communication {med["comm unbucketed"]:.2f} ms/step)')
+        for stage in zero:
+            print(f'  trainc x2 ZeRO-{stage}: {med[f"ZeRO-{stage}"]:.1f} ms/step, '
+                  f'{med[f"ZeRO-{stage}"] / med["trainc x2"]:.2f} x data parallel '
+                  f'(exposed communication {med[f"comm ZeRO-{stage}"]:.2f} ms/step)')
         if 'torch x1' in med:
             print(f'  torch DDP 2-rank scaling efficiency: '
                   f'{med["torch x1"] / med["torch DDP x2"]:.2f}')

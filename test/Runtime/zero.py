@@ -14,6 +14,10 @@ the same initial weights, launched by `mpirun --oversubscribe`.
   nothing. The grad_norm metric is summed in another order (each rank's
   parts, then across ranks) and is held to 1e-6 relative. N = 3 splits
   tinygpt's 32-, 96- and 128-row tensors unevenly: the parts are padded.
+- SGD with momentum (the unfused update; its buffer is split too) is
+  bitwise one rank's as well; with --clip-grad-norm the clipping factor
+  comes from the norm, summed in another order, so that run is held to the
+  tolerances below.
 - In MPI's own reduction order (N = 4, ZeRO-3) the curves agree within 1e-5
   relative and the weights within 1e-4, the attention key biases (a zero
   true gradient whose rounding noise AdamW amplifies) within lr x steps, as
@@ -23,11 +27,15 @@ the same initial weights, launched by `mpirun --oversubscribe`.
   equal the textbook formula, P x (4 + 4 + 8) bytes with the shares ZeRO
   splits divided by N, plus the padding computed here from the parameter
   shapes; and the arena peak trainc-run measures equals the planned one.
-- Checkpoints hold whole tensors: a ZeRO-3 run on 4 ranks saved at step 5
+- Checkpoints: a ZeRO-3 run on 4 ranks writes one shard per rank and a
+  manifest that lists each split tensor's 4 parts. Saved at step 5, it
   resumes on one rank (--grad-accum 4) and on 4 ZeRO-1 ranks, and both end
-  bitwise equal to 10 uninterrupted steps on one rank; it also resumes on 2
-  ZeRO-2 ranks with --grad-accum 2 (the same global batch, averaged in
-  another order: within the tolerances above).
+  bitwise equal to 10 uninterrupted steps on one rank; it resumes on 2
+  ZeRO-3 ranks with --grad-accum 2 (the same global batch, averaged in
+  another order), which save step 8 as 2 shards, from which one rank
+  finishes within 1e-4 of the uninterrupted run. A flipped byte in rank
+  2's shard is caught by its checksum, and the run resumes from the
+  checkpoint before.
 
 Exits 77 (skipped) when mpirun is not installed, 1 on any failure.
 """
@@ -204,6 +212,22 @@ def main():
                 check(peak is not None and peak.group(1) == peak.group(2),
                       f'{name}: measured arena peak equals the planned '
                       f'({peak.group(0) if peak else result.stdout[-200:]})')
+        # The unfused update (SGD with momentum: the buffer is split too) and
+        # clipping (the factor comes from the norm, summed in another order:
+        # within rounding of one rank's).
+        for flags, exact in ((['--optimizer', 'sgd', '--momentum', '0.9'], True),
+                             (['--clip-grad-norm', '1.0'], False)):
+            tag = ' '.join(flags)
+            one = compile('one_' + flags[1], '--grad-accum', '2', *flags)[0]
+            z = compile('z3_' + flags[1], '--mesh', 'data=2', '--data-parallel',
+                        '--zero', '3', *flags)[0]
+            ref = train(args, one_rank, one, data, os.path.join(work, 'one_' + flags[1]))[0]
+            got = train(args, mpirun(2), z, data, os.path.join(work, 'z3_' + flags[1]),
+                        extra=['--deterministic-reductions'])[0]
+            if exact:
+                compare_exact(f'ZeRO-3, 2 ranks, {tag}', ref, got)
+            else:
+                compare_loose(f'ZeRO-3, 2 ranks, {tag}', ref, got)
         exe3, _ = compile('z3_4', '--mesh', 'data=4', '--data-parallel', '--zero', '3')
         loose, _ = train(args, mpirun(4), exe3, data, os.path.join(work, 'z3_4_mpi'))
         compare_loose('ZeRO-3, 4 ranks, MPI order', reference[4], loose)
@@ -213,40 +237,86 @@ def main():
         ckpt = os.path.join(work, 'ckpt')
         first, _ = train(args, mpirun(4), exe3, data, os.path.join(work, 'ck_first'),
                          steps=5, extra=['--deterministic-reductions',
-                                         '--save-state', ckpt])
+                                         '--save-state', ckpt, '--save-every', '2'])
         check(first is not None and os.path.exists(os.path.join(ckpt, 'latest')),
-              'ZeRO-3 on 4 ranks saves a checkpoint at step 5')
+              'ZeRO-3 on 4 ranks saves checkpoints at steps 2, 4 and 5')
+        # One shard per rank; the manifest lists each split tensor's 4 parts.
+        step5 = os.path.join(ckpt, 'step-000000000005')
+        files = sorted(os.listdir(step5)) if os.path.isdir(step5) else []
+        manifest = json.load(open(os.path.join(step5, 'manifest.json'))) if files else {}
+        split = [t for t in manifest.get('tensors', []) if t['sharding'] != 'replicated']
+        check(files == ['manifest.json'] + [f'rank-{r:05d}-of-00004.safetensors'
+                                            for r in range(4)] and
+              manifest.get('world_size') == 4 and manifest.get('mesh') ==
+              {'data': 4, 'tensor': 1} and len(split) == 3 * len(shapes) and
+              all(t['sharding'] == {'axis': 'data', 'dim': 0, 'parts': 4} and
+                  [s['file'] for s in t['shards']] ==
+                  [f'rank-{r:05d}-of-00004.safetensors' for r in range(4)]
+                  for t in split),
+              f'the checkpoint of 4 ZeRO-3 ranks is one shard per rank and a '
+              f'manifest of {len(split)} split tensors, 4 parts each: {files}')
         straight, _ = train(args, one_rank, ga[4], data, os.path.join(work, 'ck_ref'),
                             steps=10)
+
+        def resume(tag, launch, exe, source, steps, extra=()):
+            copy = os.path.join(work, 'ckpt_' + tag)
+            shutil.copytree(source, copy)
+            run, result = train(args, launch, exe, data, os.path.join(work, 'res_' + tag),
+                                steps=steps, extra=['--resume', copy, '--save-state', copy,
+                                                    '--deterministic-reductions']
+                                + list(extra))
+            if run is None:
+                check(False, f'resume on {tag}: ' + result.stderr.strip()[-300:])
+            return run, result, copy
+
+        def close(a, b):
+            return max(float(np.max(np.abs(a[k] - b[k])))
+                       for k in a if not k.endswith('attn.c_attn.bias'))
+
         z1_4, _ = compile('z1_4b', '--mesh', 'data=4', '--data-parallel', '--zero', '1')
-        z2_2ga, _ = compile('z2_2_ga2', '--mesh', 'data=2', '--data-parallel',
-                            '--zero', '2', '--grad-accum', '2')
-        for tag, launch, exe, exact in (
-                ('one rank with --grad-accum 4', one_rank, ga[4], True),
-                ('4 ZeRO-1 ranks', mpirun(4), z1_4, True),
-                ('2 ZeRO-2 ranks with --grad-accum 2', mpirun(2), z2_2ga, False)):
-            # Each resume starts from the same saved step.
-            copy = os.path.join(work, 'ckpt_' + str(abs(hash(tag))))
-            shutil.copytree(ckpt, copy)
-            resumed, result = train(args, launch, exe, data,
-                                    os.path.join(work, 'res_' + str(abs(hash(tag)))),
-                                    steps=5, extra=['--resume', copy,
-                                                    '--deterministic-reductions'])
+        for tag, launch, exe in (('one rank with --grad-accum 4', one_rank, ga[4]),
+                                 ('4 ZeRO-1 ranks', mpirun(4), z1_4)):
+            resumed, result, _ = resume(tag.split()[0], launch, exe, ckpt, 5)
             if resumed is None or straight is None:
-                check(False, f'ZeRO-3 checkpoint resumes on {tag}: '
-                      + result.stderr.strip()[-300:])
                 continue
             check('at step 5' in result.stdout,
                   f'ZeRO-3 checkpoint of 4 ranks resumes at step 5 on {tag}')
-            if exact:
-                check(same_weights(straight[1], resumed[1]),
-                      f'resumed on {tag}: after 10 steps, weights bitwise equal '
-                      'to 10 uninterrupted steps on one rank')
-            else:
-                diff = max(float(np.max(np.abs(straight[1][k] - resumed[1][k])))
-                           for k in straight[1] if not k.endswith('attn.c_attn.bias'))
-                check(diff <= 1e-4, f'resumed on {tag}: after 10 steps, weights '
-                      f'within 1e-4 of one rank\'s (worst {diff:.1e})')
+            check(same_weights(straight[1], resumed[1]),
+                  f'resumed on {tag}: after 10 steps, weights bitwise equal '
+                  'to 10 uninterrupted steps on one rank')
+        # 4 ranks -> 2 ranks (ZeRO-3, --grad-accum 2: the same global batch)
+        # -> 1 rank, each saving for the next.
+        z3_2ga, _ = compile('z3_2_ga2', '--mesh', 'data=2', '--data-parallel',
+                            '--zero', '3', '--grad-accum', '2')
+        two, result, two_dir = resume('two', mpirun(2), z3_2ga, ckpt, 3)
+        if two is not None:
+            files = sorted(os.listdir(os.path.join(two_dir, 'step-000000000008')))
+            check('at step 5' in result.stdout and
+                  'rank-00001-of-00002.safetensors' in files,
+                  f'ZeRO-3 on 4 ranks -> 2 ranks: resumes at step 5, saves step 8 '
+                  f'as 2 shards ({files})')
+            one, result, _ = resume('last', one_rank, ga[4], two_dir, 2)
+            if one is not None and straight is not None:
+                check('at step 8' in result.stdout and close(straight[1], one[1]) <= 1e-4,
+                      f'-> 1 rank: resumes at step 8; after 10 steps the weights are '
+                      f'within 1e-4 of 10 steps on one rank (worst '
+                      f'{close(straight[1], one[1]):.1e}; 2 ranks x grad-accum 2 '
+                      'average in another order)')
+        # A damaged part: a flipped byte in rank 2's shard of step 5 is
+        # caught by its checksum, and the run resumes from step 4.
+        damaged = os.path.join(work, 'ckpt_damaged')
+        shutil.copytree(ckpt, damaged)
+        path = os.path.join(damaged, 'step-000000000005', 'rank-00002-of-00004.safetensors')
+        raw = bytearray(open(path, 'rb').read())
+        raw[-3] ^= 0x10
+        open(path, 'wb').write(bytes(raw))
+        r = one_rank([args.trainc_run, ga[4], '--data', data, '--data-format', 'bytes',
+                      '--resume', damaged, '--steps', '1', '--no-progress',
+                      '--output-dir', os.path.join(work, 'res_damaged')])
+        check(r.returncode == 0 and 'at step 4' in r.stdout and
+              'rank-00002-of-00004.safetensors' in r.stdout + r.stderr,
+              'a flipped byte in rank 2\'s shard: named, and the run resumes '
+              'from step 4: ' + (r.stdout + r.stderr).strip()[-300:])
     print('FAILED: ' + '; '.join(failures) if failures else 'all ZeRO checks passed')
     return 1 if failures else 0
 

@@ -264,7 +264,9 @@ trainc_status trainc_trainer_run(trainc_trainer *trainer, int64_t steps,
 /* The held-out loss with the current weights. */
 trainc_status trainc_trainer_evaluate(trainc_trainer *trainer,
                                       double *out_loss);
-/* Writes the current weights, by their model names, as .safetensors. */
+/* Writes the current weights, by their model names, as .safetensors. On a
+ * run of several ranks every rank calls it (parameters split over the mesh
+ * are gathered whole) and rank 0 writes the file. */
 trainc_status trainc_trainer_save_safetensors(trainc_trainer *trainer,
                                               const char *path);
 
@@ -281,7 +283,12 @@ trainc_status trainc_trainer_save_safetensors(trainc_trainer *trainer,
  * runtime/src/train/Checkpoint.h.) Since API version 4 a directory is
  * locked while it is written (two processes cannot share one), and saves
  * keep every checkpoint unless trainc_trainer_use_checkpoint_dir says
- * otherwise. */
+ * otherwise. On a run of several ranks every rank calls the save functions
+ * at the same step: each writes its shard (its parts of the tensors split
+ * over the mesh by ZeRO; rank 0 also the whole ones), and rank 0, which
+ * locks the directory, waits for every shard and publishes the checkpoint.
+ * Every rank restores: it joins the parts and keeps its own, so a
+ * checkpoint restores under any mesh. */
 trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir);
 /* Restores the newest checkpoint of `dir` whose checksums verify (a damaged
  * newer one is skipped: trainc_trainer_restore_note says so), or a run

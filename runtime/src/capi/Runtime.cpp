@@ -388,8 +388,9 @@ trainc_status trainc_trainer_evaluate(trainc_trainer *trainer,
   return toC(trainer->trainer->evaluate(*out_loss));
 }
 
-/// Whether this process writes the run's files: every rank takes part in
-/// a save (its parts are gathered), rank 0 writes it.
+/// Whether this process writes the run's weight files (safetensors, ONNX):
+/// every rank takes part (split parameters are gathered), rank 0 writes.
+/// (Checkpoints: every rank writes its shard, rank 0 publishes.)
 static bool writesForRun(const trainc_trainer *trainer) {
   return trainer->trainer->session().device().collective().rank() == 0;
 }
@@ -432,8 +433,6 @@ trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir) {
   if (trainc_status s = toC(trainc::snapshotTrainer(
           *trainer->trainer, trainer->data.get(), snapshot)))
     return s;
-  if (!writesForRun(trainer))
-    return nullptr;
   const trainc::CheckpointLock *lock = trainer->checkpointLock.get();
   bool held = lock && lock->dir() == dir;
   return toC(trainc::writeCheckpoint(
@@ -458,8 +457,6 @@ trainc_status trainc_trainer_save_async(trainc_trainer *trainer,
   if (trainc_status s = toC(trainc::snapshotTrainer(
           *trainer->trainer, trainer->data.get(), snapshot)))
     return s;
-  if (!writesForRun(trainer))
-    return nullptr;
   return toC(trainer->writer.submit(dir, std::move(snapshot), trainer->keepLast,
                                     lock));
 }

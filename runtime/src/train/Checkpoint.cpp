@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -32,9 +33,19 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr int kFormat = 2;
-constexpr const char *kShard = "rank-00000-of-00001.safetensors";
+/// Written; format 2 (one shard of one rank) is still read.
+constexpr int kFormat = 3;
 constexpr const char *kManifest = "manifest.json";
+/// How long rank 0 waits for the other ranks' shards of a save.
+constexpr double kShardWaitSeconds = 600;
+
+/// "rank-00001-of-00004" + `suffix`.
+std::string shardName(int rank, int worldSize, const char *suffix) {
+  char name[64];
+  std::snprintf(name, sizeof name, "rank-%05d-of-%05d%s", rank, worldSize,
+                suffix);
+  return name;
+}
 constexpr const char *kDigestKey = "manifest_xxh3";
 
 std::string stepName(int64_t step) {
@@ -139,10 +150,73 @@ struct Loaded {
   std::vector<CheckpointSnapshot::Tensor> tensors;
 };
 
-/// Reads checkpoint directory `path` and verifies its manifest checksum
-/// and every tensor's checksum, dtype, shape and size against the shard.
+/// The shard files of one checkpoint, each read and its safetensors header
+/// parsed once.
+class ShardFiles {
+public:
+  explicit ShardFiles(std::string dir) : dir_(std::move(dir)) {}
+
+  /// The bytes of tensor `name` in shard `file`, which must be `bytes` long
+  /// and match checksum `xxh3`.
+  Status read(const std::string &file, const std::string &name, uint64_t bytes,
+              const std::string &xxh3, const char *&out) {
+    auto damaged = [&](const std::string &what) {
+      return Status(StatusCode::kDataLoss, dir_ + ": " + what);
+    };
+    if (file.empty() || file.find('/') != std::string::npos ||
+        file.find("..") != std::string::npos)
+      return damaged("tensor '" + name + "' names shard '" + file +
+                     "', which is not a file of the checkpoint");
+    auto it = files_.find(file);
+    if (it == files_.end()) {
+      File f;
+      TRAINC_RETURN_IF_ERROR(readWholeFile(dir_ + "/" + file, f.bytes));
+      if (f.bytes.size() < 8)
+        return damaged(file + " is truncated");
+      uint64_t headerSize = 0;
+      for (int i = 0; i < 8; ++i)
+        headerSize |= uint64_t(uint8_t(f.bytes[i])) << (8 * i);
+      if (headerSize > f.bytes.size() - 8)
+        return damaged(file + " is truncated");
+      f.header = Json::parse(f.bytes.begin() + 8,
+                             f.bytes.begin() + 8 + std::ptrdiff_t(headerSize),
+                             nullptr, /*allow_exceptions=*/false);
+      if (f.header.is_discarded() || !f.header.is_object())
+        return damaged(file + " has a damaged header");
+      f.dataStart = 8 + headerSize;
+      it = files_.emplace(file, std::move(f)).first;
+    }
+    const File &f = it->second;
+    if (!f.header.contains(name))
+      return damaged("tensor '" + name + "' is not in " + file);
+    auto offsets = f.header[name].at("data_offsets");
+    uint64_t begin = offsets.at(0).get<uint64_t>(),
+             end = offsets.at(1).get<uint64_t>();
+    if (end < begin || end - begin != bytes ||
+        f.dataStart + end > f.bytes.size())
+      return damaged("tensor '" + name + "' has " +
+                     std::to_string(end - begin) + " bytes in " + file +
+                     ", the manifest says " + std::to_string(bytes));
+    out = f.bytes.data() + f.dataStart + begin;
+    if (hex64(XXH3_64bits(out, bytes)) != xxh3)
+      return damaged("tensor '" + name + "' does not match its checksum in " +
+                     file + " (the file is damaged)");
+    return okStatus();
+  }
+
+private:
+  struct File {
+    std::string bytes;
+    Json header;
+    uint64_t dataStart = 0;
+  };
+  std::string dir_;
+  std::map<std::string, File> files_;
+};
+
 /// Reads checkpoint `path`: its manifest (checksummed) and, with `tensors`,
-/// its shard, every tensor checked against its checksum.
+/// its shards, every part checked against its checksum and the parts of
+/// each split tensor joined whole.
 Status loadCheckpoint(const std::string &path, Loaded &out, bool tensors) {
   std::string manifestPath = path + "/" + kManifest, text;
   TRAINC_RETURN_IF_ERROR(readWholeFile(manifestPath, text));
@@ -157,14 +231,14 @@ Status loadCheckpoint(const std::string &path, Loaded &out, bool tensors) {
         manifest[kDigestKey].get<std::string>() !=
             hex64(manifestDigest(manifest)))
       return damaged("manifest.json does not match its checksum");
-    if (manifest.at("format").get<int>() != kFormat)
-      return damaged("manifest format " +
-                     std::to_string(manifest.at("format").get<int>()) +
-                     " (this trainc reads " + std::to_string(kFormat) + ")");
-    if (manifest.at("world_size").get<int>() != 1)
-      return damaged("written by " +
-                     std::to_string(manifest.at("world_size").get<int>()) +
-                     " ranks; this trainc runs one");
+    int format = manifest.at("format").get<int>();
+    if (format != 2 && format != kFormat)
+      return damaged("manifest format " + std::to_string(format) +
+                     " (this trainc reads 2 and " + std::to_string(kFormat) +
+                     ")");
+    int worldSize = manifest.at("world_size").get<int>();
+    if (worldSize < 1 || (format == 2 && worldSize != 1))
+      return damaged("manifest world size " + std::to_string(worldSize));
     out.state.step = manifest.at("step").get<int64_t>();
     out.state.seed = manifest.at("seed").get<uint64_t>();
     out.state.dataPosition = manifest.at("data_position").get<uint64_t>();
@@ -176,21 +250,7 @@ Status loadCheckpoint(const std::string &path, Loaded &out, bool tensors) {
 
     if (!tensors)
       return okStatus();
-    std::string shardPath = path + "/" + kShard, shard;
-    TRAINC_RETURN_IF_ERROR(readWholeFile(shardPath, shard));
-    if (shard.size() < 8)
-      return damaged(std::string(kShard) + " is truncated");
-    uint64_t headerSize = 0;
-    for (int i = 0; i < 8; ++i)
-      headerSize |= uint64_t(uint8_t(shard[i])) << (8 * i);
-    if (headerSize > shard.size() - 8)
-      return damaged(std::string(kShard) + " is truncated");
-    Json header = Json::parse(shard.begin() + 8,
-                              shard.begin() + 8 + std::ptrdiff_t(headerSize),
-                              nullptr, /*allow_exceptions=*/false);
-    if (header.is_discarded() || !header.is_object())
-      return damaged(std::string(kShard) + " has a damaged header");
-    uint64_t dataStart = 8 + headerSize;
+    ShardFiles shards(path);
     for (const Json &t : manifest.at("tensors")) {
       CheckpointSnapshot::Tensor tensor;
       tensor.name = t.at("name").get<std::string>();
@@ -205,21 +265,39 @@ Status loadCheckpoint(const std::string &path, Loaded &out, bool tensors) {
       if (!known)
         return damaged("tensor '" + tensor.name + "' has unknown dtype " +
                        dtype);
-      if (!header.contains(tensor.name))
-        return damaged("tensor '" + tensor.name + "' is not in " + kShard);
-      auto offsets = header[tensor.name].at("data_offsets");
-      uint64_t begin = offsets.at(0).get<uint64_t>(),
-               end = offsets.at(1).get<uint64_t>();
-      uint64_t bytes = t.at("bytes").get<uint64_t>();
-      if (end < begin || end - begin != bytes || dataStart + end > shard.size())
+      uint64_t whole = dtypeSize(tensor.dtype);
+      for (int64_t d : tensor.shape) {
+        if (d < 0 || (d > 0 && whole > (uint64_t(1) << 48) / uint64_t(d)))
+          return damaged("tensor '" + tensor.name + "' has an invalid shape");
+        whole *= uint64_t(d);
+      }
+      // Format 2: one shard, the tensor whole. Format 3: its parts in order.
+      Json parts = format == 2 ? Json::array({{{"file", t.at("shard")},
+                                               {"bytes", t.at("bytes")},
+                                               {"xxh3", t.at("xxh3")}}})
+                               : t.at("shards");
+      if (!parts.is_array() || parts.empty())
+        return damaged("tensor '" + tensor.name + "' lists no shards");
+      for (const Json &part : parts) {
+        const char *data = nullptr;
+        uint64_t bytes = part.at("bytes").get<uint64_t>();
+        if (bytes > whole)
+          return damaged("tensor '" + tensor.name + "' has a part of " +
+                         std::to_string(bytes) + " bytes, more than its " +
+                         std::to_string(whole));
+        TRAINC_RETURN_IF_ERROR(
+            shards.read(part.at("file").get<std::string>(), tensor.name, bytes,
+                        part.at("xxh3").get<std::string>(), data));
+        tensor.bytes.insert(tensor.bytes.end(), data, data + bytes);
+      }
+      // Split parts end in padding rows: the whole is their beginning.
+      if (tensor.bytes.size() < whole ||
+          (parts.size() == 1 && tensor.bytes.size() != whole))
         return damaged("tensor '" + tensor.name + "' has " +
-                       std::to_string(end - begin) + " bytes in " + kShard +
-                       ", the manifest says " + std::to_string(bytes));
-      const char *data = shard.data() + dataStart + begin;
-      if (hex64(XXH3_64bits(data, bytes)) != t.at("xxh3").get<std::string>())
-        return damaged("tensor '" + tensor.name +
-                       "' does not match its checksum (the file is damaged)");
-      tensor.bytes.assign(data, data + bytes);
+                       std::to_string(tensor.bytes.size()) +
+                       " bytes in its shards, its shape needs " +
+                       std::to_string(whole));
+      tensor.bytes.resize(whole);
       out.tensors.push_back(std::move(tensor));
     }
   } catch (const Json::exception &e) {
@@ -356,20 +434,72 @@ Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
                        CheckpointSnapshot &out) {
   const Session &session = trainer.session();
   const Executable &exe = session.executable();
+  Collective &ranks = session.device().collective();
   out.state = trainer.state();
   out.state.dataTokens = data ? data->size() : 0;
   out.state.trainTokens = data ? data->trainTokens() : 0;
   out.executable = exe.origin();
   out.modelHash = modelHash(exe);
+  out.rank = ranks.rank();
+  out.worldSize = ranks.worldSize();
+  out.mesh.clear();
+  for (const MeshAxisInfo &axis : exe.mesh())
+    out.mesh.push_back({axis.name, axis.size});
+  // Every rank saves the same step into rank 0's staging directory, named
+  // by rank 0's token: one per process, so that rank 0's pruning knows
+  // every staging directory of its own run (another rank may be writing the
+  // next save's while rank 0 still publishes this one).
+  static const uint64_t processToken =
+      (uint64_t(::getpid()) << 32) ^
+      uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  out.token = processToken;
+  if (out.worldSize > 1) {
+    int64_t mine[2] = {out.state.step, int64_t(out.token)};
+    std::vector<int64_t> all(size_t(2 * out.worldSize));
+    CollectiveSite site;
+    site.step = out.state.step;
+    site.what = "the start of a checkpoint";
+    TRAINC_RETURN_IF_ERROR(
+        ranks.allGather(-1, mine, all.data(), 2, DType::I64,
+                        session.device().communicationStream(), site));
+    for (int r = 0; r < out.worldSize; ++r)
+      if (all[size_t(2 * r)] != out.state.step)
+        return internalError("rank " + std::to_string(r) + " saves step " +
+                             std::to_string(all[size_t(2 * r)]) +
+                             " while rank " + std::to_string(out.rank) +
+                             " saves step " + std::to_string(out.state.step));
+    out.token = uint64_t(all[1]);
+  }
   out.tensors.clear();
   for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
     const TensorInfo &t = exe.tensors()[id];
     if (!isPersistent(t))
       continue;
-    // Whole tensors (ZeRO's parts gathered), so a checkpoint loads under
-    // any mesh.
-    CheckpointSnapshot::Tensor tensor{t.name, t.dtype, t.globalShape, {}};
-    TRAINC_RETURN_IF_ERROR(session.readWhole(id, tensor.bytes));
+    CheckpointSnapshot::Tensor tensor;
+    tensor.name = t.name;
+    tensor.dtype = t.dtype;
+    tensor.shape = t.globalShape;
+    if (t.isSplit()) {
+      if (t.shardAxes[0] < 0)
+        return Status(StatusCode::kUnimplemented,
+                      "'" + t.name +
+                          "' is split along a dimension other than 0; "
+                          "checkpoints hold parts along dimension 0");
+      int axis = t.shardAxes[0];
+      tensor.axis = exe.mesh()[size_t(axis)].name;
+      tensor.parts = exe.mesh()[size_t(axis)].size;
+      tensor.part = ranks.coordinate(axis);
+      // One rank writes each part: the one at 0 on every other axis.
+      for (size_t a = 0; a < exe.mesh().size(); ++a)
+        if (int(a) != axis && ranks.coordinate(int(a)) != 0)
+          tensor.written = false;
+    } else {
+      tensor.written = out.rank == 0;
+    }
+    if (tensor.written) {
+      tensor.bytes.resize(t.size);
+      TRAINC_RETURN_IF_ERROR(session.readTensor(id, tensor.bytes.data()));
+    }
     out.tensors.push_back(std::move(tensor));
   }
   return okStatus();
@@ -378,37 +508,115 @@ Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
 Status writeCheckpoint(const std::string &dir,
                        const CheckpointSnapshot &snapshot, int keepLast,
                        const CheckpointLock *lock) {
+  bool publisher = snapshot.rank == 0;
   std::unique_ptr<CheckpointLock> own;
-  if (!lock || lock->dir() != dir)
+  if (publisher && (!lock || lock->dir() != dir))
     TRAINC_RETURN_IF_ERROR(CheckpointLock::acquire(dir, own));
   std::string name = stepName(snapshot.state.step);
-  std::string staging =
-      dir + "/.tmp-" + name + "-" + std::to_string(::getpid());
-  removeTree(staging);
-  if (::mkdir(staging.c_str(), 0777) != 0)
+  std::string token = "-" + hex64(snapshot.token);
+  std::string staging = dir + "/.tmp-" + name + token;
+  if (::mkdir(staging.c_str(), 0777) != 0 &&
+      !(errno == EEXIST && isDirectory(staging)))
     return ioError("cannot create", staging, errno);
   auto fail = [&](Status s) {
     removeTree(staging);
     return s;
   };
 
+  // This rank's shard, then the list of its checksums: the sign, for rank 0,
+  // that the shard is complete.
+  std::string shard =
+      shardName(snapshot.rank, snapshot.worldSize, ".safetensors");
   std::vector<NamedTensor> named;
-  Json tensors = Json::array();
+  Json mine = Json::object();
   for (const CheckpointSnapshot::Tensor &t : snapshot.tensors) {
-    named.push_back({t.name, t.dtype, t.shape, t.bytes.data(), t.bytes.size()});
-    tensors.push_back(
-        {{"name", t.name},
-         {"dtype", dtypeName(t.dtype)},
-         {"shape", t.shape},
-         {"sharding", "replicated"},
-         {"shard", kShard},
-         {"bytes", t.bytes.size()},
-         {"xxh3", hex64(XXH3_64bits(t.bytes.data(), t.bytes.size()))}});
+    if (!t.written)
+      continue;
+    std::vector<int64_t> shape = t.shape;
+    if (t.parts > 1 && !shape.empty())
+      shape[0] = (shape[0] + t.parts - 1) / t.parts;
+    named.push_back({t.name, t.dtype, shape, t.bytes.data(), t.bytes.size()});
+    mine[t.name] = {
+        {"part", t.part},
+        {"bytes", t.bytes.size()},
+        {"xxh3", hex64(XXH3_64bits(t.bytes.data(), t.bytes.size()))}};
   }
-  if (Status s = writeSafetensors(staging + "/" + kShard, named); !s.ok())
-    return fail(s);
+  if (Status s = writeSafetensors(staging + "/" + shard, named); !s.ok())
+    return publisher ? fail(s) : s;
+  std::string listText = mine.dump() + "\n";
+  if (Status s = writeFileAtomically(
+          staging + "/" +
+              shardName(snapshot.rank, snapshot.worldSize, ".xxh3.json"),
+          [&](std::ostream &out) {
+            out.write(listText.data(), listText.size());
+          });
+      !s.ok())
+    return publisher ? fail(s) : s;
   if (int ms = testSaveDelayMs())
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  if (!publisher)
+    return okStatus();
+
+  // Rank 0: every rank's checksums, then the manifest.
+  std::vector<Json> lists(size_t(snapshot.worldSize));
+  auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < snapshot.worldSize; ++r) {
+    std::string path =
+        staging + "/" + shardName(r, snapshot.worldSize, ".xxh3.json");
+    std::string text;
+    while (!readWholeFile(path, text).ok()) {
+      double waited = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+      if (waited > kShardWaitSeconds)
+        return fail(Status(StatusCode::kUnavailable,
+                           staging + ": rank " + std::to_string(r) +
+                               " did not write its shard within " +
+                               std::to_string(int(kShardWaitSeconds)) +
+                               " s; `latest` still names the previous "
+                               "checkpoint"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    lists[size_t(r)] = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (lists[size_t(r)].is_discarded() || !lists[size_t(r)].is_object())
+      return fail(Status(StatusCode::kDataLoss,
+                         path + " is not the list of checksums rank " +
+                             std::to_string(r) + " writes"));
+  }
+  Json tensors = Json::array();
+  for (const CheckpointSnapshot::Tensor &t : snapshot.tensors) {
+    Json shards = Json::array();
+    for (int64_t part = 0; part < t.parts; ++part) {
+      // The rank that wrote this part (the first that lists it).
+      int writer = -1;
+      for (int r = 0; r < snapshot.worldSize && writer < 0; ++r)
+        if (lists[size_t(r)].contains(t.name) &&
+            lists[size_t(r)][t.name].value("part", int64_t(-1)) == part)
+          writer = r;
+      if (writer < 0)
+        return fail(internalError("no rank wrote part " + std::to_string(part) +
+                                  " of '" + t.name + "' in " + staging));
+      const Json &entry = lists[size_t(writer)][t.name];
+      shards.push_back(
+          {{"file", shardName(writer, snapshot.worldSize, ".safetensors")},
+           {"bytes", entry.at("bytes")},
+           {"xxh3", entry.at("xxh3")}});
+    }
+    Json sharding = "replicated";
+    if (t.parts > 1)
+      sharding = {{"axis", t.axis}, {"dim", 0}, {"parts", t.parts}};
+    tensors.push_back({{"name", t.name},
+                       {"dtype", dtypeName(t.dtype)},
+                       {"shape", t.shape},
+                       {"sharding", sharding},
+                       {"shards", shards}});
+  }
+  for (int r = 0; r < snapshot.worldSize; ++r)
+    ::unlink((staging + "/" + shardName(r, snapshot.worldSize, ".xxh3.json"))
+                 .c_str());
+  Json mesh = Json::object();
+  for (const auto &[axis, size] : snapshot.mesh)
+    mesh[axis] = size;
   Json manifest = {{"format", kFormat},
                    {"step", snapshot.state.step},
                    {"seed", snapshot.state.seed},
@@ -417,7 +625,8 @@ Status writeCheckpoint(const std::string &dir,
                    {"train_tokens", snapshot.state.trainTokens},
                    {"executable", snapshot.executable},
                    {"model_xxh3", hex64(snapshot.modelHash)},
-                   {"world_size", 1},
+                   {"world_size", snapshot.worldSize},
+                   {"mesh", mesh},
                    {"tensors", tensors}};
   manifest[kDigestKey] = hex64(manifestDigest(manifest));
   std::string text = manifest.dump(1) + "\n";
@@ -426,12 +635,13 @@ Status writeCheckpoint(const std::string &dir,
           [&](std::ostream &out) { out.write(text.data(), text.size()); });
       !s.ok())
     return fail(s);
+  TRAINC_RETURN_IF_ERROR(syncDirectory(staging));
 
   // Publish: rename into place (over an older save of the same step), make
   // that durable, verify what is on disk, and only then move `latest`.
   std::string final = dir + "/" + name;
   if (isDirectory(final)) {
-    std::string old = dir + "/.old-" + name + "-" + std::to_string(::getpid());
+    std::string old = dir + "/.old-" + name + token;
     if (std::rename(final.c_str(), old.c_str()) != 0)
       return fail(ioError("cannot replace", final, errno));
     removeTree(old);
@@ -448,14 +658,18 @@ Status writeCheckpoint(const std::string &dir,
       dir + "/latest", [&](std::ostream &out) { out << name << "\n"; }));
 
   // Prune: the newest keepLast checkpoints stay; staging and replaced
-  // directories of killed runs go (this run holds the lock).
+  // directories of killed runs go (this run holds the lock; its own ranks
+  // may be staging a newer save already, under this process's token).
   std::vector<std::pair<int64_t, std::string>> steps;
   for (const std::string &entry : listDirectory(dir)) {
     int64_t step;
+    bool ours =
+        entry.size() >= token.size() &&
+        entry.compare(entry.size() - token.size(), token.size(), token) == 0;
     if (parseStepName(entry, step))
       steps.push_back({step, entry});
-    else if (entry.compare(0, 5, ".tmp-") == 0 ||
-             entry.compare(0, 5, ".old-") == 0)
+    else if (!ours && (entry.compare(0, 5, ".tmp-") == 0 ||
+                       entry.compare(0, 5, ".old-") == 0))
       removeTree(dir + "/" + entry);
   }
   std::sort(steps.rbegin(), steps.rend());

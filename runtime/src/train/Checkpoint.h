@@ -3,30 +3,39 @@
 // A checkpoint directory (trainc-run --save-state DIR) holds
 //
 //   DIR/lock                      flock'ed by the run that writes DIR
+//                                 (rank 0 of a run of several ranks)
 //   DIR/latest                    "step-000000000042": the newest good one
 //   DIR/step-000000000042/
-//       rank-00000-of-00001.safetensors   every parameter and optimizer-
-//                                         state tensor of rank 0
+//       rank-00000-of-00002.safetensors   what rank 0 writes: every whole
+//                                         (replicated) tensor, and its part
+//                                         of every split one
+//       rank-00001-of-00002.safetensors   rank 1's parts
 //       manifest.json                     see below
 //
-// manifest.json: the format (2), the step, batch seed, data position and
+// manifest.json: the format (3), the step, batch seed, data position and
 // the data's size and split, the executable it came from and a hash of its
-// model (persistent tensor names, dtypes, shapes and initial values), the
-// world size, and per tensor its name, dtype, global shape, sharding
-// ("replicated" until the distribution issue), shard file and an XXH3-64
-// checksum of its bytes; and a checksum of all of that.
+// model (persistent tensor names, dtypes, whole shapes and initial
+// values), the world size and the mesh, and per tensor its name, dtype,
+// whole shape, sharding ("replicated", or {"axis", "dim": 0, "parts"}: ZeRO's
+// parts of ceil(d0 / parts) rows, the last padded) and its shards in part
+// order, each a file, a size and an XXH3-64 checksum; and a checksum of all
+// of that. A checkpoint holds every tensor whole (its parts joined), so it
+// restores under any mesh: each rank keeps its part.
 //
-// A save writes DIR/.tmp-<step>-<pid>/, fsyncs every file and the
-// directory, renames it to step-N, re-reads and verifies it, and only then
-// moves `latest` (written atomically); then it removes all but the newest
-// --keep-last checkpoints and any staging directory a killed run left.
-// An interrupted save therefore never touches the checkpoint a resume
-// would use. A restore verifies every checksum, the model hash, the seed
-// and the data; a damaged checkpoint is skipped with a warning naming what
-// is wrong, and the newest good one is used.
+// A save: every rank writes its shard file and then a small list of its
+// checksums (rank-R-of-N.xxh3.json) into DIR/.tmp-<step>-<token>/, each
+// through a temporary file, fsynced and renamed (the token, rank 0's, is
+// shared when the state is snapshot). Rank 0 waits for every rank's list,
+// writes the manifest, fsyncs, renames the directory to step-N, re-reads
+// and verifies it, and only then moves `latest` (written atomically); then
+// it removes all but the newest --keep-last checkpoints and any staging
+// directory a killed run left. An interrupted save therefore never touches
+// the checkpoint a resume would use. A restore verifies every checksum, the
+// model hash, the seed and the data; a damaged checkpoint is skipped with a
+// warning naming what is wrong, and the newest good one is used.
 //
-// Directories written before this format (run_state.json and one .npy per
-// tensor) still restore.
+// Format 2 (one shard of one rank) and directories written before it
+// (run_state.json and one .npy per tensor) still restore.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,18 +67,33 @@ private:
   int fd_;
 };
 
-/// Every persistent tensor of a trainer and its run state, copied to host
-/// memory: what a save writes (the copy is the only time training waits).
+/// What one rank writes of a checkpoint, copied to host memory (the copy is
+/// the only time training waits), and the run state. For a run of one
+/// rank, every persistent tensor whole.
 struct CheckpointSnapshot {
   RunState state;
   std::string executable;
   uint64_t modelHash = 0;
+  /// This rank, the run's ranks and the mesh (name, size per axis).
+  int rank = 0, worldSize = 1;
+  std::vector<std::pair<std::string, int64_t>> mesh;
+  /// Names the staging directory every rank of the save writes into.
+  uint64_t token = 0;
   struct Tensor {
     std::string name;
     DType dtype;
+    /// The whole tensor's shape.
     std::vector<int64_t> shape;
+    /// Split along dimension 0 into `parts` over mesh axis `axis` (1:
+    /// whole); `part` is the one in `bytes`.
+    int64_t parts = 1, part = 0;
+    std::string axis;
+    /// The bytes this rank writes (its part, or the whole tensor); empty
+    /// when another rank writes them.
     std::vector<char> bytes;
+    bool written = true;
   };
+  /// Every persistent tensor, in executable order.
   std::vector<Tensor> tensors;
 };
 
@@ -78,13 +102,18 @@ struct CheckpointSnapshot {
 /// state), so that a run that could never save stops before training.
 Status checkSpaceForCheckpoint(const std::string &dir, const Executable &exe);
 
-/// Copies `trainer`'s state (`data`: its token data, or null).
+/// Copies `trainer`'s state (`data`: its token data, or null). On a run of
+/// several ranks every rank calls it at the same step (one small gather
+/// agrees on the step and the token); it fails if the ranks' steps differ.
 Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
                        CheckpointSnapshot &out);
 
 /// Writes `snapshot` as a new checkpoint of `dir` (see the file comment),
 /// keeping the newest `keepLast` (0: all). `dir` must be locked by the
-/// caller (`lock`), or is locked for the duration of the save.
+/// caller (`lock`), or is locked for the duration of the save. Every rank
+/// of a run calls it with its snapshot of the same step; rank 0 waits for
+/// the others' shards and publishes the checkpoint, the others return once
+/// theirs is written.
 Status writeCheckpoint(const std::string &dir,
                        const CheckpointSnapshot &snapshot, int keepLast,
                        const CheckpointLock *lock);

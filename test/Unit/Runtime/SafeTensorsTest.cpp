@@ -16,6 +16,9 @@
 #include "trainc/schema/executable_generated.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -672,6 +675,48 @@ TEST_F(LoadSafetensors, SavedRunInfoReadsOnlyTheManifests) {
   EXPECT_NE(
       std::string(trainc_trainer_restore_note(fresh)).find("step-000000000002"),
       std::string::npos);
+}
+
+// A checkpoint of format 2 (one shard of one rank, each tensor's file and
+// checksum beside it in the manifest, as trainc wrote before one shard per
+// rank) still restores.
+TEST_F(LoadSafetensors, Format2CheckpointsStillRestore) {
+  ASSERT_NE(trainer_, nullptr);
+  fs::path dir = dir_ / "old";
+  step(trainer_);
+  auto [code, message] = consume(trainc_trainer_save(trainer_, dir.c_str()));
+  ASSERT_EQ(code, TRAINC_OK) << message;
+  std::vector<float> next = step(trainer_);
+
+  // Rewrite the format-3 manifest as format 2 wrote it.
+  fs::path manifestPath = dir / "step-000000000001" / "manifest.json";
+  nlohmann::json manifest = nlohmann::json::parse(readBytes(manifestPath));
+  ASSERT_EQ(manifest["format"], 3);
+  manifest["format"] = 2;
+  manifest.erase("mesh");
+  manifest.erase("manifest_xxh3");
+  for (nlohmann::json &t : manifest["tensors"]) {
+    ASSERT_EQ(t["sharding"], "replicated");
+    nlohmann::json shard = t["shards"][0];
+    t.erase("shards");
+    t["shard"] = shard["file"];
+    t["bytes"] = shard["bytes"];
+    t["xxh3"] = shard["xxh3"];
+  }
+  std::string canonical = manifest.dump();
+  char digest[17];
+  std::snprintf(
+      digest, sizeof digest, "%016llx",
+      (unsigned long long)XXH3_64bits(canonical.data(), canonical.size()));
+  manifest["manifest_xxh3"] = digest;
+  writeBytes(manifestPath, manifest.dump(1));
+
+  trainc_trainer *fresh = newTrainer();
+  ASSERT_NE(fresh, nullptr);
+  std::tie(code, message) = consume(trainc_trainer_restore(fresh, dir.c_str()));
+  ASSERT_EQ(code, TRAINC_OK) << message;
+  EXPECT_EQ(trainc_trainer_step_count(fresh), 1);
+  EXPECT_EQ(step(fresh), next);
 }
 
 } // namespace

@@ -290,6 +290,15 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
     values, each marked `train.update = "<name>"`; the runtime stores them
     back after every step.
 
+    A gradient that is this rank's ZeRO part (`graph.sharding` and
+    `graph.global_shape` on its result, from the partition phase) gets
+    moments (or a momentum buffer) split the same way, and the update of
+    this rank's part of the parameter: the argument itself when it is a
+    part too (ZeRO-3), else its `graph.shard_slice`, gathered whole
+    (`graph.all_gather`) after the update. The squares of all such parts
+    are summed once over their mesh axis (`graph.all_reduce`) for the
+    global norm.
+
     Semantics are PyTorch's (torch.optim.AdamW / SGD, foreach=False):
     - clipping (clip_grad_norm > 0): g *= min(1, max_norm / (norm + 1e-6));
     - AdamW: p *= 1 - lr * wd (decoupled); m = b1 m + (1 - b1) g;

@@ -14,7 +14,8 @@
 //   partition  (training only) the per-rank program of a device mesh
 //              (--mesh data=N --data-parallel): data inputs split over the
 //              data axis, the loss and gradients averaged across it
-//              (graph.all_reduce); Partition.h
+//              (graph.all_reduce; with --zero 2|3 graph.reduce_scatter into
+//              parts, with --zero 3 parameters split too); Partition.h
 //   optimizer  (training only) clipping, the schedule and the AdamW/SGD
 //              update; parameters and optimizer state become the step's
 //              updated results
