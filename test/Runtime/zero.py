@@ -35,7 +35,9 @@ the same initial weights, launched by `mpirun --oversubscribe`.
   another order), which save step 8 as 2 shards, from which one rank
   finishes within 1e-4 of the uninterrupted run. A flipped byte in rank
   2's shard is caught by its checksum, and the run resumes from the
-  checkpoint before.
+  checkpoint before. A kill -9 of rank 1 while the ranks write a
+  checkpoint ends the job with `latest` naming a complete one, from which
+  2 ranks resume.
 
 Exits 77 (skipped) when mpirun is not installed, 1 on any failure.
 """
@@ -317,6 +319,34 @@ def main():
               'rank-00002-of-00004.safetensors' in r.stdout + r.stderr,
               'a flipped byte in rank 2\'s shard: named, and the run resumes '
               'from step 4: ' + (r.stdout + r.stderr).strip()[-300:])
+        # kill -9 of rank 1 while the ranks write a checkpoint (each save
+        # made 300 ms longer between the shards and the manifest): the job
+        # ends, `latest` names a complete checkpoint, and 2 ranks resume.
+        z2_2, _ = compile('z2_2_kill', '--mesh', 'data=2', '--data-parallel', '--zero', '2')
+        killed = os.path.join(work, 'ckpt_killed')
+        script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then '
+                  '(sleep 2; kill -KILL $$) & fi; exec "$@"')
+        env = dict(MPI_ENV, TRAINC_TEST_CHECKPOINT_DELAY_MS='300')
+        r = subprocess.run(['mpirun', '--oversubscribe', '-np', '2', 'sh', '-c', script, 'sh',
+                            args.trainc_run, z2_2, '--data', data, '--data-format', 'bytes',
+                            '--steps', '100000', '--no-progress', '--save-state', killed,
+                            '--save-every', '3', '--output-dir', os.path.join(work, 'killed')],
+                           capture_output=True, text=True, env=env, timeout=120)
+        latest = open(os.path.join(killed, 'latest')).read().strip() \
+            if os.path.exists(os.path.join(killed, 'latest')) else ''
+        complete = latest and sorted(os.listdir(os.path.join(killed, latest))) == [
+            'manifest.json', 'rank-00000-of-00002.safetensors',
+            'rank-00001-of-00002.safetensors']
+        check(r.returncode != 0 and complete,
+              f'kill -9 of rank 1 during 2-rank saves: the job ends and latest '
+              f'({latest}) is complete')
+        if latest:
+            r = mpirun(2)([args.trainc_run, z2_2, '--data', data, '--data-format', 'bytes',
+                           '--resume', killed, '--save-state', killed, '--steps', '2',
+                           '--no-progress', '--output-dir', os.path.join(work, 'killed2')])
+            check(r.returncode == 0 and f'at step {int(latest[5:])}' in r.stdout,
+                  f'2 ranks resume from {latest} after the kill: '
+                  + (r.stdout + r.stderr).strip()[-200:])
     print('FAILED: ' + '; '.join(failures) if failures else 'all ZeRO checks passed')
     return 1 if failures else 0
 

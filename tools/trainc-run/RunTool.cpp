@@ -107,8 +107,9 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
   --save-state DIR    write checkpoints into DIR: after the last step, every
                       --save-every steps, and when stopped by Ctrl-C or
                       SIGTERM. A checkpoint (DIR/step-N/: the parameters
-                      and optimizer state as safetensors, and a checksummed
-                      manifest with step, seed and data position) is
+                      and optimizer state as one safetensors shard per
+                      rank, and a checksummed manifest with step, seed,
+                      data position and each tensor's parts) is
                       written atomically and durably; DIR/latest names the
                       newest. DIR is locked: a second run on it is refused
   --save-every N      also write a checkpoint every N steps, in the
@@ -159,8 +160,9 @@ Several ranks (MODEL.tcx from `trainc ... --mesh data=N --data-parallel`,
 launched with `mpirun -np N trainc-run MODEL.tcx ...`): every rank runs the
 same command; rank i trains on part i of each global batch (--data: windows
 [i*B, (i+1)*B) of it; --input: the file holds the global batch). Rank 0
-prints, logs and writes checkpoints and outputs; an error on any rank ends
-the whole job.
+prints, logs and writes outputs; every rank writes its shard of each
+checkpoint (with --zero, its parts) and rank 0 publishes it; a checkpoint
+resumes on any number of ranks. An error on any rank ends the whole job.
   --collective-timeout S
                       fail (naming the step, the instruction and the ranks
                       that did not arrive) when a collective has waited S
