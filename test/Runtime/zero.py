@@ -35,7 +35,8 @@ the same initial weights, launched by `mpirun --oversubscribe`.
   another order), which save step 8 as 2 shards, from which one rank
   finishes within 1e-4 of the uninterrupted run. A flipped byte in rank
   2's shard is caught by its checksum, and the run resumes from the
-  checkpoint before. A kill -9 of rank 1 while the ranks write a
+  checkpoint before. A loss spike with --on-spike rollback returns every
+  rank to the same checkpoint, bitwise as one rank does. A kill -9 of rank 1 while the ranks write a
   checkpoint ends the job with `latest` naming a complete one, from which
   2 ranks resume.
 
@@ -319,6 +320,37 @@ def main():
               'rank-00002-of-00004.safetensors' in r.stdout + r.stderr,
               'a flipped byte in rank 2\'s shard: named, and the run resumes '
               'from step 4: ' + (r.stdout + r.stderr).strip()[-300:])
+        # A loss spike (injected at step 25 on every rank) with --on-spike
+        # rollback: the ranks return together to the checkpoint of step 24,
+        # skip the data of step 25, and end bitwise equal to one rank doing
+        # the same.
+        spike_env = dict(MPI_ENV, TRAINC_TEST_LOSS_SPIKE_STEP='25')
+        spike_flags = ['--on-spike', 'rollback', '--save-every', '3',
+                       '--deterministic-reductions']
+        z2_spike, _ = compile('z2_spike', '--mesh', 'data=2', '--data-parallel', '--zero', '2')
+        results = {}
+        for tag, command in (
+                ('one', [args.trainc_run, ga[2]]),
+                ('two', ['mpirun', '--oversubscribe', '-np', '2', args.trainc_run, z2_spike])):
+            out = os.path.join(work, 'spike_' + tag)
+            os.makedirs(out)
+            r = subprocess.run(command + ['--data', data, '--data-format', 'bytes',
+                                          '--steps', '30', '--no-progress',
+                                          '--save-state', os.path.join(out, 'state'),
+                                          '--save-safetensors', os.path.join(out, 'w.safetensors'),
+                                          '--output-dir', out] + spike_flags,
+                               capture_output=True, text=True, env=spike_env, timeout=120)
+            rolled = 'rolled back from step 25 to the checkpoint of step 24' in r.stderr
+            check(r.returncode == 0 and rolled,
+                  f'loss spike at step 25 on {tag} rank(s): rolled back to step 24 '
+                  'and finished: ' + r.stderr.strip()[-200:])
+            if r.returncode == 0:
+                from safetensors.numpy import load_file
+                results[tag] = load_file(os.path.join(out, 'w.safetensors'))
+        if len(results) == 2:
+            check(same_weights(results['one'], results['two']),
+                  'after the rollback, 2 ZeRO-2 ranks end bitwise equal to one rank')
+
         # kill -9 of rank 1 while the ranks write a checkpoint (each save
         # made 300 ms longer between the shards and the manifest): the job
         # ends, `latest` names a complete checkpoint, and 2 ranks resume.

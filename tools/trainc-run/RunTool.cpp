@@ -727,10 +727,6 @@ int runRunTool(int argc, char **argv) {
       return fail(take(s));
   }
   if (gWorldSize > 1) {
-    if (o.onSpike == "rollback" || o.rollbackOnNonFinite)
-      return fail("rollback is not supported on several ranks yet (every "
-                  "rank would have to roll back together); use stop or "
-                  "skip");
     // Rank 0 speaks and writes for the run; the others compute quietly.
     // Every rank still takes part in each save and output, at the same
     // step (ZeRO's parts are gathered); the library writes on rank 0 only.

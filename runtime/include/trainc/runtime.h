@@ -343,7 +343,10 @@ trainc_status trainc_trainer_save_wait(trainc_trainer *trainer);
 /* Rolls back to the newest good checkpoint of `dir` (after waiting for a
  * background save) but keeps the data position: the batches since that
  * checkpoint are skipped, not trained on again (the remedy for a loss spike
- * or a run of non-finite steps). trainc_trainer_restore_note says which. */
+ * or a run of non-finite steps). trainc_trainer_restore_note says which.
+ * On a run of several ranks every rank calls it after the same step: each
+ * waits for every rank's save in flight, and all return to the same
+ * checkpoint (else an error names the ranks' steps). */
 trainc_status trainc_trainer_rollback(trainc_trainer *trainer, const char *dir);
 /* What the last trainc_trainer_restore used ("step-000000000040") and,
  * one per line after it, each newer checkpoint it skipped and why; "" before

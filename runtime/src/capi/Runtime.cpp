@@ -498,10 +498,38 @@ trainc_status trainc_trainer_rollback(trainc_trainer *trainer,
     return nullArgument("dir");
   if (trainc_status s = toC(trainer->writer.wait()))
     return s;
+  // On several ranks, rank 0 publishes the checkpoint each rank's write
+  // belongs to: every rank waits for every other's write to end before any
+  // reads `latest`, and all must return to the same step.
+  trainc::Collective &ranks = trainer->trainer->session().device().collective();
+  trainc::CollectiveSite site;
+  site.step = trainer->trainer->state().step;
+  site.what = "the agreement of the ranks on a rollback";
+  std::vector<int64_t> steps(size_t(ranks.worldSize()));
+  int64_t none = -1;
+  if (ranks.worldSize() > 1)
+    if (trainc_status s = toC(ranks.allGather(
+            -1, &none, steps.data(), 1, trainc::DType::I64,
+            trainer->trainer->session().device().communicationStream(), site)))
+      return s;
   trainc::CheckpointChoice choice;
   trainc::Status s = trainc::rollbackToCheckpoint(dir, *trainer->trainer,
                                                   trainer->data.get(), choice);
   setRestoreNote(*trainer, choice);
+  if (ranks.worldSize() > 1) {
+    int64_t mine = s.ok() ? trainer->trainer->state().step : -1;
+    if (trainc_status g = toC(ranks.allGather(
+            -1, &mine, steps.data(), 1, trainc::DType::I64,
+            trainer->trainer->session().device().communicationStream(), site)))
+      return g;
+    for (size_t r = 0; s.ok() && r < steps.size(); ++r)
+      if (steps[r] != mine)
+        s = trainc::internalError(
+            "the ranks rolled back to different checkpoints: rank " +
+            std::to_string(r) + " to step " + std::to_string(steps[r]) +
+            ", rank " + std::to_string(ranks.rank()) + " to step " +
+            std::to_string(mine));
+  }
   return toC(s);
 }
 

@@ -440,6 +440,7 @@ Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
   out.state.trainTokens = data ? data->trainTokens() : 0;
   out.executable = exe.origin();
   out.modelHash = modelHash(exe);
+  out.executableHash = exe.contentHash();
   out.rank = ranks.rank();
   out.worldSize = ranks.worldSize();
   out.mesh.clear();
@@ -624,6 +625,7 @@ Status writeCheckpoint(const std::string &dir,
                    {"data_tokens", snapshot.state.dataTokens},
                    {"train_tokens", snapshot.state.trainTokens},
                    {"executable", snapshot.executable},
+                   {"executable_xxh3", hex64(snapshot.executableHash)},
                    {"model_xxh3", hex64(snapshot.modelHash)},
                    {"world_size", snapshot.worldSize},
                    {"mesh", mesh},

@@ -13,9 +13,9 @@
 //       manifest.json                     see below
 //
 // manifest.json: the format (3), the step, batch seed, data position and
-// the data's size and split, the executable it came from and a hash of its
-// model (persistent tensor names, dtypes, whole shapes and initial
-// values), the world size and the mesh, and per tensor its name, dtype,
+// the data's size and split, the executable it came from, its file's hash
+// and a hash of its model (persistent tensor names, dtypes, whole shapes
+// and initial values: what a resume requires), the world size and the mesh, and per tensor its name, dtype,
 // whole shape, sharding ("replicated", or {"axis", "dim": 0, "parts"}: ZeRO's
 // parts of ceil(d0 / parts) rows, the last padded) and its shards in part
 // order, each a file, a size and an XXH3-64 checksum; and a checksum of all
@@ -74,6 +74,9 @@ struct CheckpointSnapshot {
   RunState state;
   std::string executable;
   uint64_t modelHash = 0;
+  /// The executable file's hash: recorded, not required on resume (another
+  /// mesh or other hyper-parameters make another file of the same model).
+  uint64_t executableHash = 0;
   /// This rank, the run's ranks and the mesh (name, size per axis).
   int rank = 0, worldSize = 1;
   std::vector<std::pair<std::string, int64_t>> mesh;
