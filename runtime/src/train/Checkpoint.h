@@ -15,11 +15,12 @@
 // manifest.json: the format (3), the step, batch seed, data position and
 // the data's size and split, the executable it came from, its file's hash
 // and a hash of its model (persistent tensor names, dtypes, whole shapes
-// and initial values: what a resume requires), the world size and the mesh, and per tensor its name, dtype,
-// whole shape, sharding ("replicated", or {"axis", "dim": 0, "parts"}: ZeRO's
-// parts of ceil(d0 / parts) rows, the last padded) and its shards in part
-// order, each a file, a size and an XXH3-64 checksum; and a checksum of all
-// of that. A checkpoint holds every tensor whole (its parts joined), so it
+// and initial values: what a resume requires), the world size and the
+// mesh, and per tensor its name, dtype, whole shape, sharding
+// ("replicated", or {"axis", "dim": 0, "parts"}: ZeRO's parts of
+// ceil(d0 / parts) rows, the last padded) and its shards in part order,
+// each a file, a size and an XXH3-64 checksum; and a checksum of all of
+// that. A checkpoint holds every tensor whole (its parts joined), so it
 // restores under any mesh: each rank keeps its part.
 //
 // A save: every rank writes its shard file and then a small list of its
