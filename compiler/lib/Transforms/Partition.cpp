@@ -332,6 +332,17 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
     return buckets;
   }
 
+  /// A builder after `last` (a bucket's last member), or at the start of
+  /// `body` when every member is an argument.
+  static OpBuilder builderAfter(Operation *last, Block &body) {
+    OpBuilder b(body.getParent()->getContext());
+    if (last)
+      b.setInsertionPointAfter(last);
+    else
+      b.setInsertionPointToStart(&body);
+    return b;
+  }
+
   static int64_t bytesOf(RankedTensorType type) {
     return type.getNumElements() *
            int64_t(elementStorageBytes(type.getElementType()));
@@ -348,12 +359,7 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
         bucketsInComputeOrder(fn, ret, indices, bytesOf, after);
     Location loc = fn.getLoc();
     for (auto [bucket, last] : llvm::zip(buckets, after)) {
-      // After the last member is computed.
-      OpBuilder b(fn.getContext());
-      if (last)
-        b.setInsertionPointAfter(last);
-      else
-        b.setInsertionPointToStart(&body);
+      OpBuilder b = builderAfter(last, body);
       auto mean = [&](Value v) -> Value {
         auto type = cast<RankedTensorType>(v.getType());
         Value sum = b.create<AllReduceOp>(loc, v, "data");
@@ -414,11 +420,7 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
         after);
     Location loc = fn.getLoc();
     for (auto [bucket, last] : llvm::zip(buckets, after)) {
-      OpBuilder b(fn.getContext());
-      if (last)
-        b.setInsertionPointAfter(last);
-      else
-        b.setInsertionPointToStart(&body);
+      OpBuilder b = builderAfter(last, body);
       Type element = cast<RankedTensorType>(ret.getOperand(bucket[0]).getType())
                          .getElementType();
       // Each member as [ranks, its part's elements].

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <new>
 
 struct trainc_status_s {
@@ -395,21 +396,33 @@ static bool writesForRun(const trainc_trainer *trainer) {
   return trainer->trainer->session().device().collective().rank() == 0;
 }
 
+/// Gathers the trained weights whole and, on the rank that writes for the
+/// run, passes them to `write`.
+static trainc_status
+writeWeights(trainc_trainer *trainer,
+             const std::function<trainc::Status(
+                 const std::vector<trainc::NamedTensor> &)> &write) {
+  std::vector<std::vector<char>> storage;
+  std::vector<trainc::NamedTensor> weights;
+  if (trainc::Status s = trainc::parameterTensors(trainer->trainer->session(),
+                                                  storage, weights);
+      !s.ok())
+    return toC(s);
+  if (!writesForRun(trainer))
+    return nullptr;
+  return toC(write(weights));
+}
+
 trainc_status trainc_trainer_save_safetensors(trainc_trainer *trainer,
                                               const char *path) {
   if (!trainer)
     return nullArgument("trainer");
   if (!path)
     return nullArgument("path");
-  const trainc::Session &session = trainer->trainer->session();
-  std::vector<std::vector<char>> storage;
-  std::vector<trainc::NamedTensor> weights;
-  if (trainc::Status s = trainc::parameterTensors(session, storage, weights);
-      !s.ok())
-    return toC(s);
-  if (!writesForRun(trainer))
-    return nullptr;
-  return toC(trainc::writeSafetensors(path, weights));
+  return writeWeights(trainer,
+                      [&](const std::vector<trainc::NamedTensor> &weights) {
+                        return trainc::writeSafetensors(path, weights);
+                      });
 }
 
 trainc_status trainc_trainer_load_safetensors(trainc_trainer *trainer,
@@ -655,15 +668,10 @@ trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
     return nullArgument("source_model");
   if (!path)
     return nullArgument("path");
-  const trainc::Session &session = trainer->trainer->session();
-  std::vector<std::vector<char>> storage;
-  std::vector<trainc::NamedTensor> weights;
-  if (trainc::Status s = trainc::parameterTensors(session, storage, weights);
-      !s.ok())
-    return toC(s);
-  if (!writesForRun(trainer))
-    return nullptr;
-  return toC(trainc::exportOnnxWithWeights(source_model, path, weights));
+  return writeWeights(
+      trainer, [&](const std::vector<trainc::NamedTensor> &weights) {
+        return trainc::exportOnnxWithWeights(source_model, path, weights);
+      });
 }
 
 trainc_status trainc_saved_run_info(const char *dir, int64_t *out_step,

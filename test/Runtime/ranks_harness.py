@@ -1,0 +1,67 @@
+"""What the tests of runs on several MPI ranks share: the launch environment,
+the check list, the byte data and the comparison of trained weights."""
+import os
+import subprocess
+
+import numpy as np
+
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1',
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               # Several ranks share these cores: one thread each.
+               OMP_NUM_THREADS='1', OPENBLAS_NUM_THREADS='1',
+               TRAINC_NUM_THREADS='1')
+failures = []
+
+
+def check(ok, what):
+    print(('ok:   ' if ok else 'FAIL: ') + what)
+    if not ok:
+        failures.append(what)
+
+
+def finish(what):
+    """Prints the summary; the exit status."""
+    print('FAILED: ' + '; '.join(failures) if failures else f'all {what} checks passed')
+    return 1 if failures else 0
+
+
+def mpirun(n, command, timeout=300, env=None):
+    return subprocess.run(['mpirun', '--oversubscribe', '-np', str(n)] + command,
+                          capture_output=True, text=True, env=env or MPI_ENV,
+                          timeout=timeout)
+
+
+def one_rank(command, timeout=300):
+    return subprocess.run(command, capture_output=True, text=True, env=MPI_ENV,
+                          timeout=timeout)
+
+
+def write_byte_data(path, words=30000):
+    """Text of a few words, bytes inside tinygpt's vocabulary of 128."""
+    rng = np.random.default_rng(3)
+    vocabulary = [w.encode() for w in
+                  'the cat sat on a mat and the dog ran far from home .'.split()]
+    with open(path, 'wb') as f:
+        f.write(b' '.join(vocabulary[i] for i in rng.integers(0, len(vocabulary), words)))
+
+
+def check_weights_close(name, ref_w, cand_w, lr, steps):
+    """Final weights of runs whose sums were formed in another order: within
+    1e-4, but the attention key bias (the middle third of c_attn.bias) has
+    an exactly zero true gradient (softmax ignores a shift shared by all
+    keys): its computed gradient is rounding noise whose sign follows the
+    summation order, and AdamW's normalized step moves it by up to lr per
+    step whatever its size. It is held to lr x steps."""
+    diffs, key_bias = {}, 0.0
+    for k in ref_w:
+        d = np.abs(ref_w[k] - cand_w[k])
+        if k.endswith('attn.c_attn.bias'):
+            third = d.shape[0] // 3  # q, k, v
+            key_bias = max(key_bias, float(np.max(d[third:2 * third])))
+            d = np.concatenate([d[:third], d[2 * third:]])
+        diffs[k] = float(np.max(d))
+    worst = max(diffs, key=diffs.get)
+    check(diffs[worst] <= 1e-4,
+          f'{name}: final weights within 1e-4 (worst {diffs[worst]:.2e} in {worst})')
+    check(key_bias <= lr * steps,
+          f'{name}: attention key biases within lr x steps (worst {key_bias:.2e})')
