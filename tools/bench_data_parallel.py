@@ -10,6 +10,8 @@ rank (TRAINC_NUM_THREADS, OMP/OPENBLAS/MKL_NUM_THREADS = 1, torch threads 1):
   trainc x2   mpirun -np 2 trainc-run on the `--mesh data=2 --data-parallel`
               step (global batch 2 x --batch); also with --bucket-bytes 0
               (one all-reduce per gradient instead of 25 MiB buckets)
+  trainc x2 sync  the same with --overlap-collectives=false (each
+              collective completes where it is issued: no overlap)
   trainc x2 ZeRO-S  the same with --zero S, S in --zero-stages (default
               1,2,3): what splitting the optimizer state, the gradients and
               the parameters costs in step time and exposed communication
@@ -22,8 +24,8 @@ warm-up round that is not reported); each prints the median step time of its
 steps 2..N. Reported per round and as the median over rounds: step ms,
 tokens/s of all ranks, the 2-rank scaling efficiency (tokens/s at 2 ranks /
 2 x tokens/s at 1 rank), and trainc's exposed communication per step
-(comm_ms: time a rank waits in collectives; trainc's all-reduces do not
-overlap compute yet, so all of it is exposed).
+(comm_ms: time a rank waits in collectives, the communication compute did
+not hide).
 
 On a machine with 2 cores, two ranks of one thread each use both; 1 rank
 of one thread leaves one core idle, so perfect scaling is an efficiency of
@@ -185,6 +187,10 @@ def main():
         trainc = os.path.join(args.bin_dir, 'trainc')
         exe1, exe2 = os.path.join(work, 'one.tcx'), os.path.join(work, 'dp2.tcx')
         exe2u = os.path.join(work, 'dp2_unbucketed.tcx')
+        exe2s = os.path.join(work, 'dp2_sync.tcx')
+        subprocess.run([trainc, f'{work}/model.onnx', '--train', '--mesh', 'data=2',
+                        '--data-parallel', '--overlap-collectives=false', '-o', exe2s],
+                       check=True)
         subprocess.run([trainc, f'{work}/model.onnx', '--train', '-o', exe1], check=True)
         for exe, bucket in ((exe2, '26214400'), (exe2u, '0')):
             subprocess.run([trainc, f'{work}/model.onnx', '--train', '--mesh', 'data=2',
@@ -209,8 +215,10 @@ def main():
             t1, _ = run_trainc(args, exe1, 1, work)
             t2, comm = run_trainc(args, exe2, 2, work)
             t2u, commu = run_trainc(args, exe2u, 2, work)
+            t2s, comms = run_trainc(args, exe2s, 2, work)
             row = {'trainc x1': t1, 'trainc x2': t2, 'comm': comm,
-                   'trainc x2 unbucketed': t2u, 'comm unbucketed': commu}
+                   'trainc x2 unbucketed': t2u, 'comm unbucketed': commu,
+                   'trainc x2 sync': t2s, 'comm sync': comms}
             for stage, exe in zero.items():
                 row[f'ZeRO-{stage}'], row[f'comm ZeRO-{stage}'] = run_trainc(
                     args, exe, 2, work)
@@ -225,7 +233,8 @@ def main():
                 if name in row:
                     ranks = 2 if 'x2' in name else 1
                     line += f'  {name} {row[name]:.1f} ms ({ranks * tokens / row[name] * 1e3:,.0f} tok/s)'
-            line += (f'  trainc comm {comm:.2f} ms; unbucketed x2 {t2u:.1f} ms, '
+            line += (f'  trainc comm {comm:.2f} ms; sync x2 {t2s:.1f} ms, comm '
+                     f'{comms:.2f} ms; unbucketed x2 {t2u:.1f} ms, '
                      f'comm {commu:.2f} ms')
             for stage in zero:
                 line += (f'; ZeRO-{stage} {row[f"ZeRO-{stage}"]:.1f} ms, '
@@ -241,6 +250,9 @@ def main():
         print(f'  trainc 2-rank scaling efficiency: {med["trainc x1"] / med["trainc x2"]:.2f} '
               f'(exposed communication {med["comm"]:.2f} ms/step, '
               f'{med["comm"] / med["trainc x2"]:.0%} of the step)')
+        print(f'  without overlap (--overlap-collectives=false): '
+              f'{med["trainc x1"] / med["trainc x2 sync"]:.2f} '
+              f'(exposed communication {med["comm sync"]:.2f} ms/step)')
         print(f'  without buckets (one all-reduce per gradient): '
               f'{med["trainc x1"] / med["trainc x2 unbucketed"]:.2f} '
               f'(exposed communication {med["comm unbucketed"]:.2f} ms/step)')

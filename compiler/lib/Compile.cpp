@@ -18,7 +18,8 @@ std::string checkOptions(const CompileOptions &options) {
   std::string error;
   if (last &&
       (*last == Phase::Autodiff || *last == Phase::Partition ||
-       *last == Phase::Optimizer || *last == Phase::Recompute) &&
+       *last == Phase::Optimizer || *last == Phase::Recompute ||
+       *last == Phase::Schedule) &&
       !options.train)
     return "--compile-to=" + phaseName(*last).str() + " needs --train";
   if (options.gradAccum.microBatches != 1 && !options.train)
@@ -73,6 +74,7 @@ compileModel(mlir::MLIRContext &context, llvm::StringRef path,
   if (options.train && options.optimizer.optimizer != "none")
     pipeline.optimizer = options.optimizer;
   pipeline.recompute = options.recompute;
+  pipeline.schedule = options.schedule;
   pipeline.partition = options.partition;
   pipeline.precision = options.precision;
   mlir::PassManager pm(&context);

@@ -11,9 +11,9 @@ namespace trainc {
 
 llvm::ArrayRef<Phase> allPhases() {
   static const Phase phases[] = {
-      Phase::Import,    Phase::Recognize, Phase::Precision,
-      Phase::Autodiff,  Phase::Partition, Phase::Optimizer,
-      Phase::Recompute, Phase::Lower,     Phase::PlanMemory};
+      Phase::Import,    Phase::Recognize, Phase::Precision, Phase::Autodiff,
+      Phase::Partition, Phase::Optimizer, Phase::Recompute, Phase::Schedule,
+      Phase::Lower,     Phase::PlanMemory};
   return phases;
 }
 
@@ -33,6 +33,8 @@ llvm::StringRef phaseName(Phase phase) {
     return "optimizer";
   case Phase::Recompute:
     return "recompute";
+  case Phase::Schedule:
+    return "schedule";
   case Phase::Lower:
     return "lower";
   case Phase::PlanMemory:
@@ -122,6 +124,10 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   // merge the clones with the forward ops after it.
   pm.addPass(createRecompute(options.recompute));
   if (last == Phase::Recompute)
+    return;
+  // schedule: collectives start early and end late.
+  pm.addPass(createSchedule(options.schedule));
+  if (last == Phase::Schedule)
     return;
   buildExecutablePhases(pm, last);
 }

@@ -31,7 +31,8 @@ namespace trainc {
 ///   6: the device mesh, per-tensor shard axes, AllReduce.
 ///   7: ZeRO: global shapes of padded parts, ReduceScatter, AllGather,
 ///      ShardSlice.
-constexpr uint32_t kFormatVersion = 7;
+///   8: asynchronous collectives: *Start and CollectiveDone.
+constexpr uint32_t kFormatVersion = 8;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

@@ -192,9 +192,10 @@ def main():
         r = one_rank([args.trainc_run, dp2, '--inspect'])
         check('mesh: data=2, tensor=1 (2 ranks' in r.stdout and
               'tokens split [data, -]' in r.stdout and
-              r.stdout.count('= all_reduce(') == 2,
+              r.stdout.count('= all_reduce_start(') == 2 and
+              r.stdout.count('= collective_done(') == 2,
               '--inspect shows the mesh, the split inputs and two all_reduces '
-              '(the loss, one bucket of gradients)')
+              '(the loss, one bucket of gradients), each started and done')
 
         # Faults.
         other = compile('dp2_other', '--mesh', 'data=2', '--data-parallel',

@@ -14,6 +14,8 @@ the same initial weights, launched by `mpirun --oversubscribe`.
   nothing. The grad_norm metric is summed in another order (each rank's
   parts, then across ranks) and is held to 1e-6 relative. N = 3 splits
   tinygpt's 32-, 96- and 128-row tensors unevenly: the parts are padded.
+- Every run above overlaps its collectives (the schedule phase); one with
+  --overlap-collectives=false is bitwise the same.
 - SGD with momentum (the unfused update; its buffer is split too) is
   bitwise one rank's as well; with --clip-grad-norm the clipping factor
   comes from the norm, summed in another order, so that run is held to the
@@ -183,6 +185,14 @@ def main():
                 check(peak is not None and peak.group(1) == peak.group(2),
                       f'{name}: measured arena peak equals the planned '
                       f'({peak.group(0) if peak else result.stdout[-200:]})')
+        # Synchronous collectives (--overlap-collectives=false: no schedule
+        # phase) train the same bits as the overlapped ones above.
+        sync, _ = compile('z3_2_sync', '--mesh', 'data=2', '--data-parallel', '--zero', '3',
+                          '--overlap-collectives=false')
+        got = train(args, mpirun(2), sync, data, os.path.join(work, 'z3_2_sync'),
+                    extra=['--deterministic-reductions'])[0]
+        compare_exact('ZeRO-3, 2 ranks, synchronous collectives', reference[2], got)
+
         # The unfused update (SGD with momentum: the buffer is split too) and
         # clipping (the factor comes from the norm, summed in another order:
         # within rounding of one rank's).

@@ -266,6 +266,14 @@ int runCompilerCli(int argc, char **argv) {
                "PyTorch DDP; 0: one all-reduce per gradient)"),
       cl::value_desc("bytes"), cl::location(options.partition.bucketBytes),
       cl::cat(category));
+  cl::opt<bool, true> overlapCollectives(
+      "overlap-collectives",
+      cl::desc("With --mesh: start each collective where its operand is "
+               "ready and wait for it only where its result is needed, so "
+               "communication overlaps compute; ZeRO-3 prefetches each "
+               "parameter gather one ahead (default true; "
+               "--overlap-collectives=false: synchronous collectives)"),
+      cl::location(options.schedule.overlap), cl::cat(category));
   cl::opt<int64_t, true> zero(
       "zero",
       cl::desc("With --data-parallel: ZeRO stage. 1: each rank keeps and "

@@ -93,7 +93,8 @@ void accountTrainingState(const Program &program, MemoryPlanReport &report) {
   // The gradients are counted as the data-parallel collectives deliver
   // them (whole after an all_reduce, parts after a reduce_scatter; once per
   // bucket): through the divide by N, the slices and reshapes back to each
-  // parameter's shape, ZeRO-1's shard_slice and the padding.
+  // parameter's shape, ZeRO-1's shard_slice, the padding and the done of an
+  // asynchronous collective.
   std::vector<int64_t> producer(program.tensors.size(), -1);
   for (auto [i, inst] : llvm::enumerate(program.instructions))
     for (uint32_t id : inst.results)
@@ -104,13 +105,14 @@ void accountTrainingState(const Program &program, MemoryPlanReport &report) {
     for (int64_t p = producer[at]; p >= 0; p = producer[at]) {
       const ProgramInstruction &inst = program.instructions[p];
       Opcode op = inst.opcode;
-      if (op == Opcode::AllReduce || op == Opcode::ReduceScatter) {
+      if (op == Opcode::AllReduce || op == Opcode::ReduceScatter ||
+          op == Opcode::AllReduceStart || op == Opcode::ReduceScatterStart) {
         id = at;
         break;
       }
       if (op != Opcode::Reshape && op != Opcode::Slice &&
           op != Opcode::ShardSlice && op != Opcode::Div &&
-          op != Opcode::Concatenate)
+          op != Opcode::Concatenate && op != Opcode::CollectiveDone)
         break;
       at = inst.operands[0];
     }
@@ -134,10 +136,12 @@ void accountTrainingState(const Program &program, MemoryPlanReport &report) {
   if (!any)
     return;
   // Split when what was counted is (a reduce_scatter's parts).
-  for (uint32_t id : counted)
-    if (producer[id] >= 0 &&
-        program.instructions[producer[id]].opcode == Opcode::ReduceScatter)
+  for (uint32_t id : counted) {
+    Opcode op = producer[id] >= 0 ? program.instructions[producer[id]].opcode
+                                  : Opcode::Add;
+    if (op == Opcode::ReduceScatter || op == Opcode::ReduceScatterStart)
       t.gradients.split = true;
+  }
   for (uint32_t id : program.parameters) {
     const ProgramTensor &p = program.tensors[id];
     t.parameterElements += elements(p);

@@ -243,6 +243,10 @@ LogicalResult Builder::lowerOp(Operation *op) {
       .Case([&](ShardSliceOp s) {
         inst.ints = {int64_t(getMesh(s).axisIndex(s.getAxis()))};
       })
+      .Case<AllReduceStartOp, ReduceScatterStartOp, AllGatherStartOp>(
+          [&](auto s) {
+            inst.ints = {int64_t(getMesh(s).axisIndex(s.getAxis()))};
+          })
       .Case([&](ReduceSumOp r) { inst.ints = toInts(r.getDims()); })
       .Case([&](ReduceMaxOp r) { inst.ints = toInts(r.getDims()); })
       .Case([&](ReduceMeanOp r) { inst.ints = toInts(r.getDims()); })

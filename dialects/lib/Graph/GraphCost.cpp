@@ -82,6 +82,10 @@ int64_t AllReduceOp::getFlops() { return 0; }
 int64_t ReduceScatterOp::getFlops() { return 0; }
 int64_t AllGatherOp::getFlops() { return 0; }
 int64_t ShardSliceOp::getFlops() { return 0; }
+int64_t AllReduceStartOp::getFlops() { return 0; }
+int64_t ReduceScatterStartOp::getFlops() { return 0; }
+int64_t AllGatherStartOp::getFlops() { return 0; }
+int64_t CollectiveDoneOp::getFlops() { return 0; }
 
 int64_t DropoutOp::getFlops() { return 3 * numElements(getResult()); }
 

@@ -454,6 +454,62 @@ LogicalResult ShardSliceOp::verify() {
   return verifyParts(*this, getOperand().getType(), getType(), getAxis(), 3);
 }
 
+/// A start's contract with its done (constraint `c`): its result's one
+/// user is a graph.collective_done that takes it and the start's operand.
+static LogicalResult verifyStartsOneDone(Operation *start, int c) {
+  Value pending = start->getResult(0);
+  auto done = pending.hasOneUse()
+                  ? dyn_cast<CollectiveDoneOp>(*pending.getUsers().begin())
+                  : CollectiveDoneOp();
+  if (!done || done.getPending() != pending ||
+      done.getSource() != start->getOperand(0))
+    return start->emitOpError("(C")
+           << c << ") the result's one user must be a graph.collective_done "
+           << "that takes it and this op's operand";
+  return success();
+}
+
+LogicalResult AllReduceStartOp::verify() {
+  // all_reduce_start_c1, c2: SameOperandsAndResultType, FloatTensor.
+  if (getMesh(*this).axisIndex(getAxis()) < 0) // all_reduce_start_c3
+    return emitOpError("(C3) axis '")
+           << getAxis() << "' is not a mesh axis (data, tensor)";
+  return verifyStartsOneDone(*this, 4);
+}
+
+LogicalResult ReduceScatterStartOp::verify() {
+  if (failed(
+          verifyParts(*this, getOperand().getType(), getType(), getAxis(), 4)))
+    return failure();
+  return verifyStartsOneDone(*this, 5);
+}
+
+LogicalResult AllGatherStartOp::verify() {
+  if (failed(
+          verifyParts(*this, getType(), getOperand().getType(), getAxis(), 3)))
+    return failure();
+  return verifyStartsOneDone(*this, 4);
+}
+
+LogicalResult CollectiveDoneOp::verify() {
+  Operation *start = getPending().getDefiningOp();
+  if (!isa_and_nonnull<AllReduceStartOp, ReduceScatterStartOp,
+                       AllGatherStartOp>(start))
+    return emitOpError("(C1) pending must be the result of "
+                       "graph.all_reduce_start, graph.reduce_scatter_start or "
+                       "graph.all_gather_start");
+  if (getSource() != start->getOperand(0))
+    return emitOpError("(C2) source must be the start's operand");
+  if (getType() != getPending().getType())
+    return emitOpError("(C3) the result must have pending's type ")
+           << getPending().getType();
+  return success();
+}
+
+bool CollectiveDoneOp::canOverwriteOperand(unsigned result, unsigned operand) {
+  return operand == 0; // the pending buffer, never the source
+}
+
 LogicalResult ScatterAddOp::verify() {
   RankedTensorType result = getType();
   int64_t axis = getAxis(); // I64Attr getters return it unsigned.

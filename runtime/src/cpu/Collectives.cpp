@@ -14,6 +14,7 @@
 
 #include "device/Device.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace trainc::cpu {
@@ -85,6 +86,86 @@ Status runShardSlice(const KernelCall &call) {
                        : 0;
   std::memcpy(out.data, static_cast<const char *>(in.data) + coordinate * bytes,
               bytes);
+  return okStatus();
+}
+
+// The asynchronous forms: a start posts the collective into its result
+// (the pending buffer) and records it; the done finds it by that buffer,
+// waits, and leaves the value in its result (the same buffer when the plan
+// gives it, else a copy). Without a session (kernel unit tests) a start
+// does the whole collective of one rank and the done copies.
+
+namespace {
+
+Status startCollective(const KernelCall &call, const char *what) {
+  const TensorRef &in = call.inputs[0];
+  TensorRef &out = call.outputs[0];
+  const KernelContext *context = call.context;
+  if (!context || !context->collective || !context->inFlight) {
+    std::memcpy(out.data, in.data,
+                size_t(std::min(in.numElements(), out.numElements())) *
+                    dtypeSize(in.dtype));
+    return okStatus();
+  }
+  int axis = int(call.ints[0]);
+  Collective &ranks = *context->collective;
+  CollectiveSite site = siteOf(*context, what);
+  Collective::Handle handle = 0;
+  if (call.op == Opcode::AllReduceStart) {
+    if (in.data != out.data)
+      std::memcpy(out.data, in.data,
+                  size_t(in.numElements()) * dtypeSize(in.dtype));
+    TRAINC_RETURN_IF_ERROR(
+        ranks.startAllReduceSum(axis, out.data, out.numElements(), in.dtype,
+                                *context->stream, site, handle));
+  } else if (call.op == Opcode::ReduceScatterStart) {
+    TRAINC_RETURN_IF_ERROR(
+        ranks.startReduceScatterSum(axis, in.data, out.data, out.numElements(),
+                                    in.dtype, *context->stream, site, handle));
+  } else {
+    TRAINC_RETURN_IF_ERROR(
+        ranks.startAllGather(axis, in.data, out.data, in.numElements(),
+                             in.dtype, *context->stream, site, handle));
+  }
+  context->inFlight->entries.push_back(
+      {out.data, handle, context->instruction});
+  return okStatus();
+}
+
+} // namespace
+
+Status runAllReduceStart(const KernelCall &call) {
+  return startCollective(call, "all_reduce_start");
+}
+Status runReduceScatterStart(const KernelCall &call) {
+  return startCollective(call, "reduce_scatter_start");
+}
+Status runAllGatherStart(const KernelCall &call) {
+  return startCollective(call, "all_gather_start");
+}
+
+Status runCollectiveDone(const KernelCall &call) {
+  const TensorRef &pending = call.inputs[0];
+  TensorRef &out = call.outputs[0];
+  const KernelContext *context = call.context;
+  if (context && context->collective && context->inFlight) {
+    std::vector<CollectivesInFlight::Entry> &entries =
+        context->inFlight->entries;
+    auto it = std::find_if(entries.begin(), entries.end(),
+                           [&](const CollectivesInFlight::Entry &e) {
+                             return e.pending == pending.data;
+                           });
+    if (it == entries.end())
+      return internalError("collective_done: no collective was started "
+                           "into its pending operand");
+    CollectivesInFlight::Entry entry = *it;
+    entries.erase(it);
+    CollectiveSite site = siteOf(*context, "collective_done");
+    TRAINC_RETURN_IF_ERROR(context->collective->finish(entry.handle, site));
+  }
+  if (out.data != pending.data)
+    std::memcpy(out.data, pending.data,
+                size_t(out.numElements()) * dtypeSize(out.dtype));
   return okStatus();
 }
 

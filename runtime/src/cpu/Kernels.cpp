@@ -78,6 +78,14 @@ KernelFn kernelFor(Opcode op) {
     return runAllGather;
   case Opcode::ShardSlice:
     return runShardSlice;
+  case Opcode::AllReduceStart:
+    return runAllReduceStart;
+  case Opcode::ReduceScatterStart:
+    return runReduceScatterStart;
+  case Opcode::AllGatherStart:
+    return runAllGatherStart;
+  case Opcode::CollectiveDone:
+    return runCollectiveDone;
   }
   return nullptr;
 }

@@ -51,26 +51,30 @@ KernelFn kernelFor(Opcode op);
 Status runCpuKernel(const KernelCall &call);
 
 // Kernel families (one file each), called by runCpuKernel.
-Status runElementwise(const KernelCall &call);      // Elementwise.cpp
-Status runReduction(const KernelCall &call);        // Reduction.cpp
-Status runDataMovement(const KernelCall &call);     // DataMovement.cpp
-Status runDotGeneral(const KernelCall &call);       // DotGeneral.cpp
-Status runSoftmax(const KernelCall &call);          // Softmax.cpp
-Status runNorm(const KernelCall &call);             // Norm.cpp (layer, rms)
-Status runGelu(const KernelCall &call);             // Gelu.cpp
-Status runDropout(const KernelCall &call);          // Dropout.cpp
-Status runAttention(const KernelCall &call);        // Attention.cpp
-Status runAttentionGrad(const KernelCall &call);    // Attention.cpp
-Status runCrossEntropy(const KernelCall &call);     // CrossEntropy.cpp
-Status runCrossEntropyGrad(const KernelCall &call); // CrossEntropy.cpp
-Status runScatterAdd(const KernelCall &call);       // Scatter.cpp
-Status runGeluGrad(const KernelCall &call);         // FusedGradients.cpp
-Status runNormGrad(const KernelCall &call);         // FusedGradients.cpp
-Status runAdamwUpdate(const KernelCall &call);      // Optimizer.cpp
-Status runAllReduce(const KernelCall &call);        // Collectives.cpp
-Status runReduceScatter(const KernelCall &call);    // Collectives.cpp
-Status runAllGather(const KernelCall &call);        // Collectives.cpp
-Status runShardSlice(const KernelCall &call);       // Collectives.cpp
+Status runElementwise(const KernelCall &call);        // Elementwise.cpp
+Status runReduction(const KernelCall &call);          // Reduction.cpp
+Status runDataMovement(const KernelCall &call);       // DataMovement.cpp
+Status runDotGeneral(const KernelCall &call);         // DotGeneral.cpp
+Status runSoftmax(const KernelCall &call);            // Softmax.cpp
+Status runNorm(const KernelCall &call);               // Norm.cpp (layer, rms)
+Status runGelu(const KernelCall &call);               // Gelu.cpp
+Status runDropout(const KernelCall &call);            // Dropout.cpp
+Status runAttention(const KernelCall &call);          // Attention.cpp
+Status runAttentionGrad(const KernelCall &call);      // Attention.cpp
+Status runCrossEntropy(const KernelCall &call);       // CrossEntropy.cpp
+Status runCrossEntropyGrad(const KernelCall &call);   // CrossEntropy.cpp
+Status runScatterAdd(const KernelCall &call);         // Scatter.cpp
+Status runGeluGrad(const KernelCall &call);           // FusedGradients.cpp
+Status runNormGrad(const KernelCall &call);           // FusedGradients.cpp
+Status runAdamwUpdate(const KernelCall &call);        // Optimizer.cpp
+Status runAllReduce(const KernelCall &call);          // Collectives.cpp
+Status runReduceScatter(const KernelCall &call);      // Collectives.cpp
+Status runAllGather(const KernelCall &call);          // Collectives.cpp
+Status runShardSlice(const KernelCall &call);         // Collectives.cpp
+Status runAllReduceStart(const KernelCall &call);     // Collectives.cpp
+Status runReduceScatterStart(const KernelCall &call); // Collectives.cpp
+Status runAllGatherStart(const KernelCall &call);     // Collectives.cpp
+Status runCollectiveDone(const KernelCall &call);     // Collectives.cpp
 
 } // namespace trainc::cpu
 

@@ -105,6 +105,29 @@ public:
   virtual Status allGather(int axis, const void *in, void *out, int64_t count,
                            DType dtype, Stream &stream,
                            const CollectiveSite &site) = 0;
+  /// Asynchronous collectives: each start* posts the collective and returns
+  /// at once with a handle; finish() waits for it (with the timeout) and
+  /// completes it. Between the two, the buffers belong to the collective:
+  /// `data` / `out` hold the result only after finish, `in` must not change.
+  /// Every rank starts the same collectives in the same order.
+  using Handle = int64_t;
+  virtual Status startAllReduceSum(int axis, void *data, int64_t count,
+                                   DType dtype, Stream &stream,
+                                   const CollectiveSite &site, Handle &out) = 0;
+  virtual Status startReduceScatterSum(int axis, const void *in, void *out,
+                                       int64_t count, DType dtype,
+                                       Stream &stream,
+                                       const CollectiveSite &site,
+                                       Handle &handle) = 0;
+  virtual Status startAllGather(int axis, const void *in, void *out,
+                                int64_t count, DType dtype, Stream &stream,
+                                const CollectiveSite &site, Handle &handle) = 0;
+  /// Waits for `handle` (site: where it is waited for) and completes it.
+  virtual Status finish(Handle handle, const CollectiveSite &site) = 0;
+  /// Lets the collectives in flight advance (MPI progresses nonblocking
+  /// collectives only inside MPI calls): the session calls it between
+  /// instructions while any is in flight.
+  virtual void progress() {}
   /// Seconds this rank has spent waiting in collectives so far (the
   /// communication its compute did not hide).
   virtual double secondsWaiting() const = 0;

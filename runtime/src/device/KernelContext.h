@@ -17,11 +17,25 @@
 #include "base/DType.h"
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace trainc {
 
 class Collective;
 class Stream;
+
+/// The collectives a *Start instruction began and its CollectiveDone has
+/// not ended yet: each with the pending buffer it writes (how the done finds
+/// it) and the instruction that started it. Owned by the session.
+struct CollectivesInFlight {
+  struct Entry {
+    const void *pending;
+    int64_t handle;
+    int64_t instruction;
+  };
+  std::vector<Entry> entries;
+};
 
 struct KernelContext {
   Stream *stream = nullptr;
@@ -34,6 +48,8 @@ struct KernelContext {
   int64_t step = 0;
   /// The instruction being run (for messages; -1 outside a session).
   int64_t instruction = -1;
+  /// Asynchronous collectives in flight (null outside a session).
+  CollectivesInFlight *inFlight = nullptr;
 };
 
 /// A tensor as a kernel sees it: dtype, shape and a pointer to its

@@ -23,6 +23,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -119,79 +120,113 @@ public:
     return okStatus();
   }
 
+  // The synchronous collectives: a start, then its finish.
   Status allReduceSum(int axis, void *data, int64_t count, DType dtype,
-                      Stream &, const CollectiveSite &site) override {
+                      Stream &stream, const CollectiveSite &site) override {
+    Handle handle = 0;
+    TRAINC_RETURN_IF_ERROR(
+        startAllReduceSum(axis, data, count, dtype, stream, site, handle));
+    return finish(handle, site);
+  }
+  Status reduceScatterSum(int axis, const void *in, void *out, int64_t count,
+                          DType dtype, Stream &stream,
+                          const CollectiveSite &site) override {
+    Handle handle = 0;
+    TRAINC_RETURN_IF_ERROR(startReduceScatterSum(axis, in, out, count, dtype,
+                                                 stream, site, handle));
+    return finish(handle, site);
+  }
+  Status allGather(int axis, const void *in, void *out, int64_t count,
+                   DType dtype, Stream &stream,
+                   const CollectiveSite &site) override {
+    Handle handle = 0;
+    TRAINC_RETURN_IF_ERROR(
+        startAllGather(axis, in, out, count, dtype, stream, site, handle));
+    return finish(handle, site);
+  }
+
+  Status startAllReduceSum(int axis, void *data, int64_t count, DType dtype,
+                           Stream &, const CollectiveSite &site,
+                           Handle &handle) override {
     MPI_Datatype type = MPI_DATATYPE_NULL;
     TRAINC_RETURN_IF_ERROR(mpiType(dtype, site, type));
     TRAINC_RETURN_IF_ERROR(checkCount(count, site));
-    ++sequence_;
     MPI_Comm group = groups_[axis];
     int n = groupSize(axis);
-    MPI_Request request;
+    Pending &p = post(handle);
+    int rc;
     if (!options_.deterministic) {
-      int rc = MPI_Iallreduce(MPI_IN_PLACE, data, int(count), type, MPI_SUM,
-                              group, &request);
-      if (rc != MPI_SUCCESS)
-        return failed(site, mpiError(rc));
-      return wait(request, site);
+      rc = MPI_Iallreduce(MPI_IN_PLACE, data, int(count), type, MPI_SUM, group,
+                          &p.request);
+    } else {
+      // Rank order: every member's values, then one sum, left to right.
+      orderedSum(p, data, count, dtype, n);
+      rc = MPI_Iallgather(data, int(count), type, p.gathered.data(), int(count),
+                          type, group, &p.request);
     }
-    size_t bytes = size_t(count) * dtypeSize(dtype);
-    gathered_.resize(bytes * n);
-    int rc = MPI_Iallgather(data, int(count), type, gathered_.data(),
-                            int(count), type, group, &request);
-    if (rc != MPI_SUCCESS)
-      return failed(site, mpiError(rc));
-    TRAINC_RETURN_IF_ERROR(wait(request, site));
-    if (dtype == DType::F32)
-      sumInOrder<float>(data, count, n);
-    else
-      sumInOrder<double>(data, count, n);
-    return okStatus();
+    return posted(handle, rc, site);
   }
 
-  Status reduceScatterSum(int axis, const void *in, void *out, int64_t count,
-                          DType dtype, Stream &,
-                          const CollectiveSite &site) override {
+  Status startReduceScatterSum(int axis, const void *in, void *out,
+                               int64_t count, DType dtype, Stream &,
+                               const CollectiveSite &site,
+                               Handle &handle) override {
     MPI_Datatype type = MPI_DATATYPE_NULL;
     TRAINC_RETURN_IF_ERROR(mpiType(dtype, site, type));
     int n = groupSize(axis);
     TRAINC_RETURN_IF_ERROR(checkCount(count * n, site));
-    ++sequence_;
     MPI_Comm group = groups_[axis];
-    MPI_Request request;
+    Pending &p = post(handle);
+    int rc;
     if (!options_.deterministic) {
-      int rc = MPI_Ireduce_scatter_block(in, out, int(count), type, MPI_SUM,
-                                         group, &request);
-      if (rc != MPI_SUCCESS)
-        return failed(site, mpiError(rc));
-      return wait(request, site);
+      rc = MPI_Ireduce_scatter_block(in, out, int(count), type, MPI_SUM, group,
+                                     &p.request);
+    } else {
+      // Rank order: every member's part for this rank (an all-to-all), then
+      // one sum, left to right, as allReduceSum's.
+      orderedSum(p, out, count, dtype, n);
+      rc = MPI_Ialltoall(in, int(count), type, p.gathered.data(), int(count),
+                         type, group, &p.request);
     }
-    // Rank order: every member's part for this rank (an all-to-all), then
-    // one sum, left to right, as allReduceSum's.
-    gathered_.resize(size_t(count) * dtypeSize(dtype) * size_t(n));
-    int rc = MPI_Ialltoall(in, int(count), type, gathered_.data(), int(count),
-                           type, group, &request);
-    if (rc != MPI_SUCCESS)
-      return failed(site, mpiError(rc));
-    TRAINC_RETURN_IF_ERROR(wait(request, site));
-    if (dtype == DType::F32)
-      sumInOrder<float>(out, count, n);
-    else
-      sumInOrder<double>(out, count, n);
-    return okStatus();
+    return posted(handle, rc, site);
   }
 
-  Status allGather(int axis, const void *in, void *out, int64_t count,
-                   DType dtype, Stream &, const CollectiveSite &site) override {
+  Status startAllGather(int axis, const void *in, void *out, int64_t count,
+                        DType dtype, Stream &, const CollectiveSite &site,
+                        Handle &handle) override {
     TRAINC_RETURN_IF_ERROR(checkCount(count * int64_t(dtypeSize(dtype)), site));
-    ++sequence_;
-    MPI_Request request;
     int bytes = int(count * int64_t(dtypeSize(dtype)));
+    Pending &p = post(handle);
     int rc = MPI_Iallgather(in, bytes, MPI_BYTE, out, bytes, MPI_BYTE,
-                            axis < 0 ? world_ : groups_[axis], &request);
-    if (rc != MPI_SUCCESS)
-      return failed(site, mpiError(rc));
-    return wait(request, site);
+                            axis < 0 ? world_ : groups_[axis], &p.request);
+    return posted(handle, rc, site);
+  }
+
+  Status finish(Handle handle, const CollectiveSite &site) override {
+    auto it = pending_.find(handle);
+    if (it == pending_.end())
+      return internalError("collective " + std::to_string(handle) +
+                           " is not in flight");
+    Pending &p = it->second;
+    Status s = p.done ? okStatus() : wait(p.request, site, p.sequence);
+    if (s.ok() && p.out) {
+      if (p.dtype == DType::F32)
+        sumInOrder<float>(p, p.out);
+      else
+        sumInOrder<double>(p, p.out);
+    }
+    pending_.erase(it);
+    return s;
+  }
+
+  void progress() override {
+    for (auto &[handle, p] : pending_)
+      if (!p.done) {
+        int flag = 0;
+        if (MPI_Test(&p.request, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+            flag)
+          p.done = true;
+      }
   }
 
   double secondsWaiting() const override { return waited_; }
@@ -207,15 +242,55 @@ private:
     groups_.clear();
   }
 
-  /// data = gathered_[rank 0] + gathered_[rank 1] + ..., left to right.
-  template <typename T> void sumInOrder(void *data, int64_t count, int n) {
-    const T *parts = reinterpret_cast<const T *>(gathered_.data());
-    T *out = static_cast<T *>(data);
-    for (int64_t i = 0; i < count; ++i) {
-      T sum = parts[i];
-      for (int r = 1; r < n; ++r)
-        sum += parts[int64_t(r) * count + i];
-      out[i] = sum;
+  /// A collective in flight. Deterministic sums gather every member's
+  /// values into `gathered` and sum them into `out` at the finish.
+  struct Pending {
+    MPI_Request request = MPI_REQUEST_NULL;
+    int64_t sequence = 0;
+    bool done = false;
+    void *out = nullptr;
+    int64_t count = 0;
+    DType dtype = DType::F32;
+    int parts = 0;
+    std::vector<char> gathered;
+  };
+
+  /// A new collective in flight (its number: sequence_).
+  Pending &post(Handle &handle) {
+    handle = nextHandle_++;
+    Pending &p = pending_[handle];
+    p.sequence = ++sequence_;
+    return p;
+  }
+
+  /// After the MPI call that started `handle` (return code `rc`).
+  Status posted(Handle handle, int rc, const CollectiveSite &site) {
+    if (rc == MPI_SUCCESS)
+      return okStatus();
+    pending_.erase(handle);
+    return failed(site, mpiError(rc));
+  }
+
+  /// Makes `p` an ordered sum of `parts` x `count` gathered values into
+  /// `out`.
+  void orderedSum(Pending &p, void *out, int64_t count, DType dtype,
+                  int parts) {
+    p.out = out;
+    p.count = count;
+    p.dtype = dtype;
+    p.parts = parts;
+    p.gathered.resize(size_t(count) * dtypeSize(dtype) * size_t(parts));
+  }
+
+  /// out = gathered[member 0] + gathered[member 1] + ..., left to right.
+  template <typename T> void sumInOrder(const Pending &p, void *out) {
+    const T *parts = reinterpret_cast<const T *>(p.gathered.data());
+    T *sum = static_cast<T *>(out);
+    for (int64_t i = 0; i < p.count; ++i) {
+      T s = parts[i];
+      for (int r = 1; r < p.parts; ++r)
+        s += parts[int64_t(r) * p.count + i];
+      sum[i] = s;
     }
   }
 
@@ -254,7 +329,8 @@ private:
 
   /// Polls `request` until it completes, or fails after the timeout naming
   /// the ranks that did not arrive.
-  Status wait(MPI_Request &request, const CollectiveSite &site) {
+  Status wait(MPI_Request &request, const CollectiveSite &site,
+              int64_t sequence = -1) {
     Clock::time_point start = Clock::now();
     struct Count {
       double &total;
@@ -274,7 +350,7 @@ private:
       double waited =
           std::chrono::duration<double>(Clock::now() - start).count();
       if (options_.timeoutSeconds > 0 && waited > options_.timeoutSeconds)
-        return timedOut(site, waited);
+        return timedOut(site, waited, sequence < 0 ? sequence_ : sequence);
       // Spin briefly (a collective between busy ranks completes in
       // microseconds), then sleep a little longer each time, so a rank
       // that waits for a slow one leaves it the core.
@@ -286,11 +362,11 @@ private:
     }
   }
 
-  Status timedOut(const CollectiveSite &site, double waited) {
+  Status timedOut(const CollectiveSite &site, double waited, int64_t sequence) {
     // Tell every rank which collective this one waits in, then listen for
     // the others' answers for a while: a rank that waits in the same one
     // answers the same; one that died, hangs or computes does not.
-    long long mine = sequence_;
+    long long mine = sequence;
     std::vector<MPI_Request> sends(size_, MPI_REQUEST_NULL);
     for (int r = 0; r < size_; ++r)
       if (r != rank_)
@@ -338,7 +414,8 @@ private:
   /// Collectives issued so far: the same number on every rank that is in
   /// the same one.
   int64_t sequence_ = 0;
-  std::vector<char> gathered_;
+  std::map<Handle, Pending> pending_;
+  Handle nextHandle_ = 1;
   double waited_ = 0;
 };
 

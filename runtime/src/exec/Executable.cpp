@@ -299,8 +299,11 @@ Status Executable::parse() {
       // the parts it moves are 1/size of the whole along dimension 0.
       bool parts = inst.op == Opcode::ReduceScatter ||
                    inst.op == Opcode::AllGather ||
-                   inst.op == Opcode::ShardSlice;
+                   inst.op == Opcode::ShardSlice ||
+                   inst.op == Opcode::ReduceScatterStart ||
+                   inst.op == Opcode::AllGatherStart;
       bool onMesh = parts || inst.op == Opcode::AllReduce ||
+                    inst.op == Opcode::AllReduceStart ||
                     (inst.op == Opcode::Dropout && inst.ints.size() == 3);
       int64_t axis = inst.op == Opcode::Dropout ? (onMesh ? inst.ints[1] : 0)
                                                 : (onMesh ? inst.ints[0] : 0);
@@ -312,8 +315,10 @@ Status Executable::parse() {
       if (parts) {
         const TensorInfo &in = tensors_[inst.operands[0]];
         const TensorInfo &out = tensors_[inst.results[0]];
-        const TensorInfo &whole = inst.op == Opcode::AllGather ? out : in;
-        const TensorInfo &part = inst.op == Opcode::AllGather ? in : out;
+        bool gather =
+            inst.op == Opcode::AllGather || inst.op == Opcode::AllGatherStart;
+        const TensorInfo &whole = gather ? out : in;
+        const TensorInfo &part = gather ? in : out;
         if (whole.shape[0] != part.shape[0] * mesh_[size_t(axis)].size)
           return dataLoss(origin_,
                           "instruction " + std::to_string(index) + " (" +

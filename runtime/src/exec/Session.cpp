@@ -239,6 +239,8 @@ Status Session::run() {
   context.stream = &stream;
   context.collective = &device_->collective();
   context.step = step_;
+  CollectivesInFlight inFlight;
+  context.inFlight = &inFlight;
   for (size_t i = 0; i < exe.instructions().size(); ++i) {
     const InstructionInfo &inst = exe.instructions()[i];
     refs.clear();
@@ -274,6 +276,19 @@ Status Session::run() {
     if (!s.ok())
       return Status(s.code(),
                     "instruction " + std::to_string(i) + ": " + s.message());
+    // MPI advances nonblocking collectives only inside MPI calls.
+    if (!inFlight.entries.empty())
+      context.collective->progress();
+  }
+  // Every started collective has ended (the compiler pairs them; a file
+  // that does not is refused here, after its collectives complete).
+  if (!inFlight.entries.empty()) {
+    int64_t started = inFlight.entries.front().instruction;
+    for (const CollectivesInFlight::Entry &e : inFlight.entries)
+      (void)context.collective->finish(e.handle, CollectiveSite());
+    return Status(StatusCode::kDataLoss,
+                  "instruction " + std::to_string(started) +
+                      " starts a collective that no collective_done ends");
   }
   // A training step's new parameters and state become the current ones.
   for (const UpdateInfo &u : exe.updates()) {

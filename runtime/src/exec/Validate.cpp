@@ -425,7 +425,13 @@ Status Checker::check() const {
                    ", which is read-only");
   }
   int op = static_cast<int>(inst.op);
-  if (inst.op == Opcode::AllReduce) {
+  if (inst.op == Opcode::CollectiveDone) {
+    // Which start a done ends is found when it runs (its pending buffer).
+    TRAINC_RETURN_IF_ERROR(arity(2, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(0, 0));
+    return sameType(operand(0), result(0));
+  }
+  if (inst.op == Opcode::AllReduce || inst.op == Opcode::AllReduceStart) {
     // The axis is checked against the mesh by the loader.
     TRAINC_RETURN_IF_ERROR(arity(1, 1));
     TRAINC_RETURN_IF_ERROR(attrs(1, 0));
@@ -433,12 +439,14 @@ Status Checker::check() const {
     return sameType(operand(0), result(0));
   }
   if (inst.op == Opcode::ReduceScatter || inst.op == Opcode::AllGather ||
-      inst.op == Opcode::ShardSlice) {
+      inst.op == Opcode::ShardSlice || inst.op == Opcode::ReduceScatterStart ||
+      inst.op == Opcode::AllGatherStart) {
     // One dtype and rank >= 1, equal dimensions after the first; dimension
     // 0 against the axis size is checked by the loader, which knows it.
     TRAINC_RETURN_IF_ERROR(arity(1, 1));
     TRAINC_RETURN_IF_ERROR(attrs(1, 0));
-    if (inst.op == Opcode::ReduceScatter)
+    if (inst.op == Opcode::ReduceScatter ||
+        inst.op == Opcode::ReduceScatterStart)
       TRAINC_RETURN_IF_ERROR(floatType(operand(0)));
     const TensorInfo &in = operand(0), &out = result(0);
     if (in.dtype != out.dtype || in.shape.empty() ||

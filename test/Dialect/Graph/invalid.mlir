@@ -1290,3 +1290,59 @@ func.func @global_shape_parts(%x: tensor<3x2xf32>) -> (tensor<3x2xf32> {graph.sh
 func.func @global_shape_rank(%x: tensor<3x2xf32> {graph.sharding = ["data", ""], graph.global_shape = array<i64: 5>}) {
   return
 }
+
+// -----
+
+func.func @all_reduce_start_c3(%x: tensor<4xf32>) {
+  // expected-error@+1 {{(C3) axis 'pipe' is not a mesh axis (data, tensor)}}
+  %p = graph.all_reduce_start %x, axis = "pipe" : tensor<4xf32>
+  %r = graph.collective_done %p, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_start_c4(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{(C4) the result's one user must be a graph.collective_done that takes it and this op's operand}}
+  %p = graph.all_reduce_start %x, axis = "data" : tensor<4xf32>
+  return %p : tensor<4xf32>
+}
+
+// -----
+
+module attributes {graph.mesh = {data = 2 : i64}} {
+func.func @reduce_scatter_start_c5(%x: tensor<4xf32>, %y: tensor<4xf32>) {
+  // expected-error@+1 {{(C5) the result's one user must be a graph.collective_done that takes it and this op's operand}}
+  %p = graph.reduce_scatter_start %x, axis = "data" : (tensor<4xf32>) -> tensor<2xf32>
+  %r = graph.collective_done %p, %y : (tensor<2xf32>, tensor<4xf32>) -> tensor<2xf32>
+  return
+}
+}
+
+// -----
+
+module attributes {graph.mesh = {data = 2 : i64}} {
+func.func @all_gather_start_c2(%x: tensor<2xf32>) {
+  // expected-error@+1 {{(C2) dimension 0 of 'tensor<2xf32>' must be 2 (the size of axis 'data') times that of 'tensor<2xf32>'}}
+  %p = graph.all_gather_start %x, axis = "data" : (tensor<2xf32>) -> tensor<2xf32>
+  %r = graph.collective_done %p, %x : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+}
+
+// -----
+
+func.func @collective_done_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{(C1) pending must be the result of graph.all_reduce_start, graph.reduce_scatter_start or graph.all_gather_start}}
+  %r = graph.collective_done %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @collective_done_c3(%x: tensor<4xf32>) {
+  %p = graph.all_reduce_start %x, axis = "data" : tensor<4xf32>
+  // expected-error@+1 {{(C3) the result must have pending's type 'tensor<4xf32>'}}
+  %r = graph.collective_done %p, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return
+}

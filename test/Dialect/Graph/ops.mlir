@@ -267,3 +267,22 @@ func.func @zero_collectives(%p: tensor<3x2xf32> {graph.sharding = ["data", ""], 
   return %r : tensor<3x2xf32>
 }
 }
+
+// The schedule phase's asynchronous forms: a start, and a done that reads
+// the pending value and the start's operand.
+// CHECK-LABEL: func.func @async_collectives
+// CHECK: %[[P:.+]] = graph.all_reduce_start %{{.+}}, axis = "data" : tensor<6x2xf32>
+// CHECK: graph.collective_done %[[P]], %{{.+}} : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+// CHECK: graph.reduce_scatter_start %{{.+}}, axis = "data" : (tensor<6x2xf32>) -> tensor<3x2xf32>
+// CHECK: graph.all_gather_start %{{.+}}, axis = "data" : (tensor<3x2xf32>) -> tensor<6x2xf32>
+module attributes {graph.mesh = {data = 2 : i64}} {
+func.func @async_collectives(%x: tensor<6x2xf32>, %y: tensor<3x2xf32>) -> (tensor<6x2xf32>, tensor<3x2xf32>, tensor<6x2xf32>) {
+  %p = graph.all_reduce_start %x, axis = "data" : tensor<6x2xf32>
+  %s = graph.collective_done %p, %x : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %q = graph.reduce_scatter_start %x, axis = "data" : (tensor<6x2xf32>) -> tensor<3x2xf32>
+  %t = graph.collective_done %q, %x : (tensor<3x2xf32>, tensor<6x2xf32>) -> tensor<3x2xf32>
+  %g = graph.all_gather_start %y, axis = "data" : (tensor<3x2xf32>) -> tensor<6x2xf32>
+  %w = graph.collective_done %g, %y : (tensor<6x2xf32>, tensor<3x2xf32>) -> tensor<6x2xf32>
+  return %s, %t, %w : tensor<6x2xf32>, tensor<3x2xf32>, tensor<6x2xf32>
+}
+}

@@ -44,6 +44,9 @@ struct CompileOptions {
   PrecisionOptions precision;
   /// Activation checkpointing (the recompute pass's options: --recompute).
   RecomputeOptions recompute;
+  /// Overlapped collectives (the schedule pass's options:
+  /// --overlap-collectives).
+  ScheduleOptions schedule;
   /// Stop after this phase (none: through plan-memory).
   std::optional<Phase> compileTo;
 };

@@ -447,6 +447,41 @@ def AbsorbTransposes : Pass<"trainc-absorb-transposes", "mlir::func::FuncOp"> {
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def Schedule : Pass<"trainc-schedule", "mlir::ModuleOp"> {
+  let summary = "Collectives as start/done pairs that overlap with compute";
+  let description = [{
+    Input: `@main` of a program for a mesh (after the partition, optimizer
+    and recompute phases), in program order. With `overlap` (the default),
+    every `graph.all_reduce`, `graph.reduce_scatter` and `graph.all_gather`
+    becomes a `*_start` where it was and a `graph.collective_done` as late
+    as its value allows, so the ops in between run while the ranks
+    communicate:
+
+    - the ops that only move or scale a collective's result (the divide by
+      the number of ranks, slices and reshapes back to each gradient, the
+      padding, `graph.shard_slice`) first sink to just before their first
+      user, so that the done waits until a value is truly needed: the
+      gradient buckets of the backward pass complete behind the rest of the
+      backward pass, and are waited for by the optimizer;
+    - ZeRO-3's parameter gathers are prefetched: each gather starts right
+      after the previous gather's done, one gather ahead of its use, so at
+      most two gathered parameters are in flight.
+
+    Every rank runs the same program, so every rank starts and ends the same
+    collectives in the same order. The memory plan counts each pending
+    buffer from its start to its done, and keeps the start's operand
+    unchanged until then (the done reads it). `overlap=false` leaves the
+    collectives synchronous (a rank waits for each where it is issued): the
+    baseline the benchmark compares against.
+  }];
+  let options = [
+    Option<"overlap", "overlap", "bool", "true",
+           "Start collectives early and wait for them late (false: each "
+           "collective completes where it is issued)">,
+  ];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 def Lower : Pass<"trainc-lower", "mlir::ModuleOp"> {
   let summary = "Check that @main is in instruction form";
   let description = [{

@@ -22,6 +22,10 @@
 //   recompute  (training only) activation checkpointing: forward ops whose
 //              results the backward pass reads are cloned where it reads
 //              them, per --recompute (Recompute.h)
+//   schedule   (a program for a mesh) collectives as start/done pairs: each
+//              starts where it was, ends as late as its value allows, and
+//              ZeRO-3's gathers are prefetched one ahead (--overlap-
+//              collectives; Passes.td)
 //   lower      to instruction form: transposes read by dot_generals are
 //              absorbed into them, then every op must be an executable
 //              instruction (the graph op of an opcode; see Program.h)
@@ -29,8 +33,7 @@
 //              buffer, as plan.* attributes (MemoryPlan.h)
 //
 // Then the serializer (ExecutableWriter.h) writes the file; it decides
-// nothing. Phase still to come (see ../shared/DESIGN.md): schedule
-// (before plan-memory). Partition runs before the optimizer, not after
+// nothing. Partition runs before the optimizer, not after
 // recompute as DESIGN.md lists it: the update must read averaged gradients
 // (the norm, clipping and skipped steps agree on every rank), and sharding
 // the update itself (ZeRO) is the optimizer's to do from the annotations. Today
@@ -67,6 +70,7 @@ enum class Phase {
   Partition,
   Optimizer,
   Recompute,
+  Schedule,
   Lower,
   PlanMemory,
 };
@@ -87,6 +91,9 @@ struct PipelineOptions {
   PrecisionOptions precision;
   /// The recompute phase's options (mode none: the phase changes nothing).
   RecomputeOptions recompute;
+  /// The schedule phase's options (a program without collectives: the
+  /// phase changes nothing).
+  ScheduleOptions schedule;
 };
 
 /// Phases in pipeline order.

@@ -613,6 +613,105 @@ def Graph_ShardSliceOp : Graph_Op<"shard_slice", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Asynchronous collectives (the schedule phase)
+//===----------------------------------------------------------------------===//
+
+def Graph_AllReduceStartOp : Graph_CollectiveOp<"all_reduce_start", [
+    SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "starts a graph.all_reduce; graph.collective_done ends it";
+  let description = [{
+    Starts the sum of `graph.all_reduce` and returns at once: the ops
+    between it and its `graph.collective_done` run while the ranks
+    communicate. `pending` holds the sum only after the done, which is its
+    one user. The schedule phase makes these from `graph.all_reduce`.
+
+    Constraints:
+    - (C1) the operand and the result have the same type.
+    - (C2) the element type is a float.
+    - (C3) `axis` is a mesh axis: `data` or `tensor` (see `graph.mesh`).
+    - (C4) the result's one user is a `graph.collective_done` that takes it
+      and this op's operand.
+
+    Example:
+    ```mlir
+    %p = graph.all_reduce_start %grad, axis = "data" : tensor<64xf32>
+    %sum = graph.collective_done %p, %grad : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand, StrAttr:$axis);
+  let results = (outs Graph_FloatTensor:$pending);
+  let assemblyFormat = "$operand `,` `axis` `=` $axis attr-dict `:` type($pending)";
+  let hasVerifier = 1;
+}
+
+def Graph_ReduceScatterStartOp : Graph_CollectiveOp<"reduce_scatter_start", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "starts a graph.reduce_scatter; graph.collective_done ends it";
+  let description = [{
+    As `graph.all_reduce_start`, for `graph.reduce_scatter`.
+
+    Constraints:
+    - (C1) the operand and the result have the same element type and rank
+      (at least 1), and equal dimensions after the first.
+    - (C2) the operand's dimension 0 is the result's times the size of
+      `axis`.
+    - (C3) the element type is a float.
+    - (C4) `axis` is a mesh axis.
+    - (C5) the result's one user is a `graph.collective_done` that takes it
+      and this op's operand.
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand, StrAttr:$axis);
+  let results = (outs Graph_FloatTensor:$pending);
+  let assemblyFormat = "$operand `,` `axis` `=` $axis attr-dict `:` functional-type($operand, $pending)";
+  let hasVerifier = 1;
+}
+
+def Graph_AllGatherStartOp : Graph_CollectiveOp<"all_gather_start", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "starts a graph.all_gather; graph.collective_done ends it";
+  let description = [{
+    As `graph.all_reduce_start`, for `graph.all_gather` (ZeRO-3 starts the
+    gather of a parameter one gather ahead of its use: a prefetch).
+
+    Constraints:
+    - (C1) the operand and the result have the same element type and rank
+      (at least 1), and equal dimensions after the first.
+    - (C2) the result's dimension 0 is the operand's times the size of
+      `axis`.
+    - (C3) `axis` is a mesh axis.
+    - (C4) the result's one user is a `graph.collective_done` that takes it
+      and this op's operand.
+  }];
+  let arguments = (ins Graph_Tensor:$operand, StrAttr:$axis);
+  let results = (outs Graph_Tensor:$pending);
+  let assemblyFormat = "$operand `,` `axis` `=` $axis attr-dict `:` functional-type($operand, $pending)";
+  let hasVerifier = 1;
+}
+
+def Graph_CollectiveDoneOp : Graph_CollectiveOp<"collective_done", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Graph_InPlaceOpInterface, ["canOverwriteOperand"]>]> {
+  let summary = "waits for a started collective; its result";
+  let description = [{
+    Waits until the collective that `pending` started has completed on this
+    rank and returns its result. `source` is the start's operand: reading it
+    here keeps its buffer unchanged while the ranks may still read it. The
+    result may take `pending`'s memory.
+
+    Constraints:
+    - (C1) `pending` is the result of `graph.all_reduce_start`,
+      `graph.reduce_scatter_start` or `graph.all_gather_start`.
+    - (C2) `source` is that start's operand.
+    - (C3) the result has `pending`'s type.
+  }];
+  let arguments = (ins Graph_Tensor:$pending, Graph_Tensor:$source);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = "$pending `,` $source attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
 // The composites (softmax, gelu, norms, attention, the loss) and the fused
 // backward and optimizer ops.
 include "trainc/Dialect/Graph/GraphCompositeOps.td"
