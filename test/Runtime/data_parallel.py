@@ -177,7 +177,9 @@ def main():
             out = os.path.join(work, 'fixed_' + tag)
             r = launch([args.trainc_run, exe, '--output-dir', out,
                         '--deterministic-reductions'] + inputs)
-            check(r.returncode == 0, f'fixed batch on {tag} rank(s) runs')
+            check(r.returncode == 0 and 'logits: f32 [4, 32, 128]' in r.stdout,
+                  f'fixed batch on {tag} rank(s) runs and names the whole logits '
+                  'it writes')
             if r.returncode == 0:
                 outs[tag] = (np.load(os.path.join(out, 'loss.npy')),
                              np.load(os.path.join(out, 'logits.npy')))

@@ -1063,9 +1063,13 @@ int runRunTool(int argc, char **argv) {
       std::string path = o.outputDir + "/" + fileNameFor(info.name) + ".npy";
       if (!report(trainc_session_write_output_npy(session, i, path.c_str())))
         continue;
+      // The file holds the whole tensor (a split output is gathered).
+      const int64_t *dims = info.dims;
+      if (!report(trainc_executable_output_whole_dims(exe.get(), i, &dims)))
+        continue;
       std::string shape = "[";
       for (size_t d = 0; d < info.rank; ++d)
-        shape += (d ? ", " : "") + std::to_string(info.dims[d]);
+        shape += (d ? ", " : "") + std::to_string(dims[d]);
       shape += "]";
 
       std::printf("%s: %s %s -> %s", info.name, trainc_dtype_name(info.dtype),

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 7
+#define TRAINC_API_VERSION 8
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -107,6 +107,13 @@ trainc_status trainc_executable_input_info(const trainc_executable *executable,
 trainc_status trainc_executable_output_info(const trainc_executable *executable,
                                             size_t index,
                                             trainc_tensor_info *out_info);
+/* Since API version 8: the whole shape of output `index` (its info's rank
+ * of dims, owned by the executable). It differs from the info's dims, which
+ * are one rank's part, for an output split over a mesh (a data-parallel
+ * step's logits); trainc_session_write_output_npy writes the whole. */
+trainc_status
+trainc_executable_output_whole_dims(const trainc_executable *executable,
+                                    size_t index, const int64_t **out_dims);
 
 /* `device` names the device: "cpu" (always built). An unknown name is
  * TRAINC_NOT_FOUND, with the devices this runtime has in the message. */

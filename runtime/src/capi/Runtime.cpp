@@ -199,6 +199,22 @@ trainc_status trainc_executable_output_info(const trainc_executable *executable,
                     index, "output", out_info);
 }
 
+trainc_status
+trainc_executable_output_whole_dims(const trainc_executable *executable,
+                                    size_t index, const int64_t **out_dims) {
+  if (!executable)
+    return nullArgument("executable");
+  if (!out_dims)
+    return nullArgument("out_dims");
+  const trainc::Executable &exe = *executable->executable;
+  if (index >= exe.outputs().size())
+    return toC(
+        trainc::Status(trainc::StatusCode::kOutOfRange,
+                       "output " + std::to_string(index) + " does not exist"));
+  *out_dims = exe.tensors()[exe.outputs()[index]].globalShape.data();
+  return nullptr;
+}
+
 trainc_status trainc_session_create(trainc_executable *executable,
                                     const char *device,
                                     trainc_session **out_session) {

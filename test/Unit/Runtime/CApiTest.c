@@ -102,6 +102,7 @@ static void checkTraining(const char *evalPath, const char *stepPath,
   const char *missing[1] = {"/nonexistent/data.txt"};
   double before = 0, after = 0;
   Progress progress = {0, 0, 0, 0, 0};
+  const int64_t *whole0 = NULL;
 
   status = trainc_executable_open(stepPath, &step);
   CHECK(status == NULL, "open step: %s", trainc_status_message(status));
@@ -109,6 +110,24 @@ static void checkTraining(const char *evalPath, const char *stepPath,
   CHECK(status == NULL, "open eval: %s", trainc_status_message(status));
   if (!step || !eval)
     return;
+  {
+    /* One rank: every output's whole shape is its info's shape. */
+    size_t i, d;
+    for (i = 0; i < trainc_executable_output_count(step); ++i) {
+      trainc_tensor_info info;
+      const int64_t *whole = NULL;
+      status = trainc_executable_output_info(step, i, &info);
+      CHECK(status == NULL, "output info %zu", i);
+      status = trainc_executable_output_whole_dims(step, i, &whole);
+      CHECK(status == NULL && (whole != NULL || info.rank == 0),
+            "output whole dims %zu", i);
+      for (d = 0; whole && d < info.rank; ++d)
+        CHECK(whole[d] == info.dims[d], "output %zu: whole dim %zu", i, d);
+    }
+    expectError(trainc_executable_output_whole_dims(
+                    step, trainc_executable_output_count(step), &whole0),
+                TRAINC_OUT_OF_RANGE, "whole dims of an output past the end");
+  }
   paths[0] = dataPath;
   trainc_train_config_init(&config);
   config.data_paths = missing;
