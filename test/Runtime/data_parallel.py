@@ -63,6 +63,9 @@ def curve(path):
     for r in records:
         if 'slowest_rank' in r:
             assert r['comm_s'] >= 0 and r['slowest_compute_s'] >= r['median_compute_s'], r
+            # Communication in flight: at least what was waited for (the
+            # rest was hidden behind compute).
+            assert r['comm_total_s'] >= r['comm_s'] * 0.99 - 1e-4, r
     return [(r['loss'], r['grad_norm']) for r in records], [
         'slowest_rank' in r for r in records]
 

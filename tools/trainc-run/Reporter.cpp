@@ -188,14 +188,15 @@ void Reporter::printLine(const trainc_step_metrics &m, double eta) const {
     line += buf;
   }
   if (m.slowest_rank >= 0) {
-    std::snprintf(buf, sizeof buf, " comm_ms %.2f", m.comm_seconds * 1e3);
+    std::snprintf(buf, sizeof buf, " comm_ms %.2f (of %.2f in flight)",
+                  m.comm_seconds * 1e3, m.comm_total_seconds * 1e3);
     line += buf;
   }
   if (m.step != lastStep_)
     line += " eta " + duration(eta);
   std::printf("%s\n", line.c_str());
   // A straggler is worth a line of its own, bar or not.
-  if (m.straggler)
+  if (m.straggler && options_.warnings)
     std::fprintf(stderr,
                  "trainc-run: warning: step %lld: rank %d is a straggler: "
                  "%.2f ms of compute against the median rank's %.2f ms\n",
@@ -250,6 +251,7 @@ bool Reporter::writeRecord(const trainc_step_metrics &m) {
     r += ",\"spike\":true";
   if (m.slowest_rank >= 0)
     r += ",\"comm_s\":" + jsonNumber(m.comm_seconds) +
+         ",\"comm_total_s\":" + jsonNumber(m.comm_total_seconds) +
          ",\"median_compute_s\":" + jsonNumber(m.median_compute_seconds) +
          ",\"slowest_rank\":" + std::to_string(m.slowest_rank) +
          ",\"slowest_compute_s\":" + jsonNumber(m.slowest_compute_seconds) +

@@ -25,6 +25,8 @@ struct ReportOptions {
   bool progress = true;
   /// On a non-terminal, print every N-th step.
   int64_t logEvery = 1;
+  /// Print warnings about the run (stragglers): rank 0 speaks for all.
+  bool warnings = true;
 };
 
 /// "1.5s", "2m03s", "1h05m".

@@ -874,8 +874,8 @@ int runRunTool(int argc, char **argv) {
   int stoppedCode = 0;
   if (o.training) {
     int64_t first = trainc_trainer_step_count(trainer.get());
-    Reporter reporter({o.jsonlPath, o.progress, o.logEvery}, trainer.get(),
-                      exe.get(), first, first + o.repeat);
+    Reporter reporter({o.jsonlPath, o.progress, o.logEvery, gRank == 0},
+                      trainer.get(), exe.get(), first, first + o.repeat);
     if (std::string error = reporter.open(); !error.empty())
       return fail(error);
     if (withData) {

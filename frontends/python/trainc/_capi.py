@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-API_VERSION = 7
+API_VERSION = 8
 
 # trainc_status_code.
 STATUS_CODES = {
@@ -97,7 +97,9 @@ class StepMetrics(ctypes.Structure):
                 ('comm_seconds', ctypes.c_double),
                 ('median_compute_seconds', ctypes.c_double),
                 ('slowest_compute_seconds', ctypes.c_double),
-                ('slowest_rank', ctypes.c_int), ('straggler', ctypes.c_int)]
+                ('slowest_rank', ctypes.c_int), ('straggler', ctypes.c_int),
+                # API version 8.
+                ('comm_total_seconds', ctypes.c_double)]
 
 
 STEP_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(StepMetrics),

@@ -247,6 +247,10 @@ typedef struct {
   double comm_seconds, median_compute_seconds, slowest_compute_seconds;
   int slowest_rank;
   int straggler;
+  /* Since v8, runs of several ranks (NaN otherwise): the seconds of the
+   * step during which at least one collective was in flight, whether
+   * compute hid it or not (comm_seconds is the part it did not). */
+  double comm_total_seconds;
 } trainc_step_metrics;
 
 /* Called after every step; a non-zero return stops the run early (the run

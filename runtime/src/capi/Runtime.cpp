@@ -377,6 +377,7 @@ trainc_status trainc_trainer_run(trainc_trainer *trainer, int64_t steps,
         c.spike = m.spike;
         c.loss_scale = m.lossScale;
         c.comm_seconds = m.commSeconds;
+        c.comm_total_seconds = m.commTotalSeconds;
         c.median_compute_seconds = m.medianComputeSeconds;
         c.slowest_compute_seconds = m.slowestComputeSeconds;
         c.slowest_rank = m.slowestRank;

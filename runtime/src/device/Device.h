@@ -131,6 +131,10 @@ public:
   /// Seconds this rank has spent waiting in collectives so far (the
   /// communication its compute did not hide).
   virtual double secondsWaiting() const = 0;
+  /// Seconds so far during which at least one collective was in flight
+  /// (from a start to the moment this rank saw the last one complete, in
+  /// progress() or finish()): communication hidden or not. World size 1: 0.
+  virtual double secondsInFlight() const { return 0; }
   /// Ends every rank of the run now (after a fatal error on this one, so the
   /// others do not wait for it). World size 1: does nothing.
   virtual void abort(int code) = 0;

@@ -209,6 +209,8 @@ public:
                            " is not in flight");
     Pending &p = it->second;
     Status s = p.done ? okStatus() : wait(p.request, site, p.sequence);
+    if (!p.done)
+      completed(p);
     if (s.ok() && p.out) {
       if (p.dtype == DType::F32)
         sumInOrder<float>(p, p.out);
@@ -225,11 +227,12 @@ public:
         int flag = 0;
         if (MPI_Test(&p.request, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
             flag)
-          p.done = true;
+          completed(p);
       }
   }
 
   double secondsWaiting() const override { return waited_; }
+  double secondsInFlight() const override { return inFlight_; }
   void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
 
 private:
@@ -255,11 +258,22 @@ private:
     std::vector<char> gathered;
   };
 
+  /// Wall time with at least one collective in flight: from the first
+  /// start while none was, to the completion that leaves none.
+  void completed(Pending &p) {
+    p.done = true;
+    if (--active_ == 0)
+      inFlight_ +=
+          std::chrono::duration<double>(Clock::now() - activeSince_).count();
+  }
+
   /// A new collective in flight (its number: sequence_).
   Pending &post(Handle &handle) {
     handle = nextHandle_++;
     Pending &p = pending_[handle];
     p.sequence = ++sequence_;
+    if (active_++ == 0)
+      activeSince_ = Clock::now();
     return p;
   }
 
@@ -268,6 +282,7 @@ private:
     if (rc == MPI_SUCCESS)
       return okStatus();
     pending_.erase(handle);
+    --active_;
     return failed(site, mpiError(rc));
   }
 
@@ -416,7 +431,9 @@ private:
   int64_t sequence_ = 0;
   std::map<Handle, Pending> pending_;
   Handle nextHandle_ = 1;
-  double waited_ = 0;
+  double waited_ = 0, inFlight_ = 0;
+  int active_ = 0;
+  Clock::time_point activeSince_;
 };
 
 /// Finalizes MPI at exit, after the last collective is gone.

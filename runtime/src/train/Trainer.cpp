@@ -316,6 +316,7 @@ Status Trainer::step(StepMetrics &out) {
   }
   Collective &ranks = session_->device().collective();
   double waitedBefore = ranks.secondsWaiting();
+  double inFlightBefore = ranks.secondsInFlight();
   auto start = std::chrono::steady_clock::now();
   TRAINC_RETURN_IF_ERROR(session_->run());
   double seconds =
@@ -323,9 +324,11 @@ Status Trainer::step(StepMetrics &out) {
           .count();
   const Executable &exe = session_->executable();
   out = StepMetrics();
-  if (ranks.worldSize() > 1)
+  if (ranks.worldSize() > 1) {
     TRAINC_RETURN_IF_ERROR(compareRanks(
         ranks, seconds, ranks.secondsWaiting() - waitedBefore, out));
+    out.commTotalSeconds = ranks.secondsInFlight() - inFlightBefore;
+  }
   out.step = session_->stepCount();
   out.hasLoss = lossOutput_ >= 0;
   out.loss = readScalar(*session_, lossOutput_);

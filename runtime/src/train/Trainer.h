@@ -91,6 +91,9 @@ struct StepMetrics {
   /// median by more than TrainerOptions::stragglerFraction (a straggler).
   double commSeconds = kNoValue, medianComputeSeconds = kNoValue,
          slowestComputeSeconds = kNoValue;
+  /// Runs of several ranks: the seconds of the step during which at least
+  /// one collective was in flight, hidden behind compute or not.
+  double commTotalSeconds = kNoValue;
   int slowestRank = -1;
   bool straggler = false;
 };
