@@ -485,18 +485,8 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       auto updateParam = [&](Value fresh) {
         if (!gatherAfter)
           return update(fresh, name, part);
-        int64_t ranks = getMesh(fn).size(param.axis);
-        SmallVector<int64_t> padded(type.getShape());
-        padded[0] *= ranks;
-        Value gathered = b.create<AllGatherOp>(s.loc, type.clone(padded), fresh,
-                                               b.getStringAttr(param.axis));
-        if (padded[0] != param.whole.getDimSize(0)) {
-          SmallVector<int64_t> start(type.getRank(), 0),
-              strides(type.getRank(), 1);
-          gathered = b.create<SliceOp>(s.loc, gathered, start,
-                                       param.whole.getShape(), strides);
-        }
-        update(gathered, name);
+        update(trainc::gatherParts(b, s.loc, fresh, param.whole, param.axis),
+               name);
       };
       Type element = type.getElementType();
       if (optimizer == "adamw" && (element.isF32() || element.isF64())) {

@@ -84,6 +84,20 @@ Value trainc::padToParts(OpBuilder &b, Location loc, Value v, int64_t ranks) {
   return b.create<ConcatenateOp>(loc, ValueRange{v, zeros}, 0);
 }
 
+Value trainc::gatherParts(OpBuilder &b, Location loc, Value part,
+                          RankedTensorType whole, StringRef axis) {
+  auto partType = cast<RankedTensorType>(part.getType());
+  SmallVector<int64_t> padded(whole.getShape());
+  padded[0] =
+      partType.getDimSize(0) * getMesh(b.getBlock()->getParentOp()).size(axis);
+  Value gathered = b.create<AllGatherOp>(loc, whole.clone(padded), part,
+                                         b.getStringAttr(axis));
+  if (padded[0] == whole.getDimSize(0))
+    return gathered;
+  SmallVector<int64_t> start(whole.getRank(), 0), strides(whole.getRank(), 1);
+  return b.create<SliceOp>(loc, gathered, start, whole.getShape(), strides);
+}
+
 SmallVector<NamedAttribute, 2> trainc::partAttributes(RankedTensorType whole,
                                                       StringRef axis) {
   Builder b(whole.getContext());
@@ -263,17 +277,8 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
       markPart(fn, arg.getArgNumber(), whole, /*result=*/false);
       for (Operation *user : users) {
         OpBuilder b(user);
-        SmallVector<int64_t> padded(whole.getShape());
-        padded[0] = part.getDimSize(0) * ranks;
-        Value gathered = b.create<AllGatherOp>(loc, whole.clone(padded), arg,
-                                               b.getStringAttr("data"));
-        if (padded[0] != whole.getDimSize(0)) {
-          SmallVector<int64_t> start(whole.getRank(), 0),
-              strides(whole.getRank(), 1);
-          gathered = b.create<SliceOp>(loc, gathered, start, whole.getShape(),
-                                       strides);
-        }
-        user->replaceUsesOfWith(arg, gathered);
+        user->replaceUsesOfWith(
+            arg, trainc::gatherParts(b, loc, arg, whole, "data"));
       }
     }
   }

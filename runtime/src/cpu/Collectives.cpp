@@ -155,9 +155,10 @@ Status runCollectiveDone(const KernelCall &call) {
                            [&](const CollectivesInFlight::Entry &e) {
                              return e.pending == pending.data;
                            });
-    if (it == entries.end())
-      return internalError("collective_done: no collective was started "
-                           "into its pending operand");
+    if (it == entries.end()) // only a damaged executable pairs them so
+      return Status(StatusCode::kDataLoss,
+                    "collective_done: no collective was started into its "
+                    "pending operand");
     CollectivesInFlight::Entry entry = *it;
     entries.erase(it);
     CollectiveSite site = siteOf(*context, "collective_done");

@@ -40,16 +40,15 @@ std::vector<char> partOfWhole(const TensorInfo &t, const char *whole,
   return part;
 }
 
-/// A persistent tensor that is split must be split along dimension 0 only
-/// (ZeRO's parts; the compiler makes no other).
-Status checkPersistentSplit(const TensorInfo &t) {
+/// A split tensor must be split along dimension 0 only (ZeRO's parts and
+/// batched values; the compiler makes no other) to be joined or parted.
+Status checkSplitAlongDim0(const TensorInfo &t) {
   for (size_t d = 1; d < t.shardAxes.size(); ++d)
     if (t.shardAxes[d] >= 0)
       return Status(StatusCode::kUnimplemented,
                     "'" + t.name + "' is split along dimension " +
                         std::to_string(d) +
-                        "; parameters and state split along dimension 0 "
-                        "are supported");
+                        "; tensors split along dimension 0 are supported");
   return okStatus();
 }
 
@@ -149,14 +148,9 @@ Status Session::create(std::shared_ptr<const Executable> executable,
       continue;
     }
     // A split parameter's initial value is the whole tensor: this rank
-    // keeps its part.
-    TRAINC_RETURN_IF_ERROR(checkPersistentSplit(t));
-    std::vector<char> part =
-        partOfWhole(t, exe.constants() + t.initOffset,
-                    device.collective().coordinate(t.shardAxes[0]));
-    TRAINC_RETURN_IF_ERROR(
-        device.copyToDevice(session->data_[id], part.data(), t.size, stream));
-    TRAINC_RETURN_IF_ERROR(stream.synchronize());
+    // keeps its part, as when one is loaded.
+    TRAINC_RETURN_IF_ERROR(session->setPersistent(
+        id, exe.constants() + t.initOffset, t.globalSize));
   }
   TRAINC_RETURN_IF_ERROR(stream.synchronize());
   out = std::move(session);
@@ -324,7 +318,7 @@ Status Session::setPersistent(uint32_t id, const void *data, size_t bytes) {
         device_->copyToDevice(data_[id], data, bytes, stream));
     return stream.synchronize();
   }
-  TRAINC_RETURN_IF_ERROR(checkPersistentSplit(t));
+  TRAINC_RETURN_IF_ERROR(checkSplitAlongDim0(t));
   std::vector<char> part =
       partOfWhole(t, static_cast<const char *>(data),
                   device_->collective().coordinate(t.shardAxes[0]));
@@ -343,14 +337,7 @@ Status Session::readWhole(uint32_t id, std::vector<char> &out) const {
   TRAINC_RETURN_IF_ERROR(readTensor(id, out.data()));
   if (!t.isSplit())
     return okStatus();
-  int dim = 0;
-  while (t.shardAxes[size_t(dim)] < 0)
-    ++dim;
-  if (dim != 0)
-    return Status(StatusCode::kUnimplemented,
-                  "'" + t.name + "' is split along dimension " +
-                      std::to_string(dim) +
-                      "; only tensors split along dimension 0 are gathered");
+  TRAINC_RETURN_IF_ERROR(checkSplitAlongDim0(t));
   // The parts in coordinate order are the whole along dimension 0, padding
   // last.
   int axis = t.shardAxes[0];

@@ -34,6 +34,13 @@ mlir::RankedTensorType zeroPartType(mlir::RankedTensorType whole,
 mlir::Value padToParts(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                        int64_t ranks);
 
+/// The whole tensor of type `whole` from this rank's part `part` (of
+/// zeroPartType(whole, size of `axis`)): its parts gathered over `axis`
+/// (graph.all_gather) and the padding dropped.
+mlir::Value gatherParts(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value part, mlir::RankedTensorType whole,
+                        llvm::StringRef axis);
+
 /// The attributes that mark a value as this rank's part of a tensor of
 /// type `whole` split along dimension 0 over `axis`: graph.sharding and
 /// graph.global_shape.
