@@ -34,5 +34,10 @@ struct TestOpCostPass : public PassWrapper<TestOpCostPass, OperationPass<>> {
 } // namespace
 
 namespace trainc::test {
-void registerTestPasses() { PassRegistration<TestOpCostPass>(); }
+void registerTestShardingRulesPass();
+
+void registerTestPasses() {
+  PassRegistration<TestOpCostPass>();
+  registerTestShardingRulesPass();
+}
 } // namespace trainc::test

@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 
@@ -38,6 +39,15 @@ struct ShardingRule {
   llvm::SmallVector<llvm::SmallVector<int64_t>> operandDims;
   /// resultDims[i][d]: the factor of dimension d of result i.
   llvm::SmallVector<llvm::SmallVector<int64_t>> resultDims;
+
+  /// True when `factor` appears in no result (a sum over it).
+  bool isReduction(int64_t factor) const;
+  /// The dimension of `dims` that carries `factor`, or -1.
+  static int64_t dimOf(llvm::ArrayRef<int64_t> dims, int64_t factor);
+  /// Shardy's notation, for tests and messages:
+  /// "([i, j], [j, k]) -> ([i, k]) sizes i=4, j=8, k=16; reduction j",
+  /// with "_" for a dimension without a factor.
+  void print(llvm::raw_ostream &os) const;
 };
 
 } // namespace trainc::graph

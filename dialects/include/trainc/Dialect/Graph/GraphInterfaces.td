@@ -9,8 +9,9 @@
 //  - InPlaceOpInterface: which results may reuse which operands' memory?
 //    (plan-memory)
 //
-// Ops implement the first two as their passes arrive; every op implements
-// the cost interface now (see GraphCost.cpp).
+// Every op implements the sharding-rule and cost interfaces
+// (GraphSharding.cpp, GraphCost.cpp); the gradient interface is
+// implemented by the ops autodiff supports.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,11 +52,24 @@ def Graph_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   let cppNamespace = "::trainc::graph";
   let description = [{
     The op's sharding factors (as in Shardy's OpShardingRule): a list of
-    factors with sizes, and for each operand and result dimension the factor
-    it carries. A factor that appears in results is a parallel factor;
-    one that appears only in operands is a reduction factor (sharding it
-    needs a reduction of the result across the mesh axis). Propagation of
-    sharding annotations and the SPMD partitioner read only this rule.
+    factors with sizes, and for each operand and result dimension the
+    factor it carries. Splitting a factor over a mesh axis splits every
+    dimension that carries it into contiguous blocks, one per rank, and the
+    op then computes each rank's block from the operands' blocks alone.
+    - A factor that appears in a result is a parallel factor.
+    - A factor that appears only in operands is a reduction factor: split,
+      each rank's result is a partial sum that an all_reduce over the axis
+      completes. Only sums are reduction factors (a dot's contraction,
+      reduce_sum's dimensions, scatter_add's index dimensions).
+    - A dimension with no factor (kNoFactor) is always whole: the op needs
+      all of it on every rank (a softmax's axis, a slice's sliced
+      dimension, a norm's normalized dimensions, a maximum's reduced one).
+    - A dimension that merges or splits others (reshape, grouped heads)
+      carries the factor of its major part, whose blocks are contiguous
+      blocks of the whole dimension.
+    Every graph op implements it (GraphSharding.cpp); the partition phase's
+    propagation and per-rank rewriting read only this rule, and
+    `trainc-opt --trainc-test-sharding-rules` prints it.
   }];
   let methods = [
     InterfaceMethod<"Returns the op's sharding rule.",

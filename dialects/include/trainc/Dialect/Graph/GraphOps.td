@@ -15,8 +15,11 @@ include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+/// Every op states its sharding rule (GraphSharding.cpp).
 class Graph_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Graph_Dialect, mnemonic, !listconcat([Pure], traits)>;
+    : Op<Graph_Dialect, mnemonic,
+         !listconcat([Pure, DeclareOpInterfaceMethods<Graph_ShardingRuleOpInterface>],
+                     traits)>;
 
 /// A collective: communication that every rank of a group issues in the
 /// same order. Not Pure, so that generic passes neither merge two of them
@@ -25,7 +28,9 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
 /// them deliberately.
 class Graph_CollectiveOp<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic,
-         !listconcat([MemoryEffects<[MemRead, MemWrite]>], traits)>;
+         !listconcat([MemoryEffects<[MemRead, MemWrite]>,
+                      DeclareOpInterfaceMethods<Graph_ShardingRuleOpInterface>],
+                     traits)>;
 
 /// An op whose result type follows from its operands and attributes. Its
 /// constraints are checked by `verifyShapeConstraints()` (the ShapeChecked
