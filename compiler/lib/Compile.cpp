@@ -34,6 +34,8 @@ std::string checkOptions(const CompileOptions &options) {
            "runs on one rank)";
   if (options.partition.dataParallel && !options.train)
     return "--data-parallel needs --train";
+  if (options.partition.tensorParallel && mesh->size("tensor") < 2)
+    return "--tensor-parallel needs --mesh tensor=T with T >= 2";
   if (options.partition.bucketBytes < 0)
     return "--bucket-bytes must be at least 0";
   if (options.partition.zero < 0 || options.partition.zero > 3)

@@ -1,12 +1,12 @@
 // RUN: not trainc-opt %s --trainc-partition="mesh=data=2" 2>&1 | FileCheck %s --check-prefix=NOSTRATEGY
-// RUN: not trainc-opt %s --trainc-partition="mesh=tensor=2 data-parallel=true" 2>&1 | FileCheck %s --check-prefix=TENSOR
+// RUN: not trainc-opt %s --trainc-partition="mesh=data=1 tensor-parallel=true" 2>&1 | FileCheck %s --check-prefix=TENSOR
 // RUN: not trainc-opt %s --trainc-partition="mesh=data=2,data=2 data-parallel=true" 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not trainc-opt %s --trainc-partition="mesh=pipe=2 data-parallel=true" 2>&1 | FileCheck %s --check-prefix=AXIS
 // RUN: not trainc-opt %s --trainc-partition="mesh=data=0 data-parallel=true" 2>&1 | FileCheck %s --check-prefix=SIZE
 // RUN: trainc-opt %s --trainc-partition="mesh=data=1 data-parallel=true" | FileCheck %s --check-prefix=ONE
 
 // NOSTRATEGY: partition: the mesh's data axis has 2 ranks but no strategy uses it: add --data-parallel
-// TENSOR: partition: tensor parallelism is not implemented yet: the mesh's tensor axis must be 1, not 2
+// TENSOR: partition: tensor-parallel needs a mesh whose tensor axis has more than 1 rank (as tensor=2)
 // TWICE: --mesh 'data=2,data=2': axis 'data' is given twice
 // AXIS: --mesh 'pipe=2': unknown axis 'pipe' (axes: data, tensor)
 // SIZE: --mesh 'data=0': axis 'data' needs a size >= 1 (as in data=2)

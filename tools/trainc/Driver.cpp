@@ -258,6 +258,14 @@ int runCompilerCli(int argc, char **argv) {
                "batch is N times it) and the gradients are averaged across "
                "ranks before the update"),
       cl::location(options.partition.dataParallel), cl::cat(category));
+  cl::opt<bool, true> tensorParallel(
+      "tensor-parallel",
+      cl::desc("With --mesh tensor=T: split each attention by heads and each "
+               "MLP by features over T ranks (Megatron-LM: column-parallel "
+               "projections in, row-parallel out, one all-reduce each in the "
+               "forward and the backward pass); the ranks of a tensor group "
+               "read the same batch. Parameters stay replicated"),
+      cl::location(options.partition.tensorParallel), cl::cat(category));
   cl::opt<int64_t, true> bucketBytes(
       "bucket-bytes",
       cl::desc("With --data-parallel: sum the gradients in one all-reduce "
@@ -406,12 +414,12 @@ int runCompilerCli(int argc, char **argv) {
   // Training options without --train would be ignored: refuse them.
   if (!options.train) {
     for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &gradAccum, &mesh,        &dataParallel,  &bucketBytes,
-             &zero,      &recompute,   &optimizerName, &lr,
-             &beta1,     &beta2,       &eps,           &weightDecay,
-             &decayAll,  &momentum,    &nesterov,      &clipGradNorm,
-             &schedule,  &warmupSteps, &totalSteps,    &minLr,
-             &decaySteps})
+             &gradAccum,    &mesh,      &dataParallel, &tensorParallel,
+             &bucketBytes,  &zero,      &recompute,    &optimizerName,
+             &lr,           &beta1,     &beta2,        &eps,
+             &weightDecay,  &decayAll,  &momentum,     &nesterov,
+             &clipGradNorm, &schedule,  &warmupSteps,  &totalSteps,
+             &minLr,        &decaySteps})
       if (o->getNumOccurrences())
         return fail("--" + o->ArgStr.str() +
                     " applies to a training step; add --train (or drop it)");

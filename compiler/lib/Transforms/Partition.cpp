@@ -1,13 +1,14 @@
 //===- Partition.cpp - The per-rank program of a device mesh --------------===//
 //
-// See Partition in Passes.td and Partition.h. Data parallelism is the one
-// strategy so far: the program is already one rank's step on one rank's
-// part of the batch, so partitioning it marks the data inputs and batched
-// outputs as split over the `data` axis and averages the loss and the
-// gradients across it. ZeRO then splits what data parallelism replicates:
-// the gradients (here) and the parameters (here, stage 3), each along
-// dimension 0 into padded parts; the optimizer phase splits its state the
-// same way (`graph.sharding` with `graph.global_shape` tells it).
+// See Partition in Passes.td and Partition.h. Tensor parallelism comes
+// first (ShardAxis.cpp): the step's computation is split over the tensor
+// axis, and its gradients come out whole. Then data parallelism: the program is
+// already one rank's step on one rank's part of the batch, so partitioning it
+// marks the data inputs and batched outputs as split over the `data` axis and
+// averages the loss and the gradients across it. ZeRO then splits what data
+// parallelism replicates: the gradients (here) and the parameters (here, stage
+// 3), each along dimension 0 into padded parts; the optimizer phase splits its
+// state the same way (`graph.sharding` with `graph.global_shape` tells it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -122,16 +123,25 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
       return signalPassFailure();
     }
     int64_t data = parsed->size("data"), tensor = parsed->size("tensor");
-    if (tensor > 1) {
-      module.emitError("partition: tensor parallelism is not implemented "
-                       "yet: the mesh's tensor axis must be 1, not ")
-          << tensor;
-      return signalPassFailure();
-    }
     if (data > 1 && !dataParallel) {
       module.emitError("partition: the mesh's data axis has ")
           << data << " ranks but no strategy uses it: add --data-parallel";
       return signalPassFailure();
+    }
+    auto fn = module.lookupSymbol<func::FuncOp>("main");
+    if (!fn) {
+      module.emitError("partition: no function @main");
+      return signalPassFailure();
+    }
+    if (tensorParallel && tensor == 1) {
+      module.emitError("partition: tensor-parallel needs a mesh whose "
+                       "tensor axis has more than 1 rank (as tensor=2)");
+      return signalPassFailure();
+    }
+    if (tensor == 1) {
+      // Nothing to split: annotations for the tensor axis are moot.
+      fn.walk(
+          [](Operation *op) { op->removeAttr(GraphDialect::kShardingAttr); });
     }
     if (parsed->numRanks() == 1)
       return;
@@ -141,12 +151,30 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
       axes.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(size)));
     module->setAttr(GraphDialect::kMeshAttr, b.getDictionaryAttr(axes));
 
-    auto fn = module.lookupSymbol<func::FuncOp>("main");
-    if (!fn) {
-      module.emitError("partition: no function @main");
-      return signalPassFailure();
+    if (tensor > 1) {
+      if (tensorParallel)
+        trainc::seedMegatron(fn, tensor);
+      // Annotated ops, or arguments (which shardAlongAxis refuses).
+      bool annotated = llvm::any_of(fn.getArguments(), [&](BlockArgument arg) {
+        return fn.getArgAttr(arg.getArgNumber(), GraphDialect::kShardingAttr) !=
+               nullptr;
+      });
+      fn.walk([&](Operation *op) {
+        annotated |= op->hasAttr(GraphDialect::kShardingAttr);
+      });
+      if (!annotated) {
+        module.emitError("partition: the mesh's tensor axis has ")
+            << tensor
+            << " ranks but nothing is split over it: add --tensor-parallel "
+               "(which found no attention heads or MLP features that "
+            << tensor << " divides, if it was given) or annotate ops with "
+            << GraphDialect::kShardingAttr;
+        return signalPassFailure();
+      }
+      if (failed(trainc::shardAlongAxis(fn, "tensor", tensor)))
+        return signalPassFailure();
     }
-    if (failed(splitBatch(fn, data)))
+    if (data > 1 && failed(splitBatch(fn, data)))
       signalPassFailure();
   }
 

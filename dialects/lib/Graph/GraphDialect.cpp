@@ -96,8 +96,17 @@ Mesh trainc::graph::getMesh(Operation *op) {
   return mesh;
 }
 
+static LogicalResult verifySharding(Operation *op, NamedAttribute attr,
+                                    Type type, StringRef where);
+
 LogicalResult GraphDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
+  // On an op: how the partition phase is to split its one result.
+  if (attr.getName().getValue() == kShardingAttr)
+    return verifySharding(op, attr,
+                          op->getNumResults() == 1 ? op->getResult(0).getType()
+                                                   : Type(),
+                          "an op");
   if (attr.getName().getValue() != kMeshAttr)
     return op->emitError() << "unknown graph attribute '"
                            << attr.getName().getValue() << "'";

@@ -11,6 +11,7 @@
 
 #include "trainc/Dialect/Graph/GraphDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringRef.h"
@@ -46,6 +47,22 @@ mlir::Value gatherParts(mlir::OpBuilder &b, mlir::Location loc,
 /// graph.global_shape.
 llvm::SmallVector<mlir::NamedAttribute, 2>
 partAttributes(mlir::RankedTensorType whole, llvm::StringRef axis);
+
+/// Splits the computation of `fn` over mesh axis `axis` of `size` ranks
+/// from the `graph.sharding` annotations on its ops (see ShardAxis.cpp):
+/// propagation by the ops' sharding rules, then each op rebuilt on this
+/// rank's blocks with the collectives that join them. Arguments and
+/// results stay whole on the axis. Fails (with an error naming the op) on
+/// an annotation that cannot hold.
+mlir::LogicalResult shardAlongAxis(mlir::func::FuncOp fn, llvm::StringRef axis,
+                                   int64_t size);
+
+/// Megatron-style tensor parallelism on the recognized structure of a
+/// transformer: annotates each graph.attention's query, key and value to be
+/// split by heads, and each GELU whose features a matmul contracts to be
+/// split by features, when `size` divides them. Returns how many values it
+/// annotated.
+int64_t seedMegatron(mlir::func::FuncOp fn, int64_t size);
 
 } // namespace trainc
 

@@ -249,16 +249,42 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
       parameter lives only while that op needs it: one gather for the
       forward pass and one for the backward pass of a weight read once.
 
+    `tensor-parallel` on a mesh whose `tensor` axis has T > 1 ranks
+    (Megatron-LM): each graph.attention's query, key and value are
+    annotated to be split by heads, and each GELU whose features a matmul
+    contracts to be split by features. A user may instead (or also)
+    annotate any op with `graph.sharding = ["", "tensor", ...]`: its result
+    split along that dimension. From these seeds the split propagates
+    through every op by its sharding rule (ShardingRuleOpInterface; the
+    conflict rule and the per-rank rewriting are described in
+    ShardAxis.cpp): the projections into attention and the MLP's up
+    projection become column-parallel, the output and down projections
+    row-parallel with a `graph.all_reduce` over `tensor` of their partial
+    sums, in the forward and the backward pass alike. Arguments and
+    results stay whole on the tensor axis: parameters and optimizer state
+    are replicated across it (not yet split), so each split weight
+    gradient is gathered whole (`graph.all_gather`) before it is returned.
+    A fused QKV projection (one matmul sliced into query, key and value)
+    is computed whole, then sliced: its slices are not split by heads.
+    Dropout is never split (its mask depends on each element's index in
+    the whole tensor). Tensor parallelism runs first; data parallelism and
+    ZeRO then see whole gradients.
+
     Errors: an unknown or repeated mesh axis, a size below 1, a `data` axis
-    with no strategy that uses it, a `tensor` axis above 1 (tensor
-    parallelism is not implemented yet), an output
-    that is neither the loss, a gradient nor batched, `zero` outside 0..3.
+    with no strategy that uses it, a `tensor` axis above 1 with nothing
+    split over it, `tensor-parallel` without a tensor axis, an annotation
+    that names another axis, splits two dimensions, does not divide its
+    dimension evenly or sits on an argument, an output that is neither the
+    loss, a gradient nor batched, `zero` outside 0..3.
   }];
   let options = [
     Option<"mesh", "mesh", "std::string", "\"\"",
            "The device mesh, e.g. data=2 (axes data and tensor; absent: 1)">,
     Option<"dataParallel", "data-parallel", "bool", "false",
            "Split each batch over the data axis and average the gradients">,
+    Option<"tensorParallel", "tensor-parallel", "bool", "false",
+           "Split attention by heads and MLPs by features over the tensor "
+           "axis (Megatron-LM)">,
     Option<"microBatches", "micro-batches", "int64_t", "1",
            "The grad-accum micro-batches of each step (the pipeline passes "
            "--grad-accum): each rank's dropout seeds continue their count">,

@@ -1,0 +1,393 @@
+//===- ShardAxis.cpp - Propagate shardings over one axis, then split ops --===//
+//
+// The partition phase's tensor axis (see Partition.h, shardAlongAxis):
+// 1. Seeds: ops annotated `graph.sharding` (by hand, or by the Megatron
+//    strategy, seedMegatron) split their result along one dimension.
+//    Function arguments are whole on the axis.
+// 2. Propagation: sweeps over @main, forward then backward, until nothing
+//    changes. At each op, the first operand (then result) already split
+//    along a dimension with a splittable factor of its ShardingRule picks
+//    that factor; every undecided operand and result carrying it is split
+//    along the dimension that carries it. That is the conflict rule: what
+//    was decided first (seeds, then program order) stays; a value needed
+//    otherwise by another op is converted there. Values still undecided at
+//    the end are whole.
+// 3. Per-rank rewriting, op by op in program order: the op splits the
+//    factor of its first split result (or, when no result is split, the
+//    reduction factor of its first split operand); each operand is
+//    converted to what that needs (graph.shard_slice takes this rank's
+//    block of a whole value, graph.all_gather joins blocks); the op is
+//    rebuilt on blocks; a split reduction factor leaves partial sums that
+//    a graph.all_reduce completes. Function results are gathered whole.
+// A factor is splittable when the axis size divides it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Compiler/Partition.h"
+
+#include "trainc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace {
+
+/// Where a value is split: kWhole, or the dimension.
+constexpr int64_t kWhole = -1;
+
+/// Moves dimension `dim` of `v` to the front (or back, with `inverse`).
+Value moveDim(OpBuilder &b, Location loc, Value v, int64_t dim, bool inverse) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (dim == 0)
+    return v;
+  SmallVector<int64_t> perm;
+  if (!inverse) {
+    perm.push_back(dim);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != dim)
+        perm.push_back(d);
+  } else {
+    for (int64_t d = 1; d <= dim; ++d)
+      perm.push_back(d);
+    perm.push_back(0);
+    for (int64_t d = dim + 1; d < type.getRank(); ++d)
+      perm.push_back(d);
+  }
+  return b.create<TransposeOp>(loc, v, perm);
+}
+
+/// `v` with dimension `dim` multiplied (`gather`) or divided by `n`.
+RankedTensorType resized(Value v, int64_t dim, int64_t n, bool gather) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = gather ? shape[dim] * n : shape[dim] / n;
+  return type.clone(shape);
+}
+
+class AxisSharder {
+public:
+  AxisSharder(func::FuncOp fn, StringRef axis, int64_t n)
+      : fn(fn), axis(axis), n(n) {}
+
+  LogicalResult run() {
+    if (failed(seed()))
+      return failure();
+    propagate();
+    return rewrite();
+  }
+
+private:
+  /// Reads the `graph.sharding` annotations of ops (result 0).
+  LogicalResult seed() {
+    Block &body = fn.getBody().front();
+    for (BlockArgument arg : body.getArguments()) {
+      auto dims = fn.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
+                                                 GraphDialect::kShardingAttr);
+      if (dims && llvm::any_of(dims, [&](Attribute a) {
+            return cast<StringAttr>(a).getValue() == axis;
+          }))
+        return fn.emitError("partition: argument ")
+               << arg.getArgNumber() << " is split over '" << axis
+               << "', but arguments split over it are not supported yet: "
+                  "annotate the ops that read it instead";
+      split[arg] = kWhole;
+    }
+    for (Operation &op : body.without_terminator()) {
+      auto dims = op.getAttrOfType<ArrayAttr>(GraphDialect::kShardingAttr);
+      if (!dims)
+        continue;
+      op.removeAttr(GraphDialect::kShardingAttr);
+      auto type = dyn_cast<RankedTensorType>(op.getResult(0).getType());
+      if (op.getNumResults() != 1 || !type ||
+          int64_t(dims.size()) != type.getRank())
+        return op.emitError("partition: '")
+               << GraphDialect::kShardingAttr
+               << "' on an op must name one axis per dimension of its one "
+                  "result";
+      int64_t dim = kWhole;
+      for (auto [d, a] : llvm::enumerate(dims)) {
+        StringRef name = cast<StringAttr>(a).getValue();
+        if (name.empty())
+          continue;
+        if (name != axis)
+          return op.emitError("partition: '")
+                 << GraphDialect::kShardingAttr << "' on an op may name only '"
+                 << axis << "', not '" << name << "'";
+        if (dim != kWhole)
+          return op.emitError("partition: '")
+                 << GraphDialect::kShardingAttr << "' splits dimensions " << dim
+                 << " and " << d << " over '" << axis
+                 << "'; a value is split along one dimension of an axis";
+        dim = int64_t(d);
+      }
+      if (dim != kWhole && type.getDimSize(dim) % n != 0)
+        return op.emitError("partition: cannot split dimension ")
+               << dim << " (" << type.getDimSize(dim) << ") of " << type
+               << " into " << n << " equal parts over '" << axis << "'";
+      split[op.getResult(0)] = dim;
+    }
+    return success();
+  }
+
+  bool splittable(const ShardingRule &rule, int64_t f) const {
+    return f != ShardingRule::kNoFactor && rule.factorSizes[f] % n == 0;
+  }
+
+  /// The factor `op` splits: that of its first split result, else the
+  /// reduction factor of its first split operand (`decided` only: values
+  /// not yet decided are skipped), else kNoFactor.
+  int64_t chosenFactor(Operation *op, const ShardingRule &rule,
+                       bool fromOperandsFirst) {
+    auto fromValues = [&](ValueRange values,
+                          ArrayRef<SmallVector<int64_t>> dims,
+                          bool reductionOnly) -> int64_t {
+      for (auto [v, vdims] : llvm::zip(values, dims)) {
+        auto it = split.find(v);
+        if (it == split.end() || it->second == kWhole)
+          continue;
+        int64_t f = vdims[it->second];
+        if (splittable(rule, f) && (!reductionOnly || rule.isReduction(f)))
+          return f;
+      }
+      return ShardingRule::kNoFactor;
+    };
+    if (fromOperandsFirst) {
+      int64_t f = fromValues(op->getOperands(), rule.operandDims, false);
+      return f != ShardingRule::kNoFactor
+                 ? f
+                 : fromValues(op->getResults(), rule.resultDims, false);
+    }
+    int64_t f = fromValues(op->getResults(), rule.resultDims, false);
+    if (f != ShardingRule::kNoFactor)
+      return f;
+    f = fromValues(op->getOperands(), rule.operandDims, true);
+    if (f == ShardingRule::kNoFactor)
+      return f;
+    // Partial sums are completed by all_reduce, which takes floats.
+    for (Value r : op->getResults())
+      if (!isFloatTensorType(r.getType()))
+        return ShardingRule::kNoFactor;
+    return f;
+  }
+
+  bool propagateAt(Operation *op) {
+    auto sharded = dyn_cast<ShardingRuleOpInterface>(op);
+    if (!sharded)
+      return false;
+    ShardingRule rule = sharded.getShardingRule();
+    int64_t f = chosenFactor(op, rule, /*fromOperandsFirst=*/true);
+    if (f == ShardingRule::kNoFactor)
+      return false;
+    bool changed = false;
+    auto adopt = [&](ValueRange values, ArrayRef<SmallVector<int64_t>> dims) {
+      for (auto [v, vdims] : llvm::zip(values, dims)) {
+        int64_t d = ShardingRule::dimOf(vdims, f);
+        if (d >= 0 && !split.count(v)) {
+          split[v] = d;
+          changed = true;
+        }
+      }
+    };
+    adopt(op->getOperands(), rule.operandDims);
+    adopt(op->getResults(), rule.resultDims);
+    return changed;
+  }
+
+  void propagate() {
+    Block &body = fn.getBody().front();
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (Operation &op : body)
+        changed |= propagateAt(&op);
+      for (Operation &op : llvm::reverse(body))
+        changed |= propagateAt(&op);
+    }
+  }
+
+  /// `v` (now split along `have`) split along `want` instead.
+  Value convert(OpBuilder &b, Location loc, Value v, int64_t have,
+                int64_t want) {
+    if (have == want)
+      return v;
+    auto key = std::make_pair(v, want);
+    if (Value done = converted.lookup(key))
+      return done;
+    Value out = v;
+    if (have != kWhole) {
+      Value front = moveDim(b, loc, out, have, /*inverse=*/false);
+      Value gathered =
+          b.create<AllGatherOp>(loc, resized(front, 0, n, /*gather=*/true),
+                                front, b.getStringAttr(axis));
+      out = moveDim(b, loc, gathered, have, /*inverse=*/true);
+    }
+    if (want != kWhole) {
+      Value front = moveDim(b, loc, out, want, /*inverse=*/false);
+      Value mine =
+          b.create<ShardSliceOp>(loc, resized(front, 0, n, /*gather=*/false),
+                                 front, b.getStringAttr(axis));
+      out = moveDim(b, loc, mine, want, /*inverse=*/true);
+    }
+    converted[key] = out;
+    return out;
+  }
+
+  /// The op rebuilt on blocks: result types divided along `f`, and the
+  /// attributes that name sizes (a slice's limits, a splat's type).
+  Operation *rebuild(OpBuilder &b, Operation *op, const ShardingRule &rule,
+                     int64_t f, ArrayRef<Value> operands) {
+    IRMapping map;
+    map.map(op->getOperands(), operands);
+    Operation *clone = b.clone(*op, map);
+    if (f == ShardingRule::kNoFactor)
+      return clone;
+    for (auto [r, dims] : llvm::zip(clone->getResults(), rule.resultDims)) {
+      int64_t d = ShardingRule::dimOf(dims, f);
+      if (d >= 0)
+        r.setType(resized(r, d, n, /*gather=*/false));
+    }
+    if (auto slice = dyn_cast<SliceOp>(clone)) {
+      SmallVector<int64_t> limit(slice.getLimit());
+      int64_t d = ShardingRule::dimOf(rule.resultDims[0], f);
+      if (d >= 0)
+        limit[d] /= n;
+      slice.setLimit(limit);
+    }
+    if (auto constant = dyn_cast<ConstantOp>(clone)) {
+      auto splat = cast<SplatElementsAttr>(constant.getValue());
+      constant.setValueAttr(
+          SplatElementsAttr::get(cast<ShapedType>(constant.getType()),
+                                 splat.getSplatValue<Attribute>()));
+    }
+    return clone;
+  }
+
+  LogicalResult rewrite() {
+    Block &body = fn.getBody().front();
+    // Where each value of the rewritten program is split.
+    DenseMap<Value, int64_t> actual;
+    for (BlockArgument arg : body.getArguments())
+      actual[arg] = kWhole;
+    IRMapping mapping;
+    for (BlockArgument arg : body.getArguments())
+      mapping.map(arg, arg);
+    SmallVector<Operation *> old;
+    for (Operation &op : body)
+      old.push_back(&op);
+    OpBuilder b(fn.getContext());
+    for (Operation *op : old) {
+      b.setInsertionPoint(op);
+      Location loc = op->getLoc();
+      auto sharded = dyn_cast<ShardingRuleOpInterface>(op);
+      ShardingRule rule;
+      int64_t f = ShardingRule::kNoFactor;
+      if (sharded) {
+        rule = sharded.getShardingRule();
+        f = chosenFactor(op, rule, /*fromOperandsFirst=*/false);
+      }
+      SmallVector<Value> operands;
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        int64_t want = f == ShardingRule::kNoFactor
+                           ? kWhole
+                           : ShardingRule::dimOf(rule.operandDims[i], f);
+        Value mapped = mapping.lookup(v);
+        operands.push_back(
+            convert(b, loc, mapped, actual.lookup(mapped), want));
+      }
+      if (isa<func::ReturnOp>(op)) {
+        op->setOperands(operands);
+        continue;
+      }
+      Operation *clone = rebuild(b, op, rule, f, operands);
+      bool partial = f != ShardingRule::kNoFactor && rule.isReduction(f);
+      for (auto [i, r] : llvm::enumerate(clone->getResults())) {
+        int64_t d = f == ShardingRule::kNoFactor
+                        ? kWhole
+                        : ShardingRule::dimOf(rule.resultDims[i], f);
+        Value result = r;
+        if (partial)
+          result = b.create<AllReduceOp>(loc, r, axis);
+        actual[result] = d;
+        mapping.map(op->getResult(i), result);
+      }
+    }
+    for (Operation *op : llvm::reverse(old))
+      if (!isa<func::ReturnOp>(op)) {
+        op->dropAllUses();
+        op->erase();
+      }
+    return success();
+  }
+
+  func::FuncOp fn;
+  StringRef axis;
+  int64_t n;
+  /// Propagation's decision for each value: kWhole or the split dimension
+  /// (absent: undecided).
+  DenseMap<Value, int64_t> split;
+  /// Conversions made so far, so that two users share one collective.
+  DenseMap<std::pair<Value, int64_t>, Value> converted;
+};
+
+} // namespace
+
+LogicalResult trainc::shardAlongAxis(func::FuncOp fn, StringRef axis,
+                                     int64_t size) {
+  return AxisSharder(fn, axis, size).run();
+}
+
+/// Annotates the op that makes `v` to split it along `dim` over the tensor
+/// axis. False when `v` has no such op (an argument).
+static bool annotate(Value v, int64_t dim) {
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getNumResults() != 1)
+    return false;
+  auto type = cast<RankedTensorType>(v.getType());
+  Builder b(v.getContext());
+  SmallVector<Attribute> dims(type.getRank(), b.getStringAttr(""));
+  dims[dim] = b.getStringAttr("tensor");
+  def->setAttr(GraphDialect::kShardingAttr, b.getArrayAttr(dims));
+  return true;
+}
+
+int64_t trainc::seedMegatron(func::FuncOp fn, int64_t size) {
+  int64_t seeds = 0;
+  fn.walk([&](Operation *op) {
+    // Attention: query, key and value split by heads; propagation carries
+    // that back to the projections (column-parallel) and forward to the
+    // output projection, whose contraction over heads is then split
+    // (row-parallel).
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      if (attention.getKey().getType().getDimSize(1) % size != 0)
+        return;
+      for (Value v :
+           {attention.getQuery(), attention.getKey(), attention.getValue()})
+        seeds += annotate(v, 1);
+      return;
+    }
+    // MLP: an activation whose features a matmul contracts: split by
+    // features (the up projection column-parallel, the down projection
+    // row-parallel).
+    if (auto gelu = dyn_cast<GeluOp>(op)) {
+      auto type = gelu.getType();
+      int64_t last = type.getRank() - 1;
+      if (last < 0 || type.getDimSize(last) % size != 0)
+        return;
+      bool contracted = llvm::any_of(gelu->getUsers(), [&](Operation *user) {
+        auto dot = dyn_cast<DotGeneralOp>(user);
+        return dot &&
+               ((dot.getLhs() == gelu.getResult() &&
+                 llvm::is_contained(dot.getLhsContractingDimensions(), last)) ||
+                (dot.getRhs() == gelu.getResult() &&
+                 llvm::is_contained(dot.getRhsContractingDimensions(), last)));
+      });
+      if (contracted)
+        seeds += annotate(gelu.getResult(), last);
+    }
+  });
+  return seeds;
+}

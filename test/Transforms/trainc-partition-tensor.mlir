@@ -1,0 +1,91 @@
+// Tensor parallelism: seeds (--tensor-parallel's, or graph.sharding written
+// by hand on an op) propagate by the ops' sharding rules, then each op runs
+// on this rank's blocks (see ShardAxis.cpp).
+// RUN: trainc-opt %s --trainc-partition="mesh=tensor=2 tensor-parallel=true" -split-input-file | FileCheck %s
+
+// An MLP (Megatron): the GELU's features are split, so the up projection's
+// weight is sliced by columns and the down projection's by rows; the down
+// projection's partial sums are completed by one all_reduce. Whole result.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[W1:.+]]: tensor<8x16xf32>, %[[W2:.+]]: tensor<16x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[T:.+]] = graph.transpose %[[W1]], permutation = [1, 0]
+// CHECK: %[[S:.+]] = graph.shard_slice %[[T]], axis = "tensor" : (tensor<16x8xf32>) -> tensor<8x8xf32>
+// CHECK: %[[C:.+]] = graph.transpose %[[S]], permutation = [1, 0]
+// CHECK: %[[H:.+]] = graph.dot_general %[[X]], %[[C]]{{.*}} -> tensor<4x8xf32>
+// CHECK: %[[A:.+]] = graph.gelu %[[H]], approximation = erf : tensor<4x8xf32>
+// CHECK: %[[R:.+]] = graph.shard_slice %[[W2]], axis = "tensor" : (tensor<16x8xf32>) -> tensor<8x8xf32>
+// CHECK: %[[P:.+]] = graph.dot_general %[[A]], %[[R]]
+// CHECK: %[[Y:.+]] = graph.all_reduce %[[P]], axis = "tensor" : tensor<4x8xf32>
+// CHECK: return %[[Y]]
+// CHECK-NOT: all_gather
+func.func @main(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %h = graph.dot_general %x, %w1, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %a = graph.gelu %h, approximation = erf : tensor<4x16xf32>
+  %y = graph.dot_general %a, %w2, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Attention: split by heads (2 of 4 per rank). The split reaches the query
+// projection back through the transpose and the reshape (64 features = 4
+// heads x 16: the major part), and the output projection's contraction.
+// CHECK-LABEL: func.func @main
+// CHECK: graph.shard_slice {{.*}} : (tensor<64x64xf32>) -> tensor<32x64xf32>
+// CHECK: graph.dot_general {{.*}} -> tensor<2x8x32xf32>
+// CHECK: graph.reshape {{.*}} -> tensor<2x8x2x16xf32>
+// CHECK: graph.attention {{.*}} -> tensor<2x2x8x16xf32>
+// CHECK: graph.reshape {{.*}} -> tensor<2x8x32xf32>
+// CHECK: graph.shard_slice %arg2, axis = "tensor" : (tensor<64x64xf32>) -> tensor<32x64xf32>
+// CHECK: %[[P:.+]] = graph.dot_general {{.*}} -> tensor<2x8x64xf32>
+// CHECK: %[[Y:.+]] = graph.all_reduce %[[P]], axis = "tensor"
+// CHECK: return %[[Y]]
+func.func @main(%x: tensor<2x8x64xf32>, %wq: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x8x64xf32> {
+  %q = graph.dot_general %x, %wq, batching_dims = [] x [], contracting_dims = [2] x [0] : (tensor<2x8x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  %r = graph.reshape %q : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
+  %t = graph.transpose %r, permutation = [0, 2, 1, 3] : (tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>
+  %o = graph.attention %t, %t, %t, scale = 0.25, causal : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  %ot = graph.transpose %o, permutation = [0, 2, 1, 3] : (tensor<2x4x8x16xf32>) -> tensor<2x8x4x16xf32>
+  %or = graph.reshape %ot : (tensor<2x8x4x16xf32>) -> tensor<2x8x64xf32>
+  %y = graph.dot_general %or, %wo, batching_dims = [] x [], contracting_dims = [2] x [0] : (tensor<2x8x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  return %y : tensor<2x8x64xf32>
+}
+
+// -----
+
+// Hand annotations and the conflict rule: the add's first operand, split
+// along dimension 0, decides; the second (split along 1 by its annotation)
+// is gathered and sliced along 0. A splat constant is made as a block. A
+// maximum over the split dimension gathers its operand; a sum over it
+// would be an all_reduce, over another dimension it stays split and the
+// whole result is gathered for the return.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[A:.+]] = graph.shard_slice %arg0, axis = "tensor" : (tensor<4x6xf32>) -> tensor<2x6xf32>
+// CHECK: %[[X:.+]] = graph.exp %[[A]] : tensor<2x6xf32>
+// CHECK: graph.shard_slice {{.*}} : (tensor<6x4xf32>) -> tensor<3x4xf32>
+// CHECK: %[[Y:.+]] = graph.exp {{.*}} : tensor<4x3xf32>
+// CHECK: %[[YT:.+]] = graph.transpose %[[Y]], permutation = [1, 0]
+// CHECK: %[[YG:.+]] = graph.all_gather %[[YT]], axis = "tensor" : (tensor<3x4xf32>) -> tensor<6x4xf32>
+// CHECK: %[[YW:.+]] = graph.transpose %[[YG]], permutation = [1, 0]
+// CHECK: %[[YS:.+]] = graph.shard_slice %[[YW]], axis = "tensor" : (tensor<4x6xf32>) -> tensor<2x6xf32>
+// CHECK: %[[S:.+]] = graph.add %[[X]], %[[YS]] : tensor<2x6xf32>
+// CHECK: %[[C:.+]] = graph.constant dense<2.000000e+00> : tensor<2x6xf32>
+// CHECK: %[[M:.+]] = graph.mul %[[S]], %[[C]] : tensor<2x6xf32>
+// CHECK: %[[MG:.+]] = graph.all_gather %[[M]], axis = "tensor" : (tensor<2x6xf32>) -> tensor<4x6xf32>
+// CHECK: graph.reduce_max %[[MG]], dims = [0] : (tensor<4x6xf32>) -> tensor<6xf32>
+// CHECK: %[[Q:.+]] = graph.reduce_sum %[[M]], dims = [0] : (tensor<2x6xf32>) -> tensor<6xf32>
+// CHECK: %[[QS:.+]] = graph.all_reduce %[[Q]], axis = "tensor" : tensor<6xf32>
+// CHECK: %[[R:.+]] = graph.reduce_sum %[[M]], dims = [1] : (tensor<2x6xf32>) -> tensor<2xf32>
+// CHECK: %[[RG:.+]] = graph.all_gather %[[R]], axis = "tensor" : (tensor<2xf32>) -> tensor<4xf32>
+// CHECK: return %{{.+}}, %[[QS]], %[[RG]]
+func.func @main(%a: tensor<4x6xf32>, %b: tensor<4x6xf32>) -> (tensor<6xf32>, tensor<6xf32>, tensor<4xf32>) {
+  %x = graph.exp %a {graph.sharding = ["tensor", ""]} : tensor<4x6xf32>
+  %y = graph.exp %b {graph.sharding = ["", "tensor"]} : tensor<4x6xf32>
+  %s = graph.add %x, %y : tensor<4x6xf32>
+  %c = graph.constant dense<2.0> : tensor<4x6xf32>
+  %m = graph.mul %s, %c : tensor<4x6xf32>
+  %max = graph.reduce_max %m, dims = [0] : (tensor<4x6xf32>) -> tensor<6xf32>
+  %sum0 = graph.reduce_sum %m, dims = [0] : (tensor<4x6xf32>) -> tensor<6xf32>
+  %sum1 = graph.reduce_sum %m, dims = [1] : (tensor<4x6xf32>) -> tensor<4xf32>
+  return %max, %sum0, %sum1 : tensor<6xf32>, tensor<6xf32>, tensor<4xf32>
+}
