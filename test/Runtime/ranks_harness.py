@@ -1,5 +1,7 @@
 """What the tests of runs on several MPI ranks share: the launch environment,
-the check list, the byte data and the comparison of trained weights."""
+the check list, the byte data, training runs and the comparison of their
+curves and trained weights."""
+import json
 import os
 import subprocess
 
@@ -65,3 +67,42 @@ def check_weights_close(name, ref_w, cand_w, lr, steps):
           f'{name}: final weights within 1e-4 (worst {diffs[worst]:.2e} in {worst})')
     check(key_bias <= lr * steps,
           f'{name}: attention key biases within lr x steps (worst {key_bias:.2e})')
+
+
+def load_run(out):
+    """((loss, grad_norm) per step, final weights) of a run in `out`."""
+    from safetensors.numpy import load_file
+    with open(os.path.join(out, 'log.jsonl')) as f:
+        records = [json.loads(line) for line in f]
+    return ([(r['loss'], r['grad_norm']) for r in records],
+            load_file(os.path.join(out, 'weights.safetensors')))
+
+
+def train(args, launch, exe, data, out, steps, extra=()):
+    """Trains `exe` on byte `data` for `steps` with `launch` (one_rank or an
+    mpirun of N); (load_run(out) or None on failure, the process result)."""
+    os.makedirs(out, exist_ok=True)
+    command = [args.trainc_run, exe, '--data', data, '--data-format', 'bytes',
+               '--steps', str(steps), '--no-progress',
+               '--log-jsonl', os.path.join(out, 'log.jsonl'),
+               '--save-safetensors', os.path.join(out, 'weights.safetensors'),
+               '--output-dir', out] + list(extra)
+    result = launch(command)
+    if result.returncode != 0:
+        print(result.stdout[-2000:], result.stderr[-3000:])
+        return None, result
+    return load_run(out), result
+
+
+def compare_loose(name, reference, candidate, lr, steps):
+    """Runs whose sums were formed in another order: loss and grad_norm
+    within 1e-5 relative, weights as check_weights_close."""
+    if reference is None or candidate is None:
+        check(False, f'{name}: both runs finish')
+        return
+    (ref_curve, ref_w), (cand_curve, cand_w) = reference, candidate
+    ref, cand = np.array(ref_curve), np.array(cand_curve)
+    worst = float(np.max(np.abs(ref - cand) / np.abs(ref))) if ref.shape == cand.shape else float('inf')
+    check(ref.shape == cand.shape and worst <= 1e-5,
+          f'{name}: curves within 1e-5 relative (worst {worst:.2e})')
+    check_weights_close(name, ref_w, cand_w, lr, steps)

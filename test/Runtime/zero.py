@@ -69,26 +69,8 @@ def mpirun(n):
     return lambda command: ranks_harness.mpirun(n, command)
 
 
-def load_run(out):
-    from safetensors.numpy import load_file
-    with open(os.path.join(out, 'log.jsonl')) as f:
-        records = [json.loads(line) for line in f]
-    return ([(r['loss'], r['grad_norm']) for r in records],
-            load_file(os.path.join(out, 'weights.safetensors')))
-
-
 def train(args, launch, exe, data, out, steps=STEPS, extra=()):
-    os.makedirs(out, exist_ok=True)
-    command = [args.trainc_run, exe, '--data', data, '--data-format', 'bytes',
-               '--steps', str(steps), '--no-progress',
-               '--log-jsonl', os.path.join(out, 'log.jsonl'),
-               '--save-safetensors', os.path.join(out, 'weights.safetensors'),
-               '--output-dir', out] + list(extra)
-    result = launch(command)
-    if result.returncode != 0:
-        print(result.stdout[-2000:], result.stderr[-3000:])
-        return None, result
-    return load_run(out), result
+    return ranks_harness.train(args, launch, exe, data, out, steps, extra)
 
 
 def same_weights(a, b):
@@ -109,15 +91,7 @@ def compare_exact(name, reference, candidate):
 
 
 def compare_loose(name, reference, candidate):
-    if reference is None or candidate is None:
-        check(False, f'{name}: both runs finish')
-        return
-    (ref_curve, ref_w), (cand_curve, cand_w) = reference, candidate
-    ref, cand = np.array(ref_curve), np.array(cand_curve)
-    worst = float(np.max(np.abs(ref - cand) / np.abs(ref)))
-    check(ref.shape == cand.shape and worst <= 1e-5,
-          f'{name}: curves within 1e-5 relative (worst {worst:.2e})')
-    check_weights_close(name, ref_w, cand_w, LR, STEPS)
+    ranks_harness.compare_loose(name, reference, candidate, LR, STEPS)
 
 
 def planned_training_state(report):
