@@ -57,8 +57,8 @@ func.func @main(%x: tensor<2x8x64xf32>, %wq: tensor<64x64xf32>, %wo: tensor<64x6
 // along dimension 0, decides; the second (split along 1 by its annotation)
 // is gathered and sliced along 0. A splat constant is made as a block. A
 // maximum over the split dimension gathers its operand; a sum over it
-// would be an all_reduce, over another dimension it stays split and the
-// whole result is gathered for the return.
+// leaves partial sums, completed by an all_reduce where the return needs
+// them; a sum over another dimension stays split and is gathered.
 // CHECK-LABEL: func.func @main
 // CHECK: %[[A:.+]] = graph.shard_slice %arg0, axis = "tensor" : (tensor<4x6xf32>) -> tensor<2x6xf32>
 // CHECK: %[[X:.+]] = graph.exp %[[A]] : tensor<2x6xf32>
@@ -74,8 +74,8 @@ func.func @main(%x: tensor<2x8x64xf32>, %wq: tensor<64x64xf32>, %wo: tensor<64x6
 // CHECK: %[[MG:.+]] = graph.all_gather %[[M]], axis = "tensor" : (tensor<2x6xf32>) -> tensor<4x6xf32>
 // CHECK: graph.reduce_max %[[MG]], dims = [0] : (tensor<4x6xf32>) -> tensor<6xf32>
 // CHECK: %[[Q:.+]] = graph.reduce_sum %[[M]], dims = [0] : (tensor<2x6xf32>) -> tensor<6xf32>
-// CHECK: %[[QS:.+]] = graph.all_reduce %[[Q]], axis = "tensor" : tensor<6xf32>
 // CHECK: %[[R:.+]] = graph.reduce_sum %[[M]], dims = [1] : (tensor<2x6xf32>) -> tensor<2xf32>
+// CHECK: %[[QS:.+]] = graph.all_reduce %[[Q]], axis = "tensor" : tensor<6xf32>
 // CHECK: %[[RG:.+]] = graph.all_gather %[[R]], axis = "tensor" : (tensor<2xf32>) -> tensor<4xf32>
 // CHECK: return %{{.+}}, %[[QS]], %[[RG]]
 func.func @main(%a: tensor<4x6xf32>, %b: tensor<4x6xf32>) -> (tensor<6xf32>, tensor<6xf32>, tensor<4xf32>) {
@@ -88,4 +88,35 @@ func.func @main(%a: tensor<4x6xf32>, %b: tensor<4x6xf32>) -> (tensor<6xf32>, ten
   %sum0 = graph.reduce_sum %m, dims = [0] : (tensor<4x6xf32>) -> tensor<6xf32>
   %sum1 = graph.reduce_sum %m, dims = [1] : (tensor<4x6xf32>) -> tensor<4xf32>
   return %max, %sum0, %sum1 : tensor<6xf32>, tensor<6xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Partial sums add up before they are completed: the three row-parallel
+// products (a QKV projection's input gradient) make one all_reduce; a
+// split user gets its block by reduce_scatter.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[A:.+]] = graph.dot_general {{.*}} -> tensor<4x8xf32>
+// CHECK: %[[B:.+]] = graph.dot_general {{.*}} -> tensor<4x8xf32>
+// CHECK: %[[C:.+]] = graph.dot_general {{.*}} -> tensor<4x8xf32>
+// CHECK: %[[AB:.+]] = graph.add %[[A]], %[[B]] : tensor<4x8xf32>
+// CHECK: %[[ABC:.+]] = graph.add %[[AB]], %[[C]] : tensor<4x8xf32>
+// CHECK: %[[T:.+]] = graph.transpose %[[ABC]], permutation = [1, 0]
+// CHECK: %[[RS:.+]] = graph.reduce_scatter %[[T]], axis = "tensor" : (tensor<8x4xf32>) -> tensor<4x4xf32>
+// CHECK: %[[MINE:.+]] = graph.transpose %[[RS]], permutation = [1, 0]
+// CHECK: graph.exp %[[MINE]] : tensor<4x4xf32>
+// CHECK: %[[W:.+]] = graph.all_reduce %[[ABC]], axis = "tensor" : tensor<4x8xf32>
+// CHECK: return %[[W]],
+// CHECK-NOT: all_reduce
+func.func @main(%q: tensor<4x16xf32>, %k: tensor<4x16xf32>, %v: tensor<4x16xf32>, %w: tensor<16x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %qs = graph.exp %q {graph.sharding = ["", "tensor"]} : tensor<4x16xf32>
+  %ks = graph.exp %k {graph.sharding = ["", "tensor"]} : tensor<4x16xf32>
+  %vs = graph.exp %v {graph.sharding = ["", "tensor"]} : tensor<4x16xf32>
+  %a = graph.dot_general %qs, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %b = graph.dot_general %ks, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %c = graph.dot_general %vs, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %ab = graph.add %a, %b : tensor<4x8xf32>
+  %abc = graph.add %ab, %c : tensor<4x8xf32>
+  %split = graph.exp %abc {graph.sharding = ["", "tensor"]} : tensor<4x8xf32>
+  return %abc, %split : tensor<4x8xf32>, tensor<4x8xf32>
 }

@@ -13,12 +13,16 @@
 //    otherwise by another op is converted there. Values still undecided at
 //    the end are whole.
 // 3. Per-rank rewriting, op by op in program order: the op splits the
-//    factor of its first split result (or, when no result is split, the
-//    reduction factor of its first split operand); each operand is
+//    factor propagation chose for it (that of its first split operand,
+//    else result); each operand is
 //    converted to what that needs (graph.shard_slice takes this rank's
 //    block of a whole value, graph.all_gather joins blocks); the op is
-//    rebuilt on blocks; a split reduction factor leaves partial sums that
-//    a graph.all_reduce completes. Function results are gathered whole.
+//    rebuilt on blocks; a split reduction factor leaves partial sums. Those
+//    pass whole-shaped through sums, negations and data movement whose
+//    operands are all partial (so the three partial input gradients of a QKV
+//    projection are added before one all_reduce), and are completed where a
+//    user needs them: graph.all_reduce for a whole value, graph.reduce_scatter
+//    for a split one. Function results are whole.
 // A factor is splittable when the axis size divides it.
 //
 //===----------------------------------------------------------------------===//
@@ -36,8 +40,17 @@ using namespace trainc::graph;
 
 namespace {
 
-/// Where a value is split: kWhole, or the dimension.
+/// Where a value is split: kWhole, the dimension, or (in the rewritten
+/// program) kPartial: each rank holds a whole-shaped partial sum.
 constexpr int64_t kWhole = -1;
+constexpr int64_t kPartial = -2;
+
+/// Ops linear in every operand that keep a partial sum partial: summed over
+/// the ranks, op(partial parts) is op(whole). The rest complete it first.
+bool keepsPartialSums(Operation *op) {
+  return isa<AddOp, SubOp, NegOp, ReshapeOp, TransposeOp, BroadcastInDimOp,
+             SliceOp, ConcatenateOp>(op);
+}
 
 /// Moves dimension `dim` of `v` to the front (or back, with `inverse`).
 Value moveDim(OpBuilder &b, Location loc, Value v, int64_t dim, bool inverse) {
@@ -137,41 +150,32 @@ private:
     return f != ShardingRule::kNoFactor && rule.factorSizes[f] % n == 0;
   }
 
-  /// The factor `op` splits: that of its first split result, else the
-  /// reduction factor of its first split operand (`decided` only: values
-  /// not yet decided are skipped), else kNoFactor.
-  int64_t chosenFactor(Operation *op, const ShardingRule &rule,
-                       bool fromOperandsFirst) {
+  /// The factor `op` splits: that of the first operand, else result,
+  /// already split along a dimension whose factor is splittable (absent
+  /// from `split`: undecided, skipped); else kNoFactor. Propagation and
+  /// the rewriting ask the same question, so the op runs as propagation
+  /// decided.
+  int64_t chosenFactor(Operation *op, const ShardingRule &rule) {
+    // Partial sums are completed by collectives that take floats.
+    bool floatResults = llvm::all_of(op->getResults(), [](Value r) {
+      return isFloatTensorType(r.getType());
+    });
     auto fromValues = [&](ValueRange values,
-                          ArrayRef<SmallVector<int64_t>> dims,
-                          bool reductionOnly) -> int64_t {
+                          ArrayRef<SmallVector<int64_t>> dims) -> int64_t {
       for (auto [v, vdims] : llvm::zip(values, dims)) {
         auto it = split.find(v);
         if (it == split.end() || it->second == kWhole)
           continue;
         int64_t f = vdims[it->second];
-        if (splittable(rule, f) && (!reductionOnly || rule.isReduction(f)))
+        if (splittable(rule, f) && (floatResults || !rule.isReduction(f)))
           return f;
       }
       return ShardingRule::kNoFactor;
     };
-    if (fromOperandsFirst) {
-      int64_t f = fromValues(op->getOperands(), rule.operandDims, false);
-      return f != ShardingRule::kNoFactor
-                 ? f
-                 : fromValues(op->getResults(), rule.resultDims, false);
-    }
-    int64_t f = fromValues(op->getResults(), rule.resultDims, false);
-    if (f != ShardingRule::kNoFactor)
-      return f;
-    f = fromValues(op->getOperands(), rule.operandDims, true);
-    if (f == ShardingRule::kNoFactor)
-      return f;
-    // Partial sums are completed by all_reduce, which takes floats.
-    for (Value r : op->getResults())
-      if (!isFloatTensorType(r.getType()))
-        return ShardingRule::kNoFactor;
-    return f;
+    int64_t f = fromValues(op->getOperands(), rule.operandDims);
+    return f != ShardingRule::kNoFactor
+               ? f
+               : fromValues(op->getResults(), rule.resultDims);
   }
 
   bool propagateAt(Operation *op) {
@@ -179,7 +183,7 @@ private:
     if (!sharded)
       return false;
     ShardingRule rule = sharded.getShardingRule();
-    int64_t f = chosenFactor(op, rule, /*fromOperandsFirst=*/true);
+    int64_t f = chosenFactor(op, rule);
     if (f == ShardingRule::kNoFactor)
       return false;
     bool changed = false;
@@ -218,7 +222,18 @@ private:
     if (Value done = converted.lookup(key))
       return done;
     Value out = v;
-    if (have != kWhole) {
+    if (have == kPartial && want == kWhole) {
+      out = b.create<AllReduceOp>(loc, v, axis);
+    } else if (have == kPartial) {
+      // Summed and split in one: half the traffic of an all_reduce.
+      Value front = moveDim(b, loc, v, want, /*inverse=*/false);
+      Value mine =
+          b.create<ReduceScatterOp>(loc, resized(front, 0, n, /*gather=*/false),
+                                    front, b.getStringAttr(axis));
+      out = moveDim(b, loc, mine, want, /*inverse=*/true);
+      converted[key] = out;
+      return out;
+    } else if (have != kWhole) {
       Value front = moveDim(b, loc, out, have, /*inverse=*/false);
       Value gathered =
           b.create<AllGatherOp>(loc, resized(front, 0, n, /*gather=*/true),
@@ -287,14 +302,26 @@ private:
       int64_t f = ShardingRule::kNoFactor;
       if (sharded) {
         rule = sharded.getShardingRule();
-        f = chosenFactor(op, rule, /*fromOperandsFirst=*/false);
+        f = chosenFactor(op, rule);
       }
+      // Partial sums pass through linear ops whole-shaped, completed once
+      // after them rather than once per operand.
+      bool passPartial = keepsPartialSums(op) && op->getNumOperands() > 0 &&
+                         llvm::all_of(op->getOperands(), [&](Value v) {
+                           return actual.lookup(mapping.lookup(v)) == kPartial;
+                         });
+      if (passPartial)
+        f = ShardingRule::kNoFactor;
       SmallVector<Value> operands;
       for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        Value mapped = mapping.lookup(v);
+        if (passPartial) {
+          operands.push_back(mapped);
+          continue;
+        }
         int64_t want = f == ShardingRule::kNoFactor
                            ? kWhole
                            : ShardingRule::dimOf(rule.operandDims[i], f);
-        Value mapped = mapping.lookup(v);
         operands.push_back(
             convert(b, loc, mapped, actual.lookup(mapped), want));
       }
@@ -303,16 +330,17 @@ private:
         continue;
       }
       Operation *clone = rebuild(b, op, rule, f, operands);
-      bool partial = f != ShardingRule::kNoFactor && rule.isReduction(f);
+      // A split reduction factor leaves partial sums, completed (by
+      // convert) where a user needs them whole or split.
+      bool partial =
+          passPartial || (f != ShardingRule::kNoFactor && rule.isReduction(f));
       for (auto [i, r] : llvm::enumerate(clone->getResults())) {
-        int64_t d = f == ShardingRule::kNoFactor
+        int64_t d = partial ? kPartial
+                    : f == ShardingRule::kNoFactor
                         ? kWhole
                         : ShardingRule::dimOf(rule.resultDims[i], f);
-        Value result = r;
-        if (partial)
-          result = b.create<AllReduceOp>(loc, r, axis);
-        actual[result] = d;
-        mapping.map(op->getResult(i), result);
+        actual[r] = d;
+        mapping.map(op->getResult(i), r);
       }
     }
     for (Operation *op : llvm::reverse(old))
