@@ -65,6 +65,10 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   // ... and drop what they made dead, merging duplicates.
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  // ... with tensor parallelism, one projection per slice of a fused QKV,
+  // so that each splits by heads ...
+  if (options.train && options.partition.tensorParallel)
+    pm.addNestedPass<mlir::func::FuncOp>(createSplitFusedProjections());
   // ... and mark the training signature: the loss and the data inputs.
   pm.addPass(createInferSignature(
       InferSignatureOptions{options.loss, /*requireLoss=*/options.train}));

@@ -48,6 +48,36 @@ def RecognizeComposites : Pass<"trainc-recognize-composites", "mlir::func::FuncO
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def SplitFusedProjections : Pass<"trainc-split-fused-projections", "mlir::func::FuncOp"> {
+  let summary = "One projection per slice of a fused projection (QKV)";
+  let description = [{
+    GPT-2 and many exports compute query, key and value with one matmul
+    (`c_attn`, [d, 3d]) whose result is sliced three ways. Split over a
+    tensor axis, such a product would be cut across the three, not by heads
+    within each. With tensor parallelism the recognize phase therefore
+    rewrites, anywhere in a function, a `graph.dot_general` (optionally
+    plus a bias through `graph.add`) whose every user is a `graph.slice` of
+    one result dimension into one product per slice: that operand of the
+    dot which makes the dimension (found through the dot's sharding rule)
+    is sliced instead, and so is the bias (a broadcast bias is sliced
+    before it is broadcast). Autodiff then differentiates the three
+    products, and the partition phase makes each column-parallel.
+
+    Numerics: each element is the same sum as in the fused product (a BLAS
+    may order it differently for another shape).
+
+    Example:
+    ```mlir
+    %f = graph.dot_general %x, %w ... -> tensor<2x8x192xf32>
+    %q = graph.slice %f, start = [0, 0, 0], limit = [2, 8, 64] ...
+    // becomes
+    %wq = graph.slice %w, start = [0, 0], limit = [64, 64] ...
+    %q = graph.dot_general %x, %wq ... -> tensor<2x8x64xf32>
+    ```
+  }];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 def InferSignature : Pass<"trainc-infer-signature", "mlir::ModuleOp"> {
   let summary = "Mark the loss and the token and target inputs of @main";
   let description = [{
