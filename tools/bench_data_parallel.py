@@ -15,6 +15,10 @@ rank (TRAINC_NUM_THREADS, OMP/OPENBLAS/MKL_NUM_THREADS = 1, torch threads 1):
   trainc x2 ZeRO-S  the same with --zero S, S in --zero-stages (default
               1,2,3): what splitting the optimizer state, the gradients and
               the parameters costs in step time and exposed communication
+  trainc TP x2  mpirun -np 2 on the `--mesh tensor=2 --tensor-parallel`
+              step: Megatron tensor parallelism, both ranks on the same
+              batch of --batch (strong scaling: its speedup is trainc x1's
+              step time over its own)
   torch x1    the same GPT in torch.nn, AdamW, one process
   torch DDP x2  two processes (torch.multiprocessing), gloo, DDP with its
               default 25 MB buckets and overlap of the gradient all-reduce
@@ -102,13 +106,16 @@ def torch_child(cfg_path):
 # ---------------------------------------------------------------------------
 # The driver
 
-def run_trainc(args, exe, ranks, work):
+def run_trainc(args, exe, ranks, work, data_ranks=None):
+    """(median step ms, median exposed comm ms) of `exe` on `ranks`, fed
+    the global batch of `data_ranks` (default: ranks) data-parallel ranks."""
+    data_ranks = data_ranks or ranks
     log = os.path.join(work, f'log{ranks}.jsonl')
     if os.path.exists(log):
         os.remove(log)
     command = [os.path.join(args.bin_dir, 'trainc-run'), exe,
-               '--input', f'tokens={work}/tokens_global{ranks}.npy',
-               '--input', f'targets={work}/targets_global{ranks}.npy',
+               '--input', f'tokens={work}/tokens_global{data_ranks}.npy',
+               '--input', f'targets={work}/targets_global{data_ranks}.npy',
                '--steps', str(args.steps), '--no-progress', '--log-jsonl', log,
                '--output-dir', os.path.join(work, f'out{ranks}')]
     if ranks > 1:
@@ -195,6 +202,9 @@ def main():
         for exe, bucket in ((exe2, '26214400'), (exe2u, '0')):
             subprocess.run([trainc, f'{work}/model.onnx', '--train', '--mesh', 'data=2',
                             '--data-parallel', '--bucket-bytes', bucket, '-o', exe], check=True)
+        exe_tp = os.path.join(work, 'tp2.tcx')
+        subprocess.run([trainc, f'{work}/model.onnx', '--train', '--mesh', 'tensor=2',
+                        '--tensor-parallel', '-o', exe_tp], check=True)
         zero = {}
         for stage in [int(x) for x in args.zero_stages.split(',') if x]:
             zero[stage] = os.path.join(work, f'zero{stage}.tcx')
@@ -222,6 +232,7 @@ def main():
             for stage, exe in zero.items():
                 row[f'ZeRO-{stage}'], row[f'comm ZeRO-{stage}'] = run_trainc(
                     args, exe, 2, work)
+            row['TP x2'], row['comm TP'] = run_trainc(args, exe_tp, 2, work, data_ranks=1)
             if args.torch_python:
                 row['torch x1'] = run_torch(args, cfg, 1, work)
                 row['torch DDP x2'] = run_torch(args, cfg, 2, work)
@@ -239,6 +250,7 @@ def main():
             for stage in zero:
                 line += (f'; ZeRO-{stage} {row[f"ZeRO-{stage}"]:.1f} ms, '
                          f'comm {row[f"comm ZeRO-{stage}"]:.2f} ms')
+            line += f'; TP x2 {row["TP x2"]:.1f} ms, comm {row["comm TP"]:.2f} ms'
             print(line, flush=True)
         print('\nmedians over rounds:')
         med = {k: median([r[k] for r in rows]) for k in rows[0]}
@@ -260,6 +272,9 @@ def main():
             print(f'  trainc x2 ZeRO-{stage}: {med[f"ZeRO-{stage}"]:.1f} ms/step, '
                   f'{med[f"ZeRO-{stage}"] / med["trainc x2"]:.2f} x data parallel '
                   f'(exposed communication {med[f"comm ZeRO-{stage}"]:.2f} ms/step)')
+        print(f'  trainc TP x2 (same batch as x1): {med["TP x2"]:.1f} ms/step, speedup '
+              f'{med["trainc x1"] / med["TP x2"]:.2f} over 1 rank (exposed communication '
+              f'{med["comm TP"]:.2f} ms/step)')
         if 'torch x1' in med:
             print(f'  torch DDP 2-rank scaling efficiency: '
                   f'{med["torch x1"] / med["torch DDP x2"]:.2f}')
