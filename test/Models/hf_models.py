@@ -33,7 +33,6 @@ import sys
 import tempfile
 
 import numpy as np
-import onnxruntime as ort
 
 GRAD_RTOL = 1e-4
 # A parameter whose float64 gradient is below ZERO_GRAD of the total norm
@@ -63,26 +62,11 @@ def rel(a, b):
     return d / nb if nb > 0 else d
 
 
-def check(args, model_dir, info, exporter, work):
-    onnx_path = os.path.join(model_dir, f'{exporter}.onnx')
-    ref = np.load(os.path.join(model_dir, 'reference.npz'))
-    inputs = []
-    for name in info['inputs']:
-        inputs += ['--input', f'{name}={os.path.join(model_dir, name + ".npy")}']
-    tag = f'{os.path.basename(model_dir)}/{exporter}'
-    problems, measured = [], {}
-
-    ir = run([args.trainc, onnx_path, '--compile-to=recognize']).stdout
-    missing = [c for c in info['composites'] if f'graph.{c} ' not in ir]
-    if missing:
-        problems.append(f'not recognized: {", ".join(missing)}')
-
-    grads_exe = os.path.join(work, f'{exporter}_grads.tcx')
-    out = os.path.join(work, f'{exporter}_grads')
-    run([args.trainc, onnx_path, '--train', '--optimizer', 'none', '-o', grads_exe])
-    run([args.trainc_run, grads_exe, *inputs, '--output-dir', out])
-    measured['loss'] = abs(float(np.load(os.path.join(out, 'loss.npy'))) -
-                           float(ref['loss_f64'])) / abs(float(ref['loss_f64']))
+def gradient_errors(ref, info, out, problems):
+    """(the worst relative error of the gradients (*.grad.npy) in `out`
+    against PyTorch's float64 ones in `ref`, its parameter's name, the
+    float32 reference's own worst error); appends to `problems` what is missing, extra, misshapen, or a zero
+    gradient above float32 round-off."""
     params = sorted(k[len('grad_f64/'):] for k in ref.files if k.startswith('grad_f64/'))
     # trainc's gradients by the reference's parameter names (a tied
     # parameter may carry another of its names in the export).
@@ -116,6 +100,30 @@ def check(args, model_dir, info, exporter, work):
             worst, worst_name = e, name
     if zero_worst > ZERO_GRAD_F32:
         problems.append(f'a gradient that is exactly zero is {zero_worst:.1e} of the total norm')
+    return worst, worst_name, ref_noise
+
+
+def check(args, model_dir, info, exporter, work):
+    onnx_path = os.path.join(model_dir, f'{exporter}.onnx')
+    ref = np.load(os.path.join(model_dir, 'reference.npz'))
+    inputs = []
+    for name in info['inputs']:
+        inputs += ['--input', f'{name}={os.path.join(model_dir, name + ".npy")}']
+    tag = f'{os.path.basename(model_dir)}/{exporter}'
+    problems, measured = [], {}
+
+    ir = run([args.trainc, onnx_path, '--compile-to=recognize']).stdout
+    missing = [c for c in info['composites'] if f'graph.{c} ' not in ir]
+    if missing:
+        problems.append(f'not recognized: {", ".join(missing)}')
+
+    grads_exe = os.path.join(work, f'{exporter}_grads.tcx')
+    out = os.path.join(work, f'{exporter}_grads')
+    run([args.trainc, onnx_path, '--train', '--optimizer', 'none', '-o', grads_exe])
+    run([args.trainc_run, grads_exe, *inputs, '--output-dir', out])
+    measured['loss'] = abs(float(np.load(os.path.join(out, 'loss.npy'))) -
+                           float(ref['loss_f64'])) / abs(float(ref['loss_f64']))
+    worst, worst_name, ref_noise = gradient_errors(ref, info, out, problems)
     measured['grad'] = worst
     if measured['loss'] > GRAD_RTOL:
         problems.append(f"loss off by {measured['loss']:.2e} relative")
@@ -143,6 +151,7 @@ def check(args, model_dir, info, exporter, work):
     run([args.trainc, onnx_path, '-o', fwd_exe])
     run([args.trainc_run, fwd_exe, *inputs, '--output-dir', fwd_out])
     feeds = {n: np.load(os.path.join(model_dir, n + '.npy')) for n in info['inputs']}
+    import onnxruntime as ort  # only here: test/Runtime imports this module
     session = ort.InferenceSession(onnx_path, providers=['CPUExecutionProvider'])
     ort_loss = float(session.run(['loss'], feeds)[0])
     measured['forward'] = abs(float(np.load(os.path.join(fwd_out, 'loss.npy'))) -

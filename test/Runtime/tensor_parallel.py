@@ -21,9 +21,16 @@ on byte data from the same initial weights as one rank, launched by
 - A 2 x 2 checkpoint (parameters whole on the tensor axis, one shard per
   data rank) resumes on one rank with --grad-accum 2 and ends within the
   tolerances above of 20 uninterrupted steps.
+- Models nobody here wrote: the Hugging Face GPT-2 (fused QKV in a Conv1D)
+  and Llama (SwiGLU MLP, RMSNorm) of test/Models/hf, both exporters, on
+  2 tensor-parallel ranks (`--optimizer none`): the loss and every
+  gradient within 1e-4 of PyTorch's float64 ones (the criterion of
+  test/Models/hf_models.py), with Megatron's 4 all-reduces per block
+  (2 forward, 2 backward) for the TorchScript exports.
 
 Exits 77 (skipped) when mpirun is not installed, 1 on any failure.
 """
+import json
 import os
 import re
 import shutil
@@ -31,7 +38,13 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
 import tinygpt_harness
+
+HF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Models')
+sys.path.insert(0, HF_DIR)
+import hf_models  # noqa: E402
 
 from ranks_harness import (check, compare_loose, finish, mpirun, one_rank,
                            train, write_byte_data)
@@ -126,7 +139,51 @@ def main():
             # The resumed run logs steps 11..20; join it to the first ten.
             resumed = (first[0] + resumed[0], resumed[1])
         compare_loose('2 x 2 checkpoint resumed on one rank', ref_ga2, resumed, LR, STEPS)
+        check_hugging_face(args, work)
     return finish('tensor-parallel')
+
+
+def check_hugging_face(args, work):
+    hf = os.path.join(HF_DIR, 'hf')
+    summary = json.load(open(os.path.join(hf, 'summary.json')))
+    for name in ('gpt2', 'llama'):
+        info, model_dir = summary['models'][name], os.path.join(hf, name)
+        ref = np.load(os.path.join(model_dir, 'reference.npz'))
+        inputs = []
+        for i in info['inputs']:
+            inputs += ['--input', f'{i}={os.path.join(model_dir, i + ".npy")}']
+        for exporter in ('ts17', 'dynamo'):
+            tag = f'{name}/{exporter}, tensor 2'
+            onnx_path = os.path.join(model_dir, f'{exporter}.onnx')
+            exe = os.path.join(work, f'{name}_{exporter}_tp.tcx')
+            flags = ['--train', '--optimizer', 'none', '--mesh', 'tensor=2',
+                     '--tensor-parallel']
+            r = subprocess.run([args.trainc, onnx_path, *flags, '-o', exe],
+                               capture_output=True, text=True)
+            ir = subprocess.run([args.trainc, onnx_path, *flags, '--compile-to=partition'],
+                                capture_output=True, text=True).stdout
+            if r.returncode != 0:
+                check(False, f'{tag}: compiles: {r.stderr.strip()[-300:]}')
+                continue
+            if exporter == 'ts17':
+                blocks = ir.count('graph.attention ')
+                reduces = ir.count('graph.all_reduce ')
+                check(blocks > 0 and reduces == 4 * blocks,
+                      f'{tag}: {reduces} all-reduces for {blocks} blocks (Megatron: 4 each)')
+            out = os.path.join(work, f'{name}_{exporter}_tp')
+            r = mpirun(2, [args.trainc_run, exe, *inputs, '--output-dir', out])
+            if r.returncode != 0:
+                check(False, f'{tag}: runs: {r.stderr.strip()[-300:]}')
+                continue
+            problems = []
+            loss = abs(float(np.load(os.path.join(out, 'loss.npy'))) -
+                       float(ref['loss_f64'])) / abs(float(ref['loss_f64']))
+            worst, worst_name, _ = hf_models.gradient_errors(ref, info, out, problems)
+            check(not problems and loss <= hf_models.GRAD_RTOL
+                  and worst <= hf_models.GRAD_RTOL,
+                  f'{tag}: loss ({loss:.1e}) and gradients (worst {worst:.1e}, '
+                  f'{worst_name}) within {hf_models.GRAD_RTOL} of PyTorch float64'
+                  + (f': {problems}' if problems else ''))
 
 
 if __name__ == '__main__':

@@ -120,3 +120,28 @@ func.func @main(%q: tensor<4x16xf32>, %k: tensor<4x16xf32>, %v: tensor<4x16xf32>
   %split = graph.exp %abc {graph.sharding = ["", "tensor"]} : tensor<4x8xf32>
   return %abc, %split : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A SwiGLU MLP (Llama): the down projection's operand is made by
+// elementwise ops from two matmuls, so it is split by features; both up
+// projections are column-parallel, the down projection row-parallel.
+// CHECK-LABEL: func.func @main
+// CHECK: graph.shard_slice {{.*}} : (tensor<16x8xf32>) -> tensor<8x8xf32>
+// CHECK: graph.dot_general {{.*}} -> tensor<4x8xf32>
+// CHECK: graph.shard_slice {{.*}} : (tensor<16x8xf32>) -> tensor<8x8xf32>
+// CHECK: graph.dot_general {{.*}} -> tensor<4x8xf32>
+// CHECK: graph.mul {{.*}} : tensor<4x8xf32>
+// CHECK: %[[P:.+]] = graph.dot_general
+// CHECK: %[[Y:.+]] = graph.all_reduce %[[P]], axis = "tensor" : tensor<4x8xf32>
+// CHECK: return %[[Y]]
+// CHECK-NOT: all_gather
+func.func @main(%x: tensor<4x8xf32>, %wg: tensor<8x16xf32>, %wu: tensor<8x16xf32>, %wd: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %g = graph.dot_general %x, %wg, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %u = graph.dot_general %x, %wu, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %e = graph.exp %g : tensor<4x16xf32>
+  %s = graph.mul %g, %e : tensor<4x16xf32>
+  %h = graph.mul %s, %u : tensor<4x16xf32>
+  %y = graph.dot_general %h, %wd, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

@@ -34,6 +34,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 using namespace trainc::graph;
@@ -382,6 +383,32 @@ static bool annotate(Value v, int64_t dim) {
   return true;
 }
 
+/// Whether `v` is made by elementwise ops (GELU, a gate's product, a bias
+/// add) from at least one dot_general, the other leaves being constants or
+/// broadcasts: an MLP's hidden activation.
+static bool madeFromMatmuls(Value v) {
+  SmallVector<Value> work{v};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  bool matmul = false;
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def)
+      return false;
+    if (!seen.insert(def).second)
+      continue;
+    if (isa<DotGeneralOp>(def)) {
+      matmul = true;
+      continue;
+    }
+    if (isa<ConstantOp, BroadcastInDimOp>(def))
+      continue;
+    if (!def->hasTrait<mlir::OpTrait::Elementwise>())
+      return false;
+    llvm::append_range(work, def->getOperands());
+  }
+  return matmul;
+}
+
 int64_t trainc::seedMegatron(func::FuncOp fn, int64_t size) {
   int64_t seeds = 0;
   fn.walk([&](Operation *op) {
@@ -397,24 +424,23 @@ int64_t trainc::seedMegatron(func::FuncOp fn, int64_t size) {
         seeds += annotate(v, 1);
       return;
     }
-    // MLP: an activation whose features a matmul contracts: split by
-    // features (the up projection column-parallel, the down projection
-    // row-parallel).
-    if (auto gelu = dyn_cast<GeluOp>(op)) {
-      auto type = gelu.getType();
-      int64_t last = type.getRank() - 1;
-      if (last < 0 || type.getDimSize(last) % size != 0)
-        return;
-      bool contracted = llvm::any_of(gelu->getUsers(), [&](Operation *user) {
-        auto dot = dyn_cast<DotGeneralOp>(user);
-        return dot &&
-               ((dot.getLhs() == gelu.getResult() &&
-                 llvm::is_contained(dot.getLhsContractingDimensions(), last)) ||
-                (dot.getRhs() == gelu.getResult() &&
-                 llvm::is_contained(dot.getRhsContractingDimensions(), last)));
-      });
-      if (contracted)
-        seeds += annotate(gelu.getResult(), last);
+    // MLP: the operand whose features a matmul contracts (the down
+    // projection), made by elementwise ops from matmuls (the up and gate
+    // projections, an activation, a gate's product): split by features,
+    // so the up projections are column-parallel and the down projection
+    // row-parallel.
+    if (auto dot = dyn_cast<DotGeneralOp>(op)) {
+      for (auto [input, contracting] :
+           {std::make_pair(dot.getLhs(), dot.getLhsContractingDimensions()),
+            std::make_pair(dot.getRhs(), dot.getRhsContractingDimensions())}) {
+        auto type = cast<RankedTensorType>(input.getType());
+        int64_t last = type.getRank() - 1;
+        if (contracting.size() != 1 || contracting[0] != last ||
+            type.getDimSize(last) % size != 0 ||
+            input.getDefiningOp<DotGeneralOp>() || !madeFromMatmuls(input))
+          continue;
+        seeds += annotate(input, last);
+      }
     }
   });
   return seeds;

@@ -90,9 +90,15 @@ struct SplitFusedProjectionsPass
           return;
         fused = add.getResult();
       }
+    // Possibly seen through a reshape that keeps the sliced dimension
+    // (a flattened [B*S, 3d] product viewed as [B, S, 3d]).
+    ReshapeOp reshape;
+    if (fused.hasOneUse())
+      reshape = dyn_cast<ReshapeOp>(*fused.user_begin());
+    Value sliced = reshape ? reshape.getResult() : fused;
     SmallVector<SliceOp> slices;
     int64_t dim = -1;
-    for (Operation *user : fused.getUsers()) {
+    for (Operation *user : sliced.getUsers()) {
       auto slice = dyn_cast<SliceOp>(user);
       int64_t d = slice ? slicedDim(slice) : -1;
       if (d < 0 || (dim >= 0 && d != dim))
@@ -102,6 +108,18 @@ struct SplitFusedProjectionsPass
     }
     if (slices.size() < 2)
       return;
+    int64_t slicedDim = dim;
+    if (reshape) {
+      // The fused dimension the reshape keeps whole as `dim`.
+      ShardingRule view = reshape.getShardingRule();
+      int64_t f = view.resultDims[0][dim];
+      dim = f == ShardingRule::kNoFactor
+                ? -1
+                : ShardingRule::dimOf(view.operandDims[0], f);
+      if (dim < 0 || reshape.getOperand().getType().getDimSize(dim) !=
+                         reshape.getType().getDimSize(slicedDim))
+        return;
+    }
     // The operand dimension that makes the sliced result dimension.
     ShardingRule rule = dot.getShardingRule();
     int64_t factor = rule.resultDims[0][dim];
@@ -116,7 +134,8 @@ struct SplitFusedProjectionsPass
     for (SliceOp slice : slices) {
       OpBuilder b(slice);
       Location loc = slice.getLoc();
-      int64_t lo = slice.getStart()[dim], hi = slice.getLimit()[dim];
+      int64_t lo = slice.getStart()[slicedDim],
+              hi = slice.getLimit()[slicedDim];
       SmallVector<Value> operands{dot.getLhs(), dot.getRhs()};
       operands[operand] =
           sliceAlong(b, loc, operands[operand], operandDim, lo, hi);
@@ -130,9 +149,13 @@ struct SplitFusedProjectionsPass
                     ? b.create<AddOp>(loc, bias, piece).getResult()
                     : b.create<AddOp>(loc, piece, bias).getResult();
       }
+      if (reshape)
+        piece = b.create<ReshapeOp>(loc, slice.getType(), piece);
       slice.replaceAllUsesWith(piece);
       slice.erase();
     }
+    if (reshape)
+      reshape.erase();
     if (add)
       add.erase();
     dot.erase();

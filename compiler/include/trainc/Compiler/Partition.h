@@ -59,8 +59,9 @@ mlir::LogicalResult shardAlongAxis(mlir::func::FuncOp fn, llvm::StringRef axis,
 
 /// Megatron-style tensor parallelism on the recognized structure of a
 /// transformer: annotates each graph.attention's query, key and value to be
-/// split by heads, and each GELU whose features a matmul contracts to be
-/// split by features, when `size` divides them. Returns how many values it
+/// split by heads, and each MLP hidden activation (a matmul's contracted
+/// operand made by elementwise ops from matmuls: GELU, SwiGLU) to be split
+/// by features, when `size` divides them. Returns how many values it
 /// annotated.
 int64_t seedMegatron(mlir::func::FuncOp fn, int64_t size);
 

@@ -56,8 +56,10 @@ def SplitFusedProjections : Pass<"trainc-split-fused-projections", "mlir::func::
     tensor axis, such a product would be cut across the three, not by heads
     within each. With tensor parallelism the recognize phase therefore
     rewrites, anywhere in a function, a `graph.dot_general` (optionally
-    plus a bias through `graph.add`) whose every user is a `graph.slice` of
-    one result dimension into one product per slice: that operand of the
+    plus a bias through `graph.add`, optionally seen through a
+    `graph.reshape` that keeps the sliced dimension, as Hugging Face's
+    flattened `Conv1D`) whose every user is a `graph.slice` of one result
+    dimension into one product per slice: that operand of the
     dot which makes the dimension (found through the dot's sharding rule)
     is sliced instead, and so is the bias (a broadcast bias is sliced
     before it is broadcast). Autodiff then differentiates the three
