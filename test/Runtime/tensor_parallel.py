@@ -17,6 +17,11 @@ on byte data from the same initial weights as one rank, launched by
   and so does 2 x 2 with ZeRO-3 over the data axis.
 - Every rank's measured arena peak equals its planned peak, and the
   planned activations of one rank of T = 2 are below one rank's.
+- The weights of the split projections (all but the fused QKV, the
+  embeddings and the norms) are kept as parts, with their gradients and
+  AdamW state: --print-memory-plan's parameter, gradient and state bytes
+  per rank equal (P - Pt + Pt/T) x (4, 4, 8), Pt being the elements of
+  the split parameters.
 - --inspect shows the tensor axis and the collectives over it.
 - A 2 x 2 checkpoint (parameters whole on the tensor axis, one shard per
   data rank) resumes on one rank with --grad-accum 2 and ends within the
@@ -114,6 +119,16 @@ def main():
             found = peaks(result.stdout + result.stderr)
             check(found and all(p == m for p, m in found),
                   f'{name}: measured arena peak equals the planned peak {found[:1]}')
+            if name in ('tensor 2', 'tensor 4', 'data 2 x tensor 2'):
+                # Megatron's split weights: parameters, gradients and AdamW
+                # state of the split projections are parts.
+                m = re.search(r'Pt = (\d+) of them split over T = (\d+)', report)
+                shares = re.findall(r'^  (parameters|gradients|optimizer state) +(\d+) '
+                                    r'bytes  \(P-Pt\+Pt/T\) x \d+ = +(\d+)', report, re.M)
+                check(m is not None and int(m.group(1)) > 0 and len(shares) == 3 and
+                      all(planned == formula for _, planned, formula in shares),
+                      f'{name}: planned training state equals (P - Pt + Pt/T) x (4, 4, 8) '
+                      f'with Pt = {m.group(1) if m else None} split parameters: {shares}')
             if name == 'tensor 2':
                 check(activations(report) < activations(one_report),
                       f'{name}: planned activations per rank below one rank\'s '

@@ -264,7 +264,8 @@ int runCompilerCli(int argc, char **argv) {
                "MLP by features over T ranks (Megatron-LM: column-parallel "
                "projections in, row-parallel out, one all-reduce each in the "
                "forward and the backward pass); the ranks of a tensor group "
-               "read the same batch. Parameters stay replicated"),
+               "read the same batch. The split projections' weights, "
+               "gradients and optimizer state are kept as parts"),
       cl::location(options.partition.tensorParallel), cl::cat(category));
   cl::opt<int64_t, true> bucketBytes(
       "bucket-bytes",

@@ -42,23 +42,32 @@ void MemoryPlanReport::print(llvm::raw_ostream &os) const {
   uint64_t p = t.parameterElements;
   int64_t n = t.dataRanks;
   os << llvm::format("training state per rank (AdamW; P = %llu parameters, "
-                     "N = %lld data ranks):\n",
+                     "N = %lld data ranks",
                      (unsigned long long)p, (long long)n);
+  if (t.tensorElements)
+    os << llvm::format("; Pt = %llu of them split over T = %lld tensor ranks",
+                       (unsigned long long)t.tensorElements,
+                       (long long)t.tensorRanks);
+  os << "):\n";
   uint64_t planned = 0, formula = 0, perElement = 0;
   auto share = [&](const char *name, const TrainingState::Share &s) {
-    uint64_t f = s.formula(p, n);
+    uint64_t f = s.formula(t);
     planned += s.bytes;
     formula += f;
     perElement += s.perElement;
-    std::string expr = "P x " + std::to_string(s.perElement) +
-                       (s.split ? " / " + std::to_string(n) : std::string());
+    std::string b = std::to_string(s.perElement);
+    std::string expr = s.split ? "P x " + b + " / " + std::to_string(n)
+                       : t.tensorElements ? "(P-Pt+Pt/T) x " + b
+                                          : "P x " + b;
     os << llvm::format("  %-18s %14llu bytes  %-12s = %12llu", name,
                        (unsigned long long)s.bytes, expr.c_str(),
                        (unsigned long long)f);
     if (s.bytes != f)
       os << llvm::format(" + %lld padding",
                          (long long)(int64_t(s.bytes) - int64_t(f)));
-    os << (s.split ? "  (split)\n" : "  (whole)\n");
+    os << (s.split            ? "  (split)\n"
+           : t.tensorElements ? "  (Pt split)\n"
+                              : "  (whole)\n");
   };
   share("parameters", t.parameters);
   share("gradients", t.gradients);
@@ -83,8 +92,21 @@ void accountTrainingState(const Program &program, MemoryPlanReport &report) {
     }
     return uint64_t(tensor.type.getNumElements());
   };
-  auto isSplit = [](const ProgramTensor &tensor) {
-    return llvm::any_of(tensor.shardAxes, [](int8_t a) { return a >= 0; });
+  // The mesh axes' indices in shardAxes.
+  int dataAxis = -1, tensorAxis = -1;
+  for (auto [i, axis] : llvm::enumerate(program.mesh)) {
+    if (axis.first == "data")
+      dataAxis = int(i);
+    if (axis.first == "tensor") {
+      tensorAxis = int(i);
+      t.tensorRanks = axis.second;
+    }
+  }
+  auto splitOver = [](const ProgramTensor &tensor, int axis) {
+    return axis >= 0 && llvm::is_contained(tensor.shardAxes, int8_t(axis));
+  };
+  auto isSplit = [&](const ProgramTensor &tensor) {
+    return splitOver(tensor, dataAxis);
   };
   auto elementBytes = [](const ProgramTensor &tensor) {
     return uint64_t(
@@ -148,6 +170,8 @@ void accountTrainingState(const Program &program, MemoryPlanReport &report) {
     t.parameters.bytes += p.bytes();
     t.parameters.perElement = elementBytes(p);
     t.parameters.split |= isSplit(p);
+    if (splitOver(p, tensorAxis))
+      t.tensorElements += elements(p);
   }
   for (const auto &[name, size] : program.mesh)
     if (name == "data")

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <cmath>
@@ -336,19 +337,21 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
 
     // The global gradient norm, and clipping. Each parameter with whether
     // its gradient still carries the loss scale, and, for a gradient that
-    // is this rank's ZeRO part (Partition.cpp), the mesh axis it is split
-    // over and the whole gradient's type. The squares of the parts are
-    // summed over that axis once.
+    // is this rank's part (ZeRO's over data, tensor parallelism's over
+    // tensor; Partition.cpp), the mesh axis and dimension it is split
+    // along and the whole gradient's type. The squares of the parts are
+    // summed over each axis once.
     struct Param {
       BlockArgument arg;
       Value grad;
       bool carriesScale;
       StringRef axis;
+      int64_t dim;
       RankedTensorType whole;
     };
     SmallVector<Param> params;
-    Value sumSq = s.f64(0), partsSumSq;
-    StringRef partsAxis;
+    Value sumSq = s.f64(0);
+    llvm::MapVector<StringRef, Value> partsSumSq;
     for (BlockArgument arg : body.getArguments()) {
       auto name = fn.getArgAttrOfType<StringAttr>(
           arg.getArgNumber(), trainc::train::TrainDialect::kParamAttr);
@@ -358,11 +361,10 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       if (it == gradIndex.end())
         continue;
       Value g = ret.getOperand(it->second);
-      StringRef axis;
+      auto [dim, axis] = trainc::splitOf(fn.getResultAttrOfType<ArrayAttr>(
+          it->second, GraphDialect::kShardingAttr));
       RankedTensorType whole;
-      if (auto sharding = fn.getResultAttrOfType<ArrayAttr>(
-              it->second, GraphDialect::kShardingAttr)) {
-        axis = cast<StringAttr>(sharding[0]).getValue();
+      if (!axis.empty()) {
         whole = cast<RankedTensorType>(g.getType())
                     .clone(fn.getResultAttrOfType<DenseI64ArrayAttr>(
                                  it->second, GraphDialect::kGlobalShapeAttr)
@@ -377,21 +379,16 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       } else {
         squares = s.sumOfSquares(g);
       }
-      params.push_back({arg, g, bool(scaled), axis, whole});
+      params.push_back({arg, g, bool(scaled), axis, dim, whole});
       if (axis.empty()) {
         sumSq = s.op<AddOp>(sumSq, squares);
         continue;
       }
-      if (!partsAxis.empty() && partsAxis != axis)
-        return fn.emitError("optimizer: gradients are split over two mesh "
-                            "axes, '")
-               << partsAxis << "' and '" << axis << "'";
-      partsAxis = axis;
-      partsSumSq = partsSumSq ? s.op<AddOp>(partsSumSq, squares) : squares;
+      Value &parts = partsSumSq[axis];
+      parts = parts ? s.op<AddOp>(parts, squares) : squares;
     }
-    if (partsSumSq)
-      sumSq = s.op<AddOp>(sumSq,
-                          b.create<AllReduceOp>(s.loc, partsSumSq, partsAxis));
+    for (auto [axis, parts] : partsSumSq)
+      sumSq = s.op<AddOp>(sumSq, b.create<AllReduceOp>(s.loc, parts, axis));
     Value norm = b.create<SqrtOp>(s.loc, sumSq);
     Type lossElement =
         cast<RankedTensorType>(ret.getOperand(*lossIndex).getType())
@@ -471,7 +468,7 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       Value p = arg;
       bool gatherAfter = false;
       if (!param.axis.empty()) {
-        part = trainc::partAttributes(param.whole, param.axis);
+        part = trainc::partAttributes(param.whole, param.axis, param.dim);
         type = cast<RankedTensorType>(g.getType());
         int64_t ranks = getMesh(fn).size(param.axis);
         if (arg.getType() != type) {

@@ -99,14 +99,22 @@ Value trainc::gatherParts(OpBuilder &b, Location loc, Value part,
   return b.create<SliceOp>(loc, gathered, start, whole.getShape(), strides);
 }
 
-SmallVector<NamedAttribute, 2> trainc::partAttributes(RankedTensorType whole,
-                                                      StringRef axis) {
+SmallVector<NamedAttribute, 2>
+trainc::partAttributes(RankedTensorType whole, StringRef axis, int64_t dim) {
   Builder b(whole.getContext());
   SmallVector<Attribute> dims(whole.getRank(), b.getStringAttr(""));
-  dims[0] = b.getStringAttr(axis);
+  dims[dim] = b.getStringAttr(axis);
   return {b.getNamedAttr(GraphDialect::kShardingAttr, b.getArrayAttr(dims)),
           b.getNamedAttr(GraphDialect::kGlobalShapeAttr,
                          b.getDenseI64ArrayAttr(whole.getShape()))};
+}
+
+std::pair<int64_t, StringRef> trainc::splitOf(ArrayAttr sharding) {
+  if (sharding)
+    for (auto [d, a] : llvm::enumerate(sharding))
+      if (!cast<StringAttr>(a).getValue().empty())
+        return {int64_t(d), cast<StringAttr>(a).getValue()};
+  return {-1, StringRef()};
 }
 
 namespace {
@@ -171,7 +179,9 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
             << GraphDialect::kShardingAttr;
         return signalPassFailure();
       }
-      if (failed(trainc::shardAlongAxis(fn, "tensor", tensor)))
+      // ZeRO splits the parameters over the data axis instead.
+      if (failed(trainc::shardAlongAxis(fn, "tensor", tensor,
+                                        /*splitParameters=*/zero == 0)))
         return signalPassFailure();
     }
     if (data > 1 && failed(splitBatch(fn, data)))

@@ -30,14 +30,17 @@
 #include "trainc/Compiler/Partition.h"
 
 #include "trainc/Dialect/Graph/GraphOps.h"
+#include "trainc/Dialect/Train/TrainDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 using namespace trainc::graph;
+namespace train = trainc::train;
 
 namespace {
 
@@ -84,8 +87,8 @@ RankedTensorType resized(Value v, int64_t dim, int64_t n, bool gather) {
 
 class AxisSharder {
 public:
-  AxisSharder(func::FuncOp fn, StringRef axis, int64_t n)
-      : fn(fn), axis(axis), n(n) {}
+  AxisSharder(func::FuncOp fn, StringRef axis, int64_t n, bool splitParameters)
+      : fn(fn), axis(axis), n(n), splitParameters(splitParameters) {}
 
   LogicalResult run() {
     if (failed(seed()))
@@ -327,6 +330,10 @@ private:
             convert(b, loc, mapped, actual.lookup(mapped), want));
       }
       if (isa<func::ReturnOp>(op)) {
+        for (Value v : op->getOperands()) {
+          Value mapped = mapping.lookup(v);
+          returned.push_back({mapped, actual.lookup(mapped)});
+        }
         op->setOperands(operands);
         continue;
       }
@@ -349,7 +356,69 @@ private:
         op->dropAllUses();
         op->erase();
       }
+    if (splitParameters)
+      keepParametersSplit();
+    fn.setType(FunctionType::get(fn.getContext(), body.getArgumentTypes(),
+                                 body.getTerminator()->getOperandTypes()));
     return success();
+  }
+
+  /// Erases the ops `convert` made from `from` to `to` once nothing reads
+  /// them (collectives are not Pure: no later pass would).
+  static void eraseConversion(Value from, Value to) {
+    while (to != from && to.use_empty()) {
+      Operation *op = to.getDefiningOp();
+      to = op->getOperand(0);
+      op->erase();
+    }
+  }
+
+  /// A trainable parameter read only as one split (one conversion of the
+  /// argument, along dimension d) whose gradient is made split along d
+  /// becomes this rank's part: the argument is the part (its whole shape in
+  /// graph.global_shape, as ZeRO's), the gradient is returned as a part,
+  /// and the slice and the gather of the whole disappear. The optimizer
+  /// phase then keeps its state as parts and updates the part (Megatron's
+  /// split weights).
+  void keepParametersSplit() {
+    Block &body = fn.getBody().front();
+    Operation *ret = body.getTerminator();
+    llvm::StringMap<unsigned> gradOf;
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      if (auto name = fn.getResultAttrOfType<StringAttr>(
+              i, train::TrainDialect::kGradOfAttr))
+        gradOf[name.getValue()] = i;
+    for (BlockArgument arg : body.getArguments()) {
+      auto name = fn.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), train::TrainDialect::kParamAttr);
+      auto grad = name ? gradOf.find(name.getValue()) : gradOf.end();
+      if (grad == gradOf.end())
+        continue;
+      auto [source, sourceSplit] = returned[grad->second];
+      if (sourceSplit < 0)
+        continue;
+      Value part = converted.lookup({arg, sourceSplit});
+      // Read only through that conversion, whose first op is its one user.
+      if (!part || !arg.hasOneUse() ||
+          llvm::any_of(converted, [&](const auto &entry) {
+            return entry.first.first == arg &&
+                   entry.first.second != sourceSplit;
+          }))
+        continue;
+      auto whole = cast<RankedTensorType>(arg.getType());
+      Value gathered = ret->getOperand(grad->second);
+      Type partType = part.getType();
+      part.replaceAllUsesWith(arg);
+      eraseConversion(arg, part);
+      arg.setType(partType);
+      ret->setOperand(grad->second, source);
+      eraseConversion(source, gathered);
+      for (NamedAttribute attr :
+           trainc::partAttributes(whole, axis, sourceSplit)) {
+        fn.setArgAttr(arg.getArgNumber(), attr.getName(), attr.getValue());
+        fn.setResultAttr(grad->second, attr.getName(), attr.getValue());
+      }
+    }
   }
 
   func::FuncOp fn;
@@ -360,13 +429,17 @@ private:
   DenseMap<Value, int64_t> split;
   /// Conversions made so far, so that two users share one collective.
   DenseMap<std::pair<Value, int64_t>, Value> converted;
+  /// What the return received before conversion: the value and where it
+  /// was split.
+  SmallVector<std::pair<Value, int64_t>> returned;
+  bool splitParameters;
 };
 
 } // namespace
 
 LogicalResult trainc::shardAlongAxis(func::FuncOp fn, StringRef axis,
-                                     int64_t size) {
-  return AxisSharder(fn, axis, size).run();
+                                     int64_t size, bool splitParameters) {
+  return AxisSharder(fn, axis, size, splitParameters).run();
 }
 
 /// Annotates the op that makes `v` to split it along `dim` over the tensor

@@ -2,6 +2,8 @@
 
 #include "exec/Session.h"
 
+#include "exec/Parts.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -15,41 +17,6 @@ uint64_t hashBytes(const char *data, uint64_t size, uint64_t h) {
   for (uint64_t i = 0; i < size; ++i)
     h = (h ^ uint8_t(data[i])) * 0x100000001b3ull;
   return h;
-}
-
-/// Bytes of one index of dimension 0 of `t` (the product of the others).
-uint64_t rowBytes(const TensorInfo &t) {
-  uint64_t bytes = dtypeSize(t.dtype);
-  for (size_t d = 1; d < t.shape.size(); ++d)
-    bytes *= uint64_t(t.shape[d]);
-  return bytes;
-}
-
-/// The part at `coordinate` of `whole` (t.globalSize bytes), split along
-/// dimension 0: its rows, then zeros where the part runs past the whole.
-std::vector<char> partOfWhole(const TensorInfo &t, const char *whole,
-                              int coordinate) {
-  std::vector<char> part(t.size, 0);
-  uint64_t row = rowBytes(t);
-  int64_t first = int64_t(coordinate) * t.shape[0];
-  int64_t rows =
-      std::max<int64_t>(0, std::min(t.shape[0], t.globalShape[0] - first));
-  if (rows > 0)
-    std::memcpy(part.data(), whole + uint64_t(first) * row,
-                uint64_t(rows) * row);
-  return part;
-}
-
-/// A split tensor must be split along dimension 0 only (ZeRO's parts and
-/// batched values; the compiler makes no other) to be joined or parted.
-Status checkSplitAlongDim0(const TensorInfo &t) {
-  for (size_t d = 1; d < t.shardAxes.size(); ++d)
-    if (t.shardAxes[d] >= 0)
-      return Status(StatusCode::kUnimplemented,
-                    "'" + t.name + "' is split along dimension " +
-                        std::to_string(d) +
-                        "; tensors split along dimension 0 are supported");
-  return okStatus();
 }
 
 } // namespace
@@ -318,10 +285,11 @@ Status Session::setPersistent(uint32_t id, const void *data, size_t bytes) {
         device_->copyToDevice(data_[id], data, bytes, stream));
     return stream.synchronize();
   }
-  TRAINC_RETURN_IF_ERROR(checkSplitAlongDim0(t));
+  SplitLayout layout;
+  TRAINC_RETURN_IF_ERROR(splitLayout(t, executable_->mesh(), layout));
   std::vector<char> part =
-      partOfWhole(t, static_cast<const char *>(data),
-                  device_->collective().coordinate(t.shardAxes[0]));
+      partOf(layout, static_cast<const char *>(data),
+             device_->collective().coordinate(t.shardAxes[size_t(layout.dim)]));
   TRAINC_RETURN_IF_ERROR(
       device_->copyToDevice(data_[id], part.data(), t.size, stream));
   return stream.synchronize();
@@ -337,18 +305,18 @@ Status Session::readWhole(uint32_t id, std::vector<char> &out) const {
   TRAINC_RETURN_IF_ERROR(readTensor(id, out.data()));
   if (!t.isSplit())
     return okStatus();
-  TRAINC_RETURN_IF_ERROR(checkSplitAlongDim0(t));
-  // The parts in coordinate order are the whole along dimension 0, padding
-  // last.
-  int axis = t.shardAxes[0];
-  std::vector<char> parts(t.size * uint64_t(exe.mesh()[size_t(axis)].size));
+  SplitLayout layout;
+  TRAINC_RETURN_IF_ERROR(splitLayout(t, exe.mesh(), layout));
+  // Every rank's part in coordinate order, joined along the split
+  // dimension.
+  int axis = t.shardAxes[size_t(layout.dim)];
+  std::vector<char> parts(t.size * uint64_t(layout.parts));
   CollectiveSite site;
   site.what = "the gather of a split tensor";
   TRAINC_RETURN_IF_ERROR(device_->collective().allGather(
       axis, out.data(), parts.data(), int64_t(t.size), DType::U8,
       device_->communicationStream(), site));
-  parts.resize(t.globalSize);
-  out = std::move(parts);
+  out = wholeOf(layout, parts.data());
   return okStatus();
 }
 

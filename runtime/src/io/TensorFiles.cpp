@@ -2,6 +2,7 @@
 
 #include "io/TensorFiles.h"
 
+#include "exec/Parts.h"
 #include "io/AtomicFile.h"
 #include "io/Npy.h"
 
@@ -18,40 +19,6 @@ Status loadWhole(const TensorInfo &t, const std::string &file,
 
 namespace {
 
-/// The one dimension `t` is split over the mesh (-1: none); more than one
-/// is not supported yet.
-Status splitDim(const TensorInfo &t, int &dim) {
-  dim = -1;
-  for (size_t d = 0; d < t.shardAxes.size(); ++d) {
-    if (t.shardAxes[d] < 0)
-      continue;
-    if (dim >= 0)
-      return Status(StatusCode::kUnimplemented,
-                    "'" + t.name +
-                        "' is split over the mesh along several dimensions; "
-                        "files hold tensors split along one");
-    dim = int(d);
-  }
-  return okStatus();
-}
-
-/// A tensor of `shape` (`bytes` of it) with dimension `dim` split into
-/// `parts`: the bytes of part `index`.
-std::vector<char> partOf(const std::vector<char> &bytes,
-                         const std::vector<int64_t> &shape, int dim,
-                         int64_t parts, int64_t index) {
-  int64_t outer = 1;
-  for (int d = 0; d < dim; ++d)
-    outer *= shape[d];
-  size_t block = bytes.size() / size_t(outer); // one outer index's bytes
-  size_t chunk = block / size_t(parts);
-  std::vector<char> out(chunk * size_t(outer));
-  for (int64_t o = 0; o < outer; ++o)
-    std::copy_n(bytes.data() + o * block + index * chunk, chunk,
-                out.data() + o * chunk);
-  return out;
-}
-
 /// Loads the bytes for input `index` from `file`: the whole tensor, or,
 /// for an input split over the mesh, the whole (global) tensor of which
 /// this rank's part is kept.
@@ -59,18 +26,17 @@ Status loadInput(const Session &session, size_t index, const std::string &file,
                  std::vector<char> &bytes) {
   const Executable &exe = session.executable();
   TensorInfo t = exe.tensors()[exe.inputs()[index]];
-  int dim = -1;
-  TRAINC_RETURN_IF_ERROR(splitDim(t, dim));
-  if (dim >= 0) {
+  if (t.isSplit()) {
+    SplitLayout layout;
+    TRAINC_RETURN_IF_ERROR(splitLayout(t, exe.mesh(), layout));
     TensorInfo whole = t;
     whole.shape = t.globalShape;
     whole.size = t.globalSize;
-    int axis = t.shardAxes[dim];
-    int64_t parts = exe.mesh()[axis].size;
     std::vector<char> all;
     TRAINC_RETURN_IF_ERROR(loadWhole(whole, file, all));
-    bytes = partOf(all, whole.shape, dim, parts,
-                   session.device().collective().coordinate(axis));
+    bytes = partOf(layout, all.data(),
+                   session.device().collective().coordinate(
+                       t.shardAxes[size_t(layout.dim)]));
     return okStatus();
   }
   return loadWhole(t, file, bytes);

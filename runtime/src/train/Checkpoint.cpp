@@ -2,6 +2,8 @@
 
 #include "train/Checkpoint.h"
 
+#include "exec/Parts.h"
+
 #include "io/AtomicFile.h"
 #include "io/SafeTensors.h"
 #include "train/RunState.h"
@@ -290,14 +292,29 @@ Status loadCheckpoint(const std::string &path, Loaded &out, bool tensors) {
                         part.at("xxh3").get<std::string>(), data));
         tensor.bytes.insert(tensor.bytes.end(), data, data + bytes);
       }
-      // Split parts end in padding rows: the whole is their beginning.
-      if (tensor.bytes.size() < whole ||
-          (parts.size() == 1 && tensor.bytes.size() != whole))
+      // Parts in order, each padded past the end of the split dimension.
+      SplitLayout layout;
+      layout.wholeShape = tensor.shape;
+      layout.elementBytes = dtypeSize(tensor.dtype);
+      layout.parts = int64_t(parts.size());
+      if (parts.size() > 1) {
+        const Json &sharding = t.at("sharding");
+        layout.dim = sharding.is_object() ? sharding.value("dim", 0) : 0;
+        if (layout.dim < 0 || layout.dim >= int(tensor.shape.size()))
+          return damaged("tensor '" + tensor.name + "' is split along " +
+                         "dimension " + std::to_string(layout.dim) +
+                         " of a rank-" + std::to_string(tensor.shape.size()) +
+                         " shape");
+      }
+      uint64_t expected =
+          parts.size() == 1 ? whole : layout.partBytes() * parts.size();
+      if (tensor.bytes.size() != expected)
         return damaged("tensor '" + tensor.name + "' has " +
                        std::to_string(tensor.bytes.size()) +
                        " bytes in its shards, its shape needs " +
-                       std::to_string(whole));
-      tensor.bytes.resize(whole);
+                       std::to_string(expected));
+      if (parts.size() > 1)
+        tensor.bytes = wholeOf(layout, tensor.bytes.data());
       out.tensors.push_back(std::move(tensor));
     }
   } catch (const Json::exception &e) {
@@ -481,12 +498,10 @@ Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
     tensor.dtype = t.dtype;
     tensor.shape = t.globalShape;
     if (t.isSplit()) {
-      if (t.shardAxes[0] < 0)
-        return Status(StatusCode::kUnimplemented,
-                      "'" + t.name +
-                          "' is split along a dimension other than 0; "
-                          "checkpoints hold parts along dimension 0");
-      int axis = t.shardAxes[0];
+      SplitLayout layout;
+      TRAINC_RETURN_IF_ERROR(splitLayout(t, exe.mesh(), layout));
+      tensor.dim = layout.dim;
+      int axis = t.shardAxes[size_t(layout.dim)];
       tensor.axis = exe.mesh()[size_t(axis)].name;
       tensor.parts = exe.mesh()[size_t(axis)].size;
       tensor.part = ranks.coordinate(axis);
@@ -605,7 +620,7 @@ Status writeCheckpoint(const std::string &dir,
     }
     Json sharding = "replicated";
     if (t.parts > 1)
-      sharding = {{"axis", t.axis}, {"dim", 0}, {"parts", t.parts}};
+      sharding = {{"axis", t.axis}, {"dim", t.dim}, {"parts", t.parts}};
     tensors.push_back({{"name", t.name},
                        {"dtype", dtypeName(t.dtype)},
                        {"shape", t.shape},

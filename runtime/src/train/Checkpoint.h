@@ -88,9 +88,10 @@ struct CheckpointSnapshot {
     DType dtype;
     /// The whole tensor's shape.
     std::vector<int64_t> shape;
-    /// Split along dimension 0 into `parts` over mesh axis `axis` (1:
+    /// Split along dimension `dim` into `parts` over mesh axis `axis` (1:
     /// whole); `part` is the one in `bytes`.
     int64_t parts = 1, part = 0;
+    int dim = 0;
     std::string axis;
     /// The bytes this rank writes (its part, or the whole tensor); empty
     /// when another rank writes them.

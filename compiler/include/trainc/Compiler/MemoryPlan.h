@@ -42,13 +42,22 @@ struct MemoryPlanReport {
   struct TrainingState {
     uint64_t parameterElements = 0; ///< P: whole elements of every parameter.
     int64_t dataRanks = 1;          ///< N: the data axis.
+    /// Pt: whole elements of the parameters split over the tensor axis
+    /// (tensor parallelism keeps their gradients and state split too).
+    uint64_t tensorElements = 0;
+    int64_t tensorRanks = 1; ///< T: the tensor axis.
     struct Share {
       uint64_t bytes = 0;      ///< Planned on one rank (tensor bytes).
       uint64_t perElement = 0; ///< Bytes per parameter element.
       bool split = false;      ///< Split over the data axis (ZeRO).
-      /// P * perElement / (split ? N : 1): what the textbook formula says.
-      uint64_t formula(uint64_t p, int64_t n) const {
-        return p * perElement / uint64_t(split ? n : 1);
+      /// What the textbook formula says: P * perElement / N when split
+      /// over the data axis, else (P - Pt + Pt / T) * perElement.
+      uint64_t formula(const TrainingState &t) const {
+        if (split)
+          return t.parameterElements * perElement / uint64_t(t.dataRanks);
+        return (t.parameterElements - t.tensorElements +
+                t.tensorElements / uint64_t(t.tensorRanks)) *
+               perElement;
       }
     } parameters, gradients, optimizerState;
   };

@@ -43,19 +43,26 @@ mlir::Value gatherParts(mlir::OpBuilder &b, mlir::Location loc,
                         llvm::StringRef axis);
 
 /// The attributes that mark a value as this rank's part of a tensor of
-/// type `whole` split along dimension 0 over `axis`: graph.sharding and
-/// graph.global_shape.
+/// type `whole` split along dimension `dim` over `axis`: graph.sharding
+/// and graph.global_shape.
 llvm::SmallVector<mlir::NamedAttribute, 2>
-partAttributes(mlir::RankedTensorType whole, llvm::StringRef axis);
+partAttributes(mlir::RankedTensorType whole, llvm::StringRef axis,
+               int64_t dim = 0);
+
+/// Where `sharding` (a graph.sharding array) splits a value: the first
+/// dimension that names an axis, and the axis; -1 and "" when whole.
+std::pair<int64_t, llvm::StringRef> splitOf(mlir::ArrayAttr sharding);
 
 /// Splits the computation of `fn` over mesh axis `axis` of `size` ranks
 /// from the `graph.sharding` annotations on its ops (see ShardAxis.cpp):
 /// propagation by the ops' sharding rules, then each op rebuilt on this
 /// rank's blocks with the collectives that join them. Arguments and
-/// results stay whole on the axis. Fails (with an error naming the op) on
-/// an annotation that cannot hold.
+/// results stay whole on the axis, except, with `splitParameters`, each
+/// trainable parameter read only as one split whose gradient is made split
+/// the same way: it and its gradient become this rank's part. Fails (with
+/// an error naming the op) on an annotation that cannot hold.
 mlir::LogicalResult shardAlongAxis(mlir::func::FuncOp fn, llvm::StringRef axis,
-                                   int64_t size);
+                                   int64_t size, bool splitParameters);
 
 /// Megatron-style tensor parallelism on the recognized structure of a
 /// transformer: annotates each graph.attention's query, key and value to be

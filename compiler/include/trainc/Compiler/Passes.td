@@ -292,15 +292,17 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
     ShardAxis.cpp): the projections into attention and the MLP's up
     projection become column-parallel, the output and down projections
     row-parallel with a `graph.all_reduce` over `tensor` of their partial
-    sums, in the forward and the backward pass alike. Arguments and
-    results stay whole on the tensor axis: parameters and optimizer state
-    are replicated across it (not yet split), so each split weight
-    gradient is gathered whole (`graph.all_gather`) before it is returned.
-    A fused QKV projection (one matmul sliced into query, key and value)
-    is computed whole, then sliced: its slices are not split by heads.
-    Dropout is never split (its mask depends on each element's index in
-    the whole tensor). Tensor parallelism runs first; data parallelism and
-    ZeRO then see whole gradients.
+    sums, in the forward and the backward pass alike. A trainable
+    parameter read only as one split whose gradient is made split the same
+    way becomes this rank's part (Megatron's split weights; without
+    `zero`): the argument and its gradient carry `graph.sharding` and
+    `graph.global_shape`, and the optimizer keeps its state as parts.
+    Other arguments and results stay whole on the tensor axis; a split
+    gradient of a whole parameter is gathered (`graph.all_gather`). A fused
+    QKV projection reaches this phase already split per slice
+    (SplitFusedProjections). Dropout is never split (its mask depends on
+    each element's index in the whole tensor). Tensor parallelism runs
+    first; data parallelism and ZeRO then see its gradients.
 
     Errors: an unknown or repeated mesh axis, a size below 1, a `data` axis
     with no strategy that uses it, a `tensor` axis above 1 with nothing
