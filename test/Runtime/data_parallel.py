@@ -48,6 +48,7 @@ import numpy as np
 
 import tinygpt_harness
 
+import ranks_harness
 from ranks_harness import (MPI_ENV, check, check_weights_close, finish, mpirun,
                            one_rank, write_byte_data)
 
@@ -71,19 +72,12 @@ def curve(path):
 
 
 def train(args, launch, exe, data, out, extra=()):
-    os.makedirs(out, exist_ok=True)
-    command = [args.trainc_run, exe, '--data', data, '--data-format', 'bytes',
-               '--steps', str(STEPS), '--no-progress',
-               '--log-jsonl', os.path.join(out, 'log.jsonl'),
-               '--save-safetensors', os.path.join(out, 'weights.safetensors'),
-               '--output-dir', out] + list(extra)
-    result = launch(command)
-    if result.returncode != 0:
-        print(result.stdout[-2000:], result.stderr[-3000:])
-        return None
-    from safetensors.numpy import load_file
-    return curve(os.path.join(out, 'log.jsonl')), load_file(
-        os.path.join(out, 'weights.safetensors'))
+    """(curve(log), final weights) of a run, or None when it fails."""
+    def load(out):
+        from safetensors.numpy import load_file
+        return curve(os.path.join(out, 'log.jsonl')), load_file(
+            os.path.join(out, 'weights.safetensors'))
+    return ranks_harness.train(args, launch, exe, data, out, STEPS, extra, load)[0]
 
 
 def compare(name, reference, candidate, exact):

@@ -78,9 +78,9 @@ def load_run(out):
             load_file(os.path.join(out, 'weights.safetensors')))
 
 
-def train(args, launch, exe, data, out, steps, extra=()):
+def train(args, launch, exe, data, out, steps, extra=(), load=load_run):
     """Trains `exe` on byte `data` for `steps` with `launch` (one_rank or an
-    mpirun of N); (load_run(out) or None on failure, the process result)."""
+    mpirun of N); (load(out) or None on failure, the process result)."""
     os.makedirs(out, exist_ok=True)
     command = [args.trainc_run, exe, '--data', data, '--data-format', 'bytes',
                '--steps', str(steps), '--no-progress',
@@ -91,7 +91,7 @@ def train(args, launch, exe, data, out, steps, extra=()):
     if result.returncode != 0:
         print(result.stdout[-2000:], result.stderr[-3000:])
         return None, result
-    return load_run(out), result
+    return load(out), result
 
 
 def compare_loose(name, reference, candidate, lr, steps):
@@ -106,3 +106,24 @@ def compare_loose(name, reference, candidate, lr, steps):
     check(ref.shape == cand.shape and worst <= 1e-5,
           f'{name}: curves within 1e-5 relative (worst {worst:.2e})')
     check_weights_close(name, ref_w, cand_w, lr, steps)
+
+
+def tinygpt_workspace(args, work, lr):
+    """(compile, data) in directory `work`: compile(name, *flags) compiles
+    tinygpt (tied_erf, opset 17) with `trainc --train --lr lr
+    --print-memory-plan` and `flags` into (the executable's path, the
+    printed report), exiting on a compile error; data is a byte-data file."""
+    data = os.path.join(work, 'data.txt')
+    write_byte_data(data)
+    model = os.path.join(args.data_dir, 'tied_erf', 'model_train_opset17.onnx')
+
+    def compile(name, *flags):
+        path = os.path.join(work, name + '.tcx')
+        r = subprocess.run([args.trainc, model, '--train', '--lr', str(lr),
+                            '-o', path, '--print-memory-plan'] + list(flags),
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print(r.stderr)
+            raise SystemExit(1)
+        return path, r.stdout
+    return compile, data

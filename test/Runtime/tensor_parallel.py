@@ -51,8 +51,9 @@ HF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Models'
 sys.path.insert(0, HF_DIR)
 import hf_models  # noqa: E402
 
+import ranks_harness
 from ranks_harness import (check, compare_loose, finish, mpirun, one_rank,
-                           train, write_byte_data)
+                           train)
 
 STEPS = 20
 # Not the 3e-3 of the data-parallel tests: at 3e-3 step 13 of this data
@@ -78,20 +79,8 @@ def main():
     if shutil.which('mpirun') is None:
         print('mpirun not found (install openmpi-bin): skipped')
         return 77
-    model = os.path.join(args.data_dir, 'tied_erf', 'model_train_opset17.onnx')
     with tempfile.TemporaryDirectory() as work:
-        data = os.path.join(work, 'data.txt')
-        write_byte_data(data)
-
-        def compile(name, *flags):
-            path = os.path.join(work, name + '.tcx')
-            r = subprocess.run([args.trainc, model, '--train', '--lr', str(LR),
-                                '-o', path, '--print-memory-plan'] + list(flags),
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                print(r.stderr)
-                raise SystemExit(1)
-            return path, r.stdout
+        compile, data = ranks_harness.tinygpt_workspace(args, work, LR)
 
         def activations(report):
             m = re.search(r'^  activations +(\d+) bytes', report, re.M)

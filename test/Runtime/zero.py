@@ -56,9 +56,8 @@ import numpy as np
 
 import tinygpt_harness
 
-from ranks_harness import (MPI_ENV, check, check_weights_close, finish, one_rank,
-                           write_byte_data)
 import ranks_harness
+from ranks_harness import MPI_ENV, check, check_weights_close, finish, one_rank
 
 STEPS = 20
 LR = 3e-3
@@ -109,20 +108,8 @@ def main():
     if shutil.which('mpirun') is None:
         print('mpirun not found (install openmpi-bin): skipped')
         return 77
-    model = os.path.join(args.data_dir, 'tied_erf', 'model_train_opset17.onnx')
     with tempfile.TemporaryDirectory() as work:
-        data = os.path.join(work, 'data.txt')
-        write_byte_data(data)
-
-        def compile(name, *flags):
-            path = os.path.join(work, name + '.tcx')
-            r = subprocess.run([args.trainc, model, '--train', '--lr', str(LR),
-                                '-o', path, '--print-memory-plan'] + list(flags),
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                print(r.stderr)
-                raise SystemExit(1)
-            return path, r.stdout
+        compile, data = ranks_harness.tinygpt_workspace(args, work, LR)
 
         # The parameters' whole shapes, from one rank's weights.
         ga = {}
