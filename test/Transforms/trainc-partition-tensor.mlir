@@ -145,3 +145,18 @@ func.func @main(%x: tensor<4x8xf32>, %wg: tensor<8x16xf32>, %wu: tensor<8x16xf32
   %y = graph.dot_general %h, %wd, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// 16-bit partial sums (mixed precision) are completed in f32.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[P:.+]] = graph.dot_general {{.*}} -> tensor<4x8xbf16>
+// CHECK: %[[W:.+]] = graph.convert %[[P]] : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+// CHECK: %[[S:.+]] = graph.all_reduce %[[W]], axis = "tensor" : tensor<4x8xf32>
+// CHECK: %[[N:.+]] = graph.convert %[[S]] : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+// CHECK: return %[[N]]
+func.func @main(%x: tensor<4x16xbf16>, %w: tensor<16x8xbf16>) -> tensor<4x8xbf16> {
+  %xs = graph.exp %x {graph.sharding = ["", "tensor"]} : tensor<4x16xbf16>
+  %y = graph.dot_general %xs, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
+  return %y : tensor<4x8xbf16>
+}

@@ -226,18 +226,31 @@ private:
     if (Value done = converted.lookup(key))
       return done;
     Value out = v;
-    if (have == kPartial && want == kWhole) {
-      out = b.create<AllReduceOp>(loc, v, axis);
-    } else if (have == kPartial) {
-      // Summed and split in one: half the traffic of an all_reduce.
-      Value front = moveDim(b, loc, v, want, /*inverse=*/false);
-      Value mine =
-          b.create<ReduceScatterOp>(loc, resized(front, 0, n, /*gather=*/false),
-                                    front, b.getStringAttr(axis));
-      out = moveDim(b, loc, mine, want, /*inverse=*/true);
+    if (have == kPartial) {
+      // 16-bit partial sums (mixed precision) are summed in f32: more
+      // accurate, and what MPI can sum.
+      auto type = cast<RankedTensorType>(v.getType());
+      Type element = type.getElementType();
+      bool narrow = element.getIntOrFloatBitWidth() < 32;
+      if (narrow)
+        out = b.create<ConvertOp>(loc, type.clone(b.getF32Type()), out);
+      if (want == kWhole) {
+        out = b.create<AllReduceOp>(loc, out, axis);
+      } else {
+        // Summed and split in one: half the traffic of an all_reduce.
+        Value front = moveDim(b, loc, out, want, /*inverse=*/false);
+        Value mine = b.create<ReduceScatterOp>(
+            loc, resized(front, 0, n, /*gather=*/false), front,
+            b.getStringAttr(axis));
+        out = moveDim(b, loc, mine, want, /*inverse=*/true);
+      }
+      if (narrow)
+        out = b.create<ConvertOp>(
+            loc, cast<RankedTensorType>(out.getType()).clone(element), out);
       converted[key] = out;
       return out;
-    } else if (have != kWhole) {
+    }
+    if (have != kWhole) {
       Value front = moveDim(b, loc, out, have, /*inverse=*/false);
       Value gathered =
           b.create<AllGatherOp>(loc, resized(front, 0, n, /*gather=*/true),
