@@ -23,6 +23,8 @@ on byte data from the same initial weights as one rank, launched by
   per rank equal (P - Pt + Pt/T) x (4, 4, 8), Pt being the elements of
   the split parameters.
 - --inspect shows the tensor axis and the collectives over it.
+- With --recompute full, --grad-accum 2 and --clip-grad-norm 0.5, 2
+  ranks follow one rank with the same flags as above over 10 steps.
 - With --precision bf16, the row-parallel partial sums are summed in f32
   (MPI sums no bf16), and 2 ranks follow one bf16 rank's loss within
   1e-3 over 10 steps (a bf16 rounding is within 2^-9 relative).
@@ -129,6 +131,21 @@ def main():
                 check('mesh: data=1, tensor=2' in r.stdout
                       and 'all_reduce_start' in r.stdout and 'shard_slice' in r.stdout,
                       f'{name}: --inspect shows the tensor axis and its collectives')
+
+        # With the other phases: recompute, micro-batches, clipping (the
+        # norm sums the split parameters' squares over the tensor axis).
+        for tag, flags in (('--recompute full', ['--recompute', 'full']),
+                           ('--grad-accum 2', ['--grad-accum', '2']),
+                           ('--clip-grad-norm 0.5', ['--clip-grad-norm', '0.5'])):
+            one_exe = ga2 if tag == '--grad-accum 2' else compile('ref_' + flags[0][2:],
+                                                                   *flags)[0]
+            exe, _ = compile('tp_' + flags[0][2:], *flags, '--mesh', 'tensor=2',
+                             '--tensor-parallel')
+            ref_run = train(args, one_rank, one_exe, data,
+                            os.path.join(work, 'ref_' + flags[0][2:]), 10)[0]
+            got_run = train(args, launcher(2), exe, data,
+                            os.path.join(work, 'tp_' + flags[0][2:]), 10)[0]
+            compare_loose(f'tensor 2 with {tag}', ref_run, got_run, LR, 10)
 
         # Mixed precision: 16-bit partial sums are summed in f32.
         b1, _ = compile('bf16_one', '--precision', 'bf16')
