@@ -38,6 +38,10 @@ on byte data from the same initial weights as one rank, launched by
   test/Models/hf_models.py), with Megatron's 4 all-reduces per block
   (2 forward, 2 backward) for the TorchScript exports.
 
+Faults on the tensor axis end the job with a clear error, never a hang: a
+rank stopped (SIGSTOP) mid-training is named by the other's collective
+timeout, and a rank killed (SIGKILL) ends the job.
+
 Exits 77 (skipped) when mpirun is not installed, 1 on any failure.
 """
 import json
@@ -47,6 +51,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -180,6 +185,25 @@ def main():
             # The resumed run logs steps 11..20; join it to the first ten.
             resumed = (first[0] + resumed[0], resumed[1])
         compare_loose('2 x 2 checkpoint resumed on one rank', ref_ga2, resumed, LR, STEPS)
+        # A rank of a tensor group that stops, and one that dies, in the
+        # middle of training: the job ends with the error, never a hang.
+        tp2, _ = compile('tp2_faults', '--mesh', 'tensor=2', '--tensor-parallel')
+        long_run = [args.trainc_run, tp2, '--data', data, '--data-format', 'bytes',
+                    '--steps', '100000', '--no-progress', '--collective-timeout', '4',
+                    '--output-dir', os.path.join(work, 'faults')]
+        for sig, expect in (('STOP', 'did not arrive'), ('KILL', '')):
+            script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then '
+                      f'(sleep 1.5; kill -{sig} $$) & fi; exec "$@"')
+            start = time.monotonic()
+            r = mpirun(2, ['sh', '-c', script, 'sh'] + long_run, timeout=120)
+            took = time.monotonic() - start
+            message = [l for l in r.stderr.splitlines() if 'error' in l.lower()]
+            ok = r.returncode != 0 and took < 60 and (
+                not expect or any(expect in l and 'rank(s) 1' in l for l in message))
+            check(ok, f'tensor 2, rank 1 SIGSTOP/SIGKILL ({sig}): the job ends in '
+                  f'{took:.1f} s ' + (message[0][:200] if message else
+                                      r.stderr.strip()[-200:]))
+
         check_hugging_face(args, work)
     return finish('tensor-parallel')
 
