@@ -57,6 +57,10 @@ def Graph_Dialect : Dialect {
       type is one rank's part; dimension d of the whole (global) tensor is
       its size times the size of its axis, and the rank with index i on that
       axis holds the i-th part.
+    - `graph.sharding = ["", "tensor"]` on an op (before the partition
+      phase, written by hand or by `--tensor-parallel`): how to split the
+      op's one result over the tensor axis. The partition phase propagates
+      it through the other ops by their sharding rules, then consumes it.
     - `graph.global_shape = array<i64: 50, 16>` beside a `graph.sharding`:
       the whole tensor's shape when a split dimension does not divide
       evenly (ZeRO's sharded parameters and optimizer state). Each rank's
