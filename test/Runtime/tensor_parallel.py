@@ -28,9 +28,10 @@ on byte data from the same initial weights as one rank, launched by
 - With --precision bf16, the row-parallel partial sums are summed in f32
   (MPI sums no bf16), and 2 ranks follow one bf16 rank's loss within
   1e-3 over 10 steps (a bf16 rounding is within 2^-9 relative).
-- A 2 x 2 checkpoint (parameters whole on the tensor axis, one shard per
-  data rank) resumes on one rank with --grad-accum 2 and ends within the
-  tolerances above of 20 uninterrupted steps.
+- A 2 x 2 checkpoint resumes on one rank with --grad-accum 2, and a
+  tensor 2 checkpoint (split weights saved as parts along dimensions 0
+  and 1, per the manifest) on tensor 4; both end within the tolerances
+  above of 20 uninterrupted steps.
 - Models nobody here wrote: the Hugging Face GPT-2 (fused QKV in a Conv1D)
   and Llama (SwiGLU MLP, RMSNorm) of test/Models/hf, both exporters, on
   2 tensor-parallel ranks (`--optimizer none`): the loss and every
@@ -136,6 +137,30 @@ def main():
                 check('mesh: data=1, tensor=2' in r.stdout
                       and 'all_reduce_start' in r.stdout and 'shard_slice' in r.stdout,
                       f'{name}: --inspect shows the tensor axis and its collectives')
+
+        # Split weights in checkpoints: tensor 2 saves parts (a row-parallel
+        # weight along dimension 1), tensor 4 resumes from them.
+        tp2_exe, _ = compile('ck_tp2', '--mesh', 'tensor=2', '--tensor-parallel')
+        tp4_exe, _ = compile('ck_tp4', '--mesh', 'tensor=4', '--tensor-parallel')
+        tp_state = os.path.join(work, 'tp_state')
+        first_tp, _ = train(args, launcher(2), tp2_exe, data, os.path.join(work, 'tp_first'),
+                            10, ['--save-state', tp_state, '--save-every', '5'])
+        manifest = os.path.join(tp_state, 'step-000000000010', 'manifest.json')
+        split = [t for t in json.load(open(manifest))['tensors']
+                 if t['sharding'] != 'replicated'] if os.path.exists(manifest) else []
+        check(first_tp is not None and
+              {'axis': 'tensor', 'dim': 1, 'parts': 2} in [t['sharding'] for t in split] and
+              {'axis': 'tensor', 'dim': 0, 'parts': 2} in [t['sharding'] for t in split],
+              f'tensor 2 checkpoint: {len(split)} tensors saved as parts along '
+              f'dimensions 0 and 1')
+        then_tp4, result = train(args, launcher(4), tp4_exe, data,
+                                 os.path.join(work, 'tp_then4'), STEPS - 10,
+                                 ['--resume', tp_state])
+        check(then_tp4 is not None and 'at step 10' in result.stdout,
+              'tensor 2 checkpoint resumes at step 10 on tensor 4')
+        if then_tp4 is not None and first_tp is not None:
+            then_tp4 = (first_tp[0] + then_tp4[0], then_tp4[1])
+        compare_loose('tensor 2 -> tensor 4 checkpoint', ref, then_tp4, LR, STEPS)
 
         # With the other phases: recompute, micro-batches, clipping (the
         # norm sums the split parameters' squares over the tensor axis).

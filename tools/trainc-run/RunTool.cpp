@@ -699,7 +699,9 @@ int onStep(const trainc_step_metrics *m, void *user) {
     return stop;
   int any = stop;
   if (trainc_status s = trainc_world_any(stop, &any)) {
-    static_cast<Loop *>(user)->logError = take(s);
+    // A rank did not arrive (its collective timed out, naming it): end
+    // the job now; waiting to finish with it would hang.
+    fail(take(s));
     return 1;
   }
   if (any && !stop && !gInterrupted)
