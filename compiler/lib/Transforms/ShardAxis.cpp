@@ -118,9 +118,10 @@ private:
       if (!dims)
         continue;
       op.removeAttr(GraphDialect::kShardingAttr);
-      auto type = dyn_cast<RankedTensorType>(op.getResult(0).getType());
-      if (op.getNumResults() != 1 || !type ||
-          int64_t(dims.size()) != type.getRank())
+      auto type = op.getNumResults() == 1
+                      ? dyn_cast<RankedTensorType>(op.getResult(0).getType())
+                      : RankedTensorType();
+      if (!type || int64_t(dims.size()) != type.getRank())
         return op.emitError("partition: '")
                << GraphDialect::kShardingAttr
                << "' on an op must name one axis per dimension of its one "
