@@ -160,3 +160,17 @@ func.func @main(%x: tensor<4x16xbf16>, %w: tensor<16x8xbf16>) -> tensor<4x8xbf16
   %y = graph.dot_general %xs, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
   return %y : tensor<4x8xbf16>
 }
+
+// -----
+
+// A value read twice, converted two ways: x x^T with x split along rows
+// reads its block as the lhs and the whole x as the rhs.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[B:.+]] = graph.exp {{.*}} : tensor<2x6xf32>
+// CHECK: %[[W:.+]] = graph.all_gather %[[B]], axis = "tensor" : (tensor<2x6xf32>) -> tensor<4x6xf32>
+// CHECK: graph.dot_general %[[B]], %[[W]], {{.*}} -> tensor<2x4xf32>
+func.func @main(%a: tensor<4x6xf32>) -> tensor<4x4xf32> {
+  %x = graph.exp %a {graph.sharding = ["tensor", ""]} : tensor<4x6xf32>
+  %g = graph.dot_general %x, %x, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x4xf32>
+  return %g : tensor<4x4xf32>
+}

@@ -43,14 +43,18 @@ func.func @lhs_weight(%w: tensor<192x64xf32>, %x: tensor<64x8xf32>) -> (tensor<9
 
 // -----
 
-// Left alone: a user that is not a slice, and a slice with a stride.
+// Left alone: a user that is not a slice, a slice with a stride, and
+// slices of a batching dimension (in both operands).
 // CHECK-LABEL: func.func @kept
-// CHECK-COUNT-2: graph.dot_general
+// CHECK-COUNT-3: graph.dot_general
 // CHECK-NOT: graph.dot_general
-func.func @kept(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> (tensor<4x8xf32>, tensor<4x16xf32>, tensor<4x8xf32>) {
+func.func @kept(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %xb: tensor<3x4x8xf32>, %wb: tensor<3x8x8xf32>) -> (tensor<4x8xf32>, tensor<4x16xf32>, tensor<4x8xf32>, tensor<1x4x8xf32>, tensor<2x4x8xf32>) {
   %d = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
   %a = graph.slice %d, start = [0, 0], limit = [4, 8], strides = [1, 1] : (tensor<4x16xf32>) -> tensor<4x8xf32>
   %e = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
   %s = graph.slice %e, start = [0, 0], limit = [4, 16], strides = [1, 2] : (tensor<4x16xf32>) -> tensor<4x8xf32>
-  return %a, %d, %s : tensor<4x8xf32>, tensor<4x16xf32>, tensor<4x8xf32>
+  %f = graph.dot_general %xb, %wb, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<3x4x8xf32>, tensor<3x8x8xf32>) -> tensor<3x4x8xf32>
+  %f0 = graph.slice %f, start = [0, 0, 0], limit = [1, 4, 8], strides = [1, 1, 1] : (tensor<3x4x8xf32>) -> tensor<1x4x8xf32>
+  %f1 = graph.slice %f, start = [1, 0, 0], limit = [3, 4, 8], strides = [1, 1, 1] : (tensor<3x4x8xf32>) -> tensor<2x4x8xf32>
+  return %a, %d, %s, %f0, %f1 : tensor<4x8xf32>, tensor<4x16xf32>, tensor<4x8xf32>, tensor<1x4x8xf32>, tensor<2x4x8xf32>
 }

@@ -273,9 +273,11 @@ private:
   /// attributes that name sizes (a slice's limits, a splat's type).
   Operation *rebuild(OpBuilder &b, Operation *op, const ShardingRule &rule,
                      int64_t f, ArrayRef<Value> operands) {
-    IRMapping map;
-    map.map(op->getOperands(), operands);
-    Operation *clone = b.clone(*op, map);
+    // Operand by operand: a value read twice may be converted two ways
+    // (dot_general(x, x) with one side split).
+    Operation *clone = b.clone(*op);
+    for (auto [i, v] : llvm::enumerate(operands))
+      clone->setOperand(unsigned(i), v);
     if (f == ShardingRule::kNoFactor)
       return clone;
     for (auto [r, dims] : llvm::zip(clone->getResults(), rule.resultDims)) {

@@ -125,12 +125,14 @@ struct SplitFusedProjectionsPass
     int64_t factor = rule.resultDims[0][dim];
     if (factor == ShardingRule::kNoFactor)
       return;
-    unsigned operand = 0;
-    int64_t operandDim = ShardingRule::dimOf(rule.operandDims[0], factor);
-    if (operandDim < 0) {
-      operand = 1;
-      operandDim = ShardingRule::dimOf(rule.operandDims[1], factor);
-    }
+    // A free dimension of one operand (a batching one is in both: left
+    // alone).
+    int64_t lhsDim = ShardingRule::dimOf(rule.operandDims[0], factor);
+    int64_t rhsDim = ShardingRule::dimOf(rule.operandDims[1], factor);
+    if ((lhsDim >= 0) == (rhsDim >= 0))
+      return;
+    unsigned operand = lhsDim >= 0 ? 0 : 1;
+    int64_t operandDim = lhsDim >= 0 ? lhsDim : rhsDim;
     for (SliceOp slice : slices) {
       OpBuilder b(slice);
       Location loc = slice.getLoc();

@@ -375,6 +375,9 @@ ShardingRule ReshapeOp::getShardingRule() {
   RuleBuilder b(*this);
   ArrayRef<int64_t> in = getOperand().getType().getShape();
   ArrayRef<int64_t> out = getType().getShape();
+  // An empty tensor has nothing to split.
+  if (llvm::is_contained(in, 0) || llvm::is_contained(out, 0))
+    return b.take();
   size_t i = 0, o = 0;
   auto skipOnes = [](ArrayRef<int64_t> shape, size_t &k) {
     while (k < shape.size() && shape[k] == 1)

@@ -280,39 +280,38 @@ Status loadCheckpoint(const std::string &path, Loaded &out, bool tensors) {
                                : t.at("shards");
       if (!parts.is_array() || parts.empty())
         return damaged("tensor '" + tensor.name + "' lists no shards");
-      for (const Json &part : parts) {
-        const char *data = nullptr;
-        uint64_t bytes = part.at("bytes").get<uint64_t>();
-        if (bytes > whole)
-          return damaged("tensor '" + tensor.name + "' has a part of " +
-                         std::to_string(bytes) + " bytes, more than its " +
-                         std::to_string(whole));
-        TRAINC_RETURN_IF_ERROR(
-            shards.read(part.at("file").get<std::string>(), tensor.name, bytes,
-                        part.at("xxh3").get<std::string>(), data));
-        tensor.bytes.insert(tensor.bytes.end(), data, data + bytes);
-      }
-      // Parts in order, each padded past the end of the split dimension.
+      // Parts in order, each padded past the end of the split dimension:
+      // every one is exactly a part's size.
       SplitLayout layout;
       layout.wholeShape = tensor.shape;
       layout.elementBytes = dtypeSize(tensor.dtype);
       layout.parts = int64_t(parts.size());
       if (parts.size() > 1) {
         const Json &sharding = t.at("sharding");
-        layout.dim = sharding.is_object() ? sharding.value("dim", 0) : 0;
+        if (!sharding.is_object() ||
+            sharding.value("parts", int64_t(0)) != layout.parts)
+          return damaged("tensor '" + tensor.name + "' lists " +
+                         std::to_string(parts.size()) +
+                         " shards but its sharding says otherwise");
+        layout.dim = sharding.value("dim", 0);
         if (layout.dim < 0 || layout.dim >= int(tensor.shape.size()))
-          return damaged("tensor '" + tensor.name + "' is split along " +
-                         "dimension " + std::to_string(layout.dim) +
-                         " of a rank-" + std::to_string(tensor.shape.size()) +
-                         " shape");
+          return damaged("tensor '" + tensor.name + "' cannot be split along " +
+                         "dimension " + std::to_string(layout.dim) + " into " +
+                         std::to_string(parts.size()) + " parts");
       }
-      uint64_t expected =
-          parts.size() == 1 ? whole : layout.partBytes() * parts.size();
-      if (tensor.bytes.size() != expected)
-        return damaged("tensor '" + tensor.name + "' has " +
-                       std::to_string(tensor.bytes.size()) +
-                       " bytes in its shards, its shape needs " +
-                       std::to_string(expected));
+      uint64_t partBytes = parts.size() == 1 ? whole : layout.partBytes();
+      for (const Json &part : parts) {
+        const char *data = nullptr;
+        uint64_t bytes = part.at("bytes").get<uint64_t>();
+        if (bytes != partBytes)
+          return damaged("tensor '" + tensor.name + "' has a part of " +
+                         std::to_string(bytes) + " bytes, not " +
+                         std::to_string(partBytes));
+        TRAINC_RETURN_IF_ERROR(
+            shards.read(part.at("file").get<std::string>(), tensor.name, bytes,
+                        part.at("xxh3").get<std::string>(), data));
+        tensor.bytes.insert(tensor.bytes.end(), data, data + bytes);
+      }
       if (parts.size() > 1)
         tensor.bytes = wholeOf(layout, tensor.bytes.data());
       out.tensors.push_back(std::move(tensor));

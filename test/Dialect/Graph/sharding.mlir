@@ -89,7 +89,7 @@ func.func @linear(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %w: tensor<16x8
 
 // -----
 
-func.func @data_movement(%x: tensor<2x32x64xf32>, %b: tensor<64xf32>, %c: tensor<1x64xf32>, %t: tensor<128x64xf32>, %i: tensor<2x32xi64>) {
+func.func @data_movement(%z: tensor<2x0xf32>, %x: tensor<2x32x64xf32>, %b: tensor<64xf32>, %c: tensor<1x64xf32>, %t: tensor<128x64xf32>, %i: tensor<2x32xi64>) {
   // expected-remark@+1 {{([k]) -> ([i, j, k]) sizes i=2, j=32, k=64}}
   %0 = graph.broadcast_in_dim %b, dims = [2] : (tensor<64xf32>) -> tensor<2x32x64xf32>
   // A broadcast size-1 dimension has no factor.
@@ -104,6 +104,9 @@ func.func @data_movement(%x: tensor<2x32x64xf32>, %b: tensor<64xf32>, %c: tensor
   // Size-1 dimensions are skipped; [32, 64] -> [2048] shares gcd(32, 2048) = 32.
   // expected-remark@+1 {{([i, j, _]) -> ([_, i, j]) sizes i=2, j=32}}
   %4 = graph.reshape %x : (tensor<2x32x64xf32>) -> tensor<1x2x2048xf32>
+  // An empty tensor has nothing to split.
+  // expected-remark@+1 {{([_, _]) -> ([_, _])}}
+  %e = graph.reshape %z : (tensor<2x0xf32>) -> tensor<0x5xf32>
   // expected-remark@+1 {{([i, k, j, l]) -> ([i, j, k, l]) sizes i=2, j=4, k=32, l=16}}
   %5 = graph.transpose %2, permutation = [0, 2, 1, 3] : (tensor<2x32x4x16xf32>) -> tensor<2x4x32x16xf32>
   // A sliced dimension is whole.

@@ -677,6 +677,48 @@ TEST_F(LoadSafetensors, SavedRunInfoReadsOnlyTheManifests) {
       std::string::npos);
 }
 
+/// Writes `manifest` to `path` with its checksum, as trainc writes one.
+void writeManifest(const fs::path &path, nlohmann::json manifest) {
+  manifest.erase("manifest_xxh3");
+  std::string canonical = manifest.dump();
+  char digest[17];
+  std::snprintf(
+      digest, sizeof digest, "%016llx",
+      (unsigned long long)XXH3_64bits(canonical.data(), canonical.size()));
+  manifest["manifest_xxh3"] = digest;
+  writeBytes(path, manifest.dump(1));
+}
+
+// A manifest whose parts do not fit the tensor's layout (a part of the
+// wrong size, or a sharding that disagrees with the shards listed) is
+// damaged, even with a valid checksum: nothing is read past a part.
+TEST_F(LoadSafetensors, PartsThatDoNotFitTheLayoutAreRefused) {
+  ASSERT_NE(trainer_, nullptr);
+  fs::path dir = dir_ / "parts";
+  step(trainer_);
+  auto [code, message] = consume(trainc_trainer_save(trainer_, dir.c_str()));
+  ASSERT_EQ(code, TRAINC_OK) << message;
+  fs::path manifestPath = dir / "step-000000000001" / "manifest.json";
+  nlohmann::json saved = nlohmann::json::parse(readBytes(manifestPath));
+  for (int claimed : {2, 3}) {
+    nlohmann::json manifest = saved;
+    nlohmann::json &t = manifest["tensors"][0];
+    // Two shards, each the whole tensor, claimed as `claimed` parts.
+    t["sharding"] = {{"axis", "data"}, {"dim", 0}, {"parts", claimed}};
+    t["shards"].push_back(t["shards"][0]);
+    writeManifest(manifestPath, manifest);
+    trainc_trainer *fresh = newTrainer();
+    ASSERT_NE(fresh, nullptr);
+    std::tie(code, message) =
+        consume(trainc_trainer_restore(fresh, dir.c_str()));
+    EXPECT_NE(code, TRAINC_OK);
+    EXPECT_NE(message.find(claimed == 2 ? "has a part of"
+                                        : "lists 2 shards but its sharding"),
+              std::string::npos)
+        << message;
+  }
+}
+
 // A checkpoint of format 2 (one shard of one rank, each tensor's file and
 // checksum beside it in the manifest, as trainc wrote before one shard per
 // rank) still restores.
@@ -703,13 +745,7 @@ TEST_F(LoadSafetensors, Format2CheckpointsStillRestore) {
     t["bytes"] = shard["bytes"];
     t["xxh3"] = shard["xxh3"];
   }
-  std::string canonical = manifest.dump();
-  char digest[17];
-  std::snprintf(
-      digest, sizeof digest, "%016llx",
-      (unsigned long long)XXH3_64bits(canonical.data(), canonical.size()));
-  manifest["manifest_xxh3"] = digest;
-  writeBytes(manifestPath, manifest.dump(1));
+  writeManifest(manifestPath, manifest);
 
   trainc_trainer *fresh = newTrainer();
   ASSERT_NE(fresh, nullptr);
