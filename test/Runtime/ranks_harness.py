@@ -4,6 +4,7 @@ curves and trained weights."""
 import json
 import os
 import subprocess
+import time
 
 import numpy as np
 
@@ -127,3 +128,22 @@ def tinygpt_workspace(args, work, lr):
             raise SystemExit(1)
         return path, r.stdout
     return compile, data
+
+
+def check_rank_faults(tag, command):
+    """Runs `command` (trainc-run of a 2-rank executable for many steps with
+    --collective-timeout 4) on 2 ranks, stopping (SIGSTOP), then killing
+    (SIGKILL) rank 1 after 1.5 s: each job must end within 60 s, never
+    hang; the stop is named by rank 0's timeout (rank 1, and the step)."""
+    for sig, expect in (('STOP', 'did not arrive'), ('KILL', '')):
+        script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then '
+                  f'(sleep 1.5; kill -{sig} $$) & fi; exec "$@"')
+        start = time.monotonic()
+        r = mpirun(2, ['sh', '-c', script, 'sh'] + command, timeout=120)
+        took = time.monotonic() - start
+        message = [l for l in r.stderr.splitlines() if 'error' in l.lower()]
+        ok = r.returncode != 0 and took < 60 and (
+            not expect or any(expect in l and 'rank(s) 1' in l and 'step ' in l
+                              for l in message))
+        check(ok, f'{tag}: rank 1 SIGSTOP/SIGKILL ({sig}): the job ends in {took:.1f} s '
+              + (message[0][:200] if message else r.stderr.strip()[-200:]))

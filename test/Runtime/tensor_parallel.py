@@ -52,7 +52,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -216,18 +215,7 @@ def main():
         long_run = [args.trainc_run, tp2, '--data', data, '--data-format', 'bytes',
                     '--steps', '100000', '--no-progress', '--collective-timeout', '4',
                     '--output-dir', os.path.join(work, 'faults')]
-        for sig, expect in (('STOP', 'did not arrive'), ('KILL', '')):
-            script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then '
-                      f'(sleep 1.5; kill -{sig} $$) & fi; exec "$@"')
-            start = time.monotonic()
-            r = mpirun(2, ['sh', '-c', script, 'sh'] + long_run, timeout=120)
-            took = time.monotonic() - start
-            message = [l for l in r.stderr.splitlines() if 'error' in l.lower()]
-            ok = r.returncode != 0 and took < 60 and (
-                not expect or any(expect in l and 'rank(s) 1' in l for l in message))
-            check(ok, f'tensor 2, rank 1 SIGSTOP/SIGKILL ({sig}): the job ends in '
-                  f'{took:.1f} s ' + (message[0][:200] if message else
-                                      r.stderr.strip()[-200:]))
+        ranks_harness.check_rank_faults('tensor 2', long_run)
 
         check_hugging_face(args, work)
     return finish('tensor-parallel')

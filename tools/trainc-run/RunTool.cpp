@@ -701,7 +701,7 @@ int onStep(const trainc_step_metrics *m, void *user) {
   if (trainc_status s = trainc_world_any(stop, &any)) {
     // A rank did not arrive (its collective timed out, naming it): end
     // the job now; waiting to finish with it would hang.
-    fail(take(s));
+    fail("after step " + std::to_string(m->step) + ": " + take(s));
     return 1;
   }
   if (any && !stop && !gInterrupted)
