@@ -700,11 +700,18 @@ TEST_F(LoadSafetensors, PartsThatDoNotFitTheLayoutAreRefused) {
   ASSERT_EQ(code, TRAINC_OK) << message;
   fs::path manifestPath = dir / "step-000000000001" / "manifest.json";
   nlohmann::json saved = nlohmann::json::parse(readBytes(manifestPath));
-  for (int claimed : {2, 3}) {
+  // (parts claimed, dimension split, the error): two shards, each the
+  // whole tensor.
+  struct Case {
+    int parts, dim;
+    const char *error;
+  };
+  for (Case c : {Case{2, 0, "has a part of"},
+                 Case{3, 0, "lists 2 shards but its sharding"},
+                 Case{2, 7, "cannot be split along dimension 7"}}) {
     nlohmann::json manifest = saved;
     nlohmann::json &t = manifest["tensors"][0];
-    // Two shards, each the whole tensor, claimed as `claimed` parts.
-    t["sharding"] = {{"axis", "data"}, {"dim", 0}, {"parts", claimed}};
+    t["sharding"] = {{"axis", "data"}, {"dim", c.dim}, {"parts", c.parts}};
     t["shards"].push_back(t["shards"][0]);
     writeManifest(manifestPath, manifest);
     trainc_trainer *fresh = newTrainer();
@@ -712,10 +719,7 @@ TEST_F(LoadSafetensors, PartsThatDoNotFitTheLayoutAreRefused) {
     std::tie(code, message) =
         consume(trainc_trainer_restore(fresh, dir.c_str()));
     EXPECT_NE(code, TRAINC_OK);
-    EXPECT_NE(message.find(claimed == 2 ? "has a part of"
-                                        : "lists 2 shards but its sharding"),
-              std::string::npos)
-        << message;
+    EXPECT_NE(message.find(c.error), std::string::npos) << message;
   }
 }
 
