@@ -2,8 +2,9 @@
 //
 // Bit-exact conversions between float and the 16-bit formats, rounding to
 // nearest, ties to even, with NaN kept NaN (quiet) and overflow to infinity,
-// as the conversion instructions of GPUs and CPUs do. Arithmetic on 16-bit
-// values happens in float: load with *ToFloat, compute, store with
+// as the conversion instructions of GPUs and CPUs do. Shared kernel math
+// (TRAINC_HD): the CUDA kernels convert with these same functions. Arithmetic
+// on 16-bit values happens in float: load with *ToFloat, compute, store with
 // floatTo*.
 //
 //===----------------------------------------------------------------------===//
@@ -11,27 +12,37 @@
 #ifndef TRAINC_RUNTIME_BASE_FLOAT16_H
 #define TRAINC_RUNTIME_BASE_FLOAT16_H
 
+#include "base/HostDevice.h"
+
 #include <cstdint>
 #include <cstring>
 
 namespace trainc {
 
-inline uint32_t floatBits(float f) {
+TRAINC_HD uint32_t floatBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
+#endif
 }
 
-inline float bitsFloat(uint32_t u) {
+TRAINC_HD float bitsFloat(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+#endif
 }
 
 /// bfloat16 is the top half of a float.
-inline float bf16ToFloat(uint16_t h) { return bitsFloat(uint32_t(h) << 16); }
+TRAINC_HD float bf16ToFloat(uint16_t h) { return bitsFloat(uint32_t(h) << 16); }
 
-inline uint16_t floatToBf16(float f) {
+TRAINC_HD uint16_t floatToBf16(float f) {
   uint32_t u = floatBits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep it NaN, quiet.
     return uint16_t((u >> 16) | 0x40);
@@ -42,7 +53,7 @@ inline uint16_t floatToBf16(float f) {
 }
 
 /// IEEE binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
-inline float f16ToFloat(uint16_t h) {
+TRAINC_HD float f16ToFloat(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t mant = h & 0x3ffu;
@@ -58,7 +69,7 @@ inline float f16ToFloat(uint16_t h) {
   return bitsFloat(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
-inline uint16_t floatToF16(float f) {
+TRAINC_HD uint16_t floatToF16(float f) {
   uint32_t u = floatBits(f);
   uint16_t sign = uint16_t((u >> 16) & 0x8000u);
   uint32_t absu = u & 0x7fffffffu;

@@ -19,8 +19,9 @@
 // Compute in f64 for f64 (libm, sums in index order), in f32 otherwise:
 // the statistics with the forward kernel's own VectorMath.h row sums
 // (Norm.cpp), so xhat here is the forward's; erf, exp and tanh through
-// VectorMath.h on blocks. 16-bit operands are widened a block (or row) at a
-// time and the results rounded to nearest even.
+// VectorMath.h on blocks (math/Transcendental.h's per-element gelu
+// gradients, which the CUDA kernels share). 16-bit operands are widened a block
+// (or row) at a time and the results rounded to nearest even.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,32 +45,6 @@ constexpr double kCubic = 0.044715;
 
 /// Elements per block of the gelu_grad loop (and per parallel chunk).
 constexpr int64_t kBlock = 1024;
-
-/// dx[i] = g[i] * gelu'(x[i]) for one block of n <= kBlock floats.
-void geluGradBlock(const float *x, const float *g, float *dx, int64_t n,
-                   bool useTanh) {
-  float a[kBlock] = {}, b[kBlock] = {};
-  if (!useTanh) {
-    for (int64_t i = 0; i < n; ++i) {
-      a[i] = x[i] * float(kInvSqrt2);
-      b[i] = -0.5f * x[i] * x[i];
-    }
-    erfF32(a, a, n);
-    expF32(b, b, n);
-    for (int64_t i = 0; i < n; ++i)
-      dx[i] =
-          g[i] * (0.5f * (1.0f + a[i]) + x[i] * (b[i] * float(kInvSqrt2Pi)));
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i)
-    a[i] = float(kSqrt2OverPi) * (x[i] + float(kCubic) * x[i] * x[i] * x[i]);
-  tanhF32(a, a, n);
-  for (int64_t i = 0; i < n; ++i) {
-    float t = a[i], x2 = x[i] * x[i];
-    float inner = float(kSqrt2OverPi) * (1.0f + float(3 * kCubic) * x2);
-    dx[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * x[i] * (1.0f - t * t) * inner);
-  }
-}
 
 double geluGradF64(double x, double g, bool useTanh) {
   if (!useTanh)
@@ -118,20 +93,21 @@ Status runGeluGrad(const KernelCall &call) {
     return okStatus();
   }
   bool native = x.dtype == DType::F32;
+  auto gradF32 = useTanh ? geluTanhGradF32 : geluErfGradF32;
   parallelFor(blocks, 4, [&](int64_t begin, int64_t end) {
     float xs[kBlock], gs[kBlock], out[kBlock];
     for (int64_t blk = begin; blk < end; ++blk) {
       int64_t base = blk * kBlock, len = std::min(kBlock, n - base);
       if (native) {
-        geluGradBlock(x.as<float>() + base, g.as<float>() + base,
-                      dx.as<float>() + base, len, useTanh);
+        gradF32(x.as<float>() + base, g.as<float>() + base,
+                dx.as<float>() + base, len);
         continue;
       }
       for (int64_t i = 0; i < len; ++i) {
         xs[i] = loadAs<float>(x, base + i);
         gs[i] = loadAs<float>(g, base + i);
       }
-      geluGradBlock(xs, gs, out, len, useTanh);
+      gradF32(xs, gs, out, len);
       for (int64_t i = 0; i < len; ++i)
         storeAs(dx, base + i, out[i]);
     }

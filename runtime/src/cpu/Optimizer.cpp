@@ -1,19 +1,12 @@
 //===- Optimizer.cpp - adamw_update ---------------------------------------===//
 //
-// One AdamW step of one parameter, elementwise, every operation rounded to
-// the parameter's type in the order of graph.adamw_update's description
-// (which is PyTorch's):
-//
-//   g' = g * grad_scale;  p' = p * decay_factor
-//   m1 = m * beta1 + (1 - beta1) * g'
-//   v1 = v * beta2 + (1 - beta2) * (g' * g')
-//   p1 = p' + neg_step_size * (m1 / (sqrt(v1) / bias_correction2_sqrt + eps))
-//
-// so the result equals the decomposed update's bit for bit. Compiled
-// without FMA contraction (runtime/CMakeLists.txt) for that reason, and
-// without errno (sqrt of the non-negative v1 is then one instruction). Each
-// element's inputs are read before its results are written, so the new
-// values may overwrite the old ones in place (the executable does that).
+// One AdamW step of one parameter, elementwise: math/AdamW.h's
+// adamwElement, the formula shared with the CUDA kernel, which equals the
+// decomposed update bit for bit. Compiled without FMA contraction
+// (runtime/CMakeLists.txt) for that reason, and without errno (sqrt of the
+// non-negative v1 is then one instruction). Each element's inputs are read
+// before its results are written, so the new values may overwrite the old
+// ones in place (the executable does that).
 // f32 and f64 only: the optimizer pass keeps the decomposed update for
 // 16-bit parameters. With the optional skip flag set, nothing is computed.
 //
@@ -21,6 +14,7 @@
 
 #include "base/Parallel.h"
 #include "cpu/KernelUtil.h"
+#include "math/AdamW.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,14 +23,19 @@
 namespace trainc::cpu {
 namespace {
 
+/// The step's scalars: the 0-d operands 4-7 and the attributes.
+template <typename T>
+math::AdamwScalars<T> adamwScalars(const KernelCall &call) {
+  return {
+      *call.inputs[4].as<T>(), *call.inputs[5].as<T>(), *call.inputs[6].as<T>(),
+      *call.inputs[7].as<T>(), T(call.floats[0]),       T(1 - call.floats[0]),
+      T(call.floats[1]),       T(1 - call.floats[1]),   T(call.floats[2])};
+}
+
 template <typename T> void adamw(const KernelCall &call) {
   const T *p = call.inputs[0].as<T>(), *g = call.inputs[1].as<T>(),
           *m = call.inputs[2].as<T>(), *v = call.inputs[3].as<T>();
-  const T negStep = *call.inputs[4].as<T>(), bc2 = *call.inputs[5].as<T>(),
-          decay = *call.inputs[6].as<T>(), scale = *call.inputs[7].as<T>();
-  const T beta1 = T(call.floats[0]), oneMinusBeta1 = T(1 - call.floats[0]),
-          beta2 = T(call.floats[1]), oneMinusBeta2 = T(1 - call.floats[1]),
-          eps = T(call.floats[2]);
+  const math::AdamwScalars<T> c = adamwScalars<T>(call);
   T *p1 = call.outputs[0].as<T>(), *m1 = call.outputs[1].as<T>(),
     *v1 = call.outputs[2].as<T>();
   // Blocks through local arrays: the results usually are the operands'
@@ -48,16 +47,8 @@ template <typename T> void adamw(const KernelCall &call) {
     for (int64_t blk = begin; blk < end; ++blk) {
       int64_t base = blk * kBlock, len = std::min(kBlock, n - base);
       const T *pb = p + base, *gb = g + base, *mb = m + base, *vb = v + base;
-      for (int64_t i = 0; i < len; ++i) {
-        T gi = gb[i] * scale;
-        T pd = pb[i] * decay;
-        T mi = mb[i] * beta1 + oneMinusBeta1 * gi;
-        T vi = vb[i] * beta2 + oneMinusBeta2 * (gi * gi);
-        T denom = std::sqrt(vi) / bc2 + eps;
-        np[i] = pd + negStep * (mi / denom);
-        nm[i] = mi;
-        nv[i] = vi;
-      }
+      for (int64_t i = 0; i < len; ++i)
+        math::adamwElement(c, pb[i], gb[i], mb[i], vb[i], np[i], nm[i], nv[i]);
       std::memcpy(p1 + base, np, len * sizeof(T));
       std::memcpy(m1 + base, nm, len * sizeof(T));
       std::memcpy(v1 + base, nv, len * sizeof(T));

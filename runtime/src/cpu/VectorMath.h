@@ -46,6 +46,11 @@ void geluErfF32(const float *x, float *y, int64_t n);
 /// rounding grows the relative error as 2|u| 2^-24 in the far tail).
 void geluTanhF32(const float *x, float *y, int64_t n);
 
+/// dx[i] = g[i] * gelu'(x[i]), erf and tanh forms (math/Transcendental.h's
+/// geluErfGrad and geluTanhGrad). dx may equal x or g.
+void geluErfGradF32(const float *x, const float *g, float *dx, int64_t n);
+void geluTanhGradF32(const float *x, const float *g, float *dx, int64_t n);
+
 /// y = softmax(x) over one contiguous row of n elements: exp(x - max) / sum.
 /// NaN anywhere, +inf, or a row of all -inf gives a row of NaN.
 void softmaxRowF32(const float *x, float *y, int64_t n);

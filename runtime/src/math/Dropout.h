@@ -1,0 +1,55 @@
+//===- Dropout.h - Dropout's counter-based keep mask -------------*- C++
+//-*-===//
+//
+// keep[i] is a pure function of (seed, step, i), i the flat row-major
+// element index, so backward and recomputation can replay the forward mask
+// without storing it, on any thread split and on any device: shared kernel
+// math (TRAINC_HD), called by the CPU kernel (cpu/Dropout.cpp) and the CUDA
+// kernel, which therefore draw the same mask bit for bit.
+//
+//   mix(z)  = splitmix64's output function applied to z + 0x9E3779B97F4A7C15:
+//               z += 0x9E3779B97F4A7C15
+//               z  = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+//               z  = (z ^ (z >> 27)) * 0x94D049BB133111EB
+//               return z ^ (z >> 31)                    (all mod 2^64)
+//   key     = mix(mix(uint64(seed)) ^ uint64(step))
+//   u[i]    = (mix(key ^ uint64(i)) >> 11) * 2^-53     (uniform in [0, 1))
+//   keep[i] = u[i] >= ratio                            (in f64)
+//
+// so P(keep) = 1 - ratio up to 2^-53. Each mix is a bijection of 64-bit
+// words with full avalanche, so distinct (seed, step) pairs give unrelated
+// streams and neighbouring indices unrelated bits. Changing this function
+// changes every trained model's dropout masks: treat it as a format.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_MATH_DROPOUT_H
+#define TRAINC_RUNTIME_MATH_DROPOUT_H
+
+#include "base/HostDevice.h"
+
+#include <cstdint>
+
+namespace trainc::math {
+
+TRAINC_HD uint64_t splitMix(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// The key of one (seed, step) stream.
+TRAINC_HD uint64_t dropoutKey(uint64_t seed, uint64_t step) {
+  return splitMix(splitMix(seed) ^ step);
+}
+
+/// Whether element `index` of the stream `key` is kept at drop `ratio`.
+TRAINC_HD bool dropoutKeep(uint64_t key, uint64_t index, double ratio) {
+  double u = double(splitMix(key ^ index) >> 11) * 0x1p-53;
+  return u >= ratio;
+}
+
+} // namespace trainc::math
+
+#endif // TRAINC_RUNTIME_MATH_DROPOUT_H
