@@ -19,9 +19,10 @@ or SIGTERM stops the run); `--resume` continues an interrupted or killed
 run from the newest one, for the steps that are left.
 
 At the end it compares the held-out loss with ln(256) = 5.545, the loss of a
-uniform guess, and exits non-zero if the model did not learn. trainc's CUDA
-device does not exist yet: on a machine with a GPU this says so and trains
-on the CPU.
+uniform guess, and exits non-zero if the model did not learn. It trains on
+the GPU when trainc was built with CUDA and a GPU is present (--device
+auto), and then checks the first steps against the CPU (--verify-steps);
+else on the CPU.
 """
 import argparse
 import glob
@@ -102,6 +103,12 @@ def main():
     parser.add_argument('--recompute', default='none',
                         help='trainc --recompute: none, selective, full or budget=BYTES '
                              '(activation checkpointing)')
+    parser.add_argument('--device', default='auto',
+                        help='trainc-run --device: auto (the GPU when trainc has CUDA '
+                             'and one is present, else the CPU), cpu, cuda or cuda:N')
+    parser.add_argument('--verify-steps', type=int, default=2,
+                        help='on a GPU, steps also run on the CPU and compared '
+                             '(trainc-run --verify-steps); 0: none')
     parser.add_argument('--bin-dir', default=os.path.join(ROOT, 'build', 'bin'),
                         help='where trainc and trainc-run are')
     args = parser.parse_args()
@@ -128,9 +135,13 @@ def main():
     if args.warmup_steps >= args.steps:
         sys.exit(f'train_gpt: --warmup-steps ({args.warmup_steps}) must be '
                  f'below --steps ({args.steps})')
-    if gpu_present():
-        print('train_gpt: a GPU is present, but trainc has no CUDA device yet '
-              '(runtime/src/cuda holds a probe only): training on the CPU')
+    on_gpu = args.device.startswith('cuda') or (args.device == 'auto' and gpu_present())
+    if on_gpu:
+        print(f'train_gpt: a GPU is present: --device {args.device} trains on it when '
+              'trainc was built with CUDA (trainc-run names the device it fails on '
+              'otherwise). trainc\'s CUDA device has been compiled but not yet run in '
+              f'its own tests, so the first {args.verify_steps} step(s) are checked '
+              'against the CPU (--device cpu trains on the CPU)')
     os.makedirs(args.out_dir, exist_ok=True)
     out = lambda name: os.path.join(args.out_dir, name)  # noqa: E731
 
@@ -162,6 +173,8 @@ def main():
     if done >= args.steps:
         sys.exit(f'train_gpt: --resume: {state} already holds all {args.steps} steps')
     cmd = [trainc_run, out('step.tcx'), '--steps', str(args.steps - done),
+           '--device', args.device,
+           '--verify-steps', str(args.verify_steps if on_gpu else 0),
            '--save-state', state, '--save-every', str(args.save_every),
            '--keep-last', '2',
            '--seed', str(args.seed), '--eval-executable', out('forward.tcx'),

@@ -70,6 +70,8 @@ def check_runtime_only_build(source_dir, work_dir):
     configure = [
         'cmake', '-S', source_dir, '-B', work_dir, '-G', 'Ninja',
         '-DTRAINC_BUILD_COMPILER=OFF', '-DTRAINC_BUILD_TESTS=OFF',
+        # And without CUDA: the device is optional (the main build has it).
+        '-DTRAINC_ENABLE_CUDA=OFF',
         # Prove the runtime does not even look for them.
         '-DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON', '-DCMAKE_DISABLE_FIND_PACKAGE_LLVM=ON',
     ]

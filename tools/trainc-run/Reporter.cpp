@@ -127,6 +127,16 @@ std::string Reporter::onStep(const trainc_step_metrics &m) {
           .count();
   int64_t done = m.step - firstStep_;
   double eta = elapsed / double(done) * double(lastStep_ - m.step);
+  // A verified step (--verify-steps) always gets its line.
+  if (m.verified) {
+    if (bar_)
+      std::fprintf(stderr, "\r\033[K");
+    std::printf("verify: step %lld matches the CPU: worst %s, relative "
+                "error %.3g (limit %.3g)\n",
+                (long long)m.step, m.verify_worst, m.verify_worst_error,
+                m.verify_worst_limit);
+    std::fflush(stdout);
+  }
   if (bar_) {
     drawBar(m, eta);
     if (m.evaluated) {
@@ -256,6 +266,9 @@ bool Reporter::writeRecord(const trainc_step_metrics &m) {
          ",\"slowest_rank\":" + std::to_string(m.slowest_rank) +
          ",\"slowest_compute_s\":" + jsonNumber(m.slowest_compute_seconds) +
          (m.straggler ? ",\"straggler\":true" : "");
+  if (m.verified)
+    r += ",\"verify_worst\":\"" + std::string(m.verify_worst) +
+         "\",\"verify_error\":" + jsonNumber(m.verify_worst_error);
   r += "}\n";
   return std::fputs(r.c_str(), jsonl_) >= 0 && std::fflush(jsonl_) == 0;
 }

@@ -1,9 +1,9 @@
 //===- RunTool.cpp - The trainc-run command line --------------------------===//
 //
 // trainc-run model.tcx --input NAME=FILE ... [--output-dir DIR]
-//   runs an executable on the CPU device with inputs from .npy files (dtype
-//   and shape checked) or raw files (size checked) and writes every output
-//   as DIR/<name>.npy; with --steps N it runs N training steps on them.
+//   runs an executable on a device (--device) with inputs from .npy files
+//   (dtype and shape checked) or raw files (size checked) and writes every
+//   output as DIR/<name>.npy; with --steps N it runs N training steps on them.
 // trainc-run step.tcx --data FILE... --steps N [--eval-executable fwd.tcx]
 //   trains on batches drawn from token or text files, with a progress bar
 //   on a terminal, plain lines otherwise, a JSONL log, and the trained
@@ -45,7 +45,7 @@ using run::Reporter;
 
 constexpr const char *kUsage = R"(Usage: trainc-run MODEL.tcx [options]
 
-Runs a trainc executable on the CPU device: once (writing its outputs as .npy
+Runs a trainc executable on the CPU or a GPU: once (writing its outputs as .npy
 files), or as a training loop over a fixed batch (--input) or over batches
 drawn from data files (--data).
 
@@ -57,8 +57,18 @@ Inputs and outputs:
                       (default: . ; with --data, outputs are written only
                       when this is given)
   --repeat N          run N times and report the median run time (default 1)
+  --device D          where to run: auto (default: the GPU when this runtime
+                      has CUDA and a GPU is present, else the CPU), cpu,
+                      cuda (each rank takes the GPU of its local rank) or
+                      cuda:N
+  --verify-steps N    run the first N training steps also on the CPU, from
+                      the same state and batches, and compare the loss,
+                      the gradient norm and every parameter and optimizer
+                      state tensor after each (relative L2 error against
+                      the precision's limit); stop with an error naming
+                      each tensor that differs. For checking a GPU
   --check-writes      debug mode: verify that no kernel writes outside its
-                      result buffers (slow)
+                      result buffers (slow; CPU only)
   --inspect           print the executable's tensors, instructions and
                       memory plan, and exit
   --profile           time every instruction and print, at the end, the
@@ -236,6 +246,8 @@ struct Options {
   uint64_t seed = 0;
   int64_t evalBatches = 16;
   bool checkWrites = false, profile = false;
+  std::string device = "auto";
+  int64_t verifySteps = 0;
   bool outputDirGiven = false, seedGiven = false, repeatGiven = false;
   bool doInspect = false, training = false, progress = true;
   int64_t repeat = 1, evalEvery = 0, logEvery = 1;
@@ -445,6 +457,16 @@ int parseArgs(int argc, char **argv, Options &o) {
                     std::string(v) + "'");
     } else if (arg == "--deterministic-reductions") {
       o.deterministicReductions = true;
+    } else if (arg == "--device") {
+      if (!value())
+        return 1;
+      o.device = v;
+    } else if (arg == "--verify-steps") {
+      if (!value())
+        return 1;
+      if (!parseInt(v, o.verifySteps) || o.verifySteps < 0)
+        return fail("--verify-steps needs a number of steps >= 0, not '" +
+                    std::string(v) + "'");
     } else if (arg == "--check-writes") {
       o.checkWrites = true;
     } else if (arg == "--profile") {
@@ -814,6 +836,10 @@ int runRunTool(int argc, char **argv) {
       o.targetsInput.empty() ? nullptr : o.targetsInput.c_str();
   config.session.check_writes = o.checkWrites;
   config.session.profile = o.profile;
+  // --check-writes reads every buffer on the host: the CPU.
+  config.device =
+      o.checkWrites && o.device == "auto" ? "cpu" : o.device.c_str();
+  config.verify_steps = o.verifySteps;
   config.spike_z = o.onSpike == "ignore" ? 0 : o.spikeZ;
   TrainerPtr trainer;
   {

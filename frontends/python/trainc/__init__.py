@@ -212,12 +212,14 @@ def _as_input(name: str, value: Any, dtype: np.dtype, shape: tuple) -> np.ndarra
     return np.ascontiguousarray(array)
 
 
-def _create_trainer(executable: Executable) -> ctypes.c_void_p:
-    """A C API trainer of `executable` without data files (inputs are set
-    through its session)."""
+def _create_trainer(executable: Executable,
+                    device: str = 'cpu') -> ctypes.c_void_p:
+    """A C API trainer of `executable` on `device` without data files
+    (inputs are set through its session)."""
     api = _capi.lib()
     config = _capi.TrainConfig()
     api.trainc_train_config_init(ctypes.byref(config))
+    config.device = device.encode()
     handle = ctypes.c_void_p()
     _capi.check(api.trainc_trainer_create(executable._handle, None,
                                           ctypes.byref(config),
@@ -236,15 +238,18 @@ class Trainer:
     optimizer state, step: a restored trainer continues bitwise)."""
 
     def __init__(self, executable: Executable,
-                 eval_executable: Optional[Executable] = None):
+                 eval_executable: Optional[Executable] = None,
+                 device: str = 'cpu'):
         """`executable` is a training step; `eval_executable` (optional) the
         forward executable of the same model (`compile(model)`), which
-        `evaluate` runs with the current parameters."""
+        `evaluate` runs with the current parameters; `device` as
+        trainc-run --device takes it ('cpu', 'cuda', 'cuda:N', 'auto')."""
         if not isinstance(executable, Executable):
             raise TypeError('Trainer takes a trainc.Executable')
         self.executable = executable
         self.eval_executable = eval_executable
-        self._handle = _create_trainer(executable)
+        self._device = device
+        self._handle = _create_trainer(executable, device)
         self._session = _capi.lib().trainc_trainer_session(self._handle)
         self._eval = None
         if eval_executable is not None:
@@ -283,7 +288,7 @@ class Trainer:
         _capi.check(_capi.lib().trainc_trainer_run(self._handle, 1, 0,
                                                    self._callback, None))
         metrics = dict(self._last)
-        for flag in ('evaluated', 'has_loss', 'skipped', 'spike'):
+        for flag in ('evaluated', 'has_loss', 'skipped', 'spike', 'verified'):
             metrics[flag] = bool(metrics[flag])
         return metrics
 
@@ -292,7 +297,7 @@ class Trainer:
         if self._eval:
             _capi.lib().trainc_trainer_release(self._eval)
         # A trainer without data runs a forward executable as it is.
-        self._eval = _create_trainer(eval_executable)
+        self._eval = _create_trainer(eval_executable, self._device)
         self.eval_executable = eval_executable
 
     def evaluate(self, batch: Mapping[str, Any]) -> float:

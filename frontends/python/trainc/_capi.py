@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-API_VERSION = 8
+API_VERSION = 9
 
 # trainc_status_code.
 STATUS_CODES = {
@@ -74,7 +74,10 @@ class TrainConfig(ctypes.Structure):
                 ('tokens_input', ctypes.c_char_p),
                 ('targets_input', ctypes.c_char_p),
                 ('session', SessionOptions),
-                ('spike_z', ctypes.c_double)]
+                ('spike_z', ctypes.c_double),
+                # API version 9.
+                ('device', ctypes.c_char_p),
+                ('verify_steps', ctypes.c_int64)]
 
 
 class StepMetrics(ctypes.Structure):
@@ -99,7 +102,12 @@ class StepMetrics(ctypes.Structure):
                 ('slowest_compute_seconds', ctypes.c_double),
                 ('slowest_rank', ctypes.c_int), ('straggler', ctypes.c_int),
                 # API version 8.
-                ('comm_total_seconds', ctypes.c_double)]
+                ('comm_total_seconds', ctypes.c_double),
+                # API version 9: --verify-steps.
+                ('verified', ctypes.c_int),
+                ('verify_worst', ctypes.c_char_p),
+                ('verify_worst_error', ctypes.c_double),
+                ('verify_worst_limit', ctypes.c_double)]
 
 
 STEP_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(StepMetrics),
@@ -183,8 +191,32 @@ def lib() -> ctypes.CDLL:
         except OSError as e:
             raise TraincError(f'cannot load {path}: {e}', 'unavailable')
         _declare(loaded)
+        _check_structs(loaded)
         _lib = loaded
     return _lib
+
+
+def _check_structs(lib: ctypes.CDLL) -> None:
+    """The structs declared here must have the library's layout: a
+    mismatch (a package and a libtrainc from different versions) would
+    otherwise corrupt memory."""
+    if not hasattr(lib, 'trainc_struct_size'):  # before API version 9
+        raise TraincError(f'{library_path()} predates C API version '
+                          f'{API_VERSION}: reinstall the trainc package',
+                          'failed precondition')
+    lib.trainc_struct_size.restype = ctypes.c_size_t
+    lib.trainc_struct_size.argtypes = [ctypes.c_char_p]
+    for c_name, struct in (('trainc_tensor_info', TensorInfo),
+                           ('trainc_session_options', SessionOptions),
+                           ('trainc_train_config', TrainConfig),
+                           ('trainc_step_metrics', StepMetrics)):
+        size = lib.trainc_struct_size(c_name.encode())
+        if size != ctypes.sizeof(struct):
+            raise TraincError(
+                f'{c_name} is {size} bytes in {library_path()} but '
+                f'{ctypes.sizeof(struct)} as this package declares it: the '
+                f'package and the library are from different versions',
+                'failed precondition')
 
 
 def check(status) -> None:

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 8
+#define TRAINC_API_VERSION 9
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -115,8 +115,12 @@ trainc_status
 trainc_executable_output_whole_dims(const trainc_executable *executable,
                                     size_t index, const int64_t **out_dims);
 
-/* `device` names the device: "cpu" (always built). An unknown name is
- * TRAINC_NOT_FOUND, with the devices this runtime has in the message. */
+/* `device` names the device: "cpu" (always built); "cuda" (this rank's GPU:
+ * the launcher's local rank modulo the GPUs present) or "cuda:N" in a
+ * runtime built with CUDA (TRAINC_UNAVAILABLE without such a GPU); "auto"
+ * (since API version 9): "cuda" when this runtime has it and a GPU is
+ * present, else "cpu". An unknown name is TRAINC_NOT_FOUND, with the
+ * devices this runtime has in the message. */
 trainc_status trainc_session_create(trainc_executable *executable,
                                     const char *device,
                                     trainc_session **out_session);
@@ -131,6 +135,11 @@ trainc_status trainc_session_output(trainc_session *session, size_t index,
 /* ---- Inspection, options and files (since API version 3) ---------------- */
 
 void trainc_string_free(char *text);
+/* Since API version 9: sizeof the C API struct named `name`
+ * ("trainc_tensor_info", "trainc_session_options", "trainc_train_config",
+ * "trainc_step_metrics"; 0 for another name), for bindings that declare
+ * the structs themselves (Python's ctypes) to check their declarations. */
+size_t trainc_struct_size(const char *name);
 /* The executable as text: its origin, memory plan, tensors and
  * instructions (what trainc-run --inspect prints). */
 trainc_status trainc_executable_describe(const trainc_executable *executable,
@@ -208,6 +217,15 @@ typedef struct {
    * as a spike
    * (trainc_step_metrics.spike); 0 (the default): never. */
   double spike_z;
+  /* Since API version 9. The device the trainer's sessions run on, as
+   * trainc_session_create names it (NULL: "cpu"). */
+  const char *device;
+  /* Since API version 9. Check the first verify_steps steps against a twin
+   * of the trainer on the CPU, from the same state and batches: the loss,
+   * the gradient norm and every parameter and optimizer-state tensor, by
+   * relative L2 error against the executable's precision's limits
+   * (runtime/README.md, "The CUDA device"). 0: none. */
+  int64_t verify_steps;
 } trainc_train_config;
 
 /* Fills `config` with the defaults (no files, auto format, 10% held out,
@@ -251,6 +269,14 @@ typedef struct {
    * step during which at least one collective was in flight, whether
    * compute hid it or not (comm_seconds is the part it did not). */
   double comm_total_seconds;
+  /* Since v9: 1 when this step was checked against a CPU twin
+   * (trainc_train_config.verify_steps); then the compared value with the
+   * largest error relative to its limit (a tensor name, "loss" or
+   * "grad_norm"; valid during the callback), its relative L2 error and its
+   * limit. A step beyond a limit fails the run, naming every value. */
+  int verified;
+  const char *verify_worst;
+  double verify_worst_error, verify_worst_limit;
 } trainc_step_metrics;
 
 /* Called after every step; a non-zero return stops the run early (the run

@@ -31,6 +31,9 @@ struct trainc_session_s {
   /// leaves it null.
   std::unique_ptr<trainc::Session> owned;
   trainc::Session *session = nullptr;
+  /// Host copies of outputs on a device the host cannot read (a GPU), per
+  /// output index: what trainc_session_output points into.
+  std::vector<std::vector<char>> hostOutputs;
 };
 
 struct trainc_trainer_s {
@@ -282,9 +285,19 @@ trainc_status trainc_session_output(trainc_session *session, size_t index,
     return toC(
         trainc::Status(trainc::StatusCode::kOutOfRange,
                        "output " + std::to_string(index) + " does not exist"));
-  trainc::TensorRef out = session->session->output(index);
-  *out_data = out.data;
-  *out_bytes = exe.tensors()[exe.outputs()[index]].size;
+  uint32_t id = exe.outputs()[index];
+  *out_bytes = exe.tensors()[id].size;
+  if (session->session->device().hostVisible()) {
+    *out_data = session->session->output(index).data;
+    return nullptr;
+  }
+  // Device memory: a host copy, valid until the next call for this output.
+  session->hostOutputs.resize(exe.outputs().size());
+  std::vector<char> &copy = session->hostOutputs[index];
+  copy.resize(*out_bytes);
+  if (trainc_status s = toC(session->session->readTensor(id, copy.data())))
+    return s;
+  *out_data = copy.data();
   return nullptr;
 }
 
@@ -338,6 +351,11 @@ trainc_status trainc_trainer_create(trainc_executable *step,
   options.tokensInput = config->tokens_input ? config->tokens_input : "";
   options.targetsInput = config->targets_input ? config->targets_input : "";
   options.session = sessionOptions(&config->session);
+  if (config->device)
+    options.session.deviceName = config->device;
+  if (config->verify_steps < 0)
+    return toC(trainc::invalidArgument("config->verify_steps is negative"));
+  options.verifySteps = config->verify_steps;
   if (trainc_status s = toC(trainc::Trainer::create(
           step->executable, eval ? eval->executable : nullptr,
           trainer->data.get(), options, trainer->trainer)))
@@ -388,6 +406,10 @@ trainc_status trainc_trainer_run(trainc_trainer *trainer, int64_t steps,
         c.evaluated = m.evaluated;
         c.eval_loss = m.evalLoss;
         c.data_position = t.state().dataPosition;
+        c.verified = m.verified;
+        c.verify_worst = m.verification.worst.c_str();
+        c.verify_worst_error = m.verification.worstError;
+        c.verify_worst_limit = m.verification.worstLimit;
         if (callback(&c, user) == 0)
           return trainc::okStatus();
         stopped = true;
@@ -531,7 +553,8 @@ trainc_status trainc_trainer_rollback(trainc_trainer *trainer,
   // On several ranks, rank 0 publishes the checkpoint each rank's write
   // belongs to: every rank waits for every other's write to end before any
   // reads `latest`, and all must return to the same step.
-  trainc::Collective &ranks = trainer->trainer->session().device().collective();
+  trainc::Collective &ranks =
+      trainer->trainer->session().device().hostCollective();
   trainc::CollectiveSite site;
   site.step = trainer->trainer->state().step;
   site.what = "the agreement of the ranks on a rollback";
@@ -584,6 +607,21 @@ int64_t trainc_trainer_step_count(const trainc_trainer *trainer) {
 }
 
 void trainc_string_free(char *text) { std::free(text); }
+
+size_t trainc_struct_size(const char *name) {
+  if (!name)
+    return 0;
+  std::string n = name;
+  if (n == "trainc_tensor_info")
+    return sizeof(trainc_tensor_info);
+  if (n == "trainc_session_options")
+    return sizeof(trainc_session_options);
+  if (n == "trainc_train_config")
+    return sizeof(trainc_train_config);
+  if (n == "trainc_step_metrics")
+    return sizeof(trainc_step_metrics);
+  return 0;
+}
 
 trainc_status trainc_executable_describe(const trainc_executable *executable,
                                          char **out_text) {

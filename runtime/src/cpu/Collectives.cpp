@@ -5,8 +5,12 @@
 // same buffer). reduce_scatter and all_gather: the Collective's, between
 // the operand and the result. shard_slice: a copy of this rank's part, no
 // communication. The communication itself is the context's Collective
-// (MPI across processes; the identity for one rank). Without a context
-// (kernel unit tests) there is one rank.
+// (MPI across processes, NCCL between GPUs; the identity for one rank).
+// Without a context (kernel unit tests) there is one rank.
+//
+// Nothing here touches tensor memory itself: bytes move with the context's
+// device (host memcpy without one), so the CUDA device runs these same
+// kernels on device memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,13 +22,29 @@
 #include <cstring>
 
 namespace trainc::cpu {
+namespace {
+
+/// Copies `bytes` from `src` to `dst` in the call's device memory, ordered
+/// on its stream.
+Status copyBytes(const KernelCall &call, void *dst, const void *src,
+                 size_t bytes) {
+  if (call.context && call.context->device && call.context->stream)
+    return call.context->device->copy(static_cast<char *>(dst),
+                                      static_cast<const char *>(src), bytes,
+                                      *call.context->stream);
+  std::memmove(dst, src, bytes);
+  return okStatus();
+}
+
+} // namespace
 
 Status runAllReduce(const KernelCall &call) {
   const TensorRef &in = call.inputs[0];
   TensorRef &out = call.outputs[0];
   int64_t count = in.numElements();
   if (in.data != out.data)
-    std::memcpy(out.data, in.data, size_t(count) * dtypeSize(in.dtype));
+    TRAINC_RETURN_IF_ERROR(copyBytes(call, out.data, in.data,
+                                     size_t(count) * dtypeSize(in.dtype)));
   // Kernel unit tests run without a context: one rank.
   if (!call.context || !call.context->collective)
     return okStatus();
@@ -53,10 +73,9 @@ Status runReduceScatter(const KernelCall &call) {
   const TensorRef &in = call.inputs[0];
   TensorRef &out = call.outputs[0];
   int64_t count = out.numElements();
-  if (!call.context || !call.context->collective) {
-    std::memcpy(out.data, in.data, size_t(count) * dtypeSize(in.dtype));
-    return okStatus();
-  }
+  if (!call.context || !call.context->collective)
+    return copyBytes(call, out.data, in.data,
+                     size_t(count) * dtypeSize(in.dtype));
   const KernelContext &context = *call.context;
   return context.collective->reduceScatterSum(
       int(call.ints[0]), in.data, out.data, count, in.dtype, *context.stream,
@@ -67,10 +86,9 @@ Status runAllGather(const KernelCall &call) {
   const TensorRef &in = call.inputs[0];
   TensorRef &out = call.outputs[0];
   int64_t count = in.numElements();
-  if (!call.context || !call.context->collective) {
-    std::memcpy(out.data, in.data, size_t(count) * dtypeSize(in.dtype));
-    return okStatus();
-  }
+  if (!call.context || !call.context->collective)
+    return copyBytes(call, out.data, in.data,
+                     size_t(count) * dtypeSize(in.dtype));
   const KernelContext &context = *call.context;
   return context.collective->allGather(int(call.ints[0]), in.data, out.data,
                                        count, in.dtype, *context.stream,
@@ -84,9 +102,9 @@ Status runShardSlice(const KernelCall &call) {
   int coordinate = call.context && call.context->collective
                        ? call.context->collective->coordinate(int(call.ints[0]))
                        : 0;
-  std::memcpy(out.data, static_cast<const char *>(in.data) + coordinate * bytes,
-              bytes);
-  return okStatus();
+  return copyBytes(call, out.data,
+                   static_cast<const char *>(in.data) + coordinate * bytes,
+                   bytes);
 }
 
 // The asynchronous forms: a start posts the collective into its result
@@ -101,20 +119,19 @@ Status startCollective(const KernelCall &call, const char *what) {
   const TensorRef &in = call.inputs[0];
   TensorRef &out = call.outputs[0];
   const KernelContext *context = call.context;
-  if (!context || !context->collective || !context->inFlight) {
-    std::memcpy(out.data, in.data,
-                size_t(std::min(in.numElements(), out.numElements())) *
-                    dtypeSize(in.dtype));
-    return okStatus();
-  }
+  if (!context || !context->collective || !context->inFlight)
+    return copyBytes(call, out.data, in.data,
+                     size_t(std::min(in.numElements(), out.numElements())) *
+                         dtypeSize(in.dtype));
   int axis = int(call.ints[0]);
   Collective &ranks = *context->collective;
   CollectiveSite site = siteOf(*context, what);
   Collective::Handle handle = 0;
   if (call.op == Opcode::AllReduceStart) {
     if (in.data != out.data)
-      std::memcpy(out.data, in.data,
-                  size_t(in.numElements()) * dtypeSize(in.dtype));
+      TRAINC_RETURN_IF_ERROR(
+          copyBytes(call, out.data, in.data,
+                    size_t(in.numElements()) * dtypeSize(in.dtype)));
     TRAINC_RETURN_IF_ERROR(
         ranks.startAllReduceSum(axis, out.data, out.numElements(), in.dtype,
                                 *context->stream, site, handle));
@@ -165,8 +182,8 @@ Status runCollectiveDone(const KernelCall &call) {
     TRAINC_RETURN_IF_ERROR(context->collective->finish(entry.handle, site));
   }
   if (out.data != pending.data)
-    std::memcpy(out.data, pending.data,
-                size_t(out.numElements()) * dtypeSize(out.dtype));
+    return copyBytes(call, out.data, pending.data,
+                     size_t(out.numElements()) * dtypeSize(out.dtype));
   return okStatus();
 }
 

@@ -1,5 +1,4 @@
-//===- CpuDevice.cpp - The CPU device
-//---------------------------------------===//
+//===- CpuDevice.cpp - The CPU device -------------------------------------===//
 //
 // Buffers are aligned host allocations, constants are read in place, and
 // work runs in order on the calling thread (kernels split it over the
@@ -107,23 +106,11 @@ private:
 
 } // namespace
 
-Status createDevice(const std::string &name, std::shared_ptr<Device> &out) {
-  return createDevice(name, nullptr, out);
-}
-
-Status createDevice(const std::string &name,
-                    std::shared_ptr<Collective> collective,
-                    std::shared_ptr<Device> &out) {
-  if (name == "cpu") {
-    out = std::make_shared<CpuDevice>(
-        collective ? std::move(collective)
-                   : std::shared_ptr<Collective>(createLocalCollective()));
-    return okStatus();
-  }
-  return Status(StatusCode::kNotFound,
-                "device '" + name +
-                    "' is not available: this runtime has the 'cpu' device "
-                    "(the CUDA device is not built yet)");
+std::shared_ptr<Device>
+createCpuDevice(std::shared_ptr<Collective> collective) {
+  return std::make_shared<CpuDevice>(
+      collective ? std::move(collective)
+                 : std::shared_ptr<Collective>(createLocalCollective()));
 }
 
 } // namespace trainc

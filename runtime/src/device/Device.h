@@ -10,13 +10,13 @@
 //               schedule phase's wait_events / signal_events);
 //   Collective  reductions and gathers across the ranks of a run (world size
 //               1: the identity; MPI on CPUs, MpiCollective.cpp; NCCL on
-//               GPUs later);
+//               GPUs, cuda/NcclCollective.cpp);
 //   Device      makes the above, moves bytes between host and device, and
 //               launches a kernel (an instruction of the executable) with a
 //               KernelContext.
-// The CPU device (CpuDevice.h) runs everything in order on the calling
-// thread's pool; a CUDA device implements the same interface beside it, and
-// the Session does not change.
+// The CPU device (CpuDevice.cpp) runs everything in order on the calling
+// thread's pool; the CUDA device (cuda/CudaDevice.cpp) implements the same
+// interface beside it, and the Session does not change.
 //
 // Errors are Status values; nothing here exits or aborts.
 //
@@ -163,6 +163,8 @@ Status worldCollective(const WorldOptions &options,
                        std::shared_ptr<Collective> &out);
 /// Whether the runtime was built with MPI.
 bool haveMpi();
+/// Whether the runtime was built with the CUDA device.
+bool haveCuda();
 
 class Device {
 public:
@@ -184,6 +186,10 @@ public:
   virtual Stream &computeStream() = 0;
   virtual Stream &communicationStream() = 0;
   virtual Collective &collective() = 0;
+  /// The same ranks, on host memory: for the runtime's own small exchanges
+  /// (metrics, agreements, whole tensors gathered to the host). The CPU
+  /// device's collective(); MPI (or one rank) beside a GPU's NCCL.
+  virtual Collective &hostCollective() { return collective(); }
 
   virtual Status copyToDevice(char *dst, const void *src, uint64_t bytes,
                               Stream &stream) = 0;
@@ -196,8 +202,11 @@ public:
   virtual Status launch(const KernelCall &call) = 0;
 };
 
-/// The device named `name`: "cpu" (always built). Other names are an error
-/// that says which devices this runtime has.
+/// The device named `name`: "cpu" (always built), "cuda" (the GPU of this
+/// rank: the launcher's local rank modulo the GPUs present) or "cuda:N"
+/// (built with TRAINC_ENABLE_CUDA; `unavailable` on a machine without that
+/// GPU). Other names are an error that says which devices this runtime
+/// has.
 Status createDevice(const std::string &name, std::shared_ptr<Device> &out);
 /// The same, with the ranks `collective` joins (null: a world of one).
 Status createDevice(const std::string &name,

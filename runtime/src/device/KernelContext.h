@@ -23,6 +23,7 @@
 namespace trainc {
 
 class Collective;
+class Device;
 class Stream;
 
 /// The collectives a *Start instruction began and its CollectiveDone has
@@ -38,6 +39,9 @@ struct CollectivesInFlight {
 };
 
 struct KernelContext {
+  /// The device that launched the kernel (its copies serve kernels that only
+  /// move bytes, such as the collectives'); null in CPU kernel unit tests.
+  Device *device = nullptr;
   Stream *stream = nullptr;
   /// The ranks this program runs on (world size 1: the identity).
   Collective *collective = nullptr;

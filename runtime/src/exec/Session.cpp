@@ -45,8 +45,8 @@ Status Session::create(std::shared_ptr<const Executable> executable,
         " --data-parallel, or run it without mpirun");
   session->device_ = options.device;
   if (!session->device_)
-    TRAINC_RETURN_IF_ERROR(
-        createDevice("cpu", ranks > 1 ? world : nullptr, session->device_));
+    TRAINC_RETURN_IF_ERROR(createDevice(
+        options.deviceName, ranks > 1 ? world : nullptr, session->device_));
   Device &device = *session->device_;
   if (ranks > 1) {
     std::vector<int64_t> sizes;
@@ -197,6 +197,7 @@ Status Session::run() {
   std::vector<TensorRef> refs;
   Stream &stream = device_->computeStream();
   KernelContext context;
+  context.device = device_.get();
   context.stream = &stream;
   context.collective = &device_->collective();
   context.step = step_;
@@ -313,7 +314,7 @@ Status Session::readWhole(uint32_t id, std::vector<char> &out) const {
   std::vector<char> parts(t.size * uint64_t(layout.parts));
   CollectiveSite site;
   site.what = "the gather of a split tensor";
-  TRAINC_RETURN_IF_ERROR(device_->collective().allGather(
+  TRAINC_RETURN_IF_ERROR(device_->hostCollective().allGather(
       axis, out.data(), parts.data(), int64_t(t.size), DType::U8,
       device_->communicationStream(), site));
   out = wholeOf(layout, parts.data());

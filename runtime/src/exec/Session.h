@@ -19,13 +19,17 @@
 #include "exec/Executable.h"
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace trainc {
 
 struct SessionOptions {
-  /// The device to run on; null: the CPU device.
+  /// The device to run on; null: the device named `deviceName`.
   std::shared_ptr<Device> device;
+  /// createDevice's name of the device to make when `device` is null
+  /// ("cpu", "cuda", "cuda:N", "auto").
+  std::string deviceName = "cpu";
   /// Debug mode: after every instruction, check that no byte outside its
   /// results changed (so no kernel writes outside its buffers). Slow.
   bool checkWrites = false;
@@ -41,6 +45,9 @@ public:
   ~Session();
 
   const Executable &executable() const { return *executable_; }
+  const std::shared_ptr<const Executable> &sharedExecutable() const {
+    return executable_;
+  }
 
   /// Copies `bytes` into input `index`; the size must match its tensor.
   Status setInput(size_t index, const void *data, size_t bytes);

@@ -450,7 +450,7 @@ Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
                        CheckpointSnapshot &out) {
   const Session &session = trainer.session();
   const Executable &exe = session.executable();
-  Collective &ranks = session.device().collective();
+  Collective &ranks = session.device().hostCollective();
   out.state = trainer.state();
   out.state.dataTokens = data ? data->size() : 0;
   out.state.trainTokens = data ? data->trainTokens() : 0;

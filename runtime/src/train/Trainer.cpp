@@ -29,9 +29,19 @@ int inputNamed(const Executable &exe, const std::string &name) {
 double readScalar(const Session &session, int index) {
   if (index < 0)
     return kNoValue;
-  TensorRef r = session.output(size_t(index));
-  return r.dtype == DType::F64 ? *static_cast<const double *>(r.data)
-                               : double(*static_cast<const float *>(r.data));
+  const Executable &exe = session.executable();
+  uint32_t id = exe.outputs()[size_t(index)];
+  // Any device: a copy to the host (the scalar is at most 8 bytes).
+  alignas(8) char bytes[8] = {};
+  if (exe.tensors()[id].size > sizeof(bytes) ||
+      !session.readTensor(id, bytes).ok())
+    return kNoValue;
+  DType dtype = exe.tensors()[id].dtype;
+  if (dtype == DType::F64)
+    return *reinterpret_cast<const double *>(bytes);
+  if (dtype == DType::I1)
+    return double(bytes[0] != 0);
+  return double(*reinterpret_cast<const float *>(bytes));
 }
 
 uint64_t peakRss() {
@@ -57,7 +67,8 @@ Status parameterTensors(const Session &session,
   for (uint32_t id : exe.parameters()) {
     const TensorInfo &t = exe.tensors()[id];
     const void *data = session.tensorData(id);
-    if (t.isSplit()) {
+    // Split, or in device memory: a whole copy on the host.
+    if (t.isSplit() || !session.device().hostVisible()) {
       storage.emplace_back();
       TRAINC_RETURN_IF_ERROR(session.readWhole(id, storage.back()));
       data = storage.back().data();
@@ -248,6 +259,7 @@ Status Trainer::create(std::shared_ptr<const Executable> step,
                        std::unique_ptr<Trainer> &out) {
   auto trainer = std::unique_ptr<Trainer>(new Trainer());
   trainer->options_ = options;
+  trainer->data_ = data;
   TRAINC_RETURN_IF_ERROR(
       Session::create(std::move(step), options.session, trainer->session_));
   const Executable &exe = trainer->session_->executable();
@@ -306,6 +318,8 @@ int64_t Trainer::evalBatchesPerEvaluation() const {
 }
 
 Status Trainer::step(StepMetrics &out) {
+  if (verified_ < options_.verifySteps && !twin_)
+    TRAINC_RETURN_IF_ERROR(startTwin());
   if (sampler_) {
     sampler_->nextTrain(tokenBuffer_.data(), targetBuffer_.data(), int64Ids_);
     size_t bytes = size_t(batch_ * seq_) * (int64Ids_ ? 8 : 4);
@@ -347,7 +361,96 @@ Status Trainer::step(StepMetrics &out) {
   out.plannedBytes = exe.memoryPlan().peak;
   out.measuredBytes = session_->measuredPeak();
   out.peakRssBytes = peakRss();
+  if (twin_)
+    return verifyStep(out);
   return okStatus();
+}
+
+Status Trainer::startTwin() {
+  TrainerOptions o = options_;
+  o.verifySteps = 0;
+  o.spikeZ = 0;
+  o.session = SessionOptions();
+  o.session.deviceName = "cpu";
+  TRAINC_RETURN_IF_ERROR(
+      Trainer::create(session_->sharedExecutable(), nullptr, data_, o, twin_));
+  // The same state: every parameter and optimizer-state tensor (whole, so
+  // either side may be split), the step count and the data position.
+  const Executable &exe = session_->executable();
+  std::vector<char> bytes;
+  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
+    TensorRole role = exe.tensors()[id].role;
+    if (role != TensorRole::Parameter && role != TensorRole::State)
+      continue;
+    TRAINC_RETURN_IF_ERROR(session_->readWhole(id, bytes));
+    TRAINC_RETURN_IF_ERROR(
+        twin_->session_->setPersistent(id, bytes.data(), bytes.size()));
+  }
+  twin_->restore(state());
+  return okStatus();
+}
+
+Status Trainer::verifyStep(StepMetrics &out) {
+  const Executable &exe = session_->executable();
+  // Fixed inputs (no sampler): the twin gets this step's.
+  if (!sampler_) {
+    std::vector<char> bytes;
+    for (size_t i = 0; i < exe.inputs().size(); ++i) {
+      bytes.resize(exe.tensors()[exe.inputs()[i]].size);
+      TRAINC_RETURN_IF_ERROR(
+          session_->readTensor(exe.inputs()[i], bytes.data()));
+      TRAINC_RETURN_IF_ERROR(
+          twin_->session_->setInput(i, bytes.data(), bytes.size()));
+    }
+  }
+  // (Inputs were set before this trainer's run; the twin samples the same
+  // batch itself, from the same position.)
+  StepMetrics cpu;
+  TRAINC_RETURN_IF_ERROR(twin_->step(cpu));
+  VerifyLimits limits = verifyLimits(exe);
+  StepComparison &c = out.verification;
+  out.verified = true;
+  auto scalarError = [](double device, double reference) {
+    if (std::isnan(device) && std::isnan(reference))
+      return 0.0;
+    return relativeL2Error(&device, &reference, 1, DType::F64);
+  };
+  c.lossError = scalarError(out.loss, cpu.loss);
+  c.gradNormError = scalarError(out.gradNorm, cpu.gradNorm);
+  auto note = [&](const std::string &name, double error, double limit) {
+    if (c.worst.empty() || error / limit > c.worstError / c.worstLimit) {
+      c.worst = name;
+      c.worstError = error;
+      c.worstLimit = limit;
+    }
+    if (!(error <= limit))
+      c.mismatches.push_back({name, error, limit});
+  };
+  note("loss", c.lossError, limits.scalars);
+  note("grad_norm", c.gradNormError, limits.scalars);
+  std::vector<char> mine, theirs;
+  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
+    const TensorInfo &t = exe.tensors()[id];
+    if (t.role != TensorRole::Parameter && t.role != TensorRole::State)
+      continue;
+    TRAINC_RETURN_IF_ERROR(session_->readWhole(id, mine));
+    TRAINC_RETURN_IF_ERROR(twin_->session_->readWhole(id, theirs));
+    int64_t count = int64_t(mine.size() / dtypeSize(t.dtype));
+    note(t.name, relativeL2Error(mine.data(), theirs.data(), count, t.dtype),
+         t.role == TensorRole::Parameter ? limits.parameters : limits.state);
+  }
+  if (++verified_ >= options_.verifySteps)
+    twin_.reset();
+  if (c.mismatches.empty())
+    return okStatus();
+  std::string message = "step " + std::to_string(out.step) + " on " +
+                        session_->device().name() +
+                        " differs from the CPU's (relative L2 error, limit):";
+  for (const TensorMismatch &m : c.mismatches)
+    message += "\n  " + m.name + ": " + std::to_string(m.error) + " > " +
+               std::to_string(m.limit);
+  c.failure = message;
+  return Status(StatusCode::kInternal, message);
 }
 
 Status Trainer::compareRanks(Collective &ranks, double stepSeconds,
@@ -358,9 +461,9 @@ Status Trainer::compareRanks(Collective &ranks, double stepSeconds,
   CollectiveSite site;
   site.step = session_->stepCount() - 1;
   site.what = "the comparison of the ranks' step times";
-  TRAINC_RETURN_IF_ERROR(
-      ranks.allGather(-1, &compute, all.data(), 1, DType::F64,
-                      session_->device().computeStream(), site));
+  TRAINC_RETURN_IF_ERROR(session_->device().hostCollective().allGather(
+      -1, &compute, all.data(), 1, DType::F64,
+      session_->device().computeStream(), site));
   // The lower median: of two ranks, the faster one.
   std::vector<double> sorted = all;
   size_t middle = (sorted.size() - 1) / 2;
@@ -381,7 +484,7 @@ Status Trainer::evaluate(double &loss) {
   for (auto [evalIndex, trainId] : evalParams_) {
     uint32_t evalId = evalSession_->executable().parameters()[evalIndex];
     const TensorInfo &t = session_->executable().tensors()[trainId];
-    if (!t.isSplit()) {
+    if (!t.isSplit() && session_->device().hostVisible()) {
       TRAINC_RETURN_IF_ERROR(evalSession_->setPersistent(
           evalId, session_->tensorData(trainId), t.size));
       continue;

@@ -22,6 +22,7 @@
 #include "exec/Session.h"
 #include "io/SafeTensors.h"
 #include "train/TokenData.h"
+#include "train/Verify.h"
 
 #include <deque>
 #include <functional>
@@ -49,6 +50,9 @@ struct TrainerOptions {
   /// A rank whose compute exceeds the median rank's by this fraction is a
   /// straggler (StepMetrics::straggler).
   double stragglerFraction = 0.2;
+  /// Check the first verifySteps steps against a CPU twin of the trainer
+  /// (train/Verify.h); a step beyond the limits fails.
+  int64_t verifySteps = 0;
 };
 
 constexpr int kSpikeWindow = 64, kSpikeWarmup = 16;
@@ -96,6 +100,10 @@ struct StepMetrics {
   double commTotalSeconds = kNoValue;
   int slowestRank = -1;
   bool straggler = false;
+  /// Whether this step was checked against the CPU (verifySteps), and how
+  /// it compared (within the limits, or the step failed).
+  bool verified = false;
+  StepComparison verification;
 };
 
 /// What a run needs to continue exactly: the steps done and the data
@@ -155,8 +163,16 @@ private:
   Status compareRanks(Collective &ranks, double stepSeconds, double commSeconds,
                       StepMetrics &out);
   Status prepareEval();
+  /// Makes the CPU twin of --verify-steps from this trainer's state.
+  Status startTwin();
+  /// Steps the twin as this trainer just stepped and compares the two.
+  Status verifyStep(StepMetrics &out);
 
   std::unique_ptr<Session> session_, evalSession_;
+  const TokenData *data_ = nullptr;
+  /// The CPU twin while steps are verified, and the steps verified so far.
+  std::unique_ptr<Trainer> twin_;
+  int64_t verified_ = 0;
   std::unique_ptr<BatchSampler> sampler_;
   TrainerOptions options_;
   /// This rank's batch (the executable's) and sequence length.

@@ -499,6 +499,14 @@ int main(int argc, char **argv) {
   trainc_session_release(session);
   free(tokens);
   free(targets);
+  /* The struct sizes bindings check their declarations against. */
+  CHECK(trainc_struct_size("trainc_train_config") ==
+            sizeof(trainc_train_config),
+        "trainc_train_config size");
+  CHECK(trainc_struct_size("trainc_step_metrics") ==
+            sizeof(trainc_step_metrics),
+        "trainc_step_metrics size");
+  CHECK(trainc_struct_size("no such struct") == 0, "an unknown struct");
   checkTraining(argv[1], argv[5], argv[6], argv[7]);
   checkResume(argv[5], argv[6], argv[8]);
   checkLoadWeights(argv[5], argv[2], argv[3], argv[7]);

@@ -1,0 +1,654 @@
+//===- Attention.cu - Flash attention and its gradient --------------------===//
+//
+// For each batch b, query head h and query row i, with g = h / (Hq / Hk)
+// the key/value head it shares (grouped-query attention), as the CPU
+// (cpu/Attention.cpp):
+//
+//   s[j]   = scale * sum_d q[b,h,i,d] * k[b,g,j,d] + mask[b,h,i,j]
+//            for the allowed keys j (all j, or j <= i + (Sk - Sq) when
+//            causal); the others are -inf
+//   p[j]   = exp(s[j] - max_j s[j]) / sum_j exp(s[j] - max_j s[j])
+//   o[b,h,i,:] = sum_j p[j] * v[b,g,j,:]
+//
+// and the gradient, with g_o the result's cotangent:
+//
+//   dp[j] = g_o[i,:] . v[j,:],  D_i = sum_j p[j] dp[j],  ds = p (dp - D_i)
+//   dq[i] = scale sum_j ds[j] k[j],  dk[j] = scale sum_(h in g, i) ds q[i],
+//   dv[j] = sum_(h in g, i) p[j] g_o[i]
+//
+// A row with no allowed key, or whose allowed scores are all -inf, gives
+// zeros (output and gradients), as on the CPU. The mask is additive, each
+// of its dims 1 (broadcast) or the scores' size.
+//
+// Flash-style: no [Sq, Sk] matrix ever reaches global memory. A block of
+// 256 threads owns a tile of 32 rows (query rows, or key rows for dk/dv);
+// thread t works on tile row t / 8 and on the columns t % 8 + 8u (u < 4) of
+// each 32-wide tile it iterates over. Every dot product runs over the
+// feature dim in 32-wide chunks staged in shared memory (any D); outputs
+// are accumulated in registers 128 features at a time, one pass over the
+// key (or query) tiles per 128 output features (a pass recomputes the
+// scores; D, Dv <= 128 take one pass). Plain FMA-free scalar arithmetic on
+// shared-memory tiles: no tensor cores, correctness and clarity first.
+// Static shared memory: 20.6 KB per block in f32, 41.2 KB in f64 (under
+// the 48 KB that needs no opt-in); __launch_bounds__(256, 1) lets ptxas
+// take up to 255 registers (about 210 at most, f64 dk/dv) without spills.
+//
+//   forward:  per query tile, over key tiles: scores, online softmax
+//             (running max m and sum l, earlier sums rescaled by
+//             exp(m_old - m_new)), o += p v; finally o / l.
+//   gradient (FlashAttention-2), AttentionGrad receiving neither the
+//   forward's output nor its log-sum-exp:
+//     1. statistics: per query row, LSE = m + log l and D_i = sum_j p_j
+//        dp_j (online, as the forward, with dp_j in place of v_j), into
+//        Scratch memory;
+//     2. dq: per query tile, over key tiles: p = exp(s - LSE), dp, ds,
+//        dq += ds k;
+//     3. dk, dv: per key tile, over the query heads of its group and
+//        their query tiles: dv += p^T g_o, dk += ds^T q.
+//   Each output element is owned by one block, which adds its terms in a
+//   fixed order: deterministic, no atomics.
+// Causal attention skips the key tiles past a query tile's last allowed
+// key (and, for dk/dv, the query tiles before a key tile's first viewer).
+//
+// Numerics: f32 compute for f32, bf16 and f16 (16-bit operands widened on
+// load, results rounded once to nearest even), f64 for f64; exp is
+// math/Transcendental.h's expCore in f32 (the CPU's expF32), log is CUDA's.
+// What differs from the CPU: sums run in another order (dot products in
+// index order, row sums over 8 lanes), p is normalized at the end (o / l)
+// or taken as exp(s - LSE) rather than divided by its row sum, and dk, dv
+// are scaled once after summing over the group; results agree to rounding.
+//
+// Shape legend: q [B, Hq, Sq, D], k [B, Hk, Sk, D], v [B, Hk, Sk, Dv],
+// mask [B|1, Hq|1, Sq|1, Sk|1], o and g_o [B, Hq, Sq, Dv].
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/KernelUtil.cuh"
+#include "math/Transcendental.h"
+
+#include <cmath>
+#include <string>
+
+namespace trainc::cuda {
+namespace {
+
+/// Rows (and columns) of every tile.
+constexpr int kTile = 32;
+/// Threads per tile row, and per block.
+constexpr int kRowThreads = 8;
+constexpr int kAttnThreads = kTile * kRowThreads;
+/// Tile columns per thread: c0 + 8u.
+constexpr int kSlots = kTile / kRowThreads;
+/// Output features per pass, and the accumulators per thread they take.
+constexpr int kChunk = 128;
+constexpr int kAcc = kChunk / kRowThreads;
+/// Row pitch of the [32][32] shared tiles (padded against bank conflicts).
+constexpr int kPad = kTile + 1;
+/// Blocks per launch at most (the kernels loop over their tiles).
+constexpr int64_t kMaxBlocks = int64_t(1) << 20;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+__host__ __device__ __forceinline__ int64_t ceilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+__host__ __device__ __forceinline__ int64_t minOf(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+/// The sizes of one call and the mask's strides (0 along broadcast dims),
+/// passed to the kernels by value.
+struct AttnShape {
+  int64_t batch, hq, hk, sq, sk, d, dv, group;
+  int64_t maskStride[4];
+  double scale;
+  bool causal;
+
+  /// How many keys query row i may see (the first ones).
+  __host__ __device__ int64_t allowed(int64_t i) const {
+    if (!causal)
+      return sk;
+    int64_t n = i + (sk - sq) + 1;
+    return n < 0 ? 0 : (n > sk ? sk : n);
+  }
+  /// The first query row that sees key j.
+  __host__ __device__ int64_t firstViewer(int64_t j) const {
+    if (!causal)
+      return 0;
+    int64_t i = j - (sk - sq);
+    return i < 0 ? 0 : (i > sq ? sq : i);
+  }
+};
+
+/// A block's shared memory.
+template <typename C> struct SharedTiles {
+  /// Staging: dotTile's two [32][33] operand chunks, or accumulateTile's
+  /// [32][128] feature chunk (never both at once).
+  C stage[kTile * kChunk];
+  /// The current tile's probabilities or score gradients, [32][33].
+  C tile[kTile * kPad];
+};
+
+/// A thread's place in its block's tiles: tile row `row`, columns `col` +
+/// 8u, output features `col` + 8w of each chunk.
+struct Place {
+  int row, col;
+};
+
+__device__ __forceinline__ Place placeOf() {
+  return Place{int(threadIdx.x) / kRowThreads, int(threadIdx.x) % kRowThreads};
+}
+
+__device__ __forceinline__ float expOf(float x) { return math::expCore(x); }
+__device__ __forceinline__ double expOf(double x) { return exp(x); }
+__device__ __forceinline__ float logOf(float x) { return logf(x); }
+__device__ __forceinline__ double logOf(double x) { return log(x); }
+__device__ __forceinline__ float maxOf(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double maxOf(double a, double b) {
+  return fmax(a, b);
+}
+template <typename C> __device__ __forceinline__ C infinity() {
+  return C(INFINITY);
+}
+
+/// The max and the sum of v over the 8 threads of a tile row (a butterfly:
+/// every thread gets the same bits).
+template <typename C> __device__ __forceinline__ C rowMax(C v) {
+  for (int o = kRowThreads / 2; o > 0; o /= 2)
+    v = maxOf(v, __shfl_xor_sync(kFullMask, v, o));
+  return v;
+}
+template <typename C> __device__ __forceinline__ C rowSum(C v) {
+  for (int o = kRowThreads / 2; o > 0; o /= 2)
+    v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
+
+/// out[u] = x[row] . y[col + 8u]: the dot products of the block's x rows
+/// (xRows of them from `x`) with the y rows of the current tile (yRows from
+/// `y`), both of row stride `width`, summed in index order. Missing rows
+/// are zeros. Called by every thread of the block.
+template <typename S, typename C>
+__device__ void dotTile(const S *x, int64_t xRows, const S *y, int64_t yRows,
+                        int64_t width, C *stage, Place p, C (&out)[kSlots]) {
+  C *xs = stage, *ys = stage + kTile * kPad;
+#pragma unroll
+  for (int u = 0; u < kSlots; ++u)
+    out[u] = 0;
+  // Staging: thread t copies column t % 32 of rows t / 32 + 8n.
+  const int col = int(threadIdx.x) % kTile;
+  for (int64_t d0 = 0; d0 < width; d0 += kTile) {
+    int64_t d = d0 + col;
+    bool inWidth = d < width;
+#pragma unroll 1
+    for (int row = int(threadIdx.x) / kTile; row < kTile;
+         row += kAttnThreads / kTile) {
+      xs[row * kPad + col] =
+          inWidth && row < xRows ? C(load(x, row * width + d)) : C(0);
+      ys[row * kPad + col] =
+          inWidth && row < yRows ? C(load(y, row * width + d)) : C(0);
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int c = 0; c < kTile; ++c) {
+      C xv = xs[p.row * kPad + c];
+#pragma unroll
+      for (int u = 0; u < kSlots; ++u)
+        out[u] += xv * ys[(p.col + kRowThreads * u) * kPad + c];
+    }
+    __syncthreads();
+  }
+}
+
+/// acc[w] += sum_j tile[row][j] * y[j][f0 + col + 8w]: features [f0, f0 +
+/// 128) of the product of the shared tile with the current tile's y rows
+/// (yRows of them from `y`, row stride `width`), j in order. Called by every
+/// thread of the block, after the tile is written.
+template <typename S, typename C>
+__device__ void accumulateTile(const C *tile, const S *y, int64_t yRows,
+                               int64_t width, int64_t f0, C *stage, Place p,
+                               C (&acc)[kAcc]) {
+  // Staging: thread t copies feature t % 128 of rows t / 128 + 2n.
+  const int col = int(threadIdx.x) % kChunk;
+  int64_t f = f0 + col;
+  bool inWidth = f < width;
+#pragma unroll 1
+  for (int row = int(threadIdx.x) / kChunk; row < kTile;
+       row += kAttnThreads / kChunk)
+    stage[row * kChunk + col] =
+        inWidth && row < yRows ? C(load(y, row * width + f)) : C(0);
+  __syncthreads();
+  int64_t features = width - f0;
+#pragma unroll 2
+  for (int j = 0; j < kTile; ++j) {
+    C t = tile[p.row * kPad + j];
+#pragma unroll
+    for (int w = 0; w < kAcc; ++w)
+      if (p.col + kRowThreads * w < features)
+        acc[w] += t * stage[j * kChunk + p.col + kRowThreads * w];
+  }
+  __syncthreads();
+}
+
+/// The score of query i and key j from their dot product: scale * dot +
+/// mask, or -inf where i may not see j (either past its end, or causal).
+/// `maskBH` is the mask of (b, h), or null.
+template <typename S, typename C>
+__device__ __forceinline__ C scoreOf(const AttnShape &a, const S *maskBH,
+                                     int64_t i, int64_t j, C dot) {
+  if (i >= a.sq || j >= a.allowed(i))
+    return -infinity<C>();
+  C s = C(a.scale) * dot;
+  if (maskBH)
+    s += C(load(maskBH, i * a.maskStride[2] + j * a.maskStride[3]));
+  return s;
+}
+
+/// exp(s - reference), 0 for an excluded (-inf) score.
+template <typename C> __device__ __forceinline__ C weightOf(C s, C reference) {
+  return s == -infinity<C>() ? C(0) : expOf(s - reference);
+}
+
+/// A query tile: (b, h), its first row and its rows, this thread's row, and
+/// the keys its rows may see.
+struct QueryTile {
+  int64_t bh, b, h, bg, i0, rows, i, keyEnd;
+};
+
+/// Query tile `t` of B * Hq * ceil(Sq / 32); under causal masking the last
+/// tiles of a head, which see the most keys, come first.
+__device__ __forceinline__ QueryTile queryTileOf(const AttnShape &a, int64_t t,
+                                                 Place p) {
+  int64_t queryTiles = ceilDiv(a.sq, kTile);
+  QueryTile q;
+  q.bh = t / queryTiles;
+  int64_t qt = t % queryTiles;
+  if (a.causal)
+    qt = queryTiles - 1 - qt;
+  q.b = q.bh / a.hq;
+  q.h = q.bh % a.hq;
+  q.bg = q.b * a.hk + q.h / a.group;
+  q.i0 = qt * kTile;
+  q.rows = minOf(kTile, a.sq - q.i0);
+  q.i = q.i0 + p.row;
+  q.keyEnd = a.allowed(q.i0 + q.rows - 1);
+  return q;
+}
+
+template <typename S>
+__device__ __forceinline__ const S *maskOf(const AttnShape &a, const S *mask,
+                                           int64_t b, int64_t h) {
+  return mask ? mask + b * a.maskStride[0] + h * a.maskStride[1] : nullptr;
+}
+
+//===--- Forward ----------------------------------------------------------===//
+
+template <typename S>
+__global__ void __launch_bounds__(kAttnThreads, 1)
+    attentionKernel(const S *q, const S *k, const S *v, const S *mask, S *out,
+                    AttnShape a) {
+  using C = Compute<S>;
+  __shared__ SharedTiles<C> sh;
+  const Place p = placeOf();
+  int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    QueryTile qt = queryTileOf(a, t, p);
+    const S *qTile = q + (qt.bh * a.sq + qt.i0) * a.d;
+    const S *kb = k + qt.bg * a.sk * a.d, *vb = v + qt.bg * a.sk * a.dv;
+    const S *maskBH = maskOf(a, mask, qt.b, qt.h);
+    for (int64_t f0 = 0; f0 < a.dv; f0 += kChunk) {
+      C m = -infinity<C>(), l = 0, acc[kAcc];
+#pragma unroll
+      for (int w = 0; w < kAcc; ++w)
+        acc[w] = 0;
+      for (int64_t j0 = 0; j0 < qt.keyEnd; j0 += kTile) {
+        int64_t keys = minOf(kTile, a.sk - j0);
+        C s[kSlots];
+        dotTile(qTile, qt.rows, kb + j0 * a.d, keys, a.d, sh.stage, p, s);
+        C tileMax = -infinity<C>();
+#pragma unroll
+        for (int u = 0; u < kSlots; ++u) {
+          s[u] = scoreOf(a, maskBH, qt.i, j0 + p.col + kRowThreads * u, s[u]);
+          tileMax = maxOf(tileMax, s[u]);
+        }
+        // Online softmax: rescale what was summed against the old max.
+        C mNew = maxOf(m, rowMax(tileMax));
+        C alpha = m == -infinity<C>() ? C(0) : expOf(m - mNew);
+        C sum = 0;
+#pragma unroll
+        for (int u = 0; u < kSlots; ++u) {
+          C e = weightOf(s[u], mNew);
+          sh.tile[p.row * kPad + p.col + kRowThreads * u] = e;
+          sum += e;
+        }
+        l = l * alpha + rowSum(sum);
+        m = mNew;
+#pragma unroll
+        for (int w = 0; w < kAcc; ++w)
+          acc[w] *= alpha;
+        accumulateTile(sh.tile, vb + j0 * a.dv, keys, a.dv, f0, sh.stage, p,
+                       acc);
+      }
+      if (qt.i >= a.sq)
+        continue;
+      S *o = out + (qt.bh * a.sq + qt.i) * a.dv;
+      bool empty = m == -infinity<C>();
+#pragma unroll
+      for (int w = 0; w < kAcc; ++w) {
+        int64_t f = f0 + p.col + kRowThreads * w;
+        if (f < a.dv)
+          store(o, f, empty ? C(0) : acc[w] / l);
+      }
+    }
+  }
+}
+
+//===--- Gradient ---------------------------------------------------------===//
+
+/// Pass 1: lse[row] = m + log l (+inf for a row that sees nothing) and
+/// delta[row] = sum_j p_j dp_j (0 there), rows in [B, Hq, Sq] order.
+template <typename S>
+__global__ void __launch_bounds__(kAttnThreads, 1)
+    attentionStatsKernel(const S *q, const S *k, const S *v, const S *g,
+                         const S *mask, Compute<S> *lse, Compute<S> *delta,
+                         AttnShape a) {
+  using C = Compute<S>;
+  __shared__ SharedTiles<C> sh;
+  const Place p = placeOf();
+  int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    QueryTile qt = queryTileOf(a, t, p);
+    const S *qTile = q + (qt.bh * a.sq + qt.i0) * a.d;
+    const S *gTile = g + (qt.bh * a.sq + qt.i0) * a.dv;
+    const S *kb = k + qt.bg * a.sk * a.d, *vb = v + qt.bg * a.sk * a.dv;
+    const S *maskBH = maskOf(a, mask, qt.b, qt.h);
+    C m = -infinity<C>(), l = 0, acc = 0;
+    for (int64_t j0 = 0; j0 < qt.keyEnd; j0 += kTile) {
+      int64_t keys = minOf(kTile, a.sk - j0);
+      C s[kSlots], dp[kSlots];
+      dotTile(qTile, qt.rows, kb + j0 * a.d, keys, a.d, sh.stage, p, s);
+      dotTile(gTile, qt.rows, vb + j0 * a.dv, keys, a.dv, sh.stage, p, dp);
+      C tileMax = -infinity<C>();
+#pragma unroll
+      for (int u = 0; u < kSlots; ++u) {
+        s[u] = scoreOf(a, maskBH, qt.i, j0 + p.col + kRowThreads * u, s[u]);
+        tileMax = maxOf(tileMax, s[u]);
+      }
+      C mNew = maxOf(m, rowMax(tileMax));
+      C alpha = m == -infinity<C>() ? C(0) : expOf(m - mNew);
+      C sum = 0, dot = 0;
+#pragma unroll
+      for (int u = 0; u < kSlots; ++u) {
+        C e = weightOf(s[u], mNew);
+        sum += e;
+        dot += e * dp[u];
+      }
+      l = l * alpha + rowSum(sum);
+      acc = acc * alpha + rowSum(dot);
+      m = mNew;
+    }
+    if (qt.i < a.sq && p.col == 0) {
+      bool empty = m == -infinity<C>();
+      int64_t row = qt.bh * a.sq + qt.i;
+      lse[row] = empty ? infinity<C>() : m + logOf(l);
+      delta[row] = empty ? C(0) : acc / l;
+    }
+  }
+}
+
+/// Pass 2: dq = scale * sum_j p (dp - D) k, per query tile.
+template <typename S>
+__global__ void __launch_bounds__(kAttnThreads, 1)
+    attentionGradQKernel(const S *q, const S *k, const S *v, const S *g,
+                         const S *mask, const Compute<S> *lse,
+                         const Compute<S> *delta, S *dq, AttnShape a) {
+  using C = Compute<S>;
+  __shared__ SharedTiles<C> sh;
+  const Place p = placeOf();
+  int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    QueryTile qt = queryTileOf(a, t, p);
+    const S *qTile = q + (qt.bh * a.sq + qt.i0) * a.d;
+    const S *gTile = g + (qt.bh * a.sq + qt.i0) * a.dv;
+    const S *kb = k + qt.bg * a.sk * a.d, *vb = v + qt.bg * a.sk * a.dv;
+    const S *maskBH = maskOf(a, mask, qt.b, qt.h);
+    int64_t row = qt.bh * a.sq + qt.i;
+    bool inside = qt.i < a.sq;
+    C rowLse = inside ? lse[row] : C(0), rowDelta = inside ? delta[row] : C(0);
+    for (int64_t f0 = 0; f0 < a.d; f0 += kChunk) {
+      C acc[kAcc];
+#pragma unroll
+      for (int w = 0; w < kAcc; ++w)
+        acc[w] = 0;
+      for (int64_t j0 = 0; j0 < qt.keyEnd; j0 += kTile) {
+        int64_t keys = minOf(kTile, a.sk - j0);
+        C s[kSlots], dp[kSlots];
+        dotTile(qTile, qt.rows, kb + j0 * a.d, keys, a.d, sh.stage, p, s);
+        dotTile(gTile, qt.rows, vb + j0 * a.dv, keys, a.dv, sh.stage, p, dp);
+#pragma unroll
+        for (int u = 0; u < kSlots; ++u) {
+          C sc = scoreOf(a, maskBH, qt.i, j0 + p.col + kRowThreads * u, s[u]);
+          sh.tile[p.row * kPad + p.col + kRowThreads * u] =
+              weightOf(sc, rowLse) * (dp[u] - rowDelta);
+        }
+        accumulateTile(sh.tile, kb + j0 * a.d, keys, a.d, f0, sh.stage, p, acc);
+      }
+      if (!inside)
+        continue;
+#pragma unroll
+      for (int w = 0; w < kAcc; ++w) {
+        int64_t f = f0 + p.col + kRowThreads * w;
+        if (f < a.d)
+          store(dq, row * a.d + f, C(a.scale) * acc[w]);
+      }
+    }
+  }
+}
+
+/// Pass 3: per key tile of (b, g), over the query heads h of group g and
+/// their query tiles: dv = sum p^T g_o, dk = scale * sum (p (dp - D))^T q.
+/// The block's tile rows are keys; its columns, queries.
+template <typename S>
+__global__ void __launch_bounds__(kAttnThreads, 1)
+    attentionGradKVKernel(const S *q, const S *k, const S *v, const S *g,
+                          const S *mask, const Compute<S> *lse,
+                          const Compute<S> *delta, S *dk, S *dv, AttnShape a) {
+  using C = Compute<S>;
+  __shared__ SharedTiles<C> sh;
+  const Place p = placeOf();
+  int64_t keyTiles = ceilDiv(a.sk, kTile);
+  int64_t tiles = a.batch * a.hk * keyTiles;
+  int64_t passes = ceilDiv(a.d > a.dv ? a.d : a.dv, kChunk);
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int64_t bg = t / keyTiles, j0 = (t % keyTiles) * kTile;
+    int64_t b = bg / a.hk, kvHead = bg % a.hk;
+    int64_t keys = minOf(kTile, a.sk - j0), j = j0 + p.row;
+    const S *keyRows = k + (bg * a.sk + j0) * a.d;
+    const S *valueRows = v + (bg * a.sk + j0) * a.dv;
+    int64_t firstQueryTile = a.firstViewer(j0) / kTile * kTile;
+    for (int64_t pass = 0; pass < passes; ++pass) {
+      int64_t f0 = pass * kChunk;
+      bool doK = f0 < a.d, doV = f0 < a.dv;
+      C accK[kAcc], accV[kAcc];
+#pragma unroll
+      for (int w = 0; w < kAcc; ++w)
+        accK[w] = accV[w] = 0;
+      for (int64_t hh = 0; hh < a.group; ++hh) {
+        int64_t h = kvHead * a.group + hh, bh = b * a.hq + h;
+        const S *qb = q + bh * a.sq * a.d, *gb = g + bh * a.sq * a.dv;
+        const Compute<S> *lseH = lse + bh * a.sq, *deltaH = delta + bh * a.sq;
+        const S *maskBH = maskOf(a, mask, b, h);
+        for (int64_t i0 = firstQueryTile; i0 < a.sq; i0 += kTile) {
+          int64_t queries = minOf(kTile, a.sq - i0);
+          C s[kSlots], pr[kSlots];
+          dotTile(keyRows, keys, qb + i0 * a.d, queries, a.d, sh.stage, p, s);
+#pragma unroll
+          for (int u = 0; u < kSlots; ++u) {
+            int64_t i = i0 + p.col + kRowThreads * u;
+            C sc = scoreOf(a, maskBH, i, j, s[u]);
+            pr[u] = sc == -infinity<C>() ? C(0) : expOf(sc - lseH[i]);
+          }
+          if (doV) {
+#pragma unroll
+            for (int u = 0; u < kSlots; ++u)
+              sh.tile[p.row * kPad + p.col + kRowThreads * u] = pr[u];
+            accumulateTile(sh.tile, gb + i0 * a.dv, queries, a.dv, f0, sh.stage,
+                           p, accV);
+          }
+          if (doK) {
+            C dp[kSlots];
+            dotTile(valueRows, keys, gb + i0 * a.dv, queries, a.dv, sh.stage, p,
+                    dp);
+#pragma unroll
+            for (int u = 0; u < kSlots; ++u) {
+              int64_t i = i0 + p.col + kRowThreads * u;
+              C rowDelta = i < a.sq ? deltaH[i] : C(0);
+              sh.tile[p.row * kPad + p.col + kRowThreads * u] =
+                  pr[u] * (dp[u] - rowDelta);
+            }
+            accumulateTile(sh.tile, qb + i0 * a.d, queries, a.d, f0, sh.stage,
+                           p, accK);
+          }
+        }
+      }
+      if (j >= a.sk)
+        continue;
+#pragma unroll
+      for (int w = 0; w < kAcc; ++w) {
+        int64_t f = f0 + p.col + kRowThreads * w;
+        if (doK && f < a.d)
+          store(dk, (bg * a.sk + j) * a.d + f, C(a.scale) * accK[w]);
+        if (doV && f < a.dv)
+          store(dv, (bg * a.sk + j) * a.dv + f, accV[w]);
+      }
+    }
+  }
+}
+
+//===--- Host side --------------------------------------------------------===//
+
+unsigned blocksFor(int64_t tiles) {
+  return unsigned(tiles < kMaxBlocks ? (tiles < 1 ? 1 : tiles) : kMaxBlocks);
+}
+
+/// The call's shape (operands q, k, v, then `maskInput` when ints[1] says
+/// there is a mask). Every operand and result must have q's dtype.
+Status shapeOf(const KernelCall &call, int64_t maskInput, AttnShape &a) {
+  const TensorRef &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
+  bool hasMask = call.ints[1] != 0;
+  for (int64_t i = 0; i < call.inputs.size; ++i) {
+    const TensorRef &t = call.inputs[i];
+    if (t.rank != 4)
+      return kernelError(call, "operand " + std::to_string(i) + " has rank " +
+                                   std::to_string(t.rank) + ", expected 4");
+    if (t.dtype != q.dtype)
+      return kernelError(call, "operand " + std::to_string(i) + " is " +
+                                   dtypeName(t.dtype) + ", not " +
+                                   dtypeName(q.dtype) + " as the query");
+  }
+  for (int i = 0; i < call.numOutputs; ++i)
+    if (call.outputs[i].dtype != q.dtype)
+      return kernelError(call, "result " + std::to_string(i) + " is " +
+                                   dtypeName(call.outputs[i].dtype) + ", not " +
+                                   dtypeName(q.dtype) + " as the query");
+  if (hasMask && call.inputs.size <= maskInput)
+    return kernelError(call, "has_mask is set but the mask operand is missing");
+  if (k.dims[1] == 0 ? q.dims[1] != 0 : q.dims[1] % k.dims[1] != 0)
+    return kernelError(call, std::to_string(q.dims[1]) +
+                                 " query heads are not a multiple of " +
+                                 std::to_string(k.dims[1]) + " key heads");
+  a.batch = q.dims[0];
+  a.hq = q.dims[1];
+  a.sq = q.dims[2];
+  a.d = q.dims[3];
+  a.hk = k.dims[1];
+  a.sk = k.dims[2];
+  a.dv = v.dims[3];
+  a.group = a.hk > 0 ? a.hq / a.hk : 1;
+  a.scale = call.floats[0];
+  a.causal = call.ints[0] != 0;
+  for (int i = 0; i < 4; ++i)
+    a.maskStride[i] = 0;
+  if (hasMask) {
+    const TensorRef &m = call.inputs[maskInput];
+    int64_t stride = 1;
+    for (int i = 3; i >= 0; --i) {
+      a.maskStride[i] = m.dims[i] == 1 ? 0 : stride;
+      stride *= m.dims[i];
+    }
+  }
+  return okStatus();
+}
+
+} // namespace
+
+Status runAttention(const KernelCall &call) {
+  const TensorRef &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
+  const TensorRef &out = call.outputs[0];
+  AttnShape a;
+  TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/3, a));
+  const void *mask = call.ints[1] != 0 ? call.inputs[3].data : nullptr;
+  return withFloatStorage(call, q.dtype, [&](auto zero) -> Status {
+    using S = decltype(zero);
+    if (out.numElements() == 0)
+      return okStatus();
+    int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
+    attentionKernel<S>
+        <<<blocksFor(tiles), kAttnThreads, 0, streamOf(call).handle()>>>(
+            q.as<const S>(), k.as<const S>(), v.as<const S>(),
+            static_cast<const S *>(mask), out.as<S>(), a);
+    return checkLaunch(call, "attentionKernel");
+  });
+}
+
+Status runAttentionGrad(const KernelCall &call) {
+  const TensorRef &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2],
+                  &g = call.inputs[3];
+  const TensorRef &dq = call.outputs[0], &dk = call.outputs[1],
+                  &dv = call.outputs[2];
+  AttnShape a;
+  TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/4, a));
+  const void *mask = call.ints[1] != 0 ? call.inputs[4].data : nullptr;
+  return withFloatStorage(call, q.dtype, [&](auto zero) -> Status {
+    using S = decltype(zero);
+    using C = Compute<S>;
+    bool needQ = dq.numElements() > 0;
+    bool needKV = dk.numElements() > 0 || dv.numElements() > 0;
+    if (!needQ && !needKV)
+      return okStatus();
+    cudaStream_t stream = streamOf(call).handle();
+    const S *qs = q.as<const S>(), *ks = k.as<const S>(), *vs = v.as<const S>(),
+            *gs = g.as<const S>(), *maskS = static_cast<const S *>(mask);
+
+    // Pass 1: the rows' log-sum-exp and D, in Scratch memory.
+    int64_t rows = a.batch * a.hq * a.sq;
+    Scratch stats;
+    TRAINC_RETURN_IF_ERROR(
+        stats.allocate(call, 2 * uint64_t(rows) * sizeof(C)));
+    C *lse = stats.as<C>(), *delta = lse + rows;
+    int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
+    if (rows > 0) {
+      attentionStatsKernel<S>
+          <<<blocksFor(queryTiles), kAttnThreads, 0, stream>>>(
+              qs, ks, vs, gs, maskS, lse, delta, a);
+      TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionStatsKernel"));
+    }
+    // Pass 2: dq.
+    if (needQ) {
+      attentionGradQKernel<S>
+          <<<blocksFor(queryTiles), kAttnThreads, 0, stream>>>(
+              qs, ks, vs, gs, maskS, lse, delta, dq.as<S>(), a);
+      TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionGradQKernel"));
+    }
+    // Pass 3: dk and dv (zeros when the group has no query head).
+    if (needKV) {
+      int64_t keyTiles = a.batch * a.hk * ceilDiv(a.sk, kTile);
+      attentionGradKVKernel<S>
+          <<<blocksFor(keyTiles), kAttnThreads, 0, stream>>>(
+              qs, ks, vs, gs, maskS, lse, delta, dk.as<S>(), dv.as<S>(), a);
+      TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionGradKVKernel"));
+    }
+    return okStatus();
+  });
+}
+
+} // namespace trainc::cuda

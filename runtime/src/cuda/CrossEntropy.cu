@@ -1,0 +1,396 @@
+//===- CrossEntropy.cu - Softmax cross-entropy and its logits gradient ----===//
+//
+// softmax_cross_entropy, for each position r with target t = targets[r]:
+//
+//   loss[r] = (m - x[r, t]) + log(sum_c exp(x[r, c] - m)),  m = max_c x[r, c]
+//
+// Positions whose target equals ignore_index have loss 0 and are not
+// counted. Reductions, as PyTorch's cross_entropy: none (loss[r], the
+// targets' shape), sum (sum_r loss[r]), mean (sum_r loss[r] / #(positions
+// not ignored); NaN when that is 0). A target outside [0, C) that is not
+// ignore_index reports kTargetOutOfRange (value = the target, bound = C)
+// through the stream's fault record (the CPU returns an error before it
+// writes anything; here the results are written, that row's loss as 0,
+// and the run stops at the next synchronization). The result has the
+// logits' dtype, or f32 for f16/bf16 logits: the compute type.
+//
+// softmax_cross_entropy_grad:
+//
+//   dlogits[r, c] = (p[r, c] - (c == t)) * weight[r],  p = softmax(x[r, :])
+//
+// computed as (p - 1) * w at the target and p * w elsewhere; a target
+// outside [0, C) adds no one-hot term. The result may be the logits'
+// memory: a row is read whole (max, sum) before any of it is written, and
+// each element is written by the thread that reads it.
+//
+// Shape legend: logits [R..., C] viewed as [R, C], targets [R...] (i32 or
+// i64), weight [R...] (any float dtype).
+//
+// Work split: one block per row (grid-stride over rows), up to 256
+// threads, so a 50,257-class row is spread over the block. The row's max
+// is taken on ordered integers (math::orderedKey, as cpu/VectorMath.cpp's
+// rowMax), then:
+//   - the loss's sum of exps follows cpu/VectorMath.cpp's maxAndSumExpF32:
+//     blocks of 256 classes, each summed by one half-warp in 16 partials
+//     (lane l adds classes l mod 16 in index order, then the partials
+//     pairwise), the block sums added in order by one thread;
+//   - the gradient's softmax follows softmaxRowF32: exps staged in shared
+//     memory a chunk at a time, 16 threads add them in 16 partials over the
+//     whole row, then pairwise; p = exp(x - m) / sum recomputed per element.
+//   - sum and mean reductions: the per-position losses go to scratch memory
+//     and one block adds them in position order (one thread, through shared
+//     memory), as the CPU does; the count of positions is exact. That is a
+//     chain of R dependent adds (some 4 cycles each: ~20 us for R = 8192),
+//     paid once per step for bit-identical losses.
+// f32 (and 16-bit logits, widened to f32) use math::expCore, the CPU's exp:
+// with -fmad=false the f32 max, sums and gradients are bit-identical to the
+// CPU's.
+//
+// Differs from the CPU:
+//   - the loss's log is CUDA's logf / log (the CPU: libm's), so a loss may
+//     differ from the CPU's by an ulp;
+//   - f64 uses CUDA's double exp and the f32 summation orders above (the
+//     CPU: libm's exp, sums in index order): f64 results may differ in the
+//     last bits;
+//   - the gradient of f16/bf16 logits uses the f32 path (expCore, 16
+//     partials), where the CPU uses libm's expf and an index-order sum for
+//     them; the difference is below the 16-bit rounding except at rare
+//     ties.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/KernelUtil.cuh"
+#include "math/Transcendental.h"
+
+#include <climits>
+
+namespace trainc::cuda {
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kMaxThreads = 256;
+constexpr int kWarps = kMaxThreads / 32;
+/// The CPU's 16 partial sums.
+constexpr int kLanes = 16;
+/// maxAndSumExpF32's blocks of classes.
+constexpr int64_t kSumBlock = 256;
+/// Elements staged in shared memory at a time (a multiple of 16).
+constexpr int kChunk = 2048;
+
+//===--- Row helpers (one block per row) ----------------------------------===//
+
+/// x as an integer that orders like x (cpu/VectorMath.cpp's rowMax key).
+__device__ __forceinline__ int32_t keyOf(float x) {
+  return math::orderedKey(int32_t(floatBits(x)));
+}
+__device__ __forceinline__ float valueOf(int32_t key) {
+  return bitsFloat(uint32_t(math::orderedKey(key)));
+}
+__device__ __forceinline__ int64_t keyOf(double x) {
+  int64_t bits = __double_as_longlong(x);
+  return bits ^ ((bits >> 63) & LLONG_MAX);
+}
+__device__ __forceinline__ double valueOf(int64_t key) {
+  return __longlong_as_double(key ^ ((key >> 63) & LLONG_MAX));
+}
+/// The smallest key (a negative NaN with every payload bit set).
+__device__ __forceinline__ int32_t lowestKey(int32_t) { return INT_MIN; }
+__device__ __forceinline__ int64_t lowestKey(int64_t) { return LLONG_MIN; }
+
+__device__ __forceinline__ float expOf(float x) { return math::expCore(x); }
+__device__ __forceinline__ double expOf(double x) { return exp(x); }
+
+/// The quiet NaN of std::numeric_limits (the CPU's mean of nothing).
+__device__ __forceinline__ float quietNaN(float) {
+  return bitsFloat(0x7fc00000u);
+}
+__device__ __forceinline__ double quietNaN(double) {
+  return __longlong_as_double(0x7ff8000000000000ll);
+}
+
+/// Element i of an index tensor (i32 or i64).
+__device__ __forceinline__ int64_t loadIndex(const void *p, bool is64,
+                                             int64_t i) {
+  return is64 ? static_cast<const int64_t *>(p)[i]
+              : static_cast<const int32_t *>(p)[i];
+}
+
+/// Element i of a float tensor of dtype t, as the CPU's loadAs<double>
+/// (exact; converting it to float then rounds as loadAs<float> does).
+__device__ __forceinline__ double loadFloat(const void *p, DType t, int64_t i) {
+  switch (t) {
+  case DType::F64:
+    return static_cast<const double *>(p)[i];
+  case DType::F32:
+    return static_cast<const float *>(p)[i];
+  case DType::F16:
+    return f16ToFloat(static_cast<const uint16_t *>(p)[i]);
+  default:
+    return bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
+  }
+}
+
+/// The shared memory of one row's block.
+template <typename C> struct RowShared {
+  C stage[kChunk];
+  decltype(keyOf(C())) keys[kWarps];
+  C sum;
+};
+
+/// max_c x[c] over the row's n elements, on every thread.
+template <typename S>
+__device__ Compute<S> rowMax(const S *x, int64_t n, RowShared<Compute<S>> &sh) {
+  using Key = decltype(keyOf(Compute<S>()));
+  Key m = lowestKey(Key());
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    Key k = keyOf(Compute<S>(load(x, j)));
+    m = k > m ? k : m;
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    Key k = __shfl_xor_sync(kFullMask, m, offset);
+    m = k > m ? k : m;
+  }
+  if (threadIdx.x % 32 == 0)
+    sh.keys[threadIdx.x / 32] = m;
+  __syncthreads();
+  m = sh.keys[0];
+  for (int w = 1; w < int(blockDim.x / 32); ++w)
+    m = sh.keys[w] > m ? sh.keys[w] : m;
+  __syncthreads(); // sh.keys is free again.
+  return valueOf(m);
+}
+
+/// Thread 0's value `v` on every thread.
+template <typename C>
+__device__ __forceinline__ C broadcast(C v, RowShared<C> &sh) {
+  if (threadIdx.x == 0)
+    sh.sum = v;
+  __syncthreads();
+  C out = sh.sum;
+  __syncthreads(); // sh.sum is free again.
+  return out;
+}
+
+/// sum_c exp(x[c] - m) as maxAndSumExpF32 adds it (blocks of 256, each
+/// in 16 partials, the block sums in order), on every thread.
+template <typename S>
+__device__ Compute<S> rowSumExpBlocked(const S *x, int64_t n, Compute<S> m,
+                                       RowShared<Compute<S>> &sh) {
+  using C = Compute<S>;
+  int halves = int(blockDim.x) / kLanes;
+  int half = int(threadIdx.x) / kLanes, lane = int(threadIdx.x) % kLanes;
+  int64_t blocks = (n + kSumBlock - 1) / kSumBlock;
+  C sum = 0; // Thread 0's.
+  for (int64_t b0 = 0; b0 < blocks; b0 += halves) {
+    // Half-warp `half` sums block b0 + half (nothing past the last).
+    int64_t first = (b0 + half) * kSumBlock;
+    C partial = 0;
+    for (int k = 0; k < int(kSumBlock / kLanes); ++k) {
+      int64_t j = first + k * kLanes + lane;
+      if (j < n)
+        partial += expOf(C(load(x, j)) - m);
+    }
+    for (int width = kLanes / 2; width > 0; width /= 2)
+      partial += __shfl_down_sync(kFullMask, partial, width, kLanes);
+    if (lane == 0)
+      sh.stage[half] = partial;
+    __syncthreads();
+    if (threadIdx.x == 0)
+      for (int h = 0; h < halves && b0 + h < blocks; ++h)
+        sum += sh.stage[h];
+    __syncthreads();
+  }
+  return broadcast(sum, sh);
+}
+
+/// sum_c exp(x[c] - m) as softmaxRowF32 adds it (16 partials over the
+/// whole row, then pairwise), on every thread.
+template <typename S>
+__device__ Compute<S> rowSumExp(const S *x, int64_t n, Compute<S> m,
+                                RowShared<Compute<S>> &sh) {
+  using C = Compute<S>;
+  C partial = 0; // Thread l < 16: partial l.
+  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+    int len = int(n - c0 < kChunk ? n - c0 : kChunk);
+    for (int j = threadIdx.x; j < len; j += blockDim.x)
+      sh.stage[j] = expOf(C(load(x, c0 + j)) - m);
+    __syncthreads();
+    // c0 is a multiple of 16: element c0 + j goes to partial j mod 16.
+    if (threadIdx.x < kLanes)
+      for (int j = threadIdx.x; j < len; j += kLanes)
+        partial += sh.stage[j];
+    __syncthreads();
+  }
+  if (threadIdx.x < 32)
+    for (int width = kLanes / 2; width > 0; width /= 2)
+      partial += __shfl_down_sync(kFullMask, partial, width, kLanes);
+  return broadcast(partial, sh);
+}
+
+//===--- Kernels ----------------------------------------------------------===//
+
+/// loss[r] for every position (0 where ignored or out of range).
+template <typename S>
+__global__ void __launch_bounds__(kMaxThreads)
+    crossEntropyKernel(const S *logits, const void *targets, bool targets64,
+                       int64_t rows, int64_t classes, bool hasIgnore,
+                       int64_t ignoreIndex, Compute<S> *loss, FaultSite site) {
+  using C = Compute<S>;
+  __shared__ RowShared<C> sh;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    // The branches below are uniform over the block (one row).
+    int64_t t = loadIndex(targets, targets64, r);
+    if (hasIgnore && t == ignoreIndex) {
+      if (threadIdx.x == 0)
+        loss[r] = 0;
+      continue;
+    }
+    if (t < 0 || t >= classes) {
+      if (threadIdx.x == 0) {
+        reportFault(site, FaultKind::kTargetOutOfRange, t, classes);
+        loss[r] = 0;
+      }
+      continue;
+    }
+    const S *x = logits + r * classes;
+    C m = rowMax(x, classes, sh);
+    C sum = rowSumExpBlocked(x, classes, m, sh);
+    if (threadIdx.x == 0)
+      loss[r] = (m - C(load(x, t))) + log(sum);
+  }
+}
+
+/// out[0] = the sum of loss[0..rows) in order, or that over the positions
+/// not ignored (mean). One block.
+template <typename C>
+__global__ void __launch_bounds__(kMaxThreads)
+    lossReductionKernel(const C *loss, const void *targets, bool targets64,
+                        int64_t rows, bool hasIgnore, int64_t ignoreIndex,
+                        bool mean, C *out) {
+  __shared__ C stage[kChunk];
+  __shared__ unsigned long long counted;
+  if (threadIdx.x == 0)
+    counted = 0;
+  __syncthreads();
+  unsigned long long mine = 0;
+  C total = 0; // Thread 0's.
+  for (int64_t c0 = 0; c0 < rows; c0 += kChunk) {
+    int len = int(rows - c0 < kChunk ? rows - c0 : kChunk);
+    for (int j = threadIdx.x; j < len; j += blockDim.x) {
+      stage[j] = loss[c0 + j];
+      mine +=
+          !(hasIgnore && loadIndex(targets, targets64, c0 + j) == ignoreIndex);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+      for (int j = 0; j < len; ++j)
+        total += stage[j];
+    __syncthreads();
+  }
+  atomicAdd(&counted, mine);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (mean)
+      total = counted ? total / C(counted) : quietNaN(C());
+    *out = total;
+  }
+}
+
+template <typename S>
+__global__ void __launch_bounds__(kMaxThreads)
+    crossEntropyGradKernel(const S *logits, const void *targets, bool targets64,
+                           const void *weight, DType weightType, int64_t rows,
+                           int64_t classes, S *out) {
+  using C = Compute<S>;
+  __shared__ RowShared<C> sh;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const S *x = logits + r * classes;
+    C m = rowMax(x, classes, sh);
+    C sum = rowSumExp(x, classes, m, sh);
+    // The row has been read whole (rowSumExp ends with a barrier): out may
+    // be the logits' memory.
+    C w = C(loadFloat(weight, weightType, r));
+    int64_t t = loadIndex(targets, targets64, r);
+    S *y = out + r * classes;
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
+      C p = expOf(C(load(x, j)) - m) / sum;
+      store(y, j, j == t ? (p - C(1)) * w : p * w);
+    }
+  }
+}
+
+/// Threads per row block: enough for the row, at least a warp.
+int rowThreads(int64_t classes) {
+  return classes >= 256 ? 256 : classes >= 128 ? 128 : classes >= 64 ? 64 : 32;
+}
+
+/// Blocks for `rows` rows (the kernels loop past the cap).
+unsigned rowBlocks(int64_t rows) {
+  return unsigned(rows < (1 << 20) ? rows : (1 << 20));
+}
+
+} // namespace
+
+Status runCrossEntropy(const KernelCall &call) {
+  const TensorRef &logits = call.inputs[0], &targets = call.inputs[1];
+  const TensorRef &out = call.outputs[0];
+  if (targets.dtype != DType::I32 && targets.dtype != DType::I64)
+    return unsupported(call, targets.dtype);
+  int64_t reduction = call.ints[0];
+  bool hasIgnore = call.ints[1] != 0;
+  int64_t ignoreIndex = call.ints[2];
+  int64_t classes = logits.dims[logits.rank - 1];
+  int64_t rows = targets.numElements();
+  bool targets64 = targets.dtype == DType::I64;
+  cudaStream_t stream = streamOf(call).handle();
+  return withFloatStorage(call, logits.dtype, [&](auto zero) -> Status {
+    using S = decltype(zero);
+    using C = Compute<S>;
+    C *result = out.as<C>();
+    Scratch scratch;
+    C *loss = result;
+    if (reduction != 0) {
+      TRAINC_RETURN_IF_ERROR(
+          scratch.allocate(call, uint64_t(rows) * sizeof(C)));
+      loss = scratch.as<C>();
+    }
+    if (rows > 0) {
+      crossEntropyKernel<S>
+          <<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
+              logits.as<const S>(), targets.data, targets64, rows, classes,
+              hasIgnore, ignoreIndex, loss, faultSiteOf(call));
+      TRAINC_RETURN_IF_ERROR(checkLaunch(call, "crossEntropyKernel"));
+    }
+    if (reduction == 0)
+      return okStatus();
+    // The 0-d result is written even without positions (0, or NaN).
+    lossReductionKernel<C><<<1, kMaxThreads, 0, stream>>>(
+        loss, targets.data, targets64, rows, hasIgnore, ignoreIndex,
+        reduction == 2, result);
+    return checkLaunch(call, "lossReductionKernel");
+  });
+}
+
+Status runCrossEntropyGrad(const KernelCall &call) {
+  const TensorRef &logits = call.inputs[0], &targets = call.inputs[1],
+                  &weight = call.inputs[2];
+  const TensorRef &out = call.outputs[0];
+  if (targets.dtype != DType::I32 && targets.dtype != DType::I64)
+    return unsupported(call, targets.dtype);
+  if (!isFloat(weight.dtype))
+    return unsupported(call, weight.dtype);
+  int64_t classes = logits.dims[logits.rank - 1];
+  int64_t rows = targets.numElements();
+  return withFloatStorage(call, logits.dtype, [&](auto zero) -> Status {
+    using S = decltype(zero);
+    if (rows == 0 || classes == 0)
+      return okStatus();
+    crossEntropyGradKernel<S>
+        <<<rowBlocks(rows), rowThreads(classes), 0, streamOf(call).handle()>>>(
+            logits.as<const S>(), targets.data, targets.dtype == DType::I64,
+            weight.data, weight.dtype, rows, classes, out.as<S>());
+    return checkLaunch(call, "crossEntropyGradKernel");
+  });
+}
+
+} // namespace trainc::cuda

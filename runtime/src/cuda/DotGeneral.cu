@@ -1,0 +1,519 @@
+//===- DotGeneral.cu - dot_general through cuBLASLt -----------------------===//
+//
+// C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]
+//
+// As on the CPU (cpu/DotGeneral.cpp): b runs over the batching dims (in
+// lhs_batch order), m over lhs's free dims, n over rhs's free dims (both in
+// operand order) and k over the contracting dims (in lhs_contract order,
+// paired with rhs_contract). The result (batch dims, lhs free dims, rhs free
+// dims) is C[b, m, n] in row-major order, so only the operands may need
+// moving.
+//
+// An operand is read in place when each of its three groups of dims (batch,
+// free, contracting) is one run of memory in group order (strides chain:
+// stride[d] = stride[next] * size[next], size-1 dims ignored) and one of
+// its two matrix groups has stride 1: then it is a strided-batched matrix,
+// possibly transposed, with the other group's stride as leading dimension.
+// That covers the CPU's two in-place forms ([b, m, k] and [b, k, m]) and
+// more (batch dims need not lead: x[m, b, k] is batch stride k, row stride
+// b * k). Any other operand is first packed into [b, m, k] (lhs) or
+// [b, k, n] (rhs) by packKernel into Scratch memory.
+//
+// cuBLASLt is column-major: the row-major C[M, N] is the column-major
+// D[N, M] = B^T A^T, so rhs is cuBLASLt's A and lhs its B.
+//
+// Precision: f32 computes in f32 (CUBLAS_COMPUTE_32F: no TF32, as the CPU's
+// sgemm), f64 in f64. bf16 and f16 operands are read as they are with f32
+// accumulation and the 16-bit result rounded once, to nearest even, from
+// the f32 sum, as on the CPU; split-K algorithms are restricted to reducing
+// their partial sums in f32 (never in the 16-bit output type). What differs
+// from the CPU: the order of each long sum (cuBLASLt's blocking and split-K
+// against OpenBLAS's), so results agree to rounding, not bit for bit.
+//
+// The algorithm of each GEMM is cuBLASLt's first heuristic choice for the
+// stream's workspace, cached per (device, dtype, shape, layout, pointer
+// alignment) in a small map under a mutex; descriptors are built per call
+// (host-only work).
+//
+// Shape legend: B batch (product of batching dims), M/N products of the lhs
+// and rhs free dims, K product of the contracting dims.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/KernelUtil.cuh"
+
+#include <cublasLt.h>
+
+#include <array>
+#include <climits>
+#include <initializer_list>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace trainc::cuda {
+namespace {
+
+//===--- Operand layout ---------------------------------------------------===//
+
+/// The stride of a run of extent 1: any stride reads it.
+constexpr int64_t kAnyStride = -1;
+
+/// A group of an operand's dims flattened into one index: its extent, and
+/// its stride in memory when the group is one run (`contiguous`).
+struct Run {
+  int64_t extent = 1;
+  int64_t stride = kAnyStride;
+  bool contiguous = true;
+};
+
+/// The run of `dims` (in that order) of `t`, whose row-major strides are
+/// `strides`.
+Run runOf(const TensorRef &t, const std::vector<int64_t> &strides,
+          const std::vector<int> &dims) {
+  Run run;
+  for (size_t i = dims.size(); i-- > 0;) {
+    int d = dims[i];
+    if (t.dims[d] == 1)
+      continue;
+    if (run.stride == kAnyStride)
+      run.stride = strides[d];
+    else if (strides[d] != run.stride * run.extent)
+      run.contiguous = false;
+    run.extent *= t.dims[d];
+  }
+  return run;
+}
+
+/// An operand's three groups as runs.
+struct OperandRuns {
+  Run batch, free, contract;
+};
+
+/// The dims of an operand grouped for a GEMM (as the CPU's DimGroups).
+struct DimGroups {
+  std::vector<int> batch, free, contract;
+};
+
+DimGroups groupDims(const TensorRef &t, const int64_t *batch,
+                    const int64_t *contract, int64_t nb, int64_t nc) {
+  DimGroups g;
+  std::vector<bool> used(t.rank, false);
+  for (int64_t i = 0; i < nb; ++i) {
+    g.batch.push_back(int(batch[i]));
+    used[batch[i]] = true;
+  }
+  for (int64_t i = 0; i < nc; ++i) {
+    g.contract.push_back(int(contract[i]));
+    used[contract[i]] = true;
+  }
+  for (int d = 0; d < t.rank; ++d)
+    if (!used[d])
+      g.free.push_back(d);
+  return g;
+}
+
+std::vector<int64_t> rowMajorStrides(const TensorRef &t) {
+  std::vector<int64_t> strides(t.rank);
+  int64_t s = 1;
+  for (int d = t.rank - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= t.dims[d];
+  }
+  return strides;
+}
+
+/// A column-major strided-batched matrix as cuBLASLt reads it: the stored
+/// rows x cols with leading dimension ld, used transposed when `trans`.
+struct Matrix {
+  const void *data = nullptr;
+  bool trans = false;
+  uint64_t rows = 0, cols = 0;
+  int64_t ld = 0, batchStride = 0;
+};
+
+/// Reads a logical [rows, cols] operand (rows along `rowRun`, columns
+/// along `colRun`, matrices along `batch`) as a column-major Matrix: stored
+/// as is (rows stride 1) or transposed (columns stride 1). False when
+/// neither run has stride 1 or a group is not one run of memory.
+bool asMatrix(const void *data, const Run &batch, const Run &rowRun,
+              const Run &colRun, Matrix &out) {
+  if (!batch.contiguous || !rowRun.contiguous || !colRun.contiguous)
+    return false;
+  int64_t rows = rowRun.extent, cols = colRun.extent;
+  out.data = data;
+  out.batchStride = batch.stride == kAnyStride ? 0 : batch.stride;
+  if (rowRun.stride == 1 || rowRun.stride == kAnyStride) {
+    out.trans = false;
+    out.rows = uint64_t(rows);
+    out.cols = uint64_t(cols);
+    out.ld = colRun.stride == kAnyStride ? rows : colRun.stride;
+  } else if (colRun.stride == 1 || colRun.stride == kAnyStride) {
+    out.trans = true;
+    out.rows = uint64_t(cols);
+    out.cols = uint64_t(rows);
+    out.ld = rowRun.stride;
+  } else {
+    return false;
+  }
+  // Holds for every run layout of a row-major tensor; checked all the same.
+  return out.ld >= int64_t(out.rows);
+}
+
+//===--- Packing ----------------------------------------------------------===//
+
+/// out[e] = in[the source offset of packed element e]: `dims` holds the
+/// packed dims' sizes and, for each, the source stride. Elements move as
+/// W-byte words (the GEMM reads the operand's own dtype).
+template <typename W>
+__global__ void packKernel(const W *in, W *out, int64_t n, Dims dims) {
+  int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += step) {
+    int64_t rest = e, src = 0;
+    for (int i = dims.rank - 1; i >= 0; --i) {
+      int64_t size = dims.size[i];
+      src += (rest % size) * dims.stride[i];
+      rest /= size;
+    }
+    out[e] = in[src];
+  }
+}
+
+/// Copies `t` with its dims in order `perm` into `out` (t.numElements()
+/// elements of t's dtype).
+Status pack(const KernelCall &call, const TensorRef &t,
+            const std::vector<int> &perm, void *out) {
+  Dims src;
+  TRAINC_RETURN_IF_ERROR(dimsOf(call, t, src));
+  Dims packed;
+  packed.rank = t.rank;
+  for (int i = 0; i < t.rank; ++i) {
+    packed.size[i] = src.size[perm[i]];
+    packed.stride[i] = src.stride[perm[i]];
+  }
+  int64_t n = t.numElements();
+  cudaStream_t stream = streamOf(call).handle();
+  switch (dtypeSize(t.dtype)) {
+  case 2:
+    packKernel<<<gridFor(n), kThreads, 0, stream>>>(
+        t.as<const uint16_t>(), static_cast<uint16_t *>(out), n, packed);
+    break;
+  case 4:
+    packKernel<<<gridFor(n), kThreads, 0, stream>>>(
+        t.as<const uint32_t>(), static_cast<uint32_t *>(out), n, packed);
+    break;
+  default:
+    packKernel<<<gridFor(n), kThreads, 0, stream>>>(
+        t.as<const uint64_t>(), static_cast<uint64_t *>(out), n, packed);
+    break;
+  }
+  return checkLaunch(call, "packKernel");
+}
+
+std::vector<int> concat(std::initializer_list<const std::vector<int> *> parts) {
+  std::vector<int> out;
+  for (const std::vector<int> *p : parts)
+    out.insert(out.end(), p->begin(), p->end());
+  return out;
+}
+
+//===--- cuBLASLt ---------------------------------------------------------===//
+
+/// The element, scale and compute types of a dtype's GEMM.
+struct GemmTypes {
+  cudaDataType_t data, scale;
+  cublasComputeType_t compute;
+};
+
+GemmTypes gemmTypes(DType t) {
+  switch (t) {
+  case DType::F64:
+    return {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
+  case DType::BF16:
+    return {CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+  case DType::F16:
+    return {CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+  default:
+    return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+  }
+}
+
+/// The largest power of two (at most 256, cuBLASLt's default requirement)
+/// that divides the address.
+uint32_t alignmentOf(const void *p) {
+  auto address = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 1 && address % align != 0)
+    align /= 2;
+  return align;
+}
+
+/// The descriptors of one cublasLtMatmul call, destroyed with the object.
+struct LtDescriptors {
+  cublasLtMatmulDesc_t matmul = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  LtDescriptors() = default;
+  LtDescriptors(const LtDescriptors &) = delete;
+  LtDescriptors &operator=(const LtDescriptors &) = delete;
+  ~LtDescriptors() {
+    if (preference)
+      cublasLtMatmulPreferenceDestroy(preference);
+    if (d)
+      cublasLtMatrixLayoutDestroy(d);
+    if (b)
+      cublasLtMatrixLayoutDestroy(b);
+    if (a)
+      cublasLtMatrixLayoutDestroy(a);
+    if (matmul)
+      cublasLtMatmulDescDestroy(matmul);
+  }
+};
+
+/// Everything the heuristic's choice depends on.
+using GemmKey = std::array<int64_t, 17>;
+
+/// The cached algorithms. Bounded: a program has few distinct GEMMs, and a
+/// full map (shapes that keep changing) starts over.
+struct AlgoCache {
+  static constexpr size_t kMaxEntries = 4096;
+  std::mutex mutex;
+  std::map<GemmKey, cublasLtMatmulAlgo_t> algos;
+};
+
+AlgoCache &algoCache() {
+  static AlgoCache cache;
+  return cache;
+}
+
+/// `status` of cuBLASLt call `what` as a Status naming the op.
+Status ltStatus(const KernelCall &call, cublasStatus_t status,
+                const char *what) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return okStatus();
+  std::string name = std::string(opcodeName(call.op)) + ": " + what;
+  return fromCublasStatus(int(status), name.c_str());
+}
+
+/// A column-major layout of `type`: rows x cols with leading dimension ld,
+/// `batch` of them `batchStride` elements apart.
+Status createLayout(const KernelCall &call, cudaDataType_t type, uint64_t rows,
+                    uint64_t cols, int64_t ld, int32_t batch,
+                    int64_t batchStride, cublasLtMatrixLayout_t &out) {
+  TRAINC_RETURN_IF_ERROR(
+      ltStatus(call, cublasLtMatrixLayoutCreate(&out, type, rows, cols, ld),
+               "cublasLtMatrixLayoutCreate"));
+  if (batch == 1)
+    return okStatus();
+  TRAINC_RETURN_IF_ERROR(ltStatus(
+      call,
+      cublasLtMatrixLayoutSetAttribute(out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                       &batch, sizeof(batch)),
+      "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)"));
+  return ltStatus(call,
+                  cublasLtMatrixLayoutSetAttribute(
+                      out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                      &batchStride, sizeof(batchStride)),
+                  "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
+}
+
+/// D[N, M] (column-major, ld N, batch stride M * N) = op(x) op(y), x the
+/// [N, K] operand (rhs), y the [K, M] one (lhs): the row-major C[M, N].
+Status runGemm(const KernelCall &call, DType dtype, int32_t batch, int64_t m,
+               int64_t n, int64_t k, const Matrix &x, const Matrix &y,
+               void *out) {
+  CudaStream &stream = streamOf(call);
+  GemmTypes types = gemmTypes(dtype);
+  uint64_t workspaceBytes = stream.gemmWorkspaceBytes();
+  uint32_t alignX = alignmentOf(x.data), alignY = alignmentOf(y.data),
+           alignD = alignmentOf(out);
+  int64_t outStride = m * n;
+
+  LtDescriptors desc;
+  TRAINC_RETURN_IF_ERROR(ltStatus(
+      call, cublasLtMatmulDescCreate(&desc.matmul, types.compute, types.scale),
+      "cublasLtMatmulDescCreate"));
+  cublasOperation_t opX = x.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opY = y.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TRAINC_RETURN_IF_ERROR(
+      ltStatus(call,
+               cublasLtMatmulDescSetAttribute(
+                   desc.matmul, CUBLASLT_MATMUL_DESC_TRANSA, &opX, sizeof(opX)),
+               "cublasLtMatmulDescSetAttribute(TRANSA)"));
+  TRAINC_RETURN_IF_ERROR(
+      ltStatus(call,
+               cublasLtMatmulDescSetAttribute(
+                   desc.matmul, CUBLASLT_MATMUL_DESC_TRANSB, &opY, sizeof(opY)),
+               "cublasLtMatmulDescSetAttribute(TRANSB)"));
+  TRAINC_RETURN_IF_ERROR(createLayout(call, types.data, x.rows, x.cols, x.ld,
+                                      batch, x.batchStride, desc.a));
+  TRAINC_RETURN_IF_ERROR(createLayout(call, types.data, y.rows, y.cols, y.ld,
+                                      batch, y.batchStride, desc.b));
+  // C (beta = 0, never read) shares D's layout and memory.
+  TRAINC_RETURN_IF_ERROR(createLayout(
+      call, types.data, uint64_t(n), uint64_t(m), n, batch, outStride, desc.d));
+
+  int device = 0;
+  TRAINC_RETURN_IF_ERROR(
+      fromCudaError(int(cudaGetDevice(&device)), "dot_general: cudaGetDevice"));
+  GemmKey key = {device,
+                 int64_t(dtype),
+                 int64_t(x.trans),
+                 int64_t(y.trans),
+                 m,
+                 n,
+                 k,
+                 x.ld,
+                 y.ld,
+                 int64_t(batch),
+                 x.batchStride,
+                 y.batchStride,
+                 outStride,
+                 int64_t(alignX),
+                 int64_t(alignY),
+                 int64_t(alignD),
+                 int64_t(workspaceBytes)};
+  AlgoCache &cache = algoCache();
+  cublasLtMatmulAlgo_t algo;
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.algos.find(key);
+    if (it != cache.algos.end()) {
+      algo = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    TRAINC_RETURN_IF_ERROR(
+        ltStatus(call, cublasLtMatmulPreferenceCreate(&desc.preference),
+                 "cublasLtMatmulPreferenceCreate"));
+    auto setPreference = [&](cublasLtMatmulPreferenceAttributes_t attr,
+                             const void *value, size_t bytes) {
+      return ltStatus(call,
+                      cublasLtMatmulPreferenceSetAttribute(desc.preference,
+                                                           attr, value, bytes),
+                      "cublasLtMatmulPreferenceSetAttribute");
+    };
+    TRAINC_RETURN_IF_ERROR(
+        setPreference(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes,
+                      sizeof(workspaceBytes)));
+    TRAINC_RETURN_IF_ERROR(setPreference(
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignX, sizeof(alignX)));
+    TRAINC_RETURN_IF_ERROR(setPreference(
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignY, sizeof(alignY)));
+    TRAINC_RETURN_IF_ERROR(setPreference(
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignD, sizeof(alignD)));
+    TRAINC_RETURN_IF_ERROR(setPreference(
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignD, sizeof(alignD)));
+    if (types.data != types.scale) {
+      // 16-bit results: split-K partial sums stay in f32, so the result is
+      // the f32 sum rounded once (INPLACE and OUTPUT_TYPE would add the
+      // partial sums in the 16-bit type).
+      uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      TRAINC_RETURN_IF_ERROR(setPreference(
+          CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &scheme, sizeof(scheme)));
+    }
+    cublasLtMatmulHeuristicResult_t result = {};
+    int found = 0;
+    TRAINC_RETURN_IF_ERROR(ltStatus(
+        call,
+        cublasLtMatmulAlgoGetHeuristic(stream.blasLt(), desc.matmul, desc.a,
+                                       desc.b, desc.d, desc.d, desc.preference,
+                                       1, &result, &found),
+        "cublasLtMatmulAlgoGetHeuristic"));
+    if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
+      return ltStatus(call, CUBLAS_STATUS_NOT_SUPPORTED,
+                      ("cublasLtMatmulAlgoGetHeuristic (no algorithm for B=" +
+                       std::to_string(batch) + ", M=" + std::to_string(m) +
+                       ", N=" + std::to_string(n) + ", K=" + std::to_string(k) +
+                       ")")
+                          .c_str());
+    algo = result.algo;
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (cache.algos.size() >= AlgoCache::kMaxEntries)
+      cache.algos.clear();
+    cache.algos.emplace(key, algo);
+  }
+
+  float alpha32 = 1, beta32 = 0;
+  double alpha64 = 1, beta64 = 0;
+  bool f64 = types.scale == CUDA_R_64F;
+  const void *alpha = f64 ? static_cast<const void *>(&alpha64) : &alpha32;
+  const void *beta = f64 ? static_cast<const void *>(&beta64) : &beta32;
+  return ltStatus(call,
+                  cublasLtMatmul(stream.blasLt(), desc.matmul, alpha, x.data,
+                                 desc.a, y.data, desc.b, beta, out, desc.d, out,
+                                 desc.d, &algo, stream.gemmWorkspace(),
+                                 workspaceBytes, stream.handle()),
+                  "cublasLtMatmul");
+}
+
+} // namespace
+
+Status runDotGeneral(const KernelCall &call) {
+  const TensorRef &lhs = call.inputs[0], &rhs = call.inputs[1];
+  const TensorRef &out = call.outputs[0];
+  if (!isFloat(lhs.dtype))
+    return unsupported(call, lhs.dtype);
+  if (rhs.dtype != lhs.dtype || out.dtype != lhs.dtype)
+    return kernelError(call, std::string("operands ") + dtypeName(lhs.dtype) +
+                                 " and " + dtypeName(rhs.dtype) +
+                                 " with result " + dtypeName(out.dtype) +
+                                 ": the CUDA kernel takes one dtype");
+  int64_t nb = call.ints[0], nc = call.ints[1];
+  const int64_t *attrs = call.ints.data + 2;
+  DimGroups l = groupDims(lhs, attrs, attrs + 2 * nb, nb, nc);
+  DimGroups r = groupDims(rhs, attrs + nb, attrs + 2 * nb + nc, nb, nc);
+  std::vector<int64_t> lStrides = rowMajorStrides(lhs),
+                       rStrides = rowMajorStrides(rhs);
+  OperandRuns a{runOf(lhs, lStrides, l.batch), runOf(lhs, lStrides, l.free),
+                runOf(lhs, lStrides, l.contract)};
+  OperandRuns b{runOf(rhs, rStrides, r.batch), runOf(rhs, rStrides, r.free),
+                runOf(rhs, rStrides, r.contract)};
+  int64_t batch = a.batch.extent, m = a.free.extent, n = b.free.extent,
+          k = a.contract.extent;
+  if (batch == 0 || m == 0 || n == 0)
+    return okStatus();
+  cudaStream_t stream = streamOf(call).handle();
+  if (k == 0) // An empty sum: +0 everywhere (all-zero bits in every dtype).
+    return fromCudaError(
+        int(cudaMemsetAsync(out.data, 0,
+                            uint64_t(out.numElements()) * dtypeSize(out.dtype),
+                            stream)),
+        "dot_general: cudaMemsetAsync");
+  if (batch > INT_MAX)
+    return Status(StatusCode::kUnimplemented,
+                  "dot_general: a batch of " + std::to_string(batch) +
+                      " is above cuBLASLt's 32-bit batch count");
+
+  // rhs^T is cuBLASLt's A ([N, K]), lhs^T its B ([K, M]).
+  uint64_t elem = dtypeSize(lhs.dtype);
+  Matrix x, y;
+  bool xInPlace = asMatrix(rhs.data, b.batch, b.free, b.contract, x);
+  bool yInPlace = asMatrix(lhs.data, a.batch, a.contract, a.free, y);
+  Scratch packed;
+  if (!xInPlace || !yInPlace)
+    TRAINC_RETURN_IF_ERROR(packed.allocate(
+        call, elem * uint64_t((xInPlace ? 0 : rhs.numElements()) +
+                              (yInPlace ? 0 : lhs.numElements()))));
+  char *next = packed.as<char>();
+  if (!yInPlace) { // lhs as [b, m, k]
+    TRAINC_RETURN_IF_ERROR(
+        pack(call, lhs, concat({&l.batch, &l.free, &l.contract}), next));
+    Run bRun{batch, m * k, true}, mRun{m, k, true}, kRun{k, 1, true};
+    asMatrix(next, bRun, kRun, mRun, y); // k has stride 1: always a Matrix
+    next += elem * uint64_t(lhs.numElements());
+  }
+  if (!xInPlace) { // rhs as [b, k, n]
+    TRAINC_RETURN_IF_ERROR(
+        pack(call, rhs, concat({&r.batch, &r.contract, &r.free}), next));
+    Run bRun{batch, k * n, true}, kRun{k, n, true}, nRun{n, 1, true};
+    asMatrix(next, bRun, nRun, kRun, x); // n has stride 1: always a Matrix
+  }
+  return runGemm(call, lhs.dtype, int32_t(batch), m, n, k, x, y, out.data);
+}
+
+} // namespace trainc::cuda

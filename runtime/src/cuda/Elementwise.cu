@@ -1,0 +1,556 @@
+//===- Elementwise.cu - Unary and binary math, compare, select, convert ---===//
+//
+// Every op here maps elements at one flat index i to the result at i, as
+// cpu/Elementwise.cpp (the reference, whose rules this file follows):
+//   unary   y[i] = f(x[i])       neg -x, abs |x|, exp, log, tanh, erf, cos,
+//                                sin, sqrt, rsqrt 1/sqrt(x)
+//   binary  z[i] = f(x[i], y[i]) add, sub, mul, div, pow x^y, max, min
+//   compare p[i] = x[i] <dir> y[i]                 (result i1)
+//   select  z[i] = p[i] ? t[i] : f[i]
+//   convert y[i] = x[i] in the result dtype
+// Shape legend: operands and results share one shape, so every tensor is a
+// flat array of n elements; one thread per element (grid-stride). Each
+// thread reads its operands before it writes, so results may share an
+// operand's memory.
+//
+// Dtypes: the storage types of KernelUtil.cuh (f32, f64, bf16, f16, i32,
+// i64, i1); the CPU's narrow and unsigned integers are unsupported here.
+// Integers take neg, abs and the binary ops but pow; i1 only compare,
+// select and convert, as on the CPU. Kernels are instantiated per storage
+// type; the op (or the compare direction, or convert's result dtype) is a
+// kernel argument switched on per element, the same for every thread.
+//
+// Numerics, compiled with -fmad=false (no contraction), IEEE division and
+// square root:
+//   - + - * /, sqrt, rsqrt (1/sqrt, two roundings), neg, abs, max, min and
+//     compare compute in f32 for f32 and the 16-bit floats and in f64 for
+//     f64, exactly as on the CPU: bit-identical results. max/min return NaN
+//     if either operand is NaN; compare is ordered (NaN compares false,
+//     except NE).
+//   - f32 exp, tanh and erf are math/Transcendental.h's expCore, tanhCore
+//     and erfCore, the formulas of the CPU's VectorMath: bit-identical.
+//   - The CPU takes the rest from libm (glibc): f32 log, cos, sin and pow,
+//     and exp, tanh, erf, log, cos, sin, pow of the 16-bit floats, in f32.
+//     glibc's f32 functions are within 0.5 to 0.9 ulp (mostly correctly
+//     rounded); CUDA's f32 library is within 1 to 4 ulp. So these compute
+//     in f64 with CUDA's double library and round to f32 once, which is the
+//     correctly rounded result but in rare near-halfway cases: they equal
+//     the CPU's wherever glibc rounds correctly, and may differ from it by
+//     an ulp of f32 elsewhere (rarely visible in a 16-bit result, rounded
+//     again).
+//   - f64 exp, log, tanh, erf, cos, sin and pow are CUDA's double library,
+//     not glibc's: either may be an ulp off, so f64 results of these may
+//     differ from the CPU's in the last bit.
+//   - NaN payloads and signs may differ from the CPU's where an operation
+//     creates a NaN (the GPU's canonical NaN is 0x7fffffff, x86's default
+//     NaN is negative); NaN-ness never differs.
+// Integer neg, abs, add, sub and mul wrap around in two's complement;
+// integer div truncates toward zero. Division by zero reports
+// FaultKind::kIntegerDivisionByZero (the CPU returns an error Status
+// naming the first failing element; here the fault names the instruction)
+// and writes 0. INT_MIN / -1, also an error on the CPU, reports
+// FaultKind::kIntegerOverflow with value = the dividend, and writes
+// INT_MIN.
+//
+// Convert follows graph.convert, as the CPU: float -> float and int ->
+// float round to nearest even once (to f16/bf16 from f64 or an integer
+// through f32 rounded to odd, see toFloatOdd), float -> int truncates
+// toward zero and saturates (NaN -> 0, beyond the range -> the nearest
+// bound), int -> int wraps or sign-extends, -> i1 tests non-zero (NaN ->
+// true), i1 -> 0 or 1. Same dtype: a byte copy (any dtype).
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/KernelUtil.cuh"
+#include "math/Transcendental.h"
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace trainc::cuda {
+namespace {
+
+/// Two's-complement wrap-around for integer ops whose overflow is undefined
+/// on signed types.
+template <typename T> __device__ __forceinline__ T wrapAdd(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return T(U(a) + U(b));
+}
+template <typename T> __device__ __forceinline__ T wrapSub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return T(U(a) - U(b));
+}
+template <typename T> __device__ __forceinline__ T wrapMul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return T(U(a) * U(b));
+}
+
+/// The bounds of the integer storage types (std::numeric_limits is host
+/// code to nvcc).
+template <typename T> struct IntRange;
+template <> struct IntRange<int32_t> {
+  static constexpr int32_t kMin = INT32_MIN, kMax = INT32_MAX;
+};
+template <> struct IntRange<int64_t> {
+  static constexpr int64_t kMin = INT64_MIN, kMax = INT64_MAX;
+};
+
+//===--- Unary ------------------------------------------------------------===//
+
+/// y = op(v) for storage type S in its compute type (the host checks that
+/// op applies to S).
+template <typename S>
+__device__ __forceinline__ Compute<S> unaryOf(Opcode op, Compute<S> v) {
+  using C = Compute<S>;
+  if constexpr (std::is_integral_v<C>) {
+    C negated = wrapSub(C(0), v);
+    if (op == Opcode::Neg)
+      return negated;
+    return v < 0 ? negated : v; // Abs.
+  } else if constexpr (std::is_same_v<C, double>) {
+    switch (op) {
+    case Opcode::Neg:
+      return -v;
+    case Opcode::Abs:
+      return fabs(v);
+    case Opcode::Exp:
+      return exp(v);
+    case Opcode::Log:
+      return log(v);
+    case Opcode::Tanh:
+      return tanh(v);
+    case Opcode::Erf:
+      return erf(v);
+    case Opcode::Sqrt:
+      return sqrt(v);
+    case Opcode::Rsqrt:
+      return 1.0 / sqrt(v);
+    case Opcode::Cos:
+      return cos(v);
+    case Opcode::Sin:
+      return sin(v);
+    default:
+      return v;
+    }
+  } else {
+    // f32 exp/tanh/erf: the CPU's VectorMath formulas. The 16-bit floats
+    // and the functions the CPU takes from libm: f64, rounded once.
+    constexpr bool kF32 = std::is_same_v<S, float>;
+    double d = v;
+    switch (op) {
+    case Opcode::Neg:
+      return -v;
+    case Opcode::Abs:
+      return math::absOf(v);
+    case Opcode::Exp:
+      return kF32 ? math::expCore(v) : float(exp(d));
+    case Opcode::Log:
+      return float(log(d));
+    case Opcode::Tanh:
+      return kF32 ? math::tanhCore(v) : float(tanh(d));
+    case Opcode::Erf:
+      return kF32 ? math::erfCore(v) : float(erf(d));
+    case Opcode::Sqrt:
+      return sqrtf(v);
+    case Opcode::Rsqrt:
+      return 1.0f / sqrtf(v);
+    case Opcode::Cos:
+      return float(cos(d));
+    case Opcode::Sin:
+      return float(sin(d));
+    default:
+      return v;
+    }
+  }
+}
+
+template <typename S>
+__global__ void unaryKernel(const S *x, S *y, int64_t n, Opcode op) {
+  int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += step)
+    store(y, i, unaryOf<S>(op, load(x, i)));
+}
+
+//===--- Binary -----------------------------------------------------------===//
+
+/// u op v for storage type S in its compute type (the host checks that op
+/// applies to S). Integer division faults on a zero divisor and on
+/// INT_MIN / -1.
+template <typename S>
+__device__ __forceinline__ Compute<S>
+binaryOf(Opcode op, Compute<S> u, Compute<S> v, const FaultSite &site) {
+  using C = Compute<S>;
+  if constexpr (std::is_integral_v<C>) {
+    switch (op) {
+    case Opcode::Add:
+      return wrapAdd(u, v);
+    case Opcode::Sub:
+      return wrapSub(u, v);
+    case Opcode::Mul:
+      return wrapMul(u, v);
+    case Opcode::Div:
+      if (v == 0) {
+        reportFault(site, FaultKind::kIntegerDivisionByZero, 0, 0);
+        return 0;
+      }
+      if (u == IntRange<C>::kMin && v == C(-1)) {
+        reportFault(site, FaultKind::kIntegerOverflow, int64_t(u), -1);
+        return u;
+      }
+      return u / v; // Truncates toward zero.
+    case Opcode::Max:
+      return u > v ? u : v;
+    case Opcode::Min:
+      return u < v ? u : v;
+    default:
+      return u;
+    }
+  } else {
+    switch (op) {
+    case Opcode::Add:
+      return u + v;
+    case Opcode::Sub:
+      return u - v;
+    case Opcode::Mul:
+      return u * v;
+    case Opcode::Div:
+      return u / v;
+    case Opcode::Pow:
+      // f32 and 16-bit: glibc's powf is (nearly) correctly rounded; f64
+      // rounded once comes closest.
+      return C(pow(double(u), double(v)));
+    case Opcode::Max:
+      return (u > v || u != u) ? u : v;
+    case Opcode::Min:
+      return (u < v || u != u) ? u : v;
+    default:
+      return u;
+    }
+  }
+}
+
+template <typename S>
+__global__ void binaryKernel(const S *a, const S *b, S *z, int64_t n, Opcode op,
+                             FaultSite site) {
+  int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += step)
+    store(z, i, binaryOf<S>(op, load(a, i), load(b, i), site));
+}
+
+//===--- Compare and select -----------------------------------------------===//
+
+/// C++'s comparisons on floats are the ordered ones graph.compare wants:
+/// false whenever an operand is NaN, except !=. i1 compares as bool
+/// (false < true), as on the CPU.
+template <typename C>
+__device__ __forceinline__ bool compareOf(int direction, C u, C v) {
+  switch (direction) {
+  case 0:
+    return u == v;
+  case 1:
+    return u != v;
+  case 2:
+    return u < v;
+  case 3:
+    return u <= v;
+  case 4:
+    return u > v;
+  default:
+    return u >= v;
+  }
+}
+
+template <typename S>
+__global__ void compareKernel(const S *a, const S *b, Bool *p, int64_t n,
+                              int direction) {
+  int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += step)
+    store(p, i, compareOf(direction, load(a, i), load(b, i)));
+}
+
+/// Select only moves bits: W is an unsigned word of the element's size.
+template <typename W>
+__global__ void selectKernel(const uint8_t *pred, const W *onTrue,
+                             const W *onFalse, W *z, int64_t n) {
+  int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += step)
+    z[i] = pred[i] ? onTrue[i] : onFalse[i];
+}
+
+//===--- Convert ----------------------------------------------------------===//
+
+// Rounding to f16 or bf16 from a wider value in two steps (to float to
+// nearest, then to 16 bits) can round wrongly at a 16-bit halfway point;
+// rounding to float *to odd* first (truncate, and set the last bit if
+// anything was cut off) makes the second rounding equal a single one
+// (cpu/Elementwise.cpp's toFloatOdd, which this computes with the GPU's
+// round-toward-zero conversions: the same bits).
+
+/// d rounded to float by round-to-odd (overflow gives FLT_MAX, which still
+/// rounds to infinity in both 16-bit formats).
+__device__ __forceinline__ float toFloatOdd(double d) {
+  if (d != d)
+    return float(d);
+  float f = __double2float_rz(d);
+  return double(f) == d ? f : bitsFloat(floatBits(f) | 1u);
+}
+
+/// v rounded to float by round-to-odd (exact on the integer: int64 values
+/// above 2^53 are not exact in double). |f| <= |v| fits int64.
+__device__ __forceinline__ float toFloatOdd(int64_t v) {
+  float f = __ll2float_rz(v);
+  return int64_t(f) == v ? f : bitsFloat(floatBits(f) | 1u);
+}
+
+/// Float -> int: truncates toward zero; NaN gives 0 and values beyond the
+/// range the nearest bound (cpu/Elementwise.cpp's truncateSaturating; the
+/// bounds -2^(b-1) and 2^(b-1) are exact in double).
+template <typename D>
+__device__ __forceinline__ D truncateSaturating(double x) {
+  constexpr double lo = double(IntRange<D>::kMin);
+  constexpr double hi = -lo;
+  if (x != x)
+    return 0;
+  if (x < lo)
+    return IntRange<D>::kMin;
+  if (x >= hi)
+    return IntRange<D>::kMax;
+  return D(x);
+}
+
+// One element converted from a compute value of each source kind to each
+// result kind, as cpu/Elementwise.cpp's convertValue and
+// truncateSaturating.
+
+/// To f32 or f64: one rounding (int64 -> float and double -> float round
+/// once to nearest even); i1 -> 0 or 1.
+template <typename T, typename C> __device__ __forceinline__ T toWide(C v) {
+  if constexpr (std::is_same_v<C, bool>)
+    return v ? T(1) : T(0);
+  else
+    return T(v);
+}
+
+/// To f16 or bf16: the float that store() rounds to 16 bits once.
+__device__ __forceinline__ float toNarrow(float v) { return v; }
+__device__ __forceinline__ float toNarrow(double v) { return toFloatOdd(v); }
+__device__ __forceinline__ float toNarrow(int32_t v) {
+  return toFloatOdd(int64_t(v));
+}
+__device__ __forceinline__ float toNarrow(int64_t v) { return toFloatOdd(v); }
+__device__ __forceinline__ float toNarrow(bool v) { return v ? 1.0f : 0.0f; }
+
+/// To i32 or i64: floats truncate and saturate, integers wrap or
+/// sign-extend, i1 -> 0 or 1.
+template <typename D, typename C> __device__ __forceinline__ D toInt(C v) {
+  if constexpr (std::is_floating_point_v<C>)
+    return truncateSaturating<D>(double(v));
+  else if constexpr (std::is_same_v<C, bool>)
+    return v ? D(1) : D(0);
+  else
+    return D(v);
+}
+
+/// y[i] = x[i] in dtype `to` (a storage dtype other than x's; the host
+/// checks).
+template <typename S>
+__global__ void convertKernel(const S *x, void *y, int64_t n, DType to) {
+  int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += step) {
+    Compute<S> v = load(x, i);
+    switch (to) {
+    case DType::F32:
+      store(static_cast<float *>(y), i, toWide<float>(v));
+      break;
+    case DType::F64:
+      store(static_cast<double *>(y), i, toWide<double>(v));
+      break;
+    case DType::F16:
+      store(static_cast<Half *>(y), i, toNarrow(v));
+      break;
+    case DType::BF16:
+      store(static_cast<Bf16 *>(y), i, toNarrow(v));
+      break;
+    case DType::I32:
+      store(static_cast<int32_t *>(y), i, toInt<int32_t>(v));
+      break;
+    case DType::I64:
+      store(static_cast<int64_t *>(y), i, toInt<int64_t>(v));
+      break;
+    default: // I1: NaN != 0, so NaN converts to true.
+      store(static_cast<Bool *>(y), i, v != Compute<S>(0));
+      break;
+    }
+  }
+}
+
+//===--- Host side --------------------------------------------------------===//
+
+Status runUnary(const KernelCall &call) {
+  const TensorRef &x = call.inputs[0];
+  const TensorRef &y = call.outputs[0];
+  int64_t n = x.numElements();
+  return withStorage(call, x.dtype, [&](auto zero) -> Status {
+    using S = decltype(zero);
+    if constexpr (std::is_same_v<S, Bool>) {
+      return unsupported(call, x.dtype);
+    } else {
+      if (std::is_integral_v<Compute<S>> && call.op != Opcode::Neg &&
+          call.op != Opcode::Abs)
+        return unsupported(call, x.dtype);
+      if (n == 0)
+        return okStatus();
+      unaryKernel<S><<<gridFor(n), kThreads, 0, streamOf(call).handle()>>>(
+          x.as<const S>(), y.as<S>(), n, call.op);
+      return checkLaunch(call, "unaryKernel");
+    }
+  });
+}
+
+Status runBinary(const KernelCall &call) {
+  const TensorRef &a = call.inputs[0], &b = call.inputs[1];
+  const TensorRef &z = call.outputs[0];
+  int64_t n = z.numElements();
+  return withStorage(call, a.dtype, [&](auto zero) -> Status {
+    using S = decltype(zero);
+    if constexpr (std::is_same_v<S, Bool>) {
+      return unsupported(call, a.dtype);
+    } else {
+      if (std::is_integral_v<Compute<S>> && call.op == Opcode::Pow)
+        return unsupported(call, a.dtype);
+      if (n == 0)
+        return okStatus();
+      binaryKernel<S><<<gridFor(n), kThreads, 0, streamOf(call).handle()>>>(
+          a.as<const S>(), b.as<const S>(), z.as<S>(), n, call.op,
+          faultSiteOf(call));
+      return checkLaunch(call, "binaryKernel");
+    }
+  });
+}
+
+Status runCompare(const KernelCall &call) {
+  const TensorRef &a = call.inputs[0], &b = call.inputs[1];
+  const TensorRef &p = call.outputs[0];
+  int64_t direction = call.ints[0];
+  if (direction < 0 || direction > 5)
+    return kernelError(call, "unknown comparison direction " +
+                                 std::to_string(direction));
+  int64_t n = p.numElements();
+  return withStorage(call, a.dtype, [&](auto zero) -> Status {
+    using S = decltype(zero);
+    if (n == 0)
+      return okStatus();
+    compareKernel<S><<<gridFor(n), kThreads, 0, streamOf(call).handle()>>>(
+        a.as<const S>(), b.as<const S>(), p.as<Bool>(), n, int(direction));
+    return checkLaunch(call, "compareKernel");
+  });
+}
+
+template <typename W> Status selectWords(const KernelCall &call, int64_t n) {
+  selectKernel<W><<<gridFor(n), kThreads, 0, streamOf(call).handle()>>>(
+      call.inputs[0].as<const uint8_t>(), call.inputs[1].as<const W>(),
+      call.inputs[2].as<const W>(), call.outputs[0].as<W>(), n);
+  return checkLaunch(call, "selectKernel");
+}
+
+Status runSelect(const KernelCall &call) {
+  DType t = call.outputs[0].dtype;
+  int64_t n = call.outputs[0].numElements();
+  if (n == 0)
+    return okStatus();
+  switch (dtypeSize(t)) {
+  case 1:
+    return selectWords<uint8_t>(call, n);
+  case 2:
+    return selectWords<uint16_t>(call, n);
+  case 4:
+    return selectWords<uint32_t>(call, n);
+  case 8:
+    return selectWords<uint64_t>(call, n);
+  default:
+    return unsupported(call, t);
+  }
+}
+
+/// Whether convertKernel writes dtype t.
+bool isStorageDType(DType t) {
+  switch (t) {
+  case DType::F32:
+  case DType::F64:
+  case DType::F16:
+  case DType::BF16:
+  case DType::I32:
+  case DType::I64:
+  case DType::I1:
+    return true;
+  default:
+    return false;
+  }
+}
+
+Status runConvert(const KernelCall &call) {
+  const TensorRef &x = call.inputs[0];
+  const TensorRef &y = call.outputs[0];
+  int64_t n = x.numElements();
+  cudaStream_t stream = streamOf(call).handle();
+  if (x.dtype == y.dtype) {
+    if (x.data == y.data || n == 0)
+      return okStatus();
+    uint64_t bytes = uint64_t(n) * dtypeSize(x.dtype);
+    return fromCudaError(int(cudaMemcpyAsync(y.data, x.data, bytes,
+                                             cudaMemcpyDeviceToDevice, stream)),
+                         "convert: cudaMemcpyAsync");
+  }
+  if (!isStorageDType(y.dtype))
+    return unsupported(call, y.dtype);
+  return withStorage(call, x.dtype, [&](auto zero) -> Status {
+    using S = decltype(zero);
+    if (n == 0)
+      return okStatus();
+    convertKernel<S><<<gridFor(n), kThreads, 0, stream>>>(x.as<const S>(),
+                                                          y.data, n, y.dtype);
+    return checkLaunch(call, "convertKernel");
+  });
+}
+
+} // namespace
+
+Status runElementwise(const KernelCall &call) {
+  switch (call.op) {
+  case Opcode::Neg:
+  case Opcode::Abs:
+  case Opcode::Exp:
+  case Opcode::Log:
+  case Opcode::Tanh:
+  case Opcode::Erf:
+  case Opcode::Sqrt:
+  case Opcode::Rsqrt:
+  case Opcode::Cos:
+  case Opcode::Sin:
+    return runUnary(call);
+  case Opcode::Add:
+  case Opcode::Sub:
+  case Opcode::Mul:
+  case Opcode::Div:
+  case Opcode::Pow:
+  case Opcode::Max:
+  case Opcode::Min:
+    return runBinary(call);
+  case Opcode::Compare:
+    return runCompare(call);
+  case Opcode::Select:
+    return runSelect(call);
+  case Opcode::Convert:
+    return runConvert(call);
+  default:
+    return kernelError(call, "not an elementwise op");
+  }
+}
+
+} // namespace trainc::cuda

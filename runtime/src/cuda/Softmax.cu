@@ -1,0 +1,173 @@
+//===- Softmax.cu - Softmax along one dim ---------------------------------===//
+//
+// y[o, :, i] = exp(x[o, :, i] - m) / sum_j exp(x[o, j, i] - m),
+//   m = max_j x[o, j, i]
+//
+// NaN anywhere in a row, +inf, or a row of all -inf gives a row of NaN, as
+// on the CPU (it falls out of the formula).
+//
+// Shape legend: the operand viewed as [O, N, I] around `dim`; each of the
+// O*I rows is a strided run of N elements (stride I).
+//
+// Work split: one block per row (grid-stride over rows), 32 to 256 threads
+// by N. Three passes over the row:
+//   1. m: the block's maximum of the elements as ordered integers
+//      (math::orderedKey, as cpu/VectorMath.cpp's rowMax; a 64-bit
+//      version of the same key for f64);
+//   2. the sum of e_j = exp(x_j - m): the block computes e_j a chunk at a
+//      time into shared memory, and 16 threads add them as
+//      cpu/VectorMath.cpp's blockedSum does: thread l adds the e_j with
+//      j = l mod 16 in index order, then the 16 partials pairwise;
+//   3. y_j = e_j / sum, e_j recomputed from x (the same bits).
+// f32, f16 and bf16 compute in f32 with math::expCore, the CPU's exp, so
+// with -fmad=false the results are bit-identical to cpu/Softmax.cpp's
+// softmaxRowF32 (16-bit values widened, results rounded to nearest even).
+//
+// Differs from the CPU: f64 uses CUDA's double exp (the CPU: libm's,
+// either may be an ulp off) and the same 16-partial sum (the CPU adds in
+// index order), so f64 results may differ in the last bits. Rows with
+// I > 1 are read with stride I (uncoalesced): correct, not fast; softmax
+// over the last dim is the common case.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/KernelUtil.cuh"
+#include "math/Transcendental.h"
+
+#include <climits>
+
+namespace trainc::cuda {
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kMaxThreads = 256;
+constexpr int kWarps = kMaxThreads / 32;
+/// The CPU's 16 partial sums.
+constexpr int kLanes = 16;
+/// Elements of e staged in shared memory at a time (a multiple of 16).
+constexpr int kChunk = 2048;
+
+/// x as an integer that orders like x (cpu/VectorMath.cpp's rowMax key).
+__device__ __forceinline__ int32_t keyOf(float x) {
+  return math::orderedKey(int32_t(floatBits(x)));
+}
+__device__ __forceinline__ float valueOf(int32_t key) {
+  return bitsFloat(uint32_t(math::orderedKey(key)));
+}
+__device__ __forceinline__ int64_t keyOf(double x) {
+  int64_t bits = __double_as_longlong(x);
+  return bits ^ ((bits >> 63) & LLONG_MAX);
+}
+__device__ __forceinline__ double valueOf(int64_t key) {
+  return __longlong_as_double(key ^ ((key >> 63) & LLONG_MAX));
+}
+
+/// The smallest key (a negative NaN with every payload bit set).
+__device__ __forceinline__ int32_t lowestKey(int32_t) { return INT_MIN; }
+__device__ __forceinline__ int64_t lowestKey(int64_t) { return LLONG_MIN; }
+
+__device__ __forceinline__ float expOf(float x) { return math::expCore(x); }
+__device__ __forceinline__ double expOf(double x) { return exp(x); }
+
+/// The shared memory of one row's block.
+template <typename C> struct RowShared {
+  C stage[kChunk];
+  decltype(keyOf(C())) keys[kWarps];
+  C sum;
+};
+
+/// max_j x[j * stride] over the row's n elements, on every thread.
+template <typename S>
+__device__ Compute<S> rowMax(const S *x, int64_t stride, int64_t n,
+                             RowShared<Compute<S>> &sh) {
+  using Key = decltype(keyOf(Compute<S>()));
+  Key m = lowestKey(Key());
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    Key k = keyOf(Compute<S>(load(x, j * stride)));
+    m = k > m ? k : m;
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    Key k = __shfl_xor_sync(kFullMask, m, offset);
+    m = k > m ? k : m;
+  }
+  if (threadIdx.x % 32 == 0)
+    sh.keys[threadIdx.x / 32] = m;
+  __syncthreads();
+  m = sh.keys[0];
+  for (int w = 1; w < int(blockDim.x / 32); ++w)
+    m = sh.keys[w] > m ? sh.keys[w] : m;
+  __syncthreads(); // sh.keys is free again.
+  return valueOf(m);
+}
+
+/// sum_j exp(x[j * stride] - m) in cpu/VectorMath.cpp's blockedSum order,
+/// on every thread.
+template <typename S>
+__device__ Compute<S> rowSumExp(const S *x, int64_t stride, int64_t n,
+                                Compute<S> m, RowShared<Compute<S>> &sh) {
+  using C = Compute<S>;
+  C partial = 0; // Thread l < 16: partial l.
+  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+    int len = int(n - c0 < kChunk ? n - c0 : kChunk);
+    for (int j = threadIdx.x; j < len; j += blockDim.x)
+      sh.stage[j] = expOf(C(load(x, (c0 + j) * stride)) - m);
+    __syncthreads();
+    // c0 is a multiple of 16: element c0 + j goes to partial j mod 16.
+    if (threadIdx.x < kLanes)
+      for (int j = threadIdx.x; j < len; j += kLanes)
+        partial += sh.stage[j];
+    __syncthreads();
+  }
+  if (threadIdx.x < 32) {
+    for (int width = kLanes / 2; width > 0; width /= 2)
+      partial += __shfl_down_sync(kFullMask, partial, width, kLanes);
+    if (threadIdx.x == 0)
+      sh.sum = partial;
+  }
+  __syncthreads();
+  C sum = sh.sum;
+  __syncthreads(); // sh.sum is free again.
+  return sum;
+}
+
+template <typename S>
+__global__ void __launch_bounds__(kMaxThreads)
+    softmaxKernel(const S *x, S *y, int64_t rows, int64_t n, int64_t inner) {
+  using C = Compute<S>;
+  __shared__ RowShared<C> sh;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = (r / inner) * n * inner + r % inner;
+    const S *xr = x + base;
+    C m = rowMax(xr, inner, n, sh);
+    C sum = rowSumExp(xr, inner, n, m, sh);
+    S *yr = y + base;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+      store(yr, j * inner, expOf(C(load(xr, j * inner)) - m) / sum);
+  }
+}
+
+} // namespace
+
+Status runSoftmax(const KernelCall &call) {
+  const TensorRef &x = call.inputs[0];
+  const TensorRef &y = call.outputs[0];
+  int dim = int(call.ints[0]);
+  int64_t outer = 1, n = x.dims[dim], inner = 1;
+  for (int d = 0; d < dim; ++d)
+    outer *= x.dims[d];
+  for (int d = dim + 1; d < x.rank; ++d)
+    inner *= x.dims[d];
+  int64_t rows = outer * inner;
+  return withFloatStorage(call, x.dtype, [&](auto zero) -> Status {
+    using S = decltype(zero);
+    if (rows == 0 || n == 0)
+      return okStatus();
+    int threads = n >= 256 ? 256 : n >= 128 ? 128 : n >= 64 ? 64 : 32;
+    unsigned blocks = unsigned(rows < (1 << 20) ? rows : (1 << 20));
+    softmaxKernel<S><<<blocks, threads, 0, streamOf(call).handle()>>>(
+        x.as<const S>(), y.as<S>(), rows, n, inner);
+    return checkLaunch(call, "softmaxKernel");
+  });
+}
+
+} // namespace trainc::cuda

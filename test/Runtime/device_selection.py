@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Choosing the device (trainc-run --device) and checking a device's steps
+against the CPU (--verify-steps), on a machine with or without a GPU.
+
+tinygpt (tied_erf, opset 17) is compiled as an AdamW step and trained a few
+steps on random bytes. Checked:
+- --device auto trains (on the CPU where there is no GPU); cpu gives the
+  same losses bit for bit;
+- --verify-steps 2 on the CPU prints one "matches the CPU" line for each of
+  the first two steps with a relative error of exactly 0 (a CPU twin of a
+  CPU trainer: the harness compares like with like), writes the comparison
+  into those steps' JSONL records only, and changes no loss;
+- bad values are errors that name them: --verify-steps -1, --device gpu;
+- --device cuda without a CUDA driver fails with "no CUDA device" (or says
+  the runtime was built without CUDA), and no process here ever loaded the
+  CUDA libraries (cuBLASLt and NCCL alone are ~220 MB resident: every
+  child's peak stays under 100 MB);
+- in a runtime built with CUDA, with a stand-in libcuda.so.1 (an empty
+  library, so the driver check passes but CUDA finds no device): --device
+  cuda opens libtrainc_cuda.so, whose error comes back through it
+  (cudaGetDeviceCount's message), and --device auto falls back to the CPU.
+"""
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+import tinygpt_harness  # noqa: E402
+
+
+def main():
+    args = tinygpt_harness.parse_args(__doc__)
+    failures = []
+
+    def check(cond, what):
+        print(('ok: ' if cond else 'FAIL: ') + what)
+        if not cond:
+            failures.append(what)
+
+    with tempfile.TemporaryDirectory() as work:
+        step = os.path.join(work, 'step.tcx')
+        model = os.path.join(args.data_dir, 'tied_erf', 'model_train_opset17.onnx')
+        subprocess.run([args.trainc, model, '--train', '--optimizer', 'adamw',
+                        '--lr', '1e-3', '-o', step], check=True)
+        data = os.path.join(work, 'data.bin')
+        with open(data, 'wb') as f:
+            f.write(bytes(b & 0x7f for b in os.urandom(20000)))  # vocabulary 128
+
+        def train(*extra, env=None):
+            cmd = [args.trainc_run, step, '--data', data, '--data-format', 'bytes',
+                   '--steps', '3', '--output-dir', work, *extra]
+            return subprocess.run(cmd, capture_output=True, text=True,
+                                  env=env, cwd=work)
+
+        def losses(out):
+            return [line.split()[3] for line in out.splitlines()
+                    if line.startswith('step ') and ' loss ' in line]
+
+        auto = train('--device', 'auto')
+        check(auto.returncode == 0 and len(losses(auto.stdout)) == 3,
+              '--device auto trains 3 steps')
+        cpu = train('--device', 'cpu')
+        check(cpu.returncode == 0 and losses(cpu.stdout) == losses(auto.stdout),
+              '--device cpu gives the same losses')
+
+        log = os.path.join(work, 'verify.jsonl')
+        verified = train('--device', 'cpu', '--verify-steps', '2', '--log-jsonl', log)
+        lines = [l for l in verified.stdout.splitlines() if l.startswith('verify: ')]
+        check(verified.returncode == 0 and len(lines) == 2 and
+              all('matches the CPU' in l and 'relative error 0 ' in l for l in lines),
+              '--verify-steps 2: two steps match the CPU exactly: ' + repr(lines))
+        check(losses(verified.stdout) == losses(cpu.stdout),
+              '--verify-steps changes no loss')
+        records = [json.loads(l) for l in open(log)]
+        check([('verify_worst' in r) for r in records] == [True, True, False] and
+              all(r.get('verify_error', 0) == 0 for r in records),
+              'the JSONL records the comparison of the verified steps only')
+
+        bad = train('--verify-steps', '-1')
+        check(bad.returncode != 0 and '--verify-steps' in bad.stderr,
+              '--verify-steps -1 is an error naming the flag')
+        bad = train('--device', 'gpu')
+        check(bad.returncode != 0 and "device 'gpu' is not available" in bad.stderr,
+              'an unknown device is an error naming it: ' + bad.stderr.strip())
+
+        # No driver here (a GPU machine has one: then this part is moot).
+        driver = subprocess.run(['ldconfig', '-p'], capture_output=True, text=True)
+        has_driver = 'libcuda.so.1' in driver.stdout
+        cuda = train('--device', 'cuda')
+        built = 'built without CUDA' not in cuda.stderr
+        if not has_driver:
+            check(cuda.returncode != 0 and
+                  ('no CUDA device' in cuda.stderr or not built),
+                  '--device cuda without a driver: ' + cuda.stderr.strip())
+        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        check(has_driver or peak_mb < 100,
+              f'no process loaded the CUDA libraries (peak {peak_mb:.0f} MB)')
+
+        cc = shutil.which('cc') or shutil.which('gcc')
+        if built and not has_driver and cc:
+            fake = os.path.join(work, 'fake-driver')
+            os.makedirs(fake)
+            empty = os.path.join(work, 'empty.c')
+            open(empty, 'w').write('int trainc_fake_driver;\n')
+            subprocess.run([cc, '-shared', '-fPIC', empty, '-o',
+                            os.path.join(fake, 'libcuda.so.1')], check=True)
+            env = dict(os.environ, LD_LIBRARY_PATH=fake)
+            cuda = train('--device', 'cuda', env=env)
+            check(cuda.returncode != 0 and 'cudaGetDeviceCount' in cuda.stderr,
+                  'with a driver library, --device cuda loads libtrainc_cuda.so: '
+                  + cuda.stderr.strip())
+            auto = train('--device', 'auto', env=env)
+            check(auto.returncode == 0 and losses(auto.stdout) == losses(cpu.stdout),
+                  'with a driver library but no GPU, --device auto trains on the CPU')
+        elif not built:
+            print('note: this runtime was built without CUDA: the library part is not run')
+
+    print('FAILED: ' + '; '.join(failures) if failures else 'all checks passed')
+    return 1 if failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
