@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""GPT-2 124M training on one GPU: trainc against PyTorch eager and
+torch.compile, tokens/s and MFU, in one script run.
+
+Needs a GPU, trainc built with CUDA, and a Python with PyTorch for CUDA
+(--torch-python; default: this interpreter). Without a GPU it says so and
+exits 2.
+
+Every contender trains the same model (tools/make_gpt.py's tied GPT-2,
+pre-LN, erf GELU; 12 layers, d 768, 12 heads, vocab 50,257, seq 1,024 by
+default) from the same initial weights on the same batch with AdamW, in
+bf16 autocast with f32 master weights (trainc: --precision bf16; PyTorch:
+torch.autocast(bfloat16), fused AdamW). After --warmup steps each, the
+contenders run --rounds interleaved rounds of --steps steps; every round's
+median step time is printed, then the median of round medians, tokens/s,
+MFU against --peak-flops (default: the H100 SXM's dense bf16 989 TFLOP/s)
+with the FLOPs trainc's compiler counts for the step, and each
+contender's ratio to trainc.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(TOOLS)
+sys.path.insert(0, TOOLS)
+import bench_train  # noqa: E402  (the model writer and the torch.nn twin)
+
+TORCH_CHILD = r'''
+import json, sys, time
+import numpy as np, torch
+sys.path.insert(0, sys.argv[1])
+import bench_train
+cfg = json.load(sys.stdin)
+torch.manual_seed(0)
+model, _ = bench_train._torch_gpt(torch, cfg)
+init = np.load(cfg['init'])
+model.load_state_dict({k: torch.from_numpy(init[k]) for k in init.files}, strict=True)
+model = model.cuda()
+tokens = torch.from_numpy(np.load(cfg['tokens'])).cuda()
+targets = torch.from_numpy(np.load(cfg['targets'])).cuda()
+opt = torch.optim.AdamW(model.parameters(), lr=cfg['lr'], betas=(0.9, 0.999), eps=1e-8,
+                        weight_decay=cfg['weight_decay'], fused=True)
+step_fn = torch.compile(model) if cfg['compile'] else model
+def step():
+    with torch.autocast('cuda', dtype=torch.bfloat16):
+        loss = step_fn(tokens, targets)
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+for _ in range(cfg['warmup']):
+    step()
+torch.cuda.synchronize()
+for line in sys.stdin:
+    times = []
+    for _ in range(cfg['steps']):
+        start = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1e3)
+    print(json.dumps(times), flush=True)
+'''
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument('--layers', type=int, default=12)
+    p.add_argument('--d-model', type=int, default=768)
+    p.add_argument('--heads', type=int, default=12)
+    p.add_argument('--vocab', type=int, default=50257)
+    p.add_argument('--seq', type=int, default=1024)
+    p.add_argument('--batch', type=int, default=8, help='sequences per step')
+    p.add_argument('--steps', type=int, default=10, help='steps per round')
+    p.add_argument('--warmup', type=int, default=5, help='steps before the first round')
+    p.add_argument('--rounds', type=int, default=6, help='interleaved rounds')
+    p.add_argument('--peak-flops', type=float, default=989e12,
+                   help="the GPU's dense bf16 peak FLOP/s, for MFU")
+    p.add_argument('--trainc-bin-dir', default=os.path.join(REPO, 'build', 'bin'))
+    p.add_argument('--torch-python', default=sys.executable)
+    p.add_argument('--contenders', default='trainc,torch-eager,torch-compile')
+    return p.parse_args()
+
+
+def gpu_name():
+    """The first GPU's name, or None without one."""
+    if not shutil.which('nvidia-smi'):
+        return None
+    r = subprocess.run(['nvidia-smi', '--query-gpu=name', '--format=csv,noheader'],
+                       capture_output=True, text=True)
+    names = r.stdout.strip().splitlines() if r.returncode == 0 else []
+    return names[0] if names else None
+
+
+class TraincContender:
+    """trainc-run --device cuda, one process per round (steps after warm-up
+    timed by the step_ms trainc-run prints)."""
+
+    def __init__(self, args, cfg):
+        self.args, self.cfg = args, cfg
+        self.exe = os.path.join(cfg['work'], 'step.tcx')
+        trainc = os.path.join(args.trainc_bin_dir, 'trainc')
+        subprocess.run([trainc, cfg['model'], '--train', '--optimizer', 'adamw',
+                        '--lr', str(cfg['lr']), '--weight-decay', str(cfg['weight_decay']),
+                        '--decay-all', '--precision', 'bf16', '-o', self.exe], check=True)
+        self.flops_per_step = None
+
+    def round(self):
+        log = os.path.join(self.cfg['work'], 'round.jsonl')
+        if os.path.exists(log):
+            os.remove(log)
+        cmd = [os.path.join(self.args.trainc_bin_dir, 'trainc-run'), self.exe,
+               '--device', 'cuda', '--input', f'tokens={self.cfg["tokens"]}',
+               '--input', f'targets={self.cfg["targets"]}',
+               '--steps', str(self.args.warmup + self.args.steps),
+               '--output-dir', self.cfg['work'], '--log-jsonl', log]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit('bench_gpu: trainc-run failed:\n' + r.stderr[-3000:])
+        records = [json.loads(l) for l in open(log)][self.args.warmup:]
+        self.flops_per_step = records[-1]['flops_per_s'] * records[-1]['step_time_s']
+        return [rec['step_time_s'] * 1e3 for rec in records]
+
+
+class TorchContender:
+    def __init__(self, args, cfg, compile_):
+        child_cfg = dict(cfg, compile=compile_, warmup=args.warmup, steps=args.steps)
+        self.proc = subprocess.Popen([args.torch_python, '-c', TORCH_CHILD, TOOLS],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+        self.proc.stdin.write(json.dumps(child_cfg) + '\n')
+        self.proc.stdin.flush()
+
+    def round(self):
+        self.proc.stdin.write('round\n')
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            sys.exit('bench_gpu: the PyTorch child ended')
+        return json.loads(line)
+
+
+def main():
+    args = parse_args()
+    name = gpu_name()
+    if not name:
+        print('bench_gpu: needs an NVIDIA GPU (nvidia-smi found none)', file=sys.stderr)
+        return 2
+    contenders = args.contenders.split(',')
+    with tempfile.TemporaryDirectory() as work:
+        bench_args = argparse.Namespace(
+            vocab=args.vocab, seq=args.seq, batch=args.batch, d_model=args.d_model,
+            heads=args.heads, layers=args.layers, mlp_ratio=4, seed=0,
+            steps=args.steps, lr=6e-4, weight_decay=0.1, threads=1)
+        cfg = bench_train.prepare(bench_args, work)
+        running = {}
+        for c in contenders:
+            if c == 'trainc':
+                running[c] = TraincContender(args, cfg)
+            elif c in ('torch-eager', 'torch-compile'):
+                running[c] = TorchContender(args, cfg, c == 'torch-compile')
+            else:
+                sys.exit(f'bench_gpu: unknown contender {c}')
+        medians = {c: [] for c in running}
+        for r in range(args.rounds):
+            for c, contender in running.items():
+                times = contender.round()
+                medians[c].append(statistics.median(times))
+                print(f'round {r + 1} {c}: median step {medians[c][-1]:.2f} ms', flush=True)
+        tokens = args.batch * args.seq
+        flops = running['trainc'].flops_per_step if 'trainc' in running else None
+        print(f'\n{name}; GPT-2 shape: {args.layers} layers, d {args.d_model}, '
+              f'vocab {args.vocab}, batch {args.batch} x seq {args.seq}, bf16')
+        base = statistics.median(medians['trainc']) if 'trainc' in medians else None
+        for c, m in medians.items():
+            ms = statistics.median(m)
+            line = f'{c:14s} {ms:9.2f} ms  {tokens / ms * 1e3:12,.0f} tokens/s'
+            if flops:
+                line += f'  MFU {flops / (ms / 1e3) / args.peak_flops:6.1%}'
+            if base:
+                line += f'  trainc is {ms / base:.2f}x faster'
+            print(line)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
