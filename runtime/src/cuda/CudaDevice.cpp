@@ -7,10 +7,12 @@
 // NcclCollective.cpp). Kernels are cuda::kernelFor's; the collective
 // instructions are cpu/Collectives.cpp's, which copy through this device.
 //
-// Hangs: synchronize() waits with a timeout (the world's collective
-// timeout), polling the stream, so a collective whose peers never arrive
-// ends in an error naming the stream instead of a process that waits
-// forever.
+// Hangs: on several ranks synchronize() waits at most the run's
+// collective timeout (WorldOptions::timeoutSeconds), polling the stream,
+// so a collective whose peers never arrive ends in an error instead of a
+// process that waits forever (trainc-run then aborts the job). CUDA's
+// current device is per thread: every entry point makes this device's GPU
+// current first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,17 +60,18 @@ private:
 
 class CudaDevice final : public Device {
 public:
-  CudaDevice(int ordinal, double timeoutSeconds)
-      : ordinal_(ordinal), timeoutSeconds_(timeoutSeconds) {}
+  explicit CudaDevice(int ordinal) : ordinal_(ordinal) {}
 
   Status init(std::shared_ptr<Collective> host) {
     host_ = host;
     TRAINC_RETURN_IF_ERROR(
-        fromCudaError(int(cudaSetDevice(ordinal_)), "cudaSetDevice"));
-    TRAINC_RETURN_IF_ERROR(CudaStream::create(kGemmWorkspaceBytes, compute_));
-    TRAINC_RETURN_IF_ERROR(CudaStream::create(0, communication_));
-    compute_->setTimeout(timeoutSeconds_);
-    communication_->setTimeout(timeoutSeconds_);
+        CudaStream::create(ordinal_, kGemmWorkspaceBytes, compute_));
+    TRAINC_RETURN_IF_ERROR(CudaStream::create(ordinal_, 0, communication_));
+    // A stream that does not finish is a hang only where peers can fail
+    // to arrive: on several ranks, after the run's collective timeout.
+    double timeout = host->worldSize() > 1 ? host->timeoutSeconds() : 0;
+    compute_->setTimeout(timeout);
+    communication_->setTimeout(timeout);
     return createNcclCollective(std::move(host), *communication_, collective_);
   }
 
@@ -83,6 +86,7 @@ public:
     if (alignment > 256 || (256 % alignment) != 0)
       return invalidArgument("the CUDA device cannot align to " +
                              std::to_string(alignment) + " bytes");
+    TRAINC_RETURN_IF_ERROR(compute_->makeCurrent());
     void *memory = nullptr;
     std::string what = "cudaMalloc(" + bytesText(bytes) + ") on " + name();
     TRAINC_RETURN_IF_ERROR(fromCudaError(
@@ -118,6 +122,7 @@ public:
                       Stream &stream) override {
     if (!bytes)
       return okStatus();
+    TRAINC_RETURN_IF_ERROR(compute_->makeCurrent());
     return fromCudaError(
         int(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
                             static_cast<CudaStream &>(stream).handle())),
@@ -127,6 +132,7 @@ public:
                     Stream &stream) override {
     if (!bytes)
       return okStatus();
+    TRAINC_RETURN_IF_ERROR(compute_->makeCurrent());
     return fromCudaError(
         int(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost,
                             static_cast<CudaStream &>(stream).handle())),
@@ -136,6 +142,7 @@ public:
               Stream &stream) override {
     if (!bytes || dst == src)
       return okStatus();
+    TRAINC_RETURN_IF_ERROR(compute_->makeCurrent());
     cudaStream_t s = static_cast<CudaStream &>(stream).handle();
     bool overlap = dst < src + bytes && src < dst + bytes;
     if (!overlap)
@@ -163,6 +170,7 @@ public:
       return Status(StatusCode::kUnimplemented,
                     std::string(opcodeName(call.op)) +
                         " has no kernel on the CUDA device");
+    TRAINC_RETURN_IF_ERROR(compute_->makeCurrent());
     if (call.context && call.context->stream)
       return kernel(call);
     // A call from outside a session (kernel tests): the compute stream.
@@ -179,7 +187,6 @@ public:
 
 private:
   int ordinal_;
-  double timeoutSeconds_;
   std::unique_ptr<CudaStream> compute_, communication_;
   std::unique_ptr<Collective> collective_;
   std::shared_ptr<Collective> host_;
@@ -189,9 +196,11 @@ private:
 
 //===--- CudaStream and CudaEvent -----------------------------------------===//
 
-Status CudaStream::create(uint64_t workspaceBytes,
+Status CudaStream::create(int ordinal, uint64_t workspaceBytes,
                           std::unique_ptr<CudaStream> &out) {
   std::unique_ptr<CudaStream> s(new CudaStream());
+  s->ordinal_ = ordinal;
+  TRAINC_RETURN_IF_ERROR(s->makeCurrent());
   TRAINC_RETURN_IF_ERROR(fromCudaError(
       int(cudaStreamCreateWithFlags(&s->stream_, cudaStreamNonBlocking)),
       "cudaStreamCreateWithFlags"));
@@ -218,9 +227,14 @@ Status CudaStream::create(uint64_t workspaceBytes,
   return okStatus();
 }
 
+Status CudaStream::makeCurrent() const {
+  return fromCudaError(int(cudaSetDevice(ordinal_)), "cudaSetDevice");
+}
+
 CudaStream::~CudaStream() {
-  if (stream_)
-    cudaStreamSynchronize(stream_);
+  // No synchronize first: after a hang it would never return. Destroying
+  // a stream and freeing memory wait for the work queued on them.
+  cudaSetDevice(ordinal_);
   if (blasLt_)
     cublasLtDestroy(blasLt_);
   if (workspace_)
@@ -245,6 +259,7 @@ Status CudaStream::wait(const Event &event) {
 }
 
 Status CudaStream::synchronize() {
+  TRAINC_RETURN_IF_ERROR(makeCurrent());
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   // Spin briefly (most waits are short), then sleep between polls.
@@ -254,6 +269,9 @@ Status CudaStream::synchronize() {
       break;
     if (err != cudaErrorNotReady)
       return fromCudaError(int(err), "cudaStreamQuery");
+    // Not ready is also recorded as the thread's last error: clear it, or
+    // the next launch's check would report it.
+    (void)cudaGetLastError();
     double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (timeoutSeconds_ > 0 && waited > timeoutSeconds_)
       return Status(StatusCode::kUnavailable,
@@ -330,7 +348,7 @@ Status createCudaDevice(int ordinal, std::shared_ptr<Collective> hostCollective,
   if (ordinal >= count)
     return unavailable("no CUDA device cuda:" + std::to_string(ordinal) +
                        ": this machine has " + std::to_string(count));
-  auto device = std::make_shared<CudaDevice>(ordinal, /*timeoutSeconds=*/300);
+  auto device = std::make_shared<CudaDevice>(ordinal);
   TRAINC_RETURN_IF_ERROR(device->init(std::move(hostCollective)));
   out = std::move(device);
   return okStatus();

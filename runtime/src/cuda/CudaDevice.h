@@ -64,9 +64,9 @@ struct FaultSite {
 
 class CudaStream final : public Stream {
 public:
-  /// A non-blocking stream on the current device, with a cuBLASLt handle,
-  /// `workspaceBytes` of GEMM workspace and a fault record.
-  static Status create(uint64_t workspaceBytes,
+  /// A non-blocking stream on GPU `ordinal` (made current), with a
+  /// cuBLASLt handle, `workspaceBytes` of GEMM workspace and a fault record.
+  static Status create(int ordinal, uint64_t workspaceBytes,
                        std::unique_ptr<CudaStream> &out);
   ~CudaStream() override;
 
@@ -83,9 +83,13 @@ public:
   KernelFault *deviceFault() const { return deviceFault_; }
   /// How long synchronize() waits before it reports a hang (0: forever).
   void setTimeout(double seconds) { timeoutSeconds_ = seconds; }
+  /// Makes this stream's GPU the calling thread's current device (CUDA's
+  /// current device is per thread; every entry point calls it).
+  Status makeCurrent() const;
 
 private:
   CudaStream() = default;
+  int ordinal_ = 0;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t blasLt_ = nullptr;
   void *workspace_ = nullptr;

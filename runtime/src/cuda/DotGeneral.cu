@@ -494,18 +494,21 @@ Status runDotGeneral(const KernelCall &call) {
   Matrix x, y;
   bool xInPlace = asMatrix(rhs.data, b.batch, b.free, b.contract, x);
   bool yInPlace = asMatrix(lhs.data, a.batch, a.contract, a.free, y);
+  // The packed rhs starts 256-byte aligned after the packed lhs, so that
+  // cuBLASLt may pick its vectorized kernels for it too.
+  auto aligned = [](uint64_t bytes) { return (bytes + 255) / 256 * 256; };
   Scratch packed;
   if (!xInPlace || !yInPlace)
     TRAINC_RETURN_IF_ERROR(packed.allocate(
-        call, elem * uint64_t((xInPlace ? 0 : rhs.numElements()) +
-                              (yInPlace ? 0 : lhs.numElements()))));
+        call, (yInPlace ? 0 : aligned(elem * uint64_t(lhs.numElements()))) +
+                  (xInPlace ? 0 : elem * uint64_t(rhs.numElements()))));
   char *next = packed.as<char>();
   if (!yInPlace) { // lhs as [b, m, k]
     TRAINC_RETURN_IF_ERROR(
         pack(call, lhs, concat({&l.batch, &l.free, &l.contract}), next));
     Run bRun{batch, m * k, true}, mRun{m, k, true}, kRun{k, 1, true};
     asMatrix(next, bRun, kRun, mRun, y); // k has stride 1: always a Matrix
-    next += elem * uint64_t(lhs.numElements());
+    next += aligned(elem * uint64_t(lhs.numElements()));
   }
   if (!xInPlace) { // rhs as [b, k, n]
     TRAINC_RETURN_IF_ERROR(

@@ -18,9 +18,15 @@
 // does not complete within the timeout aborts the communicators and fails
 // naming the step, the instruction and the collective; a synchronous one
 // that hangs is caught by the stream's synchronize() (CudaDevice.cpp).
+// The timeout is the host collective's (the run's WorldOptions; 0: none);
+// while waiting, finish() also polls NCCL's asynchronous error (a peer's
+// broken connection).
 //
-// Not yet: NCCL's reduction order is its own (no deterministic option), and
-// the time waited is measured only in finish().
+// Not yet: NCCL's reduction order is its own (no deterministic option);
+// the time waited is measured only in finish(); finish() blocks the host
+// until the collective ends, which leaves the GPU idle once its queue
+// drains (an event the compute stream waits on, without the host, would
+// keep more overlap).
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,7 +91,8 @@ std::string siteText(const CollectiveSite &site) {
 class NcclCollective final : public Collective {
 public:
   NcclCollective(std::shared_ptr<Collective> host, CudaStream &communication)
-      : host_(std::move(host)), communication_(communication) {}
+      : host_(std::move(host)), communication_(communication),
+        timeoutSeconds_(host_->timeoutSeconds()) {}
 
   ~NcclCollective() override {
     for (auto &[id, pending] : pending_) {
@@ -197,9 +204,22 @@ public:
         status = fromCudaError(int(err), "cudaEventQuery(collective)");
         break;
       }
+      // Not ready is also the thread's last error now: clear it, or the
+      // next launch's check would report it.
+      (void)cudaGetLastError();
+      // A peer's failure NCCL noticed (a broken connection).
+      ncclResult_t async = ncclSuccess;
+      if (world_ && ncclCommGetAsyncError(world_, &async) == ncclSuccess &&
+          async != ncclSuccess && async != ncclInProgress) {
+        abortCommunicators();
+        status = fromNcclResult(int(async), (siteText(site) + ": " + p.what +
+                                             " (asynchronous NCCL error)")
+                                                .c_str());
+        break;
+      }
       double waited =
           std::chrono::duration<double>(Clock::now() - p.startTime).count();
-      if (waited > timeoutSeconds_) {
+      if (timeoutSeconds_ > 0 && waited > timeoutSeconds_) {
         abortCommunicators();
         status = Status(StatusCode::kUnavailable,
                         siteText(site) + ": the collective " + p.what +
@@ -259,6 +279,19 @@ private:
     p.caller = handleOf(stream);
     p.what = site.what;
     p.startTime = Clock::now();
+    // The events are destroyed on every error return; kept on success.
+    struct Events {
+      Pending &p;
+      bool keep = false;
+      ~Events() {
+        if (keep)
+          return;
+        if (p.started)
+          cudaEventDestroy(p.started);
+        if (p.done)
+          cudaEventDestroy(p.done);
+      }
+    } events{p};
     TRAINC_RETURN_IF_ERROR(fromCudaError(
         int(cudaEventCreateWithFlags(&p.started, cudaEventDisableTiming)),
         "cudaEventCreateWithFlags"));
@@ -274,6 +307,7 @@ private:
     TRAINC_RETURN_IF_ERROR(
         fromCudaError(int(cudaEventRecord(p.done, communication_.handle())),
                       "cudaEventRecord"));
+    events.keep = true;
     out = nextHandle_++;
     pending_.emplace(out, p);
     return okStatus();
@@ -320,7 +354,8 @@ private:
   std::vector<ncclComm_t> axisComms_;
   std::map<Handle, Pending> pending_;
   Handle nextHandle_ = 1;
-  double timeoutSeconds_ = 300;
+  /// The host collective's (0: wait forever).
+  double timeoutSeconds_ = 0;
   double secondsWaiting_ = 0;
 };
 

@@ -135,6 +135,9 @@ public:
   /// (from a start to the moment this rank saw the last one complete, in
   /// progress() or finish()): communication hidden or not. World size 1: 0.
   virtual double secondsInFlight() const { return 0; }
+  /// How long a collective may wait for its peers before it fails (the
+  /// run's WorldOptions::timeoutSeconds; 0: forever, and for one rank).
+  virtual double timeoutSeconds() const { return 0; }
   /// Ends every rank of the run now (after a fatal error on this one, so the
   /// others do not wait for it). World size 1: does nothing.
   virtual void abort(int code) = 0;

@@ -231,6 +231,7 @@ public:
       }
   }
 
+  double timeoutSeconds() const override { return options_.timeoutSeconds; }
   double secondsWaiting() const override { return waited_; }
   double secondsInFlight() const override { return inFlight_; }
   void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
