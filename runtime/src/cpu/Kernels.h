@@ -27,6 +27,7 @@
 #include "base/DType.h"
 #include "base/Status.h"
 #include "device/KernelContext.h"
+#include "device/KernelTable.h"
 
 #include <cstdint>
 
@@ -42,8 +43,9 @@ using trainc::KernelCall;
 using trainc::Span;
 using trainc::TensorRef;
 
-using KernelFn = Status (*)(const KernelCall &call);
-/// The kernel family that runs `op` (null for a number outside the enum).
+using trainc::KernelFn;
+/// The kernel family that runs `op` (null for a number outside the enum);
+/// the opcode-to-family map is device/KernelTable.h's.
 KernelFn kernelFor(Opcode op);
 
 /// Runs one instruction. Returns an error Status (naming the op) for

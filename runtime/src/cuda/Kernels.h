@@ -24,11 +24,13 @@
 
 #include "base/Status.h"
 #include "device/KernelContext.h"
+#include "device/KernelTable.h"
 
 namespace trainc::cuda {
 
-using KernelFn = Status (*)(const KernelCall &call);
-/// The kernel family that runs `op` on the CUDA device.
+using trainc::KernelFn;
+/// The kernel family that runs `op` on the CUDA device (the opcode-to-
+/// family map is device/KernelTable.h's).
 KernelFn kernelFor(Opcode op);
 
 // Kernel families (one file each).

@@ -1,0 +1,127 @@
+//===- KernelTable.h - Which kernel family runs an opcode -------*- C++ -*-===//
+//
+// The one map from opcodes to kernel families. A device lists its family
+// functions in a KernelTable and looks opcodes up with kernelFor(table,
+// op), so the grouping of opcodes into families is written once for every
+// device (the CPU's cpu/Kernels.cpp, the GPU's cuda/Kernels.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_DEVICE_KERNELTABLE_H
+#define TRAINC_RUNTIME_DEVICE_KERNELTABLE_H
+
+#include "base/Status.h"
+#include "device/KernelContext.h"
+
+namespace trainc {
+
+using KernelFn = Status (*)(const KernelCall &call);
+
+/// A device's kernel families (null: none on that device).
+struct KernelTable {
+  /// Unary and binary elementwise ops, compare, select, convert.
+  KernelFn elementwise;
+  KernelFn dotGeneral;
+  /// reduce_sum, reduce_max, reduce_mean.
+  KernelFn reduction;
+  /// broadcast_in_dim, reshape, transpose, slice, concatenate, gather, iota.
+  KernelFn dataMovement;
+  KernelFn softmax, gelu;
+  /// layer_norm, rms_norm.
+  KernelFn norm;
+  KernelFn dropout, attention, attentionGrad;
+  KernelFn crossEntropy, crossEntropyGrad, scatterAdd;
+  KernelFn geluGrad, normGrad, adamwUpdate;
+  KernelFn allReduce, reduceScatter, allGather, shardSlice;
+  KernelFn allReduceStart, reduceScatterStart, allGatherStart, collectiveDone;
+};
+
+/// The function of `table` that runs `op` (null for a number outside the
+/// enum, or a family the table lacks).
+inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
+  // No default: -Werror=switch makes a new opcode without a family a build
+  // error, and the vocabulary test checks every opcode at run time too.
+  switch (op) {
+  case Opcode::Neg:
+  case Opcode::Abs:
+  case Opcode::Exp:
+  case Opcode::Log:
+  case Opcode::Tanh:
+  case Opcode::Erf:
+  case Opcode::Sqrt:
+  case Opcode::Rsqrt:
+  case Opcode::Cos:
+  case Opcode::Sin:
+  case Opcode::Add:
+  case Opcode::Sub:
+  case Opcode::Mul:
+  case Opcode::Div:
+  case Opcode::Pow:
+  case Opcode::Max:
+  case Opcode::Min:
+  case Opcode::Compare:
+  case Opcode::Select:
+  case Opcode::Convert:
+    return table.elementwise;
+  case Opcode::DotGeneral:
+    return table.dotGeneral;
+  case Opcode::ReduceSum:
+  case Opcode::ReduceMax:
+  case Opcode::ReduceMean:
+    return table.reduction;
+  case Opcode::BroadcastInDim:
+  case Opcode::Reshape:
+  case Opcode::Transpose:
+  case Opcode::Slice:
+  case Opcode::Concatenate:
+  case Opcode::Gather:
+  case Opcode::Iota:
+    return table.dataMovement;
+  case Opcode::Softmax:
+    return table.softmax;
+  case Opcode::Gelu:
+    return table.gelu;
+  case Opcode::LayerNorm:
+  case Opcode::RmsNorm:
+    return table.norm;
+  case Opcode::Dropout:
+    return table.dropout;
+  case Opcode::Attention:
+    return table.attention;
+  case Opcode::AttentionGrad:
+    return table.attentionGrad;
+  case Opcode::SoftmaxCrossEntropy:
+    return table.crossEntropy;
+  case Opcode::SoftmaxCrossEntropyGrad:
+    return table.crossEntropyGrad;
+  case Opcode::ScatterAdd:
+    return table.scatterAdd;
+  case Opcode::GeluGrad:
+    return table.geluGrad;
+  case Opcode::NormGrad:
+    return table.normGrad;
+  case Opcode::AdamwUpdate:
+    return table.adamwUpdate;
+  case Opcode::AllReduce:
+    return table.allReduce;
+  case Opcode::ReduceScatter:
+    return table.reduceScatter;
+  case Opcode::AllGather:
+    return table.allGather;
+  case Opcode::ShardSlice:
+    return table.shardSlice;
+  case Opcode::AllReduceStart:
+    return table.allReduceStart;
+  case Opcode::ReduceScatterStart:
+    return table.reduceScatterStart;
+  case Opcode::AllGatherStart:
+    return table.allGatherStart;
+  case Opcode::CollectiveDone:
+    return table.collectiveDone;
+  }
+  return nullptr;
+}
+
+} // namespace trainc
+
+#endif // TRAINC_RUNTIME_DEVICE_KERNELTABLE_H
