@@ -19,7 +19,9 @@
 // otherwise (VectorMath.h's maxAndSumExpF32: vectorized exp, the sum in 16
 // partial sums; 16-bit rows are widened into a float buffer first); the
 // reduction adds the per-position losses in order, so the result does not
-// depend on the thread count.
+// depend on the thread count. softmax_cross_entropy_grad's softmax is
+// softmaxRowF32 for f32 and (widened) 16-bit logits, as the CUDA kernel's,
+// and libm's exp for f64.
 //
 // Shape legend: logits [R..., C] viewed as [R, C], targets [R...] (i32 or
 // i64).
@@ -165,12 +167,20 @@ Status runCrossEntropyGrad(const KernelCall &call) {
         int64_t t = loadAs<int64_t>(targets, r);
         T *row = nullptr;
         if constexpr (std::is_same_v<T, float>) {
+          // f32 in place in the result, 16-bit widened into the buffer
+          // first; both through f32's softmax (the CUDA kernel's as well).
+          const float *in = nullptr;
           if (logits.dtype == DType::F32) {
+            in = logits.as<float>() + base;
             row = out.as<float>() + base;
-            softmaxRowF32(logits.as<float>() + base, row, classes);
+          } else {
+            buffer.resize(classes);
+            for (int64_t c = 0; c < classes; ++c)
+              buffer[c] = loadAs<float>(logits, base + c);
+            in = row = buffer.data();
           }
-        }
-        if (logits.dtype != DType::F32) {
+          softmaxRowF32(in, row, classes);
+        } else {
           buffer.resize(classes);
           for (int64_t c = 0; c < classes; ++c)
             buffer[c] = loadAs<T>(logits, base + c);
