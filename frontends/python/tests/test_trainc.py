@@ -41,6 +41,17 @@ class Installed(unittest.TestCase):
             os.path.dirname(trainc.__file__), 'py.typed')))
         self.assertEqual(trainc.__version__, '0.1.0')
 
+    def test_the_cuda_device_library_comes_with_a_cuda_build(self):
+        # The project builds the CUDA device wherever nvcc is found (its
+        # AUTO default); the package then carries the library, which the
+        # runtime opens only when a GPU is asked for.
+        nvcc = any(os.access(p, os.X_OK) for p in (
+            '/usr/local/cuda/bin/nvcc', *(os.path.join(d, 'nvcc') for d in
+                                          os.environ.get('PATH', '').split(':'))))
+        library = os.path.join(os.path.dirname(trainc.__file__), '_lib',
+                               'libtrainc_cuda.so')
+        self.assertEqual(os.path.exists(library), nvcc)
+
 
 class Training(unittest.TestCase):
     def setUp(self):
@@ -53,6 +64,20 @@ class Training(unittest.TestCase):
     def tearDown(self):
         self.exe.close()
         self.tmp.cleanup()
+
+    def test_a_device_that_is_not_there_is_an_error_that_says_so(self):
+        has_gpu = subprocess.run(['sh', '-c', 'nvidia-smi -L'],
+                                 capture_output=True).returncode == 0
+        if has_gpu:
+            self.skipTest('a GPU is present')
+        with self.assertRaises(trainc.TraincError) as raised:
+            trainc.Trainer(self.exe, device='cuda')
+        self.assertEqual(raised.exception.code, 'unavailable')
+        self.assertIn('CUDA', str(raised.exception))
+        # 'auto' falls back to the CPU and trains.
+        metrics = trainc.Trainer(self.exe, device='auto').step(self.batch)
+        self.assertTrue(np.isfinite(metrics['loss']))
+        self.assertFalse(metrics['verified'])
 
     def test_losses_equal_the_command_lines_bitwise(self):
         inputs = []

@@ -33,8 +33,8 @@ using CreateCudaDevice = decltype(&trainc_cuda_plugin_create_device);
 /// its factory, or why it cannot: no CUDA driver (then no GPU, and the
 /// CUDA libraries are not even loaded), no library, or one of another
 /// build. Where it looks: $TRAINC_CUDA_PLUGIN, beside the binary or
-/// library holding this code and in ../lib from there, the build tree,
-/// then the loader's search path.
+/// library holding this code and in ../lib (../_lib in the Python
+/// package) from there, the build tree, then the loader's search path.
 Status cudaPlugin(CreateCudaDevice &out) {
   static std::mutex mutex;
   static CreateCudaDevice create = nullptr;
@@ -59,6 +59,8 @@ Status cudaPlugin(CreateCudaDevice &out) {
                   : dir.substr(0, dir.rfind('/'));
         candidates.push_back(dir + "/libtrainc_cuda.so");
         candidates.push_back(dir + "/../lib/libtrainc_cuda.so");
+        // The Python package: tools in trainc/_bin, libraries in trainc/_lib.
+        candidates.push_back(dir + "/../_lib/libtrainc_cuda.so");
       }
       candidates.push_back(TRAINC_CUDA_PLUGIN_BUILD_PATH);
       candidates.push_back("libtrainc_cuda.so");
