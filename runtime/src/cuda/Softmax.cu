@@ -32,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/KernelUtil.cuh"
+#include "cuda/RowMath.cuh"
 #include "math/Transcendental.h"
 
 #include <climits>
@@ -39,35 +40,7 @@
 namespace trainc::cuda {
 namespace {
 
-constexpr unsigned kFullMask = 0xffffffffu;
-constexpr int kMaxThreads = 256;
-constexpr int kWarps = kMaxThreads / 32;
-/// The CPU's 16 partial sums.
-constexpr int kLanes = 16;
-/// Elements of e staged in shared memory at a time (a multiple of 16).
-constexpr int kChunk = 2048;
-
-/// x as an integer that orders like x (cpu/VectorMath.cpp's rowMax key).
-__device__ __forceinline__ int32_t keyOf(float x) {
-  return math::orderedKey(int32_t(floatBits(x)));
-}
-__device__ __forceinline__ float valueOf(int32_t key) {
-  return bitsFloat(uint32_t(math::orderedKey(key)));
-}
-__device__ __forceinline__ int64_t keyOf(double x) {
-  int64_t bits = __double_as_longlong(x);
-  return bits ^ ((bits >> 63) & LLONG_MAX);
-}
-__device__ __forceinline__ double valueOf(int64_t key) {
-  return __longlong_as_double(key ^ ((key >> 63) & LLONG_MAX));
-}
-
-/// The smallest key (a negative NaN with every payload bit set).
-__device__ __forceinline__ int32_t lowestKey(int32_t) { return INT_MIN; }
-__device__ __forceinline__ int64_t lowestKey(int64_t) { return LLONG_MIN; }
-
-__device__ __forceinline__ float expOf(float x) { return math::expCore(x); }
-__device__ __forceinline__ double expOf(double x) { return exp(x); }
+using namespace row;
 
 /// The shared memory of one row's block.
 template <typename C> struct RowShared {
