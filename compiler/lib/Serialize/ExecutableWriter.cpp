@@ -25,7 +25,7 @@ std::vector<char> serialize(const Program &program,
                             const WriterOptions &options,
                             const MemoryPlanReport &report) {
   const std::vector<ProgramTensor> &tensors = program.tensors;
-  const std::vector<char> &constants = program.constants;
+  const ConstantSection &constants = program.constants;
   // Updates written in place (the plan put the new value in its target's
   // bytes) need no copy after the run.
   std::vector<std::pair<uint32_t, uint32_t>> updates;
@@ -122,7 +122,7 @@ LogicalResult writeExecutable(ModuleOp module, StringRef path,
   {
     llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
     os.write(header.data(), header.size());
-    os.write(program->constants.data(), program->constants.size());
+    program->constants.write(os);
     os.flush();
     if (os.has_error()) {
       error = os.error().message();

@@ -113,7 +113,7 @@ private:
 
   func::FuncOp fn;
   bool withConstantData;
-  std::vector<char> &constants = program.constants;
+  ConstantSection &constants = program.constants;
   /// Parameters and states by name, for train.update results.
   llvm::StringMap<uint32_t> persistent;
 
@@ -161,31 +161,30 @@ uint32_t Builder::addTensor(RankedTensorType type, Value v, TensorRole role,
 FailureOr<uint64_t> Builder::appendConstant(ElementsAttr value,
                                             Operation *where, bool &splat) {
   splat = false;
-  uint64_t offset = alignUp(constants.size());
-  constants.resize(offset);
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
     AsmResourceBlob *blob = resource.getRawHandle().getBlob();
     if (!blob)
       return where->emitError("the value of ")
              << value.getType() << " is not available (it was elided when "
              << "the IR was printed; recompile from the model)";
-    ArrayRef<char> data = blob->getData();
-    constants.insert(constants.end(), data.begin(), data.end());
-    return offset;
+    return constants.appendBorrowed(blob->getData());
   }
   auto dense = dyn_cast<DenseElementsAttr>(value);
   if (!dense)
     return where->emitError("unsupported constant attribute kind");
+  std::vector<char> *piece = nullptr;
+  uint64_t offset = constants.appendOwned(piece);
   Type e = dense.getElementType();
   unsigned width = e.getIntOrFloatBitWidth();
   unsigned bytes = elementStorageBytes(e);
   auto put = [&](uint64_t bits) {
     for (unsigned b = 0; b < bytes; ++b)
-      constants.push_back(char((bits >> (8 * b)) & 0xff));
+      piece->push_back(char((bits >> (8 * b)) & 0xff));
   };
   // A splat of several elements is stored once; the runtime repeats it.
   splat = dense.isSplat() && dense.getNumElements() > 1;
   int64_t count = splat ? 1 : dense.getNumElements();
+  piece->reserve(size_t(count) * bytes);
   if (isa<FloatType>(e)) {
     for (APFloat v : llvm::make_range(dense.value_begin<APFloat>(),
                                       dense.value_begin<APFloat>() + count))
@@ -460,6 +459,29 @@ FailureOr<Program> Program::build(func::FuncOp fn, bool withConstantData) {
   if (failed(builder.run()))
     return failure();
   return std::move(builder.program);
+}
+
+uint64_t ConstantSection::appendBorrowed(llvm::ArrayRef<char> bytes) {
+  uint64_t offset = alignUp(size());
+  pieces_.push_back({offset, bytes, {}});
+  return offset;
+}
+
+uint64_t ConstantSection::appendOwned(std::vector<char> *&bytes) {
+  uint64_t offset = alignUp(size());
+  pieces_.push_back({offset, {}, {}});
+  bytes = &pieces_.back().owned;
+  return offset;
+}
+
+void ConstantSection::write(llvm::raw_ostream &os) const {
+  uint64_t at = 0;
+  for (const Piece &piece : pieces_) {
+    os.write_zeros(unsigned(piece.offset - at));
+    llvm::ArrayRef<char> bytes = piece.bytes();
+    os.write(bytes.data(), bytes.size());
+    at = piece.offset + bytes.size();
+  }
 }
 
 } // namespace trainc

@@ -19,7 +19,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <optional>
@@ -77,6 +79,40 @@ struct ProgramInstruction {
   int resultIndex = -1;
 };
 
+/// The executable's constant section as pieces at aligned offsets: bytes
+/// the program made (dense attributes' values) and bytes it only points
+/// at (resource blobs: the module owns the weights, which a program never
+/// outlives). The weights are thus copied once, into the file, not first
+/// into a section in memory.
+class ConstantSection {
+public:
+  /// Its size in bytes (the last piece's end).
+  uint64_t size() const {
+    return pieces_.empty()
+               ? 0
+               : pieces_.back().offset + pieces_.back().bytes().size();
+  }
+  /// Places `bytes` at the next aligned offset without copying them; they
+  /// must outlive the section. Returns the offset.
+  uint64_t appendBorrowed(llvm::ArrayRef<char> bytes);
+  /// Places a piece of the program's own bytes at the next aligned offset
+  /// and returns its offset; `bytes` is that piece (append to it).
+  uint64_t appendOwned(std::vector<char> *&bytes);
+  /// Writes the section, zero padding included.
+  void write(llvm::raw_ostream &os) const;
+
+private:
+  struct Piece {
+    uint64_t offset;
+    llvm::ArrayRef<char> borrowed;
+    std::vector<char> owned;
+    llvm::ArrayRef<char> bytes() const {
+      return owned.empty() ? borrowed : llvm::ArrayRef<char>(owned);
+    }
+  };
+  std::vector<Piece> pieces_;
+};
+
 struct Program {
   /// Builds the program of `fn`, emitting an error naming the op on what
   /// cannot be executed. With `withConstantData`, the bytes of every
@@ -97,7 +133,7 @@ struct Program {
   std::vector<std::pair<uint32_t, uint32_t>> updates;
   /// For each function result, its tensor (the copy's when copied).
   std::vector<uint32_t> resultTensors;
-  std::vector<char> constants;
+  ConstantSection constants;
   /// FLOPs of one run (the cost interface summed over the ops).
   uint64_t flops = 0;
   TrainingSignature signature;
