@@ -32,6 +32,25 @@ std::string jsonNumber(double value) {
   return std::isfinite(value) ? buf : "null";
 }
 
+/// `text` as a JSON string (the tool sees only runtime.h, so it has its own
+/// few lines for what the runtime's io/Json.h does).
+std::string jsonText(const std::string &text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
+}
+
 Reporter::Reporter(const ReportOptions &options, trainc_trainer *trainer,
                    const trainc_executable *step, int64_t firstStep,
                    int64_t lastStep)
@@ -267,8 +286,8 @@ bool Reporter::writeRecord(const trainc_step_metrics &m) {
          ",\"slowest_compute_s\":" + jsonNumber(m.slowest_compute_seconds) +
          (m.straggler ? ",\"straggler\":true" : "");
   if (m.verified)
-    r += ",\"verify_worst\":\"" + std::string(m.verify_worst) +
-         "\",\"verify_error\":" + jsonNumber(m.verify_worst_error);
+    r += ",\"verify_worst\":" + jsonText(m.verify_worst) +
+         ",\"verify_error\":" + jsonNumber(m.verify_worst_error);
   r += "}\n";
   return std::fputs(r.c_str(), jsonl_) >= 0 && std::fflush(jsonl_) == 0;
 }

@@ -103,36 +103,6 @@ __device__ __forceinline__ double loadFloat(const void *p, DType t, int64_t i) {
   }
 }
 
-/// The shared memory of one row's block.
-template <typename C> struct RowShared {
-  C stage[kChunk];
-  decltype(keyOf(C())) keys[kWarps];
-  C sum;
-};
-
-/// max_c x[c] over the row's n elements, on every thread.
-template <typename S>
-__device__ Compute<S> rowMax(const S *x, int64_t n, RowShared<Compute<S>> &sh) {
-  using Key = decltype(keyOf(Compute<S>()));
-  Key m = lowestKey(Key());
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    Key k = keyOf(Compute<S>(load(x, j)));
-    m = k > m ? k : m;
-  }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    Key k = __shfl_xor_sync(kFullMask, m, offset);
-    m = k > m ? k : m;
-  }
-  if (threadIdx.x % 32 == 0)
-    sh.keys[threadIdx.x / 32] = m;
-  __syncthreads();
-  m = sh.keys[0];
-  for (int w = 1; w < int(blockDim.x / 32); ++w)
-    m = sh.keys[w] > m ? sh.keys[w] : m;
-  __syncthreads(); // sh.keys is free again.
-  return valueOf(m);
-}
-
 /// Thread 0's value `v` on every thread.
 template <typename C>
 __device__ __forceinline__ C broadcast(C v, RowShared<C> &sh) {
@@ -176,30 +146,6 @@ __device__ Compute<S> rowSumExpBlocked(const S *x, int64_t n, Compute<S> m,
   return broadcast(sum, sh);
 }
 
-/// sum_c exp(x[c] - m) as softmaxRowF32 adds it (16 partials over the
-/// whole row, then pairwise), on every thread.
-template <typename S>
-__device__ Compute<S> rowSumExp(const S *x, int64_t n, Compute<S> m,
-                                RowShared<Compute<S>> &sh) {
-  using C = Compute<S>;
-  C partial = 0; // Thread l < 16: partial l.
-  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-    int len = int(n - c0 < kChunk ? n - c0 : kChunk);
-    for (int j = threadIdx.x; j < len; j += blockDim.x)
-      sh.stage[j] = expOf(C(load(x, c0 + j)) - m);
-    __syncthreads();
-    // c0 is a multiple of 16: element c0 + j goes to partial j mod 16.
-    if (threadIdx.x < kLanes)
-      for (int j = threadIdx.x; j < len; j += kLanes)
-        partial += sh.stage[j];
-    __syncthreads();
-  }
-  if (threadIdx.x < 32)
-    for (int width = kLanes / 2; width > 0; width /= 2)
-      partial += __shfl_down_sync(kFullMask, partial, width, kLanes);
-  return broadcast(partial, sh);
-}
-
 //===--- Kernels ----------------------------------------------------------===//
 
 /// loss[r] for every position (0 where ignored or out of range).
@@ -226,7 +172,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       continue;
     }
     const S *x = logits + r * classes;
-    C m = rowMax(x, classes, sh);
+    C m = rowMax(x, 1, classes, sh);
     C sum = rowSumExpBlocked(x, classes, m, sh);
     if (threadIdx.x == 0)
       loss[r] = (m - C(load(x, t))) + log(sum);
@@ -278,8 +224,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   __shared__ RowShared<C> sh;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const S *x = logits + r * classes;
-    C m = rowMax(x, classes, sh);
-    C sum = rowSumExp(x, classes, m, sh);
+    C m = rowMax(x, 1, classes, sh);
+    C sum = rowSumExp(x, 1, classes, m, sh);
     // The row has been read whole (rowSumExp ends with a barrier): out may
     // be the logits' memory.
     C w = C(loadFloat(weight, weightType, r));

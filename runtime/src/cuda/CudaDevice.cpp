@@ -83,7 +83,7 @@ public:
   Status allocate(uint64_t bytes, uint64_t alignment,
                   std::unique_ptr<Buffer> &out) override {
     // cudaMalloc aligns to 256 bytes.
-    if (alignment > 256 || (256 % alignment) != 0)
+    if (alignment > 256 || (alignment && 256 % alignment != 0))
       return invalidArgument("the CUDA device cannot align to " +
                              std::to_string(alignment) + " bytes");
     TRAINC_RETURN_IF_ERROR(compute_->makeCurrent());

@@ -26,22 +26,27 @@ int inputNamed(const Executable &exe, const std::string &name) {
   return -1;
 }
 
-double readScalar(const Session &session, int index) {
+/// Output `index` of the session (a scalar), as a double in `out` (NaN
+/// when the executable has no such output: index < 0). Any device: a copy
+/// to the host.
+Status readScalar(const Session &session, int index, double &out) {
+  out = kNoValue;
   if (index < 0)
-    return kNoValue;
+    return okStatus();
   const Executable &exe = session.executable();
   uint32_t id = exe.outputs()[size_t(index)];
-  // Any device: a copy to the host (the scalar is at most 8 bytes).
+  const TensorInfo &t = exe.tensors()[id];
   alignas(8) char bytes[8] = {};
-  if (exe.tensors()[id].size > sizeof(bytes) ||
-      !session.readTensor(id, bytes).ok())
-    return kNoValue;
-  DType dtype = exe.tensors()[id].dtype;
-  if (dtype == DType::F64)
-    return *reinterpret_cast<const double *>(bytes);
-  if (dtype == DType::I1)
-    return double(bytes[0] != 0);
-  return double(*reinterpret_cast<const float *>(bytes));
+  if (t.size > sizeof(bytes))
+    return internalError("output '" + t.name + "' is not a scalar");
+  TRAINC_RETURN_IF_ERROR(session.readTensor(id, bytes));
+  if (t.dtype == DType::F64)
+    out = *reinterpret_cast<const double *>(bytes);
+  else if (t.dtype == DType::I1)
+    out = double(bytes[0] != 0);
+  else
+    out = double(*reinterpret_cast<const float *>(bytes));
+  return okStatus();
 }
 
 uint64_t peakRss() {
@@ -345,12 +350,14 @@ Status Trainer::step(StepMetrics &out) {
   }
   out.step = session_->stepCount();
   out.hasLoss = lossOutput_ >= 0;
-  out.loss = readScalar(*session_, lossOutput_);
-  out.gradNorm = readScalar(*session_, gradNormOutput_);
-  out.learningRate = readScalar(*session_, lrOutput_);
-  out.skipped =
-      skippedOutput_ >= 0 && readScalar(*session_, skippedOutput_) != 0;
-  out.lossScale = readScalar(*session_, lossScaleOutput_);
+  double skipped = 0;
+  TRAINC_RETURN_IF_ERROR(readScalar(*session_, lossOutput_, out.loss));
+  TRAINC_RETURN_IF_ERROR(readScalar(*session_, gradNormOutput_, out.gradNorm));
+  TRAINC_RETURN_IF_ERROR(readScalar(*session_, lrOutput_, out.learningRate));
+  TRAINC_RETURN_IF_ERROR(readScalar(*session_, skippedOutput_, skipped));
+  out.skipped = skippedOutput_ >= 0 && skipped != 0;
+  TRAINC_RETURN_IF_ERROR(
+      readScalar(*session_, lossScaleOutput_, out.lossScale));
   out.stepSeconds = seconds;
   if (seconds > 0) {
     out.tokensPerSecond = double(tokensPerStep()) / seconds;
@@ -392,7 +399,8 @@ Status Trainer::startTwin() {
 
 Status Trainer::verifyStep(StepMetrics &out) {
   const Executable &exe = session_->executable();
-  // Fixed inputs (no sampler): the twin gets this step's.
+  // Fixed inputs (no sampler): the twin gets this step's. With a sampler
+  // the twin draws the same batch itself (same seed, same position).
   if (!sampler_) {
     std::vector<char> bytes;
     for (size_t i = 0; i < exe.inputs().size(); ++i) {
@@ -403,8 +411,6 @@ Status Trainer::verifyStep(StepMetrics &out) {
           twin_->session_->setInput(i, bytes.data(), bytes.size()));
     }
   }
-  // (Inputs were set before this trainer's run; the twin samples the same
-  // batch itself, from the same position.)
   StepMetrics cpu;
   TRAINC_RETURN_IF_ERROR(twin_->step(cpu));
   VerifyLimits limits = verifyLimits(exe);
@@ -449,7 +455,6 @@ Status Trainer::verifyStep(StepMetrics &out) {
   for (const TensorMismatch &m : c.mismatches)
     message += "\n  " + m.name + ": " + std::to_string(m.error) + " > " +
                std::to_string(m.limit);
-  c.failure = message;
   return Status(StatusCode::kInternal, message);
 }
 
@@ -505,7 +510,10 @@ Status Trainer::evaluate(double &loss) {
     TRAINC_RETURN_IF_ERROR(
         evalSession_->setInput(evalTargetsIndex_, targetBuffer_.data(), bytes));
     TRAINC_RETURN_IF_ERROR(evalSession_->run());
-    sum += readScalar(*evalSession_, evalLossOutput_);
+    double batchLoss = kNoValue;
+    TRAINC_RETURN_IF_ERROR(
+        readScalar(*evalSession_, evalLossOutput_, batchLoss));
+    sum += batchLoss;
   }
   // Every batch has batch x sequence targets: the mean of batch means is
   // the mean over all held-out tokens.

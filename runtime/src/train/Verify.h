@@ -63,9 +63,8 @@ struct StepComparison {
   /// The tensor with the largest error / limit, its error and limit.
   std::string worst;
   double worstError = 0, worstLimit = 0;
+  /// Every value over its limit (the step then fails, naming them).
   std::vector<TensorMismatch> mismatches;
-  /// "" when everything is within its limit; else the error message.
-  std::string failure;
 };
 
 } // namespace trainc

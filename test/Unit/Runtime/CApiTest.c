@@ -216,6 +216,35 @@ static trainc_trainer *newTrainer(const char *stepPath, const char *dataPath,
   return trainer;
 }
 
+/* A trainer's device and step checks are refused when they cannot be. */
+static void checkBadTrainerConfig(const char *stepPath, const char *dataPath) {
+  trainc_executable *step = NULL;
+  trainc_trainer *trainer = NULL;
+  trainc_train_config config;
+  const char *paths[1];
+  trainc_status status = trainc_executable_open(stepPath, &step);
+  CHECK(status == NULL, "open step");
+  if (status) {
+    trainc_status_free(status);
+    return;
+  }
+  paths[0] = dataPath;
+  trainc_train_config_init(&config);
+  CHECK(config.device == NULL && config.verify_steps == 0,
+        "the defaults: the CPU, no verified steps");
+  config.data_paths = paths;
+  config.data_path_count = 1;
+  config.data_format = "bytes";
+  config.verify_steps = -1;
+  expectError(trainc_trainer_create(step, NULL, &config, &trainer),
+              TRAINC_INVALID_ARGUMENT, "negative verify_steps");
+  config.verify_steps = 0;
+  config.device = "tpu";
+  expectError(trainc_trainer_create(step, NULL, &config, &trainer),
+              TRAINC_NOT_FOUND, "an unknown device");
+  trainc_executable_release(step);
+}
+
 /* Save and continue: 5 steps, save, a new trainer restores and runs 7 more;
  * its losses equal those of 12 uninterrupted steps bit for bit. */
 static void checkResume(const char *stepPath, const char *dataPath,
@@ -508,6 +537,7 @@ int main(int argc, char **argv) {
         "trainc_step_metrics size");
   CHECK(trainc_struct_size("no such struct") == 0, "an unknown struct");
   checkTraining(argv[1], argv[5], argv[6], argv[7]);
+  checkBadTrainerConfig(argv[5], argv[6]);
   checkResume(argv[5], argv[6], argv[8]);
   checkLoadWeights(argv[5], argv[2], argv[3], argv[7]);
   return failures ? 1 : 0;
