@@ -31,6 +31,7 @@
 #include "base/Parallel.h"
 #include "cpu/Gemm.h"
 #include "cpu/KernelUtil.h"
+#include "device/DotDims.h"
 
 #include <climits>
 #include <string>
@@ -39,37 +40,6 @@
 
 namespace trainc::cpu {
 namespace {
-
-/// The dims of an operand grouped for a GEMM, each group in the order its
-/// elements are flattened.
-struct DimGroups {
-  std::vector<int> batch, free, contract;
-};
-
-DimGroups groupDims(const TensorRef &t, const int64_t *batch,
-                    const int64_t *contract, int64_t nb, int64_t nc) {
-  DimGroups g;
-  std::vector<bool> used(t.rank, false);
-  for (int64_t i = 0; i < nb; ++i) {
-    g.batch.push_back(int(batch[i]));
-    used[batch[i]] = true;
-  }
-  for (int64_t i = 0; i < nc; ++i) {
-    g.contract.push_back(int(contract[i]));
-    used[contract[i]] = true;
-  }
-  for (int d = 0; d < t.rank; ++d)
-    if (!used[d])
-      g.free.push_back(d);
-  return g;
-}
-
-std::vector<int> concat(std::initializer_list<const std::vector<int> *> parts) {
-  std::vector<int> out;
-  for (const std::vector<int> *p : parts)
-    out.insert(out.end(), p->begin(), p->end());
-  return out;
-}
 
 bool isIdentity(const std::vector<int> &perm) {
   for (size_t i = 0; i < perm.size(); ++i)

@@ -41,6 +41,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/KernelUtil.cuh"
+#include "device/DotDims.h"
 
 #include <cublasLt.h>
 
@@ -90,29 +91,6 @@ Run runOf(const TensorRef &t, const std::vector<int64_t> &strides,
 struct OperandRuns {
   Run batch, free, contract;
 };
-
-/// The dims of an operand grouped for a GEMM (as the CPU's DimGroups).
-struct DimGroups {
-  std::vector<int> batch, free, contract;
-};
-
-DimGroups groupDims(const TensorRef &t, const int64_t *batch,
-                    const int64_t *contract, int64_t nb, int64_t nc) {
-  DimGroups g;
-  std::vector<bool> used(t.rank, false);
-  for (int64_t i = 0; i < nb; ++i) {
-    g.batch.push_back(int(batch[i]));
-    used[batch[i]] = true;
-  }
-  for (int64_t i = 0; i < nc; ++i) {
-    g.contract.push_back(int(contract[i]));
-    used[contract[i]] = true;
-  }
-  for (int d = 0; d < t.rank; ++d)
-    if (!used[d])
-      g.free.push_back(d);
-  return g;
-}
 
 std::vector<int64_t> rowMajorStrides(const TensorRef &t) {
   std::vector<int64_t> strides(t.rank);
@@ -210,13 +188,6 @@ Status pack(const KernelCall &call, const TensorRef &t,
     break;
   }
   return checkLaunch(call, "packKernel");
-}
-
-std::vector<int> concat(std::initializer_list<const std::vector<int> *> parts) {
-  std::vector<int> out;
-  for (const std::vector<int> *p : parts)
-    out.insert(out.end(), p->begin(), p->end());
-  return out;
 }
 
 //===--- cuBLASLt ---------------------------------------------------------===//
