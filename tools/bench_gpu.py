@@ -36,7 +36,7 @@ import json, sys, time
 import numpy as np, torch
 sys.path.insert(0, sys.argv[1])
 import bench_train
-cfg = json.load(sys.stdin)
+cfg = json.loads(sys.stdin.readline())  # one line: the rounds follow on stdin
 torch.manual_seed(0)
 model, _ = bench_train._torch_gpt(torch, cfg)
 init = np.load(cfg['init'])

@@ -88,8 +88,11 @@ def main():
             for tool in ('memcheck', 'racecheck'):
                 run = train(f32, '--device', 'cuda', steps=2,
                             prefix=(sanitizer, '--tool', tool, '--error-exitcode', '3'))
+                # Its reports without the host stack frames, first ones first.
+                report = [l for l in (run.stdout + run.stderr).splitlines()
+                          if l.startswith('=========') and 'Host Frame' not in l]
                 check(run.returncode == 0,
-                      f'compute-sanitizer {tool}: clean\n' + run.stdout[-3000:])
+                      f'compute-sanitizer {tool}: clean\n' + '\n'.join(report[:40]))
         else:
             print('note: compute-sanitizer is not installed: not run')
 

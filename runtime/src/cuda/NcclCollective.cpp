@@ -10,6 +10,10 @@
 // so a group's ranks are in coordinate order as the Collective contract
 // says.
 //
+// A world of one (no MPI launcher) needs no NCCL: its sums are the values
+// and its gathers and scatters copies on the stream, so no communicator is
+// made (ncclCommInitRank costs a tenth of a second and NCCL's own probes).
+//
 // Synchronous collectives are queued on the caller's stream (stream order
 // makes their results visible to the next kernels). Asynchronous ones are
 // queued on the communication stream after an event of the caller's
@@ -107,6 +111,8 @@ public:
   }
 
   Status init() {
+    if (single())
+      return okStatus();
     ncclUniqueId id{};
     if (host_->rank() == 0)
       TRAINC_RETURN_IF_ERROR(
@@ -140,6 +146,8 @@ public:
                       Stream &stream, const CollectiveSite &site) override {
     ncclDataType_t type;
     TRAINC_RETURN_IF_ERROR(ncclTypeOf(dtype, type));
+    if (single())
+      return okStatus();
     return check(ncclAllReduce(data, data, size_t(count), type, ncclSum,
                                comm(axis), handleOf(stream)),
                  site);
@@ -149,6 +157,8 @@ public:
                           const CollectiveSite &site) override {
     ncclDataType_t type;
     TRAINC_RETURN_IF_ERROR(ncclTypeOf(dtype, type));
+    if (single())
+      return copy(in, out, count, dtype, stream);
     return check(ncclReduceScatter(in, out, size_t(count), type, ncclSum,
                                    comm(axis), handleOf(stream)),
                  site);
@@ -158,6 +168,8 @@ public:
                    const CollectiveSite &site) override {
     ncclDataType_t type;
     TRAINC_RETURN_IF_ERROR(ncclTypeOf(dtype, type));
+    if (single())
+      return copy(in, out, count, dtype, stream);
     return check(ncclAllGather(in, out, size_t(count), type, comm(axis),
                                handleOf(stream)),
                  site);
@@ -260,6 +272,19 @@ private:
     return static_cast<CudaStream &>(stream).handle();
   }
 
+  bool single() const { return host_->worldSize() == 1; }
+
+  /// A world of one's gather or scatter: `in` to `out` on the stream.
+  static Status copy(const void *in, void *out, int64_t count, DType dtype,
+                     Stream &stream) {
+    if (in == out || count == 0)
+      return okStatus();
+    return fromCudaError(
+        int(cudaMemcpyAsync(out, in, size_t(count) * dtypeSize(dtype),
+                            cudaMemcpyDeviceToDevice, handleOf(stream))),
+        "cudaMemcpyAsync(collective of one rank)");
+  }
+
   ncclComm_t comm(int axis) const {
     return axis < 0 || axis >= int(axisComms_.size()) ? world_
                                                       : axisComms_[axis];
@@ -320,6 +345,8 @@ private:
       if (c)
         ncclCommDestroy(c);
     axisComms_.clear();
+    if (single())
+      return okStatus();
     if (!world_)
       return unavailable("NCCL: the communicators were aborted");
     for (size_t axis = 0; axis < axisSizes.size(); ++axis) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <sys/resource.h>
 #include <unordered_map>
 #include <unordered_set>
@@ -434,15 +435,32 @@ Status Trainer::verifyStep(StepMetrics &out) {
   };
   note("loss", c.lossError, limits.scalars);
   note("grad_norm", c.gradNormError, limits.scalars);
+  // Each tensor's sums, then its kind's (Verify.h: the floor).
+  std::vector<int> kinds = verifyKinds(exe);
+  std::vector<L2Sums> sums(kinds.size());
+  std::map<int, L2Sums> kindSums;
   std::vector<char> mine, theirs;
-  for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
-    const TensorInfo &t = exe.tensors()[id];
-    if (t.role != TensorRole::Parameter && t.role != TensorRole::State)
+  for (uint32_t id = 0; id < kinds.size(); ++id) {
+    if (kinds[id] < 0)
       continue;
+    DType dtype = exe.tensors()[id].dtype;
     TRAINC_RETURN_IF_ERROR(session_->readWhole(id, mine));
     TRAINC_RETURN_IF_ERROR(twin_->session_->readWhole(id, theirs));
-    int64_t count = int64_t(mine.size() / dtypeSize(t.dtype));
-    note(t.name, relativeL2Error(mine.data(), theirs.data(), count, t.dtype),
+    sums[id] = l2Sums(mine.data(), theirs.data(),
+                      int64_t(mine.size() / dtypeSize(dtype)), dtype);
+    kindSums[kinds[id]].norm += sums[id].norm;
+    kindSums[kinds[id]].count += sums[id].count;
+  }
+  for (uint32_t id = 0; id < kinds.size(); ++id) {
+    if (kinds[id] < 0)
+      continue;
+    const TensorInfo &t = exe.tensors()[id];
+    const L2Sums &kind = kindSums[kinds[id]];
+    double share =
+        kind.count
+            ? std::sqrt(kind.norm * double(sums[id].count) / double(kind.count))
+            : 0;
+    note(t.name, relativeL2Error(sums[id], share),
          t.role == TensorRole::Parameter ? limits.parameters : limits.state);
   }
   if (++verified_ >= options_.verifySteps)

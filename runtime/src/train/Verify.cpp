@@ -4,9 +4,12 @@
 
 #include "base/Float16.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <utility>
 
 namespace trainc {
 namespace {
@@ -48,27 +51,61 @@ double elementAt(const void *data, int64_t i, DType dtype) {
 
 } // namespace
 
-double relativeL2Error(const void *a, const void *b, int64_t count,
-                       DType dtype) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  double diff = 0, norm = 0;
+L2Sums l2Sums(const void *a, const void *b, int64_t count, DType dtype) {
+  L2Sums sums;
+  sums.count = count;
   for (int64_t i = 0; i < count; ++i) {
     double x = elementAt(a, i, dtype), y = elementAt(b, i, dtype);
     if (!std::isfinite(x) || !std::isfinite(y)) {
       // Non-finite values must agree exactly (NaN with NaN).
       bool same = (std::isnan(x) && std::isnan(y)) || x == y;
-      if (!same)
-        return kInf;
+      sums.nonFiniteMismatch |= !same;
       continue;
     }
-    diff += (x - y) * (x - y);
-    norm += y * y;
+    sums.diff += (x - y) * (x - y);
+    sums.norm += y * y;
   }
-  if (diff == 0)
-    return 0;
-  if (norm == 0)
+  return sums;
+}
+
+double relativeL2Error(const L2Sums &sums, double floorNorm) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (sums.nonFiniteMismatch)
     return kInf;
-  return std::sqrt(diff / norm);
+  if (sums.diff == 0)
+    return 0;
+  double denominator = std::max(std::sqrt(sums.norm), floorNorm);
+  if (denominator == 0)
+    return kInf;
+  return std::sqrt(sums.diff) / denominator;
+}
+
+double relativeL2Error(const void *a, const void *b, int64_t count,
+                       DType dtype) {
+  return relativeL2Error(l2Sums(a, b, count, dtype));
+}
+
+std::vector<int> verifyKinds(const Executable &exe) {
+  const std::vector<TensorInfo> &tensors = exe.tensors();
+  std::vector<int> kinds(tensors.size(), -1);
+  std::map<std::pair<Opcode, size_t>, int> slots;
+  int next = 1;
+  for (const InstructionInfo &inst : exe.instructions())
+    for (size_t i = 0; i < inst.operands.size(); ++i) {
+      uint32_t id = inst.operands[i];
+      if (tensors[id].role != TensorRole::State || kinds[id] >= 0)
+        continue;
+      auto [it, added] = slots.emplace(std::make_pair(inst.op, i), next);
+      next += added;
+      kinds[id] = it->second;
+    }
+  for (size_t id = 0; id < tensors.size(); ++id) {
+    if (tensors[id].role == TensorRole::Parameter)
+      kinds[id] = 0;
+    else if (tensors[id].role == TensorRole::State && kinds[id] < 0)
+      kinds[id] = next++;
+  }
+  return kinds;
 }
 
 VerifyLimits verifyLimits(const Executable &exe) {

@@ -44,5 +44,26 @@ TEST(Verify, ZerosAndNonFiniteValuesMustAgreeExactly) {
   EXPECT_EQ(relativeL2Error(finite.data(), withNan.data(), 2, DType::F32), inf);
 }
 
+TEST(Verify, AFloorMeasuresNoiseAgainstItsKindsScale) {
+  // A tensor of rounding noise (AdamW's +-lr updates of a zero gradient):
+  // half the signs differ, an error of 1.4 against its own norm.
+  std::vector<float> gpu = {1e-3f, -1e-3f, 1e-3f, -1e-3f};
+  std::vector<float> cpu = {1e-3f, 1e-3f, 1e-3f, 1e-3f};
+  L2Sums sums = l2Sums(gpu.data(), cpu.data(), 4, DType::F32);
+  EXPECT_EQ(sums.count, 4);
+  EXPECT_NEAR(relativeL2Error(sums), std::sqrt(2.0), 1e-6);
+  // Against peers of RMS 0.02 (share sqrt(4) * 0.02): 2.8e-3 / 0.04.
+  // (1e-3f is 1e-3 within 5e-8 relative.)
+  EXPECT_NEAR(relativeL2Error(sums, 0.04), std::sqrt(8e-6) / 0.04, 1e-8);
+  // A floor below the tensor's own norm changes nothing.
+  EXPECT_NEAR(relativeL2Error(sums, 1e-9), std::sqrt(2.0), 1e-6);
+  // Non-finite disagreements stay infinite whatever the floor.
+  float nan = std::nanf("");
+  std::vector<float> withNan = {nan, 0, 0, 0};
+  EXPECT_EQ(
+      relativeL2Error(l2Sums(withNan.data(), cpu.data(), 4, DType::F32), 1.0),
+      std::numeric_limits<double>::infinity());
+}
+
 } // namespace
 } // namespace trainc
