@@ -72,7 +72,9 @@ Inputs and outputs:
   --inspect           print the executable's tensors, instructions and
                       memory plan, and exit
   --profile           time every instruction and print, at the end, the
-                      time per run by op and by op and operand shapes
+                      time per run by op and by op and operand shapes (on
+                      a GPU each instruction is waited for: slower runs,
+                      but each time is that instruction's own)
 
 Training (MODEL.tcx from `trainc model.onnx --train`):
   --steps N           run N training steps; parameters, optimizer state and

@@ -231,6 +231,10 @@ Status Session::run() {
                                   : std::chrono::steady_clock::time_point();
     Status s =
         options_.checkWrites ? checkedRun(i, call) : device_->launch(call);
+    // A device that queues its work (a GPU) is waited for, so the time is
+    // the instruction's own, not its launch's or a queue's wait.
+    if (options_.profile && s.ok() && !device_->hostVisible())
+      s = stream.synchronize();
     if (options_.profile)
       instructionSeconds_[i] += std::chrono::duration<double>(
                                     std::chrono::steady_clock::now() - start)

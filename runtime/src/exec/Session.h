@@ -33,7 +33,8 @@ struct SessionOptions {
   /// Debug mode: after every instruction, check that no byte outside its
   /// results changed (so no kernel writes outside its buffers). Slow.
   bool checkWrites = false;
-  /// Time every instruction (instructionSeconds()); costs a clock read each.
+  /// Time every instruction (instructionSeconds()); costs a clock read each,
+  /// and on a device that queues its work (a GPU) a wait for each.
   bool profile = false;
 };
 
