@@ -63,14 +63,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "cuda/KernelUtil.cuh"
+#include "cuda/Attention.cuh"
 #include "math/Transcendental.h"
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 namespace trainc::cuda {
 namespace {
+
+using namespace attention;
 
 /// Rows (and columns) of every tile.
 constexpr int kTile = 32;
@@ -87,37 +90,6 @@ constexpr int kPad = kTile + 1;
 /// Blocks per launch at most (the kernels loop over their tiles).
 constexpr int64_t kMaxBlocks = int64_t(1) << 20;
 constexpr unsigned kFullMask = 0xffffffffu;
-
-__host__ __device__ __forceinline__ int64_t ceilDiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-__host__ __device__ __forceinline__ int64_t minOf(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
-
-/// The sizes of one call and the mask's strides (0 along broadcast dims),
-/// passed to the kernels by value.
-struct AttnShape {
-  int64_t batch, hq, hk, sq, sk, d, dv, group;
-  int64_t maskStride[4];
-  double scale;
-  bool causal;
-
-  /// How many keys query row i may see (the first ones).
-  __host__ __device__ int64_t allowed(int64_t i) const {
-    if (!causal)
-      return sk;
-    int64_t n = i + (sk - sq) + 1;
-    return n < 0 ? 0 : (n > sk ? sk : n);
-  }
-  /// The first query row that sees key j.
-  __host__ __device__ int64_t firstViewer(int64_t j) const {
-    if (!causal)
-      return 0;
-    int64_t i = j - (sk - sq);
-    return i < 0 ? 0 : (i > sq ? sq : i);
-  }
-};
 
 /// A block's shared memory.
 template <typename C> struct SharedTiles {
@@ -136,18 +108,6 @@ struct Place {
 
 __device__ __forceinline__ Place placeOf() {
   return Place{int(threadIdx.x) / kRowThreads, int(threadIdx.x) % kRowThreads};
-}
-
-__device__ __forceinline__ float expOf(float x) { return math::expCore(x); }
-__device__ __forceinline__ double expOf(double x) { return exp(x); }
-__device__ __forceinline__ float logOf(float x) { return logf(x); }
-__device__ __forceinline__ double logOf(double x) { return log(x); }
-__device__ __forceinline__ float maxOf(float a, float b) { return fmaxf(a, b); }
-__device__ __forceinline__ double maxOf(double a, double b) {
-  return fmax(a, b);
-}
-template <typename C> __device__ __forceinline__ C infinity() {
-  return C(INFINITY);
 }
 
 /// The max and the sum of v over the 8 threads of a tile row (a butterfly:
@@ -229,25 +189,6 @@ __device__ void accumulateTile(const C *tile, const S *y, int64_t yRows,
   __syncthreads();
 }
 
-/// The score of query i and key j from their dot product: scale * dot +
-/// mask, or -inf where i may not see j (either past its end, or causal).
-/// `maskBH` is the mask of (b, h), or null.
-template <typename S, typename C>
-__device__ __forceinline__ C scoreOf(const AttnShape &a, const S *maskBH,
-                                     int64_t i, int64_t j, C dot) {
-  if (i >= a.sq || j >= a.allowed(i))
-    return -infinity<C>();
-  C s = C(a.scale) * dot;
-  if (maskBH)
-    s += C(load(maskBH, i * a.maskStride[2] + j * a.maskStride[3]));
-  return s;
-}
-
-/// exp(s - reference), 0 for an excluded (-inf) score.
-template <typename C> __device__ __forceinline__ C weightOf(C s, C reference) {
-  return s == -infinity<C>() ? C(0) : expOf(s - reference);
-}
-
 /// A query tile: (b, h), its first row and its rows, this thread's row, and
 /// the keys its rows may see.
 struct QueryTile {
@@ -272,12 +213,6 @@ __device__ __forceinline__ QueryTile queryTileOf(const AttnShape &a, int64_t t,
   q.i = q.i0 + p.row;
   q.keyEnd = a.allowed(q.i0 + q.rows - 1);
   return q;
-}
-
-template <typename S>
-__device__ __forceinline__ const S *maskOf(const AttnShape &a, const S *mask,
-                                           int64_t b, int64_t h) {
-  return mask ? mask + b * a.maskStride[0] + h * a.maskStride[1] : nullptr;
 }
 
 //===--- Forward ----------------------------------------------------------===//
@@ -591,6 +526,11 @@ Status runAttention(const KernelCall &call) {
     using S = decltype(zero);
     if (out.numElements() == 0)
       return okStatus();
+    if constexpr (std::is_same_v<S, Bf16>)
+      if (tensorCoreAttentionFits(q.dtype, a))
+        return runTensorCoreAttention(
+            call, a, q.as<const S>(), k.as<const S>(), v.as<const S>(),
+            static_cast<const S *>(mask), out.as<S>());
     int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
     attentionKernel<S>
         <<<blocksFor(tiles), kAttnThreads, 0, streamOf(call).handle()>>>(
@@ -625,6 +565,12 @@ Status runAttentionGrad(const KernelCall &call) {
     TRAINC_RETURN_IF_ERROR(
         stats.allocate(call, 2 * uint64_t(rows) * sizeof(C)));
     C *lse = stats.as<C>(), *delta = lse + rows;
+    if constexpr (std::is_same_v<S, Bf16>)
+      if (tensorCoreAttentionFits(q.dtype, a))
+        return runTensorCoreAttentionGrad(call, a, qs, ks, vs, gs, maskS, lse,
+                                          delta, needQ ? dq.as<S>() : nullptr,
+                                          needKV ? dk.as<S>() : nullptr,
+                                          needKV ? dv.as<S>() : nullptr);
     int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
     if (rows > 0) {
       attentionStatsKernel<S>

@@ -1081,6 +1081,13 @@ const AttentionShape kAttentionShapes[] = {
     {kF64, 2, 4, 2, 5, 7, 8, 8, true, {1, 1, 5, 7}},
     {kBF16, 1, 2, 1, 37, 37, 16, 8, true, {}},
     {kF16, 1, 2, 2, 4, 37, 16, 8, false, {1, 1, 1, 37}},
+    // bf16 with head sizes <= 64 runs on the tensor cores on a GPU
+    // (AttentionTensorCore.cu): several 64-row tiles, grouped heads,
+    // partial tiles, masks, causal with Sq > Sk (rows that see nothing).
+    {kBF16, 2, 4, 2, 129, 129, 64, 64, true, {}},
+    {kBF16, 1, 2, 2, 70, 150, 48, 40, false, {1, 2, 70, 150}},
+    {kBF16, 1, 2, 2, 100, 37, 64, 64, true, {}},
+    {kBF16, 1, 1, 1, 3, 5, 65, 65, false, {}}, // the scalar kernels again
 };
 
 /// attention (or attention_grad) on random q, k, v (cotangent) and mask.
@@ -1138,15 +1145,16 @@ TEST_P(DeviceKernels, AttentionGrad) {
 
 /// A row whose every key is masked (-inf) gives zeros, forward and back.
 TEST_P(DeviceKernels, AttentionFullyMaskedRows) {
-  AttentionShape a{kF32, 2, 2, 2, 3, 4, 8, 8, false, {2, 1, 3, 4}};
-  for (bool grad : {false, true}) {
-    Call c = attentionCall(a, grad, 1);
-    TestTensor &mask = c.inputs.back();
-    for (int64_t j = 0; j < 4; ++j)
-      mask.set((0 * 3 + 1) * 4 + j, -kInf); // Batch 0, query 1: no key.
-    mask.set((1 * 3 + 2) * 4 + 0, -kInf);   // Batch 1, query 2: not key 0.
-    check(c, attentionOf(a, grad));
-  }
+  for (DType t : {kF32, kBF16})
+    for (bool grad : {false, true}) {
+      AttentionShape a{t, 2, 2, 2, 3, 4, 8, 8, false, {2, 1, 3, 4}};
+      Call c = attentionCall(a, grad, 1);
+      TestTensor &mask = c.inputs.back();
+      for (int64_t j = 0; j < 4; ++j)
+        mask.set((0 * 3 + 1) * 4 + j, -kInf); // Batch 0, query 1: no key.
+      mask.set((1 * 3 + 2) * 4 + 0, -kInf);   // Batch 1, query 2: not key 0.
+      check(c, attentionOf(a, grad));
+    }
 }
 
 //===--- Cross-entropy ----------------------------------------------------===//

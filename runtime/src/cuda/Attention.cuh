@@ -1,0 +1,113 @@
+//===- Attention.cuh - What the attention kernels share ---------*- CUDA
+//-*-===//
+//
+// The shape of an attention call and the per-element rules both attention
+// implementations follow (Attention.cu: any dtype and size, scalar
+// arithmetic; AttentionTensorCore.cu: bf16 with head size <= 64 on the
+// tensor cores): which keys a query sees, its score, its weight.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_CUDA_ATTENTION_CUH
+#define TRAINC_RUNTIME_CUDA_ATTENTION_CUH
+
+#include "cuda/KernelUtil.cuh"
+#include "math/Transcendental.h"
+
+#include <cmath>
+
+namespace trainc::cuda {
+namespace attention {
+
+__host__ __device__ __forceinline__ int64_t ceilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+__host__ __device__ __forceinline__ int64_t minOf(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+/// The sizes of one call and the mask's strides (0 along broadcast dims),
+/// passed to the kernels by value.
+struct AttnShape {
+  int64_t batch, hq, hk, sq, sk, d, dv, group;
+  int64_t maskStride[4];
+  double scale;
+  bool causal;
+
+  /// How many keys query row i may see (the first ones).
+  __host__ __device__ int64_t allowed(int64_t i) const {
+    if (!causal)
+      return sk;
+    int64_t n = i + (sk - sq) + 1;
+    return n < 0 ? 0 : (n > sk ? sk : n);
+  }
+  /// The first query row that sees key j.
+  __host__ __device__ int64_t firstViewer(int64_t j) const {
+    if (!causal)
+      return 0;
+    int64_t i = j - (sk - sq);
+    return i < 0 ? 0 : (i > sq ? sq : i);
+  }
+};
+
+__device__ __forceinline__ float expOf(float x) { return math::expCore(x); }
+__device__ __forceinline__ double expOf(double x) { return exp(x); }
+__device__ __forceinline__ float logOf(float x) { return logf(x); }
+__device__ __forceinline__ double logOf(double x) { return log(x); }
+__device__ __forceinline__ float maxOf(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double maxOf(double a, double b) {
+  return fmax(a, b);
+}
+template <typename C> __device__ __forceinline__ C infinity() {
+  return C(INFINITY);
+}
+
+/// The score of query i and key j from their dot product: scale * dot +
+/// mask, or -inf where i may not see j (either past its end, or causal).
+/// `maskBH` is the mask of (b, h), or null.
+template <typename S, typename C>
+__device__ __forceinline__ C scoreOf(const AttnShape &a, const S *maskBH,
+                                     int64_t i, int64_t j, C dot) {
+  if (i >= a.sq || j >= a.allowed(i))
+    return -infinity<C>();
+  C s = C(a.scale) * dot;
+  if (maskBH)
+    s += C(load(maskBH, i * a.maskStride[2] + j * a.maskStride[3]));
+  return s;
+}
+
+/// exp(s - reference), 0 for an excluded (-inf) score.
+template <typename C> __device__ __forceinline__ C weightOf(C s, C reference) {
+  return s == -infinity<C>() ? C(0) : expOf(s - reference);
+}
+
+template <typename S>
+__device__ __forceinline__ const S *maskOf(const AttnShape &a, const S *mask,
+                                           int64_t b, int64_t h) {
+  return mask ? mask + b * a.maskStride[0] + h * a.maskStride[1] : nullptr;
+}
+
+} // namespace attention
+
+/// The tensor-core attention (AttentionTensorCore.cu) takes bf16 calls
+/// whose head sizes are equal and at most kTensorCoreMaxHead.
+constexpr int64_t kTensorCoreMaxHead = 64;
+bool tensorCoreAttentionFits(DType dtype, const attention::AttnShape &a);
+
+/// The forward pass: out = softmax(scale q k^T + mask) v.
+Status runTensorCoreAttention(const KernelCall &call,
+                              const attention::AttnShape &a, const Bf16 *q,
+                              const Bf16 *k, const Bf16 *v, const Bf16 *mask,
+                              Bf16 *out);
+/// The gradient's three passes (Attention.cu's, same Scratch statistics):
+/// lse and delta per query row, then dq, then dk and dv (either may be
+/// null when not wanted).
+Status runTensorCoreAttentionGrad(const KernelCall &call,
+                                  const attention::AttnShape &a, const Bf16 *q,
+                                  const Bf16 *k, const Bf16 *v, const Bf16 *g,
+                                  const Bf16 *mask, float *lse, float *delta,
+                                  Bf16 *dq, Bf16 *dk, Bf16 *dv);
+
+} // namespace trainc::cuda
+
+#endif // TRAINC_RUNTIME_CUDA_ATTENTION_CUH
