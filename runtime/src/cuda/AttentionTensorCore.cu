@@ -39,6 +39,8 @@
 
 #include "cuda/Attention.cuh"
 
+#include <cstdint>
+
 namespace trainc::cuda {
 
 using namespace attention;
@@ -91,10 +93,26 @@ __device__ __forceinline__ Lane laneOf() {
 
 //===--- Staging ----------------------------------------------------------===//
 
+/// Whether rows of `width` elements from `src` can be read 8 at a time
+/// (16-byte loads: the width a multiple of 8, the start aligned).
+__device__ __forceinline__ bool wide(const Bf16 *src, int64_t width) {
+  return width % 8 == 0 && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+}
+
 /// tile[r][f] = src[r * width + f] for r < rows and f < width, else 0,
 /// over the whole [64][64] tile. Called by every thread of the block.
 __device__ void stageRows(uint16_t *tile, const Bf16 *src, int64_t rows,
                           int64_t width) {
+  if (wide(src, width)) {
+    for (int e = int(threadIdx.x); e < kTile * kTile / 8; e += kThreads) {
+      int r = e / (kTile / 8), f = 8 * (e % (kTile / 8));
+      uint4 x = make_uint4(0, 0, 0, 0);
+      if (r < rows && f < width)
+        x = *reinterpret_cast<const uint4 *>(src + r * width + f);
+      *reinterpret_cast<uint4 *>(tile + r * kPitch + f) = x;
+    }
+    return;
+  }
   for (int e = int(threadIdx.x); e < kTile * kTile / 2; e += kThreads) {
     int r = e / (kTile / 2), f = 2 * (e % (kTile / 2));
     uint16_t x0 = 0, x1 = 0;
@@ -110,10 +128,26 @@ __device__ void stageRows(uint16_t *tile, const Bf16 *src, int64_t rows,
 }
 
 /// tile[f][r] = src[r * width + f], the transpose of stageRows's tile.
+/// Neighbouring threads take neighbouring rows (conflict-free stores).
 __device__ void stageColumns(uint16_t *tile, const Bf16 *src, int64_t rows,
                              int64_t width) {
+  if (wide(src, width)) {
+    for (int e = int(threadIdx.x); e < kTile * kTile / 8; e += kThreads) {
+      int r = e % kTile, f = 8 * (e / kTile);
+      uint4 x = make_uint4(0, 0, 0, 0);
+      if (r < rows && f < width)
+        x = *reinterpret_cast<const uint4 *>(src + r * width + f);
+      const uint32_t words[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        tile[(f + 2 * i) * kPitch + r] = uint16_t(words[i] & 0xffffu);
+        tile[(f + 2 * i + 1) * kPitch + r] = uint16_t(words[i] >> 16);
+      }
+    }
+    return;
+  }
   for (int e = int(threadIdx.x); e < kTile * kTile; e += kThreads) {
-    int r = e / kTile, f = e % kTile;
+    int r = e % kTile, f = e / kTile;
     tile[f * kPitch + r] =
         r < rows && f < width ? src[r * width + f].bits : uint16_t(0);
   }

@@ -1087,7 +1087,8 @@ const AttentionShape kAttentionShapes[] = {
     {kBF16, 2, 4, 2, 129, 129, 64, 64, true, {}},
     {kBF16, 1, 2, 2, 70, 150, 48, 40, false, {1, 2, 70, 150}},
     {kBF16, 1, 2, 2, 100, 37, 64, 64, true, {}},
-    {kBF16, 1, 1, 1, 3, 5, 65, 65, false, {}}, // the scalar kernels again
+    {kBF16, 1, 2, 1, 33, 40, 20, 12, true, {}}, // rows read 2 at a time
+    {kBF16, 1, 1, 1, 3, 5, 65, 65, false, {}},  // the scalar kernels again
 };
 
 /// attention (or attention_grad) on random q, k, v (cotangent) and mask.
