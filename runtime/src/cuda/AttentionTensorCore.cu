@@ -63,6 +63,18 @@ constexpr int kTileElements = kTile * kPitch;
 constexpr int kNTiles = kTile / 8;
 constexpr int kKSteps = kTile / 16;
 constexpr int64_t kMaxBlocks = int64_t(1) << 20;
+/// Blocks per multiprocessor each kernel is compiled for (its register
+/// budget: 65536 / (128 blocks)): as many as fit without spilling.
+/// Latency, not arithmetic, limits these kernels (the forward at 2 blocks
+/// per SM: 12% occupancy, 36% of the SM's throughput, on an H100).
+/// (sm_80's code needs more registers than sm_90's.)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+constexpr int kForwardBlocks = 3, kStatsBlocks = 3, kGradQBlocks = 2,
+              kGradKVBlocks = 2;
+#else
+constexpr int kForwardBlocks = 4, kStatsBlocks = 4, kGradQBlocks = 3,
+              kGradKVBlocks = 2;
+#endif
 
 /// Accumulators of N 8-wide tiles (a warp's 16 rows by 8 N columns).
 template <int N> using AccOf = float[N][4];
@@ -267,7 +279,7 @@ __device__ __forceinline__ QueryTile queryTileOf(const AttnShape &a,
 
 //===--- Forward ----------------------------------------------------------===//
 
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, kForwardBlocks)
     forwardKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *mask,
                   Bf16 *out, AttnShape a) {
   extern __shared__ __align__(16) uint16_t shared[];
@@ -338,7 +350,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 /// Pass 1: lse = m + log l (+inf for a row that sees nothing) and delta =
 /// sum_j p_j dp_j (0 there), per query row.
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, kStatsBlocks)
     statsKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *g,
                 const Bf16 *mask, float *lse, float *delta, AttnShape a) {
   extern __shared__ __align__(16) uint16_t shared[];
@@ -408,7 +420,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 /// Pass 2: dq = scale * sum_j p (dp - delta) k, per query tile.
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, kGradQBlocks)
     gradQKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *g,
                 const Bf16 *mask, const float *lse, const float *delta,
                 Bf16 *dq, AttnShape a) {
@@ -471,7 +483,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 /// Pass 3: per key tile of (b, kv head), over the query heads of its group
 /// and their query tiles: dv = sum p^T g_o, dk = scale * sum (p (dp -
 /// delta))^T q. The warps' rows are keys; the tiles' columns, queries.
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, kGradKVBlocks)
     gradKVKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *g,
                  const Bf16 *mask, const float *lse, const float *delta,
                  Bf16 *dk, Bf16 *dv, AttnShape a) {
