@@ -139,9 +139,9 @@ def main():
     if on_gpu:
         print(f'train_gpt: a GPU is present: --device {args.device} trains on it when '
               'trainc was built with CUDA (trainc-run names the device it fails on '
-              'otherwise). trainc\'s CUDA device has been compiled but not yet run in '
-              f'its own tests, so the first {args.verify_steps} step(s) are checked '
-              'against the CPU (--device cpu trains on the CPU)')
+              f'otherwise); its first {args.verify_steps} step(s) are also run on the '
+              'CPU and compared, a self-check of the GPU kernels (--verify-steps 0 '
+              'skips it; --device cpu trains on the CPU)')
     os.makedirs(args.out_dir, exist_ok=True)
     out = lambda name: os.path.join(args.out_dir, name)  # noqa: E731
 
