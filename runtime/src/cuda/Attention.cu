@@ -189,32 +189,6 @@ __device__ void accumulateTile(const C *tile, const S *y, int64_t yRows,
   __syncthreads();
 }
 
-/// A query tile: (b, h), its first row and its rows, this thread's row, and
-/// the keys its rows may see.
-struct QueryTile {
-  int64_t bh, b, h, bg, i0, rows, i, keyEnd;
-};
-
-/// Query tile `t` of B * Hq * ceil(Sq / 32); under causal masking the last
-/// tiles of a head, which see the most keys, come first.
-__device__ __forceinline__ QueryTile queryTileOf(const AttnShape &a, int64_t t,
-                                                 Place p) {
-  int64_t queryTiles = ceilDiv(a.sq, kTile);
-  QueryTile q;
-  q.bh = t / queryTiles;
-  int64_t qt = t % queryTiles;
-  if (a.causal)
-    qt = queryTiles - 1 - qt;
-  q.b = q.bh / a.hq;
-  q.h = q.bh % a.hq;
-  q.bg = q.b * a.hk + q.h / a.group;
-  q.i0 = qt * kTile;
-  q.rows = minOf(kTile, a.sq - q.i0);
-  q.i = q.i0 + p.row;
-  q.keyEnd = a.allowed(q.i0 + q.rows - 1);
-  return q;
-}
-
 //===--- Forward ----------------------------------------------------------===//
 
 template <typename S>
@@ -226,7 +200,8 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
   const Place p = placeOf();
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    QueryTile qt = queryTileOf(a, t, p);
+    QueryTile qt = queryTileOf(a, t, kTile);
+    const int64_t qi = qt.i0 + p.row; // this thread's query row
     const S *qTile = q + (qt.bh * a.sq + qt.i0) * a.d;
     const S *kb = k + qt.bg * a.sk * a.d, *vb = v + qt.bg * a.sk * a.dv;
     const S *maskBH = maskOf(a, mask, qt.b, qt.h);
@@ -242,7 +217,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
         C tileMax = -infinity<C>();
 #pragma unroll
         for (int u = 0; u < kSlots; ++u) {
-          s[u] = scoreOf(a, maskBH, qt.i, j0 + p.col + kRowThreads * u, s[u]);
+          s[u] = scoreOf(a, maskBH, qi, j0 + p.col + kRowThreads * u, s[u]);
           tileMax = maxOf(tileMax, s[u]);
         }
         // Online softmax: rescale what was summed against the old max.
@@ -263,9 +238,9 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
         accumulateTile(sh.tile, vb + j0 * a.dv, keys, a.dv, f0, sh.stage, p,
                        acc);
       }
-      if (qt.i >= a.sq)
+      if (qi >= a.sq)
         continue;
-      S *o = out + (qt.bh * a.sq + qt.i) * a.dv;
+      S *o = out + (qt.bh * a.sq + qi) * a.dv;
       bool empty = m == -infinity<C>();
 #pragma unroll
       for (int w = 0; w < kAcc; ++w) {
@@ -291,7 +266,8 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
   const Place p = placeOf();
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    QueryTile qt = queryTileOf(a, t, p);
+    QueryTile qt = queryTileOf(a, t, kTile);
+    const int64_t qi = qt.i0 + p.row; // this thread's query row
     const S *qTile = q + (qt.bh * a.sq + qt.i0) * a.d;
     const S *gTile = g + (qt.bh * a.sq + qt.i0) * a.dv;
     const S *kb = k + qt.bg * a.sk * a.d, *vb = v + qt.bg * a.sk * a.dv;
@@ -305,7 +281,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
       C tileMax = -infinity<C>();
 #pragma unroll
       for (int u = 0; u < kSlots; ++u) {
-        s[u] = scoreOf(a, maskBH, qt.i, j0 + p.col + kRowThreads * u, s[u]);
+        s[u] = scoreOf(a, maskBH, qi, j0 + p.col + kRowThreads * u, s[u]);
         tileMax = maxOf(tileMax, s[u]);
       }
       C mNew = maxOf(m, rowMax(tileMax));
@@ -321,9 +297,9 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
       acc = acc * alpha + rowSum(dot);
       m = mNew;
     }
-    if (qt.i < a.sq && p.col == 0) {
+    if (qi < a.sq && p.col == 0) {
       bool empty = m == -infinity<C>();
-      int64_t row = qt.bh * a.sq + qt.i;
+      int64_t row = qt.bh * a.sq + qi;
       lse[row] = empty ? infinity<C>() : m + logOf(l);
       delta[row] = empty ? C(0) : acc / l;
     }
@@ -341,13 +317,14 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
   const Place p = placeOf();
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    QueryTile qt = queryTileOf(a, t, p);
+    QueryTile qt = queryTileOf(a, t, kTile);
+    const int64_t qi = qt.i0 + p.row; // this thread's query row
     const S *qTile = q + (qt.bh * a.sq + qt.i0) * a.d;
     const S *gTile = g + (qt.bh * a.sq + qt.i0) * a.dv;
     const S *kb = k + qt.bg * a.sk * a.d, *vb = v + qt.bg * a.sk * a.dv;
     const S *maskBH = maskOf(a, mask, qt.b, qt.h);
-    int64_t row = qt.bh * a.sq + qt.i;
-    bool inside = qt.i < a.sq;
+    int64_t row = qt.bh * a.sq + qi;
+    bool inside = qi < a.sq;
     C rowLse = inside ? lse[row] : C(0), rowDelta = inside ? delta[row] : C(0);
     for (int64_t f0 = 0; f0 < a.d; f0 += kChunk) {
       C acc[kAcc];
@@ -361,7 +338,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
         dotTile(gTile, qt.rows, vb + j0 * a.dv, keys, a.dv, sh.stage, p, dp);
 #pragma unroll
         for (int u = 0; u < kSlots; ++u) {
-          C sc = scoreOf(a, maskBH, qt.i, j0 + p.col + kRowThreads * u, s[u]);
+          C sc = scoreOf(a, maskBH, qi, j0 + p.col + kRowThreads * u, s[u]);
           sh.tile[p.row * kPad + p.col + kRowThreads * u] =
               weightOf(sc, rowLse) * (dp[u] - rowDelta);
         }

@@ -81,6 +81,31 @@ template <typename C> __device__ __forceinline__ C weightOf(C s, C reference) {
   return s == -infinity<C>() ? C(0) : expOf(s - reference);
 }
 
+/// A query tile: (b, h), the kv head's (b, g) index, its first row, its
+/// rows, and the keys its rows may see.
+struct QueryTile {
+  int64_t bh, b, h, bg, i0, rows, keyEnd;
+};
+
+/// Query tile `t` of B * Hq * ceil(Sq / tileRows); under causal masking a
+/// head's last tiles, which see the most keys, come first.
+__device__ __forceinline__ QueryTile queryTileOf(const AttnShape &a, int64_t t,
+                                                 int64_t tileRows) {
+  int64_t queryTiles = ceilDiv(a.sq, tileRows);
+  QueryTile q;
+  q.bh = t / queryTiles;
+  int64_t qt = t % queryTiles;
+  if (a.causal)
+    qt = queryTiles - 1 - qt;
+  q.b = q.bh / a.hq;
+  q.h = q.bh % a.hq;
+  q.bg = q.b * a.hk + q.h / a.group;
+  q.i0 = qt * tileRows;
+  q.rows = minOf(tileRows, a.sq - q.i0);
+  q.keyEnd = a.allowed(q.i0 + q.rows - 1);
+  return q;
+}
+
 template <typename S>
 __device__ __forceinline__ const S *maskOf(const AttnShape &a, const S *mask,
                                            int64_t b, int64_t h) {

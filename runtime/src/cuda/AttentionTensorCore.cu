@@ -255,26 +255,34 @@ __device__ __forceinline__ float groupSum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
-/// Query tile `t` of B * Hq * ceil(Sq / 64) (causal: a head's last tiles,
-/// which see the most keys, first).
-struct QueryTile {
-  int64_t bh, b, h, bg, i0, rows, keyEnd;
-};
-__device__ __forceinline__ QueryTile queryTileOf(const AttnShape &a,
-                                                 int64_t t) {
-  int64_t queryTiles = ceilDiv(a.sq, kTile);
-  QueryTile q;
-  q.bh = t / queryTiles;
-  int64_t qt = t % queryTiles;
-  if (a.causal)
-    qt = queryTiles - 1 - qt;
-  q.b = q.bh / a.hq;
-  q.h = q.bh % a.hq;
-  q.bg = q.b * a.hk + q.h / a.group;
-  q.i0 = qt * kTile;
-  q.rows = minOf(kTile, a.sq - q.i0);
-  q.keyEnd = a.allowed(q.i0 + q.rows - 1);
-  return q;
+/// One step of the online softmax over key tile j0 for a warp's rows
+/// `row` (Attention.cu's forward): s, the tile's raw dot products, becomes
+/// the weights exp(score - m) with m each row's running max, updated here;
+/// alpha is exp(m_old - m_new), the factor for what was summed before.
+__device__ __forceinline__ void
+onlineSoftmaxStep(Acc &s, const AttnShape &a, const Bf16 *maskBH,
+                  const int64_t (&row)[2], int64_t j0, Lane l, float (&m)[2],
+                  float (&alpha)[2]) {
+  float tileMax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < kNTiles; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      int r = e >> 1;
+      s[n][e] = scoreOf(a, maskBH, row[r], j0 + columnOf(n, e, l), s[n][e]);
+      tileMax[r] = fmaxf(tileMax[r], s[n][e]);
+    }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mNew = fmaxf(m[r], groupMax(tileMax[r]));
+    alpha[r] = m[r] == -INFINITY ? 0.0f : expOf(m[r] - mNew);
+    m[r] = mNew;
+  }
+#pragma unroll
+  for (int n = 0; n < kNTiles; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      s[n][e] = weightOf(s[n][e], m[e >> 1]);
 }
 
 //===--- Forward ----------------------------------------------------------===//
@@ -287,7 +295,7 @@ __global__ void __launch_bounds__(kThreads, kForwardBlocks)
   const Lane l = laneOf();
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    QueryTile qt = queryTileOf(a, tile);
+    QueryTile qt = queryTileOf(a, tile, kTile);
     const Bf16 *maskBH = maskOf(a, mask, qt.b, qt.h);
     const int64_t row[2] = {qt.i0 + 16 * l.warp + l.g,
                             qt.i0 + 16 * l.warp + l.g + 8};
@@ -303,27 +311,12 @@ __global__ void __launch_bounds__(kThreads, kForwardBlocks)
       __syncthreads();
       Acc s;
       productOf(s, qs, 16 * l.warp, ks, 0, l);
-      float tileMax[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int n = 0; n < kNTiles; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int r = e >> 1;
-          s[n][e] = scoreOf(a, maskBH, row[r], j0 + columnOf(n, e, l), s[n][e]);
-          tileMax[r] = fmaxf(tileMax[r], s[n][e]);
-        }
       float alpha[2], partial[2] = {0, 0};
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mNew = fmaxf(m[r], groupMax(tileMax[r]));
-        alpha[r] = m[r] == -INFINITY ? 0.0f : expOf(m[r] - mNew);
-        m[r] = mNew;
-      }
+      onlineSoftmaxStep(s, a, maskBH, row, j0, l, m, alpha);
 #pragma unroll
       for (int n = 0; n < kNTiles; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[n][e] = weightOf(s[n][e], m[e >> 1]);
           partial[e >> 1] += s[n][e];
           o[n][e] *= alpha[e >> 1];
         }
@@ -359,7 +352,7 @@ __global__ void __launch_bounds__(kThreads, kStatsBlocks)
   const Lane l = laneOf();
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    QueryTile qt = queryTileOf(a, tile);
+    QueryTile qt = queryTileOf(a, tile, kTile);
     const Bf16 *maskBH = maskOf(a, mask, qt.b, qt.h);
     const int64_t row[2] = {qt.i0 + 16 * l.warp + l.g,
                             qt.i0 + 16 * l.warp + l.g + 8};
@@ -376,29 +369,14 @@ __global__ void __launch_bounds__(kThreads, kStatsBlocks)
       Acc s, dp;
       productOf(s, qs, 16 * l.warp, ks, 0, l);
       productOf(dp, gs, 16 * l.warp, vs, 0, l);
-      float tileMax[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int n = 0; n < kNTiles; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int r = e >> 1;
-          s[n][e] = scoreOf(a, maskBH, row[r], j0 + columnOf(n, e, l), s[n][e]);
-          tileMax[r] = fmaxf(tileMax[r], s[n][e]);
-        }
       float alpha[2], partialSum[2] = {0, 0}, partialDot[2] = {0, 0};
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mNew = fmaxf(m[r], groupMax(tileMax[r]));
-        alpha[r] = m[r] == -INFINITY ? 0.0f : expOf(m[r] - mNew);
-        m[r] = mNew;
-      }
+      onlineSoftmaxStep(s, a, maskBH, row, j0, l, m, alpha);
 #pragma unroll
       for (int n = 0; n < kNTiles; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          float w = weightOf(s[n][e], m[e >> 1]);
-          partialSum[e >> 1] += w;
-          partialDot[e >> 1] += w * dp[n][e];
+          partialSum[e >> 1] += s[n][e];
+          partialDot[e >> 1] += s[n][e] * dp[n][e];
         }
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -430,7 +408,7 @@ __global__ void __launch_bounds__(kThreads, kGradQBlocks)
   const Lane l = laneOf();
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    QueryTile qt = queryTileOf(a, tile);
+    QueryTile qt = queryTileOf(a, tile, kTile);
     const Bf16 *maskBH = maskOf(a, mask, qt.b, qt.h);
     const int64_t row[2] = {qt.i0 + 16 * l.warp + l.g,
                             qt.i0 + 16 * l.warp + l.g + 8};
