@@ -10,6 +10,8 @@ steps on random bytes. Checked:
   the first two steps with a relative error of exactly 0 (a CPU twin of a
   CPU trainer: the harness compares like with like), writes the comparison
   into those steps' JSONL records only, and changes no loss;
+- --profile's per-op lines add up (instructions, 100%), leaving out the
+  first run once there is a second;
 - bad values are errors that name them: --verify-steps -1, --device gpu;
 - --device cuda without a CUDA driver fails with "no CUDA device" (or says
   the runtime was built without CUDA), and no process here ever loaded the
@@ -22,6 +24,7 @@ steps on random bytes. Checked:
 """
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -79,6 +82,34 @@ def main():
         check([('verify_worst' in r) for r in records] == [True, True, False] and
               all(r.get('verify_error', 0) == 0 for r in records),
               'the JSONL records the comparison of the verified steps only')
+
+        # --profile: per-op times whose instruction counts and shares add
+        # up, the first run left out once there is a second.
+        def profile(out):
+            lines = out.splitlines()
+            at = [i for i, l in enumerate(lines) if l.startswith('profile: ')]
+            if len(at) != 1:
+                return None, []
+            ops = []
+            for l in lines[at[0] + 1:]:
+                m = re.match(r'  (\S+) +([0-9.]+) ms +([0-9.]+)% +\((\d+) instructions\)$', l)
+                if not m:
+                    break
+                ops.append((m.group(1), float(m.group(3)), int(m.group(4))))
+            return lines[at[0]], ops
+        run = train('--device', 'cpu', '--profile')
+        header, ops = profile(run.stdout)
+        total = int(re.search(r'in (\d+) instructions', header or '').group(1)) if header else -1
+        check(run.returncode == 0 and header and 'the first run left out' in header and
+              sum(n for _, _, n in ops) == total and
+              abs(sum(p for _, p, _ in ops) - 100) < 0.5 and
+              any(name == 'dot_general' for name, _, _ in ops),
+              '--profile: ops add up to the executable\'s instructions and 100%: '
+              + repr(header))
+        one = train('--device', 'cpu', '--profile', '--steps', '1')
+        header, ops = profile(one.stdout)
+        check(one.returncode == 0 and header and 'left out' not in header and ops,
+              '--profile of one run keeps it: ' + repr(header))
 
         bad = train('--verify-steps', '-1')
         check(bad.returncode != 0 and '--verify-steps' in bad.stderr,

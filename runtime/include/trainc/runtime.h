@@ -177,7 +177,9 @@ trainc_status trainc_session_write_output_npy(trainc_session *session,
 /* The highest arena byte any instruction touched, summed over arenas. */
 uint64_t trainc_session_measured_bytes(const trainc_session *session);
 /* Where the time of `runs` runs went (needs the profile option): per op,
- * and the slowest instructions by op and operand shapes. */
+ * and the slowest instructions by op and operand shapes. `runs` 0: the
+ * session's own count of profiled runs, which leaves out the first run
+ * once there is a second (it alone pays one-time costs). */
 trainc_status trainc_session_profile(const trainc_session *session, size_t runs,
                                      char **out_text);
 

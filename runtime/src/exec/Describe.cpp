@@ -141,14 +141,19 @@ std::string profileReport(const Session &session, size_t runs) {
     entry.first += seconds[i];
     ++entry.second;
   }
+  if (runs == 0)
+    runs = size_t(session.profiledRuns());
   if (total <= 0 || runs == 0)
     return out;
   std::vector<std::pair<double, std::string>> ops;
   for (auto &[name, entry] : byOp)
     ops.push_back({entry.first, name});
   std::sort(ops.rbegin(), ops.rend());
-  appendf(out, "profile: %.3f ms per run in %zu instructions\n",
-          total / runs * 1e3, seconds.size());
+  appendf(out, "profile: %.3f ms per run in %zu instructions%s\n",
+          total / runs * 1e3, seconds.size(),
+          session.profileSkipsFirstRun()
+              ? " (the first run left out: one-time costs)"
+              : "");
   for (auto &[t, name] : ops)
     appendf(out, "  %-24s %9.3f ms %5.1f%%  (%d instructions)\n", name.c_str(),
             t / runs * 1e3, 100 * t / total, byOp[name].second);

@@ -86,10 +86,15 @@ public:
   /// equals the plan's peak when the executor follows the plan.
   uint64_t measuredPeak() const;
   /// With SessionOptions::profile: each instruction's wall time summed over
-  /// every run so far (else empty).
+  /// profiledRuns() runs (else empty). The first run is left out once a
+  /// second starts: it alone pays one-time costs (a GPU's lazy module loads
+  /// and GEMM heuristics, first touches of memory).
   const std::vector<double> &instructionSeconds() const {
     return instructionSeconds_;
   }
+  int64_t profiledRuns() const { return profiledRuns_; }
+  /// Whether the first run was left out of instructionSeconds().
+  bool profileSkipsFirstRun() const { return profileSkipsFirstRun_; }
 
 private:
   Session() = default;
@@ -110,6 +115,8 @@ private:
   std::vector<uint64_t> touched_;
   std::vector<bool> inputSet_;
   std::vector<double> instructionSeconds_;
+  int64_t profiledRuns_ = 0;
+  bool profileSkipsFirstRun_ = false;
   int64_t step_ = 0;
 };
 
