@@ -65,6 +65,7 @@
 #include "math/Transcendental.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 
@@ -95,6 +96,33 @@ template <> struct IntRange<int32_t> {
 template <> struct IntRange<int64_t> {
   static constexpr int64_t kMin = INT64_MIN, kMax = INT64_MAX;
 };
+
+//===--- Packs ------------------------------------------------------------===//
+
+// Large operands move kPack elements per thread and load (16 bytes of the
+// 16-bit types, 32 of f32): on an H100 an add of two bf16 [8, 1024, 2304]
+// tensors took 0.12 ms one element at a time, 3x its bytes' time. Each
+// element's math is unchanged, so results are the same bits.
+
+constexpr int kPack = 8;
+template <typename S> struct alignas(sizeof(S) * kPack) Pack { S v[kPack]; };
+template <typename S>
+__device__ __forceinline__ Pack<S> loadPack(const S *p, int64_t pack) {
+  return reinterpret_cast<const Pack<S> *>(p)[pack];
+}
+template <typename S>
+__device__ __forceinline__ void storePack(S *p, int64_t pack,
+                                          const Pack<S> &value) {
+  reinterpret_cast<Pack<S> *>(p)[pack] = value;
+}
+/// Whether every pointer is aligned to a pack and there is at least one.
+template <typename S>
+bool packable(std::initializer_list<const void *> pointers, int64_t n) {
+  for (const void *p : pointers)
+    if (reinterpret_cast<uintptr_t>(p) % sizeof(Pack<S>) != 0)
+      return false;
+  return n >= kPack;
+}
 
 //===--- Unary ------------------------------------------------------------===//
 
@@ -166,10 +194,21 @@ __device__ __forceinline__ Compute<S> unaryOf(Opcode op, Compute<S> v) {
 }
 
 template <typename S>
-__global__ void unaryKernel(const S *x, S *y, int64_t n, Opcode op) {
+__global__ void unaryKernel(const S *x, S *y, int64_t n, Opcode op,
+                            bool packed) {
   int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += step)
+  int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, done = 0;
+  if (packed) {
+    for (int64_t p = first; p < n / kPack; p += step) {
+      Pack<S> u = loadPack(x, p), r;
+#pragma unroll
+      for (int j = 0; j < kPack; ++j)
+        store(r.v, j, unaryOf<S>(op, load(u.v, j)));
+      storePack(y, p, r);
+    }
+    done = n / kPack * kPack;
+  }
+  for (int64_t i = done + first; i < n; i += step)
     store(y, i, unaryOf<S>(op, load(x, i)));
 }
 
@@ -233,10 +272,20 @@ binaryOf(Opcode op, Compute<S> u, Compute<S> v, const FaultSite &site) {
 
 template <typename S>
 __global__ void binaryKernel(const S *a, const S *b, S *z, int64_t n, Opcode op,
-                             FaultSite site) {
+                             FaultSite site, bool packed) {
   int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += step)
+  int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, done = 0;
+  if (packed) {
+    for (int64_t p = first; p < n / kPack; p += step) {
+      Pack<S> u = loadPack(a, p), v = loadPack(b, p), r;
+#pragma unroll
+      for (int j = 0; j < kPack; ++j)
+        store(r.v, j, binaryOf<S>(op, load(u.v, j), load(v.v, j), site));
+      storePack(z, p, r);
+    }
+    done = n / kPack * kPack;
+  }
+  for (int64_t i = done + first; i < n; i += step)
     store(z, i, binaryOf<S>(op, load(a, i), load(b, i), site));
 }
 
@@ -406,8 +455,10 @@ Status runUnary(const KernelCall &call) {
         return unsupported(call, x.dtype);
       if (n == 0)
         return okStatus();
-      unaryKernel<S><<<gridFor(n), kThreads, 0, streamOf(call).handle()>>>(
-          x.as<const S>(), y.as<S>(), n, call.op);
+      bool packed = packable<S>({x.data, y.data}, n);
+      unaryKernel<S><<<gridFor(packed ? n / kPack : n), kThreads, 0,
+                       streamOf(call).handle()>>>(x.as<const S>(), y.as<S>(), n,
+                                                  call.op, packed);
       return checkLaunch(call, "unaryKernel");
     }
   });
@@ -426,9 +477,11 @@ Status runBinary(const KernelCall &call) {
         return unsupported(call, a.dtype);
       if (n == 0)
         return okStatus();
-      binaryKernel<S><<<gridFor(n), kThreads, 0, streamOf(call).handle()>>>(
+      bool packed = packable<S>({a.data, b.data, z.data}, n);
+      binaryKernel<S><<<gridFor(packed ? n / kPack : n), kThreads, 0,
+                        streamOf(call).handle()>>>(
           a.as<const S>(), b.as<const S>(), z.as<S>(), n, call.op,
-          faultSiteOf(call));
+          faultSiteOf(call), packed);
       return checkLaunch(call, "binaryKernel");
     }
   });
