@@ -85,12 +85,12 @@ double relativeL2Error(const void *a, const void *b, int64_t count,
   return relativeL2Error(l2Sums(a, b, count, dtype));
 }
 
-std::vector<int> verifyKinds(const Executable &exe) {
-  const std::vector<TensorInfo> &tensors = exe.tensors();
+std::vector<int> verifyKinds(const std::vector<TensorInfo> &tensors,
+                             const std::vector<InstructionInfo> &instructions) {
   std::vector<int> kinds(tensors.size(), -1);
   std::map<std::pair<Opcode, size_t>, int> slots;
   int next = 1;
-  for (const InstructionInfo &inst : exe.instructions())
+  for (const InstructionInfo &inst : instructions)
     for (size_t i = 0; i < inst.operands.size(); ++i) {
       uint32_t id = inst.operands[i];
       if (tensors[id].role != TensorRole::State || kinds[id] >= 0)

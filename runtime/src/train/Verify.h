@@ -69,7 +69,11 @@ double relativeL2Error(const void *a, const void *b, int64_t count,
 /// kind is the (opcode, operand position) of the first instruction that
 /// reads it, so every AdamW first moment is one kind and every second
 /// moment another; a state tensor nothing reads is a kind of its own.
-std::vector<int> verifyKinds(const Executable &exe);
+std::vector<int> verifyKinds(const std::vector<TensorInfo> &tensors,
+                             const std::vector<InstructionInfo> &instructions);
+inline std::vector<int> verifyKinds(const Executable &exe) {
+  return verifyKinds(exe.tensors(), exe.instructions());
+}
 
 /// The largest relative errors a correct device shows against the CPU.
 struct VerifyLimits {

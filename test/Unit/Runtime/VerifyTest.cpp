@@ -65,5 +65,43 @@ TEST(Verify, AFloorMeasuresNoiseAgainstItsKindsScale) {
       std::numeric_limits<double>::infinity());
 }
 
+TEST(Verify, KindsAreParametersAndEachOptimizerSlot) {
+  // Two parameters with AdamW's moments (operands 2 and 3 of adamw_update),
+  // an activation, a step counter nothing reads, and one moment read first
+  // by another instruction (its kind is that reader's slot).
+  auto tensor = [](TensorRole role) {
+    TensorInfo t;
+    t.role = role;
+    return t;
+  };
+  std::vector<TensorInfo> tensors = {
+      tensor(TensorRole::Parameter),  tensor(TensorRole::Parameter), // 0, 1
+      tensor(TensorRole::State),      tensor(TensorRole::State),     // 2, 3
+      tensor(TensorRole::State),      tensor(TensorRole::State),     // 4, 5
+      tensor(TensorRole::Activation), tensor(TensorRole::State)};    // 6, 7
+  auto adamw = [](uint32_t p, uint32_t m, uint32_t v) {
+    InstructionInfo inst;
+    inst.op = Opcode::AdamwUpdate;
+    inst.operands = {p, 6, m, v};
+    return inst;
+  };
+  InstructionInfo reader;
+  reader.op = Opcode::Mul;
+  reader.operands = {6, 4};
+  std::vector<int> kinds =
+      verifyKinds(tensors, {adamw(0, 2, 3), reader, adamw(1, 4, 5)});
+  EXPECT_EQ(kinds[0], 0);
+  EXPECT_EQ(kinds[1], 0);
+  EXPECT_EQ(kinds[6], -1);       // not compared
+  EXPECT_NE(kinds[2], kinds[3]); // first and second moments differ
+  EXPECT_EQ(kinds[5], kinds[3]); // every second moment is one kind
+  EXPECT_NE(kinds[4], kinds[2]); // read first as mul's operand 1
+  for (int k : {kinds[2], kinds[3], kinds[4], kinds[7]})
+    EXPECT_GT(k, 0);
+  EXPECT_NE(kinds[7], kinds[2]); // nothing reads it: a kind of its own
+  EXPECT_NE(kinds[7], kinds[3]);
+  EXPECT_NE(kinds[7], kinds[4]);
+}
+
 } // namespace
 } // namespace trainc
