@@ -439,6 +439,62 @@ __global__ void convertKernel(const S *x, void *y, int64_t n, DType to) {
   }
 }
 
+/// convertKernel between two of f32, bf16 and f16 (the precision phase's
+/// casts), kPack elements per thread and load: the same bits.
+template <typename S, typename D>
+__global__ void convertPackedKernel(const S *x, D *y, int64_t n) {
+  auto convert = [](Compute<S> v) {
+    if constexpr (std::is_same_v<D, float>)
+      return toWide<float>(v);
+    else
+      return toNarrow(v);
+  };
+  int64_t step = int64_t(gridDim.x) * blockDim.x;
+  int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t p = first; p < n / kPack; p += step) {
+    Pack<S> u = loadPack(x, p);
+    Pack<D> r;
+#pragma unroll
+    for (int j = 0; j < kPack; ++j)
+      store(r.v, j, convert(load(u.v, j)));
+    storePack(y, p, r);
+  }
+  for (int64_t i = n / kPack * kPack + first; i < n; i += step)
+    store(y, i, convert(load(x, i)));
+}
+
+/// Launches convertPackedKernel when x's storage type S and the result
+/// dtype are two of f32, bf16 and f16 and both tensors are pack-aligned;
+/// false otherwise.
+template <typename S>
+bool convertPacked(const S *x, void *y, int64_t n, DType to,
+                   cudaStream_t stream) {
+  constexpr bool kFloat = std::is_same_v<S, float> || std::is_same_v<S, Bf16> ||
+                          std::is_same_v<S, Half>;
+  if constexpr (!kFloat) {
+    return false;
+  } else {
+    auto launch = [&](auto *out) {
+      using D = std::remove_pointer_t<decltype(out)>;
+      if (!packable<S>({x}, n) || !packable<D>({out}, n))
+        return false;
+      convertPackedKernel<S, D>
+          <<<gridFor(n / kPack), kThreads, 0, stream>>>(x, out, n);
+      return true;
+    };
+    switch (to) {
+    case DType::F32:
+      return launch(static_cast<float *>(y));
+    case DType::BF16:
+      return launch(static_cast<Bf16 *>(y));
+    case DType::F16:
+      return launch(static_cast<Half *>(y));
+    default:
+      return false;
+    }
+  }
+}
+
 //===--- Host side --------------------------------------------------------===//
 
 Status runUnary(const KernelCall &call) {
@@ -566,8 +622,9 @@ Status runConvert(const KernelCall &call) {
     using S = decltype(zero);
     if (n == 0)
       return okStatus();
-    convertKernel<S><<<gridFor(n), kThreads, 0, stream>>>(x.as<const S>(),
-                                                          y.data, n, y.dtype);
+    if (!convertPacked(x.as<const S>(), y.data, n, y.dtype, stream))
+      convertKernel<S><<<gridFor(n), kThreads, 0, stream>>>(x.as<const S>(),
+                                                            y.data, n, y.dtype);
     return checkLaunch(call, "convertKernel");
   });
 }

@@ -80,9 +80,11 @@ constexpr int64_t kChainLimit = 2048;
 constexpr int64_t kBusyThreads = int64_t(1) << 15;
 /// The parallel order's chunks: kChunk terms of a reduced run; kChunkRows
 /// rows of a kept run, for kTileColumns neighbouring outputs by kTileRows
-/// row lanes (one block).
-constexpr int64_t kChunk = 8192;
-constexpr int64_t kChunkRows = 1024;
+/// row lanes (one block). Short chains keep enough blocks in flight: with
+/// 1,024 rows a chunk, GPT-2's bias gradients (8,192 rows, 768 outputs)
+/// made 192 blocks of 128-long chains and took 0.1 ms each on an H100.
+constexpr int64_t kChunk = 2048;
+constexpr int64_t kChunkRows = 128;
 constexpr int kTileColumns = 32;
 constexpr int kTileRows = kThreads / kTileColumns;
 

@@ -795,6 +795,27 @@ TEST_P(DeviceKernels, Reductions) {
     }
 }
 
+/// Few outputs with long sums take the GPU's parallel order (chunks, then
+/// a tree: Reduction.cu); the contract is still the sum rounded once.
+TEST_P(DeviceKernels, LongReductionsWithFewOutputs) {
+  uint32_t seed = 1;
+  const std::pair<std::vector<int64_t>, std::vector<int64_t>> cases[] = {
+      {{20000, 3}, {0}},    // kept run: 3 columns of 20,000 rows
+      {{3, 40000}, {1}},    // reduced run: 3 rows of 40,000 terms
+      {{300, 301}, {0, 1}}, // everything into one output
+      {{8, 1024, 40}, {0, 1}}};
+  for (const auto &[shape, reduced] : cases)
+    for (DType t : {kF32, kBF16}) {
+      int64_t n = 1;
+      for (int64_t d : reduced)
+        n *= shape[d];
+      for (Opcode op : {Opcode::ReduceSum, Opcode::ReduceMean})
+        check(makeCall(op, {uniform(t, shape, seed++)},
+                       {zeros(t, keptDims(shape, reduced))}, reduced),
+              sumOf(t, n));
+    }
+}
+
 TEST_P(DeviceKernels, ReduceMaxPropagatesNaN) {
   for (DType t : kFloatTypes) {
     TestTensor x = uniform(t, {5, 37}, 1);
