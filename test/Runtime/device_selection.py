@@ -20,7 +20,10 @@ steps on random bytes. Checked:
 - in a runtime built with CUDA, with a stand-in libcuda.so.1 (an empty
   library, so the driver check passes but CUDA finds no device): --device
   cuda opens libtrainc_cuda.so, whose error comes back through it
-  (cudaGetDeviceCount's message), and --device auto falls back to the CPU.
+  (cudaGetDeviceCount's message), and --device auto falls back to the CPU;
+  $TRAINC_CUDA_PLUGIN naming a missing file, another version's library or
+  a library that is not trainc's is an error that says which, and no
+  other library is tried.
 """
 import json
 import os
@@ -147,6 +150,28 @@ def main():
             auto = train('--device', 'auto', env=env)
             check(auto.returncode == 0 and losses(auto.stdout) == losses(cpu.stdout),
                   'with a driver library but no GPU, --device auto trains on the CPU')
+            # $TRAINC_CUDA_PLUGIN is the only library tried, and each way
+            # it can be wrong is named.
+            plugins = {'missing.so': None,
+                       'other_version.so': 'int trainc_cuda_plugin_abi(void) { return 1; }\n',
+                       'not_trainc.so': 'int unrelated;\n'}
+            expected = {'missing.so': 'No such file',
+                        'other_version.so': 'built by another version of trainc (1, this '
+                                            'trainc needs',
+                        'not_trainc.so': 'not a trainc CUDA device library'}
+            for name, source in plugins.items():
+                path = os.path.join(work, name)
+                if source:
+                    src = os.path.join(work, name + '.c')
+                    open(src, 'w').write(source)
+                    subprocess.run([cc, '-shared', '-fPIC', src, '-o', path], check=True)
+                cuda = train('--device', 'cuda',
+                             env=dict(env, TRAINC_CUDA_PLUGIN=path))
+                check(cuda.returncode != 0 and '$TRAINC_CUDA_PLUGIN' in cuda.stderr and
+                      path in cuda.stderr and expected[name] in cuda.stderr and
+                      'libtrainc_cuda.so:' not in cuda.stderr,
+                      f'TRAINC_CUDA_PLUGIN={name} is an error naming it, and no other '
+                      'library is tried: ' + cuda.stderr.strip())
         elif not built:
             print('note: this runtime was built without CUDA: the library part is not run')
 

@@ -32,9 +32,11 @@ using CreateCudaDevice = decltype(&trainc_cuda_plugin_create_device);
 /// Opens libtrainc_cuda.so (cuda/Plugin.h) once per process and returns
 /// its factory, or why it cannot: no CUDA driver (then no GPU, and the
 /// CUDA libraries are not even loaded), no library, or one of another
-/// build. Where it looks: $TRAINC_CUDA_PLUGIN, beside the binary or
-/// library holding this code and in ../lib (../_lib in the Python
-/// package) from there, the build tree, then the loader's search path.
+/// build. Where it looks: $TRAINC_CUDA_PLUGIN alone when set (a path the
+/// user names is never silently replaced by another library); else beside
+/// the binary or library holding this code and in ../lib (../_lib in the
+/// Python package) from there, the build tree, then the loader's search
+/// path.
 Status cudaPlugin(CreateCudaDevice &out) {
   static std::mutex mutex;
   static CreateCudaDevice create = nullptr;
@@ -47,23 +49,28 @@ Status cudaPlugin(CreateCudaDevice &out) {
       if (!dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL))
         return unavailable("no CUDA device: the CUDA driver (libcuda.so.1) "
                            "is not installed");
+      const char *chosen = std::getenv("TRAINC_CUDA_PLUGIN");
+      bool named = chosen && *chosen;
       std::vector<std::string> candidates;
-      if (const char *path = std::getenv("TRAINC_CUDA_PLUGIN"))
-        candidates.push_back(path);
-      Dl_info self{};
-      if (dladdr(reinterpret_cast<void *>(&cudaPlugin), &self) &&
-          self.dli_fname) {
-        std::string dir = self.dli_fname;
-        dir = dir.find('/') == std::string::npos
-                  ? "."
-                  : dir.substr(0, dir.rfind('/'));
-        candidates.push_back(dir + "/libtrainc_cuda.so");
-        candidates.push_back(dir + "/../lib/libtrainc_cuda.so");
-        // The Python package: tools in trainc/_bin, libraries in trainc/_lib.
-        candidates.push_back(dir + "/../_lib/libtrainc_cuda.so");
+      if (named) {
+        candidates.push_back(chosen);
+      } else {
+        Dl_info self{};
+        if (dladdr(reinterpret_cast<void *>(&cudaPlugin), &self) &&
+            self.dli_fname) {
+          std::string dir = self.dli_fname;
+          dir = dir.find('/') == std::string::npos
+                    ? "."
+                    : dir.substr(0, dir.rfind('/'));
+          candidates.push_back(dir + "/libtrainc_cuda.so");
+          candidates.push_back(dir + "/../lib/libtrainc_cuda.so");
+          // The Python package: tools in trainc/_bin, libraries in
+          // trainc/_lib.
+          candidates.push_back(dir + "/../_lib/libtrainc_cuda.so");
+        }
+        candidates.push_back(TRAINC_CUDA_PLUGIN_BUILD_PATH);
+        candidates.push_back("libtrainc_cuda.so");
       }
-      candidates.push_back(TRAINC_CUDA_PLUGIN_BUILD_PATH);
-      candidates.push_back("libtrainc_cuda.so");
       std::string tried;
       for (const std::string &path : candidates) {
         void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -75,8 +82,17 @@ Status cudaPlugin(CreateCudaDevice &out) {
         auto abi = reinterpret_cast<int (*)()>(
             dlsym(handle, "trainc_cuda_plugin_abi"));
         int expected = cuda::kPluginAbi * 1000000 + TRAINC_PROJECT_VERSION_CODE;
-        if (!abi || abi() != expected) {
-          tried += "\n  " + path + ": built by another version of trainc";
+        if (!abi) {
+          tried += "\n  " + path +
+                   ": not a trainc CUDA device library (no "
+                   "trainc_cuda_plugin_abi)";
+          dlclose(handle);
+          continue;
+        }
+        if (int got = abi(); got != expected) {
+          tried += "\n  " + path + ": built by another version of trainc (" +
+                   std::to_string(got) + ", this trainc needs " +
+                   std::to_string(expected) + ")";
           dlclose(handle);
           continue;
         }
@@ -85,10 +101,11 @@ Status cudaPlugin(CreateCudaDevice &out) {
         if (create)
           return okStatus();
         tried += "\n  " + path + ": has no device factory";
+        dlclose(handle);
       }
-      return unavailable("the CUDA device library libtrainc_cuda.so was not "
-                         "found or could not be loaded:" +
-                         tried);
+      return unavailable(std::string("the CUDA device library ") +
+                         (named ? "$TRAINC_CUDA_PLUGIN" : "libtrainc_cuda.so") +
+                         " was not found or could not be loaded:" + tried);
     }();
   }
   out = create;
