@@ -14,6 +14,7 @@
 
 #include "trainc/Dialect/Graph/GraphOps.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -95,6 +96,15 @@ mlir::FailureOr<std::vector<char>>
 tensorBytes(const onnx::TensorProto &tensor, mlir::Type elementType,
             int64_t numElements, llvm::StringRef baseDir, llvm::StringRef what,
             llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+
+/// The same bytes as a resource blob for a parameter's initial value. When
+/// raw_data already holds them in the element type's layout, the blob takes
+/// that string over (the proto no longer holds it): the weights are not
+/// copied. Otherwise it owns tensorBytes's result.
+mlir::FailureOr<mlir::AsmResourceBlob>
+tensorBlob(onnx::TensorProto &tensor, mlir::Type elementType,
+           int64_t numElements, llvm::StringRef baseDir, llvm::StringRef what,
+           llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
 
 /// The values defined so far in the graph being imported.
 class GraphImporter {

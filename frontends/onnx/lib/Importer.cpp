@@ -311,12 +311,14 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
   struct Param {
     std::string name;
     RankedTensorType type;
-    std::vector<char> bytes;
+    AsmResourceBlob blob;
   };
   SmallVector<Param> params;
   SmallVector<std::pair<std::string, DenseElementsAttr>> constants;
   llvm::StringSet<> initializerNames;
-  for (const onnx::TensorProto &init : g.initializer()) {
+  // Mutable: a parameter's raw_data moves into its blob (tensorBlob).
+  for (onnx::TensorProto &init :
+       *model.mutable_graph()->mutable_initializer()) {
     auto emit = [&] { return fileError(ctx, path); };
     if (!initializerNames.insert(init.name()).second)
       return emit() << "initializer '" << init.name() << "' is defined twice";
@@ -332,12 +334,11 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
         shape.push_back(d);
         n *= d;
       }
-      auto bytes =
-          tensorBytes(init, elementType, n, baseDir, init.name(), emit);
-      if (failed(bytes))
+      auto blob = tensorBlob(init, elementType, n, baseDir, init.name(), emit);
+      if (failed(blob))
         return failure();
       params.push_back({init.name(), RankedTensorType::get(shape, elementType),
-                        std::move(*bytes)});
+                        std::move(*blob)});
       continue;
     }
     auto elements = tensorToElements(init, baseDir, ctx, init.name(), emit);
@@ -446,11 +447,9 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
   for (auto [i, p] : llvm::enumerate(params)) {
     fn.setArgAttr(i, trainc::train::TrainDialect::kParamAttr,
                   builder.getStringAttr(p.name));
-    auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
-        ArrayRef<char>(p.bytes.data(), p.bytes.size()), alignof(double));
     fn.setArgAttr(
         i, trainc::train::TrainDialect::kInitAttr,
-        DenseResourceElementsAttr::get(p.type, p.name, std::move(blob)));
+        DenseResourceElementsAttr::get(p.type, p.name, std::move(p.blob)));
     if (frozen.contains(p.name))
       fn.setArgAttr(i, trainc::train::TrainDialect::kFrozenAttr,
                     builder.getUnitAttr());

@@ -16,6 +16,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cstdint>
 #include <cstring>
 #include <iterator>
 
@@ -286,6 +287,40 @@ tensorBytes(const onnx::TensorProto &tensor, Type elementType,
     return emitError() << "tensor '" << what << "' has " << count
                        << " values but its shape needs " << numElements;
   return bytes;
+}
+
+FailureOr<AsmResourceBlob>
+tensorBlob(onnx::TensorProto &tensor, Type elementType, int64_t numElements,
+           StringRef baseDir, StringRef what,
+           llvm::function_ref<InFlightDiagnostic()> emitError) {
+  constexpr size_t kAlign = alignof(double);
+  bool external = tensor.has_data_location() &&
+                  tensor.data_location() == onnx::TensorProto::EXTERNAL;
+  if (elementType.isIntOrFloat() && !external && tensor.has_raw_data()) {
+    unsigned bits = elementType.getIntOrFloatBitWidth();
+    size_t expected = static_cast<size_t>(numElements) * (bits / 8);
+    const std::string &raw = tensor.raw_data();
+    // Whole bytes per element, the right size, and a heap buffer aligned
+    // for any element (short strings live inside the string object).
+    if (bits >= 8 && bits % 8 == 0 && raw.size() == expected &&
+        raw.size() >= 64 &&
+        reinterpret_cast<uintptr_t>(raw.data()) % kAlign == 0) {
+      std::string *taken = tensor.release_raw_data();
+      return AsmResourceBlob(
+          ArrayRef<char>(taken->data(), taken->size()), kAlign,
+          [taken](void *, size_t, size_t) { delete taken; },
+          /*dataIsMutable=*/true);
+    }
+  }
+  auto bytes =
+      tensorBytes(tensor, elementType, numElements, baseDir, what, emitError);
+  if (failed(bytes))
+    return failure();
+  auto *owned = new std::vector<char>(std::move(*bytes));
+  return AsmResourceBlob(
+      ArrayRef<char>(owned->data(), owned->size()), kAlign,
+      [owned](void *, size_t, size_t) { delete owned; },
+      /*dataIsMutable=*/true);
 }
 
 FailureOr<DenseElementsAttr>
