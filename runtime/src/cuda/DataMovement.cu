@@ -46,21 +46,6 @@
 namespace trainc::cuda {
 namespace {
 
-/// Offset of row-major index `index` (below the product of `dims`' sizes)
-/// by `dims`' strides. The outermost dim takes what is left of the index
-/// without a division.
-__device__ __forceinline__ int64_t offsetOf(const Dims &dims, int64_t index) {
-  int64_t offset = 0;
-#pragma unroll
-  for (int d = kMaxRank - 1; d > 0; --d) {
-    if (d < dims.rank) {
-      offset += (index % dims.size[d]) * dims.stride[d];
-      index /= dims.size[d];
-    }
-  }
-  return dims.rank > 0 ? offset + index * dims.stride[0] : offset;
-}
-
 /// out[i] = in[offsetOf(shape, i)]: shape holds the result's (merged) dims
 /// and the input's strides for them.
 template <typename W>

@@ -149,13 +149,7 @@ __global__ void packKernel(const W *in, W *out, int64_t n, Dims dims) {
   int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
        e += step) {
-    int64_t rest = e, src = 0;
-    for (int i = dims.rank - 1; i >= 0; --i) {
-      int64_t size = dims.size[i];
-      src += (rest % size) * dims.stride[i];
-      rest /= size;
-    }
-    out[e] = in[src];
+    out[e] = in[offsetOf(dims, e)];
   }
 }
 

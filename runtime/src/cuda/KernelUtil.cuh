@@ -115,6 +115,21 @@ struct Dims {
   int64_t stride[kMaxRank] = {};
 };
 
+/// Offset of row-major index `index` (below the product of `dims`' sizes)
+/// by `dims`' strides. The outermost dim takes what is left of the index
+/// without a division.
+__device__ __forceinline__ int64_t offsetOf(const Dims &dims, int64_t index) {
+  int64_t offset = 0;
+#pragma unroll
+  for (int d = kMaxRank - 1; d > 0; --d) {
+    if (d < dims.rank) {
+      offset += (index % dims.size[d]) * dims.stride[d];
+      index /= dims.size[d];
+    }
+  }
+  return dims.rank > 0 ? offset + index * dims.stride[0] : offset;
+}
+
 /// t's dims and row-major strides; an error naming the op when t's rank is
 /// above kMaxRank.
 Status dimsOf(const KernelCall &call, const TensorRef &t, Dims &out);
