@@ -58,3 +58,52 @@ func.func @reorders_free_dims(%x: tensor<4x8xf32>, %w: tensor<3x5x8xf32>) -> ten
       : (tensor<4x8xf32>, tensor<8x5x3xf32>) -> tensor<4x5x3xf32>
   return %y : tensor<4x5x3xf32>
 }
+
+// -----
+
+// A weight gradient X^T dY transposed to the weight's layout: the dot is
+// written with its operands swapped and the transpose is gone.
+// CHECK-LABEL: func.func @weight_gradient
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x8xf32>, %[[DY:.+]]: tensor<2x3x16xf32>)
+// CHECK-NOT: graph.transpose
+// CHECK: %[[G:.+]] = graph.dot_general %[[DY]], %[[X]], batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x3x16xf32>, tensor<2x3x8xf32>) -> tensor<16x8xf32>
+// CHECK: return %[[G]]
+func.func @weight_gradient(%x: tensor<2x3x8xf32>, %dy: tensor<2x3x16xf32>) -> tensor<16x8xf32> {
+  %g = graph.dot_general %x, %dy, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1]
+      : (tensor<2x3x8xf32>, tensor<2x3x16xf32>) -> tensor<8x16xf32>
+  %t = graph.transpose %g, permutation = [1, 0] : (tensor<8x16xf32>) -> tensor<16x8xf32>
+  return %t : tensor<16x8xf32>
+}
+
+// -----
+
+// With batch dims and several free dims per operand: batch dims stay
+// first, each operand's free dims keep their order.
+// CHECK-LABEL: func.func @batched_blocks
+// CHECK-SAME: (%[[A:.+]]: tensor<2x3x4x5xf32>, %[[B:.+]]: tensor<2x5x6x7xf32>)
+// CHECK-NOT: graph.transpose
+// CHECK: graph.dot_general %[[B]], %[[A]], batching_dims = [0] x [0], contracting_dims = [1] x [3] : (tensor<2x5x6x7xf32>, tensor<2x3x4x5xf32>) -> tensor<2x6x7x3x4xf32>
+func.func @batched_blocks(%a: tensor<2x3x4x5xf32>, %b: tensor<2x5x6x7xf32>) -> tensor<2x6x7x3x4xf32> {
+  %c = graph.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [3] x [1]
+      : (tensor<2x3x4x5xf32>, tensor<2x5x6x7xf32>) -> tensor<2x3x4x6x7xf32>
+  %t = graph.transpose %c, permutation = [0, 3, 4, 1, 2] : (tensor<2x3x4x6x7xf32>) -> tensor<2x6x7x3x4xf32>
+  return %t : tensor<2x6x7x3x4xf32>
+}
+
+// -----
+
+// A product also used untransposed, or a permutation that mixes the free
+// dims: the transpose stays.
+// CHECK-LABEL: func.func @product_kept
+// CHECK: graph.transpose
+// CHECK: graph.transpose
+func.func @product_kept(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %a: tensor<2x3x4x5xf32>, %b: tensor<2x5x6x7xf32>)
+    -> (tensor<16x4xf32>, tensor<4x16xf32>, tensor<2x6x3x7x4xf32>) {
+  %y = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0]
+      : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %t = graph.transpose %y, permutation = [1, 0] : (tensor<4x16xf32>) -> tensor<16x4xf32>
+  %c = graph.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [3] x [1]
+      : (tensor<2x3x4x5xf32>, tensor<2x5x6x7xf32>) -> tensor<2x3x4x6x7xf32>
+  %u = graph.transpose %c, permutation = [0, 3, 1, 4, 2] : (tensor<2x3x4x6x7xf32>) -> tensor<2x6x3x7x4xf32>
+  return %t, %y, %u : tensor<16x4xf32>, tensor<4x16xf32>, tensor<2x6x3x7x4xf32>
+}

@@ -101,12 +101,15 @@ func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0
 // -----
 
 // slice with stride 1: g padded with zero blocks before start and after
-// limit; dimension 0 is taken whole and needs no padding.
+// limit; dimension 0 is taken whole and needs no padding. The zeros are -0,
+// the additive identity, so that sums of such gradients are exact
+// concatenations (test/Dialect/Graph/canonicalize.mlir,
+// @add_disjoint_concatenates).
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[W:.+]]: tensor<4x8xf32> {{.*}}, %[[X:.+]]: tensor<4x5xf32> {graph.input = "x"})
 // CHECK-NOT: graph.concatenate{{.*}}dim = 0
-// CHECK: %[[BEFORE:.+]] = graph.constant dense<0.000000e+00> : tensor<4x2xf32>
-// CHECK: %[[AFTER:.+]] = graph.constant dense<0.000000e+00> : tensor<4x1xf32>
+// CHECK: %[[BEFORE:.+]] = graph.constant dense<-0.000000e+00> : tensor<4x2xf32>
+// CHECK: %[[AFTER:.+]] = graph.constant dense<-0.000000e+00> : tensor<4x1xf32>
 // CHECK: %[[G:.+]] = graph.concatenate(%[[BEFORE]], %[[X]], %[[AFTER]]), dim = 1 : (tensor<4x2xf32>, tensor<4x5xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
 // CHECK: return %{{.+}}, %[[G]]
 func.func @main(%w: tensor<4x8xf32> {train.param = "w", train.init = dense<1.0> : tensor<4x8xf32>}, %x: tensor<4x5xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
@@ -125,12 +128,12 @@ func.func @main(%w: tensor<4x8xf32> {train.param = "w", train.init = dense<1.0> 
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[W:.+]]: tensor<4x8xf32> {{.*}}, %[[X:.+]]: tensor<4x3xf32> {graph.input = "x"})
 // CHECK: %[[COL:.+]] = graph.reshape %[[X]] : (tensor<4x3xf32>) -> tensor<4x3x1xf32>
-// CHECK: %[[Z:.+]] = graph.constant dense<0.000000e+00> : tensor<4x3x1xf32>
+// CHECK: %[[Z:.+]] = graph.constant dense<-0.000000e+00> : tensor<4x3x1xf32>
 // CHECK: %[[J:.+]] = graph.concatenate(%[[COL]], %[[Z]]), dim = 2 : (tensor<4x3x1xf32>, tensor<4x3x1xf32>) -> tensor<4x3x2xf32>
 // CHECK: %[[FLAT:.+]] = graph.reshape %[[J]] : (tensor<4x3x2xf32>) -> tensor<4x6xf32>
 // CHECK: %[[SPREAD:.+]] = graph.slice %[[FLAT]], start = [0, 0], limit = [4, 5], strides = [1, 1] : (tensor<4x6xf32>) -> tensor<4x5xf32>
-// CHECK: %[[BEFORE:.+]] = graph.constant dense<0.000000e+00> : tensor<4x1xf32>
-// CHECK: %[[AFTER:.+]] = graph.constant dense<0.000000e+00> : tensor<4x2xf32>
+// CHECK: %[[BEFORE:.+]] = graph.constant dense<-0.000000e+00> : tensor<4x1xf32>
+// CHECK: %[[AFTER:.+]] = graph.constant dense<-0.000000e+00> : tensor<4x2xf32>
 // CHECK: %[[G:.+]] = graph.concatenate(%[[BEFORE]], %[[SPREAD]], %[[AFTER]]), dim = 1 : (tensor<4x1xf32>, tensor<4x5xf32>, tensor<4x2xf32>) -> tensor<4x8xf32>
 // CHECK: return %{{.+}}, %[[G]]
 func.func @main(%w: tensor<4x8xf32> {train.param = "w", train.init = dense<1.0> : tensor<4x8xf32>}, %x: tensor<4x3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {

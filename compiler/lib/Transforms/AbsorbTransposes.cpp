@@ -56,12 +56,56 @@ dimsThrough(TransposeOp t, OpOperand &use) {
           : dot.getRhsContractingDimensions());
 }
 
+/// Whether `perm` on a dot_general's result puts rhs's free dims before
+/// lhs's (batch dims staying first, each block in order): the result of the
+/// same dot with its operands swapped.
+bool swapsFreeDims(DotGeneralOp dot, ArrayRef<int64_t> perm) {
+  int64_t batch = dot.getLhsBatchingDimensions().size();
+  int64_t lhsFree = dot.getLhs().getType().getRank() - batch -
+                    dot.getLhsContractingDimensions().size();
+  int64_t rhsFree = int64_t(perm.size()) - batch - lhsFree;
+  if (lhsFree == 0 || rhsFree == 0)
+    return false;
+  SmallVector<int64_t> swapped;
+  for (int64_t d = 0; d < batch; ++d)
+    swapped.push_back(d);
+  for (int64_t d = 0; d < rhsFree; ++d)
+    swapped.push_back(batch + lhsFree + d);
+  for (int64_t d = 0; d < lhsFree; ++d)
+    swapped.push_back(batch + d);
+  return llvm::equal(perm, swapped);
+}
+
+/// transpose(dot_general(a, b)) -> dot_general(b, a) when the transpose
+/// only swaps the two operands' free dims and is the dot's one use (a
+/// weight gradient X^T dY transposed to the weight's layout): the product
+/// is written in the transposed layout, and no copy is made. A dot with
+/// attributes of its own (they may describe its result's layout) stays.
+bool absorbIntoProducer(TransposeOp t) {
+  auto dot = t.getOperand().getDefiningOp<DotGeneralOp>();
+  if (!dot || !dot->hasOneUse() ||
+      !dot->getDiscardableAttrDictionary().empty() ||
+      !swapsFreeDims(dot, t.getPermutation()))
+    return false;
+  OpBuilder b(t);
+  auto swapped = b.create<DotGeneralOp>(
+      dot.getLoc(), t.getType(), dot.getRhs(), dot.getLhs(),
+      dot.getRhsBatchingDimensions(), dot.getLhsBatchingDimensions(),
+      dot.getRhsContractingDimensions(), dot.getLhsContractingDimensions());
+  t.getResult().replaceAllUsesWith(swapped.getResult());
+  t.erase();
+  dot.erase();
+  return true;
+}
+
 struct AbsorbTransposesPass
     : public trainc::impl::AbsorbTransposesBase<AbsorbTransposesPass> {
   void runOnOperation() override {
     SmallVector<TransposeOp> transposes;
     getOperation().walk([&](TransposeOp t) { transposes.push_back(t); });
     for (TransposeOp t : transposes) {
+      if (absorbIntoProducer(t))
+        continue;
       // All uses or none: a transpose that stays is materialized anyway.
       if (t->use_empty() || !llvm::all_of(t->getUses(), [&](OpOperand &use) {
             return dimsThrough(t, use).has_value();

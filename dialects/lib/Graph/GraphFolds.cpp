@@ -653,6 +653,107 @@ struct SumDivToMean : public OpRewritePattern<DivOp> {
 };
 } // namespace
 
+namespace {
+/// A run [begin, end) of a concatenate's operand along its dim: `value`,
+/// or the additive identity (-0, the integer 0) when `value` is null.
+struct ConcatPiece {
+  int64_t begin, end;
+  Value value;
+};
+
+/// `v`'s pieces when it is a concatenate along `dim`; empty operands are
+/// left out.
+std::optional<SmallVector<ConcatPiece>> concatPieces(Value v, int64_t dim) {
+  auto concat = v.getDefiningOp<ConcatenateOp>();
+  if (!concat || int64_t(concat.getDim()) != dim)
+    return std::nullopt;
+  SmallVector<ConcatPiece> pieces;
+  int64_t at = 0;
+  for (Value input : concat.getInputs()) {
+    int64_t width = cast<RankedTensorType>(input.getType()).getDimSize(dim);
+    if (width == 0)
+      continue;
+    Attribute constant;
+    bool identity = matchPattern(input, m_Constant(&constant)) &&
+                    isAdditiveIdentity(constant);
+    pieces.push_back({at, at + width, identity ? Value() : input});
+    at += width;
+  }
+  return pieces;
+}
+
+/// add(concatenate(a, 0), concatenate(0, b)) -> concatenate(a, b): where
+/// at every position at most one side is not the additive identity, the sum
+/// is the other side, exactly (x + -0 == x). Autodiff sums the gradients
+/// of several slices of one tensor (a fused QKV projection's three) this
+/// way, each padded with -0 to the tensor's size; the sum becomes one
+/// concatenate instead of two adds over the whole tensor. Both sides must
+/// be split at the same points wherever neither is the identity.
+struct AddOfDisjointConcatenates : public OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    auto lhsConcat = op.getLhs().getDefiningOp<ConcatenateOp>();
+    if (!lhsConcat)
+      return failure();
+    int64_t dim = lhsConcat.getDim();
+    auto lhs = concatPieces(op.getLhs(), dim);
+    auto rhs = concatPieces(op.getRhs(), dim);
+    if (!lhs || !rhs)
+      return failure();
+    SmallVector<ConcatPiece> merged;
+    int64_t total = op.getType().getDimSize(dim);
+    for (size_t i = 0, j = 0; i < lhs->size() && j < rhs->size();) {
+      const ConcatPiece &l = (*lhs)[i], &r = (*rhs)[j];
+      int64_t begin = std::max(l.begin, r.begin), end = std::min(l.end, r.end);
+      if (l.value && r.value)
+        return failure();
+      if (l.value || r.value) {
+        const ConcatPiece &p = l.value ? l : r;
+        if (p.begin != begin || p.end != end) // only part of p: no slices
+          return failure();
+        merged.push_back(p);
+      } else if (!merged.empty() && !merged.back().value) {
+        merged.back().end = end;
+      } else {
+        merged.push_back({begin, end, Value()});
+      }
+      i += l.end == end;
+      j += r.end == end;
+    }
+    if (merged.empty() || merged.back().end != total)
+      return failure();
+    SmallVector<Value> inputs;
+    for (const ConcatPiece &p : merged) {
+      if (p.value) {
+        inputs.push_back(p.value);
+        continue;
+      }
+      SmallVector<int64_t> shape(op.getType().getShape());
+      shape[dim] = p.end - p.begin;
+      auto type = RankedTensorType::get(shape, op.getType().getElementType());
+      Type e = type.getElementType();
+      Attribute identity = isa<FloatType>(e)
+                               ? Attribute(rewriter.getFloatAttr(e, -0.0))
+                               : Attribute(rewriter.getIntegerAttr(e, 0));
+      inputs.push_back(rewriter.create<ConstantOp>(
+          op.getLoc(), SplatElementsAttr::get(type, identity)));
+    }
+    if (inputs.size() == 1)
+      rewriter.replaceOp(op, inputs.front());
+    else
+      rewriter.replaceOpWithNewOp<ConcatenateOp>(op, op.getType(), inputs, dim);
+    return success();
+  }
+};
+} // namespace
+
+void AddOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<AddOfDisjointConcatenates>(context);
+}
+
 void GraphDialect::getCanonicalizationPatterns(
     RewritePatternSet &results) const {
   results

@@ -448,3 +448,66 @@ func.func @sum_div_other_count(%x: tensor<2x8xf32>) -> tensor<2xf32> {
   %m = graph.div %s, %n : tensor<2xf32>
   return %m : tensor<2xf32>
 }
+
+// -----
+
+// The gradients of three slices of one tensor (a fused QKV projection's),
+// each padded with -0, sum to one concatenate: x + -0 == x exactly.
+// CHECK-LABEL: func.func @add_disjoint_concatenates
+// CHECK-SAME: (%[[Q:.+]]: tensor<4x2xf32>, %[[K:.+]]: tensor<4x2xf32>, %[[V:.+]]: tensor<4x2xf32>)
+// CHECK-NOT: graph.add
+// CHECK: %[[G:.+]] = graph.concatenate(%[[Q]], %[[K]], %[[V]]), dim = 1
+// CHECK-NEXT: return %[[G]]
+func.func @add_disjoint_concatenates(%q: tensor<4x2xf32>, %k: tensor<4x2xf32>, %v: tensor<4x2xf32>) -> tensor<4x6xf32> {
+  %z2 = graph.constant dense<-0.0> : tensor<4x2xf32>
+  %z4 = graph.constant dense<-0.0> : tensor<4x4xf32>
+  %gv = graph.concatenate(%z4, %v), dim = 1 : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x6xf32>
+  %gk = graph.concatenate(%z2, %k, %z2), dim = 1 : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x6xf32>
+  %gq = graph.concatenate(%q, %z4), dim = 1 : (tensor<4x2xf32>, tensor<4x4xf32>) -> tensor<4x6xf32>
+  %s = graph.add %gv, %gk : tensor<4x6xf32>
+  %t = graph.add %s, %gq : tensor<4x6xf32>
+  return %t : tensor<4x6xf32>
+}
+
+// -----
+
+// Where both sides are padding, the sum keeps -0 padding (-0 + -0 = -0).
+// CHECK-LABEL: func.func @add_disjoint_concatenates_keeps_padding
+// CHECK-SAME: (%[[A:.+]]: tensor<3x1xf32>, %[[B:.+]]: tensor<3x2xf32>)
+// CHECK-DAG: %[[Z:.+]] = graph.constant dense<-0.000000e+00> : tensor<3x3xf32>
+// CHECK: %[[G:.+]] = graph.concatenate(%[[A]], %[[Z]], %[[B]]), dim = 1
+// CHECK-NEXT: return %[[G]]
+func.func @add_disjoint_concatenates_keeps_padding(%a: tensor<3x1xf32>, %b: tensor<3x2xf32>) -> tensor<3x6xf32> {
+  %z5 = graph.constant dense<-0.0> : tensor<3x5xf32>
+  %z4 = graph.constant dense<-0.0> : tensor<3x4xf32>
+  %ga = graph.concatenate(%a, %z5), dim = 1 : (tensor<3x1xf32>, tensor<3x5xf32>) -> tensor<3x6xf32>
+  %gb = graph.concatenate(%z4, %b), dim = 1 : (tensor<3x4xf32>, tensor<3x2xf32>) -> tensor<3x6xf32>
+  %s = graph.add %ga, %gb : tensor<3x6xf32>
+  return %s : tensor<3x6xf32>
+}
+
+// -----
+
+// Not exact: +0 padding (+0 + -0 is +0), and values on both sides at the
+// same positions (%fine merges, then its sum with %bz overlaps at columns
+// 2-3). Three adds stay.
+// CHECK-LABEL: func.func @add_concatenates_kept
+// CHECK-COUNT-3: graph.add
+func.func @add_concatenates_kept(%a: tensor<4x2xf32>, %b: tensor<4x4xf32>) -> (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>) {
+  %p2 = graph.constant dense<0.0> : tensor<4x2xf32>
+  %p4 = graph.constant dense<0.0> : tensor<4x4xf32>
+  %z2 = graph.constant dense<-0.0> : tensor<4x2xf32>
+  %z4 = graph.constant dense<-0.0> : tensor<4x4xf32>
+  %pa = graph.concatenate(%a, %p4), dim = 1 : (tensor<4x2xf32>, tensor<4x4xf32>) -> tensor<4x6xf32>
+  %pb = graph.concatenate(%p2, %b), dim = 1 : (tensor<4x2xf32>, tensor<4x4xf32>) -> tensor<4x6xf32>
+  %plus = graph.add %pa, %pb : tensor<4x6xf32>
+  %ab = graph.concatenate(%a, %b), dim = 1 : (tensor<4x2xf32>, tensor<4x4xf32>) -> tensor<4x6xf32>
+  %ba = graph.concatenate(%b, %a), dim = 1 : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x6xf32>
+  %overlap = graph.add %ab, %ba : tensor<4x6xf32>
+  %za = graph.concatenate(%a, %z4), dim = 1 : (tensor<4x2xf32>, tensor<4x4xf32>) -> tensor<4x6xf32>
+  %zb = graph.concatenate(%z2, %a, %z2), dim = 1 : (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x6xf32>
+  %bz = graph.concatenate(%z2, %b), dim = 1 : (tensor<4x2xf32>, tensor<4x4xf32>) -> tensor<4x6xf32>
+  %fine = graph.add %za, %zb : tensor<4x6xf32>
+  %partial = graph.add %fine, %bz : tensor<4x6xf32>
+  return %plus, %overlap, %partial : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>
+}

@@ -491,6 +491,13 @@ def AbsorbTransposes : Pass<"trainc-absorb-transposes", "mlir::func::FuncOp"> {
     the weight as a transposed operand and no copy is made. A transpose
     with any other use, or whose free dimensions would be reordered, stays.
 
+    A transpose of a dot_general's result is absorbed the other way when
+    it only swaps the two operands' free dimensions (batch dimensions
+    first, each block in order) and is the dot's only use: the dot is
+    rewritten with its operands swapped, so it writes the transposed
+    layout itself. Autodiff's weight gradients (X^T dY, transposed to the
+    weight's [out, in] layout) take this form.
+
     Example:
     ```mlir
     %wt = graph.transpose %w, permutation = [1, 0]

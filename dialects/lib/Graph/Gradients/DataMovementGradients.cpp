@@ -28,9 +28,13 @@ using namespace mlir;
 namespace trainc::graph {
 namespace {
 
+/// The zeros a slice's gradient is padded with: -0, the additive identity
+/// (x + -0 == x for every x, -0 included; +0 turns -0 into +0), so that
+/// sums of the padded gradients of several slices of one tensor are
+/// exactly their concatenation, which canonicalization makes them.
 Value zerosOf(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
               Type element) {
-  return splatConstant(b, loc, RankedTensorType::get(shape, element), 0.0);
+  return splatConstant(b, loc, RankedTensorType::get(shape, element), -0.0);
 }
 
 //===----------------------------------------------------------------------===//

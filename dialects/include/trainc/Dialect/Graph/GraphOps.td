@@ -97,7 +97,9 @@ class Graph_BinaryElementwiseOp<string mnemonic, Type T, string math,
   let hasFolder = 1;
 }
 
-def Graph_AddOp : Graph_BinaryElementwiseOp<"add", Graph_NumericTensor, "x + y", [Commutative]>;
+def Graph_AddOp : Graph_BinaryElementwiseOp<"add", Graph_NumericTensor, "x + y", [Commutative]> {
+  let hasCanonicalizer = 1;
+}
 def Graph_SubOp : Graph_BinaryElementwiseOp<"sub", Graph_NumericTensor, "x - y">;
 def Graph_MulOp : Graph_BinaryElementwiseOp<"mul", Graph_NumericTensor, "x * y", [Commutative]>;
 def Graph_DivOp : Graph_BinaryElementwiseOp<"div", Graph_NumericTensor,
