@@ -95,17 +95,29 @@ def train(args, launch, exe, data, out, steps, extra=(), load=load_run):
     return load(out), result
 
 
+# Loss and grad_norm curves of runs whose sums were formed in another order
+# (MPI's reduction order, ranks x grad-accum against grad-accum alone): the
+# orders differ in the last bits and 20 AdamW steps carry that forward, in
+# jumps. Measured with tinygpt: 2 ranks x grad-accum 2 (deterministic)
+# against grad-accum 4, 1e-7 for 19 steps, then 7.2e-6; 4 ranks in MPI
+# order 3.5e-5; ZeRO-3 on 2 ranks with --clip-grad-norm 4.5e-5; and each
+# changes with any kernel's rounding (7.5e-6 for the 4 ranks before the CPU
+# attention's query tiles). A sum not divided by N multiplies grad_norm by
+# N; the final weights are held separately (check_weights_close).
+CURVE_RTOL = 1e-4
+
+
 def compare_loose(name, reference, candidate, lr, steps):
     """Runs whose sums were formed in another order: loss and grad_norm
-    within 1e-5 relative, weights as check_weights_close."""
+    within CURVE_RTOL relative, weights as check_weights_close."""
     if reference is None or candidate is None:
         check(False, f'{name}: both runs finish')
         return
     (ref_curve, ref_w), (cand_curve, cand_w) = reference, candidate
     ref, cand = np.array(ref_curve), np.array(cand_curve)
     worst = float(np.max(np.abs(ref - cand) / np.abs(ref))) if ref.shape == cand.shape else float('inf')
-    check(ref.shape == cand.shape and worst <= 1e-5,
-          f'{name}: curves within 1e-5 relative (worst {worst:.2e})')
+    check(ref.shape == cand.shape and worst <= CURVE_RTOL,
+          f'{name}: curves within {CURVE_RTOL:g} relative (worst {worst:.2e})')
     check_weights_close(name, ref_w, cand_w, lr, steps)
 
 

@@ -7,8 +7,8 @@ by features, Megatron-style) and trained 20 AdamW steps (lr 1e-3, see LR)
 on byte data from the same initial weights as one rank, launched by
 `mpirun --oversubscribe`:
 
-- T = 2 and T = 4 follow one rank's loss and grad_norm curves within 1e-5
-  relative, and the final weights agree within 1e-4 (the attention key
+- T = 2 and T = 4 follow one rank's loss and grad_norm curves within 1e-4
+  relative (ranks_harness.CURVE_RTOL), and the final weights agree within 1e-4 (the attention key
   biases within lr x steps; see ranks_harness.check_weights_close): the
   split contractions are summed in another order, so bitwise equality is
   not expected.

@@ -16,7 +16,10 @@
 //     one row per combination of the other reduced dims; or
 //   - kept (K elements): K neighbouring outputs read K contiguous elements
 //     per reduced element, and accumulate side by side.
-// Both shapes read memory sequentially; work is split over outputs.
+// Both shapes read memory sequentially; work is split over outputs, and
+// when the innermost run is kept and there are many rows but few outputs
+// (a bias gradient: [B, S, N] -> [N]), also over fixed blocks of rows,
+// whose partial results are then combined in block order.
 //
 // Accumulation: float sums (and means) accumulate in double for every float
 // dtype, not only f64. A double accumulator over at most 2^29 float terms
@@ -31,7 +34,8 @@
 // i32 sum. Max is exact in any type and works in the compute type.
 //
 // Each output's terms are combined in a fixed order that depends only on
-// the shape, so results do not depend on the thread count.
+// the shape (row blocks included), so results do not depend on the thread
+// count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +57,14 @@ constexpr int64_t kGrain = 16384;
 /// Neighbouring outputs accumulated together when the innermost dim is
 /// kept: their accumulators stay in L1.
 constexpr int64_t kTile = 2048;
+
+/// Rows per block when the rows of a kept innermost run are split: at
+/// least this many, and at most kMaxRowBlocks blocks.
+constexpr int64_t kMinRowBlock = 64;
+constexpr int64_t kMaxRowBlocks = 64;
+/// Outputs up to which rows are split (the partials then take at most
+/// 8 MiB).
+constexpr int64_t kMaxBlockedOutputs = 16384;
 
 // How each dtype is stored and loaded into its compute type.
 struct F64 {
@@ -209,6 +221,33 @@ typename Op::Acc reduceRun(const S *p, int64_t n) {
   return acc;
 }
 
+/// acc[j] = the reduction of base[offsets[r] + j] over r < rows, in order,
+/// for j < w: w neighbouring outputs side by side.
+template <typename Op, typename S>
+void accumulateRows(const S *base, const int64_t *offsets, int64_t rows,
+                    int64_t w, typename Op::Acc *acc) {
+  using Acc = typename Op::Acc;
+  std::fill(acc, acc + w, Op::init());
+  // Four rows per pass over acc (the same order of terms as one at a time)
+  // to cut the loads and stores of the accumulators.
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const S *p0 = base + offsets[r], *p1 = base + offsets[r + 1];
+    const S *p2 = base + offsets[r + 2], *p3 = base + offsets[r + 3];
+    for (int64_t j = 0; j < w; ++j) {
+      Acc a = Op::combine(acc[j], Op::load(p0[j]));
+      a = Op::combine(a, Op::load(p1[j]));
+      a = Op::combine(a, Op::load(p2[j]));
+      acc[j] = Op::combine(a, Op::load(p3[j]));
+    }
+  }
+  for (; r < rows; ++r) {
+    const S *p = base + offsets[r];
+    for (int64_t j = 0; j < w; ++j)
+      acc[j] = Op::combine(acc[j], Op::load(p[j]));
+  }
+}
+
 /// y[k] = finish(reduction of output k's terms) for every output.
 template <typename Op, typename S, typename Finish>
 void reduce(const S *x, S *y, int64_t outputs, const Geometry &g,
@@ -228,33 +267,44 @@ void reduce(const S *x, S *y, int64_t outputs, const Geometry &g,
     });
     return;
   }
+  int64_t rows = int64_t(g.rowOffsets.size());
+  if (g.keptSizes.empty() && rows >= 2 * kMinRowBlock &&
+      outputs <= kMaxBlockedOutputs) {
+    // Few outputs (one kept run) over many rows: blocks of rows, fixed by
+    // the shape, each summed over column tiles into its own partials; then
+    // each output combines its blocks' partials in order.
+    int64_t per =
+        std::max(kMinRowBlock, (rows + kMaxRowBlocks - 1) / kMaxRowBlocks);
+    int64_t blocks = (rows + per - 1) / per;
+    int64_t tiles = (outputs + kTile - 1) / kTile;
+    std::vector<Acc> partial(size_t(blocks * outputs));
+    parallelFor(blocks * tiles, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        int64_t block = t / tiles, column = (t % tiles) * kTile;
+        int64_t w = std::min(kTile, outputs - column);
+        Acc *acc = partial.data() + block * outputs + column;
+        accumulateRows<Op>(x + column, g.rowOffsets.data() + block * per,
+                           std::min(per, rows - block * per), w, acc);
+      }
+    });
+    parallelFor(outputs, kGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) {
+        Acc acc = partial[k];
+        for (int64_t block = 1; block < blocks; ++block)
+          acc = Op::combine(acc, partial[block * outputs + k]);
+        y[k] = finish(acc);
+      }
+    });
+    return;
+  }
   // Outputs k .. k + w - 1 share a kept row: accumulate them side by side.
   parallelFor(outputs, grain, [&](int64_t begin, int64_t end) {
     Acc acc[kTile];
     for (int64_t k = begin; k < end;) {
       int64_t row = k / g.inner, column = k % g.inner;
       int64_t w = std::min({end - k, g.inner - column, kTile});
-      const S *base = x + keptOffset(g, row) + column;
-      std::fill(acc, acc + w, Op::init());
-      // Four rows per pass over acc (the same order of terms as one at a
-      // time) to cut the loads and stores of the accumulators.
-      size_t r = 0, rows = g.rowOffsets.size();
-      for (; r + 4 <= rows; r += 4) {
-        const S *p0 = base + g.rowOffsets[r], *p1 = base + g.rowOffsets[r + 1];
-        const S *p2 = base + g.rowOffsets[r + 2],
-                *p3 = base + g.rowOffsets[r + 3];
-        for (int64_t j = 0; j < w; ++j) {
-          Acc a = Op::combine(acc[j], Op::load(p0[j]));
-          a = Op::combine(a, Op::load(p1[j]));
-          a = Op::combine(a, Op::load(p2[j]));
-          acc[j] = Op::combine(a, Op::load(p3[j]));
-        }
-      }
-      for (; r < rows; ++r) {
-        const S *p = base + g.rowOffsets[r];
-        for (int64_t j = 0; j < w; ++j)
-          acc[j] = Op::combine(acc[j], Op::load(p[j]));
-      }
+      accumulateRows<Op>(x + keptOffset(g, row) + column, g.rowOffsets.data(),
+                         rows, w, acc);
       for (int64_t j = 0; j < w; ++j)
         y[k + j] = finish(acc[j]);
       k += w;

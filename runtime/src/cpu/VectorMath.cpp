@@ -49,26 +49,17 @@ using namespace trainc::math;
 
 constexpr int kLanes = 16;
 
-/// The terms of the sums: x[i] itself, and (x[i] - c)^2.
-struct Identity {
-  float operator()(float v) const { return v; }
-};
-struct SquaredDeviation {
-  float c;
-  float operator()(float v) const { return (v - c) * (v - c); }
-};
-
-/// sum_i term(x[i]): adds term(x[i]) into partial[i % 16], then the
-/// partials pairwise; the order depends only on n.
+/// sum_i term(i): adds term(i) into partial[i % 16], then the partials
+/// pairwise; the order depends only on n.
 template <typename Term>
-TRAINC_VM_INLINE float blockedSum(const float *x, int64_t n, Term term) {
+TRAINC_VM_INLINE float blockedSum(int64_t n, Term term) {
   float partial[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
     for (int l = 0; l < kLanes; ++l)
-      partial[l] += term(x[i + l]);
+      partial[l] += term(i + l);
   for (int l = 0; i < n; ++i, ++l)
-    partial[l] += term(x[i]);
+    partial[l] += term(i);
   for (int width = kLanes / 2; width > 0; width /= 2)
     for (int l = 0; l < width; ++l)
       partial[l] += partial[l + width];
@@ -133,7 +124,7 @@ TRAINC_VM_CLONES void softmaxRowF32(const float *x, float *y, int64_t n) {
   float m = rowMax(x, n);
   for (int64_t i = 0; i < n; ++i)
     y[i] = expCore(x[i] - m);
-  float sum = blockedSum(y, n, Identity());
+  float sum = blockedSum(n, [y](int64_t i) { return y[i]; });
   for (int64_t i = 0; i < n; ++i)
     y[i] = y[i] / sum;
 }
@@ -150,7 +141,7 @@ TRAINC_VM_CLONES void maxAndSumExpF32(const float *x, int64_t n, float *outMax,
     int64_t len = n - begin < kBlock ? n - begin : kBlock;
     for (int64_t i = 0; i < len; ++i)
       block[i] = expCore(x[begin + i] - m);
-    sum += blockedSum(block, len, Identity());
+    sum += blockedSum(len, [&block](int64_t i) { return block[i]; });
   }
   *outMax = m;
   *outSumExp = sum;
@@ -160,12 +151,16 @@ TRAINC_VM_CLONES void maxAndSumExpF32(const float *x, int64_t n, float *outMax,
 //----------------------------------------------------------===//
 
 TRAINC_VM_CLONES float sumF32(const float *x, int64_t n) {
-  return blockedSum(x, n, Identity());
+  return blockedSum(n, [x](int64_t i) { return x[i]; });
 }
 
 TRAINC_VM_CLONES float sumSquaredDeviationF32(const float *x, float c,
                                               int64_t n) {
-  return blockedSum(x, n, SquaredDeviation{c});
+  return blockedSum(n, [x, c](int64_t i) { return (x[i] - c) * (x[i] - c); });
+}
+
+TRAINC_VM_CLONES float dotF32(const float *x, const float *y, int64_t n) {
+  return blockedSum(n, [x, y](int64_t i) { return x[i] * y[i]; });
 }
 
 TRAINC_VM_CLONES void normalizeF32(const float *x, float mean, float rstd,

@@ -65,6 +65,8 @@ void maxAndSumExpF32(const float *x, int64_t n, float *outMax,
 /// depends only on n.
 float sumF32(const float *x, int64_t n);
 float sumSquaredDeviationF32(const float *x, float c, int64_t n);
+/// sum_i x[i] * y[i], in the same order.
+float dotF32(const float *x, const float *y, int64_t n);
 /// y[i] = (x[i] - mean) * rstd * scale[i] + bias[i], left to right: a
 /// normalization row of layer and RMS norm.
 void normalizeF32(const float *x, float mean, float rstd, const float *scale,

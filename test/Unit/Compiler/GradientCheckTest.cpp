@@ -956,6 +956,24 @@ TEST(GradientCheck, Attention) {
                                  "", {}, true, {1, 1, 5, 3}));
   }
   {
+    // More query rows than the CPU kernel's tile of 32: causal tiles read
+    // only the keys their last row may see and add into dK and dV in turn;
+    // Sq < Sk shifts the tiles' key ranges, Sq > Sk leaves a tile's first
+    // rows without keys.
+    Model m(1206);
+    checkGradients("attention/causal tiles",
+                   attentionCase(m, {1, 1, 70, 2}, {1, 1, 70, 2}, {1, 1, 70, 2},
+                                 "", {}, true, {1, 1, 70, 2}));
+    Model shifted(1207);
+    checkGradients("attention/causal tiles, Sq < Sk",
+                   attentionCase(shifted, {1, 1, 40, 2}, {1, 1, 75, 2},
+                                 {1, 1, 75, 1}, "", {}, true, {1, 1, 40, 1}));
+    Model fewKeys(1208);
+    checkGradients("attention/causal tiles, Sq > Sk",
+                   attentionCase(fewKeys, {1, 1, 45, 2}, {1, 1, 20, 2},
+                                 {1, 1, 20, 1}, "", {}, true, {1, 1, 45, 1}));
+  }
+  {
     // Causal and a per-head mask broadcast over the batch.
     Model m(1205);
     m.param("mask", {1, 2, 4, 4});

@@ -413,6 +413,18 @@ TEST(CpuNnAttention, CausalAlignsToTheLastKey) {
     EXPECT_EQ(out.get(e), 0.0);
 }
 
+TEST(CpuNnAttention, QueryTiles) {
+  // More query rows than the kernel's tile of 32: causal tiles read only
+  // the keys their last row may see, and the last tile is partial.
+  checkAttention({DType::F32, 1, 2, 2, 70, 70, 8, 8, true, {}});
+  checkAttention({DType::F32, 1, 2, 1, 40, 75, 8, 4, true, {1, 2, 40, 75}});
+  TestTensor out =
+      checkAttention({DType::F32, 1, 1, 1, 45, 20, 4, 4, true, {}});
+  for (int64_t e = 0; e < 25 * 4; ++e) // rows 0..24 see no key
+    EXPECT_EQ(out.get(e), 0.0) << "element " << e;
+  checkAttention({DType::F64, 1, 1, 1, 66, 66, 8, 8, false, {1, 1, 66, 66}});
+}
+
 TEST(CpuNnAttention, BroadcastMasks) {
   checkAttention({DType::F32, 2, 2, 2, 4, 6, 8, 8, false, {1, 1, 4, 6}});
   checkAttention({DType::F32, 2, 2, 2, 4, 6, 8, 8, false, {2, 1, 1, 6}});

@@ -206,5 +206,16 @@ TEST(CpuReduction, LargeReductionsMatchTheSerialReference) {
   }
 }
 
+/// Bias-gradient shapes: many rows onto one kept run, split into row
+/// blocks (the last one partial) whose partials combine in order.
+TEST(CpuReduction, RowBlocksMatchTheSerialReference) {
+  TestTensor x(DType::F32, {3, 101, 37}, quarters(3 * 101 * 37));
+  x.set(5 * 37 + 4, std::nan("")); // column 4: max is NaN
+  for (Opcode op : {Opcode::ReduceSum, Opcode::ReduceMax, Opcode::ReduceMean}) {
+    SCOPED_TRACE(opcodeName(op));
+    expectValues(reduce(op, x, {0, 1}), reference(op, x, {0, 1}));
+  }
+}
+
 } // namespace
 } // namespace trainc::cpu
