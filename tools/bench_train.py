@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
 """Benchmark: one GPT training step (forward, backward, AdamW) on this CPU,
-trainc against PyTorch and onnxruntime-training, in one run so all see the
-same machine state.
+trainc against PyTorch eager, PyTorch under torch.compile (inductor), JAX
+(a jitted step with optax.adamw) and onnxruntime-training, in one run so all
+see the same machine state: --rounds interleaved rounds (each framework once
+per round, in turn), reported as the median of each framework's round
+medians, every round's median printed. A 2048^3 f32 matmul through numpy's
+BLAS, with the same thread settings, measured before and after the rounds,
+is the machine's GEMM peak; each framework's step is also given as GFLOP/s
+of its matmuls (step_flops) and as a share of that peak.
 
     python3 tools/bench_train.py [--layers 4 --d-model 256 --seq 128 ...]
 
@@ -10,7 +16,8 @@ same batch: tools/make_gpt.py writes the ONNX model (tied GPT-2, pre-LN, erf
 GELU, causal attention); trainc compiles it with --train --decay-all, and
 onnxruntime-training builds its artifacts from the same file; PyTorch runs
 the same architecture written in torch.nn with the ONNX initializers loaded
-into it. The batch is random tokens from --seed with targets = tokens
+into it (torch.compile compiles that module; AdamW stays eager), and JAX the
+same in jax.numpy (_jax_gpt_loss), its whole step under jax.jit. The batch is random tokens from --seed with targets = tokens
 shifted by one, fed again at every step. AdamW: lr --lr, betas 0.9/0.999,
 eps 1e-8, weight decay --weight-decay on every parameter.
 
@@ -65,6 +72,7 @@ import math
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -77,7 +85,7 @@ REPO = os.path.dirname(TOOLS_DIR)
 BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 RESULT_PREFIX = 'BENCH_RESULT '
-FRAMEWORKS = ('trainc', 'trainc-baseline', 'pytorch', 'ort-training')
+FRAMEWORKS = ('trainc', 'trainc-baseline', 'pytorch', 'pytorch-compile', 'jax', 'ort-training')
 # Run only when --baseline-bin-dir names another build of trainc (before a
 # change), so a refactoring shows its losses and step time against the
 # build it replaces, in one run.
@@ -132,7 +140,8 @@ _CHILD_MAIN = ('import sys; sys.path.insert(0, {tools!r}); '
 def child_main():
     """Entry point of a child interpreter: config on stdin, result on stdout."""
     cfg = json.load(sys.stdin)
-    runner = {'pytorch': _pytorch_steps, 'ort-training': _ort_training_steps}[cfg['framework']]
+    runner = {'pytorch': _pytorch_steps, 'pytorch-compile': _pytorch_steps,
+              'jax': _jax_steps, 'ort-training': _ort_training_steps}[cfg['framework']]
     result = runner(cfg)
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 
@@ -226,13 +235,91 @@ def _pytorch_steps(cfg):
     targets = torch.from_numpy(np.load(cfg['targets']))
     opt = torch.optim.AdamW(model.parameters(), lr=cfg['lr'], betas=BETAS, eps=ADAM_EPS,
                             weight_decay=cfg['weight_decay'], foreach=False)
+    compiled = cfg['framework'] == 'pytorch-compile'
+    if compiled:
+        # Inductor compiles forward and backward on the first step (its time
+        # is that step's; the median leaves it out); AdamW stays eager.
+        model = torch.compile(model)
     times, losses = torch_step_times(model, opt, tokens, targets, cfg['steps'])
+    if compiled:
+        attention += ' under torch.compile (inductor)'
     blas = re.search(r'BLAS_INFO=([^,\s]+)', torch.__config__.show())
     return {'times_ms': times, 'losses': losses,
             'version': f'torch {torch.__version__}, numpy {np.__version__}, {sys.executable}',
             'threads': torch.get_num_threads(), 'attention': attention,
             'blas': f'BLAS_INFO={blas.group(1) if blas else "?"}; loaded: '
                     + (', '.join(loaded_blas_libraries()) or 'none')}
+
+
+def _jax_gpt_loss(jnp, jax, cfg):
+    """The make_gpt.py architecture in jax.numpy: loss(params, tokens,
+    targets), params named as the ONNX initializers (torch.nn's names;
+    Linear weights [out, in])."""
+    d, h, v = cfg['d_model'], cfg['heads'], cfg['vocab']
+    hd = d // h
+
+    def linear(p, name, x):
+        return x @ p[name + '.weight'].T + p[name + '.bias']
+
+    def layer_norm(p, name, x):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / jnp.sqrt(var + 1e-5) * p[name + '.weight'] + p[name + '.bias']
+
+    def attention(p, name, x):
+        b, n, _ = x.shape
+        q, k, val = jnp.split(linear(p, name + '.c_attn', x), 3, axis=2)
+        q, k, val = (z.reshape(b, n, h, hd).transpose(0, 2, 1, 3) for z in (q, k, val))
+        s = (q @ k.transpose(0, 1, 3, 2)) / math.sqrt(hd)
+        s = jnp.where(jnp.tril(jnp.ones((n, n), bool)), s, -jnp.inf)
+        y = jax.nn.softmax(s, axis=-1) @ val
+        return linear(p, name + '.c_proj', y.transpose(0, 2, 1, 3).reshape(b, n, d))
+
+    def loss(p, tokens, targets):
+        x = p['wte.weight'][tokens] + p['wpe.weight'][:tokens.shape[1]]
+        for i in range(cfg['layers']):
+            x = x + attention(p, f'h.{i}.attn', layer_norm(p, f'h.{i}.ln_1', x))
+            y = linear(p, f'h.{i}.mlp.c_fc', layer_norm(p, f'h.{i}.ln_2', x))
+            x = x + linear(p, f'h.{i}.mlp.c_proj', jax.nn.gelu(y, approximate=False))
+        logits = layer_norm(p, 'ln_f', x) @ p['wte.weight'].T  # tied head
+        logp = jax.nn.log_softmax(logits.reshape(-1, v), axis=-1)
+        return -jnp.take_along_axis(logp, targets.reshape(-1, 1), axis=1).mean()
+
+    return loss
+
+
+def _jax_steps(cfg):
+    # Threads: XLA's CPU client sizes its pool from the CPUs this process
+    # may use, so the parent pins the child with taskset (see bench_child).
+    import jax
+    import jax.numpy as jnp
+    import optax
+    jax.config.update('jax_platforms', 'cpu')
+    init = np.load(cfg['init'])
+    params = {k: jnp.asarray(init[k]) for k in init.files}
+    tokens, targets = jnp.asarray(np.load(cfg['tokens'])), jnp.asarray(np.load(cfg['targets']))
+    opt = optax.adamw(cfg['lr'], b1=BETAS[0], b2=BETAS[1], eps=ADAM_EPS,
+                      weight_decay=cfg['weight_decay'])
+    state = opt.init(params)
+    loss_fn = _jax_gpt_loss(jnp, jax, cfg)
+
+    @jax.jit
+    def step(params, state):
+        loss, grads = jax.value_and_grad(loss_fn)(params, tokens, targets)
+        updates, state = opt.update(grads, state, params)
+        return optax.apply_updates(params, updates), state, loss
+
+    times, losses = [], []
+    for _ in range(cfg['steps']):
+        start = time.perf_counter()
+        params, state, loss = step(params, state)
+        losses.append(float(loss))  # waits for the step
+        times.append((time.perf_counter() - start) * 1e3)
+    return {'times_ms': times, 'losses': losses,
+            'version': f'jax {jax.__version__}, optax {optax.__version__}, {sys.executable}',
+            'threads': len(os.sched_getaffinity(0)),
+            'attention': 'jnp matmul + where + softmax, the whole step under jax.jit',
+            'blas': 'XLA CPU (Eigen / oneDNN kernels inside XLA)'}
 
 
 def _ort_training_steps(cfg):
@@ -305,7 +392,8 @@ def probe_interpreter(python, code):
 
 def run_child(python, cfg, env):
     """Runs one framework in `python`; returns its result dict."""
-    proc = subprocess.run([python, '-c', _CHILD_MAIN.format(tools=TOOLS_DIR)],
+    command = python if isinstance(python, list) else [python]
+    proc = subprocess.run(command + ['-c', _CHILD_MAIN.format(tools=TOOLS_DIR)],
                           input=json.dumps(cfg), capture_output=True, text=True, env=env)
     results = [l for l in proc.stdout.splitlines() if l.startswith(RESULT_PREFIX)]
     if proc.returncode != 0 or not results:
@@ -341,8 +429,22 @@ def find_ort_training_python(args):
     return python
 
 
+def find_jax_python(args):
+    """The interpreter to run JAX in; raises Skipped if there is none."""
+    python = args.jax_python or sys.executable
+    reason = probe_interpreter(python, 'import numpy, jax, optax')
+    if reason is not None:
+        raise Skipped(f'not available ({reason}); pip install "jax[cpu]" optax, '
+                      'or give --jax-python')
+    return python
+
+
 def bench_child(framework, python, cfg, env):
-    """Runs PyTorch or onnxruntime-training steps in `python`."""
+    """Runs PyTorch, JAX or onnxruntime-training steps in `python`."""
+    if framework == 'jax':
+        # XLA takes its thread count from the CPUs it may run on.
+        cpus = sorted(os.sched_getaffinity(0))[:cfg['threads']]
+        python = ['taskset', '-c', ','.join(map(str, cpus)), python]
     result = run_child(python, dict(cfg, framework=framework), env)
     result.update(summarize(result['times_ms']))
     return result
@@ -436,10 +538,48 @@ def fmt(ms):
     return f'{ms:9.2f}' if ms is not None else '      n/a'
 
 
-def print_report(args, results, tokens_per_step):
+_GEMM_PEAK_CODE = """
+import json, time, numpy as np
+n = 2048
+a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+b = np.random.default_rng(1).standard_normal((n, n), dtype=np.float32)
+a @ b
+best = min((lambda t: (a @ b, time.perf_counter() - t)[1])(time.perf_counter()) for _ in range(5))
+print(json.dumps({'gflops': 2 * n ** 3 / best / 1e9}))
+"""
+
+
+def gemm_peak(env):
+    """GFLOP/s of a 2048^3 f32 matmul through numpy's BLAS with the
+    benchmark's thread settings (best of 5 after one warm-up): the
+    machine's GEMM peak the steps are measured against."""
+    proc = subprocess.run([sys.executable, '-c', _GEMM_PEAK_CODE], capture_output=True,
+                          text=True, env=env)
+    if proc.returncode != 0:
+        raise Failed(f'GEMM peak: {proc.stderr.strip()[-500:]}')
+    return json.loads(proc.stdout.strip().splitlines()[-1])['gflops']
+
+
+def step_flops(cfg, batch):
+    """Matmul FLOPs of one training step: 3x the forward's (the backward
+    multiplies twice per forward product), the forward being every Linear,
+    the tied head and attention's two products over all S x S scores
+    (causal masking not subtracted, as MFU figures count it)."""
+    d, s, v, f = cfg['d_model'], cfg['seq'], cfg['vocab'], cfg['mlp_ratio'] * cfg['d_model']
+    tokens = batch * s
+    per_layer = 2 * tokens * (d * 3 * d + d * d + 2 * d * f) + 2 * 2 * batch * s * s * d
+    return 3 * (cfg['layers'] * per_layer + 2 * tokens * d * v)
+
+
+def print_report(args, results, tokens_per_step, peaks=(), flops=None):
     print()
+    peak = max(peaks) if peaks else None
+    if peaks:
+        print(f'GEMM peak (numpy 2048^3 f32 matmul, {args.threads} threads, before and after '
+              f'the rounds): {" and ".join(f"{p:.1f}" for p in peaks)} GFLOP/s; '
+              f'a step is {flops / 1e9:.2f} GFLOP of matmuls')
     print(f'{"framework":<16}{"median ms":>10}{"med 2..N":>10}{"min ms":>10}'
-          f'{"tokens/s":>11}{"loss@1":>10}{f"loss@{args.steps}":>10}')
+          f'{"tokens/s":>11}{"GFLOP/s":>9}{"of peak":>8}{"loss@1":>10}{f"loss@{args.steps}":>10}')
     for name in FRAMEWORKS:
         r = results.get(name)
         if r is None:
@@ -448,8 +588,10 @@ def print_report(args, results, tokens_per_step):
             kind = 'skipped' if isinstance(r, Skipped) else 'FAILED'
             print(f'{name:<16}{kind}: {str(r).splitlines()[0]}')
             continue
+        rate = flops / r['median_ms'] / 1e6 if flops else float('nan')
+        share = f'{100 * rate / peak:7.0f}%' if peak else f'{"":>8}'
         print(f'{name:<16}{fmt(r["median_ms"])} {fmt(r["median_rest_ms"])} {fmt(r["min_ms"])}'
-              f'{tokens_per_step * 1e3 / r["median_ms"]:11.0f}'
+              f'{tokens_per_step * 1e3 / r["median_ms"]:11.0f}{rate:9.1f}{share}'
               f'{r["losses"][0]:10.4f}{r["losses"][-1]:10.4f}')
     base = results.get('trainc')
     if isinstance(base, dict):
@@ -467,7 +609,9 @@ def print_report(args, results, tokens_per_step):
     print(f'(ln {args.vocab} = {math.log(args.vocab):.4f}; same init and batch everywhere, '
           f'so loss@1 should agree to ~1e-5)')
     if args.rounds > 1:
-        print(f'best of {args.rounds} rounds; every round\'s median (ms):')
+        print(f'"median ms" is the median of {args.rounds} interleaved rounds\' medians (each '
+              f'round\'s own median in ms below); the other columns are from the round '
+              f'closest to it:')
         for name in FRAMEWORKS:
             r = results.get(name)
             if isinstance(r, dict):
@@ -545,13 +689,15 @@ def parse_args():
     where.add_argument('--torch-python', default=None,
                        help='python interpreter to run PyTorch in (default: the first of this '
                             'one and /usr/bin/python3 where torch and numpy work together)')
+    where.add_argument('--jax-python', default=None,
+                       help='python interpreter with jax and optax (default: this one)')
     where.add_argument('--ort-training-python', default=None,
                        help='python interpreter with onnxruntime-training and onnx (default: '
                             'this one, if it has them)')
-    run.add_argument('--rounds', type=int, default=1,
-                     help='run every framework this many times, in turn, and report each '
-                          'one\'s round with the lowest median; more rounds make a busy '
-                          'machine\'s noise visible (default: %(default)s)')
+    run.add_argument('--rounds', type=int, default=6,
+                     help='run every framework this many times, in turn; the report gives '
+                          'each one\'s median of its round medians and every round, so a '
+                          'busy machine\'s noise is visible (default: %(default)s)')
     where.add_argument('--per-step', action='store_true',
                        help='also print every step\'s time and loss for each framework')
     where.add_argument('--work-dir', default=None,
@@ -632,6 +778,8 @@ def main():
         runners = {'trainc': lambda: bench_trainc(args.trainc_bin_dir, cfg, env),
                    'trainc-baseline': lambda: bench_trainc(args.baseline_bin_dir, cfg, env)}
         for name, find in (('pytorch', find_torch_python),
+                           ('pytorch-compile', find_torch_python),
+                           ('jax', find_jax_python),
                            ('ort-training', find_ort_training_python)):
             if name in args.frameworks:
                 try:
@@ -640,9 +788,10 @@ def main():
                         name, python, cfg, env)
                 except Skipped as e:
                     runners[name] = e
-        # Every round runs each framework once; a framework's report is its
-        # round with the lowest median.
-        results, round_medians = {}, {}
+        # Every round runs each framework once; a framework's report is the
+        # median of its round medians, its other columns from that round.
+        results, round_medians, rounds = {}, {}, {}
+        peaks = [gemm_peak(env)]
         for round_index in range(args.rounds):
             for name in FRAMEWORKS:
                 if name not in args.frameworks or isinstance(results.get(name), Exception):
@@ -659,12 +808,15 @@ def main():
                           f'{str(e).splitlines()[0]}', flush=True)
                     continue
                 round_medians.setdefault(name, []).append(result['median_ms'])
-                if name not in results or result['median_ms'] < results[name]['median_ms']:
-                    results[name] = result
+                rounds.setdefault(name, []).append(result)
+                results[name] = result
+        peaks.append(gemm_peak(env))
         for name, medians in round_medians.items():
             if isinstance(results.get(name), dict):
-                results[name]['round_medians'] = medians
-    print_report(args, results, args.batch * args.seq)
+                middle = statistics.median(medians)
+                closest = min(rounds[name], key=lambda r: abs(r['median_ms'] - middle))
+                results[name] = dict(closest, median_ms=middle, round_medians=medians)
+    print_report(args, results, args.batch * args.seq, peaks, step_flops(cfg, args.batch))
     if any(isinstance(r, Failed) for r in results.values()):
         sys.exit(1)
 
