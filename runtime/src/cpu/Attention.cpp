@@ -98,17 +98,6 @@ void softmaxRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride,
 /// speed, and causal tiles skip most of the masked half.
 constexpr int64_t kQueryTile = 32;
 
-/// sum_c x[c] * y[c]: VectorMath.h's fixed-order dot in f32.
-inline float rowDot(const float *x, const float *y, int64_t n) {
-  return dotF32(x, y, n);
-}
-inline double rowDot(const double *x, const double *y, int64_t n) {
-  double dot = 0;
-  for (int64_t c = 0; c < n; ++c)
-    dot += x[c] * y[c];
-  return dot;
-}
-
 /// The sizes of one attention call (q [B, Hq, Sq, D], k [B, Hk, Sk, D],
 /// v [B, Hk, Sk, Dv]) and the mask's strides, 0 along broadcast dims.
 struct AttentionShape {

@@ -61,17 +61,18 @@ void normGradRow(const T *x, const T *g, const T *scale, int64_t n,
                  bool centered, T eps, T *dx, T *xhat) {
   T mean;
   T rstd = normRowStatistics(x, n, centered, eps, mean);
-  // xhat, then the two means of d = g * scale: in dx as scratch.
-  T sumD = 0, sumDX = 0;
+  // xhat, and d = g * scale in dx as scratch (each element read before
+  // either is written: dx or xhat may alias x or g); then the two means of
+  // d, as VectorMath.h's fixed-order sums.
   for (int64_t j = 0; j < n; ++j) {
-    xhat[j] = (x[j] - mean) * rstd;
     T d = g[j] * scale[j];
-    sumD += d;
-    sumDX += d * xhat[j];
+    xhat[j] = (x[j] - mean) * rstd;
+    dx[j] = d;
   }
-  T meanD = centered ? sumD / T(n) : T(0), meanDX = sumDX / T(n);
+  T meanD = centered ? rowSum(dx, n) / T(n) : T(0);
+  T meanDX = rowDot(dx, xhat, n) / T(n);
   for (int64_t j = 0; j < n; ++j)
-    dx[j] = rstd * (g[j] * scale[j] - xhat[j] * meanDX - meanD);
+    dx[j] = rstd * (dx[j] - xhat[j] * meanDX - meanD);
 }
 
 } // namespace

@@ -87,6 +87,25 @@ void absF32(const float *x, float *y, int64_t n);
 void sqrtF32(const float *x, float *y, int64_t n);
 void rsqrtF32(const float *x, float *y, int64_t n);
 
+/// Row sums and dot products for kernels templated on their compute type:
+/// f32 through the fixed-order vector sums above, f64 left to right.
+inline float rowSum(const float *x, int64_t n) { return sumF32(x, n); }
+inline double rowSum(const double *x, int64_t n) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += x[i];
+  return sum;
+}
+inline float rowDot(const float *x, const float *y, int64_t n) {
+  return dotF32(x, y, n);
+}
+inline double rowDot(const double *x, const double *y, int64_t n) {
+  double dot = 0;
+  for (int64_t i = 0; i < n; ++i)
+    dot += x[i] * y[i];
+  return dot;
+}
+
 } // namespace trainc::cpu
 
 #endif // TRAINC_RUNTIME_CPU_VECTORMATH_H
