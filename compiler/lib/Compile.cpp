@@ -65,8 +65,11 @@ Phase lastPhase(const CompileOptions &options) {
 
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 compileModel(mlir::MLIRContext &context, llvm::StringRef path,
-             const CompileOptions &options) {
+             const CompileOptions &options, mlir::TimingScope *timing) {
+  mlir::TimingScope importTimer =
+      timing ? timing->nest("import") : mlir::TimingScope();
   auto module = importModel(context, path, options.import);
+  importTimer.stop();
   if (failed(module))
     return mlir::failure();
   PipelineOptions pipeline;
@@ -83,6 +86,10 @@ compileModel(mlir::MLIRContext &context, llvm::StringRef path,
   if (failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();
   buildPipeline(pm, lastPhase(options), pipeline);
+  mlir::TimingScope passTimer =
+      timing ? timing->nest("passes") : mlir::TimingScope();
+  if (timing)
+    pm.enableTiming(passTimer);
   if (failed(pm.run(**module)))
     return mlir::failure();
   return module;

@@ -386,6 +386,12 @@ int runCompilerCli(int argc, char **argv) {
                "also each --recompute option's planned activations and "
                "added FLOPs"),
       cl::cat(category));
+  cl::opt<bool> timePhases(
+      "time-phases",
+      cl::desc("Print to standard error how long each part of the "
+               "compilation took, as a tree: the import, every pass of every "
+               "phase (MLIR's pass timing), and writing the executable"),
+      cl::cat(category));
   cl::opt<bool> printWeights(
       "print-weights",
       cl::desc("Print parameters' initial values in full; by default values "
@@ -475,7 +481,15 @@ int runCompilerCli(int argc, char **argv) {
     context.printOpOnDiagnostic(false);
   CliDiagnostics diagnostics(context);
 
-  auto module = compileModel(context, inputFile, options);
+  // Prints its tree to standard error when it goes out of scope, after
+  // `timing` (declared after it) has closed.
+  mlir::DefaultTimingManager timingManager;
+  timingManager.setEnabled(timePhases);
+  timingManager.setDisplayMode(mlir::DefaultTimingManager::DisplayMode::Tree);
+  mlir::TimingScope timing = timingManager.getRootScope();
+
+  auto module =
+      compileModel(context, inputFile, options, timePhases ? &timing : nullptr);
   if (failed(module))
     return fail("compilation failed in phase up to '" +
                 phaseName(lastPhase(options)) + "'");
@@ -491,8 +505,10 @@ int runCompilerCli(int argc, char **argv) {
     for (int i = 0; i < argc; ++i)
       writerOptions.command += (i ? " " : "") + std::string(argv[i]);
     MemoryPlanReport report;
+    mlir::TimingScope writeTimer = timing.nest("write executable");
     if (failed(writeExecutable(**module, outputFile, writerOptions, report)))
       return fail("cannot compile '" + inputFile + "' to an executable");
+    writeTimer.stop();
     if (printMemoryPlan) {
       report.print(llvm::outs());
       printRecomputeOptions(**module, llvm::outs());

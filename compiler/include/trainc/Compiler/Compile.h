@@ -19,6 +19,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/Timing.h"
 
 #include <optional>
 #include <string>
@@ -56,10 +57,12 @@ struct CompileOptions {
 std::string checkOptions(const CompileOptions &options);
 
 /// Imports `path` and runs the pipeline through `options.compileTo`.
-/// Errors are emitted as MLIR diagnostics.
+/// Errors are emitted as MLIR diagnostics. With `timing`, the import and
+/// every pass are timed as scopes nested in it (trainc --time-phases).
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 compileModel(mlir::MLIRContext &context, llvm::StringRef path,
-             const CompileOptions &options);
+             const CompileOptions &options,
+             mlir::TimingScope *timing = nullptr);
 
 /// The last phase compileModel runs for `options`.
 Phase lastPhase(const CompileOptions &options);
