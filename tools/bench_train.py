@@ -139,10 +139,12 @@ _CHILD_MAIN = ('import sys; sys.path.insert(0, {tools!r}); '
 
 def child_main():
     """Entry point of a child interpreter: config on stdin, result on stdout."""
+    import resource
     cfg = json.load(sys.stdin)
     runner = {'pytorch': _pytorch_steps, 'pytorch-compile': _pytorch_steps,
               'jax': _jax_steps, 'ort-training': _ort_training_steps}[cfg['framework']]
     result = runner(cfg)
+    result['peak_rss'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 
@@ -487,12 +489,19 @@ def bench_trainc(bin_dir, cfg, env):
             ms = re.search(r'\bstep_ms ([0-9.]+)', line)
             if ms:
                 step_ms.append(float(ms.group(1)))
-    if proc.wait() != 0:
+    # wait4 rather than wait: the child's own peak RSS, not the largest of
+    # every child this script has waited for.
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
         raise Failed(f'{" ".join(command)} exited {proc.returncode}:\n' + '\n'.join(lines[-15:]))
     median = re.search(r'run: median ([0-9.]+) ms', '\n'.join(lines))
     if not median or len(losses) != cfg['steps']:
         raise Failed('unexpected trainc-run output:\n' + '\n'.join(lines[-10:]))
+    planned = re.search(r'memory peak planned (\d+)', '\n'.join(lines))
     result = {'losses': losses, 'build_s': build_s, 'threads': cfg['threads'],
+              'peak_rss': usage.ru_maxrss * 1024,
+              'planned': int(planned.group(1)) if planned else None,
               'version': os.path.realpath(run), 'blas': trainc_blas(run)}
     if len(step_ms) == len(losses):
         # Newer trainc-run prints each step's time (step_ms).
@@ -623,6 +632,10 @@ def print_report(args, results, tokens_per_step, peaks=(), flops=None):
             extra = f'; attention: {r["attention"]}' if 'attention' in r else ''
             extra += f'; setup {r["build_s"]:.1f} s' if 'build_s' in r else ''
             extra += f'; step times from {r["step_times"]}' if 'step_times' in r else ''
+            if r.get('peak_rss'):
+                extra += f'; peak RSS {r["peak_rss"] / 2**20:.0f} MiB'
+            if r.get('planned'):
+                extra += f' (the static plan: {r["planned"] / 2**20:.0f} MiB)'
             print(f'{name}: {r["version"]}; {r["threads"]} threads{extra}')
             print(f'  BLAS: {r["blas"]}')
     if args.per_step:
