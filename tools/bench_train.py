@@ -39,8 +39,16 @@ libgomp's default spin-waiting steals the cores OpenBLAS computes on (on 2
 cores PyTorch's steps took 2.5x as long with it, more on a busy machine).
 trainc and onnxruntime use no OpenMP. On a shared machine use --rounds.
 
-Interpreters. PyTorch and onnxruntime-training run in child interpreters,
-since they rarely share one with this script's numpy and onnx:
+Interpreters. PyTorch, JAX and onnxruntime-training run in child
+interpreters, since they rarely share one with this script's numpy and onnx:
+  * PyTorch 2.x (what the comparison is about; the runtime README's table
+    used 2.15) from PyPI in a venv of its own, given with --torch-python:
+        python3 -m venv ~/torch-venv
+        ~/torch-venv/bin/pip install torch numpy \
+            --extra-index-url https://download.pytorch.org/whl/cpu
+    torch.compile needs a C++ compiler (g++) at run time.
+  * JAX and optax: this interpreter when it has them (the test
+    requirements install both into build/venv), else --jax-python.
   * Debian's python3-torch (1.13, `apt-get install -y python3-torch`) lives
     in /usr/lib/python3/dist-packages, which a pyenv or venv python does not
     see; and putting it on such a python's path mixes a pip numpy 2.x with a
@@ -659,7 +667,10 @@ def parse_args():
         description='Time GPT training steps (forward, backward, AdamW) in trainc, PyTorch '
                     'and onnxruntime-training on the same model, weights and batch.',
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog='PyTorch: apt-get install -y python3-torch (found in /usr/bin/python3).\n'
+        epilog='PyTorch 2.x: python3 -m venv ~/torch-venv && ~/torch-venv/bin/pip install torch '
+               'numpy --extra-index-url https://download.pytorch.org/whl/cpu,\n'
+               '  then --torch-python ~/torch-venv/bin/python (or Debian\'s 1.13: '
+               'apt-get install -y python3-torch, found in /usr/bin/python3).\n'
                'onnxruntime-training: in its own venv, so that it does not replace onnxruntime:\n'
                '  /usr/bin/python3 -m venv --system-site-packages ~/ort-training-venv\n'
                '  ~/ort-training-venv/bin/pip install onnxruntime-training onnx "numpy<2"\n'
