@@ -54,15 +54,18 @@ constexpr int64_t kMinBlock = 64;
 template <typename T>
 void batchedGemmImpl(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
                      int64_t k, const T *a, const T *b, T *c) {
-  // Blocks per product: enough to give every thread work when the batch
-  // alone does not, along the larger of m and n.
+  // Blocks per product: one per thread when the batch alone does not give
+  // every thread work, along the larger of m and n. Not more: each block
+  // packs its own copy of the shared operand and runs a smaller GEMM, and
+  // on the benchmark GPT's shapes two blocks per thread ran 2-3% slower
+  // (tools/bench_train.py --baseline-bin-dir, 1 and 2 threads).
   int threads = parallelThreads();
   bool splitRows = m >= n;
   int64_t extent = splitRows ? m : n;
   int64_t blocks = 1;
   if (batch < threads)
     blocks = std::clamp<int64_t>(extent / kMinBlock, 1,
-                                 (2 * threads + batch - 1) / batch);
+                                 (threads + batch - 1) / batch);
   int64_t per = (extent + blocks - 1) / blocks;
   int64_t lda = ta ? m : k, ldb = tb ? k : n;
   parallelFor(batch * blocks, 1, [&](int64_t begin, int64_t end) {
