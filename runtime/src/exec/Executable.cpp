@@ -5,8 +5,6 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "io/AtomicFile.h"
-
 #include <tuple>
 
 #include "trainc/schema/executable_generated.h"
@@ -54,13 +52,18 @@ std::string describeTensor(const std::vector<TensorInfo> &tensors,
 
 Status Executable::load(const std::string &path,
                         std::unique_ptr<Executable> &out) {
-  std::vector<char> bytes;
-  TRAINC_RETURN_IF_ERROR(readRegularFile(path, "the executable", bytes));
-  return fromBytes(std::move(bytes), path, out);
+  FileBytes bytes;
+  TRAINC_RETURN_IF_ERROR(FileBytes::map(path, "the executable", bytes));
+  return fromFileBytes(std::move(bytes), path, out);
 }
 
 Status Executable::fromBytes(std::vector<char> bytes, const std::string &origin,
                              std::unique_ptr<Executable> &out) {
+  return fromFileBytes(FileBytes(std::move(bytes)), origin, out);
+}
+
+Status Executable::fromFileBytes(FileBytes bytes, const std::string &origin,
+                                 std::unique_ptr<Executable> &out) {
   auto exe = std::unique_ptr<Executable>(new Executable());
   exe->origin_ = origin;
   exe->bytes_ = std::move(bytes);

@@ -14,6 +14,7 @@
 
 #include "base/DType.h"
 #include "base/Status.h"
+#include "io/MappedFile.h"
 
 #include <cstdint>
 #include <memory>
@@ -94,7 +95,8 @@ struct MemoryPlanInfo {
 
 class Executable {
 public:
-  /// Loads and validates `path`.
+  /// Maps and validates `path` (io/MappedFile.h: the initial values stay in
+  /// the file's pages until a session copies them).
   static Status load(const std::string &path, std::unique_ptr<Executable> &out);
   /// The same for bytes already in memory; `origin` names them in errors.
   static Status fromBytes(std::vector<char> bytes, const std::string &origin,
@@ -134,6 +136,13 @@ public:
   const std::string &command() const { return command_; }
   /// The constant section (constants and parameters' initial values).
   const char *constants() const { return bytes_.data() + constantsOffset_; }
+  /// Says that bytes [at, at + size) of the constant section have been
+  /// copied where they are needed: a mapped file's pages holding them leave
+  /// the process's resident set (FileBytes::releasePages). They stay
+  /// readable.
+  void releaseConstants(uint64_t at, uint64_t size) const {
+    bytes_.releasePages(constantsOffset_ + at, size);
+  }
   uint64_t constantsSize() const { return constantsSize_; }
   /// Where the constant section starts in the file (after the FlatBuffer).
   uint64_t constantsOffset() const { return constantsOffset_; }
@@ -141,11 +150,13 @@ public:
   const std::string &origin() const { return origin_; }
 
 private:
+  static Status fromFileBytes(FileBytes bytes, const std::string &origin,
+                              std::unique_ptr<Executable> &out);
   Status parse();
   Status parseSignature(const fb::TrainingSignature *signature);
 
   std::string origin_;
-  std::vector<char> bytes_;
+  FileBytes bytes_;
   std::vector<TensorInfo> tensors_;
   std::vector<InstructionInfo> instructions_;
   std::vector<ArenaInfo> arenas_;

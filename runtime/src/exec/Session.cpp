@@ -79,8 +79,13 @@ Status Session::create(std::shared_ptr<const Executable> executable,
   std::vector<char> expanded;
   auto copyValue = [&](const TensorInfo &t, uint64_t at, char *dst) -> Status {
     const char *src = exe.constants() + at;
-    if (!t.splat)
-      return device.copyToDevice(dst, src, t.size, stream);
+    if (!t.splat) {
+      TRAINC_RETURN_IF_ERROR(device.copyToDevice(dst, src, t.size, stream));
+      // Parameters and state live in the arena from now on.
+      if (t.role != TensorRole::Constant)
+        exe.releaseConstants(at, t.size);
+      return okStatus();
+    }
     size_t width = dtypeSize(t.dtype);
     expanded.resize(t.size);
     for (uint64_t pos = 0; pos < t.size; pos += width)
@@ -118,6 +123,7 @@ Status Session::create(std::shared_ptr<const Executable> executable,
     // keeps its part, as when one is loaded.
     TRAINC_RETURN_IF_ERROR(session->setPersistent(
         id, exe.constants() + t.initOffset, t.globalSize));
+    exe.releaseConstants(t.initOffset, t.globalSize);
   }
   TRAINC_RETURN_IF_ERROR(stream.synchronize());
   out = std::move(session);

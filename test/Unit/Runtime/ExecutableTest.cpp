@@ -13,6 +13,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 namespace trainc {
 namespace {
@@ -200,6 +203,81 @@ TEST(Executable, RejectsABrokenTrainingSignature) {
                              "does not exist"),
             std::string::npos)
       << s.toString();
+}
+
+/// A fresh empty directory under the test's temporary directory.
+std::string scratchDirectory(const std::string &name) {
+  std::string dir =
+      testing::TempDir() + "/" + name + "." + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void writeBytes(const std::string &path, const std::vector<char> &bytes) {
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+// Executable::load maps the file (io/MappedFile.h); a session runs from it.
+TEST(Executable, LoadsAMappedFile) {
+  std::string dir = scratchDirectory("mapped");
+  writeBytes(dir + "/tiny.tcx", TinyProgram().build());
+  std::unique_ptr<Executable> exe;
+  Status s = Executable::load(dir + "/tiny.tcx", exe);
+  ASSERT_TRUE(s.ok()) << s.toString();
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::create(std::move(exe), SessionOptions(), session).ok());
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {10, 20, 30, 40, 50, 60};
+  ASSERT_TRUE(session->setInput(0, a, sizeof a).ok());
+  ASSERT_TRUE(session->setInput(1, b, sizeof b).ok());
+  ASSERT_TRUE(session->run().ok());
+  EXPECT_EQ(session->output(0).as<float>()[5], 66.0f);
+
+  // What cannot be mapped, or is no executable once mapped, is named.
+  writeBytes(dir + "/empty.tcx", {});
+  s = Executable::load(dir + "/empty.tcx", exe);
+  EXPECT_NE(s.message().find("empty.tcx: not a trainc executable"),
+            std::string::npos)
+      << s.toString();
+  s = Executable::load(dir, exe);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("must be a regular file, not a directory"),
+            std::string::npos)
+      << s.toString();
+  s = Executable::load(dir + "/missing.tcx", exe);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.toString();
+  EXPECT_NE(s.message().find("missing.tcx"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// Released pages leave the resident set but not the bytes: a later read
+// faults them in from the file again, unchanged.
+TEST(FileBytes, ReleasedPagesStayReadable) {
+  std::string dir = scratchDirectory("released");
+  size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  std::vector<char> pattern(3 * page + 100);
+  for (size_t i = 0; i < pattern.size(); ++i)
+    pattern[i] = char(i * 131 % 251);
+  writeBytes(dir + "/pattern.bin", pattern);
+  FileBytes mapped;
+  ASSERT_TRUE(FileBytes::map(dir + "/pattern.bin", "the pattern", mapped).ok());
+  ASSERT_TRUE(mapped.isMapped());
+  ASSERT_EQ(mapped.size(), pattern.size());
+  EXPECT_EQ(std::memcmp(mapped.data(), pattern.data(), pattern.size()), 0);
+  mapped.releasePages(0, mapped.size());
+  mapped.releasePages(page / 2, page);          // no whole page: nothing
+  mapped.releasePages(mapped.size() + 1, page); // past the end: nothing
+  EXPECT_EQ(std::memcmp(mapped.data(), pattern.data(), pattern.size()), 0);
+
+  FileBytes moved = std::move(mapped);
+  EXPECT_FALSE(mapped.isMapped());
+  EXPECT_EQ(std::memcmp(moved.data(), pattern.data(), pattern.size()), 0);
+
+  FileBytes inMemory(pattern);
+  inMemory.releasePages(0, inMemory.size()); // bytes in memory: no effect
+  EXPECT_EQ(std::memcmp(inMemory.data(), pattern.data(), pattern.size()), 0);
+  std::filesystem::remove_all(dir);
 }
 
 // The one vocabulary: every opcode of the schema has a name, a validation
