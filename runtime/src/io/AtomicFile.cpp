@@ -90,31 +90,46 @@ Status ioError(const std::string &what, const std::string &path, int error) {
   return Status(StatusCode::kDataLoss, message);
 }
 
-Status readRegularFile(const std::string &path, const std::string &what,
-                       std::vector<char> &out, uint64_t maxBytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+Status openRegularFile(const std::string &path, const std::string &what,
+                       int &fd, uint64_t &size) {
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return ioError("cannot open " + what, path, errno);
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    int error = errno;
     ::close(fd);
+    fd = -1;
+    return ioError("cannot stat " + what, path, error);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fd = -1;
     return invalidArgument(
         path + ": " + what + " must be a regular file, not " +
         (S_ISDIR(st.st_mode) ? "a directory" : "a device, pipe or socket"));
   }
-  if (uint64_t(st.st_size) > maxBytes) {
+  size = uint64_t(st.st_size);
+  return okStatus();
+}
+
+Status readRegularFile(const std::string &path, const std::string &what,
+                       std::vector<char> &out, uint64_t maxBytes) {
+  int fd = -1;
+  uint64_t size = 0;
+  TRAINC_RETURN_IF_ERROR(openRegularFile(path, what, fd, size));
+  if (size > maxBytes) {
     ::close(fd);
-    return invalidArgument(path + ": " + what + " has " +
-                           std::to_string(st.st_size) + " bytes, more than " +
-                           std::to_string(maxBytes));
+    return invalidArgument(path + ": " + what + " has " + std::to_string(size) +
+                           " bytes, more than " + std::to_string(maxBytes));
   }
   try {
-    out.resize(size_t(st.st_size));
+    out.resize(size_t(size));
   } catch (const std::bad_alloc &) {
     ::close(fd);
     return Status(StatusCode::kOutOfRange,
                   path + ": not enough memory to read " + what + " (" +
-                      std::to_string(st.st_size) + " bytes)");
+                      std::to_string(size) + " bytes)");
   }
   size_t done = 0;
   while (done < out.size()) {

@@ -26,6 +26,12 @@ namespace trainc {
 Status writeFileAtomically(const std::string &path,
                            const std::function<void(std::ostream &)> &write);
 
+/// Opens `path` for reading into `fd` (the caller closes it) and gives its
+/// `size`; it must be a regular file (not a directory, device or pipe);
+/// `what` names it in errors ("the executable").
+Status openRegularFile(const std::string &path, const std::string &what,
+                       int &fd, uint64_t &size);
+
 /// Reads the whole of `path`, which must be a regular file (not a
 /// directory, device or pipe: /dev/zero would never end) of at most
 /// `maxBytes` bytes; `what` names it in errors ("the executable").

@@ -5,10 +5,7 @@
 #include "io/AtomicFile.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
 
@@ -40,27 +37,22 @@ void FileBytes::unmap() {
 
 Status FileBytes::map(const std::string &path, const std::string &what,
                       FileBytes &out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return ioError("cannot open " + what, path, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return invalidArgument(
-        path + ": " + what + " must be a regular file, not " +
-        (S_ISDIR(st.st_mode) ? "a directory" : "a device, pipe or socket"));
-  }
+  int fd = -1;
+  uint64_t size = 0;
+  TRAINC_RETURN_IF_ERROR(openRegularFile(path, what, fd, size));
   FileBytes bytes;
-  if (st.st_size > 0) {
-    void *p =
-        ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  if (size > 0) {
+    void *p = ::mmap(nullptr, size_t(size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
-      int error = errno;
+      // A file system that cannot map files (ENODEV) is still readable.
       ::close(fd);
-      return ioError("cannot map " + what, path, error);
+      std::vector<char> owned;
+      TRAINC_RETURN_IF_ERROR(readRegularFile(path, what, owned));
+      out = FileBytes(std::move(owned));
+      return okStatus();
     }
     bytes.mapped_ = static_cast<char *>(p);
-    bytes.mappedSize_ = size_t(st.st_size);
+    bytes.mappedSize_ = size_t(size);
   }
   ::close(fd); // The mapping keeps the file open.
   out = std::move(bytes);

@@ -42,7 +42,7 @@ public:
 
   /// Maps `path`, which must be a regular file (not a directory, device or
   /// pipe); `what` names it in errors ("the executable"). An empty file
-  /// gives empty bytes.
+  /// gives empty bytes; a file that cannot be mapped is read instead.
   static Status map(const std::string &path, const std::string &what,
                     FileBytes &out);
 
