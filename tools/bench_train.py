@@ -622,6 +622,14 @@ def print_report(args, results, tokens_per_step, peaks=(), flops=None):
             if isinstance(r, dict):
                 print(f'{name} / trainc = {r["median_ms"] / base["median_ms"]:.2f}x '
                       f'(median step time; above 1: trainc is faster)')
+        others = [results[name]['median_ms'] for name in FRAMEWORKS[1:]
+                  if name != 'trainc-baseline' and isinstance(results.get(name), dict)]
+        if others and peak and flops:
+            # No step is faster than its matmuls at the measured peak.
+            floor_ms = flops / peak / 1e6
+            print(f'ceiling: with its matmuls at the GEMM peak ({floor_ms:.1f} ms) and nothing '
+                  f'else, a step would be {min(others) / floor_ms:.2f}x the fastest other '
+                  f'framework; trainc is at {min(others) / base["median_ms"]:.2f}x')
         other = results.get('trainc-baseline')
         if isinstance(other, dict):
             diff = max(abs(a - b) for a, b in zip(base['losses'], other['losses']))
