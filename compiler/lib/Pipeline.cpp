@@ -139,9 +139,10 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
 void buildExecutablePhases(mlir::OpPassManager &pm, Phase last) {
   if (last < Phase::Lower)
     return;
-  // lower: dot_generals read transposed operands in place, then every op
-  // must be an instruction.
+  // lower: dot_generals read transposed operands in place and add their
+  // biases, then every op must be an instruction.
   pm.addNestedPass<mlir::func::FuncOp>(createAbsorbTransposes());
+  pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
   pm.addPass(createLower());
   if (last == Phase::Lower)
     return;

@@ -32,7 +32,8 @@ namespace trainc {
 ///   7: ZeRO: global shapes of padded parts, ReduceScatter, AllGather,
 ///      ShardSlice.
 ///   8: asynchronous collectives: *Start and CollectiveDone.
-constexpr uint32_t kFormatVersion = 8;
+///   9: DotGeneralBias.
+constexpr uint32_t kFormatVersion = 9;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

@@ -221,7 +221,7 @@ LogicalResult Builder::lowerOp(Operation *op) {
       .Case([&](CompareOp c) {
         inst.ints = {static_cast<int64_t>(c.getDirection())};
       })
-      .Case([&](DotGeneralOp d) {
+      .Case<DotGeneralOp, DotGeneralBiasOp>([&](auto d) {
         auto lb = d.getLhsBatchingDimensions(),
              rb = d.getRhsBatchingDimensions(),
              lc = d.getLhsContractingDimensions(),

@@ -26,6 +26,14 @@ int64_t DotGeneralOp::getFlops() {
   return 2 * numElements(getResult()) * contraction;
 }
 
+/// The product's FLOPs and one add per result element.
+int64_t DotGeneralBiasOp::getFlops() {
+  int64_t contraction = 1;
+  for (int64_t d : getLhsContractingDimensions())
+    contraction *= getLhs().getType().getDimSize(d);
+  return (2 * contraction + 1) * numElements(getResult());
+}
+
 // A reduction does one operation per input element.
 int64_t ReduceSumOp::getFlops() { return numElements(getOperand()); }
 int64_t ReduceMaxOp::getFlops() { return numElements(getOperand()); }

@@ -152,6 +152,63 @@ LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *ctx,
 }
 
 //===----------------------------------------------------------------------===//
+// dot_general_bias
+//===----------------------------------------------------------------------===//
+
+/// dot_general_bias's C1-C9 and the result shape (the product's).
+static LogicalResult inferDotGeneralBiasShape(
+    RankedTensorType lhs, RankedTensorType rhs, RankedTensorType bias,
+    ArrayRef<int64_t> lhsBatch, ArrayRef<int64_t> rhsBatch,
+    ArrayRef<int64_t> lhsContract, ArrayRef<int64_t> rhsContract,
+    SmallVectorImpl<int64_t> &shape, EmitErrorFn emitError) {
+  if (failed(inferDotGeneralShape(lhs, rhs, lhsBatch, rhsBatch, lhsContract,
+                                  rhsContract, shape, emitError)))
+    return failure();
+  int64_t rhsFree =
+      rhs.getRank() - int64_t(rhsBatch.size()) - int64_t(rhsContract.size());
+  ArrayRef<int64_t> trailing = ArrayRef<int64_t>(shape).take_back(rhsFree);
+  if (bias.getShape() != trailing) // dot_general_bias_c8
+    return emitError() << "(C8) bias shape [" << bias.getShape()
+                       << "] is not that of rhs's free dimensions [" << trailing
+                       << "]";
+  if (bias.getElementType() != lhs.getElementType()) // dot_general_bias_c9
+    return emitError() << "(C9) bias element type " << bias.getElementType()
+                       << " differs from the operands' "
+                       << lhs.getElementType();
+  return success();
+}
+
+LogicalResult DotGeneralBiasOp::verifyShapeConstraints() {
+  SmallVector<int64_t> shape;
+  return inferDotGeneralBiasShape(
+      getLhs().getType(), getRhs().getType(), getBias().getType(),
+      getLhsBatchingDimensions(), getRhsBatchingDimensions(),
+      getLhsContractingDimensions(), getRhsContractingDimensions(), shape,
+      [&] { return emitOpError(); });
+}
+
+LogicalResult DotGeneralBiasOp::inferReturnTypes(MLIRContext *ctx,
+                                                 std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
+  auto bias = dyn_cast<RankedTensorType>(adaptor.getBias().getType());
+  if (!lhs || !rhs || !bias)
+    return failure();
+  SmallVector<int64_t> shape;
+  if (failed(inferDotGeneralBiasShape(
+          lhs, rhs, bias, adaptor.getLhsBatchingDimensions(),
+          adaptor.getRhsBatchingDimensions(),
+          adaptor.getLhsContractingDimensions(),
+          adaptor.getRhsContractingDimensions(), shape,
+          [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
+    return failure();
+  types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 

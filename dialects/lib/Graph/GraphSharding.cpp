@@ -298,38 +298,70 @@ ShardingRule SoftmaxOp::getShardingRule() {
 // Linear algebra and reductions
 //===----------------------------------------------------------------------===//
 
-/// Batch dimensions shared by both operands and the result (first), then
-/// each operand's free dimensions in order; the contraction is a sum.
-ShardingRule DotGeneralOp::getShardingRule() {
-  RuleBuilder b(*this);
-  ArrayRef<int64_t> lhs = getLhs().getType().getShape();
-  ArrayRef<int64_t> rhs = getRhs().getType().getShape();
+/// dot_general's factors: batch dimensions shared by both operands and the
+/// result (first), then each operand's free dimensions in order. The
+/// contraction is a sum over a factor of its own when `sumContraction`;
+/// otherwise its dimensions have no factor (they stay whole).
+static void dotGeneralRule(RuleBuilder &b, Value lhsValue, Value rhsValue,
+                           ArrayRef<int64_t> lhsBatch,
+                           ArrayRef<int64_t> rhsBatch,
+                           ArrayRef<int64_t> lhsContract,
+                           ArrayRef<int64_t> rhsContract, bool sumContraction,
+                           SmallVectorImpl<int64_t> &rhsFreeFactors) {
+  ArrayRef<int64_t> lhs = cast<ShapedType>(lhsValue.getType()).getShape();
+  ArrayRef<int64_t> rhs = cast<ShapedType>(rhsValue.getType()).getShape();
   int64_t next = 0;
-  for (auto [l, r] :
-       llvm::zip(getLhsBatchingDimensions(), getRhsBatchingDimensions())) {
+  for (auto [l, r] : llvm::zip(lhsBatch, rhsBatch)) {
     int64_t f = b.factor(lhs[l]);
     b.operand(0u, l, f);
     b.operand(1u, r, f);
     b.result(0, next++, f);
   }
-  for (auto [l, r] : llvm::zip(getLhsContractingDimensions(),
-                               getRhsContractingDimensions())) {
-    int64_t f = b.factor(lhs[l]);
-    b.operand(0u, l, f);
-    b.operand(1u, r, f);
-  }
+  if (sumContraction)
+    for (auto [l, r] : llvm::zip(lhsContract, rhsContract)) {
+      int64_t f = b.factor(lhs[l]);
+      b.operand(0u, l, f);
+      b.operand(1u, r, f);
+    }
   auto free = [&](unsigned index, ArrayRef<int64_t> shape,
-                  ArrayRef<int64_t> batching, ArrayRef<int64_t> contracting) {
+                  ArrayRef<int64_t> batching, ArrayRef<int64_t> contracting,
+                  SmallVectorImpl<int64_t> *factors) {
     for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
       if (llvm::is_contained(batching, d) || llvm::is_contained(contracting, d))
         continue;
       int64_t f = b.factor(shape[d]);
       b.operand(index, d, f);
       b.result(0, next++, f);
+      if (factors)
+        factors->push_back(f);
     }
   };
-  free(0, lhs, getLhsBatchingDimensions(), getLhsContractingDimensions());
-  free(1, rhs, getRhsBatchingDimensions(), getRhsContractingDimensions());
+  free(0, lhs, lhsBatch, lhsContract, nullptr);
+  free(1, rhs, rhsBatch, rhsContract, &rhsFreeFactors);
+}
+
+/// The contraction is a sum.
+ShardingRule DotGeneralOp::getShardingRule() {
+  RuleBuilder b(*this);
+  SmallVector<int64_t> rhsFree;
+  dotGeneralRule(b, getLhs(), getRhs(), getLhsBatchingDimensions(),
+                 getRhsBatchingDimensions(), getLhsContractingDimensions(),
+                 getRhsContractingDimensions(), /*sumContraction=*/true,
+                 rhsFree);
+  return b.take();
+}
+
+/// The bias follows rhs's free dimensions. The contraction stays whole:
+/// partial products would each get the bias.
+ShardingRule DotGeneralBiasOp::getShardingRule() {
+  RuleBuilder b(*this);
+  SmallVector<int64_t> rhsFree;
+  dotGeneralRule(b, getLhs(), getRhs(), getLhsBatchingDimensions(),
+                 getRhsBatchingDimensions(), getLhsContractingDimensions(),
+                 getRhsContractingDimensions(), /*sumContraction=*/false,
+                 rhsFree);
+  for (auto [d, f] : llvm::enumerate(rhsFree))
+    b.operand(2u, int64_t(d), f);
   return b.take();
 }
 

@@ -1,6 +1,6 @@
 //===- DotGeneral.cpp - dot_general through OpenBLAS ----------------------===//
 //
-// C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]
+// C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]   (+ bias[n]: dot_general_bias)
 //
 // Every dot_general is a batched GEMM once its dimensions are grouped: b
 // runs over the batching dims (in lhs_batch order), m over lhs's free dims,
@@ -179,11 +179,15 @@ Status runDotGeneral(const KernelCall &call) {
 
   int64_t batch = product(lhs, l.batch), m = product(lhs, l.free),
           n = product(rhs, r.free), k = product(lhs, l.contract);
+  // dot_general_bias: bias[j] (j over rhs's free dims) added to every row
+  // of the product, after the product is rounded to the result's type.
+  const TensorRef *bias =
+      call.op == Opcode::DotGeneralBias ? &call.inputs[2] : nullptr;
   if (batch * m * n == 0)
     return okStatus();
-  if (k == 0) { // An empty sum.
+  if (k == 0) { // An empty sum (plus the bias).
     for (int64_t i = 0, e = out.numElements(); i < e; ++i)
-      storeAs(out, i, 0.0);
+      storeAs(out, i, bias ? 0.0f + loadAs<float>(*bias, i % n) : 0.0f);
     return okStatus();
   }
   // cblas takes 32-bit sizes (OpenBLAS built without INTERFACE64).
@@ -206,12 +210,20 @@ Status runDotGeneral(const KernelCall &call) {
     bool native = out.dtype == DType::F32 || out.dtype == DType::F64;
     std::vector<T> wide(native ? 0 : batch * m * n);
     T *c = native ? out.as<T>() : wide.data();
-    batchedGemm(batch, a.trans, b.trans, m, n, k, a.data, b.data, c);
-    parallelFor(int64_t(wide.size()), kConvertGrain,
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t i = begin; i < end; ++i)
-                    storeAs(out, i, wide[i]);
-                });
+    // A native bias is added in the GEMM's blocks; a 16-bit one after the
+    // product is rounded, as graph.add computes 16-bit floats: in float,
+    // rounded once.
+    batchedGemm(batch, a.trans, b.trans, m, n, k, a.data, b.data, c,
+                native && bias ? bias->as<T>() : nullptr);
+    parallelFor(
+        int64_t(wide.size()), kConvertGrain, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) {
+            storeAs(out, i, wide[i]);
+            if (bias)
+              storeAs(out, i,
+                      loadAs<float>(out, i) + loadAs<float>(*bias, i % n));
+          }
+        });
     return okStatus();
   });
 }

@@ -51,9 +51,20 @@ void gemmImpl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha,
 /// Rows (or columns) of a block: enough that BLAS runs at full speed.
 constexpr int64_t kMinBlock = 64;
 
+/// Rows [0, rows) of c (row stride ldc), columns [0, cols): += bias[j].
+template <typename T>
+void addRowBias(T *c, int64_t ldc, int64_t rows, int64_t cols, const T *bias) {
+  for (int64_t i = 0; i < rows; ++i) {
+    T *row = c + i * ldc;
+    for (int64_t j = 0; j < cols; ++j)
+      row[j] += bias[j];
+  }
+}
+
 template <typename T>
 void batchedGemmImpl(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
-                     int64_t k, const T *a, const T *b, T *c) {
+                     int64_t k, const T *a, const T *b, T *c,
+                     const T *rowBias) {
   // Blocks per product: one per thread when the batch alone does not give
   // every thread work, along the larger of m and n. Not more: each block
   // packs its own copy of the shared operand and runs a smaller GEMM, and
@@ -76,12 +87,17 @@ void batchedGemmImpl(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
         continue;
       const T *ai = a + i * m * k, *bi = b + i * k * n;
       T *ci = c + i * m * n;
-      if (splitRows) // rows [lo, hi) of A and C
+      if (splitRows) { // rows [lo, hi) of A and C
         gemm(ta, tb, hi - lo, n, k, T(1), ai + (ta ? lo : lo * k), lda, bi, ldb,
              ci + lo * n, n);
-      else // columns [lo, hi) of B and C
+        if (rowBias)
+          addRowBias(ci + lo * n, n, hi - lo, n, rowBias);
+      } else { // columns [lo, hi) of B and C
         gemm(ta, tb, m, hi - lo, k, T(1), ai, lda, bi + (tb ? lo * k : lo), ldb,
              ci + lo, n);
+        if (rowBias)
+          addRowBias(ci + lo, n, m, hi - lo, rowBias + lo);
+      }
     }
   });
 }
@@ -101,13 +117,15 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
 }
 
 void batchedGemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
-                 int64_t k, const float *a, const float *b, float *c) {
-  batchedGemmImpl(batch, ta, tb, m, n, k, a, b, c);
+                 int64_t k, const float *a, const float *b, float *c,
+                 const float *rowBias) {
+  batchedGemmImpl(batch, ta, tb, m, n, k, a, b, c, rowBias);
 }
 
 void batchedGemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
-                 int64_t k, const double *a, const double *b, double *c) {
-  batchedGemmImpl(batch, ta, tb, m, n, k, a, b, c);
+                 int64_t k, const double *a, const double *b, double *c,
+                 const double *rowBias) {
+  batchedGemmImpl(batch, ta, tb, m, n, k, a, b, c, rowBias);
 }
 
 } // namespace trainc::cpu

@@ -30,11 +30,15 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
 
 /// C_i = op(A_i) op(B_i) for i < batch, each operand densely packed
 /// ([m, k] or [k, m] etc.) at a + i*m*k, b + i*k*n, c + i*m*n; split over
-/// trainc's threads.
+/// trainc's threads. With `rowBias` (n values), C_i[r, j] += rowBias[j]
+/// afterwards, each block by the thread that computed it, while the block
+/// is in its cache: the same sums as a separate add.
 void batchedGemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
-                 int64_t k, const float *a, const float *b, float *c);
+                 int64_t k, const float *a, const float *b, float *c,
+                 const float *rowBias = nullptr);
 void batchedGemm(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
-                 int64_t k, const double *a, const double *b, double *c);
+                 int64_t k, const double *a, const double *b, double *c,
+                 const double *rowBias = nullptr);
 
 } // namespace trainc::cpu
 

@@ -416,6 +416,30 @@ Status runGemm(const KernelCall &call, DType dtype, int32_t batch, int64_t m,
                   "cublasLtMatmul");
 }
 
+/// dot_general_bias's epilogue: out[i] += bias[i % n], in the compute type
+/// and rounded once, as the binary add kernel computes it.
+template <typename S>
+__global__ void addRowBiasKernel(S *out, const S *bias, int64_t total,
+                                 int64_t n) {
+  int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step)
+    store(out, i, load(out, i) + load(bias, i % n));
+}
+
+Status addRowBias(const KernelCall &call, const TensorRef &out,
+                  const TensorRef &bias, int64_t n) {
+  return withFloatStorage(call, out.dtype, [&](auto zero) -> Status {
+    using S = decltype(zero);
+    int64_t total = out.numElements();
+    addRowBiasKernel<S>
+        <<<gridFor(total), kThreads, 0, streamOf(call).handle()>>>(
+            static_cast<S *>(out.data), static_cast<const S *>(bias.data),
+            total, n);
+    return checkLaunch(call, "addRowBiasKernel");
+  });
+}
+
 } // namespace
 
 Status runDotGeneral(const KernelCall &call) {
@@ -442,13 +466,19 @@ Status runDotGeneral(const KernelCall &call) {
           k = a.contract.extent;
   if (batch == 0 || m == 0 || n == 0)
     return okStatus();
+  // dot_general_bias: the bias (rhs's free dims) is added to every row of
+  // the rounded product by a second kernel.
+  const TensorRef *bias =
+      call.op == Opcode::DotGeneralBias ? &call.inputs[2] : nullptr;
   cudaStream_t stream = streamOf(call).handle();
-  if (k == 0) // An empty sum: +0 everywhere (all-zero bits in every dtype).
-    return fromCudaError(
+  if (k == 0) { // An empty sum: +0 everywhere (all-zero bits in every dtype).
+    TRAINC_RETURN_IF_ERROR(fromCudaError(
         int(cudaMemsetAsync(out.data, 0,
                             uint64_t(out.numElements()) * dtypeSize(out.dtype),
                             stream)),
-        "dot_general: cudaMemsetAsync");
+        "dot_general: cudaMemsetAsync"));
+    return bias ? addRowBias(call, out, *bias, n) : okStatus();
+  }
   if (batch > INT_MAX)
     return Status(StatusCode::kUnimplemented,
                   "dot_general: a batch of " + std::to_string(batch) +
@@ -481,7 +511,9 @@ Status runDotGeneral(const KernelCall &call) {
     Run bRun{batch, k * n, true}, kRun{k, n, true}, nRun{n, 1, true};
     asMatrix(next, bRun, nRun, kRun, x); // n has stride 1: always a Matrix
   }
-  return runGemm(call, lhs.dtype, int32_t(batch), m, n, k, x, y, out.data);
+  TRAINC_RETURN_IF_ERROR(
+      runGemm(call, lhs.dtype, int32_t(batch), m, n, k, x, y, out.data));
+  return bias ? addRowBias(call, out, *bias, n) : okStatus();
 }
 
 } // namespace trainc::cuda

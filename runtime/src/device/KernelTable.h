@@ -21,6 +21,7 @@ using KernelFn = Status (*)(const KernelCall &call);
 struct KernelTable {
   /// Unary and binary elementwise ops, compare, select, convert.
   KernelFn elementwise;
+  /// dot_general, dot_general_bias.
   KernelFn dotGeneral;
   /// reduce_sum, reduce_max, reduce_mean.
   KernelFn reduction;
@@ -64,6 +65,7 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
   case Opcode::Convert:
     return table.elementwise;
   case Opcode::DotGeneral:
+  case Opcode::DotGeneralBias:
     return table.dotGeneral;
   case Opcode::ReduceSum:
   case Opcode::ReduceMax:

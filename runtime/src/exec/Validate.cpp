@@ -94,7 +94,8 @@ private:
 };
 
 Status Checker::checkDotGeneral() const {
-  TRAINC_RETURN_IF_ERROR(arity(2, 1));
+  bool bias = inst.op == Opcode::DotGeneralBias;
+  TRAINC_RETURN_IF_ERROR(arity(bias ? 3 : 2, 1));
   const TensorInfo &l = operand(0), &r = operand(1), &out = result(0);
   TRAINC_RETURN_IF_ERROR(floatType(l));
   if (l.dtype != r.dtype || l.dtype != out.dtype)
@@ -127,6 +128,15 @@ Status Checker::checkDotGeneral() const {
   for (size_t d = 0; d < r.shape.size(); ++d)
     if (std::find(rhsDims.begin(), rhsDims.end(), int64_t(d)) == rhsDims.end())
       expected.push_back(r.shape[d]);
+  if (bias) {
+    // The bias: rhs's free dims, the result's last ones.
+    const TensorInfo &b = operand(2);
+    size_t rhsFree = r.shape.size() - nb - nc;
+    if (b.dtype != l.dtype)
+      return error("the bias must have the operands' dtype");
+    if (b.shape != Shape(expected.end() - rhsFree, expected.end()))
+      return error("the bias must have the shape of rhs's free dimensions");
+  }
   return shapeIs(out, expected);
 }
 
@@ -496,6 +506,7 @@ Status Checker::check() const {
     TRAINC_RETURN_IF_ERROR(arity(1, 1));
     return shapeIs(result(0), operand(0).shape);
   case Opcode::DotGeneral:
+  case Opcode::DotGeneralBias:
     return checkDotGeneral();
   case Opcode::ReduceSum:
   case Opcode::ReduceMax:

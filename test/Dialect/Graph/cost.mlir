@@ -31,6 +31,16 @@ func.func @matmul(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>) {
 
 // -----
 
+func.func @matmul_bias(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %c: tensor<16xf32>) {
+  // The product's 2048 and one add per result: 2048 + 128; the bias's 64 bytes more.
+  // expected-remark@+1 {{flops = 2176, bytes = 1856}}
+  %0 = graph.dot_general_bias %a, %b, %c, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+         : (tensor<2x4x8xf32>, tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention(%q: tensor<1x2x4x8xf32>) {
   // scores = 1*2*4*4 = 32: 2*32*8 (q k^T) + 2*32*8 (p v) + 32*(1 scale + 5 softmax) = 1216.
   // expected-remark@+1 {{flops = 1216, bytes = 1024}}

@@ -374,6 +374,52 @@ func.func @dot_general_c8(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) {
 
 // -----
 
+// dot_general_bias checks dot_general's C1-C7 with the same messages.
+func.func @dot_general_bias_c6(%a: tensor<4x8xf32>, %b: tensor<9x16xf32>, %c: tensor<16xf32>) {
+  // expected-error@+1 {{(C6) contracting dimension sizes differ: lhs dim 1 has 8, rhs dim 0 has 9}}
+  %0 = graph.dot_general_bias %a, %b, %c, batching_dims = [] x [], contracting_dims = [1] x [0]
+         : (tensor<4x8xf32>, tensor<9x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_c8(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4xf32>) {
+  // expected-error@+1 {{(C8) bias shape [4] is not that of rhs's free dimensions [16]}}
+  %0 = graph.dot_general_bias %a, %b, %c, batching_dims = [] x [], contracting_dims = [1] x [0]
+         : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<4xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_c8_rank(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4x16xf32>) {
+  // expected-error@+1 {{(C8) bias shape [4, 16] is not that of rhs's free dimensions [16]}}
+  %0 = graph.dot_general_bias %a, %b, %c, batching_dims = [] x [], contracting_dims = [1] x [0]
+         : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_c9(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<16xf64>) {
+  // expected-error@+1 {{(C9) bias element type 'f64' differs from the operands' 'f32'}}
+  %0 = graph.dot_general_bias %a, %b, %c, batching_dims = [] x [], contracting_dims = [1] x [0]
+         : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16xf64>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_c10(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<16xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x8xf32>' differs from the inferred type 'tensor<4x16xf32>'}}
+  %0 = graph.dot_general_bias %a, %b, %c, batching_dims = [] x [], contracting_dims = [1] x [0]
+         : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
 func.func @reduce_sum_c1(%x: tensor<4x8xf32>) {
   // expected-error@+1 {{(C1) reduced dimension 2 is out of range [0, 2)}}
   %0 = graph.reduce_sum %x, dims = [2] : (tensor<4x8xf32>) -> tensor<4xf32>

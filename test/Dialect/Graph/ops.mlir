@@ -82,6 +82,18 @@ func.func @dot_general(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %w: tensor
   return
 }
 
+// CHECK-LABEL: func.func @dot_general_bias
+func.func @dot_general_bias(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %w: tensor<16x8xf32>, %c: tensor<16xf32>) {
+  // CHECK: graph.dot_general_bias %{{.+}}, %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [2] x [1] : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  %0 = graph.dot_general_bias %a, %w, %c, batching_dims = [] x [], contracting_dims = [2] x [1]
+         : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  // Batched: the bias is broadcast over the batch too.
+  // CHECK: batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x8xf32>, tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  %1 = graph.dot_general_bias %a, %b, %c, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+         : (tensor<2x4x8xf32>, tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @reductions
 func.func @reductions(%x: tensor<4x8x16xf32>, %i: tensor<4x8xi32>) {
   // CHECK: graph.reduce_sum %{{.+}}, dims = [0, 2] : (tensor<4x8x16xf32>) -> tensor<8xf32>

@@ -69,13 +69,18 @@ func.func @adamw(%p: tensor<4x8xf32>, %s: tensor<f32>) {
 
 // -----
 
-func.func @linear(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %w: tensor<16x8xf32>) {
+func.func @linear(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %w: tensor<16x8xf32>, %c: tensor<16xf32>) {
   // expected-remark@+1 {{([i, k, j], [i, j, l]) -> ([i, k, l]) sizes i=2, j=8, k=4, l=16; reduction j}}
   %0 = graph.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1]
          : (tensor<2x4x8xf32>, tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
   // expected-remark@+1 {{([j, k, i], [l, i]) -> ([j, k, l]) sizes i=8, j=2, k=4, l=16; reduction i}}
   %1 = graph.dot_general %a, %w, batching_dims = [] x [], contracting_dims = [2] x [1]
          : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  // With a bias: it follows rhs's free dimension, and the contraction stays
+  // whole (each partial product would get the bias).
+  // expected-remark@+1 {{([i, j, _], [k, _], [k]) -> ([i, j, k]) sizes i=2, j=4, k=16}}
+  %b1 = graph.dot_general_bias %a, %w, %c, batching_dims = [] x [], contracting_dims = [2] x [1]
+         : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
   // Summed dimensions are reduction factors ...
   // expected-remark@+1 {{([i, j, k]) -> ([j]) sizes i=2, j=4, k=8; reduction i, k}}
   %2 = graph.reduce_sum %a, dims = [0, 2] : (tensor<2x4x8xf32>) -> tensor<4xf32>

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace trainc::cpu {
 namespace {
@@ -225,6 +226,77 @@ TEST(CpuDotGeneral, ZeroSizeDims) {
     TestTensor e = testing::randomTensor(t, {4, 0}, 32);
     TestTensor f = testing::randomTensor(t, {0, 5}, 33);
     checkDot(e, f, {{}, {}, {1}, {0}}, {4, 5});
+  }
+}
+
+std::vector<int64_t> dotInts(const DotDims &dd) {
+  std::vector<int64_t> ints = {int64_t(dd.lhsBatch.size()),
+                               int64_t(dd.lhsContract.size())};
+  for (const auto *list :
+       {&dd.lhsBatch, &dd.rhsBatch, &dd.lhsContract, &dd.rhsContract})
+    ints.insert(ints.end(), list->begin(), list->end());
+  return ints;
+}
+
+// dot_general_bias is, bit for bit, dot_general and then graph.add of the
+// bias broadcast onto the result's last dims (the fusion pass promises
+// that): for native types the bias is added inside the GEMM's row or column
+// blocks, for 16-bit ones after the product is rounded.
+TEST(CpuDotGeneral, BiasIsTheAddBitForBit) {
+  struct Case {
+    DType t;
+    std::vector<int64_t> lhs, rhs;
+    DotDims dims;
+  } cases[] = {
+      {DType::F32, {4, 32, 24}, {40, 24}, {{}, {}, {2}, {1}}}, // rows split
+      {DType::F32, {8, 300}, {300, 96}, {{}, {}, {1}, {0}}},   // columns split
+      {DType::F32, {3, 9, 17}, {3, 17, 5}, {{0}, {0}, {2}, {1}}}, // batched
+      {DType::F32, {2, 3, 7}, {7, 4, 5}, {{}, {}, {2}, {0}}},     // bias [4, 5]
+      {DType::F64, {33, 40}, {40, 21}, {{}, {}, {1}, {0}}},
+      {DType::BF16, {3, 5, 64}, {64, 9}, {{}, {}, {2}, {0}}},
+      {DType::F16, {5, 64}, {9, 64}, {{}, {}, {1}, {1}}},
+      {DType::F32, {4, 0}, {0, 5}, {{}, {}, {1}, {0}}}, // K = 0: the bias
+      {DType::BF16, {4, 0}, {0, 5}, {{}, {}, {1}, {0}}},
+  };
+  uint32_t seed = 40;
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(dtypeName(c.t)) + " case " +
+                 std::to_string(&c - cases));
+    TestTensor lhs = testing::randomTensor(c.t, c.lhs, seed++);
+    TestTensor rhs = testing::randomTensor(c.t, c.rhs, seed++);
+    std::vector<int64_t> outDims = resultDims(lhs, rhs, c.dims);
+    std::vector<int64_t> rFree =
+        freeDims(int(c.rhs.size()), c.dims.rhsBatch, c.dims.rhsContract);
+    std::vector<int64_t> biasDims, broadcastDims;
+    for (size_t i = 0; i < rFree.size(); ++i) {
+      biasDims.push_back(c.rhs[rFree[i]]);
+      broadcastDims.push_back(int64_t(outDims.size() - rFree.size() + i));
+    }
+    TestTensor bias = testing::randomTensor(c.t, biasDims, seed++);
+    std::vector<int64_t> ints = dotInts(c.dims);
+
+    TestTensor fused(c.t, outDims);
+    Status s = testing::runKernel(runDotGeneral, Opcode::DotGeneralBias,
+                                  {&lhs, &rhs, &bias}, {&fused}, ints);
+    ASSERT_TRUE(s.ok()) << s.toString();
+
+    TestTensor product(c.t, outDims), broadcast(c.t, outDims),
+        sum(c.t, outDims);
+    ASSERT_TRUE(testing::runKernel(runDotGeneral, Opcode::DotGeneral,
+                                   {&lhs, &rhs}, {&product}, ints)
+                    .ok());
+    ASSERT_TRUE(testing::runKernel(runDataMovement, Opcode::BroadcastInDim,
+                                   {&bias}, {&broadcast}, broadcastDims)
+                    .ok());
+    ASSERT_TRUE(testing::runKernel(runElementwise, Opcode::Add,
+                                   {&product, &broadcast}, {&sum}, {})
+                    .ok());
+    for (int64_t i = 0; i < sum.size(); ++i)
+      ASSERT_EQ(fused.get(i), sum.get(i)) << "element " << i;
+    // get() widens to double: equal values, and the same bits (-0).
+    ASSERT_EQ(std::memcmp(fused.ref().data, sum.ref().data,
+                          size_t(sum.size()) * dtypeSize(c.t)),
+              0);
   }
 }
 

@@ -758,6 +758,41 @@ TEST_P(DeviceKernels, DotGeneral) {
   }
 }
 
+// dot_general_bias: the product as above, then the bias added to each row
+// (the CPU reference is dot_general then add, bit for bit:
+// CpuDotGeneral.BiasIsTheAddBitForBit). The addition adds one rounding of
+// the result type to the GEMM's tolerance.
+TEST_P(DeviceKernels, DotGeneralBias) {
+  struct Case {
+    DType t;
+    std::vector<int64_t> lhs, rhs, bias;
+    DotDims dims;
+  } cases[] = {
+      {kF32, {4, 6, 32}, {24, 32}, {24}, {{}, {}, {2}, {1}}},    // linear
+      {kF32, {129, 257}, {257, 65}, {65}, {{}, {}, {1}, {0}}},   // remainders
+      {kF32, {3, 9, 17}, {3, 17, 5}, {5}, {{0}, {0}, {2}, {1}}}, // batched
+      {kF32, {2, 3, 7}, {7, 4, 5}, {4, 5}, {{}, {}, {2}, {0}}},  // bias 2-D
+      {kF32, {3, 0}, {0, 5}, {5}, {{}, {}, {1}, {0}}},           // K = 0
+      {kF64, {33, 40}, {40, 21}, {21}, {{}, {}, {1}, {0}}},
+      {kBF16, {3, 5, 64}, {9, 64}, {9}, {{}, {}, {2}, {1}}},
+      {kF16, {3, 37, 64}, {64, 129}, {129}, {{}, {}, {2}, {0}}},
+  };
+  uint32_t seed = 101;
+  for (const Case &c : cases) {
+    Call call = dotCall(uniform(c.t, c.lhs, seed),
+                        uniform(c.t, c.rhs, seed + 1), c.dims);
+    call.op = Opcode::DotGeneralBias;
+    call.inputs.push_back(uniform(c.t, c.bias, seed + 2));
+    int64_t k = 1;
+    for (int64_t d : c.dims.lhsContract)
+      k *= c.lhs[d];
+    Tolerance tol = gemmOf(c.t, k);
+    tol.rel += oneUlp(c.t);
+    check(call, tol);
+    seed += 3;
+  }
+}
+
 //===--- Reductions -------------------------------------------------------===//
 
 std::vector<int64_t> keptDims(const std::vector<int64_t> &dims,

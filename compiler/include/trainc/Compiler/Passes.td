@@ -514,6 +514,42 @@ def AbsorbTransposes : Pass<"trainc-absorb-transposes", "mlir::func::FuncOp"> {
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def FuseBias : Pass<"trainc-fuse-bias", "mlir::func::FuncOp"> {
+  let summary = "Add a linear layer's bias inside its dot_general";
+  let description = [{
+    `graph.add(dot_general(x, w), broadcast_in_dim(b))` (either operand
+    order), where `b` has the shape of the dot's rhs free dimensions and
+    is broadcast onto the result's last dimensions, in order, becomes
+    `graph.dot_general_bias(x, w, b)`: the kernel adds the bias to each
+    block of the product while it is in cache, and neither the broadcast
+    tensor nor a separate pass over the product is needed. The result is
+    bit for bit that of the dot and the add (the add's rounding, after the
+    product's). The dot must have no other use and the same discardable
+    attributes as the add (a recompute clone's mark), which the fused op
+    keeps; a broadcast with other uses stays for them.
+
+    Runs in the lower phase, after differentiation, the optimizer and the
+    partition: the fused op has no gradient rule and is formed on each
+    rank's program as it will run.
+
+    Example:
+    ```mlir
+    %p = graph.dot_general %x, %w, batching_dims = [] x [],
+        contracting_dims = [1] x [1]
+        : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    %bb = graph.broadcast_in_dim %b, dims = [1]
+        : (tensor<16xf32>) -> tensor<4x16xf32>
+    %y = graph.add %p, %bb : tensor<4x16xf32>
+    // becomes
+    %y = graph.dot_general_bias %x, %w, %b, batching_dims = [] x [],
+        contracting_dims = [1] x [1]
+        : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>)
+        -> tensor<4x16xf32>
+    ```
+  }];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 def Schedule : Pass<"trainc-schedule", "mlir::ModuleOp"> {
   let summary = "Collectives as start/done pairs that overlap with compute";
   let description = [{

@@ -428,6 +428,50 @@ def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad", [
   let hasVerifier = 1;
 }
 
+def Graph_DotGeneralBiasOp : Graph_InferredOp<"dot_general_bias", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "dot_general with a bias added to every row of its result";
+  let description = [{
+    `dot_general(lhs, rhs) + broadcast(bias)`: the product exactly as
+    `graph.dot_general` with the same dimension attributes (its result
+    rounded to the element type), then `bias`, which has the shape of
+    rhs's free dimensions (the result's last ones), added to it over the
+    batching and lhs free dimensions, as `graph.add` would (bit for bit).
+    The fusion pass `trainc-fuse-bias` forms it from a dot_general and an
+    add of a broadcast bias, after the pass pipeline's differentiation, so
+    it has no gradient rule; the kernel adds the bias to each block of the
+    product while the block is still in cache, instead of broadcasting the
+    bias into a tensor of the result's size and adding that.
+
+    Constraints:
+    - (C1) to (C7): those of `graph.dot_general`.
+    - (C8) `bias` has the shape of rhs's free dimensions, in order.
+    - (C9) `bias` has the operands' element type.
+    - (C10) the result type is the inferred one (that of the product).
+
+    Example (a linear layer x @ w^T + b):
+    ```mlir
+    %y = graph.dot_general_bias %x, %w, %b, batching_dims = [] x [],
+           contracting_dims = [2] x [1]
+           : (tensor<8x128x256xf32>, tensor<768x256xf32>, tensor<768xf32>)
+           -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs,
+                       Graph_FloatTensor:$bias,
+                       DenseI64ArrayAttr:$lhs_batching_dimensions,
+                       DenseI64ArrayAttr:$rhs_batching_dimensions,
+                       DenseI64ArrayAttr:$lhs_contracting_dimensions,
+                       DenseI64ArrayAttr:$rhs_contracting_dimensions);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $bias `,` `batching_dims` `=` $lhs_batching_dimensions
+    `x` $rhs_batching_dimensions `,` `contracting_dims` `=`
+    $lhs_contracting_dimensions `x` $rhs_contracting_dimensions attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
 def Graph_AttentionGradOp : Graph_Op<"attention_grad", [
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
   let summary = "the query, key and value gradients of attention";
