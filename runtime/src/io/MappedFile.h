@@ -8,11 +8,15 @@
 // (releasePages), so a process holds its weights once.
 //
 // A mapping trusts the file no more than a read does: the caller verifies
-// the bytes before using them. What a mapping cannot survive is the file
-// shrinking while it is open (a read of a page past the new end is SIGBUS),
-// so trainc never rewrites a file in place: the compiler and every writer
-// here write a temporary file and rename it over the old one, which leaves
-// the old file's pages intact for whoever has it mapped.
+// the bytes before using them, and the executable loader copies the
+// program's structure out of the mapping as it verifies it, so afterwards
+// only raw constant bytes are read from the file (a rewrite in place could
+// change initial values, never offsets or shapes). What a mapping cannot
+// survive is the file shrinking while it is open (a read of a page past
+// the new end is SIGBUS), so trainc never rewrites a file in place: the
+// compiler and every writer here write a temporary file and rename it over
+// the old one, which leaves the old file's pages intact for whoever has it
+// mapped.
 //
 //===----------------------------------------------------------------------===//
 
