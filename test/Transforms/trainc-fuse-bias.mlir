@@ -53,14 +53,15 @@ func.func @batched(%a: tensor<2x4x8xf32>, %m: tensor<2x8x16xf32>, %b: tensor<16x
 
 // What stays: a product read twice (the add is not its only use), a vector
 // broadcast along lhs's free dimension, a size-1 bias broadcast onto the
-// whole row, an add of a full tensor, and a dot and an add whose marks
-// differ (a recompute clone's).
+// whole row, an add of a full tensor, a dot and an add whose marks differ
+// (a recompute clone's), and a bias of the right shape broadcast along the
+// wrong dimension of a square result.
 // CHECK-LABEL: func.func @unfused
 // CHECK-NOT: graph.dot_general_bias
-// CHECK-COUNT-5: graph.add
+// CHECK-COUNT-6: graph.add
 func.func @unfused(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %r: tensor<4xf32>,
-                   %one: tensor<1xf32>, %full: tensor<4x16xf32>)
-    -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) {
+                   %one: tensor<1xf32>, %full: tensor<4x16xf32>, %sq: tensor<16x8xf32>)
+    -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<16x16xf32>) {
   %bb = graph.broadcast_in_dim %b, dims = [1] : (tensor<16xf32>) -> tensor<4x16xf32>
   %p = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [1]
       : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
@@ -79,7 +80,11 @@ func.func @unfused(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>
   %p5 = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [1] {recompute.clone = 1 : i64}
       : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
   %y5 = graph.add %p5, %bb : tensor<4x16xf32>
-  return %p, %y1, %y2, %y3, %y4, %y5 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  %p6 = graph.dot_general %sq, %w, batching_dims = [] x [], contracting_dims = [1] x [1]
+      : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x16xf32>
+  %cb = graph.broadcast_in_dim %b, dims = [0] : (tensor<16xf32>) -> tensor<16x16xf32>
+  %y6 = graph.add %p6, %cb : tensor<16x16xf32>
+  return %p, %y1, %y2, %y3, %y4, %y5, %y6 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<16x16xf32>
 }
 
 // -----

@@ -187,7 +187,7 @@ Status runDotGeneral(const KernelCall &call) {
     return okStatus();
   if (k == 0) { // An empty sum (plus the bias).
     for (int64_t i = 0, e = out.numElements(); i < e; ++i)
-      storeAs(out, i, bias ? 0.0f + loadAs<float>(*bias, i % n) : 0.0f);
+      storeAs(out, i, bias ? 0.0 + loadAs<double>(*bias, i % n) : 0.0);
     return okStatus();
   }
   // cblas takes 32-bit sizes (OpenBLAS built without INTERFACE64).

@@ -447,7 +447,9 @@ Status runDotGeneral(const KernelCall &call) {
   const TensorRef &out = call.outputs[0];
   if (!isFloat(lhs.dtype))
     return unsupported(call, lhs.dtype);
-  if (rhs.dtype != lhs.dtype || out.dtype != lhs.dtype)
+  bool biasDiffers =
+      call.op == Opcode::DotGeneralBias && call.inputs[2].dtype != lhs.dtype;
+  if (rhs.dtype != lhs.dtype || out.dtype != lhs.dtype || biasDiffers)
     return kernelError(call, std::string("operands ") + dtypeName(lhs.dtype) +
                                  " and " + dtypeName(rhs.dtype) +
                                  " with result " + dtypeName(out.dtype) +

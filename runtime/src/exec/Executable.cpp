@@ -9,6 +9,7 @@
 
 #include "trainc/schema/executable_generated.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -337,7 +338,21 @@ Status Executable::parse() {
 }
 
 uint64_t Executable::contentHash() const {
-  return XXH3_64bits(bytes_.data(), bytes_.size());
+  // Once, in chunks whose pages leave the resident set as soon as they are
+  // hashed: hashing must not bring back the weights a session released.
+  std::call_once(contentHashOnce_, [this] {
+    constexpr size_t kChunk = size_t(64) << 20;
+    XXH3_state_t *state = XXH3_createState();
+    XXH3_64bits_reset(state);
+    for (size_t at = 0; at < bytes_.size(); at += kChunk) {
+      size_t length = std::min(kChunk, bytes_.size() - at);
+      XXH3_64bits_update(state, bytes_.data() + at, length);
+      bytes_.releasePages(at, length);
+    }
+    contentHash_ = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+  });
+  return contentHash_;
 }
 
 int64_t Executable::numRanks() const {

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -127,7 +128,8 @@ public:
   /// of ranks the executable runs on.
   const std::vector<MeshAxisInfo> &mesh() const { return mesh_; }
   int64_t numRanks() const;
-  /// A hash of the whole file (XXH3): ranks compare it before they run.
+  /// A hash of the whole file (XXH3), computed once: ranks compare it
+  /// before they run, checkpoints record it.
   uint64_t contentHash() const;
   const TrainingSignature &signature() const { return signature_; }
   /// FLOPs of one run, from the compiler's cost model.
@@ -168,6 +170,8 @@ private:
   std::string source_, command_;
   uint64_t constantsOffset_ = 0, constantsSize_ = 0;
   uint64_t flops_ = 0;
+  mutable std::once_flag contentHashOnce_;
+  mutable uint64_t contentHash_ = 0;
 };
 
 /// Checks one instruction's arity, dtypes and shapes against its opcode's

@@ -70,6 +70,9 @@ Status Session::create(std::shared_ptr<const Executable> executable,
   }
   TRAINC_RETURN_IF_ERROR(device.importConstants(
       exe.constants(), exe.constantsSize(), session->constants_));
+  // A device with memory of its own has copied the whole section.
+  if (!device.hostVisible())
+    exe.releaseConstants(0, exe.constantsSize());
   session->touched_.assign(exe.arenas().size(), 0);
   session->inputSet_.assign(exe.inputs().size(), false);
   if (options.profile)

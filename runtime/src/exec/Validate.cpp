@@ -101,7 +101,9 @@ Status Checker::checkDotGeneral() const {
   if (l.dtype != r.dtype || l.dtype != out.dtype)
     return error("operands and result must share one dtype");
   const auto &v = inst.ints;
-  if (v.size() < 2 || v[0] < 0 || v[1] < 0 ||
+  // Bounded first, so that the sum below cannot wrap around.
+  if (v.size() < 2 || v[0] < 0 || v[1] < 0 || uint64_t(v[0]) > v.size() ||
+      uint64_t(v[1]) > v.size() ||
       v.size() != 2 + 2 * size_t(v[0]) + 2 * size_t(v[1]))
     return error("malformed dimension numbers");
   size_t nb = v[0], nc = v[1];

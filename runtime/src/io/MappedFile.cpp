@@ -5,6 +5,7 @@
 #include "io/AtomicFile.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <utility>
@@ -44,8 +45,11 @@ Status FileBytes::map(const std::string &path, const std::string &what,
   if (size > 0) {
     void *p = ::mmap(nullptr, size_t(size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
-      // A file system that cannot map files (ENODEV) is still readable.
+      int error = errno;
       ::close(fd);
+      if (error != ENODEV)
+        return ioError("cannot map " + what, path, error);
+      // A file system that cannot map files is still readable.
       std::vector<char> owned;
       TRAINC_RETURN_IF_ERROR(readRegularFile(path, what, owned));
       out = FileBytes(std::move(owned));

@@ -7,16 +7,17 @@
 // arena straight from the file's pages and then lets them go
 // (releasePages), so a process holds its weights once.
 //
-// A mapping trusts the file no more than a read does: the caller verifies
-// the bytes before using them, and the executable loader copies the
-// program's structure out of the mapping as it verifies it, so afterwards
-// only raw constant bytes are read from the file (a rewrite in place could
-// change initial values, never offsets or shapes). What a mapping cannot
-// survive is the file shrinking while it is open (a read of a page past
-// the new end is SIGBUS), so trainc never rewrites a file in place: the
-// compiler and every writer here write a temporary file and rename it over
-// the old one, which leaves the old file's pages intact for whoever has it
-// mapped.
+// A mapping is verified like a read: the executable loader runs the
+// FlatBuffers verifier over the mapped bytes and then parses the program's
+// structure into its own memory, once, at load; afterwards only raw
+// constant bytes are read from the file. Unlike a private copy, a mapping
+// sees the file change under it, so two things are needed of whoever
+// writes the file: that it not be rewritten in place while it loads (the
+// parse could read what was not verified) and that it not shrink while it
+// is open (a read of a page past the new end is SIGBUS). trainc's writers
+// never rewrite a file in place: the compiler and every writer here write
+// a temporary file and rename it over the old one, which leaves the old
+// file's pages intact for whoever has it mapped.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,7 +47,8 @@ public:
 
   /// Maps `path`, which must be a regular file (not a directory, device or
   /// pipe); `what` names it in errors ("the executable"). An empty file
-  /// gives empty bytes; a file that cannot be mapped is read instead.
+  /// gives empty bytes; a file on a file system that cannot map files
+  /// (ENODEV) is read instead.
   static Status map(const std::string &path, const std::string &what,
                     FileBytes &out);
 

@@ -436,8 +436,9 @@ uint64_t modelHash(const Executable &exe) {
     std::string key =
         t.name + ":" + dtypeName(t.dtype) + shapeString(t.globalShape);
     XXH3_64bits_update(state, key.data(), key.size());
-    XXH3_64bits_update(state, exe.constants() + t.initOffset,
-                       t.splat ? dtypeSize(t.dtype) : t.globalSize);
+    uint64_t bytes = t.splat ? dtypeSize(t.dtype) : t.globalSize;
+    XXH3_64bits_update(state, exe.constants() + t.initOffset, bytes);
+    exe.releaseConstants(t.initOffset, bytes); // Hashed, not needed here.
   }
   uint64_t hash = XXH3_64bits_digest(state);
   XXH3_freeState(state);

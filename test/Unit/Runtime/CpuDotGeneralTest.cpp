@@ -249,7 +249,7 @@ TEST(CpuDotGeneral, BiasIsTheAddBitForBit) {
     DotDims dims;
   } cases[] = {
       {DType::F32, {4, 32, 24}, {40, 24}, {{}, {}, {2}, {1}}}, // rows split
-      {DType::F32, {8, 300}, {300, 96}, {{}, {}, {1}, {0}}},   // columns split
+      {DType::F32, {8, 300}, {300, 200}, {{}, {}, {1}, {0}}},  // columns split
       {DType::F32, {3, 9, 17}, {3, 17, 5}, {{0}, {0}, {2}, {1}}}, // batched
       {DType::F32, {2, 3, 7}, {7, 4, 5}, {{}, {}, {2}, {0}}},     // bias [4, 5]
       {DType::F64, {33, 40}, {40, 21}, {{}, {}, {1}, {0}}},
@@ -257,6 +257,7 @@ TEST(CpuDotGeneral, BiasIsTheAddBitForBit) {
       {DType::F16, {5, 64}, {9, 64}, {{}, {}, {1}, {1}}},
       {DType::F32, {4, 0}, {0, 5}, {{}, {}, {1}, {0}}}, // K = 0: the bias
       {DType::BF16, {4, 0}, {0, 5}, {{}, {}, {1}, {0}}},
+      {DType::F64, {4, 0}, {0, 5}, {{}, {}, {1}, {0}}},
   };
   uint32_t seed = 40;
   for (const Case &c : cases) {

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -29,6 +30,7 @@ struct TinyProgram {
   std::vector<uint32_t> operands = {0, 1};
   uint16_t opcode = static_cast<uint16_t>(Opcode::Add);
   std::vector<uint32_t> outputs = {2};
+  std::vector<int64_t> ints;
   /// The training signature's loss output and tokens input (-1: none), and
   /// whether to write a signature at all.
   int lossOutput = -1, tokensInput = -1;
@@ -47,7 +49,7 @@ struct TinyProgram {
                                yOffset, 24)};
     std::vector<uint32_t> results = {2};
     std::vector<flatbuffers::Offset<fb::Instruction>> insts = {
-        fb::CreateInstructionDirect(b, opcode, &operands, &results)};
+        fb::CreateInstructionDirect(b, opcode, &operands, &results, &ints)};
     std::vector<flatbuffers::Offset<fb::Arena>> arenas = {
         fb::CreateArenaDirect(b, "work", workArenaSize, 64)};
     std::vector<uint32_t> inputs = {0, 1}, params;
@@ -168,6 +170,29 @@ TEST(Executable, RejectsMalformedInstructions) {
   s = load(unknownOpcode, exe);
   EXPECT_NE(s.message().find("unknown opcode 999"), std::string::npos)
       << s.toString();
+
+  // Dimension counts so large that their sum would wrap around.
+  TinyProgram hugeDims;
+  hugeDims.opcode = static_cast<uint16_t>(Opcode::DotGeneral);
+  hugeDims.ints = {int64_t(1) << 62, int64_t(1) << 62};
+  s = load(hugeDims, exe);
+  EXPECT_NE(s.message().find("malformed dimension numbers"), std::string::npos)
+      << s.toString();
+
+  // dot_general_bias: three operands, the bias of rhs's free dims' shape.
+  TinyProgram biasArity;
+  biasArity.opcode = static_cast<uint16_t>(Opcode::DotGeneralBias);
+  biasArity.ints = {0, 1, 0, 0}; // contract dim 0 with dim 0: [3] x [3]
+  s = load(biasArity, exe);
+  EXPECT_NE(s.message().find("expects 3 operands"), std::string::npos)
+      << s.toString();
+  TinyProgram biasShape = biasArity;
+  biasShape.operands = {0, 1, 0}; // bias [2, 3], rhs's free dims [3]
+  s = load(biasShape, exe);
+  EXPECT_NE(s.message().find("the bias must have the shape of rhs's free "
+                             "dimensions"),
+            std::string::npos)
+      << s.toString();
 }
 
 // The loader checks the training signature like everything else it reads:
@@ -251,6 +276,22 @@ TEST(Executable, LoadsAMappedFile) {
   std::filesystem::remove_all(dir);
 }
 
+/// Whether the page holding `p` is in this process's resident set (bit 63
+/// of its /proc/self/pagemap entry; readable without privileges).
+bool resident(const char *p) {
+  static const long page = ::sysconf(_SC_PAGESIZE);
+  int fd = ::open("/proc/self/pagemap", O_RDONLY); // (streams cannot seek it)
+  uint64_t entry = 0;
+  ssize_t got = fd < 0
+                    ? -1
+                    : ::pread(fd, &entry, sizeof entry,
+                              off_t(reinterpret_cast<uintptr_t>(p) / page * 8));
+  if (fd >= 0)
+    ::close(fd);
+  EXPECT_EQ(got, ssize_t(sizeof entry)) << "/proc/self/pagemap unreadable";
+  return (entry >> 63) != 0;
+}
+
 // Released pages leave the resident set but not the bytes: a later read
 // faults them in from the file again, unchanged.
 TEST(FileBytes, ReleasedPagesStayReadable) {
@@ -265,10 +306,19 @@ TEST(FileBytes, ReleasedPagesStayReadable) {
   ASSERT_TRUE(mapped.isMapped());
   ASSERT_EQ(mapped.size(), pattern.size());
   EXPECT_EQ(std::memcmp(mapped.data(), pattern.data(), pattern.size()), 0);
+  for (size_t p = 0; p < 4; ++p)
+    ASSERT_TRUE(resident(mapped.data() + p * page)) << "page " << p;
+  // Bytes [page / 2, 2.5 pages): only page 1 is whole, only it goes.
+  mapped.releasePages(page / 2, 2 * page);
+  EXPECT_TRUE(resident(mapped.data()));
+  EXPECT_FALSE(resident(mapped.data() + page));
+  EXPECT_TRUE(resident(mapped.data() + 2 * page));
   mapped.releasePages(0, mapped.size());
-  mapped.releasePages(page / 2, page);          // no whole page: nothing
+  for (size_t p = 0; p < 3; ++p)
+    EXPECT_FALSE(resident(mapped.data() + p * page)) << "page " << p;
   mapped.releasePages(mapped.size() + 1, page); // past the end: nothing
   EXPECT_EQ(std::memcmp(mapped.data(), pattern.data(), pattern.size()), 0);
+  EXPECT_TRUE(resident(mapped.data() + page)); // read back in
 
   FileBytes moved = std::move(mapped);
   EXPECT_FALSE(mapped.isMapped());
