@@ -5,6 +5,7 @@
 #include "exec/Parts.h"
 
 #include "io/AtomicFile.h"
+#include "io/MappedFile.h"
 #include "io/SafeTensors.h"
 #include "train/RunState.h"
 
@@ -172,17 +173,24 @@ public:
     auto it = files_.find(file);
     if (it == files_.end()) {
       File f;
-      TRAINC_RETURN_IF_ERROR(readWholeFile(dir_ + "/" + file, f.bytes));
+      // Mapped: a shard is read once, tensor by tensor, and release() lets
+      // each one's pages go, so neither verifying a checkpoint nor
+      // restoring one holds a second copy of the state.
+      if (Status s = FileBytes::map(dir_ + "/" + file, "the shard", f.bytes);
+          !s.ok())
+        return s.code() == StatusCode::kInvalidArgument
+                   ? Status(StatusCode::kDataLoss, s.message())
+                   : s;
       if (f.bytes.size() < 8)
         return damaged(file + " is truncated");
       uint64_t headerSize = 0;
       for (int i = 0; i < 8; ++i)
-        headerSize |= uint64_t(uint8_t(f.bytes[i])) << (8 * i);
+        headerSize |= uint64_t(uint8_t(f.bytes.data()[i])) << (8 * i);
       if (headerSize > f.bytes.size() - 8)
         return damaged(file + " is truncated");
-      f.header = Json::parse(f.bytes.begin() + 8,
-                             f.bytes.begin() + 8 + std::ptrdiff_t(headerSize),
-                             nullptr, /*allow_exceptions=*/false);
+      f.header = Json::parse(f.bytes.data() + 8,
+                             f.bytes.data() + 8 + headerSize, nullptr,
+                             /*allow_exceptions=*/false);
       if (f.header.is_discarded() || !f.header.is_object())
         return damaged(file + " has a damaged header");
       f.dataStart = 8 + headerSize;
@@ -206,9 +214,19 @@ public:
     return okStatus();
   }
 
+  /// Lets the pages of `bytes` bytes at `data`, which read() returned from
+  /// `file`, leave the resident set (they stay readable).
+  void release(const std::string &file, const char *data,
+               uint64_t bytes) const {
+    auto it = files_.find(file);
+    if (it != files_.end())
+      it->second.bytes.releasePages(uint64_t(data - it->second.bytes.data()),
+                                    bytes);
+  }
+
 private:
   struct File {
-    std::string bytes;
+    FileBytes bytes;
     Json header;
     uint64_t dataStart = 0;
   };
@@ -217,9 +235,11 @@ private:
 };
 
 /// Reads checkpoint `path`: its manifest (checksummed) and, with `tensors`,
-/// its shards, every part checked against its checksum and the parts of
-/// each split tensor joined whole.
-Status loadCheckpoint(const std::string &path, Loaded &out, bool tensors) {
+/// its shards, every part checked against its checksum and, with
+/// `keepBytes`, the parts of each split tensor joined whole into
+/// `out.tensors` (without it, only checked).
+Status loadCheckpoint(const std::string &path, Loaded &out, bool tensors,
+                      bool keepBytes = true) {
   std::string manifestPath = path + "/" + kManifest, text;
   TRAINC_RETURN_IF_ERROR(readWholeFile(manifestPath, text));
   auto damaged = [&](const std::string &what) {
@@ -307,11 +327,16 @@ Status loadCheckpoint(const std::string &path, Loaded &out, bool tensors) {
           return damaged("tensor '" + tensor.name + "' has a part of " +
                          std::to_string(bytes) + " bytes, not " +
                          std::to_string(partBytes));
-        TRAINC_RETURN_IF_ERROR(
-            shards.read(part.at("file").get<std::string>(), tensor.name, bytes,
-                        part.at("xxh3").get<std::string>(), data));
-        tensor.bytes.insert(tensor.bytes.end(), data, data + bytes);
+        std::string file = part.at("file").get<std::string>();
+        TRAINC_RETURN_IF_ERROR(shards.read(file, tensor.name, bytes,
+                                           part.at("xxh3").get<std::string>(),
+                                           data));
+        if (keepBytes)
+          tensor.bytes.insert(tensor.bytes.end(), data, data + bytes);
+        shards.release(file, data, bytes);
       }
+      if (!keepBytes)
+        continue;
       if (parts.size() > 1)
         tensor.bytes = wholeOf(layout, tensor.bytes.data());
       out.tensors.push_back(std::move(tensor));
@@ -667,7 +692,11 @@ Status writeCheckpoint(const std::string &dir,
     return fail(ioError("cannot rename " + staging + " to it", final, errno));
   TRAINC_RETURN_IF_ERROR(syncDirectory(dir));
   Loaded check;
-  if (Status s = loadCheckpoint(final, check, /*tensors=*/true); !s.ok())
+  // Every shard re-read and checked against its checksum; the bytes are
+  // not kept (the snapshot has them), so this costs no memory.
+  if (Status s = loadCheckpoint(final, check, /*tensors=*/true,
+                                /*keepBytes=*/false);
+      !s.ok())
     return Status(StatusCode::kDataLoss,
                   "the checkpoint just written does not verify (" +
                       s.message() + "); `latest` still names the previous one");
