@@ -96,10 +96,12 @@ def main():
     parser.add_argument('--resume', action='store_true',
                         help='continue the run saved in OUT_DIR/state (after Ctrl-C, '
                              'SIGTERM or a kill) instead of starting afresh')
-    parser.add_argument('--precision', default='f32', choices=('f32', 'bf16', 'fp16'),
-                        help='trainc --precision: 16-bit matmuls and attention with f32 '
-                             'master weights (fp16 with dynamic loss scaling); on a CPU '
-                             'without bf16 arithmetic this saves memory, not time')
+    parser.add_argument('--precision', default='f32', choices=('f32', 'tf32', 'bf16', 'fp16'),
+                        help='trainc --precision: tf32, f32 matmuls on TF32 tensor cores '
+                             '(a GPU speed-up; the CPU emulates it, slower); bf16/fp16, '
+                             '16-bit matmuls and attention with f32 master weights (fp16 '
+                             'with dynamic loss scaling); on a CPU without bf16 arithmetic '
+                             'this saves memory, not time')
     parser.add_argument('--recompute', default='none',
                         help='trainc --recompute: none, selective, full or budget=BYTES '
                              '(activation checkpointing)')

@@ -46,10 +46,12 @@ std::string checkOptions(const CompileOptions &options) {
            " needs --data-parallel (ZeRO splits what data parallelism "
            "replicates)";
   const std::string &precision = options.precision.precision;
-  if (precision != "f32" && precision != "bf16" && precision != "fp16")
-    return "--precision must be f32, bf16 or fp16, not '" + precision + "'";
+  if (precision != "f32" && precision != "tf32" && precision != "bf16" &&
+      precision != "fp16")
+    return "--precision must be f32, tf32, bf16 or fp16, not '" + precision +
+           "'";
   if (!options.precision.keepF32.empty() && precision == "f32")
-    return "--keep-f32 needs --precision bf16 or fp16";
+    return "--keep-f32 needs --precision tf32, bf16 or fp16";
   std::optional<RecomputeMode> recompute =
       parseRecomputeMode(options.recompute.mode, error);
   if (!recompute)

@@ -33,7 +33,8 @@ namespace trainc {
 ///      ShardSlice.
 ///   8: asynchronous collectives: *Start and CollectiveDone.
 ///   9: DotGeneralBias.
-constexpr uint32_t kFormatVersion = 9;
+///  10: DotGeneral's and DotGeneralBias's last int: an OperandRounding.
+constexpr uint32_t kFormatVersion = 10;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;
@@ -41,6 +42,7 @@ constexpr uint64_t kTensorAlignment = 64;
 using DType = fb::DType;
 using TensorRole = fb::TensorRole;
 using Opcode = fb::Opcode;
+using OperandRounding = fb::OperandRounding;
 
 constexpr int kNumDTypes = static_cast<int>(DType::MAX) + 1;
 constexpr int kNumOpcodes = static_cast<int>(Opcode::MAX) + 1;

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""bf16 and fp16 training follow the f32 loss curve.
+"""tf32, bf16 and fp16 training follow the f32 loss curve.
 
 Writes a small GPT with tools/make_gpt.py (2 layers, d 96, seq 64, batch
 8, byte vocabulary), compiles its AdamW step (cosine schedule) and its
-forward pass with `trainc --precision f32|bf16|fp16`, and trains each for
-200 steps with `trainc-run --data` on the same 300,000 bytes, evaluating
-the held-out loss (10% split) every 50 steps on 32 batches. At every
-evaluation the 16-bit runs' held-out loss must be within 2% of the f32
-run's; the fp16 run reports its loss scale.
+forward pass with `trainc --precision f32|tf32|bf16|fp16`, and trains each
+for 200 steps with `trainc-run --data` on the same 300,000 bytes,
+evaluating the held-out loss (10% split) every 50 steps on 32 batches. At
+every evaluation the reduced-precision runs' held-out loss must be within
+2% of the f32 run's; the fp16 run reports its loss scale. The tf32 run's
+training losses must also differ from f32's somewhere: on the CPU the
+rounding is emulated, and a run equal to f32 bit for bit would mean it was
+never applied.
 
 The bytes come from a stationary source, a random sparse Markov chain (each
 byte has 8 possible successors, entropy rate about 1.46 nats), so the curve
@@ -35,6 +38,7 @@ sys.path.insert(0, os.path.join(REPO, 'tools'))
 import make_gpt  # noqa: E402
 
 STEPS, EVAL_EVERY, EVAL_BATCHES, BOUND = 200, 50, 32, 0.02
+PRECISIONS = ('f32', 'tf32', 'bf16', 'fp16')
 
 
 def run(cmd):
@@ -69,7 +73,8 @@ def main():
         data = os.path.join(work, 'text.raw')  # raw bytes: one token each
         text.tofile(data)
         curves = {}
-        for precision in ('f32', 'bf16', 'fp16'):
+        losses = {}
+        for precision in PRECISIONS:
             step = os.path.join(work, f'{precision}_step.tcx')
             fwd = os.path.join(work, f'{precision}_fwd.tcx')
             run([args.trainc, model, '--train', '--precision', precision, '--lr', '3e-3',
@@ -83,11 +88,12 @@ def main():
                  '--log-jsonl', log])
             records = [json.loads(line) for line in open(log)]
             curves[precision] = {r['step']: r for r in records if 'eval_loss' in r}
+            losses[precision] = [r['loss'] for r in records if 'loss' in r]
         ok = True
         for step in sorted(curves['f32']):
             base = curves['f32'][step]['eval_loss']
             line = f'step {step}: held-out loss f32 {base:.4f}'
-            for precision in ('bf16', 'fp16'):
+            for precision in PRECISIONS[1:]:
                 r = curves[precision].get(step)
                 if r is None:
                     print(f'{precision}: no evaluation at step {step}')
@@ -99,6 +105,10 @@ def main():
                 if 'loss_scale' in r:
                     line += f" scale {r['loss_scale']:g}"
             print(line)
+        differing = sum(a != b for a, b in zip(losses['f32'], losses['tf32']))
+        print(f'tf32: {differing} of {len(losses["f32"])} training losses differ from f32')
+        if not differing or len(losses['tf32']) != STEPS:
+            ok = False
         if len(curves['f32']) != STEPS // EVAL_EVERY:
             print(f"expected {STEPS // EVAL_EVERY} evaluations, got {len(curves['f32'])}")
             ok = False

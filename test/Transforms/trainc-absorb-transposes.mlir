@@ -77,6 +77,19 @@ func.func @weight_gradient(%x: tensor<2x3x8xf32>, %dy: tensor<2x3x16xf32>) -> te
 
 // -----
 
+// The swapped dot keeps its TF32 rounding (--precision tf32).
+// CHECK-LABEL: func.func @weight_gradient_tf32
+// CHECK-NOT: graph.transpose
+// CHECK: graph.dot_general {{.*}} contracting_dims = [0] x [0] {tf32} : (tensor<3x16xf32>, tensor<3x8xf32>) -> tensor<16x8xf32>
+func.func @weight_gradient_tf32(%x: tensor<3x8xf32>, %dy: tensor<3x16xf32>) -> tensor<16x8xf32> {
+  %g = graph.dot_general %x, %dy, batching_dims = [] x [], contracting_dims = [0] x [0] {tf32}
+      : (tensor<3x8xf32>, tensor<3x16xf32>) -> tensor<8x16xf32>
+  %t = graph.transpose %g, permutation = [1, 0] : (tensor<8x16xf32>) -> tensor<16x8xf32>
+  return %t : tensor<16x8xf32>
+}
+
+// -----
+
 // With batch dims and several free dims per operand: batch dims stay
 // first, each operand's free dims keep their order.
 // CHECK-LABEL: func.func @batched_blocks

@@ -16,6 +16,20 @@ func.func @linear(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32
 
 // -----
 
+// A tf32 product (--precision tf32) stays tf32 with its bias.
+// CHECK-LABEL: func.func @tf32
+// CHECK-NEXT: graph.dot_general_bias {{.*}} contracting_dims = [1] x [0] {tf32}
+// CHECK-NEXT: return
+func.func @tf32(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %p = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] {tf32}
+      : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %bb = graph.broadcast_in_dim %b, dims = [1] : (tensor<16xf32>) -> tensor<4x16xf32>
+  %y = graph.add %p, %bb : tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
 // The bias first (as PyTorch's exporter writes it), one broadcast shared by
 // two layers: both fuse, and the broadcast goes once nothing reads it.
 // CHECK-LABEL: func.func @shared_broadcast

@@ -3,6 +3,8 @@
 // RUN: trainc-opt %s "--trainc-precision=precision=fp16 keep-f32=graph.dot_general loss-scaling=1" --canonicalize --cse | FileCheck %s --check-prefix=KEEPOP
 // RUN: trainc-opt %s --trainc-precision=precision=bf16 --canonicalize --cse --trainc-autodiff --canonicalize --cse | FileCheck %s --check-prefix=BACKWARD
 // RUN: trainc-opt %s --trainc-precision=precision=f32 | FileCheck %s --check-prefix=F32
+// RUN: trainc-opt %s --trainc-precision=precision=tf32 --trainc-autodiff --canonicalize --cse | FileCheck %s --check-prefix=TF32
+// RUN: trainc-opt %s "--trainc-precision=precision=tf32 keep-f32=dot_general" | FileCheck %s --check-prefix=TF32KEEP
 // RUN: not trainc-opt %s --trainc-precision=precision=f8 2>&1 | FileCheck %s --check-prefix=BAD
 
 // x -> layer_norm -> linear (w, b) -> gelu -> residual add -> cross-entropy.
@@ -53,8 +55,22 @@
 // BACKWARD: return
 
 // F32-NOT: graph.convert
+// F32-NOT: tf32
 
-// BAD: precision 'f8' is not f32, bf16 or fp16
+// tf32: no casts; the dot and both of its gradients' dots round their
+// operands to TF32.
+// TF32-LABEL: func.func @main
+// TF32-NOT: graph.convert
+// TF32: graph.dot_general {{.*}} contracting_dims = [1] x [0] {tf32} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// TF32: graph.dot_general {{.*}} contracting_dims = [1] x [1] {tf32} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// TF32: graph.dot_general {{.*}} contracting_dims = [0] x [0] {tf32} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+// TF32-NOT: graph.convert
+// TF32: return
+
+// tf32 with the matmuls kept in f32: nothing changes.
+// TF32KEEP-NOT: tf32
+
+// BAD: precision 'f8' is not f32, tf32, bf16 or fp16
 
 func.func @main(%w: tensor<8x8xf32> {train.param = "w", train.init = dense<0.1> : tensor<8x8xf32>},
                 %b: tensor<8xf32> {train.param = "b", train.init = dense<0.0> : tensor<8xf32>},

@@ -295,7 +295,11 @@ int runCompilerCli(int argc, char **argv) {
       cl::cat(category));
   cl::opt<std::string, true> precision(
       "precision",
-      cl::desc("f32 (default), bf16 or fp16: matmuls and attention (and "
+      cl::desc("f32 (default), tf32, bf16 or fp16. tf32: every tensor f32, "
+               "each matmul (and its gradients') with operands rounded to "
+               "TF32 (10 mantissa bits) and f32 sums, as a GPU's tensor "
+               "cores (PyTorch's allow_tf32); the CPU emulates the rounding "
+               "and gains no speed. bf16/fp16: matmuls and attention (and "
                "their gradients) with 16-bit inputs and f32 accumulation; "
                "softmax, norms, reductions and the loss in f32; other ops in "
                "their inputs' precision; parameters, gradients and optimizer "
@@ -306,7 +310,7 @@ int runCompilerCli(int argc, char **argv) {
       cl::cat(category));
   cl::list<std::string> keepF32(
       "keep-f32",
-      cl::desc("With --precision bf16/fp16: ops kept in f32, by op name "
+      cl::desc("With --precision tf32/bf16/fp16: ops kept in f32, by op name "
                "(dot_general) or by a glob of node names ('/lm_head/*', "
                "'/h.0/*'); repeat or separate with commas"),
       cl::value_desc("op|glob"), cl::CommaSeparated, cl::cat(category));

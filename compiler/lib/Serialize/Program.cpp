@@ -229,6 +229,8 @@ LogicalResult Builder::lowerOp(Operation *op) {
         inst.ints = {int64_t(lb.size()), int64_t(lc.size())};
         for (ArrayRef<int64_t> list : {lb, rb, lc, rc})
           inst.ints.insert(inst.ints.end(), list.begin(), list.end());
+        inst.ints.push_back(int64_t(d.getTf32() ? OperandRounding::Tf32
+                                                : OperandRounding::Exact));
       })
       .Case([&](AllReduceOp r) {
         inst.ints = {int64_t(getMesh(r).axisIndex(r.getAxis()))};

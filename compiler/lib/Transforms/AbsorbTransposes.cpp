@@ -91,7 +91,8 @@ bool absorbIntoProducer(TransposeOp t) {
   auto swapped = b.create<DotGeneralOp>(
       dot.getLoc(), t.getType(), dot.getRhs(), dot.getLhs(),
       dot.getRhsBatchingDimensions(), dot.getLhsBatchingDimensions(),
-      dot.getRhsContractingDimensions(), dot.getLhsContractingDimensions());
+      dot.getRhsContractingDimensions(), dot.getLhsContractingDimensions(),
+      dot.getTf32());
   t.getResult().replaceAllUsesWith(swapped.getResult());
   t.erase();
   dot.erase();

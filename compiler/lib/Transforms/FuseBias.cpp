@@ -61,7 +61,7 @@ struct FuseBiasPass : public trainc::impl::FuseBiasBase<FuseBiasPass> {
             add.getLoc(), dot.getLhs(), dot.getRhs(), bias,
             dot.getLhsBatchingDimensions(), dot.getRhsBatchingDimensions(),
             dot.getLhsContractingDimensions(),
-            dot.getRhsContractingDimensions());
+            dot.getRhsContractingDimensions(), dot.getTf32());
         fused->setDiscardableAttrs(add->getDiscardableAttrDictionary());
         Operation *broadcast = add->getOperand(1 - side).getDefiningOp();
         add.replaceAllUsesWith(fused.getResult());

@@ -60,9 +60,10 @@ struct PrecisionPass : public trainc::impl::PrecisionBase<PrecisionPass> {
   using PrecisionBase::PrecisionBase;
 
   void runOnOperation() override {
-    if (precision != "f32" && precision != "bf16" && precision != "fp16") {
+    if (precision != "f32" && precision != "tf32" && precision != "bf16" &&
+        precision != "fp16") {
       getOperation().emitError("precision '")
-          << precision << "' is not f32, bf16 or fp16";
+          << precision << "' is not f32, tf32, bf16 or fp16";
       return signalPassFailure();
     }
     auto fn = getOperation().lookupSymbol<func::FuncOp>("main");
@@ -74,6 +75,8 @@ struct PrecisionPass : public trainc::impl::PrecisionBase<PrecisionPass> {
       return signalPassFailure();
     if (precision == "f32")
       return;
+    if (precision == "tf32")
+      return markTf32(fn);
     OpBuilder b(&getContext());
     Type low = precision == "bf16" ? Type(b.getBF16Type()) : b.getF16Type();
     autocast(fn, low);
@@ -114,6 +117,15 @@ struct PrecisionPass : public trainc::impl::PrecisionBase<PrecisionPass> {
         if (glob.match(name))
           return true;
     return false;
+  }
+
+  /// tf32: every f32 matmul not kept in f32 rounds its operands to TF32;
+  /// the gradient rules give the backward pass's matmuls the same mark.
+  void markTf32(func::FuncOp fn) {
+    fn.walk([&](DotGeneralOp dot) {
+      if (!kept(dot) && isF32Tensor(dot.getLhs()))
+        dot.setTf32(true);
+    });
   }
 
   void autocast(func::FuncOp fn, Type low) {

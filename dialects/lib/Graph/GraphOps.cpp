@@ -123,12 +123,25 @@ inferDotGeneralShape(RankedTensorType lhs, RankedTensorType rhs,
   return success();
 }
 
+/// `tf32` (dot_general's C9, dot_general_bias's C11): only on f32 operands.
+static LogicalResult checkTf32(bool tf32, Type lhs, StringRef rule,
+                               EmitErrorFn emitError) {
+  Type element = cast<RankedTensorType>(lhs).getElementType();
+  if (tf32 && !element.isF32())
+    return emitError() << rule << " tf32 rounds f32 operands, not " << element;
+  return success();
+}
+
 LogicalResult DotGeneralOp::verifyShapeConstraints() {
   SmallVector<int64_t> shape;
-  return inferDotGeneralShape(
-      getLhs().getType(), getRhs().getType(), getLhsBatchingDimensions(),
-      getRhsBatchingDimensions(), getLhsContractingDimensions(),
-      getRhsContractingDimensions(), shape, [&] { return emitOpError(); });
+  auto emitError = [&] { return emitOpError(); };
+  if (failed(inferDotGeneralShape(
+          getLhs().getType(), getRhs().getType(), getLhsBatchingDimensions(),
+          getRhsBatchingDimensions(), getLhsContractingDimensions(),
+          getRhsContractingDimensions(), shape, emitError)))
+    return failure();
+  return checkTf32(getTf32(), getLhs().getType(), "(C9)", // dot_general_c9
+                   emitError);
 }
 
 LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *ctx,
@@ -180,11 +193,16 @@ static LogicalResult inferDotGeneralBiasShape(
 
 LogicalResult DotGeneralBiasOp::verifyShapeConstraints() {
   SmallVector<int64_t> shape;
-  return inferDotGeneralBiasShape(
-      getLhs().getType(), getRhs().getType(), getBias().getType(),
-      getLhsBatchingDimensions(), getRhsBatchingDimensions(),
-      getLhsContractingDimensions(), getRhsContractingDimensions(), shape,
-      [&] { return emitOpError(); });
+  auto emitError = [&] { return emitOpError(); };
+  if (failed(inferDotGeneralBiasShape(
+          getLhs().getType(), getRhs().getType(), getBias().getType(),
+          getLhsBatchingDimensions(), getRhsBatchingDimensions(),
+          getLhsContractingDimensions(), getRhsContractingDimensions(), shape,
+          emitError)))
+    return failure();
+  return checkTf32(getTf32(), getLhs().getType(),
+                   "(C11)", // dot_general_bias_c11
+                   emitError);
 }
 
 LogicalResult DotGeneralBiasOp::inferReturnTypes(MLIRContext *ctx,

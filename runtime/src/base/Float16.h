@@ -1,8 +1,9 @@
-//===- Float16.h - IEEE half and bfloat16 conversions -----------*- C++ -*-===//
+//===- Float16.h - IEEE half, bfloat16 and TF32 conversions -----*- C++ -*-===//
 //
 // Bit-exact conversions between float and the 16-bit formats, rounding to
 // nearest, ties to even, with NaN kept NaN (quiet) and overflow to infinity,
-// as the conversion instructions of GPUs and CPUs do. Shared kernel math
+// as the conversion instructions of GPUs and CPUs do; and TF32 rounding
+// (matmul operands under --precision tf32). Shared kernel math
 // (TRAINC_HD): the CUDA kernels convert with these same functions. Arithmetic
 // on 16-bit values happens in float: load with *ToFloat, compute, store with
 // floatTo*.
@@ -50,6 +51,20 @@ TRAINC_HD uint16_t floatToBf16(float f) {
   uint32_t lsb = (u >> 16) & 1u;
   u += 0x7fffu + lsb;
   return uint16_t(u >> 16);
+}
+
+/// `f` rounded to TF32 (NVIDIA's tensor-float 32: f32's sign and 8-bit
+/// exponent, 10 explicit mantissa bits), held in a float whose low 13 bits
+/// are zero: to nearest, ties away from zero, as PTX's cvt.rna.tf32.f32 and
+/// CUTLASS's default conversion. Adding half an ulp to the magnitude and
+/// truncating does exactly that, subnormals included; a carry into the
+/// exponent moves to the next binade, and past the largest finite value
+/// to infinity. Infinities and NaNs pass through.
+TRAINC_HD float roundToTf32(float f) {
+  uint32_t u = floatBits(f);
+  if ((u & 0x7f800000u) == 0x7f800000u)
+    return f;
+  return bitsFloat((u + 0x1000u) & 0xffffe000u);
 }
 
 /// IEEE binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.

@@ -20,7 +20,12 @@
 // which splits the batch or the product over trainc's threads). f16 and bf16
 // operands are widened to f32 once, in parallel (then used in place or
 // packed like f32), multiplied with sgemm (accumulation in f32), and the
-// result is rounded to nearest even once, at the end, in parallel.
+// result is rounded to nearest even once, at the end, in parallel. Under
+// OperandRounding::Tf32 (--precision tf32) each f32 operand is first copied
+// rounded to TF32 (roundToTf32, the rounding a GPU's tensor cores apply),
+// the same way: sgemm's f32 products of 11-bit significands are exact, so
+// the only differences from a GPU are the order of the sums. It emulates
+// the GPU's numerics and is no faster than f32.
 //
 // Shape legend: B batch (product of batching dims), M/N products of the lhs
 // and rhs free dims, K product of the contracting dims.
@@ -98,40 +103,47 @@ template <typename T> struct Operand {
 /// Elements per task of the 16-bit conversions: enough to amortize a task.
 constexpr int64_t kConvertGrain = 1 << 15;
 
-/// A 16-bit tensor widened to float in its own layout, split over trainc's
-/// threads (a GEMM operand is read many times: converting it once, in
-/// parallel, costs far less than converting while packing, element by
-/// element).
-std::vector<float> widenToFloat(const TensorRef &t) {
+/// A 16-bit tensor widened to float, or an f32 one rounded to TF32, in its
+/// own layout, split over trainc's threads (a GEMM operand is read many
+/// times: converting it once, in parallel, costs far less than converting
+/// while packing, element by element).
+std::vector<float> operandAsFloat(const TensorRef &t) {
   std::vector<float> wide(t.numElements());
-  const uint16_t *src = t.as<uint16_t>();
-  bool bf16 = t.dtype == DType::BF16;
   parallelFor(int64_t(wide.size()), kConvertGrain,
               [&](int64_t begin, int64_t end) {
-                if (bf16)
+                if (t.dtype == DType::F32) {
+                  const float *src = t.as<float>();
+                  for (int64_t i = begin; i < end; ++i)
+                    wide[i] = roundToTf32(src[i]);
+                } else if (t.dtype == DType::BF16) {
+                  const uint16_t *src = t.as<uint16_t>();
                   for (int64_t i = begin; i < end; ++i)
                     wide[i] = bf16ToFloat(src[i]);
-                else
+                } else {
+                  const uint16_t *src = t.as<uint16_t>();
                   for (int64_t i = begin; i < end; ++i)
                     wide[i] = f16ToFloat(src[i]);
+                }
               });
   return wide;
 }
 
 /// Uses `t` in place when its dims are already in order `plain` ([B, rows,
 /// cols]) or `transposed` ([B, cols, rows]) and it holds T; packs it into
-/// order `plain` otherwise. A 16-bit operand is widened first and then
-/// treated as a float tensor of the same layout.
+/// order `plain` otherwise. A 16-bit operand is widened first, and with
+/// `tf32` an f32 one rounded, and then treated as a float tensor of the
+/// same layout.
 template <typename T>
 Operand<T> prepareOperand(const TensorRef &t, const std::vector<int> &plain,
-                          const std::vector<int> &transposed) {
+                          const std::vector<int> &transposed, bool tf32) {
   if constexpr (std::is_same_v<T, float>) {
-    if (t.dtype == DType::BF16 || t.dtype == DType::F16) {
-      std::vector<float> wide = widenToFloat(t);
+    if (t.dtype == DType::BF16 || t.dtype == DType::F16 ||
+        (tf32 && t.dtype == DType::F32)) {
+      std::vector<float> wide = operandAsFloat(t);
       TensorRef view = t;
       view.dtype = DType::F32;
       view.data = wide.data();
-      Operand<T> op = prepareOperand<T>(view, plain, transposed);
+      Operand<T> op = prepareOperand<T>(view, plain, transposed, false);
       if (op.packed.empty()) { // used in place: keep the widened copy
         op.packed = std::move(wide);
         op.data = op.packed.data();
@@ -174,6 +186,7 @@ Status runDotGeneral(const KernelCall &call) {
     return unsupportedDType(call, lhs.dtype);
   int64_t nb = call.ints[0], nc = call.ints[1];
   const int64_t *attrs = call.ints.data + 2;
+  bool tf32 = OperandRounding(attrs[2 * nb + 2 * nc]) == OperandRounding::Tf32;
   DimGroups l = groupDims(lhs, attrs, attrs + 2 * nb, nb, nc);
   DimGroups r = groupDims(rhs, attrs + nb, attrs + 2 * nb + nc, nb, nc);
 
@@ -202,10 +215,10 @@ Status runDotGeneral(const KernelCall &call) {
     using T = decltype(zero);
     Operand<T> a =
         prepareOperand<T>(lhs, concat({&l.batch, &l.free, &l.contract}),
-                          concat({&l.batch, &l.contract, &l.free}));
+                          concat({&l.batch, &l.contract, &l.free}), tf32);
     Operand<T> b =
         prepareOperand<T>(rhs, concat({&r.batch, &r.contract, &r.free}),
-                          concat({&r.batch, &r.free, &r.contract}));
+                          concat({&r.batch, &r.free, &r.contract}), tf32);
     // 16-bit results are computed in a float buffer and rounded once.
     bool native = out.dtype == DType::F32 || out.dtype == DType::F64;
     std::vector<T> wide(native ? 0 : batch * m * n);

@@ -23,12 +23,15 @@
 // D[N, M] = B^T A^T, so rhs is cuBLASLt's A and lhs its B.
 //
 // Precision: f32 computes in f32 (CUBLAS_COMPUTE_32F: no TF32, as the CPU's
-// sgemm), f64 in f64. bf16 and f16 operands are read as they are with f32
-// accumulation and the 16-bit result rounded once, to nearest even, from
-// the f32 sum, as on the CPU; split-K algorithms are restricted to reducing
-// their partial sums in f32 (never in the 16-bit output type). What differs
-// from the CPU: the order of each long sum (cuBLASLt's blocking and split-K
-// against OpenBLAS's), so results agree to rounding, not bit for bit.
+// sgemm) unless the instruction's OperandRounding is Tf32 (--precision
+// tf32): then CUBLAS_COMPUTE_32F_FAST_TF32, the tensor cores' TF32 products
+// summed in f32, which the CPU emulates by rounding its operands
+// (roundToTf32). f64 computes in f64. bf16 and f16 operands are read as they
+// are with f32 accumulation and the 16-bit result rounded once, to nearest
+// even, from the f32 sum, as on the CPU; split-K algorithms are restricted to
+// reducing their partial sums in f32 (never in the 16-bit output type). What
+// differs from the CPU: the order of each long sum (cuBLASLt's blocking and
+// split-K against OpenBLAS's), so results agree to rounding, not bit for bit.
 //
 // The algorithm of each GEMM is cuBLASLt's first heuristic choice for the
 // stream's workspace, cached per (device, dtype, shape, layout, pointer
@@ -192,7 +195,7 @@ struct GemmTypes {
   cublasComputeType_t compute;
 };
 
-GemmTypes gemmTypes(DType t) {
+GemmTypes gemmTypes(DType t, bool tf32) {
   switch (t) {
   case DType::F64:
     return {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
@@ -201,7 +204,8 @@ GemmTypes gemmTypes(DType t) {
   case DType::F16:
     return {CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
   default:
-    return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    return {CUDA_R_32F, CUDA_R_32F,
+            tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
   }
 }
 
@@ -238,7 +242,7 @@ struct LtDescriptors {
 };
 
 /// Everything the heuristic's choice depends on.
-using GemmKey = std::array<int64_t, 17>;
+using GemmKey = std::array<int64_t, 18>;
 
 /// The cached algorithms. Bounded: a program has few distinct GEMMs, and a
 /// full map (shapes that keep changing) starts over.
@@ -286,11 +290,11 @@ Status createLayout(const KernelCall &call, cudaDataType_t type, uint64_t rows,
 
 /// D[N, M] (column-major, ld N, batch stride M * N) = op(x) op(y), x the
 /// [N, K] operand (rhs), y the [K, M] one (lhs): the row-major C[M, N].
-Status runGemm(const KernelCall &call, DType dtype, int32_t batch, int64_t m,
-               int64_t n, int64_t k, const Matrix &x, const Matrix &y,
-               void *out) {
+Status runGemm(const KernelCall &call, DType dtype, bool tf32, int32_t batch,
+               int64_t m, int64_t n, int64_t k, const Matrix &x,
+               const Matrix &y, void *out) {
   CudaStream &stream = streamOf(call);
-  GemmTypes types = gemmTypes(dtype);
+  GemmTypes types = gemmTypes(dtype, tf32);
   uint64_t workspaceBytes = stream.gemmWorkspaceBytes();
   uint32_t alignX = alignmentOf(x.data), alignY = alignmentOf(y.data),
            alignD = alignmentOf(out);
@@ -339,7 +343,8 @@ Status runGemm(const KernelCall &call, DType dtype, int32_t batch, int64_t m,
                  int64_t(alignX),
                  int64_t(alignY),
                  int64_t(alignD),
-                 int64_t(workspaceBytes)};
+                 int64_t(workspaceBytes),
+                 int64_t(types.compute)};
   AlgoCache &cache = algoCache();
   cublasLtMatmulAlgo_t algo;
   bool cached = false;
@@ -456,6 +461,7 @@ Status runDotGeneral(const KernelCall &call) {
                                  ": the CUDA kernel takes one dtype");
   int64_t nb = call.ints[0], nc = call.ints[1];
   const int64_t *attrs = call.ints.data + 2;
+  bool tf32 = OperandRounding(attrs[2 * nb + 2 * nc]) == OperandRounding::Tf32;
   DimGroups l = groupDims(lhs, attrs, attrs + 2 * nb, nb, nc);
   DimGroups r = groupDims(rhs, attrs + nb, attrs + 2 * nb + nc, nb, nc);
   std::vector<int64_t> lStrides = rowMajorStrides(lhs),
@@ -514,7 +520,7 @@ Status runDotGeneral(const KernelCall &call) {
     asMatrix(next, bRun, nRun, kRun, x); // n has stride 1: always a Matrix
   }
   TRAINC_RETURN_IF_ERROR(
-      runGemm(call, lhs.dtype, int32_t(batch), m, n, k, x, y, out.data));
+      runGemm(call, lhs.dtype, tf32, int32_t(batch), m, n, k, x, y, out.data));
   return bias ? addRowBias(call, out, *bias, n) : okStatus();
 }
 

@@ -104,9 +104,15 @@ Status Checker::checkDotGeneral() const {
   // Bounded first, so that the sum below cannot wrap around.
   if (v.size() < 2 || v[0] < 0 || v[1] < 0 || uint64_t(v[0]) > v.size() ||
       uint64_t(v[1]) > v.size() ||
-      v.size() != 2 + 2 * size_t(v[0]) + 2 * size_t(v[1]))
+      v.size() != 3 + 2 * size_t(v[0]) + 2 * size_t(v[1]))
     return error("malformed dimension numbers");
   size_t nb = v[0], nc = v[1];
+  int64_t rounding = v.back();
+  if (rounding != int64_t(OperandRounding::Exact) &&
+      rounding != int64_t(OperandRounding::Tf32))
+    return error("unknown operand rounding " + std::to_string(rounding));
+  if (rounding == int64_t(OperandRounding::Tf32) && l.dtype != DType::F32)
+    return error("TF32 rounding needs f32 operands");
   const int64_t *lb = v.data() + 2, *rb = lb + nb, *lc = rb + nb, *rc = lc + nc;
   Shape lhsDims(lb, lb + nb), rhsDims(rb, rb + nb);
   lhsDims.insert(lhsDims.end(), lc, lc + nc);

@@ -109,9 +109,15 @@ std::vector<int> verifyKinds(const std::vector<TensorInfo> &tensors,
 }
 
 VerifyLimits verifyLimits(const Executable &exe) {
+  const VerifyLimits reduced = {2e-2, 5e-2, 5e-2};
   for (const TensorInfo &t : exe.tensors())
     if (t.dtype == DType::BF16 || t.dtype == DType::F16)
-      return {2e-2, 5e-2, 5e-2};
+      return reduced;
+  for (const InstructionInfo &inst : exe.instructions())
+    if ((inst.op == Opcode::DotGeneral || inst.op == Opcode::DotGeneralBias) &&
+        !inst.ints.empty() &&
+        inst.ints.back() == int64_t(OperandRounding::Tf32))
+      return reduced;
   return {1e-4, 1e-4, 2e-3};
 }
 

@@ -87,6 +87,10 @@ struct VerifyLimits {
 /// in another order are within ~1e-6; parameters after AdamW's first steps
 /// carry the sign flips above). Executables with 16-bit tensors (the
 /// precision phase): 2e-2 / 5e-2 / 5e-2 (bf16 rounds to 2^-9 relative).
+/// tf32 executables get the same: their operands round to 2^-11 relative,
+/// so these limits are four times what bf16 needs; the two devices' sums
+/// (and, where cuBLASLt truncates rather than rounds, their operands)
+/// differ by less than that.
 VerifyLimits verifyLimits(const Executable &exe);
 
 /// One tensor over its limit.

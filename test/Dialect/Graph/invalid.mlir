@@ -374,6 +374,24 @@ func.func @dot_general_c8(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) {
 
 // -----
 
+func.func @dot_general_c9(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) {
+  // expected-error@+1 {{(C9) tf32 rounds f32 operands, not 'bf16'}}
+  %0 = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] {tf32}
+         : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_c11(%a: tensor<4x8xf64>, %b: tensor<8x16xf64>, %c: tensor<16xf64>) {
+  // expected-error@+1 {{(C11) tf32 rounds f32 operands, not 'f64'}}
+  %0 = graph.dot_general_bias %a, %b, %c, batching_dims = [] x [], contracting_dims = [1] x [0] {tf32}
+         : (tensor<4x8xf64>, tensor<8x16xf64>, tensor<16xf64>) -> tensor<4x16xf64>
+  return
+}
+
+// -----
+
 // dot_general_bias checks dot_general's C1-C7 with the same messages.
 func.func @dot_general_bias_c6(%a: tensor<4x8xf32>, %b: tensor<9x16xf32>, %c: tensor<16xf32>) {
   // expected-error@+1 {{(C6) contracting dimension sizes differ: lhs dim 1 has 8, rhs dim 0 has 9}}

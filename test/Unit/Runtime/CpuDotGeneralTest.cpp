@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelTestUtil.h"
+#include "base/Float16.h"
 
 #include <gtest/gtest.h>
 
@@ -64,6 +65,18 @@ std::vector<int64_t> resultDims(const TestTensor &lhs, const TestTensor &rhs,
   return dims;
 }
 
+/// DotGeneral's ints for `dd`, with the operand rounding last.
+std::vector<int64_t>
+dotInts(const DotDims &dd, OperandRounding rounding = OperandRounding::Exact) {
+  std::vector<int64_t> ints = {int64_t(dd.lhsBatch.size()),
+                               int64_t(dd.lhsContract.size())};
+  for (const auto *list :
+       {&dd.lhsBatch, &dd.rhsBatch, &dd.lhsContract, &dd.rhsContract})
+    ints.insert(ints.end(), list->begin(), list->end());
+  ints.push_back(int64_t(rounding));
+  return ints;
+}
+
 /// Checks runDotGeneral on `lhs` x `rhs` against the naive double loop.
 void checkDot(const TestTensor &lhs, const TestTensor &rhs, const DotDims &dd,
               const std::vector<int64_t> &expectedDims) {
@@ -72,13 +85,8 @@ void checkDot(const TestTensor &lhs, const TestTensor &rhs, const DotDims &dd,
   TestTensor out(lhs.dtype(), outDims);
   for (int64_t i = 0; i < out.size(); ++i)
     out.set(i, 7.0); // The kernel must overwrite every element.
-  std::vector<int64_t> ints = {int64_t(dd.lhsBatch.size()),
-                               int64_t(dd.lhsContract.size())};
-  for (const auto *list :
-       {&dd.lhsBatch, &dd.rhsBatch, &dd.lhsContract, &dd.rhsContract})
-    ints.insert(ints.end(), list->begin(), list->end());
   Status s = testing::runKernel(runDotGeneral, Opcode::DotGeneral, {&lhs, &rhs},
-                                {&out}, ints);
+                                {&out}, dotInts(dd));
   ASSERT_TRUE(s.ok()) << s.toString();
 
   const std::vector<int64_t> &ld = lhs.dims(), &rd = rhs.dims();
@@ -229,15 +237,6 @@ TEST(CpuDotGeneral, ZeroSizeDims) {
   }
 }
 
-std::vector<int64_t> dotInts(const DotDims &dd) {
-  std::vector<int64_t> ints = {int64_t(dd.lhsBatch.size()),
-                               int64_t(dd.lhsContract.size())};
-  for (const auto *list :
-       {&dd.lhsBatch, &dd.rhsBatch, &dd.lhsContract, &dd.rhsContract})
-    ints.insert(ints.end(), list->begin(), list->end());
-  return ints;
-}
-
 // dot_general_bias is, bit for bit, dot_general and then graph.add of the
 // bias broadcast onto the result's last dims (the fusion pass promises
 // that): for native types the bias is added inside the GEMM's row or column
@@ -301,11 +300,97 @@ TEST(CpuDotGeneral, BiasIsTheAddBitForBit) {
   }
 }
 
+// --precision tf32: each f32 operand element is rounded to TF32 before the
+// product. The sums are sgemm's in both runs below, so the kernel must give,
+// bit for bit, the plain f32 kernel's result on operands rounded first
+// (roundToTf32, tested in Float16Test), in every operand layout (in place,
+// transposed in place, packed, batched) and with a bias, which is added,
+// not rounded.
+TEST(CpuDotGeneral, Tf32IsTheProductOfRoundedOperands) {
+  struct Case {
+    std::vector<int64_t> lhs, rhs;
+    DotDims dims;
+    bool bias;
+  } cases[] = {
+      {{37, 29}, {29, 23}, {{}, {}, {1}, {0}}, false},       // plain
+      {{19, 11}, {13, 19}, {{}, {}, {0}, {1}}, false},       // both transposed
+      {{7, 3, 10}, {10, 3, 6}, {{1}, {1}, {2}, {0}}, false}, // packed
+      {{3, 9, 17}, {3, 17, 5}, {{0}, {0}, {2}, {1}}, false}, // batched
+      {{4, 32, 24}, {40, 24}, {{}, {}, {2}, {1}}, true},     // linear + bias
+      {{8, 300}, {300, 200}, {{}, {}, {1}, {0}}, true},      // columns split
+  };
+  uint32_t seed = 70;
+  for (const Case &c : cases) {
+    SCOPED_TRACE("case " + std::to_string(&c - cases));
+    TestTensor lhs = testing::randomTensor(DType::F32, c.lhs, seed++);
+    TestTensor rhs = testing::randomTensor(DType::F32, c.rhs, seed++);
+    TestTensor lhsRounded = lhs, rhsRounded = rhs;
+    for (TestTensor *t : {&lhsRounded, &rhsRounded})
+      for (int64_t i = 0; i < t->size(); ++i)
+        t->set(i, roundToTf32(float(t->get(i))));
+    std::vector<int64_t> outDims = resultDims(lhs, rhs, c.dims);
+    std::vector<int64_t> biasDims(outDims.end() - 1, outDims.end());
+    TestTensor bias = testing::randomTensor(DType::F32, biasDims, seed++);
+    Opcode op = c.bias ? Opcode::DotGeneralBias : Opcode::DotGeneral;
+    auto inputs = [&](const TestTensor &l, const TestTensor &r) {
+      std::vector<const TestTensor *> in = {&l, &r};
+      if (c.bias)
+        in.push_back(&bias);
+      return in;
+    };
+    TestTensor tf32(DType::F32, outDims), want(DType::F32, outDims),
+        exact(DType::F32, outDims);
+    ASSERT_TRUE(testing::runKernel(runDotGeneral, op, inputs(lhs, rhs), {&tf32},
+                                   dotInts(c.dims, OperandRounding::Tf32))
+                    .ok());
+    ASSERT_TRUE(testing::runKernel(runDotGeneral, op,
+                                   inputs(lhsRounded, rhsRounded), {&want},
+                                   dotInts(c.dims))
+                    .ok());
+    ASSERT_TRUE(testing::runKernel(runDotGeneral, op, inputs(lhs, rhs),
+                                   {&exact}, dotInts(c.dims))
+                    .ok());
+    ASSERT_EQ(
+        std::memcmp(tf32.ref().data, want.ref().data, size_t(want.size()) * 4),
+        0);
+    // The rounding changed something (else the case tests nothing).
+    EXPECT_NE(std::memcmp(tf32.ref().data, exact.ref().data,
+                          size_t(exact.size()) * 4),
+              0);
+  }
+}
+
+// The rounding in numbers: 1 + 2^-12 is 1 in TF32, so 1,024 such terms sum
+// to exactly 1,024 (f32: 1,024.25, also exact); 1 + 2^-11 is a tie, which
+// goes away from zero, to 1 + 2^-10 (1,024 terms: 1,025).
+TEST(CpuDotGeneral, Tf32DropsTheLowMantissaBits) {
+  const int64_t k = 1024;
+  TestTensor lhs(DType::F32, {2, k}), rhs(DType::F32, {k, 1});
+  for (int64_t j = 0; j < k; ++j) {
+    lhs.set(j, 1 + std::ldexp(1.0, -12));
+    lhs.set(k + j, -(1 + std::ldexp(1.0, -11)));
+    rhs.set(j, 1.0);
+  }
+  DotDims dd{{}, {}, {1}, {0}};
+  TestTensor tf32(DType::F32, {2, 1}), exact(DType::F32, {2, 1});
+  ASSERT_TRUE(testing::runKernel(runDotGeneral, Opcode::DotGeneral,
+                                 {&lhs, &rhs}, {&tf32},
+                                 dotInts(dd, OperandRounding::Tf32))
+                  .ok());
+  ASSERT_TRUE(testing::runKernel(runDotGeneral, Opcode::DotGeneral,
+                                 {&lhs, &rhs}, {&exact}, dotInts(dd))
+                  .ok());
+  EXPECT_EQ(tf32.get(0), 1024.0);
+  EXPECT_EQ(tf32.get(1), -1025.0);
+  EXPECT_EQ(exact.get(0), 1024.25);
+  EXPECT_EQ(exact.get(1), -1024.5);
+}
+
 TEST(CpuDotGeneral, IntegerOperandsAreUnsupported) {
   TestTensor a(DType::I32, {2, 2}), b(DType::I32, {2, 2}),
       out(DType::I32, {2, 2});
   Status s = testing::runKernel(runDotGeneral, Opcode::DotGeneral, {&a, &b},
-                                {&out}, {0, 1, 1, 0});
+                                {&out}, {0, 1, 1, 0, 0});
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_NE(s.message().find("dot_general"), std::string::npos);
 }

@@ -700,7 +700,8 @@ bool contains(const std::vector<int64_t> &v, int64_t x) {
 }
 
 /// dot_general of `lhs` and `rhs`: result dims batch, lhs free, rhs free.
-Call dotCall(TestTensor lhs, TestTensor rhs, const DotDims &dd) {
+Call dotCall(TestTensor lhs, TestTensor rhs, const DotDims &dd,
+             OperandRounding rounding = OperandRounding::Exact) {
   std::vector<int64_t> dims;
   for (int64_t d : dd.lhsBatch)
     dims.push_back(lhs.dims()[d]);
@@ -715,6 +716,7 @@ Call dotCall(TestTensor lhs, TestTensor rhs, const DotDims &dd) {
   for (const auto *list :
        {&dd.lhsBatch, &dd.rhsBatch, &dd.lhsContract, &dd.rhsContract})
     ints.insert(ints.end(), list->begin(), list->end());
+  ints.push_back(int64_t(rounding));
   DType t = lhs.dtype();
   return makeCall(Opcode::DotGeneral, {std::move(lhs), std::move(rhs)},
                   {zeros(t, dims)}, ints);
@@ -754,6 +756,40 @@ TEST_P(DeviceKernels, DotGeneral) {
     check(dotCall(uniform(c.t, c.lhs, seed), uniform(c.t, c.rhs, seed + 1),
                   c.dims),
           gemmOf(c.t, k));
+    seed += 2;
+  }
+}
+
+// --precision tf32: the CPU rounds each operand to TF32 (to nearest, ties
+// away) and sums in f32; cuBLASLt's FAST_TF32 mode may convert by
+// truncation, or, for some shapes, not use TF32 at all. Either way each
+// product differs from the CPU's by at most 3 2^-11 |a b| (each operand by
+// at most 2^-11 relative from its TF32 rounding, or 2^-10 when truncated),
+// so the results by 3 2^-11 sum |ab| ~ 3 2^-11 K / 4 against max |c| ~
+// sqrt(K) (uniform operands, as gemmOf): sqrt(K) 2^-11 covers it with the
+// sums' own rounding on top. This bound cannot tell TF32 from plain f32 on
+// the device (cuBLASLt may choose either); the rounding itself is checked
+// bit for bit on the CPU (CpuDotGeneral.Tf32*).
+TEST_P(DeviceKernels, DotGeneralTf32) {
+  struct Case {
+    std::vector<int64_t> lhs, rhs;
+    DotDims dims;
+  } cases[] = {
+      {{37, 29}, {29, 23}, {{}, {}, {1}, {0}}},
+      {{129, 257}, {257, 65}, {{}, {}, {1}, {0}}},
+      {{3, 9, 17}, {3, 17, 5}, {{0}, {0}, {2}, {1}}},
+      {{4, 6, 256}, {256, 24}, {{}, {}, {2}, {0}}},
+  };
+  uint32_t seed = 201;
+  for (const Case &c : cases) {
+    int64_t k = 1;
+    for (int64_t d : c.dims.lhsContract)
+      k *= c.lhs[d];
+    Tolerance tol = gemmOf(kF32, k);
+    tol.rel += std::sqrt(double(k)) * 0x1p-11;
+    check(dotCall(uniform(kF32, c.lhs, seed), uniform(kF32, c.rhs, seed + 1),
+                  c.dims, OperandRounding::Tf32),
+          tol);
     seed += 2;
   }
 }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "base/DType.h"
 #include "cpu/Kernels.h"
 #include "exec/Session.h"
 #include "trainc/schema/executable_generated.h"
@@ -24,6 +25,7 @@ namespace {
 /// A program y = a + b over f32[2, 3], with knobs to break it.
 struct TinyProgram {
   uint32_t formatVersion = kFormatVersion;
+  fb::DType dtype = fb::DType::F32;
   uint64_t workArenaSize = 3 * 64;
   uint64_t yOffset = 128;
   fb::TensorRole yRole = fb::TensorRole::Output;
@@ -40,13 +42,14 @@ struct TinyProgram {
     flatbuffers::FlatBufferBuilder b;
     b.ForceDefaults(true);
     std::vector<int64_t> shape = {2, 3};
+    uint64_t bytes = 6 * dtypeSize(dtype);
     std::vector<flatbuffers::Offset<fb::Tensor>> tensors = {
-        fb::CreateTensorDirect(b, "a", fb::TensorRole::Input, fb::DType::F32,
-                               &shape, 0, 0, 24),
-        fb::CreateTensorDirect(b, "b", fb::TensorRole::Input, fb::DType::F32,
-                               &shape, 0, 64, 24),
-        fb::CreateTensorDirect(b, "y", yRole, fb::DType::F32, &shape, 0,
-                               yOffset, 24)};
+        fb::CreateTensorDirect(b, "a", fb::TensorRole::Input, dtype, &shape, 0,
+                               0, bytes),
+        fb::CreateTensorDirect(b, "b", fb::TensorRole::Input, dtype, &shape, 0,
+                               64, bytes),
+        fb::CreateTensorDirect(b, "y", yRole, dtype, &shape, 0, yOffset,
+                               bytes)};
     std::vector<uint32_t> results = {2};
     std::vector<flatbuffers::Offset<fb::Instruction>> insts = {
         fb::CreateInstructionDirect(b, opcode, &operands, &results, &ints)};
@@ -182,7 +185,7 @@ TEST(Executable, RejectsMalformedInstructions) {
   // dot_general_bias: three operands, the bias of rhs's free dims' shape.
   TinyProgram biasArity;
   biasArity.opcode = static_cast<uint16_t>(Opcode::DotGeneralBias);
-  biasArity.ints = {0, 1, 0, 0}; // contract dim 0 with dim 0: [3] x [3]
+  biasArity.ints = {0, 1, 0, 0, 0}; // contract dim 0 with dim 0: [3] x [3]
   s = load(biasArity, exe);
   EXPECT_NE(s.message().find("expects 3 operands"), std::string::npos)
       << s.toString();
@@ -192,6 +195,24 @@ TEST(Executable, RejectsMalformedInstructions) {
   EXPECT_NE(s.message().find("the bias must have the shape of rhs's free "
                              "dimensions"),
             std::string::npos)
+      << s.toString();
+
+  // The operand rounding, last: a known one, and TF32 only on f32.
+  TinyProgram rounding;
+  rounding.opcode = static_cast<uint16_t>(Opcode::DotGeneral);
+  rounding.ints = {0, 1, 0, 0, 7};
+  s = load(rounding, exe);
+  EXPECT_NE(s.message().find("unknown operand rounding 7"), std::string::npos)
+      << s.toString();
+  rounding.ints.back() = int64_t(OperandRounding::Tf32);
+  rounding.dtype = fb::DType::BF16;
+  s = load(rounding, exe);
+  EXPECT_NE(s.message().find("TF32 rounding needs f32 operands"),
+            std::string::npos)
+      << s.toString();
+  rounding.ints.pop_back(); // a version 9 instruction
+  s = load(rounding, exe);
+  EXPECT_NE(s.message().find("malformed dimension numbers"), std::string::npos)
       << s.toString();
 }
 

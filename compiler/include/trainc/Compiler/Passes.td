@@ -127,6 +127,13 @@ def Precision : Pass<"trainc-precision", "mlir::ModuleOp"> {
     the backward of a 16-bit matmul is 16-bit matmuls). Parameters,
     gradients, optimizer state and the loss stay f32.
 
+    `precision` tf32 keeps every tensor f32 and marks each f32
+    `dot_general` (not kept by `keep-f32`) `tf32`: its operands are rounded
+    to TF32 and the products summed in f32 (NVIDIA's TF32 tensor-core mode,
+    which PyTorch calls `allow_tf32`; the CPU emulates the rounding, so
+    both devices compute the same thing). Attention stays f32. The
+    gradients' matmuls inherit the mark (the gradient rule copies it).
+
     The policy (`precision` bf16 or fp16; f32: no change), op by op in
     program order, for f32 values only:
     | ops | run in | |
@@ -159,7 +166,7 @@ def Precision : Pass<"trainc-precision", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"f32\"",
-           "f32, bf16 or fp16">,
+           "f32, tf32, bf16 or fp16">,
     Option<"keepF32", "keep-f32", "std::string", "\"\"",
            "Comma-separated op names or node-name globs kept in f32">,
     Option<"lossScaling", "loss-scaling", "bool", "false",

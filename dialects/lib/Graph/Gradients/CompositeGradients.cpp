@@ -79,9 +79,9 @@ struct Emitter {
   }
   Value dot(Value lhs, Value rhs, ArrayRef<int64_t> lhsBatch,
             ArrayRef<int64_t> rhsBatch, ArrayRef<int64_t> lhsContract,
-            ArrayRef<int64_t> rhsContract) {
+            ArrayRef<int64_t> rhsContract, bool tf32 = false) {
     return b.create<DotGeneralOp>(loc, lhs, rhs, lhsBatch, rhsBatch,
-                                  lhsContract, rhsContract);
+                                  lhsContract, rhsContract, tf32);
   }
   Value compare(ComparisonDirection direction, Value x, Value y) {
     return b.createOrFold<CompareOp>(loc, direction, x, y);
@@ -167,8 +167,9 @@ void dotGeneralVjp(DotGeneralOp dot, OpBuilder &b, Value g,
       toRhs.push_back(rc[it - lc.begin()]);
   toRhs.append(rf);
 
-  Value dLhs = e.dot(g, dot.getRhs(), gBatch, rb, gRhsFree, rf);
-  Value dRhs = e.dot(dot.getLhs(), g, lb, gBatch, lf, gLhsFree);
+  // The gradients' products round their operands as the forward's did.
+  Value dLhs = e.dot(g, dot.getRhs(), gBatch, rb, gRhsFree, rf, dot.getTf32());
+  Value dRhs = e.dot(dot.getLhs(), g, lb, gBatch, lf, gLhsFree, dot.getTf32());
   out.push_back(permuteTo(e, dLhs, toLhs));
   out.push_back(permuteTo(e, dRhs, toRhs));
 }

@@ -448,6 +448,8 @@ def Graph_DotGeneralBiasOp : Graph_InferredOp<"dot_general_bias", [
     - (C8) `bias` has the shape of rhs's free dimensions, in order.
     - (C9) `bias` has the operands' element type.
     - (C10) the result type is the inferred one (that of the product).
+    - (C11) `tf32` (the product's operands rounded to TF32, as in
+      `graph.dot_general`) is set only on f32 operands.
 
     Example (a linear layer x @ w^T + b):
     ```mlir
@@ -462,7 +464,8 @@ def Graph_DotGeneralBiasOp : Graph_InferredOp<"dot_general_bias", [
                        DenseI64ArrayAttr:$lhs_batching_dimensions,
                        DenseI64ArrayAttr:$rhs_batching_dimensions,
                        DenseI64ArrayAttr:$lhs_contracting_dimensions,
-                       DenseI64ArrayAttr:$rhs_contracting_dimensions);
+                       DenseI64ArrayAttr:$rhs_contracting_dimensions,
+                       UnitAttr:$tf32);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs `,` $bias `,` `batching_dims` `=` $lhs_batching_dimensions

@@ -199,6 +199,13 @@ def Graph_DotGeneralOp : Graph_InferredOp<"dot_general", [
     remaining dimensions, then rhs's remaining dimensions. Contracting
     dimensions are summed over; accumulation is in at least f32.
 
+    With the unit attribute `tf32` (set by `--precision tf32`), each f32
+    operand element is first rounded to TF32 (10 explicit mantissa bits, as
+    an NVIDIA tensor core reads it: to nearest, ties away from zero; f32's
+    exponent range), and the rounded products are summed in f32. Every
+    device computes this, so a tf32 executable means the same on the CPU
+    (which emulates the rounding) and on a GPU (tensor cores).
+
     Constraints:
     - (C1) the two batching-dimension lists have the same length.
     - (C2) the two contracting-dimension lists have the same length.
@@ -208,6 +215,7 @@ def Graph_DotGeneralOp : Graph_InferredOp<"dot_general", [
     - (C6) paired contracting dimensions have the same size.
     - (C7) `lhs` and `rhs` have the same element type.
     - (C8) the result type is the inferred one.
+    - (C9) `tf32` is set only on f32 operands.
 
     Example (a batched matmul [b,m,k] x [b,k,n] -> [b,m,n]):
     ```mlir
@@ -220,7 +228,8 @@ def Graph_DotGeneralOp : Graph_InferredOp<"dot_general", [
                        DenseI64ArrayAttr:$lhs_batching_dimensions,
                        DenseI64ArrayAttr:$rhs_batching_dimensions,
                        DenseI64ArrayAttr:$lhs_contracting_dimensions,
-                       DenseI64ArrayAttr:$rhs_contracting_dimensions);
+                       DenseI64ArrayAttr:$rhs_contracting_dimensions,
+                       UnitAttr:$tf32);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs `,` `batching_dims` `=` $lhs_batching_dimensions `x`
