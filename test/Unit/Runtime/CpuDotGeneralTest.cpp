@@ -26,11 +26,9 @@
 namespace trainc::cpu {
 namespace {
 
+using testing::DotDims;
+using testing::dotInts;
 using testing::TestTensor;
-
-struct DotDims {
-  std::vector<int64_t> lhsBatch, rhsBatch, lhsContract, rhsContract;
-};
 
 std::vector<int64_t> freeDims(int rank, const std::vector<int64_t> &batch,
                               const std::vector<int64_t> &contract) {
@@ -63,18 +61,6 @@ std::vector<int64_t> resultDims(const TestTensor &lhs, const TestTensor &rhs,
        freeDims(int(rhs.dims().size()), dd.rhsBatch, dd.rhsContract))
     dims.push_back(rhs.dims()[d]);
   return dims;
-}
-
-/// DotGeneral's ints for `dd`, with the operand rounding last.
-std::vector<int64_t>
-dotInts(const DotDims &dd, OperandRounding rounding = OperandRounding::Exact) {
-  std::vector<int64_t> ints = {int64_t(dd.lhsBatch.size()),
-                               int64_t(dd.lhsContract.size())};
-  for (const auto *list :
-       {&dd.lhsBatch, &dd.rhsBatch, &dd.lhsContract, &dd.rhsContract})
-    ints.insert(ints.end(), list->begin(), list->end());
-  ints.push_back(int64_t(rounding));
-  return ints;
 }
 
 /// Checks runDotGeneral on `lhs` x `rhs` against the naive double loop.

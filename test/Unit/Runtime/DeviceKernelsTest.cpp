@@ -61,6 +61,8 @@ namespace trainc {
 namespace {
 
 using cpu::testing::computeEps;
+using cpu::testing::DotDims;
+using cpu::testing::dotInts;
 using cpu::testing::randomValues;
 using cpu::testing::storageEps;
 using cpu::testing::TestTensor;
@@ -691,10 +693,6 @@ TEST_P(DeviceKernels, Convert) {
 
 //===--- DotGeneral -------------------------------------------------------===//
 
-struct DotDims {
-  std::vector<int64_t> lhsBatch, rhsBatch, lhsContract, rhsContract;
-};
-
 bool contains(const std::vector<int64_t> &v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -711,15 +709,9 @@ Call dotCall(TestTensor lhs, TestTensor rhs, const DotDims &dd,
   for (int64_t d = 0; d < int64_t(rhs.dims().size()); ++d)
     if (!contains(dd.rhsBatch, d) && !contains(dd.rhsContract, d))
       dims.push_back(rhs.dims()[d]);
-  std::vector<int64_t> ints = {int64_t(dd.lhsBatch.size()),
-                               int64_t(dd.lhsContract.size())};
-  for (const auto *list :
-       {&dd.lhsBatch, &dd.rhsBatch, &dd.lhsContract, &dd.rhsContract})
-    ints.insert(ints.end(), list->begin(), list->end());
-  ints.push_back(int64_t(rounding));
   DType t = lhs.dtype();
   return makeCall(Opcode::DotGeneral, {std::move(lhs), std::move(rhs)},
-                  {zeros(t, dims)}, ints);
+                  {zeros(t, dims)}, dotInts(dd, rounding));
 }
 
 TEST_P(DeviceKernels, DotGeneral) {

@@ -84,6 +84,24 @@ inline TestTensor randomTensor(DType dtype, std::vector<int64_t> dims,
   return TestTensor(dtype, std::move(dims), randomValues(n, seed, lo, hi));
 }
 
+/// A dot_general's dimension numbers.
+struct DotDims {
+  std::vector<int64_t> lhsBatch, rhsBatch, lhsContract, rhsContract;
+};
+
+/// DotGeneral's (and DotGeneralBias's) ints for `dd`, the operand rounding
+/// last.
+inline std::vector<int64_t>
+dotInts(const DotDims &dd, OperandRounding rounding = OperandRounding::Exact) {
+  std::vector<int64_t> ints = {int64_t(dd.lhsBatch.size()),
+                               int64_t(dd.lhsContract.size())};
+  for (const auto *list :
+       {&dd.lhsBatch, &dd.rhsBatch, &dd.lhsContract, &dd.rhsContract})
+    ints.insert(ints.end(), list->begin(), list->end());
+  ints.push_back(int64_t(rounding));
+  return ints;
+}
+
 /// Builds a KernelCall for `op` and passes it to `family` (runSoftmax, ...).
 inline Status runKernel(Status (*family)(const KernelCall &), Opcode op,
                         const std::vector<const TestTensor *> &inputs,
