@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Packs what trainc's GPU checks need into one archive that runs on a GPU
+# machine lacking this machine's Debian packages (LLVM, OpenBLAS, Open MPI,
+# protobuf): the machines lent to this project have CUDA, PyTorch and
+# Python, nothing to build trainc's compiler with, and no network.
+#
+#   tools/gpu/bundle.sh [BUILD_DIR] [OUT_DIR]       (defaults: build, .gpu)
+#
+# Writes OUT_DIR/trainc-gpu.tar.xz holding
+#   bin/   trainc, trainc-run                 (lib/ is their ../lib: the CUDA
+#   lib/   libtrainc_cuda.so and every          plugin is found there)
+#          library the binaries load from this machine, except glibc's
+#          and CUDA's own (the GPU machine's are used)
+#   test/  trainc-runtime-unittests, trainc-cuda-unittests
+#   data/  tinygpt's training export (../shared/data does not travel)
+# and checks that the binaries start with only lib/ on the loader's path.
+# On the GPU machine, tools/gpu/check.sh unpacks and runs it; carry OUT_DIR
+# there (it is git-ignored). libz3 and libicudata, which libLLVM links but
+# trainc never calls, are replaced by small stand-ins to keep the archive
+# small (libicudata's one symbol, the ICU data table, is an empty array).
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:-$repo/build}" && pwd)
+out=${2:-$repo/.gpu}
+data=$repo/../shared/data/tinygpt
+
+for f in "$build/bin/trainc" "$build/bin/trainc-run" "$build/lib/libtrainc_cuda.so" \
+         "$build/test/Unit/trainc-runtime-unittests" "$build/test/Unit/trainc-cuda-unittests" \
+         "$data/tied_erf/model_train_opset17.onnx"; do
+  [[ -f $f ]] || { echo "bundle.sh: $f is missing (build with CUDA first: tools/setup.sh)" >&2; exit 1; }
+done
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage"/{bin,lib,test,data/tinygpt/tied_erf}
+cp "$build/bin/trainc" "$build/bin/trainc-run" "$stage/bin/"
+cp "$build/lib/libtrainc_cuda.so" "$stage/lib/"
+cp "$build/test/Unit/trainc-runtime-unittests" "$build/test/Unit/trainc-cuda-unittests" "$stage/test/"
+cp "$data/tied_erf/model_train_opset17.onnx" "$stage/data/tinygpt/tied_erf/"
+
+# Every library the loader resolves for them, but glibc's and CUDA's.
+for f in "$stage"/bin/* "$stage"/lib/libtrainc_cuda.so "$stage"/test/*; do
+  ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
+done | sort -u | while read -r soname path; do
+  case $soname in
+    libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*) ;;
+    libcuda.so.*|libcudart.so.*|libcublas.so.*|libcublasLt.so.*|libnccl.so.*) ;;
+    libz3.so.*)
+      echo 'void trainc_stand_in(void) {}' |
+        cc -shared -fPIC -x c - -o "$stage/lib/$soname" -Wl,-soname,"$soname" ;;
+    libicudata.so.*)
+      version=${soname#libicudata.so.}
+      echo "const char icudt${version}_dat[16] = {0};" |
+        cc -shared -fPIC -x c - -o "$stage/lib/$soname" -Wl,-soname,"$soname" ;;
+    *) cp -L "$path" "$stage/lib/$soname" ;;
+  esac
+done
+
+# The binaries must start from the bundle alone (CUDA's libraries aside:
+# libtrainc_cuda.so is only opened where a GPU is asked for).
+for f in "$stage/bin/trainc" "$stage/bin/trainc-run"; do
+  missing=$(LD_LIBRARY_PATH="$stage/lib" ldd "$f" | grep 'not found' || true)
+  [[ -z $missing ]] || { echo "bundle.sh: $f lacks: $missing" >&2; exit 1; }
+done
+LD_LIBRARY_PATH="$stage/lib" "$stage/bin/trainc" --version >/dev/null
+LD_LIBRARY_PATH="$stage/lib" "$stage/bin/trainc-run" --help >/dev/null
+
+mkdir -p "$out"
+tar -C "$stage" -cJf "$out/trainc-gpu.tar.xz.tmp" .
+mv "$out/trainc-gpu.tar.xz.tmp" "$out/trainc-gpu.tar.xz"
+echo "wrote $out/trainc-gpu.tar.xz ($(du -h "$out/trainc-gpu.tar.xz" | cut -f1)) from $build at $(git -C "$repo" rev-parse --short HEAD)"

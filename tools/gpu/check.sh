@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# On a machine with a GPU: unpacks the archive tools/gpu/bundle.sh made and
+# runs trainc's GPU checks from it, with this machine's CUDA libraries.
+#
+#   tools/gpu/check.sh [--bench] [ARCHIVE]     (default .gpu/trainc-gpu.tar.xz)
+#
+# The checks, each logged to $OUT/NAME.log ($OUT: the device tool's result
+# folder; else /tmp/trainc-gpu-logs):
+#   kernels        every opcode's CUDA kernel against the CPU
+#                  (Devices/DeviceKernels.*/cuda)
+#   probe          the CUDA probe: cuBLAS, NCCL's version (CudaProbe.*)
+#   cuda_training  tinygpt f32 and bf16 on the GPU with --verify-steps,
+#                  20 losses against the CPU, compute-sanitizer memcheck
+#                  and racecheck, NCCL across GPUs where there are two
+#   bench          (--bench) tools/bench_gpu.py: GPT-2 124M bf16 against
+#                  PyTorch eager and torch.compile
+# A GPU is here, so a check that reports itself skipped fails. Prints one
+# line per check and exits 1 if any failed, 2 if no GPU is visible. Python
+# is $PYTHON (default python3: on the lent machines, the one with PyTorch,
+# NumPy and ONNX).
+#
+# With the device tool, from this machine (after tools/gpu/bundle.sh):
+#   run(command="tools/gpu/check.sh", carry=[".gpu"])
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+bench=0
+if [[ ${1:-} == --bench ]]; then bench=1; shift; fi
+archive=${1:-$repo/.gpu/trainc-gpu.tar.xz}
+logs=${OUT:-/tmp/trainc-gpu-logs}
+mkdir -p "$logs"
+[[ -f $archive ]] || { echo "check.sh: no $archive (run tools/gpu/bundle.sh where trainc is built)" >&2; exit 1; }
+
+root=$(mktemp -d /tmp/trainc-gpu.XXXXXX)
+trap 'rm -rf "$root"' EXIT
+${PYTHON:-python3} -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$archive" "$root" ||
+  { echo "check.sh: cannot unpack $archive" >&2; exit 1; }
+
+# CUDA's own libraries: the toolkit's, and NCCL from PyTorch's wheel where
+# the toolkit has none.
+paths=$root/lib
+for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib; do
+  [[ -d $dir ]] && paths+=:$dir
+done
+if ! ls /usr/local/cuda/lib*/libnccl.so.2 >/dev/null 2>&1; then
+  nccl=$(${PYTHON:-python3} -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+  [[ -n $nccl ]] && paths+=:$nccl
+fi
+export LD_LIBRARY_PATH=$paths${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export TRAINC_CUDA_PLUGIN=$root/lib/libtrainc_cuda.so
+
+python=${PYTHON:-python3}
+if ! nvidia-smi -L >"$logs/gpus.txt" 2>&1; then
+  echo "check.sh: no GPU is visible here (nvidia-smi -L: $(head -c 200 "$logs/gpus.txt"))" >&2
+  exit 2
+fi
+cat "$logs/gpus.txt"
+failed=()
+check() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  "$@" >"$logs/$name.log" 2>&1
+  local status=$?
+  if [[ $status -eq 0 ]] && grep -q -E '^\[  SKIPPED \]|^skipped:' "$logs/$name.log"; then
+    status=77
+  fi
+  if [[ $status -eq 0 ]]; then
+    echo "ok: $name ($((SECONDS - start)) s)"
+  else
+    echo "FAIL: $name (exit $status, $((SECONDS - start)) s; $logs/$name.log):"
+    tail -n 25 "$logs/$name.log"
+    failed+=("$name")
+  fi
+}
+
+check kernels "$root/test/trainc-runtime-unittests" --gtest_filter='Devices/DeviceKernels.*/cuda'
+check probe "$root/test/trainc-cuda-unittests"
+check cuda_training "$python" "$repo/test/Runtime/cuda_training.py" --trainc "$root/bin/trainc" \
+  --trainc-run "$root/bin/trainc-run" --data-dir "$root/data/tinygpt"
+if [[ $bench -eq 1 ]]; then
+  check bench "$python" "$repo/tools/bench_gpu.py" --trainc-bin-dir "$root/bin" --rounds 4
+fi
+
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "check.sh: failed: ${failed[*]}"
+  exit 1
+fi
+echo "check.sh: all GPU checks passed"
