@@ -85,6 +85,9 @@ def parse_args():
     p.add_argument('--trainc-bin-dir', default=os.path.join(REPO, 'build', 'bin'))
     p.add_argument('--torch-python', default=sys.executable)
     p.add_argument('--contenders', default='trainc,torch-eager,torch-compile')
+    p.add_argument('--profile', action='store_true',
+                   help="after the rounds, one more trainc run with --profile: where "
+                        "a step's time goes, by op and by op and shapes")
     return p.parse_args()
 
 
@@ -111,15 +114,27 @@ class TraincContender:
                         '--decay-all', '--precision', 'bf16', '-o', self.exe], check=True)
         self.flops_per_step = None
 
+    def command(self, steps, *extra):
+        return [os.path.join(self.args.trainc_bin_dir, 'trainc-run'), self.exe,
+                '--device', 'cuda', '--input', f'tokens={self.cfg["tokens"]}',
+                '--input', f'targets={self.cfg["targets"]}', '--steps', str(steps),
+                '--output-dir', self.cfg['work'], *extra]
+
+    def profile(self):
+        """trainc-run --profile's table (its first run left out, as it
+        pays one-time costs)."""
+        r = subprocess.run(self.command(3, '--profile'), capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit('bench_gpu: trainc-run --profile failed:\n' + r.stderr[-3000:])
+        lines = (r.stdout + r.stderr).splitlines()
+        start = next((i for i, l in enumerate(lines) if l.startswith('profile:')), len(lines))
+        return '\n'.join(lines[start:])
+
     def round(self):
         log = os.path.join(self.cfg['work'], 'round.jsonl')
         if os.path.exists(log):
             os.remove(log)
-        cmd = [os.path.join(self.args.trainc_bin_dir, 'trainc-run'), self.exe,
-               '--device', 'cuda', '--input', f'tokens={self.cfg["tokens"]}',
-               '--input', f'targets={self.cfg["targets"]}',
-               '--steps', str(self.args.warmup + self.args.steps),
-               '--output-dir', self.cfg['work'], '--log-jsonl', log]
+        cmd = self.command(self.args.warmup + self.args.steps, '--log-jsonl', log)
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit('bench_gpu: trainc-run failed:\n' + r.stderr[-3000:])
@@ -186,6 +201,9 @@ def main():
             if base:
                 line += f'  trainc is {ms / base:.2f}x faster'
             print(line)
+        if args.profile and 'trainc' in running:
+            print('\ntrainc-run --profile (each instruction waited for: slower than '
+                  'the rounds above)\n' + running['trainc'].profile())
     return 0
 
 

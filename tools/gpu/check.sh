@@ -79,7 +79,7 @@ check probe "$root/test/trainc-cuda-unittests"
 check cuda_training "$python" "$repo/test/Runtime/cuda_training.py" --trainc "$root/bin/trainc" \
   --trainc-run "$root/bin/trainc-run" --data-dir "$root/data/tinygpt"
 if [[ $bench -eq 1 ]]; then
-  check bench "$python" "$repo/tools/bench_gpu.py" --trainc-bin-dir "$root/bin" --rounds 4
+  check bench "$python" "$repo/tools/bench_gpu.py" --trainc-bin-dir "$root/bin" --rounds 4 --profile
 fi
 
 if [[ ${#failed[@]} -gt 0 ]]; then
