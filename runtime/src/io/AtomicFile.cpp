@@ -113,8 +113,11 @@ Status openRegularFile(const std::string &path, const std::string &what,
   return okStatus();
 }
 
-Status readRegularFile(const std::string &path, const std::string &what,
-                       std::vector<char> &out, uint64_t maxBytes) {
+namespace {
+
+template <typename Bytes>
+Status readRegularInto(const std::string &path, const std::string &what,
+                       Bytes &out, uint64_t maxBytes) {
   int fd = -1;
   uint64_t size = 0;
   TRAINC_RETURN_IF_ERROR(openRegularFile(path, what, fd, size));
@@ -133,7 +136,7 @@ Status readRegularFile(const std::string &path, const std::string &what,
   }
   size_t done = 0;
   while (done < out.size()) {
-    ssize_t r = ::read(fd, out.data() + done, out.size() - done);
+    ssize_t r = ::read(fd, &out[done], out.size() - done);
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0) {
@@ -145,6 +148,18 @@ Status readRegularFile(const std::string &path, const std::string &what,
   }
   ::close(fd);
   return okStatus();
+}
+
+} // namespace
+
+Status readRegularFile(const std::string &path, const std::string &what,
+                       std::vector<char> &out, uint64_t maxBytes) {
+  return readRegularInto(path, what, out, maxBytes);
+}
+
+Status readRegularFile(const std::string &path, const std::string &what,
+                       std::string &out, uint64_t maxBytes) {
+  return readRegularInto(path, what, out, maxBytes);
 }
 
 Status syncDirectory(const std::string &dir) {

@@ -37,6 +37,8 @@ Status openRegularFile(const std::string &path, const std::string &what,
 /// `maxBytes` bytes; `what` names it in errors ("the executable").
 Status readRegularFile(const std::string &path, const std::string &what,
                        std::vector<char> &out, uint64_t maxBytes = UINT64_MAX);
+Status readRegularFile(const std::string &path, const std::string &what,
+                       std::string &out, uint64_t maxBytes = UINT64_MAX);
 
 /// fsyncs directory `dir` (so that a rename or a new entry in it is
 /// durable).

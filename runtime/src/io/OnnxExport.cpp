@@ -636,22 +636,6 @@ private:
   std::vector<fs::path> external_;
 };
 
-Status readWholeFile(const std::string &path, std::string &out) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return notFound(path + ": cannot open: " + std::strerror(errno));
-  char buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0)
-    out.append(buffer, n);
-  bool failed = std::ferror(f);
-  int error = errno;
-  std::fclose(f);
-  if (failed)
-    return corrupt(path + ": read failed: " + std::strerror(error));
-  return okStatus();
-}
-
 } // namespace
 
 Status exportOnnxWithWeights(const std::string &sourcePath,
@@ -671,7 +655,8 @@ Status exportOnnxWithWeights(const std::string &sourcePath,
 
   SourceFile file;
   file.path = sourcePath;
-  TRAINC_RETURN_IF_ERROR(readWholeFile(sourcePath, file.bytes));
+  TRAINC_RETURN_IF_ERROR(
+      readRegularFile(sourcePath, "the ONNX model", file.bytes));
   // External data stays where it is when the output's relative locations
   // still resolve, i.e. when it is written next to the source.
   bool inlineExternal =
@@ -699,7 +684,7 @@ Status readOnnxInitializers(const std::string &path,
                             std::vector<OnnxInitializer> &out) {
   SourceFile file;
   file.path = path;
-  TRAINC_RETURN_IF_ERROR(readWholeFile(path, file.bytes));
+  TRAINC_RETURN_IF_ERROR(readRegularFile(path, "the ONNX model", file.bytes));
   out.clear();
   FieldReader model(file, file.bytes, "the model");
   while (!model.done()) {

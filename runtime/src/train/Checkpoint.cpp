@@ -111,30 +111,13 @@ void removeTree(const std::string &path) {
   }
 }
 
+/// A checkpoint's small file (the manifest, `latest`, a checksum list). One
+/// that is not a regular file is damage (kDataLoss), as a shard's is.
 Status readWholeFile(const std::string &path, std::string &out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return ioError("cannot open", path, errno);
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status(StatusCode::kDataLoss, path + ": not a regular file");
-  }
-  out.resize(size_t(st.st_size));
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t r = ::read(fd, &out[done], out.size() - done);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0) {
-      int error = r < 0 ? errno : EIO;
-      ::close(fd);
-      return ioError("cannot read", path, error);
-    }
-    done += size_t(r);
-  }
-  ::close(fd);
-  return okStatus();
+  Status s = readRegularFile(path, "the checkpoint file", out);
+  return s.code() == StatusCode::kInvalidArgument
+             ? Status(StatusCode::kDataLoss, s.message())
+             : s;
 }
 
 /// The checksum of a manifest: XXH3 of its canonical JSON text without the
