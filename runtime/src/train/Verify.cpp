@@ -108,12 +108,13 @@ std::vector<int> verifyKinds(const std::vector<TensorInfo> &tensors,
   return kinds;
 }
 
-VerifyLimits verifyLimits(const Executable &exe) {
+VerifyLimits verifyLimits(const std::vector<TensorInfo> &tensors,
+                          const std::vector<InstructionInfo> &instructions) {
   const VerifyLimits reduced = {2e-2, 5e-2, 5e-2};
-  for (const TensorInfo &t : exe.tensors())
+  for (const TensorInfo &t : tensors)
     if (t.dtype == DType::BF16 || t.dtype == DType::F16)
       return reduced;
-  for (const InstructionInfo &inst : exe.instructions())
+  for (const InstructionInfo &inst : instructions)
     if ((inst.op == Opcode::DotGeneral || inst.op == Opcode::DotGeneralBias) &&
         !inst.ints.empty() &&
         inst.ints.back() == int64_t(OperandRounding::Tf32))

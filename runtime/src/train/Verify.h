@@ -91,7 +91,11 @@ struct VerifyLimits {
 /// so these limits are four times what bf16 needs; the two devices' sums
 /// (and, where cuBLASLt truncates rather than rounds, their operands)
 /// differ by less than that.
-VerifyLimits verifyLimits(const Executable &exe);
+VerifyLimits verifyLimits(const std::vector<TensorInfo> &tensors,
+                          const std::vector<InstructionInfo> &instructions);
+inline VerifyLimits verifyLimits(const Executable &exe) {
+  return verifyLimits(exe.tensors(), exe.instructions());
+}
 
 /// One tensor over its limit.
 struct TensorMismatch {

@@ -65,6 +65,35 @@ TEST(Verify, AFloorMeasuresNoiseAgainstItsKindsScale) {
       std::numeric_limits<double>::infinity());
 }
 
+// f32 executables get f32's limits; one with a 16-bit tensor, or with a
+// matmul that rounds its operands to TF32 (--precision tf32), the reduced
+// ones.
+TEST(Verify, LimitsFollowTheExecutablesPrecision) {
+  auto tensor = [](DType dtype) {
+    TensorInfo t;
+    t.dtype = dtype;
+    return t;
+  };
+  auto dot = [](OperandRounding rounding) {
+    InstructionInfo inst;
+    inst.op = Opcode::DotGeneral;
+    inst.ints = {0, 1, 1, 0, int64_t(rounding)};
+    return inst;
+  };
+  std::vector<TensorInfo> f32 = {tensor(DType::F32), tensor(DType::I64)};
+  std::vector<TensorInfo> bf16 = {tensor(DType::F32), tensor(DType::BF16)};
+  VerifyLimits exact = verifyLimits(f32, {dot(OperandRounding::Exact)});
+  VerifyLimits tf32 = verifyLimits(f32, {dot(OperandRounding::Tf32)});
+  VerifyLimits sixteen = verifyLimits(bf16, {dot(OperandRounding::Exact)});
+  EXPECT_EQ(exact.scalars, 1e-4);
+  EXPECT_EQ(exact.parameters, 2e-3);
+  for (const VerifyLimits &reduced : {tf32, sixteen}) {
+    EXPECT_EQ(reduced.scalars, 2e-2);
+    EXPECT_EQ(reduced.state, 5e-2);
+    EXPECT_EQ(reduced.parameters, 5e-2);
+  }
+}
+
 TEST(Verify, KindsAreParametersAndEachOptimizerSlot) {
   // Two parameters with AdamW's moments (operands 2 and 3 of adamw_update),
   // an activation, a step counter nothing reads, and one moment read first
