@@ -58,6 +58,31 @@ def _causal_lm_batch(gen):
     return {'input_ids': ids, 'attention_mask': mask, 'labels': labels}
 
 
+def _gpt_neox():
+    """Pythia's architecture: attention and MLP side by side on one residual
+    (parallel residual), rotary embeddings on a quarter of each head."""
+    return tf.GPTNeoXForCausalLM(tf.GPTNeoXConfig(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, max_position_embeddings=64, rotary_pct=0.25,
+        use_parallel_residual=True, hidden_dropout=0.0, attention_dropout=0.0))
+
+
+def _opt():
+    """OPT: learned positions (offset by 2), ReLU, queries scaled before the
+    product."""
+    return tf.OPTForCausalLM(tf.OPTConfig(
+        vocab_size=VOCAB, hidden_size=32, ffn_dim=64, num_hidden_layers=2,
+        num_attention_heads=4, max_position_embeddings=64, word_embed_proj_dim=32,
+        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, layerdrop=0.0))
+
+
+def _gemma():
+    """Gemma: RMSNorm scaled by (1 + weight), tanh-GELU gating, embeddings
+    multiplied by sqrt(hidden_size), one key/value head."""
+    return tf.GemmaForCausalLM(tf.GemmaConfig(
+        **_DECODER, num_key_value_heads=1, head_dim=8))
+
+
 def _masked_lm_batch(gen, token_types):
     ids = torch.randint(5, VOCAB, (BATCH, SEQ), generator=gen)
     mask = _padded_mask(gen)
@@ -142,6 +167,12 @@ CASES = [
               ('rms_norm', 'attention', 'softmax_cross_entropy')),
     ModelCase('qwen2', _qwen2, _LM, _causal_lm_batch,
               ('rms_norm', 'attention', 'softmax_cross_entropy')),
+    ModelCase('gpt_neox', _gpt_neox, _LM, _causal_lm_batch,
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('opt', _opt, _LM, _causal_lm_batch,
+              ('layer_norm', 'attention', 'softmax_cross_entropy')),
+    ModelCase('gemma', _gemma, _LM, _causal_lm_batch,
+              ('rms_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('bert', _bert, ('input_ids', 'attention_mask', 'token_type_ids', 'labels'),
               lambda g: _masked_lm_batch(g, True),
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
