@@ -4,9 +4,9 @@
     python -m venv /tmp/oracle && /tmp/oracle/bin/pip install -r tools/hf_models/requirements.txt
     /tmp/oracle/bin/python tools/hf_models/export.py test/Models/hf
 
-For every model of models.py (GPT-2, Llama, Mistral, Qwen2, GPT-NeoX, OPT,
-Gemma, BERT with and without token types, T5, ViT; tiny random configs,
-seed 0) this writes to
+For every model of models.py (GPT-2, Llama, Mistral, Qwen2, GPT-NeoX,
+GPT-J, Falcon, OPT, Gemma, BERT with and without token types, T5, ViT; tiny
+random configs, seed 0) this writes to
 OUT/<model>/:
 
 - ts14.onnx, ts17.onnx: torch.onnx.export's TorchScript exporter

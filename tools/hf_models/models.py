@@ -67,6 +67,23 @@ def _gpt_neox():
         use_parallel_residual=True, hidden_dropout=0.0, attention_dropout=0.0))
 
 
+def _gptj():
+    """GPT-J: rotary on the first 4 dims of each head in interleaved pairs
+    (its exports repeat the sin/cos tables with Tile), parallel residual."""
+    return tf.GPTJForCausalLM(tf.GPTJConfig(
+        vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=4, rotary_dim=4,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+
+
+def _falcon():
+    """Falcon (7B's layout): one key/value head for all queries, attention
+    and MLP in parallel off one layer norm, no biases."""
+    return tf.FalconForCausalLM(tf.FalconConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        multi_query=True, parallel_attn=True, new_decoder_architecture=False, alibi=False,
+        bias=False, hidden_dropout=0.0, attention_dropout=0.0))
+
+
 def _opt():
     """OPT: learned positions (offset by 2), ReLU, queries scaled before the
     product."""
@@ -168,6 +185,10 @@ CASES = [
     ModelCase('qwen2', _qwen2, _LM, _causal_lm_batch,
               ('rms_norm', 'attention', 'softmax_cross_entropy')),
     ModelCase('gpt_neox', _gpt_neox, _LM, _causal_lm_batch,
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('gptj', _gptj, _LM, _causal_lm_batch,
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('falcon', _falcon, _LM, _causal_lm_batch,
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('opt', _opt, _LM, _causal_lm_batch,
               ('layer_norm', 'attention', 'softmax_cross_entropy')),

@@ -101,6 +101,7 @@ const OpEntry kOps[] = {
     {"Sum", 13, kLatest, importSum, ""},
     {"Tanh", 13, kLatest, importTanh, ""},
     {"Transpose", 13, kLatest, importTranspose, ""},
+    {"Tile", 13, kLatest, importTile, "repeats must be constant"},
     {"Trilu", 14, kLatest, importTrilu, "k must be constant"},
     {"Unsqueeze", 13, kLatest, importUnsqueeze, "axes must be constant"},
     {"Where", 13, kLatest, importWhere, ""},

@@ -643,6 +643,41 @@ LogicalResult importExpand(NodeContext &ctx) {
   return success();
 }
 
+/// Tile: output dim d is input dim d times repeats[d], whole copies of the
+/// input one after another (out[j] = in[j mod size]). Each repeated dim is
+/// broadcast along a new dim of size r just before it, and the two merged:
+/// [.., r, size, ..] -> [.., r * size, ..] in row-major order is that.
+LogicalResult importTile(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  auto repeats = ctx.intListInput(1, "repeats");
+  if (failed(x) || failed(repeats))
+    return failure();
+  auto type = ctx.inputType(*x);
+  int64_t rank = type.getRank();
+  if (static_cast<int64_t>(repeats->size()) != rank)
+    return ctx.error() << "repeats has " << repeats->size()
+                       << " entries for an input of rank " << rank;
+  SmallVector<int64_t> spread, dims, tiled;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t r = (*repeats)[d], size = type.getDimSize(d);
+    if (r < 0)
+      return ctx.error() << "repeats[" << d << "] is negative (" << r << ")";
+    if (r != 1)
+      spread.push_back(r);
+    dims.push_back(static_cast<int64_t>(spread.size()));
+    spread.push_back(size);
+    tiled.push_back(r * size);
+  }
+  if (failed(checkShape(ctx, spread, "the tiled output")))
+    return failure();
+  Value out = *x;
+  if (!llvm::equal(spread, type.getShape()))
+    out = ctx.create<BroadcastInDimOp>(
+        RankedTensorType::get(spread, type.getElementType()), out, dims);
+  ctx.setOutput(0, ctx.reshape(out, tiled));
+  return success();
+}
+
 /// Keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last
 /// two dimensions and zeroes the rest.
 LogicalResult importTrilu(NodeContext &ctx) {
