@@ -5,7 +5,8 @@
     /tmp/oracle/bin/python tools/hf_models/export.py test/Models/hf
 
 For every model of models.py (GPT-2, Llama, Mistral, Qwen2, GPT-NeoX,
-GPT-J, Falcon, OPT, Gemma, BERT with and without token types, T5, ViT; tiny
+GPT-J, Falcon, OPT, Gemma, BERT with and without token types, BART, T5,
+ViT; tiny
 random configs, seed 0) this writes to
 OUT/<model>/:
 
@@ -28,7 +29,9 @@ Parameters are named as torch names them in the wrapper (model.<path>).
 A tied parameter has several names and the exporters pick different ones
 (the TorchScript exporter the first, the dynamo exporter the last):
 summary.json's 'aliases' maps each other name to the one the references
-use.
+use. 'buffers' lists the model's persistent buffers (BART's
+final_logits_bias): PyTorch does not train them, so the test freezes those
+an export writes as initializers, as a user would (trainc --freeze).
 """
 import argparse
 import json
@@ -145,6 +148,12 @@ def main():
                    if canonical[id(p)] != n}
         info = {'parameters': sum(p.numel() for p in wrapper.parameters()),
                 'aliases': aliases,
+                # Persistent buffers: an exporter may write them as
+                # initializers, which trainc would train unless frozen.
+                'buffers': sorted(n for n, _ in wrapper.named_buffers()
+                                  if n.rsplit('.', 1)[-1] not in
+                                  wrapper.get_submodule(n.rpartition('.')[0])
+                                  ._non_persistent_buffers_set),
                 'inputs': list(case.inputs), 'composites': list(case.composites),
                 'loss_f32': float(ref['loss_f32']), 'exports': {}}
         for exporter in EXPORTERS:

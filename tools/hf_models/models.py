@@ -167,6 +167,17 @@ def _t5():
         decoder_start_token_id=0, pad_token_id=0))
 
 
+def _bart():
+    """BART: encoder-decoder with learned positions; the labels shifted into
+    decoder inputs (the dynamo export writes that with ScatterND and
+    ScatterElements); final_logits_bias is a buffer, not a parameter."""
+    return tf.BartForConditionalGeneration(tf.BartConfig(
+        vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+        decoder_ffn_dim=64, max_position_embeddings=64, dropout=0.0, attention_dropout=0.0,
+        activation_dropout=0.0, pad_token_id=1, decoder_start_token_id=2))
+
+
 def _vit():
     return tf.ViTForImageClassification(tf.ViTConfig(
         image_size=16, patch_size=4, num_channels=3, hidden_size=32,
@@ -198,6 +209,8 @@ CASES = [
               lambda g: _masked_lm_batch(g, True),
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('bert_no_token_types', _bert, _LM, lambda g: _masked_lm_batch(g, False),
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('bart', _bart, _LM, _seq2seq_batch,
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('t5', _t5, _LM, _seq2seq_batch,
               ('rms_norm', 'softmax_cross_entropy')),

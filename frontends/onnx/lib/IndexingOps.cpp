@@ -239,6 +239,84 @@ LogicalResult importScatterND(NodeContext &ctx) {
   return success();
 }
 
+/// data with data[p with p[axis] replaced by indices[p]] = updates[p] for
+/// every position p of the constant `indices` (reduction none; the last
+/// update of a position wins, as in ScatterND): select(written,
+/// gather(updates, source), data) as above, one source position per data
+/// element. PyTorch's dynamo exporter writes select_scatter this way (BART's
+/// shift of the labels into decoder inputs).
+LogicalResult importScatterElements(NodeContext &ctx) {
+  auto x = ctx.input(0), updates = ctx.input(2);
+  auto indices = ctx.constantInput(1, "indices");
+  if (failed(x) || failed(indices) || failed(updates))
+    return failure();
+  std::string reduction = ctx.stringAttr("reduction", "none");
+  if (reduction != "none")
+    return ctx.error() << "reduction '" << reduction
+                       << "' is not supported (only 'none')";
+  auto xType = ctx.inputType(*x), uType = ctx.inputType(*updates);
+  auto iType = indices->getType();
+  int64_t rank = xType.getRank();
+  if (!isa<IntegerType>(iType.getElementType()) || rank == 0 ||
+      iType.getRank() != rank || uType.getShape() != iType.getShape())
+    return ctx.error() << "indices must be integers of the data's rank and "
+                          "the updates' shape, got "
+                       << iType << " for data " << x->getType()
+                       << " and updates " << updates->getType();
+  if (xType.getElementType() != uType.getElementType())
+    return ctx.error() << "data and updates have different element types: "
+                       << x->getType() << " and " << updates->getType();
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", 0), rank, "axis");
+  if (failed(axis))
+    return failure();
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis && iType.getDimSize(d) > xType.getDimSize(d))
+      return ctx.error() << "indices dimension " << d << " ("
+                         << iType.getDimSize(d) << ") exceeds the data's ("
+                         << xType.getDimSize(d) << ")";
+  int64_t size = xType.getNumElements(), count = iType.getNumElements();
+  if (size > kMaxConstantElements)
+    return ctx.error() << "the data has more than " << kMaxConstantElements
+                       << " elements";
+  if (count == 0) {
+    ctx.setOutput(0, *x);
+    return success();
+  }
+  SmallVector<int64_t> xStrides = stridesOf(xType.getShape()),
+                       iStrides = stridesOf(iType.getShape());
+  SmallVector<int64_t> source(size, 0);
+  SmallVector<bool> written(size, false);
+  int64_t n = xType.getDimSize(*axis);
+  auto values = indices->getValues<APInt>();
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t v = values[j].getSExtValue();
+    if (v < -n || v >= n)
+      return ctx.error() << "index " << v << " is outside axis " << *axis
+                         << " of size " << n;
+    int64_t target = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t at = (j / iStrides[d]) % iType.getDimSize(d);
+      if (d == *axis)
+        at = v < 0 ? v + n : v;
+      target += at * xStrides[d];
+    }
+    source[target] = j;
+    written[target] = true;
+  }
+  auto shapeOf = [&](Type element) {
+    return RankedTensorType::get(xType.getShape(), element);
+  };
+  Value picked = ctx.create<GatherOp>(
+      ctx.reshape(*updates, {count}),
+      ctx.constant(DenseElementsAttr::get(shapeOf(ctx.builder.getI64Type()),
+                                          ArrayRef<int64_t>(source))),
+      0);
+  Value mask = ctx.constant(DenseElementsAttr::get(
+      shapeOf(ctx.builder.getI1Type()), ArrayRef<bool>(written)));
+  ctx.setOutput(0, ctx.create<SelectOp>(mask, picked, *x));
+  return success();
+}
+
 namespace {
 
 /// `x` shifted by `k` along `axis`, zero-filled: y[i] = x[i - k] when

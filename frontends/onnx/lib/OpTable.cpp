@@ -81,6 +81,8 @@ const OpEntry kOps[] = {
     {"ReduceSum", 13, kLatest, importReduceSum, "axes must be constant"},
     {"Relu", 13, kLatest, importRelu, ""},
     {"Reshape", 13, kLatest, importReshape, "shape must be constant"},
+    {"ScatterElements", 13, kLatest, importScatterElements,
+     "indices must be constant; reduction none"},
     {"ScatterND", 13, kLatest, importScatterND,
      "indices must be constant; reduction none"},
     {"SequenceAt", 13, kLatest, importSequenceAt,

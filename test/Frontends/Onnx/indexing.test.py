@@ -63,6 +63,22 @@ MODELS = {
         {'data': rng.standard_normal((4, 3)).astype(np.float32),
          'upd': rng.standard_normal((2, 3)).astype(np.float32)},
         [f32('y', [4, 3])], [init('idx', np.array([[-1], [1]], np.int64))]),
+    # BART's shift_tokens_right as the dynamo exporter writes it
+    # (select_scatter: column 0 of every row set to the start token).
+    'scatter_elements_column': (
+        [helper.make_node('ScatterElements', ['data', 'idx', 'upd'], ['y'], axis=1)],
+        {'data': rng.integers(0, 50, (2, 6)).astype(np.int64),
+         'upd': np.array([[2], [2]], np.int64)},
+        [i64('y', [2, 6])], [init('idx', np.array([[0], [0]], np.int64))]),
+    # Axis 0 of floats: negative indices, a partial index tensor (fewer
+    # columns than the data), and a repeated target (the last update wins,
+    # as in onnxruntime).
+    'scatter_elements_rows': (
+        [helper.make_node('ScatterElements', ['data', 'idx', 'upd'], ['y'], axis=0)],
+        {'data': rng.standard_normal((4, 3)).astype(np.float32),
+         'upd': rng.standard_normal((3, 2)).astype(np.float32)},
+        [f32('y', [4, 3])],
+        [init('idx', np.array([[-1, 0], [1, 2], [1, 3]], np.int64))]),
     # GPT-2's dynamo export splits c_attn into q, k, v through a sequence.
     'sequence': (
         [helper.make_node('SplitToSequence', ['x', 'sizes'], ['s'], axis=1),
@@ -143,6 +159,18 @@ def make(out):
     save(out, 'scatter_add', [helper.make_node('ScatterND', ['x', 'i', 'u'], ['y'],
                                                reduction='add')],
          [x, f32('u', [1, 4])], [f32('y', [3, 4])], [init('i', np.array([[0]], np.int64))])
+    save(out, 'scatter_elements_dynamic',
+         [helper.make_node('ScatterElements', ['x', 'i', 'u'], ['y'], axis=1)],
+         [x, i64('i', [3, 1]), f32('u', [3, 1])], [f32('y', [3, 4])])
+    save(out, 'scatter_elements_max',
+         [helper.make_node('ScatterElements', ['x', 'i', 'u'], ['y'], axis=1,
+                           reduction='max')],
+         [x, f32('u', [3, 1])], [f32('y', [3, 4])],
+         [init('i', np.array([[0], [1], [2]], np.int64))], opset=18)
+    save(out, 'scatter_elements_range',
+         [helper.make_node('ScatterElements', ['x', 'i', 'u'], ['y'], axis=1)],
+         [x, f32('u', [3, 1])], [f32('y', [3, 4])],
+         [init('i', np.array([[0], [-5], [2]], np.int64))])
     save(out, 'out_of_range', [helper.make_node('GatherElements', ['x', 'i'], ['y'], axis=1)],
          [x], [f32('y', [3, 1])], [init('i', np.array([[0], [4], [1]], np.int64))])
     save(out, 'bad_position', [helper.make_node('SplitToSequence', ['x'], ['s'], axis=0),
