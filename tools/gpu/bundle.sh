@@ -70,3 +70,13 @@ mkdir -p "$out"
 tar -C "$stage" -cJf "$out/trainc-gpu.tar.xz.tmp" .
 mv "$out/trainc-gpu.tar.xz.tmp" "$out/trainc-gpu.tar.xz"
 echo "wrote $out/trainc-gpu.tar.xz ($(du -h "$out/trainc-gpu.tar.xz" | cut -f1)) from $build at $(git -C "$repo" rev-parse --short HEAD)"
+
+# The device tool sends the working tree (tracked and untracked files git
+# does not ignore) and the carried archive: 64 MiB at most.
+tree=$(cd "$repo" && git ls-files -co --exclude-standard -z | xargs -0 du -cb 2>/dev/null | awk 'END { print $1 }')
+total=$((tree + $(stat -c %s "$out/trainc-gpu.tar.xz")))
+echo "with the working tree ($((tree / 1048576)) MiB) the device tool sends $((total / 1048576)) MiB of its 64"
+if [[ $total -gt $((64 * 1048576)) ]]; then
+  echo "bundle.sh: over the device tool's 64 MiB: shrink the tree or the bundle" >&2
+  exit 1
+fi

@@ -13,7 +13,10 @@ OUT/<model>/:
 - ts14.onnx, ts17.onnx: torch.onnx.export's TorchScript exporter
   (dynamo=False) at opsets 14 and 17, training mode, no constant folding;
 - dynamo.onnx: the dynamo exporter (torch's default) at its default opset,
-  no constant folding and no onnxscript optimization;
+  no constant folding and no onnxscript optimization; each node's debug
+  metadata (its Python stack trace, FX node text, module path: 80% of the
+  file) is dropped, to keep the suite small enough to travel to a GPU
+  machine; the value_info metadata that marks buffers stays;
 - <input>.npy: the batch, one file per graph input;
 - reference.npz: PyTorch's loss and every parameter's gradient on that
   batch in float32 and float64 (keys loss_f32, grad_f32/<param>, ...), and
@@ -89,6 +92,15 @@ def adamw_curve(case, batch, dtype):
     return losses
 
 
+def strip_node_metadata(path):
+    """Drops the nodes' metadata_props (debug provenance only) from the
+    model at `path`."""
+    model = onnx.load(path)
+    for node in model.graph.node:
+        del node.metadata_props[:]
+    onnx.save(model, path)
+
+
 def export(case, batch, exporter, path):
     wrapper = build(case, torch.float32)
     args = batch_args(case, batch, torch.float32)
@@ -97,6 +109,7 @@ def export(case, batch, exporter, path):
         torch.onnx.export(wrapper, args, path, dynamo=True, input_names=names,
                           output_names=['loss'], do_constant_folding=False,
                           optimize=False, external_data=False, verbose=False)
+        strip_node_metadata(path)
     else:
         torch.onnx.export(wrapper, args, path, dynamo=False,
                           opset_version=int(exporter[2:]),
