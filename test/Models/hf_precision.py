@@ -47,8 +47,8 @@ UNIT_ROUNDOFF = {'bf16': 2.0 ** -8, 'fp16': 2.0 ** -11}
 BENCHMARK_UNIT_ROUNDOFF = {**UNIT_ROUNDOFF, 'tf32': 2.0 ** -11}
 LOSS_BOUND_U = 2.0
 GRAD_BOUND_U = 16.0
-MODELS = ('gpt2', 'llama', 'mistral', 'qwen2', 'gpt_neox', 'gptj', 'falcon', 'opt', 'gemma',
-          'bert', 'vit', 't5', 'bart')
+MODELS = ('gpt2', 'llama', 'mistral', 'qwen2', 'gpt_neox', 'gptj', 'falcon', 'phi3', 'qwen3',
+          'opt', 'gemma', 'bert', 'roberta', 'vit', 't5', 'bart')
 
 
 def run(cmd):

@@ -5,8 +5,8 @@
     /tmp/oracle/bin/python tools/hf_models/export.py test/Models/hf
 
 For every model of models.py (GPT-2, Llama, Mistral, Qwen2, GPT-NeoX,
-GPT-J, Falcon, OPT, Gemma, BERT with and without token types, BART, T5,
-ViT; tiny
+GPT-J, Falcon, Phi-3, Qwen3, OPT, Gemma, BERT with and without token types,
+RoBERTa, BART, T5, ViT; tiny
 random configs, seed 0) this writes to
 OUT/<model>/:
 

@@ -84,6 +84,17 @@ def _falcon():
         bias=False, hidden_dropout=0.0, attention_dropout=0.0))
 
 
+def _phi3():
+    """Phi-3: one fused qkv_proj and one fused gate_up_proj, sliced."""
+    return tf.Phi3ForCausalLM(tf.Phi3Config(
+        **_DECODER, num_key_value_heads=2, resid_pdrop=0.0, embd_pdrop=0.0, pad_token_id=0))
+
+
+def _qwen3():
+    """Qwen3: RMSNorm on each head's queries and keys before rotary."""
+    return tf.Qwen3ForCausalLM(tf.Qwen3Config(**_DECODER, num_key_value_heads=2, head_dim=8))
+
+
 def _opt():
     """OPT: learned positions (offset by 2), ReLU, queries scaled before the
     product."""
@@ -178,6 +189,14 @@ def _bart():
         activation_dropout=0.0, pad_token_id=1, decoder_start_token_id=2))
 
 
+def _roberta():
+    """RoBERTa: position ids counted from the padding token's id."""
+    return tf.RobertaForMaskedLM(tf.RobertaConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0, pad_token_id=1))
+
+
 def _vit():
     return tf.ViTForImageClassification(tf.ViTConfig(
         image_size=16, patch_size=4, num_channels=3, hidden_size=32,
@@ -201,6 +220,10 @@ CASES = [
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('falcon', _falcon, _LM, _causal_lm_batch,
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('phi3', _phi3, _LM, _causal_lm_batch,
+              ('rms_norm', 'attention', 'softmax_cross_entropy')),
+    ModelCase('qwen3', _qwen3, _LM, _causal_lm_batch,
+              ('rms_norm', 'attention', 'softmax_cross_entropy')),
     ModelCase('opt', _opt, _LM, _causal_lm_batch,
               ('layer_norm', 'attention', 'softmax_cross_entropy')),
     ModelCase('gemma', _gemma, _LM, _causal_lm_batch,
@@ -209,6 +232,8 @@ CASES = [
               lambda g: _masked_lm_batch(g, True),
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('bert_no_token_types', _bert, _LM, lambda g: _masked_lm_batch(g, False),
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('roberta', _roberta, _LM, lambda g: _masked_lm_batch(g, False),
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('bart', _bart, _LM, _seq2seq_batch,
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
