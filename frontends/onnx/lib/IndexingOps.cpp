@@ -160,12 +160,16 @@ LogicalResult importGatherND(NodeContext &ctx) {
   return success();
 }
 
-/// data with the slices at constant `indices` replaced by `updates`
-/// (reduction none; with duplicate indices the last update wins, as in
-/// onnxruntime). Built as select(written, gather(updates, source), data)
-/// with `written` and `source` computed here, so it is differentiable in
-/// both data and updates and works for every element type.
-LogicalResult importScatterND(NodeContext &ctx) {
+namespace {
+
+/// A scatter's data, constant indices and updates (reduction none, data and
+/// updates of one element type), or the error naming what is wrong.
+struct ScatterOperands {
+  Value data, updates;
+  DenseElementsAttr indices;
+};
+
+FailureOr<ScatterOperands> scatterOperands(NodeContext &ctx) {
   auto x = ctx.input(0), updates = ctx.input(2);
   auto indices = ctx.constantInput(1, "indices");
   if (failed(x) || failed(indices) || failed(updates))
@@ -174,26 +178,64 @@ LogicalResult importScatterND(NodeContext &ctx) {
   if (reduction != "none")
     return ctx.error() << "reduction '" << reduction
                        << "' is not supported (only 'none')";
-  auto xType = ctx.inputType(*x), uType = ctx.inputType(*updates);
-  auto iType = indices->getType();
+  if (!isa<IntegerType>(indices->getType().getElementType()))
+    return ctx.error() << "indices must be integers, got "
+                       << indices->getType();
+  if (ctx.inputType(*x).getElementType() !=
+      ctx.inputType(*updates).getElementType())
+    return ctx.error() << "data and updates have different element types: "
+                       << x->getType() << " and " << updates->getType();
+  return ScatterOperands{*x, *updates, *indices};
+}
+
+/// `data` with its slices data[p, ...] over the leading dims `lead` that
+/// `written` marks replaced by rows[source[p], ...]: select(written,
+/// gather(rows, source), data), differentiable in both data and rows and
+/// good for every element type. `source` and `written` are row-major over
+/// `lead`; `rows` is [count, the data's other dims].
+Value replaceWritten(NodeContext &ctx, Value data, Value rows,
+                     ArrayRef<int64_t> lead, ArrayRef<int64_t> source,
+                     ArrayRef<bool> written) {
+  auto type = ctx.inputType(data);
+  Value picked = ctx.create<GatherOp>(
+      rows,
+      ctx.constant(DenseElementsAttr::get(
+          RankedTensorType::get(lead, ctx.builder.getI64Type()), source)),
+      0);
+  SmallVector<int64_t> maskShape(lead);
+  maskShape.append(type.getRank() - lead.size(), 1);
+  Value mask = ctx.broadcastTo(
+      ctx.constant(DenseElementsAttr::get(
+          RankedTensorType::get(maskShape, ctx.builder.getI1Type()), written)),
+      type.getShape());
+  return ctx.create<SelectOp>(mask, picked, data);
+}
+
+} // namespace
+
+/// data with the slices at constant `indices` replaced by `updates`
+/// (reduction none; with duplicate indices the last update wins, as in
+/// onnxruntime), through replaceWritten with `written` and `source`
+/// computed here.
+LogicalResult importScatterND(NodeContext &ctx) {
+  auto ops = scatterOperands(ctx);
+  if (failed(ops))
+    return failure();
+  auto xType = ctx.inputType(ops->data), uType = ctx.inputType(ops->updates);
+  auto iType = ops->indices.getType();
   int64_t q = iType.getRank();
-  if (q == 0 || !isa<IntegerType>(iType.getElementType()))
-    return ctx.error() << "indices must be an integer tensor of rank at least "
-                          "1, got "
-                       << iType;
+  if (q == 0)
+    return ctx.error() << "indices must have rank at least 1, got " << iType;
   int64_t k = iType.getDimSize(q - 1);
   if (k < 1 || k > xType.getRank())
     return ctx.error() << "the indices' last dimension (" << k
                        << ") must be in [1, " << xType.getRank() << "]";
-  if (xType.getElementType() != uType.getElementType())
-    return ctx.error() << "data and updates have different element types: "
-                       << x->getType() << " and " << updates->getType();
   SmallVector<int64_t> uShape(iType.getShape().drop_back());
   llvm::append_range(uShape, xType.getShape().drop_front(k));
   if (uType.getShape() != ArrayRef<int64_t>(uShape))
-    return ctx.error() << "updates have type " << updates->getType()
-                       << "; indices " << iType << " into data " << x->getType()
-                       << " need shape "
+    return ctx.error() << "updates have type " << ops->updates.getType()
+                       << "; indices " << iType << " into data "
+                       << ops->data.getType() << " need shape "
                        << RankedTensorType::get(uShape, uType.getElementType());
   ArrayRef<int64_t> lead = xType.getShape().take_front(k);
   int64_t leadSize = product(lead), count = product(iType.getShape()) / k;
@@ -203,7 +245,7 @@ LogicalResult importScatterND(NodeContext &ctx) {
   SmallVector<int64_t> leadStrides = stridesOf(lead);
   SmallVector<int64_t> source(leadSize, 0);
   SmallVector<bool> written(leadSize, false);
-  auto values = indices->getValues<APInt>();
+  auto values = ops->indices.getValues<APInt>();
   for (int64_t j = 0; j < count; ++j) {
     int64_t target = 0;
     for (int64_t c = 0; c < k; ++c) {
@@ -217,55 +259,35 @@ LogicalResult importScatterND(NodeContext &ctx) {
     written[target] = true;
   }
   if (count == 0) {
-    ctx.setOutput(0, *x);
+    ctx.setOutput(0, ops->data);
     return success();
   }
-  SmallVector<int64_t> flatShape{count};
-  llvm::append_range(flatShape, xType.getShape().drop_front(k));
-  Value picked = ctx.create<GatherOp>(
-      ctx.reshape(*updates, flatShape),
-      ctx.constant(DenseElementsAttr::get(
-          RankedTensorType::get(lead, ctx.builder.getI64Type()),
-          ArrayRef<int64_t>(source))),
-      0);
-  SmallVector<int64_t> maskShape(lead);
-  maskShape.append(xType.getRank() - k, 1);
-  Value mask = ctx.broadcastTo(
-      ctx.constant(DenseElementsAttr::get(
-          RankedTensorType::get(maskShape, ctx.builder.getI1Type()),
-          ArrayRef<bool>(written))),
-      xType.getShape());
-  ctx.setOutput(0, ctx.create<SelectOp>(mask, picked, *x));
+  SmallVector<int64_t> rowsShape{count};
+  llvm::append_range(rowsShape, xType.getShape().drop_front(k));
+  ctx.setOutput(0, replaceWritten(ctx, ops->data,
+                                  ctx.reshape(ops->updates, rowsShape), lead,
+                                  source, written));
   return success();
 }
 
 /// data with data[p with p[axis] replaced by indices[p]] = updates[p] for
 /// every position p of the constant `indices` (reduction none; the last
-/// update of a position wins, as in ScatterND): select(written,
-/// gather(updates, source), data) as above, one source position per data
-/// element. PyTorch's dynamo exporter writes select_scatter this way (BART's
-/// shift of the labels into decoder inputs).
+/// update of a position wins, as in ScatterND): replaceWritten over every
+/// dim of the data. PyTorch's dynamo exporter writes select_scatter this way
+/// (BART's shift of the labels into decoder inputs).
 LogicalResult importScatterElements(NodeContext &ctx) {
-  auto x = ctx.input(0), updates = ctx.input(2);
-  auto indices = ctx.constantInput(1, "indices");
-  if (failed(x) || failed(indices) || failed(updates))
+  auto ops = scatterOperands(ctx);
+  if (failed(ops))
     return failure();
-  std::string reduction = ctx.stringAttr("reduction", "none");
-  if (reduction != "none")
-    return ctx.error() << "reduction '" << reduction
-                       << "' is not supported (only 'none')";
-  auto xType = ctx.inputType(*x), uType = ctx.inputType(*updates);
-  auto iType = indices->getType();
+  auto xType = ctx.inputType(ops->data), uType = ctx.inputType(ops->updates);
+  auto iType = ops->indices.getType();
   int64_t rank = xType.getRank();
-  if (!isa<IntegerType>(iType.getElementType()) || rank == 0 ||
-      iType.getRank() != rank || uType.getShape() != iType.getShape())
-    return ctx.error() << "indices must be integers of the data's rank and "
-                          "the updates' shape, got "
-                       << iType << " for data " << x->getType()
-                       << " and updates " << updates->getType();
-  if (xType.getElementType() != uType.getElementType())
-    return ctx.error() << "data and updates have different element types: "
-                       << x->getType() << " and " << updates->getType();
+  if (rank == 0 || iType.getRank() != rank ||
+      uType.getShape() != iType.getShape())
+    return ctx.error() << "indices must have the data's rank and the "
+                          "updates' shape, got "
+                       << iType << " for data " << ops->data.getType()
+                       << " and updates " << ops->updates.getType();
   auto axis = ctx.normalizeAxis(ctx.intAttr("axis", 0), rank, "axis");
   if (failed(axis))
     return failure();
@@ -279,7 +301,7 @@ LogicalResult importScatterElements(NodeContext &ctx) {
     return ctx.error() << "the data has more than " << kMaxConstantElements
                        << " elements";
   if (count == 0) {
-    ctx.setOutput(0, *x);
+    ctx.setOutput(0, ops->data);
     return success();
   }
   SmallVector<int64_t> xStrides = stridesOf(xType.getShape()),
@@ -287,7 +309,7 @@ LogicalResult importScatterElements(NodeContext &ctx) {
   SmallVector<int64_t> source(size, 0);
   SmallVector<bool> written(size, false);
   int64_t n = xType.getDimSize(*axis);
-  auto values = indices->getValues<APInt>();
+  auto values = ops->indices.getValues<APInt>();
   for (int64_t j = 0; j < count; ++j) {
     int64_t v = values[j].getSExtValue();
     if (v < -n || v >= n)
@@ -303,17 +325,9 @@ LogicalResult importScatterElements(NodeContext &ctx) {
     source[target] = j;
     written[target] = true;
   }
-  auto shapeOf = [&](Type element) {
-    return RankedTensorType::get(xType.getShape(), element);
-  };
-  Value picked = ctx.create<GatherOp>(
-      ctx.reshape(*updates, {count}),
-      ctx.constant(DenseElementsAttr::get(shapeOf(ctx.builder.getI64Type()),
-                                          ArrayRef<int64_t>(source))),
-      0);
-  Value mask = ctx.constant(DenseElementsAttr::get(
-      shapeOf(ctx.builder.getI1Type()), ArrayRef<bool>(written)));
-  ctx.setOutput(0, ctx.create<SelectOp>(mask, picked, *x));
+  ctx.setOutput(0, replaceWritten(ctx, ops->data,
+                                  ctx.reshape(ops->updates, {count}),
+                                  xType.getShape(), source, written));
   return success();
 }
 
