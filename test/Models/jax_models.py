@@ -362,4 +362,90 @@ class BertEncoder:
 
 
 #: The models jax_training.py runs, by the name it prints.
-MODELS = {'gpt': GPT, 'mlp': MLP, 'scan_mlp': ScanMLP}
+class Llama:
+    """A Llama-style decoder: 2 layers, d_model 32, 4 query heads sharing 2
+    key/value heads (jnp.repeat), rotary embeddings from cos/sin tables of
+    the positions, RMSNorm (eps 1e-6, scale only), a SwiGLU MLP
+    (jax.nn.silu), attention through jax.nn.dot_product_attention with
+    is_causal=True, and the token embedding tied to the output projection.
+
+    The batch is {'tokens', 'targets'}, int32 [2, 16].
+    """
+    VOCAB = 64
+    D_MODEL = 32
+    HEADS = 4
+    KV_HEADS = 2
+    LAYERS = 2
+    SEQ = 16
+    BATCH = 2
+    HIDDEN = 64
+    EPS = 1e-6
+
+    @staticmethod
+    def init_params(key):
+        d, v, kv = Llama.D_MODEL, Llama.VOCAB, Llama.KV_HEADS * (Llama.D_MODEL // Llama.HEADS)
+        keys = iter(jax.random.split(key, 64))
+
+        def normal(shape, std):
+            return std * jax.random.normal(next(keys), shape, jnp.float32)
+
+        def matrix(n_in, n_out):
+            return normal((n_in, n_out), n_in ** -0.5)
+
+        blocks = [{'norm1': 1.0 + normal((d,), 0.1),
+                   'wq': matrix(d, d), 'wk': matrix(d, kv), 'wv': matrix(d, kv),
+                   'wo': matrix(d, d), 'norm2': 1.0 + normal((d,), 0.1),
+                   'w_gate': matrix(d, Llama.HIDDEN), 'w_up': matrix(d, Llama.HIDDEN),
+                   'w_down': matrix(Llama.HIDDEN, d)} for _ in range(Llama.LAYERS)]
+        return {'embed': normal((v, d), 0.5), 'blocks': blocks,
+                'norm_f': 1.0 + normal((d,), 0.1)}
+
+    @staticmethod
+    def example_batch(key):
+        ids = jax.random.randint(key, (Llama.BATCH, Llama.SEQ + 1), 0, Llama.VOCAB, jnp.int32)
+        return {'tokens': ids[:, :-1], 'targets': ids[:, 1:]}
+
+    @staticmethod
+    def rms_norm(x, scale):
+        return x * jax.lax.rsqrt(jnp.mean(jnp.square(x), axis=-1, keepdims=True)
+                                 + Llama.EPS) * scale
+
+    @staticmethod
+    def rotary(x):
+        """x [b, s, h, hd]: pairs (i, i + hd/2) rotated by position * 10000^(-2i/hd)."""
+        s, hd = x.shape[1], x.shape[3]
+        inv = 1.0 / (10000.0 ** (jnp.arange(0, hd, 2, dtype=x.dtype) / hd))
+        angles = jnp.arange(s, dtype=x.dtype)[:, None] * inv[None, :]
+        cos = jnp.concatenate([jnp.cos(angles)] * 2, axis=-1)[None, :, None, :]
+        sin = jnp.concatenate([jnp.sin(angles)] * 2, axis=-1)[None, :, None, :]
+        x1, x2 = x[..., :hd // 2], x[..., hd // 2:]
+        return x * cos + jnp.concatenate([-x2, x1], axis=-1) * sin
+
+    @staticmethod
+    def attention(x, p):
+        b, s, d = x.shape
+        h, kvh = Llama.HEADS, Llama.KV_HEADS
+        hd = d // h
+        q = Llama.rotary((x @ p['wq']).reshape(b, s, h, hd))
+        k = Llama.rotary((x @ p['wk']).reshape(b, s, kvh, hd))
+        v = (x @ p['wv']).reshape(b, s, kvh, hd)
+        k = jnp.repeat(k, h // kvh, axis=2)
+        v = jnp.repeat(v, h // kvh, axis=2)
+        out = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+        return out.reshape(b, s, d) @ p['wo']
+
+    @staticmethod
+    def loss_fn(params, batch):
+        tokens, targets = batch['tokens'], batch['targets']
+        x = params['embed'][tokens]
+        for blk in params['blocks']:
+            x = x + Llama.attention(Llama.rms_norm(x, blk['norm1']), blk)
+            y = Llama.rms_norm(x, blk['norm2'])
+            x = x + (jax.nn.silu(y @ blk['w_gate']) * (y @ blk['w_up'])) @ blk['w_down']
+        logits = Llama.rms_norm(x, params['norm_f']) @ params['embed'].T
+        logp = jax.nn.log_softmax(logits, axis=-1)
+        nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
+        return jnp.mean(nll)
+
+
+MODELS = {'gpt': GPT, 'mlp': MLP, 'scan_mlp': ScanMLP, 'llama': Llama}

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """JAX models, exported as StableHLO by tools/jax_export.py, trained by trainc against JAX.
 
-For each model of test/Models/jax_models.py (a small GPT, an MLP and a
-residual MLP looping over its layers with lax.scan, plain jax.numpy), with
+For each model of test/Models/jax_models.py (a small GPT, an MLP, a
+residual MLP looping over its layers with lax.scan, and a Llama-style
+decoder using jax.nn.dot_product_attention; plain jax.numpy), with
 params from init_params(jax.random.key(0)) and the batch
 from example_batch(jax.random.key(1)):
 
@@ -100,7 +101,12 @@ ADAMW = ['--optimizer', 'adamw', '--lr', str(LR), '--beta1', str(B1), '--beta2',
 PARAMS_SEED, BATCH_SEED = 0, 1  # tools/jax_export.py's default --seed and --batch-seed
 #: Composites trainc's recognizer should find in each model (printed only).
 COMPOSITES = {'gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy'),
-              'mlp': (), 'scan_mlp': ()}
+              'mlp': (), 'scan_mlp': (),
+              # Not attention: jax.nn.dot_product_attention lowers to 5-D
+              # dot_generals over [B, T, N, G, H] with transposes between,
+              # which the recognizer does not match yet; it trains as
+              # separate matmuls and a softmax (frontends/README.md).
+              'llama': ('rms_norm', 'softmax_cross_entropy')}
 
 
 def run(cmd):
