@@ -9,7 +9,9 @@ Checked where a GPU exists:
   the loss, the gradient norm and every parameter and optimizer-state
   tensor must agree within train/Verify.h's limits), and 20 steps whose
   losses follow a CPU run of the same steps within 1e-3 relative;
-- the same with --precision bf16 (limits for 16-bit executables);
+- the same with --precision tf32 (cuBLASLt's TF32 mode against the CPU's
+  emulation) and --precision bf16, both under the reduced limits, and
+  their 20 losses within 3e-2 of the CPU's;
 - `compute-sanitizer` memcheck and racecheck (where installed) on two
   steps: no error;
 - on two or more GPUs, data parallelism over NCCL: `mpirun -np 2` of a
@@ -68,6 +70,7 @@ def main():
             return SKIP
 
         for name, step in (('f32', f32),
+                           ('tf32', compile_step('tf32.tcx', '--precision', 'tf32')),
                            ('bf16', compile_step('bf16.tcx', '--precision', 'bf16'))):
             gpu = train(step, '--device', 'cuda', '--verify-steps', '5')
             check(gpu.returncode == 0,

@@ -5,6 +5,7 @@
 // RUN: trainc-opt %s --trainc-precision=precision=f32 | FileCheck %s --check-prefix=F32
 // RUN: trainc-opt %s --trainc-precision=precision=tf32 --trainc-autodiff --canonicalize --cse | FileCheck %s --check-prefix=TF32
 // RUN: trainc-opt %s "--trainc-precision=precision=tf32 keep-f32=dot_general" | FileCheck %s --check-prefix=TF32KEEP
+// RUN: trainc-opt %s --trainc-precision=precision=tf32 | trainc-opt --trainc-precision=precision=bf16 | FileCheck %s --check-prefix=TF32BF16
 // RUN: not trainc-opt %s --trainc-precision=precision=f8 2>&1 | FileCheck %s --check-prefix=BAD
 
 // x -> layer_norm -> linear (w, b) -> gelu -> residual add -> cross-entropy.
@@ -69,6 +70,12 @@
 
 // tf32 with the matmuls kept in f32: nothing changes.
 // TF32KEEP-NOT: tf32
+
+// A tf32 program compiled again with bf16: the narrowed dot loses its mark
+// (C9: tf32 only on f32 operands).
+// TF32BF16-NOT: tf32
+// TF32BF16: graph.dot_general {{.*}} contracting_dims = [1] x [0] : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+// TF32BF16-NOT: tf32
 
 // BAD: precision 'f8' is not f32, tf32, bf16 or fp16
 

@@ -32,20 +32,29 @@ for f in "$build/bin/trainc" "$build/bin/trainc-run" "$build/lib/libtrainc_cuda.
 done
 
 stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT
+trap 'rm -rf "$stage" "$out/trainc-gpu.tar.xz.tmp"' EXIT
 mkdir -p "$stage"/{bin,lib,test,data/tinygpt/tied_erf}
 cp "$build/bin/trainc" "$build/bin/trainc-run" "$stage/bin/"
 cp "$build/lib/libtrainc_cuda.so" "$stage/lib/"
 cp "$build/test/Unit/trainc-runtime-unittests" "$build/test/Unit/trainc-cuda-unittests" "$stage/test/"
 cp "$data/tied_erf/model_train_opset17.onnx" "$stage/data/tinygpt/tied_erf/"
 
-# Every library the loader resolves for them, but glibc's and CUDA's.
-for f in "$stage"/bin/* "$stage"/lib/libtrainc_cuda.so "$stage"/test/*; do
+# glibc's and CUDA's libraries come from the GPU machine.
+from_machine() {
+  case $1 in
+    libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*) return 0 ;;
+    libcuda.so.*|libcudart.so.*|libcublas.so.*|libcublasLt.so.*|libnccl.so.*) return 0 ;;
+  esac
+  return 1
+}
+binaries=("$stage"/bin/* "$stage"/lib/libtrainc_cuda.so "$stage"/test/*)
+
+# Every other library the loader resolves for them.
+for f in "${binaries[@]}"; do
   ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
 done | sort -u | while read -r soname path; do
+  from_machine "$soname" && continue
   case $soname in
-    libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*) ;;
-    libcuda.so.*|libcudart.so.*|libcublas.so.*|libcublasLt.so.*|libnccl.so.*) ;;
     libz3.so.*)
       echo 'void trainc_stand_in(void) {}' |
         cc -shared -fPIC -x c - -o "$stage/lib/$soname" -Wl,-soname,"$soname" ;;
@@ -57,11 +66,15 @@ done | sort -u | while read -r soname path; do
   esac
 done
 
-# The binaries must start from the bundle alone (CUDA's libraries aside:
-# libtrainc_cuda.so is only opened where a GPU is asked for).
-for f in "$stage/bin/trainc" "$stage/bin/trainc-run"; do
-  missing=$(LD_LIBRARY_PATH="$stage/lib" ldd "$f" | grep 'not found' || true)
-  [[ -z $missing ]] || { echo "bundle.sh: $f lacks: $missing" >&2; exit 1; }
+# With lib/ first on the loader's path, every library but glibc's and
+# CUDA's must resolve inside the bundle (the system's directories are still
+# searched, so "found" alone would prove nothing).
+for f in "${binaries[@]}"; do
+  outside=$(LD_LIBRARY_PATH="$stage/lib" ldd "$f" |
+    awk '$2 == "=>" { print $1, $3 }' | while read -r soname path; do
+      from_machine "$soname" || [[ $path == "$stage/lib/"* ]] || echo "$soname ($path)"
+    done)
+  [[ -z $outside ]] || { echo "bundle.sh: ${f#$stage/} loads from outside the bundle: $outside" >&2; exit 1; }
 done
 LD_LIBRARY_PATH="$stage/lib" "$stage/bin/trainc" --version >/dev/null
 LD_LIBRARY_PATH="$stage/lib" "$stage/bin/trainc-run" --help >/dev/null
@@ -73,7 +86,8 @@ echo "wrote $out/trainc-gpu.tar.xz ($(du -h "$out/trainc-gpu.tar.xz" | cut -f1))
 
 # The device tool sends the working tree (tracked and untracked files git
 # does not ignore) and the carried archive: 64 MiB at most.
-tree=$(cd "$repo" && git ls-files -co --exclude-standard -z | xargs -0 du -cb 2>/dev/null | awk 'END { print $1 }')
+tree=$(cd "$repo" && git ls-files -co --exclude-standard -z |
+  xargs -0 du -cb 2>/dev/null | awk 'END { print $1 }' || true)
 total=$((tree + $(stat -c %s "$out/trainc-gpu.tar.xz")))
 echo "with the working tree ($((tree / 1048576)) MiB) the device tool sends $((total / 1048576)) MiB of its 64"
 if [[ $total -gt $((64 * 1048576)) ]]; then

@@ -180,6 +180,11 @@ struct PrecisionPass : public trainc::impl::PrecisionBase<PrecisionPass> {
         else if (!toLow && isLow(use.get()))
           castOperand(use, f32);
       }
+      // A dot narrowed to 16-bit operands rounds nothing to TF32 (an input
+      // that already carried the mark, compiled again with bf16/fp16).
+      if (toLow)
+        if (auto dot = dyn_cast<DotGeneralOp>(op))
+          dot.removeTf32Attr();
       if (toLow)
         for (Value r : op.getResults())
           if (isF32Tensor(r))

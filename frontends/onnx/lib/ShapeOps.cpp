@@ -662,13 +662,19 @@ LogicalResult importTile(NodeContext &ctx) {
     int64_t r = (*repeats)[d], size = type.getDimSize(d);
     if (r < 0)
       return ctx.error() << "repeats[" << d << "] is negative (" << r << ")";
+    if (r > kMaxConstantElements ||
+        (size > 0 && r > kMaxConstantElements / size))
+      return ctx.error() << "repeats[" << d << "] = " << r
+                         << " makes dimension " << d << " longer than "
+                         << kMaxConstantElements;
     if (r != 1)
       spread.push_back(r);
     dims.push_back(static_cast<int64_t>(spread.size()));
     spread.push_back(size);
     tiled.push_back(r * size);
   }
-  if (failed(checkShape(ctx, spread, "the tiled output")))
+  if (failed(checkShape(ctx, spread, "the tiled output")) ||
+      failed(checkShape(ctx, tiled, "the tiled output")))
     return failure();
   Value out = *x;
   if (!llvm::equal(spread, type.getShape()))

@@ -87,10 +87,10 @@ struct VerifyLimits {
 /// in another order are within ~1e-6; parameters after AdamW's first steps
 /// carry the sign flips above). Executables with 16-bit tensors (the
 /// precision phase): 2e-2 / 5e-2 / 5e-2 (bf16 rounds to 2^-9 relative).
-/// tf32 executables get the same: their operands round to 2^-11 relative,
-/// so these limits are four times what bf16 needs; the two devices' sums
-/// (and, where cuBLASLt truncates rather than rounds, their operands)
-/// differ by less than that.
+/// tf32 executables get the same: TF32 rounds to 2^-11 relative, four
+/// times finer than bf16's 2^-9, so for them these limits are four times
+/// looser; the two devices' sums (and, where cuBLASLt truncates rather
+/// than rounds, their operands) differ by less than that.
 VerifyLimits verifyLimits(const std::vector<TensorInfo> &tensors,
                           const std::vector<InstructionInfo> &instructions);
 inline VerifyLimits verifyLimits(const Executable &exe) {

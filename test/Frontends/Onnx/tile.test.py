@@ -57,6 +57,11 @@ save('train', [const('r', np.array([2, 2], np.int64)),
 # repeats as a graph input (not a constant), and of the wrong length.
 save('dynamic', [helper.make_node('Tile', ['x', 'r'], ['y'])],
      [f32('x', [2, 1, 3]), i64('r', [3])], [f32('y', [4, 4, 3])])
+# A repeat whose product overflows, behind a zero (the output is empty
+# but its other dimension must still be a valid size).
+save('huge', [const('r', np.array([0, 2 ** 62], np.int64)),
+              helper.make_node('Tile', ['p', 'r'], ['q'])],
+     [i64('p', [1, 3])], [i64('q', [0, 3])])
 save('badcount', [const('r', np.array([2, 2], np.int64)),
                   helper.make_node('Tile', ['x', 'r'], ['y'])],
      [f32('x', [2, 1, 3])], [f32('y', [4, 1, 3])])

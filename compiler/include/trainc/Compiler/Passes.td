@@ -130,8 +130,10 @@ def Precision : Pass<"trainc-precision", "mlir::ModuleOp"> {
     `precision` tf32 keeps every tensor f32 and marks each f32
     `dot_general` (not kept by `keep-f32`) `tf32`: its operands are rounded
     to TF32 and the products summed in f32 (NVIDIA's TF32 tensor-core mode,
-    which PyTorch calls `allow_tf32`; the CPU emulates the rounding, so
-    both devices compute the same thing). Attention stays f32. The
+    which PyTorch calls `allow_tf32`; the CPU rounds the operands itself and
+    is the reference a GPU matches within `--verify-steps`' limits).
+    Recognized attention (`graph.attention`) stays f32; matmuls the
+    recognizer left as dot_generals are marked like any other. The
     gradients' matmuls inherit the mark (the gradient rule copies it).
 
     The policy (`precision` bf16 or fp16; f32: no change), op by op in
