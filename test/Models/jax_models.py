@@ -362,6 +362,39 @@ class BertEncoder:
 
 
 #: The models jax_training.py runs, by the name it prints.
+class EinsumGPT:
+    """The GPT above with attention written as Flax writes it: jnp.einsum
+    over [batch, seq, heads, head_dim] operands ('bqhd,bkhd->bhqk', then
+    'bhqk,bkhd->bqhd') and the causal mask filled with finfo.min rather
+    than -inf. Same parameters and batch as GPT."""
+    init_params = staticmethod(GPT.init_params)
+    example_batch = staticmethod(GPT.example_batch)
+
+    @staticmethod
+    def attention(x, p):
+        b, s, d = x.shape
+        h = GPT.HEADS
+        qkv = x @ p['wqkv'] + p['bqkv']
+        q, k, v = (t.reshape(b, s, h, d // h) for t in jnp.split(qkv, 3, axis=-1))
+        scores = jnp.einsum('bqhd,bkhd->bhqk', q, k) / math.sqrt(d // h)
+        causal = jnp.tril(jnp.ones((s, s), dtype=bool))
+        scores = jnp.where(causal, scores, jnp.finfo(scores.dtype).min)
+        out = jnp.einsum('bhqk,bkhd->bqhd', jax.nn.softmax(scores, axis=-1), v)
+        return out.reshape(b, s, d) @ p['wo'] + p['bo']
+
+    @staticmethod
+    def loss_fn(params, batch):
+        tokens, targets = batch['tokens'], batch['targets']
+        x = params['wte'][tokens] + params['wpe'][jnp.arange(tokens.shape[1])]
+        for block in params['blocks']:
+            x = x + EinsumGPT.attention(GPT.layer_norm(x, block['ln1']), block['attn'])
+            x = x + GPT.mlp(GPT.layer_norm(x, block['ln2']), block['mlp'])
+        logits = GPT.layer_norm(x, params['ln_f']) @ params['lm_head']
+        logp = jax.nn.log_softmax(logits, axis=-1)
+        nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
+        return jnp.mean(nll)
+
+
 class Llama:
     """A Llama-style decoder: 2 layers, d_model 32, 4 query heads sharing 2
     key/value heads (jnp.repeat), rotary embeddings from cos/sin tables of
@@ -448,4 +481,5 @@ class Llama:
         return jnp.mean(nll)
 
 
-MODELS = {'gpt': GPT, 'mlp': MLP, 'scan_mlp': ScanMLP, 'llama': Llama}
+MODELS = {'gpt': GPT, 'mlp': MLP, 'scan_mlp': ScanMLP, 'llama': Llama,
+          'einsum_gpt': EinsumGPT}

@@ -2,8 +2,9 @@
 """JAX models, exported as StableHLO by tools/jax_export.py, trained by trainc against JAX.
 
 For each model of test/Models/jax_models.py (a small GPT, an MLP, a
-residual MLP looping over its layers with lax.scan, and a Llama-style
-decoder using jax.nn.dot_product_attention; plain jax.numpy), with
+residual MLP looping over its layers with lax.scan, the GPT with
+Flax-style einsum attention, and a Llama-style decoder using
+jax.nn.dot_product_attention; plain jax.numpy), with
 params from init_params(jax.random.key(0)) and the batch
 from example_batch(jax.random.key(1)):
 
@@ -106,7 +107,8 @@ COMPOSITES = {'gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy'
               # dot_generals over [B, T, N, G, H] with transposes between,
               # which the recognizer does not match yet; it trains as
               # separate matmuls and a softmax (frontends/README.md).
-              'llama': ('rms_norm', 'softmax_cross_entropy')}
+              'llama': ('rms_norm', 'softmax_cross_entropy'),
+              'einsum_gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')}
 
 
 def run(cmd):

@@ -253,6 +253,63 @@ func.func @attention_causal(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
 
 // -----
 
+// Flax's einsum attention: q, k, v in [b, s, h, d]
+// ('bqhd,bkhd->bhqk', then 'bhqk,bkhd->bqhd'): the operands are transposed
+// into [b, h, s, d] and the output, [b, h, q, d] as graph.attention gives
+// it, is what the einsum's dot_general returns.
+// CHECK-LABEL: func.func @attention_bshd
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x8x4x16xf32>, %[[K:.+]]: tensor<2x8x4x16xf32>, %[[V:.+]]: tensor<2x8x4x16xf32>)
+func.func @attention_bshd(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xf32>, %v: tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %k, batching_dims = [0, 2] x [0, 2], contracting_dims = [3] x [3]
+         : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x4x8x8xf32>
+  %c = graph.constant dense<0.25> : tensor<2x4x8x8xf32>
+  %sc = graph.mul %s, %c : tensor<2x4x8x8xf32>
+  %p = graph.softmax %sc, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 2], contracting_dims = [3] x [1]
+         : (tensor<2x4x8x8xf32>, tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>
+  // CHECK-DAG: %[[QT:.+]] = graph.transpose %[[Q]], permutation = [0, 2, 1, 3]
+  // CHECK-DAG: %[[KT:.+]] = graph.transpose %[[K]], permutation = [0, 2, 1, 3]
+  // CHECK-DAG: %[[VT:.+]] = graph.transpose %[[V]], permutation = [0, 2, 1, 3]
+  // CHECK: %[[O:.+]] = graph.attention %[[QT]], %[[KT]], %[[VT]], scale = 2.500000e-01 :
+  // CHECK-NEXT: return %[[O]]
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// The probabilities as the second operand (v^T p^T, [b, h, d, q]): the
+// attention's output is transposed into that layout.
+// CHECK-LABEL: func.func @attention_probs_on_the_right
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x4x8x16xf32>, %[[KT:.+]]: tensor<2x4x16x8xf32>, %[[V:.+]]: tensor<2x4x8x16xf32>)
+func.func @attention_probs_on_the_right(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x16x8xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = graph.softmax %s, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %v, %p, batching_dims = [0, 1] x [0, 1], contracting_dims = [2] x [3]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x16x8xf32>
+  // CHECK: %[[A:.+]] = graph.attention %[[Q]], %{{.+}}, %[[V]], scale = 1.000000e+00 :
+  // CHECK-NEXT: %[[O:.+]] = graph.transpose %[[A]], permutation = [0, 1, 3, 2]
+  // CHECK-NEXT: return %[[O]]
+  return %o : tensor<2x4x16x8xf32>
+}
+
+// -----
+
+// The probabilities contracted over the query dim (not a softmax's
+// distribution over keys): not attention.
+// CHECK-LABEL: func.func @attention_wrong_contraction
+// CHECK-NOT: graph.attention
+func.func @attention_wrong_contraction(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = graph.softmax %s, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [2] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
 // An additive mask (e.g. padding) broadcast over heads, scale by division.
 // CHECK-LABEL: func.func @attention_additive_mask
 // CHECK-SAME: (%[[Q:.+]]: tensor<2x4x8x16xf32>, %[[KT:.+]]: tensor<2x4x16x8xf32>, %[[V:.+]]: tensor<2x4x8x16xf32>, %[[M:.+]]: tensor<2x8x8xf32>)

@@ -446,14 +446,29 @@ struct Softmax : public OpRewritePattern<DivOp> {
   }
 };
 
-/// dot_general over [b, h, m, k] x [b, h, k, n] (batching 0,1).
-bool isBatchedMatmul4(DotGeneralOp op) {
-  return op.getLhs().getType().getRank() == 4 &&
-         op.getRhs().getType().getRank() == 4 &&
-         op.getLhsBatchingDimensions() == ArrayRef<int64_t>{0, 1} &&
-         op.getRhsBatchingDimensions() == ArrayRef<int64_t>{0, 1} &&
-         op.getLhsContractingDimensions() == ArrayRef<int64_t>{3} &&
-         op.getRhsContractingDimensions() == ArrayRef<int64_t>{2};
+/// The dims of a rank-4 operand of a per-head product (two batching dims,
+/// the batch and the heads, and one contracting dim) in the order [batch,
+/// head, free, contracting]: the permutation that brings it into that
+/// layout. Empty for any other product. [b, h, s, d] operands give the
+/// identity; [b, s, h, d] ones (an einsum over 'bqhd,bkhd->bhqk', as Flax
+/// writes attention) give [0, 2, 1, 3].
+SmallVector<int64_t> headLayout(Value operand, ArrayRef<int64_t> batch,
+                                ArrayRef<int64_t> contract) {
+  if (cast<RankedTensorType>(operand.getType()).getRank() != 4 ||
+      batch.size() != 2 || contract.size() != 1)
+    return {};
+  SmallVector<int64_t> perm(batch);
+  for (int64_t d = 0; d < 4; ++d)
+    if (!llvm::is_contained(batch, d) && d != contract[0])
+      perm.push_back(d);
+  perm.push_back(contract[0]);
+  return perm;
+}
+
+/// `x` permuted by `perm` (nothing when it is the identity).
+Value permuted(PatternRewriter &rewriter, Location loc, Value x,
+               ArrayRef<int64_t> perm) {
+  return rewriter.createOrFold<TransposeOp>(loc, x, perm);
 }
 
 /// A mask operand of rank 4 for scores of `type`: `v` without a trailing
@@ -518,15 +533,44 @@ Operation *nanToZeroGuard(Value v) {
 }
 
 /// softmax(scale * q @ k^T [mask]) @ v -> graph.attention, also with the
-/// NaN guard above between the softmax and the product.
+/// NaN guard above between the softmax and the product. The products may
+/// read their operands in any per-head layout (headLayout: [b, h, s, d],
+/// [b, s, h, d], ...), the probabilities in theirs, [b, h, q, k], from
+/// either side of the second product; the operands are transposed into
+/// graph.attention's layout and its result into the product's.
 struct Attention : public OpRewritePattern<DotGeneralOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(DotGeneralOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!isBatchedMatmul4(op))
+    // The probabilities: a softmax (possibly behind the guard) read in its
+    // own [b, h, q, k] layout with k contracted, as the lhs (the product is
+    // [b, h, q, d]) or the rhs (it is [b, h, d, q]).
+    auto isProbs = [](Value v) {
+      if (Operation *guard = nanToZeroGuard(v))
+        v = guard->getOperand(2);
+      return v.getDefiningOp<SoftmaxOp>() != nullptr;
+    };
+    bool probsOnLeft = isProbs(op.getLhs());
+    if (!probsOnLeft && !isProbs(op.getRhs()))
       return failure();
-    Value probs = op.getLhs();
+    Value probs = probsOnLeft ? op.getLhs() : op.getRhs();
+    Value values = probsOnLeft ? op.getRhs() : op.getLhs();
+    auto batch = [&](bool lhs) {
+      return lhs ? op.getLhsBatchingDimensions()
+                 : op.getRhsBatchingDimensions();
+    };
+    auto contract = [&](bool lhs) {
+      return lhs ? op.getLhsContractingDimensions()
+                 : op.getRhsContractingDimensions();
+    };
+    SmallVector<int64_t> valueLayout =
+        headLayout(values, batch(!probsOnLeft), contract(!probsOnLeft));
+    SmallVector<int64_t> probsLayout =
+        headLayout(probs, batch(probsOnLeft), contract(probsOnLeft));
+    if (ArrayRef<int64_t>(probsLayout) != ArrayRef<int64_t>{0, 1, 2, 3} ||
+        valueLayout.empty())
+      return failure();
     Operation *nanGuard = nanToZeroGuard(probs);
     if (nanGuard)
       probs = nanGuard->getOperand(2);
@@ -589,13 +633,23 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       qk = div.getLhs();
     }
     auto dot = qk.getDefiningOp<DotGeneralOp>();
-    if (!dot || !isBatchedMatmul4(dot) || (qk != s && !hasOneUse(qk)) ||
-        !std::isfinite(scale))
+    if (!dot || (qk != s && !hasOneUse(qk)) || !std::isfinite(scale))
+      return failure();
+    SmallVector<int64_t> queryLayout =
+        headLayout(dot.getLhs(), dot.getLhsBatchingDimensions(),
+                   dot.getLhsContractingDimensions());
+    SmallVector<int64_t> keyLayout =
+        headLayout(dot.getRhs(), dot.getRhsBatchingDimensions(),
+                   dot.getRhsContractingDimensions());
+    if (queryLayout.empty() || keyLayout.empty())
       return failure();
 
-    Value query = dot.getLhs(), keyT = dot.getRhs(), value = op.getRhs();
-    Value key = rewriter.createOrFold<TransposeOp>(
-        loc, keyT, ArrayRef<int64_t>{0, 1, 3, 2});
+    // [b, h, s, d] each: the value's contracted dim is its sequence.
+    Value query = permuted(rewriter, loc, dot.getLhs(), queryLayout);
+    Value key = permuted(rewriter, loc, dot.getRhs(), keyLayout);
+    Value value = permuted(
+        rewriter, loc, values,
+        {valueLayout[0], valueLayout[1], valueLayout[3], valueLayout[2]});
     int64_t sq = scoresType.getDimSize(2), sk = scoresType.getDimSize(3);
     bool causal = false;
     Value mask;
@@ -625,8 +679,11 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
           scoresType.getElementType())
         return failure();
     }
-    rewriter.replaceOpWithNewOp<AttentionOp>(op, query, key, value, mask,
+    Value out = rewriter.create<AttentionOp>(loc, query, key, value, mask,
                                              APFloat(scale), causal);
+    if (!probsOnLeft) // the product is [b, h, d, q]
+      out = permuted(rewriter, loc, out, {0, 1, 3, 2});
+    rewriter.replaceOp(op, out);
     return success();
   }
 };
