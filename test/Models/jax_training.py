@@ -103,11 +103,9 @@ PARAMS_SEED, BATCH_SEED = 0, 1  # tools/jax_export.py's default --seed and --bat
 #: Composites trainc's recognizer should find in each model (printed only).
 COMPOSITES = {'gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy'),
               'mlp': (), 'scan_mlp': (),
-              # Not attention: jax.nn.dot_product_attention lowers to 5-D
-              # dot_generals over [B, T, N, G, H] with transposes between,
-              # which the recognizer does not match yet; it trains as
-              # separate matmuls and a softmax (frontends/README.md).
-              'llama': ('rms_norm', 'softmax_cross_entropy'),
+              # jax.nn.dot_product_attention: 5-D products over
+              # [B, T, N, G=1, H] and a unit-dim transpose before the mask.
+              'llama': ('rms_norm', 'attention', 'softmax_cross_entropy'),
               'einsum_gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')}
 
 

@@ -277,6 +277,53 @@ func.func @attention_bshd(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xf32>, %v
 
 // -----
 
+// jax.nn.dot_product_attention (JAX's XLA form): queries [b, t, n, g=1, h],
+// keys and values [b, s, n, h]; the scores [b, n, t, 1, s] get their unit
+// dim moved to the front before the causal mask (finfo.min fill) and the
+// softmax; the second product reads the probabilities on the right and
+// gives [b, n, h, 1, t].
+// CHECK-LABEL: func.func @attention_jax_dot_product_attention
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x8x4x1x16xf32>, %[[K:.+]]: tensor<2x8x4x16xf32>, %[[V:.+]]: tensor<2x8x4x16xf32>)
+func.func @attention_jax_dot_product_attention(%q: tensor<2x8x4x1x16xf32>, %k: tensor<2x8x4x16xf32>, %v: tensor<2x8x4x16xf32>) -> tensor<2x4x16x1x8xf32> {
+  %s = graph.dot_general %q, %k, batching_dims = [0, 2] x [0, 2], contracting_dims = [4] x [3]
+         : (tensor<2x8x4x1x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x4x8x1x8xf32>
+  %c = graph.constant dense<0.25> : tensor<2x4x8x1x8xf32>
+  %sc = graph.mul %s, %c : tensor<2x4x8x1x8xf32>
+  %t = graph.transpose %sc, permutation = [3, 0, 1, 2, 4] : (tensor<2x4x8x1x8xf32>) -> tensor<1x2x4x8x8xf32>
+  %row = graph.iota dim = 0 : tensor<8x8xi64>
+  %col = graph.iota dim = 1 : tensor<8x8xi64>
+  %keep = graph.compare LE, %col, %row : tensor<8x8xi64>
+  %keepb = graph.broadcast_in_dim %keep, dims = [3, 4] : (tensor<8x8xi1>) -> tensor<1x2x4x8x8xi1>
+  %fill = graph.constant dense<-3.40282347E+38> : tensor<1x2x4x8x8xf32>
+  %m = graph.select %keepb, %t, %fill : tensor<1x2x4x8x8xi1>, tensor<1x2x4x8x8xf32>
+  %p = graph.softmax %m, dim = 4 : tensor<1x2x4x8x8xf32>
+  %o = graph.dot_general %v, %p, batching_dims = [0, 2] x [1, 2], contracting_dims = [1] x [4]
+         : (tensor<2x8x4x16xf32>, tensor<1x2x4x8x8xf32>) -> tensor<2x4x16x1x8xf32>
+  // CHECK: %[[A:.+]] = graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 2.500000e-01, causal : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  // CHECK-NEXT: %[[T:.+]] = graph.transpose %[[A]], permutation = [0, 1, 3, 2]
+  // CHECK-NEXT: %[[O:.+]] = graph.reshape %[[T]] : (tensor<2x4x16x8xf32>) -> tensor<2x4x16x1x8xf32>
+  // CHECK-NEXT: return %[[O]]
+  return %o : tensor<2x4x16x1x8xf32>
+}
+
+// -----
+
+// A transpose that moves dims of more than size 1 between the product and
+// the softmax changes which scores are which: not attention.
+// CHECK-LABEL: func.func @attention_real_transpose_stays
+// CHECK-NOT: graph.attention
+func.func @attention_real_transpose_stays(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %t = graph.transpose %s, permutation = [0, 1, 3, 2] : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = graph.softmax %t, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
 // The probabilities as the second operand (v^T p^T, [b, h, d, q]): the
 // attention's output is transposed into that layout.
 // CHECK-LABEL: func.func @attention_probs_on_the_right

@@ -446,29 +446,86 @@ struct Softmax : public OpRewritePattern<DivOp> {
   }
 };
 
-/// The dims of a rank-4 operand of a per-head product (two batching dims,
-/// the batch and the heads, and one contracting dim) in the order [batch,
-/// head, free, contracting]: the permutation that brings it into that
-/// layout. Empty for any other product. [b, h, s, d] operands give the
-/// identity; [b, s, h, d] ones (an einsum over 'bqhd,bkhd->bhqk', as Flax
-/// writes attention) give [0, 2, 1, 3].
-SmallVector<int64_t> headLayout(Value operand, ArrayRef<int64_t> batch,
-                                ArrayRef<int64_t> contract) {
-  if (cast<RankedTensorType>(operand.getType()).getRank() != 4 ||
-      batch.size() != 2 || contract.size() != 1)
+/// The dims of an operand of a per-head product (two batching dims, the
+/// batch and the heads, one contracting dim, one free dim of any size and
+/// any number of other free dims of size 1), in the order [batch, head,
+/// free, contracting]; empty for any other product. [b, h, s, d] operands
+/// give [0, 1, 2, 3]; [b, s, h, d] ones (an einsum over 'bqhd,bkhd->bhqk',
+/// as Flax writes attention) [0, 2, 1, 3]; jax.nn.dot_product_attention's
+/// [b, t, n, 1, h] queries [0, 2, 1, 4], with dim 3 a unit dim.
+SmallVector<int64_t> headDims(Value operand, ArrayRef<int64_t> batch,
+                              ArrayRef<int64_t> contract) {
+  auto type = cast<RankedTensorType>(operand.getType());
+  if (batch.size() != 2 || contract.size() != 1)
     return {};
-  SmallVector<int64_t> perm(batch);
-  for (int64_t d = 0; d < 4; ++d)
-    if (!llvm::is_contained(batch, d) && d != contract[0])
-      perm.push_back(d);
-  perm.push_back(contract[0]);
-  return perm;
+  SmallVector<int64_t> dims(batch), free;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!llvm::is_contained(batch, d) && d != contract[0] &&
+        type.getDimSize(d) != 1)
+      free.push_back(d);
+  // One free dim: the one that is not of size 1, or, when all are (a
+  // single query), the first.
+  if (free.empty())
+    for (int64_t d = 0; d < type.getRank() && free.empty(); ++d)
+      if (!llvm::is_contained(batch, d) && d != contract[0])
+        free.push_back(d);
+  if (free.size() != 1)
+    return {};
+  dims.push_back(free[0]);
+  dims.push_back(contract[0]);
+  return dims;
 }
 
-/// `x` permuted by `perm` (nothing when it is the identity).
-Value permuted(PatternRewriter &rewriter, Location loc, Value x,
-               ArrayRef<int64_t> perm) {
-  return rewriter.createOrFold<TransposeOp>(loc, x, perm);
+/// `x` (an operand with head dims `dims`, as headDims gives them) as a
+/// rank-4 [batch, head, free, contracting] tensor, or [batch, head,
+/// contracting, free] with `contractedFirst`: a transpose that moves the
+/// unit dims next to each other, then a reshape that drops them (each
+/// nothing when it changes nothing).
+Value toHeads(PatternRewriter &rewriter, Location loc, Value x,
+              ArrayRef<int64_t> dims, bool contractedFirst = false) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> perm = {dims[0], dims[1]};
+  perm.push_back(contractedFirst ? dims[3] : dims[2]);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!llvm::is_contained(dims, d))
+      perm.push_back(d);
+  perm.push_back(contractedFirst ? dims[2] : dims[3]);
+  Value moved = rewriter.createOrFold<TransposeOp>(loc, x, perm);
+  SmallVector<int64_t> shape;
+  for (int64_t d : {perm[0], perm[1], perm[2], perm.back()})
+    shape.push_back(type.getDimSize(d));
+  return rewriter.createOrFold<ReshapeOp>(
+      loc, RankedTensorType::get(shape, type.getElementType()), moved);
+}
+
+/// Whether transpose `t` moves only dims of size 1 (the others keep their
+/// order): as a reshape would, it changes no element's place.
+bool movesOnlyUnitDims(TransposeOp t) {
+  auto type = cast<RankedTensorType>(t.getOperand().getType());
+  int64_t last = -1;
+  for (int64_t d : t.getPermutation()) {
+    if (type.getDimSize(d) == 1)
+      continue;
+    if (d < last)
+      return false;
+    last = d;
+  }
+  return true;
+}
+
+/// `x` of the scores' shape (a mask or its condition) with only the
+/// scores' head dims `dims` kept, as a rank-4 [b, h, q, k] tensor (the
+/// others are 1 in the scores, so in `x` too).
+Value scoresToHeads(PatternRewriter &rewriter, Location loc, Value x,
+                    ArrayRef<int64_t> dims) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getRank() == 4)
+    return x;
+  SmallVector<int64_t> shape;
+  for (int64_t d : dims)
+    shape.push_back(type.getDimSize(d));
+  return rewriter.createOrFold<ReshapeOp>(
+      loc, RankedTensorType::get(shape, type.getElementType()), x);
 }
 
 /// A mask operand of rank 4 for scores of `type`: `v` without a trailing
@@ -496,8 +553,9 @@ Value rank4Mask(PatternRewriter &rewriter, Location loc, Value v,
 /// (j > i + Sk - Sq), i.e. causal attention; `maskedWhen` is the value of
 /// cond at masked positions.
 bool isCausalCondition(Value cond, int64_t sq, int64_t sk, bool maskedWhen) {
-  while (auto b = cond.getDefiningOp<BroadcastInDimOp>())
-    cond = b.getOperand();
+  // Broadcasts and reshapes keep each [Sq, Sk] slice's elements in order.
+  while (isa_and_nonnull<BroadcastInDimOp, ReshapeOp>(cond.getDefiningOp()))
+    cond = cond.getDefiningOp()->getOperand(0);
   DenseElementsAttr attr;
   if (!matchPattern(cond, m_Constant(&attr)))
     return false;
@@ -543,9 +601,9 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
 
   LogicalResult matchAndRewrite(DotGeneralOp op,
                                 PatternRewriter &rewriter) const override {
-    // The probabilities: a softmax (possibly behind the guard) read in its
-    // own [b, h, q, k] layout with k contracted, as the lhs (the product is
-    // [b, h, q, d]) or the rhs (it is [b, h, d, q]).
+    // The probabilities: a softmax (possibly behind the guard) over k, read
+    // in its own [b, h, q, k] order (unit dims aside) with k contracted, as
+    // the lhs (the product is [b, h, q, d]) or the rhs ([b, h, d, q]).
     auto isProbs = [](Value v) {
       if (Operation *guard = nanToZeroGuard(v))
         v = guard->getOperand(2);
@@ -564,18 +622,18 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       return lhs ? op.getLhsContractingDimensions()
                  : op.getRhsContractingDimensions();
     };
-    SmallVector<int64_t> valueLayout =
-        headLayout(values, batch(!probsOnLeft), contract(!probsOnLeft));
-    SmallVector<int64_t> probsLayout =
-        headLayout(probs, batch(probsOnLeft), contract(probsOnLeft));
-    if (ArrayRef<int64_t>(probsLayout) != ArrayRef<int64_t>{0, 1, 2, 3} ||
-        valueLayout.empty())
+    SmallVector<int64_t> valueDims =
+        headDims(values, batch(!probsOnLeft), contract(!probsOnLeft));
+    SmallVector<int64_t> probsDims =
+        headDims(probs, batch(probsOnLeft), contract(probsOnLeft));
+    // (headDims' dims are distinct, so sorted means [b, h, q, k] in order.)
+    if (valueDims.empty() || probsDims.empty() || !llvm::is_sorted(probsDims))
       return failure();
     Operation *nanGuard = nanToZeroGuard(probs);
     if (nanGuard)
       probs = nanGuard->getOperand(2);
     auto softmax = probs.getDefiningOp<SoftmaxOp>();
-    if (!softmax || softmax.getDim() != 3)
+    if (!softmax || int64_t(softmax.getDim()) != probsDims[3])
       return failure();
     // The softmax feeds only this product (through the guard, if any).
     if (llvm::any_of(softmax->getUsers(), [&](Operation *u) {
@@ -605,15 +663,24 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
     } else if (auto add = scores.getDefiningOp<AddOp>()) {
       auto split = pick(add.getLhs(), add.getRhs(), [](Value v) {
         Operation *d = v.getDefiningOp();
-        return d && isa<DotGeneralOp, MulOp, DivOp>(d);
+        return d && isa<DotGeneralOp, MulOp, DivOp, TransposeOp>(d);
       });
       if (!split)
         return failure();
       s = split->first;
       additive = split->second;
+      if (getElementTypeOrSelf(additive) != scoresType.getElementType())
+        return failure();
     }
     if (s != scores && !hasOneUse(s))
       return failure();
+    // jax.nn.dot_product_attention moves a unit dim between the product
+    // and the mask: a transpose that is a reshape.
+    if (auto t = s.getDefiningOp<TransposeOp>()) {
+      if (!movesOnlyUnitDims(t) || !hasOneUse(t.getOperand()))
+        return failure();
+      s = t.getOperand();
+    }
 
     // The scale: s = qk * c, c * qk, qk / c or qk.
     double scale = 1.0;
@@ -635,29 +702,35 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
     auto dot = qk.getDefiningOp<DotGeneralOp>();
     if (!dot || (qk != s && !hasOneUse(qk)) || !std::isfinite(scale))
       return failure();
-    SmallVector<int64_t> queryLayout =
-        headLayout(dot.getLhs(), dot.getLhsBatchingDimensions(),
-                   dot.getLhsContractingDimensions());
-    SmallVector<int64_t> keyLayout =
-        headLayout(dot.getRhs(), dot.getRhsBatchingDimensions(),
-                   dot.getRhsContractingDimensions());
-    if (queryLayout.empty() || keyLayout.empty())
+    SmallVector<int64_t> queryDims =
+        headDims(dot.getLhs(), dot.getLhsBatchingDimensions(),
+                 dot.getLhsContractingDimensions());
+    SmallVector<int64_t> keyDims =
+        headDims(dot.getRhs(), dot.getRhsBatchingDimensions(),
+                 dot.getRhsContractingDimensions());
+    if (queryDims.empty() || keyDims.empty())
       return failure();
 
     // [b, h, s, d] each: the value's contracted dim is its sequence.
-    Value query = permuted(rewriter, loc, dot.getLhs(), queryLayout);
-    Value key = permuted(rewriter, loc, dot.getRhs(), keyLayout);
-    Value value = permuted(
-        rewriter, loc, values,
-        {valueLayout[0], valueLayout[1], valueLayout[3], valueLayout[2]});
-    int64_t sq = scoresType.getDimSize(2), sk = scoresType.getDimSize(3);
+    Value query = toHeads(rewriter, loc, dot.getLhs(), queryDims);
+    Value key = toHeads(rewriter, loc, dot.getRhs(), keyDims);
+    Value value = toHeads(rewriter, loc, values, valueDims,
+                          /*contractedFirst=*/true);
+    int64_t sq = scoresType.getDimSize(probsDims[2]),
+            sk = scoresType.getDimSize(probsDims[3]);
+    auto headScores =
+        RankedTensorType::get({scoresType.getDimSize(probsDims[0]),
+                               scoresType.getDimSize(probsDims[1]), sq, sk},
+                              scoresType.getElementType());
     bool causal = false;
     Value mask;
     if (maskCond) {
       if (isCausalCondition(maskCond, sq, sk, maskedWhen)) {
         causal = true;
       } else {
-        Value cond = rank4Mask(rewriter, loc, maskCond, scoresType);
+        Value cond = rank4Mask(
+            rewriter, loc, scoresToHeads(rewriter, loc, maskCond, probsDims),
+            headScores);
         auto condType = cast<RankedTensorType>(cond.getType());
         auto fillType = RankedTensorType::get(condType.getShape(),
                                               scoresType.getElementType());
@@ -674,15 +747,17 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
                           : rewriter.create<SelectOp>(loc, cond, zero, fill);
       }
     } else if (additive) {
-      mask = rank4Mask(rewriter, loc, additive, scoresType);
-      if (cast<RankedTensorType>(mask.getType()).getElementType() !=
-          scoresType.getElementType())
-        return failure();
+      mask = rank4Mask(rewriter, loc,
+                       scoresToHeads(rewriter, loc, additive, probsDims),
+                       headScores);
     }
     Value out = rewriter.create<AttentionOp>(loc, query, key, value, mask,
                                              APFloat(scale), causal);
     if (!probsOnLeft) // the product is [b, h, d, q]
-      out = permuted(rewriter, loc, out, {0, 1, 3, 2});
+      out = rewriter.createOrFold<TransposeOp>(loc, out,
+                                               ArrayRef<int64_t>{0, 1, 3, 2});
+    // Unit dims of the product's layout come back by a reshape.
+    out = rewriter.createOrFold<ReshapeOp>(loc, op.getType(), out);
     rewriter.replaceOp(op, out);
     return success();
   }
