@@ -26,6 +26,14 @@ import jax
 import jax.numpy as jnp
 
 
+def next_token_nll(logits, targets):
+    """Mean softmax cross-entropy of `logits` [b, s, v] at `targets` [b, s]
+    (the loss of the language models below)."""
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
+    return jnp.mean(nll)
+
+
 class GPT:
     """A pre-LayerNorm GPT: 2 layers, d_model 32, 4 heads, vocab 64, seq 16.
 
@@ -128,15 +136,18 @@ class GPT:
     @staticmethod
     def loss_fn(params, batch):
         """Mean next-token softmax cross-entropy over all batch * seq positions."""
-        tokens, targets = batch['tokens'], batch['targets']
+        return GPT.loss_with(params, batch, GPT.attention)
+
+    @staticmethod
+    def loss_with(params, batch, attention):
+        """loss_fn with `attention(x, p)` as each block's attention."""
+        tokens = batch['tokens']
         x = params['wte'][tokens] + params['wpe'][jnp.arange(tokens.shape[1])]
         for block in params['blocks']:
-            x = x + GPT.attention(GPT.layer_norm(x, block['ln1']), block['attn'])
+            x = x + attention(GPT.layer_norm(x, block['ln1']), block['attn'])
             x = x + GPT.mlp(GPT.layer_norm(x, block['ln2']), block['mlp'])
         logits = GPT.layer_norm(x, params['ln_f']) @ params['lm_head']
-        logp = jax.nn.log_softmax(logits, axis=-1)
-        nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
-        return jnp.mean(nll)
+        return next_token_nll(logits, batch['targets'])
 
 
 class MLP:
@@ -384,15 +395,7 @@ class EinsumGPT:
 
     @staticmethod
     def loss_fn(params, batch):
-        tokens, targets = batch['tokens'], batch['targets']
-        x = params['wte'][tokens] + params['wpe'][jnp.arange(tokens.shape[1])]
-        for block in params['blocks']:
-            x = x + EinsumGPT.attention(GPT.layer_norm(x, block['ln1']), block['attn'])
-            x = x + GPT.mlp(GPT.layer_norm(x, block['ln2']), block['mlp'])
-        logits = GPT.layer_norm(x, params['ln_f']) @ params['lm_head']
-        logp = jax.nn.log_softmax(logits, axis=-1)
-        nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
-        return jnp.mean(nll)
+        return GPT.loss_with(params, batch, EinsumGPT.attention)
 
 
 class Llama:
@@ -476,9 +479,7 @@ class Llama:
             y = Llama.rms_norm(x, blk['norm2'])
             x = x + (jax.nn.silu(y @ blk['w_gate']) * (y @ blk['w_up'])) @ blk['w_down']
         logits = Llama.rms_norm(x, params['norm_f']) @ params['embed'].T
-        logp = jax.nn.log_softmax(logits, axis=-1)
-        nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
-        return jnp.mean(nll)
+        return next_token_nll(logits, targets)
 
 
 MODELS = {'gpt': GPT, 'mlp': MLP, 'scan_mlp': ScanMLP, 'llama': Llama,

@@ -167,6 +167,14 @@ def make(out):
                            reduction='max')],
          [x, f32('u', [3, 1])], [f32('y', [3, 4])],
          [init('i', np.array([[0], [1], [2]], np.int64))], opset=18)
+    save(out, 'scatter_elements_shape',
+         [helper.make_node('ScatterElements', ['x', 'i', 'u'], ['y'], axis=1)],
+         [x, f32('u', [3, 2])], [f32('y', [3, 4])],
+         [init('i', np.array([[0], [1], [2]], np.int64))])
+    save(out, 'scatter_elements_types',
+         [helper.make_node('ScatterElements', ['x', 'i', 'u'], ['y'], axis=1)],
+         [x, i64('u', [3, 1])], [f32('y', [3, 4])],
+         [init('i', np.array([[0], [1], [2]], np.int64))])
     save(out, 'scatter_elements_range',
          [helper.make_node('ScatterElements', ['x', 'i', 'u'], ['y'], axis=1)],
          [x, f32('u', [3, 1])], [f32('y', [3, 4])],

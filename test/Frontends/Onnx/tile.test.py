@@ -62,6 +62,9 @@ save('dynamic', [helper.make_node('Tile', ['x', 'r'], ['y'])],
 save('huge', [const('r', np.array([0, 2 ** 62], np.int64)),
               helper.make_node('Tile', ['p', 'r'], ['q'])],
      [i64('p', [1, 3])], [i64('q', [0, 3])])
+save('negative', [const('r', np.array([1, -2], np.int64)),
+                  helper.make_node('Tile', ['p', 'r'], ['q'])],
+     [i64('p', [1, 3])], [i64('q', [1, 3])])
 save('badcount', [const('r', np.array([2, 2], np.int64)),
                   helper.make_node('Tile', ['x', 'r'], ['y'])],
      [f32('x', [2, 1, 3])], [f32('y', [4, 1, 3])])
