@@ -1,0 +1,347 @@
+//===- RecognizeAttention.cpp - softmax(q k^T) v to graph.attention ------===//
+//
+// The attention pattern of the recognize phase (RecognizeComposites in
+// Passes.td): scaled, optionally masked scores, a softmax over the keys and
+// the product with the values, in any per-head layout its products read,
+// become one graph.attention. Matching helpers are RecognizeUtil.h's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RecognizeUtil.h"
+#include "trainc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace trainc::graph;
+using namespace trainc::recognize;
+
+namespace {
+
+/// The dims of an operand of a per-head product (two batching dims, the
+/// batch and the heads, one contracting dim, one free dim of any size and
+/// any number of other free dims of size 1), in the order [batch, head,
+/// free, contracting]; empty for any other product. [b, h, s, d] operands
+/// give [0, 1, 2, 3]; [b, s, h, d] ones (an einsum over 'bqhd,bkhd->bhqk',
+/// as Flax writes attention) [0, 2, 1, 3]; jax.nn.dot_product_attention's
+/// [b, t, n, 1, h] queries [0, 2, 1, 4], with dim 3 a unit dim.
+SmallVector<int64_t> headDims(Value operand, ArrayRef<int64_t> batch,
+                              ArrayRef<int64_t> contract) {
+  auto type = cast<RankedTensorType>(operand.getType());
+  if (batch.size() != 2 || contract.size() != 1)
+    return {};
+  SmallVector<int64_t> dims(batch), free;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!llvm::is_contained(batch, d) && d != contract[0] &&
+        type.getDimSize(d) != 1)
+      free.push_back(d);
+  // One free dim: the one that is not of size 1, or, when all are (a
+  // single query), the first.
+  if (free.empty())
+    for (int64_t d = 0; d < type.getRank() && free.empty(); ++d)
+      if (!llvm::is_contained(batch, d) && d != contract[0])
+        free.push_back(d);
+  if (free.size() != 1)
+    return {};
+  dims.push_back(free[0]);
+  dims.push_back(contract[0]);
+  return dims;
+}
+
+/// `x` (an operand with head dims `dims`, as headDims gives them) as a
+/// rank-4 [batch, head, free, contracting] tensor, or [batch, head,
+/// contracting, free] with `contractedFirst`: a transpose that moves the
+/// unit dims next to each other, then a reshape that drops them (each
+/// nothing when it changes nothing).
+Value toHeads(PatternRewriter &rewriter, Location loc, Value x,
+              ArrayRef<int64_t> dims, bool contractedFirst = false) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> perm = {dims[0], dims[1]};
+  perm.push_back(contractedFirst ? dims[3] : dims[2]);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!llvm::is_contained(dims, d))
+      perm.push_back(d);
+  perm.push_back(contractedFirst ? dims[2] : dims[3]);
+  Value moved = rewriter.createOrFold<TransposeOp>(loc, x, perm);
+  SmallVector<int64_t> shape;
+  for (int64_t d : {perm[0], perm[1], perm[2], perm.back()})
+    shape.push_back(type.getDimSize(d));
+  return rewriter.createOrFold<ReshapeOp>(
+      loc, RankedTensorType::get(shape, type.getElementType()), moved);
+}
+
+/// Whether transpose `t` moves only dims of size 1 (the others keep their
+/// order): as a reshape would, it changes no element's place.
+bool movesOnlyUnitDims(TransposeOp t) {
+  auto type = cast<RankedTensorType>(t.getOperand().getType());
+  int64_t last = -1;
+  for (int64_t d : t.getPermutation()) {
+    if (type.getDimSize(d) == 1)
+      continue;
+    if (d < last)
+      return false;
+    last = d;
+  }
+  return true;
+}
+
+/// `x` of the scores' shape (a mask or its condition) with only the
+/// scores' head dims `dims` kept, as a rank-4 [b, h, q, k] tensor (the
+/// others are 1 in the scores, so in `x` too).
+Value scoresToHeads(PatternRewriter &rewriter, Location loc, Value x,
+                    ArrayRef<int64_t> dims) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getRank() == 4)
+    return x;
+  SmallVector<int64_t> shape;
+  for (int64_t d : dims)
+    shape.push_back(type.getDimSize(d));
+  return rewriter.createOrFold<ReshapeOp>(
+      loc, RankedTensorType::get(shape, type.getElementType()), x);
+}
+
+/// A mask operand of rank 4 for scores of `type`: `v` without a trailing
+/// broadcast, its missing leading dims as 1.
+Value rank4Mask(PatternRewriter &rewriter, Location loc, Value v,
+                RankedTensorType type) {
+  if (auto b = v.getDefiningOp<BroadcastInDimOp>()) {
+    auto src = cast<RankedTensorType>(b.getOperand().getType());
+    int64_t r = src.getRank();
+    SmallVector<int64_t> trailing;
+    for (int64_t d = 4 - r; d < 4; ++d)
+      trailing.push_back(d);
+    if (b.getDims() == ArrayRef<int64_t>(trailing)) {
+      SmallVector<int64_t> shape(4 - r, 1);
+      llvm::append_range(shape, src.getShape());
+      return rewriter.createOrFold<ReshapeOp>(
+          loc, RankedTensorType::get(shape, src.getElementType()),
+          b.getOperand());
+    }
+  }
+  return v;
+}
+
+/// True when constant `cond` masks exactly the keys after each query
+/// (j > i + Sk - Sq), i.e. causal attention; `maskedWhen` is the value of
+/// cond at masked positions.
+bool isCausalCondition(Value cond, int64_t sq, int64_t sk, bool maskedWhen) {
+  // Broadcasts and reshapes keep each [Sq, Sk] slice's elements in order.
+  while (isa_and_nonnull<BroadcastInDimOp, ReshapeOp>(cond.getDefiningOp()))
+    cond = cond.getDefiningOp()->getOperand(0);
+  DenseElementsAttr attr;
+  if (!matchPattern(cond, m_Constant(&attr)))
+    return false;
+  auto shape = attr.getType().getShape();
+  if (shape.size() < 2 || shape[shape.size() - 2] != sq || shape.back() != sk)
+    return false;
+  // Every [Sq, Sk] slice (over leading batch/head dims) must be causal.
+  int64_t k = 0;
+  for (bool v : attr.getValues<bool>()) {
+    int64_t i = (k / sk) % sq, j = k % sk;
+    if ((v == maskedWhen) != (j > i + sk - sq))
+      return false;
+    ++k;
+  }
+  return true;
+}
+
+/// `select(p != p, 0, p)` (PyTorch's scaled_dot_product_attention zeroes
+/// the NaN rows a fully masked softmax produces): the select, or null.
+/// graph.attention gives zeros for such rows itself, so the guard folds in.
+Operation *nanToZeroGuard(Value v) {
+  auto sel = v.getDefiningOp<SelectOp>();
+  if (!sel || !hasOneUse(v))
+    return nullptr;
+  auto isNan = sel.getPred().getDefiningOp<CompareOp>();
+  Value p = sel.getOnFalse();
+  std::optional<double> zero = splatOf(sel.getOnTrue());
+  if (!isNan || isNan.getDirection() != ComparisonDirection::NE ||
+      isNan.getLhs() != p || isNan.getRhs() != p || !hasOneUse(isNan) ||
+      !zero || *zero != 0.0)
+    return nullptr;
+  return sel;
+}
+
+/// softmax(scale * q @ k^T [mask]) @ v -> graph.attention, also with the
+/// NaN guard above between the softmax and the product. The products may
+/// read their operands in any per-head layout (headLayout: [b, h, s, d],
+/// [b, s, h, d], ...), the probabilities in theirs, [b, h, q, k], from
+/// either side of the second product; the operands are transposed into
+/// graph.attention's layout and its result into the product's.
+struct Attention : public OpRewritePattern<DotGeneralOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DotGeneralOp op,
+                                PatternRewriter &rewriter) const override {
+    // The probabilities: a softmax (possibly behind the guard) over k, read
+    // in its own [b, h, q, k] order (unit dims aside) with k contracted, as
+    // the lhs (the product is [b, h, q, d]) or the rhs ([b, h, d, q]).
+    auto isProbs = [](Value v) {
+      if (Operation *guard = nanToZeroGuard(v))
+        v = guard->getOperand(2);
+      return v.getDefiningOp<SoftmaxOp>() != nullptr;
+    };
+    bool probsOnLeft = isProbs(op.getLhs());
+    if (!probsOnLeft && !isProbs(op.getRhs()))
+      return failure();
+    Value probs = probsOnLeft ? op.getLhs() : op.getRhs();
+    Value values = probsOnLeft ? op.getRhs() : op.getLhs();
+    auto batch = [&](bool lhs) {
+      return lhs ? op.getLhsBatchingDimensions()
+                 : op.getRhsBatchingDimensions();
+    };
+    auto contract = [&](bool lhs) {
+      return lhs ? op.getLhsContractingDimensions()
+                 : op.getRhsContractingDimensions();
+    };
+    SmallVector<int64_t> valueDims =
+        headDims(values, batch(!probsOnLeft), contract(!probsOnLeft));
+    SmallVector<int64_t> probsDims =
+        headDims(probs, batch(probsOnLeft), contract(probsOnLeft));
+    // (headDims' dims are distinct, so sorted means [b, h, q, k] in order.)
+    if (valueDims.empty() || probsDims.empty() || !llvm::is_sorted(probsDims))
+      return failure();
+    Operation *nanGuard = nanToZeroGuard(probs);
+    if (nanGuard)
+      probs = nanGuard->getOperand(2);
+    auto softmax = probs.getDefiningOp<SoftmaxOp>();
+    if (!softmax || int64_t(softmax.getDim()) != probsDims[3])
+      return failure();
+    // The softmax feeds only this product (through the guard, if any).
+    if (llvm::any_of(softmax->getUsers(), [&](Operation *u) {
+          return nanGuard ? u != nanGuard &&
+                                u != nanGuard->getOperand(0).getDefiningOp()
+                          : u != op.getOperation();
+        }))
+      return failure();
+    Value scores = softmax.getOperand();
+    auto scoresType = cast<RankedTensorType>(scores.getType());
+    Location loc = op.getLoc();
+
+    // The mask, if any: select(cond, fill, s) / select(cond, s, fill) with
+    // fill = -inf, or s + mask.
+    Value maskCond, additive, s = scores;
+    bool maskedWhen = true;
+    if (auto sel = scores.getDefiningOp<SelectOp>()) {
+      if (isMaskFill(sel.getOnTrue())) {
+        s = sel.getOnFalse();
+      } else if (isMaskFill(sel.getOnFalse())) {
+        s = sel.getOnTrue();
+        maskedWhen = false;
+      } else {
+        return failure();
+      }
+      maskCond = sel.getPred();
+    } else if (auto add = scores.getDefiningOp<AddOp>()) {
+      auto split = pick(add.getLhs(), add.getRhs(), [](Value v) {
+        Operation *d = v.getDefiningOp();
+        return d && isa<DotGeneralOp, MulOp, DivOp, TransposeOp>(d);
+      });
+      if (!split)
+        return failure();
+      s = split->first;
+      additive = split->second;
+      if (getElementTypeOrSelf(additive) != scoresType.getElementType())
+        return failure();
+    }
+    if (s != scores && !hasOneUse(s))
+      return failure();
+    // jax.nn.dot_product_attention moves a unit dim between the product
+    // and the mask: a transpose that is a reshape.
+    if (auto t = s.getDefiningOp<TransposeOp>()) {
+      if (!movesOnlyUnitDims(t) || !hasOneUse(t.getOperand()))
+        return failure();
+      s = t.getOperand();
+    }
+
+    // The scale: s = qk * c, c * qk, qk / c or qk.
+    double scale = 1.0;
+    Value qk = s;
+    if (auto mul = s.getDefiningOp<MulOp>()) {
+      auto split = pick(mul.getLhs(), mul.getRhs(),
+                        [](Value v) { return splatOf(v).has_value(); });
+      if (!split)
+        return failure();
+      scale = *splatOf(split->first);
+      qk = split->second;
+    } else if (auto div = s.getDefiningOp<DivOp>()) {
+      std::optional<double> c = splatOf(div.getRhs());
+      if (!c || *c == 0)
+        return failure();
+      scale = 1.0 / *c;
+      qk = div.getLhs();
+    }
+    auto dot = qk.getDefiningOp<DotGeneralOp>();
+    if (!dot || (qk != s && !hasOneUse(qk)) || !std::isfinite(scale))
+      return failure();
+    SmallVector<int64_t> queryDims =
+        headDims(dot.getLhs(), dot.getLhsBatchingDimensions(),
+                 dot.getLhsContractingDimensions());
+    SmallVector<int64_t> keyDims =
+        headDims(dot.getRhs(), dot.getRhsBatchingDimensions(),
+                 dot.getRhsContractingDimensions());
+    if (queryDims.empty() || keyDims.empty())
+      return failure();
+
+    // [b, h, s, d] each: the value's contracted dim is its sequence.
+    Value query = toHeads(rewriter, loc, dot.getLhs(), queryDims);
+    Value key = toHeads(rewriter, loc, dot.getRhs(), keyDims);
+    Value value = toHeads(rewriter, loc, values, valueDims,
+                          /*contractedFirst=*/true);
+    int64_t sq = scoresType.getDimSize(probsDims[2]),
+            sk = scoresType.getDimSize(probsDims[3]);
+    auto headScores =
+        RankedTensorType::get({scoresType.getDimSize(probsDims[0]),
+                               scoresType.getDimSize(probsDims[1]), sq, sk},
+                              scoresType.getElementType());
+    bool causal = false;
+    Value mask;
+    if (maskCond) {
+      if (isCausalCondition(maskCond, sq, sk, maskedWhen)) {
+        causal = true;
+      } else {
+        Value cond = rank4Mask(
+            rewriter, loc, scoresToHeads(rewriter, loc, maskCond, probsDims),
+            headScores);
+        auto condType = cast<RankedTensorType>(cond.getType());
+        auto fillType = RankedTensorType::get(condType.getShape(),
+                                              scoresType.getElementType());
+        Value fill = rewriter.create<ConstantOp>(
+            loc, DenseElementsAttr::get(
+                     fillType, rewriter.getFloatAttr(
+                                   fillType.getElementType(),
+                                   -std::numeric_limits<double>::infinity())));
+        Value zero = rewriter.create<ConstantOp>(
+            loc, DenseElementsAttr::get(
+                     fillType,
+                     rewriter.getFloatAttr(fillType.getElementType(), 0.0)));
+        mask = maskedWhen ? rewriter.create<SelectOp>(loc, cond, fill, zero)
+                          : rewriter.create<SelectOp>(loc, cond, zero, fill);
+      }
+    } else if (additive) {
+      mask = rank4Mask(rewriter, loc,
+                       scoresToHeads(rewriter, loc, additive, probsDims),
+                       headScores);
+    }
+    Value out = rewriter.create<AttentionOp>(loc, query, key, value, mask,
+                                             APFloat(scale), causal);
+    if (!probsOnLeft) // the product is [b, h, d, q]
+      out = rewriter.createOrFold<TransposeOp>(loc, out,
+                                               ArrayRef<int64_t>{0, 1, 3, 2});
+    // Unit dims of the product's layout come back by a reshape.
+    out = rewriter.createOrFold<ReshapeOp>(loc, op.getType(), out);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+} // namespace
+
+void trainc::recognize::populateAttentionPatterns(RewritePatternSet &patterns) {
+  patterns.add<Attention>(patterns.getContext());
+}

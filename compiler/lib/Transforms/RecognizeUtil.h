@@ -1,0 +1,49 @@
+//===- RecognizeUtil.h - What the recognition patterns share -----*- C++
+//-*-===//
+//
+// Internal to the recognize phase: the matching helpers that
+// RecognizeComposites.cpp (norms, gelu, softmax, cross-entropy) and
+// RecognizeAttention.cpp both use, and the attention patterns' entry point.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_COMPILER_LIB_TRANSFORMS_RECOGNIZEUTIL_H
+#define TRAINC_COMPILER_LIB_TRANSFORMS_RECOGNIZEUTIL_H
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/Value.h"
+
+#include <optional>
+#include <utility>
+
+namespace trainc::recognize {
+
+/// The splat value of a constant, looking through broadcasts and reshapes.
+std::optional<double> splatOf(mlir::Value v);
+
+/// `v` equals `expected` to within float32 rounding of the constant.
+bool isSplatNear(mlir::Value v, double expected);
+
+/// A mask fill value: -inf or a number so negative that softmax gives 0.
+bool isMaskFill(mlir::Value v);
+
+inline bool hasOneUse(mlir::Value v) { return v.hasOneUse(); }
+
+/// Operands of a commutative binary op as (the one satisfying `pred`, the
+/// other), or nullopt.
+template <typename Pred>
+std::optional<std::pair<mlir::Value, mlir::Value>>
+pick(mlir::Value a, mlir::Value b, Pred pred) {
+  if (pred(a))
+    return std::make_pair(a, b);
+  if (pred(b))
+    return std::make_pair(b, a);
+  return std::nullopt;
+}
+
+/// Adds the pattern that recognizes graph.attention (RecognizeAttention.cpp).
+void populateAttentionPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace trainc::recognize
+
+#endif // TRAINC_COMPILER_LIB_TRANSFORMS_RECOGNIZEUTIL_H
