@@ -34,7 +34,9 @@ namespace trainc {
 ///   8: asynchronous collectives: *Start and CollectiveDone.
 ///   9: DotGeneralBias.
 ///  10: DotGeneral's and DotGeneralBias's last int: an OperandRounding.
-constexpr uint32_t kFormatVersion = 10;
+///  11: multi-tensor AdamwUpdate (N parameters per instruction) and
+///      SumOfSquares.
+constexpr uint32_t kFormatVersion = 11;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

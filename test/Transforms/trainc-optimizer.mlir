@@ -1,4 +1,5 @@
 // RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer -canonicalize -split-input-file | FileCheck %s --check-prefix=ADAMW
+// RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="decay-all=true weight-decay=0.1" -canonicalize -split-input-file | FileCheck %s --check-prefix=ALL
 // RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="optimizer=sgd momentum=0.9 nesterov=true weight-decay=0.1" -canonicalize -split-input-file | FileCheck %s --check-prefix=SGD
 // RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="lr-schedule=cosine warmup-steps=2 total-steps=6 min-lr=1e-4 clip-grad-norm=1.0" -canonicalize -split-input-file | FileCheck %s --check-prefix=COSINE
 // RUN: trainc-opt %s --trainc-autodiff --trainc-optimizer="lr-schedule=wsd warmup-steps=1 total-steps=5 decay-steps=2 min-lr=2e-4" -canonicalize -split-input-file | FileCheck %s --check-prefix=WSD
@@ -29,8 +30,17 @@
 // the fused updates take the flag, and the step count keeps its value.
 // ADAMW-DAG: %[[NF:.+]] = graph.compare NE, %{{.+}}, %{{.+}} : tensor<f64>
 // ADAMW-DAG: %[[SKIP:.+]] = graph.select %{{.+}}, %{{.+}}, %{{.+}} : tensor<i1>, tensor<i1>
-// ADAMW: graph.adamw_update %[[W]], %{{.+}}, %[[M]], %{{.+}}, %{{.+}}, %{{.+}}, %[[DECAY]], %[[ONE]] skip %[[SKIP]], beta1 = 9.000000e-01, beta2 = 0.99899999999999999, epsilon = 1.000000e-08 : (tensor<2x3xf32>,
-// ADAMW: graph.adamw_update %[[B]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE]], %[[ONE]] skip %[[SKIP]], beta1
+// The global norm: one sum of squares over every gradient.
+// ADAMW-DAG: graph.sum_of_squares %{{.+}}, %{{.+}} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<f64>
+// One update per group of parameters sharing their scalars (here w, decayed,
+// and b, not).
+// ADAMW: graph.adamw_update params(%[[W]]), grads(%{{.+}}), exp_avgs(%[[M]]), exp_avg_sqs(%{{.+}}), scalars(%{{.+}}, %{{.+}}, %[[DECAY]], %[[ONE]]) skip %[[SKIP]], beta1 = 9.000000e-01, beta2 = 0.99899999999999999, epsilon = 1.000000e-08 : (tensor<2x3xf32>,
+// ADAMW: graph.adamw_update params(%[[B]]), grads(%{{.+}}), exp_avgs(%{{.+}}), exp_avg_sqs(%{{.+}}), scalars(%{{.+}}, %{{.+}}, %[[ONE]], %[[ONE]]) skip %[[SKIP]], beta1
+// With every parameter decayed, one update for both, each result returned
+// in its place.
+// ALL-LABEL: func.func @main
+// ALL: %[[NEW:.+]]:6 = graph.adamw_update params(%arg0, %arg1), grads(%{{.+}}, %{{.+}}), exp_avgs(%arg4, %arg6), exp_avg_sqs(%arg5, %arg7)
+// ALL: return %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[NEW]]#2, %[[NEW]]#4, %[[NEW]]#0, %[[NEW]]#3, %[[NEW]]#5, %[[NEW]]#1, %{{.+}} :
 // ADAMW: graph.select %[[SKIP]], %[[STEP]], %{{.+}} : tensor<i1>, tensor<i64>
 // ADAMW: return
 // SGD-LABEL: func.func @main

@@ -51,14 +51,14 @@
 // OPT2-SAME: tensor<5x2xf32> {train.update = "w"}
 // OPT2: graph.all_reduce %{{.+}}, axis = "data" : tensor<f64>
 // OPT2: %[[MINE:.+]] = graph.shard_slice %{{.+}}, axis = "data" : (tensor<6x2xf32>) -> tensor<3x2xf32>
-// OPT2: %[[NEW:[a-z_0-9]+]], %{{.+}}, %{{.+}} = graph.adamw_update %[[MINE]],
-// OPT2: %[[ALL:.+]] = graph.all_gather %[[NEW]], axis = "data" : (tensor<3x2xf32>) -> tensor<6x2xf32>
+// OPT2: %[[NEW:[a-z_0-9]+]]:3 = graph.adamw_update params(%[[MINE]]),
+// OPT2: %[[ALL:.+]] = graph.all_gather %[[NEW]]#0, axis = "data" : (tensor<3x2xf32>) -> tensor<6x2xf32>
 // OPT2: %[[WHOLE:.+]] = graph.slice %[[ALL]], start = [0, 0], limit = [5, 2], strides = [1, 1]
 // OPT2: return {{.*}}%[[WHOLE]]
 // OPT3-LABEL: func.func @main
 // OPT3-SAME: tensor<3x2xf32> {graph.global_shape = array<i64: 5, 2>, graph.sharding = ["data", ""], train.update = "w"}
-// OPT3: %[[NEW:[a-z_0-9]+]], %{{.+}}, %{{.+}} = graph.adamw_update %arg0,
-// OPT3-NOT: graph.all_gather %[[NEW]]
+// OPT3: %[[NEW:[a-z_0-9]+]]:3 = graph.adamw_update params(%arg0),
+// OPT3-NOT: graph.all_gather %[[NEW]]#0
 // OPT3: return
 func.func @main(%w: tensor<5x2xf32> {train.param = "w", train.init = dense<1.0> : tensor<5x2xf32>},
                 %b: tensor<f32> {train.param = "b", train.init = dense<0.5> : tensor<f32>},

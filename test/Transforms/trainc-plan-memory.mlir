@@ -37,7 +37,7 @@ func.func @main(%p: tensor<4x8xf32> {train.param = "p", train.init = dense<1.0> 
                 %v: tensor<4x8xf32> {train.state = "v", train.init = dense<0.0> : tensor<4x8xf32>},
                 %g: tensor<4x8xf32> {graph.input = "g"}, %s: tensor<f32> {graph.input = "s"})
     -> (tensor<4x8xf32> {train.update = "p"}, tensor<4x8xf32> {train.update = "m"}, tensor<4x8xf32> {train.update = "v"}) {
-  %0:3 = graph.adamw_update %p, %g, %m, %v, %s, %s, %s, %s, beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8
+  %0:3 = graph.adamw_update params(%p), grads(%g), exp_avgs(%m), exp_avg_sqs(%v), scalars(%s, %s, %s, %s), beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8
          : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
         -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return %0#0, %0#1, %0#2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>

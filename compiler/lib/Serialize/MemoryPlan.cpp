@@ -144,16 +144,19 @@ void accountTrainingState(const Program &program, MemoryPlanReport &report) {
   for (const ProgramInstruction &inst : program.instructions) {
     if (inst.opcode != Opcode::AdamwUpdate)
       continue;
-    // Operands: param, grad, exp_avg, exp_avg_sq, then the scalars.
-    const ProgramTensor &g = program.tensors[inst.operands[1]];
-    const ProgramTensor &m = program.tensors[inst.operands[2]];
-    const ProgramTensor &v = program.tensors[inst.operands[3]];
-    any = true;
-    countGradient(inst.operands[1]);
-    t.gradients.perElement = elementBytes(g);
-    t.optimizerState.bytes += m.bytes() + v.bytes();
-    t.optimizerState.perElement = elementBytes(m) + elementBytes(v);
-    t.optimizerState.split |= isSplit(m);
+    // Operands: N params, grads, exp_avgs, exp_avg_sqs, then the scalars.
+    size_t n = inst.results.size() / 3;
+    for (size_t i = 0; i < n; ++i) {
+      const ProgramTensor &g = program.tensors[inst.operands[n + i]];
+      const ProgramTensor &m = program.tensors[inst.operands[2 * n + i]];
+      const ProgramTensor &v = program.tensors[inst.operands[3 * n + i]];
+      any = true;
+      countGradient(inst.operands[n + i]);
+      t.gradients.perElement = elementBytes(g);
+      t.optimizerState.bytes += m.bytes() + v.bytes();
+      t.optimizerState.perElement = elementBytes(m) + elementBytes(v);
+      t.optimizerState.split |= isSplit(m);
+    }
   }
   if (!any)
     return;

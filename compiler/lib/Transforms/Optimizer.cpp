@@ -66,17 +66,6 @@ public:
   template <typename OpT> Value op(Value x, Value y) {
     return b.create<OpT>(loc, x, y);
   }
-  /// sum(g * g) as a 0-d f64.
-  Value sumOfSquares(Value g) {
-    auto t = cast<RankedTensorType>(g.getType());
-    SmallVector<int64_t> dims;
-    for (int64_t d = 0; d < t.getRank(); ++d)
-      dims.push_back(d);
-    Value sq = op<MulOp>(g, g);
-    Value s = dims.empty() ? sq : b.create<ReduceSumOp>(loc, sq, dims);
-    return convert(s, b.getF64Type());
-  }
-
   OpBuilder &b;
   Location loc;
 };
@@ -350,8 +339,11 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       RankedTensorType whole;
     };
     SmallVector<Param> params;
-    Value sumSq = s.f64(0);
-    llvm::MapVector<StringRef, Value> partsSumSq;
+    // The gradients whose squares are summed together: by the mesh axis
+    // they are parts over (none: whole) and whether they carry the scale.
+    // (And by element type: graph.sum_of_squares's operands share one.)
+    llvm::MapVector<std::tuple<StringRef, unsigned, Type>, SmallVector<Value>>
+        normGroups;
     for (BlockArgument arg : body.getArguments()) {
       auto name = fn.getArgAttrOfType<StringAttr>(
           arg.getArgNumber(), trainc::train::TrainDialect::kParamAttr);
@@ -370,25 +362,31 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
                                  it->second, GraphDialect::kGlobalShapeAttr)
                                .asArrayRef());
       }
-      Value squares;
       Value scaled = lossScale ? scaledGradient(g) : Value();
-      if (scaled) {
+      if (scaled)
         g = scaled;
-        squares =
-            s.op<MulOp>(s.sumOfSquares(g), s.op<MulOp>(invScale, invScale));
-      } else {
-        squares = s.sumOfSquares(g);
-      }
       params.push_back({arg, g, bool(scaled), axis, dim, whole});
-      if (axis.empty()) {
-        sumSq = s.op<AddOp>(sumSq, squares);
-        continue;
-      }
-      Value &parts = partsSumSq[axis];
-      parts = parts ? s.op<AddOp>(parts, squares) : squares;
+      normGroups[{axis, unsigned(bool(scaled)),
+                  getElementTypeOrSelf(g.getType())}]
+          .push_back(g);
+    }
+    // One graph.sum_of_squares per group (a multi-tensor reduction).
+    Value sumSq;
+    llvm::MapVector<StringRef, Value> partsSumSq;
+    auto accumulate = [&](Value &sum, Value v) {
+      sum = sum ? s.op<AddOp>(sum, v) : v;
+    };
+    for (auto &[key, grads] : normGroups) {
+      auto [axis, scaled, element] = key;
+      Value squares = b.create<SumOfSquaresOp>(s.loc, s.f64Scalar(), grads);
+      if (scaled)
+        squares = s.op<MulOp>(squares, s.op<MulOp>(invScale, invScale));
+      accumulate(axis.empty() ? sumSq : partsSumSq[axis], squares);
     }
     for (auto [axis, parts] : partsSumSq)
-      sumSq = s.op<AddOp>(sumSq, b.create<AllReduceOp>(s.loc, parts, axis));
+      accumulate(sumSq, b.create<AllReduceOp>(s.loc, parts, axis));
+    if (!sumSq)
+      sumSq = s.f64(0);
     Value norm = b.create<SqrtOp>(s.loc, sumSq);
     Type lossElement =
         cast<RankedTensorType>(ret.getOperand(*lossIndex).getType())
@@ -448,6 +446,18 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
     Value decayFactor =
         s.op<SubOp>(s.f64(1), s.op<MulOp>(lrNow, s.f64(weightDecay)));
 
+    // The fused AdamW updates, one graph.adamw_update per group of
+    // parameters sharing its scalars (a multi-tensor update), built after
+    // the loop; each member's results take the places in `results` the
+    // loop reserves for them, so the step's results keep their order.
+    struct Member {
+      Value p, g, m, v;
+      unsigned pIndex, mIndex, vIndex;
+      const Param *param;
+      bool gatherAfter;
+    };
+    llvm::MapVector<std::tuple<Type, unsigned, unsigned>, SmallVector<Member>>
+        adamwGroups;
     for (const Param &param : params) {
       BlockArgument arg = param.arg;
       Value gradScale = param.carriesScale ? unscaleAndClip : clip;
@@ -478,30 +488,31 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
           gatherAfter = true;
         }
       }
-      // The new parameter (or part), as the update of `name`.
+      // The new parameter (or part), as the update of `name` (null: a
+      // place for a fused update's, gathered after it).
       auto updateParam = [&](Value fresh) {
         if (!gatherAfter)
           return update(fresh, name, part);
+        if (!fresh)
+          return update(fresh, name);
         update(trainc::gatherParts(b, s.loc, fresh, param.whole, param.axis),
                name);
       };
       Type element = type.getElementType();
       if (optimizer == "adamw" && (element.isF32() || element.isF64())) {
-        // One graph.adamw_update: the same arithmetic as below, in one pass.
+        // A member of a graph.adamw_update: the same arithmetic as below,
+        // in one pass.
         Value m = addState(type, name + ".exp_avg", part);
         Value v = addState(type, name + ".exp_avg_sq", part);
-        auto scalar = RankedTensorType::get({}, element);
-        auto fused = b.create<AdamwUpdateOp>(
-            s.loc, TypeRange{type, type, type}, p, g, m, v,
-            s.convert(b.create<NegOp>(s.loc, stepSize), element),
-            s.convert(bc2Sqrt, element),
-            decay ? s.convert(decayFactor, element) : s.constant(scalar, 1.0),
-            gradScale ? s.convert(gradScale, element) : s.constant(scalar, 1.0),
-            skip, b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
-            b.getF64FloatAttr(eps));
-        update(fused.getNewExpAvg(), name + ".exp_avg", part);
-        update(fused.getNewExpAvgSq(), name + ".exp_avg_sq", part);
-        updateParam(fused.getNewParam());
+        Member member{p, g, m, v, 0, 0, 0, &param, gatherAfter};
+        member.mIndex = results.size();
+        update(Value(), name + ".exp_avg", part);
+        member.vIndex = results.size();
+        update(Value(), name + ".exp_avg_sq", part);
+        member.pIndex = results.size();
+        updateParam(Value());
+        adamwGroups[{element, unsigned(decay), unsigned(param.carriesScale)}]
+            .push_back(member);
         continue;
       }
       if (gradScale)
@@ -545,6 +556,41 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
         newP = s.op<SubOp>(p, s.op<MulOp>(s.spread(lrNow, type), direction));
       }
       updateParam(unlessSkipped(p, newP));
+    }
+    for (auto &[key, members] : adamwGroups) {
+      auto [element, decay, scaled] = key;
+      auto scalar = RankedTensorType::get({}, element);
+      Value gradScale = scaled ? unscaleAndClip : clip;
+      SmallVector<Value> ps, gs, ms, vs;
+      SmallVector<Type> types;
+      for (const Member &member : members) {
+        ps.push_back(member.p);
+        gs.push_back(member.g);
+        ms.push_back(member.m);
+        vs.push_back(member.v);
+        types.push_back(member.p.getType());
+      }
+      SmallVector<Type> resultTypes;
+      for (int k = 0; k < 3; ++k)
+        resultTypes.append(types);
+      auto fused = b.create<AdamwUpdateOp>(
+          s.loc, resultTypes, ps, gs, ms, vs,
+          s.convert(b.create<NegOp>(s.loc, stepSize), element),
+          s.convert(bc2Sqrt, element),
+          decay ? s.convert(decayFactor, element) : s.constant(scalar, 1.0),
+          gradScale ? s.convert(gradScale, element) : s.constant(scalar, 1.0),
+          skip, b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+          b.getF64FloatAttr(eps));
+      for (auto [i, member] : llvm::enumerate(members)) {
+        results[member.mIndex] = fused.getNewExpAvgs()[i];
+        results[member.vIndex] = fused.getNewExpAvgSqs()[i];
+        Value fresh = fused.getNewParams()[i];
+        const Param &param = *member.param;
+        results[member.pIndex] =
+            member.gatherAfter
+                ? trainc::gatherParts(b, s.loc, fresh, param.whole, param.axis)
+                : fresh;
+      }
     }
     update(unlessSkipped(step, next), "step");
 

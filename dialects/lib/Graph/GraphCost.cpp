@@ -82,7 +82,19 @@ int64_t NormGradOp::getFlops() {
 
 /// Clip, decay, two moment updates (3 + 4), sqrt, two divides, the step's
 /// multiply and add.
-int64_t AdamwUpdateOp::getFlops() { return 14 * numElements(getNewParam()); }
+int64_t AdamwUpdateOp::getFlops() {
+  int64_t flops = 0;
+  for (Value p : getNewParams())
+    flops += 14 * numElements(p);
+  return flops;
+}
+/// A multiply and an add per element.
+int64_t SumOfSquaresOp::getFlops() {
+  int64_t flops = 0;
+  for (Value v : getOperands())
+    flops += 2 * numElements(v);
+  return flops;
+}
 
 /// A random draw, a compare and a scaling multiply per element.
 /// Communication, not model FLOPs (MFU counts the model's work).

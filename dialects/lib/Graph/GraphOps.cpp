@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -623,22 +624,42 @@ LogicalResult IotaOp::verify() {
 // Composites
 //===----------------------------------------------------------------------===//
 
-/// The kernel reads each element of the parameter and the moments before it
-/// writes that element of their new values: new_param may take param's
-/// memory, new_exp_avg exp_avg's, new_exp_avg_sq exp_avg_sq's.
+/// The kernel reads each element of a parameter and its moments before it
+/// writes that element of their new values: new_params[i] may take
+/// params[i]'s memory, new_exp_avgs[i] exp_avgs[i]'s, new_exp_avg_sqs[i]
+/// exp_avg_sqs[i]'s. Operands are N params, grads, exp_avgs and
+/// exp_avg_sqs, then the scalars; results N of each kind.
 bool AdamwUpdateOp::canOverwriteOperand(unsigned result, unsigned operand) {
+  unsigned n = getParams().size();
   static constexpr unsigned kReplaced[] = {0, 2, 3};
-  return result < 3 && operand == kReplaced[result];
+  return result < 3 * n && operand == kReplaced[result / n] * n + result % n;
 }
 
 LogicalResult AdamwUpdateOp::verify() {
-  Type type = getParam().getType();
-  for (Value v : {getGrad(), getExpAvg(), getExpAvgSq(), getNewParam(),
-                  getNewExpAvg(), getNewExpAvgSq()})
-    if (v.getType() != type) // adamw_update_c1
-      return emitOpError("(C1) ")
-             << v.getType() << " differs from the parameter's type " << type;
-  auto element = cast<RankedTensorType>(type).getElementType();
+  size_t n = getParams().size();
+  if (n == 0 || getGrads().size() != n || getExpAvgs().size() != n ||
+      getExpAvgSqs().size() != n ||
+      getUpdated().size() != 3 * n) // adamw_update_c5
+    return emitOpError("(C5) needs one gradient, first and second moment "
+                       "and three results per parameter (")
+           << n << " parameters, " << getGrads().size() << " gradients, "
+           << getExpAvgs().size() << " and " << getExpAvgSqs().size()
+           << " moments, " << getUpdated().size() << " results)";
+  Type element = getElementTypeOrSelf(getParams()[0].getType());
+  for (size_t i = 0; i < n; ++i) {
+    Type type = getParams()[i].getType();
+    Value group[] = {getGrads()[i],      getExpAvgs()[i],
+                     getExpAvgSqs()[i],  getNewParams()[i],
+                     getNewExpAvgs()[i], getNewExpAvgSqs()[i]};
+    for (Value v : group)
+      if (v.getType() != type) // adamw_update_c1
+        return emitOpError("(C1) ") << v.getType() << " differs from parameter "
+                                    << i << "'s type " << type;
+    if (getElementTypeOrSelf(type) != element) // adamw_update_c2
+      return emitOpError("(C2) parameter ")
+             << i << " is of " << getElementTypeOrSelf(type)
+             << ", the first of " << element;
+  }
   for (Value v : {getNegStepSize(), getBiasCorrection2Sqrt(), getDecayFactor(),
                   getGradScale()}) {
     auto scalar = cast<RankedTensorType>(v.getType());
@@ -658,6 +679,22 @@ LogicalResult AdamwUpdateOp::verify() {
     if (cast<RankedTensorType>(skip.getType()).getRank() !=
         0) // adamw_update_c4
       return emitOpError("(C4) skip must be a 0-d i1, not ") << skip.getType();
+  return success();
+}
+
+LogicalResult SumOfSquaresOp::verify() {
+  if (getOperands().empty()) // sum_of_squares_c1
+    return emitOpError("(C1) needs at least one operand");
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (result.getRank() != 0 ||
+      !result.getElementType().isF64()) // sum_of_squares_c2
+    return emitOpError("(C2) the result must be a 0-d f64, not ") << result;
+  Type element = getElementTypeOrSelf(getOperands()[0].getType());
+  for (Value v : getOperands())
+    if (getElementTypeOrSelf(v.getType()) != element) // sum_of_squares_c3
+      return emitOpError("(C3) operand of ")
+             << getElementTypeOrSelf(v.getType())
+             << " differs from the first's " << element;
   return success();
 }
 

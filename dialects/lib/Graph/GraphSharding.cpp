@@ -267,7 +267,6 @@ TRAINC_ELEMENTWISE_RULE(ConvertOp)
 TRAINC_ELEMENTWISE_RULE(GeluOp)
 TRAINC_ELEMENTWISE_RULE(GeluGradOp)
 // The scalars (step size, bias corrections, skip) have no dimensions.
-TRAINC_ELEMENTWISE_RULE(AdamwUpdateOp)
 // Sums over ranks, element by element.
 TRAINC_ELEMENTWISE_RULE(AllReduceOp)
 TRAINC_ELEMENTWISE_RULE(AllReduceStartOp)
@@ -275,6 +274,34 @@ TRAINC_ELEMENTWISE_RULE(AllReduceStartOp)
 // result's shape.
 TRAINC_ELEMENTWISE_RULE(CollectiveDoneOp)
 #undef TRAINC_ELEMENTWISE_RULE
+
+/// Parameter i's dimensions shared with its gradient, moments and results,
+/// element by element; the parameters of a group share nothing.
+ShardingRule AdamwUpdateOp::getShardingRule() {
+  RuleBuilder b(*this);
+  unsigned n = getParams().size();
+  for (unsigned i = 0; i < n; ++i) {
+    ArrayRef<int64_t> shape = shapeOf(getParams()[i]);
+    for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+      int64_t f = b.factor(shape[d]);
+      for (unsigned k = 0; k < 4; ++k)
+        b.operand(k * n + i, d, f);
+      for (unsigned k = 0; k < 3; ++k)
+        b.result(k * n + i, d, f);
+    }
+  }
+  return b.take();
+}
+/// Every dimension summed over: each a factor of its own, a reduction.
+ShardingRule SumOfSquaresOp::getShardingRule() {
+  RuleBuilder b(*this);
+  for (auto [i, v] : llvm::enumerate(getOperands())) {
+    ArrayRef<int64_t> shape = shapeOf(v);
+    for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+      b.operand(unsigned(i), d, b.factor(shape[d]));
+  }
+  return b.take();
+}
 
 ShardingRule ReduceScatterOp::getShardingRule() { return allButFirst(*this); }
 ShardingRule AllGatherOp::getShardingRule() { return allButFirst(*this); }

@@ -69,6 +69,7 @@ Status runScatterAdd(const KernelCall &call);         // Scatter.cpp
 Status runGeluGrad(const KernelCall &call);           // FusedGradients.cpp
 Status runNormGrad(const KernelCall &call);           // FusedGradients.cpp
 Status runAdamwUpdate(const KernelCall &call);        // Optimizer.cpp
+Status runSumOfSquares(const KernelCall &call);       // Optimizer.cpp
 Status runAllReduce(const KernelCall &call);          // Collectives.cpp
 Status runReduceScatter(const KernelCall &call);      // Collectives.cpp
 Status runAllGather(const KernelCall &call);          // Collectives.cpp

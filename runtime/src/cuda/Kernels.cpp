@@ -27,6 +27,7 @@ const KernelTable kCudaKernels = {
     runGeluGrad,
     runNormGrad,
     runAdamwUpdate,
+    runSumOfSquares,
     cpu::runAllReduce,
     cpu::runReduceScatter,
     cpu::runAllGather,

@@ -50,6 +50,7 @@ Status runCrossEntropy(const KernelCall &call);     // CrossEntropy.cu
 Status runCrossEntropyGrad(const KernelCall &call); // CrossEntropy.cu
 Status runScatterAdd(const KernelCall &call);       // Scatter.cu
 Status runAdamwUpdate(const KernelCall &call);      // Optimizer.cu
+Status runSumOfSquares(const KernelCall &call);     // Optimizer.cu
 // The collective instructions only move bytes and call the Collective:
 // cpu/Collectives.cpp's, which copy through the context's device.
 

@@ -1,20 +1,31 @@
-//===- Optimizer.cu - adamw_update ----------------------------------------===//
+//===- Optimizer.cu - adamw_update, sum_of_squares ------------------------===//
 //
-// One AdamW step of one parameter, elementwise: math/AdamW.h's
-// adamwElement, the formula cpu/Optimizer.cpp calls, compiled here with
-// -fmad=false and IEEE sqrt and division, so both devices produce the same
-// bits. f32 and f64 only, as on the CPU (the optimizer pass keeps the
-// decomposed update for 16-bit parameters).
+// The optimizer step's multi-tensor ops, each one launch per 32 tensors
+// (their pointers travel in the kernel's parameters, read in place as
+// __grid_constant__).
 //
-// Operands: param, grad, exp_avg, exp_avg_sq, then the 0-d neg_step_size,
-// bias_correction2_sqrt, decay_factor and grad_scale, which live in device
-// memory: each thread reads them in the kernel (they are computed by
-// earlier kernels of the step), never the host. The optional ninth operand,
-// a 0-d i1 skip flag, is device memory too: when it is set, the kernel
-// copies the old param and moments to the results that are not their
-// memory and computes nothing. The results may be the memory of operands
-// 0, 2 and 3 (the executable updates in place): each thread reads an
-// element's inputs before it writes that element's results.
+// adamw_update: one AdamW step of N parameters, elementwise:
+// math/AdamW.h's adamwElement, the formula cpu/Optimizer.cpp calls,
+// compiled here with -fmad=false and IEEE sqrt and division, so both
+// devices produce the same bits. f32 and f64 only, as on the CPU (the
+// optimizer pass keeps the decomposed update for 16-bit parameters). Each
+// block updates kAdamwBlock elements of one parameter.
+//
+// Operands: N params, grads, exp_avgs and exp_avg_sqs, then the 0-d
+// neg_step_size, bias_correction2_sqrt, decay_factor and grad_scale, which
+// live in device memory: each thread reads them in the kernel (they are
+// computed by earlier kernels of the step), never the host. The optional
+// last operand, a 0-d i1 skip flag, is device memory too: when it is set,
+// the kernel copies the old params and moments to the results that are
+// not their memory and computes nothing. The results may be the memory of
+// the matching operands (the executable updates in place): each thread
+// reads an element's inputs before it writes that element's results.
+//
+// sum_of_squares: math/SumOfSquares.h's order, the CPU's: a thread per
+// lane of a chunk (eight lanes, combined by shuffles in combineLanes'
+// order), the chunk sums in stream-ordered scratch memory, then one block
+// whose thread t sums chunks t, t + 1024, ... and whose threads combine
+// pairwise as combinePartials does. So both devices give the same bits.
 //
 // Differs from the CPU: a 16-bit parameter with the skip flag set is an
 // unsupported-dtype error here (the host cannot read the flag), where the
@@ -24,34 +35,55 @@
 
 #include "cuda/KernelUtil.cuh"
 #include "math/AdamW.h"
+#include "math/SumOfSquares.h"
+
+#include <cstdint>
+#include <string>
 
 namespace trainc::cuda {
 namespace {
 
-/// The operands and results of one update, as kernel arguments.
+/// Tensors per launch: their pointers fill most of the 4 KB of kernel
+/// parameters.
+constexpr int kGroupTensors = 32;
+/// Elements of one parameter a block of the update takes.
+constexpr int64_t kAdamwBlock = 4 * kThreads;
+
+/// The parameters of one launch of the update, as kernel arguments.
 template <typename T> struct AdamwArgs {
-  const T *p, *g, *m, *v;
-  /// The 0-d operands 4-7 (device memory).
+  const T *p[kGroupTensors], *g[kGroupTensors], *m[kGroupTensors],
+      *v[kGroupTensors];
+  T *newP[kGroupTensors], *newM[kGroupTensors], *newV[kGroupTensors];
+  int64_t n[kGroupTensors];
+  /// Parameter k takes blocks [firstBlock[k], firstBlock[k + 1]).
+  int32_t firstBlock[kGroupTensors + 1];
+  int count;
+  /// The 0-d operands 4N..4N+3 (device memory).
   const T *negStep, *biasCorrection2Sqrt, *decay, *gradScale;
   /// The skip flag, or null.
   const Bool *skip;
-  T *newP, *newM, *newV;
   /// The attributes, rounded to T on the host as the CPU does.
   T beta1, oneMinusBeta1, beta2, oneMinusBeta2, eps;
 };
 
-template <typename T> __global__ void adamwKernel(AdamwArgs<T> a, int64_t n) {
-  int64_t step = int64_t(gridDim.x) * blockDim.x;
-  int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+template <typename T>
+__global__ void adamwKernel(const __grid_constant__ AdamwArgs<T> a) {
+  int k = 0;
+  while (int(blockIdx.x) >= a.firstBlock[k + 1])
+    ++k;
+  int64_t begin = int64_t(blockIdx.x - a.firstBlock[k]) * kAdamwBlock;
+  int64_t end = begin + kAdamwBlock < a.n[k] ? begin + kAdamwBlock : a.n[k];
+  const T *p = a.p[k], *g = a.g[k], *m = a.m[k], *v = a.v[k];
+  T *newP = a.newP[k], *newM = a.newM[k], *newV = a.newV[k];
   if (a.skip && load(a.skip, 0)) {
     // The results keep the old values.
-    for (int64_t i = first; i < n; i += step) {
-      if (a.newP != a.p)
-        a.newP[i] = a.p[i];
-      if (a.newM != a.m)
-        a.newM[i] = a.m[i];
-      if (a.newV != a.v)
-        a.newV[i] = a.v[i];
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+      if (newP != p)
+        newP[i] = p[i];
+      if (newM != m)
+        newM[i] = m[i];
+      if (newV != v)
+        newV[i] = v[i];
     }
     return;
   }
@@ -59,40 +91,173 @@ template <typename T> __global__ void adamwKernel(AdamwArgs<T> a, int64_t n) {
       *a.negStep, *a.biasCorrection2Sqrt, *a.decay, *a.gradScale,
       a.beta1,    a.oneMinusBeta1,        a.beta2,  a.oneMinusBeta2,
       a.eps};
-  for (int64_t i = first; i < n; i += step) {
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     T p1, m1, v1;
-    math::adamwElement(c, a.p[i], a.g[i], a.m[i], a.v[i], p1, m1, v1);
-    a.newP[i] = p1;
-    a.newM[i] = m1;
-    a.newV[i] = v1;
+    math::adamwElement(c, p[i], g[i], m[i], v[i], p1, m1, v1);
+    newP[i] = p1;
+    newM[i] = m1;
+    newV[i] = v1;
   }
 }
 
 template <typename T> Status adamw(const KernelCall &call) {
   const Span<TensorRef> &in = call.inputs;
+  size_t n = size_t(call.numOutputs) / 3;
   AdamwArgs<T> a;
-  a.p = in[0].as<const T>();
-  a.g = in[1].as<const T>();
-  a.m = in[2].as<const T>();
-  a.v = in[3].as<const T>();
-  a.negStep = in[4].as<const T>();
-  a.biasCorrection2Sqrt = in[5].as<const T>();
-  a.decay = in[6].as<const T>();
-  a.gradScale = in[7].as<const T>();
-  a.skip = in.size == 9 ? in[8].as<const Bool>() : nullptr;
-  a.newP = call.outputs[0].as<T>();
-  a.newM = call.outputs[1].as<T>();
-  a.newV = call.outputs[2].as<T>();
+  a.negStep = in[4 * n].as<const T>();
+  a.biasCorrection2Sqrt = in[4 * n + 1].as<const T>();
+  a.decay = in[4 * n + 2].as<const T>();
+  a.gradScale = in[4 * n + 3].as<const T>();
+  a.skip =
+      size_t(in.size) == 4 * n + 5 ? in[4 * n + 4].as<const Bool>() : nullptr;
   a.beta1 = T(call.floats[0]);
   a.oneMinusBeta1 = T(1 - call.floats[0]);
   a.beta2 = T(call.floats[1]);
   a.oneMinusBeta2 = T(1 - call.floats[1]);
   a.eps = T(call.floats[2]);
-  int64_t n = in[0].numElements();
-  if (n == 0)
-    return okStatus();
-  adamwKernel<T><<<gridFor(n), kThreads, 0, streamOf(call).handle()>>>(a, n);
-  return checkLaunch(call, "adamwKernel");
+  for (size_t i = 0; i < n;) {
+    a.count = 0;
+    a.firstBlock[0] = 0;
+    for (; i < n && a.count < kGroupTensors; ++i) {
+      int64_t elements = in[i].numElements();
+      if (elements == 0)
+        continue;
+      int k = a.count++;
+      a.p[k] = in[i].as<const T>();
+      a.g[k] = in[n + i].as<const T>();
+      a.m[k] = in[2 * n + i].as<const T>();
+      a.v[k] = in[3 * n + i].as<const T>();
+      a.newP[k] = call.outputs[i].as<T>();
+      a.newM[k] = call.outputs[n + i].as<T>();
+      a.newV[k] = call.outputs[2 * n + i].as<T>();
+      a.n[k] = elements;
+      int64_t blocks =
+          a.firstBlock[k] + (elements + kAdamwBlock - 1) / kAdamwBlock;
+      if (blocks > INT32_MAX)
+        return kernelError(call, "a parameter group of " +
+                                     std::to_string(blocks) +
+                                     " blocks is too large for one launch");
+      a.firstBlock[k + 1] = int32_t(blocks);
+    }
+    if (a.count == 0)
+      continue;
+    adamwKernel<T><<<unsigned(a.firstBlock[a.count]), kThreads, 0,
+                     streamOf(call).handle()>>>(a);
+    TRAINC_RETURN_IF_ERROR(checkLaunch(call, "adamwKernel"));
+  }
+  return okStatus();
+}
+
+/// x[i] squared, rounded to storage type S, as f64
+/// (math/SumOfSquares.h).
+__device__ __forceinline__ double squareAt(const float *x, int64_t i) {
+  return math::squareF32(x[i]);
+}
+__device__ __forceinline__ double squareAt(const double *x, int64_t i) {
+  return math::squareF64(x[i]);
+}
+__device__ __forceinline__ double squareAt(const Bf16 *x, int64_t i) {
+  return math::squareBf16(load(x, i));
+}
+__device__ __forceinline__ double squareAt(const Half *x, int64_t i) {
+  return math::squareF16(load(x, i));
+}
+
+/// The operands of one launch of the chunk sums, as kernel arguments.
+template <typename S> struct SquaresArgs {
+  const S *x[kGroupTensors];
+  int64_t n[kGroupTensors];
+  /// Operand k's chunks are [firstChunk[k], firstChunk[k + 1]) of the
+  /// launch's, whose first is chunk `base` of the op's.
+  int64_t firstChunk[kGroupTensors + 1];
+  int64_t base;
+  int count;
+};
+
+constexpr int kChunksPerBlock = kThreads / math::kSquaresLanes;
+
+template <typename S>
+__global__ void chunkSquaresKernel(const __grid_constant__ SquaresArgs<S> a,
+                                   double *chunks) {
+  int64_t chunk =
+      int64_t(blockIdx.x) * kChunksPerBlock + threadIdx.x / math::kSquaresLanes;
+  int lane = int(threadIdx.x % math::kSquaresLanes);
+  double sum = 0;
+  bool active = chunk < a.firstChunk[a.count];
+  if (active) {
+    int k = 0;
+    while (chunk >= a.firstChunk[k + 1])
+      ++k;
+    int64_t first = (chunk - a.firstChunk[k]) * math::kSquaresChunk;
+    int64_t len = a.n[k] - first < math::kSquaresChunk ? a.n[k] - first
+                                                       : math::kSquaresChunk;
+    const S *x = a.x[k];
+    for (int64_t e = lane; e < len; e += math::kSquaresLanes)
+      sum += squareAt(x, first + e);
+  }
+  // combineLanes' tree: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)),
+  // every lane of the warp taking part.
+  for (int mask = 1; mask < math::kSquaresLanes; mask *= 2)
+    sum += __shfl_xor_sync(0xffffffffu, sum, mask);
+  if (active && lane == 0)
+    chunks[a.base + chunk] = sum;
+}
+
+/// One block of kSquaresPartials threads: combinePartials' order.
+__global__ void combineSquaresKernel(const double *chunks, int64_t count,
+                                     double *out) {
+  __shared__ double partials[math::kSquaresPartials];
+  int t = int(threadIdx.x);
+  double sum = 0;
+  for (int64_t c = t; c < count; c += math::kSquaresPartials)
+    sum += chunks[c];
+  partials[t] = sum;
+  __syncthreads();
+  for (int s = math::kSquaresPartials / 2; s > 0; s /= 2) {
+    if (t < s)
+      partials[t] = partials[t] + partials[t + s];
+    __syncthreads();
+  }
+  if (t == 0)
+    *out = partials[0];
+}
+
+template <typename S> Status sumOfSquares(const KernelCall &call) {
+  const Span<TensorRef> &in = call.inputs;
+  int64_t total = 0;
+  size_t count = size_t(in.size);
+  for (size_t i = 0; i < count; ++i)
+    total += math::squaresChunks(in[i].numElements());
+  Scratch chunks;
+  TRAINC_RETURN_IF_ERROR(
+      chunks.allocate(call, uint64_t(total > 0 ? total : 1) * 8));
+  cudaStream_t stream = streamOf(call).handle();
+  SquaresArgs<S> a;
+  a.base = 0;
+  for (size_t first = 0; first < count;) {
+    a.count = 0;
+    a.firstChunk[0] = 0;
+    for (; first < count && a.count < kGroupTensors; ++first) {
+      int64_t elements = in[first].numElements();
+      if (elements == 0)
+        continue;
+      int k = a.count++;
+      a.x[k] = in[first].as<const S>();
+      a.n[k] = elements;
+      a.firstChunk[k + 1] = a.firstChunk[k] + math::squaresChunks(elements);
+    }
+    if (a.count == 0)
+      continue;
+    int64_t blocks =
+        (a.firstChunk[a.count] + kChunksPerBlock - 1) / kChunksPerBlock;
+    chunkSquaresKernel<S>
+        <<<unsigned(blocks), kThreads, 0, stream>>>(a, chunks.as<double>());
+    TRAINC_RETURN_IF_ERROR(checkLaunch(call, "chunkSquaresKernel"));
+    a.base += a.firstChunk[a.count];
+  }
+  combineSquaresKernel<<<1, math::kSquaresPartials, 0, stream>>>(
+      chunks.as<double>(), total, call.outputs[0].as<double>());
+  return checkLaunch(call, "combineSquaresKernel");
 }
 
 } // namespace
@@ -106,6 +271,12 @@ Status runAdamwUpdate(const KernelCall &call) {
   default:
     return unsupported(call, call.inputs[0].dtype);
   }
+}
+
+Status runSumOfSquares(const KernelCall &call) {
+  return withFloatStorage(call, call.inputs[0].dtype, [&](auto s) {
+    return sumOfSquares<decltype(s)>(call);
+  });
 }
 
 } // namespace trainc::cuda

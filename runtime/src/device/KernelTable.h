@@ -32,7 +32,9 @@ struct KernelTable {
   KernelFn norm;
   KernelFn dropout, attention, attentionGrad;
   KernelFn crossEntropy, crossEntropyGrad, scatterAdd;
-  KernelFn geluGrad, normGrad, adamwUpdate;
+  KernelFn geluGrad, normGrad;
+  /// adamw_update, sum_of_squares: the optimizer step's multi-tensor ops.
+  KernelFn adamwUpdate, sumOfSquares;
   KernelFn allReduce, reduceScatter, allGather, shardSlice;
   KernelFn allReduceStart, reduceScatterStart, allGatherStart, collectiveDone;
 };
@@ -104,6 +106,8 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
     return table.normGrad;
   case Opcode::AdamwUpdate:
     return table.adamwUpdate;
+  case Opcode::SumOfSquares:
+    return table.sumOfSquares;
   case Opcode::AllReduce:
     return table.allReduce;
   case Opcode::ReduceScatter:

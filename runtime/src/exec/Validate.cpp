@@ -287,24 +287,49 @@ Status Checker::checkComposite() const {
     return okStatus();
   }
   case Opcode::AdamwUpdate: {
-    bool skip = inst.operands.size() == 9;
-    TRAINC_RETURN_IF_ERROR(arity(skip ? 9 : 8, 3));
-    if (skip && (operand(8).dtype != DType::I1 || !operand(8).shape.empty()))
+    // N parameters: N params, grads, exp_avgs and exp_avg_sqs, the four
+    // scalars and the optional skip flag; N new params and moments each.
+    size_t n = inst.results.size() / 3;
+    bool skip = inst.operands.size() == 4 * n + 5;
+    if (n == 0 || inst.results.size() != 3 * n)
+      return error("needs three results per parameter, not " +
+                   std::to_string(inst.results.size()));
+    TRAINC_RETURN_IF_ERROR(arity(4 * n + 4 + skip, 3 * n));
+    if (skip && (operand(4 * n + 4).dtype != DType::I1 ||
+                 !operand(4 * n + 4).shape.empty()))
       return error("the skip flag must be a 0-d i1");
     TRAINC_RETURN_IF_ERROR(attrs(0, 3));
-    const TensorInfo &p = operand(0);
-    TRAINC_RETURN_IF_ERROR(floatType(p));
-    for (size_t i : {1, 2, 3})
-      TRAINC_RETURN_IF_ERROR(sameType(p, operand(i)));
-    for (size_t i : {0, 1, 2})
-      TRAINC_RETURN_IF_ERROR(sameType(p, result(i)));
-    for (size_t i : {4, 5, 6, 7})
-      if (operand(i).dtype != p.dtype || !operand(i).shape.empty())
-        return error("the step's scalars must be 0-d of the parameter's type");
+    for (size_t i = 0; i < n; ++i) {
+      const TensorInfo &p = operand(i);
+      TRAINC_RETURN_IF_ERROR(floatType(p));
+      if (p.dtype != operand(0).dtype)
+        return error("every parameter must have the first one's dtype");
+      for (size_t k : {1, 2, 3})
+        TRAINC_RETURN_IF_ERROR(sameType(p, operand(k * n + i)));
+      for (size_t k : {0, 1, 2})
+        TRAINC_RETURN_IF_ERROR(sameType(p, result(k * n + i)));
+    }
+    for (size_t i = 4 * n; i < 4 * n + 4; ++i)
+      if (operand(i).dtype != operand(0).dtype || !operand(i).shape.empty())
+        return error("the step's scalars must be 0-d of the parameters' type");
     const std::vector<double> &f = inst.floats;
     if (!(f[0] >= 0 && f[0] < 1) || !(f[1] >= 0 && f[1] < 1) ||
         !std::isfinite(f[2]) || f[2] < 0)
       return error("invalid betas or epsilon");
+    return okStatus();
+  }
+  case Opcode::SumOfSquares: {
+    if (inst.operands.empty())
+      return error("needs at least one operand");
+    TRAINC_RETURN_IF_ERROR(arity(inst.operands.size(), 1));
+    TRAINC_RETURN_IF_ERROR(attrs(0, 0));
+    for (size_t i = 0; i < inst.operands.size(); ++i) {
+      TRAINC_RETURN_IF_ERROR(floatType(operand(i)));
+      if (operand(i).dtype != operand(0).dtype)
+        return error("every operand must have the first one's dtype");
+    }
+    if (result(0).dtype != DType::F64 || !result(0).shape.empty())
+      return error("the result must be a 0-d f64");
     return okStatus();
   }
   case Opcode::NormGrad: {

@@ -85,6 +85,16 @@ double relativeL2Error(const void *a, const void *b, int64_t count,
   return relativeL2Error(l2Sums(a, b, count, dtype));
 }
 
+/// Which operand of its kind operand `i` is: its index, except in a
+/// multi-tensor AdamwUpdate, whose N parameters' operands come as N params,
+/// N grads, N exp_avgs, N exp_avg_sqs: there, the N of one kind are one.
+static size_t operandSlot(const InstructionInfo &inst, size_t i) {
+  size_t n = inst.results.size() / 3;
+  if (inst.op != Opcode::AdamwUpdate || n == 0)
+    return i;
+  return i < 4 * n ? i / n : 4 + (i - 4 * n);
+}
+
 std::vector<int> verifyKinds(const std::vector<TensorInfo> &tensors,
                              const std::vector<InstructionInfo> &instructions) {
   std::vector<int> kinds(tensors.size(), -1);
@@ -95,7 +105,8 @@ std::vector<int> verifyKinds(const std::vector<TensorInfo> &tensors,
       uint32_t id = inst.operands[i];
       if (tensors[id].role != TensorRole::State || kinds[id] >= 0)
         continue;
-      auto [it, added] = slots.emplace(std::make_pair(inst.op, i), next);
+      auto [it, added] =
+          slots.emplace(std::make_pair(inst.op, operandSlot(inst, i)), next);
       next += added;
       kinds[id] = it->second;
     }

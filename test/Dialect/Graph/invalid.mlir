@@ -775,8 +775,8 @@ func.func @gelu_c1(%x: tensor<4x8xf32>) {
 // -----
 
 func.func @adamw_update_c1(%p: tensor<4x8xf32>, %g: tensor<8x4xf32>, %s: tensor<f32>) {
-  // expected-error@+1 {{(C1) 'tensor<8x4xf32>' differs from the parameter's type 'tensor<4x8xf32>'}}
-  %0:3 = graph.adamw_update %p, %g, %p, %p, %s, %s, %s, %s, beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8 : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  // expected-error@+1 {{(C1) 'tensor<8x4xf32>' differs from parameter 0's type 'tensor<4x8xf32>'}}
+  %0:3 = graph.adamw_update params(%p), grads(%g), exp_avgs(%p), exp_avg_sqs(%p), scalars(%s, %s, %s, %s), beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8 : (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -784,7 +784,7 @@ func.func @adamw_update_c1(%p: tensor<4x8xf32>, %g: tensor<8x4xf32>, %s: tensor<
 
 func.func @adamw_update_c2(%p: tensor<4x8xf32>, %s: tensor<f32>, %t: tensor<1xf32>) {
   // expected-error@+1 {{(C2) scalar operand 'tensor<1xf32>' is not a 0-d tensor of 'f32'}}
-  %0:3 = graph.adamw_update %p, %p, %p, %p, %s, %s, %s, %t, beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<1xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = graph.adamw_update params(%p), grads(%p), exp_avgs(%p), exp_avg_sqs(%p), scalars(%s, %s, %s, %t), beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<1xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -792,7 +792,55 @@ func.func @adamw_update_c2(%p: tensor<4x8xf32>, %s: tensor<f32>, %t: tensor<1xf3
 
 func.func @adamw_update_c3(%p: tensor<4x8xf32>, %s: tensor<f32>) {
   // expected-error@+1 {{(C3) betas must be in [0, 1) and epsilon finite and not negative (beta1 1.000000e+00, beta2 9.990000e-01, epsilon 1.000000e-08)}}
-  %0:3 = graph.adamw_update %p, %p, %p, %p, %s, %s, %s, %s, beta1 = 1.0, beta2 = 0.999, epsilon = 1.0e-8 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = graph.adamw_update params(%p), grads(%p), exp_avgs(%p), exp_avg_sqs(%p), scalars(%s, %s, %s, %s), beta1 = 1.0, beta2 = 0.999, epsilon = 1.0e-8 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_update_c2_params(%p: tensor<4x8xf32>, %q: tensor<8xf64>, %s: tensor<f32>) {
+  // expected-error@+1 {{(C2) parameter 1 is of 'f64', the first of 'f32'}}
+  %0:6 = graph.adamw_update params(%p, %q), grads(%p, %q), exp_avgs(%p, %q), exp_avg_sqs(%p, %q), scalars(%s, %s, %s, %s), beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8 : (tensor<4x8xf32>, tensor<8xf64>, tensor<4x8xf32>, tensor<8xf64>, tensor<4x8xf32>, tensor<8xf64>, tensor<4x8xf32>, tensor<8xf64>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<8xf64>, tensor<4x8xf32>, tensor<8xf64>, tensor<4x8xf32>, tensor<8xf64>)
+  return
+}
+
+// -----
+
+func.func @adamw_update_c5(%p: tensor<4x8xf32>, %s: tensor<f32>) {
+  // expected-error@+1 {{(C5) needs one gradient, first and second moment and three results per parameter (2 parameters, 1 gradients, 2 and 2 moments, 6 results)}}
+  %0:6 = graph.adamw_update params(%p, %p), grads(%p), exp_avgs(%p, %p), exp_avg_sqs(%p, %p), scalars(%s, %s, %s, %s), beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @adamw_update_c5_results(%p: tensor<4x8xf32>, %s: tensor<f32>) {
+  // expected-error@+1 {{(C5) needs one gradient, first and second moment and three results per parameter (1 parameters, 1 gradients, 1 and 1 moments, 2 results)}}
+  %0:2 = graph.adamw_update params(%p), grads(%p), exp_avgs(%p), exp_avg_sqs(%p), scalars(%s, %s, %s, %s), beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @sum_of_squares_c1() {
+  // expected-error@+1 {{(C1) needs at least one operand}}
+  %0 = graph.sum_of_squares : () -> tensor<f64>
+  return
+}
+
+// -----
+
+func.func @sum_of_squares_c2(%g: tensor<4x8xf32>) {
+  // expected-error@+1 {{(C2) the result must be a 0-d f64, not 'tensor<f32>'}}
+  %0 = graph.sum_of_squares %g : (tensor<4x8xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @sum_of_squares_c3(%g: tensor<4x8xf32>, %h: tensor<8xbf16>) {
+  // expected-error@+1 {{(C3) operand of 'bf16' differs from the first's 'f32'}}
+  %0 = graph.sum_of_squares %g, %h : (tensor<4x8xf32>, tensor<8xbf16>) -> tensor<f64>
   return
 }
 

@@ -186,11 +186,20 @@ func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64
 
 // CHECK-LABEL: func.func @optimizer
 func.func @optimizer(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>,
-                     %v: tensor<4x8xf32>, %s: tensor<f32>) {
-  // CHECK: graph.adamw_update %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, beta1 = 9.000000e-01, beta2 = 0.99899999999999999, epsilon = 1.000000e-08 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
-  %0:3 = graph.adamw_update %p, %g, %m, %v, %s, %s, %s, %s, beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8
+                     %v: tensor<4x8xf32>, %b: tensor<8xf32>, %s: tensor<f32>, %skip: tensor<i1>) {
+  // CHECK: graph.adamw_update params(%{{.+}}), grads(%{{.+}}), exp_avgs(%{{.+}}), exp_avg_sqs(%{{.+}}), scalars(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}), beta1 = 9.000000e-01, beta2 = 0.99899999999999999, epsilon = 1.000000e-08 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = graph.adamw_update params(%p), grads(%g), exp_avgs(%m), exp_avg_sqs(%v), scalars(%s, %s, %s, %s), beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8
          : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
         -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  // A group of two parameters of different shapes, with the skip flag.
+  // CHECK: graph.adamw_update params(%{{.+}}, %{{.+}}), grads(%{{.+}}, %{{.+}}), exp_avgs(%{{.+}}, %{{.+}}), exp_avg_sqs(%{{.+}}, %{{.+}}), scalars(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) skip %{{.+}}, beta1
+  // CHECK-SAME: -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>)
+  %1:6 = graph.adamw_update params(%p, %b), grads(%g, %b), exp_avgs(%m, %b), exp_avg_sqs(%v, %b), scalars(%s, %s, %s, %s) skip %skip, beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8
+         : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>,
+            tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<i1>)
+        -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>)
+  // CHECK: graph.sum_of_squares %{{.+}}, %{{.+}} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<f64>
+  %2 = graph.sum_of_squares %g, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<f64>
   return
 }
 

@@ -59,11 +59,19 @@ func.func @elementwise(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %n: tensor<4x8x
 
 // -----
 
-func.func @adamw(%p: tensor<4x8xf32>, %s: tensor<f32>) {
+func.func @adamw(%p: tensor<4x8xf32>, %q: tensor<4x8xf32>, %r: tensor<8xf32>, %s: tensor<f32>) {
   // The scalar operands have no dimensions.
   // expected-remark@+1 {{([i, j], [i, j], [i, j], [i, j], [], [], [], []) -> ([i, j], [i, j], [i, j]) sizes i=4, j=8}}
-  %0:3 = graph.adamw_update %p, %p, %p, %p, %s, %s, %s, %s, beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8
+  %0:3 = graph.adamw_update params(%p), grads(%p), exp_avgs(%p), exp_avg_sqs(%p), scalars(%s, %s, %s, %s), beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8
          : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  // The parameters of a group share no factor, even of one shape.
+  // expected-remark@+1 {{([i, j], [k, l], [i, j], [k, l], [i, j], [k, l], [i, j], [k, l], [], [], [], []) -> ([i, j], [k, l], [i, j], [k, l], [i, j], [k, l]) sizes i=4, j=8, k=4, l=8}}
+  %1:6 = graph.adamw_update params(%p, %q), grads(%p, %q), exp_avgs(%p, %q), exp_avg_sqs(%p, %q), scalars(%s, %s, %s, %s), beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8
+         : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
+         -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  // Every dimension is summed over.
+  // expected-remark@+1 {{([i, j], [k]) -> ([]) sizes i=4, j=8, k=8; reduction i, j, k}}
+  %2 = graph.sum_of_squares %p, %r : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<f64>
   return
 }
 

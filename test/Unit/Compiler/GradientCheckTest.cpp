@@ -1199,10 +1199,10 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
   // norm_grad, softmax_cross_entropy_grad, attention_grad: differentiating
   // twice is not supported, and autodiff says so naming the op), or made
   // by the optimizer after the backward pass
-  // (adamw_update) or by the partition phase after it (all_reduce,
-  // reduce_scatter, all_gather, shard_slice, until tensor parallelism puts
-  // one in the forward pass; their start/done forms come from the schedule
-  // phase, later still), or by a fusion pass of the lower phase
+  // (adamw_update, sum_of_squares) or by the partition phase after it
+  // (all_reduce, reduce_scatter, all_gather, shard_slice, until tensor
+  // parallelism puts one in the forward pass; their start/done forms come from
+  // the schedule phase, later still), or by a fusion pass of the lower phase
   // (dot_general_bias). Every other graph op can
   // lie between a parameter and the loss (DESIGN.md: "every differentiable op
   // carries a VJP rule").
@@ -1215,7 +1215,7 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
       "graph.all_gather",       "graph.shard_slice",
       "graph.all_reduce_start", "graph.reduce_scatter_start",
       "graph.all_gather_start", "graph.collective_done",
-      "graph.dot_general_bias"};
+      "graph.dot_general_bias", "graph.sum_of_squares"};
   mlir::DialectRegistry registry;
   trainc::registerTraincDialects(registry);
   mlir::MLIRContext context(registry);

@@ -29,8 +29,8 @@
 //     kernel whose math the two devices share (runtime/src/math/,
 //     -fmad=false on the GPU): f32 exp, tanh and erf, gelu, gelu_grad,
 //     dropout, adamw_update, and the kernels whose CUDA files state the
-//     CPU's summation order (layer/rms norm, norm_grad, scatter_add, and
-//     softmax below f64);
+//     CPU's summation order (layer/rms norm, norm_grad, scatter_add,
+//     sum_of_squares, and softmax below f64);
 //   - |got - want| <= rel * max |want| elementwise, per result: where the
 //     CPU calls libm and the GPU its own math library, and where the GPU
 //     sums in another order (GEMMs through cuBLASLt, reductions, attention,
@@ -1366,6 +1366,71 @@ TEST_P(DeviceKernels, AdamwUpdateInPlaceAndSkipped) {
           check(adamwCall(t, n, skip, inPlace, seed));
           seed += 4;
         }
+}
+
+/// A multi-tensor update: `sizes.size()` parameters of those element
+/// counts (0 included), more than the CUDA kernel takes per launch.
+Call adamwGroupCall(DType t, const std::vector<int64_t> &sizes, int skip,
+                    bool inPlace, uint32_t seed) {
+  size_t n = sizes.size();
+  std::vector<TestTensor> in(4 * n, zeros(t, {0})), out(3 * n, zeros(t, {0}));
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<int64_t> shape = {sizes[i]};
+    in[i] = uniform(t, shape, seed + 4 * i, -1, 1);
+    in[n + i] = uniform(t, shape, seed + 4 * i + 1, -1, 1);
+    in[2 * n + i] = uniform(t, shape, seed + 4 * i + 2, -0.1, 0.1);
+    in[3 * n + i] = uniform(t, shape, seed + 4 * i + 3, 0, 0.01);
+    for (size_t k = 0; k < 3; ++k)
+      out[k * n + i] = zeros(t, shape);
+  }
+  for (double v : {-1e-3, 0.3, 0.9999, 0.5})
+    in.push_back(scalar(t, v));
+  if (skip >= 0)
+    in.push_back(scalar(kI1, skip));
+  Call c = makeCall(Opcode::AdamwUpdate, in, out, {}, {0.9, 0.999, 1e-8});
+  if (inPlace)
+    for (size_t k : {0, 2, 3})
+      for (size_t i = 0; i < n; ++i)
+        c.aliases.push_back(int(k * n + i));
+  return c;
+}
+
+/// 40 parameters: two launches of the CUDA kernel, empty ones among them.
+TEST_P(DeviceKernels, AdamwUpdateGroup) {
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < 40; ++i)
+    sizes.push_back(i % 7 == 3 ? 0 : (i * 611) % 3001 + 1);
+  uint32_t seed = 1;
+  for (DType t : {kF32, kF64})
+    for (int skip : {-1, 0, 1})
+      for (bool inPlace : {true, false}) {
+        check(adamwGroupCall(t, sizes, skip, inPlace, seed));
+        seed += 200;
+      }
+}
+
+//===--- SumOfSquares -----------------------------------------------------===//
+
+/// math/SumOfSquares.h's order on both devices: bit for bit. Sizes around
+/// the chunk (2,048) and the 1,024 accumulators (3,000,000 elements make
+/// 1,465 chunks), 0 included, and 40 operands (two CUDA launches).
+TEST_P(DeviceKernels, SumOfSquares) {
+  uint32_t seed = 1;
+  for (DType t : {kF32, kF64, kBF16, kF16}) {
+    for (std::vector<int64_t> sizes : {std::vector<int64_t>{1},
+                                       {0, 7},
+                                       {2047, 2048, 2049},
+                                       {3000000, 129}}) {
+      std::vector<TestTensor> in;
+      for (int64_t n : sizes)
+        in.push_back(uniform(t, {n}, seed++, -2, 2));
+      check(makeCall(Opcode::SumOfSquares, in, {zeros(kF64, {})}));
+    }
+    std::vector<TestTensor> many;
+    for (int i = 0; i < 40; ++i)
+      many.push_back(uniform(t, {i % 5 == 0 ? 0 : i * 97 + 5, 3}, seed++));
+    check(makeCall(Opcode::SumOfSquares, many, {zeros(kF64, {})}));
+  }
 }
 
 //===--- Empty tensors ----------------------------------------------------===//

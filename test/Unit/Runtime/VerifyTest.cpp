@@ -111,7 +111,8 @@ TEST(Verify, KindsAreParametersAndEachOptimizerSlot) {
   auto adamw = [](uint32_t p, uint32_t m, uint32_t v) {
     InstructionInfo inst;
     inst.op = Opcode::AdamwUpdate;
-    inst.operands = {p, 6, m, v};
+    inst.operands = {p, 6, m, v, 6, 6, 6, 6};
+    inst.results = {p, m, v};
     return inst;
   };
   InstructionInfo reader;
@@ -128,6 +129,17 @@ TEST(Verify, KindsAreParametersAndEachOptimizerSlot) {
   for (int k : {kinds[2], kinds[3], kinds[4], kinds[7]})
     EXPECT_GT(k, 0);
   EXPECT_NE(kinds[7], kinds[2]); // nothing reads it: a kind of its own
+
+  // One multi-tensor update of both parameters: each moment of the group
+  // is its slot's kind, wherever it sits among the operands.
+  InstructionInfo group;
+  group.op = Opcode::AdamwUpdate;
+  group.operands = {0, 1, 6, 6, 2, 4, 3, 5, 6, 6, 6, 6};
+  group.results = {0, 1, 2, 4, 3, 5};
+  kinds = verifyKinds(tensors, {group});
+  EXPECT_EQ(kinds[2], kinds[4]); // first moments
+  EXPECT_EQ(kinds[3], kinds[5]); // second moments
+  EXPECT_NE(kinds[2], kinds[3]);
   EXPECT_NE(kinds[7], kinds[3]);
   EXPECT_NE(kinds[7], kinds[4]);
 }

@@ -134,17 +134,19 @@ def Graph_NormGradOp : Graph_InferredOp<"norm_grad", [
   }];
 }
 
-def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [
+def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
     DeclareOpInterfaceMethods<Graph_InPlaceOpInterface,
                               ["canOverwriteOperand"]>]> {
-  let summary = "one AdamW step of one parameter";
+  let summary = "one AdamW step of a group of parameters";
   let description = [{
-    The AdamW update the optimizer pass builds for an f32 or f64 parameter,
-    as one op (one pass over the parameter and its moments, where the
-    decomposed update took a dozen elementwise ops and materialized
-    broadcasts of its scalars). Elementwise, each operation rounded to the
-    parameter's type in this order (PyTorch's AdamW):
+    The AdamW update the optimizer pass builds for f32 or f64 parameters,
+    as one op over every parameter that shares the step's scalars (a
+    multi-tensor update: one pass over each parameter and its moments,
+    where the decomposed update took a dozen elementwise ops per parameter
+    and materialized broadcasts of its scalars, and one kernel launch for
+    the group). Elementwise, each operation rounded to the parameter's type
+    in this order (PyTorch's AdamW):
     ```
     g'  = grad * grad_scale                  (clipping; 1 when not clipped)
     p'  = param * decay_factor               (1 - lr * wd; 1 when not decayed)
@@ -155,47 +157,98 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [
     with `neg_step_size = -lr / (1 - beta1^t)` and
     `bias_correction2_sqrt = sqrt(1 - beta2^t)`. The constants `beta1`,
     `1 - beta1`, `beta2`, `1 - beta2` and `epsilon` are computed in f64 and
-    rounded to the parameter's type. The results are the new parameter and
-    moments; an executable writes them over the old ones in place. With
-    `skip` (a 0-d i1, true when the step's loss or gradients are not
-    finite) the results are the old parameter and moments unchanged: a bad
-    step touches no weight. Not differentiable (it follows the backward
-    pass).
+    rounded to the parameters' type. The N parameters of a group are
+    independent: `params[i]` is updated with `grads[i]`, `exp_avgs[i]` and
+    `exp_avg_sqs[i]`. The results are the N new parameters, then the N new
+    first moments, then the N new second moments; an executable writes
+    them over the old ones in place. With `skip` (a 0-d i1, true when the
+    step's loss or gradients are not finite) the results are the old
+    parameters and moments unchanged: a bad step touches no weight. Not
+    differentiable (it follows the backward pass).
 
     Constraints:
-    - (C1) `param`, `grad`, `exp_avg`, `exp_avg_sq` and the three results
-      have one type.
-    - (C2) the four scalar operands are 0-d with the parameter's element type.
+    - (C1) `params[i]`, `grads[i]`, `exp_avgs[i]`, `exp_avg_sqs[i]` and
+      the three results of parameter i have one type.
+    - (C2) the four scalar operands are 0-d with the parameters' element
+      type, which every parameter has.
     - (C3) `beta1` and `beta2` are in [0, 1) and `epsilon` is finite and not
       negative.
     - (C4) `skip`, when present, is a 0-d i1.
+    - (C5) there is at least one parameter, and one gradient, first and
+      second moment per parameter, and three results per parameter.
 
     Example:
     ```mlir
-    %p1, %m1, %v1 = graph.adamw_update %p, %g, %m, %v, %step, %bc2, %decay, %clip,
+    %p1, %q1, %m1, %n1, %v1, %w1 = graph.adamw_update params(%p, %q),
+        grads(%g, %h), exp_avgs(%m, %n), exp_avg_sqs(%v, %w),
+        scalars(%step, %bc2, %decay, %clip),
         beta1 = 9.000000e-01, beta2 = 9.990000e-01, epsilon = 1.000000e-08
-        : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>,
+        : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>,
+           tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>,
            tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
-        -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+        -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>,
+            tensor<4x8xf32>, tensor<8xf32>)
     ```
   }];
-  let arguments = (ins Graph_FloatTensor:$param, Graph_FloatTensor:$grad,
-                       Graph_FloatTensor:$exp_avg, Graph_FloatTensor:$exp_avg_sq,
+  let arguments = (ins Variadic<Graph_FloatTensor>:$params,
+                       Variadic<Graph_FloatTensor>:$grads,
+                       Variadic<Graph_FloatTensor>:$exp_avgs,
+                       Variadic<Graph_FloatTensor>:$exp_avg_sqs,
                        Graph_FloatTensor:$neg_step_size,
                        Graph_FloatTensor:$bias_correction2_sqrt,
                        Graph_FloatTensor:$decay_factor,
                        Graph_FloatTensor:$grad_scale,
                        Optional<Graph_PredTensor>:$skip,
                        F64Attr:$beta1, F64Attr:$beta2, F64Attr:$epsilon);
-  let results = (outs Graph_FloatTensor:$new_param,
-                      Graph_FloatTensor:$new_exp_avg,
-                      Graph_FloatTensor:$new_exp_avg_sq);
+  let results = (outs Variadic<Graph_FloatTensor>:$updated);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $neg_step_size `,`
-    $bias_correction2_sqrt `,` $decay_factor `,` $grad_scale
-    (`skip` $skip^)? `,` `beta1` `=`
+    `params` `(` $params `)` `,` `grads` `(` $grads `)` `,`
+    `exp_avgs` `(` $exp_avgs `)` `,` `exp_avg_sqs` `(` $exp_avg_sqs `)` `,`
+    `scalars` `(` $neg_step_size `,` $bias_correction2_sqrt `,`
+    $decay_factor `,` $grad_scale `)` (`skip` $skip^)? `,` `beta1` `=`
     $beta1 `,` `beta2` `=` $beta2 `,` `epsilon` `=` $epsilon attr-dict `:`
     functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The results of the group: N new parameters, first and second moments.
+    ::mlir::ResultRange getNewParams() {
+      return getUpdated().take_front(getParams().size());
+    }
+    ::mlir::ResultRange getNewExpAvgs() {
+      return getUpdated().slice(getParams().size(), getParams().size());
+    }
+    ::mlir::ResultRange getNewExpAvgSqs() {
+      return getUpdated().take_back(getParams().size());
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_SumOfSquaresOp : Graph_Op<"sum_of_squares", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "the sum of the squares of every element of its operands";
+  let description = [{
+    Each element squared in its operand's type (rounded to it), the
+    squares of all operands summed in f64: the optimizer pass's global
+    gradient norm squared, over every gradient in one op (one kernel launch
+    and no gradient-sized temporary, where a multiply and a reduction per
+    gradient took two launches and wrote the squares). The order of the
+    sum is fixed by each device (deterministic), not by the op.
+
+    Constraints:
+    - (C1) there is at least one operand.
+    - (C2) the result is a 0-d f64.
+    - (C3) the operands have one element type.
+
+    Example:
+    ```mlir
+    %sq = graph.sum_of_squares %g, %h : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<f64>
+    ```
+  }];
+  let arguments = (ins Variadic<Graph_FloatTensor>:$operands);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operands attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
