@@ -48,7 +48,7 @@ BENCHMARK_UNIT_ROUNDOFF = {**UNIT_ROUNDOFF, 'tf32': 2.0 ** -11}
 LOSS_BOUND_U = 2.0
 GRAD_BOUND_U = 16.0
 MODELS = ('gpt2', 'llama', 'mistral', 'qwen2', 'gpt_neox', 'gptj', 'falcon', 'phi3', 'qwen3',
-          'opt', 'gemma', 'bert', 'roberta', 'vit', 't5', 'bart')
+          'opt', 'gemma', 'bert', 'roberta', 'vit', 't5', 'bart', 'bloom')
 
 
 def run(cmd):

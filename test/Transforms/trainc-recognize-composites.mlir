@@ -187,6 +187,54 @@ func.func @gelu_tanh(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+// BLOOM's tanh GELU: x * 0.5 * (1 + tanh(0.79788456 * x * (1 + 0.044715 * x * x))).
+// CHECK-LABEL: func.func @gelu_tanh_bloom
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>)
+func.func @gelu_tanh_bloom(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %half = graph.constant dense<0.5> : tensor<4x8xf32>
+  %c = graph.constant dense<0.797884583> : tensor<4x8xf32>
+  %k = graph.constant dense<0.044715> : tensor<4x8xf32>
+  %one = graph.constant dense<1.0> : tensor<4x8xf32>
+  %xh = graph.mul %x, %half : tensor<4x8xf32>
+  %xc = graph.mul %x, %c : tensor<4x8xf32>
+  %xk = graph.mul %x, %k : tensor<4x8xf32>
+  %xkx = graph.mul %xk, %x : tensor<4x8xf32>
+  %inner = graph.add %xkx, %one : tensor<4x8xf32>
+  %arg = graph.mul %xc, %inner : tensor<4x8xf32>
+  %t = graph.tanh %arg : tensor<4x8xf32>
+  %a = graph.add %t, %one : tensor<4x8xf32>
+  %y = graph.mul %xh, %a : tensor<4x8xf32>
+  // CHECK: %[[Y:.+]] = graph.gelu %[[X]], approximation = tanh
+  // CHECK-NEXT: return %[[Y]]
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// x * (1 + 0.044715 x^3) inside the tanh is not GELU: the power must be 2.
+// CHECK-LABEL: func.func @not_gelu_tanh_bloom_power
+func.func @not_gelu_tanh_bloom_power(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %half = graph.constant dense<0.5> : tensor<4x8xf32>
+  %c = graph.constant dense<0.797884583> : tensor<4x8xf32>
+  %k = graph.constant dense<0.044715> : tensor<4x8xf32>
+  %one = graph.constant dense<1.0> : tensor<4x8xf32>
+  %three = graph.constant dense<3.0> : tensor<4x8xf32>
+  %xh = graph.mul %x, %half : tensor<4x8xf32>
+  %xc = graph.mul %x, %c : tensor<4x8xf32>
+  %x3 = graph.pow %x, %three : tensor<4x8xf32>
+  %xkx = graph.mul %k, %x3 : tensor<4x8xf32>
+  %inner = graph.add %xkx, %one : tensor<4x8xf32>
+  %arg = graph.mul %xc, %inner : tensor<4x8xf32>
+  %t = graph.tanh %arg : tensor<4x8xf32>
+  %a = graph.add %t, %one : tensor<4x8xf32>
+  %y = graph.mul %xh, %a : tensor<4x8xf32>
+  // CHECK-NOT: graph.gelu
+  // CHECK: graph.tanh
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
 // A constant that is not 1/2 is not GELU.
 // CHECK-LABEL: func.func @not_gelu
 func.func @not_gelu(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
@@ -375,6 +423,60 @@ func.func @attention_additive_mask(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x
   // CHECK: %[[O:.+]] = graph.attention %[[Q]], %{{.+}}, %[[V]] mask %[[MB]], scale = 2.500000e-01 :
   // CHECK-NEXT: return %[[O]]
   return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// BLOOM: the heads folded into the batch ([b * h, s, d] products, the
+// softmax's [b, h, q, k] reshaped), ALiBi's biases ([b * h, 1, k]) added to
+// the folded scores and a padding mask ([b, 1, q, k]) to the unfolded ones.
+// The two terms become one mask, their sum.
+// CHECK-LABEL: func.func @attention_folded_heads_alibi
+// CHECK-SAME: (%[[Q:.+]]: tensor<8x12x16xf32>, %[[KT:.+]]: tensor<8x16x12xf32>, %[[V:.+]]: tensor<8x12x16xf32>, %[[AL:.+]]: tensor<8x1x12xf32>, %[[M:.+]]: tensor<2x1x12x12xf32>)
+func.func @attention_folded_heads_alibi(%q: tensor<8x12x16xf32>, %kt: tensor<8x16x12xf32>, %v: tensor<8x12x16xf32>,
+                                        %alibi: tensor<8x1x12xf32>, %mask: tensor<2x1x12x12xf32>) -> tensor<8x12x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+         : (tensor<8x12x16xf32>, tensor<8x16x12xf32>) -> tensor<8x12x12xf32>
+  %c = graph.constant dense<0.25> : tensor<8x12x12xf32>
+  %sc = graph.mul %s, %c : tensor<8x12x12xf32>
+  %ab = graph.broadcast_in_dim %alibi, dims = [0, 1, 2] : (tensor<8x1x12xf32>) -> tensor<8x12x12xf32>
+  %sa = graph.add %sc, %ab : tensor<8x12x12xf32>
+  %u = graph.reshape %sa : (tensor<8x12x12xf32>) -> tensor<2x4x12x12xf32>
+  %mb = graph.broadcast_in_dim %mask, dims = [0, 1, 2, 3] : (tensor<2x1x12x12xf32>) -> tensor<2x4x12x12xf32>
+  %sm = graph.add %u, %mb : tensor<2x4x12x12xf32>
+  %p = graph.softmax %sm, dim = 3 : tensor<2x4x12x12xf32>
+  %pf = graph.reshape %p : (tensor<2x4x12x12xf32>) -> tensor<8x12x12xf32>
+  %o = graph.dot_general %pf, %v, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+         : (tensor<8x12x12xf32>, tensor<8x12x16xf32>) -> tensor<8x12x16xf32>
+  // CHECK-DAG: %[[QH:.+]] = graph.reshape %[[Q]] : (tensor<8x12x16xf32>) -> tensor<2x4x12x16xf32>
+  // CHECK-DAG: %[[KH:.+]] = graph.reshape %{{.+}} : (tensor<8x12x16xf32>) -> tensor<2x4x12x16xf32>
+  // CHECK-DAG: %[[VH:.+]] = graph.reshape %[[V]] : (tensor<8x12x16xf32>) -> tensor<2x4x12x16xf32>
+  // CHECK-DAG: %[[AH:.+]] = graph.reshape %[[AL]] : (tensor<8x1x12xf32>) -> tensor<2x4x1x12xf32>
+  // CHECK-DAG: %[[MW:.+]] = graph.broadcast_in_dim %[[M]], dims = [0, 1, 2, 3] : (tensor<2x1x12x12xf32>) -> tensor<2x4x12x12xf32>
+  // CHECK-DAG: %[[AW:.+]] = graph.broadcast_in_dim %[[AH]], dims = [0, 1, 2, 3] : (tensor<2x4x1x12xf32>) -> tensor<2x4x12x12xf32>
+  // CHECK: %[[SUM:.+]] = graph.add %[[MW]], %[[AW]] : tensor<2x4x12x12xf32>
+  // CHECK: %[[O:.+]] = graph.attention %[[QH]], %[[KH]], %[[VH]] mask %[[SUM]], scale = 2.500000e-01 :
+  // CHECK: %[[OF:.+]] = graph.reshape %[[O]] : (tensor<2x4x12x16xf32>) -> tensor<8x12x16xf32>
+  // CHECK-NEXT: return %[[OF]]
+  return %o : tensor<8x12x16xf32>
+}
+
+// -----
+
+// Folded heads with the softmax over the queries (dim 2), not the keys:
+// left alone.
+// CHECK-LABEL: func.func @attention_folded_softmax_over_queries_stays
+func.func @attention_folded_softmax_over_queries_stays(%q: tensor<8x12x16xf32>, %kt: tensor<8x16x12xf32>, %v: tensor<8x12x16xf32>) -> tensor<8x12x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+         : (tensor<8x12x16xf32>, tensor<8x16x12xf32>) -> tensor<8x12x12xf32>
+  %u = graph.reshape %s : (tensor<8x12x12xf32>) -> tensor<2x4x12x12xf32>
+  %p = graph.softmax %u, dim = 2 : tensor<2x4x12x12xf32>
+  %pf = graph.reshape %p : (tensor<2x4x12x12xf32>) -> tensor<8x12x12xf32>
+  %o = graph.dot_general %pf, %v, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+         : (tensor<8x12x12xf32>, tensor<8x12x16xf32>) -> tensor<8x12x16xf32>
+  // CHECK-NOT: graph.attention
+  // CHECK: graph.softmax
+  return %o : tensor<8x12x16xf32>
 }
 
 // -----

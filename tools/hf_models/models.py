@@ -163,6 +163,14 @@ def _qwen2():
     return tf.Qwen2ForCausalLM(tf.Qwen2Config(**_DECODER, num_key_value_heads=2))
 
 
+def _bloom():
+    """BLOOM: ALiBi position biases added to the scores (heads folded into
+    the batch, baddbmm), no position embeddings."""
+    return tf.BloomForCausalLM(tf.BloomConfig(
+        vocab_size=VOCAB, hidden_size=32, n_layer=2, n_head=4,
+        hidden_dropout=0.0, attention_dropout=0.0))
+
+
 def _bert():
     return tf.BertForMaskedLM(tf.BertConfig(
         vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -228,6 +236,8 @@ CASES = [
               ('layer_norm', 'attention', 'softmax_cross_entropy')),
     ModelCase('gemma', _gemma, _LM, _causal_lm_batch,
               ('rms_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('bloom', _bloom, _LM, _causal_lm_batch,
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('bert', _bert, ('input_ids', 'attention_mask', 'token_type_ids', 'labels'),
               lambda g: _masked_lm_batch(g, True),
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),

@@ -75,6 +75,36 @@ Value toHeads(PatternRewriter &rewriter, Location loc, Value x,
       loc, RankedTensorType::get(shape, type.getElementType()), moved);
 }
 
+/// The dims of a rank-3 operand of a product with the heads folded into
+/// its one batching dim (BLOOM's [b * h, s, d] operands): [batch, free,
+/// contracting]; empty for any other product.
+SmallVector<int64_t> foldedDims(Value operand, ArrayRef<int64_t> batch,
+                                ArrayRef<int64_t> contract) {
+  auto type = cast<RankedTensorType>(operand.getType());
+  if (type.getRank() != 3 || batch.size() != 1 || contract.size() != 1 ||
+      batch[0] == contract[0])
+    return {};
+  return {batch[0], 3 - batch[0] - contract[0], contract[0]};
+}
+
+/// `x`, a rank-3 operand with folded dims `dims` (foldedDims), as a rank-4
+/// [b, h, free, contracting] tensor, or [b, h, contracting, free] with
+/// `contractedFirst`: a transpose, then a reshape that splits the batch.
+Value toHeadsFolded(PatternRewriter &rewriter, Location loc, Value x,
+                    ArrayRef<int64_t> dims, int64_t b, int64_t h,
+                    bool contractedFirst = false) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> perm = {dims[0], contractedFirst ? dims[2] : dims[1],
+                               contractedFirst ? dims[1] : dims[2]};
+  Value moved = rewriter.createOrFold<TransposeOp>(loc, x, perm);
+  return rewriter.createOrFold<ReshapeOp>(
+      loc,
+      RankedTensorType::get(
+          {b, h, type.getDimSize(perm[1]), type.getDimSize(perm[2])},
+          type.getElementType()),
+      moved);
+}
+
 /// Whether transpose `t` moves only dims of size 1 (the others keep their
 /// order): as a reshape would, it changes no element's place.
 bool movesOnlyUnitDims(TransposeOp t) {
@@ -126,6 +156,48 @@ Value rank4Mask(PatternRewriter &rewriter, Location loc, Value v,
   return v;
 }
 
+/// An additive term of folded [b * h, q, k] scores as a rank-4 mask
+/// operand, [b, h, q, k] with dims of size 1 kept: `v` without a broadcast
+/// that only repeats dims of size 1, its batch split; null when its batch
+/// is neither b * h nor 1. With `rewriter` null, only checks.
+Value foldedMask(PatternRewriter *rewriter, Location loc, Value v, int64_t b,
+                 int64_t h) {
+  if (auto spread = v.getDefiningOp<BroadcastInDimOp>())
+    if (spread.getDims() == ArrayRef<int64_t>{0, 1, 2})
+      v = spread.getOperand();
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getRank() != 3 ||
+      (type.getDimSize(0) != b * h && type.getDimSize(0) != 1))
+    return nullptr;
+  if (!rewriter)
+    return v;
+  int64_t rows = type.getDimSize(0) == 1 ? 1 : b;
+  int64_t heads = type.getDimSize(0) == 1 ? 1 : h;
+  return rewriter->createOrFold<ReshapeOp>(
+      loc,
+      RankedTensorType::get(
+          {rows, heads, type.getDimSize(1), type.getDimSize(2)},
+          type.getElementType()),
+      v);
+}
+
+/// Whether `v` leads to the scores' product through the ops that scale,
+/// shift, reshape or transpose scores (a few levels deep): which side of an
+/// add is the scores and which an additive mask.
+bool reachesProduct(Value v, int depth = 6) {
+  Operation *d = v.getDefiningOp();
+  if (!d || depth == 0)
+    return false;
+  if (isa<DotGeneralOp>(d))
+    return true;
+  if (isa<ReshapeOp, TransposeOp>(d))
+    return reachesProduct(d->getOperand(0), depth - 1);
+  if (isa<MulOp, DivOp, AddOp>(d))
+    return reachesProduct(d->getOperand(0), depth - 1) ||
+           (!isa<DivOp>(d) && reachesProduct(d->getOperand(1), depth - 1));
+  return false;
+}
+
 /// True when constant `cond` masks exactly the keys after each query
 /// (j > i + Sk - Sq), i.e. causal attention; `maskedWhen` is the value of
 /// cond at masked positions.
@@ -172,7 +244,11 @@ Operation *nanToZeroGuard(Value v) {
 /// read their operands in any per-head layout (headLayout: [b, h, s, d],
 /// [b, s, h, d], ...), the probabilities in theirs, [b, h, q, k], from
 /// either side of the second product; the operands are transposed into
-/// graph.attention's layout and its result into the product's.
+/// graph.attention's layout and its result into the product's. The heads
+/// may also be folded into one batch dim (BLOOM: [b * h, s, d] operands,
+/// the softmax's [b, h, q, k] reshaped to [b * h, q, k]). Additive terms
+/// of the scores (a mask, ALiBi's position biases, added before or after
+/// the scores are unfolded) become one mask, their sum.
 struct Attention : public OpRewritePattern<DotGeneralOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -180,14 +256,18 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
                                 PatternRewriter &rewriter) const override {
     // The probabilities: a softmax (possibly behind the guard) over k, read
     // in its own [b, h, q, k] order (unit dims aside) with k contracted, as
-    // the lhs (the product is [b, h, q, d]) or the rhs ([b, h, d, q]).
-    auto isProbs = [](Value v) {
+    // the lhs (the product is [b, h, q, d]) or the rhs ([b, h, d, q]); or,
+    // with the heads folded, through a reshape to [b * h, q, k].
+    auto softmaxOf = [](Value v) -> SoftmaxOp {
       if (Operation *guard = nanToZeroGuard(v))
         v = guard->getOperand(2);
-      return v.getDefiningOp<SoftmaxOp>() != nullptr;
+      if (auto fold = v.getDefiningOp<ReshapeOp>())
+        if (hasOneUse(v))
+          v = fold.getOperand();
+      return v.getDefiningOp<SoftmaxOp>();
     };
-    bool probsOnLeft = isProbs(op.getLhs());
-    if (!probsOnLeft && !isProbs(op.getRhs()))
+    bool probsOnLeft = bool(softmaxOf(op.getLhs()));
+    if (!probsOnLeft && !softmaxOf(op.getRhs()))
       return failure();
     Value probs = probsOnLeft ? op.getLhs() : op.getRhs();
     Value values = probsOnLeft ? op.getRhs() : op.getLhs();
@@ -199,33 +279,56 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       return lhs ? op.getLhsContractingDimensions()
                  : op.getRhsContractingDimensions();
     };
-    SmallVector<int64_t> valueDims =
-        headDims(values, batch(!probsOnLeft), contract(!probsOnLeft));
-    SmallVector<int64_t> probsDims =
-        headDims(probs, batch(probsOnLeft), contract(probsOnLeft));
+    Operation *nanGuard = nanToZeroGuard(probs);
+    Value guarded = nanGuard ? nanGuard->getOperand(2) : probs;
+    SoftmaxOp softmax = softmaxOf(probs);
+    Value scores = softmax.getOperand();
+    auto scoresType = cast<RankedTensorType>(scores.getType());
+    // Folded heads: the probabilities are the softmax's [b, h, q, k]
+    // reshaped to [b * h, q, k], read with k contracted.
+    bool folded = guarded.getDefiningOp<ReshapeOp>() != nullptr;
+    int64_t b = 0, h = 0;
+    SmallVector<int64_t> valueDims, probsDims;
+    if (folded) {
+      auto probsType = cast<RankedTensorType>(guarded.getType());
+      if (scoresType.getRank() != 4 || softmax.getDim() != 3 ||
+          probsType.getRank() != 3 ||
+          probsType.getShape() !=
+              ArrayRef<int64_t>{
+                  scoresType.getDimSize(0) * scoresType.getDimSize(1),
+                  scoresType.getDimSize(2), scoresType.getDimSize(3)} ||
+          ArrayRef<int64_t>(
+              foldedDims(probs, batch(probsOnLeft), contract(probsOnLeft))) !=
+              ArrayRef<int64_t>{0, 1, 2})
+        return failure();
+      b = scoresType.getDimSize(0);
+      h = scoresType.getDimSize(1);
+      probsDims = {0, 1, 2, 3};
+      valueDims =
+          foldedDims(values, batch(!probsOnLeft), contract(!probsOnLeft));
+    } else {
+      valueDims = headDims(values, batch(!probsOnLeft), contract(!probsOnLeft));
+      probsDims = headDims(probs, batch(probsOnLeft), contract(probsOnLeft));
+    }
     // (headDims' dims are distinct, so sorted means [b, h, q, k] in order.)
     if (valueDims.empty() || probsDims.empty() || !llvm::is_sorted(probsDims))
       return failure();
-    Operation *nanGuard = nanToZeroGuard(probs);
-    if (nanGuard)
-      probs = nanGuard->getOperand(2);
-    auto softmax = probs.getDefiningOp<SoftmaxOp>();
-    if (!softmax || int64_t(softmax.getDim()) != probsDims[3])
+    if (int64_t(softmax.getDim()) != probsDims[3])
       return failure();
     // The softmax feeds only this product (through the guard, if any).
+    Operation *reader = folded ? guarded.getDefiningOp() : op.getOperation();
     if (llvm::any_of(softmax->getUsers(), [&](Operation *u) {
           return nanGuard ? u != nanGuard &&
                                 u != nanGuard->getOperand(0).getDefiningOp()
-                          : u != op.getOperation();
+                          : u != reader;
         }))
       return failure();
-    Value scores = softmax.getOperand();
-    auto scoresType = cast<RankedTensorType>(scores.getType());
     Location loc = op.getLoc();
 
     // The mask, if any: select(cond, fill, s) / select(cond, s, fill) with
-    // fill = -inf, or s + mask.
-    Value maskCond, additive, s = scores;
+    // fill = -inf; then any number of additive terms s + mask, some of
+    // them (with folded heads) before the reshape that unfolds the scores.
+    Value maskCond, s = scores;
     bool maskedWhen = true;
     if (auto sel = scores.getDefiningOp<SelectOp>()) {
       if (isMaskFill(sel.getOnTrue())) {
@@ -237,19 +340,35 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
         return failure();
       }
       maskCond = sel.getPred();
-    } else if (auto add = scores.getDefiningOp<AddOp>()) {
-      auto split = pick(add.getLhs(), add.getRhs(), [](Value v) {
-        Operation *d = v.getDefiningOp();
-        return d && isa<DotGeneralOp, MulOp, DivOp, TransposeOp>(d);
-      });
-      if (!split)
-        return failure();
-      s = split->first;
-      additive = split->second;
-      if (getElementTypeOrSelf(additive) != scoresType.getElementType())
-        return failure();
     }
-    if (s != scores && !hasOneUse(s))
+    // Each additive term, and whether it is of the folded scores.
+    SmallVector<std::pair<Value, bool>> terms;
+    bool unfolded = false;
+    while (true) {
+      if (s != scores && !hasOneUse(s))
+        return failure();
+      if (auto add = s.getDefiningOp<AddOp>()) {
+        auto split = pick(add.getLhs(), add.getRhs(),
+                          [](Value v) { return reachesProduct(v); });
+        if (!split || reachesProduct(split->second) ||
+            getElementTypeOrSelf(split->second) != scoresType.getElementType())
+          return failure();
+        if (unfolded && !foldedMask(nullptr, loc, split->second, b, h))
+          return failure();
+        terms.push_back({split->second, unfolded});
+        s = split->first;
+        continue;
+      }
+      auto unfold = s.getDefiningOp<ReshapeOp>();
+      if (folded && !unfolded && unfold &&
+          unfold.getOperand().getType() == guarded.getType()) {
+        unfolded = true;
+        s = unfold.getOperand();
+        continue;
+      }
+      break;
+    }
+    if (folded != unfolded)
       return failure();
     // jax.nn.dot_product_attention moves a unit dim between the product
     // and the mask: a transpose that is a reshape.
@@ -279,20 +398,30 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
     auto dot = qk.getDefiningOp<DotGeneralOp>();
     if (!dot || (qk != s && !hasOneUse(qk)) || !std::isfinite(scale))
       return failure();
+    auto operandDims = [&](Value x, ArrayRef<int64_t> batching,
+                           ArrayRef<int64_t> contracting) {
+      return folded ? foldedDims(x, batching, contracting)
+                    : headDims(x, batching, contracting);
+    };
     SmallVector<int64_t> queryDims =
-        headDims(dot.getLhs(), dot.getLhsBatchingDimensions(),
-                 dot.getLhsContractingDimensions());
+        operandDims(dot.getLhs(), dot.getLhsBatchingDimensions(),
+                    dot.getLhsContractingDimensions());
     SmallVector<int64_t> keyDims =
-        headDims(dot.getRhs(), dot.getRhsBatchingDimensions(),
-                 dot.getRhsContractingDimensions());
+        operandDims(dot.getRhs(), dot.getRhsBatchingDimensions(),
+                    dot.getRhsContractingDimensions());
     if (queryDims.empty() || keyDims.empty())
       return failure();
 
     // [b, h, s, d] each: the value's contracted dim is its sequence.
-    Value query = toHeads(rewriter, loc, dot.getLhs(), queryDims);
-    Value key = toHeads(rewriter, loc, dot.getRhs(), keyDims);
-    Value value = toHeads(rewriter, loc, values, valueDims,
-                          /*contractedFirst=*/true);
+    auto heads = [&](Value x, ArrayRef<int64_t> dims,
+                     bool contractedFirst = false) {
+      return folded
+                 ? toHeadsFolded(rewriter, loc, x, dims, b, h, contractedFirst)
+                 : toHeads(rewriter, loc, x, dims, contractedFirst);
+    };
+    Value query = heads(dot.getLhs(), queryDims);
+    Value key = heads(dot.getRhs(), keyDims);
+    Value value = heads(values, valueDims, /*contractedFirst=*/true);
     int64_t sq = scoresType.getDimSize(probsDims[2]),
             sk = scoresType.getDimSize(probsDims[3]);
     auto headScores =
@@ -300,7 +429,7 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
                                scoresType.getDimSize(probsDims[1]), sq, sk},
                               scoresType.getElementType());
     bool causal = false;
-    Value mask;
+    SmallVector<Value> masks;
     if (maskCond) {
       if (isCausalCondition(maskCond, sq, sk, maskedWhen)) {
         causal = true;
@@ -320,20 +449,35 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
             loc, DenseElementsAttr::get(
                      fillType,
                      rewriter.getFloatAttr(fillType.getElementType(), 0.0)));
-        mask = maskedWhen ? rewriter.create<SelectOp>(loc, cond, fill, zero)
-                          : rewriter.create<SelectOp>(loc, cond, zero, fill);
+        masks.push_back(maskedWhen
+                            ? rewriter.create<SelectOp>(loc, cond, fill, zero)
+                            : rewriter.create<SelectOp>(loc, cond, zero, fill));
       }
-    } else if (additive) {
-      mask = rank4Mask(rewriter, loc,
-                       scoresToHeads(rewriter, loc, additive, probsDims),
-                       headScores);
+    }
+    for (auto [term, ofFolded] : terms)
+      masks.push_back(
+          ofFolded ? foldedMask(&rewriter, loc, term, b, h)
+                   : rank4Mask(rewriter, loc,
+                               scoresToHeads(rewriter, loc, term, probsDims),
+                               headScores));
+    // Several terms: their sum, of the whole scores' shape.
+    Value mask = masks.empty() ? Value() : masks[0];
+    for (size_t i = 1; i < masks.size(); ++i) {
+      auto whole = [&](Value m) -> Value {
+        if (m.getType() == headScores)
+          return m;
+        return rewriter.create<BroadcastInDimOp>(loc, headScores, m,
+                                                 ArrayRef<int64_t>{0, 1, 2, 3});
+      };
+      mask = rewriter.create<AddOp>(loc, whole(mask), whole(masks[i]));
     }
     Value out = rewriter.create<AttentionOp>(loc, query, key, value, mask,
                                              APFloat(scale), causal);
     if (!probsOnLeft) // the product is [b, h, d, q]
       out = rewriter.createOrFold<TransposeOp>(loc, out,
                                                ArrayRef<int64_t>{0, 1, 3, 2});
-    // Unit dims of the product's layout come back by a reshape.
+    // Unit dims of the product's layout (or the folded batch) come back by
+    // a reshape.
     out = rewriter.createOrFold<ReshapeOp>(loc, op.getType(), out);
     rewriter.replaceOp(op, out);
     return success();

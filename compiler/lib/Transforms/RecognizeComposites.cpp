@@ -326,32 +326,20 @@ bool isErfArgument(Value v, Value x) {
   return false;
 }
 
-/// `v` is sqrt(2/pi) * (x + 0.044715 * x^3), x^3 as x*x*x or pow(x, 3).
-bool isTanhArgument(Value v, Value x) {
-  auto mul = v.getDefiningOp<MulOp>();
-  if (!mul)
-    return false;
-  auto s = pick(mul.getLhs(), mul.getRhs(),
-                [](Value w) { return isSplatNear(w, std::sqrt(2.0 / M_PI)); });
-  if (!s)
-    return false;
-  auto add = s->second.getDefiningOp<AddOp>();
-  if (!add)
-    return false;
-  auto cubic =
-      pick(add.getLhs(), add.getRhs(), [&](Value w) { return w == x; });
-  if (!cubic)
-    return false;
+/// `v` is 0.044715 * x^n, the power as a product of x's, x * x or pow(x, k)
+/// in any grouping.
+bool isCubicCoefficientTimes(Value v, Value x, int n) {
   SmallVector<Value> factors;
-  collectFactors(cubic->second, factors, true);
+  collectFactors(v, factors, true);
   int xs = 0;
   bool coefficient = false;
   for (Value f : factors) {
     if (f == x) {
       ++xs;
     } else if (auto p = f.getDefiningOp<PowOp>();
-               p && p.getLhs() == x && isSplatNear(p.getRhs(), 3.0)) {
-      xs += 3;
+               p && p.getLhs() == x && splatOf(p.getRhs()) &&
+               *splatOf(p.getRhs()) == std::round(*splatOf(p.getRhs()))) {
+      xs += int(*splatOf(p.getRhs()));
     } else if (!coefficient && isSplatNear(f, 0.044715)) {
       coefficient = true;
     } else if (auto inner = f.getDefiningOp<MulOp>();
@@ -361,7 +349,35 @@ bool isTanhArgument(Value v, Value x) {
       return false;
     }
   }
-  return coefficient && xs == 3;
+  return coefficient && xs == n;
+}
+
+/// `v` is sqrt(2/pi) * (x + 0.044715 * x^3) (PyTorch's, x^3 as x*x*x or
+/// pow(x, 3)), or sqrt(2/pi) * x * (1 + 0.044715 * x^2) (BLOOM's), the
+/// factors in any order and grouping.
+bool isTanhArgument(Value v, Value x) {
+  SmallVector<Value> factors;
+  collectFactors(v, factors, true);
+  auto c = llvm::find_if(
+      factors, [](Value w) { return isSplatNear(w, std::sqrt(2.0 / M_PI)); });
+  if (c == factors.end())
+    return false;
+  factors.erase(c);
+  if (factors.size() == 1) { // x + 0.044715 x^3
+    auto add = factors[0].getDefiningOp<AddOp>();
+    auto cubic =
+        add ? pick(add.getLhs(), add.getRhs(), [&](Value w) { return w == x; })
+            : std::nullopt;
+    return cubic && isCubicCoefficientTimes(cubic->second, x, 3);
+  }
+  if (factors.size() != 2) // x * (1 + 0.044715 x^2)
+    return false;
+  auto onePlus = pick(factors[0], factors[1], [&](Value w) { return w == x; });
+  auto add = onePlus ? onePlus->second.getDefiningOp<AddOp>() : AddOp();
+  auto square = add ? pick(add.getLhs(), add.getRhs(),
+                           [](Value w) { return isSplatNear(w, 1.0); })
+                    : std::nullopt;
+  return square && isCubicCoefficientTimes(square->second, x, 2);
 }
 
 /// 0.5 * x * (1 + erf(x / sqrt 2)) or the tanh form -> graph.gelu.
