@@ -139,10 +139,12 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
 void buildExecutablePhases(mlir::OpPassManager &pm, Phase last) {
   if (last < Phase::Lower)
     return;
-  // lower: dot_generals read transposed operands in place and add their
-  // biases, then every op must be an instruction.
+  // lower: dot_generals read transposed operands in place, add their
+  // biases and make in f32 the 16-bit products only widened to it, then
+  // every op must be an instruction.
   pm.addNestedPass<mlir::func::FuncOp>(createAbsorbTransposes());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
+  pm.addNestedPass<mlir::func::FuncOp>(createWidenProducts());
   pm.addPass(createLower());
   if (last == Phase::Lower)
     return;

@@ -34,8 +34,8 @@ namespace trainc {
 ///   8: asynchronous collectives: *Start and CollectiveDone.
 ///   9: DotGeneralBias.
 ///  10: DotGeneral's and DotGeneralBias's last int: an OperandRounding.
-///  11: multi-tensor AdamwUpdate (N parameters per instruction) and
-///      SumOfSquares.
+///  11: multi-tensor AdamwUpdate (N parameters per instruction),
+///      SumOfSquares, and DotGeneral's f32 result of 16-bit operands.
 constexpr uint32_t kFormatVersion = 11;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.

@@ -23,6 +23,25 @@ func.func @main(%w: tensor<3x4xf32> {train.param = "w", train.init = dense<0.5> 
 
 // -----
 
+// A widened bf16 product (f32_result): its f32 cotangent is rounded to bf16
+// first, as convert(product)'s gradient would, and the gradient products
+// are bf16 ones.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[W:arg[0-9]+]]: tensor<3x4xbf16> {{.*}}, %[[X:arg[0-9]+]]: tensor<2x3xbf16> {{.*}}, %[[C:arg[0-9]+]]: tensor<2x4xf32>
+// CHECK: %[[G:.+]] = graph.dot_general %{{.+}}, %[[C]], batching_dims = [] x [], contracting_dims = [] x []
+// CHECK: %[[GN:.+]] = graph.convert %[[G]] : (tensor<2x4xf32>) -> tensor<2x4xbf16>
+// CHECK: %[[DW:.+]] = graph.dot_general %[[X]], %[[GN]], batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<2x3xbf16>, tensor<2x4xbf16>) -> tensor<3x4xbf16>
+// CHECK: return %{{.+}}, %[[DW]]
+func.func @main(%w: tensor<3x4xbf16> {train.param = "w", train.init = dense<0.5> : tensor<3x4xbf16>},
+                %x: tensor<2x3xbf16> {graph.input = "x"},
+                %c: tensor<2x4xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
+  %y = graph.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] {f32_result} : (tensor<2x3xbf16>, tensor<3x4xbf16>) -> tensor<2x4xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
 // x[2,3] @ w[4,3]^T: dW comes out [3, 4] (contracting dim first) and is
 // transposed into w's [4, 3].
 // CHECK-LABEL: func.func @main

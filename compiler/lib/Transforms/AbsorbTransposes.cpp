@@ -92,7 +92,7 @@ bool absorbIntoProducer(TransposeOp t) {
       dot.getLoc(), t.getType(), dot.getRhs(), dot.getLhs(),
       dot.getRhsBatchingDimensions(), dot.getLhsBatchingDimensions(),
       dot.getRhsContractingDimensions(), dot.getLhsContractingDimensions(),
-      dot.getTf32());
+      dot.getTf32(), dot.getF32Result());
   t.getResult().replaceAllUsesWith(swapped.getResult());
   t.erase();
   dot.erase();

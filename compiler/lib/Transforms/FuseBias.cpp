@@ -49,7 +49,8 @@ struct FuseBiasPass : public trainc::impl::FuseBiasBase<FuseBiasPass> {
       for (unsigned side : {0u, 1u}) {
         auto dot = add->getOperand(side).getDefiningOp<DotGeneralOp>();
         // Marks (a recompute clone's) must agree: the fused op carries them.
-        if (!dot || !dot->hasOneUse() ||
+        // A widened product has no fused form.
+        if (!dot || !dot->hasOneUse() || dot.getF32Result() ||
             dot->getDiscardableAttrDictionary() !=
                 add->getDiscardableAttrDictionary())
           continue;

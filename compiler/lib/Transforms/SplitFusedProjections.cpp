@@ -144,7 +144,7 @@ struct SplitFusedProjectionsPass
       Value piece = b.create<DotGeneralOp>(
           loc, operands[0], operands[1], dot.getLhsBatchingDimensions(),
           dot.getRhsBatchingDimensions(), dot.getLhsContractingDimensions(),
-          dot.getRhsContractingDimensions(), dot.getTf32());
+          dot.getRhsContractingDimensions(), dot.getTf32(), dot.getF32Result());
       if (add) {
         Value bias = sliceAddend(b, loc, addend, dim, lo, hi);
         piece = add.getLhs() == addend

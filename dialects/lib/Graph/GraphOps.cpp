@@ -141,8 +141,16 @@ LogicalResult DotGeneralOp::verifyShapeConstraints() {
           getRhsBatchingDimensions(), getLhsContractingDimensions(),
           getRhsContractingDimensions(), shape, emitError)))
     return failure();
-  return checkTf32(getTf32(), getLhs().getType(), "(C9)", // dot_general_c9
-                   emitError);
+  if (failed(checkTf32(getTf32(), getLhs().getType(),
+                       "(C9)", // dot_general_c9
+                       emitError)))
+    return failure();
+  Type element = getLhs().getType().getElementType();
+  if (getF32Result() && !element.isBF16() &&
+      !element.isF16()) // dot_general_c10
+    return emitError() << "(C10) f32_result widens bf16 or f16 products, not "
+                       << element;
+  return success();
 }
 
 LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *ctx,
@@ -161,7 +169,9 @@ LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *ctx,
           adaptor.getRhsContractingDimensions(), shape,
           [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
     return failure();
-  types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  types.push_back(RankedTensorType::get(shape, adaptor.getF32Result()
+                                                   ? Float32Type::get(ctx)
+                                                   : lhs.getElementType()));
   return success();
 }
 

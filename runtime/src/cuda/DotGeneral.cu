@@ -28,10 +28,12 @@
 // summed in f32, which the CPU emulates by rounding its operands
 // (roundToTf32). f64 computes in f64. bf16 and f16 operands are read as they
 // are with f32 accumulation and the 16-bit result rounded once, to nearest
-// even, from the f32 sum, as on the CPU; split-K algorithms are restricted to
-// reducing their partial sums in f32 (never in the 16-bit output type). What
-// differs from the CPU: the order of each long sum (cuBLASLt's blocking and
-// split-K against OpenBLAS's), so results agree to rounding, not bit for bit.
+// even, from the f32 sum, as on the CPU (or, for a dot_general with an f32
+// result, graph.dot_general's f32_result, the f32 sum itself); split-K
+// algorithms are restricted to reducing their partial sums in f32 (never in the
+// 16-bit output type). What differs from the CPU: the order of each long sum
+// (cuBLASLt's blocking and split-K against OpenBLAS's), so results agree to
+// rounding, not bit for bit.
 //
 // The algorithm of each GEMM is cuBLASLt's first heuristic choice for the
 // stream's workspace, cached per (device, dtype, shape, layout, pointer
@@ -242,7 +244,7 @@ struct LtDescriptors {
 };
 
 /// Everything the heuristic's choice depends on.
-using GemmKey = std::array<int64_t, 18>;
+using GemmKey = std::array<int64_t, 19>;
 
 /// The cached algorithms. Bounded: a program has few distinct GEMMs, and a
 /// full map (shapes that keep changing) starts over.
@@ -290,11 +292,13 @@ Status createLayout(const KernelCall &call, cudaDataType_t type, uint64_t rows,
 
 /// D[N, M] (column-major, ld N, batch stride M * N) = op(x) op(y), x the
 /// [N, K] operand (rhs), y the [K, M] one (lhs): the row-major C[M, N].
-Status runGemm(const KernelCall &call, DType dtype, bool tf32, int32_t batch,
-               int64_t m, int64_t n, int64_t k, const Matrix &x,
+Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
+               int32_t batch, int64_t m, int64_t n, int64_t k, const Matrix &x,
                const Matrix &y, void *out) {
   CudaStream &stream = streamOf(call);
   GemmTypes types = gemmTypes(dtype, tf32);
+  // C and D: the operands' type, or f32 for a widened 16-bit product.
+  cudaDataType_t outType = gemmTypes(outDtype, false).data;
   uint64_t workspaceBytes = stream.gemmWorkspaceBytes();
   uint32_t alignX = alignmentOf(x.data), alignY = alignmentOf(y.data),
            alignD = alignmentOf(out);
@@ -321,14 +325,15 @@ Status runGemm(const KernelCall &call, DType dtype, bool tf32, int32_t batch,
   TRAINC_RETURN_IF_ERROR(createLayout(call, types.data, y.rows, y.cols, y.ld,
                                       batch, y.batchStride, desc.b));
   // C (beta = 0, never read) shares D's layout and memory.
-  TRAINC_RETURN_IF_ERROR(createLayout(
-      call, types.data, uint64_t(n), uint64_t(m), n, batch, outStride, desc.d));
+  TRAINC_RETURN_IF_ERROR(createLayout(call, outType, uint64_t(n), uint64_t(m),
+                                      n, batch, outStride, desc.d));
 
   int device = 0;
   TRAINC_RETURN_IF_ERROR(
       fromCudaError(int(cudaGetDevice(&device)), "dot_general: cudaGetDevice"));
   GemmKey key = {device,
                  int64_t(dtype),
+                 int64_t(outDtype),
                  int64_t(x.trans),
                  int64_t(y.trans),
                  m,
@@ -454,11 +459,15 @@ Status runDotGeneral(const KernelCall &call) {
     return unsupported(call, lhs.dtype);
   bool biasDiffers =
       call.op == Opcode::DotGeneralBias && call.inputs[2].dtype != lhs.dtype;
-  if (rhs.dtype != lhs.dtype || out.dtype != lhs.dtype || biasDiffers)
+  bool widened = call.op == Opcode::DotGeneral && out.dtype == DType::F32 &&
+                 (lhs.dtype == DType::BF16 || lhs.dtype == DType::F16);
+  if (rhs.dtype != lhs.dtype || (out.dtype != lhs.dtype && !widened) ||
+      biasDiffers)
     return kernelError(call, std::string("operands ") + dtypeName(lhs.dtype) +
                                  " and " + dtypeName(rhs.dtype) +
                                  " with result " + dtypeName(out.dtype) +
-                                 ": the CUDA kernel takes one dtype");
+                                 ": the CUDA kernel takes one dtype (or an "
+                                 "f32 result of 16-bit operands)");
   int64_t nb = call.ints[0], nc = call.ints[1];
   const int64_t *attrs = call.ints.data + 2;
   bool tf32 = OperandRounding(attrs[2 * nb + 2 * nc]) == OperandRounding::Tf32;
@@ -519,8 +528,8 @@ Status runDotGeneral(const KernelCall &call) {
     Run bRun{batch, k * n, true}, kRun{k, n, true}, nRun{n, 1, true};
     asMatrix(next, bRun, nRun, kRun, x); // n has stride 1: always a Matrix
   }
-  TRAINC_RETURN_IF_ERROR(
-      runGemm(call, lhs.dtype, tf32, int32_t(batch), m, n, k, x, y, out.data));
+  TRAINC_RETURN_IF_ERROR(runGemm(call, lhs.dtype, out.dtype, tf32,
+                                 int32_t(batch), m, n, k, x, y, out.data));
   return bias ? addRowBias(call, out, *bias, n) : okStatus();
 }
 

@@ -98,8 +98,12 @@ Status Checker::checkDotGeneral() const {
   TRAINC_RETURN_IF_ERROR(arity(bias ? 3 : 2, 1));
   const TensorInfo &l = operand(0), &r = operand(1), &out = result(0);
   TRAINC_RETURN_IF_ERROR(floatType(l));
-  if (l.dtype != r.dtype || l.dtype != out.dtype)
-    return error("operands and result must share one dtype");
+  // DotGeneral may widen a 16-bit product to f32 (f32_result).
+  bool widened = !bias && out.dtype == DType::F32 &&
+                 (l.dtype == DType::BF16 || l.dtype == DType::F16);
+  if (l.dtype != r.dtype || (l.dtype != out.dtype && !widened))
+    return error("operands and result must share one dtype (or, for a "
+                 "dot_general of 16-bit operands, the result be f32)");
   const auto &v = inst.ints;
   // Bounded first, so that the sum below cannot wrap around.
   if (v.size() < 2 || v[0] < 0 || v[1] < 0 || uint64_t(v[0]) > v.size() ||

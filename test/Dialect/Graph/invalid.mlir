@@ -374,6 +374,25 @@ func.func @dot_general_c8(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) {
 
 // -----
 
+func.func @dot_general_c10(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) {
+  // expected-error@+1 {{(C10) f32_result widens bf16 or f16 products, not 'f32'}}
+  %0 = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] {f32_result}
+         : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @dot_general_f32_result_type(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) {
+  // The result type is inferred: f32 with f32_result.
+  // expected-error@+1 {{result type 'tensor<4x16xbf16>' differs from the inferred type 'tensor<4x16xf32>'}}
+  %0 = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] {f32_result}
+         : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
 func.func @dot_general_c9(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) {
   // expected-error@+1 {{(C9) tf32 rounds f32 operands, not 'bf16'}}
   %0 = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] {tf32}

@@ -82,6 +82,15 @@ func.func @dot_general(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %w: tensor
   return
 }
 
+// A 16-bit product kept in f32.
+// CHECK-LABEL: func.func @dot_general_f32_result
+func.func @dot_general_f32_result(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) {
+  // CHECK: graph.dot_general %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [1] x [0] {f32_result} : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xf32>
+  %0 = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] {f32_result}
+         : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @dot_general_bias
 func.func @dot_general_bias(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %w: tensor<16x8xf32>, %c: tensor<16xf32>) {
   // CHECK: graph.dot_general_bias %{{.+}}, %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [2] x [1] : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>

@@ -346,6 +346,53 @@ TEST(CpuDotGeneral, Tf32IsTheProductOfRoundedOperands) {
   }
 }
 
+// graph.dot_general's f32_result: 16-bit operands and an f32 result are the
+// f32 kernel's result on the operands' values (widened exactly), bit for
+// bit, in every layout; rounded to the 16-bit type it is the 16-bit
+// product, and it keeps bits that product loses.
+TEST(CpuDotGeneral, F32ResultIsTheUnroundedSum) {
+  struct Case {
+    DType t;
+    std::vector<int64_t> lhs, rhs;
+    DotDims dims;
+  } cases[] = {
+      {DType::BF16, {37, 29}, {29, 23}, {{}, {}, {1}, {0}}},       // plain
+      {DType::F16, {19, 11}, {13, 19}, {{}, {}, {0}, {1}}},        // transposed
+      {DType::BF16, {7, 3, 10}, {10, 3, 6}, {{1}, {1}, {2}, {0}}}, // packed
+      {DType::F16, {3, 9, 17}, {3, 17, 5}, {{0}, {0}, {2}, {1}}},  // batched
+  };
+  uint32_t seed = 90;
+  for (const Case &c : cases) {
+    SCOPED_TRACE("case " + std::to_string(&c - cases));
+    TestTensor lhs = testing::randomTensor(c.t, c.lhs, seed++);
+    TestTensor rhs = testing::randomTensor(c.t, c.rhs, seed++);
+    TestTensor lhs32(DType::F32, c.lhs, lhs.values()),
+        rhs32(DType::F32, c.rhs, rhs.values());
+    std::vector<int64_t> outDims = resultDims(lhs, rhs, c.dims);
+    TestTensor wide(DType::F32, outDims), want(DType::F32, outDims),
+        narrow(c.t, outDims);
+    ASSERT_TRUE(testing::runKernel(runDotGeneral, Opcode::DotGeneral,
+                                   {&lhs, &rhs}, {&wide}, dotInts(c.dims))
+                    .ok());
+    ASSERT_TRUE(testing::runKernel(runDotGeneral, Opcode::DotGeneral,
+                                   {&lhs32, &rhs32}, {&want}, dotInts(c.dims))
+                    .ok());
+    ASSERT_TRUE(testing::runKernel(runDotGeneral, Opcode::DotGeneral,
+                                   {&lhs, &rhs}, {&narrow}, dotInts(c.dims))
+                    .ok());
+    ASSERT_EQ(
+        std::memcmp(wide.ref().data, want.ref().data, size_t(want.size()) * 4),
+        0);
+    bool lost = false;
+    for (int64_t i = 0; i < wide.size(); ++i) {
+      TestTensor rounded(c.t, {1}, {wide.get(i)});
+      ASSERT_EQ(rounded.get(0), narrow.get(i)) << "element " << i;
+      lost |= wide.get(i) != narrow.get(i);
+    }
+    EXPECT_TRUE(lost); // else the case shows nothing
+  }
+}
+
 // The rounding in numbers: 1 + 2^-12 is 1 in TF32, so 1,024 such terms sum
 // to exactly 1,024 (f32: 1,024.25, also exact); 1 + 2^-11 is a tie, which
 // goes away from zero, to 1 + 2^-10 (1,024 terms: 1,025).

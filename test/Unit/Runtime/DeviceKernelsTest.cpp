@@ -786,6 +786,34 @@ TEST_P(DeviceKernels, DotGeneralTf32) {
   }
 }
 
+// A widened 16-bit product (graph.dot_general's f32_result): bf16 or f16
+// operands, the f32 sums as the result. Within f32's GEMM tolerance: the
+// products of 16-bit operands are exact in f32, and only the order of the
+// f32 sums differs.
+TEST_P(DeviceKernels, DotGeneralF32Result) {
+  struct Case {
+    DType t;
+    std::vector<int64_t> lhs, rhs;
+    DotDims dims;
+  } cases[] = {
+      {kBF16, {37, 29}, {29, 23}, {{}, {}, {1}, {0}}},
+      {kF16, {129, 257}, {257, 65}, {{}, {}, {1}, {0}}},
+      {kBF16, {3, 9, 17}, {3, 17, 5}, {{0}, {0}, {2}, {1}}},
+      {kF16, {24, 6}, {24, 40}, {{}, {}, {0}, {0}}}, // a weight gradient
+  };
+  uint32_t seed = 301;
+  for (const Case &c : cases) {
+    int64_t k = 1;
+    for (int64_t d : c.dims.lhsContract)
+      k *= c.lhs[d];
+    Call call = dotCall(uniform(c.t, c.lhs, seed),
+                        uniform(c.t, c.rhs, seed + 1), c.dims);
+    call.outputs[0] = zeros(kF32, call.outputs[0].dims());
+    check(call, gemmOf(kF32, k));
+    seed += 2;
+  }
+}
+
 // dot_general_bias: the product as above, then the bias added to each row
 // (the CPU reference is dot_general then add, bit for bit:
 // CpuDotGeneral.BiasIsTheAddBitForBit). The addition adds one rounding of

@@ -559,6 +559,39 @@ def FuseBias : Pass<"trainc-fuse-bias", "mlir::func::FuncOp"> {
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def WidenProducts : Pass<"trainc-widen-products", "mlir::func::FuncOp"> {
+  let summary = "A 16-bit product that is only widened to f32 is made in f32";
+  let description = [{
+    `graph.convert(dot_general(a, b) : bf16|f16) -> f32`, where the
+    convert is the product's only use, becomes `dot_general(a, b)
+    {f32_result} -> f32`: the f32 sums are kept instead of being rounded
+    to 16 bits and widened back. Mixed precision's backward pass makes
+    such products wherever a 16-bit GEMM feeds f32 math: every weight
+    gradient (read by the f32 optimizer: Megatron's weight gradients
+    accumulated in f32 do the same) and the input gradients that reach an
+    f32 norm or GELU gradient. One kernel and one rounding fewer each; the
+    result is closer to the exact product, not bit for bit the unfused
+    pair's. The product keeps its discardable attributes (a recompute
+    clone's mark) when the convert has the same.
+
+    Runs in the lower phase, after differentiation (which makes these
+    products) and after trainc-fuse-bias (whose fused op has no f32 form).
+
+    Example:
+    ```mlir
+    %p = graph.dot_general %dy, %x, batching_dims = [] x [],
+        contracting_dims = [0] x [0]
+        : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> tensor<16x4xbf16>
+    %g = graph.convert %p : (tensor<16x4xbf16>) -> tensor<16x4xf32>
+    // becomes
+    %g = graph.dot_general %dy, %x, batching_dims = [] x [],
+        contracting_dims = [0] x [0] {f32_result}
+        : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> tensor<16x4xf32>
+    ```
+  }];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 def Schedule : Pass<"trainc-schedule", "mlir::ModuleOp"> {
   let summary = "Collectives as start/done pairs that overlap with compute";
   let description = [{

@@ -167,6 +167,10 @@ void dotGeneralVjp(DotGeneralOp dot, OpBuilder &b, Value g,
       toRhs.push_back(rc[it - lc.begin()]);
   toRhs.append(rf);
 
+  // A widened product's cotangent is narrowed to the operands' type first,
+  // as the gradient of convert(product) would.
+  if (dot.getF32Result())
+    g = e.convert(g, typeOf(dot.getLhs()).getElementType());
   // The gradients' products round their operands as the forward's did.
   Value dLhs = e.dot(g, dot.getRhs(), gBatch, rb, gRhsFree, rf, dot.getTf32());
   Value dRhs = e.dot(dot.getLhs(), g, lb, gBatch, lf, gLhsFree, dot.getTf32());

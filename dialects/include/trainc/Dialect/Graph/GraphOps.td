@@ -208,6 +208,12 @@ def Graph_DotGeneralOp : Graph_InferredOp<"dot_general", [
     it agrees with the CPU within `--verify-steps`' reduced limits, not bit
     for bit.
 
+    With the unit attribute `f32_result` (set by `trainc-widen-products`
+    on a 16-bit product that is only widened), the result is f32: the f32
+    sums, not rounded to the operands' type. That is the product widened
+    without its 16-bit rounding (Megatron's weight gradients accumulated in
+    f32), one rounding fewer.
+
     Constraints:
     - (C1) the two batching-dimension lists have the same length.
     - (C2) the two contracting-dimension lists have the same length.
@@ -218,6 +224,7 @@ def Graph_DotGeneralOp : Graph_InferredOp<"dot_general", [
     - (C7) `lhs` and `rhs` have the same element type.
     - (C8) the result type is the inferred one.
     - (C9) `tf32` is set only on f32 operands.
+    - (C10) `f32_result` is set only on bf16 or f16 operands.
 
     Example (a batched matmul [b,m,k] x [b,k,n] -> [b,m,n]):
     ```mlir
@@ -231,7 +238,7 @@ def Graph_DotGeneralOp : Graph_InferredOp<"dot_general", [
                        DenseI64ArrayAttr:$rhs_batching_dimensions,
                        DenseI64ArrayAttr:$lhs_contracting_dimensions,
                        DenseI64ArrayAttr:$rhs_contracting_dimensions,
-                       UnitAttr:$tf32);
+                       UnitAttr:$tf32, UnitAttr:$f32_result);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs `,` `batching_dims` `=` $lhs_batching_dimensions `x`
