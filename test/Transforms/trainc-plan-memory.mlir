@@ -45,6 +45,32 @@ func.func @main(%p: tensor<4x8xf32> {train.param = "p", train.init = dense<1.0> 
 
 // -----
 
+// In place for a group of two parameters (a multi-tensor update): each
+// new value takes its own operand's offset (p 0, q 128, their first
+// moments 192 and 320, their second 384 and 512), none another member's.
+// CHECK-LABEL: func.func @main
+// CHECK: graph.adamw_update {{.+}} {plan.arenas = array<i64: 0, 0, 0, 0, 0, 0>, plan.offsets = array<i64: 0, 128, 192, 320, 384, 512>}
+
+func.func @main(%p: tensor<4x8xf32> {train.param = "p", train.init = dense<1.0> : tensor<4x8xf32>},
+                %q: tensor<8xf32> {train.param = "q", train.init = dense<1.0> : tensor<8xf32>},
+                %m: tensor<4x8xf32> {train.state = "m", train.init = dense<0.0> : tensor<4x8xf32>},
+                %n: tensor<8xf32> {train.state = "n", train.init = dense<0.0> : tensor<8xf32>},
+                %v: tensor<4x8xf32> {train.state = "v", train.init = dense<0.0> : tensor<4x8xf32>},
+                %w: tensor<8xf32> {train.state = "w", train.init = dense<0.0> : tensor<8xf32>},
+                %g: tensor<4x8xf32> {graph.input = "g"}, %h: tensor<8xf32> {graph.input = "h"},
+                %s: tensor<f32> {graph.input = "s"})
+    -> (tensor<4x8xf32> {train.update = "p"}, tensor<8xf32> {train.update = "q"},
+        tensor<4x8xf32> {train.update = "m"}, tensor<8xf32> {train.update = "n"},
+        tensor<4x8xf32> {train.update = "v"}, tensor<8xf32> {train.update = "w"}) {
+  %0:6 = graph.adamw_update params(%p, %q), grads(%g, %h), exp_avgs(%m, %n), exp_avg_sqs(%v, %w), scalars(%s, %s, %s, %s), beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8
+         : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>,
+            tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
+        -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>)
+  return %0#0, %0#1, %0#2, %0#3, %0#4, %0#5 : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>
+}
+
+// -----
+
 // Not in place: the parameter is read after its new value is made. A
 // returned argument gets an output buffer of its own (the serializer
 // copies it there).

@@ -235,6 +235,34 @@ func.func @not_gelu_tanh_bloom_power(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+// x^-1 * x^3 is not x^2 where x = 0 (NaN there, GELU 0): powers count
+// only from 1 to the one needed.
+// CHECK-LABEL: func.func @not_gelu_tanh_negative_power
+func.func @not_gelu_tanh_negative_power(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %half = graph.constant dense<0.5> : tensor<4x8xf32>
+  %c = graph.constant dense<0.797884583> : tensor<4x8xf32>
+  %k = graph.constant dense<0.044715> : tensor<4x8xf32>
+  %one = graph.constant dense<1.0> : tensor<4x8xf32>
+  %m1 = graph.constant dense<-1.0> : tensor<4x8xf32>
+  %three = graph.constant dense<3.0> : tensor<4x8xf32>
+  %xh = graph.mul %x, %half : tensor<4x8xf32>
+  %xc = graph.mul %x, %c : tensor<4x8xf32>
+  %x3 = graph.pow %x, %three : tensor<4x8xf32>
+  %xi = graph.pow %x, %m1 : tensor<4x8xf32>
+  %a1 = graph.mul %k, %x3 : tensor<4x8xf32>
+  %a2 = graph.mul %a1, %xi : tensor<4x8xf32>
+  %inner = graph.add %a2, %one : tensor<4x8xf32>
+  %arg = graph.mul %xc, %inner : tensor<4x8xf32>
+  %t = graph.tanh %arg : tensor<4x8xf32>
+  %a = graph.add %t, %one : tensor<4x8xf32>
+  %y = graph.mul %xh, %a : tensor<4x8xf32>
+  // CHECK-NOT: graph.gelu
+  // CHECK: graph.tanh
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
 // A constant that is not 1/2 is not GELU.
 // CHECK-LABEL: func.func @not_gelu
 func.func @not_gelu(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
@@ -477,6 +505,42 @@ func.func @attention_folded_softmax_over_queries_stays(%q: tensor<8x12x16xf32>, 
   // CHECK-NOT: graph.attention
   // CHECK: graph.softmax
   return %o : tensor<8x12x16xf32>
+}
+
+// -----
+
+// One query, scores written k q^T and transposed (a transpose of unit
+// dims): the product's operands are the keys, then the query. Left alone
+// (this aborted the compiler when the query was taken for the lhs), in the
+// head layout and with folded heads.
+// CHECK-LABEL: func.func @attention_key_first_single_query_stays
+func.func @attention_key_first_single_query_stays(%q: tensor<2x4x1x16xf32>, %k: tensor<2x4x12x16xf32>, %v: tensor<2x4x12x16xf32>) -> tensor<2x4x1x16xf32> {
+  %s = graph.dot_general %k, %q, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+         : (tensor<2x4x12x16xf32>, tensor<2x4x1x16xf32>) -> tensor<2x4x12x1xf32>
+  %t = graph.transpose %s, permutation = [0, 1, 3, 2] : (tensor<2x4x12x1xf32>) -> tensor<2x4x1x12xf32>
+  %p = graph.softmax %t, dim = 3 : tensor<2x4x1x12xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x1x12xf32>, tensor<2x4x12x16xf32>) -> tensor<2x4x1x16xf32>
+  // CHECK-NOT: graph.attention
+  // CHECK: graph.softmax
+  return %o : tensor<2x4x1x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @attention_folded_key_first_single_query_stays
+func.func @attention_folded_key_first_single_query_stays(%q: tensor<8x1x16xf32>, %k: tensor<8x12x16xf32>, %v: tensor<8x12x16xf32>) -> tensor<8x1x16xf32> {
+  %s = graph.dot_general %k, %q, batching_dims = [0] x [0], contracting_dims = [2] x [2]
+         : (tensor<8x12x16xf32>, tensor<8x1x16xf32>) -> tensor<8x12x1xf32>
+  %t = graph.transpose %s, permutation = [0, 2, 1] : (tensor<8x12x1xf32>) -> tensor<8x1x12xf32>
+  %u = graph.reshape %t : (tensor<8x1x12xf32>) -> tensor<2x4x1x12xf32>
+  %p = graph.softmax %u, dim = 3 : tensor<2x4x1x12xf32>
+  %pf = graph.reshape %p : (tensor<2x4x1x12xf32>) -> tensor<8x1x12xf32>
+  %o = graph.dot_general %pf, %v, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+         : (tensor<8x1x12xf32>, tensor<8x12x16xf32>) -> tensor<8x1x16xf32>
+  // CHECK-NOT: graph.attention
+  // CHECK: graph.softmax
+  return %o : tensor<8x1x16xf32>
 }
 
 // -----

@@ -411,6 +411,23 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
                     dot.getRhsContractingDimensions());
     if (queryDims.empty() || keyDims.empty())
       return failure();
+    // The queries' and keys' sequences must be the scores' [q, k] (a
+    // transpose of unit dims may have swapped them: k q^T with one query),
+    // and the values' (contracted) sequence the keys'; the key and value
+    // heads must agree. Checked before any IR is made.
+    auto sizeOf = [](Value v, int64_t dim) {
+      return cast<RankedTensorType>(v.getType()).getDimSize(dim);
+    };
+    int64_t free = folded ? 1 : 2, contracted = folded ? 2 : 3;
+    if (sizeOf(dot.getLhs(), queryDims[free]) !=
+            scoresType.getDimSize(probsDims[2]) ||
+        sizeOf(dot.getRhs(), keyDims[free]) !=
+            scoresType.getDimSize(probsDims[3]) ||
+        sizeOf(values, valueDims[contracted]) !=
+            scoresType.getDimSize(probsDims[3]) ||
+        (!folded &&
+         sizeOf(values, valueDims[1]) != sizeOf(dot.getRhs(), keyDims[1])))
+      return failure();
 
     // [b, h, s, d] each: the value's contracted dim is its sequence.
     auto heads = [&](Value x, ArrayRef<int64_t> dims,

@@ -336,10 +336,12 @@ bool isCubicCoefficientTimes(Value v, Value x, int n) {
   for (Value f : factors) {
     if (f == x) {
       ++xs;
-    } else if (auto p = f.getDefiningOp<PowOp>();
-               p && p.getLhs() == x && splatOf(p.getRhs()) &&
-               *splatOf(p.getRhs()) == std::round(*splatOf(p.getRhs()))) {
-      xs += int(*splatOf(p.getRhs()));
+    } else if (auto p = f.getDefiningOp<PowOp>(); p && p.getLhs() == x) {
+      // A whole power from 1 to n (x^-1 * x^3 is not x^2 at x = 0).
+      std::optional<double> k = splatOf(p.getRhs());
+      if (!k || *k < 1 || *k > n || *k != std::round(*k))
+        return false;
+      xs += int(*k);
     } else if (!coefficient && isSplatNear(f, 0.044715)) {
       coefficient = true;
     } else if (auto inner = f.getDefiningOp<MulOp>();

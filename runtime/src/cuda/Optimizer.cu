@@ -204,8 +204,8 @@ __global__ void chunkSquaresKernel(const __grid_constant__ SquaresArgs<S> a,
 }
 
 /// One block of kSquaresPartials threads: combinePartials' order.
-__global__ void combineSquaresKernel(const double *chunks, int64_t count,
-                                     double *out) {
+__global__ void __launch_bounds__(math::kSquaresPartials)
+    combineSquaresKernel(const double *chunks, int64_t count, double *out) {
   __shared__ double partials[math::kSquaresPartials];
   int t = int(threadIdx.x);
   double sum = 0;

@@ -216,6 +216,67 @@ TEST(Executable, RejectsMalformedInstructions) {
       << s.toString();
 }
 
+// The optimizer step's multi-tensor instructions (format version 11): a
+// group of N parameters, and the sum of squares of one dtype.
+TEST(Executable, ChecksMultiTensorOptimizerInstructions) {
+  // Activations all: the validator's role checks are the loader's.
+  auto tensor = [](DType dtype, std::vector<int64_t> shape) {
+    TensorInfo t;
+    t.dtype = dtype;
+    t.shape = std::move(shape);
+    return t;
+  };
+  // 0-1: two parameters of different shapes, 2-3 gradients, 4-7 moments,
+  // 8 a scalar, 9 the skip flag, 10 a bf16 gradient, 11 an f64 scalar.
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::F32, {4, 8}), tensor(DType::F32, {8}),
+      tensor(DType::F32, {4, 8}), tensor(DType::F32, {8}),
+      tensor(DType::F32, {4, 8}), tensor(DType::F32, {8}),
+      tensor(DType::F32, {4, 8}), tensor(DType::F32, {8}),
+      tensor(DType::F32, {}),     tensor(DType::I1, {}),
+      tensor(DType::BF16, {8}),   tensor(DType::F64, {})};
+  InstructionInfo adamw;
+  adamw.op = Opcode::AdamwUpdate;
+  adamw.operands = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9};
+  adamw.results = {0, 1, 4, 5, 6, 7};
+  adamw.floats = {0.9, 0.999, 1e-8};
+  EXPECT_TRUE(validateInstruction(adamw, 0, tensors).ok());
+  auto fails = [&](const InstructionInfo &inst, const std::string &words) {
+    Status s = validateInstruction(inst, 0, tensors);
+    EXPECT_NE(s.message().find(words), std::string::npos) << s.toString();
+  };
+  InstructionInfo swapped = adamw; // parameter 1's gradient is parameter 0's
+  swapped.operands[3] = 2;
+  fails(swapped, "must have the same dtype and shape");
+  InstructionInfo short1 = adamw; // one result too few
+  short1.results.pop_back();
+  fails(short1, "needs three results per parameter, not 5");
+  InstructionInfo noSkip = adamw; // 12 operands: no flag, fine
+  noSkip.operands.pop_back();
+  EXPECT_TRUE(validateInstruction(noSkip, 0, tensors).ok());
+  InstructionInfo extra = adamw; // 14 operands for two parameters
+  extra.operands.push_back(8);
+  fails(extra, "expects 12 operands and 6 results, has 14 and 6");
+  InstructionInfo wideScalar = adamw;
+  wideScalar.operands[9] = 11;
+  fails(wideScalar, "the step's scalars must be 0-d of the parameters' type");
+
+  InstructionInfo squares;
+  squares.op = Opcode::SumOfSquares;
+  squares.operands = {2, 3, 0};
+  squares.results = {11};
+  EXPECT_TRUE(validateInstruction(squares, 0, tensors).ok());
+  InstructionInfo mixed = squares;
+  mixed.operands = {2, 10};
+  fails(mixed, "every operand must have the first one's dtype");
+  InstructionInfo none = squares;
+  none.operands = {};
+  fails(none, "needs at least one operand");
+  InstructionInfo f32Result = squares;
+  f32Result.results = {8};
+  fails(f32Result, "the result must be a 0-d f64");
+}
+
 // The loader checks the training signature like everything else it reads:
 // indices in range, and the loss a float scalar.
 TEST(Executable, RejectsABrokenTrainingSignature) {

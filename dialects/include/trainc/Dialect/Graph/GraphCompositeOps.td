@@ -144,8 +144,8 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [AttrSizedOperandSegments,
     as one op over every parameter that shares the step's scalars (a
     multi-tensor update: one pass over each parameter and its moments,
     where the decomposed update took a dozen elementwise ops per parameter
-    and materialized broadcasts of its scalars, and one kernel launch for
-    the group). Elementwise, each operation rounded to the parameter's type
+    and materialized broadcasts of its scalars, and a few kernel launches
+    for the group where it took one per parameter). Elementwise, each operation rounded to the parameter's type
     in this order (PyTorch's AdamW):
     ```
     g'  = grad * grad_scale                  (clipping; 1 when not clipped)
@@ -230,10 +230,12 @@ def Graph_SumOfSquaresOp : Graph_Op<"sum_of_squares", [
   let description = [{
     Each element squared in its operand's type (rounded to it), the
     squares of all operands summed in f64: the optimizer pass's global
-    gradient norm squared, over every gradient in one op (one kernel launch
-    and no gradient-sized temporary, where a multiply and a reduction per
-    gradient took two launches and wrote the squares). The order of the
-    sum is fixed by each device (deterministic), not by the op.
+    gradient norm squared, over every gradient in one op (a few kernel
+    launches and no gradient-sized temporary, where a multiply and a
+    reduction per gradient took two launches and wrote the squares). The
+    op leaves the order of the sum to the runtime, whose devices share one
+    fixed order (runtime/src/math/SumOfSquares.h): deterministic, the same
+    bits on the CPU and a GPU.
 
     Constraints:
     - (C1) there is at least one operand.
