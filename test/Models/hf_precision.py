@@ -21,7 +21,8 @@ positions of values that passed through a few such roundings, stays within
 2u. The gradients pass through the forward's roundings and the backward's
 own, and how much they grow depends on the model's conditioning: PyTorch's
 autocast, which rounds at the same places (and at a few more: trainc keeps
-a 16-bit product that is only widened, a weight gradient, in f32), measures 0.7u-1.6u on the
+a 16-bit product that is only widened, such as a weight gradient, in f32),
+measures 0.7u-1.6u on the
 decoder and encoder models, 7.9u on OPT and 8.8u on T5 (bf16). So the tight check is
 against autocast itself, on the same weights and batch: trainc's gradient
 error at most 2x autocast's plus u/2. The absolute bound, 16u (6.3% for
@@ -49,7 +50,8 @@ BENCHMARK_UNIT_ROUNDOFF = {**UNIT_ROUNDOFF, 'tf32': 2.0 ** -11}
 LOSS_BOUND_U = 2.0
 GRAD_BOUND_U = 16.0
 MODELS = ('gpt2', 'llama', 'mistral', 'qwen2', 'gpt_neox', 'gptj', 'falcon', 'phi3', 'qwen3',
-          'opt', 'gemma', 'bert', 'roberta', 'vit', 't5', 'bart', 'bloom')
+          'opt', 'gemma', 'bert', 'roberta', 'vit', 't5', 'bart', 'bloom', 'mpt',
+          'gpt_bigcode', 'albert')
 
 
 def run(cmd):

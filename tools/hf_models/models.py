@@ -171,6 +171,32 @@ def _bloom():
         hidden_dropout=0.0, attention_dropout=0.0))
 
 
+def _mpt():
+    """MPT: ALiBi biases added to [b, h, q, k] scores, no biases in its
+    linear layers."""
+    return tf.MptForCausalLM(tf.MptConfig(
+        vocab_size=VOCAB, d_model=32, n_layers=2, n_heads=4, max_seq_len=64,
+        attn_config={'alibi': True}, resid_pdrop=0.0, emb_pdrop=0.0))
+
+
+def _gpt_bigcode():
+    """GPT-BigCode (StarCoder): multi-query attention, one key/value head in
+    a fused projection."""
+    return tf.GPTBigCodeForCausalLM(tf.GPTBigCodeConfig(
+        vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=4,
+        multi_query=True, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+
+
+def _albert():
+    """ALBERT: one set of layer weights shared by every layer, and a
+    factorized (16-wide) embedding."""
+    return tf.AlbertForMaskedLM(tf.AlbertConfig(
+        vocab_size=VOCAB, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        classifier_dropout_prob=0.0))
+
+
 def _bert():
     return tf.BertForMaskedLM(tf.BertConfig(
         vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -237,6 +263,12 @@ CASES = [
     ModelCase('gemma', _gemma, _LM, _causal_lm_batch,
               ('rms_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('bloom', _bloom, _LM, _causal_lm_batch,
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('mpt', _mpt, _LM, _causal_lm_batch,
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('gpt_bigcode', _gpt_bigcode, _LM, _causal_lm_batch,
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('albert', _albert, _LM, lambda g: _masked_lm_batch(g, False),
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('bert', _bert, ('input_ids', 'attention_mask', 'token_type_ids', 'labels'),
               lambda g: _masked_lm_batch(g, True),

@@ -11,6 +11,7 @@
 #include "trainc/Dialect/Train/TrainDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/GlobPattern.h"
@@ -181,10 +182,16 @@ struct PrecisionPass : public trainc::impl::PrecisionBase<PrecisionPass> {
           castOperand(use, f32);
       }
       // A dot narrowed to 16-bit operands rounds nothing to TF32 (an input
-      // that already carried the mark, compiled again with bf16/fp16).
-      if (toLow)
-        if (auto dot = dyn_cast<DotGeneralOp>(op))
+      // that already carried the mark, compiled again with bf16/fp16), and
+      // a dot this policy types anew keeps no widened result of an earlier
+      // compile (f32_result; trainc-widen-products may set it again).
+      if (auto dot = dyn_cast<DotGeneralOp>(op)) {
+        if (toLow)
           dot.removeTf32Attr();
+        dot.removeF32ResultAttr();
+        dot.getResult().setType(cast<RankedTensorType>(dot.getType())
+                                    .clone(getElementTypeOrSelf(dot.getLhs())));
+      }
       if (toLow)
         for (Value r : op.getResults())
           if (isF32Tensor(r))

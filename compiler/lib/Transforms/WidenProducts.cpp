@@ -24,6 +24,10 @@ struct WidenProductsPass
   void runOnOperation() override {
     SmallVector<ConvertOp> converts;
     getOperation().walk([&](ConvertOp c) { converts.push_back(c); });
+    // One use each: with recomputation, a forward product and its clone
+    // may differ in uses (the clone feeds only the backward pass), and so
+    // be widened differently; the numbers stay those of a program written
+    // with the same products, each widened or not.
     for (ConvertOp convert : converts) {
       auto dot = convert.getOperand().getDefiningOp<DotGeneralOp>();
       if (!dot || !dot->hasOneUse() || dot.getF32Result() ||
@@ -34,7 +38,8 @@ struct WidenProductsPass
       Type element = dot.getType().getElementType();
       if (!element.isBF16() && !element.isF16())
         continue;
-      OpBuilder b(convert);
+      // At the product's place: the schedule phase ordered the GEMMs.
+      OpBuilder b(dot);
       auto wide = b.create<DotGeneralOp>(
           dot.getLoc(), dot.getLhs(), dot.getRhs(),
           dot.getLhsBatchingDimensions(), dot.getRhsBatchingDimensions(),

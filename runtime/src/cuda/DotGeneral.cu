@@ -383,10 +383,11 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignD, sizeof(alignD)));
     TRAINC_RETURN_IF_ERROR(setPreference(
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignD, sizeof(alignD)));
-    if (types.data != types.scale) {
+    if (outType != types.scale) {
       // 16-bit results: split-K partial sums stay in f32, so the result is
       // the f32 sum rounded once (INPLACE and OUTPUT_TYPE would add the
-      // partial sums in the 16-bit type).
+      // partial sums in the 16-bit type). An f32 result of 16-bit operands
+      // needs no restriction.
       uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
       TRAINC_RETURN_IF_ERROR(setPreference(
           CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &scheme, sizeof(scheme)));

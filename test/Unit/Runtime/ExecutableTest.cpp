@@ -277,6 +277,43 @@ TEST(Executable, ChecksMultiTensorOptimizerInstructions) {
   fails(f32Result, "the result must be a 0-d f64");
 }
 
+// DotGeneral's result: the operands' dtype, or f32 for 16-bit operands
+// (graph.dot_general's f32_result); DotGeneralBias has no widened form.
+TEST(Executable, ChecksADotGeneralsResultDtype) {
+  auto tensor = [](DType dtype, std::vector<int64_t> shape) {
+    TensorInfo t;
+    t.dtype = dtype;
+    t.shape = std::move(shape);
+    return t;
+  };
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::BF16, {4, 8}), tensor(DType::BF16, {8, 2}), // 0, 1
+      tensor(DType::F32, {4, 2}),  tensor(DType::BF16, {4, 2}), // 2, 3
+      tensor(DType::F32, {4, 8}),  tensor(DType::F32, {8, 2}),  // 4, 5
+      tensor(DType::F64, {4, 8}),  tensor(DType::F64, {8, 2}),  // 6, 7
+      tensor(DType::BF16, {2}),    tensor(DType::F16, {4, 8}),  // 8, 9
+      tensor(DType::F16, {8, 2})};                              // 10
+  auto dot = [](std::vector<uint32_t> operands, uint32_t result,
+                Opcode op = Opcode::DotGeneral) {
+    InstructionInfo inst;
+    inst.op = op;
+    inst.operands = std::move(operands);
+    inst.results = {result};
+    inst.ints = {0, 1, 1, 0, int64_t(OperandRounding::Exact)};
+    return inst;
+  };
+  EXPECT_TRUE(validateInstruction(dot({0, 1}, 3), 0, tensors).ok());
+  EXPECT_TRUE(validateInstruction(dot({0, 1}, 2), 0, tensors).ok());
+  EXPECT_TRUE(validateInstruction(dot({9, 10}, 2), 0, tensors).ok());
+  const char *want = "operands and result must share one dtype";
+  for (const InstructionInfo &bad :
+       {dot({4, 5}, 3), dot({6, 7}, 2),
+        dot({0, 1, 8}, 2, Opcode::DotGeneralBias)}) {
+    Status s = validateInstruction(bad, 0, tensors);
+    EXPECT_NE(s.message().find(want), std::string::npos) << s.toString();
+  }
+}
+
 // The loader checks the training signature like everything else it reads:
 // indices in range, and the loss a float scalar.
 TEST(Executable, RejectsABrokenTrainingSignature) {

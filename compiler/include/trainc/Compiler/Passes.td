@@ -565,14 +565,16 @@ def WidenProducts : Pass<"trainc-widen-products", "mlir::func::FuncOp"> {
     `graph.convert(dot_general(a, b) : bf16|f16) -> f32`, where the
     convert is the product's only use, becomes `dot_general(a, b)
     {f32_result} -> f32`: the f32 sums are kept instead of being rounded
-    to 16 bits and widened back. Mixed precision's backward pass makes
-    such products wherever a 16-bit GEMM feeds f32 math: every weight
-    gradient (read by the f32 optimizer: Megatron's weight gradients
-    accumulated in f32 do the same) and the input gradients that reach an
-    f32 norm or GELU gradient. One kernel and one rounding fewer each; the
-    result is closer to the exact product, not bit for bit the unfused
-    pair's. The product keeps its discardable attributes (a recompute
-    clone's mark) when the convert has the same.
+    to 16 bits and widened back. Mixed precision makes such products
+    wherever a 16-bit GEMM feeds f32 math: the weight gradients the f32
+    optimizer reads (Megatron's weight gradients accumulated in f32 do the
+    same), the input gradients that reach an f32 norm or GELU gradient,
+    and forward products that feed only f32 math (a projection into an f32
+    residual stream). One kernel and one rounding fewer each; the result
+    is closer to the exact product, not bit for bit the unfused pair's.
+    The widened product takes the product's place (the schedule's order)
+    and keeps its discardable attributes (a recompute clone's mark) when
+    the convert has the same.
 
     Runs in the lower phase, after differentiation (which makes these
     products) and after trainc-fuse-bias (whose fused op has no f32 form).
