@@ -471,7 +471,8 @@ def bench_trainc(bin_dir, cfg, env):
     exe = os.path.join(cfg['work'], 'step.tcx')
     command = [trainc, cfg['model'], '--train', '--optimizer', 'adamw', '--lr', str(cfg['lr']),
                '--beta1', str(BETAS[0]), '--beta2', str(BETAS[1]), '--eps', str(ADAM_EPS),
-               '--weight-decay', str(cfg['weight_decay']), '--decay-all', '-o', exe]
+               '--weight-decay', str(cfg['weight_decay']), '--decay-all',
+               '--precision', cfg.get('precision', 'f32'), '-o', exe]
     start = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True, env=env)
     build_s = time.perf_counter() - start
@@ -712,6 +713,10 @@ def parse_args():
                      help='seed of the initial weights and of the random batch (default: %(default)s)')
     run.add_argument('--threads', type=int, default=2,
                      help='threads for every framework (default: %(default)s)')
+    run.add_argument('--precision', default='f32', choices=('f32', 'tf32', 'bf16', 'fp16'),
+                     help='trainc --precision of trainc and trainc-baseline; other than f32 '
+                          'only with those two, as the other frameworks run f32 '
+                          '(default: %(default)s)')
     where = parser.add_argument_group('what to run')
     where.add_argument('--frameworks',
                        default=','.join(f for f in FRAMEWORKS if f not in OPTIONAL),
@@ -751,6 +756,10 @@ def parse_args():
     if 'trainc-baseline' in chosen and not args.baseline_bin_dir:
         parser.error('trainc-baseline needs --baseline-bin-dir')
     args.frameworks = chosen
+    if args.precision != 'f32' and set(chosen) - {'trainc', 'trainc-baseline'}:
+        parser.error(f'--precision {args.precision} compares trainc with trainc-baseline only '
+                     '(--frameworks trainc --baseline-bin-dir DIR): the other frameworks '
+                     'run f32')
     if min(args.steps, args.threads, args.rounds) < 1:
         parser.error('--steps, --threads and --rounds must be at least 1')
     return args
@@ -788,7 +797,8 @@ def prepare(args, work):
     return dict(paths, work=work, params=list(init), vocab=args.vocab, seq=args.seq,
                 d_model=args.d_model, heads=args.heads, layers=args.layers,
                 mlp_ratio=args.mlp_ratio, steps=args.steps, lr=args.lr,
-                weight_decay=args.weight_decay, threads=args.threads)
+                weight_decay=args.weight_decay, threads=args.threads,
+                precision=getattr(args, 'precision', 'f32'))
 
 
 def main():
