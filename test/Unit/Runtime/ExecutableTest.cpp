@@ -216,16 +216,18 @@ TEST(Executable, RejectsMalformedInstructions) {
       << s.toString();
 }
 
+/// An activation of `dtype` and `shape`, for validateInstruction.
+TensorInfo tensor(DType dtype, std::vector<int64_t> shape) {
+  TensorInfo t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  return t;
+}
+
 // The optimizer step's multi-tensor instructions (format version 11): a
 // group of N parameters, and the sum of squares of one dtype.
 TEST(Executable, ChecksMultiTensorOptimizerInstructions) {
   // Activations all: the validator's role checks are the loader's.
-  auto tensor = [](DType dtype, std::vector<int64_t> shape) {
-    TensorInfo t;
-    t.dtype = dtype;
-    t.shape = std::move(shape);
-    return t;
-  };
   // 0-1: two parameters of different shapes, 2-3 gradients, 4-7 moments,
   // 8 a scalar, 9 the skip flag, 10 a bf16 gradient, 11 an f64 scalar.
   std::vector<TensorInfo> tensors = {
@@ -280,12 +282,6 @@ TEST(Executable, ChecksMultiTensorOptimizerInstructions) {
 // DotGeneral's result: the operands' dtype, or f32 for 16-bit operands
 // (graph.dot_general's f32_result); DotGeneralBias has no widened form.
 TEST(Executable, ChecksADotGeneralsResultDtype) {
-  auto tensor = [](DType dtype, std::vector<int64_t> shape) {
-    TensorInfo t;
-    t.dtype = dtype;
-    t.shape = std::move(shape);
-    return t;
-  };
   std::vector<TensorInfo> tensors = {
       tensor(DType::BF16, {4, 8}), tensor(DType::BF16, {8, 2}), // 0, 1
       tensor(DType::F32, {4, 2}),  tensor(DType::BF16, {4, 2}), // 2, 3
