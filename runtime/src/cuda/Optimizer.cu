@@ -2,7 +2,8 @@
 //
 // The optimizer step's multi-tensor ops, each one launch per 32 tensors
 // (their pointers travel in the kernel's parameters, read in place as
-// __grid_constant__).
+// __grid_constant__; which tensors a launch takes and which a block works
+// on is math/TensorGroups.h's arithmetic, tested on the CPU).
 //
 // adamw_update: one AdamW step of N parameters, elementwise:
 // math/AdamW.h's adamwElement, the formula cpu/Optimizer.cpp calls,
@@ -36,6 +37,7 @@
 #include "cuda/KernelUtil.cuh"
 #include "math/AdamW.h"
 #include "math/SumOfSquares.h"
+#include "math/TensorGroups.h"
 
 #include <cstdint>
 #include <string>
@@ -43,9 +45,9 @@
 namespace trainc::cuda {
 namespace {
 
-/// Tensors per launch: their pointers fill most of the 4 KB of kernel
-/// parameters.
-constexpr int kGroupTensors = 32;
+using math::GroupLaunch;
+using math::kGroupTensors;
+
 /// Elements of one parameter a block of the update takes.
 constexpr int64_t kAdamwBlock = 4 * kThreads;
 
@@ -55,9 +57,8 @@ template <typename T> struct AdamwArgs {
       *v[kGroupTensors];
   T *newP[kGroupTensors], *newM[kGroupTensors], *newV[kGroupTensors];
   int64_t n[kGroupTensors];
-  /// Parameter k takes blocks [firstBlock[k], firstBlock[k + 1]).
-  int32_t firstBlock[kGroupTensors + 1];
-  int count;
+  /// The launch's members and their blocks (math/TensorGroups.h).
+  GroupLaunch launch;
   /// The 0-d operands 4N..4N+3 (device memory).
   const T *negStep, *biasCorrection2Sqrt, *decay, *gradScale;
   /// The skip flag, or null.
@@ -68,10 +69,8 @@ template <typename T> struct AdamwArgs {
 
 template <typename T>
 __global__ void adamwKernel(const __grid_constant__ AdamwArgs<T> a) {
-  int k = 0;
-  while (int(blockIdx.x) >= a.firstBlock[k + 1])
-    ++k;
-  int64_t begin = int64_t(blockIdx.x - a.firstBlock[k]) * kAdamwBlock;
+  int k = math::memberOfUnit(a.launch, blockIdx.x);
+  int64_t begin = (int64_t(blockIdx.x) - a.launch.firstUnit[k]) * kAdamwBlock;
   int64_t end = begin + kAdamwBlock < a.n[k] ? begin + kAdamwBlock : a.n[k];
   const T *p = a.p[k], *g = a.g[k], *m = a.m[k], *v = a.v[k];
   T *newP = a.newP[k], *newM = a.newM[k], *newV = a.newV[k];
@@ -115,14 +114,13 @@ template <typename T> Status adamw(const KernelCall &call) {
   a.beta2 = T(call.floats[1]);
   a.oneMinusBeta2 = T(1 - call.floats[1]);
   a.eps = T(call.floats[2]);
-  for (size_t i = 0; i < n;) {
-    a.count = 0;
-    a.firstBlock[0] = 0;
-    for (; i < n && a.count < kGroupTensors; ++i) {
-      int64_t elements = in[i].numElements();
-      if (elements == 0)
-        continue;
-      int k = a.count++;
+  size_t next = 0;
+  auto blocksOf = [&](size_t i) {
+    return (in[i].numElements() + kAdamwBlock - 1) / kAdamwBlock;
+  };
+  while (math::nextLaunch(n, next, blocksOf, a.launch)) {
+    for (int k = 0; k < a.launch.count; ++k) {
+      size_t i = size_t(a.launch.tensor[k]);
       a.p[k] = in[i].as<const T>();
       a.g[k] = in[n + i].as<const T>();
       a.m[k] = in[2 * n + i].as<const T>();
@@ -130,19 +128,15 @@ template <typename T> Status adamw(const KernelCall &call) {
       a.newP[k] = call.outputs[i].as<T>();
       a.newM[k] = call.outputs[n + i].as<T>();
       a.newV[k] = call.outputs[2 * n + i].as<T>();
-      a.n[k] = elements;
-      int64_t blocks =
-          a.firstBlock[k] + (elements + kAdamwBlock - 1) / kAdamwBlock;
-      if (blocks > INT32_MAX)
-        return kernelError(call, "a parameter group of " +
-                                     std::to_string(blocks) +
-                                     " blocks is too large for one launch");
-      a.firstBlock[k + 1] = int32_t(blocks);
+      a.n[k] = in[i].numElements();
     }
-    if (a.count == 0)
-      continue;
-    adamwKernel<T><<<unsigned(a.firstBlock[a.count]), kThreads, 0,
-                     streamOf(call).handle()>>>(a);
+    int64_t blocks = a.launch.firstUnit[a.launch.count];
+    if (blocks > INT32_MAX)
+      return kernelError(call, "a parameter group of " +
+                                   std::to_string(blocks) +
+                                   " blocks is too large for one launch");
+    adamwKernel<T>
+        <<<unsigned(blocks), kThreads, 0, streamOf(call).handle()>>>(a);
     TRAINC_RETURN_IF_ERROR(checkLaunch(call, "adamwKernel"));
   }
   return okStatus();
@@ -167,11 +161,10 @@ __device__ __forceinline__ double squareAt(const Half *x, int64_t i) {
 template <typename S> struct SquaresArgs {
   const S *x[kGroupTensors];
   int64_t n[kGroupTensors];
-  /// Operand k's chunks are [firstChunk[k], firstChunk[k + 1]) of the
-  /// launch's, whose first is chunk `base` of the op's.
-  int64_t firstChunk[kGroupTensors + 1];
+  /// The launch's members and their chunks (math/TensorGroups.h), whose
+  /// first is chunk `base` of the op's.
+  GroupLaunch launch;
   int64_t base;
-  int count;
 };
 
 constexpr int kChunksPerBlock = kThreads / math::kSquaresLanes;
@@ -183,12 +176,10 @@ __global__ void chunkSquaresKernel(const __grid_constant__ SquaresArgs<S> a,
       int64_t(blockIdx.x) * kChunksPerBlock + threadIdx.x / math::kSquaresLanes;
   int lane = int(threadIdx.x % math::kSquaresLanes);
   double sum = 0;
-  bool active = chunk < a.firstChunk[a.count];
+  bool active = chunk < a.launch.firstUnit[a.launch.count];
   if (active) {
-    int k = 0;
-    while (chunk >= a.firstChunk[k + 1])
-      ++k;
-    int64_t first = (chunk - a.firstChunk[k]) * math::kSquaresChunk;
+    int k = math::memberOfUnit(a.launch, chunk);
+    int64_t first = (chunk - a.launch.firstUnit[k]) * math::kSquaresChunk;
     int64_t len = a.n[k] - first < math::kSquaresChunk ? a.n[k] - first
                                                        : math::kSquaresChunk;
     const S *x = a.x[k];
@@ -234,26 +225,22 @@ template <typename S> Status sumOfSquares(const KernelCall &call) {
   cudaStream_t stream = streamOf(call).handle();
   SquaresArgs<S> a;
   a.base = 0;
-  for (size_t first = 0; first < count;) {
-    a.count = 0;
-    a.firstChunk[0] = 0;
-    for (; first < count && a.count < kGroupTensors; ++first) {
-      int64_t elements = in[first].numElements();
-      if (elements == 0)
-        continue;
-      int k = a.count++;
-      a.x[k] = in[first].as<const S>();
-      a.n[k] = elements;
-      a.firstChunk[k + 1] = a.firstChunk[k] + math::squaresChunks(elements);
+  size_t next = 0;
+  auto chunksOf = [&](size_t i) {
+    return math::squaresChunks(in[i].numElements());
+  };
+  while (math::nextLaunch(count, next, chunksOf, a.launch)) {
+    for (int k = 0; k < a.launch.count; ++k) {
+      const TensorRef &t = in[a.launch.tensor[k]];
+      a.x[k] = t.template as<const S>();
+      a.n[k] = t.numElements();
     }
-    if (a.count == 0)
-      continue;
-    int64_t blocks =
-        (a.firstChunk[a.count] + kChunksPerBlock - 1) / kChunksPerBlock;
+    int64_t launchChunks = a.launch.firstUnit[a.launch.count];
+    int64_t blocks = (launchChunks + kChunksPerBlock - 1) / kChunksPerBlock;
     chunkSquaresKernel<S>
         <<<unsigned(blocks), kThreads, 0, stream>>>(a, chunks.as<double>());
     TRAINC_RETURN_IF_ERROR(checkLaunch(call, "chunkSquaresKernel"));
-    a.base += a.firstChunk[a.count];
+    a.base += launchChunks;
   }
   combineSquaresKernel<<<1, math::kSquaresPartials, 0, stream>>>(
       chunks.as<double>(), total, call.outputs[0].as<double>());

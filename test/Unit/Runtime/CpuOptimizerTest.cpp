@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelTestUtil.h"
+#include "math/TensorGroups.h"
 
 #include <gtest/gtest.h>
 
@@ -207,6 +208,56 @@ TEST(CpuOptimizer, SumOfSquaresOfANonFiniteIsNotFinite) {
       sumOfSquares({TestTensor(DType::F32, {3}, {1.0, INFINITY, 2.0})})));
   EXPECT_TRUE(
       std::isnan(sumOfSquares({TestTensor(DType::F32, {3}, {1.0, NAN, 2.0})})));
+}
+
+// The CUDA kernels' launches (math/TensorGroups.h), checked here since
+// they run only on a GPU: every tensor with units is a member of exactly
+// one launch, in order, at most 32 per launch, none without units; every
+// unit of a launch maps back to the member that owns it.
+TEST(CpuOptimizer, GroupLaunchesCoverEveryTensorOnce) {
+  std::vector<std::vector<int64_t>> groups = {{},
+                                              {0, 0, 0},
+                                              {5},
+                                              {1, 0, 3, 0, 2},
+                                              std::vector<int64_t>(32, 1),
+                                              std::vector<int64_t>(33, 1)};
+  std::vector<int64_t> many;
+  for (int i = 0; i < 150; ++i) // GPT-2's 148 parameters, some empty
+    many.push_back(i % 11 == 4 ? 0 : (i * 7919) % 40 + 1);
+  groups.push_back(many);
+  for (const std::vector<int64_t> &units : groups) {
+    SCOPED_TRACE(std::to_string(units.size()) + " tensors");
+    size_t next = 0, launches = 0;
+    std::vector<int> seen(units.size(), 0);
+    int32_t last = -1;
+    math::GroupLaunch launch;
+    auto unitsOf = [&](size_t i) { return units[i]; };
+    while (math::nextLaunch(units.size(), next, unitsOf, launch)) {
+      ++launches;
+      ASSERT_GT(launch.count, 0);
+      ASSERT_LE(launch.count, math::kGroupTensors);
+      ASSERT_EQ(launch.firstUnit[0], 0);
+      for (int k = 0; k < launch.count; ++k) {
+        int32_t t = launch.tensor[k];
+        EXPECT_GT(t, last); // in order
+        last = t;
+        ++seen[t];
+        EXPECT_EQ(launch.firstUnit[k + 1] - launch.firstUnit[k], units[t]);
+        for (int64_t u = launch.firstUnit[k]; u < launch.firstUnit[k + 1]; ++u)
+          ASSERT_EQ(math::memberOfUnit(launch, u), k) << "unit " << u;
+      }
+      // A launch is full unless it is the last.
+      if (next < units.size())
+        EXPECT_EQ(launch.count, math::kGroupTensors);
+    }
+    size_t withUnits = 0;
+    for (size_t i = 0; i < units.size(); ++i) {
+      EXPECT_EQ(seen[i], units[i] > 0 ? 1 : 0) << "tensor " << i;
+      withUnits += units[i] > 0;
+    }
+    EXPECT_EQ(launches, (withUnits + math::kGroupTensors - 1) /
+                            size_t(math::kGroupTensors));
+  }
 }
 
 } // namespace
