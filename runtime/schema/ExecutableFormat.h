@@ -35,7 +35,8 @@ namespace trainc {
 ///   9: DotGeneralBias.
 ///  10: DotGeneral's and DotGeneralBias's last int: an OperandRounding.
 ///  11: multi-tensor AdamwUpdate (N parameters per instruction),
-///      SumOfSquares, and DotGeneral's f32 result of 16-bit operands.
+///      SumOfSquares, DotGeneral's f32 result of 16-bit operands, and a
+///      16-bit DotGeneralBias's bias added before its one rounding.
 constexpr uint32_t kFormatVersion = 11;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.

@@ -193,7 +193,7 @@ Status runDotGeneral(const KernelCall &call) {
   int64_t batch = product(lhs, l.batch), m = product(lhs, l.free),
           n = product(rhs, r.free), k = product(lhs, l.contract);
   // dot_general_bias: bias[j] (j over rhs's free dims) added to every row
-  // of the product, after the product is rounded to the result's type.
+  // of the product's sums, before they are rounded to the result's type.
   const TensorRef *bias =
       call.op == Opcode::DotGeneralBias ? &call.inputs[2] : nullptr;
   if (batch * m * n == 0)
@@ -223,19 +223,15 @@ Status runDotGeneral(const KernelCall &call) {
     bool native = out.dtype == DType::F32 || out.dtype == DType::F64;
     std::vector<T> wide(native ? 0 : batch * m * n);
     T *c = native ? out.as<T>() : wide.data();
-    // A native bias is added in the GEMM's blocks; a 16-bit one after the
-    // product is rounded, as graph.add computes 16-bit floats: in float,
-    // rounded once.
+    // A native bias is added in the GEMM's blocks; a 16-bit one to the
+    // float sums, before the one rounding to the result's type (a GPU
+    // GEMM's bias epilogue).
     batchedGemm(batch, a.trans, b.trans, m, n, k, a.data, b.data, c,
                 native && bias ? bias->as<T>() : nullptr);
     parallelFor(
         int64_t(wide.size()), kConvertGrain, [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin; i < end; ++i) {
-            storeAs(out, i, wide[i]);
-            if (bias)
-              storeAs(out, i,
-                      loadAs<float>(out, i) + loadAs<float>(*bias, i % n));
-          }
+          for (int64_t i = begin; i < end; ++i)
+            storeAs(out, i, bias ? wide[i] + loadAs<T>(*bias, i % n) : wide[i]);
         });
     return okStatus();
   });

@@ -244,14 +244,20 @@ struct LtDescriptors {
 };
 
 /// Everything the heuristic's choice depends on.
-using GemmKey = std::array<int64_t, 19>;
+using GemmKey = std::array<int64_t, 21>;
 
 /// The cached algorithms. Bounded: a program has few distinct GEMMs, and a
 /// full map (shapes that keep changing) starts over.
 struct AlgoCache {
   static constexpr size_t kMaxEntries = 4096;
   std::mutex mutex;
-  std::map<GemmKey, cublasLtMatmulAlgo_t> algos;
+  struct Choice {
+    cublasLtMatmulAlgo_t algo;
+    /// Whether the algorithm adds the bias (the bias epilogue); when the
+    /// heuristic had none with it, the caller adds the bias itself.
+    bool withBias;
+  };
+  std::map<GemmKey, Choice> algos;
 };
 
 AlgoCache &algoCache() {
@@ -292,9 +298,13 @@ Status createLayout(const KernelCall &call, cudaDataType_t type, uint64_t rows,
 
 /// D[N, M] (column-major, ld N, batch stride M * N) = op(x) op(y), x the
 /// [N, K] operand (rhs), y the [K, M] one (lhs): the row-major C[M, N].
+/// With `bias` (N elements of the output's type), cuBLASLt's bias
+/// epilogue adds bias[row] to D's rows (C's columns) in f32 before the one
+/// rounding, in every batch; `biasAdded` says whether it did (false when
+/// no algorithm has the epilogue for this GEMM: the caller adds it).
 Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                int32_t batch, int64_t m, int64_t n, int64_t k, const Matrix &x,
-               const Matrix &y, void *out) {
+               const Matrix &y, void *out, const void *bias, bool &biasAdded) {
   CudaStream &stream = streamOf(call);
   GemmTypes types = gemmTypes(dtype, tf32);
   // C and D: the operands' type, or f32 for a widened 16-bit product.
@@ -328,6 +338,41 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
   TRAINC_RETURN_IF_ERROR(createLayout(call, outType, uint64_t(n), uint64_t(m),
                                       n, batch, outStride, desc.d));
 
+  // The bias epilogue, on or off.
+  auto setEpilogue = [&](bool withBias) -> Status {
+    cublasLtEpilogue_t epilogue =
+        withBias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    TRAINC_RETURN_IF_ERROR(
+        ltStatus(call,
+                 cublasLtMatmulDescSetAttribute(desc.matmul,
+                                                CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                &epilogue, sizeof(epilogue)),
+                 "cublasLtMatmulDescSetAttribute(EPILOGUE)"));
+    if (!withBias)
+      return okStatus();
+    TRAINC_RETURN_IF_ERROR(ltStatus(
+        call,
+        cublasLtMatmulDescSetAttribute(desc.matmul,
+                                       CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                       sizeof(bias)),
+        "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
+    TRAINC_RETURN_IF_ERROR(ltStatus(
+        call,
+        cublasLtMatmulDescSetAttribute(desc.matmul,
+                                       CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                       &outType, sizeof(outType)),
+        "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"));
+    int64_t biasBatchStride = 0; // one bias for every batch
+    return ltStatus(call,
+                    cublasLtMatmulDescSetAttribute(
+                        desc.matmul, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                        &biasBatchStride, sizeof(biasBatchStride)),
+                    "cublasLtMatmulDescSetAttribute(BIAS_BATCH_STRIDE)");
+  };
+  biasAdded = bias != nullptr;
+  if (bias)
+    TRAINC_RETURN_IF_ERROR(setEpilogue(true));
+
   int device = 0;
   TRAINC_RETURN_IF_ERROR(
       fromCudaError(int(cudaGetDevice(&device)), "dot_general: cudaGetDevice"));
@@ -349,7 +394,9 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                  int64_t(alignY),
                  int64_t(alignD),
                  int64_t(workspaceBytes),
-                 int64_t(types.compute)};
+                 int64_t(types.compute),
+                 int64_t(bias != nullptr),
+                 bias ? int64_t(alignmentOf(bias)) : 0};
   AlgoCache &cache = algoCache();
   cublasLtMatmulAlgo_t algo;
   bool cached = false;
@@ -357,10 +404,13 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
     std::lock_guard<std::mutex> lock(cache.mutex);
     auto it = cache.algos.find(key);
     if (it != cache.algos.end()) {
-      algo = it->second;
+      algo = it->second.algo;
+      biasAdded = it->second.withBias;
       cached = true;
     }
   }
+  if (cached && bias && !biasAdded)
+    TRAINC_RETURN_IF_ERROR(setEpilogue(false));
   if (!cached) {
     TRAINC_RETURN_IF_ERROR(
         ltStatus(call, cublasLtMatmulPreferenceCreate(&desc.preference),
@@ -394,12 +444,25 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
     }
     cublasLtMatmulHeuristicResult_t result = {};
     int found = 0;
-    TRAINC_RETURN_IF_ERROR(ltStatus(
-        call,
-        cublasLtMatmulAlgoGetHeuristic(stream.blasLt(), desc.matmul, desc.a,
-                                       desc.b, desc.d, desc.d, desc.preference,
-                                       1, &result, &found),
-        "cublasLtMatmulAlgoGetHeuristic"));
+    auto heuristic = [&]() {
+      found = 0;
+      return ltStatus(call,
+                      cublasLtMatmulAlgoGetHeuristic(
+                          stream.blasLt(), desc.matmul, desc.a, desc.b, desc.d,
+                          desc.d, desc.preference, 1, &result, &found),
+                      "cublasLtMatmulAlgoGetHeuristic");
+    };
+    Status withEpilogue = heuristic();
+    if (bias && (!withEpilogue.ok() || found < 1 ||
+                 result.state != CUBLAS_STATUS_SUCCESS)) {
+      // No algorithm with the bias epilogue: without it, and the caller
+      // adds the bias.
+      biasAdded = false;
+      TRAINC_RETURN_IF_ERROR(setEpilogue(false));
+      TRAINC_RETURN_IF_ERROR(heuristic());
+    } else {
+      TRAINC_RETURN_IF_ERROR(withEpilogue);
+    }
     if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
       return ltStatus(call, CUBLAS_STATUS_NOT_SUPPORTED,
                       ("cublasLtMatmulAlgoGetHeuristic (no algorithm for B=" +
@@ -411,7 +474,7 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
     std::lock_guard<std::mutex> lock(cache.mutex);
     if (cache.algos.size() >= AlgoCache::kMaxEntries)
       cache.algos.clear();
-    cache.algos.emplace(key, algo);
+    cache.algos.emplace(key, AlgoCache::Choice{algo, biasAdded});
   }
 
   float alpha32 = 1, beta32 = 0;
@@ -485,7 +548,10 @@ Status runDotGeneral(const KernelCall &call) {
   if (batch == 0 || m == 0 || n == 0)
     return okStatus();
   // dot_general_bias: the bias (rhs's free dims) is added to every row of
-  // the rounded product by a second kernel.
+  // the product by cuBLASLt's bias epilogue, in f32 before the one
+  // rounding, as on the CPU; where no algorithm has the epilogue, by a
+  // second kernel after the product is rounded (for 16-bit results one
+  // rounding more than the CPU's, within the GEMM's tolerance).
   const TensorRef *bias =
       call.op == Opcode::DotGeneralBias ? &call.inputs[2] : nullptr;
   cudaStream_t stream = streamOf(call).handle();
@@ -529,9 +595,11 @@ Status runDotGeneral(const KernelCall &call) {
     Run bRun{batch, k * n, true}, kRun{k, n, true}, nRun{n, 1, true};
     asMatrix(next, bRun, nRun, kRun, x); // n has stride 1: always a Matrix
   }
+  bool biasAdded = false;
   TRAINC_RETURN_IF_ERROR(runGemm(call, lhs.dtype, out.dtype, tf32,
-                                 int32_t(batch), m, n, k, x, y, out.data));
-  return bias ? addRowBias(call, out, *bias, n) : okStatus();
+                                 int32_t(batch), m, n, k, x, y, out.data,
+                                 bias ? bias->data : nullptr, biasAdded));
+  return bias && !biasAdded ? addRowBias(call, out, *bias, n) : okStatus();
 }
 
 } // namespace trainc::cuda

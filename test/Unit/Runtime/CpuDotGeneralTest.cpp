@@ -223,10 +223,12 @@ TEST(CpuDotGeneral, ZeroSizeDims) {
   }
 }
 
-// dot_general_bias is, bit for bit, dot_general and then graph.add of the
-// bias broadcast onto the result's last dims (the fusion pass promises
-// that): for native types the bias is added inside the GEMM's row or column
-// blocks, for 16-bit ones after the product is rounded.
+// dot_general_bias is, bit for bit, the product's sums plus the bias
+// broadcast onto the result's last dims, rounded once: for f32 and f64,
+// dot_general and then graph.add (the bias is added inside the GEMM's row
+// or column blocks); for 16-bit types, the f32 product (dot_general's
+// f32_result) plus the bias in f32, then rounded to the type (a GPU GEMM's
+// bias epilogue), one rounding fewer than dot_general then add.
 TEST(CpuDotGeneral, BiasIsTheAddBitForBit) {
   struct Case {
     DType t;
@@ -266,17 +268,39 @@ TEST(CpuDotGeneral, BiasIsTheAddBitForBit) {
                                   {&lhs, &rhs, &bias}, {&fused}, ints);
     ASSERT_TRUE(s.ok()) << s.toString();
 
-    TestTensor product(c.t, outDims), broadcast(c.t, outDims),
-        sum(c.t, outDims);
+    // The sums in the compute type: f32 for 16-bit operands.
+    bool narrow = c.t == DType::BF16 || c.t == DType::F16;
+    DType wide = narrow ? DType::F32 : c.t;
+    TestTensor product(wide, outDims), broadcast(c.t, outDims),
+        broadcastWide(wide, outDims), sumWide(wide, outDims), sum(c.t, outDims);
     ASSERT_TRUE(testing::runKernel(runDotGeneral, Opcode::DotGeneral,
                                    {&lhs, &rhs}, {&product}, ints)
                     .ok());
     ASSERT_TRUE(testing::runKernel(runDataMovement, Opcode::BroadcastInDim,
                                    {&bias}, {&broadcast}, broadcastDims)
                     .ok());
-    ASSERT_TRUE(testing::runKernel(runElementwise, Opcode::Add,
-                                   {&product, &broadcast}, {&sum}, {})
+    ASSERT_TRUE(testing::runKernel(runElementwise, Opcode::Convert,
+                                   {&broadcast}, {&broadcastWide}, {})
                     .ok());
+    ASSERT_TRUE(testing::runKernel(runElementwise, Opcode::Add,
+                                   {&product, &broadcastWide}, {&sumWide}, {})
+                    .ok());
+    ASSERT_TRUE(testing::runKernel(runElementwise, Opcode::Convert, {&sumWide},
+                                   {&sum}, {})
+                    .ok());
+    if (narrow && lhs.size() > 0) {
+      // One rounding fewer than dot_general then add: some element shows it.
+      TestTensor rounded(c.t, outDims), twice(c.t, outDims);
+      ASSERT_TRUE(testing::runKernel(runDotGeneral, Opcode::DotGeneral,
+                                     {&lhs, &rhs}, {&rounded}, ints)
+                      .ok());
+      ASSERT_TRUE(testing::runKernel(runElementwise, Opcode::Add,
+                                     {&rounded, &broadcast}, {&twice}, {})
+                      .ok());
+      EXPECT_NE(std::memcmp(twice.ref().data, sum.ref().data,
+                            size_t(sum.size()) * dtypeSize(c.t)),
+                0);
+    }
     for (int64_t i = 0; i < sum.size(); ++i)
       ASSERT_EQ(fused.get(i), sum.get(i)) << "element " << i;
     // get() widens to double: equal values, and the same bits (-0).

@@ -247,8 +247,9 @@ TEST(CpuOptimizer, GroupLaunchesCoverEveryTensorOnce) {
           ASSERT_EQ(math::memberOfUnit(launch, u), k) << "unit " << u;
       }
       // A launch is full unless it is the last.
-      if (next < units.size())
+      if (next < units.size()) {
         EXPECT_EQ(launch.count, math::kGroupTensors);
+      }
     }
     size_t withUnits = 0;
     for (size_t i = 0; i < units.size(); ++i) {

@@ -531,9 +531,11 @@ def FuseBias : Pass<"trainc-fuse-bias", "mlir::func::FuncOp"> {
     is broadcast onto the result's last dimensions, in order, becomes
     `graph.dot_general_bias(x, w, b)`: the kernel adds the bias to each
     block of the product while it is in cache, and neither the broadcast
-    tensor nor a separate pass over the product is needed. The result is
-    bit for bit that of the dot and the add (the add's rounding, after the
-    product's). The dot must have no other use and the same discardable
+    tensor nor a separate pass over the product is needed. For f32 and
+    f64 the result is bit for bit that of the dot and the add; for bf16
+    and f16 the bias is added to the product's f32 sums before the one
+    rounding (a rounding fewer, as a GPU GEMM's bias epilogue does). The
+    dot must have no other use and the same discardable
     attributes as the add (a recompute clone's mark), which the fused op
     keeps; a broadcast with other uses stays for them.
 

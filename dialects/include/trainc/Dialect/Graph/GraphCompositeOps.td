@@ -487,11 +487,15 @@ def Graph_DotGeneralBiasOp : Graph_InferredOp<"dot_general_bias", [
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
   let summary = "dot_general with a bias added to every row of its result";
   let description = [{
-    `dot_general(lhs, rhs) + broadcast(bias)`: the product exactly as
-    `graph.dot_general` with the same dimension attributes (its result
-    rounded to the element type), then `bias`, which has the shape of
-    rhs's free dimensions (the result's last ones), added to it over the
-    batching and lhs free dimensions, as `graph.add` would (bit for bit).
+    `dot_general(lhs, rhs) + broadcast(bias)`: `bias`, which has the shape
+    of rhs's free dimensions (the result's last ones), added over the
+    batching and lhs free dimensions to the product's sums as
+    `graph.dot_general` forms them with the same dimension attributes (in
+    f32, f64 for f64), in that precision, and the result rounded to the
+    element type. For f32 and f64 that is bit for bit `graph.dot_general`
+    then `graph.add`; for bf16 and f16 it is one rounding fewer (the
+    unfused pair rounds the product to 16 bits before adding), which is
+    what a GPU GEMM's bias epilogue computes.
     The fusion pass `trainc-fuse-bias` forms it from a dot_general and an
     add of a broadcast bias, after the pass pipeline's differentiation, so
     it has no gradient rule; the kernel adds the bias to each block of the
