@@ -36,7 +36,8 @@ namespace trainc {
 ///  10: DotGeneral's and DotGeneralBias's last int: an OperandRounding.
 ///  11: multi-tensor AdamwUpdate (N parameters per instruction),
 ///      SumOfSquares, DotGeneral's f32 result of 16-bit operands, and a
-///      16-bit DotGeneralBias's bias added before its one rounding.
+///      16-bit DotGeneralBias's bias added before its one rounding (all
+///      within this version's making: no version 11 file predates it).
 constexpr uint32_t kFormatVersion = 11;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.

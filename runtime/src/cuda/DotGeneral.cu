@@ -55,6 +55,7 @@
 #include <initializer_list>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -258,6 +259,8 @@ struct AlgoCache {
     bool withBias;
   };
   std::map<GemmKey, Choice> algos;
+  /// GEMMs whose epilogue algorithm cublasLtMatmul refused.
+  std::set<GemmKey> epilogueRefused;
 };
 
 AlgoCache &algoCache() {
@@ -356,12 +359,6 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                                        CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                        sizeof(bias)),
         "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
-    TRAINC_RETURN_IF_ERROR(ltStatus(
-        call,
-        cublasLtMatmulDescSetAttribute(desc.matmul,
-                                       CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                       &outType, sizeof(outType)),
-        "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"));
     int64_t biasBatchStride = 0; // one bias for every batch
     return ltStatus(call,
                     cublasLtMatmulDescSetAttribute(
@@ -369,9 +366,14 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                         &biasBatchStride, sizeof(biasBatchStride)),
                     "cublasLtMatmulDescSetAttribute(BIAS_BATCH_STRIDE)");
   };
-  biasAdded = bias != nullptr;
-  if (bias)
-    TRAINC_RETURN_IF_ERROR(setEpilogue(true));
+  // The bias's type is D's (cuBLASLt's default). A bias under 16-byte
+  // alignment (never a planned buffer's) or a library that refuses the
+  // attributes gets the separate kernel.
+  biasAdded = bias != nullptr && alignmentOf(bias) >= 16;
+  if (biasAdded && !setEpilogue(true).ok()) {
+    biasAdded = false;
+    TRAINC_RETURN_IF_ERROR(setEpilogue(false));
+  }
 
   int device = 0;
   TRAINC_RETURN_IF_ERROR(
@@ -400,6 +402,16 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
   AlgoCache &cache = algoCache();
   cublasLtMatmulAlgo_t algo;
   bool cached = false;
+  if (bias) {
+    bool refused;
+    {
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      refused = cache.epilogueRefused.count(key) != 0;
+    }
+    if (refused) // the product alone; the caller adds the bias
+      return runGemm(call, dtype, outDtype, tf32, batch, m, n, k, x, y, out,
+                     nullptr, biasAdded);
+  }
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
     auto it = cache.algos.find(key);
@@ -482,12 +494,24 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
   bool f64 = types.scale == CUDA_R_64F;
   const void *alpha = f64 ? static_cast<const void *>(&alpha64) : &alpha32;
   const void *beta = f64 ? static_cast<const void *>(&beta64) : &beta32;
-  return ltStatus(call,
-                  cublasLtMatmul(stream.blasLt(), desc.matmul, alpha, x.data,
-                                 desc.a, y.data, desc.b, beta, out, desc.d, out,
-                                 desc.d, &algo, stream.gemmWorkspace(),
-                                 workspaceBytes, stream.handle()),
-                  "cublasLtMatmul");
+  Status status = ltStatus(
+      call,
+      cublasLtMatmul(stream.blasLt(), desc.matmul, alpha, x.data, desc.a,
+                     y.data, desc.b, beta, out, desc.d, out, desc.d, &algo,
+                     stream.gemmWorkspace(), workspaceBytes, stream.handle()),
+      "cublasLtMatmul");
+  if (status.ok() || !biasAdded)
+    return status;
+  // The heuristic's algorithm with the bias epilogue was refused at the
+  // call (PyTorch met such shapes): this GEMM never asks for the epilogue
+  // again, and the caller adds the bias.
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    cache.algos.erase(key);
+    cache.epilogueRefused.insert(key);
+  }
+  return runGemm(call, dtype, outDtype, tf32, batch, m, n, k, x, y, out,
+                 nullptr, biasAdded);
 }
 
 /// dot_general_bias's epilogue: out[i] += bias[i % n], in the compute type

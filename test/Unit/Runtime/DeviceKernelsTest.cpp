@@ -814,10 +814,11 @@ TEST_P(DeviceKernels, DotGeneralF32Result) {
   }
 }
 
-// dot_general_bias: the product as above, then the bias added to each row
-// (the CPU reference is dot_general then add, bit for bit:
-// CpuDotGeneral.BiasIsTheAddBitForBit). The addition adds one rounding of
-// the result type to the GEMM's tolerance.
+// dot_general_bias: the bias added to each row of the product's sums, then
+// one rounding (the CPU reference: CpuDotGeneral.BiasIsTheAddBitForBit; on
+// the GPU cuBLASLt's bias epilogue). One rounding of the result type more
+// in the tolerance covers the GPU's fallback, a separate kernel adding the
+// bias to the rounded product where no algorithm has the epilogue.
 TEST_P(DeviceKernels, DotGeneralBias) {
   struct Case {
     DType t;
