@@ -280,7 +280,7 @@ CASES = [
     ModelCase('bart', _bart, _LM, _seq2seq_batch,
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('t5', _t5, _LM, _seq2seq_batch,
-              ('rms_norm', 'softmax_cross_entropy')),
+              ('rms_norm', 'attention', 'softmax_cross_entropy')),
     ModelCase('vit', _vit, ('pixel_values', 'labels'), _image_batch,
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
 ]
