@@ -84,6 +84,7 @@ compileModel(mlir::MLIRContext &context, llvm::StringRef path,
   pipeline.schedule = options.schedule;
   pipeline.partition = options.partition;
   pipeline.precision = options.precision;
+  pipeline.fuseElementwise = options.fuseElementwise;
   mlir::PassManager pm(&context);
   if (failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();

@@ -87,7 +87,7 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   if (last == Phase::Precision)
     return;
   if (!options.train)
-    return buildExecutablePhases(pm, last);
+    return buildExecutablePhases(pm, last, options.fuseElementwise);
 
   // autodiff: the backward pass, folding and merging what the rules built,
   // then micro-batches (gradient accumulation): the whole step, forward and
@@ -133,18 +133,21 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   pm.addPass(createSchedule(options.schedule));
   if (last == Phase::Schedule)
     return;
-  buildExecutablePhases(pm, last);
+  buildExecutablePhases(pm, last, options.fuseElementwise);
 }
 
-void buildExecutablePhases(mlir::OpPassManager &pm, Phase last) {
+void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
+                           bool fuseElementwise) {
   if (last < Phase::Lower)
     return;
   // lower: dot_generals read transposed operands in place, add their
-  // biases and make in f32 the 16-bit products only widened to it, then
-  // every op must be an instruction.
+  // biases and make in f32 the 16-bit products only widened to it,
+  // elementwise chains become loops, then every op must be an instruction.
   pm.addNestedPass<mlir::func::FuncOp>(createAbsorbTransposes());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
   pm.addNestedPass<mlir::func::FuncOp>(createWidenProducts());
+  if (fuseElementwise)
+    pm.addNestedPass<mlir::func::FuncOp>(createFuseElementwise());
   pm.addPass(createLower());
   if (last == Phase::Lower)
     return;

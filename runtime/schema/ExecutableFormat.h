@@ -38,7 +38,8 @@ namespace trainc {
 ///      SumOfSquares, DotGeneral's f32 result of 16-bit operands, and a
 ///      16-bit DotGeneralBias's bias added before its one rounding (all
 ///      within this version's making: no version 11 file predates it).
-constexpr uint32_t kFormatVersion = 11;
+///  12: FusedElementwise.
+constexpr uint32_t kFormatVersion = 12;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;
@@ -74,6 +75,15 @@ inline const char *opcodeName(Opcode op) {
   int i = static_cast<int>(op);
   return i >= 0 && i < kNumOpcodes ? names.of[i].c_str() : "unknown";
 }
+
+/// Opcode::FusedElementwise's program (executable.fbs): ints per step
+/// (opcode, dtype, a, b, c, attr), and the limits the compiler's fusion
+/// pass keeps and the runtime checks (a CUDA kernel takes the whole
+/// program as one parameter).
+constexpr int kFusedStepInts = 6;
+constexpr int kFusedMaxInputs = 16;
+constexpr int kFusedMaxSteps = 40;
+constexpr int kFusedMaxResults = 8;
 
 /// The schema's TrainingSignature as the compiler fills it and the runtime
 /// reads it: indices into the executable's outputs and inputs, -1 for none.

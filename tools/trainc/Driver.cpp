@@ -328,6 +328,15 @@ int runCompilerCli(int argc, char **argv) {
                "activations fit)"),
       cl::value_desc("mode"), cl::location(options.recompute.mode),
       cl::cat(category));
+  cl::opt<bool, true> fuseElementwise(
+      "fuse-elementwise",
+      cl::desc("In the lower phase, make each chain of elementwise ops of "
+               "one shape (math, compare, select, convert, gelu and its "
+               "gradient) one loop over memory: one kernel instead of one "
+               "per op, and values used only inside the chain never stored; "
+               "results are the same bits (default true; "
+               "--fuse-elementwise=false: one instruction per op)"),
+      cl::location(options.fuseElementwise), cl::cat(category));
   cl::opt<std::string, true> optimizerName(
       "optimizer", cl::desc("With --train: adamw (default), sgd or none"),
       cl::value_desc("name"), cl::location(opt.optimizer), cl::cat(category));

@@ -90,6 +90,58 @@ template <typename Range> std::vector<int64_t> toInts(Range values) {
   return std::vector<int64_t>(values.begin(), values.end());
 }
 
+/// The ints of Opcode::FusedElementwise (executable.fbs): registers
+/// 0..I-1 are the body's arguments, I+k its k-th op's value.
+LogicalResult fusedProgram(FusedElementwiseOp fused,
+                           std::vector<int64_t> &ints) {
+  Block &body = fused.getBody().front();
+  llvm::DenseMap<Value, int64_t> registers;
+  for (BlockArgument arg : body.getArguments())
+    registers[arg] = arg.getArgNumber();
+  int64_t steps = 0;
+  std::vector<int64_t> program;
+  for (Operation &op : body.without_terminator()) {
+    std::optional<Opcode> opcode =
+        opcodeForGraphOp(op.getName().stripDialect());
+    std::optional<DType> dtype =
+        dtypeOf(cast<ShapedType>(op.getResult(0).getType()).getElementType());
+    if (!opcode || !dtype || op.getNumOperands() > 3)
+      return op.emitError("'")
+             << op.getName() << "' cannot be a step of a fused loop";
+    program.push_back(int64_t(*opcode));
+    program.push_back(int64_t(*dtype));
+    for (unsigned j = 0; j < 3; ++j)
+      program.push_back(
+          j < op.getNumOperands() ? registers.lookup(op.getOperand(j)) : -1);
+    int64_t attr = 0;
+    if (auto c = dyn_cast<CompareOp>(op))
+      attr = int64_t(c.getDirection());
+    else if (auto g = dyn_cast<GeluOp>(op))
+      attr = g.getApproximation() == GeluApproximation::tanh;
+    else if (auto g = dyn_cast<GeluGradOp>(op))
+      attr = g.getApproximation() == GeluApproximation::tanh;
+    program.push_back(attr);
+    registers[op.getResult(0)] = body.getNumArguments() + steps++;
+  }
+  if (body.getNumArguments() > unsigned(kFusedMaxInputs) ||
+      steps > kFusedMaxSteps ||
+      fused.getNumResults() > unsigned(kFusedMaxResults))
+    return fused.emitError("a fused loop of ")
+           << body.getNumArguments() << " operands, " << steps << " steps and "
+           << fused.getNumResults()
+           << " results exceeds the executable's limits (" << kFusedMaxInputs
+           << ", " << kFusedMaxSteps << ", " << kFusedMaxResults << ")";
+  ints = {steps};
+  ints.insert(ints.end(), program.begin(), program.end());
+  for (Value v : body.getTerminator()->getOperands()) {
+    if (isa<BlockArgument>(v))
+      return fused.emitError(
+          "a fused loop's result must be computed by a step, not an operand");
+    ints.push_back(registers.lookup(v));
+  }
+  return success();
+}
+
 class Builder {
 public:
   Builder(func::FuncOp fn, bool withConstantData)
@@ -217,6 +269,9 @@ LogicalResult Builder::lowerOp(Operation *op) {
   ProgramInstruction inst;
   inst.opcode = *opcode;
   inst.op = op;
+  if (auto fused = dyn_cast<FusedElementwiseOp>(op))
+    if (failed(fusedProgram(fused, inst.ints)))
+      return failure();
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](CompareOp c) {
         inst.ints = {static_cast<int64_t>(c.getDirection())};

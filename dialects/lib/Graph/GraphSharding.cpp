@@ -266,6 +266,8 @@ TRAINC_ELEMENTWISE_RULE(SelectOp)
 TRAINC_ELEMENTWISE_RULE(ConvertOp)
 TRAINC_ELEMENTWISE_RULE(GeluOp)
 TRAINC_ELEMENTWISE_RULE(GeluGradOp)
+// 0-d operands (scalars) have no dimensions.
+TRAINC_ELEMENTWISE_RULE(FusedElementwiseOp)
 // The scalars (step size, bias corrections, skip) have no dimensions.
 // Sums over ranks, element by element.
 TRAINC_ELEMENTWISE_RULE(AllReduceOp)

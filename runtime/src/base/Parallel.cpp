@@ -86,6 +86,13 @@ int parallelThreads() {
 }
 
 namespace {
+thread_local bool serialHere = false;
+} // namespace
+
+SerialScope::SerialScope() : previous_(serialHere) { serialHere = true; }
+SerialScope::~SerialScope() { serialHere = previous_; }
+
+namespace {
 
 /// One parallelFor call: chunks are claimed from `next` by whoever is free,
 /// the caller included, so a worker that wakes late never holds the caller
@@ -122,7 +129,7 @@ void parallelFor(int64_t n, int64_t grain,
   int threads = parallelThreads();
   int64_t chunks =
       std::min<int64_t>(threads * kChunksPerThread, (n + grain - 1) / grain);
-  if (threads <= 1 || chunks <= 1) {
+  if (threads <= 1 || chunks <= 1 || serialHere) {
     body(0, n);
     return;
   }

@@ -25,6 +25,21 @@ void parallelFor(int64_t n, int64_t grain,
 /// The number of threads parallelFor uses.
 int parallelThreads();
 
+/// While one is alive, parallelFor on this thread runs its whole range
+/// inline: for a kernel that, inside its own parallel loop, calls other
+/// kernels on pieces small enough for one thread (the fused elementwise
+/// loop).
+class SerialScope {
+public:
+  SerialScope();
+  ~SerialScope();
+  SerialScope(const SerialScope &) = delete;
+  SerialScope &operator=(const SerialScope &) = delete;
+
+private:
+  bool previous_;
+};
+
 } // namespace trainc
 
 #endif // TRAINC_RUNTIME_BASE_PARALLEL_H

@@ -34,6 +34,7 @@ const KernelTable kCpuKernels = {
     runReduceScatterStart,
     runAllGatherStart,
     runCollectiveDone,
+    runFusedElementwise,
 };
 
 } // namespace

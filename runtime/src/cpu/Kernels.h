@@ -78,6 +78,7 @@ Status runAllReduceStart(const KernelCall &call);     // Collectives.cpp
 Status runReduceScatterStart(const KernelCall &call); // Collectives.cpp
 Status runAllGatherStart(const KernelCall &call);     // Collectives.cpp
 Status runCollectiveDone(const KernelCall &call);     // Collectives.cpp
+Status runFusedElementwise(const KernelCall &call);   // FusedElementwise.cpp
 
 } // namespace trainc::cpu
 

@@ -36,6 +36,7 @@ const KernelTable kCudaKernels = {
     cpu::runReduceScatterStart,
     cpu::runAllGatherStart,
     cpu::runCollectiveDone,
+    runFusedElementwise,
 };
 
 } // namespace

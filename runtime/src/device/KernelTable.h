@@ -37,6 +37,8 @@ struct KernelTable {
   KernelFn adamwUpdate, sumOfSquares;
   KernelFn allReduce, reduceScatter, allGather, shardSlice;
   KernelFn allReduceStart, reduceScatterStart, allGatherStart, collectiveDone;
+  /// fused_elementwise: a program of elementwise steps per element.
+  KernelFn fusedElementwise;
 };
 
 /// The function of `table` that runs `op` (null for a number outside the
@@ -124,6 +126,8 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
     return table.allGatherStart;
   case Opcode::CollectiveDone:
     return table.collectiveDone;
+  case Opcode::FusedElementwise:
+    return table.fusedElementwise;
   }
   return nullptr;
 }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "exec/Executable.h"
+#include "math/FusedProgram.h"
 
 #include <algorithm>
 #include <cmath>
@@ -87,11 +88,43 @@ private:
   Status checkDotGeneral() const;
   Status checkDataMovement() const;
   Status checkComposite() const;
+  Status checkFusedElementwise() const;
 
   const InstructionInfo &inst;
   size_t index;
   const std::vector<TensorInfo> &tensors;
 };
+
+/// The program and shapes of a fused loop (math/FusedProgram.h checks the
+/// program itself).
+Status Checker::checkFusedElementwise() const {
+  size_t numInputs = inst.operands.size(), numResults = inst.results.size();
+  if (numInputs < 1 || numInputs > size_t(kFusedMaxInputs) || numResults < 1 ||
+      numResults > size_t(kFusedMaxResults))
+    return error("takes 1 to " + std::to_string(kFusedMaxInputs) +
+                 " operands and gives 1 to " +
+                 std::to_string(kFusedMaxResults) + " results");
+  TRAINC_RETURN_IF_ERROR(attrs(inst.ints.size(), 0));
+  const Shape &shape = result(0).shape;
+  DType inputTypes[kFusedMaxInputs], resultTypes[kFusedMaxResults];
+  for (size_t i = 0; i < numResults; ++i) {
+    TRAINC_RETURN_IF_ERROR(shapeIs(result(i), shape));
+    resultTypes[i] = result(i).dtype;
+  }
+  for (size_t i = 0; i < numInputs; ++i) {
+    if (!operand(i).shape.empty() && operand(i).shape != shape)
+      return error("operand '" + operand(i).name +
+                   "' must have the results' shape or be 0-d");
+    inputTypes[i] = operand(i).dtype;
+  }
+  math::FusedProgram program;
+  std::string invalid = math::decodeFusedProgram(
+      inst.ints.data(), int64_t(inst.ints.size()), inputTypes, int(numInputs),
+      resultTypes, int(numResults), program);
+  if (!invalid.empty())
+    return error(invalid);
+  return okStatus();
+}
 
 Status Checker::checkDotGeneral() const {
   bool bias = inst.op == Opcode::DotGeneralBias;
@@ -571,6 +604,8 @@ Status Checker::check() const {
   case Opcode::ScatterAdd:
   case Opcode::Iota:
     return checkDataMovement();
+  case Opcode::FusedElementwise:
+    return checkFusedElementwise();
   default:
     return checkComposite();
   }

@@ -1477,3 +1477,99 @@ func.func @collective_done_c3(%x: tensor<4xf32>) {
   %r = graph.collective_done %p, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
   return
 }
+
+// -----
+
+func.func @fused_elementwise_c1_shape(%x: tensor<4xf32>, %y: tensor<2x2xf32>) {
+  // expected-error@+1 {{(C1) operand 1 must have the results' shape or be 0-d}}
+  %r = graph.fused_elementwise %x, %y : (tensor<4xf32>, tensor<2x2xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = graph.add %a, %b : tensor<f32>
+    graph.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c1_results(%x: tensor<4xf32>) {
+  // expected-error@+1 {{(C1) every result must have one shape}}
+  %r:2 = graph.fused_elementwise %x : (tensor<4xf32>) -> (tensor<4xf32>, tensor<2x2xf32>) {
+  ^bb0(%a: tensor<f32>):
+    %s = graph.neg %a : tensor<f32>
+    graph.yield %s, %s : tensor<f32>, tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c2(%x: tensor<4xbf16>) {
+  // expected-error@+1 {{(C2) body argument 0 must be a 0-d 'bf16'}}
+  %r = graph.fused_elementwise %x : (tensor<4xbf16>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<f32>):
+    %s = graph.neg %a : tensor<f32>
+    graph.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c3_op(%x: tensor<4xf32>) {
+  // expected-error@+1 {{(C3) 'graph.reduce_sum' cannot be in a fused elementwise body}}
+  %r = graph.fused_elementwise %x : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<f32>):
+    %s = graph.reduce_sum %a, dims = [] : (tensor<f32>) -> tensor<f32>
+    graph.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c3_type(%x: tensor<4xi32>) {
+  // expected-error@+1 {{(C3) 'graph.neg' in the body has type 'tensor<i32>': body values are 0-d f64, f32, f16, bf16 or i1}}
+  %r = graph.fused_elementwise %x : (tensor<4xi32>) -> tensor<4xi32> {
+  ^bb0(%a: tensor<i32>):
+    %s = graph.neg %a : tensor<i32>
+    graph.yield %s : tensor<i32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c4(%x: tensor<4xf32>) {
+  // expected-error@+1 {{(C4) a yielded value must be a 0-d 'bf16'}}
+  %r = graph.fused_elementwise %x : (tensor<4xf32>) -> tensor<4xbf16> {
+  ^bb0(%a: tensor<f32>):
+    %s = graph.neg %a : tensor<f32>
+    graph.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c4_count(%x: tensor<4xf32>) {
+  // expected-error@+1 {{(C4) the body yields 1 values for 2 results}}
+  %r:2 = graph.fused_elementwise %x : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%a: tensor<f32>):
+    %s = graph.neg %a : tensor<f32>
+    graph.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c1_empty() {
+  // expected-error@+1 {{(C1) needs at least one operand and one result}}
+  %r = graph.fused_elementwise : () -> tensor<4xf32> {
+  ^bb0:
+    %c = graph.constant dense<1.0> : tensor<f32>
+    graph.yield %c : tensor<f32>
+  }
+  return
+}

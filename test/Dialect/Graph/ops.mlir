@@ -298,6 +298,26 @@ func.func @zero_collectives(%p: tensor<3x2xf32> {graph.sharding = ["data", ""], 
 }
 }
 
+// The lower phase's fused loop: a body of 0-d ops, a 0-d operand, two
+// results.
+// CHECK-LABEL: func.func @fused_elementwise
+// CHECK: %[[F:.+]]:2 = graph.fused_elementwise %{{.+}}, %{{.+}} : (tensor<4x8xbf16>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xi1>) {
+// CHECK: ^bb0(%[[A:.+]]: tensor<bf16>, %[[S:.+]]: tensor<f32>):
+// CHECK: %[[W:.+]] = graph.convert %[[A]] : (tensor<bf16>) -> tensor<f32>
+// CHECK: %[[M:.+]] = graph.mul %[[W]], %[[S]] : tensor<f32>
+// CHECK: %[[P:.+]] = graph.compare GT, %[[M]], %[[S]] : tensor<f32>
+// CHECK: graph.yield %[[M]], %[[P]] : tensor<f32>, tensor<i1>
+func.func @fused_elementwise(%x: tensor<4x8xbf16>, %s: tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xi1>) {
+  %r:2 = graph.fused_elementwise %x, %s : (tensor<4x8xbf16>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xi1>) {
+  ^bb0(%a: tensor<bf16>, %b: tensor<f32>):
+    %w = graph.convert %a : (tensor<bf16>) -> tensor<f32>
+    %m = graph.mul %w, %b : tensor<f32>
+    %p = graph.compare GT, %m, %b : tensor<f32>
+    graph.yield %m, %p : tensor<f32>, tensor<i1>
+  }
+  return %r#0, %r#1 : tensor<4x8xf32>, tensor<4x8xi1>
+}
+
 // The schedule phase's asynchronous forms: a start, and a done that reads
 // the pending value and the start's operand.
 // CHECK-LABEL: func.func @async_collectives

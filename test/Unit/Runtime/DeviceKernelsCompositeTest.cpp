@@ -3,7 +3,7 @@
 // The DeviceKernels suite (DeviceKernelsTest.cpp, which describes it and
 // instantiates it for "cpu" and "cuda") for the composite and optimizer
 // kernels: softmax, norms, GELU, dropout, attention, cross-entropy,
-// scatter-add, adamw_update and sum_of_squares.
+// scatter-add, adamw_update, sum_of_squares and fused_elementwise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -423,6 +423,279 @@ TEST_P(DeviceKernels, SumOfSquares) {
       many.push_back(uniform(t, {i % 5 == 0 ? 0 : i * 97 + 5, 3}, seed++));
     check(makeCall(Opcode::SumOfSquares, many, {zeros(kF64, {})}));
   }
+}
+
+//===--- FusedElementwise -------------------------------------------------===//
+
+/// One step of a fused_elementwise program (math/FusedProgram.h): opcode,
+/// dtype, operand registers (-1 for those the opcode does not take) and
+/// Compare's direction or Gelu's and GeluGrad's approximation.
+struct FusedStepSpec {
+  Opcode op;
+  DType dtype;
+  int a, b, c, attr;
+};
+
+struct FusedOperandSpec {
+  DType dtype;
+  /// Uniform values in [lo, hi) (lo == hi: that value; i1: 0 or 1).
+  double lo, hi;
+  /// 0-d: one value for every element.
+  bool scalar;
+};
+
+struct FusedCase {
+  const char *name;
+  std::vector<FusedOperandSpec> operands;
+  std::vector<FusedStepSpec> steps;
+  /// The register of each result.
+  std::vector<int64_t> results;
+  /// For each result, the operand whose memory it is written to (-1: its
+  /// own buffer).
+  std::vector<int> aliases;
+  /// Values set at the first elements of operand 0 and 2 (when they exist
+  /// and are not 0-d), after the uniform ones.
+  std::vector<double> special0, special2;
+};
+
+std::vector<int64_t> fusedInts(const FusedCase &fc) {
+  std::vector<int64_t> ints = {int64_t(fc.steps.size())};
+  for (const FusedStepSpec &s : fc.steps)
+    ints.insert(ints.end(),
+                {int64_t(s.op), int64_t(s.dtype), s.a, s.b, s.c, s.attr});
+  ints.insert(ints.end(), fc.results.begin(), fc.results.end());
+  return ints;
+}
+
+/// The dtype of each register: the operands', then the steps'.
+std::vector<DType> fusedRegisterTypes(const FusedCase &fc) {
+  std::vector<DType> types;
+  for (const FusedOperandSpec &o : fc.operands)
+    types.push_back(o.dtype);
+  for (const FusedStepSpec &s : fc.steps)
+    types.push_back(s.dtype);
+  return types;
+}
+
+/// A 0-d tensor's element repeated over `dims`, byte for byte.
+TestTensor repeated(const TestTensor &scalar,
+                    const std::vector<int64_t> &dims) {
+  TestTensor t = zeros(scalar.dtype(), dims);
+  size_t width = dtypeSize(t.dtype());
+  for (int64_t i = 0; i < t.size(); ++i)
+    std::memcpy(static_cast<uint8_t *>(t.ref().data) + i * width,
+                scalar.ref().data, width);
+  return t;
+}
+
+/// The step as its own instruction, on full-shape registers.
+Call unfusedStep(const FusedStepSpec &s, const std::vector<TestTensor> &regs,
+                 const std::vector<int64_t> &dims) {
+  std::vector<TestTensor> in;
+  for (int r : {s.a, s.b, s.c})
+    if (r >= 0)
+      in.push_back(regs[r]);
+  std::vector<int64_t> ints;
+  if (s.op == Opcode::Compare || s.op == Opcode::Gelu ||
+      s.op == Opcode::GeluGrad)
+    ints = {s.attr};
+  return makeCall(s.op, in, {zeros(s.dtype, dims)}, ints);
+}
+
+/// bf16 add and mul, their product also converted to f32: two results.
+FusedCase bf16AddConvert() {
+  return {"bf16 add, mul, convert to f32",
+          {{kBF16, -4, 4, false}, {kBF16, -4, 4, false}},
+          {{Opcode::Add, kBF16, 0, 1, -1, 0},
+           {Opcode::Mul, kBF16, 2, 0, -1, 0},
+           {Opcode::Convert, kF32, 3, -1, -1, 0}},
+          {3, 4},
+          {},
+          {},
+          {}};
+}
+
+/// gelu_grad in f32, both forms, between converts from and to bf16.
+FusedCase bf16GeluGrad() {
+  return {"f32 gelu_grad between bf16 converts",
+          {{kBF16, -6, 6, false}, {kBF16, -1, 1, false}},
+          {{Opcode::Convert, kF32, 0, -1, -1, 0},
+           {Opcode::Convert, kF32, 1, -1, -1, 0},
+           {Opcode::GeluGrad, kF32, 2, 3, -1, 0},
+           {Opcode::GeluGrad, kF32, 2, 3, -1, 1},
+           {Opcode::Add, kF32, 4, 5, -1, 0},
+           {Opcode::Convert, kBF16, 6, -1, -1, 0}},
+          {7},
+          {},
+          {},
+          {}};
+}
+
+/// compare against a 0-d threshold, select, i1 converts both ways (NaN
+/// -> true, zeros -> false), and a 0-d i1 predicate; NaN, infinities and
+/// signed zeros among x and y.
+FusedCase compareSelect() {
+  return {"compare, select, 0-d operands",
+          {{kF32, -2, 2, false},                  // 0 x
+           {kF32, 0.25, 0.25, true},              // 1 t, 0-d
+           {kF32, -2, 2, false},                  // 2 y
+           {kI1, 0, 2, true}},                    // 3 p, 0-d (0 or 1 by seed)
+          {{Opcode::Compare, kI1, 0, 1, -1, 4},   // 4: x > t
+           {Opcode::Select, kF32, 4, 0, 2, 0},    // 5
+           {Opcode::Mul, kF32, 5, 1, -1, 0},      // 6
+           {Opcode::Compare, kI1, 0, 0, -1, 1},   // 7: x != x
+           {Opcode::Convert, kF16, 7, -1, -1, 0}, // 8: i1 -> f16
+           {Opcode::Select, kF32, 7, 0, 6, 0},    // 9: NaN where x is
+           {Opcode::Convert, kI1, 9, -1, -1, 0},  // 10: f32 -> i1
+           {Opcode::Select, kF32, 3, 9, 0, 0}},   // 11
+          {11, 4, 8, 10},
+          {},
+          {kNaN, kInf, -kInf, -1, 0, -0.0},
+          {1, 2, 3, 0, -0.0, 0}};
+}
+
+/// An f64 program with f32 registers and steps (the double register file):
+/// f64 math, compare and select, and converts f32 -> f64 -> f16, f32.
+FusedCase f64Program() {
+  return {"f64 program",
+          {{kF64, -2, 2, false},                   // 0 a
+           {kF32, 0.5, 4, false},                  // 1 b
+           {kF64, 1.5, 1.5, true}},                // 2 c
+          {{Opcode::Convert, kF64, 1, -1, -1, 0},  // 3
+           {Opcode::Mul, kF64, 0, 3, -1, 0},       // 4
+           {Opcode::Exp, kF64, 4, -1, -1, 0},      // 5
+           {Opcode::Gelu, kF64, 0, -1, -1, 1},     // 6
+           {Opcode::GeluGrad, kF64, 0, 5, -1, 0},  // 7
+           {Opcode::Sqrt, kF32, 1, -1, -1, 0},     // 8
+           {Opcode::Compare, kI1, 4, 2, -1, 2},    // 9: a * b < c
+           {Opcode::Select, kF64, 9, 6, 7, 0},     // 10
+           {Opcode::Convert, kF16, 10, -1, -1, 0}, // 11
+           {Opcode::Convert, kF32, 10, -1, -1, 0}, // 12
+           {Opcode::Pow, kF64, 3, 2, -1, 0},       // 13
+           {Opcode::Div, kF32, 8, 12, -1, 0}},     // 14
+          {10, 11, 14, 13},
+          {},
+          {},
+          {}};
+}
+
+/// Every opcode a step may be but compare, select and convert's float
+/// pairs (above), in f16, with a bf16 detour; x > 0 where log, sqrt and pow
+/// need it.
+FusedCase everyOpF16() {
+  return {"every opcode in f16",
+          {{kF16, 0.25, 4, false}, {kF16, -2, 2, false}},
+          {{Opcode::Neg, kF16, 1, -1, -1, 0},       // 2
+           {Opcode::Abs, kF16, 2, -1, -1, 0},       // 3
+           {Opcode::Exp, kF16, 1, -1, -1, 0},       // 4
+           {Opcode::Log, kF16, 0, -1, -1, 0},       // 5
+           {Opcode::Tanh, kF16, 5, -1, -1, 0},      // 6
+           {Opcode::Erf, kF16, 1, -1, -1, 0},       // 7
+           {Opcode::Sqrt, kF16, 0, -1, -1, 0},      // 8
+           {Opcode::Rsqrt, kF16, 0, -1, -1, 0},     // 9
+           {Opcode::Cos, kF16, 1, -1, -1, 0},       // 10
+           {Opcode::Sin, kF16, 1, -1, -1, 0},       // 11
+           {Opcode::Sub, kF16, 10, 11, -1, 0},      // 12
+           {Opcode::Div, kF16, 12, 8, -1, 0},       // 13
+           {Opcode::Pow, kF16, 0, 1, -1, 0},        // 14
+           {Opcode::Max, kF16, 13, 7, -1, 0},       // 15
+           {Opcode::Min, kF16, 15, 6, -1, 0},       // 16
+           {Opcode::Gelu, kF16, 16, -1, -1, 0},     // 17
+           {Opcode::Add, kF16, 17, 9, -1, 0},       // 18
+           {Opcode::Convert, kBF16, 18, -1, -1, 0}, // 19
+           {Opcode::Mul, kBF16, 19, 19, -1, 0},     // 20
+           {Opcode::Convert, kF16, 20, -1, -1, 0}}, // 21
+          {21, 14, 4, 3},
+          {},
+          {},
+          {}};
+}
+
+/// Runs `fc` on `dims` fused and step by step on the device under test and
+/// expects the same results (bit for bit; byte for byte on the CPU
+/// device), and operands that no result is written to unchanged.
+void checkFused(Device &device, const FusedCase &fc,
+                const std::vector<int64_t> &dims, uint32_t seed, bool exact) {
+  SCOPED_TRACE(std::string(fc.name) + " on " + shapeString(dims));
+  std::vector<TestTensor> operands, regs;
+  for (size_t r = 0; r < fc.operands.size(); ++r) {
+    const FusedOperandSpec &o = fc.operands[r];
+    TestTensor x = uniform(o.dtype, o.scalar ? std::vector<int64_t>{} : dims,
+                           seed + uint32_t(r), o.lo, o.hi);
+    const std::vector<double> &special = r == 0   ? fc.special0
+                                         : r == 2 ? fc.special2
+                                                  : std::vector<double>{};
+    for (size_t i = 0; !o.scalar && i < special.size() && int64_t(i) < x.size();
+         ++i)
+      x.set(int64_t(i), special[i]);
+    regs.push_back(o.scalar ? repeated(x, dims) : x);
+    operands.push_back(std::move(x));
+  }
+  // Unfused: each step its own instruction on the same device.
+  for (const FusedStepSpec &s : fc.steps) {
+    Call step = unfusedStep(s, regs, dims);
+    std::vector<TestTensor> out, back;
+    Status st = runOnDevice(device, step, out, back);
+    ASSERT_TRUE(st.ok()) << describe(step) << ": " << st.toString();
+    regs.push_back(out[0]);
+  }
+  std::vector<DType> types = fusedRegisterTypes(fc);
+  std::vector<TestTensor> results;
+  for (int64_t r : fc.results)
+    results.push_back(zeros(types[r], dims));
+  Call fused =
+      makeCall(Opcode::FusedElementwise, operands, results, fusedInts(fc));
+  fused.aliases = fc.aliases;
+  SCOPED_TRACE(describe(fused));
+  std::vector<TestTensor> got, back;
+  Status st = runOnDevice(device, fused, got, back);
+  ASSERT_TRUE(st.ok()) << st.toString();
+  for (size_t q = 0; q < fc.results.size(); ++q)
+    EXPECT_TRUE(matches(got[q], regs[fc.results[q]], kSameBits, exact))
+        << "result " << q << " (register " << fc.results[q] << ")";
+  for (size_t r = 0; r < operands.size(); ++r) {
+    bool written = std::find(fc.aliases.begin(), fc.aliases.end(), int(r)) !=
+                   fc.aliases.end();
+    if (!written) {
+      EXPECT_TRUE(matches(back[r], operands[r], kSameBytes, true))
+          << "operand " << r << " changed";
+    }
+  }
+}
+
+/// fused_elementwise gives each step the bits of the step's own instruction
+/// on the same device (cuda/FusedElementwise.cu and
+/// cpu/FusedElementwise.cpp call the unfused kernels' element functions):
+/// for every program, on odd sizes, one element and none, with 0-d
+/// operands, and with results written over operands.
+TEST_P(DeviceKernels, FusedElementwiseMatchesItsSteps) {
+  FusedCase inPlaceAdd = bf16AddConvert();
+  inPlaceAdd.name = "bf16 add, mul, convert to f32; mul over y";
+  inPlaceAdd.aliases = {1, -1};
+  FusedCase inPlaceGeluGrad = bf16GeluGrad();
+  inPlaceGeluGrad.name = "f32 gelu_grad between bf16 converts; over x";
+  inPlaceGeluGrad.aliases = {0};
+  const FusedCase cases[] = {bf16AddConvert(), bf16GeluGrad(), compareSelect(),
+                             f64Program(),     everyOpF16(),   inPlaceAdd,
+                             inPlaceGeluGrad};
+  const std::vector<int64_t> shapes[] = {{1}, {7}, {1031}, {0}, {3, 129}};
+  uint32_t seed = 1;
+  for (const FusedCase &fc : cases)
+    for (const std::vector<int64_t> &dims : shapes) {
+      checkFused(*device_, fc, dims, seed, exact());
+      seed += uint32_t(fc.operands.size());
+    }
+}
+
+/// A program that breaks a rule of the layout (here: a step reading a
+/// register it does not follow) is an error Status on the device, not a
+/// launch.
+TEST_P(DeviceKernels, FusedElementwiseRejectsABadProgram) {
+  TestTensor x = uniform(kF32, {7}, 1);
+  checkFails(
+      makeCall(Opcode::FusedElementwise, {x}, {zeros(kF32, {7})},
+               {1, int64_t(Opcode::Neg), int64_t(kF32), 1, -1, -1, 0, 1}),
+      {"fused_elementwise", "step 0"});
 }
 
 } // namespace

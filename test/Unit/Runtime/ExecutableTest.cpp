@@ -310,6 +310,101 @@ TEST(Executable, ChecksADotGeneralsResultDtype) {
   }
 }
 
+// FusedElementwise: the program in its ints (math/FusedProgram.h) and the
+// shapes, each rule with a program that breaks only it.
+TEST(Executable, ChecksFusedElementwisePrograms) {
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::BF16, {4, 8}), tensor(DType::F32, {4, 8}), // 0, 1
+      tensor(DType::F32, {}),      tensor(DType::F32, {4, 8}), // 2, 3
+      tensor(DType::BF16, {4, 8}), tensor(DType::F32, {8}),    // 4, 5
+      tensor(DType::I32, {4, 8}),  tensor(DType::I1, {4, 8})}; // 6, 7
+  auto op = [](Opcode o) { return int64_t(o); };
+  auto type = [](DType t) { return int64_t(t); };
+  // r0 = x (bf16), r1 = y (f32), r2 = s (0-d f32);
+  // r3 = convert(r0) f32, r4 = add(r1, r3), r5 = mul(r4, r2),
+  // r6 = convert(r5) bf16; results r5, r6.
+  InstructionInfo fused;
+  fused.op = Opcode::FusedElementwise;
+  fused.operands = {0, 1, 2};
+  fused.results = {3, 4};
+  // clang-format off: one step per line.
+  fused.ints = {4,
+                op(Opcode::Convert),
+                type(DType::F32),
+                0,
+                -1,
+                -1,
+                0,
+                op(Opcode::Add),
+                type(DType::F32),
+                1,
+                3,
+                -1,
+                0,
+                op(Opcode::Mul),
+                type(DType::F32),
+                4,
+                2,
+                -1,
+                0,
+                op(Opcode::Convert),
+                type(DType::BF16),
+                5,
+                -1,
+                -1,
+                0,
+                5,
+                6};
+  // clang-format on
+  EXPECT_TRUE(validateInstruction(fused, 0, tensors).ok());
+  auto fails = [&](const InstructionInfo &inst, const std::string &words) {
+    Status s = validateInstruction(inst, 0, tensors);
+    EXPECT_NE(s.message().find(words), std::string::npos)
+        << words << " | " << s.toString();
+  };
+  auto with = [&](size_t at, int64_t value) {
+    InstructionInfo changed = fused;
+    changed.ints[at] = value;
+    return changed;
+  };
+  fails(with(0, 0), "needs a step count from 1 to");
+  fails(with(0, 3), "has 27 ints; 3 steps and 2 results take 21");
+  fails(with(1, op(Opcode::ReduceSum)), "step 0: opcode 19 cannot be a step");
+  fails(with(2, 99), "step 0: dtype 99 is not a DType");
+  fails(with(9, 4), "step 1: operand register 4 is not an operand or an "
+                    "earlier step");
+  fails(with(4, 1), "step 0: operand 1 must be -1, is 1");
+  fails(with(12, 2), "step 1: attribute 2 is out of range");
+  fails(with(8, type(DType::BF16)), "step 1: add does not take these dtypes");
+  fails(with(25, 2), "result 0's register 2 is not a step's");
+  fails(with(26, 5), "results 0 and 1 are the same register");
+  fails(with(26, 4), "result 1's dtype is not its register's");
+  InstructionInfo wrongShape = fused;
+  wrongShape.operands = {0, 5, 2};
+  fails(wrongShape, "operand '");
+  InstructionInfo integer = fused;
+  integer.operands = {6, 1, 2};
+  fails(integer, "operand 0 is not a float or i1");
+  InstructionInfo resultShape = fused;
+  resultShape.results = {3, 2};
+  fails(resultShape, "has the wrong shape for its operands");
+  InstructionInfo floats = fused;
+  floats.floats = {1.0};
+  fails(floats, "expects");
+  // An i1 select (the fp16 step's skip flag) is a step like a float one.
+  InstructionInfo select;
+  select.op = Opcode::FusedElementwise;
+  select.operands = {7, 7, 1};
+  select.results = {7};
+  // clang-format off
+  select.ints = {2,
+                 op(Opcode::Compare), type(DType::I1), 2, 2, -1, 1,
+                 op(Opcode::Select), type(DType::I1), 0, 1, 3, 0,
+                 4};
+  // clang-format on
+  EXPECT_TRUE(validateInstruction(select, 0, tensors).ok());
+}
+
 // The loader checks the training signature like everything else it reads:
 // indices in range, and the loss a float scalar.
 TEST(Executable, RejectsABrokenTrainingSignature) {

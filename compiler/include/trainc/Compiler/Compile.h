@@ -48,6 +48,9 @@ struct CompileOptions {
   /// Overlapped collectives (the schedule pass's options:
   /// --overlap-collectives).
   ScheduleOptions schedule;
+  /// Elementwise chains as fused loops in the lower phase
+  /// (--fuse-elementwise).
+  bool fuseElementwise = true;
   /// Stop after this phase (none: through plan-memory).
   std::optional<Phase> compileTo;
 };

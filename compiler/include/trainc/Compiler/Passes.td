@@ -596,6 +596,53 @@ def WidenProducts : Pass<"trainc-widen-products", "mlir::func::FuncOp"> {
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def FuseElementwise : Pass<"trainc-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Chains of elementwise ops become one loop (graph.fused_elementwise)";
+  let description = [{
+    Groups elementwise ops of one shape that feed each other into
+    `graph.fused_elementwise` ops: one pass over memory (one kernel launch
+    on a GPU) where each op took one, and the values only the group uses
+    are never stored. The ops that fuse are the float and i1 elementwise
+    ops (`neg` ... `sin`, `add` ... `min`, `compare`, `select`, `convert`)
+    and `gelu` and `gelu_grad`; a `broadcast_in_dim` of a 0-d value into
+    a group's shape becomes a 0-d operand of the loop. Each op in the body
+    rounds as it did alone, so results are the unfused program's bits.
+
+    Ops join in program order. An op joins the groups of the operands it
+    takes from ops of its shape (and with its discardable attributes, such
+    as a recompute clone's mark) when no op outside the group uses a
+    member's value before it: the fused op takes the place of its last
+    member, so every other use of a member's value must come after that.
+    A value used outside the group is a result of the fused op; the
+    others live only in registers. A group stays within the executable's
+    limits (kFusedMaxInputs operands, kFusedMaxSteps ops,
+    kFusedMaxResults results, runtime/schema/ExecutableFormat.h). A group
+    of one op stays that op, unless it absorbs a broadcast used nowhere
+    else.
+
+    Runs last in the lower phase (after trainc-fuse-bias and
+    trainc-widen-products, whose patterns include converts), before the
+    memory plan, which gives each fused op's results their buffers (a
+    result may take the memory of an operand of its type). Off with
+    `trainc --fuse-elementwise=false`.
+
+    Example:
+    ```mlir
+    %w = graph.convert %h : (tensor<8x64xbf16>) -> tensor<8x64xf32>
+    %s = graph.add %r, %w : tensor<8x64xf32>
+    // becomes
+    %s = graph.fused_elementwise %r, %h
+        : (tensor<8x64xf32>, tensor<8x64xbf16>) -> tensor<8x64xf32> {
+    ^bb0(%a: tensor<f32>, %b: tensor<bf16>):
+      %0 = graph.convert %b : (tensor<bf16>) -> tensor<f32>
+      %1 = graph.add %a, %0 : tensor<f32>
+      graph.yield %1 : tensor<f32>
+    }
+    ```
+  }];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 def Schedule : Pass<"trainc-schedule", "mlir::ModuleOp"> {
   let summary = "Collectives as start/done pairs that overlap with compute";
   let description = [{

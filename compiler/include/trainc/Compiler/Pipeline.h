@@ -94,6 +94,9 @@ struct PipelineOptions {
   /// The schedule phase's options (a program without collectives: the
   /// phase changes nothing).
   ScheduleOptions schedule;
+  /// The lower phase groups elementwise chains into fused loops
+  /// (trainc-fuse-elementwise).
+  bool fuseElementwise = true;
 };
 
 /// Phases in pipeline order.
@@ -110,7 +113,8 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
 /// Adds the phases from `lower` to `last` (lower or plan-memory): what any
 /// graph-dialect module needs before the serializer writes it.
 void buildExecutablePhases(mlir::OpPassManager &pm,
-                           Phase last = Phase::PlanMemory);
+                           Phase last = Phase::PlanMemory,
+                           bool fuseElementwise = true);
 
 } // namespace trainc
 

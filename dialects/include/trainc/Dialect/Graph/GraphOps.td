@@ -186,6 +186,69 @@ def Graph_ConvertOp : Graph_Op<"convert", [Elementwise,
 }
 
 //===----------------------------------------------------------------------===//
+// Fusion (the lower phase)
+//===----------------------------------------------------------------------===//
+
+def Graph_FusedElementwiseOp : Graph_Op<"fused_elementwise", [
+    IsolatedFromAbove, SingleBlock,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Graph_InPlaceOpInterface, ["canOverwriteOperand"]>]> {
+  let summary = "one loop over the elements of a shape, several elementwise ops";
+  let description = [{
+    Computes, for each element index of the results' shape, the program in
+    its body: elementwise graph ops on the operands' elements, each a 0-d
+    tensor, each op rounded to its own result type as the op alone would
+    be. So the results equal those of the ops written out, bit for bit,
+    while the values only the body uses are never stored. An operand of
+    the results' shape gives its element at the index; a 0-d operand the
+    same value at every index. The `trainc-fuse-elementwise` pass makes
+    these in the lower phase; autodiff and the partition phase never see
+    one.
+
+    Constraints:
+    - (C1) at least one operand and one result; every result has one
+      shape, and every operand has that shape or is 0-d.
+    - (C2) the body's block has one argument per operand, a 0-d tensor of
+      the operand's element type.
+    - (C3) the body's ops are `neg`, `abs`, `exp`, `log`, `tanh`, `erf`,
+      `sqrt`, `rsqrt`, `cos`, `sin`, `add`, `sub`, `mul`, `div`, `pow`,
+      `max`, `min`, `compare`, `select`, `convert`, `gelu` and `gelu_grad`
+      on 0-d tensors of f64, f32, f16, bf16 or i1 (the element types the
+      executable's fused loop computes in; not the 8-bit floats).
+    - (C4) the body ends in `graph.yield` of one 0-d value per result, of
+      the result's element type.
+
+    Example:
+    ```mlir
+    %sum = graph.fused_elementwise %residual, %h
+        : (tensor<8x64xf32>, tensor<8x64xbf16>) -> tensor<8x64xf32> {
+    ^bb0(%r: tensor<f32>, %x: tensor<bf16>):
+      %w = graph.convert %x : (tensor<bf16>) -> tensor<f32>
+      %s = graph.add %r, %w : tensor<f32>
+      graph.yield %s : tensor<f32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Graph_Tensor>:$inputs);
+  let results = (outs Variadic<Graph_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat =
+      "$inputs attr-dict `:` functional-type($inputs, $results) $body";
+  let hasRegionVerifier = 1;
+}
+
+def Graph_YieldOp : Op<Graph_Dialect, "yield", [Pure, Terminator,
+    HasParent<"FusedElementwiseOp">]> {
+  let summary = "the values a graph.fused_elementwise body gives per element";
+  let description = [{
+    Ends the body of `graph.fused_elementwise`: one 0-d value per result
+    (that op's C4).
+  }];
+  let arguments = (ins Variadic<Graph_Tensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+}
+
+//===----------------------------------------------------------------------===//
 // Linear algebra and reductions
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,277 @@
+//===- FuseElementwise.cpp - Elementwise chains as one loop ---------------===//
+//
+// See FuseElementwise in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Compiler/Passes.h"
+#include "trainc/Dialect/Graph/GraphOps.h"
+#include "trainc/schema/ExecutableFormat.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace trainc {
+#define GEN_PASS_DEF_FUSEELEMENTWISE
+#include "trainc/Compiler/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace {
+
+/// The element types a fused loop computes in: f64, f32, f16, bf16, i1.
+bool isLoopElement(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  if (!tensor)
+    return false;
+  Type e = tensor.getElementType();
+  return e.isF64() || e.isF32() || e.isF16() || e.isBF16() || e.isInteger(1);
+}
+
+int64_t bytesOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
+}
+
+/// An op a fused body may hold (FusedElementwiseOp's C3), on float or i1
+/// tensors.
+bool isFusible(Operation *op) {
+  if (!isa<NegOp, AbsOp, ExpOp, LogOp, TanhOp, ErfOp, SqrtOp, RsqrtOp, CosOp,
+           SinOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, CompareOp,
+           SelectOp, ConvertOp, GeluOp, GeluGradOp>(op))
+    return false;
+  return llvm::all_of(op->getOperandTypes(), isLoopElement) &&
+         llvm::all_of(op->getResultTypes(), isLoopElement);
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// The 0-d value that `v` broadcasts into `shape`, or null.
+Value broadcastScalar(Value v, ArrayRef<int64_t> shape) {
+  auto b = v.getDefiningOp<BroadcastInDimOp>();
+  if (!b || shapeOf(v) != shape)
+    return Value();
+  Value source = b.getOperand();
+  if (cast<RankedTensorType>(source.getType()).getRank() != 0 ||
+      !isLoopElement(source.getType()))
+    return Value();
+  return source;
+}
+
+struct Group {
+  /// Members in program order; the last is where the fused op goes.
+  SmallVector<Operation *> ops;
+  llvm::SmallPtrSet<Operation *, 8> members;
+  bool merged = false;
+};
+
+class Fuser {
+public:
+  explicit Fuser(Block &block) : block(block) {}
+
+  void run() {
+    for (Operation &op : block.without_terminator())
+      if (isFusible(&op))
+        place(&op);
+    for (Group &g : groups)
+      if (!g.merged && worthFusing(g))
+        fuse(g);
+  }
+
+private:
+  /// The group `op` joins: those of its operands' producers that may
+  /// merge with it, or a new one.
+  void place(Operation *op) {
+    ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+    SmallVector<unsigned> joins;
+    for (Value v : op->getOperands()) {
+      Operation *producer = v.getDefiningOp();
+      auto it = producer ? groupOf.find(producer) : groupOf.end();
+      if (it == groupOf.end() || llvm::is_contained(joins, it->second))
+        continue;
+      Group &g = groups[it->second];
+      if (shapeOf(g.ops.back()->getResult(0)) != shape ||
+          g.ops.back()->getDiscardableAttrDictionary() !=
+              op->getDiscardableAttrDictionary() ||
+          !othersUseAfter(g, op) || !holdsNoMoreThanItFrees(g, op))
+        continue;
+      joins.push_back(it->second);
+    }
+    // Merge while the limits hold; groups that would exceed them stay.
+    Group joined;
+    for (unsigned index : joins) {
+      Group candidate = joined;
+      append(candidate, groups[index]);
+      append(candidate, op);
+      if (!withinLimits(candidate))
+        continue;
+      append(joined, groups[index]);
+      groups[index].merged = true;
+    }
+    append(joined, op);
+    llvm::sort(joined.ops, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    unsigned index = groups.size();
+    groups.push_back(std::move(joined));
+    for (Operation *member : groups[index].ops)
+      groupOf[member] = index;
+  }
+
+  static void append(Group &g, Operation *op) {
+    g.ops.push_back(op);
+    g.members.insert(op);
+  }
+  static void append(Group &g, const Group &other) {
+    for (Operation *op : other.ops)
+      append(g, op);
+  }
+
+  /// Whether every use of a member's value outside `g` comes after `op`
+  /// (the fused op's place once `op` joins).
+  static bool othersUseAfter(const Group &g, Operation *op) {
+    for (Operation *member : g.ops)
+      for (Operation *user : member->getUsers())
+        if (user != op && !g.members.contains(user) &&
+            !op->isBeforeInBlock(user))
+          return false;
+    return true;
+  }
+
+  /// Whether moving `g`'s loop from its last member to `op` keeps memory
+  /// from growing over the ops between the two: the group's results (used
+  /// by `op` or later) are no longer held there, while operands that would
+  /// have died before `op` now live until it. A forward op whose value only the
+  /// backward pass reads would otherwise keep its operands alive through
+  /// the whole step.
+  static bool holdsNoMoreThanItFrees(const Group &g, Operation *op) {
+    if (g.ops.back()->getNextNode() == op)
+      return true; // Nothing in between.
+    int64_t freed = 0, held = 0;
+    for (Value v : outputsOf(g))
+      freed += bytesOf(v);
+    for (Value v : inputsOf(g)) {
+      if (cast<RankedTensorType>(v.getType()).getRank() == 0)
+        continue;
+      bool diesBefore = llvm::all_of(v.getUsers(), [&](Operation *user) {
+        return user != op && user->getBlock() == op->getBlock() &&
+               user->isBeforeInBlock(op);
+      });
+      if (diesBefore)
+        held += bytesOf(v);
+    }
+    return held <= freed;
+  }
+
+  /// The fused op's operands: values the members take from outside, a
+  /// broadcast 0-d value as that value.
+  static llvm::SetVector<Value> inputsOf(const Group &g) {
+    llvm::SetVector<Value> inputs;
+    for (Operation *op : g.ops)
+      for (Value v : op->getOperands()) {
+        if (v.getDefiningOp() && g.members.contains(v.getDefiningOp()))
+          continue;
+        Value scalar = broadcastScalar(v, shapeOf(op->getResult(0)));
+        inputs.insert(scalar ? scalar : v);
+      }
+    return inputs;
+  }
+
+  /// Member values used outside the group: the fused op's results.
+  static SmallVector<Value> outputsOf(const Group &g) {
+    SmallVector<Value> outputs;
+    for (Operation *op : g.ops)
+      for (Value r : op->getResults())
+        if (llvm::any_of(r.getUsers(), [&](Operation *user) {
+              return !g.members.contains(user);
+            }))
+          outputs.push_back(r);
+    return outputs;
+  }
+
+  static bool withinLimits(const Group &g) {
+    return g.ops.size() <= size_t(trainc::kFusedMaxSteps) &&
+           inputsOf(g).size() <= size_t(trainc::kFusedMaxInputs) &&
+           outputsOf(g).size() <= size_t(trainc::kFusedMaxResults);
+  }
+
+  /// Two ops or more, or one that absorbs a broadcast used only here.
+  static bool worthFusing(const Group &g) {
+    if (g.ops.size() >= 2)
+      return true;
+    Operation *op = g.ops.front();
+    for (Value v : op->getOperands())
+      if (broadcastScalar(v, shapeOf(op->getResult(0))) &&
+          llvm::all_of(v.getUsers(),
+                       [&](Operation *user) { return user == op; }))
+        return true;
+    return false;
+  }
+
+  void fuse(Group &g) {
+    llvm::SetVector<Value> inputs = inputsOf(g);
+    SmallVector<Value> outputs = outputsOf(g);
+    if (outputs.empty())
+      return; // Dead: canonicalization's to remove.
+    Operation *last = g.ops.back();
+    OpBuilder b(last);
+    SmallVector<Type> resultTypes;
+    for (Value v : outputs)
+      resultTypes.push_back(v.getType());
+    auto fused = b.create<FusedElementwiseOp>(last->getLoc(), resultTypes,
+                                              inputs.getArrayRef());
+    fused->setDiscardableAttrs(last->getDiscardableAttrDictionary());
+    Block *body = b.createBlock(&fused.getBody());
+    IRMapping map;
+    auto scalarOf = [](Value v) {
+      return RankedTensorType::get(
+          {}, cast<RankedTensorType>(v.getType()).getElementType());
+    };
+    for (Value v : inputs)
+      map.map(v, body->addArgument(scalarOf(v), v.getLoc()));
+    for (Operation *op : g.ops)
+      for (Value v : op->getOperands())
+        if (Value scalar = broadcastScalar(v, shapeOf(op->getResult(0))))
+          if (!map.contains(v))
+            map.map(v, map.lookup(scalar));
+    for (Operation *op : g.ops) {
+      Operation *clone = b.clone(*op, map);
+      for (Value r : clone->getResults())
+        r.setType(scalarOf(r));
+      clone->setDiscardableAttrs(DictionaryAttr::get(op->getContext()));
+    }
+    SmallVector<Value> yielded;
+    for (Value v : outputs)
+      yielded.push_back(map.lookup(v));
+    b.create<YieldOp>(last->getLoc(), yielded);
+    for (auto [v, r] : llvm::zip(outputs, fused.getResults()))
+      v.replaceAllUsesWith(r);
+    for (Operation *op : llvm::reverse(g.ops))
+      op->erase();
+    // Broadcasts now unused (their value became a 0-d operand).
+    for (Value v : inputs)
+      for (Operation *user : llvm::make_early_inc_range(v.getUsers()))
+        if (isa<BroadcastInDimOp>(user) && user->use_empty())
+          user->erase();
+  }
+
+  Block &block;
+  std::vector<Group> groups;
+  llvm::DenseMap<Operation *, unsigned> groupOf;
+};
+
+struct FuseElementwisePass
+    : public trainc::impl::FuseElementwiseBase<FuseElementwisePass> {
+  void runOnOperation() override {
+    for (Block &block : getOperation().getBody())
+      Fuser(block).run();
+  }
+};
+
+} // namespace

@@ -1,0 +1,101 @@
+//===- GraphFusion.cpp - graph.fused_elementwise
+//---------------------------===//
+//
+// The verifier (constraints C1-C4 in GraphOps.td), the FLOP count and the
+// in-place rule of the op the lower phase's fusion pass makes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Dialect/Graph/GraphOps.h"
+
+using namespace mlir;
+using namespace trainc::graph;
+
+/// Whether `op` may be in a fused body (C3's list).
+static bool isFusibleBodyOp(Operation *op) {
+  return isa<NegOp, AbsOp, ExpOp, LogOp, TanhOp, ErfOp, SqrtOp, RsqrtOp, CosOp,
+             SinOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, CompareOp,
+             SelectOp, ConvertOp, GeluOp, GeluGradOp>(op);
+}
+
+/// A 0-d tensor of f64, f32, f16, bf16 or i1.
+static bool isScalarOfLoopType(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  if (!tensor || tensor.getRank() != 0)
+    return false;
+  Type e = tensor.getElementType();
+  return e.isF64() || e.isF32() || e.isF16() || e.isBF16() || e.isInteger(1);
+}
+
+LogicalResult FusedElementwiseOp::verifyRegions() {
+  // (C1)
+  if (getInputs().empty() || getResults().empty())
+    return emitOpError("(C1) needs at least one operand and one result");
+  ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(getResult(0).getType()).getShape();
+  for (Value r : getResults())
+    if (cast<RankedTensorType>(r.getType()).getShape() != shape)
+      return emitOpError("(C1) every result must have one shape");
+  for (auto [i, v] : llvm::enumerate(getInputs())) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getRank() != 0 && type.getShape() != shape)
+      return emitOpError("(C1) operand ")
+             << i << " must have the results' shape or be 0-d";
+  }
+  // (C2)
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("(C2) the body takes ")
+           << body.getNumArguments() << " arguments for " << getInputs().size()
+           << " operands";
+  for (auto [arg, v] : llvm::zip(body.getArguments(), getInputs())) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (arg.getType() != RankedTensorType::get({}, type.getElementType()))
+      return emitOpError("(C2) body argument ")
+             << arg.getArgNumber() << " must be a 0-d "
+             << type.getElementType();
+  }
+  // (C3)
+  for (Operation &op : body.without_terminator()) {
+    if (!isFusibleBodyOp(&op))
+      return emitOpError("(C3) '")
+             << op.getName() << "' cannot be in a fused elementwise body";
+    SmallVector<Type> types(op.getOperandTypes());
+    llvm::append_range(types, op.getResultTypes());
+    for (Type t : types)
+      if (!isScalarOfLoopType(t))
+        return emitOpError("(C3) '")
+               << op.getName() << "' in the body has type " << t
+               << ": body values are 0-d f64, f32, f16, bf16 or i1";
+  }
+  // (C4)
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("(C4) the body must end in graph.yield");
+  if (yield.getValues().size() != getNumResults())
+    return emitOpError("(C4) the body yields ")
+           << yield.getValues().size() << " values for " << getNumResults()
+           << " results";
+  for (auto [v, r] : llvm::zip(yield.getValues(), getResults())) {
+    Type element = cast<RankedTensorType>(r.getType()).getElementType();
+    if (v.getType() != RankedTensorType::get({}, element))
+      return emitOpError("(C4) a yielded value must be a 0-d ") << element;
+  }
+  return success();
+}
+
+/// The body's FLOPs per element, once per element of the results' shape.
+int64_t FusedElementwiseOp::getFlops() {
+  int64_t perElement = 0;
+  for (Operation &op : getBody().front().without_terminator())
+    if (auto cost = dyn_cast<CostOpInterface>(&op))
+      perElement += cost.getFlops();
+  return perElement * numElements(getResult(0));
+}
+
+/// A result may take an operand's memory of its own type: each element is
+/// read before the same element is written, and no other one.
+bool FusedElementwiseOp::canOverwriteOperand(unsigned result,
+                                             unsigned operand) {
+  return getOperand(operand).getType() == getResult(result).getType();
+}

@@ -1,0 +1,305 @@
+//===- FusedElementwise.cu - A program of elementwise steps per element ---===//
+//
+// fused_elementwise runs a short program (math/FusedProgram.h, decoded and
+// checked on the host) at every flat index i of the results' shape:
+//   reg[r]     = operand r at i (a 0-d operand: its one element), r < I
+//   reg[I + k] = step k (neg, abs, exp, log, tanh, erf, sqrt, rsqrt, cos,
+//                sin, add, sub, mul, div, pow, max, min, compare, select,
+//                convert, gelu, gelu_grad) of earlier registers, rounded
+//                to the step's dtype
+//   result[q][i] = reg[results[q]]
+// Shape legend: I <= kFusedMaxInputs operands, each of the results' shape
+// or 0-d; 1..kFusedMaxResults results of one shape, n elements, flat
+// arrays. One thread per element (grid-stride), one launch for the whole
+// program: the steps' values never leave the thread.
+//
+// In place: a result may be the memory of an operand of its shape and
+// dtype. Each thread reads all its operands' elements at i before it
+// writes any result at i, and touches no other index, so that is safe.
+//
+// Numerics: the same bits as the unfused instructions on this device. A
+// step calls the device functions of the unfused kernels
+// (ElementwiseMath.cuh's unaryOf, binaryOf, compareOf and convert rules,
+// GeluMath.cuh's geluOf and geluGradOf) in the compute type they use for
+// the step's dtype (f64 for f64, f32 for f32, f16 and bf16), and rounds
+// its value with KernelUtil.cuh's store and load of that dtype, as writing
+// it to memory and reading it back would: 16-bit values to nearest even,
+// f64 -> 16-bit conversions through toFloatOdd, -> i1 tests non-zero (NaN
+// -> true), i1 -> 0 or 1. The caveats of Elementwise.cu and Gelu.cu
+// towards the CPU (f64 and some 16-bit results from CUDA's double
+// library) hold here too, and are the same in both paths, which share
+// those functions. Only NaN payloads may differ from the unfused kernels':
+// a 16-bit signaling NaN that select or a same-dtype convert moves comes
+// out quiet (those kernels copy bytes); NaN-ness never differs.
+//
+// Registers: every value of f32, f16, bf16 or i1 (0 or 1) is exact in a
+// float, and of f64 in a double; the kernel is instantiated for a float
+// register file when no register is f64, and double otherwise. Registers
+// are a local array indexed by the program (kFusedMaxInputs +
+// kFusedMaxSteps entries): the stack frame, not spills. There are no
+// integer registers, so no step can fault (binaryOf's FaultSite is never
+// used for floats).
+//
+// Launch: gridFor(n) blocks of kThreads on the call's stream; the program,
+// the operand and result pointers and the operands' 0-d flags travel in
+// one __grid_constant__ parameter, read in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/ElementwiseMath.cuh"
+#include "cuda/GeluMath.cuh"
+#include "cuda/KernelUtil.cuh"
+#include "math/FusedProgram.h"
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace trainc::cuda {
+namespace {
+
+struct FusedArgs {
+  /// Operands a step does not take name register 0 here (not -1), so that
+  /// every step may read three registers.
+  math::FusedProgram program;
+  const void *operand[kFusedMaxInputs];
+  /// Whether operand r is 0-d: read at element 0 for every i.
+  bool scalar[kFusedMaxInputs];
+  void *result[kFusedMaxResults];
+  int64_t n;
+};
+
+/// Whether register type R holds f64 values (the double register file).
+template <typename R> constexpr bool kWide = std::is_same_v<R, double>;
+
+/// v as storing it to storage type S and loading it back gives it: rounded
+/// to nearest even for the 16-bit floats, unchanged for f32 and f64.
+template <typename S>
+__device__ __forceinline__ Compute<S> rounded(Compute<S> v) {
+  S s;
+  store(&s, 0, v);
+  return load(&s, 0);
+}
+
+/// fn(S()) for the storage type S of float dtype t (f64 only in the double
+/// register file).
+template <typename R, typename Fn>
+__device__ __forceinline__ R withFloat(DType t, Fn fn) {
+  switch (t) {
+  case DType::F64:
+    if constexpr (kWide<R>)
+      return fn(double());
+    else
+      return R(0); // No f64 register in a float register file.
+  case DType::F32:
+    return fn(float());
+  case DType::F16:
+    return fn(Half());
+  default:
+    return fn(Bf16());
+  }
+}
+
+/// Element i of operand p of dtype t as a register.
+template <typename R>
+__device__ __forceinline__ R loadRegister(DType t, const void *p, int64_t i) {
+  if (t == DType::I1)
+    return load(static_cast<const Bool *>(p), i) ? R(1) : R(0);
+  return withFloat<R>(t, [&](auto zero) {
+    using S = decltype(zero);
+    return R(load(static_cast<const S *>(p), i));
+  });
+}
+
+/// Stores register v (a value of dtype t) as element i of result p: exact,
+/// the step rounded it already.
+template <typename R>
+__device__ __forceinline__ void storeRegister(DType t, void *p, int64_t i,
+                                              R v) {
+  if (t == DType::I1) {
+    store(static_cast<Bool *>(p), i, v != R(0));
+    return;
+  }
+  withFloat<R>(t, [&](auto zero) {
+    using S = decltype(zero);
+    store(static_cast<S *>(p), i, Compute<S>(v));
+    return R(0);
+  });
+}
+
+/// A step of float math (every opcode but compare, select and convert) on
+/// u and v (v unused by the unary ops) in storage type S's compute type,
+/// as the unfused kernel computes it.
+template <typename S>
+__device__ __forceinline__ Compute<S> mathOf(const math::FusedStep &s,
+                                             Compute<S> u, Compute<S> v) {
+  bool useTanh = s.attr == 1;
+  switch (s.op) {
+  case Opcode::Gelu:
+    return geluOf(u, useTanh);
+  case Opcode::GeluGrad:
+    return geluGradOf(u, v, useTanh);
+  case Opcode::Add:
+  case Opcode::Sub:
+  case Opcode::Mul:
+  case Opcode::Div:
+  case Opcode::Pow:
+  case Opcode::Max:
+  case Opcode::Min:
+    return binaryOf<S>(s.op, u, v, FaultSite());
+  default:
+    return unaryOf<S>(s.op, u);
+  }
+}
+
+/// v (a value of compute type C, the source dtype's) in dtype `to`, other
+/// than the source's, by convertKernel's rules.
+template <typename R, typename C>
+__device__ __forceinline__ R convertTo(DType to, C v) {
+  switch (to) {
+  case DType::F64:
+    if constexpr (kWide<R>)
+      return toWide<double>(v);
+    else
+      return R(0);
+  case DType::F32:
+    return toWide<float>(v);
+  case DType::F16:
+    return rounded<Half>(toNarrow(v));
+  case DType::BF16:
+    return rounded<Bf16>(toNarrow(v));
+  default: // I1: NaN != 0, so NaN converts to true.
+    return v != C(0) ? R(1) : R(0);
+  }
+}
+
+/// Step s's value from the registers `reg` of dtypes `type`.
+template <typename R>
+__device__ __forceinline__ R stepOf(const math::FusedStep &s, const DType *type,
+                                    const R *reg) {
+  R a = reg[s.operand[0]];
+  DType from = type[s.operand[0]];
+  switch (s.op) {
+  case Opcode::Compare: {
+    bool p;
+    if constexpr (kWide<R>)
+      p = from == DType::F64
+              ? compareOf(s.attr, double(a), double(reg[s.operand[1]]))
+              : compareOf(s.attr, float(a), float(reg[s.operand[1]]));
+    else
+      p = compareOf(s.attr, float(a), float(reg[s.operand[1]]));
+    return p ? R(1) : R(0);
+  }
+  case Opcode::Select:
+    return a != R(0) ? reg[s.operand[1]] : reg[s.operand[2]];
+  case Opcode::Convert:
+    if (from == s.dtype)
+      return a; // Unfused: a byte copy.
+    if (from == DType::I1)
+      return convertTo<R>(s.dtype, a != R(0));
+    if constexpr (kWide<R>)
+      if (from == DType::F64)
+        return convertTo<R>(s.dtype, double(a));
+    return convertTo<R>(s.dtype, float(a));
+  default: {
+    R b = reg[s.operand[1]];
+    return withFloat<R>(s.dtype, [&](auto zero) {
+      using S = decltype(zero);
+      return R(rounded<S>(mathOf<S>(s, Compute<S>(a), Compute<S>(b))));
+    });
+  }
+  }
+}
+
+template <typename R>
+__global__ void fusedElementwiseKernel(const __grid_constant__ FusedArgs a) {
+  const math::FusedProgram &p = a.program;
+  R reg[kFusedMaxInputs + kFusedMaxSteps];
+  // 0-d operands once per thread: no step writes an operand's register.
+  for (int r = 0; r < p.numInputs; ++r)
+    if (a.scalar[r])
+      reg[r] = loadRegister<R>(p.registerDType[r], a.operand[r], 0);
+  int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < a.n;
+       i += step) {
+    for (int r = 0; r < p.numInputs; ++r)
+      if (!a.scalar[r])
+        reg[r] = loadRegister<R>(p.registerDType[r], a.operand[r], i);
+    for (int k = 0; k < p.numSteps; ++k)
+      reg[p.numInputs + k] = stepOf(p.steps[k], p.registerDType, reg);
+    for (int q = 0; q < p.numResults; ++q)
+      storeRegister(p.registerDType[p.results[q]], a.result[q], i,
+                    reg[p.results[q]]);
+  }
+}
+
+/// Whether x and y have the same dims.
+bool sameShape(const TensorRef &x, const TensorRef &y) {
+  if (x.rank != y.rank)
+    return false;
+  for (int d = 0; d < x.rank; ++d)
+    if (x.dims[d] != y.dims[d])
+      return false;
+  return true;
+}
+
+} // namespace
+
+Status runFusedElementwise(const KernelCall &call) {
+  int numInputs = int(call.inputs.size), numResults = call.numOutputs;
+  if (numInputs > kFusedMaxInputs || numResults > kFusedMaxResults ||
+      numResults < 1)
+    return kernelError(call, "takes at most " +
+                                 std::to_string(kFusedMaxInputs) +
+                                 " operands and 1 to " +
+                                 std::to_string(kFusedMaxResults) + " results");
+  DType inputTypes[kFusedMaxInputs], resultTypes[kFusedMaxResults];
+  for (int r = 0; r < numInputs; ++r)
+    inputTypes[r] = call.inputs[r].dtype;
+  for (int q = 0; q < numResults; ++q)
+    resultTypes[q] = call.outputs[q].dtype;
+  FusedArgs args = {};
+  std::string error = math::decodeFusedProgram(
+      call.ints.data, call.ints.size, inputTypes, numInputs, resultTypes,
+      numResults, args.program);
+  if (!error.empty())
+    return kernelError(call, error);
+
+  const TensorRef &shape = call.outputs[0];
+  for (int q = 1; q < numResults; ++q)
+    if (!sameShape(call.outputs[q], shape))
+      return kernelError(call, "result " + std::to_string(q) +
+                                   " is not of result 0's shape");
+  for (int r = 0; r < numInputs; ++r) {
+    const TensorRef &x = call.inputs[r];
+    args.scalar[r] = x.rank == 0;
+    if (!args.scalar[r] && !sameShape(x, shape))
+      return kernelError(call, "operand " + std::to_string(r) +
+                                   " is neither 0-d nor of the results' "
+                                   "shape");
+    args.operand[r] = x.data;
+  }
+  for (int q = 0; q < numResults; ++q)
+    args.result[q] = call.outputs[q].data;
+  args.n = shape.numElements();
+  if (args.n == 0)
+    return okStatus();
+
+  bool wide = false;
+  for (int r = 0; r < args.program.numRegisters(); ++r)
+    wide = wide || args.program.registerDType[r] == DType::F64;
+  // Operands a step does not take: register 0 (see FusedArgs).
+  for (int k = 0; k < args.program.numSteps; ++k)
+    for (int16_t &operand : args.program.steps[k].operand)
+      operand = operand < 0 ? 0 : operand;
+  cudaStream_t stream = streamOf(call).handle();
+  if (wide)
+    fusedElementwiseKernel<double>
+        <<<gridFor(args.n), kThreads, 0, stream>>>(args);
+  else
+    fusedElementwiseKernel<float>
+        <<<gridFor(args.n), kThreads, 0, stream>>>(args);
+  return checkLaunch(call, "fusedElementwiseKernel");
+}
+
+} // namespace trainc::cuda

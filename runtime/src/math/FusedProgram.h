@@ -1,0 +1,198 @@
+//===- FusedProgram.h - A FusedElementwise instruction's program -*- C++
+//-*-===//
+//
+// Opcode::FusedElementwise carries its program in its ints (layout in
+// runtime/schema/executable.fbs): S steps of kFusedStepInts ints (opcode,
+// dtype, a, b, c, attr), then a register per result. decodeFusedProgram
+// reads and checks it once, for the validator when a file is loaded and
+// for each device's kernel, which then trusts the decoded form:
+//
+//   registers 0..I-1     the operands' elements (I = the operand count)
+//   register  I + k      step k's value, rounded to its dtype
+//
+// A step computes what the opcode's own instruction would compute for one
+// element, so a fused loop gives the bits of the unfused instructions on
+// every device. FusedProgram is plain data of a fixed size: the CUDA
+// kernel takes it whole as a __grid_constant__ parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_MATH_FUSEDPROGRAM_H
+#define TRAINC_RUNTIME_MATH_FUSEDPROGRAM_H
+
+#include "trainc/schema/ExecutableFormat.h"
+
+#include <cstdint>
+#include <string>
+
+namespace trainc::math {
+
+struct FusedStep {
+  Opcode op;
+  DType dtype;
+  /// Operand registers, -1 where the opcode takes fewer.
+  int16_t operand[3];
+  /// Compare's direction; Gelu's and GeluGrad's approximation (1 tanh).
+  int8_t attr;
+};
+
+struct FusedProgram {
+  int numInputs = 0, numSteps = 0, numResults = 0;
+  FusedStep steps[kFusedMaxSteps];
+  /// The register each result is written from.
+  int16_t results[kFusedMaxResults];
+  DType registerDType[kFusedMaxInputs + kFusedMaxSteps];
+
+  int numRegisters() const { return numInputs + numSteps; }
+};
+
+/// Operands a step of `op` reads; 0 when `op` cannot be a step.
+inline int fusedStepArity(Opcode op) {
+  switch (op) {
+  case Opcode::Neg:
+  case Opcode::Abs:
+  case Opcode::Exp:
+  case Opcode::Log:
+  case Opcode::Tanh:
+  case Opcode::Erf:
+  case Opcode::Sqrt:
+  case Opcode::Rsqrt:
+  case Opcode::Cos:
+  case Opcode::Sin:
+  case Opcode::Convert:
+  case Opcode::Gelu:
+    return 1;
+  case Opcode::Add:
+  case Opcode::Sub:
+  case Opcode::Mul:
+  case Opcode::Div:
+  case Opcode::Pow:
+  case Opcode::Max:
+  case Opcode::Min:
+  case Opcode::Compare:
+  case Opcode::GeluGrad:
+    return 2;
+  case Opcode::Select:
+    return 3;
+  default:
+    return 0;
+  }
+}
+
+inline bool isFusedFloat(DType t) {
+  return t == DType::F64 || t == DType::F32 || t == DType::F16 ||
+         t == DType::BF16;
+}
+
+/// Reads `ints` (count `numInts`) into `program` for an instruction whose
+/// operands and results have the given dtypes, and checks every rule of
+/// the layout: the limits, each step's opcode, operand registers (defined
+/// before the step) and their dtypes, the attribute, and that each result
+/// is a distinct step register of the result's dtype. Returns "" or what
+/// is wrong. Shapes are the caller's to check.
+inline std::string decodeFusedProgram(const int64_t *ints, int64_t numInts,
+                                      const DType *inputDTypes, int numInputs,
+                                      const DType *resultDTypes, int numResults,
+                                      FusedProgram &program) {
+  auto str = [](int64_t v) { return std::to_string(v); };
+  if (numInputs < 1 || numInputs > kFusedMaxInputs)
+    return "takes 1 to " + str(kFusedMaxInputs) + " operands, has " +
+           str(numInputs);
+  if (numResults < 1 || numResults > kFusedMaxResults)
+    return "gives 1 to " + str(kFusedMaxResults) + " results, has " +
+           str(numResults);
+  if (numInts < 1 || ints[0] < 1 || ints[0] > kFusedMaxSteps)
+    return "needs a step count from 1 to " + str(kFusedMaxSteps);
+  int steps = int(ints[0]);
+  if (numInts != 1 + int64_t(steps) * kFusedStepInts + numResults)
+    return "has " + str(numInts) + " ints; " + str(steps) + " steps and " +
+           str(numResults) + " results take " +
+           str(1 + int64_t(steps) * kFusedStepInts + numResults);
+  program.numInputs = numInputs;
+  program.numSteps = steps;
+  program.numResults = numResults;
+  for (int i = 0; i < numInputs; ++i) {
+    if (!isFusedFloat(inputDTypes[i]) && inputDTypes[i] != DType::I1)
+      return "operand " + str(i) + " is not a float or i1";
+    program.registerDType[i] = inputDTypes[i];
+  }
+  for (int k = 0; k < steps; ++k) {
+    const int64_t *s = ints + 1 + int64_t(k) * kFusedStepInts;
+    std::string at = "step " + str(k) + ": ";
+    if (s[0] < 0 || !isOpcode(uint32_t(s[0])) ||
+        fusedStepArity(Opcode(s[0])) == 0)
+      return at + "opcode " + str(s[0]) + " cannot be a step";
+    if (s[1] < 0 || s[1] >= kNumDTypes)
+      return at + "dtype " + str(s[1]) + " is not a DType";
+    FusedStep &step = program.steps[k];
+    step.op = Opcode(s[0]);
+    step.dtype = DType(s[1]);
+    int arity = fusedStepArity(step.op);
+    DType operandType[3] = {};
+    for (int j = 0; j < 3; ++j) {
+      int64_t r = s[2 + j];
+      if (j >= arity) {
+        if (r != -1)
+          return at + "operand " + str(j) + " must be -1, is " + str(r);
+        step.operand[j] = -1;
+        continue;
+      }
+      if (r < 0 || r >= numInputs + k)
+        return at + "operand register " + str(r) +
+               " is not an operand or an earlier step";
+      step.operand[j] = int16_t(r);
+      operandType[j] = program.registerDType[r];
+    }
+    int64_t attr = s[5];
+    int64_t maxAttr = step.op == Opcode::Compare ? 5
+                      : step.op == Opcode::Gelu || step.op == Opcode::GeluGrad
+                          ? 1
+                          : 0;
+    if (attr < 0 || attr > maxAttr)
+      return at + "attribute " + str(attr) + " is out of range";
+    step.attr = int8_t(attr);
+    DType t = step.dtype;
+    bool typed = true;
+    switch (step.op) {
+    case Opcode::Compare:
+      typed = t == DType::I1 && operandType[1] == operandType[0];
+      break;
+    case Opcode::Select:
+      typed = (isFusedFloat(t) || t == DType::I1) &&
+              operandType[0] == DType::I1 && operandType[1] == t &&
+              operandType[2] == t;
+      break;
+    case Opcode::Convert:
+      typed = (isFusedFloat(t) || t == DType::I1) &&
+              (isFusedFloat(operandType[0]) || operandType[0] == DType::I1);
+      break;
+    default: // Float math of one dtype.
+      typed = isFusedFloat(t);
+      for (int j = 0; j < arity; ++j)
+        typed = typed && operandType[j] == t;
+      break;
+    }
+    if (!typed)
+      return at + opcodeName(step.op) + " does not take these dtypes";
+    program.registerDType[numInputs + k] = t;
+  }
+  const int64_t *results = ints + 1 + int64_t(steps) * kFusedStepInts;
+  for (int r = 0; r < numResults; ++r) {
+    int64_t reg = results[r];
+    if (reg < numInputs || reg >= numInputs + steps)
+      return "result " + str(r) + "'s register " + str(reg) +
+             " is not a step's";
+    for (int q = 0; q < r; ++q)
+      if (results[q] == reg)
+        return "results " + str(q) + " and " + str(r) +
+               " are the same register";
+    if (program.registerDType[reg] != resultDTypes[r])
+      return "result " + str(r) + "'s dtype is not its register's";
+    program.results[r] = int16_t(reg);
+  }
+  return "";
+}
+
+} // namespace trainc::math
+
+#endif // TRAINC_RUNTIME_MATH_FUSEDPROGRAM_H

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Elementwise fusion (trainc-fuse-elementwise) changes no bit of training.
+
+For each model and precision, compiles the AdamW training step with and
+without `--fuse-elementwise` and checks:
+
+- the fused step has fused loops (`fused_elementwise` in `trainc-run
+  --inspect`) and fewer instructions, so the comparison is not vacuous;
+- its activations live at once (the liveness bound of the plan) are at
+  most the unfused step's;
+- 12 AdamW steps on the same batch: the JSONL's loss, gradient norm and
+  loss scale bitwise equal at every step, and the checkpoint after the last
+  step (parameters and optimizer state) byte for byte the same.
+
+Each step of a fused loop rounds as its op alone does, so anything but bit
+equality is a bug (a wrong register, a dropped rounding, a result written
+over an operand still to be read).
+
+Models: GPTs written by tools/make_gpt.py, with dropout (masks applied by
+select and multiply), in f32, bf16 and fp16 (the loss scale's checks and
+the skip flag in the step), one also with `--recompute full` (clones
+marked as such fuse only with each other); the tinygpt that
+torch.onnx.export wrote (../shared/data/tinygpt); a Hugging Face Llama
+(RMSNorm, SiLU, rotary embeddings: longer chains). Prints one line per
+case; exits 1 on any failure.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'tools'))
+import make_gpt  # noqa: E402
+
+STEPS = 12
+
+
+def run(cmd):
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        lines = (result.stderr or result.stdout).strip().splitlines()
+        raise RuntimeError(f"{os.path.basename(cmd[0])} failed: {' | '.join(lines[-4:])}")
+    return result
+
+
+DTYPE_BYTES = {'f64': 8, 'f32': 4, 'f16': 2, 'bf16': 2, 'i64': 8, 'i32': 4, 'i1': 1}
+
+
+def live_bound(out):
+    """The most bytes of work-arena tensors live at once (from the first
+    instruction writing one to the last reading it), from --inspect: the
+    liveness bound any placement of the buffers must reach. The planner's
+    greedy placement can land above it by a few percent either way, so this
+    bound, not the planned peak, is what fusion must not raise."""
+    sizes = {}
+    for m in re.finditer(r'^  %(\d+) \w+\s+(\w+)\s+\[([^\]]*)\]\s+work', out, re.M):
+        n = 1
+        for d in m.group(3).split(','):
+            n *= int(d) if d.strip() else 1
+        sizes[int(m.group(1))] = n * DTYPE_BYTES[m.group(2)]
+    first, last = {}, {}
+    for i, m in enumerate(re.finditer(r'^  \d+: (.*?) = \w+\((.*?)\)', out, re.M)):
+        for t in map(int, re.findall(r'%(\d+)', m.group(1))):
+            first.setdefault(t, i)
+            last[t] = max(last.get(t, i), i)
+        for t in map(int, re.findall(r'%(\d+)', m.group(2))):
+            last[t] = i
+    events = {}
+    for t, size in sizes.items():
+        if t in first:
+            events[first[t]] = events.get(first[t], 0) + size
+            events[last[t] + 1] = events.get(last[t] + 1, 0) - size
+    live = peak = 0
+    for i in sorted(events):
+        live += events[i]
+        peak = max(peak, live)
+    return peak
+
+
+def inspect(args, exe):
+    """(instruction count, fused loops, liveness bound, planned peak) of an
+    executable."""
+    out = run([args.trainc_run, exe, '--inspect']).stdout
+    count = re.search(r'^instructions \((\d+)\):', out, re.M)
+    peak = re.search(r'peak (\d+) bytes', out)
+    if not count or not peak:
+        raise RuntimeError('no instruction count or peak in --inspect')
+    fused = len(re.findall(r'= fused_elementwise\(', out))
+    return int(count.group(1)), fused, live_bound(out), int(peak.group(1))
+
+
+def train(args, exe, inputs, directory):
+    """The JSONL records and the last checkpoint's tensor bytes."""
+    log = os.path.join(directory, 'log.jsonl')
+    state = os.path.join(directory, 'state')
+    run([args.trainc_run, exe, *inputs, '--steps', str(STEPS), '--log-jsonl', log,
+         '--save-state', state])
+    records = [json.loads(line) for line in open(log)]
+    step = sorted(d for d in os.listdir(state) if d.startswith('step-'))[-1]
+    shards = sorted(f for f in os.listdir(os.path.join(state, step))
+                    if f.endswith('.safetensors'))
+    data = b''.join(open(os.path.join(state, step, f), 'rb').read() for f in shards)
+    return records, data
+
+
+def check(args, name, model, inputs, extra, work):
+    runs = {}
+    for fuse in ('true', 'false'):
+        directory = os.path.join(work, f'{name}-{fuse}')
+        os.makedirs(directory)
+        exe = os.path.join(directory, 'step.tcx')
+        run([args.trainc, model, '--train', '--lr', '1e-2', *extra,
+             f'--fuse-elementwise={fuse}', '-o', exe])
+        runs[fuse] = (inspect(args, exe), train(args, exe, inputs, directory))
+    (fused_count, loops, fused_live, fused_peak), (fused_log, fused_state) = runs['true']
+    (plain_count, plain_loops, plain_live, plain_peak), (plain_log, plain_state) = runs['false']
+    problems = []
+    if loops == 0 or plain_loops != 0 or fused_count >= plain_count:
+        problems.append(f'{loops} fused loops, {fused_count} against {plain_count} '
+                        f'instructions ({plain_loops} loops unfused)')
+    if fused_live > plain_live:
+        problems.append(f'live activations {fused_live} above {plain_live} bytes')
+    keys = ('loss', 'grad_norm', 'loss_scale', 'step_skipped')
+    for a, b in zip(fused_log, plain_log):
+        for key in keys:
+            if a.get(key) != b.get(key):
+                problems.append(f'step {a.get("step")}: {key} {a.get(key)!r} != {b.get(key)!r}')
+                break
+    if len(fused_log) != STEPS or len(plain_log) != STEPS:
+        problems.append(f'{len(fused_log)} and {len(plain_log)} logged steps, not {STEPS}')
+    if fused_state != plain_state:
+        problems.append('the checkpoints differ')
+    if problems:
+        print(f'{name}: FAIL ' + '; '.join(problems[:4]))
+        return False
+    print(f'{name}: bitwise equal over {STEPS} steps; {plain_count} -> {fused_count} '
+          f'instructions ({loops} fused loops); most live activations {plain_live} -> '
+          f'{fused_live} bytes, planned peak {plain_peak} -> {fused_peak}')
+    return True
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--trainc', required=True)
+    parser.add_argument('--trainc-run', required=True)
+    parser.add_argument('--tinygpt', required=True, help='../shared/data/tinygpt')
+    parser.add_argument('--hf-dir', required=True, help='test/Models/hf')
+    args = parser.parse_args()
+    ok = True
+    with tempfile.TemporaryDirectory() as work:
+        cfg = make_gpt.GptConfig(vocab=64, seq=16, batch=2, d_model=32, heads=2, layers=2,
+                                 dropout=0.1)
+        path, inputs = make_gpt.write_model_and_batch(cfg, work, 'gpt')
+        cases = [(f'make_gpt_{p}', path, inputs, ('--precision', p))
+                 for p in ('f32', 'bf16', 'fp16')]
+        cases.append(('make_gpt_bf16_recompute_full', path, inputs,
+                      ('--precision', 'bf16', '--recompute', 'full')))
+        raw = os.path.join(args.tinygpt, 'tied_erf', 'raw_f32')
+        cases.append(('tinygpt', os.path.join(args.tinygpt, 'tied_erf',
+                                              'model_train_opset17.onnx'),
+                      ['--input', f'tokens={raw}/tokens.bin',
+                       '--input', f'targets={raw}/targets.bin'], ()))
+        llama = os.path.join(args.hf_dir, 'llama')
+        hf_inputs = []
+        for input_name in ('input_ids', 'attention_mask', 'labels'):
+            hf_inputs += ['--input', f'{input_name}={os.path.join(llama, input_name + ".npy")}']
+        for p in ('f32', 'bf16'):
+            cases.append((f'hf_llama_dynamo_{p}', os.path.join(llama, 'dynamo.onnx'),
+                          hf_inputs, ('--precision', p)))
+        for name, model, case_inputs, extra in cases:
+            try:
+                ok &= check(args, name, model, case_inputs, extra, work)
+            except RuntimeError as e:
+                print(f'{name}: FAIL {e}')
+                ok = False
+    print('fused_elementwise_step: ' + ('all bitwise equal' if ok else 'FAILED'))
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,127 @@
+// RUN: trainc-opt %s --trainc-fuse-elementwise -split-input-file | FileCheck %s
+
+// The residual add of a bf16 projection: convert and add, one loop.
+// CHECK-LABEL: func.func @residual
+// CHECK-SAME: (%[[R:.+]]: tensor<8x64xf32>, %[[H:.+]]: tensor<8x64xbf16>)
+func.func @residual(%r: tensor<8x64xf32>, %h: tensor<8x64xbf16>) -> tensor<8x64xf32> {
+  // CHECK: %[[S:.+]] = graph.fused_elementwise %[[H]], %[[R]] : (tensor<8x64xbf16>, tensor<8x64xf32>) -> tensor<8x64xf32> {
+  // CHECK-NEXT: ^bb0(%[[A:.+]]: tensor<bf16>, %[[B:.+]]: tensor<f32>):
+  // CHECK-NEXT: %[[W:.+]] = graph.convert %[[A]] : (tensor<bf16>) -> tensor<f32>
+  // CHECK-NEXT: %[[SUM:.+]] = graph.add %[[B]], %[[W]] : tensor<f32>
+  // CHECK-NEXT: graph.yield %[[SUM]] : tensor<f32>
+  // CHECK-NEXT: }
+  // CHECK-NEXT: return %[[S]]
+  %w = graph.convert %h : (tensor<8x64xbf16>) -> tensor<8x64xf32>
+  %s = graph.add %r, %w : tensor<8x64xf32>
+  return %s : tensor<8x64xf32>
+}
+
+// -----
+
+// A value also used after the chain is a second result; the one used
+// only inside is not stored.
+// CHECK-LABEL: func.func @two_results
+func.func @two_results(%a: tensor<16xf32>, %b: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xbf16>) {
+  // CHECK: %[[F:.+]]:2 = graph.fused_elementwise
+  // CHECK-SAME: -> (tensor<16xf32>, tensor<16xbf16>)
+  // CHECK: graph.mul
+  // CHECK: graph.add
+  // CHECK: graph.convert
+  // CHECK: graph.yield
+  // CHECK-NOT: graph.
+  // CHECK: return %[[F]]#0, %[[F]]#1
+  %m = graph.mul %a, %b : tensor<16xf32>
+  %s = graph.add %m, %a : tensor<16xf32>
+  %c = graph.convert %s : (tensor<16xf32>) -> tensor<16xbf16>
+  return %s, %c : tensor<16xf32>, tensor<16xbf16>
+}
+
+// -----
+
+// gelu_grad between converts (a bf16 step's MLP gradient), keeping the
+// approximation.
+// CHECK-LABEL: func.func @gelu_grad_chain
+func.func @gelu_grad_chain(%x: tensor<4x8xbf16>, %g: tensor<4x8xf32>) -> tensor<4x8xbf16> {
+  // CHECK: graph.fused_elementwise
+  // CHECK: graph.convert
+  // CHECK: graph.gelu_grad %{{.+}}, %{{.+}}, approximation = tanh : tensor<f32>
+  // CHECK: graph.convert
+  // CHECK: graph.yield
+  // CHECK-NOT: graph.gelu_grad
+  %w = graph.convert %x : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+  %d = graph.gelu_grad %w, %g, approximation = tanh : tensor<4x8xf32>
+  %n = graph.convert %d : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+  return %n : tensor<4x8xbf16>
+}
+
+// -----
+
+// A broadcast of a 0-d value becomes a 0-d operand, and the broadcast
+// goes; compare and select on i1 join too.
+// CHECK-LABEL: func.func @scalar_operand
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[S:.+]]: tensor<f32>)
+func.func @scalar_operand(%x: tensor<4x8xf32>, %s: tensor<f32>) -> tensor<4x8xf32> {
+  // CHECK-NOT: graph.broadcast_in_dim
+  // CHECK: graph.fused_elementwise %[[X]], %[[S]] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  // CHECK: graph.compare GT
+  // CHECK: graph.select
+  // CHECK-NOT: graph.broadcast_in_dim
+  %b = graph.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> tensor<4x8xf32>
+  %p = graph.compare GT, %x, %b : tensor<4x8xf32>
+  %y = graph.select %p, %x, %b : tensor<4x8xi1>, tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// One op with a broadcast used only by it is fused (the broadcast is not
+// stored); one op alone is left as it is.
+// CHECK-LABEL: func.func @single_ops
+func.func @single_ops(%x: tensor<8xf32>, %s: tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  // CHECK: graph.fused_elementwise %{{.+}}, %{{.+}} : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  // CHECK: graph.mul
+  // CHECK: graph.yield
+  // CHECK: graph.exp %{{.+}} : tensor<8xf32>
+  // CHECK-NOT: graph.fused_elementwise
+  %b = graph.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> tensor<8xf32>
+  %m = graph.mul %x, %b : tensor<8xf32>
+  %e = graph.exp %x : tensor<8xf32>
+  return %m, %e : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// An op outside the chain that uses a member's value before the chain's
+// last op would need the fused op earlier than its last member: the chain
+// stops there, and what follows is a loop of its own.
+// CHECK-LABEL: func.func @used_in_between
+func.func @used_in_between(%a: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<8xf32>, tensor<f32>) {
+  // CHECK: %[[M:.+]] = graph.mul
+  // CHECK-NEXT: %[[SUM:.+]] = graph.reduce_sum %[[M]]
+  // CHECK-NEXT: graph.fused_elementwise %[[M]], %[[SUM]], %{{.+}} : (tensor<8xf32>, tensor<f32>, tensor<8xf32>)
+  // CHECK: graph.add
+  // CHECK: graph.sub
+  %m = graph.mul %a, %b : tensor<8xf32>
+  %sum = graph.reduce_sum %m, dims = [0] : (tensor<8xf32>) -> tensor<f32>
+  %bc = graph.broadcast_in_dim %sum, dims = [] : (tensor<f32>) -> tensor<8xf32>
+  %x = graph.add %m, %bc : tensor<8xf32>
+  %y = graph.sub %x, %a : tensor<8xf32>
+  return %y, %sum : tensor<8xf32>, tensor<f32>
+}
+
+// -----
+
+// Ops of different shapes, integer math and ops with different marks
+// (a recompute clone) stay apart.
+// CHECK-LABEL: func.func @stays
+func.func @stays(%a: tensor<8xf32>, %b: tensor<2x4xf32>, %i: tensor<8xi32>) -> (tensor<2x4xf32>, tensor<8xi32>, tensor<8xf32>) {
+  // CHECK-NOT: graph.fused_elementwise
+  %e = graph.exp %a : tensor<8xf32>
+  %r = graph.reshape %e : (tensor<8xf32>) -> tensor<2x4xf32>
+  %s = graph.add %r, %b : tensor<2x4xf32>
+  %j = graph.add %i, %i : tensor<8xi32>
+  %k = graph.mul %j, %i : tensor<8xi32>
+  %t = graph.tanh %a {recompute.clone} : tensor<8xf32>
+  %u = graph.neg %t : tensor<8xf32>
+  return %s, %k, %u : tensor<2x4xf32>, tensor<8xi32>, tensor<8xf32>
+}
