@@ -79,6 +79,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -464,15 +465,16 @@ def bench_child(framework, python, cfg, env):
 # trainc
 
 
-def bench_trainc(bin_dir, cfg, env):
-    """Compiles the model with trainc and runs --steps steps with trainc-run."""
+def bench_trainc(bin_dir, cfg, env, flags=()):
+    """Compiles the model with trainc (with `flags` added) and runs --steps steps
+    with trainc-run."""
     trainc = os.path.join(bin_dir, 'trainc')
     run = os.path.join(bin_dir, 'trainc-run')
     exe = os.path.join(cfg['work'], 'step.tcx')
     command = [trainc, cfg['model'], '--train', '--optimizer', 'adamw', '--lr', str(cfg['lr']),
                '--beta1', str(BETAS[0]), '--beta2', str(BETAS[1]), '--eps', str(ADAM_EPS),
                '--weight-decay', str(cfg['weight_decay']), '--decay-all',
-               '--precision', cfg.get('precision', 'f32'), '-o', exe]
+               '--precision', cfg.get('precision', 'f32'), '-o', exe, *flags]
     start = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True, env=env)
     build_s = time.perf_counter() - start
@@ -728,6 +730,10 @@ def parse_args():
                        help='another build of trainc (e.g. of the commit before a change) to '
                             'run as "trainc-baseline" in the same rounds; the report compares '
                             'its step time and losses with trainc\'s')
+    where.add_argument('--baseline-flags', default=None,
+                       help='trainc flags that only trainc-baseline compiles with (e.g. '
+                            '"--fuse-elementwise=false": the same build without a pass); '
+                            'its build is --baseline-bin-dir, or --trainc-bin-dir without it')
     where.add_argument('--torch-python', default=None,
                        help='python interpreter to run PyTorch in (default: the first of this '
                             'one and /usr/bin/python3 where torch and numpy work together)')
@@ -751,10 +757,12 @@ def parse_args():
     if unknown:
         parser.error(f'--frameworks: unknown {", ".join(unknown)}; choose from '
                      f'{", ".join(FRAMEWORKS)}')
+    if args.baseline_flags is not None and not args.baseline_bin_dir:
+        args.baseline_bin_dir = args.trainc_bin_dir
     if args.baseline_bin_dir and 'trainc-baseline' not in chosen:
         chosen.append('trainc-baseline')
     if 'trainc-baseline' in chosen and not args.baseline_bin_dir:
-        parser.error('trainc-baseline needs --baseline-bin-dir')
+        parser.error('trainc-baseline needs --baseline-bin-dir or --baseline-flags')
     args.frameworks = chosen
     if args.precision != 'f32' and set(chosen) - {'trainc', 'trainc-baseline'}:
         parser.error(f'--precision {args.precision} compares trainc with trainc-baseline only '
@@ -823,7 +831,8 @@ def main():
         cfg = prepare(args, os.path.abspath(work))
         # Each framework's runner, or the reason it cannot run here.
         runners = {'trainc': lambda: bench_trainc(args.trainc_bin_dir, cfg, env),
-                   'trainc-baseline': lambda: bench_trainc(args.baseline_bin_dir, cfg, env)}
+                   'trainc-baseline': lambda: bench_trainc(
+                       args.baseline_bin_dir, cfg, env, shlex.split(args.baseline_flags or ''))}
         for name, find in (('pytorch', find_torch_python),
                            ('pytorch-compile', find_torch_python),
                            ('jax', find_jax_python),

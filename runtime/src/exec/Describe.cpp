@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "exec/Describe.h"
+#include "math/FusedProgram.h"
 
 #include <algorithm>
 #include <cstdarg>
@@ -33,6 +34,56 @@ __attribute__((format(printf, 2, 3))) void appendf(std::string &out,
   std::vsnprintf(big.data(), big.size(), format, args);
   va_end(args);
   out.append(big.data(), size_t(n));
+}
+
+/// A fused loop's program as text, "r2 = convert.f32(r0); r3 =
+/// add.f32(r1, r2) -> r3", or "" when it does not decode (the loader
+/// rejects such files; this is for text only).
+std::string fusedProgramText(const Executable &exe,
+                             const InstructionInfo &inst) {
+  DType inputs[kFusedMaxInputs], results[kFusedMaxResults];
+  if (inst.operands.size() > size_t(kFusedMaxInputs) ||
+      inst.results.size() > size_t(kFusedMaxResults))
+    return "";
+  for (size_t i = 0; i < inst.operands.size(); ++i)
+    inputs[i] = exe.tensors()[inst.operands[i]].dtype;
+  for (size_t i = 0; i < inst.results.size(); ++i)
+    results[i] = exe.tensors()[inst.results[i]].dtype;
+  math::FusedProgram program;
+  if (!math::decodeFusedProgram(inst.ints.data(), int64_t(inst.ints.size()),
+                                inputs, int(inst.operands.size()), results,
+                                int(inst.results.size()), program)
+           .empty())
+    return "";
+  std::string text;
+  for (int k = 0; k < program.numSteps; ++k) {
+    const math::FusedStep &step = program.steps[k];
+    text += (k ? "; r" : "r") + std::to_string(program.numInputs + k) + " = " +
+            opcodeName(step.op) + "." + dtypeName(step.dtype) + "(";
+    for (int j = 0; j < math::fusedStepArity(step.op); ++j)
+      text += (j ? ", r" : "r") + std::to_string(step.operand[j]);
+    text += ")";
+  }
+  text += " ->";
+  for (int r = 0; r < program.numResults; ++r)
+    text += " r" + std::to_string(program.results[r]);
+  return text;
+}
+
+/// The ops of a fused loop's steps, "convert,add" ("" if it does not
+/// decode).
+std::string fusedStepNames(const InstructionInfo &inst) {
+  std::string names;
+  if (inst.ints.empty())
+    return names;
+  int64_t steps = inst.ints[0];
+  for (int64_t k = 0; k < steps; ++k) {
+    size_t at = size_t(1 + k * kFusedStepInts);
+    if (at >= inst.ints.size() || !isOpcode(uint32_t(inst.ints[at])))
+      return "";
+    names += (k ? "," : "") + std::string(opcodeName(Opcode(inst.ints[at])));
+  }
+  return names;
 }
 
 } // namespace
@@ -109,7 +160,12 @@ std::string describeExecutable(const Executable &exe) {
     for (size_t o = 0; o < inst.operands.size(); ++o)
       line += (o ? ", %" : "%") + std::to_string(inst.operands[o]);
     line += ")";
-    if (!inst.ints.empty()) {
+    std::string program = inst.op == Opcode::FusedElementwise
+                              ? fusedProgramText(exe, inst)
+                              : std::string();
+    if (!program.empty()) {
+      line += " { " + program + " }";
+    } else if (!inst.ints.empty()) {
       line += " ints=[";
       for (size_t k = 0; k < inst.ints.size(); ++k)
         line += (k ? ", " : "") + std::to_string(inst.ints[k]);
@@ -161,12 +217,19 @@ std::string profileReport(const Session &session, size_t runs) {
   std::map<std::string, std::pair<double, int>> groups;
   for (size_t i = 0; i < seconds.size(); ++i) {
     const InstructionInfo &inst = exe.instructions()[i];
-    std::string key = std::string(opcodeName(inst.op)) + "(";
-    for (size_t o = 0; o < inst.operands.size(); ++o) {
+    std::string key = opcodeName(inst.op);
+    if (inst.op == Opcode::FusedElementwise)
+      key += "[" + fusedStepNames(inst) + "]";
+    key += "(";
+    // A multi-tensor op's first operands, then their count.
+    constexpr size_t kShown = 6;
+    for (size_t o = 0; o < std::min(inst.operands.size(), kShown); ++o) {
       const TensorInfo &t = exe.tensors()[inst.operands[o]];
       key += (o ? ", " : "") + std::string(dtypeName(t.dtype)) +
              shapeString(t.shape);
     }
+    if (inst.operands.size() > kShown)
+      key += ", ... " + std::to_string(inst.operands.size()) + " operands";
     key += ")";
     groups[key].first += seconds[i];
     ++groups[key].second;
