@@ -16,9 +16,11 @@
 // (SerialScope). A 0-d operand is repeated over one chunk of scratch once
 // per thread.
 //
-// A result may be the memory of an operand of its type: a chunk's results
-// are copied out only after every step of that chunk has read its
-// operands, and no chunk reads another chunk's elements.
+// A result that shares no memory with an operand is written by its step
+// directly. One that is the memory of an operand of its type (the plan's
+// in-place reuse) is computed into scratch and copied out only after
+// every step of the chunk has read its operands; no chunk reads another
+// chunk's elements.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +31,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -40,13 +43,35 @@ namespace {
 /// work.
 constexpr int64_t kChunk = 4096;
 
-/// One thread's registers for one chunk: scratch for every step and every
-/// 0-d operand, views of the other operands.
+/// Whether result `out` shares no byte with an operand that has elements
+/// of its own (0-d operands are copied to scratch first).
+bool overlapsNoOperand(const KernelCall &call, const TensorRef &out) {
+  auto *begin = static_cast<const unsigned char *>(out.data);
+  const unsigned char *end = begin + out.numElements() * dtypeSize(out.dtype);
+  for (const TensorRef &in : call.inputs) {
+    if (in.rank == 0)
+      continue;
+    auto *b = static_cast<const unsigned char *>(in.data);
+    const unsigned char *e = b + in.numElements() * dtypeSize(in.dtype);
+    if (b < end && begin < e)
+      return false;
+  }
+  return true;
+}
+
+/// One thread's registers for one chunk: views of the operands, scratch
+/// for the steps and the 0-d operands, and for a result that takes no
+/// operand's memory, the result itself.
 class Registers {
 public:
   Registers(const KernelCall &call, const math::FusedProgram &program)
       : call_(call), program_(program),
-        scratch_(size_t(program.numRegisters()) * kChunk) {
+        scratch_(new double[size_t(program.numRegisters()) * kChunk]) {
+    for (int r = 0; r < kFusedMaxInputs + kFusedMaxSteps; ++r)
+      output_[r] = -1;
+    for (int q = 0; q < program.numResults; ++q)
+      if (overlapsNoOperand(call, call.outputs[q]))
+        output_[program.results[q]] = q;
     // A 0-d operand's value, repeated over its chunk of scratch.
     for (int r = 0; r < program.numInputs; ++r) {
       const TensorRef &in = call.inputs[r];
@@ -65,21 +90,29 @@ public:
     t.dtype = program_.registerDType[r];
     t.rank = 1;
     t.dims = length;
-    bool operandInPlace = r < program_.numInputs && call_.inputs[r].rank != 0;
-    t.data = operandInPlace
-                 ? static_cast<unsigned char *>(call_.inputs[r].data) +
-                       offset * dtypeSize(t.dtype)
-                 : slot(r);
+    void *base = nullptr;
+    if (r < program_.numInputs && call_.inputs[r].rank != 0)
+      base = call_.inputs[r].data;
+    else if (output_[r] >= 0)
+      base = call_.outputs[output_[r]].data;
+    t.data =
+        base ? static_cast<unsigned char *>(base) + offset * dtypeSize(t.dtype)
+             : slot(r);
     return t;
   }
 
+  /// Whether register `r` is written straight into its result.
+  bool isDirect(int r) const { return output_[r] >= 0; }
+
 private:
-  void *slot(int r) { return scratch_.data() + size_t(r) * kChunk; }
+  void *slot(int r) { return scratch_.get() + size_t(r) * kChunk; }
 
   const KernelCall &call_;
   const math::FusedProgram &program_;
-  /// kChunk 8-byte words per register (the widest dtype).
-  std::vector<double> scratch_;
+  /// kChunk 8-byte words per register (the widest dtype), uninitialized.
+  std::unique_ptr<double[]> scratch_;
+  /// Per register: the result it is written into directly, or -1.
+  int output_[kFusedMaxInputs + kFusedMaxSteps];
 };
 
 } // namespace
@@ -116,7 +149,7 @@ Status runFusedElementwise(const KernelCall &call) {
         int arity = math::fusedStepArity(step.op);
         for (int j = 0; j < arity; ++j)
           operands[j] = registers.ref(step.operand[j], offset, &length);
-        TensorRef value = registers.ref(program.numInputs + k, 0, &length);
+        TensorRef value = registers.ref(program.numInputs + k, offset, &length);
         int64_t attr = step.attr;
         bool hasAttr = step.op == Opcode::Compare || step.op == Opcode::Gelu ||
                        step.op == Opcode::GeluGrad;
@@ -133,6 +166,8 @@ Status runFusedElementwise(const KernelCall &call) {
         }
       }
       for (int r = 0; r < numResults; ++r) {
+        if (registers.isDirect(program.results[r]))
+          continue;
         const TensorRef &out = call.outputs[r];
         size_t size = dtypeSize(out.dtype);
         TensorRef value = registers.ref(program.results[r], 0, &length);
