@@ -126,7 +126,10 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
 
   // recompute: activations the backward pass makes again. Nothing may
   // merge the clones with the forward ops after it.
-  pm.addPass(createRecompute(options.recompute));
+  // It plans with the lower phase, which fuses as the pipeline will.
+  RecomputeOptions recompute = options.recompute;
+  recompute.fuseElementwise = options.fuseElementwise;
+  pm.addPass(createRecompute(recompute));
   if (last == Phase::Recompute)
     return;
   // schedule: collectives start early and end late.

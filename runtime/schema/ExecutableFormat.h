@@ -38,7 +38,7 @@ namespace trainc {
 ///      SumOfSquares, DotGeneral's f32 result of 16-bit operands, and a
 ///      16-bit DotGeneralBias's bias added before its one rounding (all
 ///      within this version's making: no version 11 file predates it).
-///  12: FusedElementwise.
+///  12: FusedElementwise, ConvertGroup.
 constexpr uint32_t kFormatVersion = 12;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.

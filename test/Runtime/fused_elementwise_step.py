@@ -4,8 +4,9 @@
 For each model and precision, compiles the AdamW training step with and
 without `--fuse-elementwise` and checks:
 
-- the fused step has fused loops (`fused_elementwise` in `trainc-run
-  --inspect`) and fewer instructions, so the comparison is not vacuous;
+- the fused step has fused loops (`fused_elementwise` and, with 16-bit
+  precisions, `convert_group` in `trainc-run --inspect`) and fewer
+  instructions, so the comparison is not vacuous;
 - its activations live at once (the liveness bound of the plan) are at
   most the unfused step's;
 - 12 AdamW steps on the same batch: the JSONL's loss, gradient norm and
@@ -90,7 +91,7 @@ def inspect(args, exe):
     peak = re.search(r'peak (\d+) bytes', out)
     if not count or not peak:
         raise RuntimeError('no instruction count or peak in --inspect')
-    fused = len(re.findall(r'= fused_elementwise\(', out))
+    fused = len(re.findall(r'= (?:fused_elementwise|convert_group)\(', out))
     return int(count.group(1)), fused, live_bound(out), int(peak.group(1))
 
 
@@ -139,7 +140,7 @@ def check(args, name, model, inputs, extra, work):
         print(f'{name}: FAIL ' + '; '.join(problems[:4]))
         return False
     print(f'{name}: bitwise equal over {STEPS} steps; {plain_count} -> {fused_count} '
-          f'instructions ({loops} fused loops); most live activations {plain_live} -> '
+          f'instructions ({loops} fused loops and cast groups); most live activations {plain_live} -> '
           f'{fused_live} bytes, planned peak {plain_peak} -> {fused_peak}')
     return True
 

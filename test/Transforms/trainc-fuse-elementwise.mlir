@@ -125,3 +125,42 @@ func.func @stays(%a: tensor<8xf32>, %b: tensor<2x4xf32>, %i: tensor<8xi32>) -> (
   %u = graph.neg %t : tensor<8xf32>
   return %s, %k, %u : tensor<2x4xf32>, tensor<8xi32>, tensor<8xf32>
 }
+
+// -----
+
+// The casts of the parameters (train.param arguments), each pair of
+// element types, become one convert_group at the first cast's place; a
+// cast of another value stays.
+// CHECK-LABEL: func.func @parameter_casts
+// CHECK-SAME: (%[[W:.+]]: tensor<8x4xf32> {{.*}}, %[[B:.+]]: tensor<8xf32> {{.*}}, %[[V:.+]]: tensor<4x8xf32> {{.*}}, %[[X:.+]]: tensor<2x4xf32>
+// CHECK: %[[XB:.+]] = graph.convert %[[X]]
+// CHECK-NEXT: %[[G:.+]]:3 = graph.convert_group %[[W]], %[[B]], %[[V]] : (tensor<8x4xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<8x4xbf16>, tensor<8xbf16>, tensor<4x8xbf16>)
+// CHECK-NEXT: graph.dot_general_bias %[[XB]], %[[G]]#0, %[[G]]#1
+// CHECK-NOT: graph.convert %
+func.func @parameter_casts(%w: tensor<8x4xf32> {train.param = "w", train.init = dense<0.0> : tensor<8x4xf32>},
+                           %b: tensor<8xf32> {train.param = "b", train.init = dense<0.0> : tensor<8xf32>},
+                           %v: tensor<4x8xf32> {train.param = "v", train.init = dense<0.0> : tensor<4x8xf32>},
+                           %x: tensor<2x4xf32>) -> tensor<2x4xbf16> {
+  %x16 = graph.convert %x : (tensor<2x4xf32>) -> tensor<2x4xbf16>
+  %w16 = graph.convert %w : (tensor<8x4xf32>) -> tensor<8x4xbf16>
+  %b16 = graph.convert %b : (tensor<8xf32>) -> tensor<8xbf16>
+  %h = graph.dot_general_bias %x16, %w16, %b16, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<2x4xbf16>, tensor<8x4xbf16>, tensor<8xbf16>) -> tensor<2x8xbf16>
+  %v16 = graph.convert %v : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+  %y = graph.dot_general %h, %v16, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<2x8xbf16>, tensor<4x8xbf16>) -> tensor<2x4xbf16>
+  return %y : tensor<2x4xbf16>
+}
+
+// -----
+
+// With recomputed blocks the forward casts die early (the clones cast
+// again), so they are not made all at once.
+// CHECK-LABEL: func.func @parameter_casts_recomputed
+// CHECK-NOT: graph.convert_group
+func.func @parameter_casts_recomputed(%w: tensor<8x4xf32> {train.param = "w", train.init = dense<0.0> : tensor<8x4xf32>},
+                                      %v: tensor<8x4xf32> {train.param = "v", train.init = dense<0.0> : tensor<8x4xf32>})
+    -> (tensor<8x4xbf16>, tensor<8x4xbf16>, tensor<8x4xbf16>) {
+  %w16 = graph.convert %w : (tensor<8x4xf32>) -> tensor<8x4xbf16>
+  %v16 = graph.convert %v : (tensor<8x4xf32>) -> tensor<8x4xbf16>
+  %w16r = graph.convert %w {recompute.clone} : (tensor<8x4xf32>) -> tensor<8x4xbf16>
+  return %w16, %v16, %w16r : tensor<8x4xbf16>, tensor<8x4xbf16>, tensor<8x4xbf16>
+}

@@ -86,3 +86,26 @@ func.func @main(%p: tensor<4x8xf32> {train.param = "p", train.init = dense<1.0> 
   %y = graph.mul %p, %g : tensor<4x8xf32>
   return %new, %y, %p : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// In place, several results: a fused loop's two results each take the
+// buffer of a different operand that dies there (of their own type), so
+// the program needs the two buffers of its transposes, no more.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[A:.+]] = graph.transpose %arg0, {{.*}}plan.offsets = array<i64: [[OA:[0-9]+]]>
+// CHECK: %[[B:.+]] = graph.transpose %arg1, {{.*}}plan.offsets = array<i64: [[OB:[0-9]+]]>
+// CHECK: graph.fused_elementwise %[[A]], %[[B]] {plan.arenas = array<i64: 1, 1>, plan.offsets = array<i64: [[OA]], [[OB]]>}
+func.func @main(%x: tensor<4x16xf32> {graph.input = "x"}, %y: tensor<4x16xf32> {graph.input = "y"}) -> (tensor<f32> {graph.output = "s"}, tensor<f32> {graph.output = "t"}) {
+  %a = graph.transpose %x, permutation = [1, 0] : (tensor<4x16xf32>) -> tensor<16x4xf32>
+  %b = graph.transpose %y, permutation = [1, 0] : (tensor<4x16xf32>) -> tensor<16x4xf32>
+  %r:2 = graph.fused_elementwise %a, %b : (tensor<16x4xf32>, tensor<16x4xf32>) -> (tensor<16x4xf32>, tensor<16x4xf32>) {
+  ^bb0(%u: tensor<f32>, %v: tensor<f32>):
+    %e = graph.exp %u : tensor<f32>
+    %n = graph.neg %v : tensor<f32>
+    graph.yield %e, %n : tensor<f32>, tensor<f32>
+  }
+  %s = graph.reduce_sum %r#0, dims = [0, 1] : (tensor<16x4xf32>) -> tensor<f32>
+  %t = graph.reduce_sum %r#1, dims = [0, 1] : (tensor<16x4xf32>) -> tensor<f32>
+  return %s, %t : tensor<f32>, tensor<f32>
+}

@@ -334,6 +334,7 @@ int runCompilerCli(int argc, char **argv) {
                "one shape (math, compare, select, convert, gelu and its "
                "gradient) one loop over memory: one kernel instead of one "
                "per op, and values used only inside the chain never stored; "
+               "and cast the parameters to 16 bits in one instruction; "
                "results are the same bits (default true; "
                "--fuse-elementwise=false: one instruction per op)"),
       cl::location(options.fuseElementwise), cl::cat(category));

@@ -123,6 +123,21 @@ LogicalResult fusedProgram(FusedElementwiseOp fused,
     program.push_back(attr);
     registers[op.getResult(0)] = body.getNumArguments() + steps++;
   }
+  // Each result is written from a step register of its own: a yielded
+  // operand, or a value yielded twice, is copied by a same-type convert
+  // (exact on both devices).
+  std::vector<int64_t> results;
+  for (Value v : body.getTerminator()->getOperands()) {
+    int64_t reg = registers.lookup(v);
+    if (isa<BlockArgument>(v) || llvm::is_contained(results, reg)) {
+      std::optional<DType> dtype =
+          dtypeOf(cast<ShapedType>(v.getType()).getElementType());
+      program.insert(program.end(), {int64_t(Opcode::Convert), int64_t(*dtype),
+                                     reg, -1, -1, 0});
+      reg = body.getNumArguments() + steps++;
+    }
+    results.push_back(reg);
+  }
   if (body.getNumArguments() > unsigned(kFusedMaxInputs) ||
       steps > kFusedMaxSteps ||
       fused.getNumResults() > unsigned(kFusedMaxResults))
@@ -133,12 +148,7 @@ LogicalResult fusedProgram(FusedElementwiseOp fused,
            << ", " << kFusedMaxSteps << ", " << kFusedMaxResults << ")";
   ints = {steps};
   ints.insert(ints.end(), program.begin(), program.end());
-  for (Value v : body.getTerminator()->getOperands()) {
-    if (isa<BlockArgument>(v))
-      return fused.emitError(
-          "a fused loop's result must be computed by a step, not an operand");
-    ints.push_back(registers.lookup(v));
-  }
+  ints.insert(ints.end(), results.begin(), results.end());
   return success();
 }
 

@@ -5,7 +5,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "trainc/Compiler/Passes.h"
+#include "trainc/Compiler/Recompute.h"
 #include "trainc/Dialect/Graph/GraphOps.h"
+#include "trainc/Dialect/Train/TrainDialect.h"
 #include "trainc/schema/ExecutableFormat.h"
 
 #include "mlir/IR/Builders.h"
@@ -77,7 +79,7 @@ public:
 
   void run() {
     for (Operation &op : block.without_terminator())
-      if (isFusible(&op))
+      if (isFusible(&op) && !op.use_empty())
         place(&op);
     for (Group &g : groups)
       if (!g.merged && worthFusing(g))
@@ -139,7 +141,7 @@ private:
     for (Operation *member : g.ops)
       for (Operation *user : member->getUsers())
         if (user != op && !g.members.contains(user) &&
-            !op->isBeforeInBlock(user))
+            (user->getBlock() != op->getBlock() || !op->isBeforeInBlock(user)))
           return false;
     return true;
   }
@@ -266,11 +268,60 @@ private:
   llvm::DenseMap<Operation *, unsigned> groupOf;
 };
 
+/// The casts of `fn`'s parameters, each pair of element types as one
+/// graph.convert_group at its first cast's place: one launch per 32
+/// tensors where each cast took one. Not when blocks are recomputed: their
+/// clones cast again in the backward pass, so the forward casts die early,
+/// and made at once they would all be alive together.
+void groupParameterCasts(func::FuncOp fn) {
+  Block &body = fn.getBody().front();
+  bool recomputed = false;
+  fn.walk([&](Operation *op) {
+    recomputed = recomputed || op->hasAttr(trainc::recompute::kClone);
+  });
+  if (recomputed)
+    return;
+  llvm::MapVector<std::pair<Type, Type>, SmallVector<ConvertOp>> groups;
+  for (Operation &op : body.without_terminator()) {
+    auto convert = dyn_cast<ConvertOp>(op);
+    auto arg = convert ? dyn_cast<BlockArgument>(convert.getOperand())
+                       : BlockArgument();
+    if (!arg || arg.getOwner() != &body ||
+        !fn.getArgAttr(arg.getArgNumber(),
+                       trainc::train::TrainDialect::kParamAttr) ||
+        !convert->getDiscardableAttrDictionary().empty() ||
+        !isa<FloatType>(getElementTypeOrSelf(convert.getOperand())) ||
+        !isa<FloatType>(getElementTypeOrSelf(convert.getType())))
+      continue;
+    groups[{getElementTypeOrSelf(convert.getOperand()),
+            getElementTypeOrSelf(convert.getType())}]
+        .push_back(convert);
+  }
+  for (auto &[types, casts] : groups) {
+    if (casts.size() < 2)
+      continue;
+    SmallVector<Value> inputs;
+    SmallVector<Type> resultTypes;
+    for (ConvertOp c : casts) {
+      inputs.push_back(c.getOperand());
+      resultTypes.push_back(c.getType());
+    }
+    OpBuilder b(casts.front());
+    auto group =
+        b.create<ConvertGroupOp>(casts.front().getLoc(), resultTypes, inputs);
+    for (auto [c, r] : llvm::zip(casts, group.getResults())) {
+      c.replaceAllUsesWith(r);
+      c.erase();
+    }
+  }
+}
+
 struct FuseElementwisePass
     : public trainc::impl::FuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
     for (Block &block : getOperation().getBody())
       Fuser(block).run();
+    groupParameterCasts(getOperation());
   }
 };
 

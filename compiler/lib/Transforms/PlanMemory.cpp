@@ -141,28 +141,36 @@ MemoryPlanReport planMemory(Program &program,
   aliasInstructions.assign(instructions.size(), false);
   for (int64_t i = 0; i < end; ++i) {
     ProgramInstruction &inst = instructions[i];
-    if (inst.results.size() != 1 ||
-        tensors[inst.results[0]].role != TensorRole::Activation)
+    // One result, or a fused loop's several, each taking its own operand.
+    if (inst.results.size() != 1 &&
+        !(inst.op && isa<FusedElementwiseOp>(inst.op)))
       continue;
-    uint32_t result = inst.results[0];
     // Copies of function results are Outputs, so only graph.reshape ops
     // reach here as reshapes.
     bool isReshape = inst.op && isa<ReshapeOp>(inst.op);
-    for (uint32_t operand : inst.operands) {
-      if (!inWork(operand) ||
-          tensors[operand].bytes() != tensors[result].bytes())
+    llvm::SmallVector<uint32_t, 4> taken;
+    for (uint32_t result : inst.results) {
+      if (tensors[result].role != TensorRole::Activation)
         continue;
-      uint32_t root = find(operand);
-      if (!isReshape &&
-          (!canOverwrite(inst, result, operand) || groupLastUse[root] != i ||
-           tensors[operand].role != TensorRole::Activation))
-        continue;
-      group[result] = root;
-      groupLastUse[root] =
-          std::max(groupLastUse[root], liveness.lastUse[result]);
-      firstUse[root] = std::min(firstUse[root], firstUse[result]);
-      aliasInstructions[i] = isReshape;
-      break;
+      for (uint32_t operand : inst.operands) {
+        if (!inWork(operand) ||
+            tensors[operand].bytes() != tensors[result].bytes())
+          continue;
+        uint32_t root = find(operand);
+        if (llvm::is_contained(taken, root))
+          continue;
+        if (!isReshape &&
+            (!canOverwrite(inst, result, operand) || groupLastUse[root] != i ||
+             tensors[operand].role != TensorRole::Activation))
+          continue;
+        group[result] = root;
+        groupLastUse[root] =
+            std::max(groupLastUse[root], liveness.lastUse[result]);
+        firstUse[root] = std::min(firstUse[root], firstUse[result]);
+        aliasInstructions[i] = isReshape;
+        taken.push_back(root);
+        break;
+      }
     }
   }
   // Greedy by size: largest group first, each at the lowest aligned offset

@@ -359,13 +359,14 @@ struct Planned {
 
 /// Plans a copy of `module` with `choices` applied (lower, then the
 /// planner), leaving `module` as it is.
-FailureOr<Planned> planWith(ModuleOp module, ArrayRef<BlockChoice> choices) {
+FailureOr<Planned> planWith(ModuleOp module, ArrayRef<BlockChoice> choices,
+                            bool fuseElementwise) {
   OwningOpRef<ModuleOp> copy = module.clone();
   auto fn = copy->lookupSymbol<func::FuncOp>("main");
   Planned planned;
   planned.addedFlops = apply(fn, choices);
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  buildExecutablePhases(pm, Phase::Lower);
+  buildExecutablePhases(pm, Phase::Lower, fuseElementwise);
   if (failed(pm.run(*copy)))
     return failure();
   FailureOr<Program> program = Program::build(fn, /*withConstantData=*/false);
@@ -431,7 +432,8 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
     size_t smallestStep = 0;
     for (size_t step = 0; step <= 2 * blocks; ++step) {
       FailureOr<Planned> planned =
-          planWith(module, choicesFor(RecomputeMode::Budget, blocks, step));
+          planWith(module, choicesFor(RecomputeMode::Budget, blocks, step),
+                   fuseElementwise);
       if (failed(planned))
         return failure();
       if (planned->report.activations <= budget)
@@ -472,7 +474,7 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
                               std::pair{"selective", RecomputeMode::Selective},
                               std::pair{"full", RecomputeMode::Full}}) {
       FailureOr<Planned> planned =
-          planWith(getOperation(), choicesFor(kind, blocks));
+          planWith(getOperation(), choicesFor(kind, blocks), fuseElementwise);
       if (failed(planned))
         return failure();
       entries.push_back(b.getNamedAttr(

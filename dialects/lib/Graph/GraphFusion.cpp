@@ -1,12 +1,14 @@
-//===- GraphFusion.cpp - graph.fused_elementwise
-//---------------------------===//
+//===- GraphFusion.cpp - The ops the lower phase's fusion makes -----------===//
 //
-// The verifier (constraints C1-C4 in GraphOps.td), the FLOP count and the
-// in-place rule of the op the lower phase's fusion pass makes.
+// graph.fused_elementwise (a loop of elementwise ops: verifier C1-C4, FLOP
+// count, in-place rule) and graph.convert_group (several converts as one
+// op: verifier C1-C3, FLOP count).
 //
 //===----------------------------------------------------------------------===//
 
 #include "trainc/Dialect/Graph/GraphOps.h"
+
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 using namespace trainc::graph;
@@ -98,4 +100,36 @@ int64_t FusedElementwiseOp::getFlops() {
 bool FusedElementwiseOp::canOverwriteOperand(unsigned result,
                                              unsigned operand) {
   return getOperand(operand).getType() == getResult(result).getType();
+}
+
+LogicalResult ConvertGroupOp::verify() {
+  if (getInputs().empty() ||
+      getInputs().size() != getResults().size()) // convert_group_c1
+    return emitOpError("(C1) needs as many results as operands, at least "
+                       "one; has ")
+           << getInputs().size() << " and " << getResults().size();
+  Type from = getElementTypeOrSelf(getInputs()[0].getType());
+  Type to = getElementTypeOrSelf(getResults()[0].getType());
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(getInputs(), getResults()))) {
+    auto [in, out] = pair;
+    auto inType = cast<RankedTensorType>(in.getType());
+    auto outType = cast<RankedTensorType>(out.getType());
+    if (inType.getShape() != outType.getShape()) // convert_group_c2
+      return emitOpError("(C2) result ")
+             << i << " must have operand " << i << "'s shape";
+    if (inType.getElementType() != from ||
+        outType.getElementType() != to) // convert_group_c3
+      return emitOpError("(C3) pair ")
+             << i << " converts " << inType.getElementType() << " to "
+             << outType.getElementType() << ", not " << from << " to " << to;
+  }
+  return success();
+}
+
+/// One conversion per element.
+int64_t ConvertGroupOp::getFlops() {
+  int64_t flops = 0;
+  for (Value r : getResults())
+    flops += numElements(r);
+  return flops;
 }

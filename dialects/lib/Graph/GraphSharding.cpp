@@ -294,6 +294,19 @@ ShardingRule AdamwUpdateOp::getShardingRule() {
   }
   return b.take();
 }
+/// Operand i's dimensions shared with result i; the pairs share nothing.
+ShardingRule ConvertGroupOp::getShardingRule() {
+  RuleBuilder b(*this);
+  for (auto [i, v] : llvm::enumerate(getInputs())) {
+    ArrayRef<int64_t> shape = shapeOf(v);
+    for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+      int64_t f = b.factor(shape[d]);
+      b.operand(unsigned(i), d, f);
+      b.result(unsigned(i), d, f);
+    }
+  }
+  return b.take();
+}
 /// Every dimension summed over: each a factor of its own, a reduction.
 ShardingRule SumOfSquaresOp::getShardingRule() {
   RuleBuilder b(*this);

@@ -1,5 +1,8 @@
 //===- FusedElementwise.cpp - A program of elementwise steps per element -===//
 //
+// fused_elementwise, and convert_group (several converts: each pair is
+// Elementwise.cpp's Convert, so the same bits) at the end.
+//
 //   for each element i of the results' shape:
 //     r[0..I-1] = the operands' elements at i (a 0-d operand: its value)
 //     r[I+k]    = step k applied to earlier registers
@@ -177,6 +180,21 @@ Status runFusedElementwise(const KernelCall &call) {
     }
   });
   return failure;
+}
+
+Status runConvertGroup(const KernelCall &call) {
+  for (int64_t i = 0; i < call.inputs.size; ++i)
+    if (call.inputs[i].dtype != call.inputs[0].dtype ||
+        call.outputs[i].dtype != call.outputs[0].dtype)
+      return kernelError(call, "pair " + std::to_string(i) +
+                                   " does not convert pair 0's dtypes");
+  for (int64_t i = 0; i < call.inputs.size; ++i) {
+    KernelCall pair{
+        Opcode::Convert, {&call.inputs[i], 1}, &call.outputs[i], 1, {}, {},
+        call.context};
+    TRAINC_RETURN_IF_ERROR(runElementwise(pair));
+  }
+  return okStatus();
 }
 
 } // namespace trainc::cpu

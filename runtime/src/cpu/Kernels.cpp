@@ -35,6 +35,7 @@ const KernelTable kCpuKernels = {
     runAllGatherStart,
     runCollectiveDone,
     runFusedElementwise,
+    runConvertGroup,
 };
 
 } // namespace

@@ -79,6 +79,7 @@ Status runReduceScatterStart(const KernelCall &call); // Collectives.cpp
 Status runAllGatherStart(const KernelCall &call);     // Collectives.cpp
 Status runCollectiveDone(const KernelCall &call);     // Collectives.cpp
 Status runFusedElementwise(const KernelCall &call);   // FusedElementwise.cpp
+Status runConvertGroup(const KernelCall &call);       // FusedElementwise.cpp
 
 } // namespace trainc::cpu
 

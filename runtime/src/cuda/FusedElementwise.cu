@@ -1,4 +1,8 @@
-//===- FusedElementwise.cu - A program of elementwise steps per element ---===//
+//===- FusedElementwise.cu - fused_elementwise, convert_group -------------===//
+//
+// Two ops that do in one launch what several elementwise instructions
+// would: fused_elementwise (a program of steps per element) and, at the
+// end, convert_group (N converts of one pair of dtypes).
 //
 // fused_elementwise runs a short program (math/FusedProgram.h, decoded and
 // checked on the host) at every flat index i of the results' shape:
@@ -29,8 +33,10 @@
 // towards the CPU (f64 and some 16-bit results from CUDA's double
 // library) hold here too, and are the same in both paths, which share
 // those functions. Only NaN payloads may differ from the unfused kernels':
-// a 16-bit signaling NaN that select or a same-dtype convert moves comes
-// out quiet (those kernels copy bytes); NaN-ness never differs.
+// a signaling NaN that select or a same-dtype convert moves through a
+// register of another width (a 16-bit value in a float, an f32 value in
+// the double register file) comes out quiet, where those kernels copy
+// bytes; NaN-ness never differs.
 //
 // Registers: every value of f32, f16, bf16 or i1 (0 or 1) is exact in a
 // float, and of f64 in a double; the kernel is instantiated for a float
@@ -44,12 +50,32 @@
 // the operand and result pointers and the operands' 0-d flags travel in
 // one __grid_constant__ parameter, read in place.
 //
+// convert_group: result[t][i] = operand[t][i] in the results' dtype, for N
+// operands of one float dtype (f64, f32, f16, bf16) and N results of one
+// float dtype, result t of operand t's shape (the compiler's batching of
+// the per-step casts of the parameters, f32 -> bf16 or f16). Launch as
+// Optimizer.cu's multi-tensor ops: one per 32 tensors, their pointers and
+// element counts in a __grid_constant__ parameter, which tensors a launch
+// takes and which a block serves by math/TensorGroups.h (empty tensors
+// take no block). A block converts kConvertBlock elements of one tensor,
+// each thread kConvertPack consecutive ones at a time (one vector load
+// and store where both tensors are aligned to it, else one by one),
+// striding over the block's range. Numerics: each element by
+// convertKernel's rules in Elementwise.cu (ElementwiseMath.cuh's toWide
+// and toNarrow; to 16 bits from f64 through toFloatOdd), so the same bits
+// as the unfused converts; the same dtype on both sides copies the bits
+// (NaN payloads too), which the compiler never emits. Not in place: a
+// result of another dtype differs in size from its operand, so sharing
+// its memory would overwrite elements other threads have yet to read (a
+// result that is its operand's memory in the same dtype is left alone).
+//
 //===----------------------------------------------------------------------===//
 
 #include "cuda/ElementwiseMath.cuh"
 #include "cuda/GeluMath.cuh"
 #include "cuda/KernelUtil.cuh"
 #include "math/FusedProgram.h"
+#include "math/TensorGroups.h"
 
 #include <cstdint>
 #include <string>
@@ -300,6 +326,140 @@ Status runFusedElementwise(const KernelCall &call) {
     fusedElementwiseKernel<float>
         <<<gridFor(args.n), kThreads, 0, stream>>>(args);
   return checkLaunch(call, "fusedElementwiseKernel");
+}
+
+//===--- ConvertGroup -----------------------------------------------------===//
+
+namespace {
+
+using math::GroupLaunch;
+using math::kGroupTensors;
+
+/// Consecutive elements a thread converts at a time, and elements of one
+/// tensor a block takes.
+constexpr int kConvertPack = 8;
+constexpr int64_t kConvertBlock = 2 * kConvertPack * kThreads;
+
+/// kConvertPack elements, moved by one (vector) load or store.
+template <typename S> struct alignas(sizeof(S) * kConvertPack) ConvertPack {
+  S v[kConvertPack];
+};
+
+/// The tensors of one launch of convert_group, as kernel arguments.
+template <typename S, typename D> struct ConvertGroupArgs {
+  const S *x[kGroupTensors];
+  D *y[kGroupTensors];
+  int64_t n[kGroupTensors];
+  /// Whether x[k] and y[k] are aligned to ConvertPack.
+  bool packed[kGroupTensors];
+  /// The launch's members and their blocks (math/TensorGroups.h).
+  GroupLaunch launch;
+};
+
+/// Element i of x written as element j of y by convertKernel's rules
+/// (float storage types; the same type: its bits).
+template <typename S, typename D>
+__device__ __forceinline__ void convertElement(const S *x, int64_t i, D *y,
+                                               int64_t j) {
+  if constexpr (std::is_same_v<S, D>)
+    y[j] = x[i];
+  else if constexpr (std::is_same_v<D, float> || std::is_same_v<D, double>)
+    store(y, j, toWide<D>(load(x, i)));
+  else
+    store(y, j, toNarrow(load(x, i)));
+}
+
+template <typename S, typename D>
+__global__ void
+convertGroupKernel(const __grid_constant__ ConvertGroupArgs<S, D> a) {
+  int k = math::memberOfUnit(a.launch, blockIdx.x);
+  int64_t begin = (int64_t(blockIdx.x) - a.launch.firstUnit[k]) * kConvertBlock;
+  int64_t end = begin + kConvertBlock < a.n[k] ? begin + kConvertBlock : a.n[k];
+  const S *x = a.x[k];
+  D *y = a.y[k];
+  int64_t first = begin + int64_t(threadIdx.x) * kConvertPack;
+  int64_t step = int64_t(blockDim.x) * kConvertPack;
+  // Whole packs (begin is a multiple of kConvertPack), then the tail.
+  int64_t packedEnd = a.packed[k] ? end / kConvertPack * kConvertPack : begin;
+  for (int64_t i = first; i < packedEnd; i += step) {
+    ConvertPack<S> u =
+        reinterpret_cast<const ConvertPack<S> *>(x)[i / kConvertPack];
+    ConvertPack<D> r;
+#pragma unroll
+    for (int j = 0; j < kConvertPack; ++j)
+      convertElement(u.v, j, r.v, j);
+    reinterpret_cast<ConvertPack<D> *>(y)[i / kConvertPack] = r;
+  }
+  for (int64_t i = packedEnd + threadIdx.x; i < end; i += blockDim.x)
+    convertElement(x, i, y, i);
+}
+
+/// Whether p is aligned to a ConvertPack of S.
+template <typename S> bool packAligned(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % sizeof(ConvertPack<S>) == 0;
+}
+
+template <typename S, typename D> Status convertGroup(const KernelCall &call) {
+  const Span<TensorRef> &in = call.inputs;
+  const TensorRef *out = call.outputs;
+  size_t count = size_t(in.size);
+  // A same-dtype pair in one memory is done already (convert copies).
+  auto blocksOf = [&](size_t i) -> int64_t {
+    if (std::is_same_v<S, D> && in[i].data == out[i].data)
+      return 0;
+    return (in[i].numElements() + kConvertBlock - 1) / kConvertBlock;
+  };
+  ConvertGroupArgs<S, D> a;
+  size_t next = 0;
+  while (math::nextLaunch(count, next, blocksOf, a.launch)) {
+    for (int k = 0; k < a.launch.count; ++k) {
+      size_t i = size_t(a.launch.tensor[k]);
+      a.x[k] = in[i].as<const S>();
+      a.y[k] = out[i].as<D>();
+      a.n[k] = in[i].numElements();
+      a.packed[k] = packAligned<S>(a.x[k]) && packAligned<D>(a.y[k]);
+    }
+    int64_t blocks = a.launch.firstUnit[a.launch.count];
+    if (blocks > INT32_MAX)
+      return kernelError(call, "a tensor group of " + std::to_string(blocks) +
+                                   " blocks is too large for one launch");
+    convertGroupKernel<S, D>
+        <<<unsigned(blocks), kThreads, 0, streamOf(call).handle()>>>(a);
+    TRAINC_RETURN_IF_ERROR(checkLaunch(call, "convertGroupKernel"));
+  }
+  return okStatus();
+}
+
+} // namespace
+
+Status runConvertGroup(const KernelCall &call) {
+  const Span<TensorRef> &in = call.inputs;
+  if (in.size < 1 || call.numOutputs != int(in.size))
+    return kernelError(call, "takes N >= 1 operands and N results, not " +
+                                 std::to_string(in.size) + " and " +
+                                 std::to_string(call.numOutputs));
+  DType from = in[0].dtype, to = call.outputs[0].dtype;
+  for (int64_t i = 0; i < in.size; ++i) {
+    const TensorRef &x = in[i], &y = call.outputs[i];
+    if (x.dtype != from || y.dtype != to)
+      return kernelError(call, "pair " + std::to_string(i) + " converts " +
+                                   dtypeName(x.dtype) + " to " +
+                                   dtypeName(y.dtype) + ", not pair 0's " +
+                                   dtypeName(from) + " to " + dtypeName(to));
+    if (!sameShape(x, y))
+      return kernelError(call, "result " + std::to_string(i) +
+                                   " is not of operand " + std::to_string(i) +
+                                   "'s shape");
+    if (from != to && x.data == y.data && x.numElements() > 0)
+      return kernelError(call, "result " + std::to_string(i) + " is operand " +
+                                   std::to_string(i) +
+                                   "'s memory, but of another dtype");
+  }
+  return withFloatStorage(call, from, [&](auto source) {
+    return withFloatStorage(call, to, [&](auto target) {
+      return convertGroup<decltype(source), decltype(target)>(call);
+    });
+  });
 }
 
 } // namespace trainc::cuda

@@ -37,6 +37,7 @@ const KernelTable kCudaKernels = {
     cpu::runAllGatherStart,
     cpu::runCollectiveDone,
     runFusedElementwise,
+    runConvertGroup,
 };
 
 } // namespace

@@ -52,6 +52,7 @@ Status runScatterAdd(const KernelCall &call);       // Scatter.cu
 Status runAdamwUpdate(const KernelCall &call);      // Optimizer.cu
 Status runSumOfSquares(const KernelCall &call);     // Optimizer.cu
 Status runFusedElementwise(const KernelCall &call); // FusedElementwise.cu
+Status runConvertGroup(const KernelCall &call);     // FusedElementwise.cu
 // The collective instructions only move bytes and call the Collective:
 // cpu/Collectives.cpp's, which copy through the context's device.
 

@@ -39,6 +39,8 @@ struct KernelTable {
   KernelFn allReduceStart, reduceScatterStart, allGatherStart, collectiveDone;
   /// fused_elementwise: a program of elementwise steps per element.
   KernelFn fusedElementwise;
+  /// convert_group: several converts of one pair of dtypes.
+  KernelFn convertGroup;
 };
 
 /// The function of `table` that runs `op` (null for a number outside the
@@ -128,6 +130,8 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
     return table.collectiveDone;
   case Opcode::FusedElementwise:
     return table.fusedElementwise;
+  case Opcode::ConvertGroup:
+    return table.convertGroup;
   }
   return nullptr;
 }

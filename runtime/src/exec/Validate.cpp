@@ -606,6 +606,21 @@ Status Checker::check() const {
     return checkDataMovement();
   case Opcode::FusedElementwise:
     return checkFusedElementwise();
+  case Opcode::ConvertGroup: {
+    if (inst.operands.empty())
+      return error("needs at least one operand");
+    TRAINC_RETURN_IF_ERROR(arity(inst.operands.size(), inst.operands.size()));
+    TRAINC_RETURN_IF_ERROR(attrs(0, 0));
+    for (size_t i = 0; i < inst.operands.size(); ++i) {
+      TRAINC_RETURN_IF_ERROR(floatType(operand(i)));
+      TRAINC_RETURN_IF_ERROR(floatType(result(i)));
+      TRAINC_RETURN_IF_ERROR(shapeIs(result(i), operand(i).shape));
+      if (operand(i).dtype != operand(0).dtype ||
+          result(i).dtype != result(0).dtype)
+        return error("every pair must convert the first pair's dtypes");
+    }
+    return okStatus();
+  }
   default:
     return checkComposite();
   }

@@ -1,5 +1,4 @@
-//===- FusedProgram.h - A FusedElementwise instruction's program -*- C++
-//-*-===//
+//===- FusedProgram.h - A fused loop's program, decoded ---------*- C++ -*-===//
 //
 // Opcode::FusedElementwise carries its program in its ints (layout in
 // runtime/schema/executable.fbs): S steps of kFusedStepInts ints (opcode,
@@ -119,8 +118,7 @@ inline std::string decodeFusedProgram(const int64_t *ints, int64_t numInts,
   for (int k = 0; k < steps; ++k) {
     const int64_t *s = ints + 1 + int64_t(k) * kFusedStepInts;
     std::string at = "step " + str(k) + ": ";
-    if (s[0] < 0 || !isOpcode(uint32_t(s[0])) ||
-        fusedStepArity(Opcode(s[0])) == 0)
+    if (s[0] < 0 || s[0] >= kNumOpcodes || fusedStepArity(Opcode(s[0])) == 0)
       return at + "opcode " + str(s[0]) + " cannot be a step";
     if (s[1] < 0 || s[1] >= kNumDTypes)
       return at + "dtype " + str(s[1]) + " is not a DType";

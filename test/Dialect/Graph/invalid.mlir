@@ -1573,3 +1573,27 @@ func.func @fused_elementwise_c1_empty() {
   }
   return
 }
+
+// -----
+
+func.func @convert_group_c1(%x: tensor<4xf32>, %y: tensor<2xf32>) {
+  // expected-error@+1 {{(C1) needs as many results as operands, at least one; has 2 and 1}}
+  %r = graph.convert_group %x, %y : (tensor<4xf32>, tensor<2xf32>) -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @convert_group_c2(%x: tensor<4xf32>, %y: tensor<2xf32>) {
+  // expected-error@+1 {{(C2) result 1 must have operand 1's shape}}
+  %r:2 = graph.convert_group %x, %y : (tensor<4xf32>, tensor<2xf32>) -> (tensor<4xbf16>, tensor<4xbf16>)
+  return
+}
+
+// -----
+
+func.func @convert_group_c3(%x: tensor<4xf32>, %y: tensor<2xf32>) {
+  // expected-error@+1 {{(C3) pair 1 converts 'f32' to 'f16', not 'f32' to 'bf16'}}
+  %r:2 = graph.convert_group %x, %y : (tensor<4xf32>, tensor<2xf32>) -> (tensor<4xbf16>, tensor<2xf16>)
+  return
+}

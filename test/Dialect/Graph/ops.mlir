@@ -318,6 +318,14 @@ func.func @fused_elementwise(%x: tensor<4x8xbf16>, %s: tensor<f32>) -> (tensor<4
   return %r#0, %r#1 : tensor<4x8xf32>, tensor<4x8xi1>
 }
 
+// The parameters' casts at once.
+// CHECK-LABEL: func.func @convert_group
+// CHECK: graph.convert_group %{{.+}}, %{{.+}} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<8xbf16>)
+func.func @convert_group(%w: tensor<4x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<8xbf16>) {
+  %r:2 = graph.convert_group %w, %b : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<8xbf16>)
+  return %r#0, %r#1 : tensor<4x8xbf16>, tensor<8xbf16>
+}
+
 // The schedule phase's asynchronous forms: a start, and a done that reads
 // the pending value and the start's operand.
 // CHECK-LABEL: func.func @async_collectives

@@ -1203,7 +1203,8 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
   // (all_reduce, reduce_scatter, all_gather, shard_slice, until tensor
   // parallelism puts one in the forward pass; their start/done forms come from
   // the schedule phase, later still), or by a fusion pass of the lower phase
-  // (dot_general_bias, fused_elementwise and its body's terminator, yield).
+  // (dot_general_bias, fused_elementwise and its body's terminator, yield,
+  // convert_group).
   // Every other graph op can
   // lie between a parameter and the loss (DESIGN.md: "every differentiable op
   // carries a VJP rule").
@@ -1217,7 +1218,8 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
       "graph.all_reduce_start",  "graph.reduce_scatter_start",
       "graph.all_gather_start",  "graph.collective_done",
       "graph.dot_general_bias",  "graph.sum_of_squares",
-      "graph.fused_elementwise", "graph.yield"};
+      "graph.fused_elementwise", "graph.yield",
+      "graph.convert_group"};
   mlir::DialectRegistry registry;
   trainc::registerTraincDialects(registry);
   mlir::MLIRContext context(registry);

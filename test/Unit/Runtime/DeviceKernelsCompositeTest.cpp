@@ -3,7 +3,8 @@
 // The DeviceKernels suite (DeviceKernelsTest.cpp, which describes it and
 // instantiates it for "cpu" and "cuda") for the composite and optimizer
 // kernels: softmax, norms, GELU, dropout, attention, cross-entropy,
-// scatter-add, adamw_update, sum_of_squares and fused_elementwise.
+// scatter-add, adamw_update, sum_of_squares, fused_elementwise and
+// convert_group.
 //
 //===----------------------------------------------------------------------===//
 
@@ -678,7 +679,9 @@ TEST_P(DeviceKernels, FusedElementwiseMatchesItsSteps) {
   const FusedCase cases[] = {bf16AddConvert(), bf16GeluGrad(), compareSelect(),
                              f64Program(),     everyOpF16(),   inPlaceAdd,
                              inPlaceGeluGrad};
-  const std::vector<int64_t> shapes[] = {{1}, {7}, {1031}, {0}, {3, 129}};
+  // 8197 = two CPU chunks of 4096 and a tail, split over the threads.
+  const std::vector<int64_t> shapes[] = {{1},    {7}, {1031},
+                                         {8197}, {0}, {3, 129}};
   uint32_t seed = 1;
   for (const FusedCase &fc : cases)
     for (const std::vector<int64_t> &dims : shapes) {
@@ -696,6 +699,160 @@ TEST_P(DeviceKernels, FusedElementwiseRejectsABadProgram) {
       makeCall(Opcode::FusedElementwise, {x}, {zeros(kF32, {7})},
                {1, int64_t(Opcode::Neg), int64_t(kF32), 1, -1, -1, 0, 1}),
       {"fused_elementwise", "step 0"});
+}
+
+//===--- ConvertGroup -----------------------------------------------------===//
+
+/// Values a float -> float convert can get wrong: NaN, infinities, signed
+/// zeros; halfway points of bf16 (1 + 2^-8), f16 (1 + 2^-11) and f32
+/// (1 + 2^-24) and values just above them (f64 -> 16-bit through a
+/// rounding to nearest f32 would land on the tie); f16's overflow
+/// (65504 is its largest, 65520 rounds to infinity) and bf16's largest;
+/// beyond f32 (an f64 source only); subnormals and underflow.
+const double kConvertSpecials[] = {kNaN,
+                                   -kNaN,
+                                   kInf,
+                                   -kInf,
+                                   0.0,
+                                   -0.0,
+                                   1 + 0x1p-8,
+                                   -(1 + 3 * 0x1p-8),
+                                   1 + 0x1p-8 + 0x1p-23,
+                                   1 + 0x1p-8 + 0x1p-40,
+                                   1 + 0x1p-11,
+                                   -(1 + 3 * 0x1p-11),
+                                   1 + 0x1p-11 + 0x1p-23,
+                                   1 + 0x1p-11 + 0x1p-40,
+                                   1 + 0x1p-24,
+                                   1 + 0x1p-24 + 0x1p-50,
+                                   65504,
+                                   65519.99,
+                                   -65520,
+                                   70000,
+                                   0x1.fep127,
+                                   0x1.ff8p127,
+                                   -1e39,
+                                   1e300,
+                                   6e-8,
+                                   1e-40,
+                                   -1e-46,
+                                   1.5 * 0x1p-149,
+                                   1e-300};
+
+/// Operand `t` of a group: every fourth one random bits (every exponent,
+/// NaN payloads), the others uniform in a range of their own with the
+/// special values at both ends.
+TestTensor convertOperand(DType from, const std::vector<int64_t> &dims,
+                          size_t t, uint32_t seed) {
+  if (t % 4 == 3)
+    return randomBits(from, dims, seed);
+  const double range[] = {4, 1e5, 1e-6};
+  TestTensor x = uniform(from, dims, seed, -range[t % 4], range[t % 4]);
+  int64_t n = x.size(), count = int64_t(std::size(kConvertSpecials));
+  for (int64_t j = 0; j < count && j < n; ++j) {
+    x.set(j, kConvertSpecials[j]);
+    x.set(n - 1 - j, kConvertSpecials[j]);
+  }
+  return x;
+}
+
+/// `c` on `device` as runOnDevice runs it, but with every tensor one
+/// element past an aligned address, so that no operand or result is
+/// aligned to more than its element (the CUDA kernel's unpacked path).
+Status runMisaligned(Device &device, const Call &c,
+                     std::vector<TestTensor> &results) {
+  Stream &stream = device.computeStream();
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  auto place = [&](const TestTensor &t, void *&data) {
+    std::unique_ptr<Buffer> buffer;
+    uint64_t width = dtypeSize(t.dtype());
+    TRAINC_RETURN_IF_ERROR(device.allocate(bytesOf(t) + width, 64, buffer));
+    data = static_cast<char *>(buffer->data()) + width;
+    buffers.push_back(std::move(buffer));
+    return okStatus();
+  };
+  std::vector<void *> in(c.inputs.size()), out(c.outputs.size());
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    TRAINC_RETURN_IF_ERROR(place(c.inputs[i], in[i]));
+    TRAINC_RETURN_IF_ERROR(device.copyToDevice(static_cast<char *>(in[i]),
+                                               c.inputs[i].ref().data,
+                                               bytesOf(c.inputs[i]), stream));
+  }
+  for (size_t i = 0; i < c.outputs.size(); ++i)
+    TRAINC_RETURN_IF_ERROR(place(c.outputs[i], out[i]));
+  TRAINC_RETURN_IF_ERROR(invoke(
+      c, in, out, [&](const KernelCall &call) { return device.launch(call); }));
+  results = c.outputs;
+  for (size_t i = 0; i < results.size(); ++i)
+    TRAINC_RETURN_IF_ERROR(device.copyToHost(results[i].ref().data,
+                                             static_cast<const char *>(out[i]),
+                                             bytesOf(results[i]), stream));
+  return stream.synchronize();
+}
+
+/// convert_group gives each pair the bits of its own convert on the same
+/// device (cuda/FusedElementwise.cu calls the unfused kernel's element
+/// rules; the CPU runs the convert): groups of one tensor, of a launch's
+/// 32 and past it (the CUDA kernel's 33rd and 40th tensors start another
+/// launch), empty tensors among them, with tensors at aligned and
+/// misaligned addresses.
+TEST_P(DeviceKernels, ConvertGroupMatchesItsConverts) {
+  const std::pair<DType, DType> pairs[] = {
+      {kF32, kBF16}, {kF32, kF16}, {kF64, kBF16}, {kF64, kF32}, {kBF16, kF32}};
+  const std::vector<int64_t> shapes[] = {{1031}, {0},    {7},   {3, 129},
+                                         {1},    {8197}, {2, 0}};
+  uint32_t seed = 1;
+  for (auto [from, to] : pairs)
+    for (size_t size : {1, 3, 32, 33, 40}) {
+      std::vector<TestTensor> operands, results, want;
+      for (size_t t = 0; t < size; ++t) {
+        const std::vector<int64_t> &dims = shapes[t % std::size(shapes)];
+        operands.push_back(convertOperand(from, dims, t, seed++));
+        results.push_back(zeros(to, dims));
+        // Unfused: the pair's convert as its own instruction.
+        Call convert =
+            makeCall(Opcode::Convert, {operands.back()}, {zeros(to, dims)});
+        std::vector<TestTensor> out, back;
+        Status s = runOnDevice(*device_, convert, out, back);
+        ASSERT_TRUE(s.ok()) << describe(convert) << ": " << s.toString();
+        want.push_back(out[0]);
+      }
+      Call group = makeCall(Opcode::ConvertGroup, operands, results);
+      SCOPED_TRACE(describe(group));
+      std::vector<TestTensor> got, back, gotMisaligned;
+      Status s = runOnDevice(*device_, group, got, back);
+      ASSERT_TRUE(s.ok()) << s.toString();
+      s = runMisaligned(*device_, group, gotMisaligned);
+      ASSERT_TRUE(s.ok()) << "misaligned: " << s.toString();
+      for (size_t t = 0; t < size; ++t) {
+        EXPECT_TRUE(matches(got[t], want[t], kSameBits, exact()))
+            << "result " << t;
+        EXPECT_TRUE(matches(gotMisaligned[t], want[t], kSameBits, exact()))
+            << "result " << t << ", misaligned";
+        EXPECT_TRUE(matches(back[t], operands[t], kSameBytes, true))
+            << "operand " << t << " changed";
+      }
+    }
+}
+
+/// Pairs of different dtypes in one group are an error Status on the
+/// CUDA device. The CPU kernel converts each pair as it comes (the
+/// executable's validation rejects such a group before any kernel runs),
+/// so this case does not apply to it.
+TEST_P(DeviceKernels, ConvertGroupRejectsMixedDTypes) {
+  Call c = makeCall(Opcode::ConvertGroup,
+                    {uniform(kF32, {7}, 1), uniform(kF64, {7}, 2)},
+                    {zeros(kBF16, {7}), zeros(kBF16, {7})});
+  SCOPED_TRACE(describe(c));
+  std::vector<TestTensor> results, operands;
+  Status s = runOnDevice(*device_, c, results, operands);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.toString();
+  for (const char *word : {"convert_group", "pair 1"})
+    EXPECT_NE(s.message().find(word), std::string::npos)
+        << "'" << word << "' is not in: " << s.toString();
+  // The device runs a valid call again.
+  check(makeCall(Opcode::Neg, {uniform(kF32, {3, 37}, 99)},
+                 {zeros(kF32, {3, 37})}));
 }
 
 } // namespace

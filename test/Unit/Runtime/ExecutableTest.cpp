@@ -405,6 +405,46 @@ TEST(Executable, ChecksFusedElementwisePrograms) {
   EXPECT_TRUE(validateInstruction(select, 0, tensors).ok());
 }
 
+// ConvertGroup: N pairs of one pair of float dtypes, each of one shape.
+TEST(Executable, ChecksConvertGroups) {
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::F32, {4, 8}),  tensor(DType::F32, {8}),  // 0, 1
+      tensor(DType::BF16, {4, 8}), tensor(DType::BF16, {8}), // 2, 3
+      tensor(DType::F16, {8}),     tensor(DType::I32, {8}),  // 4, 5
+      tensor(DType::F64, {8})};                              // 6
+  InstructionInfo group;
+  group.op = Opcode::ConvertGroup;
+  group.operands = {0, 1};
+  group.results = {2, 3};
+  EXPECT_TRUE(validateInstruction(group, 0, tensors).ok());
+  auto fails = [&](const InstructionInfo &inst, const std::string &words) {
+    Status s = validateInstruction(inst, 0, tensors);
+    EXPECT_NE(s.message().find(words), std::string::npos)
+        << words << " | " << s.toString();
+  };
+  InstructionInfo swapped = group; // [4, 8] into [8]
+  swapped.results = {3, 2};
+  fails(swapped, "has the wrong shape for its operands");
+  InstructionInfo mixedTarget = group;
+  mixedTarget.results = {2, 4};
+  fails(mixedTarget, "every pair must convert the first pair's dtypes");
+  InstructionInfo mixedSource = group;
+  mixedSource.operands = {0, 6};
+  fails(mixedSource, "every pair must convert the first pair's dtypes");
+  InstructionInfo integer = group;
+  integer.results = {2, 5};
+  fails(integer, "must be a float tensor");
+  InstructionInfo uneven = group;
+  uneven.results = {2};
+  fails(uneven, "expects 2 operands and 2 results, has 2 and 1");
+  InstructionInfo none;
+  none.op = Opcode::ConvertGroup;
+  fails(none, "needs at least one operand");
+  InstructionInfo withInts = group;
+  withInts.ints = {1};
+  fails(withInts, "expects 0 and 0");
+}
+
 // The loader checks the training signature like everything else it reads:
 // indices in range, and the loss a float scalar.
 TEST(Executable, RejectsABrokenTrainingSignature) {

@@ -480,6 +480,9 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
            "none, full, selective or budget=BYTES">,
     Option<"compareOptions", "compare-options", "bool", "false",
            "Also plan none, selective and full and record them on @main">,
+    Option<"fuseElementwise", "fuse-elementwise", "bool", "true",
+           "Plan with the lower phase's elementwise fusion, as the pipeline "
+           "runs it (the pipeline sets it from trainc --fuse-elementwise)">,
   ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
@@ -613,12 +616,29 @@ def FuseElementwise : Pass<"trainc-fuse-elementwise", "mlir::func::FuncOp"> {
     as a recompute clone's mark) when no op outside the group uses a
     member's value before it: the fused op takes the place of its last
     member, so every other use of a member's value must come after that.
+    Nor when that would hold more memory: moving a group's loop from its
+    last member to a later op keeps alive until then the operands that
+    would have died before it, and frees the group's results there; the
+    group joins only when the first are no more bytes than the second (or
+    nothing lies between), so a forward op whose value only the backward
+    pass reads does not keep its operands through the step. A dead op
+    stays as it is.
     A value used outside the group is a result of the fused op; the
     others live only in registers. A group stays within the executable's
     limits (kFusedMaxInputs operands, kFusedMaxSteps ops,
     kFusedMaxResults results, runtime/schema/ExecutableFormat.h). A group
     of one op stays that op, unless it absorbs a broadcast used nowhere
     else.
+
+    Then the casts of the parameters (`graph.convert` of a `train.param`
+    argument: the f32 master weights to the 16-bit copies the matmuls
+    read), each pair of element types, become one `graph.convert_group` at
+    the first cast's place: a launch per 32 tensors where each cast took
+    one. The weights' copies are read again by the backward pass, so they
+    are alive at the memory peak whether cast early or late; only the
+    biases' copies live longer (through the forward pass). Not when blocks
+    are recomputed: then the clones cast again in the backward pass and the
+    forward copies die early.
 
     Runs last in the lower phase (after trainc-fuse-bias and
     trainc-widen-products, whose patterns include converts), before the

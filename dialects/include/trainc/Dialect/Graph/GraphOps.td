@@ -237,6 +237,34 @@ def Graph_FusedElementwiseOp : Graph_Op<"fused_elementwise", [
   let hasRegionVerifier = 1;
 }
 
+def Graph_ConvertGroupOp : Graph_Op<"convert_group", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "converts several tensors of one element type to another";
+  let description = [{
+    Result i is `graph.convert` of operand i, for tensors of any shapes
+    that share their element types: one op (a kernel launch per 32
+    tensors on a GPU) where there were N. The lower phase's
+    `trainc-fuse-elementwise` makes one of the casts of the parameters
+    (f32 master weights to the bf16 or f16 copies the matmuls read).
+
+    Constraints:
+    - (C1) as many results as operands, at least one.
+    - (C2) result i has operand i's shape.
+    - (C3) the operands share one float element type, the results another
+      float element type.
+
+    Example:
+    ```mlir
+    %w16, %b16 = graph.convert_group %w, %b
+        : (tensor<256x64xf32>, tensor<256xf32>) -> (tensor<256x64xbf16>, tensor<256xbf16>)
+    ```
+  }];
+  let arguments = (ins Variadic<Graph_FloatTensor>:$inputs);
+  let results = (outs Variadic<Graph_FloatTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
+  let hasVerifier = 1;
+}
+
 def Graph_YieldOp : Op<Graph_Dialect, "yield", [Pure, Terminator,
     HasParent<"FusedElementwiseOp">]> {
   let summary = "the values a graph.fused_elementwise body gives per element";
