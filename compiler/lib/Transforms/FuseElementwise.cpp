@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -268,12 +269,24 @@ private:
   llvm::DenseMap<Operation *, unsigned> groupOf;
 };
 
-/// The casts of `fn`'s parameters, each pair of element types as one
+/// f64, f32, f16 or bf16 (graph.convert_group's element types).
+bool isGroupFloat(Type t) {
+  Type e = getElementTypeOrSelf(t);
+  return e.isF64() || e.isF32() || e.isF16() || e.isBF16();
+}
+
+/// The casts of `fn`'s parameters, each pair of element types, as one
 /// graph.convert_group at its first cast's place: one launch per 32
-/// tensors where each cast took one. Not when blocks are recomputed: their
-/// clones cast again in the backward pass, so the forward casts die early,
-/// and made at once they would all be alive together.
+/// tensors where each cast took one. A cast joins only if its copy is
+/// still read after the group's last cast (a weight the backward pass
+/// reads again), so every copy in the group is alive there anyway and
+/// the group only makes them earlier, below a training step's peak. Copies
+/// read only nearby (a bias, a frozen layer, an inference program) keep
+/// their own casts. Not when blocks are recomputed: the clones cast again
+/// in the backward pass, so the forward copies die early.
 void groupParameterCasts(func::FuncOp fn) {
+  if (fn.isExternal())
+    return;
   Block &body = fn.getBody().front();
   bool recomputed = false;
   fn.walk([&](Operation *op) {
@@ -290,14 +303,27 @@ void groupParameterCasts(func::FuncOp fn) {
         !fn.getArgAttr(arg.getArgNumber(),
                        trainc::train::TrainDialect::kParamAttr) ||
         !convert->getDiscardableAttrDictionary().empty() ||
-        !isa<FloatType>(getElementTypeOrSelf(convert.getOperand())) ||
-        !isa<FloatType>(getElementTypeOrSelf(convert.getType())))
+        !isGroupFloat(convert.getOperand().getType()) ||
+        !isGroupFloat(convert.getType()))
       continue;
     groups[{getElementTypeOrSelf(convert.getOperand()),
             getElementTypeOrSelf(convert.getType())}]
         .push_back(convert);
   }
-  for (auto &[types, casts] : groups) {
+  for (auto &[types, candidates] : groups) {
+    // Drop the casts whose copies are not read after the last cast kept,
+    // until none is dropped.
+    SmallVector<ConvertOp> casts = candidates;
+    for (bool changed = true; changed && !casts.empty();) {
+      Operation *last = casts.back();
+      size_t before = casts.size();
+      llvm::erase_if(casts, [&](ConvertOp c) {
+        return llvm::none_of(c->getUsers(), [&](Operation *user) {
+          return user->getBlock() != &body || last->isBeforeInBlock(user);
+        });
+      });
+      changed = casts.size() != before;
+    }
     if (casts.size() < 2)
       continue;
     SmallVector<Value> inputs;

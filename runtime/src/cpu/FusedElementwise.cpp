@@ -183,6 +183,9 @@ Status runFusedElementwise(const KernelCall &call) {
 }
 
 Status runConvertGroup(const KernelCall &call) {
+  if (call.inputs.size < 1 || call.numOutputs != call.inputs.size)
+    return kernelError(call, "needs as many results as operands, at least "
+                             "one");
   for (int64_t i = 0; i < call.inputs.size; ++i)
     if (call.inputs[i].dtype != call.inputs[0].dtype ||
         call.outputs[i].dtype != call.outputs[0].dtype)

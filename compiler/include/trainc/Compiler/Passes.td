@@ -634,11 +634,13 @@ def FuseElementwise : Pass<"trainc-fuse-elementwise", "mlir::func::FuncOp"> {
     argument: the f32 master weights to the 16-bit copies the matmuls
     read), each pair of element types, become one `graph.convert_group` at
     the first cast's place: a launch per 32 tensors where each cast took
-    one. The weights' copies are read again by the backward pass, so they
-    are alive at the memory peak whether cast early or late; only the
-    biases' copies live longer (through the forward pass). Not when blocks
-    are recomputed: then the clones cast again in the backward pass and the
-    forward copies die early.
+    one. A cast joins only if its copy is read again after the group's
+    last cast (as the backward pass reads a weight), so every copy in the
+    group is alive there anyway and the group only makes them earlier;
+    copies read only nearby (a bias, a frozen layer, an inference
+    program) keep their own casts. Not when blocks are recomputed: then
+    the clones cast again in the backward pass and the forward copies die
+    early.
 
     Runs last in the lower phase (after trainc-fuse-bias and
     trainc-widen-products, whose patterns include converts), before the
