@@ -34,7 +34,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -68,8 +67,7 @@ bool overlapsNoOperand(const KernelCall &call, const TensorRef &out) {
 class Registers {
 public:
   Registers(const KernelCall &call, const math::FusedProgram &program)
-      : call_(call), program_(program),
-        scratch_(new double[size_t(program.numRegisters()) * kChunk]) {
+      : call_(call), program_(program), scratch_(threadScratch(program)) {
     for (int r = 0; r < kFusedMaxInputs + kFusedMaxSteps; ++r)
       output_[r] = -1;
     for (int q = 0; q < program.numResults; ++q)
@@ -108,12 +106,22 @@ public:
   bool isDirect(int r) const { return output_[r] >= 0; }
 
 private:
-  void *slot(int r) { return scratch_.get() + size_t(r) * kChunk; }
+  /// This thread's scratch, kept between calls (grown, never zeroed): a
+  /// step runs hundreds of loops, each on every thread.
+  static double *threadScratch(const math::FusedProgram &program) {
+    thread_local std::vector<double> scratch;
+    size_t words = size_t(program.numRegisters()) * kChunk;
+    if (scratch.size() < words)
+      scratch.resize(words);
+    return scratch.data();
+  }
+
+  void *slot(int r) { return scratch_ + size_t(r) * kChunk; }
 
   const KernelCall &call_;
   const math::FusedProgram &program_;
-  /// kChunk 8-byte words per register (the widest dtype), uninitialized.
-  std::unique_ptr<double[]> scratch_;
+  /// kChunk 8-byte words per register (the widest dtype).
+  double *scratch_;
   /// Per register: the result it is written into directly, or -1.
   int output_[kFusedMaxInputs + kFusedMaxSteps];
 };

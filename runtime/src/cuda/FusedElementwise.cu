@@ -165,16 +165,11 @@ __device__ __forceinline__ Compute<S> mathOf(const math::FusedStep &s,
     return geluOf(u, useTanh);
   case Opcode::GeluGrad:
     return geluGradOf(u, v, useTanh);
-  case Opcode::Add:
-  case Opcode::Sub:
-  case Opcode::Mul:
-  case Opcode::Div:
-  case Opcode::Pow:
-  case Opcode::Max:
-  case Opcode::Min:
-    return binaryOf<S>(s.op, u, v, FaultSite());
-  default:
-    return unaryOf<S>(s.op, u);
+  default: // The other two-operand steps are binary math (compare and
+           // select never reach here).
+    return math::fusedStepArity(s.op) == 2
+               ? binaryOf<S>(s.op, u, v, FaultSite())
+               : unaryOf<S>(s.op, u);
   }
 }
 

@@ -19,6 +19,7 @@
 #ifndef TRAINC_RUNTIME_MATH_FUSEDPROGRAM_H
 #define TRAINC_RUNTIME_MATH_FUSEDPROGRAM_H
 
+#include "base/HostDevice.h"
 #include "trainc/schema/ExecutableFormat.h"
 
 #include <cstdint>
@@ -46,7 +47,7 @@ struct FusedProgram {
 };
 
 /// Operands a step of `op` reads; 0 when `op` cannot be a step.
-inline int fusedStepArity(Opcode op) {
+TRAINC_HD int fusedStepArity(Opcode op) {
   switch (op) {
   case Opcode::Neg:
   case Opcode::Abs:
