@@ -39,7 +39,7 @@ namespace trainc {
 ///      16-bit DotGeneralBias's bias added before its one rounding (all
 ///      within this version's making: no version 11 file predates it).
 ///  12: FusedElementwise, ConvertGroup.
-constexpr uint32_t kFormatVersion = 12;
+constexpr uint32_t kFormatVersion = 13;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;
@@ -84,6 +84,14 @@ constexpr int kFusedStepInts = 6;
 constexpr int kFusedMaxInputs = 16;
 constexpr int kFusedMaxSteps = 40;
 constexpr int kFusedMaxResults = 8;
+
+/// Opcode::Attention and Opcode::AttentionGrad: ints[2] has bit i set when
+/// tensor i is stored [B, S, H, D] (sequence-major) rather than [B, H, S,
+/// D]. Tensors are numbered q, k, v, then attention's result, or
+/// attention_grad's cotangent, dq, dk and dv; the mask is not numbered.
+/// graph.attention's `seq_major` attribute lists the same numbers.
+constexpr int kAttentionTensors = 4;
+constexpr int kAttentionGradTensors = 7;
 
 /// The schema's TrainingSignature as the compiler fills it and the runtime
 /// reads it: indices into the executable's outputs and inputs, -1 for none.

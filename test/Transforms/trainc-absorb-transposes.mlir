@@ -120,3 +120,61 @@ func.func @product_kept(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %a: tensor<2x
   %u = graph.transpose %c, permutation = [0, 3, 1, 4, 2] : (tensor<2x3x4x6x7xf32>) -> tensor<2x6x3x7x4xf32>
   return %t, %y, %u : tensor<16x4xf32>, tensor<4x16xf32>, tensor<2x6x3x7x4xf32>
 }
+
+// -----
+
+// A GPT block's attention: q, k and v are a projection reshaped to
+// [B, S, H, D] and transposed into heads, the output transposed back. The
+// forward op and its gradient read and write [B, S, H, D] in place (their
+// seq_major lists), and no transpose is left. The saved q, k and v are read
+// by both ops; the transposes of the gradients go too.
+// CHECK-LABEL: func.func @gpt_block
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x8x4x16xf32>, %[[K:[^:]+]]: tensor<2x8x4x16xf32>, %[[V:[^:]+]]: tensor<2x8x4x16xf32>, %[[G:[^:]+]]: tensor<2x8x4x16xf32>)
+// CHECK-NOT: graph.transpose
+// CHECK: %[[O:.+]] = graph.attention %[[Q]], %[[K]], %[[V]], scale = 2.500000e-01, causal {seq_major = array<i64: 0, 1, 2, 3>} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+// CHECK: %[[DQ:[^,]+]], %[[DK:[^,]+]], %[[DV:[^ ]+]] = graph.attention_grad %[[Q]], %[[K]], %[[V]], %[[G]], scale = 2.500000e-01, causal {seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>} : {{.*}} -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
+// CHECK: return %[[O]], %[[DQ]], %[[DK]], %[[DV]]
+func.func @gpt_block(%qs: tensor<2x8x4x16xf32>, %ks: tensor<2x8x4x16xf32>, %vs: tensor<2x8x4x16xf32>, %gs: tensor<2x8x4x16xf32>)
+    -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) {
+  %q = graph.transpose %qs, permutation = [0, 2, 1, 3] : (tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>
+  %k = graph.transpose %ks, permutation = [0, 2, 1, 3] : (tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>
+  %v = graph.transpose %vs, permutation = [0, 2, 1, 3] : (tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>
+  %o = graph.attention %q, %k, %v, scale = 0.25, causal : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  %os = graph.transpose %o, permutation = [0, 2, 1, 3] : (tensor<2x4x8x16xf32>) -> tensor<2x8x4x16xf32>
+  %g = graph.transpose %gs, permutation = [0, 2, 1, 3] : (tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>
+  %dq, %dk, %dv = graph.attention_grad %q, %k, %v, %g, scale = 0.25, causal
+      : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>)
+      -> (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>)
+  %dqs = graph.transpose %dq, permutation = [0, 2, 1, 3] : (tensor<2x4x8x16xf32>) -> tensor<2x8x4x16xf32>
+  %dks = graph.transpose %dk, permutation = [0, 2, 1, 3] : (tensor<2x4x8x16xf32>) -> tensor<2x8x4x16xf32>
+  %dvs = graph.transpose %dv, permutation = [0, 2, 1, 3] : (tensor<2x4x8x16xf32>) -> tensor<2x8x4x16xf32>
+  return %os, %dqs, %dks, %dvs : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// What stays: a transpose of the mask (always [B, H, Sq, Sk]), a
+// permutation other than heads <-> sequence, a result with another use
+// besides its transpose, and an operand transpose that is also returned.
+// A transpose into an operand listed as [B, S, H, D] flips it back.
+// CHECK-LABEL: func.func @stays
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<1x2x4x8xf32>, %[[M:[^:]+]]: tensor<1x4x2x4xf32>, %[[Y:[^:]+]]: tensor<1x2x8x4xf32>)
+// CHECK: %[[MT:.+]] = graph.transpose %[[M]], permutation = [0, 2, 1, 3]
+// CHECK: %[[YT:.+]] = graph.transpose %[[Y]], permutation = [0, 1, 3, 2]
+// CHECK: %[[XT:.+]] = graph.transpose %[[X]], permutation = [0, 2, 1, 3]
+// CHECK-NOT: graph.transpose
+// CHECK: %[[O:.+]] = graph.attention %[[YT]], %[[X]], %[[XT]] mask %[[MT]], scale = 1.000000e+00 {seq_major = array<i64: 2>} :
+// CHECK: %[[OT:.+]] = graph.transpose %[[O]], permutation = [0, 2, 1, 3]
+// CHECK: %[[P:.+]] = graph.attention %[[X]], %[[X]], %[[X]], scale = 1.000000e+00 :
+// CHECK: return %[[O]], %[[OT]], %[[XT]], %[[P]]
+func.func @stays(%x: tensor<1x2x4x8xf32>, %m: tensor<1x4x2x4xf32>, %y: tensor<1x2x8x4xf32>)
+    -> (tensor<1x2x4x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4x8xf32>) {
+  %mt = graph.transpose %m, permutation = [0, 2, 1, 3] : (tensor<1x4x2x4xf32>) -> tensor<1x2x4x4xf32>
+  %yt = graph.transpose %y, permutation = [0, 1, 3, 2] : (tensor<1x2x8x4xf32>) -> tensor<1x2x4x8xf32>
+  %xt = graph.transpose %x, permutation = [0, 2, 1, 3] : (tensor<1x2x4x8xf32>) -> tensor<1x4x2x8xf32>
+  %kt = graph.transpose %x, permutation = [0, 2, 1, 3] : (tensor<1x2x4x8xf32>) -> tensor<1x4x2x8xf32>
+  %o = graph.attention %yt, %kt, %xt mask %mt, scale = 1.0 {seq_major = array<i64: 1, 2>} : (tensor<1x2x4x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x8xf32>
+  %ot = graph.transpose %o, permutation = [0, 2, 1, 3] : (tensor<1x2x4x8xf32>) -> tensor<1x4x2x8xf32>
+  %p = graph.attention %x, %x, %x, scale = 1.0 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o, %ot, %xt, %p : tensor<1x2x4x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4x8xf32>
+}

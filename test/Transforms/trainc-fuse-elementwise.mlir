@@ -196,3 +196,28 @@ func.func @parameter_casts_recomputed(%w: tensor<8x4xf32> {train.param = "w", tr
   %w16r = graph.convert %w {recompute.clone} : (tensor<8x4xf32>) -> tensor<8x4xbf16>
   return %w16, %v16, %w16r : tensor<8x4xbf16>, tensor<8x4xbf16>, tensor<8x4xbf16>
 }
+
+// -----
+
+// A norm whose only use is a cast to 16 bits writes the 16-bit type itself
+// (the autocast copy a matmul reads); a norm whose f32 result is read
+// elsewhere too, or cast to f64, keeps its convert.
+// CHECK-LABEL: func.func @narrowed_norms
+// CHECK: %[[LN:.+]] = graph.layer_norm %{{.+}} scale %{{.+}}, axis = 1, epsilon = 1.000000e-05 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xbf16>
+// CHECK: %[[RMS:.+]] = graph.rms_norm %{{.+}}, axis = 1, epsilon = 1.000000e-05 : (tensor<4x8xf32>) -> tensor<4x8xf16>
+// CHECK: %[[KEPT:.+]] = graph.layer_norm %{{.+}}, axis = 1, epsilon = 1.000000e-05 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: graph.convert %[[KEPT]] : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+// CHECK: %[[WIDE:.+]] = graph.rms_norm %{{.+}}, axis = 1, epsilon = 1.000000e-05 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: graph.convert %[[WIDE]] : (tensor<4x8xf32>) -> tensor<4x8xf64>
+func.func @narrowed_norms(%x: tensor<4x8xf32>, %g: tensor<8xf32>)
+    -> (tensor<4x8xbf16>, tensor<4x8xf16>, tensor<4x8xbf16>, tensor<4x8xf32>, tensor<4x8xf64>) {
+  %0 = graph.layer_norm %x scale %g, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %1 = graph.convert %0 : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+  %2 = graph.rms_norm %x, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %3 = graph.convert %2 : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  %4 = graph.layer_norm %x, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %5 = graph.convert %4 : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+  %6 = graph.rms_norm %x, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %7 = graph.convert %6 : (tensor<4x8xf32>) -> tensor<4x8xf64>
+  return %1, %3, %5, %4, %7 : tensor<4x8xbf16>, tensor<4x8xf16>, tensor<4x8xbf16>, tensor<4x8xf32>, tensor<4x8xf64>
+}

@@ -90,6 +90,15 @@ template <typename Range> std::vector<int64_t> toInts(Range values) {
   return std::vector<int64_t>(values.begin(), values.end());
 }
 
+/// Attention's seq_major list as the instruction's bit mask
+/// (ExecutableFormat.h: bit i for tensor i).
+int64_t seqMajorBits(std::optional<ArrayRef<int64_t>> seqMajor) {
+  int64_t bits = 0;
+  for (int64_t i : seqMajor.value_or(ArrayRef<int64_t>()))
+    bits |= int64_t(1) << i;
+  return bits;
+}
+
 /// The ints of Opcode::FusedElementwise (executable.fbs): registers
 /// 0..I-1 are the body's arguments, I+k its k-th op's value.
 LogicalResult fusedProgram(FusedElementwiseOp fused,
@@ -360,11 +369,13 @@ LogicalResult Builder::lowerOp(Operation *op) {
         inst.floats = {d.getRatio().convertToDouble()};
       })
       .Case([&](AttentionOp a) {
-        inst.ints = {a.getCausal(), a.getMask() != nullptr};
+        inst.ints = {a.getCausal(), a.getMask() != nullptr,
+                     seqMajorBits(a.getSeqMajor())};
         inst.floats = {a.getScale().convertToDouble()};
       })
       .Case([&](AttentionGradOp a) {
-        inst.ints = {a.getCausal(), a.getMask() != nullptr};
+        inst.ints = {a.getCausal(), a.getMask() != nullptr,
+                     seqMajorBits(a.getSeqMajor())};
         inst.floats = {a.getScale().convertToDouble()};
       })
       .Case([&](SoftmaxCrossEntropyOp s) {

@@ -1,4 +1,4 @@
-//===- AbsorbTransposes.cpp - dot_generals read transposes in place -------===//
+//===- AbsorbTransposes.cpp - Ops read and write transposes in place ------===//
 //
 // See AbsorbTransposes in Passes.td.
 //
@@ -99,20 +99,101 @@ bool absorbIntoProducer(TransposeOp t) {
   return true;
 }
 
+/// Whether `perm` swaps an attention tensor's heads and sequence.
+bool swapsHeadsAndSeq(ArrayRef<int64_t> perm) {
+  return llvm::equal(perm, ArrayRef<int64_t>{0, 2, 1, 3});
+}
+
+/// The tensor number (graph.attention's `seq_major` numbering) of `use`
+/// when it is an attention or attention_grad operand other than the mask.
+std::optional<int64_t> attentionTensor(OpOperand &use) {
+  Operation *op = use.getOwner();
+  int64_t n = use.getOperandNumber();
+  if (isa<AttentionOp>(op) && n < 3)
+    return n;
+  if (isa<AttentionGradOp>(op) && n < 4)
+    return n;
+  return std::nullopt;
+}
+
+/// `op`'s seq_major list with tensor `i` flipped.
+DenseI64ArrayAttr flipSeqMajor(Operation *op, int64_t i) {
+  auto list = op->getAttrOfType<DenseI64ArrayAttr>("seq_major");
+  SmallVector<int64_t> numbers;
+  if (list)
+    numbers.assign(list.asArrayRef().begin(), list.asArrayRef().end());
+  if (llvm::is_contained(numbers, i))
+    llvm::erase(numbers, i);
+  else
+    numbers.insert(llvm::upper_bound(numbers, i), i);
+  return DenseI64ArrayAttr::get(op->getContext(), numbers);
+}
+
+void setSeqMajor(Operation *op, DenseI64ArrayAttr list) {
+  if (list.empty())
+    op->removeAttr("seq_major");
+  else
+    op->setAttr("seq_major", list);
+}
+
+/// transpose(attention result) with heads and sequence swapped, every use
+/// of the result such a transpose: the op writes that layout itself
+/// (`seq_major` flipped for the result) and the transposes go. Results
+/// are numbered after the operands (3 for attention, 4..6 for the
+/// gradient).
+bool absorbIntoAttention(TransposeOp t) {
+  auto result = dyn_cast<OpResult>(t.getOperand());
+  if (!result || !isa<AttentionOp, AttentionGradOp>(result.getOwner()) ||
+      !swapsHeadsAndSeq(t.getPermutation()))
+    return false;
+  if (!llvm::all_of(result.getUsers(), [](Operation *user) {
+        auto other = dyn_cast<TransposeOp>(user);
+        return other && swapsHeadsAndSeq(other.getPermutation());
+      }))
+    return false;
+  Operation *op = result.getOwner();
+  int64_t first = isa<AttentionOp>(op) ? 3 : 4;
+  setSeqMajor(op, flipSeqMajor(op, first + result.getResultNumber()));
+  result.setType(t.getType());
+  for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
+    user->getResult(0).replaceAllUsesWith(result);
+    user->erase();
+  }
+  return true;
+}
+
 struct AbsorbTransposesPass
     : public trainc::impl::AbsorbTransposesBase<AbsorbTransposesPass> {
   void runOnOperation() override {
     SmallVector<TransposeOp> transposes;
     getOperation().walk([&](TransposeOp t) { transposes.push_back(t); });
+    DenseSet<Operation *> erased;
     for (TransposeOp t : transposes) {
+      if (erased.contains(t))
+        continue;
       if (absorbIntoProducer(t))
         continue;
+      // Transposes of one attention result go together.
+      if (auto result = dyn_cast<OpResult>(t.getOperand())) {
+        SmallVector<Operation *> users(result.getUsers());
+        if (absorbIntoAttention(t)) {
+          erased.insert(users.begin(), users.end());
+          continue;
+        }
+      }
       // All uses or none: a transpose that stays is materialized anyway.
+      bool heads = swapsHeadsAndSeq(t.getPermutation());
       if (t->use_empty() || !llvm::all_of(t->getUses(), [&](OpOperand &use) {
-            return dimsThrough(t, use).has_value();
+            return dimsThrough(t, use).has_value() ||
+                   (heads && attentionTensor(use));
           }))
         continue;
       for (OpOperand &use : llvm::make_early_inc_range(t->getUses())) {
+        if (std::optional<int64_t> tensor = attentionTensor(use)) {
+          setSeqMajor(use.getOwner(), flipSeqMajor(use.getOwner(), *tensor));
+          use.set(t.getOperand());
+          continue;
+        }
         auto dot = cast<DotGeneralOp>(use.getOwner());
         auto [batch, contract] = *dimsThrough(t, use);
         bool lhs = use.getOperandNumber() == 0;

@@ -342,9 +342,31 @@ void groupParameterCasts(func::FuncOp fn) {
   }
 }
 
+/// A layer_norm or rms_norm of an f32 input whose one use is a convert to
+/// bf16 or f16 (the autocast copy a matmul reads) writes that type itself
+/// (their C5): the kernel rounds its f32 result once, as the convert did,
+/// and the f32 result is never stored.
+void narrowNormOutputs(func::FuncOp fn) {
+  SmallVector<ConvertOp> converts;
+  fn.walk([&](ConvertOp c) { converts.push_back(c); });
+  for (ConvertOp convert : converts) {
+    Operation *norm = convert.getOperand().getDefiningOp();
+    if (!norm || !isa<LayerNormOp, RmsNormOp>(norm) || !norm->hasOneUse())
+      continue;
+    Type from = getElementTypeOrSelf(convert.getOperand().getType());
+    Type to = getElementTypeOrSelf(convert.getType());
+    if (!from.isF32() || !(to.isBF16() || to.isF16()))
+      continue;
+    norm->getResult(0).setType(convert.getType());
+    convert.getResult().replaceAllUsesWith(norm->getResult(0));
+    convert.erase();
+  }
+}
+
 struct FuseElementwisePass
     : public trainc::impl::FuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
+    narrowNormOutputs(getOperation());
     for (Block &block : getOperation().getBody())
       Fuser(block).run();
     groupParameterCasts(getOperation());

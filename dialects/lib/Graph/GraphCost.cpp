@@ -126,11 +126,11 @@ int64_t RmsNormOp::getFlops() {
 /// discounted: kernels that skip masked blocks beat this count, as MFU
 /// conventions assume.
 int64_t AttentionOp::getFlops() {
-  auto q = getQuery().getType();
-  auto v = getValue().getType();
-  int64_t scores = q.getDimSize(0) * q.getDimSize(1) * q.getDimSize(2) *
-                   getKey().getType().getDimSize(2);
-  int64_t flops = 2 * scores * q.getDimSize(3) + 2 * scores * v.getDimSize(3);
+  auto q = attentionDims(getQuery().getType().getShape(), isSeqMajor(0));
+  auto k = attentionDims(getKey().getType().getShape(), isSeqMajor(1));
+  int64_t dv = getValue().getType().getDimSize(3);
+  int64_t scores = q[0] * q[1] * q[2] * k[2];
+  int64_t flops = 2 * scores * q[3] + 2 * scores * dv;
   flops += scores * (1 + (getMask() ? 1 : 0) + 5);
   return flops;
 }
@@ -150,9 +150,9 @@ int64_t SoftmaxCrossEntropyGradOp::getFlops() {
 /// The scores again (2 D per score), dP = g v^T and dv = P^T g (2 Dv each),
 /// dq and dk (2 D each), and softmax, the row dot and dS (8 per score).
 int64_t AttentionGradOp::getFlops() {
-  auto q = getQuery().getType();
-  int64_t d = q.getDimSize(3), dv = getValue().getType().getDimSize(3);
-  int64_t scores = q.getDimSize(0) * q.getDimSize(1) * q.getDimSize(2) *
-                   getKey().getType().getDimSize(2);
+  auto q = attentionDims(getQuery().getType().getShape(), isSeqMajor(0));
+  auto k = attentionDims(getKey().getType().getShape(), isSeqMajor(1));
+  int64_t d = q[3], dv = getValue().getType().getDimSize(3);
+  int64_t scores = q[0] * q[1] * q[2] * k[2];
   return scores * (6 * d + 4 * dv + 8);
 }

@@ -780,6 +780,27 @@ static SmallVector<Value> presentValues(std::initializer_list<Value> values) {
   return present;
 }
 
+/// A norm's result: the inferred type, or for an f32 input the same shape
+/// in bf16 or f16 (layer_norm_c5, rms_norm_c5).
+static bool isNormResult(TypeRange inferred, TypeRange actual) {
+  if (inferred == actual)
+    return true;
+  auto want = dyn_cast<RankedTensorType>(inferred.front());
+  auto got = dyn_cast<RankedTensorType>(actual.front());
+  return inferred.size() == 1 && actual.size() == 1 && want && got &&
+         want.getShape() == got.getShape() && want.getElementType().isF32() &&
+         (got.getElementType().isBF16() || got.getElementType().isF16());
+}
+
+bool LayerNormOp::isCompatibleReturnTypes(TypeRange inferred,
+                                          TypeRange actual) {
+  return isNormResult(inferred, actual);
+}
+
+bool RmsNormOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
+  return isNormResult(inferred, actual);
+}
+
 LogicalResult LayerNormOp::verifyShapeConstraints() {
   return checkNormOperands(
       getInput().getType(), presentValues({getScale(), getBias()}), getAxis(),
@@ -853,84 +874,6 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
-static LogicalResult inferAttentionType(Value query, Value key, Value value,
-                                        Value mask, double scale,
-                                        SmallVectorImpl<Type> *types,
-                                        EmitErrorFn emitError) {
-  auto q = dyn_cast<RankedTensorType>(query.getType());
-  auto k = dyn_cast<RankedTensorType>(key.getType());
-  auto v = dyn_cast<RankedTensorType>(value.getType());
-  if (!q || !k || !v)
-    return failure();
-  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4) // attention_c1
-    return emitError() << "(C1) query, key and value must have rank 4 "
-                          "[batch, heads, seq, head_dim]; got ranks "
-                       << q.getRank() << ", " << k.getRank() << ", "
-                       << v.getRank();
-  int64_t batch = q.getDimSize(0), qHeads = q.getDimSize(1),
-          qSeq = q.getDimSize(2);
-  int64_t kHeads = k.getDimSize(1), kSeq = k.getDimSize(2);
-  if (k.getDimSize(0) != batch || v.getDimSize(0) != batch) // attention_c2
-    return emitError() << "(C2) batch sizes differ: query " << batch << ", key "
-                       << k.getDimSize(0) << ", value " << v.getDimSize(0);
-  if (k.getDimSize(3) != q.getDimSize(3)) // attention_c3
-    return emitError() << "(C3) query head dimension " << q.getDimSize(3)
-                       << " differs from key head dimension "
-                       << k.getDimSize(3);
-  if (v.getDimSize(1) != kHeads || v.getDimSize(2) != kSeq) // attention_c4
-    return emitError() << "(C4) key has " << kHeads << " heads and sequence "
-                       << kSeq << " but value has " << v.getDimSize(1)
-                       << " heads and sequence " << v.getDimSize(2);
-  if (kHeads == 0 || qHeads % kHeads != 0) // attention_c5
-    return emitError() << "(C5) query heads (" << qHeads
-                       << ") must be a multiple of key heads (" << kHeads
-                       << ")";
-  Type elementType = q.getElementType();
-  SmallVector<Type> operandTypes = {k, v};
-  if (mask) {
-    auto m = dyn_cast<RankedTensorType>(mask.getType());
-    if (!m)
-      return failure();
-    int64_t scores[4] = {batch, qHeads, qSeq, kSeq};
-    if (m.getRank() != 4) // attention_c6
-      return emitError() << "(C6) mask must have rank 4, got " << m.getRank();
-    for (int64_t d = 0; d < 4; ++d)
-      if (m.getDimSize(d) != 1 && m.getDimSize(d) != scores[d]) // attention_c6
-        return emitError() << "(C6) mask dimension " << d << " has size "
-                           << m.getDimSize(d) << ", which is neither 1 nor "
-                           << scores[d] << " (scores are [" << batch << ", "
-                           << qHeads << ", " << qSeq << ", " << kSeq << "])";
-    operandTypes.push_back(m);
-  }
-  for (Type t : operandTypes) // attention_c7
-    if (cast<RankedTensorType>(t).getElementType() != elementType)
-      return emitError() << "(C7) operand element types differ: query has "
-                         << elementType << ", another operand has "
-                         << cast<RankedTensorType>(t).getElementType();
-  if (!std::isfinite(scale)) // attention_c8
-    return emitError() << "(C8) scale must be finite, got " << scale;
-  if (types)
-    types->push_back(RankedTensorType::get(
-        {batch, qHeads, qSeq, v.getDimSize(3)}, elementType));
-  return success();
-}
-
-LogicalResult AttentionOp::verifyShapeConstraints() {
-  return inferAttentionType(getQuery(), getKey(), getValue(), getMask(),
-                            getScale().convertToDouble(), nullptr,
-                            [&] { return emitOpError(); });
-}
-
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  return inferAttentionType(
-      adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
-      adaptor.getMask(), adaptor.getScale().convertToDouble(), &types,
-      [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
-}
-
 static LogicalResult inferCrossEntropyType(Type logitsType, Type targetsType,
                                            LossReduction reduction,
                                            SmallVectorImpl<Type> *types,
@@ -983,43 +926,6 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
       adaptor.getLogits().getType(), adaptor.getTargets().getType(),
       adaptor.getReduction(), &types,
       [&] { return mlir::emitError(inferenceLoc(ctx, loc)); });
-}
-
-LogicalResult AttentionGradOp::verify() {
-  RankedTensorType q = getQuery().getType(), k = getKey().getType(),
-                   v = getValue().getType(), g = getCotangent().getType();
-  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4 ||
-      g.getRank() != 4)
-    return emitOpError("(C1) query, key, value and the cotangent must have "
-                       "rank 4");
-  int64_t b = q.getDimSize(0), hq = q.getDimSize(1), sq = q.getDimSize(2);
-  int64_t hk = k.getDimSize(1), sk = k.getDimSize(2);
-  if (k.getDimSize(0) != b || v.getDimSize(0) != b ||
-      k.getDimSize(3) != q.getDimSize(3) || v.getDimSize(1) != hk ||
-      v.getDimSize(2) != sk || hk == 0 || hq % hk != 0 ||
-      g.getShape() != ArrayRef<int64_t>{b, hq, sq, v.getDimSize(3)})
-    return emitOpError("(C1) the shapes are not attention's: query ")
-           << q << ", key " << k << ", value " << v << ", cotangent " << g;
-  if (Value mask = getMask()) {
-    auto m = cast<RankedTensorType>(mask.getType());
-    int64_t scores[4] = {b, hq, sq, sk};
-    if (m.getRank() != 4 || llvm::any_of(llvm::seq(0, 4), [&](int i) {
-          return m.getDimSize(i) != 1 && m.getDimSize(i) != scores[i];
-        }))
-      return emitOpError("(C1) the mask ")
-             << m << " does not broadcast to the scores";
-  }
-  Type e = q.getElementType();
-  for (Value x : getOperands())
-    if (cast<RankedTensorType>(x.getType()).getElementType() != e)
-      return emitOpError("(C2) all operands must have one element type");
-  if (getQueryGrad().getType() != q || getKeyGrad().getType() != k ||
-      getValueGrad().getType() != v)
-    return emitOpError("(C2) the results must have the types of query, key "
-                       "and value");
-  if (!std::isfinite(getScale().convertToDouble()))
-    return emitOpError("(C3) scale must be finite");
-  return success();
 }
 
 bool SoftmaxCrossEntropyGradOp::canOverwriteOperand(unsigned result,

@@ -202,36 +202,32 @@ ShardingRule reduction(Operation *op, ArrayRef<int64_t> dims, bool sum) {
 /// Attention's factors: batch, and the key/value heads (the major part of
 /// the query heads under grouped-query attention). Sequence and head
 /// dimensions are whole: the softmax reads every key, and the causal mask
-/// the absolute positions.
-ShardingRule attentionRule(Operation *op, Value query, Value key, Value value,
-                           Value mask, ArrayRef<unsigned> queryLikeResults,
-                           unsigned keyResult, unsigned valueResult,
-                           Value cotangent) {
+/// the absolute positions. `operands` are q, k, v (and the cotangent), the
+/// tensors numbered as `seq_major` numbers them, results next: a tensor's
+/// heads are its dimension 2 where it is stored [B, S, H, D].
+ShardingRule attentionRule(Operation *op, ValueRange operands, Value mask,
+                           std::optional<ArrayRef<int64_t>> seqMajor) {
   RuleBuilder b(op);
-  ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key);
-  int64_t batch = b.factor(q[0]), heads = b.factor(k[1]);
-  for (Value v : {query, key, value, cotangent}) {
-    if (!v)
-      continue;
+  auto headsDim = [&](int64_t tensor) -> int64_t {
+    return seqMajor && llvm::is_contained(*seqMajor, tensor) ? 2 : 1;
+  };
+  ArrayRef<int64_t> q = shapeOf(operands[0]), k = shapeOf(operands[1]);
+  int64_t qHeads = q[headsDim(0)];
+  int64_t batch = b.factor(q[0]), heads = b.factor(k[headsDim(1)]);
+  for (auto [i, v] : llvm::enumerate(operands)) {
     b.operand(v, 0, batch);
-    b.operand(v, 1, heads);
+    b.operand(v, headsDim(i), heads);
   }
   if (mask) {
     ArrayRef<int64_t> m = shapeOf(mask);
     if (m[0] == q[0])
       b.operand(mask, 0, batch);
-    if (m[1] == q[1])
+    if (m[1] == qHeads)
       b.operand(mask, 1, heads);
   }
-  for (unsigned r : queryLikeResults) {
+  for (unsigned r = 0; r < op->getNumResults(); ++r) {
     b.result(r, 0, batch);
-    b.result(r, 1, heads);
-  }
-  if (op->getNumResults() == 3) {
-    for (unsigned r : {keyResult, valueResult}) {
-      b.result(r, 0, batch);
-      b.result(r, 1, heads);
-    }
+    b.result(r, headsDim(operands.size() + r), heads);
   }
   return b.take();
 }
@@ -606,12 +602,13 @@ ShardingRule NormGradOp::getShardingRule() {
 }
 
 ShardingRule AttentionOp::getShardingRule() {
-  return attentionRule(*this, getQuery(), getKey(), getValue(), getMask(), {0},
-                       0, 0, Value());
+  return attentionRule(*this, {getQuery(), getKey(), getValue()}, getMask(),
+                       getSeqMajor());
 }
 ShardingRule AttentionGradOp::getShardingRule() {
-  return attentionRule(*this, getQuery(), getKey(), getValue(), getMask(), {0},
-                       1, 2, getCotangent());
+  return attentionRule(*this,
+                       {getQuery(), getKey(), getValue(), getCotangent()},
+                       getMask(), getSeqMajor());
 }
 
 /// Positions are independent; the classes are whole (logsumexp over

@@ -26,7 +26,10 @@
 // a GEMM at near full speed.
 //
 // Shape legend: q [B, Hq, Sq, D], k [B, Hk, Sk, D], v [B, Hk, Sk, Dv],
-// mask [B|1, Hq|1, Sq|1, Sk|1], o [B, Hq, Sq, Dv].
+// mask [B|1, Hq|1, Sq|1, Sk|1], o [B, Hq, Sq, Dv]. Each tensor but the mask
+// may be stored [B, S, H, D] instead (ints[2], math/AttentionLayout.h):
+// a head's rows are then H * D elements apart, which the GEMMs take as
+// their leading dimension, so neither layout is copied.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +37,7 @@
 #include "cpu/Gemm.h"
 #include "cpu/KernelUtil.h"
 #include "cpu/VectorMath.h"
+#include "math/AttentionLayout.h"
 
 #include <algorithm>
 #include <cmath>
@@ -99,15 +103,29 @@ void softmaxRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride,
 constexpr int64_t kQueryTile = 32;
 
 /// The sizes of one attention call (q [B, Hq, Sq, D], k [B, Hk, Sk, D],
-/// v [B, Hk, Sk, Dv]) and the mask's strides, 0 along broadcast dims.
+/// v [B, Hk, Sk, Dv]), where each tensor's elements are (`layout`, by
+/// ExecutableFormat.h's tensor number) and the mask's strides, 0 along
+/// broadcast dims.
 struct AttentionShape {
-  AttentionShape(const KernelCall &call, int maskInput)
-      : batch(call.inputs[0].dims[0]), hq(call.inputs[0].dims[1]),
-        sq(call.inputs[0].dims[2]), d(call.inputs[0].dims[3]),
-        hk(call.inputs[1].dims[1]), sk(call.inputs[1].dims[2]),
-        dv(call.inputs[2].dims[3]), group(hk > 0 ? hq / hk : 1),
-        causal(call.ints[0] != 0), hasMask(call.ints[1] != 0),
-        scale(call.floats[0]) {
+  AttentionShape(const KernelCall &call, int maskInput) {
+    int64_t bits = call.ints[2];
+    for (int i = 0; i < call.inputs.size && i < maskInput; ++i)
+      layout[i] =
+          math::headLayout(call.inputs[i].dims, math::isSeqMajor(bits, i));
+    for (int i = 0; i < call.numOutputs; ++i)
+      layout[maskInput + i] = math::headLayout(
+          call.outputs[i].dims, math::isSeqMajor(bits, maskInput + i));
+    batch = layout[0].batch;
+    hq = layout[0].heads;
+    sq = layout[0].seq;
+    d = layout[0].features;
+    hk = layout[1].heads;
+    sk = layout[1].seq;
+    dv = layout[2].features;
+    group = hk > 0 ? hq / hk : 1;
+    causal = call.ints[0] != 0;
+    hasMask = call.ints[1] != 0;
+    scale = call.floats[0];
     if (!hasMask)
       return;
     const TensorRef &m = call.inputs[maskInput];
@@ -115,7 +133,7 @@ struct AttentionShape {
     for (int i = 0; i < 4; ++i)
       maskStride[i] = m.dims[i] == 1 ? 0 : strides[i];
   }
-  /// The mask row of (b, h, i), or null without a mask.
+  /// The mask row of (b, h), or null without a mask.
   template <typename T>
   const T *maskRow(const T *mask, int64_t b, int64_t h, int64_t i) const {
     return mask ? mask + b * maskStride[0] + h * maskStride[1] +
@@ -131,11 +149,24 @@ struct AttentionShape {
   int64_t tileRows(int64_t i0) const { return std::min(kQueryTile, sq - i0); }
   int64_t tileKeys(int64_t i0) const { return allowed(i0 + tileRows(i0) - 1); }
 
+  /// Tensor i's layout: q, k, v, then attention's result, or the
+  /// cotangent, dq, dk and dv of the gradient (the mask has none).
+  math::HeadLayout layout[kAttentionGradTensors];
   int64_t batch, hq, sq, d, hk, sk, dv, group;
   bool causal, hasMask;
   double scale;
   int64_t maskStride[4] = {0, 0, 0, 0};
 };
+
+/// Copies `rows` rows of `width` elements from `from` (row stride
+/// `fromStride`) to tensor `to` at element `at` (row stride `toStride`).
+template <typename T>
+void storeRows(const T *from, int64_t fromStride, int64_t rows, int64_t width,
+               const TensorRef &to, int64_t at, int64_t toStride) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t e = 0; e < width; ++e)
+      storeAs(to, at + i * toStride + e, from[i * fromStride + e]);
+}
 
 } // namespace
 
@@ -154,28 +185,34 @@ Status runAttention(const KernelCall &call) {
     const T *mask = a.hasMask ? asCompute(call.inputs[3], maskBuf) : nullptr;
     bool nativeOut = out.dtype == qRef.dtype &&
                      (out.dtype == DType::F32 || out.dtype == DType::F64);
-    int64_t sq = a.sq, sk = a.sk, d = a.d, dv = a.dv;
+    int64_t sq = a.sq, sk = a.sk, dv = a.dv;
+    const math::HeadLayout &qL = a.layout[0], &kL = a.layout[1],
+                           &vL = a.layout[2], &oL = a.layout[3];
     parallelFor(a.batch * a.hq, 1, [&](int64_t begin, int64_t end) {
       std::vector<T> scores(size_t(kQueryTile * sk)),
           wide(nativeOut ? 0 : sq * dv);
       for (int64_t bh = begin; bh < end; ++bh) {
         int64_t b = bh / a.hq, h = bh % a.hq;
-        const T *kb = k + (b * a.hk + h / a.group) * sk * d;
-        const T *vb = v + (b * a.hk + h / a.group) * sk * dv;
-        T *o = nativeOut ? out.as<T>() + bh * sq * dv : wide.data();
+        const T *qb = q + qL.offset(b, h, 0);
+        const T *kb = k + kL.offset(b, h / a.group, 0);
+        const T *vb = v + vL.offset(b, h / a.group, 0);
+        T *o = nativeOut ? out.as<T>() + oL.offset(b, h, 0) : wide.data();
+        int64_t ldo = nativeOut ? oL.seqStride : dv;
         for (int64_t i0 = 0; i0 < sq; i0 += kQueryTile) {
           int64_t rows = a.tileRows(i0), kv = a.tileKeys(i0);
-          gemm(false, /*tb=*/true, rows, kv, d, T(a.scale),
-               q + (bh * sq + i0) * d, d, kb, d, scores.data(), kv);
+          gemm(false, /*tb=*/true, rows, kv, a.d, T(a.scale),
+               qb + i0 * qL.seqStride, qL.seqStride, kb, kL.seqStride,
+               scores.data(), kv);
           for (int64_t i = 0; i < rows; ++i)
             softmaxRow(scores.data() + i * kv, kv,
                        a.maskRow(mask, b, h, i0 + i), a.maskStride[3],
                        a.allowed(i0 + i));
-          gemm(false, false, rows, dv, kv, T(1), scores.data(), kv, vb, dv,
-               o + i0 * dv, dv);
+          gemm(false, false, rows, dv, kv, T(1), scores.data(), kv, vb,
+               vL.seqStride, o + i0 * ldo, ldo);
         }
-        for (size_t e = 0; e < wide.size(); ++e)
-          storeAs(out, bh * sq * dv + int64_t(e), wide[e]);
+        if (!nativeOut)
+          storeRows(wide.data(), dv, sq, dv, out, oL.offset(b, h, 0),
+                    oL.seqStride);
       }
     });
   });
@@ -219,8 +256,12 @@ Status runAttentionGrad(const KernelCall &call) {
     const T *mask = a.hasMask ? asCompute(call.inputs[4], maskBuf) : nullptr;
     bool native = qRef.dtype == DType::F32 || qRef.dtype == DType::F64;
     const T scale = T(a.scale);
-    int64_t hq = a.hq, hk = a.hk, sq = a.sq, sk = a.sk, d = a.d, dv = a.dv,
+    int64_t hk = a.hk, sq = a.sq, sk = a.sk, d = a.d, dv = a.dv,
             group = a.group;
+    const math::HeadLayout &qL = a.layout[0], &kL = a.layout[1],
+                           &vL = a.layout[2], &gL = a.layout[3],
+                           &dqL = a.layout[4], &dkL = a.layout[5],
+                           &dvL = a.layout[6];
     if (group == 0) // no query heads: nothing flows back to k and v
       for (const TensorRef *t : {&dkOut, &dvOut})
         for (int64_t e = 0, n = t->numElements(); e < n; ++e)
@@ -230,30 +271,40 @@ Status runAttentionGrad(const KernelCall &call) {
       std::vector<T> dqWide(native ? 0 : sq * d), dkWide(native ? 0 : sk * d),
           dvWide(native ? 0 : sk * dv);
       for (int64_t bg = begin; bg < end; ++bg) {
-        int64_t b = bg / hk;
-        const T *kb = k + bg * sk * d, *vb = v + bg * sk * dv;
-        T *dk = native ? dkOut.as<T>() + bg * sk * d : dkWide.data();
-        T *dvg = native ? dvOut.as<T>() + bg * sk * dv : dvWide.data();
-        if (group > 0) { // each tile adds to the keys it reads
-          std::fill(dk, dk + sk * d, T(0));
-          std::fill(dvg, dvg + sk * dv, T(0));
-        }
+        int64_t b = bg / hk, kvHead = bg % hk;
+        const T *kb = k + kL.offset(b, kvHead, 0),
+                *vb = v + vL.offset(b, kvHead, 0);
+        // Native results are written in place (their own row strides);
+        // 16-bit ones go through contiguous f32 rows, rounded once.
+        T *dk =
+            native ? dkOut.as<T>() + dkL.offset(b, kvHead, 0) : dkWide.data();
+        T *dvg =
+            native ? dvOut.as<T>() + dvL.offset(b, kvHead, 0) : dvWide.data();
+        int64_t ldk = native ? dkL.seqStride : d,
+                ldv = native ? dvL.seqStride : dv;
+        if (group > 0) // each tile adds to the keys it reads
+          for (int64_t j = 0; j < sk; ++j) {
+            std::fill(dk + j * ldk, dk + j * ldk + d, T(0));
+            std::fill(dvg + j * ldv, dvg + j * ldv + dv, T(0));
+          }
         for (int64_t j = 0; j < group; ++j) {
-          int64_t h = (bg % hk) * group + j, bh = b * hq + h;
-          T *dq = native ? dqOut.as<T>() + bh * sq * d : dqWide.data();
+          int64_t h = kvHead * group + j;
+          T *dq = native ? dqOut.as<T>() + dqL.offset(b, h, 0) : dqWide.data();
+          int64_t ldq = native ? dqL.seqStride : d;
           for (int64_t i0 = 0; i0 < sq; i0 += kQueryTile) {
             int64_t rows = a.tileRows(i0), kv = a.tileKeys(i0);
-            const T *qt = q + (bh * sq + i0) * d, *gt = g + (bh * sq + i0) * dv;
-            gemm(false, /*tb=*/true, rows, kv, d, scale, qt, d, kb, d, p.data(),
-                 kv);
+            const T *qt = q + qL.offset(b, h, i0),
+                    *gt = g + gL.offset(b, h, i0);
+            gemm(false, /*tb=*/true, rows, kv, d, scale, qt, qL.seqStride, kb,
+                 kL.seqStride, p.data(), kv);
             for (int64_t i = 0; i < rows; ++i)
               softmaxRow(p.data() + i * kv, kv, a.maskRow(mask, b, h, i0 + i),
                          a.maskStride[3], a.allowed(i0 + i));
             // dV += P^T dO; dP = dO V^T.
-            gemm(/*ta=*/true, false, kv, dv, rows, T(1), p.data(), kv, gt, dv,
-                 dvg, dv, T(1));
-            gemm(false, /*tb=*/true, rows, kv, dv, T(1), gt, dv, vb, dv,
-                 dp.data(), kv);
+            gemm(/*ta=*/true, false, kv, dv, rows, T(1), p.data(), kv, gt,
+                 gL.seqStride, dvg, ldv, T(1));
+            gemm(false, /*tb=*/true, rows, kv, dv, T(1), gt, gL.seqStride, vb,
+                 vL.seqStride, dp.data(), kv);
             // dS = P * (dP - rowsum(P * dP)), in place of dP.
             for (int64_t i = 0; i < rows; ++i) {
               T *pr = p.data() + i * kv, *dr = dp.data() + i * kv;
@@ -262,20 +313,20 @@ Status runAttentionGrad(const KernelCall &call) {
                 dr[c] = pr[c] * (dr[c] - dot);
             }
             // dQ = scale dS K; dK += scale dS^T Q.
-            gemm(false, false, rows, d, kv, scale, dp.data(), kv, kb, d,
-                 dq + i0 * d, d);
-            gemm(/*ta=*/true, false, kv, d, rows, scale, dp.data(), kv, qt, d,
-                 dk, d, T(1));
+            gemm(false, false, rows, d, kv, scale, dp.data(), kv, kb,
+                 kL.seqStride, dq + i0 * ldq, ldq);
+            gemm(/*ta=*/true, false, kv, d, rows, scale, dp.data(), kv, qt,
+                 qL.seqStride, dk, ldk, T(1));
           }
           if (!native)
-            for (int64_t e = 0; e < sq * d; ++e)
-              storeAs(dqOut, bh * sq * d + e, dqWide[e]);
+            storeRows(dqWide.data(), d, sq, d, dqOut, dqL.offset(b, h, 0),
+                      dqL.seqStride);
         }
         if (!native) {
-          for (int64_t e = 0; e < sk * d; ++e)
-            storeAs(dkOut, bg * sk * d + e, dkWide[e]);
-          for (int64_t e = 0; e < sk * dv; ++e)
-            storeAs(dvOut, bg * sk * dv + e, dvWide[e]);
+          storeRows(dkWide.data(), d, sk, d, dkOut, dkL.offset(b, kvHead, 0),
+                    dkL.seqStride);
+          storeRows(dvWide.data(), dv, sk, dv, dvOut, dvL.offset(b, kvHead, 0),
+                    dvL.seqStride);
         }
       }
     });

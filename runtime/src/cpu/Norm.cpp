@@ -14,7 +14,9 @@
 // Compute and sums in f64 for f64 (sums in index order), in f32 otherwise
 // through VectorMath.h's vectorized row loops (sums in 16 partial sums, an
 // order that depends only on N); 16-bit rows are widened into a float
-// buffer first.
+// buffer first. An f32 norm's result may be bf16 or f16 (the compiler
+// narrows a norm whose only use was that convert): each row is computed in
+// f32 and rounded once, the convert's bits.
 //
 // Shape legend: the input viewed as [R, N], R the product of dims
 // 0..axis-1.
@@ -75,20 +77,21 @@ Status runNorm(const KernelCall &call) {
       std::vector<T> in, out;
       for (int64_t r = begin; r < end; ++r) {
         int64_t base = r * n;
-        // The row in T: read and written in place for f32 and f64, else
-        // widened into `in` and computed into `out`.
+        // The row in T: read in place for f32 and f64, else widened into
+        // `in`; written in place when y has x's type, else computed into
+        // `out` and rounded to y's (16-bit x, or an f32 norm narrowed).
         bool widened = x.dtype != DType::F32 && x.dtype != DType::F64;
-        const T *row;
-        T *result;
-        if (!widened) {
-          row = x.as<T>() + base;
-          result = y.as<T>() + base;
-        } else {
+        bool rounded = widened || y.dtype != x.dtype;
+        const T *row = widened ? nullptr : x.as<T>() + base;
+        T *result = rounded ? nullptr : y.as<T>() + base;
+        if (widened) {
           in.resize(n);
-          out.resize(n);
           for (int64_t j = 0; j < n; ++j)
             in[j] = loadAs<T>(x, base + j);
           row = in.data();
+        }
+        if (rounded) {
+          out.resize(n);
           result = out.data();
         }
         T mean;
@@ -99,7 +102,7 @@ Status runNorm(const KernelCall &call) {
           for (int64_t j = 0; j < n; ++j)
             result[j] = (row[j] - mean) * rstd * scale[j] + bias[j];
         }
-        if (widened)
+        if (rounded)
           for (int64_t j = 0; j < n; ++j)
             storeAs(y, base + j, out[j]);
       }

@@ -59,7 +59,12 @@
 // are scaled once after summing over the group; results agree to rounding.
 //
 // Shape legend: q [B, Hq, Sq, D], k [B, Hk, Sk, D], v [B, Hk, Sk, Dv],
-// mask [B|1, Hq|1, Sq|1, Sk|1], o and g_o [B, Hq, Sq, Dv].
+// mask [B|1, Hq|1, Sq|1, Sk|1], o and g_o [B, Hq, Sq, Dv]; dq, dk, dv as
+// q, k, v. Each tensor but the mask may be stored [B, S, H, D] instead
+// (ints[2]'s bit, Attention.cuh): every tile is read and every result row
+// written at its layout's offset(b, h, i), rows seqStride elements apart,
+// so neither layout is copied and the arithmetic is the same for both.
+// The Scratch statistics (LSE, D) are contiguous [B, Hq, Sq] either way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,12 +129,14 @@ template <typename C> __device__ __forceinline__ C rowSum(C v) {
 }
 
 /// out[u] = x[row] . y[col + 8u]: the dot products of the block's x rows
-/// (xRows of them from `x`) with the y rows of the current tile (yRows from
-/// `y`), both of row stride `width`, summed in index order. Missing rows
-/// are zeros. Called by every thread of the block.
+/// (xRows of them from `x`, xStride elements apart) with the y rows of the
+/// current tile (yRows from `y`, yStride apart), `width` features each,
+/// summed in index order. Missing rows are zeros. Called by every thread
+/// of the block.
 template <typename S, typename C>
-__device__ void dotTile(const S *x, int64_t xRows, const S *y, int64_t yRows,
-                        int64_t width, C *stage, Place p, C (&out)[kSlots]) {
+__device__ void dotTile(const S *x, int64_t xStride, int64_t xRows, const S *y,
+                        int64_t yStride, int64_t yRows, int64_t width, C *stage,
+                        Place p, C (&out)[kSlots]) {
   C *xs = stage, *ys = stage + kTile * kPad;
 #pragma unroll
   for (int u = 0; u < kSlots; ++u)
@@ -143,9 +150,9 @@ __device__ void dotTile(const S *x, int64_t xRows, const S *y, int64_t yRows,
     for (int row = int(threadIdx.x) / kTile; row < kTile;
          row += kAttnThreads / kTile) {
       xs[row * kPad + col] =
-          inWidth && row < xRows ? C(load(x, row * width + d)) : C(0);
+          inWidth && row < xRows ? C(load(x, row * xStride + d)) : C(0);
       ys[row * kPad + col] =
-          inWidth && row < yRows ? C(load(y, row * width + d)) : C(0);
+          inWidth && row < yRows ? C(load(y, row * yStride + d)) : C(0);
     }
     __syncthreads();
 #pragma unroll 8
@@ -161,12 +168,13 @@ __device__ void dotTile(const S *x, int64_t xRows, const S *y, int64_t yRows,
 
 /// acc[w] += sum_j tile[row][j] * y[j][f0 + col + 8w]: features [f0, f0 +
 /// 128) of the product of the shared tile with the current tile's y rows
-/// (yRows of them from `y`, row stride `width`), j in order. Called by every
-/// thread of the block, after the tile is written.
+/// (yRows of them from `y`, yStride elements apart, `width` features each),
+/// j in order. Called by every thread of the block, after the tile is
+/// written.
 template <typename S, typename C>
-__device__ void accumulateTile(const C *tile, const S *y, int64_t yRows,
-                               int64_t width, int64_t f0, C *stage, Place p,
-                               C (&acc)[kAcc]) {
+__device__ void accumulateTile(const C *tile, const S *y, int64_t yStride,
+                               int64_t yRows, int64_t width, int64_t f0,
+                               C *stage, Place p, C (&acc)[kAcc]) {
   // Staging: thread t copies feature t % 128 of rows t / 128 + 2n.
   const int col = int(threadIdx.x) % kChunk;
   int64_t f = f0 + col;
@@ -175,7 +183,7 @@ __device__ void accumulateTile(const C *tile, const S *y, int64_t yRows,
   for (int row = int(threadIdx.x) / kChunk; row < kTile;
        row += kAttnThreads / kChunk)
     stage[row * kChunk + col] =
-        inWidth && row < yRows ? C(load(y, row * width + f)) : C(0);
+        inWidth && row < yRows ? C(load(y, row * yStride + f)) : C(0);
   __syncthreads();
   int64_t features = width - f0;
 #pragma unroll 2
@@ -194,16 +202,19 @@ __device__ void accumulateTile(const C *tile, const S *y, int64_t yRows,
 template <typename S>
 __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionKernel(const S *q, const S *k, const S *v, const S *mask, S *out,
-                    AttnShape a) {
+                    AttnShape a, AttnLayouts layouts) {
   using C = Compute<S>;
   __shared__ SharedTiles<C> sh;
   const Place p = placeOf();
+  const math::HeadLayout &qL = layouts.of[kQ], &kL = layouts.of[kK],
+                         &vL = layouts.of[kV], &oL = layouts.of[kOut];
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     QueryTile qt = queryTileOf(a, t, kTile);
     const int64_t qi = qt.i0 + p.row; // this thread's query row
-    const S *qTile = q + (qt.bh * a.sq + qt.i0) * a.d;
-    const S *kb = k + qt.bg * a.sk * a.d, *vb = v + qt.bg * a.sk * a.dv;
+    const S *qTile = q + qL.offset(qt.b, qt.h, qt.i0);
+    const S *kb = k + kL.offset(qt.b, qt.kvHead, 0),
+            *vb = v + vL.offset(qt.b, qt.kvHead, 0);
     const S *maskBH = maskOf(a, mask, qt.b, qt.h);
     for (int64_t f0 = 0; f0 < a.dv; f0 += kChunk) {
       C m = -infinity<C>(), l = 0, acc[kAcc];
@@ -213,7 +224,8 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
       for (int64_t j0 = 0; j0 < qt.keyEnd; j0 += kTile) {
         int64_t keys = minOf(kTile, a.sk - j0);
         C s[kSlots];
-        dotTile(qTile, qt.rows, kb + j0 * a.d, keys, a.d, sh.stage, p, s);
+        dotTile(qTile, qL.seqStride, qt.rows, kb + j0 * kL.seqStride,
+                kL.seqStride, keys, a.d, sh.stage, p, s);
         C tileMax = -infinity<C>();
 #pragma unroll
         for (int u = 0; u < kSlots; ++u) {
@@ -235,12 +247,12 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
 #pragma unroll
         for (int w = 0; w < kAcc; ++w)
           acc[w] *= alpha;
-        accumulateTile(sh.tile, vb + j0 * a.dv, keys, a.dv, f0, sh.stage, p,
-                       acc);
+        accumulateTile(sh.tile, vb + j0 * vL.seqStride, vL.seqStride, keys,
+                       a.dv, f0, sh.stage, p, acc);
       }
       if (qi >= a.sq)
         continue;
-      S *o = out + (qt.bh * a.sq + qi) * a.dv;
+      S *o = out + oL.offset(qt.b, qt.h, qi);
       bool empty = m == -infinity<C>();
 #pragma unroll
       for (int w = 0; w < kAcc; ++w) {
@@ -260,24 +272,29 @@ template <typename S>
 __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionStatsKernel(const S *q, const S *k, const S *v, const S *g,
                          const S *mask, Compute<S> *lse, Compute<S> *delta,
-                         AttnShape a) {
+                         AttnShape a, AttnLayouts layouts) {
   using C = Compute<S>;
   __shared__ SharedTiles<C> sh;
   const Place p = placeOf();
+  const math::HeadLayout &qL = layouts.of[kQ], &kL = layouts.of[kK],
+                         &vL = layouts.of[kV], &gL = layouts.of[kGradOut];
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     QueryTile qt = queryTileOf(a, t, kTile);
     const int64_t qi = qt.i0 + p.row; // this thread's query row
-    const S *qTile = q + (qt.bh * a.sq + qt.i0) * a.d;
-    const S *gTile = g + (qt.bh * a.sq + qt.i0) * a.dv;
-    const S *kb = k + qt.bg * a.sk * a.d, *vb = v + qt.bg * a.sk * a.dv;
+    const S *qTile = q + qL.offset(qt.b, qt.h, qt.i0);
+    const S *gTile = g + gL.offset(qt.b, qt.h, qt.i0);
+    const S *kb = k + kL.offset(qt.b, qt.kvHead, 0),
+            *vb = v + vL.offset(qt.b, qt.kvHead, 0);
     const S *maskBH = maskOf(a, mask, qt.b, qt.h);
     C m = -infinity<C>(), l = 0, acc = 0;
     for (int64_t j0 = 0; j0 < qt.keyEnd; j0 += kTile) {
       int64_t keys = minOf(kTile, a.sk - j0);
       C s[kSlots], dp[kSlots];
-      dotTile(qTile, qt.rows, kb + j0 * a.d, keys, a.d, sh.stage, p, s);
-      dotTile(gTile, qt.rows, vb + j0 * a.dv, keys, a.dv, sh.stage, p, dp);
+      dotTile(qTile, qL.seqStride, qt.rows, kb + j0 * kL.seqStride,
+              kL.seqStride, keys, a.d, sh.stage, p, s);
+      dotTile(gTile, gL.seqStride, qt.rows, vb + j0 * vL.seqStride,
+              vL.seqStride, keys, a.dv, sh.stage, p, dp);
       C tileMax = -infinity<C>();
 #pragma unroll
       for (int u = 0; u < kSlots; ++u) {
@@ -311,17 +328,22 @@ template <typename S>
 __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionGradQKernel(const S *q, const S *k, const S *v, const S *g,
                          const S *mask, const Compute<S> *lse,
-                         const Compute<S> *delta, S *dq, AttnShape a) {
+                         const Compute<S> *delta, S *dq, AttnShape a,
+                         AttnLayouts layouts) {
   using C = Compute<S>;
   __shared__ SharedTiles<C> sh;
   const Place p = placeOf();
+  const math::HeadLayout &qL = layouts.of[kQ], &kL = layouts.of[kK],
+                         &vL = layouts.of[kV], &gL = layouts.of[kGradOut],
+                         &dqL = layouts.of[kDq];
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     QueryTile qt = queryTileOf(a, t, kTile);
     const int64_t qi = qt.i0 + p.row; // this thread's query row
-    const S *qTile = q + (qt.bh * a.sq + qt.i0) * a.d;
-    const S *gTile = g + (qt.bh * a.sq + qt.i0) * a.dv;
-    const S *kb = k + qt.bg * a.sk * a.d, *vb = v + qt.bg * a.sk * a.dv;
+    const S *qTile = q + qL.offset(qt.b, qt.h, qt.i0);
+    const S *gTile = g + gL.offset(qt.b, qt.h, qt.i0);
+    const S *kb = k + kL.offset(qt.b, qt.kvHead, 0),
+            *vb = v + vL.offset(qt.b, qt.kvHead, 0);
     const S *maskBH = maskOf(a, mask, qt.b, qt.h);
     int64_t row = qt.bh * a.sq + qi;
     bool inside = qi < a.sq;
@@ -334,23 +356,27 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
       for (int64_t j0 = 0; j0 < qt.keyEnd; j0 += kTile) {
         int64_t keys = minOf(kTile, a.sk - j0);
         C s[kSlots], dp[kSlots];
-        dotTile(qTile, qt.rows, kb + j0 * a.d, keys, a.d, sh.stage, p, s);
-        dotTile(gTile, qt.rows, vb + j0 * a.dv, keys, a.dv, sh.stage, p, dp);
+        dotTile(qTile, qL.seqStride, qt.rows, kb + j0 * kL.seqStride,
+                kL.seqStride, keys, a.d, sh.stage, p, s);
+        dotTile(gTile, gL.seqStride, qt.rows, vb + j0 * vL.seqStride,
+                vL.seqStride, keys, a.dv, sh.stage, p, dp);
 #pragma unroll
         for (int u = 0; u < kSlots; ++u) {
           C sc = scoreOf(a, maskBH, qi, j0 + p.col + kRowThreads * u, s[u]);
           sh.tile[p.row * kPad + p.col + kRowThreads * u] =
               weightOf(sc, rowLse) * (dp[u] - rowDelta);
         }
-        accumulateTile(sh.tile, kb + j0 * a.d, keys, a.d, f0, sh.stage, p, acc);
+        accumulateTile(sh.tile, kb + j0 * kL.seqStride, kL.seqStride, keys, a.d,
+                       f0, sh.stage, p, acc);
       }
       if (!inside)
         continue;
+      S *dqRow = dq + dqL.offset(qt.b, qt.h, qi);
 #pragma unroll
       for (int w = 0; w < kAcc; ++w) {
         int64_t f = f0 + p.col + kRowThreads * w;
         if (f < a.d)
-          store(dq, row * a.d + f, C(a.scale) * acc[w]);
+          store(dqRow, f, C(a.scale) * acc[w]);
       }
     }
   }
@@ -363,10 +389,14 @@ template <typename S>
 __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionGradKVKernel(const S *q, const S *k, const S *v, const S *g,
                           const S *mask, const Compute<S> *lse,
-                          const Compute<S> *delta, S *dk, S *dv, AttnShape a) {
+                          const Compute<S> *delta, S *dk, S *dv, AttnShape a,
+                          AttnLayouts layouts) {
   using C = Compute<S>;
   __shared__ SharedTiles<C> sh;
   const Place p = placeOf();
+  const math::HeadLayout &qL = layouts.of[kQ], &kL = layouts.of[kK],
+                         &vL = layouts.of[kV], &gL = layouts.of[kGradOut],
+                         &dkL = layouts.of[kDk], &dvL = layouts.of[kDv];
   int64_t keyTiles = ceilDiv(a.sk, kTile);
   int64_t tiles = a.batch * a.hk * keyTiles;
   int64_t passes = ceilDiv(a.d > a.dv ? a.d : a.dv, kChunk);
@@ -374,8 +404,8 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
     int64_t bg = t / keyTiles, j0 = (t % keyTiles) * kTile;
     int64_t b = bg / a.hk, kvHead = bg % a.hk;
     int64_t keys = minOf(kTile, a.sk - j0), j = j0 + p.row;
-    const S *keyRows = k + (bg * a.sk + j0) * a.d;
-    const S *valueRows = v + (bg * a.sk + j0) * a.dv;
+    const S *keyRows = k + kL.offset(b, kvHead, j0);
+    const S *valueRows = v + vL.offset(b, kvHead, j0);
     int64_t firstQueryTile = a.firstViewer(j0) / kTile * kTile;
     for (int64_t pass = 0; pass < passes; ++pass) {
       int64_t f0 = pass * kChunk;
@@ -386,13 +416,14 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
         accK[w] = accV[w] = 0;
       for (int64_t hh = 0; hh < a.group; ++hh) {
         int64_t h = kvHead * a.group + hh, bh = b * a.hq + h;
-        const S *qb = q + bh * a.sq * a.d, *gb = g + bh * a.sq * a.dv;
+        const S *qb = q + qL.offset(b, h, 0), *gb = g + gL.offset(b, h, 0);
         const Compute<S> *lseH = lse + bh * a.sq, *deltaH = delta + bh * a.sq;
         const S *maskBH = maskOf(a, mask, b, h);
         for (int64_t i0 = firstQueryTile; i0 < a.sq; i0 += kTile) {
           int64_t queries = minOf(kTile, a.sq - i0);
           C s[kSlots], pr[kSlots];
-          dotTile(keyRows, keys, qb + i0 * a.d, queries, a.d, sh.stage, p, s);
+          dotTile(keyRows, kL.seqStride, keys, qb + i0 * qL.seqStride,
+                  qL.seqStride, queries, a.d, sh.stage, p, s);
 #pragma unroll
           for (int u = 0; u < kSlots; ++u) {
             int64_t i = i0 + p.col + kRowThreads * u;
@@ -403,13 +434,13 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
 #pragma unroll
             for (int u = 0; u < kSlots; ++u)
               sh.tile[p.row * kPad + p.col + kRowThreads * u] = pr[u];
-            accumulateTile(sh.tile, gb + i0 * a.dv, queries, a.dv, f0, sh.stage,
-                           p, accV);
+            accumulateTile(sh.tile, gb + i0 * gL.seqStride, gL.seqStride,
+                           queries, a.dv, f0, sh.stage, p, accV);
           }
           if (doK) {
             C dp[kSlots];
-            dotTile(valueRows, keys, gb + i0 * a.dv, queries, a.dv, sh.stage, p,
-                    dp);
+            dotTile(valueRows, vL.seqStride, keys, gb + i0 * gL.seqStride,
+                    gL.seqStride, queries, a.dv, sh.stage, p, dp);
 #pragma unroll
             for (int u = 0; u < kSlots; ++u) {
               int64_t i = i0 + p.col + kRowThreads * u;
@@ -417,20 +448,22 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
               sh.tile[p.row * kPad + p.col + kRowThreads * u] =
                   pr[u] * (dp[u] - rowDelta);
             }
-            accumulateTile(sh.tile, qb + i0 * a.d, queries, a.d, f0, sh.stage,
-                           p, accK);
+            accumulateTile(sh.tile, qb + i0 * qL.seqStride, qL.seqStride,
+                           queries, a.d, f0, sh.stage, p, accK);
           }
         }
       }
       if (j >= a.sk)
         continue;
+      S *dkRow = dk + dkL.offset(b, kvHead, j),
+        *dvRow = dv + dvL.offset(b, kvHead, j);
 #pragma unroll
       for (int w = 0; w < kAcc; ++w) {
         int64_t f = f0 + p.col + kRowThreads * w;
         if (doK && f < a.d)
-          store(dk, (bg * a.sk + j) * a.d + f, C(a.scale) * accK[w]);
+          store(dkRow, f, C(a.scale) * accK[w]);
         if (doV && f < a.dv)
-          store(dv, (bg * a.sk + j) * a.dv + f, accV[w]);
+          store(dvRow, f, accV[w]);
       }
     }
   }
@@ -442,10 +475,33 @@ unsigned blocksFor(int64_t tiles) {
   return unsigned(tiles < kMaxBlocks ? (tiles < 1 ? 1 : tiles) : kMaxBlocks);
 }
 
-/// The call's shape (operands q, k, v, then `maskInput` when ints[1] says
-/// there is a mask). Every operand and result must have q's dtype.
-Status shapeOf(const KernelCall &call, int64_t maskInput, AttnShape &a) {
-  const TensorRef &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
+/// "[b, h, s, d]", for messages.
+std::string sizesOf(int64_t b, int64_t h, int64_t s, int64_t d) {
+  return "[" + std::to_string(b) + ", " + std::to_string(h) + ", " +
+         std::to_string(s) + ", " + std::to_string(d) + "]";
+}
+
+/// The call's shape and its tensors' layouts: operands q, k, v (and the
+/// cotangent for the gradient) up to `maskInput`, then the mask when
+/// ints[1] says there is one; the results follow the operands in the
+/// tensor numbering (ints[2]'s bits: ExecutableFormat.h). Every
+/// operand and result must be rank 4 of q's dtype, and every tensor's
+/// logical sizes must be those its role implies (the validator's rule,
+/// checked again because each kernel indexes a tensor by its own layout
+/// and would read or write past a smaller one).
+Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
+               AttnLayouts &layouts) {
+  // Attention numbers q, k, v and its result; the gradient q, k, v, the
+  // cotangent and three results.
+  const int numTensors =
+      maskInput == 3 ? kAttentionTensors : kAttentionGradTensors;
+  const int numResults = numTensors - maskInput;
+  if (call.inputs.size < maskInput || call.numOutputs != numResults)
+    return kernelError(call, "expects " + std::to_string(maskInput) +
+                                 " operands besides the mask and " +
+                                 std::to_string(numResults) +
+                                 (numResults == 1 ? " result" : " results"));
+  const TensorRef &q = call.inputs[0];
   bool hasMask = call.ints[1] != 0;
   for (int64_t i = 0; i < call.inputs.size; ++i) {
     const TensorRef &t = call.inputs[i];
@@ -457,25 +513,58 @@ Status shapeOf(const KernelCall &call, int64_t maskInput, AttnShape &a) {
                                    dtypeName(t.dtype) + ", not " +
                                    dtypeName(q.dtype) + " as the query");
   }
-  for (int i = 0; i < call.numOutputs; ++i)
-    if (call.outputs[i].dtype != q.dtype)
+  for (int i = 0; i < call.numOutputs; ++i) {
+    const TensorRef &t = call.outputs[i];
+    if (t.rank != 4)
+      return kernelError(call, "result " + std::to_string(i) + " has rank " +
+                                   std::to_string(t.rank) + ", expected 4");
+    if (t.dtype != q.dtype)
       return kernelError(call, "result " + std::to_string(i) + " is " +
-                                   dtypeName(call.outputs[i].dtype) + ", not " +
+                                   dtypeName(t.dtype) + ", not " +
                                    dtypeName(q.dtype) + " as the query");
+  }
   if (hasMask && call.inputs.size <= maskInput)
     return kernelError(call, "has_mask is set but the mask operand is missing");
-  if (k.dims[1] == 0 ? q.dims[1] != 0 : q.dims[1] % k.dims[1] != 0)
-    return kernelError(call, std::to_string(q.dims[1]) +
+  int64_t bits = call.ints[2]; // seq_major (the validator checked 3 ints)
+  for (int i = 0; i < numTensors; ++i) {
+    const TensorRef &t =
+        i < maskInput ? call.inputs[i] : call.outputs[i - maskInput];
+    layouts.of[i] = math::headLayout(t.dims, math::isSeqMajor(bits, i));
+  }
+  const math::HeadLayout &ql = layouts.of[kQ], &kl = layouts.of[kK],
+                         &vl = layouts.of[kV];
+  if (kl.heads == 0 ? ql.heads != 0 : ql.heads % kl.heads != 0)
+    return kernelError(call, std::to_string(ql.heads) +
                                  " query heads are not a multiple of " +
-                                 std::to_string(k.dims[1]) + " key heads");
-  a.batch = q.dims[0];
-  a.hq = q.dims[1];
-  a.sq = q.dims[2];
-  a.d = q.dims[3];
-  a.hk = k.dims[1];
-  a.sk = k.dims[2];
-  a.dv = v.dims[3];
+                                 std::to_string(kl.heads) + " key heads");
+  a.batch = ql.batch;
+  a.hq = ql.heads;
+  a.sq = ql.seq;
+  a.d = ql.features;
+  a.hk = kl.heads;
+  a.sk = kl.seq;
+  a.dv = vl.features;
   a.group = a.hk > 0 ? a.hq / a.hk : 1;
+  // Each tensor's logical sizes by its number: q's, k's, v's, then the
+  // result's (or the cotangent's) and the gradients', their operands'.
+  const int64_t want[kAttentionGradTensors][4] = {
+      {a.batch, a.hq, a.sq, a.d},  {a.batch, a.hk, a.sk, a.d},
+      {a.batch, a.hk, a.sk, a.dv}, {a.batch, a.hq, a.sq, a.dv},
+      {a.batch, a.hq, a.sq, a.d},  {a.batch, a.hk, a.sk, a.d},
+      {a.batch, a.hk, a.sk, a.dv}};
+  const char *names[kAttentionGradTensors] = {
+      "q",  "k",  "v", numResults == 1 ? "the result" : "the cotangent",
+      "dq", "dk", "dv"};
+  for (int i = 0; i < numTensors; ++i) {
+    const math::HeadLayout &l = layouts.of[i];
+    if (l.batch != want[i][0] || l.heads != want[i][1] || l.seq != want[i][2] ||
+        l.features != want[i][3])
+      return kernelError(
+          call, std::string(names[i]) + " is " +
+                    sizesOf(l.batch, l.heads, l.seq, l.features) +
+                    " as [B, H, S, D], expected " +
+                    sizesOf(want[i][0], want[i][1], want[i][2], want[i][3]));
+  }
   a.scale = call.floats[0];
   a.causal = call.ints[0] != 0;
   for (int i = 0; i < 4; ++i)
@@ -497,7 +586,8 @@ Status runAttention(const KernelCall &call) {
   const TensorRef &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
   const TensorRef &out = call.outputs[0];
   AttnShape a;
-  TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/3, a));
+  AttnLayouts layouts;
+  TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/3, a, layouts));
   const void *mask = call.ints[1] != 0 ? call.inputs[3].data : nullptr;
   return withFloatStorage(call, q.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
@@ -506,13 +596,13 @@ Status runAttention(const KernelCall &call) {
     if constexpr (std::is_same_v<S, Bf16>)
       if (tensorCoreAttentionFits(q.dtype, a))
         return runTensorCoreAttention(
-            call, a, q.as<const S>(), k.as<const S>(), v.as<const S>(),
+            call, a, layouts, q.as<const S>(), k.as<const S>(), v.as<const S>(),
             static_cast<const S *>(mask), out.as<S>());
     int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
     attentionKernel<S>
         <<<blocksFor(tiles), kAttnThreads, 0, streamOf(call).handle()>>>(
             q.as<const S>(), k.as<const S>(), v.as<const S>(),
-            static_cast<const S *>(mask), out.as<S>(), a);
+            static_cast<const S *>(mask), out.as<S>(), a, layouts);
     return checkLaunch(call, "attentionKernel");
   });
 }
@@ -523,7 +613,8 @@ Status runAttentionGrad(const KernelCall &call) {
   const TensorRef &dq = call.outputs[0], &dk = call.outputs[1],
                   &dv = call.outputs[2];
   AttnShape a;
-  TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/4, a));
+  AttnLayouts layouts;
+  TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/4, a, layouts));
   const void *mask = call.ints[1] != 0 ? call.inputs[4].data : nullptr;
   return withFloatStorage(call, q.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
@@ -544,22 +635,22 @@ Status runAttentionGrad(const KernelCall &call) {
     C *lse = stats.as<C>(), *delta = lse + rows;
     if constexpr (std::is_same_v<S, Bf16>)
       if (tensorCoreAttentionFits(q.dtype, a))
-        return runTensorCoreAttentionGrad(call, a, qs, ks, vs, gs, maskS, lse,
-                                          delta, needQ ? dq.as<S>() : nullptr,
-                                          needKV ? dk.as<S>() : nullptr,
-                                          needKV ? dv.as<S>() : nullptr);
+        return runTensorCoreAttentionGrad(
+            call, a, layouts, qs, ks, vs, gs, maskS, lse, delta,
+            needQ ? dq.as<S>() : nullptr, needKV ? dk.as<S>() : nullptr,
+            needKV ? dv.as<S>() : nullptr);
     int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
     if (rows > 0) {
       attentionStatsKernel<S>
           <<<blocksFor(queryTiles), kAttnThreads, 0, stream>>>(
-              qs, ks, vs, gs, maskS, lse, delta, a);
+              qs, ks, vs, gs, maskS, lse, delta, a, layouts);
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionStatsKernel"));
     }
     // Pass 2: dq.
     if (needQ) {
       attentionGradQKernel<S>
           <<<blocksFor(queryTiles), kAttnThreads, 0, stream>>>(
-              qs, ks, vs, gs, maskS, lse, delta, dq.as<S>(), a);
+              qs, ks, vs, gs, maskS, lse, delta, dq.as<S>(), a, layouts);
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionGradQKernel"));
     }
     // Pass 3: dk and dv (zeros when the group has no query head).
@@ -567,7 +658,8 @@ Status runAttentionGrad(const KernelCall &call) {
       int64_t keyTiles = a.batch * a.hk * ceilDiv(a.sk, kTile);
       attentionGradKVKernel<S>
           <<<blocksFor(keyTiles), kAttnThreads, 0, stream>>>(
-              qs, ks, vs, gs, maskS, lse, delta, dk.as<S>(), dv.as<S>(), a);
+              qs, ks, vs, gs, maskS, lse, delta, dk.as<S>(), dv.as<S>(), a,
+              layouts);
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionGradKVKernel"));
     }
     return okStatus();

@@ -4,7 +4,11 @@
 // The shape of an attention call and the per-element rules both attention
 // implementations follow (Attention.cu: any dtype and size, scalar
 // arithmetic; AttentionTensorCore.cu: bf16 with head size <= 64 on the
-// tensor cores): which keys a query sees, its score, its weight.
+// tensor cores): which keys a query sees, its score, its weight, and
+// where each tensor's rows are. Every tensor but the mask is read or
+// written through its math::HeadLayout ([B, H, S, D] or, by ints[2]'s bit,
+// [B, S, H, D]): a (b, h) pair's rows are seqStride elements apart, their
+// features contiguous; the kernels never assume a row stride of D.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +16,7 @@
 #define TRAINC_RUNTIME_CUDA_ATTENTION_CUH
 
 #include "cuda/KernelUtil.cuh"
+#include "math/AttentionLayout.h"
 #include "math/Transcendental.h"
 
 #include <cmath>
@@ -25,6 +30,11 @@ __host__ __device__ __forceinline__ int64_t ceilDiv(int64_t a, int64_t b) {
 __host__ __device__ __forceinline__ int64_t minOf(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
+
+/// Tensor numbers (ExecutableFormat.h's): q, k, v, then the forward's
+/// result, or the gradient's cotangent, dq, dk and dv.
+constexpr int kQ = 0, kK = 1, kV = 2, kOut = 3, kGradOut = 3, kDq = 4, kDk = 5,
+              kDv = 6;
 
 /// The sizes of one call and the mask's strides (0 along broadcast dims),
 /// passed to the kernels by value.
@@ -48,6 +58,16 @@ struct AttnShape {
     int64_t i = j - (sk - sq);
     return i < 0 ? 0 : (i > sq ? sq : i);
   }
+};
+
+/// Where each tensor's rows are, by tensor number (those a call does not
+/// have are unused), passed to the kernels by value beside AttnShape
+/// rather than in it: nvcc 13 copies a struct parameter of at most 128
+/// bytes (AttnShape alone) into registers but reads a larger one in place,
+/// and with the layouts inside, the scalar dq kernel took 28 more registers
+/// on sm_90a and the tensor-core statsKernel spilled.
+struct AttnLayouts {
+  math::HeadLayout of[kAttentionGradTensors];
 };
 
 __device__ __forceinline__ float expOf(float x) { return math::expCore(x); }
@@ -81,10 +101,11 @@ template <typename C> __device__ __forceinline__ C weightOf(C s, C reference) {
   return s == -infinity<C>() ? C(0) : expOf(s - reference);
 }
 
-/// A query tile: (b, h), the kv head's (b, g) index, its first row, its
-/// rows, and the keys its rows may see.
+/// A query tile: (b, h) and its index b * Hq + h (the statistics' row
+/// block), the kv head it reads, its first row, its rows, and the keys its
+/// rows may see.
 struct QueryTile {
-  int64_t bh, b, h, bg, i0, rows, keyEnd;
+  int64_t bh, b, h, kvHead, i0, rows, keyEnd;
 };
 
 /// Query tile `t` of B * Hq * ceil(Sq / tileRows); under causal masking a
@@ -99,7 +120,7 @@ __device__ __forceinline__ QueryTile queryTileOf(const AttnShape &a, int64_t t,
     qt = queryTiles - 1 - qt;
   q.b = q.bh / a.hq;
   q.h = q.bh % a.hq;
-  q.bg = q.b * a.hk + q.h / a.group;
+  q.kvHead = q.h / a.group;
   q.i0 = qt * tileRows;
   q.rows = minOf(tileRows, a.sq - q.i0);
   q.keyEnd = a.allowed(q.i0 + q.rows - 1);
@@ -121,17 +142,19 @@ bool tensorCoreAttentionFits(DType dtype, const attention::AttnShape &a);
 
 /// The forward pass: out = softmax(scale q k^T + mask) v.
 Status runTensorCoreAttention(const KernelCall &call,
-                              const attention::AttnShape &a, const Bf16 *q,
-                              const Bf16 *k, const Bf16 *v, const Bf16 *mask,
-                              Bf16 *out);
+                              const attention::AttnShape &a,
+                              const attention::AttnLayouts &layouts,
+                              const Bf16 *q, const Bf16 *k, const Bf16 *v,
+                              const Bf16 *mask, Bf16 *out);
 /// The gradient's three passes (Attention.cu's, same Scratch statistics):
 /// lse and delta per query row, then dq, then dk and dv (either may be
 /// null when not wanted).
 Status runTensorCoreAttentionGrad(const KernelCall &call,
-                                  const attention::AttnShape &a, const Bf16 *q,
-                                  const Bf16 *k, const Bf16 *v, const Bf16 *g,
-                                  const Bf16 *mask, float *lse, float *delta,
-                                  Bf16 *dq, Bf16 *dk, Bf16 *dv);
+                                  const attention::AttnShape &a,
+                                  const attention::AttnLayouts &layouts,
+                                  const Bf16 *q, const Bf16 *k, const Bf16 *v,
+                                  const Bf16 *g, const Bf16 *mask, float *lse,
+                                  float *delta, Bf16 *dq, Bf16 *dk, Bf16 *dv);
 
 } // namespace trainc::cuda
 

@@ -34,6 +34,15 @@
 // single bf16 rounding (2^-9) fails. Results round once to bf16.
 //
 // Shape legend: Attention.cu's; D, Dv <= 64 padded to 64 in the tiles.
+// Layouts: Attention.cu's too. q, k, v, g_o, the result and the
+// gradients are each read or written through their own layout ([B, H, S,
+// D] or [B, S, H, D], Attention.cuh), a tile's rows seqStride elements
+// apart. A tile is staged with 16-byte loads where its start is 16-byte
+// aligned and its width and row stride are multiples of 8 elements (a head
+// size of 8k in either layout: GPT-2's 64, rows 768 apart when
+// sequence-major), else 2 elements at a time; both stage the same bits,
+// and results are stored an element at a time, so no layout needs the
+// scalar kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,22 +114,27 @@ __device__ __forceinline__ Lane laneOf() {
 
 //===--- Staging ----------------------------------------------------------===//
 
-/// Whether rows of `width` elements from `src` can be read 8 at a time
-/// (16-byte loads: the width a multiple of 8, the start aligned).
-__device__ __forceinline__ bool wide(const Bf16 *src, int64_t width) {
-  return width % 8 == 0 && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+/// Whether rows of `width` elements, `stride` apart from `src`, can be
+/// read 8 at a time (16-byte loads: the width and the stride multiples of
+/// 8, the start aligned, so every row's start is). Either layout's stride
+/// is a multiple of the width (D, or H * D), so a head size of 8k takes
+/// this path wherever the tensor's start is aligned.
+__device__ __forceinline__ bool wide(const Bf16 *src, int64_t stride,
+                                     int64_t width) {
+  return width % 8 == 0 && stride % 8 == 0 &&
+         (reinterpret_cast<uintptr_t>(src) & 15) == 0;
 }
 
-/// tile[r][f] = src[r * width + f] for r < rows and f < width, else 0,
+/// tile[r][f] = src[r * stride + f] for r < rows and f < width, else 0,
 /// over the whole [64][64] tile. Called by every thread of the block.
-__device__ void stageRows(uint16_t *tile, const Bf16 *src, int64_t rows,
-                          int64_t width) {
-  if (wide(src, width)) {
+__device__ void stageRows(uint16_t *tile, const Bf16 *src, int64_t stride,
+                          int64_t rows, int64_t width) {
+  if (wide(src, stride, width)) {
     for (int e = int(threadIdx.x); e < kTile * kTile / 8; e += kThreads) {
       int r = e / (kTile / 8), f = 8 * (e % (kTile / 8));
       uint4 x = make_uint4(0, 0, 0, 0);
       if (r < rows && f < width)
-        x = *reinterpret_cast<const uint4 *>(src + r * width + f);
+        x = *reinterpret_cast<const uint4 *>(src + r * stride + f);
       *reinterpret_cast<uint4 *>(tile + r * kPitch + f) = x;
     }
     return;
@@ -129,7 +143,7 @@ __device__ void stageRows(uint16_t *tile, const Bf16 *src, int64_t rows,
     int r = e / (kTile / 2), f = 2 * (e % (kTile / 2));
     uint16_t x0 = 0, x1 = 0;
     if (r < rows) {
-      const Bf16 *p = src + r * width + f;
+      const Bf16 *p = src + r * stride + f;
       if (f < width)
         x0 = p[0].bits;
       if (f + 1 < width)
@@ -139,16 +153,16 @@ __device__ void stageRows(uint16_t *tile, const Bf16 *src, int64_t rows,
   }
 }
 
-/// tile[f][r] = src[r * width + f], the transpose of stageRows's tile.
+/// tile[f][r] = src[r * stride + f], the transpose of stageRows's tile.
 /// Neighbouring threads take neighbouring rows (conflict-free stores).
-__device__ void stageColumns(uint16_t *tile, const Bf16 *src, int64_t rows,
-                             int64_t width) {
-  if (wide(src, width)) {
+__device__ void stageColumns(uint16_t *tile, const Bf16 *src, int64_t stride,
+                             int64_t rows, int64_t width) {
+  if (wide(src, stride, width)) {
     for (int e = int(threadIdx.x); e < kTile * kTile / 8; e += kThreads) {
       int r = e % kTile, f = 8 * (e / kTile);
       uint4 x = make_uint4(0, 0, 0, 0);
       if (r < rows && f < width)
-        x = *reinterpret_cast<const uint4 *>(src + r * width + f);
+        x = *reinterpret_cast<const uint4 *>(src + r * stride + f);
       const uint32_t words[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -161,7 +175,7 @@ __device__ void stageColumns(uint16_t *tile, const Bf16 *src, int64_t rows,
   for (int e = int(threadIdx.x); e < kTile * kTile; e += kThreads) {
     int r = e % kTile, f = e / kTile;
     tile[f * kPitch + r] =
-        r < rows && f < width ? src[r * width + f].bits : uint16_t(0);
+        r < rows && f < width ? src[r * stride + f].bits : uint16_t(0);
   }
 }
 
@@ -287,12 +301,20 @@ onlineSoftmaxStep(Acc &s, const AttnShape &a, const Bf16 *maskBH,
 
 //===--- Forward ----------------------------------------------------------===//
 
+// `a` is __grid_constant__ (read in place, not copied into registers)
+// here only: without it this kernel spills 72 bytes on sm_90a, and
+// statsKernel spills with it (nvcc 13; AttnLayouts's comment). The price:
+// the compiler no longer keeps one copy of the key loop per value of
+// `causal`, reading it per score instead.
 __global__ void __launch_bounds__(kThreads, kForwardBlocks)
     forwardKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *mask,
-                  Bf16 *out, AttnShape a) {
+                  Bf16 *out, const __grid_constant__ AttnShape a,
+                  AttnLayouts layouts) {
   extern __shared__ __align__(16) uint16_t shared[];
   uint16_t *qs = shared, *ks = qs + kTileElements, *vt = ks + kTileElements;
   const Lane l = laneOf();
+  const math::HeadLayout &qL = layouts.of[kQ], &kL = layouts.of[kK],
+                         &vL = layouts.of[kV], &oL = layouts.of[kOut];
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     QueryTile qt = queryTileOf(a, tile, kTile);
@@ -300,14 +322,16 @@ __global__ void __launch_bounds__(kThreads, kForwardBlocks)
     const int64_t row[2] = {qt.i0 + 16 * l.warp + l.g,
                             qt.i0 + 16 * l.warp + l.g + 8};
     __syncthreads();
-    stageRows(qs, q + (qt.bh * a.sq + qt.i0) * a.d, qt.rows, a.d);
+    stageRows(qs, q + qL.offset(qt.b, qt.h, qt.i0), qL.seqStride, qt.rows, a.d);
     Acc o = {};
     float m[2] = {-INFINITY, -INFINITY}, sum[2] = {0, 0};
     for (int64_t j0 = 0; j0 < qt.keyEnd; j0 += kTile) {
       int64_t keys = minOf(kTile, a.sk - j0);
       __syncthreads();
-      stageRows(ks, k + (qt.bg * a.sk + j0) * a.d, keys, a.d);
-      stageColumns(vt, v + (qt.bg * a.sk + j0) * a.dv, keys, a.dv);
+      stageRows(ks, k + kL.offset(qt.b, qt.kvHead, j0), kL.seqStride, keys,
+                a.d);
+      stageColumns(vt, v + vL.offset(qt.b, qt.kvHead, j0), vL.seqStride, keys,
+                   a.dv);
       __syncthreads();
       Acc s;
       productOf(s, qs, 16 * l.warp, ks, 0, l);
@@ -333,7 +357,7 @@ __global__ void __launch_bounds__(kThreads, kForwardBlocks)
         int r = e >> 1;
         int64_t f = columnOf(n, e, l);
         if (row[r] < a.sq && f < a.dv)
-          store(out, (qt.bh * a.sq + row[r]) * a.dv + f,
+          store(out, oL.offset(qt.b, qt.h, row[r]) + f,
                 m[r] == -INFINITY ? 0.0f : o[n][e] / total[r]);
       }
   }
@@ -345,11 +369,14 @@ __global__ void __launch_bounds__(kThreads, kForwardBlocks)
 /// sum_j p_j dp_j (0 there), per query row.
 __global__ void __launch_bounds__(kThreads, kStatsBlocks)
     statsKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *g,
-                const Bf16 *mask, float *lse, float *delta, AttnShape a) {
+                const Bf16 *mask, float *lse, float *delta, AttnShape a,
+                AttnLayouts layouts) {
   extern __shared__ __align__(16) uint16_t shared[];
   uint16_t *qs = shared, *gs = qs + kTileElements, *ks = gs + kTileElements,
            *vs = ks + kTileElements;
   const Lane l = laneOf();
+  const math::HeadLayout &qL = layouts.of[kQ], &kL = layouts.of[kK],
+                         &vL = layouts.of[kV], &gL = layouts.of[kGradOut];
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     QueryTile qt = queryTileOf(a, tile, kTile);
@@ -357,14 +384,17 @@ __global__ void __launch_bounds__(kThreads, kStatsBlocks)
     const int64_t row[2] = {qt.i0 + 16 * l.warp + l.g,
                             qt.i0 + 16 * l.warp + l.g + 8};
     __syncthreads();
-    stageRows(qs, q + (qt.bh * a.sq + qt.i0) * a.d, qt.rows, a.d);
-    stageRows(gs, g + (qt.bh * a.sq + qt.i0) * a.dv, qt.rows, a.dv);
+    stageRows(qs, q + qL.offset(qt.b, qt.h, qt.i0), qL.seqStride, qt.rows, a.d);
+    stageRows(gs, g + gL.offset(qt.b, qt.h, qt.i0), gL.seqStride, qt.rows,
+              a.dv);
     float m[2] = {-INFINITY, -INFINITY}, sum[2] = {0, 0}, dot[2] = {0, 0};
     for (int64_t j0 = 0; j0 < qt.keyEnd; j0 += kTile) {
       int64_t keys = minOf(kTile, a.sk - j0);
       __syncthreads();
-      stageRows(ks, k + (qt.bg * a.sk + j0) * a.d, keys, a.d);
-      stageRows(vs, v + (qt.bg * a.sk + j0) * a.dv, keys, a.dv);
+      stageRows(ks, k + kL.offset(qt.b, qt.kvHead, j0), kL.seqStride, keys,
+                a.d);
+      stageRows(vs, v + vL.offset(qt.b, qt.kvHead, j0), vL.seqStride, keys,
+                a.dv);
       __syncthreads();
       Acc s, dp;
       productOf(s, qs, 16 * l.warp, ks, 0, l);
@@ -401,11 +431,14 @@ __global__ void __launch_bounds__(kThreads, kStatsBlocks)
 __global__ void __launch_bounds__(kThreads, kGradQBlocks)
     gradQKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *g,
                 const Bf16 *mask, const float *lse, const float *delta,
-                Bf16 *dq, AttnShape a) {
+                Bf16 *dq, AttnShape a, AttnLayouts layouts) {
   extern __shared__ __align__(16) uint16_t shared[];
   uint16_t *qs = shared, *gs = qs + kTileElements, *ks = gs + kTileElements,
            *kt = ks + kTileElements, *vs = kt + kTileElements;
   const Lane l = laneOf();
+  const math::HeadLayout &qL = layouts.of[kQ], &kL = layouts.of[kK],
+                         &vL = layouts.of[kV], &gL = layouts.of[kGradOut],
+                         &dqL = layouts.of[kDq];
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     QueryTile qt = queryTileOf(a, tile, kTile);
@@ -420,16 +453,18 @@ __global__ void __launch_bounds__(kThreads, kGradQBlocks)
       rowDelta[r] = inside ? delta[qt.bh * a.sq + row[r]] : 0.0f;
     }
     __syncthreads();
-    stageRows(qs, q + (qt.bh * a.sq + qt.i0) * a.d, qt.rows, a.d);
-    stageRows(gs, g + (qt.bh * a.sq + qt.i0) * a.dv, qt.rows, a.dv);
+    stageRows(qs, q + qL.offset(qt.b, qt.h, qt.i0), qL.seqStride, qt.rows, a.d);
+    stageRows(gs, g + gL.offset(qt.b, qt.h, qt.i0), gL.seqStride, qt.rows,
+              a.dv);
     Acc acc = {};
     for (int64_t j0 = 0; j0 < qt.keyEnd; j0 += kTile) {
       int64_t keys = minOf(kTile, a.sk - j0);
-      const Bf16 *keyRows = k + (qt.bg * a.sk + j0) * a.d;
+      const Bf16 *keyRows = k + kL.offset(qt.b, qt.kvHead, j0);
       __syncthreads();
-      stageRows(ks, keyRows, keys, a.d);
-      stageColumns(kt, keyRows, keys, a.d);
-      stageRows(vs, v + (qt.bg * a.sk + j0) * a.dv, keys, a.dv);
+      stageRows(ks, keyRows, kL.seqStride, keys, a.d);
+      stageColumns(kt, keyRows, kL.seqStride, keys, a.d);
+      stageRows(vs, v + vL.offset(qt.b, qt.kvHead, j0), vL.seqStride, keys,
+                a.dv);
       __syncthreads();
       Acc s, dp;
       productOf(s, qs, 16 * l.warp, ks, 0, l);
@@ -453,7 +488,7 @@ __global__ void __launch_bounds__(kThreads, kGradQBlocks)
         int r = e >> 1;
         int64_t f = columnOf(n, e, l);
         if (row[r] < a.sq && f < a.d)
-          store(dq, (qt.bh * a.sq + row[r]) * a.d + f, scale * acc[n][e]);
+          store(dq, dqL.offset(qt.b, qt.h, row[r]) + f, scale * acc[n][e]);
       }
   }
 }
@@ -464,7 +499,7 @@ __global__ void __launch_bounds__(kThreads, kGradQBlocks)
 __global__ void __launch_bounds__(kThreads, kGradKVBlocks)
     gradKVKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *g,
                  const Bf16 *mask, const float *lse, const float *delta,
-                 Bf16 *dk, Bf16 *dv, AttnShape a) {
+                 Bf16 *dk, Bf16 *dv, AttnShape a, AttnLayouts layouts) {
   extern __shared__ __align__(16) uint16_t shared[];
   uint16_t *ks = shared, *vs = ks + kTileElements, *qs = vs + kTileElements,
            *gs = qs + kTileElements, *qt = gs + kTileElements,
@@ -472,6 +507,9 @@ __global__ void __launch_bounds__(kThreads, kGradKVBlocks)
   float *lseTile = reinterpret_cast<float *>(gt + kTileElements);
   float *deltaTile = lseTile + kTile;
   const Lane l = laneOf();
+  const math::HeadLayout &qL = layouts.of[kQ], &kL = layouts.of[kK],
+                         &vL = layouts.of[kV], &gL = layouts.of[kGradOut],
+                         &dkL = layouts.of[kDk], &dvL = layouts.of[kDv];
   int64_t keyTiles = ceilDiv(a.sk, kTile);
   int64_t tiles = a.batch * a.hk * keyTiles;
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -480,8 +518,8 @@ __global__ void __launch_bounds__(kThreads, kGradKVBlocks)
     int64_t keys = minOf(kTile, a.sk - j0);
     const int64_t key[2] = {j0 + 16 * l.warp + l.g, j0 + 16 * l.warp + l.g + 8};
     __syncthreads();
-    stageRows(ks, k + (bg * a.sk + j0) * a.d, keys, a.d);
-    stageRows(vs, v + (bg * a.sk + j0) * a.dv, keys, a.dv);
+    stageRows(ks, k + kL.offset(b, kvHead, j0), kL.seqStride, keys, a.d);
+    stageRows(vs, v + vL.offset(b, kvHead, j0), vL.seqStride, keys, a.dv);
     Acc accK = {}, accV = {};
     int64_t firstQuery = a.firstViewer(j0) / kTile * kTile;
     for (int64_t hh = 0; hh < a.group; ++hh) {
@@ -489,13 +527,13 @@ __global__ void __launch_bounds__(kThreads, kGradKVBlocks)
       const Bf16 *maskBH = maskOf(a, mask, b, h);
       for (int64_t i0 = firstQuery; i0 < a.sq; i0 += kTile) {
         int64_t queries = minOf(kTile, a.sq - i0);
-        const Bf16 *queryRows = q + (bh * a.sq + i0) * a.d;
-        const Bf16 *gradRows = g + (bh * a.sq + i0) * a.dv;
+        const Bf16 *queryRows = q + qL.offset(b, h, i0);
+        const Bf16 *gradRows = g + gL.offset(b, h, i0);
         __syncthreads();
-        stageRows(qs, queryRows, queries, a.d);
-        stageColumns(qt, queryRows, queries, a.d);
-        stageRows(gs, gradRows, queries, a.dv);
-        stageColumns(gt, gradRows, queries, a.dv);
+        stageRows(qs, queryRows, qL.seqStride, queries, a.d);
+        stageColumns(qt, queryRows, qL.seqStride, queries, a.d);
+        stageRows(gs, gradRows, gL.seqStride, queries, a.dv);
+        stageColumns(gt, gradRows, gL.seqStride, queries, a.dv);
         for (int i = int(threadIdx.x); i < kTile; i += kThreads) {
           bool inside = i < queries;
           lseTile[i] = inside ? lse[bh * a.sq + i0 + i] : 0.0f;
@@ -531,9 +569,9 @@ __global__ void __launch_bounds__(kThreads, kGradKVBlocks)
         if (j >= a.sk)
           continue;
         if (dk && f < a.d)
-          store(dk, (bg * a.sk + j) * a.d + f, scale * accK[n][e]);
+          store(dk, dkL.offset(b, kvHead, j) + f, scale * accK[n][e]);
         if (dv && f < a.dv)
-          store(dv, (bg * a.sk + j) * a.dv + f, accV[n][e]);
+          store(dv, dvL.offset(b, kvHead, j) + f, accV[n][e]);
       }
   }
 }
@@ -562,33 +600,35 @@ Status launch(const KernelCall &call, const char *name, Kernel kernel,
 } // namespace
 
 Status runTensorCoreAttention(const KernelCall &call, const AttnShape &a,
-                              const Bf16 *q, const Bf16 *k, const Bf16 *v,
-                              const Bf16 *mask, Bf16 *out) {
+                              const AttnLayouts &layouts, const Bf16 *q,
+                              const Bf16 *k, const Bf16 *v, const Bf16 *mask,
+                              Bf16 *out) {
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   return launch(call, "attention forwardKernel (tensor cores)", forwardKernel,
-                tiles, 3, 0, q, k, v, mask, out, a);
+                tiles, 3, 0, q, k, v, mask, out, a, layouts);
 }
 
 Status runTensorCoreAttentionGrad(const KernelCall &call, const AttnShape &a,
-                                  const Bf16 *q, const Bf16 *k, const Bf16 *v,
-                                  const Bf16 *g, const Bf16 *mask, float *lse,
-                                  float *delta, Bf16 *dq, Bf16 *dk, Bf16 *dv) {
+                                  const AttnLayouts &layouts, const Bf16 *q,
+                                  const Bf16 *k, const Bf16 *v, const Bf16 *g,
+                                  const Bf16 *mask, float *lse, float *delta,
+                                  Bf16 *dq, Bf16 *dk, Bf16 *dv) {
   int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   if (queryTiles > 0)
     TRAINC_RETURN_IF_ERROR(launch(call, "attention statsKernel (tensor cores)",
                                   statsKernel, queryTiles, 4, 0, q, k, v, g,
-                                  mask, lse, delta, a));
+                                  mask, lse, delta, a, layouts));
   if (dq && queryTiles > 0)
     TRAINC_RETURN_IF_ERROR(launch(call, "attention gradQKernel (tensor cores)",
                                   gradQKernel, queryTiles, 5, 0, q, k, v, g,
-                                  mask, lse, delta, dq, a));
+                                  mask, lse, delta, dq, a, layouts));
   if (dk || dv) {
     int64_t keyTiles = a.batch * a.hk * ceilDiv(a.sk, kTile);
     TRAINC_RETURN_IF_ERROR(
         launch(call, "attention gradKVKernel (tensor cores)", gradKVKernel,
                keyTiles, 6, 2 * kTile * sizeof(float), q, k, v, g, mask,
                static_cast<const float *>(lse),
-               static_cast<const float *>(delta), dk, dv, a));
+               static_cast<const float *>(delta), dk, dv, a, layouts));
   }
   return okStatus();
 }

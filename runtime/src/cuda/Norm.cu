@@ -137,9 +137,11 @@ struct RowLoop {
   __device__ int64_t first() const { return half & ~int64_t(1); }
 };
 
-template <typename S>
+/// Y is S, or a 16-bit type for an f32 norm the compiler narrowed: the
+/// row is computed in C and rounded once to Y, as a convert would.
+template <typename S, typename Y = S>
 __global__ void __launch_bounds__(kNormThreads)
-    normKernel(const S *x, const S *scale, const S *bias, S *y, int64_t rows,
+    normKernel(const S *x, const S *scale, const S *bias, Y *y, int64_t rows,
                int64_t n, bool centered, Compute<S> eps) {
   using C = Compute<S>;
   RowLoop loop;
@@ -152,7 +154,7 @@ __global__ void __launch_bounds__(kNormThreads)
     C rstd = rowStatistics(xr, loop.lane, n, centered, eps, mean);
     if (!valid)
       continue;
-    S *yr = y + row * n;
+    Y *yr = y + row * n;
     for (int64_t j = loop.lane; j < n; j += kLanes) {
       C s = scale ? C(load(scale, j)) : C(1);
       C b = bias ? C(load(bias, j)) : C(0);
@@ -229,12 +231,30 @@ Status runNorm(const KernelCall &call) {
   const void *bias = hasBias ? call.inputs[hasScale ? 2 : 1].data : nullptr;
   int64_t rows, n;
   rowsOf(x, axis, rows, n);
+  if (rows == 0 || n == 0)
+    return okStatus();
+  cudaStream_t stream = streamOf(call).handle();
+  if (y.dtype != x.dtype) { // an f32 norm narrowed to 16 bits
+    if (x.dtype != DType::F32 ||
+        (y.dtype != DType::BF16 && y.dtype != DType::F16))
+      return kernelError(call, std::string("a ") + dtypeName(x.dtype) +
+                                   " norm cannot write " + dtypeName(y.dtype));
+    const float *xs = x.as<const float>();
+    auto *sc = static_cast<const float *>(scale);
+    auto *bi = static_cast<const float *>(bias);
+    float eps = float(call.floats[0]);
+    if (y.dtype == DType::BF16)
+      normKernel<float, Bf16><<<normGrid(rows), kNormThreads, 0, stream>>>(
+          xs, sc, bi, y.as<Bf16>(), rows, n, layer, eps);
+    else
+      normKernel<float, Half><<<normGrid(rows), kNormThreads, 0, stream>>>(
+          xs, sc, bi, y.as<Half>(), rows, n, layer, eps);
+    return checkLaunch(call, "normKernel");
+  }
   return withFloatStorage(call, x.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
     using C = Compute<S>;
-    if (rows == 0 || n == 0)
-      return okStatus();
-    normKernel<S><<<normGrid(rows), kNormThreads, 0, streamOf(call).handle()>>>(
+    normKernel<S><<<normGrid(rows), kNormThreads, 0, stream>>>(
         x.as<const S>(), static_cast<const S *>(scale),
         static_cast<const S *>(bias), y.as<S>(), rows, n, layer,
         C(call.floats[0]));

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "exec/Executable.h"
+#include "math/AttentionLayout.h"
 #include "math/FusedProgram.h"
 
 #include <algorithm>
@@ -393,9 +394,14 @@ Status Checker::checkComposite() const {
     TRAINC_RETURN_IF_ERROR(attrs(layer ? 3 : 2, 1));
     int64_t affine = (v[1] != 0) + (layer && v[2] != 0);
     TRAINC_RETURN_IF_ERROR(arity(1 + affine, 1));
-    const TensorInfo &x = operand(0);
+    const TensorInfo &x = operand(0), &y = result(0);
     TRAINC_RETURN_IF_ERROR(floatType(x));
-    TRAINC_RETURN_IF_ERROR(sameType(x, result(0)));
+    // The result has x's type, or is an f32 norm rounded to 16 bits.
+    bool narrowed = x.dtype == DType::F32 &&
+                    (y.dtype == DType::BF16 || y.dtype == DType::F16);
+    if (y.shape != x.shape || (y.dtype != x.dtype && !narrowed))
+      return error("the result must have x's shape and x's dtype (or bf16 or "
+                   "f16 for an f32 x)");
     if (v[0] < 0 || v[0] >= int64_t(x.shape.size()) || !(inst.floats[0] >= 0) ||
         !std::isfinite(inst.floats[0]))
       return error("invalid axis or epsilon");
@@ -421,41 +427,57 @@ Status Checker::checkComposite() const {
   case Opcode::Attention:
   case Opcode::AttentionGrad: {
     // The gradient reads the result's cotangent after v (and the mask
-    // last); it has one result per q, k and v.
+    // last); it has one result per q, k and v. Shapes are checked as
+    // [B, H, S, D], each tensor read through its seq_major bit.
     bool grad = inst.op == Opcode::AttentionGrad;
-    TRAINC_RETURN_IF_ERROR(attrs(2, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(3, 1));
+    int tensors = grad ? kAttentionGradTensors : kAttentionTensors;
+    if (v[2] < 0 || v[2] >= (int64_t(1) << tensors))
+      return error("seq_major bits " + std::to_string(v[2]) +
+                   " name a tensor the instruction does not have");
     TRAINC_RETURN_IF_ERROR(arity(3 + grad + (v[1] != 0), grad ? 3 : 1));
-    const TensorInfo &q = operand(0), &k = operand(1), &val = operand(2);
-    for (const TensorInfo *t : {&q, &k, &val})
-      if (t->shape.size() != 4 || t->dtype != q.dtype)
+    const TensorInfo &qT = operand(0), &kT = operand(1), &vT = operand(2);
+    for (const TensorInfo *t : {&qT, &kT, &vT})
+      if (t->shape.size() != 4 || t->dtype != qT.dtype)
         return error("q, k and v must be rank-4 tensors of one dtype");
-    TRAINC_RETURN_IF_ERROR(floatType(q));
-    if (k.shape[0] != q.shape[0] || val.shape[0] != q.shape[0] ||
-        k.shape[3] != q.shape[3] || val.shape[1] != k.shape[1] ||
-        val.shape[2] != k.shape[2] || k.shape[1] == 0 ||
-        q.shape[1] % k.shape[1] != 0 || !std::isfinite(inst.floats[0]))
+    TRAINC_RETURN_IF_ERROR(floatType(qT));
+    // The logical [B, H, S, D] shape of tensor `i` of shape `shape`.
+    auto logical = [&](Shape shape, int i) {
+      if (math::isSeqMajor(v[2], i) && shape.size() == 4)
+        std::swap(shape[1], shape[2]);
+      return shape;
+    };
+    Shape q = logical(qT.shape, 0), k = logical(kT.shape, 1),
+          val = logical(vT.shape, 2);
+    if (k[0] != q[0] || val[0] != q[0] || k[3] != q[3] || val[1] != k[1] ||
+        val[2] != k[2] || k[1] == 0 || q[1] % k[1] != 0 ||
+        !std::isfinite(inst.floats[0]))
       return error("q, k and v shapes are inconsistent");
-    Shape out = {q.shape[0], q.shape[1], q.shape[2], val.shape[3]};
+    Shape out = {q[0], q[1], q[2], val[3]};
     if (v[1]) {
       const TensorInfo &m = operand(3 + grad);
-      Shape scores = {q.shape[0], q.shape[1], q.shape[2], k.shape[2]};
-      if (m.dtype != q.dtype || m.shape.size() != 4)
+      Shape scores = {q[0], q[1], q[2], k[2]};
+      if (m.dtype != qT.dtype || m.shape.size() != 4)
         return error("the mask must be rank 4 of q's dtype");
       for (int d = 0; d < 4; ++d)
         if (m.shape[d] != 1 && m.shape[d] != scores[d])
           return error("the mask does not broadcast to the scores");
     }
     if (!grad) {
-      if (result(0).dtype != q.dtype)
+      if (result(0).dtype != qT.dtype)
         return error("result dtype differs");
-      return shapeIs(result(0), out);
+      return shapeIs(result(0), logical(out, 3));
     }
     const TensorInfo &g = operand(3);
-    if (g.dtype != q.dtype || g.shape != out)
+    if (g.dtype != qT.dtype || logical(g.shape, 3) != out)
       return error("the cotangent must have the result's shape and q's dtype");
-    TRAINC_RETURN_IF_ERROR(sameType(q, result(0)));
-    TRAINC_RETURN_IF_ERROR(sameType(k, result(1)));
-    return sameType(val, result(2));
+    const Shape *shapes[3] = {&q, &k, &val};
+    for (int i = 0; i < 3; ++i)
+      if (result(i).dtype != qT.dtype ||
+          logical(result(i).shape, 4 + i) != *shapes[i])
+        return error("gradient " + std::to_string(i) +
+                     " must have the shape and dtype of its operand");
+    return okStatus();
   }
   case Opcode::SoftmaxCrossEntropy: {
     TRAINC_RETURN_IF_ERROR(arity(2, 1));

@@ -954,8 +954,18 @@ func.func @layer_norm_c4(%x: tensor<4x8xf32>) {
 // -----
 
 func.func @layer_norm_c5(%x: tensor<4x8xf32>) {
-  // expected-error@+1 {{result type 'tensor<4x8xf16>' differs from the inferred type 'tensor<4x8xf32>'}}
-  %0 = graph.layer_norm %x, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  // An f32 norm may be narrowed to bf16 or f16, not widened.
+  // expected-error@+1 {{result type 'tensor<4x8xf64>' differs from the inferred type 'tensor<4x8xf32>'}}
+  %0 = graph.layer_norm %x, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>) -> tensor<4x8xf64>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c5_narrow_16_bit(%x: tensor<4x8xbf16>) {
+  // Only an f32 norm is narrowed.
+  // expected-error@+1 {{result type 'tensor<4x8xf16>' differs from the inferred type 'tensor<4x8xbf16>'}}
+  %0 = graph.layer_norm %x, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xbf16>) -> tensor<4x8xf16>
   return
 }
 
@@ -994,8 +1004,18 @@ func.func @rms_norm_c4(%x: tensor<4x8xf32>) {
 // -----
 
 func.func @rms_norm_c5(%x: tensor<4x8xf32>) {
-  // expected-error@+1 {{result type 'tensor<4x8xf16>' differs from the inferred type 'tensor<4x8xf32>'}}
-  %0 = graph.rms_norm %x, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  // An f32 norm may be narrowed to bf16 or f16, not widened.
+  // expected-error@+1 {{result type 'tensor<4x8xf64>' differs from the inferred type 'tensor<4x8xf32>'}}
+  %0 = graph.rms_norm %x, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xf32>) -> tensor<4x8xf64>
+  return
+}
+
+// -----
+
+func.func @rms_norm_c5_narrow_16_bit(%x: tensor<4x8xbf16>) {
+  // Only an f32 norm is narrowed.
+  // expected-error@+1 {{result type 'tensor<4x8xf16>' differs from the inferred type 'tensor<4x8xbf16>'}}
+  %0 = graph.rms_norm %x, axis = 1, epsilon = 1.0e-5 : (tensor<4x8xbf16>) -> tensor<4x8xf16>
   return
 }
 
@@ -1076,6 +1096,16 @@ func.func @attention_c7(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xbf16>) {
 func.func @attention_c8(%q: tensor<2x4x8x16xf32>) {
   // expected-error@+1 {{(C8) scale must be finite, got INF}}
   %0 = graph.attention %q, %q, %q, scale = 0x7FF0000000000000 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c2_layout(%q: tensor<2x8x4x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<3x8x4x16xf32>) {
+  // Read through seq_major, q is [B, H, S, D] = [2, 4, 8, 16] and v, stored
+  // [B, S, H, D] = [3, ...] has another batch.
+  // expected-error@+1 {{(C2) batch sizes differ: query 2, key 2, value 3}}
+  %0 = graph.attention %q, %k, %v, scale = 0.25 {seq_major = array<i64: 0, 2>} : (tensor<2x8x4x16xf32>, tensor<2x4x8x16xf32>, tensor<3x8x4x16xf32>) -> tensor<2x4x8x16xf32>
   return
 }
 
@@ -1213,6 +1243,23 @@ func.func @softmax_cross_entropy_grad_c3(%x: tensor<4x8xf32>, %t: tensor<4xi64>,
 
 // -----
 
+func.func @attention_c9_layout(%q: tensor<2x4x8x16xf32>) {
+  // The result is listed as [B, S, H, D]: [2, 8, 4, 16], not [2, 4, 8, 16].
+  // expected-error@+1 {{differs from the inferred type}}
+  %0 = graph.attention %q, %q, %q, scale = 0.25 {seq_major = array<i64: 3>} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c10(%q: tensor<2x4x8x16xf32>) {
+  // expected-error@+1 {{(C10) seq_major must list tensor numbers in [0, 4) in increasing order; got 2 after 2}}
+  %0 = graph.attention %q, %q, %q, scale = 0.25 {seq_major = array<i64: 2, 2>} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_grad_c1_rank(%q: tensor<2x4x8xf32>) {
   // expected-error@+1 {{(C1) query, key, value and the cotangent must have rank 4}}
   %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
@@ -1246,8 +1293,27 @@ func.func @attention_grad_c2_operands(%q: tensor<1x2x4x8xf32>, %g: tensor<1x2x4x
 // -----
 
 func.func @attention_grad_c2_results(%q: tensor<1x2x4x8xf32>) {
-  // expected-error@+1 {{(C2) the results must have the types of query, key and value}}
+  // expected-error@+1 {{(C2) the results must have the shapes and element type of query, key and value}}
   %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c2_results_layout(%q: tensor<1x2x4x8xf32>) {
+  // The query gradient is stored [B, S, H, D] but is not listed.
+  // expected-error@+1 {{(C2) the results must have the shapes and element type of query, key and value}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c1_layout(%q: tensor<1x4x2x8xf32>, %k: tensor<1x2x4x8xf32>) {
+  // q is [B, S, H, D] = [1, 4, 2, 8] but not listed: 4 query heads against
+  // sequence 4 keys of 2 heads reads as Sq = 2, which g [1, 2, 4, 8] is not.
+  // expected-error@+1 {{(C1) the shapes are not attention's}}
+  %0:3 = graph.attention_grad %q, %k, %k, %k, scale = 0.5 {seq_major = array<i64: 4>} : (tensor<1x4x2x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
   return
 }
 
@@ -1256,6 +1322,22 @@ func.func @attention_grad_c2_results(%q: tensor<1x2x4x8xf32>) {
 func.func @attention_grad_c3(%q: tensor<1x2x4x8xf32>) {
   // expected-error@+1 {{(C3) scale must be finite}}
   %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0x7FF0000000000000 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c4_range(%q: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{(C4) seq_major must list tensor numbers in [0, 7) in increasing order; got 7 after 6}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 {seq_major = array<i64: 6, 7>} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c4_order(%q: tensor<1x2x2x8xf32>) {
+  // expected-error@+1 {{(C4) seq_major must list tensor numbers in [0, 7) in increasing order; got 0 after 1}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 {seq_major = array<i64: 1, 0>} : (tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>) -> (tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>)
   return
 }
 

@@ -167,6 +167,11 @@ func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64
          : (tensor<8x32x64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
   // CHECK: graph.layer_norm %{{.+}}, axis = 1, epsilon = 0.000000e+00 : (tensor<8x32x64xf32>) -> tensor<8x32x64xf32>
   %5 = graph.layer_norm %x, axis = 1, epsilon = 0.0 : (tensor<8x32x64xf32>) -> tensor<8x32x64xf32>
+  // An f32 norm may write bf16 or f16 (the f32 result rounded once).
+  // CHECK: graph.layer_norm %{{.+}}, axis = 2, epsilon = 1.000000e-05 : (tensor<8x32x64xf32>) -> tensor<8x32x64xbf16>
+  %n16 = graph.layer_norm %x, axis = 2, epsilon = 1.0e-5 : (tensor<8x32x64xf32>) -> tensor<8x32x64xbf16>
+  // CHECK: graph.rms_norm %{{.+}}, axis = 2, epsilon = 1.000000e-05 : (tensor<8x32x64xf32>) -> tensor<8x32x64xf16>
+  %r16 = graph.rms_norm %x, axis = 2, epsilon = 1.0e-5 : (tensor<8x32x64xf32>) -> tensor<8x32x64xf16>
   // CHECK: graph.rms_norm %{{.+}} scale %{{.+}}, axis = 2, epsilon = 9.9999999999999995E-7 : (tensor<8x32x64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
   %6 = graph.rms_norm %x scale %g, axis = 2, epsilon = 1.0e-6
          : (tensor<8x32x64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
@@ -223,6 +228,19 @@ func.func @attention(%q: tensor<2x8x16x32xbf16>, %k: tensor<2x2x24x32xbf16>, %v:
   // CHECK: graph.attention %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}}, scale = 1.250000e-01 : {{.+}} -> tensor<2x8x16x8xbf16>
   %1 = graph.attention %q, %k, %v mask %m, scale = 0.125
          : (tensor<2x8x16x32xbf16>, tensor<2x2x24x32xbf16>, tensor<2x2x24x8xbf16>, tensor<2x1x1x24xbf16>) -> tensor<2x8x16x8xbf16>
+  // The query and the result stored [B, S, H, D] (seq_major), the mask
+  // still [B, H, Sq, Sk].
+  // CHECK: graph.attention %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}}, scale = 1.250000e-01 {seq_major = array<i64: 0, 3>} : (tensor<2x16x8x32xbf16>, {{.+}}) -> tensor<2x16x8x8xbf16>
+  %qs = graph.transpose %q, permutation = [0, 2, 1, 3] : (tensor<2x8x16x32xbf16>) -> tensor<2x16x8x32xbf16>
+  %2 = graph.attention %qs, %k, %v mask %m, scale = 0.125 {seq_major = array<i64: 0, 3>}
+         : (tensor<2x16x8x32xbf16>, tensor<2x2x24x32xbf16>, tensor<2x2x24x8xbf16>, tensor<2x1x1x24xbf16>) -> tensor<2x16x8x8xbf16>
+  // The gradient of the same, every tensor [B, S, H, D].
+  // CHECK: graph.attention_grad {{.+}} {seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>} : {{.+}} -> (tensor<2x16x8x32xbf16>, tensor<2x24x2x32xbf16>, tensor<2x24x2x8xbf16>)
+  %ks = graph.transpose %k, permutation = [0, 2, 1, 3] : (tensor<2x2x24x32xbf16>) -> tensor<2x24x2x32xbf16>
+  %vs = graph.transpose %v, permutation = [0, 2, 1, 3] : (tensor<2x2x24x8xbf16>) -> tensor<2x24x2x8xbf16>
+  %3:3 = graph.attention_grad %qs, %ks, %vs, %2, scale = 0.125 {seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>}
+         : (tensor<2x16x8x32xbf16>, tensor<2x24x2x32xbf16>, tensor<2x24x2x8xbf16>, tensor<2x16x8x8xbf16>)
+         -> (tensor<2x16x8x32xbf16>, tensor<2x24x2x32xbf16>, tensor<2x24x2x8xbf16>)
   return
 }
 

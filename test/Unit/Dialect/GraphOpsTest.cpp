@@ -111,7 +111,8 @@ TEST_F(GraphOpsTest, InferenceOfEveryShapeChangingBuilder) {
   Value q = argument({2, 8, 16, 4}, f32), kv = argument({2, 2, 32, 4}, f32);
   auto attn = builder.create<AttentionOp>(loc, q, kv, kv, /*mask=*/Value(),
                                           APFloat(0.5),
-                                          /*causal=*/true);
+                                          /*causal=*/true,
+                                          /*seq_major=*/nullptr);
   EXPECT_EQ(attn.getType(), tensor({2, 8, 16, 4}, f32));
   EXPECT_TRUE(verifyModule());
 }

@@ -201,6 +201,36 @@ TEST(CpuNnNorm, RmsNormMatchesReference) {
   checkNorm({false, DType::F16, {6, 32}, 1, true, false, 1e-6});
 }
 
+/// An f32 norm may write bf16 or f16 (the compiler narrows a norm whose
+/// only use was that convert): the bits of the f32 norm converted.
+TEST(CpuNnNorm, NarrowedResultIsTheConvertedNorm) {
+  TestTensor x = randomTensor(DType::F32, {5, 4099}, 8, -2, 2);
+  TestTensor scale = randomTensor(DType::F32, {4099}, 9, 0.5, 2);
+  TestTensor bias = randomTensor(DType::F32, {4099}, 10, -1, 1);
+  for (bool layer : {true, false})
+    for (DType narrow : {DType::BF16, DType::F16}) {
+      SCOPED_TRACE(std::string(layer ? "layer_norm " : "rms_norm ") +
+                   dtypeName(narrow));
+      std::vector<const TestTensor *> in = {&x, &scale};
+      std::vector<int64_t> ints = {1, 1};
+      if (layer) {
+        in.push_back(&bias);
+        ints.push_back(1);
+      }
+      Opcode op = layer ? Opcode::LayerNorm : Opcode::RmsNorm;
+      TestTensor wide(DType::F32, x.dims()), want(narrow, x.dims()),
+          got(narrow, x.dims());
+      ASSERT_TRUE(runKernel(runNorm, op, in, {&wide}, ints, {1e-5}).ok());
+      ASSERT_TRUE(
+          runKernel(runElementwise, Opcode::Convert, {&wide}, {&want}, {})
+              .ok());
+      Status s = runKernel(runNorm, op, in, {&got}, ints, {1e-5});
+      ASSERT_TRUE(s.ok()) << s.toString();
+      for (int64_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ(got.get(i), want.get(i)) << "element " << i;
+    }
+}
+
 //===--- Gelu -------------------------------------------------------------===//
 
 TEST(CpuNnGelu, BothFormsMatchReference) {
@@ -384,7 +414,7 @@ TestTensor checkAttention(const AttentionCase &c,
     inputs.push_back(mask);
   TestTensor out(c.dtype, {c.b, c.hq, c.sq, c.dv});
   Status s = runKernel(runAttention, Opcode::Attention, inputs, {&out},
-                       {c.causal, mask != nullptr}, {scale});
+                       {c.causal, mask != nullptr, /*seq_major=*/0}, {scale});
   EXPECT_TRUE(s.ok()) << s.toString();
   std::vector<double> ref = attentionRef(c, q, k, v, mask, scale);
   // Scores: D-term dot products of |q|, |k| <= 1 (error D^2 scale u) plus
@@ -454,6 +484,89 @@ TEST(CpuNnAttention, FullyMaskedRowGivesZeros) {
   for (int64_t h = 0; h < 2; ++h)
     for (int64_t e = 0; e < 8; ++e)
       EXPECT_EQ(out.get(((0 * 2 + h) * 3 + 1) * 8 + e), 0.0) << "head " << h;
+}
+
+/// `t` with dims 1 and 2 swapped: [B, H, S, D] <-> [B, S, H, D].
+TestTensor swapHeadsAndSeq(const TestTensor &t) {
+  const std::vector<int64_t> &d = t.dims();
+  TestTensor r(t.dtype(), {d[0], d[2], d[1], d[3]});
+  for (int64_t b = 0; b < d[0]; ++b)
+    for (int64_t h = 0; h < d[1]; ++h)
+      for (int64_t i = 0; i < d[2]; ++i)
+        for (int64_t e = 0; e < d[3]; ++e)
+          r.set(((b * d[2] + i) * d[1] + h) * d[3] + e,
+                t.get(((b * d[1] + h) * d[2] + i) * d[3] + e));
+  return r;
+}
+
+/// Attention (or its gradient) on `c` with the tensors whose bits are set
+/// in `seqMajor` stored [B, S, H, D]; the results come back [B, H, S, D].
+std::vector<TestTensor> runAttentionLayout(const AttentionCase &c, bool grad,
+                                           int64_t seqMajor) {
+  std::vector<TestTensor> in = {
+      randomTensor(c.dtype, {c.b, c.hq, c.sq, c.d}, 21),
+      randomTensor(c.dtype, {c.b, c.hk, c.sk, c.d}, 22),
+      randomTensor(c.dtype, {c.b, c.hk, c.sk, c.dv}, 23)};
+  std::vector<TestTensor> out = {TestTensor(c.dtype, {c.b, c.hq, c.sq, c.dv})};
+  if (grad) {
+    in.push_back(randomTensor(c.dtype, out[0].dims(), 24));
+    out = {TestTensor(c.dtype, in[0].dims()), TestTensor(c.dtype, in[1].dims()),
+           TestTensor(c.dtype, in[2].dims())};
+  }
+  auto stored = [&](const TestTensor &t, int i) {
+    return (seqMajor >> i) & 1 ? swapHeadsAndSeq(t) : t;
+  };
+  std::vector<TestTensor> inStored, outStored;
+  for (size_t i = 0; i < in.size(); ++i)
+    inStored.push_back(stored(in[i], int(i)));
+  for (size_t i = 0; i < out.size(); ++i)
+    outStored.push_back(stored(out[i], int(in.size() + i)));
+  TestTensor mask = randomTensor(c.dtype, c.maskDims, 25, -2, 2);
+  std::vector<const TestTensor *> inputs;
+  for (const TestTensor &t : inStored)
+    inputs.push_back(&t);
+  if (!c.maskDims.empty())
+    inputs.push_back(&mask);
+  std::vector<TestTensor *> outputs;
+  for (TestTensor &t : outStored)
+    outputs.push_back(&t);
+  Status s = runKernel(grad ? runAttentionGrad : runAttention,
+                       grad ? Opcode::AttentionGrad : Opcode::Attention, inputs,
+                       outputs, {c.causal, !c.maskDims.empty(), seqMajor},
+                       {1 / std::sqrt(double(c.d))});
+  EXPECT_TRUE(s.ok()) << s.toString();
+  std::vector<TestTensor> results;
+  for (size_t i = 0; i < outStored.size(); ++i)
+    results.push_back(stored(outStored[i], int(in.size() + i)));
+  return results;
+}
+
+/// Every tensor but the mask may be stored [B, S, H, D] (ints[2]): the
+/// kernels read and write it through strides, so each layout gives the
+/// canonical layout's bits, forward and back.
+TEST(CpuNnAttention, SeqMajorLayoutsGiveTheSameBits) {
+  const AttentionCase cases[] = {
+      {DType::F32, 2, 3, 3, 37, 37, 8, 6, true, {}},
+      {DType::F32, 2, 4, 2, 5, 70, 8, 8, false, {1, 4, 5, 70}},
+      {DType::F64, 1, 2, 1, 33, 33, 4, 4, true, {}},
+      {DType::BF16, 2, 4, 2, 40, 40, 16, 16, true, {}},
+      {DType::F16, 1, 2, 2, 4, 9, 16, 8, false, {1, 1, 1, 9}},
+  };
+  for (const AttentionCase &c : cases)
+    for (bool grad : {false, true}) {
+      int tensors = grad ? kAttentionGradTensors : kAttentionTensors;
+      std::vector<TestTensor> want = runAttentionLayout(c, grad, 0);
+      for (int64_t bits :
+           {(int64_t(1) << tensors) - 1, int64_t(0b1010101), int64_t(0b0101)}) {
+        bits &= (int64_t(1) << tensors) - 1;
+        std::vector<TestTensor> got = runAttentionLayout(c, grad, bits);
+        for (size_t r = 0; r < want.size(); ++r)
+          for (int64_t e = 0; e < want[r].size(); ++e)
+            ASSERT_EQ(got[r].get(e), want[r].get(e))
+                << dtypeName(c.dtype) << (grad ? " grad" : "") << " bits "
+                << bits << " result " << r << " element " << e;
+      }
+    }
 }
 
 //===--- SoftmaxCrossEntropy ----------------------------------------------===//

@@ -50,25 +50,39 @@ const NormCase kNormCases[] = {
     {{5, 4099}, 1, true, true, 1e-5},
 };
 
+/// layer_norm or rms_norm of `c` on random `t` operands, the result `y`.
+Call normCall(bool layer, const NormCase &c, DType t, DType y, uint32_t &seed) {
+  std::vector<int64_t> normalized(c.dims.begin() + c.axis, c.dims.end());
+  std::vector<TestTensor> in = {uniform(t, c.dims, seed++, -2, 2)};
+  if (c.scale)
+    in.push_back(uniform(t, normalized, seed++, 0.5, 2));
+  if (layer && c.bias)
+    in.push_back(uniform(t, normalized, seed++, -1, 1));
+  std::vector<int64_t> ints = {c.axis, c.scale};
+  if (layer)
+    ints.push_back(c.bias);
+  return makeCall(layer ? Opcode::LayerNorm : Opcode::RmsNorm, in,
+                  {zeros(y, c.dims)}, ints, {c.eps});
+}
+
 /// The CUDA file (cuda/Norm.cu) states the CPU's summation order for every
 /// dtype, so norms are compared bit for bit.
 TEST_P(DeviceKernels, LayerNormAndRmsNorm) {
   uint32_t seed = 1;
   for (bool layer : {true, false})
     for (DType t : kFloatTypes)
-      for (const NormCase &c : kNormCases) {
-        std::vector<int64_t> normalized(c.dims.begin() + c.axis, c.dims.end());
-        std::vector<TestTensor> in = {uniform(t, c.dims, seed++, -2, 2)};
-        if (c.scale)
-          in.push_back(uniform(t, normalized, seed++, 0.5, 2));
-        if (layer && c.bias)
-          in.push_back(uniform(t, normalized, seed++, -1, 1));
-        std::vector<int64_t> ints = {c.axis, c.scale};
-        if (layer)
-          ints.push_back(c.bias);
-        check(makeCall(layer ? Opcode::LayerNorm : Opcode::RmsNorm, in,
-                       {zeros(t, c.dims)}, ints, {c.eps}));
-      }
+      for (const NormCase &c : kNormCases)
+        check(normCall(layer, c, t, t, seed));
+}
+
+/// An f32 norm narrowed to bf16 or f16 (the compiler's fusion of the
+/// convert that followed it): the same rows, rounded once.
+TEST_P(DeviceKernels, NarrowedNorm) {
+  uint32_t seed = 50;
+  for (bool layer : {true, false})
+    for (DType narrow : {kBF16, kF16})
+      for (const NormCase &c : kNormCases)
+        check(normCall(layer, c, kF32, narrow, seed));
 }
 
 TEST_P(DeviceKernels, NormGrad) {
@@ -168,26 +182,36 @@ const AttentionShape kAttentionShapes[] = {
     {kBF16, 1, 1, 1, 3, 5, 65, 65, false, {}},  // the scalar kernels again
 };
 
-/// attention (or attention_grad) on random q, k, v (cotangent) and mask.
-Call attentionCall(const AttentionShape &a, bool grad, uint32_t seed) {
+/// attention (or attention_grad) on random q, k, v (cotangent) and mask;
+/// the tensors whose bits are set in `seqMajor` (ExecutableFormat.h's
+/// numbering) stored [B, S, H, D].
+Call attentionCall(const AttentionShape &a, bool grad, uint32_t seed,
+                   int64_t seqMajor = 0) {
+  auto stored = [&](std::vector<int64_t> dims, int tensor) {
+    if ((seqMajor >> tensor) & 1)
+      std::swap(dims[1], dims[2]);
+    return dims;
+  };
   std::vector<int64_t> qDims = {a.b, a.hq, a.sq, a.d},
                        kDims = {a.b, a.hk, a.sk, a.d},
                        vDims = {a.b, a.hk, a.sk, a.dv},
                        oDims = {a.b, a.hq, a.sq, a.dv};
-  std::vector<TestTensor> in = {uniform(a.t, qDims, seed),
-                                uniform(a.t, kDims, seed + 1),
-                                uniform(a.t, vDims, seed + 2)};
+  std::vector<TestTensor> in = {uniform(a.t, stored(qDims, 0), seed),
+                                uniform(a.t, stored(kDims, 1), seed + 1),
+                                uniform(a.t, stored(vDims, 2), seed + 2)};
   if (grad)
-    in.push_back(uniform(a.t, oDims, seed + 3));
+    in.push_back(uniform(a.t, stored(oDims, 3), seed + 3));
   if (!a.mask.empty())
     in.push_back(uniform(a.t, a.mask, seed + 4, -2, 2));
   std::vector<TestTensor> out;
   if (grad)
-    out = {zeros(a.t, qDims), zeros(a.t, kDims), zeros(a.t, vDims)};
+    out = {zeros(a.t, stored(qDims, 4)), zeros(a.t, stored(kDims, 5)),
+           zeros(a.t, stored(vDims, 6))};
   else
-    out = {zeros(a.t, oDims)};
+    out = {zeros(a.t, stored(oDims, 3))};
   return makeCall(grad ? Opcode::AttentionGrad : Opcode::Attention, in, out,
-                  {a.causal, !a.mask.empty()}, {1 / std::sqrt(double(a.d))});
+                  {a.causal, !a.mask.empty(), seqMajor},
+                  {1 / std::sqrt(double(a.d))});
 }
 
 /// Scores are D-term dot products (|q|, |k| <= 1, scaled by 1 / sqrt(D):
@@ -219,6 +243,27 @@ TEST_P(DeviceKernels, AttentionGrad) {
     check(attentionCall(a, true, seed), attentionOf(a, true));
     seed += 5;
   }
+}
+
+/// Tensors stored [B, S, H, D] (a GPT's projections reshaped into heads,
+/// read without a transpose): every tensor, or some; on the tensor cores
+/// (bf16, head size 64, rows 12 heads * 64 apart as GPT-2's) and not.
+TEST_P(DeviceKernels, AttentionSeqMajor) {
+  const AttentionShape shapes[] = {
+      {kBF16, 2, 12, 12, 129, 129, 64, 64, true, {}},
+      {kBF16, 1, 4, 2, 70, 70, 48, 48, false, {1, 4, 70, 70}},
+      {kF32, 2, 3, 3, 37, 37, 16, 8, true, {}},
+      {kF64, 1, 4, 2, 5, 7, 8, 8, true, {1, 1, 5, 7}},
+  };
+  uint32_t seed = 7;
+  for (const AttentionShape &a : shapes)
+    for (bool grad : {false, true})
+      for (int64_t bits :
+           {int64_t(0x7f), int64_t(0b0101), int64_t(0b1010010)}) {
+        bits &= grad ? 0x7f : 0xf;
+        check(attentionCall(a, grad, seed, bits), attentionOf(a, grad));
+        seed += 5;
+      }
 }
 
 /// A row whose every key is masked (-inf) gives zeros, forward and back.

@@ -492,7 +492,7 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
 //===----------------------------------------------------------------------===//
 
 def AbsorbTransposes : Pass<"trainc-absorb-transposes", "mlir::func::FuncOp"> {
-  let summary = "Let dot_generals read transposed operands in place";
+  let summary = "Let dot_generals and attention read transposed operands in place";
   let description = [{
     A `graph.transpose` whose every use is a `graph.dot_general` operand
     is removed: each dot reads the transpose's source instead, with its
@@ -509,6 +509,15 @@ def AbsorbTransposes : Pass<"trainc-absorb-transposes", "mlir::func::FuncOp"> {
     rewritten with its operands swapped, so it writes the transposed
     layout itself. Autodiff's weight gradients (X^T dY, transposed to the
     weight's [out, in] layout) take this form.
+
+    Attention's head transposes go the same way: a transpose that swaps
+    dimensions 1 and 2 (`[0, 2, 1, 3]`) of a `graph.attention` or
+    `graph.attention_grad` operand (the mask excepted) is read in place by
+    flipping that tensor's `seq_major` entry, and such transposes of a
+    result (all of its uses) by flipping the result's. A model's
+    `[B, S, H * D]` projection reshaped to `[B, S, H, D]` then enters
+    attention without a copy, and the output leaves in the layout the
+    next projection reads: on a GPT, 8 transposes per layer and step.
 
     Example:
     ```mlir
@@ -602,7 +611,14 @@ def WidenProducts : Pass<"trainc-widen-products", "mlir::func::FuncOp"> {
 def FuseElementwise : Pass<"trainc-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "Chains of elementwise ops become one loop (graph.fused_elementwise)";
   let description = [{
-    Groups elementwise ops of one shape that feed each other into
+    First, a `graph.layer_norm` or `graph.rms_norm` of an f32 input whose
+    only use is a `graph.convert` to bf16 or f16 (the copy a 16-bit matmul
+    reads under mixed precision) writes that type itself: the kernel
+    rounds its f32 result once, as the convert did, so the bits are the
+    same, and the f32 result is never stored (one instruction and one f32
+    activation's traffic fewer per norm).
+
+    Then it groups elementwise ops of one shape that feed each other into
     `graph.fused_elementwise` ops: one pass over memory (one kernel launch
     on a GPU) where each op took one, and the values only the group uses
     are never stored. The ops that fuse are the float and i1 elementwise

@@ -320,20 +320,39 @@ struct AttentionGradient
     // positions has one) is dS summed to the mask's shape, decomposed
     // below; when nothing needs it, it is dead and the canonicalizer
     // removes it.
+    // Layouts: the cotangent is stored as the result (3), each gradient as
+    // its operand (dq 4 as q 0, and so on).
+    SmallVector<int64_t> seqMajor;
+    for (int64_t i : {0, 1, 2, 3})
+      if (attention.isSeqMajor(i))
+        seqMajor.push_back(i);
+    for (int64_t i : {0, 1, 2})
+      if (attention.isSeqMajor(i))
+        seqMajor.push_back(4 + i);
     auto fused = b.create<AttentionGradOp>(
         op->getLoc(),
         TypeRange{attention.getQuery().getType(), attention.getKey().getType(),
                   attention.getValue().getType()},
         attention.getQuery(), attention.getKey(), attention.getValue(),
         cotangents[0], attention.getMask(), attention.getScaleAttr(),
-        attention.getCausalAttr());
+        attention.getCausalAttr(),
+        seqMajor.empty() ? DenseI64ArrayAttr()
+                         : b.getDenseI64ArrayAttr(seqMajor));
     out.append(fused->getResults().begin(), fused->getResults().end());
     if (!attention.getMask())
       return success();
     Emitter e{b, op->getLoc()};
-    Value g = e.widen(cotangents[0]);
-    Value q = e.widen(attention.getQuery()), k = e.widen(attention.getKey()),
-          v = e.widen(attention.getValue()),
+    // The mask's gradient below reads every tensor as [B, H, S, D].
+    auto headMajor = [&](Value x, int64_t tensor) {
+      return attention.isSeqMajor(tensor)
+                 ? b.createOrFold<TransposeOp>(e.loc, x,
+                                               ArrayRef<int64_t>{0, 2, 1, 3})
+                 : x;
+    };
+    Value g = e.widen(headMajor(cotangents[0], 3));
+    Value q = e.widen(headMajor(attention.getQuery(), 0)),
+          k = e.widen(headMajor(attention.getKey(), 1)),
+          v = e.widen(headMajor(attention.getValue(), 2)),
           mask = e.widen(attention.getMask());
     double scale = attention.getScale().convertToDouble();
     ArrayRef<int64_t> qShape = typeOf(q).getShape();

@@ -305,13 +305,22 @@ def Graph_LayerNormOp : Graph_InferredOp<"layer_norm", [AttrSizedOperandSegments
     - (C2) `scale` and `bias` have the normalized shape `input.shape[axis:]`.
     - (C3) `scale` and `bias` have the input's element type.
     - (C4) `epsilon` is finite and not negative.
-    - (C5) the result type is the inferred one (the input's type).
+    - (C5) the result type is the inferred one (the input's type), or for
+      an f32 input the same shape in bf16 or f16: the f32 result rounded
+      once, as a convert of it would be (the lower phase's fusion narrows
+      a norm whose only use is such a convert).
 
     Example:
     ```mlir
     %y = graph.layer_norm %x scale %g bias %b, axis = 2, epsilon = 1.0e-05
            : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<8x32x64xf32>
     ```
+  }];
+  let extraClassDeclaration = [{
+    ::llvm::LogicalResult verifyShapeConstraints();
+    /// The inferred type, or bf16/f16 in place of f32 (C5).
+    static bool isCompatibleReturnTypes(::mlir::TypeRange inferred,
+                                        ::mlir::TypeRange actual);
   }];
   let arguments = (ins Graph_FloatTensor:$input,
                        Optional<Graph_FloatTensor>:$scale,
@@ -337,7 +346,8 @@ def Graph_RmsNormOp : Graph_InferredOp<"rms_norm", [
     - (C2) `scale` has the normalized shape `input.shape[axis:]`.
     - (C3) `scale` has the input's element type.
     - (C4) `epsilon` is finite and not negative.
-    - (C5) the result type is the inferred one (the input's type).
+    - (C5) the result type is the inferred one (the input's type), or for
+      an f32 input the same shape in bf16 or f16, as layer_norm's.
 
     Example:
     ```mlir
@@ -349,6 +359,12 @@ def Graph_RmsNormOp : Graph_InferredOp<"rms_norm", [
                        Optional<Graph_FloatTensor>:$scale,
                        I64Attr:$axis, F64Attr:$epsilon);
   let results = (outs Graph_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    ::llvm::LogicalResult verifyShapeConstraints();
+    /// The inferred type, or bf16/f16 in place of f32 (C5).
+    static bool isCompatibleReturnTypes(::mlir::TypeRange inferred,
+                                        ::mlir::TypeRange actual);
+  }];
   let assemblyFormat = [{
     $input (`scale` $scale^)? `,` `axis` `=` $axis `,` `epsilon` `=` $epsilon
     attr-dict `:` functional-type(operands, results)
@@ -380,22 +396,43 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
     - (C7) all operands have the same element type.
     - (C8) `scale` is finite.
     - (C9) the result type is the inferred one.
+    - (C10) `seq_major`, when present, lists tensor numbers (query 0, key
+      1, value 2, result 3) in increasing order.
+
+    Layout: the shapes above are logical. A tensor whose number is in
+    `seq_major` is stored `[B, S, H, D]` (sequence before heads), the
+    layout of a projection's output reshaped into heads; the lower phase
+    sets it where the program would otherwise transpose heads in or out
+    (`trainc-absorb-transposes`). The mask is always `[B, H, Sq, Sk]`.
 
     Example:
     ```mlir
     %o = graph.attention %q, %k, %v, scale = 0.125, causal
            : (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
            -> tensor<8x4x32x16xf32>
+    // The same, q and the result stored [B, S, H, D]:
+    %o2 = graph.attention %qs, %k, %v, scale = 0.125, causal
+            {seq_major = array<i64: 0, 3>}
+           : (tensor<8x32x4x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
+           -> tensor<8x32x4x16xf32>
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
                        Graph_FloatTensor:$value,
                        Optional<Graph_FloatTensor>:$mask,
-                       F64Attr:$scale, UnitAttr:$causal);
+                       F64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<DenseI64ArrayAttr>:$seq_major);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? `,` `scale` `=` $scale
     (`,` `causal` $causal^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    ::llvm::LogicalResult verifyShapeConstraints();
+    /// Whether tensor `i` (C10's numbering) is stored [B, S, H, D].
+    bool isSeqMajor(int i) {
+      return getSeqMajor() && llvm::is_contained(*getSeqMajor(), i);
+    }
   }];
 }
 
@@ -553,9 +590,13 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [
     - (C1) query, key, value and the cotangent have rank 4, with
       attention's shapes (C1-C6 of graph.attention): the cotangent is
       [B, Hq, Sq, Dv].
-    - (C2) all operands have one element type; the results have the types
-      of query, key and value.
+    - (C2) all operands have one element type; the results have the
+      element type and the logical shapes of query, key and value.
     - (C3) `scale` is finite.
+    - (C4) `seq_major`, when present, lists tensor numbers (query 0, key 1,
+      value 2, cotangent 3, the gradients of query 4, key 5, value 6) in
+      increasing order; the shapes of C1 and C2 are read through it, as
+      graph.attention's.
 
     Example:
     ```mlir
@@ -568,12 +609,19 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [
   let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
                        Graph_FloatTensor:$value, Graph_FloatTensor:$cotangent,
                        Optional<Graph_FloatTensor>:$mask,
-                       F64Attr:$scale, UnitAttr:$causal);
+                       F64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<DenseI64ArrayAttr>:$seq_major);
   let results = (outs Graph_FloatTensor:$query_grad, Graph_FloatTensor:$key_grad,
                       Graph_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $cotangent (`mask` $mask^)? `,` `scale` `=`
     $scale (`,` `causal` $causal^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// Whether tensor `i` (C4's numbering) is stored [B, S, H, D].
+    bool isSeqMajor(int i) {
+      return getSeqMajor() && llvm::is_contained(*getSeqMajor(), i);
+    }
   }];
   let hasVerifier = 1;
 }

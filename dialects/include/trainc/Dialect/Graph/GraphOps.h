@@ -45,4 +45,19 @@ public:
 #define GET_OP_CLASSES
 #include "trainc/Dialect/Graph/GraphOps.h.inc"
 
+namespace trainc::graph {
+
+/// An attention tensor's logical [B, H, S, D] sizes from its stored shape,
+/// or the reverse: with `seqMajor` (graph.attention's `seq_major`) the
+/// tensor is stored [B, S, H, D], and heads and sequence swap places.
+inline llvm::SmallVector<int64_t, 4>
+attentionDims(llvm::ArrayRef<int64_t> shape, bool seqMajor) {
+  llvm::SmallVector<int64_t, 4> dims(shape);
+  if (seqMajor && dims.size() == 4)
+    std::swap(dims[1], dims[2]);
+  return dims;
+}
+
+} // namespace trainc::graph
+
 #endif // TRAINC_DIALECT_GRAPH_GRAPHOPS_H

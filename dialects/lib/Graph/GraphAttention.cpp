@@ -1,0 +1,191 @@
+//===- GraphAttention.cpp - Verifiers of attention and its gradient -------===//
+//
+// graph.attention (C1-C10, type inference) and graph.attention_grad
+// (C1-C4). Both read their tensors through `seq_major`: the constraints
+// are on the logical [B, H, S, D] shapes, whatever the stored layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc/Dialect/Graph/GraphOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace {
+
+using EmitErrorFn = llvm::function_ref<InFlightDiagnostic()>;
+
+/// Checks that `seqMajor` lists tensor numbers in [0, count) in increasing
+/// order (attention_c10, attention_grad_c4).
+LogicalResult checkSeqMajor(std::optional<ArrayRef<int64_t>> seqMajor,
+                            int64_t count, StringRef constraint,
+                            EmitErrorFn emitError) {
+  if (!seqMajor)
+    return success();
+  int64_t last = -1;
+  for (int64_t i : *seqMajor) {
+    if (i <= last || i >= count)
+      return emitError() << constraint
+                         << " seq_major must list tensor numbers in [0, "
+                         << count << ") in increasing order; got " << i
+                         << " after " << last;
+    last = i;
+  }
+  return success();
+}
+
+bool listed(std::optional<ArrayRef<int64_t>> seqMajor, int64_t i) {
+  return seqMajor && llvm::is_contained(*seqMajor, i);
+}
+
+/// The logical [B, H, S, D] sizes of tensor `i` of type `t`.
+SmallVector<int64_t, 4> logical(RankedTensorType t,
+                                std::optional<ArrayRef<int64_t>> seqMajor,
+                                int64_t i) {
+  return attentionDims(t.getShape(), listed(seqMajor, i));
+}
+
+LogicalResult inferAttentionType(Value query, Value key, Value value,
+                                 Value mask, double scale,
+                                 std::optional<ArrayRef<int64_t>> seqMajor,
+                                 SmallVectorImpl<Type> *types,
+                                 EmitErrorFn emitError) {
+  auto qType = dyn_cast<RankedTensorType>(query.getType());
+  auto kType = dyn_cast<RankedTensorType>(key.getType());
+  auto vType = dyn_cast<RankedTensorType>(value.getType());
+  if (!qType || !kType || !vType)
+    return failure();
+  if (failed(checkSeqMajor(seqMajor, 4, "(C10)", emitError))) // attention_c10
+    return failure();
+  if (qType.getRank() != 4 || kType.getRank() != 4 ||
+      vType.getRank() != 4) // attention_c1
+    return emitError() << "(C1) query, key and value must have rank 4 "
+                          "[batch, heads, seq, head_dim]; got ranks "
+                       << qType.getRank() << ", " << kType.getRank() << ", "
+                       << vType.getRank();
+  SmallVector<int64_t, 4> q = logical(qType, seqMajor, 0),
+                          k = logical(kType, seqMajor, 1),
+                          v = logical(vType, seqMajor, 2);
+  int64_t batch = q[0], qHeads = q[1], qSeq = q[2];
+  int64_t kHeads = k[1], kSeq = k[2];
+  if (k[0] != batch || v[0] != batch) // attention_c2
+    return emitError() << "(C2) batch sizes differ: query " << batch << ", key "
+                       << k[0] << ", value " << v[0];
+  if (k[3] != q[3]) // attention_c3
+    return emitError() << "(C3) query head dimension " << q[3]
+                       << " differs from key head dimension " << k[3];
+  if (v[1] != kHeads || v[2] != kSeq) // attention_c4
+    return emitError() << "(C4) key has " << kHeads << " heads and sequence "
+                       << kSeq << " but value has " << v[1]
+                       << " heads and sequence " << v[2];
+  if (kHeads == 0 || qHeads % kHeads != 0) // attention_c5
+    return emitError() << "(C5) query heads (" << qHeads
+                       << ") must be a multiple of key heads (" << kHeads
+                       << ")";
+  Type elementType = qType.getElementType();
+  SmallVector<Type> operandTypes = {kType, vType};
+  if (mask) {
+    auto m = dyn_cast<RankedTensorType>(mask.getType());
+    if (!m)
+      return failure();
+    int64_t scores[4] = {batch, qHeads, qSeq, kSeq};
+    if (m.getRank() != 4) // attention_c6
+      return emitError() << "(C6) mask must have rank 4, got " << m.getRank();
+    for (int64_t d = 0; d < 4; ++d)
+      if (m.getDimSize(d) != 1 && m.getDimSize(d) != scores[d]) // attention_c6
+        return emitError() << "(C6) mask dimension " << d << " has size "
+                           << m.getDimSize(d) << ", which is neither 1 nor "
+                           << scores[d] << " (scores are [" << batch << ", "
+                           << qHeads << ", " << qSeq << ", " << kSeq << "])";
+    operandTypes.push_back(m);
+  }
+  for (Type t : operandTypes) // attention_c7
+    if (cast<RankedTensorType>(t).getElementType() != elementType)
+      return emitError() << "(C7) operand element types differ: query has "
+                         << elementType << ", another operand has "
+                         << cast<RankedTensorType>(t).getElementType();
+  if (!std::isfinite(scale)) // attention_c8
+    return emitError() << "(C8) scale must be finite, got " << scale;
+  if (types)
+    types->push_back(RankedTensorType::get(
+        attentionDims({batch, qHeads, qSeq, v[3]}, listed(seqMajor, 3)),
+        elementType));
+  return success();
+}
+
+} // namespace
+
+LogicalResult AttentionOp::verifyShapeConstraints() {
+  return inferAttentionType(getQuery(), getKey(), getValue(), getMask(),
+                            getScale().convertToDouble(), getSeqMajor(),
+                            nullptr, [&] { return emitOpError(); });
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferAttentionType(
+      adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
+      adaptor.getMask(), adaptor.getScale().convertToDouble(),
+      adaptor.getSeqMajor(), &types,
+      [&] { return mlir::emitError(loc ? *loc : UnknownLoc::get(ctx)); });
+}
+
+LogicalResult AttentionGradOp::verify() {
+  std::optional<ArrayRef<int64_t>> seqMajor = getSeqMajor();
+  if (failed(checkSeqMajor(seqMajor, 7, "(C4)", [&] { // attention_grad_c4
+        return emitOpError();
+      })))
+    return failure();
+  RankedTensorType qType = getQuery().getType(), kType = getKey().getType(),
+                   vType = getValue().getType(),
+                   gType = getCotangent().getType();
+  if (qType.getRank() != 4 || kType.getRank() != 4 || vType.getRank() != 4 ||
+      gType.getRank() != 4) // attention_grad_c1
+    return emitOpError("(C1) query, key, value and the cotangent must have "
+                       "rank 4");
+  SmallVector<int64_t, 4> q = logical(qType, seqMajor, 0),
+                          k = logical(kType, seqMajor, 1),
+                          v = logical(vType, seqMajor, 2),
+                          g = logical(gType, seqMajor, 3);
+  int64_t b = q[0], hq = q[1], sq = q[2];
+  int64_t hk = k[1], sk = k[2];
+  if (k[0] != b || v[0] != b || k[3] != q[3] || v[1] != hk || v[2] != sk ||
+      hk == 0 || hq % hk != 0 ||
+      ArrayRef<int64_t>(g) !=
+          ArrayRef<int64_t>{b, hq, sq, v[3]}) // attention_grad_c1
+    return emitOpError("(C1) the shapes are not attention's: query ")
+           << qType << ", key " << kType << ", value " << vType
+           << ", cotangent " << gType
+           << (seqMajor ? " (read through seq_major)" : "");
+  if (Value mask = getMask()) {
+    auto m = cast<RankedTensorType>(mask.getType());
+    int64_t scores[4] = {b, hq, sq, sk};
+    if (m.getRank() != 4 || llvm::any_of(llvm::seq(0, 4), [&](int i) {
+          return m.getDimSize(i) != 1 && m.getDimSize(i) != scores[i];
+        })) // attention_grad_c1
+      return emitOpError("(C1) the mask ")
+             << m << " does not broadcast to the scores";
+  }
+  Type e = qType.getElementType();
+  for (Value x : getOperands()) // attention_grad_c2
+    if (cast<RankedTensorType>(x.getType()).getElementType() != e)
+      return emitOpError("(C2) all operands must have one element type");
+  // attention_grad_c2: each gradient is its tensor's logical shape, stored
+  // in its own layout.
+  Value grads[3] = {getQueryGrad(), getKeyGrad(), getValueGrad()};
+  ArrayRef<int64_t> shapes[3] = {q, k, v};
+  for (int i = 0; i < 3; ++i) {
+    auto t = cast<RankedTensorType>(grads[i].getType());
+    if (t.getElementType() != e ||
+        ArrayRef<int64_t>(logical(t, seqMajor, 4 + i)) != shapes[i])
+      return emitOpError("(C2) the results must have the shapes and element "
+                         "type of query, key and value");
+  }
+  if (!std::isfinite(getScale().convertToDouble())) // attention_grad_c3
+    return emitOpError("(C3) scale must be finite");
+  return success();
+}
