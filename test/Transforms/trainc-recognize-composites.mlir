@@ -329,6 +329,33 @@ func.func @attention_causal(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
 
 // -----
 
+// PyTorch's exported scaled_dot_product_attention (Hugging Face GPT-2 and
+// BERT, TorchScript exporter): q and k^T each scaled by sqrt(scale) before
+// the product. The factors join attention's scale (0.5 * 0.5 * 2) and q
+// and k enter unscaled; the multiplies are gone.
+// CHECK-LABEL: func.func @attention_scaled_operands
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x4x8x16xf32>, %[[KT:.+]]: tensor<2x4x16x8xf32>, %[[V:.+]]: tensor<2x4x8x16xf32>)
+// CHECK-NOT: graph.mul
+// CHECK: %[[K:.+]] = graph.transpose %[[KT]], permutation = [0, 1, 3, 2]
+// CHECK: %[[O:.+]] = graph.attention %[[Q]], %[[K]], %[[V]], scale = 5.000000e-01 :
+// CHECK-NEXT: return %[[O]]
+func.func @attention_scaled_operands(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %cq = graph.constant dense<0.5> : tensor<2x4x8x16xf32>
+  %ck = graph.constant dense<0.5> : tensor<2x4x16x8xf32>
+  %qs = graph.mul %q, %cq : tensor<2x4x8x16xf32>
+  %ks = graph.mul %ck, %kt : tensor<2x4x16x8xf32>
+  %s = graph.dot_general %qs, %ks, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %c = graph.constant dense<2.0> : tensor<2x4x8x8xf32>
+  %sc = graph.mul %s, %c : tensor<2x4x8x8xf32>
+  %p = graph.softmax %sc, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
 // Flax's einsum attention: q, k, v in [b, s, h, d]
 // ('bqhd,bkhd->bhqk', then 'bhqk,bkhd->bqhd'): the operands are transposed
 // into [b, h, s, d] and the output, [b, h, q, d] as graph.attention gives

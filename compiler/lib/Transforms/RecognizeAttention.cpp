@@ -396,19 +396,34 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       qk = div.getLhs();
     }
     auto dot = qk.getDefiningOp<DotGeneralOp>();
-    if (!dot || (qk != s && !hasOneUse(qk)) || !std::isfinite(scale))
+    if (!dot || (qk != s && !hasOneUse(qk)))
+      return failure();
+    // PyTorch's exported scaled_dot_product_attention scales q and k by
+    // sqrt(scale) each before their product (Hugging Face GPT-2, BERT):
+    // the factors join the scale, which the kernel applies to the product
+    // in f32, and q and k enter attention unscaled (no multiply, and no
+    // transpose kept only to feed one).
+    auto unscaled = [&](Value x) {
+      if (auto mul = x.getDefiningOp<MulOp>())
+        if (auto split = pick(mul.getLhs(), mul.getRhs(),
+                              [](Value v) { return splatOf(v).has_value(); })) {
+          scale *= *splatOf(split->first);
+          return split->second;
+        }
+      return x;
+    };
+    Value lhs = unscaled(dot.getLhs()), rhs = unscaled(dot.getRhs());
+    if (!std::isfinite(scale))
       return failure();
     auto operandDims = [&](Value x, ArrayRef<int64_t> batching,
                            ArrayRef<int64_t> contracting) {
       return folded ? foldedDims(x, batching, contracting)
                     : headDims(x, batching, contracting);
     };
-    SmallVector<int64_t> queryDims =
-        operandDims(dot.getLhs(), dot.getLhsBatchingDimensions(),
-                    dot.getLhsContractingDimensions());
-    SmallVector<int64_t> keyDims =
-        operandDims(dot.getRhs(), dot.getRhsBatchingDimensions(),
-                    dot.getRhsContractingDimensions());
+    SmallVector<int64_t> queryDims = operandDims(
+        lhs, dot.getLhsBatchingDimensions(), dot.getLhsContractingDimensions());
+    SmallVector<int64_t> keyDims = operandDims(
+        rhs, dot.getRhsBatchingDimensions(), dot.getRhsContractingDimensions());
     if (queryDims.empty() || keyDims.empty())
       return failure();
     // The queries' and keys' sequences must be the scores' [q, k] (a
@@ -419,14 +434,11 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       return cast<RankedTensorType>(v.getType()).getDimSize(dim);
     };
     int64_t free = folded ? 1 : 2, contracted = folded ? 2 : 3;
-    if (sizeOf(dot.getLhs(), queryDims[free]) !=
-            scoresType.getDimSize(probsDims[2]) ||
-        sizeOf(dot.getRhs(), keyDims[free]) !=
-            scoresType.getDimSize(probsDims[3]) ||
+    if (sizeOf(lhs, queryDims[free]) != scoresType.getDimSize(probsDims[2]) ||
+        sizeOf(rhs, keyDims[free]) != scoresType.getDimSize(probsDims[3]) ||
         sizeOf(values, valueDims[contracted]) !=
             scoresType.getDimSize(probsDims[3]) ||
-        (!folded &&
-         sizeOf(values, valueDims[1]) != sizeOf(dot.getRhs(), keyDims[1])))
+        (!folded && sizeOf(values, valueDims[1]) != sizeOf(rhs, keyDims[1])))
       return failure();
 
     // [b, h, s, d] each: the value's contracted dim is its sequence.
@@ -436,8 +448,8 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
                  ? toHeadsFolded(rewriter, loc, x, dims, b, h, contractedFirst)
                  : toHeads(rewriter, loc, x, dims, contractedFirst);
     };
-    Value query = heads(dot.getLhs(), queryDims);
-    Value key = heads(dot.getRhs(), keyDims);
+    Value query = heads(lhs, queryDims);
+    Value key = heads(rhs, keyDims);
     Value value = heads(values, valueDims, /*contractedFirst=*/true);
     int64_t sq = scoresType.getDimSize(probsDims[2]),
             sk = scoresType.getDimSize(probsDims[3]);
