@@ -29,7 +29,9 @@ def RecognizeComposites : Pass<"trainc-recognize-composites", "mlir::func::FuncO
       [batch, heads, seq, dim] operands, where the mask is either a
       `select(cond, -inf, scores)` with a constant condition (recognized as
       `causal` when it is exactly the upper triangle) or an added mask ->
-      `graph.attention`.
+      `graph.attention`. A q or k multiplied by a constant before the
+      product (PyTorch's exported scaled_dot_product_attention scales each
+      by sqrt(scale)) enters unscaled, its factor joining the scale.
 
     Input: graph-dialect IR after canonicalization (broadcasts merged,
     constants folded). Output: the same function with the patterns replaced;
