@@ -53,6 +53,26 @@ func.func @main(%x: tensor<2x8x64xf32>, %wq: tensor<64x64xf32>, %wo: tensor<64x6
 
 // -----
 
+// The same with attention reading and writing [B, S, H, D] (seq_major, as
+// the lower phase leaves it): the seed splits dimension 2, the heads.
+// CHECK-LABEL: func.func @main
+// CHECK: graph.shard_slice {{.*}} : (tensor<64x64xf32>) -> tensor<32x64xf32>
+// CHECK: graph.reshape {{.*}} -> tensor<2x8x2x16xf32>
+// CHECK: graph.attention {{.*}} -> tensor<2x8x2x16xf32>
+// CHECK: %[[P:.+]] = graph.dot_general {{.*}} -> tensor<2x8x64xf32>
+// CHECK: %[[Y:.+]] = graph.all_reduce %[[P]], axis = "tensor"
+// CHECK: return %[[Y]]
+func.func @main(%x: tensor<2x8x64xf32>, %wq: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x8x64xf32> {
+  %q = graph.dot_general %x, %wq, batching_dims = [] x [], contracting_dims = [2] x [0] : (tensor<2x8x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  %r = graph.reshape %q : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
+  %o = graph.attention %r, %r, %r, scale = 0.25, causal {seq_major = array<i64: 0, 1, 2, 3>} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  %or = graph.reshape %o : (tensor<2x8x4x16xf32>) -> tensor<2x8x64xf32>
+  %y = graph.dot_general %or, %wo, batching_dims = [] x [], contracting_dims = [2] x [0] : (tensor<2x8x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  return %y : tensor<2x8x64xf32>
+}
+
+// -----
+
 // Hand annotations and the conflict rule: the add's first operand, split
 // along dimension 0, decides; the second (split along 1 by its annotation)
 // is gathered and sliced along 0. A splat constant is made as a block. A

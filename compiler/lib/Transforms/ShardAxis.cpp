@@ -505,12 +505,17 @@ int64_t trainc::seedMegatron(func::FuncOp fn, int64_t size) {
     // that back to the projections (column-parallel) and forward to the
     // output projection, whose contraction over heads is then split
     // (row-parallel).
+    // Heads are dimension 1, or 2 for a tensor stored [B, S, H, D].
     if (auto attention = dyn_cast<AttentionOp>(op)) {
-      if (attention.getKey().getType().getDimSize(1) % size != 0)
+      auto headsDim = [&](int64_t tensor) -> int64_t {
+        return attention.isSeqMajor(tensor) ? 2 : 1;
+      };
+      if (attention.getKey().getType().getDimSize(headsDim(1)) % size != 0)
         return;
-      for (Value v :
-           {attention.getQuery(), attention.getKey(), attention.getValue()})
-        seeds += annotate(v, 1);
+      Value operands[] = {attention.getQuery(), attention.getKey(),
+                          attention.getValue()};
+      for (int64_t i = 0; i < 3; ++i)
+        seeds += annotate(operands[i], headsDim(i));
       return;
     }
     // MLP: the operand whose features a matmul contracts (the down

@@ -133,7 +133,7 @@ struct AttentionShape {
     for (int i = 0; i < 4; ++i)
       maskStride[i] = m.dims[i] == 1 ? 0 : strides[i];
   }
-  /// The mask row of (b, h), or null without a mask.
+  /// The mask row of (b, h, i), or null without a mask.
   template <typename T>
   const T *maskRow(const T *mask, int64_t b, int64_t h, int64_t i) const {
     return mask ? mask + b * maskStride[0] + h * maskStride[1] +

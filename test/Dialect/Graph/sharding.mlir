@@ -163,7 +163,8 @@ func.func @norms(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>) {
 
 // -----
 
-func.func @attention(%q: tensor<2x8x32x16xf32>, %kv: tensor<2x4x32x16xf32>, %m: tensor<1x1x32x32xf32>) {
+func.func @attention(%q: tensor<2x8x32x16xf32>, %kv: tensor<2x4x32x16xf32>, %m: tensor<1x1x32x32xf32>,
+                     %qs: tensor<2x32x8x16xf32>, %kvs: tensor<2x32x4x16xf32>) {
   // Batch and key/value heads (8 query heads in 4 groups: the major part); masks of size-1 dimensions have none.
   // expected-remark@+1 {{([i, j, _, _], [i, j, _, _], [i, j, _, _], [_, _, _, _]) -> ([i, j, _, _]) sizes i=2, j=4}}
   %0 = graph.attention %q, %kv, %kv mask %m, scale = 0.25
@@ -172,6 +173,14 @@ func.func @attention(%q: tensor<2x8x32x16xf32>, %kv: tensor<2x4x32x16xf32>, %m: 
   %1:3 = graph.attention_grad %q, %kv, %kv, %q, scale = 0.25, causal
          : (tensor<2x8x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x8x32x16xf32>)
          -> (tensor<2x8x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>)
+  // Tensors stored [B, S, H, D] (seq_major) have their heads in dimension 2.
+  // expected-remark@+1 {{([i, _, j, _], [i, j, _, _], [i, _, j, _], [_, _, _, _]) -> ([i, _, j, _]) sizes i=2, j=4}}
+  %2 = graph.attention %qs, %kv, %kvs mask %m, scale = 0.25 {seq_major = array<i64: 0, 2, 3>}
+         : (tensor<2x32x8x16xf32>, tensor<2x4x32x16xf32>, tensor<2x32x4x16xf32>, tensor<1x1x32x32xf32>) -> tensor<2x32x8x16xf32>
+  // expected-remark@+1 {{([i, _, j, _], [i, _, j, _], [i, _, j, _], [i, _, j, _]) -> ([i, j, _, _], [i, _, j, _], [i, j, _, _]) sizes i=2, j=4}}
+  %3:3 = graph.attention_grad %qs, %kvs, %kvs, %qs, scale = 0.25, causal {seq_major = array<i64: 0, 1, 2, 3, 5>}
+         : (tensor<2x32x8x16xf32>, tensor<2x32x4x16xf32>, tensor<2x32x4x16xf32>, tensor<2x32x8x16xf32>)
+         -> (tensor<2x8x32x16xf32>, tensor<2x32x4x16xf32>, tensor<2x4x32x16xf32>)
   return
 }
 

@@ -445,6 +445,97 @@ TEST(Executable, ChecksConvertGroups) {
   fails(withInts, "expects 0 and 0");
 }
 
+// Attention reads each of its tensors through ints[2]'s seq_major bit
+// ([B, S, H, D] when set): shapes are checked as [B, H, S, D] after the
+// swap, and bits past the instruction's tensors are refused.
+TEST(Executable, ChecksAttentionLayouts) {
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::F32, {2, 4, 8, 16}), // 0: [B, H, S, D]
+      tensor(DType::F32, {2, 8, 4, 16}), // 1: the same, [B, S, H, D]
+      tensor(DType::F32, {2, 4, 8, 8}),  // 2: another head size
+      tensor(DType::BF16, {2, 8, 4, 16})};
+  InstructionInfo canonical;
+  canonical.op = Opcode::Attention;
+  canonical.operands = {0, 0, 0};
+  canonical.results = {0};
+  canonical.ints = {1, 0, 0};
+  canonical.floats = {0.25};
+  EXPECT_TRUE(validateInstruction(canonical, 0, tensors).ok());
+  InstructionInfo seqMajor = canonical; // q and the result [B, S, H, D]
+  seqMajor.operands = {1, 0, 0};
+  seqMajor.results = {1};
+  seqMajor.ints = {1, 0, 0b1001};
+  EXPECT_TRUE(validateInstruction(seqMajor, 0, tensors).ok());
+  auto fails = [&](const InstructionInfo &inst, const std::string &words) {
+    Status s = validateInstruction(inst, 0, tensors);
+    EXPECT_NE(s.message().find(words), std::string::npos)
+        << words << " | " << s.toString();
+  };
+  // q stored [B, S, H, D] with its bit clear reads as 8 heads of 4
+  // positions (grouped over k's 4 heads), so the result is the wrong shape.
+  InstructionInfo unlisted = seqMajor;
+  unlisted.ints = {1, 0, 0b1000};
+  fails(unlisted, "has the wrong shape for its operands");
+  InstructionInfo otherHeadSize = canonical;
+  otherHeadSize.operands = {0, 2, 2};
+  fails(otherHeadSize, "q, k and v shapes are inconsistent");
+  InstructionInfo resultUnlisted = seqMajor;
+  resultUnlisted.ints = {1, 0, 0b0001};
+  fails(resultUnlisted, "has the wrong shape for its operands");
+  InstructionInfo pastTheTensors = canonical;
+  pastTheTensors.ints = {1, 0, 0b10000};
+  fails(pastTheTensors, "seq_major bits 16 name a tensor");
+  InstructionInfo twoInts = canonical; // a version 12 instruction
+  twoInts.ints = {1, 0};
+  fails(twoInts, "expects 3");
+  // The gradient: q, k, v, the cotangent, then dq, dk, dv (bits 4..6).
+  InstructionInfo grad;
+  grad.op = Opcode::AttentionGrad;
+  grad.operands = {1, 1, 1, 1};
+  grad.results = {0, 1, 1};
+  grad.ints = {0, 0, 0b1101111};
+  grad.floats = {0.25};
+  EXPECT_TRUE(validateInstruction(grad, 0, tensors).ok());
+  InstructionInfo gradWrong = grad; // dq stored [B, H, S, D] but listed
+  gradWrong.ints = {0, 0, 0b1111111};
+  fails(gradWrong, "gradient 0 must have the shape and dtype of its operand");
+  InstructionInfo gradDtype = grad;
+  gradDtype.results = {0, 3, 1};
+  fails(gradDtype, "gradient 1 must have the shape and dtype of its operand");
+}
+
+// A norm's result has x's type, or for an f32 x bf16 or f16 (a norm the
+// compiler narrowed); nothing else.
+TEST(Executable, ChecksNarrowedNorms) {
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::F32, {4, 8}), tensor(DType::BF16, {4, 8}),
+      tensor(DType::F16, {4, 8}), tensor(DType::F64, {4, 8}),
+      tensor(DType::BF16, {8, 4})};
+  for (Opcode op : {Opcode::LayerNorm, Opcode::RmsNorm}) {
+    InstructionInfo norm;
+    norm.op = op;
+    norm.operands = {0};
+    norm.results = {0};
+    norm.ints = op == Opcode::LayerNorm ? std::vector<int64_t>{1, 0, 0}
+                                        : std::vector<int64_t>{1, 0};
+    norm.floats = {1e-5};
+    for (uint32_t ok : {0u, 1u, 2u}) {
+      norm.operands = {0};
+      norm.results = {ok};
+      EXPECT_TRUE(validateInstruction(norm, 0, tensors).ok()) << ok;
+    }
+    const char *words = "the result must have x's shape and x's dtype";
+    for (auto [x, y] :
+         {std::pair<uint32_t, uint32_t>{0, 3}, {1, 0}, {1, 2}, {0, 4}}) {
+      norm.operands = {x};
+      norm.results = {y};
+      Status s = validateInstruction(norm, 0, tensors);
+      EXPECT_NE(s.message().find(words), std::string::npos)
+          << x << " -> " << y << " | " << s.toString();
+    }
+  }
+}
+
 // The loader checks the training signature like everything else it reads:
 // indices in range, and the loss a float scalar.
 TEST(Executable, RejectsABrokenTrainingSignature) {
