@@ -155,6 +155,44 @@ func.func @parameter_casts(%w: tensor<8x4xf32> {train.param = "w", train.init = 
 
 // -----
 
+// Small copies read only nearby (biases) join the weights' group while
+// they add at most 1/64 of its bytes (here 2 x 8 KiB / 64 = 256 bytes):
+// the first two 64-element biases (128 bytes each) join, the third does
+// not fit. A bias read before the group's place keeps its cast.
+// CHECK-LABEL: func.func @small_casts_join
+// CHECK-SAME: (%[[W:[^:]+]]: tensor<64x64xf32> {{.*}}, %[[V:[^:]+]]: tensor<64x64xf32> {{.*}}, %[[B1:[^:]+]]: tensor<64xf32> {{.*}}, %[[B2:[^:]+]]: tensor<64xf32> {{.*}}, %[[B3:[^:]+]]: tensor<64xf32> {{.*}}, %[[B0:[^:]+]]: tensor<64xf32> {{.*}}, %[[X:[^:]+]]: tensor<2x64xbf16>)
+// CHECK: %[[B0B:.+]] = graph.convert %[[B0]]
+// CHECK: graph.dot_general_bias %[[X]], %{{.+}}, %[[B0B]]
+// CHECK: %[[G:.+]]:4 = graph.convert_group %[[W]], %[[V]], %[[B1]], %[[B2]] : {{.+}} -> (tensor<64x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>, tensor<64xbf16>)
+// CHECK: graph.dot_general_bias %{{.+}}, %[[G]]#0, %[[G]]#2
+// CHECK: graph.dot_general_bias %{{.+}}, %[[G]]#0, %[[G]]#3
+// CHECK: %[[B3B:.+]] = graph.convert %[[B3]]
+// CHECK: graph.dot_general_bias %{{.+}}, %[[G]]#0, %[[B3B]]
+// CHECK: return %{{.+}}, %[[G]]#0, %[[G]]#1
+func.func @small_casts_join(%w: tensor<64x64xf32> {train.param = "w", train.init = dense<0.0> : tensor<64x64xf32>},
+                            %v: tensor<64x64xf32> {train.param = "v", train.init = dense<0.0> : tensor<64x64xf32>},
+                            %b1: tensor<64xf32> {train.param = "b1", train.init = dense<0.0> : tensor<64xf32>},
+                            %b2: tensor<64xf32> {train.param = "b2", train.init = dense<0.0> : tensor<64xf32>},
+                            %b3: tensor<64xf32> {train.param = "b3", train.init = dense<0.0> : tensor<64xf32>},
+                            %b0: tensor<64xf32> {train.param = "b0", train.init = dense<0.0> : tensor<64xf32>},
+                            %x: tensor<2x64xbf16>)
+    -> (tensor<2x64xbf16>, tensor<64x64xbf16>, tensor<64x64xbf16>) {
+  %u = graph.constant dense<1.0> : tensor<64x64xbf16>
+  %b016 = graph.convert %b0 : (tensor<64xf32>) -> tensor<64xbf16>
+  %h0 = graph.dot_general_bias %x, %u, %b016, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<2x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<2x64xbf16>
+  %w16 = graph.convert %w : (tensor<64x64xf32>) -> tensor<64x64xbf16>
+  %b116 = graph.convert %b1 : (tensor<64xf32>) -> tensor<64xbf16>
+  %h1 = graph.dot_general_bias %h0, %w16, %b116, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<2x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<2x64xbf16>
+  %b216 = graph.convert %b2 : (tensor<64xf32>) -> tensor<64xbf16>
+  %h2 = graph.dot_general_bias %h1, %w16, %b216, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<2x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<2x64xbf16>
+  %b316 = graph.convert %b3 : (tensor<64xf32>) -> tensor<64xbf16>
+  %h3 = graph.dot_general_bias %h2, %w16, %b316, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<2x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<2x64xbf16>
+  %v16 = graph.convert %v : (tensor<64x64xf32>) -> tensor<64x64xbf16>
+  return %h3, %w16, %v16 : tensor<2x64xbf16>, tensor<64x64xbf16>, tensor<64x64xbf16>
+}
+
+// -----
+
 // An inference program reads each copy once, right after its cast: made
 // all at once they would all be alive together, so no group. Nor for
 // 8-bit targets (convert_group takes f64, f32, f16 and bf16), and a

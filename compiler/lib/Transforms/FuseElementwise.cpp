@@ -282,8 +282,9 @@ bool isGroupFloat(Type t) {
 /// reads again), so every copy in the group is alive there anyway and
 /// the group only makes them earlier, below a training step's peak. Copies
 /// read only nearby (a bias, a frozen layer, an inference program) keep
-/// their own casts. Not when blocks are recomputed: the clones cast again
-/// in the backward pass, so the forward copies die early.
+/// their own casts, but for small ones (biases) that add at most 1/64 of
+/// the group's bytes. Not when blocks are recomputed: the clones cast
+/// again in the backward pass, so the forward copies die early.
 void groupParameterCasts(func::FuncOp fn) {
   if (fn.isExternal())
     return;
@@ -326,6 +327,27 @@ void groupParameterCasts(func::FuncOp fn) {
     }
     if (casts.size() < 2)
       continue;
+    // The other casts (a bias's, read only by its matmul) join while their
+    // copies add at most 1/64 of the group's bytes, each one whose readers
+    // all come after the group's place: a launch each saved for a few KiB
+    // alive from the step's start to the layer that reads it, which in a
+    // training step is before its peak. An inference program has no group.
+    int64_t budget = 0;
+    for (ConvertOp c : casts)
+      budget += bytesOf(c.getResult());
+    budget /= 64;
+    Operation *place = casts.front();
+    SmallVector<ConvertOp> joined;
+    for (ConvertOp c : candidates) {
+      if (llvm::is_contained(casts, c) || bytesOf(c.getResult()) > budget ||
+          !llvm::all_of(c->getUsers(), [&](Operation *user) {
+            return user->getBlock() == &body && place->isBeforeInBlock(user);
+          }))
+        continue;
+      budget -= bytesOf(c.getResult());
+      joined.push_back(c);
+    }
+    llvm::append_range(casts, joined);
     SmallVector<Value> inputs;
     SmallVector<Type> resultTypes;
     for (ConvertOp c : casts) {

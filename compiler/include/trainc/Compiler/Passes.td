@@ -656,7 +656,9 @@ def FuseElementwise : Pass<"trainc-fuse-elementwise", "mlir::func::FuncOp"> {
     last cast (as the backward pass reads a weight), so every copy in the
     group is alive there anyway and the group only makes them earlier;
     copies read only nearby (a bias, a frozen layer, an inference
-    program) keep their own casts. Not when blocks are recomputed: then
+    program) keep their own casts, but for small ones (biases) read after
+    the group's place, which join while they add at most 1/64 of the
+    group's bytes. Not when blocks are recomputed: then
     the clones cast again in the backward pass and the forward copies die
     early.
 
