@@ -40,7 +40,8 @@ namespace trainc {
 ///      within this version's making: no version 11 file predates it).
 ///  12: FusedElementwise, ConvertGroup.
 ///  13: Attention's and AttentionGrad's ints[2] (seq_major); LayerNorm and
-///      RmsNorm of f32 x may give a bf16 or f16 result.
+///      RmsNorm of f32 x may give a bf16 or f16 result, ReduceSum of bf16
+///      or f16 an f32 one.
 constexpr uint32_t kFormatVersion = 13;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.

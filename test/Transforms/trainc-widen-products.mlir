@@ -49,3 +49,35 @@ func.func @stays(%a: tensor<4x8xbf16>, %b: tensor<8x2xbf16>, %c: tensor<4x8xf32>
   // CHECK: return
   return %w, %p, %qw, %rw, %sw : tensor<4x2xf32>, tensor<4x2xbf16>, tensor<4x2xf64>, tensor<4x2xf64>, tensor<4x2xf32>
 }
+
+// -----
+
+// A bf16 bias gradient summed over rows and widened for the f32 bias is
+// summed in f32 (reduce_sum's C3); a sum with another use, or widened to
+// f64, or of f32 keeps its convert, and so does an f16 sum (where a
+// loss-scaled backward pass overflows as PyTorch's does).
+// CHECK-LABEL: func.func @bias_gradient
+// CHECK-SAME: (%[[G:[^:]+]]: tensor<8x16xbf16>, %[[H:[^:]+]]: tensor<8x16xf16>, %[[F:[^:]+]]: tensor<8x16xf32>)
+// CHECK: %[[DB:.+]] = graph.reduce_sum %[[G]], dims = [0] : (tensor<8x16xbf16>) -> tensor<16xf32>
+// CHECK: %[[DH:.+]] = graph.reduce_sum %[[H]], dims = [0] : (tensor<8x16xf16>) -> tensor<16xf16>
+// CHECK: graph.convert %[[DH]] : (tensor<16xf16>) -> tensor<16xf32>
+// CHECK: %[[KEPT:.+]] = graph.reduce_sum %[[G]], dims = [1] : (tensor<8x16xbf16>) -> tensor<8xbf16>
+// CHECK: graph.convert %[[KEPT]] : (tensor<8xbf16>) -> tensor<8xf32>
+// CHECK: %[[WIDE:.+]] = graph.reduce_sum %[[H]], dims = [1] : (tensor<8x16xf16>) -> tensor<8xf16>
+// CHECK: graph.convert %[[WIDE]] : (tensor<8xf16>) -> tensor<8xf64>
+// CHECK: %[[F32:.+]] = graph.reduce_sum %[[F]], dims = [0] : (tensor<8x16xf32>) -> tensor<16xf32>
+// CHECK: graph.convert %[[F32]] : (tensor<16xf32>) -> tensor<16xf64>
+func.func @bias_gradient(%g: tensor<8x16xbf16>, %h: tensor<8x16xf16>, %f: tensor<8x16xf32>)
+    -> (tensor<16xf32>, tensor<16xf32>, tensor<8xf32>, tensor<8xbf16>, tensor<8xf64>, tensor<16xf64>) {
+  %0 = graph.reduce_sum %g, dims = [0] : (tensor<8x16xbf16>) -> tensor<16xbf16>
+  %1 = graph.convert %0 : (tensor<16xbf16>) -> tensor<16xf32>
+  %2 = graph.reduce_sum %h, dims = [0] : (tensor<8x16xf16>) -> tensor<16xf16>
+  %3 = graph.convert %2 : (tensor<16xf16>) -> tensor<16xf32>
+  %4 = graph.reduce_sum %g, dims = [1] : (tensor<8x16xbf16>) -> tensor<8xbf16>
+  %5 = graph.convert %4 : (tensor<8xbf16>) -> tensor<8xf32>
+  %6 = graph.reduce_sum %h, dims = [1] : (tensor<8x16xf16>) -> tensor<8xf16>
+  %7 = graph.convert %6 : (tensor<8xf16>) -> tensor<8xf64>
+  %8 = graph.reduce_sum %f, dims = [0] : (tensor<8x16xf32>) -> tensor<16xf32>
+  %9 = graph.convert %8 : (tensor<16xf32>) -> tensor<16xf64>
+  return %1, %3, %5, %4, %7, %9 : tensor<16xf32>, tensor<16xf32>, tensor<8xf32>, tensor<8xbf16>, tensor<8xf64>, tensor<16xf64>
+}

@@ -19,6 +19,27 @@ using namespace trainc::graph;
 
 namespace {
 
+/// convert(reduce_sum(x : bf16)) -> f32, the convert the sum's only use:
+/// the sum itself gives f32 (reduce_sum's C3), the bias gradients of mixed
+/// precision (a 16-bit gradient summed over rows for an f32 bias). Not for
+/// f16: a bias gradient's f16 sum is where a loss-scaled backward pass
+/// overflows first (a Hugging Face ViT at 2^16), and fp16 training keeps
+/// GradScaler's overflow decisions, so its sums stay as PyTorch's.
+bool widenSum(ConvertOp convert) {
+  auto sum = convert.getOperand().getDefiningOp<ReduceSumOp>();
+  if (!sum || !sum->hasOneUse() || sum.getDims().empty() ||
+      !convert.getType().getElementType().isF32() ||
+      sum->getDiscardableAttrDictionary() !=
+          convert->getDiscardableAttrDictionary())
+    return false;
+  if (!sum.getType().getElementType().isBF16())
+    return false;
+  sum.getResult().setType(convert.getType());
+  convert.replaceAllUsesWith(sum.getResult());
+  convert.erase();
+  return true;
+}
+
 struct WidenProductsPass
     : public trainc::impl::WidenProductsBase<WidenProductsPass> {
   void runOnOperation() override {
@@ -29,6 +50,8 @@ struct WidenProductsPass
     // be widened differently; the numbers stay those of a program written
     // with the same products, each widened or not.
     for (ConvertOp convert : converts) {
+      if (widenSum(convert))
+        continue;
       auto dot = convert.getOperand().getDefiningOp<DotGeneralOp>();
       if (!dot || !dot->hasOneUse() || dot.getF32Result() ||
           !convert.getType().getElementType().isF32() ||

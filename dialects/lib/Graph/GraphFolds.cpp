@@ -439,7 +439,10 @@ OpFoldResult ConvertOp::fold(FoldAdaptor adaptor) {
 //===----------------------------------------------------------------------===//
 
 OpFoldResult ReduceSumOp::fold(FoldAdaptor) {
-  return getDims().empty() ? getOperand() : OpFoldResult();
+  // Not a widened sum (C3): its result is not the operand's type.
+  return getDims().empty() && getOperand().getType() == getType()
+             ? getOperand()
+             : OpFoldResult();
 }
 OpFoldResult ReduceMaxOp::fold(FoldAdaptor) {
   return getDims().empty() ? getOperand() : OpFoldResult();

@@ -277,6 +277,27 @@ TRAINC_DEFINE_REDUCE_SHAPE_RULES(ReduceMaxOp)
 TRAINC_DEFINE_REDUCE_SHAPE_RULES(ReduceMeanOp)
 #undef TRAINC_DEFINE_REDUCE_SHAPE_RULES
 
+// reduce_c3: a widened sum (16-bit operand, f32 result) is reduce_sum's.
+bool ReduceSumOp::isCompatibleReturnTypes(TypeRange inferred,
+                                          TypeRange actual) {
+  if (inferred == actual)
+    return true;
+  auto want = dyn_cast<RankedTensorType>(inferred.front());
+  auto got = dyn_cast<RankedTensorType>(actual.front());
+  return inferred.size() == 1 && actual.size() == 1 && want && got &&
+         want.getShape() == got.getShape() &&
+         (want.getElementType().isBF16() || want.getElementType().isF16()) &&
+         got.getElementType().isF32();
+}
+bool ReduceMaxOp::isCompatibleReturnTypes(TypeRange inferred,
+                                          TypeRange actual) {
+  return inferred == actual;
+}
+bool ReduceMeanOp::isCompatibleReturnTypes(TypeRange inferred,
+                                           TypeRange actual) {
+  return inferred == actual;
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

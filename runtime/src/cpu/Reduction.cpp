@@ -29,7 +29,9 @@
 // row of n similar values, and pairwise f32 summation would still lose
 // ~log2(n). Converting float to double is exact and costs nothing next to
 // the memory traffic. The sum is rounded to float before a 16-bit store, as
-// if computed in f32. Integer sums accumulate in int64 and wrap around in
+// if computed in f32; a 16-bit sum with an f32 result (the compiler's
+// widened sum, where the 16-bit sum was only converted to f32) stores that
+// float. Integer sums accumulate in int64 and wrap around in
 // two's complement; storing to i32 keeps the low bits, which is the wrapped
 // i32 sum. Max is exact in any type and works in the compute type.
 //
@@ -249,8 +251,8 @@ void accumulateRows(const S *base, const int64_t *offsets, int64_t rows,
 }
 
 /// y[k] = finish(reduction of output k's terms) for every output.
-template <typename Op, typename S, typename Finish>
-void reduce(const S *x, S *y, int64_t outputs, const Geometry &g,
+template <typename Op, typename S, typename Y, typename Finish>
+void reduce(const S *x, Y *y, int64_t outputs, const Geometry &g,
             Finish finish) {
   using Acc = typename Op::Acc;
   int64_t terms = int64_t(g.rowOffsets.size()) * (g.innerReduced ? g.inner : 1);
@@ -330,6 +332,14 @@ template <typename Io> Status reduceTyped(const KernelCall &call) {
   };
   switch (call.op) {
   case Opcode::ReduceSum:
+    // A 16-bit sum may be f32 (the compiler's widened sum): the f32 sum,
+    // not rounded to 16 bits.
+    if constexpr (kIsFloat<Io> && sizeof(S) == 2)
+      if (y.dtype == DType::F32) {
+        reduce<SumOp<Io>>(x.as<S>(), y.as<float>(), y.numElements(), g,
+                          [](double a) { return float(a); });
+        return okStatus();
+      }
     return run(SumOp<Io>(), [](typename SumOp<Io>::Acc a) {
       return Io::store(static_cast<C>(a));
     });

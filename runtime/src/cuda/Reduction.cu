@@ -20,7 +20,8 @@
 //
 // Accumulation, as on the CPU: float sums (and means) accumulate in f64
 // for every float dtype and are rounded to the compute type once (f32 for
-// the 16-bit floats, then to 16 bits); integer sums accumulate in int64
+// the 16-bit floats, then to 16 bits, or not for a sum with an f32 result:
+// the compiler's widened sum); integer sums accumulate in int64
 // and wrap around (an i32 result keeps the low bits); max works in the
 // compute type, a NaN accumulator or operand winning.
 //
@@ -156,8 +157,10 @@ advance(const Dims &dims, int64_t (&index)[kMaxRank], int64_t &offset) {
 
 /// y[k] = the result of output k's accumulator (the host checks that mean
 /// is of a float).
-template <typename S, typename Acc>
-__device__ __forceinline__ void finish(S *y, int64_t k, Acc acc, Kind kind,
+/// Y is the operand's storage type S, or float for a 16-bit sum the
+/// compiler widened (stored unrounded to 16 bits).
+template <typename S, typename Y, typename Acc>
+__device__ __forceinline__ void finish(Y *y, int64_t k, Acc acc, Kind kind,
                                        double count) {
   if (kind == Kind::kMean)
     store(y, k, Compute<S>(double(acc) / count));
@@ -181,17 +184,17 @@ __device__ __forceinline__ typename Op::Acc reduceColumn(const S *base,
   return acc;
 }
 
-template <typename S>
-__global__ void reduceKeptKernel(const S *x, S *y, int64_t outputs, Layout l,
+template <typename S, typename Y>
+__global__ void reduceKeptKernel(const S *x, Y *y, int64_t outputs, Layout l,
                                  Kind kind, double count) {
   int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < outputs;
        k += step) {
     const S *base = x + offsetOf(l.kept, k / l.inner) + k % l.inner;
     if (kind == Kind::kMax)
-      finish(y, k, reduceColumn<MaxOp<S>>(base, l), kind, count);
+      finish<S>(y, k, reduceColumn<MaxOp<S>>(base, l), kind, count);
     else
-      finish(y, k, reduceColumn<SumOp<S>>(base, l), kind, count);
+      finish<S>(y, k, reduceColumn<SumOp<S>>(base, l), kind, count);
   }
 }
 
@@ -223,8 +226,8 @@ reduceRuns(const S *base, const Layout &l, int lane) {
   return acc;
 }
 
-template <typename S>
-__global__ void reduceRunsKernel(const S *x, S *y, int64_t outputs, Layout l,
+template <typename S, typename Y>
+__global__ void reduceRunsKernel(const S *x, Y *y, int64_t outputs, Layout l,
                                  Kind kind, double count) {
   constexpr int kGroupsPerWarp = 32 / kLanes;
   int lane = int(threadIdx.x % kLanes);
@@ -241,11 +244,11 @@ __global__ void reduceRunsKernel(const S *x, S *y, int64_t outputs, Layout l,
     if (kind == Kind::kMax) {
       auto acc = reduceRuns<MaxOp<S>>(base, l, lane);
       if (stores)
-        finish(y, k, acc, kind, count);
+        finish<S>(y, k, acc, kind, count);
     } else {
       auto acc = reduceRuns<SumOp<S>>(base, l, lane);
       if (stores)
-        finish(y, k, acc, kind, count);
+        finish<S>(y, k, acc, kind, count);
     }
   }
 }
@@ -371,18 +374,18 @@ combineChunks(const void *partials, int64_t k, int64_t chunks) {
 }
 
 /// y[k] from output k's chunks, one block per output.
-template <typename S>
-__global__ void combineKernel(const void *partials, S *y, int64_t outputs,
+template <typename S, typename Y>
+__global__ void combineKernel(const void *partials, Y *y, int64_t outputs,
                               int64_t chunks, Kind kind, double count) {
   for (int64_t k = blockIdx.x; k < outputs; k += gridDim.x) {
     if (kind == Kind::kMax) {
       auto v = combineChunks<MaxOp<S>>(partials, k, chunks);
       if (threadIdx.x == 0)
-        finish(y, k, v, kind, count);
+        finish<S>(y, k, v, kind, count);
     } else {
       auto v = combineChunks<SumOp<S>>(partials, k, chunks);
       if (threadIdx.x == 0)
-        finish(y, k, v, kind, count);
+        finish<S>(y, k, v, kind, count);
     }
   }
 }
@@ -437,7 +440,8 @@ Status layoutOf(const KernelCall &call, const TensorRef &x, Layout &out) {
   return okStatus();
 }
 
-template <typename S> Status reduceTyped(const KernelCall &call, Kind kind) {
+template <typename S, typename Y = S>
+Status reduceTyped(const KernelCall &call, Kind kind) {
   const TensorRef &x = call.inputs[0];
   const TensorRef &y = call.outputs[0];
   Layout l;
@@ -456,12 +460,12 @@ template <typename S> Status reduceTyped(const KernelCall &call, Kind kind) {
       l.innerReduced ? l.rows * (l.inner / kLanes + kLanes) : l.rows;
   if (chain <= kChainLimit || threads >= kBusyThreads) {
     if (l.innerReduced) {
-      reduceRunsKernel<S><<<gridFor(threads), kThreads, 0, stream>>>(
-          x.as<const S>(), y.as<S>(), outputs, l, kind, double(count));
+      reduceRunsKernel<S, Y><<<gridFor(threads), kThreads, 0, stream>>>(
+          x.as<const S>(), y.as<Y>(), outputs, l, kind, double(count));
       return checkLaunch(call, "reduceRunsKernel");
     }
-    reduceKeptKernel<S><<<gridFor(threads), kThreads, 0, stream>>>(
-        x.as<const S>(), y.as<S>(), outputs, l, kind, double(count));
+    reduceKeptKernel<S, Y><<<gridFor(threads), kThreads, 0, stream>>>(
+        x.as<const S>(), y.as<Y>(), outputs, l, kind, double(count));
     return checkLaunch(call, "reduceKeptKernel");
   }
 
@@ -487,9 +491,9 @@ template <typename S> Status reduceTyped(const KernelCall &call, Kind kind) {
             x.as<const S>(), partials.as<void>(), outputs, chunks, l, kind);
     TRAINC_RETURN_IF_ERROR(checkLaunch(call, "columnChunkKernel"));
   }
-  combineKernel<S>
+  combineKernel<S, Y>
       <<<unsigned(outputs < 65536 ? outputs : 65536), kThreads, 0, stream>>>(
-          partials.as<const void>(), y.as<S>(), outputs, chunks, kind,
+          partials.as<const void>(), y.as<Y>(), outputs, chunks, kind,
           double(count));
   return checkLaunch(call, "combineKernel");
 }
@@ -520,6 +524,13 @@ Status runReduction(const KernelCall &call) {
     } else {
       if (kind == Kind::kMean && !std::is_floating_point_v<Compute<S>>)
         return unsupported(call, t);
+      // A 16-bit sum the compiler widened writes its f32 sum.
+      if constexpr (std::is_same_v<S, Bf16> || std::is_same_v<S, Half>)
+        if (call.outputs[0].dtype == DType::F32) {
+          if (kind != Kind::kSum)
+            return kernelError(call, "only a sum of 16-bit floats may be f32");
+          return reduceTyped<S, float>(call, kind);
+        }
       return reduceTyped<S>(call, kind);
     }
   });

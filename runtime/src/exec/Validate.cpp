@@ -607,7 +607,11 @@ Status Checker::check() const {
     const TensorInfo &in = operand(0);
     TRAINC_RETURN_IF_ERROR(
         dimList(inst.ints.data(), inst.ints.size(), in.shape.size()));
-    if (in.dtype != result(0).dtype || in.dtype == DType::I1 ||
+    // A 16-bit sum may be f32 (widened: not rounded to 16 bits).
+    bool widened = inst.op == Opcode::ReduceSum &&
+                   (in.dtype == DType::BF16 || in.dtype == DType::F16) &&
+                   result(0).dtype == DType::F32;
+    if ((in.dtype != result(0).dtype && !widened) || in.dtype == DType::I1 ||
         (inst.op == Opcode::ReduceMean && !isFloat(in.dtype)))
       return error("unsupported dtype");
     Shape expected;

@@ -481,6 +481,32 @@ func.func @reduce_sum_c3(%x: tensor<4x8xf32>) {
 
 // -----
 
+func.func @reduce_sum_c3_widened(%x: tensor<4x8xbf16>, %y: tensor<4x8xf32>) {
+  // A 16-bit sum may give f32, nothing else: not f64, not an f32 sum in
+  // 16 bits, not a max.
+  // expected-error@+1 {{result type 'tensor<4xf64>' differs from the inferred type 'tensor<4xbf16>'}}
+  %0 = graph.reduce_sum %x, dims = [1] : (tensor<4x8xbf16>) -> tensor<4xf64>
+  return
+}
+
+// -----
+
+func.func @reduce_sum_c3_narrowed(%y: tensor<4x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<4xbf16>' differs from the inferred type 'tensor<4xf32>'}}
+  %0 = graph.reduce_sum %y, dims = [1] : (tensor<4x8xf32>) -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @reduce_max_c3_widened(%x: tensor<4x8xbf16>) {
+  // expected-error@+1 {{result type 'tensor<4xf32>' differs from the inferred type 'tensor<4xbf16>'}}
+  %0 = graph.reduce_max %x, dims = [1] : (tensor<4x8xbf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @reduce_max_c1(%x: tensor<4x8xf32>) {
   // expected-error@+1 {{(C1) reduced dimension 2 is out of range [0, 2)}}
   %0 = graph.reduce_max %x, dims = [2] : (tensor<4x8xf32>) -> tensor<4xf32>

@@ -217,5 +217,36 @@ TEST(CpuReduction, RowBlocksMatchTheSerialReference) {
   }
 }
 
+/// A 16-bit sum with an f32 result (the compiler's widened sum) is the f32
+/// sum of the widened operand, bit for bit (widening is exact and the
+/// terms meet in the same order), not rounded to 16 bits.
+TEST(CpuReduction, WidenedSumsAreTheF32SumOfTheWidenedOperand) {
+  for (DType t : {DType::BF16, DType::F16})
+    for (const auto &[shape, dims] :
+         std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+             {{8, 128, 37}, {0, 1}}, // bias gradient: row blocks
+             {{3, 101, 37}, {2}},    // reduced runs
+             {{5, 7}, {0, 1}}}) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " over " +
+                   std::to_string(dims.size()) + " dims");
+      TestTensor x = testing::randomTensor(t, shape, 3, -4, 4);
+      TestTensor wide(DType::F32, shape);
+      for (int64_t i = 0; i < x.size(); ++i)
+        wide.set(i, x.get(i));
+      TestTensor want = reduce(Opcode::ReduceSum, wide, dims);
+      TestTensor got(DType::F32, keptShape(x, dims));
+      Status s = runKernel(runReduction, Opcode::ReduceSum, {&x}, {&got}, dims);
+      ASSERT_TRUE(s.ok()) << s.toString();
+      int64_t rounded = 0; // outputs a 16-bit result would have changed
+      for (int64_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got.get(i), want.get(i)) << "output " << i;
+        TestTensor one(t, {1});
+        one.set(0, got.get(i));
+        rounded += one.get(0) != got.get(i);
+      }
+      EXPECT_GT(rounded, 0) << "no output tells the widened sum apart";
+    }
+}
+
 } // namespace
 } // namespace trainc::cpu

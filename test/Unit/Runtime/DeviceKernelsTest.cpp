@@ -417,6 +417,26 @@ TEST_P(DeviceKernels, Reductions) {
     }
 }
 
+/// A 16-bit sum the compiler widened writes f32: in both of the GPU's
+/// orders (the CPU's, and chunks for few long outputs).
+TEST_P(DeviceKernels, WidenedSums) {
+  uint32_t seed = 90;
+  const std::pair<std::vector<int64_t>, std::vector<int64_t>> cases[] = {
+      {{3, 37, 129}, {0, 1}},
+      {{3, 37, 129}, {2}},
+      {{8, 1024, 40}, {0, 1}},
+      {{3, 40000}, {1}}};
+  for (const auto &[shape, reduced] : cases)
+    for (DType t : {kBF16, kF16}) {
+      int64_t n = 1;
+      for (int64_t d : reduced)
+        n *= shape[d];
+      check(makeCall(Opcode::ReduceSum, {uniform(t, shape, seed++)},
+                     {zeros(kF32, keptDims(shape, reduced))}, reduced),
+            sumOf(kF32, n));
+    }
+}
+
 /// Few outputs with long sums take the GPU's parallel order (chunks, then
 /// a tree: Reduction.cu); the contract is still the sum rounded once.
 TEST_P(DeviceKernels, LongReductionsWithFewOutputs) {

@@ -588,6 +588,11 @@ def WidenProducts : Pass<"trainc-widen-products", "mlir::func::FuncOp"> {
     and forward products that feed only f32 math (a projection into an f32
     residual stream). One kernel and one rounding fewer each; the result
     is closer to the exact product, not bit for bit the unfused pair's.
+    Likewise `graph.convert(reduce_sum(x : bf16)) -> f32`, the sum's only
+    use: the sum gives f32 itself (reduce_sum's C3), as a bias gradient
+    summed over rows for an f32 bias. Not f16 sums: there a loss-scaled
+    backward pass overflows first, and fp16 keeps GradScaler's (PyTorch's)
+    overflow decisions.
     The widened product takes the product's place (the schedule's order)
     and keeps its discardable attributes (a recompute clone's mark) when
     the convert has the same.

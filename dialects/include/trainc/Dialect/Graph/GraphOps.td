@@ -349,7 +349,10 @@ class Graph_ReduceOp<string mnemonic, Type T, string math>
     "Constraints:\n"
     "- (C1) every entry of `dims` is in [0, rank(operand)).\n"
     "- (C2) `dims` has no duplicates.\n"
-    "- (C3) the result type is the inferred one.\n\n"
+    "- (C3) the result type is the inferred one; a `reduce_sum` of bf16 or "
+    "f16 may give f32 instead: its f32 sum, not rounded to 16 bits (the "
+    "lower phase's `trainc-widen-products` makes these where the 16-bit sum "
+    "was only widened).\n\n"
     "Example:\n```mlir\n%s = graph." # mnemonic # " %x, dims = [1]"
     " : (tensor<4x8xf32>) -> tensor<4xf32>\n```";
   let arguments = (ins T:$operand, DenseI64ArrayAttr:$dims);
@@ -358,6 +361,12 @@ class Graph_ReduceOp<string mnemonic, Type T, string math>
     $operand `,` `dims` `=` $dims attr-dict `:` functional-type(operands, results)
   }];
   let hasFolder = 1;
+  let extraClassDeclaration = [{
+    ::llvm::LogicalResult verifyShapeConstraints();
+    /// The inferred type; for reduce_sum also f32 in place of 16 bits (C3).
+    static bool isCompatibleReturnTypes(::mlir::TypeRange inferred,
+                                        ::mlir::TypeRange actual);
+  }];
 }
 
 def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", Graph_NumericTensor, "sum">;
