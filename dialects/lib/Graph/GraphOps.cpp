@@ -46,6 +46,26 @@ LogicalResult checkDimList(ArrayRef<int64_t> dims, int64_t rank, StringRef what,
   return success();
 }
 
+/// Whether `actual` is the `inferred` type, or one result of its shape
+/// whose element type `accepts(inferred element, actual element)`: the
+/// ops whose result may be wider or narrower than they infer.
+bool isInferredOr(TypeRange inferred, TypeRange actual,
+                  llvm::function_ref<bool(Type, Type)> accepts) {
+  if (inferred == actual)
+    return true;
+  if (inferred.size() != 1 || actual.size() != 1)
+    return false;
+  auto want = dyn_cast<RankedTensorType>(inferred.front());
+  auto got = dyn_cast<RankedTensorType>(actual.front());
+  return want && got && want.getShape() == got.getShape() &&
+         accepts(want.getElementType(), got.getElementType());
+}
+
+/// A 16-bit float widened to f32.
+bool isWidenedTo32(Type from, Type to) {
+  return (from.isBF16() || from.isF16()) && to.isF32();
+}
+
 /// The location errors found during type inference are reported at.
 Location inferenceLoc(MLIRContext *ctx, std::optional<Location> loc) {
   return loc ? *loc : UnknownLoc::get(ctx);
@@ -280,14 +300,7 @@ TRAINC_DEFINE_REDUCE_SHAPE_RULES(ReduceMeanOp)
 // reduce_c3: a widened sum (16-bit operand, f32 result) is reduce_sum's.
 bool ReduceSumOp::isCompatibleReturnTypes(TypeRange inferred,
                                           TypeRange actual) {
-  if (inferred == actual)
-    return true;
-  auto want = dyn_cast<RankedTensorType>(inferred.front());
-  auto got = dyn_cast<RankedTensorType>(actual.front());
-  return inferred.size() == 1 && actual.size() == 1 && want && got &&
-         want.getShape() == got.getShape() &&
-         (want.getElementType().isBF16() || want.getElementType().isF16()) &&
-         got.getElementType().isF32();
+  return isInferredOr(inferred, actual, isWidenedTo32);
 }
 bool ReduceMaxOp::isCompatibleReturnTypes(TypeRange inferred,
                                           TypeRange actual) {
@@ -804,13 +817,9 @@ static SmallVector<Value> presentValues(std::initializer_list<Value> values) {
 /// A norm's result: the inferred type, or for an f32 input the same shape
 /// in bf16 or f16 (layer_norm_c5, rms_norm_c5).
 static bool isNormResult(TypeRange inferred, TypeRange actual) {
-  if (inferred == actual)
-    return true;
-  auto want = dyn_cast<RankedTensorType>(inferred.front());
-  auto got = dyn_cast<RankedTensorType>(actual.front());
-  return inferred.size() == 1 && actual.size() == 1 && want && got &&
-         want.getShape() == got.getShape() && want.getElementType().isF32() &&
-         (got.getElementType().isBF16() || got.getElementType().isF16());
+  return isInferredOr(inferred, actual, [](Type from, Type to) {
+    return isWidenedTo32(to, from);
+  });
 }
 
 bool LayerNormOp::isCompatibleReturnTypes(TypeRange inferred,
@@ -929,15 +938,8 @@ LogicalResult SoftmaxCrossEntropyOp::verifyShapeConstraints() {
 
 bool SoftmaxCrossEntropyOp::isCompatibleReturnTypes(TypeRange inferred,
                                                     TypeRange actual) {
-  if (inferred == actual)
-    return true;
   // 16-bit logits may give an f32 loss (the kernel computes in f32).
-  auto want = dyn_cast<RankedTensorType>(inferred.front());
-  auto got = dyn_cast<RankedTensorType>(actual.front());
-  return inferred.size() == 1 && actual.size() == 1 && want && got &&
-         want.getShape() == got.getShape() &&
-         want.getElementType().getIntOrFloatBitWidth() == 16 &&
-         got.getElementType().isF32();
+  return isInferredOr(inferred, actual, isWidenedTo32);
 }
 
 LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(

@@ -73,6 +73,16 @@ Status load(const TinyProgram &p, std::unique_ptr<Executable> &out) {
   return Executable::fromBytes(p.build(), "tiny.tcx", out);
 }
 
+/// Expects the validator to refuse `inst` over `tensors` with a message
+/// that contains `words`.
+void expectRefused(const InstructionInfo &inst,
+                   const std::vector<TensorInfo> &tensors,
+                   const std::string &words) {
+  Status s = validateInstruction(inst, 0, tensors);
+  EXPECT_NE(s.message().find(words), std::string::npos)
+      << words << " | " << s.toString();
+}
+
 TEST(Executable, RunsAProgram) {
   std::unique_ptr<Executable> exe;
   ASSERT_TRUE(load(TinyProgram(), exe).ok());
@@ -244,8 +254,7 @@ TEST(Executable, ChecksMultiTensorOptimizerInstructions) {
   adamw.floats = {0.9, 0.999, 1e-8};
   EXPECT_TRUE(validateInstruction(adamw, 0, tensors).ok());
   auto fails = [&](const InstructionInfo &inst, const std::string &words) {
-    Status s = validateInstruction(inst, 0, tensors);
-    EXPECT_NE(s.message().find(words), std::string::npos) << s.toString();
+    expectRefused(inst, tensors, words);
   };
   InstructionInfo swapped = adamw; // parameter 1's gradient is parameter 0's
   swapped.operands[3] = 2;
@@ -358,9 +367,7 @@ TEST(Executable, ChecksFusedElementwisePrograms) {
   // clang-format on
   EXPECT_TRUE(validateInstruction(fused, 0, tensors).ok());
   auto fails = [&](const InstructionInfo &inst, const std::string &words) {
-    Status s = validateInstruction(inst, 0, tensors);
-    EXPECT_NE(s.message().find(words), std::string::npos)
-        << words << " | " << s.toString();
+    expectRefused(inst, tensors, words);
   };
   auto with = [&](size_t at, int64_t value) {
     InstructionInfo changed = fused;
@@ -418,9 +425,7 @@ TEST(Executable, ChecksConvertGroups) {
   group.results = {2, 3};
   EXPECT_TRUE(validateInstruction(group, 0, tensors).ok());
   auto fails = [&](const InstructionInfo &inst, const std::string &words) {
-    Status s = validateInstruction(inst, 0, tensors);
-    EXPECT_NE(s.message().find(words), std::string::npos)
-        << words << " | " << s.toString();
+    expectRefused(inst, tensors, words);
   };
   InstructionInfo swapped = group; // [4, 8] into [8]
   swapped.results = {3, 2};
@@ -467,9 +472,7 @@ TEST(Executable, ChecksAttentionLayouts) {
   seqMajor.ints = {1, 0, 0b1001};
   EXPECT_TRUE(validateInstruction(seqMajor, 0, tensors).ok());
   auto fails = [&](const InstructionInfo &inst, const std::string &words) {
-    Status s = validateInstruction(inst, 0, tensors);
-    EXPECT_NE(s.message().find(words), std::string::npos)
-        << words << " | " << s.toString();
+    expectRefused(inst, tensors, words);
   };
   // q stored [B, S, H, D] with its bit clear reads as 8 heads of 4
   // positions (grouped over k's 4 heads), so the result is the wrong shape.
