@@ -18,6 +18,22 @@ func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0
 
 // -----
 
+// A widened reduce_sum (bf16 operand, f32 result): g is narrowed to the
+// operand's type before the broadcast, so w's gradient is bf16.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[W:.+]]: tensor<2x3xbf16> {{.*}}, %[[X:.+]]: tensor<3xf32> {graph.input = "x"})
+// CHECK: %[[N:.+]] = graph.convert %[[X]] : (tensor<3xf32>) -> tensor<3xbf16>
+// CHECK: %[[G:.+]] = graph.broadcast_in_dim %[[N]], dims = [1] : (tensor<3xbf16>) -> tensor<2x3xbf16>
+// CHECK: return %{{.+}}, %[[G]]
+func.func @main(%w: tensor<2x3xbf16> {train.param = "w", train.init = dense<1.0> : tensor<2x3xbf16>}, %x: tensor<3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
+  %y = graph.reduce_sum %w, dims = [0] : (tensor<2x3xbf16>) -> tensor<3xf32>
+  %s = graph.mul %y, %x : tensor<3xf32>
+  %l = graph.reduce_sum %s, dims = [0] : (tensor<3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // reduce_mean: g / 8 (2 * 4 elements reduced), scaled before the broadcast.
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[W:.+]]: tensor<2x3x4xf32> {{.*}}, %[[X:.+]]: tensor<3xf32> {graph.input = "x"})

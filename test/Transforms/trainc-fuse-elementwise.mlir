@@ -188,6 +188,8 @@ func.func @small_casts_join(%w: tensor<64x64xf32> {train.param = "w", train.init
   %b316 = graph.convert %b3 : (tensor<64xf32>) -> tensor<64xbf16>
   %h3 = graph.dot_general_bias %h2, %w16, %b316, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<2x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<2x64xbf16>
   %v16 = graph.convert %v : (tensor<64x64xf32>) -> tensor<64x64xbf16>
+  // A dead cast does not join (nor is it grouped).
+  %dead = graph.convert %b0 : (tensor<64xf32>) -> tensor<64xbf16>
   return %h3, %w16, %v16 : tensor<2x64xbf16>, tensor<64x64xbf16>, tensor<64x64xbf16>
 }
 

@@ -331,7 +331,8 @@ void groupParameterCasts(func::FuncOp fn) {
     // copies add at most 1/64 of the group's bytes, each one whose readers
     // all come after the group's place: a launch each saved for a few KiB
     // alive from the step's start to the layer that reads it, which in a
-    // training step is before its peak. An inference program has no group.
+    // training step is before its peak. An inference program has a group
+    // only where a weight is read again late (a tied embedding).
     int64_t budget = 0;
     for (ConvertOp c : casts)
       budget += bytesOf(c.getResult());
@@ -339,7 +340,8 @@ void groupParameterCasts(func::FuncOp fn) {
     Operation *place = casts.front();
     SmallVector<ConvertOp> joined;
     for (ConvertOp c : candidates) {
-      if (llvm::is_contained(casts, c) || bytesOf(c.getResult()) > budget ||
+      if (llvm::is_contained(casts, c) || c->use_empty() ||
+          bytesOf(c.getResult()) > budget ||
           !llvm::all_of(c->getUsers(), [&](Operation *user) {
             return user->getBlock() == &body && place->isBeforeInBlock(user);
           }))

@@ -640,8 +640,11 @@ struct SumDivToMean : public OpRewritePattern<DivOp> {
                                 PatternRewriter &rewriter) const override {
     auto sum = op.getLhs().getDefiningOp<ReduceSumOp>();
     DenseFPElementsAttr divisor;
+    // Not a widened sum (f32 of a 16-bit operand): reduce_mean has none.
     if (!sum || !matchPattern(op.getRhs(), m_Constant(&divisor)) ||
-        !divisor.isSplat())
+        !divisor.isSplat() ||
+        getElementTypeOrSelf(sum.getType()) !=
+            getElementTypeOrSelf(sum.getOperand().getType()))
       return failure();
     int64_t count = 1;
     for (int64_t d : sum.getDims())

@@ -412,6 +412,21 @@ func.func @convert_hoists_above_transpose(%w: tensor<2x3xf32>, %h: tensor<2x3xbf
 
 // -----
 
+// A widened sum (bf16 operand, f32 result) divided by its count stays: a
+// reduce_mean has no widened form.
+// CHECK-LABEL: func.func @widened_sum_div
+// CHECK: %[[S:.+]] = graph.reduce_sum %{{.+}}, dims = [1] : (tensor<2x8xbf16>) -> tensor<2xf32>
+// CHECK: graph.div %[[S]]
+// CHECK-NOT: graph.reduce_mean
+func.func @widened_sum_div(%x: tensor<2x8xbf16>) -> tensor<2xf32> {
+  %n = graph.constant dense<8.0> : tensor<2xf32>
+  %s = graph.reduce_sum %x, dims = [1] : (tensor<2x8xbf16>) -> tensor<2xf32>
+  %m = graph.div %s, %n : tensor<2xf32>
+  return %m : tensor<2xf32>
+}
+
+// -----
+
 // JAX's keepdims: a broadcast that only inserts size-1 dims is a reshape,
 // which folds into the broadcast that consumes it; sum / N is a mean; the
 // row max's guard max(m, -inf) is m.

@@ -507,6 +507,38 @@ TEST(Executable, ChecksAttentionLayouts) {
   fails(gradDtype, "gradient 1 must have the shape and dtype of its operand");
 }
 
+// A sum of bf16 or f16 may be f32 (the compiler's widened sum); no other
+// reduction, and no other dtype, changes type.
+TEST(Executable, ChecksWidenedSums) {
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::BF16, {4, 8}), tensor(DType::F16, {4, 8}),
+      tensor(DType::F32, {4}),     tensor(DType::F64, {4}),
+      tensor(DType::F32, {4, 8}),  tensor(DType::BF16, {4})};
+  InstructionInfo sum;
+  sum.op = Opcode::ReduceSum;
+  sum.ints = {1};
+  for (uint32_t x : {0u, 1u}) {
+    sum.operands = {x};
+    sum.results = {2};
+    EXPECT_TRUE(validateInstruction(sum, 0, tensors).ok()) << x;
+  }
+  InstructionInfo toF64 = sum;
+  toF64.operands = {0};
+  toF64.results = {3};
+  expectRefused(toF64, tensors, "unsupported dtype");
+  InstructionInfo narrowed = sum; // f32 to bf16
+  narrowed.operands = {4};
+  narrowed.results = {5};
+  expectRefused(narrowed, tensors, "unsupported dtype");
+  for (Opcode op : {Opcode::ReduceMax, Opcode::ReduceMean}) {
+    InstructionInfo other = sum;
+    other.op = op;
+    other.operands = {0};
+    other.results = {2};
+    expectRefused(other, tensors, "unsupported dtype");
+  }
+}
+
 // A norm's result has x's type, or for an f32 x bf16 or f16 (a norm the
 // compiler narrowed); nothing else.
 TEST(Executable, ChecksNarrowedNorms) {

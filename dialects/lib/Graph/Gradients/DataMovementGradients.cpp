@@ -41,10 +41,17 @@ Value zerosOf(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 // Reductions
 //===----------------------------------------------------------------------===//
 
+/// A widened sum's (f32 of a 16-bit operand) cotangent is narrowed to the
+/// operand's type first.
 void reduceSumVjp(ReduceSumOp op, OpBuilder &b, Value g,
                   SmallVectorImpl<Value> &out) {
-  out.push_back(
-      broadcastBack(b, op.getLoc(), g, typeOf(op.getOperand()), op.getDims()));
+  RankedTensorType operand = typeOf(op.getOperand());
+  if (typeOf(g).getElementType() != operand.getElementType())
+    g = b.createOrFold<ConvertOp>(
+        op.getLoc(),
+        RankedTensorType::get(typeOf(g).getShape(), operand.getElementType()),
+        g);
+  out.push_back(broadcastBack(b, op.getLoc(), g, operand, op.getDims()));
 }
 
 /// Scaled before broadcasting, on the smaller tensor.

@@ -351,8 +351,8 @@ class Graph_ReduceOp<string mnemonic, Type T, string math>
     "- (C2) `dims` has no duplicates.\n"
     "- (C3) the result type is the inferred one; a `reduce_sum` of bf16 or "
     "f16 may give f32 instead: its f32 sum, not rounded to 16 bits (the "
-    "lower phase's `trainc-widen-products` makes these where the 16-bit sum "
-    "was only widened).\n\n"
+    "lower phase's `trainc-widen-products` makes these for bf16 sums that "
+    "were only widened).\n\n"
     "Example:\n```mlir\n%s = graph." # mnemonic # " %x, dims = [1]"
     " : (tensor<4x8xf32>) -> tensor<4xf32>\n```";
   let arguments = (ins T:$operand, DenseI64ArrayAttr:$dims);
