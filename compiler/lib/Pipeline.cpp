@@ -144,10 +144,12 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
   if (last < Phase::Lower)
     return;
   // lower: dot_generals read transposed operands in place, add their
-  // biases and make in f32 the 16-bit products only widened to it,
+  // biases, norm_grad sums the norms' parameter gradients, the 16-bit
+  // products only widened to f32 are made in f32,
   // elementwise chains become loops, then every op must be an instruction.
   pm.addNestedPass<mlir::func::FuncOp>(createAbsorbTransposes());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
+  pm.addNestedPass<mlir::func::FuncOp>(createFuseNormGrad());
   pm.addNestedPass<mlir::func::FuncOp>(createWidenProducts());
   if (fuseElementwise)
     pm.addNestedPass<mlir::func::FuncOp>(createFuseElementwise());

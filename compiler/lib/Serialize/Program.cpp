@@ -352,6 +352,11 @@ LogicalResult Builder::lowerOp(Operation *op) {
                      n.getCentered()};
         inst.floats = {n.getEpsilon().convertToDouble()};
       })
+      .Case([&](NormGradParamsOp n) {
+        inst.ints = {int64_t(n.getAxis()), n.getCentered(),
+                     n.getBiasGrad() != nullptr};
+        inst.floats = {n.getEpsilon().convertToDouble()};
+      })
       .Case([&](LayerNormOp l) {
         inst.ints = {int64_t(l.getAxis()), l.getScale() != nullptr,
                      l.getBias() != nullptr};

@@ -80,6 +80,12 @@ int64_t NormGradOp::getFlops() {
   return int64_t(12 + (getScale() ? 1 : 0)) * numElements(getInputGrad());
 }
 
+/// norm_grad's, with the scale, then a product and one or two sums.
+int64_t NormGradParamsOp::getFlops() {
+  return int64_t(13 + 2 + (getBiasGrad() ? 1 : 0)) *
+         numElements(getInputGrad());
+}
+
 /// Clip, decay, two moment updates (3 + 4), sqrt, two divides, the step's
 /// multiply and add.
 int64_t AdamwUpdateOp::getFlops() {

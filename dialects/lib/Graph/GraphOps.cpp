@@ -885,6 +885,40 @@ LogicalResult NormGradOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
+/// norm_grad_params's constraints: norm_grad's, then (C6) the type.
+static LogicalResult
+checkNormGradParamsOperands(NormGradParamsOp::Adaptor adaptor,
+                            EmitErrorFn emitError) {
+  Type input = adaptor.getInput().getType();
+  if (failed(checkNormGradOperands(
+          input, adaptor.getScale(), adaptor.getCotangent().getType(),
+          adaptor.getAxis(), adaptor.getEpsilon().convertToDouble(),
+          emitError)))
+    return failure();
+  Type element = cast<RankedTensorType>(input).getElementType();
+  if (!element.isF32() && !element.isF64()) // norm_grad_params_c6
+    return emitError() << "(C6) element type " << element
+                       << " is not f32 or f64";
+  return success();
+}
+
+LogicalResult NormGradParamsOp::verifyShapeConstraints() {
+  return checkNormGradParamsOperands(Adaptor(*this),
+                                     [&] { return emitOpError(); });
+}
+
+LogicalResult NormGradParamsOp::inferReturnTypes(MLIRContext *ctx,
+                                                 std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  if (failed(checkNormGradParamsOperands(
+          adaptor, [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
+    return failure();
+  types.push_back(adaptor.getInput().getType());
+  types.append(adaptor.getWithBiasGrad() ? 2 : 1, adaptor.getScale().getType());
+  return success();
+}
+
 LogicalResult RmsNormOp::verifyShapeConstraints() {
   return checkNormOperands(getInput().getType(), presentValues({getScale()}),
                            getAxis(), getEpsilon().convertToDouble(),

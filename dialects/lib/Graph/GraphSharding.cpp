@@ -601,6 +601,13 @@ ShardingRule NormGradOp::getShardingRule() {
   return leadingDims(*this, getInput(), int64_t(getAxis()));
 }
 
+/// Formed after partitioning (the lower phase). Every dimension whole:
+/// the leading dims would be split in input_grad but summed in the
+/// parameters' gradients, which one factor cannot say.
+ShardingRule NormGradParamsOp::getShardingRule() {
+  return RuleBuilder(*this).take();
+}
+
 ShardingRule AttentionOp::getShardingRule() {
   return attentionRule(*this, {getQuery(), getKey(), getValue()}, getMask(),
                        getSeqMajor());

@@ -1,4 +1,4 @@
-//===- FusedGradients.cpp - gelu_grad and norm_grad -----------------------===//
+//===- FusedGradients.cpp - gelu_grad, norm_grad, norm_grad_params --------===//
 //
 // The backward passes of gelu and of the norms, each one pass over memory
 // where the decomposed rules took a dozen elementwise ops:
@@ -15,6 +15,11 @@
 //                     mean(c^2) + eps); xhat = c * rstd; d = g * scale;
 //                     dx = rstd * (d - xhat * mean(d * xhat) - mean(d)),
 //                     the last term only when centered; results (dx, xhat).
+//   norm_grad_params:  dx as norm_grad, and the sums over the rows of
+//                     g * xhat (the scale's gradient) and of g (the bias's),
+//                     in f64 in math/NormParamSums.h's order: segments of
+//                     rows in parallel, each row's dx and xhat by the same
+//                     row function, then the segments' sums in order.
 //
 // Compute in f64 for f64 (libm, sums in index order), in f32 otherwise:
 // the statistics with the forward kernel's own VectorMath.h row sums
@@ -29,6 +34,7 @@
 #include "cpu/KernelUtil.h"
 #include "cpu/NormStatistics.h"
 #include "cpu/VectorMath.h"
+#include "math/NormParamSums.h"
 
 #include <algorithm>
 #include <cmath>
@@ -75,6 +81,64 @@ void normGradRow(const T *x, const T *g, const T *scale, int64_t n,
     dx[j] = rstd * (dx[j] - xhat[j] * meanDX - meanD);
 }
 
+/// norm_grad_params over `rows` rows of n elements, in T (f32 or f64).
+/// Its results never share the operands' memory (the op is not in place).
+template <typename T>
+void normGradParams(const KernelCall &call, int64_t rows, int64_t n,
+                    bool centered, bool withBias) {
+  const T *x = call.inputs[0].as<T>(), *scale = call.inputs[1].as<T>();
+  const T *g = call.inputs[2].as<T>();
+  T *dx = call.outputs[0].as<T>();
+  T eps = T(call.floats[0]);
+  int64_t per = math::normSegmentRows(rows);
+  int64_t segments = math::normSegments(rows);
+  // partials[s][k][j]: segment s's sum for column j of result k (the
+  // scale's gradient, then the bias's).
+  int64_t sums = withBias ? 2 : 1;
+  std::vector<double> partials(size_t(segments * sums * n), 0.0);
+  parallelFor(segments, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> xhat(static_cast<size_t>(n));
+    for (int64_t s = begin; s < end; ++s) {
+      double *scaleSum = &partials[size_t(s * sums * n)];
+      double *biasSum = scaleSum + n;
+      for (int64_t r = s * per; r < std::min(rows, (s + 1) * per); ++r) {
+        int64_t base = r * n;
+        normGradRow(x + base, g + base, scale, n, centered, eps, dx + base,
+                    xhat.data());
+        for (int64_t j = 0; j < n; ++j)
+          scaleSum[j] += math::scaleGradTerm(g[base + j], xhat[j]);
+        if (withBias)
+          for (int64_t j = 0; j < n; ++j)
+            biasSum[j] += double(g[base + j]);
+      }
+    }
+  });
+  for (int64_t k = 0; k < sums; ++k) {
+    T *out = call.outputs[1 + k].as<T>();
+    for (int64_t j = 0; j < n; ++j)
+      out[j] = T(math::combineSegments(&partials[size_t(k * n + j)], segments,
+                                       sums * n));
+  }
+}
+
+Status runNormGradParams(const KernelCall &call) {
+  const TensorRef &x = call.inputs[0];
+  int axis = int(call.ints[0]);
+  bool centered = call.ints[1] != 0, withBias = call.ints[2] != 0;
+  int64_t rows = 1, n = 1;
+  for (int d = 0; d < x.rank; ++d)
+    (d < axis ? rows : n) *= x.dims[d];
+  if (n == 0)
+    return okStatus();
+  if (x.dtype == DType::F32)
+    normGradParams<float>(call, rows, n, centered, withBias);
+  else if (x.dtype == DType::F64)
+    normGradParams<double>(call, rows, n, centered, withBias);
+  else
+    return unsupportedDType(call, x.dtype);
+  return okStatus();
+}
+
 } // namespace
 
 Status runGeluGrad(const KernelCall &call) {
@@ -117,6 +181,8 @@ Status runGeluGrad(const KernelCall &call) {
 }
 
 Status runNormGrad(const KernelCall &call) {
+  if (call.op == Opcode::NormGradParams)
+    return runNormGradParams(call);
   const TensorRef &x = call.inputs[0];
   if (!isFloat(x.dtype))
     return unsupportedDType(call, x.dtype);

@@ -1,4 +1,4 @@
-//===- Norm.cu - Layer norm, RMS norm and their gradient ------------------===//
+//===- Norm.cu - Layer norm, RMS norm and their gradients -----------------===//
 //
 // Over each row x[r, :] of N elements (the dims axis..rank-1 flattened):
 //
@@ -10,6 +10,12 @@
 //               + eps); xhat = c * rstd; d = g * scale;
 //               dx = rstd * (d - xhat * mean(d * xhat) - mean(d)), the last
 //               term only when centered; results (dx, xhat)
+//   norm_grad_params: dx, and the sums over the rows of g * xhat and of g
+//               in math/NormParamSums.h's order: normGradKernel keeps each
+//               row's (mean, rstd) in scratch memory, normParamPartialsKernel
+//               sums each segment of rows per column (xhat made again from
+//               the statistics, as normGradKernel makes it) and
+//               normParamCombineKernel adds the segments in order
 //
 // scale and bias have the normalized shape and default to 1 and 0 (which
 // are multiplied and added, as on the CPU).
@@ -39,11 +45,14 @@
 //
 // A row is read whole (its statistics, norm_grad's sums) before any of its
 // results is written, and each element's results are written by the lane
-// that reads its operands, so results may share operands' memory.
+// that reads its operands, so results may share operands' memory; not
+// norm_grad_params's (it reads x and g again after writing dx; the op is
+// not in place).
 //
 //===----------------------------------------------------------------------===//
 
 #include "cuda/KernelUtil.cuh"
+#include "math/NormParamSums.h"
 
 #include <type_traits>
 
@@ -163,10 +172,14 @@ __global__ void __launch_bounds__(kNormThreads)
   }
 }
 
-template <typename S>
+/// norm_grad's rows: dx, and xhat in `out` (kStats false) or, for
+/// norm_grad_params, each row's (mean, rstd) in `out` (kStats true: the
+/// statistics normParamPartialsKernel makes xhat from).
+template <typename S, bool kStats>
 __global__ void __launch_bounds__(kNormThreads)
-    normGradKernel(const S *x, const S *scale, const S *g, S *dx, S *xhat,
-                   int64_t rows, int64_t n, bool centered, Compute<S> eps) {
+    normGradKernel(const S *x, const S *scale, const S *g, S *dx,
+                   std::conditional_t<kStats, Compute<S>, S> *out, int64_t rows,
+                   int64_t n, bool centered, Compute<S> eps) {
   using C = Compute<S>;
   RowLoop loop;
   int lane = loop.lane;
@@ -193,14 +206,69 @@ __global__ void __launch_bounds__(kNormThreads)
     if (!valid)
       continue;
     C meanD = centered ? sumD / C(n) : C(0), meanDX = sumDX / C(n);
-    S *dxr = dx + row * n, *hr = xhat + row * n;
+    S *dxr = dx + row * n;
     for (int64_t j = lane; j < n; j += kLanes) {
       C h = (C(load(xr, j)) - mean) * rstd;
       C d = C(load(gr, j)) * (scale ? C(load(scale, j)) : C(1));
       store(dxr, j, rstd * (d - h * meanDX - meanD));
-      store(hr, j, h);
+      if constexpr (!kStats)
+        store(out + row * n, j, h);
+    }
+    if constexpr (kStats) {
+      if (lane == 0) {
+        out[2 * row] = mean;
+        out[2 * row + 1] = rstd;
+      }
     }
   }
+}
+
+/// Threads of normParamPartialsKernel: 32 neighbouring columns (a warp
+/// reads 32 neighbouring elements of a row) by 8 segments.
+constexpr int kParamColumns = 32;
+constexpr int kParamSegments = 8;
+
+/// math/NormParamSums.h's steps 1 and 2: thread (j, s) adds segment s's
+/// terms of column j in row order, xhat made again from the row's
+/// statistics as normGradKernel made it. partials[(s * sums + k) * n + j]
+/// (k = 0 the scale's, 1 the bias's).
+template <typename S>
+__global__ void __launch_bounds__(kParamColumns *kParamSegments)
+    normParamPartialsKernel(const S *x, const S *g, const Compute<S> *stats,
+                            double *partials, int64_t rows, int64_t n,
+                            bool withBias) {
+  using C = Compute<S>;
+  int64_t j = int64_t(blockIdx.x) * kParamColumns + threadIdx.x;
+  int64_t s = int64_t(blockIdx.y) * kParamSegments + threadIdx.y;
+  int64_t per = math::normSegmentRows(rows);
+  if (j >= n || s * per >= rows)
+    return;
+  int64_t end = (s + 1) * per < rows ? (s + 1) * per : rows;
+  double scaleSum = 0, biasSum = 0;
+  for (int64_t r = s * per; r < end; ++r) {
+    C gv = C(load(g, r * n + j));
+    C h = (C(load(x, r * n + j)) - stats[2 * r]) * stats[2 * r + 1];
+    scaleSum += math::scaleGradTerm(gv, h);
+    biasSum += double(gv);
+  }
+  int64_t sums = withBias ? 2 : 1;
+  partials[s * sums * n + j] = scaleSum;
+  if (withBias)
+    partials[(s * sums + 1) * n + j] = biasSum;
+}
+
+/// Step 3: thread (k, j) adds column j's segment sums of result k in order.
+template <typename S>
+__global__ void normParamCombineKernel(const double *partials, S *scaleGrad,
+                                       S *biasGrad, int64_t segments, int64_t n,
+                                       bool withBias) {
+  int64_t sums = withBias ? 2 : 1;
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= sums * n)
+    return;
+  int64_t k = i / n, j = i % n;
+  double sum = math::combineSegments(partials + k * n + j, segments, sums * n);
+  store(k == 0 ? scaleGrad : biasGrad, j, Compute<S>(sum));
 }
 
 /// Blocks for `rows` rows, 16 per block (the kernels loop past the cap).
@@ -262,7 +330,67 @@ Status runNorm(const KernelCall &call) {
   });
 }
 
+namespace {
+
+/// norm_grad_params: normGradKernel's dx with each row's statistics kept
+/// in scratch, then the parameters' sums from x, g and the statistics in
+/// math/NormParamSums.h's order (the CPU's bits). f32 and f64 only.
+Status runNormGradParams(const KernelCall &call) {
+  const TensorRef &x = call.inputs[0];
+  int axis = int(call.ints[0]);
+  bool centered = call.ints[1] != 0, withBias = call.ints[2] != 0;
+  int64_t rows, n;
+  rowsOf(x, axis, rows, n);
+  if (x.dtype != DType::F32 && x.dtype != DType::F64)
+    return unsupported(call, x.dtype);
+  return withFloatStorage(call, x.dtype, [&](auto zero) -> Status {
+    using S = decltype(zero);
+    using C = Compute<S>;
+    if constexpr (!std::is_same_v<S, C>) {
+      return unsupported(call, x.dtype); // 16-bit: not an f32 or f64 x
+    } else {
+      if (n == 0)
+        return okStatus();
+      cudaStream_t stream = streamOf(call).handle();
+      int64_t segments = math::normSegments(rows);
+      int64_t sums = withBias ? 2 : 1;
+      S *scaleGrad = call.outputs[1].as<S>();
+      S *biasGrad = withBias ? call.outputs[2].as<S>() : nullptr;
+      // partials (f64) first, then the statistics (C), both aligned.
+      uint64_t partialBytes = uint64_t(segments * sums * n) * sizeof(double);
+      Scratch scratch;
+      TRAINC_RETURN_IF_ERROR(scratch.allocate(
+          call, partialBytes + uint64_t(2 * rows) * sizeof(C) + 8));
+      double *partials = scratch.as<double>();
+      C *stats = reinterpret_cast<C *>(scratch.as<char>() + partialBytes);
+      if (rows > 0) {
+        normGradKernel<S, true><<<normGrid(rows), kNormThreads, 0, stream>>>(
+            x.as<const S>(), call.inputs[1].as<const S>(),
+            call.inputs[2].as<const S>(), call.outputs[0].as<S>(), stats, rows,
+            n, centered, C(call.floats[0]));
+        TRAINC_RETURN_IF_ERROR(checkLaunch(call, "normGradKernel"));
+        dim3 grid(unsigned((n + kParamColumns - 1) / kParamColumns),
+                  unsigned((segments + kParamSegments - 1) / kParamSegments));
+        normParamPartialsKernel<S>
+            <<<grid, dim3(kParamColumns, kParamSegments), 0, stream>>>(
+                x.as<const S>(), call.inputs[2].as<const S>(), stats, partials,
+                rows, n, withBias);
+        TRAINC_RETURN_IF_ERROR(checkLaunch(call, "normParamPartialsKernel"));
+      }
+      int64_t outputs = sums * n;
+      normParamCombineKernel<S>
+          <<<unsigned((outputs + 255) / 256), 256, 0, stream>>>(
+              partials, scaleGrad, biasGrad, segments, n, withBias);
+      return checkLaunch(call, "normParamCombineKernel");
+    }
+  });
+}
+
+} // namespace
+
 Status runNormGrad(const KernelCall &call) {
+  if (call.op == Opcode::NormGradParams)
+    return runNormGradParams(call);
   const TensorRef &x = call.inputs[0];
   int axis = int(call.ints[0]);
   bool hasScale = call.ints[1] != 0, centered = call.ints[2] != 0;
@@ -276,7 +404,7 @@ Status runNormGrad(const KernelCall &call) {
     using C = Compute<S>;
     if (rows == 0 || n == 0)
       return okStatus();
-    normGradKernel<S>
+    normGradKernel<S, false>
         <<<normGrid(rows), kNormThreads, 0, streamOf(call).handle()>>>(
             x.as<const S>(), static_cast<const S *>(scale), g.as<const S>(),
             dx.as<S>(), xhat.as<S>(), rows, n, centered, C(call.floats[0]));

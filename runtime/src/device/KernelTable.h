@@ -32,7 +32,9 @@ struct KernelTable {
   KernelFn norm;
   KernelFn dropout, attention, attentionGrad;
   KernelFn crossEntropy, crossEntropyGrad, scatterAdd;
-  KernelFn geluGrad, normGrad;
+  KernelFn geluGrad;
+  /// norm_grad, norm_grad_params.
+  KernelFn normGrad;
   /// adamw_update, sum_of_squares: the optimizer step's multi-tensor ops.
   KernelFn adamwUpdate, sumOfSquares;
   KernelFn allReduce, reduceScatter, allGather, shardSlice;
@@ -107,6 +109,7 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
   case Opcode::GeluGrad:
     return table.geluGrad;
   case Opcode::NormGrad:
+  case Opcode::NormGradParams:
     return table.normGrad;
   case Opcode::AdamwUpdate:
     return table.adamwUpdate;

@@ -388,6 +388,25 @@ Status Checker::checkComposite() const {
       return error("scale must have the normalized shape");
     return okStatus();
   }
+  case Opcode::NormGradParams: {
+    TRAINC_RETURN_IF_ERROR(attrs(3, 1));
+    TRAINC_RETURN_IF_ERROR(arity(3, 2 + (v[2] != 0)));
+    const TensorInfo &x = operand(0);
+    if (x.dtype != DType::F32 && x.dtype != DType::F64)
+      return error("x must be f32 or f64");
+    TRAINC_RETURN_IF_ERROR(sameType(x, operand(2)));
+    TRAINC_RETURN_IF_ERROR(sameType(x, result(0)));
+    if (v[0] < 0 || v[0] >= int64_t(x.shape.size()) || !(inst.floats[0] >= 0) ||
+        !std::isfinite(inst.floats[0]))
+      return error("invalid axis or epsilon");
+    Shape normalized(x.shape.begin() + v[0], x.shape.end());
+    for (const TensorInfo *t :
+         {&operand(1), &result(1), v[2] != 0 ? &result(2) : &operand(1)})
+      if (t->dtype != x.dtype || t->shape != normalized)
+        return error("scale and the parameters' gradients must have x's "
+                     "dtype and the normalized shape");
+    return okStatus();
+  }
   case Opcode::LayerNorm:
   case Opcode::RmsNorm: {
     bool layer = inst.op == Opcode::LayerNorm;

@@ -947,6 +947,39 @@ func.func @norm_grad_c6(%x: tensor<4x8xf32>) {
 
 // -----
 
+func.func @norm_grad_params_c2(%x: tensor<4x8xf32>, %s: tensor<4xf32>) {
+  // expected-error@+1 {{(C2) scale/bias type 'tensor<4xf32>' does not have the normalized shape [8] (input dimensions 1 and on)}}
+  %0:2 = graph.norm_grad_params %x scale %s, %x, axis = 1, epsilon = 1.0e-5, centered = true : (tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @norm_grad_params_c5(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %g: tensor<4x8xf64>) {
+  // expected-error@+1 {{(C5) cotangent type 'tensor<4x8xf64>' differs from input type 'tensor<4x8xf32>'}}
+  %0:2 = graph.norm_grad_params %x scale %s, %g, axis = 1, epsilon = 1.0e-5, centered = true : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf64>) -> (tensor<4x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @norm_grad_params_c6(%x: tensor<4x8xbf16>, %s: tensor<8xbf16>) {
+  // expected-error@+1 {{(C6) element type 'bf16' is not f32 or f64}}
+  %0:2 = graph.norm_grad_params %x scale %s, %x, axis = 1, epsilon = 1.0e-5, centered = true : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xbf16>)
+  return
+}
+
+// -----
+
+// The bias's gradient is a result exactly when with_bias_grad is set.
+func.func @norm_grad_params_c7(%x: tensor<4x8xf32>, %s: tensor<8xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x8xf32>', 'tensor<8xf32>' differs from the inferred type 'tensor<4x8xf32>', 'tensor<8xf32>', 'tensor<8xf32>'}}
+  %0:2 = graph.norm_grad_params %x scale %s, %x, axis = 1, epsilon = 1.0e-5, centered = true {with_bias_grad} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
 func.func @layer_norm_c1(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
   // expected-error@+1 {{(C1) axis 2 is out of range [0, 2)}}
   %0 = graph.layer_norm %x scale %g, axis = 2, epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>

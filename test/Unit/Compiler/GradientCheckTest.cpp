@@ -1203,8 +1203,8 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
   // (all_reduce, reduce_scatter, all_gather, shard_slice, until tensor
   // parallelism puts one in the forward pass; their start/done forms come from
   // the schedule phase, later still), or by a fusion pass of the lower phase
-  // (dot_general_bias, fused_elementwise and its body's terminator, yield,
-  // convert_group).
+  // (dot_general_bias, norm_grad_params, fused_elementwise and its body's
+  // terminator, yield, convert_group).
   // Every other graph op can
   // lie between a parameter and the loss (DESIGN.md: "every differentiable op
   // carries a VJP rule").
@@ -1219,7 +1219,7 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
       "graph.all_gather_start",  "graph.collective_done",
       "graph.dot_general_bias",  "graph.sum_of_squares",
       "graph.fused_elementwise", "graph.yield",
-      "graph.convert_group"};
+      "graph.convert_group",     "graph.norm_grad_params"};
   mlir::DialectRegistry registry;
   trainc::registerTraincDialects(registry);
   mlir::MLIRContext context(registry);

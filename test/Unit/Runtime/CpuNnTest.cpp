@@ -13,6 +13,8 @@
 
 #include "KernelTestUtil.h"
 
+#include "base/Parallel.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -229,6 +231,83 @@ TEST(CpuNnNorm, NarrowedResultIsTheConvertedNorm) {
       for (int64_t i = 0; i < x.size(); ++i)
         ASSERT_EQ(got.get(i), want.get(i)) << "element " << i;
     }
+}
+
+/// norm_grad_params is norm_grad's dx bit for bit, and the sums over the
+/// rows of g * xhat (each product rounded to T) and of g, with norm_grad's
+/// xhat. Both sums accumulate in f64: each is within half an ulp of T of
+/// the exact sum S of its terms plus the f64 sums' error, at most
+/// R 2^-53 sum |term| for R rows. The same bits with one thread (the order
+/// is fixed by the shape). Shapes: one segment (R < 32), several (R = 300,
+/// segments of 32 rows, the last shorter), and 128 full segments of 33
+/// rows (R = 4224).
+TEST(CpuNnNorm, NormGradParamsIsNormGradAndItsSums) {
+  struct Case {
+    DType t;
+    std::vector<int64_t> dims;
+    int64_t axis;
+  };
+  const Case cases[] = {{DType::F32, {3, 5, 16}, 2},
+                        {DType::F32, {3, 100, 24}, 2},
+                        {DType::F64, {300, 4, 8}, 1},
+                        {DType::F32, {4224, 40}, 1}};
+  uint32_t seed = 20;
+  for (const Case &c : cases)
+    for (bool centered : {true, false})
+      for (bool withBias : {true, false}) {
+        SCOPED_TRACE(std::string(dtypeName(c.t)) + " rows of axis " +
+                     std::to_string(c.axis) + (centered ? " centered" : "") +
+                     (withBias ? " with bias" : ""));
+        std::vector<int64_t> normalized(c.dims.begin() + c.axis, c.dims.end());
+        TestTensor x = randomTensor(c.t, c.dims, seed++, -2, 2);
+        TestTensor scale = randomTensor(c.t, normalized, seed++, 0.5, 2);
+        TestTensor g = randomTensor(c.t, c.dims, seed++, -1, 1);
+        TestTensor dx(c.t, c.dims), xhat(c.t, c.dims);
+        ASSERT_TRUE(runKernel(runNormGrad, Opcode::NormGrad, {&x, &scale, &g},
+                              {&dx, &xhat}, {c.axis, 1, centered}, {1e-5})
+                        .ok());
+        auto run = [&](std::vector<TestTensor> &out) {
+          out.emplace_back(c.t, c.dims);
+          out.emplace_back(c.t, normalized);
+          if (withBias)
+            out.emplace_back(c.t, normalized);
+          std::vector<TestTensor *> outs;
+          for (TestTensor &o : out)
+            outs.push_back(&o);
+          Status s =
+              runKernel(runNormGrad, Opcode::NormGradParams, {&x, &scale, &g},
+                        outs, {c.axis, centered, withBias}, {1e-5});
+          ASSERT_TRUE(s.ok()) << s.toString();
+        };
+        std::vector<TestTensor> got, serial;
+        run(got);
+        {
+          SerialScope one;
+          run(serial);
+        }
+        for (int64_t i = 0; i < x.size(); ++i)
+          ASSERT_EQ(got[0].get(i), dx.get(i)) << "dx element " << i;
+        int64_t n = scale.size(), rows = x.size() / n;
+        for (int64_t j = 0; j < n; ++j)
+          for (size_t k = 1; k < got.size(); ++k) {
+            double exact = 0, magnitude = 0;
+            for (int64_t r = 0; r < rows; ++r) {
+              double gv = g.get(r * n + j);
+              // The product rounded to T (exact in f64 for f32 operands).
+              double term = k == 2 ? gv
+                            : c.t == DType::F32
+                                ? double(float(gv * xhat.get(r * n + j)))
+                                : gv * xhat.get(r * n + j);
+              exact += term; // its own f64 error: the bound's 2nd half
+              magnitude += std::fabs(term);
+            }
+            double tol = computeEps(c.t) * std::fabs(exact) +
+                         2 * double(rows) * 0x1p-53 * magnitude;
+            ASSERT_NEAR(got[k].get(j), exact, tol)
+                << (k == 1 ? "scale" : "bias") << " column " << j;
+            ASSERT_EQ(got[k].get(j), serial[k].get(j)) << "column " << j;
+          }
+      }
 }
 
 //===--- Gelu -------------------------------------------------------------===//

@@ -101,6 +101,38 @@ TEST_P(DeviceKernels, NormGrad) {
       }
 }
 
+/// math/NormParamSums.h fixes the sums' order for both devices: bit for
+/// bit. Shapes past one segment of rows: 111 rows (4 segments), 4224 (128
+/// segments of 33 rows).
+TEST_P(DeviceKernels, NormGradParams) {
+  struct Case {
+    std::vector<int64_t> dims;
+    int64_t axis;
+  };
+  const Case cases[] = {{{3, 37, 129}, 2},
+                        {{3, 37, 129}, 1},
+                        {{129, 1}, 1},
+                        {{5, 4099}, 1},
+                        {{4224, 40}, 1}};
+  uint32_t seed = 70;
+  for (DType t : {kF32, kF64})
+    for (const Case &c : cases)
+      for (bool centered : {true, false})
+        for (bool withBias : {true, false}) {
+          std::vector<int64_t> normalized(c.dims.begin() + c.axis,
+                                          c.dims.end());
+          std::vector<TestTensor> out = {zeros(t, c.dims),
+                                         zeros(t, normalized)};
+          if (withBias)
+            out.push_back(zeros(t, normalized));
+          check(makeCall(Opcode::NormGradParams,
+                         {uniform(t, c.dims, seed++, -2, 2),
+                          uniform(t, normalized, seed++, 0.5, 2),
+                          uniform(t, c.dims, seed++)},
+                         std::move(out), {c.axis, centered, withBias}, {1e-5}));
+        }
+}
+
 TEST_P(DeviceKernels, GeluBothForms) {
   uint32_t seed = 1;
   for (DType t : kFloatTypes)

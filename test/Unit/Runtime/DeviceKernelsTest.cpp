@@ -29,8 +29,8 @@
 //     kernel whose math the two devices share (runtime/src/math/,
 //     -fmad=false on the GPU): f32 exp, tanh and erf, gelu, gelu_grad,
 //     dropout, adamw_update, and the kernels whose CUDA files state the
-//     CPU's summation order (layer/rms norm, norm_grad, scatter_add,
-//     sum_of_squares, and softmax below f64);
+//     CPU's summation order (layer/rms norm, norm_grad, norm_grad_params,
+//     scatter_add, sum_of_squares, and softmax below f64);
 //   - |got - want| <= rel * max |want| elementwise, per result: where the
 //     CPU calls libm and the GPU its own math library, and where the GPU
 //     sums in another order (GEMMs through cuBLASLt, reductions, attention,

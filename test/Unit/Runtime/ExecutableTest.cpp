@@ -571,6 +571,45 @@ TEST(Executable, ChecksNarrowedNorms) {
   }
 }
 
+TEST(Executable, ChecksNormGradParams) {
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::F32, {4, 8}),  tensor(DType::F32, {8}),
+      tensor(DType::F64, {8}),     tensor(DType::F32, {4}),
+      tensor(DType::BF16, {4, 8}), tensor(DType::BF16, {8})};
+  InstructionInfo inst;
+  inst.op = Opcode::NormGradParams;
+  inst.operands = {0, 1, 0};
+  inst.results = {0, 1, 1};
+  inst.ints = {1, 1, 1};
+  inst.floats = {1e-5};
+  ASSERT_TRUE(validateInstruction(inst, 0, tensors).ok());
+  InstructionInfo noBias = inst;
+  noBias.ints = {1, 0, 0};
+  noBias.results = {0, 1};
+  ASSERT_TRUE(validateInstruction(noBias, 0, tensors).ok());
+  const char *shapes = "scale and the parameters' gradients must have x's "
+                       "dtype and the normalized shape";
+  auto refused = [&](auto edit, const char *words) {
+    InstructionInfo copy = inst;
+    edit(copy);
+    expectRefused(copy, tensors, words);
+  };
+  refused([](InstructionInfo &i) { i.results = {0, 1}; }, "results");
+  refused([](InstructionInfo &i) { i.operands = {0, 1}; }, "operands");
+  refused([](InstructionInfo &i) { i.ints = {2, 1, 1}; }, "invalid axis");
+  refused([](InstructionInfo &i) { i.floats = {-1}; }, "or epsilon");
+  refused([](InstructionInfo &i) { i.operands = {0, 3, 0}; }, shapes);
+  refused([](InstructionInfo &i) { i.operands = {0, 2, 0}; }, shapes);
+  refused([](InstructionInfo &i) { i.results = {0, 1, 3}; }, shapes);
+  refused([](InstructionInfo &i) { i.results = {0, 2, 1}; }, shapes);
+  refused(
+      [](InstructionInfo &i) {
+        i.operands = {4, 5, 4};
+        i.results = {4, 5, 5};
+      },
+      "x must be f32 or f64");
+}
+
 // The loader checks the training signature like everything else it reads:
 // indices in range, and the loss a float scalar.
 TEST(Executable, RejectsABrokenTrainingSignature) {

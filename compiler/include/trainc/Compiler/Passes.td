@@ -575,6 +575,47 @@ def FuseBias : Pass<"trainc-fuse-bias", "mlir::func::FuncOp"> {
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def FuseNormGrad : Pass<"trainc-fuse-norm-grad", "mlir::func::FuncOp"> {
+  let summary = "A norm's scale and bias gradients summed inside norm_grad";
+  let description = [{
+    The norms' gradient rule gives the scale's gradient as
+    `reduce_sum(mul(g, xhat))` over the leading dims, `xhat` being
+    `graph.norm_grad`'s `normalized` result, and the bias's as
+    `reduce_sum(g)`. Where `xhat` has that one use (the product either
+    way round, the product only that sum), the three ops, and a
+    `reduce_sum` of `g` over the same dims when there is one, become one
+    `graph.norm_grad_params`: its kernel sums the products while the row
+    is in cache, where the unfused ops wrote `xhat` and the product (each
+    of the input's size) and read them back. f32 and f64 only (the ops
+    `graph.norm_grad_params` takes); the sums' results must have the
+    scale's type (not a widened sum) and every op the same discardable
+    attributes (a recompute clone's mark), which the fused op keeps. Its
+    sums have `graph.reduce_sum`'s accuracy in their own fixed order, so
+    the last bit of a gradient may differ from the unfused ops'.
+
+    Runs in the lower phase after differentiation and the partition (the
+    fused op has no gradient rule and no sharding factors), before
+    `trainc-fuse-elementwise` (which would take the product into a loop).
+
+    Example:
+    ```mlir
+    %dx, %xhat = graph.norm_grad %x scale %s, %g, axis = 1,
+        epsilon = 1.0e-05, centered = true
+        : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>)
+        -> (tensor<4x8xf32>, tensor<4x8xf32>)
+    %p = graph.mul %g, %xhat : tensor<4x8xf32>
+    %ds = graph.reduce_sum %p, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+    %db = graph.reduce_sum %g, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+    // becomes
+    %dx, %ds, %db = graph.norm_grad_params %x scale %s, %g, axis = 1,
+        epsilon = 1.0e-05, centered = true {with_bias_grad}
+        : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>)
+        -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 def WidenProducts : Pass<"trainc-widen-products", "mlir::func::FuncOp"> {
   let summary = "A 16-bit product that is only widened to f32 is made in f32";
   let description = [{

@@ -134,6 +134,51 @@ def Graph_NormGradOp : Graph_InferredOp<"norm_grad", [
   }];
 }
 
+def Graph_NormGradParamsOp : Graph_InferredOp<"norm_grad_params", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "norm_grad with the gradients of the norm's scale and bias";
+  let description = [{
+    `graph.norm_grad`'s `input_grad`, and the sums over the leading
+    dimensions `0..axis-1` that the norms' gradient rule takes from its
+    `normalized` result:
+    `scale_grad = reduce_sum(cotangent * xhat)` and, when present,
+    `bias_grad = reduce_sum(cotangent)`, each product rounded to the element
+    type and the sums made as `graph.reduce_sum` makes them (in f64, rounded
+    once), in an order fixed by the shape
+    (runtime/src/math/NormParamSums.h). The pass `trainc-fuse-norm-grad`
+    forms it after the pipeline's differentiation (so it has no gradient
+    rule), where the unfused ops write `xhat` and the product, each the
+    size of the input, only to sum them.
+
+    Constraints:
+    - (C1) to (C5): those of `graph.norm_grad`, with `scale` present.
+    - (C6) the element type is f32 or f64 (the gradient rule widens 16-bit
+      types before `graph.norm_grad`).
+    - (C7) the result types are the inferred ones: `input_grad` the input's,
+      `scale_grad` and `bias_grad` the scale's.
+
+    Example:
+    ```mlir
+    %dx, %ds, %db = graph.norm_grad_params %x scale %s, %g, axis = 2,
+           epsilon = 1.0e-05, centered = true
+           : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>)
+           -> (tensor<8x32x64xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$scale,
+                       Graph_FloatTensor:$cotangent,
+                       I64Attr:$axis, F64Attr:$epsilon, BoolAttr:$centered,
+                       UnitAttr:$with_bias_grad);
+  let results = (outs Graph_FloatTensor:$input_grad,
+                      Graph_FloatTensor:$scale_grad,
+                      Optional<Graph_FloatTensor>:$bias_grad);
+  let assemblyFormat = [{
+    $input `scale` $scale `,` $cotangent `,` `axis` `=` $axis `,`
+    `epsilon` `=` $epsilon `,` `centered` `=` $centered attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
     DeclareOpInterfaceMethods<Graph_InPlaceOpInterface,

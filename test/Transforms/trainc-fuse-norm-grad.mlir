@@ -1,0 +1,102 @@
+// RUN: trainc-opt %s --trainc-fuse-norm-grad -split-input-file | FileCheck %s
+
+// layer_norm's rule (scale and bias over the last dim of [2, 3, 4]): the
+// product, both sums and xhat are gone; the gradients come from one op.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x4xf32>, %[[S:.+]]: tensor<4xf32>, %[[G:.+]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[DX:.+]], %[[DS:.+]], %[[DB:.+]] = graph.norm_grad_params %[[X]] scale %[[S]], %[[G]], axis = 2, epsilon = 1.000000e-05, centered = true {with_bias_grad} : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK-NEXT: return %[[DX]], %[[DS]], %[[DB]]
+func.func @layer_norm(%x: tensor<2x3x4xf32>, %s: tensor<4xf32>, %g: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %dx, %xhat = graph.norm_grad %x scale %s, %g, axis = 2, epsilon = 1.0e-05, centered = true
+      : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>)
+  %p = graph.mul %g, %xhat : tensor<2x3x4xf32>
+  %ds = graph.reduce_sum %p, dims = [0, 1] : (tensor<2x3x4xf32>) -> tensor<4xf32>
+  %db = graph.reduce_sum %g, dims = [0, 1] : (tensor<2x3x4xf32>) -> tensor<4xf32>
+  return %dx, %ds, %db : tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// rms_norm (no bias) in f64, the product written the other way round, the
+// dims in another order: the scale's sum only; a sum of g over other dims
+// is not the bias's and stays.
+// CHECK-LABEL: func.func @rms_norm
+// CHECK-NEXT: %[[DX:.+]], %[[DS:.+]] = graph.norm_grad_params %{{.+}} scale %{{.+}}, %[[G:.+]], axis = 2, epsilon = 9.9999999999999995E-7, centered = false : (tensor<2x3x4xf64>, tensor<4xf64>, tensor<2x3x4xf64>) -> (tensor<2x3x4xf64>, tensor<4xf64>)
+// CHECK-NEXT: %[[OTHER:.+]] = graph.reduce_sum %[[G]], dims = [0] :
+// CHECK-NEXT: return %[[DX]], %[[DS]], %[[OTHER]]
+func.func @rms_norm(%x: tensor<2x3x4xf64>, %s: tensor<4xf64>, %g: tensor<2x3x4xf64>) -> (tensor<2x3x4xf64>, tensor<4xf64>, tensor<3x4xf64>) {
+  %dx, %xhat = graph.norm_grad %x scale %s, %g, axis = 2, epsilon = 1.0e-06, centered = false
+      : (tensor<2x3x4xf64>, tensor<4xf64>, tensor<2x3x4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x4xf64>)
+  %p = graph.mul %xhat, %g : tensor<2x3x4xf64>
+  %ds = graph.reduce_sum %p, dims = [1, 0] : (tensor<2x3x4xf64>) -> tensor<4xf64>
+  %other = graph.reduce_sum %g, dims = [0] : (tensor<2x3x4xf64>) -> tensor<3x4xf64>
+  return %dx, %ds, %other : tensor<2x3x4xf64>, tensor<4xf64>, tensor<3x4xf64>
+}
+
+// -----
+
+// A sum of g before the norm_grad stays (its users may come before it).
+// CHECK-LABEL: func.func @bias_sum_first
+// CHECK-NEXT: %[[DB:.+]] = graph.reduce_sum
+// CHECK-NEXT: graph.norm_grad_params {{.*}} centered = true : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+func.func @bias_sum_first(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %g: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %db = graph.reduce_sum %g, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  %dx, %xhat = graph.norm_grad %x scale %s, %g, axis = 1, epsilon = 1.0e-05, centered = true
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %p = graph.mul %g, %xhat : tensor<4x8xf32>
+  %ds = graph.reduce_sum %p, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  return %dx, %ds, %db : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// What stays: xhat with another use; a product of xhat with something other
+// than g; a product with another use; a sum over not all leading dims; a
+// widened (bf16 -> f32) or mismatched-mark sum; no scale; a 16-bit norm_grad.
+// CHECK-LABEL: func.func @stays
+// CHECK-NOT: graph.norm_grad_params
+// CHECK: return
+func.func @stays(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %g: tensor<4x8xf32>, %h: tensor<4x8xf32>,
+                 %xb: tensor<4x8xbf16>, %sb: tensor<8xbf16>, %gb: tensor<4x8xbf16>, %x3: tensor<2x4x8xf32>, %s3: tensor<8xf32>, %g3: tensor<2x4x8xf32>)
+    -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>,
+        tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<8xf32>) {
+  // xhat used twice
+  %dx0, %xh0 = graph.norm_grad %x scale %s, %g, axis = 1, epsilon = 1.0e-05, centered = true
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %p0 = graph.mul %g, %xh0 : tensor<4x8xf32>
+  %ds0 = graph.reduce_sum %p0, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  // xhat times another tensor
+  %dx1, %xh1 = graph.norm_grad %x scale %s, %g, axis = 1, epsilon = 2.0e-05, centered = true
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %p1 = graph.mul %h, %xh1 : tensor<4x8xf32>
+  %ds1 = graph.reduce_sum %p1, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  // the product used twice
+  %dx2, %xh2 = graph.norm_grad %x scale %s, %g, axis = 1, epsilon = 3.0e-05, centered = true
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %p2 = graph.mul %g, %xh2 : tensor<4x8xf32>
+  %ds2 = graph.reduce_sum %p2, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  // a widened 16-bit norm_grad's sum
+  %dx3, %xh3 = graph.norm_grad %xb scale %sb, %gb, axis = 1, epsilon = 1.0e-05, centered = true
+      : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>)
+  %p3 = graph.mul %gb, %xh3 : tensor<4x8xbf16>
+  %ds3 = graph.reduce_sum %p3, dims = [0] : (tensor<4x8xbf16>) -> tensor<8xf32>
+  // a sum over dim 1 only of a [2, 4, 8] product
+  %dx4, %xh4 = graph.norm_grad %x3 scale %s3, %g3, axis = 2, epsilon = 1.0e-05, centered = true
+      : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  %p4 = graph.mul %g3, %xh4 : tensor<2x4x8xf32>
+  %ds4 = graph.reduce_sum %p4, dims = [1] : (tensor<2x4x8xf32>) -> tensor<2x8xf32>
+  %ds4r = graph.reduce_sum %ds4, dims = [0] : (tensor<2x8xf32>) -> tensor<8xf32>
+  // marks differ (a recompute clone's)
+  %dx5, %xh5 = graph.norm_grad %x scale %s, %g, axis = 1, epsilon = 4.0e-05, centered = true {recompute}
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %p5 = graph.mul %g, %xh5 {recompute} : tensor<4x8xf32>
+  %ds5 = graph.reduce_sum %p5, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  // no scale
+  %dx6, %xh6 = graph.norm_grad %x, %g, axis = 1, epsilon = 1.0e-05, centered = true
+      : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %p6 = graph.mul %g, %xh6 : tensor<4x8xf32>
+  %ds6 = graph.reduce_sum %p6, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  return %dx0, %ds0, %xh0, %ds1, %ds2, %p2, %ds5, %dx1, %dx2, %dx3, %ds3, %dx4, %dx5, %ds6
+      : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>,
+        tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<8xf32>
+}
