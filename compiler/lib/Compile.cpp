@@ -24,6 +24,9 @@ std::string checkOptions(const CompileOptions &options) {
     return "--compile-to=" + phaseName(*last).str() + " needs --train";
   if (options.gradAccum.microBatches != 1 && !options.train)
     return "--grad-accum needs --train";
+  if (options.lower.padClasses < 0 || options.lower.padClasses > 65536)
+    return "--pad-classes must be in [0, 65536] (0: off), not " +
+           std::to_string(options.lower.padClasses);
   if (options.gradAccum.microBatches < 1)
     return "--grad-accum must be at least 1";
   std::optional<graph::Mesh> mesh = parseMesh(options.partition.mesh, error);
@@ -84,7 +87,7 @@ compileModel(mlir::MLIRContext &context, llvm::StringRef path,
   pipeline.schedule = options.schedule;
   pipeline.partition = options.partition;
   pipeline.precision = options.precision;
-  pipeline.fuseElementwise = options.fuseElementwise;
+  pipeline.lower = options.lower;
   mlir::PassManager pm(&context);
   if (failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();

@@ -87,7 +87,7 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   if (last == Phase::Precision)
     return;
   if (!options.train)
-    return buildExecutablePhases(pm, last, options.fuseElementwise);
+    return buildExecutablePhases(pm, last, options.lower);
 
   // autodiff: the backward pass, folding and merging what the rules built,
   // then micro-batches (gradient accumulation): the whole step, forward and
@@ -128,7 +128,8 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   // merge the clones with the forward ops after it.
   // It plans with the lower phase, which fuses as the pipeline will.
   RecomputeOptions recompute = options.recompute;
-  recompute.fuseElementwise = options.fuseElementwise;
+  recompute.fuseElementwise = options.lower.fuseElementwise;
+  recompute.padClasses = options.lower.padClasses;
   pm.addPass(createRecompute(recompute));
   if (last == Phase::Recompute)
     return;
@@ -136,22 +137,25 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   pm.addPass(createSchedule(options.schedule));
   if (last == Phase::Schedule)
     return;
-  buildExecutablePhases(pm, last, options.fuseElementwise);
+  buildExecutablePhases(pm, last, options.lower);
 }
 
 void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
-                           bool fuseElementwise) {
+                           const LowerOptions &lower) {
   if (last < Phase::Lower)
     return;
   // lower: dot_generals read transposed operands in place, add their
   // biases, norm_grad sums the norms' parameter gradients, the 16-bit
-  // products only widened to f32 are made in f32,
+  // products only widened to f32 are made in f32, a loss's classes are
+  // padded for its matmuls,
   // elementwise chains become loops, then every op must be an instruction.
   pm.addNestedPass<mlir::func::FuncOp>(createAbsorbTransposes());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseNormGrad());
   pm.addNestedPass<mlir::func::FuncOp>(createWidenProducts());
-  if (fuseElementwise)
+  pm.addNestedPass<mlir::func::FuncOp>(
+      createPadClasses(PadClassesOptions{lower.padClasses}));
+  if (lower.fuseElementwise)
     pm.addNestedPass<mlir::func::FuncOp>(createFuseElementwise());
   pm.addPass(createLower());
   if (last == Phase::Lower)

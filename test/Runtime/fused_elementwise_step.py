@@ -109,6 +109,23 @@ def train(args, exe, inputs, directory):
     return records, data
 
 
+def same_training(log_a, state_a, log_b, state_b):
+    """What differs between two runs of `train`: their loss, gradient norm,
+    loss scale and skip flag at each step, their step counts and their last
+    checkpoints (bitwise); empty when nothing does."""
+    problems = []
+    for a, b in zip(log_a, log_b):
+        for key in ('loss', 'grad_norm', 'loss_scale', 'step_skipped'):
+            if a.get(key) != b.get(key):
+                problems.append(f'step {a.get("step")}: {key} {a.get(key)!r} != {b.get(key)!r}')
+                break
+    if len(log_a) != STEPS or len(log_b) != STEPS:
+        problems.append(f'{len(log_a)} and {len(log_b)} logged steps, not {STEPS}')
+    if state_a != state_b:
+        problems.append('the checkpoints differ')
+    return problems
+
+
 def check(args, name, model, inputs, extra, work):
     runs = {}
     for fuse in ('true', 'false'):
@@ -126,16 +143,7 @@ def check(args, name, model, inputs, extra, work):
                         f'instructions ({plain_loops} loops unfused)')
     if fused_live > plain_live:
         problems.append(f'live activations {fused_live} above {plain_live} bytes')
-    keys = ('loss', 'grad_norm', 'loss_scale', 'step_skipped')
-    for a, b in zip(fused_log, plain_log):
-        for key in keys:
-            if a.get(key) != b.get(key):
-                problems.append(f'step {a.get("step")}: {key} {a.get(key)!r} != {b.get(key)!r}')
-                break
-    if len(fused_log) != STEPS or len(plain_log) != STEPS:
-        problems.append(f'{len(fused_log)} and {len(plain_log)} logged steps, not {STEPS}')
-    if fused_state != plain_state:
-        problems.append('the checkpoints differ')
+    problems += same_training(fused_log, fused_state, plain_log, plain_state)
     if problems:
         print(f'{name}: FAIL ' + '; '.join(problems[:4]))
         return False

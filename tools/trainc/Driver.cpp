@@ -337,7 +337,18 @@ int runCompilerCli(int argc, char **argv) {
                "and cast the parameters to 16 bits in one instruction; "
                "results are the same bits (default true; "
                "--fuse-elementwise=false: one instruction per op)"),
-      cl::location(options.fuseElementwise), cl::cat(category));
+      cl::location(options.lower.fuseElementwise), cl::cat(category));
+  cl::opt<int64_t, true> padClasses(
+      "pad-classes",
+      cl::desc("In the lower phase, pad the class dimension of a "
+               "cross-entropy loss whose logits come from a matmul (a "
+               "vocabulary) to a multiple of N where that adds at most 1/32 "
+               "of the classes: aligned rows for the GPU's matmul kernels "
+               "(GPT-2's 50,257 classes become 50,304); the loss and "
+               "gradients are the unpadded ones, the padding never read "
+               "(default 64; 0 or 1: off)"),
+      cl::value_desc("N"), cl::location(options.lower.padClasses),
+      cl::cat(category));
   cl::opt<std::string, true> optimizerName(
       "optimizer", cl::desc("With --train: adamw (default), sgd or none"),
       cl::value_desc("name"), cl::location(opt.optimizer), cl::cat(category));

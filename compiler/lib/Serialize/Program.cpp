@@ -90,6 +90,13 @@ template <typename Range> std::vector<int64_t> toInts(Range values) {
   return std::vector<int64_t>(values.begin(), values.end());
 }
 
+/// A cross-entropy op's classes: its `classes`, else the last dimension.
+template <typename Op> int64_t classesOf(Op op) {
+  if (std::optional<uint64_t> classes = op.getClasses())
+    return int64_t(*classes);
+  return op.getLogits().getType().getShape().back();
+}
+
 /// Attention's seq_major list as the instruction's bit mask
 /// (ExecutableFormat.h: bit i for tensor i).
 int64_t seqMajorBits(std::optional<ArrayRef<int64_t>> seqMajor) {
@@ -384,13 +391,14 @@ LogicalResult Builder::lowerOp(Operation *op) {
         inst.floats = {a.getScale().convertToDouble()};
       })
       .Case([&](SoftmaxCrossEntropyOp s) {
+        int64_t classes = classesOf(s);
         if (!program.signature.vocabulary)
-          program.signature.vocabulary =
-              s.getLogits().getType().getShape().back();
+          program.signature.vocabulary = classes;
         std::optional<uint64_t> ignore = s.getIgnoreIndex();
         inst.ints = {static_cast<int64_t>(s.getReduction()), ignore.has_value(),
-                     ignore ? static_cast<int64_t>(*ignore) : 0};
+                     ignore ? static_cast<int64_t>(*ignore) : 0, classes};
       })
+      .Case([&](SoftmaxCrossEntropyGradOp s) { inst.ints = {classesOf(s)}; })
       .Default([](Operation *) {});
   for (Value v : op->getOperands())
     inst.operands.push_back(program.ids.lookup(v));

@@ -71,18 +71,24 @@ RankedTensorType trainc::zeroPartType(RankedTensorType whole, int64_t ranks) {
   return whole.clone(shape);
 }
 
-Value trainc::padToParts(OpBuilder &b, Location loc, Value v, int64_t ranks) {
+Value trainc::padWithZeros(OpBuilder &b, Location loc, Value v, int64_t dim,
+                           int64_t size) {
   auto type = cast<RankedTensorType>(v.getType());
-  int64_t rows = zeroPartType(type, ranks).getDimSize(0) * ranks;
-  if (rows == type.getDimSize(0))
+  if (size == type.getDimSize(dim))
     return v;
   SmallVector<int64_t> shape(type.getShape());
-  shape[0] = rows - shape[0];
+  shape[dim] = size - shape[dim];
   auto padType = type.clone(shape);
   Value zeros = b.create<ConstantOp>(
       loc, SplatElementsAttr::get(
                padType, cast<TypedAttr>(b.getZeroAttr(type.getElementType()))));
-  return b.create<ConcatenateOp>(loc, ValueRange{v, zeros}, 0);
+  return b.create<ConcatenateOp>(loc, ValueRange{v, zeros}, dim);
+}
+
+Value trainc::padToParts(OpBuilder &b, Location loc, Value v, int64_t ranks) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return padWithZeros(b, loc, v, 0,
+                      zeroPartType(type, ranks).getDimSize(0) * ranks);
 }
 
 Value trainc::gatherParts(OpBuilder &b, Location loc, Value part,

@@ -612,7 +612,7 @@ struct CrossEntropy : public OpRewritePattern<ReduceMeanOp> {
         targets);
     rewriter.replaceOpWithNewOp<SoftmaxCrossEntropyOp>(
         root, cast<RankedTensorType>(root->getResult(0).getType()), logits,
-        targets, LossReduction::mean, IntegerAttr());
+        targets, LossReduction::mean, IntegerAttr(), /*classes=*/IntegerAttr());
     return success();
   }
 };

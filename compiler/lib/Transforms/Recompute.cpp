@@ -360,13 +360,13 @@ struct Planned {
 /// Plans a copy of `module` with `choices` applied (lower, then the
 /// planner), leaving `module` as it is.
 FailureOr<Planned> planWith(ModuleOp module, ArrayRef<BlockChoice> choices,
-                            bool fuseElementwise) {
+                            const LowerOptions &lower) {
   OwningOpRef<ModuleOp> copy = module.clone();
   auto fn = copy->lookupSymbol<func::FuncOp>("main");
   Planned planned;
   planned.addedFlops = apply(fn, choices);
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  buildExecutablePhases(pm, Phase::Lower, fuseElementwise);
+  buildExecutablePhases(pm, Phase::Lower, lower);
   if (failed(pm.run(*copy)))
     return failure();
   FailureOr<Program> program = Program::build(fn, /*withConstantData=*/false);
@@ -433,7 +433,7 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
     for (size_t step = 0; step <= 2 * blocks; ++step) {
       FailureOr<Planned> planned =
           planWith(module, choicesFor(RecomputeMode::Budget, blocks, step),
-                   fuseElementwise);
+                   lowerOptions());
       if (failed(planned))
         return failure();
       if (planned->report.activations <= budget)
@@ -467,6 +467,11 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
   }
 
   /// recompute.options: none, selective and full, each planned on a copy.
+  /// The lower phase as the pipeline runs it.
+  LowerOptions lowerOptions() const {
+    return LowerOptions{fuseElementwise, padClasses};
+  }
+
   LogicalResult recordOptions(func::FuncOp fn, size_t blocks) {
     Builder b(&getContext());
     SmallVector<NamedAttribute> entries;
@@ -474,7 +479,7 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
                               std::pair{"selective", RecomputeMode::Selective},
                               std::pair{"full", RecomputeMode::Full}}) {
       FailureOr<Planned> planned =
-          planWith(getOperation(), choicesFor(kind, blocks), fuseElementwise);
+          planWith(getOperation(), choicesFor(kind, blocks), lowerOptions());
       if (failed(planned))
         return failure();
       entries.push_back(b.getNamedAttr(

@@ -964,10 +964,26 @@ static LogicalResult inferCrossEntropyType(Type logitsType, Type targetsType,
   return success();
 }
 
+/// (C4) of both cross-entropy ops: `classes` in [1, C].
+static LogicalResult checkClasses(Operation *op, Type logitsType,
+                                  std::optional<uint64_t> classes) {
+  auto logits = cast<RankedTensorType>(logitsType);
+  if (!classes || logits.getRank() < 1)
+    return success();
+  int64_t size = logits.getShape().back();
+  if (int64_t(*classes) < 1 ||
+      int64_t(*classes) > size) // softmax_cross_entropy_c4
+    return op->emitOpError() << "(C4) classes " << int64_t(*classes)
+                             << " is not in [1, " << size << "]";
+  return success();
+}
+
 LogicalResult SoftmaxCrossEntropyOp::verifyShapeConstraints() {
-  return inferCrossEntropyType(getLogits().getType(), getTargets().getType(),
-                               getReduction(), nullptr,
-                               [&] { return emitOpError(); });
+  if (failed(inferCrossEntropyType(getLogits().getType(),
+                                   getTargets().getType(), getReduction(),
+                                   nullptr, [&] { return emitOpError(); })))
+    return failure();
+  return checkClasses(*this, getLogits().getType(), getClasses());
 }
 
 bool SoftmaxCrossEntropyOp::isCompatibleReturnTypes(TypeRange inferred,
@@ -1001,7 +1017,7 @@ LogicalResult SoftmaxCrossEntropyGradOp::verify() {
                        "without its last dimension");
   if (getResult().getType() != logits)
     return emitOpError("(C3) the result must have the logits' type");
-  return success();
+  return checkClasses(*this, logits, getClasses());
 }
 
 #define GET_OP_CLASSES

@@ -597,14 +597,16 @@ LogicalResult importSoftmaxCrossEntropyLoss(NodeContext &ctx) {
   Value logits = classesLast(ctx, *scores);
   if (*weights)
     // Per element (0 where ignored), then weighted and reduced.
-    ctx.setOutput(
-        0, weightedLoss(ctx,
-                        ctx.create<SoftmaxCrossEntropyOp>(
-                            logits, *labels, LossReduction::none, ignore),
-                        *labels, *weights, ignoreIndex, *reduction));
+    ctx.setOutput(0,
+                  weightedLoss(ctx,
+                               ctx.create<SoftmaxCrossEntropyOp>(
+                                   logits, *labels, LossReduction::none, ignore,
+                                   /*classes=*/IntegerAttr()),
+                               *labels, *weights, ignoreIndex, *reduction));
   else
-    ctx.setOutput(0, ctx.create<SoftmaxCrossEntropyOp>(logits, *labels,
-                                                       *reduction, ignore));
+    ctx.setOutput(0, ctx.create<SoftmaxCrossEntropyOp>(
+                         logits, *labels, *reduction, ignore,
+                         /*classes=*/IntegerAttr()));
   if (ctx.outputRequested(1))
     ctx.setOutput(1, logSoftmax(ctx, *scores, 1));
   return success();

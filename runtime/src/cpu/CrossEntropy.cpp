@@ -23,8 +23,9 @@
 // softmaxRowF32 for f32 and (widened) 16-bit logits, as the CUDA kernel's,
 // and libm's exp for f64.
 //
-// Shape legend: logits [R..., C] viewed as [R, C], targets [R...] (i32 or
-// i64).
+// Shape legend: logits [R..., P] viewed as [R, P], targets [R...] (i32 or
+// i64); the classes are the first C = ints[3] <= P of each row, the others
+// padding (trainc-pad-classes), never read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,7 +66,8 @@ Status runCrossEntropy(const KernelCall &call) {
   int64_t reduction = call.ints[0];
   bool hasIgnore = call.ints[1] != 0;
   int64_t ignoreIndex = call.ints[2];
-  int64_t classes = logits.dims[logits.rank - 1];
+  // The first `classes` of each row of `stride` (the rest: padding).
+  int64_t classes = call.ints[3], stride = logits.dims[logits.rank - 1];
   int64_t rows = targets.numElements();
 
   std::vector<int64_t> target(rows);
@@ -92,7 +94,7 @@ Status runCrossEntropy(const KernelCall &call) {
       for (int64_t r = begin; r < end; ++r) {
         if (hasIgnore && target[r] == ignoreIndex)
           continue;
-        int64_t base = r * classes;
+        int64_t base = r * stride;
         const T *row;
         if (logits.dtype == DType::F32 || logits.dtype == DType::F64) {
           row = logits.as<T>() + base;
@@ -142,7 +144,8 @@ Status runCrossEntropy(const KernelCall &call) {
 // row math, then (p - 1) * w at the target and p * w elsewhere. A target
 // outside [0, C) adds no one-hot term (its weight is 0: the ignored index).
 // The result may be the logits' memory: a row is read whole (max, exps)
-// before any of it is written, and rows are disjoint.
+// before any of it is written, and rows are disjoint. A padded row (C =
+// `classes` of its entries) gets 0 in the padding, which is never read.
 
 namespace trainc::cpu {
 
@@ -154,15 +157,18 @@ Status runCrossEntropyGrad(const KernelCall &call) {
     return unsupportedDType(call, logits.dtype);
   if (targets.dtype != DType::I32 && targets.dtype != DType::I64)
     return unsupportedDType(call, targets.dtype);
-  int64_t classes = logits.dims[logits.rank - 1];
+  // The first `classes` of each row of `stride` (the rest: padding, 0).
+  int64_t classes = call.ints[0], stride = logits.dims[logits.rank - 1];
   int64_t rows = targets.numElements();
-  int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(classes, 1));
+  int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(stride, 1));
   withFloatCompute(logits.dtype, [&](auto zero) {
     using T = decltype(zero);
     parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
       std::vector<T> buffer;
       for (int64_t r = begin; r < end; ++r) {
-        int64_t base = r * classes;
+        int64_t base = r * stride;
+        for (int64_t c = classes; c < stride; ++c)
+          storeAs(out, base + c, T(0));
         T w = loadAs<T>(weight, r);
         int64_t t = loadAs<int64_t>(targets, r);
         T *row = nullptr;

@@ -116,7 +116,7 @@ void normGradParams(const KernelCall &call, int64_t rows, int64_t n,
   for (int64_t k = 0; k < sums; ++k) {
     T *out = call.outputs[1 + k].as<T>();
     for (int64_t j = 0; j < n; ++j)
-      out[j] = T(math::combineSegments(&partials[size_t(k * n + j)], segments,
+      out[j] = T(math::combineSegments(partials.data() + k * n + j, segments,
                                        sums * n));
   }
 }

@@ -23,8 +23,10 @@
 // memory: a row is read whole (max, sum) before any of it is written, and
 // each element is written by the thread that reads it.
 //
-// Shape legend: logits [R..., C] viewed as [R, C], targets [R...] (i32 or
-// i64), weight [R...] (any float dtype).
+// Shape legend: logits [R..., P] viewed as [R, P], targets [R...] (i32 or
+// i64), weight [R...] (any float dtype); the classes are the first C <= P
+// entries of each row (the instruction's `classes`), the others padding
+// (trainc-pad-classes): never read, and the gradient writes 0 there.
 //
 // Work split: one block per row (grid-stride over rows), up to 256
 // threads, so a 50,257-class row is spread over the block. The row's max
@@ -152,8 +154,9 @@ __device__ Compute<S> rowSumExpBlocked(const S *x, int64_t n, Compute<S> m,
 template <typename S>
 __global__ void __launch_bounds__(kMaxThreads)
     crossEntropyKernel(const S *logits, const void *targets, bool targets64,
-                       int64_t rows, int64_t classes, bool hasIgnore,
-                       int64_t ignoreIndex, Compute<S> *loss, FaultSite site) {
+                       int64_t rows, int64_t classes, int64_t stride,
+                       bool hasIgnore, int64_t ignoreIndex, Compute<S> *loss,
+                       FaultSite site) {
   using C = Compute<S>;
   __shared__ RowShared<C> sh;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -171,7 +174,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       }
       continue;
     }
-    const S *x = logits + r * classes;
+    const S *x = logits + r * stride;
     C m = rowMax(x, 1, classes, sh);
     C sum = rowSumExpBlocked(x, classes, m, sh);
     if (threadIdx.x == 0)
@@ -219,22 +222,24 @@ template <typename S>
 __global__ void __launch_bounds__(kMaxThreads)
     crossEntropyGradKernel(const S *logits, const void *targets, bool targets64,
                            const void *weight, DType weightType, int64_t rows,
-                           int64_t classes, S *out) {
+                           int64_t classes, int64_t stride, S *out) {
   using C = Compute<S>;
   __shared__ RowShared<C> sh;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const S *x = logits + r * classes;
+    const S *x = logits + r * stride;
     C m = rowMax(x, 1, classes, sh);
     C sum = rowSumExp(x, 1, classes, m, sh);
     // The row has been read whole (rowSumExp ends with a barrier): out may
     // be the logits' memory.
     C w = C(loadFloat(weight, weightType, r));
     int64_t t = loadIndex(targets, targets64, r);
-    S *y = out + r * classes;
+    S *y = out + r * stride;
     for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
       C p = expOf(C(load(x, j)) - m) / sum;
       store(y, j, j == t ? (p - C(1)) * w : p * w);
     }
+    for (int64_t j = classes + threadIdx.x; j < stride; j += blockDim.x)
+      store(y, j, C(0));
   }
 }
 
@@ -258,7 +263,7 @@ Status runCrossEntropy(const KernelCall &call) {
   int64_t reduction = call.ints[0];
   bool hasIgnore = call.ints[1] != 0;
   int64_t ignoreIndex = call.ints[2];
-  int64_t classes = logits.dims[logits.rank - 1];
+  int64_t classes = call.ints[3], stride = logits.dims[logits.rank - 1];
   int64_t rows = targets.numElements();
   bool targets64 = targets.dtype == DType::I64;
   cudaStream_t stream = streamOf(call).handle();
@@ -277,7 +282,7 @@ Status runCrossEntropy(const KernelCall &call) {
       crossEntropyKernel<S>
           <<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
               logits.as<const S>(), targets.data, targets64, rows, classes,
-              hasIgnore, ignoreIndex, loss, faultSiteOf(call));
+              stride, hasIgnore, ignoreIndex, loss, faultSiteOf(call));
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "crossEntropyKernel"));
     }
     if (reduction == 0)
@@ -298,7 +303,7 @@ Status runCrossEntropyGrad(const KernelCall &call) {
     return unsupported(call, targets.dtype);
   if (!isFloat(weight.dtype))
     return unsupported(call, weight.dtype);
-  int64_t classes = logits.dims[logits.rank - 1];
+  int64_t classes = call.ints[0], stride = logits.dims[logits.rank - 1];
   int64_t rows = targets.numElements();
   return withFloatStorage(call, logits.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
@@ -307,7 +312,7 @@ Status runCrossEntropyGrad(const KernelCall &call) {
     crossEntropyGradKernel<S>
         <<<rowBlocks(rows), rowThreads(classes), 0, streamOf(call).handle()>>>(
             logits.as<const S>(), targets.data, targets.dtype == DType::I64,
-            weight.data, weight.dtype, rows, classes, out.as<S>());
+            weight.data, weight.dtype, rows, classes, stride, out.as<S>());
     return checkLaunch(call, "crossEntropyGradKernel");
   });
 }

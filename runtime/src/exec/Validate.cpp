@@ -67,6 +67,20 @@ public:
       return error("'" + t.name + "' has the wrong shape for its operands");
     return okStatus();
   }
+  /// Whether two tensors' planned bytes overlap (same arena; constants
+  /// live in the constant section, which no result is).
+  static bool overlap(const TensorInfo &a, const TensorInfo &b) {
+    return a.role != TensorRole::Constant && b.role != TensorRole::Constant &&
+           a.arena == b.arena && a.offset < b.offset + b.size &&
+           b.offset < a.offset + a.size;
+  }
+  /// A cross-entropy's class count: in [1, the logits' last dimension].
+  Status classesIn(const TensorInfo &logits, int64_t classes) const {
+    if (logits.shape.empty() || classes < 1 || classes > logits.shape.back())
+      return error("classes " + std::to_string(classes) +
+                   " is not in [1, the logits' last dimension]");
+    return okStatus();
+  }
   Status floatType(const TensorInfo &t) const {
     if (!isFloat(t.dtype))
       return error("'" + t.name + "' must be a float tensor");
@@ -405,6 +419,11 @@ Status Checker::checkComposite() const {
       if (t->dtype != x.dtype || t->shape != normalized)
         return error("scale and the parameters' gradients must have x's "
                      "dtype and the normalized shape");
+    // The kernels read x and the cotangent again after writing dx.
+    for (size_t r = 0; r < inst.results.size(); ++r)
+      for (size_t o : {size_t(0), size_t(2)})
+        if (overlap(result(r), operand(o)))
+          return error("a result shares memory with x or the cotangent");
     return okStatus();
   }
   case Opcode::LayerNorm:
@@ -500,7 +519,8 @@ Status Checker::checkComposite() const {
   }
   case Opcode::SoftmaxCrossEntropy: {
     TRAINC_RETURN_IF_ERROR(arity(2, 1));
-    TRAINC_RETURN_IF_ERROR(attrs(3, 0));
+    TRAINC_RETURN_IF_ERROR(attrs(4, 0));
+    TRAINC_RETURN_IF_ERROR(classesIn(operand(0), v[3]));
     const TensorInfo &logits = operand(0), &targets = operand(1);
     TRAINC_RETURN_IF_ERROR(floatType(logits));
     if (logits.shape.empty() || v[0] < 0 || v[0] > 2 ||
@@ -514,7 +534,8 @@ Status Checker::checkComposite() const {
   }
   case Opcode::SoftmaxCrossEntropyGrad: {
     TRAINC_RETURN_IF_ERROR(arity(3, 1));
-    TRAINC_RETURN_IF_ERROR(attrs(0, 0));
+    TRAINC_RETURN_IF_ERROR(attrs(1, 0));
+    TRAINC_RETURN_IF_ERROR(classesIn(operand(0), v[0]));
     const TensorInfo &logits = operand(0), &targets = operand(1),
                      &weight = operand(2);
     TRAINC_RETURN_IF_ERROR(floatType(logits));

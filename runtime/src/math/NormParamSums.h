@@ -34,7 +34,7 @@
 
 namespace trainc::math {
 
-constexpr int64_t kNormSegmentMinRows = 32;
+constexpr int64_t kNormSegmentMinRows = 8;
 constexpr int64_t kNormMaxSegments = 128;
 
 /// Rows per segment for `rows` rows (at least 1).

@@ -1202,6 +1202,22 @@ func.func @softmax_cross_entropy_c3(%l: tensor<8x32x128xf32>, %t: tensor<8x32xi6
 
 // -----
 
+func.func @softmax_cross_entropy_c4(%l: tensor<8x128xf32>, %t: tensor<8xi64>) {
+  // expected-error@+1 {{(C4) classes 129 is not in [1, 128]}}
+  %0 = graph.softmax_cross_entropy %l, %t, reduction = mean {classes = 129} : (tensor<8x128xf32>, tensor<8xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_c4_zero(%l: tensor<8x128xf32>, %t: tensor<8xi64>) {
+  // expected-error@+1 {{(C4) classes 0 is not in [1, 128]}}
+  %0 = graph.softmax_cross_entropy %l, %t, reduction = mean {classes = 0} : (tensor<8x128xf32>, tensor<8xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
 func.func @softmax_cross_entropy_float_targets(%l: tensor<8x128xf32>, %t: tensor<8xf32>) {
   // expected-error@+1 {{operand #1 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values}}
   %0 = graph.softmax_cross_entropy %l, %t, reduction = mean : (tensor<8x128xf32>, tensor<8xf32>) -> tensor<f32>
@@ -1297,6 +1313,14 @@ func.func @softmax_cross_entropy_grad_c2(%x: tensor<4x8xf32>, %t: tensor<4xi64>,
 func.func @softmax_cross_entropy_grad_c3(%x: tensor<4x8xf32>, %t: tensor<4xi64>, %w: tensor<4xf32>) {
   // expected-error@+1 {{(C3) the result must have the logits' type}}
   %0 = graph.softmax_cross_entropy_grad %x, %t, %w : (tensor<4x8xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_grad_c4(%x: tensor<4x8xf32>, %t: tensor<4xi64>, %w: tensor<4xf32>) {
+  // expected-error@+1 {{(C4) classes 9 is not in [1, 8]}}
+  %0 = graph.softmax_cross_entropy_grad %x, %t, %w {classes = 9} : (tensor<4x8xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x8xf32>
   return
 }
 

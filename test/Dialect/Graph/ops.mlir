@@ -199,6 +199,9 @@ func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   %w = graph.constant dense<0.5> : tensor<8x32xf32>
   %10 = graph.softmax_cross_entropy_grad %x, %t, %w
          : (tensor<8x32x64xf32>, tensor<8x32xi64>, tensor<8x32xf32>) -> tensor<8x32x64xf32>
+  // CHECK: graph.softmax_cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} {classes = 60 : i64} : (tensor<8x32x64xf32>, tensor<8x32xi64>, tensor<8x32xf32>) -> tensor<8x32x64xf32>
+  %padded = graph.softmax_cross_entropy_grad %x, %t, %w {classes = 60}
+         : (tensor<8x32x64xf32>, tensor<8x32xi64>, tensor<8x32xf32>) -> tensor<8x32x64xf32>
   // CHECK: graph.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.250000e-01, causal : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x4x32x16xf32>) -> (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>)
   %q = graph.reshape %x : (tensor<8x32x64xf32>) -> tensor<8x4x32x16xf32>
   %kv = graph.constant dense<0.5> : tensor<8x2x32x16xf32>
@@ -258,6 +261,9 @@ func.func @attention(%q: tensor<2x8x16x32xbf16>, %k: tensor<2x2x24x32xbf16>, %v:
 func.func @cross_entropy(%logits: tensor<8x32x128xf32>, %t: tensor<8x32xi64>, %t32: tensor<8x32xi32>) {
   // CHECK: graph.softmax_cross_entropy %{{.+}}, %{{.+}}, reduction = mean, ignore_index = -100 : (tensor<8x32x128xf32>, tensor<8x32xi64>) -> tensor<f32>
   %0 = graph.softmax_cross_entropy %logits, %t, reduction = mean, ignore_index = -100
+         : (tensor<8x32x128xf32>, tensor<8x32xi64>) -> tensor<f32>
+  // CHECK: graph.softmax_cross_entropy %{{.+}}, %{{.+}}, reduction = mean, ignore_index = -100 {classes = 100 : i64} : (tensor<8x32x128xf32>, tensor<8x32xi64>) -> tensor<f32>
+  %pad = graph.softmax_cross_entropy %logits, %t, reduction = mean, ignore_index = -100 {classes = 100}
          : (tensor<8x32x128xf32>, tensor<8x32xi64>) -> tensor<f32>
   // CHECK: graph.softmax_cross_entropy %{{.+}}, %{{.+}}, reduction = sum : (tensor<8x32x128xf32>, tensor<8x32xi32>) -> tensor<f32>
   %1 = graph.softmax_cross_entropy %logits, %t32, reduction = sum

@@ -99,13 +99,13 @@ TEST_F(GraphOpsTest, InferenceOfEveryShapeChangingBuilder) {
       tensor({4, 8}, builder.getI1Type()));
   Value logits = argument({2, 3, 5}, f32);
   EXPECT_EQ(builder
-                .create<SoftmaxCrossEntropyOp>(loc, logits, tokens,
-                                               LossReduction::mean, nullptr)
+                .create<SoftmaxCrossEntropyOp>(
+                    loc, logits, tokens, LossReduction::mean, nullptr, nullptr)
                 .getType(),
             tensor({}, f32));
   EXPECT_EQ(builder
-                .create<SoftmaxCrossEntropyOp>(loc, logits, tokens,
-                                               LossReduction::none, nullptr)
+                .create<SoftmaxCrossEntropyOp>(
+                    loc, logits, tokens, LossReduction::none, nullptr, nullptr)
                 .getType(),
             tensor({2, 3}, f32));
   Value q = argument({2, 8, 16, 4}, f32), kv = argument({2, 2, 32, 4}, f32);

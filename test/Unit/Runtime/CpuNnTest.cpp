@@ -235,22 +235,27 @@ TEST(CpuNnNorm, NarrowedResultIsTheConvertedNorm) {
 
 /// norm_grad_params is norm_grad's dx bit for bit, and the sums over the
 /// rows of g * xhat (each product rounded to T) and of g, with norm_grad's
-/// xhat. Both sums accumulate in f64: each is within half an ulp of T of
-/// the exact sum S of its terms plus the f64 sums' error, at most
-/// R 2^-53 sum |term| for R rows. The same bits with one thread (the order
-/// is fixed by the shape). Shapes: one segment (R < 32), several (R = 300,
-/// segments of 32 rows, the last shorter), and 128 full segments of 33
-/// rows (R = 4224).
+/// xhat:
+///   - bit for bit the order math/NormParamSums.h documents, rebuilt here
+///     from its words (segments of max(8, ceil(R / 128)) rows, each summed
+///     in f64 from 0 in row order, the segments' sums added in order from
+///     0, rounded to T once), which the GPU follows too;
+///   - within half an ulp of T of the exact sum S of the terms plus the f64
+///     sums' error (at most R 2^-53 sum |term| for R rows);
+///   - the same bits with one thread.
+/// Shapes: one segment (R = 3 and 15; axis 0: one row), 38 segments of 8
+/// rows, the last shorter (R = 300), 128 segments of 33 rows (R = 4224),
+/// and no rows (the sums 0).
 TEST(CpuNnNorm, NormGradParamsIsNormGradAndItsSums) {
   struct Case {
     DType t;
     std::vector<int64_t> dims;
     int64_t axis;
   };
-  const Case cases[] = {{DType::F32, {3, 5, 16}, 2},
-                        {DType::F32, {3, 100, 24}, 2},
-                        {DType::F64, {300, 4, 8}, 1},
-                        {DType::F32, {4224, 40}, 1}};
+  const Case cases[] = {
+      {DType::F32, {3, 5, 16}, 2},   {DType::F64, {3, 5, 16}, 0},
+      {DType::F32, {3, 100, 24}, 2}, {DType::F64, {300, 4, 8}, 1},
+      {DType::F32, {4224, 40}, 1},   {DType::F32, {0, 8}, 1}};
   uint32_t seed = 20;
   for (const Case &c : cases)
     for (bool centered : {true, false})
@@ -287,10 +292,11 @@ TEST(CpuNnNorm, NormGradParamsIsNormGradAndItsSums) {
         }
         for (int64_t i = 0; i < x.size(); ++i)
           ASSERT_EQ(got[0].get(i), dx.get(i)) << "dx element " << i;
-        int64_t n = scale.size(), rows = x.size() / n;
+        int64_t n = scale.size(), rows = n ? x.size() / n : 0;
+        int64_t per = std::max<int64_t>(8, (rows + 127) / 128);
         for (int64_t j = 0; j < n; ++j)
           for (size_t k = 1; k < got.size(); ++k) {
-            double exact = 0, magnitude = 0;
+            double exact = 0, magnitude = 0, ordered = 0, segment = 0;
             for (int64_t r = 0; r < rows; ++r) {
               double gv = g.get(r * n + j);
               // The product rounded to T (exact in f64 for f32 operands).
@@ -300,11 +306,19 @@ TEST(CpuNnNorm, NormGradParamsIsNormGradAndItsSums) {
                                 : gv * xhat.get(r * n + j);
               exact += term; // its own f64 error: the bound's 2nd half
               magnitude += std::fabs(term);
+              segment += term;
+              if ((r + 1) % per == 0 || r + 1 == rows) {
+                ordered += segment;
+                segment = 0;
+              }
             }
+            if (c.t == DType::F32)
+              ordered = double(float(ordered));
+            const char *what = k == 1 ? "scale" : "bias";
+            ASSERT_EQ(got[k].get(j), ordered) << what << " column " << j;
             double tol = computeEps(c.t) * std::fabs(exact) +
                          2 * double(rows) * 0x1p-53 * magnitude;
-            ASSERT_NEAR(got[k].get(j), exact, tol)
-                << (k == 1 ? "scale" : "bias") << " column " << j;
+            ASSERT_NEAR(got[k].get(j), exact, tol) << what << " column " << j;
             ASSERT_EQ(got[k].get(j), serial[k].get(j)) << "column " << j;
           }
       }
@@ -655,14 +669,17 @@ struct CeResult {
   TestTensor out;
 };
 
+/// classes < 0: every entry of the last dimension is a class.
 CeResult runCe(const TestTensor &logits, const TestTensor &targets,
-               int64_t reduction, bool hasIgnore, int64_t ignoreIndex) {
+               int64_t reduction, bool hasIgnore, int64_t ignoreIndex,
+               int64_t classes = -1) {
   std::vector<int64_t> outDims =
       reduction ? std::vector<int64_t>{} : targets.dims();
   CeResult r{Status(), TestTensor(logits.dtype(), outDims)};
   r.status = runKernel(runCrossEntropy, Opcode::SoftmaxCrossEntropy,
                        {&logits, &targets}, {&r.out},
-                       {reduction, hasIgnore, ignoreIndex});
+                       {reduction, hasIgnore, ignoreIndex,
+                        classes < 0 ? logits.dims().back() : classes});
   return r;
 }
 
@@ -750,6 +767,51 @@ TEST(CpuNnCrossEntropy, OutOfRangeTargetIsAnError) {
   TestTensor negative(DType::I32, {2, 3}, {0, 1, -100, 3, 4, 5});
   EXPECT_FALSE(runCe(logits, negative, 0, false, 0).status.ok());
   EXPECT_TRUE(runCe(logits, negative, 0, true, -100).status.ok());
+}
+
+/// A padded class dimension (trainc-pad-classes): logits [R, P] whose
+/// first C entries are the classes. The loss and the gradient's first C
+/// entries are those of the unpadded [R, C] logits bit for bit, whatever
+/// the padding holds (NaN here); the gradient's padding is 0; a target in
+/// [C, P) is out of range.
+TEST(CpuNnCrossEntropy, PaddedClassesAreNeverRead) {
+  const int64_t rows = 5, classes = 1001, padded = 1024;
+  for (DType t : {DType::F32, DType::BF16, DType::F64}) {
+    SCOPED_TRACE(dtypeName(t));
+    TestTensor logits = randomTensor(t, {rows, classes}, 22, -5, 5);
+    TestTensor wide(t, {rows, padded});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < padded; ++c)
+        wide.set(r * padded + c,
+                 c < classes ? logits.get(r * classes + c) : std::nan(""));
+    TestTensor targets(DType::I64, {rows}, {0, 1000, -100, 17, 999});
+    for (int64_t reduction : {0, 2}) {
+      CeResult want = runCe(logits, targets, reduction, true, -100);
+      CeResult got = runCe(wide, targets, reduction, true, -100, classes);
+      ASSERT_TRUE(want.status.ok() && got.status.ok()) << got.status.toString();
+      for (int64_t i = 0; i < want.out.size(); ++i)
+        ASSERT_EQ(got.out.get(i), want.out.get(i)) << "loss " << i;
+    }
+    TestTensor weight = randomTensor(DType::F32, {rows}, 23, 0, 1);
+    TestTensor want(t, {rows, classes}), got(t, {rows, padded});
+    ASSERT_TRUE(runKernel(runCrossEntropyGrad, Opcode::SoftmaxCrossEntropyGrad,
+                          {&logits, &targets, &weight}, {&want}, {classes})
+                    .ok());
+    Status s = runKernel(runCrossEntropyGrad, Opcode::SoftmaxCrossEntropyGrad,
+                         {&wide, &targets, &weight}, {&got}, {classes});
+    ASSERT_TRUE(s.ok()) << s.toString();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < padded; ++c)
+        ASSERT_EQ(got.get(r * padded + c),
+                  c < classes ? want.get(r * classes + c) : 0.0)
+            << "row " << r << " column " << c;
+    TestTensor padTarget(DType::I64, {rows}, {0, 1, 1001, 3, 4});
+    CeResult bad = runCe(wide, padTarget, 2, true, -100, classes);
+    EXPECT_NE(bad.status.message().find("target 1001 at position [2] is "
+                                        "outside [0, 1001)"),
+              std::string::npos)
+        << bad.status.toString();
+  }
 }
 
 } // namespace

@@ -102,8 +102,8 @@ TEST_P(DeviceKernels, NormGrad) {
 }
 
 /// math/NormParamSums.h fixes the sums' order for both devices: bit for
-/// bit. Shapes past one segment of rows: 111 rows (4 segments), 4224 (128
-/// segments of 33 rows).
+/// bit. Shapes past one segment of rows: 111 rows (14 segments of 8, the
+/// last shorter), 4224 (128 segments of 33 rows).
 TEST_P(DeviceKernels, NormGradParams) {
   struct Case {
     std::vector<int64_t> dims;
@@ -314,10 +314,13 @@ TEST_P(DeviceKernels, AttentionFullyMaskedRows) {
 
 //===--- Cross-entropy ----------------------------------------------------===//
 
+/// `classes` 0: every entry of the last dimension; else the first
+/// `classes` (the rest padding, trainc-pad-classes).
 Call crossEntropyCall(DType t, const std::vector<int64_t> &logitDims,
                       DType targetType, int64_t reduction, bool hasIgnore,
-                      int64_t ignoreIndex, uint32_t seed) {
-  int64_t classes = logitDims.back();
+                      int64_t ignoreIndex, uint32_t seed, int64_t classes = 0) {
+  if (classes == 0)
+    classes = logitDims.back();
   std::vector<int64_t> positions(logitDims.begin(), logitDims.end() - 1);
   TestTensor targets =
       uniform(targetType, positions, seed + 1, 0, double(classes));
@@ -329,7 +332,7 @@ Call crossEntropyCall(DType t, const std::vector<int64_t> &logitDims,
       Opcode::SoftmaxCrossEntropy,
       {uniform(t, logitDims, seed, -5, 5), targets},
       {zeros(resultType, reduction == 0 ? positions : std::vector<int64_t>{})},
-      {reduction, hasIgnore, ignoreIndex});
+      {reduction, hasIgnore, ignoreIndex, classes});
 }
 
 TEST_P(DeviceKernels, SoftmaxCrossEntropyReductionsAndIgnoreIndex) {
@@ -349,12 +352,32 @@ TEST_P(DeviceKernels, SoftmaxCrossEntropyReductionsAndIgnoreIndex) {
         }
 }
 
+/// A padded class dimension: 1,001 classes in rows of 1,024, 37 in 40.
+TEST_P(DeviceKernels, SoftmaxCrossEntropyPaddedClasses) {
+  uint32_t seed = 400;
+  for (DType t : kFloatTypes)
+    for (auto [dims, classes] :
+         {std::pair<std::vector<int64_t>, int64_t>{{7, 1024}, 1001},
+          {{3, 5, 40}, 37}})
+      for (int64_t reduction : {0, 2}) {
+        Call c = crossEntropyCall(t, dims, kI64, reduction, true, -100, seed++,
+                                  classes);
+        int64_t rows = count(dims) / dims.back();
+        check(c, crossEntropyOf(t, classes, reduction ? rows : 0,
+                                c.outputs[0].dtype()));
+      }
+}
+
+/// With padding (129 classes of 136; 1 of 8): the padding's gradient is 0.
 TEST_P(DeviceKernels, SoftmaxCrossEntropyGrad) {
   uint32_t seed = 1;
   for (DType t : kFloatTypes)
-    for (const auto &dims : {std::vector<int64_t>{3, 37, 129}, {37, 1}})
+    for (auto [dims, classes] :
+         {std::pair<std::vector<int64_t>, int64_t>{{3, 37, 129}, 129},
+          {{37, 1}, 1},
+          {{3, 37, 136}, 129},
+          {{37, 8}, 1}})
       for (bool inPlace : {false, true}) {
-        int64_t classes = dims.back();
         std::vector<int64_t> positions(dims.begin(), dims.end() - 1);
         TestTensor targets = uniform(inPlace ? kI32 : kI64, positions, seed + 1,
                                      0, double(classes));
@@ -367,7 +390,7 @@ TEST_P(DeviceKernels, SoftmaxCrossEntropyGrad) {
         }
         Call c = makeCall(Opcode::SoftmaxCrossEntropyGrad,
                           {uniform(t, dims, seed, -5, 5), targets, weight},
-                          {zeros(t, dims)});
+                          {zeros(t, dims)}, {classes});
         if (inPlace)
           c.aliases = {0}; // The result in the logits' memory.
         check(c, crossEntropyOf(t, classes, 0, t));

@@ -649,7 +649,7 @@ TEST_P(DeviceKernels, CrossEntropyTargetOutOfRangeIsAnError) {
   TestTensor targets(kI64, {2, 3}, {0, 1, 2, 3, 4, 7});
   checkFails(makeCall(Opcode::SoftmaxCrossEntropy,
                       {uniform(kF32, {2, 3, 7}, 1), targets}, {zeros(kF32, {})},
-                      {2, 1, -100}),
+                      {2, 1, -100, 7}),
              {"softmax_cross_entropy", "target 7"});
 }
 

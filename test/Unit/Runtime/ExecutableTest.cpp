@@ -608,6 +608,28 @@ TEST(Executable, ChecksNormGradParams) {
         i.results = {4, 5, 5};
       },
       "x must be f32 or f64");
+  // Planned bytes: x [0, 128), the cotangent [128, 256); dx over the
+  // cotangent's last half is refused, dx after it is fine, and so is dx
+  // at a constant x's offset (constants live in the constant section).
+  std::vector<TensorInfo> planned = tensors;
+  auto at = [&](uint64_t offset) {
+    TensorInfo t = tensors[0];
+    t.offset = offset;
+    t.size = 128;
+    planned.push_back(t);
+    return uint32_t(planned.size() - 1);
+  };
+  uint32_t x = at(0), g = at(128), over = at(192), after = at(256);
+  InstructionInfo sized = inst;
+  sized.operands = {x, 1, g};
+  sized.results = {over, 1, 1};
+  expectRefused(sized, planned,
+                "a result shares memory with x or the cotangent");
+  sized.results = {after, 1, 1};
+  EXPECT_TRUE(validateInstruction(sized, 0, planned).ok());
+  planned[x].role = TensorRole::Constant;
+  sized.results = {at(0), 1, 1};
+  EXPECT_TRUE(validateInstruction(sized, 0, planned).ok());
 }
 
 // The loader checks the training signature like everything else it reads:

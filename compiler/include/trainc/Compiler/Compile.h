@@ -48,9 +48,8 @@ struct CompileOptions {
   /// Overlapped collectives (the schedule pass's options:
   /// --overlap-collectives).
   ScheduleOptions schedule;
-  /// Elementwise chains as fused loops in the lower phase
-  /// (--fuse-elementwise).
-  bool fuseElementwise = true;
+  /// The lower phase's options (--fuse-elementwise, --pad-classes).
+  LowerOptions lower;
   /// Stop after this phase (none: through plan-memory).
   std::optional<Phase> compileTo;
 };

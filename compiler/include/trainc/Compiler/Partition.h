@@ -31,6 +31,11 @@ std::optional<graph::Mesh> parseMesh(llvm::StringRef text, std::string &error);
 mlir::RankedTensorType zeroPartType(mlir::RankedTensorType whole,
                                     int64_t ranks);
 
+/// `v` with zeros appended along dimension `dim` up to `size` (a
+/// graph.concatenate with a splat constant; `v` itself when it has `size`).
+mlir::Value padWithZeros(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                         int64_t dim, int64_t size);
+
 /// `v` with zero rows appended up to `ranks` whole parts (zeroPartType).
 mlir::Value padToParts(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                        int64_t ranks);

@@ -485,6 +485,9 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
     Option<"fuseElementwise", "fuse-elementwise", "bool", "true",
            "Plan with the lower phase's elementwise fusion, as the pipeline "
            "runs it (the pipeline sets it from trainc --fuse-elementwise)">,
+    Option<"padClasses", "pad-classes", "int64_t", "64",
+           "Plan with the lower phase's class padding, as the pipeline runs "
+           "it (the pipeline sets it from trainc --pad-classes)">,
   ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
@@ -572,6 +575,67 @@ def FuseBias : Pass<"trainc-fuse-bias", "mlir::func::FuncOp"> {
         -> tensor<4x16xf32>
     ```
   }];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
+def PadClasses : Pass<"trainc-pad-classes", "mlir::func::FuncOp"> {
+  let summary = "Pad a loss's class dimension to a multiple for its matmuls";
+  let description = [{
+    A language model's vocabulary (GPT-2's 50,257) makes the logits' rows
+    an odd number of elements: the matmuls that write and read them (the
+    logits, the hidden states' gradient, the embedding's gradient) then
+    lose their vectorized, aligned GPU kernels (a 16-bit row must start on
+    16 bytes), and a GPU step spends more time in those three than in all
+    the others. This pass pads the class dimension to a multiple of
+    `multiple` where that adds at most 1/32 of the classes:
+
+    - the weight whose rows (or columns) make the classes gets zero rows
+      (a `graph.concatenate` with a splat constant) and the logits' matmul
+      reads it, so the logits have the padded size;
+    - the `graph.softmax_cross_entropy` ops and their gradients get
+      `classes` (the real count): they never read the padding, the
+      gradient writes 0 there, and a target in the padding is still out of
+      range;
+    - the gradient's matmuls read the padded gradient: one that contracts
+      the classes does so with the padded weight (the added terms are
+      zero), one that keeps them (the weight's gradient) gets a
+      `graph.slice` of its real rows.
+
+    The losses and the gradients are the unpadded program's (sums with
+    zero terms added; the CPU's GEMM may group its sums differently over a
+    longer contraction, so the hidden states' gradient may differ in the
+    last bits). It applies only where the logits (through reshapes that
+    keep the classes last) come from a `graph.dot_general` read by nothing
+    but cross-entropy ops, whose gradients nothing but `graph.dot_general`
+    reads; anything else keeps its shapes.
+
+    Runs in the lower phase after `trainc-widen-products` (so the weight's
+    gradient keeps its f32 result) and before `trainc-fuse-elementwise`.
+    `trainc --pad-classes=N` sets `multiple` (default 64; 0 or 1: off).
+
+    Example (1,001 classes padded to 1,024):
+    ```mlir
+    %logits = graph.dot_general %h, %w, batching_dims = [] x [],
+        contracting_dims = [1] x [1]
+        : (tensor<8x64xf32>, tensor<1001x64xf32>) -> tensor<8x1001xf32>
+    %loss = graph.softmax_cross_entropy %logits, %t, reduction = mean
+        : (tensor<8x1001xf32>, tensor<8xi64>) -> tensor<f32>
+    // becomes
+    %zeros = graph.constant dense<0.0> : tensor<23x64xf32>
+    %wp = graph.concatenate(%w, %zeros), dim = 0
+        : (tensor<1001x64xf32>, tensor<23x64xf32>) -> tensor<1024x64xf32>
+    %logits = graph.dot_general %h, %wp, batching_dims = [] x [],
+        contracting_dims = [1] x [1]
+        : (tensor<8x64xf32>, tensor<1024x64xf32>) -> tensor<8x1024xf32>
+    %loss = graph.softmax_cross_entropy %logits, %t, reduction = mean
+        {classes = 1001 : i64} : (tensor<8x1024xf32>, tensor<8xi64>)
+        -> tensor<f32>
+    ```
+  }];
+  let options = [
+    Option<"multiple", "multiple", "int64_t", "64",
+           "pad the classes to a multiple of this (0 or 1: off)">,
+  ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 

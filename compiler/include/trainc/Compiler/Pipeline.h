@@ -75,6 +75,15 @@ enum class Phase {
   PlanMemory,
 };
 
+/// The lower phase's choices (trainc's --fuse-elementwise, --pad-classes).
+struct LowerOptions {
+  /// Group elementwise chains into fused loops (trainc-fuse-elementwise).
+  bool fuseElementwise = true;
+  /// Pad a loss's class dimension to a multiple of this
+  /// (trainc-pad-classes; 0 or 1: off).
+  int64_t padClasses = 64;
+};
+
 struct PipelineOptions {
   /// Build a training program (autodiff and later phases); else inference.
   bool train = false;
@@ -94,9 +103,8 @@ struct PipelineOptions {
   /// The schedule phase's options (a program without collectives: the
   /// phase changes nothing).
   ScheduleOptions schedule;
-  /// The lower phase groups elementwise chains into fused loops
-  /// (trainc-fuse-elementwise).
-  bool fuseElementwise = true;
+  /// The lower phase's options.
+  LowerOptions lower;
 };
 
 /// Phases in pipeline order.
@@ -114,7 +122,7 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
 /// graph-dialect module needs before the serializer writes it.
 void buildExecutablePhases(mlir::OpPassManager &pm,
                            Phase last = Phase::PlanMemory,
-                           bool fuseElementwise = true);
+                           const LowerOptions &lower = {});
 
 } // namespace trainc
 

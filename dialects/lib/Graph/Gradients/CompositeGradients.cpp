@@ -103,17 +103,6 @@ struct Emitter {
   }
 };
 
-/// Dims of an operand of `rank` that are neither batching nor contracting,
-/// in order: the dims dot_general keeps in its result.
-SmallVector<int64_t> freeDims(int64_t rank, ArrayRef<int64_t> batching,
-                              ArrayRef<int64_t> contracting) {
-  SmallVector<int64_t> dims;
-  for (int64_t d = 0; d < rank; ++d)
-    if (!llvm::is_contained(batching, d) && !llvm::is_contained(contracting, d))
-      dims.push_back(d);
-  return dims;
-}
-
 /// `x` transposed so that its dim i lands on dim `toOperand[i]`.
 Value permuteTo(Emitter &e, Value x, ArrayRef<int64_t> toOperand) {
   SmallVector<int64_t> permutation(toOperand.size());
@@ -148,8 +137,8 @@ void dotGeneralVjp(DotGeneralOp dot, OpBuilder &b, Value g,
                     rc = dot.getRhsContractingDimensions();
   int64_t lhsRank = typeOf(dot.getLhs()).getRank(),
           rhsRank = typeOf(dot.getRhs()).getRank();
-  SmallVector<int64_t> lf = freeDims(lhsRank, lb, lc),
-                       rf = freeDims(rhsRank, rb, rc);
+  SmallVector<int64_t> lf = dotFreeDims(lhsRank, lb, lc),
+                       rf = dotFreeDims(rhsRank, rb, rc);
   int64_t nb = lb.size(), nlf = lf.size();
   SmallVector<int64_t> gBatch = dimRange(0, nb),
                        gLhsFree = dimRange(nb, nb + nlf),
@@ -458,7 +447,7 @@ struct SoftmaxCrossEntropyGradient
 
     // (softmax - onehot) * weight, one pass over the logits.
     Value dlogits = b.create<SoftmaxCrossEntropyGradOp>(
-        e.loc, logitsType, logits, targets, weight);
+        e.loc, logitsType, logits, targets, weight, ce.getClassesAttr());
     out.push_back(dlogits);
     out.push_back(Value());
     return success();

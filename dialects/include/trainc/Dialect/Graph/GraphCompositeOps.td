@@ -492,6 +492,10 @@ def Graph_SoftmaxCrossEntropyOp : Graph_InferredOp<"softmax_cross_entropy", [
     not ignored (as PyTorch's `cross_entropy`; NaN when all are ignored),
     `sum` adds them, `none` returns the per-position loss (0 where ignored).
     A target outside [0, C) that is not `ignore_index` is a runtime error.
+    With `classes` (set by `trainc-pad-classes`), only the first `classes`
+    entries of the last dimension are classes, C = `classes` above, and the
+    others are padding that nothing reads (a class dimension padded for
+    the alignment of the matmul that makes the logits).
 
     Constraints:
     - (C1) logits have rank at least 1.
@@ -501,6 +505,7 @@ def Graph_SoftmaxCrossEntropyOp : Graph_InferredOp<"softmax_cross_entropy", [
       with 16-bit logits the element type may also be f32 (the mixed
       precision policy's loss, computed from 16-bit logits without a wide
       copy of them).
+    - (C4) `classes`, when present, is in [1, size of the last dimension].
 
     Example:
     ```mlir
@@ -511,7 +516,8 @@ def Graph_SoftmaxCrossEntropyOp : Graph_InferredOp<"softmax_cross_entropy", [
   }];
   let arguments = (ins Graph_FloatTensor:$logits, Graph_IntTensor:$targets,
                        Graph_LossReduction:$reduction,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<I64Attr>:$classes);
   let results = (outs Graph_FloatTensor:$result);
   let extraClassDeclaration = [{
     ::llvm::LogicalResult verifyShapeConstraints();
@@ -540,7 +546,9 @@ def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad", [
     targets and a one-hot mask the size of the logits. A target outside
     [0, C) adds no one-hot term (the forward op has already reported it
     unless it is the ignored index, whose weight is 0). The result may take
-    the logits' memory: each row is read whole before it is written.
+    the logits' memory: each row is read whole before it is written. With
+    `classes`, as `graph.softmax_cross_entropy`'s: the softmax is over the
+    first `classes` entries, and the padding's gradient is 0.
 
     Constraints:
     - (C1) logits have rank at least 1.
@@ -548,6 +556,7 @@ def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad", [
       dimension.
     - (C3) the result has the logits' type (the weight is any float type:
       the loss's, f32 for 16-bit logits under mixed precision).
+    - (C4) `classes`, when present, is in [1, size of the last dimension].
 
     Example:
     ```mlir
@@ -557,7 +566,8 @@ def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad", [
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$logits, Graph_IntTensor:$targets,
-                       Graph_FloatTensor:$weight);
+                       Graph_FloatTensor:$weight,
+                       OptionalAttr<I64Attr>:$classes);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $targets `,` $weight attr-dict `:` functional-type(operands, results)

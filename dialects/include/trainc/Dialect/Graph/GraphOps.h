@@ -58,6 +58,19 @@ attentionDims(llvm::ArrayRef<int64_t> shape, bool seqMajor) {
   return dims;
 }
 
+/// The dims of a dot_general operand of `rank` that are neither batching
+/// nor contracting, in order: the ones the result keeps (after the
+/// batching dims, lhs's then rhs's).
+inline llvm::SmallVector<int64_t>
+dotFreeDims(int64_t rank, llvm::ArrayRef<int64_t> batching,
+            llvm::ArrayRef<int64_t> contracting) {
+  llvm::SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(batching, d) && !llvm::is_contained(contracting, d))
+      dims.push_back(d);
+  return dims;
+}
+
 } // namespace trainc::graph
 
 #endif // TRAINC_DIALECT_GRAPH_GRAPHOPS_H
