@@ -2,8 +2,12 @@
 """A padded class dimension (trainc-pad-classes) changes no bit of training.
 
 For GPTs written by tools/make_gpt.py with a vocabulary of 1,001 (padded to
-1,024) in f32, bf16 and fp16, and one with `--recompute full`, compiles the
-AdamW training step with `--pad-classes=64` and `--pad-classes=0` and
+1,024) in f32, bf16 and fp16, and one with `--recompute full`, and for
+Hugging Face GPT-2 (tied embedding) and Llama (untied head, RMSNorm) built
+with 1,001 tokens and exported by torch's dynamo exporter
+(test/Models/hf_vocab1001: `tools/hf_models/export.py OUT --models gpt2
+llama --vocab 1001`, its dynamo.onnx and batch) in f32 and bf16, compiles
+the AdamW training step with `--pad-classes=64` and `--pad-classes=0` and
 checks:
 
 - the padded step's loss reads 1,024-entry rows with `classes` 1,001 (the
@@ -13,6 +17,11 @@ checks:
   scale bitwise equal at every step, and the checkpoint after the last
   step (parameters and optimizer state, the embedding at its own 1,001
   rows) byte for byte the same.
+
+The Hugging Face models' first f32 loss is also checked against
+PyTorch's float64 loss on that batch (reference_loss.json), within the
+bound of the f32 loss's roundings: a mean of 24 log-sum-exps of 1,001
+terms, (1,001 + 24) 2^-24 relative.
 
 Why bit equality is expected: the padding's logits are never read, its
 gradient is exactly 0, and every sum the padding reaches gets its zero
@@ -24,6 +33,7 @@ difference here is a change to investigate. Prints one line per case;
 exits 1 on any failure.
 """
 import argparse
+import json
 import os
 import re
 import sys
@@ -49,7 +59,7 @@ def loss_rows(args, exe):
     return int(shape.group(1).split(',')[-1]), int(m.group(2))
 
 
-def check(args, name, model, inputs, extra, work):
+def check(args, name, model, inputs, extra, work, reference=None):
     runs = {}
     for multiple in (64, 0):
         directory = os.path.join(work, f'{name}-{multiple}')
@@ -65,6 +75,12 @@ def check(args, name, model, inputs, extra, work):
         problems.append(f'loss rows (length, classes) {padded_rows} padded, '
                         f'{plain_rows} unpadded')
     problems += same_training(padded_log, padded_state, plain_log, plain_state)
+    if reference is not None:
+        first = padded_log[0]['loss'] if padded_log else float('nan')
+        bound = (VOCAB + 24) * 2.0**-24 * abs(reference)
+        if not abs(first - reference) <= bound:
+            problems.append(f'first loss {first!r} is not within {bound:.2g} of '
+                            f"PyTorch's {reference!r}")
     if problems:
         print(f'{name}: FAIL ' + '; '.join(problems[:4]))
         return False
@@ -78,6 +94,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--trainc', required=True)
     parser.add_argument('--trainc-run', required=True)
+    parser.add_argument('--hf-dir', required=True, help='test/Models/hf_vocab1001')
     args = parser.parse_args()
     ok = True
     with tempfile.TemporaryDirectory() as work:
@@ -87,9 +104,21 @@ def main():
         cases = [(f'make_gpt_{p}', ('--precision', p)) for p in ('f32', 'bf16', 'fp16')]
         cases.append(('make_gpt_bf16_recompute_full',
                       ('--precision', 'bf16', '--recompute', 'full')))
-        for name, extra in cases:
+        runs = [(name, path, inputs, extra, None) for name, extra in cases]
+        for model in ('gpt2', 'llama'):
+            directory = os.path.join(args.hf_dir, model)
+            hf_inputs = []
+            for input_name in ('input_ids', 'attention_mask', 'labels'):
+                hf_inputs += ['--input',
+                              f'{input_name}={os.path.join(directory, input_name + ".npy")}']
+            reference = json.load(open(os.path.join(directory, 'reference_loss.json')))
+            for p in ('f32', 'bf16'):
+                runs.append((f'hf_{model}_dynamo_{p}', os.path.join(directory, 'dynamo.onnx'),
+                             hf_inputs, ('--precision', p),
+                             reference['loss_f64'] if p == 'f32' else None))
+        for name, model, model_inputs, extra, reference in runs:
             try:
-                ok &= check(args, name, path, inputs, extra, work)
+                ok &= check(args, name, model, model_inputs, extra, work, reference)
             except RuntimeError as e:
                 print(f'{name}: FAIL {e}')
                 ok = False

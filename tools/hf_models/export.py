@@ -125,7 +125,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('out', help='output directory (test/Models/hf)')
     parser.add_argument('--models', nargs='*', help='only these models')
+    parser.add_argument('--vocab', type=int, default=models.VOCAB,
+                        help='the vocabulary of the models that have one (default '
+                             f'{models.VOCAB}; test/Models/hf_vocab1001 is --vocab 1001)')
     args = parser.parse_args()
+    models.VOCAB = args.vocab
     warnings.filterwarnings('ignore')
     transformers.logging.set_verbosity_error()
     summary = {'torch': torch.__version__, 'transformers': transformers.__version__,

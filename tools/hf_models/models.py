@@ -87,12 +87,12 @@ def _falcon():
 def _phi3():
     """Phi-3: one fused qkv_proj and one fused gate_up_proj, sliced."""
     return tf.Phi3ForCausalLM(tf.Phi3Config(
-        **_DECODER, num_key_value_heads=2, resid_pdrop=0.0, embd_pdrop=0.0, pad_token_id=0))
+        **_decoder(), num_key_value_heads=2, resid_pdrop=0.0, embd_pdrop=0.0, pad_token_id=0))
 
 
 def _qwen3():
     """Qwen3: RMSNorm on each head's queries and keys before rotary."""
-    return tf.Qwen3ForCausalLM(tf.Qwen3Config(**_DECODER, num_key_value_heads=2, head_dim=8))
+    return tf.Qwen3ForCausalLM(tf.Qwen3Config(**_decoder(), num_key_value_heads=2, head_dim=8))
 
 
 def _opt():
@@ -108,7 +108,7 @@ def _gemma():
     """Gemma: RMSNorm scaled by (1 + weight), tanh-GELU gating, embeddings
     multiplied by sqrt(hidden_size), one key/value head."""
     return tf.GemmaForCausalLM(tf.GemmaConfig(
-        **_DECODER, num_key_value_heads=1, head_dim=8))
+        **_decoder(), num_key_value_heads=1, head_dim=8))
 
 
 def _masked_lm_batch(gen, token_types):
@@ -140,7 +140,10 @@ def _image_batch(gen):
             'labels': torch.randint(0, 5, (BATCH,), generator=gen)}
 
 
-_DECODER = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+def _decoder():
+    """The decoder configs' shared fields (VOCAB read when a model is built:
+    export.py --vocab changes it)."""
+    return dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
                 num_hidden_layers=2, num_attention_heads=4,
                 max_position_embeddings=64, attention_dropout=0.0)
 
@@ -152,15 +155,15 @@ def _gpt2():
 
 
 def _llama():
-    return tf.LlamaForCausalLM(tf.LlamaConfig(**_DECODER, num_key_value_heads=4))
+    return tf.LlamaForCausalLM(tf.LlamaConfig(**_decoder(), num_key_value_heads=4))
 
 
 def _mistral():
-    return tf.MistralForCausalLM(tf.MistralConfig(**_DECODER, num_key_value_heads=2))
+    return tf.MistralForCausalLM(tf.MistralConfig(**_decoder(), num_key_value_heads=2))
 
 
 def _qwen2():
-    return tf.Qwen2ForCausalLM(tf.Qwen2Config(**_DECODER, num_key_value_heads=2))
+    return tf.Qwen2ForCausalLM(tf.Qwen2Config(**_decoder(), num_key_value_heads=2))
 
 
 def _bloom():
