@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "VerifierUtil.h"
 #include "trainc/Dialect/Graph/GraphOps.h"
 
 #include <cmath>
@@ -14,8 +15,6 @@ using namespace mlir;
 using namespace trainc::graph;
 
 namespace {
-
-using EmitErrorFn = llvm::function_ref<InFlightDiagnostic()>;
 
 /// Checks that `seqMajor` lists tensor numbers in [0, count) in increasing
 /// order (attention_c10, attention_grad_c4).
