@@ -42,9 +42,10 @@ namespace trainc {
 ///  13: Attention's and AttentionGrad's ints[2] (seq_major); LayerNorm and
 ///      RmsNorm of f32 x may give a bf16 or f16 result, ReduceSum of bf16
 ///      or f16 an f32 one.
-///  14: NormGradParams; SoftmaxCrossEntropy's and SoftmaxCrossEntropyGrad's
-///      classes (a padded class dimension).
-constexpr uint32_t kFormatVersion = 14;
+///  14: NormGradParams.
+///  15: SoftmaxCrossEntropy's and SoftmaxCrossEntropyGrad's classes (a
+///      padded class dimension).
+constexpr uint32_t kFormatVersion = 15;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

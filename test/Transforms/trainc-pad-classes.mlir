@@ -62,26 +62,37 @@ func.func @columns(%h: tensor<4x8xf32>, %w: tensor<8x1001xf32>, %t: tensor<4xi32
 
 // -----
 
-// What stays: classes already a multiple of 64 (1,024); too few classes for
-// the padding (100 -> 128 adds more than 1/32); logits returned; the
-// gradient read by something other than a matmul; a gradient contracted
-// with another tensor than the weight.
+// What stays (each with a gradient, so that only the named reason stops
+// it): classes already a multiple of 64 (1,024); too few classes for the
+// padding (100 -> 128 adds more than 1/32); logits returned; the gradient
+// read by something other than a matmul; a gradient contracted with
+// another tensor than the weight.
 // CHECK-LABEL: func.func @stays
 // CHECK-NOT: classes =
 // CHECK-NOT: graph.concatenate
 // CHECK: return
 func.func @stays(%h: tensor<4x8xf32>, %w: tensor<1024x8xf32>, %w2: tensor<100x8xf32>, %w3: tensor<1001x8xf32>,
                  %v3: tensor<1001x8xf32>, %t: tensor<4xi64>, %wt: tensor<4xf32>)
-    -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<4x1001xf32>, tensor<f32>, tensor<4x1001xf32>, tensor<f32>, tensor<4x8xf32>) {
+    -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<4x1001xf32>, tensor<f32>, tensor<4x1001xf32>, tensor<f32>, tensor<4x8xf32>,
+        tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %l = graph.dot_general %h, %w, batching_dims = [] x [], contracting_dims = [1] x [1]
       : (tensor<4x8xf32>, tensor<1024x8xf32>) -> tensor<4x1024xf32>
   %a = graph.softmax_cross_entropy %l, %t, reduction = mean : (tensor<4x1024xf32>, tensor<4xi64>) -> tensor<f32>
+  %ga = graph.softmax_cross_entropy_grad %l, %t, %wt : (tensor<4x1024xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x1024xf32>
+  %da = graph.dot_general %ga, %w, batching_dims = [] x [], contracting_dims = [1] x [0]
+      : (tensor<4x1024xf32>, tensor<1024x8xf32>) -> tensor<4x8xf32>
   %l2 = graph.dot_general %h, %w2, batching_dims = [] x [], contracting_dims = [1] x [1]
       : (tensor<4x8xf32>, tensor<100x8xf32>) -> tensor<4x100xf32>
   %b = graph.softmax_cross_entropy %l2, %t, reduction = mean : (tensor<4x100xf32>, tensor<4xi64>) -> tensor<f32>
+  %gb = graph.softmax_cross_entropy_grad %l2, %t, %wt : (tensor<4x100xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x100xf32>
+  %db = graph.dot_general %gb, %w2, batching_dims = [] x [], contracting_dims = [1] x [0]
+      : (tensor<4x100xf32>, tensor<100x8xf32>) -> tensor<4x8xf32>
   %l3 = graph.dot_general %h, %w3, batching_dims = [] x [], contracting_dims = [1] x [1]
       : (tensor<4x8xf32>, tensor<1001x8xf32>) -> tensor<4x1001xf32>
   %c = graph.softmax_cross_entropy %l3, %t, reduction = mean : (tensor<4x1001xf32>, tensor<4xi64>) -> tensor<f32>
+  %gc = graph.softmax_cross_entropy_grad %l3, %t, %wt : (tensor<4x1001xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x1001xf32>
+  %dc = graph.dot_general %gc, %w3, batching_dims = [] x [], contracting_dims = [1] x [0]
+      : (tensor<4x1001xf32>, tensor<1001x8xf32>) -> tensor<4x8xf32>
   %l4 = graph.dot_general %h, %v3, batching_dims = [] x [], contracting_dims = [1] x [1]
       : (tensor<4x8xf32>, tensor<1001x8xf32>) -> tensor<4x1001xf32>
   %d = graph.softmax_cross_entropy %l4, %t, reduction = mean : (tensor<4x1001xf32>, tensor<4xi64>) -> tensor<f32>
@@ -93,6 +104,48 @@ func.func @stays(%h: tensor<4x8xf32>, %w: tensor<1024x8xf32>, %w2: tensor<100x8x
   %g5 = graph.softmax_cross_entropy_grad %l5, %t, %wt : (tensor<4x1001xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x1001xf32>
   %dh5 = graph.dot_general %g5, %v3, batching_dims = [] x [], contracting_dims = [1] x [0]
       : (tensor<4x1001xf32>, tensor<1001x8xf32>) -> tensor<4x8xf32>
-  return %a, %b, %c, %l3, %d, %e, %f, %dh5
-      : tensor<f32>, tensor<f32>, tensor<f32>, tensor<4x1001xf32>, tensor<f32>, tensor<4x1001xf32>, tensor<f32>, tensor<4x8xf32>
+  return %a, %b, %c, %l3, %d, %e, %f, %dh5, %da, %db, %dc
+      : tensor<f32>, tensor<f32>, tensor<f32>, tensor<4x1001xf32>, tensor<f32>, tensor<4x1001xf32>, tensor<f32>, tensor<4x8xf32>,
+        tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Two losses of one matmul and a batched head (a weight per batch, padded
+// on its dim 1): one padded weight, both losses get classes, the weight's
+// gradient drops its padded rows on dim 1.
+// CHECK-LABEL: func.func @two_losses_batched
+// CHECK: graph.concatenate(%{{.+}}, %{{.+}}), dim = 1 : (tensor<2x1001x8xf32>, tensor<2x23x8xf32>) -> tensor<2x1024x8xf32>
+// CHECK-NOT: graph.concatenate
+// CHECK: graph.softmax_cross_entropy {{.*}} {classes = 1001 : i64}
+// CHECK: graph.softmax_cross_entropy {{.*}} {classes = 1001 : i64}
+// CHECK: graph.softmax_cross_entropy_grad {{.*}} {classes = 1001 : i64}
+// CHECK: graph.dot_general {{.*}} batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x1024xf32>, tensor<2x1024x8xf32>) -> tensor<2x4x8xf32>
+// CHECK: %[[DWP:.+]] = graph.dot_general {{.*}} -> tensor<2x1024x8xf32>
+// CHECK-NEXT: graph.slice %[[DWP]], start = [0, 0, 0], limit = [2, 1001, 8], strides = [1, 1, 1]
+func.func @two_losses_batched(%h: tensor<2x4x8xf32>, %w: tensor<2x1001x8xf32>, %t: tensor<2x4xi64>, %wt: tensor<2x4xf32>)
+    -> (tensor<f32>, tensor<f32>, tensor<2x4x8xf32>, tensor<2x1001x8xf32>) {
+  %l = graph.dot_general %h, %w, batching_dims = [0] x [0], contracting_dims = [2] x [2]
+      : (tensor<2x4x8xf32>, tensor<2x1001x8xf32>) -> tensor<2x4x1001xf32>
+  %a = graph.softmax_cross_entropy %l, %t, reduction = mean : (tensor<2x4x1001xf32>, tensor<2x4xi64>) -> tensor<f32>
+  %b = graph.softmax_cross_entropy %l, %t, reduction = sum : (tensor<2x4x1001xf32>, tensor<2x4xi64>) -> tensor<f32>
+  %g = graph.softmax_cross_entropy_grad %l, %t, %wt : (tensor<2x4x1001xf32>, tensor<2x4xi64>, tensor<2x4xf32>) -> tensor<2x4x1001xf32>
+  %dh = graph.dot_general %g, %w, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+      : (tensor<2x4x1001xf32>, tensor<2x1001x8xf32>) -> tensor<2x4x8xf32>
+  %dw = graph.dot_general %g, %h, batching_dims = [0] x [0], contracting_dims = [1] x [1]
+      : (tensor<2x4x1001xf32>, tensor<2x4x8xf32>) -> tensor<2x1001x8xf32>
+  return %a, %b, %dh, %dw : tensor<f32>, tensor<f32>, tensor<2x4x8xf32>, tensor<2x1001x8xf32>
+}
+
+// -----
+
+// An inference program's loss (no gradient) is not padded.
+// CHECK-LABEL: func.func @inference
+// CHECK-NOT: classes
+// CHECK: return
+func.func @inference(%h: tensor<4x8xf32>, %w: tensor<1001x8xf32>, %t: tensor<4xi64>) -> tensor<f32> {
+  %l = graph.dot_general %h, %w, batching_dims = [] x [], contracting_dims = [1] x [1]
+      : (tensor<4x8xf32>, tensor<1001x8xf32>) -> tensor<4x1001xf32>
+  %a = graph.softmax_cross_entropy %l, %t, reduction = mean : (tensor<4x1001xf32>, tensor<4xi64>) -> tensor<f32>
+  return %a : tensor<f32>
 }

@@ -344,9 +344,10 @@ int runCompilerCli(int argc, char **argv) {
                "cross-entropy loss whose logits come from a matmul (a "
                "vocabulary) to a multiple of N where that adds at most 1/32 "
                "of the classes: aligned rows for the GPU's matmul kernels "
-               "(GPT-2's 50,257 classes become 50,304); the loss and "
-               "gradients are the unpadded ones, the padding never read "
-               "(default 64; 0 or 1: off)"),
+               "(GPT-2's 50,257 classes become 50,304); the padding is never "
+               "read, the loss is the unpadded one and the gradients are up "
+               "to the rounding of one longer sum (default 64; 0 or 1: "
+               "off)"),
       cl::value_desc("N"), cl::location(options.lower.padClasses),
       cl::cat(category));
   cl::opt<std::string, true> optimizerName(

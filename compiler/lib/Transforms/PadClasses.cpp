@@ -183,8 +183,10 @@ struct PadClassesPass : public trainc::impl::PadClassesBase<PadClassesPass> {
       // Only where the padding is small next to the classes.
       if (padded == classes || (padded - classes) * kMaxPaddingRatio > classes)
         continue;
+      // Only for a training step: an inference program's one matmul would
+      // gain little and copy the whole weight on every run.
       FailureOr<Plan> plan = planFor(loss);
-      if (succeeded(plan))
+      if (succeeded(plan) && !plan->grads.empty())
         rewrite(*plan, classes, padded);
     }
   }
@@ -192,11 +194,18 @@ struct PadClassesPass : public trainc::impl::PadClassesBase<PadClassesPass> {
   /// Padding at most 1/kMaxPaddingRatio of the classes.
   static constexpr int64_t kMaxPaddingRatio = 32;
 
+  /// The padded copy of each weight (a weight that several losses read,
+  /// one per micro-batch under gradient accumulation, is padded once: the
+  /// first loss's copy dominates the later ones).
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> paddedWeights;
+
   void rewrite(const Plan &plan, int64_t classes, int64_t padded) {
     DotGeneralOp dot = plan.logitsDot;
     OpBuilder b(dot);
-    Value weight = trainc::padWithZeros(b, dot.getLoc(), plan.weight,
-                                        plan.weightDim, padded);
+    Value &weight = paddedWeights[{plan.weight, plan.weightDim}];
+    if (!weight)
+      weight = trainc::padWithZeros(b, dot.getLoc(), plan.weight,
+                                    plan.weightDim, padded);
     auto padLast = [&](Value v) {
       RankedTensorType type = typeOf(v);
       v.setType(withDim(type, type.getRank() - 1, padded));

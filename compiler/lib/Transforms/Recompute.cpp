@@ -466,12 +466,12 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
            std::to_string(step - blocks - 1) + " of " + std::to_string(blocks);
   }
 
-  /// recompute.options: none, selective and full, each planned on a copy.
   /// The lower phase as the pipeline runs it.
   LowerOptions lowerOptions() const {
     return LowerOptions{fuseElementwise, padClasses};
   }
 
+  /// recompute.options: none, selective and full, each planned on a copy.
   LogicalResult recordOptions(func::FuncOp fn, size_t blocks) {
     Builder b(&getContext());
     SmallVector<NamedAttribute> entries;

@@ -74,9 +74,11 @@ public:
            a.arena == b.arena && a.offset < b.offset + b.size &&
            b.offset < a.offset + a.size;
   }
-  /// A cross-entropy's class count: in [1, the logits' last dimension].
+  /// A cross-entropy's class count: in [1, the logits' last dimension], or
+  /// 0 for an empty last dimension.
   Status classesIn(const TensorInfo &logits, int64_t classes) const {
-    if (logits.shape.empty() || classes < 1 || classes > logits.shape.back())
+    int64_t size = logits.shape.empty() ? -1 : logits.shape.back();
+    if (classes < 0 || classes > size || (classes == 0 && size != 0))
       return error("classes " + std::to_string(classes) +
                    " is not in [1, the logits' last dimension]");
     return okStatus();

@@ -632,6 +632,40 @@ TEST(Executable, ChecksNormGradParams) {
   EXPECT_TRUE(validateInstruction(sized, 0, planned).ok());
 }
 
+// Cross-entropy's classes (format 15): in [1, C], or 0 for C = 0.
+TEST(Executable, ChecksCrossEntropyClasses) {
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::F32, {4, 8}), tensor(DType::I64, {4}),
+      tensor(DType::F32, {}), tensor(DType::F32, {4}),
+      tensor(DType::F32, {4, 0})};
+  InstructionInfo loss;
+  loss.op = Opcode::SoftmaxCrossEntropy;
+  loss.operands = {0, 1};
+  loss.results = {2};
+  InstructionInfo grad;
+  grad.op = Opcode::SoftmaxCrossEntropyGrad;
+  grad.operands = {0, 1, 3};
+  grad.results = {0};
+  const char *words = "is not in [1, the logits' last dimension]";
+  for (int64_t classes : {1, 5, 8}) {
+    loss.ints = {2, 0, 0, classes};
+    grad.ints = {classes};
+    EXPECT_TRUE(validateInstruction(loss, 0, tensors).ok()) << classes;
+    EXPECT_TRUE(validateInstruction(grad, 0, tensors).ok()) << classes;
+  }
+  for (int64_t classes : {0, 9, -1}) {
+    loss.ints = {2, 0, 0, classes};
+    grad.ints = {classes};
+    expectRefused(loss, tensors, words);
+    expectRefused(grad, tensors, words);
+  }
+  loss.operands = {4, 1};
+  loss.ints = {2, 0, 0, 0};
+  EXPECT_TRUE(validateInstruction(loss, 0, tensors).ok());
+  loss.ints = {2, 0, 0};
+  expectRefused(loss, tensors, "expects 4 and 0");
+}
+
 // The loader checks the training signature like everything else it reads:
 // indices in range, and the loss a float scalar.
 TEST(Executable, RejectsABrokenTrainingSignature) {

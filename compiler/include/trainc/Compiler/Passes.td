@@ -601,13 +601,21 @@ def PadClasses : Pass<"trainc-pad-classes", "mlir::func::FuncOp"> {
       zero), one that keeps them (the weight's gradient) gets a
       `graph.slice` of its real rows.
 
-    The losses and the gradients are the unpadded program's (sums with
-    zero terms added; the CPU's GEMM may group its sums differently over a
-    longer contraction, so the hidden states' gradient may differ in the
-    last bits). It applies only where the logits (through reshapes that
-    keep the classes last) come from a `graph.dot_general` read by nothing
-    but cross-entropy ops, whose gradients nothing but `graph.dot_general`
-    reads; anything else keeps its shapes.
+    The loss is the unpadded program's bit for bit, and so are the
+    gradients up to the grouping of one sum: the hidden states' gradient
+    contracts the padded classes, whose terms are zero, and a GEMM may
+    group a longer contraction's sums differently (on this CPU's BLAS:
+    never at 1,001 classes padded to 1,024, in the last bit of some
+    elements at 50,257 padded to 50,304), so training can drift from the
+    unpadded program's by rounding. It applies only to a training step
+    (an inference program's one matmul would copy the whole weight on every
+    run for little), only where the logits (through reshapes that keep the
+    classes last) come from a `graph.dot_general` read by nothing but
+    cross-entropy ops, whose gradients nothing but `graph.dot_general`
+    reads, and not to a head with a bias (`trainc-fuse-bias` has made it a
+    `graph.dot_general_bias`); anything else keeps its shapes. A weight
+    several losses read (one per micro-batch) is padded once. The step's
+    FLOP count includes the padded classes' work.
 
     Runs in the lower phase after `trainc-widen-products` (so the weight's
     gradient keeps its f32 result) and before `trainc-fuse-elementwise`.
