@@ -340,8 +340,8 @@ int runCompilerCli(int argc, char **argv) {
       cl::location(options.lower.fuseElementwise), cl::cat(category));
   cl::opt<int64_t, true> padClasses(
       "pad-classes",
-      cl::desc("In the lower phase, pad the class dimension of a "
-               "cross-entropy loss whose logits come from a matmul (a "
+      cl::desc("With --train, in the lower phase, pad the class dimension "
+               "of a cross-entropy loss whose logits come from a matmul (a "
                "vocabulary) to a multiple of N where that adds at most 1/32 "
                "of the classes: aligned rows for the GPU's matmul kernels "
                "(GPT-2's 50,257 classes become 50,304); the padding is never "
