@@ -93,31 +93,49 @@ void normGradParams(const KernelCall &call, int64_t rows, int64_t n,
   int64_t per = math::normSegmentRows(rows);
   int64_t segments = math::normSegments(rows);
   // partials[s][k][j]: segment s's sum for column j of result k (the
-  // scale's gradient, then the bias's).
+  // scale's gradient, then the bias's). Kept between calls (this thread's:
+  // up to 128 x 2 x n doubles, whose fresh pages cost more than the
+  // kernel's arithmetic), each segment's zeroed by the thread that sums it.
   int64_t sums = withBias ? 2 : 1;
-  std::vector<double> partials(size_t(segments * sums * n), 0.0);
+  thread_local std::vector<double> scratch;
+  scratch.resize(std::max(scratch.size(), size_t(segments * sums * n)));
+  double *partials = scratch.data();
   parallelFor(segments, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> xhat(static_cast<size_t>(n));
     for (int64_t s = begin; s < end; ++s) {
-      double *scaleSum = &partials[size_t(s * sums * n)];
+      double *scaleSum = partials + s * sums * n;
       double *biasSum = scaleSum + n;
+      std::fill(scaleSum, scaleSum + sums * n, 0.0);
       for (int64_t r = s * per; r < std::min(rows, (s + 1) * per); ++r) {
         int64_t base = r * n;
         normGradRow(x + base, g + base, scale, n, centered, eps, dx + base,
                     xhat.data());
-        for (int64_t j = 0; j < n; ++j)
-          scaleSum[j] += math::scaleGradTerm(g[base + j], xhat[j]);
-        if (withBias)
+        if constexpr (std::is_same_v<T, float>) {
+          // math::scaleGradTerm's terms, through the vector clones.
+          accumulateProductsF32(g + base, xhat.data(), scaleSum, n);
+          if (withBias)
+            accumulateF32(g + base, biasSum, n);
+        } else {
           for (int64_t j = 0; j < n; ++j)
-            biasSum[j] += double(g[base + j]);
+            scaleSum[j] += math::scaleGradTerm(g[base + j], xhat[j]);
+          if (withBias)
+            for (int64_t j = 0; j < n; ++j)
+              biasSum[j] += double(g[base + j]);
+        }
       }
     }
   });
+  // Step 3, a row of segment sums at a time: each column's sums in
+  // combineSegments' order (column by column, the reads would stride by
+  // whole rows of partials).
+  std::vector<double> total(size_t(sums * n), 0.0);
+  for (int64_t s = 0; s < segments; ++s)
+    for (int64_t i = 0; i < sums * n; ++i)
+      total[i] += partials[s * sums * n + i];
   for (int64_t k = 0; k < sums; ++k) {
     T *out = call.outputs[1 + k].as<T>();
     for (int64_t j = 0; j < n; ++j)
-      out[j] = T(math::combineSegments(partials.data() + k * n + j, segments,
-                                       sums * n));
+      out[j] = T(total[k * n + j]);
   }
 }
 

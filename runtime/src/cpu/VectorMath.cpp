@@ -172,6 +172,17 @@ TRAINC_VM_CLONES void normalizeF32(const float *x, float mean, float rstd,
 
 //===--- Arithmetic arrays ------------------------------------------------===//
 
+TRAINC_VM_CLONES void accumulateProductsF32(const float *x, const float *y,
+                                            double *sum, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    sum[i] += double(x[i] * y[i]);
+}
+
+TRAINC_VM_CLONES void accumulateF32(const float *x, double *sum, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    sum[i] += double(x[i]);
+}
+
 TRAINC_VM_CLONES void addF32(const float *x, const float *y, float *z,
                              int64_t n) {
   for (int64_t i = 0; i < n; ++i)

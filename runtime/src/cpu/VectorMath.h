@@ -72,6 +72,12 @@ float dotF32(const float *x, const float *y, int64_t n);
 void normalizeF32(const float *x, float mean, float rstd, const float *scale,
                   const float *bias, float *y, int64_t n);
 
+/// sum[i] += double(x[i] * y[i]) (the product rounded to f32 first) and
+/// sum[i] += double(x[i]): f64 column sums of f32 rows (norm_grad_params).
+void accumulateProductsF32(const float *x, const float *y, double *sum,
+                           int64_t n);
+void accumulateF32(const float *x, double *sum, int64_t n);
+
 /// z[i] = x[i] op y[i], each rounded once (IEEE). max/min return NaN if
 /// either operand is NaN.
 void addF32(const float *x, const float *y, float *z, int64_t n);
