@@ -3,10 +3,11 @@
 
 For GPTs written by tools/make_gpt.py with a vocabulary of 1,001 (padded to
 1,024) in f32, bf16 and fp16, and one with `--recompute full`, and for
-Hugging Face GPT-2 (tied embedding) and Llama (untied head, RMSNorm) built
-with 1,001 tokens and exported by torch's dynamo exporter
-(test/Models/hf_vocab1001: `tools/hf_models/export.py OUT --models gpt2
-llama --vocab 1001`, its dynamo.onnx and batch) in f32 and bf16, compiles
+Hugging Face GPT-2 built with 1,001 tokens and exported by torch's dynamo
+exporter (test/Models/hf_vocab1001: `tools/hf_models/export.py OUT
+--models gpt2 --vocab 1001`, its dynamo.onnx and batch; Llama's export,
+with an untied head, trained bit for bit too, and is left out to keep the
+tree small enough to travel to a GPU machine) in f32 and bf16, compiles
 the AdamW training step with `--pad-classes=64` and `--pad-classes=0` and
 checks:
 
@@ -18,7 +19,7 @@ checks:
   step (parameters and optimizer state, the embedding at its own 1,001
   rows) byte for byte the same.
 
-The Hugging Face models' first f32 loss is also checked against
+The Hugging Face model's first f32 loss is also checked against
 PyTorch's float64 loss on that batch (reference_loss.json), within the
 bound of the f32 loss's roundings: a mean of 24 log-sum-exps of 1,001
 terms, (1,001 + 24) 2^-24 relative.
@@ -150,7 +151,7 @@ def main():
         cases.append(('make_gpt_bf16_recompute_full',
                       ('--precision', 'bf16', '--recompute', 'full')))
         runs = [(name, path, inputs, extra, None) for name, extra in cases]
-        for model in ('gpt2', 'llama'):
+        for model in ('gpt2',):
             directory = os.path.join(args.hf_dir, model)
             hf_inputs = []
             for input_name in ('input_ids', 'attention_mask', 'labels'):

@@ -127,7 +127,7 @@ def main():
     parser.add_argument('--models', nargs='*', help='only these models')
     parser.add_argument('--vocab', type=int, default=models.VOCAB,
                         help='the vocabulary of the models that have one (default '
-                             f'{models.VOCAB}; test/Models/hf_vocab1001 is --vocab 1001)')
+                             f'{models.VOCAB}; test/Models/hf_vocab1001's GPT-2 is --vocab 1001)')
     args = parser.parse_args()
     models.VOCAB = args.vocab
     warnings.filterwarnings('ignore')
