@@ -171,6 +171,8 @@ struct PadClassesPass : public trainc::impl::PadClassesBase<PadClassesPass> {
   void runOnOperation() override {
     if (multiple <= 1)
       return;
+    // Values of an earlier run (another function) must not match this one's.
+    paddedWeights.clear();
     SmallVector<SoftmaxCrossEntropyOp> losses;
     getOperation().walk(
         [&](SoftmaxCrossEntropyOp loss) { losses.push_back(loss); });
