@@ -100,7 +100,7 @@ def train(args, exe, inputs, directory):
     log = os.path.join(directory, 'log.jsonl')
     state = os.path.join(directory, 'state')
     run([args.trainc_run, exe, *inputs, '--steps', str(STEPS), '--log-jsonl', log,
-         '--save-state', state])
+         '--save-state', state, '--output-dir', directory])
     records = [json.loads(line) for line in open(log)]
     step = sorted(d for d in os.listdir(state) if d.startswith('step-'))[-1]
     shards = sorted(f for f in os.listdir(os.path.join(state, step))

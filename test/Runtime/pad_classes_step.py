@@ -112,7 +112,8 @@ def check_drift(args, work):
              f'--pad-classes={multiple}', '-o', exe])
         rows = loss_rows(args, exe)
         log = os.path.join(directory, 'log.jsonl')
-        run([args.trainc_run, exe, *inputs, '--steps', '6', '--log-jsonl', log])
+        run([args.trainc_run, exe, *inputs, '--steps', '6', '--log-jsonl', log,
+             '--output-dir', directory])
         logs[multiple] = (rows, [json.loads(line) for line in open(log)])
     problems = []
     if logs[64][0] != (50304, 50257) or logs[0][0] != (50257, 50257):
