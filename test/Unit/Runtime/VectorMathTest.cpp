@@ -341,6 +341,23 @@ TEST(VectorMath, SumsMatchDoubleReference) {
   EXPECT_EQ(sumF32(nullptr, 0), 0.0f);
 }
 
+/// norm_grad_params's f64 column sums: each product rounded to f32, then
+/// widened, bit for bit the scalar formula, at every tail length of the
+/// vector clones (the machine's clone: AVX-512, AVX2 or baseline).
+TEST(VectorMath, AccumulateIsTheScalarFormula) {
+  for (int64_t n : {1, 3, 7, 8, 15, 16, 17, 31, 33, 1001}) {
+    std::vector<float> x = randomRow(n, 4, -3, 3), y = randomRow(n, 5, -3, 3);
+    std::vector<double> products(n, 0.25), sums(n, -0.5);
+    accumulateProductsF32(x.data(), y.data(), products.data(), n);
+    accumulateF32(x.data(), sums.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      float product = x[i] * y[i];
+      ASSERT_EQ(products[i], 0.25 + double(product)) << n << " " << i;
+      ASSERT_EQ(sums[i], -0.5 + double(x[i])) << n << " " << i;
+    }
+  }
+}
+
 TEST(VectorMath, NormalizeIsTheScalarFormula) {
   int64_t n = 1000;
   std::vector<float> x = randomRow(n, 1, -3, 3), scale = randomRow(n, 2, 0, 2),
