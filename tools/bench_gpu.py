@@ -15,7 +15,9 @@ contenders run --rounds interleaved rounds of --steps steps; every round's
 median step time is printed, then the median of round medians, tokens/s,
 MFU against --peak-flops (default: the H100 SXM's dense bf16 989 TFLOP/s)
 with the FLOPs trainc's compiler counts for the step, and each
-contender's ratio to trainc.
+contender's ratio to trainc. trainc-unpadded is trainc with
+--pad-classes=0 (the vocabulary's rows of 50,257 classes, not 50,304), in
+the same interleaved rounds: what the padding gains.
 """
 import argparse
 import json
@@ -84,7 +86,10 @@ def parse_args():
                    help="the GPU's dense bf16 peak FLOP/s, for MFU")
     p.add_argument('--trainc-bin-dir', default=os.path.join(REPO, 'build', 'bin'))
     p.add_argument('--torch-python', default=sys.executable)
-    p.add_argument('--contenders', default='trainc,torch-eager,torch-compile')
+    p.add_argument('--contenders',
+                   default='trainc,trainc-unpadded,torch-eager,torch-compile',
+                   help='any of trainc, trainc-unpadded (--pad-classes=0), '
+                        'torch-eager, torch-compile')
     p.add_argument('--profile', action='store_true',
                    help="after the rounds, one more trainc run with --profile: where "
                         "a step's time goes, by op and by op and shapes")
@@ -103,22 +108,27 @@ def gpu_name():
 
 class TraincContender:
     """trainc-run --device cuda, one process per round (steps after warm-up
-    timed by the step_ms trainc-run prints)."""
+    timed by the step_ms trainc-run prints). `flags`: more trainc flags
+    (trainc-unpadded: --pad-classes=0, the vocabulary's GEMMs on rows of
+    50,257 classes, to measure what the padding to 50,304 gains)."""
 
-    def __init__(self, args, cfg):
+    def __init__(self, args, cfg, name, flags=()):
         self.args, self.cfg = args, cfg
-        self.exe = os.path.join(cfg['work'], 'step.tcx')
+        self.work = os.path.join(cfg['work'], name)
+        os.makedirs(self.work, exist_ok=True)
+        self.exe = os.path.join(self.work, 'step.tcx')
         trainc = os.path.join(args.trainc_bin_dir, 'trainc')
         subprocess.run([trainc, cfg['model'], '--train', '--optimizer', 'adamw',
                         '--lr', str(cfg['lr']), '--weight-decay', str(cfg['weight_decay']),
-                        '--decay-all', '--precision', 'bf16', '-o', self.exe], check=True)
+                        '--decay-all', '--precision', 'bf16', *flags, '-o', self.exe],
+                       check=True)
         self.flops_per_step = None
 
     def command(self, steps, *extra):
         return [os.path.join(self.args.trainc_bin_dir, 'trainc-run'), self.exe,
                 '--device', 'cuda', '--input', f'tokens={self.cfg["tokens"]}',
                 '--input', f'targets={self.cfg["targets"]}', '--steps', str(steps),
-                '--output-dir', self.cfg['work'], *extra]
+                '--output-dir', self.work, *extra]
 
     def profile(self):
         """trainc-run --profile's table (its first run left out, as it
@@ -131,7 +141,7 @@ class TraincContender:
         return '\n'.join(lines[start:])
 
     def round(self):
-        log = os.path.join(self.cfg['work'], 'round.jsonl')
+        log = os.path.join(self.work, 'round.jsonl')
         if os.path.exists(log):
             os.remove(log)
         cmd = self.command(self.args.warmup + self.args.steps, '--log-jsonl', log)
@@ -177,7 +187,9 @@ def main():
         running = {}
         for c in contenders:
             if c == 'trainc':
-                running[c] = TraincContender(args, cfg)
+                running[c] = TraincContender(args, cfg, c)
+            elif c == 'trainc-unpadded':
+                running[c] = TraincContender(args, cfg, c, ('--pad-classes=0',))
             elif c in ('torch-eager', 'torch-compile'):
                 running[c] = TorchContender(args, cfg, c == 'torch-compile')
             else:
