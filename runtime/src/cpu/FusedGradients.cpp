@@ -143,9 +143,7 @@ Status runNormGradParams(const KernelCall &call) {
   const TensorRef &x = call.inputs[0];
   int axis = int(call.ints[0]);
   bool centered = call.ints[1] != 0, withBias = call.ints[2] != 0;
-  int64_t rows = 1, n = 1;
-  for (int d = 0; d < x.rank; ++d)
-    (d < axis ? rows : n) *= x.dims[d];
+  int64_t rows = x.product(0, axis), n = x.product(axis, x.rank);
   if (n == 0)
     return okStatus();
   if (x.dtype == DType::F32)
@@ -208,9 +206,7 @@ Status runNormGrad(const KernelCall &call) {
   bool hasScale = call.ints[1] != 0, centered = call.ints[2] != 0;
   const TensorRef &g = call.inputs[hasScale ? 2 : 1];
   const TensorRef &dx = call.outputs[0], &xhat = call.outputs[1];
-  int64_t rows = 1, n = 1;
-  for (int d = 0; d < x.rank; ++d)
-    (d < axis ? rows : n) *= x.dims[d];
+  int64_t rows = x.product(0, axis), n = x.product(axis, x.rank);
   if (n == 0 || rows == 0)
     return okStatus();
 

@@ -61,9 +61,7 @@ Status runNorm(const KernelCall &call) {
   const TensorRef *biasRef = hasBias ? &call.inputs[hasScale ? 2 : 1] : nullptr;
   double epsilon = call.floats[0];
 
-  int64_t rows = 1, n = 1;
-  for (int d = 0; d < x.rank; ++d)
-    (d < axis ? rows : n) *= x.dims[d];
+  int64_t rows = x.product(0, axis), n = x.product(axis, x.rank);
   if (n == 0)
     return okStatus();
 

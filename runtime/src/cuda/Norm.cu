@@ -278,14 +278,6 @@ unsigned normGrid(int64_t rows) {
   return unsigned(blocks < 65536 ? blocks : 65536);
 }
 
-/// R and N of x around `axis`.
-void rowsOf(const TensorRef &x, int axis, int64_t &rows, int64_t &n) {
-  rows = 1;
-  n = 1;
-  for (int d = 0; d < x.rank; ++d)
-    (d < axis ? rows : n) *= x.dims[d];
-}
-
 } // namespace
 
 Status runNorm(const KernelCall &call) {
@@ -297,8 +289,7 @@ Status runNorm(const KernelCall &call) {
   bool hasBias = layer && call.ints[2] != 0;
   const void *scale = hasScale ? call.inputs[1].data : nullptr;
   const void *bias = hasBias ? call.inputs[hasScale ? 2 : 1].data : nullptr;
-  int64_t rows, n;
-  rowsOf(x, axis, rows, n);
+  int64_t rows = x.product(0, axis), n = x.product(axis, x.rank);
   if (rows == 0 || n == 0)
     return okStatus();
   cudaStream_t stream = streamOf(call).handle();
@@ -339,15 +330,12 @@ Status runNormGradParams(const KernelCall &call) {
   const TensorRef &x = call.inputs[0];
   int axis = int(call.ints[0]);
   bool centered = call.ints[1] != 0, withBias = call.ints[2] != 0;
-  int64_t rows, n;
-  rowsOf(x, axis, rows, n);
-  if (x.dtype != DType::F32 && x.dtype != DType::F64)
-    return unsupported(call, x.dtype);
+  int64_t rows = x.product(0, axis), n = x.product(axis, x.rank);
   return withFloatStorage(call, x.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
     using C = Compute<S>;
     if constexpr (!std::is_same_v<S, C>) {
-      return unsupported(call, x.dtype); // 16-bit: not an f32 or f64 x
+      return unsupported(call, x.dtype); // 16-bit: f32 and f64 only
     } else {
       if (n == 0)
         return okStatus();
@@ -397,8 +385,7 @@ Status runNormGrad(const KernelCall &call) {
   const void *scale = hasScale ? call.inputs[1].data : nullptr;
   const TensorRef &g = call.inputs[hasScale ? 2 : 1];
   const TensorRef &dx = call.outputs[0], &xhat = call.outputs[1];
-  int64_t rows, n;
-  rowsOf(x, axis, rows, n);
+  int64_t rows = x.product(0, axis), n = x.product(axis, x.rank);
   return withFloatStorage(call, x.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
     using C = Compute<S>;

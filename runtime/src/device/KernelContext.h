@@ -64,9 +64,12 @@ struct TensorRef {
   const int64_t *dims = nullptr;
   void *data = nullptr;
 
-  int64_t numElements() const {
+  int64_t numElements() const { return product(0, rank); }
+  /// The product of dims [begin, end): e.g. a norm's rows, product(0,
+  /// axis), and row length, product(axis, rank).
+  int64_t product(int begin, int end) const {
     int64_t n = 1;
-    for (int i = 0; i < rank; ++i)
+    for (int i = begin; i < end; ++i)
       n *= dims[i];
     return n;
   }

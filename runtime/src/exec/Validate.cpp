@@ -67,6 +67,16 @@ public:
       return error("'" + t.name + "' has the wrong shape for its operands");
     return okStatus();
   }
+  /// A norm's (or its gradient's) ints[0], the axis, inside x's rank and
+  /// floats[0], epsilon, finite and not negative.
+  Status normAxisAndEpsilon(const TensorInfo &x) const {
+    int64_t axis = inst.ints[0];
+    double eps = inst.floats[0];
+    if (axis < 0 || axis >= int64_t(x.shape.size()) || !(eps >= 0) ||
+        !std::isfinite(eps))
+      return error("invalid axis or epsilon");
+    return okStatus();
+  }
   /// Whether two tensors' planned bytes overlap (same arena; constants
   /// live in the constant section, which no result is).
   static bool overlap(const TensorInfo &a, const TensorInfo &b) {
@@ -395,9 +405,7 @@ Status Checker::checkComposite() const {
     TRAINC_RETURN_IF_ERROR(sameType(x, operand(1 + hasScale)));
     TRAINC_RETURN_IF_ERROR(sameType(x, result(0)));
     TRAINC_RETURN_IF_ERROR(sameType(x, result(1)));
-    if (v[0] < 0 || v[0] >= int64_t(x.shape.size()) || !(inst.floats[0] >= 0) ||
-        !std::isfinite(inst.floats[0]))
-      return error("invalid axis or epsilon");
+    TRAINC_RETURN_IF_ERROR(normAxisAndEpsilon(x));
     if (hasScale &&
         (operand(1).dtype != x.dtype ||
          operand(1).shape != Shape(x.shape.begin() + v[0], x.shape.end())))
@@ -412,9 +420,7 @@ Status Checker::checkComposite() const {
       return error("x must be f32 or f64");
     TRAINC_RETURN_IF_ERROR(sameType(x, operand(2)));
     TRAINC_RETURN_IF_ERROR(sameType(x, result(0)));
-    if (v[0] < 0 || v[0] >= int64_t(x.shape.size()) || !(inst.floats[0] >= 0) ||
-        !std::isfinite(inst.floats[0]))
-      return error("invalid axis or epsilon");
+    TRAINC_RETURN_IF_ERROR(normAxisAndEpsilon(x));
     Shape normalized(x.shape.begin() + v[0], x.shape.end());
     for (const TensorInfo *t :
          {&operand(1), &result(1), v[2] != 0 ? &result(2) : &operand(1)})
@@ -442,9 +448,7 @@ Status Checker::checkComposite() const {
     if (y.shape != x.shape || (y.dtype != x.dtype && !narrowed))
       return error("the result must have x's shape and x's dtype (or bf16 or "
                    "f16 for an f32 x)");
-    if (v[0] < 0 || v[0] >= int64_t(x.shape.size()) || !(inst.floats[0] >= 0) ||
-        !std::isfinite(inst.floats[0]))
-      return error("invalid axis or epsilon");
+    TRAINC_RETURN_IF_ERROR(normAxisAndEpsilon(x));
     Shape normalized(x.shape.begin() + v[0], x.shape.end());
     for (int64_t i = 1; i <= affine; ++i)
       if (operand(i).dtype != x.dtype || operand(i).shape != normalized)
