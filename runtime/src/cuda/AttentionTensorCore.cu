@@ -33,6 +33,12 @@
 // f32 tolerance the kernel tests hold both implementations to, where a
 // single bf16 rounding (2^-9) fails. Results round once to bf16.
 //
+// Whole tiles. A full tile with no mask whose first query row sees its
+// last key (under a causal mask, every tile left of the diagonal) takes
+// each score as scale * dot, without scoreOf's tests per score; the
+// gradient's kernels use it (wholeKeys), the forward has no register to
+// spare for it.
+//
 // Shape legend: Attention.cu's; D, Dv <= 64 padded to 64 in the tiles.
 // Layouts: Attention.cu's too. q, k, v, g_o, the result and the
 // gradients are each read or written through their own layout ([B, H, S,
@@ -269,23 +275,56 @@ __device__ __forceinline__ float groupSum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+/// The keys [0, end) that a tile of query rows [i0, i0 + rows) sees whole:
+/// each of their 64-key tiles has every score scale * dot alone (a full
+/// query tile, no mask, and, causal, its first row already sees the
+/// tile's last key, as every row after it does; under a causal mask that
+/// is every tile left of the diagonal). Those tiles skip scoreOf's tests
+/// per score (which row, which key, the mask) and give the same bits.
+__device__ __forceinline__ int64_t wholeKeys(const AttnShape &a,
+                                             const Bf16 *maskBH, int64_t i0,
+                                             int64_t rows) {
+  return maskBH || rows < kTile ? 0 : a.allowed(i0) / kTile * kTile;
+}
+
+/// s, a warp's raw dot products of its rows `row` with keys [j0, j0 + 64),
+/// becomes their scores (scoreOf; scale * dot for a whole tile).
+__device__ __forceinline__ void scoresOf(Acc &s, const AttnShape &a,
+                                         const Bf16 *maskBH,
+                                         const int64_t (&row)[2], int64_t j0,
+                                         bool whole, Lane l) {
+  if (whole) {
+    float scale = float(a.scale);
+#pragma unroll
+    for (int n = 0; n < kNTiles; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        s[n][e] = scale * s[n][e];
+    return;
+  }
+#pragma unroll
+  for (int n = 0; n < kNTiles; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      s[n][e] =
+          scoreOf(a, maskBH, row[e >> 1], j0 + columnOf(n, e, l), s[n][e]);
+}
+
 /// One step of the online softmax over key tile j0 for a warp's rows
 /// `row` (Attention.cu's forward): s, the tile's raw dot products, becomes
 /// the weights exp(score - m) with m each row's running max, updated here;
 /// alpha is exp(m_old - m_new), the factor for what was summed before.
 __device__ __forceinline__ void
 onlineSoftmaxStep(Acc &s, const AttnShape &a, const Bf16 *maskBH,
-                  const int64_t (&row)[2], int64_t j0, Lane l, float (&m)[2],
-                  float (&alpha)[2]) {
+                  const int64_t (&row)[2], int64_t j0, bool whole, Lane l,
+                  float (&m)[2], float (&alpha)[2]) {
+  scoresOf(s, a, maskBH, row, j0, whole, l);
   float tileMax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int n = 0; n < kNTiles; ++n)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      int r = e >> 1;
-      s[n][e] = scoreOf(a, maskBH, row[r], j0 + columnOf(n, e, l), s[n][e]);
-      tileMax[r] = fmaxf(tileMax[r], s[n][e]);
-    }
+    for (int e = 0; e < 4; ++e)
+      tileMax[e >> 1] = fmaxf(tileMax[e >> 1], s[n][e]);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float mNew = fmaxf(m[r], groupMax(tileMax[r]));
@@ -336,7 +375,9 @@ __global__ void __launch_bounds__(kThreads, kForwardBlocks)
       Acc s;
       productOf(s, qs, 16 * l.warp, ks, 0, l);
       float alpha[2], partial[2] = {0, 0};
-      onlineSoftmaxStep(s, a, maskBH, row, j0, l, m, alpha);
+      // Every score through scoreOf: this kernel has no register to spare
+      // for the whole tiles' shortcut (it spills on sm_90a).
+      onlineSoftmaxStep(s, a, maskBH, row, j0, /*whole=*/false, l, m, alpha);
 #pragma unroll
       for (int n = 0; n < kNTiles; ++n)
 #pragma unroll
@@ -381,6 +422,7 @@ __global__ void __launch_bounds__(kThreads, kStatsBlocks)
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     QueryTile qt = queryTileOf(a, tile, kTile);
     const Bf16 *maskBH = maskOf(a, mask, qt.b, qt.h);
+    const int64_t wholeEnd = wholeKeys(a, maskBH, qt.i0, qt.rows);
     const int64_t row[2] = {qt.i0 + 16 * l.warp + l.g,
                             qt.i0 + 16 * l.warp + l.g + 8};
     __syncthreads();
@@ -400,7 +442,7 @@ __global__ void __launch_bounds__(kThreads, kStatsBlocks)
       productOf(s, qs, 16 * l.warp, ks, 0, l);
       productOf(dp, gs, 16 * l.warp, vs, 0, l);
       float alpha[2], partialSum[2] = {0, 0}, partialDot[2] = {0, 0};
-      onlineSoftmaxStep(s, a, maskBH, row, j0, l, m, alpha);
+      onlineSoftmaxStep(s, a, maskBH, row, j0, j0 < wholeEnd, l, m, alpha);
 #pragma unroll
       for (int n = 0; n < kNTiles; ++n)
 #pragma unroll
@@ -443,6 +485,7 @@ __global__ void __launch_bounds__(kThreads, kGradQBlocks)
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     QueryTile qt = queryTileOf(a, tile, kTile);
     const Bf16 *maskBH = maskOf(a, mask, qt.b, qt.h);
+    const int64_t wholeEnd = wholeKeys(a, maskBH, qt.i0, qt.rows);
     const int64_t row[2] = {qt.i0 + 16 * l.warp + l.g,
                             qt.i0 + 16 * l.warp + l.g + 8};
     float rowLse[2], rowDelta[2];
@@ -469,14 +512,13 @@ __global__ void __launch_bounds__(kThreads, kGradQBlocks)
       Acc s, dp;
       productOf(s, qs, 16 * l.warp, ks, 0, l);
       productOf(dp, gs, 16 * l.warp, vs, 0, l);
+      scoresOf(s, a, maskBH, row, j0, j0 < wholeEnd, l);
 #pragma unroll
       for (int n = 0; n < kNTiles; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           int r = e >> 1;
-          float sc =
-              scoreOf(a, maskBH, row[r], j0 + columnOf(n, e, l), s[n][e]);
-          s[n][e] = weightOf(sc, rowLse[r]) * (dp[n][e] - rowDelta[r]);
+          s[n][e] = weightOf(s[n][e], rowLse[r]) * (dp[n][e] - rowDelta[r]);
         }
       accumulateSplit(acc, s, kt, 0, l);
     }
@@ -521,6 +563,7 @@ __global__ void __launch_bounds__(kThreads, kGradKVBlocks)
     stageRows(ks, k + kL.offset(b, kvHead, j0), kL.seqStride, keys, a.d);
     stageRows(vs, v + vL.offset(b, kvHead, j0), vL.seqStride, keys, a.dv);
     Acc accK = {}, accV = {};
+    const float scale = float(a.scale);
     int64_t firstQuery = a.firstViewer(j0) / kTile * kTile;
     for (int64_t hh = 0; hh < a.group; ++hh) {
       int64_t h = kvHead * a.group + hh, bh = b * a.hq + h;
@@ -540,6 +583,7 @@ __global__ void __launch_bounds__(kThreads, kGradKVBlocks)
           deltaTile[i] = inside ? delta[bh * a.sq + i0 + i] : 0.0f;
         }
         __syncthreads();
+        bool whole = j0 < wholeKeys(a, maskBH, i0, queries);
         // Half the tile's queries at a time (fewer registers).
         for (int half = 0; half < 2; ++half) {
           AccOf<kNTiles / 2> s, dp;
@@ -550,7 +594,9 @@ __global__ void __launch_bounds__(kThreads, kGradKVBlocks)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               int c = columnOf(half * kNTiles / 2 + n, e, l);
-              float sc = scoreOf(a, maskBH, i0 + c, key[e >> 1], s[n][e]);
+              float sc = whole
+                             ? scale * s[n][e]
+                             : scoreOf(a, maskBH, i0 + c, key[e >> 1], s[n][e]);
               float p = weightOf(sc, lseTile[c]);
               s[n][e] = p;
               dp[n][e] = p * (dp[n][e] - deltaTile[c]);
@@ -560,7 +606,6 @@ __global__ void __launch_bounds__(kThreads, kGradKVBlocks)
         }
       }
     }
-    float scale = float(a.scale);
 #pragma unroll
     for (int n = 0; n < kNTiles; ++n)
 #pragma unroll

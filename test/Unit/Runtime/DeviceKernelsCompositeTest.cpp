@@ -212,6 +212,11 @@ const AttentionShape kAttentionShapes[] = {
     {kBF16, 1, 2, 2, 100, 37, 64, 64, true, {}},
     {kBF16, 1, 2, 1, 33, 40, 20, 12, true, {}}, // rows read 2 at a time
     {kBF16, 1, 1, 1, 3, 5, 65, 65, false, {}},  // the scalar kernels again
+    // Whole tiles (wholeKeys: scores without scoreOf's tests): every tile,
+    // then causal with Sq < Sk, where each query tile has some whole key
+    // tiles and one partly visible.
+    {kBF16, 1, 2, 2, 128, 192, 64, 64, false, {}},
+    {kBF16, 2, 4, 2, 128, 200, 32, 32, true, {}},
 };
 
 /// attention (or attention_grad) on random q, k, v (cotangent) and mask;
