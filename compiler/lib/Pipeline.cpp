@@ -130,6 +130,7 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   RecomputeOptions recompute = options.recompute;
   recompute.fuseElementwise = options.lower.fuseElementwise;
   recompute.padClasses = options.lower.padClasses;
+  recompute.qkvInPlace = options.lower.qkvInPlace;
   pm.addPass(createRecompute(recompute));
   if (last == Phase::Recompute)
     return;
@@ -145,12 +146,15 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
   if (last < Phase::Lower)
     return;
   // lower: dot_generals read transposed operands in place, add their
-  // biases, norm_grad sums the norms' parameter gradients, the 16-bit
+  // biases, attention reads a fused projection's q, k and v in place,
+  // norm_grad sums the norms' parameter gradients, the 16-bit
   // products only widened to f32 are made in f32, a loss's classes are
   // padded for its matmuls,
   // elementwise chains become loops, then every op must be an instruction.
   pm.addNestedPass<mlir::func::FuncOp>(createAbsorbTransposes());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
+  if (lower.qkvInPlace)
+    pm.addNestedPass<mlir::func::FuncOp>(createReadQkvInPlace());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseNormGrad());
   pm.addNestedPass<mlir::func::FuncOp>(createWidenProducts());
   pm.addNestedPass<mlir::func::FuncOp>(

@@ -45,7 +45,9 @@ namespace trainc {
 ///  14: NormGradParams.
 ///  15: SoftmaxCrossEntropy's and SoftmaxCrossEntropyGrad's classes (a
 ///      padded class dimension).
-constexpr uint32_t kFormatVersion = 15;
+///  16: Attention's and AttentionGrad's ints[3..4] (qkv_heads: q, k and v
+///      read as windows of one fused projection's heads).
+constexpr uint32_t kFormatVersion = 16;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;
@@ -96,6 +98,10 @@ constexpr int kFusedMaxResults = 8;
 /// D]. Tensors are numbered q, k, v, then attention's result, or
 /// attention_grad's cotangent, dq, dk and dv; the mask is not numbered.
 /// graph.attention's `seq_major` attribute lists the same numbers.
+/// ints[3..4] = [Hq, Hk] (graph.attention's `qkv_heads`), or [0, 0]: when
+/// set, q, k and v are each stored [B, S, Hq + 2 Hk, D] and read as heads
+/// [0, Hq), [Hq, Hq + Hk) and [Hq + Hk, Hq + 2 Hk) of it (math/
+/// AttentionLayout.h's attentionLayout).
 constexpr int kAttentionTensors = 4;
 constexpr int kAttentionGradTensors = 7;
 

@@ -126,15 +126,24 @@ def same_training(log_a, state_a, log_b, state_b):
     return problems
 
 
-def check(args, name, model, inputs, extra, work):
+def runs_with(args, name, model, inputs, extra, work, flag, values, look):
+    """For each of `values`: the AdamW step compiled with `--flag=value`
+    (and `extra`), as (`look(args, exe)`, `train`'s records and last
+    checkpoint), by value."""
     runs = {}
-    for fuse in ('true', 'false'):
-        directory = os.path.join(work, f'{name}-{fuse}')
+    for value in values:
+        directory = os.path.join(work, f'{name}-{value}')
         os.makedirs(directory)
         exe = os.path.join(directory, 'step.tcx')
         run([args.trainc, model, '--train', '--lr', '1e-2', *extra,
-             f'--fuse-elementwise={fuse}', '-o', exe])
-        runs[fuse] = (inspect(args, exe), train(args, exe, inputs, directory))
+             f'--{flag}={value}', '-o', exe])
+        runs[value] = (look(args, exe), train(args, exe, inputs, directory))
+    return runs
+
+
+def check(args, name, model, inputs, extra, work):
+    runs = runs_with(args, name, model, inputs, extra, work, 'fuse-elementwise',
+                     ('true', 'false'), inspect)
     (fused_count, loops, fused_live, fused_peak), (fused_log, fused_state) = runs['true']
     (plain_count, plain_loops, plain_live, plain_peak), (plain_log, plain_state) = runs['false']
     problems = []

@@ -51,7 +51,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'tools'))
 sys.path.insert(0, HERE)
 import make_gpt  # noqa: E402
-from fused_elementwise_step import STEPS, run, same_training, train  # noqa: E402
+from fused_elementwise_step import STEPS, run, runs_with, same_training  # noqa: E402
 
 VOCAB, PADDED = 1001, 1024
 
@@ -68,14 +68,8 @@ def loss_rows(args, exe):
 
 
 def check(args, name, model, inputs, extra, work, reference=None):
-    runs = {}
-    for multiple in (64, 0):
-        directory = os.path.join(work, f'{name}-{multiple}')
-        os.makedirs(directory)
-        exe = os.path.join(directory, 'step.tcx')
-        run([args.trainc, model, '--train', '--lr', '1e-2', *extra,
-             f'--pad-classes={multiple}', '-o', exe])
-        runs[multiple] = (loss_rows(args, exe), train(args, exe, inputs, directory))
+    runs = runs_with(args, name, model, inputs, extra, work, 'pad-classes', (64, 0),
+                     loss_rows)
     padded_rows, (padded_log, padded_state) = runs[64]
     plain_rows, (plain_log, plain_state) = runs[0]
     problems = []

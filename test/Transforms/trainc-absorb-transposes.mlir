@@ -132,8 +132,8 @@ func.func @product_kept(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %a: tensor<2x
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x8x4x16xf32>, %[[K:[^:]+]]: tensor<2x8x4x16xf32>, %[[V:[^:]+]]: tensor<2x8x4x16xf32>, %[[G:[^:]+]]: tensor<2x8x4x16xf32>)
 // CHECK-NOT: graph.transpose
 // CHECK: %[[O:.+]] = graph.attention %[[Q]], %[[K]], %[[V]], scale = 2.500000e-01, causal {seq_major = array<i64: 0, 1, 2, 3>} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
-// CHECK: %[[DQ:[^,]+]], %[[DK:[^,]+]], %[[DV:[^ ]+]] = graph.attention_grad %[[Q]], %[[K]], %[[V]], %[[G]], scale = 2.500000e-01, causal {seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>} : {{.*}} -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
-// CHECK: return %[[O]], %[[DQ]], %[[DK]], %[[DV]]
+// CHECK: %[[D:[^ ]+]]:3 = graph.attention_grad %[[Q]], %[[K]], %[[V]], %[[G]], scale = 2.500000e-01, causal {seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>} : {{.*}} -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
+// CHECK: return %[[O]], %[[D]]#0, %[[D]]#1, %[[D]]#2
 func.func @gpt_block(%qs: tensor<2x8x4x16xf32>, %ks: tensor<2x8x4x16xf32>, %vs: tensor<2x8x4x16xf32>, %gs: tensor<2x8x4x16xf32>)
     -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) {
   %q = graph.transpose %qs, permutation = [0, 2, 1, 3] : (tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>

@@ -350,6 +350,16 @@ int runCompilerCli(int argc, char **argv) {
                "off)"),
       cl::value_desc("N"), cl::location(options.lower.padClasses),
       cl::cat(category));
+  cl::opt<bool, true> qkvInPlace(
+      "qkv-in-place",
+      cl::desc("In the lower phase, let attention read query, key and value "
+               "where one fused projection wrote them (GPT-2's c_attn) "
+               "instead of slicing three copies out of it, and write their "
+               "gradients into one tensor instead of concatenating three; "
+               "results are the same bits (default true; "
+               "--qkv-in-place=false: keep the slices and the "
+               "concatenation)"),
+      cl::location(options.lower.qkvInPlace), cl::cat(category));
   cl::opt<std::string, true> optimizerName(
       "optimizer", cl::desc("With --train: adamw (default), sgd or none"),
       cl::value_desc("name"), cl::location(opt.optimizer), cl::cat(category));

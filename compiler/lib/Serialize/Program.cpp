@@ -106,6 +106,16 @@ int64_t seqMajorBits(std::optional<ArrayRef<int64_t>> seqMajor) {
   return bits;
 }
 
+/// The attributes of Opcode::Attention and Opcode::AttentionGrad
+/// (executable.fbs): [causal, has_mask, seq_major, Hq, Hk] and [scale].
+template <typename Op> void attentionAttrs(Op op, ProgramInstruction &inst) {
+  ArrayRef<int64_t> heads = op.getQkvHeads().value_or(ArrayRef<int64_t>());
+  inst.ints = {op.getCausal(), op.getMask() != nullptr,
+               seqMajorBits(op.getSeqMajor()), heads.empty() ? 0 : heads[0],
+               heads.empty() ? 0 : heads[1]};
+  inst.floats = {op.getScale().convertToDouble()};
+}
+
 /// The ints of Opcode::FusedElementwise (executable.fbs): registers
 /// 0..I-1 are the body's arguments, I+k its k-th op's value.
 LogicalResult fusedProgram(FusedElementwiseOp fused,
@@ -380,16 +390,8 @@ LogicalResult Builder::lowerOp(Operation *op) {
                            {int64_t(getMesh(d).axisIndex("data")), stride});
         inst.floats = {d.getRatio().convertToDouble()};
       })
-      .Case([&](AttentionOp a) {
-        inst.ints = {a.getCausal(), a.getMask() != nullptr,
-                     seqMajorBits(a.getSeqMajor())};
-        inst.floats = {a.getScale().convertToDouble()};
-      })
-      .Case([&](AttentionGradOp a) {
-        inst.ints = {a.getCausal(), a.getMask() != nullptr,
-                     seqMajorBits(a.getSeqMajor())};
-        inst.floats = {a.getScale().convertToDouble()};
-      })
+      .Case([&](AttentionOp a) { attentionAttrs(a, inst); })
+      .Case([&](AttentionGradOp a) { attentionAttrs(a, inst); })
       .Case([&](SoftmaxCrossEntropyOp s) {
         int64_t classes = classesOf(s);
         if (!program.signature.vocabulary)

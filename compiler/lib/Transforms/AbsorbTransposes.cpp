@@ -104,11 +104,24 @@ bool swapsHeadsAndSeq(ArrayRef<int64_t> perm) {
   return llvm::equal(perm, ArrayRef<int64_t>{0, 2, 1, 3});
 }
 
+/// Whether `op` is an attention or attention_grad with `qkv_heads`.
+bool readsQkvWindows(Operation *op) {
+  if (auto a = dyn_cast<AttentionOp>(op))
+    return bool(a.getQkvHeads());
+  if (auto g = dyn_cast<AttentionGradOp>(op))
+    return bool(g.getQkvHeads());
+  return false;
+}
+
 /// The tensor number (graph.attention's `seq_major` numbering) of `use`
-/// when it is an attention or attention_grad operand other than the mask.
+/// when it is an attention or attention_grad operand other than the mask
+/// (and other than query, key and value read as windows of `qkv_heads`,
+/// which stay sequence-major).
 std::optional<int64_t> attentionTensor(OpOperand &use) {
   Operation *op = use.getOwner();
   int64_t n = use.getOperandNumber();
+  if (n < 3 && readsQkvWindows(op))
+    return std::nullopt;
   if (isa<AttentionOp>(op) && n < 3)
     return n;
   if (isa<AttentionGradOp>(op) && n < 4)
@@ -144,6 +157,7 @@ void setSeqMajor(Operation *op, DenseI64ArrayAttr list) {
 bool absorbIntoAttention(TransposeOp t) {
   auto result = dyn_cast<OpResult>(t.getOperand());
   if (!result || !isa<AttentionOp, AttentionGradOp>(result.getOwner()) ||
+      readsQkvWindows(result.getOwner()) ||
       !swapsHeadsAndSeq(t.getPermutation()))
     return false;
   if (!llvm::all_of(result.getUsers(), [](Operation *user) {

@@ -502,7 +502,8 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
     }
     Value out = rewriter.create<AttentionOp>(loc, query, key, value, mask,
                                              APFloat(scale), causal,
-                                             /*seq_major=*/nullptr);
+                                             /*seq_major=*/nullptr,
+                                             /*qkv_heads=*/nullptr);
     if (!probsOnLeft) // the product is [b, h, d, q]
       out = rewriter.createOrFold<TransposeOp>(loc, out,
                                                ArrayRef<int64_t>{0, 1, 3, 2});

@@ -1,8 +1,9 @@
 //===- GraphAttention.cpp - Verifiers of attention and its gradient -------===//
 //
-// graph.attention (C1-C10, type inference) and graph.attention_grad
-// (C1-C4). Both read their tensors through `seq_major`: the constraints
-// are on the logical [B, H, S, D] shapes, whatever the stored layout.
+// graph.attention (C1-C11, type inference) and graph.attention_grad
+// (C1-C6). Both read their tensors through `seq_major` and `qkv_heads`:
+// the constraints are on the logical [B, H, S, D] shapes, whatever the
+// stored layout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,18 +40,47 @@ bool listed(std::optional<ArrayRef<int64_t>> seqMajor, int64_t i) {
   return seqMajor && llvm::is_contained(*seqMajor, i);
 }
 
+/// The layout attributes both ops read their tensors through.
+struct Layout {
+  std::optional<ArrayRef<int64_t>> seqMajor, qkvHeads;
+};
+
 /// The logical [B, H, S, D] sizes of tensor `i` of type `t`.
-SmallVector<int64_t, 4> logical(RankedTensorType t,
-                                std::optional<ArrayRef<int64_t>> seqMajor,
-                                int64_t i) {
-  return attentionDims(t.getShape(), listed(seqMajor, i));
+SmallVector<int64_t, 4> logical(RankedTensorType t, Layout layout, int64_t i) {
+  return attentionTensorDims(t.getShape(), layout.seqMajor, layout.qkvHeads, i);
+}
+
+/// Checks `qkv_heads` (attention_c11, attention_grad_c5): [Hq, Hk], each
+/// at least 1, with query, key and value (rank 4) sequence-major and
+/// stored [B, S, Hq + 2 Hk, D].
+LogicalResult checkQkvHeads(Layout layout, ArrayRef<RankedTensorType> qkv,
+                            StringRef constraint, EmitErrorFn emitError) {
+  if (!layout.qkvHeads)
+    return success();
+  ArrayRef<int64_t> heads = *layout.qkvHeads;
+  if (heads.size() != 2 || heads[0] < 1 || heads[1] < 1)
+    return emitError() << constraint
+                       << " qkv_heads must be [query heads, key heads], each "
+                          "at least 1";
+  int64_t stored = heads[0] + 2 * heads[1];
+  for (int64_t i = 0; i < 3; ++i) {
+    if (!listed(layout.seqMajor, i))
+      return emitError() << constraint
+                         << " qkv_heads needs query, key and value stored "
+                            "sequence-major (seq_major 0, 1 and 2)";
+    if (qkv[i].getDimSize(2) != stored)
+      return emitError() << constraint << " qkv_heads = [" << heads[0] << ", "
+                         << heads[1] << "] reads " << stored
+                         << " heads, but operand " << i << " is " << qkv[i];
+  }
+  return success();
 }
 
 LogicalResult inferAttentionType(Value query, Value key, Value value,
-                                 Value mask, double scale,
-                                 std::optional<ArrayRef<int64_t>> seqMajor,
+                                 Value mask, double scale, Layout layout,
                                  SmallVectorImpl<Type> *types,
                                  EmitErrorFn emitError) {
+  std::optional<ArrayRef<int64_t>> seqMajor = layout.seqMajor;
   auto qType = dyn_cast<RankedTensorType>(query.getType());
   auto kType = dyn_cast<RankedTensorType>(key.getType());
   auto vType = dyn_cast<RankedTensorType>(value.getType());
@@ -64,9 +94,12 @@ LogicalResult inferAttentionType(Value query, Value key, Value value,
                           "[batch, heads, seq, head_dim]; got ranks "
                        << qType.getRank() << ", " << kType.getRank() << ", "
                        << vType.getRank();
-  SmallVector<int64_t, 4> q = logical(qType, seqMajor, 0),
-                          k = logical(kType, seqMajor, 1),
-                          v = logical(vType, seqMajor, 2);
+  if (failed(checkQkvHeads(layout, {qType, kType, vType}, "(C11)",
+                           emitError))) // attention_c11
+    return failure();
+  SmallVector<int64_t, 4> q = logical(qType, layout, 0),
+                          k = logical(kType, layout, 1),
+                          v = logical(vType, layout, 2);
   int64_t batch = q[0], qHeads = q[1], qSeq = q[2];
   int64_t kHeads = k[1], kSeq = k[2];
   if (k[0] != batch || v[0] != batch) // attention_c2
@@ -117,9 +150,25 @@ LogicalResult inferAttentionType(Value query, Value key, Value value,
 } // namespace
 
 LogicalResult AttentionOp::verifyShapeConstraints() {
-  return inferAttentionType(getQuery(), getKey(), getValue(), getMask(),
-                            getScale().convertToDouble(), getSeqMajor(),
-                            nullptr, [&] { return emitOpError(); });
+  return inferAttentionType(
+      getQuery(), getKey(), getValue(), getMask(), getScale().convertToDouble(),
+      {getSeqMajor(), getQkvHeads()}, nullptr, [&] { return emitOpError(); });
+}
+
+SmallVector<int64_t, 4> AttentionOp::logicalDims(int i) {
+  Type t = i < 3 ? getOperand(i).getType() : getType();
+  return attentionTensorDims(cast<ShapedType>(t).getShape(), getSeqMajor(),
+                             getQkvHeads(), i);
+}
+
+SmallVector<int64_t, 4> AttentionGradOp::logicalDims(int i) {
+  if (i >= 4 && hasPackedGrad()) // a window of the one result (C6)
+    return attentionTensorDims(
+        cast<ShapedType>(getGrads()[0].getType()).getShape(), getSeqMajor(),
+        getQkvHeads(), i - 4);
+  Type t = i < 4 ? getOperand(i).getType() : getResult(i - 4).getType();
+  return attentionTensorDims(cast<ShapedType>(t).getShape(), getSeqMajor(),
+                             getQkvHeads(), i);
 }
 
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
@@ -129,12 +178,13 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
   return inferAttentionType(
       adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
       adaptor.getMask(), adaptor.getScale().convertToDouble(),
-      adaptor.getSeqMajor(), &types,
+      {adaptor.getSeqMajor(), adaptor.getQkvHeads()}, &types,
       [&] { return mlir::emitError(loc ? *loc : UnknownLoc::get(ctx)); });
 }
 
 LogicalResult AttentionGradOp::verify() {
   std::optional<ArrayRef<int64_t>> seqMajor = getSeqMajor();
+  Layout layout{seqMajor, getQkvHeads()};
   if (failed(checkSeqMajor(seqMajor, 7, "(C4)", [&] { // attention_grad_c4
         return emitOpError();
       })))
@@ -146,10 +196,13 @@ LogicalResult AttentionGradOp::verify() {
       gType.getRank() != 4) // attention_grad_c1
     return emitOpError("(C1) query, key, value and the cotangent must have "
                        "rank 4");
-  SmallVector<int64_t, 4> q = logical(qType, seqMajor, 0),
-                          k = logical(kType, seqMajor, 1),
-                          v = logical(vType, seqMajor, 2),
-                          g = logical(gType, seqMajor, 3);
+  if (failed(checkQkvHeads(layout, {qType, kType, vType}, "(C5)",
+                           [&] { return emitOpError(); }))) // attention_grad_c5
+    return failure();
+  SmallVector<int64_t, 4> q = logical(qType, layout, 0),
+                          k = logical(kType, layout, 1),
+                          v = logical(vType, layout, 2),
+                          g = logical(gType, layout, 3);
   int64_t b = q[0], hq = q[1], sq = q[2];
   int64_t hk = k[1], sk = k[2];
   if (k[0] != b || v[0] != b || k[3] != q[3] || v[1] != hk || v[2] != sk ||
@@ -173,14 +226,30 @@ LogicalResult AttentionGradOp::verify() {
   for (Value x : getOperands()) // attention_grad_c2
     if (cast<RankedTensorType>(x.getType()).getElementType() != e)
       return emitOpError("(C2) all operands must have one element type");
+  ValueRange grads = getGrads();
+  if (grads.size() == 1) { // attention_grad_c6: the fused projection's
+    auto t = cast<RankedTensorType>(grads[0].getType());
+    if (!layout.qkvHeads || !isSeqMajor(4) || !isSeqMajor(5) || !isSeqMajor(6))
+      return emitOpError("(C6) one result, the fused projection's gradient, "
+                         "needs qkv_heads and seq_major 4, 5 and 6");
+    if (t != qType)
+      return emitOpError("(C6) the fused projection's gradient ")
+             << t << " must have the projection's type " << qType;
+    if (!std::isfinite(getScale().convertToDouble())) // attention_grad_c3
+      return emitOpError("(C3) scale must be finite");
+    return success();
+  }
+  if (grads.size() != 3) // attention_grad_c6
+    return emitOpError("(C6) expects three results (the gradients of query, "
+                       "key and value) or one (the fused projection's); got ")
+           << grads.size();
   // attention_grad_c2: each gradient is its tensor's logical shape, stored
   // in its own layout.
-  Value grads[3] = {getQueryGrad(), getKeyGrad(), getValueGrad()};
   ArrayRef<int64_t> shapes[3] = {q, k, v};
   for (int i = 0; i < 3; ++i) {
     auto t = cast<RankedTensorType>(grads[i].getType());
     if (t.getElementType() != e ||
-        ArrayRef<int64_t>(logical(t, seqMajor, 4 + i)) != shapes[i])
+        ArrayRef<int64_t>(logical(t, layout, 4 + i)) != shapes[i])
       return emitOpError("(C2) the results must have the shapes and element "
                          "type of query, key and value");
   }

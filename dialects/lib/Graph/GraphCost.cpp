@@ -132,8 +132,7 @@ int64_t RmsNormOp::getFlops() {
 /// discounted: kernels that skip masked blocks beat this count, as MFU
 /// conventions assume.
 int64_t AttentionOp::getFlops() {
-  auto q = attentionDims(getQuery().getType().getShape(), isSeqMajor(0));
-  auto k = attentionDims(getKey().getType().getShape(), isSeqMajor(1));
+  auto q = logicalDims(0), k = logicalDims(1);
   int64_t dv = getValue().getType().getDimSize(3);
   int64_t scores = q[0] * q[1] * q[2] * k[2];
   int64_t flops = 2 * scores * q[3] + 2 * scores * dv;
@@ -156,8 +155,7 @@ int64_t SoftmaxCrossEntropyGradOp::getFlops() {
 /// The scores again (2 D per score), dP = g v^T and dv = P^T g (2 Dv each),
 /// dq and dk (2 D each), and softmax, the row dot and dS (8 per score).
 int64_t AttentionGradOp::getFlops() {
-  auto q = attentionDims(getQuery().getType().getShape(), isSeqMajor(0));
-  auto k = attentionDims(getKey().getType().getShape(), isSeqMajor(1));
+  auto q = logicalDims(0), k = logicalDims(1);
   int64_t d = q[3], dv = getValue().getType().getDimSize(3);
   int64_t scores = q[0] * q[1] * q[2] * k[2];
   return scores * (6 * d + 4 * dv + 8);

@@ -608,11 +608,18 @@ ShardingRule NormGradParamsOp::getShardingRule() {
   return RuleBuilder(*this).take();
 }
 
+/// With `qkv_heads` (formed after partitioning, in the lower phase) every
+/// dimension is whole: one stored head dimension holds the query's, the
+/// key's and the value's heads, which one factor cannot split.
 ShardingRule AttentionOp::getShardingRule() {
+  if (getQkvHeads())
+    return RuleBuilder(*this).take();
   return attentionRule(*this, {getQuery(), getKey(), getValue()}, getMask(),
                        getSeqMajor());
 }
 ShardingRule AttentionGradOp::getShardingRule() {
+  if (getQkvHeads())
+    return RuleBuilder(*this).take();
   return attentionRule(*this,
                        {getQuery(), getKey(), getValue(), getCotangent()},
                        getMask(), getSeqMajor());

@@ -29,7 +29,9 @@
 // mask [B|1, Hq|1, Sq|1, Sk|1], o [B, Hq, Sq, Dv]. Each tensor but the mask
 // may be stored [B, S, H, D] instead (ints[2], math/AttentionLayout.h):
 // a head's rows are then H * D elements apart, which the GEMMs take as
-// their leading dimension, so neither layout is copied.
+// their leading dimension, so neither layout is copied. q, k and v may be
+// windows of one fused projection's heads (ints[3..4]): the same, rows
+// (Hq + 2 Hk) D apart.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +52,29 @@ namespace {
 
 /// `t`'s elements as T: the tensor itself when it already holds T, else a
 /// widened copy in `storage`.
+template <typename T>
+const T *asCompute(const TensorRef &t, std::vector<T> &storage);
+
+/// Whether `a` and `b` are the same elements (dtypes agree: the
+/// validator's rule).
+bool sameElements(const TensorRef &a, const TensorRef &b) {
+  return a.data == b.data && a.numElements() == b.numElements();
+}
+
+/// q, k and v as T (asCompute), widened once when they are one tensor
+/// (windows of a fused projection: ints[3..4]).
+template <typename T> struct QkvAsCompute {
+  QkvAsCompute(const TensorRef &q, const TensorRef &k, const TensorRef &v) {
+    this->q = asCompute(q, qBuf);
+    this->k = sameElements(k, q) ? this->q : asCompute(k, kBuf);
+    this->v = sameElements(v, q)   ? this->q
+              : sameElements(v, k) ? this->k
+                                   : asCompute(v, vBuf);
+  }
+  const T *q, *k, *v;
+  std::vector<T> qBuf, kBuf, vBuf;
+};
+
 template <typename T>
 const T *asCompute(const TensorRef &t, std::vector<T> &storage) {
   if (t.dtype == (std::is_same<T, double>::value ? DType::F64 : DType::F32))
@@ -109,12 +134,15 @@ constexpr int64_t kQueryTile = 32;
 struct AttentionShape {
   AttentionShape(const KernelCall &call, int maskInput) {
     int64_t bits = call.ints[2];
+    math::QkvHeads qkv = math::qkvHeadsOf(call.ints.data, call.ints.size);
+    // A gradient with one result writes dq, dk and dv into its windows.
+    packedGrad = maskInput == 4 && call.numOutputs == 1;
     for (int i = 0; i < call.inputs.size && i < maskInput; ++i)
-      layout[i] =
-          math::headLayout(call.inputs[i].dims, math::isSeqMajor(bits, i));
-    for (int i = 0; i < call.numOutputs; ++i)
-      layout[maskInput + i] = math::headLayout(
-          call.outputs[i].dims, math::isSeqMajor(bits, maskInput + i));
+      layout[i] = math::attentionLayout(call.inputs[i].dims, bits, qkv, i);
+    for (int i = 0; i < (packedGrad ? 3 : call.numOutputs); ++i)
+      layout[maskInput + i] =
+          math::attentionLayout(call.outputs[packedGrad ? 0 : i].dims, bits,
+                                qkv, maskInput + i, packedGrad);
     batch = layout[0].batch;
     hq = layout[0].heads;
     sq = layout[0].seq;
@@ -153,7 +181,7 @@ struct AttentionShape {
   /// cotangent, dq, dk and dv of the gradient (the mask has none).
   math::HeadLayout layout[kAttentionGradTensors];
   int64_t batch, hq, sq, d, hk, sk, dv, group;
-  bool causal, hasMask;
+  bool causal, hasMask, packedGrad;
   double scale;
   int64_t maskStride[4] = {0, 0, 0, 0};
 };
@@ -179,9 +207,9 @@ Status runAttention(const KernelCall &call) {
   AttentionShape a(call, /*maskInput=*/3);
   withFloatCompute(qRef.dtype, [&](auto zero) {
     using T = decltype(zero);
-    std::vector<T> qBuf, kBuf, vBuf, maskBuf;
-    const T *q = asCompute(qRef, qBuf), *k = asCompute(kRef, kBuf),
-            *v = asCompute(vRef, vBuf);
+    QkvAsCompute<T> qkv(qRef, kRef, vRef);
+    const T *q = qkv.q, *k = qkv.k, *v = qkv.v;
+    std::vector<T> maskBuf;
     const T *mask = a.hasMask ? asCompute(call.inputs[3], maskBuf) : nullptr;
     bool nativeOut = out.dtype == qRef.dtype &&
                      (out.dtype == DType::F32 || out.dtype == DType::F64);
@@ -243,16 +271,18 @@ namespace trainc::cpu {
 Status runAttentionGrad(const KernelCall &call) {
   const TensorRef &qRef = call.inputs[0], &kRef = call.inputs[1],
                   &vRef = call.inputs[2], &gRef = call.inputs[3];
-  const TensorRef &dqOut = call.outputs[0], &dkOut = call.outputs[1],
-                  &dvOut = call.outputs[2];
   if (!isFloat(qRef.dtype))
     return unsupportedDType(call, qRef.dtype);
   AttentionShape a(call, /*maskInput=*/4);
+  // dq, dk and dv: three results, or windows of one (a.packedGrad).
+  const TensorRef &dqOut = call.outputs[0],
+                  &dkOut = call.outputs[a.packedGrad ? 0 : 1],
+                  &dvOut = call.outputs[a.packedGrad ? 0 : 2];
   withFloatCompute(qRef.dtype, [&](auto zero) {
     using T = decltype(zero);
-    std::vector<T> qBuf, kBuf, vBuf, gBuf, maskBuf;
-    const T *q = asCompute(qRef, qBuf), *k = asCompute(kRef, kBuf),
-            *v = asCompute(vRef, vBuf), *g = asCompute(gRef, gBuf);
+    QkvAsCompute<T> qkv(qRef, kRef, vRef);
+    std::vector<T> gBuf, maskBuf;
+    const T *q = qkv.q, *k = qkv.k, *v = qkv.v, *g = asCompute(gRef, gBuf);
     const T *mask = a.hasMask ? asCompute(call.inputs[4], maskBuf) : nullptr;
     bool native = qRef.dtype == DType::F32 || qRef.dtype == DType::F64;
     const T scale = T(a.scale);
@@ -262,7 +292,7 @@ Status runAttentionGrad(const KernelCall &call) {
                            &vL = a.layout[2], &gL = a.layout[3],
                            &dqL = a.layout[4], &dkL = a.layout[5],
                            &dvL = a.layout[6];
-    if (group == 0) // no query heads: nothing flows back to k and v
+    if (group == 0 && !a.packedGrad) // no query heads: dk = dv = 0
       for (const TensorRef *t : {&dkOut, &dvOut})
         for (int64_t e = 0, n = t->numElements(); e < n; ++e)
           storeAs(*t, e, 0.0);

@@ -496,7 +496,11 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
   const int numTensors =
       maskInput == 3 ? kAttentionTensors : kAttentionGradTensors;
   const int numResults = numTensors - maskInput;
-  if (call.inputs.size < maskInput || call.numOutputs != numResults)
+  math::QkvHeads qkv = math::qkvHeadsOf(call.ints.data, call.ints.size);
+  // A gradient with one result writes dq, dk and dv into its windows.
+  const bool packedGrad = maskInput == 4 && call.numOutputs == 1 && qkv.any();
+  if (call.inputs.size < maskInput ||
+      (call.numOutputs != numResults && !packedGrad))
     return kernelError(call, "expects " + std::to_string(maskInput) +
                                  " operands besides the mask and " +
                                  std::to_string(numResults) +
@@ -525,11 +529,12 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
   }
   if (hasMask && call.inputs.size <= maskInput)
     return kernelError(call, "has_mask is set but the mask operand is missing");
-  int64_t bits = call.ints[2]; // seq_major (the validator checked 3 ints)
+  int64_t bits = call.ints[2]; // seq_major (the validator checked 5 ints)
   for (int i = 0; i < numTensors; ++i) {
-    const TensorRef &t =
-        i < maskInput ? call.inputs[i] : call.outputs[i - maskInput];
-    layouts.of[i] = math::headLayout(t.dims, math::isSeqMajor(bits, i));
+    const TensorRef &t = i < maskInput
+                             ? call.inputs[i]
+                             : call.outputs[packedGrad ? 0 : i - maskInput];
+    layouts.of[i] = math::attentionLayout(t.dims, bits, qkv, i, packedGrad);
   }
   const math::HeadLayout &ql = layouts.of[kQ], &kl = layouts.of[kK],
                          &vl = layouts.of[kV];
@@ -610,8 +615,10 @@ Status runAttention(const KernelCall &call) {
 Status runAttentionGrad(const KernelCall &call) {
   const TensorRef &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2],
                   &g = call.inputs[3];
-  const TensorRef &dq = call.outputs[0], &dk = call.outputs[1],
-                  &dv = call.outputs[2];
+  // dq, dk and dv: three results, or windows of one (shapeOf's packedGrad).
+  const bool packed = call.numOutputs == 1;
+  const TensorRef &dq = call.outputs[0], &dk = call.outputs[packed ? 0 : 1],
+                  &dv = call.outputs[packed ? 0 : 2];
   AttnShape a;
   AttnLayouts layouts;
   TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/4, a, layouts));

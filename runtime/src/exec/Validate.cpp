@@ -471,28 +471,48 @@ Status Checker::checkComposite() const {
   case Opcode::Attention:
   case Opcode::AttentionGrad: {
     // The gradient reads the result's cotangent after v (and the mask
-    // last); it has one result per q, k and v. Shapes are checked as
-    // [B, H, S, D], each tensor read through its seq_major bit.
+    // last); it has one result per q, k and v, or, with qkv windows, one
+    // (the fused projection's gradient, dq, dk and dv in its windows).
+    // Shapes are checked as [B, H, S, D], each tensor read through
+    // math::attentionLayout (its seq_major bit; q, k and v through their
+    // qkv windows).
     bool grad = inst.op == Opcode::AttentionGrad;
-    TRAINC_RETURN_IF_ERROR(attrs(3, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(5, 1));
     int tensors = grad ? kAttentionGradTensors : kAttentionTensors;
     if (v[2] < 0 || v[2] >= (int64_t(1) << tensors))
       return error("seq_major bits " + std::to_string(v[2]) +
                    " name a tensor the instruction does not have");
-    TRAINC_RETURN_IF_ERROR(arity(3 + grad + (v[1] != 0), grad ? 3 : 1));
+    bool windows = v[3] != 0 || v[4] != 0;
+    if (windows && (v[3] < 1 || v[4] < 1))
+      return error("qkv heads [" + std::to_string(v[3]) + ", " +
+                   std::to_string(v[4]) + "] must both be at least 1");
+    bool packedGrad = grad && windows && inst.results.size() == 1;
+    TRAINC_RETURN_IF_ERROR(
+        arity(3 + grad + (v[1] != 0), grad && !packedGrad ? 3 : 1));
     const TensorInfo &qT = operand(0), &kT = operand(1), &vT = operand(2);
     for (const TensorInfo *t : {&qT, &kT, &vT})
       if (t->shape.size() != 4 || t->dtype != qT.dtype)
         return error("q, k and v must be rank-4 tensors of one dtype");
     TRAINC_RETURN_IF_ERROR(floatType(qT));
-    // The logical [B, H, S, D] shape of tensor `i` of shape `shape`.
-    auto logical = [&](Shape shape, int i) {
-      if (math::isSeqMajor(v[2], i) && shape.size() == 4)
-        std::swap(shape[1], shape[2]);
-      return shape;
+    // The logical [B, H, S, D] shape of tensor `i` stored as `t`.
+    auto logical = [&](const TensorInfo &t, int i) {
+      if (t.shape.size() != 4)
+        return t.shape;
+      math::HeadLayout l = math::attentionLayout(
+          t.shape.data(), v[2], math::qkvHeadsOf(v.data(), int64_t(v.size())),
+          i, packedGrad);
+      return Shape{l.batch, l.heads, l.seq, l.features};
     };
-    Shape q = logical(qT.shape, 0), k = logical(kT.shape, 1),
-          val = logical(vT.shape, 2);
+    // Windows of [B, S, Hq + 2 Hk, D] tensors (graph.attention's C11).
+    if (windows)
+      for (int i = 0; i < 3; ++i)
+        if (!math::isSeqMajor(v[2], i) ||
+            operand(i).shape[2] != v[3] + 2 * v[4])
+          return error("qkv heads [" + std::to_string(v[3]) + ", " +
+                       std::to_string(v[4]) +
+                       "] need q, k and v sequence-major with " +
+                       std::to_string(v[3] + 2 * v[4]) + " heads each");
+    Shape q = logical(qT, 0), k = logical(kT, 1), val = logical(vT, 2);
     if (k[0] != q[0] || val[0] != q[0] || k[3] != q[3] || val[1] != k[1] ||
         val[2] != k[2] || k[1] == 0 || q[1] % k[1] != 0 ||
         !std::isfinite(inst.floats[0]))
@@ -510,15 +530,26 @@ Status Checker::checkComposite() const {
     if (!grad) {
       if (result(0).dtype != qT.dtype)
         return error("result dtype differs");
-      return shapeIs(result(0), logical(out, 3));
+      Shape stored = out; // the result is never a window
+      if (math::isSeqMajor(v[2], 3))
+        std::swap(stored[1], stored[2]);
+      return shapeIs(result(0), stored);
     }
     const TensorInfo &g = operand(3);
-    if (g.dtype != qT.dtype || logical(g.shape, 3) != out)
+    if (g.dtype != qT.dtype || g.shape.size() != 4 || logical(g, 3) != out)
       return error("the cotangent must have the result's shape and q's dtype");
+    if (packedGrad) {
+      // The projection's gradient: its type, dq, dk and dv sequence-major.
+      if (result(0).dtype != qT.dtype || result(0).shape != qT.shape ||
+          (v[2] & 0b1110000) != 0b1110000)
+        return error("the fused projection's gradient must be stored as q, "
+                     "k and v are (seq_major bits 4, 5 and 6)");
+      return okStatus();
+    }
     const Shape *shapes[3] = {&q, &k, &val};
     for (int i = 0; i < 3; ++i)
       if (result(i).dtype != qT.dtype ||
-          logical(result(i).shape, 4 + i) != *shapes[i])
+          logical(result(i), 4 + i) != *shapes[i])
         return error("gradient " + std::to_string(i) +
                      " must have the shape and dtype of its operand");
     return okStatus();

@@ -1170,6 +1170,39 @@ func.func @attention_c2_layout(%q: tensor<2x8x4x16xf32>, %k: tensor<2x4x8x16xf32
 
 // -----
 
+func.func @attention_c11_entries(%qkv: tensor<2x8x12x16xf32>) {
+  // expected-error@+1 {{(C11) qkv_heads must be [query heads, key heads], each at least 1}}
+  %0 = graph.attention %qkv, %qkv, %qkv, scale = 0.25 {qkv_heads = array<i64: 12, 0>, seq_major = array<i64: 0, 1, 2, 3>} : (tensor<2x8x12x16xf32>, tensor<2x8x12x16xf32>, tensor<2x8x12x16xf32>) -> tensor<2x8x12x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c11_layout(%qkv: tensor<2x8x12x16xf32>) {
+  // expected-error@+1 {{(C11) qkv_heads needs query, key and value stored sequence-major (seq_major 0, 1 and 2)}}
+  %0 = graph.attention %qkv, %qkv, %qkv, scale = 0.25 {qkv_heads = array<i64: 4, 4>, seq_major = array<i64: 0, 2, 3>} : (tensor<2x8x12x16xf32>, tensor<2x8x12x16xf32>, tensor<2x8x12x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c11_heads(%qkv: tensor<2x8x12x16xf32>) {
+  // expected-error@+1 {{(C11) qkv_heads = [4, 2] reads 8 heads, but operand 0 is 'tensor<2x8x12x16xf32>'}}
+  %0 = graph.attention %qkv, %qkv, %qkv, scale = 0.25 {qkv_heads = array<i64: 4, 2>, seq_major = array<i64: 0, 1, 2, 3>} : (tensor<2x8x12x16xf32>, tensor<2x8x12x16xf32>, tensor<2x8x12x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c9_qkv_heads(%qkv: tensor<2x8x12x16xf32>) {
+  // Under qkv_heads = [4, 4] the query is 4 of the 12 stored heads.
+  // expected-error@+1 {{result type 'tensor<2x8x12x16xf32>' differs from the inferred type 'tensor<2x8x4x16xf32>'}}
+  %0 = graph.attention %qkv, %qkv, %qkv, scale = 0.25 {qkv_heads = array<i64: 4, 4>, seq_major = array<i64: 0, 1, 2, 3>} : (tensor<2x8x12x16xf32>, tensor<2x8x12x16xf32>, tensor<2x8x12x16xf32>) -> tensor<2x8x12x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_c9(%q: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x32xf32>) {
   // expected-error@+1 {{result type 'tensor<2x4x8x16xf32>' differs from the inferred type 'tensor<2x4x8x32xf32>'}}
   %0 = graph.attention %q, %q, %v, scale = 0.25 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>) -> tensor<2x4x8x16xf32>
@@ -1421,6 +1454,48 @@ func.func @attention_grad_c4_range(%q: tensor<1x2x4x8xf32>) {
 func.func @attention_grad_c4_order(%q: tensor<1x2x2x8xf32>) {
   // expected-error@+1 {{(C4) seq_major must list tensor numbers in [0, 7) in increasing order; got 0 after 1}}
   %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 {seq_major = array<i64: 1, 0>} : (tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>) -> (tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c5(%qkv: tensor<1x4x6x8xf32>, %g: tensor<1x4x2x8xf32>) {
+  // expected-error@+1 {{(C5) qkv_heads = [2, 1] reads 4 heads, but operand 0 is 'tensor<1x4x6x8xf32>'}}
+  %0:3 = graph.attention_grad %qkv, %qkv, %qkv, %g, scale = 0.25 {qkv_heads = array<i64: 2, 1>, seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>} : (tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c6_count(%q: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{(C6) expects three results (the gradients of query, key and value) or one (the fused projection's); got 2}}
+  %0:2 = graph.attention_grad %q, %q, %q, %q, scale = 0.25 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c6_unpacked(%q: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{(C6) one result, the fused projection's gradient, needs qkv_heads and seq_major 4, 5 and 6}}
+  %0 = graph.attention_grad %q, %q, %q, %q, scale = 0.25 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_c6_type(%qkv: tensor<1x4x6x8xf32>, %g: tensor<1x4x2x8xf32>) {
+  // expected-error@+1 {{(C6) the fused projection's gradient 'tensor<1x4x6x8xbf16>' must have the projection's type 'tensor<1x4x6x8xf32>'}}
+  %0 = graph.attention_grad %qkv, %qkv, %qkv, %g, scale = 0.25 {qkv_heads = array<i64: 2, 2>, seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>} : (tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32>, tensor<1x4x2x8xf32>) -> tensor<1x4x6x8xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_grad_c2_qkv_heads(%qkv: tensor<1x4x6x8xf32>, %g: tensor<1x4x2x8xf32>) {
+  // The gradients are stored on their own: dk is [B, S, Hk, D], not a
+  // window of the projection.
+  // expected-error@+1 {{(C2) the results must have the shapes and element type of query, key and value}}
+  %0:3 = graph.attention_grad %qkv, %qkv, %qkv, %g, scale = 0.25 {qkv_heads = array<i64: 2, 2>, seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>} : (tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x6x8xf32>, tensor<1x4x2x8xf32>)
   return
 }
 

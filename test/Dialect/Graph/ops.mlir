@@ -232,7 +232,7 @@ func.func @optimizer(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf3
 
 // CHECK-LABEL: func.func @attention
 func.func @attention(%q: tensor<2x8x16x32xbf16>, %k: tensor<2x2x24x32xbf16>, %v: tensor<2x2x24x8xbf16>,
-                     %m: tensor<2x1x1x24xbf16>) {
+                     %m: tensor<2x1x1x24xbf16>, %qkv: tensor<2x16x12x32xbf16>) {
   // Grouped-query attention (8 query heads, 2 key/value heads), causal.
   // CHECK: graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.250000e-01, causal : {{.+}} -> tensor<2x8x16x8xbf16>
   %0 = graph.attention %q, %k, %v, scale = 0.125, causal
@@ -254,6 +254,20 @@ func.func @attention(%q: tensor<2x8x16x32xbf16>, %k: tensor<2x2x24x32xbf16>, %v:
   %3:3 = graph.attention_grad %qs, %ks, %vs, %2, scale = 0.125 {seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>}
          : (tensor<2x16x8x32xbf16>, tensor<2x24x2x32xbf16>, tensor<2x24x2x8xbf16>, tensor<2x16x8x8xbf16>)
          -> (tensor<2x16x8x32xbf16>, tensor<2x24x2x32xbf16>, tensor<2x24x2x8xbf16>)
+  // Query, key and value as windows of one fused projection's 12 heads
+  // (8 query heads, 2 key and 2 value heads), forward and back.
+  // CHECK: graph.attention %[[QKV:.+]], %[[QKV]], %[[QKV]], scale = 1.250000e-01, causal {qkv_heads = array<i64: 8, 2>, seq_major = array<i64: 0, 1, 2, 3>} : (tensor<2x16x12x32xbf16>, tensor<2x16x12x32xbf16>, tensor<2x16x12x32xbf16>) -> tensor<2x16x8x32xbf16>
+  // CHECK: graph.attention_grad {{.+}} {qkv_heads = array<i64: 8, 2>, seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>} : {{.+}} -> (tensor<2x16x8x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>)
+  %4 = graph.attention %qkv, %qkv, %qkv, scale = 0.125, causal {qkv_heads = array<i64: 8, 2>, seq_major = array<i64: 0, 1, 2, 3>}
+         : (tensor<2x16x12x32xbf16>, tensor<2x16x12x32xbf16>, tensor<2x16x12x32xbf16>) -> tensor<2x16x8x32xbf16>
+  %5:3 = graph.attention_grad %qkv, %qkv, %qkv, %4, scale = 0.125, causal {qkv_heads = array<i64: 8, 2>, seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>}
+         : (tensor<2x16x12x32xbf16>, tensor<2x16x12x32xbf16>, tensor<2x16x12x32xbf16>, tensor<2x16x8x32xbf16>)
+         -> (tensor<2x16x8x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>)
+  // The same gradients in their windows of one result.
+  // CHECK: graph.attention_grad {{.+}} {qkv_heads = array<i64: 8, 2>, seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>} : {{.+}} -> tensor<2x16x12x32xbf16>
+  %6 = graph.attention_grad %qkv, %qkv, %qkv, %4, scale = 0.125, causal {qkv_heads = array<i64: 8, 2>, seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>}
+         : (tensor<2x16x12x32xbf16>, tensor<2x16x12x32xbf16>, tensor<2x16x12x32xbf16>, tensor<2x16x8x32xbf16>)
+         -> tensor<2x16x12x32xbf16>
   return
 }
 

@@ -112,7 +112,8 @@ TEST_F(GraphOpsTest, InferenceOfEveryShapeChangingBuilder) {
   auto attn = builder.create<AttentionOp>(loc, q, kv, kv, /*mask=*/Value(),
                                           APFloat(0.5),
                                           /*causal=*/true,
-                                          /*seq_major=*/nullptr);
+                                          /*seq_major=*/nullptr,
+                                          /*qkv_heads=*/nullptr);
   EXPECT_EQ(attn.getType(), tensor({2, 8, 16, 4}, f32));
   EXPECT_TRUE(verifyModule());
 }

@@ -506,8 +506,9 @@ TestTensor checkAttention(const AttentionCase &c,
   if (mask)
     inputs.push_back(mask);
   TestTensor out(c.dtype, {c.b, c.hq, c.sq, c.dv});
-  Status s = runKernel(runAttention, Opcode::Attention, inputs, {&out},
-                       {c.causal, mask != nullptr, /*seq_major=*/0}, {scale});
+  Status s =
+      runKernel(runAttention, Opcode::Attention, inputs, {&out},
+                {c.causal, mask != nullptr, /*seq_major=*/0, 0, 0}, {scale});
   EXPECT_TRUE(s.ok()) << s.toString();
   std::vector<double> ref = attentionRef(c, q, k, v, mask, scale);
   // Scores: D-term dot products of |q|, |k| <= 1 (error D^2 scale u) plus
@@ -625,7 +626,7 @@ std::vector<TestTensor> runAttentionLayout(const AttentionCase &c, bool grad,
     outputs.push_back(&t);
   Status s = runKernel(grad ? runAttentionGrad : runAttention,
                        grad ? Opcode::AttentionGrad : Opcode::Attention, inputs,
-                       outputs, {c.causal, !c.maskDims.empty(), seqMajor},
+                       outputs, {c.causal, !c.maskDims.empty(), seqMajor, 0, 0},
                        {1 / std::sqrt(double(c.d))});
   EXPECT_TRUE(s.ok()) << s.toString();
   std::vector<TestTensor> results;
@@ -660,6 +661,98 @@ TEST(CpuNnAttention, SeqMajorLayoutsGiveTheSameBits) {
                 << bits << " result " << r << " element " << e;
       }
     }
+}
+
+/// Heads [first, first + count) of a [B, S, H, D] tensor, as a tensor.
+TestTensor headWindow(const TestTensor &t, int64_t first, int64_t count) {
+  const std::vector<int64_t> &d = t.dims();
+  TestTensor r(t.dtype(), {d[0], d[1], count, d[3]});
+  for (int64_t b = 0; b < d[0]; ++b)
+    for (int64_t i = 0; i < d[1]; ++i)
+      for (int64_t h = 0; h < count; ++h)
+        for (int64_t e = 0; e < d[3]; ++e)
+          r.set(((b * d[1] + i) * count + h) * d[3] + e,
+                t.get(((b * d[1] + i) * d[2] + first + h) * d[3] + e));
+  return r;
+}
+
+/// q, k and v read as windows of one fused projection [B, S, Hq + 2 Hk,
+/// D] (ints[3..4] = [Hq, Hk]) give the bits of the same heads copied out
+/// (the slices trainc-read-qkv-in-place removes), forward and back, every
+/// tensor sequence-major; and a gradient with one result writes dq, dk and
+/// dv into its windows (the concatenation it removes), the same bits.
+TEST(CpuNnAttention, QkvWindowsGiveTheSlicesBits) {
+  const AttentionCase cases[] = {
+      {DType::F32, 2, 4, 2, 37, 37, 8, 8, true, {}}, // grouped heads
+      {DType::BF16, 1, 3, 3, 40, 40, 16, 16, true, {1, 1, 40, 40}},
+      {DType::F64, 2, 2, 1, 5, 5, 4, 4, false, {}},
+      {DType::F16, 1, 2, 2, 9, 9, 16, 16, false, {1, 2, 1, 9}},
+  };
+  for (const AttentionCase &c : cases) {
+    SCOPED_TRACE(dtypeName(c.dtype));
+    int64_t heads = c.hq + 2 * c.hk;
+    TestTensor packed = randomTensor(c.dtype, {c.b, c.sq, heads, c.d}, 31);
+    TestTensor q = headWindow(packed, 0, c.hq),
+               k = headWindow(packed, c.hq, c.hk),
+               v = headWindow(packed, c.hq + c.hk, c.hk);
+    TestTensor mask = randomTensor(c.dtype, c.maskDims, 32, -2, 2);
+    TestTensor g = randomTensor(c.dtype, {c.b, c.sq, c.hq, c.d}, 33);
+    bool hasMask = !c.maskDims.empty();
+    double scale = 1 / std::sqrt(double(c.d));
+    for (bool grad : {false, true}) {
+      std::vector<TestTensor> want, got;
+      for (bool windows : {false, true}) {
+        std::vector<const TestTensor *> inputs =
+            windows ? std::vector<const TestTensor *>{&packed, &packed, &packed}
+                    : std::vector<const TestTensor *>{&q, &k, &v};
+        if (grad)
+          inputs.push_back(&g);
+        if (hasMask)
+          inputs.push_back(&mask);
+        std::vector<TestTensor> &out = windows ? got : want;
+        if (grad)
+          out = {TestTensor(c.dtype, q.dims()), TestTensor(c.dtype, k.dims()),
+                 TestTensor(c.dtype, v.dims())};
+        else
+          out = {TestTensor(c.dtype, g.dims())};
+        std::vector<TestTensor *> outputs;
+        for (TestTensor &t : out)
+          outputs.push_back(&t);
+        int64_t bits = grad ? 0b1111111 : 0b1111;
+        Status st = runKernel(
+            grad ? runAttentionGrad : runAttention,
+            grad ? Opcode::AttentionGrad : Opcode::Attention, inputs, outputs,
+            {c.causal, hasMask, bits, windows ? c.hq : 0, windows ? c.hk : 0},
+            {scale});
+        ASSERT_TRUE(st.ok()) << st.toString();
+      }
+      for (size_t r = 0; r < want.size(); ++r)
+        for (int64_t e = 0; e < want[r].size(); ++e)
+          ASSERT_EQ(got[r].get(e), want[r].get(e))
+              << (grad ? "grad " : "") << "result " << r << " element " << e;
+      if (!grad)
+        continue;
+      // One result, the projection's gradient; NaN first, so that a window
+      // left unwritten shows.
+      TestTensor joined(c.dtype, packed.dims());
+      for (int64_t e = 0; e < joined.size(); ++e)
+        joined.set(e, std::nan(""));
+      std::vector<const TestTensor *> inputs = {&packed, &packed, &packed, &g};
+      if (hasMask)
+        inputs.push_back(&mask);
+      Status st =
+          runKernel(runAttentionGrad, Opcode::AttentionGrad, inputs, {&joined},
+                    {c.causal, hasMask, 0b1111111, c.hq, c.hk}, {scale});
+      ASSERT_TRUE(st.ok()) << st.toString();
+      TestTensor windows[3] = {headWindow(joined, 0, c.hq),
+                               headWindow(joined, c.hq, c.hk),
+                               headWindow(joined, c.hq + c.hk, c.hk)};
+      for (int r = 0; r < 3; ++r)
+        for (int64_t e = 0; e < want[r].size(); ++e)
+          ASSERT_EQ(windows[r].get(e), want[r].get(e))
+              << "window " << r << " element " << e;
+    }
+  }
 }
 
 //===--- SoftmaxCrossEntropy ----------------------------------------------===//

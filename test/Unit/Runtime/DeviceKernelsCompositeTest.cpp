@@ -247,7 +247,7 @@ Call attentionCall(const AttentionShape &a, bool grad, uint32_t seed,
   else
     out = {zeros(a.t, stored(oDims, 3))};
   return makeCall(grad ? Opcode::AttentionGrad : Opcode::Attention, in, out,
-                  {a.causal, !a.mask.empty(), seqMajor},
+                  {a.causal, !a.mask.empty(), seqMajor, 0, 0},
                   {1 / std::sqrt(double(a.d))});
 }
 
@@ -301,6 +301,36 @@ TEST_P(DeviceKernels, AttentionSeqMajor) {
         check(attentionCall(a, grad, seed, bits), attentionOf(a, grad));
         seed += 5;
       }
+}
+
+/// q, k and v as windows of one fused projection [B, S, Hq + 2 Hk, D]
+/// (ints[3..4]; trainc-read-qkv-in-place): GPT-2's 12 + 2 * 12 heads of 64
+/// on the tensor cores, grouped heads with a mask, f32; the gradient
+/// also into windows of one result.
+TEST_P(DeviceKernels, AttentionQkvWindows) {
+  const AttentionShape shapes[] = {
+      {kBF16, 2, 12, 12, 129, 129, 64, 64, true, {}},
+      {kBF16, 1, 4, 2, 70, 70, 48, 48, false, {1, 4, 70, 70}},
+      {kF32, 2, 4, 2, 37, 37, 16, 16, true, {}},
+  };
+  uint32_t seed = 11;
+  for (const AttentionShape &a : shapes)
+    for (bool grad : {false, true}) {
+      int64_t bits = grad ? 0x7f : 0xf;
+      Call c = attentionCall(a, grad, seed, bits);
+      TestTensor packed =
+          uniform(a.t, {a.b, a.sq, a.hq + 2 * a.hk, a.d}, seed + 7);
+      for (int i = 0; i < 3; ++i)
+        c.inputs[i] = packed;
+      c.ints[3] = a.hq;
+      c.ints[4] = a.hk;
+      check(c, attentionOf(a, grad));
+      if (grad) { // dq, dk and dv in their windows of one result
+        c.outputs = {zeros(a.t, packed.dims())};
+        check(c, attentionOf(a, grad));
+      }
+      seed += 5;
+    }
 }
 
 /// A row whose every key is masked (-inf) gives zeros, forward and back.

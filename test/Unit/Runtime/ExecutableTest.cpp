@@ -463,13 +463,13 @@ TEST(Executable, ChecksAttentionLayouts) {
   canonical.op = Opcode::Attention;
   canonical.operands = {0, 0, 0};
   canonical.results = {0};
-  canonical.ints = {1, 0, 0};
+  canonical.ints = {1, 0, 0, 0, 0};
   canonical.floats = {0.25};
   EXPECT_TRUE(validateInstruction(canonical, 0, tensors).ok());
   InstructionInfo seqMajor = canonical; // q and the result [B, S, H, D]
   seqMajor.operands = {1, 0, 0};
   seqMajor.results = {1};
-  seqMajor.ints = {1, 0, 0b1001};
+  seqMajor.ints = {1, 0, 0b1001, 0, 0};
   EXPECT_TRUE(validateInstruction(seqMajor, 0, tensors).ok());
   auto fails = [&](const InstructionInfo &inst, const std::string &words) {
     expectRefused(inst, tensors, words);
@@ -477,34 +477,95 @@ TEST(Executable, ChecksAttentionLayouts) {
   // q stored [B, S, H, D] with its bit clear reads as 8 heads of 4
   // positions (grouped over k's 4 heads), so the result is the wrong shape.
   InstructionInfo unlisted = seqMajor;
-  unlisted.ints = {1, 0, 0b1000};
+  unlisted.ints = {1, 0, 0b1000, 0, 0};
   fails(unlisted, "has the wrong shape for its operands");
   InstructionInfo otherHeadSize = canonical;
   otherHeadSize.operands = {0, 2, 2};
   fails(otherHeadSize, "q, k and v shapes are inconsistent");
   InstructionInfo resultUnlisted = seqMajor;
-  resultUnlisted.ints = {1, 0, 0b0001};
+  resultUnlisted.ints = {1, 0, 0b0001, 0, 0};
   fails(resultUnlisted, "has the wrong shape for its operands");
   InstructionInfo pastTheTensors = canonical;
-  pastTheTensors.ints = {1, 0, 0b10000};
+  pastTheTensors.ints = {1, 0, 0b10000, 0, 0};
   fails(pastTheTensors, "seq_major bits 16 name a tensor");
   InstructionInfo twoInts = canonical; // a version 12 instruction
   twoInts.ints = {1, 0};
-  fails(twoInts, "expects 3");
+  fails(twoInts, "expects 5");
+  InstructionInfo threeInts = canonical; // a version 15 instruction
+  threeInts.ints = {1, 0, 0};
+  fails(threeInts, "expects 5");
   // The gradient: q, k, v, the cotangent, then dq, dk, dv (bits 4..6).
   InstructionInfo grad;
   grad.op = Opcode::AttentionGrad;
   grad.operands = {1, 1, 1, 1};
   grad.results = {0, 1, 1};
-  grad.ints = {0, 0, 0b1101111};
+  grad.ints = {0, 0, 0b1101111, 0, 0};
   grad.floats = {0.25};
   EXPECT_TRUE(validateInstruction(grad, 0, tensors).ok());
   InstructionInfo gradWrong = grad; // dq stored [B, H, S, D] but listed
-  gradWrong.ints = {0, 0, 0b1111111};
+  gradWrong.ints = {0, 0, 0b1111111, 0, 0};
   fails(gradWrong, "gradient 0 must have the shape and dtype of its operand");
   InstructionInfo gradDtype = grad;
   gradDtype.results = {0, 3, 1};
   fails(gradDtype, "gradient 1 must have the shape and dtype of its operand");
+}
+
+// q, k and v as windows of one fused projection (ints[3..4] = [Hq, Hk]):
+// each operand sequence-major with Hq + 2 Hk heads; the results are the
+// windows' logical shapes.
+TEST(Executable, ChecksQkvWindows) {
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::F32, {2, 8, 8, 16}), // 0: 4 query, 2 key, 2 value heads
+      tensor(DType::F32, {2, 8, 4, 16}), // 1: the result, [B, S, Hq, D]
+      tensor(DType::F32, {2, 8, 2, 16}), // 2: dk and dv
+      tensor(DType::F32, {2, 8, 6, 16})};
+  InstructionInfo attention;
+  attention.op = Opcode::Attention;
+  attention.operands = {0, 0, 0};
+  attention.results = {1};
+  attention.ints = {1, 0, 0b1111, 4, 2};
+  attention.floats = {0.25};
+  EXPECT_TRUE(validateInstruction(attention, 0, tensors).ok());
+  InstructionInfo grad;
+  grad.op = Opcode::AttentionGrad;
+  grad.operands = {0, 0, 0, 1};
+  grad.results = {1, 2, 2};
+  grad.ints = {1, 0, 0b1111111, 4, 2};
+  grad.floats = {0.25};
+  EXPECT_TRUE(validateInstruction(grad, 0, tensors).ok());
+  auto fails = [&](const InstructionInfo &inst, const std::string &words) {
+    expectRefused(inst, tensors, words);
+  };
+  InstructionInfo wrongHeads = attention; // 3 + 2 * 2 = 7, not 8
+  wrongHeads.ints = {1, 0, 0b1111, 3, 2};
+  fails(wrongHeads, "need q, k and v sequence-major with 7 heads each");
+  InstructionInfo headMajor = attention;
+  headMajor.ints = {1, 0, 0b1110, 4, 2};
+  fails(headMajor, "need q, k and v sequence-major");
+  InstructionInfo oneSided = attention;
+  oneSided.ints = {1, 0, 0b1111, 4, 0};
+  fails(oneSided, "qkv heads [4, 0] must both be at least 1");
+  InstructionInfo smaller = attention; // 6 stored heads for [4, 2]
+  smaller.operands = {3, 3, 3};
+  fails(smaller, "with 8 heads each");
+  InstructionInfo resultWindow = attention; // the result is not a window
+  resultWindow.results = {0};
+  fails(resultWindow, "has the wrong shape for its operands");
+  InstructionInfo gradWindow = grad; // nor are three gradients
+  gradWindow.results = {1, 0, 2};
+  fails(gradWindow, "gradient 1 must have the shape and dtype of its operand");
+  InstructionInfo packed = grad; // one: the projection's, as q, k and v
+  packed.results = {0};
+  EXPECT_TRUE(validateInstruction(packed, 0, tensors).ok());
+  InstructionInfo packedHeadMajor = packed;
+  packedHeadMajor.ints = {1, 0, 0b0101111, 4, 2};
+  fails(packedHeadMajor, "must be stored as q, k and v are");
+  InstructionInfo packedShape = packed;
+  packedShape.results = {3};
+  fails(packedShape, "must be stored as q, k and v are");
+  InstructionInfo packedWithoutWindows = packed;
+  packedWithoutWindows.ints = {1, 0, 0b1111111, 0, 0};
+  fails(packedWithoutWindows, "expects 4 operands and 3 results");
 }
 
 // A sum of bf16 or f16 may be f32 (the compiler's widened sum); no other

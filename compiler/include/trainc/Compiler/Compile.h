@@ -48,7 +48,8 @@ struct CompileOptions {
   /// Overlapped collectives (the schedule pass's options:
   /// --overlap-collectives).
   ScheduleOptions schedule;
-  /// The lower phase's options (--fuse-elementwise, --pad-classes).
+  /// The lower phase's options (--fuse-elementwise, --pad-classes,
+  /// --qkv-in-place).
   LowerOptions lower;
   /// Stop after this phase (none: through plan-memory).
   std::optional<Phase> compileTo;

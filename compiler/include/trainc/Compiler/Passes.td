@@ -488,6 +488,10 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
     Option<"padClasses", "pad-classes", "int64_t", "64",
            "Plan with the lower phase's class padding, as the pipeline runs "
            "it (the pipeline sets it from trainc --pad-classes)">,
+    Option<"qkvInPlace", "qkv-in-place", "bool", "true",
+           "Plan with attention reading a fused projection in place, as the "
+           "pipeline runs it (the pipeline sets it from trainc "
+           "--qkv-in-place)">,
   ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
@@ -644,6 +648,52 @@ def PadClasses : Pass<"trainc-pad-classes", "mlir::func::FuncOp"> {
     Option<"multiple", "multiple", "int64_t", "64",
            "pad the classes to a multiple of this (0 or 1: off)">,
   ];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
+def ReadQkvInPlace : Pass<"trainc-read-qkv-in-place", "mlir::func::FuncOp"> {
+  let summary = "Attention reads query, key and value from their fused projection";
+  let description = [{
+    GPT-2 and many exports make query, key and value with one matmul
+    (`c_attn`) whose [..., (Hq + 2 Hk) D] result is sliced three ways,
+    each slice reshaped into sequence-major heads [B, S, H, D]: three
+    copies per layer, and in the backward pass a fourth, the three
+    gradients concatenated into the projection's. Where a
+    `graph.attention` or `graph.attention_grad` (after
+    `trainc-absorb-transposes`: query, key and value sequence-major) reads
+    three such slices of one value, in order and covering its last
+    dimension, it reads them in place instead: its query, key and value
+    all become one `graph.reshape` of that value to [B, S, Hq + 2 Hk, D]
+    (free: same memory), and `qkv_heads = [Hq, Hk]` says which heads are
+    whose (graph.attention's C11). The slices go when nothing else reads
+    them. Where the gradient's three results are each reshaped back to
+    [..., H D] and only concatenated, in order, along the last dimension,
+    `graph.attention_grad` writes them in their windows of one result
+    instead (C6), and its reshape replaces the concatenation. The kernels
+    read and write the same elements: the same bits.
+
+    Runs in the lower phase after the partition (a tensor-parallel
+    program splits the fused projection per slice first, and the op then
+    has no sharding factors) and after `trainc-absorb-transposes`.
+
+    Example:
+    ```mlir
+    %q = graph.slice %qkv, start = [0, 0, 0], limit = [2, 8, 64] ...
+    %q4 = graph.reshape %q : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
+    // ... %k4 and %v4 from [64, 128) and [128, 192)
+    %o = graph.attention %q4, %k4, %v4, scale = 0.25, causal
+           {seq_major = array<i64: 0, 1, 2, 3>} ...
+    // becomes
+    %view = graph.reshape %qkv : (tensor<2x8x192xf32>) -> tensor<2x8x12x16xf32>
+    %o = graph.attention %view, %view, %view, scale = 0.25, causal
+           {qkv_heads = array<i64: 4, 4>, seq_major = array<i64: 0, 1, 2, 3>} ...
+    // and the gradient, whose reshaped results a concatenate joined:
+    %d = graph.attention_grad %view, %view, %view, %g, scale = 0.25, causal
+           {qkv_heads = array<i64: 4, 4>, seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>}
+           ... -> tensor<2x8x12x16xf32>
+    %dqkv = graph.reshape %d : (tensor<2x8x12x16xf32>) -> tensor<2x8x192xf32>
+    ```
+  }];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 

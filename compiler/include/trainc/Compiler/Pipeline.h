@@ -75,13 +75,17 @@ enum class Phase {
   PlanMemory,
 };
 
-/// The lower phase's choices (trainc's --fuse-elementwise, --pad-classes).
+/// The lower phase's choices (trainc's --fuse-elementwise, --pad-classes,
+/// --qkv-in-place).
 struct LowerOptions {
   /// Group elementwise chains into fused loops (trainc-fuse-elementwise).
   bool fuseElementwise = true;
   /// Pad a loss's class dimension to a multiple of this
   /// (trainc-pad-classes; 0 or 1: off).
   int64_t padClasses = 64;
+  /// Attention reads query, key and value from their fused projection
+  /// (trainc-read-qkv-in-place).
+  bool qkvInPlace = true;
 };
 
 struct PipelineOptions {

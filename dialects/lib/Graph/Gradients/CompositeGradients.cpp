@@ -300,6 +300,10 @@ struct AttentionGradient
   LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
                          SmallVectorImpl<Value> &out) const {
     auto attention = cast<AttentionOp>(op);
+    if (attention.getQkvHeads())
+      return op->emitOpError(
+          "with qkv_heads has no gradient rule: the lower phase forms it, "
+          "after differentiation");
     if (!cotangents[0]) {
       out.append(op->getNumOperands(), Value());
       return success();
@@ -326,7 +330,8 @@ struct AttentionGradient
         cotangents[0], attention.getMask(), attention.getScaleAttr(),
         attention.getCausalAttr(),
         seqMajor.empty() ? DenseI64ArrayAttr()
-                         : b.getDenseI64ArrayAttr(seqMajor));
+                         : b.getDenseI64ArrayAttr(seqMajor),
+        /*qkv_heads=*/DenseI64ArrayAttr());
     out.append(fused->getResults().begin(), fused->getResults().end());
     if (!attention.getMask())
       return success();

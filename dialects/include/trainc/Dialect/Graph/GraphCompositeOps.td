@@ -443,12 +443,20 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
     - (C9) the result type is the inferred one.
     - (C10) `seq_major`, when present, lists tensor numbers (query 0, key
       1, value 2, result 3) in increasing order.
+    - (C11) `qkv_heads = [Hq, Hk]`, when present, has two entries of at
+      least 1, `seq_major` lists query, key and value, and each of them
+      is stored `[B, S, Hq + 2 Hk, D]`.
 
     Layout: the shapes above are logical. A tensor whose number is in
     `seq_major` is stored `[B, S, H, D]` (sequence before heads), the
     layout of a projection's output reshaped into heads; the lower phase
     sets it where the program would otherwise transpose heads in or out
-    (`trainc-absorb-transposes`). The mask is always `[B, H, Sq, Sk]`.
+    (`trainc-absorb-transposes`). With `qkv_heads`, query, key and value
+    are read from one fused projection's output, reshaped to
+    `[B, S, Hq + 2 Hk, D]`: the query is its heads `[0, Hq)`, the key
+    `[Hq, Hq + Hk)` and the value the last Hk (`trainc-read-qkv-in-place`,
+    lower phase, where the program sliced them out). The mask is always
+    `[B, H, Sq, Sk]`.
 
     Example:
     ```mlir
@@ -460,13 +468,19 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
             {seq_major = array<i64: 0, 3>}
            : (tensor<8x32x4x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
            -> tensor<8x32x4x16xf32>
+    // q, k and v: 4 heads each of one [B, S, 12, D] projection.
+    %o3 = graph.attention %qkv, %qkv, %qkv, scale = 0.125, causal
+            {qkv_heads = array<i64: 4, 4>, seq_major = array<i64: 0, 1, 2, 3>}
+           : (tensor<8x32x12x16xf32>, tensor<8x32x12x16xf32>, tensor<8x32x12x16xf32>)
+           -> tensor<8x32x4x16xf32>
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
                        Graph_FloatTensor:$value,
                        Optional<Graph_FloatTensor>:$mask,
                        F64Attr:$scale, UnitAttr:$causal,
-                       OptionalAttr<DenseI64ArrayAttr>:$seq_major);
+                       OptionalAttr<DenseI64ArrayAttr>:$seq_major,
+                       OptionalAttr<DenseI64ArrayAttr>:$qkv_heads);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? `,` `scale` `=` $scale
@@ -478,6 +492,9 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
     bool isSeqMajor(int i) {
       return getSeqMajor() && llvm::is_contained(*getSeqMajor(), i);
     }
+    /// The logical [B, H, S, D] sizes of tensor `i` (C10's numbering),
+    /// read through `seq_major` and `qkv_heads`.
+    ::llvm::SmallVector<int64_t, 4> logicalDims(int i);
   }];
 }
 
@@ -652,6 +669,15 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [
       value 2, cotangent 3, the gradients of query 4, key 5, value 6) in
       increasing order; the shapes of C1 and C2 are read through it, as
       graph.attention's.
+    - (C5) `qkv_heads`, when present, is graph.attention's (C11): query,
+      key and value are windows of heads of `[B, S, Hq + 2 Hk, D]`
+      tensors.
+    - (C6) there are three results (the gradients of query, key and
+      value), or, with `qkv_heads` and `seq_major` listing 4, 5 and 6, one:
+      the gradient of the fused projection, `[B, S, Hq + 2 Hk, D]` of the
+      query's element type, with the gradients of query, key and value in
+      their windows (`trainc-read-qkv-in-place`, where the program
+      concatenated them).
 
     Example:
     ```mlir
@@ -659,15 +685,20 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [
         : (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>,
            tensor<8x4x32x16xf32>)
         -> (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
+    // Windows of one projection [B, S, 4 + 2 * 4, D], and its gradient:
+    %dqkv = graph.attention_grad %qkv, %qkv, %qkv, %gs, scale = 0.125, causal
+        {qkv_heads = array<i64: 4, 4>, seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>}
+        : (tensor<8x32x12x16xf32>, tensor<8x32x12x16xf32>, tensor<8x32x12x16xf32>,
+           tensor<8x32x4x16xf32>) -> tensor<8x32x12x16xf32>
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
                        Graph_FloatTensor:$value, Graph_FloatTensor:$cotangent,
                        Optional<Graph_FloatTensor>:$mask,
                        F64Attr:$scale, UnitAttr:$causal,
-                       OptionalAttr<DenseI64ArrayAttr>:$seq_major);
-  let results = (outs Graph_FloatTensor:$query_grad, Graph_FloatTensor:$key_grad,
-                      Graph_FloatTensor:$value_grad);
+                       OptionalAttr<DenseI64ArrayAttr>:$seq_major,
+                       OptionalAttr<DenseI64ArrayAttr>:$qkv_heads);
+  let results = (outs Variadic<Graph_FloatTensor>:$grads);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $cotangent (`mask` $mask^)? `,` `scale` `=`
     $scale (`,` `causal` $causal^)? attr-dict `:` functional-type(operands, results)
@@ -677,6 +708,11 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [
     bool isSeqMajor(int i) {
       return getSeqMajor() && llvm::is_contained(*getSeqMajor(), i);
     }
+    /// Whether the op writes one gradient, the fused projection's (C6).
+    bool hasPackedGrad() { return getGrads().size() == 1; }
+    /// The logical [B, H, S, D] sizes of tensor `i` (C4's numbering),
+    /// read through `seq_major` and `qkv_heads`.
+    ::llvm::SmallVector<int64_t, 4> logicalDims(int i);
   }];
   let hasVerifier = 1;
 }

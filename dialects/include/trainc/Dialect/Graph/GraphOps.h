@@ -58,6 +58,33 @@ attentionDims(llvm::ArrayRef<int64_t> shape, bool seqMajor) {
   return dims;
 }
 
+/// The heads [first, first + count) of a fused projection's output that
+/// attention tensor `i` (0 query, 1 key, 2 value) reads under `qkv_heads`
+/// = [Hq, Hk] (graph.attention's C11): the query first, then the key,
+/// then the value.
+inline std::pair<int64_t, int64_t> qkvWindow(llvm::ArrayRef<int64_t> qkvHeads,
+                                             int64_t i) {
+  int64_t hq = qkvHeads[0], hk = qkvHeads[1];
+  return i == 0 ? std::make_pair(int64_t(0), hq)
+                : std::make_pair(hq + (i - 1) * hk, hk);
+}
+
+/// The logical [B, H, S, D] sizes of attention tensor `i` (the ops'
+/// numbering) stored as `shape`: attentionDims through `seqMajor`, or, for
+/// query, key and value under `qkvHeads`, their window of the stored
+/// [B, S, Hq + 2 Hk, D] heads.
+inline llvm::SmallVector<int64_t, 4>
+attentionTensorDims(llvm::ArrayRef<int64_t> shape,
+                    std::optional<llvm::ArrayRef<int64_t>> seqMajor,
+                    std::optional<llvm::ArrayRef<int64_t>> qkvHeads,
+                    int64_t i) {
+  llvm::SmallVector<int64_t, 4> dims =
+      attentionDims(shape, seqMajor && llvm::is_contained(*seqMajor, i));
+  if (qkvHeads && qkvHeads->size() == 2 && i < 3 && dims.size() == 4)
+    dims[1] = qkvWindow(*qkvHeads, i).second;
+  return dims;
+}
+
 /// The dims of a dot_general operand of `rank` that are neither batching
 /// nor contracting, in order: the ones the result keeps (after the
 /// batching dims, lhs's then rhs's).

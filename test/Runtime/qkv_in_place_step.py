@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Attention reading a fused projection in place (trainc-read-qkv-in-place)
+changes no bit of training.
+
+For GPTs written by tools/make_gpt.py (one c_attn matmul sliced into query,
+key and value) in f32, bf16 and fp16 and with `--recompute full` (the
+remade forward reads in place too), and for Hugging Face GPT-2
+(TorchScript export) and MPT (both exporters) from test/Models/hf,
+compiles the AdamW training step with `--qkv-in-place` (the default) and
+`--qkv-in-place=false` and checks:
+
+- in place, every attention and attention_grad instruction reads qkv
+  windows (ints[3..4] = [Hq, Hk] in `trainc-run --inspect`), every
+  attention_grad writes one result (the projection's gradient, in
+  windows), and the step has fewer slices, concatenates and instructions;
+  without, none of that, so the comparison is not vacuous;
+- the liveness bound of the in-place step's activations is at most the
+  other's;
+- 12 AdamW steps on the same batch: the JSONL's loss, gradient norm and
+  loss scale bitwise equal at every step, and the checkpoint after the
+  last step byte for byte the same.
+
+The kernels read the same elements through a window's offset and row
+stride instead of a copy's, so anything but bit equality is a bug (a
+window at the wrong head, a wrong row stride). Prints one line per case;
+exits 1 on any failure.
+"""
+import argparse
+import os
+import re
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'tools'))
+sys.path.insert(0, HERE)
+import make_gpt  # noqa: E402
+from fused_elementwise_step import (STEPS, live_bound, run, runs_with,  # noqa: E402
+                                    same_training)
+
+
+def inspect(args, exe):
+    """(instructions, slices and concatenates, attention instructions, how
+    many of them read qkv windows, (attention_grads with one result, all
+    attention_grads), liveness bound) of an executable."""
+    out = run([args.trainc_run, exe, '--inspect']).stdout
+    count = re.search(r'^instructions \((\d+)\):', out, re.M)
+    if not count:
+        raise RuntimeError('no instruction count in --inspect')
+    attention = re.findall(r'= attention(?:_grad)?\(.*?\) ints=\[(.*?)\]', out)
+    windows = sum(1 for ints in attention
+                  if [int(x) for x in ints.split(',')][3:5] != [0, 0])
+    copies = len(re.findall(r'= (?:slice|concatenate)\(', out))
+    grads = len(re.findall(r'= attention_grad\(', out))
+    packed = len(re.findall(r'^  \d+: %\d+ = attention_grad\(', out, re.M))
+    return (int(count.group(1)), copies, len(attention), windows,
+            (packed, grads), live_bound(out))
+
+
+def check(args, name, model, inputs, extra, work):
+    runs = runs_with(args, name, model, inputs, extra, work, 'qkv-in-place',
+                     ('true', 'false'), inspect)
+    (count, copies, attention, windows, packed, live), (log, state) = runs['true']
+    (plain_count, plain_copies, plain_attention, plain_windows, plain_packed,
+     plain_live), (plain_log, plain_state) = runs['false']
+    problems = []
+    if attention == 0 or windows != attention or plain_windows != 0:
+        problems.append(f'{windows} of {attention} attention instructions read qkv '
+                        f'windows in place, {plain_windows} without')
+    if packed[1] == 0 or packed[0] != packed[1] or plain_packed[0] != 0:
+        problems.append(f'{packed[0]} of {packed[1]} attention_grads with one result, '
+                        f'{plain_packed[0]} without')
+    if copies >= plain_copies or count >= plain_count:
+        problems.append(f'{plain_copies} -> {copies} slices and concatenates, '
+                        f'{plain_count} -> {count} instructions')
+    if live > plain_live:
+        problems.append(f'live activations {live} above {plain_live} bytes')
+    problems += same_training(log, state, plain_log, plain_state)
+    if problems:
+        print(f'{name}: FAIL ' + '; '.join(problems[:4]))
+        return False
+    print(f'{name}: bitwise equal over {STEPS} steps; {plain_count} -> {count} '
+          f'instructions ({plain_copies} -> {copies} slices and concatenates), '
+          f'{attention} attention instructions in place; most live activations '
+          f'{plain_live} -> {live} bytes')
+    return True
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--trainc', required=True)
+    parser.add_argument('--trainc-run', required=True)
+    parser.add_argument('--hf-dir', required=True, help='test/Models/hf')
+    args = parser.parse_args()
+    ok = True
+    with tempfile.TemporaryDirectory() as work:
+        cfg = make_gpt.GptConfig(vocab=64, seq=16, batch=2, d_model=32, heads=2,
+                                 layers=2, dropout=0.1)
+        path, inputs = make_gpt.write_model_and_batch(cfg, work, 'gpt')
+        runs = [(f'make_gpt_{p}', path, inputs, ('--precision', p))
+                for p in ('f32', 'bf16', 'fp16')]
+        runs.append(('make_gpt_bf16_recompute_full', path, inputs,
+                     ('--precision', 'bf16', '--recompute', 'full')))
+        for model, exporter, precision in (('gpt2', 'ts17', 'f32'), ('gpt2', 'ts17', 'bf16'),
+                                           ('mpt', 'dynamo', 'f32'), ('mpt', 'ts17', 'bf16')):
+            directory = os.path.join(args.hf_dir, model)
+            hf_inputs = []
+            for input_name in ('input_ids', 'attention_mask', 'labels'):
+                hf_inputs += ['--input',
+                              f'{input_name}={os.path.join(directory, input_name + ".npy")}']
+            runs.append((f'hf_{model}_{exporter}_{precision}',
+                         os.path.join(directory, f'{exporter}.onnx'), hf_inputs,
+                         ('--precision', precision)))
+        for name, model, model_inputs, extra in runs:
+            try:
+                ok &= check(args, name, model, model_inputs, extra, work)
+            except RuntimeError as e:
+                print(f'{name}: FAIL {e}')
+                ok = False
+    print('qkv_in_place_step: ' + ('all as expected' if ok else 'FAILED'))
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
