@@ -46,7 +46,8 @@ namespace trainc {
 ///  15: SoftmaxCrossEntropy's and SoftmaxCrossEntropyGrad's classes (a
 ///      padded class dimension).
 ///  16: Attention's and AttentionGrad's ints[3..4] (qkv_heads: q, k and v
-///      read as windows of one fused projection's heads).
+///      read as windows of one fused projection's heads), and
+///      AttentionGrad's one-result form (the projection's gradient).
 constexpr uint32_t kFormatVersion = 16;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.

@@ -137,3 +137,85 @@ func.func @strided(%qkv: tensor<2x16x192xf32>) -> tensor<2x8x4x16xf32> {
       : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
   return %o : tensor<2x8x4x16xf32>
 }
+
+// -----
+
+// Slices wider than the heads they are reshaped into: the projection's
+// leading dims [2] are not [B, S] = [1, 4] (each row holds two sequence
+// positions of q), so no view of it is q's; likewise a rank-1 projection.
+// None is rewritten.
+// CHECK-LABEL: func.func @not_rows
+// CHECK-NOT: qkv_heads
+// CHECK: return
+func.func @not_rows(%qkv: tensor<2x96xf32>) -> tensor<1x4x4x4xf32> {
+  %q = graph.slice %qkv, start = [0, 0], limit = [2, 32], strides = [1, 1] : (tensor<2x96xf32>) -> tensor<2x32xf32>
+  %k = graph.slice %qkv, start = [0, 32], limit = [2, 64], strides = [1, 1] : (tensor<2x96xf32>) -> tensor<2x32xf32>
+  %v = graph.slice %qkv, start = [0, 64], limit = [2, 96], strides = [1, 1] : (tensor<2x96xf32>) -> tensor<2x32xf32>
+  %q4 = graph.reshape %q : (tensor<2x32xf32>) -> tensor<1x4x4x4xf32>
+  %k4 = graph.reshape %k : (tensor<2x32xf32>) -> tensor<1x4x4x4xf32>
+  %v4 = graph.reshape %v : (tensor<2x32xf32>) -> tensor<1x4x4x4xf32>
+  %o = graph.attention %q4, %k4, %v4, scale = 0.25 {seq_major = array<i64: 0, 1, 2, 3>}
+      : (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  return %o : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @rank1
+// CHECK-NOT: qkv_heads
+func.func @rank1(%qkv: tensor<96xf32>) -> tensor<1x2x4x4xf32> {
+  %q = graph.slice %qkv, start = [0], limit = [32], strides = [1] : (tensor<96xf32>) -> tensor<32xf32>
+  %k = graph.slice %qkv, start = [32], limit = [64], strides = [1] : (tensor<96xf32>) -> tensor<32xf32>
+  %v = graph.slice %qkv, start = [64], limit = [96], strides = [1] : (tensor<96xf32>) -> tensor<32xf32>
+  %q4 = graph.reshape %q : (tensor<32xf32>) -> tensor<1x2x4x4xf32>
+  %k4 = graph.reshape %k : (tensor<32xf32>) -> tensor<1x2x4x4xf32>
+  %v4 = graph.reshape %v : (tensor<32xf32>) -> tensor<1x2x4x4xf32>
+  %o = graph.attention %q4, %k4, %v4, scale = 0.25 {seq_major = array<i64: 0, 1, 2, 3>}
+      : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  return %o : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// A query with no heads.
+// CHECK-LABEL: func.func @zero
+// CHECK-NOT: qkv_heads
+func.func @zero(%qkv: tensor<2x8x128xf32>) -> tensor<2x8x0x16xf32> {
+  %q = graph.slice %qkv, start = [0, 0, 0], limit = [2, 8, 0], strides = [1, 1, 1] : (tensor<2x8x128xf32>) -> tensor<2x8x0xf32>
+  %k = graph.slice %qkv, start = [0, 0, 0], limit = [2, 8, 64], strides = [1, 1, 1] : (tensor<2x8x128xf32>) -> tensor<2x8x64xf32>
+  %v = graph.slice %qkv, start = [0, 0, 64], limit = [2, 8, 128], strides = [1, 1, 1] : (tensor<2x8x128xf32>) -> tensor<2x8x64xf32>
+  %q4 = graph.reshape %q : (tensor<2x8x0xf32>) -> tensor<2x8x0x16xf32>
+  %k4 = graph.reshape %k : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
+  %v4 = graph.reshape %v : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
+  %o = graph.attention %q4, %k4, %v4, scale = 0.25 {seq_major = array<i64: 0, 1, 2, 3>}
+      : (tensor<2x8x0x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x0x16xf32>
+  return %o : tensor<2x8x0x16xf32>
+}
+
+// -----
+
+// One projection split into heads two ways (4 of 16, 8 of 8): a view for
+// each; the projection made by an op, whose marks the views carry.
+// CHECK-LABEL: func.func @two_splits
+// CHECK: %[[X:.+]] = graph.add %{{.+}}, %{{.+}} {recompute.clone}
+// CHECK-NEXT: %[[V8:.+]] = graph.reshape %[[X]] {recompute.clone} : (tensor<2x8x192xf32>) -> tensor<2x8x24x8xf32>
+// CHECK-NEXT: %[[V4:.+]] = graph.reshape %[[X]] {recompute.clone} : (tensor<2x8x192xf32>) -> tensor<2x8x12x16xf32>
+// CHECK: graph.attention %[[V4]], %[[V4]], %[[V4]], {{.+}} {qkv_heads = array<i64: 4, 4>,
+// CHECK: graph.attention %[[V8]], %[[V8]], %[[V8]], {{.+}} {qkv_heads = array<i64: 8, 8>,
+func.func @two_splits(%a: tensor<2x8x192xf32>, %b: tensor<2x8x192xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x8x8xf32>) {
+  %qkv = graph.add %a, %b {recompute.clone} : tensor<2x8x192xf32>
+  %q = graph.slice %qkv, start = [0, 0, 0], limit = [2, 8, 64], strides = [1, 1, 1] : (tensor<2x8x192xf32>) -> tensor<2x8x64xf32>
+  %k = graph.slice %qkv, start = [0, 0, 64], limit = [2, 8, 128], strides = [1, 1, 1] : (tensor<2x8x192xf32>) -> tensor<2x8x64xf32>
+  %v = graph.slice %qkv, start = [0, 0, 128], limit = [2, 8, 192], strides = [1, 1, 1] : (tensor<2x8x192xf32>) -> tensor<2x8x64xf32>
+  %q4 = graph.reshape %q : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
+  %k4 = graph.reshape %k : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
+  %v4 = graph.reshape %v : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
+  %o = graph.attention %q4, %k4, %v4, scale = 0.25 {seq_major = array<i64: 0, 1, 2, 3>}
+      : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  %q8 = graph.reshape %q : (tensor<2x8x64xf32>) -> tensor<2x8x8x8xf32>
+  %k8 = graph.reshape %k : (tensor<2x8x64xf32>) -> tensor<2x8x8x8xf32>
+  %v8 = graph.reshape %v : (tensor<2x8x64xf32>) -> tensor<2x8x8x8xf32>
+  %p = graph.attention %q8, %k8, %v8, scale = 0.25 {seq_major = array<i64: 0, 1, 2, 3>}
+      : (tensor<2x8x8x8xf32>, tensor<2x8x8x8xf32>, tensor<2x8x8x8xf32>) -> tensor<2x8x8x8xf32>
+  return %o, %p : tensor<2x8x4x16xf32>, tensor<2x8x8x8xf32>
+}

@@ -67,13 +67,16 @@ std::optional<std::pair<Value, std::array<int64_t, 2>>> fusedSource(Op op) {
                     vs = op.getValue().getType().getShape();
   int64_t d = qs[3];
   int64_t total = cast<RankedTensorType>(q->source.getType()).getShape().back();
-  // The pieces in order, each whole heads of one head size, q's [B, S]
-  // shared (reshapes keep the row-major order, so the source's leading
-  // dimensions flatten to B * S).
+  // The pieces in order, each whole heads of one head size (its width H *
+  // D, so that the source's leading dimensions flatten to B * S: the
+  // reshapes keep the row-major order), q's [B, S] shared, at least one
+  // head each.
   if (ks[3] != d || vs[3] != d || ks[0] != qs[0] || ks[1] != qs[1] ||
-      vs[0] != qs[0] || vs[1] != qs[1] || q->begin != 0 ||
-      k->begin != q->width || v->begin != k->begin + k->width ||
-      v->width != k->width || v->begin + v->width != total)
+      vs[0] != qs[0] || vs[1] != qs[1] || qs[2] < 1 || ks[2] < 1 ||
+      q->width != qs[2] * d || k->width != ks[2] * d || v->width != vs[2] * d ||
+      q->begin != 0 || k->begin != q->width ||
+      v->begin != k->begin + k->width || v->width != k->width ||
+      v->begin + v->width != total)
     return std::nullopt;
   return std::make_pair(q->source, std::array<int64_t, 2>{qs[2], ks[2]});
 }
@@ -105,11 +108,15 @@ ConcatenateOp joinedGradients(AttentionGradOp grad) {
 
 struct ReadQkvInPlacePass
     : public trainc::impl::ReadQkvInPlaceBase<ReadQkvInPlacePass> {
-  /// The [B, S, Hq + 2 Hk, D] view of each fused projection, made once.
-  DenseMap<Value, Value> views;
+  /// The [B, S, Hq + 2 Hk, D] views of each fused projection, each made
+  /// once (one projection may be split into heads more than one way).
+  DenseMap<std::pair<Value, Type>, Value> views;
 
   Value viewOf(Value source, ArrayRef<int64_t> qShape, int64_t heads) {
-    auto [it, inserted] = views.try_emplace(source, Value());
+    auto type = RankedTensorType::get(
+        {qShape[0], qShape[1], heads, qShape[3]},
+        cast<RankedTensorType>(source.getType()).getElementType());
+    auto [it, inserted] = views.try_emplace({source, type}, Value());
     if (!inserted)
       return it->second;
     OpBuilder b(source.getContext());
@@ -118,9 +125,6 @@ struct ReadQkvInPlacePass
       b.setInsertionPointAfter(producer);
     else
       b.setInsertionPointToStart(cast<BlockArgument>(source).getOwner());
-    auto type = RankedTensorType::get(
-        {qShape[0], qShape[1], heads, qShape[3]},
-        cast<RankedTensorType>(source.getType()).getElementType());
     auto view = b.create<ReshapeOp>(source.getLoc(), type, source);
     if (producer)
       view->setDiscardableAttrs(producer->getDiscardableAttrDictionary());

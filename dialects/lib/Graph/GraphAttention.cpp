@@ -51,8 +51,8 @@ SmallVector<int64_t, 4> logical(RankedTensorType t, Layout layout, int64_t i) {
 }
 
 /// Checks `qkv_heads` (attention_c11, attention_grad_c5): [Hq, Hk], each
-/// at least 1, with query, key and value (rank 4) sequence-major and
-/// stored [B, S, Hq + 2 Hk, D].
+/// at least 1, with query, key and value (rank 4) of one type, stored
+/// sequence-major [B, S, Hq + 2 Hk, D].
 LogicalResult checkQkvHeads(Layout layout, ArrayRef<RankedTensorType> qkv,
                             StringRef constraint, EmitErrorFn emitError) {
   if (!layout.qkvHeads)
@@ -63,6 +63,11 @@ LogicalResult checkQkvHeads(Layout layout, ArrayRef<RankedTensorType> qkv,
                        << " qkv_heads must be [query heads, key heads], each "
                           "at least 1";
   int64_t stored = heads[0] + 2 * heads[1];
+  if (qkv[1] != qkv[0] || qkv[2] != qkv[0])
+    return emitError() << constraint
+                       << " qkv_heads needs query, key and value of one type; "
+                          "got "
+                       << qkv[0] << ", " << qkv[1] << ", " << qkv[2];
   for (int64_t i = 0; i < 3; ++i) {
     if (!listed(layout.seqMajor, i))
       return emitError() << constraint

@@ -136,7 +136,7 @@ struct AttentionShape {
     int64_t bits = call.ints[2];
     math::QkvHeads qkv = math::qkvHeadsOf(call.ints.data, call.ints.size);
     // A gradient with one result writes dq, dk and dv into its windows.
-    packedGrad = maskInput == 4 && call.numOutputs == 1;
+    packedGrad = maskInput == 4 && call.numOutputs == 1 && qkv.any();
     for (int i = 0; i < call.inputs.size && i < maskInput; ++i)
       layout[i] = math::attentionLayout(call.inputs[i].dims, bits, qkv, i);
     for (int i = 0; i < (packedGrad ? 3 : call.numOutputs); ++i)

@@ -530,6 +530,20 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
   if (hasMask && call.inputs.size <= maskInput)
     return kernelError(call, "has_mask is set but the mask operand is missing");
   int64_t bits = call.ints[2]; // seq_major (the validator checked 5 ints)
+  // Windows read (and a packed gradient writes) [B, S, Hq + 2 Hk, D]
+  // tensors: their stored heads, checked as the validator does.
+  if (qkv.any())
+    for (int i = 0; i < numTensors; ++i) {
+      bool windowed = i < 3 || (packedGrad && i >= maskInput);
+      const TensorRef &t = i < maskInput
+                               ? call.inputs[i]
+                               : call.outputs[packedGrad ? 0 : i - maskInput];
+      if (windowed && (!math::isSeqMajor(bits, i) || qkv.q > t.dims[2] ||
+                       qkv.kv > t.dims[2] || t.dims[2] != qkv.q + 2 * qkv.kv))
+        return kernelError(call, "tensor " + std::to_string(i) +
+                                     " is not a sequence-major [B, S, Hq + "
+                                     "2 Hk, D] tensor of the qkv heads");
+    }
   for (int i = 0; i < numTensors; ++i) {
     const TensorRef &t = i < maskInput
                              ? call.inputs[i]

@@ -503,15 +503,22 @@ Status Checker::checkComposite() const {
           i, packedGrad);
       return Shape{l.batch, l.heads, l.seq, l.features};
     };
-    // Windows of [B, S, Hq + 2 Hk, D] tensors (graph.attention's C11).
-    if (windows)
+    // Windows of one shape [B, S, Hq + 2 Hk, D] (graph.attention's C11;
+    // Hq and Hk bounded first, so that the sum cannot overflow).
+    if (windows) {
+      int64_t stored = qT.shape[2];
+      if (kT.shape != qT.shape || vT.shape != qT.shape || v[3] > stored ||
+          v[4] > stored || stored != v[3] + 2 * v[4])
+        return error(
+            "qkv heads [" + std::to_string(v[3]) + ", " + std::to_string(v[4]) +
+            "] need q, k and v of one shape with " +
+            (v[3] <= stored && v[4] <= stored ? std::to_string(v[3] + 2 * v[4])
+                                              : std::string("that many")) +
+            " heads");
       for (int i = 0; i < 3; ++i)
-        if (!math::isSeqMajor(v[2], i) ||
-            operand(i).shape[2] != v[3] + 2 * v[4])
-          return error("qkv heads [" + std::to_string(v[3]) + ", " +
-                       std::to_string(v[4]) +
-                       "] need q, k and v sequence-major with " +
-                       std::to_string(v[3] + 2 * v[4]) + " heads each");
+        if (!math::isSeqMajor(v[2], i))
+          return error("qkv heads need q, k and v sequence-major");
+    }
     Shape q = logical(qT, 0), k = logical(kT, 1), val = logical(vT, 2);
     if (k[0] != q[0] || val[0] != q[0] || k[3] != q[3] || val[1] != k[1] ||
         val[2] != k[2] || k[1] == 0 || q[1] % k[1] != 0 ||
@@ -538,6 +545,12 @@ Status Checker::checkComposite() const {
     const TensorInfo &g = operand(3);
     if (g.dtype != qT.dtype || g.shape.size() != 4 || logical(g, 3) != out)
       return error("the cotangent must have the result's shape and q's dtype");
+    // The kernels read q, k, v and the cotangent after writing results.
+    for (size_t r = 0; r < inst.results.size(); ++r)
+      for (int o = 0; o < 4; ++o)
+        if (overlap(result(r), operand(o)))
+          return error("a gradient shares memory with q, k, v or the "
+                       "cotangent");
     if (packedGrad) {
       // The projection's gradient: its type, dq, dk and dv sequence-major.
       if (result(0).dtype != qT.dtype || result(0).shape != qT.shape ||

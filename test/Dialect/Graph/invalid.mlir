@@ -1837,3 +1837,11 @@ func.func @convert_group_c3(%x: tensor<4xf32>, %y: tensor<2xf32>) {
   %r:2 = graph.convert_group %x, %y : (tensor<4xf32>, tensor<2xf32>) -> (tensor<4xbf16>, tensor<2xf16>)
   return
 }
+
+// -----
+
+func.func @attention_c11_types(%qkv: tensor<2x8x12x16xf32>, %other: tensor<2x4x12x16xf32>) {
+  // expected-error@+1 {{(C11) qkv_heads needs query, key and value of one type; got 'tensor<2x8x12x16xf32>', 'tensor<2x4x12x16xf32>', 'tensor<2x8x12x16xf32>'}}
+  %0 = graph.attention %qkv, %other, %qkv, scale = 0.25 {qkv_heads = array<i64: 4, 4>, seq_major = array<i64: 0, 1, 2, 3>} : (tensor<2x8x12x16xf32>, tensor<2x4x12x16xf32>, tensor<2x8x12x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}

@@ -538,7 +538,7 @@ TEST(Executable, ChecksQkvWindows) {
   };
   InstructionInfo wrongHeads = attention; // 3 + 2 * 2 = 7, not 8
   wrongHeads.ints = {1, 0, 0b1111, 3, 2};
-  fails(wrongHeads, "need q, k and v sequence-major with 7 heads each");
+  fails(wrongHeads, "need q, k and v of one shape with 7 heads");
   InstructionInfo headMajor = attention;
   headMajor.ints = {1, 0, 0b1110, 4, 2};
   fails(headMajor, "need q, k and v sequence-major");
@@ -547,7 +547,13 @@ TEST(Executable, ChecksQkvWindows) {
   fails(oneSided, "qkv heads [4, 0] must both be at least 1");
   InstructionInfo smaller = attention; // 6 stored heads for [4, 2]
   smaller.operands = {3, 3, 3};
-  fails(smaller, "with 8 heads each");
+  fails(smaller, "with 8 heads");
+  InstructionInfo otherKey = attention; // k of another shape
+  otherKey.operands = {0, 3, 0};
+  fails(otherKey, "need q, k and v of one shape");
+  InstructionInfo huge = attention; // Hq + 2 Hk would overflow
+  huge.ints = {1, 0, 0b1111, int64_t(1) << 62, int64_t(1) << 62};
+  fails(huge, "with that many heads");
   InstructionInfo resultWindow = attention; // the result is not a window
   resultWindow.results = {0};
   fails(resultWindow, "has the wrong shape for its operands");
@@ -566,6 +572,25 @@ TEST(Executable, ChecksQkvWindows) {
   InstructionInfo packedWithoutWindows = packed;
   packedWithoutWindows.ints = {1, 0, 0b1111111, 0, 0};
   fails(packedWithoutWindows, "expects 4 operands and 3 results");
+  // The kernels read q, k, v and the cotangent after writing: no gradient
+  // may share their memory. Tensors laid out one after another, and a
+  // fifth of q's shape in its own bytes.
+  tensors.push_back(tensors[0]);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    TensorInfo &t = tensors[i];
+    t.arena = 1;
+    t.size = 4;
+    for (int64_t d : t.shape)
+      t.size *= uint64_t(d);
+    t.offset = i == 0 ? 0 : tensors[i - 1].offset + tensors[i - 1].size;
+  }
+  InstructionInfo own = packed;
+  own.results = {4};
+  EXPECT_TRUE(validateInstruction(own, 0, tensors).ok());
+  fails(packed, "a gradient shares memory with q, k, v or the cotangent");
+  InstructionInfo overCotangent = grad; // dq written over the cotangent
+  fails(overCotangent,
+        "a gradient shares memory with q, k, v or the cotangent");
 }
 
 // A sum of bf16 or f16 may be f32 (the compiler's widened sum); no other

@@ -444,8 +444,8 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
     - (C10) `seq_major`, when present, lists tensor numbers (query 0, key
       1, value 2, result 3) in increasing order.
     - (C11) `qkv_heads = [Hq, Hk]`, when present, has two entries of at
-      least 1, `seq_major` lists query, key and value, and each of them
-      is stored `[B, S, Hq + 2 Hk, D]`.
+      least 1, `seq_major` lists query, key and value, and they have one
+      type, `[B, S, Hq + 2 Hk, D]`.
 
     Layout: the shapes above are logical. A tensor whose number is in
     `seq_major` is stored `[B, S, H, D]` (sequence before heads), the
