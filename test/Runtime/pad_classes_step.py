@@ -17,7 +17,11 @@ checks:
 - 12 steps on the same batch: the JSONL's loss, gradient norm and loss
   scale bitwise equal at every step, and the checkpoint after the last
   step (parameters and optimizer state, the embedding at its own 1,001
-  rows) byte for byte the same.
+  rows) byte for byte the same; or, where this machine's BLAS groups the
+  hidden states' gradient sum over 1,024 classes differently from the one
+  over 1,001 (below), the first loss bit for bit, the first gradient norm
+  within FIRST_GRAD_BOUND and every later loss and gradient norm within
+  F32_BOUND (f32 steps) or SIXTEEN_BIT_BOUND (bf16, fp16), relative.
 
 The Hugging Face model's first f32 loss is also checked against
 PyTorch's float64 loss on that batch (reference_loss.json), within the
@@ -29,15 +33,24 @@ never read, its gradient is exactly 0, and every sum the padding reaches
 gets its zero terms after its real ones (x + 0 = x); the embedding's
 gradient is a slice of the padded one. The one exception is a GEMM that
 groups a longer contraction's sums differently: the hidden states'
-gradient sums over the padded classes. This machine's BLAS does not at
-1,024 terms, and does at 50,304: so a make_gpt GPT with GPT-2's 50,257
+gradient sums over the padded classes. Whether OpenBLAS does at 1,024
+terms depends on the kernel it picks for the CPU: on the machine this
+test was written on it kept the grouping (bit for bit), on an AVX2 AMD
+EPYC (Zen 3) it did not. At
+50,304 every machine seen regroups: so a make_gpt GPT with GPT-2's 50,257
 classes (padded to 50,304) is held to its first loss bit for bit (the
 forward pass has no such sum) and, over 6 steps, losses and gradient norms
 within 1e-5 relative. A regrouped f32 sum of K terms moves by a few ulps
-of its largest partial sums (measured here: 1 ulp of a gradient norm,
-6e-8), while a padding bug (a padded logit read: exp(0) in the softmax's
+of its largest partial sums (measured: 1 ulp of a gradient norm, 6e-8),
+while a padding bug (a padded logit read: exp(0) in the softmax's
 denominator next to ~50,000 others; a class shifted) moves the first loss
-or gradient by 1e-5 or more. Prints one line per case; exits 1 on any
+or gradient by 1e-5 or more. Later steps amplify an ulp, f32 ones little
+(measured on the EPYC at 1,001 classes: 9.4e-7 after 12 steps), 16-bit
+ones much: a 16-bit rounding flipped by one f32 ulp moves a value by 2^-8
+or 2^-11, which AdamW's updates and the next steps carry on (measured:
+1.1e-2 after 12 bf16 steps at lr 1e-2, 2.8e-3 in fp16). So the f32 cases
+check every step, and the 16-bit ones the first step tightly and the rest
+only for a gross failure. Prints one line per case; exits 1 on any
 failure.
 """
 import argparse
@@ -54,6 +67,29 @@ import make_gpt  # noqa: E402
 from fused_elementwise_step import STEPS, run, runs_with, same_training  # noqa: E402
 
 VOCAB, PADDED = 1001, 1024
+# Where the BLAS regroups the 1,024-term sum (see above): the first step's
+# gradient norm, one regrouped f32 sum in, and the later steps, where
+# AdamW and (SIXTEEN_BIT_BOUND) 16-bit roundings have amplified it.
+FIRST_GRAD_BOUND, F32_BOUND, SIXTEEN_BIT_BOUND = 1e-5, 1e-5, 1e-1
+
+
+def within_rounding(padded, plain, later_bound):
+    """How a regrouped run differs beyond rounding (empty when it does
+    not), and its largest relative difference after the first step."""
+    problems, worst = [], 0.0
+    if len(padded) != STEPS or len(plain) != STEPS:
+        return [f'{len(padded)} and {len(plain)} logged steps, not {STEPS}'], worst
+    if padded[0]['loss'] != plain[0]['loss']:
+        problems.append(f"first loss {padded[0]['loss']!r} != {plain[0]['loss']!r}")
+    first = abs(padded[0]['grad_norm'] - plain[0]['grad_norm']) / abs(plain[0]['grad_norm'])
+    if not first <= FIRST_GRAD_BOUND:
+        problems.append(f'first gradient norm {first:.2g} apart (relative)')
+    for a, b in zip(padded[1:], plain[1:]):
+        for key in ('loss', 'grad_norm'):
+            worst = max(worst, abs(a[key] - b[key]) / abs(b[key]))
+    if not worst <= later_bound:
+        problems.append(f'later losses or gradient norms {worst:.2g} apart (relative)')
+    return problems, worst
 
 
 def loss_rows(args, exe):
@@ -76,7 +112,13 @@ def check(args, name, model, inputs, extra, work, reference=None):
     if padded_rows != (PADDED, VOCAB) or plain_rows != (VOCAB, VOCAB):
         problems.append(f'loss rows (length, classes) {padded_rows} padded, '
                         f'{plain_rows} unpadded')
-    problems += same_training(padded_log, padded_state, plain_log, plain_state)
+    bitwise = not same_training(padded_log, padded_state, plain_log, plain_state)
+    worst = 0.0
+    if not bitwise:
+        sixteen_bit = any(p in extra for p in ('bf16', 'fp16'))
+        regrouped, worst = within_rounding(
+            padded_log, plain_log, SIXTEEN_BIT_BOUND if sixteen_bit else F32_BOUND)
+        problems += regrouped
     if reference is not None:
         first = padded_log[0]['loss'] if padded_log else float('nan')
         bound = (VOCAB + 24) * 2.0**-24 * abs(reference)
@@ -86,9 +128,11 @@ def check(args, name, model, inputs, extra, work, reference=None):
     if problems:
         print(f'{name}: FAIL ' + '; '.join(problems[:4]))
         return False
-    print(f'{name}: bitwise equal over {STEPS} steps with rows of {PADDED} '
-          f'for {VOCAB} classes (loss {padded_log[0]["loss"]:.4f} -> '
-          f'{padded_log[-1]["loss"]:.4f})')
+    agreement = (f'bitwise equal over {STEPS} steps' if bitwise else
+                 f'first loss bit for bit, {STEPS} steps within {worst:.2g} relative '
+                 f'(the BLAS regroups the {PADDED}-term sum)')
+    print(f'{name}: {agreement} with rows of {PADDED} for {VOCAB} classes '
+          f'(loss {padded_log[0]["loss"]:.4f} -> {padded_log[-1]["loss"]:.4f})')
     return True
 
 
