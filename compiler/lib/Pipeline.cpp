@@ -131,6 +131,7 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   recompute.fuseElementwise = options.lower.fuseElementwise;
   recompute.padClasses = options.lower.padClasses;
   recompute.qkvInPlace = options.lower.qkvInPlace;
+  recompute.fuseBiasGrad = options.lower.fuseBiasGrad;
   pm.addPass(createRecompute(recompute));
   if (last == Phase::Recompute)
     return;
@@ -148,8 +149,9 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
   // lower: dot_generals read transposed operands in place, add their
   // biases, attention reads a fused projection's q, k and v in place,
   // norm_grad sums the norms' parameter gradients, the 16-bit
-  // products only widened to f32 are made in f32, a loss's classes are
-  // padded for its matmuls,
+  // products only widened to f32 are made in f32, bias gradients are
+  // summed by their weights' matmuls, a loss's classes are padded for its
+  // matmuls,
   // elementwise chains become loops, then every op must be an instruction.
   pm.addNestedPass<mlir::func::FuncOp>(createAbsorbTransposes());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
@@ -157,6 +159,8 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
     pm.addNestedPass<mlir::func::FuncOp>(createReadQkvInPlace());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseNormGrad());
   pm.addNestedPass<mlir::func::FuncOp>(createWidenProducts());
+  if (lower.fuseBiasGrad)
+    pm.addNestedPass<mlir::func::FuncOp>(createFuseBiasGrad());
   pm.addNestedPass<mlir::func::FuncOp>(
       createPadClasses(PadClassesOptions{lower.padClasses}));
   if (lower.fuseElementwise)

@@ -48,7 +48,8 @@ namespace trainc {
 ///  16: Attention's and AttentionGrad's ints[3..4] (qkv_heads: q, k and v
 ///      read as windows of one fused projection's heads), and
 ///      AttentionGrad's one-result form (the projection's gradient).
-constexpr uint32_t kFormatVersion = 16;
+///  17: DotGeneralBiasGrad.
+constexpr uint32_t kFormatVersion = 17;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;
@@ -63,6 +64,17 @@ constexpr int kNumOpcodes = static_cast<int>(Opcode::MAX) + 1;
 
 /// Whether `value` (as stored in Instruction.opcode) names an opcode.
 inline bool isOpcode(uint32_t value) { return value < uint32_t(kNumOpcodes); }
+
+/// Whether a matmul's ints (DotGeneral's layout: [nb, nc, the four
+/// dimension lists, the OperandRounding, ...]) ask for TF32; false for
+/// ints too short to hold the rounding.
+inline bool isTf32(const std::vector<int64_t> &ints) {
+  if (ints.size() < 2 || ints[0] < 0 || ints[1] < 0 ||
+      uint64_t(ints[0]) > ints.size() || uint64_t(ints[1]) > ints.size())
+    return false;
+  size_t at = 2 + 2 * size_t(ints[0]) + 2 * size_t(ints[1]);
+  return at < ints.size() && ints[at] == int64_t(OperandRounding::Tf32);
+}
 
 /// The snake_case name of an opcode ("dot_general" for DotGeneral), which is
 /// the graph dialect's name of the op it implements; "unknown" out of range.

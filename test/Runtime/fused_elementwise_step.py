@@ -126,6 +126,32 @@ def same_training(log_a, state_a, log_b, state_b):
     return problems
 
 
+def hf_case(hf_dir, model, exporter, precision):
+    """A Hugging Face export of test/Models/hf as a case: (name, the export,
+    trainc-run's --input arguments for every batch file beside it, the
+    precision flags)."""
+    directory = os.path.join(hf_dir, model)
+    inputs = []
+    for f in sorted(os.listdir(directory)):
+        if f.endswith('.npy'):
+            inputs += ['--input', f'{f[:-4]}={os.path.join(directory, f)}']
+    return (f'hf_{model}_{exporter}_{precision}',
+            os.path.join(directory, f'{exporter}.onnx'), inputs, ('--precision', precision))
+
+
+def run_cases(check_case, args, cases, work):
+    """check_case(args, name, model, inputs, extra, work) for each case;
+    whether all passed (a RuntimeError is that case's failure)."""
+    ok = True
+    for name, model, inputs, extra in cases:
+        try:
+            ok &= check_case(args, name, model, inputs, extra, work)
+        except RuntimeError as e:
+            print(f'{name}: FAIL {e}')
+            ok = False
+    return ok
+
+
 def runs_with(args, name, model, inputs, extra, work, flag, values, look):
     """For each of `values`: the AdamW step compiled with `--flag=value`
     (and `extra`), as (`look(args, exe)`, `train`'s records and last
@@ -183,19 +209,8 @@ def main():
                                               'model_train_opset17.onnx'),
                       ['--input', f'tokens={raw}/tokens.bin',
                        '--input', f'targets={raw}/targets.bin'], ()))
-        llama = os.path.join(args.hf_dir, 'llama')
-        hf_inputs = []
-        for input_name in ('input_ids', 'attention_mask', 'labels'):
-            hf_inputs += ['--input', f'{input_name}={os.path.join(llama, input_name + ".npy")}']
-        for p in ('f32', 'bf16'):
-            cases.append((f'hf_llama_dynamo_{p}', os.path.join(llama, 'dynamo.onnx'),
-                          hf_inputs, ('--precision', p)))
-        for name, model, case_inputs, extra in cases:
-            try:
-                ok &= check(args, name, model, case_inputs, extra, work)
-            except RuntimeError as e:
-                print(f'{name}: FAIL {e}')
-                ok = False
+        cases += [hf_case(args.hf_dir, 'llama', 'dynamo', p) for p in ('f32', 'bf16')]
+        ok = run_cases(check, args, cases, work)
     print('fused_elementwise_step: ' + ('all bitwise equal' if ok else 'FAILED'))
     return 0 if ok else 1
 

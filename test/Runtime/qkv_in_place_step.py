@@ -35,8 +35,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'tools'))
 sys.path.insert(0, HERE)
 import make_gpt  # noqa: E402
-from fused_elementwise_step import (STEPS, live_bound, run, runs_with,  # noqa: E402
-                                    same_training)
+from fused_elementwise_step import (STEPS, hf_case, live_bound, run,  # noqa: E402
+                                    run_cases, runs_with, same_training)
 
 
 def inspect(args, exe):
@@ -92,7 +92,6 @@ def main():
     parser.add_argument('--trainc-run', required=True)
     parser.add_argument('--hf-dir', required=True, help='test/Models/hf')
     args = parser.parse_args()
-    ok = True
     with tempfile.TemporaryDirectory() as work:
         cfg = make_gpt.GptConfig(vocab=64, seq=16, batch=2, d_model=32, heads=2,
                                  layers=2, dropout=0.1)
@@ -101,22 +100,12 @@ def main():
                 for p in ('f32', 'bf16', 'fp16')]
         runs.append(('make_gpt_bf16_recompute_full', path, inputs,
                      ('--precision', 'bf16', '--recompute', 'full')))
-        for model, exporter, precision in (('gpt2', 'ts17', 'f32'), ('gpt2', 'ts17', 'bf16'),
-                                           ('mpt', 'dynamo', 'f32'), ('mpt', 'ts17', 'bf16')):
-            directory = os.path.join(args.hf_dir, model)
-            hf_inputs = []
-            for input_name in ('input_ids', 'attention_mask', 'labels'):
-                hf_inputs += ['--input',
-                              f'{input_name}={os.path.join(directory, input_name + ".npy")}']
-            runs.append((f'hf_{model}_{exporter}_{precision}',
-                         os.path.join(directory, f'{exporter}.onnx'), hf_inputs,
-                         ('--precision', precision)))
-        for name, model, model_inputs, extra in runs:
-            try:
-                ok &= check(args, name, model, model_inputs, extra, work)
-            except RuntimeError as e:
-                print(f'{name}: FAIL {e}')
-                ok = False
+        runs += [hf_case(args.hf_dir, model, exporter, precision)
+                 for model, exporter, precision in (('gpt2', 'ts17', 'f32'),
+                                                    ('gpt2', 'ts17', 'bf16'),
+                                                    ('mpt', 'dynamo', 'f32'),
+                                                    ('mpt', 'ts17', 'bf16'))]
+        ok = run_cases(check, args, runs, work)
     print('qkv_in_place_step: ' + ('all as expected' if ok else 'FAILED'))
     return 0 if ok else 1
 

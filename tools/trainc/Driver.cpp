@@ -360,6 +360,15 @@ int runCompilerCli(int argc, char **argv) {
                "--qkv-in-place=false: keep the slices and the "
                "concatenation)"),
       cl::location(options.lower.qkvInPlace), cl::cat(category));
+  cl::opt<bool, true> fuseBiasGrad(
+      "fuse-bias-grad",
+      cl::desc("With --train, in the lower phase, sum each linear layer's "
+               "bias gradient in its weight gradient's matmul (one "
+               "instruction, cuBLASLt's bias-gradient epilogue on a GPU) "
+               "instead of a separate reduction over the output's gradient; "
+               "on the CPU the results are the same bits (default true; "
+               "--fuse-bias-grad=false: a reduce_sum per bias)"),
+      cl::location(options.lower.fuseBiasGrad), cl::cat(category));
   cl::opt<std::string, true> optimizerName(
       "optimizer", cl::desc("With --train: adamw (default), sgd or none"),
       cl::value_desc("name"), cl::location(opt.optimizer), cl::cat(category));

@@ -17,6 +17,8 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <type_traits>
+
 using namespace mlir;
 using namespace trainc::graph;
 
@@ -312,7 +314,7 @@ LogicalResult Builder::lowerOp(Operation *op) {
       .Case([&](CompareOp c) {
         inst.ints = {static_cast<int64_t>(c.getDirection())};
       })
-      .Case<DotGeneralOp, DotGeneralBiasOp>([&](auto d) {
+      .Case<DotGeneralOp, DotGeneralBiasOp, DotGeneralBiasGradOp>([&](auto d) {
         auto lb = d.getLhsBatchingDimensions(),
              rb = d.getRhsBatchingDimensions(),
              lc = d.getLhsContractingDimensions(),
@@ -322,6 +324,8 @@ LogicalResult Builder::lowerOp(Operation *op) {
           inst.ints.insert(inst.ints.end(), list.begin(), list.end());
         inst.ints.push_back(int64_t(d.getTf32() ? OperandRounding::Tf32
                                                 : OperandRounding::Exact));
+        if constexpr (std::is_same_v<decltype(d), DotGeneralBiasGradOp>)
+          inst.ints.push_back(int64_t(d.getSumRhs()));
       })
       .Case([&](AllReduceOp r) {
         inst.ints = {int64_t(getMesh(r).axisIndex(r.getAxis()))};

@@ -468,7 +468,7 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
 
   /// The lower phase as the pipeline runs it.
   LowerOptions lowerOptions() const {
-    return LowerOptions{fuseElementwise, padClasses, qkvInPlace};
+    return LowerOptions{fuseElementwise, padClasses, qkvInPlace, fuseBiasGrad};
   }
 
   /// recompute.options: none, selective and full, each planned on a copy.

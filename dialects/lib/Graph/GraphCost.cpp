@@ -34,6 +34,15 @@ int64_t DotGeneralBiasOp::getFlops() {
   return (2 * contraction + 1) * numElements(getResult());
 }
 
+/// The product's FLOPs and one add per summed element.
+int64_t DotGeneralBiasGradOp::getFlops() {
+  int64_t contraction = 1;
+  for (int64_t d : getLhsContractingDimensions())
+    contraction *= getLhs().getType().getDimSize(d);
+  return 2 * numElements(getResult()) * contraction +
+         numElements(getSumRhs() ? getRhs() : getLhs());
+}
+
 // A reduction does one operation per input element.
 int64_t ReduceSumOp::getFlops() { return numElements(getOperand()); }
 int64_t ReduceMaxOp::getFlops() { return numElements(getOperand()); }

@@ -104,24 +104,30 @@ static LogicalResult checkTf32(bool tf32, Type lhs, StringRef rule,
   return success();
 }
 
-LogicalResult DotGeneralOp::verifyShapeConstraints() {
+/// dot_general's C1-C7, C9 and C10 (dot_general_bias_grad's too).
+template <typename DotOp>
+static LogicalResult verifyDotGeneral(DotOp op, EmitErrorFn emitError) {
   SmallVector<int64_t> shape;
-  auto emitError = [&] { return emitOpError(); };
   if (failed(inferDotGeneralShape(
-          getLhs().getType(), getRhs().getType(), getLhsBatchingDimensions(),
-          getRhsBatchingDimensions(), getLhsContractingDimensions(),
-          getRhsContractingDimensions(), shape, emitError)))
+          op.getLhs().getType(), op.getRhs().getType(),
+          op.getLhsBatchingDimensions(), op.getRhsBatchingDimensions(),
+          op.getLhsContractingDimensions(), op.getRhsContractingDimensions(),
+          shape, emitError)))
     return failure();
-  if (failed(checkTf32(getTf32(), getLhs().getType(),
+  if (failed(checkTf32(op.getTf32(), op.getLhs().getType(),
                        "(C9)", // dot_general_c9
                        emitError)))
     return failure();
-  Type element = getLhs().getType().getElementType();
-  if (getF32Result() && !element.isBF16() &&
+  Type element = op.getLhs().getType().getElementType();
+  if (op.getF32Result() && !element.isBF16() &&
       !element.isF16()) // dot_general_c10
     return emitError() << "(C10) f32_result widens bf16 or f16 products, not "
                        << element;
   return success();
+}
+
+LogicalResult DotGeneralOp::verifyShapeConstraints() {
+  return verifyDotGeneral(*this, [&] { return emitOpError(); });
 }
 
 LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *ctx,
@@ -205,6 +211,58 @@ LogicalResult DotGeneralBiasOp::inferReturnTypes(MLIRContext *ctx,
           [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
     return failure();
   types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// dot_general_bias_grad
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotGeneralBiasGradOp::verifyShapeConstraints() {
+  auto emitError = [&] { return emitOpError(); };
+  if (failed(verifyDotGeneral(*this, emitError)))
+    return failure();
+  if (!getLhsBatchingDimensions().empty()) // dot_general_bias_grad_c11
+    return emitError() << "(C11) the sum takes no batching dimensions, "
+                          "but there are "
+                       << getLhsBatchingDimensions().size();
+  Type element = getLhs().getType().getElementType();
+  if (getF32Sum() && !element.isBF16() &&
+      !element.isF16()) // dot_general_bias_grad_c12
+    return emitError() << "(C12) f32_sum widens bf16 or f16 sums, not "
+                       << element;
+  return success();
+}
+
+// dot_general_bias_grad_c13: the result types are the inferred ones.
+LogicalResult DotGeneralBiasGradOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (!lhs || !rhs)
+    return failure();
+  SmallVector<int64_t> shape;
+  ArrayRef<int64_t> contract = adaptor.getLhsContractingDimensions();
+  if (failed(inferDotGeneralShape(
+          lhs, rhs, adaptor.getLhsBatchingDimensions(),
+          adaptor.getRhsBatchingDimensions(), contract,
+          adaptor.getRhsContractingDimensions(), shape,
+          [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
+    return failure();
+  Type f32 = Float32Type::get(ctx);
+  types.push_back(RankedTensorType::get(
+      shape, adaptor.getF32Result() ? f32 : lhs.getElementType()));
+  // The summed operand's free dims (C11: no batching dims), in order.
+  RankedTensorType summed = adaptor.getSumRhs() ? rhs : lhs;
+  ArrayRef<int64_t> summedDims =
+      adaptor.getSumRhs() ? adaptor.getRhsContractingDimensions() : contract;
+  SmallVector<int64_t> kept;
+  for (int64_t d = 0; d < summed.getRank(); ++d)
+    if (!llvm::is_contained(summedDims, d))
+      kept.push_back(summed.getDimSize(d));
+  types.push_back(RankedTensorType::get(
+      kept, adaptor.getF32Sum() ? f32 : lhs.getElementType()));
   return success();
 }
 

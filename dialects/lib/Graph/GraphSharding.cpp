@@ -403,6 +403,11 @@ ShardingRule DotGeneralBiasOp::getShardingRule() {
   return b.take();
 }
 
+/// Formed after partitioning (in the lower phase): every dimension whole.
+ShardingRule DotGeneralBiasGradOp::getShardingRule() {
+  return RuleBuilder(*this).take();
+}
+
 ShardingRule ReduceSumOp::getShardingRule() {
   return reduction(*this, getDims(), /*sum=*/true);
 }

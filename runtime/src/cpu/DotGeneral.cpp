@@ -2,6 +2,10 @@
 //
 // C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]   (+ bias[n]: dot_general_bias)
 //
+// dot_general_bias_grad adds a second result, the sum of lhs (rhs) over its
+// contracting dims, which is Reduction.cpp's ReduceSum of that operand, run
+// as such (the same bits; on a GPU it is the GEMM's bias-gradient epilogue).
+//
 // Every dot_general is a batched GEMM once its dimensions are grouped: b
 // runs over the batching dims (in lhs_batch order), m over lhs's free dims,
 // n over rhs's free dims (both in operand order) and k over the contracting
@@ -186,6 +190,10 @@ Status runDotGeneral(const KernelCall &call) {
     return unsupportedDType(call, lhs.dtype);
   int64_t nb = call.ints[0], nc = call.ints[1];
   const int64_t *attrs = call.ints.data + 2;
+  if (call.op == Opcode::DotGeneralBiasGrad) {
+    std::vector<int64_t> dims;
+    TRAINC_RETURN_IF_ERROR(runReduction(biasGradSumCall(call, dims)));
+  }
   bool tf32 = OperandRounding(attrs[2 * nb + 2 * nc]) == OperandRounding::Tf32;
   DimGroups l = groupDims(lhs, attrs, attrs + 2 * nb, nb, nc);
   DimGroups r = groupDims(rhs, attrs + nb, attrs + 2 * nb + nc, nb, nc);

@@ -35,6 +35,17 @@
 // (cuBLASLt's blocking and split-K against OpenBLAS's), so results agree to
 // rounding, not bit for bit.
 //
+// Epilogues: dot_general_bias adds its bias with cuBLASLt's BIAS epilogue,
+// in f32 before the one rounding as on the CPU; dot_general_bias_grad's sum
+// of lhs (rhs) over K is the BGRADB (BGRADA) epilogue where the sum has the
+// product's type (bf16's f32 product and f32 sum; not fp16's f32 product
+// and f16 sum) and the product is not TF32, summed in cuBLASLt's order, not
+// the CPU's f64 one (within the GEMM's tolerance). Otherwise, and where the
+// heuristic has no algorithm with the epilogue or cublasLtMatmul refuses
+// it, the product runs alone and a second kernel adds the bias
+// (addRowBiasKernel) or sums the operand (the ReduceSum kernel); a refused
+// GEMM never asks again.
+//
 // The algorithm of each GEMM is cuBLASLt's first heuristic choice for the
 // stream's workspace, cached per (device, dtype, shape, layout, pointer
 // alignment) in a small map under a mutex; descriptors are built per call
@@ -254,9 +265,10 @@ struct AlgoCache {
   std::mutex mutex;
   struct Choice {
     cublasLtMatmulAlgo_t algo;
-    /// Whether the algorithm adds the bias (the bias epilogue); when the
-    /// heuristic had none with it, the caller adds the bias itself.
-    bool withBias;
+    /// Whether the algorithm has the epilogue (the bias's, or the bias
+    /// gradient's); when the heuristic had none with it, the caller adds
+    /// the bias or sums the operand itself.
+    bool withEpilogue;
   };
   std::map<GemmKey, Choice> algos;
   /// GEMMs whose epilogue algorithm cublasLtMatmul refused.
@@ -299,15 +311,33 @@ Status createLayout(const KernelCall &call, cudaDataType_t type, uint64_t rows,
                   "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
 }
 
+/// What cuBLASLt does besides the product: nothing, add a bias
+/// (dot_general_bias), or write the sum of an operand over K
+/// (dot_general_bias_grad: BGRADA sums x, the rhs, giving N values; BGRADB
+/// sums y, the lhs, giving M).
+struct Epilogue {
+  cublasLtEpilogue_t kind = CUBLASLT_EPILOGUE_DEFAULT;
+  /// The bias, or where the sum goes: the output's type either way
+  /// (cuBLASLt's default bias type, the one its documentation promises).
+  const void *vector = nullptr;
+
+  bool any() const { return kind != CUBLASLT_EPILOGUE_DEFAULT; }
+  bool sums() const {
+    return kind == CUBLASLT_EPILOGUE_BGRADA || kind == CUBLASLT_EPILOGUE_BGRADB;
+  }
+};
+
 /// D[N, M] (column-major, ld N, batch stride M * N) = op(x) op(y), x the
 /// [N, K] operand (rhs), y the [K, M] one (lhs): the row-major C[M, N].
-/// With `bias` (N elements of the output's type), cuBLASLt's bias
-/// epilogue adds bias[row] to D's rows (C's columns) in f32 before the one
-/// rounding, in every batch; `biasAdded` says whether it did (false when
-/// no algorithm has the epilogue for this GEMM: the caller adds it).
+/// With a bias `epilogue` (N elements of the output's type), cuBLASLt adds
+/// bias[row] to D's rows (C's columns) in f32 before the one rounding, in
+/// every batch; with a bias-gradient one, it writes the sum over K of x's
+/// rows (BGRADA) or y's columns (BGRADB). `done` says whether it did (false
+/// when no algorithm has the epilogue for this GEMM: the caller does it).
 Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                int32_t batch, int64_t m, int64_t n, int64_t k, const Matrix &x,
-               const Matrix &y, void *out, const void *bias, bool &biasAdded) {
+               const Matrix &y, void *out, const Epilogue &epilogue,
+               bool &done) {
   CudaStream &stream = streamOf(call);
   GemmTypes types = gemmTypes(dtype, tf32);
   // C and D: the operands' type, or f32 for a widened 16-bit product.
@@ -341,24 +371,24 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
   TRAINC_RETURN_IF_ERROR(createLayout(call, outType, uint64_t(n), uint64_t(m),
                                       n, batch, outStride, desc.d));
 
-  // The bias epilogue, on or off.
-  auto setEpilogue = [&](bool withBias) -> Status {
-    cublasLtEpilogue_t epilogue =
-        withBias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-    TRAINC_RETURN_IF_ERROR(
-        ltStatus(call,
-                 cublasLtMatmulDescSetAttribute(desc.matmul,
-                                                CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                &epilogue, sizeof(epilogue)),
-                 "cublasLtMatmulDescSetAttribute(EPILOGUE)"));
-    if (!withBias)
-      return okStatus();
+  // The epilogue, on or off.
+  auto setEpilogue = [&](bool on) -> Status {
+    cublasLtEpilogue_t kind = on ? epilogue.kind : CUBLASLT_EPILOGUE_DEFAULT;
     TRAINC_RETURN_IF_ERROR(ltStatus(
         call,
-        cublasLtMatmulDescSetAttribute(desc.matmul,
-                                       CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                       sizeof(bias)),
-        "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
+        cublasLtMatmulDescSetAttribute(
+            desc.matmul, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind, sizeof(kind)),
+        "cublasLtMatmulDescSetAttribute(EPILOGUE)"));
+    if (!on)
+      return okStatus();
+    TRAINC_RETURN_IF_ERROR(
+        ltStatus(call,
+                 cublasLtMatmulDescSetAttribute(
+                     desc.matmul, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                     &epilogue.vector, sizeof(epilogue.vector)),
+                 "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
+    if (epilogue.sums())
+      return okStatus();
     int64_t biasBatchStride = 0; // one bias for every batch
     return ltStatus(call,
                     cublasLtMatmulDescSetAttribute(
@@ -366,12 +396,12 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                         &biasBatchStride, sizeof(biasBatchStride)),
                     "cublasLtMatmulDescSetAttribute(BIAS_BATCH_STRIDE)");
   };
-  // The bias's type is D's (cuBLASLt's default). A bias under 16-byte
+  // A bias's type is D's (cuBLASLt's default). A vector under 16-byte
   // alignment (never a planned buffer's) or a library that refuses the
   // attributes gets the separate kernel.
-  biasAdded = bias != nullptr && alignmentOf(bias) >= 16;
-  if (biasAdded && !setEpilogue(true).ok()) {
-    biasAdded = false;
+  done = epilogue.any() && alignmentOf(epilogue.vector) >= 16;
+  if (done && !setEpilogue(true).ok()) {
+    done = false;
     TRAINC_RETURN_IF_ERROR(setEpilogue(false));
   }
 
@@ -397,31 +427,31 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                  int64_t(alignD),
                  int64_t(workspaceBytes),
                  int64_t(types.compute),
-                 int64_t(bias != nullptr),
-                 bias ? int64_t(alignmentOf(bias)) : 0};
+                 int64_t(epilogue.kind),
+                 epilogue.any() ? int64_t(alignmentOf(epilogue.vector)) : 0};
   AlgoCache &cache = algoCache();
   cublasLtMatmulAlgo_t algo;
   bool cached = false;
-  if (bias) {
+  if (epilogue.any()) {
     bool refused;
     {
       std::lock_guard<std::mutex> lock(cache.mutex);
       refused = cache.epilogueRefused.count(key) != 0;
     }
-    if (refused) // the product alone; the caller adds the bias
+    if (refused) // the product alone; the caller does the rest
       return runGemm(call, dtype, outDtype, tf32, batch, m, n, k, x, y, out,
-                     nullptr, biasAdded);
+                     Epilogue{}, done);
   }
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
     auto it = cache.algos.find(key);
     if (it != cache.algos.end()) {
       algo = it->second.algo;
-      biasAdded = it->second.withBias;
+      done = it->second.withEpilogue;
       cached = true;
     }
   }
-  if (cached && bias && !biasAdded)
+  if (cached && epilogue.any() && !done)
     TRAINC_RETURN_IF_ERROR(setEpilogue(false));
   if (!cached) {
     TRAINC_RETURN_IF_ERROR(
@@ -465,11 +495,11 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                       "cublasLtMatmulAlgoGetHeuristic");
     };
     Status withEpilogue = heuristic();
-    if (bias && (!withEpilogue.ok() || found < 1 ||
+    if (done && (!withEpilogue.ok() || found < 1 ||
                  result.state != CUBLAS_STATUS_SUCCESS)) {
-      // No algorithm with the bias epilogue: without it, and the caller
-      // adds the bias.
-      biasAdded = false;
+      // No algorithm with the epilogue: without it, and the caller adds
+      // the bias or sums the operand.
+      done = false;
       TRAINC_RETURN_IF_ERROR(setEpilogue(false));
       TRAINC_RETURN_IF_ERROR(heuristic());
     } else {
@@ -486,7 +516,7 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
     std::lock_guard<std::mutex> lock(cache.mutex);
     if (cache.algos.size() >= AlgoCache::kMaxEntries)
       cache.algos.clear();
-    cache.algos.emplace(key, AlgoCache::Choice{algo, biasAdded});
+    cache.algos.emplace(key, AlgoCache::Choice{algo, done});
   }
 
   float alpha32 = 1, beta32 = 0;
@@ -500,18 +530,18 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                      y.data, desc.b, beta, out, desc.d, out, desc.d, &algo,
                      stream.gemmWorkspace(), workspaceBytes, stream.handle()),
       "cublasLtMatmul");
-  if (status.ok() || !biasAdded)
+  if (status.ok() || !done)
     return status;
-  // The heuristic's algorithm with the bias epilogue was refused at the
-  // call (PyTorch met such shapes): this GEMM never asks for the epilogue
-  // again, and the caller adds the bias.
+  // The heuristic's algorithm with the epilogue was refused at the call
+  // (PyTorch met such shapes): this GEMM never asks for the epilogue
+  // again, and the caller does its work.
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
     cache.algos.erase(key);
     cache.epilogueRefused.insert(key);
   }
   return runGemm(call, dtype, outDtype, tf32, batch, m, n, k, x, y, out,
-                 nullptr, biasAdded);
+                 Epilogue{}, done);
 }
 
 /// dot_general_bias's epilogue: out[i] += bias[i % n], in the compute type
@@ -547,7 +577,7 @@ Status runDotGeneral(const KernelCall &call) {
     return unsupported(call, lhs.dtype);
   bool biasDiffers =
       call.op == Opcode::DotGeneralBias && call.inputs[2].dtype != lhs.dtype;
-  bool widened = call.op == Opcode::DotGeneral && out.dtype == DType::F32 &&
+  bool widened = call.op != Opcode::DotGeneralBias && out.dtype == DType::F32 &&
                  (lhs.dtype == DType::BF16 || lhs.dtype == DType::F16);
   if (rhs.dtype != lhs.dtype || (out.dtype != lhs.dtype && !widened) ||
       biasDiffers)
@@ -569,8 +599,14 @@ Status runDotGeneral(const KernelCall &call) {
                 runOf(rhs, rStrides, r.contract)};
   int64_t batch = a.batch.extent, m = a.free.extent, n = b.free.extent,
           k = a.contract.extent;
+  // dot_general_bias_grad: the sum of lhs (BGRADB) or rhs (BGRADA) over K
+  // by cuBLASLt's bias-gradient epilogue; where no algorithm has it (or
+  // the product is empty), by Reduction.cu's ReduceSum kernel.
+  std::vector<int64_t> sumDims;
+  auto sumAlone = [&] { return runReduction(biasGradSumCall(call, sumDims)); };
+  bool biasGrad = call.op == Opcode::DotGeneralBiasGrad;
   if (batch == 0 || m == 0 || n == 0)
-    return okStatus();
+    return biasGrad ? sumAlone() : okStatus();
   // dot_general_bias: the bias (rhs's free dims) is added to every row of
   // the product by cuBLASLt's bias epilogue, in f32 before the one
   // rounding, as on the CPU; where no algorithm has the epilogue, by a
@@ -585,7 +621,9 @@ Status runDotGeneral(const KernelCall &call) {
                             uint64_t(out.numElements()) * dtypeSize(out.dtype),
                             stream)),
         "dot_general: cudaMemsetAsync"));
-    return bias ? addRowBias(call, out, *bias, n) : okStatus();
+    if (bias)
+      return addRowBias(call, out, *bias, n);
+    return biasGrad ? sumAlone() : okStatus();
   }
   if (batch > INT_MAX)
     return Status(StatusCode::kUnimplemented,
@@ -619,11 +657,26 @@ Status runDotGeneral(const KernelCall &call) {
     Run bRun{batch, k * n, true}, kRun{k, n, true}, nRun{n, 1, true};
     asMatrix(next, bRun, nRun, kRun, x); // n has stride 1: always a Matrix
   }
-  bool biasAdded = false;
+  Epilogue epilogue;
+  if (bias) {
+    epilogue.kind = CUBLASLT_EPILOGUE_BIAS;
+    epilogue.vector = bias->data;
+  } else if (biasGrad && call.outputs[1].dtype == out.dtype && !tf32) {
+    // The epilogue writes the sum in D's type (fp16's f16 sum of an f32
+    // product takes the fallback), and under TF32 may sum the converted
+    // tiles, not the operand (the fallback sums the operand itself).
+    bool sumRhs = call.ints[call.ints.size - 1] != 0;
+    epilogue.kind =
+        sumRhs ? CUBLASLT_EPILOGUE_BGRADA : CUBLASLT_EPILOGUE_BGRADB;
+    epilogue.vector = call.outputs[1].data;
+  }
+  bool done = false;
   TRAINC_RETURN_IF_ERROR(runGemm(call, lhs.dtype, out.dtype, tf32,
                                  int32_t(batch), m, n, k, x, y, out.data,
-                                 bias ? bias->data : nullptr, biasAdded));
-  return bias && !biasAdded ? addRowBias(call, out, *bias, n) : okStatus();
+                                 epilogue, done));
+  if (bias && !done)
+    return addRowBias(call, out, *bias, n);
+  return biasGrad && !done ? sumAlone() : okStatus();
 }
 
 } // namespace trainc::cuda

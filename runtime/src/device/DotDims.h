@@ -2,8 +2,8 @@
 //
 // Host-side bookkeeping both devices' dot_general kernels share: an
 // operand's dims split into batch, free and contracting groups (each in the
-// order its elements are flattened), and the concatenation of groups into a
-// permutation.
+// order its elements are flattened), the concatenation of groups into a
+// permutation, and dot_general_bias_grad's sum as a ReduceSum call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +12,7 @@
 
 #include "device/KernelContext.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <vector>
@@ -40,6 +41,28 @@ inline DimGroups groupDims(const TensorRef &t, const int64_t *batch,
     if (!used[d])
       g.free.push_back(d);
   return g;
+}
+
+/// dot_general_bias_grad's second result as a ReduceSum instruction of its
+/// own: the summed operand (lhs, or rhs when the last int, sum_rhs, is 1)
+/// over its contracting dims, sorted into `dims` (which must outlive the
+/// call), into the second output. Either device runs it where its GEMM
+/// does not sum the operand itself.
+inline KernelCall biasGradSumCall(const KernelCall &call,
+                                  std::vector<int64_t> &dims) {
+  int64_t nb = call.ints[0], nc = call.ints[1];
+  bool sumRhs = call.ints[call.ints.size - 1] != 0;
+  const int64_t *contract = call.ints.data + 2 + 2 * nb + (sumRhs ? nc : 0);
+  dims.assign(contract, contract + nc);
+  std::sort(dims.begin(), dims.end());
+  KernelCall sum = call;
+  sum.op = Opcode::ReduceSum;
+  sum.inputs = {&call.inputs[sumRhs ? 1 : 0], 1};
+  sum.outputs = &call.outputs[1];
+  sum.numOutputs = 1;
+  sum.ints = {dims.data(), int64_t(dims.size())};
+  sum.floats = {};
+  return sum;
 }
 
 /// The groups one after another.

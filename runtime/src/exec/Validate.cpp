@@ -155,23 +155,26 @@ Status Checker::checkFusedElementwise() const {
 
 Status Checker::checkDotGeneral() const {
   bool bias = inst.op == Opcode::DotGeneralBias;
-  TRAINC_RETURN_IF_ERROR(arity(bias ? 3 : 2, 1));
+  bool biasGrad = inst.op == Opcode::DotGeneralBiasGrad;
+  TRAINC_RETURN_IF_ERROR(arity(bias ? 3 : 2, biasGrad ? 2 : 1));
   const TensorInfo &l = operand(0), &r = operand(1), &out = result(0);
   TRAINC_RETURN_IF_ERROR(floatType(l));
-  // DotGeneral may widen a 16-bit product to f32 (f32_result).
-  bool widened = !bias && out.dtype == DType::F32 &&
-                 (l.dtype == DType::BF16 || l.dtype == DType::F16);
+  // DotGeneral and DotGeneralBiasGrad may widen a 16-bit product to f32
+  // (f32_result).
+  bool sixteen = l.dtype == DType::BF16 || l.dtype == DType::F16;
+  bool widened = !bias && out.dtype == DType::F32 && sixteen;
   if (l.dtype != r.dtype || (l.dtype != out.dtype && !widened))
     return error("operands and result must share one dtype (or, for a "
                  "dot_general of 16-bit operands, the result be f32)");
   const auto &v = inst.ints;
   // Bounded first, so that the sum below cannot wrap around.
+  size_t extra = biasGrad ? 1 : 0; // DotGeneralBiasGrad's sum_rhs
   if (v.size() < 2 || v[0] < 0 || v[1] < 0 || uint64_t(v[0]) > v.size() ||
       uint64_t(v[1]) > v.size() ||
-      v.size() != 3 + 2 * size_t(v[0]) + 2 * size_t(v[1]))
+      v.size() != 3 + 2 * size_t(v[0]) + 2 * size_t(v[1]) + extra)
     return error("malformed dimension numbers");
   size_t nb = v[0], nc = v[1];
-  int64_t rounding = v.back();
+  int64_t rounding = v[2 + 2 * nb + 2 * nc];
   if (rounding != int64_t(OperandRounding::Exact) &&
       rounding != int64_t(OperandRounding::Tf32))
     return error("unknown operand rounding " + std::to_string(rounding));
@@ -208,6 +211,32 @@ Status Checker::checkDotGeneral() const {
       return error("the bias must have the operands' dtype");
     if (b.shape != Shape(expected.end() - rhsFree, expected.end()))
       return error("the bias must have the shape of rhs's free dimensions");
+  }
+  if (biasGrad) {
+    // The sum of lhs (rhs) over its contracting dims: its free dims, its
+    // dtype or f32 (a widened 16-bit sum), as ReduceSum's.
+    if (nb != 0)
+      return error("the sum takes no batching dimensions");
+    if (v.back() != 0 && v.back() != 1)
+      return error("sum_rhs must be 0 or 1");
+    bool sumRhs = v.back() == 1;
+    const TensorInfo &summed = sumRhs ? r : l, &sum = result(1);
+    const int64_t *contract = sumRhs ? rc : lc;
+    Shape kept;
+    for (size_t d = 0; d < summed.shape.size(); ++d)
+      if (std::find(contract, contract + nc, int64_t(d)) == contract + nc)
+        kept.push_back(summed.shape[d]);
+    if (sum.dtype != l.dtype && !(sixteen && sum.dtype == DType::F32))
+      return error("the sum must have the operands' dtype (or f32 for "
+                   "16-bit operands)");
+    TRAINC_RETURN_IF_ERROR(shapeIs(sum, kept));
+    // The kernels read the operands again after writing the product.
+    for (size_t i = 0; i < 2; ++i)
+      for (size_t o = 0; o < 2; ++o)
+        if (overlap(result(i), operand(o)))
+          return error("a result shares memory with an operand");
+    if (overlap(result(0), result(1)))
+      return error("the product and the sum share memory");
   }
   return shapeIs(out, expected);
 }
@@ -689,6 +718,7 @@ Status Checker::check() const {
     return shapeIs(result(0), operand(0).shape);
   case Opcode::DotGeneral:
   case Opcode::DotGeneralBias:
+  case Opcode::DotGeneralBiasGrad:
     return checkDotGeneral();
   case Opcode::ReduceSum:
   case Opcode::ReduceMax:

@@ -126,9 +126,9 @@ VerifyLimits verifyLimits(const std::vector<TensorInfo> &tensors,
     if (t.dtype == DType::BF16 || t.dtype == DType::F16)
       return reduced;
   for (const InstructionInfo &inst : instructions)
-    if ((inst.op == Opcode::DotGeneral || inst.op == Opcode::DotGeneralBias) &&
-        !inst.ints.empty() &&
-        inst.ints.back() == int64_t(OperandRounding::Tf32))
+    if ((inst.op == Opcode::DotGeneral || inst.op == Opcode::DotGeneralBias ||
+         inst.op == Opcode::DotGeneralBiasGrad) &&
+        isTf32(inst.ints))
       return reduced;
   return {1e-4, 1e-4, 2e-3};
 }

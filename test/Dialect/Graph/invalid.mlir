@@ -457,6 +457,62 @@ func.func @dot_general_bias_c10(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: t
 
 // -----
 
+// dot_general_bias_grad checks dot_general's C1-C10 with the same messages.
+func.func @dot_general_bias_grad_c6(%dy: tensor<4x8xf32>, %x: tensor<5x16xf32>) {
+  // expected-error@+1 {{(C6) contracting dimension sizes differ: lhs dim 0 has 4, rhs dim 0 has 5}}
+  %0, %1 = graph.dot_general_bias_grad %dy, %x, batching_dims = [] x [], contracting_dims = [0] x [0]
+         : (tensor<4x8xf32>, tensor<5x16xf32>) -> (tensor<8x16xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_grad_c10(%dy: tensor<4x8xf32>, %x: tensor<4x16xf32>) {
+  // expected-error@+1 {{(C10) f32_result widens bf16 or f16 products, not 'f32'}}
+  %0, %1 = graph.dot_general_bias_grad %dy, %x, batching_dims = [] x [], contracting_dims = [0] x [0] {f32_result}
+         : (tensor<4x8xf32>, tensor<4x16xf32>) -> (tensor<8x16xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_grad_c11(%dy: tensor<2x4x8xf32>, %x: tensor<2x4x16xf32>) {
+  // expected-error@+1 {{(C11) the sum takes no batching dimensions, but there are 1}}
+  %0, %1 = graph.dot_general_bias_grad %dy, %x, batching_dims = [0] x [0], contracting_dims = [1] x [1]
+         : (tensor<2x4x8xf32>, tensor<2x4x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_grad_c12(%dy: tensor<4x8xf32>, %x: tensor<4x16xf32>) {
+  // expected-error@+1 {{(C12) f32_sum widens bf16 or f16 sums, not 'f32'}}
+  %0, %1 = graph.dot_general_bias_grad %dy, %x, batching_dims = [] x [], contracting_dims = [0] x [0] {f32_sum}
+         : (tensor<4x8xf32>, tensor<4x16xf32>) -> (tensor<8x16xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_grad_c13(%dy: tensor<4x8xbf16>, %x: tensor<4x16xbf16>) {
+  // expected-error@+1 {{result type 'tensor<8x16xbf16>', 'tensor<8xf32>' differs from the inferred type 'tensor<8x16xbf16>', 'tensor<8xbf16>'}}
+  %0, %1 = graph.dot_general_bias_grad %dy, %x, batching_dims = [] x [], contracting_dims = [0] x [0]
+         : (tensor<4x8xbf16>, tensor<4x16xbf16>) -> (tensor<8x16xbf16>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// With sum_rhs the sum is rhs's: its free dimensions, not lhs's.
+func.func @dot_general_bias_grad_c13_rhs(%x: tensor<4x8xf32>, %dy: tensor<4x16xf32>) {
+  // expected-error@+1 {{result type 'tensor<8x16xf32>', 'tensor<8xf32>' differs from the inferred type 'tensor<8x16xf32>', 'tensor<16xf32>'}}
+  %0, %1 = graph.dot_general_bias_grad %x, %dy, batching_dims = [] x [], contracting_dims = [0] x [0] {sum_rhs}
+         : (tensor<4x8xf32>, tensor<4x16xf32>) -> (tensor<8x16xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
 func.func @reduce_sum_c1(%x: tensor<4x8xf32>) {
   // expected-error@+1 {{(C1) reduced dimension 2 is out of range [0, 2)}}
   %0 = graph.reduce_sum %x, dims = [2] : (tensor<4x8xf32>) -> tensor<4xf32>

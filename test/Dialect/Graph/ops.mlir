@@ -82,6 +82,19 @@ func.func @dot_general(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %w: tensor
   return
 }
 
+// A weight gradient and its bias's: the sum of lhs (or, with sum_rhs, of
+// rhs) over its contracting dims, widened with f32_sum.
+// CHECK-LABEL: func.func @dot_general_bias_grad
+func.func @dot_general_bias_grad(%dy: tensor<2x4x8xbf16>, %x: tensor<2x4x16xbf16>) {
+  // CHECK: graph.dot_general_bias_grad %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] {f32_result, f32_sum} : (tensor<2x4x8xbf16>, tensor<2x4x16xbf16>) -> (tensor<8x16xf32>, tensor<8xf32>)
+  %0, %1 = graph.dot_general_bias_grad %dy, %x, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] {f32_result, f32_sum}
+         : (tensor<2x4x8xbf16>, tensor<2x4x16xbf16>) -> (tensor<8x16xf32>, tensor<8xf32>)
+  // CHECK: graph.dot_general_bias_grad %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [1, 0] x [1, 0] {sum_rhs} : (tensor<2x4x16xbf16>, tensor<2x4x8xbf16>) -> (tensor<16x8xbf16>, tensor<8xbf16>)
+  %2, %3 = graph.dot_general_bias_grad %x, %dy, batching_dims = [] x [], contracting_dims = [1, 0] x [1, 0] {sum_rhs}
+         : (tensor<2x4x16xbf16>, tensor<2x4x8xbf16>) -> (tensor<16x8xbf16>, tensor<8xbf16>)
+  return
+}
+
 // A 16-bit product kept in f32.
 // CHECK-LABEL: func.func @dot_general_f32_result
 func.func @dot_general_f32_result(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) {

@@ -1203,23 +1203,34 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
   // (all_reduce, reduce_scatter, all_gather, shard_slice, until tensor
   // parallelism puts one in the forward pass; their start/done forms come from
   // the schedule phase, later still), or by a fusion pass of the lower phase
-  // (dot_general_bias, norm_grad_params, fused_elementwise and its body's
-  // terminator, yield, convert_group).
+  // (dot_general_bias, dot_general_bias_grad, norm_grad_params,
+  // fused_elementwise and its body's terminator, yield, convert_group).
   // Every other graph op can
   // lie between a parameter and the loss (DESIGN.md: "every differentiable op
   // carries a VJP rule").
-  const std::set<std::string> exempt = {
-      "graph.constant",          "graph.iota",
-      "graph.compare",           "graph.gelu_grad",
-      "graph.norm_grad",         "graph.softmax_cross_entropy_grad",
-      "graph.attention_grad",    "graph.adamw_update",
-      "graph.all_reduce",        "graph.reduce_scatter",
-      "graph.all_gather",        "graph.shard_slice",
-      "graph.all_reduce_start",  "graph.reduce_scatter_start",
-      "graph.all_gather_start",  "graph.collective_done",
-      "graph.dot_general_bias",  "graph.sum_of_squares",
-      "graph.fused_elementwise", "graph.yield",
-      "graph.convert_group",     "graph.norm_grad_params"};
+  const std::set<std::string> exempt = {"graph.constant",
+                                        "graph.iota",
+                                        "graph.compare",
+                                        "graph.gelu_grad",
+                                        "graph.norm_grad",
+                                        "graph.softmax_cross_entropy_grad",
+                                        "graph.attention_grad",
+                                        "graph.adamw_update",
+                                        "graph.all_reduce",
+                                        "graph.reduce_scatter",
+                                        "graph.all_gather",
+                                        "graph.shard_slice",
+                                        "graph.all_reduce_start",
+                                        "graph.reduce_scatter_start",
+                                        "graph.all_gather_start",
+                                        "graph.collective_done",
+                                        "graph.dot_general_bias",
+                                        "graph.sum_of_squares",
+                                        "graph.fused_elementwise",
+                                        "graph.yield",
+                                        "graph.convert_group",
+                                        "graph.norm_grad_params",
+                                        "graph.dot_general_bias_grad"};
   mlir::DialectRegistry registry;
   trainc::registerTraincDialects(registry);
   mlir::MLIRContext context(registry);

@@ -417,6 +417,127 @@ TEST(CpuDotGeneral, F32ResultIsTheUnroundedSum) {
   }
 }
 
+// dot_general_bias_grad: the product is DotGeneral's and the sum ReduceSum's
+// over the summed operand's contracting dims, bit for bit, whichever
+// operand is summed, in every float dtype, widened or not, and for empty
+// products (the sum is still written) and empty sums (zeros).
+TEST(CpuDotGeneral, BiasGradIsTheProductAndTheSumBitForBit) {
+  struct Case {
+    DType t;
+    std::vector<int64_t> lhs, rhs;
+    DotDims dims;
+    bool sumRhs, f32Result, f32Sum;
+  } cases[] = {
+      // dy [B, S, out] as lhs: dw = dy^T x, db = sum(dy) (a linear layer).
+      {DType::F32,
+       {3, 7, 13},
+       {3, 7, 11},
+       {{}, {}, {0, 1}, {0, 1}},
+       false,
+       false,
+       false},
+      // x as lhs, dy as rhs (Conv1D), the contraction in another order.
+      {DType::F32,
+       {3, 7, 11},
+       {3, 7, 13},
+       {{}, {}, {1, 0}, {1, 0}},
+       true,
+       false,
+       false},
+      {DType::F64, {29, 5}, {29, 9}, {{}, {}, {0}, {0}}, false, false, false},
+      // Mixed precision: 16-bit operands, f32 product and sum.
+      {DType::BF16,
+       {4, 33, 17},
+       {4, 33, 6},
+       {{}, {}, {0, 1}, {0, 1}},
+       false,
+       true,
+       true},
+      {DType::BF16,
+       {4, 33, 6},
+       {4, 33, 17},
+       {{}, {}, {0, 1}, {0, 1}},
+       true,
+       true,
+       true},
+      {DType::F16, {21, 10}, {21, 12}, {{}, {}, {0}, {0}}, false, false, false},
+      // fp16 training: an f32 product and an f16 sum.
+      {DType::F16, {21, 10}, {21, 12}, {{}, {}, {0}, {0}}, true, true, false},
+      {DType::BF16, {21, 10}, {21, 12}, {{}, {}, {0}, {0}}, true, false, true},
+      // A transposed dy (contracting its last dim) is packed for the GEMM.
+      {DType::F32, {13, 9}, {5, 9}, {{}, {}, {1}, {1}}, false, false, false},
+      // Empty: no rhs free elements (the product is empty, the sum is not),
+      // and an empty contraction (zeros).
+      {DType::F32, {6, 4}, {6, 0}, {{}, {}, {0}, {0}}, false, false, false},
+      {DType::BF16, {0, 4}, {0, 3}, {{}, {}, {0}, {0}}, true, true, true},
+  };
+  uint32_t seed = 120;
+  for (const Case &c : cases) {
+    SCOPED_TRACE("case " + std::to_string(&c - cases));
+    TestTensor lhs = testing::randomTensor(c.t, c.lhs, seed++);
+    TestTensor rhs = testing::randomTensor(c.t, c.rhs, seed++);
+    const TestTensor &summed = c.sumRhs ? rhs : lhs;
+    const std::vector<int64_t> &contract =
+        c.sumRhs ? c.dims.rhsContract : c.dims.lhsContract;
+    std::vector<int64_t> sumDims;
+    for (int64_t d : freeDims(int(summed.dims().size()), {}, contract))
+      sumDims.push_back(summed.dims()[d]);
+    std::vector<int64_t> outDims = resultDims(lhs, rhs, c.dims);
+    DType productType = c.f32Result ? DType::F32 : c.t;
+    DType sumType = c.f32Sum ? DType::F32 : c.t;
+    TestTensor product(productType, outDims), sum(sumType, sumDims),
+        wantProduct(productType, outDims), wantSum(sumType, sumDims);
+    for (TestTensor *t : {&product, &sum})
+      for (int64_t i = 0; i < t->size(); ++i)
+        t->set(i, 7.0); // The kernel must overwrite every element.
+    std::vector<int64_t> ints = dotInts(c.dims);
+    ints.push_back(c.sumRhs);
+    Status s = testing::runKernel(runDotGeneral, Opcode::DotGeneralBiasGrad,
+                                  {&lhs, &rhs}, {&product, &sum}, ints);
+    ASSERT_TRUE(s.ok()) << s.toString();
+    ASSERT_TRUE(testing::runKernel(runDotGeneral, Opcode::DotGeneral,
+                                   {&lhs, &rhs}, {&wantProduct},
+                                   dotInts(c.dims))
+                    .ok());
+    ASSERT_TRUE(testing::runKernel(runReduction, Opcode::ReduceSum, {&summed},
+                                   {&wantSum}, contract)
+                    .ok());
+    size_t productBytes = size_t(product.size()) * dtypeSize(productType);
+    size_t sumBytes = size_t(sum.size()) * dtypeSize(sumType);
+    EXPECT_EQ(
+        std::memcmp(product.ref().data, wantProduct.ref().data, productBytes),
+        0);
+    EXPECT_EQ(std::memcmp(sum.ref().data, wantSum.ref().data, sumBytes), 0);
+    // The sum is the summed operand's, over the right dims: against a
+    // double loop from the definition. For a few dozen f32 or 16-bit terms
+    // in [-1, 1] the double sum is exact or a double ulp off, which rounds
+    // to the same f32 or 16-bit value but at a tie (the fixed seeds hit
+    // none); f64 sums are not, and are left to the ReduceSum comparison.
+    int64_t n = sum.size();
+    if (c.t != DType::F64 && n > 0 && summed.size() > 0) {
+      std::vector<double> exact(size_t(n), 0.0);
+      std::vector<int64_t> index(summed.dims().size(), 0);
+      std::vector<int64_t> kept =
+          freeDims(int(summed.dims().size()), {}, contract);
+      for (int64_t e = 0; e < summed.size(); ++e) {
+        int64_t rem = e;
+        for (size_t d = summed.dims().size(); d-- > 0;) {
+          index[d] = rem % summed.dims()[d];
+          rem /= summed.dims()[d];
+        }
+        int64_t out = 0;
+        for (int64_t d : kept)
+          out = out * summed.dims()[d] + index[d];
+        exact[size_t(out)] += summed.get(e);
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        TestTensor rounded(sumType, {1}, {exact[size_t(j)]});
+        EXPECT_EQ(sum.get(j), rounded.get(0)) << "sum " << j;
+      }
+    }
+  }
+}
+
 // The rounding in numbers: 1 + 2^-12 is 1 in TF32, so 1,024 such terms sum
 // to exactly 1,024 (f32: 1,024.25, also exact); 1 + 2^-11 is a tie, which
 // goes away from zero, to 1 + 2^-10 (1,024 terms: 1,025).

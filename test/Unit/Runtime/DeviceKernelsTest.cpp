@@ -227,6 +227,16 @@ bool contains(const std::vector<int64_t> &v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
+/// The dims of `dims` not in `reduced`, in order.
+std::vector<int64_t> keptDims(const std::vector<int64_t> &dims,
+                              const std::vector<int64_t> &reduced) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < int64_t(dims.size()); ++d)
+    if (!contains(reduced, d))
+      kept.push_back(dims[d]);
+  return kept;
+}
+
 /// dot_general of `lhs` and `rhs`: result dims batch, lhs free, rhs free.
 Call dotCall(TestTensor lhs, TestTensor rhs, const DotDims &dd,
              OperandRounding rounding = OperandRounding::Exact) {
@@ -380,16 +390,103 @@ TEST_P(DeviceKernels, DotGeneralBias) {
   }
 }
 
-//===--- Reductions -------------------------------------------------------===//
-
-std::vector<int64_t> keptDims(const std::vector<int64_t> &dims,
-                              const std::vector<int64_t> &reduced) {
-  std::vector<int64_t> kept;
-  for (int64_t d = 0; d < int64_t(dims.size()); ++d)
-    if (!contains(reduced, d))
-      kept.push_back(dims[d]);
-  return kept;
+// dot_general_bias_grad: the product and the sum of one operand over the
+// contraction (the CPU reference: CpuDotGeneral.
+// BiasGradIsTheProductAndTheSumBitForBit; on the GPU cuBLASLt's BGRADB or
+// BGRADA epilogue where the sum has the product's type and no TF32, else
+// the ReduceSum kernel after the product). The sum is held to the
+// product's K-term bound in its result type (the epilogue sums over K in
+// f32 in cuBLASLt's order, not in f64); an f32 result is held to f32's, so
+// a widened product or sum rounded to 16 bits fails. TF32 adds
+// DotGeneralTf32's bound.
+TEST_P(DeviceKernels, DotGeneralBiasGrad) {
+  struct Case {
+    DType t;
+    std::vector<int64_t> lhs, rhs;
+    DotDims dims;
+    bool sumRhs;
+    DType product, sum;
+    OperandRounding rounding = OperandRounding::Exact;
+  } cases[] = {
+      // dy^T x, db = sum(dy): a linear layer's gradients.
+      {kF32,
+       {4, 33, 40},
+       {4, 33, 24},
+       {{}, {}, {0, 1}, {0, 1}},
+       false,
+       kF32,
+       kF32},
+      // x^T dy (Conv1D): rhs summed.
+      {kF32,
+       {4, 33, 24},
+       {4, 33, 40},
+       {{}, {}, {0, 1}, {0, 1}},
+       true,
+       kF32,
+       kF32},
+      // bf16 training: f32 product and sum, at GPT-like sizes with
+      // remainders (the epilogue).
+      {kBF16,
+       {8, 128, 97},
+       {8, 128, 64},
+       {{}, {}, {0, 1}, {0, 1}},
+       false,
+       kF32,
+       kF32},
+      {kBF16,
+       {8, 128, 64},
+       {8, 128, 97},
+       {{}, {}, {0, 1}, {0, 1}},
+       true,
+       kF32,
+       kF32},
+      // fp16 training: an f32 product and an f16 sum (the fallback).
+      {kF16, {1024, 48}, {1024, 40}, {{}, {}, {0}, {0}}, false, kF32, kF16},
+      {kF16, {1024, 48}, {1024, 40}, {{}, {}, {0}, {0}}, true, kF32, kF16},
+      // 16-bit product and sum; f64; TF32 (the fallback); a packed lhs
+      // (contracting its last dim).
+      {kF16, {257, 33}, {257, 65}, {{}, {}, {0}, {0}}, false, kF16, kF16},
+      {kF64, {40, 21}, {40, 33}, {{}, {}, {0}, {0}}, true, kF64, kF64},
+      {kF32,
+       {300, 21},
+       {300, 33},
+       {{}, {}, {0}, {0}},
+       false,
+       kF32,
+       kF32,
+       OperandRounding::Tf32},
+      {kF32, {24, 129}, {9, 129}, {{}, {}, {1}, {1}}, false, kF32, kF32},
+      // Empty: a contraction (zeros), a product with a sum (no lhs free
+      // elements, rhs summed), a product without one.
+      {kF32, {0, 5}, {0, 7}, {{}, {}, {0}, {0}}, false, kF32, kF32},
+      {kF32, {6, 0}, {6, 7}, {{}, {}, {0}, {0}}, true, kF32, kF32},
+      {kBF16, {6, 0}, {6, 7}, {{}, {}, {0}, {0}}, false, kF32, kF32},
+  };
+  uint32_t seed = 401;
+  for (const Case &c : cases) {
+    Call call = dotCall(uniform(c.t, c.lhs, seed),
+                        uniform(c.t, c.rhs, seed + 1), c.dims, c.rounding);
+    call.op = Opcode::DotGeneralBiasGrad;
+    call.ints.push_back(c.sumRhs);
+    const std::vector<int64_t> &summed = c.sumRhs ? c.rhs : c.lhs;
+    std::vector<int64_t> sumDims =
+        keptDims(summed, c.sumRhs ? c.dims.rhsContract : c.dims.lhsContract);
+    call.outputs[0] = zeros(c.product, call.outputs[0].dims());
+    call.outputs.push_back(zeros(c.sum, sumDims));
+    int64_t k = 1;
+    for (int64_t d : c.dims.lhsContract)
+      k *= c.lhs[d];
+    // The looser of the two results' bounds (a 16-bit one adds its ulp).
+    Tolerance tol = gemmOf(c.product, k);
+    tol.rel = std::max(tol.rel, gemmOf(c.sum, k).rel);
+    if (c.rounding == OperandRounding::Tf32)
+      tol.rel += std::sqrt(double(k)) * 0x1p-11;
+    check(call, tol);
+    seed += 2;
+  }
 }
+
+//===--- Reductions -------------------------------------------------------===//
 
 TEST_P(DeviceKernels, Reductions) {
   const std::vector<std::vector<int64_t>> reductions = {

@@ -718,6 +718,95 @@ TEST(Executable, ChecksNormGradParams) {
   EXPECT_TRUE(validateInstruction(sized, 0, planned).ok());
 }
 
+// DotGeneralBiasGrad (format 17): DotGeneral's ints and sum_rhs, no
+// batching dims, the sum of the summed operand's free dims in its dtype or
+// (16-bit operands) f32, and no result over an operand or the other result.
+TEST(Executable, ChecksDotGeneralBiasGrad) {
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::BF16, {4, 8}),   tensor(DType::BF16, {4, 2}), // 0, 1
+      tensor(DType::F32, {8, 2}),    tensor(DType::F32, {8}),     // 2, 3
+      tensor(DType::F32, {2}),       tensor(DType::BF16, {8}),    // 4, 5
+      tensor(DType::F32, {4, 8}),    tensor(DType::F32, {4, 2}),  // 6, 7
+      tensor(DType::F64, {8}),       tensor(DType::BF16, {8, 2}), // 8, 9
+      tensor(DType::F32, {2, 4, 8}), tensor(DType::F32, {2, 4, 2}),
+      tensor(DType::F32, {2, 8, 2}), tensor(DType::F32, {2, 8})}; // 10-13
+  // dw = dy^T x, db = sum(dy): dy [4, 8] lhs, x [4, 2] rhs.
+  InstructionInfo inst;
+  inst.op = Opcode::DotGeneralBiasGrad;
+  inst.operands = {0, 1};
+  inst.results = {2, 3};
+  inst.ints = {0, 1, 0, 0, int64_t(OperandRounding::Exact), 0};
+  ASSERT_TRUE(validateInstruction(inst, 0, tensors).ok());
+  auto with = [&](auto edit) {
+    InstructionInfo copy = inst;
+    edit(copy);
+    return copy;
+  };
+  // A 16-bit sum and product; rhs summed ([2]); f32 operands.
+  EXPECT_TRUE(validateInstruction(with([](InstructionInfo &i) {
+                                    i.results = {9, 5};
+                                  }),
+                                  0, tensors)
+                  .ok());
+  EXPECT_TRUE(validateInstruction(with([](InstructionInfo &i) {
+                                    i.results = {2, 4};
+                                    i.ints.back() = 1;
+                                  }),
+                                  0, tensors)
+                  .ok());
+  EXPECT_TRUE(validateInstruction(with([](InstructionInfo &i) {
+                                    i.operands = {6, 7};
+                                  }),
+                                  0, tensors)
+                  .ok());
+  expectRefused(with([](InstructionInfo &i) { i.results = {2}; }), tensors,
+                "results");
+  expectRefused(with([](InstructionInfo &i) { i.ints.pop_back(); }), tensors,
+                "malformed dimension numbers");
+  expectRefused(with([](InstructionInfo &i) { i.ints.back() = 2; }), tensors,
+                "sum_rhs must be 0 or 1");
+  expectRefused(with([](InstructionInfo &i) {
+                  i.results = {2, 4};
+                }),
+                tensors, "shape");
+  expectRefused(with([](InstructionInfo &i) {
+                  i.results = {2, 8};
+                }),
+                tensors, "the sum must have the operands' dtype");
+  expectRefused(with([](InstructionInfo &i) {
+                  i.operands = {6, 7};
+                  i.results = {2, 5};
+                }),
+                tensors, "the sum must have the operands' dtype");
+  // Batched: dw[b] = dy[b]^T x[b] has no single sum.
+  expectRefused(with([](InstructionInfo &i) {
+                  i.operands = {10, 11};
+                  i.results = {12, 13};
+                  i.ints = {1, 1, 0, 0, 1, 1, int64_t(OperandRounding::Exact),
+                            0};
+                }),
+                tensors, "the sum takes no batching dimensions");
+  // Planned bytes: dy at [0, 64); a product over dy's second half, or a sum
+  // inside the product, is refused; apart, fine.
+  std::vector<TensorInfo> planned = tensors;
+  auto at = [&](uint32_t like, uint64_t offset, uint64_t size) {
+    TensorInfo t = tensors[like];
+    t.offset = offset;
+    t.size = size;
+    planned.push_back(t);
+    return uint32_t(planned.size() - 1);
+  };
+  uint32_t dy = at(0, 0, 64), x = at(1, 64, 16);
+  InstructionInfo sized = inst;
+  sized.operands = {dy, x};
+  sized.results = {at(2, 32, 64), at(3, 128, 32)};
+  expectRefused(sized, planned, "a result shares memory with an operand");
+  sized.results = {at(2, 128, 64), at(3, 160, 32)};
+  expectRefused(sized, planned, "the product and the sum share memory");
+  sized.results = {at(2, 128, 64), at(3, 192, 32)};
+  EXPECT_TRUE(validateInstruction(sized, 0, planned).ok());
+}
+
 // Cross-entropy's classes (format 15): in [1, C], or 0 for C = 0.
 TEST(Executable, ChecksCrossEntropyClasses) {
   std::vector<TensorInfo> tensors = {

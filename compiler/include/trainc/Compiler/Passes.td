@@ -492,6 +492,10 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
            "Plan with attention reading a fused projection in place, as the "
            "pipeline runs it (the pipeline sets it from trainc "
            "--qkv-in-place)">,
+    Option<"fuseBiasGrad", "fuse-bias-grad", "bool", "true",
+           "Plan with bias gradients summed by their weights' matmuls, as "
+           "the pipeline runs it (the pipeline sets it from trainc "
+           "--fuse-bias-grad)">,
   ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
@@ -733,6 +737,46 @@ def FuseNormGrad : Pass<"trainc-fuse-norm-grad", "mlir::func::FuncOp"> {
         epsilon = 1.0e-05, centered = true {with_bias_grad}
         : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>)
         -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
+def FuseBiasGrad : Pass<"trainc-fuse-bias-grad", "mlir::func::FuncOp"> {
+  let summary = "A bias gradient summed by its weight gradient's matmul";
+  let description = [{
+    `graph.reduce_sum(dy)` over exactly the dimensions that a
+    `graph.dot_general` with no batching dimensions contracts `dy` over
+    (as lhs or rhs) becomes, with that product, one
+    `graph.dot_general_bias_grad`: a linear layer's weight gradient
+    (`dy^T x` or `x^T dy`) and its bias gradient (`dy` summed over the
+    rows) from one instruction, which on a GPU is one GEMM with cuBLASLt's
+    bias-gradient epilogue instead of a GEMM and a reduction kernel
+    reading `dy` again. The results are the two ops' bits (the CPU runs
+    both computations as the ops would; the GPU's epilogue sums in its own
+    order). A widened sum (an f32 result of a 16-bit `dy`, from
+    `trainc-widen-products`) keeps f32 (`f32_sum`). Both ops must carry
+    the same discardable attributes (a recompute clone's mark), which the
+    fused op keeps. It takes the product's place when the sum's users all
+    follow it, else the sum's when the product's operands are defined
+    before it and its users follow; otherwise the two stay.
+
+    Runs in the lower phase after `trainc-widen-products` (whose widened
+    products and sums it keeps), after differentiation and the partition
+    (the fused op has no gradient rule and no sharding factors).
+    `trainc --fuse-bias-grad=false` leaves it out.
+
+    Example:
+    ```mlir
+    %dw = graph.dot_general %dy, %x, batching_dims = [] x [],
+        contracting_dims = [0] x [0] {f32_result}
+        : (tensor<4x8xbf16>, tensor<4x16xbf16>) -> tensor<8x16xf32>
+    %db = graph.reduce_sum %dy, dims = [0] : (tensor<4x8xbf16>) -> tensor<8xf32>
+    // becomes
+    %dw, %db = graph.dot_general_bias_grad %dy, %x, batching_dims = [] x [],
+        contracting_dims = [0] x [0] {f32_result, f32_sum}
+        : (tensor<4x8xbf16>, tensor<4x16xbf16>)
+        -> (tensor<8x16xf32>, tensor<8xf32>)
     ```
   }];
   let dependentDialects = ["trainc::graph::GraphDialect"];

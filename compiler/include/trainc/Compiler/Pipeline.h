@@ -76,7 +76,7 @@ enum class Phase {
 };
 
 /// The lower phase's choices (trainc's --fuse-elementwise, --pad-classes,
-/// --qkv-in-place).
+/// --qkv-in-place, --fuse-bias-grad).
 struct LowerOptions {
   /// Group elementwise chains into fused loops (trainc-fuse-elementwise).
   bool fuseElementwise = true;
@@ -86,6 +86,9 @@ struct LowerOptions {
   /// Attention reads query, key and value from their fused projection
   /// (trainc-read-qkv-in-place).
   bool qkvInPlace = true;
+  /// Bias gradients summed by their weight gradient's matmul
+  /// (trainc-fuse-bias-grad).
+  bool fuseBiasGrad = true;
 };
 
 struct PipelineOptions {

@@ -643,6 +643,55 @@ def Graph_DotGeneralBiasOp : Graph_InferredOp<"dot_general_bias", [
   }];
 }
 
+def Graph_DotGeneralBiasGradOp : Graph_InferredOp<"dot_general_bias_grad", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "dot_general and the sum of one operand over its contraction";
+  let description = [{
+    Two results from one pass over the operands: `result` is
+    `graph.dot_general` of `lhs` and `rhs` with the same attributes (bit
+    for bit its value), and `sum` is `graph.reduce_sum` of `lhs` (of `rhs`
+    with `sum_rhs`) over that operand's contracting dimensions (bit for
+    bit its value: the exact sum rounded once, to f32 with `f32_sum`). A
+    linear layer's weight and bias gradients: with `dy` the output's
+    gradient, `dw = dy^T x` (or `x^T dy`) contracts the rows that
+    `db = sum(dy)` sums, which a GPU GEMM's bias-gradient epilogue
+    (cuBLASLt's BGRADB, BGRADA) computes while `dy` is in its tiles. The
+    fusion pass `trainc-fuse-bias-grad` forms it after differentiation, so
+    it has no gradient rule.
+
+    Constraints:
+    - (C1) to (C10): those of `graph.dot_general`.
+    - (C11) there are no batching dimensions.
+    - (C12) `f32_sum` (the sum kept in f32, as reduce_sum's C3) is set
+      only on bf16 or f16 operands.
+    - (C13) the result types are the inferred ones: the product's, and
+      the summed operand's free dimensions in order, of its element type
+      (f32 with `f32_sum`).
+
+    Example (a linear layer's weight and bias gradients):
+    ```mlir
+    %dw, %db = graph.dot_general_bias_grad %dy, %x, batching_dims = [] x [],
+           contracting_dims = [0, 1] x [0, 1]
+           : (tensor<8x128x768xf32>, tensor<8x128x256xf32>)
+           -> (tensor<768x256xf32>, tensor<768xf32>)
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs,
+                       DenseI64ArrayAttr:$lhs_batching_dimensions,
+                       DenseI64ArrayAttr:$rhs_batching_dimensions,
+                       DenseI64ArrayAttr:$lhs_contracting_dimensions,
+                       DenseI64ArrayAttr:$rhs_contracting_dimensions,
+                       UnitAttr:$tf32, UnitAttr:$f32_result,
+                       UnitAttr:$f32_sum, UnitAttr:$sum_rhs);
+  let results = (outs Graph_FloatTensor:$result, Graph_FloatTensor:$sum);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` `batching_dims` `=` $lhs_batching_dimensions
+    `x` $rhs_batching_dimensions `,` `contracting_dims` `=`
+    $lhs_contracting_dimensions `x` $rhs_contracting_dimensions attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
 def Graph_AttentionGradOp : Graph_Op<"attention_grad", [
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
   let summary = "the query, key and value gradients of attention";
