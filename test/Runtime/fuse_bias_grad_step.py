@@ -34,8 +34,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'tools'))
 sys.path.insert(0, HERE)
 import make_gpt  # noqa: E402
-from fused_elementwise_step import (STEPS, hf_case, live_bound, run,  # noqa: E402
-                                    run_cases, runs_with, same_training)
+from fused_elementwise_step import (STEPS, hf_case, live_bound,  # noqa: E402
+                                    make_gpt_cases, run, run_cases, runs_with,
+                                    same_training)
 
 
 def inspect(args, exe):
@@ -82,13 +83,7 @@ def main():
     parser.add_argument('--hf-dir', required=True, help='test/Models/hf')
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        cfg = make_gpt.GptConfig(vocab=64, seq=16, batch=2, d_model=32, heads=2,
-                                 layers=2, dropout=0.1)
-        path, inputs = make_gpt.write_model_and_batch(cfg, work, 'gpt')
-        runs = [(f'make_gpt_{p}', path, inputs, ('--precision', p))
-                for p in ('f32', 'bf16', 'fp16')]
-        runs.append(('make_gpt_bf16_recompute_full', path, inputs,
-                     ('--precision', 'bf16', '--recompute', 'full')))
+        runs, inputs = make_gpt_cases(work)
         # Two micro-batches of one sequence: the batch above, split.
         cfg1 = make_gpt.GptConfig(vocab=64, seq=16, batch=1, d_model=32, heads=2,
                                   layers=2, dropout=0.1)

@@ -126,6 +126,20 @@ def same_training(log_a, state_a, log_b, state_b):
     return problems
 
 
+def make_gpt_cases(work):
+    """A 2-layer make_gpt GPT with dropout and one batch of 2 sequences, as
+    cases: f32, bf16, fp16 and bf16 with full recompute; and the batch's
+    --input arguments."""
+    cfg = make_gpt.GptConfig(vocab=64, seq=16, batch=2, d_model=32, heads=2, layers=2,
+                             dropout=0.1)
+    path, inputs = make_gpt.write_model_and_batch(cfg, work, 'gpt')
+    cases = [(f'make_gpt_{p}', path, inputs, ('--precision', p))
+             for p in ('f32', 'bf16', 'fp16')]
+    cases.append(('make_gpt_bf16_recompute_full', path, inputs,
+                  ('--precision', 'bf16', '--recompute', 'full')))
+    return cases, inputs
+
+
 def hf_case(hf_dir, model, exporter, precision):
     """A Hugging Face export of test/Models/hf as a case: (name, the export,
     trainc-run's --input arguments for every batch file beside it, the
@@ -197,13 +211,7 @@ def main():
     args = parser.parse_args()
     ok = True
     with tempfile.TemporaryDirectory() as work:
-        cfg = make_gpt.GptConfig(vocab=64, seq=16, batch=2, d_model=32, heads=2, layers=2,
-                                 dropout=0.1)
-        path, inputs = make_gpt.write_model_and_batch(cfg, work, 'gpt')
-        cases = [(f'make_gpt_{p}', path, inputs, ('--precision', p))
-                 for p in ('f32', 'bf16', 'fp16')]
-        cases.append(('make_gpt_bf16_recompute_full', path, inputs,
-                      ('--precision', 'bf16', '--recompute', 'full')))
+        cases, _ = make_gpt_cases(work)
         raw = os.path.join(args.tinygpt, 'tied_erf', 'raw_f32')
         cases.append(('tinygpt', os.path.join(args.tinygpt, 'tied_erf',
                                               'model_train_opset17.onnx'),

@@ -130,10 +130,12 @@ LogicalResult DotGeneralOp::verifyShapeConstraints() {
   return verifyDotGeneral(*this, [&] { return emitOpError(); });
 }
 
-LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *ctx,
-                                             std::optional<Location> loc,
-                                             Adaptor adaptor,
-                                             SmallVectorImpl<Type> &types) {
+/// The product's type (dot_general's, and dot_general_bias_grad's first
+/// result): the inferred shape, f32 with `f32_result`.
+template <typename Adaptor>
+static LogicalResult
+inferProductType(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                 SmallVectorImpl<Type> &types) {
   auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
   auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
   if (!lhs || !rhs)
@@ -150,6 +152,13 @@ LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *ctx,
                                                    ? Float32Type::get(ctx)
                                                    : lhs.getElementType()));
   return success();
+}
+
+LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *ctx,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  return inferProductType(ctx, loc, adaptor, types);
 }
 
 //===----------------------------------------------------------------------===//
@@ -238,31 +247,22 @@ LogicalResult DotGeneralBiasGradOp::verifyShapeConstraints() {
 LogicalResult DotGeneralBiasGradOp::inferReturnTypes(
     MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
-  auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
-  auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
-  if (!lhs || !rhs)
+  if (failed(inferProductType(ctx, loc, adaptor, types)))
     return failure();
-  SmallVector<int64_t> shape;
-  ArrayRef<int64_t> contract = adaptor.getLhsContractingDimensions();
-  if (failed(inferDotGeneralShape(
-          lhs, rhs, adaptor.getLhsBatchingDimensions(),
-          adaptor.getRhsBatchingDimensions(), contract,
-          adaptor.getRhsContractingDimensions(), shape,
-          [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
-    return failure();
-  Type f32 = Float32Type::get(ctx);
-  types.push_back(RankedTensorType::get(
-      shape, adaptor.getF32Result() ? f32 : lhs.getElementType()));
+  auto lhs = cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
   // The summed operand's free dims (C11: no batching dims), in order.
   RankedTensorType summed = adaptor.getSumRhs() ? rhs : lhs;
-  ArrayRef<int64_t> summedDims =
-      adaptor.getSumRhs() ? adaptor.getRhsContractingDimensions() : contract;
+  ArrayRef<int64_t> summedDims = adaptor.getSumRhs()
+                                     ? adaptor.getRhsContractingDimensions()
+                                     : adaptor.getLhsContractingDimensions();
   SmallVector<int64_t> kept;
   for (int64_t d = 0; d < summed.getRank(); ++d)
     if (!llvm::is_contained(summedDims, d))
       kept.push_back(summed.getDimSize(d));
-  types.push_back(RankedTensorType::get(
-      kept, adaptor.getF32Sum() ? f32 : lhs.getElementType()));
+  types.push_back(RankedTensorType::get(kept, adaptor.getF32Sum()
+                                                  ? Float32Type::get(ctx)
+                                                  : lhs.getElementType()));
   return success();
 }
 
