@@ -15,9 +15,13 @@ contenders run --rounds interleaved rounds of --steps steps; every round's
 median step time is printed, then the median of round medians, tokens/s,
 MFU against --peak-flops (default: the H100 SXM's dense bf16 989 TFLOP/s)
 with the FLOPs trainc's compiler counts for the step, and each
-contender's ratio to trainc. trainc-unpadded is trainc with
---pad-classes=0 (the vocabulary's rows of 50,257 classes, not 50,304), in
-the same interleaved rounds: what the padding gains.
+contender's ratio to trainc. trainc runs attention as users get it
+(TRAINC_CUDA_ATTENTION unset: cuDNN's fused attention where it takes the
+call); trainc-own-attention is the same executable on trainc's own
+attention kernels (TRAINC_CUDA_ATTENTION=trainc): what cuDNN gains.
+trainc-unpadded is trainc with --pad-classes=0 (the vocabulary's rows of
+50,257 classes, not 50,304), in the same interleaved rounds: what the
+padding gains.
 """
 import argparse
 import json
@@ -87,9 +91,10 @@ def parse_args():
     p.add_argument('--trainc-bin-dir', default=os.path.join(REPO, 'build', 'bin'))
     p.add_argument('--torch-python', default=sys.executable)
     p.add_argument('--contenders',
-                   default='trainc,trainc-unpadded,torch-eager,torch-compile',
-                   help='any of trainc, trainc-unpadded (--pad-classes=0), '
-                        'torch-eager, torch-compile')
+                   default='trainc,trainc-own-attention,torch-eager,torch-compile',
+                   help='any of trainc, trainc-own-attention '
+                        '(TRAINC_CUDA_ATTENTION=trainc), trainc-unpadded '
+                        '(--pad-classes=0), torch-eager, torch-compile')
     p.add_argument('--profile', action='store_true',
                    help="after the rounds, one more trainc run with --profile: where "
                         "a step's time goes, by op and by op and shapes")
@@ -110,10 +115,13 @@ class TraincContender:
     """trainc-run --device cuda, one process per round (steps after warm-up
     timed by the step_ms trainc-run prints). `flags`: more trainc flags
     (trainc-unpadded: --pad-classes=0, the vocabulary's GEMMs on rows of
-    50,257 classes, to measure what the padding to 50,304 gains)."""
+    50,257 classes, to measure what the padding to 50,304 gains); `env`:
+    environment variables for trainc-run (trainc-own-attention:
+    TRAINC_CUDA_ATTENTION=trainc)."""
 
-    def __init__(self, args, cfg, name, flags=()):
+    def __init__(self, args, cfg, name, flags=(), env=None):
         self.args, self.cfg = args, cfg
+        self.env = dict(os.environ, **(env or {}))
         self.work = os.path.join(cfg['work'], name)
         os.makedirs(self.work, exist_ok=True)
         self.exe = os.path.join(self.work, 'step.tcx')
@@ -133,7 +141,8 @@ class TraincContender:
     def profile(self):
         """trainc-run --profile's table (its first run left out, as it
         pays one-time costs)."""
-        r = subprocess.run(self.command(3, '--profile'), capture_output=True, text=True)
+        r = subprocess.run(self.command(3, '--profile'), capture_output=True, text=True,
+                           env=self.env)
         if r.returncode != 0:
             sys.exit('bench_gpu: trainc-run --profile failed:\n' + r.stderr[-3000:])
         lines = (r.stdout + r.stderr).splitlines()
@@ -145,7 +154,7 @@ class TraincContender:
         if os.path.exists(log):
             os.remove(log)
         cmd = self.command(self.args.warmup + self.args.steps, '--log-jsonl', log)
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=self.env)
         if r.returncode != 0:
             sys.exit('bench_gpu: trainc-run failed:\n' + r.stderr[-3000:])
         records = [json.loads(l) for l in open(log)][self.args.warmup:]
@@ -188,6 +197,9 @@ def main():
         for c in contenders:
             if c == 'trainc':
                 running[c] = TraincContender(args, cfg, c)
+            elif c == 'trainc-own-attention':
+                running[c] = TraincContender(args, cfg, c,
+                                             env={'TRAINC_CUDA_ATTENTION': 'trainc'})
             elif c == 'trainc-unpadded':
                 running[c] = TraincContender(args, cfg, c, ('--pad-classes=0',))
             elif c in ('torch-eager', 'torch-compile'):

@@ -6,7 +6,9 @@
 #      Python packages in tools/requirements-test.txt (the tests and the main
 #      job run with its interpreter, so a package missing from that file
 #      fails on every machine, not only on fresh ones),
-#   3. configures (CMake + Ninja, with that interpreter as Python3) and
+#   3. cuDNN's header-only C++ frontend where CUDA is (tools/
+#      requirements-build.txt, unpacked into BUILD_DIR/deps),
+#   4. configures (CMake + Ninja, with that interpreter as Python3) and
 #      builds into the build directory.
 # Safe to run again at any time; it changes only what is missing.
 set -euo pipefail
@@ -115,12 +117,42 @@ else
   "$python" "$repo/tools/check_requirements.py" "$requirements"
 fi
 
+# --- 2b. Build-time packages from PyPI -----------------------------------------
+# cuDNN's header-only C++ frontend, for the CUDA device's attention, where
+# CUDA is (tools/requirements-build.txt: pinned, hashes checked). Only its
+# include/ directory is unpacked, into BUILD_DIR/deps.
+frontend_dir="$build_dir/deps/cudnn-frontend-1.32.0"
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  step "Checking cuDNN's frontend headers in $frontend_dir"
+  if [ -f "$frontend_dir/include/cudnn_frontend.h" ]; then
+    echo "present"
+  elif [ "$install" -eq 0 ]; then
+    echo "setup.sh: no cuDNN frontend headers in $frontend_dir (and --no-install was given)" >&2
+    exit 1
+  else
+    wheels="$build_dir/deps/wheels"
+    mkdir -p "$wheels"
+    python3 -m pip download -q --disable-pip-version-check --no-deps \
+      --only-binary=:all: --platform manylinux_2_28_x86_64 --python-version 3.11 \
+      --implementation cp --require-hashes -r "$repo/tools/requirements-build.txt" -d "$wheels"
+    python3 - "$wheels" "$frontend_dir" <<'PY'
+import glob, os, sys, zipfile
+wheel, = glob.glob(os.path.join(sys.argv[1], "nvidia_cudnn_frontend-1.32.0-*.whl"))
+with zipfile.ZipFile(wheel) as z:
+    z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("include/")])
+PY
+    echo "unpacked into $frontend_dir"
+  fi
+fi
+
 [ "$build" -eq 1 ] || exit 0
 
 # --- 3. Configure and build ---------------------------------------------------
 step "Configuring $build_dir"
 cmake_args=(-S "$repo" -B "$build_dir" -G Ninja "-DCMAKE_BUILD_TYPE=$build_type"
             "-DPython3_EXECUTABLE=$python")
+[ -f "$frontend_dir/include/cudnn_frontend.h" ] &&
+  cmake_args+=("-DTRAINC_CUDNN_FRONTEND_INCLUDE_DIR=$frontend_dir/include")
 [ "$runtime_only" -eq 1 ] && cmake_args+=(-DTRAINC_BUILD_COMPILER=OFF)
 # shellcheck disable=SC2206 # CMAKE_ARGS is split on purpose.
 cmake_args+=(${CMAKE_ARGS:-})

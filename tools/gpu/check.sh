@@ -8,7 +8,8 @@
 # folder; else /tmp/trainc-gpu-logs):
 #   kernels        every opcode's CUDA kernel against the CPU
 #                  (Devices/DeviceKernels.*/cuda)
-#   probe          the CUDA probe: cuBLAS, NCCL's version (CudaProbe.*)
+#   probe          the CUDA probe: cuBLAS, NCCL's version (CudaProbe.*), and
+#                  cuDNN's checks of the attention graphs (AttentionCudnn.*)
 #   cuda_training  tinygpt f32 and bf16 on the GPU with --verify-steps,
 #                  20 losses against the CPU, compute-sanitizer memcheck
 #                  and racecheck, NCCL across GPUs where there are two
@@ -36,8 +37,8 @@ trap 'rm -rf "$root"' EXIT
 ${PYTHON:-python3} -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$archive" "$root" ||
   { echo "check.sh: cannot unpack $archive" >&2; exit 1; }
 
-# CUDA's own libraries: the toolkit's, and NCCL from PyTorch's wheel where
-# the toolkit has none.
+# CUDA's own libraries: the toolkit's, and NCCL and cuDNN from PyTorch's
+# wheels where the toolkit has none.
 paths=$root/lib
 for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib; do
   [[ -d $dir ]] && paths+=:$dir
@@ -45,6 +46,12 @@ done
 if ! ls /usr/local/cuda/lib*/libnccl.so.2 >/dev/null 2>&1; then
   nccl=$(${PYTHON:-python3} -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
   [[ -n $nccl ]] && paths+=:$nccl
+fi
+# cuDNN (attention: runtime/src/cuda/AttentionCudnn.cpp opens libcudnn.so.9)
+# from PyTorch's wheel where the toolkit has none.
+if ! ls /usr/local/cuda/lib*/libcudnn.so.9 >/dev/null 2>&1; then
+  cudnn=$(${PYTHON:-python3} -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  [[ -n $cudnn ]] && paths+=:$cudnn
 fi
 export TRAINC_CUDA_PLUGIN=$root/lib/libtrainc_cuda.so
 # The bundle's libraries (Debian's libstdc++, zlib, ..., and the stand-ins)

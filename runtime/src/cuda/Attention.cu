@@ -69,6 +69,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/Attention.cuh"
+#include "cuda/AttentionCudnn.h"
 #include "math/Transcendental.h"
 
 #include <cmath>
@@ -599,6 +600,45 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
   return okStatus();
 }
 
+/// Runs `call` through cuDNN (AttentionCudnn.h) when the engine
+/// ($TRAINC_CUDA_ATTENTION) allows it and cuDNN takes it: `ran` says
+/// whether it did. Operands q, k, v (and the gradient's cotangent); the
+/// forward's result, or the gradients (null where not wanted).
+Status runThroughCudnn(const KernelCall &call, const AttnShape &a,
+                       const AttnLayouts &layouts, bool grad, void *result,
+                       void *dq, void *dk, void *dv, bool &ran) {
+  ran = false;
+  AttentionEngine engine;
+  TRAINC_RETURN_IF_ERROR(attentionEngine(engine));
+  if (engine == AttentionEngine::kTrainc)
+    return okStatus();
+  CudnnAttentionCall c;
+  c.grad = grad;
+  c.dtype = call.inputs[0].dtype;
+  c.batch = a.batch;
+  c.hq = a.hq;
+  c.hk = a.hk;
+  c.sq = a.sq;
+  c.sk = a.sk;
+  c.d = a.d;
+  c.dv = a.dv;
+  c.scale = a.scale;
+  c.causal = a.causal;
+  c.hasMask = call.ints[1] != 0;
+  for (int i = 0; i < kAttentionGradTensors; ++i)
+    c.layout[i] = layouts.of[i];
+  c.query = call.inputs[0].data;
+  c.key = call.inputs[1].data;
+  c.value = call.inputs[2].data;
+  if (grad)
+    c.cotangent = call.inputs[3].data;
+  c.result = result;
+  c.dQuery = dq;
+  c.dKey = dk;
+  c.dValue = dv;
+  return runCudnnAttention(call, c, engine, ran);
+}
+
 } // namespace
 
 Status runAttention(const KernelCall &call) {
@@ -608,10 +648,16 @@ Status runAttention(const KernelCall &call) {
   AttnLayouts layouts;
   TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/3, a, layouts));
   const void *mask = call.ints[1] != 0 ? call.inputs[3].data : nullptr;
+  if (out.numElements() == 0)
+    return okStatus();
+  bool ran = false;
+  TRAINC_RETURN_IF_ERROR(runThroughCudnn(call, a, layouts, /*grad=*/false,
+                                         out.data, nullptr, nullptr, nullptr,
+                                         ran));
+  if (ran)
+    return okStatus();
   return withFloatStorage(call, q.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
-    if (out.numElements() == 0)
-      return okStatus();
     if constexpr (std::is_same_v<S, Bf16>)
       if (tensorCoreAttentionFits(q.dtype, a))
         return runTensorCoreAttention(
@@ -637,13 +683,20 @@ Status runAttentionGrad(const KernelCall &call) {
   AttnLayouts layouts;
   TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/4, a, layouts));
   const void *mask = call.ints[1] != 0 ? call.inputs[4].data : nullptr;
+  bool needQ = dq.numElements() > 0;
+  bool needKV = dk.numElements() > 0 || dv.numElements() > 0;
+  if (!needQ && !needKV)
+    return okStatus();
+  bool ran = false;
+  TRAINC_RETURN_IF_ERROR(runThroughCudnn(
+      call, a, layouts, /*grad=*/true, nullptr, needQ ? dq.data : nullptr,
+      dk.numElements() > 0 ? dk.data : nullptr,
+      dv.numElements() > 0 ? dv.data : nullptr, ran));
+  if (ran)
+    return okStatus();
   return withFloatStorage(call, q.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
     using C = Compute<S>;
-    bool needQ = dq.numElements() > 0;
-    bool needKV = dk.numElements() > 0 || dv.numElements() > 0;
-    if (!needQ && !needKV)
-      return okStatus();
     cudaStream_t stream = streamOf(call).handle();
     const S *qs = q.as<const S>(), *ks = k.as<const S>(), *vs = v.as<const S>(),
             *gs = g.as<const S>(), *maskS = static_cast<const S *>(mask);

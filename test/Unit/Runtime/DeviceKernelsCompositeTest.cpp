@@ -10,6 +10,8 @@
 
 #include "DeviceKernelsHarness.h"
 
+#include <cstdlib>
+
 namespace trainc {
 namespace {
 
@@ -266,7 +268,20 @@ Tolerance attentionOf(const AttentionShape &a, bool grad) {
   return {8 * terms * computeEps(a.t) + oneUlp(a.t)};
 }
 
+/// Sets $TRAINC_CUDA_ATTENTION (runtime/src/cuda/AttentionCudnn.h) for a
+/// test's lifetime: "trainc" keeps the CUDA device on trainc's own kernels
+/// (whose tolerance, above, a 16-bit intermediate fails), "cudnn" demands
+/// cuDNN's. The CPU device ignores it.
+class ScopedAttentionEngine {
+public:
+  explicit ScopedAttentionEngine(const char *engine) {
+    setenv("TRAINC_CUDA_ATTENTION", engine, 1);
+  }
+  ~ScopedAttentionEngine() { unsetenv("TRAINC_CUDA_ATTENTION"); }
+};
+
 TEST_P(DeviceKernels, Attention) {
+  ScopedAttentionEngine engine("trainc");
   uint32_t seed = 1;
   for (const AttentionShape &a : kAttentionShapes) {
     check(attentionCall(a, false, seed), attentionOf(a, false));
@@ -275,6 +290,7 @@ TEST_P(DeviceKernels, Attention) {
 }
 
 TEST_P(DeviceKernels, AttentionGrad) {
+  ScopedAttentionEngine engine("trainc");
   uint32_t seed = 1;
   for (const AttentionShape &a : kAttentionShapes) {
     check(attentionCall(a, true, seed), attentionOf(a, true));
@@ -286,6 +302,7 @@ TEST_P(DeviceKernels, AttentionGrad) {
 /// read without a transpose): every tensor, or some; on the tensor cores
 /// (bf16, head size 64, rows 12 heads * 64 apart as GPT-2's) and not.
 TEST_P(DeviceKernels, AttentionSeqMajor) {
+  ScopedAttentionEngine engine("trainc");
   const AttentionShape shapes[] = {
       {kBF16, 2, 12, 12, 129, 129, 64, 64, true, {}},
       {kBF16, 1, 4, 2, 70, 70, 48, 48, false, {1, 4, 70, 70}},
@@ -303,11 +320,24 @@ TEST_P(DeviceKernels, AttentionSeqMajor) {
       }
 }
 
+/// Makes `c` read q, k and v as windows of one random fused projection
+/// [B, S, Hq + 2 Hk, D] (ints[3..4]), which it returns.
+TestTensor readQkvFromOneProjection(Call &c, const AttentionShape &a,
+                                    uint32_t seed) {
+  TestTensor packed = uniform(a.t, {a.b, a.sq, a.hq + 2 * a.hk, a.d}, seed);
+  for (int i = 0; i < 3; ++i)
+    c.inputs[i] = packed;
+  c.ints[3] = a.hq;
+  c.ints[4] = a.hk;
+  return packed;
+}
+
 /// q, k and v as windows of one fused projection [B, S, Hq + 2 Hk, D]
 /// (ints[3..4]; trainc-read-qkv-in-place): GPT-2's 12 + 2 * 12 heads of 64
 /// on the tensor cores, grouped heads with a mask, f32; the gradient
 /// also into windows of one result.
 TEST_P(DeviceKernels, AttentionQkvWindows) {
+  ScopedAttentionEngine engine("trainc");
   const AttentionShape shapes[] = {
       {kBF16, 2, 12, 12, 129, 129, 64, 64, true, {}},
       {kBF16, 1, 4, 2, 70, 70, 48, 48, false, {1, 4, 70, 70}},
@@ -318,12 +348,7 @@ TEST_P(DeviceKernels, AttentionQkvWindows) {
     for (bool grad : {false, true}) {
       int64_t bits = grad ? 0x7f : 0xf;
       Call c = attentionCall(a, grad, seed, bits);
-      TestTensor packed =
-          uniform(a.t, {a.b, a.sq, a.hq + 2 * a.hk, a.d}, seed + 7);
-      for (int i = 0; i < 3; ++i)
-        c.inputs[i] = packed;
-      c.ints[3] = a.hq;
-      c.ints[4] = a.hk;
+      TestTensor packed = readQkvFromOneProjection(c, a, seed + 7);
       check(c, attentionOf(a, grad));
       if (grad) { // dq, dk and dv in their windows of one result
         c.outputs = {zeros(a.t, packed.dims())};
@@ -335,6 +360,7 @@ TEST_P(DeviceKernels, AttentionQkvWindows) {
 
 /// A row whose every key is masked (-inf) gives zeros, forward and back.
 TEST_P(DeviceKernels, AttentionFullyMaskedRows) {
+  ScopedAttentionEngine engine("trainc");
   for (DType t : {kF32, kBF16})
     for (bool grad : {false, true}) {
       AttentionShape a{t, 2, 2, 2, 3, 4, 8, 8, false, {2, 1, 3, 4}};
@@ -344,6 +370,50 @@ TEST_P(DeviceKernels, AttentionFullyMaskedRows) {
         mask.set((0 * 3 + 1) * 4 + j, -kInf); // Batch 0, query 1: no key.
       mask.set((1 * 3 + 2) * 4 + 0, -kInf);   // Batch 1, query 2: not key 0.
       check(c, attentionOf(a, grad));
+    }
+}
+
+/// cuDNN's fused attention (AttentionCudnn.cpp; TRAINC_CUDA_ATTENTION=cudnn,
+/// so a call cuDNN refuses fails here rather than falling back): GPT-2's
+/// layout (windows of one fused projection, 12 heads of 64, causal), the
+/// same head-major with Sq < Sk (a bottom-right causal mask), grouped
+/// heads, and f16. cuDNN rounds the probabilities to the storage type for
+/// P V and dS for dS K and dS^T Q, and takes the gradient's D from the
+/// 16-bit result. Each is one rounding (unit roundoff u) of a term whose
+/// weights are positive and sum to one, or a relative error of at most 2u
+/// in D; with the result's own rounding, the relative L2 error of each
+/// output against the f32 reference is below 3u when nothing else is
+/// wrong (an emulation of exactly these roundings in numpy measured 0.5u
+/// to 0.7u on these shapes), so 4u: 1.6% in bf16, 0.2% in f16. A wrong
+/// mask, index, stride or scale is an error of order one.
+TEST_P(DeviceKernels, AttentionCudnn) {
+  ScopedAttentionEngine engine("cudnn");
+  struct Case {
+    AttentionShape shape;
+    int64_t seqMajor;
+    bool packed;
+  };
+  const Case cases[] = {
+      {{kBF16, 2, 12, 12, 129, 129, 64, 64, true, {}}, 0x7f, true},
+      {{kBF16, 2, 4, 4, 100, 300, 64, 64, true, {}}, 0, false},
+      {{kBF16, 1, 8, 2, 77, 77, 32, 32, false, {}}, 0b0101, false},
+      {{kF16, 2, 4, 4, 64, 64, 128, 128, true, {}}, 0, false},
+  };
+  uint32_t seed = 21;
+  for (const Case &k : cases)
+    for (bool grad : {false, true}) {
+      const AttentionShape &a = k.shape;
+      int64_t bits = k.seqMajor & (grad ? 0x7f : 0xf);
+      Call c = attentionCall(a, grad, seed, bits);
+      if (k.packed) {
+        TestTensor qkv = readQkvFromOneProjection(c, a, seed + 7);
+        if (grad)
+          c.outputs = {zeros(a.t, qkv.dims())};
+      }
+      Tolerance tol;
+      tol.relL2 = 4 * storageEps(a.t);
+      check(c, tol);
+      seed += 5;
     }
 }
 

@@ -127,6 +127,11 @@ struct Tolerance {
   double rel = 0;
   /// With rel 0: NaN payloads too (the kernel moves bytes).
   bool bytes = false;
+  /// When not 0, in place of rel: ||got - want||_2 <= relL2 ||want||_2
+  /// over the result (NaN where the reference has NaN), for kernels whose
+  /// error is a rounding per element of a 16-bit intermediate (cuDNN's
+  /// attention) rather than bounded per element by the largest value.
+  double relL2 = 0;
 };
 
 const Tolerance kSameBytes{0, true};
@@ -355,6 +360,27 @@ inline ::testing::AssertionResult matches(const TestTensor &got,
                                           bool exact) {
   if (got.dims() != want.dims() || got.dtype() != want.dtype())
     return ::testing::AssertionFailure() << "wrong dtype or shape";
+  if (!exact && tol.relL2 > 0) {
+    double diff = 0, norm = 0;
+    int64_t nanMismatches = 0;
+    for (int64_t i = 0; i < want.size(); ++i) {
+      double a = got.get(i), b = want.get(i);
+      if (std::isnan(b) || std::isnan(a)) {
+        nanMismatches += std::isnan(a) != std::isnan(b);
+        continue;
+      }
+      diff += (a - b) * (a - b);
+      norm += b * b;
+    }
+    double rel = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-300);
+    if (nanMismatches == 0 && rel <= tol.relL2)
+      return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << dtypeName(want.dtype()) << shapeString(want.dims())
+           << ": relative L2 error " << rel << ", expected at most "
+           << tol.relL2 << "; " << nanMismatches
+           << " elements NaN on one side only";
+  }
   bool sameBits = exact || tol.rel == 0;
   bool nanIsNaN = !exact && !tol.bytes;
   double maxAbs = 0;
