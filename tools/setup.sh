@@ -120,7 +120,8 @@ fi
 # --- 2b. Build-time packages from PyPI -----------------------------------------
 # cuDNN's header-only C++ frontend, for the CUDA device's attention, where
 # CUDA is (tools/requirements-build.txt: pinned, hashes checked). Only its
-# include/ directory is unpacked, into BUILD_DIR/deps.
+# include/ directory is unpacked, into BUILD_DIR/deps. The venv's pip fetches it
+# (a fresh Debian's python3 has no pip).
 frontend_dir="$build_dir/deps/cudnn-frontend-1.32.0"
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   step "Checking cuDNN's frontend headers in $frontend_dir"
@@ -132,10 +133,10 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   else
     wheels="$build_dir/deps/wheels"
     mkdir -p "$wheels"
-    python3 -m pip download -q --disable-pip-version-check --no-deps \
+    "$python" -m pip download -q --disable-pip-version-check --no-deps \
       --only-binary=:all: --platform manylinux_2_28_x86_64 --python-version 3.11 \
       --implementation cp --require-hashes -r "$repo/tools/requirements-build.txt" -d "$wheels"
-    python3 - "$wheels" "$frontend_dir" <<'PY'
+    "$python" - "$wheels" "$frontend_dir" <<'PY'
 import glob, os, sys, zipfile
 wheel, = glob.glob(os.path.join(sys.argv[1], "nvidia_cudnn_frontend-1.32.0-*.whl"))
 with zipfile.ZipFile(wheel) as z:

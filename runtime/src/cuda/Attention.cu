@@ -610,8 +610,6 @@ Status runThroughCudnn(const KernelCall &call, const AttnShape &a,
   ran = false;
   AttentionEngine engine;
   TRAINC_RETURN_IF_ERROR(attentionEngine(engine));
-  if (engine == AttentionEngine::kTrainc)
-    return okStatus();
   CudnnAttentionCall c;
   c.grad = grad;
   c.dtype = call.inputs[0].dtype;

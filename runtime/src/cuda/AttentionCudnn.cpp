@@ -106,8 +106,8 @@ std::string cudnnAttentionRefusal(const CudnnAttentionCall &c) {
   const int tensors = c.grad ? kAttentionGradTensors : kAttentionTensors;
   for (int i = 0; i < tensors; ++i) {
     const math::HeadLayout &l = c.layout[i];
-    uintptr_t start =
-        reinterpret_cast<uintptr_t>(data[i]) + uintptr_t(l.base) * 2;
+    uintptr_t start = reinterpret_cast<uintptr_t>(data[i]) +
+                      uintptr_t(l.base) * dtypeSize(c.dtype);
     if (start % 16 != 0 || l.batchStride % 8 != 0 || l.headStride % 8 != 0 ||
         l.seqStride % 8 != 0)
       return "tensor " + std::to_string(i) +
@@ -467,8 +467,11 @@ Status execute(const KernelCall &call, const fe::graph::Graph &g,
   return okStatus();
 }
 
-void *at(const void *data, const math::HeadLayout &l) {
-  return const_cast<char *>(static_cast<const char *>(data)) + l.base * 2;
+/// Element (0, 0, 0, 0) of a tensor of `c` stored at `data` with layout `l`.
+void *at(const CudnnAttentionCall &c, const void *data,
+         const math::HeadLayout &l) {
+  return const_cast<char *>(static_cast<const char *>(data)) +
+         l.base * int64_t(dtypeSize(c.dtype));
 }
 
 } // namespace
@@ -521,9 +524,9 @@ Status runCudnnAttention(const KernelCall &call, const CudnnAttentionCall &c,
   cudaStream_t stream =
       static_cast<CudaStream &>(*call.context->stream).handle();
   std::unordered_map<int64_t, void *> pointers = {
-      {kUidQ, at(c.query, c.layout[0])},
-      {kUidK, at(c.key, c.layout[1])},
-      {kUidV, at(c.value, c.layout[2])}};
+      {kUidQ, at(c, c.query, c.layout[0])},
+      {kUidK, at(c, c.key, c.layout[1])},
+      {kUidV, at(c, c.value, c.layout[2])}};
   // Stream-ordered scratch, one allocation: the workspace (the graphs run
   // one after the other on this stream and share it), then for a gradient
   // the forward's result and its statistics. Out of memory under `auto`
@@ -531,7 +534,9 @@ Status runCudnnAttention(const KernelCall &call, const CudnnAttentionCall &c,
   int64_t workspace =
       (std::max(plan->forwardWorkspace, plan->backwardWorkspace) + 255) / 256 *
       256;
-  int64_t outBytes = c.grad ? c.batch * c.hq * c.sq * c.dv * 2 : 0,
+  int64_t outBytes = c.grad ? c.batch * c.hq * c.sq * c.dv *
+                                  int64_t(dtypeSize(c.dtype))
+                            : 0,
           statsBytes =
               c.grad ? c.batch * c.hq * c.sq * int64_t(sizeof(float)) : 0;
   int64_t bytes = workspace + outBytes + statsBytes;
@@ -552,7 +557,7 @@ Status runCudnnAttention(const KernelCall &call, const CudnnAttentionCall &c,
   void *workspacePtr = workspace > 0 ? space : nullptr;
   Status status;
   if (!c.grad) {
-    pointers[kUidO] = at(c.result, c.layout[3]);
+    pointers[kUidO] = at(c, c.result, c.layout[3]);
     status =
         execute(call, *plan->forward, handle, stream, workspacePtr, pointers);
   } else {
@@ -562,10 +567,10 @@ Status runCudnnAttention(const KernelCall &call, const CudnnAttentionCall &c,
     status =
         execute(call, *plan->forward, handle, stream, workspacePtr, pointers);
     if (status.ok()) {
-      pointers[kUidGradO] = at(c.cotangent, c.layout[3]);
-      pointers[kUidDq] = at(c.dQuery, c.layout[4]);
-      pointers[kUidDk] = at(c.dKey, c.layout[5]);
-      pointers[kUidDv] = at(c.dValue, c.layout[6]);
+      pointers[kUidGradO] = at(c, c.cotangent, c.layout[3]);
+      pointers[kUidDq] = at(c, c.dQuery, c.layout[4]);
+      pointers[kUidDk] = at(c, c.dKey, c.layout[5]);
+      pointers[kUidDv] = at(c, c.dValue, c.layout[6]);
       status = execute(call, *plan->backward, handle, stream, workspacePtr,
                        pointers);
     }

@@ -102,6 +102,38 @@ TEST(AttentionCudnn, RefusesWhatItCannotTakeAndSaysWhy) {
       << refusal(c);
 }
 
+/// A call cuDNN does not take: with TRAINC_CUDA_ATTENTION=cudnn an error
+/// naming the variable and the reason; under auto nothing queued (trainc's
+/// kernels run) and no error; under trainc cuDNN is never asked. Refused
+/// by its shape, so no GPU, stream or libcudnn is touched.
+TEST(AttentionCudnn, ACallItDoesNotTakeIsAnErrorOnlyWhenCudnnIsDemanded) {
+  KernelCall call;
+  call.op = Opcode::AttentionGrad;
+  CudnnAttentionCall c = gpt2(true);
+  c.dtype = DType::F32;
+  bool ran = true;
+  Status s = runCudnnAttention(call, c, AttentionEngine::kCudnn, ran);
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.toString();
+  for (const char *word :
+       {"attention_grad", "TRAINC_CUDA_ATTENTION=cudnn", "dtype f32"})
+    EXPECT_NE(s.message().find(word), std::string::npos)
+        << "'" << word << "' is not in: " << s.toString();
+  for (AttentionEngine engine :
+       {AttentionEngine::kAuto, AttentionEngine::kTrainc}) {
+    ran = true;
+    s = runCudnnAttention(call, gpt2(true), engine, ran);
+    if (engine == AttentionEngine::kTrainc) {
+      EXPECT_TRUE(s.ok()) << s.toString();
+      EXPECT_FALSE(ran);
+    }
+    ran = true;
+    s = runCudnnAttention(call, c, engine, ran);
+    EXPECT_TRUE(s.ok()) << s.toString();
+    EXPECT_FALSE(ran);
+  }
+}
+
 TEST(AttentionCudnn, EngineComesFromTheEnvironment) {
   struct Case {
     const char *value;

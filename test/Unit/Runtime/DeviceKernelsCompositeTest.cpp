@@ -383,8 +383,9 @@ TEST_P(DeviceKernels, AttentionFullyMaskedRows) {
 /// weights are positive and sum to one, or a relative error of at most 2u
 /// in D; with the result's own rounding, the relative L2 error of each
 /// output against the f32 reference is below 3u when nothing else is
-/// wrong (an emulation of exactly these roundings in numpy measured 0.5u
-/// to 0.7u on these shapes), so 4u: 1.6% in bf16, 0.2% in f16. A wrong
+/// wrong (tools/attention_rounding.py, an emulation of exactly these
+/// roundings in numpy, measures 0.5u to 0.7u on these shapes), so 4u: 1.6%
+/// in bf16, 0.2% in f16. A wrong
 /// mask, index, stride or scale is an error of order one.
 TEST_P(DeviceKernels, AttentionCudnn) {
   ScopedAttentionEngine engine("cudnn");
