@@ -34,9 +34,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'tools'))
 sys.path.insert(0, HERE)
 import make_gpt  # noqa: E402
-from fused_elementwise_step import (STEPS, hf_case, live_bound,  # noqa: E402
-                                    make_gpt_cases, run, run_cases, runs_with,
-                                    same_training)
+from fused_elementwise_step import (hf_case, live_bound, make_gpt_cases,  # noqa: E402
+                                    run, run_cases, runs_with, verdict)
 
 
 def inspect(args, exe):
@@ -54,9 +53,8 @@ def inspect(args, exe):
 def check(args, name, model, inputs, extra, work):
     runs = runs_with(args, name, model, inputs, extra, work, 'fuse-bias-grad',
                      ('true', 'false'), inspect)
-    (count, sums, fused, live), (log, state) = runs['true']
-    (plain_count, plain_sums, plain_fused, plain_live), (plain_log, plain_state) = \
-        runs['false']
+    (count, sums, fused, live), trained = runs['true']
+    (plain_count, plain_sums, plain_fused, plain_live), plain_trained = runs['false']
     problems = []
     if fused == 0 or plain_fused != 0:
         problems.append(f'{fused} dot_general_bias_grad instructions fused, '
@@ -64,16 +62,10 @@ def check(args, name, model, inputs, extra, work):
     if plain_sums - sums != fused or plain_count - count != fused:
         problems.append(f'{plain_sums} -> {sums} reduce_sums and {plain_count} -> '
                         f'{count} instructions for {fused} fused')
-    if live > plain_live:
-        problems.append(f'live activations {live} above {plain_live} bytes')
-    problems += same_training(log, state, plain_log, plain_state)
-    if problems:
-        print(f'{name}: FAIL ' + '; '.join(problems[:4]))
-        return False
-    print(f'{name}: bitwise equal over {STEPS} steps; {plain_count} -> {count} '
-          f'instructions ({fused} bias gradients in their matmuls); most live '
-          f'activations {plain_live} -> {live} bytes')
-    return True
+    return verdict(name, problems, live, plain_live, trained, plain_trained,
+                   f'{plain_count} -> {count} instructions ({fused} bias gradients '
+                   f'in their matmuls); most live activations {plain_live} -> '
+                   f'{live} bytes')
 
 
 def main():

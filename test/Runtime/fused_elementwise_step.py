@@ -181,25 +181,35 @@ def runs_with(args, name, model, inputs, extra, work, flag, values, look):
     return runs
 
 
+def verdict(name, problems, live, plain_live, trained, plain_trained, summary):
+    """How every step test of a lowering ends: no more live activations
+    than without it and the same training bit for bit (`trained` and
+    `plain_trained`: `train`'s records and last checkpoint), added to the
+    test's own `problems`; then one line, FAIL and the problems, or
+    `summary`. Returns whether it passed."""
+    if live > plain_live:
+        problems.append(f'live activations {live} above {plain_live} bytes')
+    problems += same_training(*trained, *plain_trained)
+    if problems:
+        print(f'{name}: FAIL ' + '; '.join(problems[:4]))
+        return False
+    print(f'{name}: bitwise equal over {STEPS} steps; {summary}')
+    return True
+
+
 def check(args, name, model, inputs, extra, work):
     runs = runs_with(args, name, model, inputs, extra, work, 'fuse-elementwise',
                      ('true', 'false'), inspect)
-    (fused_count, loops, fused_live, fused_peak), (fused_log, fused_state) = runs['true']
-    (plain_count, plain_loops, plain_live, plain_peak), (plain_log, plain_state) = runs['false']
+    (fused_count, loops, fused_live, fused_peak), trained = runs['true']
+    (plain_count, plain_loops, plain_live, plain_peak), plain_trained = runs['false']
     problems = []
     if loops == 0 or plain_loops != 0 or fused_count >= plain_count:
         problems.append(f'{loops} fused loops, {fused_count} against {plain_count} '
                         f'instructions ({plain_loops} loops unfused)')
-    if fused_live > plain_live:
-        problems.append(f'live activations {fused_live} above {plain_live} bytes')
-    problems += same_training(fused_log, fused_state, plain_log, plain_state)
-    if problems:
-        print(f'{name}: FAIL ' + '; '.join(problems[:4]))
-        return False
-    print(f'{name}: bitwise equal over {STEPS} steps; {plain_count} -> {fused_count} '
-          f'instructions ({loops} fused loops and cast groups); most live activations {plain_live} -> '
-          f'{fused_live} bytes, planned peak {plain_peak} -> {fused_peak}')
-    return True
+    return verdict(name, problems, fused_live, plain_live, trained, plain_trained,
+                   f'{plain_count} -> {fused_count} instructions ({loops} fused loops '
+                   f'and cast groups); most live activations {plain_live} -> '
+                   f'{fused_live} bytes, planned peak {plain_peak} -> {fused_peak}')
 
 
 def main():

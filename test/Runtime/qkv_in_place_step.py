@@ -33,9 +33,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fused_elementwise_step import (STEPS, hf_case, live_bound,  # noqa: E402
-                                    make_gpt_cases, run, run_cases, runs_with,
-                                    same_training)
+from fused_elementwise_step import (hf_case, live_bound, make_gpt_cases,  # noqa: E402
+                                    run, run_cases, runs_with, verdict)
 
 
 def inspect(args, exe):
@@ -59,9 +58,9 @@ def inspect(args, exe):
 def check(args, name, model, inputs, extra, work):
     runs = runs_with(args, name, model, inputs, extra, work, 'qkv-in-place',
                      ('true', 'false'), inspect)
-    (count, copies, attention, windows, packed, live), (log, state) = runs['true']
+    (count, copies, attention, windows, packed, live), trained = runs['true']
     (plain_count, plain_copies, plain_attention, plain_windows, plain_packed,
-     plain_live), (plain_log, plain_state) = runs['false']
+     plain_live), plain_trained = runs['false']
     problems = []
     if attention == 0 or windows != attention or plain_windows != 0:
         problems.append(f'{windows} of {attention} attention instructions read qkv '
@@ -72,17 +71,10 @@ def check(args, name, model, inputs, extra, work):
     if copies >= plain_copies or count >= plain_count:
         problems.append(f'{plain_copies} -> {copies} slices and concatenates, '
                         f'{plain_count} -> {count} instructions')
-    if live > plain_live:
-        problems.append(f'live activations {live} above {plain_live} bytes')
-    problems += same_training(log, state, plain_log, plain_state)
-    if problems:
-        print(f'{name}: FAIL ' + '; '.join(problems[:4]))
-        return False
-    print(f'{name}: bitwise equal over {STEPS} steps; {plain_count} -> {count} '
-          f'instructions ({plain_copies} -> {copies} slices and concatenates), '
-          f'{attention} attention instructions in place; most live activations '
-          f'{plain_live} -> {live} bytes')
-    return True
+    return verdict(name, problems, live, plain_live, trained, plain_trained,
+                   f'{plain_count} -> {count} instructions ({plain_copies} -> {copies} '
+                   f'slices and concatenates), {attention} attention instructions in '
+                   f'place; most live activations {plain_live} -> {live} bytes')
 
 
 def main():
