@@ -132,6 +132,7 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   recompute.padClasses = options.lower.padClasses;
   recompute.qkvInPlace = options.lower.qkvInPlace;
   recompute.fuseBiasGrad = options.lower.fuseBiasGrad;
+  recompute.fuseLossGrad = options.lower.fuseLossGrad;
   pm.addPass(createRecompute(recompute));
   if (last == Phase::Recompute)
     return;
@@ -151,7 +152,7 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
   // norm_grad sums the norms' parameter gradients, the 16-bit
   // products only widened to f32 are made in f32, bias gradients are
   // summed by their weights' matmuls, a loss's classes are padded for its
-  // matmuls,
+  // matmuls, the loss and its logits gradient become one op,
   // elementwise chains become loops, then every op must be an instruction.
   pm.addNestedPass<mlir::func::FuncOp>(createAbsorbTransposes());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
@@ -163,6 +164,8 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
     pm.addNestedPass<mlir::func::FuncOp>(createFuseBiasGrad());
   pm.addNestedPass<mlir::func::FuncOp>(
       createPadClasses(PadClassesOptions{lower.padClasses}));
+  if (lower.fuseLossGrad)
+    pm.addNestedPass<mlir::func::FuncOp>(createFuseLossGrad());
   if (lower.fuseElementwise)
     pm.addNestedPass<mlir::func::FuncOp>(createFuseElementwise());
   pm.addPass(createLower());

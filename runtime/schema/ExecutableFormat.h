@@ -49,7 +49,8 @@ namespace trainc {
 ///      read as windows of one fused projection's heads), and
 ///      AttentionGrad's one-result form (the projection's gradient).
 ///  17: DotGeneralBiasGrad.
-constexpr uint32_t kFormatVersion = 17;
+///  18: SoftmaxCrossEntropyAndGrad.
+constexpr uint32_t kFormatVersion = 18;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

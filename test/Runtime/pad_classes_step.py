@@ -93,9 +93,12 @@ def within_rounding(padded, plain, later_bound):
 
 
 def loss_rows(args, exe):
-    """(row length, classes) of the executable's softmax_cross_entropy."""
+    """(row length, classes) of the executable's loss: its
+    softmax_cross_entropy, or the softmax_cross_entropy_and_grad that
+    computes it with its gradient (trainc-fuse-loss-grad)."""
     out = run([args.trainc_run, exe, '--inspect']).stdout
-    m = re.search(r'^  \d+: %\d+ = softmax_cross_entropy\(%(\d+), %\d+\) '
+    m = re.search(r'^  \d+: %\d+(?:, %\d+)? = softmax_cross_entropy(?:_and_grad)?'
+                  r'\(%(\d+), %\d+(?:, %\d+)?\) '
                   r'ints=\[\d+, \d+, -?\d+, (\d+)\]', out, re.M)
     if not m:
         raise RuntimeError('no softmax_cross_entropy in --inspect')

@@ -369,6 +369,17 @@ int runCompilerCli(int argc, char **argv) {
                "on the CPU the results are the same bits (default true; "
                "--fuse-bias-grad=false: a reduce_sum per bias)"),
       cl::location(options.lower.fuseBiasGrad), cl::cat(category));
+  cl::opt<bool, true> fuseLossGrad(
+      "fuse-loss-grad",
+      cl::desc("With --train, in the lower phase, compute a cross-entropy "
+               "loss and its logits gradient in one instruction that reads "
+               "the logits three times instead of five (the vocabulary's "
+               "logits are a language model's largest tensor); the "
+               "gradients are the same bits, the loss may differ in its "
+               "last bits (its sum of exps is added in the gradient's "
+               "order) (default true; --fuse-loss-grad=false: two "
+               "instructions)"),
+      cl::location(options.lower.fuseLossGrad), cl::cat(category));
   cl::opt<std::string, true> optimizerName(
       "optimizer", cl::desc("With --train: adamw (default), sgd or none"),
       cl::value_desc("name"), cl::location(opt.optimizer), cl::cat(category));

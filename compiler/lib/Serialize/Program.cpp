@@ -396,7 +396,7 @@ LogicalResult Builder::lowerOp(Operation *op) {
       })
       .Case([&](AttentionOp a) { attentionAttrs(a, inst); })
       .Case([&](AttentionGradOp a) { attentionAttrs(a, inst); })
-      .Case([&](SoftmaxCrossEntropyOp s) {
+      .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyAndGradOp>([&](auto s) {
         int64_t classes = classesOf(s);
         if (!program.signature.vocabulary)
           program.signature.vocabulary = classes;

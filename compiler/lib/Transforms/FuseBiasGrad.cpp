@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusionUtil.h"
 #include "trainc/Compiler/Passes.h"
 #include "trainc/Dialect/Graph/GraphOps.h"
 
@@ -53,26 +54,6 @@ DotGeneralOp productOf(ReduceSumOp sum, bool &sumRhs) {
   return nullptr;
 }
 
-/// Whether every user of `op`'s results comes after `point`.
-bool usedOnlyAfter(Operation *op, Operation *point) {
-  for (Operation *user : op->getUsers())
-    if (user->getBlock() != point->getBlock() || !point->isBeforeInBlock(user))
-      return false;
-  return true;
-}
-
-/// Whether every operand of `dot` is defined before `point`.
-bool operandsBefore(DotGeneralOp dot, Operation *point) {
-  for (Value v : dot->getOperands()) {
-    Operation *def = v.getDefiningOp();
-    if (def ? def->getBlock() == point->getBlock() &&
-                  !def->isBeforeInBlock(point)
-            : cast<BlockArgument>(v).getOwner() != point->getBlock())
-      return false;
-  }
-  return true;
-}
-
 struct FuseBiasGradPass
     : public trainc::impl::FuseBiasGradBase<FuseBiasGradPass> {
   void runOnOperation() override {
@@ -90,12 +71,9 @@ struct FuseBiasGradPass
         continue;
       // At the product's place (the schedule phase ordered the GEMMs) when
       // the sum's users all follow it, else at the sum's.
-      Operation *point = dot;
-      if (!usedOnlyAfter(sum, dot)) {
-        if (!usedOnlyAfter(dot, sum) || !operandsBefore(dot, sum))
-          continue;
-        point = sum;
-      }
+      Operation *point = trainc::fusionPoint(dot, sum);
+      if (!point)
+        continue;
       OpBuilder b(point);
       auto fused = b.create<DotGeneralBiasGradOp>(
           dot.getLoc(), dot.getLhs(), dot.getRhs(),

@@ -141,9 +141,11 @@ MemoryPlanReport planMemory(Program &program,
   aliasInstructions.assign(instructions.size(), false);
   for (int64_t i = 0; i < end; ++i) {
     ProgramInstruction &inst = instructions[i];
-    // One result, or a fused loop's several, each taking its own operand.
+    // One result, or the several of an op that says which operand each
+    // may overwrite (a fused loop's, the fused loss and gradient's), each
+    // taking its own operand.
     if (inst.results.size() != 1 &&
-        !(inst.op && isa<FusedElementwiseOp>(inst.op)))
+        !(inst.op && isa<InPlaceOpInterface>(inst.op)))
       continue;
     // Copies of function results are Outputs, so only graph.reshape ops
     // reach here as reshapes.

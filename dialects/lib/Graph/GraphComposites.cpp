@@ -317,17 +317,20 @@ static LogicalResult inferCrossEntropyType(Type logitsType, Type targetsType,
   return success();
 }
 
-/// (C4) of both cross-entropy ops: `classes` in [1, C].
+/// `classes` in [1, C]: C4 of both cross-entropy ops, C5 of
+/// softmax_cross_entropy_and_grad (`contract`).
 static LogicalResult checkClasses(Operation *op, Type logitsType,
-                                  std::optional<uint64_t> classes) {
+                                  std::optional<uint64_t> classes,
+                                  int contract = 4) {
   auto logits = cast<RankedTensorType>(logitsType);
   if (!classes || logits.getRank() < 1)
     return success();
   int64_t size = logits.getShape().back();
   if (int64_t(*classes) < 1 ||
       int64_t(*classes) > size) // softmax_cross_entropy_c4
-    return op->emitOpError() << "(C4) classes " << int64_t(*classes)
-                             << " is not in [1, " << size << "]";
+    return op->emitOpError()
+           << "(C" << contract << ") classes " << int64_t(*classes)
+           << " is not in [1, " << size << "]";
   return success();
 }
 
@@ -357,6 +360,34 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
 bool SoftmaxCrossEntropyGradOp::canOverwriteOperand(unsigned result,
                                                     unsigned operand) {
   return operand == 0;
+}
+
+bool SoftmaxCrossEntropyAndGradOp::canOverwriteOperand(unsigned result,
+                                                       unsigned operand) {
+  return result == 1 && operand == 0;
+}
+
+LogicalResult SoftmaxCrossEntropyAndGradOp::verify() {
+  RankedTensorType logits = getLogits().getType();
+  SmallVector<Type, 1> inferred;
+  // C1 and the targets' half of C2, with softmax_cross_entropy's messages.
+  if (failed(inferCrossEntropyType(logits, getTargets().getType(),
+                                   getReduction(), &inferred,
+                                   [&] { return emitOpError(); })))
+    return failure();
+  if (getWeight().getType().getShape() !=
+      logits.getShape().drop_back()) // softmax_cross_entropy_and_grad_c2
+    return emitOpError("(C2) weight must have the logits' shape without its "
+                       "last dimension");
+  Type loss = getLoss().getType();
+  if (!isInferredOr(inferred, loss,
+                    isWidenedTo32)) // softmax_cross_entropy_and_grad_c3
+    return emitOpError() << "(C3) loss type " << loss
+                         << " differs from softmax_cross_entropy's "
+                         << inferred.front();
+  if (getGrad().getType() != logits) // softmax_cross_entropy_and_grad_c4
+    return emitOpError("(C4) grad must have the logits' type");
+  return checkClasses(*this, logits, getClasses(), /*contract=*/5);
 }
 
 LogicalResult SoftmaxCrossEntropyGradOp::verify() {

@@ -161,6 +161,13 @@ int64_t SoftmaxCrossEntropyGradOp::getFlops() {
   return 6 * numElements(getResult());
 }
 
+/// The gradient's, and the log and the target pick per row.
+int64_t SoftmaxCrossEntropyAndGradOp::getFlops() {
+  auto logits = getLogits().getType();
+  return 6 * logits.getNumElements() +
+         2 * product(logits.getShape().drop_back());
+}
+
 /// The scores again (2 D per score), dP = g v^T and dv = P^T g (2 Dv each),
 /// dq and dk (2 D each), and softmax, the row dot and dS (8 per score).
 int64_t AttentionGradOp::getFlops() {

@@ -408,6 +408,11 @@ ShardingRule DotGeneralBiasGradOp::getShardingRule() {
   return RuleBuilder(*this).take();
 }
 
+/// Formed after partitioning (in the lower phase): every dimension whole.
+ShardingRule SoftmaxCrossEntropyAndGradOp::getShardingRule() {
+  return RuleBuilder(*this).take();
+}
+
 ShardingRule ReduceSumOp::getShardingRule() {
   return reduction(*this, getDims(), /*sum=*/true);
 }

@@ -27,6 +27,12 @@
 // i64); the classes are the first C = ints[3] <= P of each row, the others
 // padding (trainc-pad-classes), never read.
 //
+// softmax_cross_entropy_and_grad (the end of this file) gives both: each
+// row's gradient exactly as softmax_cross_entropy_grad computes it, and its
+// loss from that softmax's max and sum (for f32, softmaxRowF32's sum, not
+// maxAndSumExpF32's: the same exps added in another order), reduced as
+// softmax_cross_entropy reduces; the targets are checked first, as there.
+//
 //===----------------------------------------------------------------------===//
 
 #include "base/Parallel.h"
@@ -54,6 +60,49 @@ std::string positionString(const TensorRef &t, int64_t r) {
   return s + "]";
 }
 
+/// The targets as int64 in `target`, and how many positions are not
+/// ignored; a target outside [0, classes) that is not the ignored index is
+/// an error naming its position (before anything is written).
+Status readTargets(const KernelCall &call, const TensorRef &targets,
+                   int64_t classes, bool hasIgnore, int64_t ignoreIndex,
+                   std::vector<int64_t> &target, int64_t &counted) {
+  int64_t rows = targets.numElements();
+  target.resize(rows);
+  counted = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t t = loadAs<int64_t>(targets, r);
+    target[r] = t;
+    if (hasIgnore && t == ignoreIndex)
+      continue;
+    if (t < 0 || t >= classes)
+      return kernelError(call, "target " + std::to_string(t) + " at position " +
+                                   positionString(targets, r) +
+                                   " is outside [0, " +
+                                   std::to_string(classes) + ")");
+    ++counted;
+  }
+  return okStatus();
+}
+
+/// The per-position losses into `out` as `reduction` asks: each (none),
+/// their sum in position order (sum), or that over `counted` (mean; NaN
+/// when 0).
+template <typename T>
+void storeLosses(const TensorRef &out, const std::vector<T> &loss,
+                 int64_t reduction, int64_t counted) {
+  if (reduction == 0) {
+    for (size_t r = 0; r < loss.size(); ++r)
+      storeAs(out, int64_t(r), loss[r]);
+    return;
+  }
+  T total = 0;
+  for (T l : loss)
+    total += l;
+  if (reduction == 2)
+    total = counted ? total / T(counted) : std::numeric_limits<T>::quiet_NaN();
+  storeAs(out, 0, total);
+}
+
 } // namespace
 
 Status runCrossEntropy(const KernelCall &call) {
@@ -70,20 +119,10 @@ Status runCrossEntropy(const KernelCall &call) {
   int64_t classes = call.ints[3], stride = logits.dims[logits.rank - 1];
   int64_t rows = targets.numElements();
 
-  std::vector<int64_t> target(rows);
+  std::vector<int64_t> target;
   int64_t counted = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t t = loadAs<int64_t>(targets, r);
-    target[r] = t;
-    if (hasIgnore && t == ignoreIndex)
-      continue;
-    if (t < 0 || t >= classes)
-      return kernelError(call, "target " + std::to_string(t) + " at position " +
-                                   positionString(targets, r) +
-                                   " is outside [0, " +
-                                   std::to_string(classes) + ")");
-    ++counted;
-  }
+  TRAINC_RETURN_IF_ERROR(readTargets(call, targets, classes, hasIgnore,
+                                     ignoreIndex, target, counted));
 
   withFloatCompute(logits.dtype, [&](auto zero) {
     using T = decltype(zero);
@@ -118,18 +157,7 @@ Status runCrossEntropy(const KernelCall &call) {
         loss[r] = (max - row[target[r]]) + std::log(sum);
       }
     });
-    if (reduction == 0) {
-      for (int64_t r = 0; r < rows; ++r)
-        storeAs(out, r, loss[r]);
-      return;
-    }
-    T total = 0;
-    for (T l : loss)
-      total += l;
-    if (reduction == 2)
-      total =
-          counted ? total / T(counted) : std::numeric_limits<T>::quiet_NaN();
-    storeAs(out, 0, total);
+    storeLosses(out, loss, reduction, counted);
   });
   return okStatus();
 }
@@ -148,8 +176,118 @@ Status runCrossEntropy(const KernelCall &call) {
 // `classes` of its entries) gets 0 in the padding, which is never read.
 
 namespace trainc::cpu {
+namespace {
+
+/// What a gradient row leaves for its loss: its softmax's max and sum of
+/// exps and the logit at the target (read before the row is written).
+template <typename T> struct RowLoss { T max, sum, atTarget; };
+
+/// Row r (at `base`) of the logits' gradient into `out`, with weight w and
+/// target t; with `rowLoss`, also what the row's loss needs (t must then be
+/// in [0, classes)). `buffer` is the caller's scratch.
+template <typename T>
+void gradientRow(const TensorRef &logits, const TensorRef &out, int64_t base,
+                 int64_t classes, int64_t stride, T w, int64_t t,
+                 std::vector<T> &buffer, RowLoss<T> *rowLoss) {
+  for (int64_t c = classes; c < stride; ++c)
+    storeAs(out, base + c, T(0));
+  bool hit = t >= 0 && t < classes;
+  T *row = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    // f32 in place in the result, 16-bit widened into the buffer
+    // first; both through f32's softmax (the CUDA kernel's as well).
+    const float *in = nullptr;
+    if (logits.dtype == DType::F32) {
+      in = logits.as<float>() + base;
+      row = out.as<float>() + base;
+    } else {
+      buffer.resize(classes);
+      for (int64_t c = 0; c < classes; ++c)
+        buffer[c] = loadAs<float>(logits, base + c);
+      in = row = buffer.data();
+    }
+    if (rowLoss) {
+      rowLoss->atTarget = in[t]; // before `row`, maybe `in`, is written
+      softmaxRowF32(in, row, classes, &rowLoss->max, &rowLoss->sum);
+    } else {
+      softmaxRowF32(in, row, classes);
+    }
+  } else {
+    buffer.resize(classes);
+    for (int64_t c = 0; c < classes; ++c)
+      buffer[c] = loadAs<T>(logits, base + c);
+    if (rowLoss)
+      rowLoss->atTarget = buffer[t];
+    T max = -std::numeric_limits<T>::infinity();
+    for (T x : buffer)
+      max = std::max(max, x);
+    T sum = 0;
+    for (T &x : buffer)
+      sum += (x = std::exp(x - max));
+    for (T &x : buffer)
+      x = x / sum;
+    row = buffer.data();
+    if (rowLoss) {
+      rowLoss->max = max;
+      rowLoss->sum = sum;
+    }
+  }
+  T atTarget = hit ? (row[t] - T(1)) * w : T(0);
+  for (int64_t c = 0; c < classes; ++c)
+    row[c] = row[c] * w;
+  if (hit)
+    row[t] = atTarget;
+  if (logits.dtype != DType::F32)
+    for (int64_t c = 0; c < classes; ++c)
+      storeAs(out, base + c, row[c]);
+}
+
+/// softmax_cross_entropy_and_grad: ints as softmax_cross_entropy's, the
+/// weight operand and the gradient result as softmax_cross_entropy_grad's.
+Status runCrossEntropyAndGrad(const KernelCall &call) {
+  const TensorRef &logits = call.inputs[0], &targets = call.inputs[1],
+                  &weight = call.inputs[2];
+  const TensorRef &lossOut = call.outputs[0], &out = call.outputs[1];
+  if (!isFloat(logits.dtype))
+    return unsupportedDType(call, logits.dtype);
+  if (targets.dtype != DType::I32 && targets.dtype != DType::I64)
+    return unsupportedDType(call, targets.dtype);
+  int64_t reduction = call.ints[0];
+  bool hasIgnore = call.ints[1] != 0;
+  int64_t ignoreIndex = call.ints[2];
+  int64_t classes = call.ints[3], stride = logits.dims[logits.rank - 1];
+  int64_t rows = targets.numElements();
+  std::vector<int64_t> target;
+  int64_t counted = 0;
+  TRAINC_RETURN_IF_ERROR(readTargets(call, targets, classes, hasIgnore,
+                                     ignoreIndex, target, counted));
+  int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(stride, 1));
+  withFloatCompute(logits.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> loss(rows, T(0));
+    parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+      std::vector<T> buffer;
+      for (int64_t r = begin; r < end; ++r) {
+        int64_t t = target[r];
+        bool ignored = hasIgnore && t == ignoreIndex;
+        RowLoss<T> rowLoss;
+        gradientRow(logits, out, r * stride, classes, stride,
+                    loadAs<T>(weight, r), t, buffer,
+                    ignored ? nullptr : &rowLoss);
+        if (!ignored)
+          loss[r] = (rowLoss.max - rowLoss.atTarget) + std::log(rowLoss.sum);
+      }
+    });
+    storeLosses(lossOut, loss, reduction, counted);
+  });
+  return okStatus();
+}
+
+} // namespace
 
 Status runCrossEntropyGrad(const KernelCall &call) {
+  if (call.op == Opcode::SoftmaxCrossEntropyAndGrad)
+    return runCrossEntropyAndGrad(call);
   const TensorRef &logits = call.inputs[0], &targets = call.inputs[1],
                   &weight = call.inputs[2];
   const TensorRef &out = call.outputs[0];
@@ -165,51 +303,10 @@ Status runCrossEntropyGrad(const KernelCall &call) {
     using T = decltype(zero);
     parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
       std::vector<T> buffer;
-      for (int64_t r = begin; r < end; ++r) {
-        int64_t base = r * stride;
-        for (int64_t c = classes; c < stride; ++c)
-          storeAs(out, base + c, T(0));
-        T w = loadAs<T>(weight, r);
-        int64_t t = loadAs<int64_t>(targets, r);
-        T *row = nullptr;
-        if constexpr (std::is_same_v<T, float>) {
-          // f32 in place in the result, 16-bit widened into the buffer
-          // first; both through f32's softmax (the CUDA kernel's as well).
-          const float *in = nullptr;
-          if (logits.dtype == DType::F32) {
-            in = logits.as<float>() + base;
-            row = out.as<float>() + base;
-          } else {
-            buffer.resize(classes);
-            for (int64_t c = 0; c < classes; ++c)
-              buffer[c] = loadAs<float>(logits, base + c);
-            in = row = buffer.data();
-          }
-          softmaxRowF32(in, row, classes);
-        } else {
-          buffer.resize(classes);
-          for (int64_t c = 0; c < classes; ++c)
-            buffer[c] = loadAs<T>(logits, base + c);
-          T max = -std::numeric_limits<T>::infinity();
-          for (T x : buffer)
-            max = std::max(max, x);
-          T sum = 0;
-          for (T &x : buffer)
-            sum += (x = std::exp(x - max));
-          for (T &x : buffer)
-            x = x / sum;
-          row = buffer.data();
-        }
-        bool hit = t >= 0 && t < classes;
-        T atTarget = hit ? (row[t] - T(1)) * w : T(0);
-        for (int64_t c = 0; c < classes; ++c)
-          row[c] = row[c] * w;
-        if (hit)
-          row[t] = atTarget;
-        if (logits.dtype != DType::F32)
-          for (int64_t c = 0; c < classes; ++c)
-            storeAs(out, base + c, row[c]);
-      }
+      for (int64_t r = begin; r < end; ++r)
+        gradientRow(logits, out, r * stride, classes, stride,
+                    loadAs<T>(weight, r), loadAs<int64_t>(targets, r), buffer,
+                    static_cast<RowLoss<T> *>(nullptr));
     });
   });
   return okStatus();

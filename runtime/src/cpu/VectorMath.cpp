@@ -120,13 +120,18 @@ TRAINC_VM_CLONES void geluTanhGradF32(const float *x, const float *g, float *dx,
     dx[i] = geluTanhGrad(x[i], g[i]);
 }
 
-TRAINC_VM_CLONES void softmaxRowF32(const float *x, float *y, int64_t n) {
+TRAINC_VM_CLONES void softmaxRowF32(const float *x, float *y, int64_t n,
+                                    float *outMax, float *outSumExp) {
   float m = rowMax(x, n);
   for (int64_t i = 0; i < n; ++i)
     y[i] = expCore(x[i] - m);
   float sum = blockedSum(n, [y](int64_t i) { return y[i]; });
   for (int64_t i = 0; i < n; ++i)
     y[i] = y[i] / sum;
+  if (outMax) {
+    *outMax = m;
+    *outSumExp = sum;
+  }
 }
 
 TRAINC_VM_CLONES void maxAndSumExpF32(const float *x, int64_t n, float *outMax,

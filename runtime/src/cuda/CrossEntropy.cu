@@ -39,6 +39,9 @@
 //   - the gradient's softmax follows softmaxRowF32: exps staged in shared
 //     memory a chunk at a time, 16 threads add them in 16 partials over the
 //     whole row, then pairwise; p = exp(x - m) / sum recomputed per element.
+//   - softmax_cross_entropy_and_grad: the gradient's kernel, which also
+//     writes each row's loss from its softmax's max and sum (the
+//     gradient's order, as the CPU's fused op), then the reduction below;
 //   - sum and mean reductions: the per-position losses go to scratch memory
 //     and one block adds them in position order (one thread, through shared
 //     memory), as the CPU does; the count of positions is exact. That is a
@@ -218,21 +221,45 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
+/// Where crossEntropyGradKernel writes each row's loss (the fused op), or
+/// nothing (loss null).
+template <typename C> struct RowLossOut {
+  C *loss;
+  bool hasIgnore;
+  int64_t ignoreIndex;
+  FaultSite site;
+};
+
 template <typename S>
 __global__ void __launch_bounds__(kMaxThreads)
     crossEntropyGradKernel(const S *logits, const void *targets, bool targets64,
                            const void *weight, DType weightType, int64_t rows,
-                           int64_t classes, int64_t stride, S *out) {
+                           int64_t classes, int64_t stride, S *out,
+                           RowLossOut<Compute<S>> lossOut) {
   using C = Compute<S>;
   __shared__ RowShared<C> sh;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const S *x = logits + r * stride;
+    int64_t t = loadIndex(targets, targets64, r);
+    bool hit = t >= 0 && t < classes;
+    // The target's logit, read by the thread that writes the loss before
+    // the barriers below (out may be the logits' memory).
+    C atTarget = lossOut.loss && threadIdx.x == 0 && hit ? C(load(x, t)) : C(0);
     C m = rowMax(x, 1, classes, sh);
     C sum = rowSumExp(x, 1, classes, m, sh);
     // The row has been read whole (rowSumExp ends with a barrier): out may
     // be the logits' memory.
+    if (lossOut.loss && threadIdx.x == 0) {
+      C loss = 0;
+      if (lossOut.hasIgnore && t == lossOut.ignoreIndex)
+        loss = 0;
+      else if (!hit)
+        reportFault(lossOut.site, FaultKind::kTargetOutOfRange, t, classes);
+      else
+        loss = (m - atTarget) + log(sum);
+      lossOut.loss[r] = loss;
+    }
     C w = C(loadFloat(weight, weightType, r));
-    int64_t t = loadIndex(targets, targets64, r);
     S *y = out + r * stride;
     for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
       C p = expOf(C(load(x, j)) - m) / sum;
@@ -251,6 +278,22 @@ int rowThreads(int64_t classes) {
 /// Blocks for `rows` rows (the kernels loop past the cap).
 unsigned rowBlocks(int64_t rows) {
   return unsigned(rows < (1 << 20) ? rows : (1 << 20));
+}
+
+/// The per-position losses `loss` (rows of them) reduced into `result` as
+/// softmax_cross_entropy's ints[0..2] ask; nothing for `none` (the losses
+/// are the result).
+template <typename C>
+Status reduceLosses(const KernelCall &call, const C *loss, C *result,
+                    const TensorRef &targets) {
+  int64_t reduction = call.ints[0];
+  if (reduction == 0)
+    return okStatus();
+  // The 0-d result is written even without positions (0, or NaN).
+  lossReductionKernel<C><<<1, kMaxThreads, 0, streamOf(call).handle()>>>(
+      loss, targets.data, targets.dtype == DType::I64, targets.numElements(),
+      call.ints[1] != 0, call.ints[2], reduction == 2, result);
+  return checkLaunch(call, "lossReductionKernel");
 }
 
 } // namespace
@@ -285,35 +328,52 @@ Status runCrossEntropy(const KernelCall &call) {
               stride, hasIgnore, ignoreIndex, loss, faultSiteOf(call));
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "crossEntropyKernel"));
     }
-    if (reduction == 0)
-      return okStatus();
-    // The 0-d result is written even without positions (0, or NaN).
-    lossReductionKernel<C><<<1, kMaxThreads, 0, stream>>>(
-        loss, targets.data, targets64, rows, hasIgnore, ignoreIndex,
-        reduction == 2, result);
-    return checkLaunch(call, "lossReductionKernel");
+    return reduceLosses(call, loss, result, targets);
   });
 }
 
+/// softmax_cross_entropy_grad, and softmax_cross_entropy_and_grad (ints as
+/// softmax_cross_entropy's; results the loss and the gradient).
 Status runCrossEntropyGrad(const KernelCall &call) {
+  bool withLoss = call.op == Opcode::SoftmaxCrossEntropyAndGrad;
   const TensorRef &logits = call.inputs[0], &targets = call.inputs[1],
                   &weight = call.inputs[2];
-  const TensorRef &out = call.outputs[0];
+  const TensorRef &out = call.outputs[withLoss ? 1 : 0];
   if (targets.dtype != DType::I32 && targets.dtype != DType::I64)
     return unsupported(call, targets.dtype);
   if (!isFloat(weight.dtype))
     return unsupported(call, weight.dtype);
-  int64_t classes = call.ints[0], stride = logits.dims[logits.rank - 1];
+  int64_t classes = call.ints[withLoss ? 3 : 0];
+  int64_t stride = logits.dims[logits.rank - 1];
   int64_t rows = targets.numElements();
+  cudaStream_t stream = streamOf(call).handle();
   return withFloatStorage(call, logits.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
-    if (rows == 0 || classes == 0)
+    using C = Compute<S>;
+    RowLossOut<C> lossOut{nullptr, false, 0, faultSiteOf(call)};
+    Scratch scratch;
+    if (withLoss) {
+      lossOut.loss = call.outputs[0].as<C>();
+      lossOut.hasIgnore = call.ints[1] != 0;
+      lossOut.ignoreIndex = call.ints[2];
+      if (call.ints[0] != 0) { // reduced: the positions' losses in scratch
+        TRAINC_RETURN_IF_ERROR(
+            scratch.allocate(call, uint64_t(rows) * sizeof(C)));
+        lossOut.loss = scratch.as<C>();
+      }
+    }
+    // (The validator admits no classes only with an empty class dimension.)
+    if (rows > 0) {
+      crossEntropyGradKernel<S>
+          <<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
+              logits.as<const S>(), targets.data, targets.dtype == DType::I64,
+              weight.data, weight.dtype, rows, classes, stride, out.as<S>(),
+              lossOut);
+      TRAINC_RETURN_IF_ERROR(checkLaunch(call, "crossEntropyGradKernel"));
+    }
+    if (!withLoss)
       return okStatus();
-    crossEntropyGradKernel<S>
-        <<<rowBlocks(rows), rowThreads(classes), 0, streamOf(call).handle()>>>(
-            logits.as<const S>(), targets.data, targets.dtype == DType::I64,
-            weight.data, weight.dtype, rows, classes, stride, out.as<S>());
-    return checkLaunch(call, "crossEntropyGradKernel");
+    return reduceLosses(call, lossOut.loss, call.outputs[0].as<C>(), targets);
   });
 }
 

@@ -31,6 +31,8 @@ struct KernelTable {
   /// layer_norm, rms_norm.
   KernelFn norm;
   KernelFn dropout, attention, attentionGrad;
+  /// crossEntropyGrad: softmax_cross_entropy_grad and
+  /// softmax_cross_entropy_and_grad.
   KernelFn crossEntropy, crossEntropyGrad, scatterAdd;
   KernelFn geluGrad;
   /// norm_grad, norm_grad_params.
@@ -104,6 +106,7 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
   case Opcode::SoftmaxCrossEntropy:
     return table.crossEntropy;
   case Opcode::SoftmaxCrossEntropyGrad:
+  case Opcode::SoftmaxCrossEntropyAndGrad:
     return table.crossEntropyGrad;
   case Opcode::ScatterAdd:
     return table.scatterAdd;

@@ -596,8 +596,10 @@ Status Checker::checkComposite() const {
                      " must have the shape and dtype of its operand");
     return okStatus();
   }
-  case Opcode::SoftmaxCrossEntropy: {
-    TRAINC_RETURN_IF_ERROR(arity(2, 1));
+  case Opcode::SoftmaxCrossEntropy:
+  case Opcode::SoftmaxCrossEntropyAndGrad: {
+    bool withGrad = inst.op == Opcode::SoftmaxCrossEntropyAndGrad;
+    TRAINC_RETURN_IF_ERROR(withGrad ? arity(3, 2) : arity(2, 1));
     TRAINC_RETURN_IF_ERROR(attrs(4, 0));
     TRAINC_RETURN_IF_ERROR(classesIn(operand(0), v[3]));
     const TensorInfo &logits = operand(0), &targets = operand(1);
@@ -609,7 +611,24 @@ Status Checker::checkComposite() const {
          !(result(0).dtype == DType::F32 &&
            (logits.dtype == DType::F16 || logits.dtype == DType::BF16))))
       return error("logits, targets or reduction are inconsistent");
-    return shapeIs(result(0), v[0] == 0 ? targets.shape : Shape());
+    TRAINC_RETURN_IF_ERROR(
+        shapeIs(result(0), v[0] == 0 ? targets.shape : Shape()));
+    if (!withGrad)
+      return okStatus();
+    // The gradient's operand and result, as SoftmaxCrossEntropyGrad's; it
+    // may be the logits' memory, whole, and nothing else's.
+    const TensorInfo &weight = operand(2), &loss = result(0), &grad = result(1);
+    if (weight.shape != targets.shape || !isFloat(weight.dtype))
+      return error("logits, targets and weight are inconsistent");
+    TRAINC_RETURN_IF_ERROR(sameType(logits, grad));
+    bool inPlace = grad.role == logits.role && grad.arena == logits.arena &&
+                   grad.offset == logits.offset;
+    if ((overlap(grad, logits) && !inPlace) || overlap(grad, targets) ||
+        overlap(grad, weight) || overlap(loss, grad) || overlap(loss, logits) ||
+        overlap(loss, targets) || overlap(loss, weight))
+      return error("the loss may share no operand's memory, and the "
+                   "gradient only the logits' whole");
+    return okStatus();
   }
   case Opcode::SoftmaxCrossEntropyGrad: {
     TRAINC_RETURN_IF_ERROR(arity(3, 1));

@@ -1315,6 +1315,65 @@ func.func @softmax_cross_entropy_float_targets(%l: tensor<8x128xf32>, %t: tensor
 
 // -----
 
+// softmax_cross_entropy_and_grad's C1 and C2 (targets) are checked with
+// softmax_cross_entropy's messages.
+func.func @softmax_cross_entropy_and_grad_c1(%l: tensor<f32>, %t: tensor<i64>, %w: tensor<f32>) {
+  // expected-error@+1 {{(C1) logits must have rank at least 1 (classes are the last dimension)}}
+  %0, %1 = graph.softmax_cross_entropy_and_grad %l, %t, %w, reduction = mean : (tensor<f32>, tensor<i64>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_and_grad_c2(%l: tensor<8x32x128xf32>, %t: tensor<8x128xi64>, %w: tensor<8x32xf32>) {
+  // expected-error@+1 {{(C2) targets 'tensor<8x128xi64>' must have the logits' shape without the class dimension (logits are 'tensor<8x32x128xf32>')}}
+  %0, %1 = graph.softmax_cross_entropy_and_grad %l, %t, %w, reduction = mean : (tensor<8x32x128xf32>, tensor<8x128xi64>, tensor<8x32xf32>) -> (tensor<f32>, tensor<8x32x128xf32>)
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_and_grad_c2_weight(%l: tensor<8x32x128xf32>, %t: tensor<8x32xi64>, %w: tensor<8xf32>) {
+  // expected-error@+1 {{(C2) weight must have the logits' shape without its last dimension}}
+  %0, %1 = graph.softmax_cross_entropy_and_grad %l, %t, %w, reduction = mean : (tensor<8x32x128xf32>, tensor<8x32xi64>, tensor<8xf32>) -> (tensor<f32>, tensor<8x32x128xf32>)
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_and_grad_c3(%l: tensor<8x32x128xf32>, %t: tensor<8x32xi64>, %w: tensor<8x32xf32>) {
+  // expected-error@+1 {{(C3) loss type 'tensor<f32>' differs from softmax_cross_entropy's 'tensor<8x32xf32>'}}
+  %0, %1 = graph.softmax_cross_entropy_and_grad %l, %t, %w, reduction = none : (tensor<8x32x128xf32>, tensor<8x32xi64>, tensor<8x32xf32>) -> (tensor<f32>, tensor<8x32x128xf32>)
+  return
+}
+
+// -----
+
+// An f32 loss is the widened one of 16-bit logits only.
+func.func @softmax_cross_entropy_and_grad_c3_widened(%l: tensor<8x128xf32>, %t: tensor<8xi64>, %w: tensor<8xf32>) {
+  // expected-error@+1 {{(C3) loss type 'tensor<f64>' differs from softmax_cross_entropy's 'tensor<f32>'}}
+  %0, %1 = graph.softmax_cross_entropy_and_grad %l, %t, %w, reduction = sum : (tensor<8x128xf32>, tensor<8xi64>, tensor<8xf32>) -> (tensor<f64>, tensor<8x128xf32>)
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_and_grad_c4(%l: tensor<8x128xbf16>, %t: tensor<8xi64>, %w: tensor<8xf32>) {
+  // expected-error@+1 {{(C4) grad must have the logits' type}}
+  %0, %1 = graph.softmax_cross_entropy_and_grad %l, %t, %w, reduction = mean : (tensor<8x128xbf16>, tensor<8xi64>, tensor<8xf32>) -> (tensor<f32>, tensor<8x128xf32>)
+  return
+}
+
+// -----
+
+func.func @softmax_cross_entropy_and_grad_c5(%l: tensor<8x128xf32>, %t: tensor<8xi64>, %w: tensor<8xf32>) {
+  // expected-error@+1 {{(C5) classes 129 is not in [1, 128]}}
+  %0, %1 = graph.softmax_cross_entropy_and_grad %l, %t, %w, reduction = mean {classes = 129} : (tensor<8x128xf32>, tensor<8xi64>, tensor<8xf32>) -> (tensor<f32>, tensor<8x128xf32>)
+  return
+}
+
+// -----
+
 func.func @dropout_c1(%x: tensor<4xf32>) {
   // expected-error@+1 {{(C1) ratio 1.000000e+00 is not in [0, 1)}}
   %y, %m = graph.dropout %x, ratio = 1.0, seed = 0 : tensor<4xf32>

@@ -215,6 +215,13 @@ func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   // CHECK: graph.softmax_cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} {classes = 60 : i64} : (tensor<8x32x64xf32>, tensor<8x32xi64>, tensor<8x32xf32>) -> tensor<8x32x64xf32>
   %padded = graph.softmax_cross_entropy_grad %x, %t, %w {classes = 60}
          : (tensor<8x32x64xf32>, tensor<8x32xi64>, tensor<8x32xf32>) -> tensor<8x32x64xf32>
+  // CHECK: graph.softmax_cross_entropy_and_grad %{{.+}}, %{{.+}}, %{{.+}}, reduction = mean, ignore_index = -100 {classes = 60 : i64} : (tensor<8x32x64xf32>, tensor<8x32xi64>, tensor<8x32xf32>) -> (tensor<f32>, tensor<8x32x64xf32>)
+  %both:2 = graph.softmax_cross_entropy_and_grad %x, %t, %w, reduction = mean, ignore_index = -100 {classes = 60}
+         : (tensor<8x32x64xf32>, tensor<8x32xi64>, tensor<8x32xf32>) -> (tensor<f32>, tensor<8x32x64xf32>)
+  // CHECK: graph.softmax_cross_entropy_and_grad %{{.+}}, %{{.+}}, %{{.+}}, reduction = none : (tensor<8x32x64xbf16>, tensor<8x32xi64>, tensor<8x32xf32>) -> (tensor<8x32xf32>, tensor<8x32x64xbf16>)
+  %x16 = graph.convert %x : (tensor<8x32x64xf32>) -> tensor<8x32x64xbf16>
+  %each:2 = graph.softmax_cross_entropy_and_grad %x16, %t, %w, reduction = none
+         : (tensor<8x32x64xbf16>, tensor<8x32xi64>, tensor<8x32xf32>) -> (tensor<8x32xf32>, tensor<8x32x64xbf16>)
   // CHECK: graph.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.250000e-01, causal : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x4x32x16xf32>) -> (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>)
   %q = graph.reshape %x : (tensor<8x32x64xf32>) -> tensor<8x4x32x16xf32>
   %kv = graph.constant dense<0.5> : tensor<8x2x32x16xf32>

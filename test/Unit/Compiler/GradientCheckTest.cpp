@@ -1204,7 +1204,8 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
   // parallelism puts one in the forward pass; their start/done forms come from
   // the schedule phase, later still), or by a fusion pass of the lower phase
   // (dot_general_bias, dot_general_bias_grad, norm_grad_params,
-  // fused_elementwise and its body's terminator, yield, convert_group).
+  // softmax_cross_entropy_and_grad, fused_elementwise and its body's
+  // terminator, yield, convert_group).
   // Every other graph op can
   // lie between a parameter and the loss (DESIGN.md: "every differentiable op
   // carries a VJP rule").
@@ -1230,7 +1231,8 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
                                         "graph.yield",
                                         "graph.convert_group",
                                         "graph.norm_grad_params",
-                                        "graph.dot_general_bias_grad"};
+                                        "graph.dot_general_bias_grad",
+                                        "graph.softmax_cross_entropy_and_grad"};
   mlir::DialectRegistry registry;
   trainc::registerTraincDialects(registry);
   mlir::MLIRContext context(registry);

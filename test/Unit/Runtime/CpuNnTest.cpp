@@ -916,5 +916,77 @@ TEST(CpuNnCrossEntropy, PaddedClassesAreNeverRead) {
   }
 }
 
+/// softmax_cross_entropy_and_grad: the gradient bit for bit
+/// softmax_cross_entropy_grad's (into fresh memory and in place over the
+/// logits), the loss softmax_cross_entropy's up to the order of its sum of
+/// exps (f64: the same order, so the same bits), for every reduction, with
+/// ignored positions and padded classes; an out-of-range target is the
+/// loss's error, raised before anything is written.
+TEST(CpuNnCrossEntropy, LossAndGradInOnePass) {
+  const int64_t rows = 6, padded = 1024;
+  TestTensor targets(DType::I64, {rows}, {0, 1000, -100, 17, 999, 512});
+  TestTensor weight = randomTensor(DType::F32, {rows}, 24, 0, 1);
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64}) {
+    for (int64_t classes : {int64_t(1001), padded}) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + ", classes " +
+                   std::to_string(classes));
+      TestTensor logits = randomTensor(t, {rows, padded}, 25, -5, 5);
+      TestTensor wantGrad(t, {rows, padded});
+      ASSERT_TRUE(
+          runKernel(runCrossEntropyGrad, Opcode::SoftmaxCrossEntropyGrad,
+                    {&logits, &targets, &weight}, {&wantGrad}, {classes})
+              .ok());
+      for (int64_t reduction : {0, 1, 2}) {
+        SCOPED_TRACE("reduction " + std::to_string(reduction));
+        CeResult want = runCe(logits, targets, reduction, true, -100, classes);
+        ASSERT_TRUE(want.status.ok()) << want.status.toString();
+        for (bool inPlace : {false, true}) {
+          TestTensor in = logits, fresh(t, {rows, padded});
+          TestTensor &grad = inPlace ? in : fresh;
+          TestTensor loss(want.out.dtype(), want.out.dims());
+          Status s = runKernel(
+              runCrossEntropyGrad, Opcode::SoftmaxCrossEntropyAndGrad,
+              {&in, &targets, &weight}, {&loss, &grad},
+              {reduction, /*has_ignore=*/1, /*ignore_index=*/-100, classes});
+          ASSERT_TRUE(s.ok()) << s.toString();
+          for (int64_t i = 0; i < grad.size(); ++i)
+            ASSERT_EQ(grad.get(i), wantGrad.get(i))
+                << (inPlace ? "in place, " : "") << "gradient " << i;
+          // Two orders of one f32 sum of positive terms, each within
+          // (classes / 16 + 8) roundings of it (16 partials, a pairwise
+          // tree, maxAndSumExpF32's blocks of 256 added in turn): log(sum)
+          // moves by at most twice that in units of eps, and a reduced loss
+          // adds one such error per position.
+          double eps = t == DType::F64 ? 0 : computeEps(DType::F32);
+          double perRow = 2 * (double(classes) / 16 + 8) * eps;
+          double bound = reduction == 1 ? perRow * rows : perRow;
+          for (int64_t i = 0; i < loss.size(); ++i)
+            EXPECT_NEAR(loss.get(i), want.out.get(i),
+                        bound + 2 * eps * std::fabs(want.out.get(i)))
+                << "loss " << i;
+        }
+      }
+    }
+  }
+  TestTensor logits = randomTensor(DType::F32, {rows, padded}, 26);
+  TestTensor bad(DType::I64, {rows}, {0, 1, 2, 3, 1001, 5});
+  TestTensor loss(DType::F32, {}), grad(DType::F32, {rows, padded});
+  for (int64_t i = 0; i < grad.size(); ++i)
+    grad.set(i, 7);
+  Status s =
+      runKernel(runCrossEntropyGrad, Opcode::SoftmaxCrossEntropyAndGrad,
+                {&logits, &bad, &weight}, {&loss, &grad}, {2, 1, -100, 1001});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("softmax_cross_entropy_and_grad"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(
+      s.message().find("target 1001 at position [4] is outside [0, 1001)"),
+      std::string::npos)
+      << s.message();
+  for (int64_t i = 0; i < grad.size(); ++i)
+    ASSERT_EQ(grad.get(i), 7) << "written before the error: " << i;
+}
+
 } // namespace
 } // namespace trainc::cpu

@@ -504,6 +504,34 @@ TEST_P(DeviceKernels, SoftmaxCrossEntropyGrad) {
       }
 }
 
+/// The loss and the gradient in one call (trainc-fuse-loss-grad), for
+/// every reduction, ignored positions (a third) and padded classes, the
+/// gradient in fresh memory or over the logits.
+TEST_P(DeviceKernels, SoftmaxCrossEntropyAndGrad) {
+  uint32_t seed = 700;
+  for (DType t : kFloatTypes)
+    for (auto [dims, classes] :
+         {std::pair<std::vector<int64_t>, int64_t>{{3, 37, 129}, 129},
+          {{7, 1024}, 1001},
+          {{37, 1}, 1}})
+      for (int64_t reduction : {0, 1, 2})
+        for (bool inPlace : {false, true}) {
+          Call loss = crossEntropyCall(t, dims, inPlace ? kI32 : kI64,
+                                       reduction, true, -100, seed, classes);
+          std::vector<int64_t> positions(dims.begin(), dims.end() - 1);
+          TestTensor weight = uniform(t == kBF16 || t == kF16 ? kF32 : t,
+                                      positions, seed + 2, 0, 1);
+          Call c = makeCall(Opcode::SoftmaxCrossEntropyAndGrad,
+                            {loss.inputs[0], loss.inputs[1], weight},
+                            {loss.outputs[0], zeros(t, dims)}, loss.ints);
+          if (inPlace)
+            c.aliases = {-1, 0}; // The gradient in the logits' memory.
+          int64_t rows = count(positions);
+          check(c, crossEntropyOf(t, classes, reduction ? rows : 0, t));
+          seed += 3;
+        }
+}
+
 //===--- ScatterAdd -------------------------------------------------------===//
 
 /// The CUDA file (cuda/Scatter.cu) adds each row's updates in index order

@@ -748,6 +748,11 @@ TEST_P(DeviceKernels, CrossEntropyTargetOutOfRangeIsAnError) {
                       {uniform(kF32, {2, 3, 7}, 1), targets}, {zeros(kF32, {})},
                       {2, 1, -100, 7}),
              {"softmax_cross_entropy", "target 7"});
+  checkFails(
+      makeCall(Opcode::SoftmaxCrossEntropyAndGrad,
+               {uniform(kF32, {2, 3, 7}, 1), targets, uniform(kF32, {2, 3}, 2)},
+               {zeros(kF32, {}), zeros(kF32, {2, 3, 7})}, {2, 1, -100, 7}),
+      {"softmax_cross_entropy_and_grad", "target 7"});
 }
 
 TEST_P(DeviceKernels, IntegerDivisionByZeroIsAnError) {

@@ -841,6 +841,82 @@ TEST(Executable, ChecksCrossEntropyClasses) {
   expectRefused(loss, tensors, "expects 4 and 0");
 }
 
+// SoftmaxCrossEntropyAndGrad (format 18): the loss's ints and result, the
+// gradient's weight and result, the gradient over the logits only whole
+// and the loss over nothing.
+TEST(Executable, ChecksCrossEntropyAndGrad) {
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::BF16, {4, 8}), tensor(DType::I64, {4}), // 0, 1
+      tensor(DType::F32, {4}),     tensor(DType::F32, {}),  // 2, 3
+      tensor(DType::BF16, {4, 8}), tensor(DType::F32, {4, 8}),
+      tensor(DType::F32, {2})}; // 4-6
+  InstructionInfo inst;
+  inst.op = Opcode::SoftmaxCrossEntropyAndGrad;
+  inst.operands = {0, 1, 2};
+  inst.results = {3, 4};
+  inst.ints = {2, 1, -100, 8};
+  ASSERT_TRUE(validateInstruction(inst, 0, tensors).ok());
+  auto with = [&](auto edit) {
+    InstructionInfo copy = inst;
+    edit(copy);
+    return copy;
+  };
+  // reduction none: one loss per position (the weight's shape).
+  EXPECT_TRUE(validateInstruction(with([](InstructionInfo &i) {
+                                    i.ints[0] = 0;
+                                    i.results = {2, 4};
+                                  }),
+                                  0, tensors)
+                  .ok());
+  expectRefused(with([](InstructionInfo &i) { i.results = {3}; }), tensors,
+                "expects 3 operands and 2 results");
+  expectRefused(with([](InstructionInfo &i) { i.ints.pop_back(); }), tensors,
+                "expects 4 and 0");
+  expectRefused(with([](InstructionInfo &i) { i.ints[3] = 9; }), tensors,
+                "classes 9 is not in");
+  expectRefused(with([](InstructionInfo &i) {
+                  i.results = {2, 4};
+                }),
+                tensors, "wrong shape");
+  expectRefused(with([](InstructionInfo &i) {
+                  i.results = {3, 5};
+                }),
+                tensors, "must have the same dtype and shape");
+  expectRefused(with([](InstructionInfo &i) {
+                  i.operands = {0, 1, 6};
+                }),
+                tensors, "logits, targets and weight are inconsistent");
+  // Planned bytes: the logits at [0, 64); the gradient on them whole is
+  // fine, half over them or over the weight is not, nor a loss inside
+  // either.
+  std::vector<TensorInfo> planned = tensors;
+  auto at = [&](uint32_t like, uint64_t offset, uint64_t size) {
+    TensorInfo t = tensors[like];
+    t.offset = offset;
+    t.size = size;
+    planned.push_back(t);
+    return uint32_t(planned.size() - 1);
+  };
+  uint32_t logits = at(0, 0, 64), weight = at(2, 64, 16);
+  InstructionInfo sized = inst;
+  sized.operands = {logits, 1, weight};
+  const char *words = "the loss may share no operand's memory";
+  sized.results = {at(3, 128, 4), at(4, 0, 64)};
+  EXPECT_TRUE(validateInstruction(sized, 0, planned).ok());
+  sized.results = {at(3, 128, 4), at(4, 192, 64)};
+  EXPECT_TRUE(validateInstruction(sized, 0, planned).ok());
+  sized.results = {at(3, 128, 4), at(4, 32, 64)};
+  expectRefused(sized, planned, words);
+  sized.results = {at(3, 128, 4), at(4, 64, 64)};
+  expectRefused(sized, planned, words);
+  sized.results = {at(3, 8, 4), at(4, 192, 64)};
+  expectRefused(sized, planned, words);
+  sized.results = {at(3, 72, 4), at(4, 192, 64)};
+  expectRefused(sized, planned, words);
+  sized.results = {at(3, 200, 4), at(4, 192, 64)};
+  expectRefused(sized, planned, words);
+}
+
 // The loader checks the training signature like everything else it reads:
 // indices in range, and the loss a float scalar.
 TEST(Executable, RejectsABrokenTrainingSignature) {

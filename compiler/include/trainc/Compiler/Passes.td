@@ -496,6 +496,10 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
            "Plan with bias gradients summed by their weights' matmuls, as "
            "the pipeline runs it (the pipeline sets it from trainc "
            "--fuse-bias-grad)">,
+    Option<"fuseLossGrad", "fuse-loss-grad", "bool", "true",
+           "Plan with each cross-entropy loss and its logits gradient as "
+           "one op, as the pipeline runs it (the pipeline sets it from "
+           "trainc --fuse-loss-grad)">,
   ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
@@ -777,6 +781,47 @@ def FuseBiasGrad : Pass<"trainc-fuse-bias-grad", "mlir::func::FuncOp"> {
         contracting_dims = [0] x [0] {f32_result, f32_sum}
         : (tensor<4x8xbf16>, tensor<4x16xbf16>)
         -> (tensor<8x16xf32>, tensor<8xf32>)
+    ```
+  }];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
+def FuseLossGrad : Pass<"trainc-fuse-loss-grad", "mlir::func::FuncOp"> {
+  let summary = "A cross-entropy loss and its logits gradient as one op";
+  let description = [{
+    A `graph.softmax_cross_entropy` and a `graph.softmax_cross_entropy_grad`
+    of the same logits, targets and `classes` become one
+    `graph.softmax_cross_entropy_and_grad`: the loss and the logits'
+    gradient from one reading of the logits, which a training step's
+    vocabulary makes the largest tensor of a language model (GPT-2 at
+    8 x 1,024 positions: 50,304 classes, 824 MB in bf16). The loss op
+    read each row twice (max, sum of exps) and the gradient three times
+    (max, sum, then each probability); the fused op three times, the row's
+    max and sum serving both results. The gradient keeps its bits; the
+    loss takes the gradient's sum of exps, whose order differs from the
+    loss op's, so in f32 it may move by a few units in the last place
+    (nothing reads it but the step's outputs). Both ops must carry the
+    same discardable attributes, which the fused op keeps. It takes the
+    loss's place when the gradient's weight is defined before it, else
+    the gradient's when every user of the loss follows that; otherwise
+    the two stay.
+
+    Runs in the lower phase after `trainc-pad-classes` (which pads the
+    pair), after differentiation and the partition (the fused op has no
+    gradient rule and no sharding factors). `trainc --fuse-loss-grad=false`
+    leaves it out.
+
+    Example:
+    ```mlir
+    %loss = graph.softmax_cross_entropy %logits, %t, reduction = mean
+        : (tensor<8x128xbf16>, tensor<8xi64>) -> tensor<f32>
+    %dlogits = graph.softmax_cross_entropy_grad %logits, %t, %w
+        : (tensor<8x128xbf16>, tensor<8xi64>, tensor<8xf32>) -> tensor<8x128xbf16>
+    // becomes
+    %loss, %dlogits = graph.softmax_cross_entropy_and_grad %logits, %t, %w,
+        reduction = mean
+        : (tensor<8x128xbf16>, tensor<8xi64>, tensor<8xf32>)
+        -> (tensor<f32>, tensor<8x128xbf16>)
     ```
   }];
   let dependentDialects = ["trainc::graph::GraphDialect"];

@@ -76,7 +76,7 @@ enum class Phase {
 };
 
 /// The lower phase's choices (trainc's --fuse-elementwise, --pad-classes,
-/// --qkv-in-place, --fuse-bias-grad).
+/// --qkv-in-place, --fuse-bias-grad, --fuse-loss-grad).
 struct LowerOptions {
   /// Group elementwise chains into fused loops (trainc-fuse-elementwise).
   bool fuseElementwise = true;
@@ -89,6 +89,9 @@ struct LowerOptions {
   /// Bias gradients summed by their weight gradient's matmul
   /// (trainc-fuse-bias-grad).
   bool fuseBiasGrad = true;
+  /// A cross-entropy loss and its logits gradient as one op
+  /// (trainc-fuse-loss-grad).
+  bool fuseLossGrad = true;
 };
 
 struct PipelineOptions {

@@ -592,6 +592,62 @@ def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad", [
   let hasVerifier = 1;
 }
 
+def Graph_SoftmaxCrossEntropyAndGradOp : Graph_Op<
+    "softmax_cross_entropy_and_grad", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Graph_InPlaceOpInterface,
+                              ["canOverwriteOperand"]>]> {
+  let summary = "softmax cross-entropy and its logits gradient, one pass";
+  let description = [{
+    `graph.softmax_cross_entropy` (`loss`, with the same `reduction`,
+    `ignore_index` and `classes`) and `graph.softmax_cross_entropy_grad`
+    (`grad`, with the same logits, targets, `weight` and `classes`) from
+    one reading of the logits: each row's max and sum of exps are taken
+    once and serve both. A training step needs both of the vocabulary's
+    [positions, classes] logits, the largest activation of a language
+    model; the pair read it five times and this op three (max, sum,
+    gradient). The fusion pass `trainc-fuse-loss-grad` forms it after
+    differentiation, so it has no gradient rule.
+
+    `grad` is bit for bit `softmax_cross_entropy_grad`'s. `loss` is
+    `(max - logits[i, t]) + log(sum)` with the gradient's softmax sum,
+    whose order differs from `softmax_cross_entropy`'s (in f32, a few
+    units in the last place of the loss; nothing the gradient reads). A
+    target outside [0, C) that is not `ignore_index` is a runtime error,
+    as for the loss. `grad` may take the logits' memory.
+
+    Constraints:
+    - (C1) logits have rank at least 1.
+    - (C2) targets and weight have the logits' shape without its last
+      dimension.
+    - (C3) `loss` has `graph.softmax_cross_entropy`'s type: a scalar for
+      `mean` and `sum`, the targets' shape for `none`, of the logits'
+      element type or, for 16-bit logits, f32.
+    - (C4) `grad` has the logits' type.
+    - (C5) `classes`, when present, is in [1, size of the last dimension].
+
+    Example:
+    ```mlir
+    %loss, %dlogits = graph.softmax_cross_entropy_and_grad %logits, %targets,
+        %weight, reduction = mean
+        : (tensor<8x32x128xbf16>, tensor<8x32xi64>, tensor<8x32xf32>)
+        -> (tensor<f32>, tensor<8x32x128xbf16>)
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$logits, Graph_IntTensor:$targets,
+                       Graph_FloatTensor:$weight,
+                       Graph_LossReduction:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<I64Attr>:$classes);
+  let results = (outs Graph_FloatTensor:$loss, Graph_FloatTensor:$grad);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` $weight `,` `reduction` `=` $reduction
+    (`,` `ignore_index` `=` $ignore_index^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Graph_DotGeneralBiasOp : Graph_InferredOp<"dot_general_bias", [
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
   let summary = "dot_general with a bias added to every row of its result";
