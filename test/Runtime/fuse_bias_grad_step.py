@@ -24,18 +24,16 @@ instructions it replaces, so anything but bit equality is a bug (a sum
 of the wrong operand or over the wrong dims, a widened sum rounded to 16
 bits). Prints one line per case; exits 1 on any failure.
 """
-import argparse
 import os
 import re
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'tools'))
 sys.path.insert(0, HERE)
-import make_gpt  # noqa: E402
-from fused_elementwise_step import (hf_case, live_bound, make_gpt_cases,  # noqa: E402
-                                    run, run_cases, runs_with, verdict)
+from fused_elementwise_step import (grad_accum_case, hf_case, live_bound,  # noqa: E402
+                                    make_gpt_cases, run, runs_with,
+                                    step_test_main, verdict)
 
 
 def inspect(args, exe):
@@ -68,28 +66,14 @@ def check(args, name, model, inputs, extra, work):
                    f'{live} bytes')
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--trainc', required=True)
-    parser.add_argument('--trainc-run', required=True)
-    parser.add_argument('--hf-dir', required=True, help='test/Models/hf')
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as work:
-        runs, inputs = make_gpt_cases(work)
-        # Two micro-batches of one sequence: the batch above, split.
-        cfg1 = make_gpt.GptConfig(vocab=64, seq=16, batch=1, d_model=32, heads=2,
-                                  layers=2, dropout=0.1)
-        path1, _ = make_gpt.write_model_and_batch(cfg1, work, 'gpt1')
-        runs.append(('make_gpt_bf16_grad_accum_2', path1, inputs,
-                     ('--precision', 'bf16', '--grad-accum', '2')))
-        runs += [hf_case(args.hf_dir, model, exporter, precision)
-                 for model, exporter, precision in (('gpt2', 'ts17', 'f32'),
-                                                    ('gpt2', 'dynamo', 'bf16'),
-                                                    ('bert', 'dynamo', 'f32'))]
-        ok = run_cases(check, args, runs, work)
-    print('fuse_bias_grad_step: ' + ('all as expected' if ok else 'FAILED'))
-    return 0 if ok else 1
+def cases(args, work):
+    runs, inputs = make_gpt_cases(work)
+    runs.append(grad_accum_case(work, inputs))
+    return runs + [hf_case(args.hf_dir, model, exporter, precision)
+                   for model, exporter, precision in (('gpt2', 'ts17', 'f32'),
+                                                      ('gpt2', 'dynamo', 'bf16'),
+                                                      ('bert', 'dynamo', 'f32'))]
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(step_test_main('fuse_bias_grad_step', __doc__.splitlines()[0], check, cases))

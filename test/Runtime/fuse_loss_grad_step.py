@@ -30,18 +30,17 @@ rounds R + 2 more times on values near the loss. So |loss - plain| <=
 eps (2 (C/16 + 8) + (R + 2) |loss|), eps = 2^-24, C and R read from the
 executable. Prints one line per case; exits 1 on any failure.
 """
-import argparse
 import os
 import re
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'tools'))
 sys.path.insert(0, HERE)
 import make_gpt  # noqa: E402
-from fused_elementwise_step import (hf_case, live_bound, make_gpt_cases,  # noqa: E402
-                                    run, run_cases, runs_with, verdict)
+from fused_elementwise_step import (grad_accum_case, hf_case, live_bound,  # noqa: E402
+                                    make_gpt_cases, run, runs_with,
+                                    step_test_main, verdict)
 
 EPS = 2.0 ** -24
 
@@ -93,35 +92,20 @@ def check(args, name, model, inputs, extra, work):
                    loss_tolerance=tolerance)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--trainc', required=True)
-    parser.add_argument('--trainc-run', required=True)
-    parser.add_argument('--hf-dir', required=True, help='test/Models/hf')
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as work:
-        runs, inputs = make_gpt_cases(work)
-        # Two micro-batches of one sequence: the batch above, split.
-        cfg1 = make_gpt.GptConfig(vocab=64, seq=16, batch=1, d_model=32, heads=2,
-                                  layers=2, dropout=0.1)
-        path1, _ = make_gpt.write_model_and_batch(cfg1, work, 'gpt1')
-        runs.append(('make_gpt_bf16_grad_accum_2', path1, inputs,
-                     ('--precision', 'bf16', '--grad-accum', '2')))
-        # 1,001 classes, padded to 1,024: the two sums of exps in their
-        # different orders (below 256 classes the orders agree).
-        cfg_v = make_gpt.GptConfig(vocab=1001, seq=16, batch=2, d_model=32, heads=2,
-                                   layers=2)
-        path_v, inputs_v = make_gpt.write_model_and_batch(cfg_v, work, 'gpt_v1001')
-        runs += [(f'make_gpt_vocab1001_{p}', path_v, inputs_v, ('--precision', p))
-                 for p in ('f32', 'bf16')]
-        runs += [hf_case(args.hf_dir, model, exporter, precision)
-                 for model, exporter, precision in (('gpt2', 'ts17', 'f32'),
-                                                    ('gpt2', 'dynamo', 'bf16'),
-                                                    ('bert', 'dynamo', 'f32'))]
-        ok = run_cases(check, args, runs, work)
-    print('fuse_loss_grad_step: ' + ('all as expected' if ok else 'FAILED'))
-    return 0 if ok else 1
+def cases(args, work):
+    runs, inputs = make_gpt_cases(work)
+    runs.append(grad_accum_case(work, inputs))
+    # 1,001 classes, padded to 1,024: the two sums of exps in their
+    # different orders (below 256 classes the orders agree).
+    cfg = make_gpt.GptConfig(vocab=1001, seq=16, batch=2, d_model=32, heads=2, layers=2)
+    path, batch = make_gpt.write_model_and_batch(cfg, work, 'gpt_v1001')
+    runs += [(f'make_gpt_vocab1001_{p}', path, batch, ('--precision', p))
+             for p in ('f32', 'bf16')]
+    return runs + [hf_case(args.hf_dir, model, exporter, precision)
+                   for model, exporter, precision in (('gpt2', 'ts17', 'f32'),
+                                                      ('gpt2', 'dynamo', 'bf16'),
+                                                      ('bert', 'dynamo', 'f32'))]
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(step_test_main('fuse_loss_grad_step', __doc__.splitlines()[0], check, cases))

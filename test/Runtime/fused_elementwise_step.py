@@ -157,6 +157,32 @@ def hf_case(hf_dir, model, exporter, precision):
             os.path.join(directory, f'{exporter}.onnx'), inputs, ('--precision', precision))
 
 
+def grad_accum_case(work, inputs):
+    """make_gpt_cases' batch as two micro-batches of one sequence, bf16,
+    `--grad-accum 2`, as a case."""
+    cfg = make_gpt.GptConfig(vocab=64, seq=16, batch=1, d_model=32, heads=2, layers=2,
+                             dropout=0.1)
+    path, _ = make_gpt.write_model_and_batch(cfg, work, 'gpt1')
+    return ('make_gpt_bf16_grad_accum_2', path, inputs,
+            ('--precision', 'bf16', '--grad-accum', '2'))
+
+
+def step_test_main(name, description, check_case, cases):
+    """The main of a step test run on Hugging Face exports: parses
+    --trainc, --trainc-run and --hf-dir, runs check_case over
+    `cases(args, work)` in a scratch folder, prints the verdict line and
+    returns the exit status."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument('--trainc', required=True)
+    parser.add_argument('--trainc-run', required=True)
+    parser.add_argument('--hf-dir', required=True, help='test/Models/hf')
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as work:
+        ok = run_cases(check_case, args, cases(args, work), work)
+    print(f'{name}: ' + ('all as expected' if ok else 'FAILED'))
+    return 0 if ok else 1
+
+
 def run_cases(check_case, args, cases, work):
     """check_case(args, name, model, inputs, extra, work) for each case;
     whether all passed (a RuntimeError is that case's failure)."""

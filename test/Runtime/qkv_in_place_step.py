@@ -25,16 +25,14 @@ stride instead of a copy's, so anything but bit equality is a bug (a
 window at the wrong head, a wrong row stride). Prints one line per case;
 exits 1 on any failure.
 """
-import argparse
 import os
 import re
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from fused_elementwise_step import (hf_case, live_bound, make_gpt_cases,  # noqa: E402
-                                    run, run_cases, runs_with, verdict)
+                                    run, runs_with, step_test_main, verdict)
 
 
 def inspect(args, exe):
@@ -77,23 +75,14 @@ def check(args, name, model, inputs, extra, work):
                    f'place; most live activations {plain_live} -> {live} bytes')
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--trainc', required=True)
-    parser.add_argument('--trainc-run', required=True)
-    parser.add_argument('--hf-dir', required=True, help='test/Models/hf')
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as work:
-        runs, _ = make_gpt_cases(work)
-        runs += [hf_case(args.hf_dir, model, exporter, precision)
-                 for model, exporter, precision in (('gpt2', 'ts17', 'f32'),
-                                                    ('gpt2', 'ts17', 'bf16'),
-                                                    ('mpt', 'dynamo', 'f32'),
-                                                    ('mpt', 'ts17', 'bf16'))]
-        ok = run_cases(check, args, runs, work)
-    print('qkv_in_place_step: ' + ('all as expected' if ok else 'FAILED'))
-    return 0 if ok else 1
+def cases(args, work):
+    runs, _ = make_gpt_cases(work)
+    return runs + [hf_case(args.hf_dir, model, exporter, precision)
+                   for model, exporter, precision in (('gpt2', 'ts17', 'f32'),
+                                                      ('gpt2', 'ts17', 'bf16'),
+                                                      ('mpt', 'dynamo', 'f32'),
+                                                      ('mpt', 'ts17', 'bf16'))]
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(step_test_main('qkv_in_place_step', __doc__.splitlines()[0], check, cases))

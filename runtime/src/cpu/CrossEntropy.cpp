@@ -60,26 +60,46 @@ std::string positionString(const TensorRef &t, int64_t r) {
   return s + "]";
 }
 
-/// The targets as int64 in `target`, and how many positions are not
-/// ignored; a target outside [0, classes) that is not the ignored index is
-/// an error naming its position (before anything is written).
-Status readTargets(const KernelCall &call, const TensorRef &targets,
-                   int64_t classes, bool hasIgnore, int64_t ignoreIndex,
-                   std::vector<int64_t> &target, int64_t &counted) {
+/// What a loss instruction (softmax_cross_entropy, and the fused op with
+/// its gradient) reads from its ints and targets.
+struct LossCall {
+  int64_t reduction = 0;
+  bool hasIgnore = false;
+  int64_t ignoreIndex = 0;
+  /// The first `classes` of each row of `stride` (the rest: padding).
+  int64_t classes = 0, stride = 0;
+  /// The targets as int64, and how many positions are not ignored.
+  std::vector<int64_t> target;
+  int64_t counted = 0;
+};
+
+/// The call's loss arguments (logits and targets are operands 0 and 1);
+/// a target outside [0, classes) that is not the ignored index is an error
+/// naming its position (before anything is written).
+Status readLossCall(const KernelCall &call, LossCall &loss) {
+  const TensorRef &logits = call.inputs[0], &targets = call.inputs[1];
+  if (!isFloat(logits.dtype))
+    return unsupportedDType(call, logits.dtype);
+  if (targets.dtype != DType::I32 && targets.dtype != DType::I64)
+    return unsupportedDType(call, targets.dtype);
+  loss.reduction = call.ints[0];
+  loss.hasIgnore = call.ints[1] != 0;
+  loss.ignoreIndex = call.ints[2];
+  loss.classes = call.ints[3];
+  loss.stride = logits.dims[logits.rank - 1];
   int64_t rows = targets.numElements();
-  target.resize(rows);
-  counted = 0;
+  loss.target.resize(rows);
   for (int64_t r = 0; r < rows; ++r) {
     int64_t t = loadAs<int64_t>(targets, r);
-    target[r] = t;
-    if (hasIgnore && t == ignoreIndex)
+    loss.target[r] = t;
+    if (loss.hasIgnore && t == loss.ignoreIndex)
       continue;
-    if (t < 0 || t >= classes)
+    if (t < 0 || t >= loss.classes)
       return kernelError(call, "target " + std::to_string(t) + " at position " +
                                    positionString(targets, r) +
                                    " is outside [0, " +
-                                   std::to_string(classes) + ")");
-    ++counted;
+                                   std::to_string(loss.classes) + ")");
+    ++loss.counted;
   }
   return okStatus();
 }
@@ -106,23 +126,12 @@ void storeLosses(const TensorRef &out, const std::vector<T> &loss,
 } // namespace
 
 Status runCrossEntropy(const KernelCall &call) {
-  const TensorRef &logits = call.inputs[0], &targets = call.inputs[1];
-  const TensorRef &out = call.outputs[0];
-  if (!isFloat(logits.dtype))
-    return unsupportedDType(call, logits.dtype);
-  if (targets.dtype != DType::I32 && targets.dtype != DType::I64)
-    return unsupportedDType(call, targets.dtype);
-  int64_t reduction = call.ints[0];
-  bool hasIgnore = call.ints[1] != 0;
-  int64_t ignoreIndex = call.ints[2];
-  // The first `classes` of each row of `stride` (the rest: padding).
-  int64_t classes = call.ints[3], stride = logits.dims[logits.rank - 1];
-  int64_t rows = targets.numElements();
-
-  std::vector<int64_t> target;
-  int64_t counted = 0;
-  TRAINC_RETURN_IF_ERROR(readTargets(call, targets, classes, hasIgnore,
-                                     ignoreIndex, target, counted));
+  const TensorRef &logits = call.inputs[0], &out = call.outputs[0];
+  LossCall lc;
+  TRAINC_RETURN_IF_ERROR(readLossCall(call, lc));
+  const std::vector<int64_t> &target = lc.target;
+  int64_t classes = lc.classes, stride = lc.stride;
+  int64_t rows = int64_t(target.size());
 
   withFloatCompute(logits.dtype, [&](auto zero) {
     using T = decltype(zero);
@@ -131,7 +140,7 @@ Status runCrossEntropy(const KernelCall &call) {
     parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
       std::vector<T> buffer;
       for (int64_t r = begin; r < end; ++r) {
-        if (hasIgnore && target[r] == ignoreIndex)
+        if (lc.hasIgnore && target[r] == lc.ignoreIndex)
           continue;
         int64_t base = r * stride;
         const T *row;
@@ -157,7 +166,7 @@ Status runCrossEntropy(const KernelCall &call) {
         loss[r] = (max - row[target[r]]) + std::log(sum);
       }
     });
-    storeLosses(out, loss, reduction, counted);
+    storeLosses(out, loss, lc.reduction, lc.counted);
   });
   return okStatus();
 }
@@ -245,22 +254,12 @@ void gradientRow(const TensorRef &logits, const TensorRef &out, int64_t base,
 /// softmax_cross_entropy_and_grad: ints as softmax_cross_entropy's, the
 /// weight operand and the gradient result as softmax_cross_entropy_grad's.
 Status runCrossEntropyAndGrad(const KernelCall &call) {
-  const TensorRef &logits = call.inputs[0], &targets = call.inputs[1],
-                  &weight = call.inputs[2];
+  const TensorRef &logits = call.inputs[0], &weight = call.inputs[2];
   const TensorRef &lossOut = call.outputs[0], &out = call.outputs[1];
-  if (!isFloat(logits.dtype))
-    return unsupportedDType(call, logits.dtype);
-  if (targets.dtype != DType::I32 && targets.dtype != DType::I64)
-    return unsupportedDType(call, targets.dtype);
-  int64_t reduction = call.ints[0];
-  bool hasIgnore = call.ints[1] != 0;
-  int64_t ignoreIndex = call.ints[2];
-  int64_t classes = call.ints[3], stride = logits.dims[logits.rank - 1];
-  int64_t rows = targets.numElements();
-  std::vector<int64_t> target;
-  int64_t counted = 0;
-  TRAINC_RETURN_IF_ERROR(readTargets(call, targets, classes, hasIgnore,
-                                     ignoreIndex, target, counted));
+  LossCall lc;
+  TRAINC_RETURN_IF_ERROR(readLossCall(call, lc));
+  int64_t classes = lc.classes, stride = lc.stride;
+  int64_t rows = int64_t(lc.target.size());
   int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(stride, 1));
   withFloatCompute(logits.dtype, [&](auto zero) {
     using T = decltype(zero);
@@ -268,8 +267,8 @@ Status runCrossEntropyAndGrad(const KernelCall &call) {
     parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
       std::vector<T> buffer;
       for (int64_t r = begin; r < end; ++r) {
-        int64_t t = target[r];
-        bool ignored = hasIgnore && t == ignoreIndex;
+        int64_t t = lc.target[r];
+        bool ignored = lc.hasIgnore && t == lc.ignoreIndex;
         RowLoss<T> rowLoss;
         gradientRow(logits, out, r * stride, classes, stride,
                     loadAs<T>(weight, r), t, buffer,
@@ -278,7 +277,7 @@ Status runCrossEntropyAndGrad(const KernelCall &call) {
           loss[r] = (rowLoss.max - rowLoss.atTarget) + std::log(rowLoss.sum);
       }
     });
-    storeLosses(lossOut, loss, reduction, counted);
+    storeLosses(lossOut, loss, lc.reduction, lc.counted);
   });
   return okStatus();
 }
