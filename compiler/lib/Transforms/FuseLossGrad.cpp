@@ -10,6 +10,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <utility>
+
 namespace trainc {
 #define GEN_PASS_DEF_FUSELOSSGRAD
 #include "trainc/Compiler/Passes.h.inc"
@@ -19,6 +21,20 @@ using namespace mlir;
 using namespace trainc::graph;
 
 namespace {
+
+/// Whether an op other than `loss` and `grad` reads the logits between
+/// them (after the earlier, before the later).
+bool logitsReadBetween(SoftmaxCrossEntropyOp loss,
+                       SoftmaxCrossEntropyGradOp grad) {
+  Operation *first = loss, *last = grad;
+  if (last->isBeforeInBlock(first))
+    std::swap(first, last);
+  for (Operation *user : loss.getLogits().getUsers())
+    if (user != loss && user != grad && user->getBlock() == first->getBlock() &&
+        first->isBeforeInBlock(user) && user->isBeforeInBlock(last))
+      return true;
+  return false;
+}
 
 /// The loss of `grad`'s logits, targets and classes in its block with its
 /// marks, or null.
@@ -45,10 +61,14 @@ struct FuseLossGradPass
       SoftmaxCrossEntropyOp loss = lossOf(grad);
       if (!loss)
         continue;
-      // At the loss's place (the forward's end) when the gradient's weight
-      // is defined by then, else at the gradient's.
-      Operation *point = trainc::fusionPoint(loss, grad);
-      if (!point)
+      // At the gradient's place when the loss's users all follow it (a
+      // step's loss goes to its outputs), where the gradient may take the
+      // logits' memory as before. Else at the loss's, unless something
+      // else reads the logits in between: the gradient could then no
+      // longer take their memory, and a step would hold two copies.
+      Operation *point = trainc::fusionPoint(grad, loss);
+      if (!point ||
+          (point == loss.getOperation() && logitsReadBetween(loss, grad)))
         continue;
       OpBuilder b(point);
       auto fused = b.create<SoftmaxCrossEntropyAndGradOp>(

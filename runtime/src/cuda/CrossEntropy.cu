@@ -67,6 +67,7 @@
 #include "math/Transcendental.h"
 
 #include <climits>
+#include <type_traits>
 
 namespace trainc::cuda {
 namespace {
@@ -186,12 +187,13 @@ __global__ void __launch_bounds__(kMaxThreads)
 }
 
 /// out[0] = the sum of loss[0..rows) in order, or that over the positions
-/// not ignored (mean). One block.
-template <typename C>
+/// not ignored (mean), rounded to O (C, or the 16-bit loss of 16-bit
+/// logits). One block.
+template <typename C, typename O>
 __global__ void __launch_bounds__(kMaxThreads)
     lossReductionKernel(const C *loss, const void *targets, bool targets64,
                         int64_t rows, bool hasIgnore, int64_t ignoreIndex,
-                        bool mean, C *out) {
+                        bool mean, O *out) {
   __shared__ C stage[kChunk];
   __shared__ unsigned long long counted;
   if (threadIdx.x == 0)
@@ -217,8 +219,17 @@ __global__ void __launch_bounds__(kMaxThreads)
   if (threadIdx.x == 0) {
     if (mean)
       total = counted ? total / C(counted) : quietNaN(C());
-    *out = total;
+    store(out, 0, total);
   }
+}
+
+/// out[i] = loss[i] rounded to O, i < n: the per-position losses of a
+/// 16-bit loss of 16-bit logits, computed in f32.
+template <typename C, typename O>
+__global__ void storeLossesKernel(const C *loss, O *out, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    store(out, i, loss[i]);
 }
 
 /// Where crossEntropyGradKernel writes each row's loss (the fused op), or
@@ -280,19 +291,55 @@ unsigned rowBlocks(int64_t rows) {
   return unsigned(rows < (1 << 20) ? rows : (1 << 20));
 }
 
-/// The per-position losses `loss` (rows of them) reduced into `result` as
-/// softmax_cross_entropy's ints[0..2] ask; nothing for `none` (the losses
-/// are the result).
-template <typename C>
-Status reduceLosses(const KernelCall &call, const C *loss, C *result,
-                    const TensorRef &targets) {
-  int64_t reduction = call.ints[0];
-  if (reduction == 0)
+/// Whether `result`, a loss of S logits, holds S (a 16-bit loss of 16-bit
+/// logits) rather than the compute type.
+template <typename S> bool narrowLoss(const TensorRef &result) {
+  return !std::is_same_v<S, Compute<S>> && result.dtype != DType::F32;
+}
+
+/// Where the row kernels write the positions' losses (`rows` of them, in
+/// the compute type): `result` itself for `none` in the compute type, else
+/// scratch memory (reduced, or rounded to 16 bits afterwards).
+template <typename S>
+Status lossBuffer(const KernelCall &call, const TensorRef &result, int64_t rows,
+                  Scratch &scratch, Compute<S> *&loss) {
+  using C = Compute<S>;
+  if (call.ints[0] == 0 && !narrowLoss<S>(result)) {
+    loss = result.as<C>();
     return okStatus();
-  // The 0-d result is written even without positions (0, or NaN).
-  lossReductionKernel<C><<<1, kMaxThreads, 0, streamOf(call).handle()>>>(
-      loss, targets.data, targets.dtype == DType::I64, targets.numElements(),
-      call.ints[1] != 0, call.ints[2], reduction == 2, result);
+  }
+  TRAINC_RETURN_IF_ERROR(scratch.allocate(call, uint64_t(rows) * sizeof(C)));
+  loss = scratch.as<C>();
+  return okStatus();
+}
+
+/// The positions' losses (lossBuffer's) into `result` as softmax_cross_
+/// entropy's ints[0..2] ask: reduced (sum, mean; the 0-d result is written
+/// even without positions: 0, or NaN), or each rounded to a 16-bit result;
+/// nothing when the kernel wrote the result itself.
+template <typename S>
+Status finishLosses(const KernelCall &call, const Compute<S> *loss,
+                    const TensorRef &result, const TensorRef &targets) {
+  using C = Compute<S>;
+  int64_t reduction = call.ints[0], rows = targets.numElements();
+  cudaStream_t stream = streamOf(call).handle();
+  bool narrow = narrowLoss<S>(result);
+  if (reduction == 0) {
+    if (!narrow || rows == 0)
+      return okStatus();
+    storeLossesKernel<C, S>
+        <<<gridFor(rows), kThreads, 0, stream>>>(loss, result.as<S>(), rows);
+    return checkLaunch(call, "storeLossesKernel");
+  }
+  bool targets64 = targets.dtype == DType::I64, hasIgnore = call.ints[1] != 0;
+  if (narrow)
+    lossReductionKernel<C, S><<<1, kMaxThreads, 0, stream>>>(
+        loss, targets.data, targets64, rows, hasIgnore, call.ints[2],
+        reduction == 2, result.as<S>());
+  else
+    lossReductionKernel<C, C><<<1, kMaxThreads, 0, stream>>>(
+        loss, targets.data, targets64, rows, hasIgnore, call.ints[2],
+        reduction == 2, result.as<C>());
   return checkLaunch(call, "lossReductionKernel");
 }
 
@@ -303,7 +350,6 @@ Status runCrossEntropy(const KernelCall &call) {
   const TensorRef &out = call.outputs[0];
   if (targets.dtype != DType::I32 && targets.dtype != DType::I64)
     return unsupported(call, targets.dtype);
-  int64_t reduction = call.ints[0];
   bool hasIgnore = call.ints[1] != 0;
   int64_t ignoreIndex = call.ints[2];
   int64_t classes = call.ints[3], stride = logits.dims[logits.rank - 1];
@@ -313,14 +359,9 @@ Status runCrossEntropy(const KernelCall &call) {
   return withFloatStorage(call, logits.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
     using C = Compute<S>;
-    C *result = out.as<C>();
     Scratch scratch;
-    C *loss = result;
-    if (reduction != 0) {
-      TRAINC_RETURN_IF_ERROR(
-          scratch.allocate(call, uint64_t(rows) * sizeof(C)));
-      loss = scratch.as<C>();
-    }
+    C *loss = nullptr;
+    TRAINC_RETURN_IF_ERROR(lossBuffer<S>(call, out, rows, scratch, loss));
     if (rows > 0) {
       crossEntropyKernel<S>
           <<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
@@ -328,7 +369,7 @@ Status runCrossEntropy(const KernelCall &call) {
               stride, hasIgnore, ignoreIndex, loss, faultSiteOf(call));
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "crossEntropyKernel"));
     }
-    return reduceLosses(call, loss, result, targets);
+    return finishLosses<S>(call, loss, out, targets);
   });
 }
 
@@ -353,14 +394,10 @@ Status runCrossEntropyGrad(const KernelCall &call) {
     RowLossOut<C> lossOut{nullptr, false, 0, faultSiteOf(call)};
     Scratch scratch;
     if (withLoss) {
-      lossOut.loss = call.outputs[0].as<C>();
       lossOut.hasIgnore = call.ints[1] != 0;
       lossOut.ignoreIndex = call.ints[2];
-      if (call.ints[0] != 0) { // reduced: the positions' losses in scratch
-        TRAINC_RETURN_IF_ERROR(
-            scratch.allocate(call, uint64_t(rows) * sizeof(C)));
-        lossOut.loss = scratch.as<C>();
-      }
+      TRAINC_RETURN_IF_ERROR(
+          lossBuffer<S>(call, call.outputs[0], rows, scratch, lossOut.loss));
     }
     // (The validator admits no classes only with an empty class dimension.)
     if (rows > 0) {
@@ -373,7 +410,7 @@ Status runCrossEntropyGrad(const KernelCall &call) {
     }
     if (!withLoss)
       return okStatus();
-    return reduceLosses(call, lossOut.loss, call.outputs[0].as<C>(), targets);
+    return finishLosses<S>(call, lossOut.loss, call.outputs[0], targets);
   });
 }
 

@@ -506,7 +506,7 @@ TEST_P(DeviceKernels, SoftmaxCrossEntropyGrad) {
 
 /// The loss and the gradient in one call (trainc-fuse-loss-grad), for
 /// every reduction, ignored positions (a third) and padded classes, the
-/// gradient in fresh memory or over the logits.
+/// gradient in fresh memory or over the logits, i32 or i64 targets.
 TEST_P(DeviceKernels, SoftmaxCrossEntropyAndGrad) {
   uint32_t seed = 700;
   for (DType t : kFloatTypes)
@@ -516,7 +516,7 @@ TEST_P(DeviceKernels, SoftmaxCrossEntropyAndGrad) {
           {{37, 1}, 1}})
       for (int64_t reduction : {0, 1, 2})
         for (bool inPlace : {false, true}) {
-          Call loss = crossEntropyCall(t, dims, inPlace ? kI32 : kI64,
+          Call loss = crossEntropyCall(t, dims, seed % 2 ? kI32 : kI64,
                                        reduction, true, -100, seed, classes);
           std::vector<int64_t> positions(dims.begin(), dims.end() - 1);
           TestTensor weight = uniform(t == kBF16 || t == kF16 ? kF32 : t,
@@ -527,9 +527,38 @@ TEST_P(DeviceKernels, SoftmaxCrossEntropyAndGrad) {
           if (inPlace)
             c.aliases = {-1, 0}; // The gradient in the logits' memory.
           int64_t rows = count(positions);
-          check(c, crossEntropyOf(t, classes, reduction ? rows : 0, t));
+          DType lossType = c.outputs[0].dtype();
+          check(c, {crossEntropyOf(t, classes, reduction ? rows : 0, lossType),
+                    crossEntropyOf(t, classes, 0, t)});
           seed += 3;
         }
+}
+
+/// A 16-bit loss of 16-bit logits (the dialect's inferred type; the
+/// precision pass gives f32): computed in f32 and rounded once, for the
+/// loss alone and with its gradient, every reduction.
+TEST_P(DeviceKernels, SoftmaxCrossEntropySixteenBitLoss) {
+  uint32_t seed = 900;
+  for (DType t : {kBF16, kF16})
+    for (int64_t reduction : {0, 1, 2})
+      for (bool withGrad : {false, true}) {
+        std::vector<int64_t> dims = {5, 7, 300}, positions = {5, 7};
+        Call loss =
+            crossEntropyCall(t, dims, kI64, reduction, true, -100, seed, 0);
+        loss.outputs[0] =
+            zeros(t, reduction == 0 ? positions : std::vector<int64_t>{});
+        Tolerance tol = crossEntropyOf(t, 300, reduction ? 35 : 0, t);
+        if (withGrad) {
+          Call c = makeCall(Opcode::SoftmaxCrossEntropyAndGrad,
+                            {loss.inputs[0], loss.inputs[1],
+                             uniform(kF32, positions, seed + 2)},
+                            {loss.outputs[0], zeros(t, dims)}, loss.ints);
+          check(c, {tol, crossEntropyOf(t, 300, 0, t)});
+        } else {
+          check(loss, tol);
+        }
+        seed += 3;
+      }
 }
 
 //===--- ScatterAdd -------------------------------------------------------===//

@@ -475,14 +475,19 @@ protected:
   /// Runs `c` on the reference and on the device; compares every result
   /// (within `tol`) and every operand that is no result's memory (bytes).
   void check(const Call &c, Tolerance tol = kSameBits) {
+    check(c, std::vector<Tolerance>(c.outputs.size(), tol));
+  }
+  /// The same with result i held to tols[i] (results of different types).
+  void check(const Call &c, const std::vector<Tolerance> &tols) {
     SCOPED_TRACE(describe(c));
+    ASSERT_EQ(tols.size(), c.outputs.size()) << "a tolerance per result";
     std::vector<TestTensor> want, got, operands;
     Status ref = runReference(c, want);
     ASSERT_TRUE(ref.ok()) << "the CPU reference failed: " << ref.toString();
     Status s = runOnDevice(*device_, c, got, operands);
     ASSERT_TRUE(s.ok()) << device_->name() << ": " << s.toString();
     for (size_t i = 0; i < want.size(); ++i)
-      EXPECT_TRUE(matches(got[i], want[i], tol, exact())) << "result " << i;
+      EXPECT_TRUE(matches(got[i], want[i], tols[i], exact())) << "result " << i;
     for (size_t i = 0; i < operands.size(); ++i) {
       bool written = false;
       for (size_t r = 0; r < c.outputs.size(); ++r)

@@ -849,7 +849,7 @@ TEST(Executable, ChecksCrossEntropyAndGrad) {
       tensor(DType::BF16, {4, 8}), tensor(DType::I64, {4}), // 0, 1
       tensor(DType::F32, {4}),     tensor(DType::F32, {}),  // 2, 3
       tensor(DType::BF16, {4, 8}), tensor(DType::F32, {4, 8}),
-      tensor(DType::F32, {2})}; // 4-6
+      tensor(DType::F32, {2}),     tensor(DType::F32, {4})}; // 4-7
   InstructionInfo inst;
   inst.op = Opcode::SoftmaxCrossEntropyAndGrad;
   inst.operands = {0, 1, 2};
@@ -864,7 +864,7 @@ TEST(Executable, ChecksCrossEntropyAndGrad) {
   // reduction none: one loss per position (the weight's shape).
   EXPECT_TRUE(validateInstruction(with([](InstructionInfo &i) {
                                     i.ints[0] = 0;
-                                    i.results = {2, 4};
+                                    i.results = {7, 4};
                                   }),
                                   0, tensors)
                   .ok());
@@ -875,7 +875,7 @@ TEST(Executable, ChecksCrossEntropyAndGrad) {
   expectRefused(with([](InstructionInfo &i) { i.ints[3] = 9; }), tensors,
                 "classes 9 is not in");
   expectRefused(with([](InstructionInfo &i) {
-                  i.results = {2, 4};
+                  i.results = {7, 4};
                 }),
                 tensors, "wrong shape");
   expectRefused(with([](InstructionInfo &i) {
@@ -898,8 +898,9 @@ TEST(Executable, ChecksCrossEntropyAndGrad) {
     return uint32_t(planned.size() - 1);
   };
   uint32_t logits = at(0, 0, 64), weight = at(2, 64, 16);
+  uint32_t targets = at(1, 96, 32);
   InstructionInfo sized = inst;
-  sized.operands = {logits, 1, weight};
+  sized.operands = {logits, targets, weight};
   const char *words = "the loss may share no operand's memory";
   sized.results = {at(3, 128, 4), at(4, 0, 64)};
   EXPECT_TRUE(validateInstruction(sized, 0, planned).ok());
@@ -914,6 +915,18 @@ TEST(Executable, ChecksCrossEntropyAndGrad) {
   sized.results = {at(3, 72, 4), at(4, 192, 64)};
   expectRefused(sized, planned, words);
   sized.results = {at(3, 200, 4), at(4, 192, 64)};
+  expectRefused(sized, planned, words);
+  sized.results = {at(3, 200, 4), at(4, 96, 64)}; // over the targets
+  expectRefused(sized, planned, words);
+  // At the logits' offset of another arena: apart, fine; the logits'
+  // offset in their own arena but another role is not their memory.
+  uint32_t otherArena = at(4, 0, 64);
+  planned[otherArena].arena = planned[logits].arena + 1;
+  sized.results = {at(3, 200, 4), otherArena};
+  EXPECT_TRUE(validateInstruction(sized, 0, planned).ok());
+  uint32_t otherRole = at(4, 0, 64);
+  planned[otherRole].role = TensorRole::Output;
+  sized.results = {at(3, 200, 4), otherRole};
   expectRefused(sized, planned, words);
 }
 

@@ -802,9 +802,11 @@ def FuseLossGrad : Pass<"trainc-fuse-loss-grad", "mlir::func::FuncOp"> {
     loss op's, so in f32 it may move by a few units in the last place
     (nothing reads it but the step's outputs). Both ops must carry the
     same discardable attributes, which the fused op keeps. It takes the
-    loss's place when the gradient's weight is defined before it, else
-    the gradient's when every user of the loss follows that; otherwise
-    the two stay.
+    gradient's place when every user of the loss follows it (a step's
+    loss feeds only its outputs), else the loss's when the gradient's
+    weight is defined by then and no other op reads the logits between
+    the two (the gradient would then lose the logits' memory: a second
+    logits-sized buffer); otherwise the two stay.
 
     Runs in the lower phase after `trainc-pad-classes` (which pads the
     pair), after differentiation and the partition (the fused op has no

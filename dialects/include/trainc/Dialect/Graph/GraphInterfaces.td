@@ -106,7 +106,8 @@ def Graph_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
     select, gelu; the optimizer's fused update of a parameter and its
     moments). The planner still checks that the two have the same size and
     that nothing reads the operand later. The default is "any operand",
-    right for index-wise ops.
+    right for index-wise ops; an op with several results that are not all
+    index-wise must answer per pair (the planner asks it for each).
   }];
   let methods = [
     InterfaceMethod<
