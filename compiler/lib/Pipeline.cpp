@@ -133,6 +133,7 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   recompute.qkvInPlace = options.lower.qkvInPlace;
   recompute.fuseBiasGrad = options.lower.fuseBiasGrad;
   recompute.fuseLossGrad = options.lower.fuseLossGrad;
+  recompute.attentionStats = options.lower.attentionStats;
   pm.addPass(createRecompute(recompute));
   if (last == Phase::Recompute)
     return;
@@ -149,6 +150,7 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
     return;
   // lower: dot_generals read transposed operands in place, add their
   // biases, attention reads a fused projection's q, k and v in place,
+  // its gradient reads the forward's result and log-sum-exps,
   // norm_grad sums the norms' parameter gradients, the 16-bit
   // products only widened to f32 are made in f32, bias gradients are
   // summed by their weights' matmuls, a loss's classes are padded for its
@@ -158,6 +160,8 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
   pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
   if (lower.qkvInPlace)
     pm.addNestedPass<mlir::func::FuncOp>(createReadQkvInPlace());
+  if (lower.attentionStats)
+    pm.addNestedPass<mlir::func::FuncOp>(createAttentionStats());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseNormGrad());
   pm.addNestedPass<mlir::func::FuncOp>(createWidenProducts());
   if (lower.fuseBiasGrad)

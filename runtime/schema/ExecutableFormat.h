@@ -50,7 +50,9 @@ namespace trainc {
 ///      AttentionGrad's one-result form (the projection's gradient).
 ///  17: DotGeneralBiasGrad.
 ///  18: SoftmaxCrossEntropyAndGrad.
-constexpr uint32_t kFormatVersion = 18;
+///  19: Attention's and AttentionGrad's ints[5]: the forward's
+///      log-sum-exps kept for the gradient.
+constexpr uint32_t kFormatVersion = 19;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;
@@ -116,8 +118,14 @@ constexpr int kFusedMaxResults = 8;
 /// set, q, k and v are each stored [B, S, Hq + 2 Hk, D] and read as heads
 /// [0, Hq), [Hq, Hq + Hk) and [Hq + Hk, Hq + 2 Hk) of it (math/
 /// AttentionLayout.h's attentionLayout).
+/// ints[5] = 1 (kAttentionStatsInt): Attention has a second result, each
+/// score row's log-sum-exp, [B, Hq, Sq] contiguous, f32 (f64 for f64
+/// operands), -inf where a row has no key to attend to; AttentionGrad has
+/// two more operands after the mask, the forward's result (stored as the
+/// cotangent: seq_major bit 3) and those log-sum-exps.
 constexpr int kAttentionTensors = 4;
 constexpr int kAttentionGradTensors = 7;
+constexpr int kAttentionStatsInt = 5;
 
 /// The schema's TrainingSignature as the compiler fills it and the runtime
 /// reads it: indices into the executable's outputs and inputs, -1 for none.

@@ -29,11 +29,9 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', '..', 'tools'))
 sys.path.insert(0, HERE)
-from fused_elementwise_step import (grad_accum_case, hf_case, live_bound,  # noqa: E402
-                                    make_gpt_cases, run, runs_with,
-                                    step_test_main, verdict)
+from fused_elementwise_step import (live_bound, lowering_cases, run,  # noqa: E402
+                                    runs_with, step_test_main, verdict)
 
 
 def inspect(args, exe):
@@ -66,14 +64,6 @@ def check(args, name, model, inputs, extra, work):
                    f'{live} bytes')
 
 
-def cases(args, work):
-    runs, inputs = make_gpt_cases(work)
-    runs.append(grad_accum_case(work, inputs))
-    return runs + [hf_case(args.hf_dir, model, exporter, precision)
-                   for model, exporter, precision in (('gpt2', 'ts17', 'f32'),
-                                                      ('gpt2', 'dynamo', 'bf16'),
-                                                      ('bert', 'dynamo', 'f32'))]
-
-
 if __name__ == '__main__':
-    sys.exit(step_test_main('fuse_bias_grad_step', __doc__.splitlines()[0], check, cases))
+    sys.exit(step_test_main('fuse_bias_grad_step', __doc__.splitlines()[0], check,
+                           lowering_cases))

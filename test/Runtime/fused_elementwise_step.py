@@ -167,6 +167,18 @@ def grad_accum_case(work, inputs):
             ('--precision', 'bf16', '--grad-accum', '2'))
 
 
+def lowering_cases(args, work):
+    """The cases of the lower-phase pair fusions' step tests: make_gpt_cases,
+    grad_accum_case, and Hugging Face GPT-2 (TorchScript f32, dynamo bf16)
+    and BERT (dynamo f32)."""
+    runs, inputs = make_gpt_cases(work)
+    runs.append(grad_accum_case(work, inputs))
+    return runs + [hf_case(args.hf_dir, model, exporter, precision)
+                   for model, exporter, precision in (('gpt2', 'ts17', 'f32'),
+                                                      ('gpt2', 'dynamo', 'bf16'),
+                                                      ('bert', 'dynamo', 'f32'))]
+
+
 def step_test_main(name, description, check_case, cases):
     """The main of a step test run on Hugging Face exports: parses
     --trainc, --trainc-run and --hf-dir, runs check_case over

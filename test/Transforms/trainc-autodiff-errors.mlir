@@ -18,3 +18,15 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : 
   %1 = graph.reduce_sum %0, dims = [0] : (tensor<4xf32>) -> tensor<f32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// An attention keeping its log-sum-exps is the lower phase's form
+// (trainc-attention-stats, after differentiation): no gradient rule.
+func.func @main(%w: tensor<1x2x4x8xf32> {train.param = "w", train.init = dense<0.5> : tensor<1x2x4x8xf32>}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
+  // expected-error@+2 {{'graph.attention' op with qkv_heads or with_lse has no gradient rule: the lower phase forms it, after differentiation}}
+  // expected-error@+1 {{autodiff: the gradient rule of 'graph.attention' failed}}
+  %o, %lse = graph.attention %w, %w, %w, scale = 0.25 {with_lse} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  %1 = graph.reduce_sum %o, dims = [0, 1, 2, 3] : (tensor<1x2x4x8xf32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}

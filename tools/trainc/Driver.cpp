@@ -380,6 +380,16 @@ int runCompilerCli(int argc, char **argv) {
                "order) (default true; --fuse-loss-grad=false: two "
                "instructions)"),
       cl::location(options.lower.fuseLossGrad), cl::cat(category));
+  cl::opt<bool, true> attentionStats(
+      "attention-stats",
+      cl::desc("With --train, in the lower phase, let each attention "
+               "gradient read its forward's result and the log-sum-exps of "
+               "its score rows (kept by the forward: [B, H, S] f32 per "
+               "call) instead of remaking the softmax (a GPU's cuDNN "
+               "backward would run the forward again); results may differ "
+               "in their last bits (default true; --attention-stats=false: "
+               "the gradient remakes them)"),
+      cl::location(options.lower.attentionStats), cl::cat(category));
   cl::opt<std::string, true> optimizerName(
       "optimizer", cl::desc("With --train: adamw (default), sgd or none"),
       cl::value_desc("name"), cl::location(opt.optimizer), cl::cat(category));

@@ -109,12 +109,18 @@ int64_t seqMajorBits(std::optional<ArrayRef<int64_t>> seqMajor) {
 }
 
 /// The attributes of Opcode::Attention and Opcode::AttentionGrad
-/// (executable.fbs): [causal, has_mask, seq_major, Hq, Hk] and [scale].
-template <typename Op> void attentionAttrs(Op op, ProgramInstruction &inst) {
+/// (executable.fbs): [causal, has_mask, seq_major, Hq, Hk, stats] and
+/// [scale], where stats says the forward gives its log-sum-exps and the
+/// gradient reads them.
+template <typename Op>
+void attentionAttrs(Op op, bool stats, ProgramInstruction &inst) {
   ArrayRef<int64_t> heads = op.getQkvHeads().value_or(ArrayRef<int64_t>());
-  inst.ints = {op.getCausal(), op.getMask() != nullptr,
-               seqMajorBits(op.getSeqMajor()), heads.empty() ? 0 : heads[0],
-               heads.empty() ? 0 : heads[1]};
+  inst.ints = {op.getCausal(),
+               op.getMask() != nullptr,
+               seqMajorBits(op.getSeqMajor()),
+               heads.empty() ? 0 : heads[0],
+               heads.empty() ? 0 : heads[1],
+               stats};
   inst.floats = {op.getScale().convertToDouble()};
 }
 
@@ -394,8 +400,8 @@ LogicalResult Builder::lowerOp(Operation *op) {
                            {int64_t(getMesh(d).axisIndex("data")), stride});
         inst.floats = {d.getRatio().convertToDouble()};
       })
-      .Case([&](AttentionOp a) { attentionAttrs(a, inst); })
-      .Case([&](AttentionGradOp a) { attentionAttrs(a, inst); })
+      .Case([&](AttentionOp a) { attentionAttrs(a, a.getWithLse(), inst); })
+      .Case([&](AttentionGradOp a) { attentionAttrs(a, a.hasStats(), inst); })
       .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyAndGradOp>([&](auto s) {
         int64_t classes = classesOf(s);
         if (!program.signature.vocabulary)

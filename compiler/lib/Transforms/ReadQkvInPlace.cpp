@@ -168,8 +168,8 @@ struct ReadQkvInPlacePass
     auto packed = b.create<AttentionGradOp>(
         grad.getLoc(), TypeRange{grad.getQuery().getType()}, grad.getQuery(),
         grad.getKey(), grad.getValue(), grad.getCotangent(), grad.getMask(),
-        grad.getScaleAttr(), grad.getCausalAttr(), grad.getSeqMajorAttr(),
-        grad.getQkvHeadsAttr());
+        grad.getStats(), grad.getScaleAttr(), grad.getCausalAttr(),
+        grad.getSeqMajorAttr(), grad.getQkvHeadsAttr());
     packed->setDiscardableAttrs(grad->getDiscardableAttrDictionary());
     b.setInsertionPoint(concat);
     auto joined = b.create<ReshapeOp>(concat.getLoc(), concat.getType(),

@@ -500,10 +500,13 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       };
       mask = rewriter.create<AddOp>(loc, whole(mask), whole(masks[i]));
     }
-    Value out = rewriter.create<AttentionOp>(loc, query, key, value, mask,
-                                             APFloat(scale), causal,
-                                             /*seq_major=*/nullptr,
-                                             /*qkv_heads=*/nullptr);
+    Value out = rewriter
+                    .create<AttentionOp>(loc, query, key, value, mask,
+                                         APFloat(scale), causal,
+                                         /*seq_major=*/nullptr,
+                                         /*qkv_heads=*/nullptr,
+                                         /*with_lse=*/false)
+                    .getResult();
     if (!probsOnLeft) // the product is [b, h, d, q]
       out = rewriter.createOrFold<TransposeOp>(loc, out,
                                                ArrayRef<int64_t>{0, 1, 3, 2});

@@ -468,8 +468,8 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
 
   /// The lower phase as the pipeline runs it.
   LowerOptions lowerOptions() const {
-    return LowerOptions{fuseElementwise, padClasses, qkvInPlace, fuseBiasGrad,
-                        fuseLossGrad};
+    return LowerOptions{fuseElementwise, padClasses,   qkvInPlace,
+                        fuseBiasGrad,    fuseLossGrad, attentionStats};
   }
 
   /// recompute.options: none, selective and full, each planned on a copy.

@@ -1,7 +1,7 @@
 //===- GraphAttention.cpp - Verifiers of attention and its gradient -------===//
 //
-// graph.attention (C1-C11, type inference) and graph.attention_grad
-// (C1-C6). Both read their tensors through `seq_major` and `qkv_heads`:
+// graph.attention (C1-C12, type inference) and graph.attention_grad
+// (C1-C7). Both read their tensors through `seq_major` and `qkv_heads`:
 // the constraints are on the logical [B, H, S, D] shapes, whatever the
 // stored layout.
 //
@@ -38,6 +38,13 @@ LogicalResult checkSeqMajor(std::optional<ArrayRef<int64_t>> seqMajor,
 
 bool listed(std::optional<ArrayRef<int64_t>> seqMajor, int64_t i) {
   return seqMajor && llvm::is_contained(*seqMajor, i);
+}
+
+/// The type of the log-sum-exps of attention's score rows `dims` ([B, Hq,
+/// Sq]) for operands of element type `e`: f32, or f64 for f64 (C12).
+RankedTensorType lseType(ArrayRef<int64_t> dims, Type e) {
+  return RankedTensorType::get(
+      dims, e.isF64() ? e : Float32Type::get(e.getContext()));
 }
 
 /// The layout attributes both ops read their tensors through.
@@ -83,7 +90,7 @@ LogicalResult checkQkvHeads(Layout layout, ArrayRef<RankedTensorType> qkv,
 
 LogicalResult inferAttentionType(Value query, Value key, Value value,
                                  Value mask, double scale, Layout layout,
-                                 SmallVectorImpl<Type> *types,
+                                 bool withLse, SmallVectorImpl<Type> *types,
                                  EmitErrorFn emitError) {
   std::optional<ArrayRef<int64_t>> seqMajor = layout.seqMajor;
   auto qType = dyn_cast<RankedTensorType>(query.getType());
@@ -145,23 +152,27 @@ LogicalResult inferAttentionType(Value query, Value key, Value value,
                          << cast<RankedTensorType>(t).getElementType();
   if (!std::isfinite(scale)) // attention_c8
     return emitError() << "(C8) scale must be finite, got " << scale;
-  if (types)
+  if (types) {
     types->push_back(RankedTensorType::get(
         attentionDims({batch, qHeads, qSeq, v[3]}, listed(seqMajor, 3)),
         elementType));
+    if (withLse) // attention_c12
+      types->push_back(lseType({batch, qHeads, qSeq}, elementType));
+  }
   return success();
 }
 
 } // namespace
 
 LogicalResult AttentionOp::verifyShapeConstraints() {
-  return inferAttentionType(
-      getQuery(), getKey(), getValue(), getMask(), getScale().convertToDouble(),
-      {getSeqMajor(), getQkvHeads()}, nullptr, [&] { return emitOpError(); });
+  return inferAttentionType(getQuery(), getKey(), getValue(), getMask(),
+                            getScale().convertToDouble(),
+                            {getSeqMajor(), getQkvHeads()}, getWithLse(),
+                            nullptr, [&] { return emitOpError(); });
 }
 
 SmallVector<int64_t, 4> AttentionOp::logicalDims(int i) {
-  Type t = i < 3 ? getOperand(i).getType() : getType();
+  Type t = i < 3 ? getOperand(i).getType() : getResult().getType();
   return attentionTensorDims(cast<ShapedType>(t).getShape(), getSeqMajor(),
                              getQkvHeads(), i);
 }
@@ -183,7 +194,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
   return inferAttentionType(
       adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
       adaptor.getMask(), adaptor.getScale().convertToDouble(),
-      {adaptor.getSeqMajor(), adaptor.getQkvHeads()}, &types,
+      {adaptor.getSeqMajor(), adaptor.getQkvHeads()}, adaptor.getWithLse(),
+      &types,
       [&] { return mlir::emitError(loc ? *loc : UnknownLoc::get(ctx)); });
 }
 
@@ -228,9 +240,20 @@ LogicalResult AttentionGradOp::verify() {
              << m << " does not broadcast to the scores";
   }
   Type e = qType.getElementType();
-  for (Value x : getOperands()) // attention_grad_c2
+  ValueRange stats = getStats();
+  // attention_grad_c2: the log-sum-exps (C7) have their own type.
+  for (Value x : getOperands().drop_back(stats.empty() ? 0 : 1))
     if (cast<RankedTensorType>(x.getType()).getElementType() != e)
       return emitOpError("(C2) all operands must have one element type");
+  if (!stats.empty()) {
+    RankedTensorType want = lseType({b, hq, sq}, e);
+    if (stats.size() != 2 || stats[0].getType() != gType ||
+        stats[1].getType() != want) // attention_grad_c7
+      return emitOpError("(C7) stats must be the forward's result, of the "
+                         "cotangent's type ")
+             << gType << ", and its log-sum-exps " << want << "; got "
+             << stats.size() << " operands";
+  }
   ValueRange grads = getGrads();
   if (grads.size() == 1) { // attention_grad_c6: the fused projection's
     auto t = cast<RankedTensorType>(grads[0].getType());

@@ -12,8 +12,10 @@
 //
 // A row where no key is allowed, or every allowed score is -inf (masked),
 // has no distribution to take; it gives zeros instead of NaN so that padded
-// rows do not poison the rest of the batch. The mask is additive and each
-// of its dims is 1 (broadcast) or the scores' size.
+// rows do not poison the rest of the batch. With ints[5] the forward also
+// writes each row's log-sum-exp, max_j s[j] + log sum_j exp(s[j] - max),
+// -inf for such a row, to its second result [B, Hq, Sq]. The mask is additive
+// and each of its dims is 1 (broadcast) or the scores' size.
 //
 // Compute in f64 for f64, in f32 otherwise; 16-bit operands are widened
 // once up front. (batch, head) pairs are split across threads; per pair,
@@ -88,22 +90,30 @@ const T *asCompute(const TensorRef &t, std::vector<T> &storage) {
   return storage.data();
 }
 
-/// Turns the scores `s` of one query row into probabilities: adds the mask
-/// row (if any), then a softmax over the `allowed` first keys; the others
-/// and a row with nothing to attend to get 0.
+/// Adds the mask row (if any) to the scores `s` of one query row.
 template <typename T>
-void softmaxRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride,
-                int64_t allowed) {
+void addMaskRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride) {
   if (maskRow)
     for (int64_t j = 0; j < sk; ++j)
       s[j] += maskRow[j * maskStride];
+}
+
+/// Turns the scores `s` of one query row into probabilities: adds the mask
+/// row (if any), then a softmax over the `allowed` first keys; the others
+/// and a row with nothing to attend to get 0. Returns the row's
+/// log-sum-exp, max + log(sum), or -inf for a row with nothing to attend
+/// to.
+template <typename T>
+T softmaxRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride,
+             int64_t allowed) {
+  addMaskRow(s, sk, maskRow, maskStride);
   const T negInf = -std::numeric_limits<T>::infinity();
   T max = negInf;
   for (int64_t j = 0; j < allowed; ++j)
     max = std::max(max, s[j]);
   if (max == negInf) {
     std::fill(s, s + sk, T(0));
-    return;
+    return negInf;
   }
   T sum = 0;
   if constexpr (std::is_same_v<T, float>) {
@@ -120,6 +130,28 @@ void softmaxRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride,
   T inv = T(1) / sum;
   for (int64_t j = 0; j < allowed; ++j)
     s[j] *= inv;
+  std::fill(s + allowed, s + sk, T(0));
+  return max + std::log(sum);
+}
+
+/// The probabilities of one query row from its forward's log-sum-exp
+/// `lse` (softmaxRow's): exp(s - lse) over the `allowed` first keys (mask
+/// added first), 0 for the others and for a row with nothing to attend to
+/// (lse = -inf). The same values as softmaxRow's to rounding: one exp
+/// and no division per key.
+template <typename T>
+void probabilitiesRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride,
+                      int64_t allowed, T lse) {
+  addMaskRow(s, sk, maskRow, maskStride);
+  if (lse == -std::numeric_limits<T>::infinity())
+    allowed = 0;
+  for (int64_t j = 0; j < allowed; ++j)
+    s[j] -= lse;
+  if constexpr (std::is_same_v<T, float>)
+    expF32(s, s, allowed);
+  else
+    for (int64_t j = 0; j < allowed; ++j)
+      s[j] = std::exp(s[j]);
   std::fill(s + allowed, s + sk, T(0));
 }
 
@@ -153,6 +185,8 @@ struct AttentionShape {
     group = hk > 0 ? hq / hk : 1;
     causal = call.ints[0] != 0;
     hasMask = call.ints[1] != 0;
+    stats = call.ints.size > kAttentionStatsInt &&
+            call.ints[kAttentionStatsInt] != 0;
     scale = call.floats[0];
     if (!hasMask)
       return;
@@ -181,7 +215,9 @@ struct AttentionShape {
   /// cotangent, dq, dk and dv of the gradient (the mask has none).
   math::HeadLayout layout[kAttentionGradTensors];
   int64_t batch, hq, sq, d, hk, sk, dv, group;
-  bool causal, hasMask, packedGrad;
+  /// The forward also writes, or the gradient reads, the log-sum-exps
+  /// (ints[5]).
+  bool causal, hasMask, packedGrad, stats;
   double scale;
   int64_t maskStride[4] = {0, 0, 0, 0};
 };
@@ -213,6 +249,8 @@ Status runAttention(const KernelCall &call) {
     const T *mask = a.hasMask ? asCompute(call.inputs[3], maskBuf) : nullptr;
     bool nativeOut = out.dtype == qRef.dtype &&
                      (out.dtype == DType::F32 || out.dtype == DType::F64);
+    // The log-sum-exps, [B, Hq, Sq] in T (the validator's rule).
+    T *lse = a.stats ? call.outputs[1].as<T>() : nullptr;
     int64_t sq = a.sq, sk = a.sk, dv = a.dv;
     const math::HeadLayout &qL = a.layout[0], &kL = a.layout[1],
                            &vL = a.layout[2], &oL = a.layout[3];
@@ -231,10 +269,13 @@ Status runAttention(const KernelCall &call) {
           gemm(false, /*tb=*/true, rows, kv, a.d, T(a.scale),
                qb + i0 * qL.seqStride, qL.seqStride, kb, kL.seqStride,
                scores.data(), kv);
-          for (int64_t i = 0; i < rows; ++i)
-            softmaxRow(scores.data() + i * kv, kv,
-                       a.maskRow(mask, b, h, i0 + i), a.maskStride[3],
-                       a.allowed(i0 + i));
+          for (int64_t i = 0; i < rows; ++i) {
+            T rowLse = softmaxRow(scores.data() + i * kv, kv,
+                                  a.maskRow(mask, b, h, i0 + i),
+                                  a.maskStride[3], a.allowed(i0 + i));
+            if (lse)
+              lse[bh * sq + i0 + i] = rowLse;
+          }
           gemm(false, false, rows, dv, kv, T(1), scores.data(), kv, vb,
                vL.seqStride, o + i0 * ldo, ldo);
         }
@@ -253,7 +294,9 @@ Status runAttention(const KernelCall &call) {
 //-----------------------------------------------------------===//
 //
 // For each batch b and key/value head g, for each of its query heads h
-// (h / group == g), with P the forward's probabilities remade as above:
+// (h / group == g), with P the forward's probabilities remade as above, or,
+// given the forward's log-sum-exps (ints[5]: trainc-attention-stats), as
+// P = exp(S - lse), which skips each row's max and sum:
 //
 //   dP = dO V^T,  D_i = sum_j P_ij dP_ij,  dS = P * (dP - D)
 //   dQ_h = scale * dS K,  dK_g += scale * dS^T Q_h,  dV_g += P^T dO
@@ -284,6 +327,9 @@ Status runAttentionGrad(const KernelCall &call) {
     std::vector<T> gBuf, maskBuf;
     const T *q = qkv.q, *k = qkv.k, *v = qkv.v, *g = asCompute(gRef, gBuf);
     const T *mask = a.hasMask ? asCompute(call.inputs[4], maskBuf) : nullptr;
+    // The forward's log-sum-exps, the input after its result (which the
+    // GPU's kernels read for D; the CPU takes D from its P and dP).
+    const T *lse = a.stats ? call.inputs[5 + a.hasMask].as<T>() : nullptr;
     bool native = qRef.dtype == DType::F32 || qRef.dtype == DType::F64;
     const T scale = T(a.scale);
     int64_t hk = a.hk, sq = a.sq, sk = a.sk, d = a.d, dv = a.dv,
@@ -327,9 +373,17 @@ Status runAttentionGrad(const KernelCall &call) {
                     *gt = g + gL.offset(b, h, i0);
             gemm(false, /*tb=*/true, rows, kv, d, scale, qt, qL.seqStride, kb,
                  kL.seqStride, p.data(), kv);
-            for (int64_t i = 0; i < rows; ++i)
-              softmaxRow(p.data() + i * kv, kv, a.maskRow(mask, b, h, i0 + i),
-                         a.maskStride[3], a.allowed(i0 + i));
+            for (int64_t i = 0; i < rows; ++i) {
+              T *row = p.data() + i * kv;
+              const T *maskRow = a.maskRow(mask, b, h, i0 + i);
+              if (lse)
+                probabilitiesRow(row, kv, maskRow, a.maskStride[3],
+                                 a.allowed(i0 + i),
+                                 lse[(b * a.hq + h) * sq + i0 + i]);
+              else
+                softmaxRow(row, kv, maskRow, a.maskStride[3],
+                           a.allowed(i0 + i));
+            }
             // dV += P^T dO; dP = dO V^T.
             gemm(/*ta=*/true, false, kv, dv, rows, T(1), p.data(), kv, gt,
                  gL.seqStride, dvg, ldv, T(1));

@@ -35,18 +35,25 @@
 //
 //   forward:  per query tile, over key tiles: scores, online softmax
 //             (running max m and sum l, earlier sums rescaled by
-//             exp(m_old - m_new)), o += p v; finally o / l.
-//   gradient (FlashAttention-2), AttentionGrad receiving neither the
-//   forward's output nor its log-sum-exp:
-//     1. statistics: per query row, LSE = m + log l and D_i = sum_j p_j
-//        dp_j (online, as the forward, with dp_j in place of v_j), into
-//        Scratch memory;
+//             exp(m_old - m_new)), o += p v; finally o / l. With ints[5]
+//             (the statistics kept, ExecutableFormat.h) it also writes
+//             each row's log-sum-exp LSE = m + log l (natural log, the
+//             compute type; -inf for a row that sees nothing) to its
+//             second result.
+//   gradient (FlashAttention-2):
+//     1. statistics, into Scratch memory: without ints[5], per query row,
+//        LSE = m + log l and D_i = sum_j p_j dp_j (online, as the
+//        forward, with dp_j in place of v_j); with it, the forward's LSE
+//        operand is read in place and only D_i = g_o[i,:] . o[i,:] (the
+//        same sum, as o = sum_j p_j v_j) is computed, one warp per row
+//        over the forward's result;
 //     2. dq: per query tile, over key tiles: p = exp(s - LSE), dp, ds,
 //        dq += ds k;
 //     3. dk, dv: per key tile, over the query heads of its group and
 //        their query tiles: dv += p^T g_o, dk += ds^T q.
 //   Each output element is owned by one block, which adds its terms in a
-//   fixed order: deterministic, no atomics.
+//   fixed order: deterministic, no atomics. (The kept-statistics paths
+//   are compiled, not yet run on a GPU.)
 // Causal attention skips the key tiles past a query tile's last allowed
 // key (and, for dk/dv, the query tiles before a key tile's first viewer).
 //
@@ -57,6 +64,9 @@
 // index order, row sums over 8 lanes), p is normalized at the end (o / l)
 // or taken as exp(s - LSE) rather than divided by its row sum, and dk, dv
 // are scaled once after summing over the group; results agree to rounding.
+// With kept statistics D comes from the stored result, so it carries that
+// result's rounding (bf16 and f16: one rounding of the storage type per
+// element of o), where pass 1's and the CPU's sum p dp in the compute type.
 //
 // Shape legend: q [B, Hq, Sq, D], k [B, Hk, Sk, D], v [B, Hk, Sk, Dv],
 // mask [B|1, Hq|1, Sq|1, Sk|1], o and g_o [B, Hq, Sq, Dv]; dq, dk, dv as
@@ -64,7 +74,9 @@
 // (ints[2]'s bit, Attention.cuh): every tile is read and every result row
 // written at its layout's offset(b, h, i), rows seqStride elements apart,
 // so neither layout is copied and the arithmetic is the same for both.
-// The Scratch statistics (LSE, D) are contiguous [B, Hq, Sq] either way.
+// The statistics (LSE, D; Scratch memory or the kept LSE operand) are
+// contiguous [B, Hq, Sq] either way; the forward's result given to the
+// gradient is read through the cotangent's seq_major bit (tensor 3).
 //
 //===----------------------------------------------------------------------===//
 
@@ -203,7 +215,7 @@ __device__ void accumulateTile(const C *tile, const S *y, int64_t yStride,
 template <typename S>
 __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionKernel(const S *q, const S *k, const S *v, const S *mask, S *out,
-                    AttnShape a, AttnLayouts layouts) {
+                    Compute<S> *lse, AttnShape a, AttnLayouts layouts) {
   using C = Compute<S>;
   __shared__ SharedTiles<C> sh;
   const Place p = placeOf();
@@ -217,7 +229,10 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
     const S *kb = k + kL.offset(qt.b, qt.kvHead, 0),
             *vb = v + vL.offset(qt.b, qt.kvHead, 0);
     const S *maskBH = maskOf(a, mask, qt.b, qt.h);
-    for (int64_t f0 = 0; f0 < a.dv; f0 += kChunk) {
+    // One pass per 128 result features; one even when Dv is 0 if the
+    // rows' log-sum-exps are wanted.
+    const int64_t features = lse && a.dv == 0 ? 1 : a.dv;
+    for (int64_t f0 = 0; f0 < features; f0 += kChunk) {
       C m = -infinity<C>(), l = 0, acc[kAcc];
 #pragma unroll
       for (int w = 0; w < kAcc; ++w)
@@ -253,8 +268,12 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
       }
       if (qi >= a.sq)
         continue;
-      S *o = out + oL.offset(qt.b, qt.h, qi);
       bool empty = m == -infinity<C>();
+      // Every pass makes the same m and l; the first writes the
+      // log-sum-exp (pass 1's, but -inf where that has +inf).
+      if (lse && f0 == 0 && p.col == 0)
+        lse[qt.bh * a.sq + qi] = empty ? -infinity<C>() : m + logOf(l);
+      S *o = out + oL.offset(qt.b, qt.h, qi);
 #pragma unroll
       for (int w = 0; w < kAcc; ++w) {
         int64_t f = f0 + p.col + kRowThreads * w;
@@ -321,6 +340,36 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
       lse[row] = empty ? infinity<C>() : m + logOf(l);
       delta[row] = empty ? C(0) : acc / l;
     }
+  }
+}
+
+/// Query rows per block of attentionDeltaKernel: a warp each.
+constexpr int kDeltaRows = kAttnThreads / 32;
+
+/// Pass 1 for a gradient given the forward's statistics: delta[row] =
+/// sum_d g_o[row, d] o[row, d] (= sum_j p_j dp_j, as o = sum_j p_j v_j),
+/// rows in [B, Hq, Sq] order, o the forward's result read through its own
+/// layout. One warp per row: lane l sums features l + 32n in order, then a
+/// butterfly (every lane the same bits; deterministic).
+template <typename S>
+__global__ void __launch_bounds__(kAttnThreads)
+    attentionDeltaKernel(const S *g, const S *o, Compute<S> *delta, AttnShape a,
+                         math::HeadLayout gL, math::HeadLayout oL) {
+  using C = Compute<S>;
+  const int lane = int(threadIdx.x) % 32;
+  const int64_t rows = a.batch * a.hq * a.sq;
+  for (int64_t row = int64_t(blockIdx.x) * kDeltaRows + threadIdx.x / 32;
+       row < rows; row += int64_t(gridDim.x) * kDeltaRows) {
+    int64_t bh = row / a.sq, i = row % a.sq;
+    int64_t b = bh / a.hq, h = bh % a.hq;
+    const S *gRow = g + gL.offset(b, h, i), *oRow = o + oL.offset(b, h, i);
+    C sum = 0;
+    for (int64_t f = lane; f < a.dv; f += 32)
+      sum += C(load(gRow, f)) * C(load(oRow, f));
+    for (int m = 16; m > 0; m /= 2)
+      sum += __shfl_xor_sync(kFullMask, sum, m);
+    if (lane == 0)
+      delta[row] = sum;
   }
 }
 
@@ -482,34 +531,63 @@ std::string sizesOf(int64_t b, int64_t h, int64_t s, int64_t d) {
          std::to_string(s) + ", " + std::to_string(d) + "]";
 }
 
+/// Whether `call` keeps the softmax statistics: ints[5]
+/// (ExecutableFormat.h's kAttentionStatsInt), read only where present.
+bool keepsStats(const KernelCall &call) {
+  return call.ints.size > kAttentionStatsInt &&
+         call.ints[kAttentionStatsInt] != 0;
+}
+
+/// The softmax statistics a call keeps (keepsStats): the forward's
+/// log-sum-exps, its second result; or the gradient's last two operands,
+/// the forward's result (stored as the cotangent, read through
+/// `resultLayout`) and its log-sum-exps. Null when not kept.
+struct KeptStats {
+  const TensorRef *result = nullptr, *lse = nullptr;
+  math::HeadLayout resultLayout;
+};
+
 /// The call's shape and its tensors' layouts: operands q, k, v (and the
 /// cotangent for the gradient) up to `maskInput`, then the mask when
-/// ints[1] says there is one; the results follow the operands in the
-/// tensor numbering (ints[2]'s bits: ExecutableFormat.h). Every
-/// operand and result must be rank 4 of q's dtype, and every tensor's
-/// logical sizes must be those its role implies (the validator's rule,
-/// checked again because each kernel indexes a tensor by its own layout
-/// and would read or write past a smaller one).
+/// ints[1] says there is one, then, for a gradient that keeps the
+/// statistics, the forward's result and log-sum-exps; the results follow
+/// the operands in the tensor numbering (ints[2]'s bits:
+/// ExecutableFormat.h), and a forward that keeps the statistics has the
+/// log-sum-exps as a second result. Every operand and result but the
+/// log-sum-exps must be rank 4 of q's dtype, and every tensor's logical
+/// sizes must be those its role implies (the validator's rule, checked
+/// again because each kernel indexes a tensor by its own layout and would
+/// read or write past a smaller one); the log-sum-exps are [B, Hq, Sq] of
+/// the compute type (f64 for f64, else f32).
 Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
-               AttnLayouts &layouts) {
+               AttnLayouts &layouts, KeptStats &kept) {
   // Attention numbers q, k, v and its result; the gradient q, k, v, the
   // cotangent and three results.
-  const int numTensors =
-      maskInput == 3 ? kAttentionTensors : kAttentionGradTensors;
+  const bool grad = maskInput == 4;
+  const int numTensors = grad ? kAttentionGradTensors : kAttentionTensors;
   const int numResults = numTensors - maskInput;
   math::QkvHeads qkv = math::qkvHeadsOf(call.ints.data, call.ints.size);
   // A gradient with one result writes dq, dk and dv into its windows.
-  const bool packedGrad = maskInput == 4 && call.numOutputs == 1 && qkv.any();
-  if (call.inputs.size < maskInput ||
-      (call.numOutputs != numResults && !packedGrad))
-    return kernelError(call, "expects " + std::to_string(maskInput) +
+  const bool packedGrad = grad && call.numOutputs == 1 && qkv.any();
+  const bool hasMask = call.ints[1] != 0, stats = keepsStats(call);
+  const int operands = maskInput + (grad && stats ? 2 : 0);
+  const int results = numResults + (!grad && stats ? 1 : 0);
+  if (call.inputs.size < operands ||
+      (call.numOutputs != results && !packedGrad))
+    return kernelError(call, "expects " + std::to_string(operands) +
                                  " operands besides the mask and " +
-                                 std::to_string(numResults) +
-                                 (numResults == 1 ? " result" : " results"));
+                                 std::to_string(results) +
+                                 (results == 1 ? " result" : " results"));
+  if (hasMask && call.inputs.size <= operands)
+    return kernelError(call, "has_mask is set but the mask operand is missing");
+  // Where the log-sum-exps are, by which list they are in.
+  const int lseInput = grad && stats ? operands + (hasMask ? 1 : 0) - 1 : -1;
+  const int lseOutput = !grad && stats ? 1 : -1;
   const TensorRef &q = call.inputs[0];
-  bool hasMask = call.ints[1] != 0;
   for (int64_t i = 0; i < call.inputs.size; ++i) {
     const TensorRef &t = call.inputs[i];
+    if (i == lseInput)
+      continue;
     if (t.rank != 4)
       return kernelError(call, "operand " + std::to_string(i) + " has rank " +
                                    std::to_string(t.rank) + ", expected 4");
@@ -520,6 +598,8 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
   }
   for (int i = 0; i < call.numOutputs; ++i) {
     const TensorRef &t = call.outputs[i];
+    if (i == lseOutput)
+      continue;
     if (t.rank != 4)
       return kernelError(call, "result " + std::to_string(i) + " has rank " +
                                    std::to_string(t.rank) + ", expected 4");
@@ -528,8 +608,6 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
                                    dtypeName(t.dtype) + ", not " +
                                    dtypeName(q.dtype) + " as the query");
   }
-  if (hasMask && call.inputs.size <= maskInput)
-    return kernelError(call, "has_mask is set but the mask operand is missing");
   int64_t bits = call.ints[2]; // seq_major (the validator checked 5 ints)
   // Windows read (and a packed gradient writes) [B, S, Hq + 2 Hk, D]
   // tensors: their stored heads, checked as the validator does.
@@ -550,6 +628,17 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
                              ? call.inputs[i]
                              : call.outputs[packedGrad ? 0 : i - maskInput];
     layouts.of[i] = math::attentionLayout(t.dims, bits, qkv, i, packedGrad);
+  }
+  kept = KeptStats();
+  if (lseInput >= 0) {
+    kept.result = &call.inputs[lseInput - 1];
+    kept.lse = &call.inputs[lseInput];
+    // The forward's result is stored as the cotangent: its bit is tensor
+    // 3's.
+    kept.resultLayout =
+        math::attentionLayout(kept.result->dims, bits, qkv, kGradOut);
+  } else if (lseOutput >= 0) {
+    kept.lse = &call.outputs[lseOutput];
   }
   const math::HeadLayout &ql = layouts.of[kQ], &kl = layouts.of[kK],
                          &vl = layouts.of[kV];
@@ -572,18 +661,42 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
       {a.batch, a.hk, a.sk, a.dv}, {a.batch, a.hq, a.sq, a.dv},
       {a.batch, a.hq, a.sq, a.d},  {a.batch, a.hk, a.sk, a.d},
       {a.batch, a.hk, a.sk, a.dv}};
+  auto checkSizes = [&](const char *name, const math::HeadLayout &l,
+                        const int64_t(&w)[4]) -> Status {
+    if (l.batch != w[0] || l.heads != w[1] || l.seq != w[2] ||
+        l.features != w[3])
+      return kernelError(call,
+                         std::string(name) + " is " +
+                             sizesOf(l.batch, l.heads, l.seq, l.features) +
+                             " as [B, H, S, D], expected " +
+                             sizesOf(w[0], w[1], w[2], w[3]));
+    return okStatus();
+  };
   const char *names[kAttentionGradTensors] = {
       "q",  "k",  "v", numResults == 1 ? "the result" : "the cotangent",
       "dq", "dk", "dv"};
-  for (int i = 0; i < numTensors; ++i) {
-    const math::HeadLayout &l = layouts.of[i];
-    if (l.batch != want[i][0] || l.heads != want[i][1] || l.seq != want[i][2] ||
-        l.features != want[i][3])
+  for (int i = 0; i < numTensors; ++i)
+    TRAINC_RETURN_IF_ERROR(checkSizes(names[i], layouts.of[i], want[i]));
+  if (kept.result)
+    TRAINC_RETURN_IF_ERROR(
+        checkSizes("the forward's result", kept.resultLayout, want[kGradOut]));
+  if (kept.lse) {
+    const TensorRef &lse = *kept.lse;
+    const DType lseType = q.dtype == DType::F64 ? DType::F64 : DType::F32;
+    if (lse.rank != 3)
+      return kernelError(call, "the log-sum-exps have rank " +
+                                   std::to_string(lse.rank) + ", expected 3");
+    if (lse.dtype != lseType)
+      return kernelError(call, std::string("the log-sum-exps are ") +
+                                   dtypeName(lse.dtype) + ", not " +
+                                   dtypeName(lseType));
+    if (lse.dims[0] != a.batch || lse.dims[1] != a.hq || lse.dims[2] != a.sq)
       return kernelError(
-          call, std::string(names[i]) + " is " +
-                    sizesOf(l.batch, l.heads, l.seq, l.features) +
-                    " as [B, H, S, D], expected " +
-                    sizesOf(want[i][0], want[i][1], want[i][2], want[i][3]));
+          call,
+          "the log-sum-exps are [" + std::to_string(lse.dims[0]) + ", " +
+              std::to_string(lse.dims[1]) + ", " + std::to_string(lse.dims[2]) +
+              "], expected [B, Hq, Sq] = [" + std::to_string(a.batch) + ", " +
+              std::to_string(a.hq) + ", " + std::to_string(a.sq) + "]");
   }
   a.scale = call.floats[0];
   a.causal = call.ints[0] != 0;
@@ -602,11 +715,13 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
 
 /// Runs `call` through cuDNN (AttentionCudnn.h) when the engine
 /// ($TRAINC_CUDA_ATTENTION) allows it and cuDNN takes it: `ran` says
-/// whether it did. Operands q, k, v (and the gradient's cotangent); the
-/// forward's result, or the gradients (null where not wanted).
+/// whether it did. Operands q, k, v (and the gradient's cotangent, and
+/// the kept statistics); the forward's result, or the gradients (null
+/// where not wanted).
 Status runThroughCudnn(const KernelCall &call, const AttnShape &a,
-                       const AttnLayouts &layouts, bool grad, void *result,
-                       void *dq, void *dk, void *dv, bool &ran) {
+                       const AttnLayouts &layouts, const KeptStats &kept,
+                       bool grad, void *result, void *dq, void *dk, void *dv,
+                       bool &ran) {
   ran = false;
   AttentionEngine engine;
   TRAINC_RETURN_IF_ERROR(attentionEngine(engine));
@@ -630,6 +745,13 @@ Status runThroughCudnn(const KernelCall &call, const AttnShape &a,
   c.value = call.inputs[2].data;
   if (grad)
     c.cotangent = call.inputs[3].data;
+  c.stats = kept.lse != nullptr;
+  if (c.stats)
+    c.lse = kept.lse->data;
+  if (kept.result) {
+    c.forwardResult = kept.result->data;
+    c.forwardLayout = kept.resultLayout;
+  }
   c.result = result;
   c.dQuery = dq;
   c.dKey = dk;
@@ -644,28 +766,31 @@ Status runAttention(const KernelCall &call) {
   const TensorRef &out = call.outputs[0];
   AttnShape a;
   AttnLayouts layouts;
-  TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/3, a, layouts));
+  KeptStats kept;
+  TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/3, a, layouts, kept));
   const void *mask = call.ints[1] != 0 ? call.inputs[3].data : nullptr;
-  if (out.numElements() == 0)
+  if (out.numElements() == 0 && (!kept.lse || kept.lse->numElements() == 0))
     return okStatus();
   bool ran = false;
-  TRAINC_RETURN_IF_ERROR(runThroughCudnn(call, a, layouts, /*grad=*/false,
-                                         out.data, nullptr, nullptr, nullptr,
-                                         ran));
+  TRAINC_RETURN_IF_ERROR(runThroughCudnn(call, a, layouts, kept,
+                                         /*grad=*/false, out.data, nullptr,
+                                         nullptr, nullptr, ran));
   if (ran)
     return okStatus();
   return withFloatStorage(call, q.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
+    using C = Compute<S>;
+    C *lse = kept.lse ? kept.lse->as<C>() : nullptr;
     if constexpr (std::is_same_v<S, Bf16>)
       if (tensorCoreAttentionFits(q.dtype, a))
         return runTensorCoreAttention(
             call, a, layouts, q.as<const S>(), k.as<const S>(), v.as<const S>(),
-            static_cast<const S *>(mask), out.as<S>());
+            static_cast<const S *>(mask), out.as<S>(), lse);
     int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
     attentionKernel<S>
         <<<blocksFor(tiles), kAttnThreads, 0, streamOf(call).handle()>>>(
             q.as<const S>(), k.as<const S>(), v.as<const S>(),
-            static_cast<const S *>(mask), out.as<S>(), a, layouts);
+            static_cast<const S *>(mask), out.as<S>(), lse, a, layouts);
     return checkLaunch(call, "attentionKernel");
   });
 }
@@ -679,7 +804,8 @@ Status runAttentionGrad(const KernelCall &call) {
                   &dv = call.outputs[packed ? 0 : 2];
   AttnShape a;
   AttnLayouts layouts;
-  TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/4, a, layouts));
+  KeptStats kept;
+  TRAINC_RETURN_IF_ERROR(shapeOf(call, /*maskInput=*/4, a, layouts, kept));
   const void *mask = call.ints[1] != 0 ? call.inputs[4].data : nullptr;
   bool needQ = dq.numElements() > 0;
   bool needKV = dk.numElements() > 0 || dv.numElements() > 0;
@@ -687,7 +813,7 @@ Status runAttentionGrad(const KernelCall &call) {
     return okStatus();
   bool ran = false;
   TRAINC_RETURN_IF_ERROR(runThroughCudnn(
-      call, a, layouts, /*grad=*/true, nullptr, needQ ? dq.data : nullptr,
+      call, a, layouts, kept, /*grad=*/true, nullptr, needQ ? dq.data : nullptr,
       dk.numElements() > 0 ? dk.data : nullptr,
       dv.numElements() > 0 ? dv.data : nullptr, ran));
   if (ran)
@@ -698,26 +824,44 @@ Status runAttentionGrad(const KernelCall &call) {
     cudaStream_t stream = streamOf(call).handle();
     const S *qs = q.as<const S>(), *ks = k.as<const S>(), *vs = v.as<const S>(),
             *gs = g.as<const S>(), *maskS = static_cast<const S *>(mask);
+    bool tensorCores = false;
+    if constexpr (std::is_same_v<S, Bf16>)
+      tensorCores = tensorCoreAttentionFits(q.dtype, a);
 
-    // Pass 1: the rows' log-sum-exp and D, in Scratch memory.
+    // The rows' log-sum-exps and D: the forward's log-sum-exps, read in
+    // place, and D from its result; or pass 1's, both in Scratch memory.
     int64_t rows = a.batch * a.hq * a.sq;
+    int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
     Scratch stats;
     TRAINC_RETURN_IF_ERROR(
-        stats.allocate(call, 2 * uint64_t(rows) * sizeof(C)));
-    C *lse = stats.as<C>(), *delta = lse + rows;
+        stats.allocate(call, (kept.lse ? 1 : 2) * uint64_t(rows) * sizeof(C)));
+    C *delta = stats.as<C>(), *madeLse = kept.lse ? nullptr : delta + rows;
+    const C *lse = kept.lse ? kept.lse->as<const C>() : madeLse;
+    if (kept.lse) {
+      if (rows > 0) {
+        attentionDeltaKernel<S>
+            <<<blocksFor(ceilDiv(rows, kDeltaRows)), kAttnThreads, 0, stream>>>(
+                gs, kept.result->as<const S>(), delta, a, layouts.of[kGradOut],
+                kept.resultLayout);
+        TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionDeltaKernel"));
+      }
+    } else if (tensorCores) {
+      if constexpr (std::is_same_v<S, Bf16>)
+        TRAINC_RETURN_IF_ERROR(runTensorCoreAttentionStats(
+            call, a, layouts, qs, ks, vs, gs, maskS, madeLse, delta));
+    } else if (rows > 0) {
+      // Pass 1.
+      attentionStatsKernel<S>
+          <<<blocksFor(queryTiles), kAttnThreads, 0, stream>>>(
+              qs, ks, vs, gs, maskS, madeLse, delta, a, layouts);
+      TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionStatsKernel"));
+    }
     if constexpr (std::is_same_v<S, Bf16>)
-      if (tensorCoreAttentionFits(q.dtype, a))
+      if (tensorCores)
         return runTensorCoreAttentionGrad(
             call, a, layouts, qs, ks, vs, gs, maskS, lse, delta,
             needQ ? dq.as<S>() : nullptr, needKV ? dk.as<S>() : nullptr,
             needKV ? dv.as<S>() : nullptr);
-    int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
-    if (rows > 0) {
-      attentionStatsKernel<S>
-          <<<blocksFor(queryTiles), kAttnThreads, 0, stream>>>(
-              qs, ks, vs, gs, maskS, lse, delta, a, layouts);
-      TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionStatsKernel"));
-    }
     // Pass 2: dq.
     if (needQ) {
       attentionGradQKernel<S>

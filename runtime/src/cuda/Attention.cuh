@@ -8,7 +8,11 @@
 // where each tensor's rows are. Every tensor but the mask is read or
 // written through its math::HeadLayout ([B, H, S, D] or, by ints[2]'s bit,
 // [B, S, H, D]): a (b, h) pair's rows are seqStride elements apart, their
-// features contiguous; the kernels never assume a row stride of D.
+// features contiguous; the kernels never assume a row stride of D. The
+// softmax statistics (each query row's log-sum-exp, natural log, and the
+// gradient's D) are contiguous [B, Hq, Sq] in the compute type, row (b *
+// Hq + h) * Sq + i, whether a kernel made them or the forward kept them
+// (ints[5], ExecutableFormat.h), so either is read the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,21 +144,31 @@ __device__ __forceinline__ const S *maskOf(const AttnShape &a, const S *mask,
 constexpr int64_t kTensorCoreMaxHead = 64;
 bool tensorCoreAttentionFits(DType dtype, const attention::AttnShape &a);
 
-/// The forward pass: out = softmax(scale q k^T + mask) v.
+/// The forward pass: out = softmax(scale q k^T + mask) v, and when `lse` is
+/// not null each query row's log-sum-exp ([B, Hq, Sq], -inf for a row that
+/// sees nothing).
 Status runTensorCoreAttention(const KernelCall &call,
                               const attention::AttnShape &a,
                               const attention::AttnLayouts &layouts,
                               const Bf16 *q, const Bf16 *k, const Bf16 *v,
-                              const Bf16 *mask, Bf16 *out);
-/// The gradient's three passes (Attention.cu's, same Scratch statistics):
-/// lse and delta per query row, then dq, then dk and dv (either may be
-/// null when not wanted).
+                              const Bf16 *mask, Bf16 *out, float *lse);
+/// The gradient's first pass (Attention.cu's, same Scratch statistics):
+/// lse and delta per query row, for a gradient not given the forward's.
+Status runTensorCoreAttentionStats(const KernelCall &call,
+                                   const attention::AttnShape &a,
+                                   const attention::AttnLayouts &layouts,
+                                   const Bf16 *q, const Bf16 *k, const Bf16 *v,
+                                   const Bf16 *g, const Bf16 *mask, float *lse,
+                                   float *delta);
+/// The gradient's other two passes, from the rows' lse and delta: dq, then
+/// dk and dv (either may be null when not wanted).
 Status runTensorCoreAttentionGrad(const KernelCall &call,
                                   const attention::AttnShape &a,
                                   const attention::AttnLayouts &layouts,
                                   const Bf16 *q, const Bf16 *k, const Bf16 *v,
-                                  const Bf16 *g, const Bf16 *mask, float *lse,
-                                  float *delta, Bf16 *dq, Bf16 *dk, Bf16 *dv);
+                                  const Bf16 *g, const Bf16 *mask,
+                                  const float *lse, const float *delta,
+                                  Bf16 *dq, Bf16 *dk, Bf16 *dv);
 
 } // namespace trainc::cuda
 

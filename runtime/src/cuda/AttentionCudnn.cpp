@@ -8,13 +8,20 @@
 // D], [B, S, H, D], windows of a fused QKV projection) is a set of strides
 // for cuDNN, so nothing is copied.
 //
-// The forward is one graph (inference: no statistics). The gradient has
-// no forward result or softmax statistics to read (graph.attention_grad
-// takes q, k, v and the cotangent), so it runs two: the forward again in
-// training mode (its result and each row's log-sum-exp, f32, in stream-
-// ordered scratch memory), then cuDNN's backward, deterministic (no
-// atomics, as trainc's kernels). The forward is a third of the cost of the
-// backward; an IR that kept the forward's statistics would save it.
+// The forward is one graph: inference mode (no statistics), or, when the
+// call keeps the softmax statistics (ints[5], ExecutableFormat.h),
+// training mode, cuDNN's Stats output written straight into the call's
+// log-sum-exp result ([B, Hq, Sq, 1], packed strides, f32). Stats is each
+// row's max + log(sum exp) of the scaled scores, natural log (the
+// frontend's softmax node adds log(sum) to the max; base 2 only when
+// asked, set_stats_use_log2, which trainc never does), as trainc's
+// kernels keep. A gradient given the forward's result and statistics
+// hands them to cuDNN's backward, deterministic (no atomics, as trainc's
+// kernels); one that is not runs the forward again first, in training
+// mode, its result and statistics in stream-ordered scratch memory (a
+// third of the backward's cost). (The kept-statistics graphs pass cuDNN's
+// frontend validation without a GPU, AttentionCudnnTest; not yet run on
+// one.)
 //
 // Numerics (cuDNN's flash attention, not trainc's kernels): the products
 // in f32 on the tensor cores, the unnormalized probabilities rounded to
@@ -25,12 +32,13 @@
 // tolerance (DeviceKernels.AttentionCudnn), and `--verify-steps` to the
 // 16-bit executables' limits, which both meet.
 //
-// Plans are cached per (device, shape, strides, scale): building one takes
-// cuDNN's heuristics and may compile a kernel (tens of milliseconds to
-// seconds, once per shape). A shape cuDNN refuses is remembered and runs
-// trainc's kernels from then on, as does one whose plan asks for more
-// than 2 GiB of workspace (the deterministic backward's grows with B H Sq
-// Sk), and, under `auto`, a call whose scratch memory cannot be had.
+// Plans are cached per (device, shape, strides, scale, whether the
+// statistics are kept): building one takes cuDNN's heuristics and may
+// compile a kernel (tens of milliseconds to seconds, once per shape). A
+// shape cuDNN refuses is remembered and runs trainc's kernels from then
+// on, as does one whose plan asks for more than 2 GiB of workspace (the
+// deterministic backward's grows with B H Sq Sk), and, under `auto`, a
+// call whose scratch memory cannot be had.
 // libcudnn.so.9 is opened the first time a call may use it
 // (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING: the frontend reaches every cuDNN and
 // CUDA runtime function through dlsym), so no binary links cuDNN and a machine
@@ -100,19 +108,25 @@ std::string cudnnAttentionRefusal(const CudnnAttentionCall &c) {
            "key give zeros in trainc)";
   if (c.hk == 0 || c.hq % c.hk != 0)
     return "query heads not a multiple of key heads";
+  auto aligned = [&](const void *data, const math::HeadLayout &l) {
+    uintptr_t start = reinterpret_cast<uintptr_t>(data) +
+                      uintptr_t(l.base) * dtypeSize(c.dtype);
+    return start % 16 == 0 && l.batchStride % 8 == 0 && l.headStride % 8 == 0 &&
+           l.seqStride % 8 == 0;
+  };
   const void *data[kAttentionGradTensors] = {
       c.query,  c.key,  c.value, c.grad ? c.cotangent : c.result,
       c.dQuery, c.dKey, c.dValue};
   const int tensors = c.grad ? kAttentionGradTensors : kAttentionTensors;
-  for (int i = 0; i < tensors; ++i) {
-    const math::HeadLayout &l = c.layout[i];
-    uintptr_t start = reinterpret_cast<uintptr_t>(data[i]) +
-                      uintptr_t(l.base) * dtypeSize(c.dtype);
-    if (start % 16 != 0 || l.batchStride % 8 != 0 || l.headStride % 8 != 0 ||
-        l.seqStride % 8 != 0)
+  for (int i = 0; i < tensors; ++i)
+    if (!aligned(data[i], c.layout[i]))
       return "tensor " + std::to_string(i) +
              " is not 16-byte aligned (its start or a stride)";
-  }
+  if (c.grad && c.stats && !aligned(c.forwardResult, c.forwardLayout))
+    return "the forward's result is not 16-byte aligned (its start or a "
+           "stride)";
+  if (c.stats && reinterpret_cast<uintptr_t>(c.lse) % 16 != 0)
+    return "the log-sum-exps are not 16-byte aligned";
   return "";
 }
 
@@ -225,9 +239,16 @@ std::vector<int64_t> keyOf(const CudnnAttentionCall &c, int device) {
                               c.hq,     c.hk,
                               c.sq,     c.sk,
                               c.d,      c.dv,
-                              c.causal, int64_t(scaleBits)};
+                              c.causal, int64_t(scaleBits),
+                              c.stats};
   for (const math::HeadLayout &l : c.layout)
     key.insert(key.end(), {l.batchStride, l.headStride, l.seqStride});
+  // The forward's result, read by the backward of a gradient that is
+  // given it (its strides are in that graph).
+  if (c.grad && c.stats)
+    key.insert(key.end(),
+               {c.forwardLayout.batchStride, c.forwardLayout.headStride,
+                c.forwardLayout.seqStride});
   return key;
 }
 
@@ -244,8 +265,16 @@ fe::graph::Tensor_attributes describeTensor(const char *name, Uid uid,
       .set_stride({l.batchStride, l.headStride, l.seqStride, 1});
 }
 
-/// The result of the gradient's forward, [B, Hq, Sq, Dv] contiguous.
-math::HeadLayout recomputedOut(const CudnnAttentionCall &c) {
+/// Whether `c` runs cuDNN's forward: a forward does, and so does a
+/// gradient not given the forward's result and statistics (it remakes
+/// them); a gradient given them runs the backward alone.
+bool runsForward(const CudnnAttentionCall &c) { return !c.grad || !c.stats; }
+
+/// The layout of the forward's result that the backward reads: the one
+/// given, or the remade one in scratch memory, [B, Hq, Sq, Dv] contiguous.
+math::HeadLayout forwardResultLayout(const CudnnAttentionCall &c) {
+  if (c.stats)
+    return c.forwardLayout;
   int64_t dims[4] = {c.batch, c.hq, c.sq, c.dv};
   return math::headLayout(dims, /*seqMajor=*/false);
 }
@@ -276,11 +305,14 @@ void setCausal(Attributes &a, const CudnnAttentionCall &c) {
     a.set_causal_mask_bottom_right(true);
 }
 
-/// The forward graph: the result in `outLayout`, and with `stats` each
-/// row's log-sum-exp (f32, [B, Hq, Sq, 1]) for the backward.
-std::shared_ptr<fe::graph::Graph>
-forwardGraph(const CudnnAttentionCall &c, const math::HeadLayout &outLayout,
-             bool stats, int sm = 0) {
+/// The forward graph (runsForward): the result in the call's layout (a
+/// gradient's in forwardResultLayout), and each row's log-sum-exp (f32,
+/// [B, Hq, Sq, 1]) when kept or remade for the backward.
+std::shared_ptr<fe::graph::Graph> forwardGraph(const CudnnAttentionCall &c,
+                                               int sm = 0) {
+  const math::HeadLayout outLayout =
+      c.grad ? forwardResultLayout(c) : c.layout[3];
+  const bool stats = c.grad || c.stats;
   auto g = newGraph(c, sm);
   auto q = g->tensor(describeTensor("q", kUidQ, c.layout[0]));
   auto k = g->tensor(describeTensor("k", kUidK, c.layout[1]));
@@ -307,14 +339,14 @@ forwardGraph(const CudnnAttentionCall &c, const math::HeadLayout &outLayout,
 }
 
 /// The backward graph: dq, dk and dv from q, k, v, the forward's result
-/// (recomputedOut) and statistics, and the cotangent.
+/// (forwardResultLayout) and statistics, and the cotangent.
 std::shared_ptr<fe::graph::Graph> backwardGraph(const CudnnAttentionCall &c,
                                                 int sm = 0) {
   auto g = newGraph(c, sm);
   auto q = g->tensor(describeTensor("q", kUidQ, c.layout[0]));
   auto k = g->tensor(describeTensor("k", kUidK, c.layout[1]));
   auto v = g->tensor(describeTensor("v", kUidV, c.layout[2]));
-  auto o = g->tensor(describeTensor("o", kUidO, recomputedOut(c)));
+  auto o = g->tensor(describeTensor("o", kUidO, forwardResultLayout(c)));
   auto go = g->tensor(describeTensor("grad_o", kUidGradO, c.layout[3]));
   auto lse = g->tensor(fe::graph::Tensor_attributes()
                            .set_name("stats")
@@ -381,9 +413,10 @@ std::shared_ptr<Plan> makePlan(const CudnnAttentionCall &c,
   }
   const int sm = 10 * major + minor;
   try {
-    plan->forward =
-        forwardGraph(c, c.grad ? recomputedOut(c) : c.layout[3], c.grad, sm);
-    plan->refusal = build(*plan->forward, handle, plan->forwardWorkspace);
+    if (runsForward(c)) {
+      plan->forward = forwardGraph(c, sm);
+      plan->refusal = build(*plan->forward, handle, plan->forwardWorkspace);
+    }
     if (plan->refusal.empty() && c.grad) {
       plan->backward = backwardGraph(c, sm);
       plan->refusal = build(*plan->backward, handle, plan->backwardWorkspace);
@@ -480,10 +513,9 @@ std::string cudnnAttentionCheck(const CudnnAttentionCall &c, int sm) {
   if (const std::string &error = loadCudnn(); !error.empty())
     return error;
   try {
-    auto forward =
-        forwardGraph(c, c.grad ? recomputedOut(c) : c.layout[3], c.grad, sm);
-    if (fe::error_t e = forward->validate(); e.is_bad())
-      return "forward: " + describe(e);
+    if (runsForward(c))
+      if (fe::error_t e = forwardGraph(c, sm)->validate(); e.is_bad())
+        return "forward: " + describe(e);
     if (c.grad)
       if (fe::error_t e = backwardGraph(c, sm)->validate(); e.is_bad())
         return "backward: " + describe(e);
@@ -529,16 +561,17 @@ Status runCudnnAttention(const KernelCall &call, const CudnnAttentionCall &c,
       {kUidV, at(c, c.value, c.layout[2])}};
   // Stream-ordered scratch, one allocation: the workspace (the graphs run
   // one after the other on this stream and share it), then for a gradient
-  // the forward's result and its statistics. Out of memory under `auto`
-  // runs trainc's kernels (nothing is queued yet).
+  // that remakes them the forward's result and its statistics. Out of
+  // memory under `auto` runs trainc's kernels (nothing is queued yet).
   int64_t workspace =
       (std::max(plan->forwardWorkspace, plan->backwardWorkspace) + 255) / 256 *
       256;
-  int64_t outBytes = c.grad ? c.batch * c.hq * c.sq * c.dv *
-                                  int64_t(dtypeSize(c.dtype))
-                            : 0,
+  const bool remakes = c.grad && runsForward(c);
+  int64_t outBytes = remakes ? c.batch * c.hq * c.sq * c.dv *
+                                   int64_t(dtypeSize(c.dtype))
+                             : 0,
           statsBytes =
-              c.grad ? c.batch * c.hq * c.sq * int64_t(sizeof(float)) : 0;
+              remakes ? c.batch * c.hq * c.sq * int64_t(sizeof(float)) : 0;
   int64_t bytes = workspace + outBytes + statsBytes;
   void *scratch = nullptr;
   if (bytes > 0) {
@@ -556,16 +589,23 @@ Status runCudnnAttention(const KernelCall &call, const CudnnAttentionCall &c,
   char *space = static_cast<char *>(scratch);
   void *workspacePtr = workspace > 0 ? space : nullptr;
   Status status;
+  if (c.stats)
+    pointers[kUidStats] = c.lse;
   if (!c.grad) {
     pointers[kUidO] = at(c, c.result, c.layout[3]);
     status =
         execute(call, *plan->forward, handle, stream, workspacePtr, pointers);
   } else {
-    // The forward's result and statistics, then the backward.
-    pointers[kUidO] = space + workspace;
-    pointers[kUidStats] = space + workspace + outBytes;
-    status =
-        execute(call, *plan->forward, handle, stream, workspacePtr, pointers);
+    // The forward's result and statistics, given or remade; then the
+    // backward.
+    if (c.stats) {
+      pointers[kUidO] = at(c, c.forwardResult, c.forwardLayout);
+    } else {
+      pointers[kUidO] = space + workspace;
+      pointers[kUidStats] = space + workspace + outBytes;
+      status =
+          execute(call, *plan->forward, handle, stream, workspacePtr, pointers);
+    }
     if (status.ok()) {
       pointers[kUidGradO] = at(c, c.cotangent, c.layout[3]);
       pointers[kUidDq] = at(c, c.dQuery, c.layout[4]);

@@ -46,6 +46,15 @@ struct CudnnAttentionCall {
   /// The forward's result; the gradient's results (windows of one tensor
   /// when packed).
   void *result = nullptr, *dQuery = nullptr, *dKey = nullptr, *dValue = nullptr;
+  /// The softmax statistics kept (ints[5], ExecutableFormat.h): the
+  /// forward writes each query row's log-sum-exp, natural log, f32 [B, Hq,
+  /// Sq] contiguous, to `lse`; the gradient reads them and the forward's
+  /// result (`forwardResult`, laid out as `forwardLayout`) and runs no
+  /// forward of its own.
+  bool stats = false;
+  void *lse = nullptr;
+  const void *forwardResult = nullptr;
+  math::HeadLayout forwardLayout;
 };
 
 /// Why cuDNN's fused attention does not take `c` by its shape alone (the

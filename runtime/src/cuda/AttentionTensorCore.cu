@@ -7,6 +7,16 @@
 // math is Attention.cu's, and the per-element rules (which keys a query
 // sees, its score, its weight) are the same functions (Attention.cuh).
 //
+// Softmax statistics kept (ints[5]). The forward then also writes each
+// query row's log-sum-exp m + log l, natural log as everywhere here (exp
+// and log, not exp2 and log2), f32; a gradient given them skips the
+// statistics pass (Attention.cu computes D from the forward's result), and
+// gradQKernel and gradKVKernel read the forward's log-sum-exps in place of
+// statsKernel's. A row that sees nothing has -inf there and +inf from
+// statsKernel: either way all its scores are -inf, which weightOf maps to
+// 0 without reading the reference. (Compiled for sm_80 and sm_90a, no
+// spills; not yet run on a GPU.)
+//
 // Tiles. A block of 4 warps owns 64 rows (query rows; key rows for dk and
 // dv), 16 per warp, and walks over tiles of 64 columns (keys; queries).
 // Every operand tile is staged in shared memory as [64][64] bf16 (rows
@@ -347,7 +357,7 @@ onlineSoftmaxStep(Acc &s, const AttnShape &a, const Bf16 *maskBH,
 // `causal`, reading it per score instead.
 __global__ void __launch_bounds__(kThreads, kForwardBlocks)
     forwardKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *mask,
-                  Bf16 *out, const __grid_constant__ AttnShape a,
+                  Bf16 *out, float *lse, const __grid_constant__ AttnShape a,
                   AttnLayouts layouts) {
   extern __shared__ __align__(16) uint16_t shared[];
   uint16_t *qs = shared, *ks = qs + kTileElements, *vt = ks + kTileElements;
@@ -391,6 +401,16 @@ __global__ void __launch_bounds__(kThreads, kForwardBlocks)
       accumulateSplit(o, s, vt, 0, l);
     }
     float total[2] = {groupSum(sum[0]), groupSum(sum[1])};
+    // The rows' log-sum-exps when kept: statsKernel's bits (the same sums
+    // in the same order), but -inf, not +inf, for a row that sees nothing.
+    // The 4 lanes of a row hold the same m and total (butterflies) and all
+    // store them: picking one lane costs this kernel spills on sm_80.
+    if (lse)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        if (row[r] < a.sq)
+          lse[qt.bh * a.sq + row[r]] =
+              m[r] == -INFINITY ? -INFINITY : m[r] + logOf(total[r]);
 #pragma unroll
     for (int n = 0; n < kNTiles; ++n)
 #pragma unroll
@@ -647,33 +667,40 @@ Status launch(const KernelCall &call, const char *name, Kernel kernel,
 Status runTensorCoreAttention(const KernelCall &call, const AttnShape &a,
                               const AttnLayouts &layouts, const Bf16 *q,
                               const Bf16 *k, const Bf16 *v, const Bf16 *mask,
-                              Bf16 *out) {
+                              Bf16 *out, float *lse) {
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   return launch(call, "attention forwardKernel (tensor cores)", forwardKernel,
-                tiles, 3, 0, q, k, v, mask, out, a, layouts);
+                tiles, 3, 0, q, k, v, mask, out, lse, a, layouts);
+}
+
+Status runTensorCoreAttentionStats(const KernelCall &call, const AttnShape &a,
+                                   const AttnLayouts &layouts, const Bf16 *q,
+                                   const Bf16 *k, const Bf16 *v, const Bf16 *g,
+                                   const Bf16 *mask, float *lse, float *delta) {
+  int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
+  if (queryTiles == 0)
+    return okStatus();
+  return launch(call, "attention statsKernel (tensor cores)", statsKernel,
+                queryTiles, 4, 0, q, k, v, g, mask, lse, delta, a, layouts);
 }
 
 Status runTensorCoreAttentionGrad(const KernelCall &call, const AttnShape &a,
                                   const AttnLayouts &layouts, const Bf16 *q,
                                   const Bf16 *k, const Bf16 *v, const Bf16 *g,
-                                  const Bf16 *mask, float *lse, float *delta,
-                                  Bf16 *dq, Bf16 *dk, Bf16 *dv) {
+                                  const Bf16 *mask, const float *lse,
+                                  const float *delta, Bf16 *dq, Bf16 *dk,
+                                  Bf16 *dv) {
   int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
-  if (queryTiles > 0)
-    TRAINC_RETURN_IF_ERROR(launch(call, "attention statsKernel (tensor cores)",
-                                  statsKernel, queryTiles, 4, 0, q, k, v, g,
-                                  mask, lse, delta, a, layouts));
   if (dq && queryTiles > 0)
     TRAINC_RETURN_IF_ERROR(launch(call, "attention gradQKernel (tensor cores)",
                                   gradQKernel, queryTiles, 5, 0, q, k, v, g,
                                   mask, lse, delta, dq, a, layouts));
   if (dk || dv) {
     int64_t keyTiles = a.batch * a.hk * ceilDiv(a.sk, kTile);
-    TRAINC_RETURN_IF_ERROR(
-        launch(call, "attention gradKVKernel (tensor cores)", gradKVKernel,
-               keyTiles, 6, 2 * kTile * sizeof(float), q, k, v, g, mask,
-               static_cast<const float *>(lse),
-               static_cast<const float *>(delta), dk, dv, a, layouts));
+    TRAINC_RETURN_IF_ERROR(launch(call, "attention gradKVKernel (tensor cores)",
+                                  gradKVKernel, keyTiles, 6,
+                                  2 * kTile * sizeof(float), q, k, v, g, mask,
+                                  lse, delta, dk, dv, a, layouts));
   }
   return okStatus();
 }

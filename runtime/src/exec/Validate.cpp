@@ -499,15 +499,21 @@ Status Checker::checkComposite() const {
   }
   case Opcode::Attention:
   case Opcode::AttentionGrad: {
-    // The gradient reads the result's cotangent after v (and the mask
-    // last); it has one result per q, k and v, or, with qkv windows, one
-    // (the fused projection's gradient, dq, dk and dv in its windows).
+    // The gradient reads the result's cotangent after v (then the mask,
+    // then, with stats, the forward's result and log-sum-exps); it has one
+    // result per q, k and v, or, with qkv windows, one (the fused
+    // projection's gradient, dq, dk and dv in its windows). With stats
+    // the forward gives the log-sum-exps second.
     // Shapes are checked as [B, H, S, D], each tensor read through
     // math::attentionLayout (its seq_major bit; q, k and v through their
     // qkv windows).
     bool grad = inst.op == Opcode::AttentionGrad;
-    TRAINC_RETURN_IF_ERROR(attrs(5, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(6, 1));
     int tensors = grad ? kAttentionGradTensors : kAttentionTensors;
+    if (v[kAttentionStatsInt] != 0 && v[kAttentionStatsInt] != 1)
+      return error("stats flag " + std::to_string(v[kAttentionStatsInt]) +
+                   " must be 0 or 1");
+    bool stats = v[kAttentionStatsInt] != 0;
     if (v[2] < 0 || v[2] >= (int64_t(1) << tensors))
       return error("seq_major bits " + std::to_string(v[2]) +
                    " name a tensor the instruction does not have");
@@ -517,7 +523,8 @@ Status Checker::checkComposite() const {
                    std::to_string(v[4]) + "] must both be at least 1");
     bool packedGrad = grad && windows && inst.results.size() == 1;
     TRAINC_RETURN_IF_ERROR(
-        arity(3 + grad + (v[1] != 0), grad && !packedGrad ? 3 : 1));
+        arity(3 + grad + (v[1] != 0) + (grad && stats ? 2 : 0),
+              grad ? (packedGrad ? 1 : 3) : 1 + stats));
     const TensorInfo &qT = operand(0), &kT = operand(1), &vT = operand(2);
     for (const TensorInfo *t : {&qT, &kT, &vT})
       if (t->shape.size() != 4 || t->dtype != qT.dtype)
@@ -563,23 +570,52 @@ Status Checker::checkComposite() const {
         if (m.shape[d] != 1 && m.shape[d] != scores[d])
           return error("the mask does not broadcast to the scores");
     }
+    // The log-sum-exps: one per score row, in the compute type.
+    DType lseType = qT.dtype == DType::F64 ? DType::F64 : DType::F32;
+    Shape rows = {q[0], q[1], q[2]};
     if (!grad) {
       if (result(0).dtype != qT.dtype)
         return error("result dtype differs");
       Shape stored = out; // the result is never a window
       if (math::isSeqMajor(v[2], 3))
         std::swap(stored[1], stored[2]);
-      return shapeIs(result(0), stored);
+      TRAINC_RETURN_IF_ERROR(shapeIs(result(0), stored));
+      if (!stats)
+        return okStatus();
+      if (result(1).dtype != lseType)
+        return error(std::string("the log-sum-exps must be ") +
+                     dtypeName(lseType));
+      TRAINC_RETURN_IF_ERROR(shapeIs(result(1), rows));
+      // Each row's is written while its result row is being made.
+      for (size_t o = 0; o < inst.operands.size(); ++o)
+        if (overlap(result(1), operand(o)))
+          return error("the log-sum-exps share memory with an operand");
+      if (overlap(result(1), result(0)))
+        return error("the log-sum-exps share memory with the result");
+      return okStatus();
     }
     const TensorInfo &g = operand(3);
     if (g.dtype != qT.dtype || g.shape.size() != 4 || logical(g, 3) != out)
       return error("the cotangent must have the result's shape and q's dtype");
-    // The kernels read q, k, v and the cotangent after writing results.
+    if (stats) {
+      const TensorInfo &o = operand(4 + (v[1] != 0)),
+                       &lse = operand(5 + (v[1] != 0));
+      if (o.dtype != g.dtype || o.shape != g.shape)
+        return error("the forward's result must be stored as the cotangent");
+      if (lse.dtype != lseType || lse.shape != rows)
+        return error(std::string("the log-sum-exps must be ") +
+                     dtypeName(lseType) + " [B, Hq, Sq]");
+    }
+    // The kernels read q, k, v, the cotangent and the forward's stats after
+    // writing results.
+    std::vector<int> read = {0, 1, 2, 3};
+    if (stats)
+      read.insert(read.end(), {4 + (v[1] != 0), 5 + (v[1] != 0)});
     for (size_t r = 0; r < inst.results.size(); ++r)
-      for (int o = 0; o < 4; ++o)
+      for (int o : read)
         if (overlap(result(r), operand(o)))
-          return error("a gradient shares memory with q, k, v or the "
-                       "cotangent");
+          return error("a gradient shares memory with q, k, v, the "
+                       "cotangent or the forward's statistics");
     if (packedGrad) {
       // The projection's gradient: its type, dq, dk and dv sequence-major.
       if (result(0).dtype != qT.dtype || result(0).shape != qT.shape ||

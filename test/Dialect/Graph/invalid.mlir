@@ -1606,6 +1606,59 @@ func.func @attention_grad_c6_type(%qkv: tensor<1x4x6x8xf32>, %g: tensor<1x4x2x8x
 
 // -----
 
+func.func @attention_c12_missing(%q: tensor<2x4x8x16xf32>) {
+  // with_lse adds the log-sum-exps [B, Hq, Sq] as a second result.
+  // expected-error@+1 {{differs from the inferred type}}
+  %0 = graph.attention %q, %q, %q, scale = 0.25 {with_lse} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c12_type(%q: tensor<2x4x8x16xbf16>) {
+  // The log-sum-exps of 16-bit attention are f32.
+  // expected-error@+1 {{differs from the inferred type}}
+  %0:2 = graph.attention %q, %q, %q, scale = 0.25 {with_lse} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @attention_c12_unasked(%q: tensor<2x4x8x16xf32>) {
+  // expected-error@+1 {{differs from the inferred type}}
+  %0:2 = graph.attention %q, %q, %q, scale = 0.25 : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c7_count(%q: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{(C7) stats must be the forward's result, of the cotangent's type 'tensor<1x2x4x8xf32>', and its log-sum-exps 'tensor<1x2x4xf32>'; got 1 operands}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q stats(%q), scale = 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c7_lse(%q: tensor<1x2x4x8xbf16>, %lse: tensor<1x2x4xbf16>) {
+  // The log-sum-exps of 16-bit attention are f32 (C2's one element type
+  // leaves them out).
+  // expected-error@+1 {{(C7) stats must be the forward's result, of the cotangent's type 'tensor<1x2x4x8xbf16>', and its log-sum-exps 'tensor<1x2x4xf32>'; got 2 operands}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q stats(%q, %lse), scale = 0.5 : (tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4xbf16>) -> (tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_c7_result(%q: tensor<1x2x4x8xf32>, %o: tensor<1x4x2x8xf32>, %lse: tensor<1x2x4xf32>) {
+  // The forward's result is stored as the cotangent (here head-major).
+  // expected-error@+1 {{(C7) stats must be the forward's result}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q stats(%o, %lse), scale = 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_grad_c2_qkv_heads(%qkv: tensor<1x4x6x8xf32>, %g: tensor<1x4x2x8xf32>) {
   // The gradients are stored on their own: dk is [B, S, Hk, D], not a
   // window of the projection.

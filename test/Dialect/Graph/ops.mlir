@@ -228,6 +228,18 @@ func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   %11:3 = graph.attention_grad %q, %kv, %kv, %q, scale = 0.125, causal
          : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x4x32x16xf32>)
          -> (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>)
+  // The forward's log-sum-exps, and the gradient reading them (f32 for
+  // 16-bit attention).
+  // CHECK: %[[O:.+]], %[[LSE:.+]] = graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.250000e-01, causal {with_lse} : (tensor<8x4x32x16xbf16>, tensor<8x2x32x16xbf16>, tensor<8x2x32x16xbf16>) -> (tensor<8x4x32x16xbf16>, tensor<8x4x32xf32>)
+  // CHECK: graph.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} stats(%[[O]], %[[LSE]]), scale = 1.250000e-01, causal : (tensor<8x4x32x16xbf16>, tensor<8x2x32x16xbf16>, tensor<8x2x32x16xbf16>, tensor<8x4x32x16xbf16>, tensor<8x4x32x16xbf16>, tensor<8x4x32xf32>) -> (tensor<8x4x32x16xbf16>, tensor<8x2x32x16xbf16>, tensor<8x2x32x16xbf16>)
+  %q16 = graph.convert %q : (tensor<8x4x32x16xf32>) -> tensor<8x4x32x16xbf16>
+  %kv16 = graph.convert %kv : (tensor<8x2x32x16xf32>) -> tensor<8x2x32x16xbf16>
+  %o16, %lse = graph.attention %q16, %kv16, %kv16, scale = 0.125, causal {with_lse}
+         : (tensor<8x4x32x16xbf16>, tensor<8x2x32x16xbf16>, tensor<8x2x32x16xbf16>)
+         -> (tensor<8x4x32x16xbf16>, tensor<8x4x32xf32>)
+  %12:3 = graph.attention_grad %q16, %kv16, %kv16, %q16 stats(%o16, %lse), scale = 0.125, causal
+         : (tensor<8x4x32x16xbf16>, tensor<8x2x32x16xbf16>, tensor<8x2x32x16xbf16>, tensor<8x4x32x16xbf16>, tensor<8x4x32x16xbf16>, tensor<8x4x32xf32>)
+         -> (tensor<8x4x32x16xbf16>, tensor<8x2x32x16xbf16>, tensor<8x2x32x16xbf16>)
   return
 }
 

@@ -113,8 +113,16 @@ TEST_F(GraphOpsTest, InferenceOfEveryShapeChangingBuilder) {
                                           APFloat(0.5),
                                           /*causal=*/true,
                                           /*seq_major=*/nullptr,
-                                          /*qkv_heads=*/nullptr);
-  EXPECT_EQ(attn.getType(), tensor({2, 8, 16, 4}, f32));
+                                          /*qkv_heads=*/nullptr,
+                                          /*with_lse=*/false);
+  EXPECT_EQ(attn->getResultTypes(), TypeRange{tensor({2, 8, 16, 4}, f32)});
+  // With the log-sum-exps: a second result, one per score row.
+  auto kept = builder.create<AttentionOp>(loc, q, kv, kv, /*mask=*/Value(),
+                                          APFloat(0.5), /*causal=*/true,
+                                          /*seq_major=*/nullptr,
+                                          /*qkv_heads=*/nullptr,
+                                          /*with_lse=*/true);
+  EXPECT_EQ(kept.getLse().getType(), tensor({2, 8, 16}, f32));
   EXPECT_TRUE(verifyModule());
 }
 

@@ -3,8 +3,10 @@
 // The parts of runtime/src/cuda/AttentionCudnn.cpp that run without a GPU:
 // which calls it refuses by their shape, $TRAINC_CUDA_ATTENTION, and the
 // cuDNN graphs it builds checked by cuDNN's frontend for sm_80 and sm_90
-// (libcudnn is needed for that, a GPU is not). Running the graphs against
-// the CPU is DeviceKernels.AttentionCudnn's, on a GPU.
+// (libcudnn is needed for that, a GPU is not), with and without the
+// softmax statistics kept (ints[5]: the forward writes them, the gradient
+// reads them and the forward's result). Running the graphs against the
+// CPU is DeviceKernels.AttentionCudnn's, on a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,10 +69,27 @@ CudnnAttentionCall headMajor(bool grad, int64_t sq, int64_t sk, bool causal) {
   return c;
 }
 
+/// `c` keeping the softmax statistics: the forward writes each row's
+/// log-sum-exp; the gradient reads them and the forward's result, stored
+/// as the cotangent (as trainc compiles it: GPT-2's [B, S, 12, 64]).
+CudnnAttentionCall withStats(CudnnAttentionCall c) {
+  c.stats = true;
+  c.lse = fakeAddress(5);
+  if (c.grad) {
+    c.forwardResult = fakeAddress(6);
+    c.forwardLayout = c.layout[3];
+  }
+  return c;
+}
+
 TEST(AttentionCudnn, TakesGpt2sCallsByShape) {
   EXPECT_EQ(cudnnAttentionRefusal(gpt2(false)), "");
   EXPECT_EQ(cudnnAttentionRefusal(gpt2(true)), "");
   EXPECT_EQ(cudnnAttentionRefusal(headMajor(true, 100, 300, true)), "");
+  EXPECT_EQ(cudnnAttentionRefusal(withStats(gpt2(false))), "");
+  EXPECT_EQ(cudnnAttentionRefusal(withStats(gpt2(true))), "");
+  EXPECT_EQ(cudnnAttentionRefusal(withStats(headMajor(true, 100, 300, true))),
+            "");
 }
 
 TEST(AttentionCudnn, RefusesWhatItCannotTakeAndSaysWhy) {
@@ -100,6 +119,18 @@ TEST(AttentionCudnn, RefusesWhatItCannotTakeAndSaysWhy) {
   EXPECT_NE(refusal(c).find("tensor 3 is not 16-byte aligned"),
             std::string::npos)
       << refusal(c);
+  c = withStats(gpt2(true));
+  c.forwardLayout.seqStride += 4;
+  EXPECT_NE(refusal(c).find("forward's result is not 16-byte aligned"),
+            std::string::npos)
+      << refusal(c);
+  for (bool grad : {false, true}) {
+    c = withStats(gpt2(grad));
+    c.lse = static_cast<char *>(c.lse) + 4;
+    EXPECT_NE(refusal(c).find("log-sum-exps are not 16-byte aligned"),
+              std::string::npos)
+        << refusal(c);
+  }
 }
 
 /// A call cuDNN does not take: with TRAINC_CUDA_ATTENTION=cudnn an error
@@ -162,29 +193,43 @@ TEST(AttentionCudnn, EngineComesFromTheEnvironment) {
 }
 
 /// The graphs for GPT-2's calls, and for Sq < Sk under a bottom-right
-/// causal mask, pass cuDNN's frontend checks for both architectures
-/// trainc's CUDA code is built for; a head size cuDNN's backward does not
-/// take fails them, so the check is not empty.
+/// causal mask, with and without the statistics kept (the training-mode
+/// forward writing them; the backward alone reading them and the
+/// forward's result in the cotangent's layout), pass cuDNN's frontend
+/// checks for both architectures trainc's CUDA code is built for; a head
+/// size cuDNN's backward does not take fails them, so the check is not
+/// empty.
 TEST(AttentionCudnn, GraphsPassCudnnsChecks) {
   std::string probe = cudnnAttentionCheck(gpt2(false), 90);
   if (probe.find("this build has no cuDNN attention") != std::string::npos ||
       probe.find("cannot open libcudnn") != std::string::npos)
     GTEST_SKIP() << probe;
   for (int sm : {80, 90})
-    for (bool grad : {false, true}) {
-      EXPECT_EQ(cudnnAttentionCheck(gpt2(grad), sm), "")
-          << "sm " << sm << " grad " << grad;
-      EXPECT_EQ(cudnnAttentionCheck(headMajor(grad, 100, 300, true), sm), "")
-          << "sm " << sm << " grad " << grad;
-      EXPECT_EQ(cudnnAttentionCheck(headMajor(grad, 77, 77, false), sm), "")
-          << "sm " << sm << " grad " << grad;
-    }
-  CudnnAttentionCall wide = headMajor(true, 64, 64, false);
-  wide.d = wide.dv = 512;
-  for (int i = 0; i < kAttentionGradTensors; ++i)
-    wide.layout[i].features = 512;
-  std::string refusal = cudnnAttentionCheck(wide, 90);
-  EXPECT_NE(refusal.find("backward"), std::string::npos) << refusal;
+    for (bool grad : {false, true})
+      for (bool stats : {false, true}) {
+        auto keep = [&](CudnnAttentionCall c) {
+          return stats ? withStats(c) : c;
+        };
+        EXPECT_EQ(cudnnAttentionCheck(keep(gpt2(grad)), sm), "")
+            << "sm " << sm << " grad " << grad << " stats " << stats;
+        EXPECT_EQ(
+            cudnnAttentionCheck(keep(headMajor(grad, 100, 300, true)), sm), "")
+            << "sm " << sm << " grad " << grad << " stats " << stats;
+        EXPECT_EQ(cudnnAttentionCheck(keep(headMajor(grad, 77, 77, false)), sm),
+                  "")
+            << "sm " << sm << " grad " << grad << " stats " << stats;
+      }
+  for (bool stats : {false, true}) {
+    CudnnAttentionCall wide = headMajor(true, 64, 64, false);
+    wide.d = wide.dv = 512;
+    for (int i = 0; i < kAttentionGradTensors; ++i)
+      wide.layout[i].features = 512;
+    if (stats)
+      wide = withStats(wide);
+    std::string refusal = cudnnAttentionCheck(wide, 90);
+    EXPECT_NE(refusal.find("backward"), std::string::npos)
+        << "stats " << stats << ": " << refusal;
+  }
 }
 
 } // namespace

@@ -449,6 +449,32 @@ struct AttentionCase {
   std::vector<int64_t> maskDims; // Empty: no mask.
 };
 
+/// The scores of query row (b, h, i) over the keys it may see, in f64 by
+/// graph.attention's definition.
+std::vector<double> scoresRef(const AttentionCase &c, const TestTensor &q,
+                              const TestTensor &k, const TestTensor *mask,
+                              double scale, int64_t b, int64_t h, int64_t i) {
+  int64_t g = h / (c.hq / c.hk);
+  int64_t allowed = c.causal ? i + (c.sk - c.sq) + 1 : c.sk;
+  allowed = std::max<int64_t>(0, std::min(allowed, c.sk));
+  std::vector<double> s(allowed);
+  for (int64_t j = 0; j < allowed; ++j) {
+    double dot = 0;
+    for (int64_t e = 0; e < c.d; ++e)
+      dot += q.get(((b * c.hq + h) * c.sq + i) * c.d + e) *
+             k.get(((b * c.hk + g) * c.sk + j) * c.d + e);
+    s[j] = scale * dot;
+    if (mask) {
+      const std::vector<int64_t> &m = mask->dims();
+      int64_t idx[4] = {b, h, i, j}, off = 0;
+      for (int a = 0; a < 4; ++a)
+        off = off * m[a] + (m[a] == 1 ? 0 : idx[a]);
+      s[j] += mask->get(off);
+    }
+  }
+  return s;
+}
+
 /// graph.attention by its definition, one (b, h, i) row at a time.
 std::vector<double> attentionRef(const AttentionCase &c, const TestTensor &q,
                                  const TestTensor &k, const TestTensor &v,
@@ -458,25 +484,11 @@ std::vector<double> attentionRef(const AttentionCase &c, const TestTensor &q,
     for (int64_t h = 0; h < c.hq; ++h)
       for (int64_t i = 0; i < c.sq; ++i) {
         int64_t g = h / (c.hq / c.hk);
-        int64_t allowed = c.causal ? i + (c.sk - c.sq) + 1 : c.sk;
-        allowed = std::max<int64_t>(0, std::min(allowed, c.sk));
-        std::vector<double> s(allowed);
+        std::vector<double> s = scoresRef(c, q, k, mask, scale, b, h, i);
+        int64_t allowed = int64_t(s.size());
         double max = -kInf;
-        for (int64_t j = 0; j < allowed; ++j) {
-          double dot = 0;
-          for (int64_t e = 0; e < c.d; ++e)
-            dot += q.get(((b * c.hq + h) * c.sq + i) * c.d + e) *
-                   k.get(((b * c.hk + g) * c.sk + j) * c.d + e);
-          s[j] = scale * dot;
-          if (mask) {
-            const std::vector<int64_t> &m = mask->dims();
-            int64_t idx[4] = {b, h, i, j}, off = 0;
-            for (int a = 0; a < 4; ++a)
-              off = off * m[a] + (m[a] == 1 ? 0 : idx[a]);
-            s[j] += mask->get(off);
-          }
-          max = std::max(max, s[j]);
-        }
+        for (double x : s)
+          max = std::max(max, x);
         if (max == -kInf)
           continue; // No key to attend to: zeros.
         double sum = 0;
@@ -752,6 +764,161 @@ TEST(CpuNnAttention, QkvWindowsGiveTheSlicesBits) {
           ASSERT_EQ(windows[r].get(e), want[r].get(e))
               << "window " << r << " element " << e;
     }
+  }
+}
+
+/// The log-sum-exp of each score row of `c` (attentionRef's scores), -inf
+/// for a row with no key to attend to.
+std::vector<double> logSumExpRef(const AttentionCase &c, const TestTensor &q,
+                                 const TestTensor &k, const TestTensor *mask,
+                                 double scale) {
+  std::vector<double> lse(c.b * c.hq * c.sq, -kInf);
+  for (int64_t b = 0; b < c.b; ++b)
+    for (int64_t h = 0; h < c.hq; ++h)
+      for (int64_t i = 0; i < c.sq; ++i) {
+        std::vector<double> s = scoresRef(c, q, k, mask, scale, b, h, i);
+        double max = -kInf;
+        for (double x : s)
+          max = std::max(max, x);
+        if (max == -kInf)
+          continue;
+        double sum = 0;
+        for (double x : s)
+          sum += std::exp(x - max);
+        lse[(b * c.hq + h) * c.sq + i] = max + std::log(sum);
+      }
+  return lse;
+}
+
+/// Attention's forward and its gradient on `c`, without and with the
+/// forward's log-sum-exps (ints[5], trainc-attention-stats).
+struct StatsRun {
+  TestTensor q, k, v, g, mask, out, lse;
+  std::vector<TestTensor> grads, gradsFromStats;
+  double scale;
+};
+
+StatsRun runWithStats(const AttentionCase &c, const TestTensor *givenMask,
+                      double lseShift = 0) {
+  StatsRun r{randomTensor(c.dtype, {c.b, c.hq, c.sq, c.d}, 41),
+             randomTensor(c.dtype, {c.b, c.hk, c.sk, c.d}, 42),
+             randomTensor(c.dtype, {c.b, c.hk, c.sk, c.dv}, 43),
+             randomTensor(c.dtype, {c.b, c.hq, c.sq, c.dv}, 44),
+             givenMask ? *givenMask
+                       : randomTensor(c.dtype, c.maskDims, 45, -2, 2),
+             TestTensor(c.dtype, {c.b, c.hq, c.sq, c.dv}),
+             TestTensor(c.dtype == DType::F64 ? DType::F64 : DType::F32,
+                        {c.b, c.hq, c.sq}),
+             {},
+             {},
+             1 / std::sqrt(double(c.d))};
+  bool hasMask = !c.maskDims.empty();
+  std::vector<const TestTensor *> in = {&r.q, &r.k, &r.v};
+  if (hasMask)
+    in.push_back(&r.mask);
+  TestTensor plain(c.dtype, r.out.dims());
+  Status s = runKernel(runAttention, Opcode::Attention, in, {&plain},
+                       {c.causal, hasMask, 0, 0, 0, 0}, {r.scale});
+  EXPECT_TRUE(s.ok()) << s.toString();
+  s = runKernel(runAttention, Opcode::Attention, in, {&r.out, &r.lse},
+                {c.causal, hasMask, 0, 0, 0, 1}, {r.scale});
+  EXPECT_TRUE(s.ok()) << s.toString();
+  // Keeping the statistics changes no bit of the result.
+  for (int64_t e = 0; e < plain.size(); ++e)
+    EXPECT_EQ(plain.get(e), r.out.get(e)) << "result element " << e;
+  TestTensor lse = r.lse;
+  for (int64_t e = 0; e < lse.size(); ++e)
+    lse.set(e, lse.get(e) + lseShift);
+  for (bool stats : {false, true}) {
+    std::vector<TestTensor> &grads = stats ? r.gradsFromStats : r.grads;
+    grads = {TestTensor(c.dtype, r.q.dims()), TestTensor(c.dtype, r.k.dims()),
+             TestTensor(c.dtype, r.v.dims())};
+    std::vector<const TestTensor *> gin = {&r.q, &r.k, &r.v, &r.g};
+    if (hasMask)
+      gin.push_back(&r.mask);
+    if (stats) {
+      gin.push_back(&r.out);
+      gin.push_back(&lse);
+    }
+    s = runKernel(runAttentionGrad, Opcode::AttentionGrad, gin,
+                  {&grads[0], &grads[1], &grads[2]},
+                  {c.causal, hasMask, 0, 0, 0, stats}, {r.scale});
+    EXPECT_TRUE(s.ok()) << s.toString();
+  }
+  return r;
+}
+
+const AttentionCase kStatsCases[] = {
+    {DType::F32, 2, 3, 3, 37, 37, 8, 6, true, {}},
+    {DType::F32, 2, 4, 2, 5, 70, 8, 8, false, {1, 4, 5, 70}},
+    {DType::F32, 1, 2, 2, 7, 3, 8, 8, true, {}}, // rows 0-3 see no key
+    {DType::F64, 1, 2, 1, 33, 33, 4, 4, true, {1, 1, 33, 33}},
+    {DType::BF16, 2, 4, 2, 40, 40, 16, 16, true, {}},
+    {DType::F16, 1, 2, 2, 4, 9, 16, 8, false, {1, 1, 1, 9}},
+};
+
+/// The forward's second result is each row's log-sum-exp (-inf for a row
+/// with nothing to attend to), to the rounding of its scores and sum.
+TEST(CpuNnAttention, KeepsTheLogSumExps) {
+  for (const AttentionCase &c : kStatsCases) {
+    SCOPED_TRACE(dtypeName(c.dtype));
+    StatsRun r = runWithStats(c, nullptr);
+    std::vector<double> ref = logSumExpRef(
+        c, r.q, r.k, c.maskDims.empty() ? nullptr : &r.mask, r.scale);
+    // As checkAttention's scores, plus the log of a Sk-term sum.
+    double tol = 4 * (c.d * c.d * r.scale + c.sk + 16) * computeEps(c.dtype);
+    for (int64_t e = 0; e < r.lse.size(); ++e) {
+      if (ref[e] == -kInf)
+        EXPECT_EQ(r.lse.get(e), -kInf) << "row " << e;
+      else
+        EXPECT_NEAR(r.lse.get(e), ref[e], tol * (1 + std::fabs(ref[e])))
+            << "row " << e;
+    }
+  }
+}
+
+/// The gradient from the forward's log-sum-exps (P = exp(S - lse)) is the
+/// remade softmax's to rounding: the two P differ by a few units of the
+/// compute type u per element (an exp and a subtraction against an exp and
+/// a division), and each gradient element sums at most max(Sq, Sk) such
+/// terms of values at most 1 (|dO|, |q|, |k|, |v| <= 1) after D- or
+/// Dv-term products: 8 (max(Sq, Sk) + max(D, Dv)) u, of which the worst
+/// element uses 0.1% to 13% here. A shifted lse (P off by 1%) exceeds it
+/// 40 to 10^11 times, so the kernel does read it.
+TEST(CpuNnAttention, GradientFromTheForwardsStatistics) {
+  for (const AttentionCase &c : kStatsCases) {
+    SCOPED_TRACE(dtypeName(c.dtype));
+    int64_t terms = std::max(c.sq, c.sk) + std::max(c.d, c.dv);
+    double tol = 8 * terms * computeEps(c.dtype);
+    auto worst = [&](const StatsRun &r) {
+      double w = 0;
+      for (int t = 0; t < 3; ++t)
+        for (int64_t e = 0; e < r.grads[t].size(); ++e) {
+          double want = r.grads[t].get(e), got = r.gradsFromStats[t].get(e);
+          w = std::max(w, std::fabs(got - want) /
+                              (tol + storageEps(c.dtype) * std::fabs(want)));
+        }
+      return w;
+    };
+    StatsRun r = runWithStats(c, nullptr);
+    EXPECT_LE(worst(r), 1.0);
+    StatsRun shifted = runWithStats(c, nullptr, 1e-2);
+    EXPECT_GT(worst(shifted), 1.0);
+  }
+}
+
+/// A row that a mask leaves nothing to attend to has lse -inf and zero
+/// gradients, from the statistics as from the remade softmax.
+TEST(CpuNnAttention, FullyMaskedRowFromTheStatistics) {
+  AttentionCase c{DType::F32, 2, 2, 2, 3, 4, 8, 8, false, {2, 1, 3, 4}};
+  TestTensor mask = randomTensor(DType::F32, c.maskDims, 17, -1, 1);
+  for (int64_t j = 0; j < 4; ++j)
+    mask.set((0 * 3 + 1) * 4 + j, -kInf); // Batch 0, query 1: nothing.
+  StatsRun r = runWithStats(c, &mask);
+  for (int64_t h = 0; h < 2; ++h) {
+    EXPECT_EQ(r.lse.get((0 * 2 + h) * 3 + 1), -kInf);
+    for (int64_t e = 0; e < 8; ++e)
+      EXPECT_EQ(r.gradsFromStats[0].get(((0 * 2 + h) * 3 + 1) * 8 + e), 0.0);
   }
 }
 

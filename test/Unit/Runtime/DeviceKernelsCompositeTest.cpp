@@ -249,7 +249,7 @@ Call attentionCall(const AttentionShape &a, bool grad, uint32_t seed,
   else
     out = {zeros(a.t, stored(oDims, 3))};
   return makeCall(grad ? Opcode::AttentionGrad : Opcode::Attention, in, out,
-                  {a.causal, !a.mask.empty(), seqMajor, 0, 0},
+                  {a.causal, !a.mask.empty(), seqMajor, 0, 0, 0},
                   {1 / std::sqrt(double(a.d))});
 }
 
@@ -294,6 +294,75 @@ TEST_P(DeviceKernels, AttentionGrad) {
   uint32_t seed = 1;
   for (const AttentionShape &a : kAttentionShapes) {
     check(attentionCall(a, true, seed), attentionOf(a, true));
+    seed += 5;
+  }
+}
+
+/// The forward of `a` keeping each score row's log-sum-exp (ints[5]), and
+/// its gradient reading them (trainc-attention-stats), fed the CPU
+/// forward's result and log-sum-exps; `bits` as attentionCall's.
+std::pair<Call, Call> callsWithStatistics(const AttentionShape &a,
+                                          uint32_t seed, int64_t bits) {
+  Call forward = attentionCall(a, false, seed, bits & 0xf);
+  forward.ints[kAttentionStatsInt] = 1;
+  forward.outputs.push_back(
+      zeros(a.t == kF64 ? kF64 : kF32, {a.b, a.hq, a.sq}));
+  std::vector<TestTensor> kept;
+  Status s = runReference(forward, kept);
+  EXPECT_TRUE(s.ok()) << s.toString();
+  if (!s.ok())
+    kept = forward.outputs;
+  Call grad = attentionCall(a, true, seed, bits);
+  grad.ints[kAttentionStatsInt] = 1;
+  grad.inputs.push_back(kept[0]);
+  grad.inputs.push_back(kept[1]);
+  return {forward, grad};
+}
+
+/// The statistics on every shape above, the bf16 ones on the tensor
+/// cores, some tensors sequence-major. The log-sum-exp is m + log(l) of
+/// the same scores and sums as the result: the result's tolerance, of max
+/// |lse|. The GPU takes the gradient's D from dO . O, O rounded to its
+/// storage type, where the CPU sums P dP: one more rounding (u of the
+/// storage type) of a term of dS, hence 4 u more than the gradient's
+/// tolerance for 16-bit types (f32 and f64: u is the compute type's,
+/// already within it).
+TEST_P(DeviceKernels, AttentionStatistics) {
+  ScopedAttentionEngine engine("trainc");
+  uint32_t seed = 3;
+  const int64_t layouts[] = {0, 0x7f, 0b1011010};
+  int n = 0;
+  for (const AttentionShape &a : kAttentionShapes) {
+    SCOPED_TRACE(testing::Message() << dtypeName(a.t) << " shape " << n);
+    auto [forward, grad] = callsWithStatistics(a, seed, layouts[n++ % 3]);
+    check(forward, attentionOf(a, false));
+    Tolerance tol = attentionOf(a, true);
+    if (a.t == kBF16 || a.t == kF16)
+      tol.rel += 4 * storageEps(a.t);
+    check(grad, tol);
+    seed += 5;
+  }
+}
+
+/// cuDNN's graphs with the statistics: the forward writing its Stats into
+/// the log-sum-exps, the backward reading them and the result instead of
+/// running the forward again; GPT-2's layout and a head-major one. The
+/// same 4 u relative L2 bound as AttentionCudnn (cuDNN took D from the
+/// 16-bit result before too); the log-sum-exps are f32 sums of the same
+/// scores, within trainc's kernels' tolerance.
+TEST_P(DeviceKernels, AttentionCudnnStatistics) {
+  ScopedAttentionEngine engine("cudnn");
+  const AttentionShape shapes[] = {
+      {kBF16, 2, 12, 12, 129, 129, 64, 64, true, {}},
+      {kBF16, 2, 4, 4, 100, 300, 64, 64, true, {}},
+  };
+  uint32_t seed = 31;
+  for (const AttentionShape &a : shapes) {
+    auto [forward, grad] = callsWithStatistics(a, seed, a.hq == 12 ? 0x7f : 0);
+    Tolerance tol;
+    tol.relL2 = 4 * storageEps(a.t);
+    check(forward, {tol, attentionOf(a, false)});
+    check(grad, tol);
     seed += 5;
   }
 }

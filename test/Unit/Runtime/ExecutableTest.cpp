@@ -234,6 +234,19 @@ TensorInfo tensor(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
+/// Places `tensors` one after another in arena 1, each in its own bytes,
+/// for the validator's memory rules.
+void placeOneAfterAnother(std::vector<TensorInfo> &tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    TensorInfo &t = tensors[i];
+    t.arena = 1;
+    t.size = dtypeSize(t.dtype);
+    for (int64_t d : t.shape)
+      t.size *= uint64_t(d);
+    t.offset = i == 0 ? 0 : tensors[i - 1].offset + tensors[i - 1].size;
+  }
+}
+
 // The optimizer step's multi-tensor instructions (format version 11): a
 // group of N parameters, and the sum of squares of one dtype.
 TEST(Executable, ChecksMultiTensorOptimizerInstructions) {
@@ -463,13 +476,13 @@ TEST(Executable, ChecksAttentionLayouts) {
   canonical.op = Opcode::Attention;
   canonical.operands = {0, 0, 0};
   canonical.results = {0};
-  canonical.ints = {1, 0, 0, 0, 0};
+  canonical.ints = {1, 0, 0, 0, 0, 0};
   canonical.floats = {0.25};
   EXPECT_TRUE(validateInstruction(canonical, 0, tensors).ok());
   InstructionInfo seqMajor = canonical; // q and the result [B, S, H, D]
   seqMajor.operands = {1, 0, 0};
   seqMajor.results = {1};
-  seqMajor.ints = {1, 0, 0b1001, 0, 0};
+  seqMajor.ints = {1, 0, 0b1001, 0, 0, 0};
   EXPECT_TRUE(validateInstruction(seqMajor, 0, tensors).ok());
   auto fails = [&](const InstructionInfo &inst, const std::string &words) {
     expectRefused(inst, tensors, words);
@@ -477,33 +490,33 @@ TEST(Executable, ChecksAttentionLayouts) {
   // q stored [B, S, H, D] with its bit clear reads as 8 heads of 4
   // positions (grouped over k's 4 heads), so the result is the wrong shape.
   InstructionInfo unlisted = seqMajor;
-  unlisted.ints = {1, 0, 0b1000, 0, 0};
+  unlisted.ints = {1, 0, 0b1000, 0, 0, 0};
   fails(unlisted, "has the wrong shape for its operands");
   InstructionInfo otherHeadSize = canonical;
   otherHeadSize.operands = {0, 2, 2};
   fails(otherHeadSize, "q, k and v shapes are inconsistent");
   InstructionInfo resultUnlisted = seqMajor;
-  resultUnlisted.ints = {1, 0, 0b0001, 0, 0};
+  resultUnlisted.ints = {1, 0, 0b0001, 0, 0, 0};
   fails(resultUnlisted, "has the wrong shape for its operands");
   InstructionInfo pastTheTensors = canonical;
-  pastTheTensors.ints = {1, 0, 0b10000, 0, 0};
+  pastTheTensors.ints = {1, 0, 0b10000, 0, 0, 0};
   fails(pastTheTensors, "seq_major bits 16 name a tensor");
   InstructionInfo twoInts = canonical; // a version 12 instruction
   twoInts.ints = {1, 0};
-  fails(twoInts, "expects 5");
+  fails(twoInts, "expects 6");
   InstructionInfo threeInts = canonical; // a version 15 instruction
   threeInts.ints = {1, 0, 0};
-  fails(threeInts, "expects 5");
+  fails(threeInts, "expects 6");
   // The gradient: q, k, v, the cotangent, then dq, dk, dv (bits 4..6).
   InstructionInfo grad;
   grad.op = Opcode::AttentionGrad;
   grad.operands = {1, 1, 1, 1};
   grad.results = {0, 1, 1};
-  grad.ints = {0, 0, 0b1101111, 0, 0};
+  grad.ints = {0, 0, 0b1101111, 0, 0, 0};
   grad.floats = {0.25};
   EXPECT_TRUE(validateInstruction(grad, 0, tensors).ok());
   InstructionInfo gradWrong = grad; // dq stored [B, H, S, D] but listed
-  gradWrong.ints = {0, 0, 0b1111111, 0, 0};
+  gradWrong.ints = {0, 0, 0b1111111, 0, 0, 0};
   fails(gradWrong, "gradient 0 must have the shape and dtype of its operand");
   InstructionInfo gradDtype = grad;
   gradDtype.results = {0, 3, 1};
@@ -523,27 +536,27 @@ TEST(Executable, ChecksQkvWindows) {
   attention.op = Opcode::Attention;
   attention.operands = {0, 0, 0};
   attention.results = {1};
-  attention.ints = {1, 0, 0b1111, 4, 2};
+  attention.ints = {1, 0, 0b1111, 4, 2, 0};
   attention.floats = {0.25};
   EXPECT_TRUE(validateInstruction(attention, 0, tensors).ok());
   InstructionInfo grad;
   grad.op = Opcode::AttentionGrad;
   grad.operands = {0, 0, 0, 1};
   grad.results = {1, 2, 2};
-  grad.ints = {1, 0, 0b1111111, 4, 2};
+  grad.ints = {1, 0, 0b1111111, 4, 2, 0};
   grad.floats = {0.25};
   EXPECT_TRUE(validateInstruction(grad, 0, tensors).ok());
   auto fails = [&](const InstructionInfo &inst, const std::string &words) {
     expectRefused(inst, tensors, words);
   };
   InstructionInfo wrongHeads = attention; // 3 + 2 * 2 = 7, not 8
-  wrongHeads.ints = {1, 0, 0b1111, 3, 2};
+  wrongHeads.ints = {1, 0, 0b1111, 3, 2, 0};
   fails(wrongHeads, "need q, k and v of one shape with 7 heads");
   InstructionInfo headMajor = attention;
-  headMajor.ints = {1, 0, 0b1110, 4, 2};
+  headMajor.ints = {1, 0, 0b1110, 4, 2, 0};
   fails(headMajor, "need q, k and v sequence-major");
   InstructionInfo oneSided = attention;
-  oneSided.ints = {1, 0, 0b1111, 4, 0};
+  oneSided.ints = {1, 0, 0b1111, 4, 0, 0};
   fails(oneSided, "qkv heads [4, 0] must both be at least 1");
   InstructionInfo smaller = attention; // 6 stored heads for [4, 2]
   smaller.operands = {3, 3, 3};
@@ -552,7 +565,7 @@ TEST(Executable, ChecksQkvWindows) {
   otherKey.operands = {0, 3, 0};
   fails(otherKey, "need q, k and v of one shape");
   InstructionInfo huge = attention; // Hq + 2 Hk would overflow
-  huge.ints = {1, 0, 0b1111, int64_t(1) << 62, int64_t(1) << 62};
+  huge.ints = {1, 0, 0b1111, int64_t(1) << 62, int64_t(1) << 62, 0};
   fails(huge, "with that many heads");
   InstructionInfo resultWindow = attention; // the result is not a window
   resultWindow.results = {0};
@@ -564,33 +577,94 @@ TEST(Executable, ChecksQkvWindows) {
   packed.results = {0};
   EXPECT_TRUE(validateInstruction(packed, 0, tensors).ok());
   InstructionInfo packedHeadMajor = packed;
-  packedHeadMajor.ints = {1, 0, 0b0101111, 4, 2};
+  packedHeadMajor.ints = {1, 0, 0b0101111, 4, 2, 0};
   fails(packedHeadMajor, "must be stored as q, k and v are");
   InstructionInfo packedShape = packed;
   packedShape.results = {3};
   fails(packedShape, "must be stored as q, k and v are");
   InstructionInfo packedWithoutWindows = packed;
-  packedWithoutWindows.ints = {1, 0, 0b1111111, 0, 0};
+  packedWithoutWindows.ints = {1, 0, 0b1111111, 0, 0, 0};
   fails(packedWithoutWindows, "expects 4 operands and 3 results");
   // The kernels read q, k, v and the cotangent after writing: no gradient
   // may share their memory. Tensors laid out one after another, and a
   // fifth of q's shape in its own bytes.
   tensors.push_back(tensors[0]);
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    TensorInfo &t = tensors[i];
-    t.arena = 1;
-    t.size = 4;
-    for (int64_t d : t.shape)
-      t.size *= uint64_t(d);
-    t.offset = i == 0 ? 0 : tensors[i - 1].offset + tensors[i - 1].size;
-  }
+  placeOneAfterAnother(tensors);
   InstructionInfo own = packed;
   own.results = {4};
   EXPECT_TRUE(validateInstruction(own, 0, tensors).ok());
-  fails(packed, "a gradient shares memory with q, k, v or the cotangent");
+  fails(packed, "a gradient shares memory with q, k, v, the cotangent");
   InstructionInfo overCotangent = grad; // dq written over the cotangent
-  fails(overCotangent,
-        "a gradient shares memory with q, k, v or the cotangent");
+  fails(overCotangent, "a gradient shares memory with q, k, v, the cotangent");
+}
+
+// ints[5] (version 19): the forward gives each score row's log-sum-exp as a
+// second result, [B, Hq, Sq] of the compute type, and the gradient reads it
+// with the forward's result (stored as the cotangent) after the mask; no
+// gradient may be written over either.
+TEST(Executable, ChecksAttentionStatistics) {
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::BF16, {2, 8, 4, 16}), // 0: q, k, v, cotangent, result
+      tensor(DType::F32, {2, 4, 8}),      // 1: the log-sum-exps
+      tensor(DType::BF16, {2, 4, 8}),     // 2: 16-bit log-sum-exps
+      tensor(DType::F32, {2, 8, 4}),      // 3: rows in [B, S, H] order
+      tensor(DType::BF16, {2, 4, 8, 16}), // 4: a head-major result
+      tensor(DType::BF16, {2, 8, 4, 16}), // 5: the result
+      tensor(DType::BF16, {1, 1, 8, 8}),  // 6: a mask
+      tensor(DType::BF16, {2, 8, 4, 16}), // 7-9: dq, dk, dv
+      tensor(DType::BF16, {2, 8, 4, 16}), tensor(DType::BF16, {2, 8, 4, 16})};
+  placeOneAfterAnother(tensors);
+  auto fails = [&](const InstructionInfo &inst, const std::string &words) {
+    expectRefused(inst, tensors, words);
+  };
+  InstructionInfo forward;
+  forward.op = Opcode::Attention;
+  forward.operands = {0, 0, 0};
+  forward.results = {5, 1};
+  forward.ints = {1, 0, 0b1111, 0, 0, 1};
+  forward.floats = {0.25};
+  EXPECT_TRUE(validateInstruction(forward, 0, tensors).ok());
+  InstructionInfo oneResult = forward;
+  oneResult.results = {5};
+  fails(oneResult, "expects 3 operands and 2 results");
+  InstructionInfo flag = forward;
+  flag.ints[5] = 2;
+  fails(flag, "stats flag 2 must be 0 or 1");
+  InstructionInfo narrow = forward;
+  narrow.results = {5, 2};
+  fails(narrow, "the log-sum-exps must be f32");
+  InstructionInfo seqOrder = forward;
+  seqOrder.results = {5, 3};
+  fails(seqOrder, "wrong shape");
+  TensorInfo atQ = tensors[1]; // 10: log-sum-exps in q's first bytes
+  atQ.offset = 0;
+  tensors.push_back(atQ);
+  InstructionInfo overQ = forward;
+  overQ.results = {5, 10};
+  fails(overQ, "the log-sum-exps share memory with an operand");
+  InstructionInfo grad;
+  grad.op = Opcode::AttentionGrad;
+  grad.operands = {0, 0, 0, 0, 5, 1};
+  grad.results = {7, 8, 9};
+  grad.ints = {1, 0, 0b1111111, 0, 0, 1};
+  grad.floats = {0.25};
+  EXPECT_TRUE(validateInstruction(grad, 0, tensors).ok());
+  InstructionInfo masked = grad; // the mask before the statistics
+  masked.operands = {0, 0, 0, 0, 6, 5, 1};
+  masked.ints[1] = 1;
+  EXPECT_TRUE(validateInstruction(masked, 0, tensors).ok());
+  InstructionInfo missing = grad;
+  missing.operands = {0, 0, 0, 0};
+  fails(missing, "expects 6 operands and 3 results");
+  InstructionInfo headMajor = grad; // the result stored otherwise
+  headMajor.operands = {0, 0, 0, 0, 4, 1};
+  fails(headMajor, "the forward's result must be stored as the cotangent");
+  InstructionInfo lse16 = grad;
+  lse16.operands = {0, 0, 0, 0, 5, 2};
+  fails(lse16, "the log-sum-exps must be f32 [B, Hq, Sq]");
+  InstructionInfo overResult = grad; // dv written over the result
+  overResult.results = {7, 8, 5};
+  fails(overResult, "the forward's statistics");
 }
 
 // A sum of bf16 or f16 may be f32 (the compiler's widened sum); no other

@@ -500,6 +500,10 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
            "Plan with each cross-entropy loss and its logits gradient as "
            "one op, as the pipeline runs it (the pipeline sets it from "
            "trainc --fuse-loss-grad)">,
+    Option<"attentionStats", "attention-stats", "bool", "true",
+           "Plan with attention's gradients reading their forwards' "
+           "statistics, as the pipeline runs it (the pipeline sets it from "
+           "trainc --attention-stats)">,
   ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
@@ -781,6 +785,51 @@ def FuseBiasGrad : Pass<"trainc-fuse-bias-grad", "mlir::func::FuncOp"> {
         contracting_dims = [0] x [0] {f32_result, f32_sum}
         : (tensor<4x8xbf16>, tensor<4x16xbf16>)
         -> (tensor<8x16xf32>, tensor<8xf32>)
+    ```
+  }];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
+def AttentionStats : Pass<"trainc-attention-stats", "mlir::func::FuncOp"> {
+  let summary = "Attention's gradient reads its forward's result and "
+                "log-sum-exps";
+  let description = [{
+    A `graph.attention_grad` whose forward `graph.attention` (operands
+    holding the same values: the same SSA values, or ops of one name and
+    attributes over such operands, as a mask recomputed for the gradient
+    and the forward pass's; the same attributes and layouts, its result
+    stored as the cotangent) is in its block before it reads that
+    forward's result and the
+    log-sum-exps of its score rows (`stats`; the forward gets `with_lse`).
+    Without them the gradient remakes the softmax's statistics: trainc's
+    kernels sweep every key once more per query row, and cuDNN's backward
+    runs the whole forward again (two of the seven matmuls of a
+    FlashAttention-2 step). With them, `P = exp(S - lse)` and
+    `D_i = dO_i . O_i` come from what the forward computed anyway, as
+    FlashAttention-2 and PyTorch's SDPA do. The cost is memory: `[B, H,
+    S]` log-sum-exps per call (f32), and the result is kept until the
+    gradient, which a transformer keeps anyway for its output projection's
+    weight gradient. When several forwards match (a recomputed clone and
+    the forward pass's), the last before the gradient is read.
+
+    On the CPU the probabilities are `exp(S - lse)` instead of the
+    softmax's `exp(S - max) / sum`: results move by a few units in the
+    last place. Runs in the lower phase after `trainc-absorb-transposes`
+    and `trainc-read-qkv-in-place` (which set the layouts compared). `trainc
+    --attention-stats=false` leaves it out.
+
+    Example:
+    ```mlir
+    %o = graph.attention %q, %k, %v, scale = 0.125, causal
+        : (tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>)
+        -> tensor<2x4x32x16xf32>
+    %dq, %dk, %dv = graph.attention_grad %q, %k, %v, %g, scale = 0.125, causal
+        : (...) -> (...)
+    // becomes
+    %o, %lse = graph.attention %q, %k, %v, scale = 0.125, causal {with_lse}
+        : (...) -> (tensor<2x4x32x16xf32>, tensor<2x4x32xf32>)
+    %dq, %dk, %dv = graph.attention_grad %q, %k, %v, %g stats(%o, %lse),
+        scale = 0.125, causal : (...) -> (...)
     ```
   }];
   let dependentDialects = ["trainc::graph::GraphDialect"];

@@ -76,7 +76,7 @@ enum class Phase {
 };
 
 /// The lower phase's choices (trainc's --fuse-elementwise, --pad-classes,
-/// --qkv-in-place, --fuse-bias-grad, --fuse-loss-grad).
+/// --qkv-in-place, --fuse-bias-grad, --fuse-loss-grad, --attention-stats).
 struct LowerOptions {
   /// Group elementwise chains into fused loops (trainc-fuse-elementwise).
   bool fuseElementwise = true;
@@ -92,6 +92,9 @@ struct LowerOptions {
   /// A cross-entropy loss and its logits gradient as one op
   /// (trainc-fuse-loss-grad).
   bool fuseLossGrad = true;
+  /// Attention's gradients read their forwards' results and log-sum-exps
+  /// (trainc-attention-stats).
+  bool attentionStats = true;
 };
 
 struct PipelineOptions {

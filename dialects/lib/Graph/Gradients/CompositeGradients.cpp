@@ -300,10 +300,10 @@ struct AttentionGradient
   LogicalResult buildVjp(Operation *op, OpBuilder &b, ValueRange cotangents,
                          SmallVectorImpl<Value> &out) const {
     auto attention = cast<AttentionOp>(op);
-    if (attention.getQkvHeads())
+    if (attention.getQkvHeads() || attention.getWithLse())
       return op->emitOpError(
-          "with qkv_heads has no gradient rule: the lower phase forms it, "
-          "after differentiation");
+          "with qkv_heads or with_lse has no gradient rule: the lower phase "
+          "forms it, after differentiation");
     if (!cotangents[0]) {
       out.append(op->getNumOperands(), Value());
       return success();
@@ -327,8 +327,8 @@ struct AttentionGradient
         TypeRange{attention.getQuery().getType(), attention.getKey().getType(),
                   attention.getValue().getType()},
         attention.getQuery(), attention.getKey(), attention.getValue(),
-        cotangents[0], attention.getMask(), attention.getScaleAttr(),
-        attention.getCausalAttr(),
+        cotangents[0], attention.getMask(), /*stats=*/ValueRange(),
+        attention.getScaleAttr(), attention.getCausalAttr(),
         seqMajor.empty() ? DenseI64ArrayAttr()
                          : b.getDenseI64ArrayAttr(seqMajor),
         /*qkv_heads=*/DenseI64ArrayAttr());

@@ -446,6 +446,14 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
     - (C11) `qkv_heads = [Hq, Hk]`, when present, has two entries of at
       least 1, `seq_major` lists query, key and value, and they have one
       type, `[B, S, Hq + 2 Hk, D]`.
+    - (C12) there is a second result, `lse`, exactly when `with_lse` is
+      set: `[B, Hq, Sq]` of f32 (f64 for f64 operands).
+
+    Statistics: with `with_lse`, `lse[b, h, i]` is the log-sum-exp of row
+    i's scores over the keys it may see (-inf for a row with none), what
+    the softmax divides by: `graph.attention_grad` reads it with the
+    result instead of remaking the softmax (`trainc-attention-stats`,
+    lower phase, where the program has both ops).
 
     Layout: the shapes above are logical. A tensor whose number is in
     `seq_major` is stored `[B, S, H, D]` (sequence before heads), the
@@ -480,8 +488,10 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
                        Optional<Graph_FloatTensor>:$mask,
                        F64Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<DenseI64ArrayAttr>:$seq_major,
-                       OptionalAttr<DenseI64ArrayAttr>:$qkv_heads);
-  let results = (outs Graph_FloatTensor:$result);
+                       OptionalAttr<DenseI64ArrayAttr>:$qkv_heads,
+                       UnitAttr:$with_lse);
+  let results = (outs Graph_FloatTensor:$result,
+                      Optional<Graph_FloatTensor>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? `,` `scale` `=` $scale
     (`,` `causal` $causal^)? attr-dict `:` functional-type(operands, results)
@@ -748,7 +758,7 @@ def Graph_DotGeneralBiasGradOp : Graph_InferredOp<"dot_general_bias_grad", [
   }];
 }
 
-def Graph_AttentionGradOp : Graph_Op<"attention_grad", [
+def Graph_AttentionGradOp : Graph_Op<"attention_grad", [AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
   let summary = "the query, key and value gradients of attention";
   let description = [{
@@ -783,6 +793,13 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [
       query's element type, with the gradients of query, key and value in
       their windows (`trainc-read-qkv-in-place`, where the program
       concatenated them).
+    - (C7) `stats`, when present, are two operands: the forward's result,
+      of the cotangent's type (stored as it is: seq_major 3), and its
+      log-sum-exps, `[B, Hq, Sq]` of f32 (f64 for f64 operands); C2's one
+      element type does not include the latter. They must be what
+      graph.attention with `with_lse` gives for these operands
+      (`trainc-attention-stats` pairs the two ops): the kernels take
+      `P = exp(S - lse)` and `D_i` from them.
 
     Example:
     ```mlir
@@ -795,18 +812,29 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [
         {qkv_heads = array<i64: 4, 4>, seq_major = array<i64: 0, 1, 2, 3, 4, 5, 6>}
         : (tensor<8x32x12x16xf32>, tensor<8x32x12x16xf32>, tensor<8x32x12x16xf32>,
            tensor<8x32x4x16xf32>) -> tensor<8x32x12x16xf32>
+    // With the forward's result and log-sum-exps:
+    %o, %lse = graph.attention %q, %k, %v, scale = 0.125, causal {with_lse}
+        : (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
+        -> (tensor<8x4x32x16xf32>, tensor<8x4x32xf32>)
+    %dq2, %dk2, %dv2 = graph.attention_grad %q, %k, %v, %g stats(%o, %lse),
+        scale = 0.125, causal
+        : (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>,
+           tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32xf32>)
+        -> (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
                        Graph_FloatTensor:$value, Graph_FloatTensor:$cotangent,
                        Optional<Graph_FloatTensor>:$mask,
+                       Variadic<Graph_FloatTensor>:$stats,
                        F64Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<DenseI64ArrayAttr>:$seq_major,
                        OptionalAttr<DenseI64ArrayAttr>:$qkv_heads);
   let results = (outs Variadic<Graph_FloatTensor>:$grads);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $cotangent (`mask` $mask^)? `,` `scale` `=`
-    $scale (`,` `causal` $causal^)? attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value `,` $cotangent (`mask` $mask^)?
+    (`stats` `(` $stats^ `)`)? `,` `scale` `=` $scale
+    (`,` `causal` $causal^)? attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     /// Whether tensor `i` (C4's numbering) is stored [B, S, H, D].
@@ -815,6 +843,8 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [
     }
     /// Whether the op writes one gradient, the fused projection's (C6).
     bool hasPackedGrad() { return getGrads().size() == 1; }
+    /// Whether it reads the forward's result and log-sum-exps (C7).
+    bool hasStats() { return !getStats().empty(); }
     /// The logical [B, H, S, D] sizes of tensor `i` (C4's numbering),
     /// read through `seq_major` and `qkv_heads`.
     ::llvm::SmallVector<int64_t, 4> logicalDims(int i);
