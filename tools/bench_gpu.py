@@ -21,7 +21,9 @@ call); trainc-own-attention is the same executable on trainc's own
 attention kernels (TRAINC_CUDA_ATTENTION=trainc): what cuDNN gains.
 trainc-unpadded is trainc with --pad-classes=0 (the vocabulary's rows of
 50,257 classes, not 50,304), in the same interleaved rounds: what the
-padding gains.
+padding gains. trainc-remade-stats is trainc with --attention-stats=false
+(each attention gradient remakes its softmax's statistics; cuDNN's runs
+the forward again): what keeping them gains.
 """
 import argparse
 import json
@@ -94,7 +96,8 @@ def parse_args():
                    default='trainc,trainc-own-attention,torch-eager,torch-compile',
                    help='any of trainc, trainc-own-attention '
                         '(TRAINC_CUDA_ATTENTION=trainc), trainc-unpadded '
-                        '(--pad-classes=0), torch-eager, torch-compile')
+                        '(--pad-classes=0), trainc-remade-stats '
+                        '(--attention-stats=false), torch-eager, torch-compile')
     p.add_argument('--profile', action='store_true',
                    help="after the rounds, one more trainc run with --profile: where "
                         "a step's time goes, by op and by op and shapes")
@@ -116,7 +119,8 @@ class TraincContender:
     timed by the step_ms trainc-run prints). `flags`: more trainc flags
     (trainc-unpadded: --pad-classes=0, the vocabulary's GEMMs on rows of
     50,257 classes, to measure what the padding to 50,304 gains); `env`:
-    environment variables for trainc-run (trainc-own-attention:
+    environment variables for trainc-run (trainc-remade-stats:
+    --attention-stats=false; trainc-own-attention:
     TRAINC_CUDA_ATTENTION=trainc)."""
 
     def __init__(self, args, cfg, name, flags=(), env=None):
@@ -202,6 +206,8 @@ def main():
                                              env={'TRAINC_CUDA_ATTENTION': 'trainc'})
             elif c == 'trainc-unpadded':
                 running[c] = TraincContender(args, cfg, c, ('--pad-classes=0',))
+            elif c == 'trainc-remade-stats':
+                running[c] = TraincContender(args, cfg, c, ('--attention-stats=false',))
             elif c in ('torch-eager', 'torch-compile'):
                 running[c] = TorchContender(args, cfg, c == 'torch-compile')
             else:

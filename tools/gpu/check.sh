@@ -14,7 +14,8 @@
 #                  20 losses against the CPU, compute-sanitizer memcheck
 #                  and racecheck, NCCL across GPUs where there are two
 #   bench          (--bench) tools/bench_gpu.py: GPT-2 124M bf16 against
-#                  PyTorch eager and torch.compile
+#                  PyTorch eager and torch.compile, and trainc on its own
+#                  attention kernels and with --attention-stats=false
 # A GPU is here, so a check that reports itself skipped fails. Prints one
 # line per check and exits 1 if any failed, 2 if no GPU is visible. Python
 # is $PYTHON (default python3: on the lent machines, the one with PyTorch,
@@ -100,7 +101,8 @@ check probe "$root/wrap/trainc-cuda-unittests"
 check cuda_training "$python" "$repo/test/Runtime/cuda_training.py" --trainc "$root/wrap/trainc" \
   --trainc-run "$root/wrap/trainc-run" --data-dir "$root/data/tinygpt"
 if [[ $bench -eq 1 ]]; then
-  check bench "$python" "$repo/tools/bench_gpu.py" --trainc-bin-dir "$root/wrap" --rounds 4 --profile
+  check bench "$python" "$repo/tools/bench_gpu.py" --trainc-bin-dir "$root/wrap" --rounds 4 --profile \
+    --contenders trainc,trainc-own-attention,trainc-remade-stats,torch-eager,torch-compile
 fi
 
 if [[ ${#failed[@]} -gt 0 ]]; then
