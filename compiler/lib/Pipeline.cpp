@@ -150,18 +150,16 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
     return;
   // lower: dot_generals read transposed operands in place, add their
   // biases, attention reads a fused projection's q, k and v in place,
-  // its gradient reads the forward's result and log-sum-exps,
   // norm_grad sums the norms' parameter gradients, the 16-bit
   // products only widened to f32 are made in f32, bias gradients are
   // summed by their weights' matmuls, a loss's classes are padded for its
-  // matmuls, the loss and its logits gradient become one op,
+  // matmuls, the loss and its logits gradient become one op, attention's
+  // gradient reads the forward's result and log-sum-exps,
   // elementwise chains become loops, then every op must be an instruction.
   pm.addNestedPass<mlir::func::FuncOp>(createAbsorbTransposes());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
   if (lower.qkvInPlace)
     pm.addNestedPass<mlir::func::FuncOp>(createReadQkvInPlace());
-  if (lower.attentionStats)
-    pm.addNestedPass<mlir::func::FuncOp>(createAttentionStats());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseNormGrad());
   pm.addNestedPass<mlir::func::FuncOp>(createWidenProducts());
   if (lower.fuseBiasGrad)
@@ -170,6 +168,11 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
       createPadClasses(PadClassesOptions{lower.padClasses}));
   if (lower.fuseLossGrad)
     pm.addNestedPass<mlir::func::FuncOp>(createFuseLossGrad());
+  // After every pass that may change a value's bits (widen-products) and
+  // before the loops, which keep each op's bits: a recomputed mask and
+  // the forward's are compared as the ops that make them.
+  if (lower.attentionStats)
+    pm.addNestedPass<mlir::func::FuncOp>(createAttentionStats());
   if (lower.fuseElementwise)
     pm.addNestedPass<mlir::func::FuncOp>(createFuseElementwise());
   pm.addPass(createLower());

@@ -95,15 +95,16 @@ func.func @recomputed_mask(%q: tensor<1x2x8x16xf32>, %g: tensor<1x2x8x16xf32>, %
 // -----
 
 // No forward to read: another scale, another mask, the result stored
-// otherwise than the cotangent, the forward after the gradient. Nothing
-// changes.
+// otherwise than the cotangent, not causal, another query, the forward
+// after the gradient. Nothing changes.
 // CHECK-LABEL: func.func @unmatched
 // CHECK-NOT: with_lse
 // CHECK-NOT: stats(
 func.func @unmatched(%q: tensor<1x2x8x16xf32>, %g: tensor<1x2x8x16xf32>, %gs: tensor<1x8x2x16xf32>,
                      %m: tensor<1x1x8x8xf32>)
     -> (tensor<1x2x8x16xf32>, tensor<1x8x2x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>,
-        tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) {
+        tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>,
+        tensor<1x2x8x16xf32>) {
   %o = graph.attention %q, %q, %q, scale = 0.25
       : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
   %a:3 = graph.attention_grad %q, %q, %q, %g, scale = 0.5
@@ -115,6 +116,12 @@ func.func @unmatched(%q: tensor<1x2x8x16xf32>, %g: tensor<1x2x8x16xf32>, %gs: te
   %c:3 = graph.attention_grad %q, %q, %q, %gs, scale = 0.25 {seq_major = array<i64: 3>}
       : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x8x2x16xf32>)
       -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
+  %causal:3 = graph.attention_grad %q, %q, %q, %g, scale = 0.25, causal
+      : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
+      -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
+  %otherQ:3 = graph.attention_grad %g, %q, %q, %g, scale = 0.25
+      : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
+      -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
   %late:3 = graph.attention_grad %q, %q, %q, %g, scale = 0.125
       : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
       -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
@@ -122,6 +129,6 @@ func.func @unmatched(%q: tensor<1x2x8x16xf32>, %g: tensor<1x2x8x16xf32>, %gs: te
       : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
   %os = graph.attention %q, %q, %q, scale = 0.25 {seq_major = array<i64: 3>}
       : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x8x2x16xf32>
-  return %o, %os, %a#0, %b#0, %c#0, %late#0, %o3 : tensor<1x2x8x16xf32>, tensor<1x8x2x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>,
-      tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return %o, %os, %a#0, %b#0, %c#0, %late#0, %o3, %causal#0, %otherQ#0 : tensor<1x2x8x16xf32>, tensor<1x8x2x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>,
+      tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
 }

@@ -19,40 +19,51 @@ using namespace trainc::graph;
 
 namespace {
 
-/// How many producers deep sameValues looks: a mask is its input through
+/// How many producers deep SameValues looks: a mask is its input through
 /// a few casts, broadcasts and arithmetic.
 constexpr int kSameValueDepth = 16;
 
-/// Whether `a` and `b` hold the same values: one value, or the same result
+/// Whether two values hold the same values: one value, or the same result
 /// of two ops of one name, inherent attributes and result types whose
 /// operands hold the same values in turn. Every graph op is a function of
 /// its operands and attributes (dropout's mask of its seed, the step and
 /// the index), so such ops compute the same bits: a recompute clone
 /// (marked recompute.clone, a discardable attribute, not compared) and the
 /// forward pass's op, as a recomputed attention mask and the forward's.
-bool sameValues(Value a, Value b, int depth = kSameValueDepth) {
-  if (a == b)
-    return true;
-  auto x = dyn_cast<OpResult>(a), y = dyn_cast<OpResult>(b);
-  if (!x || !y || depth == 0 || x.getResultNumber() != y.getResultNumber())
-    return false;
-  Operation *p = x.getOwner(), *q = y.getOwner();
-  if (p->getName() != q->getName() || p->getNumRegions() != 0 ||
-      q->getNumRegions() != 0 || p->getResultTypes() != q->getResultTypes() ||
-      p->getPropertiesAsAttribute() != q->getPropertiesAsAttribute() ||
-      p->getNumOperands() != q->getNumOperands())
-    return false;
-  for (auto [u, v] : llvm::zip(p->getOperands(), q->getOperands()))
-    if (!sameValues(u, v, depth - 1))
+/// Answers are remembered (a value read twice is compared once), so the IR
+/// must not change while one of these lives.
+class SameValues {
+public:
+  bool operator()(Value a, Value b, int depth = kSameValueDepth) {
+    if (a == b)
+      return true;
+    auto x = dyn_cast<OpResult>(a), y = dyn_cast<OpResult>(b);
+    if (!x || !y || depth == 0 || x.getResultNumber() != y.getResultNumber())
       return false;
-  return true;
-}
+    if (auto known = answers.find({a, b}); known != answers.end())
+      return known->second;
+    Operation *p = x.getOwner(), *q = y.getOwner();
+    bool same =
+        p->getName() == q->getName() && p->getNumRegions() == 0 &&
+        q->getNumRegions() == 0 && p->getResultTypes() == q->getResultTypes() &&
+        p->getPropertiesAsAttribute() == q->getPropertiesAsAttribute() &&
+        p->getNumOperands() == q->getNumOperands();
+    for (unsigned i = 0; same && i < p->getNumOperands(); ++i)
+      same = (*this)(p->getOperand(i), q->getOperand(i), depth - 1);
+    answers[{a, b}] = same;
+    return same;
+  }
+
+private:
+  llvm::DenseMap<std::pair<Value, Value>, bool> answers;
+};
 
 /// Whether `forward` computes the attention whose gradient `grad` takes:
 /// operands holding the same values, the same attributes and tensor
 /// layouts, its result stored as the cotangent (C7 of
 /// graph.attention_grad).
-bool sameAttention(AttentionOp forward, AttentionGradOp grad) {
+bool sameAttention(AttentionOp forward, AttentionGradOp grad,
+                   SameValues &sameValues) {
   Value mask = forward.getMask(), gradMask = grad.getMask();
   if (!sameValues(forward.getQuery(), grad.getQuery()) ||
       !sameValues(forward.getKey(), grad.getKey()) ||
@@ -73,11 +84,13 @@ bool sameAttention(AttentionOp forward, AttentionGradOp grad) {
 /// gradient of (a recomputed clone, when there is one, rather than the
 /// forward pass's: the result and statistics then live the shortest), or
 /// null.
-AttentionOp forwardOf(AttentionGradOp grad, ArrayRef<AttentionOp> attentions) {
+AttentionOp forwardOf(AttentionGradOp grad, ArrayRef<AttentionOp> attentions,
+                      SameValues &sameValues) {
   AttentionOp found;
   for (AttentionOp forward : attentions)
     if (forward->getBlock() == grad->getBlock() &&
-        forward->isBeforeInBlock(grad) && sameAttention(forward, grad) &&
+        forward->isBeforeInBlock(grad) &&
+        sameAttention(forward, grad, sameValues) &&
         (!found || found->isBeforeInBlock(forward)))
       found = forward;
   return found;
@@ -112,13 +125,21 @@ struct AttentionStatsPass
                grad && !grad.hasStats())
         grads.push_back(grad);
     });
-    for (AttentionGradOp grad : grads) {
-      AttentionOp found = forwardOf(grad, attentions);
-      if (!found)
-        continue;
-      AttentionOp forward = withLse(found);
-      if (forward != found) // the same attention, now with its lse
-        *llvm::find(attentions, found) = forward;
+    // Every pair is found before anything changes (SameValues remembers
+    // values).
+    SmallVector<std::pair<AttentionGradOp, Operation *>> pairs;
+    {
+      SameValues sameValues;
+      for (AttentionGradOp grad : grads)
+        if (AttentionOp forward = forwardOf(grad, attentions, sameValues))
+          pairs.push_back({grad, forward});
+    }
+    // Each forward once with its log-sum-exps, by the op it replaces.
+    llvm::DenseMap<Operation *, AttentionOp> kept;
+    for (auto [grad, found] : pairs) {
+      AttentionOp &forward = kept[found];
+      if (!forward)
+        forward = withLse(cast<AttentionOp>(found));
       OpBuilder b(grad);
       auto read = b.create<AttentionGradOp>(
           grad.getLoc(), grad.getResultTypes(), grad.getQuery(), grad.getKey(),

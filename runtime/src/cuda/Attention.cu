@@ -608,7 +608,7 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
                                    dtypeName(t.dtype) + ", not " +
                                    dtypeName(q.dtype) + " as the query");
   }
-  int64_t bits = call.ints[2]; // seq_major (the validator checked 5 ints)
+  int64_t bits = call.ints[2]; // seq_major (the validator checked 6 ints)
   // Windows read (and a packed gradient writes) [B, S, Hq + 2 Hk, D]
   // tensors: their stored heads, checked as the validator does.
   if (qkv.any())

@@ -100,9 +100,9 @@ std::string cudnnAttentionRefusal(const CudnnAttentionCall &c) {
   if (c.grad && (!c.dQuery || !c.dKey || !c.dValue))
     return "a gradient that leaves out dq, dk or dv";
   for (int64_t size : {c.d, c.dv})
-    if (size % 8 != 0 || size > 256)
+    if (size == 0 || size % 8 != 0 || size > 256)
       return "head size " + std::to_string(size) +
-             " (cuDNN takes multiples of 8 up to 256)";
+             " (cuDNN takes multiples of 8 from 8 to 256)";
   if (c.causal && c.sq > c.sk)
     return "causal attention with more queries than keys (rows that see no "
            "key give zeros in trainc)";

@@ -580,6 +580,11 @@ Status Checker::checkComposite() const {
       if (math::isSeqMajor(v[2], 3))
         std::swap(stored[1], stored[2]);
       TRAINC_RETURN_IF_ERROR(shapeIs(result(0), stored));
+      // Later query tiles read q, k, v and the mask after earlier ones
+      // wrote their rows.
+      for (size_t o = 0; o < inst.operands.size(); ++o)
+        if (overlap(result(0), operand(o)))
+          return error("the result shares memory with an operand");
       if (!stats)
         return okStatus();
       if (result(1).dtype != lseType)
@@ -606,16 +611,13 @@ Status Checker::checkComposite() const {
         return error(std::string("the log-sum-exps must be ") +
                      dtypeName(lseType) + " [B, Hq, Sq]");
     }
-    // The kernels read q, k, v, the cotangent and the forward's stats after
-    // writing results.
-    std::vector<int> read = {0, 1, 2, 3};
-    if (stats)
-      read.insert(read.end(), {4 + (v[1] != 0), 5 + (v[1] != 0)});
+    // The kernels read every operand (q, k, v, the cotangent, the mask and
+    // the forward's stats) after writing results.
     for (size_t r = 0; r < inst.results.size(); ++r)
-      for (int o : read)
+      for (size_t o = 0; o < inst.operands.size(); ++o)
         if (overlap(result(r), operand(o)))
           return error("a gradient shares memory with q, k, v, the "
-                       "cotangent or the forward's statistics");
+                       "cotangent, the mask or the forward's statistics");
     if (packedGrad) {
       // The projection's gradient: its type, dq, dk and dv sequence-major.
       if (result(0).dtype != qT.dtype || result(0).shape != qT.shape ||

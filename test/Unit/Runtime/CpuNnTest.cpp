@@ -798,8 +798,11 @@ struct StatsRun {
   double scale;
 };
 
+/// `lseShift` is added to the log-sum-exps the gradient reads; the
+/// cotangent of query `zeroQuery` of batch 0 (every head) is 0 when it is
+/// not -1.
 StatsRun runWithStats(const AttentionCase &c, const TestTensor *givenMask,
-                      double lseShift = 0) {
+                      double lseShift = 0, int64_t zeroQuery = -1) {
   StatsRun r{randomTensor(c.dtype, {c.b, c.hq, c.sq, c.d}, 41),
              randomTensor(c.dtype, {c.b, c.hk, c.sk, c.d}, 42),
              randomTensor(c.dtype, {c.b, c.hk, c.sk, c.dv}, 43),
@@ -812,6 +815,10 @@ StatsRun runWithStats(const AttentionCase &c, const TestTensor *givenMask,
              {},
              {},
              1 / std::sqrt(double(c.d))};
+  if (zeroQuery >= 0)
+    for (int64_t h = 0; h < c.hq; ++h)
+      for (int64_t e = 0; e < c.dv; ++e)
+        r.g.set((h * c.sq + zeroQuery) * c.dv + e, 0);
   bool hasMask = !c.maskDims.empty();
   std::vector<const TestTensor *> in = {&r.q, &r.k, &r.v};
   if (hasMask)
@@ -908,7 +915,12 @@ TEST(CpuNnAttention, GradientFromTheForwardsStatistics) {
 }
 
 /// A row that a mask leaves nothing to attend to has lse -inf and zero
-/// gradients, from the statistics as from the remade softmax.
+/// gradients, from the statistics as from the remade softmax. A row whose
+/// keys a finite mask hides (-1e9, as Hugging Face's models write it) has
+/// a log-sum-exp that f32 rounds to its max, log(Sk) lost: exp(S - lse)
+/// is then about 1 per key, not 1 / Sk (the documented limit). Its
+/// gradient is still 0 when its cotangent is, as for the padding such
+/// masks hide: dP = 0, so D = 0 and dS = 0, and P^T dO adds nothing.
 TEST(CpuNnAttention, FullyMaskedRowFromTheStatistics) {
   AttentionCase c{DType::F32, 2, 2, 2, 3, 4, 8, 8, false, {2, 1, 3, 4}};
   TestTensor mask = randomTensor(DType::F32, c.maskDims, 17, -1, 1);
@@ -920,6 +932,15 @@ TEST(CpuNnAttention, FullyMaskedRowFromTheStatistics) {
     for (int64_t e = 0; e < 8; ++e)
       EXPECT_EQ(r.gradsFromStats[0].get(((0 * 2 + h) * 3 + 1) * 8 + e), 0.0);
   }
+  // Batch 0, query 1 hidden by -1e9 instead, its cotangent 0: the same
+  // gradients as the remade softmax's, to rounding.
+  for (int64_t j = 0; j < 4; ++j)
+    mask.set((0 * 3 + 1) * 4 + j, -1e9);
+  StatsRun finite = runWithStats(c, &mask, 0, /*zeroQuery=*/1);
+  for (int t = 0; t < 3; ++t)
+    for (int64_t e = 0; e < finite.grads[t].size(); ++e)
+      EXPECT_NEAR(finite.gradsFromStats[t].get(e), finite.grads[t].get(e), 1e-5)
+          << "gradient " << t << " element " << e;
 }
 
 //===--- SoftmaxCrossEntropy ----------------------------------------------===//

@@ -367,6 +367,40 @@ TEST_P(DeviceKernels, AttentionCudnnStatistics) {
   }
 }
 
+/// The gradient fed the device's own forward's result and log-sum-exps,
+/// as a step runs them, with each engine making one or the other: trainc's
+/// kernels both; cuDNN's forward and trainc's gradient; trainc's forward
+/// and cuDNN's gradient (under `auto` a call cuDNN refuses runs trainc's
+/// kernels, so a step may mix them). GPT-2's layout, where both take the
+/// call. The reference reads the same inputs, so the gradient's tolerance
+/// is its engine's (as above).
+TEST_P(DeviceKernels, AttentionStatisticsFromTheDevicesForward) {
+  const AttentionShape a{kBF16, 2, 12, 12, 129, 129, 64, 64, true, {}};
+  const char *engines[][2] = {
+      {"trainc", "trainc"}, {"cudnn", "trainc"}, {"trainc", "cudnn"}};
+  uint32_t seed = 41;
+  for (auto [forwardEngine, gradEngine] : engines) {
+    SCOPED_TRACE(testing::Message()
+                 << forwardEngine << " forward, " << gradEngine << " gradient");
+    auto [forward, grad] = callsWithStatistics(a, seed, 0x7f);
+    std::vector<TestTensor> kept, operands;
+    {
+      ScopedAttentionEngine engine(forwardEngine);
+      Status s = runOnDevice(*device_, forward, kept, operands);
+      ASSERT_TRUE(s.ok()) << s.toString();
+    }
+    grad.inputs[grad.inputs.size() - 2] = kept[0];
+    grad.inputs.back() = kept[1];
+    ScopedAttentionEngine engine(gradEngine);
+    Tolerance tol = attentionOf(a, true);
+    tol.rel += 4 * storageEps(a.t);
+    if (std::string(gradEngine) == "cudnn")
+      tol = Tolerance{0, false, 4 * storageEps(a.t)};
+    check(grad, tol);
+    seed += 5;
+  }
+}
+
 /// Tensors stored [B, S, H, D] (a GPT's projections reshaped into heads,
 /// read without a transpose): every tensor, or some; on the tensor cores
 /// (bf16, head size 64, rows 12 heads * 64 apart as GPT-2's) and not.

@@ -665,6 +665,27 @@ TEST(Executable, ChecksAttentionStatistics) {
   InstructionInfo overResult = grad; // dv written over the result
   overResult.results = {7, 8, 5};
   fails(overResult, "the forward's statistics");
+  InstructionInfo overLse = grad; // dq written from the log-sum-exps on
+  TensorInfo atLse = tensors[7];
+  atLse.offset = tensors[1].offset;
+  tensors.push_back(atLse); // 11
+  overLse.results = {11, 8, 9};
+  fails(overLse, "the mask or the forward's statistics");
+  InstructionInfo overMask = masked; // dq from the mask's bytes on
+  TensorInfo atMask = tensors[7];
+  atMask.offset = tensors[6].offset;
+  tensors.push_back(atMask); // 12
+  overMask.results = {12, 8, 9};
+  fails(overMask, "the mask or the forward's statistics");
+  InstructionInfo resultOverQ = forward; // the result over q
+  resultOverQ.results = {0, 1};
+  fails(resultOverQ, "the result shares memory with an operand");
+  InstructionInfo lseOverResult = forward;
+  TensorInfo atResult = tensors[1];
+  atResult.offset = tensors[5].offset;
+  tensors.push_back(atResult); // 13
+  lseOverResult.results = {5, 13};
+  fails(lseOverResult, "the log-sum-exps share memory with the result");
 }
 
 // A sum of bf16 or f16 may be f32 (the compiler's widened sum); no other

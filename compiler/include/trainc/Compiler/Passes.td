@@ -807,15 +807,19 @@ def AttentionStats : Pass<"trainc-attention-stats", "mlir::func::FuncOp"> {
     FlashAttention-2 step). With them, `P = exp(S - lse)` and
     `D_i = dO_i . O_i` come from what the forward computed anyway, as
     FlashAttention-2 and PyTorch's SDPA do. The cost is memory: `[B, H,
-    S]` log-sum-exps per call (f32), and the result is kept until the
+    S]` log-sum-exps per call (f32), and the result kept until the
     gradient, which a transformer keeps anyway for its output projection's
-    weight gradient. When several forwards match (a recomputed clone and
+    weight gradient (in a smaller program it may live longer). When several forwards match (a recomputed clone and
     the forward pass's), the last before the gradient is read.
 
     On the CPU the probabilities are `exp(S - lse)` instead of the
     softmax's `exp(S - max) / sum`: results move by a few units in the
-    last place. Runs in the lower phase after `trainc-absorb-transposes`
-    and `trainc-read-qkv-in-place` (which set the layouts compared). `trainc
+    last place, or, for a row whose largest score dwarfs the log of its
+    sum (every key hidden by a finite mask such as -1e9), not at all (see
+    compiler/README.md). Runs in the lower phase after the passes that set
+    the layouts compared (`trainc-absorb-transposes`,
+    `trainc-read-qkv-in-place`) or change a value's bits
+    (`trainc-widen-products`), before `trainc-fuse-elementwise`. `trainc
     --attention-stats=false` leaves it out.
 
     Example:
