@@ -126,6 +126,10 @@ constexpr int kFusedMaxResults = 8;
 constexpr int kAttentionTensors = 4;
 constexpr int kAttentionGradTensors = 7;
 constexpr int kAttentionStatsInt = 5;
+/// The log-sum-exps' dtype for q of dtype `q`: the kernels' compute type.
+inline DType attentionLseType(DType q) {
+  return q == DType::F64 ? DType::F64 : DType::F32;
+}
 
 /// The schema's TrainingSignature as the compiler fills it and the runtime
 /// reads it: indices into the executable's outputs and inputs, -1 for none.

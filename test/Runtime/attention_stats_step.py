@@ -39,10 +39,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fused_elementwise_step import (lowering_cases, run, runs_with,  # noqa: E402
-                                    step_test_main)
-
-DTYPE_BYTES = {'f64': 8, 'f32': 4}
+from fused_elementwise_step import (DTYPE_BYTES, lowering_cases, run,  # noqa: E402
+                                    runs_with, step_test_main)
 
 
 def inspect(args, exe):

@@ -128,7 +128,15 @@ __device__ __forceinline__ Place placeOf() {
   return Place{int(threadIdx.x) / kRowThreads, int(threadIdx.x) % kRowThreads};
 }
 
-/// The max and the sum of v over the 8 threads of a tile row (a butterfly:
+/// The sum of v over aligned groups of `Lanes` threads of a warp (a
+/// butterfly: every thread of a group gets the same bits).
+template <int Lanes, typename C> __device__ __forceinline__ C laneSum(C v) {
+  for (int o = Lanes / 2; o > 0; o /= 2)
+    v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
+
+/// The max and the sum of v over the 8 threads of a tile row (butterflies:
 /// every thread gets the same bits).
 template <typename C> __device__ __forceinline__ C rowMax(C v) {
   for (int o = kRowThreads / 2; o > 0; o /= 2)
@@ -136,9 +144,7 @@ template <typename C> __device__ __forceinline__ C rowMax(C v) {
   return v;
 }
 template <typename C> __device__ __forceinline__ C rowSum(C v) {
-  for (int o = kRowThreads / 2; o > 0; o /= 2)
-    v += __shfl_xor_sync(kFullMask, v, o);
-  return v;
+  return laneSum<kRowThreads>(v);
 }
 
 /// out[u] = x[row] . y[col + 8u]: the dot products of the block's x rows
@@ -366,8 +372,7 @@ __global__ void __launch_bounds__(kAttnThreads)
     C sum = 0;
     for (int64_t f = lane; f < a.dv; f += 32)
       sum += C(load(gRow, f)) * C(load(oRow, f));
-    for (int m = 16; m > 0; m /= 2)
-      sum += __shfl_xor_sync(kFullMask, sum, m);
+    sum = laneSum<32>(sum);
     if (lane == 0)
       delta[row] = sum;
   }
@@ -682,7 +687,7 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
         checkSizes("the forward's result", kept.resultLayout, want[kGradOut]));
   if (kept.lse) {
     const TensorRef &lse = *kept.lse;
-    const DType lseType = q.dtype == DType::F64 ? DType::F64 : DType::F32;
+    const DType lseType = attentionLseType(q.dtype);
     if (lse.rank != 3)
       return kernelError(call, "the log-sum-exps have rank " +
                                    std::to_string(lse.rank) + ", expected 3");

@@ -571,7 +571,7 @@ Status Checker::checkComposite() const {
           return error("the mask does not broadcast to the scores");
     }
     // The log-sum-exps: one per score row, in the compute type.
-    DType lseType = qT.dtype == DType::F64 ? DType::F64 : DType::F32;
+    DType lseType = attentionLseType(qT.dtype);
     Shape rows = {q[0], q[1], q[2]};
     if (!grad) {
       if (result(0).dtype != qT.dtype)

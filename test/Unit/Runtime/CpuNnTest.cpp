@@ -810,8 +810,7 @@ StatsRun runWithStats(const AttentionCase &c, const TestTensor *givenMask,
              givenMask ? *givenMask
                        : randomTensor(c.dtype, c.maskDims, 45, -2, 2),
              TestTensor(c.dtype, {c.b, c.hq, c.sq, c.dv}),
-             TestTensor(c.dtype == DType::F64 ? DType::F64 : DType::F32,
-                        {c.b, c.hq, c.sq}),
+             TestTensor(attentionLseType(c.dtype), {c.b, c.hq, c.sq}),
              {},
              {},
              1 / std::sqrt(double(c.d))};

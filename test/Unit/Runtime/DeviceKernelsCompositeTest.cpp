@@ -305,8 +305,7 @@ std::pair<Call, Call> callsWithStatistics(const AttentionShape &a,
                                           uint32_t seed, int64_t bits) {
   Call forward = attentionCall(a, false, seed, bits & 0xf);
   forward.ints[kAttentionStatsInt] = 1;
-  forward.outputs.push_back(
-      zeros(a.t == kF64 ? kF64 : kF32, {a.b, a.hq, a.sq}));
+  forward.outputs.push_back(zeros(attentionLseType(a.t), {a.b, a.hq, a.sq}));
   std::vector<TestTensor> kept;
   Status s = runReference(forward, kept);
   EXPECT_TRUE(s.ok()) << s.toString();
