@@ -24,9 +24,8 @@ std::string checkOptions(const CompileOptions &options) {
     return "--compile-to=" + phaseName(*last).str() + " needs --train";
   if (options.gradAccum.microBatches != 1 && !options.train)
     return "--grad-accum needs --train";
-  if (options.lower.padClasses < 0 || options.lower.padClasses > 65536)
-    return "--pad-classes must be in [0, 65536] (0: off), not " +
-           std::to_string(options.lower.padClasses);
+  if (std::string lower = checkLowerOptions(options.lower); !lower.empty())
+    return "--" + lower;
   if (options.gradAccum.microBatches < 1)
     return "--grad-accum must be at least 1";
   std::optional<graph::Mesh> mesh = parseMesh(options.partition.mesh, error);

@@ -4,10 +4,127 @@
 
 #include "trainc/Compiler/Passes.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace trainc {
+
+llvm::ArrayRef<LowerFlag> lowerFlags() {
+  static const LowerFlag flags[] = {
+      {"fuse-elementwise",
+       "In the lower phase, make each chain of elementwise ops of one shape "
+       "(math, compare, select, convert, gelu and its gradient) one loop "
+       "over memory: one kernel instead of one per op, and values used only "
+       "inside the chain never stored; and cast the parameters to 16 bits "
+       "in one instruction; results are the same bits (default true; "
+       "--fuse-elementwise=false: one instruction per op)",
+       &LowerOptions::fuseElementwise},
+      {"pad-classes",
+       "With --train, in the lower phase, pad the class dimension of a "
+       "cross-entropy loss whose logits come from a matmul (a vocabulary) "
+       "to a multiple of N where that adds at most 1/32 of the classes: "
+       "aligned rows for the GPU's matmul kernels (GPT-2's 50,257 classes "
+       "become 50,304); the padding is never read, the loss is the unpadded "
+       "one and the gradients are up to the rounding of one longer sum "
+       "(default 64; 0 or 1: off)",
+       nullptr, &LowerOptions::padClasses, "N"},
+      {"qkv-in-place",
+       "In the lower phase, let attention read query, key and value where "
+       "one fused projection wrote them (GPT-2's c_attn) instead of slicing "
+       "three copies out of it, and write their gradients into one tensor "
+       "instead of concatenating three; results are the same bits (default "
+       "true; --qkv-in-place=false: keep the slices and the concatenation)",
+       &LowerOptions::qkvInPlace},
+      {"fuse-bias-grad",
+       "With --train, in the lower phase, sum each linear layer's bias "
+       "gradient in its weight gradient's matmul (one instruction, "
+       "cuBLASLt's bias-gradient epilogue on a GPU) instead of a separate "
+       "reduction over the output's gradient; on the CPU the results are "
+       "the same bits (default true; --fuse-bias-grad=false: a reduce_sum "
+       "per bias)",
+       &LowerOptions::fuseBiasGrad},
+      {"fuse-loss-grad",
+       "With --train, in the lower phase, compute a cross-entropy loss and "
+       "its logits gradient in one instruction that reads the logits three "
+       "times instead of five (the vocabulary's logits are a language "
+       "model's largest tensor); the gradients are the same bits, the loss "
+       "may differ in its last bits (its sum of exps is added in the "
+       "gradient's order) (default true; --fuse-loss-grad=false: two "
+       "instructions)",
+       &LowerOptions::fuseLossGrad},
+      {"attention-stats",
+       "With --train, in the lower phase, let each attention gradient read "
+       "its forward's result and the log-sum-exps of its score rows (kept "
+       "by the forward: [B, H, S] f32 per call) instead of remaking the "
+       "softmax (a GPU's cuDNN backward would run the forward again); "
+       "results may differ in their last bits (default true; "
+       "--attention-stats=false: the gradient remakes them)",
+       &LowerOptions::attentionStats},
+  };
+  return flags;
+}
+
+std::string checkLowerOptions(const LowerOptions &options) {
+  if (options.padClasses < 0 || options.padClasses > 65536)
+    return "pad-classes must be in [0, 65536] (0: off), not " +
+           std::to_string(options.padClasses);
+  return "";
+}
+
+std::string formatLowerOptions(const LowerOptions &options) {
+  std::string text;
+  for (const LowerFlag &flag : lowerFlags()) {
+    if (!text.empty())
+      text += ',';
+    text += flag.name;
+    text += '=';
+    text += flag.flag ? (options.*flag.flag ? "true" : "false")
+                      : std::to_string(options.*flag.number);
+  }
+  return text;
+}
+
+std::optional<LowerOptions> parseLowerOptions(llvm::StringRef text,
+                                              std::string &error) {
+  LowerOptions options;
+  llvm::SmallVector<llvm::StringRef> pairs;
+  if (!text.empty())
+    text.split(pairs, ',');
+  for (llvm::StringRef pair : pairs) {
+    auto [name, value] = pair.split('=');
+    const LowerFlag *found = llvm::find_if(
+        lowerFlags(), [&](const LowerFlag &flag) { return flag.name == name; });
+    if (found == lowerFlags().end()) {
+      error = "lower option '" + name.str() + "' is none of";
+      llvm::StringRef separator = " ";
+      for (const LowerFlag &flag : lowerFlags()) {
+        error += separator.str() + flag.name.str();
+        separator = ", ";
+      }
+      return std::nullopt;
+    }
+    bool parsed = false;
+    if (found->flag) {
+      parsed =
+          value == "true" || value == "false" || value == "1" || value == "0";
+      options.*found->flag = value == "true" || value == "1";
+    } else {
+      parsed = !value.getAsInteger(10, options.*found->number);
+    }
+    if (!parsed) {
+      error = "lower option " + name.str() + "='" + value.str() + "' is not " +
+              (found->flag ? "true, false, 1 or 0" : "an integer");
+      return std::nullopt;
+    }
+  }
+  error = checkLowerOptions(options);
+  if (!error.empty())
+    return std::nullopt;
+  return options;
+}
 
 llvm::ArrayRef<Phase> allPhases() {
   static const Phase phases[] = {
@@ -128,12 +245,7 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   // merge the clones with the forward ops after it.
   // It plans with the lower phase, which fuses as the pipeline will.
   RecomputeOptions recompute = options.recompute;
-  recompute.fuseElementwise = options.lower.fuseElementwise;
-  recompute.padClasses = options.lower.padClasses;
-  recompute.qkvInPlace = options.lower.qkvInPlace;
-  recompute.fuseBiasGrad = options.lower.fuseBiasGrad;
-  recompute.fuseLossGrad = options.lower.fuseLossGrad;
-  recompute.attentionStats = options.lower.attentionStats;
+  recompute.lower = formatLowerOptions(options.lower);
   pm.addPass(createRecompute(recompute));
   if (last == Phase::Recompute)
     return;

@@ -4,6 +4,10 @@
 // RUN: trainc-opt %s --trainc-autodiff --canonicalize --cse --trainc-recompute=mode=budget=1700 | FileCheck %s --check-prefix=BUDGET
 // RUN: not trainc-opt %s --trainc-autodiff --trainc-recompute=mode=budget=64 2>&1 | FileCheck %s --check-prefix=LOW
 // RUN: not trainc-opt %s --trainc-recompute=mode=sometimes 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: trainc-opt %s --trainc-autodiff --canonicalize --cse "--trainc-recompute=mode=none compare-options=1 lower=attention-stats=false,pad-classes=0" | FileCheck %s --check-prefix=LOWER
+// RUN: not trainc-opt %s "--trainc-recompute=mode=none lower=fuse-everything=true" 2>&1 | FileCheck %s --check-prefix=LOWER-NAME
+// RUN: not trainc-opt %s "--trainc-recompute=mode=none lower=attention-stats=maybe" 2>&1 | FileCheck %s --check-prefix=LOWER-BOOL
+// RUN: not trainc-opt %s "--trainc-recompute=mode=none lower=pad-classes=-1" 2>&1 | FileCheck %s --check-prefix=LOWER-RANGE
 
 // Two pre-norm residual blocks, x_{j+1} = x_j + attention(norm(x_j)) W.
 // The cuts (one live activation) are x0, x1 and x2; block j runs from x_j
@@ -39,6 +43,14 @@
 // [activation bytes, added FLOPs, step FLOPs]; the IR is not changed.
 // OPTIONS: recompute.options = {full = [1604, 1600, 11560], none = [1924, 0, 9960], selective = [1732, 1216, 11176]}
 // OPTIONS-NOT: recompute.clone
+
+// `lower` plans with the lower phase as trainc's flags set it: without
+// the attentions' log-sum-exps (--attention-stats=false) each plan is 256
+// bytes smaller. A flag that is not one, or a bad value, is an error.
+// LOWER: recompute.options = {full = [1412, 1600, 11560], none = [1668, 0, 9960], selective = [1540, 1216, 11176]}
+// LOWER-NAME: error: recompute: lower option 'fuse-everything' is none of fuse-elementwise, pad-classes, qkv-in-place, fuse-bias-grad, fuse-loss-grad, attention-stats
+// LOWER-BOOL: error: recompute: lower option attention-stats='maybe' is not true, false, 1 or 0
+// LOWER-RANGE: error: recompute: pad-classes must be in [0, 65536] (0: off), not -1
 
 // A budget takes the first step of the ladder (none, selective on blocks
 // 0..k, then full on blocks 0..k) that fits: 1700 bytes is below what

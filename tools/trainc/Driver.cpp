@@ -34,6 +34,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <memory>
+#include <vector>
 
 namespace cl = llvm::cl;
 
@@ -328,68 +330,19 @@ int runCompilerCli(int argc, char **argv) {
                "activations fit)"),
       cl::value_desc("mode"), cl::location(options.recompute.mode),
       cl::cat(category));
-  cl::opt<bool, true> fuseElementwise(
-      "fuse-elementwise",
-      cl::desc("In the lower phase, make each chain of elementwise ops of "
-               "one shape (math, compare, select, convert, gelu and its "
-               "gradient) one loop over memory: one kernel instead of one "
-               "per op, and values used only inside the chain never stored; "
-               "and cast the parameters to 16 bits in one instruction; "
-               "results are the same bits (default true; "
-               "--fuse-elementwise=false: one instruction per op)"),
-      cl::location(options.lower.fuseElementwise), cl::cat(category));
-  cl::opt<int64_t, true> padClasses(
-      "pad-classes",
-      cl::desc("With --train, in the lower phase, pad the class dimension "
-               "of a cross-entropy loss whose logits come from a matmul (a "
-               "vocabulary) to a multiple of N where that adds at most 1/32 "
-               "of the classes: aligned rows for the GPU's matmul kernels "
-               "(GPT-2's 50,257 classes become 50,304); the padding is never "
-               "read, the loss is the unpadded one and the gradients are up "
-               "to the rounding of one longer sum (default 64; 0 or 1: "
-               "off)"),
-      cl::value_desc("N"), cl::location(options.lower.padClasses),
-      cl::cat(category));
-  cl::opt<bool, true> qkvInPlace(
-      "qkv-in-place",
-      cl::desc("In the lower phase, let attention read query, key and value "
-               "where one fused projection wrote them (GPT-2's c_attn) "
-               "instead of slicing three copies out of it, and write their "
-               "gradients into one tensor instead of concatenating three; "
-               "results are the same bits (default true; "
-               "--qkv-in-place=false: keep the slices and the "
-               "concatenation)"),
-      cl::location(options.lower.qkvInPlace), cl::cat(category));
-  cl::opt<bool, true> fuseBiasGrad(
-      "fuse-bias-grad",
-      cl::desc("With --train, in the lower phase, sum each linear layer's "
-               "bias gradient in its weight gradient's matmul (one "
-               "instruction, cuBLASLt's bias-gradient epilogue on a GPU) "
-               "instead of a separate reduction over the output's gradient; "
-               "on the CPU the results are the same bits (default true; "
-               "--fuse-bias-grad=false: a reduce_sum per bias)"),
-      cl::location(options.lower.fuseBiasGrad), cl::cat(category));
-  cl::opt<bool, true> fuseLossGrad(
-      "fuse-loss-grad",
-      cl::desc("With --train, in the lower phase, compute a cross-entropy "
-               "loss and its logits gradient in one instruction that reads "
-               "the logits three times instead of five (the vocabulary's "
-               "logits are a language model's largest tensor); the "
-               "gradients are the same bits, the loss may differ in its "
-               "last bits (its sum of exps is added in the gradient's "
-               "order) (default true; --fuse-loss-grad=false: two "
-               "instructions)"),
-      cl::location(options.lower.fuseLossGrad), cl::cat(category));
-  cl::opt<bool, true> attentionStats(
-      "attention-stats",
-      cl::desc("With --train, in the lower phase, let each attention "
-               "gradient read its forward's result and the log-sum-exps of "
-               "its score rows (kept by the forward: [B, H, S] f32 per "
-               "call) instead of remaking the softmax (a GPU's cuDNN "
-               "backward would run the forward again); results may differ "
-               "in their last bits (default true; --attention-stats=false: "
-               "the gradient remakes them)"),
-      cl::location(options.lower.attentionStats), cl::cat(category));
+  // The lower phase's flags, declared once in its table (Pipeline.h).
+  std::vector<std::unique_ptr<cl::Option>> lowerFlagOptions;
+  for (const LowerFlag &flag : lowerFlags()) {
+    if (flag.flag)
+      lowerFlagOptions.push_back(std::make_unique<cl::opt<bool, true>>(
+          llvm::StringRef(flag.name), cl::desc(flag.help),
+          cl::location(options.lower.*flag.flag), cl::cat(category)));
+    else
+      lowerFlagOptions.push_back(std::make_unique<cl::opt<int64_t, true>>(
+          llvm::StringRef(flag.name), cl::desc(flag.help),
+          cl::value_desc(flag.valueName),
+          cl::location(options.lower.*flag.number), cl::cat(category)));
+  }
   cl::opt<std::string, true> optimizerName(
       "optimizer", cl::desc("With --train: adamw (default), sgd or none"),
       cl::value_desc("name"), cl::location(opt.optimizer), cl::cat(category));

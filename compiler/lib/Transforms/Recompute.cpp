@@ -388,6 +388,12 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
       getOperation().emitError(error);
       return signalPassFailure();
     }
+    std::optional<LowerOptions> lowerPhase = parseLowerOptions(lower, error);
+    if (!lowerPhase) {
+      getOperation().emitError("recompute: ") << error;
+      return signalPassFailure();
+    }
+    lowerOptions = *lowerPhase;
     auto fn = getOperation().lookupSymbol<func::FuncOp>("main");
     if (!fn) {
       getOperation().emitError("recompute: no function @main");
@@ -433,7 +439,7 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
     for (size_t step = 0; step <= 2 * blocks; ++step) {
       FailureOr<Planned> planned =
           planWith(module, choicesFor(RecomputeMode::Budget, blocks, step),
-                   lowerOptions());
+                   lowerOptions);
       if (failed(planned))
         return failure();
       if (planned->report.activations <= budget)
@@ -466,11 +472,8 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
            std::to_string(step - blocks - 1) + " of " + std::to_string(blocks);
   }
 
-  /// The lower phase as the pipeline runs it.
-  LowerOptions lowerOptions() const {
-    return LowerOptions{fuseElementwise, padClasses,   qkvInPlace,
-                        fuseBiasGrad,    fuseLossGrad, attentionStats};
-  }
+  /// The lower phase as the pipeline runs it (the `lower` option).
+  LowerOptions lowerOptions;
 
   /// recompute.options: none, selective and full, each planned on a copy.
   LogicalResult recordOptions(func::FuncOp fn, size_t blocks) {
@@ -480,7 +483,7 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
                               std::pair{"selective", RecomputeMode::Selective},
                               std::pair{"full", RecomputeMode::Full}}) {
       FailureOr<Planned> planned =
-          planWith(getOperation(), choicesFor(kind, blocks), lowerOptions());
+          planWith(getOperation(), choicesFor(kind, blocks), lowerOptions);
       if (failed(planned))
         return failure();
       entries.push_back(b.getNamedAttr(

@@ -482,28 +482,12 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
            "none, full, selective or budget=BYTES">,
     Option<"compareOptions", "compare-options", "bool", "false",
            "Also plan none, selective and full and record them on @main">,
-    Option<"fuseElementwise", "fuse-elementwise", "bool", "true",
-           "Plan with the lower phase's elementwise fusion, as the pipeline "
-           "runs it (the pipeline sets it from trainc --fuse-elementwise)">,
-    Option<"padClasses", "pad-classes", "int64_t", "64",
-           "Plan with the lower phase's class padding, as the pipeline runs "
-           "it (the pipeline sets it from trainc --pad-classes)">,
-    Option<"qkvInPlace", "qkv-in-place", "bool", "true",
-           "Plan with attention reading a fused projection in place, as the "
-           "pipeline runs it (the pipeline sets it from trainc "
-           "--qkv-in-place)">,
-    Option<"fuseBiasGrad", "fuse-bias-grad", "bool", "true",
-           "Plan with bias gradients summed by their weights' matmuls, as "
-           "the pipeline runs it (the pipeline sets it from trainc "
-           "--fuse-bias-grad)">,
-    Option<"fuseLossGrad", "fuse-loss-grad", "bool", "true",
-           "Plan with each cross-entropy loss and its logits gradient as "
-           "one op, as the pipeline runs it (the pipeline sets it from "
-           "trainc --fuse-loss-grad)">,
-    Option<"attentionStats", "attention-stats", "bool", "true",
-           "Plan with attention's gradients reading their forwards' "
-           "statistics, as the pipeline runs it (the pipeline sets it from "
-           "trainc --attention-stats)">,
+    Option<"lower", "lower", "std::string", "\"\"",
+           "The lower phase's choices it plans with, as the pipeline runs "
+           "it: NAME=VALUE pairs separated by commas, each NAME a trainc "
+           "lower-phase flag (fuse-elementwise=false,pad-classes=0); flags "
+           "not named keep trainc's defaults (the pipeline passes all of "
+           "trainc's)">,
   ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }

@@ -97,6 +97,38 @@ struct LowerOptions {
   bool attentionStats = true;
 };
 
+/// One of the lower phase's choices as a flag. The one declaration of each:
+/// trainc makes its --NAME from it, and the recompute pass, which plans
+/// with the lower phase, reads its `lower=NAME=VALUE,...` option with it.
+struct LowerFlag {
+  llvm::StringLiteral name;
+  /// trainc --help's text.
+  llvm::StringLiteral help;
+  /// Where LowerOptions keeps it: a switch, or else a number.
+  bool LowerOptions::*flag = nullptr;
+  int64_t LowerOptions::*number = nullptr;
+  /// A number's placeholder in --help (N).
+  llvm::StringLiteral valueName = "";
+};
+
+/// The lower phase's flags, in LowerOptions' order.
+llvm::ArrayRef<LowerFlag> lowerFlags();
+
+/// An error naming the flag (without its dashes) when a value is out of
+/// range; empty when `options` are valid.
+std::string checkLowerOptions(const LowerOptions &options);
+
+/// `options` as `NAME=VALUE` for every flag, separated by commas: the text
+/// parseLowerOptions reads back to the same options.
+std::string formatLowerOptions(const LowerOptions &options);
+
+/// `NAME=VALUE` pairs separated by commas, each NAME a lower flag (true,
+/// false, 1 or 0 for a switch; an integer for a number); flags not named
+/// keep their defaults. An empty text: the defaults. nullopt, with `error`
+/// set, on a name that is no flag, a bad value or an out-of-range one.
+std::optional<LowerOptions> parseLowerOptions(llvm::StringRef text,
+                                              std::string &error);
+
 struct PipelineOptions {
   /// Build a training program (autodiff and later phases); else inference.
   bool train = false;
