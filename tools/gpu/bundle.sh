@@ -15,9 +15,16 @@
 #   data/  tinygpt's training export (../shared/data does not travel)
 # and checks that the binaries start with only lib/ on the loader's path.
 # On the GPU machine, tools/gpu/check.sh unpacks and runs it; carry OUT_DIR
-# there (it is git-ignored). libz3 and libicudata, which libLLVM links but
-# trainc never calls, are replaced by small stand-ins to keep the archive
-# small (libicudata's one symbol, the ICU data table, is an empty array).
+# there (it is git-ignored).
+#
+# libLLVM: trainc calls a few hundred of its functions (Support's), but
+# Debian's libLLVM.so is 129 MB (26 MB of the archive, with libz3, ICU and
+# libxml2 behind it), and the device tool sends 64 MiB at most. So the
+# bundle's libLLVM.so is linked here from LLVM's static archives with only
+# the symbols the bundle's binaries import (same soname, same symbol
+# version): under 1 MB. trainc from the bundle must then compile tinygpt's
+# training step to the same bytes as the build's trainc with every symbol
+# bound at load (LD_BIND_NOW), or the bundle is not written.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -49,21 +56,37 @@ from_machine() {
 }
 binaries=("$stage"/bin/* "$stage"/lib/libtrainc_cuda.so "$stage"/test/*)
 
-# Every other library the loader resolves for them.
+# libLLVM with only what the binaries import (above), from the static
+# archives beside the shared library.
+llvm_lib=$(for f in "${binaries[@]}"; do ldd "$f"; done |
+  awk '$1 ~ /^libLLVM/ && $2 == "=>" && !seen++ { print $3 }')
+if [[ -n $llvm_lib ]]; then
+  llvm_soname=$(basename "$llvm_lib")
+  llvm_archives=("$(dirname "$llvm_lib")"/libLLVM*.a)
+  [[ -f ${llvm_archives[0]} ]] || { echo "bundle.sh: no LLVM static archives beside $llvm_lib (Debian: llvm-19-dev)" >&2; exit 1; }
+  # name@VERSION of every symbol the binaries take from libLLVM.
+  imports=$(for f in "${binaries[@]}"; do nm -D --undefined-only "$f"; done |
+    awk '{ print $NF }' | grep -E '@LLVM_[0-9.]+$' | sort -u)
+  version=$(head -n 1 <<<"$imports" | sed 's/.*@//')
+  { echo "$version {"; echo "  global:"; sed 's/@.*/;/; s/^/    /' <<<"$imports"
+    echo "  local: *;"; echo "};"; } >"$stage/llvm.map"
+  # -z defs: a symbol that no archive defines is an error here, not a
+  # failure at load on the GPU machine.
+  c++ -shared -fuse-ld=lld -o "$stage/lib/$llvm_soname" -Wl,-soname,"$llvm_soname" \
+    -Wl,--version-script="$stage/llvm.map" -Wl,--gc-sections -Wl,-z,defs \
+    $(sed 's/@.*//; s/^/-Wl,-u,/' <<<"$imports") \
+    -Wl,--start-group "${llvm_archives[@]}" -Wl,--end-group \
+    -Wl,--as-needed -lz "$(ldconfig -p | awk '/libzstd.so.1 / && !seen++ { print $NF }')"
+  rm "$stage/llvm.map"
+fi
+
+# Every other library the loader resolves for them (the bundle's libLLVM's
+# needs, not the system one's).
 for f in "${binaries[@]}"; do
-  ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
+  LD_LIBRARY_PATH="$stage/lib" ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
 done | sort -u | while read -r soname path; do
   from_machine "$soname" && continue
-  case $soname in
-    libz3.so.*)
-      echo 'void trainc_stand_in(void) {}' |
-        cc -shared -fPIC -x c - -o "$stage/lib/$soname" -Wl,-soname,"$soname" ;;
-    libicudata.so.*)
-      version=${soname#libicudata.so.}
-      echo "const char icudt${version}_dat[16] = {0};" |
-        cc -shared -fPIC -x c - -o "$stage/lib/$soname" -Wl,-soname,"$soname" ;;
-    *) cp -L "$path" "$stage/lib/$soname" ;;
-  esac
+  [[ -e $stage/lib/$soname ]] || cp -L "$path" "$stage/lib/$soname"
 done
 
 # With lib/ first on the loader's path, every library but glibc's and
@@ -76,8 +99,18 @@ for f in "${binaries[@]}"; do
     done)
   [[ -z $outside ]] || { echo "bundle.sh: ${f#$stage/} loads from outside the bundle: $outside" >&2; exit 1; }
 done
-LD_LIBRARY_PATH="$stage/lib" "$stage/bin/trainc" --version >/dev/null
-LD_LIBRARY_PATH="$stage/lib" "$stage/bin/trainc-run" --help >/dev/null
+LD_BIND_NOW=1 LD_LIBRARY_PATH="$stage/lib" "$stage/bin/trainc" --version >/dev/null
+LD_BIND_NOW=1 LD_LIBRARY_PATH="$stage/lib" "$stage/bin/trainc-run" --help >/dev/null
+# The bundle's trainc compiles as the build's does (the executable records
+# its command line: the same argv[0] and output name, in two folders).
+step=$stage/data/tinygpt/tied_erf/model_train_opset17.onnx
+mkdir -p "$stage/check/bundle" "$stage/check/build"
+(cd "$stage/check/bundle" && LD_BIND_NOW=1 LD_LIBRARY_PATH="$stage/lib" \
+  exec -a trainc "$stage/bin/trainc" "$step" --train --precision bf16 -o step.tcx)
+(cd "$stage/check/build" && exec -a trainc "$build/bin/trainc" "$step" --train --precision bf16 -o step.tcx)
+cmp -s "$stage/check/bundle/step.tcx" "$stage/check/build/step.tcx" ||
+  { echo "bundle.sh: the bundle's trainc compiles tinygpt to other bytes than $build/bin/trainc" >&2; exit 1; }
+rm -r "$stage/check"
 
 mkdir -p "$out"
 tar -C "$stage" -cJf "$out/trainc-gpu.tar.xz.tmp" .

@@ -55,7 +55,7 @@ if ! ls /usr/local/cuda/lib*/libcudnn.so.9 >/dev/null 2>&1; then
   [[ -n $cudnn ]] && paths+=:$cudnn
 fi
 export TRAINC_CUDA_PLUGIN=$root/lib/libtrainc_cuda.so
-# The bundle's libraries (Debian's libstdc++, zlib, ..., and the stand-ins)
+# The bundle's libraries (Debian's libstdc++, zlib, ..., and its libLLVM)
 # are for trainc's binaries only: Python and PyTorch keep their own. Each
 # binary runs through a wrapper that sets the loader's path and execs it
 # (the same process, so compute-sanitizer still sees the binary).
