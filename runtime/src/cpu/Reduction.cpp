@@ -43,6 +43,7 @@
 
 #include "base/Parallel.h"
 #include "cpu/KernelUtil.h"
+#include "math/KeptRunBlocks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -59,14 +60,6 @@ constexpr int64_t kGrain = 16384;
 /// Neighbouring outputs accumulated together when the innermost dim is
 /// kept: their accumulators stay in L1.
 constexpr int64_t kTile = 2048;
-
-/// Rows per block when the rows of a kept innermost run are split: at
-/// least this many, and at most kMaxRowBlocks blocks.
-constexpr int64_t kMinRowBlock = 64;
-constexpr int64_t kMaxRowBlocks = 64;
-/// Outputs up to which rows are split (the partials then take at most
-/// 8 MiB).
-constexpr int64_t kMaxBlockedOutputs = 16384;
 
 // How each dtype is stored and loaded into its compute type.
 struct F64 {
@@ -270,13 +263,12 @@ void reduce(const S *x, Y *y, int64_t outputs, const Geometry &g,
     return;
   }
   int64_t rows = int64_t(g.rowOffsets.size());
-  if (g.keptSizes.empty() && rows >= 2 * kMinRowBlock &&
-      outputs <= kMaxBlockedOutputs) {
+  if (math::keptRunBlocked(!g.keptSizes.empty(), rows, outputs)) {
     // Few outputs (one kept run) over many rows: blocks of rows, fixed by
-    // the shape, each summed over column tiles into its own partials; then
-    // each output combines its blocks' partials in order.
-    int64_t per =
-        std::max(kMinRowBlock, (rows + kMaxRowBlocks - 1) / kMaxRowBlocks);
+    // the shape (math/KeptRunBlocks.h), each summed over column tiles into
+    // its own partials; then each output combines its blocks' partials in
+    // order.
+    int64_t per = math::keptRunBlockRows(rows);
     int64_t blocks = (rows + per - 1) / per;
     int64_t tiles = (outputs + kTile - 1) / kTile;
     std::vector<Acc> partial(size_t(blocks * outputs));

@@ -27,14 +27,15 @@
 // CPU's summation order for free, so every result is bit-identical to
 // cpu/Norm.cpp and cpu/FusedGradients.cpp (with -fmad=false, IEEE sqrt and
 // division):
-//   - f32 (and 16-bit, computed in f32) row statistics: cpu/VectorMath.cpp's
-//     16 partial sums, element j into partial j mod 16 in index order (lane
-//     l's running sum), then the partials pairwise (8, 4, 2, 1 apart: a
-//     shuffle tree);
-//   - f64 row statistics and norm_grad's sums of d and d * xhat (every
-//     dtype): one running sum in index order; each step the 16 lanes
-//     compute 16 consecutive terms and all of them add those in order
-//     through shuffles (addInOrder), so every lane holds the same sum.
+//   - f32 (and 16-bit, computed in f32) row sums (the statistics, and
+//     norm_grad's sums of d and d * xhat, cpu/FusedGradients.cpp's rowSum
+//     and rowDot): cpu/VectorMath.cpp's 16 partial sums, element j into
+//     partial j mod 16 in index order (lane l's running sum), then the
+//     partials pairwise (8, 4, 2, 1 apart: a shuffle tree);
+//   - f64 row sums: one running sum in index order; each step the 16
+//     lanes compute 16 consecutive terms and all of them add those in
+//     order through shuffles (addInOrder), so every lane holds the same
+//     sum.
 // The statistics are computed as cpu/NormStatistics.h does, so norm_grad's
 // xhat is the forward's. 16-bit operands are widened to f32 and results
 // rounded once to nearest even; norm_grad keeps xhat in f32 for dx and
@@ -190,18 +191,26 @@ __global__ void __launch_bounds__(kNormThreads)
     const S *xr = x + row * n, *gr = g + row * n;
     C mean;
     C rstd = rowStatistics(xr, lane, n, centered, eps, mean);
-    // sum_j d and sum_j d * xhat, in index order.
+    // sum_j d and sum_j d * xhat, in the CPU's order for C (rowSum's).
+    auto dAt = [&](int64_t j) {
+      return C(load(gr, j)) * (scale ? C(load(scale, j)) : C(1));
+    };
+    auto dhAt = [&](int64_t j) {
+      return dAt(j) * ((C(load(xr, j)) - mean) * rstd);
+    };
     C sumD = 0, sumDX = 0;
-    for (int64_t j0 = 0; j0 < n; j0 += kLanes) {
-      int64_t j = j0 + lane;
-      // Lanes past the end compute element n - 1 again, unused (no
-      // divergence before the shuffles).
-      j = j < n ? j : n - 1;
-      C h = (C(load(xr, j)) - mean) * rstd;
-      C d = C(load(gr, j)) * (scale ? C(load(scale, j)) : C(1));
-      C dh = d * h;
-      sumD = addInOrder(sumD, d, n - j0);
-      sumDX = addInOrder(sumDX, dh, n - j0);
+    if constexpr (std::is_same_v<C, double>) {
+      // Both in index order in one pass (two would spill registers).
+      for (int64_t j0 = 0; j0 < n; j0 += kLanes) {
+        // Lanes past the end compute element n - 1 again, unused (no
+        // divergence before the shuffles).
+        int64_t j = j0 + lane < n ? j0 + lane : n - 1;
+        sumD = addInOrder(sumD, dAt(j), n - j0);
+        sumDX = addInOrder(sumDX, dhAt(j), n - j0);
+      }
+    } else {
+      sumD = sumPartials<C>(lane, n, dAt);
+      sumDX = sumPartials<C>(lane, n, dhAt);
     }
     if (!valid)
       continue;

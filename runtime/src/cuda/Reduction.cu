@@ -28,8 +28,10 @@
 // Order of the terms. The CPU combines each output's terms in a fixed
 // order; the GPU follows it exactly, so results are the CPU's bit for bit:
 //   - kept run (reduceKeptKernel): one thread per output adds its column's
-//     terms row by row, from the empty value; neighbouring threads read
-//     neighbouring elements.
+//     terms row by row, from the empty value, in the blocks of rows of
+//     math/KeptRunBlocks.h (where the CPU splits the rows: one kept run
+//     over many rows, as a bias gradient), the blocks' results combined
+//     in order; neighbouring threads read neighbouring elements.
 //   - reduced run (reduceRunsKernel): the CPU's reduceRun splits each row
 //     into 8 lanes (element i into lane i mod 8 over the whole blocks of
 //     8), combines the lanes in order into the empty value, then the tail
@@ -61,6 +63,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/KernelUtil.cuh"
+#include "math/KeptRunBlocks.h"
 
 #include <cmath>
 #include <cstdint>
@@ -170,31 +173,40 @@ __device__ __forceinline__ void finish(Y *y, int64_t k, Acc acc, Kind kind,
 
 //===--- The CPU's order --------------------------------------------------===//
 
-/// The terms of one column (kept innermost run), row by row.
+/// The terms of one column (kept innermost run), row by row, in blocks of
+/// `per` rows (math/KeptRunBlocks.h; per >= rows: one block): the first
+/// block's result, then each later one's combined in order.
 template <typename Op, typename S>
-__device__ __forceinline__ typename Op::Acc reduceColumn(const S *base,
-                                                         const Layout &l) {
-  typename Op::Acc acc = Op::init();
+__device__ __forceinline__ typename Op::Acc
+reduceColumn(const S *base, const Layout &l, int64_t per) {
+  typename Op::Acc acc = Op::init(), block = Op::init();
   int64_t index[kMaxRank] = {};
-  int64_t offset = 0;
+  int64_t offset = 0, left = per;
+  bool first = true;
   for (int64_t r = 0; r < l.rows; ++r) {
-    acc = Op::combine(acc, Op::of(load(base, offset)));
+    block = Op::combine(block, Op::of(load(base, offset)));
     advance(l.reduced, index, offset);
+    if (--left == 0 || r + 1 == l.rows) {
+      acc = first ? block : Op::combine(acc, block);
+      first = false;
+      block = Op::init();
+      left = per;
+    }
   }
   return acc;
 }
 
 template <typename S, typename Y>
 __global__ void reduceKeptKernel(const S *x, Y *y, int64_t outputs, Layout l,
-                                 Kind kind, double count) {
+                                 int64_t per, Kind kind, double count) {
   int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < outputs;
        k += step) {
     const S *base = x + offsetOf(l.kept, k / l.inner) + k % l.inner;
     if (kind == Kind::kMax)
-      finish<S>(y, k, reduceColumn<MaxOp<S>>(base, l), kind, count);
+      finish<S>(y, k, reduceColumn<MaxOp<S>>(base, l, per), kind, count);
     else
-      finish<S>(y, k, reduceColumn<SumOp<S>>(base, l), kind, count);
+      finish<S>(y, k, reduceColumn<SumOp<S>>(base, l, per), kind, count);
   }
 }
 
@@ -464,8 +476,11 @@ Status reduceTyped(const KernelCall &call, Kind kind) {
           x.as<const S>(), y.as<Y>(), outputs, l, kind, double(count));
       return checkLaunch(call, "reduceRunsKernel");
     }
+    int64_t per = math::keptRunBlocked(l.kept.rank > 0, l.rows, outputs)
+                      ? math::keptRunBlockRows(l.rows)
+                      : std::max<int64_t>(l.rows, 1);
     reduceKeptKernel<S, Y><<<gridFor(threads), kThreads, 0, stream>>>(
-        x.as<const S>(), y.as<Y>(), outputs, l, kind, double(count));
+        x.as<const S>(), y.as<Y>(), outputs, l, per, kind, double(count));
     return checkLaunch(call, "reduceKeptKernel");
   }
 

@@ -514,6 +514,24 @@ TEST_P(DeviceKernels, Reductions) {
     }
 }
 
+/// One kept run over 128 to 2,048 rows (a small model's bias gradients):
+/// the GPU adds in the CPU's order, the rows in math/KeptRunBlocks.h's
+/// blocks (200 rows: three of 64 and one of 8; 1,000: sixteen of 64 and
+/// one of 40; 900 in two dims), so f64 and f32 sums are the CPU's bit for
+/// bit; 127 rows are one block.
+TEST_P(DeviceKernels, KeptRunSumsInTheCpusBlocks) {
+  uint32_t seed = 70;
+  const std::pair<std::vector<int64_t>, std::vector<int64_t>> cases[] = {
+      {{200, 5}, {0}},
+      {{1000, 37}, {0}},
+      {{3, 300, 7}, {0, 1}},
+      {{127, 9}, {0}}};
+  for (const auto &[shape, reduced] : cases)
+    for (DType t : {kF64, kF32})
+      check(makeCall(Opcode::ReduceSum, {uniform(t, shape, seed++)},
+                     {zeros(t, keptDims(shape, reduced))}, reduced));
+}
+
 /// A 16-bit sum the compiler widened writes f32: in both of the GPU's
 /// orders (the CPU's, and chunks for few long outputs).
 TEST_P(DeviceKernels, WidenedSums) {
