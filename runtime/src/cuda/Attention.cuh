@@ -140,7 +140,8 @@ __device__ __forceinline__ const S *maskOf(const AttnShape &a, const S *mask,
 } // namespace attention
 
 /// The tensor-core attention (AttentionTensorCore.cu) takes bf16 calls
-/// whose head sizes are equal and at most kTensorCoreMaxHead.
+/// whose head sizes (query-key D and value Dv, which may differ) are at
+/// most kTensorCoreMaxHead.
 constexpr int64_t kTensorCoreMaxHead = 64;
 bool tensorCoreAttentionFits(DType dtype, const attention::AttnShape &a);
 

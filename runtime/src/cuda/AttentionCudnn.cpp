@@ -103,6 +103,9 @@ std::string cudnnAttentionRefusal(const CudnnAttentionCall &c) {
     if (size == 0 || size % 8 != 0 || size > 256)
       return "head size " + std::to_string(size) +
              " (cuDNN takes multiples of 8 from 8 to 256)";
+  if (c.sq == 0 || c.sk == 0)
+    return "an empty sequence (" + std::to_string(c.sq) + " queries, " +
+           std::to_string(c.sk) + " keys)";
   if (c.causal && c.sq > c.sk)
     return "causal attention with more queries than keys (rows that see no "
            "key give zeros in trainc)";

@@ -653,10 +653,13 @@ template <typename Kernel, typename... Args>
 Status launch(const KernelCall &call, const char *name, Kernel kernel,
               int64_t tiles, int tilesStaged, size_t extra, Args... args) {
   size_t bytes = size_t(tilesStaged) * kTileElements * sizeof(uint16_t) + extra;
-  TRAINC_RETURN_IF_ERROR(fromCudaError(
-      int(cudaFuncSetAttribute(
-          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes))),
-      name));
+  cudaError_t opted = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+  if (opted != cudaSuccess) {
+    // Not left as the thread's last error for the next launch's check.
+    (void)cudaGetLastError();
+    return fromCudaError(int(opted), name);
+  }
   kernel<<<blocksFor(tiles), kThreads, bytes, streamOf(call).handle()>>>(
       args...);
   return checkLaunch(call, name);

@@ -106,6 +106,12 @@ TEST(AttentionCudnn, RefusesWhatItCannotTakeAndSaysWhy) {
   c = headMajor(false, 300, 100, true);
   EXPECT_NE(refusal(c).find("more queries than keys"), std::string::npos)
       << refusal(c);
+  for (bool keys : {false, true}) {
+    c = gpt2(true);
+    (keys ? c.sk : c.sq) = 0;
+    EXPECT_NE(refusal(c).find("an empty sequence"), std::string::npos)
+        << refusal(c);
+  }
   c = gpt2(true);
   c.dKey = nullptr;
   EXPECT_NE(refusal(c).find("leaves out"), std::string::npos) << refusal(c);

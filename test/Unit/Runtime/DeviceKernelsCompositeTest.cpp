@@ -201,9 +201,14 @@ const AttentionShape kAttentionShapes[] = {
     {kF32, 2, 2, 2, 4, 6, 8, 8, false, {2, 2, 4, 6}},
     {kF32, 2, 4, 2, 5, 5, 8, 8, true, {1, 4, 1, 1}}, // grouped-query heads
     {kF32, 1, 4, 1, 3, 129, 8, 8, false, {1, 4, 3, 129}},
-    {kF32, 1, 2, 2, 129, 129, 64, 64, true, {}}, // whole tiles
+    {kF32, 1, 2, 2, 129, 129, 64, 64, true, {}}, // several 32-row tiles
     {kF32, 1, 1, 1, 1, 1, 1, 1, false, {}},
     {kF64, 2, 4, 2, 5, 7, 8, 8, true, {1, 1, 5, 7}},
+    // Head sizes over the scalar kernels' 128-wide chunk (Attention.cu's
+    // kChunk): the result and the gradients in several passes, D > Dv
+    // and Dv > D.
+    {kF32, 1, 4, 2, 37, 45, 160, 136, true, {1, 1, 37, 45}},
+    {kF64, 1, 2, 1, 5, 7, 8, 200, false, {}},
     {kBF16, 1, 2, 1, 37, 37, 16, 8, true, {}},
     {kF16, 1, 2, 2, 4, 37, 16, 8, false, {1, 1, 1, 37}},
     // bf16 with head sizes <= 64 runs on the tensor cores on a GPU
@@ -301,9 +306,12 @@ TEST_P(DeviceKernels, AttentionGrad) {
 /// The forward of `a` keeping each score row's log-sum-exp (ints[5]), and
 /// its gradient reading them (trainc-attention-stats), fed the CPU
 /// forward's result and log-sum-exps; `bits` as attentionCall's.
-std::pair<Call, Call> callsWithStatistics(const AttentionShape &a,
-                                          uint32_t seed, int64_t bits) {
+std::pair<Call, Call>
+callsWithStatistics(const AttentionShape &a, uint32_t seed, int64_t bits,
+                    void (*editMask)(TestTensor &) = nullptr) {
   Call forward = attentionCall(a, false, seed, bits & 0xf);
+  if (editMask)
+    editMask(forward.inputs.back());
   forward.ints[kAttentionStatsInt] = 1;
   forward.outputs.push_back(zeros(attentionLseType(a.t), {a.b, a.hq, a.sq}));
   std::vector<TestTensor> kept;
@@ -312,6 +320,8 @@ std::pair<Call, Call> callsWithStatistics(const AttentionShape &a,
   if (!s.ok())
     kept = forward.outputs;
   Call grad = attentionCall(a, true, seed, bits);
+  if (editMask)
+    editMask(grad.inputs.back());
   grad.ints[kAttentionStatsInt] = 1;
   grad.inputs.push_back(kept[0]);
   grad.inputs.push_back(kept[1]);
@@ -461,18 +471,30 @@ TEST_P(DeviceKernels, AttentionQkvWindows) {
 }
 
 /// A row whose every key is masked (-inf) gives zeros, forward and back.
+/// Also with the statistics: the row that sees no key keeps -inf, and its
+/// gradient takes exp(-inf - -inf) as 0, never NaN.
 TEST_P(DeviceKernels, AttentionFullyMaskedRows) {
   ScopedAttentionEngine engine("trainc");
-  for (DType t : {kF32, kBF16})
+  auto hide = [](TestTensor &mask) {
+    for (int64_t j = 0; j < 4; ++j)
+      mask.set((0 * 3 + 1) * 4 + j, -kInf); // Batch 0, query 1: no key.
+    mask.set((1 * 3 + 2) * 4 + 0, -kInf);   // Batch 1, query 2: not key 0.
+  };
+  for (DType t : {kF32, kBF16}) {
+    AttentionShape a{t, 2, 2, 2, 3, 4, 8, 8, false, {2, 1, 3, 4}};
     for (bool grad : {false, true}) {
-      AttentionShape a{t, 2, 2, 2, 3, 4, 8, 8, false, {2, 1, 3, 4}};
       Call c = attentionCall(a, grad, 1);
-      TestTensor &mask = c.inputs.back();
-      for (int64_t j = 0; j < 4; ++j)
-        mask.set((0 * 3 + 1) * 4 + j, -kInf); // Batch 0, query 1: no key.
-      mask.set((1 * 3 + 2) * 4 + 0, -kInf);   // Batch 1, query 2: not key 0.
+      hide(c.inputs.back());
       check(c, attentionOf(a, grad));
     }
+    SCOPED_TRACE(testing::Message() << dtypeName(t) << " with statistics");
+    auto [forward, grad] = callsWithStatistics(a, 1, 0, hide);
+    check(forward, attentionOf(a, false));
+    Tolerance tol = attentionOf(a, true);
+    if (t == kBF16)
+      tol.rel += 4 * storageEps(t);
+    check(grad, tol);
+  }
 }
 
 /// cuDNN's fused attention (AttentionCudnn.cpp; TRAINC_CUDA_ATTENTION=cudnn,

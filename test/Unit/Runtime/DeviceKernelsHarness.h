@@ -307,12 +307,18 @@ inline Status runReference(const Call &c, std::vector<TestTensor> &results) {
 
 /// `c` on `device`: a buffer per operand and result (a result that aliases
 /// an operand uses its buffer), launch, then the results and the operands
-/// copied back. The first error of launch and synchronize.
+/// copied back. The first error of launch and synchronize. A result's own
+/// buffer starts with every byte 0xff (NaN in every float type, -1 in the
+/// integers), where the reference's start as zeros: an element the kernel
+/// leaves unwritten differs, also where zero would be its right value (a
+/// step's arenas hold the last instruction's bytes, not zeros).
 inline Status runOnDevice(Device &device, const Call &c,
                           std::vector<TestTensor> &results,
                           std::vector<TestTensor> &operands) {
   Stream &stream = device.computeStream();
   std::vector<std::unique_ptr<Buffer>> buffers;
+  // Alive until the stream is synchronized: copies may still read them.
+  std::vector<std::vector<uint8_t>> poison;
   auto allocate = [&](const TestTensor &t, void *&data) {
     std::unique_ptr<Buffer> buffer;
     Status s = device.allocate(bytesOf(t), 64, buffer);
@@ -330,10 +336,15 @@ inline Status runOnDevice(Device &device, const Call &c,
                                                bytesOf(c.inputs[i]), stream));
   }
   for (size_t i = 0; i < c.outputs.size(); ++i) {
-    if (aliasOf(c, i) >= 0)
+    if (aliasOf(c, i) >= 0) {
       out[i] = in[aliasOf(c, i)];
-    else
-      TRAINC_RETURN_IF_ERROR(allocate(c.outputs[i], out[i]));
+      continue;
+    }
+    TRAINC_RETURN_IF_ERROR(allocate(c.outputs[i], out[i]));
+    poison.emplace_back(bytesOf(c.outputs[i]), uint8_t(0xff));
+    TRAINC_RETURN_IF_ERROR(device.copyToDevice(static_cast<char *>(out[i]),
+                                               poison.back().data(),
+                                               poison.back().size(), stream));
   }
   Status status = invoke(
       c, in, out, [&](const KernelCall &call) { return device.launch(call); });
