@@ -70,13 +70,18 @@ if [[ -n $llvm_lib ]]; then
   version=$(head -n 1 <<<"$imports" | sed 's/.*@//')
   { echo "$version {"; echo "  global:"; sed 's/@.*/;/; s/^/    /' <<<"$imports"
     echo "  local: *;"; echo "};"; } >"$stage/llvm.map"
+  # Support's compression, if it is ever pulled in, needs zlib and zstd
+  # (Debian ships no libzstd.so link: the library itself).
+  compression=(-lz)
+  zstd=$(ldconfig -p | awk '/libzstd.so.1 / && !seen++ { print $NF }')
+  [[ -n $zstd ]] && compression+=("$zstd")
   # -z defs: a symbol that no archive defines is an error here, not a
   # failure at load on the GPU machine.
   c++ -shared -fuse-ld=lld -o "$stage/lib/$llvm_soname" -Wl,-soname,"$llvm_soname" \
     -Wl,--version-script="$stage/llvm.map" -Wl,--gc-sections -Wl,-z,defs \
     $(sed 's/@.*//; s/^/-Wl,-u,/' <<<"$imports") \
     -Wl,--start-group "${llvm_archives[@]}" -Wl,--end-group \
-    -Wl,--as-needed -lz "$(ldconfig -p | awk '/libzstd.so.1 / && !seen++ { print $NF }')"
+    -Wl,--as-needed "${compression[@]}"
   rm "$stage/llvm.map"
 fi
 

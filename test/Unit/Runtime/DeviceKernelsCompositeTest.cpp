@@ -1222,10 +1222,9 @@ TEST_P(DeviceKernels, ConvertGroupMatchesItsConverts) {
     }
 }
 
-/// Pairs of different dtypes in one group are an error Status on the
-/// CUDA device. The CPU kernel converts each pair as it comes (the
-/// executable's validation rejects such a group before any kernel runs),
-/// so this case does not apply to it.
+/// Pairs of different dtypes in one group are an error Status naming the
+/// pair, on both devices (the executable's validation rejects such a
+/// group before any kernel runs).
 TEST_P(DeviceKernels, ConvertGroupRejectsMixedDTypes) {
   Call c = makeCall(Opcode::ConvertGroup,
                     {uniform(kF32, {7}, 1), uniform(kF64, {7}, 2)},

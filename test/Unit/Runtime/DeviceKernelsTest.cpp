@@ -516,7 +516,7 @@ TEST_P(DeviceKernels, Reductions) {
 
 /// One kept run over 128 to 2,048 rows (a small model's bias gradients):
 /// the GPU adds in the CPU's order, the rows in math/KeptRunBlocks.h's
-/// blocks (200 rows: three of 64 and one of 8; 1,000: sixteen of 64 and
+/// blocks (200 rows: three of 64 and one of 8; 1,000: fifteen of 64 and
 /// one of 40; 900 in two dims), so f64 and f32 sums are the CPU's bit for
 /// bit; 127 rows are one block.
 TEST_P(DeviceKernels, KeptRunSumsInTheCpusBlocks) {
