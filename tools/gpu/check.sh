@@ -13,9 +13,10 @@
 #   cuda_training  tinygpt f32 and bf16 on the GPU with --verify-steps,
 #                  20 losses against the CPU, compute-sanitizer memcheck
 #                  and racecheck, NCCL across GPUs where there are two
-#   bench          (--bench) tools/bench_gpu.py: GPT-2 124M bf16 against
-#                  PyTorch eager and torch.compile, and trainc on its own
-#                  attention kernels and with --attention-stats=false
+#   bench          (--bench; before cuda_training) tools/bench_gpu.py:
+#                  GPT-2 124M bf16 against PyTorch eager and
+#                  torch.compile, and trainc on its own attention kernels
+#                  and with --attention-stats=false
 # A GPU is here, so a check that reports itself skipped fails. Prints one
 # line per check and exits 1 if any failed, 2 if no GPU is visible. Python
 # is $PYTHON (default python3: on the lent machines, the one with PyTorch,
@@ -73,11 +74,14 @@ if ! nvidia-smi -L >"$logs/gpus.txt" 2>&1; then
 fi
 cat "$logs/gpus.txt"
 failed=()
+# check NAME SECONDS COMMAND...: a check that outlives its time is stopped
+# (exit 124) and the next one runs, so that one hang cannot use up the
+# device tool's 10 minutes.
 check() {
-  local name=$1
-  shift
+  local name=$1 limit=$2
+  shift 2
   local start=$SECONDS
-  "$@" >"$logs/$name.log" 2>&1
+  timeout --kill-after=10 "$limit" "$@" >"$logs/$name.log" 2>&1
   local status=$?
   if [[ $status -eq 0 ]] && grep -q -E '^\[  SKIPPED \]|^skipped:' "$logs/$name.log"; then
     status=77
@@ -96,14 +100,17 @@ check() {
   fi
 }
 
-check kernels "$root/wrap/trainc-runtime-unittests" --gtest_filter='Devices/DeviceKernels.*/cuda'
-check probe "$root/wrap/trainc-cuda-unittests"
-check cuda_training "$python" "$repo/test/Runtime/cuda_training.py" --trainc "$root/wrap/trainc" \
-  --trainc-run "$root/wrap/trainc-run" --data-dir "$root/data/tinygpt"
+check kernels 180 "$root/wrap/trainc-runtime-unittests" --gtest_filter='Devices/DeviceKernels.*/cuda'
+check probe 60 "$root/wrap/trainc-cuda-unittests"
+# The benchmark before the training checks, whose compute-sanitizer runs
+# are the slowest part: #16's speed is what a GPU session is rarest for.
 if [[ $bench -eq 1 ]]; then
-  check bench "$python" "$repo/tools/bench_gpu.py" --trainc-bin-dir "$root/wrap" --rounds 4 --profile \
+  check bench 300 env PYTHONUNBUFFERED=1 "$python" "$repo/tools/bench_gpu.py" --trainc-bin-dir "$root/wrap" \
+    --rounds 4 --profile \
     --contenders trainc,trainc-own-attention,trainc-remade-stats,torch-eager,torch-compile
 fi
+check cuda_training 240 "$python" "$repo/test/Runtime/cuda_training.py" --trainc "$root/wrap/trainc" \
+  --trainc-run "$root/wrap/trainc-run" --data-dir "$root/data/tinygpt"
 
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "check.sh: failed: ${failed[*]}"
