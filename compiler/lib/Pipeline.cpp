@@ -30,7 +30,7 @@ llvm::ArrayRef<LowerFlag> lowerFlags() {
        "become 50,304); the padding is never read, the loss is the unpadded "
        "one and the gradients are up to the rounding of one longer sum "
        "(default 64; 0 or 1: off)",
-       nullptr, &LowerOptions::padClasses, "N"},
+       &LowerOptions::padClasses, "N"},
       {"qkv-in-place",
        "In the lower phase, let attention read query, key and value where "
        "one fused projection wrote them (GPT-2's c_attn) instead of slicing "
@@ -81,8 +81,11 @@ std::string formatLowerOptions(const LowerOptions &options) {
       text += ',';
     text += flag.name;
     text += '=';
-    text += flag.flag ? (options.*flag.flag ? "true" : "false")
-                      : std::to_string(options.*flag.number);
+    if (auto *field = std::get_if<bool LowerOptions::*>(&flag.field))
+      text += options.**field ? "true" : "false";
+    else
+      text += std::to_string(options.*
+                             std::get<int64_t LowerOptions::*>(flag.field));
   }
   return text;
 }
@@ -93,8 +96,19 @@ std::optional<LowerOptions> parseLowerOptions(llvm::StringRef text,
   llvm::SmallVector<llvm::StringRef> pairs;
   if (!text.empty())
     text.split(pairs, ',');
+  llvm::SmallVector<llvm::StringRef> seen;
   for (llvm::StringRef pair : pairs) {
+    if (pair.empty()) {
+      error =
+          "lower options '" + text.str() + "' have an empty NAME=VALUE pair";
+      return std::nullopt;
+    }
     auto [name, value] = pair.split('=');
+    if (llvm::is_contained(seen, name)) {
+      error = "lower option '" + name.str() + "' is given twice";
+      return std::nullopt;
+    }
+    seen.push_back(name);
     const LowerFlag *found = llvm::find_if(
         lowerFlags(), [&](const LowerFlag &flag) { return flag.name == name; });
     if (found == lowerFlags().end()) {
@@ -107,16 +121,18 @@ std::optional<LowerOptions> parseLowerOptions(llvm::StringRef text,
       return std::nullopt;
     }
     bool parsed = false;
-    if (found->flag) {
+    auto *flag = std::get_if<bool LowerOptions::*>(&found->field);
+    if (flag) {
       parsed =
           value == "true" || value == "false" || value == "1" || value == "0";
-      options.*found->flag = value == "true" || value == "1";
+      options.**flag = value == "true" || value == "1";
     } else {
-      parsed = !value.getAsInteger(10, options.*found->number);
+      parsed = !value.getAsInteger(
+          10, options.*std::get<int64_t LowerOptions::*>(found->field));
     }
     if (!parsed) {
       error = "lower option " + name.str() + "='" + value.str() + "' is not " +
-              (found->flag ? "true, false, 1 or 0" : "an integer");
+              (flag ? "true, false, 1 or 0" : "an integer");
       return std::nullopt;
     }
   }

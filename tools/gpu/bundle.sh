@@ -66,23 +66,30 @@ if [[ -n $llvm_lib ]]; then
   [[ -f ${llvm_archives[0]} ]] || { echo "bundle.sh: no LLVM static archives beside $llvm_lib (Debian: llvm-19-dev)" >&2; exit 1; }
   # name@VERSION of every symbol the binaries take from libLLVM.
   imports=$(for f in "${binaries[@]}"; do nm -D --undefined-only "$f"; done |
-    awk '{ print $NF }' | grep -E '@LLVM_[0-9.]+$' | sort -u)
+    awk '$NF ~ /@LLVM_[0-9.]+$/ { print $NF }' | sort -u)
+  [[ -n $imports ]] || { echo "bundle.sh: the binaries load $llvm_lib but import no versioned LLVM symbol from it" >&2; exit 1; }
   version=$(head -n 1 <<<"$imports" | sed 's/.*@//')
   { echo "$version {"; echo "  global:"; sed 's/@.*/;/; s/^/    /' <<<"$imports"
     echo "  local: *;"; echo "};"; } >"$stage/llvm.map"
   # Support's compression, if it is ever pulled in, needs zlib and zstd
-  # (Debian ships no libzstd.so link: the library itself).
+  # (Debian ships no libzstd.so link: the library itself; ldconfig is in
+  # /sbin, off a user's PATH).
   compression=(-lz)
-  zstd=$(ldconfig -p | awk '/libzstd.so.1 / && !seen++ { print $NF }')
+  zstd=$({ /sbin/ldconfig -p 2>/dev/null || true; } |
+    awk '/libzstd\.so\.1 .*x86-64/ && !seen++ { print $NF }')
   [[ -n $zstd ]] && compression+=("$zstd")
-  # -z defs: a symbol that no archive defines is an error here, not a
-  # failure at load on the GPU machine.
-  c++ -shared -fuse-ld=lld -o "$stage/lib/$llvm_soname" -Wl,-soname,"$llvm_soname" \
+  # -z defs: the library's own undefined references must resolve here.
+  c++ -shared -o "$stage/lib/$llvm_soname" -Wl,-soname,"$llvm_soname" \
     -Wl,--version-script="$stage/llvm.map" -Wl,--gc-sections -Wl,-z,defs \
     $(sed 's/@.*//; s/^/-Wl,-u,/' <<<"$imports") \
     -Wl,--start-group "${llvm_archives[@]}" -Wl,--end-group \
     -Wl,--as-needed "${compression[@]}"
   rm "$stage/llvm.map"
+  # An import no archive defines is not a link error (a version script may
+  # name a missing symbol): every one must be in the library.
+  missing=$(comm -23 <(sed 's/@.*//' <<<"$imports" | sort -u) \
+    <(nm -D --defined-only "$stage/lib/$llvm_soname" | awk '{ print $NF }' | sed 's/@.*//' | sort -u))
+  [[ -z $missing ]] || { echo "bundle.sh: the LLVM archives define none of: $(head -n 5 <<<"$missing" | tr '\n' ' ')" >&2; exit 1; }
 fi
 
 # Every other library the loader resolves for them (the bundle's libLLVM's

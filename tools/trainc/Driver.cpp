@@ -333,15 +333,17 @@ int runCompilerCli(int argc, char **argv) {
   // The lower phase's flags, declared once in its table (Pipeline.h).
   std::vector<std::unique_ptr<cl::Option>> lowerFlagOptions;
   for (const LowerFlag &flag : lowerFlags()) {
-    if (flag.flag)
+    if (auto *field = std::get_if<bool LowerOptions::*>(&flag.field))
       lowerFlagOptions.push_back(std::make_unique<cl::opt<bool, true>>(
           llvm::StringRef(flag.name), cl::desc(flag.help),
-          cl::location(options.lower.*flag.flag), cl::cat(category)));
+          cl::location(options.lower.**field), cl::cat(category)));
     else
       lowerFlagOptions.push_back(std::make_unique<cl::opt<int64_t, true>>(
           llvm::StringRef(flag.name), cl::desc(flag.help),
           cl::value_desc(flag.valueName),
-          cl::location(options.lower.*flag.number), cl::cat(category)));
+          cl::location(options.lower.*
+                       std::get<int64_t LowerOptions::*>(flag.field)),
+          cl::cat(category)));
   }
   cl::opt<std::string, true> optimizerName(
       "optimizer", cl::desc("With --train: adamw (default), sgd or none"),

@@ -66,6 +66,15 @@ constexpr int kLanes = 16;
 /// Threads per block (16 rows).
 constexpr int kNormThreads = 256;
 
+/// The 16 lanes' partial sums added pairwise (8, 4, 2, 1 apart), as
+/// cpu/VectorMath.cpp's blockedSum combines its partials; every lane gets
+/// the sum. Called by all 16 lanes (the warp converged).
+template <typename C> __device__ __forceinline__ C combinePartials(C partial) {
+  for (int width = kLanes / 2; width > 0; width /= 2)
+    partial += __shfl_down_sync(kFullMask, partial, width, kLanes);
+  return __shfl_sync(kFullMask, partial, 0, kLanes);
+}
+
 /// sum_j term(j) over j in [0, n), as cpu/VectorMath.cpp's blockedSum:
 /// lane l adds the terms j = l mod 16 in index order, then the partials
 /// pairwise. Called by all 16 lanes (the warp converged); every lane gets
@@ -75,9 +84,7 @@ __device__ __forceinline__ C sumPartials(int lane, int64_t n, Term term) {
   C partial = 0;
   for (int64_t j = lane; j < n; j += kLanes)
     partial += term(j);
-  for (int width = kLanes / 2; width > 0; width /= 2)
-    partial += __shfl_down_sync(kFullMask, partial, width, kLanes);
-  return __shfl_sync(kFullMask, partial, 0, kLanes);
+  return combinePartials(partial);
 }
 
 /// sum + the first `count` of the 16 lanes' values `v`, in lane order
@@ -209,6 +216,8 @@ __global__ void __launch_bounds__(kNormThreads)
         sumDX = addInOrder(sumDX, dhAt(j), n - j0);
       }
     } else {
+      // Two passes: one pass keeping both partials spills registers in
+      // the 16-bit kernels (measured with -Xptxas -warn-spills).
       sumD = sumPartials<C>(lane, n, dAt);
       sumDX = sumPartials<C>(lane, n, dhAt);
     }

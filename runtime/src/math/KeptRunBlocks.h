@@ -4,18 +4,19 @@
 // that run, as a bias gradient sums [R, N] over R) and reduces many rows
 // adds its terms in blocks of consecutive rows:
 //
-// 1. The R rows are cut into blocks of keptRunBlockRows(R, N) rows (the
-//    last may be shorter); one block of all R when keptRunBlocked is
-//    false.
+// 1. The R rows are cut into blocks of keptRunBlockRows(R) rows (the last
+//    may be shorter) when keptRunBlocked(...) holds; else one block of all
+//    R.
 // 2. A block's result for output j adds its rows' terms in row order,
 //    from the empty value.
 // 3. Output j is its first block's result, then each later block's
 //    combined in block order.
 //
-// The blocks are fixed by the shape alone, here, and both devices follow
-// them, so they give the same bits: the CPU (cpu/Reduction.cpp) runs the
-// blocks in parallel, the GPU's kernel in the CPU's order
-// (cuda/Reduction.cu) gives each output a thread that walks them.
+// The blocks are fixed by the shape alone, here. The CPU (cpu/Reduction.cpp)
+// runs them in parallel; the GPU's kernel in the CPU's order
+// (cuda/Reduction.cu, up to 2,048 rows: longer ones take its parallel
+// order) gives each output a thread that walks them, so the two give the
+// same bits.
 //
 //===----------------------------------------------------------------------===//
 

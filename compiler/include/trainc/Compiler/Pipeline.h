@@ -55,6 +55,7 @@
 
 #include <optional>
 #include <string>
+#include <variant>
 
 namespace mlir {
 class OpPassManager;
@@ -77,6 +78,8 @@ enum class Phase {
 
 /// The lower phase's choices (trainc's --fuse-elementwise, --pad-classes,
 /// --qkv-in-place, --fuse-bias-grad, --fuse-loss-grad, --attention-stats).
+/// Each field has its flag in lowerFlags(), which trainc and the recompute
+/// pass read.
 struct LowerOptions {
   /// Group elementwise chains into fused loops (trainc-fuse-elementwise).
   bool fuseElementwise = true;
@@ -104,9 +107,8 @@ struct LowerFlag {
   llvm::StringLiteral name;
   /// trainc --help's text.
   llvm::StringLiteral help;
-  /// Where LowerOptions keeps it: a switch, or else a number.
-  bool LowerOptions::*flag = nullptr;
-  int64_t LowerOptions::*number = nullptr;
+  /// Where LowerOptions keeps it: a switch or a number.
+  std::variant<bool LowerOptions::*, int64_t LowerOptions::*> field;
   /// A number's placeholder in --help (N).
   llvm::StringLiteral valueName = "";
 };
@@ -123,9 +125,10 @@ std::string checkLowerOptions(const LowerOptions &options);
 std::string formatLowerOptions(const LowerOptions &options);
 
 /// `NAME=VALUE` pairs separated by commas, each NAME a lower flag (true,
-/// false, 1 or 0 for a switch; an integer for a number); flags not named
-/// keep their defaults. An empty text: the defaults. nullopt, with `error`
-/// set, on a name that is no flag, a bad value or an out-of-range one.
+/// false, 1 or 0 for a switch; an integer for a number) at most once;
+/// flags not named keep their defaults. An empty text: the defaults.
+/// nullopt, with `error` set, on an empty pair, a name that is no flag or
+/// is repeated, a bad value or an out-of-range one.
 std::optional<LowerOptions> parseLowerOptions(llvm::StringRef text,
                                               std::string &error);
 
