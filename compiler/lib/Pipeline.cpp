@@ -74,18 +74,19 @@ std::string checkLowerOptions(const LowerOptions &options) {
   return "";
 }
 
+std::string formatLowerFlag(const LowerFlag &flag,
+                            const LowerOptions &options) {
+  if (auto *field = std::get_if<bool LowerOptions::*>(&flag.field))
+    return options.**field ? "true" : "false";
+  return std::to_string(options.*std::get<int64_t LowerOptions::*>(flag.field));
+}
+
 std::string formatLowerOptions(const LowerOptions &options) {
   std::string text;
   for (const LowerFlag &flag : lowerFlags()) {
     if (!text.empty())
       text += ',';
-    text += flag.name;
-    text += '=';
-    if (auto *field = std::get_if<bool LowerOptions::*>(&flag.field))
-      text += options.**field ? "true" : "false";
-    else
-      text += std::to_string(options.*
-                             std::get<int64_t LowerOptions::*>(flag.field));
+    text += flag.name.str() + "=" + formatLowerFlag(flag, options);
   }
   return text;
 }

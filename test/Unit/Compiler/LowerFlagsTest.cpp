@@ -25,13 +25,8 @@ using trainc::LowerOptions;
 /// Each flag's value in `o`, in table order, as text.
 std::vector<std::string> values(const LowerOptions &o) {
   std::vector<std::string> out;
-  for (const LowerFlag &flag : trainc::lowerFlags()) {
-    if (auto *field = std::get_if<bool LowerOptions::*>(&flag.field))
-      out.push_back(o.**field ? "true" : "false");
-    else
-      out.push_back(
-          std::to_string(o.*std::get<int64_t LowerOptions::*>(flag.field)));
-  }
+  for (const LowerFlag &flag : trainc::lowerFlags())
+    out.push_back(trainc::formatLowerFlag(flag, o));
   return out;
 }
 

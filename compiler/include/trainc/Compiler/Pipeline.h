@@ -120,6 +120,9 @@ llvm::ArrayRef<LowerFlag> lowerFlags();
 /// range; empty when `options` are valid.
 std::string checkLowerOptions(const LowerOptions &options);
 
+/// `flag`'s value in `options` as its text: true or false, or the number.
+std::string formatLowerFlag(const LowerFlag &flag, const LowerOptions &options);
+
 /// `options` as `NAME=VALUE` for every flag, separated by commas: the text
 /// parseLowerOptions reads back to the same options.
 std::string formatLowerOptions(const LowerOptions &options);
