@@ -556,8 +556,8 @@ Status runCudnnAttention(const KernelCall &call, const CudnnAttentionCall &c,
     return okStatus();
   }
   // CudaDevice::launch gives every call a context with one of its streams.
-  cudaStream_t stream =
-      static_cast<CudaStream &>(*call.context->stream).handle();
+  auto &onStream = static_cast<CudaStream &>(*call.context->stream);
+  cudaStream_t stream = onStream.handle();
   std::unordered_map<int64_t, void *> pointers = {
       {kUidQ, at(c, c.query, c.layout[0])},
       {kUidK, at(c, c.key, c.layout[1])},
@@ -578,9 +578,8 @@ Status runCudnnAttention(const KernelCall &call, const CudnnAttentionCall &c,
   int64_t bytes = workspace + outBytes + statsBytes;
   void *scratch = nullptr;
   if (bytes > 0) {
-    cudaError_t err = cudaMallocAsync(&scratch, size_t(bytes), stream);
+    cudaError_t err = onStream.tryAllocateScratch(uint64_t(bytes), scratch);
     if (err != cudaSuccess) {
-      cudaGetLastError();
       if (err == cudaErrorMemoryAllocation && engine == AttentionEngine::kAuto)
         return okStatus();
       return fromCudaError(int(err), (std::string(opcodeName(call.op)) +
@@ -619,7 +618,7 @@ Status runCudnnAttention(const KernelCall &call, const CudnnAttentionCall &c,
     }
   }
   if (scratch)
-    cudaFreeAsync(scratch, stream);
+    onStream.freeScratch(scratch);
   TRAINC_RETURN_IF_ERROR(status);
   ran = true;
   return okStatus();

@@ -14,6 +14,16 @@
 // current device is per thread: every entry point makes this device's GPU
 // current first.
 //
+// Scratch memory (what a few kernels need beside the static plan: cuDNN's
+// workspace, sorted indices, partial sums; CudaStream::allocateScratch) is
+// stream-ordered, from a pool of the device's own that keeps what it has
+// reserved (release threshold UINT64_MAX). CUDA's default pool has
+// threshold 0: a stream, event or device synchronize (cuDNN, NCCL and
+// cuBLASLt may call one, and --profile waits after every instruction)
+// gives its unused memory back to the driver, and the next allocation maps
+// it again. So the pool keeps about the most scratch memory ever live at
+// once, until an arena's cudaMalloc runs out, which trims it first.
+//
 //===----------------------------------------------------------------------===//
 
 #include "cuda/CudaDevice.h"
@@ -58,6 +68,44 @@ private:
   uint64_t size_;
 };
 
+/// A memory pool handle, destroyed with its owner. Destroying a pool with
+/// allocations outstanding (or frees still queued) releases it once they
+/// are freed.
+struct ScratchPool {
+  cudaMemPool_t pool = nullptr;
+  ScratchPool() = default;
+  ScratchPool(const ScratchPool &) = delete;
+  ScratchPool &operator=(const ScratchPool &) = delete;
+  ~ScratchPool() {
+    if (pool)
+      cudaMemPoolDestroy(pool);
+  }
+
+  /// The pool of GPU `ordinal` for scratch memory, keeping what it
+  /// reserves (see the file comment); none (null) where the GPU has no
+  /// memory pools, whose stream-ordered allocations then fail as before.
+  Status create(int ordinal) {
+    int supported = 0;
+    TRAINC_RETURN_IF_ERROR(fromCudaError(
+        int(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported,
+                                   ordinal)),
+        "cudaDeviceGetAttribute(memory pools supported)"));
+    if (!supported)
+      return okStatus();
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = ordinal;
+    TRAINC_RETURN_IF_ERROR(fromCudaError(int(cudaMemPoolCreate(&pool, &props)),
+                                         "cudaMemPoolCreate(scratch)"));
+    uint64_t keep = UINT64_MAX;
+    return fromCudaError(int(cudaMemPoolSetAttribute(
+                             pool, cudaMemPoolAttrReleaseThreshold, &keep)),
+                         "cudaMemPoolSetAttribute(release threshold)");
+  }
+};
+
 class CudaDevice final : public Device {
 public:
   explicit CudaDevice(int ordinal) : ordinal_(ordinal) {}
@@ -67,6 +115,9 @@ public:
     TRAINC_RETURN_IF_ERROR(
         CudaStream::create(ordinal_, kGemmWorkspaceBytes, compute_));
     TRAINC_RETURN_IF_ERROR(CudaStream::create(ordinal_, 0, communication_));
+    TRAINC_RETURN_IF_ERROR(scratch_.create(ordinal_));
+    compute_->setScratchPool(scratch_.pool);
+    communication_->setScratchPool(scratch_.pool);
     // A stream that does not finish is a hang only where peers can fail
     // to arrive: on several ranks, after the run's collective timeout.
     double timeout = host->worldSize() > 1 ? host->timeoutSeconds() : 0;
@@ -89,8 +140,19 @@ public:
     TRAINC_RETURN_IF_ERROR(compute_->makeCurrent());
     void *memory = nullptr;
     std::string what = "cudaMalloc(" + bytesText(bytes) + ") on " + name();
-    TRAINC_RETURN_IF_ERROR(fromCudaError(
-        int(cudaMalloc(&memory, bytes ? bytes : 1)), what.c_str()));
+    cudaError_t err = cudaMalloc(&memory, bytes ? bytes : 1);
+    if (err == cudaErrorMemoryAllocation && scratch_.pool) {
+      // The scratch pool keeps what it reserved: once the streams' frees
+      // are done, give all of it back and try again (an arena is made
+      // before the steps, scratch memory during them).
+      (void)cudaGetLastError();
+      TRAINC_RETURN_IF_ERROR(compute_->synchronize());
+      TRAINC_RETURN_IF_ERROR(communication_->synchronize());
+      TRAINC_RETURN_IF_ERROR(fromCudaError(
+          int(cudaMemPoolTrimTo(scratch_.pool, 0)), "cudaMemPoolTrimTo"));
+      err = cudaMalloc(&memory, bytes ? bytes : 1);
+    }
+    TRAINC_RETURN_IF_ERROR(fromCudaError(int(err), what.c_str()));
     auto buffer =
         std::make_unique<CudaBuffer>(static_cast<char *>(memory), bytes);
     TRAINC_RETURN_IF_ERROR(fromCudaError(
@@ -150,9 +212,10 @@ public:
           int(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s)),
           "cudaMemcpyAsync(device to device)");
     // cudaMemcpy forbids overlapping ranges: through a temporary.
+    auto &on = static_cast<CudaStream &>(stream);
     void *staging = nullptr;
-    TRAINC_RETURN_IF_ERROR(fromCudaError(
-        int(cudaMallocAsync(&staging, bytes, s)), "cudaMallocAsync(copy)"));
+    TRAINC_RETURN_IF_ERROR(
+        on.allocateScratch(bytes, staging, "an overlapping copy's staging"));
     Status st = fromCudaError(
         int(cudaMemcpyAsync(staging, src, bytes, cudaMemcpyDeviceToDevice, s)),
         "cudaMemcpyAsync(device to device)");
@@ -160,7 +223,7 @@ public:
       st = fromCudaError(int(cudaMemcpyAsync(dst, staging, bytes,
                                              cudaMemcpyDeviceToDevice, s)),
                          "cudaMemcpyAsync(device to device)");
-    cudaFreeAsync(staging, s);
+    on.freeScratch(staging);
     return st;
   }
 
@@ -187,6 +250,8 @@ public:
 
 private:
   int ordinal_;
+  /// Declared before the streams, so destroyed after them.
+  ScratchPool scratch_;
   std::unique_ptr<CudaStream> compute_, communication_;
   std::unique_ptr<Collective> collective_;
   std::shared_ptr<Collective> host_;
@@ -243,6 +308,30 @@ CudaStream::~CudaStream() {
     cudaFreeHost(hostFault_);
   if (stream_)
     cudaStreamDestroy(stream_);
+}
+
+cudaError_t CudaStream::tryAllocateScratch(uint64_t bytes, void *&out) const {
+  size_t size = bytes < 1 ? 1 : size_t(bytes);
+  cudaError_t err =
+      scratchPool_ ? cudaMallocFromPoolAsync(&out, size, scratchPool_, stream_)
+                   : cudaMallocAsync(&out, size, stream_);
+  if (err != cudaSuccess) {
+    // Not sticky: cleared, or the next launch's check would report it.
+    (void)cudaGetLastError();
+    out = nullptr;
+  }
+  return err;
+}
+
+Status CudaStream::allocateScratch(uint64_t bytes, void *&out,
+                                   const char *what) const {
+  std::string message = std::string(what) + " (" + bytesText(bytes) + ")";
+  return fromCudaError(int(tryAllocateScratch(bytes, out)), message.c_str());
+}
+
+void CudaStream::freeScratch(void *memory) const {
+  if (memory)
+    cudaFreeAsync(memory, stream_);
 }
 
 Status CudaStream::record(Event &event) {

@@ -87,6 +87,19 @@ public:
   /// current device is per thread; every entry point calls it).
   Status makeCurrent() const;
 
+  /// `bytes` (at least 1) of stream-ordered scratch memory in `out`, from
+  /// the device's scratch pool (CUDA's default pool where the GPU has no
+  /// memory pools); `what` names the use in the error. Give it back with
+  /// freeScratch, which frees it after the work queued before that call.
+  Status allocateScratch(uint64_t bytes, void *&out, const char *what) const;
+  /// allocateScratch's CUDA error, cleared from the thread's last error
+  /// (out null on failure), for a caller that handles running out itself.
+  cudaError_t tryAllocateScratch(uint64_t bytes, void *&out) const;
+  void freeScratch(void *memory) const;
+  /// The pool allocateScratch takes from (null: CUDA's default pool). The
+  /// device owns it and outlives its streams.
+  void setScratchPool(cudaMemPool_t pool) { scratchPool_ = pool; }
+
 private:
   CudaStream() = default;
   int ordinal_ = 0;
@@ -97,6 +110,7 @@ private:
   KernelFault *hostFault_ = nullptr;
   KernelFault *deviceFault_ = nullptr;
   double timeoutSeconds_ = 0;
+  cudaMemPool_t scratchPool_ = nullptr;
 };
 
 class CudaEvent final : public Event {

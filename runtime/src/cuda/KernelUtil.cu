@@ -51,16 +51,13 @@ Status kernelError(const KernelCall &call, const std::string &message) {
 
 Scratch::~Scratch() {
   if (data_)
-    cudaFreeAsync(data_, stream_);
+    stream_->freeScratch(data_);
 }
 
 Status Scratch::allocate(const KernelCall &call, uint64_t bytes) {
-  stream_ = streamOf(call).handle();
-  std::string what = std::string(opcodeName(call.op)) + ": cudaMallocAsync(" +
-                     std::to_string(bytes) + " bytes)";
-  return fromCudaError(
-      int(cudaMallocAsync(&data_, bytes < 1 ? 1 : bytes, stream_)),
-      what.c_str());
+  stream_ = &streamOf(call);
+  std::string what = std::string(opcodeName(call.op)) + ": scratch memory";
+  return stream_->allocateScratch(bytes, data_, what.c_str());
 }
 
 } // namespace trainc::cuda

@@ -173,9 +173,10 @@ Status unsupported(const KernelCall &call, DType t);
 /// "<op>: <message>" as an invalid-argument Status.
 Status kernelError(const KernelCall &call, const std::string &message);
 
-/// Device memory for one call's intermediate values, stream-ordered
-/// (cudaMallocAsync / cudaFreeAsync on the call's stream): freed when the
-/// object goes out of scope, after the work queued before that point.
+/// Device memory for one call's intermediate values, stream-ordered (the
+/// device's scratch pool, CudaStream::allocateScratch, on the call's
+/// stream): freed when the object goes out of scope, after the work queued
+/// before that point.
 class Scratch {
 public:
   Scratch() = default;
@@ -188,7 +189,7 @@ public:
 
 private:
   void *data_ = nullptr;
-  cudaStream_t stream_ = nullptr;
+  const CudaStream *stream_ = nullptr;
 };
 
 //===--- Template definitions ---------------------------------------------===//
