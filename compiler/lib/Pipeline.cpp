@@ -63,6 +63,15 @@ llvm::ArrayRef<LowerFlag> lowerFlags() {
        "results may differ in their last bits (default true; "
        "--attention-stats=false: the gradient remakes them)",
        &LowerOptions::attentionStats},
+      {"fuse-residual-grad",
+       "With --train, in the lower phase, add the gradient flowing down a "
+       "residual stream to a norm's input gradient in the norm's backward "
+       "instruction, which also writes the 16-bit copy of the sum that "
+       "mixed precision's matmuls read (a pre-norm transformer block's two "
+       "adds and casts of that f32 gradient, each a pass over it); results "
+       "are the same bits (default true; --fuse-residual-grad=false: an "
+       "add and a cast per norm)",
+       &LowerOptions::fuseResidualGrad},
   };
   return flags;
 }
@@ -279,7 +288,8 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
     return;
   // lower: dot_generals read transposed operands in place, add their
   // biases, attention reads a fused projection's q, k and v in place,
-  // norm_grad sums the norms' parameter gradients, the 16-bit
+  // norm_grad sums the norms' parameter gradients (and the residual
+  // stream's gradient, and writes its 16-bit copy), the 16-bit
   // products only widened to f32 are made in f32, bias gradients are
   // summed by their weights' matmuls, a loss's classes are padded for its
   // matmuls, the loss and its logits gradient become one op, attention's
@@ -289,7 +299,8 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
   pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
   if (lower.qkvInPlace)
     pm.addNestedPass<mlir::func::FuncOp>(createReadQkvInPlace());
-  pm.addNestedPass<mlir::func::FuncOp>(createFuseNormGrad());
+  pm.addNestedPass<mlir::func::FuncOp>(
+      createFuseNormGrad(FuseNormGradOptions{lower.fuseResidualGrad}));
   pm.addNestedPass<mlir::func::FuncOp>(createWidenProducts());
   if (lower.fuseBiasGrad)
     pm.addNestedPass<mlir::func::FuncOp>(createFuseBiasGrad());

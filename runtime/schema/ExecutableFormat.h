@@ -52,7 +52,9 @@ namespace trainc {
 ///  18: SoftmaxCrossEntropyAndGrad.
 ///  19: Attention's and AttentionGrad's ints[5]: the forward's
 ///      log-sum-exps kept for the gradient.
-constexpr uint32_t kFormatVersion = 19;
+///  20: NormGradParams' ints[3..4]: an addend (the residual stream's
+///      gradient) and a 16-bit copy of the input gradient.
+constexpr uint32_t kFormatVersion = 20;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

@@ -1,4 +1,5 @@
 // RUN: trainc-opt %s --trainc-fuse-norm-grad -split-input-file | FileCheck %s
+// RUN: trainc-opt %s --trainc-fuse-norm-grad=residual-grad=false -split-input-file | FileCheck %s --check-prefix=OFF
 
 // layer_norm's rule (scale and bias over the last dim of [2, 3, 4]): the
 // product, both sums and xhat are gone; the gradients come from one op.
@@ -99,4 +100,84 @@ func.func @stays(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %g: tensor<4x8xf32>, %h
   return %dx0, %ds0, %xh0, %ds1, %ds2, %p2, %ds5, %dx1, %dx2, %dx3, %ds3, %dx4, %dx5, %ds6
       : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>,
         tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A pre-norm block's residual gradient %r (defined before the norm's
+// backward) added to the norm's input gradient, and the sum's bf16 copy,
+// inside the op: the add and the convert are gone; the sum is the op's
+// input_grad. Off, they stay.
+// CHECK-LABEL: func.func @residual
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[S:.+]]: tensor<8xf32>, %[[G:.+]]: tensor<4x8xf32>, %[[R:.+]]: tensor<4x8xf32>)
+// CHECK-NEXT: %[[SUM:[^,]+]], %[[DS:[^,]+]], %[[EXTRA:[^,]+]]:2 = graph.norm_grad_params %[[X]] scale %[[S]], %[[G]] addend %[[R]], axis = 1, epsilon = 1.000000e-05, centered = true {narrowed_type = bf16, with_bias_grad} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xbf16>)
+// CHECK-NEXT: return %[[SUM]], %[[DS]], %[[EXTRA]]#0, %[[EXTRA]]#1
+// OFF-LABEL: func.func @residual
+// OFF: graph.norm_grad_params {{.*}} centered = true {with_bias_grad} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) ->
+// OFF-NEXT: graph.add
+// OFF-NEXT: graph.convert
+func.func @residual(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %g: tensor<4x8xf32>, %r: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xbf16>) {
+  %dx, %xhat = graph.norm_grad %x scale %s, %g, axis = 1, epsilon = 1.0e-05, centered = true
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %p = graph.mul %g, %xhat : tensor<4x8xf32>
+  %ds = graph.reduce_sum %p, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  %db = graph.reduce_sum %g, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  %sum = graph.add %dx, %r : tensor<4x8xf32>
+  %copy = graph.convert %sum : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+  return %sum, %ds, %db, %copy : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xbf16>
+}
+
+// -----
+
+// f64 (rms_norm): the addend only (no 16-bit copy of an f64 gradient; the
+// convert stays). An f32 input gradient with two uses takes no add, but
+// its f16 copy; the other use reads the f32 one.
+// CHECK-LABEL: func.func @partial
+// CHECK: %[[SUM:[^,]+]], %{{.+}} = graph.norm_grad_params %{{.+}} scale %{{.+}}, %{{.+}} addend %{{.+}}, axis = 1, epsilon = 1.000000e-05, centered = false : (tensor<4x8xf64>, tensor<8xf64>, tensor<4x8xf64>, tensor<4x8xf64>) -> (tensor<4x8xf64>, tensor<8xf64>)
+// CHECK-NEXT: graph.convert %[[SUM]] : (tensor<4x8xf64>) -> tensor<4x8xbf16>
+// CHECK: %[[DX:[^,]+]], %{{[^,]+}}, %[[COPY:[^,]+]] = graph.norm_grad_params %{{.+}} scale %{{.+}}, %{{.+}}, axis = 1, epsilon = 1.000000e-05, centered = true {narrowed_type = f16} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf16>)
+// CHECK-NEXT: %[[TWICE:.+]] = graph.add %[[DX]], %[[DX]]
+// CHECK-NEXT: return {{.*}}, %[[TWICE]], %[[COPY]]
+func.func @partial(%x: tensor<4x8xf64>, %s: tensor<8xf64>, %g: tensor<4x8xf64>, %r: tensor<4x8xf64>,
+                   %y: tensor<4x8xf32>, %t: tensor<8xf32>, %h: tensor<4x8xf32>)
+    -> (tensor<4x8xbf16>, tensor<8xf64>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf16>) {
+  %dx, %xhat = graph.norm_grad %x scale %s, %g, axis = 1, epsilon = 1.0e-05, centered = false
+      : (tensor<4x8xf64>, tensor<8xf64>, tensor<4x8xf64>) -> (tensor<4x8xf64>, tensor<4x8xf64>)
+  %p = graph.mul %g, %xhat : tensor<4x8xf64>
+  %ds = graph.reduce_sum %p, dims = [0] : (tensor<4x8xf64>) -> tensor<8xf64>
+  %sum = graph.add %r, %dx : tensor<4x8xf64>
+  %narrow = graph.convert %sum : (tensor<4x8xf64>) -> tensor<4x8xbf16>
+  %dy, %yhat = graph.norm_grad %y scale %t, %h, axis = 1, epsilon = 1.0e-05, centered = true
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %q = graph.mul %h, %yhat : tensor<4x8xf32>
+  %dt = graph.reduce_sum %q, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  %twice = graph.add %dy, %dy : tensor<4x8xf32>
+  %copy = graph.convert %dy : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  return %narrow, %ds, %dt, %twice, %copy : tensor<4x8xbf16>, tensor<8xf64>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf16>
+}
+
+// -----
+
+// What stays unfolded: an addend defined after the norm's op (a post-norm
+// block's residual, or a later gradient: its users could come first); an
+// add or a convert without the op's marks (a recompute clone's).
+// CHECK-LABEL: func.func @stays_unfolded
+// CHECK-NOT: addend
+// CHECK-NOT: narrowed_type
+// CHECK: return
+func.func @stays_unfolded(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %g: tensor<4x8xf32>)
+    -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xbf16>) {
+  %dx, %xhat = graph.norm_grad %x scale %s, %g, axis = 1, epsilon = 1.0e-05, centered = true
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %p = graph.mul %g, %xhat : tensor<4x8xf32>
+  %ds = graph.reduce_sum %p, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  %later = graph.exp %g : tensor<4x8xf32>
+  %sum = graph.add %later, %dx : tensor<4x8xf32>
+  %dy, %yhat = graph.norm_grad %x scale %s, %g, axis = 1, epsilon = 2.0e-05, centered = true
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %q = graph.mul %g, %yhat : tensor<4x8xf32>
+  %dt = graph.reduce_sum %q, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
+  %marked = graph.add %g, %dy {recompute} : tensor<4x8xf32>
+  %copy = graph.convert %marked {recompute} : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+  return %sum, %ds, %marked, %dt, %copy : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xbf16>
 }

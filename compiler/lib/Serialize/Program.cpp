@@ -381,7 +381,8 @@ LogicalResult Builder::lowerOp(Operation *op) {
       })
       .Case([&](NormGradParamsOp n) {
         inst.ints = {int64_t(n.getAxis()), n.getCentered(),
-                     n.getBiasGrad() != nullptr};
+                     n.getBiasGrad() != nullptr, n.getAddend() != nullptr,
+                     n.getNarrowedInputGrad() != nullptr};
         inst.floats = {n.getEpsilon().convertToDouble()};
       })
       .Case([&](LayerNormOp l) {

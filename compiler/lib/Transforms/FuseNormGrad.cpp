@@ -49,9 +49,86 @@ ReduceSumOp scaleSum(NormGradOp grad, DictionaryAttr marks) {
                     grad.getScale().getType(), marks);
 }
 
+/// Whether `v` is defined before `op` in op's block (or is that block's
+/// argument).
+bool definedBefore(Value v, Operation *op) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner() == op->getBlock();
+  Operation *def = v.getDefiningOp();
+  return def->getBlock() == op->getBlock() && def->isBeforeInBlock(op);
+}
+
+/// `n` made again in its place with `addend` and `narrowed` (null: none);
+/// the uses of n's results move to the new op's.
+NormGradParamsOp rebuild(NormGradParamsOp n, Value addend, Type narrowed) {
+  OpBuilder b(n);
+  auto fused = b.create<NormGradParamsOp>(
+      n.getLoc(), n.getInput(), n.getScale(), n.getCotangent(), addend,
+      n.getAxisAttr(), n.getEpsilonAttr(), n.getCenteredAttr(),
+      n.getWithBiasGradAttr(), narrowed ? TypeAttr::get(narrowed) : TypeAttr());
+  fused->setDiscardableAttrs(n->getDiscardableAttrDictionary());
+  n.getInputGrad().replaceAllUsesWith(fused.getInputGrad());
+  n.getScaleGrad().replaceAllUsesWith(fused.getScaleGrad());
+  if (Value bias = n.getBiasGrad())
+    bias.replaceAllUsesWith(fused.getBiasGrad());
+  if (Value old = n.getNarrowedInputGrad())
+    old.replaceAllUsesWith(fused.getNarrowedInputGrad());
+  n.erase();
+  return fused;
+}
+
+/// The residual stream's gradient summed inside `n`: the add that is its
+/// input gradient's one use becomes its addend (when the other operand is
+/// defined before it), then a convert of the (summed) input gradient to
+/// bf16 or f16 its narrowed result. The add and the convert must carry
+/// n's marks.
+void foldResidualGrad(NormGradParamsOp n) {
+  DictionaryAttr marks = n->getDiscardableAttrDictionary();
+  Value dx = n.getInputGrad();
+  if (!n.getAddend() && dx.hasOneUse()) {
+    auto add = dyn_cast<AddOp>(*dx.getUsers().begin());
+    if (add && add.getType() == dx.getType() &&
+        add->getDiscardableAttrDictionary() == marks) {
+      Value other = add.getOperand(add.getOperand(0) == dx ? 1 : 0);
+      if (definedBefore(other, n)) {
+        n = rebuild(n, other, Type());
+        add.replaceAllUsesWith(n.getInputGrad());
+        add.erase();
+      }
+    }
+  }
+  auto type = cast<RankedTensorType>(n.getInputGrad().getType());
+  if (n.getNarrowedType() || !type.getElementType().isF32())
+    return;
+  for (Operation *user : n.getInputGrad().getUsers()) {
+    auto convert = dyn_cast<ConvertOp>(user);
+    if (!convert || convert->getDiscardableAttrDictionary() != marks)
+      continue;
+    auto to = cast<RankedTensorType>(convert.getType());
+    if (!to.getElementType().isBF16() && !to.getElementType().isF16())
+      continue;
+    n = rebuild(n, n.getAddend(), to.getElementType());
+    convert.replaceAllUsesWith(n.getNarrowedInputGrad());
+    convert.erase();
+    return;
+  }
+}
+
 struct FuseNormGradPass
     : public trainc::impl::FuseNormGradBase<FuseNormGradPass> {
+  using FuseNormGradBase::FuseNormGradBase;
+
   void runOnOperation() override {
+    formNormGradParams();
+    if (!residualGrad)
+      return;
+    SmallVector<NormGradParamsOp> fused;
+    getOperation().walk([&](NormGradParamsOp n) { fused.push_back(n); });
+    for (NormGradParamsOp n : fused)
+      foldResidualGrad(n);
+  }
+
+  void formNormGradParams() {
     SmallVector<NormGradOp> grads;
     getOperation().walk([&](NormGradOp grad) { grads.push_back(grad); });
     for (NormGradOp grad : grads) {
@@ -79,8 +156,9 @@ struct FuseNormGradPass
       OpBuilder b(grad);
       auto fused = b.create<NormGradParamsOp>(
           grad.getLoc(), grad.getInput(), grad.getScale(), grad.getCotangent(),
-          grad.getAxisAttr(), grad.getEpsilonAttr(), grad.getCenteredAttr(),
-          bias ? b.getUnitAttr() : UnitAttr());
+          /*addend=*/Value(), grad.getAxisAttr(), grad.getEpsilonAttr(),
+          grad.getCenteredAttr(), bias ? b.getUnitAttr() : UnitAttr(),
+          /*narrowed_type=*/TypeAttr());
       fused->setDiscardableAttrs(marks);
       grad.getInputGrad().replaceAllUsesWith(fused.getInputGrad());
       Operation *mul = scale->getOperand(0).getDefiningOp();

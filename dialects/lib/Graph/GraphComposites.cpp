@@ -238,7 +238,8 @@ LogicalResult NormGradOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
-/// norm_grad_params's constraints: norm_grad's, then (C6) the type.
+/// norm_grad_params's constraints: norm_grad's, then (C6) the type, (C8)
+/// the addend and (C9) the narrowed type.
 static LogicalResult
 checkNormGradParamsOperands(NormGradParamsOp::Adaptor adaptor,
                             EmitErrorFn emitError) {
@@ -252,6 +253,18 @@ checkNormGradParamsOperands(NormGradParamsOp::Adaptor adaptor,
   if (!element.isF32() && !element.isF64()) // norm_grad_params_c6
     return emitError() << "(C6) element type " << element
                        << " is not f32 or f64";
+  if (Value addend = adaptor.getAddend();
+      addend && addend.getType() != input) // norm_grad_params_c8
+    return emitError() << "(C8) addend type " << addend.getType()
+                       << " differs from input type " << input;
+  if (std::optional<Type> narrowed = adaptor.getNarrowedType()) {
+    if (!(narrowed->isBF16() || narrowed->isF16()) ||
+        !element.isF32()) // norm_grad_params_c9
+      return emitError() << "(C9) narrowed_type " << *narrowed
+                         << " must be bf16 or f16, of an f32 input gradient, "
+                            "not of "
+                         << element;
+  }
   return success();
 }
 
@@ -267,9 +280,19 @@ LogicalResult NormGradParamsOp::inferReturnTypes(MLIRContext *ctx,
   if (failed(checkNormGradParamsOperands(
           adaptor, [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
     return failure();
-  types.push_back(adaptor.getInput().getType());
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  types.push_back(input);
   types.append(adaptor.getWithBiasGrad() ? 2 : 1, adaptor.getScale().getType());
+  if (std::optional<Type> narrowed = adaptor.getNarrowedType())
+    types.push_back(input.clone(*narrowed));
   return success();
+}
+
+/// Only input_grad, in place of the addend (operand 3): each lane reads an
+/// element of the addend just before it writes that element of the sum.
+/// x and the cotangent are read again after input_grad is written.
+bool NormGradParamsOp::canOverwriteOperand(unsigned result, unsigned operand) {
+  return result == 0 && operand == 3 && getAddend();
 }
 
 LogicalResult RmsNormOp::verifyShapeConstraints() {

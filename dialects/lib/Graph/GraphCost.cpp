@@ -89,9 +89,10 @@ int64_t NormGradOp::getFlops() {
   return int64_t(12 + (getScale() ? 1 : 0)) * numElements(getInputGrad());
 }
 
-/// norm_grad's, with the scale, then a product and one or two sums.
+/// norm_grad's, with the scale, then a product and one or two sums, and
+/// the addend's add.
 int64_t NormGradParamsOp::getFlops() {
-  return int64_t(13 + 2 + (getBiasGrad() ? 1 : 0)) *
+  return int64_t(13 + 2 + (getBiasGrad() ? 1 : 0) + (getAddend() ? 1 : 0)) *
          numElements(getInputGrad());
 }
 

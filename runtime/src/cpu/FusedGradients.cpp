@@ -19,7 +19,10 @@
 //                     g * xhat (the scale's gradient) and of g (the bias's),
 //                     in f64 in math/NormParamSums.h's order: segments of
 //                     rows in parallel, each row's dx and xhat by the same
-//                     row function, then the segments' sums in order.
+//                     row function, then the segments' sums in order;
+//                     with an addend, dx is addend + the norm's dx (the
+//                     residual stream's gradient), then optionally
+//                     rounded to a 16-bit copy, as an add and a convert.
 //
 // Compute in f64 for f64 (libm, sums in index order), in f32 otherwise:
 // the statistics with the forward kernel's own VectorMath.h row sums
@@ -81,13 +84,18 @@ void normGradRow(const T *x, const T *g, const T *scale, int64_t n,
     dx[j] = rstd * (dx[j] - xhat[j] * meanDX - meanD);
 }
 
-/// norm_grad_params over `rows` rows of n elements, in T (f32 or f64).
-/// Its results never share the operands' memory (the op is not in place).
+/// norm_grad_params over `rows` rows of n elements, in T (f32 or f64):
+/// dx (plus the addend, ints[3]; then narrowed to 16 bits, ints[4]) and
+/// the parameters' sums. Only dx may share memory with an operand, the
+/// addend (each of its elements read just before dx's is written).
 template <typename T>
 void normGradParams(const KernelCall &call, int64_t rows, int64_t n,
                     bool centered, bool withBias) {
   const T *x = call.inputs[0].as<T>(), *scale = call.inputs[1].as<T>();
   const T *g = call.inputs[2].as<T>();
+  const T *addend = call.ints[3] != 0 ? call.inputs[3].as<T>() : nullptr;
+  const TensorRef *narrowed =
+      call.ints[4] != 0 ? &call.outputs[call.numOutputs - 1] : nullptr;
   T *dx = call.outputs[0].as<T>();
   T eps = T(call.floats[0]);
   int64_t per = math::normSegmentRows(rows);
@@ -102,14 +110,24 @@ void normGradParams(const KernelCall &call, int64_t rows, int64_t n,
   double *partials = scratch.data();
   parallelFor(segments, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> xhat(static_cast<size_t>(n));
+    // The norm's own dx of a row when an addend is added to it.
+    std::vector<T> own(addend ? static_cast<size_t>(n) : 0);
     for (int64_t s = begin; s < end; ++s) {
       double *scaleSum = partials + s * sums * n;
       double *biasSum = scaleSum + n;
       std::fill(scaleSum, scaleSum + sums * n, 0.0);
       for (int64_t r = s * per; r < std::min(rows, (s + 1) * per); ++r) {
         int64_t base = r * n;
-        normGradRow(x + base, g + base, scale, n, centered, eps, dx + base,
-                    xhat.data());
+        T *out = dx + base;
+        normGradRow(x + base, g + base, scale, n, centered, eps,
+                    addend ? own.data() : out, xhat.data());
+        // graph.add's and graph.convert's rounding, as the ops they fold.
+        if (addend)
+          for (int64_t j = 0; j < n; ++j)
+            out[j] = addend[base + j] + own[j];
+        if (narrowed)
+          for (int64_t j = 0; j < n; ++j)
+            storeAs(*narrowed, base + j, out[j]);
         if constexpr (std::is_same_v<T, float>) {
           // math::scaleGradTerm's terms, through the vector clones.
           accumulateProductsF32(g + base, xhat.data(), scaleSum, n);

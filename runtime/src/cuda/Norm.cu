@@ -10,7 +10,9 @@
 //               + eps); xhat = c * rstd; d = g * scale;
 //               dx = rstd * (d - xhat * mean(d * xhat) - mean(d)), the last
 //               term only when centered; results (dx, xhat)
-//   norm_grad_params: dx, and the sums over the rows of g * xhat and of g
+//   norm_grad_params: dx (with an addend: addend + dx, and a 16-bit copy
+//               of it where asked, rounded as an add and a convert would),
+//               and the sums over the rows of g * xhat and of g
 //               in math/NormParamSums.h's order: normGradKernel keeps each
 //               row's (mean, rstd) in scratch memory, normParamPartialsKernel
 //               sums each segment of rows per column (xhat made again from
@@ -47,8 +49,8 @@
 // A row is read whole (its statistics, norm_grad's sums) before any of its
 // results is written, and each element's results are written by the lane
 // that reads its operands, so results may share operands' memory; not
-// norm_grad_params's (it reads x and g again after writing dx; the op is
-// not in place).
+// norm_grad_params's (it reads x and g again after writing dx), but for
+// its dx, which may be its addend's (read by the lane that writes it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -182,10 +184,14 @@ __global__ void __launch_bounds__(kNormThreads)
 
 /// norm_grad's rows: dx, and xhat in `out` (kStats false) or, for
 /// norm_grad_params, each row's (mean, rstd) in `out` (kStats true: the
-/// statistics normParamPartialsKernel makes xhat from).
-template <typename S, bool kStats>
+/// statistics normParamPartialsKernel makes xhat from). norm_grad_params
+/// may give an addend (dx = addend + the norm's dx, rounded as an add) and
+/// a 16-bit copy of dx in `narrowed` of storage type N (rounded as a
+/// convert); both null for norm_grad.
+template <typename S, bool kStats, typename N = S>
 __global__ void __launch_bounds__(kNormThreads)
-    normGradKernel(const S *x, const S *scale, const S *g, S *dx,
+    normGradKernel(const S *x, const S *scale, const S *g, const S *addend,
+                   S *dx, N *narrowed,
                    std::conditional_t<kStats, Compute<S>, S> *out, int64_t rows,
                    int64_t n, bool centered, Compute<S> eps) {
   using C = Compute<S>;
@@ -228,7 +234,17 @@ __global__ void __launch_bounds__(kNormThreads)
     for (int64_t j = lane; j < n; j += kLanes) {
       C h = (C(load(xr, j)) - mean) * rstd;
       C d = C(load(gr, j)) * (scale ? C(load(scale, j)) : C(1));
-      store(dxr, j, rstd * (d - h * meanDX - meanD));
+      C v = rstd * (d - h * meanDX - meanD);
+      if constexpr (kStats) {
+        // f32 and f64 only (C is S): v is the stored dx, to which the
+        // addend's element (read just before dx's is written: dx may be
+        // the addend's memory) is added as graph.add adds it.
+        if (addend)
+          v = C(load(addend + row * n, j)) + v;
+        if (narrowed)
+          store(narrowed + row * n, j, v);
+      }
+      store(dxr, j, v);
       if constexpr (!kStats)
         store(out + row * n, j, h);
     }
@@ -370,10 +386,29 @@ Status runNormGradParams(const KernelCall &call) {
       double *partials = scratch.as<double>();
       C *stats = reinterpret_cast<C *>(scratch.as<char>() + partialBytes);
       if (rows > 0) {
-        normGradKernel<S, true><<<normGrid(rows), kNormThreads, 0, stream>>>(
-            x.as<const S>(), call.inputs[1].as<const S>(),
-            call.inputs[2].as<const S>(), call.outputs[0].as<S>(), stats, rows,
-            n, centered, C(call.floats[0]));
+        const S *addend = call.ints[3] != 0 ? call.inputs[3].as<S>() : nullptr;
+        const TensorRef *narrowed =
+            call.ints[4] != 0 ? &call.outputs[call.numOutputs - 1] : nullptr;
+        auto launch = [&](auto *copy) {
+          using N = std::remove_pointer_t<decltype(copy)>;
+          normGradKernel<S, true, N>
+              <<<normGrid(rows), kNormThreads, 0, stream>>>(
+                  x.as<const S>(), call.inputs[1].as<const S>(),
+                  call.inputs[2].as<const S>(), addend, call.outputs[0].as<S>(),
+                  copy, stats, rows, n, centered, C(call.floats[0]));
+        };
+        if (!narrowed)
+          launch(static_cast<S *>(nullptr));
+        else if constexpr (std::is_same_v<S, float>) {
+          if (narrowed->dtype == DType::BF16)
+            launch(narrowed->as<Bf16>());
+          else if (narrowed->dtype == DType::F16)
+            launch(narrowed->as<Half>());
+          else
+            return unsupported(call, narrowed->dtype);
+        } else {
+          return unsupported(call, narrowed->dtype); // f32 only (C9)
+        }
         TRAINC_RETURN_IF_ERROR(checkLaunch(call, "normGradKernel"));
         dim3 grid(unsigned((n + kParamColumns - 1) / kParamColumns),
                   unsigned((segments + kParamSegments - 1) / kParamSegments));
@@ -412,7 +447,9 @@ Status runNormGrad(const KernelCall &call) {
     normGradKernel<S, false>
         <<<normGrid(rows), kNormThreads, 0, streamOf(call).handle()>>>(
             x.as<const S>(), static_cast<const S *>(scale), g.as<const S>(),
-            dx.as<S>(), xhat.as<S>(), rows, n, centered, C(call.floats[0]));
+            static_cast<const S *>(nullptr), dx.as<S>(),
+            static_cast<S *>(nullptr), xhat.as<S>(), rows, n, centered,
+            C(call.floats[0]));
     return checkLaunch(call, "normGradKernel");
   });
 }

@@ -442,25 +442,46 @@ Status Checker::checkComposite() const {
     return okStatus();
   }
   case Opcode::NormGradParams: {
-    TRAINC_RETURN_IF_ERROR(attrs(3, 1));
-    TRAINC_RETURN_IF_ERROR(arity(3, 2 + (v[2] != 0)));
+    TRAINC_RETURN_IF_ERROR(attrs(5, 1));
+    bool withBias = v[2] != 0, withAddend = v[3] != 0, narrowed = v[4] != 0;
+    TRAINC_RETURN_IF_ERROR(arity(3 + withAddend, 2 + withBias + narrowed));
     const TensorInfo &x = operand(0);
     if (x.dtype != DType::F32 && x.dtype != DType::F64)
       return error("x must be f32 or f64");
     TRAINC_RETURN_IF_ERROR(sameType(x, operand(2)));
     TRAINC_RETURN_IF_ERROR(sameType(x, result(0)));
+    if (withAddend)
+      TRAINC_RETURN_IF_ERROR(sameType(x, operand(3)));
     TRAINC_RETURN_IF_ERROR(normAxisAndEpsilon(x));
     Shape normalized(x.shape.begin() + v[0], x.shape.end());
     for (const TensorInfo *t :
-         {&operand(1), &result(1), v[2] != 0 ? &result(2) : &operand(1)})
+         {&operand(1), &result(1), withBias ? &result(2) : &operand(1)})
       if (t->dtype != x.dtype || t->shape != normalized)
         return error("scale and the parameters' gradients must have x's "
                      "dtype and the normalized shape");
-    // The kernels read x and the cotangent again after writing dx.
+    size_t last = inst.results.size() - 1;
+    if (narrowed && (x.dtype != DType::F32 || result(last).shape != x.shape ||
+                     (result(last).dtype != DType::BF16 &&
+                      result(last).dtype != DType::F16)))
+      return error("the narrowed input gradient must be bf16 or f16 of an "
+                   "f32 x's shape");
+    // The kernels read x and the cotangent again after writing the input
+    // gradient; each element of the addend is read just before that
+    // element of the input gradient is written, so the input gradient may
+    // be exactly the addend's memory, and no other result may overlap an
+    // operand.
     for (size_t r = 0; r < inst.results.size(); ++r)
-      for (size_t o : {size_t(0), size_t(2)})
-        if (overlap(result(r), operand(o)))
-          return error("a result shares memory with x or the cotangent");
+      for (size_t o = 0; o < inst.operands.size(); ++o) {
+        if (!overlap(result(r), operand(o)))
+          continue;
+        bool inPlace = r == 0 && o == 3 &&
+                       result(0).offset == operand(3).offset &&
+                       result(0).arena == operand(3).arena;
+        if (!inPlace)
+          return error("result " + std::to_string(r) +
+                       " shares memory with operand " + std::to_string(o) +
+                       " (only the input gradient may be the addend's)");
+      }
     return okStatus();
   }
   case Opcode::LayerNorm:

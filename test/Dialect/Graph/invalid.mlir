@@ -1036,6 +1036,39 @@ func.func @norm_grad_params_c7(%x: tensor<4x8xf32>, %s: tensor<8xf32>) {
 
 // -----
 
+func.func @norm_grad_params_c8(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %a: tensor<4x8xf64>) {
+  // expected-error@+1 {{(C8) addend type 'tensor<4x8xf64>' differs from input type 'tensor<4x8xf32>'}}
+  %0:2 = graph.norm_grad_params %x scale %s, %x addend %a, axis = 1, epsilon = 1.0e-5, centered = true : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf64>) -> (tensor<4x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @norm_grad_params_c9_type(%x: tensor<4x8xf32>, %s: tensor<8xf32>) {
+  // expected-error@+1 {{(C9) narrowed_type 'f64' must be bf16 or f16, of an f32 input gradient, not of 'f32'}}
+  %0:3 = graph.norm_grad_params %x scale %s, %x, axis = 1, epsilon = 1.0e-5, centered = true {narrowed_type = f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf64>)
+  return
+}
+
+// -----
+
+func.func @norm_grad_params_c9_f64(%x: tensor<4x8xf64>, %s: tensor<8xf64>) {
+  // expected-error@+1 {{(C9) narrowed_type 'bf16' must be bf16 or f16, of an f32 input gradient, not of 'f64'}}
+  %0:3 = graph.norm_grad_params %x scale %s, %x, axis = 1, epsilon = 1.0e-5, centered = true {narrowed_type = bf16} : (tensor<4x8xf64>, tensor<8xf64>, tensor<4x8xf64>) -> (tensor<4x8xf64>, tensor<8xf64>, tensor<4x8xbf16>)
+  return
+}
+
+// -----
+
+// The narrowed copy is a result exactly when narrowed_type is set, last.
+func.func @norm_grad_params_c7_narrowed(%x: tensor<4x8xf32>, %s: tensor<8xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x8xf32>', 'tensor<8xf32>' differs from the inferred type 'tensor<4x8xf32>', 'tensor<8xf32>', 'tensor<4x8xbf16>'}}
+  %0:2 = graph.norm_grad_params %x scale %s, %x, axis = 1, epsilon = 1.0e-5, centered = true {narrowed_type = bf16} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
 func.func @layer_norm_c1(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
   // expected-error@+1 {{(C1) axis 2 is out of range [0, 2)}}
   %0 = graph.layer_norm %x scale %g, axis = 2, epsilon = 1.0e-5 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>

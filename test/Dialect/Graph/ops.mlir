@@ -207,6 +207,15 @@ func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   // CHECK: graph.norm_grad_params %{{.+}} scale %{{.+}}, %{{.+}}, axis = 2, epsilon = 1.000000e-05, centered = false : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<64xf32>)
   %r:2 = graph.norm_grad_params %x scale %g, %2, axis = 2, epsilon = 1.0e-5, centered = false
          : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<64xf32>)
+  // CHECK: graph.norm_grad_params %{{.+}} scale %{{.+}}, %{{.+}} addend %{{.+}}, axis = 2, epsilon = 1.000000e-05, centered = true {narrowed_type = bf16, with_bias_grad} : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<8x32x64xbf16>)
+  %ra:4 = graph.norm_grad_params %x scale %g, %2 addend %x, axis = 2, epsilon = 1.0e-5, centered = true {narrowed_type = bf16, with_bias_grad}
+         : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<8x32x64xbf16>)
+  // CHECK: graph.norm_grad_params %{{.+}} scale %{{.+}}, %{{.+}} addend %{{.+}}, axis = 2, epsilon = 1.000000e-05, centered = false : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<64xf32>)
+  %rb:2 = graph.norm_grad_params %x scale %g, %2 addend %x, axis = 2, epsilon = 1.0e-5, centered = false
+         : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<64xf32>)
+  // CHECK: graph.norm_grad_params %{{.+}} scale %{{.+}}, %{{.+}}, axis = 2, epsilon = 1.000000e-05, centered = false {narrowed_type = f16} : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf16>)
+  %rc:3 = graph.norm_grad_params %x scale %g, %2, axis = 2, epsilon = 1.0e-5, centered = false {narrowed_type = f16}
+         : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>) -> (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf16>)
   // CHECK: graph.softmax_cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} : (tensor<8x32x64xf32>, tensor<8x32xi64>, tensor<8x32xf32>) -> tensor<8x32x64xf32>
   %t = graph.constant dense<3> : tensor<8x32xi64>
   %w = graph.constant dense<0.5> : tensor<8x32xf32>

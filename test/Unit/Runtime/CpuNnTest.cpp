@@ -281,7 +281,7 @@ TEST(CpuNnNorm, NormGradParamsIsNormGradAndItsSums) {
             outs.push_back(&o);
           Status s =
               runKernel(runNormGrad, Opcode::NormGradParams, {&x, &scale, &g},
-                        outs, {c.axis, centered, withBias}, {1e-5});
+                        outs, {c.axis, centered, withBias, 0, 0}, {1e-5});
           ASSERT_TRUE(s.ok()) << s.toString();
         };
         std::vector<TestTensor> got, serial;
@@ -322,6 +322,81 @@ TEST(CpuNnNorm, NormGradParamsIsNormGradAndItsSums) {
             ASSERT_EQ(got[k].get(j), serial[k].get(j)) << "column " << j;
           }
       }
+}
+
+/// norm_grad_params with an addend (ints[3]) and a 16-bit copy (ints[4]):
+/// bit for bit norm_grad_params alone, then Add(addend, dx) and Convert of
+/// the sum, the ops trainc-fuse-norm-grad folds in; also with dx in the
+/// addend's memory (the in-place form the planner gives it), and with a
+/// copy but no addend. Rows of 40 (no vector tail) and 37, one segment and
+/// 38.
+TEST(CpuNnNorm, NormGradParamsAddsTheResidualAndNarrows) {
+  struct Case {
+    DType t, copy; // copy: BF16, F16, or the dtype itself for none
+    std::vector<int64_t> dims;
+    bool addend;
+  };
+  const Case cases[] = {{DType::F32, DType::BF16, {3, 5, 40}, true},
+                        {DType::F32, DType::F16, {300, 37}, true},
+                        {DType::F32, DType::BF16, {7, 37}, false},
+                        {DType::F64, DType::F64, {300, 37}, true}};
+  uint32_t seed = 400;
+  for (const Case &c : cases)
+    for (bool inPlace : {false, true}) {
+      if (inPlace && !c.addend)
+        continue;
+      bool narrowed = c.copy != c.t;
+      SCOPED_TRACE(std::string(dtypeName(c.t)) + " -> " + dtypeName(c.copy) +
+                   (c.addend ? " with addend" : "") +
+                   (inPlace ? " in place" : ""));
+      int64_t axis = int64_t(c.dims.size()) - 1;
+      std::vector<int64_t> normalized = {c.dims.back()};
+      TestTensor x = randomTensor(c.t, c.dims, seed++, -2, 2);
+      TestTensor scale = randomTensor(c.t, normalized, seed++, 0.5, 2);
+      TestTensor g = randomTensor(c.t, c.dims, seed++, -1, 1);
+      TestTensor addend = randomTensor(c.t, c.dims, seed++, -3, 3);
+      // The unfused ops.
+      TestTensor dx(c.t, c.dims), ds(c.t, normalized), db(c.t, normalized);
+      ASSERT_TRUE(runKernel(runNormGrad, Opcode::NormGradParams,
+                            {&x, &scale, &g}, {&dx, &ds, &db},
+                            {axis, 1, 1, 0, 0}, {1e-5})
+                      .ok());
+      TestTensor sum = dx;
+      if (c.addend) {
+        ASSERT_TRUE(
+            runKernel(runElementwise, Opcode::Add, {&addend, &dx}, {&sum}, {})
+                .ok());
+      }
+      TestTensor copy(c.copy, c.dims);
+      if (narrowed) {
+        ASSERT_TRUE(
+            runKernel(runElementwise, Opcode::Convert, {&sum}, {&copy}, {})
+                .ok());
+      }
+      // The fused op.
+      TestTensor in = addend, gotDs(c.t, normalized), gotDb(c.t, normalized);
+      TestTensor separate(c.t, c.dims), gotCopy(c.copy, c.dims);
+      TestTensor *gotDx = inPlace ? &in : &separate;
+      std::vector<const TestTensor *> inputs = {&x, &scale, &g};
+      if (c.addend)
+        inputs.push_back(&in);
+      std::vector<TestTensor *> outputs = {gotDx, &gotDs, &gotDb};
+      if (narrowed)
+        outputs.push_back(&gotCopy);
+      Status st = runKernel(runNormGrad, Opcode::NormGradParams, inputs,
+                            outputs, {axis, 1, 1, c.addend, narrowed}, {1e-5});
+      ASSERT_TRUE(st.ok()) << st.toString();
+      for (int64_t i = 0; i < x.size(); ++i) {
+        ASSERT_EQ(gotDx->get(i), sum.get(i)) << "input gradient " << i;
+        if (narrowed) {
+          ASSERT_EQ(gotCopy.get(i), copy.get(i)) << "copy " << i;
+        }
+      }
+      for (int64_t j = 0; j < ds.size(); ++j) {
+        ASSERT_EQ(gotDs.get(j), ds.get(j)) << "scale gradient " << j;
+        ASSERT_EQ(gotDb.get(j), db.get(j)) << "bias gradient " << j;
+      }
+    }
 }
 
 //===--- Gelu -------------------------------------------------------------===//

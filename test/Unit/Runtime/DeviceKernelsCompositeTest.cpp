@@ -131,8 +131,42 @@ TEST_P(DeviceKernels, NormGradParams) {
                          {uniform(t, c.dims, seed++, -2, 2),
                           uniform(t, normalized, seed++, 0.5, 2),
                           uniform(t, c.dims, seed++)},
-                         std::move(out), {c.axis, centered, withBias}, {1e-5}));
+                         std::move(out), {c.axis, centered, withBias, 0, 0},
+                         {1e-5}));
         }
+}
+
+/// With the residual stream's gradient added (an addend) and the sum's
+/// 16-bit copy (bf16, f16; f32 only), bit for bit: the add and the
+/// convert round as on the CPU.
+TEST_P(DeviceKernels, NormGradParamsWithAddendAndCopy) {
+  struct Case {
+    DType t, copy; // copy: the dtype itself for none
+    std::vector<int64_t> dims;
+    bool addend;
+  };
+  const Case cases[] = {{kF32, DType::BF16, {3, 37, 129}, true},
+                        {kF32, DType::F16, {4224, 40}, true},
+                        {kF32, DType::BF16, {5, 4099}, false},
+                        {kF32, kF32, {3, 37, 129}, true},
+                        {kF64, kF64, {111, 40}, true}};
+  uint32_t seed = 90;
+  for (const Case &c : cases) {
+    bool narrowed = c.copy != c.t;
+    int64_t axis = int64_t(c.dims.size()) - 1;
+    std::vector<int64_t> normalized = {c.dims.back()};
+    std::vector<TestTensor> in = {uniform(c.t, c.dims, seed++, -2, 2),
+                                  uniform(c.t, normalized, seed++, 0.5, 2),
+                                  uniform(c.t, c.dims, seed++)};
+    if (c.addend)
+      in.push_back(uniform(c.t, c.dims, seed++, -3, 3));
+    std::vector<TestTensor> out = {zeros(c.t, c.dims), zeros(c.t, normalized),
+                                   zeros(c.t, normalized)};
+    if (narrowed)
+      out.push_back(zeros(c.copy, c.dims));
+    check(makeCall(Opcode::NormGradParams, std::move(in), std::move(out),
+                   {axis, 1, 1, c.addend, narrowed}, {1e-5}));
+  }
 }
 
 TEST_P(DeviceKernels, GeluBothForms) {

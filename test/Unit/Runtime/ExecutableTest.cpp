@@ -756,16 +756,18 @@ TEST(Executable, ChecksNormGradParams) {
   std::vector<TensorInfo> tensors = {
       tensor(DType::F32, {4, 8}),  tensor(DType::F32, {8}),
       tensor(DType::F64, {8}),     tensor(DType::F32, {4}),
-      tensor(DType::BF16, {4, 8}), tensor(DType::BF16, {8})};
+      tensor(DType::BF16, {4, 8}), tensor(DType::BF16, {8}),
+      tensor(DType::F16, {4, 8}),  tensor(DType::F64, {4, 8}),
+      tensor(DType::BF16, {4, 7})};
   InstructionInfo inst;
   inst.op = Opcode::NormGradParams;
   inst.operands = {0, 1, 0};
   inst.results = {0, 1, 1};
-  inst.ints = {1, 1, 1};
+  inst.ints = {1, 1, 1, 0, 0};
   inst.floats = {1e-5};
   ASSERT_TRUE(validateInstruction(inst, 0, tensors).ok());
   InstructionInfo noBias = inst;
-  noBias.ints = {1, 0, 0};
+  noBias.ints = {1, 0, 0, 0, 0};
   noBias.results = {0, 1};
   ASSERT_TRUE(validateInstruction(noBias, 0, tensors).ok());
   const char *shapes = "scale and the parameters' gradients must have x's "
@@ -777,7 +779,8 @@ TEST(Executable, ChecksNormGradParams) {
   };
   refused([](InstructionInfo &i) { i.results = {0, 1}; }, "results");
   refused([](InstructionInfo &i) { i.operands = {0, 1}; }, "operands");
-  refused([](InstructionInfo &i) { i.ints = {2, 1, 1}; }, "invalid axis");
+  refused([](InstructionInfo &i) { i.ints = {2, 1, 1, 0, 0}; }, "invalid axis");
+  refused([](InstructionInfo &i) { i.ints = {1, 1, 1}; }, "ints");
   refused([](InstructionInfo &i) { i.floats = {-1}; }, "or epsilon");
   refused([](InstructionInfo &i) { i.operands = {0, 3, 0}; }, shapes);
   refused([](InstructionInfo &i) { i.operands = {0, 2, 0}; }, shapes);
@@ -789,6 +792,40 @@ TEST(Executable, ChecksNormGradParams) {
         i.results = {4, 5, 5};
       },
       "x must be f32 or f64");
+  // Format 20: the addend (x's type) and the 16-bit copy (bf16 or f16 of
+  // an f32 x's shape, last), each where its flag says.
+  InstructionInfo summed = inst;
+  summed.operands = {0, 1, 0, 0};
+  summed.results = {0, 1, 1, 4};
+  summed.ints = {1, 1, 1, 1, 1};
+  ASSERT_TRUE(validateInstruction(summed, 0, tensors).ok());
+  summed.results = {0, 1, 1, 6};
+  ASSERT_TRUE(validateInstruction(summed, 0, tensors).ok());
+  InstructionInfo copyOnly = noBias;
+  copyOnly.results = {0, 1, 4};
+  copyOnly.ints = {1, 0, 0, 0, 1};
+  ASSERT_TRUE(validateInstruction(copyOnly, 0, tensors).ok());
+  auto summedRefused = [&](auto edit, const char *words) {
+    InstructionInfo copy = summed;
+    edit(copy);
+    expectRefused(copy, tensors, words);
+  };
+  summedRefused([](InstructionInfo &i) { i.operands = {0, 1, 0}; }, "operands");
+  summedRefused([](InstructionInfo &i) { i.results = {0, 1, 1}; }, "results");
+  summedRefused(
+      [](InstructionInfo &i) {
+        i.operands = {0, 1, 0, 7};
+      },
+      "must have the same dtype and shape");
+  const char *narrow = "the narrowed input gradient must be bf16 or f16";
+  summedRefused([](InstructionInfo &i) { i.results = {0, 1, 1, 0}; }, narrow);
+  summedRefused([](InstructionInfo &i) { i.results = {0, 1, 1, 8}; }, narrow);
+  summedRefused(
+      [](InstructionInfo &i) {
+        i.operands = {7, 2, 7, 7};
+        i.results = {7, 2, 2, 4};
+      },
+      narrow);
   // Planned bytes: x [0, 128), the cotangent [128, 256); dx over the
   // cotangent's last half is refused, dx after it is fine, and so is dx
   // at a constant x's offset (constants live in the constant section).
@@ -804,10 +841,21 @@ TEST(Executable, ChecksNormGradParams) {
   InstructionInfo sized = inst;
   sized.operands = {x, 1, g};
   sized.results = {over, 1, 1};
-  expectRefused(sized, planned,
-                "a result shares memory with x or the cotangent");
+  expectRefused(sized, planned, "result 0 shares memory with operand 2");
   sized.results = {after, 1, 1};
   EXPECT_TRUE(validateInstruction(sized, 0, planned).ok());
+  // The input gradient may be exactly the addend's memory, nothing else.
+  InstructionInfo inPlace = sized;
+  inPlace.operands = {x, 1, g, after};
+  inPlace.ints = {1, 1, 1, 1, 0};
+  EXPECT_TRUE(validateInstruction(inPlace, 0, planned).ok());
+  inPlace.results = {at(384), 1, 1};
+  EXPECT_TRUE(validateInstruction(inPlace, 0, planned).ok());
+  inPlace.operands = {x, 1, g, at(300)};
+  expectRefused(inPlace, planned, "result 0 shares memory with operand 3");
+  inPlace.operands = {x, 1, g, g};
+  inPlace.results = {g, 1, 1};
+  expectRefused(inPlace, planned, "result 0 shares memory with operand 2");
   planned[x].role = TensorRole::Constant;
   sized.results = {at(0), 1, 1};
   EXPECT_TRUE(validateInstruction(sized, 0, planned).ok());

@@ -711,9 +711,23 @@ def FuseNormGrad : Pass<"trainc-fuse-norm-grad", "mlir::func::FuncOp"> {
     sums have `graph.reduce_sum`'s accuracy in their own fixed order, so
     the last bit of a gradient may differ from the unfused ops'.
 
+    Then, with `residual-grad` (`trainc --fuse-residual-grad`, default
+    true), the gradient of a residual stream is summed where the norm
+    writes its own: a `graph.add` that is `input_grad`'s one use, of an f32
+    or f64 value defined before the norm's op (the gradient flowing past
+    the block), becomes the op's `addend`, and a `graph.convert` of
+    `input_grad` (the sum, when an add was taken) to bf16 or f16 becomes
+    its `narrowed_input_grad` (the copy the block's 16-bit matmuls read).
+    The add and the convert must carry the op's discardable attributes. In
+    a pre-norm transformer's backward pass that takes each block's two
+    adds and converts of the residual stream's gradient (read twice and
+    written twice, f32, the size of the activations) into its two norms'
+    gradients; the results are the same bits.
+
     Runs in the lower phase after differentiation and the partition (the
     fused op has no gradient rule and no sharding factors), before
-    `trainc-fuse-elementwise` (which would take the product into a loop).
+    `trainc-fuse-elementwise` (which would take the product, the add and
+    the convert into loops).
 
     Example:
     ```mlir
@@ -729,8 +743,22 @@ def FuseNormGrad : Pass<"trainc-fuse-norm-grad", "mlir::func::FuncOp"> {
         epsilon = 1.0e-05, centered = true {with_bias_grad}
         : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>)
         -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+    // and with %r, the residual stream's gradient (defined before):
+    %sum = graph.add %r, %dx : tensor<4x8xf32>
+    %sum16 = graph.convert %sum : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+    // becomes
+    %sum, %ds, %db, %sum16 = graph.norm_grad_params %x scale %s, %g
+        addend %r, axis = 1, epsilon = 1.0e-05, centered = true
+        {narrowed_type = bf16, with_bias_grad}
+        : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+        -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xbf16>)
     ```
   }];
+  let options = [
+    Option<"residualGrad", "residual-grad", "bool", "true",
+           "Fold the add of a residual stream's gradient and its 16-bit "
+           "copy into norm_grad_params">,
+  ];
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 

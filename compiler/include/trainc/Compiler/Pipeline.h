@@ -98,6 +98,9 @@ struct LowerOptions {
   /// Attention's gradients read their forwards' results and log-sum-exps
   /// (trainc-attention-stats).
   bool attentionStats = true;
+  /// A residual stream's gradient added, and its 16-bit copy made, in
+  /// norm_grad_params (trainc-fuse-norm-grad's residual-grad).
+  bool fuseResidualGrad = true;
 };
 
 /// One of the lower phase's choices as a flag. The one declaration of each:

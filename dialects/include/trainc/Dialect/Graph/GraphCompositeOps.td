@@ -135,7 +135,9 @@ def Graph_NormGradOp : Graph_InferredOp<"norm_grad", [
 }
 
 def Graph_NormGradParamsOp : Graph_InferredOp<"norm_grad_params", [
-    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Graph_InPlaceOpInterface,
+                              ["canOverwriteOperand"]>]> {
   let summary = "norm_grad with the gradients of the norm's scale and bias";
   let description = [{
     `graph.norm_grad`'s `input_grad`, and the sums over the leading
@@ -150,12 +152,27 @@ def Graph_NormGradParamsOp : Graph_InferredOp<"norm_grad_params", [
     rule), where the unfused ops write `xhat` and the product, each the
     size of the input, only to sum them.
 
+    With `addend`, `input_grad` is `addend + dx` (dx the norm's input
+    gradient, rounded to the element type, then the sum rounded to it: a
+    `graph.add` of the two), the gradient of a residual stream summed where
+    the norm writes its own. With `narrowed_type` (bf16 or f16, for f32),
+    a last result, `narrowed_input_grad`, is `input_grad` rounded to that
+    type as `graph.convert` rounds it (the copy a 16-bit matmul reads).
+    `trainc-fuse-norm-grad` folds such an add and convert in
+    (`--fuse-residual-grad`). `input_grad` may take the addend's memory
+    (each element of the addend is read before that element of
+    `input_grad` is written).
+
     Constraints:
     - (C1) to (C5): those of `graph.norm_grad`, with `scale` present.
     - (C6) the element type is f32 or f64 (the gradient rule widens 16-bit
       types before `graph.norm_grad`).
     - (C7) the result types are the inferred ones: `input_grad` the input's,
-      `scale_grad` and `bias_grad` the scale's.
+      `scale_grad` and `bias_grad` the scale's, `narrowed_input_grad` the
+      input's shape in `narrowed_type`.
+    - (C8) `addend`, when present, has the input's type.
+    - (C9) `narrowed_type`, when present, is bf16 or f16, and the element
+      type is f32.
 
     Example:
     ```mlir
@@ -163,19 +180,42 @@ def Graph_NormGradParamsOp : Graph_InferredOp<"norm_grad_params", [
            epsilon = 1.0e-05, centered = true
            : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>)
            -> (tensor<8x32x64xf32>, tensor<64xf32>, tensor<64xf32>)
+    // The residual stream's gradient %r added, and the sum's bf16 copy:
+    %sum, %ds2, %db2, %sum16 = graph.norm_grad_params %x scale %s, %g
+           addend %r, axis = 2, epsilon = 1.0e-05, centered = true
+           {narrowed_type = bf16, with_bias_grad}
+           : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<8x32x64xf32>,
+              tensor<8x32x64xf32>)
+           -> (tensor<8x32x64xf32>, tensor<64xf32>, tensor<64xf32>,
+               tensor<8x32x64xbf16>)
     ```
+  }];
+  let extraClassDeclaration = [{
+    ::llvm::LogicalResult verifyShapeConstraints();
+    /// The bias's gradient (with_bias_grad), or null.
+    ::mlir::Value getBiasGrad() {
+      return getWithBiasGrad() ? getExtraGrads().front() : ::mlir::Value();
+    }
+    /// input_grad rounded to narrowed_type, or null.
+    ::mlir::Value getNarrowedInputGrad() {
+      return getNarrowedType() ? getExtraGrads().back() : ::mlir::Value();
+    }
   }];
   let arguments = (ins Graph_FloatTensor:$input, Graph_FloatTensor:$scale,
                        Graph_FloatTensor:$cotangent,
+                       Optional<Graph_FloatTensor>:$addend,
                        I64Attr:$axis, F64Attr:$epsilon, BoolAttr:$centered,
-                       UnitAttr:$with_bias_grad);
+                       UnitAttr:$with_bias_grad,
+                       OptionalAttr<TypeAttr>:$narrowed_type);
+  /// extra_grads: bias_grad (with_bias_grad), then narrowed_input_grad
+  /// (narrowed_type); getBiasGrad and getNarrowedInputGrad name them.
   let results = (outs Graph_FloatTensor:$input_grad,
                       Graph_FloatTensor:$scale_grad,
-                      Optional<Graph_FloatTensor>:$bias_grad);
+                      Variadic<Graph_FloatTensor>:$extra_grads);
   let assemblyFormat = [{
-    $input `scale` $scale `,` $cotangent `,` `axis` `=` $axis `,`
-    `epsilon` `=` $epsilon `,` `centered` `=` $centered attr-dict `:`
-    functional-type(operands, results)
+    $input `scale` $scale `,` $cotangent (`addend` $addend^)? `,` `axis` `=`
+    $axis `,` `epsilon` `=` $epsilon `,` `centered` `=` $centered attr-dict
+    `:` functional-type(operands, results)
   }];
 }
 
