@@ -194,6 +194,137 @@ class Training(unittest.TestCase):
         self.assertIn(name, str(caught.exception))
 
 
+class Misuse(unittest.TestCase):
+    """What a user may get wrong (or race) must raise, never crash: found
+    by driving the package with bad calls."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.exe = trainc.compile(MODEL, os.path.join(self.dir, 'step.tcx'),
+                                  train=True, **ADAMW)
+        self.batch = tinygpt_batch(self.exe)
+
+    def tearDown(self):
+        self.exe.close()
+        self.tmp.cleanup()
+
+    def test_a_closed_trainer_raises(self):
+        trainer = trainc.Trainer(self.exe)
+        trainer.step(self.batch)
+        trainer.close()
+        for call in (lambda: trainer.step(self.batch),
+                     lambda: trainer.output('loss'),
+                     lambda: trainer.state_dict(),
+                     lambda: trainer.save(os.path.join(self.dir, 'x')),
+                     lambda: trainer.step_count):
+            with self.assertRaises(trainc.TraincError) as caught:
+                call()
+            self.assertIn('closed', str(caught.exception))
+
+    def test_an_output_view_outlives_close_and_stays_read_only(self):
+        trainer = trainc.Trainer(self.exe)
+        trainer.step(self.batch)
+        view = trainer.output('loss', copy=False)
+        kept = view.copy()
+        trainer.close()
+        del trainer
+        other = trainc.Trainer(self.exe)  # may reuse freed memory
+        other.step({n: v[::-1].copy() for n, v in self.batch.items()})
+        np.testing.assert_array_equal(view, kept)
+        with self.assertRaises(ValueError):
+            view.flags.writeable = True
+
+    def test_a_trainer_no_one_refers_to_is_freed_at_once(self):
+        import weakref
+        trainer = trainc.Trainer(self.exe)
+        trainer.step(self.batch)
+        ref = weakref.ref(trainer)
+        del trainer
+        self.assertIsNone(ref())  # no gc.collect(): no reference cycle
+
+    def test_threads_sharing_a_trainer_take_turns(self):
+        import threading
+        trainer = trainc.Trainer(self.exe)
+        steps, errors = [], []
+
+        def work():
+            try:
+                for _ in range(10):
+                    steps.append(trainer.step(self.batch))
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errors.append(e)
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(sorted(m['step'] for m in steps), list(range(1, 21)))
+        self.assertTrue(all(np.isfinite(m['loss']) for m in steps))
+        for name, value in trainer.state_dict().items():
+            self.assertTrue(np.isfinite(value).all(), name)
+
+    def test_a_restore_that_skips_a_damaged_checkpoint_warns(self):
+        trainer = trainc.Trainer(self.exe)
+        run = os.path.join(self.dir, 'run')
+        trainer.step(self.batch)
+        trainer.save(run)
+        trainer.step(self.batch)
+        trainer.save(run)
+        newest = sorted(d for d in os.listdir(run) if d.startswith('step-'))[-1]
+        shard = next(f for f in os.listdir(os.path.join(run, newest))
+                     if f.endswith('.safetensors'))
+        path = os.path.join(run, newest, shard)
+        os.truncate(path, os.path.getsize(path) // 2)
+        other = trainc.Trainer(self.exe)
+        with self.assertWarns(RuntimeWarning):
+            note = other.restore(run)
+        self.assertEqual(other.step_count, 1)
+        self.assertIn(newest, note)
+        self.assertIn('truncated', note)
+
+    def test_a_shard_whose_offsets_wrap_around_is_refused(self):
+        trainer = trainc.Trainer(self.exe)
+        trainer.step(self.batch)
+        run = os.path.join(self.dir, 'run')
+        trainer.save(run)
+        step = next(d for d in os.listdir(run) if d.startswith('step-'))
+        shard = next(f for f in os.listdir(os.path.join(run, step))
+                     if f.endswith('.safetensors'))
+        path = os.path.join(run, step, shard)
+        with open(path, 'rb') as f:
+            raw = f.read()
+        size = int.from_bytes(raw[:8], 'little')
+        header = json.loads(raw[8:8 + size])
+        tensors = {n: t['data_offsets'] for n, t in header.items()
+                   if n != '__metadata__'}
+        name = max(tensors, key=lambda n: tensors[n][1] - tensors[n][0])
+        length = tensors[name][1] - tensors[name][0]
+        room = size + 64  # the longer numbers fit in a padded header
+        # data start + begin wraps past 2^64 to `length` bytes before the
+        # file's first byte, so start + end wraps to 0: inside the file.
+        start = 2 ** 64 - (8 + room) - length
+        header[name]['data_offsets'] = [start, start + length]
+        text = json.dumps(header, separators=(',', ':')).encode()
+        text += b' ' * (room - len(text))
+        with open(path, 'wb') as f:
+            f.write(room.to_bytes(8, 'little') + text + raw[8 + size:])
+        with self.assertRaises(trainc.TraincError) as caught:
+            trainc.Trainer(self.exe).restore(run)
+        self.assertIn(f"tensor '{name}' ends at byte", str(caught.exception))
+
+    def test_paths_that_are_no_paths_are_refused(self):
+        trainer = trainc.Trainer(self.exe)
+        with self.assertRaises(trainc.TraincError) as caught:
+            trainer.save(os.path.join(self.dir, 'a\0b'))
+        self.assertIn('NUL', str(caught.exception))
+        before = set(os.listdir(tempfile.gettempdir()))
+        with self.assertRaises(trainc.TraincError):
+            trainc.compile(None)
+        self.assertEqual(set(os.listdir(tempfile.gettempdir())), before)
+
+
 class Compiling(unittest.TestCase):
     def test_refused_option_raises_trainc_s_message(self):
         with self.assertRaises(trainc.CompileError) as caught:

@@ -27,6 +27,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -162,6 +163,7 @@ def compile(model: PathLike, output: Optional[PathLike] = None, *,
     keeps the .tcx there; by default it lives in a temporary directory
     until the executable is closed. Raises CompileError with trainc's
     message when the model or an option is refused."""
+    model = _checked_path(model, 'model')
     temporary = None
     if output is None:
         temporary = tempfile.mkdtemp(prefix='trainc-')
@@ -170,7 +172,7 @@ def compile(model: PathLike, output: Optional[PathLike] = None, *,
     if not output.endswith('.tcx'):
         raise TraincError(f"output '{output}' must end in .tcx",
                           'invalid argument')
-    command = [tool_path('trainc'), os.fspath(model), '-o', output]
+    command = [tool_path('trainc'), model, '-o', output]
     if train:
         command.append('--train')
     command += _flags(options)
@@ -212,6 +214,47 @@ def _as_input(name: str, value: Any, dtype: np.dtype, shape: tuple) -> np.ndarra
     return np.ascontiguousarray(array)
 
 
+def _checked_path(path: PathLike, what: str) -> str:
+    """`path` as a string for the runtime or trainc; TraincError for a
+    value that is no path or one with a NUL (which C would cut short)."""
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        raise TraincError(f'{what} must be a path (str or os.PathLike), not '
+                          f'{type(path).__name__}', 'invalid argument') from None
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if '\0' in text:
+        raise TraincError(f'{what} {text!r} contains a NUL character',
+                          'invalid argument')
+    return text
+
+
+class _Native:
+    """A Trainer's C API trainers (the step's and evaluate's), released
+    when nothing refers to them: the Trainer until close(), and each view
+    of their memory that output(copy=False) handed out."""
+
+    def __init__(self, handle: ctypes.c_void_p):
+        self.handle = handle
+        self.session = _capi.lib().trainc_trainer_session(handle)
+        self.eval: Optional[ctypes.c_void_p] = None
+
+    def set_eval(self, handle: Optional[ctypes.c_void_p]) -> None:
+        if self.eval:
+            _capi.lib().trainc_trainer_release(self.eval)
+        self.eval = handle
+
+    def __del__(self):
+        try:
+            api = _capi.lib()
+            for handle in (self.handle, self.eval):
+                if handle:
+                    api.trainc_trainer_release(handle)
+        except Exception:
+            pass
+
+
 def _create_trainer(executable: Executable,
                     device: str = 'cpu') -> ctypes.c_void_p:
     """A C API trainer of `executable` on `device` without data files
@@ -235,7 +278,10 @@ class Trainer:
     `evaluate(batch)` runs the forward executable with them,
     `state_dict()` reads the parameters, `load_state_dict()` sets them,
     `save(dir)` / `restore(dir)` checkpoint the whole run (parameters,
-    optimizer state, step: a restored trainer continues bitwise)."""
+    optimizer state, step: a restored trainer continues bitwise).
+
+    A Trainer may be shared between threads: its calls run one at a time.
+    After `close()` every call raises TraincError."""
 
     def __init__(self, executable: Executable,
                  eval_executable: Optional[Executable] = None,
@@ -249,19 +295,31 @@ class Trainer:
         self.executable = executable
         self.eval_executable = eval_executable
         self._device = device
-        self._handle = _create_trainer(executable, device)
-        self._session = _capi.lib().trainc_trainer_session(self._handle)
-        self._eval = None
+        self._lock = threading.RLock()
+        self._native: Optional[_Native] = _Native(
+            _create_trainer(executable, device))
         if eval_executable is not None:
             self.set_eval_executable(eval_executable)
-        self._last: Dict[str, Any] = {}
+        # The step callback's metrics go here; the callback refers to this
+        # dict, not to the Trainer, so that a Trainer no one refers to is
+        # freed at once (no reference cycle through the callback).
+        last: Dict[str, Any] = {}
+        self._last = last
 
         def on_step(metrics, _user):
             m = metrics.contents
-            self._last = {name: getattr(m, name)
-                          for name, _ in _capi.StepMetrics._fields_}
+            last.clear()
+            last.update((name, getattr(m, name))
+                        for name, _ in _capi.StepMetrics._fields_)
             return 0
         self._callback = _capi.STEP_CALLBACK(on_step)
+
+    def _live(self) -> _Native:
+        """The native trainers; TraincError once the Trainer is closed."""
+        native = self._native
+        if native is None:
+            raise TraincError('the Trainer is closed', 'failed precondition')
+        return native
 
     def _set_inputs(self, executable: Executable, session,
                     batch: Mapping[str, Any]) -> None:
@@ -284,72 +342,89 @@ class Trainer:
         name); returns the step's metrics: step, loss, grad_norm,
         learning_rate, skipped (the step's loss or gradients were not
         finite, so nothing was updated), loss_scale, step_seconds, ..."""
-        self._set_inputs(self.executable, self._session, batch)
-        _capi.check(_capi.lib().trainc_trainer_run(self._handle, 1, 0,
-                                                   self._callback, None))
-        metrics = dict(self._last)
+        with self._lock:
+            native = self._live()
+            self._set_inputs(self.executable, native.session, batch)
+            _capi.check(_capi.lib().trainc_trainer_run(
+                native.handle, 1, 0, self._callback, None))
+            metrics = dict(self._last)
         for flag in ('evaluated', 'has_loss', 'skipped', 'spike', 'verified'):
             metrics[flag] = bool(metrics[flag])
+        if isinstance(metrics.get('verify_worst'), bytes):
+            metrics['verify_worst'] = metrics['verify_worst'].decode(
+                errors='replace')
         return metrics
 
     def set_eval_executable(self, eval_executable: Executable) -> None:
         """The forward executable `evaluate` runs (`compile(model)`)."""
-        if self._eval:
-            _capi.lib().trainc_trainer_release(self._eval)
-        # A trainer without data runs a forward executable as it is.
-        self._eval = _create_trainer(eval_executable, self._device)
-        self.eval_executable = eval_executable
+        with self._lock:
+            native = self._live()
+            # A trainer without data runs a forward executable as it is.
+            native.set_eval(_create_trainer(eval_executable, self._device))
+            self.eval_executable = eval_executable
 
     def evaluate(self, batch: Mapping[str, Any]) -> float:
         """The loss of the forward executable (`eval_executable`) on
         `batch` with the current parameters; nothing is updated."""
-        if self._eval is None:
-            raise TraincError(
-                'evaluate needs the forward executable of the same model: '
-                'Trainer(step, eval_executable=trainc.compile(model))',
-                'failed precondition')
-        api = _capi.lib()
-        with tempfile.TemporaryDirectory(prefix='trainc-') as tmp:
-            path = os.path.join(tmp, 'weights.safetensors').encode()
-            _capi.check(api.trainc_trainer_save_safetensors(self._handle, path))
-            _capi.check(api.trainc_trainer_load_safetensors(self._eval, path))
-        self._set_inputs(self.eval_executable,
-                         api.trainc_trainer_session(self._eval), batch)
-        _capi.check(api.trainc_trainer_run(self._eval, 1, 0, self._callback,
-                                           None))
-        if not self._last['has_loss']:
-            raise TraincError(f'{self.eval_executable.path} has no loss '
-                              'output', 'invalid argument')
-        return self._last['loss']
+        with self._lock:
+            native = self._live()
+            if native.eval is None:
+                raise TraincError(
+                    'evaluate needs the forward executable of the same '
+                    'model: Trainer(step, eval_executable=trainc.compile('
+                    'model))', 'failed precondition')
+            api = _capi.lib()
+            with tempfile.TemporaryDirectory(prefix='trainc-') as tmp:
+                path = os.path.join(tmp, 'weights.safetensors').encode()
+                _capi.check(api.trainc_trainer_save_safetensors(native.handle,
+                                                                path))
+                _capi.check(api.trainc_trainer_load_safetensors(native.eval,
+                                                                path))
+            self._set_inputs(self.eval_executable,
+                             api.trainc_trainer_session(native.eval), batch)
+            _capi.check(api.trainc_trainer_run(native.eval, 1, 0,
+                                               self._callback, None))
+            if not self._last['has_loss']:
+                raise TraincError(f'{self.eval_executable.path} has no loss '
+                                  'output', 'invalid argument')
+            return self._last['loss']
 
     def output(self, name: str, copy: bool = True) -> np.ndarray:
         """Output `name` of the last step. With copy=False, a read-only view
-        of the runtime's memory (no copy), valid until the next step."""
+        of the runtime's memory (no copy): the next step overwrites it, and
+        it keeps that memory alive after close() until the view is gone."""
         if name not in self.executable.outputs:
             raise TraincError(f"no output '{name}' (outputs: "
                               f"{sorted(self.executable.outputs)})",
                               'not found')
         dtype, shape, index = self.executable.outputs[name]
-        data = ctypes.c_void_p()
-        size = ctypes.c_size_t()
-        _capi.check(_capi.lib().trainc_session_output(
-            self._session, index, ctypes.byref(data), ctypes.byref(size)))
-        buffer = (ctypes.c_char * size.value).from_address(data.value)
-        view = np.frombuffer(buffer, dtype=dtype).reshape(shape)
-        view.flags.writeable = False
-        return view.copy() if copy else view
+        with self._lock:
+            native = self._live()
+            data = ctypes.c_void_p()
+            size = ctypes.c_size_t()
+            _capi.check(_capi.lib().trainc_session_output(
+                native.session, index, ctypes.byref(data), ctypes.byref(size)))
+            buffer = (ctypes.c_char * size.value).from_address(data.value)
+            if copy:
+                return np.frombuffer(buffer, dtype=dtype).reshape(shape).copy()
+            # The view's base chain holds the buffer, which holds the native
+            # trainers; read-only memory, so no view can be made writable.
+            buffer._trainc_native = native
+            view = np.frombuffer(memoryview(buffer).toreadonly(), dtype=dtype)
+            return view.reshape(shape)
 
     @property
     def step_count(self) -> int:
         """Steps done so far (restored runs included)."""
-        return _capi.lib().trainc_trainer_step_count(self._handle)
+        with self._lock:
+            return _capi.lib().trainc_trainer_step_count(self._live().handle)
 
     def state_dict(self) -> Dict[str, np.ndarray]:
         """The parameters by their model names, as NumPy arrays (copies)."""
-        with tempfile.TemporaryDirectory(prefix='trainc-') as tmp:
+        with self._lock, tempfile.TemporaryDirectory(prefix='trainc-') as tmp:
             path = os.path.join(tmp, 'weights.safetensors')
             _capi.check(_capi.lib().trainc_trainer_save_safetensors(
-                self._handle, path.encode()))
+                self._live().handle, path.encode()))
             return _read_safetensors(path)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -361,37 +436,54 @@ class Trainer:
             raise TraincError('this libtrainc predates C API version 6 '
                               '(trainc_trainer_load_safetensors)',
                               'unimplemented')
-        with tempfile.TemporaryDirectory(prefix='trainc-') as tmp:
+        with self._lock, tempfile.TemporaryDirectory(prefix='trainc-') as tmp:
+            native = self._live()
             path = os.path.join(tmp, 'weights.safetensors')
             _write_safetensors(path, state)
-            _capi.check(api.trainc_trainer_load_safetensors(
-                self._handle, path.encode()))
+            try:
+                _capi.check(api.trainc_trainer_load_safetensors(
+                    native.handle, path.encode()))
+            except TraincError as e:
+                # The file is ours: name the argument instead.
+                raise TraincError(str(e).replace(path, 'the state dict'),
+                                  e.code) from None
 
     def save(self, directory: PathLike) -> None:
         """Checkpoints the run into `directory` (atomic; see the C API's
         trainc_trainer_save)."""
-        _capi.check(_capi.lib().trainc_trainer_save(
-            self._handle, os.fspath(directory).encode()))
+        directory = _checked_path(directory, 'directory')
+        with self._lock:
+            _capi.check(_capi.lib().trainc_trainer_save(
+                self._live().handle, directory.encode()))
 
-    def restore(self, directory: PathLike) -> None:
-        """Continues the run saved in `directory` (its newest checkpoint
-        that verifies)."""
-        _capi.check(_capi.lib().trainc_trainer_restore(
-            self._handle, os.fspath(directory).encode()))
+    def restore(self, directory: PathLike) -> str:
+        """Continues the run saved in `directory` from its newest checkpoint
+        that verifies. Returns what was restored: the checkpoint's name,
+        then one line per newer checkpoint that was skipped and why (a
+        damaged one); a skipped checkpoint also raises a RuntimeWarning,
+        since the steps after the restored one are lost."""
+        directory = _checked_path(directory, 'directory')
+        with self._lock:
+            native = self._live()
+            api = _capi.lib()
+            _capi.check(api.trainc_trainer_restore(native.handle,
+                                                   directory.encode()))
+            note = api.trainc_trainer_restore_note(native.handle)
+        note = note.decode(errors='replace') if note else ''
+        if '\n' in note.strip():
+            import warnings
+            warnings.warn(f'restored {directory} from an older checkpoint: '
+                          f'{note.strip()}', RuntimeWarning, stacklevel=2)
+        return note.strip()
 
     def close(self) -> None:
-        for attr in ('_handle', '_eval'):
-            handle = getattr(self, attr, None)
-            if handle:
-                _capi.lib().trainc_trainer_release(handle)
-                setattr(self, attr, None)
+        """Releases the runtime's memory (once no output view of it is
+        alive); every later call raises TraincError."""
+        with self._lock:
+            self._native = None
 
     def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
+        self._native = None
 
 # safetensors without the safetensors package: the runtime writes and reads
 # the format (8-byte header size, JSON header, data).

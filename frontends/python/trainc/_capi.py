@@ -170,6 +170,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         'trainc_trainer_restore': (status, [P, ctypes.c_char_p]),
         'trainc_trainer_step_count': (ctypes.c_int64, [P]),
         'trainc_trainer_session': (P, [P]),
+        'trainc_trainer_restore_note': (ctypes.c_char_p, [P]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)

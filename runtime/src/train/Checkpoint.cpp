@@ -25,6 +25,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -185,11 +186,17 @@ public:
     auto offsets = f.header[name].at("data_offsets");
     uint64_t begin = offsets.at(0).get<uint64_t>(),
              end = offsets.at(1).get<uint64_t>();
-    if (end < begin || end - begin != bytes ||
-        f.dataStart + end > f.bytes.size())
+    if (end < begin || end - begin != bytes)
       return damaged("tensor '" + name + "' has " +
                      std::to_string(end - begin) + " bytes in " + file +
                      ", the manifest says " + std::to_string(bytes));
+    // dataStart <= size (the header fits); compared so that nothing wraps.
+    if (end > f.bytes.size() - f.dataStart)
+      return damaged("tensor '" + name + "' ends at byte " +
+                     std::to_string(end) + " of the data of " + file +
+                     ", which has " +
+                     std::to_string(f.bytes.size() - f.dataStart) +
+                     " (the file is truncated or its header damaged)");
     out = f.bytes.data() + f.dataStart + begin;
     if (hex64(XXH3_64bits(out, bytes)) != xxh3)
       return damaged("tensor '" + name + "' does not match its checksum in " +
@@ -451,6 +458,57 @@ uint64_t modelHash(const Executable &exe) {
   uint64_t hash = XXH3_64bits_digest(state);
   XXH3_freeState(state);
   return hash;
+}
+
+/// What differs between a checkpoint's tensors and `exe`'s persistent
+/// ones, whose hashes differ: tensors one side lacks or holds in another
+/// dtype or shape (a few named), and whether every parameter of `exe`
+/// matches (then it is the optimizer state that differs), else the
+/// parameters' initial values.
+std::string
+modelDifference(const std::vector<CheckpointSnapshot::Tensor> &saved,
+                const Executable &exe) {
+  std::map<std::string, std::string> inFile, inExe;
+  std::set<std::string> parameters;
+  for (const CheckpointSnapshot::Tensor &t : saved)
+    inFile[t.name] = std::string(dtypeName(t.dtype)) + shapeString(t.shape);
+  for (const TensorInfo &t : exe.tensors())
+    if (isPersistent(t)) {
+      inExe[t.name] =
+          std::string(dtypeName(t.dtype)) + shapeString(t.globalShape);
+      if (t.role == TensorRole::Parameter)
+        parameters.insert(t.name);
+    }
+  std::vector<std::string> differ;
+  bool parametersMatch = true;
+  for (const auto &[name, type] : inFile) {
+    auto it = inExe.find(name);
+    if (it == inExe.end())
+      differ.push_back("'" + name + "' only in the checkpoint");
+    else if (it->second != type)
+      differ.push_back("'" + name + "' " + type + " in the checkpoint, " +
+                       it->second + " here");
+    parametersMatch &= !parameters.count(name) || it->second == type;
+  }
+  for (const auto &[name, type] : inExe)
+    if (!inFile.count(name)) {
+      differ.push_back("'" + name + "' only in " + exe.origin());
+      parametersMatch &= !parameters.count(name);
+    }
+  if (differ.empty())
+    return "the same tensors, but initial values other than " + exe.origin() +
+           "'s (another model, or other initial weights)";
+  std::string list;
+  for (size_t i = 0; i < differ.size() && i < 3; ++i)
+    list += (i ? ", " : "") + differ[i];
+  if (differ.size() > 3)
+    list += " and " + std::to_string(differ.size() - 3) + " more";
+  if (parametersMatch)
+    return "every parameter of " + exe.origin() +
+           " is in it, but the optimizer state differs (another optimizer, "
+           "precision or loss scaling): " +
+           list;
+  return "its tensors differ from " + exe.origin() + "'s: " + list;
 }
 
 } // namespace
@@ -801,8 +859,8 @@ Status restoreCheckpoint(const std::string &dir, Trainer &trainer,
   if (loaded.modelHash != modelHash(trainer.session().executable()))
     return invalidArgument(
         where + " was written by a different model (" + loaded.executable +
-        "): its parameters' names, shapes or initial values differ from " +
-        trainer.session().executable().origin() + "'s");
+        "): " +
+        modelDifference(loaded.tensors, trainer.session().executable()));
   RunState current = trainer.state();
   if (data && loaded.state.seed != current.seed)
     return invalidArgument(

@@ -222,11 +222,13 @@ Status Trainer::prepareEval() {
       const TensorInfo &q = train.tensors()[id];
       if (q.name != p.name)
         continue;
-      if (q.dtype != p.dtype || q.shape != p.shape)
+      // The whole parameter: a split one (ZeRO-3, tensor parallelism) is
+      // gathered for each evaluation.
+      if (q.dtype != p.dtype || q.globalShape != p.shape)
         return invalidArgument("parameter '" + p.name + "' is " +
                                dtypeName(p.dtype) + shapeString(p.shape) +
                                " in " + eval.origin() + " but " +
-                               dtypeName(q.dtype) + shapeString(q.shape) +
+                               dtypeName(q.dtype) + shapeString(q.globalShape) +
                                " in " + train.origin());
       evalParams_.push_back({i, id});
       found = true;
@@ -245,12 +247,21 @@ Status Trainer::prepareEval() {
       evalTokensIndex_ = i;
     else if (t.name == train.tensors()[train.inputs()[targetsIndex_]].name)
       evalTargetsIndex_ = i;
-    if (t.shape != tt.shape || t.dtype != tt.dtype)
-      return invalidArgument("input '" + t.name + "' of " + eval.origin() +
-                             " is " + dtypeName(t.dtype) +
-                             shapeString(t.shape) +
-                             " but the training batches are " +
-                             dtypeName(tt.dtype) + shapeString(tt.shape));
+    // The training batch, or a divisor of it with the same sequence (the
+    // forward of a --grad-accum K step's micro-batch): it then takes a
+    // held-out batch in pieces.
+    bool pieces = t.shape.size() == 2 && tt.shape.size() == 2 &&
+                  t.shape[1] == tt.shape[1] && t.shape[0] > 0 &&
+                  tt.shape[0] % t.shape[0] == 0;
+    if (!pieces || t.dtype != tt.dtype)
+      return invalidArgument(
+          "input '" + t.name + "' of " + eval.origin() + " is " +
+          dtypeName(t.dtype) + shapeString(t.shape) +
+          " but the training batches are " + dtypeName(tt.dtype) +
+          shapeString(tt.shape) +
+          " (an evaluation batch must be the training batch or a divisor "
+          "of it, of the same sequence length)");
+    evalPieces_ = tt.shape[0] / t.shape[0];
   }
   if (eval.inputs().size() != 2 || evalTokensIndex_ == eval.inputs().size() ||
       evalTargetsIndex_ == eval.inputs().size())
@@ -276,9 +287,14 @@ Status Trainer::create(std::shared_ptr<const Executable> step,
   trainer->lossScaleOutput_ = exe.signature().lossScale;
   if (data) {
     if (!exe.isTrainingStep())
-      return invalidArgument(exe.origin() +
-                             " is not a training step (it updates no "
-                             "parameters): compile it with trainc --train");
+      return invalidArgument(
+          exe.signature().gradients.empty()
+              ? exe.origin() + " is not a training step (it updates no "
+                               "parameters): compile it with trainc --train"
+              : exe.origin() + " computes gradients but updates no "
+                               "parameters (trainc --train --optimizer none): "
+                               "run it with --input, or compile it with an "
+                               "optimizer to train on data");
     TRAINC_RETURN_IF_ERROR(trainer->findDataInputs(options));
     int64_t vocab = vocabularyOf(exe);
     if (vocab > 0)
@@ -518,24 +534,30 @@ Status Trainer::evaluate(double &loss) {
         evalSession_->setPersistent(evalId, whole.data(), whole.size()));
   }
   int64_t batches = evalBatchesPerEvaluation();
+  // A held-out batch in evalPieces_ pieces of the evaluation's batch.
   size_t bytes = size_t(batch_ * seq_) * (int64Ids_ ? 8 : 4);
+  size_t piece = bytes / size_t(evalPieces_);
   double sum = 0;
   for (int64_t b = 0; b < batches; ++b) {
     sampler_->evalBatch(b, tokenBuffer_.data(), targetBuffer_.data(),
                         int64Ids_);
-    TRAINC_RETURN_IF_ERROR(
-        evalSession_->setInput(evalTokensIndex_, tokenBuffer_.data(), bytes));
-    TRAINC_RETURN_IF_ERROR(
-        evalSession_->setInput(evalTargetsIndex_, targetBuffer_.data(), bytes));
-    TRAINC_RETURN_IF_ERROR(evalSession_->run());
-    double batchLoss = kNoValue;
-    TRAINC_RETURN_IF_ERROR(
-        readScalar(*evalSession_, evalLossOutput_, batchLoss));
-    sum += batchLoss;
+    auto *tokens = reinterpret_cast<const char *>(tokenBuffer_.data());
+    auto *targets = reinterpret_cast<const char *>(targetBuffer_.data());
+    for (int64_t k = 0; k < evalPieces_; ++k) {
+      TRAINC_RETURN_IF_ERROR(
+          evalSession_->setInput(evalTokensIndex_, tokens + k * piece, piece));
+      TRAINC_RETURN_IF_ERROR(evalSession_->setInput(
+          evalTargetsIndex_, targets + k * piece, piece));
+      TRAINC_RETURN_IF_ERROR(evalSession_->run());
+      double pieceLoss = kNoValue;
+      TRAINC_RETURN_IF_ERROR(
+          readScalar(*evalSession_, evalLossOutput_, pieceLoss));
+      sum += pieceLoss;
+    }
   }
-  // Every batch has batch x sequence targets: the mean of batch means is
-  // the mean over all held-out tokens.
-  loss = sum / double(batches);
+  // Every piece has the same number of targets: the mean of their means
+  // is the mean over all held-out tokens.
+  loss = sum / double(batches * evalPieces_);
   return okStatus();
 }
 

@@ -180,6 +180,10 @@ private:
   /// Inputs fed by the sampler, in the training and eval executables.
   size_t tokensIndex_ = 0, targetsIndex_ = 0;
   size_t evalTokensIndex_ = 0, evalTargetsIndex_ = 0;
+  /// Pieces of a training batch the evaluation executable takes at a time
+  /// (its batch a divisor of the training batch: a --grad-accum K step
+  /// takes K of the forward's batches).
+  int64_t evalPieces_ = 1;
   bool int64Ids_ = true;
   std::vector<int64_t> tokenBuffer_, targetBuffer_;
   /// Output indices of loss, grad_norm, lr (-1: none).
