@@ -128,6 +128,17 @@ def main():
                       all(planned == formula for _, planned, formula in shares),
                       f'{name}: planned training state equals (P - Pt + Pt/T) x (4, 4, 8) '
                       f'with Pt = {m.group(1) if m else None} split parameters: {shares}')
+            if name == 'data 2 x tensor 2, ZeRO-3':
+                # --check-writes while collectives are in flight: waiting
+                # for one (collective_done) lets MPI advance the others,
+                # into their own pending buffers, which is not a stray
+                # write of the waiting instruction.
+                checked, result = train(args, launcher(ranks), exe, data,
+                                        os.path.join(work, f'run{i}_checked'), 2,
+                                        ['--check-writes'])
+                check(checked is not None and checked[0][:1] == got[0][:1],
+                      f'{name}: --check-writes finds no stray write in 2 steps, '
+                      f'the first loss unchanged ({result.stderr.strip()[-300:]})')
             if name == 'tensor 2':
                 check(activations(report) < activations(one_report),
                       f'{name}: planned activations per rank below one rank\'s '
@@ -136,6 +147,36 @@ def main():
                 check('mesh: data=1, tensor=2' in r.stdout
                       and 'all_reduce_start' in r.stdout and 'shard_slice' in r.stdout,
                       f'{name}: --inspect shows the tensor axis and its collectives')
+
+        # Held-out evaluation with split parameters: the forward executable
+        # (whole parameters, one rank's program) gets each split one
+        # gathered; tensor 2 evaluates as one rank does, and ZeRO-3 on a 2 x
+        # 2 mesh runs it too.
+        fwd = os.path.join(work, 'fwd.tcx')
+        subprocess.run([args.trainc, os.path.join(args.data_dir, 'tied_erf',
+                                                  'model_train_opset17.onnx'),
+                        '-o', fwd], check=True)
+        evaluate = ['--eval-executable', fwd, '--eval-every', '4']
+
+        def held_out(result):
+            m = re.search(r'held-out loss ([0-9.]+)', result.stdout)
+            return float(m.group(1)) if m else None
+        _, one_eval = train(args, one_rank, one, data, os.path.join(work, 'eval_one'),
+                            4, evaluate)
+        for name, ranks, flags in (
+                ('tensor 2', 2, ['--mesh', 'tensor=2', '--tensor-parallel']),
+                ('data 2 x tensor 2, ZeRO-3', 4,
+                 ['--mesh', 'data=2,tensor=2', '--tensor-parallel', '--data-parallel',
+                  '--zero', '3'])):
+            exe, _ = compile('eval_' + str(ranks), *flags)
+            run, result = train(args, launcher(ranks), exe, data,
+                                os.path.join(work, f'eval_{ranks}'), 4, evaluate)
+            got, want = held_out(result), held_out(one_eval)
+            close = (got is not None and want is not None and
+                     (ranks == 4 or abs(got - want) <= 1e-4 * want))
+            check(run is not None and close,
+                  f'{name}: held-out loss {got} with the whole parameters gathered '
+                  f'(one rank: {want})')
 
         # Split weights in checkpoints: tensor 2 saves parts (a row-parallel
         # weight along dimension 1), tensor 4 resumes from them.

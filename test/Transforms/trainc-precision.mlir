@@ -7,6 +7,15 @@
 // RUN: trainc-opt %s "--trainc-precision=precision=tf32 keep-f32=dot_general" | FileCheck %s --check-prefix=TF32KEEP
 // RUN: trainc-opt %s --trainc-precision=precision=tf32 | trainc-opt --trainc-precision=precision=bf16 | FileCheck %s --check-prefix=TF32BF16
 // RUN: not trainc-opt %s --trainc-precision=precision=f8 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not trainc-opt %s "--trainc-precision=precision=bf16 keep-f32=/mlp/*,/mpl/*" 2>&1 | FileCheck %s --check-prefix=UNUSEDNAME
+// RUN: not trainc-opt %s "--trainc-precision=precision=bf16 keep-f32=attention" 2>&1 | FileCheck %s --check-prefix=UNUSEDOP
+// RUN: not trainc-opt %s "--trainc-precision=precision=tf32 keep-f32=/mlp/*" 2>&1 | FileCheck %s --check-prefix=UNUSEDTF32
+
+// A keep-f32 entry that keeps nothing (a typo, an op the model lacks, a
+// name tf32 would not round: it rounds only matmuls) is an error.
+// UNUSEDNAME: error: precision: keep-f32 entry '/mpl/*' matches no node name of the model that bf16 would narrow
+// UNUSEDOP: error: precision: keep-f32 entry 'attention' matches no op of the model that bf16 would narrow
+// UNUSEDTF32: error: precision: keep-f32 entry '/mlp/*' matches no node name of the model that tf32 would narrow
 
 // x -> layer_norm -> linear (w, b) -> gelu -> residual add -> cross-entropy.
 

@@ -454,6 +454,17 @@ int runCompilerCli(int argc, char **argv) {
         return fail("--" + o->ArgStr.str() +
                     " applies to a training step; add --train (or drop it)");
   }
+  // Another optimizer's options would be ignored too.
+  for (auto [o, owner] :
+       std::initializer_list<std::pair<const cl::Option *, llvm::StringRef>>{
+           {&beta1, "adamw"},
+           {&beta2, "adamw"},
+           {&eps, "adamw"},
+           {&momentum, "sgd"},
+           {&nesterov, "sgd"}})
+    if (options.train && o->getNumOccurrences() && opt.optimizer != owner)
+      return fail("--" + o->ArgStr.str() + " applies to --optimizer " +
+                  owner.str() + ", not " + opt.optimizer);
   bool writeExecutableFile = llvm::StringRef(outputFile).ends_with(".tcx");
   if (writeExecutableFile && compileTo.getNumOccurrences())
     return fail("--compile-to=" + compileTo +

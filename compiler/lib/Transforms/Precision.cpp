@@ -76,13 +76,27 @@ struct PrecisionPass : public trainc::impl::PrecisionBase<PrecisionPass> {
       return signalPassFailure();
     if (precision == "f32")
       return;
-    if (precision == "tf32")
-      return markTf32(fn);
-    OpBuilder b(&getContext());
-    Type low = precision == "bf16" ? Type(b.getBF16Type()) : b.getF16Type();
-    autocast(fn, low);
-    if (precision == "fp16" && lossScaling)
-      addLossScale(fn);
+    if (precision == "tf32") {
+      markTf32(fn);
+    } else {
+      OpBuilder b(&getContext());
+      Type low = precision == "bf16" ? Type(b.getBF16Type()) : b.getF16Type();
+      autocast(fn, low);
+      if (precision == "fp16" && lossScaling)
+        addLossScale(fn);
+    }
+    // An entry that kept nothing is a typo or a name the model lacks: say
+    // so rather than train in a precision the user did not ask for.
+    for (const KeepEntry &entry : keepEntries)
+      if (!entry.used) {
+        fn.emitError("precision: keep-f32 entry '")
+            << entry.text << "' matches no "
+            << (entry.glob ? "node name" : "op") << " of the model that "
+            << precision
+            << " would narrow (node names are the ONNX nodes' or the JAX "
+               "ops' names; op kinds are graph ops, e.g. dot_general)";
+        return signalPassFailure();
+      }
   }
 
   LogicalResult parseKeepF32(func::FuncOp fn) {
@@ -91,9 +105,11 @@ struct PrecisionPass : public trainc::impl::PrecisionBase<PrecisionPass> {
     for (StringRef entry : entries) {
       StringRef name = entry;
       name.consume_front("graph.");
+      KeepEntry kept{entry.str()};
       if (RegisteredOperationName::lookup(("graph." + name).str(),
                                           &getContext())) {
-        keptKinds.insert(("graph." + name).str());
+        kept.kind = ("graph." + name).str();
+        keepEntries.push_back(std::move(kept));
         continue;
       }
       llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(entry);
@@ -101,23 +117,29 @@ struct PrecisionPass : public trainc::impl::PrecisionBase<PrecisionPass> {
         return fn.emitError("precision: keep-f32 entry '")
                << entry << "' is neither a graph op nor a glob pattern: "
                << llvm::toString(glob.takeError());
-      keptGlobs.push_back(std::move(*glob));
+      kept.glob = std::move(*glob);
+      keepEntries.push_back(std::move(kept));
     }
     return success();
   }
 
+  /// Whether `op` stays f32; marks every entry that names it as used.
   bool kept(Operation *op) {
-    if (keptKinds.contains(op->getName().getStringRef()))
-      return true;
-    if (keptGlobs.empty())
+    if (keepEntries.empty())
       return false;
     SmallVector<StringRef> names;
     collectNames(op->getLoc(), names);
-    for (StringRef name : names)
-      for (const llvm::GlobPattern &glob : keptGlobs)
-        if (glob.match(name))
-          return true;
-    return false;
+    bool keep = false;
+    for (KeepEntry &entry : keepEntries) {
+      bool match = entry.glob ? llvm::any_of(names,
+                                             [&](StringRef name) {
+                                               return entry.glob->match(name);
+                                             })
+                              : entry.kind == op->getName().getStringRef();
+      entry.used |= match;
+      keep |= match;
+    }
+    return keep;
   }
 
   /// tf32: every f32 matmul not kept in f32 rounds its operands to TF32;
@@ -225,8 +247,15 @@ struct PrecisionPass : public trainc::impl::PrecisionBase<PrecisionPass> {
         fn.getLoc());
   }
 
-  llvm::StringSet<> keptKinds;
-  std::vector<llvm::GlobPattern> keptGlobs;
+  /// A --keep-f32 entry: a graph op kind or a glob over node names, and
+  /// whether it kept any op.
+  struct KeepEntry {
+    std::string text;
+    std::optional<std::string> kind;
+    std::optional<llvm::GlobPattern> glob;
+    bool used = false;
+  };
+  std::vector<KeepEntry> keepEntries;
 };
 
 } // namespace

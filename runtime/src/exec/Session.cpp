@@ -163,25 +163,36 @@ Status Session::setInput(size_t index, const void *data, size_t bytes) {
 }
 
 Status Session::checkedRun(size_t index, const KernelCall &call) {
-  const InstructionInfo &inst = executable_->instructions()[index];
-  // Hash every arena byte outside the results before and after the kernel.
+  const Executable &exe = *executable_;
+  const InstructionInfo &inst = exe.instructions()[index];
+  // The bytes the instruction may write: its results and, since waiting
+  // for one collective (collective_done) lets MPI advance the others, the
+  // pending buffers of every collective in flight (their *_start's
+  // results).
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> holes(arenas_.size());
+  auto mayWrite = [&](const InstructionInfo &writer) {
+    for (uint32_t id : writer.results) {
+      const TensorInfo &t = exe.tensors()[id];
+      holes[t.arena].push_back({t.offset, t.offset + t.size});
+    }
+  };
+  mayWrite(inst);
+  if (call.context && call.context->inFlight)
+    for (const CollectivesInFlight::Entry &e : call.context->inFlight->entries)
+      mayWrite(exe.instructions()[size_t(e.instruction)]);
+  for (auto &arena : holes)
+    std::sort(arena.begin(), arena.end());
+  // Hash every arena byte outside them before and after the kernel.
   auto hashOutside = [&] {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t a = 0; a < arenas_.size(); ++a) {
-      std::vector<std::pair<uint64_t, uint64_t>> holes;
-      for (uint32_t id : inst.results) {
-        const TensorInfo &t = executable_->tensors()[id];
-        if (t.arena == a)
-          holes.push_back({t.offset, t.offset + t.size});
-      }
-      std::sort(holes.begin(), holes.end());
       uint64_t pos = 0;
-      for (auto [begin, end] : holes) {
+      for (auto [begin, end] : holes[a]) {
         if (begin > pos)
           h = hashBytes(arenas_[a] + pos, begin - pos, h);
         pos = std::max(pos, end);
       }
-      uint64_t size = executable_->arenas()[a].size;
+      uint64_t size = exe.arenas()[a].size;
       if (size > pos)
         h = hashBytes(arenas_[a] + pos, size - pos, h);
     }
