@@ -5,8 +5,9 @@ norms' backward instructions (trainc-fuse-norm-grad's residual-grad,
 
 For GPTs written by tools/make_gpt.py (pre-norm blocks) in f32, bf16 and
 fp16, with `--recompute full` and with `--grad-accum 2`, and for Hugging
-Face GPT-2 (pre-norm) and BERT (post-norm: the residual's add comes before
-the norm, so less folds) from test/Models/hf, compiles the AdamW training
+Face GPT-2 (pre-norm) and BERT in f32 and bf16 (post-norm: the residual's
+add comes after the norm's gradient is used, so only copies fold) from
+test/Models/hf, compiles the AdamW training
 step with `--fuse-residual-grad` (the default) and
 `--fuse-residual-grad=false` and checks:
 
@@ -35,8 +36,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fused_elementwise_step import (live_bound, lowering_cases, run,  # noqa: E402
-                                    runs_with, step_test_main, verdict)
+from fused_elementwise_step import (hf_case, live_bound, lowering_cases,  # noqa: E402
+                                    run, runs_with, step_test_main, verdict)
 
 
 def inspect(args, exe):
@@ -77,6 +78,11 @@ def check(args, name, model, inputs, extra, work):
                    f'most live activations {plain_live} -> {live} bytes')
 
 
+def cases(args, work):
+    """The lowering cases and BERT in bf16, where only 16-bit copies fold."""
+    return lowering_cases(args, work) + [hf_case(args.hf_dir, 'bert', 'dynamo', 'bf16')]
+
+
 if __name__ == '__main__':
     sys.exit(step_test_main('fuse_residual_grad_step', __doc__.splitlines()[0], check,
-                           lowering_cases))
+                           cases))

@@ -181,3 +181,18 @@ func.func @stays_unfolded(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %g: tensor<4x8
   %copy = graph.convert %marked {recompute} : (tensor<4x8xf32>) -> tensor<4x8xbf16>
   return %sum, %ds, %marked, %dt, %copy : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xbf16>
 }
+
+// -----
+
+// An op that has its copy already (the pass run again, or hand-written)
+// takes no add: its copy is of the unsummed gradient.
+// CHECK-LABEL: func.func @copy_first
+// CHECK: graph.norm_grad_params {{.*}} centered = true {narrowed_type = bf16} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) ->
+// CHECK-NEXT: graph.add
+func.func @copy_first(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %g: tensor<4x8xf32>, %r: tensor<4x8xf32>)
+    -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xbf16>) {
+  %dx, %ds, %copy = graph.norm_grad_params %x scale %s, %g, axis = 1, epsilon = 1.0e-05, centered = true {narrowed_type = bf16}
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xbf16>)
+  %sum = graph.add %r, %dx : tensor<4x8xf32>
+  return %sum, %ds, %copy : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xbf16>
+}

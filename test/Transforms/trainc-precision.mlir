@@ -13,9 +13,9 @@
 
 // A keep-f32 entry that keeps nothing (a typo, an op the model lacks, a
 // name tf32 would not round: it rounds only matmuls) is an error.
-// UNUSEDNAME: error: precision: keep-f32 entry '/mpl/*' matches no node name of the model that bf16 would narrow
-// UNUSEDOP: error: precision: keep-f32 entry 'attention' matches no op of the model that bf16 would narrow
-// UNUSEDTF32: error: precision: keep-f32 entry '/mlp/*' matches no node name of the model that tf32 would narrow
+// UNUSEDNAME: error: precision: keep-f32 entry '/mpl/*' matches no node name of the model (node names
+// UNUSEDOP: error: precision: keep-f32 entry 'attention' matches no op of the model (node names
+// UNUSEDTF32: error: precision: keep-f32 entry '/mlp/*' matches no node name of the model's matmuls (tf32 rounds only matmuls)
 
 // x -> layer_norm -> linear (w, b) -> gelu -> residual add -> cross-entropy.
 

@@ -85,7 +85,9 @@ NormGradParamsOp rebuild(NormGradParamsOp n, Value addend, Type narrowed) {
 void foldResidualGrad(NormGradParamsOp n) {
   DictionaryAttr marks = n->getDiscardableAttrDictionary();
   Value dx = n.getInputGrad();
-  if (!n.getAddend() && dx.hasOneUse()) {
+  // Not into an op that has its copy already (the pass run again, or
+  // written by hand): the copy is of the unsummed gradient.
+  if (!n.getAddend() && !n.getNarrowedType() && dx.hasOneUse()) {
     auto add = dyn_cast<AddOp>(*dx.getUsers().begin());
     if (add && add.getType() == dx.getType() &&
         add->getDiscardableAttrDictionary() == marks) {

@@ -91,10 +91,11 @@ struct PrecisionPass : public trainc::impl::PrecisionBase<PrecisionPass> {
       if (!entry.used) {
         fn.emitError("precision: keep-f32 entry '")
             << entry.text << "' matches no "
-            << (entry.glob ? "node name" : "op") << " of the model that "
-            << precision
-            << " would narrow (node names are the ONNX nodes' or the JAX "
-               "ops' names; op kinds are graph ops, e.g. dot_general)";
+            << (entry.glob ? "node name" : "op") << " of the model"
+            << (precision == "tf32" ? "'s matmuls (tf32 rounds only matmuls)"
+                                    : "")
+            << " (node names are the ONNX nodes' or the JAX ops' names; ops "
+               "are graph ops, e.g. dot_general)";
         return signalPassFailure();
       }
   }

@@ -53,7 +53,10 @@ class Installed(unittest.TestCase):
         self.assertEqual(os.path.exists(library), nvcc)
 
 
-class Training(unittest.TestCase):
+class WithStep(unittest.TestCase):
+    """Tests given tinygpt's AdamW step (self.exe), a batch for it and a
+    scratch directory (self.dir)."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
@@ -64,6 +67,9 @@ class Training(unittest.TestCase):
     def tearDown(self):
         self.exe.close()
         self.tmp.cleanup()
+
+
+class Training(WithStep):
 
     def test_a_device_that_is_not_there_is_an_error_that_says_so(self):
         has_gpu = subprocess.run(['sh', '-c', 'nvidia-smi -L'],
@@ -194,20 +200,9 @@ class Training(unittest.TestCase):
         self.assertIn(name, str(caught.exception))
 
 
-class Misuse(unittest.TestCase):
+class Misuse(WithStep):
     """What a user may get wrong (or race) must raise, never crash: found
     by driving the package with bad calls."""
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = self.tmp.name
-        self.exe = trainc.compile(MODEL, os.path.join(self.dir, 'step.tcx'),
-                                  train=True, **ADAMW)
-        self.batch = tinygpt_batch(self.exe)
-
-    def tearDown(self):
-        self.exe.close()
-        self.tmp.cleanup()
 
     def test_a_closed_trainer_raises(self):
         trainer = trainc.Trainer(self.exe)

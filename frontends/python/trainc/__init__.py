@@ -454,7 +454,7 @@ class Trainer:
         directory = _checked_path(directory, 'directory')
         with self._lock:
             _capi.check(_capi.lib().trainc_trainer_save(
-                self._live().handle, directory.encode()))
+                self._live().handle, os.fsencode(directory)))
 
     def restore(self, directory: PathLike) -> str:
         """Continues the run saved in `directory` from its newest checkpoint
@@ -467,7 +467,7 @@ class Trainer:
             native = self._live()
             api = _capi.lib()
             _capi.check(api.trainc_trainer_restore(native.handle,
-                                                   directory.encode()))
+                                                   os.fsencode(directory)))
             note = api.trainc_trainer_restore_note(native.handle)
         note = note.decode(errors='replace') if note else ''
         if '\n' in note.strip():

@@ -261,6 +261,10 @@ Status Trainer::prepareEval() {
           shapeString(tt.shape) +
           " (an evaluation batch must be the training batch or a divisor "
           "of it, of the same sequence length)");
+    // Both inputs the same batch (the pieces split both).
+    if (i > 0 && tt.shape[0] / t.shape[0] != evalPieces_)
+      return invalidArgument(eval.origin() +
+                             "'s inputs have different batch sizes");
     evalPieces_ = tt.shape[0] / t.shape[0];
   }
   if (eval.inputs().size() != 2 || evalTokensIndex_ == eval.inputs().size() ||
