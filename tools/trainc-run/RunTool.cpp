@@ -471,10 +471,13 @@ int runRunTool(int argc, char **argv) {
         break;
       }
       int64_t back = trainc_trainer_step_count(trainer.get());
-      std::fprintf(stderr,
-                   "trainc-run: rolled back from step %lld to the checkpoint "
-                   "of step %lld; the data of the steps between is skipped\n",
-                   (long long)loop.rollbackAt, (long long)back);
+      // Every rank rolls back to the same step: rank 0 says so.
+      if (gRank == 0)
+        std::fprintf(stderr,
+                     "trainc-run: rolled back from step %lld to the "
+                     "checkpoint of step %lld; the data of the steps between "
+                     "is skipped\n",
+                     (long long)loop.rollbackAt, (long long)back);
       if (std::string error = reporter.rewind(back); !error.empty()) {
         loop.logError = error;
         break;
