@@ -122,6 +122,11 @@ class Training(WithStep):
             self.assertIn(key, metrics)
         self.assertEqual(metrics['step'], 1)
         self.assertFalse(metrics['skipped'])
+        # The batch's tokens per second, though the trainer has no data.
+        tokens = self.exe.inputs['tokens'][1] if 'tokens' in self.exe.inputs \
+            else next(iter(self.exe.inputs.values()))[1]
+        self.assertAlmostEqual(metrics['tokens_per_second'] * metrics['step_seconds'],
+                               float(np.prod(tokens)), delta=1e-6 * np.prod(tokens))
         view = trainer.output('loss', copy=False)
         self.assertFalse(view.flags.writeable)
         self.assertEqual(float(view), metrics['loss'])

@@ -339,7 +339,9 @@ trainc_status trainc_trainer_restore(trainc_trainer *trainer, const char *dir);
 int64_t trainc_trainer_step_count(const trainc_trainer *trainer);
 
 /* ---- Since API version 3 ------------------------------------------------ */
-/* Tokens one step consumes (batch x sequence), 0 without data. */
+/* Tokens one step consumes (batch x sequence): the data's, or without data
+ * the token input's that the executable names (what step metrics'
+ * tokens_per_second counts); 0 when it names none. */
 int64_t trainc_trainer_tokens_per_step(const trainc_trainer *trainer);
 /* The trainer's session, owned by the trainer (do not release it): to set
  * fixed inputs, read outputs, or profile. */

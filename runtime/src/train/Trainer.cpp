@@ -317,6 +317,14 @@ Status Trainer::create(std::shared_ptr<const Executable> step,
           trainer->batch_ *
           trainer->session_->device().collective().coordinate(axis));
     }
+  } else if (int tokens = exe.signature().tokens; tokens >= 0) {
+    // The caller sets the inputs; a step still takes the token input's
+    // batch x sequence tokens, which tokens/s counts.
+    const TensorInfo &t = exe.tensors()[exe.inputs()[size_t(tokens)]];
+    if (t.shape.size() == 2) {
+      trainer->batch_ = t.shape[0];
+      trainer->seq_ = t.shape[1];
+    }
   }
   if (eval) {
     if (!data)
