@@ -492,7 +492,7 @@ modelDifference(const std::vector<CheckpointSnapshot::Tensor> &saved,
   }
   for (const auto &[name, type] : inExe)
     if (!inFile.count(name)) {
-      differ.push_back("'" + name + "' only in " + exe.origin());
+      differ.push_back("'" + name + "' only here");
       parametersMatch &= !parameters.count(name);
     }
   if (differ.empty())
