@@ -319,10 +319,20 @@ class Misuse(WithStep):
         with self.assertRaises(trainc.TraincError) as caught:
             trainer.save(os.path.join(self.dir, 'a\0b'))
         self.assertIn('NUL', str(caught.exception))
-        before = set(os.listdir(tempfile.gettempdir()))
-        with self.assertRaises(trainc.TraincError):
-            trainc.compile(None)
-        self.assertEqual(set(os.listdir(tempfile.gettempdir())), before)
+        # A refused compile leaves no temporary directory behind. The check
+        # uses a private temporary directory: other tests running at the same
+        # time write their own files to the shared one.
+        private = os.path.join(self.dir, 'tmp')
+        os.mkdir(private)
+        saved, tempfile.tempdir = tempfile.tempdir, private
+        try:
+            with self.assertRaises(trainc.TraincError):
+                trainc.compile(None)
+            with self.assertRaises(trainc.CompileError):
+                trainc.compile(self.exe.path)  # an executable is no model
+        finally:
+            tempfile.tempdir = saved
+        self.assertEqual(os.listdir(private), [])
 
 
 class Compiling(unittest.TestCase):
