@@ -210,6 +210,25 @@ def main():
               and 'rank(s) 1' in r.stderr,
               f'another executable on rank 1 is named ({time.monotonic() - start:.1f} s): '
               + r.stderr.strip().splitlines()[0][:160] if r.stderr.strip() else 'no message')
+        # Ranks that would each train on their own batches: named, with
+        # what differs, before the first step.
+        other_data = os.path.join(work, 'other.txt')
+        with open(data, 'rb') as f, open(other_data, 'wb') as g:
+            g.write(f.read()[::-1])  # the same tokens, in another order
+        other_run = [other_data if a == data else a for a in run]
+        for what, rank1, says in (
+                ('--seed 1', run + [dp2, '--seed', '1'], 'rank 1 has seed 1, rank 0 0'),
+                ('--eval-fraction 0.2', run + [dp2, '--eval-fraction', '0.2'],
+                 'rank 1 holds out another part of the data'),
+                ('other data of the same size', other_run + [dp2],
+                 'rank 1 read other data')):
+            r = subprocess.run(['mpirun', '--oversubscribe', '-np', '1'] + run + [dp2] +
+                               [':', '-np', '1'] + rank1,
+                               capture_output=True, text=True, env=MPI_ENV, timeout=120)
+            check(r.returncode != 0 and says in r.stderr
+                  and 'no single run draws' in r.stderr and 'step 1:' not in r.stdout,
+                  f'rank 1 given {what} is named before a step: '
+                  + (r.stderr.strip().replace('\n', ' | ')[:200] or 'no message'))
         r = one_rank(run + [dp2])
         check(r.returncode != 0 and 'mpirun' in r.stderr,
               'the 2-rank executable without mpirun says to use mpirun: '
@@ -241,6 +260,16 @@ def main():
                        '--output-dir', os.path.join(work, 'resumed')], timeout=120)
         check(r.returncode == 0 and f'at step {steps[0] if steps else -1}' in r.stdout,
               '2 ranks resume from the checkpoint rank 0 wrote')
+        fresh = [args.trainc_run, dp2, '--data', data, '--data-format', 'bytes',
+                 '--steps', '3', '--no-progress',
+                 '--output-dir', os.path.join(work, 'half_resumed')]
+        r = subprocess.run(['mpirun', '--oversubscribe', '-np', '1'] + fresh +
+                           ['--resume', ckpt, ':', '-np', '1'] + fresh,
+                           capture_output=True, text=True, env=MPI_ENV, timeout=120)
+        check(r.returncode != 0 and
+              f'rank 1 has done 0 steps, rank 0 {steps[0] if steps else -1}' in r.stderr,
+              'a resume on rank 0 alone is named: '
+              + (r.stderr.strip().replace('\n', ' | ')[:160] or 'no message'))
 
         # A rank that stops, and one that dies, in the middle of training.
         long_run = [args.trainc_run, dp2, '--data', data, '--data-format', 'bytes',

@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sys/stat.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace trainc {
 namespace {
 
@@ -222,6 +225,10 @@ Status TokenData::checkVocabulary(int64_t vocab) const {
                       std::to_string(vocab) + " ids");
   }
   return okStatus();
+}
+
+uint64_t TokenData::contentHash() const {
+  return XXH3_64bits(tokens_.data(), tokens_.size() * sizeof(tokens_[0]));
 }
 
 Status BatchSampler::create(const TokenData &data, int64_t batch, int64_t seq,

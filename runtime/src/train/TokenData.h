@@ -74,6 +74,9 @@ public:
   /// Every token id is below `vocab`; else an error naming the file, the
   /// token's position and id.
   Status checkVocabulary(int64_t vocab) const;
+  /// A hash (XXH3) of the token ids, for ranks to check that they read the
+  /// same data; one pass over them per call.
+  uint64_t contentHash() const;
 
 private:
   std::vector<uint32_t> tokens_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <sys/resource.h>
@@ -352,6 +353,11 @@ int64_t Trainer::evalBatchesPerEvaluation() const {
 }
 
 Status Trainer::step(StepMetrics &out) {
+  Collective &ranks = session_->device().collective();
+  if (ranks.worldSize() > 1 && !ranksAgree_) {
+    TRAINC_RETURN_IF_ERROR(checkRanksAgree(ranks));
+    ranksAgree_ = true;
+  }
   if (verified_ < options_.verifySteps && !twin_)
     TRAINC_RETURN_IF_ERROR(startTwin());
   if (sampler_) {
@@ -362,7 +368,6 @@ Status Trainer::step(StepMetrics &out) {
     TRAINC_RETURN_IF_ERROR(
         session_->setInput(targetsIndex_, targetBuffer_.data(), bytes));
   }
-  Collective &ranks = session_->device().collective();
   double waitedBefore = ranks.secondsWaiting();
   double inFlightBefore = ranks.secondsInFlight();
   auto start = std::chrono::steady_clock::now();
@@ -504,6 +509,66 @@ Status Trainer::verifyStep(StepMetrics &out) {
   return Status(StatusCode::kInternal, message);
 }
 
+Status Trainer::checkRanksAgree(Collective &ranks) {
+  // Ranks given another seed, other data or another held-out fraction, or
+  // resumed from another checkpoint, would run every collective of the
+  // step as usual while training on batches no one run would draw.
+  enum { kStep, kPosition, kSeed, kTokens, kHash, kTrainTokens, kFields };
+  uint64_t mine[kFields] = {uint64_t(session_->stepCount())};
+  if (sampler_) {
+    mine[kPosition] = sampler_->position();
+    mine[kSeed] = sampler_->seed();
+    mine[kTokens] = data_->size();
+    mine[kHash] = data_->contentHash();
+    mine[kTrainTokens] = data_->trainTokens();
+  }
+  std::vector<uint64_t> all(size_t(ranks.worldSize()) * kFields);
+  CollectiveSite site;
+  site.step = session_->stepCount();
+  site.what = "the check that every rank trains on the same batches";
+  TRAINC_RETURN_IF_ERROR(session_->device().hostCollective().allGather(
+      -1, mine, all.data(), kFields, DType::U64,
+      session_->device().computeStream(), site));
+  std::string differences;
+  auto note = [&](int rank, const std::string &what) {
+    differences += "\n  rank " + std::to_string(rank) + " " + what;
+  };
+  auto hex = [](uint64_t v) {
+    char text[19];
+    std::snprintf(text, sizeof text, "%016llx", (unsigned long long)v);
+    return std::string(text);
+  };
+  const uint64_t *first = all.data();
+  for (int r = 1; r < ranks.worldSize(); ++r) {
+    const uint64_t *other = first + size_t(r) * kFields;
+    if (other[kTokens] != first[kTokens] || other[kHash] != first[kHash])
+      note(r, "read other data: " + std::to_string(other[kTokens]) +
+                  " tokens of hash " + hex(other[kHash]) + ", rank 0 " +
+                  std::to_string(first[kTokens]) + " of hash " +
+                  hex(first[kHash]));
+    else if (other[kTrainTokens] != first[kTrainTokens])
+      note(r, "holds out another part of the data: it trains on its first " +
+                  std::to_string(other[kTrainTokens]) + " tokens, rank 0 on " +
+                  std::to_string(first[kTrainTokens]));
+    if (other[kSeed] != first[kSeed])
+      note(r, "has seed " + std::to_string(other[kSeed]) + ", rank 0 " +
+                  std::to_string(first[kSeed]));
+    if (other[kStep] != first[kStep])
+      note(r, "has done " + std::to_string(other[kStep]) + " steps, rank 0 " +
+                  std::to_string(first[kStep]));
+    else if (other[kPosition] != first[kPosition])
+      note(r, "is at training batch " + std::to_string(other[kPosition]) +
+                  ", rank 0 at " + std::to_string(first[kPosition]));
+  }
+  if (differences.empty())
+    return okStatus();
+  return invalidArgument(
+      "the ranks would train on batches that no single run draws:" +
+      differences +
+      "\n(every rank must be given the same data, held-out fraction and "
+      "seed, and resume from the same checkpoint)");
+}
+
 Status Trainer::compareRanks(Collective &ranks, double stepSeconds,
                              double commSeconds, StepMetrics &out) {
   // One small gather per step: every rank learns every rank's compute.
@@ -634,6 +699,7 @@ RunState Trainer::state() const {
 }
 
 void Trainer::restore(const RunState &state) {
+  ranksAgree_ = false;
   session_->setStepCount(state.step);
   if (sampler_)
     sampler_->setPosition(state.dataPosition);

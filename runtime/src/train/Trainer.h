@@ -163,6 +163,10 @@ private:
   Status compareRanks(Collective &ranks, double stepSeconds, double commSeconds,
                       StepMetrics &out);
   Status prepareEval();
+  /// Before the first step, and the first after a restore, on several
+  /// ranks: every rank has the same seed, data, held-out split, step and
+  /// data position, else an error names the ranks that differ.
+  Status checkRanksAgree(Collective &ranks);
   /// Makes the CPU twin of --verify-steps from this trainer's state.
   Status startTwin();
   /// Steps the twin as this trainer just stepped and compares the two.
@@ -173,6 +177,8 @@ private:
   /// The CPU twin while steps are verified, and the steps verified so far.
   std::unique_ptr<Trainer> twin_;
   int64_t verified_ = 0;
+  /// Whether checkRanksAgree passed since the trainer's state last changed.
+  bool ranksAgree_ = false;
   std::unique_ptr<BatchSampler> sampler_;
   TrainerOptions options_;
   /// This rank's batch (the executable's) and sequence length.
