@@ -62,6 +62,25 @@ func.func @at_the_sum(%dy: tensor<4x8xf32>, %x: tensor<4x16xf32>) -> (tensor<8x1
 
 // -----
 
+// An f16 sum widened for its f32 bias just after it, before the product:
+// the convert moves after the product, and the fused op takes the
+// product's place (after the input gradient, as the schedule put it).
+// CHECK-LABEL: func.func @f16_widened_before_the_product
+// CHECK-NEXT: %[[DX:.+]] = graph.neg %{{.+}} : tensor<4x8xf16>
+// CHECK-NEXT: %[[DW:.+]], %[[DB:.+]] = graph.dot_general_bias_grad
+// CHECK-NEXT: %[[W:.+]] = graph.convert %[[DB]] : (tensor<8xf16>) -> tensor<8xf32>
+// CHECK-NEXT: return %[[DW]], %[[W]], %[[DX]]
+func.func @f16_widened_before_the_product(%dy: tensor<4x8xf16>, %x: tensor<4x16xf16>) -> (tensor<8x16xf16>, tensor<8xf32>, tensor<4x8xf16>) {
+  %db = graph.reduce_sum %dy, dims = [0] : (tensor<4x8xf16>) -> tensor<8xf16>
+  %w = graph.convert %db : (tensor<8xf16>) -> tensor<8xf32>
+  %dx = graph.neg %dy : tensor<4x8xf16>
+  %dw = graph.dot_general %dy, %x, batching_dims = [] x [], contracting_dims = [0] x [0]
+      : (tensor<4x8xf16>, tensor<4x16xf16>) -> tensor<8x16xf16>
+  return %dw, %w, %dx : tensor<8x16xf16>, tensor<8xf32>, tensor<4x8xf16>
+}
+
+// -----
+
 // The sum is used before the product and x is made after the sum: no place
 // suits both, and the two stay.
 // CHECK-LABEL: func.func @no_place

@@ -69,6 +69,13 @@ struct FuseBiasGradPass
       DotGeneralOp dot = productOf(sum, sumRhs);
       if (!dot)
         continue;
+      // A 16-bit sum widened for its f32 bias just after it (an f16 sum,
+      // which trainc-widen-products leaves): the convert waits for the
+      // product, so the fused op can take the product's place.
+      for (Operation *user : llvm::make_early_inc_range(sum->getUsers()))
+        if (isa<ConvertOp>(user) && user->getBlock() == dot->getBlock() &&
+            user->isBeforeInBlock(dot) && trainc::usedOnlyAfter(user, dot))
+          user->moveAfter(dot);
       // At the product's place (the schedule phase ordered the GEMMs) when
       // the sum's users all follow it, else at the sum's.
       Operation *point = trainc::fusionPoint(dot, sum);
