@@ -81,3 +81,29 @@ func.func @bias_gradient(%g: tensor<8x16xbf16>, %h: tensor<8x16xf16>, %f: tensor
   %9 = graph.convert %8 : (tensor<16xf32>) -> tensor<16xf64>
   return %1, %3, %5, %4, %7, %9 : tensor<16xf32>, tensor<16xf32>, tensor<8xf32>, tensor<8xbf16>, tensor<8xf64>, tensor<16xf64>
 }
+
+// -----
+
+// A product read only by elementwise math (a GELU gradient, a multiply)
+// keeps its 16 bits: trainc-fuse-elementwise puts the convert in their
+// loop. Read by a sum (a residual stream), it is widened.
+// CHECK-LABEL: func.func @read_by_elementwise_math
+// CHECK: %[[P:.+]] = graph.dot_general {{.+}} : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xbf16>
+// CHECK: %[[W:.+]] = graph.convert %[[P]] : (tensor<4x2xbf16>) -> tensor<4x2xf32>
+// CHECK: graph.gelu_grad %{{.+}}, %[[W]]
+// CHECK: graph.mul %[[W]], %{{.+}}
+// CHECK: %[[S:.+]] = graph.dot_general {{.+}} {f32_result} : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xf32>
+// CHECK: graph.add %{{.+}}, %[[S]]
+func.func @read_by_elementwise_math(%a: tensor<4x8xbf16>, %b: tensor<8x2xbf16>, %x: tensor<4x2xf32>)
+    -> (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>) {
+  %p = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0]
+         : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xbf16>
+  %w = graph.convert %p : (tensor<4x2xbf16>) -> tensor<4x2xf32>
+  %g = graph.gelu_grad %x, %w, approximation = erf : tensor<4x2xf32>
+  %m = graph.mul %w, %x : tensor<4x2xf32>
+  %s = graph.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0]
+         : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xbf16>
+  %sw = graph.convert %s : (tensor<4x2xbf16>) -> tensor<4x2xf32>
+  %r = graph.add %x, %sw : tensor<4x2xf32>
+  return %g, %m, %r : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>
+}

@@ -40,6 +40,19 @@ bool widenSum(ConvertOp convert) {
   return true;
 }
 
+/// Whether every use of the widened product is an elementwise op other
+/// than a sum: an activation's derivative (gelu_grad), a gated unit's
+/// product, an activation itself. trainc-fuse-elementwise then fuses the
+/// convert into their loop, where reading the 16-bit product costs half
+/// the bytes of an f32 one and no kernel of its own. Sums (add, sub: a
+/// residual stream, gradient accumulation) keep the f32 product.
+bool readOnlyByElementwiseMath(ConvertOp convert) {
+  return llvm::all_of(convert->getUsers(), [](Operation *user) {
+    return user->hasTrait<mlir::OpTrait::Elementwise>() &&
+           !isa<AddOp, SubOp, ConvertOp>(user);
+  });
+}
+
 struct WidenProductsPass
     : public trainc::impl::WidenProductsBase<WidenProductsPass> {
   void runOnOperation() override {
@@ -55,6 +68,7 @@ struct WidenProductsPass
       auto dot = convert.getOperand().getDefiningOp<DotGeneralOp>();
       if (!dot || !dot->hasOneUse() || dot.getF32Result() ||
           !convert.getType().getElementType().isF32() ||
+          readOnlyByElementwiseMath(convert) ||
           dot->getDiscardableAttrDictionary() !=
               convert->getDiscardableAttrDictionary())
         continue;

@@ -779,7 +779,9 @@ def FuseBiasGrad : Pass<"trainc-fuse-bias-grad", "mlir::func::FuncOp"> {
     the same discardable attributes (a recompute clone's mark), which the
     fused op keeps. It takes the product's place when the sum's users all
     follow it, else the sum's when the product's operands are defined
-    before it and its users follow; otherwise the two stay.
+    before it and its users follow; otherwise the two stay. A convert of
+    the sum between the two (an f16 sum widened for its f32 bias) first
+    moves to just after the product when its users follow the product.
 
     Runs in the lower phase after `trainc-widen-products` (whose widened
     products and sums it keeps), after differentiation and the partition
@@ -903,10 +905,17 @@ def WidenProducts : Pass<"trainc-widen-products", "mlir::func::FuncOp"> {
     to 16 bits and widened back. Mixed precision makes such products
     wherever a 16-bit GEMM feeds f32 math: the weight gradients the f32
     optimizer reads (Megatron's weight gradients accumulated in f32 do the
-    same), the input gradients that reach an f32 norm or GELU gradient,
-    and forward products that feed only f32 math (a projection into an f32
-    residual stream). One kernel and one rounding fewer each; the result
-    is closer to the exact product, not bit for bit the unfused pair's.
+    same), the input gradients that reach an f32 norm gradient, and
+    forward products added into an f32 residual stream. One kernel and one
+    rounding fewer each; the result is closer to the exact product, not
+    bit for bit the unfused pair's.
+    Not a product whose widened value is read only by elementwise ops other
+    than add and sub (a GELU gradient, a gated unit's multiply, an
+    activation): trainc-fuse-elementwise fuses the convert into their loop,
+    which then reads the 16-bit product, half the bytes of an f32 one in
+    the kernel that writes it and in the one that reads it. In GPT-2's
+    backward pass at batch 8 that is 100 MB per layer (PyTorch's autocast
+    rounds these products to 16 bits too).
     Likewise `graph.convert(reduce_sum(x : bf16)) -> f32`, the sum's only
     use: the sum gives f32 itself (reduce_sum's C3), as a bias gradient
     summed over rows for an f32 bias. Not f16 sums: there a loss-scaled
