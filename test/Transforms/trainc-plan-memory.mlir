@@ -109,3 +109,34 @@ func.func @main(%x: tensor<4x16xf32> {graph.input = "x"}, %y: tensor<4x16xf32> {
   %t = graph.reduce_sum %r#1, dims = [0, 1] : (tensor<16x4xf32>) -> tensor<f32>
   return %s, %t : tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// Slices of the first elements are views: the padded rows cut off (%p) and
+// a [1, 3, 16] prefix of a [1, 4, 16] value share their operand's first
+// bytes (plan.alias), and the add then writes over %p in place. Slices
+// that are not prefixes copy: one that starts past 0 (%q), and one that
+// shortens a dimension after a whole one of more than one element (%c:
+// its rows have gaps in memory).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[E:.+]] = graph.exp %arg0 {plan.arenas = array<i64: 1>, plan.offsets = array<i64: [[O:[0-9]+]]>}
+// CHECK: graph.slice %[[E]], {{.+}} {plan.alias, plan.arenas = array<i64: 1>, plan.offsets = array<i64: [[O]]>} : (tensor<6x16xf32>) -> tensor<4x16xf32>
+// CHECK: graph.slice %[[E]], {{.+}} {plan.arenas = array<i64: 1>, plan.offsets = array<i64: {{[0-9]+}}>} : (tensor<6x16xf32>) -> tensor<4x16xf32>
+// CHECK: graph.slice %[[E]], {{.+}} {plan.arenas = array<i64: 1>, plan.offsets = array<i64: {{[0-9]+}}>} : (tensor<6x16xf32>) -> tensor<6x8xf32>
+// CHECK: graph.add {{.+}} {plan.arenas = array<i64: 1>, plan.offsets = array<i64: [[O]]>}
+// CHECK: %[[B:.+]] = graph.exp %arg1 {plan.arenas = array<i64: 1>, plan.offsets = array<i64: [[OB:[0-9]+]]>}
+// CHECK: graph.slice %[[B]], {{.+}} {plan.alias, plan.arenas = array<i64: 1>, plan.offsets = array<i64: [[OB]]>} : (tensor<1x4x16xf32>) -> tensor<1x3x16xf32>
+func.func @main(%x: tensor<6x16xf32> {graph.input = "x"}, %y: tensor<1x4x16xf32> {graph.input = "y"})
+    -> (tensor<f32> {graph.output = "s"}, tensor<f32> {graph.output = "c"}, tensor<f32> {graph.output = "t"}) {
+  %e = graph.exp %x : tensor<6x16xf32>
+  %p = graph.slice %e, start = [0, 0], limit = [4, 16], strides = [1, 1] : (tensor<6x16xf32>) -> tensor<4x16xf32>
+  %q = graph.slice %e, start = [2, 0], limit = [6, 16], strides = [1, 1] : (tensor<6x16xf32>) -> tensor<4x16xf32>
+  %c = graph.slice %e, start = [0, 0], limit = [6, 8], strides = [1, 1] : (tensor<6x16xf32>) -> tensor<6x8xf32>
+  %a = graph.add %p, %q : tensor<4x16xf32>
+  %s = graph.reduce_sum %a, dims = [0, 1] : (tensor<4x16xf32>) -> tensor<f32>
+  %cs = graph.reduce_sum %c, dims = [0, 1] : (tensor<6x8xf32>) -> tensor<f32>
+  %b = graph.exp %y : tensor<1x4x16xf32>
+  %t3 = graph.slice %b, start = [0, 0, 0], limit = [1, 3, 16], strides = [1, 1, 1] : (tensor<1x4x16xf32>) -> tensor<1x3x16xf32>
+  %t = graph.reduce_sum %t3, dims = [0, 1, 2] : (tensor<1x3x16xf32>) -> tensor<f32>
+  return %s, %cs, %t : tensor<f32>, tensor<f32>, tensor<f32>
+}

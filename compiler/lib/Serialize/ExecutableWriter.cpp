@@ -50,7 +50,7 @@ std::vector<char> serialize(const Program &program,
     }
     std::vector<flatbuffers::Offset<fb::Instruction>> fbInsts;
     for (auto [index, i] : llvm::enumerate(program.instructions)) {
-      // Reshapes that alias their operand move no data.
+      // Reshapes and prefix slices that alias their operand move no data.
       if (aliasInstructions[index])
         continue;
       fbInsts.push_back(fb::CreateInstructionDirect(

@@ -63,6 +63,30 @@ bool canOverwrite(const ProgramInstruction &inst, uint32_t result,
   return inPlace.canOverwriteOperand(r, o);
 }
 
+/// Whether `op` is a slice whose result is its operand's first elements in
+/// order, so its bytes can be the operand's first bytes: starts 0, strides
+/// 1, whole dimensions after the first one it shortens and dimensions of
+/// one element before it (the padded classes' rows of a gradient cut back
+/// to the vocabulary).
+bool isPrefixSlice(Operation *op) {
+  auto slice = dyn_cast_or_null<SliceOp>(op);
+  if (!slice)
+    return false;
+  ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(slice.getOperand().getType()).getShape();
+  ArrayRef<int64_t> start = slice.getStart(), limit = slice.getLimit(),
+                    strides = slice.getStrides();
+  size_t cut = 0;
+  while (cut < shape.size() && limit[cut] == shape[cut])
+    ++cut;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (start[d] != 0 || strides[d] != 1 ||
+        (d < cut && cut < shape.size() && shape[d] != 1) ||
+        (d > cut && limit[d] != shape[d]))
+      return false;
+  return true;
+}
+
 } // namespace
 
 MemoryPlanReport planMemory(Program &program,
@@ -148,20 +172,24 @@ MemoryPlanReport planMemory(Program &program,
         !(inst.op && isa<InPlaceOpInterface>(inst.op)))
       continue;
     // Copies of function results are Outputs, so only graph.reshape ops
-    // reach here as reshapes.
-    bool isReshape = inst.op && isa<ReshapeOp>(inst.op);
+    // reach here as reshapes. A reshape, or a slice of the operand's first
+    // elements, is a view: its result shares the operand's bytes (the
+    // slice's its first bytes; a group's root is its largest member).
+    bool prefix = isPrefixSlice(inst.op);
+    bool isView = prefix || (inst.op && isa<ReshapeOp>(inst.op));
     llvm::SmallVector<uint32_t, 4> taken;
     for (uint32_t result : inst.results) {
       if (tensors[result].role != TensorRole::Activation)
         continue;
       for (uint32_t operand : inst.operands) {
-        if (!inWork(operand) ||
-            tensors[operand].bytes() != tensors[result].bytes())
+        uint64_t have = tensors[operand].bytes(),
+                 need = tensors[result].bytes();
+        if (!inWork(operand) || (prefix ? need > have : need != have))
           continue;
         uint32_t root = find(operand);
         if (llvm::is_contained(taken, root))
           continue;
-        if (!isReshape &&
+        if (!isView &&
             (!canOverwrite(inst, result, operand) || groupLastUse[root] != i ||
              tensors[operand].role != TensorRole::Activation))
           continue;
@@ -169,7 +197,7 @@ MemoryPlanReport planMemory(Program &program,
         groupLastUse[root] =
             std::max(groupLastUse[root], liveness.lastUse[result]);
         firstUse[root] = std::min(firstUse[root], firstUse[result]);
-        aliasInstructions[i] = isReshape;
+        aliasInstructions[i] = isView;
         taken.push_back(root);
         break;
       }

@@ -76,7 +76,8 @@ namespace plan {
 /// On an op: one arena index / byte offset per result.
 constexpr llvm::StringLiteral kArenas = "plan.arenas";
 constexpr llvm::StringLiteral kOffsets = "plan.offsets";
-/// On a reshape that shares its operand's bytes: no instruction is emitted.
+/// On a reshape, or a slice of the first elements, that shares its operand's
+/// bytes: no instruction is emitted.
 constexpr llvm::StringLiteral kAlias = "plan.alias";
 /// On an argument (input, parameter or state) or a copied result.
 constexpr llvm::StringLiteral kArena = "plan.arena";

@@ -1084,7 +1084,12 @@ def PlanMemory : Pass<"trainc-plan-memory", "mlir::ModuleOp"> {
       (an op's InPlaceOpInterface, e.g. `graph.adamw_update`). An
       elementwise result (`Elementwise` trait) takes the buffer of a same-
       sized operand that dies at that op; a reshape of a work-arena value
-      shares its operand's bytes and is marked `plan.alias` (no instruction).
+      shares its operand's bytes and is marked `plan.alias` (no
+      instruction), and so does a slice whose result is its operand's
+      first elements in order (starts 0, strides 1, whole dimensions after
+      the first one it shortens, dimensions of one before it: the padded
+      classes' gradient cut back to the vocabulary), at the operand's
+      first bytes.
     - Groups of shared buffers are placed greedily, largest first, at the
       lowest aligned offset that overlaps no group alive at the same time.
 
@@ -1092,7 +1097,7 @@ def PlanMemory : Pass<"trainc-plan-memory", "mlir::ModuleOp"> {
     on each op; `plan.offset` on each argument that is not a constant and on
     each result that needs its own output buffer (a returned argument,
     constant or repeated value: the serializer copies it there);
-    `plan.alias` on aliasing reshapes; on `@main`, `plan.arena_sizes`
+    `plan.alias` on aliasing reshapes and slices; on `@main`, `plan.arena_sizes`
     (state, work) and `plan.peak` (parameters, persistent_state,
     activations, peak, activations_without_reuse; bytes).
   }];
