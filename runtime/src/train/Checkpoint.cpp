@@ -256,6 +256,9 @@ Status loadCheckpoint(const std::string &path, Loaded &out, bool tensors,
     out.state.dataPosition = manifest.at("data_position").get<uint64_t>();
     out.state.dataTokens = manifest.at("data_tokens").get<uint64_t>();
     out.state.trainTokens = manifest.at("train_tokens").get<uint64_t>();
+    if (manifest.contains("data_xxh3"))
+      out.state.dataHash = std::strtoull(
+          manifest.at("data_xxh3").get<std::string>().c_str(), nullptr, 16);
     out.executable = manifest.at("executable").get<std::string>();
     out.modelHash = std::strtoull(
         manifest.at("model_xxh3").get<std::string>().c_str(), nullptr, 16);
@@ -521,6 +524,7 @@ Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
   out.state = trainer.state();
   out.state.dataTokens = data ? data->size() : 0;
   out.state.trainTokens = data ? data->trainTokens() : 0;
+  out.state.dataHash = data ? data->contentHash() : 0;
   out.executable = exe.origin();
   out.modelHash = modelHash(exe);
   out.executableHash = exe.contentHash();
@@ -705,6 +709,7 @@ Status writeCheckpoint(const std::string &dir,
                    {"data_position", snapshot.state.dataPosition},
                    {"data_tokens", snapshot.state.dataTokens},
                    {"train_tokens", snapshot.state.trainTokens},
+                   {"data_xxh3", hex64(snapshot.state.dataHash)},
                    {"executable", snapshot.executable},
                    {"executable_xxh3", hex64(snapshot.executableHash)},
                    {"model_xxh3", hex64(snapshot.modelHash)},
@@ -875,6 +880,14 @@ Status restoreCheckpoint(const std::string &dir, Trainer &trainer,
         " for training), this data has " + std::to_string(data->size()) + " (" +
         std::to_string(data->trainTokens()) +
         "): give the same data and held-out fraction to continue");
+  if (data && loaded.state.dataHash != 0 &&
+      loaded.state.dataHash != data->contentHash())
+    return invalidArgument(
+        where +
+        ": the run was on other data of the same size: its tokens hash to " +
+        hex64(loaded.state.dataHash) + ", this data's to " +
+        hex64(data->contentHash()) + " (" + data->description() +
+        "): give the same files, in the same order, to continue");
   Session &session = trainer.session();
   const Executable &exe = session.executable();
   size_t k = 0;

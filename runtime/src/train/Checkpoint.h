@@ -13,7 +13,8 @@
 //       manifest.json                     see below
 //
 // manifest.json: the format (3), the step, batch seed, data position and
-// the data's size and split, the executable it came from, its file's hash
+// the data's size, split and token hash ("data_xxh3"; absent in older
+// manifests), the executable it came from, its file's hash
 // and a hash of its model (persistent tensor names, dtypes, whole shapes
 // and initial values: what a resume requires), the world size and the
 // mesh, and per tensor its name, dtype, whole shape, sharding

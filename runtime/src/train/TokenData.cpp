@@ -228,7 +228,10 @@ Status TokenData::checkVocabulary(int64_t vocab) const {
 }
 
 uint64_t TokenData::contentHash() const {
-  return XXH3_64bits(tokens_.data(), tokens_.size() * sizeof(tokens_[0]));
+  std::call_once(hashOnce_, [this] {
+    hash_ = XXH3_64bits(tokens_.data(), tokens_.size() * sizeof(tokens_[0]));
+  });
+  return hash_;
 }
 
 Status BatchSampler::create(const TokenData &data, int64_t batch, int64_t seq,

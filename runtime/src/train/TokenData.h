@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -74,8 +75,8 @@ public:
   /// Every token id is below `vocab`; else an error naming the file, the
   /// token's position and id.
   Status checkVocabulary(int64_t vocab) const;
-  /// A hash (XXH3) of the token ids, for ranks to check that they read the
-  /// same data; one pass over them per call.
+  /// A hash (XXH3) of the token ids, for ranks and resumed runs to check
+  /// that they read the same data; computed on the first call.
   uint64_t contentHash() const;
 
 private:
@@ -84,6 +85,8 @@ private:
   /// Where each file's tokens start, for error messages.
   std::vector<std::pair<size_t, std::string>> fileStarts_;
   std::string description_;
+  mutable std::once_flag hashOnce_;
+  mutable uint64_t hash_ = 0;
 };
 
 /// Writes one batch of token and target ids (int64 or int32, `batch` x `seq`

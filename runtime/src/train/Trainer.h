@@ -111,8 +111,9 @@ struct StepMetrics {
 struct RunState {
   int64_t step = 0;
   uint64_t seed = 0, dataPosition = 0;
-  /// The data's size and split when saved (a resume must see the same).
-  uint64_t dataTokens = 0, trainTokens = 0;
+  /// The data's size, split and hash (TokenData::contentHash) when saved:
+  /// a resume must see the same (hash 0: not recorded, by older versions).
+  uint64_t dataTokens = 0, trainTokens = 0, dataHash = 0;
 };
 
 class Trainer {
