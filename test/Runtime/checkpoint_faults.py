@@ -28,7 +28,10 @@ as well as inside steps.
 - Two runs on one directory: the second is refused, naming the first's pid.
 - trainc-run --supervise: its training process is killed 3 times; the
   supervisor restarts it from the newest checkpoint each time, and the run
-  ends bitwise equal to the uninterrupted one.
+  ends bitwise equal to the uninterrupted one. A SIGINT to the supervised
+  run's whole process group (a terminal's Ctrl-C) saves the step it stopped
+  at. A run refused at start (missing data) is not restarted, and a fresh
+  run into a directory holding a run's checkpoints is refused.
 
 Prints one line per check; exits 1 on any failure.
 """
@@ -273,6 +276,66 @@ def supervised(run, ref, rng):
     return check_finished(f'supervised ({kills} x SIGKILL of the training process)', d, ref)
 
 
+def supervised_stops(run, ref):
+    """A supervised run stopped by a Ctrl-C to its whole process group
+    (the child gets the signal from the terminal and from the supervisor)
+    saves the step it stopped at, and resumes to the reference; a run
+    refused at start is not restarted; a fresh run into a directory holding
+    another run's checkpoints is refused, supervised or not."""
+    d = os.path.join(run.work, 'supervised_stops')
+    os.makedirs(d)
+    state = os.path.join(d, 'state')
+    env = dict(os.environ, TRAINC_TEST_CHECKPOINT_DELAY_MS='100',
+               TRAINC_TEST_SUPERVISOR_NO_BACKOFF='1')
+    cmd = run.command(state, os.path.join(d, 'log.jsonl'), STEPS,
+                      os.path.join(d, 'w.safetensors'), False) + ['--supervise']
+    sup = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, start_new_session=True)
+    log = os.path.join(d, 'log.jsonl')
+    deadline = time.time() + 60
+    while len(log_records(log)) < 2 and sup.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    os.killpg(sup.pid, signal.SIGINT)
+    out, err = sup.communicate()
+    logged = log_records(log)[-1]['step'] if log_records(log) else 0
+    stopped = (sup.returncode == 130 and 'restarting' not in err and logged < STEPS
+               and saved_step(state) == logged)
+    print(f'supervised, SIGINT to the process group: exit {sup.returncode}, last step '
+          f'{logged}, checkpoint at step {saved_step(state)}'
+          + ('' if stopped else f' FAIL: {err.strip()[-300:]}'))
+    ok = stopped
+    if stopped:
+        resumed = subprocess.run(
+            run.command(state, log, STEPS - logged, os.path.join(d, 'w.safetensors'), True),
+            capture_output=True, text=True)
+        ok &= resumed.returncode == 0 and check_finished(
+            'supervised, SIGINT to the group, resumed', d, ref)
+    # The finished directory holds a run's checkpoints: a fresh run there is
+    # refused, and under --supervise not restarted.
+    for extra in ([], ['--supervise']):
+        fresh = subprocess.run(
+            run.command(state, os.path.join(d, 'fresh.jsonl'), 4,
+                        os.path.join(d, 'fresh.safetensors'), False) + extra,
+            capture_output=True, text=True, env=env)
+        good = (fresh.returncode == 1 and 'holds the checkpoints of another run '
+                f'(the newest at step {STEPS})' in fresh.stderr
+                and 'restarting' not in fresh.stderr
+                and ('not restarted' in fresh.stderr) == bool(extra)
+                and saved_step(state) == STEPS)
+        print(f'a fresh run {" ".join(extra)} into a directory of checkpoints is refused: '
+              + ('ok' if good else 'FAIL: ' + fresh.stderr.strip()[-300:]))
+        ok &= good
+    missing = subprocess.run(
+        [a if a != run.text else os.path.join(d, 'missing.txt') for a in cmd[:-1]]
+        + ['--save-state', os.path.join(d, 'other'), '--supervise'],
+        capture_output=True, text=True, env=env)
+    good = (missing.returncode == 1 and 'restarting' not in missing.stderr
+            and 'not restarted' in missing.stderr)
+    print('a supervised run with missing data is not restarted: '
+          + ('ok' if good else 'FAIL: ' + missing.stderr.strip()[-300:]))
+    return ok and good
+
+
 def two_runs(run):
     d = os.path.join(run.work, 'shared')
     os.makedirs(d)
@@ -348,6 +411,7 @@ def main():
             print(f'{sig.name}: {delivered} delivered at random moments')
             ok &= delivered >= wanted
         ok &= supervised(run, ref, rng)
+        ok &= supervised_stops(run, ref)
         ok &= full_disk(run)
         ok &= bit_flips(run, ref)
         ok &= two_runs(run)

@@ -94,7 +94,9 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                       rank, and a checksummed manifest with step, seed,
                       data position and each tensor's parts) is
                       written atomically and durably; DIR/latest names the
-                      newest. DIR is locked: a second run on it is refused
+                      newest. DIR is locked: a second run on it is
+                      refused, and so is a run that does not --resume DIR
+                      when DIR holds checkpoints (of another run)
   --save-every N      also write a checkpoint every N steps, in the
                       background (training waits only for a copy of the
                       state); a kill loses at most 2 x N steps
@@ -123,7 +125,8 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                       the newest checkpoint in the --save-state DIR until
                       the --steps are done; says why in each restart's line.
                       SIGINT/SIGTERM are passed to the child, which saves
-                      and stops; no restart follows. Under mpirun, supervise
+                      and stops (a second one stops it at once); no restart
+                      follows. Under mpirun, supervise
                       the whole job from outside instead
   --max-restarts R    with --supervise: give up after R restarts without
                       progress (default 3); restarts back off 1, 2, 4, ... s
@@ -429,11 +432,20 @@ std::string checkOutputPaths(const Options &o) {
     return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   };
   // (Another process may create it at the same moment.)
-  if (!o.saveStateDir.empty() && !isDir(o.saveStateDir) &&
-      mkdir(o.saveStateDir.c_str(), 0777) != 0 && !isDir(o.saveStateDir))
-    return "not found: " + std::string("--save-state " + o.saveStateDir +
-                                       ": cannot create the directory: " +
-                                       std::strerror(errno));
+  if (!o.saveStateDir.empty() && !isDir(o.saveStateDir)) {
+    struct stat st;
+    if (stat(o.saveStateDir.c_str(), &st) == 0)
+      return "failed precondition: --save-state " + o.saveStateDir +
+             " is a file, not a directory";
+    if (mkdir(o.saveStateDir.c_str(), 0777) != 0) {
+      int error = errno; // before isDir's stat
+      if (!isDir(o.saveStateDir))
+        return std::string(error == ENOENT ? "not found"
+                                           : "failed precondition") +
+               ": --save-state " + o.saveStateDir +
+               ": cannot create the directory: " + std::strerror(error);
+    }
+  }
   for (const std::string *file : {&o.safetensorsPath, &o.onnxExportPath}) {
     if (file->empty())
       continue;
@@ -468,6 +480,10 @@ std::string checkOutputPaths(const Options &o) {
         break;
     }
   }
+  // Checked now, not when the outputs are written after training.
+  if (o.outputDirGiven && access(o.outputDir.c_str(), W_OK) != 0)
+    return "failed precondition: --output-dir " + o.outputDir +
+           ": cannot write into it: " + std::strerror(errno);
   return "";
 }
 

@@ -60,6 +60,14 @@ int fail(const std::string &message) {
   return 1;
 }
 
+/// Whether two paths name the same existing file or directory.
+bool sameFile(const std::string &a, const std::string &b) {
+  struct stat sa, sb;
+  return !a.empty() && !b.empty() && stat(a.c_str(), &sa) == 0 &&
+         stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 /// "invalid argument: <message>" of `status`, which it frees.
 std::string take(trainc_status status) {
   std::string text =
@@ -102,12 +110,14 @@ extern "C" void onInterrupt(int signal) { gInterrupted = signal; }
 /// `timeout`, systemd) sets gInterrupted: training stops after the current
 /// step and still writes its outputs and a checkpoint. The handler then
 /// resets itself, so a second signal stops the process at once (a save in
-/// progress then leaves the previous checkpoint intact). An inherited
-/// "ignore" (a background job) is left alone.
+/// progress then leaves the previous checkpoint intact); under --supervise
+/// it stays, and the supervisor stops the run at once on a second signal
+/// (Supervisor.h). An inherited "ignore" (a background job) is left alone.
 class InterruptScope {
 public:
   InterruptScope() {
     gInterrupted = 0;
+    bool supervised = std::getenv(run::kSupervisedChild) != nullptr;
     for (int i = 0; i < 2; ++i) {
       sigaction(kSignals[i], nullptr, &previous_[i]);
       if (previous_[i].sa_handler == SIG_IGN)
@@ -115,7 +125,7 @@ public:
       struct sigaction now;
       std::memset(&now, 0, sizeof now);
       now.sa_handler = onInterrupt;
-      now.sa_flags = SA_RESETHAND;
+      now.sa_flags = supervised ? 0 : SA_RESETHAND;
       sigemptyset(&now.sa_mask);
       sigaction(kSignals[i], &now, nullptr);
     }
@@ -380,6 +390,22 @@ int runRunTool(int argc, char **argv) {
     if (trainc_status s = trainc_trainer_use_checkpoint_dir(
             trainer.get(), o.saveStateDir.c_str(), int(o.keepLast)))
       return fail(take(s));
+  // A fresh run, or one resumed from elsewhere, in a directory holding a
+  // run's checkpoints would mix its own with them: a later --resume takes
+  // the newest step, which may be the other run's.
+  if (!o.saveStateDir.empty() && !sameFile(o.saveStateDir, o.resumeDir)) {
+    int64_t step = -1;
+    if (trainc_status s =
+            trainc_saved_run_info(o.saveStateDir.c_str(), &step, nullptr))
+      trainc_status_free(s);
+    else
+      return fail("failed precondition: --save-state " + o.saveStateDir +
+                  " holds the checkpoints of another run (the newest at "
+                  "step " +
+                  std::to_string(step) + "): continue it with --resume " +
+                  o.saveStateDir +
+                  ", or give an empty directory (nothing was written)");
+  }
   if (!o.resumeDir.empty()) {
     trainc_status s =
         trainc_trainer_restore(trainer.get(), o.resumeDir.c_str());

@@ -29,12 +29,25 @@ int64_t checkpointStep(const std::string &dir) {
 }
 
 /// The supervisor's child, and the SIGINT/SIGTERM that asked it to stop.
+/// The first is passed on: the child saves and stops. A second stops the
+/// child at once (SIGKILL), as a second Ctrl-C stops a run that is not
+/// supervised. The child (kSupervisedChild set) ignores repeats of the
+/// first: a terminal's Ctrl-C, or a scheduler that signals every process
+/// of a job, reaches it both directly and through here.
 volatile pid_t gChild = 0;
 volatile std::sig_atomic_t gStopped = 0;
 extern "C" void forwardSignal(int signal) {
-  gStopped = signal;
-  if (gChild > 0)
-    kill(gChild, signal);
+  if (gStopped == 0) {
+    gStopped = signal;
+    if (gChild > 0)
+      kill(gChild, signal);
+  } else if (gChild > 0) {
+    kill(gChild, SIGKILL);
+  }
+}
+
+int exitCode(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 int fail(const std::string &message) {
@@ -49,6 +62,7 @@ int fail(const std::string &message) {
 /// its last run. The steps are counted from where the supervised run began,
 /// so a restarted child runs only what is left.
 int supervise(int argc, char **argv, const SuperviseOptions &o) {
+  setenv(kSupervisedChild, "1", 1);
   int64_t start = o.resumeDir.empty() ? 0 : checkpointStep(o.resumeDir);
   if (start < 0)
     start = 0;
@@ -73,12 +87,18 @@ int supervise(int argc, char **argv, const SuperviseOptions &o) {
   sigaction(SIGINT, &forward, nullptr);
   sigaction(SIGTERM, &forward, nullptr);
 
-  int64_t restarts = 0, lastStep = -2;
+  int64_t restarts = 0;
   for (int attempt = 0;; ++attempt) {
+    if (gStopped) // during a backoff
+      return 128 + gStopped;
+    // The first run starts as the command says: from --resume, or fresh
+    // (and refuses a --save-state directory holding another run's
+    // checkpoints). A restart continues from this run's newest checkpoint.
     int64_t saved = checkpointStep(o.saveStateDir);
+    bool fromSaved = attempt > 0 && saved >= 0;
     std::vector<std::string> args = base;
-    std::string resume = saved >= 0 ? o.saveStateDir : o.resumeDir;
-    int64_t from = saved >= 0 ? saved : start;
+    std::string resume = fromSaved ? o.saveStateDir : o.resumeDir;
+    int64_t from = fromSaved ? saved : start;
     // A run killed after its last checkpoint is run once more with
     // --steps 0: it writes the outputs of that checkpoint.
     args.push_back("--steps");
@@ -112,25 +132,34 @@ int supervise(int argc, char **argv, const SuperviseOptions &o) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
       return 0;
     if (gStopped) // the user stopped it: no restart
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return exitCode(status);
+    int64_t now = checkpointStep(o.saveStateDir);
+    bool progress = now > saved;
+    // An error exit before any progress is the command's own (a missing
+    // file, a refused option): running it again would only repeat it.
+    if (WIFEXITED(status) && !progress) {
+      std::fprintf(stderr,
+                   "trainc-run: supervisor: the run exited with status %d "
+                   "before writing a checkpoint; not restarted\n",
+                   WEXITSTATUS(status));
+      return exitCode(status);
+    }
     std::string why =
         WIFSIGNALED(status)
             ? std::string("was killed by signal ") +
                   std::to_string(WTERMSIG(status)) + " (" +
                   strsignal(WTERMSIG(status)) + ")"
             : "exited with status " + std::to_string(WEXITSTATUS(status));
-    int64_t now = checkpointStep(o.saveStateDir);
-    // A restart that made no progress counts toward the limit; one that
-    // did resets it (a long run may be preempted many times).
-    restarts = now > lastStep ? 1 : restarts + 1;
-    lastStep = now;
+    // A restart that made no progress counts toward the limit; progress
+    // resets it (a long run may be preempted many times).
+    restarts = progress ? 1 : restarts + 1;
     if (restarts > o.maxRestarts) {
       std::fprintf(stderr,
-                   "trainc-run: supervisor: the run %s; %lld restart(s) "
-                   "without progress, giving up (--max-restarts %lld)\n",
+                   "trainc-run: supervisor: the run %s; giving up after %lld "
+                   "restart(s) without progress (--max-restarts %lld)\n",
                    why.c_str(), (long long)(restarts - 1),
                    (long long)o.maxRestarts);
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return exitCode(status);
     }
     unsigned delay = 1u << std::min<int64_t>(restarts - 1, 5);
     std::fprintf(

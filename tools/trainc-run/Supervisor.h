@@ -22,6 +22,11 @@ struct SuperviseOptions {
   int64_t maxRestarts = 3;
 };
 
+/// Set in the supervised child's environment: its SIGINT/SIGTERM handler
+/// then ignores repeats of the first signal (the supervisor passes on the
+/// signal it receives, and turns a second one into SIGKILL).
+constexpr const char *kSupervisedChild = "TRAINC_SUPERVISED_CHILD";
+
 /// The exit code of the last run (0 once the steps are done).
 int supervise(int argc, char **argv, const SuperviseOptions &options);
 
