@@ -475,7 +475,8 @@ Value logSoftmaxInput(Value v) {
   Value shifted = sub.getLhs();
   auto type = cast<RankedTensorType>(shifted.getType());
   SmallVector<int64_t> last = {type.getRank() - 1};
-  auto log = broadcastBackFrom(sub.getRhs(), last).getDefiningOp<LogOp>();
+  Value logOfSum = broadcastBackFrom(sub.getRhs(), last);
+  auto log = logOfSum ? logOfSum.getDefiningOp<LogOp>() : LogOp();
   if (!log)
     return {};
   auto sum = log.getOperand().getDefiningOp<ReduceSumOp>();
