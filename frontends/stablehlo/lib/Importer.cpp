@@ -82,6 +82,10 @@ public:
 private:
   LogicalResult lowerOp(Operation &op, IRMapping &values, int depth);
   LogicalResult lowerCall(func::CallOp call, IRMapping &values, int depth);
+  /// Lowers the body of function `callee` of the source module in place of
+  /// `op` (a call, or a composite's decomposition).
+  LogicalResult lowerCallee(Operation &op, StringRef callee, IRMapping &values,
+                            int depth);
   LogicalResult lowerWhile(Operation &op, IRMapping &values, int depth);
   /// Lowers `block` with its arguments bound to `args`, seeing the values
   /// of `outer` (a region may use its parent's values); returns the values
@@ -168,22 +172,33 @@ LogicalResult Lowering::lowerCheck(Operation &op, IRMapping &values) {
 
 LogicalResult Lowering::lowerCall(func::CallOp call, IRMapping &values,
                                   int depth) {
-  auto callee = source.lookupSymbol<func::FuncOp>(call.getCallee());
+  return lowerCallee(*call, call.getCallee(), values, depth);
+}
+
+LogicalResult Lowering::lowerCallee(Operation &op, StringRef name,
+                                    IRMapping &values, int depth) {
+  auto callee = source.lookupSymbol<func::FuncOp>(name);
   if (!callee || callee.isExternal())
-    return emitError(call.getLoc())
-           << "calls @" << call.getCallee()
+    return emitError(op.getLoc())
+           << "calls @" << name
            << ", which is not a function with a body in this module";
+  if (callee.getNumArguments() != op.getNumOperands() ||
+      callee.getNumResults() != op.getNumResults())
+    return emitError(op.getLoc())
+           << "calls @" << name << " with " << op.getNumOperands()
+           << " operand(s) for " << op.getNumResults()
+           << " result(s), but it takes " << callee.getNumArguments()
+           << " and returns " << callee.getNumResults();
   if (depth >= kMaxCallDepth)
-    return emitError(call.getLoc())
-           << "calls nest deeper than " << kMaxCallDepth
-           << " (recursion cannot be inlined)";
+    return emitError(op.getLoc()) << "calls nest deeper than " << kMaxCallDepth
+                                  << " (recursion cannot be inlined)";
   SmallVector<Value> args;
-  for (Value v : call.getOperands())
+  for (Value v : op.getOperands())
     args.push_back(values.lookup(v));
   auto results = lowerFunction(callee, args, depth + 1);
   if (failed(results))
     return failure();
-  for (auto [r, v] : llvm::zip(call.getResults(), *results))
+  for (auto [r, v] : llvm::zip(op.getResults(), *results))
     values.map(r, v);
   return success();
 }
@@ -192,6 +207,24 @@ LogicalResult Lowering::lowerOp(Operation &op, IRMapping &values, int depth) {
   StringRef name = op.getName().getStringRef();
   if (auto call = dyn_cast<func::CallOp>(op))
     return lowerCall(call, values, depth);
+  if (name == "stablehlo.composite") {
+    // An op named, with its meaning in StableHLO (its decomposition, a
+    // function of this module; JAX writes chlo.erf, sinh, top_k, ... so).
+    // An op the table lowers is lowered as that op (chlo.erf: graph.erf,
+    // with its exact derivative); any other, as its decomposition.
+    auto composite = op.getAttrOfType<StringAttr>("name");
+    if (composite && findOp(composite.getValue())) {
+      name = composite.getValue();
+    } else {
+      auto decomposition = op.getAttrOfType<FlatSymbolRefAttr>("decomposition");
+      if (!decomposition)
+        return emitError(op.getLoc())
+               << "'stablehlo.composite' "
+               << (composite ? composite.getValue() : StringRef("?"))
+               << " has no decomposition function";
+      return lowerCallee(op, decomposition.getValue(), values, depth);
+    }
+  }
   if (name == "stablehlo.while")
     return lowerWhile(op, values, depth);
   if (name.starts_with("check."))
@@ -441,6 +474,9 @@ std::vector<SupportedOp> supportedOps() {
   ops.push_back({"func.call", "any", "of functions in the module: inlined"});
   ops.push_back({"stablehlo.custom_call", "any",
                  "only @check.expect_* (the StableHLO tests' checks)"});
+  ops.push_back({"stablehlo.composite", "any",
+                 "as the op it names when listed here (chlo.erf), else as "
+                 "its decomposition function"});
   ops.push_back({"stablehlo.return", "any", "in reduce and while bodies"});
   ops.push_back({"stablehlo.while", "any",
                  "unrolled: the condition must fold to a constant at every "

@@ -547,6 +547,19 @@ ParseResult parseCustomCall(OpAsmParser &p, OperationState &st) {
   return parseTypesAndResolve(p, st, ops, loc);
 }
 
+/// `stablehlo.composite "name" %a, %b {decomposition = @f, ...} : (T...) ->
+/// R`: the name becomes the attribute "name".
+ParseResult parseComposite(OpAsmParser &p, OperationState &st) {
+  std::string name;
+  SmallVector<Operand> ops;
+  SMLoc loc = p.getCurrentLocation();
+  if (p.parseString(&name) || p.parseOperandList(ops) ||
+      p.parseOptionalAttrDict(st.attributes))
+    return failure();
+  st.addAttribute("name", StringAttr::get(p.getContext(), name));
+  return parseTypesAndResolve(p, st, ops, loc);
+}
+
 //===----------------------------------------------------------------------===//
 // chlo and check
 //===----------------------------------------------------------------------===//
@@ -760,6 +773,7 @@ const llvm::StringMap<ParseFn> &stablehloHooks() {
     h["reduce"] = parseReduce;
     h["while"] = parseWhile;
     h["custom_call"] = parseCustomCall;
+    h["composite"] = parseComposite;
     return h;
   }();
   return hooks;
