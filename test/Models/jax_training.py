@@ -381,6 +381,42 @@ def check_model(args, name, model, work):
     return ok and not problems
 
 
+def check_gradient_rules(work):
+    """export() refuses what trainc cannot differentiate as JAX does: a
+    jax.custom_vjp and a stop_gradient that changes the gradient; it
+    accepts stop_gradients that change none (inside log_softmax and
+    logsumexp, on data)."""
+    params, batch = {'w': jnp.array([1.0, 2.0, 3.0])}, {'x': jnp.ones(3)}
+
+    @jax.custom_vjp
+    def clipped(x):
+        return x
+    clipped.defvjp(lambda x: (x, None), lambda _, g: (jnp.clip(g, -1, 1),))
+    cases = {
+        'a target held by stop_gradient': (lambda p, b: jnp.sum(
+            (p['w'] * b['x'] - jax.lax.stop_gradient(3 * p['w'])) ** 2),
+            "stop_gradient changes the gradient of parameter \"p['w']\""),
+        'a custom_vjp': (lambda p, b: jnp.sum(clipped(p['w']) * 5), 'jax.custom_vjp'),
+        'log_softmax and logsumexp': (lambda p, b: jax.nn.logsumexp(p['w'] * b['x'])
+                                      - jnp.sum(jax.nn.log_softmax(p['w'])), None),
+        'stop_gradient on data': (lambda p, b: jnp.sum(
+            p['w'] * jax.lax.stop_gradient(2 * b['x'])), None),
+    }
+    ok = True
+    for what, (loss_fn, refusal) in cases.items():
+        try:
+            jax_export.export(loss_fn, params, batch, os.path.join(work, 'rules', 'm'))
+            got = None
+        except jax_export.ExportError as e:
+            got = str(e)
+        good = (got is None) if refusal is None else (got is not None and refusal in got)
+        print(f"gradient rules, {what}: {'exported' if got is None else 'refused'}"
+              + ('' if good else f' FAIL (expected {"export" if refusal is None else refusal}'
+                 f'; got {got})'))
+        ok &= good
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
@@ -410,6 +446,7 @@ def main():
             work = os.path.join(root, name)
             os.makedirs(work, exist_ok=True)
             ok &= check_model(args, name, model, work)
+        ok &= check_gradient_rules(root)
     return 0 if ok else 1
 
 

@@ -58,6 +58,17 @@ parameter of the safetensors file is an argument of @main. The names
 derived from the loss function's signature are checked against the names
 in the exported text; a difference is an error.
 
+Gradients. trainc differentiates the exported forward computation, where
+JAX's gradient rules leave no trace: jax.custom_vjp's backward function and
+jax.lax.stop_gradient (lowered as the identity). export() therefore refuses
+a loss that uses jax.custom_vjp, and, when the loss uses stop_gradient,
+compares jax.grad of the loss with jax.grad of the same loss with
+stop_gradient passing its gradient through, at the example params and batch:
+where they differ, trainc would train on another gradient than JAX's, and
+export() refuses it naming the parameter. The stop_gradients inside
+jax.nn.logsumexp, log_softmax and softmax change no gradient and pass.
+(check_gradients=False skips both checks.)
+
 load_params() reads the safetensors file trainc-run writes after training
 (`--save-safetensors FILE`, the same names) back into the structure and
 dtypes of the initial params.
@@ -203,7 +214,84 @@ def file_stem(name):
     return re.sub(r'[^A-Za-z0-9_-]+', '.', name).strip('.') or 'input'
 
 
-def export(loss_fn, params, batch, out_prefix, *, save_batch=False, platform='cpu'):
+def _primitive_names(closed_jaxpr):
+    """Every primitive of a jaxpr, those of its sub-jaxprs included."""
+    from jax.extend import core
+    names = set()
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            names.add(eqn.primitive.name)
+            for value in eqn.params.values():
+                for sub in value if isinstance(value, (list, tuple)) else (value,):
+                    if isinstance(sub, core.ClosedJaxpr):
+                        walk(sub.jaxpr)
+                    elif isinstance(sub, core.Jaxpr):
+                        walk(sub)
+
+    walk(closed_jaxpr.jaxpr)
+    return names
+
+
+def _grad_with_stop_gradient_passing(loss_fn, params, batch):
+    """jax.grad of loss_fn with stop_gradient's JVP the identity: the
+    gradient of the computation as exported (stop_gradient lowers to the
+    identity), the one trainc computes."""
+    from jax._src import ad_util
+    from jax._src.interpreters import ad
+    primitive = ad_util.stop_gradient_p
+    saved = ad.primitive_jvps[primitive]
+    ad.primitive_jvps[primitive] = lambda primals, tangents: (
+        primitive.bind(*primals), tangents[0])
+    jax.clear_caches()  # no jitted function keeps the real rule
+    try:
+        return jax.grad(loss_fn)(params, batch)
+    finally:
+        ad.primitive_jvps[primitive] = saved
+        jax.clear_caches()
+
+
+def check_gradient_rules(loss_fn, params, batch, param_names):
+    """Raises ExportError when JAX's gradient of loss_fn is not the gradient
+    of its exported forward computation (see the module docstring)."""
+    names = _primitive_names(jax.make_jaxpr(loss_fn)(params, batch))
+    custom = sorted(n for n in names if n.startswith('custom_vjp'))
+    if custom:
+        raise ExportError(
+            'loss_fn uses jax.custom_vjp: trainc differentiates the exported forward '
+            'computation, in which a custom backward function does not survive, so it '
+            'would train on another gradient than jax.grad gives. Write the function '
+            'without custom_vjp (a custom_jvp of plain ops, or the plain ops)')
+    if 'stop_gradient' not in names:
+        return
+    exact = jax.tree_util.tree_leaves(jax.grad(loss_fn)(params, batch))
+    through = jax.tree_util.tree_leaves(
+        _grad_with_stop_gradient_passing(loss_fn, params, batch))
+    largest = max((float(np.max(np.abs(np.asarray(a, np.float64)), initial=0))
+                   for a in exact), default=0.0)
+    for name, a, b in zip(param_names, exact, through):
+        # Rounding differs between the two (they are different programs):
+        # f32 gradients agree to ~1e-6 of the largest value involved, 16-bit
+        # ones to ~1e-2; a stop_gradient that matters changes them by O(1).
+        # A gradient that is exactly zero in exact arithmetic (an attention
+        # key bias: softmax ignores a shift shared by every key) is pure
+        # rounding noise, so each tensor is measured against at least 1% of
+        # the largest gradient of all.
+        tolerance = 1e-3 if jnp.finfo(a.dtype).bits >= 32 else 5e-2
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        scale = max(float(np.max(np.abs(a), initial=0)), 1e-2 * largest, 1e-30)
+        error = float(np.max(np.abs(a - b), initial=0)) / scale
+        if not np.isfinite(error) or error > tolerance:
+            raise ExportError(
+                f'jax.lax.stop_gradient changes the gradient of parameter {name!r} '
+                f'({error:.2g} of its largest value at the example batch), but the '
+                'exported computation has no trace of it: trainc would differentiate '
+                'through it and train on another gradient than jax.grad gives. Pass the '
+                'stopped value in the batch instead (computed outside loss_fn)')
+
+
+def export(loss_fn, params, batch, out_prefix, *, save_batch=False, platform='cpu',
+           check_gradients=True):
     """Export loss_fn(params, batch) for trainc; see the module docstring.
 
     Args:
@@ -214,10 +302,14 @@ def export(loss_fn, params, batch, out_prefix, *, save_batch=False, platform='cp
       out_prefix: path prefix of the files written; its directory is created.
       save_batch: also write each batch leaf as out_prefix.<name>.npy.
       platform: the jax.export lowering platform ('cpu', 'cuda', 'rocm', 'tpu').
+      check_gradients: refuse a loss whose JAX gradient trainc would not
+        compute (jax.custom_vjp, a stop_gradient that matters; see the
+        module docstring). It costs two jax.grad evaluations when the loss
+        uses stop_gradient.
 
     Returns an Exported. Raises ExportError when params has a non-float
-    leaf, the loss is not a float scalar, or JAX named the arguments other
-    than expected.
+    leaf, the loss is not a float scalar, JAX named the arguments other
+    than expected, or (check_gradients) the gradient would differ.
     """
     params_prefix, batch_prefix = argument_prefixes(loss_fn, params, batch)
     param_leaves = leaf_names(params_prefix, params)
@@ -229,6 +321,8 @@ def export(loss_fn, params, batch, out_prefix, *, save_batch=False, platform='cp
             raise ExportError(f'parameter {name!r} has dtype {jnp.result_type(leaf)}: '
                               'every parameter must be a float array (put integer data in batch)')
 
+    if check_gradients:
+        check_gradient_rules(loss_fn, params, batch, [n for n, _ in param_leaves])
     exported = jax.export.export(jax.jit(loss_fn, keep_unused=True),
                                  platforms=[platform])(params, batch)
     out = exported.out_avals
@@ -379,6 +473,10 @@ def main(argv=None):
     parser.add_argument('--save-batch', action='store_true',
                         help='also write each batch leaf as PREFIX.<name>.npy, the '
                              'files to give trainc-run --input')
+    parser.add_argument('--no-gradient-check', action='store_true',
+                        help='skip the check that trainc computes the gradient jax.grad '
+                             'gives (jax.custom_vjp and stop_gradients that matter are '
+                             'refused; the check costs two jax.grad evaluations)')
     parser.add_argument('--platform', default='cpu',
                         help="jax.export's lowering platform (default cpu; cuda, rocm, "
                              'tpu); it changes only platform-specific lowerings')
@@ -389,7 +487,8 @@ def main(argv=None):
     batch = _call_with_key(_load_attr(args.batch_fn), args.batch_seed)
     try:
         result = export(loss_fn, params, batch, args.output,
-                        save_batch=args.save_batch, platform=args.platform)
+                        save_batch=args.save_batch, platform=args.platform,
+                        check_gradients=not args.no_gradient_check)
     except ExportError as e:
         print(f'jax_export: {e}', file=sys.stderr)
         return 1
