@@ -25,7 +25,8 @@ as well as inside steps.
   directory too small for one checkpoint is refused before training.
 - A flipped bit in the newest checkpoint's shard, then in its manifest: the
   resume warns and uses the previous checkpoint.
-- Two runs on one directory: the second is refused, naming the first's pid.
+- Two runs on one directory: the second is refused, naming the first's pid;
+  a run writing another's JSONL log is refused too.
 - trainc-run --supervise: its training process is killed 3 times; the
   supervisor restarts it from the newest checkpoint each time, and the run
   ends bitwise equal to the uninterrupted one. A SIGINT to the supervised
@@ -357,13 +358,24 @@ def two_runs(run):
     second = subprocess.run(run.command(state, os.path.join(d, 'b.jsonl'), STEPS,
                                         os.path.join(d, 'b.safetensors'), False),
                             capture_output=True, text=True)
+    # Another run with its own directory but the first's JSONL log: refused
+    # (rewriting the log would drop the first run's records).
+    logged = len(log_records(os.path.join(d, 'a.jsonl')))
+    third = subprocess.run(run.command(os.path.join(d, 'state3'), os.path.join(d, 'a.jsonl'),
+                                       STEPS, os.path.join(d, 'c.safetensors'), False),
+                           capture_output=True, text=True)
+    still = first.poll() is None
     first.kill()
     first.communicate()
     good = (second.returncode == 1 and f'is in use by another run (pid {first.pid})'
             in second.stderr)
     print(f'two runs on one directory: {"ok" if good else "FAILED"} '
           f'({second.stderr.strip()[:200]})')
-    return good
+    shared_log = (third.returncode == 1 and 'another run is writing this JSONL log'
+                  in third.stderr and len(log_records(os.path.join(d, 'a.jsonl'))) >= logged)
+    print(f'two runs on one log: {"ok" if shared_log else "FAILED"} (the first still '
+          f'running: {still}; {third.stderr.strip()[:200]})')
+    return good and shared_log and still
 
 
 def main():

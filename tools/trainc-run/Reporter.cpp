@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <limits>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -66,6 +68,39 @@ Reporter::Reporter(const ReportOptions &options, trainc_trainer *trainer,
 Reporter::~Reporter() {
   if (jsonl_)
     std::fclose(jsonl_);
+  if (lockFd_ >= 0)
+    ::close(lockFd_);
+}
+
+std::string Reporter::lockLog() {
+  const std::string &path = options_.jsonlPath;
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return ""; // a device (/dev/stdout, a pipe): nothing to rewrite
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return "not found: " + path +
+           ": cannot open the JSONL log: " + std::strerror(errno);
+  struct stat now, held;
+  if (lockFd_ >= 0 && fstat(lockFd_, &held) == 0 && fstat(fd, &now) == 0 &&
+      held.st_dev == now.st_dev && held.st_ino == now.st_ino) {
+    ::close(fd); // this run holds it already
+    return "";
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int error = errno;
+    ::close(fd);
+    return error == EWOULDBLOCK
+               ? "failed precondition: " + path +
+                     ": another run is writing this JSONL log (give each "
+                     "run its own --log-jsonl)"
+               : "failed precondition: " + path +
+                     ": cannot lock the JSONL log: " + std::strerror(error);
+  }
+  if (lockFd_ >= 0)
+    ::close(lockFd_);
+  lockFd_ = fd;
+  return "";
 }
 
 /// The step of a JSONL record line, or -1.
@@ -79,6 +114,8 @@ static int64_t recordStep(const std::string &line) {
 std::string Reporter::open() {
   if (options_.jsonlPath.empty())
     return "";
+  if (std::string error = lockLog(); !error.empty())
+    return error;
   // An existing log keeps only whole records (a crash or a full disk can
   // leave a partial last line) and only the steps up to this run's first
   // (the steps after the checkpoint it continues, or all of a run started
@@ -112,6 +149,9 @@ std::string Reporter::open() {
           std::rename(tmp.c_str(), options_.jsonlPath.c_str()) != 0)
         return "data loss: " + options_.jsonlPath +
                ": cannot rewrite the JSONL log: " + std::strerror(errno);
+      // The lock follows the file to its new inode.
+      if (std::string error = lockLog(); !error.empty())
+        return error;
     }
   }
   jsonl_ = std::fopen(options_.jsonlPath.c_str(), "a");

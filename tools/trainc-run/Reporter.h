@@ -43,7 +43,9 @@ public:
            const trainc_executable *step, int64_t firstStep, int64_t lastStep);
   ~Reporter();
 
-  /// Opens the JSONL log; an error message, or "".
+  /// Opens the JSONL log, locked: another run writing it is refused (its
+  /// records would be lost when this one rewrites the file); an error
+  /// message, or "".
   std::string open();
   /// After a rollback to `step`: drops the log records after it (they are
   /// run again); an error message, or "".
@@ -55,6 +57,9 @@ public:
 
 private:
   bool writeRecord(const trainc_step_metrics &m);
+  /// Holds an exclusive flock on the log file now at its path (a regular
+  /// file, created when missing); an error message, or "".
+  std::string lockLog();
   void drawBar(const trainc_step_metrics &m, double eta) const;
   void printLine(const trainc_step_metrics &m, double eta) const;
 
@@ -65,6 +70,7 @@ private:
   std::chrono::steady_clock::time_point start_;
   bool bar_ = false;
   std::FILE *jsonl_ = nullptr;
+  int lockFd_ = -1;
   std::vector<double> stepTimes_;
   double firstLoss_, lastLoss_, lastEval_;
   int64_t lastEvalStep_ = -1;
