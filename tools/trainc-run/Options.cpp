@@ -96,7 +96,7 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                       written atomically and durably; DIR/latest names the
                       newest. DIR is locked: a second run on it is
                       refused, and so is a run that does not --resume DIR
-                      when DIR holds checkpoints (of another run)
+                      when DIR holds checkpoints of trained steps
   --save-every N      also write a checkpoint every N steps, in the
                       background (training waits only for a copy of the
                       state); a kill loses at most 2 x N steps

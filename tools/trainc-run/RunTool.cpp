@@ -392,13 +392,15 @@ int runRunTool(int argc, char **argv) {
       return fail(take(s));
   // A fresh run, or one resumed from elsewhere, in a directory holding a
   // run's checkpoints would mix its own with them: a later --resume takes
-  // the newest step, which may be the other run's.
+  // the newest step, which may be the other run's. (A checkpoint of step 0,
+  // a run stopped before its first step, holds no training: every step
+  // this run saves is newer.)
   if (!o.saveStateDir.empty() && !sameFile(o.saveStateDir, o.resumeDir)) {
     int64_t step = -1;
     if (trainc_status s =
             trainc_saved_run_info(o.saveStateDir.c_str(), &step, nullptr))
       trainc_status_free(s);
-    else
+    else if (step > 0)
       return fail("failed precondition: --save-state " + o.saveStateDir +
                   " holds the checkpoints of another run (the newest at "
                   "step " +

@@ -2,6 +2,9 @@
 
 #include "base/DType.h"
 
+#include <cinttypes>
+#include <cstdio>
+
 namespace trainc {
 
 const char *dtypeName(DType t) {
@@ -61,6 +64,12 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+std::string hex64(uint64_t v) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016" PRIx64, v);
+  return text;
 }
 
 } // namespace trainc

@@ -80,6 +80,9 @@ inline bool isFloat(DType t) {
 const char *dtypeName(DType t);
 /// "[2, 32]": a shape as trainc's messages print it.
 std::string shapeString(const std::vector<int64_t> &shape);
+/// "00ab...": a 64-bit hash (XXH3) as trainc's messages and manifests print
+/// it, 16 hex digits.
+std::string hex64(uint64_t v);
 
 } // namespace trainc
 

@@ -71,12 +71,6 @@ bool parseStepName(const std::string &name, int64_t &step) {
   return true;
 }
 
-std::string hex64(uint64_t v) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016" PRIx64, v);
-  return text;
-}
-
 bool isPersistent(const TensorInfo &t) {
   return t.role == TensorRole::Parameter || t.role == TensorRole::State;
 }

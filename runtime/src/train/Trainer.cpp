@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <sys/resource.h>
@@ -533,19 +532,14 @@ Status Trainer::checkRanksAgree(Collective &ranks) {
   auto note = [&](int rank, const std::string &what) {
     differences += "\n  rank " + std::to_string(rank) + " " + what;
   };
-  auto hex = [](uint64_t v) {
-    char text[19];
-    std::snprintf(text, sizeof text, "%016llx", (unsigned long long)v);
-    return std::string(text);
-  };
   const uint64_t *first = all.data();
   for (int r = 1; r < ranks.worldSize(); ++r) {
     const uint64_t *other = first + size_t(r) * kFields;
     if (other[kTokens] != first[kTokens] || other[kHash] != first[kHash])
       note(r, "read other data: " + std::to_string(other[kTokens]) +
-                  " tokens of hash " + hex(other[kHash]) + ", rank 0 " +
+                  " tokens of hash " + hex64(other[kHash]) + ", rank 0 " +
                   std::to_string(first[kTokens]) + " of hash " +
-                  hex(first[kHash]));
+                  hex64(first[kHash]));
     else if (other[kTrainTokens] != first[kTrainTokens])
       note(r, "holds out another part of the data: it trains on its first " +
                   std::to_string(other[kTrainTokens]) + " tokens, rank 0 on " +
