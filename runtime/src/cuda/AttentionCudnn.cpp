@@ -556,6 +556,10 @@ Status runCudnnAttention(const KernelCall &call, const CudnnAttentionCall &c,
     return okStatus();
   }
   // CudaDevice::launch gives every call a context with one of its streams.
+  if (!call.context || !call.context->stream)
+    return internalError(std::string(opcodeName(call.op)) +
+                         ": cuDNN attention needs a stream (a call from "
+                         "CudaDevice::launch)");
   auto &onStream = static_cast<CudaStream &>(*call.context->stream);
   cudaStream_t stream = onStream.handle();
   std::unordered_map<int64_t, void *> pointers = {

@@ -39,8 +39,10 @@
 // in f32 before the one rounding as on the CPU; dot_general_bias_grad's sum
 // of lhs (rhs) over K is the BGRADB (BGRADA) epilogue where the sum has the
 // product's type (bf16's f32 product and f32 sum; not fp16's f32 product
-// and f16 sum) and the product is not TF32, summed in cuBLASLt's order, not
-// the CPU's f64 one (within the GEMM's tolerance). Otherwise, and where the
+// and f16 sum), the product is not TF32 and the summed operand lies as
+// cuBLASLt requires (BGRADA: its A untransposed; BGRADB: its B transposed),
+// summed in cuBLASLt's order, not the CPU's f64 one (within the GEMM's
+// tolerance). Otherwise, and where the
 // heuristic has no algorithm with the epilogue or cublasLtMatmul refuses
 // it, the product runs alone and a second kernel adds the bias
 // (addRowBiasKernel) or sums the operand (the ReduceSum kernel); a refused
@@ -379,15 +381,20 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
         cublasLtMatmulDescSetAttribute(
             desc.matmul, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind, sizeof(kind)),
         "cublasLtMatmulDescSetAttribute(EPILOGUE)"));
-    if (!on)
+    // Off: the vector pointer goes too. cuBLASLt 13.1's heuristic accepts a
+    // bias pointer with EPILOGUE_DEFAULT, but cublasLtMatmul refuses it
+    // (CUBLAS_STATUS_INVALID_VALUE, "The Bias pointer ... is NOT allowed for
+    // EPILOGUE_DEFAULT").
+    const void *vector = on ? epilogue.vector : nullptr;
+    if (!on && !epilogue.any())
       return okStatus();
-    TRAINC_RETURN_IF_ERROR(
-        ltStatus(call,
-                 cublasLtMatmulDescSetAttribute(
-                     desc.matmul, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                     &epilogue.vector, sizeof(epilogue.vector)),
-                 "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
-    if (epilogue.sums())
+    TRAINC_RETURN_IF_ERROR(ltStatus(
+        call,
+        cublasLtMatmulDescSetAttribute(desc.matmul,
+                                       CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                       &vector, sizeof(vector)),
+        "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
+    if (!on || epilogue.sums())
       return okStatus();
     int64_t biasBatchStride = 0; // one bias for every batch
     return ltStatus(call,
@@ -399,7 +406,14 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
   // A bias's type is D's (cuBLASLt's default). A vector under 16-byte
   // alignment (never a planned buffer's) or a library that refuses the
   // attributes gets the separate kernel.
-  done = epilogue.any() && alignmentOf(epilogue.vector) >= 16;
+  // cuBLASLt's bias-gradient epilogues take one layout each: BGRADA an
+  // untransposed A (x), BGRADB a transposed B (y); any other gets
+  // NOT_SUPPORTED from the heuristic ("CUBLASLT_EPILOGUE_BGRADB only works
+  // with transposed B", cuBLASLt 13.1 on an H200), so it is not asked.
+  bool layoutOk = epilogue.kind == CUBLASLT_EPILOGUE_BGRADA   ? !x.trans
+                  : epilogue.kind == CUBLASLT_EPILOGUE_BGRADB ? y.trans
+                                                              : true;
+  done = epilogue.any() && layoutOk && alignmentOf(epilogue.vector) >= 16;
   if (done && !setEpilogue(true).ok()) {
     done = false;
     TRAINC_RETURN_IF_ERROR(setEpilogue(false));
