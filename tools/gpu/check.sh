@@ -16,7 +16,8 @@
 #   bench          (--bench; before cuda_training) tools/bench_gpu.py:
 #                  GPT-2 124M bf16 against PyTorch eager and
 #                  torch.compile, and trainc on its own attention kernels
-#                  and with --attention-stats=false
+#                  and with --attention-stats=false ($BENCH_CONTENDERS
+#                  and $BENCH_ROUNDS choose others)
 # A GPU is here, so a check that reports itself skipped fails. Prints one
 # line per check and exits 1 if any failed, 2 if no GPU is visible. Python
 # is $PYTHON (default python3: on the lent machines, the one with PyTorch,
@@ -116,8 +117,8 @@ check probe 60 "$root/wrap/trainc-cuda-unittests"
 # are the slowest part: #16's speed is what a GPU session is rarest for.
 if [[ $bench -eq 1 ]]; then
   check bench 300 env PYTHONUNBUFFERED=1 "$python" "$repo/tools/bench_gpu.py" --trainc-bin-dir "$root/wrap" \
-    --rounds 4 --profile \
-    --contenders trainc,trainc-own-attention,trainc-remade-stats,torch-eager,torch-compile
+    --rounds "${BENCH_ROUNDS:-4}" --profile \
+    --contenders "${BENCH_CONTENDERS:-trainc,trainc-own-attention,trainc-remade-stats,torch-eager,torch-compile}"
 fi
 check cuda_training 240 "$python" "$repo/test/Runtime/cuda_training.py" --trainc "$root/wrap/trainc" \
   --trainc-run "$root/wrap/trainc-run" --data-dir "$root/data/tinygpt"

@@ -14,12 +14,16 @@
 //   result[q][i] = reg[results[q]]
 // Shape legend: I <= kFusedMaxInputs operands, each of the results' shape
 // or 0-d; 1..kFusedMaxResults results of one shape, n elements, flat
-// arrays. One thread per element (grid-stride), one launch for the whole
-// program: the steps' values never leave the thread.
+// arrays. One thread per pack of kFusedPack consecutive elements
+// (grid-stride), one launch for the whole program: the steps' values never
+// leave the thread. A thread runs the program step by step over its pack
+// (one decode of a step for kFusedPack elements) and moves each operand and
+// result by one vector load or store when all of them are aligned to it; a
+// partial last pack, or unaligned memory, goes element by element.
 //
 // In place: a result may be the memory of an operand of its shape and
-// dtype. Each thread reads all its operands' elements at i before it
-// writes any result at i, and touches no other index, so that is safe.
+// dtype. Each thread reads all its operands' elements of its pack before it
+// writes any result there, and touches no other index, so that is safe.
 //
 // Numerics: the same bits as the unfused instructions on this device. A
 // step calls the device functions of the unfused kernels
@@ -42,7 +46,8 @@
 // float, and of f64 in a double; the kernel is instantiated for a float
 // register file when no register is f64, and double otherwise. Registers
 // are a local array indexed by the program (kFusedMaxInputs +
-// kFusedMaxSteps entries): the stack frame, not spills. There are no
+// kFusedMaxSteps entries of kFusedPack values): the stack frame, not
+// spills. There are no
 // integer registers, so no step can fault (binaryOf's FaultSite is never
 // used for floats).
 //
@@ -93,6 +98,9 @@ struct FusedArgs {
   bool scalar[kFusedMaxInputs];
   void *result[kFusedMaxResults];
   int64_t n;
+  /// Whether every operand that is not 0-d and every result is aligned to
+  /// a Pack of kFusedPack elements of its dtype.
+  bool packed;
 };
 
 /// Whether register type R holds f64 values (the double register file).
@@ -126,30 +134,77 @@ __device__ __forceinline__ R withFloat(DType t, Fn fn) {
   }
 }
 
-/// Element i of operand p of dtype t as a register.
-template <typename R>
-__device__ __forceinline__ R loadRegister(DType t, const void *p, int64_t i) {
+/// Elements a thread takes at a time. Each step is decoded once per pack,
+/// and each operand and result moves by one vector load or store where
+/// aligned (8 bytes for the 16-bit floats).
+constexpr int kFusedPack = 4;
+
+/// fn(S()) for the storage type S of register dtype t: Bool for i1, a float
+/// type otherwise (f64 only in the double register file).
+template <typename R, typename Fn>
+__device__ __forceinline__ void withRegisterStorage(DType t, Fn fn) {
   if (t == DType::I1)
-    return load(static_cast<const Bool *>(p), i) ? R(1) : R(0);
-  return withFloat<R>(t, [&](auto zero) {
+    fn(Bool());
+  else
+    withFloat<R>(t, [&](auto zero) {
+      fn(zero);
+      return R(0);
+    });
+}
+
+/// Elements i .. i + kFusedPack - 1 of operand p (dtype t) as registers:
+/// one vector load when `whole` (the pack is in range and aligned), else
+/// the first `count` one by one and zeros after them.
+template <typename R>
+__device__ __forceinline__ void loadPack(DType t, const void *p, int64_t i,
+                                         int count, bool whole, R *out) {
+  withRegisterStorage<R>(t, [&](auto zero) {
     using S = decltype(zero);
-    return R(load(static_cast<const S *>(p), i));
+    const S *x = static_cast<const S *>(p);
+    if (whole) {
+      Pack<S, kFusedPack> u =
+          *reinterpret_cast<const Pack<S, kFusedPack> *>(x + i);
+#pragma unroll
+      for (int j = 0; j < kFusedPack; ++j)
+        out[j] = R(load(u.v, j));
+    } else {
+#pragma unroll
+      for (int j = 0; j < kFusedPack; ++j)
+        out[j] = j < count ? R(load(x, i + j)) : R(0);
+    }
   });
 }
 
-/// Stores register v (a value of dtype t) as element i of result p: exact,
-/// the step rounded it already.
+/// Register v (a value of storage type S's dtype) as element j of p: exact,
+/// the step rounded it already; i1 as 0 or 1.
+template <typename S, typename R>
+__device__ __forceinline__ void storeValue(S *p, int64_t j, R v) {
+  if constexpr (std::is_same_v<S, Bool>)
+    store(p, j, v != R(0));
+  else
+    store(p, j, Compute<S>(v));
+}
+
+/// Registers v as elements i .. i + count - 1 of result p (dtype t), as
+/// loadPack reads them.
 template <typename R>
-__device__ __forceinline__ void storeRegister(DType t, void *p, int64_t i,
-                                              R v) {
-  if (t == DType::I1) {
-    store(static_cast<Bool *>(p), i, v != R(0));
-    return;
-  }
-  withFloat<R>(t, [&](auto zero) {
+__device__ __forceinline__ void storePack(DType t, void *p, int64_t i,
+                                          int count, bool whole, const R *v) {
+  withRegisterStorage<R>(t, [&](auto zero) {
     using S = decltype(zero);
-    store(static_cast<S *>(p), i, Compute<S>(v));
-    return R(0);
+    S *y = static_cast<S *>(p);
+    if (whole) {
+      Pack<S, kFusedPack> u;
+#pragma unroll
+      for (int j = 0; j < kFusedPack; ++j)
+        storeValue(u.v, j, v[j]);
+      *reinterpret_cast<Pack<S, kFusedPack> *>(y + i) = u;
+    } else {
+#pragma unroll
+      for (int j = 0; j < kFusedPack; ++j)
+        if (j < count)
+          storeValue(y, i + j, v[j]);
+    }
   });
 }
 
@@ -194,63 +249,92 @@ __device__ __forceinline__ R convertTo(DType to, C v) {
   }
 }
 
-/// Step s's value from the registers `reg` of dtypes `type`.
+/// Step s's values y[j] from the registers `reg` (kFusedPack elements
+/// each) of dtypes `type`: one decode for the pack.
 template <typename R>
-__device__ __forceinline__ R stepOf(const math::FusedStep &s, const DType *type,
-                                    const R *reg) {
-  R a = reg[s.operand[0]];
+__device__ __forceinline__ void stepPack(const math::FusedStep &s,
+                                         const DType *type,
+                                         const R (*reg)[kFusedPack], R *y) {
+  const R *a = reg[s.operand[0]], *b = reg[s.operand[1]];
   DType from = type[s.operand[0]];
   switch (s.op) {
-  case Opcode::Compare: {
-    bool p;
-    if constexpr (kWide<R>)
-      p = from == DType::F64
-              ? compareOf(s.attr, double(a), double(reg[s.operand[1]]))
-              : compareOf(s.attr, float(a), float(reg[s.operand[1]]));
-    else
-      p = compareOf(s.attr, float(a), float(reg[s.operand[1]]));
-    return p ? R(1) : R(0);
+  case Opcode::Compare:
+#pragma unroll
+    for (int j = 0; j < kFusedPack; ++j) {
+      bool p;
+      if constexpr (kWide<R>)
+        p = from == DType::F64 ? compareOf(s.attr, double(a[j]), double(b[j]))
+                               : compareOf(s.attr, float(a[j]), float(b[j]));
+      else
+        p = compareOf(s.attr, float(a[j]), float(b[j]));
+      y[j] = p ? R(1) : R(0);
+    }
+    return;
+  case Opcode::Select: {
+    const R *c = reg[s.operand[2]];
+#pragma unroll
+    for (int j = 0; j < kFusedPack; ++j)
+      y[j] = a[j] != R(0) ? b[j] : c[j];
+    return;
   }
-  case Opcode::Select:
-    return a != R(0) ? reg[s.operand[1]] : reg[s.operand[2]];
   case Opcode::Convert:
-    if (from == s.dtype)
-      return a; // Unfused: a byte copy.
-    if (from == DType::I1)
-      return convertTo<R>(s.dtype, a != R(0));
-    if constexpr (kWide<R>)
-      if (from == DType::F64)
-        return convertTo<R>(s.dtype, double(a));
-    return convertTo<R>(s.dtype, float(a));
-  default: {
-    R b = reg[s.operand[1]];
-    return withFloat<R>(s.dtype, [&](auto zero) {
+    if (from == s.dtype) { // Unfused: a byte copy.
+#pragma unroll
+      for (int j = 0; j < kFusedPack; ++j)
+        y[j] = a[j];
+    } else if (from == DType::I1) {
+#pragma unroll
+      for (int j = 0; j < kFusedPack; ++j)
+        y[j] = convertTo<R>(s.dtype, a[j] != R(0));
+    } else if (kWide<R> && from == DType::F64) {
+#pragma unroll
+      for (int j = 0; j < kFusedPack; ++j)
+        y[j] = convertTo<R>(s.dtype, double(a[j]));
+    } else {
+#pragma unroll
+      for (int j = 0; j < kFusedPack; ++j)
+        y[j] = convertTo<R>(s.dtype, float(a[j]));
+    }
+    return;
+  default:
+    withFloat<R>(s.dtype, [&](auto zero) {
       using S = decltype(zero);
-      return R(rounded<S>(mathOf<S>(s, Compute<S>(a), Compute<S>(b))));
+#pragma unroll
+      for (int j = 0; j < kFusedPack; ++j)
+        y[j] = R(rounded<S>(mathOf<S>(s, Compute<S>(a[j]), Compute<S>(b[j]))));
+      return R(0);
     });
-  }
   }
 }
 
 template <typename R>
 __global__ void fusedElementwiseKernel(const __grid_constant__ FusedArgs a) {
   const math::FusedProgram &p = a.program;
-  R reg[kFusedMaxInputs + kFusedMaxSteps];
+  R reg[kFusedMaxInputs + kFusedMaxSteps][kFusedPack];
   // 0-d operands once per thread: no step writes an operand's register.
   for (int r = 0; r < p.numInputs; ++r)
-    if (a.scalar[r])
-      reg[r] = loadRegister<R>(p.registerDType[r], a.operand[r], 0);
-  int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < a.n;
-       i += step) {
+    if (a.scalar[r]) {
+      R v[kFusedPack];
+      loadPack(p.registerDType[r], a.operand[r], 0, 1, false, v);
+#pragma unroll
+      for (int j = 0; j < kFusedPack; ++j)
+        reg[r][j] = v[0];
+    }
+  int64_t packs = (a.n + kFusedPack - 1) / kFusedPack;
+  int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t pack = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+       pack < packs; pack += stride) {
+    int64_t i = pack * kFusedPack;
+    int count = a.n - i < kFusedPack ? int(a.n - i) : kFusedPack;
+    bool whole = a.packed && count == kFusedPack;
     for (int r = 0; r < p.numInputs; ++r)
       if (!a.scalar[r])
-        reg[r] = loadRegister<R>(p.registerDType[r], a.operand[r], i);
+        loadPack(p.registerDType[r], a.operand[r], i, count, whole, reg[r]);
     for (int k = 0; k < p.numSteps; ++k)
-      reg[p.numInputs + k] = stepOf(p.steps[k], p.registerDType, reg);
+      stepPack(p.steps[k], p.registerDType, reg, reg[p.numInputs + k]);
     for (int q = 0; q < p.numResults; ++q)
-      storeRegister(p.registerDType[p.results[q]], a.result[q], i,
-                    reg[p.results[q]]);
+      storePack(p.registerDType[p.results[q]], a.result[q], i, count, whole,
+                reg[p.results[q]]);
   }
 }
 
@@ -300,8 +384,18 @@ Status runFusedElementwise(const KernelCall &call) {
                                    "shape");
     args.operand[r] = x.data;
   }
-  for (int q = 0; q < numResults; ++q)
+  args.packed = true;
+  for (int r = 0; r < numInputs; ++r)
+    args.packed =
+        args.packed &&
+        (args.scalar[r] ||
+         packAligned(args.operand[r], dtypeSize(inputTypes[r]) * kFusedPack));
+  for (int q = 0; q < numResults; ++q) {
     args.result[q] = call.outputs[q].data;
+    args.packed =
+        args.packed &&
+        packAligned(args.result[q], dtypeSize(resultTypes[q]) * kFusedPack);
+  }
   args.n = shape.numElements();
   if (args.n == 0)
     return okStatus();
@@ -314,12 +408,11 @@ Status runFusedElementwise(const KernelCall &call) {
     for (int16_t &operand : args.program.steps[k].operand)
       operand = operand < 0 ? 0 : operand;
   cudaStream_t stream = streamOf(call).handle();
+  unsigned grid = gridFor((args.n + kFusedPack - 1) / kFusedPack);
   if (wide)
-    fusedElementwiseKernel<double>
-        <<<gridFor(args.n), kThreads, 0, stream>>>(args);
+    fusedElementwiseKernel<double><<<grid, kThreads, 0, stream>>>(args);
   else
-    fusedElementwiseKernel<float>
-        <<<gridFor(args.n), kThreads, 0, stream>>>(args);
+    fusedElementwiseKernel<float><<<grid, kThreads, 0, stream>>>(args);
   return checkLaunch(call, "fusedElementwiseKernel");
 }
 
@@ -335,10 +428,7 @@ using math::kGroupTensors;
 constexpr int kConvertPack = 8;
 constexpr int64_t kConvertBlock = 2 * kConvertPack * kThreads;
 
-/// kConvertPack elements, moved by one (vector) load or store.
-template <typename S> struct alignas(sizeof(S) * kConvertPack) ConvertPack {
-  S v[kConvertPack];
-};
+template <typename S> using ConvertPack = Pack<S, kConvertPack>;
 
 /// The tensors of one launch of convert_group, as kernel arguments.
 template <typename S, typename D> struct ConvertGroupArgs {
@@ -389,11 +479,6 @@ convertGroupKernel(const __grid_constant__ ConvertGroupArgs<S, D> a) {
     convertElement(x, i, y, i);
 }
 
-/// Whether p is aligned to a ConvertPack of S.
-template <typename S> bool packAligned(const void *p) {
-  return reinterpret_cast<uintptr_t>(p) % sizeof(ConvertPack<S>) == 0;
-}
-
 template <typename S, typename D> Status convertGroup(const KernelCall &call) {
   const Span<TensorRef> &in = call.inputs;
   const TensorRef *out = call.outputs;
@@ -412,7 +497,8 @@ template <typename S, typename D> Status convertGroup(const KernelCall &call) {
       a.x[k] = in[i].as<const S>();
       a.y[k] = out[i].as<D>();
       a.n[k] = in[i].numElements();
-      a.packed[k] = packAligned<S>(a.x[k]) && packAligned<D>(a.y[k]);
+      a.packed[k] = packAligned(a.x[k], sizeof(ConvertPack<S>)) &&
+                    packAligned(a.y[k], sizeof(ConvertPack<D>));
     }
     int64_t blocks = a.launch.firstUnit[a.launch.count];
     if (blocks > INT32_MAX)

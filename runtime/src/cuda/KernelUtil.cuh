@@ -134,6 +134,18 @@ __device__ __forceinline__ int64_t offsetOf(const Dims &dims, int64_t index) {
 /// above kMaxRank.
 Status dimsOf(const KernelCall &call, const TensorRef &t, Dims &out);
 
+/// P consecutive elements of storage type S, moved by one vector load or
+/// store (two or more for packs over 16 bytes). An elementwise kernel reads
+/// 16-bit tensors in packs: one 2-byte load per thread leaves too few bytes
+/// in flight to reach the GPU's memory bandwidth.
+template <typename S, int P> struct alignas(sizeof(S) * P) Pack { S v[P]; };
+
+/// Whether p is aligned to a Pack<S, P> (byte size `size`: so that the
+/// host may ask for a dtype it holds as a value).
+inline bool packAligned(const void *p, size_t size) {
+  return reinterpret_cast<uintptr_t>(p) % size == 0;
+}
+
 /// Threads per block of the elementwise kernels, and a grid for n elements
 /// (capped: kernels loop with a grid stride).
 constexpr int kThreads = 256;
