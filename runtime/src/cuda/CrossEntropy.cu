@@ -28,17 +28,19 @@
 // entries of each row (the instruction's `classes`), the others padding
 // (trainc-pad-classes): never read, and the gradient writes 0 there.
 //
-// Work split: one block per row (grid-stride over rows), up to 256
-// threads, so a 50,257-class row is spread over the block. The row's max
+// Work split (the loss): one block per row (grid-stride over rows), up to
+// 256 threads, so a 50,257-class row is spread over the block. The row's max
 // is taken on ordered integers (math::orderedKey, as cpu/VectorMath.cpp's
 // rowMax), then:
 //   - the loss's sum of exps follows cpu/VectorMath.cpp's maxAndSumExpF32:
 //     blocks of 256 classes, each summed by one half-warp in 16 partials
 //     (lane l adds classes l mod 16 in index order, then the partials
 //     pairwise), the block sums added in order by one thread;
-//   - the gradient's softmax follows softmaxRowF32: exps staged in shared
-//     memory a chunk at a time, 16 threads add them in 16 partials over the
-//     whole row, then pairwise; p = exp(x - m) / sum recomputed per element.
+//   - the gradient's softmax follows softmaxRowF32, one half-warp per row
+//     (its own kernel, 8 rows a block): lane l adds the exps of classes
+//     l mod 16 in index order, then the 16 partials pairwise (shuffles);
+//     p = exp(x - m) / sum recomputed per element. (A block per row would
+//     leave 240 of its 256 threads waiting while 16 add in this order.)
 //   - softmax_cross_entropy_and_grad: the gradient's kernel, which also
 //     writes each row's loss from its softmax's max and sum (the
 //     gradient's order, as the CPU's fused op), then the reduction below;
@@ -241,26 +243,70 @@ template <typename C> struct RowLossOut {
   FaultSite site;
 };
 
+/// Threads per block of crossEntropyGradKernel: 8 rows, a half-warp each.
+constexpr int kGradThreads = 128;
+/// Classes a lane loads (and takes the exps of) before it adds them in
+/// order: loads in flight together, the adds' order unchanged.
+constexpr int kGradAhead = 8;
+
+/// The gradient's rows, one half-warp (16 lanes) per row: the row's max,
+/// then lane l's partial sum of exps over the classes j = l mod 16 in index
+/// order and the partials pairwise (8, 4, 2, 1 apart), softmaxRowF32's
+/// order; then dlogits. Both halves of a warp step together (the shuffles
+/// take the whole warp); a half past the last row computes row rows - 1
+/// again and writes nothing.
 template <typename S>
-__global__ void __launch_bounds__(kMaxThreads)
+__global__ void __launch_bounds__(kGradThreads)
     crossEntropyGradKernel(const S *logits, const void *targets, bool targets64,
                            const void *weight, DType weightType, int64_t rows,
                            int64_t classes, int64_t stride, S *out,
                            RowLossOut<Compute<S>> lossOut) {
   using C = Compute<S>;
-  __shared__ RowShared<C> sh;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+  using Key = decltype(keyOf(C()));
+  int lane = int(threadIdx.x) & (kLanes - 1);
+  int64_t half = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes;
+  int64_t halves = int64_t(gridDim.x) * blockDim.x / kLanes;
+  for (int64_t first = half & ~int64_t(1); first < rows; first += halves) {
+    int64_t r = first + (half & 1);
+    bool valid = r < rows;
+    r = valid ? r : rows - 1;
     const S *x = logits + r * stride;
     int64_t t = loadIndex(targets, targets64, r);
     bool hit = t >= 0 && t < classes;
-    // The target's logit, read by the thread that writes the loss before
-    // the barriers below (out may be the logits' memory).
-    C atTarget = lossOut.loss && threadIdx.x == 0 && hit ? C(load(x, t)) : C(0);
-    C m = rowMax(x, 1, classes, sh);
-    C sum = rowSumExp(x, 1, classes, m, sh);
-    // The row has been read whole (rowSumExp ends with a barrier): out may
-    // be the logits' memory.
-    if (lossOut.loss && threadIdx.x == 0) {
+    // The target's logit, read by the lane that writes the loss before the
+    // shuffles below (out may be the logits' memory).
+    C atTarget = lossOut.loss && lane == 0 && hit ? C(load(x, t)) : C(0);
+    Key maxKey = lowestKey(Key());
+    for (int64_t j = lane; j < classes; j += kLanes) {
+      Key k = keyOf(C(load(x, j)));
+      maxKey = k > maxKey ? k : maxKey;
+    }
+    for (int offset = kLanes / 2; offset > 0; offset /= 2) {
+      Key k = __shfl_xor_sync(kFullMask, maxKey, offset, kLanes);
+      maxKey = k > maxKey ? k : maxKey;
+    }
+    C m = valueOf(maxKey);
+    C partial = 0;
+    int64_t j = lane;
+    for (; j + (kGradAhead - 1) * kLanes < classes; j += kGradAhead * kLanes) {
+      C e[kGradAhead];
+#pragma unroll
+      for (int u = 0; u < kGradAhead; ++u)
+        e[u] = expOf(C(load(x, j + u * kLanes)) - m);
+#pragma unroll
+      for (int u = 0; u < kGradAhead; ++u)
+        partial += e[u];
+    }
+    for (; j < classes; j += kLanes)
+      partial += expOf(C(load(x, j)) - m);
+    for (int width = kLanes / 2; width > 0; width /= 2)
+      partial += __shfl_down_sync(kFullMask, partial, width, kLanes);
+    // Every lane of the row has read it whole (the shuffles wait for them
+    // all): out may be the logits' memory.
+    C sum = __shfl_sync(kFullMask, partial, 0, kLanes);
+    if (!valid)
+      continue;
+    if (lossOut.loss && lane == 0) {
       C loss = 0;
       if (lossOut.hasIgnore && t == lossOut.ignoreIndex)
         loss = 0;
@@ -272,13 +318,21 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
     C w = C(loadFloat(weight, weightType, r));
     S *y = out + r * stride;
-    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
-      C p = expOf(C(load(x, j)) - m) / sum;
-      store(y, j, j == t ? (p - C(1)) * w : p * w);
+    for (int64_t c = lane; c < classes; c += kLanes) {
+      C p = expOf(C(load(x, c)) - m) / sum;
+      store(y, c, c == t ? (p - C(1)) * w : p * w);
     }
-    for (int64_t j = classes + threadIdx.x; j < stride; j += blockDim.x)
-      store(y, j, C(0));
+    for (int64_t c = classes + lane; c < stride; c += kLanes)
+      store(y, c, C(0));
   }
+}
+
+/// Blocks of crossEntropyGradKernel for `rows` rows (it loops past the
+/// cap).
+unsigned gradBlocks(int64_t rows) {
+  int64_t perBlock = kGradThreads / kLanes;
+  int64_t blocks = (rows + perBlock - 1) / perBlock;
+  return unsigned(blocks < (1 << 20) ? blocks : (1 << 20));
 }
 
 /// Threads per row block: enough for the row, at least a warp.
@@ -401,11 +455,10 @@ Status runCrossEntropyGrad(const KernelCall &call) {
     }
     // (The validator admits no classes only with an empty class dimension.)
     if (rows > 0) {
-      crossEntropyGradKernel<S>
-          <<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
-              logits.as<const S>(), targets.data, targets.dtype == DType::I64,
-              weight.data, weight.dtype, rows, classes, stride, out.as<S>(),
-              lossOut);
+      crossEntropyGradKernel<S><<<gradBlocks(rows), kGradThreads, 0, stream>>>(
+          logits.as<const S>(), targets.data, targets.dtype == DType::I64,
+          weight.data, weight.dtype, rows, classes, stride, out.as<S>(),
+          lossOut);
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "crossEntropyGradKernel"));
     }
     if (!withLoss)

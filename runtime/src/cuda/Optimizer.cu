@@ -10,7 +10,9 @@
 // compiled here with -fmad=false and IEEE sqrt and division, so both
 // devices produce the same bits. f32 and f64 only, as on the CPU (the
 // optimizer pass keeps the decomposed update for 16-bit parameters). Each
-// block updates kAdamwBlock elements of one parameter.
+// block updates kAdamwBlock elements of one parameter, each thread
+// kAdamwPack consecutive ones at a time by vector loads and stores where
+// the tensors are aligned to them.
 //
 // Operands: N params, grads, exp_avgs and exp_avg_sqs, then the 0-d
 // neg_step_size, bias_correction2_sqrt, decay_factor and grad_scale, which
@@ -48,8 +50,13 @@ namespace {
 using math::GroupLaunch;
 using math::kGroupTensors;
 
-/// Elements of one parameter a block of the update takes.
-constexpr int64_t kAdamwBlock = 4 * kThreads;
+/// Consecutive elements a thread of the update takes at a time (one
+/// vector load or store of each of the seven tensors where all are aligned
+/// to it: the loads of a pack are in flight together, where one element
+/// at a time left the next element's loads behind the stores, which may
+/// be the same memory), and elements of one parameter a block takes.
+constexpr int kAdamwPack = 4;
+constexpr int64_t kAdamwBlock = kAdamwPack * kThreads;
 
 /// The parameters of one launch of the update, as kernel arguments.
 template <typename T> struct AdamwArgs {
@@ -57,6 +64,9 @@ template <typename T> struct AdamwArgs {
       *v[kGroupTensors];
   T *newP[kGroupTensors], *newM[kGroupTensors], *newV[kGroupTensors];
   int64_t n[kGroupTensors];
+  /// Whether all seven tensors of member k are aligned to a Pack of
+  /// kAdamwPack elements.
+  bool packed[kGroupTensors];
   /// The launch's members and their blocks (math/TensorGroups.h).
   GroupLaunch launch;
   /// The 0-d operands 4N..4N+3 (device memory).
@@ -90,7 +100,26 @@ __global__ void adamwKernel(const __grid_constant__ AdamwArgs<T> a) {
       *a.negStep, *a.biasCorrection2Sqrt, *a.decay, *a.gradScale,
       a.beta1,    a.oneMinusBeta1,        a.beta2,  a.oneMinusBeta2,
       a.eps};
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+  // Whole packs (begin is a multiple of kAdamwPack), then the tail.
+  using V = Pack<T, kAdamwPack>;
+  int64_t packedEnd =
+      a.packed[k] ? begin + (end - begin) / kAdamwPack * kAdamwPack : begin;
+  for (int64_t i = begin + int64_t(threadIdx.x) * kAdamwPack; i < packedEnd;
+       i += int64_t(blockDim.x) * kAdamwPack) {
+    V pv = *reinterpret_cast<const V *>(p + i);
+    V gv = *reinterpret_cast<const V *>(g + i);
+    V mv = *reinterpret_cast<const V *>(m + i);
+    V vv = *reinterpret_cast<const V *>(v + i);
+    V p1, m1, v1;
+#pragma unroll
+    for (int j = 0; j < kAdamwPack; ++j)
+      math::adamwElement(c, pv.v[j], gv.v[j], mv.v[j], vv.v[j], p1.v[j],
+                         m1.v[j], v1.v[j]);
+    *reinterpret_cast<V *>(newP + i) = p1;
+    *reinterpret_cast<V *>(newM + i) = m1;
+    *reinterpret_cast<V *>(newV + i) = v1;
+  }
+  for (int64_t i = packedEnd + threadIdx.x; i < end; i += blockDim.x) {
     T p1, m1, v1;
     math::adamwElement(c, p[i], g[i], m[i], v[i], p1, m1, v1);
     newP[i] = p1;
@@ -129,6 +158,13 @@ template <typename T> Status adamw(const KernelCall &call) {
       a.newM[k] = call.outputs[n + i].as<T>();
       a.newV[k] = call.outputs[2 * n + i].as<T>();
       a.n[k] = in[i].numElements();
+      a.packed[k] = true;
+      for (const void *t :
+           {(const void *)a.p[k], (const void *)a.g[k], (const void *)a.m[k],
+            (const void *)a.v[k], (const void *)a.newP[k],
+            (const void *)a.newM[k], (const void *)a.newV[k]})
+        a.packed[k] =
+            a.packed[k] && packAligned(t, sizeof(Pack<T, kAdamwPack>));
     }
     int64_t blocks = a.launch.firstUnit[a.launch.count];
     if (blocks > INT32_MAX)
