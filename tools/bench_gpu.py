@@ -26,6 +26,8 @@ padding gains. trainc-remade-stats is trainc with --attention-stats=false
 the forward again): what keeping them gains.
 """
 import argparse
+import csv
+import glob
 import json
 import os
 import shutil
@@ -101,7 +103,52 @@ def parse_args():
     p.add_argument('--profile', action='store_true',
                    help="after the rounds, one more trainc run with --profile: where "
                         "a step's time goes, by op and by op and shapes")
+    p.add_argument('--nsys', action='store_true',
+                   help="after the rounds, one more trainc run (--nsys-steps steps) under "
+                        "Nsight Systems: each kernel's GPU time per step, the heaviest "
+                        "first (nsys from PATH, the CUDA toolkit or "
+                        "/opt/nvidia/nsight-systems; else Nsight Compute's ncu over one "
+                        "step; said so when there is neither)")
+    p.add_argument('--nsys-steps', type=int, default=6,
+                   help='steps of the --nsys run (the first one-time costs included)')
     return p.parse_args()
+
+
+def find_nsys():
+    """Nsight Systems' command line, or None."""
+    found = shutil.which('nsys')
+    if found:
+        return found
+    for pattern in ('/usr/local/cuda*/bin/nsys', '/opt/nvidia/nsight-systems/*/bin/nsys',
+                    '/usr/local/cuda*/nsight-systems*/bin/nsys'):
+        hits = sorted(glob.glob(pattern))
+        if hits:
+            return hits[-1]
+    return None
+
+
+def ncu_table(returncode, stdout, stderr, steps, top):
+    """ncu --csv's gpu__time_duration rows summed by kernel name, per step,
+    the heaviest first."""
+    lines = stdout.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
+    if returncode != 0 or start is None:
+        return f'ncu failed (exit {returncode}):\n' + (stdout + stderr)[-3000:]
+    sums, counts = {}, {}
+    for row in csv.DictReader(lines[start:]):
+        if row.get('Metric Name') != 'gpu__time_duration.sum':
+            continue
+        name = row['Kernel Name']
+        sums[name] = sums.get(name, 0.0) + float(row['Metric Value'].replace(',', ''))
+        counts[name] = counts.get(name, 0) + 1
+    out = [f'ncu: GPU time per step of each kernel over {steps} steps (kernels '
+           f'serialized; one-time costs of the first included), heaviest first',
+           f'  all kernels {sum(sums.values()) / steps / 1e6:8.3f} ms per step, '
+           f'{sum(counts.values()) / steps:.0f} launches']
+    for name in sorted(sums, key=sums.get, reverse=True)[:top]:
+        out.append(f'  {sums[name] / steps / 1e6:8.3f} ms  {counts[name] / steps:6.1f}x  '
+                   f'{name[:150]}')
+    return '\n'.join(out)
 
 
 def gpu_name():
@@ -152,6 +199,52 @@ class TraincContender:
         lines = (r.stdout + r.stderr).splitlines()
         start = next((i for i, l in enumerate(lines) if l.startswith('profile:')), len(lines))
         return '\n'.join(lines[start:])
+
+    def kernels(self, top=30):
+        """The --nsys table: each kernel's GPU time per step over a run of
+        --nsys-steps steps, the heaviest first."""
+        nsys = find_nsys()
+        if not nsys:
+            ncu = shutil.which('ncu') or next(iter(sorted(glob.glob('/usr/local/cuda*/bin/ncu'))),
+                                               None)
+            if ncu:
+                return self.kernels_ncu(ncu, top)
+            return ('nsys: not found (PATH, /usr/local/cuda*/bin, '
+                    '/opt/nvidia/nsight-systems/*/bin), nor ncu: no kernel table')
+        steps = self.args.nsys_steps
+        report = os.path.join(self.work, 'kernels')
+        r = subprocess.run([nsys, 'profile', '--trace', 'cuda', '--force-overwrite', 'true',
+                            '-o', report, *self.command(steps)],
+                           capture_output=True, text=True, env=self.env)
+        if r.returncode != 0:
+            return 'nsys profile failed:\n' + (r.stdout + r.stderr)[-3000:]
+        r = subprocess.run([nsys, 'stats', '--report', 'cuda_gpu_kern_sum', '--format', 'csv',
+                            '--output', '-', report + '.nsys-rep'],
+                           capture_output=True, text=True)
+        lines = r.stdout.splitlines()
+        start = next((i for i, l in enumerate(lines) if 'Total Time' in l), None)
+        if r.returncode != 0 or start is None:
+            return 'nsys stats failed:\n' + (r.stdout + r.stderr)[-3000:]
+        rows = list(csv.DictReader(lines[start:]))
+        out = [f'nsys: GPU time per step of each kernel over {steps} steps '
+               f'(one-time costs of the first included), heaviest first']
+        total = sum(float(row['Total Time (ns)']) for row in rows)
+        out.append(f'  all kernels {total / steps / 1e6:8.3f} ms per step')
+        for row in rows[:top]:
+            ms = float(row['Total Time (ns)']) / steps / 1e6
+            calls = int(row['Instances']) / steps
+            out.append(f'  {ms:8.3f} ms  {calls:6.1f}x  {row["Name"][:150]}')
+        return '\n'.join(out)
+
+    def kernels_ncu(self, ncu, top):
+        """kernels() through Nsight Compute where there is no nsys: each
+        kernel's gpu__time_duration over a run of one step (kernels
+        serialized), summed by kernel name."""
+        steps = 1
+        r = subprocess.run([ncu, '--metrics', 'gpu__time_duration.sum', '--csv',
+                            '--print-units', 'base', *self.command(steps)],
+                           capture_output=True, text=True, env=self.env)
+        return ncu_table(r.returncode, r.stdout, r.stderr, steps, top)
 
     def round(self):
         log = os.path.join(self.work, 'round.jsonl')
@@ -234,6 +327,8 @@ def main():
         if args.profile and 'trainc' in running:
             print('\ntrainc-run --profile (each instruction waited for: slower than '
                   'the rounds above)\n' + running['trainc'].profile())
+        if args.nsys and 'trainc' in running:
+            print('\n' + running['trainc'].kernels())
     return 0
 
 

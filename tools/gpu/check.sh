@@ -17,7 +17,8 @@
 #                  GPT-2 124M bf16 against PyTorch eager and
 #                  torch.compile, and trainc on its own attention kernels
 #                  and with --attention-stats=false ($BENCH_CONTENDERS
-#                  and $BENCH_ROUNDS choose others)
+#                  and $BENCH_ROUNDS choose others; $BENCH_ARGS adds
+#                  bench_gpu.py flags, e.g. --nsys)
 # A GPU is here, so a check that reports itself skipped fails. Prints one
 # line per check and exits 1 if any failed, 2 if no GPU is visible. Python
 # is $PYTHON (default python3: on the lent machines, the one with PyTorch,
@@ -117,7 +118,7 @@ check probe 60 "$root/wrap/trainc-cuda-unittests"
 # are the slowest part: #16's speed is what a GPU session is rarest for.
 if [[ $bench -eq 1 ]]; then
   check bench 300 env PYTHONUNBUFFERED=1 "$python" "$repo/tools/bench_gpu.py" --trainc-bin-dir "$root/wrap" \
-    --rounds "${BENCH_ROUNDS:-4}" --profile \
+    --rounds "${BENCH_ROUNDS:-4}" --profile ${BENCH_ARGS:-} \
     --contenders "${BENCH_CONTENDERS:-trainc,trainc-own-attention,trainc-remade-stats,torch-eager,torch-compile}"
 fi
 check cuda_training 240 "$python" "$repo/test/Runtime/cuda_training.py" --trainc "$root/wrap/trainc" \
