@@ -709,3 +709,118 @@ func.func @gather_not_per_row(%logits: tensor<2x4xf32>, %t: tensor<2xi64>) -> te
   %mean = graph.reduce_mean %neg, dims = [0] : (tensor<2xf32>) -> tensor<f32>
   return %mean : tensor<f32>
 }
+
+// -----
+
+// Flax's masking: jnp.where(mask, scores, finfo.min) with a mask from the
+// data (padding). A row the mask covers entirely has every score
+// finfo.min, so softmax gives it uniform weights: the mean of the values,
+// which graph.attention (a -inf mask: zeros) does not give. The rows whose
+// keys are all masked take that mean by a select after the attention.
+// CHECK-LABEL: func.func @attention_finite_fill_fully_masked_rows
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x4x8x16xf32>, %[[KT:.+]]: tensor<2x4x16x8xf32>, %[[V:.+]]: tensor<2x4x8x16xf32>, %[[KEEP:.+]]: tensor<2x1x8x8xi1>)
+func.func @attention_finite_fill_fully_masked_rows(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>, %keep: tensor<2x1x8x8xi1>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %keepb = graph.broadcast_in_dim %keep, dims = [0, 1, 2, 3] : (tensor<2x1x8x8xi1>) -> tensor<2x4x8x8xi1>
+  %fill = graph.constant dense<-3.40282347E+38> : tensor<2x4x8x8xf32>
+  %m = graph.select %keepb, %s, %fill : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  // CHECK: %[[KEPT:.+]] = graph.convert %[[KEEP]] : (tensor<2x1x8x8xi1>) -> tensor<2x1x8x8xf32>
+  // CHECK: %[[MOST:.+]] = graph.reduce_max %[[KEPT]], dims = [3] : (tensor<2x1x8x8xf32>) -> tensor<2x1x8xf32>
+  // CHECK: %[[NONE:.+]] = graph.compare EQ, %[[MOST]], %{{.+}} : tensor<2x1x8xf32>
+  // CHECK: %[[A:.+]] = graph.attention %[[Q]], %{{.+}}, %[[V]] mask %{{.+}}, scale = 1.000000e+00 :
+  // CHECK: %[[MEAN:.+]] = graph.reduce_mean %[[V]], dims = [2] : (tensor<2x4x8x16xf32>) -> tensor<2x4x16xf32>
+  // CHECK: %[[SPREAD:.+]] = graph.broadcast_in_dim %[[MEAN]], dims = [0, 1, 3] : (tensor<2x4x16xf32>) -> tensor<2x4x8x16xf32>
+  // CHECK: %[[ROWS:.+]] = graph.broadcast_in_dim %[[NONE]], dims = [0, 1, 2] : (tensor<2x1x8xi1>) -> tensor<2x4x8x16xi1>
+  // CHECK: %[[O:.+]] = graph.select %[[ROWS]], %[[SPREAD]], %[[A]]
+  // CHECK-NEXT: return %[[O]]
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// The same with -inf: JAX's softmax gives such a row NaN, trainc zeros
+// (graph.attention's rule); no select.
+// CHECK-LABEL: func.func @attention_infinite_fill
+func.func @attention_infinite_fill(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>, %keep: tensor<2x1x8x8xi1>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %keepb = graph.broadcast_in_dim %keep, dims = [0, 1, 2, 3] : (tensor<2x1x8x8xi1>) -> tensor<2x4x8x8xi1>
+  %ninf = graph.constant dense<0xFF800000> : tensor<2x4x8x8xf32>
+  %m = graph.select %keepb, %s, %ninf : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  // CHECK: %[[O:.+]] = graph.attention %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}}, scale = 1.000000e+00 :
+  // CHECK-NOT: graph.reduce_mean
+  // CHECK-NEXT: return %[[O]]
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// A constant mask with a finite fill that leaves every row a key (a
+// sliding window) needs no select; masked where the condition is true.
+// CHECK-LABEL: func.func @attention_finite_fill_window
+func.func @attention_finite_fill_window(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %drop = graph.constant dense<[[false, true, true, true], [false, false, true, true], [true, false, false, true], [true, true, false, false]]> : tensor<4x4xi1>
+  %dropb = graph.broadcast_in_dim %drop, dims = [2, 3] : (tensor<4x4xi1>) -> tensor<1x2x4x4xi1>
+  %fill = graph.constant dense<-1.000000e+09> : tensor<1x2x4x4xf32>
+  %m = graph.select %dropb, %fill, %s : tensor<1x2x4x4xi1>, tensor<1x2x4x4xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<1x2x4x4xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  // CHECK: %[[O:.+]] = graph.attention %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}}, scale = 1.000000e+00 :
+  // CHECK-NOT: graph.select
+  // CHECK-NEXT: return %[[O]]
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// A constant mask with a finite fill that leaves row 1 no key: the select
+// is kept.
+// CHECK-LABEL: func.func @attention_finite_fill_constant_empty_row
+func.func @attention_finite_fill_constant_empty_row(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %drop = graph.constant dense<[[false, true, true, true], [true, true, true, true], [true, false, false, true], [true, true, false, false]]> : tensor<4x4xi1>
+  %dropb = graph.broadcast_in_dim %drop, dims = [2, 3] : (tensor<4x4xi1>) -> tensor<1x2x4x4xi1>
+  %fill = graph.constant dense<-1.000000e+09> : tensor<1x2x4x4xf32>
+  %m = graph.select %dropb, %fill, %s : tensor<1x2x4x4xi1>, tensor<1x2x4x4xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<1x2x4x4xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  // CHECK: graph.reduce_max %{{.+}}, dims = [3] : (tensor<1x2x4x4xf32>) -> tensor<1x2x4xf32>
+  // CHECK: %[[A:.+]] = graph.attention
+  // CHECK: graph.reduce_mean
+  // CHECK: graph.select %{{.+}}, %{{.+}}, %[[A]]
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Causal attention with more queries than keys (a finite fill): the first
+// Sq - Sk rows see no key and take the values' mean.
+// CHECK-LABEL: func.func @attention_finite_fill_causal_more_queries
+func.func @attention_finite_fill_causal_more_queries(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x2xf32>, %v: tensor<1x2x2x8xf32>) -> tensor<1x2x4x8xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x8xf32>, tensor<1x2x8x2xf32>) -> tensor<1x2x4x2xf32>
+  %drop = graph.constant dense<[[true, true], [true, true], [false, true], [false, false]]> : tensor<4x2xi1>
+  %dropb = graph.broadcast_in_dim %drop, dims = [2, 3] : (tensor<4x2xi1>) -> tensor<1x2x4x2xi1>
+  %fill = graph.constant dense<-3.40282347E+38> : tensor<1x2x4x2xf32>
+  %m = graph.select %dropb, %fill, %s : tensor<1x2x4x2xi1>, tensor<1x2x4x2xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<1x2x4x2xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x2xf32>, tensor<1x2x2x8xf32>) -> tensor<1x2x4x8xf32>
+  // CHECK: %[[ROWS:.+]] = graph.constant dense<{{\[\[\[\[}}true, true, true, true, true, true, true, true], [true, {{.+}}], [false, {{.+}}], [false, {{.+}}]], {{.+}} : tensor<1x2x4x8xi1>
+  // CHECK: %[[A:.+]] = graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.000000e+00, causal
+  // CHECK: graph.reduce_mean
+  // CHECK: graph.select %[[ROWS]], %{{.+}}, %[[A]]
+  return %o : tensor<1x2x4x8xf32>
+}
