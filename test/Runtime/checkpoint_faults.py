@@ -208,7 +208,8 @@ def full_disk(run):
     ok = ('third=1' in proc.stdout and 'bytes free, but one checkpoint needs about' in third and
           'step 1' not in third and
           'first=1' in proc.stdout and 'No space left on device' in first and
-          'the previous checkpoint is intact' in first and 'second=0' in proc.stdout and
+          'the previous checkpoint is intact' in first and
+          'checkpoints: 1 during training' in first and 'second=0' in proc.stdout and
           'resumed: ' in second and 'step-000000000004 at step 4' in second)
     print(f'full disk: {"ok" if ok else "FAILED"} (second save: '
           f'{[l for l in first.splitlines() if "error" in l][:1]}; resume: '
@@ -321,7 +322,8 @@ def supervised_stops(run, ref):
         good = (fresh.returncode == 1 and 'holds the checkpoints of another run '
                 f'(the newest at step {STEPS})' in fresh.stderr
                 and 'restarting' not in fresh.stderr
-                and ('not restarted' in fresh.stderr) == bool(extra)
+                and ('before writing a new checkpoint; not restarted' in fresh.stderr)
+                == bool(extra)
                 and saved_step(state) == STEPS)
         print(f'a fresh run {" ".join(extra)} into a directory of checkpoints is refused: '
               + ('ok' if good else 'FAIL: ' + fresh.stderr.strip()[-300:]))
@@ -331,7 +333,7 @@ def supervised_stops(run, ref):
         + ['--save-state', os.path.join(d, 'other'), '--supervise'],
         capture_output=True, text=True, env=env)
     good = (missing.returncode == 1 and 'restarting' not in missing.stderr
-            and 'not restarted' in missing.stderr)
+            and 'before writing a checkpoint; not restarted' in missing.stderr)
     print('a supervised run with missing data is not restarted: '
           + ('ok' if good else 'FAIL: ' + missing.stderr.strip()[-300:]))
     return ok and good

@@ -166,7 +166,9 @@ struct Loop {
   int64_t spikes = 0, stoppedAtSpike = 0;
   /// The step whose spike or non-finite loss asks for a rollback (0: none).
   int64_t rollbackAt = 0;
-  /// Checkpoints written during training, and the seconds training waited.
+  /// Checkpoints written during training (a save that failed in the
+  /// background is taken back when its error comes), and the seconds
+  /// training waited.
   int saves = 0;
   double saveSeconds = 0;
   int64_t savedStep = -1;
@@ -232,7 +234,10 @@ int decideStep(const trainc_step_metrics *m, void *user) {
     auto start = std::chrono::steady_clock::now();
     if (trainc_status s =
             trainc_trainer_save_async(loop.trainer, o.saveStateDir.c_str())) {
+      // The previous background save failed (counted when it started).
       loop.saveError = take(s);
+      --loop.saves;
+      loop.savedStep = -1;
       return 1;
     }
     ++loop.saves;
@@ -520,6 +525,7 @@ int runRunTool(int argc, char **argv) {
         loop.saveError = take(s);
       else
         trainc_status_free(s);
+      --loop.saves; // The last save, counted when it started, failed.
       loop.savedStep = -1;
     }
     if (loop.diverged)

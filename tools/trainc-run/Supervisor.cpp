@@ -140,8 +140,8 @@ int supervise(int argc, char **argv, const SuperviseOptions &o) {
     if (WIFEXITED(status) && !progress) {
       std::fprintf(stderr,
                    "trainc-run: supervisor: the run exited with status %d "
-                   "before writing a checkpoint; not restarted\n",
-                   WEXITSTATUS(status));
+                   "before writing a %scheckpoint; not restarted\n",
+                   WEXITSTATUS(status), saved >= 0 ? "new " : "");
       return exitCode(status);
     }
     std::string why =
