@@ -419,6 +419,57 @@ def check_gradient_rules(work):
     return ok
 
 
+def check_gradient_conventions(args, work):
+    """Where a gradient is a convention (kinks and ties), trainc's gradient
+    of an exported JAX loss is jax.grad's: parameters on the kinks of |x|
+    (0 and -0: JAX's 1, PyTorch's 0), relu (0), leaky_relu, jnp.sign, ties
+    of jnp.maximum/minimum between computed values (halves) and of
+    jnp.max/min (shared), a where. Not here, because the export cannot show
+    them: custom_jvp rules (softplus's logaddexp at 0: JAX 0.5 x, trainc
+    differentiates the decomposition) and jnp.clip at its bounds (JAX
+    halves the tie of max(lo, x); trainc gives PyTorch's 0 at a tie with a
+    constant, which is also jax.nn.relu's custom 0)."""
+    w = jnp.array([0.0, -0.0, 1.5, -2.0, 3.0, 0.5, 3.0], jnp.float32)
+    batch = {'x': jnp.array([2.0, 3.0, 5.0, 7.0, 3.0, 0.5, 11.0], jnp.float32)}
+    cases = {
+        'abs': lambda p, b: jnp.sum(jnp.abs(p['w']) * b['x']),
+        'sqrt of abs': lambda p, b: jnp.sum(jnp.sqrt(jnp.abs(p['w']) + 1.0) * b['x']),
+        'maximum': lambda p, b: jnp.sum(jnp.maximum(p['w'], b['x']) * b['x']),
+        'minimum': lambda p, b: jnp.sum(jnp.minimum(p['w'], b['x']) * b['x']),
+        'relu': lambda p, b: jnp.sum(jax.nn.relu(p['w']) * b['x']),
+        'leaky_relu': lambda p, b: jnp.sum(jax.nn.leaky_relu(p['w'], 0.1) * b['x']),
+        'max': lambda p, b: jnp.max(p['w']) * 2.0,
+        'min': lambda p, b: jnp.min(p['w']) * 2.0,
+        'sign': lambda p, b: jnp.sum(jnp.sign(p['w']) * p['w'] * b['x']),
+        'where': lambda p, b: jnp.sum(jnp.where(p['w'] >= 0.5, p['w'] ** 2, -p['w']) * b['x']),
+    }
+    ok = True
+    for what, loss_fn in cases.items():
+        d = os.path.join(work, 'conventions', what.replace(' ', '_'))
+        os.makedirs(d, exist_ok=True)
+        params = {'w': w}
+        try:
+            result = jax_export.export(loss_fn, params, batch, os.path.join(d, 'm'),
+                                       save_batch=True)
+            inputs = [a for n in result.input_names
+                      for a in ('--input', f'{n}={result.input_files[n]}')]
+            exe, out = os.path.join(d, 'g.tcx'), os.path.join(d, 'out')
+            run([args.trainc, result.mlir_path, '--params', result.safetensors_path,
+                 '--train', '--optimizer', 'none', '-o', exe])
+            run([args.trainc_run, exe, *inputs, '--output-dir', out])
+            got = np.load(output_file(out, result.param_names[0] + '.grad'))
+        except (RuntimeError, jax_export.ExportError, OSError) as e:
+            print(f'gradient conventions, {what}: FAIL ({e})')
+            ok = False
+            continue
+        want = np.asarray(jax.grad(loss_fn)(params, batch)['w'])
+        good = bool(np.all(np.abs(got - want) <= 1e-6 * np.maximum(1.0, np.abs(want))))
+        print(f"gradient conventions, {what}: {'ok' if good else 'FAIL'}"
+              + ('' if good else f' (trainc {got.tolist()}, JAX {want.tolist()})'))
+        ok &= good
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
@@ -449,6 +500,8 @@ def main():
             os.makedirs(work, exist_ok=True)
             ok &= check_model(args, name, model, work)
         ok &= check_gradient_rules(root)
+        if not args.export_only:
+            ok &= check_gradient_conventions(args, root)
     return 0 if ok else 1
 
 

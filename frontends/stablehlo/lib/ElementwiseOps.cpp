@@ -95,8 +95,20 @@ LogicalResult lowerNegate(OpContext &ctx) {
   ctx.setResult(0, ctx.create<NegOp>(ctx.operand(0)));
   return success();
 }
+/// |x|. Floats as select(x >= 0, x + 0, -x), whose gradient is JAX's:
+/// select(x >= 0, g, -g), so 1 at 0 and -0, where graph.abs's rule gives
+/// PyTorch's 0 (sign(0)). x + (+0) is -0 -> +0 as |x| gives (the folder
+/// keeps it: +0 is no additive identity); NaN stays NaN.
 LogicalResult lowerAbs(OpContext &ctx) {
-  ctx.setResult(0, ctx.create<AbsOp>(ctx.operand(0)));
+  Value x = ctx.operand(0);
+  if (!isa<FloatType>(ctx.resultType().getElementType())) {
+    ctx.setResult(0, ctx.create<AbsOp>(x));
+    return success();
+  }
+  Value zero = ctx.splat(ctx.resultType(), 0.0);
+  Value nonNegative = ctx.create<CompareOp>(ComparisonDirection::GE, x, zero);
+  ctx.setResult(0, ctx.create<SelectOp>(nonNegative, ctx.create<AddOp>(x, zero),
+                                        ctx.create<NegOp>(x)));
   return success();
 }
 LogicalResult lowerExponential(OpContext &ctx) {
