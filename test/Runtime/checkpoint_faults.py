@@ -23,6 +23,9 @@ as well as inside steps.
   namespace): the second save fails with an error naming the path and "No
   space left on device"; the first checkpoint is intact and resumes. A
   directory too small for one checkpoint is refused before training.
+- A read-only filesystem (a tmpfs mounted ro, the same way) under
+  --output-dir, --save-state, --save-safetensors and --log-jsonl: each
+  refused before training, naming the path and "Read-only file system".
 - A flipped bit in the newest checkpoint's shard, then in its manifest: the
   resume warns and uses the previous checkpoint.
 - Two runs on one directory: the second is refused, naming the first's pid;
@@ -214,6 +217,48 @@ def full_disk(run):
     print(f'full disk: {"ok" if ok else "FAILED"} (second save: '
           f'{[l for l in first.splitlines() if "error" in l][:1]}; resume: '
           f'{[l for l in second.splitlines() if l.startswith("resumed")][:1]})')
+    return ok
+
+
+def read_only(run):
+    """Each path trainc-run writes, on a read-only filesystem (a tmpfs
+    mounted ro in a user and mount namespace): refused before training
+    with the path and the system's reason, exit 1."""
+    d = os.path.join(run.work, 'readonly')
+    ro = os.path.join(d, 'ro')
+    os.makedirs(ro)
+
+    def cmd(n, state=None, log=None, weights=None, extra=()):
+        return run.command(state or os.path.join(d, f'state{n}'),
+                           log or os.path.join(d, f'log{n}.jsonl'), 4,
+                           weights or os.path.join(d, f'w{n}.safetensors'), False,
+                           save=state is not None) + list(extra)
+    cases = {
+        '--output-dir': (cmd(1, extra=['--output-dir', ro]),
+                         f'--output-dir {ro}: cannot write into it: Read-only file system'),
+        '--save-state': (cmd(2, state=os.path.join(ro, 'state')),
+                         f"--save-state {os.path.join(ro, 'state')}: cannot create the "
+                         'directory: Read-only file system'),
+        '--save-safetensors': (cmd(3, weights=os.path.join(ro, 'w.safetensors')),
+                               f'cannot write into {ro}: Read-only file system'),
+        '--log-jsonl': (cmd(4, log=os.path.join(ro, 'l.jsonl')),
+                        f"failed precondition: {os.path.join(ro, 'l.jsonl')}: cannot open "
+                        'the JSONL log: Read-only file system'),
+    }
+    ok = True
+    for what, (command, wanted) in cases.items():
+        proc = subprocess.run(['unshare', '-rm', 'sh', '-c',
+                               'mount -t tmpfs -o ro tmpfs "$0" || exit 99; exec "$@"', ro,
+                               *command], capture_output=True, text=True)
+        if proc.returncode == 99:
+            print(f'read-only {what}: cannot mount a read-only tmpfs (unshare -rm: '
+                  f'{proc.stderr.strip()[-200:]}): FAILED')
+            return False
+        good = (proc.returncode == 1 and wanted in proc.stderr and
+                'Read-only file system' in proc.stderr and 'step 1' not in proc.stdout)
+        print(f'read-only {what}: ' + ('refused: ok' if good else
+              f'FAIL (exit {proc.returncode}: {proc.stderr.strip()[-300:]})'))
+        ok &= good
     return ok
 
 
@@ -427,6 +472,7 @@ def main():
         ok &= supervised(run, ref, rng)
         ok &= supervised_stops(run, ref)
         ok &= full_disk(run)
+        ok &= read_only(run)
         ok &= bit_flips(run, ref)
         ok &= two_runs(run)
     return 0 if ok else 1

@@ -72,6 +72,19 @@ Reporter::~Reporter() {
     ::close(lockFd_);
 }
 
+namespace {
+
+/// The error for a JSONL log `path` that open() refused with `error`: not
+/// found only when a directory on its path is missing, else a precondition
+/// (a read-only filesystem, permissions).
+std::string openError(const std::string &path, int error) {
+  bool missing = error == ENOENT || error == ENOTDIR;
+  return std::string(missing ? "not found: " : "failed precondition: ") + path +
+         ": cannot open the JSONL log: " + std::strerror(error);
+}
+
+} // namespace
+
 std::string Reporter::lockLog() {
   const std::string &path = options_.jsonlPath;
   struct stat st;
@@ -79,8 +92,7 @@ std::string Reporter::lockLog() {
     return ""; // a device (/dev/stdout, a pipe): nothing to rewrite
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0)
-    return "not found: " + path +
-           ": cannot open the JSONL log: " + std::strerror(errno);
+    return openError(path, errno);
   struct stat now, held;
   if (lockFd_ >= 0 && fstat(lockFd_, &held) == 0 && fstat(fd, &now) == 0 &&
       held.st_dev == now.st_dev && held.st_ino == now.st_ino) {
@@ -156,8 +168,7 @@ std::string Reporter::open() {
   }
   jsonl_ = std::fopen(options_.jsonlPath.c_str(), "a");
   if (!jsonl_)
-    return "not found: " + options_.jsonlPath +
-           ": cannot open the JSONL log: " + std::strerror(errno);
+    return openError(options_.jsonlPath, errno);
   return "";
 }
 
