@@ -424,7 +424,11 @@ def check_gradient_conventions(args, work):
     of an exported JAX loss is jax.grad's: parameters on the kinks of |x|
     (0 and -0: JAX's 1, PyTorch's 0), relu (0), leaky_relu, jnp.sign, ties
     of jnp.maximum/minimum between computed values (halves) and of
-    jnp.max/min (shared), a where. Not here, because the export cannot show
+    jnp.max/min (shared), a where; and through prefix scans (jnp.cumsum,
+    lax.cummax/cummin, reversed; reduce_window in the export). Ties of
+    equal values inside a cummax/cummin are split along trainc's scan tree
+    (Hillis-Steele), JAX's along its associative_scan: both subgradients,
+    equal where no two candidates tie (one tie here happens to agree). Not here, because the export cannot show
     them: custom_jvp rules (softplus's logaddexp at 0: JAX 0.5 x, trainc
     differentiates the decomposition) and jnp.clip at its bounds (JAX
     halves the tie of max(lo, x); trainc gives PyTorch's 0 at a tie with a
@@ -442,6 +446,16 @@ def check_gradient_conventions(args, work):
         'min': lambda p, b: jnp.min(p['w']) * 2.0,
         'sign': lambda p, b: jnp.sum(jnp.sign(p['w']) * p['w'] * b['x']),
         'where': lambda p, b: jnp.sum(jnp.where(p['w'] >= 0.5, p['w'] ** 2, -p['w']) * b['x']),
+        # Prefix scans (reduce_window): sums, a reversed one, a maximum
+        # with a tie, and integer positions from a mask indexing the
+        # parameters (a negative index wraps, as in numpy).
+        'cumsum': lambda p, b: jnp.sum(jnp.cumsum(p['w']) * b['x']),
+        'reverse cumsum': lambda p, b: jnp.sum(jax.lax.cumsum(p['w'], reverse=True) * b['x']),
+        'cummax': lambda p, b: jnp.sum(jax.lax.cummax(p['w']) * b['x']),
+        'cummin over a row': lambda p, b: jnp.sum(jax.lax.cummin(
+            jnp.outer(p['w'] + 1.0 + 0.1 * jnp.arange(7.0), b['x']), axis=1)),
+        'positions from a mask': lambda p, b: jnp.sum(
+            p['w'][jnp.cumsum((b['x'] > 2.5).astype(jnp.int32)) - 1] * b['x']),
     }
     ok = True
     for what, loss_fn in cases.items():

@@ -71,6 +71,10 @@ const OpEntry kOps[] = {
     {"stablehlo.reduce", lowerReduce, TypeClass::Any, false,
      "one input; body one add, maximum, minimum, and or or (on i1: "
      "maximum is or, minimum and)"},
+    {"stablehlo.reduce_window", lowerReduceWindow, TypeClass::Numbers, false,
+     "a prefix scan only (jnp.cumsum, cummax, cummin): one input, body one "
+     "add, maximum or minimum, init its identity, a window spanning one "
+     "dimension padded by its size - 1 on one side"},
     {"stablehlo.reshape", lowerReshape, TypeClass::Any, false, ""},
     {"stablehlo.reverse", lowerReverse, TypeClass::Any, false, ""},
     {"stablehlo.rsqrt", lowerRsqrt, TypeClass::Floats, true, ""},

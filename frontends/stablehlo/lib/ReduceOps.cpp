@@ -5,6 +5,8 @@
 // (what jnp.sum, jnp.max, jnp.min, jnp.all and jnp.any print): add, maximum,
 // minimum, and, or. The init value is combined with the result unless it
 // is the combiner's identity (0, -inf, +inf, true, false).
+// stablehlo.reduce_window is lowered only as a prefix scan (jnp.cumsum,
+// cummax, cummin; see lowerReduceWindow).
 //
 //===----------------------------------------------------------------------===//
 
@@ -218,6 +220,120 @@ LogicalResult lowerReduce(OpContext &ctx) {
   }
   }
   ctx.setResult(0, result);
+  return success();
+}
+
+/// stablehlo.reduce_window as a prefix scan. jnp.cumsum, cummax and cummin
+/// (lax's reverse=True forms too) print a window that spans one dimension
+/// whole, padded by its size - 1 before it (after it, reversed), unit
+/// strides and dilations, and the combiner's identity as init: y[i] =
+/// x[0] op ... op x[i]. Lowered as ceil(log2 n) steps y = y op shift(y, s),
+/// s = 1, 2, 4, ... (Hillis-Steele), the shifted-in elements the init:
+/// exact for integers, maximum and minimum; a float sum adds in that
+/// tree's order (XLA's is not sequential either). Other windows (pooling,
+/// strides, dilations) are refused.
+LogicalResult lowerReduceWindow(OpContext &ctx) {
+  if (ctx.numOperands() != 2)
+    return ctx.error() << "with " << ctx.numOperands() / 2
+                       << " inputs is not supported; trainc lowers "
+                          "reduce_window of one input as a prefix scan";
+  std::optional<Combiner> combiner = matchCombiner(ctx.op->getRegion(0));
+  if (!combiner || *combiner == Combiner::And || *combiner == Combiner::Or)
+    return ctx.error() << "has a body trainc does not lower as a prefix "
+                          "scan: it must be one stablehlo.add, maximum or "
+                          "minimum of the two block arguments";
+  RankedTensorType type = ctx.operandType(0);
+  int64_t rank = type.getRank();
+  // An attribute of `count` integers, `fill` each when it is absent.
+  auto list = [&](StringRef name, int64_t fill,
+                  int64_t count) -> FailureOr<SmallVector<int64_t>> {
+    if (!ctx.op->getAttr(name) && name != "window_dimensions")
+      return SmallVector<int64_t>(count, fill);
+    FailureOr<SmallVector<int64_t>> values = ctx.ints(name);
+    if (succeeded(values) && int64_t(values->size()) != count)
+      return ctx.error() << "has " << values->size() << " entries in '" << name
+                         << "' for a rank-" << rank << " input, not " << count;
+    return values;
+  };
+  auto window = list("window_dimensions", 1, rank);
+  auto strides = list("window_strides", 1, rank);
+  auto base = list("base_dilations", 1, rank);
+  auto dilations = list("window_dilations", 1, rank);
+  auto padding = list("padding", 0, 2 * rank);
+  if (failed(window) || failed(strides) || failed(base) || failed(dilations) ||
+      failed(padding))
+    return failure();
+  int64_t axis = -1;
+  bool reverse = false, scan = ctx.resultType() == type;
+  for (int64_t d = 0; d < rank && scan; ++d) {
+    int64_t n = type.getDimSize(d), w = (*window)[d];
+    int64_t low = (*padding)[2 * d], high = (*padding)[2 * d + 1];
+    scan = (*strides)[d] == 1 && (*base)[d] == 1 && (*dilations)[d] == 1;
+    if (!scan || (w == 1 && low == 0 && high == 0))
+      continue;
+    scan = axis < 0 && w == n && n > 1 &&
+           ((low == n - 1 && high == 0) || (low == 0 && high == n - 1));
+    axis = d;
+    reverse = low == 0;
+  }
+  if (!scan)
+    return ctx.error() << "is a window trainc does not lower: only a prefix "
+                          "scan (jnp.cumsum, cummax, cummin: a window that "
+                          "spans one dimension, padded by its size - 1 on "
+                          "one side, unit strides and dilations)";
+  Value init = ctx.operand(1);
+  Type element = type.getElementType();
+  bool isFloat = isa<FloatType>(element);
+  unsigned width = element.getIntOrFloatBitWidth();
+  bool isUnsigned = element.isUnsignedInteger();
+  bool identity = false;
+  switch (*combiner) {
+  case Combiner::Add:
+    identity = isConstant(ctx, init, 0.0);
+    break;
+  case Combiner::Max:
+    identity = isFloat
+                   ? isConstant(ctx, init, -INFINITY)
+                   : isConstant(ctx, init, 0,
+                                isUnsigned ? APInt::getMinValue(width)
+                                           : APInt::getSignedMinValue(width));
+    break;
+  default: // Min
+    identity = isFloat
+                   ? isConstant(ctx, init, INFINITY)
+                   : isConstant(ctx, init, 0,
+                                isUnsigned ? APInt::getMaxValue(width)
+                                           : APInt::getSignedMaxValue(width));
+  }
+  if (!identity)
+    return ctx.error() << "has an init that is not its combiner's identity "
+                          "(0, -inf, +inf, the integer bounds); trainc lowers "
+                          "prefix scans from the identity";
+  Value y = ctx.operand(0);
+  int64_t n = axis < 0 ? 1 : type.getDimSize(axis);
+  for (int64_t s = 1; s < n; s *= 2) {
+    SmallVector<int64_t> fillShape(type.getShape());
+    fillShape[axis] = s;
+    Value fill = ctx.broadcastScalar(init, fillShape);
+    SmallVector<int64_t> start(rank, 0), limit(type.getShape());
+    Value shifted;
+    if (reverse) {
+      start[axis] = s;
+      shifted = ctx.concatenate({ctx.slice(y, start, limit), fill}, axis);
+    } else {
+      limit[axis] = n - s;
+      shifted = ctx.concatenate({fill, ctx.slice(y, start, limit)}, axis);
+    }
+    if (*combiner == Combiner::Add)
+      y = ctx.create<AddOp>(y, shifted);
+    else if (*combiner == Combiner::Max)
+      y = ctx.create<MaxOp>(y, shifted);
+    else
+      y = ctx.create<MinOp>(y, shifted);
+  }
+  if (ctx.failed())
+    return failure();
+  ctx.setResult(0, y);
   return success();
 }
 
