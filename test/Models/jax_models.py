@@ -390,11 +390,22 @@ class PaddedGPT:
         return dict(batch, valid=valid)
 
     @staticmethod
-    def loss_fn(params, batch):
-        s = batch['tokens'].shape[1]
+    def attention(x, p, valid):
+        b, s, d = x.shape
+        h = GPT.HEADS
+        qkv = x @ p['wqkv'] + p['bqkv']
+        q, k, v = (t.reshape(b, s, h, d // h) for t in jnp.split(qkv, 3, axis=-1))
+        scores = jnp.einsum('bqhd,bkhd->bhqk', q, k) / math.sqrt(d // h)
         causal = jnp.tril(jnp.ones((s, s), dtype=bool))
-        keep = causal[None, None] & (batch['valid'][:, None, None, :] > 0)
-        return GPT.loss_with(params, batch, lambda x, p: EinsumGPT.attention(x, p, keep))
+        mask = causal[None, None] & (valid[:, None, None, :] > 0)
+        scores = jnp.where(mask, scores, jnp.finfo(scores.dtype).min)
+        out = jnp.einsum('bhqk,bkhd->bqhd', jax.nn.softmax(scores, axis=-1), v)
+        return out.reshape(b, s, d) @ p['wo'] + p['bo']
+
+    @staticmethod
+    def loss_fn(params, batch):
+        return GPT.loss_with(params, batch,
+                             lambda x, p: PaddedGPT.attention(x, p, batch['valid']))
 
 
 #: The models jax_training.py runs, by the name it prints.
@@ -407,16 +418,14 @@ class EinsumGPT:
     example_batch = staticmethod(GPT.example_batch)
 
     @staticmethod
-    def attention(x, p, keep=None):
-        """keep: which keys each query sees, [b|1, 1, s, s] (default causal)."""
+    def attention(x, p):
         b, s, d = x.shape
         h = GPT.HEADS
         qkv = x @ p['wqkv'] + p['bqkv']
         q, k, v = (t.reshape(b, s, h, d // h) for t in jnp.split(qkv, 3, axis=-1))
         scores = jnp.einsum('bqhd,bkhd->bhqk', q, k) / math.sqrt(d // h)
-        if keep is None:
-            keep = jnp.tril(jnp.ones((s, s), dtype=bool))
-        scores = jnp.where(keep, scores, jnp.finfo(scores.dtype).min)
+        causal = jnp.tril(jnp.ones((s, s), dtype=bool))
+        scores = jnp.where(causal, scores, jnp.finfo(scores.dtype).min)
         out = jnp.einsum('bhqk,bkhd->bqhd', jax.nn.softmax(scores, axis=-1), v)
         return out.reshape(b, s, d) @ p['wo'] + p['bo']
 
