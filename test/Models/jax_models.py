@@ -372,42 +372,6 @@ class BertEncoder:
         return jnp.sum(nll * weights) / jnp.sum(weights)
 
 
-class PaddedGPT:
-    """EinsumGPT on a left-padded batch, as a batch of prompts is padded:
-    batch['valid'] (int32 [batch, seq]) is 0 on the first 3 positions of
-    row 1, and attention's mask is causal and the key not padding (Flax's
-    make_causal_mask and make_attention_mask), filled with finfo.min. A
-    padded query sees no key, so every score of its row is finfo.min and
-    the softmax gives it uniform weights: the mean of the values, which
-    the loss (over every position) reads. A -inf mask would give trainc's
-    zeros (and JAX's NaN) there instead."""
-    init_params = staticmethod(GPT.init_params)
-
-    @staticmethod
-    def example_batch(key):
-        batch = GPT.example_batch(key)
-        valid = jnp.ones(batch['tokens'].shape, jnp.int32).at[1, :3].set(0)
-        return dict(batch, valid=valid)
-
-    @staticmethod
-    def attention(x, p, valid):
-        b, s, d = x.shape
-        h = GPT.HEADS
-        qkv = x @ p['wqkv'] + p['bqkv']
-        q, k, v = (t.reshape(b, s, h, d // h) for t in jnp.split(qkv, 3, axis=-1))
-        scores = jnp.einsum('bqhd,bkhd->bhqk', q, k) / math.sqrt(d // h)
-        causal = jnp.tril(jnp.ones((s, s), dtype=bool))
-        mask = causal[None, None] & (valid[:, None, None, :] > 0)
-        scores = jnp.where(mask, scores, jnp.finfo(scores.dtype).min)
-        out = jnp.einsum('bhqk,bkhd->bqhd', jax.nn.softmax(scores, axis=-1), v)
-        return out.reshape(b, s, d) @ p['wo'] + p['bo']
-
-    @staticmethod
-    def loss_fn(params, batch):
-        return GPT.loss_with(params, batch,
-                             lambda x, p: PaddedGPT.attention(x, p, batch['valid']))
-
-
 #: The models jax_training.py runs, by the name it prints.
 class EinsumGPT:
     """The GPT above with attention written as Flax writes it: jnp.einsum
@@ -519,4 +483,4 @@ class Llama:
 
 
 MODELS = {'gpt': GPT, 'mlp': MLP, 'scan_mlp': ScanMLP, 'llama': Llama,
-          'einsum_gpt': EinsumGPT, 'padded_gpt': PaddedGPT}
+          'einsum_gpt': EinsumGPT}

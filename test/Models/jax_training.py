@@ -3,8 +3,7 @@
 
 For each model of test/Models/jax_models.py (a small GPT, an MLP, a
 residual MLP looping over its layers with lax.scan, the GPT with
-Flax-style einsum attention, that GPT on a left-padded batch whose padded
-queries see no key, and a Llama-style decoder using
+Flax-style einsum attention, and a Llama-style decoder using
 jax.nn.dot_product_attention; plain jax.numpy), with
 params from init_params(jax.random.key(0)) and the batch
 from example_batch(jax.random.key(1)):
@@ -107,8 +106,7 @@ COMPOSITES = {'gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy'
               # jax.nn.dot_product_attention: 5-D products over
               # [B, T, N, G=1, H] and a unit-dim transpose before the mask.
               'llama': ('rms_norm', 'attention', 'softmax_cross_entropy'),
-              'einsum_gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy'),
-              'padded_gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')}
+              'einsum_gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')}
 
 
 def run(cmd):

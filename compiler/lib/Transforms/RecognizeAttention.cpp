@@ -222,87 +222,6 @@ bool isCausalCondition(Value cond, int64_t sq, int64_t sk, bool maskedWhen) {
   return true;
 }
 
-/// Whether constant `cond` (rank 4, keys last) leaves every query row a key
-/// it does not mask; false when it is not a constant.
-bool everyRowSeesAKey(Value cond, bool maskedWhen) {
-  DenseElementsAttr attr;
-  if (!matchPattern(cond, m_Constant(&attr)))
-    return false;
-  int64_t sk = attr.getType().getShape().back(), k = 0;
-  bool sees = false;
-  for (bool v : attr.getValues<bool>()) {
-    sees = (k % sk != 0 && sees) || v != maskedWhen;
-    if (k % sk == sk - 1 && !sees)
-      return false;
-    ++k;
-  }
-  return true;
-}
-
-/// For a rank-4 mask condition [B|1, H|1, Sq|1, Sk|1]: whether each query
-/// row has every key masked, i1 [B|1, H|1, Sq|1].
-Value fullyMaskedRows(PatternRewriter &rewriter, Location loc, Value cond,
-                      bool maskedWhen) {
-  auto condType = cast<RankedTensorType>(cond.getType());
-  Value x = rewriter.create<ConvertOp>(
-      loc, RankedTensorType::get(condType.getShape(), rewriter.getF32Type()),
-      cond);
-  // Masked keys count -1 (maskedWhen) or 0: the row's largest is that
-  // value exactly when every key is masked.
-  if (maskedWhen)
-    x = rewriter.create<NegOp>(loc, x);
-  Value best = rewriter.create<ReduceMaxOp>(loc, x, ArrayRef<int64_t>{3});
-  auto bestType = cast<RankedTensorType>(best.getType());
-  Value all = rewriter.create<ConstantOp>(
-      loc, DenseElementsAttr::get(
-               bestType, rewriter.getFloatAttr(rewriter.getF32Type(),
-                                               maskedWhen ? -1.0 : 0.0)));
-  return rewriter.create<CompareOp>(loc, ComparisonDirection::EQ, best, all);
-}
-
-/// Causal attention with more queries than keys leaves the first Sq - Sk
-/// query rows no key: those rows, i1 [1, 1, Sq].
-Value rowsBeforeTheKeys(PatternRewriter &rewriter, Location loc, int64_t sq,
-                        int64_t sk) {
-  SmallVector<bool> rows;
-  for (int64_t i = 0; i < sq; ++i)
-    rows.push_back(i < sq - sk);
-  auto type = RankedTensorType::get({1, 1, sq}, rewriter.getI1Type());
-  return rewriter.create<ConstantOp>(loc, DenseElementsAttr::get(type, rows));
-}
-
-/// `out` [b, Hq, Sq, Dv] with the rows `fully` [B|1, H|1, Sq|1] marks
-/// replaced by the mean of `value` [b, Hk, Sk, Dv] over its keys: what a
-/// softmax over scores a finite fill replaced entirely gives (every score
-/// the fill, uniform weights), and graph.attention does not (its masks are
-/// -inf, and such a row gives zeros). The select passes no gradient to the
-/// scores of such rows, and each value 1/Sk of the cotangent, as
-/// differentiating the softmax over the filled scores does.
-Value uniformWhereFullyMasked(PatternRewriter &rewriter, Location loc,
-                              Value out, Value value, Value fully) {
-  auto outType = cast<RankedTensorType>(out.getType());
-  int64_t b = outType.getDimSize(0), hq = outType.getDimSize(1),
-          sq = outType.getDimSize(2), dv = outType.getDimSize(3);
-  int64_t hk = cast<RankedTensorType>(value.getType()).getDimSize(1);
-  Value mean = rewriter.create<ReduceMeanOp>(loc, value, ArrayRef<int64_t>{2});
-  Value spread;
-  if (hq == hk) {
-    spread = rewriter.create<BroadcastInDimOp>(loc, outType, mean,
-                                               ArrayRef<int64_t>{0, 1, 3});
-  } else { // Query head h reads key/value head h / (Hq / Hk).
-    auto grouped = RankedTensorType::get({b, hk, hq / hk, sq, dv},
-                                         outType.getElementType());
-    spread = rewriter.create<ReshapeOp>(
-        loc, outType,
-        rewriter.create<BroadcastInDimOp>(loc, grouped, mean,
-                                          ArrayRef<int64_t>{0, 1, 4}));
-  }
-  Value rows = rewriter.create<BroadcastInDimOp>(
-      loc, RankedTensorType::get(outType.getShape(), rewriter.getI1Type()),
-      fully, ArrayRef<int64_t>{0, 1, 2});
-  return rewriter.create<SelectOp>(loc, rows, spread, out);
-}
-
 /// `select(p != p, 0, p)` (PyTorch's scaled_dot_product_attention zeroes
 /// the NaN rows a fully masked softmax produces): the select, or null.
 /// graph.attention gives zeros for such rows itself, so the guard folds in.
@@ -409,12 +328,8 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
     // The mask, if any: select(cond, fill, s) / select(cond, s, fill) with
     // fill = -inf; then any number of additive terms s + mask, some of
     // them (with folded heads) before the reshape that unfolds the scores.
-    // A finite fill (finfo.min, -1e9) gives the masked keys the weights
-    // -inf would (exp(fill - max) is 0) in any row that has a key it does
-    // not mask, but a row it masks entirely uniform weights, not -inf's
-    // zeros (uniformWhereFullyMasked).
     Value maskCond, s = scores;
-    bool maskedWhen = true, finiteFill = false;
+    bool maskedWhen = true;
     if (auto sel = scores.getDefiningOp<SelectOp>()) {
       if (isMaskFill(sel.getOnTrue())) {
         s = sel.getOnFalse();
@@ -425,8 +340,6 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
         return failure();
       }
       maskCond = sel.getPred();
-      finiteFill = !std::isinf(
-          *splatOf(maskedWhen ? sel.getOnTrue() : sel.getOnFalse()));
     }
     // Each additive term, and whether it is of the folded scores.
     SmallVector<std::pair<Value, bool>> terms;
@@ -546,18 +459,13 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
                               scoresType.getElementType());
     bool causal = false;
     SmallVector<Value> masks;
-    Value fullyMasked; // Rows a finite fill masks entirely, if any may be.
     if (maskCond) {
       if (isCausalCondition(maskCond, sq, sk, maskedWhen)) {
         causal = true;
-        if (finiteFill && sq > sk)
-          fullyMasked = rowsBeforeTheKeys(rewriter, loc, sq, sk);
       } else {
         Value cond = rank4Mask(
             rewriter, loc, scoresToHeads(rewriter, loc, maskCond, probsDims),
             headScores);
-        if (finiteFill && !everyRowSeesAKey(cond, maskedWhen))
-          fullyMasked = fullyMaskedRows(rewriter, loc, cond, maskedWhen);
         auto condType = cast<RankedTensorType>(cond.getType());
         auto fillType = RankedTensorType::get(condType.getShape(),
                                               scoresType.getElementType());
@@ -599,8 +507,6 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
                                          /*qkv_heads=*/nullptr,
                                          /*with_lse=*/false)
                     .getResult();
-    if (fullyMasked)
-      out = uniformWhereFullyMasked(rewriter, loc, out, value, fullyMasked);
     if (!probsOnLeft) // the product is [b, h, d, q]
       out = rewriter.createOrFold<TransposeOp>(loc, out,
                                                ArrayRef<int64_t>{0, 1, 3, 2});
