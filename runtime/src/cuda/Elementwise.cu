@@ -82,21 +82,22 @@ namespace {
 // element's math is unchanged, so results are the same bits.
 
 constexpr int kPack = 8;
-template <typename S> struct alignas(sizeof(S) * kPack) Pack { S v[kPack]; };
+/// KernelUtil.cuh's Pack of kPack elements.
+template <typename S> using Packed = Pack<S, kPack>;
 template <typename S>
-__device__ __forceinline__ Pack<S> loadPack(const S *p, int64_t pack) {
-  return reinterpret_cast<const Pack<S> *>(p)[pack];
+__device__ __forceinline__ Packed<S> loadPack(const S *p, int64_t pack) {
+  return reinterpret_cast<const Packed<S> *>(p)[pack];
 }
 template <typename S>
 __device__ __forceinline__ void storePack(S *p, int64_t pack,
-                                          const Pack<S> &value) {
-  reinterpret_cast<Pack<S> *>(p)[pack] = value;
+                                          const Packed<S> &value) {
+  reinterpret_cast<Packed<S> *>(p)[pack] = value;
 }
 /// Whether every pointer is aligned to a pack and there is at least one.
 template <typename S>
 bool packable(std::initializer_list<const void *> pointers, int64_t n) {
   for (const void *p : pointers)
-    if (reinterpret_cast<uintptr_t>(p) % sizeof(Pack<S>) != 0)
+    if (!packAligned(p, sizeof(Packed<S>)))
       return false;
   return n >= kPack;
 }
@@ -110,7 +111,7 @@ __global__ void unaryKernel(const S *x, S *y, int64_t n, Opcode op,
   int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, done = 0;
   if (packed) {
     for (int64_t p = first; p < n / kPack; p += step) {
-      Pack<S> u = loadPack(x, p), r;
+      Packed<S> u = loadPack(x, p), r;
 #pragma unroll
       for (int j = 0; j < kPack; ++j)
         store(r.v, j, unaryOf<S>(op, load(u.v, j)));
@@ -131,7 +132,7 @@ __global__ void binaryKernel(const S *a, const S *b, S *z, int64_t n, Opcode op,
   int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x, done = 0;
   if (packed) {
     for (int64_t p = first; p < n / kPack; p += step) {
-      Pack<S> u = loadPack(a, p), v = loadPack(b, p), r;
+      Packed<S> u = loadPack(a, p), v = loadPack(b, p), r;
 #pragma unroll
       for (int j = 0; j < kPack; ++j)
         store(r.v, j, binaryOf<S>(op, load(u.v, j), load(v.v, j), site));
@@ -213,8 +214,8 @@ __global__ void convertPackedKernel(const S *x, D *y, int64_t n) {
   int64_t step = int64_t(gridDim.x) * blockDim.x;
   int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   for (int64_t p = first; p < n / kPack; p += step) {
-    Pack<S> u = loadPack(x, p);
-    Pack<D> r;
+    Packed<S> u = loadPack(x, p);
+    Packed<D> r;
 #pragma unroll
     for (int j = 0; j < kPack; ++j)
       store(r.v, j, convert(load(u.v, j)));
