@@ -72,6 +72,34 @@ bool isConstant(OpContext &ctx, Value init, double value,
   return v.getSExtValue() == static_cast<int64_t>(value);
 }
 
+/// Whether the scalar constant `init` is the identity of `combiner` on
+/// `element`: 0 for add, -inf (the lowest integer) for maximum, +inf (the
+/// highest) for minimum, true for and, false for or.
+bool isIdentity(OpContext &ctx, Combiner combiner, Value init, Type element) {
+  bool isFloat = isa<FloatType>(element);
+  unsigned width = element.getIntOrFloatBitWidth();
+  bool isUnsigned = element.isUnsignedInteger();
+  switch (combiner) {
+  case Combiner::Add:
+    return isConstant(ctx, init, 0.0);
+  case Combiner::Max:
+    return isFloat ? isConstant(ctx, init, -INFINITY)
+                   : isConstant(ctx, init, 0,
+                                isUnsigned ? APInt::getMinValue(width)
+                                           : APInt::getSignedMinValue(width));
+  case Combiner::Min:
+    return isFloat ? isConstant(ctx, init, INFINITY)
+                   : isConstant(ctx, init, 0,
+                                isUnsigned ? APInt::getMaxValue(width)
+                                           : APInt::getSignedMaxValue(width));
+  case Combiner::And:
+    return isConstant(ctx, init, 1);
+  case Combiner::Or:
+    return isConstant(ctx, init, 0);
+  }
+  return false;
+}
+
 /// Integer operands of a dot product compute in f64: exact while every
 /// product and sum stays below 2^53.
 Value asFloat(OpContext &ctx, Value v) {
@@ -143,8 +171,6 @@ LogicalResult lowerReduce(OpContext &ctx) {
   auto resultType = ctx.resultType();
   Type element = type.getElementType();
   bool isBool = element.isInteger(1);
-  bool isFloat = isa<FloatType>(element);
-  unsigned width = element.getIntOrFloatBitWidth();
   bool isUnsigned = element.isUnsignedInteger();
   // On i1, maximum is or and minimum is and.
   if (isBool && *combiner == Combiner::Max)
@@ -157,22 +183,16 @@ LogicalResult lowerReduce(OpContext &ctx) {
                           "the other kind (and/or on i1; add/maximum/minimum "
                           "on numbers)";
   Value result;
-  bool identity = false;
+  bool identity = isIdentity(ctx, *combiner, init, element);
   switch (*combiner) {
   case Combiner::Add:
     result = ctx.create<ReduceSumOp>(resultType, x, *dims);
-    identity = isConstant(ctx, init, 0.0);
     if (!identity)
       result = ctx.create<AddOp>(
           result, ctx.broadcastScalar(init, resultType.getShape()));
     break;
   case Combiner::Max:
     result = reduceMax(ctx, x, *dims, resultType);
-    identity = isFloat
-                   ? isConstant(ctx, init, -INFINITY)
-                   : isConstant(ctx, init, 0,
-                                isUnsigned ? APInt::getMinValue(width)
-                                           : APInt::getSignedMinValue(width));
     if (!identity)
       result = ctx.create<MaxOp>(
           result, ctx.broadcastScalar(init, resultType.getShape()));
@@ -183,9 +203,6 @@ LogicalResult lowerReduce(OpContext &ctx) {
     // min(x) = -max(-x).
     result = ctx.create<NegOp>(
         reduceMax(ctx, ctx.create<NegOp>(x), *dims, resultType));
-    identity = isFloat
-                   ? isConstant(ctx, init, INFINITY)
-                   : isConstant(ctx, init, 0, APInt::getSignedMaxValue(width));
     if (!identity)
       result = ctx.create<MinOp>(
           result, ctx.broadcastScalar(init, resultType.getShape()));
@@ -208,7 +225,6 @@ LogicalResult lowerReduce(OpContext &ctx) {
     result = isAnd ? ctx.create<CompareOp>(ComparisonDirection::EQ, any,
                                            ctx.splat(resultType, 0))
                    : any;
-    identity = isConstant(ctx, init, isAnd ? 1 : 0);
     if (!identity) {
       Value initValue = ctx.broadcastScalar(init, resultType.getShape());
       result = isAnd ? ctx.create<SelectOp>(result, initValue,
@@ -282,29 +298,7 @@ LogicalResult lowerReduceWindow(OpContext &ctx) {
                           "spans one dimension, padded by its size - 1 on "
                           "one side, unit strides and dilations)";
   Value init = ctx.operand(1);
-  Type element = type.getElementType();
-  bool isFloat = isa<FloatType>(element);
-  unsigned width = element.getIntOrFloatBitWidth();
-  bool isUnsigned = element.isUnsignedInteger();
-  bool identity = false;
-  switch (*combiner) {
-  case Combiner::Add:
-    identity = isConstant(ctx, init, 0.0);
-    break;
-  case Combiner::Max:
-    identity = isFloat
-                   ? isConstant(ctx, init, -INFINITY)
-                   : isConstant(ctx, init, 0,
-                                isUnsigned ? APInt::getMinValue(width)
-                                           : APInt::getSignedMinValue(width));
-    break;
-  default: // Min
-    identity = isFloat
-                   ? isConstant(ctx, init, INFINITY)
-                   : isConstant(ctx, init, 0,
-                                isUnsigned ? APInt::getMaxValue(width)
-                                           : APInt::getSignedMaxValue(width));
-  }
+  bool identity = isIdentity(ctx, *combiner, init, type.getElementType());
   if (!identity)
     return ctx.error() << "has an init that is not its combiner's identity "
                           "(0, -inf, +inf, the integer bounds); trainc lowers "
