@@ -127,9 +127,21 @@ def find_nsys():
     return None
 
 
+def kernel_table(tool, sums_ns, counts, steps, top, note=''):
+    """Each kernel's GPU time per step (sums_ns, counts: by kernel name over
+    `steps` steps), the heaviest first."""
+    out = [f'{tool}: GPU time per step of each kernel over {steps} step(s) ({note}one-time '
+           f'costs of the first included), heaviest first',
+           f'  all kernels {sum(sums_ns.values()) / steps / 1e6:8.3f} ms per step, '
+           f'{sum(counts.values()) / steps:.0f} launches']
+    for name in sorted(sums_ns, key=sums_ns.get, reverse=True)[:top]:
+        out.append(f'  {sums_ns[name] / steps / 1e6:8.3f} ms  {counts[name] / steps:6.1f}x  '
+                   f'{name[:150]}')
+    return '\n'.join(out)
+
+
 def ncu_table(returncode, stdout, stderr, steps, top):
-    """ncu --csv's gpu__time_duration rows summed by kernel name, per step,
-    the heaviest first."""
+    """kernel_table() of ncu --csv's gpu__time_duration rows."""
     lines = stdout.splitlines()
     start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
     if returncode != 0 or start is None:
@@ -141,14 +153,7 @@ def ncu_table(returncode, stdout, stderr, steps, top):
         name = row['Kernel Name']
         sums[name] = sums.get(name, 0.0) + float(row['Metric Value'].replace(',', ''))
         counts[name] = counts.get(name, 0) + 1
-    out = [f'ncu: GPU time per step of each kernel over {steps} steps (kernels '
-           f'serialized; one-time costs of the first included), heaviest first',
-           f'  all kernels {sum(sums.values()) / steps / 1e6:8.3f} ms per step, '
-           f'{sum(counts.values()) / steps:.0f} launches']
-    for name in sorted(sums, key=sums.get, reverse=True)[:top]:
-        out.append(f'  {sums[name] / steps / 1e6:8.3f} ms  {counts[name] / steps:6.1f}x  '
-                   f'{name[:150]}')
-    return '\n'.join(out)
+    return kernel_table('ncu', sums, counts, steps, top, 'kernels serialized; ')
 
 
 def gpu_name():
@@ -226,15 +231,8 @@ class TraincContender:
         if r.returncode != 0 or start is None:
             return 'nsys stats failed:\n' + (r.stdout + r.stderr)[-3000:]
         rows = list(csv.DictReader(lines[start:]))
-        out = [f'nsys: GPU time per step of each kernel over {steps} steps '
-               f'(one-time costs of the first included), heaviest first']
-        total = sum(float(row['Total Time (ns)']) for row in rows)
-        out.append(f'  all kernels {total / steps / 1e6:8.3f} ms per step')
-        for row in rows[:top]:
-            ms = float(row['Total Time (ns)']) / steps / 1e6
-            calls = int(row['Instances']) / steps
-            out.append(f'  {ms:8.3f} ms  {calls:6.1f}x  {row["Name"][:150]}')
-        return '\n'.join(out)
+        return kernel_table('nsys', {r['Name']: float(r['Total Time (ns)']) for r in rows},
+                            {r['Name']: int(r['Instances']) for r in rows}, steps, top)
 
     def kernels_ncu(self, ncu, top):
         """kernels() through Nsight Compute where there is no nsys: each
