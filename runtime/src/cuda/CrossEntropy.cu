@@ -252,9 +252,8 @@ constexpr int kGradAhead = 8;
 /// The gradient's rows, one half-warp (16 lanes) per row: the row's max,
 /// then lane l's partial sum of exps over the classes j = l mod 16 in index
 /// order and the partials pairwise (8, 4, 2, 1 apart), softmaxRowF32's
-/// order; then dlogits. Both halves of a warp step together (the shuffles
-/// take the whole warp); a half past the last row computes row rows - 1
-/// again and writes nothing.
+/// order; then dlogits. RowMath.cuh's RowLoop: a half past the last row
+/// computes row rows - 1 again and writes nothing.
 template <typename S>
 __global__ void __launch_bounds__(kGradThreads)
     crossEntropyGradKernel(const S *logits, const void *targets, bool targets64,
@@ -263,11 +262,10 @@ __global__ void __launch_bounds__(kGradThreads)
                            RowLossOut<Compute<S>> lossOut) {
   using C = Compute<S>;
   using Key = decltype(keyOf(C()));
-  int lane = int(threadIdx.x) & (kLanes - 1);
-  int64_t half = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes;
-  int64_t halves = int64_t(gridDim.x) * blockDim.x / kLanes;
-  for (int64_t first = half & ~int64_t(1); first < rows; first += halves) {
-    int64_t r = first + (half & 1);
+  RowLoop loop;
+  int lane = loop.lane;
+  for (int64_t first = loop.first(); first < rows; first += loop.halves) {
+    int64_t r = first + (loop.half & 1);
     bool valid = r < rows;
     r = valid ? r : rows - 1;
     const S *x = logits + r * stride;
@@ -299,11 +297,9 @@ __global__ void __launch_bounds__(kGradThreads)
     }
     for (; j < classes; j += kLanes)
       partial += expOf(C(load(x, j)) - m);
-    for (int width = kLanes / 2; width > 0; width /= 2)
-      partial += __shfl_down_sync(kFullMask, partial, width, kLanes);
     // Every lane of the row has read it whole (the shuffles wait for them
     // all): out may be the logits' memory.
-    C sum = __shfl_sync(kFullMask, partial, 0, kLanes);
+    C sum = combinePartials(partial);
     if (!valid)
       continue;
     if (lossOut.loss && lane == 0) {

@@ -55,6 +55,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/KernelUtil.cuh"
+#include "cuda/RowMath.cuh"
 #include "math/NormParamSums.h"
 
 #include <type_traits>
@@ -62,20 +63,12 @@
 namespace trainc::cuda {
 namespace {
 
-constexpr unsigned kFullMask = 0xffffffffu;
-/// Lanes per row: the CPU's 16 partial sums.
-constexpr int kLanes = 16;
+using row::combinePartials;
+using row::kFullMask;
+using row::kLanes;
+using row::RowLoop;
 /// Threads per block (16 rows).
 constexpr int kNormThreads = 256;
-
-/// The 16 lanes' partial sums added pairwise (8, 4, 2, 1 apart), as
-/// cpu/VectorMath.cpp's blockedSum combines its partials; every lane gets
-/// the sum. Called by all 16 lanes (the warp converged).
-template <typename C> __device__ __forceinline__ C combinePartials(C partial) {
-  for (int width = kLanes / 2; width > 0; width /= 2)
-    partial += __shfl_down_sync(kFullMask, partial, width, kLanes);
-  return __shfl_sync(kFullMask, partial, 0, kLanes);
-}
 
 /// sum_j term(j) over j in [0, n), as cpu/VectorMath.cpp's blockedSum:
 /// lane l adds the terms j = l mod 16 in index order, then the partials
@@ -140,21 +133,6 @@ rowStatistics(const S *x, int lane, int64_t n, bool centered, Compute<S> eps,
   mean = m;
   return C(1) / sqrt(sumSq / C(n) + eps);
 }
-
-/// The rows of a grid-stride loop over half-warps. Both halves of a warp
-/// take the same number of steps (their shuffles need the whole warp): a
-/// half whose row is past the end computes row `rows - 1` again and
-/// stores nothing.
-struct RowLoop {
-  int lane;
-  int64_t half, halves;
-  __device__ RowLoop()
-      : lane(int(threadIdx.x) & (kLanes - 1)),
-        half((int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes),
-        halves(int64_t(gridDim.x) * blockDim.x / kLanes) {}
-  /// The first row of this warp's first step.
-  __device__ int64_t first() const { return half & ~int64_t(1); }
-};
 
 /// Y is S, or a 16-bit type for an f32 norm the compiler narrowed: the
 /// row is computed in C and rounded once to Y, as a convert would.

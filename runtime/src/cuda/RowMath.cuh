@@ -1,10 +1,11 @@
 //===- RowMath.cuh - Helpers of the row kernels (softmax, cross-entropy) --===//
 //
-// What the CUDA kernels that reduce one row per block share: the launch
-// shape, the row maximum taken on integer keys that order like the floats
-// (the CPU's rowMax, math::orderedKey), and the sum of exp(x - max) in the
-// CPU's 16 partial sums (cpu/VectorMath.cpp's blockedSum), so that both
-// devices find the same maximum and sum the same terms in the same order.
+// What the CUDA kernels that reduce rows share: the launch shape, the
+// half-warp row loop and its 16 partials' pairwise sum (norms, the
+// cross-entropy gradient), the row maximum taken on integer keys that order
+// like the floats (the CPU's rowMax, math::orderedKey), and the sum of exp(x -
+// max) in the CPU's 16 partial sums (cpu/VectorMath.cpp's blockedSum), so that
+// both devices find the same maximum and sum the same terms in the same order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,30 @@ constexpr int kWarps = kMaxThreads / 32;
 constexpr int kLanes = 16;
 /// Elements staged in shared memory at a time (a multiple of 16).
 constexpr int kChunk = 2048;
+
+/// The 16 lanes' partial sums added pairwise (8, 4, 2, 1 apart), as
+/// cpu/VectorMath.cpp's blockedSum combines its partials; every lane gets
+/// the sum. Called by all 16 lanes (the warp converged).
+template <typename C> __device__ __forceinline__ C combinePartials(C partial) {
+  for (int width = kLanes / 2; width > 0; width /= 2)
+    partial += __shfl_down_sync(kFullMask, partial, width, kLanes);
+  return __shfl_sync(kFullMask, partial, 0, kLanes);
+}
+
+/// The rows of a grid-stride loop over half-warps. Both halves of a warp
+/// take the same number of steps (their shuffles need the whole warp): a
+/// half whose row is past the end computes row `rows - 1` again and
+/// stores nothing.
+struct RowLoop {
+  int lane;
+  int64_t half, halves;
+  __device__ RowLoop()
+      : lane(int(threadIdx.x) & (kLanes - 1)),
+        half((int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes),
+        halves(int64_t(gridDim.x) * blockDim.x / kLanes) {}
+  /// The first row of this warp's first step.
+  __device__ int64_t first() const { return half & ~int64_t(1); }
+};
 
 /// x as an integer that orders like x (cpu/VectorMath.cpp's rowMax key).
 __device__ __forceinline__ int32_t keyOf(float x) {
