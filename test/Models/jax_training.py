@@ -423,11 +423,11 @@ def check_gradient_conventions(args, work):
     (0 and -0: JAX's 1, PyTorch's 0), relu (0), leaky_relu, jnp.sign, ties
     of jnp.maximum/minimum between computed values (halves) and of
     jnp.max/min (shared), a where; and through prefix scans (jnp.cumsum,
-    lax.cummax/cummin, reversed; reduce_window in the export). Ties of
-    equal values inside a cummax/cummin are split along trainc's scan tree
-    (Hillis-Steele), JAX's along its associative_scan: both subgradients,
-    equal where no two candidates tie (one tie here happens to agree). Not here, because the export cannot show
-    them: custom_jvp rules (softplus's logaddexp at 0: JAX 0.5 x, trainc
+    lax.cummax/cummin, reversed; reduce_window in the export) on data
+    without ties: a tie inside a cummax/cummin is split along trainc's
+    scan tree (Hillis-Steele), JAX's along its associative_scan, both
+    subgradients. Not here, because the export cannot show them:
+    custom_jvp rules (softplus's logaddexp at 0: JAX 0.5 x, trainc
     differentiates the decomposition) and jnp.clip at its bounds (JAX
     halves the tie of max(lo, x); trainc gives PyTorch's 0 at a tie with a
     constant, which is also jax.nn.relu's custom 0)."""
@@ -444,12 +444,14 @@ def check_gradient_conventions(args, work):
         'min': lambda p, b: jnp.min(p['w']) * 2.0,
         'sign': lambda p, b: jnp.sum(jnp.sign(p['w']) * p['w'] * b['x']),
         'where': lambda p, b: jnp.sum(jnp.where(p['w'] >= 0.5, p['w'] ** 2, -p['w']) * b['x']),
-        # Prefix scans (reduce_window): sums, a reversed one, a maximum
-        # with a tie, and integer positions from a mask indexing the
-        # parameters (a negative index wraps, as in numpy).
+        # Prefix scans (reduce_window): sums, a reversed one, a maximum and
+        # a minimum (offsets keep their candidates apart), and integer
+        # positions from a mask indexing the parameters (a negative index
+        # wraps, as in numpy).
         'cumsum': lambda p, b: jnp.sum(jnp.cumsum(p['w']) * b['x']),
         'reverse cumsum': lambda p, b: jnp.sum(jax.lax.cumsum(p['w'], reverse=True) * b['x']),
-        'cummax': lambda p, b: jnp.sum(jax.lax.cummax(p['w']) * b['x']),
+        'cummax': lambda p, b: jnp.sum(
+            jax.lax.cummax(p['w'] + 0.01 * jnp.arange(7.0)) * b['x']),
         'cummin over a row': lambda p, b: jnp.sum(jax.lax.cummin(
             jnp.outer(p['w'] + 1.0 + 0.1 * jnp.arange(7.0), b['x']), axis=1)),
         'positions from a mask': lambda p, b: jnp.sum(
