@@ -30,7 +30,7 @@
 // Loops run over raw typed pointers so that they vectorize, in parallel
 // chunks of kGrain elements. On f32, neg, abs, exp, tanh, erf, sqrt, rsqrt,
 // add, sub, mul, div, max and min run VectorMath.h's array functions, which
-// are also compiled for AVX-512 and AVX2 and picked at run time. Its exp,
+// are also compiled for AVX-512 and AVX2 + FMA and picked at run time. Its exp,
 // tanh and erf are polynomial approximations (at most 1.5 ulp from the
 // exact result, see VectorMath.cpp), not libm's; the rest round as IEEE
 // arithmetic does. log and pow, f64 and the 16-bit types call libm.

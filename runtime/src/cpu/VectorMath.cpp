@@ -2,11 +2,14 @@
 //
 // Each array function is a plain loop over a branch-free scalar formula
 // (selects and bit operations instead of branches), which GCC vectorizes.
-// target_clones compiles it for AVX-512, AVX2 and baseline x86-64 (SSE2)
-// and an ifunc picks one when the library loads, so the binary still runs
-// on any x86-64. This file is built with -ffp-contract=off: no clone fuses
-// a*b+c into an FMA, so all clones round identically and give bit-identical
-// results (the unit test checks whichever clone its machine picks); with
+// target_clones compiles it for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 and
+// FMA) and baseline x86-64 (SSE2), and an ifunc picks one by the CPU's
+// features when the library loads, so the binary still runs on any x86-64.
+// This file is built with -ffp-contract=off: no clone fuses a*b+c into an
+// FMA by itself; the formulas' explicit fmaOf is one instruction in the v3
+// and v4 clones and libm's exact fmaf in the baseline (slower, same bits).
+// So all clones round identically and give bit-identical results (the
+// unit test checks whichever clone its machine picks); with
 // -fno-trapping-math, so that GCC may compute both sides of a select, which
 // it must to vectorize the formulas; and with -fno-math-errno, so that sqrt
 // is the vector instruction (the runtime never reads errno or FP flags).
@@ -34,7 +37,7 @@
 // for. GCC and Clang both support the attribute on ELF targets with ifunc.
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
 #define TRAINC_VM_CLONES                                                       \
-  __attribute__((target_clones("avx512f", "avx2", "default")))
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define TRAINC_VM_CLONES
 #endif

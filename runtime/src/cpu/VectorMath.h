@@ -3,14 +3,15 @@
 // Array functions the f32 kernels call in place of per-element libm calls:
 // exp, erf and tanh (and the GELU, softmax and log-sum-exp loops built on
 // them), plus the plain arithmetic loops of the elementwise ops. Each is a
-// branch-free loop compiled three times (AVX-512, AVX2, baseline x86-64) and
+// branch-free loop compiled three times (AVX-512, AVX2 + FMA, baseline) and
 // chosen at load time for the CPU it runs on (see VectorMath.cpp); all three
 // give bit-identical results.
 //
 // Accuracy: max error over every f32 input, in ulp of the exact result
 // rounded to f32 (2^-149 below FLT_MIN), as measured over all 2^32 inputs:
-// exp 0.99, erf 1.30, tanh 1.33 (test/Unit/Runtime/VectorMathTest.cpp
-// checks <= 1, 1.5 and 1.5 on a dense sweep). Special values are those of
+// exp 0.88, erf 1.05, tanh 1.33 (test/Unit/Runtime/VectorMathTest.cpp
+// checks <= 1, 1.5 and 1.5 on a dense sweep, and every input with
+// TRAINC_VECTORMATH_EXHAUSTIVE=1). Special values are those of
 // libm: exp(-inf) = 0, exp(+inf) = inf, erf(+-inf) = tanh(+-inf) = +-1,
 // erf(+-0) = tanh(+-0) = +-0, NaN -> NaN, overflow to inf and gradual
 // underflow through the denormals to 0.
@@ -36,13 +37,13 @@ void erfF32(const float *x, float *y, int64_t n);
 void tanhF32(const float *x, float *y, int64_t n);
 
 /// y[i] = 0.5 x (1 + erf(x / sqrt(2))), as PyTorch's gelu(approximate=
-/// "none") computes it in f32. At most 2.53 ulp for x >= -1; below, 1 +
-/// erf cancels and the error is absolute: at most 1.91 * 2^-24 |x|.
+/// "none") computes it in f32. At most 2.43 ulp for x >= -1; below, 1 +
+/// erf cancels and the error is absolute: at most 1.92 * 2^-24 |x|.
 void geluErfF32(const float *x, float *y, int64_t n);
 /// y[i] = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed
 /// as x / (1 + exp(-2u)) (the same function: 1 + tanh(u) = 2 / (1 +
-/// exp(-2u))), which has no cancellation for negative u. At most 3.39 ulp
-/// for x >= -1 and 2.16 * 2^-24 max(1, |x|) absolute everywhere (u's own
+/// exp(-2u))), which has no cancellation for negative u. At most 3.49 ulp
+/// for x >= -1 and 2.13 * 2^-24 max(1, |x|) absolute everywhere (u's own
 /// rounding grows the relative error as 2|u| 2^-24 in the far tail).
 void geluTanhF32(const float *x, float *y, int64_t n);
 

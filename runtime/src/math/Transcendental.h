@@ -5,17 +5,22 @@
 // shared kernel math (TRAINC_HD): the CPU's vectorized array loops
 // (cpu/VectorMath.cpp) and the CUDA kernels call these same functions. Each
 // is branch-free (selects and bit operations), so GCC vectorizes the loops
-// that call it. Every file that calls them must be compiled without FMA
-// contraction (-ffp-contract=off on the host, -fmad=false for nvcc), so the
-// CPU clones and the GPU round each operation identically: bit-identical
-// results (VectorMath.h lists the accuracy).
+// that call it. Polynomials and the other multiply-adds are explicit fused
+// multiply-adds (fmaOf: one rounding, IEEE 754 on both devices); every
+// other a * b + c rounds twice, because every file that calls these is
+// compiled without FMA contraction (-ffp-contract=off on the host,
+// -fmad=false for nvcc). So the CPU clones and the GPU round each
+// operation identically: bit-identical results (VectorMath.h lists the
+// accuracy).
 //
 // exp(x): x = k ln2 + r, k = round(x / ln2), |r| <= ln2/2 (slightly more
 //   when x / ln2 rounds to float first). ln2 is split Cody-Waite style in
 //   two floats; the high part has 15 significant bits, so k * kLn2Hi is
-//   exact for |k| <= 150 and x - k * kLn2Hi is exact (Sterbenz). e^r =
-//   1 + r + r^2 P(r), P of degree 4 fitted to (e^r - 1 - r) / r^2 (minimax
-//   for the relative error of e^r, about 0.06 ulp). The result is scaled by
+//   exact for |k| <= 150 and x - k * kLn2Hi is exact (Sterbenz). r's one
+//   rounding, c, is recovered by an FMA and added back: e^(r + c) =
+//   1 + (r + (r^2 P(r) + c)), P of degree 4 fitted to (e^r - 1 - r) / r^2
+//   (minimax for the relative error of e^r, about 0.06 ulp), so only the
+//   last two additions round noticeably. The result is scaled by
 //   2^k as two factors 2^(k/2) and 2^(k - k/2), each a normal float, so
 //   results that overflow or fall into the denormals round once, correctly.
 //   x is clamped to [-104, 89] first: beyond, exp is 0 (below half the
@@ -48,6 +53,18 @@
 
 namespace trainc::math {
 
+/// a * b + c with one rounding. On the GPU one FFMA; on the host one
+/// instruction where the code is compiled for a CPU with FMA (the x86-64-v3
+/// and v4 clones of cpu/VectorMath.cpp), else libm's fmaf, which is exact
+/// too, only slower.
+TRAINC_HD float fmaOf(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return __builtin_fmaf(a, b, c);
+#endif
+}
+
 /// |x| and `magnitude` with the sign of `sign`, by the sign bit.
 TRAINC_HD float absOf(float x) { return bitsFloat(floatBits(x) & 0x7fffffffu); }
 TRAINC_HD float withSignOf(float magnitude, float sign) {
@@ -70,12 +87,15 @@ constexpr float kE2 = 0.49999994f, kE3 = 0.166665107f, kE4 = 0.0416682698f,
 /// e^r for r = x - k ln2, and k: the reduction step shared by the exp
 /// variants. x must be finite (or NaN) with |x| < 2^21.
 TRAINC_HD float expReduced(float x, int32_t &k) {
-  float t = x * kLog2e + kRoundMagic;
+  float t = fmaOf(x, kLog2e, kRoundMagic);
   float kf = t - kRoundMagic;
   k = int32_t(floatBits(t) - floatBits(kRoundMagic));
-  float r = (x - kf * kLn2Hi) - kf * kLn2Lo;
-  float p = kE2 + r * (kE3 + r * (kE4 + r * (kE5 + r * kE6)));
-  return 1.0f + (r + (r * r) * p);
+  float rHi = fmaOf(-kf, kLn2Hi, x); // Exact.
+  float r = fmaOf(-kf, kLn2Lo, rHi);
+  // What r's rounding lost: e^(r + c) = e^r (1 + c) to far below an ulp.
+  float c = fmaOf(-kf, kLn2Lo, rHi - r);
+  float p = fmaOf(fmaOf(fmaOf(fmaOf(kE6, r, kE5), r, kE4), r, kE3), r, kE2);
+  return 1.0f + (fmaOf(r * r, p, c) + r);
 }
 
 /// 2^k as a float, for k in [-126, 127].
@@ -115,26 +135,27 @@ constexpr float kErfSplit = 0.875f, kErfMid = 2.4375f;
 
 TRAINC_HD float erfCore(float x) {
   float t = x * x;
-  float q =
-      kErfS0 +
-      t * (kErfS1 + t * (kErfS2 + t * (kErfS3 + t * (kErfS4 + t * kErfS5))));
-  float small = x + x * q;
+  float q = fmaOf(kErfS5, t, kErfS4);
+  q = fmaOf(q, t, kErfS3);
+  q = fmaOf(q, t, kErfS2);
+  q = fmaOf(q, t, kErfS1);
+  q = fmaOf(q, t, kErfS0);
+  float small = fmaOf(x, q, x);
 
   float a = absOf(x);
   a = a > 4.0f ? 4.0f : a; // Also maps inf to 4; NaN stays NaN.
   float s = a - kErfMid;
-  float g = kErfL9;
-  g = kErfL8 + s * g;
-  g = kErfL7 + s * g;
-  g = kErfL6 + s * g;
-  g = kErfL5 + s * g;
-  g = kErfL4 + s * g;
-  g = kErfL3 + s * g;
-  g = kErfL2 + s * g;
-  g = kErfL1 + s * g;
-  g = kErfL0 + s * g;
+  float g = fmaOf(kErfL9, s, kErfL8);
+  g = fmaOf(g, s, kErfL7);
+  g = fmaOf(g, s, kErfL6);
+  g = fmaOf(g, s, kErfL5);
+  g = fmaOf(g, s, kErfL4);
+  g = fmaOf(g, s, kErfL3);
+  g = fmaOf(g, s, kErfL2);
+  g = fmaOf(g, s, kErfL1);
+  g = fmaOf(g, s, kErfL0);
   // -a^2 in [-16, -0.76]: exp's result is normal.
-  float large = withSignOf(1.0f - expNormal(-(a * a)) * g, x);
+  float large = withSignOf(fmaOf(-expNormal(-(a * a)), g, 1.0f), x);
   return absOf(x) < kErfSplit ? small : large;
 }
 
@@ -149,9 +170,10 @@ constexpr float kTanhSplit = 0.625f;
 TRAINC_HD float tanhCore(float x) {
   float a = absOf(x);
   float t = a * a;
-  float rt = kTanh0 + t * (kTanh1 + t * (kTanh2 + t * (kTanh3 + t * kTanh4)));
+  float rt = fmaOf(fmaOf(fmaOf(fmaOf(kTanh4, t, kTanh3), t, kTanh2), t, kTanh1),
+                   t, kTanh0);
   // On |x| with x's sign put back: x + x t R(t) would turn -0 into +0.
-  float small = a + a * (t * rt);
+  float small = fmaOf(a, t * rt, a);
 
   a = a > 9.5f ? 9.5f : a; // Also maps inf to 9.5; NaN stays NaN.
   // 2a in [1.25, 19]: exp's result is normal.
