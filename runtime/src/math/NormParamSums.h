@@ -56,10 +56,22 @@ template <typename T> TRAINC_HD double scaleGradTerm(T g, T xhat) {
 }
 
 /// Step 3: the sum of `segments` partial sums `stride` apart, in order.
+/// The loads go kCombineAhead at a time before their adds, so that a GPU
+/// thread has that many in flight instead of waiting on each in turn; the
+/// additions keep their order.
+constexpr int kCombineAhead = 16;
 TRAINC_HD double combineSegments(const double *partials, int64_t segments,
                                  int64_t stride) {
   double sum = 0;
-  for (int64_t s = 0; s < segments; ++s)
+  int64_t s = 0;
+  for (; s + kCombineAhead <= segments; s += kCombineAhead) {
+    double ahead[kCombineAhead];
+    for (int u = 0; u < kCombineAhead; ++u)
+      ahead[u] = partials[(s + u) * stride];
+    for (int u = 0; u < kCombineAhead; ++u)
+      sum += ahead[u];
+  }
+  for (; s < segments; ++s)
     sum += partials[s * stride];
   return sum;
 }

@@ -14,6 +14,7 @@
 #include "KernelTestUtil.h"
 
 #include "base/Parallel.h"
+#include "math/NormParamSums.h"
 
 #include <gtest/gtest.h>
 
@@ -330,6 +331,26 @@ TEST(CpuNnNorm, NormGradParamsIsNormGradAndItsSums) {
 /// addend's memory (the in-place form the planner gives it), and with a
 /// copy but no addend. Rows of 40 (no vector tail) and 37, one segment and
 /// 38.
+/// The GPU's step 3 (math::combineSegments, loads run ahead of the adds)
+/// adds in segment order from 0, bit for bit the plain loop: values of
+/// wildly different magnitudes, so that any other order changes the sum,
+/// at segment counts around its look-ahead.
+TEST(CpuNnNorm, CombineSegmentsAddsInOrder) {
+  constexpr int64_t stride = 3;
+  std::vector<double> partials(stride * 140);
+  for (size_t i = 0; i < partials.size(); ++i)
+    partials[i] = std::ldexp(i % 2 ? -1.0 : 1.0, int(i * 37 % 101) - 50) +
+                  0.1 * double(i);
+  for (int64_t segments : {0, 1, 15, 16, 17, 33, 128, 140}) {
+    double want = 0;
+    for (int64_t s = 0; s < segments; ++s)
+      want += partials[s * stride + 1];
+    EXPECT_EQ(math::combineSegments(partials.data() + 1, segments, stride),
+              want)
+        << segments << " segments";
+  }
+}
+
 TEST(CpuNnNorm, NormGradParamsAddsTheResidualAndNarrows) {
   struct Case {
     DType t, copy; // copy: BF16, F16, or the dtype itself for none
