@@ -426,7 +426,9 @@ def check_gradient_conventions(args, work):
     lax.cummax/cummin, reversed; reduce_window in the export) on data
     without ties: a tie inside a cummax/cummin is split along trainc's
     scan tree (Hillis-Steele), JAX's along its associative_scan, both
-    subgradients. Not here, because the export cannot show them:
+    subgradients; and through jnp.argmax/argmin's choices (ties, NaNs,
+    ints, bools, along an axis), whose wrong index would move the
+    gradient. Not here, because the export cannot show them:
     custom_jvp rules (softplus's logaddexp at 0: JAX 0.5 x, trainc
     differentiates the decomposition) and jnp.clip at its bounds (JAX
     halves the tie of max(lo, x); trainc gives PyTorch's 0 at a tie with a
@@ -456,6 +458,21 @@ def check_gradient_conventions(args, work):
             jnp.outer(p['w'] + 1.0 + 0.1 * jnp.arange(7.0), b['x']), axis=1)),
         'positions from a mask': lambda p, b: jnp.sum(
             p['w'][jnp.cumsum((b['x'] > 2.5).astype(jnp.int32)) - 1] * b['x']),
+        # jnp.argmax/argmin (a reduce of (value, index) pairs) choosing the
+        # parameter that gets the gradient: ties go to the lowest index,
+        # NaN beats every number, on floats, ints, bools and along an axis
+        # of a matrix; and the parameters' own argmax.
+        'argmax with a tie': lambda p, b: p['w'][jnp.argmax(jnp.minimum(b['x'], 5.0))] * 3.0,
+        'argmin with a tie': lambda p, b: p['w'][jnp.argmin(jnp.abs(b['x'] - 3.0))] * 3.0,
+        'argmax with NaNs': lambda p, b: p['w'][
+            jnp.argmax(jnp.where(b['x'] > 6.0, jnp.nan, b['x']))] * 3.0,
+        'argmin of ints': lambda p, b: p['w'][
+            jnp.argmin(jnp.abs((b['x'] * 2.0).astype(jnp.int32) - 8))] * 3.0,
+        'argmax of bools': lambda p, b: p['w'][jnp.argmax(b['x'] > 4.0)] * 3.0,
+        'argmax along rows': lambda p, b: jnp.sum(p['w'][jnp.argmax(
+            jnp.outer(b['x'] - 4.0, jnp.minimum(b['x'], 5.0)), axis=1)] * b['x']),
+        'argmax of the parameters': lambda p, b: jnp.max(p['w'])
+        * b['x'][jnp.argmax(p['w'])],
     }
     ok = True
     for what, loss_fn in cases.items():

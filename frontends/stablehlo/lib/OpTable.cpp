@@ -43,7 +43,7 @@ const OpEntry kOps[] = {
      "precision_config and algorithm ignored (GEMMs accumulate in f32); "
      "integers compute in f64 (exact below 2^53)"},
     {"stablehlo.dynamic_slice", lowerDynamicSlice, TypeClass::Any, false,
-     "start indices must fold to constants"},
+     "a start that is data gathers (clamped as the spec says)"},
     {"stablehlo.dynamic_update_slice", lowerDynamicUpdateSlice, TypeClass::Any,
      false, "start indices must fold to constants"},
     {"stablehlo.exponential", lowerExponential, TypeClass::Floats, true, ""},
@@ -69,8 +69,8 @@ const OpEntry kOps[] = {
     {"stablehlo.pad", lowerPad, TypeClass::Any, false, ""},
     {"stablehlo.power", lowerPower, TypeClass::Floats, true, ""},
     {"stablehlo.reduce", lowerReduce, TypeClass::Any, false,
-     "one input; body one add, maximum, minimum, and or or (on i1: "
-     "maximum is or, minimum and)"},
+     "body one add, maximum, minimum, and or or per input (on i1: "
+     "maximum is or, minimum and), or jnp.argmax/argmin's"},
     {"stablehlo.reduce_window", lowerReduceWindow, TypeClass::Numbers, false,
      "a prefix scan only (jnp.cumsum, cummax, cummin): one input, body one "
      "add, maximum or minimum, init its identity, a window spanning one "

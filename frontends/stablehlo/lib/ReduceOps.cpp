@@ -1,10 +1,14 @@
 //===- ReduceOps.cpp - Reductions and dot products ------------------------===//
 //
 // stablehlo.reduce carries its combiner as a region. trainc lowers the
-// reductions whose region is one binary op of the two block arguments
-// (what jnp.sum, jnp.max, jnp.min, jnp.all and jnp.any print): add, maximum,
+// reductions whose region gives each input's result by one binary op of
+// that input's two block arguments (what jnp.sum, jnp.max, jnp.min, jnp.all
+// and jnp.any print; several inputs reduce independently): add, maximum,
 // minimum, and, or. The init value is combined with the result unless it
-// is the combiner's identity (0, -inf, +inf, true, false).
+// is the combiner's identity (0, -inf, +inf, true, false). Besides, the
+// (value, index) pair that jnp.argmax and argmin reduce (see
+// matchArgReduce), as graph ops that find the extreme value and then the
+// lowest index holding it.
 // stablehlo.reduce_window is lowered only as a prefix scan (jnp.cumsum,
 // cummax, cummin; see lowerReduceWindow).
 //
@@ -24,36 +28,133 @@ namespace {
 
 enum class Combiner { Add, Max, Min, And, Or };
 
-/// The combiner of a reduce region `^bb0(%a, %b): %r = OP %a, %b;
-/// stablehlo.return %r` (either operand order); none for any other body.
-std::optional<Combiner> matchCombiner(Region &region) {
+/// Whether `op` has exactly the operands {a, b}, in either order.
+bool takes(Operation *op, Value a, Value b) {
+  return op && op->getNumOperands() == 2 &&
+         ((op->getOperand(0) == a && op->getOperand(1) == b) ||
+          (op->getOperand(0) == b && op->getOperand(1) == a));
+}
+
+/// The combiner of each input of a reduce region of n inputs, whose block
+/// arguments are the accumulators (a_0..a_n-1) then the elements
+/// (b_0..b_n-1): `^bb0(...): %r_k = OP_k %a_k, %b_k ...; stablehlo.return
+/// %r_0, ...` (either operand order, the ops in any order); none for any
+/// other body.
+std::optional<SmallVector<Combiner>> matchCombiners(Region &region) {
   if (!region.hasOneBlock())
     return std::nullopt;
   Block &block = region.front();
-  if (block.getNumArguments() != 2 || block.getOperations().size() != 2)
+  unsigned n = block.getNumArguments() / 2;
+  Operation &ret = block.back();
+  if (n == 0 || block.getNumArguments() != 2 * n ||
+      block.getOperations().size() != n + 1 ||
+      ret.getName().getStringRef() != "stablehlo.return" ||
+      ret.getNumOperands() != n)
     return std::nullopt;
-  Operation &op = block.front();
+  SmallVector<Combiner> combiners;
+  for (unsigned k = 0; k < n; ++k) {
+    Operation *op = ret.getOperand(k).getDefiningOp();
+    if (!takes(op, block.getArgument(k), block.getArgument(n + k)) ||
+        op->getNumResults() != 1)
+      return std::nullopt;
+    StringRef name = op->getName().getStringRef();
+    if (name == "stablehlo.add")
+      combiners.push_back(Combiner::Add);
+    else if (name == "stablehlo.maximum")
+      combiners.push_back(Combiner::Max);
+    else if (name == "stablehlo.minimum")
+      combiners.push_back(Combiner::Min);
+    else if (name == "stablehlo.and")
+      combiners.push_back(Combiner::And);
+    else if (name == "stablehlo.or")
+      combiners.push_back(Combiner::Or);
+    else
+      return std::nullopt;
+  }
+  return combiners;
+}
+
+/// `op` if it is a stablehlo.compare in direction `direction`, else null.
+Operation *compareIn(Operation *op, StringRef direction) {
+  if (!op || op->getName().getStringRef() != "stablehlo.compare")
+    return nullptr;
+  auto attr = dyn_cast_or_null<StringAttr>(op->getAttr("comparison_direction"));
+  return attr && attr.getValue() == direction ? op : nullptr;
+}
+
+/// `op` if it is `name` (one of stablehlo.or, and, select), else null.
+Operation *opNamed(Operation *op, StringRef name) {
+  return op && op->getName().getStringRef() == name ? op : nullptr;
+}
+
+/// For `or`/`and` op: whether its operands are {x, y} where match(x) holds
+/// for one and match(y) for the other.
+template <typename MatchA, typename MatchB>
+bool eitherOrder(Operation *op, MatchA matchA, MatchB matchB) {
+  if (!op || op->getNumOperands() != 2)
+    return false;
+  Value x = op->getOperand(0), y = op->getOperand(1);
+  return (matchA(x) && matchB(y)) || (matchA(y) && matchB(x));
+}
+
+/// Whether the region is jnp.argmax's (GT) or jnp.argmin's (LT) reducer
+/// of (value, index) pairs, block arguments (a, ai, b, bi):
+///   pick = (a DIR b) or (a != a)                 -- a wins, or a is NaN
+///   pickIndex = pick or ((a == b) and (ai < bi)) -- ties: the lower index
+///   return select(pick, a, b), select(pickIndex, ai, bi)
+/// That is: the greatest (least) value, NaN above all, and the lowest
+/// index among the elements holding it. The compare of a with b may name
+/// them in either order only where the direction allows it (EQ).
+std::optional<Combiner> matchArgReduce(Region &region) {
+  if (!region.hasOneBlock())
+    return std::nullopt;
+  Block &block = region.front();
+  if (block.getNumArguments() != 4)
+    return std::nullopt;
+  Value a = block.getArgument(0), ai = block.getArgument(1),
+        b = block.getArgument(2), bi = block.getArgument(3);
   Operation &ret = block.back();
   if (ret.getName().getStringRef() != "stablehlo.return" ||
-      ret.getNumOperands() != 1 || ret.getOperand(0) != op.getResult(0) ||
-      op.getNumOperands() != 2 || op.getNumResults() != 1)
+      ret.getNumOperands() != 2 || block.getOperations().size() != 10)
     return std::nullopt;
-  Value a = block.getArgument(0), b = block.getArgument(1);
-  if (!((op.getOperand(0) == a && op.getOperand(1) == b) ||
-        (op.getOperand(0) == b && op.getOperand(1) == a)))
+  auto selectOf = [](Value v, Value onTrue, Value onFalse) -> Operation * {
+    Operation *op = opNamed(v.getDefiningOp(), "stablehlo.select");
+    return op && op->getOperand(1) == onTrue && op->getOperand(2) == onFalse
+               ? op
+               : nullptr;
+  };
+  Operation *pickValue = selectOf(ret.getOperand(0), a, b);
+  Operation *pickIndex = selectOf(ret.getOperand(1), ai, bi);
+  if (!pickValue || !pickIndex)
     return std::nullopt;
-  StringRef name = op.getName().getStringRef();
-  if (name == "stablehlo.add")
-    return Combiner::Add;
-  if (name == "stablehlo.maximum")
-    return Combiner::Max;
-  if (name == "stablehlo.minimum")
-    return Combiner::Min;
-  if (name == "stablehlo.and")
-    return Combiner::And;
-  if (name == "stablehlo.or")
-    return Combiner::Or;
-  return std::nullopt;
+  Value pick = pickValue->getOperand(0);
+  auto ordered = [&](Value v, StringRef direction, Value x, Value y) {
+    Operation *op = compareIn(v.getDefiningOp(), direction);
+    return op && op->getOperand(0) == x && op->getOperand(1) == y;
+  };
+  auto isNaNTest = [&](Value v) { return ordered(v, "NE", a, a); };
+  std::optional<Combiner> kind;
+  for (auto [direction, combiner] :
+       {std::pair{"GT", Combiner::Max}, std::pair{"LT", Combiner::Min}})
+    if (eitherOrder(
+            opNamed(pick.getDefiningOp(), "stablehlo.or"),
+            [&](Value v) { return ordered(v, direction, a, b); }, isNaNTest))
+      kind = combiner;
+  if (!kind)
+    return std::nullopt;
+  auto isTie = [&](Value v) {
+    return eitherOrder(
+        opNamed(v.getDefiningOp(), "stablehlo.and"),
+        [&](Value e) {
+          return takes(compareIn(e.getDefiningOp(), "EQ"), a, b);
+        },
+        [&](Value l) { return ordered(l, "LT", ai, bi); });
+  };
+  if (!eitherOrder(
+          opNamed(pickIndex->getOperand(0).getDefiningOp(), "stablehlo.or"),
+          [&](Value v) { return v == pick; }, isTie))
+    return std::nullopt;
+  return kind;
 }
 
 /// Whether the scalar constant `init` is `value` (for floats, also the
@@ -147,52 +248,35 @@ Value reduceMax(OpContext &ctx, Value x, ArrayRef<int64_t> dims,
   return ctx.create<ReduceMaxOp>(resultType, x, dims);
 }
 
-} // namespace
-
-LogicalResult lowerReduce(OpContext &ctx) {
-  if (ctx.numOperands() != 2)
-    return ctx.error() << "with " << ctx.numOperands() / 2
-                       << " inputs (a variadic reduction such as argmax) is "
-                          "not supported; trainc lowers reductions of one "
-                          "input";
-  std::optional<Combiner> combiner = matchCombiner(ctx.op->getRegion(0));
-  if (!combiner)
-    return ctx.error() << "has a body trainc does not lower: it must be one "
-                          "stablehlo.add, maximum, minimum, and or or of the "
-                          "two block arguments";
-  auto dims = ctx.ints("dimensions");
-  if (failed(dims))
-    return failure();
-  if (!distinctDims(*dims, ctx.operandType(0).getRank()))
-    return ctx.error() << "reduces dimensions [" << *dims << "] of a rank-"
-                       << ctx.operandType(0).getRank() << " input";
-  Value x = ctx.operand(0), init = ctx.operand(1);
-  auto type = ctx.operandType(0);
-  auto resultType = ctx.resultType();
+/// One input `x` reduced over `dims` by `combiner`, starting from `init`.
+FailureOr<Value> reduceOne(OpContext &ctx, Combiner combiner, Value x,
+                           Value init, ArrayRef<int64_t> dims,
+                           RankedTensorType resultType) {
+  auto type = tensorType(x);
   Type element = type.getElementType();
   bool isBool = element.isInteger(1);
   bool isUnsigned = element.isUnsignedInteger();
   // On i1, maximum is or and minimum is and.
-  if (isBool && *combiner == Combiner::Max)
+  if (isBool && combiner == Combiner::Max)
     combiner = Combiner::Or;
-  if (isBool && *combiner == Combiner::Min)
+  if (isBool && combiner == Combiner::Min)
     combiner = Combiner::And;
-  if (isBool != (*combiner == Combiner::And || *combiner == Combiner::Or))
+  if (isBool != (combiner == Combiner::And || combiner == Combiner::Or))
     return ctx.error() << "reduces " << element
                        << " tensors with a combiner trainc lowers only for "
                           "the other kind (and/or on i1; add/maximum/minimum "
                           "on numbers)";
   Value result;
-  bool identity = isIdentity(ctx, *combiner, init, element);
-  switch (*combiner) {
+  bool identity = isIdentity(ctx, combiner, init, element);
+  switch (combiner) {
   case Combiner::Add:
-    result = ctx.create<ReduceSumOp>(resultType, x, *dims);
+    result = ctx.create<ReduceSumOp>(resultType, x, dims);
     if (!identity)
       result = ctx.create<AddOp>(
           result, ctx.broadcastScalar(init, resultType.getShape()));
     break;
   case Combiner::Max:
-    result = reduceMax(ctx, x, *dims, resultType);
+    result = reduceMax(ctx, x, dims, resultType);
     if (!identity)
       result = ctx.create<MaxOp>(
           result, ctx.broadcastScalar(init, resultType.getShape()));
@@ -202,7 +286,7 @@ LogicalResult lowerReduce(OpContext &ctx) {
       return ctx.error() << "minimum over unsigned integers is not supported";
     // min(x) = -max(-x).
     result = ctx.create<NegOp>(
-        reduceMax(ctx, ctx.create<NegOp>(x), *dims, resultType));
+        reduceMax(ctx, ctx.create<NegOp>(x), dims, resultType));
     if (!identity)
       result = ctx.create<MinOp>(
           result, ctx.broadcastScalar(init, resultType.getShape()));
@@ -210,7 +294,7 @@ LogicalResult lowerReduce(OpContext &ctx) {
   case Combiner::And:
   case Combiner::Or: {
     // any(x) = max(x as i32) != 0; all(x) = !any(!x).
-    bool isAnd = *combiner == Combiner::And;
+    bool isAnd = combiner == Combiner::And;
     auto i32 = RankedTensorType::get(type.getShape(), ctx.builder.getI32Type());
     auto i32Result =
         RankedTensorType::get(resultType.getShape(), ctx.builder.getI32Type());
@@ -220,7 +304,7 @@ LogicalResult lowerReduce(OpContext &ctx) {
           ctx.create<CompareOp>(ComparisonDirection::EQ, x, ctx.splat(type, 0));
     Value any = ctx.create<CompareOp>(
         ComparisonDirection::NE,
-        reduceMax(ctx, ctx.create<ConvertOp>(i32, bits), *dims, i32Result),
+        reduceMax(ctx, ctx.create<ConvertOp>(i32, bits), dims, i32Result),
         ctx.splat(i32Result, 0));
     result = isAnd ? ctx.create<CompareOp>(ComparisonDirection::EQ, any,
                                            ctx.splat(resultType, 0))
@@ -235,8 +319,153 @@ LogicalResult lowerReduce(OpContext &ctx) {
     break;
   }
   }
-  ctx.setResult(0, result);
+  return result;
+}
+
+/// a == b, where for floats two NaNs are equal too (the arg reducers' NaN
+/// wins over every number, so the NaNs are the extreme's holders).
+Value sameOrBothNaN(OpContext &ctx, Value a, Value b) {
+  Value same = ctx.create<CompareOp>(ComparisonDirection::EQ, a, b);
+  if (!isa<FloatType>(tensorType(a).getElementType()))
+    return same;
+  Value aNaN = ctx.create<CompareOp>(ComparisonDirection::NE, a, a);
+  Value bNaN = ctx.create<CompareOp>(ComparisonDirection::NE, b, b);
+  Value bothNaN =
+      ctx.create<SelectOp>(aNaN, bNaN, ctx.splat(tensorType(aNaN), 0));
+  return ctx.create<SelectOp>(same, ctx.splat(tensorType(same), 1), bothNaN);
+}
+
+/// jnp.argmax / argmin (matchArgReduce): values x and their indices reduced
+/// over `dims` from the init pair (v0, i0), as the reducer would pair
+/// them in any order: m = the extreme of x and v0 (NaN if any is), then
+/// the lowest index among the elements (and the init) equal to m.
+LogicalResult lowerArgReduce(OpContext &ctx, Combiner kind,
+                             ArrayRef<int64_t> dims) {
+  Value x = ctx.operand(0), index = ctx.operand(1);
+  Value v0 = ctx.operand(2), i0 = ctx.operand(3);
+  auto xType = ctx.operandType(0), indexType = ctx.operandType(1);
+  Type element = xType.getElementType(),
+       indexElement = indexType.getElementType();
+  if (!isa<IntegerType>(indexElement) || indexElement.isInteger(1))
+    return ctx.error() << "reduces indices of type " << indexElement
+                       << "; trainc's argmax/argmin lowering takes integer "
+                          "indices";
+  // The runtime reduces f64, f32, 16-bit floats, i64 and i32: other
+  // integers compute in i32 or i64, exactly; ui64 only where it is exact.
+  auto wide = [&](Type t) -> Type {
+    if (isa<FloatType>(t) || t.isSignlessInteger(32) || t.isSignlessInteger(64))
+      return t;
+    return t.getIntOrFloatBitWidth() < 32 ? ctx.builder.getI32Type()
+                                          : ctx.builder.getI64Type();
+  };
+  if (element.isUnsignedInteger(64))
+    return ctx.error() << "is an argmax/argmin of ui64 values, which is not "
+                          "supported";
+  if (indexElement.isUnsignedInteger(64) && !index.getDefiningOp<IotaOp>())
+    return ctx.error() << "is an argmax/argmin with ui64 indices that are "
+                          "not an iota, which is not supported";
+  for (int64_t d : dims)
+    if (xType.getDimSize(d) == 0)
+      return ctx.error() << "is an argmax/argmin over dimension " << d
+                         << " of size 0 (it has no elements)";
+  auto widen = [&](Value v) {
+    auto t = tensorType(v);
+    Type w = wide(t.getElementType());
+    return w == t.getElementType()
+               ? v
+               : ctx.create<ConvertOp>(RankedTensorType::get(t.getShape(), w),
+                                       v);
+  };
+  auto computeType = [&](unsigned result) {
+    RankedTensorType t = ctx.resultType(result);
+    return RankedTensorType::get(t.getShape(), wide(t.getElementType()));
+  };
+  // i1 values compare as 0 < 1.
+  Value values = widen(x), init = widen(v0);
+  auto valueCompute = computeType(0);
+  Value extreme =
+      kind == Combiner::Max
+          ? reduceMax(ctx, values, dims, valueCompute)
+          : ctx.create<NegOp>(
+                reduceMax(ctx, ctx.create<NegOp>(values), dims, valueCompute));
+  Value initValue = ctx.broadcastScalar(init, valueCompute.getShape());
+  extreme = kind == Combiner::Max ? ctx.create<MaxOp>(extreme, initValue)
+                                  : ctx.create<MinOp>(extreme, initValue);
+
+  // The lowest index among the holders: -max(-index) over them, the others
+  // counted as the highest index.
+  SmallVector<int64_t> kept;
+  for (int64_t d = 0; d < xType.getRank(); ++d)
+    if (!llvm::is_contained(dims, d))
+      kept.push_back(d);
+  Value extremeHere = ctx.create<BroadcastInDimOp>(
+      RankedTensorType::get(xType.getShape(), valueCompute.getElementType()),
+      extreme, kept);
+  Value indices = widen(index), initIndex = widen(i0);
+  auto indexCompute = computeType(1);
+  auto indicesType = tensorType(indices);
+  Type computeElement = indexCompute.getElementType();
+  Value highest = ctx.builder.create<ConstantOp>(
+      ctx.loc,
+      SplatElementsAttr::get(
+          indicesType,
+          ctx.builder.getIntegerAttr(
+              computeElement, APInt::getSignedMaxValue(
+                                  computeElement.getIntOrFloatBitWidth()))));
+  Value candidates = ctx.create<SelectOp>(
+      sameOrBothNaN(ctx, values, extremeHere), indices, highest);
+  Value lowest = ctx.create<NegOp>(
+      reduceMax(ctx, ctx.create<NegOp>(candidates), dims, indexCompute));
+  lowest = ctx.create<SelectOp>(
+      sameOrBothNaN(ctx, initValue, extreme),
+      ctx.create<MinOp>(
+          lowest, ctx.broadcastScalar(initIndex, indexCompute.getShape())),
+      lowest);
+
+  auto narrow = [&](Value v, unsigned result) {
+    RankedTensorType t = ctx.resultType(result);
+    if (tensorType(v) == t)
+      return v;
+    if (t.getElementType().isInteger(1))
+      return ctx.create<CompareOp>(ComparisonDirection::NE, v,
+                                   ctx.splat(tensorType(v), 0));
+    return ctx.create<ConvertOp>(t, v);
+  };
+  ctx.setResult(0, narrow(extreme, 0));
+  ctx.setResult(1, narrow(lowest, 1));
   return success();
+}
+
+} // namespace
+
+LogicalResult lowerReduce(OpContext &ctx) {
+  unsigned inputs = ctx.numOperands() / 2;
+  auto dims = ctx.ints("dimensions");
+  if (failed(dims))
+    return failure();
+  if (!distinctDims(*dims, ctx.operandType(0).getRank()))
+    return ctx.error() << "reduces dimensions [" << *dims << "] of a rank-"
+                       << ctx.operandType(0).getRank() << " input";
+  Region &body = ctx.op->getRegion(0);
+  if (std::optional<SmallVector<Combiner>> combiners = matchCombiners(body)) {
+    for (unsigned k = 0; k < inputs; ++k) {
+      FailureOr<Value> result =
+          reduceOne(ctx, (*combiners)[k], ctx.operand(k),
+                    ctx.operand(inputs + k), *dims, ctx.resultType(k));
+      if (failed(result))
+        return failure();
+      ctx.setResult(k, *result);
+    }
+    return success();
+  }
+  if (inputs == 2)
+    if (std::optional<Combiner> kind = matchArgReduce(body))
+      return lowerArgReduce(ctx, *kind, *dims);
+  return ctx.error() << "has a body trainc does not lower: it must give each "
+                        "input's result by one stablehlo.add, maximum, "
+                        "minimum, and or or of that input's two block "
+                        "arguments, or be jnp.argmax's or argmin's reducer of "
+                        "(value, index) pairs";
 }
 
 /// stablehlo.reduce_window as a prefix scan. jnp.cumsum, cummax and cummin
@@ -253,7 +482,11 @@ LogicalResult lowerReduceWindow(OpContext &ctx) {
     return ctx.error() << "with " << ctx.numOperands() / 2
                        << " inputs is not supported; trainc lowers "
                           "reduce_window of one input as a prefix scan";
-  std::optional<Combiner> combiner = matchCombiner(ctx.op->getRegion(0));
+  std::optional<SmallVector<Combiner>> combiners =
+      matchCombiners(ctx.op->getRegion(0));
+  std::optional<Combiner> combiner;
+  if (combiners)
+    combiner = combiners->front();
   if (!combiner || *combiner == Combiner::And || *combiner == Combiner::Or)
     return ctx.error() << "has a body trainc does not lower as a prefix "
                           "scan: it must be one stablehlo.add, maximum or "

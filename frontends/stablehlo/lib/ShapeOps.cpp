@@ -1,9 +1,12 @@
 //===- ShapeOps.cpp - Constants, broadcasts, reshapes, slices -------------===//
 //
 // Data movement with static shapes. The ops whose positions are data in
-// StableHLO (dynamic_slice, dynamic_update_slice) need compile-time constant
-// positions: they fold to constants when JAX computed them from constants,
-// and a position that depends on data is an error naming the op.
+// StableHLO: dynamic_slice is a static slice along the dimensions whose
+// start folds to a constant (JAX computed it from constants, or an
+// unrolled loop's counter) and a gather of the clamped positions along the
+// others (`w[i]` at a computed i, such as an argmax); dynamic_update_slice
+// needs compile-time constant positions, and a position that depends on
+// data is an error naming the op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -189,13 +192,51 @@ LogicalResult lowerDynamicSlice(OpContext &ctx) {
     if (size < 0 || size > shape[d])
       return ctx.error() << "slice size " << size << " of dimension " << d
                          << " is outside [0, " << shape[d] << "]";
-  auto starts = constantStarts(ctx, 1, shape, *sizes);
-  if (failed(starts))
-    return failure();
-  SmallVector<int64_t> limits;
-  for (auto [s, size] : llvm::zip(*starts, *sizes))
-    limits.push_back(s + size);
-  ctx.setResult(0, ctx.slice(ctx.operand(0), *starts, limits));
+  if (ctx.numOperands() != shape.size() + 1)
+    return ctx.error() << "has " << ctx.numOperands() - 1
+                       << " start indices for rank " << shape.size();
+  // Constant starts slice; the others slice nothing here and gather below.
+  SmallVector<int64_t> starts, limits;
+  SmallVector<unsigned> computed;
+  for (auto [d, size] : llvm::enumerate(*sizes)) {
+    std::optional<DenseElementsAttr> value = ctx.constantOf(ctx.operand(d + 1));
+    if (!value || value->getNumElements() != 1 ||
+        !value->getElementType().isIntOrIndex()) {
+      computed.push_back(d);
+      starts.push_back(0);
+      limits.push_back(shape[d]);
+      continue;
+    }
+    APInt v = *value->getValues<APInt>().begin();
+    int64_t s = value->getElementType().isUnsignedInteger()
+                    ? static_cast<int64_t>(v.getZExtValue())
+                    : v.getSExtValue();
+    starts.push_back(std::clamp<int64_t>(s, 0, shape[d] - size));
+    limits.push_back(starts.back() + size);
+  }
+  Value result = ctx.slice(ctx.operand(0), starts, limits);
+  // A computed start s along d: gather positions clamp(s, 0, n - size) + j,
+  // j < size (in i64, which holds any start).
+  for (unsigned d : computed) {
+    int64_t size = (*sizes)[d];
+    auto scalar = RankedTensorType::get({}, ctx.builder.getI64Type());
+    auto window = RankedTensorType::get({size}, ctx.builder.getI64Type());
+    Value start = ctx.operand(d + 1);
+    if (tensorType(start).getElementType() != scalar.getElementType())
+      start = ctx.create<ConvertOp>(scalar, start);
+    start = ctx.create<MaxOp>(
+        ctx.create<MinOp>(start, ctx.splat(scalar, double(shape[d] - size))),
+        ctx.splat(scalar, 0));
+    Value from = ctx.broadcastScalar(start, {size});
+    Value positions =
+        ctx.create<AddOp>(from, ctx.builder.create<IotaOp>(ctx.loc, window, 0));
+    SmallVector<int64_t> gathered(tensorType(result).getShape());
+    gathered[d] = size;
+    result = ctx.create<GatherOp>(
+        RankedTensorType::get(gathered, tensorType(result).getElementType()),
+        result, positions, int64_t(d));
+  }
+  ctx.setResult(0, result);
   return success();
 }
 
