@@ -428,7 +428,8 @@ def check_gradient_conventions(args, work):
     scan tree (Hillis-Steele), JAX's along its associative_scan, both
     subgradients; and through jnp.argmax/argmin's choices (ties, NaNs,
     ints, bools, along an axis), whose wrong index would move the
-    gradient. Not here, because the export cannot show them:
+    gradient, and windows placed at such computed starts (clamped into
+    range as lax's are). Not here, because the export cannot show them:
     custom_jvp rules (softplus's logaddexp at 0: JAX 0.5 x, trainc
     differentiates the decomposition) and jnp.clip at its bounds (JAX
     halves the tie of max(lo, x); trainc gives PyTorch's 0 at a tie with a
@@ -473,6 +474,17 @@ def check_gradient_conventions(args, work):
             jnp.outer(b['x'] - 4.0, jnp.minimum(b['x'], 5.0)), axis=1)] * b['x']),
         'argmax of the parameters': lambda p, b: jnp.max(p['w'])
         * b['x'][jnp.argmax(p['w'])],
+        # Windows at a computed start (dynamic_slice and
+        # dynamic_update_slice), some clamped into range.
+        'slice at a computed start': lambda p, b: jnp.sum(jax.lax.dynamic_slice(
+            p['w'], (jnp.argmax(b['x']) - 4,), (3,)) * b['x'][:3]),
+        'clamped slice at a computed start': lambda p, b: jnp.sum(
+            jax.lax.dynamic_slice(p['w'], (jnp.argmax(b['x']) - 1,), (3,)) * b['x'][:3]),
+        'update at a computed start': lambda p, b: jnp.sum(jax.lax.dynamic_update_slice(
+            p['w'], p['w'][:2] * b['x'][5:], (jnp.argmax(b['x']) - 3,)) * b['x']),
+        'clamped update at a computed start': lambda p, b: jnp.sum(
+            jax.lax.dynamic_update_slice(jnp.outer(p['w'], b['x']), jnp.outer(
+                p['w'][:2], b['x'][:3]), (jnp.argmax(b['x']), jnp.argmin(b['x']) + 3)) * 0.5),
     }
     ok = True
     for what, loss_fn in cases.items():

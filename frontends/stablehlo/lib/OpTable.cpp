@@ -45,7 +45,7 @@ const OpEntry kOps[] = {
     {"stablehlo.dynamic_slice", lowerDynamicSlice, TypeClass::Any, false,
      "a start that is data gathers (clamped as the spec says)"},
     {"stablehlo.dynamic_update_slice", lowerDynamicUpdateSlice, TypeClass::Any,
-     false, "start indices must fold to constants"},
+     false, "a start that is data gathers (clamped as the spec says)"},
     {"stablehlo.exponential", lowerExponential, TypeClass::Floats, true, ""},
     {"stablehlo.exponential_minus_one", lowerExponentialMinusOne,
      TypeClass::Floats, true, "as exp(x) - 1"},

@@ -1,12 +1,11 @@
 //===- ShapeOps.cpp - Constants, broadcasts, reshapes, slices -------------===//
 //
 // Data movement with static shapes. The ops whose positions are data in
-// StableHLO: dynamic_slice is a static slice along the dimensions whose
-// start folds to a constant (JAX computed it from constants, or an
-// unrolled loop's counter) and a gather of the clamped positions along the
-// others (`w[i]` at a computed i, such as an argmax); dynamic_update_slice
-// needs compile-time constant positions, and a position that depends on
-// data is an error naming the op.
+// StableHLO, dynamic_slice and dynamic_update_slice, are static slices and
+// paddings along the dimensions whose start folds to a constant (JAX
+// computed it from constants, or an unrolled loop's counter) and gathers
+// of the clamped positions along the others (`w[i]` at a computed i, such
+// as an argmax).
 //
 //===----------------------------------------------------------------------===//
 
@@ -128,33 +127,89 @@ LogicalResult lowerSlice(OpContext &ctx) {
 
 namespace {
 
-/// The start indices of dynamic_slice / dynamic_update_slice (operands
-/// `first`...), clamped into [0, dim - size] as the specification says.
-FailureOr<SmallVector<int64_t>> constantStarts(OpContext &ctx, unsigned first,
-                                               ArrayRef<int64_t> shape,
-                                               ArrayRef<int64_t> sizes) {
-  SmallVector<int64_t> starts;
-  for (unsigned i = first; i < ctx.numOperands(); ++i) {
-    std::optional<DenseElementsAttr> value = ctx.constantOf(ctx.operand(i));
-    if (!value || !value->getElementType().isIntOrIndex() ||
-        value->getNumElements() != 1)
-      return ctx.error() << "start index " << i - first
-                         << " depends on data; trainc needs compile-time "
-                            "constant positions (a loop counter of an "
-                            "unrolled loop folds to one)";
-    APInt v = *value->getValues<APInt>().begin();
-    bool isUnsigned = value->getElementType().isUnsignedInteger();
-    int64_t s =
-        isUnsigned ? static_cast<int64_t>(v.getZExtValue()) : v.getSExtValue();
-    size_t d = starts.size();
-    if (d >= shape.size())
-      return ctx.error() << "has more start indices than dimensions";
-    starts.push_back(std::clamp<int64_t>(s, 0, shape[d] - sizes[d]));
+/// A start index of dynamic_slice / dynamic_update_slice along one
+/// dimension, clamped into [0, dim - size] as the specification says: a
+/// number when it folds to a constant, else an i64 scalar computed from
+/// the data.
+struct Start {
+  std::optional<int64_t> constant;
+  Value computed;
+};
+
+/// The starts (operands `first`...) for windows of `sizes` in `shape`.
+FailureOr<SmallVector<Start>> startsOf(OpContext &ctx, unsigned first,
+                                       ArrayRef<int64_t> shape,
+                                       ArrayRef<int64_t> sizes) {
+  if (ctx.numOperands() - first != shape.size())
+    return ctx.error() << "has " << ctx.numOperands() - first
+                       << " start indices for rank " << shape.size();
+  SmallVector<Start> starts;
+  auto scalar = RankedTensorType::get({}, ctx.builder.getI64Type());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    int64_t highest = shape[d] - sizes[d];
+    Value operand = ctx.operand(first + d);
+    std::optional<DenseElementsAttr> value = ctx.constantOf(operand);
+    if (value && value->getElementType().isIntOrIndex() &&
+        value->getNumElements() == 1) {
+      APInt v = *value->getValues<APInt>().begin();
+      int64_t s = value->getElementType().isUnsignedInteger()
+                      ? static_cast<int64_t>(v.getZExtValue())
+                      : v.getSExtValue();
+      starts.push_back({std::clamp<int64_t>(s, 0, highest), Value()});
+      continue;
+    }
+    if (tensorType(operand).getElementType() != scalar.getElementType())
+      operand = ctx.create<ConvertOp>(scalar, operand);
+    Value clamped = ctx.create<MaxOp>(
+        ctx.create<MinOp>(operand, ctx.splat(scalar, double(highest))),
+        ctx.splat(scalar, 0));
+    starts.push_back({std::nullopt, clamped});
   }
-  if (starts.size() != shape.size())
-    return ctx.error() << "has " << starts.size() << " start indices for rank "
-                       << shape.size();
   return starts;
+}
+
+/// 0, 1, ..., n - 1 as i64 (graph.iota).
+Value positionsOf(OpContext &ctx, int64_t n) {
+  return ctx.builder.create<IotaOp>(
+      ctx.loc, RankedTensorType::get({n}, ctx.builder.getI64Type()), 0);
+}
+
+/// `x`'s elements at `positions` (i64, 1-D) along `dim`.
+Value gatherDim(OpContext &ctx, Value x, Value positions, int64_t dim) {
+  auto type = tensorType(x);
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = tensorType(positions).getDimSize(0);
+  return ctx.create<GatherOp>(
+      RankedTensorType::get(shape, type.getElementType()), x, positions, dim);
+}
+
+/// `x` (size m along `dim`) placed at the computed `start` of a dimension
+/// of size n, `value` (a scalar tensor) elsewhere: the gather of x at
+/// clamp(i - start, 0, m - 1), i < n, selected where i - start is in
+/// [0, m).
+Value placeDim(OpContext &ctx, Value x, Value value, int64_t dim, Value start,
+               int64_t n) {
+  auto type = tensorType(x);
+  int64_t m = type.getDimSize(dim);
+  auto window = RankedTensorType::get({n}, ctx.builder.getI64Type());
+  Value from = ctx.broadcastScalar(start, {n});
+  Value offsets = ctx.create<SubOp>(positionsOf(ctx, n), from);
+  Value below = ctx.create<CompareOp>(ComparisonDirection::LT, offsets,
+                                      ctx.splat(window, double(m)));
+  Value notBefore = ctx.create<CompareOp>(ComparisonDirection::GE, offsets,
+                                          ctx.splat(window, 0));
+  Value inside =
+      ctx.create<SelectOp>(notBefore, below, ctx.splat(tensorType(below), 0));
+  Value at = ctx.create<MaxOp>(
+      ctx.create<MinOp>(offsets, ctx.splat(window, double(m - 1))),
+      ctx.splat(window, 0));
+  Value placed = gatherDim(ctx, x, at, dim);
+  auto placedType = tensorType(placed);
+  Value mask =
+      ctx.create<BroadcastInDimOp>(placedType.clone(ctx.builder.getI1Type()),
+                                   inside, ArrayRef<int64_t>{dim});
+  return ctx.create<SelectOp>(
+      mask, placed, ctx.broadcastScalar(value, placedType.getShape()));
 }
 
 /// `x` padded with `value` (a scalar tensor) by `low` and `high` elements
@@ -192,56 +247,33 @@ LogicalResult lowerDynamicSlice(OpContext &ctx) {
     if (size < 0 || size > shape[d])
       return ctx.error() << "slice size " << size << " of dimension " << d
                          << " is outside [0, " << shape[d] << "]";
-  if (ctx.numOperands() != shape.size() + 1)
-    return ctx.error() << "has " << ctx.numOperands() - 1
-                       << " start indices for rank " << shape.size();
-  // Constant starts slice; the others slice nothing here and gather below.
-  SmallVector<int64_t> starts, limits;
-  SmallVector<unsigned> computed;
-  for (auto [d, size] : llvm::enumerate(*sizes)) {
-    std::optional<DenseElementsAttr> value = ctx.constantOf(ctx.operand(d + 1));
-    if (!value || value->getNumElements() != 1 ||
-        !value->getElementType().isIntOrIndex()) {
-      computed.push_back(d);
-      starts.push_back(0);
-      limits.push_back(shape[d]);
-      continue;
-    }
-    APInt v = *value->getValues<APInt>().begin();
-    int64_t s = value->getElementType().isUnsignedInteger()
-                    ? static_cast<int64_t>(v.getZExtValue())
-                    : v.getSExtValue();
-    starts.push_back(std::clamp<int64_t>(s, 0, shape[d] - size));
-    limits.push_back(starts.back() + size);
+  auto starts = startsOf(ctx, 1, shape, *sizes);
+  if (failed(starts))
+    return failure();
+  // Constant starts slice; the others slice nothing here and gather the
+  // positions start + j, j < size, below.
+  SmallVector<int64_t> begin, limits;
+  for (auto [d, start] : llvm::enumerate(*starts)) {
+    begin.push_back(start.constant.value_or(0));
+    limits.push_back(start.constant ? *start.constant + (*sizes)[d] : shape[d]);
   }
-  Value result = ctx.slice(ctx.operand(0), starts, limits);
-  // A computed start s along d: gather positions clamp(s, 0, n - size) + j,
-  // j < size (in i64, which holds any start).
-  for (unsigned d : computed) {
+  Value result = ctx.slice(ctx.operand(0), begin, limits);
+  for (auto [d, start] : llvm::enumerate(*starts)) {
+    if (start.constant)
+      continue;
     int64_t size = (*sizes)[d];
-    auto scalar = RankedTensorType::get({}, ctx.builder.getI64Type());
-    auto window = RankedTensorType::get({size}, ctx.builder.getI64Type());
-    Value start = ctx.operand(d + 1);
-    if (tensorType(start).getElementType() != scalar.getElementType())
-      start = ctx.create<ConvertOp>(scalar, start);
-    start = ctx.create<MaxOp>(
-        ctx.create<MinOp>(start, ctx.splat(scalar, double(shape[d] - size))),
-        ctx.splat(scalar, 0));
-    Value from = ctx.broadcastScalar(start, {size});
-    Value positions =
-        ctx.create<AddOp>(from, ctx.builder.create<IotaOp>(ctx.loc, window, 0));
-    SmallVector<int64_t> gathered(tensorType(result).getShape());
-    gathered[d] = size;
-    result = ctx.create<GatherOp>(
-        RankedTensorType::get(gathered, tensorType(result).getElementType()),
-        result, positions, int64_t(d));
+    Value from = ctx.broadcastScalar(start.computed, {size});
+    result = gatherDim(ctx, result,
+                       ctx.create<AddOp>(from, positionsOf(ctx, size)), d);
   }
   ctx.setResult(0, result);
   return success();
 }
 
 /// select(inside, update padded to the operand's shape, operand), with the
-/// padding and the mask built at compile time from the constant position.
+/// padding and the mask built at compile time along dimensions whose
+/// position is constant, and by placeDim's gather and comparisons along the
+/// others.
 LogicalResult lowerDynamicUpdateSlice(OpContext &ctx) {
   auto type = ctx.operandType(0);
   auto updateType = ctx.operandType(1);
@@ -253,23 +285,25 @@ LogicalResult lowerDynamicUpdateSlice(OpContext &ctx) {
     if (updateType.getDimSize(d) > type.getDimSize(d))
       return ctx.error() << "has an update larger than the operand in "
                          << "dimension " << d;
-  auto starts = constantStarts(ctx, 2, type.getShape(), updateType.getShape());
+  auto starts = startsOf(ctx, 2, type.getShape(), updateType.getShape());
   if (failed(starts))
     return failure();
   auto scalarType = RankedTensorType::get({}, type.getElementType());
-  Value zero = ctx.splat(scalarType, 0);
-  Value padded = ctx.operand(1);
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    padded =
-        padDim(ctx, padded, zero, d, (*starts)[d],
-               type.getDimSize(d) - (*starts)[d] - updateType.getDimSize(d));
   auto boolType = RankedTensorType::get({}, ctx.builder.getI1Type());
+  // The update and an all-true mask of its shape, each placed into the
+  // operand's shape, one dimension at a time.
+  Value padded = ctx.operand(1);
   Value inside = ctx.splat(
       RankedTensorType::get(updateType.getShape(), ctx.builder.getI1Type()), 1);
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    inside =
-        padDim(ctx, inside, ctx.splat(boolType, 0), d, (*starts)[d],
-               type.getDimSize(d) - (*starts)[d] - updateType.getDimSize(d));
+  for (auto [d, start] : llvm::enumerate(*starts)) {
+    int64_t n = type.getDimSize(d);
+    for (auto [value, fill] : {std::pair{&padded, ctx.splat(scalarType, 0)},
+                               std::pair{&inside, ctx.splat(boolType, 0)}})
+      *value = start.constant
+                   ? padDim(ctx, *value, fill, d, *start.constant,
+                            n - *start.constant - updateType.getDimSize(d))
+                   : placeDim(ctx, *value, fill, d, start.computed, n);
+  }
   ctx.setResult(0, ctx.create<SelectOp>(inside, padded, ctx.operand(0)));
   return success();
 }
