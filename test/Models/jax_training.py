@@ -429,7 +429,8 @@ def check_gradient_conventions(args, work):
     subgradients; and through jnp.argmax/argmin's choices (ties, NaNs,
     ints, bools, along an axis), whose wrong index would move the
     gradient, and windows placed at such computed starts (clamped into
-    range as lax's are). Not here, because the export cannot show them:
+    range as lax's are); exact GELU and erfc at 0, where the exported erfc
+    expansion's own gradient is NaN. Not here, because the export cannot show them:
     custom_jvp rules (softplus's logaddexp at 0: JAX 0.5 x, trainc
     differentiates the decomposition) and jnp.clip at its bounds (JAX
     halves the tie of max(lo, x); trainc gives PyTorch's 0 at a tie with a
@@ -474,6 +475,12 @@ def check_gradient_conventions(args, work):
             jnp.outer(b['x'] - 4.0, jnp.minimum(b['x'], 5.0)), axis=1)] * b['x']),
         'argmax of the parameters': lambda p, b: jnp.max(p['w'])
         * b['x'][jnp.argmax(p['w'])],
+        # Exact GELU and erfc, whose export spells erfc out as a select
+        # with 1/z^2 in its unused branch: a gradient NaN at 0 unless
+        # trainc recognizes it (w holds 0 and -0).
+        'exact gelu at 0': lambda p, b: jnp.sum(
+            jax.nn.gelu(p['w'], approximate=False) * b['x']),
+        'erfc at 0': lambda p, b: jnp.sum(jax.lax.erfc(p['w']) * b['x']),
         # Windows at a computed start (dynamic_slice and
         # dynamic_update_slice), some clamped into range.
         'slice at a computed start': lambda p, b: jnp.sum(jax.lax.dynamic_slice(

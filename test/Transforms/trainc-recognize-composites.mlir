@@ -709,3 +709,364 @@ func.func @gather_not_per_row(%logits: tensor<2x4xf32>, %t: tensor<2xi64>) -> te
   %mean = graph.reduce_mean %neg, dims = [0] : (tensor<2xf32>) -> tensor<f32>
   return %mean : tensor<f32>
 }
+
+// -----
+
+// jax.nn.gelu(approximate=False) as JAX exports it: 0.5 x erfc(-x / sqrt 2),
+// erfc spelled out by StableHLO's chlo decomposition (a select between
+// 1 - z P(z^2) and exp(-z^2) / |z| times polynomials in 1/z^2, |z| as the
+// import writes it). erfc becomes 1 - erf(z), and the whole graph.gelu.
+// CHECK-LABEL: func.func @gelu_jax_exact
+// CHECK-SAME: (%[[X:.+]]: tensor<3xf32>)
+// CHECK-NEXT: %[[Y:.+]] = graph.gelu %[[X]], approximation = erf
+// CHECK-NEXT: return %[[Y]]
+func.func @gelu_jax_exact(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = graph.constant dense<1.12837911> : tensor<3xf32>
+  %1 = graph.constant dense<-0.37612626> : tensor<3xf32>
+  %2 = graph.constant dense<0.112835854> : tensor<3xf32>
+  %3 = graph.constant dense<-0.0268538129> : tensor<3xf32>
+  %4 = graph.constant dense<0.00518832775> : tensor<3xf32>
+  %5 = graph.constant dense<-8.0101937E-4> : tensor<3xf32>
+  %6 = graph.constant dense<7.85386146E-5> : tensor<3xf32>
+  %7 = graph.constant dense<0.000000e+00> : tensor<3xf32>
+  %8 = graph.constant dense<-88.7228394> : tensor<3xf32>
+  %9 = graph.constant dense<0.564189494> : tensor<3xf32>
+  %10 = graph.constant dense<-0.282076746> : tensor<3xf32>
+  %11 = graph.constant dense<0.42184633> : tensor<3xf32>
+  %12 = graph.constant dense<-1.01526523> : tensor<3xf32>
+  %13 = graph.constant dense<2.92101908> : tensor<3xf32>
+  %14 = graph.constant dense<-7.49551868> : tensor<3xf32>
+  %15 = graph.constant dense<1.297720e+01> : tensor<3xf32>
+  %16 = graph.constant dense<-10.477664> : tensor<3xf32>
+  %17 = graph.constant dense<0.563825965> : tensor<3xf32>
+  %18 = graph.constant dense<-0.274112701> : tensor<3xf32>
+  %19 = graph.constant dense<3.404880e-01> : tensor<3xf32>
+  %20 = graph.constant dense<-0.494451523> : tensor<3xf32>
+  %21 = graph.constant dense<0.621000468> : tensor<3xf32>
+  %22 = graph.constant dense<-0.582473278> : tensor<3xf32>
+  %23 = graph.constant dense<0.368742466> : tensor<3xf32>
+  %24 = graph.constant dense<-0.138703942> : tensor<3xf32>
+  %25 = graph.constant dense<2.326820e-02> : tensor<3xf32>
+  %26 = graph.constant dense<2.000000e+00> : tensor<3xf32>
+  %27 = graph.constant dense<1.000000e+00> : tensor<3xf32>
+  %28 = graph.constant dense<0.000000e+00> : tensor<f32>
+  %29 = graph.constant dense<0.707106769> : tensor<f32>
+  %30 = graph.constant dense<5.000000e-01> : tensor<f32>
+  %31 = graph.constant dense<5.000000e-01> : tensor<3xf32>
+  %32 = graph.mul %arg0, %31 : tensor<3xf32>
+  %33 = graph.neg %arg0 : tensor<3xf32>
+  %34 = graph.constant dense<0.707106769> : tensor<3xf32>
+  %35 = graph.mul %33, %34 : tensor<3xf32>
+  %36 = graph.mul %35, %35 : tensor<3xf32>
+  %37 = graph.neg %36 : tensor<3xf32>
+  %38 = graph.constant dense<0.000000e+00> : tensor<3xf32>
+  %39 = graph.compare GE, %35, %38 : tensor<3xf32>
+  %40 = graph.neg %35 : tensor<3xf32>
+  %41 = graph.add %35, %38 : tensor<3xf32>
+  %42 = graph.select %39, %41, %40 : tensor<3xi1>, tensor<3xf32>
+  %43 = graph.div %27, %36 : tensor<3xf32>
+  %44 = graph.exp %37 : tensor<3xf32>
+  %45 = graph.div %27, %42 : tensor<3xf32>
+  %46 = graph.mul %44, %45 : tensor<3xf32>
+  %47 = graph.compare LT, %42, %26 : tensor<3xf32>
+  %48 = graph.mul %43, %25 : tensor<3xf32>
+  %49 = graph.add %48, %24 : tensor<3xf32>
+  %50 = graph.mul %49, %43 : tensor<3xf32>
+  %51 = graph.add %50, %23 : tensor<3xf32>
+  %52 = graph.mul %51, %43 : tensor<3xf32>
+  %53 = graph.add %52, %22 : tensor<3xf32>
+  %54 = graph.mul %53, %43 : tensor<3xf32>
+  %55 = graph.add %54, %21 : tensor<3xf32>
+  %56 = graph.mul %55, %43 : tensor<3xf32>
+  %57 = graph.add %56, %20 : tensor<3xf32>
+  %58 = graph.mul %57, %43 : tensor<3xf32>
+  %59 = graph.add %58, %19 : tensor<3xf32>
+  %60 = graph.mul %59, %43 : tensor<3xf32>
+  %61 = graph.add %60, %18 : tensor<3xf32>
+  %62 = graph.mul %61, %43 : tensor<3xf32>
+  %63 = graph.add %62, %17 : tensor<3xf32>
+  %64 = graph.mul %43, %16 : tensor<3xf32>
+  %65 = graph.add %64, %15 : tensor<3xf32>
+  %66 = graph.mul %65, %43 : tensor<3xf32>
+  %67 = graph.add %66, %14 : tensor<3xf32>
+  %68 = graph.mul %67, %43 : tensor<3xf32>
+  %69 = graph.add %68, %13 : tensor<3xf32>
+  %70 = graph.mul %69, %43 : tensor<3xf32>
+  %71 = graph.add %70, %12 : tensor<3xf32>
+  %72 = graph.mul %71, %43 : tensor<3xf32>
+  %73 = graph.add %72, %11 : tensor<3xf32>
+  %74 = graph.mul %73, %43 : tensor<3xf32>
+  %75 = graph.add %74, %10 : tensor<3xf32>
+  %76 = graph.mul %75, %43 : tensor<3xf32>
+  %77 = graph.add %76, %9 : tensor<3xf32>
+  %78 = graph.select %47, %63, %77 : tensor<3xi1>, tensor<3xf32>
+  %79 = graph.mul %46, %78 : tensor<3xf32>
+  %80 = graph.compare LT, %37, %8 : tensor<3xf32>
+  %81 = graph.select %80, %7, %79 : tensor<3xi1>, tensor<3xf32>
+  %82 = graph.compare LT, %35, %7 : tensor<3xf32>
+  %83 = graph.sub %26, %81 : tensor<3xf32>
+  %84 = graph.select %82, %83, %81 : tensor<3xi1>, tensor<3xf32>
+  %85 = graph.mul %35, %35 : tensor<3xf32>
+  %86 = graph.mul %85, %6 : tensor<3xf32>
+  %87 = graph.add %86, %5 : tensor<3xf32>
+  %88 = graph.mul %87, %85 : tensor<3xf32>
+  %89 = graph.add %88, %4 : tensor<3xf32>
+  %90 = graph.mul %89, %85 : tensor<3xf32>
+  %91 = graph.add %90, %3 : tensor<3xf32>
+  %92 = graph.mul %91, %85 : tensor<3xf32>
+  %93 = graph.add %92, %2 : tensor<3xf32>
+  %94 = graph.mul %93, %85 : tensor<3xf32>
+  %95 = graph.add %94, %1 : tensor<3xf32>
+  %96 = graph.mul %95, %85 : tensor<3xf32>
+  %97 = graph.add %96, %0 : tensor<3xf32>
+  %98 = graph.mul %35, %97 : tensor<3xf32>
+  %99 = graph.sub %27, %98 : tensor<3xf32>
+  %100 = graph.constant dense<0.000000e+00> : tensor<3xf32>
+  %101 = graph.compare GE, %35, %100 : tensor<3xf32>
+  %102 = graph.neg %35 : tensor<3xf32>
+  %103 = graph.add %35, %100 : tensor<3xf32>
+  %104 = graph.select %101, %103, %102 : tensor<3xi1>, tensor<3xf32>
+  %105 = graph.compare LT, %104, %27 : tensor<3xf32>
+  %106 = graph.select %105, %99, %84 : tensor<3xi1>, tensor<3xf32>
+  %107 = graph.mul %32, %106 : tensor<3xf32>
+  return %107 : tensor<3xf32>
+}
+// -----
+
+// The erfc alone: 1 - erf(z), z = -x / sqrt 2; no polynomial or exp left.
+// CHECK-LABEL: func.func @erfc_expansion
+// CHECK-SAME: (%[[X:.+]]: tensor<3xf32>)
+// CHECK: %[[N:.+]] = graph.neg %[[X]]
+// CHECK: %[[Z:.+]] = graph.mul %[[N]], %{{.+}} : tensor<3xf32>
+// CHECK: %[[E:.+]] = graph.erf %[[Z]]
+// CHECK: %[[R:.+]] = graph.sub %{{.+}}, %[[E]]
+// CHECK-NOT: graph.exp
+// CHECK: return %[[R]]
+func.func @erfc_expansion(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = graph.constant dense<1.12837911> : tensor<3xf32>
+  %1 = graph.constant dense<-0.37612626> : tensor<3xf32>
+  %2 = graph.constant dense<0.112835854> : tensor<3xf32>
+  %3 = graph.constant dense<-0.0268538129> : tensor<3xf32>
+  %4 = graph.constant dense<0.00518832775> : tensor<3xf32>
+  %5 = graph.constant dense<-8.0101937E-4> : tensor<3xf32>
+  %6 = graph.constant dense<7.85386146E-5> : tensor<3xf32>
+  %7 = graph.constant dense<0.000000e+00> : tensor<3xf32>
+  %8 = graph.constant dense<-88.7228394> : tensor<3xf32>
+  %9 = graph.constant dense<0.564189494> : tensor<3xf32>
+  %10 = graph.constant dense<-0.282076746> : tensor<3xf32>
+  %11 = graph.constant dense<0.42184633> : tensor<3xf32>
+  %12 = graph.constant dense<-1.01526523> : tensor<3xf32>
+  %13 = graph.constant dense<2.92101908> : tensor<3xf32>
+  %14 = graph.constant dense<-7.49551868> : tensor<3xf32>
+  %15 = graph.constant dense<1.297720e+01> : tensor<3xf32>
+  %16 = graph.constant dense<-10.477664> : tensor<3xf32>
+  %17 = graph.constant dense<0.563825965> : tensor<3xf32>
+  %18 = graph.constant dense<-0.274112701> : tensor<3xf32>
+  %19 = graph.constant dense<3.404880e-01> : tensor<3xf32>
+  %20 = graph.constant dense<-0.494451523> : tensor<3xf32>
+  %21 = graph.constant dense<0.621000468> : tensor<3xf32>
+  %22 = graph.constant dense<-0.582473278> : tensor<3xf32>
+  %23 = graph.constant dense<0.368742466> : tensor<3xf32>
+  %24 = graph.constant dense<-0.138703942> : tensor<3xf32>
+  %25 = graph.constant dense<2.326820e-02> : tensor<3xf32>
+  %26 = graph.constant dense<2.000000e+00> : tensor<3xf32>
+  %27 = graph.constant dense<1.000000e+00> : tensor<3xf32>
+  %28 = graph.constant dense<0.000000e+00> : tensor<f32>
+  %29 = graph.constant dense<0.707106769> : tensor<f32>
+  %30 = graph.constant dense<5.000000e-01> : tensor<f32>
+  %31 = graph.constant dense<5.000000e-01> : tensor<3xf32>
+  %32 = graph.mul %arg0, %31 : tensor<3xf32>
+  %33 = graph.neg %arg0 : tensor<3xf32>
+  %34 = graph.constant dense<0.707106769> : tensor<3xf32>
+  %35 = graph.mul %33, %34 : tensor<3xf32>
+  %36 = graph.mul %35, %35 : tensor<3xf32>
+  %37 = graph.neg %36 : tensor<3xf32>
+  %38 = graph.constant dense<0.000000e+00> : tensor<3xf32>
+  %39 = graph.compare GE, %35, %38 : tensor<3xf32>
+  %40 = graph.neg %35 : tensor<3xf32>
+  %41 = graph.add %35, %38 : tensor<3xf32>
+  %42 = graph.select %39, %41, %40 : tensor<3xi1>, tensor<3xf32>
+  %43 = graph.div %27, %36 : tensor<3xf32>
+  %44 = graph.exp %37 : tensor<3xf32>
+  %45 = graph.div %27, %42 : tensor<3xf32>
+  %46 = graph.mul %44, %45 : tensor<3xf32>
+  %47 = graph.compare LT, %42, %26 : tensor<3xf32>
+  %48 = graph.mul %43, %25 : tensor<3xf32>
+  %49 = graph.add %48, %24 : tensor<3xf32>
+  %50 = graph.mul %49, %43 : tensor<3xf32>
+  %51 = graph.add %50, %23 : tensor<3xf32>
+  %52 = graph.mul %51, %43 : tensor<3xf32>
+  %53 = graph.add %52, %22 : tensor<3xf32>
+  %54 = graph.mul %53, %43 : tensor<3xf32>
+  %55 = graph.add %54, %21 : tensor<3xf32>
+  %56 = graph.mul %55, %43 : tensor<3xf32>
+  %57 = graph.add %56, %20 : tensor<3xf32>
+  %58 = graph.mul %57, %43 : tensor<3xf32>
+  %59 = graph.add %58, %19 : tensor<3xf32>
+  %60 = graph.mul %59, %43 : tensor<3xf32>
+  %61 = graph.add %60, %18 : tensor<3xf32>
+  %62 = graph.mul %61, %43 : tensor<3xf32>
+  %63 = graph.add %62, %17 : tensor<3xf32>
+  %64 = graph.mul %43, %16 : tensor<3xf32>
+  %65 = graph.add %64, %15 : tensor<3xf32>
+  %66 = graph.mul %65, %43 : tensor<3xf32>
+  %67 = graph.add %66, %14 : tensor<3xf32>
+  %68 = graph.mul %67, %43 : tensor<3xf32>
+  %69 = graph.add %68, %13 : tensor<3xf32>
+  %70 = graph.mul %69, %43 : tensor<3xf32>
+  %71 = graph.add %70, %12 : tensor<3xf32>
+  %72 = graph.mul %71, %43 : tensor<3xf32>
+  %73 = graph.add %72, %11 : tensor<3xf32>
+  %74 = graph.mul %73, %43 : tensor<3xf32>
+  %75 = graph.add %74, %10 : tensor<3xf32>
+  %76 = graph.mul %75, %43 : tensor<3xf32>
+  %77 = graph.add %76, %9 : tensor<3xf32>
+  %78 = graph.select %47, %63, %77 : tensor<3xi1>, tensor<3xf32>
+  %79 = graph.mul %46, %78 : tensor<3xf32>
+  %80 = graph.compare LT, %37, %8 : tensor<3xf32>
+  %81 = graph.select %80, %7, %79 : tensor<3xi1>, tensor<3xf32>
+  %82 = graph.compare LT, %35, %7 : tensor<3xf32>
+  %83 = graph.sub %26, %81 : tensor<3xf32>
+  %84 = graph.select %82, %83, %81 : tensor<3xi1>, tensor<3xf32>
+  %85 = graph.mul %35, %35 : tensor<3xf32>
+  %86 = graph.mul %85, %6 : tensor<3xf32>
+  %87 = graph.add %86, %5 : tensor<3xf32>
+  %88 = graph.mul %87, %85 : tensor<3xf32>
+  %89 = graph.add %88, %4 : tensor<3xf32>
+  %90 = graph.mul %89, %85 : tensor<3xf32>
+  %91 = graph.add %90, %3 : tensor<3xf32>
+  %92 = graph.mul %91, %85 : tensor<3xf32>
+  %93 = graph.add %92, %2 : tensor<3xf32>
+  %94 = graph.mul %93, %85 : tensor<3xf32>
+  %95 = graph.add %94, %1 : tensor<3xf32>
+  %96 = graph.mul %95, %85 : tensor<3xf32>
+  %97 = graph.add %96, %0 : tensor<3xf32>
+  %98 = graph.mul %35, %97 : tensor<3xf32>
+  %99 = graph.sub %27, %98 : tensor<3xf32>
+  %100 = graph.constant dense<0.000000e+00> : tensor<3xf32>
+  %101 = graph.compare GE, %35, %100 : tensor<3xf32>
+  %102 = graph.neg %35 : tensor<3xf32>
+  %103 = graph.add %35, %100 : tensor<3xf32>
+  %104 = graph.select %101, %103, %102 : tensor<3xi1>, tensor<3xf32>
+  %105 = graph.compare LT, %104, %27 : tensor<3xf32>
+  %106 = graph.select %105, %99, %84 : tensor<3xi1>, tensor<3xf32>
+  return %106 : tensor<3xf32>
+}
+// -----
+
+// One coefficient of the large branch differs (0.56 for 0.563825965): not
+// erfc's expansion, left as it is.
+// CHECK-LABEL: func.func @erfc_expansion_other_coefficient
+// CHECK-NOT: graph.erf
+// CHECK: graph.exp
+// CHECK-NOT: graph.erf
+func.func @erfc_expansion_other_coefficient(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = graph.constant dense<1.12837911> : tensor<3xf32>
+  %1 = graph.constant dense<-0.37612626> : tensor<3xf32>
+  %2 = graph.constant dense<0.112835854> : tensor<3xf32>
+  %3 = graph.constant dense<-0.0268538129> : tensor<3xf32>
+  %4 = graph.constant dense<0.00518832775> : tensor<3xf32>
+  %5 = graph.constant dense<-8.0101937E-4> : tensor<3xf32>
+  %6 = graph.constant dense<7.85386146E-5> : tensor<3xf32>
+  %7 = graph.constant dense<0.000000e+00> : tensor<3xf32>
+  %8 = graph.constant dense<-88.7228394> : tensor<3xf32>
+  %9 = graph.constant dense<0.564189494> : tensor<3xf32>
+  %10 = graph.constant dense<-0.282076746> : tensor<3xf32>
+  %11 = graph.constant dense<0.42184633> : tensor<3xf32>
+  %12 = graph.constant dense<-1.01526523> : tensor<3xf32>
+  %13 = graph.constant dense<2.92101908> : tensor<3xf32>
+  %14 = graph.constant dense<-7.49551868> : tensor<3xf32>
+  %15 = graph.constant dense<1.297720e+01> : tensor<3xf32>
+  %16 = graph.constant dense<-10.477664> : tensor<3xf32>
+  %17 = graph.constant dense<0.56> : tensor<3xf32>
+  %18 = graph.constant dense<-0.274112701> : tensor<3xf32>
+  %19 = graph.constant dense<3.404880e-01> : tensor<3xf32>
+  %20 = graph.constant dense<-0.494451523> : tensor<3xf32>
+  %21 = graph.constant dense<0.621000468> : tensor<3xf32>
+  %22 = graph.constant dense<-0.582473278> : tensor<3xf32>
+  %23 = graph.constant dense<0.368742466> : tensor<3xf32>
+  %24 = graph.constant dense<-0.138703942> : tensor<3xf32>
+  %25 = graph.constant dense<2.326820e-02> : tensor<3xf32>
+  %26 = graph.constant dense<2.000000e+00> : tensor<3xf32>
+  %27 = graph.constant dense<1.000000e+00> : tensor<3xf32>
+  %28 = graph.constant dense<0.000000e+00> : tensor<f32>
+  %29 = graph.constant dense<0.707106769> : tensor<f32>
+  %30 = graph.constant dense<5.000000e-01> : tensor<f32>
+  %31 = graph.constant dense<5.000000e-01> : tensor<3xf32>
+  %32 = graph.mul %arg0, %31 : tensor<3xf32>
+  %33 = graph.neg %arg0 : tensor<3xf32>
+  %34 = graph.constant dense<0.707106769> : tensor<3xf32>
+  %35 = graph.mul %33, %34 : tensor<3xf32>
+  %36 = graph.mul %35, %35 : tensor<3xf32>
+  %37 = graph.neg %36 : tensor<3xf32>
+  %38 = graph.constant dense<0.000000e+00> : tensor<3xf32>
+  %39 = graph.compare GE, %35, %38 : tensor<3xf32>
+  %40 = graph.neg %35 : tensor<3xf32>
+  %41 = graph.add %35, %38 : tensor<3xf32>
+  %42 = graph.select %39, %41, %40 : tensor<3xi1>, tensor<3xf32>
+  %43 = graph.div %27, %36 : tensor<3xf32>
+  %44 = graph.exp %37 : tensor<3xf32>
+  %45 = graph.div %27, %42 : tensor<3xf32>
+  %46 = graph.mul %44, %45 : tensor<3xf32>
+  %47 = graph.compare LT, %42, %26 : tensor<3xf32>
+  %48 = graph.mul %43, %25 : tensor<3xf32>
+  %49 = graph.add %48, %24 : tensor<3xf32>
+  %50 = graph.mul %49, %43 : tensor<3xf32>
+  %51 = graph.add %50, %23 : tensor<3xf32>
+  %52 = graph.mul %51, %43 : tensor<3xf32>
+  %53 = graph.add %52, %22 : tensor<3xf32>
+  %54 = graph.mul %53, %43 : tensor<3xf32>
+  %55 = graph.add %54, %21 : tensor<3xf32>
+  %56 = graph.mul %55, %43 : tensor<3xf32>
+  %57 = graph.add %56, %20 : tensor<3xf32>
+  %58 = graph.mul %57, %43 : tensor<3xf32>
+  %59 = graph.add %58, %19 : tensor<3xf32>
+  %60 = graph.mul %59, %43 : tensor<3xf32>
+  %61 = graph.add %60, %18 : tensor<3xf32>
+  %62 = graph.mul %61, %43 : tensor<3xf32>
+  %63 = graph.add %62, %17 : tensor<3xf32>
+  %64 = graph.mul %43, %16 : tensor<3xf32>
+  %65 = graph.add %64, %15 : tensor<3xf32>
+  %66 = graph.mul %65, %43 : tensor<3xf32>
+  %67 = graph.add %66, %14 : tensor<3xf32>
+  %68 = graph.mul %67, %43 : tensor<3xf32>
+  %69 = graph.add %68, %13 : tensor<3xf32>
+  %70 = graph.mul %69, %43 : tensor<3xf32>
+  %71 = graph.add %70, %12 : tensor<3xf32>
+  %72 = graph.mul %71, %43 : tensor<3xf32>
+  %73 = graph.add %72, %11 : tensor<3xf32>
+  %74 = graph.mul %73, %43 : tensor<3xf32>
+  %75 = graph.add %74, %10 : tensor<3xf32>
+  %76 = graph.mul %75, %43 : tensor<3xf32>
+  %77 = graph.add %76, %9 : tensor<3xf32>
+  %78 = graph.select %47, %63, %77 : tensor<3xi1>, tensor<3xf32>
+  %79 = graph.mul %46, %78 : tensor<3xf32>
+  %80 = graph.compare LT, %37, %8 : tensor<3xf32>
+  %81 = graph.select %80, %7, %79 : tensor<3xi1>, tensor<3xf32>
+  %82 = graph.compare LT, %35, %7 : tensor<3xf32>
+  %83 = graph.sub %26, %81 : tensor<3xf32>
+  %84 = graph.select %82, %83, %81 : tensor<3xi1>, tensor<3xf32>
+  %85 = graph.mul %35, %35 : tensor<3xf32>
+  %86 = graph.mul %85, %6 : tensor<3xf32>
+  %87 = graph.add %86, %5 : tensor<3xf32>
+  %88 = graph.mul %87, %85 : tensor<3xf32>
+  %89 = graph.add %88, %4 : tensor<3xf32>
+  %90 = graph.mul %89, %85 : tensor<3xf32>
+  %91 = graph.add %90, %3 : tensor<3xf32>
+  %92 = graph.mul %91, %85 : tensor<3xf32>
+  %93 = graph.add %92, %2 : tensor<3xf32>
+  %94 = graph.mul %93, %85 : tensor<3xf32>
+  %95 = graph.add %94, %1 : tensor<3xf32>
+  %96 = graph.mul %95, %85 : tensor<3xf32>
+  %97 = graph.add %96, %0 : tensor<3xf32>
+  %98 = graph.mul %35, %97 : tensor<3xf32>
+  %99 = graph.sub %27, %98 : tensor<3xf32>
+  %100 = graph.constant dense<0.000000e+00> : tensor<3xf32>
+  %101 = graph.compare GE, %35, %100 : tensor<3xf32>
+  %102 = graph.neg %35 : tensor<3xf32>
+  %103 = graph.add %35, %100 : tensor<3xf32>
+  %104 = graph.select %101, %103, %102 : tensor<3xi1>, tensor<3xf32>
+  %105 = graph.compare LT, %104, %27 : tensor<3xf32>
+  %106 = graph.select %105, %99, %84 : tensor<3xi1>, tensor<3xf32>
+  return %106 : tensor<3xf32>
+}

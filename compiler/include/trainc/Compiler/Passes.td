@@ -21,9 +21,14 @@ def RecognizeComposites : Pass<"trainc-recognize-composites", "mlir::func::FuncO
       with `* rsqrt(...)`, then `* scale` and `+ bias` -> `graph.layer_norm`;
     - RMS norm: `x * rsqrt(mean(x^2) + eps)` or `x / sqrt(...)`, then
       `* scale` -> `graph.rms_norm`;
-    - GELU: `0.5 * x * (1 + erf(x / sqrt(2)))` and
-      `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`, with the
-      factors in any order and association -> `graph.gelu`;
+    - erfc as StableHLO's chlo decomposition spells it for f32 (what JAX
+      exports for `lax.erfc` and exact `jax.nn.gelu`): `select(|z| < 1,
+      1 - z P(z^2), L(z))` with XLA's coefficients -> `1 - graph.erf(z)`,
+      whose gradient is finite at 0 where the spelled-out one is NaN;
+    - GELU: `0.5 * x * (1 + erf(x / sqrt(2)))`, `0.5 * x * (1 - erf(-x /
+      sqrt(2)))` and `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 *
+      x^3)))`, with the factors in any order and association ->
+      `graph.gelu`;
     - softmax: `exp(x - max(x)) / sum(exp(x - max(x)))` -> `graph.softmax`;
     - attention: `softmax(scale * q @ k^T [masked]) @ v` on rank-4
       [batch, heads, seq, dim] operands, where the mask is either a
