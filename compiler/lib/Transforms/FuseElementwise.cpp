@@ -44,8 +44,8 @@ int64_t bytesOf(Value v) {
 /// tensors.
 bool isFusible(Operation *op) {
   if (!isa<NegOp, AbsOp, ExpOp, LogOp, TanhOp, ErfOp, SqrtOp, RsqrtOp, CosOp,
-           SinOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, CompareOp,
-           SelectOp, ConvertOp, GeluOp, GeluGradOp>(op))
+           SinOp, FloorOp, RoundOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp,
+           MinOp, CompareOp, SelectOp, ConvertOp, GeluOp, GeluGradOp>(op))
     return false;
   return llvm::all_of(op->getOperandTypes(), isLoopElement) &&
          llvm::all_of(op->getResultTypes(), isLoopElement);

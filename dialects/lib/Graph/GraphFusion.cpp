@@ -16,8 +16,8 @@ using namespace trainc::graph;
 /// Whether `op` may be in a fused body (C3's list).
 static bool isFusibleBodyOp(Operation *op) {
   return isa<NegOp, AbsOp, ExpOp, LogOp, TanhOp, ErfOp, SqrtOp, RsqrtOp, CosOp,
-             SinOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, CompareOp,
-             SelectOp, ConvertOp, GeluOp, GeluGradOp>(op);
+             SinOp, FloorOp, RoundOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp,
+             MinOp, CompareOp, SelectOp, ConvertOp, GeluOp, GeluGradOp>(op);
 }
 
 /// A 0-d tensor of f64, f32, f16, bf16 or i1.

@@ -84,6 +84,17 @@ LogicalResult importUnary(NodeContext &ctx, bool floatOnly) {
   return success();
 }
 
+/// A float-only one-input node whose output `build` composes from its
+/// input.
+template <typename Build>
+LogicalResult importFloatComposite(NodeContext &ctx, Build build) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  ctx.setOutput(0, build(*x));
+  return success();
+}
+
 LogicalResult requireBool(NodeContext &ctx, Value v) {
   if (!ctx.inputType(v).getElementType().isInteger(1))
     return ctx.error() << "expects boolean inputs, got " << v.getType();
@@ -241,27 +252,35 @@ LogicalResult importCos(NodeContext &ctx) {
 LogicalResult importSin(NodeContext &ctx) {
   return importUnary<SinOp>(ctx, /*floatOnly=*/true);
 }
+LogicalResult importFloor(NodeContext &ctx) {
+  return importUnary<FloorOp>(ctx, /*floatOnly=*/true);
+}
+/// ceil(x) = -floor(-x) (ceil(-0.5) = -0 too).
+LogicalResult importCeil(NodeContext &ctx) {
+  return importFloatComposite(ctx, [&](Value x) {
+    return ctx.create<NegOp>(ctx.create<FloorOp>(ctx.create<NegOp>(x)));
+  });
+}
+/// Round: to the nearest integer, ties to even (ONNX's rule).
+LogicalResult importRound(NodeContext &ctx) {
+  return importUnary<RoundOp>(ctx, /*floatOnly=*/true);
+}
 
 /// 1 / x.
 LogicalResult importReciprocal(NodeContext &ctx) {
-  auto x = ctx.input(0);
-  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
-    return failure();
-  ctx.setOutput(0, ctx.create<DivOp>(ctx.splat(ctx.inputType(*x), 1.0), *x));
-  return success();
+  return importFloatComposite(ctx, [&](Value x) {
+    return ctx.create<DivOp>(ctx.splat(ctx.inputType(x), 1.0), x);
+  });
 }
 
 /// 1 / (1 + exp(-x)): exp(-x) overflows to inf for very negative x, and
 /// 1 / inf = 0, the correct limit.
 LogicalResult importSigmoid(NodeContext &ctx) {
-  auto x = ctx.input(0);
-  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
-    return failure();
-  auto type = ctx.inputType(*x);
-  Value one = ctx.splat(type, 1.0);
-  Value e = ctx.create<ExpOp>(ctx.create<NegOp>(*x));
-  ctx.setOutput(0, ctx.create<DivOp>(one, ctx.create<AddOp>(one, e)));
-  return success();
+  return importFloatComposite(ctx, [&](Value x) {
+    Value one = ctx.splat(ctx.inputType(x), 1.0);
+    Value e = ctx.create<ExpOp>(ctx.create<NegOp>(x));
+    return ctx.create<DivOp>(one, ctx.create<AddOp>(one, e));
+  });
 }
 
 /// max(x, 0).

@@ -28,6 +28,7 @@ const OpEntry kOps[] = {
      "all numeric types and BOOL (8-/4-bit floats, 4-/2-bit integers "
      "included); no strings; FLOAT8E8M0 with round_mode 'up' only"},
     {"CastLike", 15, kLatest, importCastLike, ""},
+    {"Ceil", 13, kLatest, importCeil, "as -floor(-x)"},
     {"Concat", 13, kLatest, importConcat, ""},
     {"Constant", 13, kLatest, importConstant, "no sparse or string values"},
     {"ConstantOfShape", 13, kLatest, importConstantOfShape,
@@ -45,6 +46,7 @@ const OpEntry kOps[] = {
     {"Exp", 13, kLatest, importExp, ""},
     {"Expand", 13, kLatest, importExpand, "shape must be constant"},
     {"Flatten", 13, kLatest, importFlatten, ""},
+    {"Floor", 13, kLatest, importFloor, ""},
     {"Gather", 13, kLatest, importGather, ""},
     {"GatherElements", 13, kLatest, importGatherElements, ""},
     {"GatherND", 13, kLatest, importGatherND, "batch_dims 0"},
@@ -89,6 +91,7 @@ const OpEntry kOps[] = {
      "of a SplitToSequence output; position must be constant"},
     {"Shape", 13, kLatest, importShape, ""},
     {"Sigmoid", 13, kLatest, importSigmoid, ""},
+    {"Round", 13, kLatest, importRound, "ties to even"},
     {"Sin", 13, kLatest, importSin, ""},
     {"Slice", 13, kLatest, importSlice,
      "starts/ends/axes/steps must be constant"},

@@ -120,6 +120,37 @@ LogicalResult lowerSqrt(OpContext &ctx) { return lowerUnary<SqrtOp>(ctx); }
 LogicalResult lowerRsqrt(OpContext &ctx) { return lowerUnary<RsqrtOp>(ctx); }
 LogicalResult lowerSine(OpContext &ctx) { return lowerUnary<SinOp>(ctx); }
 LogicalResult lowerCosine(OpContext &ctx) { return lowerUnary<CosOp>(ctx); }
+LogicalResult lowerFloor(OpContext &ctx) { return lowerUnary<FloorOp>(ctx); }
+LogicalResult lowerRoundNearestEven(OpContext &ctx) {
+  return lowerUnary<RoundOp>(ctx);
+}
+/// ceil(x) = -floor(-x) (ceil(-0.5) = -0 too).
+LogicalResult lowerCeil(OpContext &ctx) {
+  ctx.setResult(0, ctx.create<NegOp>(
+                       ctx.create<FloorOp>(ctx.create<NegOp>(ctx.operand(0)))));
+  return success();
+}
+/// Ties away from zero: f = floor(|x|), f + 1 where |x| - f >= 0.5 (exact:
+/// no |x| + 0.5 to round), x's sign put back; x itself times 0 where x is
+/// 0 (keeps -0; the gradient stays 0). NaN and the infinities pass.
+LogicalResult lowerRoundNearestAfz(OpContext &ctx) {
+  Value x = ctx.operand(0);
+  auto type = ctx.operandType(0);
+  Value zero = ctx.splat(type, 0);
+  Value magnitude = ctx.create<AbsOp>(x);
+  Value f = ctx.create<FloorOp>(magnitude);
+  Value up = ctx.create<CompareOp>(ComparisonDirection::GE,
+                                   ctx.create<SubOp>(magnitude, f),
+                                   ctx.splat(type, 0.5));
+  Value r =
+      ctx.create<SelectOp>(up, ctx.create<AddOp>(f, ctx.splat(type, 1)), f);
+  Value isNegative = ctx.create<CompareOp>(ComparisonDirection::LT, x, zero);
+  Value isZero = ctx.create<CompareOp>(ComparisonDirection::EQ, x, zero);
+  Value signedR = ctx.create<SelectOp>(isNegative, ctx.create<NegOp>(r), r);
+  ctx.setResult(
+      0, ctx.create<SelectOp>(isZero, ctx.create<MulOp>(x, zero), signedR));
+  return success();
+}
 LogicalResult lowerErf(OpContext &ctx) { return lowerUnary<ErfOp>(ctx); }
 
 /// x * x (x ** 2 as jax.jit(...).lower prints it).

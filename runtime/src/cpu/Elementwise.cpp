@@ -294,6 +294,10 @@ template <typename Io> Status unaryTyped(const KernelCall &call) {
       return apply([](C v) { return std::cos(v); });
     case Opcode::Sin:
       return apply([](C v) { return std::sin(v); });
+    case Opcode::Floor:
+      return apply([](C v) { return std::floor(v); });
+    case Opcode::Round: // Ties to even: the default rounding mode's.
+      return apply([](C v) { return std::nearbyint(v); });
     default:
       break;
     }
@@ -693,6 +697,8 @@ Status runElementwise(const KernelCall &call) {
   case Opcode::Rsqrt:
   case Opcode::Cos:
   case Opcode::Sin:
+  case Opcode::Floor:
+  case Opcode::Round:
     return visitDType(call, t,
                       [&](auto io) { return unaryTyped<decltype(io)>(call); });
   case Opcode::Add:

@@ -405,6 +405,8 @@ Status runElementwise(const KernelCall &call) {
   case Opcode::Rsqrt:
   case Opcode::Cos:
   case Opcode::Sin:
+  case Opcode::Floor:
+  case Opcode::Round:
     return runUnary(call);
   case Opcode::Add:
   case Opcode::Sub:

@@ -79,6 +79,10 @@ __device__ __forceinline__ Compute<S> unaryOf(Opcode op, Compute<S> v) {
       return cos(v);
     case Opcode::Sin:
       return sin(v);
+    case Opcode::Floor:
+      return floor(v);
+    case Opcode::Round: // Ties to even, as the CPU's nearbyint.
+      return rint(v);
     default:
       return v;
     }
@@ -108,6 +112,10 @@ __device__ __forceinline__ Compute<S> unaryOf(Opcode op, Compute<S> v) {
       return float(cos(d));
     case Opcode::Sin:
       return float(sin(d));
+    case Opcode::Floor: // Exact: v is already a float.
+      return floorf(v);
+    case Opcode::Round:
+      return rintf(v);
     default:
       return v;
     }

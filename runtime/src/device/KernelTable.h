@@ -63,6 +63,8 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
   case Opcode::Rsqrt:
   case Opcode::Cos:
   case Opcode::Sin:
+  case Opcode::Floor:
+  case Opcode::Round:
   case Opcode::Add:
   case Opcode::Sub:
   case Opcode::Mul:

@@ -759,7 +759,8 @@ Status Checker::check() const {
     return okStatus();
   }
   if (op <= static_cast<int>(Opcode::Rsqrt) || inst.op == Opcode::Cos ||
-      inst.op == Opcode::Sin) {
+      inst.op == Opcode::Sin || inst.op == Opcode::Floor ||
+      inst.op == Opcode::Round) {
     TRAINC_RETURN_IF_ERROR(arity(1, 1));
     TRAINC_RETURN_IF_ERROR(sameType(operand(0), result(0)));
     if (operand(0).dtype == DType::I1 ||

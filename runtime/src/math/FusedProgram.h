@@ -59,6 +59,8 @@ TRAINC_HD int fusedStepArity(Opcode op) {
   case Opcode::Rsqrt:
   case Opcode::Cos:
   case Opcode::Sin:
+  case Opcode::Floor:
+  case Opcode::Round:
   case Opcode::Convert:
   case Opcode::Gelu:
     return 1;

@@ -532,11 +532,13 @@ CheckResult checkGradients(const std::string &name, const std::string &source,
 // Elementwise
 //===----------------------------------------------------------------------===//
 
+/// A unary op and the distribution of its operand.
+struct Case {
+  const char *op;
+  Dist dist;
+};
+
 TEST(GradientCheck, ElementwiseUnary) {
-  struct Case {
-    const char *op;
-    Dist dist;
-  };
   // Domains: abs away from its kink, log/sqrt/rsqrt on positive values.
   const Case cases[] = {
       {"neg", uniform(-1, 1)},   {"abs", awayFromZero(0.2, 1.5)},
@@ -551,6 +553,22 @@ TEST(GradientCheck, ElementwiseUnary) {
     std::string a = m.param("a", {3, 4}, c.dist);
     m.op(formatv("%y = graph.{0} {1} : {2}", c.op, a, T({3, 4})));
     checkGradients(std::string("unary/") + c.op, m.build("%y", {3, 4}));
+  }
+}
+
+/// floor and round are locally constant (gradient 0), which alone would
+/// not move the loss: a * floor(a), whose gradient is floor(a) only if
+/// floor's own is 0, away from the jumps.
+TEST(GradientCheck, ElementwiseRounding) {
+  const Case cases[] = {{"floor", uniform(1.1, 1.9)},
+                        {"round", uniform(-2.4, -1.6)}};
+  uint64_t seed = 150;
+  for (const Case &c : cases) {
+    Model m(seed++);
+    std::string a = m.param("a", {3, 4}, c.dist);
+    m.op(formatv("%r = graph.{0} {1} : {2}", c.op, a, T({3, 4})));
+    m.op(formatv("%y = graph.mul {0}, %r : {1}", a, T({3, 4})));
+    checkGradients(std::string("rounding/") + c.op, m.build("%y", {3, 4}));
   }
 }
 

@@ -82,6 +82,11 @@ TEST(CpuElementwiseUnary, ExactValuesInEveryFloatType) {
     expectValues(eval(Opcode::Erf, {&special}, t), {0, -1, 1});
     expectValues(eval(Opcode::Cos, {&special}, t), {1, kNaN, kNaN});
     expectValues(eval(Opcode::Sin, {&special}, t), {0, kNaN, kNaN});
+    // Floor and round (ties to even) are exact in every type.
+    TestTensor ties = vec(t, {0.5, 1.5, 2.5, -0.5, -2.5, -3.25, kInf});
+    expectValues(eval(Opcode::Floor, {&ties}, t), {0, 1, 2, -1, -3, -4, kInf});
+    expectValues(eval(Opcode::Round, {&ties}, t),
+                 {0, 2, 2, -0.0, -2, -3, kInf});
     TestTensor logs = vec(t, {1, 0, -1, kInf});
     expectValues(eval(Opcode::Log, {&logs}, t), {0, -kInf, kNaN, kInf});
   }

@@ -60,19 +60,22 @@ TEST_P(DeviceKernels, UnaryFloat) {
   struct Op {
     Opcode op;
     double lo, hi;
-  } ops[] = {{Opcode::Neg, -4, 4},   {Opcode::Abs, -4, 4},
-             {Opcode::Exp, -10, 10}, {Opcode::Log, 0, 8},
-             {Opcode::Tanh, -6, 6},  {Opcode::Erf, -4, 4},
-             {Opcode::Sqrt, 0, 8},   {Opcode::Rsqrt, 0.01, 8},
-             {Opcode::Cos, -10, 10}, {Opcode::Sin, -10, 10}};
+  } ops[] = {{Opcode::Neg, -4, 4},     {Opcode::Abs, -4, 4},
+             {Opcode::Exp, -10, 10},   {Opcode::Log, 0, 8},
+             {Opcode::Tanh, -6, 6},    {Opcode::Erf, -4, 4},
+             {Opcode::Sqrt, 0, 8},     {Opcode::Rsqrt, 0.01, 8},
+             {Opcode::Cos, -10, 10},   {Opcode::Sin, -10, 10},
+             {Opcode::Floor, -10, 10}, {Opcode::Round, -10, 10}};
   uint32_t seed = 1;
   for (DType t : kFloatTypes)
     for (const Op &o : ops)
       for (const auto &dims : kElementwiseShapes) {
-        // neg, abs, sqrt and 1 / sqrt are IEEE operations; f32 exp, tanh
-        // and erf are math/Transcendental.h's on both devices.
+        // neg, abs, sqrt and 1 / sqrt are IEEE operations, floor and
+        // round exact; f32 exp, tanh and erf are math/Transcendental.h's
+        // on both devices.
         bool ieee = o.op == Opcode::Neg || o.op == Opcode::Abs ||
-                    o.op == Opcode::Sqrt || o.op == Opcode::Rsqrt;
+                    o.op == Opcode::Sqrt || o.op == Opcode::Rsqrt ||
+                    o.op == Opcode::Floor || o.op == Opcode::Round;
         bool shared =
             t == kF32 && (o.op == Opcode::Exp || o.op == Opcode::Tanh ||
                           o.op == Opcode::Erf);

@@ -100,6 +100,13 @@ void sinVjp(SinOp op, OpBuilder &b, Value g, SmallVectorImpl<Value> &out) {
   out.push_back(b.createOrFold<MulOp>(loc, g, cos));
 }
 
+/// floor and round are piecewise constant: 0 (where they jump too, as
+/// PyTorch's and JAX's).
+template <typename OpT>
+void zeroVjp(OpT op, OpBuilder &b, Value g, SmallVectorImpl<Value> &out) {
+  out.push_back(splatLike(b, op.getLoc(), g, 0.0));
+}
+
 void erfVjp(ErfOp op, OpBuilder &b, Value g, SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
   Value x = op.getOperand();
@@ -269,6 +276,8 @@ void attachElementwiseGradients(MLIRContext &context) {
   RsqrtOp::attachInterface<Gradient<RsqrtOp, rsqrtVjp>>(context);
   CosOp::attachInterface<Gradient<CosOp, cosVjp>>(context);
   SinOp::attachInterface<Gradient<SinOp, sinVjp>>(context);
+  FloorOp::attachInterface<Gradient<FloorOp, zeroVjp<FloorOp>>>(context);
+  RoundOp::attachInterface<Gradient<RoundOp, zeroVjp<RoundOp>>>(context);
   AddOp::attachInterface<Gradient<AddOp, addVjp>>(context);
   SubOp::attachInterface<Gradient<SubOp, subVjp>>(context);
   MulOp::attachInterface<Gradient<MulOp, mulVjp>>(context);

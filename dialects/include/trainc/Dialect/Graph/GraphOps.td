@@ -77,6 +77,10 @@ def Graph_SqrtOp : Graph_UnaryElementwiseOp<"sqrt", Graph_FloatTensor, "sqrt(x)"
 def Graph_RsqrtOp : Graph_UnaryElementwiseOp<"rsqrt", Graph_FloatTensor, "1 / sqrt(x)">;
 def Graph_CosOp : Graph_UnaryElementwiseOp<"cos", Graph_FloatTensor, "cos(x)">;
 def Graph_SinOp : Graph_UnaryElementwiseOp<"sin", Graph_FloatTensor, "sin(x)">;
+def Graph_FloorOp : Graph_UnaryElementwiseOp<"floor", Graph_FloatTensor,
+    "floor(x): the largest integer <= x (its gradient is 0)">;
+def Graph_RoundOp : Graph_UnaryElementwiseOp<"round", Graph_FloatTensor,
+    "x rounded to the nearest integer, ties to even (its gradient is 0)">;
 
 class Graph_BinaryElementwiseOp<string mnemonic, Type T, string math,
                                 list<Trait> traits = []>
@@ -211,9 +215,9 @@ def Graph_FusedElementwiseOp : Graph_Op<"fused_elementwise", [
     - (C2) the body's block has one argument per operand, a 0-d tensor of
       the operand's element type.
     - (C3) the body's ops are `neg`, `abs`, `exp`, `log`, `tanh`, `erf`,
-      `sqrt`, `rsqrt`, `cos`, `sin`, `add`, `sub`, `mul`, `div`, `pow`,
-      `max`, `min`, `compare`, `select`, `convert`, `gelu` and `gelu_grad`
-      on 0-d tensors of f64, f32, f16, bf16 or i1 (the element types the
+      `sqrt`, `rsqrt`, `cos`, `sin`, `floor`, `round`, `add`, `sub`, `mul`,
+      `div`, `pow`, `max`, `min`, `compare`, `select`, `convert`, `gelu` and
+      `gelu_grad` on 0-d tensors of f64, f32, f16, bf16 or i1 (the element types the
       executable's fused loop computes in; not the 8-bit floats).
     - (C4) the body ends in `graph.yield` of one 0-d value per result, of
       the result's element type.
