@@ -14,6 +14,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
 
 using namespace mlir;
 
@@ -92,6 +94,26 @@ std::vector<char> serialize(const Program &program,
   return bytes;
 }
 
+/// Creates, exclusively, a new file `path.tmp-XXXXXXXX` (random hex) for
+/// writing, beside `path` so that a rename can replace it. Not
+/// TempFile::create: it reads every '%' of its model as a random digit,
+/// and a user's `path` may hold some.
+std::error_code createTempBeside(StringRef path, std::string &tempPath,
+                                 int &fd) {
+  std::error_code ec;
+  for (int attempt = 0; attempt < 128; ++attempt) {
+    char suffix[16];
+    std::snprintf(suffix, sizeof(suffix), ".tmp-%08x",
+                  llvm::sys::Process::GetRandomNumber());
+    tempPath = (path + suffix).str();
+    ec = llvm::sys::fs::openFileForWrite(tempPath, fd,
+                                         llvm::sys::fs::CD_CreateNew);
+    if (ec != std::errc::file_exists)
+      return ec;
+  }
+  return ec;
+}
+
 } // namespace
 
 LogicalResult writeExecutable(ModuleOp module, StringRef path,
@@ -113,29 +135,32 @@ LogicalResult writeExecutable(ModuleOp module, StringRef path,
   // memory. Written to a temporary file renamed over `path` once complete,
   // so a failure (a full disk) leaves no truncated executable behind.
   std::vector<char> header = serialize(*program, alias, options, report);
-  llvm::Expected<llvm::sys::fs::TempFile> temp =
-      llvm::sys::fs::TempFile::create(path + ".tmp-%%%%%%");
-  if (!temp)
-    return module.emitError("cannot write ")
-           << path << ": " << llvm::toString(temp.takeError());
+  std::string tempPath;
+  int fd = -1;
+  if (std::error_code ec = createTempBeside(path, tempPath, fd))
+    return module.emitError("cannot write ") << path << ": " << ec.message();
+  llvm::sys::RemoveFileOnSignal(tempPath);
   std::string error;
   {
-    llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os.write(header.data(), header.size());
     program->constants.write(os);
-    os.flush();
+    os.close();
     if (os.has_error()) {
       error = os.error().message();
       os.clear_error();
     }
   }
-  if (!error.empty()) {
-    llvm::consumeError(temp->discard());
-    return module.emitError("cannot write ") << path << ": " << error;
-  }
-  if (llvm::Error e = temp->keep(path))
+  std::error_code renamed;
+  if (error.empty())
+    renamed = llvm::sys::fs::rename(tempPath, path);
+  if (!error.empty() || renamed) {
+    llvm::sys::fs::remove(tempPath);
+    llvm::sys::DontRemoveFileOnSignal(tempPath);
     return module.emitError("cannot write ")
-           << path << ": " << llvm::toString(std::move(e));
+           << path << ": " << (error.empty() ? renamed.message() : error);
+  }
+  llvm::sys::DontRemoveFileOnSignal(tempPath);
   return success();
 }
 
