@@ -475,6 +475,10 @@ def check_gradient_conventions(args, work):
             jnp.outer(b['x'] - 4.0, jnp.minimum(b['x'], 5.0)), axis=1)] * b['x']),
         'argmax of the parameters': lambda p, b: jnp.max(p['w'])
         * b['x'][jnp.argmax(p['w'])],
+        # Python's % on ints (remainder, then the divisor's sign) choosing
+        # the parameters, negative dividends among them.
+        'integer %': lambda p, b: jnp.sum(
+            p['w'][(b['x'].astype(jnp.int32) * 3 - 10) % 7] * b['x']),
         # Exact GELU and erfc, whose export spells erfc out as a select
         # with 1/z^2 in its unused branch: a gradient NaN at 0 unless
         # trainc recognizes it (w holds 0 and -0).

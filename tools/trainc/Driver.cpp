@@ -88,11 +88,11 @@ bool parseInputShape(llvm::StringRef spec, std::string &name,
 
 int listStablehloOps() {
   llvm::outs() << llvm::left_justify("StableHLO op", 34)
-               << llvm::left_justify("types", 8) << "notes\n";
+               << llvm::left_justify("types", 10) << "notes\n";
   for (const stablehlo_import::SupportedOp &op :
        stablehlo_import::supportedOps())
     llvm::outs() << llvm::left_justify(op.name, 34)
-                 << llvm::left_justify(op.types, 8) << op.note << "\n";
+                 << llvm::left_justify(op.types, 10) << op.note << "\n";
   llvm::outs() << "\nelement types: "
                << stablehlo_import::supportedElementTypes() << "\n";
   return 0;

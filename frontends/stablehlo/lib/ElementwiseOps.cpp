@@ -124,6 +124,16 @@ LogicalResult lowerFloor(OpContext &ctx) { return lowerUnary<FloorOp>(ctx); }
 LogicalResult lowerRoundNearestEven(OpContext &ctx) {
   return lowerUnary<RoundOp>(ctx);
 }
+/// Integer remainder with the dividend's sign: x - (x / y) * y, graph.div
+/// truncating toward zero as StableHLO's does. A zero divisor is the
+/// runtime's division error.
+LogicalResult lowerRemainder(OpContext &ctx) {
+  Value x = ctx.operand(0), y = ctx.operand(1);
+  ctx.setResult(
+      0, ctx.create<SubOp>(x, ctx.create<MulOp>(ctx.create<DivOp>(x, y), y)));
+  return success();
+}
+
 /// ceil(x) = -floor(-x) (ceil(-0.5) = -0 too).
 LogicalResult lowerCeil(OpContext &ctx) {
   ctx.setResult(0, ctx.create<NegOp>(

@@ -255,11 +255,15 @@ LogicalResult Lowering::lowerOp(Operation &op, IRMapping &values, int depth) {
   for (Value v : op.getOperands()) {
     Type element = cast<RankedTensorType>(v.getType()).getElementType();
     bool isBool = element.isInteger(1);
+    bool isFloat = isa<FloatType>(element);
     StringRef wanted = entry->types == TypeClass::Floats    ? "floats"
                        : entry->types == TypeClass::Numbers ? "numbers (not i1)"
-                                                            : "i1";
-    if ((entry->types == TypeClass::Floats && !isa<FloatType>(element)) ||
+                       : entry->types == TypeClass::Integers
+                           ? "integers (not i1)"
+                           : "i1";
+    if ((entry->types == TypeClass::Floats && !isFloat) ||
         (entry->types == TypeClass::Numbers && isBool) ||
+        (entry->types == TypeClass::Integers && (isBool || isFloat)) ||
         (entry->types == TypeClass::Bool && !isBool))
       return emitError(op.getLoc())
              << "'" << name << "' on " << element

@@ -33,8 +33,9 @@ using LowerFn = mlir::LogicalResult (*)(OpContext &);
 
 /// The operand element types an op is lowered for (among
 /// isSupportedElementType's), checked by the importer before the op's
-/// lowering runs: any of them, numbers (not i1), floats, or i1 only.
-enum class TypeClass { Any, Numbers, Floats, Bool };
+/// lowering runs: any of them, numbers (not i1), floats, i1 only, or
+/// integers (not i1).
+enum class TypeClass { Any, Numbers, Floats, Bool, Integers };
 llvm::StringRef typeClassName(TypeClass types);
 
 /// One row of the op table (OpTable.cpp).
@@ -178,6 +179,7 @@ TRAINC_STABLEHLO_LOWER_FN(Floor)
 TRAINC_STABLEHLO_LOWER_FN(Ceil)
 TRAINC_STABLEHLO_LOWER_FN(RoundNearestEven)
 TRAINC_STABLEHLO_LOWER_FN(RoundNearestAfz)
+TRAINC_STABLEHLO_LOWER_FN(Remainder)
 TRAINC_STABLEHLO_LOWER_FN(Sign)
 TRAINC_STABLEHLO_LOWER_FN(IsFinite)
 TRAINC_STABLEHLO_LOWER_FN(Erf)

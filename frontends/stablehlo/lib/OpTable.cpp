@@ -77,6 +77,8 @@ const OpEntry kOps[] = {
      "a prefix scan only (jnp.cumsum, cummax, cummin): one input, body one "
      "add, maximum or minimum, init its identity, a window spanning one "
      "dimension padded by its size - 1 on one side"},
+    {"stablehlo.remainder", lowerRemainder, TypeClass::Integers, true,
+     "as x - (x / y) * y, the quotient truncated; not on floats"},
     {"stablehlo.reshape", lowerReshape, TypeClass::Any, false, ""},
     {"stablehlo.reverse", lowerReverse, TypeClass::Any, false, ""},
     {"stablehlo.round_nearest_afz", lowerRoundNearestAfz, TypeClass::Floats,
@@ -110,6 +112,8 @@ llvm::StringRef typeClassName(TypeClass types) {
     return "floats";
   case TypeClass::Bool:
     return "i1";
+  case TypeClass::Integers:
+    return "integers";
   }
   return "any";
 }

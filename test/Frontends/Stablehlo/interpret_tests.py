@@ -95,7 +95,8 @@ def claim(text, claimed_ops, claimed_types):
     unclaimed = sorted(op for op in ops if op not in claimed_ops)
     if unclaimed:
         return 'ops ' + ', '.join(unclaimed)
-    # Ops lowered for numbers, floats or i1 only: the types on the op's line.
+    # Ops lowered for numbers, floats, i1 or integers only: the types on the
+    # op's line.
     for line in text.splitlines():
         for op in set(OP_RE.findall(line)):
             allowed = claimed_ops[op]
@@ -107,6 +108,8 @@ def claim(text, claimed_ops, claimed_types):
                     continue  # a comparison's result
                 if (allowed == 'floats' and element not in FLOAT_TYPES) or \
                         (allowed == 'numbers' and element == 'i1') or \
+                        (allowed == 'integers' and
+                         (element == 'i1' or element in FLOAT_TYPES)) or \
                         (allowed == 'i1' and element != 'i1'):
                     return f'{op} on {element}'
     if not CHECK_RE.search(text) and 'custom_call @check.' not in text:
@@ -130,7 +133,7 @@ def claim(text, claimed_ops, claimed_types):
 
 def listing(trainc):
     """The ops (with the element types each is lowered for: any, numbers,
-    floats or i1) and the element types `trainc --list-stablehlo-ops`
+    floats, i1 or integers) and the element types `trainc --list-stablehlo-ops`
     claims."""
     out = subprocess.run([trainc, '--list-stablehlo-ops'], check=True,
                          capture_output=True, text=True).stdout
