@@ -2,8 +2,9 @@
 //-*-===//
 //
 // Internal to the recognize phase: the matching helpers that
-// RecognizeComposites.cpp (norms, gelu, softmax, cross-entropy) and
-// RecognizeAttention.cpp both use, and the attention patterns' entry point.
+// RecognizeComposites.cpp (norms, gelu, softmax, cross-entropy),
+// RecognizeAttention.cpp and RecognizeErfc.cpp use, and the entry points of
+// the latter two's patterns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +44,9 @@ pick(mlir::Value a, mlir::Value b, Pred pred) {
 
 /// Adds the pattern that recognizes graph.attention (RecognizeAttention.cpp).
 void populateAttentionPatterns(mlir::RewritePatternSet &patterns);
+/// Adds the pattern that turns XLA's spelled-out f32 erfc into 1 - graph.erf
+/// (RecognizeErfc.cpp).
+void populateErfcPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace trainc::recognize
 
