@@ -109,17 +109,13 @@ def train(args, exe, inputs, directory):
     return records, data
 
 
-def same_training(log_a, state_a, log_b, state_b, loss_tolerance=0.0):
-    """What differs between two runs of `train`: their loss (beyond
-    `loss_tolerance`, absolute), gradient norm, loss scale and skip flag at
-    each step, their step counts and their last checkpoints (bitwise);
-    empty when nothing does."""
+def same_training(log_a, state_a, log_b, state_b):
+    """What differs between two runs of `train`: their loss, gradient norm,
+    loss scale and skip flag at each step, their step counts and their last
+    checkpoints (bitwise); empty when nothing does."""
     problems = []
     for a, b in zip(log_a, log_b):
         for key in ('loss', 'grad_norm', 'loss_scale', 'step_skipped'):
-            if key == 'loss' and loss_tolerance and \
-                    abs(a['loss'] - b['loss']) <= loss_tolerance:
-                continue
             if a.get(key) != b.get(key):
                 problems.append(f'step {a.get("step")}: {key} {a.get(key)!r} != {b.get(key)!r}')
                 break
@@ -223,23 +219,19 @@ def runs_with(args, name, model, inputs, extra, work, flag, values, look):
     return runs
 
 
-def verdict(name, problems, live, plain_live, trained, plain_trained, summary,
-            loss_tolerance=0.0):
+def verdict(name, problems, live, plain_live, trained, plain_trained, summary):
     """How every step test of a lowering ends: no more live activations
     than without it and the same training bit for bit (`trained` and
-    `plain_trained`: `train`'s records and last checkpoint; the logged
-    loss within `loss_tolerance` when that is not 0), added to the test's
-    own `problems`; then one line, FAIL and the problems, or `summary`.
-    Returns whether it passed."""
+    `plain_trained`: `train`'s records and last checkpoint), added to the
+    test's own `problems`; then one line, FAIL and the problems, or
+    `summary`. Returns whether it passed."""
     if live > plain_live:
         problems.append(f'live activations {live} above {plain_live} bytes')
-    problems += same_training(*trained, *plain_trained, loss_tolerance)
+    problems += same_training(*trained, *plain_trained)
     if problems:
         print(f'{name}: FAIL ' + '; '.join(problems[:4]))
         return False
-    what = (f'losses within {loss_tolerance:.2g}, the rest bitwise equal'
-            if loss_tolerance else 'bitwise equal')
-    print(f'{name}: {what} over {STEPS} steps; {summary}')
+    print(f'{name}: bitwise equal over {STEPS} steps; {summary}')
     return True
 
 

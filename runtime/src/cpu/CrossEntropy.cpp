@@ -16,8 +16,9 @@
 // A target outside [0, C) that is not ignore_index is an error naming the
 // position and the value; targets are all checked before any output is
 // written. Compute and the reduction in f64 for f64 (libm's exp), in f32
-// otherwise (VectorMath.h's maxAndSumExpF32: vectorized exp, the sum in 16
-// partial sums; 16-bit rows are widened into a float buffer first); the
+// otherwise (VectorMath.h's maxAndSumExpF32: vectorized exp, the sum in
+// math/SoftmaxSum.h's 128 partial sums; 16-bit rows are widened into a
+// float buffer first); the
 // reduction adds the per-position losses in order, so the result does not
 // depend on the thread count. softmax_cross_entropy_grad's softmax is
 // softmaxRowF32 for f32 and (widened) 16-bit logits, as the CUDA kernel's,
@@ -29,9 +30,9 @@
 //
 // softmax_cross_entropy_and_grad (the end of this file) gives both: each
 // row's gradient exactly as softmax_cross_entropy_grad computes it, and its
-// loss from that softmax's max and sum (for f32, softmaxRowF32's sum, not
-// maxAndSumExpF32's: the same exps added in another order), reduced as
-// softmax_cross_entropy reduces; the targets are checked first, as there.
+// loss from that softmax's max and sum (for f32 the bits of
+// maxAndSumExpF32's, so the same loss as softmax_cross_entropy's), reduced
+// as softmax_cross_entropy reduces; the targets are checked first, as there.
 //
 //===----------------------------------------------------------------------===//
 

@@ -12,8 +12,9 @@
 // the O*I rows is a strided run of N elements (stride I). Compute (and the
 // sum) in f64 for f64 (libm's exp, the sum in index order), in f32
 // otherwise through VectorMath.h's softmaxRowF32 (vectorized exp, at most
-// 1 ulp; the sum in 16 partial sums). f32 rows with I = 1 are read and
-// written in place; other rows are gathered into a float buffer first.
+// 1 ulp; the sum in math/SoftmaxSum.h's 128 partial sums). f32 rows with
+// I = 1 are read and written in place; other rows are gathered into a
+// float buffer first.
 //
 //===----------------------------------------------------------------------===//
 

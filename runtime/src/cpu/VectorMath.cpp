@@ -17,16 +17,18 @@
 // The per-element formulas (exp, erf, tanh, GELU) are math/Transcendental.h's,
 // which the CUDA kernels call too.
 //
-// Sums (softmax, norms) add into 16 partial sums, element i into partial
-// i mod 16 in index order, then add the partials pairwise in a fixed tree
-// (log-sum-exp sums blocks of 256 that way and adds the block sums in
-// order): the order depends only on n, never on the clone or the thread
-// count. Row maxima compare floats as ordered integers (rowMax).
+// Sums add into P partial sums, element i into partial i mod P in index
+// order, then add the partials pairwise in a fixed tree: norms' sums with
+// P = 16, softmax rows' (and log-sum-exp's) with P = 128
+// (math/SoftmaxSum.h, the order the CUDA kernels' warps follow). The order
+// depends only on n, never on the clone or the thread count. Row maxima
+// compare floats as ordered integers (rowMax).
 //
 //===----------------------------------------------------------------------===//
 
 #include "cpu/VectorMath.h"
 
+#include "math/SoftmaxSum.h"
 #include "math/Transcendental.h"
 
 #include <cmath>
@@ -50,23 +52,37 @@ using namespace trainc::math;
 
 //===--- Sums -------------------------------------------------------------===//
 
+/// The norms' partial sums.
 constexpr int kLanes = 16;
 
-/// sum_i term(i): adds term(i) into partial[i % 16], then the partials
-/// pairwise; the order depends only on n.
-template <typename Term>
-TRAINC_VM_INLINE float blockedSum(int64_t n, Term term) {
-  float partial[kLanes] = {};
+/// Adds term(i) into partial[(first + i) % P] for i in [0, n), in index
+/// order; `first` is a multiple of P.
+template <int P, typename Term>
+TRAINC_VM_INLINE void addToPartials(float (&partial)[P], int64_t n, Term term) {
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l)
+  for (; i + P <= n; i += P)
+    for (int l = 0; l < P; ++l)
       partial[l] += term(i + l);
   for (int l = 0; i < n; ++i, ++l)
     partial[l] += term(i);
-  for (int width = kLanes / 2; width > 0; width /= 2)
+}
+
+/// The partials added pairwise: partial[l] += partial[l + width] for width
+/// = P/2, ..., 1.
+template <int P> TRAINC_VM_INLINE float combinePartials(float (&partial)[P]) {
+  for (int width = P / 2; width > 0; width /= 2)
     for (int l = 0; l < width; ++l)
       partial[l] += partial[l + width];
   return partial[0];
+}
+
+/// sum_i term(i): adds term(i) into partial[i % P], then the partials
+/// pairwise; the order depends only on n.
+template <int P, typename Term>
+TRAINC_VM_INLINE float blockedSum(int64_t n, Term term) {
+  float partial[P] = {};
+  addToPartials(partial, n, term);
+  return combinePartials(partial);
 }
 
 /// max_i x[i] for n >= 1. A NaN may or may not win, by its sign bit; the
@@ -128,9 +144,12 @@ TRAINC_VM_CLONES void softmaxRowF32(const float *x, float *y, int64_t n,
   float m = rowMax(x, n);
   for (int64_t i = 0; i < n; ++i)
     y[i] = expCore(x[i] - m);
-  float sum = blockedSum(n, [y](int64_t i) { return y[i]; });
+  float sum = blockedSum<kSoftmaxPartials>(n, [y](int64_t i) { return y[i]; });
+  // One division, then products (PyTorch's softmax does the same): the
+  // result within 2 roundings of e / sum, not 1.
+  float inverse = 1.0f / sum;
   for (int64_t i = 0; i < n; ++i)
-    y[i] = y[i] / sum;
+    y[i] = y[i] * inverse;
   if (outMax) {
     *outMax = m;
     *outSumExp = sum;
@@ -140,35 +159,36 @@ TRAINC_VM_CLONES void softmaxRowF32(const float *x, float *y, int64_t n,
 TRAINC_VM_CLONES void maxAndSumExpF32(const float *x, int64_t n, float *outMax,
                                       float *outSumExp) {
   float m = rowMax(x, n);
-  // exp into a block on the stack, then the block's blocked sum: the
-  // partial sums of consecutive blocks are added in order.
-  constexpr int64_t kBlock = 256;
+  // exp into a block on the stack, then into the partials (the blocks are
+  // whole multiples of the partials: softmaxRowF32's sum).
+  constexpr int64_t kBlock = 8 * kSoftmaxPartials;
   float block[kBlock];
-  float sum = 0;
+  float partial[kSoftmaxPartials] = {};
   for (int64_t begin = 0; begin < n; begin += kBlock) {
     int64_t len = n - begin < kBlock ? n - begin : kBlock;
     for (int64_t i = 0; i < len; ++i)
       block[i] = expCore(x[begin + i] - m);
-    sum += blockedSum(len, [&block](int64_t i) { return block[i]; });
+    addToPartials(partial, len, [&block](int64_t i) { return block[i]; });
   }
   *outMax = m;
-  *outSumExp = sum;
+  *outSumExp = combinePartials(partial);
 }
 
 //===--- Norm rows
 //----------------------------------------------------------===//
 
 TRAINC_VM_CLONES float sumF32(const float *x, int64_t n) {
-  return blockedSum(n, [x](int64_t i) { return x[i]; });
+  return blockedSum<kLanes>(n, [x](int64_t i) { return x[i]; });
 }
 
 TRAINC_VM_CLONES float sumSquaredDeviationF32(const float *x, float c,
                                               int64_t n) {
-  return blockedSum(n, [x, c](int64_t i) { return (x[i] - c) * (x[i] - c); });
+  return blockedSum<kLanes>(
+      n, [x, c](int64_t i) { return (x[i] - c) * (x[i] - c); });
 }
 
 TRAINC_VM_CLONES float dotF32(const float *x, const float *y, int64_t n) {
-  return blockedSum(n, [x, y](int64_t i) { return x[i] * y[i]; });
+  return blockedSum<kLanes>(n, [x, y](int64_t i) { return x[i] * y[i]; });
 }
 
 TRAINC_VM_CLONES void normalizeF32(const float *x, float mean, float rstd,

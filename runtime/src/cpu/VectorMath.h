@@ -52,15 +52,16 @@ void geluTanhF32(const float *x, float *y, int64_t n);
 void geluErfGradF32(const float *x, const float *g, float *dx, int64_t n);
 void geluTanhGradF32(const float *x, const float *g, float *dx, int64_t n);
 
-/// y = softmax(x) over one contiguous row of n elements: exp(x - max) / sum.
-/// NaN anywhere, +inf, or a row of all -inf gives a row of NaN. With
-/// `outMax` and `outSumExp`, also sets the max and the sum (a cross-entropy
-/// loss from its gradient's softmax).
+/// y = softmax(x) over one contiguous row of n elements: exp(x - max) * (1 /
+/// sum), the sum in math/SoftmaxSum.h's order (128 partials). NaN anywhere,
+/// +inf, or a row of all -inf gives a row of NaN. With `outMax` and
+/// `outSumExp`, also sets the max and the sum (a cross-entropy loss from its
+/// gradient's softmax).
 void softmaxRowF32(const float *x, float *y, int64_t n, float *outMax = nullptr,
                    float *outSumExp = nullptr);
 /// max_j x[j] and sum_j exp(x[j] - max) over one row of n >= 1 elements:
-/// the parts of log-sum-exp. With a NaN element the sum is NaN (and the max
-/// may be).
+/// the parts of log-sum-exp, the same bits as softmaxRowF32's. With a NaN
+/// element the sum is NaN (and the max may be).
 void maxAndSumExpF32(const float *x, int64_t n, float *outMax,
                      float *outSumExp);
 

@@ -28,38 +28,40 @@
 // entries of each row (the instruction's `classes`), the others padding
 // (trainc-pad-classes): never read, and the gradient writes 0 there.
 //
-// Work split (the loss): one block per row (grid-stride over rows), up to
-// 256 threads, so a 50,257-class row is spread over the block. The row's max
-// is taken on ordered integers (math::orderedKey, as cpu/VectorMath.cpp's
-// rowMax), then:
-//   - the loss's sum of exps follows cpu/VectorMath.cpp's maxAndSumExpF32:
-//     blocks of 256 classes, each summed by one half-warp in 16 partials
-//     (lane l adds classes l mod 16 in index order, then the partials
-//     pairwise), the block sums added in order by one thread;
-//   - the gradient's softmax follows softmaxRowF32, one half-warp per row
-//     (its own kernel, 8 rows a block): lane l adds the exps of classes
-//     l mod 16 in index order, then the 16 partials pairwise (shuffles);
-//     p = exp(x - m) / sum recomputed per element. (A block per row would
-//     leave 240 of its 256 threads waiting while 16 add in this order.)
-//   - softmax_cross_entropy_and_grad: the gradient's kernel, which also
-//     writes each row's loss from its softmax's max and sum (the
-//     gradient's order, as the CPU's fused op), then the reduction below;
+// Work split: one warp per row (8 a block, grid-stride over rows), the
+// loss, the gradient or both in one kernel (crossEntropyRowsKernel):
+//   - the row's max on ordered integers (math::orderedKey, as
+//     cpu/VectorMath.cpp's rowMax), then its sum of exps in
+//     math/SoftmaxSum.h's order (cuda/RowMath.cuh's WarpRow: lane l adds
+//     the classes j with j mod 128 in [4l, 4l + 4) into four partials in
+//     index order, then the 128 partials pairwise), which both
+//     maxAndSumExpF32 (the loss) and softmaxRowF32 (the gradient) follow;
+//   - the gradient: p = exp(x - m) * (1 / sum), the exp recomputed per
+//     element (one division a row: an IEEE division per element is a
+//     called subroutine's slow path and made this kernel spill);
+//   - the loss (softmax_cross_entropy, and the fused
+//     softmax_cross_entropy_and_grad) from that max and sum;
 //   - sum and mean reductions: the per-position losses go to scratch memory
 //     and one block adds them in position order (one thread, through shared
 //     memory), as the CPU does; the count of positions is exact. That is a
 //     chain of R dependent adds (some 4 cycles each: ~20 us for R = 8192),
 //     paid once per step for bit-identical losses.
+// Each lane reads four consecutive classes at a time, in one vector load
+// (and store) where the rows are aligned to it (trainc-pad-classes pads
+// GPT-2's 50,257 classes to rows of 50,304), and four spans of the row
+// before it uses them: a half-warp per row reading 2 bytes a lane (the
+// earlier 16 partials' order) kept too few bytes in flight, 3.3 ms of a
+// GPT-2 step on an H200.
 // f32 (and 16-bit logits, widened to f32) use math::expCore, the CPU's exp:
-// with -fmad=false the f32 max, sums and gradients are bit-identical to the
-// CPU's.
+// the f32 max, sums and gradients are bit-identical to the CPU's.
 //
 // Differs from the CPU:
 //   - the loss's log is CUDA's logf / log (the CPU: libm's), so a loss may
 //     differ from the CPU's by an ulp;
-//   - f64 uses CUDA's double exp and the f32 summation orders above (the
+//   - f64 uses CUDA's double exp and the f32 summation order above (the
 //     CPU: libm's exp, sums in index order): f64 results may differ in the
 //     last bits;
-//   - the gradient of f16/bf16 logits uses the f32 path (expCore, 16
+//   - the gradient of f16/bf16 logits uses the f32 path (expCore, 128
 //     partials), as the CPU does (softmaxRowF32 on the widened row).
 //
 //===----------------------------------------------------------------------===//
@@ -76,10 +78,12 @@ namespace {
 
 using namespace row;
 
-/// maxAndSumExpF32's blocks of classes.
-constexpr int64_t kSumBlock = 256;
+/// Threads of the loss reduction's block, and the losses it stages in
+/// shared memory at a time.
+constexpr int kReduceThreads = 256;
+constexpr int kChunk = 2048;
 
-//===--- Row helpers (one block per row) ----------------------------------===//
+//===--- Helpers ----------------------------------------------------------===//
 
 /// The quiet NaN of std::numeric_limits (the CPU's mean of nothing).
 __device__ __forceinline__ float quietNaN(float) {
@@ -111,80 +115,84 @@ __device__ __forceinline__ double loadFloat(const void *p, DType t, int64_t i) {
   }
 }
 
-/// Thread 0's value `v` on every thread.
-template <typename C>
-__device__ __forceinline__ C broadcast(C v, RowShared<C> &sh) {
-  if (threadIdx.x == 0)
-    sh.sum = v;
-  __syncthreads();
-  C out = sh.sum;
-  __syncthreads(); // sh.sum is free again.
-  return out;
-}
-
-/// sum_c exp(x[c] - m) as maxAndSumExpF32 adds it (blocks of 256, each
-/// in 16 partials, the block sums in order), on every thread.
-template <typename S>
-__device__ Compute<S> rowSumExpBlocked(const S *x, int64_t n, Compute<S> m,
-                                       RowShared<Compute<S>> &sh) {
-  using C = Compute<S>;
-  int halves = int(blockDim.x) / kLanes;
-  int half = int(threadIdx.x) / kLanes, lane = int(threadIdx.x) % kLanes;
-  int64_t blocks = (n + kSumBlock - 1) / kSumBlock;
-  C sum = 0; // Thread 0's.
-  for (int64_t b0 = 0; b0 < blocks; b0 += halves) {
-    // Half-warp `half` sums block b0 + half (nothing past the last).
-    int64_t first = (b0 + half) * kSumBlock;
-    C partial = 0;
-    for (int k = 0; k < int(kSumBlock / kLanes); ++k) {
-      int64_t j = first + k * kLanes + lane;
-      if (j < n)
-        partial += expOf(C(load(x, j)) - m);
-    }
-    for (int width = kLanes / 2; width > 0; width /= 2)
-      partial += __shfl_down_sync(kFullMask, partial, width, kLanes);
-    if (lane == 0)
-      sh.stage[half] = partial;
-    __syncthreads();
-    if (threadIdx.x == 0)
-      for (int h = 0; h < halves && b0 + h < blocks; ++h)
-        sum += sh.stage[h];
-    __syncthreads();
-  }
-  return broadcast(sum, sh);
-}
-
 //===--- Kernels ----------------------------------------------------------===//
 
-/// loss[r] for every position (0 where ignored or out of range).
-template <typename S>
-__global__ void __launch_bounds__(kMaxThreads)
-    crossEntropyKernel(const S *logits, const void *targets, bool targets64,
-                       int64_t rows, int64_t classes, int64_t stride,
-                       bool hasIgnore, int64_t ignoreIndex, Compute<S> *loss,
-                       FaultSite site) {
+/// What crossEntropyRowsKernel computes: the gradient (grad not null), the
+/// losses (loss not null), or both.
+template <typename S> struct RowsCall {
+  const S *logits;
+  const void *targets;
+  bool targets64;
+  int64_t rows, classes, stride;
+  /// The gradient and each position's weight.
+  S *grad;
+  const void *weight;
+  DType weightType;
+  /// The positions' losses, the ignored index, and where a target out of
+  /// range is reported.
+  Compute<S> *loss;
+  bool hasIgnore;
+  int64_t ignoreIndex;
+  FaultSite site;
+};
+
+/// The rows of softmax_cross_entropy and its gradient, a warp each
+/// (WarpRow): max, sum of exps, then the loss and the gradient. Without a
+/// gradient, ignored positions (and targets out of range, reported) take
+/// loss 0 without reading their row. (At least 2 blocks a multiprocessor:
+/// with the default bounds ptxas spilled the unpacked f16 rows' registers.)
+template <typename S, bool kPacked>
+__global__ void __launch_bounds__(kRowThreads, 2)
+    crossEntropyRowsKernel(const RowsCall<S> a) {
   using C = Compute<S>;
-  __shared__ RowShared<C> sh;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    // The branches below are uniform over the block (one row).
-    int64_t t = loadIndex(targets, targets64, r);
-    if (hasIgnore && t == ignoreIndex) {
-      if (threadIdx.x == 0)
-        loss[r] = 0;
-      continue;
-    }
-    if (t < 0 || t >= classes) {
-      if (threadIdx.x == 0) {
-        reportFault(site, FaultKind::kTargetOutOfRange, t, classes);
-        loss[r] = 0;
+  int lane = int(threadIdx.x) % kRowLanes;
+  for (int64_t r = firstWarp(); r < a.rows; r += gridWarps()) {
+    // The branches on t are uniform over the warp (one row).
+    int64_t t = loadIndex(a.targets, a.targets64, r);
+    bool hit = t >= 0 && t < a.classes;
+    bool ignored = a.hasIgnore && t == a.ignoreIndex;
+    if (!a.grad && (ignored || !hit)) {
+      if (lane == 0) {
+        if (!ignored)
+          reportFault(a.site, FaultKind::kTargetOutOfRange, t, a.classes);
+        a.loss[r] = 0;
       }
       continue;
     }
-    const S *x = logits + r * stride;
-    C m = rowMax(x, 1, classes, sh);
-    C sum = rowSumExpBlocked(x, classes, m, sh);
-    if (threadIdx.x == 0)
-      loss[r] = (m - C(load(x, t))) + log(sum);
+    const S *x = a.logits + r * a.stride;
+    // The target's logit, read by the lane that writes the loss before the
+    // shuffles below (grad may be the logits' memory).
+    C atTarget = a.loss && lane == 0 && hit ? C(load(x, t)) : C(0);
+    WarpRow<S, kPacked> row{x, 1, a.classes, lane};
+    C m = row.maximum();
+    C sum = row.sumExp(m);
+    if (a.loss && lane == 0) {
+      C loss = 0;
+      if (ignored)
+        loss = 0;
+      else if (!hit)
+        reportFault(a.site, FaultKind::kTargetOutOfRange, t, a.classes);
+      else
+        loss = (m - atTarget) + log(sum);
+      a.loss[r] = loss;
+    }
+    if (!a.grad)
+      continue;
+    // Each lane has read its classes (grad may be the logits' memory): it
+    // writes only those.
+    C w = C(loadFloat(a.weight, a.weightType, r)), inverse = C(1) / sum;
+    S *y = a.grad + r * a.stride;
+    row.forEachQuad([&](int64_t j, const C(&v)[kQuad], int count) {
+      C d[kQuad];
+#pragma unroll
+      for (int u = 0; u < kQuad; ++u) {
+        C p = expOf(v[u] - m) * inverse;
+        d[u] = j + u == t ? (p - C(1)) * w : p * w;
+      }
+      storeQuad<S, kPacked>(y, 1, j, d, count);
+    });
+    for (int64_t c = a.classes + lane; c < a.stride; c += kRowLanes)
+      store(y, c, C(0));
   }
 }
 
@@ -192,7 +200,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 /// not ignored (mean), rounded to O (C, or the 16-bit loss of 16-bit
 /// logits). One block.
 template <typename C, typename O>
-__global__ void __launch_bounds__(kMaxThreads)
+__global__ void __launch_bounds__(kReduceThreads)
     lossReductionKernel(const C *loss, const void *targets, bool targets64,
                         int64_t rows, bool hasIgnore, int64_t ignoreIndex,
                         bool mean, O *out) {
@@ -234,111 +242,15 @@ __global__ void storeLossesKernel(const C *loss, O *out, int64_t n) {
     store(out, i, loss[i]);
 }
 
-/// Where crossEntropyGradKernel writes each row's loss (the fused op), or
-/// nothing (loss null).
-template <typename C> struct RowLossOut {
-  C *loss;
-  bool hasIgnore;
-  int64_t ignoreIndex;
-  FaultSite site;
-};
-
-/// Threads per block of crossEntropyGradKernel: 8 rows, a half-warp each.
-constexpr int kGradThreads = 128;
-/// Classes a lane loads (and takes the exps of) before it adds them in
-/// order: loads in flight together, the adds' order unchanged.
-constexpr int kGradAhead = 8;
-
-/// The gradient's rows, one half-warp (16 lanes) per row: the row's max,
-/// then lane l's partial sum of exps over the classes j = l mod 16 in index
-/// order and the partials pairwise (8, 4, 2, 1 apart), softmaxRowF32's
-/// order; then dlogits. RowMath.cuh's RowLoop: a half past the last row
-/// computes row rows - 1 again and writes nothing.
+/// Launches crossEntropyRowsKernel over a.rows > 0 rows.
 template <typename S>
-__global__ void __launch_bounds__(kGradThreads)
-    crossEntropyGradKernel(const S *logits, const void *targets, bool targets64,
-                           const void *weight, DType weightType, int64_t rows,
-                           int64_t classes, int64_t stride, S *out,
-                           RowLossOut<Compute<S>> lossOut) {
-  using C = Compute<S>;
-  using Key = decltype(keyOf(C()));
-  RowLoop loop;
-  int lane = loop.lane;
-  for (int64_t first = loop.first(); first < rows; first += loop.halves) {
-    int64_t r = first + (loop.half & 1);
-    bool valid = r < rows;
-    r = valid ? r : rows - 1;
-    const S *x = logits + r * stride;
-    int64_t t = loadIndex(targets, targets64, r);
-    bool hit = t >= 0 && t < classes;
-    // The target's logit, read by the lane that writes the loss before the
-    // shuffles below (out may be the logits' memory).
-    C atTarget = lossOut.loss && lane == 0 && hit ? C(load(x, t)) : C(0);
-    Key maxKey = lowestKey(Key());
-    for (int64_t j = lane; j < classes; j += kLanes) {
-      Key k = keyOf(C(load(x, j)));
-      maxKey = k > maxKey ? k : maxKey;
-    }
-    for (int offset = kLanes / 2; offset > 0; offset /= 2) {
-      Key k = __shfl_xor_sync(kFullMask, maxKey, offset, kLanes);
-      maxKey = k > maxKey ? k : maxKey;
-    }
-    C m = valueOf(maxKey);
-    C partial = 0;
-    int64_t j = lane;
-    for (; j + (kGradAhead - 1) * kLanes < classes; j += kGradAhead * kLanes) {
-      C e[kGradAhead];
-#pragma unroll
-      for (int u = 0; u < kGradAhead; ++u)
-        e[u] = expOf(C(load(x, j + u * kLanes)) - m);
-#pragma unroll
-      for (int u = 0; u < kGradAhead; ++u)
-        partial += e[u];
-    }
-    for (; j < classes; j += kLanes)
-      partial += expOf(C(load(x, j)) - m);
-    // Every lane of the row has read it whole (the shuffles wait for them
-    // all): out may be the logits' memory.
-    C sum = combinePartials(partial);
-    if (!valid)
-      continue;
-    if (lossOut.loss && lane == 0) {
-      C loss = 0;
-      if (lossOut.hasIgnore && t == lossOut.ignoreIndex)
-        loss = 0;
-      else if (!hit)
-        reportFault(lossOut.site, FaultKind::kTargetOutOfRange, t, classes);
-      else
-        loss = (m - atTarget) + log(sum);
-      lossOut.loss[r] = loss;
-    }
-    C w = C(loadFloat(weight, weightType, r));
-    S *y = out + r * stride;
-    for (int64_t c = lane; c < classes; c += kLanes) {
-      C p = expOf(C(load(x, c)) - m) / sum;
-      store(y, c, c == t ? (p - C(1)) * w : p * w);
-    }
-    for (int64_t c = classes + lane; c < stride; c += kLanes)
-      store(y, c, C(0));
-  }
-}
-
-/// Blocks of crossEntropyGradKernel for `rows` rows (it loops past the
-/// cap).
-unsigned gradBlocks(int64_t rows) {
-  int64_t perBlock = kGradThreads / kLanes;
-  int64_t blocks = (rows + perBlock - 1) / perBlock;
-  return unsigned(blocks < (1 << 20) ? blocks : (1 << 20));
-}
-
-/// Threads per row block: enough for the row, at least a warp.
-int rowThreads(int64_t classes) {
-  return classes >= 256 ? 256 : classes >= 128 ? 128 : classes >= 64 ? 64 : 32;
-}
-
-/// Blocks for `rows` rows (the kernels loop past the cap).
-unsigned rowBlocks(int64_t rows) {
-  return unsigned(rows < (1 << 20) ? rows : (1 << 20));
+Status launchRows(const KernelCall &call, const RowsCall<S> &a) {
+  bool packed = rowsPacked(a.logits, a.stride, sizeof(S)) &&
+                (!a.grad || rowsPacked(a.grad, a.stride, sizeof(S)));
+  auto kernel = packed ? crossEntropyRowsKernel<S, true>
+                       : crossEntropyRowsKernel<S, false>;
+  kernel<<<warpRowBlocks(a.rows), kRowThreads, 0, streamOf(call).handle()>>>(a);
+  return checkLaunch(call, "crossEntropyRowsKernel");
 }
 
 /// Whether `result`, a loss of S logits, holds S (a 16-bit loss of 16-bit
@@ -383,11 +295,11 @@ Status finishLosses(const KernelCall &call, const Compute<S> *loss,
   }
   bool targets64 = targets.dtype == DType::I64, hasIgnore = call.ints[1] != 0;
   if (narrow)
-    lossReductionKernel<C, S><<<1, kMaxThreads, 0, stream>>>(
+    lossReductionKernel<C, S><<<1, kReduceThreads, 0, stream>>>(
         loss, targets.data, targets64, rows, hasIgnore, call.ints[2],
         reduction == 2, result.as<S>());
   else
-    lossReductionKernel<C, C><<<1, kMaxThreads, 0, stream>>>(
+    lossReductionKernel<C, C><<<1, kReduceThreads, 0, stream>>>(
         loss, targets.data, targets64, rows, hasIgnore, call.ints[2],
         reduction == 2, result.as<C>());
   return checkLaunch(call, "lossReductionKernel");
@@ -405,20 +317,17 @@ Status runCrossEntropy(const KernelCall &call) {
   int64_t classes = call.ints[3], stride = logits.dims[logits.rank - 1];
   int64_t rows = targets.numElements();
   bool targets64 = targets.dtype == DType::I64;
-  cudaStream_t stream = streamOf(call).handle();
   return withFloatStorage(call, logits.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
     using C = Compute<S>;
     Scratch scratch;
     C *loss = nullptr;
     TRAINC_RETURN_IF_ERROR(lossBuffer<S>(call, out, rows, scratch, loss));
-    if (rows > 0) {
-      crossEntropyKernel<S>
-          <<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
-              logits.as<const S>(), targets.data, targets64, rows, classes,
-              stride, hasIgnore, ignoreIndex, loss, faultSiteOf(call));
-      TRAINC_RETURN_IF_ERROR(checkLaunch(call, "crossEntropyKernel"));
-    }
+    if (rows > 0)
+      TRAINC_RETURN_IF_ERROR(launchRows<S>(
+          call, {logits.as<const S>(), targets.data, targets64, rows, classes,
+                 stride, nullptr, nullptr, DType::F32, loss, hasIgnore,
+                 ignoreIndex, faultSiteOf(call)}));
     return finishLosses<S>(call, loss, out, targets);
   });
 }
@@ -437,29 +346,34 @@ Status runCrossEntropyGrad(const KernelCall &call) {
   int64_t classes = call.ints[withLoss ? 3 : 0];
   int64_t stride = logits.dims[logits.rank - 1];
   int64_t rows = targets.numElements();
-  cudaStream_t stream = streamOf(call).handle();
   return withFloatStorage(call, logits.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
-    using C = Compute<S>;
-    RowLossOut<C> lossOut{nullptr, false, 0, faultSiteOf(call)};
+    RowsCall<S> a{logits.as<const S>(),
+                  targets.data,
+                  targets.dtype == DType::I64,
+                  rows,
+                  classes,
+                  stride,
+                  out.as<S>(),
+                  weight.data,
+                  weight.dtype,
+                  nullptr,
+                  false,
+                  0,
+                  faultSiteOf(call)};
     Scratch scratch;
     if (withLoss) {
-      lossOut.hasIgnore = call.ints[1] != 0;
-      lossOut.ignoreIndex = call.ints[2];
+      a.hasIgnore = call.ints[1] != 0;
+      a.ignoreIndex = call.ints[2];
       TRAINC_RETURN_IF_ERROR(
-          lossBuffer<S>(call, call.outputs[0], rows, scratch, lossOut.loss));
+          lossBuffer<S>(call, call.outputs[0], rows, scratch, a.loss));
     }
     // (The validator admits no classes only with an empty class dimension.)
-    if (rows > 0) {
-      crossEntropyGradKernel<S><<<gradBlocks(rows), kGradThreads, 0, stream>>>(
-          logits.as<const S>(), targets.data, targets.dtype == DType::I64,
-          weight.data, weight.dtype, rows, classes, stride, out.as<S>(),
-          lossOut);
-      TRAINC_RETURN_IF_ERROR(checkLaunch(call, "crossEntropyGradKernel"));
-    }
+    if (rows > 0)
+      TRAINC_RETURN_IF_ERROR(launchRows(call, a));
     if (!withLoss)
       return okStatus();
-    return finishLosses<S>(call, lossOut.loss, call.outputs[0], targets);
+    return finishLosses<S>(call, a.loss, call.outputs[0], targets);
   });
 }
 

@@ -1,11 +1,15 @@
 //===- RowMath.cuh - Helpers of the row kernels (softmax, cross-entropy) --===//
 //
-// What the CUDA kernels that reduce rows share: the launch shape, the
-// half-warp row loop and its 16 partials' pairwise sum (norms, the
-// cross-entropy gradient), the row maximum taken on integer keys that order
-// like the floats (the CPU's rowMax, math::orderedKey), and the sum of exp(x -
-// max) in the CPU's 16 partial sums (cpu/VectorMath.cpp's blockedSum), so that
-// both devices find the same maximum and sum the same terms in the same order.
+// What the CUDA kernels that reduce rows share:
+//   - the half-warp row loop and its 16 partials' pairwise sum (norms:
+//     cpu/VectorMath.cpp's blockedSum with 16 partials);
+//   - the row maximum taken on integer keys that order like the floats
+//     (the CPU's rowMax, math::orderedKey);
+//   - softmax rows, a warp per row: its max and its sum of exp(x - max) in
+//     math/SoftmaxSum.h's order (lane l holds partials 4l .. 4l + 3 and
+//     reads four consecutive elements at a time, in one vector load where
+//     the row is aligned to it), so that both devices find the same maximum
+//     and sum the same terms in the same order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +17,7 @@
 #define TRAINC_RUNTIME_CUDA_ROWMATH_CUH
 
 #include "cuda/KernelUtil.cuh"
+#include "math/SoftmaxSum.h"
 #include "math/Transcendental.h"
 
 #include <climits>
@@ -20,12 +25,8 @@
 namespace trainc::cuda::row {
 
 constexpr unsigned kFullMask = 0xffffffffu;
-constexpr int kMaxThreads = 256;
-constexpr int kWarps = kMaxThreads / 32;
-/// The CPU's 16 partial sums.
+/// The norms' 16 partial sums (a half-warp).
 constexpr int kLanes = 16;
-/// Elements staged in shared memory at a time (a multiple of 16).
-constexpr int kChunk = 2048;
 
 /// The 16 lanes' partial sums added pairwise (8, 4, 2, 1 apart), as
 /// cpu/VectorMath.cpp's blockedSum combines its partials; every lane gets
@@ -73,65 +74,154 @@ __device__ __forceinline__ int64_t lowestKey(int64_t) { return LLONG_MIN; }
 __device__ __forceinline__ float expOf(float x) { return math::expCore(x); }
 __device__ __forceinline__ double expOf(double x) { return exp(x); }
 
-/// The shared memory of one row's block.
-template <typename C> struct RowShared {
-  C stage[kChunk];
-  decltype(keyOf(C())) keys[kWarps];
-  C sum;
+//===--- Softmax rows: a warp per row
+//--------------------------------------===//
+
+/// Lanes per row, and the consecutive elements (partials) each holds.
+constexpr int kRowLanes = math::kSoftmaxLanes;
+constexpr int kQuad = math::kSoftmaxQuad;
+/// The elements a warp reads at a time: one of each partial.
+constexpr int kRowSpan = math::kSoftmaxPartials;
+/// Spans a lane loads before it uses them: loads in flight together.
+constexpr int kSpansAhead = 4;
+
+/// A softmax row as a warp reads it: n elements at x[j * stride]. Packed:
+/// stride 1 and x aligned to a Pack<S, 4> (then each lane's four elements
+/// are one vector load).
+template <typename S, bool kPacked> struct WarpRow {
+  const S *x;
+  int64_t stride, n;
+  int lane;
+
+  /// v[u] = element j + u (all four below n).
+  __device__ __forceinline__ void loadQuad(int64_t j,
+                                           Compute<S> (&v)[kQuad]) const {
+    if constexpr (kPacked) {
+      Pack<S, kQuad> p = *reinterpret_cast<const Pack<S, kQuad> *>(x + j);
+#pragma unroll
+      for (int u = 0; u < kQuad; ++u)
+        v[u] = Compute<S>(load(p.v, u));
+    } else {
+#pragma unroll
+      for (int u = 0; u < kQuad; ++u)
+        v[u] = Compute<S>(load(x, (j + u) * stride));
+    }
+  }
+
+  /// f(j, v, count) for each of this lane's quads in index order: v[u] is
+  /// element j + u for u < count (4 but in the row's last, partial span,
+  /// where count may be 1 to 3; a lane with nothing there is not called).
+  template <typename F>
+  __device__ __forceinline__ void forEachQuad(F &&f) const {
+    using C = Compute<S>;
+    int64_t whole = n / kRowSpan * kRowSpan;
+    int64_t j = int64_t(lane) * kQuad;
+    for (; j + (kSpansAhead - 1) * kRowSpan < whole;
+         j += kSpansAhead * kRowSpan) {
+      C v[kSpansAhead][kQuad];
+#pragma unroll
+      for (int a = 0; a < kSpansAhead; ++a)
+        loadQuad(j + a * kRowSpan, v[a]);
+#pragma unroll
+      for (int a = 0; a < kSpansAhead; ++a)
+        f(j + a * kRowSpan, v[a], kQuad);
+    }
+    for (; j < whole; j += kRowSpan) {
+      C v[kQuad];
+      loadQuad(j, v);
+      f(j, v, kQuad);
+    }
+    if (j < n) {
+      int count = n - j < kQuad ? int(n - j) : kQuad;
+      C v[kQuad];
+#pragma unroll
+      for (int u = 0; u < kQuad; ++u)
+        v[u] =
+            u < count ? Compute<S>(load(x, (j + u) * stride)) : Compute<S>(0);
+      f(j, v, count);
+    }
+  }
+
+  /// max_j x[j], on every lane (the warp converged).
+  __device__ Compute<S> maximum() const {
+    using Key = decltype(keyOf(Compute<S>()));
+    Key m = lowestKey(Key());
+    forEachQuad([&](int64_t, const Compute<S>(&v)[kQuad], int count) {
+#pragma unroll
+      for (int u = 0; u < kQuad; ++u) {
+        Key k = keyOf(v[u]);
+        m = u < count && k > m ? k : m;
+      }
+    });
+    for (int offset = kRowLanes / 2; offset > 0; offset /= 2) {
+      Key k = __shfl_xor_sync(kFullMask, m, offset);
+      m = k > m ? k : m;
+    }
+    return valueOf(m);
+  }
+
+  /// sum_j exp(x[j] - m) in math/SoftmaxSum.h's order, on every lane (the
+  /// warp converged).
+  __device__ Compute<S> sumExp(Compute<S> m) const {
+    using C = Compute<S>;
+    C acc[kQuad] = {};
+    forEachQuad([&](int64_t, const C(&v)[kQuad], int count) {
+#pragma unroll
+      for (int u = 0; u < kQuad; ++u)
+        if (u < count)
+          acc[u] += expOf(v[u] - m);
+    });
+    // Partial 4l + u += partial 4(l + s) + u: the tree's steps 64 .. 4.
+    for (int s = kRowLanes / 2; s > 0; s /= 2)
+#pragma unroll
+      for (int u = 0; u < kQuad; ++u)
+        acc[u] += __shfl_down_sync(kFullMask, acc[u], s);
+    return __shfl_sync(kFullMask, math::combineQuad(acc), 0);
+  }
 };
 
-/// max_j x[j * stride] over the row's n elements, on every thread.
-template <typename S>
-__device__ Compute<S> rowMax(const S *x, int64_t stride, int64_t n,
-                             RowShared<Compute<S>> &sh) {
-  using Key = decltype(keyOf(Compute<S>()));
-  Key m = lowestKey(Key());
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    Key k = keyOf(Compute<S>(load(x, j * stride)));
-    m = k > m ? k : m;
+/// Stores v[0 .. count) at y[(j + u) * stride] (one vector store for a
+/// whole quad of a packed row).
+template <typename S, bool kPacked>
+__device__ __forceinline__ void storeQuad(S *y, int64_t stride, int64_t j,
+                                          const Compute<S> (&v)[kQuad],
+                                          int count) {
+  if (kPacked && count == kQuad) {
+    Pack<S, kQuad> p;
+#pragma unroll
+    for (int u = 0; u < kQuad; ++u)
+      store(p.v, u, v[u]);
+    *reinterpret_cast<Pack<S, kQuad> *>(y + j) = p;
+  } else {
+#pragma unroll
+    for (int u = 0; u < kQuad; ++u)
+      if (u < count)
+        store(y, (j + u) * stride, v[u]);
   }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    Key k = __shfl_xor_sync(kFullMask, m, offset);
-    m = k > m ? k : m;
-  }
-  if (threadIdx.x % 32 == 0)
-    sh.keys[threadIdx.x / 32] = m;
-  __syncthreads();
-  m = sh.keys[0];
-  for (int w = 1; w < int(blockDim.x / 32); ++w)
-    m = sh.keys[w] > m ? sh.keys[w] : m;
-  __syncthreads(); // sh.keys is free again.
-  return valueOf(m);
 }
 
-/// sum_j exp(x[j * stride] - m) in cpu/VectorMath.cpp's blockedSum order,
-/// on every thread.
-template <typename S>
-__device__ Compute<S> rowSumExp(const S *x, int64_t stride, int64_t n,
-                                Compute<S> m, RowShared<Compute<S>> &sh) {
-  using C = Compute<S>;
-  C partial = 0; // Thread l < 16: partial l.
-  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-    int len = int(n - c0 < kChunk ? n - c0 : kChunk);
-    for (int j = threadIdx.x; j < len; j += blockDim.x)
-      sh.stage[j] = expOf(C(load(x, (c0 + j) * stride)) - m);
-    __syncthreads();
-    // c0 is a multiple of 16: element c0 + j goes to partial j mod 16.
-    if (threadIdx.x < kLanes)
-      for (int j = threadIdx.x; j < len; j += kLanes)
-        partial += sh.stage[j];
-    __syncthreads();
-  }
-  if (threadIdx.x < 32) {
-    for (int width = kLanes / 2; width > 0; width /= 2)
-      partial += __shfl_down_sync(kFullMask, partial, width, kLanes);
-    if (threadIdx.x == 0)
-      sh.sum = partial;
-  }
-  __syncthreads();
-  C sum = sh.sum;
-  __syncthreads(); // sh.sum is free again.
-  return sum;
+/// The first warp of this thread's grid-stride loop over rows, and the
+/// warps in the grid.
+__device__ __forceinline__ int64_t firstWarp() {
+  return (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kRowLanes;
+}
+__device__ __forceinline__ int64_t gridWarps() {
+  return int64_t(gridDim.x) * blockDim.x / kRowLanes;
+}
+
+/// Threads per block of the warp-per-row kernels (8 rows), and the blocks
+/// for `rows` rows (the kernels loop past the cap).
+constexpr int kRowThreads = 256;
+inline unsigned warpRowBlocks(int64_t rows) {
+  int64_t perBlock = kRowThreads / kRowLanes;
+  int64_t blocks = (rows + perBlock - 1) / perBlock;
+  return unsigned(blocks < (1 << 20) ? blocks : (1 << 20));
+}
+
+/// Whether rows of `rowStride` elements from `base` are all aligned to a
+/// Pack<S, 4> (S `size` bytes), as WarpRow's kPacked needs.
+inline bool rowsPacked(const void *base, int64_t rowStride, size_t size) {
+  return rowStride % kQuad == 0 && packAligned(base, size * kQuad);
 }
 
 } // namespace trainc::cuda::row

@@ -30,9 +30,12 @@ TEST_P(DeviceKernels, Softmax) {
     check(makeCall(Opcode::Softmax, {uniform(t, {129, 1}, seed++, -8, 8)},
                    {zeros(t, {129, 1})}, {1}),
           softmaxOf(t, 1));
-    check(makeCall(Opcode::Softmax, {uniform(t, {2, 4099}, seed++, -20, 20)},
-                   {zeros(t, {2, 4099})}, {1}),
-          softmaxOf(t, 4099));
+    // Rows of whole spans of 128 and a partial one, read four elements to
+    // a vector load (n a multiple of 4) or one at a time.
+    for (int64_t n : {4099, 1024, 680, 8, 6})
+      check(makeCall(Opcode::Softmax, {uniform(t, {3, n}, seed++, -20, 20)},
+                     {zeros(t, {3, n})}, {1}),
+            softmaxOf(t, n));
   }
 }
 

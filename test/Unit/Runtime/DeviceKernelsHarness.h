@@ -186,7 +186,8 @@ inline Tolerance sumOf(DType t, int64_t n) {
 /// softmax over rows of n: each p_j is within (n + 8) u p_j of the exact
 /// value on either device (the n-term sum, exp, the division), so within
 /// 4 (n + 8) u of max p together. Only f64 needs it (the CUDA file sums in
-/// 16 partial sums with CUDA's exp; below f64 it matches the CPU's order).
+/// math/SoftmaxSum.h's 128 partial sums with CUDA's exp; below f64 it
+/// matches the CPU's order).
 inline Tolerance softmaxOf(DType t, int64_t n) {
   if (t != kF64)
     return kSameBits;

@@ -13,12 +13,15 @@
 //
 // The sums, softmax and arithmetic loops are checked against the scalar
 // formulas: the arithmetic exactly, the sums within the rounding bound of
-// their 16-partial order.
+// their order (16 partials for the norms' sums, math/SoftmaxSum.h's 128
+// for softmax rows, whose CUDA layout is emulated here lane by lane).
 //
 //===----------------------------------------------------------------------===//
 
 #include "cpu/VectorMath.h"
 #include "base/Float16.h"
+#include "math/SoftmaxSum.h"
+#include "math/Transcendental.h"
 
 #include <gtest/gtest.h>
 
@@ -26,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -260,15 +264,20 @@ std::vector<float> randomRow(int64_t n, unsigned seed, float lo, float hi) {
   return row;
 }
 
-/// Lengths around the 16-lane blocks and the vector widths.
-constexpr int64_t kLengths[] = {1,   2,   7,   15,  16,  17,   31,  33,
-                                100, 128, 255, 256, 257, 1000, 4099};
+/// Lengths around the 16 and 128 partials, the vector widths and
+/// maxAndSumExpF32's blocks of 1,024.
+constexpr int64_t kLengths[] = {1,   2,    7,    15,   16,   17,   31,  33,
+                                100, 128,  255,  256,  257,  513,  639, 640,
+                                641, 1000, 1024, 1025, 4099, 50257};
 
-/// Relative bound of a sum of n non-negative terms in 16 partials plus
-/// 4 pairwise levels, with `extra` more roundings (exp, division).
-double sumBound(int64_t n, double extra) {
-  return (double((n + 15) / 16) + 4 + extra) * 0x1p-24;
+/// Relative bound of a sum of n non-negative terms in `partials` partials
+/// plus log2(partials) pairwise levels, with `extra` more roundings (exp,
+/// division).
+double sumBound(int64_t n, double extra, int partials = 16) {
+  return (double((n + partials - 1) / partials) + std::log2(partials) + extra) *
+         0x1p-24;
 }
+constexpr int kSoftmax = math::kSoftmaxPartials;
 
 /// The exact max, exp(x[i] - max) and their sum of a row, and the
 /// relative error that rounding x[i] - max to f32 alone causes in the sum:
@@ -297,9 +306,10 @@ TEST(VectorMath, SoftmaxRowMatchesDoubleReference) {
     softmaxRowF32(x.data(), y.data(), n);
     ShiftedExps ref = shiftedExps(x);
     for (int64_t i = 0; i < n; ++i) {
-      // x[i] - max, exp (1 ulp = 2^-23 relative), the sum, the division.
+      // x[i] - max, exp (1 ulp = 2^-23 relative), the sum, the reciprocal
+      // and the product.
       double d = std::fabs(x[i] - ref.max);
-      double rel = sumBound(n, 4) + ref.sumError + d * 0x1p-24;
+      double rel = sumBound(n, 5, kSoftmax) + ref.sumError + d * 0x1p-24;
       double expected = ref.exps[i] / ref.sum;
       ASSERT_NEAR(y[i], expected, rel * expected)
           << "n " << n << " element " << i;
@@ -335,13 +345,58 @@ TEST(VectorMath, MaxAndSumExpMatchesDoubleReference) {
     maxAndSumExpF32(x.data(), n, &max, &sum);
     ShiftedExps ref = shiftedExps(x);
     EXPECT_EQ(max, ref.max) << "n " << n;
-    EXPECT_NEAR(sum, ref.sum, (sumBound(n, 2) + ref.sumError) * ref.sum)
+    EXPECT_NEAR(sum, ref.sum,
+                (sumBound(n, 2, kSoftmax) + ref.sumError) * ref.sum)
         << "n " << n;
+    // softmaxRowF32's max and sum, bit for bit (a loss is the same with or
+    // without its gradient).
+    std::vector<float> y(n);
+    float rowMax, rowSum;
+    softmaxRowF32(x.data(), y.data(), n, &rowMax, &rowSum);
+    EXPECT_EQ(floatBits(max), floatBits(rowMax)) << "n " << n;
+    EXPECT_EQ(floatBits(sum), floatBits(rowSum)) << "n " << n;
   }
   float max, sum;
   std::vector<float> x = {-3, kNaN, 5};
   maxAndSumExpF32(x.data(), 3, &max, &sum);
   EXPECT_TRUE(std::isnan(sum));
+}
+
+/// The CUDA kernels' layout of math/SoftmaxSum.h's order (cuda/RowMath.cuh's
+/// WarpRow), run here lane by lane: lane l adds the terms of elements
+/// 128 k + 4l + u into its partial u in index order; then, as the shuffles
+/// do, partial u of lanes l < 32 - s gets lane l + s's for s = 16 .. 1
+/// (a lane past the end keeps its own), and lane 0 combines its four
+/// (combineQuad). That must be the CPU's sum bit for bit.
+float warpLayoutSum(const std::vector<float> &terms) {
+  constexpr int kLanes = math::kSoftmaxLanes, kQuad = math::kSoftmaxQuad;
+  int64_t n = int64_t(terms.size());
+  float acc[kLanes][kQuad] = {};
+  for (int lane = 0; lane < kLanes; ++lane)
+    for (int64_t j = int64_t(lane) * kQuad; j < n; j += kSoftmax)
+      for (int u = 0; u < kQuad && j + u < n; ++u)
+        acc[lane][u] += terms[j + u];
+  for (int s = kLanes / 2; s > 0; s /= 2) {
+    float next[kLanes][kQuad];
+    for (int lane = 0; lane < kLanes; ++lane)
+      for (int u = 0; u < kQuad; ++u)
+        next[lane][u] = acc[lane][u] +
+                        (lane + s < kLanes ? acc[lane + s][u] : acc[lane][u]);
+    std::memcpy(acc, next, sizeof(acc));
+  }
+  return math::combineQuad(acc[0]);
+}
+
+TEST(VectorMath, SoftmaxSumFollowsTheWarpLayout) {
+  for (int64_t n : kLengths) {
+    std::vector<float> x = randomRow(n, unsigned(n) + 3, -12, 12), y(n);
+    float max, sum;
+    softmaxRowF32(x.data(), y.data(), n, &max, &sum);
+    std::vector<float> terms(n);
+    for (int64_t i = 0; i < n; ++i)
+      terms[i] = math::expCore(x[i] - max);
+    EXPECT_EQ(floatBits(warpLayoutSum(terms)), floatBits(sum)) << "n " << n;
+  }
 }
 
 TEST(VectorMath, SumsMatchDoubleReference) {
