@@ -55,7 +55,8 @@ namespace trainc {
 ///  20: NormGradParams' ints[3..4]: an addend (the residual stream's
 ///      gradient) and a 16-bit copy of the input gradient.
 ///  21: Floor, Round.
-constexpr uint32_t kFormatVersion = 21;
+///  22: ReduceProd.
+constexpr uint32_t kFormatVersion = 22;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

@@ -430,7 +430,8 @@ def check_gradient_conventions(args, work):
     ints, bools, along an axis), whose wrong index would move the
     gradient, and windows placed at such computed starts (clamped into
     range as lax's are); exact GELU and erfc at 0, where the exported erfc
-    expansion's own gradient is NaN. Not here, because the export cannot show them:
+    expansion's own gradient is NaN; products (jnp.prod) of parameters
+    holding no zero, one and two, and jnp.cumprod. Not here, because the export cannot show them:
     custom_jvp rules (softplus's logaddexp at 0: JAX 0.5 x, trainc
     differentiates the decomposition) and jnp.clip at its bounds (JAX
     halves the tie of max(lo, x); trainc gives PyTorch's 0 at a tie with a
@@ -485,6 +486,13 @@ def check_gradient_conventions(args, work):
         'exact gelu at 0': lambda p, b: jnp.sum(
             jax.nn.gelu(p['w'], approximate=False) * b['x']),
         'erfc at 0': lambda p, b: jnp.sum(jax.lax.erfc(p['w']) * b['x']),
+        # Products (a reduce of multiply) with no zero, one (-0) and two
+        # zeros (0 and -0: every gradient 0), and jnp.cumprod (a prefix
+        # scan of multiply).
+        'prod without zeros': lambda p, b: jnp.prod(p['w'][2:] * b['x'][2:] * 0.25),
+        'prod with one zero': lambda p, b: jnp.prod(p['w'][1:] + 0.5 * b['x'][1:] * 0.0),
+        'prod with two zeros': lambda p, b: jnp.prod(p['w']) * 2.0,
+        'cumprod': lambda p, b: jnp.sum(jnp.cumprod(p['w'] * 0.5) * b['x']),
         # Windows at a computed start (dynamic_slice and
         # dynamic_update_slice), some clamped into range.
         'slice at a computed start': lambda p, b: jnp.sum(jax.lax.dynamic_slice(

@@ -352,6 +352,7 @@ LogicalResult Builder::lowerOp(Operation *op) {
       .Case([&](ReduceSumOp r) { inst.ints = toInts(r.getDims()); })
       .Case([&](ReduceMaxOp r) { inst.ints = toInts(r.getDims()); })
       .Case([&](ReduceMeanOp r) { inst.ints = toInts(r.getDims()); })
+      .Case([&](ReduceProdOp r) { inst.ints = toInts(r.getDims()); })
       .Case([&](BroadcastInDimOp b) { inst.ints = toInts(b.getDims()); })
       .Case([&](TransposeOp t) { inst.ints = toInts(t.getPermutation()); })
       .Case([&](SliceOp s) {

@@ -36,7 +36,7 @@ Policy policyOf(Operation *op) {
   if (isa<DotGeneralOp, AttentionOp>(op))
     return Policy::Low;
   if (isa<SoftmaxOp, LayerNormOp, RmsNormOp, ReduceSumOp, ReduceMeanOp,
-          ReduceMaxOp, SoftmaxCrossEntropyOp>(op))
+          ReduceMaxOp, ReduceProdOp, SoftmaxCrossEntropyOp>(op))
     return Policy::F32;
   return Policy::Follow;
 }

@@ -46,6 +46,7 @@ int64_t DotGeneralBiasGradOp::getFlops() {
 // A reduction does one operation per input element.
 int64_t ReduceSumOp::getFlops() { return numElements(getOperand()); }
 int64_t ReduceMaxOp::getFlops() { return numElements(getOperand()); }
+int64_t ReduceProdOp::getFlops() { return numElements(getOperand()); }
 int64_t ReduceMeanOp::getFlops() {
   return numElements(getOperand()) + numElements(getResult());
 }

@@ -450,6 +450,9 @@ OpFoldResult ReduceMaxOp::fold(FoldAdaptor) {
 OpFoldResult ReduceMeanOp::fold(FoldAdaptor) {
   return getDims().empty() ? getOperand() : OpFoldResult();
 }
+OpFoldResult ReduceProdOp::fold(FoldAdaptor) {
+  return getDims().empty() ? getOperand() : OpFoldResult();
+}
 
 OpFoldResult BroadcastInDimOp::fold(FoldAdaptor adaptor) {
   // Same type with strictly increasing dims means the identity.

@@ -304,6 +304,7 @@ static LogicalResult inferReduceType(Type operandType, ArrayRef<int64_t> dims,
 TRAINC_DEFINE_REDUCE_SHAPE_RULES(ReduceSumOp)
 TRAINC_DEFINE_REDUCE_SHAPE_RULES(ReduceMaxOp)
 TRAINC_DEFINE_REDUCE_SHAPE_RULES(ReduceMeanOp)
+TRAINC_DEFINE_REDUCE_SHAPE_RULES(ReduceProdOp)
 #undef TRAINC_DEFINE_REDUCE_SHAPE_RULES
 
 // reduce_c3: a widened sum (16-bit operand, f32 result) is reduce_sum's.
@@ -316,6 +317,10 @@ bool ReduceMaxOp::isCompatibleReturnTypes(TypeRange inferred,
   return inferred == actual;
 }
 bool ReduceMeanOp::isCompatibleReturnTypes(TypeRange inferred,
+                                           TypeRange actual) {
+  return inferred == actual;
+}
+bool ReduceProdOp::isCompatibleReturnTypes(TypeRange inferred,
                                            TypeRange actual) {
   return inferred == actual;
 }

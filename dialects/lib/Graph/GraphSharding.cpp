@@ -421,6 +421,10 @@ ShardingRule ReduceSumOp::getShardingRule() {
 ShardingRule ReduceMaxOp::getShardingRule() {
   return reduction(*this, getDims(), /*sum=*/false);
 }
+/// No collective multiplies parts: the reduced dimensions are kept whole.
+ShardingRule ReduceProdOp::getShardingRule() {
+  return reduction(*this, getDims(), /*sum=*/false);
+}
 /// A mean of parts is not the mean of the whole unless the parts are
 /// divided again; kept whole instead.
 ShardingRule ReduceMeanOp::getShardingRule() {

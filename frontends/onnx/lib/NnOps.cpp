@@ -407,6 +407,9 @@ LogicalResult importReduceMean(NodeContext &ctx) {
 LogicalResult importReduceMax(NodeContext &ctx) {
   return importReduce<ReduceMaxOp>(ctx, 18, /*floatOnly=*/false);
 }
+LogicalResult importReduceProd(NodeContext &ctx) {
+  return importReduce<ReduceProdOp>(ctx, 18, /*floatOnly=*/false);
+}
 
 LogicalResult importSoftmax(NodeContext &ctx) {
   auto xAxis = floatInputAndAxis(ctx);

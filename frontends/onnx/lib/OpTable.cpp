@@ -4,10 +4,11 @@
 // import function implements. The upper bound is the newest opset checked
 // against onnx 1.23 (opset 28); every version bump of these ops between 13
 // and 28 only added element types, except those the import functions
-// handle by opset (ReduceSum axes at 13, ReduceMean/ReduceMax axes at 18,
-// Split num_outputs at 18, Shape start/end at 15, Reshape allowzero at 14,
-// Range stash_type at 27) and Cast's float8-only attributes (saturate,
-// round_mode), which do not apply to the types trainc supports.
+// handle by opset (ReduceSum axes at 13, ReduceMean/ReduceMax/ReduceProd
+// axes at 18, Split num_outputs at 18, Shape start/end at 15, Reshape
+// allowzero at 14, Range stash_type at 27) and Cast's float8-only
+// attributes (saturate, round_mode), which do not apply to the types
+// trainc supports.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,6 +81,7 @@ const OpEntry kOps[] = {
     {"Reciprocal", 13, kLatest, importReciprocal, ""},
     {"ReduceMax", 13, kLatest, importReduceMax, "axes must be constant"},
     {"ReduceMean", 13, kLatest, importReduceMean, "axes must be constant"},
+    {"ReduceProd", 13, kLatest, importReduceProd, "axes must be constant"},
     {"ReduceSum", 13, kLatest, importReduceSum, "axes must be constant"},
     {"Relu", 13, kLatest, importRelu, ""},
     {"Reshape", 13, kLatest, importReshape, "shape must be constant"},

@@ -71,12 +71,12 @@ const OpEntry kOps[] = {
     {"stablehlo.pad", lowerPad, TypeClass::Any, false, ""},
     {"stablehlo.power", lowerPower, TypeClass::Floats, true, ""},
     {"stablehlo.reduce", lowerReduce, TypeClass::Any, false,
-     "body one add, maximum, minimum, and or or per input (on i1: "
-     "maximum is or, minimum and), or jnp.argmax/argmin's"},
+     "body one add, multiply, maximum, minimum, and or or per input (on "
+     "i1: maximum is or, minimum and), or jnp.argmax/argmin's"},
     {"stablehlo.reduce_window", lowerReduceWindow, TypeClass::Numbers, false,
-     "a prefix scan only (jnp.cumsum, cummax, cummin): one input, body one "
-     "add, maximum or minimum, init its identity, a window spanning one "
-     "dimension padded by its size - 1 on one side"},
+     "a prefix scan only (jnp.cumsum, cumprod, cummax, cummin): one input, "
+     "body one add, multiply, maximum or minimum, init its identity, a "
+     "window spanning one dimension padded by its size - 1 on one side"},
     {"stablehlo.remainder", lowerRemainder, TypeClass::Integers, true,
      "as x - (x / y) * y, the quotient truncated; not on floats"},
     {"stablehlo.reshape", lowerReshape, TypeClass::Any, false, ""},

@@ -2,15 +2,16 @@
 //
 // stablehlo.reduce carries its combiner as a region. trainc lowers the
 // reductions whose region gives each input's result by one binary op of
-// that input's two block arguments (what jnp.sum, jnp.max, jnp.min, jnp.all
-// and jnp.any print; several inputs reduce independently): add, maximum,
-// minimum, and, or. The init value is combined with the result unless it
-// is the combiner's identity (0, -inf, +inf, true, false). Besides, the
+// that input's two block arguments (what jnp.sum, jnp.prod, jnp.max,
+// jnp.min, jnp.all and jnp.any print; several inputs reduce independently):
+// add, multiply, maximum, minimum, and, or. The init value is combined with
+// the result unless it is the combiner's identity (0, 1, -inf, +inf, true,
+// false). Besides, the
 // (value, index) pair that jnp.argmax and argmin reduce (see
 // matchArgReduce), as graph ops that find the extreme value and then the
 // lowest index holding it.
 // stablehlo.reduce_window is lowered only as a prefix scan (jnp.cumsum,
-// cummax, cummin; see lowerReduceWindow).
+// cumprod, cummax, cummin; see lowerReduceWindow).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,7 +27,7 @@ using namespace trainc::graph;
 namespace trainc::stablehlo_import {
 namespace {
 
-enum class Combiner { Add, Max, Min, And, Or };
+enum class Combiner { Add, Mul, Max, Min, And, Or };
 
 /// Whether `op` has exactly the operands {a, b}, in either order.
 bool takes(Operation *op, Value a, Value b) {
@@ -60,6 +61,8 @@ std::optional<SmallVector<Combiner>> matchCombiners(Region &region) {
     StringRef name = op->getName().getStringRef();
     if (name == "stablehlo.add")
       combiners.push_back(Combiner::Add);
+    else if (name == "stablehlo.multiply")
+      combiners.push_back(Combiner::Mul);
     else if (name == "stablehlo.maximum")
       combiners.push_back(Combiner::Max);
     else if (name == "stablehlo.minimum")
@@ -174,8 +177,8 @@ bool isConstant(OpContext &ctx, Value init, double value,
 }
 
 /// Whether the scalar constant `init` is the identity of `combiner` on
-/// `element`: 0 for add, -inf (the lowest integer) for maximum, +inf (the
-/// highest) for minimum, true for and, false for or.
+/// `element`: 0 for add, 1 for multiply, -inf (the lowest integer) for
+/// maximum, +inf (the highest) for minimum, true for and, false for or.
 bool isIdentity(OpContext &ctx, Combiner combiner, Value init, Type element) {
   bool isFloat = isa<FloatType>(element);
   unsigned width = element.getIntOrFloatBitWidth();
@@ -183,6 +186,8 @@ bool isIdentity(OpContext &ctx, Combiner combiner, Value init, Type element) {
   switch (combiner) {
   case Combiner::Add:
     return isConstant(ctx, init, 0.0);
+  case Combiner::Mul:
+    return isConstant(ctx, init, 1.0);
   case Combiner::Max:
     return isFloat ? isConstant(ctx, init, -INFINITY)
                    : isConstant(ctx, init, 0,
@@ -264,8 +269,8 @@ FailureOr<Value> reduceOne(OpContext &ctx, Combiner combiner, Value x,
   if (isBool != (combiner == Combiner::And || combiner == Combiner::Or))
     return ctx.error() << "reduces " << element
                        << " tensors with a combiner trainc lowers only for "
-                          "the other kind (and/or on i1; add/maximum/minimum "
-                          "on numbers)";
+                          "the other kind (and/or on i1; add/multiply/"
+                          "maximum/minimum on numbers)";
   Value result;
   bool identity = isIdentity(ctx, combiner, init, element);
   switch (combiner) {
@@ -273,6 +278,15 @@ FailureOr<Value> reduceOne(OpContext &ctx, Combiner combiner, Value x,
     result = ctx.create<ReduceSumOp>(resultType, x, dims);
     if (!identity)
       result = ctx.create<AddOp>(
+          result, ctx.broadcastScalar(init, resultType.getShape()));
+    break;
+  case Combiner::Mul:
+    if (isUnsigned)
+      return ctx.error() << "a product over unsigned integers is not "
+                            "supported";
+    result = ctx.create<ReduceProdOp>(resultType, x, dims);
+    if (!identity)
+      result = ctx.create<MulOp>(
           result, ctx.broadcastScalar(init, resultType.getShape()));
     break;
   case Combiner::Max:
@@ -462,10 +476,10 @@ LogicalResult lowerReduce(OpContext &ctx) {
     if (std::optional<Combiner> kind = matchArgReduce(body))
       return lowerArgReduce(ctx, *kind, *dims);
   return ctx.error() << "has a body trainc does not lower: it must give each "
-                        "input's result by one stablehlo.add, maximum, "
-                        "minimum, and or or of that input's two block "
-                        "arguments, or be jnp.argmax's or argmin's reducer of "
-                        "(value, index) pairs";
+                        "input's result by one stablehlo.add, multiply, "
+                        "maximum, minimum, and or or of that input's two "
+                        "block arguments, or be jnp.argmax's or argmin's "
+                        "reducer of (value, index) pairs";
 }
 
 /// stablehlo.reduce_window as a prefix scan. jnp.cumsum, cummax and cummin
@@ -489,8 +503,8 @@ LogicalResult lowerReduceWindow(OpContext &ctx) {
     combiner = combiners->front();
   if (!combiner || *combiner == Combiner::And || *combiner == Combiner::Or)
     return ctx.error() << "has a body trainc does not lower as a prefix "
-                          "scan: it must be one stablehlo.add, maximum or "
-                          "minimum of the two block arguments";
+                          "scan: it must be one stablehlo.add, multiply, "
+                          "maximum or minimum of the two block arguments";
   RankedTensorType type = ctx.operandType(0);
   int64_t rank = type.getRank();
   // An attribute of `count` integers, `fill` each when it is absent.
@@ -527,14 +541,16 @@ LogicalResult lowerReduceWindow(OpContext &ctx) {
   }
   if (!scan)
     return ctx.error() << "is a window trainc does not lower: only a prefix "
-                          "scan (jnp.cumsum, cummax, cummin: a window that "
+                          "scan (jnp.cumsum, cumprod, cummax, cummin: a "
+                          "window that "
                           "spans one dimension, padded by its size - 1 on "
                           "one side, unit strides and dilations)";
   Value init = ctx.operand(1);
   bool identity = isIdentity(ctx, *combiner, init, type.getElementType());
   if (!identity)
     return ctx.error() << "has an init that is not its combiner's identity "
-                          "(0, -inf, +inf, the integer bounds); trainc lowers "
+                          "(0, 1, -inf, +inf, the integer bounds); trainc "
+                          "lowers "
                           "prefix scans from the identity";
   Value y = ctx.operand(0);
   int64_t n = axis < 0 ? 1 : type.getDimSize(axis);
@@ -553,6 +569,8 @@ LogicalResult lowerReduceWindow(OpContext &ctx) {
     }
     if (*combiner == Combiner::Add)
       y = ctx.create<AddOp>(y, shifted);
+    else if (*combiner == Combiner::Mul)
+      y = ctx.create<MulOp>(y, shifted);
     else if (*combiner == Combiner::Max)
       y = ctx.create<MaxOp>(y, shifted);
     else

@@ -1,13 +1,13 @@
-//===- Reduction.cpp - Reductions: sum, max and mean over dims
-//-------------===//
+//===- Reduction.cpp - Reductions: sum, max, mean and product over dims ---===//
 //
 //   sum:  y[k] = sum_{r} x[k, r]
 //   max:  y[k] = max_{r} x[k, r]        (NaN if any x[k, r] is NaN)
 //   mean: y[k] = sum_{r} x[k, r] / R
+//   prod: y[k] = prod_{r} x[k, r]
 // where k runs over the kept dims (the result's, in order) and r over the
 // R elements of the reduced dims (`ints`), which the result drops. An empty
-// reduction (R = 0) gives 0 for sum, NaN for mean (0 / 0) and -inf (floats)
-// or the lowest value (integers) for max.
+// reduction (R = 0) gives 0 for sum, NaN for mean (0 / 0), 1 for prod and
+// -inf (floats) or the lowest value (integers) for max.
 //
 // Shape legend: after dropping size-1 dims and merging neighbouring dims
 // that are both kept or both reduced, the operand's innermost run of
@@ -34,6 +34,11 @@
 // float. Integer sums accumulate in int64 and wrap around in
 // two's complement; storing to i32 keeps the low bits, which is the wrapped
 // i32 sum. Max is exact in any type and works in the compute type.
+// Products accumulate as sums do: in double for floats, wrapping int64
+// for integers. Each double product rounds to 53 bits, so an f32 or 16-bit
+// result is the exact product rounded once unless that lies within R 2^-53
+// (relative) of a rounding boundary, or a partial product leaves double's
+// range (2^-1074 .. 2^1024) where the whole product would not.
 //
 // Each output's terms are combined in a fixed order that depends only on
 // the shape (row blocks included), so results do not depend on the thread
@@ -106,6 +111,19 @@ template <typename Io> struct SumOp {
       return a + b;
     else // Unsigned: overflow wraps instead of being undefined.
       return static_cast<int64_t>(uint64_t(a) + uint64_t(b));
+  }
+};
+
+/// Product: double for floats, wrapping int64 for integers.
+template <typename Io> struct ProdOp {
+  using Acc = std::conditional_t<kIsFloat<Io>, double, int64_t>;
+  static Acc init() { return 1; }
+  static Acc load(typename Io::Storage v) { return Acc(Io::load(v)); }
+  static Acc combine(Acc a, Acc b) {
+    if constexpr (kIsFloat<Io>)
+      return a * b;
+    else // Unsigned: overflow wraps instead of being undefined.
+      return static_cast<int64_t>(uint64_t(a) * uint64_t(b));
   }
 };
 
@@ -337,6 +355,10 @@ template <typename Io> Status reduceTyped(const KernelCall &call) {
     });
   case Opcode::ReduceMax:
     return run(MaxOp<Io>(), [](C a) { return Io::store(a); });
+  case Opcode::ReduceProd:
+    return run(ProdOp<Io>(), [](typename ProdOp<Io>::Acc a) {
+      return Io::store(static_cast<C>(a));
+    });
   case Opcode::ReduceMean:
     if constexpr (kIsFloat<Io>)
       return run(SumOp<Io>(), [count](double a) {

@@ -1,13 +1,14 @@
-//===- Reduction.cu - Reductions: sum, max and mean over dims -------------===//
+//===- Reduction.cu - Reductions: sum, max, mean and product over dims ----===//
 //
 //   sum:  y[k] = sum_{r} x[k, r]
 //   max:  y[k] = max_{r} x[k, r]        (NaN if any x[k, r] is NaN)
 //   mean: y[k] = sum_{r} x[k, r] / R
+//   prod: y[k] = prod_{r} x[k, r]
 // where k runs over the kept dims (the result's, in order) and r over the
 // R elements of the reduced dims (`ints`), which the result drops. An empty
-// reduction (R = 0) gives 0 for sum, NaN for mean (0 / 0) and -inf (floats)
-// or the lowest value (integers) for max. Dtypes f32, f64, bf16, f16, i32,
-// i64 (mean: floats only), as on the CPU.
+// reduction (R = 0) gives 0 for sum, NaN for mean (0 / 0), 1 for prod and
+// -inf (floats) or the lowest value (integers) for max. Dtypes f32, f64,
+// bf16, f16, i32, i64 (mean: floats only), as on the CPU.
 //
 // Shape legend (cpu/Reduction.cpp's): after dropping size-1 dims and
 // merging neighbouring dims that are both kept or both reduced, the
@@ -23,7 +24,8 @@
 // the 16-bit floats, then to 16 bits, or not for a sum with an f32 result:
 // the compiler's widened sum); integer sums accumulate in int64
 // and wrap around (an i32 result keeps the low bits); max works in the
-// compute type, a NaN accumulator or operand winning.
+// compute type, a NaN accumulator or operand winning. Products accumulate
+// as sums do (f64 for floats, wrapping int64), in the same orders.
 //
 // Order of the terms. The CPU combines each output's terms in a fixed
 // order; the GPU follows it exactly, so results are the CPU's bit for bit:
@@ -56,9 +58,9 @@
 // f64 sum differs: f32 and 16-bit results equal the CPU's but when the sum
 // lies within the f64 sums' error (about sqrt(R) 2^-53 relative) of a
 // halfway point of the result type (rare), and f64 results may differ in
-// the last bits. Max and integer sums are exact in any order (max may pick
-// another NaN when several are NaN). This is the one place the GPU
-// differs.
+// the last bits (products likewise). Max and integer sums and products
+// are exact in any order (max may pick another NaN when several are NaN).
+// This is the one place the GPU differs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,7 +75,7 @@
 namespace trainc::cuda {
 namespace {
 
-enum class Kind : int { kSum, kMean, kMax };
+enum class Kind : int { kSum, kMean, kMax, kProd };
 
 constexpr unsigned kFullMask = 0xffffffffu;
 /// The CPU's lanes per reduced run (cpu/Reduction.cpp's reduceRun).
@@ -106,6 +108,20 @@ template <typename S> struct SumOp {
   }
 };
 
+/// Product: f64 for floats, wrapping int64 for integers.
+template <typename S> struct ProdOp {
+  using Acc =
+      std::conditional_t<std::is_floating_point_v<Compute<S>>, double, int64_t>;
+  __device__ static Acc init() { return 1; }
+  __device__ static Acc of(Compute<S> v) { return Acc(v); }
+  __device__ static Acc combine(Acc a, Acc b) {
+    if constexpr (std::is_floating_point_v<Acc>)
+      return a * b;
+    else
+      return int64_t(uint64_t(a) * uint64_t(b));
+  }
+};
+
 /// Max in the compute type; a NaN accumulator or operand wins.
 template <typename S> struct MaxOp {
   using Acc = Compute<S>;
@@ -125,6 +141,18 @@ template <typename S> struct MaxOp {
       return a > b ? a : b;
   }
 };
+
+/// f(Op()) for the kind's accumulator: MaxOp, ProdOp, or SumOp (sum and
+/// mean).
+template <typename S, typename F>
+__device__ __forceinline__ void withOp(Kind kind, F &&f) {
+  if (kind == Kind::kMax)
+    f(MaxOp<S>());
+  else if (kind == Kind::kProd)
+    f(ProdOp<S>());
+  else
+    f(SumOp<S>());
+}
 
 /// The operand's merged dims (see the header).
 struct Layout {
@@ -203,10 +231,9 @@ __global__ void reduceKeptKernel(const S *x, Y *y, int64_t outputs, Layout l,
   for (int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < outputs;
        k += step) {
     const S *base = x + offsetOf(l.kept, k / l.inner) + k % l.inner;
-    if (kind == Kind::kMax)
-      finish<S>(y, k, reduceColumn<MaxOp<S>>(base, l, per), kind, count);
-    else
-      finish<S>(y, k, reduceColumn<SumOp<S>>(base, l, per), kind, count);
+    withOp<S>(kind, [&](auto op) {
+      finish<S>(y, k, reduceColumn<decltype(op)>(base, l, per), kind, count);
+    });
   }
 }
 
@@ -253,15 +280,11 @@ __global__ void reduceRunsKernel(const S *x, Y *y, int64_t outputs, Layout l,
     int64_t k = group < outputs ? group : outputs - 1;
     const S *base = x + offsetOf(l.kept, k);
     bool stores = group < outputs && lane == 0;
-    if (kind == Kind::kMax) {
-      auto acc = reduceRuns<MaxOp<S>>(base, l, lane);
+    withOp<S>(kind, [&](auto op) {
+      auto acc = reduceRuns<decltype(op)>(base, l, lane);
       if (stores)
         finish<S>(y, k, acc, kind, count);
-    } else {
-      auto acc = reduceRuns<SumOp<S>>(base, l, lane);
-      if (stores)
-        finish<S>(y, k, acc, kind, count);
-    }
+    });
   }
 }
 
@@ -310,15 +333,11 @@ __global__ void runChunkKernel(const S *x, void *partials, int64_t outputs,
   for (int64_t b = blockIdx.x; b < outputs * chunks; b += gridDim.x) {
     int64_t k = b / chunks, begin = b % chunks * kChunk;
     int64_t end = terms - begin < kChunk ? terms : begin + kChunk;
-    if (kind == Kind::kMax) {
-      auto v = runChunkOf<MaxOp<S>>(x, l, k, begin, end);
+    withOp<S>(kind, [&](auto op) {
+      auto v = runChunkOf<decltype(op)>(x, l, k, begin, end);
       if (threadIdx.x == 0)
         static_cast<decltype(v) *>(partials)[b] = v;
-    } else {
-      auto v = runChunkOf<SumOp<S>>(x, l, k, begin, end);
-      if (threadIdx.x == 0)
-        static_cast<decltype(v) *>(partials)[b] = v;
-    }
+    });
   }
 }
 
@@ -361,15 +380,11 @@ __global__ void columnChunkKernel(const S *x, void *partials, int64_t outputs,
     int64_t end = l.rows - begin < kChunkRows ? l.rows : begin + kChunkRows;
     int64_t k = b / chunks * kTileColumns + threadIdx.x % kTileColumns;
     bool stores = threadIdx.x < kTileColumns && k < outputs;
-    if (kind == Kind::kMax) {
-      auto v = columnChunkOf<MaxOp<S>>(x, l, k, outputs, begin, end);
+    withOp<S>(kind, [&](auto op) {
+      auto v = columnChunkOf<decltype(op)>(x, l, k, outputs, begin, end);
       if (stores)
         static_cast<decltype(v) *>(partials)[k * chunks + c] = v;
-    } else {
-      auto v = columnChunkOf<SumOp<S>>(x, l, k, outputs, begin, end);
-      if (stores)
-        static_cast<decltype(v) *>(partials)[k * chunks + c] = v;
-    }
+    });
   }
 }
 
@@ -390,15 +405,11 @@ template <typename S, typename Y>
 __global__ void combineKernel(const void *partials, Y *y, int64_t outputs,
                               int64_t chunks, Kind kind, double count) {
   for (int64_t k = blockIdx.x; k < outputs; k += gridDim.x) {
-    if (kind == Kind::kMax) {
-      auto v = combineChunks<MaxOp<S>>(partials, k, chunks);
+    withOp<S>(kind, [&](auto op) {
+      auto v = combineChunks<decltype(op)>(partials, k, chunks);
       if (threadIdx.x == 0)
         finish<S>(y, k, v, kind, count);
-    } else {
-      auto v = combineChunks<SumOp<S>>(partials, k, chunks);
-      if (threadIdx.x == 0)
-        finish<S>(y, k, v, kind, count);
-    }
+    });
   }
 }
 
@@ -526,6 +537,9 @@ Status runReduction(const KernelCall &call) {
     break;
   case Opcode::ReduceMean:
     kind = Kind::kMean;
+    break;
+  case Opcode::ReduceProd:
+    kind = Kind::kProd;
     break;
   default:
     return kernelError(call, "not a reduction");

@@ -23,7 +23,7 @@ struct KernelTable {
   KernelFn elementwise;
   /// dot_general, dot_general_bias, dot_general_bias_grad.
   KernelFn dotGeneral;
-  /// reduce_sum, reduce_max, reduce_mean.
+  /// reduce_sum, reduce_max, reduce_mean, reduce_prod.
   KernelFn reduction;
   /// broadcast_in_dim, reshape, transpose, slice, concatenate, gather, iota.
   KernelFn dataMovement;
@@ -83,6 +83,7 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
   case Opcode::ReduceSum:
   case Opcode::ReduceMax:
   case Opcode::ReduceMean:
+  case Opcode::ReduceProd:
     return table.reduction;
   case Opcode::BroadcastInDim:
   case Opcode::Reshape:

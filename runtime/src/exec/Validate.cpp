@@ -801,7 +801,8 @@ Status Checker::check() const {
     return checkDotGeneral();
   case Opcode::ReduceSum:
   case Opcode::ReduceMax:
-  case Opcode::ReduceMean: {
+  case Opcode::ReduceMean:
+  case Opcode::ReduceProd: {
     TRAINC_RETURN_IF_ERROR(arity(1, 1));
     const TensorInfo &in = operand(0);
     TRAINC_RETURN_IF_ERROR(

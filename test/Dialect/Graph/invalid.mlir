@@ -555,6 +555,14 @@ func.func @reduce_sum_c3_narrowed(%y: tensor<4x8xf32>) {
 
 // -----
 
+func.func @reduce_prod_c3_widened(%x: tensor<4x8xbf16>) {
+  // expected-error@+1 {{result type 'tensor<4xf32>' differs from the inferred type 'tensor<4xbf16>'}}
+  %0 = graph.reduce_prod %x, dims = [1] : (tensor<4x8xbf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @reduce_max_c3_widened(%x: tensor<4x8xbf16>) {
   // expected-error@+1 {{result type 'tensor<4xf32>' differs from the inferred type 'tensor<4xbf16>'}}
   %0 = graph.reduce_max %x, dims = [1] : (tensor<4x8xbf16>) -> tensor<4xf32>

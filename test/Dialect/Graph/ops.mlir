@@ -124,6 +124,8 @@ func.func @reductions(%x: tensor<4x8x16xf32>, %i: tensor<4x8xi32>) {
   %1 = graph.reduce_max %i, dims = [1] : (tensor<4x8xi32>) -> tensor<4xi32>
   // CHECK: graph.reduce_mean %{{.+}}, dims = [0, 1, 2] : (tensor<4x8x16xf32>) -> tensor<f32>
   %2 = graph.reduce_mean %x, dims = [0, 1, 2] : (tensor<4x8x16xf32>) -> tensor<f32>
+  // CHECK: graph.reduce_prod %{{.+}}, dims = [1] : (tensor<4x8xi32>) -> tensor<4xi32>
+  %p = graph.reduce_prod %i, dims = [1] : (tensor<4x8xi32>) -> tensor<4xi32>
   // A 16-bit sum may give f32 (the widened sum, C3).
   // CHECK: graph.reduce_sum %{{.+}}, dims = [0] : (tensor<4x8x16xbf16>) -> tensor<8x16xf32>
   %h = graph.convert %x : (tensor<4x8x16xf32>) -> tensor<4x8x16xbf16>

@@ -673,6 +673,43 @@ TEST(GradientCheck, Reductions) {
   }
 }
 
+/// reduce_prod away from zero (g * p / x), and with rows holding one zero
+/// (only the zero's gradient is nonzero: the product of the others) or two
+/// (every gradient is 0), each row's product over dims [1].
+TEST(GradientCheck, ReduceProd) {
+  struct Case {
+    const char *name;
+    std::vector<std::pair<int, int>> zeros; // (row, column) set to 0
+  };
+  const Case cases[] = {{"nonzero", {}},
+                        {"one zero", {{0, 2}, {2, 0}}},
+                        {"two zeros", {{1, 1}, {1, 3}}}};
+  uint64_t seed = 450;
+  for (const Case &c : cases) {
+    Model m(seed++);
+    // Magnitudes in [0.5, 1.5] of either sign keep the products near 1.
+    std::vector<double> x(12);
+    for (double &v : x)
+      v = m.rng.sign() * m.rng.uniform(0.5, 1.5);
+    for (auto [r, col] : c.zeros)
+      x[r * 4 + col] = 0.0;
+    m.param("x", {3, 4}, x);
+    m.op(formatv("%y = graph.reduce_prod %x, dims = [1] : ({0}) -> {1}",
+                 T({3, 4}), T({3})));
+    checkGradients(std::string("reduction/reduce_prod ") + c.name,
+                   m.build("%y", {3}));
+  }
+  // Over every dim, to a scalar.
+  Model m(seed);
+  std::vector<double> x(6);
+  for (double &v : x)
+    v = m.rng.sign() * m.rng.uniform(0.7, 1.3);
+  m.param("x", {2, 3}, x);
+  m.op(formatv("%y = graph.reduce_prod %x, dims = [0, 1] : ({0}) -> {1}",
+               T({2, 3}), T({})));
+  checkGradients("reduction/reduce_prod[0, 1]", m.build("%y", {}));
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

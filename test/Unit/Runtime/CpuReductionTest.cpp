@@ -1,10 +1,11 @@
-//===- CpuReductionTest.cpp - reduce_sum, reduce_max, reduce_mean ---------===//
+//===- CpuReductionTest.cpp - reduce_sum, _max, _mean and _prod -----------===//
 //
 // Expectations are exact. The inputs are multiples of 1/4 with few
 // significant bits, so every partial sum is exact in double whatever the
 // order, and the kernel's double accumulator and the reference's agree
 // before the one rounding to the result dtype (which both do the same way:
-// double -> float -> 16 bits). Max is exact in any order.
+// double -> float -> 16 bits). Max is exact in any order; products are of
+// factors of a few significant bits, exact in double too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,8 +50,8 @@ std::vector<double> reference(Opcode op, const TestTensor &x,
   std::vector<int64_t> shape = keptShape(x, dims);
   TestTensor y(x.dtype(), shape);
   int64_t outputs = y.size();
-  bool isMax = op == Opcode::ReduceMax;
-  std::vector<double> acc(outputs, isMax ? -kInf : 0.0);
+  bool isMax = op == Opcode::ReduceMax, isProd = op == Opcode::ReduceProd;
+  std::vector<double> acc(outputs, isMax ? -kInf : isProd ? 1.0 : 0.0);
   int rank = int(x.dims().size());
   std::vector<int64_t> index(rank, 0);
   for (int64_t i = 0; i < x.size(); ++i) {
@@ -61,6 +62,8 @@ std::vector<double> reference(Opcode op, const TestTensor &x,
     double v = x.get(i);
     if (isMax)
       acc[out] = std::isnan(acc[out]) || acc[out] > v ? acc[out] : v;
+    else if (isProd)
+      acc[out] *= v;
     else
       acc[out] += v;
     for (int d = rank - 1; d >= 0 && ++index[d] == x.dims()[d]; --d)
@@ -114,6 +117,68 @@ TEST(CpuReduction, EverySubsetOfDimsInEveryDType) {
       }
     }
   }
+}
+
+/// Factors of at most 2 significant bits (+-0.5, +-1, +-1.5, +-2, 0):
+/// products of up to 24 of them are exact in double, so the kernel's and
+/// the reference's agree before the one rounding, in any order.
+std::vector<double> factors(int64_t n) {
+  static const double kFactors[] = {1.5, -0.5, 2, -1, 1, -1.5, 0.5, -2};
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = kFactors[(i * 5) % 8];
+  return v;
+}
+
+TEST(CpuReduction, ProductsOverEverySubsetOfDimsInEveryDType) {
+  std::vector<int64_t> shape = {2, 1, 3, 4};
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
+                  DType::I32}) {
+    std::vector<double> values = factors(24);
+    if (!isFloat(t))
+      for (double &v : values)
+        v = std::round(v * 2); // -4 .. 4: exact in i32 up to 2^31
+    values[7] = 0;             // one output of each reduction is 0
+    TestTensor x(t, shape, values);
+    for (int mask = 0; mask < 16; ++mask) {
+      std::vector<int64_t> dims;
+      for (int d = 0; d < 4; ++d)
+        if (mask & (1 << d))
+          dims.push_back(d);
+      SCOPED_TRACE(std::string(dtypeName(t)) + " mask " + std::to_string(mask));
+      expectValues(reduce(Opcode::ReduceProd, x, dims),
+                   reference(Opcode::ReduceProd, x, dims));
+    }
+  }
+  // Each layout's parallel split, bias-gradient row blocks included.
+  TestTensor big(DType::F32, {3, 101, 37}, factors(3 * 101 * 37));
+  for (const std::vector<int64_t> &dims :
+       std::vector<std::vector<int64_t>>{{0, 1}, {2}, {1}})
+    expectValues(reduce(Opcode::ReduceProd, big, dims),
+                 reference(Opcode::ReduceProd, big, dims));
+}
+
+TEST(CpuReduction, ProductsOfSpecialValuesAndWrappingIntegers) {
+  TestTensor x(DType::F32, {3, 2}, {kNaN, 0, kInf, 0, -kInf, -2});
+  expectValues(reduce(Opcode::ReduceProd, x, {1}), {kNaN, kNaN, kInf});
+  // Rounded once: (1 + 2^-12)^3 = 1 + 3 2^-12 + 1.5 2^-23 + 2^-36 rounds
+  // to 1 + 3 2^-12 + 2 2^-23 in f32; an f32 accumulator, rounding
+  // (1 + 2^-12)^2's tie to even first, gives 1 + 3 2^-12 + 2^-23.
+  double a = 1 + 0x1p-12;
+  TestTensor cube(DType::F32, {3}, {a, a, a});
+  expectValues(reduce(Opcode::ReduceProd, cube, {0}),
+               {1 + 3 * 0x1p-12 + 2 * 0x1p-23});
+  TestTensor empty(DType::F32, {2, 0});
+  expectValues(reduce(Opcode::ReduceProd, empty, {1}), {1, 1});
+  // i32 products wrap around in two's complement: 2^16 * 2^16 = 2^32 = 0
+  // in 32 bits, 65537^2 = 2^32 + 2^17 + 1 -> 2^17 + 1.
+  TestTensor i(DType::I32, {2, 2}, {65536, 65536, 65537, 65537});
+  expectValues(reduce(Opcode::ReduceProd, i, {1}), {0, 131073});
+  TestTensor w(DType::I64, {2});
+  w.ref().as<int64_t>()[0] = (int64_t(1) << 40) + 1;
+  w.ref().as<int64_t>()[1] = (int64_t(1) << 20) + 1;
+  EXPECT_EQ(reduce(Opcode::ReduceProd, w, {0}).ref().as<int64_t>()[0],
+            (int64_t(1) << 60) + (int64_t(1) << 40) + (int64_t(1) << 20) + 1);
 }
 
 TEST(CpuReduction, KnownValuesAndUnsortedDims) {

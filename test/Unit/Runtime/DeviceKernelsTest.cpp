@@ -522,6 +522,37 @@ TEST_P(DeviceKernels, Reductions) {
     }
 }
 
+/// reduce_prod in every dtype over the reductions above. Floats near 1
+/// (products of up to 14,000 factors stay in range) accumulate in f64, in
+/// the CPU's order or the GPU's parallel one: each within R 2^-53 of the
+/// exact product, so within 2 R 2^-53 of each other, plus one ulp of the
+/// result's rounding. Integers wrap around, exactly; the second shape's
+/// factors are in [-2, 2), zeros and signs included.
+TEST_P(DeviceKernels, ReduceProd) {
+  const std::vector<std::vector<int64_t>> reductions = {
+      {}, {0}, {1}, {2}, {0, 2}, {2, 1}, {0, 1, 2}};
+  uint32_t seed = 40;
+  for (const std::vector<int64_t> &shape :
+       {std::vector<int64_t>{3, 37, 129}, {9, 1, 5}})
+    for (DType t : {kF32, kF64, kBF16, kF16, kI32, kI64}) {
+      bool small = shape[0] == 9;
+      TestTensor x = !isFloat(t) && !small ? randomBits(t, shape, seed++)
+                     : small               ? uniform(t, shape, seed++, -2, 2)
+                             : uniform(t, shape, seed++, 0.999, 1.001);
+      for (const auto &reduced : reductions) {
+        int64_t n = 1;
+        for (int64_t d : reduced)
+          n *= shape[d];
+        check(makeCall(Opcode::ReduceProd, {x},
+                       {zeros(t, keptDims(shape, reduced))}, reduced),
+              isFloat(t) ? Tolerance{oneUlp(t) + 2 * double(n) * 0x1p-53}
+                         : kSameBits);
+      }
+    }
+  check(makeCall(Opcode::ReduceProd, {zeros(kF32, {2, 0})}, {zeros(kF32, {2})},
+                 {1})); // 1
+}
+
 /// One kept run over 128 to 2,048 rows (a small model's bias gradients):
 /// the GPU adds in the CPU's order, the rows in math/KeptRunBlocks.h's
 /// blocks (200 rows: three of 64 and one of 8; 1,000: fifteen of 64 and

@@ -7,6 +7,7 @@
 //   reduce_sum        broadcast g back over the reduced dims
 //   reduce_mean       the same, divided by the number of reduced elements
 //   reduce_max        g split evenly among the positions equal to the max
+//   reduce_prod       g times the product of the other reduced elements
 //   broadcast_in_dim  g summed over the broadcast dims (sumToOperand)
 //   reshape           g reshaped to the operand's shape
 //   transpose         g transposed by the inverse permutation
@@ -86,6 +87,42 @@ void reduceMaxVjp(ReduceMaxOp op, OpBuilder &b, Value g,
       broadcastBack(b, loc, b.createOrFold<DivOp>(loc, g, ties), type, dims);
   out.push_back(b.createOrFold<SelectOp>(loc, isMax, share,
                                          splatConstant(b, loc, type, 0.0)));
+}
+
+/// g times the product of the other elements of x's reduced set, which
+/// zeros make three cases (as JAX's rule, which takes exclusive cumulative
+/// products; here a count of the zeros does it):
+///   - no zero: g * p / x, p the product;
+///   - one zero: g * (the product of the nonzeros) at the zero, 0 elsewhere;
+///   - two or more: 0 everywhere.
+/// g * p / x rounds twice where the exclusive products round once per
+/// factor, and overflows where p does but the product without x would not.
+void reduceProdVjp(ReduceProdOp op, OpBuilder &b, Value g,
+                   SmallVectorImpl<Value> &out) {
+  Location loc = op.getLoc();
+  Value x = op.getOperand();
+  RankedTensorType type = typeOf(x);
+  ArrayRef<int64_t> dims = op.getDims();
+  auto back = [&](Value v) { return broadcastBack(b, loc, v, type, dims); };
+  Value zero = splatConstant(b, loc, type, 0.0);
+  Value isZero = b.create<CompareOp>(loc, ComparisonDirection::EQ, x, zero);
+  // x with its zeros made ones, and the product of the nonzeros.
+  Value nonzero = b.createOrFold<SelectOp>(loc, isZero,
+                                           splatConstant(b, loc, type, 1.0), x);
+  Value gp = b.createOrFold<MulOp>(
+      loc, g, b.createOrFold<ReduceProdOp>(loc, nonzero, dims));
+  Value zeros = b.createOrFold<ReduceSumOp>(
+      loc, b.create<ConvertOp>(loc, type, isZero), dims);
+  auto zerosAre = [&](double n) {
+    return back(b.create<CompareOp>(loc, ComparisonDirection::EQ, zeros,
+                                    splatConstant(b, loc, typeOf(zeros), n)));
+  };
+  Value atTheZero = b.createOrFold<SelectOp>(
+      loc, zerosAre(1.0), b.createOrFold<SelectOp>(loc, isZero, back(gp), zero),
+      zero);
+  out.push_back(b.createOrFold<SelectOp>(
+      loc, zerosAre(0.0), b.createOrFold<DivOp>(loc, back(gp), nonzero),
+      atTheZero));
 }
 
 //===----------------------------------------------------------------------===//
@@ -234,6 +271,7 @@ void attachDataMovementGradients(MLIRContext &context) {
   ReduceSumOp::attachInterface<Gradient<ReduceSumOp, reduceSumVjp>>(context);
   ReduceMeanOp::attachInterface<Gradient<ReduceMeanOp, reduceMeanVjp>>(context);
   ReduceMaxOp::attachInterface<Gradient<ReduceMaxOp, reduceMaxVjp>>(context);
+  ReduceProdOp::attachInterface<Gradient<ReduceProdOp, reduceProdVjp>>(context);
   BroadcastInDimOp::attachInterface<
       Gradient<BroadcastInDimOp, broadcastInDimVjp>>(context);
   ReshapeOp::attachInterface<Gradient<ReshapeOp, reshapeVjp>>(context);

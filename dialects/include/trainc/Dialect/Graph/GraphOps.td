@@ -376,6 +376,7 @@ class Graph_ReduceOp<string mnemonic, Type T, string math>
 def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", Graph_NumericTensor, "sum">;
 def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max", Graph_NumericTensor, "maximum">;
 def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", Graph_FloatTensor, "mean">;
+def Graph_ReduceProdOp : Graph_ReduceOp<"reduce_prod", Graph_NumericTensor, "product">;
 
 //===----------------------------------------------------------------------===//
 // Data movement
