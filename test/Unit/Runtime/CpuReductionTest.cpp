@@ -93,6 +93,18 @@ std::vector<double> quarters(int64_t n) {
   return v;
 }
 
+/// The 16 subsets of a rank-4 operand's dims, each in increasing order.
+std::vector<std::vector<int64_t>> everySubsetOf4() {
+  std::vector<std::vector<int64_t>> subsets;
+  for (int mask = 0; mask < 16; ++mask) {
+    subsets.emplace_back();
+    for (int d = 0; d < 4; ++d)
+      if (mask & (1 << d))
+        subsets.back().push_back(d);
+  }
+  return subsets;
+}
+
 TEST(CpuReduction, EverySubsetOfDimsInEveryDType) {
   std::vector<int64_t> shape = {2, 1, 3, 4}; // The 1 tests dropped dims.
   for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
@@ -102,17 +114,13 @@ TEST(CpuReduction, EverySubsetOfDimsInEveryDType) {
       for (double &v : values)
         v *= 4;
     TestTensor x(t, shape, values);
-    for (int mask = 0; mask < 16; ++mask) {
-      std::vector<int64_t> dims;
-      for (int d = 0; d < 4; ++d)
-        if (mask & (1 << d))
-          dims.push_back(d);
+    for (const std::vector<int64_t> &dims : everySubsetOf4()) {
       for (Opcode op :
            {Opcode::ReduceSum, Opcode::ReduceMax, Opcode::ReduceMean}) {
         if (op == Opcode::ReduceMean && !isFloat(t))
           continue;
         SCOPED_TRACE(std::string(dtypeName(t)) + " " + opcodeName(op) +
-                     " mask " + std::to_string(mask));
+                     " over " + ::testing::PrintToString(dims));
         expectValues(reduce(op, x, dims), reference(op, x, dims));
       }
     }
@@ -140,12 +148,9 @@ TEST(CpuReduction, ProductsOverEverySubsetOfDimsInEveryDType) {
         v = std::round(v * 2); // -4 .. 4: exact in i32 up to 2^31
     values[7] = 0;             // one output of each reduction is 0
     TestTensor x(t, shape, values);
-    for (int mask = 0; mask < 16; ++mask) {
-      std::vector<int64_t> dims;
-      for (int d = 0; d < 4; ++d)
-        if (mask & (1 << d))
-          dims.push_back(d);
-      SCOPED_TRACE(std::string(dtypeName(t)) + " mask " + std::to_string(mask));
+    for (const std::vector<int64_t> &dims : everySubsetOf4()) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " over " +
+                   ::testing::PrintToString(dims));
       expectValues(reduce(Opcode::ReduceProd, x, dims),
                    reference(Opcode::ReduceProd, x, dims));
     }

@@ -496,9 +496,12 @@ TEST_P(DeviceKernels, DotGeneralBiasGrad) {
 
 //===--- Reductions -------------------------------------------------------===//
 
+/// The reduced dims the reduction tests take of a rank-3 operand: none,
+/// each, pairs (one unsorted) and all.
+const std::vector<std::vector<int64_t>> kReductions = {
+    {}, {0}, {1}, {2}, {0, 2}, {2, 1}, {0, 1, 2}};
+
 TEST_P(DeviceKernels, Reductions) {
-  const std::vector<std::vector<int64_t>> reductions = {
-      {}, {0}, {1}, {2}, {0, 2}, {2, 1}, {0, 1, 2}};
   uint32_t seed = 1;
   for (const std::vector<int64_t> &shape :
        {std::vector<int64_t>{3, 37, 129}, {129, 1, 5}})
@@ -506,7 +509,7 @@ TEST_P(DeviceKernels, Reductions) {
       // Integer sums of full-range values wrap around.
       TestTensor x =
           isFloat(t) ? uniform(t, shape, seed++) : randomBits(t, shape, seed++);
-      for (const auto &reduced : reductions)
+      for (const auto &reduced : kReductions)
         for (Opcode op :
              {Opcode::ReduceSum, Opcode::ReduceMax, Opcode::ReduceMean}) {
           if (op == Opcode::ReduceMean && !isFloat(t))
@@ -529,8 +532,6 @@ TEST_P(DeviceKernels, Reductions) {
 /// result's rounding. Integers wrap around, exactly; the second shape's
 /// factors are in [-2, 2), zeros and signs included.
 TEST_P(DeviceKernels, ReduceProd) {
-  const std::vector<std::vector<int64_t>> reductions = {
-      {}, {0}, {1}, {2}, {0, 2}, {2, 1}, {0, 1, 2}};
   uint32_t seed = 40;
   for (const std::vector<int64_t> &shape :
        {std::vector<int64_t>{3, 37, 129}, {9, 1, 5}})
@@ -539,7 +540,7 @@ TEST_P(DeviceKernels, ReduceProd) {
       TestTensor x = !isFloat(t) && !small ? randomBits(t, shape, seed++)
                      : small               ? uniform(t, shape, seed++, -2, 2)
                              : uniform(t, shape, seed++, 0.999, 1.001);
-      for (const auto &reduced : reductions) {
+      for (const auto &reduced : kReductions) {
         int64_t n = 1;
         for (int64_t d : reduced)
           n *= shape[d];
