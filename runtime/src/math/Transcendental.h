@@ -133,15 +133,21 @@ constexpr float kErfL0 = 0.21555236f, kErfL1 = -0.0775647908f,
                 kErfL8 = -9.30505776e-05f, kErfL9 = -3.80820202e-05f;
 constexpr float kErfSplit = 0.875f, kErfMid = 2.4375f;
 
-TRAINC_HD float erfCore(float x) {
+/// erf(x) for |x| < 0.875: x + x q(x^2).
+TRAINC_HD float erfSmall(float x) {
   float t = x * x;
   float q = fmaOf(kErfS5, t, kErfS4);
   q = fmaOf(q, t, kErfS3);
   q = fmaOf(q, t, kErfS2);
   q = fmaOf(q, t, kErfS1);
   q = fmaOf(q, t, kErfS0);
-  float small = fmaOf(x, q, x);
+  return fmaOf(x, q, x);
+}
 
+/// erf(x) for |x| >= 0.875 from e = exp(-a^2), a = min(|x|, 4): sign(x) (1 -
+/// e g(a)). Past a = 4 (erf rounds to 1 from 3.92 on) any e <= exp(-16)
+/// gives 1: e g(4) < 2^-25.
+TRAINC_HD float erfLarge(float x, float e) {
   float a = absOf(x);
   a = a > 4.0f ? 4.0f : a; // Also maps inf to 4; NaN stays NaN.
   float s = a - kErfMid;
@@ -154,9 +160,15 @@ TRAINC_HD float erfCore(float x) {
   g = fmaOf(g, s, kErfL2);
   g = fmaOf(g, s, kErfL1);
   g = fmaOf(g, s, kErfL0);
+  return withSignOf(fmaOf(-e, g, 1.0f), x);
+}
+
+TRAINC_HD float erfCore(float x) {
+  float a = absOf(x);
+  a = a > 4.0f ? 4.0f : a;
   // -a^2 in [-16, -0.76]: exp's result is normal.
-  float large = withSignOf(fmaOf(-expNormal(-(a * a)), g, 1.0f), x);
-  return absOf(x) < kErfSplit ? small : large;
+  float e = expNormal(-(a * a));
+  return absOf(x) < kErfSplit ? erfSmall(x) : erfLarge(x, e);
 }
 
 //===--- tanh -------------------------------------------------------------===//
@@ -212,10 +224,15 @@ TRAINC_HD float geluTanh(float v) {
 }
 
 /// g * gelu'(x), erf form: g (Phi(x) + x phi(x)), Phi(x) = 0.5 (1 + erf(x /
-/// sqrt(2))), phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
+/// sqrt(2))), phi(x) = exp(-x^2 / 2) / sqrt(2 pi). One exp serves both:
+/// exp(-x^2 / 2) is erf(z)'s exp(-z^2) at z = x / sqrt(2), here from x^2
+/// (one rounding) rather than from z's square (two), so the tail of erf is
+/// as accurate as erfCore's, or more.
 TRAINC_HD float geluErfGrad(float x, float g) {
-  float phi = expCore(-0.5f * x * x);
-  return g * (0.5f * (1.0f + erfCore(x * kInvSqrt2)) + x * (phi * kInvSqrt2Pi));
+  float e = expCore(-0.5f * x * x);
+  float z = x * kInvSqrt2;
+  float erf = absOf(z) < kErfSplit ? erfSmall(z) : erfLarge(z, e);
+  return g * (0.5f * (1.0f + erf) + x * (e * kInvSqrt2Pi));
 }
 
 /// g * gelu'(x), tanh form: t = tanh(u), g (0.5 (1 + t) + 0.5 x (1 - t^2)
