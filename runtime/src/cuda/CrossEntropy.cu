@@ -179,7 +179,10 @@ __global__ void __launch_bounds__(kRowThreads, 2)
     if (!a.grad)
       continue;
     // Each lane has read its classes (grad may be the logits' memory): it
-    // writes only those.
+    // writes only those. Lane 0 read the target's logit, which another lane
+    // writes: the shuffles above order that in practice, __syncwarp in the
+    // memory model.
+    __syncwarp();
     C w = C(loadFloat(a.weight, a.weightType, r)), inverse = C(1) / sum;
     S *y = a.grad + r * a.stride;
     row.forEachQuad([&](int64_t j, const C(&v)[kQuad], int count) {

@@ -58,7 +58,10 @@
 // f64 sum differs: f32 and 16-bit results equal the CPU's but when the sum
 // lies within the f64 sums' error (about sqrt(R) 2^-53 relative) of a
 // halfway point of the result type (rare), and f64 results may differ in
-// the last bits (products likewise). Max and integer sums and products
+// the last bits (products likewise; and a product whose partial products
+// leave f64's range, 2^-1074 .. 2^1024, in one grouping and not in the
+// other gives 0, inf or NaN on one device only: factors that extreme are
+// beyond f32's range many times over). Max and integer sums and products
 // are exact in any order (max may pick another NaN when several are NaN).
 // This is the one place the GPU differs.
 //
