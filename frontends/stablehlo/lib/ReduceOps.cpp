@@ -282,8 +282,8 @@ FailureOr<Value> reduceOne(OpContext &ctx, Combiner combiner, Value x,
     break;
   case Combiner::Mul:
     if (isUnsigned)
-      return ctx.error() << "a product over unsigned integers is not "
-                            "supported";
+      return ctx.error() << "is a product over unsigned integers, which is "
+                            "not supported";
     result = ctx.create<ReduceProdOp>(resultType, x, dims);
     if (!identity)
       result = ctx.create<MulOp>(
@@ -297,7 +297,8 @@ FailureOr<Value> reduceOne(OpContext &ctx, Combiner combiner, Value x,
     break;
   case Combiner::Min:
     if (isUnsigned)
-      return ctx.error() << "minimum over unsigned integers is not supported";
+      return ctx.error() << "is a minimum over unsigned integers, which is "
+                            "not supported";
     // min(x) = -max(-x).
     result = ctx.create<NegOp>(
         reduceMax(ctx, ctx.create<NegOp>(x), dims, resultType));
