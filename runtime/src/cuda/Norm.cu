@@ -6,6 +6,8 @@
 //               var  = sum_j (x[j] - mean)^2 / N          (biased)
 //               y[j] = (x[j] - mean) / sqrt(var + eps) * scale[j] + bias[j]
 //   rms_norm:   the same with mean = 0 and no bias
+//               (f32 rows, 16 at a time where they fit in a block's
+//               shared memory, by normStagedKernel; else normKernel)
 //   norm_grad:  c = x - mean(x) (centered) or x; rstd = 1 / sqrt(mean(c^2)
 //               + eps); xhat = c * rstd; d = g * scale;
 //               dx = rstd * (d - xhat * mean(d * xhat) - mean(d)), the last
@@ -13,10 +15,17 @@
 //   norm_grad_params: dx (with an addend: addend + dx, and a 16-bit copy
 //               of it where asked, rounded as an add and a convert would),
 //               and the sums over the rows of g * xhat and of g
-//               in math/NormParamSums.h's order: normGradKernel keeps each
-//               row's (mean, rstd) in scratch memory, normParamPartialsKernel
+//               in math/NormParamSums.h's order. normSegmentKernel takes a
+//               segment of rows per block, staging 16 rows at a time in
+//               shared memory so that x, g and the addend are read from
+//               memory once (on a 227 KB H100/H200 block: 16 rows of up
+//               to some 1,100 f32 elements with an addend, 1,500 without;
+//               fewer rows of longer ones); where not even 4 rows fit
+//               (over some 3,400 f32 elements with an addend, 4,400
+//               without), normGradKernel keeps each row's
+//               (mean, rstd) in scratch memory, normParamPartialsKernel
 //               sums each segment of rows per column (xhat made again from
-//               the statistics, as normGradKernel makes it) and
+//               the statistics, as normGradKernel makes it); then
 //               normParamCombineKernel adds the segments in order
 //
 // scale and bias have the normalized shape and default to 1 and 0 (which
@@ -134,6 +143,38 @@ rowStatistics(const S *x, int lane, int64_t n, bool centered, Compute<S> eps,
   return C(1) / sqrt(sumSq / C(n) + eps);
 }
 
+/// norm_grad's two row sums, sum_j d(j) and sum_j dh(j) (d = g * scale,
+/// dh = d * xhat), in the CPU's order for C (rowSum's). kOnePass: f32's
+/// two partials in one pass over the row (norm_grad_params's staged rows;
+/// in the 16-bit kernels that spills registers, measured with -Xptxas
+/// -warn-spills, so they take two). f64 always takes one (two would spill).
+template <typename C, bool kOnePass, typename D, typename Dh>
+__device__ __forceinline__ void gradSums(int lane, int64_t n, D dAt, Dh dhAt,
+                                         C &sumD, C &sumDX) {
+  if constexpr (std::is_same_v<C, double>) {
+    sumD = 0;
+    sumDX = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += kLanes) {
+      // Lanes past the end compute element n - 1 again, unused (no
+      // divergence before the shuffles).
+      int64_t j = j0 + lane < n ? j0 + lane : n - 1;
+      sumD = addInOrder(sumD, dAt(j), n - j0);
+      sumDX = addInOrder(sumDX, dhAt(j), n - j0);
+    }
+  } else if constexpr (kOnePass) {
+    C partialD = 0, partialDX = 0;
+    for (int64_t j = lane; j < n; j += kLanes) {
+      partialD += dAt(j);
+      partialDX += dhAt(j);
+    }
+    sumD = combinePartials(partialD);
+    sumDX = combinePartials(partialDX);
+  } else {
+    sumD = sumPartials<C>(lane, n, dAt);
+    sumDX = sumPartials<C>(lane, n, dhAt);
+  }
+}
+
 /// Y is S, or a 16-bit type for an f32 norm the compiler narrowed: the
 /// row is computed in C and rounded once to Y, as a convert would.
 template <typename S, typename Y = S>
@@ -189,22 +230,8 @@ __global__ void __launch_bounds__(kNormThreads)
     auto dhAt = [&](int64_t j) {
       return dAt(j) * ((C(load(xr, j)) - mean) * rstd);
     };
-    C sumD = 0, sumDX = 0;
-    if constexpr (std::is_same_v<C, double>) {
-      // Both in index order in one pass (two would spill registers).
-      for (int64_t j0 = 0; j0 < n; j0 += kLanes) {
-        // Lanes past the end compute element n - 1 again, unused (no
-        // divergence before the shuffles).
-        int64_t j = j0 + lane < n ? j0 + lane : n - 1;
-        sumD = addInOrder(sumD, dAt(j), n - j0);
-        sumDX = addInOrder(sumDX, dhAt(j), n - j0);
-      }
-    } else {
-      // Two passes: one pass keeping both partials spills registers in
-      // the 16-bit kernels (measured with -Xptxas -warn-spills).
-      sumD = sumPartials<C>(lane, n, dAt);
-      sumDX = sumPartials<C>(lane, n, dhAt);
-    }
+    C sumD, sumDX;
+    gradSums<C, false>(lane, n, dAt, dhAt, sumD, sumDX);
     if (!valid)
       continue;
     C meanD = centered ? sumD / C(n) : C(0), meanDX = sumDX / C(n);
@@ -283,6 +310,301 @@ __global__ void normParamCombineKernel(const double *partials, S *scaleGrad,
   store(k == 0 ? scaleGrad : biasGrad, j, Compute<S>(sum));
 }
 
+//===--- Rows staged in shared memory -------------------------------------===//
+
+/// Rows a block stages at a time (its 16 half-warps' rows), and the
+/// fewest worth staging (fewer leave most half-warps idle: the row
+/// kernels above serve those rows).
+constexpr int kChunkRows = kNormThreads / kLanes;
+constexpr int kMinChunkRows = 4;
+
+/// Where a staging kernel's dynamic shared memory holds what (byte
+/// offsets, each 16-aligned): acc[k][j] (`sums` rows of n doubles:
+/// normSegmentKernel's segment sums, k = 0 the scale's, 1 the bias's), the
+/// chunk's row statistics rowStats[r][0..3] (C), `params` vectors of n
+/// elements of S (the scale, and the forward's bias), and `tiles` tiles of
+/// chunkRows rows of `stride` elements (x; the backward's g and addend).
+struct StagedLayout {
+  int64_t stride = 0, chunkRows = 0, tiles = 0;
+  size_t acc = 0, rowStats = 0, params = 0, tile = 0, bytes = 0;
+};
+
+constexpr size_t roundUp16(size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+/// The layout for rows of n elements of S staged in packs of P, within
+/// `budget` bytes; chunkRows below kMinChunkRows when they do not fit.
+template <typename S>
+StagedLayout stagedLayout(int64_t n, int P, int tiles, int64_t sums,
+                          int64_t params, size_t budget) {
+  StagedLayout l;
+  // Packs stay aligned, and a warp's two half-warps (rows r and r + 1 at
+  // the same columns) meet different banks: stride = 16 mod 32 words.
+  l.stride = (n + P - 1) / P * P;
+  l.stride += (16 - l.stride % 32 + 32) % 32;
+  l.tiles = tiles;
+  l.acc = 0;
+  l.rowStats = roundUp16(size_t(sums * n) * sizeof(double));
+  l.params = l.rowStats + roundUp16(kChunkRows * 4 * sizeof(Compute<S>));
+  l.tile = l.params + roundUp16(size_t(params * n) * sizeof(S));
+  size_t perRow = size_t(tiles) * size_t(l.stride) * sizeof(S);
+  l.chunkRows = budget > l.tile ? int64_t((budget - l.tile) / perRow) : 0;
+  if (l.chunkRows > kChunkRows)
+    l.chunkRows = kChunkRows;
+  l.bytes = l.tile + size_t(l.chunkRows) * perRow;
+  return l;
+}
+
+/// Copies rows [0, count) of `tiles` arrays of rows of n elements (src[t]
+/// + 0 ..) into the tiles' padded rows, P elements a load, kAhead loads of
+/// each array in flight per thread before their stores.
+template <typename S, int P>
+__device__ __forceinline__ void stageRows(const S *const (&src)[3], S *tile,
+                                          int tiles, int64_t count, int64_t n,
+                                          int64_t stride, int64_t chunkRows) {
+  constexpr int kAhead = 4;
+  using V = Pack<S, P>;
+  int packsPerRow = int(n / P), total = int(count) * packsPerRow;
+  for (int i0 = threadIdx.x; i0 < total; i0 += kAhead * kNormThreads) {
+    V v[3][kAhead];
+#pragma unroll
+    for (int t = 0; t < 3; ++t)
+#pragma unroll
+      for (int a = 0; a < kAhead; ++a) {
+        int i = i0 + a * kNormThreads;
+        if (t < tiles && i < total)
+          v[t][a] = reinterpret_cast<const V *>(src[t])[i];
+      }
+#pragma unroll
+    for (int t = 0; t < 3; ++t)
+#pragma unroll
+      for (int a = 0; a < kAhead; ++a) {
+        int i = i0 + a * kNormThreads;
+        if (t < tiles && i < total) {
+          int r = i / packsPerRow, c = i - r * packsPerRow;
+          *reinterpret_cast<V *>(tile + (t * chunkRows + r) * stride + c * P) =
+              v[t][a];
+        }
+      }
+  }
+}
+
+/// norm_grad_params with one block per segment of rows (math/
+/// NormParamSums.h's steps 1 and 2 without a second reading of x and g):
+/// the block stages kChunkRows rows at a time in shared memory (x, g and
+/// the addend, stageRows' 12 loads of a thread in flight at once); each
+/// half-warp takes a row's statistics and sums as normGradKernel does
+/// (the same functions, reading the staged row); then each thread takes P
+/// columns through the chunk's rows in order, writing dx (and its copy)
+/// and adding the rows' terms to its columns' segment sums, which stay in
+/// shared memory until the segment's last chunk. Writes partials as
+/// normParamPartialsKernel does. P: elements per load (1, or 16 bytes of
+/// them where every row and pointer is aligned to that).
+template <typename S, typename N, int P>
+__global__ void __launch_bounds__(kNormThreads, 1)
+    normSegmentKernel(const S *x, const S *scale, const S *g, const S *addend,
+                      S *dx, N *narrowed, double *partials, int64_t rows,
+                      int64_t n, bool centered, bool withBias, S eps,
+                      StagedLayout l) {
+  static_assert(std::is_same_v<S, Compute<S>>, "f32 and f64 only");
+  extern __shared__ __align__(16) unsigned char normShared[];
+  double *acc = reinterpret_cast<double *>(normShared + l.acc);
+  S(*rowStats)[4] = reinterpret_cast<S(*)[4]>(normShared + l.rowStats);
+  S *scaleShared = reinterpret_cast<S *>(normShared + l.params);
+  S *tile = reinterpret_cast<S *>(normShared + l.tile);
+  int64_t sums = withBias ? 2 : 1;
+  int64_t per = math::normSegmentRows(rows);
+  int64_t begin = int64_t(blockIdx.x) * per;
+  int64_t end = begin + per < rows ? begin + per : rows;
+  for (int64_t j = threadIdx.x; j < n; j += kNormThreads)
+    scaleShared[j] = scale[j];
+  for (int64_t i = threadIdx.x; i < sums * n; i += kNormThreads)
+    acc[i] = 0;
+  int half = int(threadIdx.x) / kLanes, lane = int(threadIdx.x) % kLanes;
+  for (int64_t first = begin; first < end; first += l.chunkRows) {
+    int64_t count = end - first < l.chunkRows ? end - first : l.chunkRows;
+    const S *src[3] = {x + first * n, g + first * n,
+                       addend ? addend + first * n : nullptr};
+    __syncthreads(); // the previous chunk's tiles are read
+    stageRows<S, P>(src, tile, addend ? 3 : 2, count, n, l.stride, l.chunkRows);
+    __syncthreads();
+    // Each half-warp a row's statistics and sums; a half-warp past the
+    // chunk's rows reads row 0 again (the warp's shuffles need it) and
+    // keeps nothing.
+    {
+      bool valid = half < count;
+      const S *xr = tile + (valid ? half : 0) * l.stride;
+      const S *gr = xr + l.chunkRows * l.stride;
+      S mean;
+      S rstd = rowStatistics(xr, lane, n, centered, eps, mean);
+      auto dAt = [&](int64_t j) { return gr[j] * scaleShared[j]; };
+      auto dhAt = [&](int64_t j) { return dAt(j) * ((xr[j] - mean) * rstd); };
+      S sumD, sumDX;
+      gradSums<S, true>(lane, n, dAt, dhAt, sumD, sumDX);
+      if (valid && lane == 0) {
+        rowStats[half][0] = mean;
+        rowStats[half][1] = rstd;
+        rowStats[half][2] = centered ? sumD / S(n) : S(0);
+        rowStats[half][3] = sumDX / S(n);
+      }
+    }
+    __syncthreads();
+    // Each thread P columns through the rows in order: dx as normGradKernel
+    // writes it, and the segment sums' terms as normParamPartialsKernel
+    // adds them.
+    for (int64_t j = int64_t(threadIdx.x) * P; j < n;
+         j += int64_t(kNormThreads) * P) {
+      double scaleSum[P], biasSum[P];
+      S s[P];
+#pragma unroll
+      for (int u = 0; u < P; ++u) {
+        scaleSum[u] = acc[j + u];
+        biasSum[u] = withBias ? acc[n + j + u] : 0.0;
+        s[u] = scaleShared[j + u];
+      }
+      for (int64_t r = 0; r < count; ++r) {
+        const S *xr = tile + r * l.stride + j;
+        const S *gr = xr + l.chunkRows * l.stride;
+        const S *ar = gr + l.chunkRows * l.stride;
+        S mean = rowStats[r][0], rstd = rowStats[r][1];
+        S meanD = rowStats[r][2], meanDX = rowStats[r][3];
+        Pack<S, P> out;
+#pragma unroll
+        for (int u = 0; u < P; ++u) {
+          S h = (xr[u] - mean) * rstd;
+          S v = rstd * (gr[u] * s[u] - h * meanDX - meanD);
+          if (addend)
+            v = ar[u] + v; // graph.add's rounding
+          out.v[u] = v;
+          if (narrowed)
+            store(narrowed + (first + r) * n, j + u, v);
+          scaleSum[u] += math::scaleGradTerm(gr[u], h);
+          biasSum[u] += double(gr[u]);
+        }
+        *reinterpret_cast<Pack<S, P> *>(dx + (first + r) * n + j) = out;
+      }
+#pragma unroll
+      for (int u = 0; u < P; ++u) {
+        acc[j + u] = scaleSum[u];
+        if (withBias)
+          acc[n + j + u] = biasSum[u];
+      }
+    }
+  }
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < sums * n; i += kNormThreads)
+    partials[int64_t(blockIdx.x) * sums * n + i] = acc[i];
+}
+
+/// An f32 norm's forward with its rows staged (normKernel's results; Y:
+/// f32, or the 16-bit type of a narrowed norm): each block stages 16 rows
+/// at a time in shared memory (stageRows' 4 loads of a thread in flight
+/// at once),
+/// each half-warp takes a row's statistics from there (rowStatistics,
+/// as normKernel), then each thread writes P columns of the rows (one
+/// vector store of P where P > 1).
+template <typename Y, int P>
+__global__ void __launch_bounds__(kNormThreads)
+    normStagedKernel(const float *x, const float *scale, const float *bias,
+                     Y *y, int64_t rows, int64_t n, bool centered, float eps,
+                     StagedLayout l) {
+  extern __shared__ __align__(16) unsigned char normShared[];
+  float(*rowStats)[4] = reinterpret_cast<float(*)[4]>(normShared + l.rowStats);
+  float *scaleShared = reinterpret_cast<float *>(normShared + l.params);
+  float *biasShared = scaleShared + n;
+  float *tile = reinterpret_cast<float *>(normShared + l.tile);
+  // The defaults normKernel multiplies and adds.
+  for (int64_t j = threadIdx.x; j < n; j += kNormThreads) {
+    scaleShared[j] = scale ? scale[j] : 1.0f;
+    biasShared[j] = bias ? bias[j] : 0.0f;
+  }
+  int half = int(threadIdx.x) / kLanes, lane = int(threadIdx.x) % kLanes;
+  for (int64_t first = int64_t(blockIdx.x) * l.chunkRows; first < rows;
+       first += int64_t(gridDim.x) * l.chunkRows) {
+    int64_t count = rows - first < l.chunkRows ? rows - first : l.chunkRows;
+    const float *src[3] = {x + first * n, nullptr, nullptr};
+    __syncthreads(); // the previous chunk's tile is read
+    stageRows<float, P>(src, tile, 1, count, n, l.stride, l.chunkRows);
+    __syncthreads();
+    {
+      // A half-warp past the chunk's rows reads row 0 again (the warp's
+      // shuffles need it) and keeps nothing.
+      bool valid = half < count;
+      float mean;
+      float rstd = rowStatistics(tile + (valid ? half : 0) * l.stride, lane, n,
+                                 centered, eps, mean);
+      if (valid && lane == 0) {
+        rowStats[half][0] = mean;
+        rowStats[half][1] = rstd;
+      }
+    }
+    __syncthreads();
+    for (int64_t j = int64_t(threadIdx.x) * P; j < n;
+         j += int64_t(kNormThreads) * P)
+      for (int64_t r = 0; r < count; ++r) {
+        const float *xr = tile + r * l.stride + j;
+        float mean = rowStats[r][0], rstd = rowStats[r][1];
+        Pack<Y, P> out;
+#pragma unroll
+        for (int u = 0; u < P; ++u)
+          store(out.v, u,
+                (xr[u] - mean) * rstd * scaleShared[j + u] + biasShared[j + u]);
+        *reinterpret_cast<Pack<Y, P> *>(y + (first + r) * n + j) = out;
+      }
+  }
+}
+
+/// The shared memory a block may opt into on the current device (0 if
+/// unknown: then no kernel stages rows).
+size_t sharedMemoryOptIn() {
+  int device = 0, bytes = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                             device) != cudaSuccess) {
+    (void)cudaGetLastError(); // not left for the next launch's check
+    return 0;
+  }
+  return size_t(bytes);
+}
+
+/// Launches `kernel` on `blocks` blocks of kNormThreads with `l`'s shared
+/// memory (opting in above the default 48 KB).
+template <typename... Params, typename... Args>
+Status launchStaged(const KernelCall &call, const char *name,
+                    void (*kernel)(Params...), unsigned blocks,
+                    const StagedLayout &l, cudaStream_t stream, Args... args) {
+  cudaError_t opted = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(l.bytes));
+  if (opted != cudaSuccess) {
+    (void)cudaGetLastError(); // not left for the next launch's check
+    return fromCudaError(int(opted), name);
+  }
+  kernel<<<blocks, kNormThreads, l.bytes, stream>>>(args...);
+  return checkLaunch(call, name);
+}
+
+/// normStagedKernel for an f32 norm writing Y, where 16 rows can be
+/// staged; `launched` false (nothing queued) where they cannot.
+template <typename Y>
+Status runStagedNorm(const KernelCall &call, cudaStream_t stream,
+                     const float *x, const float *scale, const float *bias,
+                     Y *y, int64_t rows, int64_t n, bool centered, float eps,
+                     bool &launched) {
+  constexpr int kVector = 4; // 16 bytes of f32
+  bool vector = n % kVector == 0 && packAligned(x, 16) &&
+                packAligned(y, kVector * sizeof(Y));
+  StagedLayout layout = stagedLayout<float>(n, vector ? kVector : 1, 1, 0, 2,
+                                            sharedMemoryOptIn());
+  launched = layout.chunkRows == kChunkRows;
+  if (!launched)
+    return okStatus();
+  int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+  return launchStaged(call, "normStagedKernel",
+                      vector ? normStagedKernel<Y, kVector>
+                             : normStagedKernel<Y, 1>,
+                      unsigned(chunks < 65536 ? chunks : 65536), layout, stream,
+                      x, scale, bias, y, rows, n, centered, eps, layout);
+}
+
 /// Blocks for `rows` rows, 16 per block (the kernels loop past the cap).
 unsigned normGrid(int64_t rows) {
   int64_t perBlock = kNormThreads / kLanes;
@@ -314,6 +636,14 @@ Status runNorm(const KernelCall &call) {
     auto *sc = static_cast<const float *>(scale);
     auto *bi = static_cast<const float *>(bias);
     float eps = float(call.floats[0]);
+    bool launched = false;
+    Status staged = y.dtype == DType::BF16
+                        ? runStagedNorm(call, stream, xs, sc, bi, y.as<Bf16>(),
+                                        rows, n, layer, eps, launched)
+                        : runStagedNorm(call, stream, xs, sc, bi, y.as<Half>(),
+                                        rows, n, layer, eps, launched);
+    if (launched || !staged.ok())
+      return staged;
     if (y.dtype == DType::BF16)
       normKernel<float, Bf16><<<normGrid(rows), kNormThreads, 0, stream>>>(
           xs, sc, bi, y.as<Bf16>(), rows, n, layer, eps);
@@ -321,6 +651,15 @@ Status runNorm(const KernelCall &call) {
       normKernel<float, Half><<<normGrid(rows), kNormThreads, 0, stream>>>(
           xs, sc, bi, y.as<Half>(), rows, n, layer, eps);
     return checkLaunch(call, "normKernel");
+  }
+  if (x.dtype == DType::F32) {
+    bool launched = false;
+    Status staged = runStagedNorm(
+        call, stream, x.as<const float>(), static_cast<const float *>(scale),
+        static_cast<const float *>(bias), y.as<float>(), rows, n, layer,
+        float(call.floats[0]), launched);
+    if (launched || !staged.ok())
+      return staged;
   }
   return withFloatStorage(call, x.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
@@ -335,9 +674,12 @@ Status runNorm(const KernelCall &call) {
 
 namespace {
 
-/// norm_grad_params: normGradKernel's dx with each row's statistics kept
-/// in scratch, then the parameters' sums from x, g and the statistics in
-/// math/NormParamSums.h's order (the CPU's bits). f32 and f64 only.
+/// norm_grad_params: the parameters' sums in math/NormParamSums.h's order
+/// (the CPU's bits), and dx. Where a segment's rows can be staged in
+/// shared memory kChunkRows (at least kMinChunkRows) at a time,
+/// normSegmentKernel reads x, g and the addend once; else normGradKernel's
+/// dx with each row's statistics kept in scratch, then the sums from x, g
+/// and the statistics. f32 and f64 only.
 Status runNormGradParams(const KernelCall &call) {
   const TensorRef &x = call.inputs[0];
   int axis = int(call.ints[0]);
@@ -364,37 +706,57 @@ Status runNormGradParams(const KernelCall &call) {
       double *partials = scratch.as<double>();
       C *stats = reinterpret_cast<C *>(scratch.as<char>() + partialBytes);
       if (rows > 0) {
+        const S *xs = x.as<const S>(), *scale = call.inputs[1].as<const S>();
+        const S *g = call.inputs[2].as<const S>();
         const S *addend = call.ints[3] != 0 ? call.inputs[3].as<S>() : nullptr;
+        S *dx = call.outputs[0].as<S>();
+        C eps = C(call.floats[0]);
         const TensorRef *narrowed =
             call.ints[4] != 0 ? &call.outputs[call.numOutputs - 1] : nullptr;
-        auto launch = [&](auto *copy) {
+        // Rows staged 16 bytes a load where every row and pointer allows.
+        constexpr int kVector = 16 / sizeof(S);
+        bool vector = n % kVector == 0;
+        for (const void *p :
+             {static_cast<const void *>(xs), static_cast<const void *>(g),
+              static_cast<const void *>(addend), static_cast<const void *>(dx)})
+          vector = vector && packAligned(p, 16);
+        StagedLayout layout =
+            stagedLayout<S>(n, vector ? kVector : 1, addend ? 3 : 2, sums, 1,
+                            sharedMemoryOptIn());
+        bool staged = layout.chunkRows >= kMinChunkRows;
+        auto launch = [&](auto *copy) -> Status {
           using N = std::remove_pointer_t<decltype(copy)>;
+          if (staged)
+            return launchStaged(call, "normSegmentKernel",
+                                vector ? normSegmentKernel<S, N, kVector>
+                                       : normSegmentKernel<S, N, 1>,
+                                unsigned(segments), layout, stream, xs, scale,
+                                g, addend, dx, copy, partials, rows, n,
+                                centered, withBias, eps, layout);
           normGradKernel<S, true, N>
               <<<normGrid(rows), kNormThreads, 0, stream>>>(
-                  x.as<const S>(), call.inputs[1].as<const S>(),
-                  call.inputs[2].as<const S>(), addend, call.outputs[0].as<S>(),
-                  copy, stats, rows, n, centered, C(call.floats[0]));
+                  xs, scale, g, addend, dx, copy, stats, rows, n, centered,
+                  eps);
+          TRAINC_RETURN_IF_ERROR(checkLaunch(call, "normGradKernel"));
+          dim3 grid(unsigned((n + kParamColumns - 1) / kParamColumns),
+                    unsigned((segments + kParamSegments - 1) / kParamSegments));
+          normParamPartialsKernel<S>
+              <<<grid, dim3(kParamColumns, kParamSegments), 0, stream>>>(
+                  xs, g, stats, partials, rows, n, withBias);
+          return checkLaunch(call, "normParamPartialsKernel");
         };
-        if (!narrowed)
-          launch(static_cast<S *>(nullptr));
-        else if constexpr (std::is_same_v<S, float>) {
+        if (!narrowed) {
+          TRAINC_RETURN_IF_ERROR(launch(static_cast<S *>(nullptr)));
+        } else if constexpr (std::is_same_v<S, float>) {
           if (narrowed->dtype == DType::BF16)
-            launch(narrowed->as<Bf16>());
+            TRAINC_RETURN_IF_ERROR(launch(narrowed->as<Bf16>()));
           else if (narrowed->dtype == DType::F16)
-            launch(narrowed->as<Half>());
+            TRAINC_RETURN_IF_ERROR(launch(narrowed->as<Half>()));
           else
             return unsupported(call, narrowed->dtype);
         } else {
           return unsupported(call, narrowed->dtype); // f32 only (C9)
         }
-        TRAINC_RETURN_IF_ERROR(checkLaunch(call, "normGradKernel"));
-        dim3 grid(unsigned((n + kParamColumns - 1) / kParamColumns),
-                  unsigned((segments + kParamSegments - 1) / kParamSegments));
-        normParamPartialsKernel<S>
-            <<<grid, dim3(kParamColumns, kParamSegments), 0, stream>>>(
-                x.as<const S>(), call.inputs[2].as<const S>(), stats, partials,
-                rows, n, withBias);
-        TRAINC_RETURN_IF_ERROR(checkLaunch(call, "normParamPartialsKernel"));
       }
       int64_t outputs = sums * n;
       normParamCombineKernel<S>

@@ -53,6 +53,10 @@ const NormCase kNormCases[] = {
     {{37, 129}, 1, false, true, 1e-6},
     {{129, 1}, 1, true, true, 1e-5}, // rows of one element
     {{5, 4099}, 1, true, true, 1e-5},
+    // GPT-2's rows: f32 norms stage them 16 at a time, 4 columns a load
+    // (70 rows: the last chunk 6); rows of 129 stage an element a load, of
+    // 4099 are too long to stage (normKernel).
+    {{70, 768}, 1, true, true, 1e-5},
 };
 
 /// layer_norm or rms_norm of `c` on random `t` operands, the result `y`.
@@ -108,17 +112,18 @@ TEST_P(DeviceKernels, NormGrad) {
 
 /// math/NormParamSums.h fixes the sums' order for both devices: bit for
 /// bit. Shapes past one segment of rows: 111 rows (14 segments of 8, the
-/// last shorter), 4224 (128 segments of 33 rows).
+/// last shorter), 4224 (128 segments of 33 rows: staged 16, 16 and 1 at a
+/// time), 1100 rows of GPT-2's 768 (f64: 11 rows staged at a time on a
+/// 227 KB block). Rows of 4099 and 4773 are too long to stage 4 at a time
+/// (the three-kernel path); 129 and 1 staged an element a load, 40 and 768
+/// a vector.
 TEST_P(DeviceKernels, NormGradParams) {
   struct Case {
     std::vector<int64_t> dims;
     int64_t axis;
   };
-  const Case cases[] = {{{3, 37, 129}, 2},
-                        {{3, 37, 129}, 1},
-                        {{129, 1}, 1},
-                        {{5, 4099}, 1},
-                        {{4224, 40}, 1}};
+  const Case cases[] = {{{3, 37, 129}, 2}, {{3, 37, 129}, 1}, {{129, 1}, 1},
+                        {{5, 4099}, 1},    {{4224, 40}, 1},   {{1100, 768}, 1}};
   uint32_t seed = 70;
   for (DType t : {kF32, kF64})
     for (const Case &c : cases)
@@ -150,6 +155,8 @@ TEST_P(DeviceKernels, NormGradParamsWithAddendAndCopy) {
   };
   const Case cases[] = {{kF32, DType::BF16, {3, 37, 129}, true},
                         {kF32, DType::F16, {4224, 40}, true},
+                        {kF32, DType::BF16, {2048, 768}, true},
+                        {kF64, kF64, {300, 768}, true},
                         {kF32, DType::BF16, {5, 4099}, false},
                         {kF32, kF32, {3, 37, 129}, true},
                         {kF64, kF64, {111, 40}, true}};
