@@ -338,7 +338,8 @@ StagedLayout stagedLayout(int64_t n, int P, int tiles, int64_t sums,
                           int64_t params, size_t budget) {
   StagedLayout l;
   // Packs stay aligned, and a warp's two half-warps (rows r and r + 1 at
-  // the same columns) meet different banks: stride = 16 mod 32 words.
+  // the same columns) meet different banks: f32 strides are 16 mod 32
+  // words (a half-warp's 16 doubles fill all 32 banks anyway).
   l.stride = (n + P - 1) / P * P;
   l.stride += (16 - l.stride % 32 + 32) % 32;
   l.tiles = tiles;
@@ -428,9 +429,9 @@ __global__ void __launch_bounds__(kNormThreads, 1)
     stageRows<S, P>(src, tile, addend ? 3 : 2, count, n, l.stride, l.chunkRows);
     __syncthreads();
     // Each half-warp a row's statistics and sums; a half-warp past the
-    // chunk's rows reads row 0 again (the warp's shuffles need it) and
-    // keeps nothing.
-    {
+    // chunk's rows whose warp has a row reads row 0 again (the warp's
+    // shuffles need it) and keeps nothing; a warp without rows waits.
+    if (half / 2 * 2 < count) {
       bool valid = half < count;
       const S *xr = tile + (valid ? half : 0) * l.stride;
       const S *gr = xr + l.chunkRows * l.stride;
@@ -461,26 +462,37 @@ __global__ void __launch_bounds__(kNormThreads, 1)
         biasSum[u] = withBias ? acc[n + j + u] : 0.0;
         s[u] = scaleShared[j + u];
       }
+#pragma unroll 2
       for (int64_t r = 0; r < count; ++r) {
-        const S *xr = tile + r * l.stride + j;
-        const S *gr = xr + l.chunkRows * l.stride;
-        const S *ar = gr + l.chunkRows * l.stride;
+        // One vector load from each tile (P words a thread: scalar loads
+        // of 4t + u would meet 4 threads in each bank).
+        const S *at = tile + r * l.stride + j;
+        Pack<S, P> xv = *reinterpret_cast<const Pack<S, P> *>(at);
+        at += l.chunkRows * l.stride;
+        Pack<S, P> gv = *reinterpret_cast<const Pack<S, P> *>(at);
+        Pack<S, P> av;
+        if (addend)
+          av = *reinterpret_cast<const Pack<S, P> *>(at +
+                                                     l.chunkRows * l.stride);
         S mean = rowStats[r][0], rstd = rowStats[r][1];
         S meanD = rowStats[r][2], meanDX = rowStats[r][3];
         Pack<S, P> out;
+        Pack<N, P> copy;
 #pragma unroll
         for (int u = 0; u < P; ++u) {
-          S h = (xr[u] - mean) * rstd;
-          S v = rstd * (gr[u] * s[u] - h * meanDX - meanD);
+          S h = (xv.v[u] - mean) * rstd;
+          S v = rstd * (gv.v[u] * s[u] - h * meanDX - meanD);
           if (addend)
-            v = ar[u] + v; // graph.add's rounding
+            v = av.v[u] + v; // graph.add's rounding
           out.v[u] = v;
-          if (narrowed)
-            store(narrowed + (first + r) * n, j + u, v);
-          scaleSum[u] += math::scaleGradTerm(gr[u], h);
-          biasSum[u] += double(gr[u]);
+          store(copy.v, u, v);
+          scaleSum[u] += math::scaleGradTerm(gv.v[u], h);
+          biasSum[u] += double(gv.v[u]);
         }
         *reinterpret_cast<Pack<S, P> *>(dx + (first + r) * n + j) = out;
+        if (narrowed)
+          *reinterpret_cast<Pack<N, P> *>(narrowed + (first + r) * n + j) =
+              copy;
       }
 #pragma unroll
       for (int u = 0; u < P; ++u) {
@@ -525,9 +537,9 @@ __global__ void __launch_bounds__(kNormThreads)
     __syncthreads(); // the previous chunk's tile is read
     stageRows<float, P>(src, tile, 1, count, n, l.stride, l.chunkRows);
     __syncthreads();
-    {
-      // A half-warp past the chunk's rows reads row 0 again (the warp's
-      // shuffles need it) and keeps nothing.
+    if (half / 2 * 2 < count) {
+      // A half-warp past the chunk's rows (in a warp with one) reads row
+      // 0 again (the warp's shuffles need it) and keeps nothing.
       bool valid = half < count;
       float mean;
       float rstd = rowStatistics(tile + (valid ? half : 0) * l.stride, lane, n,
@@ -539,17 +551,22 @@ __global__ void __launch_bounds__(kNormThreads)
     }
     __syncthreads();
     for (int64_t j = int64_t(threadIdx.x) * P; j < n;
-         j += int64_t(kNormThreads) * P)
+         j += int64_t(kNormThreads) * P) {
+      // Vector loads from shared memory (see normSegmentKernel).
+      using V = Pack<float, P>;
+      V s = *reinterpret_cast<const V *>(scaleShared + j);
+      V b = *reinterpret_cast<const V *>(biasShared + j);
+#pragma unroll 2
       for (int64_t r = 0; r < count; ++r) {
-        const float *xr = tile + r * l.stride + j;
+        V xv = *reinterpret_cast<const V *>(tile + r * l.stride + j);
         float mean = rowStats[r][0], rstd = rowStats[r][1];
         Pack<Y, P> out;
 #pragma unroll
         for (int u = 0; u < P; ++u)
-          store(out.v, u,
-                (xr[u] - mean) * rstd * scaleShared[j + u] + biasShared[j + u]);
+          store(out.v, u, (xv.v[u] - mean) * rstd * s.v[u] + b.v[u]);
         *reinterpret_cast<Pack<Y, P> *>(y + (first + r) * n + j) = out;
       }
+    }
   }
 }
 
@@ -567,16 +584,21 @@ size_t sharedMemoryOptIn() {
 }
 
 /// Launches `kernel` on `blocks` blocks of kNormThreads with `l`'s shared
-/// memory (opting in above the default 48 KB).
+/// memory, the kernel opted into the device's whole `budget` (above the
+/// default 48 KB; always the same value, so that threads launching the
+/// kernel with different layouts cannot lower it under one another).
 template <typename... Params, typename... Args>
 Status launchStaged(const KernelCall &call, const char *name,
                     void (*kernel)(Params...), unsigned blocks,
-                    const StagedLayout &l, cudaStream_t stream, Args... args) {
+                    const StagedLayout &l, size_t budget, cudaStream_t stream,
+                    Args... args) {
   cudaError_t opted = cudaFuncSetAttribute(
-      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(l.bytes));
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(budget));
   if (opted != cudaSuccess) {
     (void)cudaGetLastError(); // not left for the next launch's check
-    return fromCudaError(int(opted), name);
+    std::string what = std::string(opcodeName(call.op)) +
+                       ": cudaFuncSetAttribute(" + name + ")";
+    return fromCudaError(int(opted), what.c_str());
   }
   kernel<<<blocks, kNormThreads, l.bytes, stream>>>(args...);
   return checkLaunch(call, name);
@@ -592,17 +614,18 @@ Status runStagedNorm(const KernelCall &call, cudaStream_t stream,
   constexpr int kVector = 4; // 16 bytes of f32
   bool vector = n % kVector == 0 && packAligned(x, 16) &&
                 packAligned(y, kVector * sizeof(Y));
-  StagedLayout layout = stagedLayout<float>(n, vector ? kVector : 1, 1, 0, 2,
-                                            sharedMemoryOptIn());
+  size_t budget = sharedMemoryOptIn();
+  StagedLayout layout =
+      stagedLayout<float>(n, vector ? kVector : 1, 1, 0, 2, budget);
   launched = layout.chunkRows == kChunkRows;
   if (!launched)
     return okStatus();
   int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
-  return launchStaged(call, "normStagedKernel",
-                      vector ? normStagedKernel<Y, kVector>
-                             : normStagedKernel<Y, 1>,
-                      unsigned(chunks < 65536 ? chunks : 65536), layout, stream,
-                      x, scale, bias, y, rows, n, centered, eps, layout);
+  return launchStaged(
+      call, "normStagedKernel",
+      vector ? normStagedKernel<Y, kVector> : normStagedKernel<Y, 1>,
+      unsigned(chunks < 65536 ? chunks : 65536), layout, budget, stream, x,
+      scale, bias, y, rows, n, centered, eps, layout);
 }
 
 /// Blocks for `rows` rows, 16 per block (the kernels loop past the cap).
@@ -720,9 +743,11 @@ Status runNormGradParams(const KernelCall &call) {
              {static_cast<const void *>(xs), static_cast<const void *>(g),
               static_cast<const void *>(addend), static_cast<const void *>(dx)})
           vector = vector && packAligned(p, 16);
-        StagedLayout layout =
-            stagedLayout<S>(n, vector ? kVector : 1, addend ? 3 : 2, sums, 1,
-                            sharedMemoryOptIn());
+        if (narrowed) // its packs of kVector 16-bit elements
+          vector = vector && packAligned(narrowed->data, kVector * 2);
+        size_t budget = sharedMemoryOptIn();
+        StagedLayout layout = stagedLayout<S>(n, vector ? kVector : 1,
+                                              addend ? 3 : 2, sums, 1, budget);
         bool staged = layout.chunkRows >= kMinChunkRows;
         auto launch = [&](auto *copy) -> Status {
           using N = std::remove_pointer_t<decltype(copy)>;
@@ -730,8 +755,8 @@ Status runNormGradParams(const KernelCall &call) {
             return launchStaged(call, "normSegmentKernel",
                                 vector ? normSegmentKernel<S, N, kVector>
                                        : normSegmentKernel<S, N, 1>,
-                                unsigned(segments), layout, stream, xs, scale,
-                                g, addend, dx, copy, partials, rows, n,
+                                unsigned(segments), layout, budget, stream, xs,
+                                scale, g, addend, dx, copy, partials, rows, n,
                                 centered, withBias, eps, layout);
           normGradKernel<S, true, N>
               <<<normGrid(rows), kNormThreads, 0, stream>>>(

@@ -113,10 +113,10 @@ TEST_P(DeviceKernels, NormGrad) {
 /// math/NormParamSums.h fixes the sums' order for both devices: bit for
 /// bit. Shapes past one segment of rows: 111 rows (14 segments of 8, the
 /// last shorter), 4224 (128 segments of 33 rows: staged 16, 16 and 1 at a
-/// time), 1100 rows of GPT-2's 768 (f64: 11 rows staged at a time on a
-/// 227 KB block). Rows of 4099 and 4773 are too long to stage 4 at a time
-/// (the three-kernel path); 129 and 1 staged an element a load, 40 and 768
-/// a vector.
+/// time), 1100 rows of GPT-2's 768. On a 227 KB block (H100, H200) rows of
+/// 4099 are staged 4 or 5 at a time and rows of 4773 (f32: 3 with the bias,
+/// then normGradKernel's three kernels; 4 without); 129 and 1 an element a
+/// load, 40 and 768 a vector.
 TEST_P(DeviceKernels, NormGradParams) {
   struct Case {
     std::vector<int64_t> dims;
@@ -146,7 +146,9 @@ TEST_P(DeviceKernels, NormGradParams) {
 
 /// With the residual stream's gradient added (an addend) and the sum's
 /// 16-bit copy (bf16, f16; f32 only), bit for bit: the add and the
-/// convert round as on the CPU.
+/// convert round as on the CPU. Staged (on a 227 KB block) but for f32 rows
+/// of 4099 with an addend (normGradKernel writing the copy); f64 rows of
+/// 768 with an addend 11 at a time.
 TEST_P(DeviceKernels, NormGradParamsWithAddendAndCopy) {
   struct Case {
     DType t, copy; // copy: the dtype itself for none
@@ -156,6 +158,7 @@ TEST_P(DeviceKernels, NormGradParamsWithAddendAndCopy) {
   const Case cases[] = {{kF32, DType::BF16, {3, 37, 129}, true},
                         {kF32, DType::F16, {4224, 40}, true},
                         {kF32, DType::BF16, {2048, 768}, true},
+                        {kF32, DType::BF16, {5, 4099}, true},
                         {kF64, kF64, {300, 768}, true},
                         {kF32, DType::BF16, {5, 4099}, false},
                         {kF32, kF32, {3, 37, 129}, true},
