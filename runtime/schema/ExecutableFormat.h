@@ -56,7 +56,8 @@ namespace trainc {
 ///      gradient) and a 16-bit copy of the input gradient.
 ///  21: Floor, Round.
 ///  22: ReduceProd.
-constexpr uint32_t kFormatVersion = 22;
+///  23: ScatterAdd of i32 and i64 (wrapping sums).
+constexpr uint32_t kFormatVersion = 23;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

@@ -6,7 +6,9 @@
 // of the dims before it, A its size, I the product after), the indices
 // flattened to [J], the updates as [O, J, I]. Every index is checked before
 // anything is written. Rows are accumulated in index order (deterministic);
-// 16-bit results accumulate in an f32 copy and are rounded once at the end.
+// 16-bit results accumulate in an f32 copy and are rounded once at the end;
+// i32 and i64 add with two's-complement wrap-around (in uint64_t, then
+// truncated: the same bits as adding in the type itself).
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +65,18 @@ Status runScatterAdd(const KernelCall &call) {
       std::fill(acc, acc + n, T(0));
       accumulate(updates, rows, outer, axisSize, inner, acc);
     });
+    return okStatus();
+  }
+  if (out.dtype == DType::I32 || out.dtype == DType::I64) {
+    std::vector<uint64_t> acc(n, 0);
+    accumulate(updates, rows, outer, axisSize, inner, acc.data());
+    for (int64_t i = 0; i < n; ++i) {
+      if (out.dtype == DType::I32)
+        out.as<int32_t>()[i] =
+            static_cast<int32_t>(static_cast<uint32_t>(acc[i]));
+      else
+        out.as<int64_t>()[i] = static_cast<int64_t>(acc[i]);
+    }
     return okStatus();
   }
   if (!isFloat(out.dtype))

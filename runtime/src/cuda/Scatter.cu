@@ -18,8 +18,9 @@
 //   3. segmentStartsKernel finds each row's segment (a binary search).
 //   4. scatterSumKernel, one thread per result element (o, a, i), adds its
 //      segment's updates into 0 in that order, in the compute type (f32 for
-//      16-bit results, rounded once at the end, as on the CPU), and writes
-//      every element (rows without updates get +0).
+//      16-bit results, rounded once at the end, as on the CPU; i32 and i64
+//      in uint64_t, wrapping, then truncated), and writes every element
+//      (rows without updates get +0).
 // The result bits depend only on the operands, never on the launch.
 // Temporary memory (keys, positions, segment starts, CUB's workspace) is
 // one Scratch allocation on the call's stream.
@@ -34,6 +35,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <climits>
+#include <type_traits>
 
 namespace trainc::cuda {
 namespace {
@@ -80,6 +82,12 @@ __global__ void segmentStartsKernel(const uint32_t *sortedKeys, int64_t count,
   }
 }
 
+/// The type scatterSumKernel adds S in: the compute type for floats,
+/// uint64_t (two's-complement wrap-around) for integers.
+template <typename S> struct SumOf { using type = Compute<S>; };
+template <> struct SumOf<int32_t> { using type = uint64_t; };
+template <> struct SumOf<int64_t> { using type = uint64_t; };
+
 /// out[o, a, i] = 0 + the updates[o, k, i] of row a's segment, in order.
 template <typename S>
 __global__ void scatterSumKernel(const S *updates, const uint32_t *positions,
@@ -91,10 +99,14 @@ __global__ void scatterSumKernel(const S *updates, const uint32_t *positions,
        e += step) {
     int64_t i = e % inner, row = e / inner;
     int64_t a = row % axisSize, o = row / axisSize;
-    Compute<S> acc = 0;
+    using Sum = typename SumOf<S>::type;
+    Sum acc = 0;
     for (uint32_t s = starts[a], end = starts[a + 1]; s < end; ++s)
-      acc += load(updates, (o * count + positions[s]) * inner + i);
-    store(out, e, acc);
+      acc += Sum(load(updates, (o * count + positions[s]) * inner + i));
+    if constexpr (std::is_same_v<Sum, uint64_t>)
+      out[e] = S(acc); // truncated: the sum's low bits
+    else
+      store(out, e, acc);
   }
 }
 
@@ -123,7 +135,7 @@ Status runScatterAdd(const KernelCall &call) {
                       " is beyond the CUDA kernel's 32-bit limits");
   cudaStream_t stream = streamOf(call).handle();
 
-  return withFloatStorage(call, out.dtype, [&](auto zero) -> Status {
+  auto run = [&](auto zero) -> Status {
     using S = decltype(zero);
     if (count == 0) {
       // Nothing to add: the result is +0 everywhere (all-zero bits).
@@ -184,7 +196,12 @@ Status runScatterAdd(const KernelCall &call) {
         updates.as<const S>(), sortedPositions, starts, out.as<S>(), n,
         axisSize, inner, count);
     return checkLaunch(call, "scatterSumKernel");
-  });
+  };
+  if (out.dtype == DType::I32)
+    return run(int32_t());
+  if (out.dtype == DType::I64)
+    return run(int64_t());
+  return withFloatStorage(call, out.dtype, run);
 }
 
 } // namespace trainc::cuda

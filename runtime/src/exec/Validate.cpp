@@ -334,7 +334,9 @@ Status Checker::checkDataMovement() const {
     int64_t axis = v[0];
     if (axis < 0 || axis >= int64_t(out.shape.size()) ||
         (idx.dtype != DType::I32 && idx.dtype != DType::I64) ||
-        updates.dtype != out.dtype || !isFloat(out.dtype))
+        updates.dtype != out.dtype ||
+        !(isFloat(out.dtype) || out.dtype == DType::I32 ||
+          out.dtype == DType::I64))
       return error("invalid axis or dtypes");
     Shape expected(out.shape.begin(), out.shape.begin() + axis);
     expected.insert(expected.end(), idx.shape.begin(), idx.shape.end());

@@ -9,6 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cstdint>
+
 namespace trainc::cpu::testing {
 namespace {
 
@@ -36,6 +39,32 @@ TEST(CpuScatter, AlongAnInnerAxisWithI32Indices) {
                         {&out}, {1})
                   .ok());
   EXPECT_EQ(out.values(), (std::vector<double>{0, 3, 0, 0, 7, 0}));
+}
+
+/// Integers add as the type's own two's-complement addition: i32 sums
+/// wrap at 2^32 (2^31 - 1 + 2 is -2^31 + 1), i64 at 2^64.
+TEST(CpuScatter, IntegersWrapAround) {
+  TestTensor updates(DType::I32, {4}, {INT32_MAX, 2, -7, INT32_MIN});
+  TestTensor indices(DType::I64, {4}, {1, 1, 0, 0});
+  TestTensor out(DType::I32, {3});
+  ASSERT_TRUE(runKernel(runScatterAdd, Opcode::ScatterAdd, {&updates, &indices},
+                        {&out}, {0})
+                  .ok());
+  const int32_t *sums = out.ref().as<int32_t>();
+  EXPECT_EQ(sums[0], INT32_MAX - 6); // -7 + -2^31, wrapped
+  EXPECT_EQ(sums[1], INT32_MIN + 1);
+  EXPECT_EQ(sums[2], 0);
+
+  TestTensor updates64(DType::I64, {3}, {0, 0, 5});
+  updates64.ref().as<int64_t>()[0] = INT64_MAX;
+  updates64.ref().as<int64_t>()[1] = 1;
+  TestTensor indices32(DType::I32, {3}, {0, 0, -1});
+  TestTensor out64(DType::I64, {2});
+  ASSERT_TRUE(runKernel(runScatterAdd, Opcode::ScatterAdd,
+                        {&updates64, &indices32}, {&out64}, {0})
+                  .ok());
+  EXPECT_EQ(out64.ref().as<int64_t>()[0], INT64_MIN);
+  EXPECT_EQ(out64.ref().as<int64_t>()[1], 5);
 }
 
 TEST(CpuScatter, OutOfRangeIndexIsAnError) {

@@ -757,6 +757,12 @@ TEST_P(DeviceKernels, ScatterAddWithRepeatedIndices) {
                    {zeros(t, {5, 129})}, {1}));
     seed += 6;
   }
+  // Integers (StableHLO's scatter with an add) wrap as on the CPU.
+  for (DType t : {kI32, kI64})
+    check(makeCall(
+        Opcode::ScatterAdd,
+        {randomBits(t, {129, 5}, seed++), uniform(kI64, {129}, seed++, -4, 4)},
+        {zeros(t, {4, 5})}, {0}));
 }
 
 //===--- AdamwUpdate ------------------------------------------------------===//

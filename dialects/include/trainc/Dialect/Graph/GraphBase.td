@@ -139,6 +139,8 @@ def Graph_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32,
                                                I16, I8, UI64, UI32, UI16, UI8]>;
 def Graph_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16]>;
 def Graph_IntTensor : StaticShapeTensorOf<[I64, I32]>;
+def Graph_FloatOrIntTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64,
+                                                  I32]>;
 def Graph_PredTensor : StaticShapeTensorOf<[I1]>;
 
 //===----------------------------------------------------------------------===//

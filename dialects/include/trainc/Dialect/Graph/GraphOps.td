@@ -556,7 +556,9 @@ def Graph_ScatterAddOp : Graph_Op<"scatter_add", [
     every index position, where `i...` are the dimensions before `axis`.
     Duplicate indices accumulate (an embedding row used twice gets both
     gradients). Negative indices count from the end as in gather; the
-    runtime reports an index outside [-n, n) as an error.
+    runtime reports an index outside [-n, n) as an error. Floats add in
+    index order (16-bit ones in f32, rounded once); i32 and i64 wrap
+    around (StableHLO's integer scatter with an add).
 
     Constraints:
     - (C1) `axis` is in [0, rank(result)).
@@ -570,9 +572,9 @@ def Graph_ScatterAddOp : Graph_Op<"scatter_add", [
               : (tensor<8x32x64xf32>, tensor<8x32xi64>) -> tensor<128x64xf32>
     ```
   }];
-  let arguments = (ins Graph_FloatTensor:$updates, Graph_IntTensor:$indices,
-                       I64Attr:$axis);
-  let results = (outs Graph_FloatTensor:$result);
+  let arguments = (ins Graph_FloatOrIntTensor:$updates,
+                       Graph_IntTensor:$indices, I64Attr:$axis);
+  let results = (outs Graph_FloatOrIntTensor:$result);
   let assemblyFormat = [{
     $updates `[` $indices `]` `,` `axis` `=` $axis attr-dict
     `:` functional-type(operands, results)
