@@ -431,7 +431,8 @@ def check_gradient_conventions(args, work):
     gradient, and windows placed at such computed starts (clamped into
     range as lax's are); exact GELU and erfc at 0, where the exported erfc
     expansion's own gradient is NaN; products (jnp.prod) of parameters
-    holding no zero, one and two, and jnp.cumprod. Not here, because the export cannot show them:
+    holding no zero, one and two, and jnp.cumprod; scatters (x.at[i].add
+    and .set). Not here, because the export cannot show them:
     custom_jvp rules (softplus's logaddexp at 0: JAX 0.5 x, trainc
     differentiates the decomposition) and jnp.clip at its bounds (JAX
     halves the tie of max(lo, x); trainc gives PyTorch's 0 at a tie with a
@@ -493,6 +494,20 @@ def check_gradient_conventions(args, work):
         'prod with one zero': lambda p, b: jnp.prod(p['w'][1:] + 0.5 * b['x'][1:] * 0.0),
         'prod with two zeros': lambda p, b: jnp.prod(p['w']) * 2.0,
         'cumprod': lambda p, b: jnp.sum(jnp.cumprod(p['w'] * 0.5) * b['x']),
+        # Scatters (x.at[i].add and .set): repeated indices add, one past
+        # the end is dropped, a negative one counts from the end; set's
+        # gradient is 0 where it writes, the update's where it lands; at
+        # data indices (unique_indices=True), at constant ones, with a
+        # window (a row's columns 1:3).
+        'scatter add': lambda p, b: jnp.sum(jnp.zeros(5).at[
+            (b['x'] * 2).astype(jnp.int32) % 7 - 1].add(p['w'] * b['x']) ** 2),
+        'scatter add into the parameters': lambda p, b: jnp.sum(p['w'].at[
+            jnp.array([1, 1, 6])].add(b['x'][:3] * p['w'][2:5]) * b['x']),
+        'scatter set': lambda p, b: jnp.sum(p['w'].at[
+            jnp.arange(3) * 2 + (b['x'][0] > 1).astype(jnp.int32)].set(
+                p['w'][4:] * b['x'][:3], unique_indices=True) * b['x']),
+        'scatter set at constant indices': lambda p, b: jnp.sum(jnp.ones((3, 4)).at[
+            jnp.array([2, 0]), 1:3].set(jnp.outer(p['w'][:2], b['x'][:2])) ** 2),
         # Windows at a computed start (dynamic_slice and
         # dynamic_update_slice), some clamped into range.
         'slice at a computed start': lambda p, b: jnp.sum(jax.lax.dynamic_slice(

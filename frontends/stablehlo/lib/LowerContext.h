@@ -213,6 +213,7 @@ TRAINC_STABLEHLO_LOWER_FN(DotGeneral)
 TRAINC_STABLEHLO_LOWER_FN(Dot)
 // IndexingOps.cpp
 TRAINC_STABLEHLO_LOWER_FN(Gather)
+TRAINC_STABLEHLO_LOWER_FN(Scatter)
 #undef TRAINC_STABLEHLO_LOWER_FN
 
 } // namespace trainc::stablehlo_import

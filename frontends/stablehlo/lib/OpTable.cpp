@@ -86,6 +86,10 @@ const OpEntry kOps[] = {
     {"stablehlo.round_nearest_even", lowerRoundNearestEven, TypeClass::Floats,
      true, ""},
     {"stablehlo.rsqrt", lowerRsqrt, TypeClass::Floats, true, ""},
+    {"stablehlo.scatter", lowerScatter, TypeClass::Numbers, false,
+     "one input; a body that adds the update (x.at[i].add) or returns it "
+     "(x.at[i].set, with unique_indices = true); elements outside the "
+     "operand are dropped"},
     {"stablehlo.select", lowerSelect, TypeClass::Any, true, ""},
     {"stablehlo.sign", lowerSign, TypeClass::Numbers, true, ""},
     {"stablehlo.sine", lowerSine, TypeClass::Floats, true, ""},
