@@ -57,7 +57,8 @@ namespace trainc {
 ///  21: Floor, Round.
 ///  22: ReduceProd.
 ///  23: ScatterAdd of i32 and i64 (wrapping sums).
-constexpr uint32_t kFormatVersion = 23;
+///  24: Argsort.
+constexpr uint32_t kFormatVersion = 24;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

@@ -363,6 +363,10 @@ LogicalResult Builder::lowerOp(Operation *op) {
       .Case([&](GatherOp g) { inst.ints = {int64_t(g.getAxis())}; })
       .Case([&](ScatterAddOp s) { inst.ints = {int64_t(s.getAxis())}; })
       .Case([&](IotaOp i) { inst.ints = {int64_t(i.getDim())}; })
+      .Case([&](ArgsortOp s) {
+        inst.ints = {int64_t(s.getAxis()), int64_t(s.getDescending()),
+                     int64_t(s.getTotalOrder())};
+      })
       .Case([&](SoftmaxOp s) { inst.ints = {int64_t(s.getDim())}; })
       .Case([&](GeluOp g) {
         inst.ints = {g.getApproximation() == GeluApproximation::tanh};

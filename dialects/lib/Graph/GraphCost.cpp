@@ -8,6 +8,8 @@
 
 #include "trainc/Dialect/Graph/GraphOps.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace trainc::graph;
 
@@ -47,6 +49,13 @@ int64_t DotGeneralBiasGradOp::getFlops() {
 int64_t ReduceSumOp::getFlops() { return numElements(getOperand()); }
 int64_t ReduceMaxOp::getFlops() { return numElements(getOperand()); }
 int64_t ReduceProdOp::getFlops() { return numElements(getOperand()); }
+// A comparison sort: about n log2(n) comparisons per row of n.
+int64_t ArgsortOp::getFlops() {
+  int64_t n = getOperand().getType().getDimSize(getAxis()), log2 = 0;
+  while ((int64_t(1) << log2) < n)
+    ++log2;
+  return numElements(getOperand()) * std::max<int64_t>(log2, 1);
+}
 int64_t ReduceMeanOp::getFlops() {
   return numElements(getOperand()) + numElements(getResult());
 }

@@ -667,6 +667,20 @@ LogicalResult ScatterAddOp::verify() {
   return success();
 }
 
+LogicalResult ArgsortOp::verify() {
+  RankedTensorType operand = getOperand().getType();
+  int64_t axis = getAxis(); // I64Attr getters return it unsigned.
+  if (axis < 0 || axis >= operand.getRank()) // argsort_c1
+    return emitOpError("(C1) axis ")
+           << axis << " is out of range [0, " << operand.getRank() << ")";
+  RankedTensorType result = getResult().getType();
+  if (result.getShape() != operand.getShape() ||
+      !result.getElementType().isSignlessInteger(64)) // argsort_c2
+    return emitOpError("(C2) result ")
+           << result << " must be i64 of the shape of the operand " << operand;
+  return success();
+}
+
 LogicalResult IotaOp::verify() {
   int64_t rank = getResult().getType().getRank();
   int64_t dim = getDim(); // I64Attr getters return it unsigned.

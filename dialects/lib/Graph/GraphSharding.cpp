@@ -328,6 +328,13 @@ ShardingRule AllGatherStartOp::getShardingRule() { return allButFirst(*this); }
 /// no part of it can be drawn alone.
 ShardingRule DropoutOp::getShardingRule() { return RuleBuilder(*this).take(); }
 
+/// Each row is sorted whole; the other dimensions are independent.
+ShardingRule ArgsortOp::getShardingRule() {
+  RuleBuilder b(*this);
+  b.sameShape(getResult(), {int64_t(getAxis())});
+  return b.take();
+}
+
 ShardingRule SoftmaxOp::getShardingRule() {
   RuleBuilder b(*this);
   b.sameShape(getResult(), {int64_t(getDim())});

@@ -36,6 +36,7 @@ const KernelTable kCpuKernels = {
     runCollectiveDone,
     runFusedElementwise,
     runConvertGroup,
+    runArgsort,
 };
 
 } // namespace

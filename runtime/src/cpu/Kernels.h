@@ -80,6 +80,7 @@ Status runAllGatherStart(const KernelCall &call);     // Collectives.cpp
 Status runCollectiveDone(const KernelCall &call);     // Collectives.cpp
 Status runFusedElementwise(const KernelCall &call);   // FusedElementwise.cpp
 Status runConvertGroup(const KernelCall &call);       // FusedElementwise.cpp
+Status runArgsort(const KernelCall &call);            // Sort.cpp
 
 } // namespace trainc::cpu
 

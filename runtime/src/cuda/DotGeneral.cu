@@ -651,7 +651,6 @@ Status runDotGeneral(const KernelCall &call) {
   bool yInPlace = asMatrix(lhs.data, a.batch, a.contract, a.free, y);
   // The packed rhs starts 256-byte aligned after the packed lhs, so that
   // cuBLASLt may pick its vectorized kernels for it too.
-  auto aligned = [](uint64_t bytes) { return (bytes + 255) / 256 * 256; };
   Scratch packed;
   if (!xInPlace || !yInPlace)
     TRAINC_RETURN_IF_ERROR(packed.allocate(

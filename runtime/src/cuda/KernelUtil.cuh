@@ -185,6 +185,10 @@ Status unsupported(const KernelCall &call, DType t);
 /// "<op>: <message>" as an invalid-argument Status.
 Status kernelError(const KernelCall &call, const std::string &message);
 
+/// `bytes` rounded up to a multiple of 256: the alignment of each part
+/// when one Scratch allocation holds several arrays.
+inline uint64_t aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
+
 /// Device memory for one call's intermediate values, stream-ordered (the
 /// device's scratch pool, CudaStream::allocateScratch, on the call's
 /// stream): freed when the object goes out of scope, after the work queued

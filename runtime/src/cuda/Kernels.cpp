@@ -38,6 +38,7 @@ const KernelTable kCudaKernels = {
     cpu::runCollectiveDone,
     runFusedElementwise,
     runConvertGroup,
+    runArgsort,
 };
 
 } // namespace

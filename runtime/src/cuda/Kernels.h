@@ -53,6 +53,7 @@ Status runAdamwUpdate(const KernelCall &call);      // Optimizer.cu
 Status runSumOfSquares(const KernelCall &call);     // Optimizer.cu
 Status runFusedElementwise(const KernelCall &call); // FusedElementwise.cu
 Status runConvertGroup(const KernelCall &call);     // FusedElementwise.cu
+Status runArgsort(const KernelCall &call);          // Sort.cu
 // The collective instructions only move bytes and call the Collective:
 // cpu/Collectives.cpp's, which copy through the context's device.
 

@@ -110,10 +110,6 @@ __global__ void scatterSumKernel(const S *updates, const uint32_t *positions,
   }
 }
 
-/// `bytes` rounded up to a multiple of 256 (the alignment of each part of
-/// the scratch memory).
-uint64_t aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
-
 } // namespace
 
 Status runScatterAdd(const KernelCall &call) {

@@ -45,6 +45,8 @@ struct KernelTable {
   KernelFn fusedElementwise;
   /// convert_group: several converts of one pair of dtypes.
   KernelFn convertGroup;
+  /// argsort: a stable sort's permutation along one axis.
+  KernelFn argsort;
 };
 
 /// The function of `table` that runs `op` (null for a number outside the
@@ -142,6 +144,8 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
     return table.fusedElementwise;
   case Opcode::ConvertGroup:
     return table.convertGroup;
+  case Opcode::Argsort:
+    return table.argsort;
   }
   return nullptr;
 }

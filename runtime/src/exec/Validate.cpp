@@ -351,6 +351,18 @@ Status Checker::checkDataMovement() const {
       return error("dim is out of range");
     return okStatus();
   }
+  case Opcode::Argsort: {
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(3, 0));
+    const TensorInfo &x = operand(0), &out = result(0);
+    if (v[0] < 0 || v[0] >= int64_t(x.shape.size()) ||
+        (v[1] != 0 && v[1] != 1) || (v[2] != 0 && v[2] != 1))
+      return error("invalid axis, direction or order");
+    if (!(isFloat(x.dtype) || x.dtype == DType::I32 || x.dtype == DType::I64) ||
+        out.dtype != DType::I64)
+      return error("sorts f64, f32, f16, bf16, i32 or i64 into i64 indices");
+    return shapeIs(out, x.shape);
+  }
   default:
     return error("not a data movement opcode");
   }
@@ -831,6 +843,7 @@ Status Checker::check() const {
   case Opcode::Gather:
   case Opcode::ScatterAdd:
   case Opcode::Iota:
+  case Opcode::Argsort:
     return checkDataMovement();
   case Opcode::FusedElementwise:
     return checkFusedElementwise();

@@ -26,6 +26,9 @@ func.func @matmul(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>) {
   // One add per input element.
   // expected-remark@+1 {{flops = 64, bytes = 288}}
   %1 = graph.reduce_sum %a, dims = [2] : (tensor<2x4x8xf32>) -> tensor<2x4xf32>
+  // log2(8) = 3 comparisons per element; 256 bytes in, 512 out.
+  // expected-remark@+1 {{flops = 192, bytes = 768}}
+  %2 = graph.argsort %a, axis = 2, descending = false : (tensor<2x4x8xf32>) -> tensor<2x4x8xi64>
   return
 }
 

@@ -1483,6 +1483,30 @@ func.func @scatter_add_c3(%u: tensor<3x8xf32>, %i: tensor<3xi64>) {
 
 // -----
 
+func.func @argsort_c1(%x: tensor<3x8xf32>) {
+  // expected-error@+1 {{(C1) axis 2 is out of range [0, 2)}}
+  %0 = graph.argsort %x, axis = 2, descending = false : (tensor<3x8xf32>) -> tensor<3x8xi64>
+  return
+}
+
+// -----
+
+func.func @argsort_c2_shape(%x: tensor<3x8xf32>) {
+  // expected-error@+1 {{(C2) result 'tensor<3x4xi64>' must be i64 of the shape of the operand 'tensor<3x8xf32>'}}
+  %0 = graph.argsort %x, axis = 1, descending = false : (tensor<3x8xf32>) -> tensor<3x4xi64>
+  return
+}
+
+// -----
+
+func.func @argsort_c2_type(%x: tensor<3x8xf32>) {
+  // expected-error@+1 {{(C2) result 'tensor<3x8xi32>' must be i64 of the shape of the operand 'tensor<3x8xf32>'}}
+  %0 = graph.argsort %x, axis = 1, descending = true : (tensor<3x8xf32>) -> tensor<3x8xi32>
+  return
+}
+
+// -----
+
 func.func @softmax_cross_entropy_grad_c1(%x: tensor<f32>, %t: tensor<i64>) {
   // expected-error@+1 {{(C1) logits must have rank at least 1}}
   %0 = graph.softmax_cross_entropy_grad %x, %t, %x : (tensor<f32>, tensor<i64>, tensor<f32>) -> tensor<f32>

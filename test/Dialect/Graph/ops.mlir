@@ -359,6 +359,17 @@ func.func @scatter_add(%u: tensor<2x3x8xf32>, %i: tensor<2x3xi64>) -> tensor<16x
   return %0 : tensor<16x8xf32>
 }
 
+// CHECK-LABEL: func.func @argsort
+func.func @argsort(%x: tensor<4x8xbf16>, %i: tensor<5xi32>) -> (tensor<4x8xi64>, tensor<5xi64>, tensor<4x8xi64>) {
+  // CHECK: graph.argsort %{{.+}}, axis = 1, descending = true : (tensor<4x8xbf16>) -> tensor<4x8xi64>
+  %0 = graph.argsort %x, axis = 1, descending = true : (tensor<4x8xbf16>) -> tensor<4x8xi64>
+  // CHECK: graph.argsort %{{.+}}, axis = 0, descending = false : (tensor<5xi32>) -> tensor<5xi64>
+  %1 = graph.argsort %i, axis = 0, descending = false : (tensor<5xi32>) -> tensor<5xi64>
+  // CHECK: graph.argsort %{{.+}}, axis = 0, descending = false total_order : (tensor<4x8xbf16>) -> tensor<4x8xi64>
+  %2 = graph.argsort %x, axis = 0, descending = false total_order : (tensor<4x8xbf16>) -> tensor<4x8xi64>
+  return %0, %1, %2 : tensor<4x8xi64>, tensor<5xi64>, tensor<4x8xi64>
+}
+
 // The storage-only types: MLIR's f8 and sub-byte integers, and the
 // dialect's own f4E2M1FN and f8E8M0FNU, in and out of graph.convert.
 // CHECK-LABEL: func.func @storage_types

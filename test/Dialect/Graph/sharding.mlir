@@ -137,6 +137,9 @@ func.func @data_movement(%z: tensor<2x0xf32>, %x: tensor<2x32x64xf32>, %b: tenso
   // The counted dimension is whole.
   // expected-remark@+1 {{() -> ([i, _]) sizes i=4}}
   %10 = graph.iota dim = 1 : tensor<4x8xi64>
+  // The sorted dimension is whole.
+  // expected-remark@+1 {{([i, _, j]) -> ([i, _, j]) sizes i=2, j=64}}
+  %s = graph.argsort %x, axis = 1, descending = false : (tensor<2x32x64xf32>) -> tensor<2x32x64xi64>
   // A splat splits anywhere; other constants are whole.
   // expected-remark@+1 {{() -> ([i, j]) sizes i=4, j=8}}
   %11 = graph.constant dense<1.0> : tensor<4x8xf32>

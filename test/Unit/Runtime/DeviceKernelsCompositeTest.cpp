@@ -765,6 +765,37 @@ TEST_P(DeviceKernels, ScatterAddWithRepeatedIndices) {
         {zeros(t, {4, 5})}, {0}));
 }
 
+//===--- Argsort ----------------------------------------------------------===//
+
+/// The CUDA file (cuda/Sort.cu) sorts math/SortKey.h's keys with CUB's
+/// stable segmented sort, the CPU with std::stable_sort: the same indices,
+/// ties included (16-bit floats and small integer ranges repeat values).
+TEST_P(DeviceKernels, ArgsortAlongEveryAxis) {
+  uint32_t seed = 1;
+  for (DType t : {kF64, kF32, kF16, kBF16, kI32, kI64})
+    for (int64_t descending : {0, 1})
+      for (int64_t total : {0, 1}) {
+        bool integer = t == kI32 || t == kI64;
+        double lo = integer ? -5 : -2, hi = integer ? 5 : 2;
+        check(makeCall(Opcode::Argsort, {uniform(t, {1000}, seed, lo, hi)},
+                       {zeros(kI64, {1000})}, {0, descending, total}));
+        check(makeCall(Opcode::Argsort,
+                       {uniform(t, {3, 37, 5}, seed + 1, lo, hi)},
+                       {zeros(kI64, {3, 37, 5})}, {1, descending, total}));
+        check(makeCall(Opcode::Argsort,
+                       {uniform(t, {6, 129}, seed + 2, lo, hi)},
+                       {zeros(kI64, {6, 129})}, {1, descending, total}));
+        seed += 3;
+      }
+  // Every bit pattern (signed zeros, infinities, NaNs of both signs), in
+  // both orders.
+  for (DType t : {kF64, kF32, kF16, kBF16})
+    for (int64_t descending : {0, 1})
+      for (int64_t total : {0, 1})
+        check(makeCall(Opcode::Argsort, {randomBits(t, {7, 300}, seed++)},
+                       {zeros(kI64, {7, 300})}, {1, descending, total}));
+}
+
 //===--- AdamwUpdate ------------------------------------------------------===//
 
 /// One AdamW step on n elements; `skip` -1: no skip flag, else its value;

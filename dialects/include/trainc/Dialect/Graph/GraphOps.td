@@ -582,6 +582,40 @@ def Graph_ScatterAddOp : Graph_Op<"scatter_add", [
   let hasVerifier = 1;
 }
 
+def Graph_ArgsortOp : Graph_Op<"argsort", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "the permutation that sorts along one axis (stable)";
+  let description = [{
+    `result[i..., j, k...]` is the index along `axis` of the element that a
+    stable sort of `operand[i..., :, k...]` puts at position j: ascending
+    (descending with `descending`), ties in index order. Floats sort as
+    numbers, -0 equal to +0 and NaN after every number (before, when
+    descending), as JAX's sort orders them; with `total_order`, in IEEE
+    754 totalOrder (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN), as
+    chlo.top_k does. Values sorted with it are a gather at these indices,
+    so their gradient is a scatter_add; the indices themselves have none.
+
+    Constraints:
+    - (C1) `axis` is in [0, rank(operand)).
+    - (C2) the result has the operand's shape and element type i64.
+
+    Example (the order of each row's scores, largest first):
+    ```mlir
+    %order = graph.argsort %scores, axis = 1, descending = true
+               : (tensor<4x8xf32>) -> tensor<4x8xi64>
+    ```
+  }];
+  let arguments = (ins Graph_FloatOrIntTensor:$operand, I64Attr:$axis,
+                       BoolAttr:$descending, UnitAttr:$total_order);
+  let results = (outs Graph_IntTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` `axis` `=` $axis `,` `descending` `=` $descending
+    (`total_order` $total_order^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Graph_IotaOp : Graph_Op<"iota", [Graph_CostOpInterface]> {
   let summary = "indices along one dimension";
   let description = [{
