@@ -432,7 +432,7 @@ def check_gradient_conventions(args, work):
     range as lax's are); exact GELU and erfc at 0, where the exported erfc
     expansion's own gradient is NaN; products (jnp.prod) of parameters
     holding no zero, one and two, and jnp.cumprod; scatters (x.at[i].add
-    and .set). Not here, because the export cannot show them:
+    and .set); sorts (jnp.sort, argsort, lax.top_k, two keys). Not here, because the export cannot show them:
     custom_jvp rules (softplus's logaddexp at 0: JAX 0.5 x, trainc
     differentiates the decomposition) and jnp.clip at its bounds (JAX
     halves the tie of max(lo, x); trainc gives PyTorch's 0 at a tie with a
@@ -508,6 +508,17 @@ def check_gradient_conventions(args, work):
                 p['w'][4:] * b['x'][:3], unique_indices=True) * b['x']),
         'scatter set at constant indices': lambda p, b: jnp.sum(jnp.ones((3, 4)).at[
             jnp.array([2, 0]), 1:3].set(jnp.outer(p['w'][:2], b['x'][:2])) ** 2),
+        # Sorts: each value's gradient follows it to its place (ties of 0
+        # and -0 and of equal values keep index order), argsort's indices
+        # choose parameters, top_k's values, a sort by two keys.
+        'sort': lambda p, b: jnp.sum(jnp.sort(p['w'] * b['x']) * b['x']),
+        'sort along rows': lambda p, b: jnp.sum(jnp.sort(
+            jnp.outer(p['w'], b['x'][:3] - 3.0), axis=0) * b['x'][:, None]),
+        'argsort': lambda p, b: jnp.sum(p['w'][jnp.argsort(b['x'])] * b['x']),
+        'top_k': lambda p, b: jnp.sum(
+            jax.lax.top_k(p['w'] * b['x'], 3)[0] * jnp.array([1.0, 2.0, 3.0])),
+        'sort by two keys': lambda p, b: jnp.sum(jax.lax.sort(
+            ((b['x'] > 3.0).astype(jnp.int32), p['w']), num_keys=2)[1] * b['x']),
         # Windows at a computed start (dynamic_slice and
         # dynamic_update_slice), some clamped into range.
         'slice at a computed start': lambda p, b: jnp.sum(jax.lax.dynamic_slice(

@@ -583,6 +583,22 @@ ParseResult parseChlo(OpAsmParser &p, OperationState &st) {
   return p.resolveOperands(ops, type, st.operands);
 }
 
+/// `chlo.top_k(%x, k = K) : T -> (V, I)`.
+ParseResult parseTopK(OpAsmParser &p, OperationState &st) {
+  Operand operand;
+  int64_t k;
+  Type type;
+  SmallVector<Type> results;
+  if (p.parseLParen() || p.parseOperand(operand) || p.parseComma() ||
+      p.parseKeyword("k") || p.parseEqual() || p.parseInteger(k) ||
+      p.parseRParen() || p.parseOptionalAttrDict(st.attributes) ||
+      p.parseColonType(type) || p.parseArrowTypeList(results))
+    return failure();
+  st.addAttribute("k", p.getBuilder().getI64IntegerAttr(k));
+  st.addTypes(results);
+  return p.resolveOperand(operand, type, st.operands);
+}
+
 /// `check.expect_eq_const %x, dense<...> : T`: the expected value is the
 /// `value` attribute.
 ParseResult parseCheckConst(OpAsmParser &p, OperationState &st) {
@@ -815,6 +831,7 @@ const llvm::StringMap<ParseFn> &chloHooks() {
                            "polygamma",
                            "zeta"})
       h[name] = parseChlo;
+    h["top_k"] = parseTopK;
     return h;
   }();
   return hooks;

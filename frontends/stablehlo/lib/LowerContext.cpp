@@ -57,7 +57,7 @@ std::optional<SmallVector<int64_t>> intList(Attribute attr) {
 } // namespace
 
 FailureOr<SmallVector<int64_t>> OpContext::ints(StringRef name) const {
-  Attribute attr = op->getAttr(name);
+  Attribute attr = attribute(name);
   if (!attr)
     return error() << "is missing the attribute '" << name << "'";
   std::optional<SmallVector<int64_t>> values = intList(attr);
@@ -80,7 +80,7 @@ OpContext::ints(DictionaryAttr dict, StringRef name, StringRef dictName) const {
 }
 
 FailureOr<int64_t> OpContext::integer(StringRef name) const {
-  Attribute attr = op->getAttr(name);
+  Attribute attr = attribute(name);
   if (!attr)
     return error() << "is missing the attribute '" << name << "'";
   auto integer = dyn_cast<IntegerAttr>(attr);
@@ -89,14 +89,25 @@ FailureOr<int64_t> OpContext::integer(StringRef name) const {
   return integer.getInt();
 }
 
+Attribute OpContext::attribute(StringRef name) const {
+  if (Attribute attr = op->getAttr(name))
+    return attr;
+  // A stablehlo.composite lowered as the op it names (chlo.top_k) carries
+  // that op's attributes in composite_attributes.
+  if (auto composite =
+          dyn_cast_or_null<DictionaryAttr>(op->getAttr("composite_attributes")))
+    return composite.get(name);
+  return {};
+}
+
 StringRef OpContext::enumValue(StringRef name) const {
-  if (auto s = dyn_cast_or_null<StringAttr>(op->getAttr(name)))
+  if (auto s = dyn_cast_or_null<StringAttr>(attribute(name)))
     return s.getValue();
   return "";
 }
 
 FailureOr<DictionaryAttr> OpContext::dict(StringRef name) const {
-  auto attr = dyn_cast_or_null<DictionaryAttr>(op->getAttr(name));
+  auto attr = dyn_cast_or_null<DictionaryAttr>(attribute(name));
   if (!attr)
     return error() << "is missing the attribute '" << name << "'";
   return attr;

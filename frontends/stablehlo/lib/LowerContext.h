@@ -103,6 +103,10 @@ public:
   llvm::StringRef enumValue(llvm::StringRef name) const;
   /// A dictionary (struct) attribute; an error if missing.
   mlir::FailureOr<mlir::DictionaryAttr> dict(llvm::StringRef name) const;
+  /// Attribute `name` of the op, or of the op a stablehlo.composite names
+  /// (its composite_attributes); null if absent. The accessors above read
+  /// attributes through it.
+  mlir::Attribute attribute(llvm::StringRef name) const;
 
   template <typename OpT, typename... Args>
   mlir::Value create(Args &&...args) const {
@@ -214,6 +218,9 @@ TRAINC_STABLEHLO_LOWER_FN(Dot)
 // IndexingOps.cpp
 TRAINC_STABLEHLO_LOWER_FN(Gather)
 TRAINC_STABLEHLO_LOWER_FN(Scatter)
+// SortOps.cpp
+TRAINC_STABLEHLO_LOWER_FN(Sort)
+TRAINC_STABLEHLO_LOWER_FN(TopK)
 #undef TRAINC_STABLEHLO_LOWER_FN
 
 } // namespace trainc::stablehlo_import

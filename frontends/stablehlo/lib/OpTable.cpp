@@ -20,6 +20,8 @@ const OpEntry kOps[] = {
      "as (exp(x) - exp(-x)) / 2"},
     {"chlo.square", lowerSquare, TypeClass::Numbers, true, "as x * x"},
     {"chlo.tan", lowerTan, TypeClass::Floats, true, "as sin(x) / cos(x)"},
+    {"chlo.top_k", lowerTopK, TypeClass::Any, false,
+     "a stable descending sort's first k (floats in total order); no ui64"},
     {"stablehlo.abs", lowerAbs, TypeClass::Numbers, true, ""},
     {"stablehlo.add", lowerAdd, TypeClass::Any, true, "on i1: or"},
     {"stablehlo.and", lowerAnd, TypeClass::Bool, true, "no bitwise integers"},
@@ -88,12 +90,15 @@ const OpEntry kOps[] = {
     {"stablehlo.rsqrt", lowerRsqrt, TypeClass::Floats, true, ""},
     {"stablehlo.scatter", lowerScatter, TypeClass::Numbers, false,
      "one input; a body that adds the update (x.at[i].add) or returns it "
-     "(x.at[i].set, with unique_indices = true); elements outside the "
-     "operand are dropped"},
+     "(x.at[i].set, with unique_indices = true or constant distinct "
+     "indices); floats, i32, i64; elements outside the operand are dropped"},
     {"stablehlo.select", lowerSelect, TypeClass::Any, true, ""},
     {"stablehlo.sign", lowerSign, TypeClass::Numbers, true, ""},
     {"stablehlo.sine", lowerSine, TypeClass::Floats, true, ""},
     {"stablehlo.slice", lowerSlice, TypeClass::Any, false, ""},
+    {"stablehlo.sort", lowerSort, TypeClass::Any, false,
+     "stable; comparators of one or more keys (LT ascending, GT "
+     "descending, EQ for ties); no ui64 keys"},
     {"stablehlo.sqrt", lowerSqrt, TypeClass::Floats, true, ""},
     {"stablehlo.subtract", lowerSubtract, TypeClass::Numbers, true, ""},
     {"stablehlo.tan", lowerTan, TypeClass::Floats, true, "as sin(x) / cos(x)"},
