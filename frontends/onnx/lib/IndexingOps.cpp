@@ -1,9 +1,10 @@
-//===- IndexingOps.cpp - ONNX gathers, scatters and running sums ---------===//
+//===- IndexingOps.cpp - ONNX gathers, scatters, sorts and running sums --===//
 //
-// Gather, GatherElements, GatherND, ScatterND and CumSum. All but Gather
-// become graph ops that already exist (gather of flattened data at linear
-// positions built from iota; select of gathered updates; a log-step scan of
-// slices and adds), so autodiff and the runtime need nothing new for them.
+// Gather, GatherElements, GatherND, ScatterND, TopK and CumSum. All but
+// Gather and TopK become graph ops that already exist (gather of flattened
+// data at linear positions built from iota; select of gathered updates; a
+// log-step scan of slices and adds), so autodiff and the runtime need
+// nothing new for them; TopK gathers at graph.argsort's first K indices.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +76,26 @@ SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   return strides;
 }
 
+/// data[p with p[axis] replaced by positions[p]] for every index p of
+/// `positions` (i64 in [0, n), data's shape or smaller): a gather of the
+/// flattened data at linear positions built from iota.
+Value gatherAlongAxis(NodeContext &ctx, Value data, Value positions,
+                      int64_t axis) {
+  auto dataType = ctx.inputType(data);
+  ArrayRef<int64_t> shape = ctx.inputType(positions).getShape();
+  SmallVector<int64_t> strides = stridesOf(dataType.getShape());
+  auto linearType = RankedTensorType::get(shape, ctx.builder.getI64Type());
+  Value linear =
+      ctx.create<MulOp>(positions, ctx.splat(linearType, strides[axis]));
+  for (int64_t d = 0; d < dataType.getRank(); ++d)
+    if (d != axis && shape[d] > 1)
+      linear = ctx.create<AddOp>(
+          linear, ctx.create<MulOp>(ctx.create<IotaOp>(linearType, d),
+                                    ctx.splat(linearType, strides[d])));
+  Value flat = ctx.reshape(data, {dataType.getNumElements()});
+  return ctx.create<GatherOp>(flat, linear, 0);
+}
+
 } // namespace
 
 /// out[p] = data[p with p[axis] replaced by indices[p]]: a gather of the
@@ -103,18 +124,45 @@ LogicalResult importGatherElements(NodeContext &ctx) {
       indicesFromEnd(ctx, *indices, xType.getDimSize(*axis), "GatherElements");
   if (failed(positions))
     return failure();
-  SmallVector<int64_t> strides = stridesOf(xType.getShape());
-  auto linearType =
-      RankedTensorType::get(iType.getShape(), ctx.builder.getI64Type());
-  Value linear =
-      ctx.create<MulOp>(*positions, ctx.splat(linearType, strides[*axis]));
-  for (int64_t d = 0; d < xType.getRank(); ++d)
-    if (d != *axis && iType.getDimSize(d) > 1)
-      linear = ctx.create<AddOp>(
-          linear, ctx.create<MulOp>(ctx.create<IotaOp>(linearType, d),
-                                    ctx.splat(linearType, strides[d])));
-  Value flat = ctx.reshape(*x, {xType.getNumElements()});
-  ctx.setOutput(0, ctx.create<GatherOp>(flat, linear, 0));
+  ctx.setOutput(0, gatherAlongAxis(ctx, *x, *positions, *axis));
+  return success();
+}
+
+/// The K largest (or, with largest = 0, smallest) elements along `axis`
+/// and their indices: the first K of graph.argsort's stable order (ties in
+/// index order, as ONNX says; NaN above every number, as torch.topk),
+/// gathered. Always sorted, which `sorted = 0` allows.
+LogicalResult importTopK(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  auto k = ctx.intListInput(1, "K");
+  if (failed(x) || failed(k))
+    return failure();
+  auto xType = ctx.inputType(*x);
+  Type element = xType.getElementType();
+  if (!isa<FloatType>(element) && !element.isInteger(32) &&
+      !element.isInteger(64))
+    return ctx.error() << "sorts " << element
+                       << " values; trainc's TopK takes floats, int32 and "
+                          "int64";
+  auto axis =
+      ctx.normalizeAxis(ctx.intAttr("axis", -1), xType.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  int64_t n = xType.getDimSize(*axis);
+  if (k->size() != 1 || (*k)[0] < 0 || (*k)[0] > n)
+    return ctx.error() << "K must be one value in [0, " << n
+                       << "], the size of axis " << *axis;
+  auto orderType =
+      RankedTensorType::get(xType.getShape(), ctx.builder.getI64Type());
+  Value order = ctx.create<ArgsortOp>(orderType, *x, uint64_t(*axis),
+                                      ctx.intAttr("largest", 1) != 0,
+                                      /*total_order=*/false);
+  SmallVector<int64_t> start(xType.getRank(), 0), limit(xType.getShape()),
+      steps(xType.getRank(), 1);
+  limit[*axis] = (*k)[0];
+  Value top = ctx.create<SliceOp>(order, start, limit, steps);
+  ctx.setOutput(0, gatherAlongAxis(ctx, *x, top, *axis));
+  ctx.setOutput(1, top);
   return success();
 }
 

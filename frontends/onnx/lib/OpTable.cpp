@@ -109,6 +109,9 @@ const OpEntry kOps[] = {
     {"Tanh", 13, kLatest, importTanh, ""},
     {"Transpose", 13, kLatest, importTranspose, ""},
     {"Tile", 13, kLatest, importTile, "repeats must be constant"},
+    {"TopK", 11, kLatest, importTopK,
+     "K must be constant; floats, int32, int64; always sorted, ties in "
+     "index order, NaN largest"},
     {"Trilu", 14, kLatest, importTrilu, "k must be constant"},
     {"Unsqueeze", 13, kLatest, importUnsqueeze, "axes must be constant"},
     {"Where", 13, kLatest, importWhere, ""},
