@@ -31,16 +31,19 @@ namespace trainc::stablehlo_import {
 namespace {
 
 /// One key of a sort's comparator: operand `operand`, largest first when
-/// `descending`, floats in IEEE total order when `totalOrder` (a
-/// TOTALORDER compare without JAX's canonicalization). `canonical` and
-/// `compareType` say how the comparison read it, for its tie-break's check.
+/// `descending`, read as it is or in JAX's canonical form (`canonical`)
+/// by a compare of `compareType`.
 struct SortKey {
   unsigned operand;
   bool descending;
-  bool totalOrder;
   bool canonical;
   bool isFloat;
   StringRef compareType;
+  /// Floats in IEEE total order: a TOTALORDER compare of the elements as
+  /// they are.
+  bool totalOrder() const {
+    return isFloat && compareType == "TOTALORDER" && !canonical;
+  }
 };
 
 StringRef opName(Value v) {
@@ -196,7 +199,6 @@ private:
       element = t.getElementType();
     StringRef compareType = stringAttr(op, "compare_type");
     bool isFloat = isa<FloatType>(element);
-    bool totalOrder = isFloat && compareType == "TOTALORDER" && !lhs->canonical;
     // Signedness does not change equality.
     if (!equal && ((compareType == "UNSIGNED" && element.isSignlessInteger() &&
                     !element.isInteger(1)) ||
@@ -207,9 +209,8 @@ private:
                      "(i1 unsigned)";
       return failure();
     }
-    return SortKey{operand,    (direction == "GT") != swapped,
-                   totalOrder, lhs->canonical,
-                   isFloat,    compareType};
+    return SortKey{operand, (direction == "GT") != swapped, lhs->canonical,
+                   isFloat, compareType};
   }
 
   LogicalResult refuse() {
@@ -275,7 +276,7 @@ FailureOr<Value> sortOrder(OpContext &ctx, ArrayRef<SortKey> keys,
     RankedTensorType keyType = tensorType(keyed);
     Value step =
         ctx.create<ArgsortOp>(keyType.clone(ctx.builder.getI64Type()), keyed,
-                              uint64_t(axis), key.descending, key.totalOrder);
+                              uint64_t(axis), key.descending, key.totalOrder());
     order = order ? takeAlong(ctx, order, step, axis) : step;
   }
   return order;

@@ -20,21 +20,6 @@
 #include <vector>
 
 namespace trainc::cpu {
-namespace {
-
-/// The stored bits of float element i (16, 32 or 64 of them).
-uint64_t storedBits(const TensorRef &t, int64_t i) {
-  switch (dtypeSize(t.dtype)) {
-  case 2:
-    return t.as<uint16_t>()[i];
-  case 4:
-    return t.as<uint32_t>()[i];
-  default:
-    return t.as<uint64_t>()[i];
-  }
-}
-
-} // namespace
 
 Status runArgsort(const KernelCall &call) {
   const TensorRef &x = call.inputs[0];
@@ -62,8 +47,7 @@ Status runArgsort(const KernelCall &call) {
         if (!floats)
           keys[j] = math::sortKeyOfInt(loadAs<int64_t>(x, at), descending);
         else if (totalOrder)
-          keys[j] =
-              math::sortKeyOfFloatBits(storedBits(x, at), width, descending);
+          keys[j] = math::sortKeyOfStoredFloat(x.data, at, width, descending);
         else
           keys[j] = math::sortKeyOfFloat(loadAs<double>(x, at), descending);
       }

@@ -31,16 +31,6 @@
 namespace trainc::cuda {
 namespace {
 
-/// The stored bits of a float.
-__device__ __forceinline__ uint64_t storedBits(float v) {
-  return __float_as_uint(v);
-}
-__device__ __forceinline__ uint64_t storedBits(double v) {
-  return uint64_t(__double_as_longlong(v));
-}
-__device__ __forceinline__ uint64_t storedBits(Bf16 v) { return v.bits; }
-__device__ __forceinline__ uint64_t storedBits(Half v) { return v.bits; }
-
 /// keys[r * A + j] = the key of x[o, j, i], positions[r * A + j] = j.
 template <typename S>
 __global__ void sortKeysKernel(const S *x, int64_t n, int64_t axisSize,
@@ -55,8 +45,8 @@ __global__ void sortKeysKernel(const S *x, int64_t n, int64_t axisSize,
     if constexpr (std::is_integral_v<S>)
       keys[slot] = math::sortKeyOfInt(int64_t(x[e]), descending);
     else if (totalOrder)
-      keys[slot] = math::sortKeyOfFloatBits(storedBits(x[e]),
-                                            int(sizeof(S)) * 8, descending);
+      keys[slot] =
+          math::sortKeyOfStoredFloat(x, e, int(sizeof(S)) * 8, descending);
     else
       keys[slot] = math::sortKeyOfFloat(double(load(x, e)), descending);
     positions[slot] = uint32_t(j);

@@ -74,6 +74,16 @@ TRAINC_HD uint64_t sortKeyOfFloatBits(uint64_t bits, int width,
   return descending ? ~key : key;
 }
 
+/// sortKeyOfFloatBits of element i of an array of `width`-bit floats (16,
+/// 32 or 64), read as the stored bits.
+TRAINC_HD uint64_t sortKeyOfStoredFloat(const void *data, int64_t i, int width,
+                                        bool descending) {
+  uint64_t bits = width == 16   ? static_cast<const uint16_t *>(data)[i]
+                  : width == 32 ? static_cast<const uint32_t *>(data)[i]
+                                : static_cast<const uint64_t *>(data)[i];
+  return sortKeyOfFloatBits(bits, width, descending);
+}
+
 } // namespace trainc::math
 
 #endif // TRAINC_RUNTIME_MATH_SORTKEY_H

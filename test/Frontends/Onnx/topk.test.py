@@ -2,7 +2,8 @@
 largest 3 along the last axis, and of an int64 i, smallest 2 along axis 0;
 train.onnx: a loss sum(TopK(w * x, 2) * c) of a trainable w; two models
 whose K is data or too large); with --check, compares the outputs with
-onnxruntime's bit for bit; with --check-grad, w's gradient with x * c at
+onnxruntime's bit for bit (and a TopK of bools, which trainc refuses);
+with --check-grad, w's gradient with x * c at
 the chosen elements and 0 elsewhere."""
 import os
 import sys
@@ -85,6 +86,11 @@ save(model([helper.make_node('TopK', ['x', 'k'], ['v', 'at'])],
 save(model([helper.make_node('TopK', ['x', 'k'], ['v', 'at'])],
            [f32('x', [4, 6])], [f32('v', [4, 7]), i64('at', [4, 7])],
            [numpy_helper.from_array(np.array([7], np.int64), 'k')]), 'k_big.onnx')
+save(model([helper.make_node('TopK', ['b', 'k'], ['v', 'at'])],
+           [helper.make_tensor_value_info('b', TensorProto.BOOL, [4])],
+           [helper.make_tensor_value_info('v', TensorProto.BOOL, [2]),
+            i64('at', [2])],
+           [numpy_helper.from_array(np.array([2], np.int64), 'k')]), 'bool.onnx')
 np.save(os.path.join(out, 'x.npy'), x)
 np.save(os.path.join(out, 'i.npy'), i)
 np.save(os.path.join(out, 'xt.npy'), xt)

@@ -1208,6 +1208,36 @@ TEST(FileBytes, ReleasedPagesStayReadable) {
   std::filesystem::remove_all(dir);
 }
 
+// Argsort (format version 24): ints [axis, descending, total_order], a
+// float or i32/i64 operand, an i64 result of its shape.
+TEST(Executable, ChecksArgsort) {
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::BF16, {3, 5}), tensor(DType::I64, {3, 5}),
+      tensor(DType::I32, {3, 5}), tensor(DType::I1, {3, 5}),
+      tensor(DType::I64, {5, 3})};
+  InstructionInfo inst;
+  inst.op = Opcode::Argsort;
+  inst.operands = {0};
+  inst.results = {1};
+  inst.ints = {1, 1, 1};
+  ASSERT_TRUE(validateInstruction(inst, 0, tensors).ok());
+  auto refused = [&](auto edit, const char *words) {
+    InstructionInfo copy = inst;
+    edit(copy);
+    expectRefused(copy, tensors, words);
+  };
+  const char *flags = "invalid axis, direction or order";
+  const char *types = "sorts f64, f32, f16, bf16, i32 or i64 into i64 indices";
+  refused([](InstructionInfo &i) { i.ints = {2, 0, 0}; }, flags);
+  refused([](InstructionInfo &i) { i.ints = {-1, 0, 0}; }, flags);
+  refused([](InstructionInfo &i) { i.ints = {0, 2, 0}; }, flags);
+  refused([](InstructionInfo &i) { i.ints = {0, 0, 7}; }, flags);
+  refused([](InstructionInfo &i) { i.ints = {0, 0}; }, "ints");
+  refused([](InstructionInfo &i) { i.results = {2}; }, types);
+  refused([](InstructionInfo &i) { i.operands = {3}; }, types);
+  refused([](InstructionInfo &i) { i.results = {4}; }, "shape");
+}
+
 // The one vocabulary: every opcode of the schema has a name, a validation
 // rule and a CPU kernel. (The compiler side, every graph op lowering to an
 // opcode, is test/Unit/Compiler/VocabularyTest.cpp.)
