@@ -432,7 +432,8 @@ def check_gradient_conventions(args, work):
     range as lax's are); exact GELU and erfc at 0, where the exported erfc
     expansion's own gradient is NaN; products (jnp.prod) of parameters
     holding no zero, one and two, and jnp.cumprod; scatters (x.at[i].add
-    and .set); sorts (jnp.sort, argsort, lax.top_k, two keys). Not here, because the export cannot show them:
+    and .set); sorts (jnp.sort, argsort, lax.top_k, two keys); lax.cond and
+    lax.switch whose choice folds in an unrolled scan. Not here, because the export cannot show them:
     custom_jvp rules (softplus's logaddexp at 0: JAX 0.5 x, trainc
     differentiates the decomposition) and jnp.clip at its bounds (JAX
     halves the tie of max(lo, x); trainc gives PyTorch's 0 at a tie with a
@@ -519,6 +520,16 @@ def check_gradient_conventions(args, work):
             jax.lax.top_k(p['w'] * b['x'], 3)[0] * jnp.array([1.0, 2.0, 3.0])),
         'sort by two keys': lambda p, b: jnp.sum(jax.lax.sort(
             ((b['x'] > 3.0).astype(jnp.int32), p['w']), num_keys=2)[1] * b['x']),
+        # lax.cond and lax.switch inside a scan over jnp.arange: each
+        # iteration's choice folds, and only the chosen branch is lowered,
+        # so the branch never taken (a log of zero) leaves no NaN in the
+        # gradient as it would if both were computed and one selected.
+        'cond and switch in a scan': lambda p, b: jnp.sum(jax.lax.scan(
+            lambda c, i: (jax.lax.switch(i % 2, [
+                lambda v: jnp.sin(v) * b['x'],
+                lambda v: jax.lax.cond(i < 2, lambda u: u * u, lambda u: u + b['x'], v),
+                lambda v: jnp.log(v * 0.0)], c), None),
+            p['w'], jnp.arange(5))[0] * b['x']),
         # Windows at a computed start (dynamic_slice and
         # dynamic_update_slice), some clamped into range.
         'slice at a computed start': lambda p, b: jnp.sum(jax.lax.dynamic_slice(

@@ -67,6 +67,46 @@ std::string resultInfoName(StringRef info) {
   return name;
 }
 
+/// The value of `v` where it folds to a constant through the ops that make
+/// it, without changing the IR: a loop counter sliced from an iota the
+/// importer keeps as an op (lax.scan over jnp.arange) is a constant here.
+/// `seen` holds each value tried (null where it does not fold), so shared
+/// operands are folded once.
+DenseElementsAttr foldedValue(Value v,
+                              llvm::DenseMap<Value, DenseElementsAttr> &seen,
+                              int depth = 0) {
+  DenseElementsAttr value;
+  if (matchPattern(v, m_Constant(&value)))
+    return value;
+  auto [it, inserted] = seen.try_emplace(v);
+  if (!inserted)
+    return it->second;
+  Operation *op = v.getDefiningOp();
+  if (!op || op->getNumResults() != 1 || op->getNumRegions() != 0 || depth > 32)
+    return {};
+  SmallVector<Attribute> operands;
+  for (Value operand : op->getOperands()) {
+    DenseElementsAttr folded = foldedValue(operand, seen, depth + 1);
+    if (!folded)
+      return {};
+    operands.push_back(folded);
+  }
+  SmallVector<OpFoldResult> results;
+  if (failed(op->fold(operands, results)) || results.size() != 1)
+    return {};
+  if (auto attr = dyn_cast<Attribute>(results[0]))
+    value = dyn_cast<DenseElementsAttr>(attr);
+  else
+    value = foldedValue(cast<Value>(results[0]), seen, depth + 1);
+  seen[v] = value;
+  return value;
+}
+
+DenseElementsAttr foldedValue(Value v) {
+  llvm::DenseMap<Value, DenseElementsAttr> seen;
+  return foldedValue(v, seen);
+}
+
 class Lowering {
 public:
   Lowering(OpBuilder &builder, ModuleOp source)
@@ -87,6 +127,7 @@ private:
   LogicalResult lowerCallee(Operation &op, StringRef callee, IRMapping &values,
                             int depth);
   LogicalResult lowerWhile(Operation &op, IRMapping &values, int depth);
+  LogicalResult lowerBranch(Operation &op, IRMapping &values, int depth);
   /// Lowers `block` with its arguments bound to `args`, seeing the values
   /// of `outer` (a region may use its parent's values); returns the values
   /// its terminator returns.
@@ -227,6 +268,8 @@ LogicalResult Lowering::lowerOp(Operation &op, IRMapping &values, int depth) {
   }
   if (name == "stablehlo.while")
     return lowerWhile(op, values, depth);
+  if (name == "stablehlo.if" || name == "stablehlo.case")
+    return lowerBranch(op, values, depth);
   if (name.starts_with("check."))
     return lowerCheck(op, values);
   if (name == "stablehlo.custom_call") {
@@ -241,14 +284,10 @@ LogicalResult Lowering::lowerOp(Operation &op, IRMapping &values, int depth) {
   }
   const OpEntry *entry = findOp(name);
   if (!entry) {
-    InFlightDiagnostic diag = emitError(op.getLoc());
-    diag << "'" << name << "' is not supported by trainc";
-    if (name == "stablehlo.case" || name == "stablehlo.if")
-      diag << ": data-dependent control flow (lax.cond, lax.switch) has no "
-              "static program; use jnp.where";
-    else
-      diag << " (trainc --list-stablehlo-ops lists the ops it lowers)";
-    return diag;
+    return emitError(op.getLoc())
+           << "'" << name
+           << "' is not supported by trainc (trainc --list-stablehlo-ops "
+              "lists the ops it lowers)";
   }
   if (failed(checkTypes(op)))
     return failure();
@@ -362,9 +401,9 @@ LogicalResult Lowering::lowerWhile(Operation &op, IRMapping &values,
     auto test = lowerBlock(cond, carried, values, depth);
     if (failed(test))
       return failure();
-    DenseElementsAttr verdict;
-    if (test->size() != 1 || !matchPattern((*test)[0], m_Constant(&verdict)) ||
-        !verdict.getElementType().isInteger(1))
+    DenseElementsAttr verdict =
+        test->size() == 1 ? foldedValue((*test)[0]) : DenseElementsAttr();
+    if (!verdict || !verdict.getElementType().isInteger(1))
       return emitError(op.getLoc())
              << "'stablehlo.while' has a condition that depends on data "
                 "(after "
@@ -388,6 +427,67 @@ LogicalResult Lowering::lowerWhile(Operation &op, IRMapping &values,
     carried = *next;
   }
   for (auto [result, v] : llvm::zip(op.getResults(), carried))
+    values.map(result, v);
+  return success();
+}
+
+/// `stablehlo.if` and `stablehlo.case` (JAX's lax.cond and lax.switch)
+/// whose predicate or index folds to a constant, as a counter does in an
+/// unrolled loop (a lax.scan over layers that alternates two kinds): only
+/// the chosen branch is lowered, so the program and its gradient are that
+/// branch's. A choice made by data is an error: lowering every branch and
+/// selecting would keep the forward values but not the gradient, since the
+/// branch not taken would still be differentiated (0 * inf is NaN where a
+/// cond guards a log or a division).
+LogicalResult Lowering::lowerBranch(Operation &op, IRMapping &values,
+                                    int depth) {
+  StringRef name = op.getName().getStringRef();
+  bool isIf = name == "stablehlo.if";
+  if (op.getNumOperands() != 1 ||
+      (isIf ? op.getNumRegions() != 2 : op.getNumRegions() == 0))
+    return emitError(op.getLoc())
+           << "'" << name << "' needs one operand and "
+           << (isIf ? "two regions" : "at least one region");
+  auto selector = dyn_cast<RankedTensorType>(op.getOperand(0).getType());
+  if (!selector || selector.getRank() != 0 ||
+      !selector.getElementType().isSignlessInteger(isIf ? 1 : 32))
+    return emitError(op.getLoc())
+           << "'" << name << "' takes a "
+           << (isIf ? "tensor<i1>" : "tensor<i32>") << " operand, not "
+           << op.getOperand(0).getType();
+  if (failed(checkTypes(op)))
+    return failure();
+  DenseElementsAttr chosen = foldedValue(values.lookup(op.getOperand(0)));
+  if (!chosen)
+    return emitError(op.getLoc())
+           << "'" << name
+           << "' chooses its branch by data (lax.cond or "
+              "lax.switch on a traced value); trainc lowers a branch only "
+              "when its "
+           << (isIf ? "predicate" : "index")
+           << " folds to a constant (as a loop counter does in an unrolled "
+              "lax.scan). Use jnp.where where both sides are safe to "
+              "compute and differentiate";
+  // stablehlo.if: region 0 is taken when true. stablehlo.case: an index
+  // outside [0, N) takes the last branch (the specification's default).
+  int64_t count = op.getNumRegions();
+  int64_t branch = isIf ? (chosen.getSplatValue<bool>() ? 0 : 1)
+                        : chosen.getSplatValue<APInt>().getSExtValue();
+  if (branch < 0 || branch >= count)
+    branch = count - 1;
+  Region &region = op.getRegion(branch);
+  if (!region.hasOneBlock() || region.front().getNumArguments() != 0)
+    return emitError(op.getLoc()) << "'" << name << "' branch " << branch
+                                  << " must be one block without arguments";
+  auto results = lowerBlock(region.front(), {}, values, depth);
+  if (failed(results))
+    return failure();
+  if (results->size() != op.getNumResults())
+    return emitError(op.getLoc())
+           << "'" << name << "' branch " << branch << " returns "
+           << results->size() << " values for " << op.getNumResults()
+           << " results";
+  for (auto [result, v] : llvm::zip(op.getResults(), *results))
     values.map(result, v);
   return success();
 }
@@ -481,7 +581,12 @@ std::vector<SupportedOp> supportedOps() {
   ops.push_back({"stablehlo.composite", "any",
                  "as the op it names when listed here (chlo.erf), else as "
                  "its decomposition function"});
-  ops.push_back({"stablehlo.return", "any", "in reduce and while bodies"});
+  ops.push_back(
+      {"stablehlo.return", "any", "in reduce, while and branch bodies"});
+  for (StringRef branchOp : {"stablehlo.case", "stablehlo.if"})
+    ops.push_back({branchOp.str(), "any",
+                   "the one branch chosen: the predicate or index must fold "
+                   "to a constant (lax.cond in an unrolled loop)"});
   ops.push_back({"stablehlo.while", "any",
                  "unrolled: the condition must fold to a constant at every "
                  "iteration (lax.scan, fori_loop with static bounds)"});
