@@ -23,7 +23,9 @@ trainc-unpadded is trainc with --pad-classes=0 (the vocabulary's rows of
 50,257 classes, not 50,304), in the same interleaved rounds: what the
 padding gains. trainc-remade-stats is trainc with --attention-stats=false
 (each attention gradient remakes its softmax's statistics; cuDNN's runs
-the forward again): what keeping them gains.
+the forward again): what keeping them gains. trainc-unfused-gelu is
+trainc with --fuse-bias-gelu=false (the MLP's GELU a kernel of its own,
+not cuBLASLt's GELU epilogue): what the epilogue gains.
 """
 import argparse
 import csv
@@ -99,7 +101,8 @@ def parse_args():
                    help='any of trainc, trainc-own-attention '
                         '(TRAINC_CUDA_ATTENTION=trainc), trainc-unpadded '
                         '(--pad-classes=0), trainc-remade-stats '
-                        '(--attention-stats=false), torch-eager, torch-compile')
+                        '(--attention-stats=false), trainc-unfused-gelu '
+                        '(--fuse-bias-gelu=false), torch-eager, torch-compile')
     p.add_argument('--profile', action='store_true',
                    help="after the rounds, one more trainc run with --profile: where "
                         "a step's time goes, by op and by op and shapes")
@@ -170,9 +173,10 @@ class TraincContender:
     """trainc-run --device cuda, one process per round (steps after warm-up
     timed by the step_ms trainc-run prints). `flags`: more trainc flags
     (trainc-unpadded: --pad-classes=0, the vocabulary's GEMMs on rows of
-    50,257 classes, to measure what the padding to 50,304 gains); `env`:
-    environment variables for trainc-run (trainc-remade-stats:
-    --attention-stats=false; trainc-own-attention:
+    50,257 classes, to measure what the padding to 50,304 gains;
+    trainc-remade-stats: --attention-stats=false; trainc-unfused-gelu:
+    --fuse-bias-gelu=false, what cuBLASLt's GELU epilogue gains); `env`:
+    environment variables for trainc-run (trainc-own-attention:
     TRAINC_CUDA_ATTENTION=trainc)."""
 
     def __init__(self, args, cfg, name, flags=(), env=None):
@@ -299,6 +303,8 @@ def main():
                 running[c] = TraincContender(args, cfg, c, ('--pad-classes=0',))
             elif c == 'trainc-remade-stats':
                 running[c] = TraincContender(args, cfg, c, ('--attention-stats=false',))
+            elif c == 'trainc-unfused-gelu':
+                running[c] = TraincContender(args, cfg, c, ('--fuse-bias-gelu=false',))
             elif c in ('torch-eager', 'torch-compile'):
                 running[c] = TorchContender(args, cfg, c == 'torch-compile')
             else:

@@ -38,6 +38,14 @@ llvm::ArrayRef<LowerFlag> lowerFlags() {
        "instead of concatenating three; results are the same bits (default "
        "true; --qkv-in-place=false: keep the slices and the concatenation)",
        &LowerOptions::qkvInPlace},
+      {"fuse-bias-gelu",
+       "In the lower phase, compute the GELU of a linear layer's output in "
+       "the layer's matmul instruction, which also writes the "
+       "pre-activation the GELU's gradient reads (cuBLASLt's GELU epilogue "
+       "on a GPU for 16-bit products: one pass over the output fewer); on "
+       "the CPU the results are the same bits (default true; "
+       "--fuse-bias-gelu=false: a gelu instruction)",
+       &LowerOptions::fuseBiasGelu},
       {"fuse-bias-grad",
        "With --train, in the lower phase, sum each linear layer's bias "
        "gradient in its weight gradient's matmul (one instruction, "
@@ -287,7 +295,7 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
   if (last < Phase::Lower)
     return;
   // lower: dot_generals read transposed operands in place, add their
-  // biases, attention reads a fused projection's q, k and v in place,
+  // biases (and apply a GELU that follows), attention reads a fused projection's q, k and v in place,
   // norm_grad sums the norms' parameter gradients (and the residual
   // stream's gradient, and writes its 16-bit copy), the 16-bit
   // products only widened to f32 are made in f32, bias gradients are
@@ -297,6 +305,8 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
   // elementwise chains become loops, then every op must be an instruction.
   pm.addNestedPass<mlir::func::FuncOp>(createAbsorbTransposes());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
+  if (lower.fuseBiasGelu)
+    pm.addNestedPass<mlir::func::FuncOp>(createFuseBiasGelu());
   if (lower.qkvInPlace)
     pm.addNestedPass<mlir::func::FuncOp>(createReadQkvInPlace());
   pm.addNestedPass<mlir::func::FuncOp>(

@@ -58,7 +58,8 @@ namespace trainc {
 ///  22: ReduceProd.
 ///  23: ScatterAdd of i32 and i64 (wrapping sums).
 ///  24: Argsort.
-constexpr uint32_t kFormatVersion = 24;
+///  25: DotGeneralBiasGelu.
+constexpr uint32_t kFormatVersion = 25;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

@@ -15,7 +15,7 @@
 #                  and racecheck, NCCL across GPUs where there are two
 #   bench          (--bench; before cuda_training) tools/bench_gpu.py:
 #                  GPT-2 124M bf16 against PyTorch eager and
-#                  torch.compile, and trainc on its own attention kernels
+#                  torch.compile, and trainc with --fuse-bias-gelu=false
 #                  and with --attention-stats=false ($BENCH_CONTENDERS
 #                  and $BENCH_ROUNDS choose others; $BENCH_ARGS adds
 #                  bench_gpu.py flags, e.g. --nsys)
@@ -119,7 +119,7 @@ check probe 60 "$root/wrap/trainc-cuda-unittests"
 if [[ $bench -eq 1 ]]; then
   check bench 300 env PYTHONUNBUFFERED=1 "$python" "$repo/tools/bench_gpu.py" --trainc-bin-dir "$root/wrap" \
     --rounds "${BENCH_ROUNDS:-4}" --profile ${BENCH_ARGS:-} \
-    --contenders "${BENCH_CONTENDERS:-trainc,trainc-own-attention,trainc-remade-stats,torch-eager,torch-compile}"
+    --contenders "${BENCH_CONTENDERS:-trainc,trainc-unfused-gelu,trainc-remade-stats,torch-eager,torch-compile}"
 fi
 check cuda_training 240 "$python" "$repo/test/Runtime/cuda_training.py" --trainc "$root/wrap/trainc" \
   --trainc-run "$root/wrap/trainc-run" --data-dir "$root/data/tinygpt"

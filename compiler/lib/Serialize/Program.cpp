@@ -320,7 +320,8 @@ LogicalResult Builder::lowerOp(Operation *op) {
       .Case([&](CompareOp c) {
         inst.ints = {static_cast<int64_t>(c.getDirection())};
       })
-      .Case<DotGeneralOp, DotGeneralBiasOp, DotGeneralBiasGradOp>([&](auto d) {
+      .Case<DotGeneralOp, DotGeneralBiasOp, DotGeneralBiasGeluOp,
+            DotGeneralBiasGradOp>([&](auto d) {
         auto lb = d.getLhsBatchingDimensions(),
              rb = d.getRhsBatchingDimensions(),
              lc = d.getLhsContractingDimensions(),
@@ -332,6 +333,8 @@ LogicalResult Builder::lowerOp(Operation *op) {
                                                 : OperandRounding::Exact));
         if constexpr (std::is_same_v<decltype(d), DotGeneralBiasGradOp>)
           inst.ints.push_back(int64_t(d.getSumRhs()));
+        if constexpr (std::is_same_v<decltype(d), DotGeneralBiasGeluOp>)
+          inst.ints.push_back(d.getApproximation() == GeluApproximation::tanh);
       })
       .Case([&](AllReduceOp r) {
         inst.ints = {int64_t(getMesh(r).axisIndex(r.getAxis()))};

@@ -36,6 +36,15 @@ int64_t DotGeneralBiasOp::getFlops() {
   return (2 * contraction + 1) * numElements(getResult());
 }
 
+/// dot_general_bias's FLOPs and gelu's.
+int64_t DotGeneralBiasGeluOp::getFlops() {
+  int64_t contraction = 1;
+  for (int64_t d : getLhsContractingDimensions())
+    contraction *= getLhs().getType().getDimSize(d);
+  int64_t gelu = getApproximation() == GeluApproximation::erf ? 5 : 9;
+  return (2 * contraction + 1 + gelu) * numElements(getResult());
+}
+
 /// The product's FLOPs and one add per summed element.
 int64_t DotGeneralBiasGradOp::getFlops() {
   int64_t contraction = 1;

@@ -224,6 +224,45 @@ LogicalResult DotGeneralBiasOp::inferReturnTypes(MLIRContext *ctx,
 }
 
 //===----------------------------------------------------------------------===//
+// dot_general_bias_gelu
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotGeneralBiasGeluOp::verifyShapeConstraints() {
+  SmallVector<int64_t> shape;
+  auto emitError = [&] { return emitOpError(); };
+  if (failed(inferDotGeneralBiasShape( // dot_general_bias_gelu_c1 to c9
+          getLhs().getType(), getRhs().getType(), getBias().getType(),
+          getLhsBatchingDimensions(), getRhsBatchingDimensions(),
+          getLhsContractingDimensions(), getRhsContractingDimensions(), shape,
+          emitError)))
+    return failure();
+  return checkTf32(getTf32(), getLhs().getType(),
+                   "(C11)", // dot_general_bias_gelu_c11
+                   emitError);
+}
+
+LogicalResult DotGeneralBiasGeluOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
+  auto bias = dyn_cast<RankedTensorType>(adaptor.getBias().getType());
+  if (!lhs || !rhs || !bias)
+    return failure();
+  SmallVector<int64_t> shape;
+  if (failed(inferDotGeneralBiasShape(
+          lhs, rhs, bias, adaptor.getLhsBatchingDimensions(),
+          adaptor.getRhsBatchingDimensions(),
+          adaptor.getLhsContractingDimensions(),
+          adaptor.getRhsContractingDimensions(), shape,
+          [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
+    return failure();
+  // dot_general_bias_gelu_c12
+  types.append(2, RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // dot_general_bias_grad
 //===----------------------------------------------------------------------===//
 

@@ -413,6 +413,11 @@ ShardingRule DotGeneralBiasOp::getShardingRule() {
 }
 
 /// Formed after partitioning (in the lower phase): every dimension whole.
+ShardingRule DotGeneralBiasGeluOp::getShardingRule() {
+  return RuleBuilder(*this).take();
+}
+
+/// Formed after partitioning (in the lower phase): every dimension whole.
 ShardingRule DotGeneralBiasGradOp::getShardingRule() {
   return RuleBuilder(*this).take();
 }

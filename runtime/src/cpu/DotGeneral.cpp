@@ -5,6 +5,9 @@
 // dot_general_bias_grad adds a second result, the sum of lhs (rhs) over its
 // contracting dims, which is Reduction.cpp's ReduceSum of that operand, run
 // as such (the same bits; on a GPU it is the GEMM's bias-gradient epilogue).
+// dot_general_bias_gelu is dot_general_bias into its second result, then
+// Gelu.cpp's gelu of that into its first (the same bits as the pair; on a
+// GPU the GEMM's GELU epilogue).
 //
 // Every dot_general is a batched GEMM once its dimensions are grouped: b
 // runs over the batching dims (in lhs_batch order), m over lhs's free dims,
@@ -188,6 +191,12 @@ Status runDotGeneral(const KernelCall &call) {
   const TensorRef &out = call.outputs[0];
   if (!isFloat(lhs.dtype))
     return unsupportedDType(call, lhs.dtype);
+  // dot_general_bias_gelu: exactly dot_general_bias, then gelu of its
+  // rounded result.
+  if (call.op == Opcode::DotGeneralBiasGelu) {
+    TRAINC_RETURN_IF_ERROR(runDotGeneral(biasGeluProductCall(call)));
+    return runGelu(biasGeluGeluCall(call));
+  }
   int64_t nb = call.ints[0], nc = call.ints[1];
   const int64_t *attrs = call.ints.data + 2;
   if (call.op == Opcode::DotGeneralBiasGrad) {

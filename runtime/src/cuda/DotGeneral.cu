@@ -36,7 +36,13 @@
 // rounding, not bit for bit.
 //
 // Epilogues: dot_general_bias adds its bias with cuBLASLt's BIAS epilogue,
-// in f32 before the one rounding as on the CPU; dot_general_bias_grad's sum
+// in f32 before the one rounding as on the CPU; dot_general_bias_gelu of
+// 16-bit operands with the tanh form, rows a multiple of 8 elements, takes
+// GELU_AUX_BIAS, cuBLASLt's GELU of the biased f32 sums into D and the sums
+// rounded into the aux matrix (the pre-activation), where the CPU takes the
+// GELU of the rounded pre-activation with its own tanh (within a 16-bit
+// tolerance; any other dot_general_bias_gelu runs as dot_general_bias and
+// the gelu kernel); dot_general_bias_grad's sum
 // of lhs (rhs) over K is the BGRADB (BGRADA) epilogue where the sum has the
 // product's type (bf16's f32 product and f32 sum; not fp16's f32 product
 // and f16 sum), the product is not TF32 and the summed operand lies as
@@ -45,7 +51,8 @@
 // tolerance). Otherwise, and where the
 // heuristic has no algorithm with the epilogue or cublasLtMatmul refuses
 // it, the product runs alone and a second kernel adds the bias
-// (addRowBiasKernel) or sums the operand (the ReduceSum kernel); a refused
+// (addRowBiasKernel; biasGeluKernel also writes the pre-activation and the
+// GELU) or sums the operand (the ReduceSum kernel); a refused
 // GEMM never asks again.
 //
 // The algorithm of each GEMM is cuBLASLt's first heuristic choice for the
@@ -58,7 +65,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cuda/GeluMath.cuh"
 #include "cuda/KernelUtil.cuh"
+#include "cuda/Kernels.h"
 #include "device/DotDims.h"
 
 #include <cublasLt.h>
@@ -258,7 +267,7 @@ struct LtDescriptors {
 };
 
 /// Everything the heuristic's choice depends on.
-using GemmKey = std::array<int64_t, 21>;
+using GemmKey = std::array<int64_t, 22>;
 
 /// The cached algorithms. Bounded: a program has few distinct GEMMs, and a
 /// full map (shapes that keep changing) starts over.
@@ -322,6 +331,9 @@ struct Epilogue {
   /// The bias, or where the sum goes: the output's type either way
   /// (cuBLASLt's default bias type, the one its documentation promises).
   const void *vector = nullptr;
+  /// GELU_AUX_BIAS: where the GELU's input (the biased product, D's type
+  /// and layout) goes.
+  void *aux = nullptr;
 
   bool any() const { return kind != CUBLASLT_EPILOGUE_DEFAULT; }
   bool sums() const {
@@ -394,14 +406,43 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                                        CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                        &vector, sizeof(vector)),
         "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
+    // Off: the aux pointer goes too (a GEMM that had the GELU epilogue).
+    if (epilogue.aux) {
+      void *aux = on ? epilogue.aux : nullptr;
+      TRAINC_RETURN_IF_ERROR(
+          ltStatus(call,
+                   cublasLtMatmulDescSetAttribute(
+                       desc.matmul, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                       &aux, sizeof(aux)),
+                   "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)"));
+    }
     if (!on || epilogue.sums())
       return okStatus();
     int64_t biasBatchStride = 0; // one bias for every batch
-    return ltStatus(call,
-                    cublasLtMatmulDescSetAttribute(
-                        desc.matmul, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
-                        &biasBatchStride, sizeof(biasBatchStride)),
-                    "cublasLtMatmulDescSetAttribute(BIAS_BATCH_STRIDE)");
+    TRAINC_RETURN_IF_ERROR(
+        ltStatus(call,
+                 cublasLtMatmulDescSetAttribute(
+                     desc.matmul, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                     &biasBatchStride, sizeof(biasBatchStride)),
+                 "cublasLtMatmulDescSetAttribute(BIAS_BATCH_STRIDE)"));
+    if (!epilogue.aux)
+      return okStatus();
+    // The pre-activation in D's layout: leading dimension N, a matrix of
+    // M * N per batch (cuBLASLt wants both multiples of 8: the caller
+    // asks only then).
+    int64_t auxLd = n, auxBatchStride = outStride;
+    TRAINC_RETURN_IF_ERROR(ltStatus(
+        call,
+        cublasLtMatmulDescSetAttribute(desc.matmul,
+                                       CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                       &auxLd, sizeof(auxLd)),
+        "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)"));
+    return ltStatus(
+        call,
+        cublasLtMatmulDescSetAttribute(
+            desc.matmul, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
+            &auxBatchStride, sizeof(auxBatchStride)),
+        "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_BATCH_STRIDE)");
   };
   // A bias's type is D's (cuBLASLt's default). A vector under 16-byte
   // alignment (never a planned buffer's) or a library that refuses the
@@ -413,7 +454,8 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
   bool layoutOk = epilogue.kind == CUBLASLT_EPILOGUE_BGRADA   ? !x.trans
                   : epilogue.kind == CUBLASLT_EPILOGUE_BGRADB ? y.trans
                                                               : true;
-  done = epilogue.any() && layoutOk && alignmentOf(epilogue.vector) >= 16;
+  done = epilogue.any() && layoutOk && alignmentOf(epilogue.vector) >= 16 &&
+         (!epilogue.aux || alignmentOf(epilogue.aux) >= 16);
   if (done && !setEpilogue(true).ok()) {
     done = false;
     TRAINC_RETURN_IF_ERROR(setEpilogue(false));
@@ -442,7 +484,8 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                  int64_t(workspaceBytes),
                  int64_t(types.compute),
                  int64_t(epilogue.kind),
-                 epilogue.any() ? int64_t(alignmentOf(epilogue.vector)) : 0};
+                 epilogue.any() ? int64_t(alignmentOf(epilogue.vector)) : 0,
+                 epilogue.aux ? int64_t(alignmentOf(epilogue.aux)) : 0};
   AlgoCache &cache = algoCache();
   cublasLtMatmulAlgo_t algo;
   bool cached = false;
@@ -582,6 +625,33 @@ Status addRowBias(const KernelCall &call, const TensorRef &out,
   });
 }
 
+/// dot_general_bias_gelu's epilogue where cuBLASLt did not apply it: out
+/// holds the product; pre[i] = out[i] + bias[i % n], rounded, and out[i] =
+/// gelu(pre[i]), as the add and gelu kernels compute them.
+template <typename S>
+__global__ void biasGeluKernel(S *out, S *pre, const S *bias, int64_t total,
+                               int64_t n, bool useTanh) {
+  int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    store(pre, i, load(out, i) + load(bias, i % n));
+    store(out, i, geluOf(load(pre, i), useTanh));
+  }
+}
+
+Status biasGelu(const KernelCall &call, const TensorRef &out,
+                const TensorRef &pre, const TensorRef &bias, int64_t n,
+                bool useTanh) {
+  return withFloatStorage(call, out.dtype, [&](auto zero) -> Status {
+    using S = decltype(zero);
+    int64_t total = out.numElements();
+    biasGeluKernel<S><<<gridFor(total), kThreads, 0, streamOf(call).handle()>>>(
+        static_cast<S *>(out.data), static_cast<S *>(pre.data),
+        static_cast<const S *>(bias.data), total, n, useTanh);
+    return checkLaunch(call, "biasGeluKernel");
+  });
+}
+
 } // namespace
 
 Status runDotGeneral(const KernelCall &call) {
@@ -589,10 +659,11 @@ Status runDotGeneral(const KernelCall &call) {
   const TensorRef &out = call.outputs[0];
   if (!isFloat(lhs.dtype))
     return unsupported(call, lhs.dtype);
-  bool biasDiffers =
-      call.op == Opcode::DotGeneralBias && call.inputs[2].dtype != lhs.dtype;
-  bool widened = call.op != Opcode::DotGeneralBias && out.dtype == DType::F32 &&
-                 (lhs.dtype == DType::BF16 || lhs.dtype == DType::F16);
+  bool gelu = call.op == Opcode::DotGeneralBiasGelu;
+  bool biased = call.op == Opcode::DotGeneralBias || gelu;
+  bool sixteen = lhs.dtype == DType::BF16 || lhs.dtype == DType::F16;
+  bool biasDiffers = biased && call.inputs[2].dtype != lhs.dtype;
+  bool widened = !biased && out.dtype == DType::F32 && sixteen;
   if (rhs.dtype != lhs.dtype || (out.dtype != lhs.dtype && !widened) ||
       biasDiffers)
     return kernelError(call, std::string("operands ") + dtypeName(lhs.dtype) +
@@ -613,6 +684,18 @@ Status runDotGeneral(const KernelCall &call) {
                 runOf(rhs, rStrides, r.contract)};
   int64_t batch = a.batch.extent, m = a.free.extent, n = b.free.extent,
           k = a.contract.extent;
+  // dot_general_bias_gelu: cuBLASLt's GELU_AUX_BIAS epilogue writes the
+  // GELU (D) and the pre-activation (aux) for 16-bit tanh GELUs whose
+  // rows are a multiple of 8 elements (the aux matrix's leading dimension
+  // must be); elsewhere (f32 and f64, whose tolerances cuBLASLt's own GELU
+  // need not meet; the erf form, which it does not compute) the product
+  // with its bias and then the gelu kernel, the same two kernels as
+  // unfused.
+  bool useTanh = gelu && call.ints[call.ints.size - 1] == 1;
+  if (gelu && !(sixteen && useTanh && n % 8 == 0)) {
+    TRAINC_RETURN_IF_ERROR(runDotGeneral(biasGeluProductCall(call)));
+    return runGelu(biasGeluGeluCall(call));
+  }
   // dot_general_bias_grad: the sum of lhs (BGRADB) or rhs (BGRADA) over K
   // by cuBLASLt's bias-gradient epilogue; where no algorithm has it (or
   // the product is empty), by Reduction.cu's ReduceSum kernel.
@@ -626,8 +709,7 @@ Status runDotGeneral(const KernelCall &call) {
   // rounding, as on the CPU; where no algorithm has the epilogue, by a
   // second kernel after the product is rounded (for 16-bit results one
   // rounding more than the CPU's, within the GEMM's tolerance).
-  const TensorRef *bias =
-      call.op == Opcode::DotGeneralBias ? &call.inputs[2] : nullptr;
+  const TensorRef *bias = biased ? &call.inputs[2] : nullptr;
   cudaStream_t stream = streamOf(call).handle();
   if (k == 0) { // An empty sum: +0 everywhere (all-zero bits in every dtype).
     TRAINC_RETURN_IF_ERROR(fromCudaError(
@@ -635,6 +717,8 @@ Status runDotGeneral(const KernelCall &call) {
                             uint64_t(out.numElements()) * dtypeSize(out.dtype),
                             stream)),
         "dot_general: cudaMemsetAsync"));
+    if (gelu)
+      return biasGelu(call, out, call.outputs[1], *bias, n, useTanh);
     if (bias)
       return addRowBias(call, out, *bias, n);
     return biasGrad ? sumAlone() : okStatus();
@@ -671,7 +755,11 @@ Status runDotGeneral(const KernelCall &call) {
     asMatrix(next, bRun, nRun, kRun, x); // n has stride 1: always a Matrix
   }
   Epilogue epilogue;
-  if (bias) {
+  if (gelu) {
+    epilogue.kind = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    epilogue.vector = bias->data;
+    epilogue.aux = call.outputs[1].data;
+  } else if (bias) {
     epilogue.kind = CUBLASLT_EPILOGUE_BIAS;
     epilogue.vector = bias->data;
   } else if (biasGrad && call.outputs[1].dtype == out.dtype && !tf32) {
@@ -687,6 +775,8 @@ Status runDotGeneral(const KernelCall &call) {
   TRAINC_RETURN_IF_ERROR(runGemm(call, lhs.dtype, out.dtype, tf32,
                                  int32_t(batch), m, n, k, x, y, out.data,
                                  epilogue, done));
+  if (gelu && !done)
+    return biasGelu(call, out, call.outputs[1], *bias, n, useTanh);
   if (bias && !done)
     return addRowBias(call, out, *bias, n);
   return biasGrad && !done ? sumAlone() : okStatus();

@@ -3,7 +3,8 @@
 // Host-side bookkeeping both devices' dot_general kernels share: an
 // operand's dims split into batch, free and contracting groups (each in the
 // order its elements are flattened), the concatenation of groups into a
-// permutation, and dot_general_bias_grad's sum as a ReduceSum call.
+// permutation, dot_general_bias_grad's sum as a ReduceSum call, and
+// dot_general_bias_gelu as a DotGeneralBias call and a Gelu call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +64,32 @@ inline KernelCall biasGradSumCall(const KernelCall &call,
   sum.ints = {dims.data(), int64_t(dims.size())};
   sum.floats = {};
   return sum;
+}
+
+/// dot_general_bias_gelu's pre-activation as a DotGeneralBias instruction
+/// of its own (the ints without the last, the approximation) into the
+/// second output.
+inline KernelCall biasGeluProductCall(const KernelCall &call) {
+  KernelCall product = call;
+  product.op = Opcode::DotGeneralBias;
+  product.outputs = &call.outputs[1];
+  product.numOutputs = 1;
+  product.ints = {call.ints.data, call.ints.size - 1};
+  return product;
+}
+
+/// dot_general_bias_gelu's GELU as a Gelu instruction of its own: the
+/// second output (the pre-activation) into the first, with the last int
+/// (0 erf, 1 tanh) as Gelu's.
+inline KernelCall biasGeluGeluCall(const KernelCall &call) {
+  KernelCall gelu = call;
+  gelu.op = Opcode::Gelu;
+  gelu.inputs = {&call.outputs[1], 1};
+  gelu.outputs = &call.outputs[0];
+  gelu.numOutputs = 1;
+  gelu.ints = {call.ints.data + call.ints.size - 1, 1};
+  gelu.floats = {};
+  return gelu;
 }
 
 /// The groups one after another.

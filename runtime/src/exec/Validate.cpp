@@ -154,9 +154,10 @@ Status Checker::checkFusedElementwise() const {
 }
 
 Status Checker::checkDotGeneral() const {
-  bool bias = inst.op == Opcode::DotGeneralBias;
+  bool gelu = inst.op == Opcode::DotGeneralBiasGelu;
+  bool bias = inst.op == Opcode::DotGeneralBias || gelu;
   bool biasGrad = inst.op == Opcode::DotGeneralBiasGrad;
-  TRAINC_RETURN_IF_ERROR(arity(bias ? 3 : 2, biasGrad ? 2 : 1));
+  TRAINC_RETURN_IF_ERROR(arity(bias ? 3 : 2, biasGrad || gelu ? 2 : 1));
   const TensorInfo &l = operand(0), &r = operand(1), &out = result(0);
   TRAINC_RETURN_IF_ERROR(floatType(l));
   // DotGeneral and DotGeneralBiasGrad may widen a 16-bit product to f32
@@ -168,7 +169,8 @@ Status Checker::checkDotGeneral() const {
                  "dot_general of 16-bit operands, the result be f32)");
   const auto &v = inst.ints;
   // Bounded first, so that the sum below cannot wrap around.
-  size_t extra = biasGrad ? 1 : 0; // DotGeneralBiasGrad's sum_rhs
+  // DotGeneralBiasGrad's sum_rhs, DotGeneralBiasGelu's approximation.
+  size_t extra = biasGrad || gelu ? 1 : 0;
   if (v.size() < 2 || v[0] < 0 || v[1] < 0 || uint64_t(v[0]) > v.size() ||
       uint64_t(v[1]) > v.size() ||
       v.size() != 3 + 2 * size_t(v[0]) + 2 * size_t(v[1]) + extra)
@@ -237,6 +239,19 @@ Status Checker::checkDotGeneral() const {
           return error("a result shares memory with an operand");
     if (overlap(result(0), result(1)))
       return error("the product and the sum share memory");
+  }
+  if (gelu) {
+    // The GELU and the pre-activation: one type and shape; the CPU kernel
+    // reads the pre-activation after writing it.
+    if (v.back() != 0 && v.back() != 1)
+      return error("the GELU approximation must be 0 (erf) or 1 (tanh)");
+    TRAINC_RETURN_IF_ERROR(sameType(result(0), result(1)));
+    for (size_t i = 0; i < 2; ++i)
+      for (size_t o = 0; o < 3; ++o)
+        if (overlap(result(i), operand(o)))
+          return error("a result shares memory with an operand");
+    if (overlap(result(0), result(1)))
+      return error("the GELU and the pre-activation share memory");
   }
   return shapeIs(out, expected);
 }
@@ -811,6 +826,7 @@ Status Checker::check() const {
     return shapeIs(result(0), operand(0).shape);
   case Opcode::DotGeneral:
   case Opcode::DotGeneralBias:
+  case Opcode::DotGeneralBiasGelu:
   case Opcode::DotGeneralBiasGrad:
     return checkDotGeneral();
   case Opcode::ReduceSum:

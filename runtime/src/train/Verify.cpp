@@ -127,6 +127,7 @@ VerifyLimits verifyLimits(const std::vector<TensorInfo> &tensors,
       return reduced;
   for (const InstructionInfo &inst : instructions)
     if ((inst.op == Opcode::DotGeneral || inst.op == Opcode::DotGeneralBias ||
+         inst.op == Opcode::DotGeneralBiasGelu ||
          inst.op == Opcode::DotGeneralBiasGrad) &&
         isTf32(inst.ints))
       return reduced;

@@ -457,6 +457,53 @@ func.func @dot_general_bias_c10(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: t
 
 // -----
 
+// dot_general_bias_gelu checks dot_general_bias's C1-C11 with the same
+// messages.
+func.func @dot_general_bias_gelu_c6(%a: tensor<4x8xbf16>, %b: tensor<9x16xbf16>, %c: tensor<16xbf16>) {
+  // expected-error@+1 {{(C6) contracting dimension sizes differ: lhs dim 1 has 8, rhs dim 0 has 9}}
+  %0, %1 = graph.dot_general_bias_gelu %a, %b, %c, batching_dims = [] x [], contracting_dims = [1] x [0], approximation = tanh
+         : (tensor<4x8xbf16>, tensor<9x16xbf16>, tensor<16xbf16>) -> (tensor<4x16xbf16>, tensor<4x16xbf16>)
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_gelu_c8(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4xf32>) {
+  // expected-error@+1 {{(C8) bias shape [4] is not that of rhs's free dimensions [16]}}
+  %0, %1 = graph.dot_general_bias_gelu %a, %b, %c, batching_dims = [] x [], contracting_dims = [1] x [0], approximation = erf
+         : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<4xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>)
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_gelu_c9(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %c: tensor<16xf32>) {
+  // expected-error@+1 {{(C9) bias element type 'f32' differs from the operands' 'bf16'}}
+  %0, %1 = graph.dot_general_bias_gelu %a, %b, %c, batching_dims = [] x [], contracting_dims = [1] x [0], approximation = tanh
+         : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<16xf32>) -> (tensor<4x16xbf16>, tensor<4x16xbf16>)
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_gelu_c11(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %c: tensor<16xbf16>) {
+  // expected-error@+1 {{(C11) tf32 rounds f32 operands, not 'bf16'}}
+  %0, %1 = graph.dot_general_bias_gelu %a, %b, %c, batching_dims = [] x [], contracting_dims = [1] x [0], approximation = tanh {tf32}
+         : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<16xbf16>) -> (tensor<4x16xbf16>, tensor<4x16xbf16>)
+  return
+}
+
+// -----
+
+func.func @dot_general_bias_gelu_c12(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %c: tensor<16xbf16>) {
+  // expected-error@+1 {{differs from the inferred type}}
+  %0, %1 = graph.dot_general_bias_gelu %a, %b, %c, batching_dims = [] x [], contracting_dims = [1] x [0], approximation = tanh
+         : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<16xbf16>) -> (tensor<4x16xbf16>, tensor<4x16xf32>)
+  return
+}
+
+// -----
+
 // dot_general_bias_grad checks dot_general's C1-C10 with the same messages.
 func.func @dot_general_bias_grad_c6(%dy: tensor<4x8xf32>, %x: tensor<5x16xf32>) {
   // expected-error@+1 {{(C6) contracting dimension sizes differ: lhs dim 0 has 4, rhs dim 0 has 5}}

@@ -84,6 +84,14 @@ func.func @dot_general(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %w: tensor
 
 // A weight gradient and its bias's: the sum of lhs (or, with sum_rhs, of
 // rhs) over its contracting dims, widened with f32_sum.
+// CHECK-LABEL: func.func @dot_general_bias_gelu
+func.func @dot_general_bias_gelu(%x: tensor<2x4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf16>) {
+  // CHECK: graph.dot_general_bias_gelu %{{.+}}, %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [2] x [1], approximation = tanh : (tensor<2x4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>) -> (tensor<2x4x16xbf16>, tensor<2x4x16xbf16>)
+  %0, %1 = graph.dot_general_bias_gelu %x, %w, %b, batching_dims = [] x [], contracting_dims = [2] x [1], approximation = tanh
+         : (tensor<2x4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>) -> (tensor<2x4x16xbf16>, tensor<2x4x16xbf16>)
+  return
+}
+
 // CHECK-LABEL: func.func @dot_general_bias_grad
 func.func @dot_general_bias_grad(%dy: tensor<2x4x8xbf16>, %x: tensor<2x4x16xbf16>) {
   // CHECK: graph.dot_general_bias_grad %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] {f32_result, f32_sum} : (tensor<2x4x8xbf16>, tensor<2x4x16xbf16>) -> (tensor<8x16xf32>, tensor<8xf32>)

@@ -310,6 +310,61 @@ TEST(CpuDotGeneral, BiasIsTheAddBitForBit) {
   }
 }
 
+// dot_general_bias_gelu is, bit for bit, dot_general_bias (its second
+// result) and gelu of that (its first), for both approximations, every
+// float type, a batch, a 2-D bias and K = 0.
+TEST(CpuDotGeneral, BiasGeluIsTheBiasThenTheGeluBitForBit) {
+  struct Case {
+    DType t;
+    std::vector<int64_t> lhs, rhs;
+    DotDims dims;
+    bool tanh;
+  } cases[] = {
+      {DType::F32, {4, 32, 24}, {40, 24}, {{}, {}, {2}, {1}}, true},
+      {DType::F32, {3, 9, 17}, {3, 17, 5}, {{0}, {0}, {2}, {1}}, false},
+      {DType::F64, {2, 3, 7}, {7, 4, 5}, {{}, {}, {2}, {0}}, true},
+      {DType::BF16, {3, 5, 64}, {64, 9}, {{}, {}, {2}, {0}}, true},
+      {DType::BF16, {5, 64}, {9, 64}, {{}, {}, {1}, {1}}, false},
+      {DType::F16, {5, 64}, {9, 64}, {{}, {}, {1}, {1}}, true},
+      {DType::BF16, {4, 0}, {0, 5}, {{}, {}, {1}, {0}}, true},
+  };
+  uint32_t seed = 70;
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(dtypeName(c.t)) + " case " +
+                 std::to_string(&c - cases));
+    TestTensor lhs = testing::randomTensor(c.t, c.lhs, seed++);
+    TestTensor rhs = testing::randomTensor(c.t, c.rhs, seed++);
+    std::vector<int64_t> outDims = resultDims(lhs, rhs, c.dims);
+    std::vector<int64_t> rFree =
+        freeDims(int(c.rhs.size()), c.dims.rhsBatch, c.dims.rhsContract);
+    std::vector<int64_t> biasDims;
+    for (int64_t d : rFree)
+      biasDims.push_back(c.rhs[d]);
+    TestTensor bias = testing::randomTensor(c.t, biasDims, seed++);
+    std::vector<int64_t> ints = dotInts(c.dims);
+    TestTensor pre(c.t, outDims), gelu(c.t, outDims);
+    ASSERT_TRUE(testing::runKernel(runDotGeneral, Opcode::DotGeneralBias,
+                                   {&lhs, &rhs, &bias}, {&pre}, ints)
+                    .ok());
+    ASSERT_TRUE(testing::runKernel(runGelu, Opcode::Gelu, {&pre}, {&gelu},
+                                   {int64_t(c.tanh)})
+                    .ok());
+    std::vector<int64_t> fusedInts = ints;
+    fusedInts.push_back(c.tanh);
+    TestTensor fused(c.t, outDims), fusedPre(c.t, outDims);
+    Status s =
+        testing::runKernel(runDotGeneral, Opcode::DotGeneralBiasGelu,
+                           {&lhs, &rhs, &bias}, {&fused, &fusedPre}, fusedInts);
+    ASSERT_TRUE(s.ok()) << s.toString();
+    size_t bytes = size_t(pre.size()) * dtypeSize(c.t);
+    EXPECT_EQ(std::memcmp(fusedPre.ref().data, pre.ref().data, bytes), 0);
+    EXPECT_EQ(std::memcmp(fused.ref().data, gelu.ref().data, bytes), 0);
+    // Not vacuous: the GELU moved something.
+    if (pre.size() > 0)
+      EXPECT_NE(std::memcmp(fused.ref().data, pre.ref().data, bytes), 0);
+  }
+}
+
 // --precision tf32: each f32 operand element is rounded to TF32 before the
 // product. The sums are sgemm's in both runs below, so the kernel must give,
 // bit for bit, the plain f32 kernel's result on operands rounded first

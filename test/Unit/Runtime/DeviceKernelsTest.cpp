@@ -393,6 +393,53 @@ TEST_P(DeviceKernels, DotGeneralBias) {
   }
 }
 
+// dot_general_bias_gelu: the GELU of dot_general_bias's result and that
+// result (the CPU reference: dot_general_bias, then gelu of its rounded
+// result). On the GPU, 16-bit tanh GELUs whose rows are a multiple of 8
+// (GPT-2's MLP) take cuBLASLt's GELU_AUX_BIAS epilogue, which applies its
+// own GELU to the unrounded f32 sums; the rest run dot_general_bias and
+// the gelu kernel. The pre-activation is held to DotGeneralBias's bound;
+// the GELU, whose slope is at most 1.13, to twice that and one ulp more
+// for the epilogue's own GELU (a tanh.approx-class tanh is within 2^-11,
+// below a 16-bit ulp). An f32 case takes the fallback, so an erf form or
+// an approximation used in its place would fail there.
+TEST_P(DeviceKernels, DotGeneralBiasGelu) {
+  struct Case {
+    DType t;
+    std::vector<int64_t> lhs, rhs, bias;
+    DotDims dims;
+    bool tanh;
+  } cases[] = {
+      {kBF16, {4, 16, 64}, {96, 64}, {96}, {{}, {}, {2}, {1}}, true}, // MLP
+      {kBF16, {3, 9, 40}, {3, 40, 24}, {24}, {{0}, {0}, {2}, {1}}, true},
+      {kF16, {2, 33, 64}, {64, 256}, {256}, {{}, {}, {2}, {0}}, true},
+      {kF16, {3, 37, 64}, {64, 129}, {129}, {{}, {}, {2}, {0}}, true},
+      {kBF16, {5, 64}, {40, 64}, {40}, {{}, {}, {1}, {1}}, false}, // erf
+      {kF32, {4, 6, 32}, {24, 32}, {24}, {{}, {}, {2}, {1}}, true},
+      {kF32, {7, 33}, {33, 17}, {17}, {{}, {}, {1}, {0}}, false},
+      {kF64, {9, 20}, {20, 11}, {11}, {{}, {}, {1}, {0}}, true},
+      {kBF16, {3, 0}, {0, 16}, {16}, {{}, {}, {1}, {0}}, true}, // K = 0
+  };
+  uint32_t seed = 151;
+  for (const Case &c : cases) {
+    Call call = dotCall(uniform(c.t, c.lhs, seed),
+                        uniform(c.t, c.rhs, seed + 1), c.dims);
+    call.op = Opcode::DotGeneralBiasGelu;
+    call.inputs.push_back(uniform(c.t, c.bias, seed + 2));
+    call.ints.push_back(c.tanh);
+    call.outputs.push_back(zeros(c.t, call.outputs[0].dims()));
+    int64_t k = 1;
+    for (int64_t d : c.dims.lhsContract)
+      k *= c.lhs[d];
+    Tolerance pre = gemmOf(c.t, k);
+    pre.rel += oneUlp(c.t);
+    Tolerance gelu = pre;
+    gelu.rel = 2 * pre.rel + oneUlp(c.t);
+    check(call, std::vector<Tolerance>{gelu, pre});
+    seed += 3;
+  }
+}
+
 // dot_general_bias_grad: the product and the sum of one operand over the
 // contraction (the CPU reference: CpuDotGeneral.
 // BiasGradIsTheProductAndTheSumBitForBit; on the GPU cuBLASLt's BGRADB or

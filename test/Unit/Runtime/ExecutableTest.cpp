@@ -1238,6 +1238,51 @@ TEST(Executable, ChecksArgsort) {
   refused([](InstructionInfo &i) { i.results = {4}; }, "shape");
 }
 
+// dot_general_bias_gelu (format 25): dot_general_bias's operands, its
+// dimension numbers and the GELU's approximation; two results of the
+// product's type and shape, apart from the operands and each other.
+TEST(Executable, ChecksDotGeneralBiasGelu) {
+  // 0: x [4, 8], 1: w [16, 8], 2: b [16], 3-4: results [4, 16], 5: an f32
+  // result, 6: a [4, 8] result.
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::BF16, {4, 8}),  tensor(DType::BF16, {16, 8}),
+      tensor(DType::BF16, {16}),    tensor(DType::BF16, {4, 16}),
+      tensor(DType::BF16, {4, 16}), tensor(DType::F32, {4, 16}),
+      tensor(DType::BF16, {4, 8})};
+  placeOneAfterAnother(tensors);
+  InstructionInfo inst;
+  inst.op = Opcode::DotGeneralBiasGelu;
+  inst.operands = {0, 1, 2};
+  inst.results = {3, 4};
+  inst.ints = {0, 1, 1, 1, int64_t(OperandRounding::Exact), 1};
+  ASSERT_TRUE(validateInstruction(inst, 0, tensors).ok());
+  auto refused = [&](auto edit, const char *words) {
+    InstructionInfo copy = inst;
+    edit(copy);
+    expectRefused(copy, tensors, words);
+  };
+  refused([](InstructionInfo &i) { i.ints.back() = 2; },
+          "the GELU approximation must be 0 (erf) or 1 (tanh)");
+  refused([](InstructionInfo &i) { i.ints.pop_back(); },
+          "malformed dimension numbers");
+  refused([](InstructionInfo &i) { i.results = {3}; }, "result");
+  refused([](InstructionInfo &i) { i.operands = {0, 1}; }, "operand");
+  refused([](InstructionInfo &i) { i.results = {3, 5}; }, "type");
+  refused(
+      [](InstructionInfo &i) {
+        i.results = {6, 4};
+      },
+      "must have the same dtype and shape");
+  refused(
+      [](InstructionInfo &i) {
+        i.results = {3, 3};
+      },
+      "the GELU and the pre-activation share memory");
+  std::vector<TensorInfo> overX = tensors;
+  overX[4].offset = 0;
+  expectRefused(inst, overX, "a result shares memory with an operand");
+}
+
 // The one vocabulary: every opcode of the schema has a name, a validation
 // rule and a CPU kernel. (The compiler side, every graph op lowering to an
 // opcode, is test/Unit/Compiler/VocabularyTest.cpp.)

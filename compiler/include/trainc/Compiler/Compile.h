@@ -49,7 +49,8 @@ struct CompileOptions {
   /// --overlap-collectives).
   ScheduleOptions schedule;
   /// The lower phase's options (--fuse-elementwise, --pad-classes,
-  /// --qkv-in-place, --fuse-bias-grad, --fuse-loss-grad, --attention-stats).
+  /// --qkv-in-place, --fuse-bias-gelu, --fuse-bias-grad, --fuse-loss-grad,
+  /// --attention-stats).
   LowerOptions lower;
   /// Stop after this phase (none: through plan-memory).
   std::optional<Phase> compileTo;

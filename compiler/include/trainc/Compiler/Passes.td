@@ -583,6 +583,43 @@ def FuseBias : Pass<"trainc-fuse-bias", "mlir::func::FuncOp"> {
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def FuseBiasGelu : Pass<"trainc-fuse-bias-gelu", "mlir::func::FuncOp"> {
+  let summary = "Compute a linear layer's GELU in its dot_general_bias";
+  let description = [{
+    `graph.gelu(dot_general_bias(x, w, b))` becomes
+    `graph.dot_general_bias_gelu(x, w, b)`, whose two results are the
+    GELU and the pre-activation: every other reader of the product (the
+    GELU's gradient, which the backward pass computes from the
+    pre-activation) reads the second. A GPU GEMM's GELU epilogue
+    (cuBLASLt's GELU_AUX_BIAS, for 16-bit products) applies GELU to each
+    tile in registers and writes both, where the unfused pair writes the
+    product, then reads it back and writes the GELU. On the CPU the results
+    are bit for bit those of the pair. The dot_general_bias and the gelu
+    must have the same discardable attributes (a recompute clone's mark),
+    which the fused op keeps; it takes the dot's place.
+
+    Runs in the lower phase after trainc-fuse-bias (which makes the
+    dot_general_bias) and before trainc-fuse-elementwise (which would take
+    the gelu into a loop); the fused op has no gradient rule. `trainc
+    --fuse-bias-gelu=false` leaves it out.
+
+    Example:
+    ```mlir
+    %p = graph.dot_general_bias %x, %w, %b, batching_dims = [] x [],
+        contracting_dims = [1] x [1]
+        : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>)
+        -> tensor<4x16xbf16>
+    %h = graph.gelu %p, approximation = tanh : tensor<4x16xbf16>
+    // becomes
+    %h, %p = graph.dot_general_bias_gelu %x, %w, %b, batching_dims = [] x [],
+        contracting_dims = [1] x [1], approximation = tanh
+        : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>)
+        -> (tensor<4x16xbf16>, tensor<4x16xbf16>)
+    ```
+  }];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 def PadClasses : Pass<"trainc-pad-classes", "mlir::func::FuncOp"> {
   let summary = "Pad a loss's class dimension to a multiple for its matmuls";
   let description = [{

@@ -77,7 +77,8 @@ enum class Phase {
 };
 
 /// The lower phase's choices (trainc's --fuse-elementwise, --pad-classes,
-/// --qkv-in-place, --fuse-bias-grad, --fuse-loss-grad, --attention-stats).
+/// --qkv-in-place, --fuse-bias-gelu, --fuse-bias-grad, --fuse-loss-grad,
+/// --attention-stats).
 /// Each field has its flag in lowerFlags(), which trainc and the recompute
 /// pass read.
 struct LowerOptions {
@@ -89,6 +90,9 @@ struct LowerOptions {
   /// Attention reads query, key and value from their fused projection
   /// (trainc-read-qkv-in-place).
   bool qkvInPlace = true;
+  /// A GELU computed by the matmul whose output it reads
+  /// (trainc-fuse-bias-gelu).
+  bool fuseBiasGelu = true;
   /// Bias gradients summed by their weight gradient's matmul
   /// (trainc-fuse-bias-grad).
   bool fuseBiasGrad = true;

@@ -749,6 +749,53 @@ def Graph_DotGeneralBiasOp : Graph_InferredOp<"dot_general_bias", [
   }];
 }
 
+def Graph_DotGeneralBiasGeluOp : Graph_InferredOp<"dot_general_bias_gelu", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "dot_general_bias and gelu of its result, in one op";
+  let description = [{
+    Two results: `preactivation` is `graph.dot_general_bias` of the
+    operands with the same attributes (bit for bit its value), and
+    `result` is `graph.gelu` of `preactivation` with `approximation` (bit
+    for bit its value: gelu of the rounded sums). A transformer MLP's
+    first layer, whose output's gradient (`graph.gelu_grad`) reads the
+    pre-activation; a GPU GEMM's GELU epilogue (cuBLASLt's GELU_AUX_BIAS)
+    writes both while the tile is in registers, applying GELU to the f32
+    sums before their rounding (within the 16-bit tolerance of the same
+    value). The fusion pass `trainc-fuse-bias-gelu` forms it after
+    differentiation, so it has no gradient rule.
+
+    Constraints:
+    - (C1) to (C11): those of `graph.dot_general_bias`.
+    - (C12) the result types are the inferred ones: both the product's.
+
+    Example (GPT-2's c_fc and its GELU):
+    ```mlir
+    %h, %pre = graph.dot_general_bias_gelu %x, %w, %b,
+           batching_dims = [] x [], contracting_dims = [2] x [1],
+           approximation = tanh
+           : (tensor<8x128x768xbf16>, tensor<3072x768xbf16>, tensor<3072xbf16>)
+           -> (tensor<8x128x3072xbf16>, tensor<8x128x3072xbf16>)
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs,
+                       Graph_FloatTensor:$bias,
+                       DenseI64ArrayAttr:$lhs_batching_dimensions,
+                       DenseI64ArrayAttr:$rhs_batching_dimensions,
+                       DenseI64ArrayAttr:$lhs_contracting_dimensions,
+                       DenseI64ArrayAttr:$rhs_contracting_dimensions,
+                       Graph_GeluApproximation:$approximation,
+                       UnitAttr:$tf32);
+  let results = (outs Graph_FloatTensor:$result,
+                      Graph_FloatTensor:$preactivation);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $bias `,` `batching_dims` `=` $lhs_batching_dimensions
+    `x` $rhs_batching_dimensions `,` `contracting_dims` `=`
+    $lhs_contracting_dimensions `x` $rhs_contracting_dimensions `,`
+    `approximation` `=` $approximation attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
 def Graph_DotGeneralBiasGradOp : Graph_InferredOp<"dot_general_bias_grad", [
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
   let summary = "dot_general and the sum of one operand over its contraction";
