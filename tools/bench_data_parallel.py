@@ -214,7 +214,7 @@ def main():
         cfg = dict(init=f'{work}/init.npz', tokens=f'{work}/tokens.npy',
                    targets=f'{work}/targets.npy', vocab=args.vocab, seq=args.seq,
                    d_model=args.d_model, heads=args.heads, layers=args.layers,
-                   mlp_ratio=4, steps=args.steps)
+                   mlp_ratio=4, gelu=gpt.gelu, steps=args.steps)
         print(f'model: {make_gpt.parameter_count(model):,} parameters, {args.layers} layers, '
               f'd_model {args.d_model}, seq {args.seq}, batch {args.batch} per rank, '
               f'{args.steps} AdamW steps per run, 1 thread per rank; torch: '

@@ -7,8 +7,8 @@ Needs a GPU, trainc built with CUDA, and a Python with PyTorch for CUDA
 exits 2.
 
 Every contender trains the same model (tools/make_gpt.py's tied GPT-2,
-pre-LN, erf GELU; 12 layers, d 768, 12 heads, vocab 50,257, seq 1,024 by
-default) from the same initial weights on the same batch with AdamW, in
+pre-LN, GPT-2's tanh GELU (--gelu; runs before 2026-12-06 used the erf
+form); 12 layers, d 768, 12 heads, vocab 50,257, seq 1,024 by default) from the same initial weights on the same batch with AdamW, in
 bf16 autocast with f32 master weights (trainc: --precision bf16; PyTorch:
 torch.autocast(bfloat16), fused AdamW). After --warmup steps each, the
 contenders run --rounds interleaved rounds of --steps steps; every round's
@@ -87,6 +87,10 @@ def parse_args():
     p.add_argument('--d-model', type=int, default=768)
     p.add_argument('--heads', type=int, default=12)
     p.add_argument('--vocab', type=int, default=50257)
+    p.add_argument('--gelu', choices=('erf', 'tanh'), default='tanh',
+                   help="the MLP's GELU in every contender: tanh, GPT-2's "
+                        'approximation, or erf, exact (the runs before 2026-12-06 '
+                        'used erf) (default: %(default)s)')
     p.add_argument('--seq', type=int, default=1024)
     p.add_argument('--batch', type=int, default=8, help='sequences per step')
     p.add_argument('--steps', type=int, default=10, help='steps per round')
@@ -289,7 +293,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         bench_args = argparse.Namespace(
             vocab=args.vocab, seq=args.seq, batch=args.batch, d_model=args.d_model,
-            heads=args.heads, layers=args.layers, mlp_ratio=4, seed=0,
+            heads=args.heads, layers=args.layers, mlp_ratio=4, gelu=args.gelu, seed=0,
             steps=args.steps, lr=6e-4, weight_decay=0.1, threads=1)
         cfg = bench_train.prepare(bench_args, work)
         running = {}

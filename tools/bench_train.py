@@ -190,7 +190,9 @@ def _torch_gpt(torch, cfg):
             self.c_proj = nn.Linear(cfg['mlp_ratio'] * d, d)
 
         def forward(self, x):
-            return self.c_proj(F.gelu(self.c_fc(x)))  # erf GELU, torch's default
+            # make_gpt's GELU: erf (torch's default) or GPT-2's tanh.
+            approximate = 'tanh' if cfg['gelu'] == 'tanh' else 'none'
+            return self.c_proj(F.gelu(self.c_fc(x), approximate=approximate))
 
     class Block(nn.Module):
         def __init__(self):
@@ -291,7 +293,8 @@ def _jax_gpt_loss(jnp, jax, cfg):
         for i in range(cfg['layers']):
             x = x + attention(p, f'h.{i}.attn', layer_norm(p, f'h.{i}.ln_1', x))
             y = linear(p, f'h.{i}.mlp.c_fc', layer_norm(p, f'h.{i}.ln_2', x))
-            x = x + linear(p, f'h.{i}.mlp.c_proj', jax.nn.gelu(y, approximate=False))
+            x = x + linear(p, f'h.{i}.mlp.c_proj', jax.nn.gelu(
+                y, approximate=cfg['gelu'] == 'tanh'))
         logits = layer_norm(p, 'ln_f', x) @ p['wte.weight'].T  # tied head
         logp = jax.nn.log_softmax(logits.reshape(-1, v), axis=-1)
         return -jnp.take_along_axis(logp, targets.reshape(-1, 1), axis=1).mean()
@@ -704,6 +707,9 @@ def parse_args():
                        help='transformer blocks (default: %(default)s)')
     model.add_argument('--mlp-ratio', type=int, default=4,
                        help='MLP width as a multiple of d-model (default: %(default)s)')
+    model.add_argument('--gelu', choices=('erf', 'tanh'), default='erf',
+                       help="the MLP's GELU: erf (exact) or tanh (GPT-2's "
+                            'approximation), in every framework (default: %(default)s)')
     run = parser.add_argument_group('training run')
     run.add_argument('--steps', type=int, default=20,
                      help='training steps per framework, all timed (default: %(default)s)')
@@ -784,7 +790,8 @@ def prepare(args, work):
         sys.exit(f'bench_train.py needs onnx to write the model ({e}): pip install onnx')
     gpt = make_gpt.GptConfig(vocab=args.vocab, seq=args.seq, batch=args.batch,
                              d_model=args.d_model, heads=args.heads, layers=args.layers,
-                             mlp_ratio=args.mlp_ratio, tied=True, seed=args.seed)
+                             mlp_ratio=args.mlp_ratio, tied=True, seed=args.seed,
+                             gelu=getattr(args, 'gelu', 'erf'))
     try:
         model = make_gpt.build_model(gpt)
     except ValueError as e:
@@ -801,10 +808,10 @@ def prepare(args, work):
     np.save(paths['targets'], np.ascontiguousarray(data[:, 1:]))
     print(f'model: {make_gpt.parameter_count(model):,} parameters, {args.layers} layers, '
           f'd_model {args.d_model}, {args.heads} heads, vocab {args.vocab}, '
-          f'batch {args.batch} x seq {args.seq}; {args.steps} AdamW steps')
+          f'{gpt.gelu} GELU, batch {args.batch} x seq {args.seq}; {args.steps} AdamW steps')
     return dict(paths, work=work, params=list(init), vocab=args.vocab, seq=args.seq,
                 d_model=args.d_model, heads=args.heads, layers=args.layers,
-                mlp_ratio=args.mlp_ratio, steps=args.steps, lr=args.lr,
+                mlp_ratio=args.mlp_ratio, gelu=gpt.gelu, steps=args.steps, lr=args.lr,
                 weight_decay=args.weight_decay, threads=args.threads,
                 precision=getattr(args, 'precision', 'f32'))
 

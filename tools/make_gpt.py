@@ -16,14 +16,17 @@ Architecture (pre-LayerNorm GPT-2):
 
 with causal multi-head self-attention (one fused c_attn projection split into
 q, k, v; softmax(q k^T / sqrt(head_dim), future keys masked) v; c_proj) and an
-MLP of c_fc, erf GELU and c_proj. Every Linear stores its weight as PyTorch
-does, [out, in], and applies it through a Transpose.
+MLP of c_fc, GELU and c_proj (--gelu erf, PyTorch's default, or tanh,
+GPT-2's own and PyTorch's gelu(approximate='tanh')). Every Linear stores its
+weight as PyTorch does, [out, in], and applies it through a Transpose.
 
 The nodes mirror what torch.onnx.export writes for the same model (see
 ../shared/data/tinygpt/tied_erf/model_train_opset17.txt), so trainc's
 recognizer turns them into graph.layer_norm, graph.gelu, graph.attention
-(causal) and graph.softmax_cross_entropy: LayerNormalization; GELU as
-Div(x, sqrt 2) -> Erf -> Add 1 -> Mul x -> Mul 0.5; the mask as
+(causal) and graph.softmax_cross_entropy: LayerNormalization; the erf GELU
+as Div(x, sqrt 2) -> Erf -> Add 1 -> Mul x -> Mul 0.5, the tanh one as
+PyTorch exports it (../shared/data/tinygpt/untied_tanh: x + 0.044715 x^3,
+times sqrt(2 / pi), Tanh, Add 1, Mul x, Mul 0.5); the mask as
 Where(constant bool [1, 1, seq, seq], -inf, scores) before Softmax. Shapes
 are static, so Reshape targets are Constant nodes rather than Shape
 arithmetic.
@@ -68,6 +71,8 @@ class GptConfig:
     # Training-mode Dropout on the embeddings and on each residual branch
     # (GPT-2's embd_pdrop and resid_pdrop; 0: no Dropout nodes).
     dropout: float = 0.0
+    # 'erf' (exact) or 'tanh' (GPT-2's approximation).
+    gelu: str = 'erf'
     seed: int = 0
     opset: int = 17
 
@@ -163,14 +168,22 @@ def _attention(g, cfg, x, i):
 
 
 def _mlp(g, cfg, x, i):
-    """c_proj(gelu(c_fc(x))) of layer i, GELU in the exact erf form."""
+    """c_proj(gelu(c_fc(x))) of layer i, GELU in cfg.gelu's form."""
     d, hidden = cfg.d_model, cfg.mlp_ratio * cfg.d_model
     scope = f'/h.{i}/mlp'
     x = g.linear(f'{scope}/c_fc', x, f'h.{i}.mlp.c_fc', d, hidden)
     act = f'{scope}/act'
-    e = g.op(act, 'Erf', [g.op(act, 'Div', [x, g.const(act, np.float32(math.sqrt(2.0)))])])
-    y = g.op(act, 'Mul', [x, g.op(act, 'Add', [e, g.const(act, np.float32(1.0))])])
-    y = g.op(act, 'Mul', [y, g.const(act, np.float32(0.5))])
+    if cfg.gelu == 'tanh':
+        cube = g.op(act, 'Mul', [x, g.op(act, 'Mul', [x, x])])
+        inner = g.op(act, 'Add', [x, g.op(act, 'Mul', [g.const(act, np.float32(0.044715)),
+                                                       cube])])
+        u = g.op(act, 'Mul', [g.const(act, np.float32(math.sqrt(2.0 / math.pi))), inner])
+        t = g.op(act, 'Add', [g.const(act, np.float32(1.0)), g.op(act, 'Tanh', [u])])
+        y = g.op(act, 'Mul', [g.const(act, np.float32(0.5)), g.op(act, 'Mul', [x, t])])
+    else:
+        e = g.op(act, 'Erf', [g.op(act, 'Div', [x, g.const(act, np.float32(math.sqrt(2.0)))])])
+        y = g.op(act, 'Mul', [x, g.op(act, 'Add', [e, g.const(act, np.float32(1.0))])])
+        y = g.op(act, 'Mul', [y, g.const(act, np.float32(0.5))])
     y = g.linear(f'{scope}/c_proj', y, f'h.{i}.mlp.c_proj', hidden, d)
     return g.dropout(f'{scope}/dropout', y, cfg.dropout)
 
@@ -179,6 +192,8 @@ def check_config(cfg):
     """Raises ValueError naming the first size that cannot work."""
     if not 0 <= cfg.dropout < 1:
         raise ValueError(f'dropout must be in [0, 1), got {cfg.dropout}')
+    if cfg.gelu not in ('erf', 'tanh'):
+        raise ValueError(f"gelu must be 'erf' or 'tanh', got {cfg.gelu!r}")
     for field in ('vocab', 'seq', 'batch', 'd_model', 'heads', 'layers', 'mlp_ratio'):
         if getattr(cfg, field) < 1:
             raise ValueError(f'{field} must be at least 1, got {getattr(cfg, field)}')
@@ -286,6 +301,10 @@ def parse_args(argv):
                              'each attention and MLP output before the residual add '
                              '(GPT-2\'s embd_pdrop and resid_pdrop; default: %(default)s, '
                              'no Dropout nodes)')
+    parser.add_argument('--gelu', choices=('erf', 'tanh'), default='erf',
+                        help="the MLP's GELU: erf, exact (PyTorch's nn.GELU default), or "
+                             "tanh, GPT-2's approximation (gelu(approximate='tanh')) "
+                             '(default: %(default)s)')
     parser.add_argument('--seed', type=int, default=0,
                         help='seed of the numpy generator that draws the initial weights '
                              '(default: %(default)s)')
@@ -298,7 +317,8 @@ def main(argv=None):
     args = parse_args(argv)
     cfg = GptConfig(vocab=args.vocab, seq=args.seq, batch=args.batch, d_model=args.d_model,
                     heads=args.heads, layers=args.layers, mlp_ratio=args.mlp_ratio,
-                    tied=args.tied, dropout=args.dropout, seed=args.seed, opset=args.opset)
+                    tied=args.tied, dropout=args.dropout, gelu=args.gelu, seed=args.seed,
+                    opset=args.opset)
     try:
         model = build_model(cfg)
     except ValueError as e:
@@ -306,7 +326,7 @@ def main(argv=None):
     onnx.save(model, args.output)
     print(f'make_gpt: {parameter_count(model):,} parameters '
           f'({cfg.layers} layers, d_model {cfg.d_model}, {cfg.heads} heads, vocab {cfg.vocab}, '
-          f'{"tied" if cfg.tied else "untied"}; inputs [{cfg.batch}, {cfg.seq}], '
+          f'{"tied" if cfg.tied else "untied"}, {cfg.gelu} GELU; inputs [{cfg.batch}, {cfg.seq}], '
           f'opset {cfg.opset}) -> {args.output}')
 
 

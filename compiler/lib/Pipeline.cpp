@@ -295,10 +295,10 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
   if (last < Phase::Lower)
     return;
   // lower: dot_generals read transposed operands in place, add their
-  // biases (and apply a GELU that follows), attention reads a fused projection's q, k and v in place,
-  // norm_grad sums the norms' parameter gradients (and the residual
-  // stream's gradient, and writes its 16-bit copy), the 16-bit
-  // products only widened to f32 are made in f32, bias gradients are
+  // biases (and apply a GELU that follows), attention reads a fused
+  // projection's q, k and v in place, norm_grad sums the norms' parameter
+  // gradients (and the residual stream's gradient, and writes its 16-bit copy),
+  // the 16-bit products only widened to f32 are made in f32, bias gradients are
   // summed by their weights' matmuls, a loss's classes are padded for its
   // matmuls, the loss and its logits gradient become one op, attention's
   // gradient reads the forward's result and log-sum-exps,

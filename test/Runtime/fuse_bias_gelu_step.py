@@ -2,8 +2,10 @@
 """A linear layer's GELU computed in its matmul instruction
 (trainc-fuse-bias-gelu) changes no bit of training on the CPU.
 
-For GPTs written by tools/make_gpt.py (tanh GELU) in f32, bf16 and fp16,
-with `--recompute full` and with `--grad-accum 2`, and for Hugging Face
+For GPTs written by tools/make_gpt.py (erf GELU) in f32, bf16 and fp16,
+with `--recompute full` and with `--grad-accum 2`, one with `--gelu tanh`
+(GPT-2's form, which tools/bench_gpu.py trains: its GELU must be recognized
+as graph.gelu for the fusion to happen) in bf16, and for Hugging Face
 GPT-2 (TorchScript and dynamo exports: tanh GELU) and BERT (erf GELU)
 from test/Models/hf, compiles the AdamW training step with
 `--fuse-bias-gelu` (the default) and `--fuse-bias-gelu=false` and checks:
@@ -31,6 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from fused_elementwise_step import (live_bound, lowering_cases, run,  # noqa: E402
                                     runs_with, step_test_main, verdict)
+import make_gpt  # noqa: E402  (tools/, which fused_elementwise_step puts on the path)
 
 
 def inspect(args, exe):
@@ -67,6 +70,15 @@ def check(args, name, model, inputs, extra, work):
                    f'{live} bytes')
 
 
+def cases(args, work):
+    """lowering_cases and a make_gpt GPT with GPT-2's tanh GELU, bf16."""
+    cfg = make_gpt.GptConfig(vocab=64, seq=16, batch=2, d_model=32, heads=2, layers=2,
+                             gelu='tanh')
+    path, inputs = make_gpt.write_model_and_batch(cfg, work, 'gpt_tanh')
+    return lowering_cases(args, work) + [
+        ('make_gpt_tanh_bf16', path, inputs, ('--precision', 'bf16'))]
+
+
 if __name__ == '__main__':
     sys.exit(step_test_main('fuse_bias_gelu_step', __doc__.splitlines()[0], check,
-                           lowering_cases))
+                           cases))
