@@ -24,8 +24,9 @@ trainc-unpadded is trainc with --pad-classes=0 (the vocabulary's rows of
 padding gains. trainc-remade-stats is trainc with --attention-stats=false
 (each attention gradient remakes its softmax's statistics; cuDNN's runs
 the forward again): what keeping them gains. trainc-unfused-gelu is
-trainc with --fuse-bias-gelu=false (the MLP's GELU a kernel of its own,
-not cuBLASLt's GELU epilogue): what the epilogue gains.
+trainc with --fuse-gelu=false (the MLP's GELU and its gradient kernels
+of their own, not cuBLASLt's GELU and DGELU epilogues): what the
+epilogues gain.
 """
 import argparse
 import csv
@@ -106,7 +107,7 @@ def parse_args():
                         '(TRAINC_CUDA_ATTENTION=trainc), trainc-unpadded '
                         '(--pad-classes=0), trainc-remade-stats '
                         '(--attention-stats=false), trainc-unfused-gelu '
-                        '(--fuse-bias-gelu=false), torch-eager, torch-compile')
+                        '(--fuse-gelu=false), torch-eager, torch-compile')
     p.add_argument('--profile', action='store_true',
                    help="after the rounds, one more trainc run with --profile: where "
                         "a step's time goes, by op and by op and shapes")
@@ -179,7 +180,7 @@ class TraincContender:
     (trainc-unpadded: --pad-classes=0, the vocabulary's GEMMs on rows of
     50,257 classes, to measure what the padding to 50,304 gains;
     trainc-remade-stats: --attention-stats=false; trainc-unfused-gelu:
-    --fuse-bias-gelu=false, what cuBLASLt's GELU epilogue gains); `env`:
+    --fuse-gelu=false, what cuBLASLt's GELU epilogues gain); `env`:
     environment variables for trainc-run (trainc-own-attention:
     TRAINC_CUDA_ATTENTION=trainc)."""
 
@@ -308,7 +309,7 @@ def main():
             elif c == 'trainc-remade-stats':
                 running[c] = TraincContender(args, cfg, c, ('--attention-stats=false',))
             elif c == 'trainc-unfused-gelu':
-                running[c] = TraincContender(args, cfg, c, ('--fuse-bias-gelu=false',))
+                running[c] = TraincContender(args, cfg, c, ('--fuse-gelu=false',))
             elif c in ('torch-eager', 'torch-compile'):
                 running[c] = TorchContender(args, cfg, c == 'torch-compile')
             else:

@@ -38,14 +38,15 @@ llvm::ArrayRef<LowerFlag> lowerFlags() {
        "instead of concatenating three; results are the same bits (default "
        "true; --qkv-in-place=false: keep the slices and the concatenation)",
        &LowerOptions::qkvInPlace},
-      {"fuse-bias-gelu",
+      {"fuse-gelu",
        "In the lower phase, compute the GELU of a linear layer's output in "
        "the layer's matmul instruction, which also writes the "
-       "pre-activation the GELU's gradient reads (cuBLASLt's GELU epilogue "
-       "on a GPU for 16-bit products: one pass over the output fewer); on "
-       "the CPU the results are the same bits (default true; "
-       "--fuse-bias-gelu=false: a gelu instruction)",
-       &LowerOptions::fuseBiasGelu},
+       "pre-activation the GELU's gradient reads, and that gradient in the "
+       "matmul that makes its cotangent (cuBLASLt's GELU and DGELU "
+       "epilogues on a GPU for 16-bit tanh GELUs: a pass over the MLP's "
+       "activation fewer each); on the CPU the results are the same bits "
+       "(default true; --fuse-gelu=false: gelu and gelu_grad instructions)",
+       &LowerOptions::fuseGelu},
       {"fuse-bias-grad",
        "With --train, in the lower phase, sum each linear layer's bias "
        "gradient in its weight gradient's matmul (one instruction, "
@@ -305,8 +306,8 @@ void buildExecutablePhases(mlir::OpPassManager &pm, Phase last,
   // elementwise chains become loops, then every op must be an instruction.
   pm.addNestedPass<mlir::func::FuncOp>(createAbsorbTransposes());
   pm.addNestedPass<mlir::func::FuncOp>(createFuseBias());
-  if (lower.fuseBiasGelu)
-    pm.addNestedPass<mlir::func::FuncOp>(createFuseBiasGelu());
+  if (lower.fuseGelu)
+    pm.addNestedPass<mlir::func::FuncOp>(createFuseGelu());
   if (lower.qkvInPlace)
     pm.addNestedPass<mlir::func::FuncOp>(createReadQkvInPlace());
   pm.addNestedPass<mlir::func::FuncOp>(

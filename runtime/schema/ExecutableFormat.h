@@ -58,7 +58,7 @@ namespace trainc {
 ///  22: ReduceProd.
 ///  23: ScatterAdd of i32 and i64 (wrapping sums).
 ///  24: Argsort.
-///  25: DotGeneralBiasGelu.
+///  25: DotGeneralBiasGelu, DotGeneralGeluGrad.
 constexpr uint32_t kFormatVersion = 25;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.

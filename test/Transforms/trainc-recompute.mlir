@@ -49,7 +49,7 @@
 // bytes fewer, selective and full 192. A flag that is not one, or a bad
 // value, is an error.
 // LOWER: recompute.options = {full = [1412, 1600, 11560], none = [1668, 0, 9960], selective = [1540, 1216, 11176]}
-// LOWER-NAME: error: recompute: lower option 'fuse-everything' is none of fuse-elementwise, pad-classes, qkv-in-place, fuse-bias-gelu, fuse-bias-grad, fuse-loss-grad, attention-stats
+// LOWER-NAME: error: recompute: lower option 'fuse-everything' is none of fuse-elementwise, pad-classes, qkv-in-place, fuse-gelu, fuse-bias-grad, fuse-loss-grad, attention-stats
 // LOWER-BOOL: error: recompute: lower option attention-stats='maybe' is not true, false, 1 or 0
 // LOWER-RANGE: error: recompute: pad-classes must be in [0, 65536] (0: off), not -1
 

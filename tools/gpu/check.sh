@@ -15,7 +15,7 @@
 #                  and racecheck, NCCL across GPUs where there are two
 #   bench          (--bench; before cuda_training) tools/bench_gpu.py:
 #                  GPT-2 124M bf16 against PyTorch eager and
-#                  torch.compile, and trainc with --fuse-bias-gelu=false
+#                  torch.compile, and trainc with --fuse-gelu=false
 #                  and with --attention-stats=false ($BENCH_CONTENDERS
 #                  and $BENCH_ROUNDS choose others; $BENCH_ARGS adds
 #                  bench_gpu.py flags, e.g. --nsys)

@@ -321,7 +321,7 @@ LogicalResult Builder::lowerOp(Operation *op) {
         inst.ints = {static_cast<int64_t>(c.getDirection())};
       })
       .Case<DotGeneralOp, DotGeneralBiasOp, DotGeneralBiasGeluOp,
-            DotGeneralBiasGradOp>([&](auto d) {
+            DotGeneralGeluGradOp, DotGeneralBiasGradOp>([&](auto d) {
         auto lb = d.getLhsBatchingDimensions(),
              rb = d.getRhsBatchingDimensions(),
              lc = d.getLhsContractingDimensions(),
@@ -333,7 +333,8 @@ LogicalResult Builder::lowerOp(Operation *op) {
                                                 : OperandRounding::Exact));
         if constexpr (std::is_same_v<decltype(d), DotGeneralBiasGradOp>)
           inst.ints.push_back(int64_t(d.getSumRhs()));
-        if constexpr (std::is_same_v<decltype(d), DotGeneralBiasGeluOp>)
+        if constexpr (std::is_same_v<decltype(d), DotGeneralBiasGeluOp> ||
+                      std::is_same_v<decltype(d), DotGeneralGeluGradOp>)
           inst.ints.push_back(d.getApproximation() == GeluApproximation::tanh);
       })
       .Case([&](AllReduceOp r) {

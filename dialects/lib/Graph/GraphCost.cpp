@@ -45,6 +45,15 @@ int64_t DotGeneralBiasGeluOp::getFlops() {
   return (2 * contraction + 1 + gelu) * numElements(getResult());
 }
 
+/// The product's FLOPs and gelu_grad's.
+int64_t DotGeneralGeluGradOp::getFlops() {
+  int64_t contraction = 1;
+  for (int64_t d : getLhsContractingDimensions())
+    contraction *= getLhs().getType().getDimSize(d);
+  int64_t grad = getApproximation() == GeluApproximation::erf ? 9 : 16;
+  return (2 * contraction + grad) * numElements(getResult());
+}
+
 /// The product's FLOPs and one add per summed element.
 int64_t DotGeneralBiasGradOp::getFlops() {
   int64_t contraction = 1;

@@ -263,6 +263,49 @@ LogicalResult DotGeneralBiasGeluOp::inferReturnTypes(
 }
 
 //===----------------------------------------------------------------------===//
+// dot_general_gelu_grad
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotGeneralGeluGradOp::verifyShapeConstraints() {
+  SmallVector<int64_t> shape;
+  auto emitError = [&] { return emitOpError(); };
+  RankedTensorType lhs = getLhs().getType();
+  if (failed(inferDotGeneralShape( // dot_general_gelu_grad_c1 to c7
+          lhs, getRhs().getType(), getLhsBatchingDimensions(),
+          getRhsBatchingDimensions(), getLhsContractingDimensions(),
+          getRhsContractingDimensions(), shape, emitError)))
+    return failure();
+  auto product = RankedTensorType::get(shape, lhs.getElementType());
+  if (getPreactivation().getType() != product) // dot_general_gelu_grad_c8
+    return emitError() << "(C8) preactivation type "
+                       << getPreactivation().getType()
+                       << " is not the product's " << product;
+  return checkTf32(getTf32(), lhs,
+                   "(C9)", // dot_general_gelu_grad_c9
+                   emitError);
+}
+
+LogicalResult DotGeneralGeluGradOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (!lhs || !rhs)
+    return failure();
+  SmallVector<int64_t> shape;
+  if (failed(inferDotGeneralShape(
+          lhs, rhs, adaptor.getLhsBatchingDimensions(),
+          adaptor.getRhsBatchingDimensions(),
+          adaptor.getLhsContractingDimensions(),
+          adaptor.getRhsContractingDimensions(), shape,
+          [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
+    return failure();
+  // dot_general_gelu_grad_c10
+  types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // dot_general_bias_grad
 //===----------------------------------------------------------------------===//
 

@@ -418,6 +418,11 @@ ShardingRule DotGeneralBiasGeluOp::getShardingRule() {
 }
 
 /// Formed after partitioning (in the lower phase): every dimension whole.
+ShardingRule DotGeneralGeluGradOp::getShardingRule() {
+  return RuleBuilder(*this).take();
+}
+
+/// Formed after partitioning (in the lower phase): every dimension whole.
 ShardingRule DotGeneralBiasGradOp::getShardingRule() {
   return RuleBuilder(*this).take();
 }

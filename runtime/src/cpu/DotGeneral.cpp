@@ -6,8 +6,10 @@
 // contracting dims, which is Reduction.cpp's ReduceSum of that operand, run
 // as such (the same bits; on a GPU it is the GEMM's bias-gradient epilogue).
 // dot_general_bias_gelu is dot_general_bias into its second result, then
-// Gelu.cpp's gelu of that into its first (the same bits as the pair; on a
-// GPU the GEMM's GELU epilogue).
+// Gelu.cpp's gelu of that into its first; dot_general_gelu_grad is
+// dot_general into its result, then FusedGradients.cpp's gelu_grad of the
+// pre-activation and that, in place (the same bits as the pairs; on a GPU
+// the GEMM's GELU and DGELU epilogues).
 //
 // Every dot_general is a batched GEMM once its dimensions are grouped: b
 // runs over the batching dims (in lhs_batch order), m over lhs's free dims,
@@ -45,6 +47,7 @@
 #include "cpu/KernelUtil.h"
 #include "device/DotDims.h"
 
+#include <array>
 #include <climits>
 #include <string>
 #include <type_traits>
@@ -196,6 +199,13 @@ Status runDotGeneral(const KernelCall &call) {
   if (call.op == Opcode::DotGeneralBiasGelu) {
     TRAINC_RETURN_IF_ERROR(runDotGeneral(biasGeluProductCall(call)));
     return runGelu(biasGeluGeluCall(call));
+  }
+  // dot_general_gelu_grad: exactly dot_general, then gelu_grad of the
+  // pre-activation and that rounded product, in place.
+  if (call.op == Opcode::DotGeneralGeluGrad) {
+    TRAINC_RETURN_IF_ERROR(runDotGeneral(geluGradProductCall(call)));
+    std::array<TensorRef, 2> operands;
+    return runGeluGrad(geluGradCall(call, operands));
   }
   int64_t nb = call.ints[0], nc = call.ints[1];
   const int64_t *attrs = call.ints.data + 2;

@@ -42,18 +42,20 @@
 // rounded into the aux matrix (the pre-activation), where the CPU takes the
 // GELU of the rounded pre-activation with its own tanh (within a 16-bit
 // tolerance; any other dot_general_bias_gelu runs as dot_general_bias and
-// the gelu kernel); dot_general_bias_grad's sum
-// of lhs (rhs) over K is the BGRADB (BGRADA) epilogue where the sum has the
-// product's type (bf16's f32 product and f32 sum; not fp16's f32 product
-// and f16 sum), the product is not TF32 and the summed operand lies as
-// cuBLASLt requires (BGRADA: its A untransposed; BGRADB: its B transposed),
-// summed in cuBLASLt's order, not the CPU's f64 one (within the GEMM's
-// tolerance). Otherwise, and where the
-// heuristic has no algorithm with the epilogue or cublasLtMatmul refuses
-// it, the product runs alone and a second kernel adds the bias
-// (addRowBiasKernel; biasGeluKernel also writes the pre-activation and the
-// GELU) or sums the operand (the ReduceSum kernel); a refused
-// GEMM never asks again.
+// the gelu kernel); dot_general_gelu_grad of the same kind takes DGELU, the
+// f32 sums times cuBLASLt's gelu' of the pre-activation (read as the aux
+// matrix) rounded once, where the CPU rounds the product first (any other
+// runs as dot_general and the gelu_grad kernel in place);
+// dot_general_bias_grad's sum of lhs (rhs) over K is the BGRADB (BGRADA)
+// epilogue where the sum has the product's type (bf16's f32 product and f32
+// sum; not fp16's f32 product and f16 sum), the product is not TF32 and the
+// summed operand lies as cuBLASLt requires (BGRADA: its A untransposed; BGRADB:
+// its B transposed), summed in cuBLASLt's order, not the CPU's f64 one (within
+// the GEMM's tolerance). Otherwise, and where the heuristic has no algorithm
+// with the epilogue or cublasLtMatmul refuses it, the product runs alone and a
+// second kernel adds the bias (addRowBiasKernel; biasGeluKernel also writes the
+// pre-activation and the GELU) or sums the operand (the ReduceSum kernel); a
+// refused GEMM never asks again.
 //
 // The algorithm of each GEMM is cuBLASLt's first heuristic choice for the
 // stream's workspace, cached per (device, dtype, shape, layout, pointer
@@ -332,8 +334,8 @@ struct Epilogue {
   /// (cuBLASLt's default bias type, the one its documentation promises).
   const void *vector = nullptr;
   /// GELU_AUX_BIAS: where the GELU's input (the biased product, D's type
-  /// and layout) goes.
-  void *aux = nullptr;
+  /// and layout) goes; DGELU: where it is read from.
+  const void *aux = nullptr;
 
   bool any() const { return kind != CUBLASLT_EPILOGUE_DEFAULT; }
   bool sums() const {
@@ -406,9 +408,9 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                                        CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                        &vector, sizeof(vector)),
         "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
-    // Off: the aux pointer goes too (a GEMM that had the GELU epilogue).
+    // Off: the aux pointer goes too (a GEMM that had a GELU epilogue).
     if (epilogue.aux) {
-      void *aux = on ? epilogue.aux : nullptr;
+      const void *aux = on ? epilogue.aux : nullptr;
       TRAINC_RETURN_IF_ERROR(
           ltStatus(call,
                    cublasLtMatmulDescSetAttribute(
@@ -419,12 +421,13 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
     if (!on || epilogue.sums())
       return okStatus();
     int64_t biasBatchStride = 0; // one bias for every batch
-    TRAINC_RETURN_IF_ERROR(
-        ltStatus(call,
-                 cublasLtMatmulDescSetAttribute(
-                     desc.matmul, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
-                     &biasBatchStride, sizeof(biasBatchStride)),
-                 "cublasLtMatmulDescSetAttribute(BIAS_BATCH_STRIDE)"));
+    if (epilogue.vector)         // not DGELU's
+      TRAINC_RETURN_IF_ERROR(
+          ltStatus(call,
+                   cublasLtMatmulDescSetAttribute(
+                       desc.matmul, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                       &biasBatchStride, sizeof(biasBatchStride)),
+                   "cublasLtMatmulDescSetAttribute(BIAS_BATCH_STRIDE)"));
     if (!epilogue.aux)
       return okStatus();
     // The pre-activation in D's layout: leading dimension N, a matrix of
@@ -660,10 +663,11 @@ Status runDotGeneral(const KernelCall &call) {
   if (!isFloat(lhs.dtype))
     return unsupported(call, lhs.dtype);
   bool gelu = call.op == Opcode::DotGeneralBiasGelu;
+  bool geluGrad = call.op == Opcode::DotGeneralGeluGrad;
   bool biased = call.op == Opcode::DotGeneralBias || gelu;
   bool sixteen = lhs.dtype == DType::BF16 || lhs.dtype == DType::F16;
-  bool biasDiffers = biased && call.inputs[2].dtype != lhs.dtype;
-  bool widened = !biased && out.dtype == DType::F32 && sixteen;
+  bool biasDiffers = (biased || geluGrad) && call.inputs[2].dtype != lhs.dtype;
+  bool widened = !biased && !geluGrad && out.dtype == DType::F32 && sixteen;
   if (rhs.dtype != lhs.dtype || (out.dtype != lhs.dtype && !widened) ||
       biasDiffers)
     return kernelError(call, std::string("operands ") + dtypeName(lhs.dtype) +
@@ -691,10 +695,22 @@ Status runDotGeneral(const KernelCall &call) {
   // need not meet; the erf form, which it does not compute) the product
   // with its bias and then the gelu kernel, the same two kernels as
   // unfused.
-  bool useTanh = gelu && call.ints[call.ints.size - 1] == 1;
-  if (gelu && !(sixteen && useTanh && n % 8 == 0)) {
+  // dot_general_gelu_grad likewise takes DGELU, the product times gelu' of
+  // the pre-activation (the aux matrix, read), or the product and then the
+  // gelu_grad kernel in place.
+  bool useTanh = (gelu || geluGrad) && call.ints[call.ints.size - 1] == 1;
+  bool geluEpilogue = sixteen && useTanh && n % 8 == 0;
+  if (gelu && !geluEpilogue) {
     TRAINC_RETURN_IF_ERROR(runDotGeneral(biasGeluProductCall(call)));
     return runGelu(biasGeluGeluCall(call));
+  }
+  std::array<TensorRef, 2> gradOperands;
+  auto geluGradAlone = [&] {
+    return runGeluGrad(geluGradCall(call, gradOperands));
+  };
+  if (geluGrad && !geluEpilogue) {
+    TRAINC_RETURN_IF_ERROR(runDotGeneral(geluGradProductCall(call)));
+    return geluGradAlone();
   }
   // dot_general_bias_grad: the sum of lhs (BGRADB) or rhs (BGRADA) over K
   // by cuBLASLt's bias-gradient epilogue; where no algorithm has it (or
@@ -719,6 +735,8 @@ Status runDotGeneral(const KernelCall &call) {
         "dot_general: cudaMemsetAsync"));
     if (gelu)
       return biasGelu(call, out, call.outputs[1], *bias, n, useTanh);
+    if (geluGrad)
+      return geluGradAlone();
     if (bias)
       return addRowBias(call, out, *bias, n);
     return biasGrad ? sumAlone() : okStatus();
@@ -759,6 +777,9 @@ Status runDotGeneral(const KernelCall &call) {
     epilogue.kind = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     epilogue.vector = bias->data;
     epilogue.aux = call.outputs[1].data;
+  } else if (geluGrad) {
+    epilogue.kind = CUBLASLT_EPILOGUE_DGELU;
+    epilogue.aux = call.inputs[2].data;
   } else if (bias) {
     epilogue.kind = CUBLASLT_EPILOGUE_BIAS;
     epilogue.vector = bias->data;
@@ -777,6 +798,8 @@ Status runDotGeneral(const KernelCall &call) {
                                  epilogue, done));
   if (gelu && !done)
     return biasGelu(call, out, call.outputs[1], *bias, n, useTanh);
+  if (geluGrad && !done)
+    return geluGradAlone();
   if (bias && !done)
     return addRowBias(call, out, *bias, n);
   return biasGrad && !done ? sumAlone() : okStatus();

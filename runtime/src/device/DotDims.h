@@ -3,8 +3,9 @@
 // Host-side bookkeeping both devices' dot_general kernels share: an
 // operand's dims split into batch, free and contracting groups (each in the
 // order its elements are flattened), the concatenation of groups into a
-// permutation, dot_general_bias_grad's sum as a ReduceSum call, and
-// dot_general_bias_gelu as a DotGeneralBias call and a Gelu call.
+// permutation, dot_general_bias_grad's sum as a ReduceSum call,
+// dot_general_bias_gelu as a DotGeneralBias call and a Gelu call, and
+// dot_general_gelu_grad as a DotGeneral call and a GeluGrad call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 #include "device/KernelContext.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <vector>
@@ -90,6 +92,32 @@ inline KernelCall biasGeluGeluCall(const KernelCall &call) {
   gelu.ints = {call.ints.data + call.ints.size - 1, 1};
   gelu.floats = {};
   return gelu;
+}
+
+/// dot_general_gelu_grad's product as a DotGeneral instruction of its own
+/// (the operands without the pre-activation, the ints without the last)
+/// into the output.
+inline KernelCall geluGradProductCall(const KernelCall &call) {
+  KernelCall product = call;
+  product.op = Opcode::DotGeneral;
+  product.inputs = {call.inputs.data, 2};
+  product.ints = {call.ints.data, call.ints.size - 1};
+  return product;
+}
+
+/// dot_general_gelu_grad's gradient as a GeluGrad instruction of its own,
+/// in place: the pre-activation and the product (the output, which
+/// `operands` holds with it and must outlive the call) into the output,
+/// with the last int (0 erf, 1 tanh) as GeluGrad's.
+inline KernelCall geluGradCall(const KernelCall &call,
+                               std::array<TensorRef, 2> &operands) {
+  operands = {call.inputs[2], call.outputs[0]};
+  KernelCall grad = call;
+  grad.op = Opcode::GeluGrad;
+  grad.inputs = {operands.data(), 2};
+  grad.ints = {call.ints.data + call.ints.size - 1, 1};
+  grad.floats = {};
+  return grad;
 }
 
 /// The groups one after another.

@@ -22,7 +22,7 @@ struct KernelTable {
   /// Unary and binary elementwise ops, compare, select, convert.
   KernelFn elementwise;
   /// dot_general, dot_general_bias, dot_general_bias_gelu,
-  /// dot_general_bias_grad.
+  /// dot_general_gelu_grad, dot_general_bias_grad.
   KernelFn dotGeneral;
   /// reduce_sum, reduce_max, reduce_mean, reduce_prod.
   KernelFn reduction;
@@ -82,6 +82,7 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
   case Opcode::DotGeneral:
   case Opcode::DotGeneralBias:
   case Opcode::DotGeneralBiasGelu:
+  case Opcode::DotGeneralGeluGrad:
   case Opcode::DotGeneralBiasGrad:
     return table.dotGeneral;
   case Opcode::ReduceSum:

@@ -155,22 +155,24 @@ Status Checker::checkFusedElementwise() const {
 
 Status Checker::checkDotGeneral() const {
   bool gelu = inst.op == Opcode::DotGeneralBiasGelu;
+  bool geluGrad = inst.op == Opcode::DotGeneralGeluGrad;
   bool bias = inst.op == Opcode::DotGeneralBias || gelu;
   bool biasGrad = inst.op == Opcode::DotGeneralBiasGrad;
-  TRAINC_RETURN_IF_ERROR(arity(bias ? 3 : 2, biasGrad || gelu ? 2 : 1));
+  TRAINC_RETURN_IF_ERROR(
+      arity(bias || geluGrad ? 3 : 2, biasGrad || gelu ? 2 : 1));
   const TensorInfo &l = operand(0), &r = operand(1), &out = result(0);
   TRAINC_RETURN_IF_ERROR(floatType(l));
   // DotGeneral and DotGeneralBiasGrad may widen a 16-bit product to f32
   // (f32_result).
   bool sixteen = l.dtype == DType::BF16 || l.dtype == DType::F16;
-  bool widened = !bias && out.dtype == DType::F32 && sixteen;
+  bool widened = !bias && !geluGrad && out.dtype == DType::F32 && sixteen;
   if (l.dtype != r.dtype || (l.dtype != out.dtype && !widened))
     return error("operands and result must share one dtype (or, for a "
                  "dot_general of 16-bit operands, the result be f32)");
   const auto &v = inst.ints;
   // Bounded first, so that the sum below cannot wrap around.
-  // DotGeneralBiasGrad's sum_rhs, DotGeneralBiasGelu's approximation.
-  size_t extra = biasGrad || gelu ? 1 : 0;
+  // DotGeneralBiasGrad's sum_rhs, the GELU ops' approximation.
+  size_t extra = biasGrad || gelu || geluGrad ? 1 : 0;
   if (v.size() < 2 || v[0] < 0 || v[1] < 0 || uint64_t(v[0]) > v.size() ||
       uint64_t(v[1]) > v.size() ||
       v.size() != 3 + 2 * size_t(v[0]) + 2 * size_t(v[1]) + extra)
@@ -240,11 +242,22 @@ Status Checker::checkDotGeneral() const {
     if (overlap(result(0), result(1)))
       return error("the product and the sum share memory");
   }
+  if ((gelu || geluGrad) && v.back() != 0 && v.back() != 1)
+    return error("the GELU approximation must be 0 (erf) or 1 (tanh)");
+  if (geluGrad) {
+    // The pre-activation: the product's type; the kernels write the
+    // product, then read it and the pre-activation.
+    const TensorInfo &pre = operand(2);
+    if (pre.dtype != out.dtype)
+      return error("the pre-activation must have the result's dtype");
+    TRAINC_RETURN_IF_ERROR(shapeIs(pre, expected));
+    for (size_t o = 0; o < 3; ++o)
+      if (overlap(out, operand(o)))
+        return error("the result shares memory with an operand");
+  }
   if (gelu) {
     // The GELU and the pre-activation: one type and shape; the CPU kernel
     // reads the pre-activation after writing it.
-    if (v.back() != 0 && v.back() != 1)
-      return error("the GELU approximation must be 0 (erf) or 1 (tanh)");
     TRAINC_RETURN_IF_ERROR(sameType(result(0), result(1)));
     for (size_t i = 0; i < 2; ++i)
       for (size_t o = 0; o < 3; ++o)
@@ -827,6 +840,7 @@ Status Checker::check() const {
   case Opcode::DotGeneral:
   case Opcode::DotGeneralBias:
   case Opcode::DotGeneralBiasGelu:
+  case Opcode::DotGeneralGeluGrad:
   case Opcode::DotGeneralBiasGrad:
     return checkDotGeneral();
   case Opcode::ReduceSum:

@@ -128,6 +128,7 @@ VerifyLimits verifyLimits(const std::vector<TensorInfo> &tensors,
   for (const InstructionInfo &inst : instructions)
     if ((inst.op == Opcode::DotGeneral || inst.op == Opcode::DotGeneralBias ||
          inst.op == Opcode::DotGeneralBiasGelu ||
+         inst.op == Opcode::DotGeneralGeluGrad ||
          inst.op == Opcode::DotGeneralBiasGrad) &&
         isTf32(inst.ints))
       return reduced;

@@ -504,6 +504,43 @@ func.func @dot_general_bias_gelu_c12(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>
 
 // -----
 
+// dot_general_gelu_grad checks dot_general's C1-C7 with the same messages.
+func.func @dot_general_gelu_grad_c6(%a: tensor<4x8xbf16>, %b: tensor<9x16xbf16>, %p: tensor<4x16xbf16>) {
+  // expected-error@+1 {{(C6) contracting dimension sizes differ: lhs dim 1 has 8, rhs dim 0 has 9}}
+  %0 = graph.dot_general_gelu_grad %a, %b, %p, batching_dims = [] x [], contracting_dims = [1] x [0], approximation = tanh
+         : (tensor<4x8xbf16>, tensor<9x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @dot_general_gelu_grad_c8(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %p: tensor<4x16xf32>) {
+  // expected-error@+1 {{(C8) preactivation type 'tensor<4x16xf32>' is not the product's 'tensor<4x16xbf16>'}}
+  %0 = graph.dot_general_gelu_grad %a, %b, %p, batching_dims = [] x [], contracting_dims = [1] x [0], approximation = tanh
+         : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<4x16xf32>) -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @dot_general_gelu_grad_c9(%a: tensor<4x8xf64>, %b: tensor<8x16xf64>, %p: tensor<4x16xf64>) {
+  // expected-error@+1 {{(C9) tf32 rounds f32 operands, not 'f64'}}
+  %0 = graph.dot_general_gelu_grad %a, %b, %p, batching_dims = [] x [], contracting_dims = [1] x [0], approximation = erf {tf32}
+         : (tensor<4x8xf64>, tensor<8x16xf64>, tensor<4x16xf64>) -> tensor<4x16xf64>
+  return
+}
+
+// -----
+
+func.func @dot_general_gelu_grad_c10(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %p: tensor<4x16xf32>) {
+  // expected-error@+1 {{differs from the inferred type}}
+  %0 = graph.dot_general_gelu_grad %a, %b, %p, batching_dims = [] x [], contracting_dims = [1] x [0], approximation = erf
+         : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<4x16xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
 // dot_general_bias_grad checks dot_general's C1-C10 with the same messages.
 func.func @dot_general_bias_grad_c6(%dy: tensor<4x8xf32>, %x: tensor<5x16xf32>) {
   // expected-error@+1 {{(C6) contracting dimension sizes differ: lhs dim 0 has 4, rhs dim 0 has 5}}

@@ -92,6 +92,14 @@ func.func @dot_general_bias_gelu(%x: tensor<2x4x8xbf16>, %w: tensor<16x8xbf16>, 
   return
 }
 
+// CHECK-LABEL: func.func @dot_general_gelu_grad
+func.func @dot_general_gelu_grad(%dy: tensor<2x4x8xbf16>, %w: tensor<8x16xbf16>, %p: tensor<2x4x16xbf16>) {
+  // CHECK: graph.dot_general_gelu_grad %{{.+}}, %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [2] x [0], approximation = erf : (tensor<2x4x8xbf16>, tensor<8x16xbf16>, tensor<2x4x16xbf16>) -> tensor<2x4x16xbf16>
+  %0 = graph.dot_general_gelu_grad %dy, %w, %p, batching_dims = [] x [], contracting_dims = [2] x [0], approximation = erf
+         : (tensor<2x4x8xbf16>, tensor<8x16xbf16>, tensor<2x4x16xbf16>) -> tensor<2x4x16xbf16>
+  return
+}
+
 // CHECK-LABEL: func.func @dot_general_bias_grad
 func.func @dot_general_bias_grad(%dy: tensor<2x4x8xbf16>, %x: tensor<2x4x16xbf16>) {
   // CHECK: graph.dot_general_bias_grad %{{.+}}, %{{.+}}, batching_dims = [] x [], contracting_dims = [0, 1] x [0, 1] {f32_result, f32_sum} : (tensor<2x4x8xbf16>, tensor<2x4x16xbf16>) -> (tensor<8x16xf32>, tensor<8xf32>)

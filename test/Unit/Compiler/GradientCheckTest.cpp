@@ -1258,12 +1258,11 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
   // (all_reduce, reduce_scatter, all_gather, shard_slice, until tensor
   // parallelism puts one in the forward pass; their start/done forms come from
   // the schedule phase, later still), or by a fusion pass of the lower phase
-  // (dot_general_bias, dot_general_bias_gelu, dot_general_bias_grad,
-  // norm_grad_params, softmax_cross_entropy_and_grad, fused_elementwise and
-  // its body's terminator, yield, convert_group).
-  // Every other graph op can
-  // lie between a parameter and the loss (DESIGN.md: "every differentiable op
-  // carries a VJP rule").
+  // (dot_general_bias, dot_general_bias_gelu, dot_general_gelu_grad,
+  // dot_general_bias_grad, norm_grad_params, softmax_cross_entropy_and_grad,
+  // fused_elementwise and its body's terminator, yield, convert_group). Every
+  // other graph op can lie between a parameter and the loss (DESIGN.md: "every
+  // differentiable op carries a VJP rule").
   const std::set<std::string> exempt = {"graph.constant",
                                         "graph.iota",
                                         "graph.compare",
@@ -1289,6 +1288,7 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
                                         "graph.norm_grad_params",
                                         "graph.dot_general_bias_grad",
                                         "graph.dot_general_bias_gelu",
+                                        "graph.dot_general_gelu_grad",
                                         "graph.softmax_cross_entropy_and_grad"};
   mlir::DialectRegistry registry;
   trainc::registerTraincDialects(registry);

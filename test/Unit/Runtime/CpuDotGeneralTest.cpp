@@ -360,8 +360,58 @@ TEST(CpuDotGeneral, BiasGeluIsTheBiasThenTheGeluBitForBit) {
     EXPECT_EQ(std::memcmp(fusedPre.ref().data, pre.ref().data, bytes), 0);
     EXPECT_EQ(std::memcmp(fused.ref().data, gelu.ref().data, bytes), 0);
     // Not vacuous: the GELU moved something.
-    if (pre.size() > 0)
+    if (pre.size() > 0) {
       EXPECT_NE(std::memcmp(fused.ref().data, pre.ref().data, bytes), 0);
+    }
+  }
+}
+
+// dot_general_gelu_grad is, bit for bit, dot_general (rounded to its type)
+// and then gelu_grad of the pre-activation and that product, for both
+// approximations, every float type, a batch and K = 0.
+TEST(CpuDotGeneral, GeluGradIsTheProductThenTheGradientBitForBit) {
+  struct Case {
+    DType t;
+    std::vector<int64_t> lhs, rhs;
+    DotDims dims;
+    bool tanh;
+  } cases[] = {
+      {DType::F32, {4, 32, 24}, {40, 24}, {{}, {}, {2}, {1}}, true},
+      {DType::F32, {3, 9, 17}, {3, 17, 5}, {{0}, {0}, {2}, {1}}, false},
+      {DType::F64, {7, 33}, {33, 9}, {{}, {}, {1}, {0}}, true},
+      {DType::BF16, {3, 5, 64}, {64, 9}, {{}, {}, {2}, {0}}, true},
+      {DType::BF16, {5, 64}, {9, 64}, {{}, {}, {1}, {1}}, false},
+      {DType::F16, {5, 64}, {9, 64}, {{}, {}, {1}, {1}}, true},
+      {DType::BF16, {4, 0}, {0, 5}, {{}, {}, {1}, {0}}, true},
+  };
+  uint32_t seed = 90;
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(dtypeName(c.t)) + " case " +
+                 std::to_string(&c - cases));
+    TestTensor lhs = testing::randomTensor(c.t, c.lhs, seed++);
+    TestTensor rhs = testing::randomTensor(c.t, c.rhs, seed++);
+    std::vector<int64_t> outDims = resultDims(lhs, rhs, c.dims);
+    TestTensor pre = testing::randomTensor(c.t, outDims, seed++);
+    std::vector<int64_t> ints = dotInts(c.dims);
+    TestTensor product(c.t, outDims), grad(c.t, outDims);
+    ASSERT_TRUE(testing::runKernel(runDotGeneral, Opcode::DotGeneral,
+                                   {&lhs, &rhs}, {&product}, ints)
+                    .ok());
+    ASSERT_TRUE(testing::runKernel(runGeluGrad, Opcode::GeluGrad,
+                                   {&pre, &product}, {&grad}, {int64_t(c.tanh)})
+                    .ok());
+    std::vector<int64_t> fusedInts = ints;
+    fusedInts.push_back(c.tanh);
+    TestTensor fused(c.t, outDims);
+    Status s = testing::runKernel(runDotGeneral, Opcode::DotGeneralGeluGrad,
+                                  {&lhs, &rhs, &pre}, {&fused}, fusedInts);
+    ASSERT_TRUE(s.ok()) << s.toString();
+    size_t bytes = size_t(grad.size()) * dtypeSize(c.t);
+    EXPECT_EQ(std::memcmp(fused.ref().data, grad.ref().data, bytes), 0);
+    // Not vacuous: the gradient moved something.
+    if (grad.size() > 0 && c.lhs.back() > 0) {
+      EXPECT_NE(std::memcmp(fused.ref().data, product.ref().data, bytes), 0);
+    }
   }
 }
 

@@ -440,6 +440,48 @@ TEST_P(DeviceKernels, DotGeneralBiasGelu) {
   }
 }
 
+// dot_general_gelu_grad: the product times gelu' of the pre-activation
+// (the CPU reference: dot_general rounded, then gelu_grad). On the GPU,
+// 16-bit tanh cases whose rows are a multiple of 8 take cuBLASLt's DGELU
+// epilogue, its own gelu' applied to the unrounded f32 sums; the rest run
+// the product and the gelu_grad kernel in place. gelu' lies in [-0.13,
+// 1.13], so the result is held to the product's bound scaled by 1.13 and
+// one ulp more for the epilogue's own derivative (as DotGeneralBiasGelu);
+// the pre-activations are of the size a GELU sees (uniform in [-4, 4]).
+TEST_P(DeviceKernels, DotGeneralGeluGrad) {
+  struct Case {
+    DType t;
+    std::vector<int64_t> lhs, rhs;
+    DotDims dims;
+    bool tanh;
+  } cases[] = {
+      {kBF16, {4, 16, 64}, {64, 96}, {{}, {}, {2}, {0}}, true}, // MLP
+      {kBF16, {3, 9, 40}, {3, 40, 24}, {{0}, {0}, {2}, {1}}, true},
+      {kF16, {2, 33, 64}, {64, 256}, {{}, {}, {2}, {0}}, true},
+      {kF16, {3, 37, 64}, {64, 129}, {{}, {}, {2}, {0}}, true},
+      {kBF16, {5, 64}, {40, 64}, {{}, {}, {1}, {1}}, false}, // erf
+      {kF32, {4, 6, 32}, {24, 32}, {{}, {}, {2}, {1}}, true},
+      {kF64, {9, 20}, {20, 11}, {{}, {}, {1}, {0}}, false},
+      {kBF16, {3, 0}, {0, 16}, {{}, {}, {1}, {0}}, true}, // K = 0
+  };
+  uint32_t seed = 181;
+  for (const Case &c : cases) {
+    Call call = dotCall(uniform(c.t, c.lhs, seed),
+                        uniform(c.t, c.rhs, seed + 1), c.dims);
+    call.op = Opcode::DotGeneralGeluGrad;
+    call.inputs.push_back(
+        uniform(c.t, call.outputs[0].dims(), seed + 2, -4.0, 4.0));
+    call.ints.push_back(c.tanh);
+    int64_t k = 1;
+    for (int64_t d : c.dims.lhsContract)
+      k *= c.lhs[d];
+    Tolerance tol = gemmOf(c.t, k);
+    tol.rel = 2 * tol.rel + oneUlp(c.t);
+    check(call, tol);
+    seed += 3;
+  }
+}
+
 // dot_general_bias_grad: the product and the sum of one operand over the
 // contraction (the CPU reference: CpuDotGeneral.
 // BiasGradIsTheProductAndTheSumBitForBit; on the GPU cuBLASLt's BGRADB or

@@ -1283,6 +1283,43 @@ TEST(Executable, ChecksDotGeneralBiasGelu) {
   expectRefused(inst, overX, "a result shares memory with an operand");
 }
 
+// dot_general_gelu_grad (format 25): dot_general's operands, the
+// pre-activation of the product's type and shape, dot_general's dimension
+// numbers and the approximation; the result apart from every operand.
+TEST(Executable, ChecksDotGeneralGeluGrad) {
+  // 0: dy [4, 8], 1: v [8, 16], 2: pre [4, 16], 3: the result, 4: an f32
+  // pre-activation, 5: a [4, 8] one.
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::BF16, {4, 8}),  tensor(DType::BF16, {8, 16}),
+      tensor(DType::BF16, {4, 16}), tensor(DType::BF16, {4, 16}),
+      tensor(DType::F32, {4, 16}),  tensor(DType::BF16, {4, 8})};
+  placeOneAfterAnother(tensors);
+  InstructionInfo inst;
+  inst.op = Opcode::DotGeneralGeluGrad;
+  inst.operands = {0, 1, 2};
+  inst.results = {3};
+  inst.ints = {0, 1, 1, 0, int64_t(OperandRounding::Exact), 0};
+  ASSERT_TRUE(validateInstruction(inst, 0, tensors).ok());
+  auto refused = [&](auto edit, const char *words) {
+    InstructionInfo copy = inst;
+    edit(copy);
+    expectRefused(copy, tensors, words);
+  };
+  refused([](InstructionInfo &i) { i.ints.back() = -1; },
+          "the GELU approximation must be 0 (erf) or 1 (tanh)");
+  refused([](InstructionInfo &i) { i.ints.pop_back(); },
+          "malformed dimension numbers");
+  refused([](InstructionInfo &i) { i.operands = {0, 1}; }, "operand");
+  refused(
+      [](InstructionInfo &i) {
+        i.operands = {0, 1, 4};
+      },
+      "the pre-activation must have the result's dtype");
+  refused([](InstructionInfo &i) { i.operands = {0, 1, 5}; }, "shape");
+  refused([](InstructionInfo &i) { i.results = {2}; },
+          "the result shares memory with an operand");
+}
+
 // The one vocabulary: every opcode of the schema has a name, a validation
 // rule and a CPU kernel. (The compiler side, every graph op lowering to an
 // opcode, is test/Unit/Compiler/VocabularyTest.cpp.)

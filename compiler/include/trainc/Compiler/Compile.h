@@ -49,7 +49,7 @@ struct CompileOptions {
   /// --overlap-collectives).
   ScheduleOptions schedule;
   /// The lower phase's options (--fuse-elementwise, --pad-classes,
-  /// --qkv-in-place, --fuse-bias-gelu, --fuse-bias-grad, --fuse-loss-grad,
+  /// --qkv-in-place, --fuse-gelu, --fuse-bias-grad, --fuse-loss-grad,
   /// --attention-stats).
   LowerOptions lower;
   /// Stop after this phase (none: through plan-memory).

@@ -583,25 +583,34 @@ def FuseBias : Pass<"trainc-fuse-bias", "mlir::func::FuncOp"> {
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
-def FuseBiasGelu : Pass<"trainc-fuse-bias-gelu", "mlir::func::FuncOp"> {
-  let summary = "Compute a linear layer's GELU in its dot_general_bias";
+def FuseGelu : Pass<"trainc-fuse-gelu", "mlir::func::FuncOp"> {
+  let summary = "Compute a GELU and its gradient in the matmuls around them";
   let description = [{
-    `graph.gelu(dot_general_bias(x, w, b))` becomes
+    Forward: `graph.gelu(dot_general_bias(x, w, b))` becomes
     `graph.dot_general_bias_gelu(x, w, b)`, whose two results are the
     GELU and the pre-activation: every other reader of the product (the
-    GELU's gradient, which the backward pass computes from the
-    pre-activation) reads the second. A GPU GEMM's GELU epilogue
-    (cuBLASLt's GELU_AUX_BIAS, for 16-bit products) applies GELU to each
-    tile in registers and writes both, where the unfused pair writes the
-    product, then reads it back and writes the GELU. On the CPU the results
-    are bit for bit those of the pair. The dot_general_bias and the gelu
-    must have the same discardable attributes (a recompute clone's mark),
-    which the fused op keeps; it takes the dot's place.
+    GELU's gradient) reads the second. It takes the dot's place.
+
+    Backward: `graph.gelu_grad(pre, dot_general(a, b))` becomes
+    `graph.dot_general_gelu_grad(a, b, pre)`; under mixed precision the
+    chain `convert_T(gelu_grad(convert_f32(pre), convert_f32(dot)))` of a
+    16-bit T does too (the op on T computes its gradient in f32 and rounds
+    once, as the chain). The product and the ops between it and the
+    gradient must have no other reader. It takes the last op's place.
+
+    A GPU GEMM applies the GELU (cuBLASLt's GELU_AUX_BIAS epilogue,
+    writing the pre-activation beside it) or multiplies by its derivative
+    (DGELU, reading the pre-activation) to each tile in registers, for
+    16-bit tanh GELUs: where the ops wrote the product, then read it back
+    and wrote the result. On the CPU the results are bit for bit the ops'.
+    Every op of a match must have the same discardable attributes (a
+    recompute clone's mark), which the fused op keeps.
 
     Runs in the lower phase after trainc-fuse-bias (which makes the
-    dot_general_bias) and before trainc-fuse-elementwise (which would take
-    the gelu into a loop); the fused op has no gradient rule. `trainc
-    --fuse-bias-gelu=false` leaves it out.
+    dot_general_bias) and before trainc-widen-products and
+    trainc-fuse-elementwise (which would make the cotangent's product f32
+    or take the gelu and its gradient into loops); the fused ops have no
+    gradient rule. `trainc --fuse-gelu=false` leaves it out.
 
     Example:
     ```mlir
@@ -610,11 +619,19 @@ def FuseBiasGelu : Pass<"trainc-fuse-bias-gelu", "mlir::func::FuncOp"> {
         : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>)
         -> tensor<4x16xbf16>
     %h = graph.gelu %p, approximation = tanh : tensor<4x16xbf16>
+    %q = graph.dot_general %dy, %v, batching_dims = [] x [],
+        contracting_dims = [1] x [0]
+        : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+    %d = graph.gelu_grad %p, %q, approximation = tanh : tensor<4x16xbf16>
     // becomes
     %h, %p = graph.dot_general_bias_gelu %x, %w, %b, batching_dims = [] x [],
         contracting_dims = [1] x [1], approximation = tanh
         : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>)
         -> (tensor<4x16xbf16>, tensor<4x16xbf16>)
+    %d = graph.dot_general_gelu_grad %dy, %v, %p, batching_dims = [] x [],
+        contracting_dims = [1] x [0], approximation = tanh
+        : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<4x16xbf16>)
+        -> tensor<4x16xbf16>
     ```
   }];
   let dependentDialects = ["trainc::graph::GraphDialect"];

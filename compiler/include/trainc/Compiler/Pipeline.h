@@ -77,7 +77,7 @@ enum class Phase {
 };
 
 /// The lower phase's choices (trainc's --fuse-elementwise, --pad-classes,
-/// --qkv-in-place, --fuse-bias-gelu, --fuse-bias-grad, --fuse-loss-grad,
+/// --qkv-in-place, --fuse-gelu, --fuse-bias-grad, --fuse-loss-grad,
 /// --attention-stats).
 /// Each field has its flag in lowerFlags(), which trainc and the recompute
 /// pass read.
@@ -90,9 +90,9 @@ struct LowerOptions {
   /// Attention reads query, key and value from their fused projection
   /// (trainc-read-qkv-in-place).
   bool qkvInPlace = true;
-  /// A GELU computed by the matmul whose output it reads
-  /// (trainc-fuse-bias-gelu).
-  bool fuseBiasGelu = true;
+  /// A GELU computed by the matmul whose output it reads, and its gradient
+  /// by the matmul that makes its cotangent (trainc-fuse-gelu).
+  bool fuseGelu = true;
   /// Bias gradients summed by their weight gradient's matmul
   /// (trainc-fuse-bias-grad).
   bool fuseBiasGrad = true;

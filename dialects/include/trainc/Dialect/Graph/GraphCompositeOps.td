@@ -761,7 +761,7 @@ def Graph_DotGeneralBiasGeluOp : Graph_InferredOp<"dot_general_bias_gelu", [
     pre-activation; a GPU GEMM's GELU epilogue (cuBLASLt's GELU_AUX_BIAS)
     writes both while the tile is in registers, applying GELU to the f32
     sums before their rounding (within the 16-bit tolerance of the same
-    value). The fusion pass `trainc-fuse-bias-gelu` forms it after
+    value). The fusion pass `trainc-fuse-gelu` forms it after
     differentiation, so it has no gradient rule.
 
     Constraints:
@@ -793,6 +793,53 @@ def Graph_DotGeneralBiasGeluOp : Graph_InferredOp<"dot_general_bias_gelu", [
     $lhs_contracting_dimensions `x` $rhs_contracting_dimensions `,`
     `approximation` `=` $approximation attr-dict
     `:` functional-type(operands, results)
+  }];
+}
+
+def Graph_DotGeneralGeluGradOp : Graph_InferredOp<"dot_general_gelu_grad", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "gelu_grad of a pre-activation and a dot_general, in one op";
+  let description = [{
+    `graph.gelu_grad(preactivation, dot_general(lhs, rhs))` with the
+    dot_general's attributes and `approximation`: the product rounded to
+    its element type, then the GELU's gradient at `preactivation` times it
+    (bit for bit that pair). The gradient that reaches a transformer MLP's
+    GELU is such a product (the output's gradient times the second
+    layer's weight); a GPU GEMM's DGELU epilogue (cuBLASLt's) multiplies
+    each tile by gelu' of the pre-activation before the tile is stored,
+    from the unrounded f32 sums (within the 16-bit tolerance of the same
+    value). The fusion pass `trainc-fuse-gelu` forms it after
+    differentiation, so it has no gradient rule.
+
+    Constraints:
+    - (C1) to (C7): those of `graph.dot_general`.
+    - (C8) `preactivation` has the result's type.
+    - (C9) `tf32` (as in `graph.dot_general`) is set only on f32 operands.
+    - (C10) the result type is the inferred one (that of the product).
+
+    Example (GPT-2's MLP: the gradient at its GELU's input):
+    ```mlir
+    %dh = graph.dot_general_gelu_grad %dy, %w, %pre, batching_dims = [] x [],
+           contracting_dims = [2] x [0], approximation = tanh
+           : (tensor<8x128x768xbf16>, tensor<768x3072xbf16>,
+              tensor<8x128x3072xbf16>) -> tensor<8x128x3072xbf16>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs,
+                       Graph_FloatTensor:$preactivation,
+                       DenseI64ArrayAttr:$lhs_batching_dimensions,
+                       DenseI64ArrayAttr:$rhs_batching_dimensions,
+                       DenseI64ArrayAttr:$lhs_contracting_dimensions,
+                       DenseI64ArrayAttr:$rhs_contracting_dimensions,
+                       Graph_GeluApproximation:$approximation,
+                       UnitAttr:$tf32);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $preactivation `,` `batching_dims` `=`
+    $lhs_batching_dimensions `x` $rhs_batching_dimensions `,`
+    `contracting_dims` `=` $lhs_contracting_dimensions `x`
+    $rhs_contracting_dimensions `,` `approximation` `=` $approximation
+    attr-dict `:` functional-type(operands, results)
   }];
 }
 
