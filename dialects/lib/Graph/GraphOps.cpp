@@ -188,24 +188,27 @@ static LogicalResult inferDotGeneralBiasShape(
   return success();
 }
 
-LogicalResult DotGeneralBiasOp::verifyShapeConstraints() {
+/// dot_general_bias's C1-C9 and its tf32 rule (numbered `tf32Label`) on
+/// `op`, a dot_general_bias or a dot_general_bias_gelu.
+template <typename OpT>
+static LogicalResult verifyBiasedDot(OpT op, const char *tf32Label) {
   SmallVector<int64_t> shape;
-  auto emitError = [&] { return emitOpError(); };
+  auto emitError = [&] { return op.emitOpError(); };
   if (failed(inferDotGeneralBiasShape(
-          getLhs().getType(), getRhs().getType(), getBias().getType(),
-          getLhsBatchingDimensions(), getRhsBatchingDimensions(),
-          getLhsContractingDimensions(), getRhsContractingDimensions(), shape,
-          emitError)))
+          op.getLhs().getType(), op.getRhs().getType(), op.getBias().getType(),
+          op.getLhsBatchingDimensions(), op.getRhsBatchingDimensions(),
+          op.getLhsContractingDimensions(), op.getRhsContractingDimensions(),
+          shape, emitError)))
     return failure();
-  return checkTf32(getTf32(), getLhs().getType(),
-                   "(C11)", // dot_general_bias_c11
-                   emitError);
+  return checkTf32(op.getTf32(), op.getLhs().getType(), tf32Label, emitError);
 }
 
-LogicalResult DotGeneralBiasOp::inferReturnTypes(MLIRContext *ctx,
-                                                 std::optional<Location> loc,
-                                                 Adaptor adaptor,
-                                                 SmallVectorImpl<Type> &types) {
+/// The product type of a dot_general_bias's or dot_general_bias_gelu's
+/// operands, or failure (reported at `loc`).
+template <typename AdaptorT>
+static FailureOr<RankedTensorType>
+biasedProductType(MLIRContext *ctx, std::optional<Location> loc,
+                  AdaptorT adaptor) {
   auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
   auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
   auto bias = dyn_cast<RankedTensorType>(adaptor.getBias().getType());
@@ -219,7 +222,22 @@ LogicalResult DotGeneralBiasOp::inferReturnTypes(MLIRContext *ctx,
           adaptor.getRhsContractingDimensions(), shape,
           [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
     return failure();
-  types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return RankedTensorType::get(shape, lhs.getElementType());
+}
+
+LogicalResult DotGeneralBiasOp::verifyShapeConstraints() {
+  // C1-C9 as above; dot_general_bias_c11
+  return verifyBiasedDot(*this, "(C11)");
+}
+
+LogicalResult DotGeneralBiasOp::inferReturnTypes(MLIRContext *ctx,
+                                                 std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> product = biasedProductType(ctx, loc, adaptor);
+  if (failed(product))
+    return failure();
+  types.push_back(*product);
   return success();
 }
 
@@ -228,37 +246,18 @@ LogicalResult DotGeneralBiasOp::inferReturnTypes(MLIRContext *ctx,
 //===----------------------------------------------------------------------===//
 
 LogicalResult DotGeneralBiasGeluOp::verifyShapeConstraints() {
-  SmallVector<int64_t> shape;
-  auto emitError = [&] { return emitOpError(); };
-  if (failed(inferDotGeneralBiasShape( // dot_general_bias_gelu_c1 to c9
-          getLhs().getType(), getRhs().getType(), getBias().getType(),
-          getLhsBatchingDimensions(), getRhsBatchingDimensions(),
-          getLhsContractingDimensions(), getRhsContractingDimensions(), shape,
-          emitError)))
-    return failure();
-  return checkTf32(getTf32(), getLhs().getType(),
-                   "(C11)", // dot_general_bias_gelu_c11
-                   emitError);
+  // dot_general_bias_gelu_c1 to dot_general_bias_gelu_c9 (dot_general_bias's);
+  // dot_general_bias_gelu_c11
+  return verifyBiasedDot(*this, "(C11)");
 }
 
 LogicalResult DotGeneralBiasGeluOp::inferReturnTypes(
     MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
-  auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
-  auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
-  auto bias = dyn_cast<RankedTensorType>(adaptor.getBias().getType());
-  if (!lhs || !rhs || !bias)
+  FailureOr<RankedTensorType> product = biasedProductType(ctx, loc, adaptor);
+  if (failed(product))
     return failure();
-  SmallVector<int64_t> shape;
-  if (failed(inferDotGeneralBiasShape(
-          lhs, rhs, bias, adaptor.getLhsBatchingDimensions(),
-          adaptor.getRhsBatchingDimensions(),
-          adaptor.getLhsContractingDimensions(),
-          adaptor.getRhsContractingDimensions(), shape,
-          [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
-    return failure();
-  // dot_general_bias_gelu_c12
-  types.append(2, RankedTensorType::get(shape, lhs.getElementType()));
+  types.append(2, *product); // dot_general_bias_gelu_c12
   return success();
 }
 
