@@ -42,9 +42,9 @@ llvm::ArrayRef<LowerFlag> lowerFlags() {
        "In the lower phase, compute the GELU of a linear layer's output in "
        "the layer's matmul instruction, which also writes the "
        "pre-activation the GELU's gradient reads, and that gradient in the "
-       "matmul that makes its cotangent (cuBLASLt's GELU and DGELU "
-       "epilogues on a GPU for 16-bit tanh GELUs: a pass over the MLP's "
-       "activation fewer each); on the CPU the results are the same bits "
+       "matmul that makes its cotangent (on a GPU cuBLASLt's GELU epilogue "
+       "for 16-bit tanh GELUs and DGELU for bf16 ones: a pass over the "
+       "MLP's activation fewer each); on the CPU the results are the same bits "
        "(default true; --fuse-gelu=false: gelu and gelu_grad instructions)",
        &LowerOptions::fuseGelu},
       {"fuse-bias-grad",

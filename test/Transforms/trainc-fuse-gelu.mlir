@@ -119,3 +119,51 @@ func.func @gradient_unfused(%p: tensor<4x16xbf16>, %pf: tensor<4x16xf32>, %dy: t
   %d4 = graph.gelu_grad %pf, %g, approximation = tanh : tensor<4x16xf32>
   return %d1, %q, %d2, %d3n, %d3, %d4 : tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<4x16xf32>, tensor<4x16xbf16>, tensor<4x16xf32>, tensor<4x16xf32>
 }
+
+// -----
+
+// Forward and backward together: the gradient reads the fused forward's
+// pre-activation. Under mixed precision a pre-activation widening that
+// something else reads stays for it.
+// CHECK-LABEL: func.func @both
+// CHECK-NEXT: %[[H:.+]], %[[P:.+]] = graph.dot_general_bias_gelu
+// CHECK-NEXT: %[[D:.+]] = graph.dot_general_gelu_grad %{{.+}}, %{{.+}}, %[[P]]
+// CHECK-NEXT: %[[W:.+]] = graph.convert %[[P]]
+// CHECK-NEXT: return %[[H]], %[[D]], %[[W]]
+func.func @both(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf16>,
+                %dy: tensor<4x8xbf16>, %v: tensor<8x16xbf16>)
+    -> (tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<4x16xf32>) {
+  %p = graph.dot_general_bias %x, %w, %b, batching_dims = [] x [], contracting_dims = [1] x [1]
+      : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>) -> tensor<4x16xbf16>
+  %h = graph.gelu %p, approximation = tanh : tensor<4x16xbf16>
+  %q = graph.dot_general %dy, %v, batching_dims = [] x [], contracting_dims = [1] x [0]
+      : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %qw = graph.convert %q : (tensor<4x16xbf16>) -> tensor<4x16xf32>
+  %pw = graph.convert %p : (tensor<4x16xbf16>) -> tensor<4x16xf32>
+  %g = graph.gelu_grad %pw, %qw, approximation = tanh : tensor<4x16xf32>
+  %d = graph.convert %g : (tensor<4x16xf32>) -> tensor<4x16xbf16>
+  return %h, %d, %pw : tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<4x16xf32>
+}
+
+// -----
+
+// Not fused: a narrowing back that carries another mark than the gradient
+// (a recompute clone's), and one to another 16-bit type.
+// CHECK-LABEL: func.func @marks_and_types
+// CHECK-NOT: graph.dot_general_gelu_grad
+// CHECK-COUNT-2: graph.gelu_grad
+func.func @marks_and_types(%p: tensor<4x16xbf16>, %dy: tensor<4x8xbf16>, %v: tensor<8x16xbf16>)
+    -> (tensor<4x16xbf16>, tensor<4x16xf16>) {
+  %q = graph.dot_general %dy, %v, batching_dims = [] x [], contracting_dims = [1] x [0]
+      : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %qw = graph.convert %q : (tensor<4x16xbf16>) -> tensor<4x16xf32>
+  %pw = graph.convert %p : (tensor<4x16xbf16>) -> tensor<4x16xf32>
+  %g = graph.gelu_grad %pw, %qw, approximation = tanh : tensor<4x16xf32>
+  %d = graph.convert %g {recompute.clone = 1 : i64} : (tensor<4x16xf32>) -> tensor<4x16xbf16>
+  %r = graph.dot_general %dy, %v, batching_dims = [] x [], contracting_dims = [1] x [0]
+      : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %rw = graph.convert %r : (tensor<4x16xbf16>) -> tensor<4x16xf32>
+  %g2 = graph.gelu_grad %pw, %rw, approximation = tanh : tensor<4x16xf32>
+  %e = graph.convert %g2 : (tensor<4x16xf32>) -> tensor<4x16xf16>
+  return %d, %e : tensor<4x16xbf16>, tensor<4x16xf16>
+}

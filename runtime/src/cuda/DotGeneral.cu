@@ -42,10 +42,12 @@
 // rounded into the aux matrix (the pre-activation), where the CPU takes the
 // GELU of the rounded pre-activation with its own tanh (within a 16-bit
 // tolerance; any other dot_general_bias_gelu runs as dot_general_bias and
-// the gelu kernel); dot_general_gelu_grad of the same kind takes DGELU, the
-// f32 sums times cuBLASLt's gelu' of the pre-activation (read as the aux
-// matrix) rounded once, where the CPU rounds the product first (any other
-// runs as dot_general and the gelu_grad kernel in place);
+// the gelu kernel); dot_general_gelu_grad of the same kind in bf16 takes
+// DGELU, the f32 sums times cuBLASLt's gelu' of the pre-activation (read as
+// the aux matrix) rounded once, where the CPU rounds the product first (not
+// fp16, whose product may overflow to inf where gelu' times the f32 sum
+// would not; any other runs as dot_general and the gelu_grad kernel in
+// place);
 // dot_general_bias_grad's sum of lhs (rhs) over K is the BGRADB (BGRADA)
 // epilogue where the sum has the product's type (bf16's f32 product and f32
 // sum; not fp16's f32 product and f16 sum), the product is not TF32 and the
@@ -408,15 +410,32 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                                        CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                        &vector, sizeof(vector)),
         "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
-    // Off: the aux pointer goes too (a GEMM that had a GELU epilogue).
+    // The aux matrix of a GELU epilogue: the pre-activation in D's layout,
+    // leading dimension N, M * N elements per batch (cuBLASLt wants both
+    // multiples of 8: the caller asks only then). Off: the pointer, the
+    // leading dimension and the stride go back to their defaults, lest
+    // cublasLtMatmul refuse leftovers as it refuses a bias pointer.
     if (epilogue.aux) {
       const void *aux = on ? epilogue.aux : nullptr;
+      int64_t auxLd = on ? n : 0, auxBatchStride = on ? outStride : 0;
       TRAINC_RETURN_IF_ERROR(
           ltStatus(call,
                    cublasLtMatmulDescSetAttribute(
                        desc.matmul, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                        &aux, sizeof(aux)),
                    "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)"));
+      TRAINC_RETURN_IF_ERROR(ltStatus(
+          call,
+          cublasLtMatmulDescSetAttribute(desc.matmul,
+                                         CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                         &auxLd, sizeof(auxLd)),
+          "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)"));
+      TRAINC_RETURN_IF_ERROR(ltStatus(
+          call,
+          cublasLtMatmulDescSetAttribute(
+              desc.matmul, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
+              &auxBatchStride, sizeof(auxBatchStride)),
+          "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_BATCH_STRIDE)"));
     }
     if (!on || epilogue.sums())
       return okStatus();
@@ -428,24 +447,7 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
                        desc.matmul, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
                        &biasBatchStride, sizeof(biasBatchStride)),
                    "cublasLtMatmulDescSetAttribute(BIAS_BATCH_STRIDE)"));
-    if (!epilogue.aux)
-      return okStatus();
-    // The pre-activation in D's layout: leading dimension N, a matrix of
-    // M * N per batch (cuBLASLt wants both multiples of 8: the caller
-    // asks only then).
-    int64_t auxLd = n, auxBatchStride = outStride;
-    TRAINC_RETURN_IF_ERROR(ltStatus(
-        call,
-        cublasLtMatmulDescSetAttribute(desc.matmul,
-                                       CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
-                                       &auxLd, sizeof(auxLd)),
-        "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)"));
-    return ltStatus(
-        call,
-        cublasLtMatmulDescSetAttribute(
-            desc.matmul, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
-            &auxBatchStride, sizeof(auxBatchStride)),
-        "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_BATCH_STRIDE)");
+    return okStatus();
   };
   // A bias's type is D's (cuBLASLt's default). A vector under 16-byte
   // alignment (never a planned buffer's) or a library that refuses the
@@ -507,7 +509,7 @@ Status runGemm(const KernelCall &call, DType dtype, DType outDtype, bool tf32,
     auto it = cache.algos.find(key);
     if (it != cache.algos.end()) {
       algo = it->second.algo;
-      done = it->second.withEpilogue;
+      done = done && it->second.withEpilogue;
       cached = true;
     }
   }
@@ -698,8 +700,12 @@ Status runDotGeneral(const KernelCall &call) {
   // dot_general_gelu_grad likewise takes DGELU, the product times gelu' of
   // the pre-activation (the aux matrix, read), or the product and then the
   // gelu_grad kernel in place.
+  // DGELU only for bf16: it multiplies the f32 sums by gelu', so an fp16
+  // product beyond 65504, which the op rounds to inf (and fp16 training's
+  // loss scaling must see), could come out finite.
   bool useTanh = (gelu || geluGrad) && call.ints[call.ints.size - 1] == 1;
-  bool geluEpilogue = sixteen && useTanh && n % 8 == 0;
+  bool geluEpilogue =
+      (geluGrad ? lhs.dtype == DType::BF16 : sixteen) && useTanh && n % 8 == 0;
   if (gelu && !geluEpilogue) {
     TRAINC_RETURN_IF_ERROR(runDotGeneral(biasGeluProductCall(call)));
     return runGelu(biasGeluGeluCall(call));

@@ -596,12 +596,14 @@ def FuseGelu : Pass<"trainc-fuse-gelu", "mlir::func::FuncOp"> {
     chain `convert_T(gelu_grad(convert_f32(pre), convert_f32(dot)))` of a
     16-bit T does too (the op on T computes its gradient in f32 and rounds
     once, as the chain). The product and the ops between it and the
-    gradient must have no other reader. It takes the last op's place.
+    gradient must have no other reader. It takes the product's place when
+    the pre-activation is defined before the product (the forward's: the
+    product's operands then die as early as before), else the last op's.
 
     A GPU GEMM applies the GELU (cuBLASLt's GELU_AUX_BIAS epilogue,
-    writing the pre-activation beside it) or multiplies by its derivative
-    (DGELU, reading the pre-activation) to each tile in registers, for
-    16-bit tanh GELUs: where the ops wrote the product, then read it back
+    writing the pre-activation beside it; 16-bit tanh GELUs) or multiplies
+    by its derivative (DGELU, reading the pre-activation; bf16 tanh GELUs)
+    to each tile in registers: where the ops wrote the product, then read it back
     and wrote the result. On the CPU the results are bit for bit the ops'.
     Every op of a match must have the same discardable attributes (a
     recompute clone's mark), which the fused op keeps.
