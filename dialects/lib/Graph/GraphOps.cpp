@@ -130,12 +130,12 @@ LogicalResult DotGeneralOp::verifyShapeConstraints() {
   return verifyDotGeneral(*this, [&] { return emitOpError(); });
 }
 
-/// The product's type (dot_general's, and dot_general_bias_grad's first
-/// result): the inferred shape, f32 with `f32_result`.
+/// The product's type in the operands' element type (dot_general's,
+/// dot_general_bias_grad's first result and dot_general_gelu_grad's), or
+/// failure (reported at `loc`).
 template <typename Adaptor>
-static LogicalResult
-inferProductType(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
-                 SmallVectorImpl<Type> &types) {
+static FailureOr<RankedTensorType>
+productType(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor) {
   auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
   auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
   if (!lhs || !rhs)
@@ -148,9 +148,19 @@ inferProductType(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
           adaptor.getRhsContractingDimensions(), shape,
           [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
     return failure();
-  types.push_back(RankedTensorType::get(shape, adaptor.getF32Result()
-                                                   ? Float32Type::get(ctx)
-                                                   : lhs.getElementType()));
+  return RankedTensorType::get(shape, lhs.getElementType());
+}
+
+/// productType, f32 with `f32_result`, appended to `types`.
+template <typename Adaptor>
+static LogicalResult
+inferProductType(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                 SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> product = productType(ctx, loc, adaptor);
+  if (failed(product))
+    return failure();
+  types.push_back(adaptor.getF32Result() ? product->clone(Float32Type::get(ctx))
+                                         : *product);
   return success();
 }
 
@@ -287,20 +297,10 @@ LogicalResult DotGeneralGeluGradOp::verifyShapeConstraints() {
 LogicalResult DotGeneralGeluGradOp::inferReturnTypes(
     MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
-  auto lhs = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
-  auto rhs = dyn_cast<RankedTensorType>(adaptor.getRhs().getType());
-  if (!lhs || !rhs)
+  FailureOr<RankedTensorType> product = productType(ctx, loc, adaptor);
+  if (failed(product))
     return failure();
-  SmallVector<int64_t> shape;
-  if (failed(inferDotGeneralShape(
-          lhs, rhs, adaptor.getLhsBatchingDimensions(),
-          adaptor.getRhsBatchingDimensions(),
-          adaptor.getLhsContractingDimensions(),
-          adaptor.getRhsContractingDimensions(), shape,
-          [&] { return mlir::emitError(inferenceLoc(ctx, loc)); })))
-    return failure();
-  // dot_general_gelu_grad_c10
-  types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  types.push_back(*product); // dot_general_gelu_grad_c10
   return success();
 }
 
