@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ImportContext.h"
+#include "trainc/Dialect/Graph/GraphBuilders.h"
 
 #include "mlir/IR/Matchers.h"
 
@@ -76,26 +77,6 @@ SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   return strides;
 }
 
-/// data[p with p[axis] replaced by positions[p]] for every index p of
-/// `positions` (i64 in [0, n), data's shape or smaller): a gather of the
-/// flattened data at linear positions built from iota.
-Value gatherAlongAxis(NodeContext &ctx, Value data, Value positions,
-                      int64_t axis) {
-  auto dataType = ctx.inputType(data);
-  ArrayRef<int64_t> shape = ctx.inputType(positions).getShape();
-  SmallVector<int64_t> strides = stridesOf(dataType.getShape());
-  auto linearType = RankedTensorType::get(shape, ctx.builder.getI64Type());
-  Value linear =
-      ctx.create<MulOp>(positions, ctx.splat(linearType, strides[axis]));
-  for (int64_t d = 0; d < dataType.getRank(); ++d)
-    if (d != axis && shape[d] > 1)
-      linear = ctx.create<AddOp>(
-          linear, ctx.create<MulOp>(ctx.create<IotaOp>(linearType, d),
-                                    ctx.splat(linearType, strides[d])));
-  Value flat = ctx.reshape(data, {dataType.getNumElements()});
-  return ctx.create<GatherOp>(flat, linear, 0);
-}
-
 } // namespace
 
 /// out[p] = data[p with p[axis] replaced by indices[p]]: a gather of the
@@ -124,7 +105,8 @@ LogicalResult importGatherElements(NodeContext &ctx) {
       indicesFromEnd(ctx, *indices, xType.getDimSize(*axis), "GatherElements");
   if (failed(positions))
     return failure();
-  ctx.setOutput(0, gatherAlongAxis(ctx, *x, *positions, *axis));
+  ctx.setOutput(
+      0, buildTakeAlongAxis(ctx.builder, ctx.loc, *x, *positions, *axis));
   return success();
 }
 
@@ -161,7 +143,7 @@ LogicalResult importTopK(NodeContext &ctx) {
       steps(xType.getRank(), 1);
   limit[*axis] = (*k)[0];
   Value top = ctx.create<SliceOp>(order, start, limit, steps);
-  ctx.setOutput(0, gatherAlongAxis(ctx, *x, top, *axis));
+  ctx.setOutput(0, buildTakeAlongAxis(ctx.builder, ctx.loc, *x, top, *axis));
   ctx.setOutput(1, top);
   return success();
 }

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LowerContext.h"
+#include "trainc/Dialect/Graph/GraphBuilders.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -242,25 +243,9 @@ FailureOr<Value> sortable(OpContext &ctx, Value key) {
 
 /// x[..., order[..., j, ...], ...] along `axis`: each row of x permuted by
 /// the same row of `order` (i64, x's shape but `axis`, whose size it may
-/// shorten), as a gather of the flattened x at linear positions.
+/// shorten).
 Value takeAlong(OpContext &ctx, Value x, Value order, int64_t axis) {
-  RankedTensorType type = tensorType(x);
-  ArrayRef<int64_t> shape = tensorType(order).getShape();
-  auto i64 = RankedTensorType::get(shape, ctx.builder.getI64Type());
-  int64_t stride = product(type.getShape());
-  Value position;
-  for (int64_t d = 0; d < type.getRank(); ++d) {
-    stride /= type.getDimSize(d);
-    Value at = d == axis
-                   ? order
-                   : ctx.builder.create<IotaOp>(ctx.loc, i64, d).getResult();
-    Value term = stride == 1
-                     ? at
-                     : ctx.create<MulOp>(at, ctx.splat(i64, double(stride)));
-    position = position ? ctx.create<AddOp>(position, term) : term;
-  }
-  Value flat = ctx.reshape(x, {product(type.getShape())});
-  return ctx.create<GatherOp>(flat, position, 0);
+  return buildTakeAlongAxis(ctx.builder, ctx.loc, x, order, axis);
 }
 
 /// The permutation along `axis` that sorts lexicographically by `keys`
