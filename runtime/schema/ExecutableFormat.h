@@ -59,7 +59,8 @@ namespace trainc {
 ///  23: ScatterAdd of i32 and i64 (wrapping sums).
 ///  24: Argsort.
 ///  25: DotGeneralBiasGelu, DotGeneralGeluGrad.
-constexpr uint32_t kFormatVersion = 25;
+///  26: the bitwise ops (And ... CountLeadingZeros) and Bitcast.
+constexpr uint32_t kFormatVersion = 26;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

@@ -190,6 +190,42 @@ class MLP:
         return jnp.mean(jnp.square(h - batch['y']))
 
 
+class DropoutMLP:
+    """MLP's network with dropout (rate 1/4) after both hidden layers, the
+    masks drawn inside the loss by jax.random from batch['key'], the two
+    uint32 words of a threefry key (a training loop passes a fresh one each
+    step). The StableHLO computes threefry2x32 on ui32 (shifts, xor, or and
+    wrapping adds, in a while loop) and makes the uniform floats with
+    bitcast_convert, so trainc's masks are JAX's only if every bit of that
+    is: a wrong mask moves the loss and the gradients by far more than any
+    tolerance. The uniforms are float32 in the float64 reference too, so
+    both draw the same masks. Batch {'x', 'y', 'key'}.
+    """
+    RATE = 0.25
+    init_params = staticmethod(MLP.init_params)
+
+    @staticmethod
+    def example_batch(key):
+        batch = MLP.example_batch(key)
+        batch['key'] = jax.random.key_data(jax.random.fold_in(key, 7))
+        return batch
+
+    @staticmethod
+    def loss_fn(params, batch):
+        """MLP.loss_fn with inverted dropout on the hidden activations."""
+        key = jax.random.wrap_key_data(batch['key'])
+        h = batch['x']
+        for i, layer in enumerate(params):
+            h = h @ layer['w'] + layer['b']
+            if i == len(params) - 1:
+                break
+            h = jax.nn.relu(h) if i == 0 else jnp.tanh(h)
+            key, draw = jax.random.split(key)
+            keep = jax.random.uniform(draw, h.shape, jnp.float32) >= DropoutMLP.RATE
+            h = jnp.where(keep, h / (1 - DropoutMLP.RATE), 0)
+        return jnp.mean(jnp.square(h - batch['y']))
+
+
 class ScanMLP:
     """A residual tanh MLP whose layers are stacked and run by jax.lax.scan
     (the way flax/maxtext models loop over layers): the StableHLO is one
@@ -482,5 +518,5 @@ class Llama:
         return next_token_nll(logits, targets)
 
 
-MODELS = {'gpt': GPT, 'mlp': MLP, 'scan_mlp': ScanMLP, 'llama': Llama,
+MODELS = {'gpt': GPT, 'mlp': MLP, 'dropout_mlp': DropoutMLP, 'scan_mlp': ScanMLP, 'llama': Llama,
           'einsum_gpt': EinsumGPT}

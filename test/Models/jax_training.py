@@ -102,7 +102,7 @@ ADAMW = ['--optimizer', 'adamw', '--lr', str(LR), '--beta1', str(B1), '--beta2',
 PARAMS_SEED, BATCH_SEED = 0, 1  # tools/jax_export.py's default --seed and --batch-seed
 #: Composites trainc's recognizer should find in each model (printed only).
 COMPOSITES = {'gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy'),
-              'mlp': (), 'scan_mlp': (),
+              'mlp': (), 'dropout_mlp': (), 'scan_mlp': (),
               # jax.nn.dot_product_attention: 5-D products over
               # [B, T, N, G=1, H] and a unit-dim transpose before the mask.
               'llama': ('rms_norm', 'attention', 'softmax_cross_entropy'),
@@ -433,7 +433,8 @@ def check_gradient_conventions(args, work):
     expansion's own gradient is NaN; products (jnp.prod) of parameters
     holding no zero, one and two, and jnp.cumprod; scatters (x.at[i].add
     and .set); sorts (jnp.sort, argsort, lax.top_k, two keys); lax.cond and
-    lax.switch whose choice folds in an unrolled scan. Not here, because the export cannot show them:
+    lax.switch whose choice folds in an unrolled scan; bit operations on
+    the parameters' bits and on data choosing them. Not here, because the export cannot show them:
     custom_jvp rules (softplus's logaddexp at 0: JAX 0.5 x, trainc
     differentiates the decomposition) and jnp.clip at its bounds (JAX
     halves the tie of max(lo, x); trainc gives PyTorch's 0 at a tie with a
@@ -482,6 +483,15 @@ def check_gradient_conventions(args, work):
         # the parameters, negative dividends among them.
         'integer %': lambda p, b: jnp.sum(
             p['w'][(b['x'].astype(jnp.int32) * 3 - 10) % 7] * b['x']),
+        # The parameters' own bits: each float's exponent (bitcast to
+        # int32, shifted and masked) scales it, and its bits carry no
+        # gradient (JAX's bitcast derivative is 0); and an index hashed
+        # from the data by xor and shifts choosing the parameter.
+        'exponent bits': lambda p, b: jnp.sum(p['w'] * b['x'] * (
+            (jax.lax.bitcast_convert_type(p['w'], jnp.int32) >> 23) & 0xff).astype(jnp.float32)),
+        'hashed index': lambda p, b: jnp.sum(p['w'][(
+            (b['x'].astype(jnp.uint32) * jnp.uint32(2654435761)) ^
+            (b['x'].astype(jnp.uint32) << 3)) % jnp.uint32(7)] * b['x']),
         # Exact GELU and erfc, whose export spells erfc out as a select
         # with 1/z^2 in its unused branch: a gradient NaN at 0 unless
         # trainc recognizes it (w holds 0 and -0).

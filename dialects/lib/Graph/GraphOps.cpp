@@ -406,6 +406,16 @@ bool ReduceProdOp::isCompatibleReturnTypes(TypeRange inferred,
   return inferred == actual;
 }
 
+LogicalResult BitcastOp::verify() {
+  Type from = getOperand().getType().getElementType();
+  Type to = getResult().getType().getElementType();
+  // Every type bitcast takes is stored in whole bytes of its width.
+  if (elementStorageBytes(from) != elementStorageBytes(to)) // bitcast_c2
+    return emitOpError("(C2) element types ")
+           << from << " and " << to << " have different bit widths";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

@@ -72,22 +72,60 @@ LogicalResult lowerSubtract(OpContext &ctx) { return lowerBinary<SubOp>(ctx); }
 LogicalResult lowerDivide(OpContext &ctx) { return lowerBinary<DivOp>(ctx); }
 LogicalResult lowerPower(OpContext &ctx) { return lowerBinary<PowOp>(ctx); }
 
+// and, or, xor and not: bitwise on integers; on i1 (which the bitwise ops
+// do not take) logic, xor as a != b.
 LogicalResult lowerAnd(OpContext &ctx) {
+  if (!isBool(ctx.resultType()))
+    return lowerBinary<AndOp>(ctx);
   ctx.setResult(0, logicalAnd(ctx, ctx.operand(0), ctx.operand(1)));
   return success();
 }
 LogicalResult lowerOr(OpContext &ctx) {
+  if (!isBool(ctx.resultType()))
+    return lowerBinary<OrOp>(ctx);
   ctx.setResult(0, logicalOr(ctx, ctx.operand(0), ctx.operand(1)));
   return success();
 }
-/// a XOR b = (a != b).
 LogicalResult lowerXor(OpContext &ctx) {
+  if (!isBool(ctx.resultType()))
+    return lowerBinary<XorOp>(ctx);
   ctx.setResult(0, ctx.create<CompareOp>(ComparisonDirection::NE,
                                          ctx.operand(0), ctx.operand(1)));
   return success();
 }
 LogicalResult lowerNot(OpContext &ctx) {
+  if (!isBool(ctx.resultType()))
+    return lowerUnary<NotOp>(ctx);
   ctx.setResult(0, logicalNot(ctx, ctx.operand(0)));
+  return success();
+}
+LogicalResult lowerShiftLeft(OpContext &ctx) {
+  return lowerBinary<ShiftLeftOp>(ctx);
+}
+LogicalResult lowerShiftRightLogical(OpContext &ctx) {
+  return lowerBinary<ShiftRightLogicalOp>(ctx);
+}
+LogicalResult lowerShiftRightArithmetic(OpContext &ctx) {
+  return lowerBinary<ShiftRightArithmeticOp>(ctx);
+}
+LogicalResult lowerPopcnt(OpContext &ctx) {
+  return lowerUnary<PopCountOp>(ctx);
+}
+LogicalResult lowerCountLeadingZeros(OpContext &ctx) {
+  return lowerUnary<CountLeadingZerosOp>(ctx);
+}
+/// Between types of one width only: a change of width reshapes (an extra
+/// dimension of the narrower type), which jax.random does not use.
+LogicalResult lowerBitcastConvert(OpContext &ctx) {
+  Type from = ctx.operandType(0).getElementType();
+  Type to = ctx.resultType().getElementType();
+  if (from.isInteger(1) || to.isInteger(1) ||
+      from.getIntOrFloatBitWidth() != to.getIntOrFloatBitWidth() ||
+      ctx.operandType(0).getShape() != ctx.resultType().getShape())
+    return ctx.error() << "from " << from << " to " << to
+                       << " is not supported: trainc bitcasts between element "
+                          "types of one bit width (not i1), shape unchanged";
+  ctx.setResult(0, ctx.create<BitcastOp>(ctx.resultType(), ctx.operand(0)));
   return success();
 }
 

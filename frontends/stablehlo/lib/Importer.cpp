@@ -299,10 +299,12 @@ LogicalResult Lowering::lowerOp(Operation &op, IRMapping &values, int depth) {
                        : entry->types == TypeClass::Numbers ? "numbers (not i1)"
                        : entry->types == TypeClass::Integers
                            ? "integers (not i1)"
-                           : "i1";
+                       : entry->types == TypeClass::Bits ? "integers and i1"
+                                                         : "i1";
     if ((entry->types == TypeClass::Floats && !isFloat) ||
         (entry->types == TypeClass::Numbers && isBool) ||
         (entry->types == TypeClass::Integers && (isBool || isFloat)) ||
+        (entry->types == TypeClass::Bits && isFloat) ||
         (entry->types == TypeClass::Bool && !isBool))
       return emitError(op.getLoc())
              << "'" << name << "' on " << element

@@ -35,7 +35,8 @@ using LowerFn = mlir::LogicalResult (*)(OpContext &);
 /// isSupportedElementType's), checked by the importer before the op's
 /// lowering runs: any of them, numbers (not i1), floats, i1 only, or
 /// integers (not i1).
-enum class TypeClass { Any, Numbers, Floats, Bool, Integers };
+/// Integers: not i1; Bits: integers and i1.
+enum class TypeClass { Any, Numbers, Floats, Bool, Integers, Bits };
 llvm::StringRef typeClassName(TypeClass types);
 
 /// One row of the op table (OpTable.cpp).
@@ -167,6 +168,12 @@ TRAINC_STABLEHLO_LOWER_FN(And)
 TRAINC_STABLEHLO_LOWER_FN(Or)
 TRAINC_STABLEHLO_LOWER_FN(Xor)
 TRAINC_STABLEHLO_LOWER_FN(Not)
+TRAINC_STABLEHLO_LOWER_FN(ShiftLeft)
+TRAINC_STABLEHLO_LOWER_FN(ShiftRightLogical)
+TRAINC_STABLEHLO_LOWER_FN(ShiftRightArithmetic)
+TRAINC_STABLEHLO_LOWER_FN(Popcnt)
+TRAINC_STABLEHLO_LOWER_FN(CountLeadingZeros)
+TRAINC_STABLEHLO_LOWER_FN(BitcastConvert)
 TRAINC_STABLEHLO_LOWER_FN(Negate)
 TRAINC_STABLEHLO_LOWER_FN(Abs)
 TRAINC_STABLEHLO_LOWER_FN(Exponential)

@@ -24,7 +24,9 @@ const OpEntry kOps[] = {
      "a stable descending sort's first k (floats in total order); no ui64"},
     {"stablehlo.abs", lowerAbs, TypeClass::Numbers, true, ""},
     {"stablehlo.add", lowerAdd, TypeClass::Any, true, "on i1: or"},
-    {"stablehlo.and", lowerAnd, TypeClass::Bool, true, "no bitwise integers"},
+    {"stablehlo.and", lowerAnd, TypeClass::Bits, true, ""},
+    {"stablehlo.bitcast_convert", lowerBitcastConvert, TypeClass::Any, false,
+     "between element types of one bit width (not i1)"},
     {"stablehlo.broadcast", lowerBroadcast, TypeClass::Any, false, ""},
     {"stablehlo.broadcast_in_dim", lowerBroadcastInDim, TypeClass::Any, false,
      ""},
@@ -38,6 +40,8 @@ const OpEntry kOps[] = {
     {"stablehlo.convert", lowerConvert, TypeClass::Any, true,
      "float to integer truncates and saturates (NaN gives 0)"},
     {"stablehlo.ceil", lowerCeil, TypeClass::Floats, true, "as -floor(-x)"},
+    {"stablehlo.count_leading_zeros", lowerCountLeadingZeros,
+     TypeClass::Integers, true, ""},
     {"stablehlo.cosine", lowerCosine, TypeClass::Floats, true, ""},
     {"stablehlo.divide", lowerDivide, TypeClass::Numbers, true, ""},
     {"stablehlo.dot", lowerDot, TypeClass::Numbers, false,
@@ -66,11 +70,12 @@ const OpEntry kOps[] = {
     {"stablehlo.minimum", lowerMinimum, TypeClass::Any, true, ""},
     {"stablehlo.multiply", lowerMultiply, TypeClass::Any, true, "on i1: and"},
     {"stablehlo.negate", lowerNegate, TypeClass::Numbers, true, ""},
-    {"stablehlo.not", lowerNot, TypeClass::Bool, true, ""},
+    {"stablehlo.not", lowerNot, TypeClass::Bits, true, ""},
     {"stablehlo.optimization_barrier", lowerOptimizationBarrier, TypeClass::Any,
      false, ""},
-    {"stablehlo.or", lowerOr, TypeClass::Bool, true, ""},
+    {"stablehlo.or", lowerOr, TypeClass::Bits, true, ""},
     {"stablehlo.pad", lowerPad, TypeClass::Any, false, ""},
+    {"stablehlo.popcnt", lowerPopcnt, TypeClass::Integers, true, ""},
     {"stablehlo.power", lowerPower, TypeClass::Floats, true, ""},
     {"stablehlo.reduce", lowerReduce, TypeClass::Any, false,
      "body one add, multiply, maximum, minimum, and or or per input (on "
@@ -93,6 +98,11 @@ const OpEntry kOps[] = {
      "(x.at[i].set, with unique_indices = true or constant distinct "
      "indices); floats, i32, i64; elements outside the operand are dropped"},
     {"stablehlo.select", lowerSelect, TypeClass::Any, true, ""},
+    {"stablehlo.shift_left", lowerShiftLeft, TypeClass::Integers, true, ""},
+    {"stablehlo.shift_right_arithmetic", lowerShiftRightArithmetic,
+     TypeClass::Integers, true, ""},
+    {"stablehlo.shift_right_logical", lowerShiftRightLogical,
+     TypeClass::Integers, true, ""},
     {"stablehlo.sign", lowerSign, TypeClass::Numbers, true, ""},
     {"stablehlo.sine", lowerSine, TypeClass::Floats, true, ""},
     {"stablehlo.slice", lowerSlice, TypeClass::Any, false, ""},
@@ -104,7 +114,7 @@ const OpEntry kOps[] = {
     {"stablehlo.tan", lowerTan, TypeClass::Floats, true, "as sin(x) / cos(x)"},
     {"stablehlo.tanh", lowerTanh, TypeClass::Floats, true, ""},
     {"stablehlo.transpose", lowerTranspose, TypeClass::Any, false, ""},
-    {"stablehlo.xor", lowerXor, TypeClass::Bool, true, ""},
+    {"stablehlo.xor", lowerXor, TypeClass::Bits, true, ""},
 };
 
 } // namespace
@@ -123,6 +133,8 @@ llvm::StringRef typeClassName(TypeClass types) {
     return "i1";
   case TypeClass::Integers:
     return "integers";
+  case TypeClass::Bits:
+    return "integers, i1";
   }
   return "any";
 }

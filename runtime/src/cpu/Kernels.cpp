@@ -37,6 +37,7 @@ const KernelTable kCpuKernels = {
     runFusedElementwise,
     runConvertGroup,
     runArgsort,
+    runBitwise,
 };
 
 } // namespace

@@ -81,6 +81,7 @@ Status runCollectiveDone(const KernelCall &call);     // Collectives.cpp
 Status runFusedElementwise(const KernelCall &call);   // FusedElementwise.cpp
 Status runConvertGroup(const KernelCall &call);       // FusedElementwise.cpp
 Status runArgsort(const KernelCall &call);            // Sort.cpp
+Status runBitwise(const KernelCall &call);            // Bitwise.cpp
 
 } // namespace trainc::cpu
 

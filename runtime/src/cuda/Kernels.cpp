@@ -39,6 +39,7 @@ const KernelTable kCudaKernels = {
     runFusedElementwise,
     runConvertGroup,
     runArgsort,
+    runBitwise,
 };
 
 } // namespace

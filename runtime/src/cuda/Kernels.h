@@ -54,6 +54,7 @@ Status runSumOfSquares(const KernelCall &call);     // Optimizer.cu
 Status runFusedElementwise(const KernelCall &call); // FusedElementwise.cu
 Status runConvertGroup(const KernelCall &call);     // FusedElementwise.cu
 Status runArgsort(const KernelCall &call);          // Sort.cu
+Status runBitwise(const KernelCall &call);          // Bitwise.cu
 // The collective instructions only move bytes and call the Collective:
 // cpu/Collectives.cpp's, which copy through the context's device.
 

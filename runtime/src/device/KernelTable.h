@@ -48,6 +48,9 @@ struct KernelTable {
   KernelFn convertGroup;
   /// argsort: a stable sort's permutation along one axis.
   KernelFn argsort;
+  /// and, or, xor, not, the shifts, pop_count, count_leading_zeros,
+  /// bitcast: integers as bits.
+  KernelFn bitwise;
 };
 
 /// The function of `table` that runs `op` (null for a number outside the
@@ -149,6 +152,17 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
     return table.convertGroup;
   case Opcode::Argsort:
     return table.argsort;
+  case Opcode::And:
+  case Opcode::Or:
+  case Opcode::Xor:
+  case Opcode::Not:
+  case Opcode::ShiftLeft:
+  case Opcode::ShiftRightLogical:
+  case Opcode::ShiftRightArithmetic:
+  case Opcode::PopCount:
+  case Opcode::CountLeadingZeros:
+  case Opcode::Bitcast:
+    return table.bitwise;
   }
   return nullptr;
 }

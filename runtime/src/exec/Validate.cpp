@@ -116,6 +116,7 @@ private:
   Status checkDataMovement() const;
   Status checkComposite() const;
   Status checkFusedElementwise() const;
+  Status checkBitwise() const;
 
   const InstructionInfo &inst;
   size_t index;
@@ -393,6 +394,31 @@ Status Checker::checkDataMovement() const {
   }
   default:
     return error("not a data movement opcode");
+  }
+}
+
+/// And ... CountLeadingZeros: one integer dtype (8 to 64 bits) and shape.
+Status Checker::checkBitwise() const {
+  bool binary = inst.op != Opcode::Not && inst.op != Opcode::PopCount &&
+                inst.op != Opcode::CountLeadingZeros;
+  TRAINC_RETURN_IF_ERROR(arity(binary ? 2 : 1, 1));
+  TRAINC_RETURN_IF_ERROR(attrs(0, 0));
+  TRAINC_RETURN_IF_ERROR(sameType(operand(0), result(0)));
+  if (binary)
+    TRAINC_RETURN_IF_ERROR(sameType(operand(0), operand(1)));
+  switch (operand(0).dtype) {
+  case DType::I8:
+  case DType::I16:
+  case DType::I32:
+  case DType::I64:
+  case DType::U8:
+  case DType::U16:
+  case DType::U32:
+  case DType::U64:
+    return okStatus();
+  default:
+    return error(std::string("bitwise ops take 8- to 64-bit integers, not ") +
+                 dtypeName(operand(0).dtype));
   }
 }
 
@@ -818,6 +844,23 @@ Status Checker::check() const {
         (inst.op == Opcode::Pow && !isFloat(operand(0).dtype)))
       return error("unsupported dtype");
     return okStatus();
+  }
+  if (inst.op >= Opcode::And && inst.op <= Opcode::CountLeadingZeros)
+    return checkBitwise();
+  if (inst.op == Opcode::Bitcast) {
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    TRAINC_RETURN_IF_ERROR(attrs(0, 0));
+    DType from = operand(0).dtype, to = result(0).dtype;
+    auto bitsOfValue = [](DType t) {
+      return t != DType::I1 && t != DType::I4 && t != DType::U4 &&
+             t != DType::I2 && t != DType::U2 && t != DType::F4E2M1FN;
+    };
+    if (!bitsOfValue(from) || !bitsOfValue(to) ||
+        dtypeSize(from) != dtypeSize(to))
+      return error(std::string("cannot bitcast ") + dtypeName(from) + " to " +
+                   dtypeName(to) +
+                   " (one element size, no i1 or sub-byte types)");
+    return shapeIs(result(0), operand(0).shape);
   }
   switch (inst.op) {
   case Opcode::Compare:

@@ -262,6 +262,62 @@ func.func @pow_c2(%x: tensor<4xi32>) {
 
 // -----
 
+func.func @xor_c1(%x: tensor<4xui32>, %y: tensor<4xi32>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "graph.xor"(%x, %y) : (tensor<4xui32>, tensor<4xi32>) -> tensor<4xui32>
+  return
+}
+
+// -----
+
+func.func @and_c2(%x: tensor<4xf32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.and %x, %x : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @shift_left_c2(%x: tensor<4xi1>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.shift_left %x, %x : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @pop_count_c2(%x: tensor<4xbf16>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.pop_count %x : tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @bitcast_c1(%x: tensor<4xui32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape}}
+  %0 = graph.bitcast %x : (tensor<4xui32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @bitcast_c2(%x: tensor<4xui32>) {
+  // expected-error@+1 {{(C2) element types 'ui32' and 'f64' have different bit widths}}
+  %0 = graph.bitcast %x : (tensor<4xui32>) -> tensor<4xf64>
+  return
+}
+
+// -----
+
+func.func @bitcast_c2_i1(%x: tensor<4xi1>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = graph.bitcast %x : (tensor<4xi1>) -> tensor<4xi8>
+  return
+}
+
+// -----
+
 func.func @compare_c1(%x: tensor<4xf32>, %y: tensor<4xf16>) {
   // expected-error@+1 {{requires all operands to have the same type}}
   %0 = "graph.compare"(%x, %y) <{direction = 2 : i32}> : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xi1>

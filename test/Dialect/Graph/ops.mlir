@@ -47,6 +47,32 @@ func.func @binary(%a: tensor<2x3xbf16>, %b: tensor<2x3xbf16>, %i: tensor<5xi64>)
   return
 }
 
+// CHECK-LABEL: func.func @bitwise
+// CHECK-SAME: (%[[U:.+]]: tensor<4xui32>, %[[S:.+]]: tensor<4xi8>)
+func.func @bitwise(%u: tensor<4xui32>, %s: tensor<4xi8>) {
+  // CHECK: graph.and %[[U]], %[[U]] : tensor<4xui32>
+  %0 = graph.and %u, %u : tensor<4xui32>
+  // CHECK: graph.or %[[S]], %[[S]] : tensor<4xi8>
+  %1 = graph.or %s, %s : tensor<4xi8>
+  // CHECK: graph.xor %[[U]], %[[U]] : tensor<4xui32>
+  %2 = graph.xor %u, %u : tensor<4xui32>
+  // CHECK: graph.not %[[S]] : tensor<4xi8>
+  %3 = graph.not %s : tensor<4xi8>
+  // CHECK: graph.shift_left %[[U]], %[[U]] : tensor<4xui32>
+  %4 = graph.shift_left %u, %u : tensor<4xui32>
+  // CHECK: graph.shift_right_logical %[[U]], %[[U]] : tensor<4xui32>
+  %5 = graph.shift_right_logical %u, %u : tensor<4xui32>
+  // CHECK: graph.shift_right_arithmetic %[[S]], %[[S]] : tensor<4xi8>
+  %6 = graph.shift_right_arithmetic %s, %s : tensor<4xi8>
+  // CHECK: graph.pop_count %[[U]] : tensor<4xui32>
+  %7 = graph.pop_count %u : tensor<4xui32>
+  // CHECK: graph.count_leading_zeros %[[S]] : tensor<4xi8>
+  %8 = graph.count_leading_zeros %s : tensor<4xi8>
+  // CHECK: graph.bitcast %[[U]] : (tensor<4xui32>) -> tensor<4xf32>
+  %9 = graph.bitcast %u : (tensor<4xui32>) -> tensor<4xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @compare_select_convert
 func.func @compare_select_convert(%x: tensor<4xf16>, %y: tensor<4xf16>, %n: tensor<4xi64>) -> tensor<4xf64> {
   // CHECK: %[[P:.+]] = graph.compare LT, %{{.+}}, %{{.+}} : tensor<4xf16>

@@ -1250,10 +1250,10 @@ func.func @main(%w: tensor<4xf64> {train.param = "w", train.init = dense<1.0> : 
 
 TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
   // Ops that never need one: no operands (constant, iota), no float
-  // result (compare, argsort), made by gradient rules themselves (gelu_grad,
-  // norm_grad, softmax_cross_entropy_grad, attention_grad: differentiating
-  // twice is not supported, and autodiff says so naming the op), or made
-  // by the optimizer after the backward pass
+  // result (compare, argsort, the bitwise ops), made by gradient rules
+  // themselves (gelu_grad, norm_grad, softmax_cross_entropy_grad,
+  // attention_grad: differentiating twice is not supported, and autodiff says
+  // so naming the op), or made by the optimizer after the backward pass
   // (adamw_update, sum_of_squares) or by the partition phase after it
   // (all_reduce, reduce_scatter, all_gather, shard_slice, until tensor
   // parallelism puts one in the forward pass; their start/done forms come from
@@ -1267,6 +1267,15 @@ TEST(GradientCheck, EveryDifferentiableGraphOpHasARule) {
                                         "graph.iota",
                                         "graph.compare",
                                         "graph.argsort",
+                                        "graph.and",
+                                        "graph.or",
+                                        "graph.xor",
+                                        "graph.not",
+                                        "graph.shift_left",
+                                        "graph.shift_right_logical",
+                                        "graph.shift_right_arithmetic",
+                                        "graph.pop_count",
+                                        "graph.count_leading_zeros",
                                         "graph.gelu_grad",
                                         "graph.norm_grad",
                                         "graph.softmax_cross_entropy_grad",

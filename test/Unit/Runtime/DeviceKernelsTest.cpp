@@ -140,6 +140,36 @@ TEST_P(DeviceKernels, BinaryInteger) {
     }
 }
 
+TEST_P(DeviceKernels, Bitwise) {
+  // Full-range operands, so most shifts are by the width or more (0, or
+  // every bit the sign bit); math/Bits.h on both devices: the same bits.
+  uint32_t seed = 1;
+  for (DType t : {DType::I8, DType::I16, DType::I32, DType::I64, DType::U8,
+                  DType::U16, DType::U32, DType::U64})
+    for (const auto &dims : kElementwiseShapes) {
+      for (Opcode op :
+           {Opcode::And, Opcode::Or, Opcode::Xor, Opcode::ShiftLeft,
+            Opcode::ShiftRightLogical, Opcode::ShiftRightArithmetic}) {
+        check(makeCall(
+            op, {randomBits(t, dims, seed), randomBits(t, dims, seed + 1)},
+            {zeros(t, dims)}));
+        // Shifts within the width.
+        double width = double(dtypeSize(t) * 8);
+        check(makeCall(op,
+                       {randomBits(t, dims, seed + 2),
+                        uniform(t, dims, seed + 3, 0, width)},
+                       {zeros(t, dims)}));
+        seed += 4;
+      }
+      for (Opcode op :
+           {Opcode::Not, Opcode::PopCount, Opcode::CountLeadingZeros})
+        check(makeCall(op, {randomBits(t, dims, seed++)}, {zeros(t, dims)}));
+    }
+  for (const auto &dims : kElementwiseShapes)
+    check(makeCall(Opcode::Bitcast, {randomBits(DType::U32, dims, seed++)},
+                   {zeros(kF32, dims)}));
+}
+
 TEST_P(DeviceKernels, CompareEveryDirection) {
   uint32_t seed = 1;
   std::vector<int64_t> dims = {3, 129};

@@ -1283,6 +1283,76 @@ TEST(Executable, ChecksDotGeneralBiasGelu) {
   expectRefused(inst, overX, "a result shares memory with an operand");
 }
 
+// The bitwise ops and bitcast (format 26): integers of one dtype and shape
+// (two operands but for not, pop_count and count_leading_zeros); a bitcast
+// to a dtype of the operand's element size, of its shape.
+TEST(Executable, ChecksBitwiseAndBitcast) {
+  // 0-2: ui32 [4], 3: f32 [4], 4: f64 [4], 5: i1 [4], 6: u8 [4], 7: ui32 [2].
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::U32, {4}), tensor(DType::U32, {4}), tensor(DType::U32, {4}),
+      tensor(DType::F32, {4}), tensor(DType::F64, {4}), tensor(DType::I1, {4}),
+      tensor(DType::U8, {4}),  tensor(DType::U32, {2})};
+  placeOneAfterAnother(tensors);
+  InstructionInfo xorOp;
+  xorOp.op = Opcode::Xor;
+  xorOp.operands = {0, 1};
+  xorOp.results = {2};
+  ASSERT_TRUE(validateInstruction(xorOp, 0, tensors).ok());
+  InstructionInfo notOp = xorOp;
+  notOp.op = Opcode::Not;
+  notOp.operands = {0};
+  ASSERT_TRUE(validateInstruction(notOp, 0, tensors).ok());
+  auto refused = [&](InstructionInfo inst, auto edit, const char *words) {
+    edit(inst);
+    expectRefused(inst, tensors, words);
+  };
+  refused(
+      xorOp, [](InstructionInfo &i) { i.operands = {0}; }, "operand");
+  refused(
+      notOp,
+      [](InstructionInfo &i) {
+        i.operands = {0, 1};
+      },
+      "operand");
+  refused(
+      xorOp,
+      [](InstructionInfo &i) {
+        i.operands = {3, 3}, i.results = {3};
+      },
+      "bitwise ops take 8- to 64-bit integers, not f32");
+  refused(
+      xorOp,
+      [](InstructionInfo &i) {
+        i.operands = {5, 5}, i.results = {5};
+      },
+      "not i1");
+  refused(
+      xorOp,
+      [](InstructionInfo &i) {
+        i.operands = {0, 6};
+      },
+      "the same dtype and shape");
+  refused(
+      xorOp, [](InstructionInfo &i) { i.results = {7}; },
+      "the same dtype and shape");
+  refused(
+      xorOp, [](InstructionInfo &i) { i.ints = {1}; }, "expects 0 and 0");
+
+  InstructionInfo bitcast;
+  bitcast.op = Opcode::Bitcast;
+  bitcast.operands = {0};
+  bitcast.results = {3};
+  ASSERT_TRUE(validateInstruction(bitcast, 0, tensors).ok());
+  refused(
+      bitcast, [](InstructionInfo &i) { i.results = {4}; },
+      "cannot bitcast ui32 to f64");
+  refused(
+      bitcast, [](InstructionInfo &i) { i.operands = {6}, i.results = {5}; },
+      "cannot bitcast ui8 to i1");
+  refused(
+      bitcast, [](InstructionInfo &i) { i.results = {7}; }, "shape");
+}
+
 // dot_general_gelu_grad (format 25): dot_general's operands, the
 // pre-activation of the product's type and shape, dot_general's dimension
 // numbers and the approximation; the result apart from every operand.

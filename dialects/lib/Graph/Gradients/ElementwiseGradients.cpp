@@ -107,6 +107,14 @@ void zeroVjp(OpT op, OpBuilder &b, Value g, SmallVectorImpl<Value> &out) {
   out.push_back(splatLike(b, op.getLoc(), g, 0.0));
 }
 
+/// A bitcast's derivative is 0 (JAX's too): the bits of a float read as
+/// another type move by no smooth rule. Only a float operand asks for one
+/// (autodiff skips integer operands), of its own type.
+void bitcastVjp(BitcastOp op, OpBuilder &b, Value,
+                SmallVectorImpl<Value> &out) {
+  out.push_back(splatLike(b, op.getLoc(), op.getOperand(), 0.0));
+}
+
 void erfVjp(ErfOp op, OpBuilder &b, Value g, SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
   Value x = op.getOperand();
@@ -278,6 +286,7 @@ void attachElementwiseGradients(MLIRContext &context) {
   SinOp::attachInterface<Gradient<SinOp, sinVjp>>(context);
   FloorOp::attachInterface<Gradient<FloorOp, zeroVjp<FloorOp>>>(context);
   RoundOp::attachInterface<Gradient<RoundOp, zeroVjp<RoundOp>>>(context);
+  BitcastOp::attachInterface<Gradient<BitcastOp, bitcastVjp>>(context);
   AddOp::attachInterface<Gradient<AddOp, addVjp>>(context);
   SubOp::attachInterface<Gradient<SubOp, subVjp>>(context);
   MulOp::attachInterface<Gradient<MulOp, mulVjp>>(context);

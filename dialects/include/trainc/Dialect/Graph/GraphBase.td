@@ -138,6 +138,16 @@ def Graph_Tensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32, I16, I8,
 def Graph_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32,
                                                I16, I8, UI64, UI32, UI16, UI8]>;
 def Graph_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16]>;
+/// Integers as bit patterns (the bitwise ops): i8 ... i64 and ui8 ... ui64.
+def Graph_BitsTensor : StaticShapeTensorOf<[I64, I32, I16, I8, UI64, UI32,
+                                            UI16, UI8]>;
+/// What graph.bitcast reinterprets: the numeric types and the 8-bit
+/// floats (not i1 or the sub-byte types, whose storage byte is no bit
+/// pattern of the value's width).
+def Graph_BitcastTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32,
+                                               I16, I8, UI64, UI32, UI16, UI8,
+                                               F8E4M3FN, F8E4M3FNUZ, F8E5M2,
+                                               F8E5M2FNUZ, Graph_F8E8M0FNU]>;
 def Graph_IntTensor : StaticShapeTensorOf<[I64, I32]>;
 def Graph_FloatOrIntTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64,
                                                   I32]>;

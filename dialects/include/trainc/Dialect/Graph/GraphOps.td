@@ -116,6 +116,71 @@ def Graph_MaxOp : Graph_BinaryElementwiseOp<"max", Graph_NumericTensor,
 def Graph_MinOp : Graph_BinaryElementwiseOp<"min", Graph_NumericTensor,
     "min(x, y) (NaN if either is NaN)", [Commutative]>;
 
+//===----------------------------------------------------------------------===//
+// Bitwise ops: integers as bit patterns (two's complement for the signed
+// types). Integer results carry no gradient, so these need no rule.
+//===----------------------------------------------------------------------===//
+
+def Graph_AndOp : Graph_BinaryElementwiseOp<"and", Graph_BitsTensor,
+    "x & y (bitwise)", [Commutative]> {
+  let hasFolder = 0;
+}
+def Graph_OrOp : Graph_BinaryElementwiseOp<"or", Graph_BitsTensor,
+    "x | y (bitwise)", [Commutative]> {
+  let hasFolder = 0;
+}
+def Graph_XorOp : Graph_BinaryElementwiseOp<"xor", Graph_BitsTensor,
+    "x ^ y (bitwise exclusive or)", [Commutative]> {
+  let hasFolder = 0;
+}
+def Graph_NotOp : Graph_UnaryElementwiseOp<"not", Graph_BitsTensor,
+    "~x (every bit flipped)">;
+def Graph_ShiftLeftOp : Graph_BinaryElementwiseOp<"shift_left",
+    Graph_BitsTensor, "x << y: 0 where y, read as unsigned, is at least the "
+    "bit width (StableHLO's shift_left)"> {
+  let hasFolder = 0;
+}
+def Graph_ShiftRightLogicalOp : Graph_BinaryElementwiseOp<"shift_right_logical",
+    Graph_BitsTensor, "x >> y filling with zeros: 0 where y, read as "
+    "unsigned, is at least the bit width"> {
+  let hasFolder = 0;
+}
+def Graph_ShiftRightArithmeticOp : Graph_BinaryElementwiseOp<
+    "shift_right_arithmetic", Graph_BitsTensor, "x >> y filling with the sign "
+    "bit: every bit the sign bit where y, read as unsigned, is at least the "
+    "bit width"> {
+  let hasFolder = 0;
+}
+def Graph_PopCountOp : Graph_UnaryElementwiseOp<"pop_count", Graph_BitsTensor,
+    "the number of bits of x that are set">;
+def Graph_CountLeadingZerosOp : Graph_UnaryElementwiseOp<"count_leading_zeros",
+    Graph_BitsTensor, "the number of zero bits above the highest set bit of x "
+    "(the bit width for 0)">;
+
+def Graph_BitcastOp : Graph_Op<"bitcast", [Elementwise,
+    SameOperandsAndResultShape, Graph_CostOpInterface]> {
+  let summary = "elementwise reinterpretation of bits";
+  let description = [{
+    Each element's stored bits read as the result's element type, which has
+    the operand's bit width (StableHLO's bitcast_convert between types of
+    one width: `jax.random` makes uniform floats so from random integers).
+    No gradient flows through it.
+
+    Constraints:
+    - (C1) the operand and the result have the same shape.
+    - (C2) the element types have the same bit width.
+
+    Example:
+    ```mlir
+    %f = graph.bitcast %bits : (tensor<4xui32>) -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_BitcastTensor:$operand);
+  let results = (outs Graph_BitcastTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` functional-type($operand, $result)";
+  let hasVerifier = 1;
+}
+
 def Graph_CompareOp : Graph_Op<"compare", [Elementwise, SameTypeOperands,
     InferTypeOpAdaptor, Graph_CostOpInterface]> {
   let hasFolder = 1;

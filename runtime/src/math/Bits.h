@@ -1,0 +1,104 @@
+//===- Bits.h - The bitwise ops' per-element math ------------------*- C++
+//-*-===//
+//
+// graph.and ... graph.count_leading_zeros on one element, for the CPU
+// (cpu/Bitwise.cpp) and CUDA (cuda/Bitwise.cu) kernels alike. T is the
+// storage type (int8_t ... uint64_t); every op works on its unsigned bits
+// U, so signed values are their two's complement bits and nothing here is
+// undefined behaviour in C++ (no signed overflow, no shift by the width):
+//
+//   shift_left(x, y)             x << y, 0 where y >= width
+//   shift_right_logical(x, y)    x >> y with zeros, 0 where y >= width
+//   shift_right_arithmetic(x, y) x >> y with copies of the sign bit, every
+//                                bit the sign bit where y >= width
+//   pop_count(x)                 the number of set bits
+//   count_leading_zeros(x)       zero bits above the highest set bit (the
+//                                width for 0)
+//
+// y is read as unsigned, so a negative shift is a large one (StableHLO's
+// rule, and XLA's). The shifts' results are T's bits, as are the counts
+// (a count of at most 64 fits every T).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_MATH_BITS_H
+#define TRAINC_RUNTIME_MATH_BITS_H
+
+#include "base/HostDevice.h"
+
+#include <cstdint>
+#include <type_traits>
+
+namespace trainc::math {
+
+enum class BitOp {
+  kAnd,
+  kOr,
+  kXor,
+  kNot,
+  kShiftLeft,
+  kShiftRightLogical,
+  kShiftRightArithmetic,
+  kPopCount,
+  kCountLeadingZeros,
+};
+
+/// Whether `op` takes two operands.
+TRAINC_HD bool isBinaryBitOp(BitOp op) {
+  return op != BitOp::kNot && op != BitOp::kPopCount &&
+         op != BitOp::kCountLeadingZeros;
+}
+
+/// `op` of x (and y, for the binary ones) in T's bits.
+template <typename T> TRAINC_HD T bitOp(BitOp op, T x, T y) {
+  using U = std::make_unsigned_t<T>;
+  constexpr int kWidth = int(sizeof(T) * 8);
+  // The arithmetic is done in uint64_t and cut to U at the end, so that
+  // the 8- and 16-bit types are not promoted to (signed) int.
+  uint64_t a = uint64_t(U(x)), b = uint64_t(U(y));
+  constexpr uint64_t kMask =
+      kWidth == 64 ? ~uint64_t(0) : (uint64_t(1) << kWidth) - 1;
+  uint64_t r = 0;
+  switch (op) {
+  case BitOp::kAnd:
+    r = a & b;
+    break;
+  case BitOp::kOr:
+    r = a | b;
+    break;
+  case BitOp::kXor:
+    r = a ^ b;
+    break;
+  case BitOp::kNot:
+    r = ~a;
+    break;
+  case BitOp::kShiftLeft:
+    r = b >= uint64_t(kWidth) ? 0 : a << b;
+    break;
+  case BitOp::kShiftRightLogical:
+    r = b >= uint64_t(kWidth) ? 0 : a >> b;
+    break;
+  case BitOp::kShiftRightArithmetic: {
+    bool negative = (a >> (kWidth - 1)) & 1;
+    uint64_t shift = b >= uint64_t(kWidth) ? uint64_t(kWidth) - 1 : b;
+    r = a >> shift;
+    if (negative) // The bits shifted in are ones.
+      r |= kMask & ~(kMask >> shift);
+    break;
+  }
+  case BitOp::kPopCount:
+    for (uint64_t v = a; v; v &= v - 1)
+      ++r;
+    break;
+  case BitOp::kCountLeadingZeros:
+    r = uint64_t(kWidth);
+    for (uint64_t v = a; v; v >>= 1)
+      --r;
+    break;
+  }
+  return T(U(r & kMask));
+}
+
+} // namespace trainc::math
+
+#endif // TRAINC_RUNTIME_MATH_BITS_H
