@@ -181,6 +181,15 @@ struct PrecisionPass : public trainc::impl::PrecisionBase<PrecisionPass> {
       // Explicit casts keep their result type; constants have no operand.
       if (isa<ConvertOp>(op) || op.getNumOperands() == 0)
         continue;
+      // A bitcast reads the stored bits of its operand as the program typed
+      // it: a 32-bit float this pass narrowed is widened back for it (the
+      // result's width says which), and its result type stays.
+      if (auto bitcast = dyn_cast<BitcastOp>(op)) {
+        if (isLow(bitcast.getOperand()) &&
+            elementStorageBytes(bitcast.getType().getElementType()) == 4)
+          castOperand(bitcast->getOpOperand(0), f32);
+        continue;
+      }
       bool keep = kept(&op);
       // The loss reads 16-bit logits as they are (its kernel computes in
       // f32) and stays f32: no f32 copy of the logits.

@@ -86,6 +86,8 @@ int64_t SliceOp::getFlops() { return 0; }
 int64_t ConcatenateOp::getFlops() { return 0; }
 int64_t GatherOp::getFlops() { return 0; }
 int64_t ConstantOp::getFlops() { return 0; }
+// A bitcast moves bits unchanged.
+int64_t BitcastOp::getFlops() { return 0; }
 /// One add per update element.
 int64_t ScatterAddOp::getFlops() { return numElements(getUpdates()); }
 

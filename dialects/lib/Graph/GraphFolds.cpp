@@ -435,6 +435,71 @@ OpFoldResult ConvertOp::fold(FoldAdaptor adaptor) {
 }
 
 //===----------------------------------------------------------------------===//
+// Bitwise: APInt's own operations; a shift amount is read as unsigned and
+// one at least the width gives 0 (or the sign's bits), as StableHLO says
+// and APInt's shifts by an APInt do.
+//===----------------------------------------------------------------------===//
+
+namespace {
+template <typename IntFn>
+OpFoldResult foldBits(ArrayRef<Attribute> operands, Type type, IntFn intFn) {
+  return foldBinaryConstants(
+      operands, type,
+      [](const APFloat &, const APFloat &) -> std::optional<APFloat> {
+        return std::nullopt; // the bitwise ops take integers only
+      },
+      [&](const APInt &a, const APInt &b) {
+        return std::optional(intFn(a, b));
+      });
+}
+template <typename IntFn>
+OpFoldResult foldBitsUnary(ArrayRef<Attribute> operands, IntFn intFn) {
+  if (!cheapToFold(operands))
+    return {};
+  return constFoldUnaryOp<IntegerAttr, APInt, void>(operands, intFn);
+}
+} // namespace
+
+OpFoldResult AndOp::fold(FoldAdaptor adaptor) {
+  return foldBits(adaptor.getOperands(), getType(),
+                  [](const APInt &a, const APInt &b) { return a & b; });
+}
+OpFoldResult OrOp::fold(FoldAdaptor adaptor) {
+  return foldBits(adaptor.getOperands(), getType(),
+                  [](const APInt &a, const APInt &b) { return a | b; });
+}
+OpFoldResult XorOp::fold(FoldAdaptor adaptor) {
+  return foldBits(adaptor.getOperands(), getType(),
+                  [](const APInt &a, const APInt &b) { return a ^ b; });
+}
+OpFoldResult ShiftLeftOp::fold(FoldAdaptor adaptor) {
+  return foldBits(adaptor.getOperands(), getType(),
+                  [](const APInt &a, const APInt &b) { return a.shl(b); });
+}
+OpFoldResult ShiftRightLogicalOp::fold(FoldAdaptor adaptor) {
+  return foldBits(adaptor.getOperands(), getType(),
+                  [](const APInt &a, const APInt &b) { return a.lshr(b); });
+}
+OpFoldResult ShiftRightArithmeticOp::fold(FoldAdaptor adaptor) {
+  return foldBits(adaptor.getOperands(), getType(),
+                  [](const APInt &a, const APInt &b) { return a.ashr(b); });
+}
+OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
+  return foldBitsUnary(adaptor.getOperands(),
+                       [](const APInt &a) { return ~a; });
+}
+OpFoldResult PopCountOp::fold(FoldAdaptor adaptor) {
+  return foldBitsUnary(adaptor.getOperands(), [](const APInt &a) {
+    return APInt(a.getBitWidth(), a.popcount());
+  });
+}
+OpFoldResult CountLeadingZerosOp::fold(FoldAdaptor adaptor) {
+  return foldBitsUnary(adaptor.getOperands(), [](const APInt &a) {
+    return APInt(a.getBitWidth(), a.countl_zero());
+  });
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions and data movement
 //===----------------------------------------------------------------------===//
 

@@ -16,6 +16,7 @@
 #include "math/Bits.h"
 
 #include <cstring>
+#include <optional>
 
 namespace trainc::cpu {
 namespace {
@@ -25,8 +26,8 @@ using math::BitOp;
 /// Elements per parallel chunk (as Elementwise.cpp's).
 constexpr int64_t kGrain = 16384;
 
-/// The math::BitOp of a bitwise opcode.
-BitOp bitOpOf(Opcode op) {
+/// The math::BitOp of a bitwise opcode (none for another opcode).
+std::optional<BitOp> bitOpOf(Opcode op) {
   switch (op) {
   case Opcode::And:
     return BitOp::kAnd;
@@ -44,8 +45,10 @@ BitOp bitOpOf(Opcode op) {
     return BitOp::kShiftRightArithmetic;
   case Opcode::PopCount:
     return BitOp::kPopCount;
-  default:
+  case Opcode::CountLeadingZeros:
     return BitOp::kCountLeadingZeros;
+  default:
+    return std::nullopt;
   }
 }
 
@@ -64,8 +67,8 @@ template <typename T, BitOp kOp> void bitLoop(const KernelCall &call) {
               });
 }
 
-template <typename T> void bitTyped(const KernelCall &call) {
-  switch (bitOpOf(call.op)) {
+template <typename T> void bitTyped(const KernelCall &call, BitOp op) {
+  switch (op) {
   case BitOp::kAnd:
     return bitLoop<T, BitOp::kAnd>(call);
   case BitOp::kOr:
@@ -104,8 +107,11 @@ Status runBitcast(const KernelCall &call) {
 Status runBitwise(const KernelCall &call) {
   if (call.op == Opcode::Bitcast)
     return runBitcast(call);
+  std::optional<BitOp> op = bitOpOf(call.op);
+  if (!op)
+    return kernelError(call, "not a bitwise op");
   auto run = [&](auto zero) {
-    bitTyped<decltype(zero)>(call);
+    bitTyped<decltype(zero)>(call, *op);
     return okStatus();
   };
   switch (call.inputs[0].dtype) {

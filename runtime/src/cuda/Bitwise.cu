@@ -16,6 +16,7 @@
 #include "math/Bits.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace trainc::cuda {
 namespace {
@@ -30,9 +31,8 @@ __global__ void bitKernel(const T *x, const T *y, T *z, int64_t n, BitOp op) {
     z[i] = math::bitOp<T>(op, x[i], y[i]);
 }
 
-/// The math::BitOp of a bitwise opcode (the table's family: And ...
-/// CountLeadingZeros).
-BitOp bitOpOf(Opcode op) {
+/// The math::BitOp of a bitwise opcode (none for another opcode).
+std::optional<BitOp> bitOpOf(Opcode op) {
   switch (op) {
   case Opcode::And:
     return BitOp::kAnd;
@@ -50,13 +50,14 @@ BitOp bitOpOf(Opcode op) {
     return BitOp::kShiftRightArithmetic;
   case Opcode::PopCount:
     return BitOp::kPopCount;
-  default:
+  case Opcode::CountLeadingZeros:
     return BitOp::kCountLeadingZeros;
+  default:
+    return std::nullopt;
   }
 }
 
-template <typename T> Status launchBits(const KernelCall &call) {
-  BitOp op = bitOpOf(call.op);
+template <typename T> Status launchBits(const KernelCall &call, BitOp op) {
   int64_t n = call.outputs[0].numElements();
   if (n == 0)
     return okStatus();
@@ -89,23 +90,26 @@ Status runBitcast(const KernelCall &call) {
 Status runBitwise(const KernelCall &call) {
   if (call.op == Opcode::Bitcast)
     return runBitcast(call);
+  std::optional<BitOp> op = bitOpOf(call.op);
+  if (!op)
+    return kernelError(call, "not a bitwise op");
   switch (call.inputs[0].dtype) {
   case DType::I8:
-    return launchBits<int8_t>(call);
+    return launchBits<int8_t>(call, *op);
   case DType::I16:
-    return launchBits<int16_t>(call);
+    return launchBits<int16_t>(call, *op);
   case DType::I32:
-    return launchBits<int32_t>(call);
+    return launchBits<int32_t>(call, *op);
   case DType::I64:
-    return launchBits<int64_t>(call);
+    return launchBits<int64_t>(call, *op);
   case DType::U8:
-    return launchBits<uint8_t>(call);
+    return launchBits<uint8_t>(call, *op);
   case DType::U16:
-    return launchBits<uint16_t>(call);
+    return launchBits<uint16_t>(call, *op);
   case DType::U32:
-    return launchBits<uint32_t>(call);
+    return launchBits<uint32_t>(call, *op);
   case DType::U64:
-    return launchBits<uint64_t>(call);
+    return launchBits<uint64_t>(call, *op);
   default:
     return unsupported(call, call.inputs[0].dtype);
   }

@@ -851,9 +851,36 @@ Status Checker::check() const {
     TRAINC_RETURN_IF_ERROR(arity(1, 1));
     TRAINC_RETURN_IF_ERROR(attrs(0, 0));
     DType from = operand(0).dtype, to = result(0).dtype;
+    // Types whose storage is the value's own bits (no i1, no sub-byte).
     auto bitsOfValue = [](DType t) {
-      return t != DType::I1 && t != DType::I4 && t != DType::U4 &&
-             t != DType::I2 && t != DType::U2 && t != DType::F4E2M1FN;
+      switch (t) {
+      case DType::F64:
+      case DType::F32:
+      case DType::F16:
+      case DType::BF16:
+      case DType::I64:
+      case DType::I32:
+      case DType::I16:
+      case DType::I8:
+      case DType::U64:
+      case DType::U32:
+      case DType::U16:
+      case DType::U8:
+      case DType::F8E4M3FN:
+      case DType::F8E4M3FNUZ:
+      case DType::F8E5M2:
+      case DType::F8E5M2FNUZ:
+      case DType::F8E8M0FNU:
+        return true;
+      case DType::I1:
+      case DType::I4:
+      case DType::U4:
+      case DType::I2:
+      case DType::U2:
+      case DType::F4E2M1FN:
+        return false;
+      }
+      return false;
     };
     if (!bitsOfValue(from) || !bitsOfValue(to) ||
         dtypeSize(from) != dtypeSize(to))

@@ -87,13 +87,24 @@ template <typename T> TRAINC_HD T bitOp(BitOp op, T x, T y) {
     break;
   }
   case BitOp::kPopCount:
-    for (uint64_t v = a; v; v &= v - 1)
-      ++r;
+#if defined(__CUDA_ARCH__)
+    r = uint64_t(__popcll(a));
+#else
+    r = uint64_t(__builtin_popcountll(a));
+#endif
     break;
   case BitOp::kCountLeadingZeros:
-    r = uint64_t(kWidth);
-    for (uint64_t v = a; v; v >>= 1)
-      --r;
+    // a has no bit above kWidth: the 64-bit count less the 64 - kWidth
+    // bits above T's (the builtins leave 0 undefined).
+    if (a == 0) {
+      r = uint64_t(kWidth);
+    } else {
+#if defined(__CUDA_ARCH__)
+      r = uint64_t(__clzll((long long)a)) - uint64_t(64 - kWidth);
+#else
+      r = uint64_t(__builtin_clzll(a)) - uint64_t(64 - kWidth);
+#endif
+    }
     break;
   }
   return T(U(r & kMask));

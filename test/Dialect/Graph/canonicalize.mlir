@@ -526,3 +526,33 @@ func.func @add_concatenates_kept(%a: tensor<4x2xf32>, %b: tensor<4x4xf32>) -> (t
   %partial = graph.add %fine, %bz : tensor<4x6xf32>
   return %plus, %overlap, %partial : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>
 }
+
+// -----
+
+// Bitwise ops on constants fold: shifts by the width or more give 0 (or
+// the sign's bits), the amount read as unsigned (-1 of i8 is 255); the
+// counts in the operand's type.
+// CHECK-LABEL: func.func @bits_fold
+// CHECK-DAG: graph.constant dense<[6, 0, 0, -16]> : tensor<4xi8>
+// CHECK-DAG: graph.constant dense<[1, 0, 0, 31]> : tensor<4xi8>
+// CHECK-DAG: graph.constant dense<[1, 0, -1, -1]> : tensor<4xi8>
+// CHECK-DAG: graph.constant dense<[2, 6, 8, 7]> : tensor<4xi8>
+// CHECK-DAG: graph.constant dense<[7, 4, 0, 6]> : tensor<4xi8>
+// CHECK-DAG: graph.constant dense<[-4, -127, 0, 1]> : tensor<4xi8>
+// CHECK-DAG: graph.constant dense<[3, 2147483648]> : tensor<2xui32>
+// CHECK-NOT: graph.shift
+// CHECK-NOT: graph.xor
+func.func @bits_fold() -> (tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<2xui32>) {
+  %x = graph.constant dense<[3, 126, -1, -2]> : tensor<4xi8>
+  %s = graph.constant dense<[1, 8, -1, 3]> : tensor<4xi8>
+  %u = graph.constant dense<[1, 4294967295]> : tensor<2xui32>
+  %v = graph.constant dense<[2, 2147483647]> : tensor<2xui32>
+  %left = graph.shift_left %x, %s : tensor<4xi8>
+  %logical = graph.shift_right_logical %x, %s : tensor<4xi8>
+  %arith = graph.shift_right_arithmetic %x, %s : tensor<4xi8>
+  %count = graph.pop_count %x : tensor<4xi8>
+  %zeros = graph.count_leading_zeros %s : tensor<4xi8>
+  %not = graph.not %x : tensor<4xi8>
+  %xor = graph.xor %u, %v : tensor<2xui32>
+  return %left, %logical, %arith, %count, %zeros, %not, %xor : tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<2xui32>
+}

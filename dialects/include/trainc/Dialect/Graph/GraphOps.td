@@ -122,43 +122,38 @@ def Graph_MinOp : Graph_BinaryElementwiseOp<"min", Graph_NumericTensor,
 //===----------------------------------------------------------------------===//
 
 def Graph_AndOp : Graph_BinaryElementwiseOp<"and", Graph_BitsTensor,
-    "x & y (bitwise)", [Commutative]> {
-  let hasFolder = 0;
-}
+    "x & y (bitwise)", [Commutative]>;
 def Graph_OrOp : Graph_BinaryElementwiseOp<"or", Graph_BitsTensor,
-    "x | y (bitwise)", [Commutative]> {
-  let hasFolder = 0;
-}
+    "x | y (bitwise)", [Commutative]>;
 def Graph_XorOp : Graph_BinaryElementwiseOp<"xor", Graph_BitsTensor,
-    "x ^ y (bitwise exclusive or)", [Commutative]> {
-  let hasFolder = 0;
-}
+    "x ^ y (bitwise exclusive or)", [Commutative]>;
 def Graph_NotOp : Graph_UnaryElementwiseOp<"not", Graph_BitsTensor,
-    "~x (every bit flipped)">;
+    "~x (every bit flipped)"> {
+  let hasFolder = 1;
+}
 def Graph_ShiftLeftOp : Graph_BinaryElementwiseOp<"shift_left",
     Graph_BitsTensor, "x << y: 0 where y, read as unsigned, is at least the "
-    "bit width (StableHLO's shift_left)"> {
-  let hasFolder = 0;
-}
+    "bit width (StableHLO's shift_left)">;
 def Graph_ShiftRightLogicalOp : Graph_BinaryElementwiseOp<"shift_right_logical",
     Graph_BitsTensor, "x >> y filling with zeros: 0 where y, read as "
-    "unsigned, is at least the bit width"> {
-  let hasFolder = 0;
-}
+    "unsigned, is at least the bit width">;
 def Graph_ShiftRightArithmeticOp : Graph_BinaryElementwiseOp<
     "shift_right_arithmetic", Graph_BitsTensor, "x >> y filling with the sign "
     "bit: every bit the sign bit where y, read as unsigned, is at least the "
-    "bit width"> {
-  let hasFolder = 0;
-}
+    "bit width">;
 def Graph_PopCountOp : Graph_UnaryElementwiseOp<"pop_count", Graph_BitsTensor,
-    "the number of bits of x that are set">;
+    "the number of bits of x that are set"> {
+  let hasFolder = 1;
+}
 def Graph_CountLeadingZerosOp : Graph_UnaryElementwiseOp<"count_leading_zeros",
     Graph_BitsTensor, "the number of zero bits above the highest set bit of x "
-    "(the bit width for 0)">;
+    "(the bit width for 0)"> {
+  let hasFolder = 1;
+}
 
 def Graph_BitcastOp : Graph_Op<"bitcast", [Elementwise,
-    SameOperandsAndResultShape, Graph_CostOpInterface]> {
+    SameOperandsAndResultShape,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
   let summary = "elementwise reinterpretation of bits";
   let description = [{
     Each element's stored bits read as the result's element type, which has
