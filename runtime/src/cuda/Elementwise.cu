@@ -14,7 +14,8 @@
 // operand's memory.
 //
 // Dtypes: the storage types of KernelUtil.cuh (f32, f64, bf16, f16, i32,
-// i64, i1); the CPU's narrow and unsigned integers are unsupported here.
+// i64, ui32 and ui64 for jax.random's words and counters, i1); the CPU's
+// other narrow integers are unsupported here.
 // Integers take neg, abs and the binary ops but pow; i1 only compare,
 // select and convert, as on the CPU. Kernels are instantiated per storage
 // type; the op (or the compare direction, or convert's result dtype) is a
@@ -194,6 +195,12 @@ __global__ void convertKernel(const S *x, void *y, int64_t n, DType to) {
     case DType::I64:
       store(static_cast<int64_t *>(y), i, toInt<int64_t>(v));
       break;
+    case DType::U32:
+      store(static_cast<uint32_t *>(y), i, toInt<uint32_t>(v));
+      break;
+    case DType::U64:
+      store(static_cast<uint64_t *>(y), i, toInt<uint64_t>(v));
+      break;
     default: // I1: NaN != 0, so NaN converts to true.
       store(static_cast<Bool *>(y), i, v != Compute<S>(0));
       break;
@@ -358,6 +365,8 @@ bool isStorageDType(DType t) {
   case DType::BF16:
   case DType::I32:
   case DType::I64:
+  case DType::U32:
+  case DType::U64:
   case DType::I1:
     return true;
   default:

@@ -44,6 +44,12 @@ template <> struct IntRange<int32_t> {
 template <> struct IntRange<int64_t> {
   static constexpr int64_t kMin = INT64_MIN, kMax = INT64_MAX;
 };
+template <> struct IntRange<uint32_t> {
+  static constexpr uint32_t kMin = 0, kMax = UINT32_MAX;
+};
+template <> struct IntRange<uint64_t> {
+  static constexpr uint64_t kMin = 0, kMax = UINT64_MAX;
+};
 
 //===--- Unary ------------------------------------------------------------===//
 
@@ -56,7 +62,10 @@ __device__ __forceinline__ Compute<S> unaryOf(Opcode op, Compute<S> v) {
     C negated = wrapSub(C(0), v);
     if (op == Opcode::Neg)
       return negated;
-    return v < 0 ? negated : v; // Abs.
+    if constexpr (std::is_unsigned_v<C>)
+      return v; // Abs of an unsigned value.
+    else
+      return v < 0 ? negated : v; // Abs.
   } else if constexpr (std::is_same_v<C, double>) {
     switch (op) {
     case Opcode::Neg:
@@ -144,10 +153,11 @@ binaryOf(Opcode op, Compute<S> u, Compute<S> v, const FaultSite &site) {
         reportFault(site, FaultKind::kIntegerDivisionByZero, 0, 0);
         return 0;
       }
-      if (u == IntRange<C>::kMin && v == C(-1)) {
-        reportFault(site, FaultKind::kIntegerOverflow, int64_t(u), -1);
-        return u;
-      }
+      if constexpr (std::is_signed_v<C>)
+        if (u == IntRange<C>::kMin && v == C(-1)) {
+          reportFault(site, FaultKind::kIntegerOverflow, int64_t(u), -1);
+          return u;
+        }
       return u / v; // Truncates toward zero.
     case Opcode::Max:
       return u > v ? u : v;
@@ -230,11 +240,13 @@ __device__ __forceinline__ float toFloatOdd(int64_t v) {
 
 /// Float -> int: truncates toward zero; NaN gives 0 and values beyond the
 /// range the nearest bound (cpu/Elementwise.cpp's truncateSaturating; the
-/// bounds -2^(b-1) and 2^(b-1) are exact in double).
+/// bounds -2^(b-1) and 2^(b-1), or 0 and 2^b unsigned, are exact in
+/// double).
 template <typename D>
 __device__ __forceinline__ D truncateSaturating(double x) {
   constexpr double lo = double(IntRange<D>::kMin);
-  constexpr double hi = -lo;
+  constexpr double hi =
+      std::is_signed_v<D> ? -lo : 2.0 * double(IntRange<D>::kMax / 2 + 1);
   if (x != x)
     return 0;
   if (x < lo)
@@ -264,10 +276,17 @@ __device__ __forceinline__ float toNarrow(int32_t v) {
   return toFloatOdd(int64_t(v));
 }
 __device__ __forceinline__ float toNarrow(int64_t v) { return toFloatOdd(v); }
+__device__ __forceinline__ float toNarrow(uint32_t v) {
+  return toFloatOdd(int64_t(v));
+}
+/// ui64 through double, as the CPU's convertValue rounds it.
+__device__ __forceinline__ float toNarrow(uint64_t v) {
+  return toFloatOdd(double(v));
+}
 __device__ __forceinline__ float toNarrow(bool v) { return v ? 1.0f : 0.0f; }
 
-/// To i32 or i64: floats truncate and saturate, integers wrap or
-/// sign-extend, i1 -> 0 or 1.
+/// To i32, i64, ui32 or ui64: floats truncate and saturate, integers wrap or
+/// extend, i1 -> 0 or 1.
 template <typename D, typename C> __device__ __forceinline__ D toInt(C v) {
   if constexpr (std::is_floating_point_v<C>)
     return truncateSaturating<D>(double(v));

@@ -44,6 +44,8 @@ template <typename S> struct ComputeOf { using type = float; };
 template <> struct ComputeOf<double> { using type = double; };
 template <> struct ComputeOf<int32_t> { using type = int32_t; };
 template <> struct ComputeOf<int64_t> { using type = int64_t; };
+template <> struct ComputeOf<uint32_t> { using type = uint32_t; };
+template <> struct ComputeOf<uint64_t> { using type = uint64_t; };
 template <> struct ComputeOf<Bool> { using type = bool; };
 /// The type a kernel computes in for storage type S.
 template <typename S> using Compute = typename ComputeOf<S>::type;
@@ -64,6 +66,14 @@ __host__ __device__ __forceinline__ int32_t load(const int32_t *p, int64_t i) {
   return p[i];
 }
 __host__ __device__ __forceinline__ int64_t load(const int64_t *p, int64_t i) {
+  return p[i];
+}
+__host__ __device__ __forceinline__ uint32_t load(const uint32_t *p,
+                                                  int64_t i) {
+  return p[i];
+}
+__host__ __device__ __forceinline__ uint64_t load(const uint64_t *p,
+                                                  int64_t i) {
   return p[i];
 }
 __host__ __device__ __forceinline__ bool load(const Bool *p, int64_t i) {
@@ -90,6 +100,14 @@ __host__ __device__ __forceinline__ void store(int32_t *p, int64_t i,
 }
 __host__ __device__ __forceinline__ void store(int64_t *p, int64_t i,
                                                int64_t v) {
+  p[i] = v;
+}
+__host__ __device__ __forceinline__ void store(uint32_t *p, int64_t i,
+                                               uint32_t v) {
+  p[i] = v;
+}
+__host__ __device__ __forceinline__ void store(uint64_t *p, int64_t i,
+                                               uint64_t v) {
   p[i] = v;
 }
 __host__ __device__ __forceinline__ void store(Bool *p, int64_t i, bool v) {
@@ -233,6 +251,10 @@ Status withStorage(const KernelCall &call, DType t, Fn &&fn) {
     return fn(int32_t());
   case DType::I64:
     return fn(int64_t());
+  case DType::U32: // jax.random's words and counters
+    return fn(uint32_t());
+  case DType::U64:
+    return fn(uint64_t());
   case DType::I1:
     return fn(Bool());
   default:

@@ -550,8 +550,9 @@ Status runReduction(const KernelCall &call) {
   DType t = call.inputs[0].dtype;
   return withStorage(call, t, [&](auto zero) -> Status {
     using S = decltype(zero);
-    // i1 has no reductions, and integers no mean, as on the CPU.
-    if constexpr (std::is_same_v<S, Bool>) {
+    // i1 and unsigned integers have no reductions, and integers no mean,
+    // as on the CPU.
+    if constexpr (std::is_same_v<S, Bool> || std::is_unsigned_v<S>) {
       return unsupported(call, t);
     } else {
       if (kind == Kind::kMean && !std::is_floating_point_v<Compute<S>>)

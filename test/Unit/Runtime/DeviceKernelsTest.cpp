@@ -87,7 +87,7 @@ TEST_P(DeviceKernels, UnaryFloat) {
 
 TEST_P(DeviceKernels, UnaryInteger) {
   uint32_t seed = 1;
-  for (DType t : {kI32, kI64})
+  for (DType t : {kI32, kI64, DType::U32, DType::U64})
     for (Opcode op : {Opcode::Neg, Opcode::Abs})
       for (const auto &dims : kElementwiseShapes)
         check(makeCall(op, {randomBits(t, dims, seed++)}, {zeros(t, dims)}));
@@ -136,6 +136,25 @@ TEST_P(DeviceKernels, BinaryInteger) {
           divisor.set(i, 7);
       check(makeCall(Opcode::Div, {randomBits(t, dims, seed + 3), divisor},
                      {zeros(t, dims)}));
+      seed += 4;
+    }
+  // ui32 and ui64 (jax.random's words and counters): wrapping arithmetic,
+  // unsigned order and division (no divisor 0; an all-ones divisor is no
+  // overflow).
+  for (DType u32 : {DType::U32, DType::U64})
+    for (const auto &dims : kElementwiseShapes) {
+      for (Opcode op :
+           {Opcode::Add, Opcode::Sub, Opcode::Mul, Opcode::Max, Opcode::Min})
+        check(makeCall(
+            op, {randomBits(u32, dims, seed), randomBits(u32, dims, seed + 1)},
+            {zeros(u32, dims)}));
+      TestTensor divisor = randomBits(u32, dims, seed + 2);
+      for (int64_t i = 0; i < divisor.size(); ++i)
+        if (divisor.get(i) == 0)
+          divisor.set(i, 7);
+      divisor.set(0, 4294967295.0);
+      check(makeCall(Opcode::Div, {randomBits(u32, dims, seed + 3), divisor},
+                     {zeros(u32, dims)}));
       seed += 4;
     }
 }
@@ -193,6 +212,15 @@ TEST_P(DeviceKernels, CompareEveryDirection) {
     for (int64_t direction = 0; direction < 6; ++direction)
       check(makeCall(Opcode::Compare, {a, b}, {zeros(kI1, dims)}, {direction}));
   }
+  // Unsigned order: small values (many ties) and values above 2^31.
+  for (DType t : {DType::U32, DType::U64}) {
+    TestTensor a = uniform(t, dims, seed++, 0, 6);
+    TestTensor b = uniform(t, dims, seed++, 0, 6);
+    a.set(0, 4294967295.0);
+    b.set(1, 2147483648.0);
+    for (int64_t direction = 0; direction < 6; ++direction)
+      check(makeCall(Opcode::Compare, {a, b}, {zeros(kI1, dims)}, {direction}));
+  }
 }
 
 TEST_P(DeviceKernels, Select) {
@@ -215,7 +243,9 @@ TestTensor convertInput(DType t, const std::vector<int64_t> &dims,
   TestTensor x = randomBits(t, dims, seed);
   if (t == kI1)
     return x;
-  TestTensor u = uniform(t, dims, seed + 1, -300, 300);
+  // ui32 holds no negative value to set.
+  bool isUnsigned = t == DType::U32 || t == DType::U64;
+  TestTensor u = uniform(t, dims, seed + 1, isUnsigned ? 0 : -300, 300);
   for (int64_t i = 0; i < x.size(); i += 2)
     x.set(i, u.get(i));
   const double floats[] = {
@@ -231,7 +261,7 @@ TestTensor convertInput(DType t, const std::vector<int64_t> &dims,
                   : std::vector<double>(std::begin(ints), std::end(ints))) {
     if (i >= x.size())
       break;
-    x.set(i, v);
+    x.set(i, isUnsigned && v < 0 ? 4294967295.0 : v);
     i += 2;
   }
   return x;
@@ -239,12 +269,50 @@ TestTensor convertInput(DType t, const std::vector<int64_t> &dims,
 
 TEST_P(DeviceKernels, Convert) {
   const std::pair<DType, DType> pairs[] = {
-      {kF32, kBF16}, {kF32, kF16},  {kF32, kF64},  {kF32, kI32},  {kF32, kI64},
-      {kF32, kI1},   {kBF16, kF32}, {kF16, kF32},  {kF64, kF32},  {kI32, kF32},
-      {kI64, kF32},  {kI1, kF32},   {kF64, kBF16}, {kF64, kF16},  {kBF16, kF16},
-      {kF16, kBF16}, {kF64, kI64},  {kF64, kI32},  {kBF16, kI32}, {kF16, kI64},
-      {kI64, kBF16}, {kI32, kF16},  {kI64, kF64},  {kI64, kI32},  {kI32, kI64},
-      {kI1, kBF16},  {kI64, kI1},   {kBF16, kF64}, {kI1, kI64},   {kF16, kI1}};
+      {kF32, kBF16},
+      {kF32, kF16},
+      {kF32, kF64},
+      {kF32, kI32},
+      {kF32, kI64},
+      {kF32, kI1},
+      {kBF16, kF32},
+      {kF16, kF32},
+      {kF64, kF32},
+      {kI32, kF32},
+      {kI64, kF32},
+      {kI1, kF32},
+      {kF64, kBF16},
+      {kF64, kF16},
+      {kBF16, kF16},
+      {kF16, kBF16},
+      {kF64, kI64},
+      {kF64, kI32},
+      {kBF16, kI32},
+      {kF16, kI64},
+      {kI64, kBF16},
+      {kI32, kF16},
+      {kI64, kF64},
+      {kI64, kI32},
+      {kI32, kI64},
+      {kI1, kBF16},
+      {kI64, kI1},
+      {kBF16, kF64},
+      {kI1, kI64},
+      {kF16, kI1},
+      // ui32 and ui64, as jax.random converts its words and counters.
+      {kI32, DType::U32},
+      {DType::U32, kI32},
+      {DType::U32, kF32},
+      {kF32, DType::U32},
+      {kF64, DType::U32},
+      {DType::U32, kBF16},
+      {DType::U64, DType::U32},
+      {kF64, DType::U64},
+      {DType::U64, kF32},
+      {DType::U64, kBF16},
+      {kI32, DType::U64},
+      {DType::U32, kI64},
+      {kI64, DType::U32}};
   uint32_t seed = 1;
   for (auto [from, to] : pairs)
     for (const auto &dims : {std::vector<int64_t>{1}, {3, 129}}) {
@@ -869,7 +937,8 @@ TEST_P(DeviceKernels, GatherWithNegativeIndices) {
 }
 
 TEST_P(DeviceKernels, Iota) {
-  for (DType t : {kF64, kF32, kF16, kBF16, kI64, kI32}) {
+  for (DType t :
+       {kF64, kF32, kF16, kBF16, kI64, kI32, DType::U32, DType::U64}) {
     for (int64_t dim : {0, 1})
       check(makeCall(Opcode::Iota, {}, {zeros(t, {3, 37})}, {dim}));
     check(makeCall(Opcode::Iota, {}, {zeros(t, {2, 3, 129})}, {2}));
