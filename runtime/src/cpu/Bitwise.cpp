@@ -26,32 +26,6 @@ using math::BitOp;
 /// Elements per parallel chunk (as Elementwise.cpp's).
 constexpr int64_t kGrain = 16384;
 
-/// The math::BitOp of a bitwise opcode (none for another opcode).
-std::optional<BitOp> bitOpOf(Opcode op) {
-  switch (op) {
-  case Opcode::And:
-    return BitOp::kAnd;
-  case Opcode::Or:
-    return BitOp::kOr;
-  case Opcode::Xor:
-    return BitOp::kXor;
-  case Opcode::Not:
-    return BitOp::kNot;
-  case Opcode::ShiftLeft:
-    return BitOp::kShiftLeft;
-  case Opcode::ShiftRightLogical:
-    return BitOp::kShiftRightLogical;
-  case Opcode::ShiftRightArithmetic:
-    return BitOp::kShiftRightArithmetic;
-  case Opcode::PopCount:
-    return BitOp::kPopCount;
-  case Opcode::CountLeadingZeros:
-    return BitOp::kCountLeadingZeros;
-  default:
-    return std::nullopt;
-  }
-}
-
 /// The loop of one op, the op a constant of the loop body, so that the
 /// switch in math::bitOp folds away and the loop vectorizes.
 template <typename T, BitOp kOp> void bitLoop(const KernelCall &call) {
@@ -107,7 +81,7 @@ Status runBitcast(const KernelCall &call) {
 Status runBitwise(const KernelCall &call) {
   if (call.op == Opcode::Bitcast)
     return runBitcast(call);
-  std::optional<BitOp> op = bitOpOf(call.op);
+  std::optional<BitOp> op = math::bitOpOf(call.op);
   if (!op)
     return kernelError(call, "not a bitwise op");
   auto run = [&](auto zero) {

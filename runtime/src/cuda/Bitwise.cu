@@ -31,32 +31,6 @@ __global__ void bitKernel(const T *x, const T *y, T *z, int64_t n, BitOp op) {
     z[i] = math::bitOp<T>(op, x[i], y[i]);
 }
 
-/// The math::BitOp of a bitwise opcode (none for another opcode).
-std::optional<BitOp> bitOpOf(Opcode op) {
-  switch (op) {
-  case Opcode::And:
-    return BitOp::kAnd;
-  case Opcode::Or:
-    return BitOp::kOr;
-  case Opcode::Xor:
-    return BitOp::kXor;
-  case Opcode::Not:
-    return BitOp::kNot;
-  case Opcode::ShiftLeft:
-    return BitOp::kShiftLeft;
-  case Opcode::ShiftRightLogical:
-    return BitOp::kShiftRightLogical;
-  case Opcode::ShiftRightArithmetic:
-    return BitOp::kShiftRightArithmetic;
-  case Opcode::PopCount:
-    return BitOp::kPopCount;
-  case Opcode::CountLeadingZeros:
-    return BitOp::kCountLeadingZeros;
-  default:
-    return std::nullopt;
-  }
-}
-
 template <typename T> Status launchBits(const KernelCall &call, BitOp op) {
   int64_t n = call.outputs[0].numElements();
   if (n == 0)
@@ -90,7 +64,7 @@ Status runBitcast(const KernelCall &call) {
 Status runBitwise(const KernelCall &call) {
   if (call.op == Opcode::Bitcast)
     return runBitcast(call);
-  std::optional<BitOp> op = bitOpOf(call.op);
+  std::optional<BitOp> op = math::bitOpOf(call.op);
   if (!op)
     return kernelError(call, "not a bitwise op");
   switch (call.inputs[0].dtype) {

@@ -2,7 +2,8 @@
 //-*-===//
 //
 // graph.and ... graph.count_leading_zeros on one element, for the CPU
-// (cpu/Bitwise.cpp) and CUDA (cuda/Bitwise.cu) kernels alike. T is the
+// (cpu/Bitwise.cpp) and CUDA (cuda/Bitwise.cu) kernels alike, and which
+// BitOp an opcode is (bitOpOf, host code). T is the
 // storage type (int8_t ... uint64_t); every op works on its unsigned bits
 // U, so signed values are their two's complement bits and nothing here is
 // undefined behaviour in C++ (no signed overflow, no shift by the width):
@@ -25,8 +26,10 @@
 #define TRAINC_RUNTIME_MATH_BITS_H
 
 #include "base/HostDevice.h"
+#include "trainc/schema/ExecutableFormat.h"
 
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 namespace trainc::math {
@@ -42,6 +45,32 @@ enum class BitOp {
   kPopCount,
   kCountLeadingZeros,
 };
+
+/// The math::BitOp of a bitwise opcode (none for another opcode).
+inline std::optional<BitOp> bitOpOf(Opcode op) {
+  switch (op) {
+  case Opcode::And:
+    return BitOp::kAnd;
+  case Opcode::Or:
+    return BitOp::kOr;
+  case Opcode::Xor:
+    return BitOp::kXor;
+  case Opcode::Not:
+    return BitOp::kNot;
+  case Opcode::ShiftLeft:
+    return BitOp::kShiftLeft;
+  case Opcode::ShiftRightLogical:
+    return BitOp::kShiftRightLogical;
+  case Opcode::ShiftRightArithmetic:
+    return BitOp::kShiftRightArithmetic;
+  case Opcode::PopCount:
+    return BitOp::kPopCount;
+  case Opcode::CountLeadingZeros:
+    return BitOp::kCountLeadingZeros;
+  default:
+    return std::nullopt;
+  }
+}
 
 /// Whether `op` takes two operands.
 TRAINC_HD bool isBinaryBitOp(BitOp op) {
