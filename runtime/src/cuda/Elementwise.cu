@@ -59,7 +59,7 @@
 // float round to nearest even once (to f16/bf16 from f64 or an integer
 // through f32 rounded to odd, see toFloatOdd), float -> int truncates
 // toward zero and saturates (NaN -> 0, beyond the range -> the nearest
-// bound), int -> int wraps or sign-extends, -> i1 tests non-zero (NaN ->
+// bound), int -> int wraps, sign- or zero-extends, -> i1 tests non-zero (NaN ->
 // true), i1 -> 0 or 1. Same dtype: a byte copy (any dtype).
 //
 //===----------------------------------------------------------------------===//

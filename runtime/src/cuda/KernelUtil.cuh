@@ -8,7 +8,8 @@
 // fault reporting and uniform error messages.
 //
 // Storage types: float (f32), double (f64), Bf16 and Half (16-bit floats
-// as their bits), int32_t, int64_t, and Bool (i1, one byte 0/1). The
+// as their bits), int32_t, int64_t, uint32_t, uint64_t, and Bool (i1, one
+// byte 0/1). The
 // compute type of a float storage type is double for f64 and float
 // otherwise, as on the CPU.
 //
@@ -118,7 +119,7 @@ __host__ __device__ __forceinline__ void store(Bool *p, int64_t i, bool v) {
 /// Status; any other dtype is `unsupported(call, t)`.
 template <typename Fn>
 Status withFloatStorage(const KernelCall &call, DType t, Fn &&fn);
-/// As withFloatStorage, also for i32, i64 and i1.
+/// As withFloatStorage, also for i32, i64, ui32, ui64 and i1.
 template <typename Fn>
 Status withStorage(const KernelCall &call, DType t, Fn &&fn);
 

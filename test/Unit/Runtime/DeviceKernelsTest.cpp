@@ -139,22 +139,23 @@ TEST_P(DeviceKernels, BinaryInteger) {
       seed += 4;
     }
   // ui32 and ui64 (jax.random's words and counters): wrapping arithmetic,
-  // unsigned order and division (no divisor 0; an all-ones divisor is no
-  // overflow).
-  for (DType u32 : {DType::U32, DType::U64})
+  // unsigned order and division (no divisor 0; 0 / all ones, the signed
+  // INT_MIN / -1's bits, is no overflow).
+  for (DType t : {DType::U32, DType::U64})
     for (const auto &dims : kElementwiseShapes) {
       for (Opcode op :
            {Opcode::Add, Opcode::Sub, Opcode::Mul, Opcode::Max, Opcode::Min})
         check(makeCall(
-            op, {randomBits(u32, dims, seed), randomBits(u32, dims, seed + 1)},
-            {zeros(u32, dims)}));
-      TestTensor divisor = randomBits(u32, dims, seed + 2);
+            op, {randomBits(t, dims, seed), randomBits(t, dims, seed + 1)},
+            {zeros(t, dims)}));
+      TestTensor dividend = randomBits(t, dims, seed + 3);
+      TestTensor divisor = randomBits(t, dims, seed + 2);
       for (int64_t i = 0; i < divisor.size(); ++i)
         if (divisor.get(i) == 0)
           divisor.set(i, 7);
-      divisor.set(0, 4294967295.0);
-      check(makeCall(Opcode::Div, {randomBits(u32, dims, seed + 3), divisor},
-                     {zeros(u32, dims)}));
+      dividend.set(0, 0);
+      std::memset(divisor.ref().data, 0xff, dtypeSize(t)); // all ones
+      check(makeCall(Opcode::Div, {dividend, divisor}, {zeros(t, dims)}));
       seed += 4;
     }
 }
@@ -218,6 +219,9 @@ TEST_P(DeviceKernels, CompareEveryDirection) {
     TestTensor b = uniform(t, dims, seed++, 0, 6);
     a.set(0, 4294967295.0);
     b.set(1, 2147483648.0);
+    // The top bit set (above every small value only in unsigned order).
+    std::memset(static_cast<uint8_t *>(a.ref().data) + 2 * dtypeSize(t), 0xff,
+                dtypeSize(t));
     for (int64_t direction = 0; direction < 6; ++direction)
       check(makeCall(Opcode::Compare, {a, b}, {zeros(kI1, dims)}, {direction}));
   }
@@ -248,11 +252,12 @@ TestTensor convertInput(DType t, const std::vector<int64_t> &dims,
   TestTensor u = uniform(t, dims, seed + 1, isUnsigned ? 0 : -300, 300);
   for (int64_t i = 0; i < x.size(); i += 2)
     x.set(i, u.get(i));
-  const double floats[] = {
-      kNaN,   kInf,        -kInf,  0.0,        -0.0,
-      0.5,    -0.5,        1.5,    2.5,        -2.5,
-      3e9,    -3e9,        65519,  65520,      1e-40,
-      0x1p31, -0x1p31 - 1, 0x1p63, 1 + 0x1p-8, 1 + 0x1p-11 + 0x1p-40};
+  const double floats[] = {kNaN, kInf, -kInf, 0.0, -0.0, 0.5, -0.5, 1.5, 2.5,
+                           -2.5, 3e9, -3e9, 65519, 65520, 1e-40, 0x1p31,
+                           -0x1p31 - 1, 0x1p63, 1 + 0x1p-8,
+                           1 + 0x1p-11 + 0x1p-40,
+                           // The unsigned bounds and just below them.
+                           0x1p32, 4294967295.75, 0x1p64, 0x1.fffffffffffffp63};
   const double ints[] = {0, 1, -1, 2049, 2051, 65519, 65520, 0x1p24 + 1};
   // At odd positions, so that the uniform half stays.
   int64_t i = 1;
@@ -311,6 +316,12 @@ TEST_P(DeviceKernels, Convert) {
       {DType::U64, kF32},
       {DType::U64, kBF16},
       {kI32, DType::U64},
+      {kI1, DType::U32},
+      {DType::U64, kF64},
+      {kBF16, DType::U32},
+      {kF16, DType::U64},
+      {DType::U32, DType::U64},
+      {DType::U64, kI64},
       {DType::U32, kI64},
       {kI64, DType::U32}};
   uint32_t seed = 1;
@@ -1005,7 +1016,7 @@ TEST_P(DeviceKernels, CrossEntropyTargetOutOfRangeIsAnError) {
 }
 
 TEST_P(DeviceKernels, IntegerDivisionByZeroIsAnError) {
-  for (DType t : {kI32, kI64})
+  for (DType t : {kI32, kI64, DType::U32, DType::U64})
     checkFails(
         makeCall(Opcode::Div,
                  {TestTensor(t, {3}, {1, 2, 3}), TestTensor(t, {3}, {1, 1, 0})},
