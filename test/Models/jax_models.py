@@ -194,14 +194,19 @@ class DropoutMLP:
     """MLP's network with dropout (rate 1/4) after both hidden layers, the
     masks drawn inside the loss by jax.random from batch['key'], the two
     uint32 words of a threefry key (a training loop passes a fresh one each
-    step). The StableHLO computes threefry2x32 on ui32 (shifts, xor, or and
+    step), and Gaussian noise (jax.random.normal, std 1/2) added to the
+    input. The StableHLO computes threefry2x32 on ui32 (shifts, xor, or and
     wrapping adds, in a while loop) and makes the uniform floats with
     bitcast_convert, so trainc's masks are JAX's only if every bit of that
     is: a wrong mask moves the loss and the gradients by far more than any
-    tolerance. The uniforms are float32 in the float64 reference too, so
-    both draw the same masks. Batch {'x', 'y', 'key'}.
+    tolerance. The normal draws are erfinv of uniforms: chlo.erf_inv in the
+    as_text() form, its polynomial spelled out in the export. The uniforms
+    and normals are float32 in the float64 reference too, so both draw the
+    same masks and noise.
+    Batch {'x', 'y', 'key'}.
     """
     RATE = 0.25
+    NOISE = 0.5
     init_params = staticmethod(MLP.init_params)
 
     @staticmethod
@@ -212,9 +217,12 @@ class DropoutMLP:
 
     @staticmethod
     def loss_fn(params, batch):
-        """MLP.loss_fn with inverted dropout on the hidden activations."""
+        """MLP.loss_fn with input noise and inverted dropout on the hidden
+        activations."""
         key = jax.random.wrap_key_data(batch['key'])
-        h = batch['x']
+        key, draw = jax.random.split(key)
+        h = batch['x'] + DropoutMLP.NOISE * jax.random.normal(
+            draw, batch['x'].shape, jnp.float32)
         for i, layer in enumerate(params):
             h = h @ layer['w'] + layer['b']
             if i == len(params) - 1:

@@ -234,6 +234,128 @@ LogicalResult lowerErfc(OpContext &ctx) {
   return success();
 }
 
+namespace {
+/// One range of Giles' erfinv expansion ("Approximating the erfinv
+/// function", GPU Computing Gems 2, 2010): for w below `below`, erfinv(x) =
+/// x * p(t), p's coefficients highest degree first, t = w - shift or
+/// sqrt(w) - shift.
+struct ErfInvRange {
+  double below;
+  bool sqrtOfW;
+  double shift;
+  ArrayRef<double> coefficients;
+};
+
+// The single-precision expansion (f32, and f16 and bf16 computed in f32).
+constexpr double kErfInvF32Central[] = {
+    2.81022636e-08,  3.43273939e-07, -3.5233877e-06,
+    -4.39150654e-06, 0.00021858087,  -0.00125372503,
+    -0.00417768164,  0.246640727,    1.50140941};
+constexpr double kErfInvF32Tail[] = {
+    -0.000200214257, 0.000100950558, 0.00134934322,
+    -0.00367342844,  0.00573950773,  -0.0076224613,
+    0.00943887047,   1.00167406,     2.83297682};
+const ErfInvRange kErfInvF32[] = {
+    {5.0, false, 2.5, kErfInvF32Central},
+    {std::numeric_limits<double>::infinity(), true, 3.0, kErfInvF32Tail}};
+
+// The double-precision expansion (f64).
+constexpr double kErfInvF64Central[] = {
+    -3.6444120640178196996e-21, -1.685059138182016589e-19,
+    1.2858480715256400167e-18,  1.115787767802518096e-17,
+    -1.333171662854620906e-16,  2.0972767875968561637e-17,
+    6.6376381343583238325e-15,  -4.0545662729752068639e-14,
+    -8.1519341976054721522e-14, 2.6335093153082322977e-12,
+    -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+    1.051212273321532285e-09,   -4.1126339803469836976e-09,
+    -2.9070369957882005086e-08, 4.2347877827932403518e-07,
+    -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+    0.0001867342080340571352,   -0.00074070253416626697512,
+    -0.0060336708714301490533,  0.24015818242558961693,
+    1.6536545626831027356};
+constexpr double kErfInvF64Middle[] = {
+    2.2137376921775787049e-09,  9.0756561938885390979e-08,
+    -2.7517406297064545428e-07, 1.8239629214389227755e-08,
+    1.5027403968909827627e-06,  -4.013867526981545969e-06,
+    2.9234449089955446044e-06,  1.2475304481671778723e-05,
+    -4.7318229009055733981e-05, 6.8284851459573175448e-05,
+    2.4031110387097893999e-05,  -0.0003550375203628474796,
+    0.00095328937973738049703,  -0.0016882755560235047313,
+    0.0024914420961078508066,   -0.0037512085075692412107,
+    0.005370914553590063617,    1.0052589676941592334,
+    3.0838856104922207635};
+constexpr double kErfInvF64Tail[] = {
+    -2.7109920616438573243e-11, -2.5556418169965252055e-10,
+    1.5076572693500548083e-09,  -3.7894654401267369937e-09,
+    7.6157012080783393804e-09,  -1.4960026627149240478e-08,
+    2.9147953450901080826e-08,  -6.7711997758452339498e-08,
+    2.2900482228026654717e-07,  -9.9298272942317002539e-07,
+    4.5260625972231537039e-06,  -1.9681778105531670567e-05,
+    7.5995277030017761139e-05,  -0.00021503011930044477347,
+    -0.00013871931833623122026, 1.0103004648645343977,
+    4.8499064014085844221};
+const ErfInvRange kErfInvF64[] = {
+    {6.25, false, 3.125, kErfInvF64Central},
+    {16.0, true, 3.25, kErfInvF64Middle},
+    {std::numeric_limits<double>::infinity(), true, 5.0, kErfInvF64Tail}};
+} // namespace
+
+/// erfinv(x) = x * p(w), w = -log((1 - x)(1 + x)) (not 1 - x*x, which
+/// rounds near |x| = 1), p one polynomial per range of w (the expansion XLA
+/// uses). Every range is computed and the right one selected; a range of
+/// sqrt(w) reads w clamped to its own start, which it is selected above,
+/// so no unselected sqrt(0) puts an infinite derivative into the gradient.
+/// x = +-1 gives +-inf, |x| > 1 and NaN give NaN.
+LogicalResult lowerErfInv(OpContext &ctx) {
+  auto resultType = ctx.resultType();
+  bool f64 = resultType.getElementType().isF64();
+  auto type =
+      f64 ? resultType
+          : RankedTensorType::get(resultType.getShape(),
+                                  Float32Type::get(resultType.getContext()));
+  Value x = ctx.operand(0);
+  if (tensorType(x) != type)
+    x = ctx.create<ConvertOp>(type, x);
+  Value one = ctx.splat(type, 1.0);
+  Value w = ctx.create<NegOp>(ctx.create<LogOp>(
+      ctx.create<MulOp>(ctx.create<SubOp>(one, x), ctx.create<AddOp>(one, x))));
+  ArrayRef<ErfInvRange> ranges = f64 ? ArrayRef(kErfInvF64) : kErfInvF32;
+  SmallVector<Value> polynomials;
+  double start = 0;
+  for (const ErfInvRange &range : ranges) {
+    Value t =
+        range.sqrtOfW
+            ? ctx.create<SqrtOp>(ctx.create<MaxOp>(w, ctx.splat(type, start)))
+            : w;
+    t = ctx.create<SubOp>(t, ctx.splat(type, range.shift));
+    Value p = ctx.splat(type, range.coefficients.front());
+    for (double c : range.coefficients.drop_front())
+      p = ctx.create<AddOp>(ctx.create<MulOp>(p, t), ctx.splat(type, c));
+    polynomials.push_back(p);
+    start = range.below;
+  }
+  Value p = polynomials.back();
+  for (size_t i = ranges.size() - 1; i-- > 0;)
+    p = ctx.create<SelectOp>(
+        ctx.create<CompareOp>(ComparisonDirection::LT, w,
+                              ctx.splat(type, ranges[i].below)),
+        polynomials[i], p);
+  // At x = +-1 (w = inf) the polynomials give inf - inf: the limits are
+  // constants, so the unselected branch adds nothing to the gradient.
+  double inf = std::numeric_limits<double>::infinity();
+  Value y = ctx.create<MulOp>(p, x);
+  y = ctx.create<SelectOp>(
+      ctx.create<CompareOp>(ComparisonDirection::EQ, x, one),
+      ctx.splat(type, inf), y);
+  y = ctx.create<SelectOp>(
+      ctx.create<CompareOp>(ComparisonDirection::EQ, x, ctx.splat(type, -1.0)),
+      ctx.splat(type, -inf), y);
+  if (type != resultType)
+    y = ctx.create<ConvertOp>(resultType, y);
+  ctx.setResult(0, y);
+  return success();
+}
+
 /// exp(x) - 1 (loses the relative precision of expm1 for |x| << 1).
 LogicalResult lowerExponentialMinusOne(OpContext &ctx) {
   Value e = ctx.create<ExpOp>(ctx.operand(0));

@@ -16,6 +16,9 @@ const OpEntry kOps[] = {
     {"chlo.cosh", lowerCosh, TypeClass::Floats, true,
      "as (exp(x) + exp(-x)) / 2"},
     {"chlo.erfc", lowerErfc, TypeClass::Floats, true, "as 1 - erf(x)"},
+    {"chlo.erf_inv", lowerErfInv, TypeClass::Floats, true,
+     "Giles' polynomials in -log((1 - x)(1 + x)), as XLA; f16 and bf16 in "
+     "f32"},
     {"chlo.sinh", lowerSinh, TypeClass::Floats, true,
      "as (exp(x) - exp(-x)) / 2"},
     {"chlo.square", lowerSquare, TypeClass::Numbers, true, "as x * x"},

@@ -1,0 +1,179 @@
+"""chlo.erf_inv (jax.random.normal's as_text() form) through trainc's
+lowering, against scipy.special.erfinv in float64.
+
+For f64, f32, f16 and bf16 inputs (edges, both sides of each range of the
+expansion, near +-1, random) the forward values; for f32 and f64 the
+gradient of sum(erf_inv(w) * c) with respect to a parameter w.
+
+    erf_inv.test.py DIR   writes, compiles, runs and checks under DIR;
+                          exits 1 on any mismatch.
+
+Tolerances (relative, against float64 erfinv of the same input):
+  f64 forward   1e-15: Giles' double expansion is accurate to a few units
+                in the last place (2.2e-16 each);
+  f32 forward   1e-6: the single expansion's own error is about 3e-7 and
+                f32 rounding of w and of the Horner steps adds a few
+                units of 6e-8; JAX's float32 erfinv (the same expansion) is
+                printed for scale;
+  f16, bf16     one unit in the last place (2^-10 and 2^-7 of a normal
+  forward       value): computed in f32 and rounded once;
+  gradients     trainc differentiates the expansion (JAX uses
+                sqrt(pi)/2 exp(erfinv(x)^2)). A polynomial's derivative
+                is least accurate at the ends of its fitted range
+                (Markov's inequality bounds it by degree^2 / half-width,
+                26 for the f32 central range, times the value error), so
+                the worst points sit on the seams between ranges: f32
+                2.5e-5 at w = 5 (JAX's analytic f32 gradient is off by
+                about 3e-6 there), f64 2.6e-13 near x = 1 and at w = 6.25
+                and 16. The expansion is fixed, so these are deterministic;
+                the tolerances are twice and four times them: 5e-5 (f32)
+                and 1e-12 (f64). No gradient flows through erf_inv in
+                jax.random.normal, whose input is random bits.
+"""
+import os
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import scipy.special
+
+FORWARD_RTOL = {'f64': 1e-15, 'f32': 1e-6, 'f16': 2.0 ** -10, 'bf16': 2.0 ** -7}
+GRAD_RTOL = {'f64': 1e-12, 'f32': 5e-5}
+NP = {'f64': np.float64, 'f32': np.float32, 'f16': np.float16, 'bf16': ml_dtypes.bfloat16}
+# Where the expansion changes range: w = -log(1 - x^2) at these values.
+RANGE_STARTS = {'f64': (6.25, 16.0), 'f32': (5.0,), 'f16': (5.0,), 'bf16': (5.0,)}
+
+
+def inputs(t, with_edges):
+    dt = NP[t]
+    one = dt(1)
+    tiny = float(ml_dtypes.finfo(dt).smallest_normal)
+    xs = [0.0, -0.0, 0.5, -0.5, 0.9, -0.3, tiny, -tiny]
+    if with_edges:
+        xs += [1.0, -1.0, 1.5, -1.5, np.inf, -np.inf, np.nan]
+    xs += [np.nextafter(one, dt(0)), -np.nextafter(one, dt(0))]
+    for w in RANGE_STARTS[t]:
+        b = dt(np.sqrt(-np.expm1(-w)))
+        xs += [b, np.nextafter(b, dt(0)), np.nextafter(b, dt(2)), -b]
+    digits = int(-np.log10(float(ml_dtypes.finfo(dt).eps)))
+    xs += [s * (1 - 10.0 ** -k) for k in range(1, digits + 1) for s in (1, -1)]
+    rng = np.random.default_rng(5)
+    xs += list(rng.uniform(-1, 1, 500))
+    return np.array(xs, dt)
+
+
+def mlir_type(t, n):
+    return f'tensor<{n}x{t}>'
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr}")
+
+
+def rel_error(got, want):
+    """Worst |got - want| / |want| over finite wants; NaN and infinities must
+    match exactly."""
+    special = ~np.isfinite(want)
+    if not np.array_equal(got[special], want[special], equal_nan=True):
+        bad = np.flatnonzero(special & ~((got == want) | (np.isnan(got) & np.isnan(want))))
+        sys.exit(f'non-finite mismatch at {bad[:5]}: {got[bad[:5]]} vs {want[bad[:5]]}')
+    g, w = got[~special].astype(np.float64), want[~special]
+    scale = np.maximum(np.abs(w), np.finfo(np.float64).tiny)
+    err = np.abs(g - w) / scale
+    i = int(np.argmax(err))
+    return float(err[i]), float(w[i])
+
+
+def forward(work, t):
+    x = inputs(t, with_edges=True)
+    ty = mlir_type(t, len(x))
+    d = os.path.join(work, 'forward_' + t)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, 'f.mlir'), 'w') as f:
+        f.write(f'''module @jit_f {{
+  func.func public @main(%arg0: {ty} loc("x")) -> ({ty} {{jax.result_info = "y"}}) {{
+    %0 = chlo.erf_inv %arg0 : {ty} -> {ty}
+    return %0 : {ty}
+  }}
+}}
+''')
+    # Raw little-endian bytes (numpy's .npy has no bf16); trainc-run
+    # writes bf16 as its bits, '<u2'.
+    x.astype(x.dtype.newbyteorder('<')).tofile(os.path.join(d, 'x.bin'))
+    run(['trainc', os.path.join(d, 'f.mlir'), '-o', os.path.join(d, 'f.tcx')])
+    run(['trainc-run', os.path.join(d, 'f.tcx'), '--input', 'x=' + os.path.join(d, 'x.bin'),
+         '--output-dir', os.path.join(d, 'out')])
+    got = np.load(os.path.join(d, 'out', 'y.npy'))
+    if t == 'bf16' and got.dtype == np.dtype('<u2'):
+        got = got.view(ml_dtypes.bfloat16)
+    if got.dtype != x.dtype or got.shape != x.shape:
+        sys.exit(f'{t}: result {got.dtype}{got.shape}, expected {x.dtype}{x.shape}')
+    want = scipy.special.erfinv(x.astype(np.float64))
+    err, at = rel_error(got, want)
+    ok = err <= FORWARD_RTOL[t]
+    print(f"erf_inv {t} forward: {len(x)} values, worst relative error {err:.2e} "
+          f"(at erfinv = {at:.6g}; tolerance {FORWARD_RTOL[t]:.0e}) "
+          f"{'ok' if ok else 'FAIL'}")
+    return ok
+
+
+def gradient(work, t):
+    w = inputs(t, with_edges=False)
+    c = np.random.default_rng(6).uniform(0.5, 2.0, len(w)).astype(NP[t])
+    ty = mlir_type(t, len(w))
+    d = os.path.join(work, 'gradient_' + t)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, 'g.mlir'), 'w') as f:
+        f.write(f'''module @jit_loss {{
+  func.func public @main(%arg0: {ty} loc("params['w']"), %arg1: {ty} loc("batch['c']")) -> (tensor<{t}> {{jax.result_info = "result"}}) {{
+    %0 = chlo.erf_inv %arg0 : {ty} -> {ty}
+    %1 = stablehlo.multiply %0, %arg1 : {ty}
+    %cst = stablehlo.constant dense<0.0> : tensor<{t}>
+    %2 = stablehlo.reduce(%1 init: %cst) applies stablehlo.add across dimensions = [0] : ({ty}, tensor<{t}>) -> tensor<{t}>
+    return %2 : tensor<{t}>
+  }}
+}}
+''')
+    write_safetensors(os.path.join(d, 'w.safetensors'), "params['w']", w)
+    np.save(os.path.join(d, 'c.npy'), c)
+    run(['trainc', os.path.join(d, 'g.mlir'), '--params', os.path.join(d, 'w.safetensors'),
+         '--train', '--optimizer', 'none', '-o', os.path.join(d, 'g.tcx')])
+    out = os.path.join(d, 'out')
+    run(['trainc-run', os.path.join(d, 'g.tcx'), '--input', "batch['c']=" + os.path.join(d, 'c.npy'),
+         '--output-dir', out])
+    grads = [f for f in os.listdir(out) if f.endswith('.grad.npy')]
+    if len(grads) != 1:
+        sys.exit(f'{t}: expected one gradient file in {out}, found {grads}')
+    got = np.load(os.path.join(out, grads[0]))
+    y = scipy.special.erfinv(w.astype(np.float64))
+    want = c.astype(np.float64) * np.sqrt(np.pi) / 2 * np.exp(y * y)
+    err, at = rel_error(got, want)
+    ok = err <= GRAD_RTOL[t]
+    print(f"erf_inv {t} gradient: {len(w)} values, worst relative error {err:.2e} "
+          f"(at {at:.6g}; tolerance {GRAD_RTOL[t]:.0e}) {'ok' if ok else 'FAIL'}")
+    return ok
+
+
+def write_safetensors(path, name, a):
+    import json
+    import struct
+    dtype = {np.dtype(np.float32): 'F32', np.dtype(np.float64): 'F64'}[a.dtype]
+    raw = a.astype(a.dtype.newbyteorder('<')).tobytes()
+    header = json.dumps({name: {'dtype': dtype, 'shape': list(a.shape),
+                                'data_offsets': [0, len(raw)]}}).encode()
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(header)) + header + raw)
+
+
+def main():
+    work = sys.argv[1]
+    ok = all([forward(work, t) for t in ('f64', 'f32', 'f16', 'bf16')]
+             + [gradient(work, t) for t in ('f64', 'f32')])
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == '__main__':
+    main()
