@@ -16,7 +16,8 @@ llvm::ArrayRef<LowerFlag> lowerFlags() {
   static const LowerFlag flags[] = {
       {"fuse-elementwise",
        "In the lower phase, make each chain of elementwise ops of one shape "
-       "(math, compare, select, convert, gelu and its gradient) one loop "
+       "(math, compare, select, convert, gelu and its gradient; integer "
+       "arithmetic and bit operations, as jax.random's) one loop "
        "over memory: one kernel instead of one per op, and values used only "
        "inside the chain never stored; and cast the parameters to 16 bits "
        "in one instruction; results are the same bits (default true; "

@@ -60,7 +60,9 @@ namespace trainc {
 ///  24: Argsort.
 ///  25: DotGeneralBiasGelu, DotGeneralGeluGrad.
 ///  26: the bitwise ops (And ... CountLeadingZeros) and Bitcast.
-constexpr uint32_t kFormatVersion = 26;
+///  27: FusedElementwise programs on integer registers (i32, i64, ui32,
+///      ui64), with the bitwise ops as steps.
+constexpr uint32_t kFormatVersion = 27;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

@@ -111,19 +111,86 @@ func.func @used_in_between(%a: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<8xf3
 
 // -----
 
-// Ops of different shapes, integer math and ops with different marks
-// (a recompute clone) stay apart.
+// Ops of different shapes, 16-bit integer math and ops with different
+// marks (a recompute clone) stay apart.
 // CHECK-LABEL: func.func @stays
-func.func @stays(%a: tensor<8xf32>, %b: tensor<2x4xf32>, %i: tensor<8xi32>) -> (tensor<2x4xf32>, tensor<8xi32>, tensor<8xf32>) {
+func.func @stays(%a: tensor<8xf32>, %b: tensor<2x4xf32>, %i: tensor<8xi16>) -> (tensor<2x4xf32>, tensor<8xi16>, tensor<8xf32>) {
   // CHECK-NOT: graph.fused_elementwise
   %e = graph.exp %a : tensor<8xf32>
   %r = graph.reshape %e : (tensor<8xf32>) -> tensor<2x4xf32>
   %s = graph.add %r, %b : tensor<2x4xf32>
-  %j = graph.add %i, %i : tensor<8xi32>
-  %k = graph.mul %j, %i : tensor<8xi32>
+  %j = graph.add %i, %i : tensor<8xi16>
+  %k = graph.mul %j, %i : tensor<8xi16>
   %t = graph.tanh %a {recompute.clone} : tensor<8xf32>
   %u = graph.neg %t : tensor<8xf32>
-  return %s, %k, %u : tensor<2x4xf32>, tensor<8xi32>, tensor<8xf32>
+  return %s, %k, %u : tensor<2x4xf32>, tensor<8xi16>, tensor<8xf32>
+}
+
+// -----
+
+// jax.random's threefry and uniform: ui64 counters narrowed to ui32, adds,
+// rotations by broadcast 0-d amounts and xors are one integer loop; the
+// bitcast to f32 and the convert from the integers stay between it and the
+// float loop after them (a loop computes on floats or on integers, C5), and
+// an integer division (which may fault) stays alone.
+// CHECK-LABEL: func.func @integers
+// CHECK-SAME: (%[[C:.+]]: tensor<64xui64>, %[[K:.+]]: tensor<ui32>, %[[D:.+]]: tensor<64xi32>)
+func.func @integers(%c: tensor<64xui64>, %k: tensor<ui32>, %d: tensor<64xi32>) -> (tensor<64xf32>, tensor<64xi32>) {
+  // CHECK: %[[I:.+]] = graph.fused_elementwise %[[C]], %[[K]], %{{.+}}, %{{.+}} : (tensor<64xui64>, tensor<ui32>, tensor<ui32>, tensor<ui32>) -> tensor<64xui32> {
+  // CHECK: graph.convert %{{.+}} : (tensor<ui64>) -> tensor<ui32>
+  // CHECK: graph.add
+  // CHECK: graph.shift_left
+  // CHECK: graph.shift_right_logical
+  // CHECK: graph.or
+  // CHECK: graph.xor
+  // CHECK: graph.shift_right_logical
+  // CHECK: graph.or
+  // CHECK: graph.yield
+  // CHECK: %[[B:.+]] = graph.bitcast %[[I]]
+  // CHECK: graph.fused_elementwise %[[B]]
+  // CHECK-SAME: -> tensor<64xf32>
+  // CHECK: graph.div %[[D]], %[[D]] : tensor<64xi32>
+  %kb = graph.broadcast_in_dim %k, dims = [] : (tensor<ui32>) -> tensor<64xui32>
+  %r13 = graph.constant dense<13> : tensor<ui32>
+  %r19 = graph.constant dense<19> : tensor<ui32>
+  %b13 = graph.broadcast_in_dim %r13, dims = [] : (tensor<ui32>) -> tensor<64xui32>
+  %b19 = graph.broadcast_in_dim %r19, dims = [] : (tensor<ui32>) -> tensor<64xui32>
+  %lo = graph.convert %c : (tensor<64xui64>) -> tensor<64xui32>
+  %x0 = graph.add %lo, %kb : tensor<64xui32>
+  %s0 = graph.shift_left %x0, %b13 : tensor<64xui32>
+  %s1 = graph.shift_right_logical %x0, %b19 : tensor<64xui32>
+  %rot = graph.or %s0, %s1 : tensor<64xui32>
+  %x1 = graph.xor %rot, %x0 : tensor<64xui32>
+  %m = graph.shift_right_logical %x1, %b13 : tensor<64xui32>
+  %bits = graph.or %m, %kb : tensor<64xui32>
+  %f = graph.bitcast %bits : (tensor<64xui32>) -> tensor<64xf32>
+  %one = graph.constant dense<1.0> : tensor<f32>
+  %ob = graph.broadcast_in_dim %one, dims = [] : (tensor<f32>) -> tensor<64xf32>
+  %u = graph.sub %f, %ob : tensor<64xf32>
+  %e = graph.mul %u, %u : tensor<64xf32>
+  %q = graph.div %d, %d : tensor<64xi32>
+  return %e, %q : tensor<64xf32>, tensor<64xi32>
+}
+
+// -----
+
+// A convert between floats and integers joins neither loop.
+// CHECK-LABEL: func.func @int_to_float
+func.func @int_to_float(%i: tensor<8xi32>) -> tensor<8xf32> {
+  // CHECK: %[[N:.+]] = graph.fused_elementwise
+  // CHECK-SAME: -> tensor<8xi32>
+  // CHECK: graph.neg
+  // CHECK: graph.abs
+  // CHECK: %[[F:.+]] = graph.convert %[[N]] : (tensor<8xi32>) -> tensor<8xf32>
+  // CHECK: graph.fused_elementwise %[[F]]
+  // CHECK: graph.exp
+  // CHECK: graph.sqrt
+  %n = graph.neg %i : tensor<8xi32>
+  %a = graph.abs %n : tensor<8xi32>
+  %f = graph.convert %a : (tensor<8xi32>) -> tensor<8xf32>
+  %e = graph.exp %f : tensor<8xf32>
+  %r = graph.sqrt %e : tensor<8xf32>
+  return %r : tensor<8xf32>
 }
 
 // -----

@@ -26,13 +26,36 @@ using namespace trainc::graph;
 
 namespace {
 
-/// The element types a fused loop computes in: f64, f32, f16, bf16, i1.
+/// The register files of a fused loop (FusedElementwiseOp's C5): what its
+/// values other than i1 are.
+enum LoopClass : unsigned { kNoClass = 0, kFloats = 1, kIntegers = 2 };
+
+/// The class of element type `e`: f64, f32, f16 or bf16; i32, i64, ui32 or
+/// ui64; i1 (either); none, for a type no fused loop computes in.
+std::optional<unsigned> loopClassOf(Type e) {
+  if (e.isF64() || e.isF32() || e.isF16() || e.isBF16())
+    return kFloats;
+  if (e.isInteger(1))
+    return kNoClass;
+  auto i = dyn_cast<IntegerType>(e);
+  if (i && !i.isSigned() && (i.getWidth() == 32 || i.getWidth() == 64))
+    return kIntegers;
+  return std::nullopt;
+}
+
 bool isLoopElement(Type t) {
   auto tensor = dyn_cast<RankedTensorType>(t);
-  if (!tensor)
-    return false;
-  Type e = tensor.getElementType();
-  return e.isF64() || e.isF32() || e.isF16() || e.isBF16() || e.isInteger(1);
+  return tensor && loopClassOf(tensor.getElementType()).has_value();
+}
+
+/// The classes of `op`'s operands and results, ORed.
+unsigned loopClassOf(Operation *op) {
+  unsigned c = kNoClass;
+  for (Type t : op->getOperandTypes())
+    c |= loopClassOf(getElementTypeOrSelf(t)).value_or(kNoClass);
+  for (Type t : op->getResultTypes())
+    c |= loopClassOf(getElementTypeOrSelf(t)).value_or(kNoClass);
+  return c;
 }
 
 int64_t bytesOf(Value v) {
@@ -40,15 +63,24 @@ int64_t bytesOf(Value v) {
   return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
 }
 
-/// An op a fused body may hold (FusedElementwiseOp's C3), on float or i1
-/// tensors.
+/// An op a fused body may hold (FusedElementwiseOp's C3 and C5): float
+/// math on floats; neg, abs, add, sub, mul, max, min, compare, select and
+/// convert on floats or integers; the bitwise ops on integers; never
+/// floats and integers in one op.
 bool isFusible(Operation *op) {
-  if (!isa<NegOp, AbsOp, ExpOp, LogOp, TanhOp, ErfOp, SqrtOp, RsqrtOp, CosOp,
-           SinOp, FloorOp, RoundOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp,
-           MinOp, CompareOp, SelectOp, ConvertOp, GeluOp, GeluGradOp>(op))
+  bool numbers = isa<NegOp, AbsOp, AddOp, SubOp, MulOp, MaxOp, MinOp, CompareOp,
+                     SelectOp, ConvertOp>(op);
+  bool bits = isa<AndOp, OrOp, XorOp, NotOp, ShiftLeftOp, ShiftRightLogicalOp,
+                  ShiftRightArithmeticOp, PopCountOp, CountLeadingZerosOp>(op);
+  bool floats = isa<ExpOp, LogOp, TanhOp, ErfOp, SqrtOp, RsqrtOp, CosOp, SinOp,
+                    FloorOp, RoundOp, DivOp, PowOp, GeluOp, GeluGradOp>(op);
+  if (!numbers && !bits && !floats)
     return false;
-  return llvm::all_of(op->getOperandTypes(), isLoopElement) &&
-         llvm::all_of(op->getResultTypes(), isLoopElement);
+  if (!llvm::all_of(op->getOperandTypes(), isLoopElement) ||
+      !llvm::all_of(op->getResultTypes(), isLoopElement))
+    return false;
+  unsigned c = loopClassOf(op);
+  return c != (kFloats | kIntegers) && (!floats || c != kIntegers);
 }
 
 ArrayRef<int64_t> shapeOf(Value v) {
@@ -71,6 +103,8 @@ struct Group {
   /// Members in program order; the last is where the fused op goes.
   SmallVector<Operation *> ops;
   llvm::SmallPtrSet<Operation *, 8> members;
+  /// The members' LoopClasses, ORed: never both.
+  unsigned loopClass = kNoClass;
   bool merged = false;
 };
 
@@ -100,6 +134,7 @@ private:
         continue;
       Group &g = groups[it->second];
       if (shapeOf(g.ops.back()->getResult(0)) != shape ||
+          (g.loopClass | loopClassOf(op)) == (kFloats | kIntegers) ||
           g.ops.back()->getDiscardableAttrDictionary() !=
               op->getDiscardableAttrDictionary() ||
           !othersUseAfter(g, op) || !holdsNoMoreThanItFrees(g, op))
@@ -112,7 +147,8 @@ private:
       Group candidate = joined;
       append(candidate, groups[index]);
       append(candidate, op);
-      if (!withinLimits(candidate))
+      if (!withinLimits(candidate) ||
+          candidate.loopClass == (kFloats | kIntegers))
         continue;
       append(joined, groups[index]);
       groups[index].merged = true;
@@ -130,6 +166,7 @@ private:
   static void append(Group &g, Operation *op) {
     g.ops.push_back(op);
     g.members.insert(op);
+    g.loopClass |= loopClassOf(op);
   }
   static void append(Group &g, const Group &other) {
     for (Operation *op : other.ops)

@@ -17,16 +17,28 @@ using namespace trainc::graph;
 static bool isFusibleBodyOp(Operation *op) {
   return isa<NegOp, AbsOp, ExpOp, LogOp, TanhOp, ErfOp, SqrtOp, RsqrtOp, CosOp,
              SinOp, FloorOp, RoundOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp,
-             MinOp, CompareOp, SelectOp, ConvertOp, GeluOp, GeluGradOp>(op);
+             MinOp, CompareOp, SelectOp, ConvertOp, GeluOp, GeluGradOp, AndOp,
+             OrOp, XorOp, NotOp, ShiftLeftOp, ShiftRightLogicalOp,
+             ShiftRightArithmeticOp, PopCountOp, CountLeadingZerosOp>(op);
 }
 
-/// A 0-d tensor of f64, f32, f16, bf16 or i1.
+static bool isLoopFloat(Type e) {
+  return e.isF64() || e.isF32() || e.isF16() || e.isBF16();
+}
+
+/// i32, i64, ui32 or ui64.
+static bool isLoopInteger(Type e) {
+  auto i = dyn_cast<IntegerType>(e);
+  return i && !i.isSigned() && (i.getWidth() == 32 || i.getWidth() == 64);
+}
+
+/// A 0-d tensor of f64, f32, f16, bf16, i32, i64, ui32, ui64 or i1.
 static bool isScalarOfLoopType(Type t) {
   auto tensor = dyn_cast<RankedTensorType>(t);
   if (!tensor || tensor.getRank() != 0)
     return false;
   Type e = tensor.getElementType();
-  return e.isF64() || e.isF32() || e.isF16() || e.isBF16() || e.isInteger(1);
+  return isLoopFloat(e) || isLoopInteger(e) || e.isInteger(1);
 }
 
 LogicalResult FusedElementwiseOp::verifyRegions() {
@@ -68,8 +80,35 @@ LogicalResult FusedElementwiseOp::verifyRegions() {
       if (!isScalarOfLoopType(t))
         return emitOpError("(C3) '")
                << op.getName() << "' in the body has type " << t
-               << ": body values are 0-d f64, f32, f16, bf16 or i1";
+               << ": body values are 0-d f64, f32, f16, bf16, i32, i64, "
+                  "ui32, ui64 or i1";
+    Type e = getElementTypeOrSelf(op.getResult(0).getType());
+    bool floatOnly =
+        !isa<NegOp, AbsOp, AddOp, SubOp, MulOp, MaxOp, MinOp, CompareOp,
+             SelectOp, ConvertOp>(op) &&
+        !isa<AndOp, OrOp, XorOp, NotOp, ShiftLeftOp, ShiftRightLogicalOp,
+             ShiftRightArithmeticOp, PopCountOp, CountLeadingZerosOp>(op);
+    if (floatOnly && !isLoopFloat(e))
+      return emitOpError("(C3) '")
+             << op.getName() << "' in the body computes on " << e
+             << ": only neg, abs, add, sub, mul, max, min, compare, select, "
+                "convert and the bitwise ops take integers in a fused body";
   }
+  // (C5)
+  bool floats = false, integers = false;
+  auto note = [&](Type t) {
+    Type e = getElementTypeOrSelf(t);
+    floats = floats || isLoopFloat(e);
+    integers = integers || isLoopInteger(e);
+  };
+  for (BlockArgument arg : body.getArguments())
+    note(arg.getType());
+  for (Operation &op : body.without_terminator())
+    for (Type t : op.getResultTypes())
+      note(t);
+  if (floats && integers)
+    return emitOpError("(C5) the body computes on floats and on integers; "
+                       "a fused loop takes one or the other (and i1)");
   // (C4)
   auto yield = dyn_cast<YieldOp>(body.getTerminator());
   if (!yield)

@@ -10,8 +10,8 @@
 //
 // The program (math/FusedProgram.h) is run over chunks of kChunk elements:
 // each step is the step's own CPU kernel (Elementwise.cpp, Gelu.cpp,
-// FusedGradients.cpp) called on the chunk, reading the operands in place
-// and the earlier steps' values from per-thread scratch that stays in the
+// FusedGradients.cpp, Bitwise.cpp) called on the chunk, reading the operands in
+// place and the earlier steps' values from per-thread scratch that stays in the
 // cache. So every step rounds exactly as its unfused instruction does and
 // the loop gives the unfused program's bits, vector code included; only
 // the stores and loads of the intermediate tensors are gone. Chunks are
@@ -78,10 +78,20 @@ public:
       const TensorRef &in = call.inputs[r];
       if (in.rank != 0)
         continue;
-      size_t size = dtypeSize(in.dtype);
-      auto *bytes = reinterpret_cast<unsigned char *>(slot(r));
-      for (int64_t i = 0; i < kChunk; ++i)
-        std::memcpy(bytes + i * size, in.data, size);
+      switch (dtypeSize(in.dtype)) {
+      case 1:
+        repeat<uint8_t>(in.data, slot(r));
+        break;
+      case 2:
+        repeat<uint16_t>(in.data, slot(r));
+        break;
+      case 4:
+        repeat<uint32_t>(in.data, slot(r));
+        break;
+      default:
+        repeat<uint64_t>(in.data, slot(r));
+        break;
+      }
     }
   }
 
@@ -106,6 +116,13 @@ public:
   bool isDirect(int r) const { return output_[r] >= 0; }
 
 private:
+  /// The element at `value` (a word of W's size), kChunk times at `to`.
+  template <typename W> static void repeat(const void *value, void *to) {
+    W w;
+    std::memcpy(&w, value, sizeof(W));
+    std::fill_n(static_cast<W *>(to), kChunk, w);
+  }
+
   /// This thread's scratch, kept between calls (grown, never zeroed): a
   /// step runs hundreds of loops, each on every thread.
   static double *threadScratch(const math::FusedProgram &program) {

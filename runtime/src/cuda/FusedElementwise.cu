@@ -9,8 +9,9 @@
 //   reg[r]     = operand r at i (a 0-d operand: its one element), r < I
 //   reg[I + k] = step k (neg, abs, exp, log, tanh, erf, sqrt, rsqrt, cos,
 //                sin, add, sub, mul, div, pow, max, min, compare, select,
-//                convert, gelu, gelu_grad) of earlier registers, rounded
-//                to the step's dtype
+//                convert, gelu, gelu_grad, and, or, xor, not, the shifts,
+//                pop_count, count_leading_zeros) of earlier registers,
+//                rounded to the step's dtype
 //   result[q][i] = reg[results[q]]
 // Shape legend: I <= kFusedMaxInputs operands, each of the results' shape
 // or 0-d; 1..kFusedMaxResults results of one shape, n elements, flat
@@ -44,12 +45,16 @@
 //
 // Registers: every value of f32, f16, bf16 or i1 (0 or 1) is exact in a
 // float, and of f64 in a double; the kernel is instantiated for a float
-// register file when no register is f64, and double otherwise. Registers
+// register file when no register is f64, and double otherwise. An integer
+// program (i32, i64, ui32, ui64 and i1: FusedProgram.h keeps floats and
+// integers apart) has a uint64_t register file, each value's bits sign-
+// or zero-extended to 64; its steps compute in the step's storage type as
+// Elementwise.cu's and Bitwise.cu's kernels do (wrapping arithmetic,
+// unsigned order, math/Bits.h's bitOp, converts wrapping). Registers
 // are a local array indexed by the program (kFusedMaxInputs +
 // kFusedMaxSteps entries of kFusedPack values): the stack frame, not
-// spills. There are no
-// integer registers, so no step can fault (binaryOf's FaultSite is never
-// used for floats).
+// spills. Integer division is not a step, so no step can fault
+// (binaryOf's FaultSite is never used).
 //
 // Launch: gridFor(n) blocks of kThreads on the call's stream; the program,
 // the operand and result pointers and the operands' 0-d flags travel in
@@ -79,6 +84,7 @@
 #include "cuda/ElementwiseMath.cuh"
 #include "cuda/GeluMath.cuh"
 #include "cuda/KernelUtil.cuh"
+#include "math/Bits.h"
 #include "math/FusedProgram.h"
 #include "math/TensorGroups.h"
 
@@ -105,6 +111,10 @@ struct FusedArgs {
 
 /// Whether register type R holds f64 values (the double register file).
 template <typename R> constexpr bool kWide = std::is_same_v<R, double>;
+/// Whether register type R holds integers (the integer register file: each
+/// value's bits sign-extended (i32) or zero-extended (ui32) to 64, i1 as 0
+/// or 1).
+template <typename R> constexpr bool kInteger = std::is_same_v<R, uint64_t>;
 
 /// v as storing it to storage type S and loading it back gives it: rounded
 /// to nearest even for the 16-bit floats, unchanged for f32 and f64.
@@ -139,12 +149,31 @@ __device__ __forceinline__ R withFloat(DType t, Fn fn) {
 /// aligned (8 bytes for the 16-bit floats).
 constexpr int kFusedPack = 4;
 
-/// fn(S()) for the storage type S of register dtype t: Bool for i1, a float
-/// type otherwise (f64 only in the double register file).
+/// fn(S()) for the storage type S of integer dtype t (i32, i64, ui32,
+/// ui64).
+template <typename Fn>
+__device__ __forceinline__ void withInteger(DType t, Fn fn) {
+  switch (t) {
+  case DType::I32:
+    return fn(int32_t());
+  case DType::I64:
+    return fn(int64_t());
+  case DType::U32:
+    return fn(uint32_t());
+  default:
+    return fn(uint64_t());
+  }
+}
+
+/// fn(S()) for the storage type S of register dtype t: Bool for i1, an
+/// integer type in the integer register file, a float type otherwise (f64
+/// only in the double register file).
 template <typename R, typename Fn>
 __device__ __forceinline__ void withRegisterStorage(DType t, Fn fn) {
   if (t == DType::I1)
     fn(Bool());
+  else if constexpr (kInteger<R>)
+    withInteger(t, fn);
   else
     withFloat<R>(t, [&](auto zero) {
       fn(zero);
@@ -176,7 +205,8 @@ __device__ __forceinline__ void loadPack(DType t, const void *p, int64_t i,
 }
 
 /// Register v (a value of storage type S's dtype) as element j of p: exact,
-/// the step rounded it already; i1 as 0 or 1.
+/// the step rounded it already (an integer register: its low bits); i1 as
+/// 0 or 1.
 template <typename S, typename R>
 __device__ __forceinline__ void storeValue(S *p, int64_t j, R v) {
   if constexpr (std::is_same_v<S, Bool>)
@@ -249,12 +279,73 @@ __device__ __forceinline__ R convertTo(DType to, C v) {
   }
 }
 
-/// Step s's values y[j] from the registers `reg` (kFusedPack elements
+/// An integer program's step s (FusedProgram.h: neg, abs, add, sub, mul,
+/// max, min, the bitwise ops, compare, select, convert) on the registers
+/// a, b, c, as Elementwise.cu's and Bitwise.cu's kernels compute it: in
+/// the step's storage type S (wrapping, unsigned order for ui32 and ui64),
+/// the value kept as its int64 bits (sign-extended from i32, zero-extended
+/// from ui32), so that loading it back as S is exact.
+__device__ __forceinline__ void
+integerStepPack(const math::FusedStep &s, const DType *type, const uint64_t *a,
+                const uint64_t *b, const uint64_t *c, uint64_t *y) {
+  using R = uint64_t;
+  DType from = type[s.operand[0]];
+  switch (s.op) {
+  case Opcode::Compare:
+    withRegisterStorage<R>(from, [&](auto zero) {
+      using C = Compute<decltype(zero)>;
+#pragma unroll
+      for (int j = 0; j < kFusedPack; ++j)
+        y[j] = compareOf(s.attr, C(a[j]), C(b[j])) ? R(1) : R(0);
+    });
+    return;
+  case Opcode::Select:
+#pragma unroll
+    for (int j = 0; j < kFusedPack; ++j)
+      y[j] = a[j] != R(0) ? b[j] : c[j];
+    return;
+  case Opcode::Convert: // Integers wrap or extend; i1 -> 0 or 1, -> i1 != 0.
+    withRegisterStorage<R>(from, [&](auto source) {
+      using C = Compute<decltype(source)>;
+      withRegisterStorage<R>(s.dtype, [&](auto target) {
+        using D = decltype(target);
+#pragma unroll
+        for (int j = 0; j < kFusedPack; ++j) {
+          if constexpr (std::is_same_v<D, Bool>)
+            y[j] = C(a[j]) != C(0) ? R(1) : R(0);
+          else
+            y[j] = R(toInt<D>(C(a[j])));
+        }
+      });
+    });
+    return;
+  default:
+    withInteger(s.dtype, [&](auto zero) {
+      using S = decltype(zero);
+      math::BitOp bit;
+      if (math::toBitOp(s.op, bit)) {
+#pragma unroll
+        for (int j = 0; j < kFusedPack; ++j)
+          y[j] = R(math::bitOp<S>(bit, S(a[j]), S(b[j])));
+      } else if (math::fusedStepArity(s.op) == 2) {
+#pragma unroll
+        for (int j = 0; j < kFusedPack; ++j)
+          y[j] = R(binaryOf<S>(s.op, S(a[j]), S(b[j]), FaultSite()));
+      } else {
+#pragma unroll
+        for (int j = 0; j < kFusedPack; ++j)
+          y[j] = R(unaryOf<S>(s.op, S(a[j])));
+      }
+    });
+  }
+}
+
+/// A float program's step s on the registers `reg` (kFusedPack elements
 /// each) of dtypes `type`: one decode for the pack.
 template <typename R>
-__device__ __forceinline__ void stepPack(const math::FusedStep &s,
-                                         const DType *type,
-                                         const R (*reg)[kFusedPack], R *y) {
+__device__ __forceinline__ void
+floatStepPack(const math::FusedStep &s, const DType *type,
+              const R (*reg)[kFusedPack], R *y) {
   const R *a = reg[s.operand[0]], *b = reg[s.operand[1]];
   DType from = type[s.operand[0]];
   switch (s.op) {
@@ -305,6 +396,19 @@ __device__ __forceinline__ void stepPack(const math::FusedStep &s,
       return R(0);
     });
   }
+}
+
+/// Step s's values y[j] from the registers `reg` (kFusedPack elements
+/// each) of dtypes `type`.
+template <typename R>
+__device__ __forceinline__ void stepPack(const math::FusedStep &s,
+                                         const DType *type,
+                                         const R (*reg)[kFusedPack], R *y) {
+  if constexpr (kInteger<R>)
+    integerStepPack(s, type, reg[s.operand[0]], reg[s.operand[1]],
+                    reg[s.operand[2]], y);
+  else
+    floatStepPack(s, type, reg, y);
 }
 
 template <typename R>
@@ -403,13 +507,16 @@ Status runFusedElementwise(const KernelCall &call) {
   bool wide = false;
   for (int r = 0; r < args.program.numRegisters(); ++r)
     wide = wide || args.program.registerDType[r] == DType::F64;
+  bool integers = math::isIntegerProgram(args.program);
   // Operands a step does not take: register 0 (see FusedArgs).
   for (int k = 0; k < args.program.numSteps; ++k)
     for (int16_t &operand : args.program.steps[k].operand)
       operand = operand < 0 ? 0 : operand;
   cudaStream_t stream = streamOf(call).handle();
   unsigned grid = gridFor((args.n + kFusedPack - 1) / kFusedPack);
-  if (wide)
+  if (integers)
+    fusedElementwiseKernel<uint64_t><<<grid, kThreads, 0, stream>>>(args);
+  else if (wide)
     fusedElementwiseKernel<double><<<grid, kThreads, 0, stream>>>(args);
   else
     fusedElementwiseKernel<float><<<grid, kThreads, 0, stream>>>(args);

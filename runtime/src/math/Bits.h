@@ -2,8 +2,9 @@
 //-*-===//
 //
 // graph.and ... graph.count_leading_zeros on one element, for the CPU
-// (cpu/Bitwise.cpp) and CUDA (cuda/Bitwise.cu) kernels alike, and which
-// BitOp an opcode is (bitOpOf, host code). T is the
+// (cpu/Bitwise.cpp) and CUDA (cuda/Bitwise.cu, cuda/FusedElementwise.cu)
+// kernels alike, and which BitOp an opcode is (toBitOp; bitOpOf on the
+// host). T is the
 // storage type (int8_t ... uint64_t); every op works on its unsigned bits
 // U, so signed values are their two's complement bits and nothing here is
 // undefined behaviour in C++ (no signed overflow, no shift by the width):
@@ -46,30 +47,46 @@ enum class BitOp {
   kCountLeadingZeros,
 };
 
-/// The math::BitOp of a bitwise opcode (none for another opcode).
-inline std::optional<BitOp> bitOpOf(Opcode op) {
+/// The math::BitOp of a bitwise opcode, in `out`; false for another opcode
+/// (host and device: a fused loop's steps map here on the GPU).
+TRAINC_HD bool toBitOp(Opcode op, BitOp &out) {
   switch (op) {
   case Opcode::And:
-    return BitOp::kAnd;
+    out = BitOp::kAnd;
+    return true;
   case Opcode::Or:
-    return BitOp::kOr;
+    out = BitOp::kOr;
+    return true;
   case Opcode::Xor:
-    return BitOp::kXor;
+    out = BitOp::kXor;
+    return true;
   case Opcode::Not:
-    return BitOp::kNot;
+    out = BitOp::kNot;
+    return true;
   case Opcode::ShiftLeft:
-    return BitOp::kShiftLeft;
+    out = BitOp::kShiftLeft;
+    return true;
   case Opcode::ShiftRightLogical:
-    return BitOp::kShiftRightLogical;
+    out = BitOp::kShiftRightLogical;
+    return true;
   case Opcode::ShiftRightArithmetic:
-    return BitOp::kShiftRightArithmetic;
+    out = BitOp::kShiftRightArithmetic;
+    return true;
   case Opcode::PopCount:
-    return BitOp::kPopCount;
+    out = BitOp::kPopCount;
+    return true;
   case Opcode::CountLeadingZeros:
-    return BitOp::kCountLeadingZeros;
+    out = BitOp::kCountLeadingZeros;
+    return true;
   default:
-    return std::nullopt;
+    return false;
   }
+}
+
+/// The math::BitOp of a bitwise opcode (none for another opcode).
+inline std::optional<BitOp> bitOpOf(Opcode op) {
+  BitOp b;
+  return toBitOp(op, b) ? std::optional<BitOp>(b) : std::nullopt;
 }
 
 /// Whether `op` takes two operands.

@@ -11,8 +11,11 @@
 //
 // A step computes what the opcode's own instruction would compute for one
 // element, so a fused loop gives the bits of the unfused instructions on
-// every device. FusedProgram is plain data of a fixed size: the CUDA
-// kernel takes it whole as a __grid_constant__ parameter.
+// every device. A program computes on floats (f64, f32, f16, bf16) and i1,
+// or on integers (i32, i64, ui32, ui64: jax.random's threefry) and i1,
+// never both: each device keeps one register file per program. No step
+// can fail: integer division is not a step. FusedProgram is plain data of a
+// fixed size: the CUDA kernel takes it whole as a __grid_constant__ parameter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +66,9 @@ TRAINC_HD int fusedStepArity(Opcode op) {
   case Opcode::Round:
   case Opcode::Convert:
   case Opcode::Gelu:
+  case Opcode::Not:
+  case Opcode::PopCount:
+  case Opcode::CountLeadingZeros:
     return 1;
   case Opcode::Add:
   case Opcode::Sub:
@@ -73,6 +79,12 @@ TRAINC_HD int fusedStepArity(Opcode op) {
   case Opcode::Min:
   case Opcode::Compare:
   case Opcode::GeluGrad:
+  case Opcode::And:
+  case Opcode::Or:
+  case Opcode::Xor:
+  case Opcode::ShiftLeft:
+  case Opcode::ShiftRightLogical:
+  case Opcode::ShiftRightArithmetic:
     return 2;
   case Opcode::Select:
     return 3;
@@ -81,9 +93,58 @@ TRAINC_HD int fusedStepArity(Opcode op) {
   }
 }
 
-inline bool isFusedFloat(DType t) {
+TRAINC_HD bool isFusedFloat(DType t) {
   return t == DType::F64 || t == DType::F32 || t == DType::F16 ||
          t == DType::BF16;
+}
+
+/// The integer dtypes of a fused loop: those the CUDA elementwise kernels
+/// take (not the 8- and 16-bit ones).
+TRAINC_HD bool isFusedInteger(DType t) {
+  return t == DType::I32 || t == DType::I64 || t == DType::U32 ||
+         t == DType::U64;
+}
+
+/// Which steps take which dtypes (beyond Compare, Select and Convert).
+enum class FusedStepTypes {
+  kFloats,   ///< float math: Exp ... Round, Div, Pow, Gelu, GeluGrad
+  kNumbers,  ///< floats or integers: Neg, Abs, Add, Sub, Mul, Max, Min
+  kIntegers, ///< the bitwise ops
+};
+
+inline FusedStepTypes fusedStepTypes(Opcode op) {
+  switch (op) {
+  case Opcode::Neg:
+  case Opcode::Abs:
+  case Opcode::Add:
+  case Opcode::Sub:
+  case Opcode::Mul:
+  case Opcode::Max:
+  case Opcode::Min:
+    return FusedStepTypes::kNumbers;
+  case Opcode::And:
+  case Opcode::Or:
+  case Opcode::Xor:
+  case Opcode::Not:
+  case Opcode::ShiftLeft:
+  case Opcode::ShiftRightLogical:
+  case Opcode::ShiftRightArithmetic:
+  case Opcode::PopCount:
+  case Opcode::CountLeadingZeros:
+    return FusedStepTypes::kIntegers;
+  default:
+    return FusedStepTypes::kFloats;
+  }
+}
+
+/// Whether a program's registers hold integers (i32, i64, ui32, ui64 and
+/// i1) rather than floats (and i1). A program that has only i1 registers
+/// is a float one.
+inline bool isIntegerProgram(const FusedProgram &program) {
+  for (int r = 0; r < program.numRegisters(); ++r)
+    if (isFusedInteger(program.registerDType[r]))
+      return true;
+  return false;
 }
 
 /// Reads `ints` (count `numInts`) into `program` for an instruction whose
@@ -114,8 +175,10 @@ inline std::string decodeFusedProgram(const int64_t *ints, int64_t numInts,
   program.numSteps = steps;
   program.numResults = numResults;
   for (int i = 0; i < numInputs; ++i) {
-    if (!isFusedFloat(inputDTypes[i]) && inputDTypes[i] != DType::I1)
-      return "operand " + str(i) + " is not a float or i1";
+    if (!isFusedFloat(inputDTypes[i]) && !isFusedInteger(inputDTypes[i]) &&
+        inputDTypes[i] != DType::I1)
+      return "operand " + str(i) +
+             " is not a float, i32, i64, ui32, ui64 or i1";
     program.registerDType[i] = inputDTypes[i];
   }
   for (int k = 0; k < steps; ++k) {
@@ -153,30 +216,44 @@ inline std::string decodeFusedProgram(const int64_t *ints, int64_t numInts,
       return at + "attribute " + str(attr) + " is out of range";
     step.attr = int8_t(attr);
     DType t = step.dtype;
+    auto isRegisterType = [](DType d) {
+      return isFusedFloat(d) || isFusedInteger(d) || d == DType::I1;
+    };
     bool typed = true;
     switch (step.op) {
     case Opcode::Compare:
       typed = t == DType::I1 && operandType[1] == operandType[0];
       break;
     case Opcode::Select:
-      typed = (isFusedFloat(t) || t == DType::I1) &&
-              operandType[0] == DType::I1 && operandType[1] == t &&
-              operandType[2] == t;
+      typed = isRegisterType(t) && operandType[0] == DType::I1 &&
+              operandType[1] == t && operandType[2] == t;
       break;
-    case Opcode::Convert:
-      typed = (isFusedFloat(t) || t == DType::I1) &&
-              (isFusedFloat(operandType[0]) || operandType[0] == DType::I1);
+    case Opcode::Convert: // Within floats and i1, or integers and i1.
+      typed = isRegisterType(t) &&
+              !(isFusedFloat(t) && isFusedInteger(operandType[0])) &&
+              !(isFusedInteger(t) && isFusedFloat(operandType[0]));
       break;
-    default: // Float math of one dtype.
-      typed = isFusedFloat(t);
+    default: { // Math of one dtype.
+      FusedStepTypes types = fusedStepTypes(step.op);
+      typed = (isFusedFloat(t) && types != FusedStepTypes::kIntegers) ||
+              (isFusedInteger(t) && types != FusedStepTypes::kFloats);
       for (int j = 0; j < arity; ++j)
         typed = typed && operandType[j] == t;
       break;
+    }
     }
     if (!typed)
       return at + opcodeName(step.op) + " does not take these dtypes";
     program.registerDType[numInputs + k] = t;
   }
+  // One register file per program: floats and i1, or integers and i1.
+  bool floats = false, integers = false;
+  for (int r = 0; r < program.numRegisters(); ++r) {
+    floats = floats || isFusedFloat(program.registerDType[r]);
+    integers = integers || isFusedInteger(program.registerDType[r]);
+  }
+  if (floats && integers)
+    return "has both float and integer registers";
   const int64_t *results = ints + 1 + int64_t(steps) * kFusedStepInts;
   for (int r = 0; r < numResults; ++r) {
     int64_t reg = results[r];

@@ -2141,12 +2141,36 @@ func.func @fused_elementwise_c3_op(%x: tensor<4xf32>) {
 
 // -----
 
-func.func @fused_elementwise_c3_type(%x: tensor<4xi32>) {
-  // expected-error@+1 {{(C3) 'graph.neg' in the body has type 'tensor<i32>': body values are 0-d f64, f32, f16, bf16 or i1}}
-  %r = graph.fused_elementwise %x : (tensor<4xi32>) -> tensor<4xi32> {
+func.func @fused_elementwise_c3_type(%x: tensor<4xi16>) {
+  // expected-error@+1 {{(C3) 'graph.neg' in the body has type 'tensor<i16>': body values are 0-d f64, f32, f16, bf16, i32, i64, ui32, ui64 or i1}}
+  %r = graph.fused_elementwise %x : (tensor<4xi16>) -> tensor<4xi16> {
+  ^bb0(%a: tensor<i16>):
+    %s = graph.neg %a : tensor<i16>
+    graph.yield %s : tensor<i16>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c3_integer_div(%x: tensor<4xui32>) {
+  // expected-error@+1 {{(C3) 'graph.div' in the body computes on 'ui32': only neg, abs, add, sub, mul, max, min, compare, select, convert and the bitwise ops take integers in a fused body}}
+  %r = graph.fused_elementwise %x : (tensor<4xui32>) -> tensor<4xui32> {
+  ^bb0(%a: tensor<ui32>):
+    %s = graph.div %a, %a : tensor<ui32>
+    graph.yield %s : tensor<ui32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c5(%x: tensor<4xi32>) {
+  // expected-error@+1 {{(C5) the body computes on floats and on integers; a fused loop takes one or the other (and i1)}}
+  %r = graph.fused_elementwise %x : (tensor<4xi32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<i32>):
-    %s = graph.neg %a : tensor<i32>
-    graph.yield %s : tensor<i32>
+    %s = graph.convert %a : (tensor<i32>) -> tensor<f32>
+    graph.yield %s : tensor<f32>
   }
   return
 }

@@ -462,6 +462,27 @@ func.func @fused_elementwise(%x: tensor<4x8xbf16>, %s: tensor<f32>) -> (tensor<4
   return %r#0, %r#1 : tensor<4x8xf32>, tensor<4x8xi1>
 }
 
+// An integer loop (a threefry round's steps): ui32 arithmetic and bit
+// ops, a 0-d key word, a ui64 counter narrowed, an i1 predicate.
+// CHECK-LABEL: func.func @fused_elementwise_integers
+// CHECK: graph.fused_elementwise %{{.+}}, %{{.+}}, %{{.+}} : (tensor<16xui32>, tensor<ui32>, tensor<16xui64>) -> (tensor<16xui32>, tensor<16xi1>) {
+// CHECK: graph.shift_left
+// CHECK: graph.xor
+// CHECK: graph.compare LT
+func.func @fused_elementwise_integers(%x: tensor<16xui32>, %k: tensor<ui32>, %c: tensor<16xui64>) -> (tensor<16xui32>, tensor<16xi1>) {
+  %r:2 = graph.fused_elementwise %x, %k, %c : (tensor<16xui32>, tensor<ui32>, tensor<16xui64>) -> (tensor<16xui32>, tensor<16xi1>) {
+  ^bb0(%a: tensor<ui32>, %b: tensor<ui32>, %n: tensor<ui64>):
+    %lo = graph.convert %n : (tensor<ui64>) -> tensor<ui32>
+    %s = graph.add %a, %lo : tensor<ui32>
+    %t = graph.shift_left %s, %b : tensor<ui32>
+    %u = graph.xor %t, %s : tensor<ui32>
+    %p = graph.compare LT, %u, %b : tensor<ui32>
+    %v = graph.select %p, %u, %a : tensor<i1>, tensor<ui32>
+    graph.yield %v, %p : tensor<ui32>, tensor<i1>
+  }
+  return %r#0, %r#1 : tensor<16xui32>, tensor<16xi1>
+}
+
 // The parameters' casts at once.
 // CHECK-LABEL: func.func @convert_group
 // CHECK: graph.convert_group %{{.+}}, %{{.+}} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<8xbf16>)

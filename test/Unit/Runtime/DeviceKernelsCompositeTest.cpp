@@ -914,6 +914,8 @@ struct FusedOperandSpec {
   double lo, hi;
   /// 0-d: one value for every element.
   bool scalar;
+  /// Random bit patterns instead (an integer's whole range).
+  bool bits = false;
 };
 
 struct FusedCase {
@@ -1083,6 +1085,89 @@ FusedCase everyOpF16() {
           {}};
 }
 
+/// 0-d bf16 and f16 operands (2-byte elements repeated over the loop).
+FusedCase scalar16() {
+  return {"0-d bf16 and f16 operands",
+          {{kBF16, -4, 4, false},                 // 0 x
+           {kBF16, 0.75, 0.75, true},             // 1 s, 0-d
+           {kF16, 1.5, 1.5, true}},               // 2 t, 0-d
+          {{Opcode::Mul, kBF16, 0, 1, -1, 0},     // 3
+           {Opcode::Convert, kF16, 3, -1, -1, 0}, // 4
+           {Opcode::Add, kF16, 4, 2, -1, 0}},     // 5
+          {5, 3},
+          {},
+          {},
+          {}};
+}
+
+/// A threefry2x32 round in ui32 (jax.random): add, rotate by a 0-d amount
+/// (a shift each way and an or), xor, add a 0-d key word; random bits.
+FusedCase threefryRound() {
+  return {"ui32 threefry round",
+          {{kU32, 0, 0, false, true},                      // 0 x0
+           {kU32, 0, 0, false, true},                      // 1 x1
+           {kU32, 0, 0, true, true},                       // 2 key, 0-d
+           {kU32, 13, 13, true},                           // 3 r, 0-d
+           {kU32, 19, 19, true}},                          // 4 32 - r, 0-d
+          {{Opcode::Add, kU32, 0, 1, -1, 0},               // 5
+           {Opcode::ShiftLeft, kU32, 1, 3, -1, 0},         // 6
+           {Opcode::ShiftRightLogical, kU32, 1, 4, -1, 0}, // 7
+           {Opcode::Or, kU32, 6, 7, -1, 0},                // 8
+           {Opcode::Xor, kU32, 8, 5, -1, 0},               // 9
+           {Opcode::Add, kU32, 9, 2, -1, 0}},              // 10
+          {10, 5},
+          {},
+          {},
+          {}};
+}
+
+/// Every integer step on i32, u64 and i1, on random bits and shift amounts
+/// below and beyond the width: wrapping neg, mul and sub (INT_MIN among
+/// the values), both right shifts, signed and unsigned order (values with
+/// the top bit set), the counts, converts that sign-extend, wrap and test
+/// non-zero, a 0-d i1 choosing between i1 values.
+FusedCase everyIntegerStep() {
+  return {"every integer step",
+          {{kI32, 0, 0, false, true},                         // 0 a
+           {kI32, 0, 40, false},                              // 1 shift
+           {kU64, 0, 0, false, true},                         // 2 c
+           {kU64, 0, 70, false},                              // 3 shift
+           {kI1, 0, 2, true}},                                // 4 p, 0-d
+          {{Opcode::Neg, kI32, 0, -1, -1, 0},                 // 5
+           {Opcode::Abs, kI32, 0, -1, -1, 0},                 // 6
+           {Opcode::ShiftLeft, kI32, 0, 1, -1, 0},            // 7
+           {Opcode::ShiftRightArithmetic, kI32, 0, 1, -1, 0}, // 8
+           {Opcode::ShiftRightLogical, kI32, 0, 1, -1, 0},    // 9
+           {Opcode::Mul, kI32, 0, 0, -1, 0},                  // 10
+           {Opcode::Sub, kI32, 5, 10, -1, 0},                 // 11
+           {Opcode::Max, kI32, 11, 8, -1, 0},                 // 12
+           {Opcode::Min, kI32, 12, 7, -1, 0},                 // 13
+           {Opcode::Xor, kI32, 13, 9, -1, 0},                 // 14
+           {Opcode::Not, kI32, 14, -1, -1, 0},                // 15
+           {Opcode::PopCount, kI32, 15, -1, -1, 0},           // 16
+           {Opcode::CountLeadingZeros, kI32, 14, -1, -1, 0},  // 17
+           {Opcode::Convert, kI64, 13, -1, -1, 0},            // 18
+           {Opcode::Convert, kU64, 18, -1, -1, 0},            // 19
+           {Opcode::Add, kU64, 19, 2, -1, 0},                 // 20
+           {Opcode::ShiftRightLogical, kU64, 20, 3, -1, 0},   // 21
+           {Opcode::ShiftLeft, kU64, 2, 3, -1, 0},            // 22
+           {Opcode::Compare, kI1, 20, 2, -1, 2},              // 23: LT
+           {Opcode::Select, kU64, 23, 21, 22, 0},             // 24
+           {Opcode::Max, kU64, 24, 2, -1, 0},                 // 25
+           {Opcode::Convert, kU32, 25, -1, -1, 0},            // 26
+           {Opcode::Compare, kI1, 0, 1, -1, 4},               // 27: GT
+           {Opcode::Select, kI1, 4, 27, 23, 0},               // 28
+           {Opcode::Convert, kI32, 28, -1, -1, 0},            // 29
+           {Opcode::And, kI32, 29, 16, -1, 0},                // 30
+           {Opcode::Or, kI32, 30, 17, -1, 0},                 // 31
+           {Opcode::Convert, kI1, 0, -1, -1, 0},              // 32
+           {Opcode::Convert, kI32, 26, -1, -1, 0}},           // 33
+          {31, 26, 32, 33, 24},
+          {},
+          {-2147483648.0, -1, 0, 2147483647.0, 1},
+          {9223372036854775808.0, 0, 1}};
+}
+
 /// Runs `fc` on `dims` fused and step by step on the device under test and
 /// expects the same results (bit for bit; byte for byte on the CPU
 /// device), and operands that no result is written to unchanged.
@@ -1092,8 +1177,10 @@ void checkFused(Device &device, const FusedCase &fc,
   std::vector<TestTensor> operands, regs;
   for (size_t r = 0; r < fc.operands.size(); ++r) {
     const FusedOperandSpec &o = fc.operands[r];
-    TestTensor x = uniform(o.dtype, o.scalar ? std::vector<int64_t>{} : dims,
-                           seed + uint32_t(r), o.lo, o.hi);
+    std::vector<int64_t> shape = o.scalar ? std::vector<int64_t>{} : dims;
+    TestTensor x =
+        o.bits ? randomBits(o.dtype, shape, seed + uint32_t(r))
+               : uniform(o.dtype, shape, seed + uint32_t(r), o.lo, o.hi);
     const std::vector<double> &special = r == 0   ? fc.special0
                                          : r == 2 ? fc.special2
                                                   : std::vector<double>{};
@@ -1147,9 +1234,13 @@ TEST_P(DeviceKernels, FusedElementwiseMatchesItsSteps) {
   FusedCase inPlaceGeluGrad = bf16GeluGrad();
   inPlaceGeluGrad.name = "f32 gelu_grad between bf16 converts; over x";
   inPlaceGeluGrad.aliases = {0};
-  const FusedCase cases[] = {bf16AddConvert(), bf16GeluGrad(), compareSelect(),
-                             f64Program(),     everyOpF16(),   inPlaceAdd,
-                             inPlaceGeluGrad};
+  FusedCase inPlaceRound = threefryRound();
+  inPlaceRound.name = "ui32 threefry round; over x0";
+  inPlaceRound.aliases = {0, -1};
+  const FusedCase cases[] = {
+      bf16AddConvert(),   bf16GeluGrad(), compareSelect(), f64Program(),
+      everyOpF16(),       inPlaceAdd,     inPlaceGeluGrad, threefryRound(),
+      everyIntegerStep(), inPlaceRound,   scalar16()};
   // 8197 = two CPU chunks of 4096 and a tail, split over the threads.
   const std::vector<int64_t> shapes[] = {{1},    {7}, {1031},
                                          {8197}, {0}, {3, 129}};
@@ -1170,6 +1261,33 @@ TEST_P(DeviceKernels, FusedElementwiseRejectsABadProgram) {
       makeCall(Opcode::FusedElementwise, {x}, {zeros(kF32, {7})},
                {1, int64_t(Opcode::Neg), int64_t(kF32), 1, -1, -1, 0, 1}),
       {"fused_elementwise", "step 0"});
+  // Integer division (it could fault) and a float step on integers.
+  TestTensor n = randomBits(kU32, {7}, 2);
+  checkFails(makeCall(Opcode::FusedElementwise, {n}, {zeros(kU32, {7})},
+                      {1, int64_t(Opcode::Div), int64_t(kU32), 0, 0, -1, 0, 1}),
+             {"fused_elementwise", "step 0", "does not take these dtypes"});
+  checkFails(
+      makeCall(Opcode::FusedElementwise, {n}, {zeros(kU32, {7})},
+               {1, int64_t(Opcode::Exp), int64_t(kU32), 0, -1, -1, 0, 1}),
+      {"fused_elementwise", "step 0", "does not take these dtypes"});
+  // Floats and integers in one program, even without a convert between.
+  checkFails(
+      makeCall(Opcode::FusedElementwise, {n, x},
+               {zeros(kU32, {7}), zeros(kF32, {7})},
+               {2, int64_t(Opcode::Not), int64_t(kU32), 0, -1, -1, 0,
+                int64_t(Opcode::Neg), int64_t(kF32), 1, -1, -1, 0, 2, 3}),
+      {"fused_elementwise", "both float and integer registers"});
+  // A convert between them.
+  checkFails(
+      makeCall(Opcode::FusedElementwise, {n}, {zeros(kF32, {7})},
+               {1, int64_t(Opcode::Convert), int64_t(kF32), 0, -1, -1, 0, 1}),
+      {"fused_elementwise", "step 0", "does not take these dtypes"});
+  // 16-bit integers are no register type.
+  TestTensor h = randomBits(kI16, {7}, 3);
+  checkFails(
+      makeCall(Opcode::FusedElementwise, {h}, {zeros(kI16, {7})},
+               {1, int64_t(Opcode::Not), int64_t(kI16), 0, -1, -1, 0, 1}),
+      {"fused_elementwise", "operand 0"});
 }
 
 //===--- ConvertGroup -----------------------------------------------------===//

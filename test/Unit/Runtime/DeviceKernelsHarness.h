@@ -40,7 +40,8 @@ using cpu::testing::TestTensor;
 
 constexpr DType kF64 = DType::F64, kF32 = DType::F32, kF16 = DType::F16,
                 kBF16 = DType::BF16, kI64 = DType::I64, kI32 = DType::I32,
-                kI1 = DType::I1;
+                kI1 = DType::I1, kU32 = DType::U32, kU64 = DType::U64,
+                kI16 = DType::I16;
 constexpr DType kFloatTypes[] = {kF32, kF64, kF16, kBF16};
 constexpr DType kAllTypes[] = {kF64, kF32, kF16, kBF16, kI64, kI32, kI1};
 

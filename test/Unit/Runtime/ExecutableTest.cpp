@@ -339,7 +339,8 @@ TEST(Executable, ChecksFusedElementwisePrograms) {
       tensor(DType::BF16, {4, 8}), tensor(DType::F32, {4, 8}), // 0, 1
       tensor(DType::F32, {}),      tensor(DType::F32, {4, 8}), // 2, 3
       tensor(DType::BF16, {4, 8}), tensor(DType::F32, {8}),    // 4, 5
-      tensor(DType::I32, {4, 8}),  tensor(DType::I1, {4, 8})}; // 6, 7
+      tensor(DType::I32, {4, 8}),  tensor(DType::I1, {4, 8}),  // 6, 7
+      tensor(DType::I16, {4, 8})};                             // 8
   auto op = [](Opcode o) { return int64_t(o); };
   auto type = [](DType t) { return int64_t(t); };
   // r0 = x (bf16), r1 = y (f32), r2 = s (0-d f32);
@@ -402,9 +403,13 @@ TEST(Executable, ChecksFusedElementwisePrograms) {
   InstructionInfo wrongShape = fused;
   wrongShape.operands = {0, 5, 2};
   fails(wrongShape, "operand '");
+  // An i32 operand is an integer register: no convert to f32 in the loop.
   InstructionInfo integer = fused;
   integer.operands = {6, 1, 2};
-  fails(integer, "operand 0 is not a float or i1");
+  fails(integer, "step 0: convert does not take these dtypes");
+  InstructionInfo narrow = fused;
+  narrow.operands = {8, 1, 2};
+  fails(narrow, "operand 0 is not a float, i32, i64, ui32, ui64 or i1");
   InstructionInfo resultShape = fused;
   resultShape.results = {3, 2};
   fails(resultShape, "has the wrong shape for its operands");

@@ -1019,9 +1019,15 @@ def FuseElementwise : Pass<"trainc-fuse-elementwise", "mlir::func::FuncOp"> {
     on a GPU) where each op took one, and the values only the group uses
     are never stored. The ops that fuse are the float and i1 elementwise
     ops (`neg` ... `sin`, `add` ... `min`, `compare`, `select`, `convert`)
-    and `gelu` and `gelu_grad`; a `broadcast_in_dim` of a 0-d value into
-    a group's shape becomes a 0-d operand of the loop. Each op in the body
-    rounds as it did alone, so results are the unfused program's bits.
+    and `gelu` and `gelu_grad`; and on i32, i64, ui32 and ui64 (with i1)
+    `neg`, `abs`, `add`, `sub`, `mul`, `max`, `min`, `compare`, `select`,
+    `convert` and the bitwise ops (jax.random's threefry: about 150 ops
+    per draw become a few loops), not integer division, which may fault.
+    A group computes on floats or on integers, never both (the op's C5):
+    a convert between them, and a `bitcast`, stay outside. A
+    `broadcast_in_dim` of a 0-d value into a group's shape becomes a 0-d
+    operand of the loop. Each op in the body rounds as it did alone, so
+    results are the unfused program's bits.
 
     Ops join in program order. An op joins the groups of the operands it
     takes from ops of its shape (and with its discardable attributes, such

@@ -276,11 +276,19 @@ def Graph_FusedElementwiseOp : Graph_Op<"fused_elementwise", [
       the operand's element type.
     - (C3) the body's ops are `neg`, `abs`, `exp`, `log`, `tanh`, `erf`,
       `sqrt`, `rsqrt`, `cos`, `sin`, `floor`, `round`, `add`, `sub`, `mul`,
-      `div`, `pow`, `max`, `min`, `compare`, `select`, `convert`, `gelu` and
-      `gelu_grad` on 0-d tensors of f64, f32, f16, bf16 or i1 (the element types the
-      executable's fused loop computes in; not the 8-bit floats).
+      `div`, `pow`, `max`, `min`, `compare`, `select`, `convert`, `gelu`,
+      `gelu_grad` and the bitwise ops (`and` ... `count_leading_zeros`) on
+      0-d tensors of f64, f32, f16, bf16, i32, i64, ui32, ui64 or i1 (the
+      element types the executable's fused loop computes in; not the
+      8-bit floats or the narrow integers). Only `neg`, `abs`, `add`,
+      `sub`, `mul`, `max`, `min`, `compare`, `select`, `convert` and the
+      bitwise ops compute on integers (no integer division: no step may
+      fail).
     - (C4) the body ends in `graph.yield` of one 0-d value per result, of
       the result's element type.
+    - (C5) the body's arguments and values are floats and i1, or integers
+      and i1, not both (each device has one register file per loop; a
+      convert between floats and integers stays outside).
 
     Example:
     ```mlir
