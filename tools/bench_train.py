@@ -530,18 +530,17 @@ def bench_trainc(bin_dir, cfg, env, flags=()):
 
 
 def trainc_blas(run):
-    """The BLAS library trainc-run links, from ldd, symlinks resolved."""
+    """The BLAS library trainc-run loads, symlinks resolved: it loads OpenBLAS
+    with dlopen as it starts (runtime/src/cpu/Gemm.h), so not ldd but the
+    loader's own trace of `trainc-run --help` (LD_DEBUG=files) names it."""
     try:
-        out = subprocess.run(['ldd', run], capture_output=True, text=True).stdout
-    except OSError as e:
-        return f'unknown (ldd: {e})'
-    libs = []
-    for line in out.splitlines():
-        if re.search(r'blas|mkl', line, re.I):
-            parts = line.split('=>')
-            path = parts[1].split('(')[0].strip() if len(parts) > 1 else parts[0].strip()
-            libs.append(f'{line.split()[0]} -> {os.path.realpath(path)}')
-    return '; '.join(libs) or 'no BLAS library linked'
+        trace = subprocess.run([run, '--help'], capture_output=True, text=True, timeout=60,
+                               env=dict(os.environ, LD_DEBUG='files')).stderr
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f'unknown ({e})'
+    libs = sorted({os.path.realpath(m) for m in
+                   re.findall(r'calling init: (\S*(?:blas|mkl)\S*)', trace, re.I)})
+    return '; '.join(libs) or 'unknown (the loader loaded no BLAS library)'
 
 
 # ---------------------------------------------------------------------------

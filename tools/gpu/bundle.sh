@@ -101,6 +101,19 @@ done | sort -u | while read -r soname path; do
   [[ -e $stage/lib/$soname ]] || cp -L "$path" "$stage/lib/$soname"
 done
 
+# OpenBLAS: the runtime loads it with dlopen (runtime/src/cpu/Gemm.h), so
+# ldd does not list it; it and the libraries it loads go in lib/ too, and
+# it joins the checks below.
+openblas=$(ldconfig -p | awk '/libopenblas\.so\.0 .*x86-64/ { print $NF; exit }')
+[[ -n $openblas ]] || { echo "bundle.sh: libopenblas.so.0 is not installed (apt-get install libopenblas0)" >&2; exit 1; }
+cp -L "$openblas" "$stage/lib/libopenblas.so.0"
+LD_LIBRARY_PATH="$stage/lib" ldd "$stage/lib/libopenblas.so.0" |
+  awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | while read -r soname path; do
+  from_machine "$soname" && continue
+  [[ -e $stage/lib/$soname ]] || cp -L "$path" "$stage/lib/$soname"
+done
+binaries+=("$stage/lib/libopenblas.so.0")
+
 # With lib/ first on the loader's path, every library but glibc's and
 # CUDA's must resolve inside the bundle (the system's directories are still
 # searched, so "found" alone would prove nothing).
@@ -113,6 +126,10 @@ for f in "${binaries[@]}"; do
 done
 LD_BIND_NOW=1 LD_LIBRARY_PATH="$stage/lib" "$stage/bin/trainc" --version >/dev/null
 LD_BIND_NOW=1 LD_LIBRARY_PATH="$stage/lib" "$stage/bin/trainc-run" --help >/dev/null
+# The CPU device loads OpenBLAS and runs a GEMM with it.
+LD_LIBRARY_PATH="$stage/lib" "$stage/test/trainc-runtime-unittests" \
+  --gtest_filter='CpuDotGeneral.OpenBlas*:CpuDotGeneral.PlainMatmul' >/dev/null ||
+  { echo "bundle.sh: the bundle's runtime cannot load OpenBLAS or run a GEMM" >&2; exit 1; }
 # The bundle's trainc compiles as the build's does (the executable records
 # its command line: the same argv[0] and output name, in two folders).
 step=$stage/data/tinygpt/tied_erf/model_train_opset17.onnx

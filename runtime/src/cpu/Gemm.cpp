@@ -6,28 +6,138 @@
 
 #include <algorithm>
 #include <cblas.h>
-#include <mutex>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <string>
 
 namespace trainc::cpu {
 namespace {
 
-/// OpenBLAS computes on the thread that calls it; trainc's pool parallelizes.
-void singleThreadedBlas() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+/// OpenBLAS, loaded at run time (see Gemm.h).
+struct Blas {
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&cblas_dgemm) dgemm = nullptr;
+  std::string core;  ///< openblas_get_corename(), or "".
+  std::string error; ///< Why it could not be loaded, or "".
+};
+
+/// The kernels OpenBLAS should use on this CPU when its own detection
+/// fell back to the generic x86-64 ones ("Prescott"), by the CPU's
+/// features: null where that is all the CPU has.
+const char *coreForFeatures() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return "SKYLAKEX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "HASWELL";
+  if (__builtin_cpu_supports("avx"))
+    return "SANDYBRIDGE";
+#endif
+  return nullptr;
+}
+
+/// dlopen of the first of OpenBLAS's names that loads (the library CMake
+/// found, then its runtime soname); null and `error` naming each try when
+/// none does.
+void *openBlas(std::string &error) {
+  error = "OpenBLAS could not be loaded (";
+  const char *sep = "";
+  for (const char *name : {TRAINC_OPENBLAS_PATH, "libopenblas.so.0"}) {
+    if (void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
+      error.clear();
+      return handle;
+    }
+    const char *why = dlerror();
+    error += std::string(sep) + (why ? why : name);
+    sep = "; ";
+  }
+  error += "): install it (apt-get install libopenblas0)";
+  return nullptr;
+}
+
+Blas loadBlas() {
+  Blas blas;
+  void *handle = openBlas(blas.error);
+  if (!handle)
+    return blas;
+  auto corename = [&] {
+    auto fn =
+        reinterpret_cast<char *(*)()>(dlsym(handle, "openblas_get_corename"));
+    return std::string(fn ? fn() : "");
+  };
+  blas.core = corename();
+  // OpenBLAS picks its kernels when it loads, by the CPU's model; a model
+  // newer than its table (0.3.21 and a 2023 Xeon) gets the generic SSE3
+  // ones, 3x slower on this project's machines. Then load it again with
+  // the kernels the CPU's features allow, unless the user chose some. (A
+  // process that has OpenBLAS loaded already keeps it as it is: dlclose
+  // does not unload it.)
+  const char *better = coreForFeatures();
+  if (blas.core == "Prescott" && better && !std::getenv("OPENBLAS_CORETYPE") &&
+      dlclose(handle) == 0) {
+    setenv("OPENBLAS_CORETYPE", better, 0);
+    handle = openBlas(blas.error);
+    unsetenv("OPENBLAS_CORETYPE");
+    if (!handle) // It loaded before: the generic kernels, then.
+      handle = openBlas(blas.error);
+    if (!handle)
+      return blas;
+    blas.core = corename();
+  }
+  blas.sgemm =
+      reinterpret_cast<decltype(&cblas_sgemm)>(dlsym(handle, "cblas_sgemm"));
+  blas.dgemm =
+      reinterpret_cast<decltype(&cblas_dgemm)>(dlsym(handle, "cblas_dgemm"));
+  auto setThreads = reinterpret_cast<void (*)(int)>(
+      dlsym(handle, "openblas_set_num_threads"));
+  if (!blas.sgemm || !blas.dgemm || !setThreads) {
+    blas.error = "the OpenBLAS library loaded has no cblas_sgemm, cblas_dgemm "
+                 "or openblas_set_num_threads";
+    blas.sgemm = nullptr;
+    return blas;
+  }
+  // OpenBLAS computes on the thread that calls it; trainc's pool
+  // parallelizes.
+  setThreads(1);
+  return blas;
+}
+
+const Blas &loadedBlas() {
+  static const Blas loaded = loadBlas();
+  return loaded;
+}
+
+/// Loads OpenBLAS as the runtime library itself loads, as when it was
+/// linked: setenv is safe only while no other thread reads the
+/// environment, which at load time (before main, or in dlopen of the C
+/// API's library) is the likeliest. A failure is reported when a CPU
+/// device is made (loadGemm).
+[[maybe_unused]] const bool kLoadedAtStart = (loadedBlas(), true);
+
+const Blas &blas() {
+  const Blas &loaded = loadedBlas();
+  if (!loaded.sgemm) { // The CPU device's creation reports this first.
+    std::fprintf(stderr, "trainc: %s\n", loaded.error.c_str());
+    std::abort();
+  }
+  return loaded;
 }
 
 void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
               float alpha, const float *a, int lda, const float *b, int ldb,
               float beta, float *c, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
-              ldc);
+  blas().sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+               ldc);
 }
 void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
               double alpha, const double *a, int lda, const double *b, int ldb,
               double beta, double *c, int ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
-              ldc);
+  blas().dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+               ldc);
 }
 
 template <typename T>
@@ -42,7 +152,6 @@ void gemmImpl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha,
         c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
   }
-  singleThreadedBlas();
   blasGemm(ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
            int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c,
            int(ldc));
@@ -103,6 +212,15 @@ void batchedGemmImpl(int64_t batch, bool ta, bool tb, int64_t m, int64_t n,
 }
 
 } // namespace
+
+Status loadGemm(std::string *core) {
+  const Blas &loaded = loadedBlas();
+  if (!loaded.sgemm)
+    return Status(StatusCode::kUnavailable, loaded.error);
+  if (core)
+    *core = loaded.core;
+  return okStatus();
+}
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
           const float *a, int64_t lda, const float *b, int64_t ldb, float *c,

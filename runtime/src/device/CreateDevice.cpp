@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cpu/Gemm.h"
 #include "device/Device.h"
 
 #ifdef TRAINC_CUDA_PLUGIN
@@ -149,6 +150,7 @@ Status createDevice(const std::string &name,
                     std::shared_ptr<Collective> collective,
                     std::shared_ptr<Device> &out) {
   if (name == "cpu") {
+    TRAINC_RETURN_IF_ERROR(cpu::loadGemm());
     out = createCpuDevice(std::move(collective));
     return okStatus();
   }

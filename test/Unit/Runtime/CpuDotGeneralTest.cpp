@@ -16,11 +16,13 @@
 
 #include "KernelTestUtil.h"
 #include "base/Float16.h"
+#include "cpu/Gemm.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 namespace trainc::cpu {
@@ -121,6 +123,22 @@ void checkDot(const TestTensor &lhs, const TestTensor &rhs, const DotDims &dd,
         << "result element " << flat << ": got " << out.get(flat)
         << ", expected " << ref;
   }
+}
+
+/// OpenBLAS loads, and on a CPU with AVX2 or AVX-512 does not run its
+/// generic x86-64 kernels: 0.3.21 falls back to them ("Prescott") for a
+/// CPU model newer than its table, 3x slower, unless trainc loads it again
+/// with the kernels the CPU's features allow (cpu/Gemm.h).
+TEST(CpuDotGeneral, OpenBlasUsesTheCpusVectorKernels) {
+  std::string core;
+  Status s = cpu::loadGemm(&core);
+  ASSERT_TRUE(s.ok()) << s.toString();
+  EXPECT_FALSE(core.empty());
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (!std::getenv("OPENBLAS_CORETYPE") && __builtin_cpu_supports("avx2"))
+    EXPECT_NE(core, "Prescott") << "OpenBLAS runs its generic kernels";
+#endif
 }
 
 TEST(CpuDotGeneral, PlainMatmul) {
