@@ -23,6 +23,7 @@
 #define TRAINC_RUNTIME_MATH_FUSEDPROGRAM_H
 
 #include "base/HostDevice.h"
+#include "math/Bits.h"
 #include "trainc/schema/ExecutableFormat.h"
 
 #include <cstdint>
@@ -51,6 +52,9 @@ struct FusedProgram {
 
 /// Operands a step of `op` reads; 0 when `op` cannot be a step.
 TRAINC_HD int fusedStepArity(Opcode op) {
+  BitOp bit;
+  if (toBitOp(op, bit))
+    return isBinaryBitOp(bit) ? 2 : 1;
   switch (op) {
   case Opcode::Neg:
   case Opcode::Abs:
@@ -66,9 +70,6 @@ TRAINC_HD int fusedStepArity(Opcode op) {
   case Opcode::Round:
   case Opcode::Convert:
   case Opcode::Gelu:
-  case Opcode::Not:
-  case Opcode::PopCount:
-  case Opcode::CountLeadingZeros:
     return 1;
   case Opcode::Add:
   case Opcode::Sub:
@@ -79,12 +80,6 @@ TRAINC_HD int fusedStepArity(Opcode op) {
   case Opcode::Min:
   case Opcode::Compare:
   case Opcode::GeluGrad:
-  case Opcode::And:
-  case Opcode::Or:
-  case Opcode::Xor:
-  case Opcode::ShiftLeft:
-  case Opcode::ShiftRightLogical:
-  case Opcode::ShiftRightArithmetic:
     return 2;
   case Opcode::Select:
     return 3;
@@ -113,6 +108,9 @@ enum class FusedStepTypes {
 };
 
 inline FusedStepTypes fusedStepTypes(Opcode op) {
+  BitOp bit;
+  if (toBitOp(op, bit))
+    return FusedStepTypes::kIntegers;
   switch (op) {
   case Opcode::Neg:
   case Opcode::Abs:
@@ -122,16 +120,6 @@ inline FusedStepTypes fusedStepTypes(Opcode op) {
   case Opcode::Max:
   case Opcode::Min:
     return FusedStepTypes::kNumbers;
-  case Opcode::And:
-  case Opcode::Or:
-  case Opcode::Xor:
-  case Opcode::Not:
-  case Opcode::ShiftLeft:
-  case Opcode::ShiftRightLogical:
-  case Opcode::ShiftRightArithmetic:
-  case Opcode::PopCount:
-  case Opcode::CountLeadingZeros:
-    return FusedStepTypes::kIntegers;
   default:
     return FusedStepTypes::kFloats;
   }
