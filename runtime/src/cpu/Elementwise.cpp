@@ -192,6 +192,34 @@ void map2(const A *x, const B *y, R *z, int64_t n, Fn fn) {
   });
 }
 
+// Integer loops are also compiled for AVX-512 and AVX2, picked when the
+// library loads (as VectorMath.cpp's and Bitwise.cpp's): SSE2's 4 lanes
+// made a fused threefry's adds its slowest steps. Integer math gives the
+// same bits in every clone.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
+    defined(__ELF__)
+#define TRAINC_INT_CLONES                                                      \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TRAINC_INT_CLONES
+#endif
+
+/// z[i] = fn(x[i], y[i]) for i in [0, n), integers.
+template <typename T, typename Fn>
+TRAINC_INT_CLONES void intSpan2(const T *x, const T *y, T *z, int64_t n,
+                                Fn fn) {
+  for (int64_t i = 0; i < n; ++i)
+    z[i] = fn(x[i], y[i]);
+}
+
+/// map2 for integer types, through intSpan2.
+template <typename T, typename Fn>
+void intMap2(const T *x, const T *y, T *z, int64_t n, Fn fn) {
+  parallelFor(n, kGrain, [=](int64_t begin, int64_t end) {
+    intSpan2(x + begin, y + begin, z + begin, end - begin, fn);
+  });
+}
+
 /// Runs fn, a VectorMath array function, over parallel chunks of [0, n).
 void map1F32(void (*fn)(const float *, float *, int64_t), const float *x,
              float *y, int64_t n) {
@@ -414,19 +442,24 @@ template <typename Io> Status binaryTyped(const KernelCall &call) {
       break;
     }
   } else if constexpr (Io::kind == Kind::kInt) {
+    auto applyInt = [&](auto fn) {
+      intMap2(a, b, z, n, fn);
+      return okStatus();
+    };
     switch (call.op) {
     case Opcode::Add:
-      return apply([](C u, C v) { return wrapped(u, v, std::plus<>()); });
+      return applyInt([](C u, C v) { return wrapped(u, v, std::plus<>()); });
     case Opcode::Sub:
-      return apply([](C u, C v) { return wrapped(u, v, std::minus<>()); });
+      return applyInt([](C u, C v) { return wrapped(u, v, std::minus<>()); });
     case Opcode::Mul:
-      return apply([](C u, C v) { return wrapped(u, v, std::multiplies<>()); });
+      return applyInt(
+          [](C u, C v) { return wrapped(u, v, std::multiplies<>()); });
     case Opcode::Div:
       return divideChecked(call, a, b, z, n);
     case Opcode::Max:
-      return apply([](C u, C v) { return maxOrNaN(u, v); });
+      return applyInt([](C u, C v) { return maxOrNaN(u, v); });
     case Opcode::Min:
-      return apply([](C u, C v) { return minOrNaN(u, v); });
+      return applyInt([](C u, C v) { return minOrNaN(u, v); });
     default:
       break;
     }
