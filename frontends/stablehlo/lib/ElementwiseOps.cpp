@@ -356,6 +356,55 @@ LogicalResult lowerErfInv(OpContext &ctx) {
   return success();
 }
 
+/// The float after x in the direction of y (C's nextafter), on x's bits as
+/// the unsigned integer of its width, u: the NaN where either is NaN; y where
+/// x == y (so +-0 gives y's zero); the smallest subnormal of y's sign where
+/// x is 0; else u - 1 where that shrinks |x| (|x| > |y| or the signs
+/// differ), u + 1 where it grows it.
+LogicalResult lowerNextAfter(OpContext &ctx) {
+  auto type = ctx.resultType();
+  unsigned width = type.getElementTypeBitWidth();
+  auto bitsType = RankedTensorType::get(
+      type.getShape(),
+      IntegerType::get(type.getContext(), width, IntegerType::Unsigned));
+  auto bitsConstant = [&](const APInt &v) -> Value {
+    return ctx.builder.create<ConstantOp>(
+        ctx.loc, SplatElementsAttr::get(
+                     bitsType, IntegerAttr::get(bitsType.getElementType(), v)));
+  };
+  Value x = ctx.operand(0), y = ctx.operand(1);
+  Value xBits = ctx.create<BitcastOp>(bitsType, x);
+  Value yBits = ctx.create<BitcastOp>(bitsType, y);
+  Value signMask = bitsConstant(APInt::getSignMask(width));
+  Value magnitudeMask = bitsConstant(APInt::getSignedMaxValue(width));
+  Value one = bitsConstant(APInt(width, 1));
+  Value xMagnitude = ctx.create<AndOp>(xBits, magnitudeMask);
+  Value yMagnitude = ctx.create<AndOp>(yBits, magnitudeMask);
+  Value xSign = ctx.create<AndOp>(xBits, signMask);
+  Value ySign = ctx.create<AndOp>(yBits, signMask);
+  Value shrinks = logicalOr(
+      ctx,
+      ctx.create<CompareOp>(ComparisonDirection::GT, xMagnitude, yMagnitude),
+      ctx.create<CompareOp>(ComparisonDirection::NE, xSign, ySign));
+  Value stepped = ctx.create<SelectOp>(shrinks, ctx.create<SubOp>(xBits, one),
+                                       ctx.create<AddOp>(xBits, one));
+  Value fromZero = ctx.create<OrOp>(ySign, one);
+  Value bits = ctx.create<SelectOp>(
+      ctx.create<CompareOp>(ComparisonDirection::EQ, xMagnitude,
+                            bitsConstant(APInt(width, 0))),
+      fromZero, stepped);
+  Value result = ctx.create<BitcastOp>(type, bits);
+  result = ctx.create<SelectOp>(
+      ctx.create<CompareOp>(ComparisonDirection::EQ, x, y), y, result);
+  // NaN where either is: that operand.
+  result = ctx.create<SelectOp>(
+      ctx.create<CompareOp>(ComparisonDirection::NE, y, y), y, result);
+  ctx.setResult(
+      0, ctx.create<SelectOp>(
+             ctx.create<CompareOp>(ComparisonDirection::NE, x, x), x, result));
+  return success();
+}
+
 /// exp(x) - 1 (loses the relative precision of expm1 for |x| << 1).
 LogicalResult lowerExponentialMinusOne(OpContext &ctx) {
   Value e = ctx.create<ExpOp>(ctx.operand(0));

@@ -564,23 +564,28 @@ ParseResult parseComposite(OpAsmParser &p, OperationState &st) {
 // chlo and check
 //===----------------------------------------------------------------------===//
 
-/// `chlo.erf %x : T -> U` (chlo's unary form) or the default forms.
+/// `chlo.erf %x : T -> U` (chlo's unary form), `chlo.next_after %x, %y :
+/// T, T -> U` (its binary one, one type per operand) or the default forms.
 ParseResult parseChlo(OpAsmParser &p, OperationState &st) {
   SMLoc loc = p.getCurrentLocation();
   SmallVector<Operand> ops;
-  Type type;
+  SmallVector<Type> types;
   if (p.parseOperandList(ops) || p.parseOptionalAttrDict(st.attributes) ||
-      p.parseColonType(type))
+      p.parseColonTypeList(types))
     return failure();
-  if (auto fn = dyn_cast<FunctionType>(type)) {
-    st.addTypes(fn.getResults());
-    return p.resolveOperands(ops, fn.getInputs(), loc, st.operands);
+  if (types.size() == 1) {
+    if (auto fn = dyn_cast<FunctionType>(types[0])) {
+      st.addTypes(fn.getResults());
+      return p.resolveOperands(ops, fn.getInputs(), loc, st.operands);
+    }
   }
-  Type result = type;
+  Type result = types.front();
   if (succeeded(p.parseOptionalArrow()) && p.parseType(result))
     return failure();
   st.addTypes(result);
-  return p.resolveOperands(ops, type, st.operands);
+  if (types.size() == 1)
+    return p.resolveOperands(ops, types[0], st.operands);
+  return p.resolveOperands(ops, types, loc, st.operands);
 }
 
 /// `chlo.top_k(%x, k = K) : T -> (V, I)`.

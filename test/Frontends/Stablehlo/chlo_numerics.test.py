@@ -1,12 +1,14 @@
 """chlo.erf_inv (jax.random.normal's as_text() form) through trainc's
-lowering, against scipy.special.erfinv in float64.
+lowering, against scipy.special.erfinv in float64; and chlo.next_after
+(jax.random.truncated_normal's) against numpy's nextafter, bit for bit on
+f64, f32, f16 and bf16.
 
 For f64, f32, f16 and bf16 inputs (edges, both sides of each range of the
 expansion, near +-1, random) the forward values; for f32 and f64 the
 gradient of sum(erf_inv(w) * c) with respect to a parameter w.
 
-    erf_inv.test.py DIR   writes, compiles, runs and checks under DIR;
-                          exits 1 on any mismatch.
+    chlo_numerics.test.py DIR   writes, compiles, runs and checks under DIR;
+                                exits 1 on any mismatch.
 
 Tolerances (relative, against float64 erfinv of the same input):
   f64 forward   1e-15: Giles' double expansion is accurate to a few units
@@ -87,36 +89,81 @@ def rel_error(got, want):
     return float(err[i]), float(w[i])
 
 
-def forward(work, t):
-    x = inputs(t, with_edges=True)
-    ty = mlir_type(t, len(x))
-    d = os.path.join(work, 'forward_' + t)
+def run_chlo(work, label, op, operands):
+    """`chlo.<op>` of the 1-d operands (one dtype) compiled and run by
+    trainc: its result as an array of the operands' dtype."""
+    t = {np.dtype(v): k for k, v in NP.items()}[operands[0].dtype]
+    ty = mlir_type(t, len(operands[0]))
+    d = os.path.join(work, label)
     os.makedirs(d, exist_ok=True)
+    args = ', '.join(f'%arg{i}: {ty} loc("x{i}")' for i in range(len(operands)))
+    names = ', '.join(f'%arg{i}' for i in range(len(operands)))
+    types = ', '.join([ty] * len(operands))
     with open(os.path.join(d, 'f.mlir'), 'w') as f:
         f.write(f'''module @jit_f {{
-  func.func public @main(%arg0: {ty} loc("x")) -> ({ty} {{jax.result_info = "y"}}) {{
-    %0 = chlo.erf_inv %arg0 : {ty} -> {ty}
+  func.func public @main({args}) -> ({ty} {{jax.result_info = "y"}}) {{
+    %0 = chlo.{op} {names} : {types} -> {ty}
     return %0 : {ty}
   }}
 }}
 ''')
-    # Raw little-endian bytes (numpy's .npy has no bf16); trainc-run
-    # writes bf16 as its bits, '<u2'.
-    x.astype(x.dtype.newbyteorder('<')).tofile(os.path.join(d, 'x.bin'))
+    inputs = []
+    for i, x in enumerate(operands):
+        # Raw little-endian bytes (numpy's .npy has no bf16); trainc-run
+        # writes bf16 as its bits, '<u2'.
+        path = os.path.join(d, f'x{i}.bin')
+        x.astype(x.dtype.newbyteorder('<')).tofile(path)
+        inputs += ['--input', f'x{i}={path}']
     run(['trainc', os.path.join(d, 'f.mlir'), '-o', os.path.join(d, 'f.tcx')])
-    run(['trainc-run', os.path.join(d, 'f.tcx'), '--input', 'x=' + os.path.join(d, 'x.bin'),
-         '--output-dir', os.path.join(d, 'out')])
+    run(['trainc-run', os.path.join(d, 'f.tcx'), *inputs, '--output-dir', os.path.join(d, 'out')])
     got = np.load(os.path.join(d, 'out', 'y.npy'))
     if t == 'bf16' and got.dtype == np.dtype('<u2'):
         got = got.view(ml_dtypes.bfloat16)
+    x = operands[0]
     if got.dtype != x.dtype or got.shape != x.shape:
-        sys.exit(f'{t}: result {got.dtype}{got.shape}, expected {x.dtype}{x.shape}')
+        sys.exit(f'{label}: result {got.dtype}{got.shape}, expected {x.dtype}{x.shape}')
+    return got
+
+
+def forward(work, t):
+    x = inputs(t, with_edges=True)
+    got = run_chlo(work, 'erf_inv_' + t, 'erf_inv', [x])
     want = scipy.special.erfinv(x.astype(np.float64))
     err, at = rel_error(got, want)
     ok = err <= FORWARD_RTOL[t]
     print(f"erf_inv {t} forward: {len(x)} values, worst relative error {err:.2e} "
           f"(at erfinv = {at:.6g}; tolerance {FORWARD_RTOL[t]:.0e}) "
           f"{'ok' if ok else 'FAIL'}")
+    return ok
+
+
+def next_after(work, t):
+    """chlo.next_after (jax.random.truncated_normal's bounds) against
+    numpy's (ml_dtypes' for bf16) nextafter, bit for bit: zeros of both
+    signs, subnormals, the largest finite values, infinities, NaN, equal
+    pairs, both directions."""
+    dt = NP[t]
+    finfo = ml_dtypes.finfo(dt)
+    specials = [0.0, -0.0, 1.0, -1.0, float(finfo.smallest_subnormal),
+                -float(finfo.smallest_subnormal), float(finfo.smallest_normal),
+                float(finfo.max), -float(finfo.max), np.inf, -np.inf, np.nan, 2.0, -2.0]
+    pairs = [(a, b) for a in specials for b in specials]
+    rng = np.random.default_rng(7)
+    x = np.array([a for a, _ in pairs] + list(rng.normal(0, 100, 200)), dt)
+    y = np.array([b for _, b in pairs] + list(rng.normal(0, 100, 200)), dt)
+    got = run_chlo(work, 'next_after_' + t, 'next_after', [x, y])
+    with np.errstate(over='ignore'):
+        want = np.nextafter(x, y)
+    # C's rule where x == y is y (so nextafter(0, -0) is -0); numpy's half
+    # returns x there.
+    want = np.where(x == y, y, want)
+    bits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize]
+    same = (got.view(bits) == want.view(bits)) | (np.isnan(got.astype(np.float64)) &
+                                                    np.isnan(want.astype(np.float64)))
+    ok = bool(np.all(same))
+    bad = np.flatnonzero(~same)[:3]
+    print(f"next_after {t}: {len(x)} pairs bit for bit with numpy's nextafter "
+          f"{'ok' if ok else f'FAIL at {[(x[i], y[i], got[i], want[i]) for i in bad]}'}")
     return ok
 
 
@@ -171,7 +218,8 @@ def write_safetensors(path, name, a):
 def main():
     work = sys.argv[1]
     ok = all([forward(work, t) for t in ('f64', 'f32', 'f16', 'bf16')]
-             + [gradient(work, t) for t in ('f64', 'f32')])
+             + [gradient(work, t) for t in ('f64', 'f32')]
+             + [next_after(work, t) for t in ('f64', 'f32', 'f16', 'bf16')])
     sys.exit(0 if ok else 1)
 
 
