@@ -60,6 +60,11 @@ from example_batch(jax.random.key(1)):
    compiles forward with the same --params and gives JAX's float32 loss
    within 1e-5 relative.
 
+Then, on small losses of one parameter vector: gradients that are
+conventions (kinks, ties, sorts, scatters: check_gradient_conventions),
+and jax.random's samplers (check_random_draws: the gradient of
+sum(w * draws) is the draws, so trainc must draw JAX's values).
+
 Prints one line per model and check; exits 1 on any failure. With
 --export-only, runs step 1 and the JAX references of steps 2 to 4 and
 never calls trainc (for working on the exporter without a frontend).
@@ -552,11 +557,60 @@ def check_gradient_conventions(args, work):
             jax.lax.dynamic_update_slice(jnp.outer(p['w'], b['x']), jnp.outer(
                 p['w'][:2], b['x'][:3]), (jnp.argmax(b['x']), jnp.argmin(b['x']) + 3)) * 0.5),
     }
+    return check_gradients_of(args, os.path.join(work, 'conventions'), 'gradient conventions',
+                              cases, {'w': w}, batch)
+
+
+def check_random_draws(args, work):
+    """jax.random's samplers inside a loss, as a training step draws noise,
+    masks, indices and permutations from a key in the batch: the gradient
+    of sum(w * draws) is the draws themselves, so trainc's gradient must be
+    JAX's draws (threefry's bits, the bits-to-float tricks, erf_inv,
+    next_after and log transforms, sorts for permutations, argmax of
+    Gumbel noise). Samplers with a rejection loop (gamma, beta, dirichlet,
+    poisson) compile to a loop on data, which trainc refuses by name."""
+    w = jnp.linspace(-1.0, 1.0, 12, dtype=jnp.float32)
+    batch = {'key': jax.random.key_data(jax.random.key(3)),
+             'x': jnp.linspace(0.5, 2.0, 12, dtype=jnp.float32)}
+
+    def key(b):
+        return jax.random.wrap_key_data(b['key'])
+
+    def draws(sample):
+        return lambda p, b: jnp.sum(p['w'] * b['x'] * sample(key(b), p['w'].shape))
+
+    cases = {
+        'uniform in a range': draws(lambda k, s: jax.random.uniform(k, s, minval=-3.0,
+                                                                    maxval=5.0)),
+        'normal': draws(jax.random.normal),
+        'truncated normal': draws(lambda k, s: jax.random.truncated_normal(k, -2.0, 1.5, s)),
+        'bernoulli': draws(lambda k, s: jax.random.bernoulli(k, 0.3, s).astype(jnp.float32)),
+        'randint': draws(lambda k, s: jax.random.randint(k, s, -5, 10).astype(jnp.float32)),
+        'gumbel': draws(jax.random.gumbel),
+        'exponential': draws(jax.random.exponential),
+        'laplace': draws(jax.random.laplace),
+        'logistic': draws(jax.random.logistic),
+        'rademacher': draws(lambda k, s: jax.random.rademacher(k, s).astype(jnp.float32)),
+        'bits of a split and fold_in': draws(lambda k, s: (jax.random.bits(
+            jax.random.fold_in(jax.random.split(k, 3)[1], 7), s) >> 20).astype(jnp.float32)),
+        'categorical': lambda p, b: jnp.sum(p['w'].reshape(3, 4)[
+            jnp.arange(3), jax.random.categorical(key(b), p['w'].reshape(3, 4) * 4.0)]),
+        'permutation': lambda p, b: jnp.sum(p['w'][jax.random.permutation(key(b), 12)]
+                                            * b['x']),
+        'choice without replacement': lambda p, b: jnp.sum(
+            p['w'][jax.random.choice(key(b), 12, (5,), replace=False)] * b['x'][:5]),
+    }
+    return check_gradients_of(args, os.path.join(work, 'random'), 'random draws', cases,
+                              {'w': w}, batch)
+
+
+def check_gradients_of(args, work, title, cases, params, batch):
+    """Each case's loss exported, trainc's gradient of params['w'] against
+    jax.grad's within 1e-6 (relative above 1); one line per case."""
     ok = True
     for what, loss_fn in cases.items():
-        d = os.path.join(work, 'conventions', what.replace(' ', '_'))
+        d = os.path.join(work, what.replace(' ', '_'))
         os.makedirs(d, exist_ok=True)
-        params = {'w': w}
         try:
             result = jax_export.export(loss_fn, params, batch, os.path.join(d, 'm'),
                                        save_batch=True)
@@ -568,12 +622,12 @@ def check_gradient_conventions(args, work):
             run([args.trainc_run, exe, *inputs, '--output-dir', out])
             got = np.load(output_file(out, result.param_names[0] + '.grad'))
         except (RuntimeError, jax_export.ExportError, OSError) as e:
-            print(f'gradient conventions, {what}: FAIL ({e})')
+            print(f'{title}, {what}: FAIL ({e})')
             ok = False
             continue
         want = np.asarray(jax.grad(loss_fn)(params, batch)['w'])
         good = bool(np.all(np.abs(got - want) <= 1e-6 * np.maximum(1.0, np.abs(want))))
-        print(f"gradient conventions, {what}: {'ok' if good else 'FAIL'}"
+        print(f"{title}, {what}: {'ok' if good else 'FAIL'}"
               + ('' if good else f' (trainc {got.tolist()}, JAX {want.tolist()})'))
         ok &= good
     return ok
@@ -611,6 +665,7 @@ def main():
         ok &= check_gradient_rules(root)
         if not args.export_only:
             ok &= check_gradient_conventions(args, root)
+            ok &= check_random_draws(args, root)
     return 0 if ok else 1
 
 
