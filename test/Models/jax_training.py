@@ -626,7 +626,7 @@ def check_gradients_of(args, work, title, cases, params, batch):
             ok = False
             continue
         want = np.asarray(jax.grad(loss_fn)(params, batch)['w'])
-        good = bool(np.all(np.abs(got - want) <= 1e-6 * np.maximum(1.0, np.abs(want))))
+        good = got.shape == want.shape and bool(np.all(np.abs(got - want) <= 1e-6 * np.maximum(1.0, np.abs(want))))
         print(f"{title}, {what}: {'ok' if good else 'FAIL'}"
               + ('' if good else f' (trainc {got.tolist()}, JAX {want.tolist()})'))
         ok &= good

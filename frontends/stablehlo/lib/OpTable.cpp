@@ -17,7 +17,8 @@ const OpEntry kOps[] = {
      "as (exp(x) + exp(-x)) / 2"},
     {"chlo.erfc", lowerErfc, TypeClass::Floats, true, "as 1 - erf(x)"},
     {"chlo.next_after", lowerNextAfter, TypeClass::Floats, true,
-     "on the floats' bits (f16 and bf16 through ui16, which the CPU runs)"},
+     "on the floats' bits; a NaN operand comes back as it is; f16 and "
+     "bf16 step ui16 bits, which the GPU's integer kernels do not take"},
     {"chlo.erf_inv", lowerErfInv, TypeClass::Floats, true,
      "Giles' polynomials in -log((1 - x)(1 + x)), as XLA; f16 and bf16 in "
      "f32"},

@@ -279,10 +279,14 @@ auto unaryF32Function(Opcode op) -> void (*)(const float *, float *, int64_t) {
 }
 
 /// Two's-complement wrap-around for integer ops whose overflow is undefined
-/// behaviour on signed C++ types.
+/// behaviour on signed C++ types: computed in an unsigned type of at least
+/// int's width (uint16_t alone would be promoted to int, where 0xffff *
+/// 0xffff overflows), then cut to T.
 template <typename T, typename Fn> T wrapped(T a, T b, Fn fn) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(fn(static_cast<U>(a), static_cast<U>(b)));
+  using U = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
+  return static_cast<T>(
+      fn(static_cast<U>(static_cast<std::make_unsigned_t<T>>(a)),
+         static_cast<U>(static_cast<std::make_unsigned_t<T>>(b))));
 }
 
 template <typename Io> Status unaryTyped(const KernelCall &call) {

@@ -40,13 +40,13 @@ const char *coreForFeatures() {
   return nullptr;
 }
 
-/// dlopen of the first of OpenBLAS's names that loads (the library CMake
-/// found, then its runtime soname); null and `error` naming each try when
-/// none does.
+/// dlopen of the first of OpenBLAS's names that loads (its runtime soname,
+/// found on the loader's path, then the library CMake found); null and
+/// `error` naming each try when none does.
 void *openBlas(std::string &error) {
   error = "OpenBLAS could not be loaded (";
   const char *sep = "";
-  for (const char *name : {TRAINC_OPENBLAS_PATH, "libopenblas.so.0"}) {
+  for (const char *name : {"libopenblas.so.0", TRAINC_OPENBLAS_PATH}) {
     if (void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
       error.clear();
       return handle;

@@ -10,7 +10,8 @@
 //
 // Row-major throughout; `ta`/`tb` mean A is stored [k, m] / B is [n, k].
 //
-// OpenBLAS is loaded at run time (dlopen of libopenblas.so.0), not linked:
+// OpenBLAS is loaded at run time (dlopen of libopenblas.so.0 as the
+// library starts, else of the file CMake found), not linked:
 // it picks its kernels as it loads, by the CPU's model, and a model newer
 // than its table gets the generic x86-64 ones ("Prescott"; OpenBLAS 0.3.21
 // on the Xeons this project runs on: a 256x1024x1024 sgemm took 8.5 ms

@@ -136,8 +136,9 @@ TEST(CpuDotGeneral, OpenBlasUsesTheCpusVectorKernels) {
   EXPECT_FALSE(core.empty());
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
-  if (!std::getenv("OPENBLAS_CORETYPE") && __builtin_cpu_supports("avx2"))
+  if (!std::getenv("OPENBLAS_CORETYPE") && __builtin_cpu_supports("avx2")) {
     EXPECT_NE(core, "Prescott") << "OpenBLAS runs its generic kernels";
+  }
 #endif
 }
 
