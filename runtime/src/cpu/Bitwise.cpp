@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "base/Parallel.h"
+#include "cpu/Clones.h"
 #include "cpu/KernelUtil.h"
 #include "math/Bits.h"
 
@@ -26,23 +27,14 @@ using math::BitOp;
 /// Elements per parallel chunk (as Elementwise.cpp's).
 constexpr int64_t kGrain = 16384;
 
-// Clones for AVX-512 and AVX2 beside the baseline, picked when the library
-// loads (as cpu/VectorMath.cpp's): SSE2 has no shift by a per-lane amount,
-// so the baseline shifts one element at a time. Integer math: every clone
-// gives the same bits.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
-    defined(__ELF__)
-#define TRAINC_BIT_CLONES                                                      \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TRAINC_BIT_CLONES
-#endif
+// The loops are cloned (cpu/Clones.h): SSE2 has no shift by a per-lane
+// amount, so the baseline shifts one element at a time.
 
 /// z[i] = op(x[i], y[i]) for i in [0, n), the op a constant of the loop
 /// body, so that the switch in math::bitOp folds away and the loop
 /// vectorizes.
 template <typename T, BitOp kOp>
-TRAINC_BIT_CLONES void bitSpan(const T *x, const T *y, T *z, int64_t n) {
+TRAINC_CPU_CLONES void bitSpan(const T *x, const T *y, T *z, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     z[i] = math::bitOp<T>(kOp, x[i], y[i]);
 }

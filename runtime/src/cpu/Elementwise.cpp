@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "base/Parallel.h"
+#include "cpu/Clones.h"
 #include "cpu/KernelUtil.h"
 #include "cpu/VectorMath.h"
 
@@ -192,21 +193,12 @@ void map2(const A *x, const B *y, R *z, int64_t n, Fn fn) {
   });
 }
 
-// Integer loops are also compiled for AVX-512 and AVX2, picked when the
-// library loads (as VectorMath.cpp's and Bitwise.cpp's): SSE2's 4 lanes
-// made a fused threefry's adds its slowest steps. Integer math gives the
-// same bits in every clone.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
-    defined(__ELF__)
-#define TRAINC_INT_CLONES                                                      \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TRAINC_INT_CLONES
-#endif
+// Integer loops are cloned (cpu/Clones.h): SSE2's 4 lanes made a fused
+// threefry's adds its slowest steps.
 
 /// z[i] = fn(x[i], y[i]) for i in [0, n), integers.
 template <typename T, typename Fn>
-TRAINC_INT_CLONES void intSpan2(const T *x, const T *y, T *z, int64_t n,
+TRAINC_CPU_CLONES void intSpan2(const T *x, const T *y, T *z, int64_t n,
                                 Fn fn) {
   for (int64_t i = 0; i < n; ++i)
     z[i] = fn(x[i], y[i]);
