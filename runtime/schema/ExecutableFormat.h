@@ -62,7 +62,8 @@ namespace trainc {
 ///  26: the bitwise ops (And ... CountLeadingZeros) and Bitcast.
 ///  27: FusedElementwise programs on integer registers (i32, i64, ui32,
 ///      ui64), with the bitwise ops as steps.
-constexpr uint32_t kFormatVersion = 27;
+///  28: Remainder.
+constexpr uint32_t kFormatVersion = 28;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

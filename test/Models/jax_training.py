@@ -488,6 +488,10 @@ def check_gradient_conventions(args, work):
         # the parameters, negative dividends among them.
         'integer %': lambda p, b: jnp.sum(
             p['w'][(b['x'].astype(jnp.int32) * 3 - 10) % 7] * b['x']),
+        # Python's % on floats (stablehlo.remainder, an exact fmod, then
+        # the divisor's sign), with parameters on both sides.
+        'float %': lambda p, b: jnp.sum(((p['w'] * 3.0 + 0.1) % (b['x'] - 4.5))
+                                        * b['x'] + (b['x'] * 1.7) % (p['w'] + 2.5)),
         # The parameters' own bits: each float's exponent (bitcast to
         # int32, shifted and masked) scales it, and its bits carry no
         # gradient (JAX's bitcast derivative is 0); and an index hashed

@@ -162,11 +162,15 @@ LogicalResult lowerFloor(OpContext &ctx) { return lowerUnary<FloorOp>(ctx); }
 LogicalResult lowerRoundNearestEven(OpContext &ctx) {
   return lowerUnary<RoundOp>(ctx);
 }
-/// Integer remainder with the dividend's sign: x - (x / y) * y, graph.div
-/// truncating toward zero as StableHLO's does. A zero divisor is the
-/// runtime's division error.
+/// The remainder with the dividend's sign: on floats graph.remainder
+/// (fmod); on integers x - (x / y) * y, graph.div truncating toward zero as
+/// StableHLO's does (a zero divisor is the runtime's division error).
 LogicalResult lowerRemainder(OpContext &ctx) {
   Value x = ctx.operand(0), y = ctx.operand(1);
+  if (isa<FloatType>(ctx.resultType().getElementType())) {
+    ctx.setResult(0, ctx.create<RemainderOp>(x, y));
+    return success();
+  }
   ctx.setResult(
       0, ctx.create<SubOp>(x, ctx.create<MulOp>(ctx.create<DivOp>(x, y), y)));
   return success();

@@ -90,8 +90,9 @@ const OpEntry kOps[] = {
      "a prefix scan only (jnp.cumsum, cumprod, cummax, cummin): one input, "
      "body one add, multiply, maximum or minimum, init its identity, a "
      "window spanning one dimension padded by its size - 1 on one side"},
-    {"stablehlo.remainder", lowerRemainder, TypeClass::Integers, true,
-     "as x - (x / y) * y, the quotient truncated; not on floats"},
+    {"stablehlo.remainder", lowerRemainder, TypeClass::Numbers, true,
+     "floats: graph.remainder (fmod, exact); integers: x - (x / y) * y, the "
+     "quotient truncated"},
     {"stablehlo.reshape", lowerReshape, TypeClass::Any, false, ""},
     {"stablehlo.reverse", lowerReverse, TypeClass::Any, false, ""},
     {"stablehlo.round_nearest_afz", lowerRoundNearestAfz, TypeClass::Floats,

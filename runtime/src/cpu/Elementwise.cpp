@@ -430,6 +430,8 @@ template <typename Io> Status binaryTyped(const KernelCall &call) {
       return apply([](C u, C v) { return u / v; });
     case Opcode::Pow:
       return apply([](C u, C v) { return std::pow(u, v); });
+    case Opcode::Remainder: // Exact: the result is one of C's values.
+      return apply([](C u, C v) { return std::fmod(u, v); });
     case Opcode::Max:
       return apply([](C u, C v) { return maxOrNaN(u, v); });
     case Opcode::Min:
@@ -735,6 +737,7 @@ Status runElementwise(const KernelCall &call) {
   case Opcode::Mul:
   case Opcode::Div:
   case Opcode::Pow:
+  case Opcode::Remainder:
   case Opcode::Max:
   case Opcode::Min:
     return visitDType(call, t,

@@ -298,7 +298,8 @@ Status runBinary(const KernelCall &call) {
     if constexpr (std::is_same_v<S, Bool>) {
       return unsupported(call, a.dtype);
     } else {
-      if (std::is_integral_v<Compute<S>> && call.op == Opcode::Pow)
+      if (std::is_integral_v<Compute<S>> &&
+          (call.op == Opcode::Pow || call.op == Opcode::Remainder))
         return unsupported(call, a.dtype);
       if (n == 0)
         return okStatus();
@@ -422,6 +423,7 @@ Status runElementwise(const KernelCall &call) {
   case Opcode::Mul:
   case Opcode::Div:
   case Opcode::Pow:
+  case Opcode::Remainder:
   case Opcode::Max:
   case Opcode::Min:
     return runBinary(call);

@@ -180,6 +180,8 @@ binaryOf(Opcode op, Compute<S> u, Compute<S> v, const FaultSite &site) {
       // f32 and 16-bit: glibc's powf is (nearly) correctly rounded; f64
       // rounded once comes closest.
       return C(pow(double(u), double(v)));
+    case Opcode::Remainder: // Exact, so the same bits in any precision.
+      return C(fmod(double(u), double(v)));
     case Opcode::Max:
       return (u > v || u != u) ? u : v;
     case Opcode::Min:

@@ -76,6 +76,7 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
   case Opcode::Mul:
   case Opcode::Div:
   case Opcode::Pow:
+  case Opcode::Remainder:
   case Opcode::Max:
   case Opcode::Min:
   case Opcode::Compare:

@@ -836,12 +836,13 @@ Status Checker::check() const {
       return error("unsupported dtype");
     return okStatus();
   }
-  if (op <= static_cast<int>(Opcode::Min)) {
+  if (op <= static_cast<int>(Opcode::Min) || inst.op == Opcode::Remainder) {
     TRAINC_RETURN_IF_ERROR(arity(2, 1));
     TRAINC_RETURN_IF_ERROR(sameType(operand(0), operand(1)));
     TRAINC_RETURN_IF_ERROR(sameType(operand(0), result(0)));
+    bool floatOnly = inst.op == Opcode::Pow || inst.op == Opcode::Remainder;
     if (operand(0).dtype == DType::I1 ||
-        (inst.op == Opcode::Pow && !isFloat(operand(0).dtype)))
+        (floatOnly && !isFloat(operand(0).dtype)))
       return error("unsupported dtype");
     return okStatus();
   }

@@ -575,7 +575,8 @@ TEST(GradientCheck, ElementwiseRounding) {
 TEST(GradientCheck, ElementwiseBinary) {
   const Shape s = {3, 4};
   uint64_t seed = 200;
-  for (const char *op : {"add", "sub", "mul", "div", "pow", "max", "min"}) {
+  for (const char *op :
+       {"add", "sub", "mul", "div", "pow", "max", "min", "remainder"}) {
     Model m(seed++);
     std::string opName = op;
     std::vector<double> a, b;
@@ -585,6 +586,14 @@ TEST(GradientCheck, ElementwiseBinary) {
     } else if (opName == "pow") {
       a = m.sample(s, uniform(0.5, 2)); // a positive base
       b = m.sample(s, uniform(-1.5, 1.5));
+    } else if (opName == "remainder") {
+      // Away from the jumps: x / y is 0.2 .. 0.8 past an integer (from -3
+      // to 3), so a finite-difference step does not cross one.
+      b = m.sample(s, awayFromZero(0.5, 1.5));
+      a = b;
+      for (size_t i = 0; i < a.size(); ++i)
+        a[i] = b[i] * (double(int(m.rng.uniform(-3, 3))) +
+                       m.rng.sign() * m.rng.uniform(0.2, 0.8));
     } else if (opName == "max" || opName == "min") {
       // No ties: b is 0.1 .. 0.5 above or below a.
       a = m.sample(s, uniform(-1, 1));

@@ -262,6 +262,36 @@ TEST(CpuElementwiseBinary, IntegerDivisionOverflowIsAnError) {
   EXPECT_FALSE(run(Opcode::Div, {&c, &d}, z).ok());
 }
 
+/// fmod: exact, of x's sign, on every float type (16-bit ones computed in
+/// float and rounded: the result is one of their values); NaN where y is 0
+/// or x infinite, x where y is infinite.
+TEST(CpuElementwiseBinary, RemainderIsAnExactFmod) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> x = {5.5,  -5.5, 5.5, -5.5, 7, 0.75,
+                           -0.0, 1e10, 3,   inf,  2};
+  std::vector<double> y = {2, 2, -2, -2, 7, 0.25, 3, 3, 0, 1, inf};
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtypeName(t));
+    TestTensor a = vec(t, x), b = vec(t, y);
+    std::vector<double> got = eval(Opcode::Remainder, {&a, &b}, t).values();
+    std::vector<double> xs = a.values(), ys = b.values(); // as stored
+    ASSERT_EQ(got.size(), x.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      double want = std::fmod(xs[i], ys[i]);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i])) << i;
+      } else {
+        EXPECT_EQ(got[i], want) << i;
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(want)) << i;
+      }
+    }
+  }
+  TestTensor n = vec(DType::I64, {2});
+  TestTensor z(DType::I64, {1});
+  EXPECT_EQ(run(Opcode::Remainder, {&n, &n}, z).code(),
+            StatusCode::kUnimplemented);
+}
+
 TEST(CpuElementwiseBinary, PowIsFloatOnly) {
   TestTensor a = vec(DType::I64, {2});
   TestTensor y(DType::I64, {1});

@@ -177,6 +177,21 @@ void divVjp(DivOp op, OpBuilder &b, Value g, SmallVectorImpl<Value> &out) {
 /// where a == 0 and b >= 0 (pow_backward_exponent); built only when the
 /// exponent is not a constant, which is the common case (x^2, x^0.5) and
 /// would otherwise cost a log and a select per element for nothing.
+/// x - n y with n = trunc(x / y), n piecewise constant (JAX's rem rule): x
+/// gets g, y gets -g n, n as floor(|x / y|) with x / y's sign.
+void remainderVjp(RemainderOp op, OpBuilder &b, Value g,
+                  SmallVectorImpl<Value> &out) {
+  Location loc = op.getLoc();
+  Value quotient = b.createOrFold<DivOp>(loc, op.getLhs(), op.getRhs());
+  Value zero = splatLike(b, loc, quotient, 0.0);
+  Value magnitude =
+      b.createOrFold<FloorOp>(loc, b.createOrFold<AbsOp>(loc, quotient));
+  Value n = b.createOrFold<SelectOp>(
+      loc, compare(b, loc, ComparisonDirection::LT, quotient, zero),
+      b.createOrFold<NegOp>(loc, magnitude), magnitude);
+  out.append({g, b.createOrFold<NegOp>(loc, b.createOrFold<MulOp>(loc, g, n))});
+}
+
 void powVjp(PowOp op, OpBuilder &b, Value g, SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
   Value base = op.getLhs(), exponent = op.getRhs();
@@ -292,6 +307,7 @@ void attachElementwiseGradients(MLIRContext &context) {
   MulOp::attachInterface<Gradient<MulOp, mulVjp>>(context);
   DivOp::attachInterface<Gradient<DivOp, divVjp>>(context);
   PowOp::attachInterface<Gradient<PowOp, powVjp>>(context);
+  RemainderOp::attachInterface<Gradient<RemainderOp, remainderVjp>>(context);
   MaxOp::attachInterface<Gradient<MaxOp, maxMinVjp<MaxOp, true>>>(context);
   MinOp::attachInterface<Gradient<MinOp, maxMinVjp<MinOp, false>>>(context);
   CompareOp::attachInterface<Gradient<CompareOp, compareVjp>>(context);

@@ -111,6 +111,11 @@ def Graph_DivOp : Graph_BinaryElementwiseOp<"div", Graph_NumericTensor,
 def Graph_PowOp : Graph_BinaryElementwiseOp<"pow", Graph_FloatTensor, "x ^ y"> {
   let hasFolder = 0;
 }
+def Graph_RemainderOp : Graph_BinaryElementwiseOp<"remainder", Graph_FloatTensor,
+    "fmod(x, y): x - n y with n = x / y truncated toward zero, exact, of x's "
+    "sign (NaN where y is 0 or x infinite; x where y is infinite)"> {
+  let hasFolder = 0;
+}
 def Graph_MaxOp : Graph_BinaryElementwiseOp<"max", Graph_NumericTensor,
     "max(x, y) (NaN if either is NaN)", [Commutative]>;
 def Graph_MinOp : Graph_BinaryElementwiseOp<"min", Graph_NumericTensor,
