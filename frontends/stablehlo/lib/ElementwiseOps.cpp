@@ -9,6 +9,8 @@
 
 #include "LowerContext.h"
 
+#include "trainc/Dialect/Graph/GraphMath.h"
+
 #include <limits>
 
 using namespace mlir;
@@ -218,17 +220,32 @@ LogicalResult lowerTan(OpContext &ctx) {
   return success();
 }
 
-/// (exp(x) - exp(-x)) / 2 and (exp(x) + exp(-x)) / 2.
-template <typename CombineOp> LogicalResult lowerHyperbolic(OpContext &ctx) {
-  Value x = ctx.operand(0);
-  Value e = ctx.create<ExpOp>(x);
-  Value inverse = ctx.create<ExpOp>(ctx.create<NegOp>(x));
-  ctx.setResult(0, ctx.create<MulOp>(ctx.create<CombineOp>(e, inverse),
-                                     ctx.splat(ctx.resultType(), 0.5)));
+/// One of GraphMath.h's compositions, on the operands as lowered.
+template <Value (*build)(OpBuilder &, Location, Value)>
+LogicalResult lowerMath(OpContext &ctx) {
+  ctx.setResult(0, build(ctx.builder, ctx.loc, ctx.operand(0)));
   return success();
 }
-LogicalResult lowerSinh(OpContext &ctx) { return lowerHyperbolic<SubOp>(ctx); }
-LogicalResult lowerCosh(OpContext &ctx) { return lowerHyperbolic<AddOp>(ctx); }
+LogicalResult lowerSinh(OpContext &ctx) { return lowerMath<buildSinh>(ctx); }
+LogicalResult lowerCosh(OpContext &ctx) { return lowerMath<buildCosh>(ctx); }
+LogicalResult lowerAtan(OpContext &ctx) { return lowerMath<buildAtan>(ctx); }
+LogicalResult lowerAsin(OpContext &ctx) { return lowerMath<buildAsin>(ctx); }
+LogicalResult lowerAcos(OpContext &ctx) { return lowerMath<buildAcos>(ctx); }
+LogicalResult lowerAsinh(OpContext &ctx) { return lowerMath<buildAsinh>(ctx); }
+LogicalResult lowerAcosh(OpContext &ctx) { return lowerMath<buildAcosh>(ctx); }
+LogicalResult lowerAtanh(OpContext &ctx) { return lowerMath<buildAtanh>(ctx); }
+LogicalResult lowerCbrt(OpContext &ctx) { return lowerMath<buildCbrt>(ctx); }
+LogicalResult lowerExponentialMinusOne(OpContext &ctx) {
+  return lowerMath<buildExpm1>(ctx);
+}
+LogicalResult lowerLogPlusOne(OpContext &ctx) {
+  return lowerMath<buildLog1p>(ctx);
+}
+LogicalResult lowerAtan2(OpContext &ctx) {
+  ctx.setResult(
+      0, buildAtan2(ctx.builder, ctx.loc, ctx.operand(0), ctx.operand(1)));
+  return success();
+}
 
 /// 1 - erf(x) (jax.nn.gelu's exact form as jax.jit(...).lower prints it;
 /// loses erfc's relative precision in the far tail, x > ~4).
@@ -406,21 +423,6 @@ LogicalResult lowerNextAfter(OpContext &ctx) {
   ctx.setResult(
       0, ctx.create<SelectOp>(
              ctx.create<CompareOp>(ComparisonDirection::NE, x, x), x, result));
-  return success();
-}
-
-/// exp(x) - 1 (loses the relative precision of expm1 for |x| << 1).
-LogicalResult lowerExponentialMinusOne(OpContext &ctx) {
-  Value e = ctx.create<ExpOp>(ctx.operand(0));
-  ctx.setResult(0, ctx.create<SubOp>(e, ctx.splat(ctx.resultType(), 1.0)));
-  return success();
-}
-
-/// log(1 + x) (loses the relative precision of log1p for |x| << 1).
-LogicalResult lowerLogPlusOne(OpContext &ctx) {
-  Value sum =
-      ctx.create<AddOp>(ctx.splat(ctx.resultType(), 1.0), ctx.operand(0));
-  ctx.setResult(0, ctx.create<LogOp>(sum));
   return success();
 }
 

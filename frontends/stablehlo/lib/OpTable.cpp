@@ -12,9 +12,16 @@ namespace trainc::stablehlo_import {
 namespace {
 
 const OpEntry kOps[] = {
+    {"chlo.acos", lowerAcos, TypeClass::Floats, true,
+     "as atan2(sqrt((1 - x)(1 + x)), x)"},
+    {"chlo.acosh", lowerAcosh, TypeClass::Floats, true, "through log1p"},
+    {"chlo.asin", lowerAsin, TypeClass::Floats, true,
+     "as atan2(x, sqrt((1 - x)(1 + x)))"},
+    {"chlo.asinh", lowerAsinh, TypeClass::Floats, true, "through log1p"},
+    {"chlo.atan", lowerAtan, TypeClass::Floats, true, "as atan2(x, 1)"},
+    {"chlo.atanh", lowerAtanh, TypeClass::Floats, true, "through log1p"},
     {"chlo.erf", lowerErf, TypeClass::Floats, true, ""},
-    {"chlo.cosh", lowerCosh, TypeClass::Floats, true,
-     "as (exp(x) + exp(-x)) / 2"},
+    {"chlo.cosh", lowerCosh, TypeClass::Floats, true, ""},
     {"chlo.erfc", lowerErfc, TypeClass::Floats, true, "as 1 - erf(x)"},
     {"chlo.next_after", lowerNextAfter, TypeClass::Floats, true,
      "on the floats' bits; a NaN operand comes back as it is; f16 and "
@@ -22,8 +29,7 @@ const OpEntry kOps[] = {
     {"chlo.erf_inv", lowerErfInv, TypeClass::Floats, true,
      "Giles' polynomials in -log((1 - x)(1 + x)), as XLA; f16 and bf16 in "
      "f32"},
-    {"chlo.sinh", lowerSinh, TypeClass::Floats, true,
-     "as (exp(x) - exp(-x)) / 2"},
+    {"chlo.sinh", lowerSinh, TypeClass::Floats, true, ""},
     {"chlo.square", lowerSquare, TypeClass::Numbers, true, "as x * x"},
     {"chlo.tan", lowerTan, TypeClass::Floats, true, "as sin(x) / cos(x)"},
     {"chlo.top_k", lowerTopK, TypeClass::Any, false,
@@ -31,11 +37,16 @@ const OpEntry kOps[] = {
     {"stablehlo.abs", lowerAbs, TypeClass::Numbers, true, ""},
     {"stablehlo.add", lowerAdd, TypeClass::Any, true, "on i1: or"},
     {"stablehlo.and", lowerAnd, TypeClass::Bits, true, ""},
+    {"stablehlo.atan2", lowerAtan2, TypeClass::Floats, true,
+     "a polynomial atan after range reduction; C's signed zeros and "
+     "infinities"},
     {"stablehlo.bitcast_convert", lowerBitcastConvert, TypeClass::Any, false,
      "between element types of one bit width (not i1)"},
     {"stablehlo.broadcast", lowerBroadcast, TypeClass::Any, false, ""},
     {"stablehlo.broadcast_in_dim", lowerBroadcastInDim, TypeClass::Any, false,
      ""},
+    {"stablehlo.cbrt", lowerCbrt, TypeClass::Floats, true,
+     "|x|^(1/3) and one Newton step"},
     {"stablehlo.clamp", lowerClamp, TypeClass::Numbers, true, ""},
     {"stablehlo.compare", lowerCompare, TypeClass::Any, true,
      "compare_type FLOAT, SIGNED, UNSIGNED (by the type's signedness); not "
@@ -61,7 +72,7 @@ const OpEntry kOps[] = {
      false, "a start that is data gathers (clamped as the spec says)"},
     {"stablehlo.exponential", lowerExponential, TypeClass::Floats, true, ""},
     {"stablehlo.exponential_minus_one", lowerExponentialMinusOne,
-     TypeClass::Floats, true, "as exp(x) - 1"},
+     TypeClass::Floats, true, "2t / (1 - t), t = tanh(x / 2), near 0"},
     {"stablehlo.floor", lowerFloor, TypeClass::Floats, true, ""},
     {"stablehlo.gather", lowerGather, TypeClass::Any, false,
      "slice size 1 along indexed and batching dimensions (embeddings, "
@@ -70,7 +81,7 @@ const OpEntry kOps[] = {
     {"stablehlo.is_finite", lowerIsFinite, TypeClass::Floats, true, ""},
     {"stablehlo.log", lowerLog, TypeClass::Floats, true, ""},
     {"stablehlo.log_plus_one", lowerLogPlusOne, TypeClass::Floats, true,
-     "as log(1 + x)"},
+     "2 atanh(x / (2 + x)) by its series near 0"},
     {"stablehlo.logistic", lowerLogistic, TypeClass::Floats, true, ""},
     {"stablehlo.maximum", lowerMaximum, TypeClass::Any, true, ""},
     {"stablehlo.minimum", lowerMinimum, TypeClass::Any, true, ""},
