@@ -234,8 +234,8 @@ public:
   mlir::LogicalResult requireFloat(mlir::Value v, llvm::StringRef what) const;
 };
 
-// Import functions, by family (ElementwiseOps.cpp, ShapeOps.cpp,
-// IndexingOps.cpp, NnOps.cpp).
+// Import functions, by family (ElementwiseOps.cpp, ActivationOps.cpp,
+// ShapeOps.cpp, IndexingOps.cpp, NnOps.cpp).
 #define TRAINC_ONNX_IMPORT_FN(name)                                            \
   mlir::LogicalResult import##name(NodeContext &ctx);
 TRAINC_ONNX_IMPORT_FN(Add)
@@ -274,6 +274,30 @@ TRAINC_ONNX_IMPORT_FN(Ceil)
 TRAINC_ONNX_IMPORT_FN(Round)
 TRAINC_ONNX_IMPORT_FN(Sigmoid)
 TRAINC_ONNX_IMPORT_FN(Relu)
+TRAINC_ONNX_IMPORT_FN(Atan)
+TRAINC_ONNX_IMPORT_FN(Asin)
+TRAINC_ONNX_IMPORT_FN(Acos)
+TRAINC_ONNX_IMPORT_FN(Tan)
+TRAINC_ONNX_IMPORT_FN(Sinh)
+TRAINC_ONNX_IMPORT_FN(Cosh)
+TRAINC_ONNX_IMPORT_FN(Asinh)
+TRAINC_ONNX_IMPORT_FN(Acosh)
+TRAINC_ONNX_IMPORT_FN(Atanh)
+TRAINC_ONNX_IMPORT_FN(Softplus)
+TRAINC_ONNX_IMPORT_FN(Softsign)
+TRAINC_ONNX_IMPORT_FN(Mish)
+TRAINC_ONNX_IMPORT_FN(LeakyRelu)
+TRAINC_ONNX_IMPORT_FN(PRelu)
+TRAINC_ONNX_IMPORT_FN(Elu)
+TRAINC_ONNX_IMPORT_FN(Selu)
+TRAINC_ONNX_IMPORT_FN(Celu)
+TRAINC_ONNX_IMPORT_FN(HardSigmoid)
+TRAINC_ONNX_IMPORT_FN(HardSwish)
+TRAINC_ONNX_IMPORT_FN(ThresholdedRelu)
+TRAINC_ONNX_IMPORT_FN(Shrink)
+TRAINC_ONNX_IMPORT_FN(Sign)
+TRAINC_ONNX_IMPORT_FN(Clip)
+TRAINC_ONNX_IMPORT_FN(Mod)
 TRAINC_ONNX_IMPORT_FN(Cast)
 TRAINC_ONNX_IMPORT_FN(CastLike)
 TRAINC_ONNX_IMPORT_FN(Identity)

@@ -1,0 +1,360 @@
+//===- ActivationOps.cpp - ONNX activations and libm functions ------------===//
+//
+// The activation functions of torch.nn that export to one ONNX op each
+// (LeakyReLU, PReLU, ELU, SELU, CELU, Softplus, Softsign, Hardsigmoid,
+// Hardswish, Mish, Threshold-style ThresholdedRelu, Hardshrink/Softshrink
+// as Shrink, clamp as Clip), Sign and Mod, and the trigonometric and
+// hyperbolic functions graph ops do not compute, composed from graph ops
+// (GraphMath.h for the libm ones).
+//
+// Where PyTorch defines the derivative at a kink, the select is written so
+// that autodiff gives PyTorch's: LeakyRelu, PRelu, Elu, Selu and Celu take
+// their negative branch at 0 (torch's backward tests x > 0).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImportContext.h"
+
+#include "trainc/Dialect/Graph/GraphMath.h"
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc::onnx_import {
+namespace {
+
+/// A float-only one-input node: output 0 = build(input 0).
+template <typename Build>
+LogicalResult importFloatUnary(NodeContext &ctx, Build build) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  ctx.setOutput(0, build(*x, ctx.inputType(*x)));
+  return success();
+}
+
+template <Value (*build)(OpBuilder &, Location, Value)>
+LogicalResult importMath(NodeContext &ctx) {
+  return importFloatUnary(ctx, [&](Value x, RankedTensorType) {
+    return build(ctx.builder, ctx.loc, x);
+  });
+}
+
+Value greaterThan(NodeContext &ctx, Value x, double bound) {
+  return ctx.create<CompareOp>(ComparisonDirection::GT, x,
+                               ctx.splat(ctx.inputType(x), bound));
+}
+
+/// select(x > 0, x, negative(min(x, 0))): the negative branch reads x
+/// clamped to 0, so its exp never overflows in the branch not taken.
+template <typename Negative>
+LogicalResult importExponentialUnit(NodeContext &ctx, Negative negative) {
+  return importFloatUnary(ctx, [&](Value x, RankedTensorType type) {
+    Value positive = greaterThan(ctx, x, 0);
+    Value xn = ctx.create<SelectOp>(positive, ctx.splat(type, 0), x);
+    return ctx.create<SelectOp>(positive, x, negative(xn, type));
+  });
+}
+
+} // namespace
+
+LogicalResult importAtan(NodeContext &ctx) {
+  return importMath<buildAtan>(ctx);
+}
+LogicalResult importAsin(NodeContext &ctx) {
+  return importMath<buildAsin>(ctx);
+}
+LogicalResult importAcos(NodeContext &ctx) {
+  return importMath<buildAcos>(ctx);
+}
+LogicalResult importSinh(NodeContext &ctx) {
+  return importMath<buildSinh>(ctx);
+}
+LogicalResult importCosh(NodeContext &ctx) {
+  return importMath<buildCosh>(ctx);
+}
+LogicalResult importAsinh(NodeContext &ctx) {
+  return importMath<buildAsinh>(ctx);
+}
+LogicalResult importAcosh(NodeContext &ctx) {
+  return importMath<buildAcosh>(ctx);
+}
+LogicalResult importAtanh(NodeContext &ctx) {
+  return importMath<buildAtanh>(ctx);
+}
+LogicalResult importSoftplus(NodeContext &ctx) {
+  return importMath<buildSoftplus>(ctx);
+}
+
+/// sin(x) / cos(x).
+LogicalResult importTan(NodeContext &ctx) {
+  return importFloatUnary(ctx, [&](Value x, RankedTensorType) {
+    return ctx.create<DivOp>(ctx.create<SinOp>(x), ctx.create<CosOp>(x));
+  });
+}
+
+/// x / (1 + |x|).
+LogicalResult importSoftsign(NodeContext &ctx) {
+  return importFloatUnary(ctx, [&](Value x, RankedTensorType type) {
+    return ctx.create<DivOp>(
+        x, ctx.create<AddOp>(ctx.splat(type, 1), ctx.create<AbsOp>(x)));
+  });
+}
+
+/// x * tanh(softplus(x)) = x * n / (n + 2), n = e^x (e^x + 2): one exp
+/// and a ratio, rather than tanh of a rounded softplus (5 ulps worst). x
+/// itself above 20, where the ratio is 1 to f64 precision and e^2x would
+/// overflow f32 beyond 44.
+LogicalResult importMish(NodeContext &ctx) {
+  return importFloatUnary(ctx, [&](Value x, RankedTensorType type) {
+    Value large = greaterThan(ctx, x, 20);
+    Value e =
+        ctx.create<ExpOp>(ctx.create<SelectOp>(large, ctx.splat(type, 0), x));
+    Value n = ctx.create<MulOp>(e, ctx.create<AddOp>(e, ctx.splat(type, 2)));
+    Value ratio =
+        ctx.create<DivOp>(n, ctx.create<AddOp>(n, ctx.splat(type, 2)));
+    return ctx.create<SelectOp>(large, x, ctx.create<MulOp>(x, ratio));
+  });
+}
+
+/// select(x > 0, x, alpha * x).
+LogicalResult importLeakyRelu(NodeContext &ctx) {
+  double alpha = ctx.floatAttr("alpha", 0.01f);
+  return importFloatUnary(ctx, [&](Value x, RankedTensorType type) {
+    return ctx.create<SelectOp>(greaterThan(ctx, x, 0), x,
+                                ctx.create<MulOp>(ctx.splat(type, alpha), x));
+  });
+}
+
+/// select(x > 0, x, slope * x), the slope unidirectionally broadcast to x
+/// (a trainable parameter in torch.nn.PReLU: it gets its gradient).
+LogicalResult importPRelu(NodeContext &ctx) {
+  auto x = ctx.input(0), slope = ctx.input(1);
+  if (failed(x) || failed(slope) || failed(ctx.requireFloat(*x, "input X")))
+    return failure();
+  auto type = ctx.inputType(*x);
+  if (ctx.inputType(*slope).getElementType() != type.getElementType())
+    return ctx.error() << "slope has element type "
+                       << ctx.inputType(*slope).getElementType()
+                       << " but X has " << type.getElementType();
+  ArrayRef<int64_t> xShape = type.getShape();
+  ArrayRef<int64_t> slopeShape = ctx.inputType(*slope).getShape();
+  bool broadcasts = slopeShape.size() <= xShape.size();
+  for (size_t k = 0; broadcasts && k < slopeShape.size(); ++k) {
+    int64_t s = slopeShape[slopeShape.size() - 1 - k];
+    broadcasts = s == 1 || s == xShape[xShape.size() - 1 - k];
+  }
+  if (!broadcasts)
+    return ctx.error() << "slope of type " << slope->getType()
+                       << " does not broadcast to X's shape " << x->getType()
+                       << " (PRelu broadcasts the slope only)";
+  Value slopes = ctx.broadcastTo(*slope, xShape);
+  ctx.setOutput(0, ctx.create<SelectOp>(greaterThan(ctx, *x, 0), *x,
+                                        ctx.create<MulOp>(slopes, *x)));
+  return success();
+}
+
+/// select(x > 0, x, alpha * expm1(x)).
+LogicalResult importElu(NodeContext &ctx) {
+  double alpha = ctx.floatAttr("alpha", 1.0f);
+  return importExponentialUnit(ctx, [&](Value xn, RankedTensorType type) {
+    return ctx.create<MulOp>(ctx.splat(type, alpha),
+                             buildExpm1(ctx.builder, ctx.loc, xn));
+  });
+}
+
+/// gamma * select(x > 0, x, alpha * expm1(x)).
+LogicalResult importSelu(NodeContext &ctx) {
+  double alpha = ctx.floatAttr("alpha", 1.67326319217681884765625f);
+  double gamma = ctx.floatAttr("gamma", 1.05070102214813232421875f);
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  auto type = ctx.inputType(*x);
+  Value positive = greaterThan(ctx, *x, 0);
+  Value xn = ctx.create<SelectOp>(positive, ctx.splat(type, 0), *x);
+  Value negative = ctx.create<MulOp>(ctx.splat(type, alpha),
+                                     buildExpm1(ctx.builder, ctx.loc, xn));
+  ctx.setOutput(
+      0, ctx.create<MulOp>(ctx.splat(type, gamma),
+                           ctx.create<SelectOp>(positive, *x, negative)));
+  return success();
+}
+
+/// select(x > 0, x, alpha * expm1(x / alpha)).
+LogicalResult importCelu(NodeContext &ctx) {
+  double alpha = ctx.floatAttr("alpha", 1.0f);
+  if (alpha == 0)
+    return ctx.error() << "alpha is 0 (CELU divides by it)";
+  return importExponentialUnit(ctx, [&](Value xn, RankedTensorType type) {
+    Value scaled = ctx.create<DivOp>(xn, ctx.splat(type, alpha));
+    return ctx.create<MulOp>(ctx.splat(type, alpha),
+                             buildExpm1(ctx.builder, ctx.loc, scaled));
+  });
+}
+
+namespace {
+/// max(0, min(1, alpha * x + beta)): a constant keeps a tie, so the
+/// gradient is 0 at both ends (torch's hardsigmoid backward).
+Value hardSigmoid(NodeContext &ctx, Value x, double alpha, double beta) {
+  auto type = ctx.inputType(x);
+  Value linear = ctx.create<AddOp>(ctx.create<MulOp>(ctx.splat(type, alpha), x),
+                                   ctx.splat(type, beta));
+  return ctx.create<MaxOp>(ctx.create<MinOp>(linear, ctx.splat(type, 1)),
+                           ctx.splat(type, 0));
+}
+} // namespace
+
+LogicalResult importHardSigmoid(NodeContext &ctx) {
+  double alpha = ctx.floatAttr("alpha", 0.2f);
+  double beta = ctx.floatAttr("beta", 0.5f);
+  return importFloatUnary(ctx, [&](Value x, RankedTensorType) {
+    return hardSigmoid(ctx, x, alpha, beta);
+  });
+}
+
+/// x * (x / 6 + 1/2) on [-3, 3], 0 below, x above: the selects include
+/// both ends in the middle piece, so the gradient there is torch's
+/// hardswish backward (1.5 at 3, -0.5 at -3).
+LogicalResult importHardSwish(NodeContext &ctx) {
+  return importFloatUnary(ctx, [&](Value x, RankedTensorType type) {
+    Value middle = ctx.create<MulOp>(
+        x, ctx.create<AddOp>(ctx.create<MulOp>(ctx.splat(type, 1.0 / 6), x),
+                             ctx.splat(type, 0.5)));
+    Value below =
+        ctx.create<CompareOp>(ComparisonDirection::LT, x, ctx.splat(type, -3));
+    return ctx.create<SelectOp>(
+        below, ctx.splat(type, 0),
+        ctx.create<SelectOp>(greaterThan(ctx, x, 3), x, middle));
+  });
+}
+
+/// select(x > alpha, x, 0).
+LogicalResult importThresholdedRelu(NodeContext &ctx) {
+  double alpha = ctx.floatAttr("alpha", 1.0f);
+  return importFloatUnary(ctx, [&](Value x, RankedTensorType type) {
+    return ctx.create<SelectOp>(greaterThan(ctx, x, alpha), x,
+                                ctx.splat(type, 0));
+  });
+}
+
+/// x + bias below -lambd, x - bias above lambd, 0 between (Hardshrink with
+/// bias 0, Softshrink with bias = lambd).
+LogicalResult importShrink(NodeContext &ctx) {
+  double bias = ctx.floatAttr("bias", 0.0f);
+  double lambd = ctx.floatAttr("lambd", 0.5f);
+  return importFloatUnary(ctx, [&](Value x, RankedTensorType type) {
+    Value below = ctx.create<CompareOp>(ComparisonDirection::LT, x,
+                                        ctx.splat(type, -lambd));
+    Value inner = ctx.create<SelectOp>(
+        greaterThan(ctx, x, lambd), ctx.create<SubOp>(x, ctx.splat(type, bias)),
+        ctx.splat(type, 0));
+    return ctx.create<SelectOp>(
+        below, ctx.create<AddOp>(x, ctx.splat(type, bias)), inner);
+  });
+}
+
+/// 1, -1 or 0 by x's sign; x itself where it is 0 or NaN (so -0 and NaN
+/// stay).
+LogicalResult importSign(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto type = ctx.inputType(*x);
+  if (type.getElementType().isInteger(1))
+    return ctx.error() << "Sign of a boolean tensor is not defined";
+  Value zero = ctx.splat(type, 0);
+  Value negative = ctx.create<SelectOp>(
+      ctx.create<CompareOp>(ComparisonDirection::LT, *x, zero),
+      ctx.splat(type, -1), *x);
+  ctx.setOutput(0, ctx.create<SelectOp>(greaterThan(ctx, *x, 0),
+                                        ctx.splat(type, 1), negative));
+  return success();
+}
+
+/// min(max(x, min), max) with the optional scalar bounds; NaN stays NaN.
+/// Where x equals a constant bound, x's gradient is 0 (the constant keeps
+/// the tie, as torch's hardtanh and relu6 backward give).
+LogicalResult importClip(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto type = ctx.inputType(*x);
+  if (type.getElementType().isInteger(1))
+    return ctx.error() << "Clip of a boolean tensor is not supported";
+  Value result = *x;
+  for (int i : {1, 2}) {
+    if (!ctx.hasInput(i))
+      continue;
+    auto bound = ctx.input(i);
+    if (failed(bound))
+      return failure();
+    auto boundType = ctx.inputType(*bound);
+    if (boundType.getElementType() != type.getElementType())
+      return ctx.error() << (i == 1 ? "min" : "max") << " has element type "
+                         << boundType.getElementType() << " but the input has "
+                         << type.getElementType();
+    if (boundType.getNumElements() != 1)
+      return ctx.error() << (i == 1 ? "min" : "max")
+                         << " must be a scalar, got " << bound->getType();
+    Value b = ctx.broadcastTo(ctx.reshape(*bound, {}), type.getShape());
+    result =
+        i == 1 ? ctx.create<MaxOp>(result, b) : ctx.create<MinOp>(result, b);
+  }
+  ctx.setOutput(0, result);
+  return success();
+}
+
+/// fmod = 1: the remainder of truncated division, with the dividend's sign
+/// (graph.remainder on floats, a - (a / b) * b on integers). fmod = 0: with
+/// the divisor's sign, as Python's %: that remainder plus b where it is
+/// non-zero and its sign differs from b's, and a zero remainder of a float
+/// with b's sign. Opsets 13 to 27 allow fmod = 0 on integers only; opset 28
+/// defines it on floats as this.
+LogicalResult importMod(NodeContext &ctx) {
+  auto a = ctx.input(0), b = ctx.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  Type element = ctx.inputType(*a).getElementType();
+  if (ctx.inputType(*b).getElementType() != element)
+    return ctx.error() << "inputs have different element types: "
+                       << a->getType() << " and " << b->getType();
+  if (element.isInteger(1))
+    return ctx.error() << "Mod of boolean tensors is not defined";
+  auto operands = ctx.broadcastAll({*a, *b});
+  if (failed(operands))
+    return failure();
+  Value x = (*operands)[0], y = (*operands)[1];
+  auto type = ctx.inputType(x);
+  bool isFloat = isa<FloatType>(element);
+  Value r =
+      isFloat
+          ? ctx.create<RemainderOp>(x, y)
+          : ctx.create<SubOp>(x, ctx.create<MulOp>(ctx.create<DivOp>(x, y), y));
+  if (ctx.intAttr("fmod", 0) != 0 || element.isUnsignedInteger()) {
+    ctx.setOutput(0, r);
+    return success();
+  }
+  Value zero = ctx.splat(type, 0);
+  auto isNegative = [&](Value v) {
+    return ctx.create<CompareOp>(ComparisonDirection::LT, v, zero);
+  };
+  Value yNegative = isNegative(y);
+  Value signsDiffer =
+      ctx.create<CompareOp>(ComparisonDirection::NE, isNegative(r), yNegative);
+  Value isZero = ctx.create<CompareOp>(ComparisonDirection::EQ, r, zero);
+  // r != 0 and the signs differ (a NaN r gives NaN either way).
+  auto boolType =
+      RankedTensorType::get(type.getShape(), ctx.builder.getI1Type());
+  Value adjust =
+      ctx.create<SelectOp>(isZero, ctx.splat(boolType, 0), signsDiffer);
+  r = ctx.create<SelectOp>(adjust, ctx.create<AddOp>(r, y), r);
+  if (isFloat)
+    r = ctx.create<SelectOp>(
+        isZero, ctx.create<SelectOp>(yNegative, ctx.splat(type, -0.0), zero),
+        r);
+  ctx.setOutput(0, r);
+  return success();
+}
+
+} // namespace trainc::onnx_import
