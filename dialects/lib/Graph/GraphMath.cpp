@@ -38,11 +38,21 @@ public:
   bool isF64() const { return type.getElementType().isF64(); }
   /// 1 / sqrt(epsilon) of the type: above it, 1 + x * x rounds to x * x.
   double largeAbove() const { return isF64() ? 0x1p26 : 0x1p12; }
+  /// x itself where |x| is below a quarter of the type's epsilon, for an f
+  /// with f(x) = x (1 + O(x)) (log1p, expm1, sinh, asinh, atanh): x
+  /// rounds to f(x) there, and the compositions, which halve x or divide
+  /// it, would lose the subnormals.
+  Value identityNearZero(Value x, Value f) {
+    double below = isF64() ? 0x1p-54 : 0x1p-26;
+    return select(lt(op<AbsOp>(x), k(below)), x, f);
+  }
 
   Value k(double v) {
-    return b.create<ConstantOp>(
-        loc,
-        SplatElementsAttr::get(type, b.getFloatAttr(type.getElementType(), v)));
+    Type element = type.getElementType();
+    Attribute a = isa<FloatType>(element)
+                      ? Attribute(b.getFloatAttr(element, v))
+                      : Attribute(b.getIntegerAttr(element, int64_t(v)));
+    return b.create<ConstantOp>(loc, SplatElementsAttr::get(type, a));
   }
   template <typename OpT, typename... Args> Value op(Args... args) {
     return b.createOrFold<OpT>(loc, args...);
@@ -121,7 +131,8 @@ Value log1p(Emitter &e, Value x) {
   for (int k = terms - 2; k >= 0; --k)
     p = e.add(e.mul(p, s2), e.k(1.0 / (2 * k + 1)));
   Value series = e.mul(e.add(s, s), p);
-  return e.select(near, series, e.op<LogOp>(e.add(e.k(1), x)));
+  return e.identityNearZero(
+      x, e.select(near, series, e.op<LogOp>(e.add(e.k(1), x))));
 }
 
 /// expm1: 2t / (1 - t) with t = tanh(x / 2) for |x| <= 1/2 (tanh keeps
@@ -132,7 +143,8 @@ Value expm1(Emitter &e, Value x) {
   Value xs = e.select(near, x, e.k(0));
   Value t = e.op<TanhOp>(e.mul(xs, e.k(0.5)));
   Value series = e.div(e.add(t, t), e.sub(e.k(1), t));
-  return e.select(near, series, e.sub(e.op<ExpOp>(x), e.k(1)));
+  return e.identityNearZero(
+      x, e.select(near, series, e.sub(e.op<ExpOp>(x), e.k(1))));
 }
 
 /// atan(r) for |r| <= 1: reduced to |u| <= tan(pi/8) by
@@ -210,10 +222,16 @@ Value buildSoftplus(OpBuilder &b, Location loc, Value x) {
 namespace {
 constexpr double kHyperbolicLarge = 20; // e^-20 / e^20 < 2^-57
 
-/// exp(|x| / 2)^2 / 2: e^|x| / 2 where e^|x| alone would overflow.
+/// e^|x| / 2 as (e^t1 / 2) e^t2, t1 = |x| * 0.5 and t2 = |x| / 2 (both
+/// exact): finite up to the type's largest sinh, not only its largest exp.
+/// Two exps of two different ops (which CSE cannot merge), so that
+/// autodiff's intermediates are g y / 2 at most, where the square h * h of
+/// one exp would form g h^2 = 2 g y and overflow in the last half of the
+/// range.
 Value halfExpOfLarge(Emitter &e, Value ax) {
-  Value h = e.op<ExpOp>(e.mul(ax, e.k(0.5)));
-  return e.mul(e.mul(h, e.k(0.5)), h);
+  Value t1 = e.mul(ax, e.k(0.5));
+  Value t2 = e.div(ax, e.k(2));
+  return e.mul(e.mul(e.op<ExpOp>(t1), e.k(0.5)), e.op<ExpOp>(t2));
 }
 
 /// sinh for |x| <= kHyperbolicLarge: (E + E / (E + 1)) / 2 with
@@ -231,7 +249,8 @@ Value buildSinh(OpBuilder &b, Location loc, Value x) {
     Value large = e.gt(ax, e.k(kHyperbolicLarge));
     Value near = sinhNear(e, e.select(large, e.k(0), x));
     Value far = halfExpOfLarge(e, e.select(large, ax, e.k(0)));
-    return e.select(large, e.select(e.lt(x, e.k(0)), e.neg(far), far), near);
+    return e.identityNearZero(
+        x, e.select(large, e.select(e.lt(x, e.k(0)), e.neg(far), far), near));
   });
 }
 
@@ -287,7 +306,7 @@ Value buildAsinh(OpBuilder &b, Location loc, Value x) {
         e,
         e.add(ms, e.div(m2, e.add(e.k(1), e.op<SqrtOp>(e.add(e.k(1), m2))))));
     Value far = e.add(e.op<LogOp>(e.select(large, m, e.k(1))), e.k(kLn2));
-    return e.oddPart(x, e.select(large, far, near));
+    return e.identityNearZero(x, e.oddPart(x, e.select(large, far, near)));
   });
 }
 
@@ -309,8 +328,9 @@ Value buildAtanh(OpBuilder &b, Location loc, Value x) {
     Value x = a[0];
     Value m = e.magnitude(x);
     // atanh(m) = log1p(2m / (1 - m)) / 2: inf at 1, NaN beyond.
-    return e.oddPart(
-        x, e.mul(log1p(e, e.div(e.add(m, m), e.sub(e.k(1), m))), e.k(0.5)));
+    return e.identityNearZero(
+        x, e.oddPart(x, e.mul(log1p(e, e.div(e.add(m, m), e.sub(e.k(1), m))),
+                              e.k(0.5))));
   });
 }
 
@@ -327,6 +347,25 @@ Value buildCbrt(OpBuilder &b, Location loc, Value x) {
         e.mul(e.add(e.add(ys, ys), e.div(ms, e.mul(ys, ys))), e.k(1.0 / 3));
     return e.oddPart(x, e.select(fixed, y, refined));
   });
+}
+
+Value buildMish(OpBuilder &b, Location loc, Value x) {
+  return inComputeType(b, loc, x, [](Emitter &e, ArrayRef<Value> a) {
+    Value x = a[0];
+    // x n / (n + 2), n = e^x (e^x + 2); x itself above 20, where the ratio
+    // is 1 to f64 precision (and e^2x would overflow f32 beyond 44).
+    Value large = e.gt(x, e.k(20));
+    Value u = e.op<ExpOp>(e.select(large, e.k(0), x));
+    Value n = e.mul(u, e.add(u, e.k(2)));
+    return e.select(large, x, e.mul(x, e.div(n, e.add(n, e.k(2)))));
+  });
+}
+
+Value buildSign(OpBuilder &b, Location loc, Value x) {
+  Emitter e(b, loc, cast<RankedTensorType>(x.getType()));
+  // x * 0 keeps -0 and NaN, and its gradient is 0, as everywhere.
+  Value rest = e.select(e.lt(x, e.k(0)), e.k(-1), e.mul(x, e.k(0)));
+  return e.select(e.gt(x, e.k(0)), e.k(1), rest);
 }
 
 } // namespace trainc::graph

@@ -9,7 +9,8 @@
 //
 // Where PyTorch defines the derivative at a kink, the select is written so
 // that autodiff gives PyTorch's: LeakyRelu, PRelu, Elu, Selu and Celu take
-// their negative branch at 0 (torch's backward tests x > 0).
+// their negative branch at 0 (torch's backward tests x > 0), HardSwish its
+// middle piece at +-3, Clip passes x's gradient at its bounds (clamp's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,20 +102,9 @@ LogicalResult importSoftsign(NodeContext &ctx) {
   });
 }
 
-/// x * tanh(softplus(x)) = x * n / (n + 2), n = e^x (e^x + 2): one exp
-/// and a ratio, rather than tanh of a rounded softplus (5 ulps worst). x
-/// itself above 20, where the ratio is 1 to f64 precision and e^2x would
-/// overflow f32 beyond 44.
+/// x * tanh(softplus(x)), through GraphMath (in f32 for f16 and bf16).
 LogicalResult importMish(NodeContext &ctx) {
-  return importFloatUnary(ctx, [&](Value x, RankedTensorType type) {
-    Value large = greaterThan(ctx, x, 20);
-    Value e =
-        ctx.create<ExpOp>(ctx.create<SelectOp>(large, ctx.splat(type, 0), x));
-    Value n = ctx.create<MulOp>(e, ctx.create<AddOp>(e, ctx.splat(type, 2)));
-    Value ratio =
-        ctx.create<DivOp>(n, ctx.create<AddOp>(n, ctx.splat(type, 2)));
-    return ctx.create<SelectOp>(large, x, ctx.create<MulOp>(x, ratio));
-  });
+  return importMath<buildMish>(ctx);
 }
 
 /// select(x > 0, x, alpha * x).
@@ -254,52 +244,57 @@ LogicalResult importShrink(NodeContext &ctx) {
   });
 }
 
-/// 1, -1 or 0 by x's sign; x itself where it is 0 or NaN (so -0 and NaN
-/// stay).
+/// GraphMath's sign (-0 and NaN kept, gradient 0).
 LogicalResult importSign(NodeContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
-  auto type = ctx.inputType(*x);
-  if (type.getElementType().isInteger(1))
+  if (ctx.inputType(*x).getElementType().isInteger(1))
     return ctx.error() << "Sign of a boolean tensor is not defined";
-  Value zero = ctx.splat(type, 0);
-  Value negative = ctx.create<SelectOp>(
-      ctx.create<CompareOp>(ComparisonDirection::LT, *x, zero),
-      ctx.splat(type, -1), *x);
-  ctx.setOutput(0, ctx.create<SelectOp>(greaterThan(ctx, *x, 0),
-                                        ctx.splat(type, 1), negative));
+  ctx.setOutput(0, buildSign(ctx.builder, ctx.loc, *x));
   return success();
 }
 
-/// min(max(x, min), max) with the optional scalar bounds; NaN stays NaN.
-/// Where x equals a constant bound, x's gradient is 0 (the constant keeps
-/// the tie, as torch's hardtanh and relu6 backward give).
+/// select(y > max, max, y), y = select(x < min, min, x): max where min >
+/// max, as ONNX says; NaN stays NaN. A missing float bound is the type's
+/// lowest or largest finite value (so infinities clip to it), a missing
+/// integer bound no bound. The selects give torch.clamp's gradient
+/// whatever the bounds are (constants, trainable or frozen initializers):
+/// x gets g where min <= x <= max, a bound g where it is taken.
 LogicalResult importClip(NodeContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
   auto type = ctx.inputType(*x);
-  if (type.getElementType().isInteger(1))
+  Type element = type.getElementType();
+  if (element.isInteger(1))
     return ctx.error() << "Clip of a boolean tensor is not supported";
   Value result = *x;
   for (int i : {1, 2}) {
-    if (!ctx.hasInput(i))
+    StringRef what = i == 1 ? "min" : "max";
+    Value bound;
+    if (ctx.hasInput(i)) {
+      auto b = ctx.input(i);
+      if (failed(b))
+        return failure();
+      auto boundType = ctx.inputType(*b);
+      if (boundType.getElementType() != element)
+        return ctx.error() << what << " has element type "
+                           << boundType.getElementType()
+                           << " but the input has " << element;
+      if (boundType.getNumElements() != 1)
+        return ctx.error() << what << " must be a scalar, got " << b->getType();
+      bound = ctx.broadcastTo(ctx.reshape(*b, {}), type.getShape());
+    } else if (auto f = dyn_cast<FloatType>(element)) {
+      double largest =
+          APFloat::getLargest(f.getFloatSemantics()).convertToDouble();
+      bound = ctx.splat(type, i == 1 ? -largest : largest);
+    } else {
       continue;
-    auto bound = ctx.input(i);
-    if (failed(bound))
-      return failure();
-    auto boundType = ctx.inputType(*bound);
-    if (boundType.getElementType() != type.getElementType())
-      return ctx.error() << (i == 1 ? "min" : "max") << " has element type "
-                         << boundType.getElementType() << " but the input has "
-                         << type.getElementType();
-    if (boundType.getNumElements() != 1)
-      return ctx.error() << (i == 1 ? "min" : "max")
-                         << " must be a scalar, got " << bound->getType();
-    Value b = ctx.broadcastTo(ctx.reshape(*bound, {}), type.getShape());
-    result =
-        i == 1 ? ctx.create<MaxOp>(result, b) : ctx.create<MinOp>(result, b);
+    }
+    auto direction = i == 1 ? ComparisonDirection::LT : ComparisonDirection::GT;
+    result = ctx.create<SelectOp>(
+        ctx.create<CompareOp>(direction, result, bound), bound, result);
   }
   ctx.setOutput(0, result);
   return success();
@@ -327,10 +322,23 @@ LogicalResult importMod(NodeContext &ctx) {
   Value x = (*operands)[0], y = (*operands)[1];
   auto type = ctx.inputType(x);
   bool isFloat = isa<FloatType>(element);
-  Value r =
-      isFloat
-          ? ctx.create<RemainderOp>(x, y)
-          : ctx.create<SubOp>(x, ctx.create<MulOp>(ctx.create<DivOp>(x, y), y));
+  Value r;
+  if (isFloat) {
+    r = ctx.create<RemainderOp>(x, y);
+  } else {
+    // Every remainder by -1 is 0; dividing by 1 there instead keeps the
+    // quotient of the minimum by -1 from overflowing.
+    Value byMinusOne =
+        ctx.create<CompareOp>(ComparisonDirection::EQ, y, ctx.splat(type, -1));
+    Value divisor =
+        element.isUnsignedInteger()
+            ? y
+            : ctx.create<SelectOp>(byMinusOne, ctx.splat(type, 1), y);
+    r = ctx.create<SubOp>(
+        x, ctx.create<MulOp>(ctx.create<DivOp>(x, divisor), divisor));
+    if (!element.isUnsignedInteger())
+      r = ctx.create<SelectOp>(byMinusOne, ctx.splat(type, 0), r);
+  }
   if (ctx.intAttr("fmod", 0) != 0 || element.isUnsignedInteger()) {
     ctx.setOutput(0, r);
     return success();

@@ -435,20 +435,9 @@ LogicalResult lowerLogistic(OpContext &ctx) {
   return success();
 }
 
-/// select(x > 0, 1, select(x < 0, -1, x)): zeros keep their sign and NaN
-/// stays NaN, as the specification asks.
-LogicalResult lowerSign(OpContext &ctx) {
-  auto type = ctx.resultType();
-  Value x = ctx.operand(0);
-  Value zero = ctx.splat(type, 0);
-  Value negative = ctx.create<SelectOp>(
-      ctx.create<CompareOp>(ComparisonDirection::LT, x, zero),
-      ctx.splat(type, -1), x);
-  ctx.setResult(0, ctx.create<SelectOp>(
-                       ctx.create<CompareOp>(ComparisonDirection::GT, x, zero),
-                       ctx.splat(type, 1), negative));
-  return success();
-}
+/// GraphMath's sign: zeros keep their sign and NaN stays NaN, as the
+/// specification asks; the gradient is 0 everywhere.
+LogicalResult lowerSign(OpContext &ctx) { return lowerMath<buildSign>(ctx); }
 
 /// x - x == 0: false for infinities (inf - inf is NaN) and NaN.
 LogicalResult lowerIsFinite(OpContext &ctx) {

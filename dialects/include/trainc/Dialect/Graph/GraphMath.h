@@ -8,8 +8,12 @@
 // compute in f32. Where a function selects between branches, the branch not
 // taken reads a guarded operand (a denominator, a root's or an exponential's
 // argument replaced by a harmless value), so that no inf or NaN from it
-// reaches the gradient as 0 * inf. Accuracy against a long-double reference
-// is measured by test/Frontends/Stablehlo/libm_compositions.test.
+// reaches the gradient as 0 * inf. Where the derivative itself is
+// infinite, at the ends of asin's, acos's, acosh's and atanh's domains,
+// the gradient is NaN (JAX gives an infinity); everywhere inside, and up to
+// the largest finite sinh and cosh, it is finite. Accuracy against a
+// long-double reference is measured by
+// test/Frontends/Stablehlo/libm_compositions.test.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +48,11 @@ mlir::Value buildAcos(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 mlir::Value buildAsinh(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 mlir::Value buildAcosh(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 mlir::Value buildAtanh(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+/// x tanh(softplus(x)) as x n / (n + 2), n = e^x (e^x + 2).
+mlir::Value buildMish(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+/// 1, -1, or x * 0 (keeping -0 and NaN) by x's sign; its gradient is 0
+/// everywhere. Any number type (integers too).
+mlir::Value buildSign(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// The real cube root: |x|^(1/3) refined by one Newton step, x's sign.
 mlir::Value buildCbrt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 
