@@ -234,8 +234,15 @@ public:
   mlir::LogicalResult requireFloat(mlir::Value v, llvm::StringRef what) const;
 };
 
+/// begin, begin + 1, ..., end - 1.
+llvm::SmallVector<int64_t> iotaVector(int64_t begin, int64_t end);
+/// Broadcasts a value reduced over `dims` (dims dropped) back to `shape`.
+mlir::Value expandReduced(NodeContext &ctx, mlir::Value reduced,
+                          llvm::ArrayRef<int64_t> shape,
+                          llvm::ArrayRef<int64_t> dims);
+
 // Import functions, by family (ElementwiseOps.cpp, ActivationOps.cpp,
-// ShapeOps.cpp, IndexingOps.cpp, NnOps.cpp).
+// ShapeOps.cpp, IndexingOps.cpp, ReduceOps.cpp, NnOps.cpp).
 #define TRAINC_ONNX_IMPORT_FN(name)                                            \
   mlir::LogicalResult import##name(NodeContext &ctx);
 TRAINC_ONNX_IMPORT_FN(Add)
@@ -331,6 +338,14 @@ TRAINC_ONNX_IMPORT_FN(ReduceSum)
 TRAINC_ONNX_IMPORT_FN(ReduceMean)
 TRAINC_ONNX_IMPORT_FN(ReduceMax)
 TRAINC_ONNX_IMPORT_FN(ReduceProd)
+TRAINC_ONNX_IMPORT_FN(ReduceMin)
+TRAINC_ONNX_IMPORT_FN(ReduceL1)
+TRAINC_ONNX_IMPORT_FN(ReduceL2)
+TRAINC_ONNX_IMPORT_FN(ReduceSumSquare)
+TRAINC_ONNX_IMPORT_FN(ReduceLogSum)
+TRAINC_ONNX_IMPORT_FN(ReduceLogSumExp)
+TRAINC_ONNX_IMPORT_FN(ArgMax)
+TRAINC_ONNX_IMPORT_FN(ArgMin)
 TRAINC_ONNX_IMPORT_FN(Softmax)
 TRAINC_ONNX_IMPORT_FN(LogSoftmax)
 TRAINC_ONNX_IMPORT_FN(LayerNormalization)

@@ -1,4 +1,4 @@
-//===- NnOps.cpp - ONNX linear algebra, reductions, norms and losses ------===//
+//===- NnOps.cpp - ONNX linear algebra, softmax, norms and losses ---------===//
 
 #include "ImportContext.h"
 
@@ -12,37 +12,6 @@ using namespace trainc::graph;
 namespace trainc::onnx_import {
 namespace {
 
-SmallVector<int64_t> iotaVector(int64_t begin, int64_t end) {
-  SmallVector<int64_t> v;
-  for (int64_t i = begin; i < end; ++i)
-    v.push_back(i);
-  return v;
-}
-
-/// Reduces `x` over `dims` with OpT, keeping them as size 1 if asked.
-template <typename OpT>
-Value reduce(NodeContext &ctx, Value x, ArrayRef<int64_t> dims, bool keepDims) {
-  Value r = ctx.create<OpT>(x, dims);
-  if (!keepDims)
-    return r;
-  SmallVector<int64_t> shape(ctx.inputType(x).getShape());
-  for (int64_t d : dims)
-    shape[d] = 1;
-  return ctx.reshape(r, shape);
-}
-
-/// Broadcasts a value reduced over `dims` (dims dropped) back to `shape`.
-Value expandReduced(NodeContext &ctx, Value reduced, ArrayRef<int64_t> shape,
-                    ArrayRef<int64_t> dims) {
-  SmallVector<int64_t> kept;
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
-    if (!llvm::is_contained(dims, d))
-      kept.push_back(d);
-  auto type =
-      RankedTensorType::get(shape, ctx.inputType(reduced).getElementType());
-  return ctx.create<BroadcastInDimOp>(type, reduced, kept);
-}
-
 /// log(softmax(x)) along `axis`, computed stably as
 /// (x - max) - log(sum(exp(x - max))).
 Value logSoftmax(NodeContext &ctx, Value x, int64_t axis) {
@@ -53,57 +22,6 @@ Value logSoftmax(NodeContext &ctx, Value x, int64_t axis) {
   Value sum = ctx.create<ReduceSumOp>(ctx.create<ExpOp>(shifted), dims);
   Value lse = expandReduced(ctx, ctx.create<LogOp>(sum), shape, dims);
   return ctx.create<SubOp>(shifted, lse);
-}
-
-/// Axes of a reduction: input 1 from `inputOpset` on, attribute before.
-FailureOr<SmallVector<int64_t>>
-reductionAxes(NodeContext &ctx, int64_t inputOpset, int64_t rank, bool &noop) {
-  std::optional<SmallVector<int64_t>> axes;
-  if (ctx.opset() >= inputOpset) {
-    if (ctx.hasInput(1)) {
-      auto a = ctx.intListInput(1, "axes");
-      if (failed(a))
-        return failure();
-      axes = *a;
-    }
-  } else {
-    axes = ctx.intsAttr("axes");
-  }
-  noop = false;
-  if (!axes || axes->empty()) {
-    if (ctx.opset() >= inputOpset && ctx.intAttr("noop_with_empty_axes", 0)) {
-      noop = true;
-      return SmallVector<int64_t>();
-    }
-    return iotaVector(0, rank);
-  }
-  auto result = ctx.normalizeAxes(*axes, rank);
-  if (failed(result))
-    return failure();
-  llvm::sort(*result);
-  return *result;
-}
-
-template <typename OpT>
-LogicalResult importReduce(NodeContext &ctx, int64_t axesInputOpset,
-                           bool floatOnly) {
-  auto x = ctx.input(0);
-  if (failed(x))
-    return failure();
-  Type e = ctx.inputType(*x).getElementType();
-  if (e.isInteger(1) || (floatOnly && !isa<FloatType>(e)))
-    return ctx.error() << "reducing " << x->getType() << " is not supported";
-  bool noop = false;
-  auto axes =
-      reductionAxes(ctx, axesInputOpset, ctx.inputType(*x).getRank(), noop);
-  if (failed(axes))
-    return failure();
-  if (noop) {
-    ctx.setOutput(0, *x);
-    return success();
-  }
-  ctx.setOutput(0, reduce<OpT>(ctx, *x, *axes, ctx.intAttr("keepdims", 1)));
-  return success();
 }
 
 /// The normalized shape's affine operand, broadcast to it if needed.
@@ -396,19 +314,6 @@ LogicalResult importGemm(NodeContext &ctx) {
   }
   ctx.setOutput(0, y);
   return success();
-}
-
-LogicalResult importReduceSum(NodeContext &ctx) {
-  return importReduce<ReduceSumOp>(ctx, 13, /*floatOnly=*/false);
-}
-LogicalResult importReduceMean(NodeContext &ctx) {
-  return importReduce<ReduceMeanOp>(ctx, 18, /*floatOnly=*/true);
-}
-LogicalResult importReduceMax(NodeContext &ctx) {
-  return importReduce<ReduceMaxOp>(ctx, 18, /*floatOnly=*/false);
-}
-LogicalResult importReduceProd(NodeContext &ctx) {
-  return importReduce<ReduceProdOp>(ctx, 18, /*floatOnly=*/false);
 }
 
 LogicalResult importSoftmax(NodeContext &ctx) {

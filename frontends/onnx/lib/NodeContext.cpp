@@ -176,6 +176,24 @@ NodeContext::broadcastAll(ArrayRef<Value> values) const {
   return result;
 }
 
+SmallVector<int64_t> iotaVector(int64_t begin, int64_t end) {
+  SmallVector<int64_t> v;
+  for (int64_t i = begin; i < end; ++i)
+    v.push_back(i);
+  return v;
+}
+
+Value expandReduced(NodeContext &ctx, Value reduced, ArrayRef<int64_t> shape,
+                    ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> kept;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    if (!llvm::is_contained(dims, d))
+      kept.push_back(d);
+  auto type =
+      RankedTensorType::get(shape, ctx.inputType(reduced).getElementType());
+  return ctx.create<BroadcastInDimOp>(type, reduced, kept);
+}
+
 Value NodeContext::reshape(Value value, ArrayRef<int64_t> shape) const {
   auto type = inputType(value);
   return create<ReshapeOp>(RankedTensorType::get(shape, type.getElementType()),

@@ -4,11 +4,11 @@
 // import function implements. The upper bound is the newest opset checked
 // against onnx 1.23 (opset 28); every version bump of these ops between 13
 // and 28 only added element types, except those the import functions
-// handle by opset (ReduceSum axes at 13, ReduceMean/ReduceMax/ReduceProd
-// axes at 18, Split num_outputs at 18, Shape start/end at 15, Reshape
-// allowzero at 14, Range stash_type at 27) and Cast's float8-only
-// attributes (saturate, round_mode), which do not apply to the types
-// trainc supports.
+// handle by opset (ReduceSum axes at 13, every other Reduce*'s axes at
+// 18, Split num_outputs at 18, Shape start/end at 15, Reshape allowzero at
+// 14, Range stash_type at 27), Mod's fmod = 0 on floats (defined at 28,
+// read as 28 defines it at every opset) and Cast's float8-only attributes
+// (saturate, round_mode), which do not apply to the types trainc supports.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +27,8 @@ const OpEntry kOps[] = {
     {"Acosh", 13, kLatest, importAcosh, "through log1p"},
     {"Add", 13, kLatest, importAdd, ""},
     {"And", 13, kLatest, importAnd, ""},
+    {"ArgMax", 13, kLatest, importArgMax, "NaN is the maximum, as numpy"},
+    {"ArgMin", 13, kLatest, importArgMin, "NaN is the minimum, as numpy"},
     {"Asin", 13, kLatest, importAsin, "as atan2(x, sqrt((1 - x)(1 + x)))"},
     {"Asinh", 13, kLatest, importAsinh, "through log1p"},
     {"Atan", 13, kLatest, importAtan, "a polynomial after range reduction"},
@@ -38,7 +40,8 @@ const OpEntry kOps[] = {
     {"Ceil", 13, kLatest, importCeil, "as -floor(-x)"},
     {"Celu", 13, kLatest, importCelu, ""},
     {"Clip", 13, kLatest, importClip,
-     "NaN stays NaN; at a constant bound the gradient is 0"},
+     "torch.clamp's gradient (x gets it at the bounds); a missing float bound "
+     "is the largest finite value"},
     {"Concat", 13, kLatest, importConcat, ""},
     {"Constant", 13, kLatest, importConstant, "no sparse or string values"},
     {"ConstantOfShape", 13, kLatest, importConstantOfShape,
@@ -98,10 +101,20 @@ const OpEntry kOps[] = {
     {"RMSNormalization", 23, kLatest, importRMSNormalization, ""},
     {"Range", 13, kLatest, importRange, "inputs must be constant"},
     {"Reciprocal", 13, kLatest, importReciprocal, ""},
+    {"ReduceL1", 13, kLatest, importReduceL1, "axes must be constant"},
+    {"ReduceL2", 13, kLatest, importReduceL2,
+     "axes must be constant; floats; gradient 0 at a zero norm"},
+    {"ReduceLogSum", 13, kLatest, importReduceLogSum,
+     "axes must be constant; floats"},
+    {"ReduceLogSumExp", 13, kLatest, importReduceLogSumExp,
+     "axes must be constant; floats"},
     {"ReduceMax", 13, kLatest, importReduceMax, "axes must be constant"},
     {"ReduceMean", 13, kLatest, importReduceMean, "axes must be constant"},
+    {"ReduceMin", 13, kLatest, importReduceMin, "axes must be constant"},
     {"ReduceProd", 13, kLatest, importReduceProd, "axes must be constant"},
     {"ReduceSum", 13, kLatest, importReduceSum, "axes must be constant"},
+    {"ReduceSumSquare", 13, kLatest, importReduceSumSquare,
+     "axes must be constant"},
     {"Relu", 13, kLatest, importRelu, ""},
     {"Reshape", 13, kLatest, importReshape, "shape must be constant"},
     {"Round", 13, kLatest, importRound, "ties to even"},
