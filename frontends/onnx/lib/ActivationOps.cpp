@@ -10,13 +10,15 @@
 // Where PyTorch defines the derivative at a kink, the select is written so
 // that autodiff gives PyTorch's: LeakyRelu, PRelu, Elu, Selu and Celu take
 // their negative branch at 0 (torch's backward tests x > 0), HardSwish its
-// middle piece at +-3, Clip passes x's gradient at its bounds (clamp's).
+// middle piece at +-3, Clip gives x none at its bounds (hardtanh's).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ImportContext.h"
 
 #include "trainc/Dialect/Graph/GraphMath.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace trainc::graph;
@@ -94,11 +96,18 @@ LogicalResult importTan(NodeContext &ctx) {
   });
 }
 
-/// x / (1 + |x|).
+/// x / (1 + |x|); +-1 at the infinities, where the quotient reads 0
+/// (inf / inf would be NaN, and so would its gradient).
 LogicalResult importSoftsign(NodeContext &ctx) {
   return importFloatUnary(ctx, [&](Value x, RankedTensorType type) {
-    return ctx.create<DivOp>(
-        x, ctx.create<AddOp>(ctx.splat(type, 1), ctx.create<AbsOp>(x)));
+    Value infinite = ctx.create<CompareOp>(
+        ComparisonDirection::EQ, ctx.create<AbsOp>(x),
+        ctx.splat(type, std::numeric_limits<double>::infinity()));
+    Value xs = ctx.create<SelectOp>(infinite, ctx.splat(type, 0), x);
+    Value ratio = ctx.create<DivOp>(
+        xs, ctx.create<AddOp>(ctx.splat(type, 1), ctx.create<AbsOp>(xs)));
+    return ctx.create<SelectOp>(infinite, buildSign(ctx.builder, ctx.loc, x),
+                                ratio);
   });
 }
 
@@ -208,14 +217,18 @@ LogicalResult importHardSigmoid(NodeContext &ctx) {
 /// hardswish backward (1.5 at 3, -0.5 at -3).
 LogicalResult importHardSwish(NodeContext &ctx) {
   return importFloatUnary(ctx, [&](Value x, RankedTensorType type) {
-    Value middle = ctx.create<MulOp>(
-        x, ctx.create<AddOp>(ctx.create<MulOp>(ctx.splat(type, 1.0 / 6), x),
-                             ctx.splat(type, 0.5)));
     Value below =
         ctx.create<CompareOp>(ComparisonDirection::LT, x, ctx.splat(type, -3));
-    return ctx.create<SelectOp>(
-        below, ctx.splat(type, 0),
-        ctx.create<SelectOp>(greaterThan(ctx, x, 3), x, middle));
+    Value above = greaterThan(ctx, x, 3);
+    // The middle piece reads 0 outside [-3, 3], so that no inf * 0 from
+    // it reaches the gradient at the infinities.
+    Value outside = ctx.create<SelectOp>(below, below, above);
+    Value xm = ctx.create<SelectOp>(outside, ctx.splat(type, 0), x);
+    Value middle = ctx.create<MulOp>(
+        xm, ctx.create<AddOp>(ctx.create<MulOp>(ctx.splat(type, 1.0 / 6), xm),
+                              ctx.splat(type, 0.5)));
+    return ctx.create<SelectOp>(below, ctx.splat(type, 0),
+                                ctx.create<SelectOp>(above, x, middle));
   });
 }
 
@@ -255,12 +268,15 @@ LogicalResult importSign(NodeContext &ctx) {
   return success();
 }
 
-/// select(y > max, max, y), y = select(x < min, min, x): max where min >
+/// select(y >= max, max, y), y = select(x <= min, min, x): max where min >
 /// max, as ONNX says; NaN stays NaN. A missing float bound is the type's
 /// lowest or largest finite value (so infinities clip to it), a missing
-/// integer bound no bound. The selects give torch.clamp's gradient
-/// whatever the bounds are (constants, trainable or frozen initializers):
-/// x gets g where min <= x <= max, a bound g where it is taken.
+/// integer bound no bound. The selects give x the gradient strictly between
+/// the bounds and a bound wherever x reaches it, whatever the bounds are
+/// (constants, trainable or frozen initializers): torch's hardtanh and
+/// relu6 backward, and trainc's ReLU (max(x, 0)) at 0. torch.clamp's
+/// backward gives x the gradient at the bounds too; ONNX cannot tell the
+/// two apart.
 LogicalResult importClip(NodeContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
@@ -292,7 +308,7 @@ LogicalResult importClip(NodeContext &ctx) {
     } else {
       continue;
     }
-    auto direction = i == 1 ? ComparisonDirection::LT : ComparisonDirection::GT;
+    auto direction = i == 1 ? ComparisonDirection::LE : ComparisonDirection::GE;
     result = ctx.create<SelectOp>(
         ctx.create<CompareOp>(direction, result, bound), bound, result);
   }

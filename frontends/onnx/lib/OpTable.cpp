@@ -40,8 +40,8 @@ const OpEntry kOps[] = {
     {"Ceil", 13, kLatest, importCeil, "as -floor(-x)"},
     {"Celu", 13, kLatest, importCelu, ""},
     {"Clip", 13, kLatest, importClip,
-     "torch.clamp's gradient (x gets it at the bounds); a missing float bound "
-     "is the largest finite value"},
+     "hardtanh's gradient (none for x at a bound); a missing float bound is "
+     "the largest finite value"},
     {"Concat", 13, kLatest, importConcat, ""},
     {"Constant", 13, kLatest, importConstant, "no sparse or string values"},
     {"ConstantOfShape", 13, kLatest, importConstantOfShape,
@@ -55,6 +55,9 @@ const OpEntry kOps[] = {
     {"Div", 13, kLatest, importDiv, ""},
     {"Dropout", 13, kLatest, importDropout,
      "ratio and training_mode must be constant"},
+    {"Einsum", 13, kLatest, importEinsum,
+     "floats; no diagonals (a label repeated in one term); the ellipsis not "
+     "broadcast"},
     {"Elu", 13, kLatest, importElu, "gradient alpha at 0, as torch"},
     {"Equal", 13, kLatest, importEqual, ""},
     {"Erf", 13, kLatest, importErf, ""},

@@ -51,11 +51,34 @@ reductionAxes(NodeContext &ctx, int64_t inputOpset, int64_t rank, bool &noop) {
 
 enum class Inputs { Numbers, Floats };
 
+/// Whether a reduction compares (maximum, minimum, arg-) or only adds and
+/// multiplies, which wraps alike in a wider type.
+enum class Order { Compares, Wraps };
+
+/// The type a reduction of `element` computes in: the runtime reduces f64,
+/// f32, f16, bf16, i64 and i32; narrower integers widen to i32 and ui32 to
+/// i64 (exactly), and ui64 to i64 where the reduction only adds and
+/// multiplies (the same bits modulo 2^64). A ui64 comparison is refused.
+FailureOr<Type> computeType(NodeContext &ctx, Type element, Order order) {
+  auto integer = dyn_cast<IntegerType>(element);
+  if (!integer || element.isSignlessInteger(32) ||
+      element.isSignlessInteger(64))
+    return element;
+  unsigned width = integer.getWidth();
+  if (width < 32)
+    return Type(ctx.builder.getI32Type());
+  if (width == 32 || order == Order::Wraps)
+    return Type(ctx.builder.getI64Type());
+  return ctx.error() << "reducing " << element
+                     << " by comparison is not supported (the runtime "
+                        "compares 64-bit integers as signed)";
+}
+
 /// A reduction whose value over `dims` (dropped; empty for a no-op)
 /// `build` returns, with keepdims applied.
 template <typename Build>
 LogicalResult importReduction(NodeContext &ctx, int64_t axesInputOpset,
-                              Inputs inputs, Build build) {
+                              Inputs inputs, Order order, Build build) {
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
@@ -68,11 +91,14 @@ LogicalResult importReduction(NodeContext &ctx, int64_t axesInputOpset,
   auto axes = reductionAxes(ctx, axesInputOpset, type.getRank(), noop);
   if (failed(axes))
     return failure();
-  for (int64_t d : *axes)
-    if (type.getDimSize(d) == 0)
-      return ctx.error() << "reduces dimension " << d << " of " << x->getType()
-                         << ", which has no elements";
-  Value r = build(*x, ArrayRef<int64_t>(*axes));
+  // An empty dimension reduces to the reduction's identity (0 for a sum,
+  // -inf for a maximum), as ONNX says.
+  auto wide = computeType(ctx, e, order);
+  if (failed(wide))
+    return failure();
+  Value r = build(ctx.convert(*x, *wide), ArrayRef<int64_t>(*axes));
+  if (*wide != e)
+    r = ctx.convert(r, e);
   if (!noop && ctx.intAttr("keepdims", 1)) {
     SmallVector<int64_t> shape(type.getShape());
     for (int64_t d : *axes)
@@ -105,8 +131,8 @@ Value sumOfSquares(NodeContext &ctx, Value x, ArrayRef<int64_t> dims) {
 
 template <typename OpT>
 LogicalResult importSimpleReduce(NodeContext &ctx, int64_t axesInputOpset,
-                                 Inputs inputs) {
-  return importReduction(ctx, axesInputOpset, inputs,
+                                 Inputs inputs, Order order) {
+  return importReduction(ctx, axesInputOpset, inputs, order,
                          [&](Value x, ArrayRef<int64_t> dims) {
                            return reduceOver<OpT>(ctx, x, dims);
                          });
@@ -129,15 +155,20 @@ LogicalResult importArgReduce(NodeContext &ctx, bool isMax) {
     return ctx.error() << "reduces dimension " << *axis << " of "
                        << x->getType() << ", which has no elements";
   bool last = ctx.intAttr("select_last_index", 0) != 0;
+  auto wide = computeType(ctx, type.getElementType(), Order::Compares);
+  if (failed(wide))
+    return failure();
+  Value values = ctx.convert(*x, *wide);
   int64_t dims[] = {*axis};
-  Value extreme =
-      isMax ? ctx.create<ReduceMaxOp>(*x, dims) : reduceMin(ctx, *x, dims);
+  Value extreme = isMax ? ctx.create<ReduceMaxOp>(values, dims)
+                        : reduceMin(ctx, values, dims);
   extreme = expandReduced(ctx, extreme, type.getShape(), dims);
-  Value holds = ctx.create<CompareOp>(ComparisonDirection::EQ, *x, extreme);
+  Value holds = ctx.create<CompareOp>(ComparisonDirection::EQ, values, extreme);
   if (isa<FloatType>(type.getElementType())) {
     // A NaN is the extreme (reduce_max propagates it): it holds where x is
     // NaN too.
-    Value isNaN = ctx.create<CompareOp>(ComparisonDirection::NE, *x, *x);
+    Value isNaN =
+        ctx.create<CompareOp>(ComparisonDirection::NE, values, values);
     holds = ctx.create<SelectOp>(isNaN, isNaN, holds);
   }
   auto indexType =
@@ -163,68 +194,88 @@ LogicalResult importArgReduce(NodeContext &ctx, bool isMax) {
 } // namespace
 
 LogicalResult importReduceSum(NodeContext &ctx) {
-  return importSimpleReduce<ReduceSumOp>(ctx, 13, Inputs::Numbers);
+  return importSimpleReduce<ReduceSumOp>(ctx, 13, Inputs::Numbers,
+                                         Order::Wraps);
 }
 LogicalResult importReduceMean(NodeContext &ctx) {
-  return importSimpleReduce<ReduceMeanOp>(ctx, 18, Inputs::Floats);
+  return importSimpleReduce<ReduceMeanOp>(ctx, 18, Inputs::Floats,
+                                          Order::Wraps);
 }
 LogicalResult importReduceMax(NodeContext &ctx) {
-  return importSimpleReduce<ReduceMaxOp>(ctx, 18, Inputs::Numbers);
+  return importSimpleReduce<ReduceMaxOp>(ctx, 18, Inputs::Numbers,
+                                         Order::Compares);
 }
 LogicalResult importReduceProd(NodeContext &ctx) {
-  return importSimpleReduce<ReduceProdOp>(ctx, 18, Inputs::Numbers);
+  return importSimpleReduce<ReduceProdOp>(ctx, 18, Inputs::Numbers,
+                                          Order::Wraps);
 }
 
 LogicalResult importReduceMin(NodeContext &ctx) {
-  return importReduction(ctx, 18, Inputs::Numbers,
+  return importReduction(ctx, 18, Inputs::Numbers, Order::Compares,
                          [&](Value x, ArrayRef<int64_t> dims) {
                            return dims.empty() ? x : reduceMin(ctx, x, dims);
                          });
 }
 
-/// sum(|x|): the gradient at 0 is 0, as torch's norm(p=1).
+/// sum(|x|) (of x itself for unsigned integers, which a ui64 widened to
+/// i64 would otherwise flip): the gradient at 0 is 0, as torch's
+/// norm(p=1).
 LogicalResult importReduceL1(NodeContext &ctx) {
-  return importReduction(
-      ctx, 18, Inputs::Numbers, [&](Value x, ArrayRef<int64_t> dims) {
-        return reduceOver<ReduceSumOp>(ctx, ctx.create<AbsOp>(x), dims);
-      });
+  bool isUnsigned = false;
+  if (auto x = ctx.input(0); succeeded(x))
+    isUnsigned = ctx.inputType(*x).getElementType().isUnsignedInteger();
+  return importReduction(ctx, 18, Inputs::Numbers, Order::Wraps,
+                         [&](Value x, ArrayRef<int64_t> dims) {
+                           return reduceOver<ReduceSumOp>(
+                               ctx, isUnsigned ? x : ctx.create<AbsOp>(x),
+                               dims);
+                         });
 }
 
-/// sqrt(sum(x^2)); where the sum is 0 the root reads 1 and the result is
-/// 0, so the gradient there is 0 (torch's norm backward) instead of
-/// 0 * inf.
+/// sqrt(sum(x^2)), in f32 for f16 and bf16 (whose squares overflow above
+/// 256 and underflow below 2^-12 where the norm would not); where the sum
+/// is 0 the root reads 1 and the result is 0, so the gradient there is 0
+/// (torch's norm backward) instead of 0 * inf.
 LogicalResult importReduceL2(NodeContext &ctx) {
   return importReduction(
-      ctx, 18, Inputs::Floats, [&](Value x, ArrayRef<int64_t> dims) {
+      ctx, 18, Inputs::Floats, Order::Wraps,
+      [&](Value x, ArrayRef<int64_t> dims) {
+        Type element = ctx.inputType(x).getElementType();
+        bool narrow = element.isF16() || element.isBF16();
+        if (narrow)
+          x = ctx.convert(x, ctx.builder.getF32Type());
         Value s = sumOfSquares(ctx, x, dims);
         auto type = ctx.inputType(s);
         Value zero = ctx.splat(type, 0);
         Value isZero = ctx.create<CompareOp>(ComparisonDirection::EQ, s, zero);
         Value root = ctx.create<SqrtOp>(
             ctx.create<SelectOp>(isZero, ctx.splat(type, 1), s));
-        return ctx.create<SelectOp>(isZero, zero, root);
+        Value norm = ctx.create<SelectOp>(isZero, zero, root);
+        return narrow ? ctx.convert(norm, element) : norm;
       });
 }
 
 LogicalResult importReduceSumSquare(NodeContext &ctx) {
-  return importReduction(ctx, 18, Inputs::Numbers,
+  return importReduction(ctx, 18, Inputs::Numbers, Order::Wraps,
                          [&](Value x, ArrayRef<int64_t> dims) {
                            return sumOfSquares(ctx, x, dims);
                          });
 }
 
 LogicalResult importReduceLogSum(NodeContext &ctx) {
-  return importReduction(
-      ctx, 18, Inputs::Floats, [&](Value x, ArrayRef<int64_t> dims) {
-        return ctx.create<LogOp>(reduceOver<ReduceSumOp>(ctx, x, dims));
-      });
+  return importReduction(ctx, 18, Inputs::Floats, Order::Wraps,
+                         [&](Value x, ArrayRef<int64_t> dims) {
+                           return ctx.create<LogOp>(
+                               reduceOver<ReduceSumOp>(ctx, x, dims));
+                         });
 }
 
 /// m + log(sum(exp(x - m))), m the maximum (0 where it is infinite, so
 /// that all -inf gives -inf and a +inf gives +inf rather than NaN).
 LogicalResult importReduceLogSumExp(NodeContext &ctx) {
   return importReduction(
-      ctx, 18, Inputs::Floats, [&](Value x, ArrayRef<int64_t> dims) {
+      ctx, 18, Inputs::Floats, Order::Wraps,
+      [&](Value x, ArrayRef<int64_t> dims) {
         if (dims.empty())
           return x;
         auto xType = ctx.inputType(x);

@@ -31,9 +31,11 @@ good to ~1e-9).
 At the kinks the derivative is PyTorch's convention, checked exactly:
 LeakyRelu, PRelu, Elu, Selu take their negative side at 0 (alpha, the
 slope, alpha * gamma), Celu gives 1 and Softplus 1/2 at 0, HardSwish 1.5
-and -0.5 at +-3, Clip 1 at its bounds (torch.clamp's) and Sign 0 at 0;
+and -0.5 at +-3, Clip 0 at its bounds (hardtanh's) and Sign 0 at 0;
 PRelu's slope gets sum(c * min(x, 0)) over the broadcast dimension; Clip's
-bounds as trainable initializers get the sums of c where they are taken.
+bounds as trainable initializers get the sums of c where x reaches them.
+At +-inf, where the ops have limits, the gradient is the limit's slope
+(INFINITE_GRADIENT), never NaN.
 """
 import os
 import subprocess
@@ -90,7 +92,14 @@ KINK_GRADIENT = {
     'selu': {0.0: 1.67326319217681884765625 * 1.05070102214813232421875},
     'celu': {0.0: 1.0}, 'softplus': {0.0: 0.5},
     'hard_swish': {3.0: 1.5, -3.0: -0.5},
-    'clip': {-1.0: 1.0, 2.0: 1.0},
+}
+# The gradient at the infinities (c times), where the op has a limit.
+INF = float('inf')
+INFINITE_GRADIENT = {
+    'hard_swish': (1.0, 0.0), 'softsign': (0.0, 0.0), 'sign': (0.0, 0.0),
+    'leaky_relu': (1.0, 0.1), 'elu': (1.0, 0.0), 'celu': (1.0, 0.0),
+    'thresholded_relu': (1.0, 0.0), 'shrink': (1.0, 1.0), 'clip': (0.0, 0.0),
+    'softplus': (1.0, 0.0),
 }
 LD = np.longdouble
 F = lambda v: LD(np.float32(v))  # an ONNX float attribute, as stored
@@ -445,13 +454,42 @@ def gradients(work):
     c = feeds['c_clip_init'].astype(np.float64)
     got = [np.load(os.path.join(out, f'{n}.grad.npy')).astype(np.float64)
            for n in ('w_clip_init', 'clip_init_lo', 'clip_init_hi')]
-    inside = (CLIP_X >= CLIP_MIN) & (CLIP_X <= CLIP_MAX)
-    want = [np.where(inside, c, 0.0), np.sum(c[CLIP_X < CLIP_MIN]), np.sum(c[CLIP_X > CLIP_MAX])]
+    inside = (CLIP_X > CLIP_MIN) & (CLIP_X < CLIP_MAX)
+    want = [np.where(inside, c, 0.0), np.sum(c[CLIP_X <= CLIP_MIN]), np.sum(c[CLIP_X >= CLIP_MAX])]
     good = (np.allclose(got[0], want[0], rtol=1e-6, atol=0)
             and all(abs(float(g) - w) <= 1e-5 * abs(w) for g, w in zip(got[1:], want[1:])))
-    print(f'clip with trainable bounds gradient: x (1 at the bounds) and both bounds '
+    print(f'clip with trainable bounds gradient: x (0 at the bounds) and both bounds '
           f'{"ok" if good else f"FAIL {got} {want}"}')
-    return ok and bool(good)
+    return ok and bool(good) and infinite_gradients(work)
+
+
+def infinite_gradients(work):
+    nodes, params, inputs, terms, feeds = [], [], [], [], {}
+    for name in INFINITE_GRADIENT:
+        op, attrs, _, _ = FLOAT_CASES[name]
+        params.append(numpy_helper.from_array(np.array([INF, -INF], np.float32), f'w_{name}'))
+        nodes += nodes_for(name, op, attrs, f'w_{name}', f'y_{name}')
+        nodes.append(helper.make_node('Mul', [f'y_{name}', f'c_{name}'], [f'p_{name}']))
+        nodes.append(helper.make_node('ReduceSum', [f'p_{name}'], [f's_{name}'], keepdims=0))
+        inputs.append(helper.make_tensor_value_info(f'c_{name}', F32, [2]))
+        feeds[f'c_{name}'] = np.array([0.75, 1.5], np.float32)
+        terms.append(f's_{name}')
+    nodes.append(helper.make_node('Sum', terms, ['loss']))
+    model = helper.make_model(helper.make_graph(nodes, 'infinite', inputs,
+                                                [helper.make_tensor_value_info('loss', F32, [])], params),
+                              opset_imports=[helper.make_opsetid('', OPSET)])
+    path = os.path.join(work, 'infinite.onnx')
+    onnx.save(model, path)
+    out = trainc_run(work, path, feeds, extra=['--train', '--optimizer', 'none'])
+    ok = True
+    for name, (at_inf, at_minus_inf) in INFINITE_GRADIENT.items():
+        got = np.load(os.path.join(out, f'w_{name}.grad.npy'))
+        want = feeds[f'c_{name}'] * np.array([at_inf, at_minus_inf], np.float32)
+        good = bool(np.allclose(got, want, rtol=1e-6, atol=0))
+        print(f'{name} gradient at +inf and -inf: {got.tolist()} '
+              f'{"ok" if good else f"FAIL, expected {want.tolist()}"}')
+        ok &= good
+    return ok
 
 
 def errors(work):
