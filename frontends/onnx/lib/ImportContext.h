@@ -242,7 +242,7 @@ mlir::Value expandReduced(NodeContext &ctx, mlir::Value reduced,
                           llvm::ArrayRef<int64_t> dims);
 
 // Import functions, by family (ElementwiseOps.cpp, ActivationOps.cpp,
-// ShapeOps.cpp, IndexingOps.cpp, ReduceOps.cpp, NnOps.cpp).
+// ShapeOps.cpp, IndexingOps.cpp, ReduceOps.cpp, NnOps.cpp, EinsumOp.cpp).
 #define TRAINC_ONNX_IMPORT_FN(name)                                            \
   mlir::LogicalResult import##name(NodeContext &ctx);
 TRAINC_ONNX_IMPORT_FN(Add)
@@ -333,6 +333,7 @@ TRAINC_ONNX_IMPORT_FN(CumSum)
 TRAINC_ONNX_IMPORT_FN(Tile)
 TRAINC_ONNX_IMPORT_FN(Trilu)
 TRAINC_ONNX_IMPORT_FN(MatMul)
+TRAINC_ONNX_IMPORT_FN(Einsum)
 TRAINC_ONNX_IMPORT_FN(Gemm)
 TRAINC_ONNX_IMPORT_FN(ReduceSum)
 TRAINC_ONNX_IMPORT_FN(ReduceMean)
