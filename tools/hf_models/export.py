@@ -4,6 +4,13 @@
     python -m venv /tmp/oracle && /tmp/oracle/bin/pip install -r tools/hf_models/requirements.txt
     /tmp/oracle/bin/python tools/hf_models/export.py test/Models/hf
 
+With --legacy-suite, the models of models.LEGACY_CASES instead (DeBERTa-v2,
+XLNet, CodeGen, GPT-Neo, ELECTRA, DistilBERT, MobileBERT: test/Models/
+hf_legacy), exported by the PyTorch and transformers Debian can run
+(`apt-get install python3-torch` gives PyTorch 1.13, which has only the
+TorchScript exporter; then `/usr/bin/python3 -m venv --system-site-packages
+/tmp/legacy && /tmp/legacy/bin/pip install transformers==4.46.3 onnx`).
+
 For every model of models.py (GPT-2, Llama, Mistral, Qwen2, GPT-NeoX,
 GPT-J, Falcon, Phi-3, Qwen3, OPT, Gemma, BERT with and without token types,
 RoBERTa, BART, T5, ViT; tiny
@@ -37,6 +44,7 @@ final_logits_bias): PyTorch does not train them, so the test freezes those
 an export writes as initializers, as a user would (trainc --freeze).
 """
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -101,17 +109,35 @@ def strip_node_metadata(path):
     onnx.save(model, path)
 
 
+# torch.onnx.export before 2.x (Debian's 1.13) has no dynamo exporter and
+# no `dynamo` argument.
+HAS_DYNAMO = 'dynamo' in inspect.signature(torch.onnx.export).parameters
+
+
+def named_parameters_with_aliases(wrapper):
+    """Every (name, parameter) pair, a tied parameter under each of its
+    names (named_parameters(remove_duplicate=False), which PyTorch 1.13
+    lacks)."""
+    for module_name, module in wrapper.named_modules(remove_duplicate=False):
+        for name, p in module._parameters.items():
+            if p is not None:
+                yield (f'{module_name}.{name}' if module_name else name), p
+
+
 def export(case, batch, exporter, path):
     wrapper = build(case, torch.float32)
     args = batch_args(case, batch, torch.float32)
     names = list(case.inputs)
+    if exporter == 'dynamo' and not HAS_DYNAMO:
+        raise RuntimeError(f'PyTorch {torch.__version__} has no dynamo exporter')
+    legacy = {} if not HAS_DYNAMO else {'dynamo': False}
     if exporter == 'dynamo':
         torch.onnx.export(wrapper, args, path, dynamo=True, input_names=names,
                           output_names=['loss'], do_constant_folding=False,
                           optimize=False, external_data=False, verbose=False)
         strip_node_metadata(path)
     else:
-        torch.onnx.export(wrapper, args, path, dynamo=False,
+        torch.onnx.export(wrapper, args, path, **legacy,
                           opset_version=int(exporter[2:]),
                           training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, input_names=names,
@@ -125,9 +151,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('out', help='output directory (test/Models/hf)')
     parser.add_argument('--models', nargs='*', help='only these models')
+    parser.add_argument('--legacy-suite', action='store_true',
+                        help="export models.LEGACY_CASES (test/Models/hf_legacy) instead "
+                             "of models.CASES")
     parser.add_argument('--vocab', type=int, default=models.VOCAB,
                         help='the vocabulary of the models that have one (default '
-                             f'{models.VOCAB}; test/Models/hf_vocab1001's GPT-2 is --vocab 1001)')
+                             f"{models.VOCAB}; test/Models/hf_vocab1001's GPT-2 is --vocab 1001)")
     args = parser.parse_args()
     models.VOCAB = args.vocab
     warnings.filterwarnings('ignore')
@@ -142,7 +171,7 @@ def main():
     summary_path = os.path.join(args.out, 'summary.json')
     if args.models and os.path.exists(summary_path):
         summary['models'] = json.load(open(summary_path))['models']
-    for case in models.CASES:
+    for case in models.LEGACY_CASES if args.legacy_suite else models.CASES:
         if args.models and case.name not in args.models:
             continue
         out = os.path.join(args.out, case.name)
@@ -161,7 +190,7 @@ def main():
         wrapper = build(case, torch.float32)
         canonical = {id(p): n for n, p in wrapper.named_parameters()}
         aliases = {n: canonical[id(p)]
-                   for n, p in wrapper.named_parameters(remove_duplicate=False)
+                   for n, p in named_parameters_with_aliases(wrapper)
                    if canonical[id(p)] != n}
         info = {'parameters': sum(p.numel() for p in wrapper.parameters()),
                 'aliases': aliases,

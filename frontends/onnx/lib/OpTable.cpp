@@ -63,6 +63,7 @@ const OpEntry kOps[] = {
     {"Erf", 13, kLatest, importErf, ""},
     {"Exp", 13, kLatest, importExp, ""},
     {"Expand", 13, kLatest, importExpand, "shape must be constant"},
+    {"EyeLike", 13, kLatest, importEyeLike, ""},
     {"Flatten", 13, kLatest, importFlatten, ""},
     {"Floor", 13, kLatest, importFloor, ""},
     {"Gather", 13, kLatest, importGather, ""},

@@ -717,4 +717,36 @@ LogicalResult importTrilu(NodeContext &ctx) {
   return success();
 }
 
+/// EyeLike: ones where column - row == k, zeros elsewhere, in the shape of
+/// the 2-D input and of type `dtype` (default: the input's), from two
+/// iotas (no constant the size of the matrix).
+LogicalResult importEyeLike(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto type = ctx.inputType(*x);
+  if (type.getRank() != 2)
+    return ctx.error() << "the input must be a matrix, got " << x->getType();
+  Type element = type.getElementType();
+  if (const auto *dtype = ctx.attribute("dtype")) {
+    element = elementTypeFor(ctx.context(), static_cast<int32_t>(dtype->i()));
+    if (!element)
+      return ctx.error() << "dtype "
+                         << onnxTypeName(static_cast<int32_t>(dtype->i()))
+                         << " is not supported (trainc supports "
+                         << kSupportedOnnxTypes << ")";
+  }
+  auto indexType =
+      RankedTensorType::get(type.getShape(), ctx.builder.getI64Type());
+  Value offset = ctx.create<SubOp>(ctx.create<IotaOp>(indexType, 1),
+                                   ctx.create<IotaOp>(indexType, 0));
+  Value onDiagonal = ctx.create<CompareOp>(
+      ComparisonDirection::EQ, offset,
+      ctx.splat(indexType, static_cast<double>(ctx.intAttr("k", 0))));
+  auto resultType = RankedTensorType::get(type.getShape(), element);
+  ctx.setOutput(0, ctx.create<SelectOp>(onDiagonal, ctx.splat(resultType, 1),
+                                        ctx.splat(resultType, 0)));
+  return success();
+}
+
 } // namespace trainc::onnx_import
