@@ -6,13 +6,14 @@ type and a dtype attribute.
                           exits 1 on any difference.
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
+
+from op_harness import compile_and_run
 
 work = sys.argv[1]
 cases = [((3, 5), k, None) for k in (-2, 0, 1, 4, 7)] + [
@@ -29,19 +30,11 @@ model = helper.make_model(helper.make_graph(nodes, 'eyelike', inputs, outputs),
 onnx.checker.check_model(model)
 path = os.path.join(work, 'eyelike.onnx')
 onnx.save(model, path)
-args = []
-for name, v in feeds.items():
-    np.save(os.path.join(work, name + '.npy'), v)
-    args += ['--input', f'{name}={os.path.join(work, name + ".npy")}']
-for cmd in (['trainc', path, '-o', path + '.tcx'],
-            ['trainc-run', path + '.tcx', *args, '--output-dir', os.path.join(work, 'out')]):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        sys.exit(f'{cmd[0]} failed: {r.stderr}')
+out = compile_and_run(work, path, feeds)
 wants = ort.InferenceSession(path, providers=['CPUExecutionProvider']).run(None, feeds)
 ok = True
 for i, want in enumerate(wants):
-    got = np.load(os.path.join(work, 'out', f'y{i}.npy'))
+    got = np.load(os.path.join(out, f'y{i}.npy'))
     same = got.dtype == want.dtype and np.array_equal(got, want)
     print(f'EyeLike {cases[i]}: {"equal to onnxruntime" if same else f"FAIL {got} vs {want}"}')
     ok &= same

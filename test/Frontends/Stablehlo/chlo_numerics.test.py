@@ -33,12 +33,13 @@ Tolerances (relative, against float64 erfinv of the same input):
                 jax.random.normal, whose input is random bits.
 """
 import os
-import subprocess
 import sys
 
 import ml_dtypes
 import numpy as np
 import scipy.special
+
+from numerics_harness import run, write_safetensors
 
 FORWARD_RTOL = {'f64': 1e-15, 'f32': 1e-6, 'f16': 2.0 ** -10, 'bf16': 2.0 ** -7}
 GRAD_RTOL = {'f64': 1e-12, 'f32': 5e-5}
@@ -67,12 +68,6 @@ def inputs(t, with_edges):
 
 def mlir_type(t, n):
     return f'tensor<{n}x{t}>'
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr}")
 
 
 def rel_error(got, want):
@@ -184,7 +179,7 @@ def gradient(work, t):
   }}
 }}
 ''')
-    write_safetensors(os.path.join(d, 'w.safetensors'), "params['w']", w)
+    write_safetensors(os.path.join(d, 'w.safetensors'), {"params['w']": w})
     np.save(os.path.join(d, 'c.npy'), c)
     run(['trainc', os.path.join(d, 'g.mlir'), '--params', os.path.join(d, 'w.safetensors'),
          '--train', '--optimizer', 'none', '-o', os.path.join(d, 'g.tcx')])
@@ -202,17 +197,6 @@ def gradient(work, t):
     print(f"erf_inv {t} gradient: {len(w)} values, worst relative error {err:.2e} "
           f"(at {at:.6g}; tolerance {GRAD_RTOL[t]:.0e}) {'ok' if ok else 'FAIL'}")
     return ok
-
-
-def write_safetensors(path, name, a):
-    import json
-    import struct
-    dtype = {np.dtype(np.float32): 'F32', np.dtype(np.float64): 'F64'}[a.dtype]
-    raw = a.astype(a.dtype.newbyteorder('<')).tobytes()
-    header = json.dumps({name: {'dtype': dtype, 'shape': list(a.shape),
-                                'data_offsets': [0, len(raw)]}}).encode()
-    with open(path, 'wb') as f:
-        f.write(struct.pack('<Q', len(header)) + header + raw)
 
 
 def main():

@@ -33,14 +33,13 @@ derivative carries the errors of the value's steps and of its polynomials'
 derivatives (atan's: 1.5 ulps, tools/fit_atan_polynomial.py), multiplied
 by c. Measured worst: 4.5 ulps (f64 acosh near 1), 3.7 (f32 asin).
 """
-import json
 import os
-import struct
-import subprocess
 import sys
 
 import ml_dtypes
 import numpy as np
+
+from numerics_harness import run, write_safetensors
 
 LD = np.longdouble
 NP = {'f64': np.float64, 'f32': np.float32, 'f16': np.float16, 'bf16': ml_dtypes.bfloat16}
@@ -154,12 +153,6 @@ def ulps(got, want_ld, dt):
     return np.abs(got.astype(LD) - want_ld) / spacing.astype(LD)
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr}")
-
-
 def write_raw(path, a):
     a.astype(a.dtype.newbyteorder('<')).tofile(path)
 
@@ -261,18 +254,6 @@ def forward(work, t, rng):
               f' {"ok" if line_ok else "FAIL"}')
         ok &= line_ok
     return ok
-
-
-def write_safetensors(path, tensors):
-    header, raw = {}, b''
-    for name, a in tensors.items():
-        b = a.astype(a.dtype.newbyteorder('<')).tobytes()
-        header[name] = {'dtype': {np.dtype(np.float32): 'F32', np.dtype(np.float64): 'F64'}[a.dtype],
-                        'shape': list(a.shape), 'data_offsets': [len(raw), len(raw) + len(b)]}
-        raw += b
-    h = json.dumps(header).encode()
-    with open(path, 'wb') as f:
-        f.write(struct.pack('<Q', len(h)) + h + raw)
 
 
 def gradient(work, t, rng):
