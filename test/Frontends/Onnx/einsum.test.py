@@ -28,7 +28,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from op_harness import compile_and_run, expect_rejections
+from op_harness import WeightedLoss, compile_and_run, expect_rejections
 
 RTOL = 1e-6
 GRAD_TOL = 1e-6
@@ -109,7 +109,7 @@ def gradients(work):
     cases = {eq: CASES[eq] for eq in ('bhqd,bhkd->bhqk', 'i,j->ij', 'ab,bc->a',
                                       'bn,anm,bm->ba', '...ij,...jk->...ik', 'ijk->')}
     nodes, _, outputs, params, data = model_of(cases, inputs_as_params=True)
-    inputs, feeds, terms = [], {}, []
+    loss = WeightedLoss()
     for i, eq in enumerate(cases):
         y = f'y{i}'
         ref = ReferenceEvaluator(helper.make_model(
@@ -117,30 +117,19 @@ def gradients(work):
                               [p for p in params if p.name.startswith(f'x{i}_')]),
             opset_imports=[helper.make_opsetid('', OPSET)]))
         shape = ref.run(None, {})[0].shape
-        c = RNG.uniform(0.5, 2.0, shape).astype(np.float32)
-        feeds[f'c{i}'] = c
-        inputs.append(helper.make_tensor_value_info(f'c{i}', F32, list(shape)))
-        nodes.append(helper.make_node('Mul', [y, f'c{i}'], [f'p{i}']))
-        nodes.append(helper.make_node('ReduceSum', [f'p{i}'], [f's{i}'], keepdims=0))
-        terms.append(f's{i}')
-    nodes.append(helper.make_node('Sum', terms, ['loss']))
-    model = helper.make_model(helper.make_graph(nodes, 'grads', inputs,
-                                                [helper.make_tensor_value_info('loss', F32, [])], params),
-                              opset_imports=[helper.make_opsetid('', OPSET)])
-    path = os.path.join(work, 'grads.onnx')
-    onnx.save(model, path)
-    out = compile_and_run(work, path, feeds, ['--train', '--optimizer', 'none'])
+        loss.add(y, RNG.uniform(0.5, 2.0, shape).astype(np.float32))
+    out = loss.gradients(work, nodes, params, OPSET)
     ok = True
     for i, (eq, shapes) in enumerate(cases.items()):
         operands = [data[f'x{i}_{j}'].astype(np.float64) for j in range(len(shapes))]
-        c = feeds[f'c{i}'].astype(np.float64)
+        c = loss.feeds[f'c_y{i}'].astype(np.float64)
         ins = [f'w{j}' for j in range(len(shapes))]
         g = helper.make_graph([helper.make_node('Einsum', ins, ['y'], equation=eq)], 'fd',
                               [helper.make_tensor_value_info(n, TensorProto.DOUBLE, list(s))
                                for n, s in zip(ins, shapes)],
                               [helper.make_tensor_value_info('y', TensorProto.DOUBLE, None)])
         ev = ReferenceEvaluator(helper.make_model(g, opset_imports=[helper.make_opsetid('', OPSET)]))
-        loss = lambda ops: float(np.sum(c * ev.run(None, dict(zip(ins, ops)))[0]))
+        objective = lambda ops: float(np.sum(c * ev.run(None, dict(zip(ins, ops)))[0]))
         for j in range(len(shapes)):
             want = np.zeros_like(operands[j])
             for idx in np.ndindex(operands[j].shape):
@@ -148,7 +137,7 @@ def gradients(work):
                 minus = [o.copy() for o in operands]
                 plus[j][idx] += 1e-3
                 minus[j][idx] -= 1e-3
-                want[idx] = (loss(plus) - loss(minus)) / 2e-3
+                want[idx] = (objective(plus) - objective(minus)) / 2e-3
             got = np.load(os.path.join(out, f'x{i}_{j}.grad.npy')).astype(np.float64)
             err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
             good = err <= GRAD_TOL

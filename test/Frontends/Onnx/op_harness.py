@@ -50,3 +50,37 @@ def expect_rejections(work, cases, opset):
               f'{"names the problem" if good else repr(r.stderr.strip())} {"ok" if good else "FAIL"}')
         ok &= good
     return ok
+
+
+class WeightedLoss:
+    """loss = sum over terms of sum(y * c), c a graph input per term (fed,
+    so it is data, not a parameter): the gradient of each parameter w
+    feeding y is c * dy/dw. Collects the nodes, inputs and feeds."""
+
+    def __init__(self):
+        self.nodes, self.inputs, self.feeds, self.terms = [], [], {}, []
+
+    def add(self, y, c):
+        """Adds sum(y * c) for the output `y` and the float32 array `c` of
+        y's shape."""
+        tag = f'c_{y}'
+        self.inputs.append(onnx.helper.make_tensor_value_info(
+            tag, onnx.TensorProto.FLOAT, list(c.shape)))
+        self.feeds[tag] = c
+        self.nodes.append(onnx.helper.make_node('Mul', [y, tag], [f'p_{y}']))
+        self.nodes.append(onnx.helper.make_node('ReduceSum', [f'p_{y}'], [f's_{y}'], keepdims=0))
+        self.terms.append(f's_{y}')
+
+    def gradients(self, work, nodes, params, opset, name='grads'):
+        """Saves `nodes` (which compute the terms' ys from `params`, the
+        trainable initializers) with the loss as name.onnx, compiles it with
+        --train --optimizer none and runs it: the output directory, holding
+        <param>.grad.npy."""
+        graph = onnx.helper.make_graph(
+            [*nodes, *self.nodes, onnx.helper.make_node('Sum', self.terms, ['loss'])], name,
+            self.inputs, [onnx.helper.make_tensor_value_info('loss', onnx.TensorProto.FLOAT, [])],
+            params)
+        path = os.path.join(work, name + '.onnx')
+        onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid('', opset)]),
+                  path)
+        return compile_and_run(work, path, self.feeds, ['--train', '--optimizer', 'none'])

@@ -35,7 +35,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from op_harness import compile_and_run, expect_rejections
+from op_harness import WeightedLoss, compile_and_run, expect_rejections
 
 RTOL = 2e-6
 GRAD_TOL = 1e-5
@@ -259,7 +259,7 @@ def extra_types(work):
 def gradients(work):
     x = float_input()
     x[3] = RNG.normal(0, 2, (5, 6)).astype(np.float32)  # signs for L1 and LogSumExp
-    nodes, params, inputs, terms, feeds = [], [], [], [], {}
+    nodes, params, loss = [], [], WeightedLoss()
     cases = [(op, [1]) for op in OPS] + [('ReduceL2', [0, 2]), ('ReduceLogSumExp', [2]),
                                          ('ReduceMin', [2])]
     for i, (op, axes) in enumerate(cases):
@@ -275,37 +275,26 @@ def gradients(work):
                                       value=numpy_helper.from_array(np.array(axes, np.int64))))
         nodes.append(helper.make_node(op, [f'w{i}', f'ax{i}'], [f'r{i}'], keepdims=0))
         shape = [d for k, d in enumerate(x.shape) if k not in axes]
-        c = RNG.uniform(0.5, 2.0, shape).astype(np.float32)
-        inputs.append(helper.make_tensor_value_info(f'c{i}', F32, shape))
-        feeds[f'c{i}'] = c
-        nodes.append(helper.make_node('Mul', [f'r{i}', f'c{i}'], [f'p{i}']))
-        nodes.append(helper.make_node('ReduceSum', [f'p{i}'], [f's{i}'], keepdims=0))
-        terms.append(f's{i}')
-    nodes.append(helper.make_node('Sum', terms, ['loss']))
-    model = helper.make_model(helper.make_graph(nodes, 'grads', inputs,
-                                                [helper.make_tensor_value_info('loss', F32, [])], params),
-                              opset_imports=[helper.make_opsetid('', OPSET)])
-    path = os.path.join(work, 'grads.onnx')
-    onnx.save(model, path)
-    out = compile_and_run(work, path, feeds, ['--train', '--optimizer', 'none'])
+        loss.add(f'r{i}', RNG.uniform(0.5, 2.0, shape).astype(np.float32))
+    out = loss.gradients(work, nodes, params, OPSET)
     ok = True
     for i, (op, axes) in enumerate(cases):
         tie_case = op == 'ReduceMin' and axes == [2]
         w = numpy_helper.to_array(params[i]).astype(np.float64)
-        c = feeds[f'c{i}'].astype(np.float64)
+        c = loss.feeds[f'c_r{i}'].astype(np.float64)
         g = helper.make_graph([helper.make_node(op, ['w', 'ax'], ['r'], keepdims=0)], 'fd',
                               [helper.make_tensor_value_info('w', TensorProto.DOUBLE, list(w.shape))],
                               [helper.make_tensor_value_info('r', TensorProto.DOUBLE, None)],
                               [numpy_helper.from_array(np.array(axes, np.int64), 'ax')])
         ev = ReferenceEvaluator(helper.make_model(g, opset_imports=[helper.make_opsetid('', OPSET)]))
-        loss = lambda v: float(np.sum(c * ev.run(None, {'w': v})[0]))
+        objective = lambda v: float(np.sum(c * ev.run(None, {'w': v})[0]))
         want = np.zeros_like(w)
         for idx in np.ndindex(w.shape):
             h = 1e-4 * max(1.0, abs(w[idx]))
             plus, minus = w.copy(), w.copy()
             plus[idx] += h
             minus[idx] -= h
-            want[idx] = (loss(plus) - loss(minus)) / (2 * h)
+            want[idx] = (objective(plus) - objective(minus)) / (2 * h)
         if op == 'ReduceMin' and tie_case:
             # Each minimum tied k ways gets c / k.
             mins = np.min(w, axis=tuple(axes), keepdims=True)

@@ -39,7 +39,7 @@ import ml_dtypes
 import numpy as np
 import scipy.special
 
-from numerics_harness import run, write_safetensors
+from numerics_harness import run, train_gradients
 
 FORWARD_RTOL = {'f64': 1e-15, 'f32': 1e-6, 'f16': 2.0 ** -10, 'bf16': 2.0 ** -7}
 GRAD_RTOL = {'f64': 1e-12, 'f32': 5e-5}
@@ -168,8 +168,7 @@ def gradient(work, t):
     ty = mlir_type(t, len(w))
     d = os.path.join(work, 'gradient_' + t)
     os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, 'g.mlir'), 'w') as f:
-        f.write(f'''module @jit_loss {{
+    out = train_gradients(d, f'''module @jit_loss {{
   func.func public @main(%arg0: {ty} loc("params['w']"), %arg1: {ty} loc("batch['c']")) -> (tensor<{t}> {{jax.result_info = "result"}}) {{
     %0 = chlo.erf_inv %arg0 : {ty} -> {ty}
     %1 = stablehlo.multiply %0, %arg1 : {ty}
@@ -178,14 +177,7 @@ def gradient(work, t):
     return %2 : tensor<{t}>
   }}
 }}
-''')
-    write_safetensors(os.path.join(d, 'w.safetensors'), {"params['w']": w})
-    np.save(os.path.join(d, 'c.npy'), c)
-    run(['trainc', os.path.join(d, 'g.mlir'), '--params', os.path.join(d, 'w.safetensors'),
-         '--train', '--optimizer', 'none', '-o', os.path.join(d, 'g.tcx')])
-    out = os.path.join(d, 'out')
-    run(['trainc-run', os.path.join(d, 'g.tcx'), '--input', "batch['c']=" + os.path.join(d, 'c.npy'),
-         '--output-dir', out])
+''', {"params['w']": w}, c)
     grads = [f for f in os.listdir(out) if f.endswith('.grad.npy')]
     if len(grads) != 1:
         sys.exit(f'{t}: expected one gradient file in {out}, found {grads}')

@@ -39,7 +39,7 @@ import sys
 import ml_dtypes
 import numpy as np
 
-from numerics_harness import run, write_safetensors
+from numerics_harness import run, train_gradients
 
 LD = np.longdouble
 NP = {'f64': np.float64, 'f32': np.float32, 'f16': np.float16, 'bf16': ml_dtypes.bfloat16}
@@ -315,15 +315,7 @@ def gradient(work, t, rng):
             + f'\n    return %l : tensor<{t}>\n  }}\n}}\n')
     d = os.path.join(work, 'gradient_' + t)
     os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, 'g.mlir'), 'w') as f:
-        f.write(text)
-    write_safetensors(os.path.join(d, 'w.safetensors'), {f"params['{p}']": v for p, v in params.items()})
-    np.save(os.path.join(d, 'c.npy'), c)
-    run(['trainc', os.path.join(d, 'g.mlir'), '--params', os.path.join(d, 'w.safetensors'),
-         '--train', '--optimizer', 'none', '-o', os.path.join(d, 'g.tcx')])
-    out = os.path.join(d, 'out')
-    run(['trainc-run', os.path.join(d, 'g.tcx'), '--input', "batch['c']=" + os.path.join(d, 'c.npy'),
-         '--output-dir', out])
+    out = train_gradients(d, text, {f"params['{p}']": v for p, v in params.items()}, c)
     ok = True
     cl = c.astype(LD)
     for p, v in params.items():

@@ -2,6 +2,7 @@
 libm_compositions): run trainc and trainc-run, and write parameters as
 safetensors for `trainc --params`."""
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -29,3 +30,20 @@ def write_safetensors(path, tensors):
     h = json.dumps(header).encode()
     with open(path, 'wb') as f:
         f.write(struct.pack('<Q', len(h)) + h + raw)
+
+
+def train_gradients(d, mlir_text, params, c):
+    """Writes `mlir_text` (a loss of the parameters `params`, name -> array,
+    and the data input batch['c'] = `c`) under `d`, compiles it with
+    --train --optimizer none and runs it: the output directory, holding
+    one <param>.grad.npy per parameter."""
+    with open(os.path.join(d, 'g.mlir'), 'w') as f:
+        f.write(mlir_text)
+    write_safetensors(os.path.join(d, 'w.safetensors'), params)
+    np.save(os.path.join(d, 'c.npy'), c)
+    run(['trainc', os.path.join(d, 'g.mlir'), '--params', os.path.join(d, 'w.safetensors'),
+         '--train', '--optimizer', 'none', '-o', os.path.join(d, 'g.tcx')])
+    out = os.path.join(d, 'out')
+    run(['trainc-run', os.path.join(d, 'g.tcx'), '--input', "batch['c']=" + os.path.join(d, 'c.npy'),
+         '--output-dir', out])
+    return out
