@@ -6,10 +6,11 @@
 // still needs, and whose contracting dimensions are the labels both share
 // that nothing later needs. A label only one operand has and nothing later
 // needs is summed out before its product. The result is transposed to the
-// output's order. `...` stands for the same leading dimensions in every
-// operand (numpy's broadcasting of them is not supported: sizes must
-// match). A label repeated within one operand (a diagonal, "ii->i") is
-// refused.
+// output's order. A dimension of size 1 broadcasts to its label's size
+// elsewhere, as numpy's. `...` stands for dimensions of the same rank in
+// every operand that has it (numpy's right-aligned broadcasting of
+// ellipses of different ranks is not supported). A label repeated within
+// one operand (a diagonal, "ii->i") is refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -128,9 +129,13 @@ LogicalResult importEinsum(NodeContext &ctx) {
   Type element;
   for (auto [i, term] : llvm::enumerate(terms)) {
     auto v = ctx.input(static_cast<int>(i));
-    if (failed(v) || failed(ctx.requireFloat(*v, "every input")))
+    if (failed(v))
       return failure();
     auto type = ctx.inputType(*v);
+    Type e = type.getElementType();
+    if (!(e.isF64() || e.isF32() || e.isF16() || e.isBF16()))
+      return ctx.error() << "input " << i << " has element type " << e
+                         << "; Einsum takes f64, f32, f16 or bf16";
     if (element && type.getElementType() != element)
       return ctx.error() << "inputs have different element types";
     element = type.getElementType();
@@ -139,16 +144,29 @@ LogicalResult importEinsum(NodeContext &ctx) {
     if (failed(labels))
       return failure();
     for (auto [d, label] : llvm::enumerate(*labels)) {
+      // A size 1 broadcasts to the label's size elsewhere, as numpy's.
       int64_t size = type.getDimSize(d);
       auto [it, inserted] = sizes.try_emplace(label, size);
-      if (!inserted && it->second != size)
+      if (!inserted && it->second != size && size != 1 && it->second != 1)
         return ctx.error() << "label '"
                            << (label >= kEllipsisBase ? std::string("...")
                                                       : std::string(1, label))
                            << "' has size " << size << " in term " << i
                            << " but " << it->second << " before";
+      if (!inserted)
+        it->second = std::max(it->second, size);
     }
     operands.push_back({*v, *labels});
+  }
+
+  // Size-1 dimensions broadcast to their label's size.
+  for (Operand &o : operands) {
+    auto type = ctx.inputType(o.value);
+    SmallVector<int64_t> shape;
+    for (Label l : o.labels)
+      shape.push_back(sizes[l]);
+    if (ArrayRef<int64_t>(shape) != type.getShape())
+      o.value = ctx.broadcastTo(o.value, shape);
   }
 
   SmallVector<Label> output;

@@ -56,8 +56,8 @@ const OpEntry kOps[] = {
     {"Dropout", 13, kLatest, importDropout,
      "ratio and training_mode must be constant"},
     {"Einsum", 13, kLatest, importEinsum,
-     "floats; no diagonals (a label repeated in one term); the ellipsis not "
-     "broadcast"},
+     "f64, f32, f16, bf16; no diagonals (a label repeated in one term); "
+     "ellipses of one rank"},
     {"Elu", 13, kLatest, importElu, "gradient alpha at 0, as torch"},
     {"Equal", 13, kLatest, importEqual, ""},
     {"Erf", 13, kLatest, importErf, ""},

@@ -730,11 +730,19 @@ LogicalResult importEyeLike(NodeContext &ctx) {
   Type element = type.getElementType();
   if (const auto *dtype = ctx.attribute("dtype")) {
     element = elementTypeFor(ctx.context(), static_cast<int32_t>(dtype->i()));
-    if (!element)
+    // The types trainc computes in (the 8-bit floats and 2-/4-bit integers
+    // are for Cast only).
+    auto integer = dyn_cast_or_null<IntegerType>(element);
+    auto floating = dyn_cast_or_null<FloatType>(element);
+    bool computes = (floating && floating.getWidth() >= 16) ||
+                    (integer && llvm::is_contained({1u, 8u, 16u, 32u, 64u},
+                                                   integer.getWidth()));
+    if (!computes)
       return ctx.error() << "dtype "
                          << onnxTypeName(static_cast<int32_t>(dtype->i()))
-                         << " is not supported (trainc supports "
-                         << kSupportedOnnxTypes << ")";
+                         << " is not supported by EyeLike (trainc supports "
+                            "FLOAT, DOUBLE, FLOAT16, BFLOAT16, BOOL and the 8- "
+                            "to 64-bit integers here)";
   }
   auto indexType =
       RankedTensorType::get(type.getShape(), ctx.builder.getI64Type());

@@ -13,7 +13,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
-from op_harness import compile_and_run
+from op_harness import compile_and_run, expect_rejections
 
 work = sys.argv[1]
 cases = [((3, 5), k, None) for k in (-2, 0, 1, 4, 7)] + [
@@ -38,4 +38,9 @@ for i, want in enumerate(wants):
     same = got.dtype == want.dtype and np.array_equal(got, want)
     print(f'EyeLike {cases[i]}: {"equal to onnxruntime" if same else f"FAIL {got} vs {want}"}')
     ok &= same
+# The 8-bit floats and 2-/4-bit integers are for Cast only: a clear error.
+bad = helper.make_graph([helper.make_node('EyeLike', ['x'], ['y'], dtype=23)], 'eye_f4',
+                        [helper.make_tensor_value_info('x', TensorProto.FLOAT, [3, 4])],
+                        [helper.make_tensor_value_info('y', 23, [3, 4])])
+ok &= expect_rejections(work, [('eye_f4', bad, 'dtype FLOAT4E2M1 is not supported by EyeLike')], 22)
 sys.exit(0 if ok else 1)
