@@ -104,7 +104,9 @@ done
 # OpenBLAS: the runtime loads it with dlopen (runtime/src/cpu/Gemm.h), so
 # ldd does not list it; it and the libraries it loads go in lib/ too, and
 # it joins the checks below.
-openblas=$(ldconfig -p | awk '/libopenblas\.so\.0 .*x86-64/ { print $NF; exit }')
+# (awk reads ldconfig's whole output: an early exit would end ldconfig with
+# SIGPIPE once the cache outgrows a pipe's buffer, and pipefail with it.)
+openblas=$(ldconfig -p | awk '/libopenblas\.so\.0 .*x86-64/ && !seen++ { print $NF }')
 [[ -n $openblas ]] || { echo "bundle.sh: libopenblas.so.0 is not installed (apt-get install libopenblas0)" >&2; exit 1; }
 cp -L "$openblas" "$stage/lib/libopenblas.so.0"
 LD_LIBRARY_PATH="$stage/lib" ldd "$stage/lib/libopenblas.so.0" |
