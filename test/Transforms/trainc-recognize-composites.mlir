@@ -1070,3 +1070,30 @@ func.func @erfc_expansion_other_coefficient(%arg0: tensor<3xf32>) -> tensor<3xf3
   %106 = graph.select %105, %99, %84 : tensor<3xi1>, tensor<3xf32>
   return %106 : tensor<3xf32>
 }
+// -----
+
+// GPT-Neo as exported: unscaled scores, the causal mask a select with
+// torch.finfo(f32).min below the additive padding bias (the padding bias is
+// added to the masked scores, so the select is not outermost).
+// CHECK-LABEL: func.func @attention_mask_select_below_bias
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x4x8x16xf32>, %[[KT:.+]]: tensor<2x4x16x8xf32>, %[[V:.+]]: tensor<2x4x8x16xf32>, %[[M:.+]]: tensor<2x1x8x8xf32>)
+// CHECK-NOT: graph.softmax
+// CHECK: %[[K:.+]] = graph.transpose %[[KT]], permutation = [0, 1, 3, 2]
+// CHECK: %[[O:.+]] = graph.attention %[[Q]], %[[K]], %[[V]] mask %[[M]], scale = 1.000000e+00, causal :
+// CHECK-NEXT: return %[[O]]
+func.func @attention_mask_select_below_bias(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>, %mask: tensor<2x1x8x8xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %row = graph.iota dim = 0 : tensor<8x8xi64>
+  %col = graph.iota dim = 1 : tensor<8x8xi64>
+  %keep = graph.compare LE, %col, %row : tensor<8x8xi64>
+  %keepb = graph.broadcast_in_dim %keep, dims = [2, 3] : (tensor<8x8xi1>) -> tensor<2x4x8x8xi1>
+  %min = graph.constant dense<-3.40282347E+38> : tensor<2x4x8x8xf32>
+  %m = graph.select %keepb, %s, %min : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %mb = graph.broadcast_in_dim %mask, dims = [0, 1, 2, 3] : (tensor<2x1x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %a = graph.add %m, %mb : tensor<2x4x8x8xf32>
+  %p = graph.softmax %a, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}

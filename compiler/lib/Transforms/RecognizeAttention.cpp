@@ -195,6 +195,13 @@ bool reachesProduct(Value v, int depth = 6) {
   if (isa<MulOp, DivOp, AddOp>(d))
     return reachesProduct(d->getOperand(0), depth - 1) ||
            (!isa<DivOp>(d) && reachesProduct(d->getOperand(1), depth - 1));
+  // A mask's select (a fill on one side) passes the scores on the other.
+  if (auto sel = dyn_cast<SelectOp>(d)) {
+    if (isMaskFill(sel.getOnTrue()))
+      return reachesProduct(sel.getOnFalse(), depth - 1);
+    if (isMaskFill(sel.getOnFalse()))
+      return reachesProduct(sel.getOnTrue(), depth - 1);
+  }
   return false;
 }
 
@@ -326,21 +333,32 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
     Location loc = op.getLoc();
 
     // The mask, if any: select(cond, fill, s) / select(cond, s, fill) with
-    // fill = -inf; then any number of additive terms s + mask, some of
-    // them (with folded heads) before the reshape that unfolds the scores.
+    // fill = -inf (or a number so negative that softmax gives 0), either
+    // outermost or below the additive terms (GPT-Neo adds its padding bias
+    // to the causally masked scores: fill + bias, like -inf + bias, gives
+    // 0 after the softmax); then any number of additive terms s + mask,
+    // some of them (with folded heads) before the reshape that unfolds the
+    // scores.
     Value maskCond, s = scores;
     bool maskedWhen = true;
-    if (auto sel = scores.getDefiningOp<SelectOp>()) {
+    // Takes `v` as the mask's select: sets maskCond and steps s past it.
+    auto takeMaskSelect = [&](Value v) {
+      auto sel = v.getDefiningOp<SelectOp>();
+      if (!sel || maskCond)
+        return false;
       if (isMaskFill(sel.getOnTrue())) {
         s = sel.getOnFalse();
       } else if (isMaskFill(sel.getOnFalse())) {
         s = sel.getOnTrue();
         maskedWhen = false;
       } else {
-        return failure();
+        return false;
       }
       maskCond = sel.getPred();
-    }
+      return true;
+    };
+    if (scores.getDefiningOp<SelectOp>() && !takeMaskSelect(scores))
+      return failure();
     // Each additive term, and whether it is of the folded scores.
     SmallVector<std::pair<Value, bool>> terms;
     bool unfolded = false;
@@ -359,6 +377,9 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
         s = split->first;
         continue;
       }
+      // Below an additive term, of the unfolded scores' shape.
+      if (s != scores && !unfolded && takeMaskSelect(s))
+        continue;
       auto unfold = s.getDefiningOp<ReshapeOp>();
       if (folded && !unfolded && unfold &&
           unfold.getOperand().getType() == guarded.getType()) {
