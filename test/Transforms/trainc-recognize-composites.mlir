@@ -1097,3 +1097,35 @@ func.func @attention_mask_select_below_bias(%q: tensor<2x4x8x16xf32>, %kt: tenso
          : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
   return %o : tensor<2x4x8x16xf32>
 }
+
+// -----
+
+// CodeGen as exported: the causally masked scores plus the padding bias,
+// all divided by sqrt(head dim): the division becomes attention's scale and
+// divides the bias too (the select's fill stays -inf: causal).
+// CHECK-LABEL: func.func @attention_scale_after_mask
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x4x8x16xf32>, %[[KT:.+]]: tensor<2x4x16x8xf32>, %[[V:.+]]: tensor<2x4x8x16xf32>, %[[M:.+]]: tensor<2x1x8x8xf32>)
+// CHECK-NOT: graph.softmax
+// CHECK-DAG: %[[QUARTER:.+]] = graph.constant dense<2.500000e-01> : tensor<2x4x8x8xf32>
+// CHECK-DAG: %[[MB:.+]] = graph.broadcast_in_dim %[[M]], dims = [0, 1, 2, 3]
+// CHECK: %[[MS:.+]] = graph.mul %[[MB]], %[[QUARTER]]
+// CHECK: %[[O:.+]] = graph.attention %[[Q]], %{{.+}}, %[[V]] mask %[[MS]], scale = 2.500000e-01, causal :
+// CHECK-NEXT: return %[[O]]
+func.func @attention_scale_after_mask(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>, %mask: tensor<2x1x8x8xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %row = graph.iota dim = 0 : tensor<8x8xi64>
+  %col = graph.iota dim = 1 : tensor<8x8xi64>
+  %keep = graph.compare LE, %col, %row : tensor<8x8xi64>
+  %keepb = graph.broadcast_in_dim %keep, dims = [2, 3] : (tensor<8x8xi1>) -> tensor<2x4x8x8xi1>
+  %min = graph.constant dense<-3.40282347E+38> : tensor<2x4x8x8xf32>
+  %m = graph.select %keepb, %s, %min : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %mb = graph.broadcast_in_dim %mask, dims = [0, 1, 2, 3] : (tensor<2x1x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %a = graph.add %m, %mb : tensor<2x4x8x8xf32>
+  %four = graph.constant dense<4.0> : tensor<2x4x8x8xf32>
+  %d = graph.div %a, %four : tensor<2x4x8x8xf32>
+  %p = graph.softmax %d, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}

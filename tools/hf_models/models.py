@@ -351,16 +351,15 @@ CASES = [
 # transformers that Debian ships (export.py --legacy-suite; its
 # summary.json records the versions). Their composites are those trainc's
 # recognizer finds in the TorchScript exports: not yet attention in
-# CodeGen's (its padding bias is added before the scale divides the
-# scores), DeBERTa-v2's (disentangled, with relative-position terms) or
-# XLNet's (two-stream, written with einsum), which train unfused.
+# DeBERTa-v2's (disentangled, with relative-position terms) or XLNet's
+# (two-stream, written with einsum), which train unfused.
 LEGACY_CASES = [
     ModelCase('deberta_v2', _deberta_v2, _LM, lambda g: _masked_lm_batch(g, False),
               ('layer_norm', 'gelu', 'softmax_cross_entropy')),
     ModelCase('xlnet', _xlnet, _LM, _causal_lm_batch,
               ('layer_norm', 'gelu', 'softmax_cross_entropy')),
     ModelCase('codegen', _codegen, _LM, _causal_lm_batch,
-              ('layer_norm', 'gelu', 'softmax_cross_entropy')),
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('gpt_neo', _gpt_neo, _LM, _causal_lm_batch,
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('electra', _electra, _LM, lambda g: _masked_lm_batch(g, False),

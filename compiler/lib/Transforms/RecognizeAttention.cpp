@@ -341,6 +341,30 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
     // scores.
     Value maskCond, s = scores;
     bool maskedWhen = true;
+    // CodeGen scales the masked, biased scores: softmax((s + m) / c) is
+    // softmax(s / c + m / c), so the scale applies to the terms as well
+    // (the -inf of a select's fill stays -inf).
+    double outerScale = 1.0;
+    auto scaleOf = [](Value v) -> std::optional<std::pair<double, Value>> {
+      if (auto div = v.getDefiningOp<DivOp>()) {
+        std::optional<double> c = splatOf(div.getRhs());
+        if (c && *c != 0)
+          return std::make_pair(1.0 / *c, div.getLhs());
+      }
+      if (auto mul = v.getDefiningOp<MulOp>())
+        if (auto split = pick(mul.getLhs(), mul.getRhs(),
+                              [](Value x) { return splatOf(x).has_value(); }))
+          return std::make_pair(*splatOf(split->first), split->second);
+      return std::nullopt;
+    };
+    if (auto outer = scaleOf(scores)) {
+      Operation *inner = outer->second.getDefiningOp();
+      if (isa_and_nonnull<AddOp, SelectOp>(inner) && hasOneUse(outer->second) &&
+          std::isfinite(outer->first) && outer->first != 0) {
+        outerScale = outer->first;
+        s = outer->second;
+      }
+    }
     // Takes `v` as the mask's select: sets maskCond and steps s past it.
     auto takeMaskSelect = [&](Value v) {
       auto sel = v.getDefiningOp<SelectOp>();
@@ -357,7 +381,7 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       maskCond = sel.getPred();
       return true;
     };
-    if (scores.getDefiningOp<SelectOp>() && !takeMaskSelect(scores))
+    if (s.getDefiningOp<SelectOp>() && !takeMaskSelect(s))
       return failure();
     // Each additive term, and whether it is of the folded scores.
     SmallVector<std::pair<Value, bool>> terms;
@@ -400,20 +424,20 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
     }
 
     // The scale: s = qk * c, c * qk, qk / c or qk.
-    double scale = 1.0;
+    double scale = outerScale;
     Value qk = s;
     if (auto mul = s.getDefiningOp<MulOp>()) {
       auto split = pick(mul.getLhs(), mul.getRhs(),
                         [](Value v) { return splatOf(v).has_value(); });
       if (!split)
         return failure();
-      scale = *splatOf(split->first);
+      scale *= *splatOf(split->first);
       qk = split->second;
     } else if (auto div = s.getDefiningOp<DivOp>()) {
       std::optional<double> c = splatOf(div.getRhs());
       if (!c || *c == 0)
         return failure();
-      scale = 1.0 / *c;
+      scale /= *c;
       qk = div.getLhs();
     }
     auto dot = qk.getDefiningOp<DotGeneralOp>();
@@ -504,12 +528,23 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
                             : rewriter.create<SelectOp>(loc, cond, zero, fill));
       }
     }
-    for (auto [term, ofFolded] : terms)
+    for (auto [term, ofFolded] : terms) {
+      if (outerScale != 1.0) {
+        auto termType = cast<RankedTensorType>(term.getType());
+        term = rewriter.create<MulOp>(
+            loc, term,
+            rewriter.create<ConstantOp>(
+                loc,
+                DenseElementsAttr::get(
+                    termType, rewriter.getFloatAttr(termType.getElementType(),
+                                                    outerScale))));
+      }
       masks.push_back(
           ofFolded ? foldedMask(&rewriter, loc, term, b, h)
                    : rank4Mask(rewriter, loc,
                                scoresToHeads(rewriter, loc, term, probsDims),
                                headScores));
+    }
     // Several terms: their sum, of the whole scores' shape.
     Value mask = masks.empty() ? Value() : masks[0];
     for (size_t i = 1; i < masks.size(); ++i) {
