@@ -1129,3 +1129,28 @@ func.func @attention_scale_after_mask(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x
          : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
   return %o : tensor<2x4x8x16xf32>
 }
+
+// -----
+
+// A negative factor over a finite mask fill turns the fill into a real
+// score (-1e4 * -0.5 = 5000): not attention; the softmax stays.
+// CHECK-LABEL: func.func @attention_not_negative_scale_over_fill
+// CHECK-NOT: graph.attention
+// CHECK: graph.softmax
+func.func @attention_not_negative_scale_over_fill(%q: tensor<1x1x4x8xf32>, %kt: tensor<1x1x8x4xf32>, %v: tensor<1x1x4x8xf32>, %bias: tensor<1x1x4x4xf32>) -> tensor<1x1x4x8xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x1x4x8xf32>, tensor<1x1x8x4xf32>) -> tensor<1x1x4x4xf32>
+  %row = graph.iota dim = 0 : tensor<4x4xi64>
+  %col = graph.iota dim = 1 : tensor<4x4xi64>
+  %keep = graph.compare LE, %col, %row : tensor<4x4xi64>
+  %keepb = graph.broadcast_in_dim %keep, dims = [2, 3] : (tensor<4x4xi1>) -> tensor<1x1x4x4xi1>
+  %min = graph.constant dense<-1.0e4> : tensor<1x1x4x4xf32>
+  %m = graph.select %keepb, %s, %min : tensor<1x1x4x4xi1>, tensor<1x1x4x4xf32>
+  %a = graph.add %m, %bias : tensor<1x1x4x4xf32>
+  %cn = graph.constant dense<-0.5> : tensor<1x1x4x4xf32>
+  %an = graph.mul %a, %cn : tensor<1x1x4x4xf32>
+  %p = graph.softmax %an, dim = 3 : tensor<1x1x4x4xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
+  return %o : tensor<1x1x4x8xf32>
+}

@@ -370,14 +370,18 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       auto sel = v.getDefiningOp<SelectOp>();
       if (!sel || maskCond)
         return false;
-      if (isMaskFill(sel.getOnTrue())) {
-        s = sel.getOnFalse();
-      } else if (isMaskFill(sel.getOnFalse())) {
-        s = sel.getOnTrue();
-        maskedWhen = false;
-      } else {
+      bool fillOnTrue = isMaskFill(sel.getOnTrue());
+      if (!fillOnTrue && !isMaskFill(sel.getOnFalse()))
         return false;
-      }
+      // Under an outer scale the fill is scaled too: it must still mask
+      // (a negative or tiny factor would turn -1e4 into a real score).
+      double scaledFill =
+          *splatOf(fillOnTrue ? sel.getOnTrue() : sel.getOnFalse()) *
+          outerScale;
+      if (outerScale <= 0 || !(std::isinf(scaledFill) || scaledFill <= -1e4))
+        return false;
+      s = fillOnTrue ? sel.getOnFalse() : sel.getOnTrue();
+      maskedWhen = fillOnTrue;
       maskCond = sel.getPred();
       return true;
     };
