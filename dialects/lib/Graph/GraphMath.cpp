@@ -269,6 +269,11 @@ Value buildCosh(OpBuilder &b, Location loc, Value x) {
   });
 }
 
+Value buildTan(OpBuilder &b, Location loc, Value x) {
+  return b.createOrFold<DivOp>(loc, b.createOrFold<SinOp>(loc, x),
+                               b.createOrFold<CosOp>(loc, x));
+}
+
 Value buildAtan2(OpBuilder &b, Location loc, Value y, Value x) {
   return inComputeType(b, loc, {y, x}, [](Emitter &e, ArrayRef<Value> a) {
     return atan2(e, a[0], a[1]);

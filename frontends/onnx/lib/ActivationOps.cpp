@@ -48,14 +48,16 @@ Value greaterThan(NodeContext &ctx, Value x, double bound) {
                                ctx.splat(ctx.inputType(x), bound));
 }
 
-/// select(x > 0, x, negative(min(x, 0))): the negative branch reads x
-/// clamped to 0, so its exp never overflows in the branch not taken.
+/// scale * select(x > 0, x, negative(min(x, 0))): the negative branch
+/// reads x clamped to 0, so its exp never overflows in the branch not taken.
 template <typename Negative>
-LogicalResult importExponentialUnit(NodeContext &ctx, Negative negative) {
+LogicalResult importExponentialUnit(NodeContext &ctx, Negative negative,
+                                    double scale = 1.0) {
   return importFloatUnary(ctx, [&](Value x, RankedTensorType type) {
     Value positive = greaterThan(ctx, x, 0);
     Value xn = ctx.create<SelectOp>(positive, ctx.splat(type, 0), x);
-    return ctx.create<SelectOp>(positive, x, negative(xn, type));
+    Value y = ctx.create<SelectOp>(positive, x, negative(xn, type));
+    return scale == 1.0 ? y : ctx.create<MulOp>(ctx.splat(type, scale), y);
   });
 }
 
@@ -89,12 +91,7 @@ LogicalResult importSoftplus(NodeContext &ctx) {
   return importMath<buildSoftplus>(ctx);
 }
 
-/// sin(x) / cos(x).
-LogicalResult importTan(NodeContext &ctx) {
-  return importFloatUnary(ctx, [&](Value x, RankedTensorType) {
-    return ctx.create<DivOp>(ctx.create<SinOp>(x), ctx.create<CosOp>(x));
-  });
-}
+LogicalResult importTan(NodeContext &ctx) { return importMath<buildTan>(ctx); }
 
 /// x / (1 + |x|); +-1 at the infinities, where the quotient reads 0
 /// (inf / inf would be NaN, and so would its gradient).
@@ -166,18 +163,13 @@ LogicalResult importElu(NodeContext &ctx) {
 LogicalResult importSelu(NodeContext &ctx) {
   double alpha = ctx.floatAttr("alpha", 1.67326319217681884765625f);
   double gamma = ctx.floatAttr("gamma", 1.05070102214813232421875f);
-  auto x = ctx.input(0);
-  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
-    return failure();
-  auto type = ctx.inputType(*x);
-  Value positive = greaterThan(ctx, *x, 0);
-  Value xn = ctx.create<SelectOp>(positive, ctx.splat(type, 0), *x);
-  Value negative = ctx.create<MulOp>(ctx.splat(type, alpha),
-                                     buildExpm1(ctx.builder, ctx.loc, xn));
-  ctx.setOutput(
-      0, ctx.create<MulOp>(ctx.splat(type, gamma),
-                           ctx.create<SelectOp>(positive, *x, negative)));
-  return success();
+  return importExponentialUnit(
+      ctx,
+      [&](Value xn, RankedTensorType type) {
+        return ctx.create<MulOp>(ctx.splat(type, alpha),
+                                 buildExpm1(ctx.builder, ctx.loc, xn));
+      },
+      gamma);
 }
 
 /// select(x > 0, x, alpha * expm1(x / alpha)).

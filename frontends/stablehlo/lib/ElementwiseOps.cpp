@@ -213,19 +213,13 @@ LogicalResult lowerSquare(OpContext &ctx) {
   return success();
 }
 
-/// sin(x) / cos(x).
-LogicalResult lowerTan(OpContext &ctx) {
-  ctx.setResult(0, ctx.create<DivOp>(ctx.create<SinOp>(ctx.operand(0)),
-                                     ctx.create<CosOp>(ctx.operand(0))));
-  return success();
-}
-
 /// One of GraphMath.h's compositions, on the operands as lowered.
 template <Value (*build)(OpBuilder &, Location, Value)>
 LogicalResult lowerMath(OpContext &ctx) {
   ctx.setResult(0, build(ctx.builder, ctx.loc, ctx.operand(0)));
   return success();
 }
+LogicalResult lowerTan(OpContext &ctx) { return lowerMath<buildTan>(ctx); }
 LogicalResult lowerSinh(OpContext &ctx) { return lowerMath<buildSinh>(ctx); }
 LogicalResult lowerCosh(OpContext &ctx) { return lowerMath<buildCosh>(ctx); }
 LogicalResult lowerAtan(OpContext &ctx) { return lowerMath<buildAtan>(ctx); }

@@ -506,6 +506,13 @@ def errors(work):
         ('elu_int', graph(helper.make_node('Elu', ['x'], ['y']),
                           [('x', TensorProto.INT32, [4])], 'elu_int'),
          'the input must be a float tensor'),
+        ('clip_bool', graph(helper.make_node('Clip', ['x'], ['y']),
+                            [('x', TensorProto.BOOL, [4])], 'clip_bool'),
+         'Clip of a boolean tensor is not supported'),
+        ('mod_bool', graph(helper.make_node('Mod', ['a', 'b'], ['y']),
+                           [('a', TensorProto.BOOL, [4]), ('b', TensorProto.BOOL, [4])],
+                           'mod_bool'),
+         'Mod of boolean tensors is not defined'),
     ]
     return expect_rejections(work, cases, OPSET)
 

@@ -162,6 +162,8 @@ def errors(work):
         ('...ij,...jk->...ik', [(2, 3, 4), (5, 3, 4, 6)], 'the ellipsis stands for 2 dimensions'),
         ('i1,1j->ij', [(3, 4), (4, 5)], "has the character '1'"),
         ('ij->ji', [(3, 4)], "has element type 'i32'; Einsum takes f64, f32, f16 or bf16"),
+        ('...i...->i', [(2, 3)], "has two ellipses"),
+        ('', [(2, 3)], "attribute 'equation' is missing or empty"),
     ]
     graphs = []
     for k, (eq, shapes, message) in enumerate(cases):

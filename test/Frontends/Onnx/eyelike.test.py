@@ -42,5 +42,10 @@ for i, want in enumerate(wants):
 bad = helper.make_graph([helper.make_node('EyeLike', ['x'], ['y'], dtype=23)], 'eye_f4',
                         [helper.make_tensor_value_info('x', TensorProto.FLOAT, [3, 4])],
                         [helper.make_tensor_value_info('y', 23, [3, 4])])
-ok &= expect_rejections(work, [('eye_f4', bad, 'dtype FLOAT4E2M1 is not supported by EyeLike')], 22)
+rank3 = helper.make_graph([helper.make_node('EyeLike', ['x'], ['y'])], 'eye_rank3',
+                          [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 3, 4])],
+                          [helper.make_tensor_value_info('y', TensorProto.FLOAT, [2, 3, 4])])
+ok &= expect_rejections(work, [('eye_f4', bad, 'dtype FLOAT4E2M1 is not supported by EyeLike'),
+                               ('eye_rank3', rank3, "the input must be a matrix, got 'tensor<2x3x4xf32>'")],
+                        22)
 sys.exit(0 if ok else 1)

@@ -31,6 +31,8 @@ mlir::Value buildExpm1(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// log(1 + exp(x)) without overflow: x + log1p(exp(-x)) for x > 0.
 mlir::Value buildSoftplus(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value x);
+/// sin(x) / cos(x).
+mlir::Value buildTan(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// sinh and cosh: from expm1 near 0, from exp(|x| / 2)^2 / 2 for large |x|
 /// (finite up to the type's largest sinh, not only its largest exp).
 mlir::Value buildSinh(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
