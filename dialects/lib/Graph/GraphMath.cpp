@@ -366,6 +366,20 @@ Value buildMish(OpBuilder &b, Location loc, Value x) {
   });
 }
 
+/// 1 / (1 + t) for x >= 0 and t / (1 + t) below, t = e^-|x| in (0, 1]:
+/// one exp that cannot overflow. 1 / (1 + e^-x) is as accurate, but below
+/// the type's smallest exp argument (x < -88.7 in f32) its e^-x is inf and
+/// its gradient 0 * inf = NaN; here the gradient t / (1 + t)^2 is 0 there.
+Value buildLogistic(OpBuilder &b, Location loc, Value x) {
+  return inComputeType(b, loc, x, [](Emitter &e, ArrayRef<Value> a) {
+    Value x = a[0];
+    Value nonNegative = e.cmp(ComparisonDirection::GE, x, e.k(0));
+    Value t = e.op<ExpOp>(e.select(nonNegative, e.neg(x), x));
+    Value d = e.add(e.k(1), t);
+    return e.select(nonNegative, e.div(e.k(1), d), e.div(t, d));
+  });
+}
+
 Value buildSign(OpBuilder &b, Location loc, Value x) {
   Emitter e(b, loc, cast<RankedTensorType>(x.getType()));
   // x * 0 keeps -0 and NaN, and its gradient is 0, as everywhere.

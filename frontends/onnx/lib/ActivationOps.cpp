@@ -63,6 +63,11 @@ LogicalResult importExponentialUnit(NodeContext &ctx, Negative negative,
 
 } // namespace
 
+/// Sigmoid: GraphMath's logistic, whose gradient is 0, not NaN, where
+/// exp(-x) would overflow (x < -88.7 in f32).
+LogicalResult importSigmoid(NodeContext &ctx) {
+  return importMath<buildLogistic>(ctx);
+}
 LogicalResult importAtan(NodeContext &ctx) {
   return importMath<buildAtan>(ctx);
 }

@@ -273,16 +273,6 @@ LogicalResult importReciprocal(NodeContext &ctx) {
   });
 }
 
-/// 1 / (1 + exp(-x)): exp(-x) overflows to inf for very negative x, and
-/// 1 / inf = 0, the correct limit.
-LogicalResult importSigmoid(NodeContext &ctx) {
-  return importFloatComposite(ctx, [&](Value x) {
-    Value one = ctx.splat(ctx.inputType(x), 1.0);
-    Value e = ctx.create<ExpOp>(ctx.create<NegOp>(x));
-    return ctx.create<DivOp>(one, ctx.create<AddOp>(one, e));
-  });
-}
-
 /// max(x, 0).
 LogicalResult importRelu(NodeContext &ctx) {
   auto x = ctx.input(0);

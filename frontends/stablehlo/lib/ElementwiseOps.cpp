@@ -420,13 +420,9 @@ LogicalResult lowerNextAfter(OpContext &ctx) {
   return success();
 }
 
-/// 1 / (1 + exp(-x)): exp(-x) overflows to inf for very negative x, and
-/// 1 / inf = 0, the correct limit.
+/// GraphMath's logistic: finite gradients everywhere.
 LogicalResult lowerLogistic(OpContext &ctx) {
-  Value one = ctx.splat(ctx.resultType(), 1.0);
-  Value e = ctx.create<ExpOp>(ctx.create<NegOp>(ctx.operand(0)));
-  ctx.setResult(0, ctx.create<DivOp>(one, ctx.create<AddOp>(one, e)));
-  return success();
+  return lowerMath<buildLogistic>(ctx);
 }
 
 /// GraphMath's sign: zeros keep their sign and NaN stays NaN, as the

@@ -1,4 +1,4 @@
-"""The activations, Sign, Clip, Mod and the trigonometric and hyperbolic
+"""The activations (Sigmoid among them), Sign, Clip, Mod and the trigonometric and hyperbolic
 functions of trainc's ONNX frontend (ActivationOps.cpp) against
 onnxruntime, and their gradients against central differences of ONNX's
 own reference evaluator in float64.
@@ -73,6 +73,7 @@ FLOAT_CASES = {
     'atanh': ('Atanh', {}, vals(0.0, 1e-6, 0.999, -0.999, lo=-1, hi=1), ()),
     'softplus': ('Softplus', {}, vals(0.0, 30.0, -30.0, 80.0, -80.0, lo=-20, hi=20), (0.0,)),
     'softsign': ('Softsign', {}, vals(0.0, 1e30, -1e30), ()),
+    'sigmoid': ('Sigmoid', {}, vals(0.0, -0.0, 30.0, -30.0, -88.0, -100.0, lo=-20, hi=20), ()),
     'mish': ('Mish', {}, vals(0.0, 30.0, -30.0, lo=-20, hi=20), ()),
     'leaky_relu': ('LeakyRelu', {'alpha': 0.1}, vals(0.0, -0.0, 1e30, -1e30), (0.0,)),
     'elu': ('Elu', {'alpha': 0.7}, vals(0.0, -100.0, 100.0, -1e-7), (0.0,)),
@@ -100,7 +101,7 @@ INFINITE_GRADIENT = {
     'hard_swish': (1.0, 0.0), 'softsign': (0.0, 0.0), 'sign': (0.0, 0.0),
     'leaky_relu': (1.0, 0.1), 'elu': (1.0, 0.0), 'celu': (1.0, 0.0),
     'thresholded_relu': (1.0, 0.0), 'shrink': (1.0, 1.0), 'clip': (0.0, 0.0),
-    'softplus': (1.0, 0.0),
+    'softplus': (1.0, 0.0), 'sigmoid': (0.0, 0.0),
 }
 LD = np.longdouble
 F = lambda v: LD(np.float32(v))  # an ONNX float attribute, as stored
@@ -115,6 +116,7 @@ EXACT = {
     'sinh': np.sinh, 'cosh': np.cosh, 'asinh': np.arcsinh, 'acosh': np.arccosh,
     'atanh': np.arctanh, 'softplus': lambda x: np.logaddexp(LD(0), x),
     'softsign': lambda x: x / (1 + np.abs(x)),
+    'sigmoid': lambda x: 1 / (1 + np.exp(-x)),
     'mish': lambda x: x * np.tanh(np.logaddexp(LD(0), x)),
     'leaky_relu': lambda x: np.where(x > 0, x, F(0.1) * x),
     'elu': lambda x: np.where(x > 0, x, F(0.7) * np.expm1(np.minimum(x, 0))),

@@ -1,19 +1,21 @@
 """The libm functions that trainc composes from graph ops (GraphMath.h),
 through the StableHLO ops that name them, against long-double references.
 
-Functions: stablehlo.atan2, cbrt, log_plus_one, exponential_minus_one;
-chlo.atan, asin, acos, sinh, cosh, asinh, acosh, atanh.
+Functions: stablehlo.atan2, cbrt, log_plus_one, exponential_minus_one,
+logistic; chlo.atan, asin, acos, sinh, cosh, asinh, acosh, atanh.
 
     libm_compositions.test.py DIR   writes, compiles, runs and checks under
                                     DIR; exits 1 on any failure.
 
 Forward, for f64, f32, f16 and bf16 inputs (the edges among them: signed
 zeros, subnormals, infinities, NaN, the domain's ends, the largest
-finite sinh and cosh, and the seams between the compositions' branches):
+finite sinh and cosh, logistic's results that underflow, and the seams
+between the compositions' branches):
 results that are zero, subnormal or not finite must equal the reference
 (numpy's long-double function, 64-bit mantissa, rounded to the type)
-exactly, zeros with their sign; the others are measured in units in the
-last place of that correctly rounded result. Tolerances:
+exactly, zeros with their sign (logistic's subnormals, which are exp's,
+are measured in ulps); the others are measured in units in the last place
+of that correctly rounded result. Tolerances:
   f64, f32   4 ulps: each composition chains a few correctly rounded steps
              (half an ulp each) and the runtime's exp, log, tanh and pow
              (about one ulp in f32, libm's in f64) through well-conditioned
@@ -26,7 +28,8 @@ last place of that correctly rounded result. Tolerances:
 Gradients, for f64 and f32: the gradient of sum(f(w) * c) with respect to
 each function's parameter w, which is c * f'(w) (both partial derivatives
 for atan2), on finite derivatives up to the largest float (sinh and cosh
-near their overflow, where a naive composition's intermediates overflow),
+near their overflow, where a naive composition's intermediates overflow;
+logistic at -100, -1000 and +-inf, where 1 / (1 + e^-x) gives NaN),
 against the derivative's formula in long double, in ulps of
 the derivative: 8. autodiff differentiates each composition, so the
 derivative carries the errors of the value's steps and of its polynomials'
@@ -51,13 +54,15 @@ with np.errstate(all='ignore'):
         'atan2': np.arctan2, 'cbrt': np.cbrt, 'log1p': np.log1p, 'expm1': np.expm1,
         'atan': np.arctan, 'asin': np.arcsin, 'acos': np.arccos, 'sinh': np.sinh,
         'cosh': np.cosh, 'asinh': np.arcsinh, 'acosh': np.arccosh, 'atanh': np.arctanh,
+        'logistic': lambda x: 1 / (1 + np.exp(-x)),
     }
 # The op that computes each function and whether its file names it
 # stablehlo.* or chlo.*.
 OPS = {'atan2': 'stablehlo.atan2', 'cbrt': 'stablehlo.cbrt',
        'log1p': 'stablehlo.log_plus_one', 'expm1': 'stablehlo.exponential_minus_one',
        'atan': 'chlo.atan', 'asin': 'chlo.asin', 'acos': 'chlo.acos', 'sinh': 'chlo.sinh',
-       'cosh': 'chlo.cosh', 'asinh': 'chlo.asinh', 'acosh': 'chlo.acosh', 'atanh': 'chlo.atanh'}
+       'cosh': 'chlo.cosh', 'asinh': 'chlo.asinh', 'acosh': 'chlo.acosh', 'atanh': 'chlo.atanh',
+       'logistic': 'stablehlo.logistic'}
 DERIVATIVE = {
     'cbrt': lambda x: 1 / (3 * np.cbrt(x) ** 2),
     'log1p': lambda x: 1 / (1 + x),
@@ -70,6 +75,7 @@ DERIVATIVE = {
     'asinh': lambda x: 1 / np.sqrt(x * x + 1),
     'acosh': lambda x: 1 / np.sqrt((x - 1) * (x + 1)),
     'atanh': lambda x: 1 / ((1 - x) * (1 + x)),
+    'logistic': lambda x: np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x))) ** 2,
 }
 
 
@@ -90,7 +96,8 @@ def domain(name, t, rng, n=600, edges=True):
     sub = float(fi.smallest_subnormal)
     if edges:
         e = [0.0, -0.0, np.inf, -np.inf, np.nan]
-        if name in ('log1p', 'expm1', 'sinh', 'asinh', 'atanh', 'atan', 'asin', 'cbrt'):
+        if name in ('log1p', 'expm1', 'sinh', 'asinh', 'atanh', 'atan', 'asin', 'cbrt',
+                    'logistic'):
             e += [sub, -sub, 3 * sub, -7 * sub, tiny / 3]
     if name == 'cbrt':
         e += [1.0, -1.0, 8.0, -27.0, tiny, -tiny, float(fi.smallest_subnormal), big, -big]
@@ -125,6 +132,12 @@ def domain(name, t, rng, n=600, edges=True):
         e += [1.0, -1.0, 1.5, -1.5, 0.5, tiny, -tiny]
         e += [s * (1 - 10.0 ** -k) for k in range(1, 8) for s in (1, -1)]
         r = np.concatenate([rng.uniform(-1, 1, n // 2), log_uniform(rng, tiny, 1.0, n // 2, True)])
+    elif name == 'logistic':
+        # Results down to the type's smallest subnormal and below; e^-x
+        # overflows below -exp_max.
+        e += [1.0, -1.0, tiny, -tiny, exp_max, -exp_max, -exp_max - 1, -exp_max - 20,
+              big, -big]
+        r = log_uniform(rng, tiny, big, n, True)
     with np.errstate(over='ignore'):
         return np.array(e + list(r), dt)
 
@@ -189,7 +202,7 @@ def jax_f32_ulps(name, operands, want):
     f = {'atan2': jnp.arctan2, 'cbrt': jnp.cbrt, 'log1p': jnp.log1p, 'expm1': jnp.expm1,
          'atan': jnp.arctan, 'asin': jnp.arcsin, 'acos': jnp.arccos, 'sinh': jnp.sinh,
          'cosh': jnp.cosh, 'asinh': jnp.arcsinh, 'acosh': jnp.arccosh,
-         'atanh': jnp.arctanh}[name]
+         'atanh': jnp.arctanh, 'logistic': jax.nn.sigmoid}[name]
     got = np.asarray(jax.jit(f)(*[jnp.asarray(o) for o in operands]))
     # XLA's CPU code flushes subnormal inputs and results to zero: compare
     # where none is subnormal.
@@ -235,6 +248,11 @@ def forward(work, t, rng):
         # Exact where the reference is not finite or zero (with its sign),
         # or where the rounded reference overflows.
         exact = ~np.isfinite(w) | (np.abs(w) < float(ml_dtypes.finfo(dt).smallest_normal))
+        if name == 'logistic':
+            # Its subnormal results are e^x's, which the runtime's f32 exp
+            # rounds twice (its 24-bit e^r, then the scaling into the
+            # subnormals): measured in subnormal ulps, as the rest.
+            exact = ~np.isfinite(w) | (w == 0)
         same = (g == w) & (np.signbit(g) == np.signbit(w)) | (np.isnan(g) & np.isnan(w))
         bad_exact = np.flatnonzero(exact & ~same)
         err = ulps(got[~exact], want[~exact], dt)
@@ -278,6 +296,9 @@ def gradient(work, t, rng):
             # (e^(|x|/2))^2 is not.
             top = float(np.log(LD(ml_dtypes.finfo(dt).max)))
             x[1:4] = [top + 0.3, -(top + 0.6), top - 0.01]
+        if name == 'logistic':
+            # Where e^-x overflows (f32 and f64) and the limits.
+            x[1:5] = [-100.0, -1000.0, -np.inf, np.inf]
         assert len(x) == n, (name, len(x))
         params[name] = x
     y, x = atan2_pairs(t, rng, n=n)

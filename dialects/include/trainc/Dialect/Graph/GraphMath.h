@@ -24,9 +24,9 @@
 
 namespace trainc::graph {
 
-/// log(1 + x), accurate for |x| << 1 (Kahan's log(u) * x / (u - 1)).
+/// log(1 + x), accurate for |x| << 1 (2 atanh(x / (2 + x)) by its series).
 mlir::Value buildLog1p(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
-/// exp(x) - 1, accurate for |x| << 1 (Kahan's (u - 1) * x / log(u)).
+/// exp(x) - 1, accurate for |x| << 1 (2t / (1 - t), t = tanh(x / 2)).
 mlir::Value buildExpm1(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// log(1 + exp(x)) without overflow: x + log1p(exp(-x)) for x > 0.
 mlir::Value buildSoftplus(mlir::OpBuilder &b, mlir::Location loc,
@@ -52,6 +52,10 @@ mlir::Value buildAcosh(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 mlir::Value buildAtanh(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// x tanh(softplus(x)) as x n / (n + 2), n = e^x (e^x + 2).
 mlir::Value buildMish(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+/// The logistic sigmoid 1 / (1 + e^-x), from e^-|x| (its gradient is 0, not
+/// NaN, where e^-x would overflow).
+mlir::Value buildLogistic(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value x);
 /// 1, -1, or x * 0 (keeping -0 and NaN) by x's sign; its gradient is 0
 /// everywhere. Any number type (integers too).
 mlir::Value buildSign(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
