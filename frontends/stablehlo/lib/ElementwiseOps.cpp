@@ -72,7 +72,12 @@ LogicalResult lowerMinimum(OpContext &ctx) {
 }
 LogicalResult lowerSubtract(OpContext &ctx) { return lowerBinary<SubOp>(ctx); }
 LogicalResult lowerDivide(OpContext &ctx) { return lowerBinary<DivOp>(ctx); }
-LogicalResult lowerPower(OpContext &ctx) { return lowerBinary<PowOp>(ctx); }
+/// Floats: graph.pow; integers: IntegerOps.cpp's squaring.
+LogicalResult lowerPower(OpContext &ctx) {
+  if (isa<IntegerType>(ctx.resultType().getElementType()))
+    return lowerIntegerPower(ctx);
+  return lowerBinary<PowOp>(ctx);
+}
 
 // and, or, xor and not: bitwise on integers; on i1 (which the bitwise ops
 // do not take) logic, xor as a != b.

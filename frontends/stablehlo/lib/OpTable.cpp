@@ -23,6 +23,8 @@ const OpEntry kOps[] = {
     {"chlo.erf", lowerErf, TypeClass::Floats, true, ""},
     {"chlo.cosh", lowerCosh, TypeClass::Floats, true, ""},
     {"chlo.erfc", lowerErfc, TypeClass::Floats, true, "as 1 - erf(x)"},
+    {"chlo.mulhi", lowerMulhi, TypeClass::Integers, true,
+     "the product widened; 64 bits from 32-bit halves"},
     {"chlo.next_after", lowerNextAfter, TypeClass::Floats, true,
      "on the floats' bits; a NaN operand comes back as it is; f16 and "
      "bf16 step ui16 bits, which the GPU's integer kernels do not take"},
@@ -93,7 +95,9 @@ const OpEntry kOps[] = {
     {"stablehlo.or", lowerOr, TypeClass::Bits, true, ""},
     {"stablehlo.pad", lowerPad, TypeClass::Any, false, ""},
     {"stablehlo.popcnt", lowerPopcnt, TypeClass::Integers, true, ""},
-    {"stablehlo.power", lowerPower, TypeClass::Floats, true, ""},
+    {"stablehlo.power", lowerPower, TypeClass::Numbers, true,
+     "integers by squaring, wrapping around; a negative exponent gives 0 "
+     "unless the base is 1 or -1"},
     {"stablehlo.reduce", lowerReduce, TypeClass::Any, false,
      "body one add, multiply, maximum, minimum, and or or per input (on "
      "i1: maximum is or, minimum and), or jnp.argmax/argmin's"},
