@@ -21,6 +21,27 @@ namespace {
 
 bool isBool(Type t) { return getElementTypeOrSelf(t).isInteger(1); }
 
+/// A float tensor type's bits: an unsigned integer tensor of its width,
+/// with constants of that type.
+struct FloatBits {
+  FloatBits(OpContext &ctx, RankedTensorType floatType)
+      : ctx(ctx), type(RankedTensorType::get(
+                      floatType.getShape(),
+                      IntegerType::get(floatType.getContext(),
+                                       floatType.getElementTypeBitWidth(),
+                                       IntegerType::Unsigned))) {}
+  /// x's bits.
+  Value of(Value x) const { return ctx.create<BitcastOp>(type, x); }
+  Value constant(const APInt &v) const {
+    return ctx.builder.create<ConstantOp>(
+        ctx.loc, SplatElementsAttr::get(
+                     type, IntegerAttr::get(type.getElementType(), v)));
+  }
+
+  OpContext &ctx;
+  RankedTensorType type;
+};
+
 template <typename OpT> LogicalResult lowerBinary(OpContext &ctx) {
   ctx.setResult(0, ctx.create<OpT>(ctx.operand(0), ctx.operand(1)));
   return success();
@@ -384,17 +405,11 @@ LogicalResult lowerErfInv(OpContext &ctx) {
 LogicalResult lowerNextAfter(OpContext &ctx) {
   auto type = ctx.resultType();
   unsigned width = type.getElementTypeBitWidth();
-  auto bitsType = RankedTensorType::get(
-      type.getShape(),
-      IntegerType::get(type.getContext(), width, IntegerType::Unsigned));
-  auto bitsConstant = [&](const APInt &v) -> Value {
-    return ctx.builder.create<ConstantOp>(
-        ctx.loc, SplatElementsAttr::get(
-                     bitsType, IntegerAttr::get(bitsType.getElementType(), v)));
-  };
+  FloatBits f(ctx, type);
+  auto bitsConstant = [&](const APInt &v) { return f.constant(v); };
   Value x = ctx.operand(0), y = ctx.operand(1);
-  Value xBits = ctx.create<BitcastOp>(bitsType, x);
-  Value yBits = ctx.create<BitcastOp>(bitsType, y);
+  Value xBits = f.of(x);
+  Value yBits = f.of(y);
   Value signMask = bitsConstant(APInt::getSignMask(width));
   Value magnitudeMask = bitsConstant(APInt::getSignedMaxValue(width));
   Value one = bitsConstant(APInt(width, 1));
@@ -422,6 +437,83 @@ LogicalResult lowerNextAfter(OpContext &ctx) {
   ctx.setResult(
       0, ctx.create<SelectOp>(
              ctx.create<CompareOp>(ComparisonDirection::NE, x, x), x, result));
+  return success();
+}
+
+/// reduce_precision to exponent_bits and mantissa_bits, on the float's bits
+/// as the reference interpreter computes it: the mantissa rounded to
+/// nearest even by adding a bias and masking; exponents beyond the format's
+/// range become a signed infinity, those at or below its smallest normal a
+/// signed zero (no subnormals); NaN stays NaN, or becomes +inf with no
+/// mantissa bits. The result is r - (x' - x) where r is the rounded value
+/// and x' is x read back from its bits: no gradient flows through bits, so
+/// the gradient is the cotangent itself where x is finite (JAX's rounds
+/// the cotangent to the format too), and r - (+0) is r exactly, signed
+/// zeros included.
+LogicalResult lowerReducePrecision(OpContext &ctx) {
+  auto type = ctx.resultType();
+  auto floatType = cast<FloatType>(type.getElementType());
+  FailureOr<int64_t> exponentBits = ctx.integer("exponent_bits");
+  FailureOr<int64_t> mantissaBits = ctx.integer("mantissa_bits");
+  if (failed(exponentBits) || failed(mantissaBits))
+    return failure();
+  if (*exponentBits < 1 || *mantissaBits < 0)
+    return ctx.error() << "has exponent_bits = " << *exponentBits
+                       << " and mantissa_bits = " << *mantissaBits
+                       << ": a format needs at least one exponent bit and "
+                          "no negative count of mantissa bits";
+  unsigned width = floatType.getWidth();
+  int64_t mantissa = floatType.getFPMantissaWidth() - 1;
+  int64_t exponent = width - 1 - mantissa;
+  Value x = ctx.operand(0);
+  if (*exponentBits >= exponent && *mantissaBits >= mantissa) {
+    ctx.setResult(0, x); // Every value of the type is in the format.
+    return success();
+  }
+  FloatBits f(ctx, type);
+  Value xBits = f.of(x), bits = xBits;
+  if (*mantissaBits < mantissa) {
+    unsigned shift = mantissa - *mantissaBits;
+    APInt last = APInt::getOneBitSet(width, shift);
+    Value lastBit = ctx.create<ShiftRightLogicalOp>(
+        ctx.create<AndOp>(bits, f.constant(last)),
+        f.constant(APInt(width, shift)));
+    Value bias = ctx.create<AddOp>(lastBit, f.constant(last.lshr(1) - 1));
+    bits = ctx.create<AndOp>(ctx.create<AddOp>(bits, bias),
+                             f.constant(~(last - 1)));
+  }
+  if (*exponentBits < exponent) {
+    APInt exponentMask =
+        APInt::getBitsSet(width, mantissa, mantissa + exponent);
+    uint64_t bias = (uint64_t(1) << (exponent - 1)) - 1;
+    uint64_t reducedBias = (uint64_t(1) << (*exponentBits - 1)) - 1;
+    Value biased = ctx.create<AndOp>(bits, f.constant(exponentMask));
+    auto beyond = [&](ComparisonDirection d, uint64_t e) {
+      return ctx.create<CompareOp>(d, biased,
+                                   f.constant(APInt(width, e) << mantissa));
+    };
+    Value signedZero =
+        ctx.create<AndOp>(bits, f.constant(APInt::getSignMask(width)));
+    Value signedInf = ctx.create<OrOp>(signedZero, f.constant(exponentMask));
+    bits = ctx.create<SelectOp>(
+        beyond(ComparisonDirection::GT, bias + reducedBias), signedInf, bits);
+    bits = ctx.create<SelectOp>(
+        beyond(ComparisonDirection::LE, bias - reducedBias), signedZero, bits);
+  }
+  Value rounded = ctx.create<BitcastOp>(type, bits);
+  Value nan = ctx.create<CompareOp>(ComparisonDirection::NE, x, x);
+  Value nanResult =
+      *mantissaBits > 0
+          ? x
+          : ctx.splat(type, std::numeric_limits<double>::infinity());
+  rounded = ctx.create<SelectOp>(nan, nanResult, rounded);
+  Value xAgain = ctx.create<BitcastOp>(type, xBits);
+  Value finite = ctx.create<CompareOp>(
+      ComparisonDirection::EQ, ctx.create<SubOp>(x, x), ctx.splat(type, 0));
+  ctx.setResult(0, ctx.create<SelectOp>(
+                       finite,
+                       ctx.create<SubOp>(rounded, ctx.create<SubOp>(xAgain, x)),
+                       rounded));
   return success();
 }
 

@@ -220,6 +220,33 @@ ParseResult parseDefault(OpAsmParser &p, OperationState &st) {
   return parseTypesAndResolve(p, st, ops, loc);
 }
 
+/// `stablehlo.reduce_precision %x, format = e5m10 : T`: the format becomes
+/// the generic form's exponent_bits and mantissa_bits.
+ParseResult parseReducePrecision(OpAsmParser &p, OperationState &st) {
+  return parseOperandsAndKeywords(
+      p, st, [&](StringRef name) -> OptionalParseResult {
+        if (name != "format")
+          return std::nullopt;
+        SMLoc loc = p.getCurrentLocation();
+        StringRef format;
+        if (p.parseKeyword(&format))
+          return failure();
+        int64_t exponent = 0, mantissa = 0;
+        auto [e, m] = format.drop_front().split('m');
+        if (!format.starts_with("e") || e.getAsInteger(10, exponent) ||
+            m.getAsInteger(10, mantissa))
+          return p.emitError(loc)
+                 << "expected a format eXmY (exponent and mantissa bits), "
+                    "got '"
+                 << format << "'";
+        st.addAttribute("exponent_bits",
+                        p.getBuilder().getI32IntegerAttr(exponent));
+        st.addAttribute("mantissa_bits",
+                        p.getBuilder().getI32IntegerAttr(mantissa));
+        return success();
+      });
+}
+
 /// `stablehlo.constant attr-dict dense<...> : type`.
 ParseResult parseConstant(OpAsmParser &p, OperationState &st) {
   Attribute value;
@@ -795,6 +822,7 @@ const llvm::StringMap<ParseFn> &stablehloHooks() {
     h["while"] = parseWhile;
     h["custom_call"] = parseCustomCall;
     h["composite"] = parseComposite;
+    h["reduce_precision"] = parseReducePrecision;
     return h;
   }();
   return hooks;

@@ -105,6 +105,12 @@ const OpEntry kOps[] = {
      "a prefix scan only (jnp.cumsum, cumprod, cummax, cummin): one input, "
      "body one add, multiply, maximum or minimum, init its identity, a "
      "window spanning one dimension padded by its size - 1 on one side"},
+    {"stablehlo.reduce_precision", lowerReducePrecision, TypeClass::Floats,
+     true,
+     "on the bits, as the reference interpreter (no subnormals in the "
+     "format); the gradient is the cotangent, not rounded to the format; "
+     "f16 and bf16 use ui16 ops, which the GPU's integer kernels do not "
+     "take"},
     {"stablehlo.remainder", lowerRemainder, TypeClass::Numbers, true,
      "floats: graph.remainder (fmod, exact); integers: x - (x / y) * y, the "
      "quotient truncated"},
