@@ -142,6 +142,10 @@ const OpEntry kOps[] = {
     {"stablehlo.tan", lowerTan, TypeClass::Floats, true, "as sin(x) / cos(x)"},
     {"stablehlo.tanh", lowerTanh, TypeClass::Floats, true, ""},
     {"stablehlo.transpose", lowerTranspose, TypeClass::Any, false, ""},
+    {"stablehlo.triangular_solve", lowerTriangularSolve, TypeClass::Floats,
+     false,
+     "the triangle's inverse by doubling (2 n^3 log2 n multiply-adds) times "
+     "b; real types"},
     {"stablehlo.xor", lowerXor, TypeClass::Bits, true, ""},
 };
 
