@@ -47,8 +47,8 @@ const OpEntry kOps[] = {
     {"ConstantOfShape", 13, kLatest, importConstantOfShape,
      "shape must be constant"},
     {"Conv", 13, kLatest, importConv,
-     "2-D non-overlapping patches: strides = kernel, no pads, dilation 1, "
-     "group 1"},
+     "1 to 3 spatial dimensions, as im2col and one product (patches "
+     "reshaped); float types"},
     {"Cos", 13, kLatest, importCos, ""},
     {"Cosh", 13, kLatest, importCosh, ""},
     {"CumSum", 13, kLatest, importCumSum, "axis must be constant"},

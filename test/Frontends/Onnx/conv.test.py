@@ -1,5 +1,5 @@
 """Conv models for conv.test: ViT's patch embedding (stride = kernel), with
-and without bias and trailing pixels, trained, and unsupported forms.
+and without bias and trailing pixels, and trained.
 
     conv.test.py make DIR          writes the models and inputs
     conv.test.py check DIR CASE    compares trainc-run's outputs in DIR with
@@ -73,17 +73,6 @@ patch = dict(kernel_shape=[4, 4], strides=[4, 4])
 save('patch', patch, [2, 3, 8, 12], [2, 6, 2, 3])
 save('ragged', dict(strides=[4, 4]), [2, 3, 10, 13], [2, 6, 2, 3], bias=False)
 save('train', patch, [2, 3, 8, 12], [2, 6, 2, 3], train=True)
-save('padded', dict(kernel_shape=[4, 4], strides=[4, 4], pads=[1, 1, 1, 1]),
-     [2, 3, 8, 12], [2, 6, 2, 3])
-save('overlap', dict(kernel_shape=[4, 4], strides=[2, 2]), [2, 3, 8, 12],
-     [2, 6, 3, 5])
-# 1-D convolution: not patches of an image.
-w1 = numpy_helper.from_array(np.ones((2, 3, 4), np.float32), 'w')
-m = helper.make_model(helper.make_graph(
-    [helper.make_node('Conv', ['x', 'w'], ['y'], strides=[4])], 'conv1d',
-    [f32('x', [1, 3, 8])], [f32('y', [1, 2, 2])], [w1]),
-    opset_imports=[helper.make_opsetid('', 17)])
-onnx.save(m, os.path.join(out, 'conv1d.onnx'))
 np.save(os.path.join(out, 'x.npy'), rng.standard_normal((2, 3, 8, 12)).astype(np.float32))
 np.save(os.path.join(out, 'xr.npy'), rng.standard_normal((2, 3, 10, 13)).astype(np.float32))
 np.save(os.path.join(out, 'g.npy'), rng.standard_normal((2, 6, 2, 3)).astype(np.float32))

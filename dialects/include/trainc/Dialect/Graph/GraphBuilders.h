@@ -11,6 +11,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <optional>
+
 namespace trainc::graph {
 
 /// data[p with p[axis] replaced by positions[p]] for every index p of
@@ -22,6 +24,38 @@ namespace trainc::graph {
 mlir::Value buildTakeAlongAxis(mlir::OpBuilder &builder, mlir::Location loc,
                                mlir::Value data, mlir::Value positions,
                                int64_t axis);
+
+/// A convolution's window: one entry per spatial dimension in each list.
+/// Padding is added after the input dilation, and may be negative (rows
+/// removed). With batchGroups > 1 (StableHLO's batch_group_count, which
+/// needs featureGroups = 1), the batch splits into that many groups and
+/// each group of output features reads one of them.
+struct ConvolutionWindow {
+  llvm::SmallVector<int64_t> strides, padLow, padHigh, inputDilation,
+      kernelDilation;
+  int64_t featureGroups = 1, batchGroups = 1;
+};
+
+/// The output's spatial sizes for inputs of spatial sizes `input` and a
+/// kernel of `kernel` under `window`; std::nullopt where the dilated,
+/// padded input is smaller than the dilated kernel.
+std::optional<llvm::SmallVector<int64_t>>
+convolutionOutputSizes(llvm::ArrayRef<int64_t> input,
+                       llvm::ArrayRef<int64_t> kernel,
+                       const ConvolutionWindow &window);
+
+/// The convolution of x [N, C, S...] by w [O, C / featureGroups, K...]
+/// (float types, channels first): [N / batchGroups, O, out...], built
+/// from graph ops as im2col: one strided slice of the padded input per
+/// kernel position, joined into [N, C, K, P] patches and contracted with
+/// w by one graph.dot_general batched over the groups. Non-overlapping
+/// patches (strides equal to the kernel, no padding or dilation, one
+/// group) take a reshape and a transpose instead. The caller checks the
+/// shapes (convolutionOutputSizes non-empty, channels and groups
+/// dividing).
+mlir::Value buildConvolution(mlir::OpBuilder &builder, mlir::Location loc,
+                             mlir::Value x, mlir::Value w,
+                             const ConvolutionWindow &window);
 
 } // namespace trainc::graph
 
