@@ -220,6 +220,144 @@ ParseResult parseDefault(OpAsmParser &p, OperationState &st) {
   return parseTypesAndResolve(p, st, ops, loc);
 }
 
+/// A convolution's dimension numbers, `[b, 0, 1, f]x[0, 1, i, o]->[b, 0,
+/// 1, f]` (each list names what each dimension of the input, the kernel
+/// and the output holds: b/f the batch and features, i/o the kernel's
+/// input and output features, integers the spatial dimensions in order),
+/// as a dictionary with StableHLO's field names.
+ParseResult parseConvDimensions(AsmParser &p, DictionaryAttr &result) {
+  Builder b = p.getBuilder();
+  NamedAttrList fields;
+  auto list = [&](StringRef prefix, char first, char second,
+                  StringRef firstName, StringRef secondName) -> ParseResult {
+    SMLoc loc = p.getCurrentLocation();
+    int64_t position = 0, firstAt = -1, secondAt = -1;
+    SmallVector<std::pair<int64_t, int64_t>> spatial; // (index, position)
+    if (p.parseCommaSeparatedList(
+            AsmParser::Delimiter::Square, [&]() -> ParseResult {
+              int64_t index = 0;
+              OptionalParseResult number = p.parseOptionalInteger(index);
+              if (number.has_value()) {
+                if (failed(*number))
+                  return failure();
+                spatial.push_back({index, position++});
+                return success();
+              }
+              StringRef letter;
+              if (p.parseKeyword(&letter))
+                return failure();
+              if (letter.size() == 1 && letter[0] == first)
+                firstAt = position++;
+              else if (letter.size() == 1 && letter[0] == second)
+                secondAt = position++;
+              else
+                return p.emitError(p.getCurrentLocation())
+                       << "unexpected '" << letter << "' in dimension numbers";
+              return success();
+            }))
+      return failure();
+    llvm::sort(spatial);
+    SmallVector<int64_t> positions;
+    for (auto [i, entry] : llvm::enumerate(spatial)) {
+      if (entry.first != static_cast<int64_t>(i))
+        return p.emitError(loc) << "spatial dimensions must be 0, 1, ... once";
+      positions.push_back(entry.second);
+    }
+    if (firstAt < 0 || secondAt < 0)
+      return p.emitError(loc) << "dimension numbers need '" << first
+                              << "' and '" << second << "'";
+    fields.append(prefix.str() + firstName.str(), b.getI64IntegerAttr(firstAt));
+    fields.append(prefix.str() + secondName.str(),
+                  b.getI64IntegerAttr(secondAt));
+    fields.append(prefix.str() + "spatial_dimensions",
+                  b.getDenseI64ArrayAttr(positions));
+    return success();
+  };
+  if (list("input_", 'b', 'f', "batch_dimension", "feature_dimension") ||
+      p.parseKeyword("x") ||
+      list("kernel_", 'i', 'o', "input_feature_dimension",
+           "output_feature_dimension") ||
+      p.parseArrow() ||
+      list("output_", 'b', 'f', "batch_dimension", "feature_dimension"))
+    return failure();
+  result = fields.getDictionary(p.getContext());
+  return success();
+}
+
+/// `stablehlo.convolution(%lhs, %rhs) dim_numbers = ..., window = {stride
+/// = [..], pad = [[lo, hi], ..], lhs_dilate = [..], rhs_dilate = [..],
+/// reverse = [..]} {attributes} : (T, U) -> V`, into the generic form's
+/// attributes (dimension_numbers, window_strides, padding flattened,
+/// lhs_dilation, rhs_dilation, window_reversal).
+ParseResult parseConvolution(OpAsmParser &p, OperationState &st) {
+  SMLoc loc = p.getCurrentLocation();
+  SmallVector<Operand> ops;
+  Builder b = p.getBuilder();
+  if (p.parseOperandList(ops, AsmParser::Delimiter::Paren))
+    return failure();
+  bool comma = true;
+  while (comma) {
+    StringRef name;
+    if (failed(p.parseOptionalKeyword(&name)))
+      break;
+    if (p.parseEqual())
+      return failure();
+    if (name == "dim_numbers") {
+      DictionaryAttr dims;
+      if (parseConvDimensions(p, dims))
+        return failure();
+      st.addAttribute("dimension_numbers", dims);
+    } else if (name == "window") {
+      if (p.parseLBrace())
+        return failure();
+      do {
+        StringRef field;
+        if (p.parseKeyword(&field) || p.parseEqual())
+          return failure();
+        SmallVector<int64_t> values;
+        auto element = [&]() -> ParseResult {
+          if (field == "pad")
+            return parseIntList(p, values);
+          if (field == "reverse") {
+            StringRef flag;
+            if (p.parseKeyword(&flag))
+              return failure();
+            values.push_back(flag == "true");
+            return success();
+          }
+          int64_t v = 0;
+          if (p.parseInteger(v))
+            return failure();
+          values.push_back(v);
+          return success();
+        };
+        if (p.parseCommaSeparatedList(AsmParser::Delimiter::Square, element))
+          return failure();
+        StringRef generic = llvm::StringSwitch<StringRef>(field)
+                                .Case("stride", "window_strides")
+                                .Case("pad", "padding")
+                                .Case("lhs_dilate", "lhs_dilation")
+                                .Case("rhs_dilate", "rhs_dilation")
+                                .Case("reverse", "window_reversal")
+                                .Default("");
+        if (generic.empty())
+          return p.emitError(p.getCurrentLocation())
+                 << "unexpected window field '" << field << "'";
+        st.addAttribute(generic, b.getDenseI64ArrayAttr(values));
+      } while (succeeded(p.parseOptionalComma()));
+      if (p.parseRBrace())
+        return failure();
+    } else {
+      return p.emitError(p.getCurrentLocation())
+             << "unexpected '" << name << " ='";
+    }
+    comma = succeeded(p.parseOptionalComma());
+  }
+  if (p.parseOptionalAttrDict(st.attributes))
+    return failure();
+  return parseTypesAndResolve(p, st, ops, loc);
+}
+
 /// `stablehlo.reduce_precision %x, format = e5m10 : T`: the format becomes
 /// the generic form's exponent_bits and mantissa_bits.
 ParseResult parseReducePrecision(OpAsmParser &p, OperationState &st) {
@@ -709,7 +847,14 @@ Attribute parseDialectAttribute(DialectAsmParser &p) {
   StringRef value;
   if (succeeded(p.parseOptionalKeyword(&value)))
     return p.getBuilder().getStringAttr(value);
-  if (name == "conv" || name == "type_extensions") {
+  if (name == "conv") {
+    // `#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>`.
+    DictionaryAttr dims;
+    if (p.parseLess() || parseConvDimensions(p, dims) || p.parseGreater())
+      return {};
+    return dims;
+  }
+  if (name == "type_extensions") {
     p.emitError(p.getNameLoc())
         << "'" << name << "' attributes are not supported by trainc";
     return {};
@@ -823,6 +968,7 @@ const llvm::StringMap<ParseFn> &stablehloHooks() {
     h["custom_call"] = parseCustomCall;
     h["composite"] = parseComposite;
     h["reduce_precision"] = parseReducePrecision;
+    h["convolution"] = parseConvolution;
     return h;
   }();
   return hooks;

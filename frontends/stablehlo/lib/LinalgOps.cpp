@@ -1,4 +1,8 @@
-//===- LinalgOps.cpp - triangular_solve -----------------------------------===//
+//===- LinalgOps.cpp - triangular_solve and convolution -------------------===//
+//
+// stablehlo.convolution transposes its operands to channels-first and
+// calls GraphBuilders.h's buildConvolution (im2col and one product), the
+// ONNX frontend's Conv too.
 //
 // stablehlo.triangular_solve as the inverse of the triangle times b, the
 // inverse built by doubling: with M the inverse of the triangle's diagonal
@@ -16,6 +20,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "LowerContext.h"
+
+#include "trainc/Dialect/Graph/GraphBuilders.h"
 
 using namespace mlir;
 using namespace trainc::graph;
@@ -91,7 +97,180 @@ std::optional<bool> flag(OpContext &ctx, StringRef name) {
   return std::nullopt;
 }
 
+/// A list attribute of the convolution's window: one entry per spatial
+/// dimension (two for padding), `fallback` where absent.
+FailureOr<SmallVector<int64_t>> windowList(OpContext &ctx, StringRef name,
+                                           size_t size, int64_t fallback) {
+  if (!ctx.attribute(name))
+    return SmallVector<int64_t>(size, fallback);
+  auto values = ctx.ints(name);
+  if (failed(values))
+    return failure();
+  if (values->size() != size)
+    return ctx.error() << "has " << values->size() << " entries in '" << name
+                       << "'; expected " << size;
+  return values;
+}
+
+/// `dims.name`, an integer.
+FailureOr<int64_t> dimension(OpContext &ctx, DictionaryAttr dims,
+                             StringRef name) {
+  auto value = dyn_cast_or_null<IntegerAttr>(dims.get(name));
+  if (!value)
+    return ctx.error() << "needs dimension_numbers." << name;
+  return value.getInt();
+}
+
 } // namespace
+
+/// The operands transposed to [N, C, spatial...] and [O, I, spatial...],
+/// buildConvolution, and its [N', O, out...] transposed to the output's
+/// layout. Integers compute in f64 (exact while the sums stay below 2^53),
+/// floats in the result's type (bf16 operands with an f32 result sum in
+/// f32, not rounded to bf16 first).
+LogicalResult lowerConvolution(OpContext &ctx) {
+  auto dims = ctx.dict("dimension_numbers");
+  if (failed(dims))
+    return failure();
+  auto lhsType = ctx.operandType(0), rhsType = ctx.operandType(1);
+  auto resultType = ctx.resultType();
+  int64_t rank = lhsType.getRank(), d = rank - 2;
+  if (rank < 2 || rhsType.getRank() != rank || resultType.getRank() != rank)
+    return ctx.error() << "needs operands and a result of one rank (at least "
+                          "2); got "
+                       << lhsType << ", " << rhsType << " -> " << resultType;
+  StringRef what = "dimension_numbers";
+  auto ib = dimension(ctx, *dims, "input_batch_dimension");
+  auto ifeat = dimension(ctx, *dims, "input_feature_dimension");
+  auto ki = dimension(ctx, *dims, "kernel_input_feature_dimension");
+  auto ko = dimension(ctx, *dims, "kernel_output_feature_dimension");
+  auto ob = dimension(ctx, *dims, "output_batch_dimension");
+  auto of = dimension(ctx, *dims, "output_feature_dimension");
+  auto is = ctx.ints(*dims, "input_spatial_dimensions", what);
+  auto ks = ctx.ints(*dims, "kernel_spatial_dimensions", what);
+  auto os = ctx.ints(*dims, "output_spatial_dimensions", what);
+  if (failed(ib) || failed(ifeat) || failed(ki) || failed(ko) || failed(ob) ||
+      failed(of) || failed(is) || failed(ks) || failed(os))
+    return failure();
+  auto permutation = [&](int64_t first, int64_t second,
+                         ArrayRef<int64_t> spatial) {
+    SmallVector<int64_t> p{first, second};
+    llvm::append_range(p, spatial);
+    return p;
+  };
+  SmallVector<int64_t> lhsOrder = permutation(*ib, *ifeat, *is);
+  SmallVector<int64_t> rhsOrder = permutation(*ko, *ki, *ks);
+  SmallVector<int64_t> outOrder = permutation(*ob, *of, *os);
+  auto isPermutation = [&](ArrayRef<int64_t> p) {
+    SmallVector<bool> seen(rank, false);
+    for (int64_t v : p) {
+      if (v < 0 || v >= rank || seen[v])
+        return false;
+      seen[v] = true;
+    }
+    return static_cast<int64_t>(p.size()) == rank;
+  };
+  if (!isPermutation(lhsOrder) || !isPermutation(rhsOrder) ||
+      !isPermutation(outOrder))
+    return ctx.error() << "has dimension_numbers that do not name each "
+                          "dimension of rank "
+                       << rank << " once";
+
+  graph::ConvolutionWindow window;
+  auto strides = windowList(ctx, "window_strides", d, 1);
+  auto padding = windowList(ctx, "padding", 2 * d, 0);
+  auto lhsDilation = windowList(ctx, "lhs_dilation", d, 1);
+  auto rhsDilation = windowList(ctx, "rhs_dilation", d, 1);
+  if (failed(strides) || failed(padding) || failed(lhsDilation) ||
+      failed(rhsDilation))
+    return failure();
+  if (Attribute reversal = ctx.attribute("window_reversal")) {
+    bool reversed = false;
+    if (auto flags = dyn_cast<DenseBoolArrayAttr>(reversal))
+      reversed = llvm::is_contained(flags.asArrayRef(), true);
+    else if (auto values = ctx.ints("window_reversal"); succeeded(values))
+      reversed = llvm::any_of(*values, [](int64_t v) { return v != 0; });
+    else
+      return failure();
+    if (reversed)
+      return ctx.error() << "reverses its window, which trainc does not lower";
+  }
+  window.strides = *strides;
+  window.inputDilation = *lhsDilation;
+  window.kernelDilation = *rhsDilation;
+  for (int64_t i = 0; i < d; ++i) {
+    window.padLow.push_back((*padding)[2 * i]);
+    window.padHigh.push_back((*padding)[2 * i + 1]);
+  }
+  auto groups = [&](StringRef name) -> int64_t {
+    auto v = dyn_cast_or_null<IntegerAttr>(ctx.attribute(name));
+    return v ? v.getInt() : 1;
+  };
+  window.featureGroups = groups("feature_group_count");
+  window.batchGroups = groups("batch_group_count");
+  for (int64_t i = 0; i < d; ++i)
+    if (window.strides[i] < 1 || window.inputDilation[i] < 1 ||
+        window.kernelDilation[i] < 1)
+      return ctx.error() << "needs strides and dilations of at least 1";
+
+  int64_t n = lhsType.getDimSize(*ib), c = lhsType.getDimSize(*ifeat);
+  int64_t o = rhsType.getDimSize(*ko), i = rhsType.getDimSize(*ki);
+  int64_t fg = window.featureGroups, bg = window.batchGroups;
+  if (fg < 1 || bg < 1 || (fg > 1 && bg > 1) || c != i * fg || o % fg != 0 ||
+      o % bg != 0 || n % bg != 0)
+    return ctx.error() << "has feature_group_count " << fg
+                       << " and batch_group_count " << bg
+                       << " that do not divide its " << c
+                       << " input features, kernel " << rhsType << " and batch "
+                       << n;
+  SmallVector<int64_t> input, kernel;
+  for (int64_t k = 0; k < d; ++k) {
+    input.push_back(lhsType.getDimSize((*is)[k]));
+    kernel.push_back(rhsType.getDimSize((*ks)[k]));
+  }
+  std::optional<SmallVector<int64_t>> out =
+      graph::convolutionOutputSizes(input, kernel, window);
+  SmallVector<int64_t> expected(rank);
+  if (out) {
+    expected[*ob] = n / bg;
+    expected[*of] = o;
+    for (int64_t k = 0; k < d; ++k)
+      expected[(*os)[k]] = (*out)[k];
+  }
+  if (!out || ArrayRef<int64_t>(expected) != resultType.getShape())
+    return ctx.error() << "declares the result " << resultType
+                       << " but its operands and window give "
+                       << (out ? RankedTensorType::get(
+                                     expected, resultType.getElementType())
+                               : Type())
+                       << (out ? ""
+                               : "nothing (the window is larger than "
+                                 "the padded input)");
+
+  Type element = resultType.getElementType();
+  Type compute = isa<FloatType>(element) ? element : ctx.builder.getF64Type();
+  auto inCompute = [&](Value v, ArrayRef<int64_t> order) {
+    auto type = tensorType(v);
+    if (type.getElementType() != compute)
+      v = ctx.create<ConvertOp>(RankedTensorType::get(type.getShape(), compute),
+                                v);
+    return ctx.transpose(v, order);
+  };
+  Value y = graph::buildConvolution(
+      ctx.builder, ctx.loc, inCompute(ctx.operand(0), lhsOrder),
+      inCompute(ctx.operand(1), rhsOrder), window);
+  // Canonical dimension k goes to the output's outOrder[k].
+  SmallVector<int64_t> toOutput(rank);
+  for (int64_t k = 0; k < rank; ++k)
+    toOutput[outOrder[k]] = k;
+  y = ctx.transpose(y, toOutput);
+  if (compute != element)
+    y = ctx.create<ConvertOp>(resultType, y);
+  if (ctx.failed())
+    return failure();
+  ctx.setResult(0, y);
+  return success();
+}
 
 /// op(a) x = b (left_side) or x op(a) = b, op(a) = a or its transpose
 /// (ADJOINT is the transpose on real types): x = op(inv) b or b op(inv),

@@ -61,6 +61,10 @@ const OpEntry kOps[] = {
     {"stablehlo.ceil", lowerCeil, TypeClass::Floats, true, "as -floor(-x)"},
     {"stablehlo.count_leading_zeros", lowerCountLeadingZeros,
      TypeClass::Integers, true, ""},
+    {"stablehlo.convolution", lowerConvolution, TypeClass::Numbers, false,
+     "as im2col and one product (GraphBuilders.h); any dimension numbers, "
+     "padding, strides, dilations and groups; no window reversal; integers "
+     "in f64"},
     {"stablehlo.cosine", lowerCosine, TypeClass::Floats, true, ""},
     {"stablehlo.divide", lowerDivide, TypeClass::Numbers, true, ""},
     {"stablehlo.dot", lowerDot, TypeClass::Numbers, false,
