@@ -18,7 +18,9 @@ dynamo.onnx), unmodified:
    norm;
 3. training: 11 AdamW steps (torch's defaults, lr 1e-3, weight decay on
    every parameter) on the same batch; each step's loss within 1e-5
-   relative of PyTorch's float32 run;
+   relative of PyTorch's float32 run or of its float64 run (two float32
+   runs can part where AdamW normalizes the round-off of gradients that
+   are zero in exact arithmetic);
 4. forward: the executable compiled without --train against onnxruntime
    running the same ONNX file (loss within 1e-5 relative).
 
@@ -123,14 +125,17 @@ def check(args, model_dir, info, exporter, work):
     # PyTorch trains parameters, not buffers. The dynamo exporter marks a
     # buffer it writes as an initializer in its value_info (trainc keeps it
     # constant); the TorchScript exporter does not, so the test freezes
-    # those, as their user would (BART's final_logits_bias).
+    # those, as their user would (BART's final_logits_bias), and the
+    # parameters PyTorch does not train (summary.json 'frozen': Whisper's
+    # sinusoidal positions).
     import onnx  # only here: test/Runtime imports this module
     graph = onnx.load(onnx_path, load_external_data=False).graph
     marked = {v.name for v in [*graph.value_info, *graph.input] for p in v.metadata_props
               if p.key == 'pkg.torch.export.graph_signature.InputSpec.kind' and
               p.value in ('BUFFER', 'CONSTANT_TENSOR')}
     initializers = {t.name for t in graph.initializer}
-    frozen = [b for b in info.get('buffers', []) if b in initializers - marked]
+    frozen = [b for b in info.get('buffers', []) + info.get('frozen', [])
+              if b in initializers - marked]
     train = ['--train', *(['--freeze', ','.join(frozen)] if frozen else [])]
 
     ir = run([args.trainc, onnx_path, '--compile-to=recognize']).stdout
@@ -163,7 +168,14 @@ def check(args, model_dir, info, exporter, work):
         problems.append(f'{len(losses)} AdamW steps logged, expected {len(want)}')
         measured['curve'] = float('inf')
     else:
-        measured['curve'] = float(np.max(np.abs(np.array(losses) - want) / np.abs(want)))
+        # Against PyTorch's float32 run, or its float64 run (the exact
+        # curve): where gradients that are zero in exact arithmetic carry
+        # float32 round-off, AdamW scales that noise up to full-size steps,
+        # and two float32 runs part (Whisper's: PyTorch's float32 curve is
+        # 2.7e-5 from its float64 one, trainc's 1.3e-7).
+        exact = ref['adamw_losses_f64']
+        off = lambda w: float(np.max(np.abs(np.array(losses) - w) / np.abs(w)))
+        measured['curve'] = min(off(want), off(exact)) if len(exact) == len(want) else off(want)
         if measured['curve'] > CURVE_RTOL:
             problems.append(f"AdamW curve off by {measured['curve']:.2e} relative "
                             f"(trainc {losses}, PyTorch {want.tolist()})")

@@ -5,8 +5,8 @@
     /tmp/oracle/bin/python tools/hf_models/export.py test/Models/hf
 
 With --legacy-suite, the models of models.LEGACY_CASES instead (DeBERTa-v2,
-XLNet, CodeGen, GPT-Neo, ELECTRA, DistilBERT, MobileBERT: test/Models/
-hf_legacy), exported by the PyTorch and transformers Debian can run
+XLNet, CodeGen, GPT-Neo, ELECTRA, DistilBERT, MobileBERT, Whisper:
+test/Models/hf_legacy), exported by the PyTorch and transformers Debian can run
 (`apt-get install python3-torch` gives PyTorch 1.13, which has only the
 TorchScript exporter; then `/usr/bin/python3 -m venv --system-site-packages
 /tmp/legacy && /tmp/legacy/bin/pip install transformers==4.46.3 onnx`).
@@ -79,9 +79,11 @@ def gradients(case, batch, dtype):
     wrapper = build(case, dtype)
     loss = wrapper(*batch_args(case, batch, dtype))
     loss.backward()
+    # Frozen parameters (requires_grad False: Whisper's sinusoidal
+    # positions) are not trained, so they have no reference gradient.
     grads = {name: p.grad.detach().numpy().copy() if p.grad is not None
              else np.zeros(tuple(p.shape), dtype=p.detach().numpy().dtype)
-             for name, p in wrapper.named_parameters()}
+             for name, p in wrapper.named_parameters() if p.requires_grad}
     return float(loss), grads
 
 
@@ -200,6 +202,9 @@ def main():
                                   if n.rsplit('.', 1)[-1] not in
                                   wrapper.get_submodule(n.rpartition('.')[0])
                                   ._non_persistent_buffers_set),
+                # Parameters PyTorch does not train: the test freezes them.
+                'frozen': sorted(n for n, p in wrapper.named_parameters()
+                                 if not p.requires_grad),
                 'inputs': list(case.inputs), 'composites': list(case.composites),
                 'loss_f32': float(ref['loss_f32']), 'exports': {}}
         for exporter in EXPORTERS:

@@ -140,6 +140,13 @@ def _image_batch(gen):
             'labels': torch.randint(0, 5, (BATCH,), generator=gen)}
 
 
+def _speech_batch(gen):
+    """Log-mel features [B, mels, 2 * max_source_positions] and labels."""
+    labels = torch.randint(2, VOCAB, (BATCH, SEQ // 2), generator=gen)
+    labels[1, -2:] = -100
+    return {'input_features': torch.randn(BATCH, 8, 16, generator=gen), 'labels': labels}
+
+
 def _decoder():
     """The decoder configs' shared fields (VOCAB read when a model is built:
     export.py --vocab changes it)."""
@@ -239,6 +246,20 @@ def _vit():
         image_size=16, patch_size=4, num_channels=3, hidden_size=32,
         num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
         num_labels=5, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+
+
+def _whisper():
+    """Whisper: a 1-D convolution stem (kernel 3, the second of stride 2)
+    with GELU before a transformer encoder, sinusoidal positions frozen,
+    an encoder-decoder loss on the shifted labels."""
+    return tf.WhisperForConditionalGeneration(tf.WhisperConfig(
+        vocab_size=VOCAB, num_mel_bins=8, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=4, decoder_attention_heads=4, d_model=32,
+        encoder_ffn_dim=64, decoder_ffn_dim=64, max_source_positions=8,
+        max_target_positions=16, dropout=0.0, attention_dropout=0.0,
+        activation_dropout=0.0, decoder_start_token_id=1, pad_token_id=0,
+        bos_token_id=1, eos_token_id=1, begin_suppress_tokens=None,
+        suppress_tokens=None))
 
 
 def _deberta_v2():
@@ -368,4 +389,6 @@ LEGACY_CASES = [
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('mobilebert', _mobilebert, _LM, lambda g: _masked_lm_batch(g, False),
               ('attention', 'softmax_cross_entropy')),
+    ModelCase('whisper', _whisper, ('input_features', 'labels'), _speech_batch,
+              ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
 ]
