@@ -242,7 +242,8 @@ mlir::Value expandReduced(NodeContext &ctx, mlir::Value reduced,
                           llvm::ArrayRef<int64_t> dims);
 
 // Import functions, by family (ElementwiseOps.cpp, ActivationOps.cpp,
-// ShapeOps.cpp, IndexingOps.cpp, ReduceOps.cpp, NnOps.cpp, EinsumOp.cpp).
+// ShapeOps.cpp, IndexingOps.cpp, ReduceOps.cpp, NnOps.cpp, EinsumOp.cpp,
+// WindowOps.cpp).
 #define TRAINC_ONNX_IMPORT_FN(name)                                            \
   mlir::LogicalResult import##name(NodeContext &ctx);
 TRAINC_ONNX_IMPORT_FN(Add)
@@ -356,6 +357,10 @@ TRAINC_ONNX_IMPORT_FN(Gelu)
 TRAINC_ONNX_IMPORT_FN(Dropout)
 TRAINC_ONNX_IMPORT_FN(SoftmaxCrossEntropyLoss)
 TRAINC_ONNX_IMPORT_FN(NegativeLogLikelihoodLoss)
+TRAINC_ONNX_IMPORT_FN(AveragePool)
+TRAINC_ONNX_IMPORT_FN(GlobalAveragePool)
+TRAINC_ONNX_IMPORT_FN(GlobalMaxPool)
+TRAINC_ONNX_IMPORT_FN(MaxPool)
 #undef TRAINC_ONNX_IMPORT_FN
 
 } // namespace trainc::onnx_import

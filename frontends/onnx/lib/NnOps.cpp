@@ -2,8 +2,6 @@
 
 #include "ImportContext.h"
 
-#include "trainc/Dialect/Graph/GraphBuilders.h"
-
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
@@ -196,105 +194,6 @@ LogicalResult importMatMul(NodeContext &ctx) {
     result = ctx.reshape(result, shape);
   }
   ctx.setOutput(0, result);
-  return success();
-}
-
-/// Conv in 1, 2 or 3 spatial dimensions: X [N, C, D...], W [M, C / group,
-/// k...], pads, strides, dilations, groups and auto_pad, through
-/// GraphBuilders.h's buildConvolution (im2col and one product; a reshape
-/// for non-overlapping patches such as ViT's patch embedding), plus B.
-LogicalResult importConv(NodeContext &ctx) {
-  auto x = ctx.input(0), w = ctx.input(1);
-  if (failed(x) || failed(w) || failed(ctx.requireFloat(*x, "X")))
-    return failure();
-  auto xt = ctx.inputType(*x), wt = ctx.inputType(*w);
-  int64_t rank = xt.getRank(), d = rank - 2;
-  int64_t group = ctx.intAttr("group", 1);
-  if (rank < 3 || rank > 5 || wt.getRank() != rank ||
-      xt.getElementType() != wt.getElementType())
-    return ctx.error() << "needs X [N, C, D...] with 1 to 3 spatial "
-                          "dimensions and W [M, C / group, k...] of X's rank "
-                          "and type; got X "
-                       << xt << " and W " << wt;
-  int64_t c = xt.getDimSize(1), m = wt.getDimSize(0);
-  if (group < 1 || c % group != 0 || m % group != 0 ||
-      wt.getDimSize(1) * group != c)
-    return ctx.error() << "group " << group << " must divide X's channels ("
-                       << c << ") and W's outputs (" << m
-                       << "), and W's second dimension must be channels / "
-                          "group; got X "
-                       << xt << " and W " << wt;
-  SmallVector<int64_t> kernel(wt.getShape().drop_front(2));
-  SmallVector<int64_t> input(xt.getShape().drop_front(2));
-  auto ints =
-      [&](StringRef name,
-          SmallVector<int64_t> fallback) -> FailureOr<SmallVector<int64_t>> {
-    std::optional<SmallVector<int64_t>> v = ctx.intsAttr(name);
-    if (!v)
-      return fallback;
-    if (v->size() != fallback.size())
-      return ctx.error() << name << " has " << v->size()
-                         << " entries; expected " << fallback.size();
-    return *v;
-  };
-  auto kernelShape = ints("kernel_shape", kernel);
-  auto strides = ints("strides", SmallVector<int64_t>(d, 1));
-  auto dilations = ints("dilations", SmallVector<int64_t>(d, 1));
-  auto pads = ints("pads", SmallVector<int64_t>(2 * d, 0));
-  if (failed(kernelShape) || failed(strides) || failed(dilations) ||
-      failed(pads))
-    return failure();
-  if (*kernelShape != kernel)
-    return ctx.error() << "kernel_shape differs from W's spatial shape";
-  for (int64_t i = 0; i < d; ++i)
-    if ((*strides)[i] < 1 || (*dilations)[i] < 1 || (*pads)[i] < 0 ||
-        (*pads)[d + i] < 0)
-      return ctx.error() << "needs strides and dilations of at least 1 and "
-                            "pads of at least 0";
-  graph::ConvolutionWindow window;
-  window.strides = *strides;
-  window.kernelDilation = *dilations;
-  window.inputDilation.assign(d, 1);
-  window.padLow.assign(pads->begin(), pads->begin() + d);
-  window.padHigh.assign(pads->begin() + d, pads->end());
-  window.featureGroups = group;
-  std::string autoPad = ctx.stringAttr("auto_pad", "NOTSET");
-  if (autoPad == "VALID") {
-    window.padLow.assign(d, 0);
-    window.padHigh.assign(d, 0);
-  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    // Output ceil(D / stride); the odd padding element at the end (UPPER)
-    // or the start (LOWER).
-    for (int64_t i = 0; i < d; ++i) {
-      int64_t out = (input[i] + window.strides[i] - 1) / window.strides[i];
-      int64_t span = (kernel[i] - 1) * window.kernelDilation[i] + 1;
-      int64_t total =
-          std::max<int64_t>(0, (out - 1) * window.strides[i] + span - input[i]);
-      int64_t small = total / 2;
-      window.padLow[i] = autoPad == "SAME_UPPER" ? small : total - small;
-      window.padHigh[i] = total - window.padLow[i];
-    }
-  } else if (autoPad != "NOTSET") {
-    return ctx.error() << "auto_pad '" << autoPad
-                       << "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID";
-  }
-  if (!graph::convolutionOutputSizes(input, kernel, window))
-    return ctx.error() << "X " << xt << " padded is smaller than the dilated "
-                       << "kernel of W " << wt;
-  Value y = graph::buildConvolution(ctx.builder, ctx.loc, *x, *w, window);
-  if (ctx.hasInput(2)) {
-    auto b = ctx.input(2);
-    if (failed(b))
-      return failure();
-    auto bt = ctx.inputType(*b);
-    if (bt.getRank() != 1 || bt.getDimSize(0) != m ||
-        bt.getElementType() != xt.getElementType())
-      return ctx.error() << "B must be [" << m << "] of X's type, got " << bt;
-    auto yt = ctx.inputType(y);
-    y = ctx.create<AddOp>(
-        y, ctx.create<BroadcastInDimOp>(yt, *b, ArrayRef<int64_t>{1}));
-  }
-  ctx.setOutput(0, y);
   return success();
 }
 

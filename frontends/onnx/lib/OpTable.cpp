@@ -46,6 +46,8 @@ const OpEntry kOps[] = {
     {"Constant", 13, kLatest, importConstant, "no sparse or string values"},
     {"ConstantOfShape", 13, kLatest, importConstantOfShape,
      "shape must be constant"},
+    {"AveragePool", 13, kLatest, importAveragePool,
+     "1 to 3 spatial dimensions; slices of the padded input summed"},
     {"Conv", 13, kLatest, importConv,
      "1 to 3 spatial dimensions, as im2col and one product (patches "
      "reshaped); float types"},
@@ -71,6 +73,8 @@ const OpEntry kOps[] = {
     {"GatherND", 13, kLatest, importGatherND, "batch_dims 0"},
     {"Gelu", 20, kLatest, importGelu, ""},
     {"Gemm", 13, kLatest, importGemm, "float only"},
+    {"GlobalAveragePool", 13, kLatest, importGlobalAveragePool, ""},
+    {"GlobalMaxPool", 13, kLatest, importGlobalMaxPool, ""},
     {"Greater", 13, kLatest, importGreater, ""},
     {"GreaterOrEqual", 12, kLatest, importGreaterOrEqual, ""},
     {"HardSigmoid", 13, kLatest, importHardSigmoid, ""},
@@ -87,6 +91,9 @@ const OpEntry kOps[] = {
     {"LogSoftmax", 13, kLatest, importLogSoftmax, ""},
     {"MatMul", 13, kLatest, importMatMul, "float only"},
     {"Max", 13, kLatest, importMax, ""},
+    {"MaxPool", 13, kLatest, importMaxPool,
+     "1 to 3 spatial dimensions; no Indices output; the gradient to each "
+     "window's first maximum"},
     {"Min", 13, kLatest, importMin, ""},
     {"Mish", 18, kLatest, importMish, ""},
     {"Mod", 13, kLatest, importMod,

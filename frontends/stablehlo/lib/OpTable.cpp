@@ -105,16 +105,16 @@ const OpEntry kOps[] = {
     {"stablehlo.reduce", lowerReduce, TypeClass::Any, false,
      "body one add, multiply, maximum, minimum, and or or per input (on "
      "i1: maximum is or, minimum and), or jnp.argmax/argmin's"},
-    {"stablehlo.reduce_window", lowerReduceWindow, TypeClass::Numbers, false,
-     "a prefix scan only (jnp.cumsum, cumprod, cummax, cummin): one input, "
-     "body one add, multiply, maximum or minimum, init its identity, a "
-     "window spanning one dimension padded by its size - 1 on one side"},
     {"stablehlo.reduce_precision", lowerReducePrecision, TypeClass::Floats,
      true,
      "on the bits, as the reference interpreter (no subnormals in the "
      "format); the gradient is the cotangent, not rounded to the format; "
      "f16 and bf16 use ui16 ops, which the GPU's integer kernels do not "
      "take"},
+    {"stablehlo.reduce_window", lowerReduceWindow, TypeClass::Numbers, false,
+     "one input, body one add, multiply, maximum or minimum; a prefix scan "
+     "(jnp.cumsum, cumprod, cummax, cummin) in log2 n steps, any other "
+     "window (pooling) as one slice per position, at most 1024"},
     {"stablehlo.remainder", lowerRemainder, TypeClass::Numbers, true,
      "floats: graph.remainder (fmod, exact); integers: x - (x / y) * y, the "
      "quotient truncated"},

@@ -10,12 +10,15 @@
 // (value, index) pair that jnp.argmax and argmin reduce (see
 // matchArgReduce), as graph ops that find the extreme value and then the
 // lowest index holding it.
-// stablehlo.reduce_window is lowered only as a prefix scan (jnp.cumsum,
-// cumprod, cummax, cummin; see lowerReduceWindow).
+// stablehlo.reduce_window is lowered as a prefix scan (jnp.cumsum,
+// cumprod, cummax, cummin; see lowerReduceWindow), any other window as
+// strided slices (pooling; lowerWindowOfSlices).
 //
 //===----------------------------------------------------------------------===//
 
 #include "LowerContext.h"
+
+#include "trainc/Dialect/Graph/GraphBuilders.h"
 
 #include "mlir/IR/Matchers.h"
 
@@ -491,21 +494,72 @@ LogicalResult lowerReduce(OpContext &ctx) {
 /// s = 1, 2, 4, ... (Hillis-Steele), the shifted-in elements the init:
 /// exact for integers, maximum and minimum; a float sum adds in that
 /// tree's order (XLA's is not sequential either). Other windows (pooling,
-/// strides, dilations) are refused.
+/// strides, dilations) go to lowerWindowOfSlices.
+namespace {
+
+/// A window that is not a prefix scan (pooling: max_pool, avg_pool's sums):
+/// GraphBuilders.h's buildWindowReduce, one strided slice per window
+/// position, padded and dilated with the init, the combiner's identity.
+LogicalResult
+lowerWindowOfSlices(OpContext &ctx, Combiner combiner, ArrayRef<int64_t> window,
+                    ArrayRef<int64_t> strides, ArrayRef<int64_t> base,
+                    ArrayRef<int64_t> dilations, ArrayRef<int64_t> padding) {
+  constexpr int64_t kMaxPositions = 1024;
+  RankedTensorType type = ctx.operandType(0);
+  WindowReduction w;
+  w.sizes.assign(window.begin(), window.end());
+  w.strides.assign(strides.begin(), strides.end());
+  w.baseDilation.assign(base.begin(), base.end());
+  w.windowDilation.assign(dilations.begin(), dilations.end());
+  for (size_t d = 0; d < window.size(); ++d) {
+    w.padLow.push_back(padding[2 * d]);
+    w.padHigh.push_back(padding[2 * d + 1]);
+    if (window[d] < 1 || strides[d] < 1 || base[d] < 1 || dilations[d] < 1)
+      return ctx.error() << "needs window sizes, strides and dilations of at "
+                            "least 1";
+  }
+  int64_t positions = product(window);
+  if (positions > kMaxPositions)
+    return ctx.error() << "has a window of " << positions
+                       << " positions; trainc lowers a window that is not a "
+                          "prefix scan as one slice per position, at most "
+                       << kMaxPositions;
+  std::optional<SmallVector<int64_t>> out =
+      windowReductionSizes(type.getShape(), w);
+  if (!out || ArrayRef<int64_t>(*out) != ctx.resultType().getShape())
+    return ctx.error() << "declares the result " << ctx.resultType()
+                       << (out ? " but its window gives " : "")
+                       << (out ? RankedTensorType::get(*out,
+                                                       type.getElementType())
+                               : Type())
+                       << (out ? ""
+                               : " but its window is larger than the "
+                                 "padded input");
+  auto combine = combiner == Combiner::Add   ? WindowCombiner::Add
+                 : combiner == Combiner::Mul ? WindowCombiner::Mul
+                 : combiner == Combiner::Max ? WindowCombiner::Max
+                                             : WindowCombiner::Min;
+  ctx.setResult(0, buildWindowReduce(ctx.builder, ctx.loc, ctx.operand(0), w,
+                                     combine, ctx.operand(1)));
+  return success();
+}
+
+} // namespace
+
 LogicalResult lowerReduceWindow(OpContext &ctx) {
   if (ctx.numOperands() != 2)
     return ctx.error() << "with " << ctx.numOperands() / 2
                        << " inputs is not supported; trainc lowers "
-                          "reduce_window of one input as a prefix scan";
+                          "reduce_window of one input";
   std::optional<SmallVector<Combiner>> combiners =
       matchCombiners(ctx.op->getRegion(0));
   std::optional<Combiner> combiner;
   if (combiners)
     combiner = combiners->front();
   if (!combiner || *combiner == Combiner::And || *combiner == Combiner::Or)
-    return ctx.error() << "has a body trainc does not lower as a prefix "
-                          "scan: it must be one stablehlo.add, multiply, "
-                          "maximum or minimum of the two block arguments";
+    return ctx.error() << "has a body trainc does not lower: it must be one "
+                          "stablehlo.add, multiply, maximum or minimum of the "
+                          "two block arguments";
   RankedTensorType type = ctx.operandType(0);
   int64_t rank = type.getRank();
   // An attribute of `count` integers, `fill` each when it is absent.
@@ -540,19 +594,18 @@ LogicalResult lowerReduceWindow(OpContext &ctx) {
     axis = d;
     reverse = low == 0;
   }
-  if (!scan)
-    return ctx.error() << "is a window trainc does not lower: only a prefix "
-                          "scan (jnp.cumsum, cumprod, cummax, cummin: a "
-                          "window that "
-                          "spans one dimension, padded by its size - 1 on "
-                          "one side, unit strides and dilations)";
+  // With another init, XLA and the specification part where a window
+  // holds padding: jax.lax.reduce_window(add, init 1) counts a pad as 0,
+  // the specification pads with the init.
   Value init = ctx.operand(1);
-  bool identity = isIdentity(ctx, *combiner, init, type.getElementType());
-  if (!identity)
+  if (!isIdentity(ctx, *combiner, init, type.getElementType()))
     return ctx.error() << "has an init that is not its combiner's identity "
                           "(0, 1, -inf, +inf, the integer bounds); trainc "
-                          "lowers "
-                          "prefix scans from the identity";
+                          "lowers windows from the identity, where XLA and "
+                          "the specification agree";
+  if (!scan)
+    return lowerWindowOfSlices(ctx, *combiner, *window, *strides, *base,
+                               *dilations, *padding);
   Value y = ctx.operand(0);
   int64_t n = axis < 0 ? 1 : type.getDimSize(axis);
   for (int64_t s = 1; s < n; s *= 2) {

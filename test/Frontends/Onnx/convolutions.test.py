@@ -216,7 +216,7 @@ def errors(work):
         ('bad_auto_pad', graph(dict(auto_pad='SAME'), (1, 2, 5, 5), (3, 2, 3, 3), 'a'),
          "auto_pad 'SAME' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID"),
         ('too_small', graph({}, (1, 2, 2, 5), (3, 2, 3, 3), 's'),
-         'padded is smaller than the dilated kernel'),
+         'smaller than the dilated window'),
         ('negative_pads', graph(dict(pads=[-1, 0, 0, 0]), (1, 2, 5, 5), (3, 2, 3, 3), 'p'),
          'pads of at least 0'),
         ('rank6', graph({}, (1, 2, 3, 3, 3, 3), (3, 2, 1, 1, 1, 1), 'r'),

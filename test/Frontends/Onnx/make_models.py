@@ -6,7 +6,7 @@ Usage: make_models.py OUTPUT_DIR
 Each model isolates one thing the importer must diagnose or handle (opset 17
 and IR version 8 unless noted):
 
-  unsupported_op.onnx          a MaxPool node 'pool0': an op trainc does not read
+  unsupported_op.onnx          an LpPool node 'pool0': an op trainc does not read
   custom_domain.onnx           FusedMatMul 'fmm' of domain com.microsoft
   symbolic_batch.onnx          Gather of an initializer by int64 tokens
                                ["batch", 16]: needs --input-shape
@@ -53,7 +53,7 @@ def ramp(name, shape):
 
 def unsupported_op():
     return make_model(
-        [helper.make_node('MaxPool', ['X'], ['Y'], name='pool0',
+        [helper.make_node('LpPool', ['X'], ['Y'], name='pool0',
                           kernel_shape=[2, 2], strides=[2, 2])],
         [float_input('X', [1, 1, 4, 4])], [float_input('Y', [1, 1, 2, 2])])
 

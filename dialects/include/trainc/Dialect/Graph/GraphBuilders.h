@@ -57,6 +57,30 @@ mlir::Value buildConvolution(mlir::OpBuilder &builder, mlir::Location loc,
                              mlir::Value x, mlir::Value w,
                              const ConvolutionWindow &window);
 
+/// A window reduction's window: one entry per dimension of the input in
+/// each list (two padding lists). The input is dilated by baseDilation and
+/// padded (negative padding removes) with the fill value first.
+struct WindowReduction {
+  llvm::SmallVector<int64_t> sizes, strides, windowDilation, baseDilation,
+      padLow, padHigh;
+};
+enum class WindowCombiner { Add, Mul, Max, Min };
+
+/// The output's sizes, or std::nullopt where a window is larger than the
+/// dilated, padded input.
+std::optional<llvm::SmallVector<int64_t>>
+windowReductionSizes(llvm::ArrayRef<int64_t> input,
+                     const WindowReduction &window);
+
+/// Each window of x (any rank, any number type) combined in row-major
+/// window order: sums, products, or the maximum or minimum, where ties keep
+/// the first and NaN wins (so autodiff sends a window's gradient to its
+/// first maximum). Padding and dilation hold `fill`, a rank-0 tensor of
+/// x's element type. The caller checks the window fits.
+mlir::Value buildWindowReduce(mlir::OpBuilder &builder, mlir::Location loc,
+                              mlir::Value x, const WindowReduction &window,
+                              WindowCombiner combiner, mlir::Value fill);
+
 } // namespace trainc::graph
 
 #endif // TRAINC_DIALECT_GRAPH_GRAPHBUILDERS_H

@@ -1,6 +1,16 @@
-//===- GraphConvolution.cpp - Convolution as im2col and one product -------===//
+//===- GraphWindows.cpp - Convolutions and window reductions --------------===//
 //
-// Both frontends' convolutions (ONNX Conv, StableHLO convolution) in the
+// Both work on strided slices of a padded input: one slice per window
+// position.
+//
+// Window reductions (ONNX MaxPool and AveragePool, StableHLO's
+// reduce_window) combine the K slices elementwise, in window order: sums
+// and products by add and mul, max and min by a select chain that keeps
+// the first extreme (and a NaN), so that autodiff's gradient goes to the
+// first maximum of each window as PyTorch's max pooling and JAX's
+// reduce_window gradient give it.
+//
+// Convolutions: both frontends' (ONNX Conv, StableHLO convolution) in the
 // channels-first layout: the input is dilated (zeros between neighbours)
 // and padded, each kernel position k takes the strided slice of the input
 // that it multiplies, the K slices are joined into patches [N, C, K, P]
@@ -20,11 +30,13 @@ using namespace mlir;
 namespace trainc::graph {
 namespace {
 
-/// Shape-changing graph ops on tensors of one element type.
+/// Shape-changing graph ops on tensors of one element type; padding and
+/// dilation insert `fill` (a rank-0 tensor), or zeros without one.
 struct Shaper {
   OpBuilder &b;
   Location loc;
   Type element;
+  Value fill = {};
 
   ArrayRef<int64_t> shape(Value v) const {
     return cast<RankedTensorType>(v.getType()).getShape();
@@ -46,11 +58,14 @@ struct Shaper {
   }
   Value zeros(ArrayRef<int64_t> shape) const {
     auto type = RankedTensorType::get(shape, element);
+    if (fill)
+      return b.createOrFold<BroadcastInDimOp>(loc, type, fill,
+                                              ArrayRef<int64_t>{});
     return b.create<ConstantOp>(
         loc, SplatElementsAttr::get(type, b.getZeroAttr(element)));
   }
 
-  /// v with dilation - 1 zeros between neighbours along dim.
+  /// v with dilation - 1 zeros (fills) between neighbours along dim.
   Value dilate(Value v, int64_t dim, int64_t dilation) const {
     SmallVector<int64_t> s(shape(v));
     int64_t n = s[dim];
@@ -69,7 +84,8 @@ struct Shaper {
     return slice(reshape(joined, merged), start, limit, strides);
   }
 
-  /// v with `low` and `high` zeros at the ends of dim (negative: removed).
+  /// v with `low` and `high` zeros (fills) at the ends of dim (negative:
+  /// removed).
   Value pad(Value v, int64_t dim, int64_t low, int64_t high) const {
     SmallVector<int64_t> s(shape(v));
     int64_t rank = s.size();
@@ -100,6 +116,36 @@ int64_t product(ArrayRef<int64_t> values) {
   for (int64_t v : values)
     p *= v;
   return p;
+}
+
+/// The size of a window dimension after dilating the input by `base` and
+/// padding it, and the window's span; nullopt where the span exceeds it.
+std::optional<int64_t> windowCount(int64_t input, int64_t window, int64_t base,
+                                   int64_t dilation, int64_t low, int64_t high,
+                                   int64_t stride) {
+  int64_t dilated = input == 0 ? 0 : (input - 1) * base + 1;
+  int64_t padded = dilated + low + high;
+  int64_t span = (window - 1) * dilation + 1;
+  if (window < 1 || padded < span)
+    return std::nullopt;
+  return (padded - span) / stride + 1;
+}
+
+/// Calls `visit(first)` for each window position in row-major order, with
+/// `first` the position's offset in each dimension of `window` (scaled by
+/// `dilation`).
+template <typename Visit>
+void forEachWindowPosition(ArrayRef<int64_t> window, ArrayRef<int64_t> dilation,
+                           Visit visit) {
+  int64_t d = window.size();
+  SmallVector<int64_t> position(d, 0), first(d, 0);
+  for (int64_t t = 0, k = product(window); t < k; ++t) {
+    for (int64_t i = 0; i < d; ++i)
+      first[i] = position[i] * dilation[i];
+    visit(ArrayRef<int64_t>(first));
+    for (int64_t i = d - 1; i >= 0 && ++position[i] == window[i]; --i)
+      position[i] = 0;
+  }
 }
 
 /// Non-overlapping patches: x [N, C, o1 k1, ...] -> [N, o1, ..., C, k1,
@@ -146,13 +192,12 @@ convolutionOutputSizes(ArrayRef<int64_t> input, ArrayRef<int64_t> kernel,
                        const ConvolutionWindow &window) {
   SmallVector<int64_t> out;
   for (size_t i = 0; i < input.size(); ++i) {
-    int64_t dilated =
-        input[i] == 0 ? 0 : (input[i] - 1) * window.inputDilation[i] + 1;
-    int64_t padded = dilated + window.padLow[i] + window.padHigh[i];
-    int64_t span = (kernel[i] - 1) * window.kernelDilation[i] + 1;
-    if (kernel[i] < 1 || padded < span)
+    std::optional<int64_t> n = windowCount(
+        input[i], kernel[i], window.inputDilation[i], window.kernelDilation[i],
+        window.padLow[i], window.padHigh[i], window.strides[i]);
+    if (!n)
       return std::nullopt;
-    out.push_back((padded - span) / window.strides[i] + 1);
+    out.push_back(*n);
   }
   return out;
 }
@@ -186,19 +231,17 @@ Value buildConvolution(OpBuilder &builder, Location loc, Value x, Value w,
 
   // One strided slice per kernel position, in w's row-major order.
   SmallVector<Value> taps;
-  SmallVector<int64_t> position(d, 0);
-  for (int64_t t = 0; t < k; ++t) {
-    SmallVector<int64_t> start{0, 0}, limit{n, c}, strides{1, 1};
-    for (int64_t i = 0; i < d; ++i) {
-      int64_t first = position[i] * window.kernelDilation[i];
-      start.push_back(first);
-      limit.push_back(first + ((*out)[i] - 1) * window.strides[i] + 1);
-      strides.push_back(window.strides[i]);
-    }
-    taps.push_back(g.reshape(g.slice(x, start, limit, strides), {n, c, 1, p}));
-    for (int64_t i = d - 1; i >= 0 && ++position[i] == kernelSizes[i]; --i)
-      position[i] = 0;
-  }
+  forEachWindowPosition(
+      kernelSizes, window.kernelDilation, [&](ArrayRef<int64_t> first) {
+        SmallVector<int64_t> start{0, 0}, limit{n, c}, strides{1, 1};
+        for (int64_t i = 0; i < d; ++i) {
+          start.push_back(first[i]);
+          limit.push_back(first[i] + ((*out)[i] - 1) * window.strides[i] + 1);
+          strides.push_back(window.strides[i]);
+        }
+        taps.push_back(
+            g.reshape(g.slice(x, start, limit, strides), {n, c, 1, p}));
+      });
   Value lhs = g.concatenate(taps, 2); // [N, C, K, P]
 
   // [G, rows, depth, P]: feature groups split the channels, batch groups
@@ -223,6 +266,75 @@ Value buildConvolution(OpBuilder &builder, Location loc, Value x, Value w,
   SmallVector<int64_t> shape{rows, o};
   llvm::append_range(shape, *out);
   return g.reshape(y, shape);
+}
+
+std::optional<SmallVector<int64_t>>
+windowReductionSizes(ArrayRef<int64_t> input, const WindowReduction &window) {
+  SmallVector<int64_t> out;
+  for (size_t i = 0; i < input.size(); ++i) {
+    std::optional<int64_t> n =
+        windowCount(input[i], window.sizes[i], window.baseDilation[i],
+                    window.windowDilation[i], window.padLow[i],
+                    window.padHigh[i], window.strides[i]);
+    if (!n)
+      return std::nullopt;
+    out.push_back(*n);
+  }
+  return out;
+}
+
+Value buildWindowReduce(OpBuilder &builder, Location loc, Value x,
+                        const WindowReduction &window, WindowCombiner combiner,
+                        Value fill) {
+  auto type = cast<RankedTensorType>(x.getType());
+  Shaper g{builder, loc, type.getElementType(), fill};
+  int64_t rank = type.getRank();
+  std::optional<SmallVector<int64_t>> out =
+      windowReductionSizes(type.getShape(), window);
+  assert(out && "the caller checks the window fits");
+  for (int64_t i = 0; i < rank; ++i) {
+    x = g.dilate(x, i, window.baseDilation[i]);
+    x = g.pad(x, i, window.padLow[i], window.padHigh[i]);
+  }
+  bool isFloat = isa<FloatType>(type.getElementType());
+  Value result;
+  forEachWindowPosition(
+      window.sizes, window.windowDilation, [&](ArrayRef<int64_t> first) {
+        SmallVector<int64_t> limit;
+        for (int64_t i = 0; i < rank; ++i)
+          limit.push_back(first[i] + ((*out)[i] - 1) * window.strides[i] + 1);
+        Value v = g.slice(x, first, limit, window.strides);
+        if (!result) {
+          result = v;
+          return;
+        }
+        switch (combiner) {
+        case WindowCombiner::Add:
+          result = builder.createOrFold<AddOp>(loc, result, v);
+          return;
+        case WindowCombiner::Mul:
+          result = builder.createOrFold<MulOp>(loc, result, v);
+          return;
+        case WindowCombiner::Max:
+        case WindowCombiner::Min: {
+          // v replaces the running extreme only where strictly beyond it
+          // (or NaN): ties keep the first.
+          Value beyond = builder.createOrFold<CompareOp>(
+              loc,
+              combiner == WindowCombiner::Max ? ComparisonDirection::GT
+                                              : ComparisonDirection::LT,
+              v, result);
+          if (isFloat) {
+            Value nan = builder.createOrFold<CompareOp>(
+                loc, ComparisonDirection::NE, v, v);
+            beyond = builder.createOrFold<SelectOp>(loc, beyond, beyond, nan);
+          }
+          result = builder.createOrFold<SelectOp>(loc, beyond, v, result);
+          return;
+        }
+        }
+      });
+  return result;
 }
 
 } // namespace trainc::graph
