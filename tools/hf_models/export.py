@@ -5,8 +5,8 @@
     /tmp/oracle/bin/python tools/hf_models/export.py test/Models/hf
 
 With --legacy-suite, the models of models.LEGACY_CASES instead (DeBERTa-v2,
-XLNet, CodeGen, GPT-Neo, ELECTRA, DistilBERT, MobileBERT, Whisper:
-test/Models/hf_legacy), exported by the PyTorch and transformers Debian can run
+XLNet, CodeGen, GPT-Neo, ELECTRA, DistilBERT, MobileBERT, Whisper,
+ConvNeXt: test/Models/hf_legacy), exported by the PyTorch and transformers Debian can run
 (`apt-get install python3-torch` gives PyTorch 1.13, which has only the
 TorchScript exporter; then `/usr/bin/python3 -m venv --system-site-packages
 /tmp/legacy && /tmp/legacy/bin/pip install transformers==4.46.3 onnx`).

@@ -262,6 +262,16 @@ def _whisper():
         suppress_tokens=None))
 
 
+def _convnext():
+    """ConvNeXt: a patchify stem (4x4, stride 4), depthwise 7x7
+    convolutions (groups = channels, padding 3), layer norms over the
+    channels of NHWC activations, 2x2 stride-2 downsampling, spatial mean
+    pooling; layer scale on every block."""
+    return tf.ConvNextForImageClassification(tf.ConvNextConfig(
+        num_channels=3, patch_size=4, num_stages=2, hidden_sizes=[8, 16],
+        depths=[1, 1], image_size=16, num_labels=5, drop_path_rate=0.0))
+
+
 def _deberta_v2():
     """DeBERTa-v2: disentangled attention over log-bucketed relative
     positions (torch.sign, clamp: ONNX Sign and Clip)."""
@@ -391,4 +401,6 @@ LEGACY_CASES = [
               ('attention', 'softmax_cross_entropy')),
     ModelCase('whisper', _whisper, ('input_features', 'labels'), _speech_batch,
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('convnext', _convnext, ('pixel_values', 'labels'), _image_batch,
+              ('layer_norm', 'gelu', 'softmax_cross_entropy')),
 ]
