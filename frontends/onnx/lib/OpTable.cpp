@@ -51,6 +51,9 @@ const OpEntry kOps[] = {
     {"Conv", 13, kLatest, importConv,
      "1 to 3 spatial dimensions, as im2col and one product (patches "
      "reshaped); float types"},
+    {"ConvTranspose", 13, kLatest, importConvTranspose,
+     "1 to 3 spatial dimensions: a convolution of X dilated by the strides "
+     "with W's kernels transposed and flipped"},
     {"Cos", 13, kLatest, importCos, ""},
     {"Cosh", 13, kLatest, importCosh, ""},
     {"CumSum", 13, kLatest, importCumSum, "axis must be constant"},

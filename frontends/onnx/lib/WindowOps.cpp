@@ -1,6 +1,7 @@
 //===- WindowOps.cpp - ONNX Conv and pooling ------------------------------===//
 //
-// Conv, MaxPool, AveragePool, GlobalMaxPool and GlobalAveragePool on
+// Conv, ConvTranspose, MaxPool, AveragePool, GlobalMaxPool and
+// GlobalAveragePool on
 // X [N, C, D...] with 1 to 3 spatial dimensions. The window attributes
 // (kernel_shape, strides, dilations, pads, auto_pad, ceil_mode) are read
 // once, by spatialWindow; the computation is GraphBuilders.h's:
@@ -162,6 +163,21 @@ FailureOr<SmallVector<int64_t>> kernelShape(NodeContext &ctx, int64_t d) {
   return *kernel;
 }
 
+/// The bias B [M] added along Y's channel dimension, if the node has one.
+FailureOr<Value> addBias(NodeContext &ctx, Value y, int64_t m) {
+  if (!ctx.hasInput(2))
+    return y;
+  auto b = ctx.input(2);
+  if (failed(b))
+    return failure();
+  auto bt = ctx.inputType(*b), yt = ctx.inputType(y);
+  if (bt.getRank() != 1 || bt.getDimSize(0) != m ||
+      bt.getElementType() != yt.getElementType())
+    return ctx.error() << "B must be [" << m << "] of X's type, got " << bt;
+  return ctx.create<AddOp>(
+      y, ctx.create<BroadcastInDimOp>(yt, *b, ArrayRef<int64_t>{1}));
+}
+
 } // namespace
 
 /// Conv: X [N, C, D...], W [M, C / group, k...], B [M], through
@@ -201,20 +217,132 @@ LogicalResult importConv(NodeContext &ctx) {
   conv.padLow = window->padLow;
   conv.padHigh = window->padHigh;
   conv.featureGroups = group;
-  Value y = buildConvolution(ctx.builder, ctx.loc, *x, *w, conv);
-  if (ctx.hasInput(2)) {
-    auto b = ctx.input(2);
-    if (failed(b))
-      return failure();
-    auto bt = ctx.inputType(*b);
-    if (bt.getRank() != 1 || bt.getDimSize(0) != m ||
-        bt.getElementType() != xt.getElementType())
-      return ctx.error() << "B must be [" << m << "] of X's type, got " << bt;
-    auto yt = ctx.inputType(y);
-    y = ctx.create<AddOp>(
-        y, ctx.create<BroadcastInDimOp>(yt, *b, ArrayRef<int64_t>{1}));
+  auto y =
+      addBias(ctx, buildConvolution(ctx.builder, ctx.loc, *x, *w, conv), m);
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
+}
+
+/// ConvTranspose: X [N, C, D...], W [C, M / group, k...], B [M]; output
+/// position i * stride + k * dilation - pads_begin receives x[i] * w[k].
+/// That is the convolution of X dilated by the strides (zeros between its
+/// elements) with W's kernels transposed per group ([M, C / group, k...])
+/// and flipped, padded by dilation * (k - 1) - pads_begin before and that
+/// minus pads_end plus output_padding after (negative padding crops).
+/// output_shape, when given, sets the padding (its odd element at the
+/// start unless auto_pad is SAME_UPPER), as the ONNX specification says.
+LogicalResult importConvTranspose(NodeContext &ctx) {
+  auto x = ctx.input(0), w = ctx.input(1);
+  if (failed(x) || failed(w) || failed(ctx.requireFloat(*x, "X")))
+    return failure();
+  auto xt = ctx.inputType(*x), wt = ctx.inputType(*w);
+  int64_t rank = xt.getRank(), d = rank - 2, group = ctx.intAttr("group", 1);
+  if (rank < 3 || rank > 5 || wt.getRank() != rank ||
+      xt.getElementType() != wt.getElementType())
+    return ctx.error() << "needs X [N, C, D...] with 1 to 3 spatial "
+                          "dimensions and W [C, M / group, k...] of X's rank "
+                          "and type; got X "
+                       << xt << " and W " << wt;
+  int64_t c = xt.getDimSize(1), m = wt.getDimSize(1) * group;
+  if (group < 1 || c % group != 0 || wt.getDimSize(0) != c)
+    return ctx.error() << "group " << group << " must divide X's channels ("
+                       << c << "), and W's first dimension must be them; got X "
+                       << xt << " and W " << wt;
+  SmallVector<int64_t> kernel(wt.getShape().drop_front(2));
+  ArrayRef<int64_t> input = xt.getShape().drop_front(2);
+  if (auto shape = ctx.intsAttr("kernel_shape"); shape && *shape != kernel)
+    return ctx.error() << "kernel_shape differs from W's spatial shape";
+  auto list = [&](StringRef name, int64_t size,
+                  int64_t fill) -> FailureOr<SmallVector<int64_t>> {
+    std::optional<SmallVector<int64_t>> v = ctx.intsAttr(name);
+    if (!v)
+      return SmallVector<int64_t>(size, fill);
+    if (static_cast<int64_t>(v->size()) != size)
+      return ctx.error() << name << " has " << v->size()
+                         << " entries; expected " << size;
+    return *v;
+  };
+  auto strides = list("strides", d, 1), dilations = list("dilations", d, 1),
+       pads = list("pads", 2 * d, 0),
+       outputPadding = list("output_padding", d, 0);
+  if (failed(strides) || failed(dilations) || failed(pads) ||
+      failed(outputPadding))
+    return failure();
+  std::string autoPad = ctx.stringAttr("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER" && autoPad != "VALID")
+    return ctx.error() << "auto_pad '" << autoPad
+                       << "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID";
+  std::optional<SmallVector<int64_t>> outputShape =
+      ctx.intsAttr("output_shape");
+  if (!outputShape && (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER")) {
+    outputShape = SmallVector<int64_t>();
+    for (int64_t i = 0; i < d; ++i)
+      outputShape->push_back(input[i] * (*strides)[i]);
   }
-  ctx.setOutput(0, y);
+  if (outputShape && static_cast<int64_t>(outputShape->size()) != d)
+    return ctx.error() << "output_shape has " << outputShape->size()
+                       << " entries; expected " << d;
+  ConvolutionWindow conv;
+  conv.strides.assign(d, 1);
+  conv.inputDilation = *strides;
+  conv.kernelDilation = *dilations;
+  conv.featureGroups = group;
+  for (int64_t i = 0; i < d; ++i) {
+    int64_t s = (*strides)[i], dil = (*dilations)[i], op = (*outputPadding)[i];
+    if (s < 1 || dil < 1 || op < 0 || op >= std::max(s, dil))
+      return ctx.error() << "needs strides and dilations of at least 1 and "
+                            "output_padding in [0, max(stride, dilation))";
+    int64_t span = (kernel[i] - 1) * dil + 1;
+    int64_t full = s * (input[i] - 1) + op + span;
+    int64_t begin = autoPad == "VALID" ? 0 : (*pads)[i];
+    int64_t end = autoPad == "VALID" ? 0 : (*pads)[d + i];
+    if (outputShape) {
+      int64_t total = full - (*outputShape)[i];
+      int64_t half = total / 2;
+      begin = autoPad == "SAME_UPPER" ? half : total - half;
+      end = total - begin;
+    }
+    if (begin < 0 || end < 0 || full - begin - end < 1)
+      return ctx.error() << "gives spatial dimension " << i << " no positive "
+                         << "size (" << full << " before padding " << begin
+                         << " + " << end << ")";
+    conv.padLow.push_back(span - 1 - begin);
+    conv.padHigh.push_back(span - 1 - end + op);
+  }
+  // W [C, M/g, k...] -> [g, C/g, M/g, k...] -> [g, M/g, C/g, k...] ->
+  // [M, C/g, k...], each spatial dimension reversed.
+  int64_t cg = c / group, mg = m / group;
+  SmallVector<int64_t> split{group, cg, mg}, permutation{0, 2, 1},
+      transposed{m, cg};
+  for (int64_t i = 0; i < d; ++i) {
+    split.push_back(kernel[i]);
+    permutation.push_back(3 + i);
+    transposed.push_back(kernel[i]);
+  }
+  Value kernels = ctx.reshape(
+      ctx.create<TransposeOp>(ctx.reshape(*w, split), permutation), transposed);
+  auto indexType = [&](int64_t n) {
+    return RankedTensorType::get({n}, ctx.builder.getI64Type());
+  };
+  for (int64_t i = 0; i < d; ++i) {
+    if (kernel[i] == 1)
+      continue;
+    SmallVector<int64_t> reversed;
+    for (int64_t k = kernel[i] - 1; k >= 0; --k)
+      reversed.push_back(k);
+    Value indices = ctx.builder.create<ConstantOp>(
+        ctx.loc,
+        DenseElementsAttr::get(indexType(kernel[i]), ArrayRef(reversed)));
+    kernels = ctx.create<GatherOp>(kernels, indices, 2 + i);
+  }
+  Value y = buildConvolution(ctx.builder, ctx.loc, *x, kernels, conv);
+  auto withBias = addBias(ctx, y, m);
+  if (failed(withBias))
+    return failure();
+  ctx.setOutput(0, *withBias);
   return success();
 }
 
