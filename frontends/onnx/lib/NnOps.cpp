@@ -300,6 +300,44 @@ LogicalResult importLayerNormalization(NodeContext &ctx) {
   return success();
 }
 
+/// InstanceNormalization: X [N, C, D...] normalized over its spatial
+/// dimensions for each (n, c) (a graph.layer_norm over them, unit
+/// weight), then scale [C] and B [C] along the channels. PyTorch exports
+/// GroupNorm this way, on X reshaped to [N, groups, rest].
+LogicalResult importInstanceNormalization(NodeContext &ctx) {
+  auto x = ctx.input(0), scale = ctx.input(1), bias = ctx.input(2);
+  if (failed(x) || failed(scale) || failed(bias) ||
+      failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  auto epsilon = epsilonAttr(ctx);
+  if (failed(epsilon))
+    return failure();
+  auto type = ctx.inputType(*x);
+  if (type.getRank() < 3)
+    return ctx.error() << "needs an input [N, C, D...] with at least one "
+                          "spatial dimension, got "
+                       << type;
+  int64_t c = type.getDimSize(1);
+  for (Value v : {*scale, *bias}) {
+    auto t = ctx.inputType(v);
+    if (t.getRank() != 1 || t.getDimSize(0) != c ||
+        t.getElementType() != type.getElementType())
+      return ctx.error() << "needs scale and B of shape [" << c
+                         << "] and the input's type, got " << t;
+  }
+  auto spatial = RankedTensorType::get(type.getShape().drop_front(2),
+                                       type.getElementType());
+  Value normalized = ctx.create<LayerNormOp>(
+      *x, ctx.splat(spatial, 1.0), Value(), /*axis=*/2, APFloat(*epsilon));
+  auto along = [&](Value v) {
+    return ctx.create<BroadcastInDimOp>(type, v, ArrayRef<int64_t>{1});
+  };
+  ctx.setOutput(0,
+                ctx.create<AddOp>(ctx.create<MulOp>(normalized, along(*scale)),
+                                  along(*bias)));
+  return success();
+}
+
 LogicalResult importRMSNormalization(NodeContext &ctx) {
   auto xAxis = floatInputAndAxis(ctx);
   if (failed(xAxis))

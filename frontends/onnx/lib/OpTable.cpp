@@ -83,6 +83,9 @@ const OpEntry kOps[] = {
     {"HardSigmoid", 13, kLatest, importHardSigmoid, ""},
     {"HardSwish", 14, kLatest, importHardSwish, ""},
     {"Identity", 13, kLatest, importIdentity, "tensors only"},
+    {"InstanceNormalization", 13, kLatest, importInstanceNormalization,
+     "a layer norm over the spatial dimensions, then scale and B per "
+     "channel"},
     {"IsInf", 13, kLatest, importIsInf, ""},
     {"IsNaN", 13, kLatest, importIsNaN, ""},
     {"LayerNormalization", 17, kLatest, importLayerNormalization, ""},
