@@ -243,7 +243,7 @@ mlir::Value expandReduced(NodeContext &ctx, mlir::Value reduced,
 
 // Import functions, by family (ElementwiseOps.cpp, ActivationOps.cpp,
 // ShapeOps.cpp, IndexingOps.cpp, ReduceOps.cpp, NnOps.cpp, EinsumOp.cpp,
-// WindowOps.cpp).
+// WindowOps.cpp, ResizeOps.cpp).
 #define TRAINC_ONNX_IMPORT_FN(name)                                            \
   mlir::LogicalResult import##name(NodeContext &ctx);
 TRAINC_ONNX_IMPORT_FN(Add)
@@ -363,6 +363,7 @@ TRAINC_ONNX_IMPORT_FN(ConvTranspose)
 TRAINC_ONNX_IMPORT_FN(GlobalAveragePool)
 TRAINC_ONNX_IMPORT_FN(GlobalMaxPool)
 TRAINC_ONNX_IMPORT_FN(MaxPool)
+TRAINC_ONNX_IMPORT_FN(Resize)
 #undef TRAINC_ONNX_IMPORT_FN
 
 } // namespace trainc::onnx_import

@@ -1,0 +1,190 @@
+"""ONNX Resize against onnxruntime.
+
+    resize.test.py DIR   writes, compiles, runs and checks under DIR;
+                         exits 1 on any failure.
+
+Forward: nearest must equal onnxruntime exactly (a copy); linear within
+4 eps * max|x| (two products and a sum per resized axis, in the input's
+type: eps of float32, or of float16 for the f16 case).
+
+Gradients: Resize is linear in X, so dL/dX[i] for L = sum(Y * c) is
+sum(c * Resize(e_i)); onnxruntime computes Resize(e_i) for every one-hot
+e_i in one batch, which gives the reference without reimplementing the
+operator. trainc's gradient (X a trainable initializer) must match within
+4 eps * sum |c| (float32).
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+from op_harness import WeightedLoss, compile_and_run, expect_rejections
+
+RNG = np.random.default_rng(71)
+
+# name: (X shape, attributes, scales or None, sizes or None, opset)
+CASES = {
+    'nearest_x2_floor': ((1, 2, 3, 4), dict(mode='nearest', coordinate_transformation_mode='asymmetric',
+                                            nearest_mode='floor'), [1, 1, 2, 2], None, 13),
+    'nearest_1p5_ceil': ((1, 2, 4, 5), dict(mode='nearest', nearest_mode='round_prefer_ceil'),
+                         [1, 1, 1.5, 1.5], None, 13),
+    'nearest_sizes_ceil_align': ((2, 1, 5, 4), dict(mode='nearest', nearest_mode='ceil',
+                                                    coordinate_transformation_mode='align_corners'),
+                                 None, [2, 1, 7, 3], 13),
+    'linear_half_pixel_x2': ((1, 2, 3, 4), dict(mode='linear'), [1, 1, 2, 2], None, 13),
+    'linear_pytorch_sizes': ((1, 3, 5, 4), dict(mode='linear',
+                                                coordinate_transformation_mode='pytorch_half_pixel'),
+                             None, [1, 3, 7, 1], 13),
+    'linear_align_corners_1d': ((2, 3, 6), dict(mode='linear',
+                                                coordinate_transformation_mode='align_corners'),
+                                [1, 1, 2.5], None, 13),
+    'linear_down_8_to_5': ((1, 1, 8, 6), dict(mode='linear'), None, [1, 1, 5, 4], 13),
+    'linear_asymmetric': ((1, 2, 4, 4), dict(mode='linear', coordinate_transformation_mode='asymmetric'),
+                          [1, 1, 1.75, 2], None, 13),
+    'nearest_axes': ((1, 2, 3, 4), dict(mode='nearest', axes=[2, 3]), [3, 2], None, 18),
+    'linear_symmetric': ((1, 1, 5, 3), dict(mode='linear', axes=[2, 3],
+                                            coordinate_transformation_mode='half_pixel_symmetric'),
+                         [1.7, 2.5], None, 19),
+}
+
+
+def node_io(name, attrs, scales, sizes):
+    """The Resize node and the Constant node of its scales or sizes (as
+    PyTorch exports them: a float initializer would be a trainable
+    parameter to trainc)."""
+    ins = [f'x_{name}', '']
+    if scales is not None:
+        value = numpy_helper.from_array(np.array(scales, np.float32), f'scales_{name}')
+        ins.append(f'scales_{name}')
+    else:
+        value = numpy_helper.from_array(np.array(sizes, np.int64), f'sizes_{name}')
+        ins += ['', f'sizes_{name}']
+    const = helper.make_node('Constant', [], [value.name], value=value)
+    return [const, helper.make_node('Resize', ins, [f'y_{name}'], **attrs)]
+
+
+def model(name, shape, attrs, scales, sizes, opset, elem=TensorProto.FLOAT):
+    return helper.make_model(helper.make_graph(
+        node_io(name, attrs, scales, sizes), name,
+        [helper.make_tensor_value_info(f'x_{name}', elem, list(shape))],
+        [helper.make_tensor_value_info(f'y_{name}', elem, None)]),
+        opset_imports=[helper.make_opsetid('', opset)])
+
+
+def ort_run(path, feeds):
+    session = ort.InferenceSession(path, providers=['CPUExecutionProvider'])
+    return session.run(None, feeds)[0]
+
+
+def forward(work):
+    ok = True
+    runs = [(name, *case, np.float32, TensorProto.FLOAT) for name, case in CASES.items()]
+    runs.append(('linear_f16', (1, 2, 3, 4), dict(mode='linear'), [1, 1, 2, 2], None, 13, np.float16,
+                 TensorProto.FLOAT16))
+    runs.append(('nearest_int32', (1, 2, 3, 4), dict(mode='nearest'), [1, 1, 2, 1.5], None, 13,
+                 np.int32, TensorProto.INT32))
+    for name, shape, attrs, scales, sizes, opset, dt, elem in runs:
+        x = (RNG.standard_normal(shape) * 10).astype(dt)
+        path = os.path.join(work, f'{name}.onnx')
+        onnx.save(model(name, shape, attrs, scales, sizes, opset, elem), path)
+        out = compile_and_run(work, path, {f'x_{name}': x})
+        got = np.load(os.path.join(out, f'y_{name}.npy'))
+        want = ort_run(path, {f'x_{name}': x})
+        if got.shape != want.shape or got.dtype != want.dtype:
+            print(f'{name}: Y {got.shape} {got.dtype}, onnxruntime {want.shape} {want.dtype} FAIL')
+            ok = False
+            continue
+        if attrs['mode'] == 'nearest':
+            line_ok = np.array_equal(got, want)
+            print(f'{name}: Y {got.shape} {"equal ok" if line_ok else "DIFFERENT FAIL"}')
+        else:
+            eps = float(np.finfo(dt).eps)
+            err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+            bound = 4 * eps * float(np.max(np.abs(x.astype(np.float64))))
+            line_ok = err <= bound
+            print(f'{name}: Y {got.shape}, worst {err / bound:.3f} of the bound '
+                  f'{"ok" if line_ok else "FAIL"}')
+        ok &= line_ok
+    return ok
+
+
+def gradients(work):
+    loss = WeightedLoss()
+    nodes, params, data = [], [], {}
+    for name, (shape, attrs, scales, sizes, opset) in CASES.items():
+        if opset != 13:
+            continue
+        x = RNG.standard_normal(shape).astype(np.float32)
+        data[name] = x
+        nodes += node_io(name, attrs, scales, sizes)
+        params.append(numpy_helper.from_array(x, f'x_{name}'))
+        y = ort_run_model(work, name, shape, attrs, scales, sizes, x)
+        loss.add(f'y_{name}', RNG.uniform(0.5, 1.0, y.shape).astype(np.float32))
+    out = loss.gradients(work, nodes, params, 13)
+    eps = float(np.finfo(np.float32).eps)
+    ok = True
+    for name, x in data.items():
+        shape, attrs, scales, sizes, _ = CASES[name]
+        c = loss.feeds[f'c_y_{name}'].astype(np.float64)
+        want = grad_by_samples(work, name, x, attrs, scales, sizes, c)
+        got = np.load(os.path.join(out, f'x_{name}.grad.npy')).astype(np.float64)
+        bound = 4 * eps * float(np.sum(np.abs(c)))
+        err = float(np.max(np.abs(got - want)))
+        line_ok = got.shape == want.shape and err <= bound
+        print(f'{name}: X.grad worst {err / bound:.3f} of the bound {"ok" if line_ok else "FAIL"}')
+        ok &= line_ok
+    return ok
+
+
+def grad_by_samples(work, name, x, attrs, scales, sizes, c):
+    """dL/dX: for each sample b, onnxruntime resizes every one-hot input
+    e_i (as one batch) and dL/dX[b, i] = sum(c[b] * Resize(e_i))."""
+    want = np.zeros(x.shape)
+    per = int(np.prod(x.shape[1:]))
+    for b in range(x.shape[0]):
+        basis = np.eye(per, dtype=np.float32).reshape((per,) + x.shape[1:])
+        batch_sizes = None if sizes is None else [per] + list(sizes[1:])
+        ys = ort_run_model(work, f'{name}_basis{b}', basis.shape, attrs, scales, batch_sizes, basis)
+        want[b] = np.array([np.sum(c[b] * ys[i]) for i in range(per)]).reshape(x.shape[1:])
+    return want
+
+
+def ort_run_model(work, name, shape, attrs, scales, sizes, x):
+    path = os.path.join(work, f'ref_{name}.onnx')
+    onnx.save(model(name, shape, attrs, scales, sizes, 13), path)
+    return ort_run(path, {f'x_{name}': x}).astype(np.float64)
+
+
+def errors(work):
+    f32 = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+
+    def graph(attrs, scales=(1, 1, 2, 2)):
+        s = numpy_helper.from_array(np.array(scales, np.float32), 's')
+        return helper.make_graph([helper.make_node('Constant', [], ['s'], value=s),
+                                  helper.make_node('Resize', ['x', '', 's'], ['y'], **attrs)], 'g',
+                                 [f32('x', [1, 1, 4, 4])], [f32('y', None)])
+    cases = [
+        ('cubic', graph(dict(mode='cubic')), "mode 'cubic' is not supported"),
+        ('crop', graph(dict(coordinate_transformation_mode='tf_crop_and_resize')),
+         "coordinate_transformation_mode 'tf_crop_and_resize' is not supported"),
+        ('antialias', graph(dict(mode='linear', antialias=1), (1, 1, 0.5, 0.5)),
+         'antialias when downsampling is not supported'),
+        ('zero_scale', graph({}, (1, 1, 0, 2)), 'scales must be positive'),
+        ('scale_count', graph({}, (2, 2)), 'has 2 scales or sizes for 4 axes'),
+    ]
+    return expect_rejections(work, cases, 18)
+
+
+def main():
+    work = sys.argv[1]
+    ok = forward(work)
+    ok &= gradients(work)
+    ok &= errors(work)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == '__main__':
+    main()
