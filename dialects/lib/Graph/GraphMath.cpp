@@ -195,6 +195,23 @@ Value cosOfAsin(Emitter &e, Value x) {
   return e.op<SqrtOp>(e.mul(e.sub(e.k(1), x), e.add(e.k(1), x)));
 }
 
+/// f(x) where f' is infinite at the ends of f's domain (x == ±1 for asin,
+/// acos and atanh, x == 1 for acosh): there, `end` gives f from a form
+/// whose derivative is that infinity (a square root or a logarithm of the
+/// distance to the end), since the regular composition's product rule
+/// gives 0 * inf = NaN. Each branch reads x only where it is taken, and
+/// `inside` (a point of the domain where both are smooth) elsewhere.
+template <typename Regular, typename End>
+Value withInfiniteEnds(Emitter &e, Value x, Value atEnd, double inside,
+                       Regular regular, End end) {
+  Value xr = e.select(atEnd, e.k(inside), x);
+  Value xe = e.select(atEnd, x, e.k(inside));
+  return e.select(atEnd, end(xe), regular(xr));
+}
+
+/// |x| == 1.
+Value atUnitEnds(Emitter &e, Value x) { return e.eq(e.op<AbsOp>(x), e.k(1)); }
+
 } // namespace
 
 Value buildLog1p(OpBuilder &b, Location loc, Value x) {
@@ -286,15 +303,32 @@ Value buildAtan(OpBuilder &b, Location loc, Value x) {
   });
 }
 
+/// At x = ±1: ±(pi/2 - sqrt(2 - 2|x|)), whose derivative is +inf there.
 Value buildAsin(OpBuilder &b, Location loc, Value x) {
   return inComputeType(b, loc, x, [](Emitter &e, ArrayRef<Value> a) {
-    return atan2(e, a[0], cosOfAsin(e, a[0]));
+    return withInfiniteEnds(
+        e, a[0], atUnitEnds(e, a[0]), 0.0,
+        [&](Value x) { return atan2(e, x, cosOfAsin(e, x)); },
+        [&](Value x) {
+          Value gap =
+              e.op<SqrtOp>(e.sub(e.k(2), e.mul(e.op<AbsOp>(x), e.k(2))));
+          return e.oddPart(x, e.sub(e.k(kPi / 2), gap));
+        });
   });
 }
 
+/// At x = 1: sqrt(2 - 2x); at x = -1: pi - sqrt(2 + 2x); both derivatives
+/// are -inf there.
 Value buildAcos(OpBuilder &b, Location loc, Value x) {
   return inComputeType(b, loc, x, [](Emitter &e, ArrayRef<Value> a) {
-    return atan2(e, cosOfAsin(e, a[0]), a[0]);
+    return withInfiniteEnds(
+        e, a[0], atUnitEnds(e, a[0]), 0.0,
+        [&](Value x) { return atan2(e, cosOfAsin(e, x), x); },
+        [&](Value x) {
+          Value high = e.op<SqrtOp>(e.sub(e.k(2), e.add(x, x)));
+          Value low = e.sub(e.k(kPi), e.op<SqrtOp>(e.add(e.k(2), e.add(x, x))));
+          return e.select(e.gt(x, e.k(0)), high, low);
+        });
   });
 }
 
@@ -315,27 +349,40 @@ Value buildAsinh(OpBuilder &b, Location loc, Value x) {
   });
 }
 
+/// At x = 1: sqrt(2x - 2), whose derivative is +inf there.
 Value buildAcosh(OpBuilder &b, Location loc, Value x) {
   return inComputeType(b, loc, x, [](Emitter &e, ArrayRef<Value> a) {
-    Value x = a[0];
-    Value large = e.gt(x, e.k(e.largeAbove()));
-    // acosh(x) = log1p((x - 1) + sqrt((x - 1)(x + 1))); NaN below 1.
-    Value xs = e.select(large, e.k(1), x);
-    Value t = e.sub(xs, e.k(1));
-    Value near = log1p(e, e.add(t, e.op<SqrtOp>(e.mul(t, e.add(xs, e.k(1))))));
-    Value far = e.add(e.op<LogOp>(e.select(large, x, e.k(1))), e.k(kLn2));
-    return e.select(large, far, near);
+    auto regular = [&](Value x) {
+      Value large = e.gt(x, e.k(e.largeAbove()));
+      // acosh(x) = log1p((x - 1) + sqrt((x - 1)(x + 1))); NaN below 1.
+      Value xs = e.select(large, e.k(1), x);
+      Value t = e.sub(xs, e.k(1));
+      Value near =
+          log1p(e, e.add(t, e.op<SqrtOp>(e.mul(t, e.add(xs, e.k(1))))));
+      Value far = e.add(e.op<LogOp>(e.select(large, x, e.k(1))), e.k(kLn2));
+      return e.select(large, far, near);
+    };
+    return withInfiniteEnds(
+        e, a[0], e.eq(a[0], e.k(1)), 2.0, regular,
+        [&](Value x) { return e.op<SqrtOp>(e.sub(e.add(x, x), e.k(2))); });
   });
 }
 
+/// At x = ±1: ∓log(1 - |x|) / 2 = ±inf, whose derivative is +inf there.
 Value buildAtanh(OpBuilder &b, Location loc, Value x) {
   return inComputeType(b, loc, x, [](Emitter &e, ArrayRef<Value> a) {
-    Value x = a[0];
-    Value m = e.magnitude(x);
-    // atanh(m) = log1p(2m / (1 - m)) / 2: inf at 1, NaN beyond.
-    return e.identityNearZero(
-        x, e.oddPart(x, e.mul(log1p(e, e.div(e.add(m, m), e.sub(e.k(1), m))),
-                              e.k(0.5))));
+    auto regular = [&](Value x) {
+      Value m = e.magnitude(x);
+      // atanh(m) = log1p(2m / (1 - m)) / 2; NaN beyond 1.
+      return e.identityNearZero(
+          x, e.oddPart(x, e.mul(log1p(e, e.div(e.add(m, m), e.sub(e.k(1), m))),
+                                e.k(0.5))));
+    };
+    return withInfiniteEnds(
+        e, a[0], atUnitEnds(e, a[0]), 0.0, regular, [&](Value x) {
+          Value l = e.op<LogOp>(e.sub(e.k(1), e.magnitude(x)));
+          return e.oddPart(x, e.mul(l, e.k(-0.5)));
+        });
   });
 }
 

@@ -10,8 +10,9 @@
 // argument replaced by a harmless value), so that no inf or NaN from it
 // reaches the gradient as 0 * inf. Where the derivative itself is
 // infinite, at the ends of asin's, acos's, acosh's and atanh's domains,
-// the gradient is NaN (JAX gives an infinity); everywhere inside, and up to
-// the largest finite sinh and cosh, it is finite. Accuracy against a
+// the gradient is that infinity, as JAX's (a form of the function there
+// whose derivative is it); everywhere inside, and up to the largest finite
+// sinh and cosh, it is finite. Accuracy against a
 // long-double reference is measured by
 // test/Frontends/Stablehlo/libm_compositions.test.
 //
