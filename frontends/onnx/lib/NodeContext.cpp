@@ -130,6 +130,10 @@ Value NodeContext::constant(DenseElementsAttr value) const {
 
 Value NodeContext::splat(RankedTensorType type, double value) const {
   Type e = type.getElementType();
+  // Every element type the importer accepts is a float or an integer
+  // (elementTypeFor maps no other; complex and strings are refused by
+  // name where a tensor enters).
+  assert((isa<FloatType, IntegerType>(e)) && "splat of a non-number type");
   Attribute element;
   if (isa<FloatType>(e))
     element = builder.getFloatAttr(e, value);
