@@ -84,18 +84,13 @@ struct Shaper {
     return slice(reshape(joined, merged), start, limit, strides);
   }
 
-  /// v with `low` and `high` zeros (fills) at the ends of dim (negative:
-  /// removed).
+  /// v with `low` and `high` zeros (fills) at the ends of dim; a negative
+  /// amount removes that many from that end of the padded sequence (which
+  /// may reach into the other end's padding). The caller keeps the total
+  /// size at least 0.
   Value pad(Value v, int64_t dim, int64_t low, int64_t high) const {
     SmallVector<int64_t> s(shape(v));
     int64_t rank = s.size();
-    if (low < 0 || high < 0) {
-      SmallVector<int64_t> start(rank, 0), limit(s), strides(rank, 1);
-      start[dim] = std::max<int64_t>(-low, 0);
-      limit[dim] = s[dim] - std::max<int64_t>(-high, 0);
-      v = slice(v, start, limit, strides);
-      s.assign(shape(v).begin(), shape(v).end());
-    }
     SmallVector<Value> parts;
     auto edge = [&](int64_t size) {
       SmallVector<int64_t> e(s);
@@ -107,7 +102,21 @@ struct Shaper {
     parts.push_back(v);
     if (high > 0)
       edge(high);
-    return concatenate(parts, dim);
+    v = concatenate(parts, dim);
+    if (low >= 0 && high >= 0)
+      return v;
+    SmallVector<int64_t> start(rank, 0), limit(shape(v)), strides(rank, 1);
+    start[dim] = std::max<int64_t>(-low, 0);
+    limit[dim] -= std::max<int64_t>(-high, 0);
+    return slice(v, start, limit, strides);
+  }
+
+  /// A tensor of `shape` with no elements, or zeros: what a window op gives
+  /// where a dimension of its result is empty.
+  Value empty(ArrayRef<int64_t> shape) const {
+    auto type = RankedTensorType::get(shape, element);
+    return b.create<ConstantOp>(
+        loc, SplatElementsAttr::get(type, b.getZeroAttr(element)));
   }
 };
 
@@ -118,17 +127,19 @@ int64_t product(ArrayRef<int64_t> values) {
   return p;
 }
 
-/// The size of a window dimension after dilating the input by `base` and
-/// padding it, and the window's span; nullopt where the span exceeds it.
+/// The number of windows along a dimension of `input` elements, dilated by
+/// `base` and padded: 0 where the window's span exceeds the padded size (an
+/// empty dimension, as XLA's shape inference gives); nullopt for a window
+/// of no elements.
 std::optional<int64_t> windowCount(int64_t input, int64_t window, int64_t base,
                                    int64_t dilation, int64_t low, int64_t high,
                                    int64_t stride) {
+  if (window < 1)
+    return std::nullopt;
   int64_t dilated = input == 0 ? 0 : (input - 1) * base + 1;
   int64_t padded = dilated + low + high;
   int64_t span = (window - 1) * dilation + 1;
-  if (window < 1 || padded < span)
-    return std::nullopt;
-  return (padded - span) / stride + 1;
+  return padded < span ? 0 : (padded - span) / stride + 1;
 }
 
 /// Calls `visit(first)` for each window position in row-major order, with
@@ -211,7 +222,14 @@ Value buildConvolution(OpBuilder &builder, Location loc, Value x, Value w,
   SmallVector<int64_t> kernelSizes(kernel);
   std::optional<SmallVector<int64_t>> out = convolutionOutputSizes(
       xType.getShape().drop_front(2), kernelSizes, window);
-  assert(out && "the caller checks the window fits");
+  assert(out && "the caller checks the window");
+  {
+    ArrayRef<int64_t> xs = xType.getShape();
+    SmallVector<int64_t> shape{xs[0] / window.batchGroups, g.shape(w)[0]};
+    llvm::append_range(shape, *out);
+    if (llvm::is_contained(shape, 0))
+      return g.empty(shape);
+  }
 
   bool patches = window.featureGroups == 1 && window.batchGroups == 1;
   for (int64_t i = 0; i < d; ++i)
@@ -291,7 +309,9 @@ Value buildWindowReduce(OpBuilder &builder, Location loc, Value x,
   int64_t rank = type.getRank();
   std::optional<SmallVector<int64_t>> out =
       windowReductionSizes(type.getShape(), window);
-  assert(out && "the caller checks the window fits");
+  assert(out && "the caller checks the window");
+  if (llvm::is_contained(*out, 0))
+    return g.empty(*out);
   for (int64_t i = 0; i < rank; ++i) {
     x = g.dilate(x, i, window.baseDilation[i]);
     x = g.pad(x, i, window.padLow[i], window.padHigh[i]);

@@ -15,6 +15,8 @@
 
 #include "trainc/Dialect/Graph/GraphBuilders.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <limits>
 
 using namespace mlir;
@@ -232,7 +234,8 @@ LogicalResult importConv(NodeContext &ctx) {
 /// and flipped, padded by dilation * (k - 1) - pads_begin before and that
 /// minus pads_end plus output_padding after (negative padding crops).
 /// output_shape, when given, sets the padding (its odd element at the
-/// start unless auto_pad is SAME_UPPER), as the ONNX specification says.
+/// start unless auto_pad is SAME_UPPER), as the ONNX specification says;
+/// so does auto_pad SAME_* (output_shape = X's size times the stride).
 LogicalResult importConvTranspose(NodeContext &ctx) {
   auto x = ctx.input(0), w = ctx.input(1);
   if (failed(x) || failed(w) || failed(ctx.requireFloat(*x, "X")))
@@ -300,12 +303,17 @@ LogicalResult importConvTranspose(NodeContext &ctx) {
     int64_t begin = autoPad == "VALID" ? 0 : (*pads)[i];
     int64_t end = autoPad == "VALID" ? 0 : (*pads)[d + i];
     if (outputShape) {
+      // A negative total (an output larger than the natural one) extends
+      // it; halves round down, as the ONNX reference evaluator's
+      // (onnxruntime clamps such pads to 0 and gives the natural size).
       int64_t total = full - (*outputShape)[i];
-      int64_t half = total / 2;
+      int64_t half = llvm::divideFloorSigned(total, 2);
       begin = autoPad == "SAME_UPPER" ? half : total - half;
       end = total - begin;
+    } else if (begin < 0 || end < 0) {
+      return ctx.error() << "needs pads of at least 0";
     }
-    if (begin < 0 || end < 0 || full - begin - end < 1)
+    if (full - begin - end < 1)
       return ctx.error() << "gives spatial dimension " << i << " no positive "
                          << "size (" << full << " before padding " << begin
                          << " + " << end << ")";
@@ -444,9 +452,9 @@ LogicalResult importAveragePool(NodeContext &ctx) {
 }
 
 /// GlobalMaxPool and GlobalAveragePool: the maximum or mean over the
-/// spatial dimensions, kept as size 1.
+/// spatial dimensions, kept as size 1; float types (as their schemas).
 template <bool isMax> LogicalResult importGlobalPool(NodeContext &ctx) {
-  auto x = poolInput(ctx, /*floatOnly=*/!isMax);
+  auto x = poolInput(ctx, /*floatOnly=*/true);
   if (failed(x))
     return failure();
   auto type = ctx.inputType(*x);

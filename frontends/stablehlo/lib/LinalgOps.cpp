@@ -125,7 +125,8 @@ FailureOr<int64_t> dimension(OpContext &ctx, DictionaryAttr dims,
 
 /// The operands transposed to [N, C, spatial...] and [O, I, spatial...],
 /// buildConvolution, and its [N', O, out...] transposed to the output's
-/// layout. Integers compute in f64 (exact while the sums stay below 2^53),
+/// layout. Integers compute in f64 (exact while the sums stay below 2^53)
+/// and wrap to the result type (OpContext::fromF64),
 /// floats in the result's type (bf16 operands with an f32 result sum in
 /// f32, not rounded to bf16 first).
 LogicalResult lowerConvolution(OpContext &ctx) {
@@ -230,22 +231,19 @@ LogicalResult lowerConvolution(OpContext &ctx) {
   }
   std::optional<SmallVector<int64_t>> out =
       graph::convolutionOutputSizes(input, kernel, window);
+  if (!out)
+    return ctx.error() << "has a kernel " << rhsType
+                       << " with an empty spatial dimension";
   SmallVector<int64_t> expected(rank);
-  if (out) {
-    expected[*ob] = n / bg;
-    expected[*of] = o;
-    for (int64_t k = 0; k < d; ++k)
-      expected[(*os)[k]] = (*out)[k];
-  }
-  if (!out || ArrayRef<int64_t>(expected) != resultType.getShape())
+  expected[*ob] = n / bg;
+  expected[*of] = o;
+  for (int64_t k = 0; k < d; ++k)
+    expected[(*os)[k]] = (*out)[k];
+  if (ArrayRef<int64_t>(expected) != resultType.getShape())
     return ctx.error() << "declares the result " << resultType
                        << " but its operands and window give "
-                       << (out ? RankedTensorType::get(
-                                     expected, resultType.getElementType())
-                               : Type())
-                       << (out ? ""
-                               : "nothing (the window is larger than "
-                                 "the padded input)");
+                       << RankedTensorType::get(expected,
+                                                resultType.getElementType());
 
   Type element = resultType.getElementType();
   Type compute = isa<FloatType>(element) ? element : ctx.builder.getF64Type();
@@ -265,7 +263,7 @@ LogicalResult lowerConvolution(OpContext &ctx) {
     toOutput[outOrder[k]] = k;
   y = ctx.transpose(y, toOutput);
   if (compute != element)
-    y = ctx.create<ConvertOp>(resultType, y);
+    y = ctx.fromF64(y, resultType);
   if (ctx.failed())
     return failure();
   ctx.setResult(0, y);

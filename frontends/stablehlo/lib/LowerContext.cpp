@@ -123,6 +123,14 @@ Value OpContext::splat(RankedTensorType type, double value) const {
   return builder.create<ConstantOp>(loc, SplatElementsAttr::get(type, element));
 }
 
+Value OpContext::fromF64(Value value, RankedTensorType type) const {
+  auto integer = dyn_cast<IntegerType>(type.getElementType());
+  if (integer && integer.getWidth() < 64)
+    value = create<ConvertOp>(
+        RankedTensorType::get(type.getShape(), builder.getI64Type()), value);
+  return create<ConvertOp>(type, value);
+}
+
 Value OpContext::broadcastScalar(Value value, ArrayRef<int64_t> shape) const {
   auto type = tensorType(value);
   if (type.getShape() == shape)

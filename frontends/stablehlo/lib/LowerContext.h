@@ -115,6 +115,11 @@ public:
   }
   /// A constant of `type` with every element `value`.
   mlir::Value splat(mlir::RankedTensorType type, double value) const;
+  /// `value`, a float product (integers' in f64), converted to `type`:
+  /// integers through i64, so that a sum beyond the type's range wraps as
+  /// integer arithmetic does (a float converts to an integer saturating).
+  /// Integer results are exact while |value| < 2^53.
+  mlir::Value fromF64(mlir::Value value, mlir::RankedTensorType type) const;
   /// `value` (a scalar or a tensor of `shape`) broadcast to `shape`.
   mlir::Value broadcastScalar(mlir::Value value,
                               llvm::ArrayRef<int64_t> shape) const;

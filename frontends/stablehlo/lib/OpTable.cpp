@@ -64,14 +64,16 @@ const OpEntry kOps[] = {
     {"stablehlo.convolution", lowerConvolution, TypeClass::Numbers, false,
      "as im2col and one product (GraphBuilders.h); any dimension numbers, "
      "padding, strides, dilations and groups; no window reversal; integers "
-     "in f64"},
+     "compute in f64 (exact below 2^53) and wrap to the result type"},
     {"stablehlo.cosine", lowerCosine, TypeClass::Floats, true, ""},
     {"stablehlo.divide", lowerDivide, TypeClass::Numbers, true, ""},
     {"stablehlo.dot", lowerDot, TypeClass::Numbers, false,
-     "integers compute in f64 (exact below 2^53)"},
+     "integers compute in f64 (exact below 2^53) and wrap to the result "
+     "type"},
     {"stablehlo.dot_general", lowerDotGeneral, TypeClass::Numbers, false,
      "precision_config and algorithm ignored (GEMMs accumulate in f32); "
-     "integers compute in f64 (exact below 2^53)"},
+     "integers compute in f64 (exact below 2^53) and wrap to the result "
+     "type"},
     {"stablehlo.dynamic_slice", lowerDynamicSlice, TypeClass::Any, false,
      "a start that is data gathers (clamped as the spec says)"},
     {"stablehlo.dynamic_update_slice", lowerDynamicUpdateSlice, TypeClass::Any,
@@ -149,7 +151,8 @@ const OpEntry kOps[] = {
     {"stablehlo.triangular_solve", lowerTriangularSolve, TypeClass::Floats,
      false,
      "the triangle's inverse by doubling (2 n^3 log2 n multiply-adds) times "
-     "b; real types"},
+     "b; real types; not backward stable where the inverse's entries grow "
+     "far beyond the solution's (substitution is)"},
     {"stablehlo.xor", lowerXor, TypeClass::Bits, true, ""},
 };
 

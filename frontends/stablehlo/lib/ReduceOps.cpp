@@ -526,15 +526,11 @@ lowerWindowOfSlices(OpContext &ctx, Combiner combiner, ArrayRef<int64_t> window,
                        << kMaxPositions;
   std::optional<SmallVector<int64_t>> out =
       windowReductionSizes(type.getShape(), w);
-  if (!out || ArrayRef<int64_t>(*out) != ctx.resultType().getShape())
+  // Window sizes are at least 1 (checked above), so `out` has a value.
+  if (ArrayRef<int64_t>(*out) != ctx.resultType().getShape())
     return ctx.error() << "declares the result " << ctx.resultType()
-                       << (out ? " but its window gives " : "")
-                       << (out ? RankedTensorType::get(*out,
-                                                       type.getElementType())
-                               : Type())
-                       << (out ? ""
-                               : " but its window is larger than the "
-                                 "padded input");
+                       << " but its window gives "
+                       << RankedTensorType::get(*out, type.getElementType());
   auto combine = combiner == Combiner::Add   ? WindowCombiner::Add
                  : combiner == Combiner::Mul ? WindowCombiner::Mul
                  : combiner == Combiner::Max ? WindowCombiner::Max
@@ -658,7 +654,7 @@ LogicalResult lowerDotGeneral(OpContext &ctx) {
     if (tensorType(result).getShape() != ctx.resultType().getShape())
       return ctx.error() << "declares the result " << ctx.resultType()
                          << " but the operands give " << result.getType();
-    result = ctx.create<ConvertOp>(ctx.resultType(), result);
+    result = ctx.fromF64(result, ctx.resultType());
   }
   ctx.setResult(0, result);
   return success();
@@ -679,7 +675,7 @@ LogicalResult lowerDot(OpContext &ctx) {
       ArrayRef<int64_t>{}, ArrayRef<int64_t>{},
       ArrayRef<int64_t>{lhsType.getRank() - 1}, ArrayRef<int64_t>{0});
   if (tensorType(result) != ctx.resultType())
-    result = ctx.create<ConvertOp>(ctx.resultType(), result);
+    result = ctx.fromF64(result, ctx.resultType());
   ctx.setResult(0, result);
   return success();
 }

@@ -43,7 +43,14 @@ CASES = {
     'same_upper': ((1, 2, 4, 3), (2, 2, 3, 2), dict(strides=[2, 2], auto_pad='SAME_UPPER'), True),
     'same_lower': ((1, 2, 4, 3), (2, 2, 3, 2), dict(strides=[2, 2], auto_pad='SAME_LOWER'), True),
     'valid_3d': ((1, 2, 3, 2, 3), (2, 2, 2, 3, 2), dict(strides=[2, 1, 2], auto_pad='VALID'), True),
+    # Outputs beyond the natural size: negative total padding extends them.
+    'same_kernel_below_stride': ((1, 2, 5), (2, 2, 1), dict(strides=[2], auto_pad='SAME_UPPER'), True),
+    'output_shape_beyond': ((1, 2, 5), (2, 3, 3), dict(strides=[3], output_shape=[16]), True),
 }
+# onnxruntime clamps a negative total padding to 0 (9 outputs where the
+# ONNX reference evaluator, and the reference below, give 10): it is not
+# compared on this case.
+ORT_DIFFERS = {'same_kernel_below_stride'}
 
 
 def geometry(x_shape, w_shape, attrs):
@@ -149,11 +156,17 @@ def forward(work):
         bound = terms(ws, attrs) * EPS * scale + EPS * np.abs(want) + 1e-30
         got = np.load(os.path.join(out, f'y_{name}.npy')).astype(np.float64)
         theirs = ort_y[f'y_{name}'].astype(np.float64)
-        if got.shape != want.shape or theirs.shape != want.shape:
+        if got.shape != want.shape or (theirs.shape != want.shape and name not in ORT_DIFFERS):
             print(f'{name}: Y {got.shape}, onnxruntime {theirs.shape}, reference {want.shape} FAIL')
             ok = False
             continue
         ratio = float(np.max(np.abs(got - want) / bound))
+        if name in ORT_DIFFERS:
+            line_ok = ratio <= 1
+            print(f'{name}: Y {got.shape}, worst {ratio:.3f} of the bound (onnxruntime not '
+                  f'compared: it clamps the padding) {"ok" if line_ok else "FAIL"}')
+            ok &= line_ok
+            continue
         ort_ratio = float(np.max(np.abs(theirs - want) / bound))
         line_ok = ratio <= 1 and ort_ratio <= 1
         print(f'{name}: Y {got.shape}, worst {ratio:.3f} of the bound (onnxruntime '

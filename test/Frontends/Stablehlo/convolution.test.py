@@ -8,8 +8,8 @@ Forward: each output element must be within depth * eps32 * conv(|x|, |w|)
 + eps * |y| of the float64 result: depth products summed in float32 (the
 classic bound for such a sum), then one rounding to the result's type
 (eps its machine epsilon: float32's, or bfloat16's for the bf16 case).
-Integer convolutions must be exact. The worst ratio to the bound is
-printed.
+Integer convolutions (int32 and int8, with sums beyond the type) must be
+exact, wrapping as JAX's do. The worst ratio to the bound is printed.
 
 Gradients (float32): loss = sum(c * conv(x, w)) with x and w trainable
 parameters, their gradients against jax.grad in float64 within count *
@@ -52,6 +52,8 @@ CASES = {
     'transposed': ((2, 5, 5, 3), (3, 3, 3, 4),
                    lambda x, w, **k: jax.lax.conv_transpose(
                        x, w, (2, 2), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC'), **k), 27),
+    'negative_padding_far': ((1, 2, 3), (3, 2, 2),
+                             lambda x, w, **k: conv(x, w, (1,), [(-5, 10)], **k), 4),
     'depthwise_1d': ((2, 11, 4), (5, 1, 4),
                      lambda x, w, **k: conv(x, w, (1,), [(4, 0)], feature_group_count=4,
                                             dimension_numbers=('NWC', 'WIO', 'NWC'), **k), 5),
@@ -114,16 +116,20 @@ def forward(work):
     want = np.asarray(f(f64(x.astype(np.float32)), f64(w.astype(np.float32))))
     scale = np.asarray(f(jnp.abs(f64(x.astype(np.float32))), jnp.abs(f64(w.astype(np.float32)))))
     ok &= check('bf16_to_f32', got, want, depth * eps32 * scale + eps32 * np.abs(want) + 1e-30)
-    # Integers: exact.
+    # Integers: exact, wrapping where a sum leaves the type (int8: products
+    # up to 2^14; int32: up to 2^40, still exact in f64).
     xs, ws, f, depth = CASES['feature_groups']
-    xi = RNG.integers(-50, 50, xs).astype(np.int32)
-    wi = RNG.integers(-50, 50, ws).astype(np.int32)
-    text = lower(lambda x, w: f(x, w), xi, wi)
-    got = compile_run(work, 'int32', text, {'arg0': xi, 'arg1': wi})
-    want = np.asarray(f(jnp.asarray(xi, jnp.int64), jnp.asarray(wi, jnp.int64)))
-    same = got.shape == want.shape and got.dtype == np.int32 and np.array_equal(got, want)
-    print(f'int32: {got.shape} {got.dtype}, {"exact ok" if same else "FAIL"}')
-    return ok and same
+    for dt, lo, hi in ((np.int32, -2 ** 20, 2 ** 20), (np.int8, -128, 128)):
+        xi = RNG.integers(lo, hi, xs).astype(dt)
+        wi = RNG.integers(lo, hi, ws).astype(dt)
+        text = lower(lambda x, w: f(x, w), xi, wi)
+        name = np.dtype(dt).name
+        got = compile_run(work, name, text, {'arg0': xi, 'arg1': wi})
+        want = np.asarray(f(jnp.asarray(xi), jnp.asarray(wi)))
+        same = got.shape == want.shape and got.dtype == dt and np.array_equal(got, want)
+        print(f'{name}: {got.shape} {got.dtype}, {"exact ok" if same else "FAIL"}')
+        ok &= same
+    return ok
 
 
 def gradients(work):

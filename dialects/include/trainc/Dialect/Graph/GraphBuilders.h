@@ -37,8 +37,9 @@ struct ConvolutionWindow {
 };
 
 /// The output's spatial sizes for inputs of spatial sizes `input` and a
-/// kernel of `kernel` under `window`; std::nullopt where the dilated,
-/// padded input is smaller than the dilated kernel.
+/// kernel of `kernel` under `window`: 0 where the dilated, padded input is
+/// smaller than the dilated kernel (XLA's shape), std::nullopt for an
+/// empty kernel dimension.
 std::optional<llvm::SmallVector<int64_t>>
 convolutionOutputSizes(llvm::ArrayRef<int64_t> input,
                        llvm::ArrayRef<int64_t> kernel,
@@ -50,9 +51,9 @@ convolutionOutputSizes(llvm::ArrayRef<int64_t> input,
 /// kernel position, joined into [N, C, K, P] patches and contracted with
 /// w by one graph.dot_general batched over the groups. Non-overlapping
 /// patches (strides equal to the kernel, no padding or dilation, one
-/// group) take a reshape and a transpose instead. The caller checks the
-/// shapes (convolutionOutputSizes non-empty, channels and groups
-/// dividing).
+/// group) take a reshape and a transpose instead. A result with an empty
+/// dimension is a constant. The caller checks the shapes
+/// (convolutionOutputSizes has a value, channels and groups dividing).
 mlir::Value buildConvolution(mlir::OpBuilder &builder, mlir::Location loc,
                              mlir::Value x, mlir::Value w,
                              const ConvolutionWindow &window);
@@ -66,8 +67,8 @@ struct WindowReduction {
 };
 enum class WindowCombiner { Add, Mul, Max, Min };
 
-/// The output's sizes, or std::nullopt where a window is larger than the
-/// dilated, padded input.
+/// The output's sizes: 0 where a window is larger than the dilated, padded
+/// input, std::nullopt for an empty window dimension.
 std::optional<llvm::SmallVector<int64_t>>
 windowReductionSizes(llvm::ArrayRef<int64_t> input,
                      const WindowReduction &window);
@@ -76,7 +77,7 @@ windowReductionSizes(llvm::ArrayRef<int64_t> input,
 /// window order: sums, products, or the maximum or minimum, where ties keep
 /// the first and NaN wins (so autodiff sends a window's gradient to its
 /// first maximum). Padding and dilation hold `fill`, a rank-0 tensor of
-/// x's element type. The caller checks the window fits.
+/// x's element type. The caller checks windowReductionSizes has a value.
 mlir::Value buildWindowReduce(mlir::OpBuilder &builder, mlir::Location loc,
                               mlir::Value x, const WindowReduction &window,
                               WindowCombiner combiner, mlir::Value fill);
