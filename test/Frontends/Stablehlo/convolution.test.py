@@ -24,7 +24,7 @@ import jax
 import ml_dtypes
 import numpy as np
 
-from numerics_harness import run, train_gradients
+from numerics_harness import compile_and_run_text, train_gradients, within_bound
 
 jax.config.update('jax_enable_x64', True)
 import jax.numpy as jnp  # noqa: E402
@@ -64,36 +64,8 @@ def lower(f, *args):
     return jax.jit(f).lower(*args).as_text()
 
 
-def compile_run(work, name, text, feeds):
-    d = os.path.join(work, name)
-    os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, 'f.mlir')
-    with open(path, 'w') as f:
-        f.write(text)
-    run(['trainc', path, '-o', os.path.join(d, 'f.tcx')])
-    args = []
-    for k, v in feeds.items():
-        p = os.path.join(d, k + '.bin')
-        v.astype(v.dtype.newbyteorder('<')).tofile(p)
-        args += ['--input', f'{k}={p}']
-    run(['trainc-run', os.path.join(d, 'f.tcx'), *args, '--output-dir', os.path.join(d, 'out')])
-    outputs = os.listdir(os.path.join(d, 'out'))
-    assert len(outputs) == 1, outputs
-    return np.load(os.path.join(d, 'out', outputs[0]))
-
-
 def f64(v):
     return jnp.asarray(np.asarray(v, np.float64))
-
-
-def check(label, got, want, bound):
-    if got.shape != want.shape:
-        print(f'{label}: shape {got.shape}, want {want.shape} FAIL')
-        return False
-    ratio = float(np.max(np.abs(got.astype(np.float64) - want) / bound))
-    ok = ratio <= 1.0 and bool(np.all(np.isfinite(got)))
-    print(f'{label}: {got.shape}, worst {ratio:.3f} of the bound {"ok" if ok else "FAIL"}')
-    return ok
 
 
 def forward(work):
@@ -103,19 +75,19 @@ def forward(work):
         x = RNG.standard_normal(xs).astype(np.float32)
         w = (RNG.standard_normal(ws) / np.sqrt(depth)).astype(np.float32)
         text = lower(lambda x, w: f(x, w, precision=jax.lax.Precision.HIGHEST), x, w)
-        got = compile_run(work, name, text, {'arg0': x, 'arg1': w})
+        got = compile_and_run_text(work, name, text, {'arg0': x, 'arg1': w})
         want = np.asarray(f(f64(x), f64(w), precision=jax.lax.Precision.HIGHEST))
         scale = np.asarray(f(jnp.abs(f64(x)), jnp.abs(f64(w)), precision=jax.lax.Precision.HIGHEST))
-        ok &= check(name, got, want, depth * eps32 * scale + eps32 * np.abs(want) + 1e-30)
+        ok &= within_bound(name, got, want, depth * eps32 * scale + eps32 * np.abs(want) + 1e-30)
     # bf16 operands, an f32 result (preferred_element_type): summed in f32.
     xs, ws, f, depth = CASES['nhwc_dilated']
     x = RNG.standard_normal(xs).astype(ml_dtypes.bfloat16)
     w = RNG.standard_normal(ws).astype(ml_dtypes.bfloat16)
     text = lower(lambda x, w: f(x, w, preferred_element_type=jnp.float32), x, w)
-    got = compile_run(work, 'bf16_to_f32', text, {'arg0': x, 'arg1': w})
+    got = compile_and_run_text(work, 'bf16_to_f32', text, {'arg0': x, 'arg1': w})
     want = np.asarray(f(f64(x.astype(np.float32)), f64(w.astype(np.float32))))
     scale = np.asarray(f(jnp.abs(f64(x.astype(np.float32))), jnp.abs(f64(w.astype(np.float32)))))
-    ok &= check('bf16_to_f32', got, want, depth * eps32 * scale + eps32 * np.abs(want) + 1e-30)
+    ok &= within_bound('bf16_to_f32', got, want, depth * eps32 * scale + eps32 * np.abs(want) + 1e-30)
     # Integers: exact, wrapping where a sum leaves the type (int8: products
     # up to 2^14; int32: up to 2^40, still exact in f64).
     xs, ws, f, depth = CASES['feature_groups']
@@ -124,7 +96,7 @@ def forward(work):
         wi = RNG.integers(lo, hi, ws).astype(dt)
         text = lower(lambda x, w: f(x, w), xi, wi)
         name = np.dtype(dt).name
-        got = compile_run(work, name, text, {'arg0': xi, 'arg1': wi})
+        got = compile_and_run_text(work, name, text, {'arg0': xi, 'arg1': wi})
         want = np.asarray(f(jnp.asarray(xi), jnp.asarray(wi)))
         same = got.shape == want.shape and got.dtype == dt and np.array_equal(got, want)
         print(f'{name}: {got.shape} {got.dtype}, {"exact ok" if same else "FAIL"}')
@@ -168,7 +140,7 @@ def gradients(work):
             files = [n for n in os.listdir(out) if n.endswith('.grad.npy') and f"'{p}'" in n]
             got = np.load(os.path.join(out, files[0]))
             terms = c.size if p == 'w' else depth * max(ws)
-            ok &= check(f'{name} {p}.grad', got, np.asarray(want[k]),
+            ok &= within_bound(f'{name} {p}.grad', got, np.asarray(want[k]),
                         terms * eps32 * np.abs(np.asarray(scale[k])) + 1e-30)
     return ok
 

@@ -1,6 +1,7 @@
 """Helpers shared by the StableHLO numerics tests (chlo_numerics,
-libm_compositions): run trainc and trainc-run, and write parameters as
-safetensors for `trainc --params`."""
+libm_compositions, convolution, reduce_window): run trainc and
+trainc-run, write parameters as safetensors for `trainc --params`, and
+compare within an elementwise bound."""
 import json
 import os
 import struct
@@ -47,3 +48,36 @@ def train_gradients(d, mlir_text, params, c):
     run(['trainc-run', os.path.join(d, 'g.tcx'), '--input', "batch['c']=" + os.path.join(d, 'c.npy'),
          '--output-dir', out])
     return out
+
+
+def compile_and_run_text(work, name, text, feeds):
+    """Writes `text` as WORK/NAME/f.mlir, compiles it, runs it on `feeds`
+    (input name -> array, passed as raw little-endian bytes) and returns
+    its one output."""
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, 'f.mlir')
+    with open(path, 'w') as f:
+        f.write(text)
+    run(['trainc', path, '-o', os.path.join(d, 'f.tcx')])
+    args = []
+    for k, v in feeds.items():
+        p = os.path.join(d, k + '.bin')
+        v.astype(v.dtype.newbyteorder('<')).tofile(p)
+        args += ['--input', f'{k}={p}']
+    run(['trainc-run', os.path.join(d, 'f.tcx'), *args, '--output-dir', os.path.join(d, 'out')])
+    outputs = os.listdir(os.path.join(d, 'out'))
+    assert len(outputs) == 1, outputs
+    return np.load(os.path.join(d, 'out', outputs[0]))
+
+
+def within_bound(label, got, want, bound):
+    """Whether got has want's shape, is finite and is within `bound` of want
+    elementwise; prints one line with the worst ratio to the bound."""
+    if got.shape != want.shape:
+        print(f'{label}: shape {got.shape}, want {want.shape} FAIL')
+        return False
+    ratio = float(np.max(np.abs(got.astype(np.float64) - want) / bound, initial=0))
+    ok = ratio <= 1.0 and bool(np.all(np.isfinite(got)))
+    print(f'{label}: {got.shape}, worst {ratio:.3f} of the bound {"ok" if ok else "FAIL"}')
+    return ok

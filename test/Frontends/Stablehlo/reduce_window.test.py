@@ -22,7 +22,7 @@ import sys
 import jax
 import numpy as np
 
-from numerics_harness import run, train_gradients
+from numerics_harness import compile_and_run_text, train_gradients, within_bound
 
 jax.config.update('jax_enable_x64', True)
 import jax.numpy as jnp  # noqa: E402
@@ -59,39 +59,13 @@ CASES = {
 }
 
 
-def compile_run(work, name, text, x):
-    d = os.path.join(work, name)
-    os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, 'f.mlir')
-    with open(path, 'w') as f:
-        f.write(text)
-    run(['trainc', path, '-o', os.path.join(d, 'f.tcx')])
-    xp = os.path.join(d, 'x.bin')
-    x.astype(x.dtype.newbyteorder('<')).tofile(xp)
-    run(['trainc-run', os.path.join(d, 'f.tcx'), '--input', f'arg0={xp}', '--output-dir',
-         os.path.join(d, 'out')])
-    outputs = os.listdir(os.path.join(d, 'out'))
-    assert len(outputs) == 1, outputs
-    return np.load(os.path.join(d, 'out', outputs[0]))
-
-
-def check(label, got, want, bound):
-    if got.shape != want.shape:
-        print(f'{label}: shape {got.shape}, want {want.shape} FAIL')
-        return False
-    ratio = float(np.max(np.abs(got.astype(np.float64) - want) / bound))
-    ok = ratio <= 1.0 and bool(np.all(np.isfinite(got)))
-    print(f'{label}: {got.shape}, worst {ratio:.3f} of the bound {"ok" if ok else "FAIL"}')
-    return ok
-
-
 def forward(work):
     ok = True
     eps = float(np.finfo(np.float32).eps)
     for name, (shape, f, positions, kind) in CASES.items():
         x = RNG.standard_normal(shape).astype(np.float32)
         text = jax.jit(f).lower(x).as_text()
-        got = compile_run(work, name, text, x)
+        got = compile_and_run_text(work, name, text, {'arg0': x})
         want = np.asarray(f(jnp.asarray(x, jnp.float64)))
         if kind == 'max':
             same = got.shape == want.shape and np.array_equal(got.astype(np.float64), want)
@@ -99,11 +73,11 @@ def forward(work):
             ok &= same
         else:
             scale = np.asarray(f(jnp.abs(jnp.asarray(x, jnp.float64))))
-            ok &= check(name, got, want, positions * eps * np.abs(scale) + 1e-30)
+            ok &= within_bound(name, got, want, positions * eps * np.abs(scale) + 1e-30)
     xi = RNG.integers(-100, 100, (2, 6, 7)).astype(np.int32)
     fi = lambda x: lax.reduce_window(x, jnp.array(np.iinfo(np.int32).min, x.dtype), lax.max,
                                      (1, 3, 2), (1, 2, 2), 'SAME')
-    got = compile_run(work, 'int32_max', jax.jit(fi).lower(xi).as_text(), xi)
+    got = compile_and_run_text(work, 'int32_max', jax.jit(fi).lower(xi).as_text(), {'arg0': xi})
     want = np.asarray(fi(jnp.asarray(xi)))
     same = got.dtype == np.int32 and got.shape == want.shape and np.array_equal(got, want)
     print(f'int32_max: {got.shape} {got.dtype} {"equal ok" if same else "FAIL"}')
@@ -131,7 +105,7 @@ def gradients(work):
         want = np.asarray(jax.grad(lambda x: jnp.sum(c64 * f(x)))(jnp.asarray(x, jnp.float64)))
         files = [n for n in os.listdir(out) if n.endswith('.grad.npy')]
         got = np.load(os.path.join(out, files[0]))
-        ok &= check(f'{name} x.grad', got, want, positions * eps * np.abs(want) + 1e-30
+        ok &= within_bound(f'{name} x.grad', got, want, positions * eps * np.abs(want) + 1e-30
                     if kind == 'max' else positions * eps * np.max(np.abs(want)) + 1e-30)
     return ok
 
