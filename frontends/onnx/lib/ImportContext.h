@@ -364,6 +364,8 @@ TRAINC_ONNX_IMPORT_FN(GlobalAveragePool)
 TRAINC_ONNX_IMPORT_FN(GlobalMaxPool)
 TRAINC_ONNX_IMPORT_FN(MaxPool)
 TRAINC_ONNX_IMPORT_FN(Resize)
+TRAINC_ONNX_IMPORT_FN(DepthToSpace)
+TRAINC_ONNX_IMPORT_FN(SpaceToDepth)
 #undef TRAINC_ONNX_IMPORT_FN
 
 } // namespace trainc::onnx_import

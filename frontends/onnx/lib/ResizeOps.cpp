@@ -1,4 +1,7 @@
-//===- ResizeOps.cpp - ONNX Resize ----------------------------------------===//
+//===- ResizeOps.cpp - ONNX Resize, DepthToSpace and SpaceToDepth ---------===//
+//
+// DepthToSpace and SpaceToDepth (pixel shuffle) are a reshape, a transpose
+// and a reshape.
 //
 // Resize with mode nearest or linear, one axis at a time (both are
 // separable): each output position's source coordinate is computed here,
@@ -175,6 +178,69 @@ LogicalResult importResize(NodeContext &ctx) {
         near, ctx.create<MulOp>(w1Full, ctx.create<SubOp>(far, near)));
   }
   ctx.setOutput(0, y);
+  return success();
+}
+
+namespace {
+
+/// X [N, C, H, W] and the blocksize b (at least 1).
+FailureOr<std::pair<Value, int64_t>> blockInput(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto type = ctx.inputType(*x);
+  int64_t b = ctx.intAttr("blocksize", 0);
+  if (type.getRank() != 4 || b < 1)
+    return ctx.error() << "needs X [N, C, H, W] and a blocksize of at least "
+                          "1; got "
+                       << type << " and " << b;
+  return std::make_pair(*x, b);
+}
+
+} // namespace
+
+/// DepthToSpace: [N, C, H, W] -> [N, C / b^2, H b, W b], the channels read
+/// as (b, b, C / b^2) (mode DCR, the default) or (C / b^2, b, b) (CRD).
+LogicalResult importDepthToSpace(NodeContext &ctx) {
+  auto xb = blockInput(ctx);
+  if (failed(xb))
+    return failure();
+  auto [x, b] = *xb;
+  ArrayRef<int64_t> s = ctx.inputType(x).getShape();
+  std::string mode = ctx.stringAttr("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    return ctx.error() << "mode '" << mode << "' is not DCR or CRD";
+  if (s[1] % (b * b) != 0)
+    return ctx.error() << "needs channels (" << s[1]
+                       << ") divisible by blocksize^2 (" << b * b << ")";
+  int64_t c = s[1] / (b * b);
+  bool dcr = mode == "DCR";
+  SmallVector<int64_t> split =
+      dcr ? SmallVector<int64_t>{s[0], b, b, c, s[2], s[3]}
+          : SmallVector<int64_t>{s[0], c, b, b, s[2], s[3]};
+  SmallVector<int64_t> order = dcr ? SmallVector<int64_t>{0, 3, 4, 1, 5, 2}
+                                   : SmallVector<int64_t>{0, 1, 4, 2, 5, 3};
+  ctx.setOutput(
+      0, ctx.reshape(ctx.create<TransposeOp>(ctx.reshape(x, split), order),
+                     {s[0], c, s[2] * b, s[3] * b}));
+  return success();
+}
+
+/// SpaceToDepth: [N, C, H, W] -> [N, C b^2, H / b, W / b], the block's
+/// (row, column) offsets before the channel.
+LogicalResult importSpaceToDepth(NodeContext &ctx) {
+  auto xb = blockInput(ctx);
+  if (failed(xb))
+    return failure();
+  auto [x, b] = *xb;
+  ArrayRef<int64_t> s = ctx.inputType(x).getShape();
+  if (s[2] % b != 0 || s[3] % b != 0)
+    return ctx.error() << "needs H and W (" << s[2] << ", " << s[3]
+                       << ") divisible by the blocksize " << b;
+  Value t = ctx.create<TransposeOp>(
+      ctx.reshape(x, {s[0], s[1], s[2] / b, b, s[3] / b, b}),
+      SmallVector<int64_t>{0, 3, 5, 1, 2, 4});
+  ctx.setOutput(0, ctx.reshape(t, {s[0], s[1] * b * b, s[2] / b, s[3] / b}));
   return success();
 }
 
