@@ -104,6 +104,8 @@ LogicalResult importResize(NodeContext &ctx) {
       auto axis = ctx.normalizeAxis(a, rank, "axes");
       if (failed(axis))
         return failure();
+      if (llvm::is_contained(axes, *axis))
+        return ctx.error() << "names axis " << *axis << " twice in axes";
       axes.push_back(*axis);
     }
   } else {

@@ -304,11 +304,15 @@ LogicalResult importConvTranspose(NodeContext &ctx) {
     int64_t end = autoPad == "VALID" ? 0 : (*pads)[d + i];
     if (outputShape) {
       // A negative total (an output larger than the natural one) extends
-      // it; halves round down, as the ONNX reference evaluator's
-      // (onnxruntime clamps such pads to 0 and gives the natural size).
+      // it: for SAME_* split with halves rounded down, as the ONNX
+      // reference evaluator (onnxruntime clamps such pads to 0 and gives
+      // the natural size); for explicit output_shape all at the end, as
+      // both and PyTorch's output_size.
       int64_t total = full - (*outputShape)[i];
       int64_t half = llvm::divideFloorSigned(total, 2);
       begin = autoPad == "SAME_UPPER" ? half : total - half;
+      if (total < 0 && autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+        begin = 0;
       end = total - begin;
     } else if (begin < 0 || end < 0) {
       return ctx.error() << "needs pads of at least 0";

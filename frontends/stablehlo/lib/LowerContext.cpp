@@ -124,8 +124,10 @@ Value OpContext::splat(RankedTensorType type, double value) const {
 }
 
 Value OpContext::fromF64(Value value, RankedTensorType type) const {
+  // Through i64 for every integer type but i64 itself: ui64 too, where
+  // a negative sum must wrap, not saturate to 0.
   auto integer = dyn_cast<IntegerType>(type.getElementType());
-  if (integer && integer.getWidth() < 64)
+  if (integer && !(integer.getWidth() == 64 && !integer.isUnsigned()))
     value = create<ConvertOp>(
         RankedTensorType::get(type.getShape(), builder.getI64Type()), value);
   return create<ConvertOp>(type, value);

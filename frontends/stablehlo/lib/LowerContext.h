@@ -118,7 +118,8 @@ public:
   /// `value`, a float product (integers' in f64), converted to `type`:
   /// integers through i64, so that a sum beyond the type's range wraps as
   /// integer arithmetic does (a float converts to an integer saturating).
-  /// Integer results are exact while |value| < 2^53.
+  /// Integer results are exact, and wrap, while |value| < 2^53; beyond,
+  /// f64 has rounded them.
   mlir::Value fromF64(mlir::Value value, mlir::RankedTensorType type) const;
   /// `value` (a scalar or a tensor of `shape`) broadcast to `shape`.
   mlir::Value broadcastScalar(mlir::Value value,

@@ -64,16 +64,17 @@ const OpEntry kOps[] = {
     {"stablehlo.convolution", lowerConvolution, TypeClass::Numbers, false,
      "as im2col and one product (GraphBuilders.h); any dimension numbers, "
      "padding, strides, dilations and groups; no window reversal; integers "
-     "compute in f64 (exact below 2^53) and wrap to the result type"},
+     "compute in f64: exact, and wrapping to the result type, while sums "
+     "stay below 2^53 in magnitude"},
     {"stablehlo.cosine", lowerCosine, TypeClass::Floats, true, ""},
     {"stablehlo.divide", lowerDivide, TypeClass::Numbers, true, ""},
     {"stablehlo.dot", lowerDot, TypeClass::Numbers, false,
-     "integers compute in f64 (exact below 2^53) and wrap to the result "
-     "type"},
+     "integers compute in f64: exact, and wrapping to the result type, "
+     "while sums stay below 2^53 in magnitude"},
     {"stablehlo.dot_general", lowerDotGeneral, TypeClass::Numbers, false,
      "precision_config and algorithm ignored (GEMMs accumulate in f32); "
-     "integers compute in f64 (exact below 2^53) and wrap to the result "
-     "type"},
+     "integers compute in f64: exact, and wrapping to the result type, "
+     "while sums stay below 2^53 in magnitude"},
     {"stablehlo.dynamic_slice", lowerDynamicSlice, TypeClass::Any, false,
      "a start that is data gathers (clamped as the spec says)"},
     {"stablehlo.dynamic_update_slice", lowerDynamicUpdateSlice, TypeClass::Any,

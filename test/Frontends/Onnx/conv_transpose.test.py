@@ -46,6 +46,8 @@ CASES = {
     # Outputs beyond the natural size: negative total padding extends them.
     'same_kernel_below_stride': ((1, 2, 5), (2, 2, 1), dict(strides=[2], auto_pad='SAME_UPPER'), True),
     'output_shape_beyond': ((1, 2, 5), (2, 3, 3), dict(strides=[3], output_shape=[16]), True),
+    # Two beyond: all of it at the end, as onnxruntime and PyTorch.
+    'output_shape_two_beyond': ((1, 2, 3), (2, 1, 1), dict(strides=[3], output_shape=[9]), False),
 }
 # onnxruntime clamps a negative total padding to 0 (9 outputs where the
 # ONNX reference evaluator, and the reference below, give 10): it is not
@@ -71,7 +73,10 @@ def geometry(x_shape, w_shape, attrs):
         begin = []
         for i in range(d):
             total = full[i] - out_shape[i]
-            begin.append(total // 2 if auto == 'SAME_UPPER' else total - total // 2)
+            if total < 0 and not auto.startswith('SAME'):
+                begin.append(0)  # extra outputs at the end (onnxruntime, PyTorch)
+            else:
+                begin.append(total // 2 if auto == 'SAME_UPPER' else total - total // 2)
         return s, dil, begin, list(out_shape)
     if auto == 'VALID':
         pads = [0] * (2 * d)

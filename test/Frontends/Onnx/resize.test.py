@@ -174,6 +174,7 @@ def errors(work):
          'antialias when downsampling is not supported'),
         ('zero_scale', graph({}, (1, 1, 0, 2)), 'scales must be positive'),
         ('scale_count', graph({}, (2, 2)), 'has 2 scales or sizes for 4 axes'),
+        ('duplicate_axes', graph(dict(axes=[2, -2]), (2, 2)), 'names axis 2 twice in axes'),
     ]
     return expect_rejections(work, cases, 18)
 

@@ -101,6 +101,19 @@ def forward(work):
         same = got.shape == want.shape and got.dtype == dt and np.array_equal(got, want)
         print(f'{name}: {got.shape} {got.dtype}, {"exact ok" if same else "FAIL"}')
         ok &= same
+    # Integer dot_general results wrap the same way, unsigned ones too:
+    # i32 operands with a ui64 result (negative sums wrap to 2^64 - k)
+    # and int8 with an int8 result.
+    for dt, out in ((np.int32, np.uint64), (np.int8, np.int8)):
+        a = RNG.integers(-100, 100, (3, 5)).astype(dt)
+        b = RNG.integers(-100, 100, (5, 4)).astype(dt)
+        fd = lambda a, b, out=out: jax.lax.dot(a, b, preferred_element_type=out)
+        name = f'dot_{np.dtype(dt).name}_to_{np.dtype(out).name}'
+        got = compile_and_run_text(work, name, lower(fd, a, b), {'arg0': a, 'arg1': b})
+        want = np.asarray(fd(jnp.asarray(a), jnp.asarray(b)))
+        same = got.dtype == out and np.array_equal(got, want)
+        print(f'{name}: {got.shape} {got.dtype}, {"exact ok" if same else "FAIL"}')
+        ok &= same
     return ok
 
 
