@@ -301,8 +301,8 @@ LogicalResult importLayerNormalization(NodeContext &ctx) {
 }
 
 /// InstanceNormalization: X [N, C, D...] normalized over its spatial
-/// dimensions for each (n, c) (a graph.layer_norm over them, unit
-/// weight), then scale [C] and B [C] along the channels. PyTorch exports
+/// dimensions for each (n, c) (a graph.layer_norm over them, without
+/// scale or bias), then scale [C] and B [C] along the channels. PyTorch exports
 /// GroupNorm this way, on X reshaped to [N, groups, rest].
 LogicalResult importInstanceNormalization(NodeContext &ctx) {
   auto x = ctx.input(0), scale = ctx.input(1), bias = ctx.input(2);
@@ -325,10 +325,9 @@ LogicalResult importInstanceNormalization(NodeContext &ctx) {
       return ctx.error() << "needs scale and B of shape [" << c
                          << "] and the input's type, got " << t;
   }
-  auto spatial = RankedTensorType::get(type.getShape().drop_front(2),
-                                       type.getElementType());
-  Value normalized = ctx.create<LayerNormOp>(
-      *x, ctx.splat(spatial, 1.0), Value(), /*axis=*/2, APFloat(*epsilon));
+  // No layer-norm scale (1): the per-channel scale follows.
+  Value normalized = ctx.create<LayerNormOp>(*x, Value(), Value(), /*axis=*/2,
+                                             APFloat(*epsilon));
   auto along = [&](Value v) {
     return ctx.create<BroadcastInDimOp>(type, v, ArrayRef<int64_t>{1});
   };

@@ -85,8 +85,8 @@ const OpEntry kOps[] = {
     {"HardSwish", 14, kLatest, importHardSwish, ""},
     {"Identity", 13, kLatest, importIdentity, "tensors only"},
     {"InstanceNormalization", 13, kLatest, importInstanceNormalization,
-     "a layer norm over the spatial dimensions, then scale and B per "
-     "channel"},
+     "a layer norm over the spatial dimensions (no affine), then scale and "
+     "B per channel"},
     {"IsInf", 13, kLatest, importIsInf, ""},
     {"IsNaN", 13, kLatest, importIsNaN, ""},
     {"LayerNormalization", 17, kLatest, importLayerNormalization, ""},
