@@ -1,7 +1,8 @@
-//===- GraphWindows.cpp - Convolutions and window reductions --------------===//
+//===- GraphWindows.cpp - Convolutions, window reductions, padding -------===//
 //
-// Both work on strided slices of a padded input: one slice per window
-// position.
+// Both window kinds work on strided slices of a padded input: one slice per
+// window position. The padding (interior, edges, negative crops) is
+// buildPad's, which StableHLO's pad lowers to as well.
 //
 // Window reductions (ONNX MaxPool and AveragePool, StableHLO's
 // reduce_window) combine the K slices elementwise, in window order: sums
@@ -109,14 +110,6 @@ struct Shaper {
     start[dim] = std::max<int64_t>(-low, 0);
     limit[dim] -= std::max<int64_t>(-high, 0);
     return slice(v, start, limit, strides);
-  }
-
-  /// A tensor of `shape` with no elements, or zeros: what a window op gives
-  /// where a dimension of its result is empty.
-  Value empty(ArrayRef<int64_t> shape) const {
-    auto type = RankedTensorType::get(shape, element);
-    return b.create<ConstantOp>(
-        loc, SplatElementsAttr::get(type, b.getZeroAttr(element)));
   }
 };
 
@@ -228,7 +221,7 @@ Value buildConvolution(OpBuilder &builder, Location loc, Value x, Value w,
     SmallVector<int64_t> shape{xs[0] / window.batchGroups, g.shape(w)[0]};
     llvm::append_range(shape, *out);
     if (llvm::is_contained(shape, 0))
-      return g.empty(shape);
+      return g.zeros(shape);
   }
 
   bool patches = window.featureGroups == 1 && window.batchGroups == 1;
@@ -311,7 +304,7 @@ Value buildWindowReduce(OpBuilder &builder, Location loc, Value x,
       windowReductionSizes(type.getShape(), window);
   assert(out && "the caller checks the window");
   if (llvm::is_contained(*out, 0))
-    return g.empty(*out);
+    return g.zeros(*out);
   for (int64_t i = 0; i < rank; ++i) {
     x = g.dilate(x, i, window.baseDilation[i]);
     x = g.pad(x, i, window.padLow[i], window.padHigh[i]);
@@ -355,6 +348,35 @@ Value buildWindowReduce(OpBuilder &builder, Location loc, Value x,
         }
       });
   return result;
+}
+
+Value buildPad(OpBuilder &builder, Location loc, Value x, Value fill,
+               ArrayRef<int64_t> low, ArrayRef<int64_t> high,
+               ArrayRef<int64_t> interior) {
+  auto type = cast<RankedTensorType>(x.getType());
+  Shaper g{builder, loc, type.getElementType(), fill};
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    x = g.dilate(x, d, interior[d] + 1);
+    x = g.pad(x, d, low[d], high[d]);
+  }
+  return x;
+}
+
+Value buildReverse(OpBuilder &builder, Location loc, Value x,
+                   ArrayRef<int64_t> dims) {
+  for (int64_t d : dims) {
+    int64_t n = cast<RankedTensorType>(x.getType()).getDimSize(d);
+    if (n <= 1)
+      continue;
+    SmallVector<int64_t> positions;
+    for (int64_t i = n - 1; i >= 0; --i)
+      positions.push_back(i);
+    auto indexType = RankedTensorType::get({n}, builder.getI64Type());
+    Value indices = builder.create<ConstantOp>(
+        loc, DenseElementsAttr::get(indexType, ArrayRef(positions)));
+    x = builder.createOrFold<GatherOp>(loc, x, indices, d);
+  }
+  return x;
 }
 
 } // namespace trainc::graph

@@ -33,6 +33,19 @@ struct SpatialWindow {
       out;
 };
 
+/// Attribute `name`: a list of `size` integers, or `size` copies of `fill`
+/// where the node has none.
+FailureOr<SmallVector<int64_t>> intList(NodeContext &ctx, StringRef name,
+                                        int64_t size, int64_t fill) {
+  std::optional<SmallVector<int64_t>> v = ctx.intsAttr(name);
+  if (!v)
+    return SmallVector<int64_t>(size, fill);
+  if (static_cast<int64_t>(v->size()) != size)
+    return ctx.error() << name << " has " << v->size() << " entries; expected "
+                       << size;
+  return *v;
+}
+
 /// Reads the window attributes for X's spatial sizes `input` and the
 /// window `kernel` (W's spatial shape for Conv, kernel_shape for pooling).
 FailureOr<SpatialWindow> spatialWindow(NodeContext &ctx,
@@ -40,20 +53,9 @@ FailureOr<SpatialWindow> spatialWindow(NodeContext &ctx,
                                        ArrayRef<int64_t> kernel,
                                        bool ceilModeAllowed) {
   int64_t d = input.size();
-  auto ints =
-      [&](StringRef name,
-          SmallVector<int64_t> fallback) -> FailureOr<SmallVector<int64_t>> {
-    std::optional<SmallVector<int64_t>> v = ctx.intsAttr(name);
-    if (!v)
-      return fallback;
-    if (v->size() != fallback.size())
-      return ctx.error() << name << " has " << v->size()
-                         << " entries; expected " << fallback.size();
-    return *v;
-  };
-  auto strides = ints("strides", SmallVector<int64_t>(d, 1));
-  auto dilations = ints("dilations", SmallVector<int64_t>(d, 1));
-  auto pads = ints("pads", SmallVector<int64_t>(2 * d, 0));
+  auto strides = intList(ctx, "strides", d, 1);
+  auto dilations = intList(ctx, "dilations", d, 1);
+  auto pads = intList(ctx, "pads", 2 * d, 0);
   if (failed(strides) || failed(dilations) || failed(pads))
     return failure();
   for (int64_t i = 0; i < d; ++i)
@@ -257,19 +259,10 @@ LogicalResult importConvTranspose(NodeContext &ctx) {
   ArrayRef<int64_t> input = xt.getShape().drop_front(2);
   if (auto shape = ctx.intsAttr("kernel_shape"); shape && *shape != kernel)
     return ctx.error() << "kernel_shape differs from W's spatial shape";
-  auto list = [&](StringRef name, int64_t size,
-                  int64_t fill) -> FailureOr<SmallVector<int64_t>> {
-    std::optional<SmallVector<int64_t>> v = ctx.intsAttr(name);
-    if (!v)
-      return SmallVector<int64_t>(size, fill);
-    if (static_cast<int64_t>(v->size()) != size)
-      return ctx.error() << name << " has " << v->size()
-                         << " entries; expected " << size;
-    return *v;
-  };
-  auto strides = list("strides", d, 1), dilations = list("dilations", d, 1),
-       pads = list("pads", 2 * d, 0),
-       outputPadding = list("output_padding", d, 0);
+  auto strides = intList(ctx, "strides", d, 1),
+       dilations = intList(ctx, "dilations", d, 1),
+       pads = intList(ctx, "pads", 2 * d, 0),
+       outputPadding = intList(ctx, "output_padding", d, 0);
   if (failed(strides) || failed(dilations) || failed(pads) ||
       failed(outputPadding))
     return failure();
@@ -336,20 +329,10 @@ LogicalResult importConvTranspose(NodeContext &ctx) {
   }
   Value kernels = ctx.reshape(
       ctx.create<TransposeOp>(ctx.reshape(*w, split), permutation), transposed);
-  auto indexType = [&](int64_t n) {
-    return RankedTensorType::get({n}, ctx.builder.getI64Type());
-  };
-  for (int64_t i = 0; i < d; ++i) {
-    if (kernel[i] == 1)
-      continue;
-    SmallVector<int64_t> reversed;
-    for (int64_t k = kernel[i] - 1; k >= 0; --k)
-      reversed.push_back(k);
-    Value indices = ctx.builder.create<ConstantOp>(
-        ctx.loc,
-        DenseElementsAttr::get(indexType(kernel[i]), ArrayRef(reversed)));
-    kernels = ctx.create<GatherOp>(kernels, indices, 2 + i);
-  }
+  SmallVector<int64_t> spatialDims;
+  for (int64_t i = 0; i < d; ++i)
+    spatialDims.push_back(2 + i);
+  kernels = buildReverse(ctx.builder, ctx.loc, kernels, spatialDims);
   Value y = buildConvolution(ctx.builder, ctx.loc, *x, kernels, conv);
   auto withBias = addBias(ctx, y, m);
   if (failed(withBias))

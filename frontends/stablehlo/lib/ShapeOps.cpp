@@ -11,6 +11,8 @@
 
 #include "LowerContext.h"
 
+#include "trainc/Dialect/Graph/GraphBuilders.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
@@ -329,29 +331,18 @@ LogicalResult lowerReverse(OpContext &ctx) {
   auto dims = ctx.ints("dimensions");
   if (failed(dims))
     return failure();
-  Value x = ctx.operand(0);
-  for (int64_t d : *dims) {
-    auto type = tensorType(x);
-    if (d < 0 || d >= type.getRank())
-      return ctx.error() << "reverses dimension " << d << " of a rank-"
-                         << type.getRank() << " operand";
-    int64_t n = type.getDimSize(d);
-    if (n <= 1)
-      continue;
-    SmallVector<int64_t> positions;
-    for (int64_t i = n - 1; i >= 0; --i)
-      positions.push_back(i);
-    auto indexType = RankedTensorType::get({n}, ctx.builder.getI64Type());
-    Value indices = ctx.builder.create<ConstantOp>(
-        ctx.loc, DenseElementsAttr::get(indexType, ArrayRef(positions)));
-    x = ctx.create<GatherOp>(x, indices, d);
-  }
-  ctx.setResult(0, x);
+  int64_t rank = ctx.operandType(0).getRank();
+  for (int64_t d : *dims)
+    if (d < 0 || d >= rank)
+      return ctx.error() << "reverses dimension " << d << " of a rank-" << rank
+                         << " operand";
+  ctx.setResult(0, buildReverse(ctx.builder, ctx.loc, ctx.operand(0), *dims));
   return success();
 }
 
-/// Interior padding by interleaving, edge padding by concatenation,
-/// negative edge padding by slicing.
+/// GraphBuilders.h's buildPad: interior padding by interleaving, edge
+/// padding by concatenation, negative edge padding by slicing the padded
+/// sequence (so -5 below and 10 above a dimension of 3 leaves 8).
 LogicalResult lowerPad(OpContext &ctx) {
   auto low = ctx.ints("edge_padding_low");
   auto high = ctx.ints("edge_padding_high");
@@ -359,52 +350,24 @@ LogicalResult lowerPad(OpContext &ctx) {
   if (failed(low) || failed(high) || failed(interior))
     return failure();
   Value x = ctx.operand(0);
-  int64_t rank = tensorType(x).getRank();
+  auto type = tensorType(x);
+  int64_t rank = type.getRank();
   if (static_cast<int64_t>(low->size()) != rank ||
       static_cast<int64_t>(high->size()) != rank ||
       static_cast<int64_t>(interior->size()) != rank)
     return ctx.error() << "needs one low, high and interior padding per "
                           "dimension (rank "
                        << rank << ")";
-  // Interior padding i on a dimension of size n: [n] -> [n, 1], joined with
-  // [n, i] of the padding value -> [n * (1 + i)], less the last i.
   for (int64_t d = 0; d < rank; ++d) {
-    int64_t i = (*interior)[d];
-    auto shape = tensorType(x).getShape();
-    int64_t n = shape[d];
+    int64_t i = (*interior)[d], n = type.getDimSize(d);
     if (i < 0)
       return ctx.error() << "has negative interior padding " << i;
-    if (i == 0 || n <= 1)
-      continue;
-    SmallVector<int64_t> split(shape);
-    split.insert(split.begin() + d + 1, 1);
-    SmallVector<int64_t> fill(split);
-    fill[d + 1] = i;
-    Value joined =
-        ctx.concatenate(ValueRange{ctx.reshape(x, split),
-                                   ctx.broadcastScalar(ctx.operand(1), fill)},
-                        d + 1);
-    SmallVector<int64_t> merged(shape);
-    merged[d] = n * (1 + i);
-    SmallVector<int64_t> start(rank, 0), limit(merged);
-    limit[d] = n + (n - 1) * i;
-    x = ctx.slice(ctx.reshape(joined, merged), start, limit);
+    int64_t dilated = n == 0 ? 0 : n + (n - 1) * i;
+    if (dilated + (*low)[d] + (*high)[d] < 0)
+      return ctx.error() << "removes more than all of dimension " << d;
   }
-  for (int64_t d = 0; d < rank; ++d) {
-    int64_t lo = (*low)[d], hi = (*high)[d];
-    auto shape = tensorType(x).getShape();
-    if (lo < 0 || hi < 0) {
-      SmallVector<int64_t> start(rank, 0), limit(shape);
-      start[d] = std::max<int64_t>(-lo, 0);
-      limit[d] = shape[d] - std::max<int64_t>(-hi, 0);
-      if (start[d] > limit[d])
-        return ctx.error() << "removes more than all of dimension " << d;
-      x = ctx.slice(x, start, limit);
-    }
-    x = padDim(ctx, x, ctx.operand(1), d, std::max<int64_t>(lo, 0),
-               std::max<int64_t>(hi, 0));
-  }
-  ctx.setResult(0, x);
+  ctx.setResult(0, buildPad(ctx.builder, ctx.loc, x, ctx.operand(1), *low,
+                            *high, *interior));
   return success();
 }
 

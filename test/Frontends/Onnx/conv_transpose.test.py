@@ -19,14 +19,13 @@ its own terms * eps bound.
 """
 import itertools
 import os
-import sys
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from op_harness import WeightedLoss, compile_and_run, expect_rejections
+from op_harness import WeightedLoss, compile_and_run, expect_rejections, run_checks
 
 OPSET = 18
 RNG = np.random.default_rng(53)
@@ -234,11 +233,7 @@ def errors(work):
 
 
 def main():
-    work = sys.argv[1]
-    ok = forward(work)
-    ok &= gradients(work)
-    ok &= errors(work)
-    sys.exit(0 if ok else 1)
+    run_checks(forward, gradients, errors)
 
 
 if __name__ == '__main__':

@@ -24,7 +24,6 @@ Errors: bad groups, a kernel_shape that is not W's, an unknown auto_pad,
 an input smaller than the kernel, negative pads; each named, exit 1.
 """
 import os
-import sys
 
 import jax
 import numpy as np
@@ -32,7 +31,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from op_harness import WeightedLoss, compile_and_run, expect_rejections
+from op_harness import WeightedLoss, compile_and_run, expect_rejections, run_checks
 
 jax.config.update('jax_enable_x64', True)
 import jax.numpy as jnp  # noqa: E402
@@ -226,11 +225,7 @@ def errors(work):
 
 
 def main():
-    work = sys.argv[1]
-    ok = forward(work)
-    ok &= gradients(work)
-    ok &= errors(work)
-    sys.exit(0 if ok else 1)
+    run_checks(forward, gradients, errors)
 
 
 if __name__ == '__main__':

@@ -20,7 +20,6 @@ gradient entry: the backward sums a few hundred products of order-1
 values (a few hundred eps, 2e-5 at most; measured worst printed).
 """
 import os
-import sys
 
 import jax
 import numpy as np
@@ -28,7 +27,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from op_harness import WeightedLoss, compile_and_run, expect_rejections
+from op_harness import WeightedLoss, compile_and_run, expect_rejections, run_checks
 
 jax.config.update('jax_enable_x64', True)
 import jax.numpy as jnp  # noqa: E402
@@ -193,11 +192,7 @@ def errors(work):
 
 
 def main():
-    work = sys.argv[1]
-    ok = forward(work)
-    ok &= gradients(work)
-    ok &= errors(work)
-    sys.exit(0 if ok else 1)
+    run_checks(forward, gradients, errors)
 
 
 if __name__ == '__main__':

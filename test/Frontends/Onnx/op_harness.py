@@ -84,3 +84,12 @@ class WeightedLoss:
         onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid('', opset)]),
                   path)
         return compile_and_run(work, path, self.feeds, ['--train', '--optimizer', 'none'])
+
+
+def run_checks(*checks):
+    """A test's main: runs every check(work) on the directory sys.argv[1]
+    (all of them, also after a failure, so the output shows each) and
+    exits 1 if any failed."""
+    work = sys.argv[1]
+    results = [check(work) for check in checks]
+    sys.exit(0 if all(results) else 1)

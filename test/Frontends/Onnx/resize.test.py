@@ -14,14 +14,13 @@ operator. trainc's gradient (X a trainable initializer) must match within
 4 eps * sum |c| (float32).
 """
 import os
-import sys
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from op_harness import WeightedLoss, compile_and_run, expect_rejections
+from op_harness import WeightedLoss, compile_and_run, expect_rejections, run_checks
 
 RNG = np.random.default_rng(71)
 
@@ -175,16 +174,25 @@ def errors(work):
         ('zero_scale', graph({}, (1, 1, 0, 2)), 'scales must be positive'),
         ('scale_count', graph({}, (2, 2)), 'has 2 scales or sizes for 4 axes'),
         ('duplicate_axes', graph(dict(axes=[2, -2]), (2, 2)), 'names axis 2 twice in axes'),
+        ('nearest_mode', graph(dict(nearest_mode='nearest')), "nearest_mode 'nearest' is not known"),
+        ('aspect_ratio', graph(dict(keep_aspect_ratio_policy='not_larger'), (2, 2)),
+         'keep_aspect_ratio_policy other than stretch'),
+        ('exclude_outside', graph(dict(exclude_outside=1)), 'exclude_outside'),
+        ('no_scales', helper.make_graph([helper.make_node('Resize', ['x'], ['y'])], 'g',
+                                        [f32('x', [1, 1, 4, 4])], [f32('y', None)]),
+         'needs constant scales or sizes'),
+        ('linear_int', helper.make_graph(
+            [helper.make_node('Constant', [], ['s'], value=numpy_helper.from_array(
+                np.array([1, 1, 2, 2], np.float32), 's')),
+             helper.make_node('Resize', ['x', '', 's'], ['y'], mode='linear')], 'g',
+            [helper.make_tensor_value_info('x', TensorProto.INT32, [1, 1, 4, 4])],
+            [helper.make_tensor_value_info('y', TensorProto.INT32, None)]), 'X must be a float tensor'),
     ]
     return expect_rejections(work, cases, 18)
 
 
 def main():
-    work = sys.argv[1]
-    ok = forward(work)
-    ok &= gradients(work)
-    ok &= errors(work)
-    sys.exit(0 if ok else 1)
+    run_checks(forward, gradients, errors)
 
 
 if __name__ == '__main__':

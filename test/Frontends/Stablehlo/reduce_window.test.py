@@ -74,6 +74,15 @@ def forward(work):
         else:
             scale = np.asarray(f(jnp.abs(jnp.asarray(x, jnp.float64))))
             ok &= within_bound(name, got, want, positions * eps * np.abs(scale) + 1e-30)
+    # stablehlo.pad goes through the same padding (buildPad): interior
+    # padding, and a crop below that reaches into the padding above.
+    xp = RNG.standard_normal((3, 4)).astype(np.float32)
+    fp = lambda x: lax.pad(x, jnp.array(-1.5, x.dtype), ((-6, 10, 1), (1, -2, 2)))
+    got = compile_and_run_text(work, 'pad_cross_crop', jax.jit(fp).lower(xp).as_text(), {'arg0': xp})
+    want = np.asarray(fp(jnp.asarray(xp)))
+    same = got.shape == want.shape and np.array_equal(got, want)
+    print(f'pad_cross_crop: {got.shape} {"equal ok" if same else "FAIL"}')
+    ok &= same
     xi = RNG.integers(-100, 100, (2, 6, 7)).astype(np.int32)
     fi = lambda x: lax.reduce_window(x, jnp.array(np.iinfo(np.int32).min, x.dtype), lax.max,
                                      (1, 3, 2), (1, 2, 2), 'SAME')

@@ -25,6 +25,21 @@ mlir::Value buildTakeAlongAxis(mlir::OpBuilder &builder, mlir::Location loc,
                                mlir::Value data, mlir::Value positions,
                                int64_t axis);
 
+/// x with each dimension d padded: interior[d] copies of `fill` (a rank-0
+/// tensor of x's element type) between neighbours, then low[d] and
+/// high[d] at the ends; a negative low or high removes that many from that
+/// end of the padded sequence (into the other end's padding if it must).
+/// The caller keeps every padded size at least 0.
+mlir::Value buildPad(mlir::OpBuilder &builder, mlir::Location loc,
+                     mlir::Value x, mlir::Value fill,
+                     llvm::ArrayRef<int64_t> low, llvm::ArrayRef<int64_t> high,
+                     llvm::ArrayRef<int64_t> interior);
+
+/// x with the dimensions `dims` reversed (a gather of constant positions
+/// along each).
+mlir::Value buildReverse(mlir::OpBuilder &builder, mlir::Location loc,
+                         mlir::Value x, llvm::ArrayRef<int64_t> dims);
+
 /// A convolution's window: one entry per spatial dimension in each list.
 /// Padding is added after the input dilation, and may be negative (rows
 /// removed). With batchGroups > 1 (StableHLO's batch_group_count, which
