@@ -560,6 +560,11 @@ LogicalResult Builder::run() {
     if (it == persistent.end())
       return fn.emitError("result ") << i << " updates '" << target.getValue()
                                      << "', which is not a parameter or state";
+    if (program.tensors[out].type != program.tensors[it->second].type)
+      return fn.emitError("result ")
+             << i << " updates '" << target.getValue() << "' with a value of "
+             << v.getType() << ", not the type of '" << target.getValue()
+             << "'";
     program.updates.push_back({out, it->second});
   }
   return success();

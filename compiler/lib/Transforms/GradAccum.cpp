@@ -67,9 +67,12 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
       return fn.emitError("grad-accum: @main has no data inputs to split");
 
     // Outputs: the loss and the gradients are averaged, batched outputs
-    // concatenated.
+    // concatenated. An update the forward pass makes (a running statistic)
+    // is chained: each micro-batch reads the value the one before it left,
+    // as PyTorch's forward passes update their buffers one after another.
     std::optional<unsigned> lossIndex;
     SmallVector<bool> averaged(ret.getNumOperands(), false);
+    SmallVector<std::optional<unsigned>> chained(ret.getNumOperands());
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
       auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
       bool loss = fn.getResultAttr(i, trainc::train::TrainDialect::kLossAttr) !=
@@ -78,6 +81,10 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
         lossIndex = i;
       averaged[i] =
           loss || fn.getResultAttr(i, trainc::train::TrainDialect::kGradOfAttr);
+      if (trainc::train::TrainDialect::isForwardUpdate(fn, i)) {
+        chained[i] = trainc::train::TrainDialect::updatedArgument(fn, i);
+        continue;
+      }
       if (!averaged[i] && (type.getRank() == 0 || type.getDimSize(0) != batch))
         return fn.emitError("grad-accum: output ")
                << i << " (" << type
@@ -120,13 +127,16 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
     SmallVector<Value> running(ret.getOperands());
     SmallVector<SmallVector<Value>> batched(ret.getNumOperands());
     for (unsigned i = 0; i < ret.getNumOperands(); ++i)
-      if (!averaged[i])
+      if (!averaged[i] && !chained[i])
         batched[i].push_back(ret.getOperand(i));
     b.setInsertionPoint(ret);
     for (int64_t m = 1; m < k; ++m) {
       IRMapping mapping;
       for (auto [arg, first] : llvm::zip(inputs, firstSlices))
         mapping.map(first, sliceOf(arg, m));
+      for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+        if (chained[i])
+          mapping.map(body.getArgument(*chained[i]), running[i]);
       for (Operation *op : step) {
         Operation *clone = b.clone(*op, mapping);
         // Each micro-batch draws its own dropout masks (its backward reads
@@ -139,14 +149,21 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
         Value v = mapping.lookupOrDefault(ret.getOperand(i));
         if (averaged[i])
           running[i] = b.create<AddOp>(fn.getLoc(), running[i], v);
+        else if (chained[i])
+          running[i] = v;
         else
           batched[i].push_back(v);
       }
     }
 
-    // Combine: the means of the sums, the concatenation of the rest.
+    // Combine: the means of the sums, the last micro-batch's updates, the
+    // concatenation of the rest.
     SmallVector<Value> results;
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+      if (chained[i]) {
+        results.push_back(running[i]);
+        continue;
+      }
       if (averaged[i]) {
         auto type = cast<RankedTensorType>(running[i].getType());
         Value count = b.create<ConstantOp>(

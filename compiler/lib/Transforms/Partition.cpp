@@ -241,6 +241,14 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
         loss = i;
         continue;
       }
+      // Running statistics: each rank's forward normalizes with its own
+      // batch's statistics, as PyTorch's DistributedDataParallel does, and
+      // the new running values are averaged so that every rank keeps the
+      // same ones (DDP broadcasts rank 0's instead).
+      if (TrainDialect::isForwardUpdate(fn, i)) {
+        averaged.push_back(i);
+        continue;
+      }
       bool grad = fn.getResultAttr(i, TrainDialect::kGradOfAttr) != nullptr;
       if (grad && zero >= 2 && type.getRank() > 0) {
         scattered.push_back(i);

@@ -100,10 +100,14 @@ ForwardPass analyze(func::FuncOp fn) {
   Block &body = fn.getBody().front();
   Operation *ret = body.getTerminator();
   SmallVector<Value> worklist;
+  // The forward's results: outputs and the updates it makes itself
+  // (running statistics), not the gradients, the optimizer's updates or
+  // the metrics.
   for (unsigned i = 0; i < fn.getNumResults(); ++i)
-    if (!isResultOf(fn, i, TrainDialect::kGradOfAttr) &&
-        !isResultOf(fn, i, TrainDialect::kUpdateAttr) &&
-        !isResultOf(fn, i, TrainDialect::kMetricAttr))
+    if ((!isResultOf(fn, i, TrainDialect::kGradOfAttr) &&
+         !isResultOf(fn, i, TrainDialect::kUpdateAttr) &&
+         !isResultOf(fn, i, TrainDialect::kMetricAttr)) ||
+        TrainDialect::isForwardUpdate(fn, i))
       worklist.push_back(ret->getOperand(i));
   while (!worklist.empty()) {
     Operation *def = worklist.pop_back_val().getDefiningOp();

@@ -27,6 +27,27 @@ static LogicalResult verifyName(Operation *op, NamedAttribute attr,
   return success();
 }
 
+std::optional<unsigned> TrainDialect::updatedArgument(Operation *op,
+                                                      unsigned result) {
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  auto name = fn ? fn.getResultAttrOfType<StringAttr>(result, kUpdateAttr)
+                 : StringAttr();
+  if (!name)
+    return std::nullopt;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    for (StringRef attr : {kParamAttr, kStateAttr})
+      if (fn.getArgAttrOfType<StringAttr>(i, attr) == name)
+        return i;
+  return std::nullopt;
+}
+
+bool TrainDialect::isForwardUpdate(Operation *op, unsigned result) {
+  std::optional<unsigned> arg = updatedArgument(op, result);
+  auto fn = cast<FunctionOpInterface>(op);
+  return arg && fn.getArgAttr(*arg, kParamAttr) &&
+         fn.getArgAttr(*arg, kFrozenAttr);
+}
+
 LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,

@@ -5,6 +5,8 @@
 
 #include "mlir/IR/Dialect.h"
 
+#include <optional>
+
 #include "trainc/Dialect/Train/TrainDialect.h.inc"
 
 #endif // TRAINC_DIALECT_TRAIN_TRAINDIALECT_H

@@ -33,7 +33,10 @@ def Train_Dialect : Dialect {
       optimizer updates it;
     - `train.update = "name"` on a result: the new value of that parameter
       or state after the step. The runtime makes it the current value for
-      the next step (in place when the memory plan allows).
+      the next step (in place when the memory plan allows). The optimizer
+      makes those of trained parameters and of its state; the forward pass
+      (an importer) may make those of frozen parameters that are running
+      statistics (isForwardUpdate).
 
     The training signature, which the runtime's trainer reads from the
     executable (never from names):
@@ -70,6 +73,17 @@ def Train_Dialect : Dialect {
     static bool isDataKind(::llvm::StringRef kind) {
       return kind == "tokens" || kind == "targets";
     }
+    /// The argument (a train.param or train.state) that result `result` of
+    /// the function `fn` updates, or none when it is no train.update.
+    static std::optional<unsigned> updatedArgument(::mlir::Operation *fn,
+                                                   unsigned result);
+    /// Whether result `result` of `fn` is an update the forward pass makes
+    /// (of a frozen parameter: a BatchNormalization running statistic),
+    /// not one the optimizer makes. Data parallelism averages it over the
+    /// ranks, gradient accumulation chains it through the micro-batches,
+    /// a skipped step keeps the old value, and recomputation treats it as
+    /// a forward output.
+    static bool isForwardUpdate(::mlir::Operation *fn, unsigned result);
   }];
 }
 
