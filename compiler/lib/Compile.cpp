@@ -72,7 +72,9 @@ compileModel(mlir::MLIRContext &context, llvm::StringRef path,
              const CompileOptions &options, mlir::TimingScope *timing) {
   mlir::TimingScope importTimer =
       timing ? timing->nest("import") : mlir::TimingScope();
-  auto module = importModel(context, path, options.import);
+  ImportOptions import = options.import;
+  import.trainingStep = options.train;
+  auto module = importModel(context, path, import);
   importTimer.stop();
   if (failed(module))
     return mlir::failure();

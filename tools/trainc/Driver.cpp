@@ -223,6 +223,14 @@ int runCompilerCli(int argc, char **argv) {
       cl::desc("Base seed of training-mode Dropout nodes without a seed "
                "attribute (default 0); each node derives its own"),
       cl::location(options.import.dropoutSeed), cl::cat(category));
+  cl::opt<bool, true> evalMode(
+      "eval-mode",
+      cl::desc("Read training-mode Dropout (as the identity) and "
+               "BatchNormalization (with its running statistics, not the "
+               "batch's) in inference mode, as PyTorch's model.eval() runs "
+               "them: for the --eval-executable of a model exported in "
+               "training mode (ONNX only)"),
+      cl::location(options.import.evalMode), cl::cat(category));
   cl::opt<bool> listOps(
       "list-onnx-ops",
       cl::desc("List the ONNX ops the importer supports, with their opsets, "

@@ -19,11 +19,14 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace trainc::onnx_import {
@@ -110,9 +113,11 @@ tensorBlob(onnx::TensorProto &tensor, mlir::Type elementType,
 class GraphImporter {
 public:
   GraphImporter(mlir::OpBuilder &builder, std::string modelPath,
-                std::string baseDir, int64_t opset, uint64_t dropoutSeed)
+                std::string baseDir, int64_t opset, uint64_t dropoutSeed,
+                bool evalMode, bool trainingStep)
       : builder(builder), modelPath(std::move(modelPath)),
-        baseDir(std::move(baseDir)), opset(opset), dropoutSeed(dropoutSeed) {}
+        baseDir(std::move(baseDir)), opset(opset), dropoutSeed(dropoutSeed),
+        evalMode(evalMode), trainingStep(trainingStep) {}
 
   mlir::OpBuilder &builder;
   const std::string modelPath;
@@ -120,10 +125,41 @@ public:
   /// The model's opset of the default domain.
   const int64_t opset;
   const uint64_t dropoutSeed;
+  /// Training-mode Dropout and BatchNormalization are read in inference
+  /// mode (--eval-mode).
+  const bool evalMode;
+  /// Running statistics become the step's updates (ImportOptions).
+  const bool trainingStep;
 
   /// The value named `name`, or null if not defined (yet).
   mlir::Value lookup(llvm::StringRef name) const { return values.lookup(name); }
   void define(llvm::StringRef name, mlir::Value value) { values[name] = value; }
+
+  // --- Parameters the forward pass updates ---------------------------------
+  /// Defines `name` as the parameter that is @main's argument `arg`.
+  void defineParameter(llvm::StringRef name, mlir::BlockArgument arg) {
+    define(name, arg);
+    parameterBlock = arg.getOwner();
+    parameterNames[arg.getArgNumber()] = name.str();
+  }
+  /// The argument number of `v` when it is a parameter itself.
+  std::optional<unsigned> parameterIndex(mlir::Value v) const;
+  llvm::StringRef parameterName(unsigned index) const {
+    return parameterNames.at(index);
+  }
+  /// Marks a parameter as a statistic (BatchNormalization's input_mean or
+  /// input_var): state, which the importer freezes.
+  void markStatistic(unsigned index) { statistics.insert(index); }
+  bool isStatistic(unsigned index) const { return statistics.count(index); }
+  /// Records `next` as the parameter's value after the step (a `train.update`
+  /// result); fails when the parameter already has one.
+  mlir::LogicalResult addUpdate(unsigned index, mlir::Value next) {
+    return mlir::success(updates.insert({index, next}).second);
+  }
+  /// The recorded updates, in the order they were made.
+  const llvm::MapVector<unsigned, mlir::Value> &getUpdates() const {
+    return updates;
+  }
 
   /// Sequence values (SplitToSequence's output), which only SequenceAt
   /// reads: the graph dialect has tensors only, so a sequence is the list
@@ -141,6 +177,10 @@ public:
 private:
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<llvm::SmallVector<mlir::Value>> sequences;
+  mlir::Block *parameterBlock = nullptr;
+  std::map<unsigned, std::string> parameterNames;
+  std::set<unsigned> statistics;
+  llvm::MapVector<unsigned, mlir::Value> updates;
 };
 
 /// One node being imported.
@@ -243,7 +283,7 @@ mlir::Value expandReduced(NodeContext &ctx, mlir::Value reduced,
 
 // Import functions, by family (ElementwiseOps.cpp, ActivationOps.cpp,
 // ShapeOps.cpp, IndexingOps.cpp, ReduceOps.cpp, NnOps.cpp, EinsumOp.cpp,
-// WindowOps.cpp, ResizeOps.cpp).
+// WindowOps.cpp, ResizeOps.cpp, BatchNormOp.cpp).
 #define TRAINC_ONNX_IMPORT_FN(name)                                            \
   mlir::LogicalResult import##name(NodeContext &ctx);
 TRAINC_ONNX_IMPORT_FN(Add)
@@ -352,6 +392,7 @@ TRAINC_ONNX_IMPORT_FN(ArgMin)
 TRAINC_ONNX_IMPORT_FN(Softmax)
 TRAINC_ONNX_IMPORT_FN(LogSoftmax)
 TRAINC_ONNX_IMPORT_FN(LayerNormalization)
+TRAINC_ONNX_IMPORT_FN(BatchNormalization)
 TRAINC_ONNX_IMPORT_FN(InstanceNormalization)
 TRAINC_ONNX_IMPORT_FN(RMSNormalization)
 TRAINC_ONNX_IMPORT_FN(Gelu)

@@ -442,8 +442,8 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
                                          builder.getFunctionType(argTypes, {}));
   Block *entry = fn.addEntryBlock();
   builder.setInsertionPointToStart(entry);
-  GraphImporter graph(builder, path.str(), baseDir, *opset,
-                      options.dropoutSeed);
+  GraphImporter graph(builder, path.str(), baseDir, *opset, options.dropoutSeed,
+                      options.evalMode, options.trainingStep);
   for (auto [i, p] : llvm::enumerate(params)) {
     fn.setArgAttr(i, trainc::train::TrainDialect::kParamAttr,
                   builder.getStringAttr(p.name));
@@ -453,7 +453,7 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
     if (frozen.contains(p.name))
       fn.setArgAttr(i, trainc::train::TrainDialect::kFrozenAttr,
                     builder.getUnitAttr());
-    graph.define(p.name, entry->getArgument(i));
+    graph.defineParameter(p.name, entry->getArgument(i));
   }
   for (auto [k, input] : llvm::enumerate(inputs)) {
     unsigned i = params.size() + k;
@@ -473,7 +473,8 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
   if (failed(importNodes(graph, path, g)))
     return failure();
 
-  // Results: the graph outputs, by name.
+  // Results: the graph outputs, by name, then the parameters the forward
+  // pass updates (running statistics), which are frozen.
   SmallVector<Value> results;
   for (const onnx::ValueInfoProto &out : g.output()) {
     Value v = graph.lookup(out.name());
@@ -482,12 +483,22 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
                                   << "' is not produced by any node";
     results.push_back(v);
   }
+  for (const auto &update : graph.getUpdates())
+    results.push_back(update.second);
   builder.create<func::ReturnOp>(fileLoc, results);
   fn.setFunctionType(
       builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   for (auto [i, out] : llvm::enumerate(g.output()))
     fn.setResultAttr(i, GraphDialect::kOutputAttr,
                      builder.getStringAttr(out.name()));
+  for (auto [k, update] : llvm::enumerate(graph.getUpdates()))
+    fn.setResultAttr(g.output_size() + k,
+                     trainc::train::TrainDialect::kUpdateAttr,
+                     builder.getStringAttr(graph.parameterName(update.first)));
+  for (unsigned i = 0; i < params.size(); ++i)
+    if (graph.isStatistic(i))
+      fn.setArgAttr(i, trainc::train::TrainDialect::kFrozenAttr,
+                    builder.getUnitAttr());
   if (failed(mlir::verify(*module)))
     return fileError(ctx, path)
            << "the imported IR does not verify (a trainc importer bug; the "

@@ -366,8 +366,9 @@ LogicalResult importGelu(NodeContext &ctx) {
   return success();
 }
 
-/// Inference mode (the default) is the identity with an all-true mask;
-/// training mode becomes graph.dropout with a reproducible seed.
+/// Inference mode (the default, and --eval-mode) is the identity with an
+/// all-true mask; training mode becomes graph.dropout with a reproducible
+/// seed.
 LogicalResult importDropout(NodeContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
@@ -384,7 +385,7 @@ LogicalResult importDropout(NodeContext &ctx) {
     auto t = ctx.scalarInput(2, "training_mode");
     if (failed(t))
       return failure();
-    training = *t != 0;
+    training = *t != 0 && !ctx.graph.evalMode;
   }
   auto type = ctx.inputType(*x);
   auto maskType =

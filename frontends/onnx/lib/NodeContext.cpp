@@ -67,6 +67,14 @@ NodeContext::intListInput(int i, StringRef what) const {
   return values;
 }
 
+std::optional<unsigned> GraphImporter::parameterIndex(Value v) const {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getOwner() != parameterBlock ||
+      !parameterNames.count(arg.getArgNumber()))
+    return std::nullopt;
+  return arg.getArgNumber();
+}
+
 FailureOr<double> NodeContext::scalarInput(int i, StringRef what) const {
   auto attr = constantInput(i, what);
   if (failed(attr))

@@ -33,6 +33,11 @@ const OpEntry kOps[] = {
     {"Asinh", 13, kLatest, importAsinh, "through log1p"},
     {"Atan", 13, kLatest, importAtan, "a polynomial after range reduction"},
     {"Atanh", 13, kLatest, importAtanh, "through log1p"},
+    {"BatchNormalization", 13, kLatest, importBatchNormalization,
+     "training mode: batch statistics, and the running ones become the "
+     "step's update of input_mean and input_var (frozen); their variance is "
+     "the population's, as the specification says (PyTorch's running_var "
+     "is the unbiased one)"},
     {"Cast", 13, kLatest, importCast,
      "all numeric types and BOOL (8-/4-bit floats, 4-/2-bit integers "
      "included); no strings; FLOAT8E8M0 with round_mode 'up' only"},

@@ -93,8 +93,11 @@ class TorchTrainer(BridgeTrainer):
         return inputs
 
     def _compile_forward(self) -> Executable:
+        # As module.eval() runs it: Dropout off, batch norms on their
+        # running statistics (the export is in training mode).
         return _compile(os.path.join(self._workdir, 'model.onnx'),
-                        os.path.join(self._workdir, 'forward.tcx'))
+                        os.path.join(self._workdir, 'forward.tcx'),
+                        eval_mode=True)
 
     def state_dict(self) -> Dict[str, torch.Tensor]:
         """The trained parameters, by their names in the module."""
@@ -103,12 +106,14 @@ class TorchTrainer(BridgeTrainer):
                 for name, value in self.trainer.state_dict().items()}
 
     def sync_to(self, module: torch.nn.Module) -> None:
-        """Copies the trained parameters into `module`'s parameters (every
-        parameter trainc trains must exist in it with the same shape)."""
-        params = dict(module.named_parameters())
+        """Copies the trained parameters into `module`'s parameters, and
+        the buffers trainc kept (batch norms' running statistics, which the
+        training steps update) into its buffers; each must exist in it with
+        the same shape."""
+        params = {**dict(module.named_buffers()), **dict(module.named_parameters())}
         for name, value in self.state_dict().items():
             if name not in params:
-                raise KeyError(f"the module has no parameter '{name}'")
+                raise KeyError(f"the module has no parameter or buffer '{name}'")
             if tuple(params[name].shape) != tuple(value.shape):
                 raise ValueError(f"'{name}' is {tuple(params[name].shape)} in "
                                  f'the module, {tuple(value.shape)} trained')

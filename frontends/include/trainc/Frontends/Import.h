@@ -40,6 +40,16 @@ struct ImportOptions {
   std::string parameters;
   /// Base seed of Dropout nodes; node i gets a seed derived from (seed, i).
   uint64_t dropoutSeed = 0;
+  /// Read training-mode Dropout and BatchNormalization nodes in inference
+  /// mode, as PyTorch's model.eval() runs them: for the evaluation
+  /// executable of a model exported in training mode. (ONNX only.)
+  bool evalMode = false;
+  /// The module becomes a training step (compileModel sets it from
+  /// --train): the state the forward pass updates (BatchNormalization's
+  /// running statistics) becomes the step's `train.update` results. Else
+  /// those are ordinary values, and the parameters stay as they are from
+  /// run to run. (ONNX only.)
+  bool trainingStep = false;
   /// Graph inputs bound to compile-time constants, by name: the file holds
   /// the value as an ONNX TensorProto (.pb, as the ONNX node tests ship
   /// their inputs). A bound input is no input of the executable. For the

@@ -1,0 +1,191 @@
+//===- BatchNormOp.cpp - ONNX BatchNormalization --------------------------===//
+//
+// BatchNormalization normalizes X [N, C, D...] per channel. In inference
+// mode it uses the statistics it is given (input_mean, input_var); in
+// training mode it uses the batch's own (the mean and the population
+// variance over every dimension but C) and also returns the running
+// statistics, input * momentum + batch * (1 - momentum), as the ONNX
+// specification defines them.
+//
+// The mode is the file's: opset 14's `training_mode`, or at opset 13
+// whether the node has more than one output (PyTorch's TorchScript
+// exporter writes five in training mode: Y, the running mean and variance,
+// and the batch's mean and variance). `--eval-mode` imports a training-mode node in
+// inference mode, as PyTorch's model.eval() runs it.
+//
+// Running statistics are state, not weights: an input_mean or input_var
+// that is a parameter (an initializer) is frozen, and when a training step
+// is compiled (--train) a training-mode node's new value for it becomes a
+// `train.update` result of the step, which the runtime makes the
+// parameter's value for the next step (and checkpoints). Without --train,
+// and for a statistic that is a data input or a constant, the running
+// outputs are ordinary values and nothing changes from run to run (what
+// the ONNX node tests check).
+//
+// 16-bit inputs are normalized in f32, as PyTorch and cuDNN do.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImportContext.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace trainc::graph;
+
+namespace trainc::onnx_import {
+namespace {
+
+/// The operands after their checks: scale, B, input_mean, input_var.
+struct ChannelOperands {
+  Value scale, bias, mean, var;
+};
+
+FailureOr<ChannelOperands> channelOperands(NodeContext &ctx, int64_t c) {
+  ChannelOperands ops;
+  Value *slots[] = {&ops.scale, &ops.bias, &ops.mean, &ops.var};
+  const char *names[] = {"scale", "B", "input_mean", "input_var"};
+  for (int i = 0; i < 4; ++i) {
+    auto v = ctx.input(i + 1);
+    if (failed(v) || failed(ctx.requireFloat(*v, names[i])))
+      return failure();
+    auto type = ctx.inputType(*v);
+    if (type.getRank() != 1 || type.getDimSize(0) != c)
+      return ctx.error() << names[i] << " must have shape [" << c
+                         << "] (one entry per channel), got " << type;
+    *slots[i] = *v;
+  }
+  if (ctx.inputType(ops.mean).getElementType() !=
+      ctx.inputType(ops.var).getElementType())
+    return ctx.error() << "input_mean and input_var must have one element "
+                          "type, got "
+                       << ctx.inputType(ops.mean).getElementType() << " and "
+                       << ctx.inputType(ops.var).getElementType();
+  return ops;
+}
+
+} // namespace
+
+LogicalResult importBatchNormalization(NodeContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
+    return failure();
+  auto type = ctx.inputType(*x);
+  if (type.getRank() < 2)
+    return ctx.error() << "needs an input [N, C, D...], got " << type;
+  auto ops = channelOperands(ctx, type.getDimSize(1));
+  if (failed(ops))
+    return failure();
+  double epsilon = ctx.floatAttr("epsilon", 1e-5f);
+  double momentum = ctx.floatAttr("momentum", 0.9f);
+  if (!std::isfinite(epsilon) || epsilon < 0)
+    return ctx.error() << "epsilon " << epsilon
+                       << " must be finite and not negative";
+  if (!(momentum >= 0 && momentum <= 1))
+    return ctx.error() << "momentum " << momentum << " is not in [0, 1]";
+
+  bool training;
+  if (ctx.opset() >= 14) {
+    int64_t mode = ctx.intAttr("training_mode", 0);
+    if (mode != 0 && mode != 1)
+      return ctx.error() << "training_mode " << mode << " is not 0 or 1";
+    training = mode == 1;
+    if (!training && (ctx.outputRequested(1) || ctx.outputRequested(2)))
+      return ctx.error() << "running_mean and running_var are outputs of "
+                            "training mode (training_mode = 1) only";
+    if (ctx.numOutputs() > 3)
+      return ctx.error() << "has " << ctx.numOutputs()
+                         << " outputs; opset 14 defines at most 3";
+  } else {
+    training = ctx.numOutputs() > 1;
+  }
+  // Statistics that are parameters are state, never trained.
+  for (Value v : {ops->mean, ops->var})
+    if (auto param = ctx.graph.parameterIndex(v))
+      ctx.graph.markStatistic(*param);
+
+  // The work type: f32 for 16-bit inputs.
+  Type element = type.getElementType();
+  Type work = element.getIntOrFloatBitWidth() < 32
+                  ? Type(ctx.builder.getF32Type())
+                  : element;
+  Type stats = ctx.inputType(ops->mean).getElementType();
+  auto workType = RankedTensorType::get(type.getShape(), work);
+  auto channels = RankedTensorType::get({type.getDimSize(1)}, work);
+  auto along = [&](Value perChannel) {
+    return ctx.create<BroadcastInDimOp>(workType, perChannel,
+                                        ArrayRef<int64_t>{1});
+  };
+  auto toWork = [&](Value v) { return ctx.convert(v, work); };
+  Value xw = toWork(*x);
+  // (x - mean) * (scale / sqrt(var + epsilon)) + B.
+  auto normalize = [&](Value centered, Value var) {
+    Value inv = ctx.create<RsqrtOp>(
+        ctx.create<AddOp>(var, ctx.splat(channels, epsilon)));
+    Value factor = ctx.create<MulOp>(toWork(ops->scale), inv);
+    Value y = ctx.create<AddOp>(ctx.create<MulOp>(centered, along(factor)),
+                                along(toWork(ops->bias)));
+    return ctx.convert(y, element);
+  };
+
+  if (!training || ctx.graph.evalMode) {
+    Value mean = toWork(ops->mean);
+    ctx.setOutput(
+        0, normalize(ctx.create<SubOp>(xw, along(mean)), toWork(ops->var)));
+    // A training-mode node read in eval mode: the statistics stay.
+    if (training) {
+      ctx.setOutput(1, ops->mean);
+      ctx.setOutput(2, ops->var);
+    }
+    if (ctx.outputRequested(3) || ctx.outputRequested(4))
+      return ctx.error() << "saved_mean and saved_var are training-mode "
+                            "outputs; --eval-mode does not compute them";
+    return success();
+  }
+
+  SmallVector<int64_t> dims = {0};
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    dims.push_back(d);
+  int64_t count = type.getDimSize(0);
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    count *= type.getDimSize(d);
+  if (count == 0)
+    return ctx.error() << "training mode needs at least one element per "
+                          "channel for the batch statistics, got "
+                       << type;
+  Value mean = ctx.create<ReduceMeanOp>(xw, dims);
+  Value centered = ctx.create<SubOp>(xw, along(mean));
+  Value var =
+      ctx.create<ReduceMeanOp>(ctx.create<MulOp>(centered, centered), dims);
+  ctx.setOutput(0, normalize(centered, var));
+
+  // The running statistics, in their own type.
+  auto statsType = RankedTensorType::get({type.getDimSize(1)}, stats);
+  auto blend = [&](Value running, Value batch) {
+    return ctx.create<AddOp>(
+        ctx.create<MulOp>(running, ctx.splat(statsType, momentum)),
+        ctx.create<MulOp>(ctx.convert(batch, stats),
+                          ctx.splat(statsType, 1 - momentum)));
+  };
+  Value runningMean = blend(ops->mean, mean);
+  Value runningVar = blend(ops->var, var);
+  ctx.setOutput(1, runningMean);
+  ctx.setOutput(2, runningVar);
+  ctx.setOutput(3, ctx.convert(mean, element));
+  ctx.setOutput(4, ctx.convert(var, element));
+  if (!ctx.graph.trainingStep)
+    return success();
+  for (auto [statistic, next] :
+       {std::pair(ops->mean, runningMean), std::pair(ops->var, runningVar)})
+    if (auto param = ctx.graph.parameterIndex(statistic))
+      if (failed(ctx.graph.addUpdate(*param, next)))
+        return ctx.error() << "updates the running statistic '"
+                           << ctx.graph.parameterName(*param)
+                           << "', which a BatchNormalization already updates "
+                              "in this step";
+  return success();
+}
+
+} // namespace trainc::onnx_import
