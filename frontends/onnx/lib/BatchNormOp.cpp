@@ -10,8 +10,8 @@
 // The mode is the file's: opset 14's `training_mode`, or at opset 13
 // whether the node has more than one output (PyTorch's TorchScript
 // exporter writes five in training mode: Y, the running mean and variance,
-// and the batch's mean and variance). `--eval-mode` imports a training-mode node in
-// inference mode, as PyTorch's model.eval() runs it.
+// and the batch's mean and variance). `--eval-mode` imports a
+// training-mode node in inference mode, as PyTorch's model.eval() runs it.
 //
 // Running statistics are state, not weights: an input_mean or input_var
 // that is a parameter (an initializer) is frozen, and when a training step
