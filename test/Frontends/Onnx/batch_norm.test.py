@@ -268,13 +268,15 @@ def state(work):
     case = Case('s', (4, 3, 5, 5), True, momentum=0.7)
     path, args, feeds = state_model(work, case, 'state')
     ok = True
+    # Training runs write their outputs (the metrics) here, not into '.'.
+    quiet = ['--no-progress', '--output-dir', os.path.join(work, 'step_out')]
     step = os.path.join(work, 'state.tcx')
     run(['trainc', path, '--train', '--optimizer', 'none', '-o', step])
     ckpt = os.path.join(work, 'ckpt')
-    run(['trainc-run', step, *args, '--steps', '3', '--save-state', ckpt, '--no-progress'])
+    run(['trainc-run', step, *args, '--steps', '3', '--save-state', ckpt, *quiet])
     ok &= stats_ok('3 steps, checkpoint', checkpoint_file(ckpt), case, after(case, 3))
     run(['trainc-run', step, *args, '--steps', '2', '--save-state', ckpt, '--resume', ckpt,
-         '--no-progress'])
+         *quiet])
     ok &= stats_ok('resumed to 5 steps', checkpoint_file(ckpt), case, after(case, 5))
 
     # Without --train: the running outputs are values; the state stays.
@@ -297,7 +299,7 @@ def state(work):
     run(['trainc', path, '--train', '--optimizer', 'none', '--grad-accum', '2', '-o', accum])
     weights = os.path.join(work, 'accum.safetensors')
     run(['trainc-run', accum, *wide_args, '--steps', '1', '--save-safetensors', weights,
-         '--no-progress'])
+         *quiet])
     m = float(np.float32(case.momentum))
     first, second = after(case, 1), after(case, 1, x2)
     mean0, var0 = (case.params[f'{k}_s'].astype(np.float64) for k in ('mean', 'var'))
@@ -311,7 +313,7 @@ def state(work):
          '--data-parallel', '-o', dp])
     weights = os.path.join(work, 'dp.safetensors')
     r = subprocess.run(['mpirun', '--oversubscribe', '-np', '2', 'trainc-run', dp, *wide_args,
-                        '--steps', '1', '--save-safetensors', weights, '--no-progress'],
+                        '--steps', '1', '--save-safetensors', weights, *quiet],
                        capture_output=True, text=True, env=MPI_ENV, timeout=300)
     if r.returncode != 0:
         print(f'data parallel: mpirun failed ({r.returncode}): {r.stderr[-400:]} FAIL')
@@ -330,7 +332,7 @@ def state(work):
     run(['trainc', path, '--train', '-o', adamw])
     weights = os.path.join(work, 'nan.safetensors')
     r = subprocess.run(['trainc-run', adamw, *nan_args, '--steps', '1', '--save-safetensors',
-                        weights, '--no-progress'], capture_output=True, text=True)
+                        weights, *quiet], capture_output=True, text=True)
     skipped = 'skipped' in r.stdout + r.stderr and os.path.exists(weights)
     print(f'NaN batch: step skipped {"ok" if skipped else "FAIL"}')
     ok &= skipped and stats_ok('NaN batch', weights, case, [mean0, var0])
