@@ -6,7 +6,7 @@
 
 With --legacy-suite, the models of models.LEGACY_CASES instead (DeBERTa-v2,
 XLNet, CodeGen, GPT-Neo, ELECTRA, DistilBERT, MobileBERT, Whisper,
-ConvNeXt: test/Models/hf_legacy), exported by the PyTorch and transformers Debian can run
+ConvNeXt, ResNet: test/Models/hf_legacy), exported by the PyTorch and transformers Debian can run
 (`apt-get install python3-torch` gives PyTorch 1.13, which has only the
 TorchScript exporter; then `/usr/bin/python3 -m venv --system-site-packages
 /tmp/legacy && /tmp/legacy/bin/pip install transformers==4.46.3 onnx`).
@@ -29,7 +29,11 @@ OUT/<model>/:
   batch in float32 and float64 (keys loss_f32, grad_f32/<param>, ...), and
   the loss of each of 11 AdamW steps on the same batch (lr 1e-3, betas
   0.9/0.999, eps 1e-8, weight decay 0.01 on every parameter: torch's
-  AdamW defaults) in float32 (adamw_losses_f32) and float64.
+  AdamW defaults) in float32 (adamw_losses_f32) and float64, and, for a
+  model with batch norms, their running statistics after those steps
+  (running_f64/<module>.running_mean, .running_var; the variance as
+  ONNX's BatchNormalization blends it, the population variance, where
+  PyTorch blends the unbiased one).
 
 and OUT/summary.json: library versions, parameter counts, each export's
 opset and node count, or the exporter's error when PyTorch cannot export a
@@ -53,6 +57,7 @@ import warnings
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import torch
 import transformers
 
@@ -87,10 +92,36 @@ def gradients(case, batch, dtype):
     return float(loss), grads
 
 
+def track_onnx_running_var(wrapper):
+    """ONNX's BatchNormalization (training mode) blends each batch's
+    population variance into running_var; PyTorch's BatchNorm blends the
+    unbiased one (n / (n - 1) times larger). Hooks keep ONNX's alongside,
+    from the same batches: returns {module name: running_var}, filled as
+    the model runs."""
+    tracked = {}
+
+    def hook(name):
+        def before(module, inputs):
+            x = inputs[0].detach()
+            var = x.var(dim=[0, *range(2, x.dim())], unbiased=False)
+            prev = tracked.get(name, module.running_var.detach().clone())
+            tracked[name] = prev * (1 - module.momentum) + var * module.momentum
+        return before
+
+    for name, module in wrapper.named_modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.training:
+            module.register_forward_pre_hook(hook(name))
+    return tracked
+
+
 def adamw_curve(case, batch, dtype):
+    """The loss of each AdamW step, and the running statistics of every
+    batch norm after the last ({buffer name: value}; running_var as ONNX
+    defines it, see track_onnx_running_var)."""
     wrapper = build(case, dtype)
     opt = torch.optim.AdamW(wrapper.parameters(), lr=1e-3, betas=(0.9, 0.999),
                             eps=1e-8, weight_decay=0.01)
+    onnx_vars = track_onnx_running_var(wrapper)
     losses = []
     args = batch_args(case, batch, dtype)
     for _ in range(ADAMW_STEPS):
@@ -99,7 +130,12 @@ def adamw_curve(case, batch, dtype):
         loss.backward()
         opt.step()
         losses.append(float(loss))
-    return losses
+    running = {}
+    for name, module in wrapper.named_modules():
+        if name in onnx_vars:
+            running[f'{name}.running_mean'] = module.running_mean.detach().numpy().copy()
+            running[f'{name}.running_var'] = onnx_vars[name].numpy().copy()
+    return losses, running
 
 
 def strip_node_metadata(path):
@@ -128,6 +164,7 @@ def named_parameters_with_aliases(wrapper):
 
 def export(case, batch, exporter, path):
     wrapper = build(case, torch.float32)
+    before = {n: b.detach().clone() for n, b in wrapper.named_buffers()}
     args = batch_args(case, batch, torch.float32)
     names = list(case.inputs)
     if exporter == 'dynamo' and not HAS_DYNAMO:
@@ -145,8 +182,28 @@ def export(case, batch, exporter, path):
                           do_constant_folding=False, input_names=names,
                           output_names=['loss'])
     model = onnx.load(path)
+    # Exporting in training mode runs the forward once, which updates the
+    # batch norms' running statistics before the exporter writes them: the
+    # file gets the buffers as they were before it, so that it holds the
+    # model the references start from.
+    if restore_buffers(model, before):
+        onnx.save(model, path)
     return {'opset': model.opset_import[0].version, 'nodes': len(model.graph.node),
             'initializers': len(model.graph.initializer)}
+
+
+def restore_buffers(model, buffers):
+    """Sets each initializer of `model` named as a buffer in `buffers`
+    ({name: tensor}) to that tensor's value; whether any changed."""
+    changed = False
+    for init in model.graph.initializer:
+        if init.name in buffers:
+            value = buffers[init.name].numpy()
+            if not np.array_equal(onnx.numpy_helper.to_array(init), value):
+                init.CopyFrom(onnx.numpy_helper.from_array(value.astype(
+                    onnx.numpy_helper.to_array(init).dtype), init.name))
+                changed = True
+    return changed
 
 
 def main():
@@ -187,7 +244,10 @@ def main():
             ref[f'loss_{tag}'] = np.array(loss)
             for name, g in grads.items():
                 ref[f'grad_{tag}/{name}'] = g
-            ref[f'adamw_losses_{tag}'] = np.array(adamw_curve(case, batch, dtype))
+            losses, running = adamw_curve(case, batch, dtype)
+            ref[f'adamw_losses_{tag}'] = np.array(losses)
+            for name, value in running.items():
+                ref[f'running_{tag}/{name}'] = value
         np.savez_compressed(os.path.join(out, 'reference.npz'), **ref)
         wrapper = build(case, torch.float32)
         canonical = {id(p): n for n, p in wrapper.named_parameters()}

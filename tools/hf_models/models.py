@@ -272,6 +272,16 @@ def _convnext():
         depths=[1, 1], image_size=16, num_labels=5, drop_path_rate=0.0))
 
 
+def _resnet():
+    """ResNet: a 7x7 stride-2 stem convolution and a 3x3 stride-2 max pool,
+    basic blocks of two 3x3 convolutions, a strided 1x1 projection
+    shortcut; batch normalization after every convolution, trained on the
+    batch's statistics while its running statistics are updated."""
+    return tf.ResNetForImageClassification(tf.ResNetConfig(
+        num_channels=3, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+        layer_type='basic', hidden_act='relu', num_labels=5))
+
+
 def _deberta_v2():
     """DeBERTa-v2: disentangled attention over log-bucketed relative
     positions (torch.sign, clamp: ONNX Sign and Clip)."""
@@ -378,7 +388,7 @@ CASES = [
 ]
 
 # Architectures whose exports use ops trainc gained later (Sign, Clip,
-# Einsum, EyeLike), exported into test/Models/hf_legacy by the PyTorch and
+# Einsum, EyeLike, Conv, BatchNormalization), exported into test/Models/hf_legacy by the PyTorch and
 # transformers that Debian ships (export.py --legacy-suite; its
 # summary.json records the versions). Their composites are those trainc's
 # recognizer finds in the TorchScript exports: not yet attention in
@@ -403,4 +413,6 @@ LEGACY_CASES = [
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('convnext', _convnext, ('pixel_values', 'labels'), _image_batch,
               ('layer_norm', 'gelu', 'softmax_cross_entropy')),
+    ModelCase('resnet', _resnet, ('pixel_values', 'labels'), _image_batch,
+              ('softmax_cross_entropy',)),
 ]
