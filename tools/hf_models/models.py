@@ -388,9 +388,9 @@ CASES = [
 ]
 
 # Architectures whose exports use ops trainc gained later (Sign, Clip,
-# Einsum, EyeLike, Conv, BatchNormalization), exported into test/Models/hf_legacy by the PyTorch and
-# transformers that Debian ships (export.py --legacy-suite; its
-# summary.json records the versions). Their composites are those trainc's
+# Einsum, EyeLike, Conv, BatchNormalization), exported into
+# test/Models/hf_legacy by the PyTorch and transformers that Debian ships
+# (export.py --legacy-suite; its summary.json records the versions). Their composites are those trainc's
 # recognizer finds in the TorchScript exports: not yet attention in
 # DeBERTa-v2's (disentangled, with relative-position terms) or XLNet's
 # (two-stream, written with einsum), which train unfused.
