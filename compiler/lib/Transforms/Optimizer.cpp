@@ -231,15 +231,9 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
                                        b.getStringAttr(*metric)));
       return DictionaryAttr::get(ctx, attrs);
     };
-    // (result index in `results`, argument) of the forward's own updates.
-    SmallVector<std::pair<size_t, unsigned>> forwardUpdates;
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
       if (fn.getResultAttr(i, trainc::train::TrainDialect::kGradOfAttr))
         continue;
-      if (trainc::train::TrainDialect::isForwardUpdate(fn, i))
-        forwardUpdates.push_back(
-            {results.size(),
-             *trainc::train::TrainDialect::updatedArgument(fn, i)});
       results.push_back(ret.getOperand(i));
       resultAttrs.push_back(fn.getResultAttrDict(i) ? fn.getResultAttrDict(i)
                                                     : DictionaryAttr::get(ctx));
@@ -427,10 +421,6 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
           s.spread(skip, RankedTensorType::get(type.getShape(), b.getI1Type()));
       return b.create<SelectOp>(s.loc, pred, old, fresh);
     };
-    // The running statistics the forward pass updated stay as they were
-    // too: a non-finite batch would leave them NaN for good.
-    for (auto [index, arg] : forwardUpdates)
-      results[index] = unlessSkipped(body.getArgument(arg), results[index]);
     Value clip;
     if (clipGradNorm > 0)
       clip =

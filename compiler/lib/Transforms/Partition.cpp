@@ -234,6 +234,9 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
     // Averaged whole; of those, split afterwards (ZeRO-1); reduced straight
     // into parts (ZeRO-2 and 3).
     SmallVector<unsigned> averaged, slicedAfter, scattered;
+    // Updates the forward pass makes, averaged in buckets of their own (the
+    // forward's values, apart from the backward's gradients).
+    SmallVector<unsigned> statistics;
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
       Value v = ret.getOperand(i);
       auto type = cast<RankedTensorType>(v.getType());
@@ -246,7 +249,7 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
       // the new running values are averaged so that every rank keeps the
       // same ones (DDP broadcasts rank 0's instead).
       if (TrainDialect::isForwardUpdate(fn, i)) {
-        averaged.push_back(i);
+        statistics.push_back(i);
         continue;
       }
       bool grad = fn.getResultAttr(i, TrainDialect::kGradOfAttr) != nullptr;
@@ -272,6 +275,7 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
                           "step: no result is marked train.loss");
     // The loss (a metric) on its own: the buckets hold gradients only.
     averageInBuckets(fn, ret, {*loss}, ranks);
+    averageInBuckets(fn, ret, statistics, ranks);
     if (zero == 3)
       splitParameters(fn, ranks);
     averageInBuckets(fn, ret, averaged, ranks);

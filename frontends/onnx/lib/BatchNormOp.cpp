@@ -101,10 +101,22 @@ LogicalResult importBatchNormalization(NodeContext &ctx) {
   } else {
     training = ctx.numOutputs() > 1;
   }
-  // Statistics that are parameters are state, never trained.
-  for (Value v : {ops->mean, ops->var})
-    if (auto param = ctx.graph.parameterIndex(v))
-      ctx.graph.markStatistic(*param);
+  // Statistics that are parameters are state, never trained; so they
+  // cannot also be the scale or B (an exporter that shares equal
+  // initializers would otherwise freeze the scale).
+  for (Value v : {ops->mean, ops->var}) {
+    auto param = ctx.graph.parameterIndex(v);
+    if (!param)
+      continue;
+    if (v == ops->scale || v == ops->bias)
+      return ctx.error() << "'" << ctx.graph.parameterName(*param)
+                         << "' is both a running statistic, which is frozen "
+                            "state, and the "
+                         << (v == ops->scale ? "scale" : "B")
+                         << ", a trained weight: give them separate "
+                            "initializers";
+    ctx.graph.markStatistic(*param);
+  }
 
   // The work type: f32 for 16-bit inputs.
   Type element = type.getElementType();
@@ -130,35 +142,40 @@ LogicalResult importBatchNormalization(NodeContext &ctx) {
     return ctx.convert(y, element);
   };
 
-  if (!training || ctx.graph.evalMode) {
-    Value mean = toWork(ops->mean);
-    ctx.setOutput(
-        0, normalize(ctx.create<SubOp>(xw, along(mean)), toWork(ops->var)));
+  // The batch's statistics: in training mode, and for --eval-mode's
+  // saved_mean and saved_var (opset 13's training outputs, which PyTorch's
+  // export names and nothing reads).
+  bool inference = !training || ctx.graph.evalMode;
+  Value mean, centered, var;
+  if (training &&
+      (!inference || ctx.outputRequested(3) || ctx.outputRequested(4))) {
+    SmallVector<int64_t> dims = {0};
+    int64_t count = type.getDimSize(0);
+    for (int64_t d = 2; d < type.getRank(); ++d) {
+      dims.push_back(d);
+      count *= type.getDimSize(d);
+    }
+    if (count == 0)
+      return ctx.error() << "training mode needs at least one element per "
+                            "channel for the batch statistics, got "
+                         << type;
+    mean = ctx.create<ReduceMeanOp>(xw, dims);
+    centered = ctx.create<SubOp>(xw, along(mean));
+    var = ctx.create<ReduceMeanOp>(ctx.create<MulOp>(centered, centered), dims);
+    ctx.setOutput(3, ctx.convert(mean, element));
+    ctx.setOutput(4, ctx.convert(var, element));
+  }
+
+  if (inference) {
+    ctx.setOutput(0, normalize(ctx.create<SubOp>(xw, along(toWork(ops->mean))),
+                               toWork(ops->var)));
     // A training-mode node read in eval mode: the statistics stay.
     if (training) {
       ctx.setOutput(1, ops->mean);
       ctx.setOutput(2, ops->var);
     }
-    if (ctx.outputRequested(3) || ctx.outputRequested(4))
-      return ctx.error() << "saved_mean and saved_var are training-mode "
-                            "outputs; --eval-mode does not compute them";
     return success();
   }
-
-  SmallVector<int64_t> dims = {0};
-  for (int64_t d = 2; d < type.getRank(); ++d)
-    dims.push_back(d);
-  int64_t count = type.getDimSize(0);
-  for (int64_t d = 2; d < type.getRank(); ++d)
-    count *= type.getDimSize(d);
-  if (count == 0)
-    return ctx.error() << "training mode needs at least one element per "
-                          "channel for the batch statistics, got "
-                       << type;
-  Value mean = ctx.create<ReduceMeanOp>(xw, dims);
-  Value centered = ctx.create<SubOp>(xw, along(mean));
-  Value var =
-      ctx.create<ReduceMeanOp>(ctx.create<MulOp>(centered, centered), dims);
   ctx.setOutput(0, normalize(centered, var));
 
   // The running statistics, in their own type.
@@ -173,14 +190,22 @@ LogicalResult importBatchNormalization(NodeContext &ctx) {
   Value runningVar = blend(ops->var, var);
   ctx.setOutput(1, runningMean);
   ctx.setOutput(2, runningVar);
-  ctx.setOutput(3, ctx.convert(mean, element));
-  ctx.setOutput(4, ctx.convert(var, element));
   if (!ctx.graph.trainingStep)
     return success();
+  // As the step's state, a channel whose new statistic is not finite (a
+  // NaN or an infinity in the batch) keeps the old one: one bad batch
+  // would otherwise spoil it for the rest of training. (The outputs above
+  // are the specification's.)
+  auto keepFinite = [&](Value next, Value old) {
+    Value zero = ctx.splat(statsType, 0);
+    Value finite = ctx.create<CompareOp>(ComparisonDirection::EQ,
+                                         ctx.create<MulOp>(next, zero), zero);
+    return ctx.create<SelectOp>(finite, next, old);
+  };
   for (auto [statistic, next] :
        {std::pair(ops->mean, runningMean), std::pair(ops->var, runningVar)})
     if (auto param = ctx.graph.parameterIndex(statistic))
-      if (failed(ctx.graph.addUpdate(*param, next)))
+      if (failed(ctx.graph.addUpdate(*param, keepFinite(next, statistic))))
         return ctx.error() << "updates the running statistic '"
                            << ctx.graph.parameterName(*param)
                            << "', which a BatchNormalization already updates "

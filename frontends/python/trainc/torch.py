@@ -109,7 +109,8 @@ class TorchTrainer(BridgeTrainer):
         """Copies the trained parameters into `module`'s parameters, and
         the buffers trainc kept (batch norms' running statistics, which the
         training steps update) into its buffers; each must exist in it with
-        the same shape."""
+        the same shape. (A batch norm's num_batches_tracked is not
+        counted: it matters only with momentum None.)"""
         params = {**dict(module.named_buffers()), **dict(module.named_parameters())}
         for name, value in self.state_dict().items():
             if name not in params:
@@ -139,6 +140,10 @@ def compile_training(module: torch.nn.Module,
     try:
         path = os.path.join(workdir, 'model.onnx')
         was_training = module.training
+        # Exporting in training mode runs the forward once, which updates
+        # the batch norms' running statistics: the module and the file
+        # get the buffers as they were before it.
+        buffers_before = {n: b.detach().clone() for n, b in module.named_buffers()}
         module.train()
         try:
             torch.onnx.export(wrapper, tensors, path, input_names=names,
@@ -147,14 +152,30 @@ def compile_training(module: torch.nn.Module,
                               do_constant_folding=False, dynamo=False)
         finally:
             module.train(was_training)
+            with torch.no_grad():
+                for n, b in module.named_buffers():
+                    b.copy_(buffers_before[n])
         # Float buffers the exporter kept as initializers would be trained
         # as parameters: freeze them (integer ones are constants anyway).
         import onnx
+        import onnx.numpy_helper
+        # (External weights stay in their files; buffers are rewritten inline.)
+        exported = onnx.load(path, load_external_data=False)
+        restored = False
+        for init in exported.graph.initializer:
+            before = buffers_before.get(init.name[len(_PREFIX):]
+                                        if init.name.startswith(_PREFIX) else None)
+            if before is not None:
+                value = before.cpu().numpy().astype(
+                    onnx.helper.tensor_dtype_to_np_dtype(init.data_type))
+                init.CopyFrom(onnx.numpy_helper.from_array(value, init.name))
+                restored = True
+        if restored:
+            onnx.save(exported, path)
         floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE,
                   onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
-        initializers = {i.name for i in onnx.load(
-            path, load_external_data=False).graph.initializer
-            if i.data_type in floats}
+        initializers = {i.name for i in exported.graph.initializer
+                        if i.data_type in floats}
         buffers = [_PREFIX + n for n, _ in module.named_buffers()
                    if _PREFIX + n in initializers]
         try:

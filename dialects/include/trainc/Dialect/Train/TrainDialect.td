@@ -81,8 +81,7 @@ def Train_Dialect : Dialect {
     /// (of a frozen parameter: a BatchNormalization running statistic),
     /// not one the optimizer makes. Data parallelism averages it over the
     /// ranks, gradient accumulation chains it through the micro-batches,
-    /// a skipped step keeps the old value, and recomputation treats it as
-    /// a forward output.
+    /// and recomputation treats it as a forward output.
     static bool isForwardUpdate(::mlir::Operation *fn, unsigned result);
   }];
 }
