@@ -107,11 +107,11 @@ double chunkSquares(const TensorRef &t, int64_t begin, int64_t len) {
     });
   case DType::BF16:
     return laneSums(begin, len, [p = t.as<uint16_t>()](int64_t i) {
-      return math::squareBf16(bf16ToFloat(p[i]));
+      return math::square16(bf16ToFloat(p[i]));
     });
   default: // F16 (checked by the caller)
     return laneSums(begin, len, [p = t.as<uint16_t>()](int64_t i) {
-      return math::squareF16(f16ToFloat(p[i]));
+      return math::square16(f16ToFloat(p[i]));
     });
   }
 }

@@ -178,8 +178,8 @@ template <typename T> Status adamw(const KernelCall &call) {
   return okStatus();
 }
 
-/// x[i] squared, rounded to storage type S, as f64
-/// (math/SumOfSquares.h).
+/// x[i] squared, rounded to storage type S (to f32 for 16-bit ones), as
+/// f64 (math/SumOfSquares.h).
 __device__ __forceinline__ double squareAt(const float *x, int64_t i) {
   return math::squareF32(x[i]);
 }
@@ -187,10 +187,10 @@ __device__ __forceinline__ double squareAt(const double *x, int64_t i) {
   return math::squareF64(x[i]);
 }
 __device__ __forceinline__ double squareAt(const Bf16 *x, int64_t i) {
-  return math::squareBf16(load(x, i));
+  return math::square16(load(x, i));
 }
 __device__ __forceinline__ double squareAt(const Half *x, int64_t i) {
-  return math::squareF16(load(x, i));
+  return math::square16(load(x, i));
 }
 
 /// The operands of one launch of the chunk sums, as kernel arguments.

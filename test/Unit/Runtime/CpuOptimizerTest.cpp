@@ -5,8 +5,9 @@
 //   not, skipped or not; a single update follows AdamW's formula in T;
 // - sum_of_squares follows math/SumOfSquares.h's order exactly (a
 //   reference written here from that text gives the same bits), is within
-//   a few f64 roundings of the exact sum, and rounds each square to a
-//   16-bit operand's type.
+//   a few f64 roundings of the exact sum, and squares a 16-bit operand's
+//   elements exactly (in f32): an f16 element above 256 has a finite
+//   square.
 //
 //===----------------------------------------------------------------------===//
 
@@ -190,14 +191,16 @@ TEST(CpuOptimizer, SumOfSquaresFollowsItsOrder) {
   }
 }
 
-TEST(CpuOptimizer, SumOfSquaresRoundsSquaresToTheOperandsType) {
-  // (1 + 2^-7)^2 = 1 + 2^-6 + 2^-14: bf16 keeps 1 + 2^-6 (7 fraction
-  // bits), f16 keeps 1 + 2^-6 too (10 bits), f32 all of it.
+TEST(CpuOptimizer, SumOfSquaresSquaresSixteenBitElementsExactly) {
+  // (1 + 2^-7)^2 = 1 + 2^-6 + 2^-14: kept whole for bf16 and f16 (their
+  // squares are exact in f32), and in f32.
   double x = 1 + 0x1p-7;
-  EXPECT_EQ(sumOfSquares({TestTensor(DType::BF16, {1}, {x})}), 1 + 0x1p-6);
-  EXPECT_EQ(sumOfSquares({TestTensor(DType::F16, {1}, {x})}), 1 + 0x1p-6);
-  EXPECT_EQ(sumOfSquares({TestTensor(DType::F32, {1}, {x})}),
-            1 + 0x1p-6 + 0x1p-14);
+  for (DType t : {DType::BF16, DType::F16, DType::F32})
+    EXPECT_EQ(sumOfSquares({TestTensor(t, {1}, {x})}), 1 + 0x1p-6 + 0x1p-14);
+  // An f16 gradient of 300 (and f16's largest, 65504): finite squares,
+  // where rounding them to f16 gave infinity (every step skipped).
+  EXPECT_EQ(sumOfSquares({TestTensor(DType::F16, {2}, {300, 65504})}),
+            300.0 * 300.0 + 65504.0 * 65504.0);
   // No operand element at all: 0.
   EXPECT_EQ(sumOfSquares({TestTensor(DType::F32, {0})}), 0.0);
 }

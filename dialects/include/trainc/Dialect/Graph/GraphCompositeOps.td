@@ -313,8 +313,10 @@ def Graph_SumOfSquaresOp : Graph_Op<"sum_of_squares", [
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
   let summary = "the sum of the squares of every element of its operands";
   let description = [{
-    Each element squared in its operand's type (rounded to it), the
-    squares of all operands summed in f64: the optimizer pass's global
+    Each element squared in its operand's type (rounded to it; a 16-bit
+    element's square exactly, in f32, so that an f16 gradient above 256
+    does not make the norm infinite), the squares of all operands summed
+    in f64: the optimizer pass's global
     gradient norm squared, over every gradient in one op (a few kernel
     launches and no gradient-sized temporary, where a multiply and a
     reduction per gradient took two launches and wrote the squares). The
