@@ -200,6 +200,15 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       else if (fn.getResultAttr(i, trainc::train::TrainDialect::kLossAttr))
         lossIndex = i;
     }
+    bool anyTrained = false;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      anyTrained |= fn.getArgAttr(i, trainc::train::TrainDialect::kParamAttr) &&
+                    !fn.getArgAttr(i, trainc::train::TrainDialect::kFrozenAttr);
+    if (lossIndex && gradIndex.empty() && !anyTrained)
+      return fn.emitError("optimizer: no parameter is trained: each is "
+                          "frozen (--freeze, a buffer or a batch norm's "
+                          "running statistic), so the step has nothing to "
+                          "update");
     if (gradIndex.empty() || !lossIndex)
       return fn.emitError("optimizer: @main has no loss and gradients "
                           "(run autodiff first)");

@@ -379,14 +379,15 @@ def errors(work):
     g.node.insert(0, half_stats)
     ok = expect_rejections(work, cases, 15)
 
-    def refused(name, graph_, opset, flags, message, suffix='.onnx'):
+    def refused(name, graph_, opset, flags, message, suffix='.onnx', names_file=True):
         path = os.path.join(work, name + suffix)
         if graph_ is not None:
             onnx.save(helper.make_model(graph_, opset_imports=[helper.make_opsetid('', opset)]),
                       path)
         r = subprocess.run(['trainc', path, *flags, '-o', path + '.tcx'], capture_output=True,
                            text=True)
-        good = r.returncode == 1 and message in r.stderr and name in r.stderr
+        good = r.returncode == 1 and message in r.stderr and (name in r.stderr or
+                                                              not names_file)
         print(f'{name}: exit {r.returncode}, '
               f'{"names the problem" if good else repr(r.stderr.strip())} '
               f'{"ok" if good else "FAIL"}')
@@ -397,6 +398,16 @@ def errors(work):
     ok &= refused('updated_twice', twice, 15, ['--train'],
                   "updates the running statistic 'm', which a BatchNormalization already "
                   "updates in this step")
+    # Only running statistics as initializers: nothing to train.
+    only_stats = helper.make_graph(
+        [helper.make_node('Constant', [], [n], value=numpy_helper.from_array(
+            np.ones(3, np.float32), n)) for n in ('s', 'b')] +
+        [helper.make_node('BatchNormalization', ['x', 's', 'b', 'm', 'v'], ['y']),
+         helper.make_node('ReduceSum', ['y'], ['loss'], keepdims=0)], 'g',
+        [f32('x', [2, 3, 4])], [f32('loss', [])],
+        [numpy_helper.from_array(np.ones(3, np.float32), n) for n in ('m', 'v')])
+    ok &= refused('only_statistics', only_stats, 15, ['--train'],
+                  'optimizer: no parameter is trained', names_file=False)
     shared = graph((2, 3, 4), stats=('s', 'v'))
     ok &= refused('scale_is_statistic', shared, 15, [],
                   "'s' is both a running statistic, which is frozen state, and the scale")
