@@ -22,8 +22,8 @@ dynamo.onnx), unmodified:
    runs can part where AdamW normalizes the round-off of gradients that
    are zero in exact arithmetic);
    After them, a model's batch-norm running statistics (which the training
-   step updates) within 1e-5 of their largest entry of PyTorch's float64
-   run (summary: running_f64/ in reference.npz);
+   step updates) against PyTorch's float64 run (running_f64/ in
+   reference.npz; see running_errors for the bounds);
 4. forward: the executable compiled without --train against onnxruntime
    running the same ONNX file (loss within 1e-5 relative).
 
@@ -122,25 +122,51 @@ def gradient_errors(ref, info, out, problems, initializers=None):
 def running_errors(ref, weights, problems):
     """Batch norms' running statistics after the AdamW steps (the trained
     weights file holds them: trainc updates them each step) against
-    PyTorch's float64 run, each within RUNNING_RTOL of its largest entry.
-    Returns the text for the model's line ('' without batch norms)."""
+    PyTorch's float64 run. The error is measured on the statistic's own
+    scale: a variance's largest entry, a mean's activation's standard
+    deviation (the root of its variance's largest entry). It must be
+    within RUNNING_RTOL; or, where PyTorch's own float32 run is further
+    than that from its float64 one, of the same order as it (at most ten
+    times): AdamW normalizes the float32 round-off of gradients that are
+    zero in exact arithmetic (a batch norm's B whose output feeds only a
+    bias-free convolution and another batch norm: MobileNetV2's
+    projections) into full steps, and the statistics downstream of such a
+    B move with that noise, differently in any two float32 runs. A mean
+    that is zero in exact arithmetic (float64 below 1e-9 of its scale) has
+    no such reference: it must stay below 1e-2 of its scale, what 11 such
+    steps of lr 1e-3 can move it. Returns the text for the model's line
+    ('' without batch norms)."""
     wanted = {k.split('/', 1)[1]: ref[k] for k in ref if k.startswith('running_f64/')}
     if not wanted:
         return ''
     from safetensors.numpy import load_file  # only here: as onnx above
     got = load_file(weights)
-    worst, worst_name = 0.0, ''
+    worst, worst_noise, zeros, worst_zero, bad = 0.0, 0.0, 0, 0.0, []
     for name, want in wanted.items():
         if name not in got:
             problems.append(f"no running statistic '{name}' in the trained weights")
             continue
-        err = float(np.max(np.abs(got[name].astype(np.float64) - want))) / float(
-            np.max(np.abs(want)))
+        var = wanted.get(name[:-len('running_mean')] + 'running_var') \
+            if name.endswith('running_mean') else None
+        scale = float(np.sqrt(np.max(var))) if var is not None else float(np.max(np.abs(want)))
+        err = float(np.max(np.abs(got[name].astype(np.float64) - want))) / scale
+        noise = float(np.max(np.abs(ref[f'running_f32/{name}'] - want))) / scale
+        if var is not None and float(np.max(np.abs(want))) < 1e-9 * scale:
+            zeros += 1
+            worst_zero = max(worst_zero, err)
+            if not err <= 1e-2:
+                bad.append(f"running statistic '{name}' (zero in exact arithmetic) is "
+                           f"{err:.2e} of its scale")
+            continue
+        if not err <= max(RUNNING_RTOL, 10 * noise):
+            bad.append(f"running statistic '{name}' off by {err:.2e} of its scale "
+                       f"(PyTorch's float32 run {noise:.2e})")
         if err > worst:
-            worst, worst_name = err, name
-    if worst > RUNNING_RTOL:
-        problems.append(f"running statistic '{worst_name}' off by {worst:.2e} of its largest entry")
-    return f', {len(wanted)} running statistics rel {worst:.1e}'
+            worst, worst_noise = err, noise
+    problems.extend(bad)
+    return (f', {len(wanted)} running statistics rel {worst:.1e} (PyTorch f32 '
+            f'{worst_noise:.1e}' + (f'; {zeros} zero in exact arithmetic, within '
+                                    f'{worst_zero:.1e}' if zeros else '') + ')')
 
 
 def check(args, model_dir, info, exporter, work):

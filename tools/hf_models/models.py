@@ -282,6 +282,16 @@ def _resnet():
         layer_type='basic', hidden_act='relu', num_labels=5))
 
 
+def _mobilenet_v2():
+    """MobileNetV2: inverted residuals (1x1 expansion, depthwise 3x3, 1x1
+    projection), ReLU6 (a Clip), TensorFlow's "same" padding (tf_padding),
+    a batch norm after every convolution."""
+    return tf.MobileNetV2ForImageClassification(tf.MobileNetV2Config(
+        num_channels=3, image_size=16, depth_multiplier=0.1, min_depth=4,
+        first_layer_is_expansion=True, finegrained_output=False, num_labels=5,
+        classifier_dropout_prob=0.0, semantic_loss_ignore_index=255))
+
+
 def _deberta_v2():
     """DeBERTa-v2: disentangled attention over log-bucketed relative
     positions (torch.sign, clamp: ONNX Sign and Clip)."""
@@ -414,5 +424,7 @@ LEGACY_CASES = [
     ModelCase('convnext', _convnext, ('pixel_values', 'labels'), _image_batch,
               ('layer_norm', 'gelu', 'softmax_cross_entropy')),
     ModelCase('resnet', _resnet, ('pixel_values', 'labels'), _image_batch,
+              ('softmax_cross_entropy',)),
+    ModelCase('mobilenet_v2', _mobilenet_v2, ('pixel_values', 'labels'), _image_batch,
               ('softmax_cross_entropy',)),
 ]
