@@ -306,8 +306,16 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
     baseDir = ".";
 
   // Initializers: float ones are parameters, the rest constants; so are
-  // float ones the exporter says are buffers.
+  // float ones the exporter says are buffers, except a batch norm's
+  // statistics: state the step updates, which the dynamo exporter marks
+  // as buffers too (its BUFFER_MUTATION values are no graph outputs, so
+  // the BatchNormalization node is what says how they change).
   llvm::StringSet<> buffers = exporterBuffers(g);
+  for (const onnx::NodeProto &node : g.node())
+    if (node.op_type() == "BatchNormalization" &&
+        (node.domain().empty() || node.domain() == "ai.onnx"))
+      for (int i = 3; i < std::min(node.input_size(), 5); ++i)
+        buffers.erase(node.input(i));
   struct Param {
     std::string name;
     RankedTensorType type;

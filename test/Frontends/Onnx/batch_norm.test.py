@@ -219,8 +219,10 @@ def gradients(work):
     return ok
 
 
-def state_model(work, case, name):
-    """case's node, then loss = sum(Y * c): a step whose batch is x and c."""
+def state_model(work, case, name, buffers=False):
+    """case's node, then loss = sum(Y * c): a step whose batch is x and c.
+    `buffers`: the statistics marked as buffers, as the dynamo exporter
+    marks them (value_info metadata InputSpec.kind = BUFFER)."""
     loss = WeightedLoss()
     loss.add(f'y_{case.name}', RNG.uniform(0.5, 1.0, case.shape).astype(np.float32))
     graph = helper.make_graph(
@@ -229,6 +231,12 @@ def state_model(work, case, name):
                                        list(case.shape)), *loss.inputs],
         [helper.make_tensor_value_info('loss', TensorProto.FLOAT, [])],
         [numpy_helper.from_array(v, k) for k, v in case.params.items()])
+    if buffers:
+        for k in (f'mean_{case.name}', f'var_{case.name}'):
+            info = helper.make_tensor_value_info(k, TensorProto.FLOAT, [case.shape[1]])
+            info.metadata_props.add(key='pkg.torch.export.graph_signature.InputSpec.kind',
+                                    value='BUFFER')
+            graph.value_info.append(info)
     path = os.path.join(work, name + '.onnx')
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 15)]), path)
     feeds = {f'x_{case.name}': case.x, **loss.feeds}
@@ -283,6 +291,15 @@ def state(work):
     run(['trainc-run', step, *args, '--steps', '2', '--save-state', ckpt, '--resume', ckpt,
          *quiet])
     ok &= stats_ok('resumed to 5 steps', checkpoint_file(ckpt), case, after(case, 5))
+
+    # Statistics the dynamo exporter marks as buffers (other buffers become
+    # constants): still state the step updates.
+    path_b, args_b, _ = state_model(work, case, 'state_buffers', buffers=True)
+    step_b = os.path.join(work, 'state_buffers.tcx')
+    run(['trainc', path_b, '--train', '--optimizer', 'none', '-o', step_b])
+    weights = os.path.join(work, 'buffers.safetensors')
+    run(['trainc-run', step_b, *args_b, '--steps', '2', '--save-safetensors', weights, *quiet])
+    ok &= stats_ok('statistics marked as buffers, 2 steps', weights, case, after(case, 2))
 
     # Without --train: the running outputs are values; the state stays.
     forward_exe = os.path.join(work, 'state_forward.tcx')
