@@ -200,15 +200,23 @@ struct OptimizerPass : public trainc::impl::OptimizerBase<OptimizerPass> {
       else if (fn.getResultAttr(i, trainc::train::TrainDialect::kLossAttr))
         lossIndex = i;
     }
-    bool anyTrained = false;
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      anyTrained |= fn.getArgAttr(i, trainc::train::TrainDialect::kParamAttr) &&
-                    !fn.getArgAttr(i, trainc::train::TrainDialect::kFrozenAttr);
+    bool anyParam = false, anyTrained = false;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      bool param =
+          fn.getArgAttr(i, trainc::train::TrainDialect::kParamAttr) != nullptr;
+      anyParam |= param;
+      anyTrained |=
+          param && !fn.getArgAttr(i, trainc::train::TrainDialect::kFrozenAttr);
+    }
+    if (lossIndex && gradIndex.empty() && !anyParam)
+      return fn.emitError(
+          "optimizer: the model has no parameters to train (an ONNX model's "
+          "are its float initializers; a StableHLO function's come from "
+          "--params)");
     if (lossIndex && gradIndex.empty() && !anyTrained)
       return fn.emitError("optimizer: no parameter is trained: each is "
-                          "frozen (--freeze, a buffer or a batch norm's "
-                          "running statistic), so the step has nothing to "
-                          "update");
+                          "frozen (by --freeze, or as a batch norm's running "
+                          "statistic), so the step has nothing to update");
     if (gradIndex.empty() || !lossIndex)
       return fn.emitError("optimizer: @main has no loss and gradients "
                           "(run autodiff first)");

@@ -9,8 +9,8 @@
 //    operand order.
 // 2. In a chunk, lane j of kSquaresLanes sums elements j, j + kSquaresLanes,
 //    j + 2 kSquaresLanes, ... in that order, each square rounded to the
-//    operand's type first, or for a 16-bit operand to f32, where it is
-//    exact; the lanes are combined by combineLanes.
+//    operand's type first, except a 16-bit operand's, which is exact (in
+//    f64); the lanes are combined by combineLanes.
 // 3. Accumulator t of kSquaresPartials sums the chunk sums t,
 //    t + kSquaresPartials, ... in that order; the accumulators are combined
 //    by a pairwise tree (combinePartials).
@@ -39,12 +39,12 @@ constexpr int kSquaresPartials = 1024;
 /// x * x rounded to the operand's type, as f64.
 TRAINC_HD double squareF64(double x) { return x * x; }
 TRAINC_HD double squareF32(float x) { return double(x * x); }
-/// A 16-bit float's (bf16, f16) square, exact in f32 (at most 22
-/// significant bits, and f16's largest square, 65504^2, is far from f32's
-/// limit). Not rounded to 16 bits: a gradient element of f16 above 256
-/// would square to infinity, and the optimizer would skip every step as
-/// non-finite while PyTorch's norm (in f32) stays finite.
-TRAINC_HD double square16(float x) { return double(x * x); }
+/// A 16-bit float's (bf16, f16) square, exact in f64 (at most 22
+/// significant bits; bf16's range squared is within f64's). Not rounded
+/// to 16 bits: a gradient element of f16 above 256 would square to
+/// infinity, and the optimizer would skip every step as non-finite while
+/// PyTorch's norm (in f32) stays finite.
+TRAINC_HD double square16(float x) { return double(x) * double(x); }
 
 /// Chunks of an operand of `n` elements.
 TRAINC_HD int64_t squaresChunks(int64_t n) {

@@ -2,10 +2,13 @@
 
 #include "train/Trainer.h"
 
+#include "base/Float16.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <sys/resource.h>
 #include <unordered_map>
@@ -41,12 +44,29 @@ Status readScalar(const Session &session, int index, double &out) {
   if (t.size > sizeof(bytes))
     return internalError("output '" + t.name + "' is not a scalar");
   TRAINC_RETURN_IF_ERROR(session.readTensor(id, bytes));
-  if (t.dtype == DType::F64)
+  uint16_t half;
+  std::memcpy(&half, bytes, sizeof(half));
+  switch (t.dtype) {
+  case DType::F64:
     out = *reinterpret_cast<const double *>(bytes);
-  else if (t.dtype == DType::I1)
-    out = double(bytes[0] != 0);
-  else
+    break;
+  case DType::F32:
     out = double(*reinterpret_cast<const float *>(bytes));
+    break;
+  // The loss of a model whose outputs are 16-bit (its own metrics are f32).
+  case DType::F16:
+    out = double(f16ToFloat(half));
+    break;
+  case DType::BF16:
+    out = double(bf16ToFloat(half));
+    break;
+  case DType::I1:
+    out = double(bytes[0] != 0);
+    break;
+  default:
+    return internalError("output '" + t.name + "' is a scalar of " +
+                         dtypeName(t.dtype) + ", not a float");
+  }
   return okStatus();
 }
 

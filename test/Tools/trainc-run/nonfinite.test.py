@@ -3,6 +3,7 @@ a trainable w and an input x, so an infinite x makes the step's loss and
 gradient infinite.
 
     nonfinite.test.py make DIR             model.onnx, ok.npy, bad.npy
+    nonfinite.test.py make16 DIR           model16.onnx, big16.npy (f16)
     nonfinite.test.py same A.safetensors B.safetensors
     nonfinite.test.py state-same DIR1 DIR2 the newest checkpoints' tensors
 """
@@ -13,6 +14,23 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 from safetensors.numpy import load_file
+
+
+def make16(out):
+    """The same loss in f16, with an x whose gradient x + 2 w has an
+    element of 298: its square (88,804) is beyond f16's range, but the
+    gradient and its norm are finite."""
+    nodes = [helper.make_node('Mul', ['w', 'x'], ['wx']),
+             helper.make_node('Mul', ['w', 'w'], ['ww']),
+             helper.make_node('Add', ['wx', 'ww'], ['s']),
+             helper.make_node('ReduceSum', ['s'], ['loss'], keepdims=0)]
+    graph = helper.make_graph(
+        nodes, 'nonfinite16', [helper.make_tensor_value_info('x', TensorProto.FLOAT16, [4])],
+        [helper.make_tensor_value_info('loss', TensorProto.FLOAT16, [])],
+        [numpy_helper.from_array(np.array([0.5, -1.0, 2.0, 0.25], np.float16), 'w')])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])
+    onnx.save(model, os.path.join(out, 'model16.onnx'))
+    np.save(os.path.join(out, 'big16.npy'), np.array([1.0, 300.0, -1.0, 0.5], np.float16))
 
 
 def make(out):
@@ -45,6 +63,8 @@ def same(a, b):
 if __name__ == '__main__':
     if sys.argv[1] == 'make':
         make(sys.argv[2])
+    elif sys.argv[1] == 'make16':
+        make16(sys.argv[2])
     elif sys.argv[1] == 'same':
         same(load_file(sys.argv[2]), load_file(sys.argv[3]))
     else:

@@ -6,8 +6,7 @@
 // - sum_of_squares follows math/SumOfSquares.h's order exactly (a
 //   reference written here from that text gives the same bits), is within
 //   a few f64 roundings of the exact sum, and squares a 16-bit operand's
-//   elements exactly (in f32): an f16 element above 256 has a finite
-//   square.
+//   elements exactly: an f16 element above 256 has a finite square.
 //
 //===----------------------------------------------------------------------===//
 
@@ -193,7 +192,7 @@ TEST(CpuOptimizer, SumOfSquaresFollowsItsOrder) {
 
 TEST(CpuOptimizer, SumOfSquaresSquaresSixteenBitElementsExactly) {
   // (1 + 2^-7)^2 = 1 + 2^-6 + 2^-14: kept whole for bf16 and f16 (their
-  // squares are exact in f32), and in f32.
+  // squares are exact), and in f32.
   double x = 1 + 0x1p-7;
   for (DType t : {DType::BF16, DType::F16, DType::F32})
     EXPECT_EQ(sumOfSquares({TestTensor(t, {1}, {x})}), 1 + 0x1p-6 + 0x1p-14);
@@ -201,6 +200,8 @@ TEST(CpuOptimizer, SumOfSquaresSquaresSixteenBitElementsExactly) {
   // where rounding them to f16 gave infinity (every step skipped).
   EXPECT_EQ(sumOfSquares({TestTensor(DType::F16, {2}, {300, 65504})}),
             300.0 * 300.0 + 65504.0 * 65504.0);
+  // bf16's range squared is beyond f32's, within f64's.
+  EXPECT_EQ(sumOfSquares({TestTensor(DType::BF16, {1}, {0x1p70})}), 0x1p140);
   // No operand element at all: 0.
   EXPECT_EQ(sumOfSquares({TestTensor(DType::F32, {0})}), 0.0);
 }

@@ -314,7 +314,7 @@ def Graph_SumOfSquaresOp : Graph_Op<"sum_of_squares", [
   let summary = "the sum of the squares of every element of its operands";
   let description = [{
     Each element squared in its operand's type (rounded to it; a 16-bit
-    element's square exactly, in f32, so that an f16 gradient above 256
+    element's square exactly, so that an f16 gradient above 256
     does not make the norm infinite), the squares of all operands summed
     in f64: the optimizer pass's global
     gradient norm squared, over every gradient in one op (a few kernel
