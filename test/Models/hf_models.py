@@ -123,8 +123,9 @@ def running_errors(ref, weights, problems):
     """Batch norms' running statistics after the AdamW steps (the trained
     weights file holds them: trainc updates them each step) against
     PyTorch's float64 run. The error is measured on the statistic's own
-    scale: a variance's largest entry, a mean's activation's standard
-    deviation (the root of its variance's largest entry). It must be
+    scale: a variance's largest entry, a mean's the root of its running
+    variance's largest entry (of the order of the activation's standard
+    deviation). It must be
     within RUNNING_RTOL; or, where PyTorch's own float32 run is further
     than that from its float64 one, of the same order as it (at most ten
     times): AdamW normalizes the float32 round-off of gradients that are
@@ -134,7 +135,9 @@ def running_errors(ref, weights, problems):
     B move with that noise, differently in any two float32 runs. A mean
     that is zero in exact arithmetic (float64 below 1e-9 of its scale) has
     no such reference: it must stay below 1e-2 of its scale, what 11 such
-    steps of lr 1e-3 can move it. Returns the text for the model's line
+    steps of lr 1e-3 can move it (one that was never updated would pass
+    that; ResNet, momentum 0.1 and no exact zeros, is where a missing or
+    extra update shows: 7e-3 or more against its 1e-5). Returns the text for the model's line
     ('' without batch norms)."""
     wanted = {k.split('/', 1)[1]: ref[k] for k in ref if k.startswith('running_f64/')}
     if not wanted:
@@ -180,7 +183,9 @@ def check(args, model_dir, info, exporter, work):
 
     # PyTorch trains parameters, not buffers. The dynamo exporter marks a
     # buffer it writes as an initializer in its value_info (trainc keeps it
-    # constant); the TorchScript exporter does not, so the test freezes
+    # constant, or frozen when it is a batch norm's statistic); the
+    # TorchScript exporter does not (a batch norm's statistics it writes
+    # are frozen by trainc itself), so the test freezes
     # those, as their user would (BART's final_logits_bias), and the
     # parameters PyTorch does not train (summary.json 'frozen': Whisper's
     # sinusoidal positions).

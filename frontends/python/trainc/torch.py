@@ -144,6 +144,7 @@ def compile_training(module: torch.nn.Module,
         # the batch norms' running statistics: the module and the file
         # get the buffers as they were before it.
         buffers_before = {n: b.detach().clone() for n, b in module.named_buffers()}
+        changed = {}
         module.train()
         try:
             torch.onnx.export(wrapper, tensors, path, input_names=names,
@@ -154,7 +155,9 @@ def compile_training(module: torch.nn.Module,
             module.train(was_training)
             with torch.no_grad():
                 for n, b in module.named_buffers():
-                    b.copy_(buffers_before[n])
+                    if not torch.equal(b, buffers_before[n]):
+                        changed[n] = buffers_before[n]
+                        b.copy_(buffers_before[n])
         # Float buffers the exporter kept as initializers would be trained
         # as parameters: freeze them (integer ones are constants anyway).
         import onnx
@@ -163,10 +166,12 @@ def compile_training(module: torch.nn.Module,
         exported = onnx.load(path, load_external_data=False)
         restored = False
         for init in exported.graph.initializer:
-            before = buffers_before.get(init.name[len(_PREFIX):]
-                                        if init.name.startswith(_PREFIX) else None)
+            before = changed.get(init.name[len(_PREFIX):]
+                                 if init.name.startswith(_PREFIX) else None)
             if before is not None:
-                value = before.cpu().numpy().astype(
+                # (NumPy has no bfloat16: through float32.)
+                value = before.cpu().to(torch.float32 if before.is_floating_point()
+                                        else before.dtype).numpy().astype(
                     onnx.helper.tensor_dtype_to_np_dtype(init.data_type))
                 init.CopyFrom(onnx.numpy_helper.from_array(value, init.name))
                 restored = True

@@ -25,7 +25,8 @@ after k steps r_k = r_0 m^k + batch (1 - m^k) (m = momentum as the file's
 float32), checked in the checkpoint after 3 steps and after resuming for
 2 more; with --grad-accum 2 the micro-batches update them in turn; with 2
 data-parallel ranks they are the mean of the ranks' (each normalizes with
-its own batch); a step skipped for a NaN keeps them; an executable
+its own batch); a NaN in the batch leaves its channel's as they were (the
+step is skipped; the other channels update, as in PyTorch); an executable
 compiled without --train leaves them as they are, run after run. Within
 1e-6 of the largest entry (float32 sums of 100 terms).
 """
