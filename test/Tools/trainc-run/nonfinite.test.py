@@ -16,34 +16,31 @@ from onnx import TensorProto, helper, numpy_helper
 from safetensors.numpy import load_file
 
 
-def make16(out):
-    """The same loss in f16, with an x whose gradient x + 2 w has an
-    element of 298: its square (88,804) is beyond f16's range, but the
-    gradient and its norm are finite."""
+def save_model(path, dtype):
+    """loss = sum(w * x + w * w), w = [0.5, -1, 2, 0.25] and x of `dtype`
+    (np.float32 or np.float16)."""
+    elem = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16}[dtype]
     nodes = [helper.make_node('Mul', ['w', 'x'], ['wx']),
              helper.make_node('Mul', ['w', 'w'], ['ww']),
              helper.make_node('Add', ['wx', 'ww'], ['s']),
              helper.make_node('ReduceSum', ['s'], ['loss'], keepdims=0)]
     graph = helper.make_graph(
-        nodes, 'nonfinite16', [helper.make_tensor_value_info('x', TensorProto.FLOAT16, [4])],
-        [helper.make_tensor_value_info('loss', TensorProto.FLOAT16, [])],
-        [numpy_helper.from_array(np.array([0.5, -1.0, 2.0, 0.25], np.float16), 'w')])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])
-    onnx.save(model, os.path.join(out, 'model16.onnx'))
+        nodes, 'nonfinite', [helper.make_tensor_value_info('x', elem, [4])],
+        [helper.make_tensor_value_info('loss', elem, [])],
+        [numpy_helper.from_array(np.array([0.5, -1.0, 2.0, 0.25], dtype), 'w')])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)]), path)
+
+
+def make16(out):
+    """The loss in f16, with an x whose gradient x + 2 w has an element of
+    298: its square (88,804) is beyond f16's range, but the gradient and
+    its norm are finite."""
+    save_model(os.path.join(out, 'model16.onnx'), np.float16)
     np.save(os.path.join(out, 'big16.npy'), np.array([1.0, 300.0, -1.0, 0.5], np.float16))
 
 
 def make(out):
-    nodes = [helper.make_node('Mul', ['w', 'x'], ['wx']),
-             helper.make_node('Mul', ['w', 'w'], ['ww']),
-             helper.make_node('Add', ['wx', 'ww'], ['s']),
-             helper.make_node('ReduceSum', ['s'], ['loss'], keepdims=0)]
-    graph = helper.make_graph(
-        nodes, 'nonfinite', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [4])],
-        [helper.make_tensor_value_info('loss', TensorProto.FLOAT, [])],
-        [numpy_helper.from_array(np.array([0.5, -1.0, 2.0, 0.25], np.float32), 'w')])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])
-    onnx.save(model, os.path.join(out, 'model.onnx'))
+    save_model(os.path.join(out, 'model.onnx'), np.float32)
     np.save(os.path.join(out, 'ok.npy'), np.array([1.0, 2.0, -1.0, 0.5], np.float32))
     np.save(os.path.join(out, 'bad.npy'), np.array([1.0, np.inf, -1.0, 0.5], np.float32))
 
