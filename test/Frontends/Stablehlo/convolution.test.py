@@ -24,7 +24,7 @@ import jax
 import ml_dtypes
 import numpy as np
 
-from numerics_harness import compile_and_run_text, train_gradients, within_bound
+from numerics_harness import compile_and_run_text, load_grad, train_gradients, within_bound
 
 jax.config.update('jax_enable_x64', True)
 import jax.numpy as jnp  # noqa: E402
@@ -150,8 +150,7 @@ def gradients(work):
         scale = jax.grad(lambda x, w: jnp.sum(jnp.abs(cl) * f(x, w)), (0, 1))(
             jnp.abs(f64(x)), jnp.abs(f64(w)))
         for k, p in enumerate(('x', 'w')):
-            files = [n for n in os.listdir(out) if n.endswith('.grad.npy') and f"'{p}'" in n]
-            got = np.load(os.path.join(out, files[0]))
+            got = load_grad(out, p)
             terms = c.size if p == 'w' else depth * max(ws)
             ok &= within_bound(f'{name} {p}.grad', got, np.asarray(want[k]),
                         terms * eps32 * np.abs(np.asarray(scale[k])) + 1e-30)

@@ -44,7 +44,7 @@ import sys
 import ml_dtypes
 import numpy as np
 
-from numerics_harness import run, train_gradients
+from numerics_harness import load_grad, run, train_gradients
 
 LD = np.longdouble
 NP = {'f64': np.float64, 'f32': np.float32, 'f16': np.float16, 'bf16': ml_dtypes.bfloat16}
@@ -347,10 +347,7 @@ def gradient(work, t, rng):
     ok = True
     cl = c.astype(LD)
     for p, v in params.items():
-        files = [f for f in os.listdir(out) if f.endswith('.grad.npy') and f"'{p}'" in f]
-        if len(files) != 1:
-            sys.exit(f'{p}: expected one gradient file in {out}, found {files}')
-        got = np.load(os.path.join(out, files[0]))
+        got = load_grad(out, p)
         x = v.astype(LD)
         if p == 'atan2_y':
             want = cl * params['atan2_x'].astype(LD) / (x * x + params['atan2_x'].astype(LD) ** 2)

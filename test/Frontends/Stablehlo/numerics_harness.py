@@ -50,6 +50,18 @@ def train_gradients(d, mlir_text, params, c):
     return out
 
 
+def load_grad(out, param=''):
+    """The gradient train_gradients wrote into `out` for the parameter
+    whose name holds 'param' in quotes (params['x'] for 'x'), or the only
+    one when `param` is empty; exits the test unless exactly one matches."""
+    files = [f for f in os.listdir(out) if f.endswith('.grad.npy') and
+             (not param or f"'{param}'" in f)]
+    if len(files) != 1:
+        sys.exit(f"{param or 'the parameter'}: expected one gradient file in {out}, "
+                 f"found {files}")
+    return np.load(os.path.join(out, files[0]))
+
+
 def compile_and_run_text(work, name, text, feeds):
     """Writes `text` as WORK/NAME/f.mlir, compiles it, runs it on `feeds`
     (input name -> array, passed as raw little-endian bytes) and returns

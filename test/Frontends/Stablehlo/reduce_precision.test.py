@@ -26,7 +26,7 @@ import sys
 import ml_dtypes
 import numpy as np
 
-from numerics_harness import run, train_gradients
+from numerics_harness import load_grad, run, train_gradients
 
 NP = {'f64': np.float64, 'f32': np.float32, 'f16': np.float16, 'bf16': ml_dtypes.bfloat16}
 # Each type's exponent and mantissa bits.
@@ -143,8 +143,7 @@ def gradient(work, t, rng):
     d = os.path.join(work, 'gradient_' + t)
     os.makedirs(d, exist_ok=True)
     out = train_gradients(d, text, {"params['w']": w}, c)
-    files = [f for f in os.listdir(out) if f.endswith('.grad.npy')]
-    got = np.load(os.path.join(out, files[0]))
+    got = load_grad(out)
     bad = np.flatnonzero(got != c)
     print(f'{t} gradient: {n} values, {len(bad)} differ from c'
           + (f' (first: w = {w[bad[0]]}, got {got[bad[0]]}, want {c[bad[0]]})' if len(bad) else '')

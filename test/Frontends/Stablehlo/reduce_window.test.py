@@ -22,7 +22,7 @@ import sys
 import jax
 import numpy as np
 
-from numerics_harness import compile_and_run_text, train_gradients, within_bound
+from numerics_harness import compile_and_run_text, load_grad, train_gradients, within_bound
 
 jax.config.update('jax_enable_x64', True)
 import jax.numpy as jnp  # noqa: E402
@@ -112,8 +112,7 @@ def gradients(work):
         out = train_gradients(d, text, {"params['x']": x}, c)
         c64 = jnp.asarray(c, jnp.float64)
         want = np.asarray(jax.grad(lambda x: jnp.sum(c64 * f(x)))(jnp.asarray(x, jnp.float64)))
-        files = [n for n in os.listdir(out) if n.endswith('.grad.npy')]
-        got = np.load(os.path.join(out, files[0]))
+        got = load_grad(out)
         ok &= within_bound(f'{name} x.grad', got, want, positions * eps * np.abs(want) + 1e-30
                     if kind == 'max' else positions * eps * np.max(np.abs(want)) + 1e-30)
     return ok

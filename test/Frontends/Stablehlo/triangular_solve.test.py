@@ -27,7 +27,7 @@ import sys
 
 import numpy as np
 
-from numerics_harness import run, train_gradients
+from numerics_harness import load_grad, run, train_gradients
 
 NP = {'f64': np.float64, 'f32': np.float32}
 COMBOS = list(itertools.product([True, False], [True, False], [False, True],
@@ -165,8 +165,7 @@ def gradients(work, t, n, rng):
         da = np.where(mask, da, 0.0)
         got = {}
         for name in ('a', 'b'):
-            files = [f for f in os.listdir(out) if f.endswith('.grad.npy') and f"'{name}{i}'" in f]
-            got[name] = np.load(os.path.join(out, files[0]))
+            got[name] = load_grad(out, f'{name}{i}')
         cond = max(np.linalg.cond(m, np.inf) for m in opa)
         bound = 8 * n * eps(t) * cond * cond
         label = f'{t} n={n} gradient left={left} lower={lower} unit={unit} {transpose}'
