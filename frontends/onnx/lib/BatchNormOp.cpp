@@ -78,11 +78,10 @@ LogicalResult importBatchNormalization(NodeContext &ctx) {
   auto ops = channelOperands(ctx, type.getDimSize(1));
   if (failed(ops))
     return failure();
-  double epsilon = ctx.floatAttr("epsilon", 1e-5f);
+  auto epsilon = epsilonAttr(ctx);
+  if (failed(epsilon))
+    return failure();
   double momentum = ctx.floatAttr("momentum", 0.9f);
-  if (!std::isfinite(epsilon) || epsilon < 0)
-    return ctx.error() << "epsilon " << epsilon
-                       << " must be finite and not negative";
   if (!(momentum >= 0 && momentum <= 1))
     return ctx.error() << "momentum " << momentum << " is not in [0, 1]";
 
@@ -135,7 +134,7 @@ LogicalResult importBatchNormalization(NodeContext &ctx) {
   // (x - mean) * (scale / sqrt(var + epsilon)) + B.
   auto normalize = [&](Value centered, Value var) {
     Value inv = ctx.create<RsqrtOp>(
-        ctx.create<AddOp>(var, ctx.splat(channels, epsilon)));
+        ctx.create<AddOp>(var, ctx.splat(channels, *epsilon)));
     Value factor = ctx.create<MulOp>(toWork(ops->scale), inv);
     Value y = ctx.create<AddOp>(ctx.create<MulOp>(centered, along(factor)),
                                 along(toWork(ops->bias)));

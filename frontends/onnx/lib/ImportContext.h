@@ -24,7 +24,6 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -136,17 +135,16 @@ public:
   void define(llvm::StringRef name, mlir::Value value) { values[name] = value; }
 
   // --- Parameters the forward pass updates ---------------------------------
-  /// Defines `name` as the parameter that is @main's argument `arg`.
+  /// Defines `name` as the parameter that is @main's argument `arg` (its
+  /// `train.param` attribute already set).
   void defineParameter(llvm::StringRef name, mlir::BlockArgument arg) {
     define(name, arg);
-    parameterBlock = arg.getOwner();
-    parameterNames[arg.getArgNumber()] = name.str();
+    entry = arg.getOwner();
   }
   /// The argument number of `v` when it is a parameter itself.
   std::optional<unsigned> parameterIndex(mlir::Value v) const;
-  llvm::StringRef parameterName(unsigned index) const {
-    return parameterNames.at(index);
-  }
+  /// The `train.param` name of @main's argument `index`.
+  llvm::StringRef parameterName(unsigned index) const;
   /// Marks a parameter as a statistic (BatchNormalization's input_mean or
   /// input_var): state, which the importer freezes.
   void markStatistic(unsigned index) { statistics.insert(index); }
@@ -177,8 +175,8 @@ public:
 private:
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<llvm::SmallVector<mlir::Value>> sequences;
-  mlir::Block *parameterBlock = nullptr;
-  std::map<unsigned, std::string> parameterNames;
+  /// @main's entry block (the parameters' owner), once one is defined.
+  mlir::Block *entry = nullptr;
   std::set<unsigned> statistics;
   llvm::MapVector<unsigned, mlir::Value> updates;
 };
@@ -273,6 +271,10 @@ public:
   /// Requires a float element type of input `v`.
   mlir::LogicalResult requireFloat(mlir::Value v, llvm::StringRef what) const;
 };
+
+/// The node's `epsilon` attribute (default 1e-5), which must be finite and
+/// not negative: the normalizations'.
+mlir::FailureOr<double> epsilonAttr(NodeContext &ctx);
 
 /// begin, begin + 1, ..., end - 1.
 llvm::SmallVector<int64_t> iotaVector(int64_t begin, int64_t end);

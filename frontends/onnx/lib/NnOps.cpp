@@ -66,15 +66,6 @@ FailureOr<std::pair<Value, int64_t>> floatInputAndAxis(NodeContext &ctx) {
   return std::make_pair(*x, *axis);
 }
 
-/// Reads the epsilon attribute, which must be finite and not negative.
-FailureOr<double> epsilonAttr(NodeContext &ctx) {
-  double epsilon = ctx.floatAttr("epsilon", 1e-5f);
-  if (!std::isfinite(epsilon) || epsilon < 0)
-    return ctx.error() << "epsilon " << epsilon
-                       << " must be finite and not negative";
-  return epsilon;
-}
-
 /// Dropout's seed: the node's `seed` attribute, else one derived from the
 /// import seed and the node's position (splitmix64), stable across runs.
 int64_t dropoutSeed(NodeContext &ctx) {
@@ -130,6 +121,14 @@ LogicalResult checkLossShapes(NodeContext &ctx, Value scores, Value labels) {
 }
 
 } // namespace
+
+FailureOr<double> epsilonAttr(NodeContext &ctx) {
+  double epsilon = ctx.floatAttr("epsilon", 1e-5f);
+  if (!std::isfinite(epsilon) || epsilon < 0)
+    return ctx.error() << "epsilon " << epsilon
+                       << " must be finite and not negative";
+  return epsilon;
+}
 
 /// numpy matmul: 1-D operands are promoted to matrices and the added
 /// dimension removed after; batch dimensions broadcast. A rank-2 right

@@ -2,7 +2,10 @@
 
 #include "ImportContext.h"
 
+#include "trainc/Dialect/Train/TrainDialect.h"
+
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -67,10 +70,20 @@ NodeContext::intListInput(int i, StringRef what) const {
   return values;
 }
 
+StringRef GraphImporter::parameterName(unsigned index) const {
+  auto fn = cast<FunctionOpInterface>(entry->getParentOp());
+  return fn
+      .getArgAttrOfType<StringAttr>(index,
+                                    trainc::train::TrainDialect::kParamAttr)
+      .getValue();
+}
+
 std::optional<unsigned> GraphImporter::parameterIndex(Value v) const {
   auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg || arg.getOwner() != parameterBlock ||
-      !parameterNames.count(arg.getArgNumber()))
+  if (!arg || arg.getOwner() != entry ||
+      !cast<FunctionOpInterface>(entry->getParentOp())
+           .getArgAttr(arg.getArgNumber(),
+                       trainc::train::TrainDialect::kParamAttr))
     return std::nullopt;
   return arg.getArgNumber();
 }
