@@ -50,19 +50,28 @@ Inputs and outputs:
 Training (MODEL.tcx from `trainc model.onnx --train`):
   --steps N           run N training steps; parameters, optimizer state and
                       the learning-rate schedule carry over between steps
-  --data FILE         train on the tokens of FILE (repeat to concatenate
-                      files); batch and sequence length come from the
-                      executable's token input [batch, seq]. Formats:
+  --data FILE         train on the tokens or samples of FILE (repeat to
+                      concatenate files of one format). Formats:
                         tokens: a trainc token file: "TRAINCTK", uint32
                                 version 1, uint32 bytes per token (2 or 4),
                                 uint64 count, then little-endian ids
                         bin:    headerless little-endian ids (--token-dtype)
                         bytes:  any file, one token per byte (ids 0-255)
-  --data-format F     auto (default: token files by their magic, *.bin as
-                      bin, anything else as bytes), tokens, bin or bytes
+                        samples: a .safetensors file of arrays named after
+                                the executable's inputs, one sample per
+                                index of their first axis (pixel_values
+                                [N, 3, 32, 32] and labels [N]); each input
+                                gets a batch of its array's samples, in a
+                                shuffled order per epoch
+                      Tokens fill the executable's token and target inputs
+                      [batch, seq] with windows of the stream.
+  --data-format F     auto (default: *.safetensors as samples, token files
+                      by their magic, *.bin as bin, anything else as
+                      bytes), tokens, bin, bytes or samples
   --token-dtype T     uint16 or uint32: the ids of headerless .bin files
   --seed S            batch sampling seed (default 0); a batch depends only
-                      on (seed, step), so runs are reproducible
+                      on (seed, step), so runs are reproducible (samples:
+                      the seed shuffles each epoch)
   --eval-fraction F   share of the data held out for evaluation, taken from
                       its end (default 0.1)
   --eval-executable FILE
@@ -248,11 +257,7 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else if (arg == "--data-format") {
       if (!value())
         return 1;
-      o.dataFormat = v;
-      if (o.dataFormat != "auto" && o.dataFormat != "tokens" &&
-          o.dataFormat != "bin" && o.dataFormat != "bytes")
-        return fail("unknown data format '" + o.dataFormat +
-                    "' (expected auto, tokens, bin or bytes)");
+      o.dataFormat = v; // checked by the runtime, which reads the data
     } else if (arg == "--token-dtype") {
       if (!value())
         return 1;

@@ -59,6 +59,7 @@ Reporter::Reporter(const ReportOptions &options, trainc_trainer *trainer,
     : options_(options), trainer_(trainer), step_(step), firstStep_(firstStep),
       lastStep_(lastStep),
       tokensPerStep_(trainc_trainer_tokens_per_step(trainer)),
+      samplesPerStep_(trainc_trainer_samples_per_step(trainer)),
       start_(std::chrono::steady_clock::now()),
       firstLoss_(std::numeric_limits<double>::quiet_NaN()),
       lastLoss_(firstLoss_), lastEval_(firstLoss_) {
@@ -259,6 +260,10 @@ void Reporter::printLine(const trainc_step_metrics &m, double eta) const {
     std::snprintf(buf, sizeof buf, " tokens/s %.0f", m.tokens_per_second);
     line += buf;
   }
+  if (samplesPerStep_) {
+    std::snprintf(buf, sizeof buf, " samples/s %.1f", m.samples_per_second);
+    line += buf;
+  }
   if (!std::isnan(m.mfu)) {
     std::snprintf(buf, sizeof buf, " mfu %.2f%%", 100 * m.mfu);
     line += buf;
@@ -303,6 +308,8 @@ void Reporter::summary() const {
   std::printf("; median step %.2f ms", median * 1e3);
   if (tokensPerStep_)
     std::printf(", %.0f tokens/s", double(tokensPerStep_) / median);
+  if (samplesPerStep_)
+    std::printf(", %.1f samples/s", double(samplesPerStep_) / median);
   std::printf("\n");
 }
 
@@ -313,6 +320,7 @@ bool Reporter::writeRecord(const trainc_step_metrics &m) {
                   ",\"lr\":" + jsonNumber(m.learning_rate) +
                   ",\"step_time_s\":" + jsonNumber(m.step_seconds) +
                   ",\"tokens_per_s\":" + jsonNumber(m.tokens_per_second) +
+                  ",\"samples_per_s\":" + jsonNumber(m.samples_per_second) +
                   ",\"flops_per_s\":" + jsonNumber(m.flops_per_second) +
                   ",\"mfu\":" + jsonNumber(m.mfu) +
                   ",\"planned_bytes\":" + std::to_string(m.planned_bytes) +
@@ -355,6 +363,8 @@ void Reporter::drawBar(const trainc_step_metrics &m, double eta) const {
                m.loss);
   if (tokensPerStep_)
     std::fprintf(stderr, " | %.0f tok/s", m.tokens_per_second);
+  if (samplesPerStep_)
+    std::fprintf(stderr, " | %.1f samples/s", m.samples_per_second);
   std::fprintf(stderr, " | %.1f ms/step | ETA %s", m.step_seconds * 1e3,
                duration(eta).c_str());
   std::fflush(stderr);

@@ -66,7 +66,7 @@ private:
   const ReportOptions options_;
   trainc_trainer *trainer_;
   const trainc_executable *step_;
-  int64_t firstStep_, lastStep_, tokensPerStep_;
+  int64_t firstStep_, lastStep_, tokensPerStep_, samplesPerStep_;
   std::chrono::steady_clock::time_point start_;
   bool bar_ = false;
   std::FILE *jsonl_ = nullptr;

@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-API_VERSION = 9
+API_VERSION = 10
 
 # trainc_status_code.
 STATUS_CODES = {
@@ -107,7 +107,9 @@ class StepMetrics(ctypes.Structure):
                 ('verified', ctypes.c_int),
                 ('verify_worst', ctypes.c_char_p),
                 ('verify_worst_error', ctypes.c_double),
-                ('verify_worst_limit', ctypes.c_double)]
+                ('verify_worst_limit', ctypes.c_double),
+                # API version 10: sample data.
+                ('samples_per_second', ctypes.c_double)]
 
 
 STEP_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(StepMetrics),

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 9
+#define TRAINC_API_VERSION 10
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -192,10 +192,13 @@ trainc_status trainc_session_profile(const trainc_session *session, size_t runs,
 typedef struct trainc_trainer_s trainc_trainer;
 
 typedef struct {
-  /* Data files, read in order and concatenated. */
+  /* Data files, read in order and concatenated: token streams, or (since
+   * API version 10) .safetensors files of samples whose arrays are named
+   * after the executable's inputs (runtime/README.md, "Samples"). */
   const char *const *data_paths;
   size_t data_path_count;
-  /* "auto" (or NULL), "tokens", "bin" or "bytes". */
+  /* "auto" (or NULL: "samples" for *.safetensors, else by the token file
+   * magic and .bin), "tokens", "bin", "bytes" or "samples". */
   const char *data_format;
   /* Bytes per id of headerless .bin files: 2 or 4 (0: not given). */
   int bin_token_bytes;
@@ -203,7 +206,8 @@ typedef struct {
   double eval_fraction;
   /* Held-out batches per evaluation (0: all of them; negative: an error). */
   int64_t eval_batches;
-  /* Batch sampling seed: a batch depends only on (seed, step). */
+  /* Batch sampling seed: a batch depends only on (seed, step); samples are
+   * shuffled per epoch by it. */
   uint64_t seed;
   /* The device's peak FLOP/s for model FLOPs utilization (0: none). */
   double peak_flops;
@@ -279,6 +283,9 @@ typedef struct {
   int verified;
   const char *verify_worst;
   double verify_worst_error, verify_worst_limit;
+  /* Since v10: samples per second (sample data; 0 otherwise, when
+   * tokens_per_second counts). */
+  double samples_per_second;
 } trainc_step_metrics;
 
 /* Called after every step; a non-zero return stops the run early (the run
@@ -343,6 +350,10 @@ int64_t trainc_trainer_step_count(const trainc_trainer *trainer);
  * the token input's that the executable names (what step metrics'
  * tokens_per_second counts); 0 when it names none. */
 int64_t trainc_trainer_tokens_per_step(const trainc_trainer *trainer);
+/* Since API version 10: samples one step consumes on all ranks (sample
+ * data: the executable's batch times the data-parallel ranks); 0 for token
+ * data or fixed inputs. */
+int64_t trainc_trainer_samples_per_step(const trainc_trainer *trainer);
 /* The trainer's session, owned by the trainer (do not release it): to set
  * fixed inputs, read outputs, or profile. */
 trainc_session *trainc_trainer_session(trainc_trainer *trainer);

@@ -37,8 +37,8 @@ struct trainc_session_s {
 };
 
 struct trainc_trainer_s {
-  /// Declared first: the trainer's sampler refers to it.
-  std::unique_ptr<trainc::TokenData> data;
+  /// Declared first: the trainer's batches refer to it.
+  std::unique_ptr<trainc::Dataset> data;
   std::unique_ptr<trainc::Trainer> trainer;
   /// The handle of the trainer's session (trainc_trainer_session).
   trainc_session_s session;
@@ -321,7 +321,7 @@ trainc_status trainc_trainer_create(trainc_executable *step,
     return nullArgument("out_trainer");
   if (config->data_path_count && !config->data_paths)
     return nullArgument("config->data_paths");
-  trainc::TokenDataOptions dataOptions;
+  trainc::DataOptions dataOptions;
   for (size_t i = 0; i < config->data_path_count; ++i) {
     if (!config->data_paths[i])
       return nullArgument("a data path");
@@ -329,7 +329,7 @@ trainc_status trainc_trainer_create(trainc_executable *step,
   }
   if (config->data_format)
     if (trainc_status s = toC(
-            trainc::parseTokenFormat(config->data_format, dataOptions.format)))
+            trainc::parseDataFormat(config->data_format, dataOptions.format)))
       return s;
   if (config->eval_batches < 0)
     return toC(trainc::invalidArgument("config->eval_batches is negative"));
@@ -338,7 +338,7 @@ trainc_status trainc_trainer_create(trainc_executable *step,
   auto trainer = std::make_unique<trainc_trainer_s>();
   if (!dataOptions.paths.empty())
     if (trainc_status s =
-            toC(trainc::TokenData::open(dataOptions, trainer->data)))
+            toC(trainc::Dataset::open(dataOptions, trainer->data)))
       return s;
   trainc::TrainerOptions options;
   options.evalBatches = config->eval_batches;
@@ -387,6 +387,7 @@ trainc_status trainc_trainer_run(trainc_trainer *trainer, int64_t steps,
         c.learning_rate = m.learningRate;
         c.step_seconds = m.stepSeconds;
         c.tokens_per_second = m.tokensPerSecond;
+        c.samples_per_second = m.samplesPerSecond;
         c.flops_per_second = m.flopsPerSecond;
         c.mfu = m.mfu;
         c.has_loss = m.hasLoss;
@@ -686,6 +687,10 @@ int64_t trainc_trainer_tokens_per_step(const trainc_trainer *trainer) {
   return trainer ? trainer->trainer->tokensPerStep() : 0;
 }
 
+int64_t trainc_trainer_samples_per_step(const trainc_trainer *trainer) {
+  return trainer ? trainer->trainer->samplesPerStep() : 0;
+}
+
 trainc_session *trainc_trainer_session(trainc_trainer *trainer) {
   return trainer ? &trainer->session : nullptr;
 }
@@ -699,10 +704,10 @@ trainc_status trainc_trainer_describe_data(const trainc_trainer *trainer,
   std::string text;
   if (trainer->data) {
     const trainc::Trainer &t = *trainer->trainer;
+    const trainc::Batches &b = *t.batches();
     text =
-        trainer->data->description() + "; batch " + std::to_string(t.batch()) +
-        " x " + std::to_string(t.sequence()) + " tokens" +
-        (t.dataRanks() > 1 ? " per rank on " + std::to_string(t.dataRanks()) +
+        trainer->data->description() + "; " + b.describe() +
+        (b.dataRanks() > 1 ? " per rank on " + std::to_string(b.dataRanks()) +
                                  " data-parallel ranks"
                            : std::string());
     if (t.evalBatchesPerEvaluation() > 0)

@@ -248,8 +248,8 @@ Status loadCheckpoint(const std::string &path, Loaded &out, bool tensors,
     out.state.step = manifest.at("step").get<int64_t>();
     out.state.seed = manifest.at("seed").get<uint64_t>();
     out.state.dataPosition = manifest.at("data_position").get<uint64_t>();
-    out.state.dataTokens = manifest.at("data_tokens").get<uint64_t>();
-    out.state.trainTokens = manifest.at("train_tokens").get<uint64_t>();
+    out.state.dataSize = manifest.at("data_tokens").get<uint64_t>();
+    out.state.trainSize = manifest.at("train_tokens").get<uint64_t>();
     if (manifest.contains("data_xxh3"))
       out.state.dataHash = std::strtoull(
           manifest.at("data_xxh3").get<std::string>().c_str(), nullptr, 16);
@@ -510,14 +510,14 @@ modelDifference(const std::vector<CheckpointSnapshot::Tensor> &saved,
 
 } // namespace
 
-Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
+Status snapshotTrainer(const Trainer &trainer, const Dataset *data,
                        CheckpointSnapshot &out) {
   const Session &session = trainer.session();
   const Executable &exe = session.executable();
   Collective &ranks = session.device().hostCollective();
   out.state = trainer.state();
-  out.state.dataTokens = data ? data->size() : 0;
-  out.state.trainTokens = data ? data->trainTokens() : 0;
+  out.state.dataSize = data ? data->size() : 0;
+  out.state.trainSize = data ? data->trainSize() : 0;
   out.state.dataHash = data ? data->contentHash() : 0;
   out.executable = exe.origin();
   out.modelHash = modelHash(exe);
@@ -701,8 +701,8 @@ Status writeCheckpoint(const std::string &dir,
                    {"step", snapshot.state.step},
                    {"seed", snapshot.state.seed},
                    {"data_position", snapshot.state.dataPosition},
-                   {"data_tokens", snapshot.state.dataTokens},
-                   {"train_tokens", snapshot.state.trainTokens},
+                   {"data_tokens", snapshot.state.dataSize},
+                   {"train_tokens", snapshot.state.trainSize},
                    {"data_xxh3", hex64(snapshot.state.dataHash)},
                    {"executable", snapshot.executable},
                    {"executable_xxh3", hex64(snapshot.executableHash)},
@@ -849,7 +849,7 @@ Status findCheckpoint(const std::string &dir, CheckpointChoice &out) {
 }
 
 Status restoreCheckpoint(const std::string &dir, Trainer &trainer,
-                         const TokenData *data, CheckpointChoice &choice) {
+                         const Dataset *data, CheckpointChoice &choice) {
   Loaded loaded;
   TRAINC_RETURN_IF_ERROR(findAndLoadCheckpoint(dir, choice, loaded));
   if (choice.name.compare(0, 5, "step-") != 0)
@@ -860,28 +860,8 @@ Status restoreCheckpoint(const std::string &dir, Trainer &trainer,
         where + " was written by a different model (" + loaded.executable +
         "): " +
         modelDifference(loaded.tensors, trainer.session().executable()));
-  RunState current = trainer.state();
-  if (data && loaded.state.seed != current.seed)
-    return invalidArgument(
-        where + ": the run was saved with seed " +
-        std::to_string(loaded.state.seed) + ", this trainer has " +
-        std::to_string(current.seed) + ": continue it with the same seed");
-  if (data && (loaded.state.dataTokens != data->size() ||
-               loaded.state.trainTokens != data->trainTokens()))
-    return invalidArgument(
-        where + ": the run was on " + std::to_string(loaded.state.dataTokens) +
-        " tokens (" + std::to_string(loaded.state.trainTokens) +
-        " for training), this data has " + std::to_string(data->size()) + " (" +
-        std::to_string(data->trainTokens()) +
-        "): give the same data and held-out fraction to continue");
-  if (data && loaded.state.dataHash != 0 &&
-      loaded.state.dataHash != data->contentHash())
-    return invalidArgument(
-        where +
-        ": the run was on other data of the same size: its tokens hash to " +
-        hex64(loaded.state.dataHash) + ", this data's to " +
-        hex64(data->contentHash()) + " (" + data->description() +
-        "): give the same files, in the same order, to continue");
+  TRAINC_RETURN_IF_ERROR(
+      checkSameData(where, loaded.state, trainer.state(), data));
   Session &session = trainer.session();
   const Executable &exe = session.executable();
   size_t k = 0;
@@ -912,7 +892,7 @@ Status restoreCheckpoint(const std::string &dir, Trainer &trainer,
 }
 
 Status rollbackToCheckpoint(const std::string &dir, Trainer &trainer,
-                            const TokenData *data, CheckpointChoice &choice) {
+                            const Dataset *data, CheckpointChoice &choice) {
   uint64_t position = trainer.state().dataPosition;
   TRAINC_RETURN_IF_ERROR(restoreCheckpoint(dir, trainer, data, choice));
   RunState state = trainer.state();

@@ -108,10 +108,10 @@ struct CheckpointSnapshot {
 /// state), so that a run that could never save stops before training.
 Status checkSpaceForCheckpoint(const std::string &dir, const Executable &exe);
 
-/// Copies `trainer`'s state (`data`: its token data, or null). On a run of
+/// Copies `trainer`'s state (`data`: its data, or null). On a run of
 /// several ranks every rank calls it at the same step (one small gather
 /// agrees on the step and the token); it fails if the ranks' steps differ.
-Status snapshotTrainer(const Trainer &trainer, const TokenData *data,
+Status snapshotTrainer(const Trainer &trainer, const Dataset *data,
                        CheckpointSnapshot &out);
 
 /// Writes `snapshot` as a new checkpoint of `dir` (see the file comment),
@@ -162,13 +162,13 @@ Status findCheckpoint(const std::string &dir, CheckpointChoice &out);
 /// Restores the newest good checkpoint of `dir` (or a pre-format-2 saved
 /// run) into `trainer`; fills `choice` with what was used and skipped.
 Status restoreCheckpoint(const std::string &dir, Trainer &trainer,
-                         const TokenData *data, CheckpointChoice &choice);
+                         const Dataset *data, CheckpointChoice &choice);
 
 /// Rolls `trainer` back to the newest good checkpoint of `dir` but keeps
 /// its data position: the batches since that checkpoint (the ones that led
 /// to a loss spike or a non-finite step) are skipped, not trained on again.
 Status rollbackToCheckpoint(const std::string &dir, Trainer &trainer,
-                            const TokenData *data, CheckpointChoice &choice);
+                            const Dataset *data, CheckpointChoice &choice);
 
 } // namespace trainc
 

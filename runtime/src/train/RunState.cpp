@@ -60,8 +60,8 @@ Status readRunState(const std::string &dir, RunState &state) {
   if (!jsonField(text, "format", format) || format != 1 ||
       !jsonField(text, "step", step) || !jsonField(text, "seed", state.seed) ||
       !jsonField(text, "data_position", state.dataPosition) ||
-      !jsonField(text, "data_tokens", state.dataTokens) ||
-      !jsonField(text, "train_tokens", state.trainTokens) ||
+      !jsonField(text, "data_tokens", state.dataSize) ||
+      !jsonField(text, "train_tokens", state.trainSize) ||
       step > uint64_t(std::numeric_limits<int64_t>::max() / 2))
     return Status(StatusCode::kDataLoss,
                   path + ": not a run state of format 1 (expected format, "
@@ -71,24 +71,37 @@ Status readRunState(const std::string &dir, RunState &state) {
   return okStatus();
 }
 
-Status restoreRun(const std::string &dir, Trainer &trainer,
-                  const TokenData *data) {
-  RunState saved;
-  TRAINC_RETURN_IF_ERROR(readRunState(dir, saved));
-  RunState current = trainer.state();
-  if (data && saved.seed != current.seed)
-    return invalidArgument(dir + ": the run was saved with seed " +
+Status checkSameData(const std::string &where, const RunState &saved,
+                     const RunState &current, const Dataset *data) {
+  if (!data)
+    return okStatus();
+  if (saved.seed != current.seed)
+    return invalidArgument(where + ": the run was saved with seed " +
                            std::to_string(saved.seed) + ", this trainer has " +
                            std::to_string(current.seed) +
                            ": continue it with the same seed");
-  if (data && (saved.dataTokens != data->size() ||
-               saved.trainTokens != data->trainTokens()))
+  std::string unit = data->unit();
+  if (saved.dataSize != data->size() || saved.trainSize != data->trainSize())
     return invalidArgument(
-        dir + ": the run was on " + std::to_string(saved.dataTokens) +
-        " tokens (" + std::to_string(saved.trainTokens) +
+        where + ": the run was on " + std::to_string(saved.dataSize) + " " +
+        unit + " (" + std::to_string(saved.trainSize) +
         " for training), this data has " + std::to_string(data->size()) + " (" +
-        std::to_string(data->trainTokens()) +
+        std::to_string(data->trainSize()) +
         "): give the same data and held-out fraction to continue");
+  if (saved.dataHash != 0 && saved.dataHash != data->contentHash())
+    return invalidArgument(
+        where + ": the run was on other data of the same size: its " + unit +
+        " hash to " + hex64(saved.dataHash) + ", this data's to " +
+        hex64(data->contentHash()) + " (" + data->description() +
+        "): give the same files, in the same order, to continue");
+  return okStatus();
+}
+
+Status restoreRun(const std::string &dir, Trainer &trainer,
+                  const Dataset *data) {
+  RunState saved;
+  TRAINC_RETURN_IF_ERROR(readRunState(dir, saved));
+  TRAINC_RETURN_IF_ERROR(checkSameData(dir, saved, trainer.state(), data));
   Session &session = trainer.session();
   const Executable &exe = session.executable();
   for (uint32_t id = 0; id < exe.tensors().size(); ++id) {

@@ -25,7 +25,13 @@ Status readRunState(const std::string &dir, RunState &state);
 /// been made with the saved seed, and `data` must have the saved size and
 /// split; either difference is an error that says so.
 Status restoreRun(const std::string &dir, Trainer &trainer,
-                  const TokenData *data);
+                  const Dataset *data);
+
+/// Fails, naming `where`, when a run saved as `saved` cannot continue on
+/// `data` as `current`: another seed, another size or split, or other
+/// content (when `saved` has a hash). Nothing to check without data.
+Status checkSameData(const std::string &where, const RunState &saved,
+                     const RunState &current, const Dataset *data);
 
 /// The file name of a tensor of a saved run (without the directory).
 std::string runTensorFileName(const std::string &tensorName);

@@ -1,9 +1,9 @@
 //===- TokenData.h - Token streams and the batches drawn from them -*- C++
 //-*-=//
 //
-// Training data for language models: one stream of token ids, read whole
-// from one or more files, split into a training part and a held-out part
-// (its last `evalFraction`).
+// Training data for language models (a Dataset): one stream of token ids,
+// read whole from one or more files, split into a training part and a
+// held-out part (its last `evalFraction`).
 //
 // File formats (runtime/README.md, "Training: data, batches, metrics"):
 //   tokens  a trainc token file: the 8 bytes "TRAINCTK", a little-endian
@@ -13,20 +13,18 @@
 //   bin     headerless little-endian uint16 or uint32 token ids (the token
 //           dtype must be given).
 //   bytes   any file: each byte is one token (ids 0..255).
-// `auto` picks `tokens` for files that start with the magic, `bin` for
-// names ending in .bin and `bytes` for everything else.
 //
 // Batches: a training batch is `batch` windows of `seq + 1` consecutive
 // tokens from the training part: tokens = window[0:seq], targets =
 // window[1:seq+1]. Window b of batch p starts at
-//     uniform(mix(seed, p, b), trainTokens - seq)
-// (mix and uniform are defined in TokenData.cpp and documented in the
-// README so other tools can reproduce a run's batches). A batch depends
-// only on (seed, p), so a run that resumes at position p sees exactly the
-// batches it would have seen. With N data-parallel ranks of batch B, the
-// global batch is N*B windows and rank i reads windows [i*B, (i+1)*B) of
-// it: the windows one rank with --grad-accum N reads, micro-batch i on
-// rank i. Held-out batches are the consecutive windows
+//     uniform(mixBits(seed, p, b), trainTokens - seq)
+// (mixBits is Dataset.h's, uniform is defined in TokenData.cpp; both are
+// documented in the README so other tools can reproduce a run's batches). A
+// batch depends only on (seed, p), so a run that resumes at position p sees
+// exactly the batches it would have seen. With N data-parallel ranks of
+// batch B, the global batch is N*B windows and rank i reads windows
+// [i*B, (i+1)*B) of it: the windows one rank with --grad-accum N reads,
+// micro-batch i on rank i. Held-out batches are the consecutive windows
 // of the held-out part: window k starts at trainTokens + k*seq.
 //
 //===----------------------------------------------------------------------===//
@@ -34,7 +32,7 @@
 #ifndef TRAINC_RUNTIME_TRAIN_TOKENDATA_H
 #define TRAINC_RUNTIME_TRAIN_TOKENDATA_H
 
-#include "base/Status.h"
+#include "train/Dataset.h"
 
 #include <cstdint>
 #include <memory>
@@ -44,40 +42,30 @@
 
 namespace trainc {
 
-enum class TokenFormat { kAuto, kTokens, kBin, kBytes };
-
-/// Parses "auto", "tokens", "bin", "bytes".
-Status parseTokenFormat(const std::string &text, TokenFormat &out);
-const char *tokenFormatName(TokenFormat format);
-
-struct TokenDataOptions {
-  std::vector<std::string> paths;
-  TokenFormat format = TokenFormat::kAuto;
-  /// Bytes per token of headerless .bin files (2 or 4; 0 = not given).
-  int binTokenBytes = 0;
-  /// The share of tokens held out for evaluation, taken from the end.
-  double evalFraction = 0.1;
-};
-
-class TokenData {
+class TokenData : public Dataset {
 public:
-  /// Reads every file (concatenated in order).
-  static Status open(const TokenDataOptions &options,
+  /// Reads every file (concatenated in order); `options.format` is auto,
+  /// tokens, bin or bytes.
+  static Status open(const DataOptions &options,
                      std::unique_ptr<TokenData> &out);
 
-  size_t size() const { return tokens_.size(); }
+  const char *unit() const override { return "tokens"; }
+  uint64_t size() const override { return tokens_.size(); }
+  uint64_t trainSize() const override { return trainTokens_; }
   size_t trainTokens() const { return trainTokens_; }
   size_t evalTokens() const { return tokens_.size() - trainTokens_; }
   const std::vector<uint32_t> &tokens() const { return tokens_; }
-  /// How the data was read, for logs ("bytes of 3 files, 120,000 tokens").
-  const std::string &description() const { return description_; }
+  const std::string &description() const override { return description_; }
 
   /// Every token id is below `vocab`; else an error naming the file, the
   /// token's position and id.
   Status checkVocabulary(int64_t vocab) const;
-  /// A hash (XXH3) of the token ids, for ranks and resumed runs to check
-  /// that they read the same data; computed on the first call.
-  uint64_t contentHash() const;
+  /// A hash (XXH3) of the token ids; computed on the first call.
+  uint64_t contentHash() const override;
+  /// The executable's token and target inputs ([batch, seq] ids); every id
+  /// must be inside its vocabulary.
+  Status bind(const Session &train, const DataBinding &binding,
+              std::unique_ptr<Batches> &out) const override;
 
 private:
   std::vector<uint32_t> tokens_;

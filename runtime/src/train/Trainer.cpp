@@ -17,19 +17,6 @@
 namespace trainc {
 namespace {
 
-bool isIdInput(const TensorInfo &t) {
-  return (t.dtype == DType::I64 || t.dtype == DType::I32) &&
-         t.shape.size() == 2;
-}
-
-/// The input named `name`; -1 when there is none.
-int inputNamed(const Executable &exe, const std::string &name) {
-  for (size_t i = 0; i < exe.inputs().size(); ++i)
-    if (exe.tensors()[exe.inputs()[i]].name == name)
-      return int(i);
-  return -1;
-}
-
 /// Output `index` of the session (a scalar), as a double in `out` (NaN
 /// when the executable has no such output: index < 0). Any device: a copy
 /// to the host.
@@ -174,57 +161,6 @@ Status loadParameterTensors(Session &session, const std::string &path) {
 
 Trainer::~Trainer() = default;
 
-Status Trainer::findDataInputs(const TrainerOptions &options) {
-  const Executable &exe = session_->executable();
-  // The compiler's training signature says which input is which; the
-  // options override it (by name) where it could not tell.
-  const TrainingSignature &sig = exe.signature();
-  int tokens = options.tokensInput.empty()
-                   ? sig.tokens
-                   : inputNamed(exe, options.tokensInput);
-  int targets = options.targetsInput.empty()
-                    ? sig.targets
-                    : inputNamed(exe, options.targetsInput);
-  auto describeInputs = [&] {
-    std::string s;
-    for (uint32_t id : exe.inputs())
-      s += (s.empty() ? "'" : ", '") + exe.tensors()[id].name + "' " +
-           dtypeName(exe.tensors()[id].dtype) +
-           shapeString(exe.tensors()[id].shape);
-    return s.empty() ? std::string("none") : s;
-  };
-  for (auto [index, chosen] : {std::pair(tokens, &options.tokensInput),
-                               std::pair(targets, &options.targetsInput)})
-    if (index < 0 && !chosen->empty())
-      return invalidArgument("'" + *chosen + "' is not an input of " +
-                             exe.origin() +
-                             " (its inputs: " + describeInputs() + ")");
-  if (tokens < 0 || targets < 0)
-    return invalidArgument(
-        exe.origin() + " does not say which input takes the " +
-        (tokens < 0 ? "token" : "target") +
-        " ids (the compiler could not tell from the loss; its inputs: " +
-        describeInputs() + "); name them with --tokens-input/--targets-input");
-  const TensorInfo &tt = exe.tensors()[exe.inputs()[size_t(tokens)]];
-  const TensorInfo &yt = exe.tensors()[exe.inputs()[size_t(targets)]];
-  if (!isIdInput(tt) || tt.shape != yt.shape || tt.dtype != yt.dtype)
-    return invalidArgument("the token and target inputs of " + exe.origin() +
-                           " must be int64 or int32 [batch, sequence] of one "
-                           "shape; they are " +
-                           describeInputs());
-  if (exe.inputs().size() != 2)
-    return invalidArgument(exe.origin() + " has inputs the data cannot feed (" +
-                           describeInputs() + ")");
-  tokensIndex_ = size_t(tokens);
-  targetsIndex_ = size_t(targets);
-  batch_ = tt.shape[0];
-  seq_ = tt.shape[1];
-  int64Ids_ = tt.dtype == DType::I64;
-  tokenBuffer_.assign(size_t(batch_ * seq_), 0);
-  targetBuffer_.assign(size_t(batch_ * seq_), 0);
-  return okStatus();
-}
-
 Status Trainer::prepareEval() {
   const Executable &train = session_->executable();
   const Executable &eval = evalSession_->executable();
@@ -258,45 +194,12 @@ Status Trainer::prepareEval() {
                              " is not a parameter of " + train.origin() +
                              " (were they compiled from one model?)");
   }
-  const TensorInfo &tt = train.tensors()[train.inputs()[tokensIndex_]];
-  evalTokensIndex_ = eval.inputs().size();
-  evalTargetsIndex_ = eval.inputs().size();
-  for (size_t i = 0; i < eval.inputs().size(); ++i) {
-    const TensorInfo &t = eval.tensors()[eval.inputs()[i]];
-    if (t.name == tt.name)
-      evalTokensIndex_ = i;
-    else if (t.name == train.tensors()[train.inputs()[targetsIndex_]].name)
-      evalTargetsIndex_ = i;
-    // The training batch, or a divisor of it with the same sequence (the
-    // forward of a --grad-accum K step's micro-batch): it then takes a
-    // held-out batch in pieces.
-    bool pieces = t.shape.size() == 2 && tt.shape.size() == 2 &&
-                  t.shape[1] == tt.shape[1] && t.shape[0] > 0 &&
-                  tt.shape[0] % t.shape[0] == 0;
-    if (!pieces || t.dtype != tt.dtype)
-      return invalidArgument(
-          "input '" + t.name + "' of " + eval.origin() + " is " +
-          dtypeName(t.dtype) + shapeString(t.shape) +
-          " but the training batches are " + dtypeName(tt.dtype) +
-          shapeString(tt.shape) +
-          " (an evaluation batch must be the training batch or a divisor "
-          "of it, of the same sequence length)");
-    // Both inputs the same batch (the pieces split both).
-    if (i > 0 && tt.shape[0] / t.shape[0] != evalPieces_)
-      return invalidArgument(eval.origin() +
-                             "'s inputs have different batch sizes");
-    evalPieces_ = tt.shape[0] / t.shape[0];
-  }
-  if (eval.inputs().size() != 2 || evalTokensIndex_ == eval.inputs().size() ||
-      evalTargetsIndex_ == eval.inputs().size())
-    return invalidArgument(
-        eval.origin() + " must take the same two inputs as " + train.origin());
-  return okStatus();
+  return batches_->bindEval(eval);
 }
 
 Status Trainer::create(std::shared_ptr<const Executable> step,
                        std::shared_ptr<const Executable> eval,
-                       const TokenData *data, const TrainerOptions &options,
+                       const Dataset *data, const TrainerOptions &options,
                        std::unique_ptr<Trainer> &out) {
   auto trainer = std::unique_ptr<Trainer>(new Trainer());
   trainer->options_ = options;
@@ -319,32 +222,18 @@ Status Trainer::create(std::shared_ptr<const Executable> step,
                                "parameters (trainc --train --optimizer none): "
                                "run it with --input, or compile it with an "
                                "optimizer to train on data");
-    TRAINC_RETURN_IF_ERROR(trainer->findDataInputs(options));
-    int64_t vocab = vocabularyOf(exe);
-    if (vocab > 0)
-      TRAINC_RETURN_IF_ERROR(data->checkVocabulary(vocab));
-    TRAINC_RETURN_IF_ERROR(BatchSampler::create(*data, trainer->batch_,
-                                                trainer->seq_, options.seed,
-                                                trainer->sampler_));
-    // Data parallelism: the inputs are this rank's part of the global
-    // batch, split over a mesh axis; rank i on it reads part i.
-    const TensorInfo &tokens =
-        exe.tensors()[exe.inputs()[trainer->tokensIndex_]];
-    if (!tokens.shardAxes.empty() && tokens.shardAxes[0] >= 0) {
-      int axis = tokens.shardAxes[0];
-      trainer->dataRanks_ = exe.mesh()[axis].size;
-      trainer->sampler_->setFirstWindow(
-          trainer->batch_ *
-          trainer->session_->device().collective().coordinate(axis));
-    }
+    DataBinding binding;
+    binding.tokensInput = options.tokensInput;
+    binding.targetsInput = options.targetsInput;
+    binding.seed = options.seed;
+    TRAINC_RETURN_IF_ERROR(
+        data->bind(*trainer->session_, binding, trainer->batches_));
   } else if (int tokens = exe.signature().tokens; tokens >= 0) {
     // The caller sets the inputs; a step still takes the token input's
     // batch x sequence tokens, which tokens/s counts.
     const TensorInfo &t = exe.tensors()[exe.inputs()[size_t(tokens)]];
-    if (t.shape.size() == 2) {
-      trainer->batch_ = t.shape[0];
-      trainer->seq_ = t.shape[1];
-    }
+    if (t.shape.size() == 2)
+      trainer->fixedTokens_ = t.shape[0] * t.shape[1];
   }
   if (eval) {
     if (!data)
@@ -352,22 +241,25 @@ Status Trainer::create(std::shared_ptr<const Executable> step,
     TRAINC_RETURN_IF_ERROR(Session::create(std::move(eval), options.session,
                                            trainer->evalSession_));
     TRAINC_RETURN_IF_ERROR(trainer->prepareEval());
-    if (trainer->sampler_->evalBatchCount() == 0)
-      return invalidArgument(
-          "the held-out split is too short for one evaluation batch of " +
-          std::to_string(trainer->batch_) + " x " +
-          std::to_string(trainer->seq_ + 1) +
-          " tokens: " + data->description() +
-          " (raise the held-out fraction or give more data)");
+    if (trainer->batches_->evalBatchCount() == 0)
+      return invalidArgument(trainer->batches_->evalTooShort());
   }
   out = std::move(trainer);
   return okStatus();
 }
 
+int64_t Trainer::tokensPerStep() const {
+  return batches_ ? batches_->tokensPerStep() : fixedTokens_;
+}
+
+int64_t Trainer::samplesPerStep() const {
+  return batches_ ? batches_->samplesPerStep() : 0;
+}
+
 int64_t Trainer::evalBatchesPerEvaluation() const {
   if (!evalSession_)
     return 0;
-  int64_t all = sampler_->evalBatchCount();
+  int64_t all = batches_->evalBatchCount();
   return options_.evalBatches > 0 ? std::min(all, options_.evalBatches) : all;
 }
 
@@ -379,14 +271,8 @@ Status Trainer::step(StepMetrics &out) {
   }
   if (verified_ < options_.verifySteps && !twin_)
     TRAINC_RETURN_IF_ERROR(startTwin());
-  if (sampler_) {
-    sampler_->nextTrain(tokenBuffer_.data(), targetBuffer_.data(), int64Ids_);
-    size_t bytes = size_t(batch_ * seq_) * (int64Ids_ ? 8 : 4);
-    TRAINC_RETURN_IF_ERROR(
-        session_->setInput(tokensIndex_, tokenBuffer_.data(), bytes));
-    TRAINC_RETURN_IF_ERROR(
-        session_->setInput(targetsIndex_, targetBuffer_.data(), bytes));
-  }
+  if (batches_)
+    TRAINC_RETURN_IF_ERROR(batches_->feedNext(*session_));
   double waitedBefore = ranks.secondsWaiting();
   double inFlightBefore = ranks.secondsInFlight();
   auto start = std::chrono::steady_clock::now();
@@ -414,6 +300,7 @@ Status Trainer::step(StepMetrics &out) {
   out.stepSeconds = seconds;
   if (seconds > 0) {
     out.tokensPerSecond = double(tokensPerStep()) / seconds;
+    out.samplesPerSecond = double(samplesPerStep()) / seconds;
     out.flopsPerSecond = double(exe.flops()) / seconds;
   }
   if (options_.peakFlops > 0)
@@ -452,9 +339,9 @@ Status Trainer::startTwin() {
 
 Status Trainer::verifyStep(StepMetrics &out) {
   const Executable &exe = session_->executable();
-  // Fixed inputs (no sampler): the twin gets this step's. With a sampler
-  // the twin draws the same batch itself (same seed, same position).
-  if (!sampler_) {
+  // Fixed inputs (no data): the twin gets this step's. With data the twin
+  // draws the same batch itself (same seed, same position).
+  if (!batches_) {
     std::vector<char> bytes;
     for (size_t i = 0; i < exe.inputs().size(); ++i) {
       bytes.resize(exe.tensors()[exe.inputs()[i]].size);
@@ -532,15 +419,16 @@ Status Trainer::checkRanksAgree(Collective &ranks) {
   // Ranks given another seed, other data or another held-out fraction, or
   // resumed from another checkpoint, would run every collective of the
   // step as usual while training on batches no one run would draw.
-  enum { kStep, kPosition, kSeed, kTokens, kHash, kTrainTokens, kFields };
+  enum { kStep, kPosition, kSeed, kSize, kHash, kTrainSize, kFields };
   uint64_t mine[kFields] = {uint64_t(session_->stepCount())};
-  if (sampler_) {
-    mine[kPosition] = sampler_->position();
-    mine[kSeed] = sampler_->seed();
-    mine[kTokens] = data_->size();
+  if (batches_) {
+    mine[kPosition] = batches_->position();
+    mine[kSeed] = batches_->seed();
+    mine[kSize] = data_->size();
     mine[kHash] = data_->contentHash();
-    mine[kTrainTokens] = data_->trainTokens();
+    mine[kTrainSize] = data_->trainSize();
   }
+  std::string unit = data_ ? data_->unit() : "tokens";
   std::vector<uint64_t> all(size_t(ranks.worldSize()) * kFields);
   CollectiveSite site;
   site.step = session_->stepCount();
@@ -555,15 +443,15 @@ Status Trainer::checkRanksAgree(Collective &ranks) {
   const uint64_t *first = all.data();
   for (int r = 1; r < ranks.worldSize(); ++r) {
     const uint64_t *other = first + size_t(r) * kFields;
-    if (other[kTokens] != first[kTokens] || other[kHash] != first[kHash])
-      note(r, "read other data: " + std::to_string(other[kTokens]) +
-                  " tokens of hash " + hex64(other[kHash]) + ", rank 0 " +
-                  std::to_string(first[kTokens]) + " of hash " +
+    if (other[kSize] != first[kSize] || other[kHash] != first[kHash])
+      note(r, "read other data: " + std::to_string(other[kSize]) + " " + unit +
+                  " of hash " + hex64(other[kHash]) + ", rank 0 " +
+                  std::to_string(first[kSize]) + " of hash " +
                   hex64(first[kHash]));
-    else if (other[kTrainTokens] != first[kTrainTokens])
+    else if (other[kTrainSize] != first[kTrainSize])
       note(r, "holds out another part of the data: it trains on its first " +
-                  std::to_string(other[kTrainTokens]) + " tokens, rank 0 on " +
-                  std::to_string(first[kTrainTokens]));
+                  std::to_string(other[kTrainSize]) + " " + unit +
+                  ", rank 0 on " + std::to_string(first[kTrainSize]));
     if (other[kSeed] != first[kSeed])
       note(r, "has seed " + std::to_string(other[kSeed]) + ", rank 0 " +
                   std::to_string(first[kSeed]));
@@ -625,30 +513,22 @@ Status Trainer::evaluate(double &loss) {
         evalSession_->setPersistent(evalId, whole.data(), whole.size()));
   }
   int64_t batches = evalBatchesPerEvaluation();
-  // A held-out batch in evalPieces_ pieces of the evaluation's batch.
-  size_t bytes = size_t(batch_ * seq_) * (int64Ids_ ? 8 : 4);
-  size_t piece = bytes / size_t(evalPieces_);
   double sum = 0;
-  for (int64_t b = 0; b < batches; ++b) {
-    sampler_->evalBatch(b, tokenBuffer_.data(), targetBuffer_.data(),
-                        int64Ids_);
-    auto *tokens = reinterpret_cast<const char *>(tokenBuffer_.data());
-    auto *targets = reinterpret_cast<const char *>(targetBuffer_.data());
-    for (int64_t k = 0; k < evalPieces_; ++k) {
-      TRAINC_RETURN_IF_ERROR(
-          evalSession_->setInput(evalTokensIndex_, tokens + k * piece, piece));
-      TRAINC_RETURN_IF_ERROR(evalSession_->setInput(
-          evalTargetsIndex_, targets + k * piece, piece));
-      TRAINC_RETURN_IF_ERROR(evalSession_->run());
-      double pieceLoss = kNoValue;
-      TRAINC_RETURN_IF_ERROR(
-          readScalar(*evalSession_, evalLossOutput_, pieceLoss));
-      sum += pieceLoss;
-    }
-  }
-  // Every piece has the same number of targets: the mean of their means
-  // is the mean over all held-out tokens.
-  loss = sum / double(batches * evalPieces_);
+  int64_t pieces = 0;
+  for (int64_t b = 0; b < batches; ++b)
+    TRAINC_RETURN_IF_ERROR(
+        batches_->feedEval(b, *evalSession_, [&]() -> Status {
+          TRAINC_RETURN_IF_ERROR(evalSession_->run());
+          double pieceLoss = kNoValue;
+          TRAINC_RETURN_IF_ERROR(
+              readScalar(*evalSession_, evalLossOutput_, pieceLoss));
+          sum += pieceLoss;
+          ++pieces;
+          return okStatus();
+        }));
+  // Every piece has as many samples (or targets) as every other: the mean
+  // of their means is the mean over all of them.
+  loss = sum / double(pieces);
   return okStatus();
 }
 
@@ -705,9 +585,9 @@ Status Trainer::run(int64_t steps, int64_t evalEvery,
 RunState Trainer::state() const {
   RunState s;
   s.step = session_->stepCount();
-  if (sampler_) {
-    s.seed = sampler_->seed();
-    s.dataPosition = sampler_->position();
+  if (batches_) {
+    s.seed = batches_->seed();
+    s.dataPosition = batches_->position();
   }
   return s;
 }
@@ -715,8 +595,8 @@ RunState Trainer::state() const {
 void Trainer::restore(const RunState &state) {
   ranksAgree_ = false;
   session_->setStepCount(state.step);
-  if (sampler_)
-    sampler_->setPosition(state.dataPosition);
+  if (batches_)
+    batches_->setPosition(state.dataPosition);
 }
 
 } // namespace trainc

@@ -1,14 +1,15 @@
 //===- Trainer.h - The training loop ----------------------------*- C++ -*-===//
 //
-// A Trainer steps a training executable (trainc --train) over batches from a
-// BatchSampler, evaluates on the held-out split with a forward executable
-// of the same model (its parameters copied in by name before each
-// evaluation), and measures every step: the executable's scalar outputs
-// (loss, grad_norm, lr), wall time, tokens/s, FLOP/s and model FLOPs
-// utilization against a peak, planned and measured memory.
+// A Trainer steps a training executable (trainc --train) over batches of a
+// Dataset (token streams or samples: Dataset.h), evaluates on the held-out
+// split with a forward executable of the same model (its parameters copied in
+// by name before each evaluation), and measures every step: the executable's
+// scalar outputs (loss, grad_norm, lr), wall time, tokens/s or samples/s,
+// FLOP/s and model FLOPs utilization against a peak, planned and measured
+// memory.
 //
 // The learning-rate schedule's state is the step count the executable
-// keeps in its optimizer state; the data's state is the sampler's position.
+// keeps in its optimizer state; the data's state is the batches' position.
 // Both are part of RunState, so a run can be saved and continued exactly.
 //
 // Without data, the Trainer runs the executable on inputs the caller set on
@@ -21,7 +22,7 @@
 
 #include "exec/Session.h"
 #include "io/SafeTensors.h"
-#include "train/TokenData.h"
+#include "train/Dataset.h"
 #include "train/Verify.h"
 
 #include <deque>
@@ -33,8 +34,8 @@
 namespace trainc {
 
 struct TrainerOptions {
-  /// Names of the token and target inputs ("" = those of the executable's
-  /// training signature).
+  /// Names of the token and target inputs of token data ("" = those of the
+  /// executable's training signature).
   std::string tokensInput, targetsInput;
   /// Held-out batches per evaluation (0 = all of them).
   int64_t evalBatches = 0;
@@ -64,7 +65,10 @@ struct StepMetrics {
   int64_t step = 0;
   /// The executable's outputs of these names (NaN when it has none).
   double loss = kNoValue, gradNorm = kNoValue, learningRate = kNoValue;
-  double stepSeconds = 0, tokensPerSecond = 0, flopsPerSecond = 0;
+  /// tokensPerSecond with token data, samplesPerSecond with samples (the
+  /// other is 0).
+  double stepSeconds = 0, tokensPerSecond = 0, samplesPerSecond = 0,
+         flopsPerSecond = 0;
   /// flopsPerSecond / peak (NaN without a peak).
   double mfu = kNoValue;
   /// The plan's peak of the arenas, the peak any instruction touched, and
@@ -111,9 +115,10 @@ struct StepMetrics {
 struct RunState {
   int64_t step = 0;
   uint64_t seed = 0, dataPosition = 0;
-  /// The data's size, split and hash (TokenData::contentHash) when saved:
-  /// a resume must see the same (hash 0: not recorded, by older versions).
-  uint64_t dataTokens = 0, trainTokens = 0, dataHash = 0;
+  /// The data's size and split (in tokens or samples) and hash
+  /// (Dataset::contentHash) when saved: a resume must see the same (hash 0:
+  /// not recorded, by older versions).
+  uint64_t dataSize = 0, trainSize = 0, dataHash = 0;
 };
 
 class Trainer {
@@ -122,7 +127,7 @@ public:
   /// `data` must outlive the Trainer.
   static Status create(std::shared_ptr<const Executable> step,
                        std::shared_ptr<const Executable> eval,
-                       const TokenData *data, const TrainerOptions &options,
+                       const Dataset *data, const TrainerOptions &options,
                        std::unique_ptr<Trainer> &out);
   ~Trainer();
 
@@ -130,14 +135,13 @@ public:
   Session &session() { return *session_; }
   const Session &session() const { return *session_; }
   const Executable &executable() const { return session_->executable(); }
-  int64_t batch() const { return batch_; }
-  int64_t sequence() const { return seq_; }
+  /// The batches drawn from the data (null without data).
+  const Batches *batches() const { return batches_.get(); }
   /// Tokens consumed per step by all ranks together (global batch x
-  /// sequence, or 0 without data).
-  int64_t tokensPerStep() const { return batch_ * dataRanks_ * seq_; }
-  /// The data-parallel ranks that each read part of every batch (1 without
-  /// data parallelism).
-  int64_t dataRanks() const { return dataRanks_; }
+  /// sequence; without data, the token input's batch x sequence), or 0.
+  int64_t tokensPerStep() const;
+  /// Samples consumed per step by all ranks together (sample data), or 0.
+  int64_t samplesPerStep() const;
   int64_t evalBatchesPerEvaluation() const;
 
   /// One training step.
@@ -159,7 +163,6 @@ public:
 
 private:
   Trainer() = default;
-  Status findDataInputs(const TrainerOptions &options);
   /// Fills the several-ranks fields of `out` (a gather over every rank).
   Status compareRanks(Collective &ranks, double stepSeconds, double commSeconds,
                       StepMetrics &out);
@@ -174,25 +177,16 @@ private:
   Status verifyStep(StepMetrics &out);
 
   std::unique_ptr<Session> session_, evalSession_;
-  const TokenData *data_ = nullptr;
+  const Dataset *data_ = nullptr;
   /// The CPU twin while steps are verified, and the steps verified so far.
   std::unique_ptr<Trainer> twin_;
   int64_t verified_ = 0;
   /// Whether checkRanksAgree passed since the trainer's state last changed.
   bool ranksAgree_ = false;
-  std::unique_ptr<BatchSampler> sampler_;
+  std::unique_ptr<Batches> batches_;
   TrainerOptions options_;
-  /// This rank's batch (the executable's) and sequence length.
-  int64_t batch_ = 0, seq_ = 0, dataRanks_ = 1;
-  /// Inputs fed by the sampler, in the training and eval executables.
-  size_t tokensIndex_ = 0, targetsIndex_ = 0;
-  size_t evalTokensIndex_ = 0, evalTargetsIndex_ = 0;
-  /// Pieces of a training batch the evaluation executable takes at a time
-  /// (its batch a divisor of the training batch: a --grad-accum K step
-  /// takes K of the forward's batches).
-  int64_t evalPieces_ = 1;
-  bool int64Ids_ = true;
-  std::vector<int64_t> tokenBuffer_, targetBuffer_;
+  /// Without data: the tokens of the fixed batch's token input.
+  int64_t fixedTokens_ = 0;
   /// Output indices of loss, grad_norm, lr (-1: none).
   /// The recent losses the spike check compares with.
   std::deque<double> recentLosses_;

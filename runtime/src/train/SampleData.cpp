@@ -1,0 +1,345 @@
+//===- SampleData.cpp - Samples and the shuffled batches drawn from them --===//
+
+#include "train/SampleData.h"
+
+#include "exec/Session.h"
+#include "io/SafeTensors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace trainc {
+namespace {
+
+std::string sampleType(const std::string &fileDType,
+                       const std::vector<int64_t> &sampleShape) {
+  return fileDType + " " + shapeString(sampleShape) + " per sample";
+}
+
+/// "a, b and 3 more" of at most eight items.
+std::string listOf(const std::vector<std::string> &items) {
+  std::string s;
+  for (size_t i = 0; i < items.size() && i < 8; ++i)
+    s += (i ? ", " : "") + items[i];
+  if (items.size() > 8)
+    s += " and " + std::to_string(items.size() - 8) + " more";
+  return s;
+}
+
+/// One input of an executable fed from one array.
+struct Feed {
+  size_t input = 0;
+  const SampleData::Array *array = nullptr;
+};
+
+/// Binds the inputs of `exe` to the arrays of `data` by name. `all`: every
+/// array must be an input (the training executable; an evaluation one may
+/// take fewer). Fills `feeds` and the batch every input has.
+Status bindInputs(const SampleData &data, const Executable &exe, bool all,
+                  std::vector<Feed> &feeds, int64_t &batch) {
+  std::map<std::string, const SampleData::Array *> byName;
+  for (const SampleData::Array &a : data.arrays())
+    byName.emplace(a.name, &a);
+  std::vector<std::string> missing, mismatched, unused;
+  std::map<std::string, bool> taken;
+  batch = -1;
+  for (size_t i = 0; i < exe.inputs().size(); ++i) {
+    const TensorInfo &t = exe.tensors()[exe.inputs()[i]];
+    std::string type = dtypeName(t.dtype) + shapeString(t.shape);
+    auto it = byName.find(t.name);
+    if (it == byName.end()) {
+      missing.push_back("'" + t.name + "' " + type);
+      continue;
+    }
+    const SampleData::Array &a = *it->second;
+    taken[a.name] = true;
+    std::vector<int64_t> sample =
+        t.shape.empty()
+            ? t.shape
+            : std::vector<int64_t>(t.shape.begin() + 1, t.shape.end());
+    int64_t b = t.shape.empty() ? 0 : t.shape[0];
+    if (t.shape.empty() || b < 1 || a.fileDType != safetensorsDType(t.dtype) ||
+        a.sampleShape != sample || a.sampleBytes * size_t(b) != t.size) {
+      mismatched.push_back("'" + t.name + "' is " +
+                           sampleType(a.fileDType, a.sampleShape) +
+                           " in the data but " + type + " in the executable");
+      continue;
+    }
+    if (batch >= 0 && b != batch)
+      return invalidArgument(exe.origin() +
+                             "'s inputs have batches of different sizes (" +
+                             describeInputs(exe) +
+                             "): sample data feeds "
+                             "every input the same samples");
+    batch = b;
+    feeds.push_back({i, &a});
+  }
+  if (all)
+    for (const SampleData::Array &a : data.arrays())
+      if (!taken.count(a.name))
+        unused.push_back("'" + a.name + "' (" +
+                         sampleType(a.fileDType, a.sampleShape) + ")");
+  if (missing.empty() && mismatched.empty() && unused.empty()) {
+    if (feeds.empty())
+      return invalidArgument(exe.origin() + " takes no inputs to feed");
+    return okStatus();
+  }
+  std::string message = "the samples (" + data.description() +
+                        ") do not match the inputs of " + exe.origin();
+  if (!mismatched.empty())
+    message += "; " + listOf(mismatched);
+  if (!missing.empty())
+    message += "; inputs with no array of that name: " + listOf(missing);
+  if (!unused.empty())
+    message += "; arrays that are no input: " + listOf(unused);
+  return invalidArgument(message + " (its inputs: " + describeInputs(exe) +
+                         ")");
+}
+
+/// The batches of sample data: shuffled epochs of the training samples,
+/// and consecutive held-out samples.
+class SampleBatches : public Batches {
+public:
+  SampleBatches(const SampleData &data) : data_(data) {}
+
+  Status bind(const Session &session, const DataBinding &binding);
+
+  Status feedNext(Session &train) override;
+  Status bindEval(const Executable &eval) override {
+    evalFeeds_.clear();
+    return bindInputs(data_, eval, /*all=*/false, evalFeeds_, evalBatch_);
+  }
+  int64_t evalBatchCount() const override {
+    return evalBatch_ > 0 ? int64_t(data_.evalSize() / uint64_t(evalBatch_))
+                          : 0;
+  }
+  Status feedEval(int64_t index, Session &eval,
+                  const std::function<Status()> &runPiece) override {
+    // Consecutive samples: the arrays' own bytes.
+    uint64_t first = data_.trainSize() + uint64_t(index * evalBatch_);
+    for (const Feed &f : evalFeeds_)
+      TRAINC_RETURN_IF_ERROR(eval.setInput(
+          f.input, f.array->bytes.data() + first * f.array->sampleBytes,
+          f.array->sampleBytes * size_t(evalBatch_)));
+    return runPiece();
+  }
+  std::string evalTooShort() const override {
+    return "the held-out split has " + withCommas(data_.evalSize()) +
+           " samples, fewer than one evaluation batch of " +
+           std::to_string(evalBatch_) + ": " + data_.description() +
+           " (raise the held-out fraction or give more samples)";
+  }
+
+  uint64_t position() const override { return position_; }
+  void setPosition(uint64_t position) override { position_ = position; }
+  uint64_t seed() const override { return seed_; }
+  int64_t dataRanks() const override { return dataRanks_; }
+  int64_t tokensPerStep() const override { return 0; }
+  int64_t samplesPerStep() const override { return batch_ * dataRanks_; }
+  std::string describe() const override {
+    return "batch " + std::to_string(batch_) + " samples";
+  }
+
+private:
+  const SampleData &data_;
+  std::vector<Feed> feeds_, evalFeeds_;
+  /// This rank's batch, the ranks, and where this rank's part of a global
+  /// batch starts in it.
+  int64_t batch_ = 0, dataRanks_ = 1, first_ = 0, evalBatch_ = 0;
+  uint64_t seed_ = 0, position_ = 0;
+  /// The epoch whose order is in order_ (none yet: UINT64_MAX).
+  uint64_t epoch_ = UINT64_MAX;
+  std::vector<uint64_t> order_;
+  std::vector<std::vector<char>> buffers_;
+};
+
+Status SampleBatches::bind(const Session &session, const DataBinding &binding) {
+  const Executable &exe = session.executable();
+  if (!binding.tokensInput.empty() || !binding.targetsInput.empty())
+    return invalidArgument("--tokens-input and --targets-input name the "
+                           "inputs of token data; sample data feeds each "
+                           "input the array of its name");
+  TRAINC_RETURN_IF_ERROR(bindInputs(data_, exe, /*all=*/true, feeds_, batch_));
+  // Data parallelism: the inputs are this rank's part of the global batch,
+  // split over one mesh axis; rank i on it reads part i.
+  int axis = -1;
+  for (size_t k = 0; k < feeds_.size(); ++k) {
+    const TensorInfo &t = exe.tensors()[exe.inputs()[feeds_[k].input]];
+    int a = t.shardAxes.empty() ? -1 : t.shardAxes[0];
+    if (k > 0 && a != axis)
+      return invalidArgument(exe.origin() +
+                             "'s inputs split their batches over different "
+                             "mesh axes: sample data feeds every input the "
+                             "same samples");
+    axis = a;
+  }
+  if (axis >= 0) {
+    dataRanks_ = exe.mesh()[axis].size;
+    first_ = batch_ * session.device().collective().coordinate(axis);
+  }
+  uint64_t global = uint64_t(batch_ * dataRanks_);
+  if (data_.trainSize() < global)
+    return invalidArgument(
+        "the training split has " + withCommas(data_.trainSize()) +
+        " samples but one batch needs " + withCommas(global) +
+        (dataRanks_ > 1 ? " (" + std::to_string(batch_) + " on each of " +
+                              std::to_string(dataRanks_) + " ranks)"
+                        : std::string()) +
+        ": " + data_.description());
+  seed_ = binding.seed;
+  for (const Feed &f : feeds_)
+    buffers_.emplace_back(f.array->sampleBytes * size_t(batch_));
+  return okStatus();
+}
+
+Status SampleBatches::feedNext(Session &train) {
+  uint64_t global = uint64_t(batch_ * dataRanks_);
+  uint64_t perEpoch = data_.trainSize() / global;
+  uint64_t epoch = position_ / perEpoch, k = position_ % perEpoch;
+  if (epoch != epoch_) {
+    order_ = data_.epochOrder(seed_, epoch);
+    epoch_ = epoch;
+  }
+  const uint64_t *samples = order_.data() + k * global + uint64_t(first_);
+  for (size_t f = 0; f < feeds_.size(); ++f) {
+    const SampleData::Array &a = *feeds_[f].array;
+    char *out = buffers_[f].data();
+    for (int64_t j = 0; j < batch_; ++j)
+      std::memcpy(out + size_t(j) * a.sampleBytes,
+                  a.bytes.data() + samples[j] * a.sampleBytes, a.sampleBytes);
+    TRAINC_RETURN_IF_ERROR(
+        train.setInput(feeds_[f].input, out, buffers_[f].size()));
+  }
+  ++position_;
+  return okStatus();
+}
+
+} // namespace
+
+Status SampleData::open(const DataOptions &options,
+                        std::unique_ptr<SampleData> &out) {
+  auto data = std::unique_ptr<SampleData>(new SampleData());
+  std::map<std::string, Array> arrays;
+  for (const std::string &path : options.paths) {
+    SafetensorsFile file;
+    TRAINC_RETURN_IF_ERROR(readSafetensors(path, file));
+    if (file.tensors.empty())
+      return invalidArgument(path + ": holds no arrays, so no samples");
+    const std::string &firstName = file.tensors.front().name;
+    int64_t n = -1;
+    for (const SafetensorsFile::Tensor &t : file.tensors) {
+      if (t.shape.empty())
+        return invalidArgument(path + ": '" + t.name +
+                               "' is a scalar; each array holds its samples "
+                               "on its first axis");
+      if (n >= 0 && t.shape[0] != n)
+        return invalidArgument(path + ": '" + t.name + "' holds " +
+                               std::to_string(t.shape[0]) + " samples but '" +
+                               firstName + "' " + std::to_string(n) +
+                               ": every array needs one entry per sample");
+      n = t.shape[0];
+    }
+    if (n == 0)
+      return invalidArgument(path + ": holds no samples (its arrays' first "
+                                    "axis is 0)");
+    bool firstFile = arrays.empty();
+    for (const SafetensorsFile::Tensor &t : file.tensors) {
+      std::vector<int64_t> sample(t.shape.begin() + 1, t.shape.end());
+      if (t.bytes % size_t(n))
+        return invalidArgument(path + ": '" + t.name + "' (" + t.fileDType +
+                               ") does not split into whole bytes per sample");
+      size_t sampleBytes = t.bytes / size_t(n);
+      auto it = arrays.find(t.name);
+      if (firstFile) {
+        Array &a = arrays[t.name];
+        a.name = t.name;
+        a.fileDType = t.fileDType;
+        a.dtype = t.dtype;
+        a.sampleShape = sample;
+        a.sampleBytes = sampleBytes;
+        it = arrays.find(t.name);
+      } else if (it == arrays.end()) {
+        return invalidArgument(path + ": '" + t.name + "' is not in " +
+                               options.paths.front() +
+                               ": every file needs the same arrays");
+      } else if (it->second.fileDType != t.fileDType ||
+                 it->second.sampleShape != sample) {
+        return invalidArgument(
+            path + ": '" + t.name + "' is " + sampleType(t.fileDType, sample) +
+            " but " + sampleType(it->second.fileDType, it->second.sampleShape) +
+            " in " + options.paths.front());
+      }
+      Array &a = it->second;
+      try {
+        a.bytes.insert(a.bytes.end(), file.data(t), file.data(t) + t.bytes);
+      } catch (const std::bad_alloc &) {
+        return Status(StatusCode::kOutOfRange,
+                      path + ": not enough memory to load '" + t.name + "' (" +
+                          withCommas(t.bytes) + " bytes)");
+      }
+    }
+    if (!firstFile && file.tensors.size() != arrays.size())
+      return invalidArgument(
+          path + " holds " + std::to_string(file.tensors.size()) +
+          " arrays but " + options.paths.front() + " " +
+          std::to_string(arrays.size()) + ": every file needs the same arrays");
+    data->count_ += uint64_t(n);
+  }
+  for (auto &[name, a] : arrays)
+    data->arrays_.push_back(std::move(a));
+  data->trainCount_ = trainingShare(data->count_, options.evalFraction);
+  std::string names;
+  for (const Array &a : data->arrays_)
+    names += (names.empty() ? "" : ", ") + a.name;
+  data->description_ =
+      withCommas(data->count_) + " samples (" + names + ") from " +
+      (options.paths.size() == 1
+           ? options.paths.front()
+           : std::to_string(options.paths.size()) + " files") +
+      "; " + withCommas(data->trainCount_) + " for training, " +
+      withCommas(data->evalSize()) + " held out";
+  out = std::move(data);
+  return okStatus();
+}
+
+uint64_t SampleData::contentHash() const {
+  std::call_once(hashOnce_, [this] {
+    XXH3_state_t *state = XXH3_createState();
+    XXH3_64bits_reset(state);
+    for (const Array &a : arrays_) {
+      std::string key = a.name + '\0' + a.fileDType + '\0' +
+                        shapeString(a.sampleShape) + '\0';
+      XXH3_64bits_update(state, key.data(), key.size());
+      XXH3_64bits_update(state, a.bytes.data(), a.bytes.size());
+    }
+    hash_ = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+  });
+  return hash_;
+}
+
+std::vector<uint64_t> SampleData::epochOrder(uint64_t seed,
+                                             uint64_t epoch) const {
+  std::vector<std::pair<uint64_t, uint64_t>> keyed(trainCount_);
+  for (uint64_t i = 0; i < trainCount_; ++i)
+    keyed[i] = {mixBits(seed, epoch, i), i};
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<uint64_t> order(trainCount_);
+  for (uint64_t i = 0; i < trainCount_; ++i)
+    order[i] = keyed[i].second;
+  return order;
+}
+
+Status SampleData::bind(const Session &train, const DataBinding &binding,
+                        std::unique_ptr<Batches> &out) const {
+  auto batches = std::make_unique<SampleBatches>(*this);
+  TRAINC_RETURN_IF_ERROR(batches->bind(train, binding));
+  out = std::move(batches);
+  return okStatus();
+}
+
+} // namespace trainc

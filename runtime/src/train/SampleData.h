@@ -1,0 +1,80 @@
+//===- SampleData.h - Samples and the shuffled batches drawn from them -*- C++
+//-*-=//
+//
+// Training data of samples (a Dataset): one or more .safetensors files whose
+// arrays are named after the executable's data inputs, each with the samples
+// on its first axis (pixel_values [N, 3, 32, 32] f32 and labels [N] i64;
+// input_ids [N, 128] and labels [N]). Every array of a file has the same N;
+// the files hold the same names, dtypes and per-sample shapes and are
+// concatenated in order. The last floor(N * evalFraction) samples are held
+// out.
+//
+// Batches (runtime/README.md, "Samples"): the training samples are drawn
+// in epochs, each a permutation of them; of a global batch of G samples
+// (the executable's batch B times the data-parallel ranks), batch p is
+// samples [k*G, (k+1)*G) of epoch e's order, e = p / (T / G), k = p mod
+// (T / G), T the training samples (the T mod G left over are not drawn in
+// that epoch). Epoch e's order is the training sample indices i sorted by
+// mixBits(seed, e, i), ties by i. Rank r reads samples [r*B, (r+1)*B) of
+// each global batch. Held-out batch k is held-out samples [k*E, (k+1)*E),
+// E the evaluation executable's batch.
+//
+// Inputs bind by name: the dtype must be the input's and each sample's
+// shape the input's after its batch axis; an input with no array, or an
+// array no input takes, is an error naming them all.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RUNTIME_TRAIN_SAMPLEDATA_H
+#define TRAINC_RUNTIME_TRAIN_SAMPLEDATA_H
+
+#include "base/DType.h"
+#include "train/Dataset.h"
+
+#include <mutex>
+
+namespace trainc {
+
+class SampleData : public Dataset {
+public:
+  /// One named array of every sample: sample i is bytes
+  /// [i * sampleBytes, (i + 1) * sampleBytes).
+  struct Array {
+    std::string name;
+    /// The dtype as the files name it ("F32") and trainc's.
+    std::string fileDType;
+    DType dtype;
+    std::vector<int64_t> sampleShape;
+    size_t sampleBytes = 0;
+    std::vector<char> bytes;
+  };
+
+  static Status open(const DataOptions &options,
+                     std::unique_ptr<SampleData> &out);
+
+  const char *unit() const override { return "samples"; }
+  uint64_t size() const override { return count_; }
+  uint64_t trainSize() const override { return trainCount_; }
+  const std::string &description() const override { return description_; }
+  /// XXH3 of every array's name, dtype, sample shape and bytes, in name
+  /// order; computed on the first call.
+  uint64_t contentHash() const override;
+  Status bind(const Session &train, const DataBinding &binding,
+              std::unique_ptr<Batches> &out) const override;
+
+  /// In name order.
+  const std::vector<Array> &arrays() const { return arrays_; }
+  /// The training sample indices in epoch `epoch`'s order (file comment).
+  std::vector<uint64_t> epochOrder(uint64_t seed, uint64_t epoch) const;
+
+private:
+  std::vector<Array> arrays_;
+  uint64_t count_ = 0, trainCount_ = 0;
+  std::string description_;
+  mutable std::once_flag hashOnce_;
+  mutable uint64_t hash_ = 0;
+};
+
+} // namespace trainc
+
+#endif // TRAINC_RUNTIME_TRAIN_SAMPLEDATA_H
