@@ -88,7 +88,8 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
   --peak-flops F      the device's peak FLOP/s (e.g. 1.2e12) to report model
                       FLOPs utilization (FLOPs counted by the compiler)
   --log-jsonl FILE    append one JSON record per step (step, loss, grad_norm,
-                      lr, step_time_s, tokens_per_s, flops_per_s, mfu,
+                      lr, step_time_s, tokens_per_s, samples_per_s,
+                      flops_per_s, mfu,
                       memory, data_position, eval_loss); records of the steps
                       this run will do (after a resumed checkpoint's step,
                       or all for a fresh run) and a partial last line are
@@ -154,7 +155,7 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
 Several ranks (MODEL.tcx from `trainc ... --mesh data=N --data-parallel`,
 launched with `mpirun -np N trainc-run MODEL.tcx ...`): every rank runs the
 same command; rank i trains on part i of each global batch (--data: windows
-[i*B, (i+1)*B) of it; --input: the file holds the global batch). Rank 0
+or samples [i*B, (i+1)*B) of it; --input: the file holds the global batch). Rank 0
 prints, logs and writes outputs; every rank writes its shard of each
 checkpoint (with --zero, its parts) and rank 0 publishes it; a checkpoint
 resumes on any number of ranks. An error on any rank ends the whole job.

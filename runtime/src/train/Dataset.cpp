@@ -51,10 +51,14 @@ Status Dataset::open(const DataOptions &options,
   if (!(options.evalFraction >= 0 && options.evalFraction < 1))
     return invalidArgument("the held-out fraction must be in [0, 1), not " +
                            std::to_string(options.evalFraction));
-  // One kind for all files: the first one's, when `auto` picks by name.
+  // One kind for all files: the first one's, when `auto` picks by name (a
+  // token file is one by its magic, whatever its name).
+  auto samplesByName = [&](const std::string &path) {
+    return options.format == DataFormat::kAuto &&
+           pathEndsWith(path, ".safetensors") && !TokenData::hasMagic(path);
+  };
   bool samples = options.format == DataFormat::kSamples ||
-                 (options.format == DataFormat::kAuto &&
-                  pathEndsWith(options.paths.front(), ".safetensors"));
+                 samplesByName(options.paths.front());
   if (samples) {
     std::unique_ptr<SampleData> data;
     TRAINC_RETURN_IF_ERROR(SampleData::open(options, data));
@@ -62,8 +66,7 @@ Status Dataset::open(const DataOptions &options,
     return okStatus();
   }
   for (const std::string &path : options.paths)
-    if (options.format == DataFormat::kAuto &&
-        pathEndsWith(path, ".safetensors"))
+    if (samplesByName(path))
       return invalidArgument(path + " holds samples but " +
                              options.paths.front() +
                              " tokens: give files of one kind");

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #define XXH_INLINE_ALL
@@ -100,6 +101,38 @@ Status bindInputs(const SampleData &data, const Executable &exe, bool all,
                          ")");
 }
 
+/// Every id of `a` (the token input's array) is in [0, bound): an id is an
+/// embedding row, and a negative one would count from the table's end.
+Status checkTokenIds(const SampleData &data, const SampleData::Array &a,
+                     int64_t bound) {
+  if (a.dtype != DType::I64 && a.dtype != DType::I32)
+    return okStatus();
+  size_t width = dtypeSize(a.dtype), perSample = a.sampleBytes / width;
+  for (uint64_t s = 0; s < data.size(); ++s)
+    for (size_t j = 0; j < perSample; ++j) {
+      const char *p = a.bytes.data() + s * a.sampleBytes + j * width;
+      int64_t id;
+      if (width == 8) {
+        std::memcpy(&id, p, 8);
+      } else {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        id = v;
+      }
+      if (id >= 0 && id < bound)
+        continue;
+      return Status(StatusCode::kOutOfRange,
+                    data.sampleName(s) + ": token id " + std::to_string(id) +
+                        " at element " + std::to_string(j) + " of '" + a.name +
+                        "' is " +
+                        (id < 0 ? std::string("negative (token ids index the "
+                                              "embedding's rows)")
+                                : "outside the model's vocabulary of " +
+                                      std::to_string(bound) + " ids"));
+    }
+  return okStatus();
+}
+
 /// The batches of sample data: shuffled epochs of the training samples,
 /// and consecutive held-out samples.
 class SampleBatches : public Batches {
@@ -164,6 +197,20 @@ Status SampleBatches::bind(const Session &session, const DataBinding &binding) {
                            "inputs of token data; sample data feeds each "
                            "input the array of its name");
   TRAINC_RETURN_IF_ERROR(bindInputs(data_, exe, /*all=*/true, feeds_, batch_));
+  // The token input the compiler found (the ids an embedding gathers):
+  // ids below the vocabulary when the targets are the next tokens (a
+  // language model: both of one shape), else at least non-negative.
+  const TrainingSignature &sig = exe.signature();
+  for (const Feed &f : feeds_) {
+    if (sig.tokens < 0 || f.input != size_t(sig.tokens))
+      continue;
+    int64_t bound = std::numeric_limits<int64_t>::max();
+    if (sig.targets >= 0 && sig.vocabulary > 0 &&
+        exe.tensors()[exe.inputs()[size_t(sig.targets)]].shape ==
+            exe.tensors()[exe.inputs()[f.input]].shape)
+      bound = sig.vocabulary;
+    TRAINC_RETURN_IF_ERROR(checkTokenIds(data_, *f.array, bound));
+  }
   // Data parallelism: the inputs are this rank's part of the global batch,
   // split over one mesh axis; rank i on it reads part i.
   int axis = -1;
@@ -201,7 +248,7 @@ Status SampleBatches::feedNext(Session &train) {
   uint64_t perEpoch = data_.trainSize() / global;
   uint64_t epoch = position_ / perEpoch, k = position_ % perEpoch;
   if (epoch != epoch_) {
-    order_ = data_.epochOrder(seed_, epoch);
+    TRAINC_RETURN_IF_ERROR(data_.epochOrder(seed_, epoch, order_));
     epoch_ = epoch;
   }
   const uint64_t *samples = order_.data() + k * global + uint64_t(first_);
@@ -246,6 +293,10 @@ Status SampleData::open(const DataOptions &options,
     if (n == 0)
       return invalidArgument(path + ": holds no samples (its arrays' first "
                                     "axis is 0)");
+    if (uint64_t(n) > kMaxSamples - data->count_)
+      return invalidArgument(path + ": the data would hold more than " +
+                             withCommas(kMaxSamples) + " samples");
+    data->fileStarts_.push_back({data->count_, path});
     bool firstFile = arrays.empty();
     for (const SafetensorsFile::Tensor &t : file.tensors) {
       std::vector<int64_t> sample(t.shape.begin() + 1, t.shape.end());
@@ -322,16 +373,30 @@ uint64_t SampleData::contentHash() const {
   return hash_;
 }
 
-std::vector<uint64_t> SampleData::epochOrder(uint64_t seed,
-                                             uint64_t epoch) const {
-  std::vector<std::pair<uint64_t, uint64_t>> keyed(trainCount_);
-  for (uint64_t i = 0; i < trainCount_; ++i)
-    keyed[i] = {mixBits(seed, epoch, i), i};
-  std::sort(keyed.begin(), keyed.end());
-  std::vector<uint64_t> order(trainCount_);
-  for (uint64_t i = 0; i < trainCount_; ++i)
-    order[i] = keyed[i].second;
-  return order;
+Status SampleData::epochOrder(uint64_t seed, uint64_t epoch,
+                              std::vector<uint64_t> &out) const {
+  try {
+    std::vector<std::pair<uint64_t, uint64_t>> keyed(trainCount_);
+    for (uint64_t i = 0; i < trainCount_; ++i)
+      keyed[i] = {mixBits(seed, epoch, i), i};
+    std::sort(keyed.begin(), keyed.end());
+    out.resize(trainCount_);
+    for (uint64_t i = 0; i < trainCount_; ++i)
+      out[i] = keyed[i].second;
+  } catch (const std::bad_alloc &) {
+    return Status(StatusCode::kOutOfRange,
+                  "not enough memory to order the " + withCommas(trainCount_) +
+                      " training samples of epoch " + std::to_string(epoch));
+  }
+  return okStatus();
+}
+
+std::string SampleData::sampleName(uint64_t i) const {
+  size_t f = fileStarts_.size() - 1;
+  while (f > 0 && fileStarts_[f].first > i)
+    --f;
+  return fileStarts_[f].second + ", sample " +
+         withCommas(i - fileStarts_[f].first);
 }
 
 Status SampleData::bind(const Session &train, const DataBinding &binding,

@@ -64,11 +64,20 @@ public:
 
   /// In name order.
   const std::vector<Array> &arrays() const { return arrays_; }
-  /// The training sample indices in epoch `epoch`'s order (file comment).
-  std::vector<uint64_t> epochOrder(uint64_t seed, uint64_t epoch) const;
+  /// The training sample indices in epoch `epoch`'s order (file comment);
+  /// kOutOfRange when there is no memory for them.
+  Status epochOrder(uint64_t seed, uint64_t epoch,
+                    std::vector<uint64_t> &out) const;
+  /// "FILE, sample 12" for sample `i` (counted over all files).
+  std::string sampleName(uint64_t i) const;
+
+  /// The most samples the data may hold.
+  static constexpr uint64_t kMaxSamples = uint64_t(1) << 32;
 
 private:
   std::vector<Array> arrays_;
+  /// Where each file's samples start, for error messages.
+  std::vector<std::pair<uint64_t, std::string>> fileStarts_;
   uint64_t count_ = 0, trainCount_ = 0;
   std::string description_;
   mutable std::once_flag hashOnce_;

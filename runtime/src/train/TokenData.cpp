@@ -41,6 +41,13 @@ uint64_t uniform(uint64_t bits, uint64_t n) {
 
 } // namespace
 
+bool TokenData::hasMagic(const std::string &path) {
+  char head[sizeof kMagic] = {};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(head, sizeof head) &&
+         std::memcmp(head, kMagic, sizeof kMagic) == 0;
+}
+
 Status TokenData::open(const DataOptions &options,
                        std::unique_ptr<TokenData> &out) {
   if (options.paths.empty())
@@ -339,7 +346,9 @@ Status TokenBatches::bind(const Session &session, const DataBinding &binding) {
         exe.origin() + " does not say which input takes the " +
         (tokens < 0 ? "token" : "target") +
         " ids (the compiler could not tell from the loss; its inputs: " +
-        inputs + "); name them with --tokens-input/--targets-input");
+        inputs +
+        "); name them with --tokens-input/--targets-input, or, for a model "
+        "that is not a language model, give sample data (.safetensors)");
   const TensorInfo &tt = exe.tensors()[exe.inputs()[size_t(tokens)]];
   const TensorInfo &yt = exe.tensors()[exe.inputs()[size_t(targets)]];
   if (!isIdInput(tt) || tt.shape != yt.shape || tt.dtype != yt.dtype)

@@ -49,6 +49,9 @@ public:
   static Status open(const DataOptions &options,
                      std::unique_ptr<TokenData> &out);
 
+  /// Whether the file at `path` starts with the token file magic.
+  static bool hasMagic(const std::string &path);
+
   const char *unit() const override { return "tokens"; }
   uint64_t size() const override { return tokens_.size(); }
   uint64_t trainSize() const override { return trainTokens_; }

@@ -25,6 +25,7 @@ while a batch drawn out of order changes a loss by 1e-2 or more. Checked:
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 
@@ -236,6 +237,66 @@ def main():
     return 0 if ok else 1
 
 
+def lm_ids(work, p, check):
+    """A language model's token ids from samples: checked against the
+    vocabulary before the first step; a token file is one by its magic even
+    when named .safetensors."""
+    vocab = 6
+    nodes = [helper.make_node('Gather', ['emb', 'tokens'], ['h'], axis=0),
+             helper.make_node('MatMul', ['h', 'out'], ['logits']),
+             helper.make_node('Transpose', ['logits'], ['lt'], perm=[0, 2, 1]),
+             helper.make_node('SoftmaxCrossEntropyLoss', ['lt', 'targets'], ['loss'])]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, [2, 4])
+              for n in ('tokens', 'targets')]
+    inits = [numpy_helper.from_array(RNG.normal(0, 1, (vocab, 3)).astype(np.float32), 'emb'),
+             numpy_helper.from_array(RNG.normal(0, 1, (3, vocab)).astype(np.float32), 'out')]
+    graph = helper.make_graph(nodes, 'lm', inputs,
+                              [helper.make_tensor_value_info('loss', TensorProto.FLOAT, [])],
+                              inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)]),
+              p('lm.onnx'))
+    r = run(['trainc', p('lm.onnx'), '--train', '-o', p('lm.tcx')])
+    if r.returncode != 0:
+        check(f'trainc lm.onnx: {r.stderr[-400:]}', False)
+        return False
+    ids = RNG.integers(0, vocab, (12, 4)).astype(np.int64)
+    ok = True
+    for label, name, tokens, message in (
+            ('ids in the vocabulary', 'lm_ok', ids, None),
+            ('a negative id', 'lm_bad1', np.where(np.arange(4) == 2, -1, ids),
+             'lm_bad1.safetensors, sample 0: token id -1 at element 2 of \'tokens\' is '
+             'negative'),
+            ('an id past the vocabulary', 'lm_bad2',
+             np.where(np.arange(12)[:, None] == 7, vocab, ids),
+             'lm_bad2.safetensors, sample 7: token id 6 at element 0 of \'tokens\' is '
+             'outside the model\'s vocabulary of 6 ids')):
+        path = p(name + '.safetensors')
+        save_file({'tokens': tokens, 'targets': ids}, path)
+        r = run(['trainc-run', p('lm.tcx'), '--data', path, '--steps', '3', '--no-progress'])
+        good = (r.returncode == 0 if message is None else
+                r.returncode == 1 and message in r.stderr)
+        check(f'language model samples, {label}: exit {r.returncode} '
+              f'{r.stderr.strip()[:200]}', good)
+        ok &= good
+    # A trainc token file named .safetensors is read as tokens.
+    header = b'TRAINCTK' + struct.pack('<IIQ', 1, 2, 200)
+    open(p('tokens.safetensors'), 'wb').write(
+        header + RNG.integers(0, vocab, 200).astype('<u2').tobytes())
+    r = run(['trainc-run', p('lm.tcx'), '--data', p('tokens.safetensors'), '--steps', '2',
+             '--no-progress'])
+    good = r.returncode == 0 and '200 tokens (tokens)' in r.stdout
+    check(f'a token file named .safetensors is read as tokens: exit {r.returncode}', good)
+    # More samples than the runtime takes (zero bytes each).
+    huge = json.dumps({'e': {'dtype': 'F32', 'shape': [1 << 33, 0],
+                             'data_offsets': [0, 0]}}).encode()
+    huge += b' ' * (-len(huge) % 8)
+    open(p('huge.safetensors'), 'wb').write(struct.pack('<Q', len(huge)) + huge)
+    r = run(['trainc-run', p('step.tcx'), '--data', p('huge.safetensors'), '--steps', '1'])
+    good = r.returncode == 1 and 'more than 4,294,967,296 samples' in r.stderr
+    check(f'2^33 samples: exit {r.returncode}, {r.stderr.strip()[:200]}', good)
+    return ok & good
+
+
 def errors(work, p, check):
     cases = [
         ('no array for an input', {'x': X}, 'inputs with no array of that name: '
@@ -254,7 +315,7 @@ def errors(work, p, check):
         ('a scalar array', {'x': X, 'labels': LABELS, 's': np.float32(1)},
          "'s' is a scalar; each array holds its samples on its first axis"),
     ]
-    ok = True
+    ok = lm_ids(work, p, check)
     for i, (label, arrays, message) in enumerate(cases):
         path = os.path.join(work, f'bad{i}.safetensors')
         save_file({k: np.asarray(v) for k, v in arrays.items()}, path)
