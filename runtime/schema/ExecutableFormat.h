@@ -63,7 +63,8 @@ namespace trainc {
 ///  27: FusedElementwise programs on integer registers (i32, i64, ui32,
 ///      ui64), with the bitwise ops as steps.
 ///  28: Remainder.
-constexpr uint32_t kFormatVersion = 28;
+///  29: ExtractPatches, FoldPatches (convolutions' im2col and col2im).
+constexpr uint32_t kFormatVersion = 29;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

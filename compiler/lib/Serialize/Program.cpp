@@ -367,6 +367,12 @@ LogicalResult Builder::lowerOp(Operation *op) {
       .Case([&](GatherOp g) { inst.ints = {int64_t(g.getAxis())}; })
       .Case([&](ScatterAddOp s) { inst.ints = {int64_t(s.getAxis())}; })
       .Case([&](IotaOp i) { inst.ints = {int64_t(i.getDim())}; })
+      .Case<ExtractPatchesOp, FoldPatchesOp>([&](auto p) {
+        // The high paddings are what the patches' output sizes leave.
+        for (auto list :
+             {p.getKernel(), p.getStrides(), p.getDilation(), p.getPadLow()})
+          inst.ints.insert(inst.ints.end(), list.begin(), list.end());
+      })
       .Case([&](ArgsortOp s) {
         inst.ints = {int64_t(s.getAxis()), int64_t(s.getDescending()),
                      int64_t(s.getTotalOrder())};

@@ -85,11 +85,14 @@ int64_t TransposeOp::getFlops() { return 0; }
 int64_t SliceOp::getFlops() { return 0; }
 int64_t ConcatenateOp::getFlops() { return 0; }
 int64_t GatherOp::getFlops() { return 0; }
+int64_t ExtractPatchesOp::getFlops() { return 0; }
 int64_t ConstantOp::getFlops() { return 0; }
 // A bitcast moves bits unchanged.
 int64_t BitcastOp::getFlops() { return 0; }
 /// One add per update element.
 int64_t ScatterAddOp::getFlops() { return numElements(getUpdates()); }
+/// At most one add per patch element.
+int64_t FoldPatchesOp::getFlops() { return numElements(getOperand()); }
 
 /// A reshape is a view: the runtime moves no bytes for it.
 int64_t ReshapeOp::getBytesAccessed() { return 0; }

@@ -585,6 +585,32 @@ ShardingRule GatherOp::getShardingRule() {
 
 /// Gather's transpose: the index dimensions are summed into the result's
 /// rows (reduction factors); the scattered dimension is whole.
+/// The batch and the channels each carry a factor; the spatial and window
+/// dimensions are whole (a window reads its neighbours).
+ShardingRule ExtractPatchesOp::getShardingRule() {
+  RuleBuilder b(*this);
+  ArrayRef<int64_t> x = getOperand().getType().getShape();
+  int64_t d = int64_t(x.size()) - 2;
+  int64_t n = b.factor(x[0]), c = b.factor(x[1]);
+  b.operand(0u, 0, n);
+  b.operand(0u, 1, c);
+  b.result(0, d + 1, n);
+  b.result(0, 0, c);
+  return b.take();
+}
+
+ShardingRule FoldPatchesOp::getShardingRule() {
+  RuleBuilder b(*this);
+  ArrayRef<int64_t> y = getType().getShape();
+  int64_t d = int64_t(y.size()) - 2;
+  int64_t n = b.factor(y[0]), c = b.factor(y[1]);
+  b.result(0, 0, n);
+  b.result(0, 1, c);
+  b.operand(0u, d + 1, n);
+  b.operand(0u, 0, c);
+  return b.take();
+}
+
 ShardingRule ScatterAddOp::getShardingRule() {
   RuleBuilder b(*this);
   ArrayRef<int64_t> out = getType().getShape();

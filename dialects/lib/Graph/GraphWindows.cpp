@@ -12,14 +12,17 @@
 // reduce_window gradient give it.
 //
 // Convolutions: both frontends' (ONNX Conv, StableHLO convolution) in the
-// channels-first layout: the input is dilated (zeros between neighbours)
-// and padded, each kernel position k takes the strided slice of the input
-// that it multiplies, the K slices are joined into patches [N, C, K, P]
-// (P output positions) and one graph.dot_general, batched over the
-// groups, contracts them with the kernel reshaped to [G, O/G, C/G * K].
-// Autodiff differentiates the slices, joins and product as usual, so
-// convolutions train with no rule of their own; the patches cost K times
-// the input's memory.
+// channels-first layout: the input is dilated (zeros between neighbours),
+// graph.extract_patches reads its patches [C, K, N, P] (P output
+// positions; the padding read as zeros, so no padded copy) and one
+// graph.dot_general, batched over the G groups, contracts the kernel
+// reshaped to [G, O/G, C/G * K] with them as [G, C/G * K, N P]: every
+// position of the batch is a column of one GEMM, and the kernel's gradient
+// one GEMM with N P terms per sum. Autodiff differentiates the patches with
+// graph.fold_patches (col2im). The patches cost K times the input's
+// memory. Batch groups (StableHLO's, from JAX's kernel gradients) take one
+// strided slice of the padded input per kernel position instead, joined
+// into patches [N, C, K, P].
 //
 //===----------------------------------------------------------------------===//
 
@@ -232,6 +235,43 @@ Value buildConvolution(OpBuilder &builder, Location loc, Value x, Value w,
   if (patches)
     return patchConvolution(g, x, w, *out);
 
+  // Without batch groups: graph.extract_patches gives the patches [G,
+  // depth, N P] directly (padding read as zeros, no padded copy), so the
+  // product is one GEMM per group with N P columns and the weight's
+  // gradient one with N P terms per sum; its gradient is one
+  // graph.fold_patches. An input dilation still dilates x first, and a
+  // dimension with a negative padding is padded and cropped first.
+  if (window.batchGroups == 1 && d <= 3) {
+    SmallVector<int64_t> low, high;
+    for (int64_t i = 0; i < d; ++i) {
+      x = g.dilate(x, 2 + i, window.inputDilation[i]);
+      int64_t lo = window.padLow[i], hi = window.padHigh[i];
+      if (lo < 0 || hi < 0) { // a crop, which may reach into the padding
+        x = g.pad(x, 2 + i, lo, hi);
+        lo = hi = 0;
+      }
+      low.push_back(lo);
+      high.push_back(hi);
+    }
+    ArrayRef<int64_t> xs = g.shape(x);
+    int64_t n = xs[0], c = xs[1], o = g.shape(w)[0];
+    int64_t p = product(*out), k = product(kernelSizes);
+    int64_t groups = window.featureGroups, depth = c / groups * k;
+    Value patches = builder.create<ExtractPatchesOp>(
+        loc, x, kernelSizes, window.strides, window.kernelDilation, low, high);
+    Value lhs = g.reshape(patches, {groups, depth, n * p});
+    Value rhs = g.reshape(w, {groups, o / groups, depth});
+    Value y = builder.createOrFold<DotGeneralOp>(
+        loc, rhs, lhs, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{0},
+        ArrayRef<int64_t>{2}, ArrayRef<int64_t>{1}); // [G, O/G, N P]
+    y = g.transpose(g.reshape(y, {o, n, p}), {1, 0, 2});
+    SmallVector<int64_t> shape{n, o};
+    llvm::append_range(shape, *out);
+    return g.reshape(y, shape);
+  }
+
+  // Batch groups (or more than 3 spatial dimensions): one strided slice
+  // of the padded input per kernel position.
   for (int64_t i = 0; i < d; ++i) {
     x = g.dilate(x, 2 + i, window.inputDilation[i]);
     x = g.pad(x, 2 + i, window.padLow[i], window.padHigh[i]);

@@ -38,6 +38,7 @@ const KernelTable kCpuKernels = {
     runConvertGroup,
     runArgsort,
     runBitwise,
+    runPatches,
 };
 
 } // namespace

@@ -82,6 +82,7 @@ Status runFusedElementwise(const KernelCall &call);   // FusedElementwise.cpp
 Status runConvertGroup(const KernelCall &call);       // FusedElementwise.cpp
 Status runArgsort(const KernelCall &call);            // Sort.cpp
 Status runBitwise(const KernelCall &call);            // Bitwise.cpp
+Status runPatches(const KernelCall &call);            // Patches.cpp
 
 } // namespace trainc::cpu
 

@@ -40,6 +40,7 @@ const KernelTable kCudaKernels = {
     runConvertGroup,
     runArgsort,
     runBitwise,
+    runPatches,
 };
 
 } // namespace

@@ -55,6 +55,7 @@ Status runFusedElementwise(const KernelCall &call); // FusedElementwise.cu
 Status runConvertGroup(const KernelCall &call);     // FusedElementwise.cu
 Status runArgsort(const KernelCall &call);          // Sort.cu
 Status runBitwise(const KernelCall &call);          // Bitwise.cu
+Status runPatches(const KernelCall &call);          // Patches.cu
 // The collective instructions only move bytes and call the Collective:
 // cpu/Collectives.cpp's, which copy through the context's device.
 

@@ -51,6 +51,8 @@ struct KernelTable {
   /// and, or, xor, not, the shifts, pop_count, count_leading_zeros,
   /// bitcast: integers as bits.
   KernelFn bitwise;
+  /// extract_patches, fold_patches: a convolution's im2col and col2im.
+  KernelFn patches;
 };
 
 /// The function of `table` that runs `op` (null for a number outside the
@@ -153,6 +155,9 @@ inline KernelFn kernelFor(const KernelTable &table, Opcode op) {
     return table.convertGroup;
   case Opcode::Argsort:
     return table.argsort;
+  case Opcode::ExtractPatches:
+  case Opcode::FoldPatches:
+    return table.patches;
   case Opcode::And:
   case Opcode::Or:
   case Opcode::Xor:

@@ -11,6 +11,7 @@
 #include "exec/ValidateChecker.h"
 #include "math/AttentionLayout.h"
 #include "math/FusedProgram.h"
+#include "math/Patches.h"
 
 namespace trainc {
 namespace validate {
@@ -272,6 +273,42 @@ Status Checker::checkDataMovement() const {
       return error("dim is out of range");
     return okStatus();
   }
+  case Opcode::ExtractPatches:
+  case Opcode::FoldPatches: {
+    // x [N, C, S...] and patches [C, K..., N, O...] (math/Patches.h).
+    TRAINC_RETURN_IF_ERROR(arity(1, 1));
+    bool extract = inst.op == Opcode::ExtractPatches;
+    const TensorInfo &x = extract ? operand(0) : result(0);
+    const TensorInfo &p = extract ? result(0) : operand(0);
+    int64_t d = int64_t(x.shape.size()) - 2;
+    if (d < 1 || d > math::kMaxPatchDims || v.size() != size_t(4 * d) ||
+        p.shape.size() != size_t(2 * d + 2))
+      return error("needs x of rank 3 to 5, patches of rank 2 (rank - 1) "
+                   "and 4 ints per spatial dimension");
+    if (x.dtype != p.dtype ||
+        (!extract && x.dtype != DType::F32 && x.dtype != DType::F64 &&
+         x.dtype != DType::F16 && x.dtype != DType::BF16))
+      return error("x and the patches differ in dtype, or fold_patches' is "
+                   "not f64, f32, f16 or bf16");
+    Shape expected{x.shape[1]};
+    for (int64_t i = 0; i < d; ++i) {
+      // Bounded so that no position's arithmetic can overflow.
+      constexpr int64_t kLimit = int64_t(1) << 31;
+      int64_t kernel = v[i], stride = v[d + i], dilation = v[2 * d + i],
+              low = v[3 * d + i];
+      if (kernel < 1 || stride < 1 || dilation < 1 || low < 0 ||
+          kernel >= kLimit || stride >= kLimit || dilation >= kLimit ||
+          low >= kLimit || p.shape[d + 2 + i] < 1 ||
+          p.shape[d + 2 + i] >= kLimit)
+        return error("a window needs kernel, strides and dilation in [1, "
+                     "2^31), padding in [0, 2^31) and outputs in [1, 2^31)");
+      expected.push_back(kernel);
+    }
+    expected.push_back(x.shape[0]);
+    for (int64_t i = 0; i < d; ++i)
+      expected.push_back(p.shape[d + 2 + i]);
+    return shapeIs(p, expected);
+  }
   case Opcode::Argsort: {
     TRAINC_RETURN_IF_ERROR(arity(1, 1));
     TRAINC_RETURN_IF_ERROR(attrs(3, 0));
@@ -480,6 +517,8 @@ Status Checker::check() const {
   case Opcode::ScatterAdd:
   case Opcode::Iota:
   case Opcode::Argsort:
+  case Opcode::ExtractPatches:
+  case Opcode::FoldPatches:
     return checkDataMovement();
   case Opcode::FusedElementwise:
     return checkFusedElementwise();

@@ -29,6 +29,12 @@ func.func @matmul(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>) {
   // log2(8) = 3 comparisons per element; 256 bytes in, 512 out.
   // expected-remark@+1 {{flops = 192, bytes = 768}}
   %2 = graph.argsort %a, axis = 2, descending = false : (tensor<2x4x8xf32>) -> tensor<2x4x8xi64>
+  // Patches move data: 64 elements in (256 bytes), 4 x 3 x 2 x 3 = 72 out.
+  // expected-remark@+1 {{flops = 0, bytes = 544}}
+  %3 = graph.extract_patches %a, kernel = [3], strides = [3], dilation = [1], pad_low = [0], pad_high = [1] : (tensor<2x4x8xf32>) -> tensor<4x3x2x3xf32>
+  // At most one add per patch element.
+  // expected-remark@+1 {{flops = 72, bytes = 544}}
+  %4 = graph.fold_patches %3, kernel = [3], strides = [3], dilation = [1], pad_low = [0], pad_high = [1], spatial = [8] : (tensor<4x3x2x3xf32>) -> tensor<2x4x8xf32>
   return
 }
 

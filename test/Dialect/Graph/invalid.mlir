@@ -1623,6 +1623,94 @@ func.func @scatter_add_c3(%u: tensor<3x8xf32>, %i: tensor<3xi64>) {
 
 // -----
 
+func.func @extract_patches_c1(%x: tensor<2x4xf32>) {
+  // expected-error@+1 {{(C1) the operand needs rank 3 to 5 ([N, C, spatial...]), not 2}}
+  %0 = graph.extract_patches %x, kernel = [], strides = [], dilation = [], pad_low = [], pad_high = [] : (tensor<2x4xf32>) -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @extract_patches_c2(%x: tensor<2x4x8x8xf32>) {
+  // expected-error@+1 {{(C2) strides has 1 entries for 2 spatial dimensions}}
+  %0 = graph.extract_patches %x, kernel = [3, 3], strides = [1], dilation = [1, 1], pad_low = [0, 0], pad_high = [0, 0] : (tensor<2x4x8x8xf32>) -> tensor<4x3x3x2x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @extract_patches_c3(%x: tensor<2x4x8x8xf32>) {
+  // expected-error@+1 {{(C3) spatial dimension 1 needs kernel, strides and dilation >= 1 and paddings >= 0}}
+  %0 = graph.extract_patches %x, kernel = [3, 3], strides = [1, 1], dilation = [1, 1], pad_low = [0, -1], pad_high = [0, 0] : (tensor<2x4x8x8xf32>) -> tensor<4x3x3x2x6x5xf32>
+  return
+}
+
+// -----
+
+func.func @extract_patches_c4(%x: tensor<2x4x8x2xf32>) {
+  // expected-error@+1 {{(C4) the window of spatial dimension 1 does not fit its 2 padded elements}}
+  %0 = graph.extract_patches %x, kernel = [3, 3], strides = [1, 1], dilation = [1, 1], pad_low = [0, 0], pad_high = [0, 0] : (tensor<2x4x8x2xf32>) -> tensor<4x3x3x2x6x1xf32>
+  return
+}
+
+// -----
+
+func.func @extract_patches_c5(%x: tensor<2x4x8x8xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x3x3x2x8x8xf32>' differs from the inferred type 'tensor<4x3x3x2x4x4xf32>'}}
+  %0 = graph.extract_patches %x, kernel = [3, 3], strides = [2, 2], dilation = [1, 1], pad_low = [1, 1], pad_high = [1, 1] : (tensor<2x4x8x8xf32>) -> tensor<4x3x3x2x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @fold_patches_c1(%p: tensor<4x3x3x2x6x6xf32>) {
+  // expected-error@+1 {{(C1) 1 spatial sizes (1 to 3) need an operand of rank 4, not 6}}
+  %0 = graph.fold_patches %p, kernel = [3], strides = [1], dilation = [1], pad_low = [0], pad_high = [0], spatial = [8] : (tensor<4x3x3x2x6x6xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @fold_patches_c2(%p: tensor<4x3x3x2x6x6xf32>) {
+  // expected-error@+1 {{(C2) dilation has 1 entries for 2 spatial dimensions}}
+  %0 = graph.fold_patches %p, kernel = [3, 3], strides = [1, 1], dilation = [1], pad_low = [0, 0], pad_high = [0, 0], spatial = [8, 8] : (tensor<4x3x3x2x6x6xf32>) -> tensor<2x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @fold_patches_c3(%p: tensor<4x3x3x2x6x6xf32>) {
+  // expected-error@+1 {{(C3) spatial size -8 is negative}}
+  %0 = graph.fold_patches %p, kernel = [3, 3], strides = [1, 1], dilation = [1, 1], pad_low = [0, 0], pad_high = [0, 0], spatial = [8, -8] : (tensor<4x3x3x2x6x6xf32>) -> tensor<2x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @fold_patches_c4(%p: tensor<4x3x3x2x6x6xf32>) {
+  // expected-error@+1 {{(C4) spatial dimension 1 of 9 elements has kernel 3 and 7 window positions, but the operand has 3 and 6}}
+  %0 = graph.fold_patches %p, kernel = [3, 3], strides = [1, 1], dilation = [1, 1], pad_low = [0, 0], pad_high = [0, 0], spatial = [8, 9] : (tensor<4x3x3x2x6x6xf32>) -> tensor<2x4x8x9xf32>
+  return
+}
+
+// -----
+
+func.func @fold_patches_c5(%p: tensor<4x3x3x2x6x6xf32>) {
+  // expected-error@+1 {{result type 'tensor<4x2x8x8xf32>' differs from the inferred type 'tensor<2x4x8x8xf32>'}}
+  %0 = graph.fold_patches %p, kernel = [3, 3], strides = [1, 1], dilation = [1, 1], pad_low = [0, 0], pad_high = [0, 0], spatial = [8, 8] : (tensor<4x3x3x2x6x6xf32>) -> tensor<4x2x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @fold_patches_float(%p: tensor<4x3x3x2x6x6xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = graph.fold_patches %p, kernel = [3, 3], strides = [1, 1], dilation = [1, 1], pad_low = [0, 0], pad_high = [0, 0], spatial = [8, 8] : (tensor<4x3x3x2x6x6xi32>) -> tensor<2x4x8x8xi32>
+  return
+}
+
+// -----
+
 func.func @argsort_c1(%x: tensor<3x8xf32>) {
   // expected-error@+1 {{(C1) axis 2 is out of range [0, 2)}}
   %0 = graph.argsort %x, axis = 2, descending = false : (tensor<3x8xf32>) -> tensor<3x8xi64>

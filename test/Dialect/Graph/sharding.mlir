@@ -102,7 +102,7 @@ func.func @linear(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %w: tensor<16x8
 
 // -----
 
-func.func @data_movement(%z: tensor<2x0xf32>, %x: tensor<2x32x64xf32>, %b: tensor<64xf32>, %c: tensor<1x64xf32>, %t: tensor<128x64xf32>, %i: tensor<2x32xi64>) {
+func.func @data_movement(%z: tensor<2x0xf32>, %x: tensor<2x32x64xf32>, %b: tensor<64xf32>, %c: tensor<1x64xf32>, %t: tensor<128x64xf32>, %i: tensor<2x32xi64>, %img: tensor<2x4x8x8xf32>) {
   // expected-remark@+1 {{([k]) -> ([i, j, k]) sizes i=2, j=32, k=64}}
   %0 = graph.broadcast_in_dim %b, dims = [2] : (tensor<64xf32>) -> tensor<2x32x64xf32>
   // A broadcast size-1 dimension has no factor.
@@ -140,6 +140,11 @@ func.func @data_movement(%z: tensor<2x0xf32>, %x: tensor<2x32x64xf32>, %b: tenso
   // The sorted dimension is whole.
   // expected-remark@+1 {{([i, _, j]) -> ([i, _, j]) sizes i=2, j=64}}
   %s = graph.argsort %x, axis = 1, descending = false : (tensor<2x32x64xf32>) -> tensor<2x32x64xi64>
+  // Patches: the batch and the channels split; windows read neighbours.
+  // expected-remark@+1 {{([i, j, _, _]) -> ([j, _, _, i, _, _]) sizes i=2, j=4}}
+  %p = graph.extract_patches %img, kernel = [3, 3], strides = [1, 1], dilation = [1, 1], pad_low = [1, 1], pad_high = [1, 1] : (tensor<2x4x8x8xf32>) -> tensor<4x3x3x2x8x8xf32>
+  // expected-remark@+1 {{([j, _, _, i, _, _]) -> ([i, j, _, _]) sizes i=2, j=4}}
+  %f = graph.fold_patches %p, kernel = [3, 3], strides = [1, 1], dilation = [1, 1], pad_low = [1, 1], pad_high = [1, 1], spatial = [8, 8] : (tensor<4x3x3x2x8x8xf32>) -> tensor<2x4x8x8xf32>
   // A splat splits anywhere; other constants are whole.
   // expected-remark@+1 {{() -> ([i, j]) sizes i=4, j=8}}
   %11 = graph.constant dense<1.0> : tensor<4x8xf32>

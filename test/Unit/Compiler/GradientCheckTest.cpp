@@ -753,6 +753,24 @@ TEST(GradientCheck, DataMovement) {
                     "slice %x, start = [0, 1, 1], limit = [3, 7, 4], strides "
                     "= [2, 2, 2]");
 
+  // A convolution's patches and their transpose: strides, dilation,
+  // padding on both sides, and positions no window reads.
+  checkDataMovement("extract_patches[2d]", 512, {2, 3, 5, 4},
+                    {3, 3, 2, 2, 3, 2},
+                    "extract_patches %x, kernel = [3, 2], strides = [2, 1], "
+                    "dilation = [1, 2], pad_low = [1, 0], pad_high = [1, 0]");
+  checkDataMovement("extract_patches[1d]", 513, {1, 2, 6}, {2, 3, 1, 4},
+                    "extract_patches %x, kernel = [3], strides = [2], "
+                    "dilation = [1], pad_low = [2], pad_high = [1]");
+  checkDataMovement("fold_patches[2d]", 514, {3, 3, 2, 2, 3, 2}, {2, 3, 5, 4},
+                    "fold_patches %x, kernel = [3, 2], strides = [2, 1], "
+                    "dilation = [1, 2], pad_low = [1, 0], pad_high = [1, 0], "
+                    "spatial = [5, 4]");
+  checkDataMovement("fold_patches[1d]", 515, {2, 3, 1, 4}, {1, 2, 6},
+                    "fold_patches %x, kernel = [3], strides = [2], "
+                    "dilation = [1], pad_low = [2], pad_high = [1], "
+                    "spatial = [6]");
+
   // Concatenate, with one operand appearing twice.
   {
     Model m(510);

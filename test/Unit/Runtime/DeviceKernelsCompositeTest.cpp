@@ -796,6 +796,42 @@ TEST_P(DeviceKernels, ArgsortAlongEveryAxis) {
                        {zeros(kI64, {7, 300})}, {1, descending, total}));
 }
 
+//===--- ExtractPatches, FoldPatches
+//---------------------------------------===//
+
+/// cuda/Patches.cu: extract_patches copies bytes (the same bytes, NaN
+/// payloads included); fold_patches is math::foldPatchesAt per element of
+/// x, the sum the CPU forms row by row in the same order: the same bits.
+TEST_P(DeviceKernels, PatchesExtractAndFold) {
+  struct Geometry {
+    std::vector<int64_t> x, patches, ints; // ints: kernel, strides, dil, low
+  };
+  const std::vector<Geometry> geometries = {
+      // 3x3, stride 1, padding 1 (a ResNet block's), odd sizes.
+      {{3, 5, 9, 7}, {5, 3, 3, 3, 9, 7}, {3, 3, 1, 1, 1, 1, 1, 1}},
+      // 7x7 on 2x2 with padding 3 (ConvNeXt's depthwise, late stage).
+      {{2, 4, 2, 2}, {4, 7, 7, 2, 2, 2}, {7, 7, 1, 1, 1, 1, 3, 3}},
+      // Stride 2, dilation 2, uneven padding.
+      {{2, 3, 11, 6}, {3, 2, 3, 2, 6, 3}, {2, 3, 2, 2, 2, 2, 1, 0}},
+      // 1-D (Whisper's front end) and 3-D.
+      {{2, 6, 33}, {6, 3, 2, 17}, {3, 2, 1, 1}},
+      {{1, 2, 4, 5, 3},
+       {2, 2, 2, 2, 1, 3, 4, 2},
+       {2, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
+  };
+  uint32_t seed = 1;
+  for (const Geometry &g : geometries) {
+    for (DType t : {kF64, kF32, kF16, kBF16, kI64})
+      check(makeCall(Opcode::ExtractPatches, {randomBits(t, g.x, seed++)},
+                     {zeros(t, g.patches)}, g.ints),
+            kSameBytes);
+    for (DType t : {kF64, kF32, kF16, kBF16})
+      check(makeCall(Opcode::FoldPatches,
+                     {uniform(t, g.patches, seed++, -1, 1)}, {zeros(t, g.x)},
+                     g.ints));
+  }
+}
+
 //===--- AdamwUpdate ------------------------------------------------------===//
 
 /// One AdamW step on n elements; `skip` -1: no skip flag, else its value;

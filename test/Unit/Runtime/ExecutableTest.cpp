@@ -1243,6 +1243,59 @@ TEST(Executable, ChecksArgsort) {
   refused([](InstructionInfo &i) { i.results = {4}; }, "shape");
 }
 
+// ExtractPatches and FoldPatches (format 29): x [N, C, S...] and patches
+// [C, K..., N, O...] of one dtype (FoldPatches': a float), ints the kernel,
+// strides, dilations and low paddings, each bounded so that no position's
+// arithmetic overflows.
+TEST(Executable, ChecksPatches) {
+  // 0: x [2, 3, 8, 8], 1: patches [3, 3, 3, 2, 4, 4], 2: an i32 x, 3: i32
+  // patches, 4: patches of the wrong kernel.
+  std::vector<TensorInfo> tensors = {
+      tensor(DType::F32, {2, 3, 8, 8}), tensor(DType::F32, {3, 3, 3, 2, 4, 4}),
+      tensor(DType::I32, {2, 3, 8, 8}), tensor(DType::I32, {3, 3, 3, 2, 4, 4}),
+      tensor(DType::F32, {3, 2, 3, 2, 4, 4})};
+  for (Opcode op : {Opcode::ExtractPatches, Opcode::FoldPatches}) {
+    SCOPED_TRACE(opcodeName(op));
+    bool extract = op == Opcode::ExtractPatches;
+    InstructionInfo inst;
+    inst.op = op;
+    inst.operands = {extract ? 0u : 1u};
+    inst.results = {extract ? 1u : 0u};
+    inst.ints = {3, 3, 2, 2, 1, 1, 1, 1};
+    ASSERT_TRUE(validateInstruction(inst, 0, tensors).ok());
+    auto refused = [&](auto edit, const char *words) {
+      InstructionInfo copy = inst;
+      edit(copy);
+      expectRefused(copy, tensors, words);
+    };
+    const char *window = "a window needs kernel, strides and dilation";
+    refused([](InstructionInfo &i) { i.ints[2] = 0; }, window);
+    refused([](InstructionInfo &i) { i.ints[4] = 0; }, window);
+    refused([](InstructionInfo &i) { i.ints[6] = -1; }, window);
+    refused([](InstructionInfo &i) { i.ints[3] = int64_t(1) << 40; }, window);
+    refused([](InstructionInfo &i) { i.ints.pop_back(); },
+            "4 ints per spatial");
+    refused(
+        [&](InstructionInfo &i) { (extract ? i.results : i.operands) = {4}; },
+        "shape");
+    refused(
+        [&](InstructionInfo &i) { (extract ? i.operands : i.results) = {2}; },
+        "dtype");
+  }
+  // Integer patches are extracted (copied) but not folded (summed).
+  InstructionInfo fold;
+  fold.op = Opcode::FoldPatches;
+  fold.operands = {3};
+  fold.results = {2};
+  fold.ints = {3, 3, 2, 2, 1, 1, 1, 1};
+  expectRefused(fold, tensors, "not f64, f32, f16 or bf16");
+  InstructionInfo extract = fold;
+  extract.op = Opcode::ExtractPatches;
+  extract.operands = {2};
+  extract.results = {3};
+  EXPECT_TRUE(validateInstruction(extract, 0, tensors).ok());
+}
+
 // dot_general_bias_gelu (format 25): dot_general_bias's operands, its
 // dimension numbers and the GELU's approximation; two results of the
 // product's type and shape, apart from the operands and each other.

@@ -15,6 +15,9 @@
 //   concatenate       slices of g, one per operand
 //   gather            scatter_add of g at the same indices (indices: none)
 //   scatter_add       gather of g at the same indices (indices: none)
+//   extract_patches   fold_patches of g (each patch summed back where it
+//                     was read)
+//   fold_patches      extract_patches of g
 //
 // iota and constant have no operands and need no rule.
 //
@@ -265,6 +268,21 @@ void scatterAddVjp(ScatterAddOp op, OpBuilder &b, Value g,
        Value()});
 }
 
+void extractPatchesVjp(ExtractPatchesOp op, OpBuilder &b, Value g,
+                       SmallVectorImpl<Value> &out) {
+  ArrayRef<int64_t> x = typeOf(op.getOperand()).getShape();
+  out.push_back(b.create<FoldPatchesOp>(
+      op.getLoc(), g, op.getKernel(), op.getStrides(), op.getDilation(),
+      op.getPadLow(), op.getPadHigh(), x.drop_front(2)));
+}
+
+void foldPatchesVjp(FoldPatchesOp op, OpBuilder &b, Value g,
+                    SmallVectorImpl<Value> &out) {
+  out.push_back(b.create<ExtractPatchesOp>(op.getLoc(), g, op.getKernel(),
+                                           op.getStrides(), op.getDilation(),
+                                           op.getPadLow(), op.getPadHigh()));
+}
+
 } // namespace
 
 void attachDataMovementGradients(MLIRContext &context) {
@@ -281,6 +299,10 @@ void attachDataMovementGradients(MLIRContext &context) {
       context);
   GatherOp::attachInterface<Gradient<GatherOp, gatherVjp>>(context);
   ScatterAddOp::attachInterface<Gradient<ScatterAddOp, scatterAddVjp>>(context);
+  ExtractPatchesOp::attachInterface<
+      Gradient<ExtractPatchesOp, extractPatchesVjp>>(context);
+  FoldPatchesOp::attachInterface<Gradient<FoldPatchesOp, foldPatchesVjp>>(
+      context);
 }
 
 } // namespace trainc::graph

@@ -62,11 +62,12 @@ convolutionOutputSizes(llvm::ArrayRef<int64_t> input,
 
 /// The convolution of x [N, C, S...] by w [O, C / featureGroups, K...]
 /// (float types, channels first): [N / batchGroups, O, out...], built
-/// from graph ops as im2col: one strided slice of the padded input per
-/// kernel position, joined into [N, C, K, P] patches and contracted with
-/// w by one graph.dot_general batched over the groups. Non-overlapping
-/// patches (strides equal to the kernel, no padding or dilation, one
-/// group) take a reshape and a transpose instead. A result with an empty
+/// from graph ops as im2col: graph.extract_patches' [C, K, N, P] contracted
+/// with w by one graph.dot_general batched over the groups (with batch
+/// groups, one strided slice of the padded input per kernel position,
+/// joined into [N, C, K, P] patches). Non-overlapping patches (strides
+/// equal to the kernel, no padding or dilation, one group) take a reshape
+/// and a transpose instead. A result with an empty
 /// dimension is a constant. The caller checks the shapes
 /// (convolutionOutputSizes has a value, channels and groups dividing).
 mlir::Value buildConvolution(mlir::OpBuilder &builder, mlir::Location loc,

@@ -655,6 +655,99 @@ def Graph_ScatterAddOp : Graph_Op<"scatter_add", [
   let hasVerifier = 1;
 }
 
+def Graph_ExtractPatchesOp : Graph_InferredOp<"extract_patches", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "a convolution's input patches (im2col), channels first";
+  let description = [{
+    For an operand `[N, C, S1, ..., Sd]` and a window of `kernel` sizes
+    `K1..Kd`, `strides`, `dilation` and zero padding `pad_low`/`pad_high`
+    on each spatial dimension, the result `[C, K1, ..., Kd, N, O1, ...,
+    Od]` holds, for every kernel position `k` and output position `o`,
+
+        result[c, k..., n, o...] = operand[n, c, s...],
+        s_i = o_i * strides[i] + k_i * dilation[i] - pad_low[i]
+
+    or 0 where some `s_i` falls in the padding (outside `[0, S_i)`). With
+    `O_i = (S_i + pad_low[i] + pad_high[i] - (K_i - 1) * dilation[i] - 1)
+    / strides[i] + 1`. Reshaped to `[C K, N O]` it is the left side of a
+    convolution's product: each column one output position of the batch.
+    Its gradient is `graph.fold_patches`.
+
+    Constraints:
+    - (C1) the operand has rank `d + 2` with `1 <= d <= 3`.
+    - (C2) `kernel`, `strides`, `dilation`, `pad_low` and `pad_high` have
+      `d` entries each.
+    - (C3) kernel sizes, strides and dilations are at least 1; paddings
+      at least 0.
+    - (C4) every `O_i` is at least 1 (the window fits the padded input).
+    - (C5) the result type is the inferred one.
+
+    Example (a 3x3 convolution's patches, stride 1, padding 1):
+    ```mlir
+    %p = graph.extract_patches %x, kernel = [3, 3], strides = [1, 1],
+           dilation = [1, 1], pad_low = [1, 1], pad_high = [1, 1]
+           : (tensor<2x4x8x8xf32>) -> tensor<4x3x3x2x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$operand, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilation,
+                       DenseI64ArrayAttr:$pad_low, DenseI64ArrayAttr:$pad_high);
+  let results = (outs Graph_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `,` `kernel` `=` $kernel `,` `strides` `=` $strides `,`
+    `dilation` `=` $dilation `,` `pad_low` `=` $pad_low `,` `pad_high` `=`
+    $pad_high attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Graph_FoldPatchesOp : Graph_InferredOp<"fold_patches", [
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+  let summary = "sums patches back into their input (col2im)";
+  let description = [{
+    The transpose of `graph.extract_patches` (its gradient): for patches
+    `[C, K1, ..., Kd, N, O1, ..., Od]` of an input whose spatial sizes are
+    `spatial`, the result `[N, C, S1, ..., Sd]` is
+
+        result[n, c, s...] = sum of operand[c, k..., n, o...]
+                             over s_i = o_i * strides[i] + k_i * dilation[i]
+                                        - pad_low[i]
+
+    in row-major order of `k` (each input position is read at most once
+    per kernel position); positions no patch reads are 0. 16-bit floats
+    add in f32 and round once.
+
+    Constraints:
+    - (C1) `spatial` has `d` entries, `1 <= d <= 3`, and the operand has
+      rank `2 d + 2`.
+    - (C2) `kernel`, `strides`, `dilation`, `pad_low` and `pad_high` have
+      `d` entries each.
+    - (C3) kernel sizes, strides and dilations are at least 1; paddings
+      and spatial sizes at least 0.
+    - (C4) the operand's kernel dimensions are `kernel` and its output
+      dimensions the `O_i` that extract_patches gives for `spatial`.
+    - (C5) the result type is the inferred one.
+
+    Example:
+    ```mlir
+    %dx = graph.fold_patches %dp, kernel = [3, 3], strides = [1, 1],
+            dilation = [1, 1], pad_low = [1, 1], pad_high = [1, 1],
+            spatial = [8, 8]
+            : (tensor<4x3x3x2x8x8xf32>) -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$operand, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilation,
+                       DenseI64ArrayAttr:$pad_low, DenseI64ArrayAttr:$pad_high,
+                       DenseI64ArrayAttr:$spatial);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` `kernel` `=` $kernel `,` `strides` `=` $strides `,`
+    `dilation` `=` $dilation `,` `pad_low` `=` $pad_low `,` `pad_high` `=`
+    $pad_high `,` `spatial` `=` $spatial attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def Graph_ArgsortOp : Graph_Op<"argsort", [
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
   let summary = "the permutation that sorts along one axis (stable)";
