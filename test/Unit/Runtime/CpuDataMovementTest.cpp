@@ -176,6 +176,30 @@ TEST(CpuDataMovement, ConcatenatePlacesOperandsInOrder) {
       (std::vector<double>{1, 2, 3, 4, 5, 6}));
 }
 
+// Pieces of a few elements per row (a strided slice's gradient interleaves
+// values with zeros; a padded row is one element, the row, one element):
+// the kernel copies them element by element rather than by memcpy.
+TEST(CpuDataMovement, ConcatenateOfShortPiecesInterleaves) {
+  for (DType t : kAllTypes) {
+    SCOPED_TRACE(dtypeName(t));
+    TestTensor a = numbered(t, {3, 5, 1});
+    TestTensor z(t, {3, 5, 1});
+    TestTensor y = run(Opcode::Concatenate, {&a, &z}, t, {3, 5, 2}, {2});
+    for (int64_t i = 0; i < y.size(); ++i)
+      ASSERT_EQ(y.get(i), i % 2 ? 0.0 : a.get(i / 2)) << "element " << i;
+    // Uneven pieces: 1, 2 and 1 elements of each row.
+    TestTensor p = numbered(t, {15, 1}), q = numbered(t, {15, 2});
+    TestTensor r(t, {15, 1});
+    TestTensor v = run(Opcode::Concatenate, {&p, &q, &r}, t, {15, 4}, {1});
+    for (int64_t row = 0; row < 15; ++row) {
+      ASSERT_EQ(v.get(4 * row), p.get(row));
+      ASSERT_EQ(v.get(4 * row + 1), q.get(2 * row));
+      ASSERT_EQ(v.get(4 * row + 2), q.get(2 * row + 1));
+      ASSERT_EQ(v.get(4 * row + 3), 0.0);
+    }
+  }
+}
+
 TEST(CpuDataMovement, GatherLooksUpRowsAndWrapsNegativeIndices) {
   for (DType t : kAllTypes) {
     SCOPED_TRACE(dtypeName(t));
