@@ -100,11 +100,29 @@ std::pair<int64_t, int64_t> insideRange(const PatchGeometry &g, int64_t k) {
   return {lo, hi};
 }
 
+/// insideRange for each kernel position of the last dimension, with the
+/// input position its first output position reads.
+struct LastRange {
+  int64_t lo, hi, first;
+};
+std::vector<LastRange> lastRanges(const PatchGeometry &g) {
+  int last = g.d - 1;
+  std::vector<LastRange> ranges;
+  for (int64_t k = 0; k < g.kernel[last]; ++k) {
+    auto [lo, hi] = insideRange(g, k);
+    ranges.push_back({lo, hi,
+                      math::patchSource(lo, k, g.stride[last], g.dilation[last],
+                                        g.padLow[last])});
+  }
+  return ranges;
+}
+
 template <typename T>
 void extractRows(const PatchGeometry &g, const T *x, T *p) {
   int last = g.d - 1;
   int64_t width = g.out[last], plane = g.spatialSize();
   int64_t stride = g.stride[last];
+  std::vector<LastRange> ranges = lastRanges(g);
   int64_t rows = g.c * g.kernelSize() * g.n * (g.outSize() / width);
   parallelFor(rows, std::max<int64_t>(1, 16384 / width),
               [&](int64_t begin, int64_t end) {
@@ -112,7 +130,8 @@ void extractRows(const PatchGeometry &g, const T *x, T *p) {
                 for (int64_t r = begin; r < end; ++r, nextRow(g, row)) {
                   T *out = p + r * width;
                   int64_t at = sourceRow(g, row);
-                  auto [lo, hi] = insideRange(g, row.k[last]);
+                  const LastRange &range = ranges[size_t(row.k[last])];
+                  int64_t lo = range.lo, hi = range.hi;
                   if (at < 0)
                     lo = hi = 0;
                   std::fill(out, out + lo, T(0));
@@ -120,9 +139,7 @@ void extractRows(const PatchGeometry &g, const T *x, T *p) {
                   if (lo == hi)
                     continue;
                   const T *in =
-                      x + (row.n * g.c + row.c) * plane + at +
-                      math::patchSource(lo, row.k[last], stride,
-                                        g.dilation[last], g.padLow[last]);
+                      x + (row.n * g.c + row.c) * plane + at + range.first;
                   if (stride == 1)
                     std::memcpy(out + lo, in, size_t(hi - lo) * sizeof(T));
                   else
@@ -155,30 +172,47 @@ void foldPlanes(const PatchGeometry &g, const TensorRef &p,
   int64_t width = g.out[last], plane = g.spatialSize();
   int64_t stride = g.stride[last];
   int64_t outerOuts = g.outSize() / width, kernels = g.kernelSize();
+  std::vector<LastRange> ranges = lastRanges(g);
   parallelFor(g.n * g.c, 1, [&](int64_t begin, int64_t end) {
     std::vector<Acc> acc(static_cast<size_t>(plane));
     PatchReader<Acc> reader{p, {}};
     for (int64_t nc = begin; nc < end; ++nc) {
       int64_t n = nc / g.c, c = nc % g.c;
       std::fill(acc.begin(), acc.end(), Acc(0));
+      // The rows of plane (n, c): kernel positions in row-major order
+      // (an odometer over row.k), output rows within each.
+      PatchRow row = {};
+      row.c = c;
+      row.n = n;
+      // The output rows' odometer: back to all zeros after outerOuts steps.
+      auto nextOuter = [&](PatchRow &at) {
+        for (int i = last - 1; i >= 0; --i) {
+          if (++at.o[i] < g.out[i])
+            return;
+          at.o[i] = 0;
+        }
+      };
       for (int64_t k = 0; k < kernels; ++k) {
         int64_t first = ((c * kernels + k) * g.n + n) * outerOuts;
-        PatchRow row = decodeRow(g, first);
-        for (int64_t r = first; r < first + outerOuts; ++r, nextRow(g, row)) {
+        const LastRange &range = ranges[size_t(row.k[last])];
+        int64_t lo = range.lo, hi = range.hi;
+        for (int64_t r = first; r < first + outerOuts; ++r, nextOuter(row)) {
           int64_t at = sourceRow(g, row);
-          auto [lo, hi] = insideRange(g, row.k[last]);
           if (at < 0 || lo == hi)
             continue;
           const Acc *in = reader.read(r * width + lo, hi - lo);
-          Acc *out = acc.data() + at +
-                     math::patchSource(lo, row.k[last], stride,
-                                       g.dilation[last], g.padLow[last]);
+          Acc *out = acc.data() + at + range.first;
           if (stride == 1)
             for (int64_t o = 0; o < hi - lo; ++o)
               out[o] += in[o];
           else
             for (int64_t o = 0; o < hi - lo; ++o)
               out[o * stride] += in[o];
+        }
+        for (int i = last; i >= 0; --i) {
+          if (++row.k[i] < g.kernel[i])
+            break;
+          row.k[i] = 0;
         }
       }
       if constexpr (std::is_same_v<Acc, float>)
