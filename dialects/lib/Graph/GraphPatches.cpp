@@ -15,6 +15,9 @@ using namespace trainc::graph;
 namespace {
 
 constexpr int64_t kMaxSpatialDims = 3;
+/// Window attributes and sizes stay below this, so that no position's
+/// arithmetic overflows (the runtime's loader holds executables to it too).
+constexpr int64_t kWindowLimit = int64_t(1) << 31;
 
 struct PatchWindow {
   ArrayRef<int64_t> kernel, strides, dilation, padLow, padHigh;
@@ -31,11 +34,15 @@ LogicalResult checkWindow(const PatchWindow &w, int64_t d,
       return emitError() << "(C2) " << name << " has " << list.size()
                          << " entries for " << d << " spatial dimensions";
   for (int64_t i = 0; i < d; ++i) {
-    if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilation[i] < 1 ||
-        w.padLow[i] < 0 || w.padHigh[i] < 0) // extract_patches_c3
+    auto inRange = [](int64_t v, int64_t lo) {
+      return v >= lo && v < kWindowLimit;
+    };
+    if (!inRange(w.kernel[i], 1) || !inRange(w.strides[i], 1) ||
+        !inRange(w.dilation[i], 1) || !inRange(w.padLow[i], 0) ||
+        !inRange(w.padHigh[i], 0)) // extract_patches_c3
       return emitError() << "(C3) spatial dimension " << i
-                         << " needs kernel, strides and dilation >= 1 and "
-                            "paddings >= 0";
+                         << " needs kernel, strides and dilation in [1, 2^31) "
+                            "and paddings in [0, 2^31)";
   }
   return success();
 }
@@ -92,12 +99,16 @@ LogicalResult inferFoldPatches(Type operandType, const PatchWindow &w,
   if (failed(checkWindow(w, d, emitError)))
     return failure();
   for (int64_t i = 0; i < d; ++i)
-    if (spatial[i] < 0) // fold_patches_c3
+    if (spatial[i] < 0 || spatial[i] >= kWindowLimit) // fold_patches_c3
       return emitError() << "(C3) spatial size " << spatial[i]
-                         << " is negative";
+                         << " is outside [0, 2^31)";
   ArrayRef<int64_t> ps = p.getShape();
   for (int64_t i = 0; i < d; ++i) {
     int64_t o = outputSize(w, i, spatial[i]);
+    if (o < 1) // fold_patches_c4
+      return emitError() << "(C4) the window of spatial dimension " << i
+                         << " does not fit its " << spatial[i]
+                         << " padded elements";
     if (ps[1 + i] != w.kernel[i] || ps[d + 2 + i] != o) // fold_patches_c4
       return emitError() << "(C4) spatial dimension " << i << " of "
                          << spatial[i] << " elements has kernel " << w.kernel[i]

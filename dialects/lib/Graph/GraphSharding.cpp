@@ -583,8 +583,6 @@ ShardingRule GatherOp::getShardingRule() {
   return b.take();
 }
 
-/// Gather's transpose: the index dimensions are summed into the result's
-/// rows (reduction factors); the scattered dimension is whole.
 /// The batch and the channels each carry a factor; the spatial and window
 /// dimensions are whole (a window reads its neighbours).
 ShardingRule ExtractPatchesOp::getShardingRule() {
@@ -611,6 +609,8 @@ ShardingRule FoldPatchesOp::getShardingRule() {
   return b.take();
 }
 
+/// Gather's transpose: the index dimensions are summed into the result's
+/// rows (reduction factors); the scattered dimension is whole.
 ShardingRule ScatterAddOp::getShardingRule() {
   RuleBuilder b(*this);
   ArrayRef<int64_t> out = getType().getShape();

@@ -241,7 +241,7 @@ Value buildConvolution(OpBuilder &builder, Location loc, Value x, Value w,
   // gradient one with N P terms per sum; its gradient is one
   // graph.fold_patches. An input dilation still dilates x first, and a
   // dimension with a negative padding is padded and cropped first.
-  if (window.batchGroups == 1 && d <= 3) {
+  if (window.batchGroups == 1 && d >= 1 && d <= 3) {
     SmallVector<int64_t> low, high;
     for (int64_t i = 0; i < d; ++i) {
       x = g.dilate(x, 2 + i, window.inputDilation[i]);
@@ -270,8 +270,8 @@ Value buildConvolution(OpBuilder &builder, Location loc, Value x, Value w,
     return g.reshape(y, shape);
   }
 
-  // Batch groups (or more than 3 spatial dimensions): one strided slice
-  // of the padded input per kernel position.
+  // Batch groups (or no or more than 3 spatial dimensions): one strided
+  // slice of the padded input per kernel position.
   for (int64_t i = 0; i < d; ++i) {
     x = g.dilate(x, 2 + i, window.inputDilation[i]);
     x = g.pad(x, 2 + i, window.padLow[i], window.padHigh[i]);

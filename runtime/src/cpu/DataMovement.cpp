@@ -253,8 +253,6 @@ Status reshape(const KernelCall &call) {
   return okStatus();
 }
 
-/// Result viewed as [outer, sum of operand sizes along dim * inner]: each
-/// outer row is every operand's row, one after another.
 /// Concatenate of short pieces (a few elements of each operand per row, as
 /// in a strided slice's gradient, which interleaves a value with zeros):
 /// operand by operand, its pieces copied as elements of T (its size), not
@@ -278,6 +276,8 @@ void concatenateShort(const KernelCall &call, int64_t outer, int64_t inner,
   });
 }
 
+/// Result viewed as [outer, sum of operand sizes along dim * inner]: each
+/// outer row is every operand's row, one after another.
 Status concatenate(const KernelCall &call) {
   const TensorRef &y = call.outputs[0];
   int dim = int(call.ints[0]);

@@ -1640,7 +1640,7 @@ func.func @extract_patches_c2(%x: tensor<2x4x8x8xf32>) {
 // -----
 
 func.func @extract_patches_c3(%x: tensor<2x4x8x8xf32>) {
-  // expected-error@+1 {{(C3) spatial dimension 1 needs kernel, strides and dilation >= 1 and paddings >= 0}}
+  // expected-error@+1 {{(C3) spatial dimension 1 needs kernel, strides and dilation in [1, 2^31) and paddings in [0, 2^31)}}
   %0 = graph.extract_patches %x, kernel = [3, 3], strides = [1, 1], dilation = [1, 1], pad_low = [0, -1], pad_high = [0, 0] : (tensor<2x4x8x8xf32>) -> tensor<4x3x3x2x6x5xf32>
   return
 }
@@ -1680,7 +1680,7 @@ func.func @fold_patches_c2(%p: tensor<4x3x3x2x6x6xf32>) {
 // -----
 
 func.func @fold_patches_c3(%p: tensor<4x3x3x2x6x6xf32>) {
-  // expected-error@+1 {{(C3) spatial size -8 is negative}}
+  // expected-error@+1 {{(C3) spatial size -8 is outside [0, 2^31)}}
   %0 = graph.fold_patches %p, kernel = [3, 3], strides = [1, 1], dilation = [1, 1], pad_low = [0, 0], pad_high = [0, 0], spatial = [8, -8] : (tensor<4x3x3x2x6x6xf32>) -> tensor<2x4x8x8xf32>
   return
 }
@@ -1690,6 +1690,22 @@ func.func @fold_patches_c3(%p: tensor<4x3x3x2x6x6xf32>) {
 func.func @fold_patches_c4(%p: tensor<4x3x3x2x6x6xf32>) {
   // expected-error@+1 {{(C4) spatial dimension 1 of 9 elements has kernel 3 and 7 window positions, but the operand has 3 and 6}}
   %0 = graph.fold_patches %p, kernel = [3, 3], strides = [1, 1], dilation = [1, 1], pad_low = [0, 0], pad_high = [0, 0], spatial = [8, 9] : (tensor<4x3x3x2x6x6xf32>) -> tensor<2x4x8x9xf32>
+  return
+}
+
+// -----
+
+func.func @extract_patches_c3_limit(%x: tensor<1x1x5xf32>) {
+  // expected-error@+1 {{(C3) spatial dimension 0 needs kernel, strides and dilation in [1, 2^31) and paddings in [0, 2^31)}}
+  %0 = graph.extract_patches %x, kernel = [4611686018427387904], strides = [1], dilation = [4], pad_low = [0], pad_high = [0] : (tensor<1x1x5xf32>) -> tensor<1x4611686018427387904x1x9xf32>
+  return
+}
+
+// -----
+
+func.func @fold_patches_c4_empty(%p: tensor<2x5x1x0xf32>) {
+  // expected-error@+1 {{(C4) the window of spatial dimension 0 does not fit its 3 padded elements}}
+  %0 = graph.fold_patches %p, kernel = [5], strides = [1], dilation = [1], pad_low = [0], pad_high = [0], spatial = [3] : (tensor<2x5x1x0xf32>) -> tensor<1x2x3xf32>
   return
 }
 

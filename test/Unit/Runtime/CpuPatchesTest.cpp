@@ -190,7 +190,7 @@ TEST(CpuPatches, FoldIsTheSharedSumAndTheDefinitionsInEveryFloat) {
   std::uniform_real_distribution<double> value(-1, 1);
   for (int t = 0; t < 300; ++t) {
     Window w = randomWindow(rng);
-    for (DType dtype : {DType::F32, DType::F64, DType::BF16}) {
+    for (DType dtype : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
       SCOPED_TRACE(w.describe() + " " + dtypeName(dtype));
       int64_t count = product(w.patchDims());
       std::vector<double> values(static_cast<size_t>(count));

@@ -677,8 +677,8 @@ def Graph_ExtractPatchesOp : Graph_InferredOp<"extract_patches", [
     - (C1) the operand has rank `d + 2` with `1 <= d <= 3`.
     - (C2) `kernel`, `strides`, `dilation`, `pad_low` and `pad_high` have
       `d` entries each.
-    - (C3) kernel sizes, strides and dilations are at least 1; paddings
-      at least 0.
+    - (C3) kernel sizes, strides and dilations are in [1, 2^31); paddings
+      in [0, 2^31).
     - (C4) every `O_i` is at least 1 (the window fits the padded input).
     - (C5) the result type is the inferred one.
 
@@ -721,10 +721,11 @@ def Graph_FoldPatchesOp : Graph_InferredOp<"fold_patches", [
       rank `2 d + 2`.
     - (C2) `kernel`, `strides`, `dilation`, `pad_low` and `pad_high` have
       `d` entries each.
-    - (C3) kernel sizes, strides and dilations are at least 1; paddings
-      and spatial sizes at least 0.
-    - (C4) the operand's kernel dimensions are `kernel` and its output
-      dimensions the `O_i` that extract_patches gives for `spatial`.
+    - (C3) kernel sizes, strides and dilations are in [1, 2^31); paddings
+      and spatial sizes in [0, 2^31).
+    - (C4) every `O_i` that extract_patches gives for `spatial` is at
+      least 1, and the operand's kernel dimensions are `kernel` and its
+      output dimensions those `O_i`.
     - (C5) the result type is the inferred one.
 
     Example:
