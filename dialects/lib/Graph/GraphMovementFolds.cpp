@@ -218,16 +218,20 @@ struct SinkReshapeThroughElementwise : public RewritePattern {
 
 namespace {
 /// convert(m(x)) -> m(convert(x)) for a narrowing float convert of the only
-/// use of a data-movement op m (transpose, broadcast_in_dim, slice): the
-/// movement then moves fewer bytes, and a weight's transpose stays next to
-/// the dot that absorbs it, reading the weight's 16-bit copy.
+/// use of a data-movement op m (transpose, broadcast_in_dim, slice,
+/// extract_patches): the movement then moves fewer bytes (a convolution's
+/// patches, K times its input, are made in 16 bits from a 16-bit input),
+/// and a weight's transpose stays next to the dot that absorbs it, reading
+/// the weight's 16-bit copy.
 struct HoistNarrowingConvert : public OpRewritePattern<ConvertOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(ConvertOp op,
                                 PatternRewriter &rewriter) const override {
     Operation *movement = op.getOperand().getDefiningOp();
-    if (!movement || !isa<TransposeOp, BroadcastInDimOp, SliceOp>(movement) ||
+    if (!movement ||
+        !isa<TransposeOp, BroadcastInDimOp, SliceOp, ExtractPatchesOp>(
+            movement) ||
         !movement->hasOneUse())
       return failure();
     auto from = dyn_cast<FloatType>(op.getOperand().getType().getElementType());

@@ -412,6 +412,20 @@ func.func @convert_hoists_above_transpose(%w: tensor<2x3xf32>, %h: tensor<2x3xbf
 
 // -----
 
+// A convolution's patches, converted to bf16 for its product, are made
+// from the converted input (K times fewer bytes converted).
+// CHECK-LABEL: func.func @convert_hoists_above_extract_patches
+// CHECK-SAME: (%[[X:.+]]: tensor<1x2x4xf32>)
+func.func @convert_hoists_above_extract_patches(%x: tensor<1x2x4xf32>) -> tensor<2x3x1x4xbf16> {
+  // CHECK: %[[N:.+]] = graph.convert %[[X]] : (tensor<1x2x4xf32>) -> tensor<1x2x4xbf16>
+  // CHECK: graph.extract_patches %[[N]], {{.*}} : (tensor<1x2x4xbf16>) -> tensor<2x3x1x4xbf16>
+  %p = graph.extract_patches %x, kernel = [3], strides = [1], dilation = [1], pad_low = [1], pad_high = [1] : (tensor<1x2x4xf32>) -> tensor<2x3x1x4xf32>
+  %c = graph.convert %p : (tensor<2x3x1x4xf32>) -> tensor<2x3x1x4xbf16>
+  return %c : tensor<2x3x1x4xbf16>
+}
+
+// -----
+
 // A widened sum (bf16 operand, f32 result) divided by its count stays: a
 // reduce_mean has no widened form.
 // CHECK-LABEL: func.func @widened_sum_div
