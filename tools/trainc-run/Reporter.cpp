@@ -233,24 +233,25 @@ void Reporter::printLine(const trainc_step_metrics &m, double eta) const {
   trainc_session *session = trainc_trainer_session(trainer_);
   for (size_t i = 0; i < trainc_executable_output_count(step_); ++i) {
     trainc_tensor_info info;
-    const void *data = nullptr;
-    size_t bytes = 0;
     trainc_status s = trainc_executable_output_info(step_, i, &info);
-    if (!s)
-      s = trainc_session_output(session, i, &data, &bytes);
     if (s) {
       trainc_status_free(s);
       continue;
     }
-    char buf[64];
-    if (info.rank == 0 && info.dtype == TRAINC_F32)
-      std::snprintf(buf, sizeof buf, " %s %.9g", info.name,
-                    *static_cast<const float *>(data));
-    else if (info.rank == 0 && info.dtype == TRAINC_F64)
-      std::snprintf(buf, sizeof buf, " %s %.17g", info.name,
-                    *static_cast<const double *>(data));
-    else
+    // Scalar floats, with the digits that tell their type's values apart.
+    int digits = info.dtype == TRAINC_F64                                ? 17
+                 : info.dtype == TRAINC_F32                              ? 9
+                 : info.dtype == TRAINC_F16 || info.dtype == TRAINC_BF16 ? 5
+                                                                         : 0;
+    double value = 0;
+    if (info.rank != 0 || digits == 0)
       continue;
+    if ((s = trainc_session_output_scalar(session, i, &value))) {
+      trainc_status_free(s);
+      continue;
+    }
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " %s %.*g", info.name, digits, value);
     line += buf;
   }
   char buf[160];

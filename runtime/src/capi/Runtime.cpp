@@ -301,6 +301,20 @@ trainc_status trainc_session_output(trainc_session *session, size_t index,
   return nullptr;
 }
 
+trainc_status trainc_session_output_scalar(trainc_session *session,
+                                           size_t index, double *out_value) {
+  if (!session)
+    return nullArgument("session");
+  if (!out_value)
+    return nullArgument("out_value");
+  const trainc::Executable &exe = session->session->executable();
+  if (index >= exe.outputs().size())
+    return toC(
+        trainc::Status(trainc::StatusCode::kOutOfRange,
+                       "output " + std::to_string(index) + " does not exist"));
+  return toC(trainc::readScalar(*session->session, int(index), *out_value));
+}
+
 void trainc_train_config_init(trainc_train_config *config) {
   if (!config)
     return;

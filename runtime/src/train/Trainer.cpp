@@ -17,6 +17,15 @@
 namespace trainc {
 namespace {
 
+uint64_t peakRss() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+  return uint64_t(usage.ru_maxrss) * 1024; // Linux reports KiB
+}
+
+} // namespace
+
 /// Output `index` of the session (a scalar), as a double in `out` (NaN
 /// when the executable has no such output: index < 0). Any device: a copy
 /// to the host.
@@ -56,15 +65,6 @@ Status readScalar(const Session &session, int index, double &out) {
   }
   return okStatus();
 }
-
-uint64_t peakRss() {
-  struct rusage usage;
-  if (getrusage(RUSAGE_SELF, &usage) != 0)
-    return 0;
-  return uint64_t(usage.ru_maxrss) * 1024; // Linux reports KiB
-}
-
-} // namespace
 
 int64_t vocabularyOf(const Executable &exe) {
   return exe.signature().vocabulary;

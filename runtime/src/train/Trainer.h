@@ -213,6 +213,11 @@ Status parameterTensors(const Session &session,
 /// changes nothing. Optimizer state is not touched.
 Status loadParameterTensors(Session &session, const std::string &path);
 
+/// Output `index` of the session, a scalar float or i1, as a double in
+/// `out` (16-bit floats converted exactly; NaN when index < 0). Any device:
+/// a copy to the host.
+Status readScalar(const Session &session, int index, double &out);
+
 /// The vocabulary size of a language-model executable: the class dimension
 /// of its softmax_cross_entropy (0 when it has none).
 int64_t vocabularyOf(const Executable &exe);

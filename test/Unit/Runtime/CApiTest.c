@@ -522,6 +522,15 @@ int main(int argc, char **argv) {
     CHECK(fabs(loss - expected) <= 1e-5 * fabs(expected),
           "loss %.9g, PyTorch %.9g", loss, expected);
     printf("C API: loss %.9g (PyTorch %.9g)\n", loss, expected);
+    /* The same scalar as a double (API 10). */
+    double asDouble = 0;
+    status = trainc_session_output_scalar(session, (size_t)lossIndex, &asDouble);
+    CHECK(status == NULL && asDouble == (double)loss,
+          "output_scalar %.17g, the f32 output %.9g", asDouble, loss);
+    trainc_status_free(status);
+    expectError(trainc_session_output_scalar(session, (size_t)(1 - lossIndex),
+                                             &asDouble),
+                TRAINC_INTERNAL, "output_scalar of a non-scalar output");
   }
   expectError(trainc_session_output(session, 9, &out, &bytes),
               TRAINC_OUT_OF_RANGE, "an output index out of range");
