@@ -274,17 +274,25 @@ trainc_status trainc_session_run(trainc_session *session) {
   return toC(session->session->run());
 }
 
+/// Null when `index` names an output of the session, else kOutOfRange.
+static trainc_status checkOutputIndex(const trainc_session *session,
+                                      size_t index) {
+  if (index < session->session->executable().outputs().size())
+    return nullptr;
+  return toC(
+      trainc::Status(trainc::StatusCode::kOutOfRange,
+                     "output " + std::to_string(index) + " does not exist"));
+}
+
 trainc_status trainc_session_output(trainc_session *session, size_t index,
                                     const void **out_data, size_t *out_bytes) {
   if (!session)
     return nullArgument("session");
   if (!out_data || !out_bytes)
     return nullArgument("out_data/out_bytes");
+  if (trainc_status s = checkOutputIndex(session, index))
+    return s;
   const trainc::Executable &exe = session->session->executable();
-  if (index >= exe.outputs().size())
-    return toC(
-        trainc::Status(trainc::StatusCode::kOutOfRange,
-                       "output " + std::to_string(index) + " does not exist"));
   uint32_t id = exe.outputs()[index];
   *out_bytes = exe.tensors()[id].size;
   if (session->session->device().hostVisible()) {
@@ -307,11 +315,8 @@ trainc_status trainc_session_output_scalar(trainc_session *session,
     return nullArgument("session");
   if (!out_value)
     return nullArgument("out_value");
-  const trainc::Executable &exe = session->session->executable();
-  if (index >= exe.outputs().size())
-    return toC(
-        trainc::Status(trainc::StatusCode::kOutOfRange,
-                       "output " + std::to_string(index) + " does not exist"));
+  if (trainc_status s = checkOutputIndex(session, index))
+    return s;
   return toC(trainc::readScalar(*session->session, int(index), *out_value));
 }
 
