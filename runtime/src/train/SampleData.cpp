@@ -110,7 +110,7 @@ Status checkTokenIds(const SampleData &data, const SampleData::Array &a,
   size_t width = dtypeSize(a.dtype), perSample = a.sampleBytes / width;
   for (uint64_t s = 0; s < data.size(); ++s)
     for (size_t j = 0; j < perSample; ++j) {
-      const char *p = a.bytes.data() + s * a.sampleBytes + j * width;
+      const char *p = data.sample(a, s) + j * width;
       int64_t id;
       if (width == 8) {
         std::memcpy(&id, p, 8);
@@ -144,7 +144,11 @@ public:
   Status feedNext(Session &train) override;
   Status bindEval(const Executable &eval) override {
     evalFeeds_.clear();
-    return bindInputs(data_, eval, /*all=*/false, evalFeeds_, evalBatch_);
+    TRAINC_RETURN_IF_ERROR(
+        bindInputs(data_, eval, /*all=*/false, evalFeeds_, evalBatch_));
+    for (const Feed &f : evalFeeds_)
+      evalBuffers_.emplace_back(f.array->sampleBytes * size_t(evalBatch_));
+    return okStatus();
   }
   int64_t evalBatchCount() const override {
     return evalBatch_ > 0 ? int64_t(data_.evalSize() / uint64_t(evalBatch_))
@@ -152,12 +156,17 @@ public:
   }
   Status feedEval(int64_t index, Session &eval,
                   const std::function<Status()> &runPiece) override {
-    // Consecutive samples: the arrays' own bytes.
+    // Consecutive samples (which may span two files).
     uint64_t first = data_.trainSize() + uint64_t(index * evalBatch_);
-    for (const Feed &f : evalFeeds_)
-      TRAINC_RETURN_IF_ERROR(eval.setInput(
-          f.input, f.array->bytes.data() + first * f.array->sampleBytes,
-          f.array->sampleBytes * size_t(evalBatch_)));
+    for (size_t e = 0; e < evalFeeds_.size(); ++e) {
+      const SampleData::Array &a = *evalFeeds_[e].array;
+      char *out = evalBuffers_[e].data();
+      for (int64_t j = 0; j < evalBatch_; ++j)
+        std::memcpy(out + size_t(j) * a.sampleBytes,
+                    data_.sample(a, first + uint64_t(j)), a.sampleBytes);
+      TRAINC_RETURN_IF_ERROR(
+          eval.setInput(evalFeeds_[e].input, out, evalBuffers_[e].size()));
+    }
     return runPiece();
   }
   std::string evalTooShort() const override {
@@ -187,7 +196,7 @@ private:
   /// The epoch whose order is in order_ (none yet: UINT64_MAX).
   uint64_t epoch_ = UINT64_MAX;
   std::vector<uint64_t> order_;
-  std::vector<std::vector<char>> buffers_;
+  std::vector<std::vector<char>> buffers_, evalBuffers_;
 };
 
 Status SampleBatches::bind(const Session &session, const DataBinding &binding) {
@@ -256,8 +265,8 @@ Status SampleBatches::feedNext(Session &train) {
     const SampleData::Array &a = *feeds_[f].array;
     char *out = buffers_[f].data();
     for (int64_t j = 0; j < batch_; ++j)
-      std::memcpy(out + size_t(j) * a.sampleBytes,
-                  a.bytes.data() + samples[j] * a.sampleBytes, a.sampleBytes);
+      std::memcpy(out + size_t(j) * a.sampleBytes, data_.sample(a, samples[j]),
+                  a.sampleBytes);
     TRAINC_RETURN_IF_ERROR(
         train.setInput(feeds_[f].input, out, buffers_[f].size()));
   }
@@ -271,6 +280,8 @@ Status SampleData::open(const DataOptions &options,
                         std::unique_ptr<SampleData> &out) {
   auto data = std::unique_ptr<SampleData>(new SampleData());
   std::map<std::string, Array> arrays;
+  // Never reallocated: the arrays point into the files' bytes.
+  data->files_.reserve(options.paths.size());
   for (const std::string &path : options.paths) {
     SafetensorsFile file;
     TRAINC_RETURN_IF_ERROR(readSafetensors(path, file));
@@ -324,14 +335,7 @@ Status SampleData::open(const DataOptions &options,
             " but " + sampleType(it->second.fileDType, it->second.sampleShape) +
             " in " + options.paths.front());
       }
-      Array &a = it->second;
-      try {
-        a.bytes.insert(a.bytes.end(), file.data(t), file.data(t) + t.bytes);
-      } catch (const std::bad_alloc &) {
-        return Status(StatusCode::kOutOfRange,
-                      path + ": not enough memory to load '" + t.name + "' (" +
-                          withCommas(t.bytes) + " bytes)");
-      }
+      it->second.parts.push_back(file.data(t));
     }
     if (!firstFile && file.tensors.size() != arrays.size())
       return invalidArgument(
@@ -339,6 +343,7 @@ Status SampleData::open(const DataOptions &options,
           " arrays but " + options.paths.front() + " " +
           std::to_string(arrays.size()) + ": every file needs the same arrays");
     data->count_ += uint64_t(n);
+    data->files_.push_back(std::move(file));
   }
   for (auto &[name, a] : arrays)
     data->arrays_.push_back(std::move(a));
@@ -365,7 +370,12 @@ uint64_t SampleData::contentHash() const {
       std::string key = a.name + '\0' + a.fileDType + '\0' +
                         shapeString(a.sampleShape) + '\0';
       XXH3_64bits_update(state, key.data(), key.size());
-      XXH3_64bits_update(state, a.bytes.data(), a.bytes.size());
+      for (size_t f = 0; f < a.parts.size(); ++f) {
+        uint64_t end =
+            f + 1 < fileStarts_.size() ? fileStarts_[f + 1].first : count_;
+        XXH3_64bits_update(state, a.parts[f],
+                           (end - fileStarts_[f].first) * a.sampleBytes);
+      }
     }
     hash_ = XXH3_64bits_digest(state);
     XXH3_freeState(state);
@@ -391,10 +401,20 @@ Status SampleData::epochOrder(uint64_t seed, uint64_t epoch,
   return okStatus();
 }
 
+size_t SampleData::fileOf(uint64_t i) const {
+  if (fileStarts_.size() == 1)
+    return 0;
+  // The last file starting at or before i.
+  auto after = std::upper_bound(
+      fileStarts_.begin(), fileStarts_.end(), i,
+      [](uint64_t v, const std::pair<uint64_t, std::string> &start) {
+        return v < start.first;
+      });
+  return size_t(after - fileStarts_.begin()) - 1;
+}
+
 std::string SampleData::sampleName(uint64_t i) const {
-  size_t f = fileStarts_.size() - 1;
-  while (f > 0 && fileStarts_[f].first > i)
-    --f;
+  size_t f = fileOf(i);
   return fileStarts_[f].second + ", sample " +
          withCommas(i - fileStarts_[f].first);
 }

@@ -29,6 +29,7 @@
 #define TRAINC_RUNTIME_TRAIN_SAMPLEDATA_H
 
 #include "base/DType.h"
+#include "io/SafeTensors.h"
 #include "train/Dataset.h"
 
 #include <mutex>
@@ -37,8 +38,8 @@ namespace trainc {
 
 class SampleData : public Dataset {
 public:
-  /// One named array of every sample: sample i is bytes
-  /// [i * sampleBytes, (i + 1) * sampleBytes).
+  /// One named array of every sample, in the files' memory (each file is
+  /// read once and not copied): sample(array, i).
   struct Array {
     std::string name;
     /// The dtype as the files name it ("F32") and trainc's.
@@ -46,7 +47,8 @@ public:
     DType dtype;
     std::vector<int64_t> sampleShape;
     size_t sampleBytes = 0;
-    std::vector<char> bytes;
+    /// Per file, where its samples of this array start.
+    std::vector<const char *> parts;
   };
 
   static Status open(const DataOptions &options,
@@ -70,11 +72,21 @@ public:
                     std::vector<uint64_t> &out) const;
   /// "FILE, sample 12" for sample `i` (counted over all files).
   std::string sampleName(uint64_t i) const;
+  /// The sampleBytes bytes of sample `i` (counted over all files) of `a`.
+  const char *sample(const Array &a, uint64_t i) const {
+    size_t f = fileOf(i);
+    return a.parts[f] + (i - fileStarts_[f].first) * a.sampleBytes;
+  }
 
   /// The most samples the data may hold.
   static constexpr uint64_t kMaxSamples = uint64_t(1) << 32;
 
 private:
+  /// The file holding sample `i`.
+  size_t fileOf(uint64_t i) const;
+
+  /// The files as read: the arrays point into them.
+  std::vector<SafetensorsFile> files_;
   std::vector<Array> arrays_;
   /// Where each file's samples start, for error messages.
   std::vector<std::pair<uint64_t, std::string>> fileStarts_;

@@ -223,14 +223,23 @@ def main():
               f'and weights ({err:.1e}) within {TOL:g}',
               len(got) == STEPS and worst < TOL and err < TOL)
 
-    # Two files, concatenated in order.
-    save_file({'x': X[:25], 'labels': LABELS[:25]}, p('part1.safetensors'))
-    save_file({'labels': LABELS[25:], 'x': X[25:]}, p('part2.safetensors'))
-    r = run(['trainc-run', p('step.tcx'), '--data', p('part1.safetensors'), '--data',
-             p('part2.safetensors'), '--eval-fraction', str(HELD / N), '--steps', str(STEPS),
-             '--log-jsonl', p('parts.jsonl'), '--no-progress'])
-    got = [x['loss'] for x in records(p('parts.jsonl'))] if r.returncode == 0 else []
-    check('the samples split over two files give the same run', got == losses)
+    # Two files, concatenated in order; the first held-out batch spans both.
+    save_file({'x': X[:34], 'labels': LABELS[:34]}, p('part1.safetensors'))
+    save_file({'labels': LABELS[34:], 'x': X[34:]}, p('part2.safetensors'))
+    parts = ['--data', p('part1.safetensors'), '--data', p('part2.safetensors'),
+             '--eval-fraction', str(HELD / N), '--no-progress']
+    r = run(['trainc-run', p('step.tcx'), *parts, '--steps', str(STEPS), '--log-jsonl',
+             p('parts.jsonl'), '--eval-executable', p('fwd.tcx'), '--eval-batches', '0'])
+    split = records(p('parts.jsonl')) if r.returncode == 0 else []
+    check('the samples split over two files give the same run and held-out loss',
+          [x['loss'] for x in split] == losses and
+          split[-1].get('eval_loss') == log[-1].get('eval_loss'))
+    # The same content hashes the same: the one file's checkpoint resumes.
+    r = run(['trainc-run', p('step.tcx'), *parts, '--steps', '10', '--resume', p('state'),
+             '--log-jsonl', p('parts_resumed.jsonl')])
+    got = [x['loss'] for x in records(p('parts_resumed.jsonl'))] if r.returncode == 0 else []
+    check('a run saved on one file continues on the same samples in two',
+          got == losses[10:])
 
     ok &= errors(work, p, check)
     print('PASS' if ok else 'FAIL')
