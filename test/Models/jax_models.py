@@ -526,5 +526,54 @@ class Llama:
         return next_token_nll(logits, targets)
 
 
+class CNN:
+    """A small image classifier in Flax's layout (NHWC images, HWIO
+    kernels) through jax.lax.conv_general_dilated: a 3x3 SAME convolution
+    with bias and ReLU, a 2x2 max pool (lax.reduce_window), a 3x3 stride-2
+    SAME convolution, a depthwise 3x3 dilated convolution
+    (feature_group_count = channels, rhs_dilation 2, explicit padding),
+    global average pooling and a dense layer, with the mean cross-entropy
+    of integer labels. Batch {'images': float32 [8, 12, 12, 3], 'labels':
+    int32 [8] in [0, 5)}.
+    """
+    BATCH, SIZE, CLASSES = 8, 12, 5
+
+    @staticmethod
+    def init_params(key):
+        k = jax.random.split(key, 5)
+        def normal(k, shape, fan_in):
+            return jax.random.normal(k, shape, jnp.float32) * fan_in ** -0.5
+        return {'conv1': {'w': normal(k[0], (3, 3, 3, 8), 27),
+                          'b': 0.1 * jax.random.normal(k[1], (8,), jnp.float32)},
+                'conv2': {'w': normal(k[2], (3, 3, 8, 16), 72)},
+                'depthwise': {'w': normal(k[3], (3, 3, 1, 16), 9)},
+                'dense': {'w': normal(k[4], (16, CNN.CLASSES), 16)}}
+
+    @staticmethod
+    def example_batch(key):
+        ki, kl = jax.random.split(key)
+        images = jax.random.normal(ki, (CNN.BATCH, CNN.SIZE, CNN.SIZE, 3), jnp.float32)
+        labels = jax.random.randint(kl, (CNN.BATCH,), 0, CNN.CLASSES, jnp.int32)
+        return {'images': images, 'labels': labels}
+
+    @staticmethod
+    def loss_fn(params, batch):
+        dn = ('NHWC', 'HWIO', 'NHWC')
+        x = batch['images'].astype(params['conv1']['w'].dtype)
+        x = jax.lax.conv_general_dilated(x, params['conv1']['w'], (1, 1), 'SAME',
+                                         dimension_numbers=dn)
+        x = jax.nn.relu(x + params['conv1']['b'])
+        x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                                  'VALID')
+        x = jax.nn.relu(jax.lax.conv_general_dilated(
+            x, params['conv2']['w'], (2, 2), 'SAME', dimension_numbers=dn))
+        x = jax.nn.relu(jax.lax.conv_general_dilated(
+            x, params['depthwise']['w'], (1, 1), ((2, 1), (1, 2)), rhs_dilation=(2, 2),
+            dimension_numbers=dn, feature_group_count=16))
+        logits = jnp.mean(x, axis=(1, 2)) @ params['dense']['w']
+        logp = jax.nn.log_softmax(logits, axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, batch['labels'][:, None], axis=-1))
+
+
 MODELS = {'gpt': GPT, 'mlp': MLP, 'dropout_mlp': DropoutMLP, 'scan_mlp': ScanMLP, 'llama': Llama,
-          'einsum_gpt': EinsumGPT}
+          'einsum_gpt': EinsumGPT, 'cnn': CNN}

@@ -3,8 +3,9 @@
 
 For each model of test/Models/jax_models.py (a small GPT, an MLP, a
 residual MLP looping over its layers with lax.scan, the GPT with
-Flax-style einsum attention, and a Llama-style decoder using
-jax.nn.dot_product_attention; plain jax.numpy), with
+Flax-style einsum attention, a Llama-style decoder using
+jax.nn.dot_product_attention, and a CNN of lax.conv_general_dilated
+(strided, dilated, depthwise) and a max pool; plain jax.numpy), with
 params from init_params(jax.random.key(0)) and the batch
 from example_batch(jax.random.key(1)):
 
@@ -111,7 +112,9 @@ COMPOSITES = {'gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy'
               # jax.nn.dot_product_attention: 5-D products over
               # [B, T, N, G=1, H] and a unit-dim transpose before the mask.
               'llama': ('rms_norm', 'attention', 'softmax_cross_entropy'),
-              'einsum_gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')}
+              'einsum_gpt': ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy'),
+              # Convolutions read their patches with graph.extract_patches.
+              'cnn': ('extract_patches', 'softmax_cross_entropy')}
 
 
 def run(cmd):
