@@ -131,6 +131,12 @@ trainc_status trainc_session_set_input(trainc_session *session, size_t index,
 trainc_status trainc_session_run(trainc_session *session);
 trainc_status trainc_session_output(trainc_session *session, size_t index,
                                     const void **out_data, size_t *out_bytes);
+/* Since API version 10: output `index`, a scalar (rank 0) f64, f32, f16,
+ * bf16 or i1, as a double (16-bit floats converted exactly; i1 as 0 or 1).
+ * TRAINC_OUT_OF_RANGE for an index past the outputs, TRAINC_INVALID_ARGUMENT
+ * for an output of another dtype or rank. */
+trainc_status trainc_session_output_scalar(trainc_session *session,
+                                           size_t index, double *out_value);
 
 /* ---- Inspection, options and files (since API version 3) ---------------- */
 
@@ -350,11 +356,6 @@ int64_t trainc_trainer_step_count(const trainc_trainer *trainer);
  * the token input's that the executable names (what step metrics'
  * tokens_per_second counts); 0 when it names none. */
 int64_t trainc_trainer_tokens_per_step(const trainc_trainer *trainer);
-/* Since API version 10: output `index` of `session`, a scalar (rank 0)
- * f64, f32, f16, bf16 or i1, as a double (16-bit floats converted exactly);
- * TRAINC_INTERNAL for an output of another dtype or rank. */
-trainc_status trainc_session_output_scalar(trainc_session *session,
-                                           size_t index, double *out_value);
 /* Since API version 10: samples one step consumes on all ranks (sample
  * data: the executable's batch times the data-parallel ranks); 0 for token
  * data or fixed inputs. */

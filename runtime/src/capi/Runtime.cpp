@@ -317,6 +317,17 @@ trainc_status trainc_session_output_scalar(trainc_session *session,
     return nullArgument("out_value");
   if (trainc_status s = checkOutputIndex(session, index))
     return s;
+  const trainc::Executable &exe = session->session->executable();
+  const trainc::TensorInfo &t = exe.tensors()[exe.outputs()[index]];
+  bool scalarType =
+      t.dtype == trainc::DType::F64 || t.dtype == trainc::DType::F32 ||
+      t.dtype == trainc::DType::F16 || t.dtype == trainc::DType::BF16 ||
+      t.dtype == trainc::DType::I1;
+  if (!t.shape.empty() || !scalarType)
+    return toC(trainc::invalidArgument(
+        "output '" + t.name + "' is " + trainc::dtypeName(t.dtype) +
+        trainc::shapeString(t.shape) +
+        ", not a scalar f64, f32, f16, bf16 or i1"));
   return toC(trainc::readScalar(*session->session, int(index), *out_value));
 }
 

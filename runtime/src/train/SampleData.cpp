@@ -144,6 +144,7 @@ public:
   Status feedNext(Session &train) override;
   Status bindEval(const Executable &eval) override {
     evalFeeds_.clear();
+    evalBuffers_.clear();
     TRAINC_RETURN_IF_ERROR(
         bindInputs(data_, eval, /*all=*/false, evalFeeds_, evalBatch_));
     for (const Feed &f : evalFeeds_)

@@ -37,7 +37,7 @@ Status readScalar(const Session &session, int index, double &out) {
   uint32_t id = exe.outputs()[size_t(index)];
   const TensorInfo &t = exe.tensors()[id];
   alignas(8) char bytes[8] = {};
-  if (t.size > sizeof(bytes))
+  if (!t.shape.empty() || t.size > sizeof(bytes))
     return internalError("output '" + t.name + "' is not a scalar");
   TRAINC_RETURN_IF_ERROR(session.readTensor(id, bytes));
   uint16_t half;

@@ -530,7 +530,7 @@ int main(int argc, char **argv) {
     trainc_status_free(status);
     expectError(trainc_session_output_scalar(session, (size_t)(1 - lossIndex),
                                              &asDouble),
-                TRAINC_INTERNAL, "output_scalar of a non-scalar output");
+                TRAINC_INVALID_ARGUMENT, "output_scalar of a non-scalar output");
   }
   expectError(trainc_session_output(session, 9, &out, &bytes),
               TRAINC_OUT_OF_RANGE, "an output index out of range");
