@@ -524,13 +524,15 @@ int main(int argc, char **argv) {
     printf("C API: loss %.9g (PyTorch %.9g)\n", loss, expected);
     /* The same scalar as a double (API 10). */
     double asDouble = 0;
-    status = trainc_session_output_scalar(session, (size_t)lossIndex, &asDouble);
+    status =
+        trainc_session_output_scalar(session, (size_t)lossIndex, &asDouble);
     CHECK(status == NULL && asDouble == (double)loss,
           "output_scalar %.17g, the f32 output %.9g", asDouble, loss);
     trainc_status_free(status);
     expectError(trainc_session_output_scalar(session, (size_t)(1 - lossIndex),
                                              &asDouble),
-                TRAINC_INVALID_ARGUMENT, "output_scalar of a non-scalar output");
+                TRAINC_INVALID_ARGUMENT,
+                "output_scalar of a non-scalar output");
   }
   expectError(trainc_session_output(session, 9, &out, &bytes),
               TRAINC_OUT_OF_RANGE, "an output index out of range");
