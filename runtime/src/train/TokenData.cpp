@@ -166,7 +166,7 @@ Status TokenData::open(const DataOptions &options,
            ? options.paths.front()
            : std::to_string(options.paths.size()) + " files") +
       "; " + withCommas(data->trainTokens_) + " for training, " +
-      withCommas(data->evalTokens()) + " held out";
+      withCommas(data->evalSize()) + " held out";
   out = std::move(data);
   return okStatus();
 }
@@ -199,9 +199,9 @@ Status BatchSampler::create(const TokenData &data, int64_t batch, int64_t seq,
                             uint64_t seed, std::unique_ptr<BatchSampler> &out) {
   if (batch < 1 || seq < 1)
     return invalidArgument("batches need a positive size and length");
-  if (data.trainTokens() < size_t(seq) + 1)
+  if (data.trainSize() < size_t(seq) + 1)
     return invalidArgument(
-        "the training data has " + withCommas(data.trainTokens()) +
+        "the training data has " + withCommas(data.trainSize()) +
         " tokens but one sequence needs " + withCommas(uint64_t(seq) + 1) +
         " (the model's sequence length " + std::to_string(seq) +
         " plus the shifted target): " + data.description());
@@ -214,7 +214,7 @@ Status BatchSampler::create(const TokenData &data, int64_t batch, int64_t seq,
 }
 
 uint64_t BatchSampler::windowStart(uint64_t p, int64_t b) const {
-  return uniform(mixBits(seed_, p, uint64_t(b)), data_.trainTokens() - seq_);
+  return uniform(mixBits(seed_, p, uint64_t(b)), data_.trainSize() - seq_);
 }
 
 void BatchSampler::copyWindow(uint64_t start, int64_t row, void *tokens,
@@ -240,7 +240,7 @@ void BatchSampler::nextTrain(void *tokens, void *targets, bool int64Ids) {
 }
 
 int64_t BatchSampler::evalBatchCount() const {
-  size_t held = data_.evalTokens();
+  size_t held = data_.evalSize();
   if (held < size_t(seq_) + 1)
     return 0;
   return int64_t((held - 1) / size_t(seq_)) / batch_;
@@ -249,7 +249,7 @@ int64_t BatchSampler::evalBatchCount() const {
 void BatchSampler::evalBatch(int64_t index, void *tokens, void *targets,
                              bool int64Ids) const {
   for (int64_t b = 0; b < batch_; ++b)
-    copyWindow(data_.trainTokens() + uint64_t(index * batch_ + b) * seq_, b,
+    copyWindow(data_.trainSize() + uint64_t(index * batch_ + b) * seq_, b,
                tokens, targets, int64Ids);
 }
 

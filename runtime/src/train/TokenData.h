@@ -55,8 +55,6 @@ public:
   const char *unit() const override { return "tokens"; }
   uint64_t size() const override { return tokens_.size(); }
   uint64_t trainSize() const override { return trainTokens_; }
-  size_t trainTokens() const { return trainTokens_; }
-  size_t evalTokens() const { return tokens_.size() - trainTokens_; }
   const std::vector<uint32_t> &tokens() const { return tokens_; }
   const std::string &description() const override { return description_; }
 

@@ -66,10 +66,6 @@ Status readScalar(const Session &session, int index, double &out) {
   return okStatus();
 }
 
-int64_t vocabularyOf(const Executable &exe) {
-  return exe.signature().vocabulary;
-}
-
 Status parameterTensors(const Session &session,
                         std::vector<std::vector<char>> &storage,
                         std::vector<NamedTensor> &out) {

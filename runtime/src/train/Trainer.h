@@ -218,10 +218,6 @@ Status loadParameterTensors(Session &session, const std::string &path);
 /// a copy to the host.
 Status readScalar(const Session &session, int index, double &out);
 
-/// The vocabulary size of a language-model executable: the class dimension
-/// of its softmax_cross_entropy (0 when it has none).
-int64_t vocabularyOf(const Executable &exe);
-
 } // namespace trainc
 
 #endif // TRAINC_RUNTIME_TRAIN_TRAINER_H

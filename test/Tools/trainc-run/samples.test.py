@@ -332,6 +332,25 @@ def errors(work, p, check):
         good = r.returncode == 1 and message in r.stderr and 'Traceback' not in r.stderr
         check(f'{label}: exit {r.returncode}, {r.stderr.strip()[:300]}', good)
         ok &= good
+    # Inputs of two batch sizes: one sample feeds every input.
+    nodes = [helper.make_node('Mul', ['a', 'p'], ['ap']),
+             helper.make_node('Mul', ['b', 'p'], ['bp']),
+             helper.make_node('ReduceSum', ['ap'], ['sa'], keepdims=0),
+             helper.make_node('ReduceSum', ['bp'], ['sb'], keepdims=0),
+             helper.make_node('Add', ['sa', 'sb'], ['loss'])]
+    graph = helper.make_graph(
+        nodes, 'two', [helper.make_tensor_value_info('a', TensorProto.FLOAT, [4, 3]),
+                       helper.make_tensor_value_info('b', TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info('loss', TensorProto.FLOAT, [])],
+        [numpy_helper.from_array(np.ones(3, np.float32), 'p')])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)]),
+              p('two.onnx'))
+    run(['trainc', p('two.onnx'), '--train', '--optimizer', 'sgd', '-o', p('two.tcx')])
+    save_file({'a': X[:, :, 0].copy(), 'b': X[:, :, 1].copy()}, p('two.safetensors'))
+    r = run(['trainc-run', p('two.tcx'), '--data', p('two.safetensors'), '--steps', '1'])
+    good = r.returncode == 1 and "inputs have batches of different sizes" in r.stderr
+    check(f'inputs of two batch sizes: exit {r.returncode}, {r.stderr.strip()[:200]}', good)
+    ok &= good
     # A truncated file, mixed kinds, token-input flags, another file's arrays.
     data = open(p('samples.safetensors'), 'rb').read()
     open(p('cut.safetensors'), 'wb').write(data[:len(data) // 2])
