@@ -64,7 +64,9 @@ namespace trainc {
 ///      ui64), with the bitwise ops as steps.
 ///  28: Remainder.
 ///  29: ExtractPatches, FoldPatches (convolutions' im2col and col2im).
-constexpr uint32_t kFormatVersion = 29;
+///  30: FusedElementwise's broadcast operands (a dims section after the
+///      program).
+constexpr uint32_t kFormatVersion = 30;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;
@@ -120,6 +122,11 @@ constexpr int kFusedStepInts = 6;
 constexpr int kFusedMaxInputs = 16;
 constexpr int kFusedMaxSteps = 40;
 constexpr int kFusedMaxResults = 8;
+/// A broadcast operand of a fused loop is read through strides over at
+/// most this many dimensions of the results (math/BroadcastView.h): those
+/// left after dimensions of size 1 drop out and neighbours it reads alike
+/// merge. An operand of rank r needs at most 2r + 1.
+constexpr int kFusedMaxViewDims = 6;
 
 /// Opcode::Attention and Opcode::AttentionGrad: ints[2] has bit i set when
 /// tensor i is stored [B, S, H, D] (sequence-major) rather than [B, H, S,

@@ -91,6 +91,54 @@ func.func @single_ops(%x: tensor<8xf32>, %s: tensor<f32>) -> (tensor<8xf32>, ten
 
 // -----
 
+// A batch norm's per-channel scale and shift: the loop reads the [C]
+// values in place (operand_dims), the broadcasts go; one value broadcast
+// two ways is two operands; a broadcast that also feeds an op alone (exp)
+// stays for it. A rank-3 source could need more strides than the
+// executable's view takes, so its broadcast stays.
+// CHECK-LABEL: func.func @broadcast_operands
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x4x4xf32>, %[[G:.+]]: tensor<3xf32>, %[[B:.+]]: tensor<3xf32>, %[[Q:.+]]: tensor<4xf32>, %[[W:.+]]: tensor<2x3x4xf32>)
+func.func @broadcast_operands(%x: tensor<2x3x4x4xf32>, %g: tensor<3xf32>, %b: tensor<3xf32>, %q: tensor<4xf32>, %w: tensor<2x3x4xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>) {
+  // CHECK: %[[BQ:.+]] = graph.broadcast_in_dim %[[Q]], dims = [3]
+  // CHECK: %[[BW:.+]] = graph.broadcast_in_dim %[[W]], dims = [0, 1, 2]
+  // CHECK: %[[F:.+]] = graph.fused_elementwise %[[X]], %[[G]], %[[B]], %[[Q]], %[[BW]], %[[Q]]
+  // CHECK-SAME: {operand_dims = [array<i64: 0, 1, 2, 3>, array<i64: 1>, array<i64: 1>, array<i64: 2>, array<i64: 0, 1, 2, 3>, array<i64: 3>]}
+  // CHECK-SAME: : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4xf32>, tensor<2x3x4x4xf32>, tensor<4xf32>) -> tensor<2x3x4x4xf32>
+  // CHECK-NOT: graph.broadcast_in_dim
+  // CHECK: graph.exp %[[BQ]]
+  // CHECK: return %[[F]], %{{.+}}, %[[BQ]]
+  %bg = graph.broadcast_in_dim %g, dims = [1] : (tensor<3xf32>) -> tensor<2x3x4x4xf32>
+  %bb = graph.broadcast_in_dim %b, dims = [1] : (tensor<3xf32>) -> tensor<2x3x4x4xf32>
+  %bq2 = graph.broadcast_in_dim %q, dims = [2] : (tensor<4xf32>) -> tensor<2x3x4x4xf32>
+  %bq3 = graph.broadcast_in_dim %q, dims = [3] : (tensor<4xf32>) -> tensor<2x3x4x4xf32>
+  %bw = graph.broadcast_in_dim %w, dims = [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<2x3x4x4xf32>
+  %m = graph.mul %x, %bg : tensor<2x3x4x4xf32>
+  %a = graph.add %m, %bb : tensor<2x3x4x4xf32>
+  %p = graph.mul %a, %bq2 : tensor<2x3x4x4xf32>
+  %v = graph.sub %p, %bw : tensor<2x3x4x4xf32>
+  %o = graph.add %v, %bq3 : tensor<2x3x4x4xf32>
+  %e = graph.exp %bq3 : tensor<2x3x4x4xf32>
+  return %o, %e, %bq3 : tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>
+}
+
+// -----
+
+// A splat constant of the loop's shape (ReLU's zeros, a padding value)
+// becomes a 0-d constant operand; the big constant goes.
+// CHECK-LABEL: func.func @splat_constants
+func.func @splat_constants(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
+  // CHECK-NOT: tensor<16x32xf32> = graph.constant
+  // CHECK: %[[Z:.+]] = graph.constant dense<0.000000e+00> : tensor<f32>
+  // CHECK: graph.fused_elementwise %{{.+}}, %[[Z]] : (tensor<16x32xf32>, tensor<f32>) -> tensor<16x32xf32>
+  // CHECK: graph.max
+  // CHECK-NOT: graph.constant
+  %z = graph.constant dense<0.0> : tensor<16x32xf32>
+  %r = graph.max %x, %z : tensor<16x32xf32>
+  return %r : tensor<16x32xf32>
+}
+
+// -----
+
 // An op outside the chain that uses a member's value before the chain's
 // last op would need the fused op earlier than its last member: the chain
 // stops there, and what follows is a loop of its own.

@@ -114,9 +114,9 @@ void accountTrainingState(const Program &program, MemoryPlanReport &report) {
   };
   // The gradients are counted as the data-parallel collectives deliver
   // them (whole after an all_reduce, parts after a reduce_scatter; once per
-  // bucket): through the divide by N, the slices and reshapes back to each
-  // parameter's shape, ZeRO-1's shard_slice, the padding and the done of an
-  // asynchronous collective.
+  // bucket): through the divide by N (an instruction or a fused loop), the
+  // slices and reshapes back to each parameter's shape, ZeRO-1's shard_slice,
+  // the padding and the done of an asynchronous collective.
   std::vector<int64_t> producer(program.tensors.size(), -1);
   for (auto [i, inst] : llvm::enumerate(program.instructions))
     for (uint32_t id : inst.results)
@@ -131,6 +131,23 @@ void accountTrainingState(const Program &program, MemoryPlanReport &report) {
           op == Opcode::AllReduceStart || op == Opcode::ReduceScatterStart) {
         id = at;
         break;
+      }
+      if (op == Opcode::FusedElementwise) {
+        // The divide by N as a loop: one operand of the result's shape,
+        // the others 0-d.
+        std::optional<uint32_t> tensorOperand;
+        bool scalars = true;
+        for (uint32_t operand : inst.operands) {
+          ArrayRef<int64_t> shape = program.tensors[operand].type.getShape();
+          if (shape == program.tensors[at].type.getShape() && !tensorOperand)
+            tensorOperand = operand;
+          else
+            scalars = scalars && shape.empty();
+        }
+        if (!tensorOperand || !scalars)
+          break;
+        at = *tensorOperand;
+        continue;
       }
       if (op != Opcode::Reshape && op != Opcode::Slice &&
           op != Opcode::ShardSlice && op != Opcode::Div &&

@@ -125,7 +125,8 @@ void attentionAttrs(Op op, bool stats, ProgramInstruction &inst) {
 }
 
 /// The ints of Opcode::FusedElementwise (executable.fbs): registers
-/// 0..I-1 are the body's arguments, I+k its k-th op's value.
+/// 0..I-1 are the body's arguments, I+k its k-th op's value; operand_dims,
+/// where present, is the dims section.
 LogicalResult fusedProgram(FusedElementwiseOp fused,
                            std::vector<int64_t> &ints) {
   Block &body = fused.getBody().front();
@@ -183,6 +184,10 @@ LogicalResult fusedProgram(FusedElementwiseOp fused,
   ints = {steps};
   ints.insert(ints.end(), program.begin(), program.end());
   ints.insert(ints.end(), results.begin(), results.end());
+  // The dims section, where an operand is broadcast.
+  if (std::optional<ArrayAttr> operandDims = fused.getOperandDims())
+    for (Attribute dims : *operandDims)
+      llvm::append_range(ints, cast<DenseI64ArrayAttr>(dims).asArrayRef());
   return success();
 }
 

@@ -14,7 +14,11 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SetVector.h"
+
+#include <algorithm>
+#include <functional>
 
 namespace trainc {
 #define GEN_PASS_DEF_FUSEELEMENTWISE
@@ -87,16 +91,60 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
-/// The 0-d value that `v` broadcasts into `shape`, or null.
-Value broadcastScalar(Value v, ArrayRef<int64_t> shape) {
+/// An operand of a fused loop: a value of the results' shape (no dims),
+/// or a smaller value that a broadcast_in_dim expands to that shape, with
+/// the broadcast's dims (its operand_dims; none for a 0-d value).
+using Input = std::pair<Value, ArrayRef<int64_t>>;
+
+/// The broadcast operand that `v` (of `shape`) is, or a null value: `v`
+/// is a broadcast_in_dim into `shape` of a loop element tensor whose dims
+/// increase and whose rank the executable's view of it always fits
+/// (kFusedMaxViewDims: rank r needs at most 2r + 1 dimensions).
+Input broadcastSource(Value v, ArrayRef<int64_t> shape) {
   auto b = v.getDefiningOp<BroadcastInDimOp>();
   if (!b || shapeOf(v) != shape)
-    return Value();
+    return {};
   Value source = b.getOperand();
-  if (cast<RankedTensorType>(source.getType()).getRank() != 0 ||
-      !isLoopElement(source.getType()))
-    return Value();
-  return source;
+  ArrayRef<int64_t> dims = b.getDims();
+  auto type = cast<RankedTensorType>(source.getType());
+  if (!isLoopElement(type) ||
+      type.getRank() > (trainc::kFusedMaxViewDims - 1) / 2 ||
+      std::adjacent_find(dims.begin(), dims.end(),
+                         std::greater_equal<int64_t>()) != dims.end())
+    return {};
+  return {source, dims};
+}
+
+/// The operand a fused loop of `shape` reads for its member's operand `v`.
+Input inputFor(Value v, ArrayRef<int64_t> shape) {
+  Input source = broadcastSource(v, shape);
+  return source.first ? source : Input{v, {}};
+}
+
+/// Each use by a fusible op of a splat constant that is not 0-d becomes a
+/// broadcast of a 0-d constant of its own, which the loop takes as a 0-d
+/// operand (ReLU's max with zeros of the activation's shape would read a
+/// tensor of zeros).
+void splitSplatConstants(Block &block) {
+  for (Operation &op : block.without_terminator()) {
+    if (!isFusible(&op))
+      continue;
+    for (OpOperand &use : op.getOpOperands()) {
+      auto constant = use.get().getDefiningOp<ConstantOp>();
+      auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
+                            : SplatElementsAttr();
+      if (!splat || cast<RankedTensorType>(splat.getType()).getRank() == 0)
+        continue;
+      OpBuilder b(&op);
+      auto scalarType = RankedTensorType::get({}, splat.getElementType());
+      Value scalar = b.create<ConstantOp>(constant.getLoc(),
+                                          splat.resizeSplat(scalarType));
+      use.set(b.create<BroadcastInDimOp>(constant.getLoc(), use.get().getType(),
+                                         scalar, b.getDenseI64ArrayAttr({})));
+      if (constant->use_empty())
+        constant->erase();
+    }
+  }
 }
 
 struct Group {
@@ -113,6 +161,7 @@ public:
   explicit Fuser(Block &block) : block(block) {}
 
   void run() {
+    splitSplatConstants(block);
     for (Operation &op : block.without_terminator())
       if (isFusible(&op) && !op.use_empty())
         place(&op);
@@ -196,7 +245,7 @@ private:
     int64_t freed = 0, held = 0;
     for (Value v : outputsOf(g))
       freed += bytesOf(v);
-    for (Value v : inputsOf(g)) {
+    for (auto [v, dims] : inputsOf(g)) {
       if (cast<RankedTensorType>(v.getType()).getRank() == 0)
         continue;
       bool diesBefore = llvm::all_of(v.getUsers(), [&](Operation *user) {
@@ -209,17 +258,14 @@ private:
     return held <= freed;
   }
 
-  /// The fused op's operands: values the members take from outside, a
-  /// broadcast 0-d value as that value.
-  static llvm::SetVector<Value> inputsOf(const Group &g) {
-    llvm::SetVector<Value> inputs;
+  /// The fused op's operands: the values the members take from outside,
+  /// a broadcast one as the value it broadcasts.
+  static llvm::SetVector<Input> inputsOf(const Group &g) {
+    llvm::SetVector<Input> inputs;
     for (Operation *op : g.ops)
-      for (Value v : op->getOperands()) {
-        if (v.getDefiningOp() && g.members.contains(v.getDefiningOp()))
-          continue;
-        Value scalar = broadcastScalar(v, shapeOf(op->getResult(0)));
-        inputs.insert(scalar ? scalar : v);
-      }
+      for (Value v : op->getOperands())
+        if (!v.getDefiningOp() || !g.members.contains(v.getDefiningOp()))
+          inputs.insert(inputFor(v, shapeOf(op->getResult(0))));
     return inputs;
   }
 
@@ -247,7 +293,7 @@ private:
       return true;
     Operation *op = g.ops.front();
     for (Value v : op->getOperands())
-      if (broadcastScalar(v, shapeOf(op->getResult(0))) &&
+      if (broadcastSource(v, shapeOf(op->getResult(0))).first &&
           llvm::all_of(v.getUsers(),
                        [&](Operation *user) { return user == op; }))
         return true;
@@ -255,17 +301,32 @@ private:
   }
 
   void fuse(Group &g) {
-    llvm::SetVector<Value> inputs = inputsOf(g);
+    llvm::SetVector<Input> inputs = inputsOf(g);
     SmallVector<Value> outputs = outputsOf(g);
     if (outputs.empty())
       return; // Dead: canonicalization's to remove.
     Operation *last = g.ops.back();
+    ArrayRef<int64_t> shape = shapeOf(last->getResult(0));
     OpBuilder b(last);
     SmallVector<Type> resultTypes;
     for (Value v : outputs)
       resultTypes.push_back(v.getType());
-    auto fused = b.create<FusedElementwiseOp>(last->getLoc(), resultTypes,
-                                              inputs.getArrayRef());
+    SmallVector<Value> operands;
+    SmallVector<Attribute> operandDims;
+    bool broadcast = false;
+    for (auto [v, dims] : inputs) {
+      operands.push_back(v);
+      ArrayRef<int64_t> own = shapeOf(v);
+      broadcast = broadcast || (!own.empty() && own != shape);
+      SmallVector<int64_t> spanned(dims);
+      if (own == shape)
+        spanned = llvm::to_vector(llvm::seq<int64_t>(0, own.size()));
+      operandDims.push_back(b.getDenseI64ArrayAttr(spanned));
+    }
+    auto fused =
+        b.create<FusedElementwiseOp>(last->getLoc(), resultTypes, operands);
+    if (broadcast)
+      fused.setOperandDimsAttr(b.getArrayAttr(operandDims));
     fused->setDiscardableAttrs(last->getDiscardableAttrDictionary());
     Block *body = b.createBlock(&fused.getBody());
     IRMapping map;
@@ -273,13 +334,14 @@ private:
       return RankedTensorType::get(
           {}, cast<RankedTensorType>(v.getType()).getElementType());
     };
-    for (Value v : inputs)
-      map.map(v, body->addArgument(scalarOf(v), v.getLoc()));
+    llvm::DenseMap<Input, Value> arguments;
+    for (const Input &input : inputs)
+      arguments[input] =
+          body->addArgument(scalarOf(input.first), input.first.getLoc());
     for (Operation *op : g.ops)
       for (Value v : op->getOperands())
-        if (Value scalar = broadcastScalar(v, shapeOf(op->getResult(0))))
-          if (!map.contains(v))
-            map.map(v, map.lookup(scalar));
+        if (!v.getDefiningOp() || !g.members.contains(v.getDefiningOp()))
+          map.map(v, arguments.lookup(inputFor(v, shape)));
     for (Operation *op : g.ops) {
       Operation *clone = b.clone(*op, map);
       for (Value r : clone->getResults())
@@ -294,8 +356,8 @@ private:
       v.replaceAllUsesWith(r);
     for (Operation *op : llvm::reverse(g.ops))
       op->erase();
-    // Broadcasts now unused (their value became a 0-d operand).
-    for (Value v : inputs)
+    // Broadcasts now unused (the loop reads what they broadcast).
+    for (auto [v, dims] : inputs)
       for (Operation *user : llvm::make_early_inc_range(v.getUsers()))
         if (isa<BroadcastInDimOp>(user) && user->use_empty())
           user->erase();

@@ -1,6 +1,6 @@
 //===- GraphFusion.cpp - The ops the lower phase's fusion makes -----------===//
 //
-// graph.fused_elementwise (a loop of elementwise ops: verifier C1-C4, FLOP
+// graph.fused_elementwise (a loop of elementwise ops: verifier C1-C6, FLOP
 // count, in-place rule) and graph.convert_group (several converts as one
 // op: verifier C1-C3, FLOP count).
 //
@@ -50,11 +50,41 @@ LogicalResult FusedElementwiseOp::verifyRegions() {
   for (Value r : getResults())
     if (cast<RankedTensorType>(r.getType()).getShape() != shape)
       return emitOpError("(C1) every result must have one shape");
+  std::optional<ArrayAttr> operandDims = getOperandDims();
   for (auto [i, v] : llvm::enumerate(getInputs())) {
     auto type = cast<RankedTensorType>(v.getType());
-    if (type.getRank() != 0 && type.getShape() != shape)
+    if (!operandDims && type.getRank() != 0 && type.getShape() != shape)
       return emitOpError("(C1) operand ")
-             << i << " must have the results' shape or be 0-d";
+             << i
+             << " must have the results' shape or be 0-d (or be broadcast "
+                "by operand_dims)";
+  }
+  // (C6)
+  if (operandDims) {
+    if (operandDims->size() != getInputs().size())
+      return emitOpError("(C6) operand_dims has ")
+             << operandDims->size() << " lists for " << getInputs().size()
+             << " operands";
+    for (auto [i, v] : llvm::enumerate(getInputs())) {
+      ArrayRef<int64_t> in = cast<RankedTensorType>(v.getType()).getShape();
+      ArrayRef<int64_t> dims =
+          cast<DenseI64ArrayAttr>((*operandDims)[i]).asArrayRef();
+      if (dims.size() != in.size())
+        return emitOpError("(C6) operand ")
+               << i << " has rank " << in.size() << " but " << dims.size()
+               << " operand_dims";
+      for (auto [k, d] : llvm::enumerate(dims)) {
+        if (d < 0 || d >= int64_t(shape.size()) || (k > 0 && d <= dims[k - 1]))
+          return emitOpError("(C6) operand ")
+                 << i << "'s operand_dims must increase within the results' "
+                 << shape.size() << " dimensions";
+        if (in[k] != 1 && in[k] != shape[d])
+          return emitOpError("(C6) operand ")
+                 << i << "'s dimension " << k << " (" << in[k]
+                 << ") is neither 1 nor the results' dimension " << d << " ("
+                 << shape[d] << ")";
+      }
+    }
   }
   // (C2)
   Block &body = getBody().front();

@@ -275,8 +275,6 @@ TRAINC_ELEMENTWISE_RULE(SelectOp)
 TRAINC_ELEMENTWISE_RULE(ConvertOp)
 TRAINC_ELEMENTWISE_RULE(GeluOp)
 TRAINC_ELEMENTWISE_RULE(GeluGradOp)
-// 0-d operands (scalars) have no dimensions.
-TRAINC_ELEMENTWISE_RULE(FusedElementwiseOp)
 // The scalars (step size, bias corrections, skip) have no dimensions.
 // Sums over ranks, element by element.
 TRAINC_ELEMENTWISE_RULE(AllReduceOp)
@@ -285,6 +283,27 @@ TRAINC_ELEMENTWISE_RULE(AllReduceStartOp)
 // result's shape.
 TRAINC_ELEMENTWISE_RULE(CollectiveDoneOp)
 #undef TRAINC_ELEMENTWISE_RULE
+
+/// Elementwise (0-d operands have no dimensions), and each dimension of a
+/// broadcast operand (operand_dims) that is not of size 1 carries the
+/// factor of the results' dimension it spans.
+ShardingRule FusedElementwiseOp::getShardingRule() {
+  RuleBuilder b(*this);
+  b.sameShape(getResult(0));
+  std::optional<ArrayAttr> operandDims = getOperandDims();
+  if (!operandDims)
+    return b.take();
+  ArrayRef<int64_t> out = shapeOf(getResult(0));
+  for (auto [i, v] : llvm::enumerate(getInputs())) {
+    ArrayRef<int64_t> in = shapeOf(v);
+    ArrayRef<int64_t> dims =
+        cast<DenseI64ArrayAttr>((*operandDims)[i]).asArrayRef();
+    for (auto [k, d] : llvm::enumerate(dims))
+      if (in[k] == out[d])
+        b.operand(unsigned(i), int64_t(k), b.resultFactor(0, d));
+  }
+  return b.take();
+}
 
 /// Parameter i's dimensions shared with its gradient, moments and results,
 /// element by element; the parameters of a group share nothing.

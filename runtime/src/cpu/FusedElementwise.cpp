@@ -4,7 +4,8 @@
 // Elementwise.cpp's Convert, so the same bits) at the end.
 //
 //   for each element i of the results' shape:
-//     r[0..I-1] = the operands' elements at i (a 0-d operand: its value)
+//     r[0..I-1] = the operands' elements at i (a 0-d operand: its value;
+//                 a broadcast one: math/BroadcastView.h's element)
 //     r[I+k]    = step k applied to earlier registers
 //     result[j] = r[results[j]]
 //
@@ -17,7 +18,9 @@
 // the stores and loads of the intermediate tensors are gone. Chunks are
 // the parallel unit; the step kernels run inline on the chunk's thread
 // (SerialScope). A 0-d operand is repeated over one chunk of scratch once
-// per thread.
+// per thread; a broadcast one (a per-channel scale) is copied into scratch
+// for each chunk, run by run of its view's innermost dimension (a fill
+// where it does not vary there, else a copy).
 //
 // A result that shares no memory with an operand is written by its step
 // directly. One that is the memory of an operand of its type (the plan's
@@ -45,13 +48,22 @@ namespace {
 /// work.
 constexpr int64_t kChunk = 4096;
 
-/// Whether result `out` shares no byte with an operand that has elements
-/// of its own (0-d operands are copied to scratch first).
-bool overlapsNoOperand(const KernelCall &call, const TensorRef &out) {
+/// How a register of an operand gets its chunk's elements.
+enum class Read {
+  kInPlace,  ///< the operand's memory at the chunk's offset
+  kRepeated, ///< one value, repeated in scratch once per thread
+  kGathered, ///< copied into scratch through its view for each chunk
+};
+
+/// Whether result `out` shares no byte with an operand read in place
+/// (the others are copied to scratch first).
+bool overlapsNoOperand(const KernelCall &call, const Read *reads,
+                       const TensorRef &out) {
   auto *begin = static_cast<const unsigned char *>(out.data);
   const unsigned char *end = begin + out.numElements() * dtypeSize(out.dtype);
-  for (const TensorRef &in : call.inputs) {
-    if (in.rank == 0)
+  for (int64_t r = 0; r < call.inputs.size; ++r) {
+    const TensorRef &in = call.inputs[r];
+    if (reads[r] != Read::kInPlace)
       continue;
     auto *b = static_cast<const unsigned char *>(in.data);
     const unsigned char *e = b + in.numElements() * dtypeSize(in.dtype);
@@ -61,38 +73,46 @@ bool overlapsNoOperand(const KernelCall &call, const TensorRef &out) {
   return true;
 }
 
+/// An operand's views and how each is read.
+struct Operands {
+  math::BroadcastView views[kFusedMaxInputs];
+  Read reads[kFusedMaxInputs];
+};
+
 /// One thread's registers for one chunk: views of the operands, scratch
-/// for the steps and the 0-d operands, and for a result that takes no
-/// operand's memory, the result itself.
+/// for the steps and the operands not read in place, and for a result
+/// that takes no operand's memory, the result itself.
 class Registers {
 public:
-  Registers(const KernelCall &call, const math::FusedProgram &program)
-      : call_(call), program_(program), scratch_(threadScratch(program)) {
+  Registers(const KernelCall &call, const math::FusedProgram &program,
+            const Operands &operands)
+      : call_(call), program_(program), operands_(operands),
+        scratch_(threadScratch(program)) {
     for (int r = 0; r < kFusedMaxInputs + kFusedMaxSteps; ++r)
       output_[r] = -1;
     for (int q = 0; q < program.numResults; ++q)
-      if (overlapsNoOperand(call, call.outputs[q]))
+      if (overlapsNoOperand(call, operands.reads, call.outputs[q]))
         output_[program.results[q]] = q;
-    // A 0-d operand's value, repeated over its chunk of scratch.
-    for (int r = 0; r < program.numInputs; ++r) {
-      const TensorRef &in = call.inputs[r];
-      if (in.rank != 0)
-        continue;
-      switch (dtypeSize(in.dtype)) {
-      case 1:
-        repeat<uint8_t>(in.data, slot(r));
-        break;
-      case 2:
-        repeat<uint16_t>(in.data, slot(r));
-        break;
-      case 4:
-        repeat<uint32_t>(in.data, slot(r));
-        break;
-      default:
-        repeat<uint64_t>(in.data, slot(r));
-        break;
-      }
-    }
+    // A constant operand's value, repeated over its chunk of scratch.
+    for (int r = 0; r < program.numInputs; ++r)
+      if (operands.reads[r] == Read::kRepeated)
+        byWord(r, [&](auto word) {
+          using W = decltype(word);
+          std::fill_n(static_cast<W *>(slot(r)), kChunk,
+                      *static_cast<const W *>(call.inputs[r].data));
+        });
+  }
+
+  /// Copies the broadcast operands' elements of the chunk at `offset`.
+  void gather(int64_t offset, int64_t length) {
+    for (int r = 0; r < program_.numInputs; ++r)
+      if (operands_.reads[r] == Read::kGathered)
+        byWord(r, [&](auto word) {
+          using W = decltype(word);
+          gatherRuns(static_cast<const W *>(call_.inputs[r].data),
+                     operands_.views[r], offset, length,
+                     static_cast<W *>(slot(r)));
+        });
   }
 
   /// Register `r` over the chunk starting at element `offset`.
@@ -102,7 +122,7 @@ public:
     t.rank = 1;
     t.dims = length;
     void *base = nullptr;
-    if (r < program_.numInputs && call_.inputs[r].rank != 0)
+    if (r < program_.numInputs && operands_.reads[r] == Read::kInPlace)
       base = call_.inputs[r].data;
     else if (output_[r] >= 0)
       base = call_.outputs[output_[r]].data;
@@ -116,11 +136,42 @@ public:
   bool isDirect(int r) const { return output_[r] >= 0; }
 
 private:
-  /// The element at `value` (a word of W's size), kChunk times at `to`.
-  template <typename W> static void repeat(const void *value, void *to) {
-    W w;
-    std::memcpy(&w, value, sizeof(W));
-    std::fill_n(static_cast<W *>(to), kChunk, w);
+  /// Calls fn with a word of operand r's element size (elements are moved
+  /// as bits).
+  template <typename Fn> void byWord(int r, Fn fn) const {
+    switch (dtypeSize(call_.inputs[r].dtype)) {
+    case 1:
+      return fn(uint8_t());
+    case 2:
+      return fn(uint16_t());
+    case 4:
+      return fn(uint32_t());
+    default:
+      return fn(uint64_t());
+    }
+  }
+
+  /// x's elements at flat indices [offset, offset + length) of view v, at
+  /// `to`: a run of v's innermost dimension at a time.
+  template <typename W>
+  static void gatherRuns(const W *x, const math::BroadcastView &v,
+                         int64_t offset, int64_t length, W *to) {
+    math::BroadcastCursor cursor;
+    cursor.start(v, offset);
+    int64_t stride = v.stride[v.rank - 1];
+    for (int64_t done = 0; done < length;) {
+      int64_t m = std::min(cursor.run(v), length - done);
+      const W *from = x + cursor.offset;
+      if (stride == 0)
+        std::fill_n(to + done, m, *from);
+      else if (stride == 1)
+        std::memcpy(to + done, from, size_t(m) * sizeof(W));
+      else
+        for (int64_t j = 0; j < m; ++j)
+          to[done + j] = from[j * stride];
+      done += m;
+      cursor.advance(v, m);
+    }
   }
 
   /// This thread's scratch, kept between calls (grown, never zeroed): a
@@ -137,6 +188,7 @@ private:
 
   const KernelCall &call_;
   const math::FusedProgram &program_;
+  const Operands &operands_;
   /// kChunk 8-byte words per register (the widest dtype).
   double *scratch_;
   /// Per register: the result it is written into directly, or -1.
@@ -151,26 +203,43 @@ Status runFusedElementwise(const KernelCall &call) {
     return kernelError(call, "has more operands or results than a fused "
                              "loop takes");
   DType inputTypes[kFusedMaxInputs], resultTypes[kFusedMaxResults];
-  for (int i = 0; i < numInputs; ++i)
+  int inputRanks[kFusedMaxInputs];
+  for (int i = 0; i < numInputs; ++i) {
     inputTypes[i] = call.inputs[i].dtype;
+    inputRanks[i] = call.inputs[i].rank;
+  }
   for (int i = 0; i < numResults; ++i)
     resultTypes[i] = call.outputs[i].dtype;
+  const TensorRef &shape = call.outputs[0];
   math::FusedProgram program;
-  std::string invalid =
-      math::decodeFusedProgram(call.ints.data, call.ints.size, inputTypes,
-                               numInputs, resultTypes, numResults, program);
+  std::string invalid = math::decodeFusedProgram(
+      call.ints.data, call.ints.size, inputTypes, inputRanks, numInputs,
+      resultTypes, numResults, shape.rank, program);
   if (!invalid.empty())
     return kernelError(call, invalid);
+  Operands operands;
+  for (int r = 0; r < numInputs; ++r) {
+    const TensorRef &x = call.inputs[r];
+    math::BroadcastView &view = operands.views[r];
+    invalid = math::fusedOperandView(program, r, shape.dims, shape.rank, x.dims,
+                                     x.rank, view);
+    if (!invalid.empty())
+      return kernelError(call, invalid);
+    operands.reads[r] = view.constant()     ? Read::kRepeated
+                        : view.contiguous() ? Read::kInPlace
+                                            : Read::kGathered;
+  }
 
-  int64_t n = call.outputs[0].numElements();
+  int64_t n = shape.numElements();
   std::mutex failureMutex;
   Status failure = okStatus();
   parallelFor((n + kChunk - 1) / kChunk, 1, [&](int64_t begin, int64_t end) {
     SerialScope serial;
-    Registers registers(call, program);
+    Registers registers(call, program, operands);
     for (int64_t chunk = begin; chunk < end; ++chunk) {
       int64_t offset = chunk * kChunk;
       int64_t length = std::min(kChunk, n - offset);
+      registers.gather(offset, length);
       for (int k = 0; k < program.numSteps; ++k) {
         const math::FusedStep &step = program.steps[k];
         TensorRef operands[3];

@@ -6,21 +6,26 @@
 //
 // fused_elementwise runs a short program (math/FusedProgram.h, decoded and
 // checked on the host) at every flat index i of the results' shape:
-//   reg[r]     = operand r at i (a 0-d operand: its one element), r < I
+//   reg[r]     = operand r at i (a 0-d operand: its one element; a
+//                broadcast one: math/BroadcastView.h's element), r < I
 //   reg[I + k] = step k (neg, abs, exp, log, tanh, erf, sqrt, rsqrt, cos,
 //                sin, add, sub, mul, div, pow, max, min, compare, select,
 //                convert, gelu, gelu_grad, and, or, xor, not, the shifts,
 //                pop_count, count_leading_zeros) of earlier registers,
 //                rounded to the step's dtype
 //   result[q][i] = reg[results[q]]
-// Shape legend: I <= kFusedMaxInputs operands, each of the results' shape
-// or 0-d; 1..kFusedMaxResults results of one shape, n elements, flat
+// Shape legend: I <= kFusedMaxInputs operands, each of the results' shape,
+// 0-d, or broadcast over it (spanning some of its dimensions, size 1 in
+// others); 1..kFusedMaxResults results of one shape, n elements, flat
 // arrays. One thread per pack of kFusedPack consecutive elements
 // (grid-stride), one launch for the whole program: the steps' values never
 // leave the thread. A thread runs the program step by step over its pack
-// (one decode of a step for kFusedPack elements) and moves each operand and
-// result by one vector load or store when all of them are aligned to it; a
-// partial last pack, or unaligned memory, goes element by element.
+// (one decode of a step for kFusedPack elements) and moves each operand of
+// the results' shape and each result by one vector load or store when all
+// of them are aligned to it; a partial last pack, or unaligned memory, goes
+// element by element. A broadcast operand is read element by element at
+// the offsets of math/BroadcastView.h's cursor (started once per pack: a
+// division per dimension of its view), which the CPU kernel shares.
 //
 // In place: a result may be the memory of an operand of its shape and
 // dtype. Each thread reads all its operands' elements of its pack before it
@@ -57,8 +62,8 @@
 // (binaryOf's FaultSite is never used).
 //
 // Launch: gridFor(n) blocks of kThreads on the call's stream; the program,
-// the operand and result pointers and the operands' 0-d flags travel in
-// one __grid_constant__ parameter, read in place.
+// the operand and result pointers and how each operand is read (its view)
+// travel in one __grid_constant__ parameter, read in place.
 //
 // convert_group: result[t][i] = operand[t][i] in the results' dtype, for N
 // operands of one float dtype (f64, f32, f16, bf16) and N results of one
@@ -85,6 +90,7 @@
 #include "cuda/GeluMath.cuh"
 #include "cuda/KernelUtil.cuh"
 #include "math/Bits.h"
+#include "math/BroadcastView.h"
 #include "math/FusedProgram.h"
 #include "math/TensorGroups.h"
 
@@ -95,19 +101,29 @@
 namespace trainc::cuda {
 namespace {
 
+/// How a thread reads an operand's elements of its pack.
+enum class Read : uint8_t {
+  kInPlace,  ///< at the pack's indices
+  kConstant, ///< element 0, once per thread
+  kGathered, ///< at its view's offsets
+};
+
 struct FusedArgs {
   /// Operands a step does not take name register 0 here (not -1), so that
   /// every step may read three registers.
   math::FusedProgram program;
   const void *operand[kFusedMaxInputs];
-  /// Whether operand r is 0-d: read at element 0 for every i.
-  bool scalar[kFusedMaxInputs];
+  Read read[kFusedMaxInputs];
+  /// Operand r's offsets over the results' shape (kGathered only).
+  math::BroadcastView view[kFusedMaxInputs];
   void *result[kFusedMaxResults];
   int64_t n;
-  /// Whether every operand that is not 0-d and every result is aligned to
-  /// a Pack of kFusedPack elements of its dtype.
+  /// Whether every operand read in place and every result is aligned to a
+  /// Pack of kFusedPack elements of its dtype.
   bool packed;
 };
+// The limit of a kernel parameter on every architecture this builds for.
+static_assert(sizeof(FusedArgs) <= 4096, "FusedArgs is a kernel parameter");
 
 /// Whether register type R holds f64 values (the double register file).
 template <typename R> constexpr bool kWide = std::is_same_v<R, double>;
@@ -200,6 +216,26 @@ __device__ __forceinline__ void loadPack(DType t, const void *p, int64_t i,
 #pragma unroll
       for (int j = 0; j < kFusedPack; ++j)
         out[j] = j < count ? R(load(x, i + j)) : R(0);
+    }
+  });
+}
+
+/// Elements i .. i + count - 1 of operand p (dtype t) as registers, read
+/// at view v's offsets; zeros after them.
+template <typename R>
+__device__ __forceinline__ void gatherPack(DType t, const void *p,
+                                           const math::BroadcastView &v,
+                                           int64_t i, int count, R *out) {
+  withRegisterStorage<R>(t, [&](auto zero) {
+    using S = decltype(zero);
+    const S *x = static_cast<const S *>(p);
+    math::BroadcastCursor cursor;
+    cursor.start(v, i);
+#pragma unroll
+    for (int j = 0; j < kFusedPack; ++j) {
+      out[j] = j < count ? R(load(x, cursor.offset)) : R(0);
+      if (j + 1 < count)
+        cursor.advance(v, 1);
     }
   });
 }
@@ -415,9 +451,10 @@ template <typename R>
 __global__ void fusedElementwiseKernel(const __grid_constant__ FusedArgs a) {
   const math::FusedProgram &p = a.program;
   R reg[kFusedMaxInputs + kFusedMaxSteps][kFusedPack];
-  // 0-d operands once per thread: no step writes an operand's register.
+  // Constant operands once per thread: no step writes an operand's
+  // register.
   for (int r = 0; r < p.numInputs; ++r)
-    if (a.scalar[r]) {
+    if (a.read[r] == Read::kConstant) {
       R v[kFusedPack];
       loadPack(p.registerDType[r], a.operand[r], 0, 1, false, v);
 #pragma unroll
@@ -432,8 +469,11 @@ __global__ void fusedElementwiseKernel(const __grid_constant__ FusedArgs a) {
     int count = a.n - i < kFusedPack ? int(a.n - i) : kFusedPack;
     bool whole = a.packed && count == kFusedPack;
     for (int r = 0; r < p.numInputs; ++r)
-      if (!a.scalar[r])
+      if (a.read[r] == Read::kInPlace)
         loadPack(p.registerDType[r], a.operand[r], i, count, whole, reg[r]);
+      else if (a.read[r] == Read::kGathered)
+        gatherPack(p.registerDType[r], a.operand[r], a.view[r], i, count,
+                   reg[r]);
     for (int k = 0; k < p.numSteps; ++k)
       stepPack(p.steps[k], p.registerDType, reg, reg[p.numInputs + k]);
     for (int q = 0; q < p.numResults; ++q)
@@ -463,36 +503,42 @@ Status runFusedElementwise(const KernelCall &call) {
                                  " operands and 1 to " +
                                  std::to_string(kFusedMaxResults) + " results");
   DType inputTypes[kFusedMaxInputs], resultTypes[kFusedMaxResults];
-  for (int r = 0; r < numInputs; ++r)
+  int inputRanks[kFusedMaxInputs];
+  for (int r = 0; r < numInputs; ++r) {
     inputTypes[r] = call.inputs[r].dtype;
+    inputRanks[r] = call.inputs[r].rank;
+  }
   for (int q = 0; q < numResults; ++q)
     resultTypes[q] = call.outputs[q].dtype;
+  const TensorRef &shape = call.outputs[0];
   FusedArgs args = {};
   std::string error = math::decodeFusedProgram(
-      call.ints.data, call.ints.size, inputTypes, numInputs, resultTypes,
-      numResults, args.program);
+      call.ints.data, call.ints.size, inputTypes, inputRanks, numInputs,
+      resultTypes, numResults, shape.rank, args.program);
   if (!error.empty())
     return kernelError(call, error);
 
-  const TensorRef &shape = call.outputs[0];
   for (int q = 1; q < numResults; ++q)
     if (!sameShape(call.outputs[q], shape))
       return kernelError(call, "result " + std::to_string(q) +
                                    " is not of result 0's shape");
   for (int r = 0; r < numInputs; ++r) {
     const TensorRef &x = call.inputs[r];
-    args.scalar[r] = x.rank == 0;
-    if (!args.scalar[r] && !sameShape(x, shape))
-      return kernelError(call, "operand " + std::to_string(r) +
-                                   " is neither 0-d nor of the results' "
-                                   "shape");
+    math::BroadcastView &view = args.view[r];
+    error = math::fusedOperandView(args.program, r, shape.dims, shape.rank,
+                                   x.dims, x.rank, view);
+    if (!error.empty())
+      return kernelError(call, error);
+    args.read[r] = view.constant()     ? Read::kConstant
+                   : view.contiguous() ? Read::kInPlace
+                                       : Read::kGathered;
     args.operand[r] = x.data;
   }
   args.packed = true;
   for (int r = 0; r < numInputs; ++r)
     args.packed =
         args.packed &&
-        (args.scalar[r] ||
+        (args.read[r] != Read::kInPlace ||
          packAligned(args.operand[r], dtypeSize(inputTypes[r]) * kFusedPack));
   for (int q = 0; q < numResults; ++q) {
     args.result[q] = call.outputs[q].data;

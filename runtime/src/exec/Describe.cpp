@@ -37,22 +37,28 @@ __attribute__((format(printf, 2, 3))) void appendf(std::string &out,
 }
 
 /// A fused loop's program as text, "r2 = convert.f32(r0); r3 =
-/// add.f32(r1, r2) -> r3", or "" when it does not decode (the loader
-/// rejects such files; this is for text only).
+/// add.f32(r1, r2) -> r3", then each broadcast operand's dims ("; r1
+/// spans [1]"), or "" when it does not decode (the loader rejects such
+/// files; this is for text only).
 std::string fusedProgramText(const Executable &exe,
                              const InstructionInfo &inst) {
   DType inputs[kFusedMaxInputs], results[kFusedMaxResults];
+  int ranks[kFusedMaxInputs];
   if (inst.operands.size() > size_t(kFusedMaxInputs) ||
-      inst.results.size() > size_t(kFusedMaxResults))
+      inst.results.size() > size_t(kFusedMaxResults) || inst.results.empty())
     return "";
-  for (size_t i = 0; i < inst.operands.size(); ++i)
+  for (size_t i = 0; i < inst.operands.size(); ++i) {
     inputs[i] = exe.tensors()[inst.operands[i]].dtype;
+    ranks[i] = int(exe.tensors()[inst.operands[i]].shape.size());
+  }
   for (size_t i = 0; i < inst.results.size(); ++i)
     results[i] = exe.tensors()[inst.results[i]].dtype;
+  int resultRank = int(exe.tensors()[inst.results[0]].shape.size());
   math::FusedProgram program;
   if (!math::decodeFusedProgram(inst.ints.data(), int64_t(inst.ints.size()),
-                                inputs, int(inst.operands.size()), results,
-                                int(inst.results.size()), program)
+                                inputs, ranks, int(inst.operands.size()),
+                                results, int(inst.results.size()), resultRank,
+                                program)
            .empty())
     return "";
   std::string text;
@@ -67,6 +73,18 @@ std::string fusedProgramText(const Executable &exe,
   text += " ->";
   for (int r = 0; r < program.numResults; ++r)
     text += " r" + std::to_string(program.results[r]);
+  for (int r = 0; program.hasDims && r < program.numInputs; ++r) {
+    if (ranks[r] == 0 || ranks[r] == resultRank)
+      continue;
+    text += "; r" + std::to_string(r) + " spans [";
+    bool first = true;
+    for (int d = 0; d < resultRank; ++d)
+      if (program.operandDims[r] >> d & 1) {
+        text += (first ? "" : ", ") + std::to_string(d);
+        first = false;
+      }
+    text += "]";
+  }
   return text;
 }
 

@@ -17,7 +17,7 @@ namespace trainc {
 namespace validate {
 
 /// The program and shapes of a fused loop (math/FusedProgram.h checks the
-/// program itself).
+/// program itself, math/BroadcastView.h how each operand is read).
 Status Checker::checkFusedElementwise() const {
   size_t numInputs = inst.operands.size(), numResults = inst.results.size();
   if (numInputs < 1 || numInputs > size_t(kFusedMaxInputs) || numResults < 1 ||
@@ -28,22 +28,29 @@ Status Checker::checkFusedElementwise() const {
   TRAINC_RETURN_IF_ERROR(attrs(inst.ints.size(), 0));
   const Shape &shape = result(0).shape;
   DType inputTypes[kFusedMaxInputs], resultTypes[kFusedMaxResults];
+  int inputRanks[kFusedMaxInputs];
   for (size_t i = 0; i < numResults; ++i) {
     TRAINC_RETURN_IF_ERROR(shapeIs(result(i), shape));
     resultTypes[i] = result(i).dtype;
   }
   for (size_t i = 0; i < numInputs; ++i) {
-    if (!operand(i).shape.empty() && operand(i).shape != shape)
-      return error("operand '" + operand(i).name +
-                   "' must have the results' shape or be 0-d");
     inputTypes[i] = operand(i).dtype;
+    inputRanks[i] = int(operand(i).shape.size());
   }
   math::FusedProgram program;
   std::string invalid = math::decodeFusedProgram(
-      inst.ints.data(), int64_t(inst.ints.size()), inputTypes, int(numInputs),
-      resultTypes, int(numResults), program);
+      inst.ints.data(), int64_t(inst.ints.size()), inputTypes, inputRanks,
+      int(numInputs), resultTypes, int(numResults), int(shape.size()), program);
   if (!invalid.empty())
     return error(invalid);
+  for (size_t i = 0; i < numInputs; ++i) {
+    math::BroadcastView view;
+    invalid =
+        math::fusedOperandView(program, int(i), shape.data(), int(shape.size()),
+                               operand(i).shape.data(), inputRanks[i], view);
+    if (!invalid.empty())
+      return error(invalid + " ('" + operand(i).name + "')");
+  }
   return okStatus();
 }
 

@@ -2,11 +2,15 @@
 //
 // Opcode::FusedElementwise carries its program in its ints (layout in
 // runtime/schema/executable.fbs): S steps of kFusedStepInts ints (opcode,
-// dtype, a, b, c, attr), then a register per result. decodeFusedProgram
-// reads and checks it once, for the validator when a file is loaded and
-// for each device's kernel, which then trusts the decoded form:
+// dtype, a, b, c, attr), then a register per result, then, where some
+// operand is broadcast, each operand's result dimensions.
+// decodeFusedProgram reads and checks it once, for the validator when a
+// file is loaded and for each device's kernel, which then trusts the
+// decoded form:
 //
-//   registers 0..I-1     the operands' elements (I = the operand count)
+//   registers 0..I-1     the operands' elements (I = the operand count),
+//                        each read over the results' shape as
+//                        math/BroadcastView.h says
 //   register  I + k      step k's value, rounded to its dtype
 //
 // A step computes what the opcode's own instruction would compute for one
@@ -24,6 +28,7 @@
 
 #include "base/HostDevice.h"
 #include "math/Bits.h"
+#include "math/BroadcastView.h"
 #include "trainc/schema/ExecutableFormat.h"
 
 #include <cstdint>
@@ -46,6 +51,11 @@ struct FusedProgram {
   /// The register each result is written from.
   int16_t results[kFusedMaxResults];
   DType registerDType[kFusedMaxInputs + kFusedMaxSteps];
+  /// Per operand, the result dimensions it spans (bit d: dimension d):
+  /// the dims section's or, without one, all of them (none when 0-d).
+  uint64_t operandDims[kFusedMaxInputs];
+  /// Whether the ints have a dims section (some operand is broadcast).
+  bool hasDims = false;
 
   int numRegisters() const { return numInputs + numSteps; }
 };
@@ -136,15 +146,18 @@ inline bool isIntegerProgram(const FusedProgram &program) {
 }
 
 /// Reads `ints` (count `numInts`) into `program` for an instruction whose
-/// operands and results have the given dtypes, and checks every rule of
-/// the layout: the limits, each step's opcode, operand registers (defined
-/// before the step) and their dtypes, the attribute, and that each result
-/// is a distinct step register of the result's dtype. Returns "" or what
-/// is wrong. Shapes are the caller's to check.
+/// operands have the given dtypes and ranks and whose results have the
+/// given dtypes and rank, and checks every rule of the layout: the limits,
+/// each step's opcode, operand registers (defined before the step) and
+/// their dtypes, the attribute, that each result is a distinct step
+/// register of the result's dtype, and each operand's dims (as many as
+/// its rank, increasing, below the results' rank). Returns "" or what is
+/// wrong. Shapes are the caller's to check (fusedOperandView).
 inline std::string decodeFusedProgram(const int64_t *ints, int64_t numInts,
-                                      const DType *inputDTypes, int numInputs,
+                                      const DType *inputDTypes,
+                                      const int *inputRanks, int numInputs,
                                       const DType *resultDTypes, int numResults,
-                                      FusedProgram &program) {
+                                      int resultRank, FusedProgram &program) {
   auto str = [](int64_t v) { return std::to_string(v); };
   if (numInputs < 1 || numInputs > kFusedMaxInputs)
     return "takes 1 to " + str(kFusedMaxInputs) + " operands, has " +
@@ -155,10 +168,14 @@ inline std::string decodeFusedProgram(const int64_t *ints, int64_t numInts,
   if (numInts < 1 || ints[0] < 1 || ints[0] > kFusedMaxSteps)
     return "needs a step count from 1 to " + str(kFusedMaxSteps);
   int steps = int(ints[0]);
-  if (numInts != 1 + int64_t(steps) * kFusedStepInts + numResults)
+  int64_t programInts = 1 + int64_t(steps) * kFusedStepInts + numResults;
+  int64_t dimsInts = 0;
+  for (int i = 0; i < numInputs; ++i)
+    dimsInts += inputRanks[i];
+  if (numInts != programInts && numInts != programInts + dimsInts)
     return "has " + str(numInts) + " ints; " + str(steps) + " steps and " +
-           str(numResults) + " results take " +
-           str(1 + int64_t(steps) * kFusedStepInts + numResults);
+           str(numResults) + " results take " + str(programInts) +
+           ", with the operands' dims " + str(programInts + dimsInts);
   program.numInputs = numInputs;
   program.numSteps = steps;
   program.numResults = numResults;
@@ -256,7 +273,54 @@ inline std::string decodeFusedProgram(const int64_t *ints, int64_t numInts,
       return "result " + str(r) + "'s dtype is not its register's";
     program.results[r] = int16_t(reg);
   }
+  // Each operand's result dimensions: the dims section, or all of them.
+  if (resultRank < 0 || resultRank > 64)
+    return "has results of rank " + str(resultRank) + "; a loop takes 0 to 64";
+  uint64_t all =
+      resultRank == 64 ? ~uint64_t(0) : (uint64_t(1) << resultRank) - 1;
+  program.hasDims = numInts != programInts;
+  const int64_t *dims = ints + programInts;
+  for (int i = 0; i < numInputs; ++i) {
+    if (!program.hasDims) {
+      program.operandDims[i] = inputRanks[i] == 0 ? 0 : all;
+      continue;
+    }
+    uint64_t mask = 0;
+    for (int k = 0; k < inputRanks[i]; ++k, ++dims) {
+      int64_t d = *dims;
+      if (d < 0 || d >= resultRank || (k > 0 && d <= dims[-1]))
+        return "operand " + str(i) +
+               "'s dims must increase from 0 to the "
+               "results' rank " +
+               str(resultRank) + " (dim " + str(k) + " is " + str(d) + ")";
+      mask |= uint64_t(1) << d;
+    }
+    program.operandDims[i] = mask;
+  }
   return "";
+}
+
+/// How operand `r` of `program` (dims `operandDims`, rank `operandRank`)
+/// is read over results of rank `resultRank` and dims `resultDims`
+/// (math/BroadcastView.h). Returns "" or what is wrong. Without a dims
+/// section every operand has the results' dims or is 0-d.
+inline std::string fusedOperandView(const FusedProgram &program, int r,
+                                    const int64_t *resultDims, int resultRank,
+                                    const int64_t *operandDims, int operandRank,
+                                    BroadcastView &view) {
+  std::string at = "operand " + std::to_string(r) + " ";
+  if (!program.hasDims && operandRank != 0) {
+    bool same = operandRank == resultRank;
+    for (int d = 0; same && d < resultRank; ++d)
+      same = operandDims[d] == resultDims[d];
+    if (!same)
+      return at + "is neither 0-d nor of the results' shape, and the "
+                  "program has no dims for it";
+  }
+  std::string invalid =
+      makeBroadcastView(resultDims, resultRank, operandDims, operandRank,
+                        program.operandDims[r], view);
+  return invalid.empty() ? invalid : at + invalid;
 }
 
 } // namespace trainc::math

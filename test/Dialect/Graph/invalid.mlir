@@ -2198,8 +2198,56 @@ func.func @collective_done_c3(%x: tensor<4xf32>) {
 // -----
 
 func.func @fused_elementwise_c1_shape(%x: tensor<4xf32>, %y: tensor<2x2xf32>) {
-  // expected-error@+1 {{(C1) operand 1 must have the results' shape or be 0-d}}
+  // expected-error@+1 {{(C1) operand 1 must have the results' shape or be 0-d (or be broadcast by operand_dims)}}
   %r = graph.fused_elementwise %x, %y : (tensor<4xf32>, tensor<2x2xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = graph.add %a, %b : tensor<f32>
+    graph.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c6_count(%x: tensor<4x8xf32>, %y: tensor<8xf32>) {
+  // expected-error@+1 {{(C6) operand_dims has 1 lists for 2 operands}}
+  %r = graph.fused_elementwise %x, %y {operand_dims = [array<i64: 0, 1>]} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = graph.add %a, %b : tensor<f32>
+    graph.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c6_rank(%x: tensor<4x8xf32>, %y: tensor<8xf32>) {
+  // expected-error@+1 {{(C6) operand 1 has rank 1 but 2 operand_dims}}
+  %r = graph.fused_elementwise %x, %y {operand_dims = [array<i64: 0, 1>, array<i64: 0, 1>]} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = graph.add %a, %b : tensor<f32>
+    graph.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c6_order(%x: tensor<8x8xf32>, %y: tensor<8x8xf32>) {
+  // expected-error@+1 {{(C6) operand 1's operand_dims must increase within the results' 2 dimensions}}
+  %r = graph.fused_elementwise %x, %y {operand_dims = [array<i64: 0, 1>, array<i64: 1, 0>]} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32> {
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = graph.add %a, %b : tensor<f32>
+    graph.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_elementwise_c6_size(%x: tensor<4x8xf32>, %y: tensor<8xf32>) {
+  // expected-error@+1 {{(C6) operand 1's dimension 0 (8) is neither 1 nor the results' dimension 0 (4)}}
+  %r = graph.fused_elementwise %x, %y {operand_dims = [array<i64: 0, 1>, array<i64: 0>]} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
   ^bb0(%a: tensor<f32>, %b: tensor<f32>):
     %s = graph.add %a, %b : tensor<f32>
     graph.yield %s : tensor<f32>

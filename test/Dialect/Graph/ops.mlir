@@ -464,6 +464,19 @@ func.func @fused_elementwise(%x: tensor<4x8xbf16>, %s: tensor<f32>) -> (tensor<4
 
 // An integer loop (a threefry round's steps): ui32 arithmetic and bit
 // ops, a 0-d key word, a ui64 counter narrowed, an i1 predicate.
+// A per-channel scale and a size-1 dimension read in place.
+// CHECK-LABEL: func.func @fused_elementwise_broadcast
+// CHECK: graph.fused_elementwise %{{.+}}, %{{.+}}, %{{.+}} {operand_dims = [array<i64: 0, 1, 2, 3>, array<i64: 1>, array<i64: 0, 2>]} : (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<2x1xf32>) -> tensor<2x3x4x5xf32>
+func.func @fused_elementwise_broadcast(%x: tensor<2x3x4x5xf32>, %s: tensor<3xf32>, %t: tensor<2x1xf32>) -> tensor<2x3x4x5xf32> {
+  %r = graph.fused_elementwise %x, %s, %t {operand_dims = [array<i64: 0, 1, 2, 3>, array<i64: 1>, array<i64: 0, 2>]} : (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<2x1xf32>) -> tensor<2x3x4x5xf32> {
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>):
+    %m = graph.mul %a, %b : tensor<f32>
+    %p = graph.add %m, %c : tensor<f32>
+    graph.yield %p : tensor<f32>
+  }
+  return %r : tensor<2x3x4x5xf32>
+}
+
 // CHECK-LABEL: func.func @fused_elementwise_integers
 // CHECK: graph.fused_elementwise %{{.+}}, %{{.+}}, %{{.+}} : (tensor<16xui32>, tensor<ui32>, tensor<16xui64>) -> (tensor<16xui32>, tensor<16xi1>) {
 // CHECK: graph.shift_left

@@ -235,3 +235,24 @@ func.func @collectives(%x: tensor<6x2xf32>, %y: tensor<3x2xf32>) {
   return
 }
 }
+
+// -----
+
+// A fused loop: operands of the results' shape share every factor, a 0-d
+// one has none, and a broadcast operand (operand_dims) carries the factors
+// of the results' dimensions it spans, except where it has size 1.
+func.func @fused_elementwise(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>, %t: tensor<2x1xf32>, %s: tensor<f32>) {
+  // expected-remark@+1 {{([i, j, k], [j], [i, _], []) -> ([i, j, k]) sizes i=2, j=3, k=4}}
+  %r = graph.fused_elementwise %x, %g, %t, %s {operand_dims = [array<i64: 0, 1, 2>, array<i64: 1>, array<i64: 0, 2>, array<i64>]} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<2x1xf32>, tensor<f32>) -> tensor<2x3x4xf32> {
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>, %d: tensor<f32>):
+    // The body's 0-d ops have no dimensions.
+    // expected-remark@+1 {{([], []) -> ([])}}
+    %m = graph.mul %a, %b : tensor<f32>
+    // expected-remark@+1 {{([], []) -> ([])}}
+    %p = graph.add %m, %c : tensor<f32>
+    // expected-remark@+1 {{([], []) -> ([])}}
+    %q = graph.sub %p, %d : tensor<f32>
+    graph.yield %q : tensor<f32>
+  }
+  return
+}

@@ -952,6 +952,10 @@ struct FusedOperandSpec {
   bool scalar;
   /// Random bit patterns instead (an integer's whole range).
   bool bits = false;
+  /// Broadcast (when not empty): the result dimensions the operand's
+  /// dimensions span, and the operand's shape (each dimension 1 or the
+  /// result's), read as broadcast_in_dim would expand it.
+  std::vector<int64_t> spans = {}, shape = {};
 };
 
 struct FusedCase {
@@ -968,13 +972,51 @@ struct FusedCase {
   std::vector<double> special0, special2;
 };
 
-std::vector<int64_t> fusedInts(const FusedCase &fc) {
+/// The program's ints for results of rank `rank`, with the dims section
+/// where some operand is broadcast.
+std::vector<int64_t> fusedInts(const FusedCase &fc, int64_t rank) {
   std::vector<int64_t> ints = {int64_t(fc.steps.size())};
   for (const FusedStepSpec &s : fc.steps)
     ints.insert(ints.end(),
                 {int64_t(s.op), int64_t(s.dtype), s.a, s.b, s.c, s.attr});
   ints.insert(ints.end(), fc.results.begin(), fc.results.end());
+  bool broadcast = false;
+  for (const FusedOperandSpec &o : fc.operands)
+    broadcast = broadcast || !o.spans.empty();
+  for (const FusedOperandSpec &o : fc.operands) {
+    if (!broadcast || o.scalar)
+      continue;
+    if (!o.spans.empty()) {
+      ints.insert(ints.end(), o.spans.begin(), o.spans.end());
+      continue;
+    }
+    for (int64_t d = 0; d < rank; ++d)
+      ints.push_back(d);
+  }
   return ints;
+}
+
+/// x (spanning result dimensions `spans`) expanded to `dims` by the
+/// definition: the element at result index i is x's at j, j_k = 0 where
+/// x's dimension k is 1, else i[spans[k]]. Byte for byte.
+TestTensor expanded(const TestTensor &x, const std::vector<int64_t> &spans,
+                    const std::vector<int64_t> &dims) {
+  TestTensor t = zeros(x.dtype(), dims);
+  size_t width = dtypeSize(t.dtype());
+  std::vector<int64_t> index(dims.size(), 0);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    int64_t rest = i;
+    for (size_t d = dims.size(); d-- > 0;) {
+      index[d] = rest % dims[d];
+      rest /= dims[d];
+    }
+    int64_t j = 0;
+    for (size_t k = 0; k < spans.size(); ++k)
+      j = j * x.dims()[k] + (x.dims()[k] == 1 ? 0 : index[size_t(spans[k])]);
+    std::memcpy(static_cast<uint8_t *>(t.ref().data) + i * width,
+                static_cast<const uint8_t *>(x.ref().data) + j * width, width);
+  }
+  return t;
 }
 
 /// The dtype of each register: the operands', then the steps'.
@@ -1213,7 +1255,9 @@ void checkFused(Device &device, const FusedCase &fc,
   std::vector<TestTensor> operands, regs;
   for (size_t r = 0; r < fc.operands.size(); ++r) {
     const FusedOperandSpec &o = fc.operands[r];
-    std::vector<int64_t> shape = o.scalar ? std::vector<int64_t>{} : dims;
+    std::vector<int64_t> shape = o.scalar          ? std::vector<int64_t>{}
+                                 : o.spans.empty() ? dims
+                                                   : o.shape;
     TestTensor x =
         o.bits ? randomBits(o.dtype, shape, seed + uint32_t(r))
                : uniform(o.dtype, shape, seed + uint32_t(r), o.lo, o.hi);
@@ -1223,7 +1267,9 @@ void checkFused(Device &device, const FusedCase &fc,
     for (size_t i = 0; !o.scalar && i < special.size() && int64_t(i) < x.size();
          ++i)
       x.set(int64_t(i), special[i]);
-    regs.push_back(o.scalar ? repeated(x, dims) : x);
+    regs.push_back(o.scalar          ? repeated(x, dims)
+                   : o.spans.empty() ? x
+                                     : expanded(x, o.spans, dims));
     operands.push_back(std::move(x));
   }
   // Unfused: each step its own instruction on the same device.
@@ -1238,8 +1284,8 @@ void checkFused(Device &device, const FusedCase &fc,
   std::vector<TestTensor> results;
   for (int64_t r : fc.results)
     results.push_back(zeros(types[r], dims));
-  Call fused =
-      makeCall(Opcode::FusedElementwise, operands, results, fusedInts(fc));
+  Call fused = makeCall(Opcode::FusedElementwise, operands, results,
+                        fusedInts(fc, int64_t(dims.size())));
   fused.aliases = fc.aliases;
   SCOPED_TRACE(describe(fused));
   std::vector<TestTensor> got, back;
@@ -1286,6 +1332,84 @@ TEST_P(DeviceKernels, FusedElementwiseMatchesItsSteps) {
       checkFused(*device_, fc, dims, seed, exact());
       seed += uint32_t(fc.operands.size());
     }
+}
+
+/// Operands broadcast over the results' shape (the dims section) read the
+/// elements broadcast_in_dim would give them, byte for byte: per-channel
+/// scales of NCHW, a dimension of size 1, the innermost dimension
+/// broadcast, a 0-d operand among them, 2- and 4-byte elements, runs that
+/// cross the CPU's chunks of 4096 and shapes that make short runs.
+TEST_P(DeviceKernels, FusedElementwiseReadsBroadcastOperands) {
+  auto perChannel = [](DType t, std::vector<int64_t> spans,
+                       std::vector<int64_t> shape) {
+    FusedOperandSpec o{t, -2, 2, false};
+    o.spans = std::move(spans);
+    o.shape = std::move(shape);
+    return o;
+  };
+  struct Shaped {
+    std::vector<int64_t> dims;
+    FusedCase fc;
+  };
+  std::vector<Shaped> cases;
+  // x * scale[c] + shift[n, 1, w] - 0-d, and the f32 sum in bf16.
+  for (std::vector<int64_t> dims :
+       {std::vector<int64_t>{3, 5, 7, 2}, {2, 33, 1, 129}, {1, 64, 1, 1}}) {
+    FusedCase fc = {"x * scale[c] + shift[n, 1, w] - s",
+                    {{kF32, -4, 4, false},             // 0 x
+                     perChannel(kF32, {1}, {dims[1]}), // 1 scale
+                     perChannel(kF32, {0, 2, 3}, {dims[0], 1, dims[3]}), // 2
+                     {kF32, 0.5, 0.5, true}},                            // 3 s
+                    {{Opcode::Mul, kF32, 0, 1, -1, 0},                   // 4
+                     {Opcode::Add, kF32, 4, 2, -1, 0},                   // 5
+                     {Opcode::Sub, kF32, 5, 3, -1, 0},                   // 6
+                     {Opcode::Convert, kBF16, 6, -1, -1, 0}},            // 7
+                    {6, 7},
+                    {},
+                    {},
+                    {}};
+    cases.push_back({dims, fc});
+  }
+  // Rows of 4099 (a run crosses a chunk): bf16 x - mean[row] over [2, 4099]
+  // and * w[col] (the innermost dimension read, the outer broadcast).
+  cases.push_back(
+      {{2, 4099},
+       {"bf16 (x - mean[row]) * w[col]",
+        {{kBF16, -4, 4, false},
+         perChannel(kBF16, {0}, {2}),
+         perChannel(kBF16, {1}, {4099})},
+        {{Opcode::Sub, kBF16, 0, 1, -1, 0}, {Opcode::Mul, kBF16, 3, 2, -1, 0}},
+        {4},
+        {},
+        {},
+        {}}});
+  // Every operand broadcast, in place of none (the loop's shape is only
+  // the results').
+  cases.push_back(
+      {{4, 3, 1111},
+       {"a[c] + b[n, 1, 1]",
+        {perChannel(kF32, {1}, {3}), perChannel(kF32, {0, 1, 2}, {4, 1, 1})},
+        {{Opcode::Add, kF32, 0, 1, -1, 0}},
+        {2},
+        {},
+        {},
+        {}}});
+  uint32_t seed = 11;
+  for (const Shaped &c : cases) {
+    checkFused(*device_, c.fc, c.dims, seed, exact());
+    seed += 7;
+  }
+  // A broadcast operand whose dims do not fit the results: refused. The
+  // program adds x [4, 6] (dims 0, 1) and b [5] (dims: `spanned`).
+  TestTensor x = uniform(kF32, {4, 6}, 1), b = uniform(kF32, {5}, 2);
+  auto adding = [&](int64_t spanned) {
+    return makeCall(Opcode::FusedElementwise, {x, b}, {zeros(kF32, {4, 6})},
+                    {1, int64_t(Opcode::Add), int64_t(kF32), 0, 1, -1, 0, 2, 0,
+                     1, spanned});
+  };
+  checkFails(adding(1), {"fused_elementwise", "operand 1", "neither 1 nor"});
+  checkFails(adding(2),
+             {"fused_elementwise", "operand 1's dims must increase"});
 }
 
 /// A program that breaks a rule of the layout (here: a step reading a

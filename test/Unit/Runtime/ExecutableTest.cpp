@@ -402,7 +402,27 @@ TEST(Executable, ChecksFusedElementwisePrograms) {
   fails(with(26, 4), "result 1's dtype is not its register's");
   InstructionInfo wrongShape = fused;
   wrongShape.operands = {0, 5, 2};
-  fails(wrongShape, "operand '");
+  fails(wrongShape, "operand 1 is neither 0-d nor of the results' shape, "
+                    "and the program has no dims for it");
+  // With the dims section, y [8] is read across the rows of [4, 8]
+  // (math/BroadcastView.h): x spans dims 0 and 1, y dim 1, s none.
+  InstructionInfo broadcast = wrongShape;
+  broadcast.ints.insert(broadcast.ints.end(), {0, 1, 1});
+  EXPECT_TRUE(validateInstruction(broadcast, 0, tensors).ok());
+  InstructionInfo rows = broadcast;
+  rows.ints.back() = 0; // y's 8 across the 4 rows.
+  fails(rows, "operand 1 has dimension 0 of 8, neither 1 nor the results' "
+              "dimension 0 of 4 ('");
+  InstructionInfo past = broadcast;
+  past.ints.back() = 2;
+  fails(past, "operand 1's dims must increase from 0 to the results' rank 2");
+  InstructionInfo unsorted = broadcast;
+  unsorted.ints[unsorted.ints.size() - 3] = 1; // x spans 1 then 1.
+  fails(unsorted, "operand 0's dims must increase");
+  InstructionInfo short_ = broadcast;
+  short_.ints.pop_back();
+  fails(short_, "has 29 ints; 4 steps and 2 results take 27, with the "
+                "operands' dims 30");
   // An i32 operand is an integer register: no convert to f32 in the loop.
   InstructionInfo integer = fused;
   integer.operands = {6, 1, 2};

@@ -270,13 +270,17 @@ def Graph_FusedElementwiseOp : Graph_Op<"fused_elementwise", [
     be. So the results equal those of the ops written out, bit for bit,
     while the values only the body uses are never stored. An operand of
     the results' shape gives its element at the index; a 0-d operand the
-    same value at every index. The `trainc-fuse-elementwise` pass makes
-    these in the lower phase; autodiff and the partition phase never see
-    one.
+    same value at every index. With `operand_dims`, operand i is read as
+    `graph.broadcast_in_dim` with dims `operand_dims[i]` would expand it
+    to the results' shape (a per-channel scale over NCHW: `[1]`), without
+    the expanded copy being stored. The `trainc-fuse-elementwise` pass
+    makes these in the lower phase; autodiff and the partition phase never
+    see one.
 
     Constraints:
     - (C1) at least one operand and one result; every result has one
-      shape, and every operand has that shape or is 0-d.
+      shape; without `operand_dims`, every operand has that shape or is
+      0-d.
     - (C2) the body's block has one argument per operand, a 0-d tensor of
       the operand's element type.
     - (C3) the body's ops are `neg`, `abs`, `exp`, `log`, `tanh`, `erf`,
@@ -294,6 +298,10 @@ def Graph_FusedElementwiseOp : Graph_Op<"fused_elementwise", [
     - (C5) the body's arguments and values are floats and i1, or integers
       and i1, not both (each device has one register file per loop; a
       convert between floats and integers stays outside).
+    - (C6) `operand_dims`, where present, has one list per operand: as
+      many entries as the operand's rank, increasing, each a dimension of
+      the results; the operand's dimension k has the size of the results'
+      dimension `operand_dims[i][k]` or 1.
 
     Example:
     ```mlir
@@ -304,9 +312,19 @@ def Graph_FusedElementwiseOp : Graph_Op<"fused_elementwise", [
       %s = graph.add %r, %w : tensor<f32>
       graph.yield %s : tensor<f32>
     }
+
+    %scaled = graph.fused_elementwise %x, %scale
+        {operand_dims = [array<i64: 0, 1, 2, 3>, array<i64: 1>]}
+        : (tensor<16x32x8x8xf32>, tensor<32xf32>) -> tensor<16x32x8x8xf32> {
+    ^bb0(%a: tensor<f32>, %s: tensor<f32>):
+      %m = graph.mul %a, %s : tensor<f32>
+      graph.yield %m : tensor<f32>
+    }
     ```
   }];
-  let arguments = (ins Variadic<Graph_Tensor>:$inputs);
+  let arguments = (ins Variadic<Graph_Tensor>:$inputs,
+                   OptionalAttr<TypedArrayAttrBase<DenseI64ArrayAttr,
+                       "one dimension list per operand">>:$operand_dims);
   let results = (outs Variadic<Graph_Tensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat =
