@@ -9,7 +9,12 @@
 // and products by add and mul, max and min by a select chain that keeps
 // the first extreme (and a NaN), so that autodiff's gradient goes to the
 // first maximum of each window as PyTorch's max pooling and JAX's
-// reduce_window gradient give it.
+// reduce_window gradient give it. A float max pool over 1 to 3 dimensions
+// (NCHW's, or NHWC's after a transpose) reads its windows with
+// graph.extract_patches instead and finds each window's first maximum
+// with reductions over the window positions (patchWindowMax), so that its
+// gradient is one graph.fold_patches where the chain's padded, interleaved
+// and added a copy of x per window position.
 //
 // Convolutions: both frontends' (ONNX Conv, StableHLO convolution) in the
 // channels-first layout: the input is dilated (zeros between neighbours),
@@ -319,6 +324,158 @@ Value buildConvolution(OpBuilder &builder, Location loc, Value x, Value w,
   return g.reshape(y, shape);
 }
 
+/// The window maximum of x [N, C, S...] over its 1 to 3 spatial
+/// dimensions (window `kernel`, `strides`, `dilation`, padding `low` and
+/// `high` of at least 0, `outSpatial` positions) from its patches, ties and
+/// NaN as buildWindowReduce's select chain:
+///
+///   P [C, K, N, O]  = extract_patches(x), the padding set to `fill`
+///   m [C, N, O]     = reduce_max(P, K)
+///   first [C, N, O] = the lowest k where P == m (or P is NaN):
+///                     -reduce_max(holds ? -k : -K), in f32
+///   y [N, C, O...]  = reduce_sum(k == first ? P : 0, K), transposed
+///
+/// Only the last line is differentiable in P, so autodiff sends each
+/// window's gradient to its first maximum, as the chain does, through one
+/// fold_patches, where the chain's gradient padded, interleaved and added
+/// a full copy of x per window position.
+Value patchWindowMax(const Shaper &g, Value x, ArrayRef<int64_t> kernel,
+                     ArrayRef<int64_t> strides, ArrayRef<int64_t> dilation,
+                     ArrayRef<int64_t> low, ArrayRef<int64_t> high,
+                     ArrayRef<int64_t> outSpatial, Value fill) {
+  OpBuilder &b = g.b;
+  Location loc = g.loc;
+  ArrayRef<int64_t> xs = g.shape(x);
+  int64_t d = int64_t(xs.size()) - 2, n = xs[0], c = xs[1];
+  ArrayRef<int64_t> spatial = xs.drop_front(2);
+  int64_t k = product(kernel), o = product(outSpatial);
+  SmallVector<int64_t> shape{c, k, n, o};
+  auto typed = [&](Type element) {
+    return RankedTensorType::get(shape, element);
+  };
+  auto over = [&](Value v, ArrayRef<int64_t> dims, Type element) {
+    return b.createOrFold<BroadcastInDimOp>(loc, typed(element), v, dims);
+  };
+  Value patches = g.reshape(
+      b.create<ExtractPatchesOp>(loc, x, kernel, strides, dilation, low, high),
+      shape);
+  // Which [k, o] read the padding (extract_patches reads it as zeros).
+  SmallVector<bool> padding;
+  bool padded = false;
+  forEachWindowPosition(kernel, dilation, [&](ArrayRef<int64_t> first) {
+    SmallVector<int64_t> at(d, 0);
+    for (int64_t t = 0; t < o; ++t) {
+      bool outside = false;
+      for (int64_t i = 0; i < d; ++i) {
+        int64_t source = at[i] * strides[i] + first[i] - low[i];
+        outside = outside || source < 0 || source >= spatial[i];
+      }
+      padding.push_back(outside);
+      padded = padded || outside;
+      for (int64_t i = d - 1; i >= 0 && ++at[i] == outSpatial[i]; --i)
+        at[i] = 0;
+    }
+  });
+  Type element = g.element, i1 = b.getI1Type(), f32 = b.getF32Type();
+  if (padded) {
+    Value mask = b.create<ConstantOp>(
+        loc, DenseElementsAttr::get(RankedTensorType::get({k, o}, i1),
+                                    ArrayRef(padding)));
+    patches = b.create<SelectOp>(loc, over(mask, {1, 3}, i1),
+                                 over(fill, {}, element), patches);
+  }
+  Value max = b.create<ReduceMaxOp>(loc, patches, ArrayRef<int64_t>{1});
+  Value holds = b.create<CompareOp>(loc, ComparisonDirection::EQ, patches,
+                                    over(max, {0, 2, 3}, element));
+  Value isNaN =
+      b.create<CompareOp>(loc, ComparisonDirection::NE, patches, patches);
+  holds = b.create<SelectOp>(loc, isNaN, isNaN, holds);
+  SmallVector<float> negatives;
+  for (int64_t t = 0; t < k; ++t)
+    negatives.push_back(-float(t));
+  Value negative =
+      over(b.create<ConstantOp>(
+               loc, DenseElementsAttr::get(RankedTensorType::get({k}, f32),
+                                           ArrayRef(negatives))),
+           {1}, f32);
+  Value none = over(
+      b.create<ConstantOp>(loc, DenseElementsAttr::get(
+                                    RankedTensorType::get({}, f32), -float(k))),
+      {}, f32);
+  Value first =
+      b.create<ReduceMaxOp>(loc, b.create<SelectOp>(loc, holds, negative, none),
+                            ArrayRef<int64_t>{1});
+  Value chosen = b.create<CompareOp>(loc, ComparisonDirection::EQ, negative,
+                                     over(first, {0, 2, 3}, f32));
+  Value zeros =
+      over(b.create<ConstantOp>(
+               loc, SplatElementsAttr::get(RankedTensorType::get({}, element),
+                                           b.getZeroAttr(element))),
+           {}, element);
+  Value y = b.create<ReduceSumOp>(
+      loc, b.create<SelectOp>(loc, chosen, patches, zeros),
+      ArrayRef<int64_t>{1}); // [C, N, O]
+  SmallVector<int64_t> out{n, c};
+  llvm::append_range(out, outSpatial);
+  return g.reshape(g.transpose(y, {1, 0, 2}), out);
+}
+
+/// buildWindowReduce's max of floats from patches (patchWindowMax) where
+/// the window covers 1 to 3 dimensions with padding of at least 0 and no
+/// base dilation, and is 1 (stride 1, no padding) along the others, which
+/// are moved in front and merged into two ([N, C, S...] for NCHW, a
+/// transpose for JAX's NHWC); and where the patches take at most 16 times
+/// x's memory (a 3x3 window of stride 1 takes 9). Null otherwise.
+Value windowMaxFromPatches(const Shaper &g, Value x,
+                           const WindowReduction &window, ArrayRef<int64_t> out,
+                           Value fill) {
+  ArrayRef<int64_t> xs = g.shape(x);
+  SmallVector<int64_t> whole, spatial;
+  for (int64_t i = 0; i < int64_t(xs.size()); ++i) {
+    if (window.baseDilation[i] != 1 || window.padLow[i] < 0 ||
+        window.padHigh[i] < 0)
+      return Value();
+    bool one = window.sizes[i] == 1 && window.strides[i] == 1 &&
+               window.padLow[i] == 0 && window.padHigh[i] == 0;
+    (one ? whole : spatial).push_back(i);
+  }
+  int64_t d = int64_t(spatial.size());
+  if (d < 1 || d > 3)
+    return Value();
+  SmallVector<int64_t> kernel, strides, dilation, low, high, outSpatial,
+      permutation(whole), sizes;
+  int64_t a = 1, bSize = 1, positions = 1, inputs = 1;
+  for (auto [j, i] : llvm::enumerate(whole)) {
+    (j + 1 < whole.size() ? a : bSize) *= xs[i];
+    sizes.push_back(xs[i]);
+  }
+  for (int64_t i : spatial) {
+    kernel.push_back(window.sizes[i]);
+    strides.push_back(window.strides[i]);
+    dilation.push_back(window.windowDilation[i]);
+    low.push_back(window.padLow[i]);
+    high.push_back(window.padHigh[i]);
+    outSpatial.push_back(out[i]);
+    permutation.push_back(i);
+    positions *= out[i] * window.sizes[i];
+    inputs *= xs[i];
+  }
+  if (positions > 16 * inputs)
+    return Value();
+  SmallVector<int64_t> merged{a, bSize};
+  for (int64_t i : spatial)
+    merged.push_back(xs[i]);
+  Value y = patchWindowMax(g, g.reshape(g.transpose(x, permutation), merged),
+                           kernel, strides, dilation, low, high, outSpatial,
+                           fill); // [A, B, O...]
+  llvm::append_range(sizes, outSpatial);
+  y = g.reshape(y, sizes);
+  SmallVector<int64_t> inverse(permutation.size());
+  for (auto [j, i] : llvm::enumerate(permutation))
+    inverse[i] = int64_t(j);
+  return g.transpose(y, inverse);
+}
+
 std::optional<SmallVector<int64_t>>
 windowReductionSizes(ArrayRef<int64_t> input, const WindowReduction &window) {
   SmallVector<int64_t> out;
@@ -345,6 +502,10 @@ Value buildWindowReduce(OpBuilder &builder, Location loc, Value x,
   assert(out && "the caller checks the window");
   if (llvm::is_contained(*out, 0))
     return g.zeros(*out);
+  // A max pool of floats: from patches where they fit.
+  if (combiner == WindowCombiner::Max && isa<FloatType>(type.getElementType()))
+    if (Value y = windowMaxFromPatches(g, x, window, *out, fill))
+      return y;
   for (int64_t i = 0; i < rank; ++i) {
     x = g.dilate(x, i, window.baseDilation[i]);
     x = g.pad(x, i, window.padLow[i], window.padHigh[i]);

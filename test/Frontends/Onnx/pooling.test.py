@@ -5,8 +5,10 @@ loop from the operator definitions (PyTorch's for ceil_mode and ties).
                           exits 1 on any failure.
 
 Forward (float32; one int8 MaxPool; two with an empty batch, which must
-give empty results of the right shape): MaxPool must equal the reference
-exactly (a maximum rounds nothing); AveragePool within 2 eps * (window sum
+give empty results of the right shape; NaN and -inf windows and a float16
+pool, checked against the reference only): MaxPool must equal the
+reference exactly (a maximum rounds nothing; NaN wins, as numpy's
+maximum); AveragePool within 2 eps * (window sum
 of |x|) / divisor (a sum of at most 27 terms in float32 and one division;
 the bound holds with room: the worst ratio is printed); onnxruntime must
 agree with the reference to the same tolerances, which checks the
@@ -17,6 +19,9 @@ c). MaxPool's gradient goes to each window's first maximum in row-major
 window order (PyTorch's indices), summed over overlapping windows: exactly
 as the reference sums it in float64, within 4 eps relative; one case has
 tied maxima on purpose. AveragePool spreads c / divisor over each window.
+
+Lowering: a float MaxPool reads its windows with one graph.extract_patches
+(no slice per window position, no padded copy).
 """
 import itertools
 import os
@@ -26,7 +31,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from op_harness import WeightedLoss, compile_and_run, expect_rejections, run_checks
+from op_harness import WeightedLoss, compile_and_run, expect_rejections, run, run_checks
 
 OPSET = 18
 RNG = np.random.default_rng(41)
@@ -109,8 +114,10 @@ def reference(op, x, attrs, c=None):
             cc = 1.0 if c is None else float(c[(b, f, *o)])
             if op == 'MaxPool':
                 best = None
-                for p in members:  # the first maximum, row-major
-                    if best is None or x64[(b, f, *p)] > x64[(b, f, *best)]:
+                for p in members:  # the first maximum, row-major; NaN wins
+                    v = x64[(b, f, *p)]
+                    if (best is None or v > x64[(b, f, *best)]
+                            or (np.isnan(v) and not np.isnan(x64[(b, f, *best)]))):
                         best = p
                 y[(b, f, *o)] = x64[(b, f, *best)]
                 g[(b, f, *best)] += cc
@@ -144,6 +151,22 @@ def forward(work):
         inputs.append(helper.make_tensor_value_info(f'x_{name}', TensorProto.FLOAT, list(shape)))
         outputs.append(helper.make_tensor_value_info(f'y_{name}', TensorProto.FLOAT, None))
         feeds[f'x_{name}'] = x
+    # NaN (the first NaN of a window wins, as in numpy's max), -inf, and a
+    # window of -inf only, in f32; and the ResNet stem's pool in f16. Not
+    # asked of onnxruntime, whose kernels' NaN handling is their own.
+    odd = {'nan': RNG.standard_normal((1, 2, 7, 7)).astype(np.float32),
+           'f16': RNG.standard_normal((1, 2, 7, 7)).astype(np.float16)}
+    odd['nan'][0, 0, 1, 1] = np.nan
+    odd['nan'][0, 0, 4, 2] = np.nan
+    odd['nan'][0, 1, :3, :3] = -np.inf
+    odd['nan'][0, 1, 5, 5] = -np.inf
+    stem = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    for key, x in odd.items():
+        elem = TensorProto.FLOAT if key == 'nan' else TensorProto.FLOAT16
+        nodes.append(helper.make_node('MaxPool', [f'x_{key}'], [f'y_{key}'], **stem))
+        inputs.append(helper.make_tensor_value_info(f'x_{key}', elem, list(x.shape)))
+        outputs.append(helper.make_tensor_value_info(f'y_{key}', elem, None))
+        feeds[f'x_{key}'] = x
     xi = RNG.integers(-128, 128, (1, 2, 6, 7)).astype(np.int8)
     nodes.append(helper.make_node('MaxPool', ['x_int8'], ['y_int8'], kernel_shape=[3, 2],
                                   strides=[2, 1], pads=[1, 0, 1, 1]))
@@ -184,7 +207,34 @@ def forward(work):
                                                                 pads=[1, 0, 1, 1]))
     same = got.dtype == np.int8 and np.array_equal(got, want) and np.array_equal(ort_y['y_int8'], want)
     print(f'max_int8: Y {got.shape} {got.dtype} {"equal ok" if same else "FAIL"}')
+    for key, x in odd.items():
+        got = np.load(os.path.join(out, f'y_{key}.npy'))
+        want, _ = reference('MaxPool', x, stem)
+        equal = got.dtype == x.dtype and np.array_equal(got.astype(np.float64), want,
+                                                         equal_nan=True)
+        print(f'max_{key}: Y {got.shape} {got.dtype}, {int(np.isnan(want).sum())} NaN and '
+              f'{int(np.isneginf(want).sum())} -inf windows, {"equal ok" if equal else "FAIL"}')
+        same &= equal
     return ok and same
+
+
+def lowering(work):
+    """A float max pool over NCHW reads its windows with one
+    graph.extract_patches (no padded copy, no slice per window position),
+    so that its gradient is one fold_patches."""
+    x = helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 3, 9, 10])
+    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, None)
+    node = helper.make_node('MaxPool', ['x'], ['y'], kernel_shape=[3, 3], strides=[2, 2],
+                            pads=[1, 1, 1, 1])
+    model = helper.make_model(helper.make_graph([node], 'stem', [x], [y]),
+                              opset_imports=[helper.make_opsetid('', OPSET)])
+    path = os.path.join(work, 'stem.onnx')
+    onnx.save(model, path)
+    ir = run(['trainc', path, '--compile-to=import']).stdout
+    counts = {op: ir.count(f'graph.{op} ') for op in ('extract_patches', 'concatenate', 'slice')}
+    ok = counts == {'extract_patches': 1, 'concatenate': 0, 'slice': 0}
+    print(f'lowering: {counts} {"ok" if ok else "FAIL"}')
+    return ok
 
 
 def gradients(work):
@@ -238,7 +288,7 @@ def errors(work):
 
 
 def main():
-    run_checks(forward, gradients, errors)
+    run_checks(forward, lowering, gradients, errors)
 
 
 if __name__ == '__main__':
