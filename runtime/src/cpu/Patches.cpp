@@ -13,6 +13,15 @@
 // in row-major order, so each element of x sums its terms in math/
 // Patches.h's order, which CUDA's one-thread-per-element kernel follows.
 //
+// Rows shorter than kTableWidth (a ResNet's last stages: 4x4 and 2x2
+// images, rows of 4 and 2) cost more in their bookkeeping than in their
+// copies. There both kernels read a table instead, made once per call:
+// for each kernel position k and output position o, the plane offset
+// that patch element (k, o) reads, or -1 (padding). extract_patches
+// copies a (c, k, n) run of all O outputs through it; fold_patches adds
+// each plane's patch elements through it, kernel position by kernel
+// position, the same terms in the same order.
+//
 //===----------------------------------------------------------------------===//
 
 #include "math/Patches.h"
@@ -117,8 +126,63 @@ std::vector<LastRange> lastRanges(const PatchGeometry &g) {
   return ranges;
 }
 
+/// Rows shorter than this read a table of source offsets.
+constexpr int64_t kTableWidth = 8;
+
+bool byTable(const PatchGeometry &g) {
+  return g.out[g.d - 1] < kTableWidth &&
+         g.kernelSize() * g.outSize() <= (int64_t(1) << 20);
+}
+
+/// For each kernel position k and output position o (K O entries, k
+/// major, both row-major over their dimensions), the offset in x's plane
+/// that patch element (k, o) reads, or -1 where it reads padding.
+std::vector<int64_t> sourceTable(const PatchGeometry &g) {
+  int64_t kernels = g.kernelSize(), outs = g.outSize();
+  std::vector<int64_t> table(size_t(kernels * outs));
+  int64_t k[math::kMaxPatchDims] = {}, o[math::kMaxPatchDims] = {};
+  for (int64_t kk = 0; kk < kernels; ++kk) {
+    for (int64_t oo = 0; oo < outs; ++oo) {
+      int64_t at = 0;
+      for (int i = 0; i < g.d && at >= 0; ++i) {
+        int64_t s = math::patchSource(o[i], k[i], g.stride[i], g.dilation[i],
+                                      g.padLow[i]);
+        at = s < 0 || s >= g.spatial[i] ? -1 : at * g.spatial[i] + s;
+      }
+      table[size_t(kk * outs + oo)] = at;
+      for (int i = g.d - 1; i >= 0 && ++o[i] == g.out[i]; --i)
+        o[i] = 0;
+    }
+    for (int i = g.d - 1; i >= 0 && ++k[i] == g.kernel[i]; --i)
+      k[i] = 0;
+  }
+  return table;
+}
+
+/// extract_patches through sourceTable: run (c, k, n) of the patches is
+/// all O outputs of kernel position k of plane (n, c).
+template <typename T>
+void extractByTable(const PatchGeometry &g, const T *x, T *p) {
+  std::vector<int64_t> table = sourceTable(g);
+  int64_t kernels = g.kernelSize(), outs = g.outSize(), plane = g.spatialSize();
+  parallelFor(g.c * kernels * g.n, std::max<int64_t>(1, 16384 / outs),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r) {
+                  int64_t n = r % g.n, k = r / g.n % kernels,
+                          c = r / (g.n * kernels);
+                  const T *in = x + (n * g.c + c) * plane;
+                  const int64_t *at = table.data() + k * outs;
+                  T *out = p + r * outs;
+                  for (int64_t o = 0; o < outs; ++o)
+                    out[o] = at[o] >= 0 ? in[at[o]] : T(0);
+                }
+              });
+}
+
 template <typename T>
 void extractRows(const PatchGeometry &g, const T *x, T *p) {
+  if (byTable(g))
+    return extractByTable(g, x, p);
   int last = g.d - 1;
   int64_t width = g.out[last], plane = g.spatialSize();
   int64_t stride = g.stride[last];
@@ -165,9 +229,52 @@ template <typename Acc> struct PatchReader {
   }
 };
 
+/// Plane nc's sums from `acc` into x.
+template <typename Acc>
+void storePlane(const TensorRef &x, int64_t nc, int64_t plane,
+                const std::vector<Acc> &acc) {
+  if constexpr (std::is_same_v<Acc, float>)
+    if (x.dtype == DType::F32) {
+      std::memcpy(x.as<float>() + nc * plane, acc.data(),
+                  size_t(plane) * sizeof(float));
+      return;
+    }
+  for (int64_t s = 0; s < plane; ++s)
+    storeAs<Acc>(x, nc * plane + s, acc[size_t(s)]);
+}
+
+/// fold_patches through sourceTable: plane (n, c) adds the runs (c, k, n)
+/// for k in order.
+template <typename Acc>
+void foldByTable(const PatchGeometry &g, const TensorRef &p,
+                 const TensorRef &x) {
+  std::vector<int64_t> table = sourceTable(g);
+  int64_t kernels = g.kernelSize(), outs = g.outSize(), plane = g.spatialSize();
+  parallelFor(g.n * g.c, std::max<int64_t>(1, 4096 / (kernels * outs)),
+              [&](int64_t begin, int64_t end) {
+                std::vector<Acc> acc(static_cast<size_t>(plane));
+                PatchReader<Acc> reader{p, {}};
+                for (int64_t nc = begin; nc < end; ++nc) {
+                  int64_t n = nc / g.c, c = nc % g.c;
+                  std::fill(acc.begin(), acc.end(), Acc(0));
+                  for (int64_t k = 0; k < kernels; ++k) {
+                    const Acc *in =
+                        reader.read(((c * kernels + k) * g.n + n) * outs, outs);
+                    const int64_t *at = table.data() + k * outs;
+                    for (int64_t o = 0; o < outs; ++o)
+                      if (at[o] >= 0)
+                        acc[size_t(at[o])] += in[o];
+                  }
+                  storePlane(x, nc, plane, acc);
+                }
+              });
+}
+
 template <typename Acc>
 void foldPlanes(const PatchGeometry &g, const TensorRef &p,
                 const TensorRef &x) {
+  if (byTable(g))
+    return foldByTable<Acc>(g, p, x);
   int last = g.d - 1;
   int64_t width = g.out[last], plane = g.spatialSize();
   int64_t stride = g.stride[last];
@@ -215,14 +322,7 @@ void foldPlanes(const PatchGeometry &g, const TensorRef &p,
           row.k[i] = 0;
         }
       }
-      if constexpr (std::is_same_v<Acc, float>)
-        if (x.dtype == DType::F32) {
-          std::memcpy(x.as<float>() + nc * plane, acc.data(),
-                      size_t(plane) * sizeof(float));
-          continue;
-        }
-      for (int64_t s = 0; s < plane; ++s)
-        storeAs<Acc>(x, nc * plane + s, acc[size_t(s)]);
+      storePlane(x, nc, plane, acc);
     }
   });
 }
