@@ -128,6 +128,53 @@ constexpr int kFusedMaxResults = 8;
 /// merge. An operand of rank r needs at most 2r + 1.
 constexpr int kFusedMaxViewDims = 6;
 
+/// The strides over a fused loop's results through which it reads an
+/// operand broadcast into them (graph.fused_elementwise's operand_dims):
+/// result dimension d (of `resultRank`, sizes `resultDims`) steps the
+/// operand by its row-major stride of dimension k where the operand's k-th
+/// dimension spans d (bit d of `mask`: the k-th set bit) and is not 1, and
+/// by 0 elsewhere; result dimensions of size 1 drop out and neighbours
+/// whose strides continue each other (s_d == s_{d+1} R_{d+1}: both 0, or
+/// contiguous) merge. Writes at most kFusedMaxViewDims sizes and strides,
+/// outermost first (the innermost stride is 0 or 1), and returns their
+/// count, or -1 where more would be needed. The caller has checked that
+/// `operandDims` has one entry per bit of `mask`, each 1 or the size it
+/// spans.
+inline int fusedOperandStrides(const int64_t *resultDims, int resultRank,
+                               const int64_t *operandDims, uint64_t mask,
+                               int64_t *sizes, int64_t *strides) {
+  int operandRank = 0;
+  for (int d = 0; d < resultRank; ++d)
+    operandRank += int(mask >> d & 1);
+  int k = operandRank, rank = 0;
+  int64_t step = 1, merged[64][2]; // [size, stride], innermost first
+  for (int d = resultRank - 1; d >= 0; --d) {
+    int64_t stride = 0;
+    if (mask >> d & 1) {
+      --k;
+      stride = operandDims[k] == 1 ? 0 : step;
+      step *= operandDims[k];
+    }
+    if (resultDims[d] == 1)
+      continue;
+    // Merged into the inner neighbour when this stride continues it.
+    if (rank > 0 && stride == merged[rank - 1][1] * merged[rank - 1][0]) {
+      merged[rank - 1][0] *= resultDims[d];
+      continue;
+    }
+    merged[rank][0] = resultDims[d];
+    merged[rank][1] = stride;
+    ++rank;
+  }
+  if (rank > kFusedMaxViewDims)
+    return -1;
+  for (int i = 0; i < rank; ++i) {
+    sizes[i] = merged[rank - 1 - i][0];
+    strides[i] = merged[rank - 1 - i][1];
+  }
+  return rank;
+}
+
 /// Opcode::Attention and Opcode::AttentionGrad: ints[2] has bit i set when
 /// tensor i is stored [B, S, H, D] (sequence-major) rather than [B, H, S,
 /// D]. Tensors are numbered q, k, v, then attention's result, or

@@ -93,17 +93,16 @@ func.func @single_ops(%x: tensor<8xf32>, %s: tensor<f32>) -> (tensor<8xf32>, ten
 
 // A batch norm's per-channel scale and shift: the loop reads the [C]
 // values in place (operand_dims), the broadcasts go; one value broadcast
-// two ways is two operands; a broadcast that also feeds an op alone (exp)
-// stays for it. A rank-3 source could need more strides than the
-// executable's view takes, so its broadcast stays.
+// two ways is two operands; a rank-3 value is read in place too (its view
+// is 2 strides); a broadcast that also feeds an op alone (exp) stays for
+// it.
 // CHECK-LABEL: func.func @broadcast_operands
 // CHECK-SAME: (%[[X:.+]]: tensor<2x3x4x4xf32>, %[[G:.+]]: tensor<3xf32>, %[[B:.+]]: tensor<3xf32>, %[[Q:.+]]: tensor<4xf32>, %[[W:.+]]: tensor<2x3x4xf32>)
 func.func @broadcast_operands(%x: tensor<2x3x4x4xf32>, %g: tensor<3xf32>, %b: tensor<3xf32>, %q: tensor<4xf32>, %w: tensor<2x3x4xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>) {
   // CHECK: %[[BQ:.+]] = graph.broadcast_in_dim %[[Q]], dims = [3]
-  // CHECK: %[[BW:.+]] = graph.broadcast_in_dim %[[W]], dims = [0, 1, 2]
-  // CHECK: %[[F:.+]] = graph.fused_elementwise %[[X]], %[[G]], %[[B]], %[[Q]], %[[BW]], %[[Q]]
-  // CHECK-SAME: {operand_dims = [array<i64: 0, 1, 2, 3>, array<i64: 1>, array<i64: 1>, array<i64: 2>, array<i64: 0, 1, 2, 3>, array<i64: 3>]}
-  // CHECK-SAME: : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4xf32>, tensor<2x3x4x4xf32>, tensor<4xf32>) -> tensor<2x3x4x4xf32>
+  // CHECK: %[[F:.+]] = graph.fused_elementwise %[[X]], %[[G]], %[[B]], %[[Q]], %[[W]], %[[Q]]
+  // CHECK-SAME: {operand_dims = [array<i64: 0, 1, 2, 3>, array<i64: 1>, array<i64: 1>, array<i64: 2>, array<i64: 0, 1, 2>, array<i64: 3>]}
+  // CHECK-SAME: : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4xf32>, tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4x4xf32>
   // CHECK-NOT: graph.broadcast_in_dim
   // CHECK: graph.exp %[[BQ]]
   // CHECK: return %[[F]], %{{.+}}, %[[BQ]]
@@ -123,18 +122,36 @@ func.func @broadcast_operands(%x: tensor<2x3x4x4xf32>, %g: tensor<3xf32>, %b: te
 
 // -----
 
+// A broadcast the executable would read through more than 6 strides (a
+// [2, 2, 2] value spanning every other dimension of seven: 7) stays.
+// CHECK-LABEL: func.func @broadcast_too_strided
+func.func @broadcast_too_strided(%x: tensor<2x2x2x2x2x2x2xf32>, %w: tensor<2x2x2xf32>) -> tensor<2x2x2x2x2x2x2xf32> {
+  // CHECK: %[[BW:.+]] = graph.broadcast_in_dim
+  // CHECK: graph.fused_elementwise %{{.+}}, %[[BW]] : (tensor<2x2x2x2x2x2x2xf32>, tensor<2x2x2x2x2x2x2xf32>)
+  %bw = graph.broadcast_in_dim %w, dims = [1, 3, 5] : (tensor<2x2x2xf32>) -> tensor<2x2x2x2x2x2x2xf32>
+  %m = graph.mul %x, %bw : tensor<2x2x2x2x2x2x2xf32>
+  %e = graph.exp %m : tensor<2x2x2x2x2x2x2xf32>
+  return %e : tensor<2x2x2x2x2x2x2xf32>
+}
+
+// -----
+
 // A splat constant of the loop's shape (ReLU's zeros, a padding value)
-// becomes a 0-d constant operand; the big constant goes.
+// becomes one 0-d constant operand, however many ops read it; the big
+// constant goes.
 // CHECK-LABEL: func.func @splat_constants
 func.func @splat_constants(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   // CHECK-NOT: tensor<16x32xf32> = graph.constant
   // CHECK: %[[Z:.+]] = graph.constant dense<0.000000e+00> : tensor<f32>
+  // CHECK-NOT: graph.constant
   // CHECK: graph.fused_elementwise %{{.+}}, %[[Z]] : (tensor<16x32xf32>, tensor<f32>) -> tensor<16x32xf32>
   // CHECK: graph.max
+  // CHECK: graph.add
   // CHECK-NOT: graph.constant
   %z = graph.constant dense<0.0> : tensor<16x32xf32>
   %r = graph.max %x, %z : tensor<16x32xf32>
-  return %r : tensor<16x32xf32>
+  %s = graph.add %r, %z : tensor<16x32xf32>
+  return %s : tensor<16x32xf32>
 }
 
 // -----

@@ -184,10 +184,30 @@ LogicalResult fusedProgram(FusedElementwiseOp fused,
   ints = {steps};
   ints.insert(ints.end(), program.begin(), program.end());
   ints.insert(ints.end(), results.begin(), results.end());
-  // The dims section, where an operand is broadcast.
-  if (std::optional<ArrayAttr> operandDims = fused.getOperandDims())
-    for (Attribute dims : *operandDims)
-      llvm::append_range(ints, cast<DenseI64ArrayAttr>(dims).asArrayRef());
+  // The dims section, where an operand is broadcast: each within the
+  // strides the runtime reads it through.
+  std::optional<ArrayAttr> operandDims = fused.getOperandDims();
+  if (!operandDims)
+    return success();
+  ArrayRef<int64_t> shape =
+      cast<ShapedType>(fused.getResult(0).getType()).getShape();
+  for (auto [i, dims] : llvm::enumerate(*operandDims)) {
+    ArrayRef<int64_t> spans = cast<DenseI64ArrayAttr>(dims).asArrayRef();
+    uint64_t mask = 0;
+    for (int64_t d : spans)
+      mask |= d < 64 ? uint64_t(1) << d : 0;
+    int64_t sizes[kFusedMaxViewDims], strides[kFusedMaxViewDims];
+    if (shape.size() > 64 ||
+        fusedOperandStrides(
+            shape.data(), int(shape.size()),
+            cast<ShapedType>(fused.getOperand(i).getType()).getShape().data(),
+            mask, sizes, strides) < 0)
+      return fused.emitError("operand ")
+             << i << " of a fused loop is read through more than "
+             << kFusedMaxViewDims
+             << " strided dimensions of its results, the executable's limit";
+    llvm::append_range(ints, spans);
+  }
   return success();
 }
 

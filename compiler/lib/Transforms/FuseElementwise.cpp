@@ -98,19 +98,28 @@ using Input = std::pair<Value, ArrayRef<int64_t>>;
 
 /// The broadcast operand that `v` (of `shape`) is, or a null value: `v`
 /// is a broadcast_in_dim into `shape` of a loop element tensor whose dims
-/// increase and whose rank the executable's view of it always fits
-/// (kFusedMaxViewDims: rank r needs at most 2r + 1 dimensions).
+/// increase and which the executable can read through at most
+/// kFusedMaxViewDims strides (the schema's fusedOperandStrides: a
+/// per-channel scale of NCHW takes 3, a [C, N, O] value over [C, K, N, O]
+/// 3).
 Input broadcastSource(Value v, ArrayRef<int64_t> shape) {
   auto b = v.getDefiningOp<BroadcastInDimOp>();
-  if (!b || shapeOf(v) != shape)
+  if (!b || shapeOf(v) != shape || shape.size() > 64)
     return {};
   Value source = b.getOperand();
   ArrayRef<int64_t> dims = b.getDims();
   auto type = cast<RankedTensorType>(source.getType());
   if (!isLoopElement(type) ||
-      type.getRank() > (trainc::kFusedMaxViewDims - 1) / 2 ||
       std::adjacent_find(dims.begin(), dims.end(),
                          std::greater_equal<int64_t>()) != dims.end())
+    return {};
+  uint64_t mask = 0;
+  for (int64_t d : dims)
+    mask |= uint64_t(1) << d;
+  int64_t sizes[trainc::kFusedMaxViewDims], strides[trainc::kFusedMaxViewDims];
+  if (trainc::fusedOperandStrides(shape.data(), int(shape.size()),
+                                  type.getShape().data(), mask, sizes,
+                                  strides) < 0)
     return {};
   return {source, dims};
 }
@@ -126,6 +135,9 @@ Input inputFor(Value v, ArrayRef<int64_t> shape) {
 /// operand (ReLU's max with zeros of the activation's shape would read a
 /// tensor of zeros).
 void splitSplatConstants(Block &block) {
+  // One 0-d constant per splat constant, right after it (so before all its
+  // uses): a loop that reads the splat twice takes it once.
+  llvm::DenseMap<Operation *, Value> scalars;
   for (Operation &op : block.without_terminator()) {
     if (!isFusible(&op))
       continue;
@@ -135,14 +147,21 @@ void splitSplatConstants(Block &block) {
                             : SplatElementsAttr();
       if (!splat || cast<RankedTensorType>(splat.getType()).getRank() == 0)
         continue;
-      OpBuilder b(&op);
-      auto scalarType = RankedTensorType::get({}, splat.getElementType());
-      Value scalar = b.create<ConstantOp>(constant.getLoc(),
+      Value &scalar = scalars[constant];
+      if (!scalar) {
+        OpBuilder after(constant->getBlock(),
+                        std::next(constant->getIterator()));
+        auto scalarType = RankedTensorType::get({}, splat.getElementType());
+        scalar = after.create<ConstantOp>(constant.getLoc(),
                                           splat.resizeSplat(scalarType));
+      }
+      OpBuilder b(&op);
       use.set(b.create<BroadcastInDimOp>(constant.getLoc(), use.get().getType(),
                                          scalar, b.getDenseI64ArrayAttr({})));
-      if (constant->use_empty())
+      if (constant->use_empty()) {
+        scalars.erase(constant);
         constant->erase();
+      }
     }
   }
 }

@@ -327,13 +327,15 @@ Value buildConvolution(OpBuilder &builder, Location loc, Value x, Value w,
 /// The window maximum of x [N, C, S...] over its 1 to 3 spatial
 /// dimensions (window `kernel`, `strides`, `dilation`, padding `low` and
 /// `high` of at least 0, `outSpatial` positions) from its patches, ties and
-/// NaN as buildWindowReduce's select chain:
+/// NaN (the last wins, as in PyTorch's kernel) as buildWindowReduce's
+/// select chain (but a maximum of -0 comes out +0):
 ///
 ///   P [C, K, N, O]  = extract_patches(x), the padding set to `fill`
 ///   m [C, N, O]     = reduce_max(P, K)
-///   first [C, N, O] = the lowest k where P == m (or P is NaN):
-///                     -reduce_max(holds ? -k : -K), in f32
-///   y [N, C, O...]  = reduce_sum(k == first ? P : 0, K), transposed
+///   chosen          = the last k where P is NaN, else the first where
+///                     P == m: the highest of the scores K + k (NaN), -k
+///                     (P == m) and -K (the others), in f32
+///   y [N, C, O...]  = reduce_sum(chosen ? P : 0, K), transposed
 ///
 /// Only the last line is differentiable in P, so autodiff sends each
 /// window's gradient to its first maximum, as the chain does, through one
@@ -389,31 +391,34 @@ Value patchWindowMax(const Shaper &g, Value x, ArrayRef<int64_t> kernel,
                                     over(max, {0, 2, 3}, element));
   Value isNaN =
       b.create<CompareOp>(loc, ComparisonDirection::NE, patches, patches);
-  holds = b.create<SelectOp>(loc, isNaN, isNaN, holds);
-  SmallVector<float> negatives;
-  for (int64_t t = 0; t < k; ++t)
-    negatives.push_back(-float(t));
-  Value negative =
-      over(b.create<ConstantOp>(
-               loc, DenseElementsAttr::get(RankedTensorType::get({k}, f32),
-                                           ArrayRef(negatives))),
-           {1}, f32);
-  Value none = over(
-      b.create<ConstantOp>(loc, DenseElementsAttr::get(
-                                    RankedTensorType::get({}, f32), -float(k))),
-      {}, f32);
-  Value first =
-      b.create<ReduceMaxOp>(loc, b.create<SelectOp>(loc, holds, negative, none),
-                            ArrayRef<int64_t>{1});
-  Value chosen = b.create<CompareOp>(loc, ComparisonDirection::EQ, negative,
-                                     over(first, {0, 2, 3}, f32));
-  Value zeros =
-      over(b.create<ConstantOp>(
-               loc, SplatElementsAttr::get(RankedTensorType::get({}, element),
-                                           b.getZeroAttr(element))),
-           {}, element);
+  // Each position's score, in f32 (exact below 2^24): K + k for a NaN (the
+  // last NaN scores highest), -k for a maximum (the first scores highest),
+  // -K otherwise. The highest score is the chosen position's alone.
+  auto perPosition = [&](auto score) {
+    SmallVector<float> values;
+    for (int64_t t = 0; t < k; ++t)
+      values.push_back(float(score(t)));
+    return over(b.create<ConstantOp>(
+                    loc, DenseElementsAttr::get(RankedTensorType::get({k}, f32),
+                                                ArrayRef(values))),
+                {1}, f32);
+  };
+  auto scalar = [&](Type type, double value) {
+    return over(b.create<ConstantOp>(
+                    loc, DenseElementsAttr::get(RankedTensorType::get({}, type),
+                                                b.getFloatAttr(type, value))),
+                {}, type);
+  };
+  Value score = b.create<SelectOp>(
+      loc, isNaN, perPosition([&](int64_t t) { return k + t; }),
+      b.create<SelectOp>(loc, holds, perPosition([](int64_t t) { return -t; }),
+                         scalar(f32, -double(k))));
+  Value best = b.create<ReduceMaxOp>(loc, score, ArrayRef<int64_t>{1});
+  Value chosen = b.create<CompareOp>(loc, ComparisonDirection::EQ, score,
+                                     over(best, {0, 2, 3}, f32));
+  // A sum from +0, so a maximum of -0 comes out +0 (the chain keeps -0).
   Value y = b.create<ReduceSumOp>(
-      loc, b.create<SelectOp>(loc, chosen, patches, zeros),
+      loc, b.create<SelectOp>(loc, chosen, patches, scalar(element, 0.0)),
       ArrayRef<int64_t>{1}); // [C, N, O]
   SmallVector<int64_t> out{n, c};
   llvm::append_range(out, outSpatial);

@@ -152,23 +152,20 @@ private:
   }
 
   /// x's elements at flat indices [offset, offset + length) of view v, at
-  /// `to`: a run of v's innermost dimension at a time.
+  /// `to`: a run of v's innermost dimension at a time, a fill or a copy.
   template <typename W>
   static void gatherRuns(const W *x, const math::BroadcastView &v,
                          int64_t offset, int64_t length, W *to) {
     math::BroadcastCursor cursor;
     cursor.start(v, offset);
-    int64_t stride = v.stride[v.rank - 1];
+    bool fill = v.stride[v.rank - 1] == 0; // else 1: BroadcastView.h
     for (int64_t done = 0; done < length;) {
       int64_t m = std::min(cursor.run(v), length - done);
       const W *from = x + cursor.offset;
-      if (stride == 0)
+      if (fill)
         std::fill_n(to + done, m, *from);
-      else if (stride == 1)
-        std::memcpy(to + done, from, size_t(m) * sizeof(W));
       else
-        for (int64_t j = 0; j < m; ++j)
-          to[done + j] = from[j * stride];
+        std::memcpy(to + done, from, size_t(m) * sizeof(W));
       done += m;
       cursor.advance(v, m);
     }

@@ -73,8 +73,9 @@ std::string fusedProgramText(const Executable &exe,
   text += " ->";
   for (int r = 0; r < program.numResults; ++r)
     text += " r" + std::to_string(program.results[r]);
+  const std::vector<int64_t> &shape = exe.tensors()[inst.results[0]].shape;
   for (int r = 0; program.hasDims && r < program.numInputs; ++r) {
-    if (ranks[r] == 0 || ranks[r] == resultRank)
+    if (ranks[r] == 0 || exe.tensors()[inst.operands[r]].shape == shape)
       continue;
     text += "; r" + std::to_string(r) + " spans [";
     bool first = true;

@@ -51,6 +51,26 @@ Status Checker::checkFusedElementwise() const {
     if (!invalid.empty())
       return error(invalid + " ('" + operand(i).name + "')");
   }
+  // Each element is read before the same element is written, and no
+  // other: a result may be exactly an operand of its shape and dtype (the
+  // plan's in-place reuse), and share no other byte with an operand or
+  // another result.
+  for (size_t r = 0; r < numResults; ++r) {
+    for (size_t o = 0; o < numInputs; ++o) {
+      const TensorInfo &x = operand(o), &y = result(r);
+      bool same = x.arena == y.arena && x.offset == y.offset &&
+                  x.size == y.size && x.dtype == y.dtype && x.shape == y.shape;
+      if (overlap(y, x) && !same)
+        return error("result " + std::to_string(r) +
+                     " shares memory with operand " + std::to_string(o) +
+                     " without being that operand's memory, shape and "
+                     "dtype");
+    }
+    for (size_t q = 0; q < r; ++q)
+      if (overlap(result(r), result(q)))
+        return error("results " + std::to_string(q) + " and " +
+                     std::to_string(r) + " share memory");
+  }
   return okStatus();
 }
 

@@ -12,10 +12,12 @@
 // (a full operand: dims 0..n-1; a 0-d one: no dims). The executable keeps
 // dims as a mask of result dimensions (math/FusedProgram.h).
 //
-// makeBroadcastView turns that into strides over the result's dimensions
-// (0 where the operand does not vary) and merges neighbours whose strides
-// continue each other (s_d == s_{d+1} * R_{d+1}: both 0, or contiguous);
-// result dimensions of size 1 drop out. So a full operand becomes one
+// makeBroadcastView checks the operand against the results and turns it
+// into strides over the result's dimensions (the schema's
+// fusedOperandStrides, which the compiler uses too: 0 where the operand
+// does not vary, neighbours whose strides continue each other merged,
+// result dimensions of size 1 dropped; the innermost stride is 0 or 1).
+// So a full operand becomes one
 // dimension of stride 1, a 0-d one none, a per-channel scale of NCHW
 // three: [N: 0][C: 1][H*W: 0]. At most kFusedMaxViewDims remain (an
 // operand of rank r needs at most 2r + 1).
@@ -84,40 +86,22 @@ inline std::string makeBroadcastView(const int64_t *resultDims, int resultRank,
   if (spanned != operandRank)
     return "has " + std::to_string(operandRank) + " dimensions but spans " +
            std::to_string(spanned) + " of the results'";
-  // The operand's row-major strides, from its innermost dimension out.
-  int64_t operandStride[64];
-  int64_t step = 1;
-  for (int k = operandRank - 1; k >= 0; --k) {
-    operandStride[k] = step;
-    step *= operandDims[k];
-  }
-  view = BroadcastView();
-  int k = 0;
-  for (int d = 0; d < resultRank; ++d) {
-    int64_t stride = 0;
+  for (int d = 0, k = 0; d < resultRank; ++d)
     if (mask >> d & 1) {
       if (operandDims[k] != 1 && operandDims[k] != resultDims[d])
         return "has dimension " + std::to_string(k) + " of " +
                std::to_string(operandDims[k]) +
                ", neither 1 nor the results' dimension " + std::to_string(d) +
                " of " + std::to_string(resultDims[d]);
-      stride = operandDims[k] == 1 ? 0 : operandStride[k];
       ++k;
     }
-    if (resultDims[d] == 1)
-      continue;
-    int last = view.rank - 1;
-    if (last >= 0 && view.stride[last] == stride * resultDims[d]) {
-      view.size[last] *= resultDims[d];
-      view.stride[last] = stride;
-      continue;
-    }
-    if (view.rank == kBroadcastMaxDims)
-      return "needs more than " + std::to_string(kBroadcastMaxDims) +
-             " dimensions of strides over the results";
-    view.size[view.rank] = resultDims[d];
-    view.stride[view.rank] = stride;
-    ++view.rank;
+  view = BroadcastView();
+  view.rank = fusedOperandStrides(resultDims, resultRank, operandDims, mask,
+                                  view.size, view.stride);
+  if (view.rank < 0) {
+    view.rank = 0;
+    return "needs more than " + std::to_string(kBroadcastMaxDims) +
+           " dimensions of strides over the results";
   }
   return "";
 }

@@ -5,10 +5,12 @@ loop from the operator definitions (PyTorch's for ceil_mode and ties).
                           exits 1 on any failure.
 
 Forward (float32; one int8 MaxPool; two with an empty batch, which must
-give empty results of the right shape; NaN and -inf windows and a float16
-pool, checked against the reference only): MaxPool must equal the
-reference exactly (a maximum rounds nothing; NaN wins, as numpy's
-maximum); AveragePool within 2 eps * (window sum
+give empty results of the right shape; NaN, -inf and -0 windows and a
+float16 pool, checked against the reference only): MaxPool must equal the
+reference exactly (a maximum rounds nothing; a NaN wins, the last one as
+in PyTorch's kernel; a maximum of -0 may come out +0, which == does not
+tell apart); AveragePool within 2 eps
+* (window sum
 of |x|) / divisor (a sum of at most 27 terms in float32 and one division;
 the bound holds with room: the worst ratio is printed); onnxruntime must
 agree with the reference to the same tolerances, which checks the
@@ -18,7 +20,7 @@ Gradients: X is a trainable initializer, loss = sum over cases of sum(Y *
 c). MaxPool's gradient goes to each window's first maximum in row-major
 window order (PyTorch's indices), summed over overlapping windows: exactly
 as the reference sums it in float64, within 4 eps relative; one case has
-tied maxima on purpose. AveragePool spreads c / divisor over each window.
+tied maxima on purpose, one NaN windows (the gradient goes to the last NaN). AveragePool spreads c / divisor over each window.
 
 Lowering: a float MaxPool reads its windows with one graph.extract_patches
 (no slice per window position, no padded copy).
@@ -114,10 +116,9 @@ def reference(op, x, attrs, c=None):
             cc = 1.0 if c is None else float(c[(b, f, *o)])
             if op == 'MaxPool':
                 best = None
-                for p in members:  # the first maximum, row-major; NaN wins
+                for p in members:  # the first maximum, row-major; the last NaN
                     v = x64[(b, f, *p)]
-                    if (best is None or v > x64[(b, f, *best)]
-                            or (np.isnan(v) and not np.isnan(x64[(b, f, *best)]))):
+                    if best is None or v > x64[(b, f, *best)] or np.isnan(v):
                         best = p
                 y[(b, f, *o)] = x64[(b, f, *best)]
                 g[(b, f, *best)] += cc
@@ -134,11 +135,20 @@ def avg_bound(op, x, attrs):
     return 2 * float(np.finfo(np.float32).eps) * y + 1e-30
 
 
+STEM = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+
+
 def make_x(name, shape):
     x = RNG.standard_normal(shape).astype(np.float32)
     if name == 'max_ties':
         x[0, 0, :3, :3] = 1.5   # a whole window tied
         x[0, 0, 3:, 3:] = 0.0   # zeros, as after a ReLU
+    if name == 'max_nan':  # (1, 2, 7, 7) under STEM
+        x[0, 0, 1, 1] = x[0, 0, 2, 2] = np.nan  # two NaNs in window (1, 1)
+        x[0, 0, 4, 2] = np.nan
+        x[0, 1, 5:, 5:] = -np.inf               # window (3, 3): -inf only
+        x[0, 1, 4, 4] = -np.inf
+        x[0, 1, :2, :2] = [[-0.0, 0.0], [-1.0, -2.0]]  # window (0, 0): -0 first
     return x
 
 
@@ -154,13 +164,9 @@ def forward(work):
     # NaN (the first NaN of a window wins, as in numpy's max), -inf, and a
     # window of -inf only, in f32; and the ResNet stem's pool in f16. Not
     # asked of onnxruntime, whose kernels' NaN handling is their own.
-    odd = {'nan': RNG.standard_normal((1, 2, 7, 7)).astype(np.float32),
+    odd = {'nan': make_x('max_nan', (1, 2, 7, 7)),
            'f16': RNG.standard_normal((1, 2, 7, 7)).astype(np.float16)}
-    odd['nan'][0, 0, 1, 1] = np.nan
-    odd['nan'][0, 0, 4, 2] = np.nan
-    odd['nan'][0, 1, :3, :3] = -np.inf
-    odd['nan'][0, 1, 5, 5] = -np.inf
-    stem = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    stem = STEM
     for key, x in odd.items():
         elem = TensorProto.FLOAT if key == 'nan' else TensorProto.FLOAT16
         nodes.append(helper.make_node('MaxPool', [f'x_{key}'], [f'y_{key}'], **stem))
@@ -210,10 +216,14 @@ def forward(work):
     for key, x in odd.items():
         got = np.load(os.path.join(out, f'y_{key}.npy'))
         want, _ = reference('MaxPool', x, stem)
+        # == does not tell -0 from +0: a float max pool's -0 maximum comes
+        # out +0 (GraphWindows.cpp's patchWindowMax sums from +0).
         equal = got.dtype == x.dtype and np.array_equal(got.astype(np.float64), want,
                                                          equal_nan=True)
-        print(f'max_{key}: Y {got.shape} {got.dtype}, {int(np.isnan(want).sum())} NaN and '
-              f'{int(np.isneginf(want).sum())} -inf windows, {"equal ok" if equal else "FAIL"}')
+        print(f'max_{key}: Y {got.shape} {got.dtype}, {int(np.isnan(want).sum())} NaN, '
+              f'{int(np.isneginf(want).sum())} -inf and '
+              f'{int(((want == 0) & np.signbit(want)).sum())} -0 windows, '
+              f'{"equal ok" if equal else "FAIL"}')
         same &= equal
     return ok and same
 
@@ -240,7 +250,10 @@ def lowering(work):
 def gradients(work):
     loss = WeightedLoss()
     nodes, params, data = [], [], {}
-    for name, (op, shape, attrs) in CASES.items():
+    # NaN windows too: the gradient goes to the last NaN (the loss is NaN,
+    # its gradient finite).
+    cases = dict(CASES, max_nan=('MaxPool', (1, 2, 7, 7), STEM))
+    for name, (op, shape, attrs) in cases.items():
         if 0 in shape:
             continue  # nothing to differentiate
         x = make_x(name, shape)
@@ -251,7 +264,7 @@ def gradients(work):
         loss.add(f'y_{name}', RNG.uniform(0.5, 1.0, y.shape).astype(np.float32))
     out = loss.gradients(work, nodes, params, OPSET)
     ok = True
-    for name, (op, shape, attrs) in CASES.items():
+    for name, (op, shape, attrs) in cases.items():
         if name not in data:
             continue
         _, want = reference(op, data[name], attrs, loss.feeds[f'c_y_{name}'])

@@ -123,6 +123,11 @@ TEST(BroadcastView, CursorFollowsTheDefinition) {
       continue;
     }
     ++views;
+    // The kernels fill or copy runs of the innermost dimension.
+    if (view.rank > 0) {
+      ASSERT_TRUE(view.stride[view.rank - 1] == 0 ||
+                  view.stride[view.rank - 1] == 1);
+    }
     int64_t n = 1;
     for (int64_t d : result)
       n *= d;

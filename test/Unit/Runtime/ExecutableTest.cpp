@@ -423,6 +423,26 @@ TEST(Executable, ChecksFusedElementwisePrograms) {
   short_.ints.pop_back();
   fails(short_, "has 29 ints; 4 steps and 2 results take 27, with the "
                 "operands' dims 30");
+  // Memory: result 0 (f32 [4, 8]) may be y's memory exactly (in place),
+  // not x's (bf16), nor y's shifted by one element.
+  {
+    std::vector<TensorInfo> placed = tensors;
+    placeOneAfterAnother(placed);
+    EXPECT_TRUE(validateInstruction(fused, 0, placed).ok());
+    auto onto = [&](size_t o, uint64_t shift) {
+      std::vector<TensorInfo> moved = placed;
+      moved[3].offset = moved[o].offset + shift;
+      return moved;
+    };
+    EXPECT_TRUE(validateInstruction(fused, 0, onto(1, 0)).ok());
+    for (auto [o, shift] : {std::pair<size_t, uint64_t>{0, 0}, {1, 4}}) {
+      Status st = validateInstruction(fused, 0, onto(o, shift));
+      EXPECT_NE(st.message().find("result 0 shares memory with operand " +
+                                  std::to_string(o)),
+                std::string::npos)
+          << st.toString();
+    }
+  }
   // An i32 operand is an integer register: no convert to f32 in the loop.
   InstructionInfo integer = fused;
   integer.operands = {6, 1, 2};

@@ -1025,8 +1025,9 @@ def FuseElementwise : Pass<"trainc-fuse-elementwise", "mlir::func::FuncOp"> {
     per draw become a few loops), not integer division, which may fault.
     A group computes on floats or on integers, never both (the op's C5):
     a convert between them, and a `bitcast`, stay outside. A
-    `broadcast_in_dim` into a group's shape of a value of rank 2 or less
-    (with increasing dims) becomes an operand the loop reads in place
+    `broadcast_in_dim` into a group's shape (with increasing dims, read
+    through at most 6 strides: a value of rank 2 or less always is)
+    becomes an operand the loop reads in place
     (`operand_dims`; a 0-d value, a per-channel scale of a batch norm, a
     bias), so the expanded copy is never stored; a splat constant of the
     group's shape (ReLU's zeros) becomes a 0-d one. Each op in the body

@@ -91,11 +91,12 @@ windowReductionSizes(llvm::ArrayRef<int64_t> input,
 
 /// Each window of x (any rank, any number type) combined in row-major
 /// window order: sums, products, or the maximum or minimum, where ties keep
-/// the first and NaN wins (so autodiff sends a window's gradient to its
-/// first maximum). Padding and dilation hold `fill`, a rank-0 tensor of
-/// x's element type. A float maximum over 1 to 3 dimensions reads its
-/// windows as graph.extract_patches, with the same ties and NaN. The
-/// caller checks windowReductionSizes has a value.
+/// the first and a NaN wins, the last one (so autodiff sends a window's
+/// gradient to its first maximum, as PyTorch's max pooling does). Padding and
+/// dilation hold `fill`, a rank-0 tensor of x's element type. A float maximum
+/// over 1 to 3 dimensions reads its windows as graph.extract_patches, with the
+/// same ties and NaN (a maximum of -0 comes out +0). The caller checks
+/// windowReductionSizes has a value.
 mlir::Value buildWindowReduce(mlir::OpBuilder &builder, mlir::Location loc,
                               mlir::Value x, const WindowReduction &window,
                               WindowCombiner combiner, mlir::Value fill);
