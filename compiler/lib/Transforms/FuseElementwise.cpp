@@ -131,9 +131,9 @@ Input inputFor(Value v, ArrayRef<int64_t> shape) {
 }
 
 /// Each use by a fusible op of a splat constant that is not 0-d becomes a
-/// broadcast of a 0-d constant of its own, which the loop takes as a 0-d
-/// operand (ReLU's max with zeros of the activation's shape would read a
-/// tensor of zeros).
+/// broadcast of a 0-d constant of the same value, which the loop takes as a
+/// 0-d operand (ReLU's max with zeros of the activation's shape would read
+/// a tensor of zeros).
 void splitSplatConstants(Block &block) {
   // One 0-d constant per splat constant, right after it (so before all its
   // uses): a loop that reads the splat twice takes it once.
