@@ -43,15 +43,13 @@
 
 namespace trainc::math {
 
-constexpr int kBroadcastMaxDims = kFusedMaxViewDims;
-
 /// An operand's element offsets over a loop's flat index: dimension d
 /// (outermost first) has size[d] result elements, each stride[d] operand
 /// elements after the one before.
 struct BroadcastView {
   int rank = 0;
-  int64_t size[kBroadcastMaxDims] = {};
-  int64_t stride[kBroadcastMaxDims] = {};
+  int64_t size[kFusedMaxViewDims] = {};
+  int64_t stride[kFusedMaxViewDims] = {};
 
   /// Whether the operand's offset is the flat index itself.
   TRAINC_HD bool contiguous() const {
@@ -72,7 +70,7 @@ struct BroadcastView {
 /// `resultDims`. Returns "" or what is wrong: a mask of another number of
 /// dimensions than the operand has or past the result's rank, an operand
 /// dimension neither 1 nor its result dimension, more than
-/// kBroadcastMaxDims dimensions after merging.
+/// kFusedMaxViewDims dimensions after merging.
 inline std::string makeBroadcastView(const int64_t *resultDims, int resultRank,
                                      const int64_t *operandDims,
                                      int operandRank, uint64_t mask,
@@ -100,7 +98,7 @@ inline std::string makeBroadcastView(const int64_t *resultDims, int resultRank,
                                   view.size, view.stride);
   if (view.rank < 0) {
     view.rank = 0;
-    return "needs more than " + std::to_string(kBroadcastMaxDims) +
+    return "needs more than " + std::to_string(kFusedMaxViewDims) +
            " dimensions of strides over the results";
   }
   return "";
@@ -109,7 +107,7 @@ inline std::string makeBroadcastView(const int64_t *resultDims, int resultRank,
 /// A position in a view: the index along each dimension and the operand
 /// offset they make.
 struct BroadcastCursor {
-  int64_t index[kBroadcastMaxDims] = {};
+  int64_t index[kFusedMaxViewDims] = {};
   int64_t offset = 0;
 
   /// Moves to flat index `i` (below the product of the view's sizes).
