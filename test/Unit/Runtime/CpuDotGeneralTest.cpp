@@ -172,6 +172,39 @@ TEST(CpuDotGeneral, TransposedOperandsInPlace) {
   checkDot(c, d, {{0}, {0}, {1}, {2}}, {2, 11, 13});
 }
 
+/// A few rows times a long sum against [N, K] (a convolution's weight
+/// gradient: dY [Cout, NP] x patches [CK, NP]^T) is computed as its
+/// transpose and transposed back (cpu/Gemm.cpp, swapIsFaster): the values
+/// against the reference, through the dot kernel (whose threads split the
+/// columns, so each block writes a window of C's rows) and through gemm
+/// with a row stride wider than the block, whose padding stays untouched.
+TEST(CpuDotGeneral, FewRowsLongSumRunsTransposed) {
+  TestTensor dy = testing::randomTensor(DType::F32, {13, 1031}, 40);
+  TestTensor p = testing::randomTensor(DType::F32, {150, 1031}, 41);
+  checkDot(dy, p, {{}, {}, {1}, {1}}, {13, 150});
+  TestTensor dyb = testing::randomTensor(DType::F32, {2, 64, 1024}, 42);
+  TestTensor pb = testing::randomTensor(DType::F32, {2, 65, 1024}, 43);
+  checkDot(dyb, pb, {{0}, {0}, {2}, {2}}, {2, 64, 65});
+
+  constexpr int64_t m = 5, n = 70, k = 1500, ldc = n + 3;
+  std::vector<float> a(m * k), b(n * k), c(m * ldc, -1.0f);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float(int64_t(i * 7 % 13) - 6) / 8;
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = float(int64_t(i * 5 % 11) - 5) / 4;
+  gemm(false, true, m, n, k, 0.5f, a.data(), k, b.data(), k, c.data(), ldc);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double ref = 0; // exact: small dyadic values, sums below 2^24
+      for (int64_t l = 0; l < k; ++l)
+        ref += double(a[i * k + l]) * b[j * k + l];
+      ASSERT_EQ(c[i * ldc + j], float(0.5 * ref)) << i << ", " << j;
+    }
+    for (int64_t j = n; j < ldc; ++j)
+      ASSERT_EQ(c[i * ldc + j], -1.0f) << "padding " << i << ", " << j;
+  }
+}
+
 TEST(CpuDotGeneral, BatchNotLeadingIsPacked) {
   // lhs [M, B, K], rhs [K, B, N]: neither operand is [B, ...] in memory.
   TestTensor a = testing::randomTensor(DType::F32, {7, 3, 10}, 11);
