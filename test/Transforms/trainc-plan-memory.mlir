@@ -89,6 +89,49 @@ func.func @main(%p: tensor<4x8xf32> {train.param = "p", train.init = dense<1.0> 
 
 // -----
 
+// A reshape of a parameter, and a reshape of that, read the parameter's
+// bytes (plan.alias, the state arena, q's offset 128): no copy, and the
+// work arena holds only g and the product (128 + 64 bytes, where a copy
+// of q made it 320). q's new value still goes in place,
+// since no view of q is read after the instruction that makes it.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: plan.arena_sizes = array<i64: 256, 192>
+// CHECK: graph.reshape %arg1 {plan.alias, plan.arenas = array<i64: 0>, plan.offsets = array<i64: 128>}
+// CHECK: graph.reshape %{{.+}} {plan.alias, plan.arenas = array<i64: 0>, plan.offsets = array<i64: 128>}
+// CHECK: graph.dot_general {{.+}} {plan.arenas = array<i64: 1>
+// CHECK: graph.sub %arg1, %arg2 {plan.arenas = array<i64: 0>, plan.offsets = array<i64: 128>}
+
+func.func @main(%p: tensor<4x8xf32> {train.param = "p", train.init = dense<1.0> : tensor<4x8xf32>},
+                %q: tensor<8x2x2xf32> {train.param = "q", train.init = dense<1.0> : tensor<8x2x2xf32>},
+                %g: tensor<8x2x2xf32> {graph.input = "g"})
+    -> (tensor<4x4xf32> {graph.output = "y"}, tensor<8x2x2xf32> {train.update = "q"}) {
+  %w = graph.reshape %q : (tensor<8x2x2xf32>) -> tensor<8x4xf32>
+  %w2 = graph.reshape %w : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  %y = graph.dot_general %p, %w2, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %new = graph.sub %q, %g : tensor<8x2x2xf32>
+  return %y, %new : tensor<4x4xf32>, tensor<8x2x2xf32>
+}
+
+// -----
+
+// Not in place: a view of q is read after q's new value is made, so the
+// new value goes to the work arena (and is copied after the run).
+// CHECK-LABEL: func.func @main
+// CHECK: graph.reshape %arg1 {plan.alias, plan.arenas = array<i64: 0>, plan.offsets = array<i64: 128>}
+// CHECK: graph.sub %arg1, %arg2 {plan.arenas = array<i64: 1>
+
+func.func @main(%p: tensor<4x8xf32> {train.param = "p", train.init = dense<1.0> : tensor<4x8xf32>},
+                %q: tensor<8x2x2xf32> {train.param = "q", train.init = dense<1.0> : tensor<8x2x2xf32>},
+                %g: tensor<8x2x2xf32> {graph.input = "g"})
+    -> (tensor<4x4xf32> {graph.output = "y"}, tensor<8x2x2xf32> {train.update = "q"}) {
+  %w = graph.reshape %q : (tensor<8x2x2xf32>) -> tensor<8x4xf32>
+  %new = graph.sub %q, %g : tensor<8x2x2xf32>
+  %y = graph.dot_general %p, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return %y, %new : tensor<4x4xf32>, tensor<8x2x2xf32>
+}
+
+// -----
+
 // In place, several results: a fused loop's two results each take the
 // buffer of a different operand that dies there (of their own type), so
 // the program needs the two buffers of its transposes, no more.

@@ -108,17 +108,41 @@ MemoryPlanReport planMemory(Program &program,
     if (tensors[id].role == TensorRole::Parameter)
       parameterBytes = stateSize;
   }
+  // Views of parameters: a reshape of a parameter, or of such a view,
+  // reads the parameter's bytes where they are (a convolution's weight
+  // [Cout, Cin, kh, kw] as the GEMM's [Cout, Cin kh kw]) instead of copying
+  // them into the work arena every step. viewed[id] is the parameter a view
+  // reads; nothing writes a view (the grouping below skips the state arena).
+  aliasInstructions.assign(instructions.size(), false);
+  std::vector<int64_t> viewed(tensors.size(), -1);
+  for (int64_t i = 0; i < int64_t(instructions.size()); ++i) {
+    const ProgramInstruction &inst = instructions[i];
+    if (!inst.op || !isa<ReshapeOp>(inst.op) || inst.operands.size() != 1 ||
+        inst.results.size() != 1)
+      continue;
+    uint32_t operand = inst.operands[0], result = inst.results[0];
+    int64_t param = tensors[operand].role == TensorRole::Parameter
+                        ? int64_t(operand)
+                        : viewed[operand];
+    if (param < 0 || tensors[result].role != TensorRole::Activation ||
+        tensors[result].bytes() != tensors[param].bytes())
+      continue;
+    viewed[result] = param;
+    tensors[result].arena = kStateArena;
+    tensors[result].offset = tensors[param].offset;
+    aliasInstructions[i] = true;
+  }
   // Training updates in place: a new parameter or state value is written
-  // straight into its target's bytes when nothing reads the target after
-  // the instruction that produces it, or when that instruction overwrites
-  // the target element by element (the fused optimizer update). The copy
-  // after the run is then not needed.
+  // straight into its target's bytes when nothing reads the target (or a
+  // view of it) after the instruction that produces it, or when that
+  // instruction overwrites the target element by element (the fused
+  // optimizer update). The copy after the run is then not needed.
   {
     std::vector<int64_t> lastRead(tensors.size(), -1),
         producer(tensors.size(), -1);
     for (int64_t i = 0; i < int64_t(instructions.size()); ++i) {
       for (uint32_t id : instructions[i].operands)
-        lastRead[id] = i;
+        lastRead[viewed[id] >= 0 ? viewed[id] : id] = i;
       for (uint32_t id : instructions[i].results)
         producer[id] = i;
     }
@@ -158,11 +182,12 @@ MemoryPlanReport planMemory(Program &program,
   };
   // The last instruction reading any member of each group.
   std::vector<int64_t> groupLastUse = liveness.lastUse;
+  // (Not the views of parameters, nor updates written in place.)
   auto inWork = [&](uint32_t id) {
     auto role = tensors[id].role;
-    return role == TensorRole::Activation || role == TensorRole::Input;
+    return (role == TensorRole::Activation || role == TensorRole::Input) &&
+           tensors[id].arena != kStateArena;
   };
-  aliasInstructions.assign(instructions.size(), false);
   for (int64_t i = 0; i < end; ++i) {
     ProgramInstruction &inst = instructions[i];
     // One result, or the several of an op that says which operand each
@@ -179,7 +204,8 @@ MemoryPlanReport planMemory(Program &program,
     bool isView = prefix || (inst.op && isa<ReshapeOp>(inst.op));
     llvm::SmallVector<uint32_t, 4> taken;
     for (uint32_t result : inst.results) {
-      if (tensors[result].role != TensorRole::Activation)
+      if (tensors[result].role != TensorRole::Activation ||
+          tensors[result].arena == kStateArena)
         continue;
       for (uint32_t operand : inst.operands) {
         uint64_t have = tensors[operand].bytes(),

@@ -1156,7 +1156,10 @@ def PlanMemory : Pass<"trainc-plan-memory", "mlir::ModuleOp"> {
       elementwise result (`Elementwise` trait) takes the buffer of a same-
       sized operand that dies at that op; a reshape of a work-arena value
       shares its operand's bytes and is marked `plan.alias` (no
-      instruction), and so does a slice whose result is its operand's
+      instruction), and so does a reshape of a parameter (or of such a
+      view: it reads the parameter's bytes in the state arena, and the
+      parameter's update goes in place only when no view of it is read
+      after the op that makes it; nothing writes a view) and a slice whose result is its operand's
       first elements in order (starts 0, strides 1, whole dimensions after
       the first one it shortens, dimensions of one before it: the padded
       classes' gradient cut back to the vocabulary), at the operand's
