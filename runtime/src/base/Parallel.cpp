@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -14,6 +15,17 @@
 
 namespace trainc {
 namespace {
+
+/// How long an idle worker keeps looking for the next task before it
+/// sleeps. A training step is hundreds of kernels, each a parallelFor
+/// moments after the last; a worker asleep on a condition variable takes
+/// a futex wake and a context switch to start (tens of microseconds, on
+/// every call), and until it does the caller runs the chunks alone.
+/// Within this time a worker notices a task as soon as it is queued.
+/// While it looks it yields its core at every turn, so a runnable thread
+/// that shares the core (another rank, a checkpoint writer) is not held
+/// up; past it, it sleeps as before, and an idle process costs nothing.
+constexpr std::chrono::microseconds kIdleSpin{200};
 
 /// A fixed set of workers draining one queue of closures.
 class ThreadPool {
@@ -33,24 +45,48 @@ public:
   }
 
   void submit(std::function<void()> task) {
+    bool sleeping;
     {
       std::lock_guard<std::mutex> lock(mutex);
       tasks.push_back(std::move(task));
+      queued.store(tasks.size(), std::memory_order_release);
+      sleeping = sleepers > 0;
     }
-    wake.notify_one();
+    // A worker that is looking (not asleep) finds the task by `queued`.
+    if (sleeping)
+      wake.notify_one();
   }
 
 private:
+  /// Waits (looking, then asleep) until there is a task or the pool stops;
+  /// returns with `lock` held.
+  void waitForTask(std::unique_lock<std::mutex> &lock) {
+    if (!tasks.empty() || stopping)
+      return;
+    lock.unlock();
+    auto until = std::chrono::steady_clock::now() + kIdleSpin;
+    while (queued.load(std::memory_order_acquire) == 0 &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
+    lock.lock();
+    // Counted under the lock: a submit either sees this sleeper and
+    // wakes it, or queued its task before the check below.
+    ++sleepers;
+    wake.wait(lock, [this] { return stopping || !tasks.empty(); });
+    --sleepers;
+  }
+
   void work() {
     for (;;) {
       std::function<void()> task;
       {
         std::unique_lock<std::mutex> lock(mutex);
-        wake.wait(lock, [this] { return stopping || !tasks.empty(); });
+        waitForTask(lock);
         if (tasks.empty())
           return;
         task = std::move(tasks.front());
         tasks.pop_front();
+        queued.store(tasks.size(), std::memory_order_release);
       }
       task();
     }
@@ -59,6 +95,9 @@ private:
   std::mutex mutex;
   std::condition_variable wake;
   std::deque<std::function<void()>> tasks;
+  /// tasks.size(), readable without the lock by a looking worker.
+  std::atomic<size_t> queued{0};
+  int sleepers = 0; ///< Workers waiting on `wake` (under `mutex`).
   std::vector<std::thread> workers;
   bool stopping = false;
 };
