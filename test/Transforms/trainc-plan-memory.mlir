@@ -132,6 +132,22 @@ func.func @main(%p: tensor<4x8xf32> {train.param = "p", train.init = dense<1.0> 
 
 // -----
 
+// Not in place either when the op that makes q's new value reads a view
+// of q besides q itself: it would read what it overwrites through
+// another tensor.
+// CHECK-LABEL: func.func @main
+// CHECK: graph.add %arg0, %{{.+}} {plan.arenas = array<i64: 1>
+
+func.func @main(%q: tensor<8x4xf32> {train.param = "q", train.init = dense<1.0> : tensor<8x4xf32>})
+    -> (tensor<8x4xf32> {train.update = "q"}) {
+  %w = graph.reshape %q : (tensor<8x4xf32>) -> tensor<32xf32>
+  %v = graph.reshape %w : (tensor<32xf32>) -> tensor<8x4xf32>
+  %new = graph.add %q, %v : tensor<8x4xf32>
+  return %new : tensor<8x4xf32>
+}
+
+// -----
+
 // In place, several results: a fused loop's two results each take the
 // buffer of a different operand that dies there (of their own type), so
 // the program needs the two buffers of its transposes, no more.

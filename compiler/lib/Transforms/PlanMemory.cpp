@@ -146,10 +146,17 @@ MemoryPlanReport planMemory(Program &program,
       for (uint32_t id : instructions[i].results)
         producer[id] = i;
     }
+    // Whether instruction p reads a view of `target` (which an
+    // element-by-element overwrite of the target would change under it).
+    auto readsView = [&](int64_t p, uint32_t target) {
+      return llvm::any_of(instructions[p].operands, [&](uint32_t id) {
+        return viewed[id] == int64_t(target);
+      });
+    };
     for (auto [result, target] : program.updates) {
       int64_t p = producer[result];
       if (p < 0 || (lastRead[target] >= p &&
-                    !(lastRead[target] == p &&
+                    !(lastRead[target] == p && !readsView(p, target) &&
                       canOverwrite(instructions[p], result, target))))
         continue;
       tensors[result].arena = kStateArena;

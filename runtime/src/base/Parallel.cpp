@@ -61,19 +61,24 @@ private:
   /// Waits (looking, then asleep) until there is a task or the pool stops;
   /// returns with `lock` held.
   void waitForTask(std::unique_lock<std::mutex> &lock) {
-    if (!tasks.empty() || stopping)
-      return;
-    lock.unlock();
     auto until = std::chrono::steady_clock::now() + kIdleSpin;
-    while (queued.load(std::memory_order_acquire) == 0 &&
-           std::chrono::steady_clock::now() < until)
-      std::this_thread::yield();
-    lock.lock();
-    // Counted under the lock: a submit either sees this sleeper and
-    // wakes it, or queued its task before the check below.
-    ++sleepers;
-    wake.wait(lock, [this] { return stopping || !tasks.empty(); });
-    --sleepers;
+    while (tasks.empty() && !stopping) {
+      if (std::chrono::steady_clock::now() >= until) {
+        // Counted under the lock: a submit either sees this sleeper and
+        // wakes it, or queued its task before the check in wait.
+        ++sleepers;
+        wake.wait(lock, [this] { return stopping || !tasks.empty(); });
+        --sleepers;
+        return;
+      }
+      // Look without the lock until a task is queued (another worker may
+      // take it first: then look again) or the time is up.
+      lock.unlock();
+      while (queued.load(std::memory_order_acquire) == 0 &&
+             std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+      lock.lock();
+    }
   }
 
   void work() {

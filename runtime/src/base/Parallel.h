@@ -1,8 +1,9 @@
 //===- Parallel.h - Data-parallel loops on the CPU --------------*- C++ -*-===//
 //
-// parallelFor splits [0, n) into contiguous chunks of at least `grain`
-// iterations (up to 4 per thread) which the caller and a process-wide pool
-// of worker threads claim as they become free, so a late worker never
+// parallelFor splits [0, n) into contiguous chunks of one size (the last
+// may be shorter): at most 4 per thread and at most ceil(n / grain), so
+// about `grain` iterations or more each. The caller and a process-wide pool
+// of worker threads claim them as they become free, so a late worker never
 // stalls the caller. The thread count is std::thread::hardware_concurrency
 // unless TRAINC_NUM_THREADS is set. The chunks depend only on n, grain and
 // the thread count, so a kernel that writes disjoint outputs per index is

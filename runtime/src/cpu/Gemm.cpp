@@ -186,7 +186,8 @@ void gemmImpl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha,
   }
   if constexpr (std::is_same_v<T, float>) {
     if (beta == 0.0f && swapIsFaster(ta, tb, m, n, k)) {
-      // Scratch per thread, kept: the same shapes come every step.
+      // Scratch per thread (m n <= 64 n floats), kept, outside the memory
+      // plan: the same shapes come every step.
       thread_local std::vector<float> scratch;
       scratch.resize(size_t(m * n));
       blasGemm(CblasNoTrans, CblasTrans, int(n), int(m), int(k), alpha, b,

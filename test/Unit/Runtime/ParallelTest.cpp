@@ -1,6 +1,6 @@
 //===- ParallelTest.cpp - parallelFor and its pool of workers -------------===//
 //
-// parallelFor covers [0, n) once in chunks of at least `grain`; a worker
+// parallelFor covers [0, n) once in chunks of one size (Parallel.h); a worker
 // takes part whether it was still looking for work (within the pool's
 // idle spin) or asleep, so neither path may lose a task; and a SerialScope
 // keeps a loop on the calling thread.
@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -22,16 +23,16 @@ namespace trainc {
 namespace {
 
 TEST(Parallel, CoversEveryIndexOnce) {
-  for (int64_t n : {1, 2, 7, 64, 1000, 100003}) {
+  for (int64_t n : {1, 2, 7, 64, 100, 1000, 100003}) {
     for (int64_t grain : {1, 3, 64, 5000}) {
       std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
-      std::atomic<int64_t> shortest{n};
-      std::atomic<int> calls{0};
+      std::mutex mutex;
+      std::vector<std::pair<int64_t, int64_t>> chunks;
       parallelFor(n, grain, [&](int64_t begin, int64_t end) {
-        ASSERT_LT(begin, end);
-        ++calls;
-        if (end < n) // every chunk but the last holds at least a grain
-          shortest = std::min<int64_t>(shortest, end - begin);
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          chunks.push_back({begin, end});
+        }
         for (int64_t i = begin; i < end; ++i)
           seen[size_t(i)].fetch_add(1);
       });
@@ -39,8 +40,17 @@ TEST(Parallel, CoversEveryIndexOnce) {
         ASSERT_EQ(seen[size_t(i)].load(), 1)
             << "index " << i << " of n=" << n << ", grain=" << grain;
       }
-      if (calls > 1) {
-        EXPECT_GE(shortest.load(), std::min(grain, n)) << "n=" << n;
+      // Parallel.h: chunks of one size but the last, at most 4 per thread
+      // and at most ceil(n / grain).
+      std::sort(chunks.begin(), chunks.end());
+      EXPECT_LE(int64_t(chunks.size()), (n + grain - 1) / grain);
+      EXPECT_LE(int64_t(chunks.size()), 4 * int64_t(parallelThreads()));
+      for (size_t c = 0; c + 1 < chunks.size(); ++c) {
+        ASSERT_EQ(chunks[c].second - chunks[c].first,
+                  chunks[0].second - chunks[0].first)
+            << "chunk " << c << " of n=" << n << ", grain=" << grain;
+        ASSERT_GE(chunks[c].second - chunks[c].first,
+                  chunks.back().second - chunks.back().first);
       }
     }
   }
