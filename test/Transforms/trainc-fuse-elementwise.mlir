@@ -176,6 +176,42 @@ func.func @used_in_between(%a: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<8xf3
 
 // -----
 
+// Joining a loop to an op further on holds the loop's operands until then,
+// which matters only if something between allocates: constants and a
+// broadcast the op reads in place do not, so a compare and the select of
+// zeros after it are one loop (a max pool's chosen positions, also read
+// by its gradient, and the chosen values). An exp of other values between
+// does: the compare's two operands would be held over it for its one
+// i1 result freed, so there the select starts a loop of its own.
+// CHECK-LABEL: func.func @join_across_constants
+// CHECK: %[[F:.+]]:2 = graph.fused_elementwise %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) -> (tensor<4x8xi1>, tensor<4x8xf32>)
+// CHECK: graph.reduce_sum %[[F]]#1
+// CHECK: graph.fused_elementwise %{{.+}}, %[[F]]#0
+func.func @join_across_constants(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %p: tensor<4x8xf32>, %g: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4x8xf32>) {
+  %s = graph.compare EQ, %a, %b : tensor<4x8xf32>
+  %z = graph.constant dense<0.0> : tensor<4x8xf32>
+  %y = graph.select %s, %p, %z : tensor<4x8xi1>, tensor<4x8xf32>
+  %r = graph.reduce_sum %y, dims = [1] : (tensor<4x8xf32>) -> tensor<4xf32>
+  %e = graph.exp %g : tensor<4x8xf32>
+  %d = graph.select %s, %e, %z : tensor<4x8xi1>, tensor<4x8xf32>
+  return %r, %d : tensor<4xf32>, tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @held_across_work
+// CHECK: graph.compare
+// CHECK-NEXT: graph.exp
+// CHECK: graph.fused_elementwise
+// CHECK-SAME: (tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+func.func @held_across_work(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %p: tensor<4x8xf32>, %g: tensor<16x8xf32>) -> (tensor<4x8xf32>, tensor<16x8xf32>, tensor<4x8xi1>) {
+  %s = graph.compare EQ, %a, %b : tensor<4x8xf32>
+  %e = graph.exp %g : tensor<16x8xf32>
+  %z = graph.constant dense<0.0> : tensor<4x8xf32>
+  %y = graph.select %s, %p, %z : tensor<4x8xi1>, tensor<4x8xf32>
+  return %y, %e, %s : tensor<4x8xf32>, tensor<16x8xf32>, tensor<4x8xi1>
+}
+
+// -----
+
 // Ops of different shapes, 16-bit integer math and ops with different
 // marks (a recompute clone) stay apart.
 // CHECK-LABEL: func.func @stays

@@ -252,6 +252,30 @@ private:
     return true;
   }
 
+  /// Whether every op strictly between `last` and `op` is a constant (the
+  /// constant section's, not the activations') or a broadcast only `op`
+  /// reads and its loop will read in place (never stored): then moving a
+  /// loop from `last` to `op` holds nothing longer over any instruction. A
+  /// splat constant's broadcast sits there whenever `op` takes one, as a
+  /// select of zeros does.
+  static bool onlyOperandsBetween(Operation *last, Operation *op) {
+    for (Operation *between = last->getNextNode(); between != op;
+         between = between->getNextNode()) {
+      if (!between)
+        return false;
+      if (isa<ConstantOp>(between))
+        continue;
+      auto broadcast = dyn_cast<BroadcastInDimOp>(between);
+      if (!broadcast ||
+          !llvm::all_of(broadcast->getUsers(),
+                        [&](Operation *user) { return user == op; }) ||
+          !broadcastSource(broadcast.getResult(), shapeOf(op->getResult(0)))
+               .first)
+        return false;
+    }
+    return true;
+  }
+
   /// Whether moving `g`'s loop from its last member to `op` keeps memory
   /// from growing over the ops between the two: the group's results (used
   /// by `op` or later) are no longer held there, while operands that would
@@ -259,8 +283,8 @@ private:
   /// backward pass reads would otherwise keep its operands alive through
   /// the whole step.
   static bool holdsNoMoreThanItFrees(const Group &g, Operation *op) {
-    if (g.ops.back()->getNextNode() == op)
-      return true; // Nothing in between.
+    if (onlyOperandsBetween(g.ops.back(), op))
+      return true; // Nothing in between that holds memory.
     int64_t freed = 0, held = 0;
     for (Value v : outputsOf(g))
       freed += bytesOf(v);

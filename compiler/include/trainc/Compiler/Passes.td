@@ -1042,8 +1042,10 @@ def FuseElementwise : Pass<"trainc-fuse-elementwise", "mlir::func::FuncOp"> {
     last member to a later op keeps alive until then the operands that
     would have died before it, and frees the group's results there; the
     group joins only when the first are no more bytes than the second (or
-    nothing lies between), so a forward op whose value only the backward
-    pass reads does not keep its operands through the step. A dead op
+    nothing that holds memory lies between: only constants, and broadcasts
+    the loop will read in place, such as a select's splat zeros), so a
+    forward op whose value only the backward pass reads does not keep its
+    operands through the step. A dead op
     stays as it is.
     A value used outside the group is a result of the fused op; the
     others live only in registers. A group stays within the executable's
