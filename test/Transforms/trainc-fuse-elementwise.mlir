@@ -197,6 +197,19 @@ func.func @join_across_constants(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %p: t
   return %r, %d : tensor<4xf32>, tensor<4x8xf32>
 }
 
+// A broadcast between that another op also reads is stored, so it counts
+// as work between: the select stays apart (an op of its own).
+// CHECK-LABEL: func.func @held_across_shared_broadcast
+// CHECK: graph.compare
+// CHECK-NEXT: graph.broadcast_in_dim
+// CHECK-NEXT: graph.select
+func.func @held_across_shared_broadcast(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %p: tensor<4x8xf32>, %q: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>, tensor<4x8xf32>) {
+  %s = graph.compare EQ, %a, %b : tensor<4x8xf32>
+  %w = graph.broadcast_in_dim %q, dims = [1] : (tensor<8xf32>) -> tensor<4x8xf32>
+  %y = graph.select %s, %p, %w : tensor<4x8xi1>, tensor<4x8xf32>
+  return %y, %s, %w : tensor<4x8xf32>, tensor<4x8xi1>, tensor<4x8xf32>
+}
+
 // CHECK-LABEL: func.func @held_across_work
 // CHECK: graph.compare
 // CHECK-NEXT: graph.exp

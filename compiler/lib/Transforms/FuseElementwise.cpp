@@ -266,7 +266,8 @@ private:
       if (isa<ConstantOp>(between))
         continue;
       auto broadcast = dyn_cast<BroadcastInDimOp>(between);
-      if (!broadcast ||
+      // (Used: a dead broadcast is not absorbed but stored.)
+      if (!broadcast || broadcast->use_empty() ||
           !llvm::all_of(broadcast->getUsers(),
                         [&](Operation *user) { return user == op; }) ||
           !broadcastSource(broadcast.getResult(), shapeOf(op->getResult(0)))
