@@ -50,6 +50,18 @@ void placeOneAfterAnother(std::vector<TensorInfo> &tensors) {
   }
 }
 
+/// Appends a copy of tensors[like] at `offset` with `size` bytes (the
+/// validator's memory rules see only where the bytes are) and returns its
+/// id.
+uint32_t placedCopy(std::vector<TensorInfo> &tensors, uint32_t like,
+                    uint64_t offset, uint64_t size) {
+  TensorInfo t = tensors[like];
+  t.offset = offset;
+  t.size = size;
+  tensors.push_back(t);
+  return uint32_t(tensors.size() - 1);
+}
+
 // The optimizer step's multi-tensor instructions (format version 11): a
 // group of N parameters, and the sum of squares of one dtype.
 TEST(Executable, ChecksMultiTensorOptimizerInstructions) {
@@ -781,11 +793,7 @@ TEST(Executable, ChecksDotGeneralBiasGrad) {
   // inside the product, is refused; apart, fine.
   std::vector<TensorInfo> planned = tensors;
   auto at = [&](uint32_t like, uint64_t offset, uint64_t size) {
-    TensorInfo t = tensors[like];
-    t.offset = offset;
-    t.size = size;
-    planned.push_back(t);
-    return uint32_t(planned.size() - 1);
+    return placedCopy(planned, like, offset, size);
   };
   uint32_t dy = at(0, 0, 64), x = at(1, 64, 16);
   InstructionInfo sized = inst;
@@ -882,11 +890,7 @@ TEST(Executable, ChecksCrossEntropyAndGrad) {
   // either.
   std::vector<TensorInfo> planned = tensors;
   auto at = [&](uint32_t like, uint64_t offset, uint64_t size) {
-    TensorInfo t = tensors[like];
-    t.offset = offset;
-    t.size = size;
-    planned.push_back(t);
-    return uint32_t(planned.size() - 1);
+    return placedCopy(planned, like, offset, size);
   };
   uint32_t logits = at(0, 0, 64), weight = at(2, 64, 16);
   uint32_t targets = at(1, 96, 32);
