@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -131,29 +132,16 @@ std::string excerpt(const Json &v) {
   return text.size() > 64 ? text.substr(0, 60) + " ..." : text;
 }
 
-} // namespace
-
-Status readSafetensors(const std::string &path, SafetensorsFile &out) {
-  out = SafetensorsFile();
-  out.path = path;
-  TRAINC_RETURN_IF_ERROR(
-      readRegularFile(path, "the safetensors file", out.contents));
-  const std::vector<char> &file = out.contents;
+/// Parses and checks the header of `path`, a file of `fileSize` bytes whose
+/// header length (bytes 0-7, already checked to fit) is `headerSize` and
+/// whose header is [headerBegin, headerBegin + headerSize).
+Status parseHeader(const std::string &path, const char *headerBegin,
+                   uint64_t headerSize, uint64_t fileSize,
+                   SafetensorsIndex &out) {
   auto damaged = [&](const std::string &what) {
     return Status(StatusCode::kDataLoss, path + ": " + what);
   };
-  if (file.size() < 8)
-    return damaged("truncated: " + std::to_string(file.size()) +
-                   " bytes, not even the 8-byte header length");
-  uint64_t headerSize = 0;
-  for (int i = 0; i < 8; ++i)
-    headerSize |= uint64_t(uint8_t(file[i])) << (8 * i);
-  if (headerSize > file.size() - 8)
-    return damaged("the header length (bytes 0-7) is " +
-                   std::to_string(headerSize) + " but only " +
-                   std::to_string(file.size() - 8) +
-                   " bytes follow (a truncated file, or not safetensors)");
-  uint64_t dataStart = 8 + headerSize, dataSize = file.size() - dataStart;
+  uint64_t dataStart = 8 + headerSize, dataSize = fileSize - dataStart;
   std::string headerBytes =
       "the header (bytes 8-" + std::to_string(dataStart) + ")";
 
@@ -169,7 +157,6 @@ Status readSafetensors(const std::string &path, SafetensorsFile &out) {
         duplicate = parsed.get<std::string>();
       return true;
     };
-    const char *headerBegin = file.data() + 8;
     Json header = Json::parse(headerBegin, headerBegin + headerSize, onEvent,
                               /*allow_exceptions=*/false);
     if (header.is_discarded() || !header.is_object())
@@ -239,8 +226,8 @@ Status readSafetensors(const std::string &path, SafetensorsFile &out) {
       if (begin > end || end > dataSize)
         return bad("has data_offsets " + range + ", outside the " +
                    std::to_string(dataSize) + " data bytes (file bytes " +
-                   std::to_string(dataStart) + "-" +
-                   std::to_string(file.size()) + "; a truncated file?)");
+                   std::to_string(dataStart) + "-" + std::to_string(fileSize) +
+                   "; a truncated file?)");
       if (overflow || end - begin != expected)
         return bad(
             "has " + std::to_string(end - begin) + " bytes (data_offsets " +
@@ -255,6 +242,60 @@ Status readSafetensors(const std::string &path, SafetensorsFile &out) {
     return damaged(headerBytes + " is malformed: " + e.what());
   }
   return okStatus();
+}
+
+/// The header length of a file of `fileSize` bytes that starts with
+/// `first8`, checked to fit in the file.
+Status headerLength(const std::string &path, const char *first8,
+                    uint64_t fileSize, uint64_t &out) {
+  if (fileSize < 8)
+    return Status(StatusCode::kDataLoss,
+                  path + ": truncated: " + std::to_string(fileSize) +
+                      " bytes, not even the 8-byte header length");
+  out = 0;
+  for (int i = 0; i < 8; ++i)
+    out |= uint64_t(uint8_t(first8[i])) << (8 * i);
+  if (out > fileSize - 8)
+    return Status(StatusCode::kDataLoss,
+                  path + ": the header length (bytes 0-7) is " +
+                      std::to_string(out) + " but only " +
+                      std::to_string(fileSize - 8) +
+                      " bytes follow (a truncated file, or not safetensors)");
+  return okStatus();
+}
+
+} // namespace
+
+Status readSafetensors(const std::string &path, SafetensorsFile &out) {
+  out = SafetensorsFile();
+  out.path = path;
+  TRAINC_RETURN_IF_ERROR(
+      readRegularFile(path, "the safetensors file", out.contents));
+  const std::vector<char> &file = out.contents;
+  uint64_t headerSize = 0;
+  TRAINC_RETURN_IF_ERROR(
+      headerLength(path, file.data(), file.size(), headerSize));
+  return parseHeader(path, file.data() + 8, headerSize, file.size(), out);
+}
+
+Status readSafetensorsIndex(const FileReader &reader, SafetensorsIndex &out) {
+  out = SafetensorsIndex();
+  out.path = reader.path();
+  char first8[8] = {};
+  TRAINC_RETURN_IF_ERROR(
+      reader.read(0, size_t(std::min<uint64_t>(reader.size(), 8)), first8));
+  uint64_t headerSize = 0;
+  TRAINC_RETURN_IF_ERROR(
+      headerLength(out.path, first8, reader.size(), headerSize));
+  if (headerSize > kMaxHeaderBytes)
+    return Status(StatusCode::kDataLoss,
+                  out.path + ": the header length (bytes 0-7) is " +
+                      std::to_string(headerSize) + ", over the " +
+                      std::to_string(kMaxHeaderBytes) +
+                      " bytes a safetensors header may have");
+  std::string header(size_t(headerSize), '\0');
+  TRAINC_RETURN_IF_ERROR(reader.read(8, header.size(), header.data()));
+  return parseHeader(out.path, header.data(), headerSize, reader.size(), out);
 }
 
 } // namespace trainc

@@ -19,6 +19,7 @@
 
 #include "base/DType.h"
 #include "base/Status.h"
+#include "io/FileReader.h"
 
 #include <cstdint>
 #include <string>
@@ -44,8 +45,9 @@ Status writeSafetensors(const std::string &path,
 /// stored bytes: "U8" (or "I8" for the signed sub-byte integers).
 const char *safetensorsDType(DType t);
 
-/// A .safetensors file read into memory and checked (see the file comment).
-struct SafetensorsFile {
+/// What a .safetensors file's header says it holds, checked (see the file
+/// comment).
+struct SafetensorsIndex {
   struct Tensor {
     std::string name;
     /// The dtype as the file names it ("F32"), and the trainc type of that
@@ -53,17 +55,21 @@ struct SafetensorsFile {
     std::string fileDType;
     DType dtype;
     std::vector<int64_t> shape;
-    /// Where its bytes are in `contents` (already checked to lie inside it
+    /// Where its bytes are in the file (already checked to lie inside it
     /// and to be exactly dtype x shape).
     size_t offset;
     size_t bytes;
   };
 
   std::string path;
-  /// The whole file.
-  std::vector<char> contents;
   /// In the order of the header; "__metadata__" is not among them.
   std::vector<Tensor> tensors;
+};
+
+/// A .safetensors file read into memory and checked.
+struct SafetensorsFile : SafetensorsIndex {
+  /// The whole file.
+  std::vector<char> contents;
 
   const char *data(const Tensor &t) const { return contents.data() + t.offset; }
 };
@@ -71,6 +77,15 @@ struct SafetensorsFile {
 /// Reads and checks `path`. A missing file is kNotFound; a truncated or
 /// malformed one is kDataLoss, naming the file (and the tensor).
 Status readSafetensors(const std::string &path, SafetensorsFile &out);
+
+/// Reads and checks only the header of the file `reader` has open: the
+/// tensors' bytes stay in the file, to be read where the index says. A
+/// header over kMaxHeaderBytes is kDataLoss.
+Status readSafetensorsIndex(const FileReader &reader, SafetensorsIndex &out);
+
+/// The longest header readSafetensorsIndex reads (the safetensors
+/// library's own limit).
+constexpr uint64_t kMaxHeaderBytes = uint64_t(100) << 20;
 
 } // namespace trainc
 

@@ -1,7 +1,9 @@
 //===- Dataset.h - Training data and the batches drawn from it --*- C++ -*-===//
 //
-// What a Trainer trains on. A Dataset is data read whole from files and split
-// into a training part and a held-out part; it binds itself to a training
+// What a Trainer trains on. A Dataset is data in files, split into a
+// training part and a held-out part, read through once when opened (checked
+// and hashed) and then a batch at a time, so it may be larger than memory
+// (io/FileReader.h); it binds itself to a training
 // executable's data inputs as a Batches, which sets those inputs for every
 // step and feeds the held-out part to an evaluation executable.
 //
@@ -99,7 +101,8 @@ public:
 
 class Dataset {
 public:
-  /// Reads every file of `options` (concatenated in order) as one kind.
+  /// Opens every file of `options` (concatenated in order) as one kind and
+  /// reads it through once.
   static Status open(const DataOptions &options, std::unique_ptr<Dataset> &out);
   virtual ~Dataset() = default;
 

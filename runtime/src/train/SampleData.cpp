@@ -107,30 +107,44 @@ Status checkTokenIds(const SampleData &data, const SampleData::Array &a,
                      int64_t bound) {
   if (a.dtype != DType::I64 && a.dtype != DType::I32)
     return okStatus();
+  if (a.minValue >= 0 && a.maxValue < bound)
+    return okStatus();
+  // Which one is outside (read again: this is an error).
   size_t width = dtypeSize(a.dtype), perSample = a.sampleBytes / width;
-  for (uint64_t s = 0; s < data.size(); ++s)
-    for (size_t j = 0; j < perSample; ++j) {
-      const char *p = data.sample(a, s) + j * width;
-      int64_t id;
-      if (width == 8) {
-        std::memcpy(&id, p, 8);
-      } else {
-        int32_t v;
-        std::memcpy(&v, p, 4);
-        id = v;
-      }
-      if (id >= 0 && id < bound)
-        continue;
-      return Status(StatusCode::kOutOfRange,
-                    data.sampleName(s) + ": token id " + std::to_string(id) +
-                        " at element " + std::to_string(j) + " of '" + a.name +
-                        "' is " +
-                        (id < 0 ? std::string("negative (token ids index the "
-                                              "embedding's rows)")
-                                : "outside the model's vocabulary of " +
-                                      std::to_string(bound) + " ids"));
-    }
-  return okStatus();
+  Status bad = okStatus();
+  Status scanned =
+      data.scanArray(a, [&](const char *p, size_t size, uint64_t first) {
+        for (size_t k = 0; k < size / width; ++k) {
+          int64_t id;
+          if (width == 8) {
+            std::memcpy(&id, p + k * 8, 8);
+          } else {
+            int32_t v;
+            std::memcpy(&v, p + k * 4, 4);
+            id = v;
+          }
+          if (id >= 0 && id < bound)
+            continue;
+          uint64_t element = first / width + k;
+          bad =
+              Status(StatusCode::kOutOfRange,
+                     data.sampleName(element / perSample) + ": token id " +
+                         std::to_string(id) + " at element " +
+                         std::to_string(element % perSample) + " of '" +
+                         a.name + "' is " +
+                         (id < 0 ? std::string("negative (token ids index the "
+                                               "embedding's rows)")
+                                 : "outside the model's vocabulary of " +
+                                       std::to_string(bound) + " ids"));
+          return bad; // Stops the scan.
+        }
+        return okStatus();
+      });
+  if (!bad.ok())
+    return bad;
+  TRAINC_RETURN_IF_ERROR(scanned);
+  return internalError("'" + a.name + "': an id outside [0, " +
+                       std::to_string(bound) + ") was not found again");
 }
 
 /// The batches of sample data: shuffled epochs of the training samples,
@@ -163,8 +177,8 @@ public:
       const SampleData::Array &a = *evalFeeds_[e].array;
       char *out = evalBuffers_[e].data();
       for (int64_t j = 0; j < evalBatch_; ++j)
-        std::memcpy(out + size_t(j) * a.sampleBytes,
-                    data_.sample(a, first + uint64_t(j)), a.sampleBytes);
+        TRAINC_RETURN_IF_ERROR(data_.readSample(
+            a, first + uint64_t(j), out + size_t(j) * a.sampleBytes));
       TRAINC_RETURN_IF_ERROR(
           eval.setInput(evalFeeds_[e].input, out, evalBuffers_[e].size()));
     }
@@ -266,12 +280,18 @@ Status SampleBatches::feedNext(Session &train) {
     const SampleData::Array &a = *feeds_[f].array;
     char *out = buffers_[f].data();
     for (int64_t j = 0; j < batch_; ++j)
-      std::memcpy(out + size_t(j) * a.sampleBytes, data_.sample(a, samples[j]),
-                  a.sampleBytes);
+      TRAINC_RETURN_IF_ERROR(
+          data_.readSample(a, samples[j], out + size_t(j) * a.sampleBytes));
     TRAINC_RETURN_IF_ERROR(
         train.setInput(feeds_[f].input, out, buffers_[f].size()));
   }
   ++position_;
+  // The next batch's samples, for the page cache to fetch during the step
+  // (when it is of this epoch).
+  if (k + 1 < perEpoch)
+    for (const Feed &f : feeds_)
+      for (int64_t j = 0; j < batch_; ++j)
+        data_.willNeed(*f.array, samples[uint64_t(j) + global]);
   return okStatus();
 }
 
@@ -281,16 +301,17 @@ Status SampleData::open(const DataOptions &options,
                         std::unique_ptr<SampleData> &out) {
   auto data = std::unique_ptr<SampleData>(new SampleData());
   std::map<std::string, Array> arrays;
-  // Never reallocated: the arrays point into the files' bytes.
-  data->files_.reserve(options.paths.size());
   for (const std::string &path : options.paths) {
-    SafetensorsFile file;
-    TRAINC_RETURN_IF_ERROR(readSafetensors(path, file));
+    FileReader reader;
+    TRAINC_RETURN_IF_ERROR(
+        FileReader::open(path, "the safetensors file", reader));
+    SafetensorsIndex file;
+    TRAINC_RETURN_IF_ERROR(readSafetensorsIndex(reader, file));
     if (file.tensors.empty())
       return invalidArgument(path + ": holds no arrays, so no samples");
     const std::string &firstName = file.tensors.front().name;
     int64_t n = -1;
-    for (const SafetensorsFile::Tensor &t : file.tensors) {
+    for (const SafetensorsIndex::Tensor &t : file.tensors) {
       if (t.shape.empty())
         return invalidArgument(path + ": '" + t.name +
                                "' is a scalar; each array holds its samples "
@@ -310,7 +331,7 @@ Status SampleData::open(const DataOptions &options,
                              withCommas(kMaxSamples) + " samples");
     data->fileStarts_.push_back({data->count_, path});
     bool firstFile = arrays.empty();
-    for (const SafetensorsFile::Tensor &t : file.tensors) {
+    for (const SafetensorsIndex::Tensor &t : file.tensors) {
       std::vector<int64_t> sample(t.shape.begin() + 1, t.shape.end());
       if (t.bytes % size_t(n))
         return invalidArgument(path + ": '" + t.name + "' (" + t.fileDType +
@@ -336,7 +357,7 @@ Status SampleData::open(const DataOptions &options,
             " but " + sampleType(it->second.fileDType, it->second.sampleShape) +
             " in " + options.paths.front());
       }
-      it->second.parts.push_back(file.data(t));
+      it->second.offsets.push_back(t.offset);
     }
     if (!firstFile && file.tensors.size() != arrays.size())
       return invalidArgument(
@@ -344,10 +365,11 @@ Status SampleData::open(const DataOptions &options,
           " arrays but " + options.paths.front() + " " +
           std::to_string(arrays.size()) + ": every file needs the same arrays");
     data->count_ += uint64_t(n);
-    data->files_.push_back(std::move(file));
+    data->readers_.push_back(std::move(reader));
   }
   for (auto &[name, a] : arrays)
     data->arrays_.push_back(std::move(a));
+  TRAINC_RETURN_IF_ERROR(data->readThrough());
   data->trainCount_ = trainingShare(data->count_, options.evalFraction);
   std::string names;
   for (const Array &a : data->arrays_)
@@ -363,25 +385,61 @@ Status SampleData::open(const DataOptions &options,
   return okStatus();
 }
 
-uint64_t SampleData::contentHash() const {
-  std::call_once(hashOnce_, [this] {
-    XXH3_state_t *state = XXH3_createState();
-    XXH3_64bits_reset(state);
-    for (const Array &a : arrays_) {
-      std::string key = a.name + '\0' + a.fileDType + '\0' +
-                        shapeString(a.sampleShape) + '\0';
-      XXH3_64bits_update(state, key.data(), key.size());
-      for (size_t f = 0; f < a.parts.size(); ++f) {
-        uint64_t end =
-            f + 1 < fileStarts_.size() ? fileStarts_[f + 1].first : count_;
-        XXH3_64bits_update(state, a.parts[f],
-                           (end - fileStarts_[f].first) * a.sampleBytes);
-      }
-    }
-    hash_ = XXH3_64bits_digest(state);
-    XXH3_freeState(state);
-  });
-  return hash_;
+Status SampleData::scanArray(
+    const Array &a,
+    const std::function<Status(const char *, size_t, uint64_t)> &chunk) const {
+  for (size_t f = 0; f < readers_.size(); ++f) {
+    uint64_t end =
+        f + 1 < fileStarts_.size() ? fileStarts_[f + 1].first : count_;
+    uint64_t first = fileStarts_[f].first * a.sampleBytes;
+    TRAINC_RETURN_IF_ERROR(readers_[f].scan(
+        a.offsets[f], (end - fileStarts_[f].first) * a.sampleBytes,
+        [&](const char *p, size_t size) {
+          TRAINC_RETURN_IF_ERROR(chunk(p, size, first));
+          first += size;
+          return okStatus();
+        }));
+  }
+  return okStatus();
+}
+
+Status SampleData::readThrough() {
+  XXH3_state_t *state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  Status status = okStatus();
+  for (Array &a : arrays_) {
+    std::string key =
+        a.name + '\0' + a.fileDType + '\0' + shapeString(a.sampleShape) + '\0';
+    XXH3_64bits_update(state, key.data(), key.size());
+    bool i64 = a.dtype == DType::I64, i32 = a.dtype == DType::I32;
+    int64_t lo = std::numeric_limits<int64_t>::max(),
+            hi = std::numeric_limits<int64_t>::min();
+    status = scanArray(a, [&](const char *p, size_t size, uint64_t) {
+      XXH3_64bits_update(state, p, size);
+      if (i64)
+        for (size_t k = 0; k < size / 8; ++k) {
+          int64_t v;
+          std::memcpy(&v, p + 8 * k, 8);
+          lo = std::min(lo, v);
+          hi = std::max(hi, v);
+        }
+      if (i32)
+        for (size_t k = 0; k < size / 4; ++k) {
+          int32_t v;
+          std::memcpy(&v, p + 4 * k, 4);
+          lo = std::min<int64_t>(lo, v);
+          hi = std::max<int64_t>(hi, v);
+        }
+      return okStatus();
+    });
+    if (!status.ok())
+      break;
+    a.minValue = lo;
+    a.maxValue = hi;
+  }
+  hash_ = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return status;
 }
 
 Status SampleData::epochOrder(uint64_t seed, uint64_t epoch,

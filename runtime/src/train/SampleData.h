@@ -7,7 +7,9 @@
 // input_ids [N, 128] and labels [N]). Every array of a file has the same N;
 // the files hold the same names, dtypes and per-sample shapes and are
 // concatenated in order. The last floor(N * evalFraction) samples are held
-// out.
+// out. The files are read through once when opened (for the content hash
+// and the integer arrays' ranges) and then a sample at a time, so the data
+// may be larger than memory.
 //
 // Batches (runtime/README.md, "Samples"): the training samples are drawn
 // in epochs, each a permutation of them; of a global batch of G samples
@@ -32,14 +34,14 @@
 #include "io/SafeTensors.h"
 #include "train/Dataset.h"
 
-#include <mutex>
+#include <functional>
 
 namespace trainc {
 
 class SampleData : public Dataset {
 public:
-  /// One named array of every sample, in the files' memory (each file is
-  /// read once and not copied): sample(array, i).
+  /// One named array of every sample, left in the files (each is read
+  /// through once when opened, then a sample at a time: readSample).
   struct Array {
     std::string name;
     /// The dtype as the files name it ("F32") and trainc's.
@@ -47,8 +49,11 @@ public:
     DType dtype;
     std::vector<int64_t> sampleShape;
     size_t sampleBytes = 0;
-    /// Per file, where its samples of this array start.
-    std::vector<const char *> parts;
+    /// Per file, the byte where its samples of this array start.
+    std::vector<uint64_t> offsets;
+    /// Integer arrays (i32, i64): the smallest and largest element, for
+    /// checking token ids without reading them again.
+    int64_t minValue = 0, maxValue = 0;
   };
 
   static Status open(const DataOptions &options,
@@ -59,8 +64,8 @@ public:
   uint64_t trainSize() const override { return trainCount_; }
   const std::string &description() const override { return description_; }
   /// XXH3 of every array's name, dtype, sample shape and bytes, in name
-  /// order; computed on the first call.
-  uint64_t contentHash() const override;
+  /// order; computed when the files are opened.
+  uint64_t contentHash() const override { return hash_; }
   Status bind(const Session &train, const DataBinding &binding,
               std::unique_ptr<Batches> &out) const override;
 
@@ -72,28 +77,46 @@ public:
                     std::vector<uint64_t> &out) const;
   /// "FILE, sample 12" for sample `i` (counted over all files).
   std::string sampleName(uint64_t i) const;
-  /// The sampleBytes bytes of sample `i` (counted over all files) of `a`.
-  const char *sample(const Array &a, uint64_t i) const {
+  /// Reads the sampleBytes bytes of sample `i` (counted over all files) of
+  /// `a` into `out`; kDataLoss when its file has shrunk since it was opened.
+  Status readSample(const Array &a, uint64_t i, char *out) const {
     size_t f = fileOf(i);
-    return a.parts[f] + (i - fileStarts_[f].first) * a.sampleBytes;
+    return readers_[f].read(a.offsets[f] +
+                                (i - fileStarts_[f].first) * a.sampleBytes,
+                            a.sampleBytes, out);
   }
+  /// Asks the file of sample `i` of `a` to start reading it.
+  void willNeed(const Array &a, uint64_t i) const {
+    size_t f = fileOf(i);
+    readers_[f].willNeed(a.offsets[f] +
+                             (i - fileStarts_[f].first) * a.sampleBytes,
+                         a.sampleBytes);
+  }
+  /// Calls `chunk` on every byte of `a` in sample order (all files), in
+  /// pieces of whole elements; `first` is the piece's first byte, counted
+  /// over all samples.
+  Status scanArray(const Array &a,
+                   const std::function<Status(const char *, size_t,
+                                              uint64_t first)> &chunk) const;
 
   /// The most samples the data may hold.
   static constexpr uint64_t kMaxSamples = uint64_t(1) << 32;
 
 private:
+  /// Reads every array through once: the content hash, and the integer
+  /// arrays' ranges.
+  Status readThrough();
   /// The file holding sample `i`.
   size_t fileOf(uint64_t i) const;
 
-  /// The files as read: the arrays point into them.
-  std::vector<SafetensorsFile> files_;
+  /// The files, open.
+  std::vector<FileReader> readers_;
   std::vector<Array> arrays_;
   /// Where each file's samples start, for error messages.
   std::vector<std::pair<uint64_t, std::string>> fileStarts_;
   uint64_t count_ = 0, trainCount_ = 0;
   std::string description_;
-  mutable std::once_flag hashOnce_;
-  mutable uint64_t hash_ = 0;
+  uint64_t hash_ = 0;
 };
 
 } // namespace trainc

@@ -4,6 +4,7 @@
 
 #include "exec/Session.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sys/stat.h>
@@ -25,13 +26,35 @@ template <typename T> T readLE(const char *p) {
   return v;
 }
 
-/// Appends `count` little-endian ids of `width` bytes from `p`.
-void appendIds(const char *p, size_t count, int width,
-               std::vector<uint32_t> &out) {
-  out.reserve(out.size() + count);
-  for (size_t i = 0; i < count; ++i)
-    out.push_back(width == 2 ? readLE<uint16_t>(p + 2 * i)
-                             : readLE<uint32_t>(p + 4 * i));
+/// Widens `n` little-endian ids of `width` bytes from `bytes` into `out`
+/// (loops the compiler vectorizes: the scan reads every id of the data).
+void widen(const char *bytes, size_t n, int width, uint32_t *out) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+                "token files are little-endian, read as the host's order");
+  if (width == 4) {
+    std::memcpy(out, bytes, n * 4);
+  } else if (width == 2) {
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t v;
+      std::memcpy(&v, bytes + 2 * i, 2);
+      out[i] = v;
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i)
+      out[i] = static_cast<unsigned char>(bytes[i]);
+  }
+}
+
+/// Widens `n` little-endian ids of `width` bytes, which fill the first
+/// n * width bytes of `ids`, to uint32 in place. Backwards: id i is read
+/// from bytes [i w, (i + 1) w) before out[i] overwrites [4 i, 4 i + 4),
+/// which holds no unread id (ids j < i lie below i w <= 4 i).
+void widenInPlace(uint32_t *ids, size_t n, int width) {
+  const char *bytes = reinterpret_cast<const char *>(ids);
+  for (size_t i = n; i-- > 0;)
+    ids[i] = width == 1   ? uint32_t(static_cast<unsigned char>(bytes[i]))
+             : width == 2 ? readLE<uint16_t>(bytes + 2 * i)
+                          : readLE<uint32_t>(bytes + 4 * i);
 }
 
 /// A uniform integer in [0, n) from 64 random bits (multiply-shift).
@@ -63,35 +86,21 @@ Status TokenData::open(const DataOptions &options,
     if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
       return invalidArgument(path + ": not a regular file (a device, pipe or "
                                     "socket), so not a data file");
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in)
-      return notFound(path +
-                      ": cannot open data file: " + std::strerror(errno));
-    std::streamoff size = in.tellg();
-    in.seekg(0);
-    if (size < 0)
-      return Status(StatusCode::kDataLoss, path + ": cannot read its size");
-    std::vector<char> bytes;
-    try {
-      // The file once, then its tokens (4 bytes each, at most one per byte).
-      bytes.resize(size_t(size));
-      data->tokens_.reserve(data->tokens_.size() + bytes.size());
-    } catch (const std::bad_alloc &) {
-      return Status(StatusCode::kOutOfRange,
-                    path + ": not enough memory to load " +
-                        withCommas(uint64_t(size)) + " bytes of data");
-    }
-    if (!in.read(bytes.data(), std::streamsize(bytes.size())))
-      return Status(StatusCode::kDataLoss, path + ": read error");
-    if (bytes.empty())
+    File file;
+    TRAINC_RETURN_IF_ERROR(FileReader::open(path, "data file", file.reader));
+    uint64_t size = file.reader.size();
+    if (size == 0)
       return invalidArgument(path + ": data file is empty");
+    char head[kHeaderBytes] = {};
+    TRAINC_RETURN_IF_ERROR(file.reader.read(
+        0, size_t(std::min<uint64_t>(size, kHeaderBytes)), head));
     DataFormat format = options.format;
     if (format == DataFormat::kAuto)
-      format = bytes.size() >= sizeof kMagic &&
-                       std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0
-                   ? DataFormat::kTokens
-               : pathEndsWith(path, ".bin") ? DataFormat::kBin
-                                            : DataFormat::kBytes;
+      format =
+          size >= sizeof kMagic && std::memcmp(head, kMagic, sizeof kMagic) == 0
+              ? DataFormat::kTokens
+          : pathEndsWith(path, ".bin") ? DataFormat::kBin
+                                       : DataFormat::kBytes;
     if (first == DataFormat::kAuto)
       first = format;
     else if (format != first)
@@ -99,21 +108,19 @@ Status TokenData::open(const DataOptions &options,
                              " but " + options.paths.front() + " as " +
                              dataFormatName(first) +
                              ": give files of one format");
-    data->fileStarts_.push_back({data->tokens_.size(), path});
     switch (format) {
     case DataFormat::kTokens: {
-      if (bytes.size() < sizeof kMagic ||
-          std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+      if (size < sizeof kMagic || std::memcmp(head, kMagic, sizeof kMagic) != 0)
         return invalidArgument(path +
                                ": not a trainc token file (no TRAINCTK magic)");
-      if (bytes.size() < kHeaderBytes)
+      if (size < kHeaderBytes)
         return Status(StatusCode::kDataLoss,
                       path + ": truncated token file header (" +
-                          std::to_string(bytes.size()) + " of " +
+                          std::to_string(size) + " of " +
                           std::to_string(kHeaderBytes) + " bytes)");
-      uint32_t version = readLE<uint32_t>(bytes.data() + 8);
-      uint32_t width = readLE<uint32_t>(bytes.data() + 12);
-      uint64_t count = readLE<uint64_t>(bytes.data() + 16);
+      uint32_t version = readLE<uint32_t>(head + 8);
+      uint32_t width = readLE<uint32_t>(head + 12);
+      uint64_t count = readLE<uint64_t>(head + 16);
       if (version != kTokenFileVersion)
         return Status(StatusCode::kUnimplemented,
                       path + ": token file version " + std::to_string(version) +
@@ -123,7 +130,7 @@ Status TokenData::open(const DataOptions &options,
         return Status(StatusCode::kDataLoss,
                       path + ": token width " + std::to_string(width) +
                           " bytes in the header (expected 2 or 4)");
-      uint64_t payload = bytes.size() - kHeaderBytes;
+      uint64_t payload = size - kHeaderBytes;
       if (count > payload / width || count * width != payload)
         return Status(StatusCode::kDataLoss,
                       path + ": the header says " + withCommas(count) +
@@ -132,7 +139,9 @@ Status TokenData::open(const DataOptions &options,
                           " bytes after the header");
       if (count == 0)
         return invalidArgument(path + ": token file holds no tokens");
-      appendIds(bytes.data() + kHeaderBytes, count, int(width), data->tokens_);
+      file.payload = kHeaderBytes;
+      file.width = int(width);
+      file.count = count;
       break;
     }
     case DataFormat::kBin: {
@@ -141,25 +150,48 @@ Status TokenData::open(const DataOptions &options,
         return invalidArgument(path + ": a headerless .bin file needs its "
                                       "token dtype (--token-dtype uint16 or "
                                       "uint32)");
-      if (bytes.size() % width)
+      if (size % uint64_t(width))
         return Status(StatusCode::kDataLoss,
-                      path + ": " + withCommas(bytes.size()) +
+                      path + ": " + withCommas(size) +
                           " bytes is not a whole number of " +
                           std::to_string(width) + "-byte tokens");
-      appendIds(bytes.data(), bytes.size() / width, width, data->tokens_);
+      file.width = width;
+      file.count = size / uint64_t(width);
       break;
     }
     case DataFormat::kBytes:
-      for (char c : bytes)
-        data->tokens_.push_back(static_cast<unsigned char>(c));
+      file.count = size;
       break;
     case DataFormat::kAuto:
     case DataFormat::kSamples:
       break;
     }
+    file.first = data->count_;
+    data->count_ += file.count;
+    data->files_.push_back(std::move(file));
   }
-  size_t n = data->tokens_.size();
-  data->trainTokens_ = size_t(trainingShare(n, options.evalFraction));
+  // One pass over every id: the hash, and each file's largest id for the
+  // vocabulary check.
+  XXH3_state_t *state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  for (File &file : data->files_) {
+    Status s = data->scanIds(file, [&](const uint32_t *ids, size_t n) {
+      XXH3_64bits_update(state, ids, n * sizeof(uint32_t));
+      uint32_t largest = file.maxId; // a local: ids may alias a member
+      for (size_t i = 0; i < n; ++i)
+        largest = std::max(largest, ids[i]);
+      file.maxId = largest;
+      return okStatus();
+    });
+    if (!s.ok()) {
+      XXH3_freeState(state);
+      return s;
+    }
+  }
+  data->hash_ = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  uint64_t n = data->count_;
+  data->trainTokens_ = trainingShare(n, options.evalFraction);
   data->description_ =
       withCommas(n) + " tokens (" + dataFormatName(first) + ") from " +
       (options.paths.size() == 1
@@ -171,28 +203,84 @@ Status TokenData::open(const DataOptions &options,
   return okStatus();
 }
 
-Status TokenData::checkVocabulary(int64_t vocab) const {
-  for (size_t i = 0; i < tokens_.size(); ++i) {
-    if (int64_t(tokens_[i]) < vocab)
-      continue;
-    size_t f = fileStarts_.size() - 1;
-    while (fileStarts_[f].first > i)
-      --f;
-    return Status(StatusCode::kOutOfRange,
-                  fileStarts_[f].second + ": token " +
-                      withCommas(i - fileStarts_[f].first) + " is id " +
-                      std::to_string(tokens_[i]) +
-                      ", outside the model's vocabulary of " +
-                      std::to_string(vocab) + " ids");
+Status TokenData::scanIds(
+    const File &file,
+    const std::function<Status(const uint32_t *, size_t)> &ids) const {
+  // Chunks of whole ids.
+  uint64_t perChunk = FileReader::kScanChunk / uint64_t(file.width);
+  std::vector<uint32_t> chunk(size_t(std::min(perChunk, file.count)));
+  return file.reader.scan(file.payload, file.count * uint64_t(file.width),
+                          [&](const char *bytes, size_t size) {
+                            size_t n = size / size_t(file.width);
+                            widen(bytes, n, file.width, chunk.data());
+                            return ids(chunk.data(), n);
+                          });
+}
+
+size_t TokenData::fileOf(uint64_t i) const {
+  auto after =
+      std::upper_bound(files_.begin(), files_.end(), i,
+                       [](uint64_t v, const File &f) { return v < f.first; });
+  return size_t(after - files_.begin()) - 1;
+}
+
+Status TokenData::read(uint64_t start, size_t count, uint32_t *out) const {
+  while (count > 0) {
+    const File &file = files_[fileOf(start)];
+    size_t n =
+        size_t(std::min<uint64_t>(count, file.first + file.count - start));
+    TRAINC_RETURN_IF_ERROR(file.reader.read(
+        file.payload + (start - file.first) * uint64_t(file.width),
+        n * size_t(file.width), out));
+    widenInPlace(out, n, file.width);
+    start += n;
+    count -= n;
+    out += n;
   }
   return okStatus();
 }
 
-uint64_t TokenData::contentHash() const {
-  std::call_once(hashOnce_, [this] {
-    hash_ = XXH3_64bits(tokens_.data(), tokens_.size() * sizeof(tokens_[0]));
-  });
-  return hash_;
+void TokenData::willNeed(uint64_t start, size_t count) const {
+  while (count > 0) {
+    const File &file = files_[fileOf(start)];
+    size_t n =
+        size_t(std::min<uint64_t>(count, file.first + file.count - start));
+    file.reader.willNeed(file.payload +
+                             (start - file.first) * uint64_t(file.width),
+                         n * uint64_t(file.width));
+    start += n;
+    count -= n;
+  }
+}
+
+Status TokenData::checkVocabulary(int64_t vocab) const {
+  for (const File &file : files_) {
+    if (int64_t(file.maxId) < vocab)
+      continue;
+    // Where the first id outside it is (read again: this is an error).
+    uint64_t at = 0;
+    uint32_t id = 0;
+    Status found = scanIds(file, [&](const uint32_t *ids, size_t n) {
+      for (size_t i = 0; i < n; ++i)
+        if (int64_t(ids[i]) >= vocab) {
+          id = ids[i];
+          at += i;
+          return Status(StatusCode::kOutOfRange, "found");
+        }
+      at += n;
+      return okStatus();
+    });
+    if (found.code() != StatusCode::kOutOfRange)
+      return found.ok() ? internalError(file.reader.path() +
+                                        ": its largest id was not found again")
+                        : found;
+    return Status(StatusCode::kOutOfRange,
+                  file.reader.path() + ": token " + withCommas(at) + " is id " +
+                      std::to_string(id) +
+                      ", outside the model's vocabulary of " +
+                      std::to_string(vocab) + " ids");
+  }
+  return okStatus();
 }
 
 Status BatchSampler::create(const TokenData &data, int64_t batch, int64_t seq,
@@ -217,9 +305,11 @@ uint64_t BatchSampler::windowStart(uint64_t p, int64_t b) const {
   return uniform(mixBits(seed_, p, uint64_t(b)), data_.trainSize() - seq_);
 }
 
-void BatchSampler::copyWindow(uint64_t start, int64_t row, void *tokens,
-                              void *targets, bool int64Ids) const {
-  const uint32_t *w = data_.tokens().data() + start;
+Status BatchSampler::copyWindow(uint64_t start, int64_t row, void *tokens,
+                                void *targets, bool int64Ids) {
+  window_.resize(size_t(seq_) + 1);
+  TRAINC_RETURN_IF_ERROR(data_.read(start, window_.size(), window_.data()));
+  const uint32_t *w = window_.data();
   for (int64_t t = 0; t < seq_; ++t) {
     size_t at = size_t(row * seq_ + t);
     if (int64Ids) {
@@ -230,13 +320,18 @@ void BatchSampler::copyWindow(uint64_t start, int64_t row, void *tokens,
       static_cast<int32_t *>(targets)[at] = int32_t(w[t + 1]);
     }
   }
+  return okStatus();
 }
 
-void BatchSampler::nextTrain(void *tokens, void *targets, bool int64Ids) {
+Status BatchSampler::nextTrain(void *tokens, void *targets, bool int64Ids) {
   for (int64_t b = 0; b < batch_; ++b)
-    copyWindow(windowStart(position_, firstWindow_ + b), b, tokens, targets,
-               int64Ids);
+    TRAINC_RETURN_IF_ERROR(copyWindow(windowStart(position_, firstWindow_ + b),
+                                      b, tokens, targets, int64Ids));
   ++position_;
+  // The next batch's windows, for the page cache to fetch during the step.
+  for (int64_t b = 0; b < batch_; ++b)
+    data_.willNeed(windowStart(position_, firstWindow_ + b), size_t(seq_) + 1);
+  return okStatus();
 }
 
 int64_t BatchSampler::evalBatchCount() const {
@@ -246,11 +341,13 @@ int64_t BatchSampler::evalBatchCount() const {
   return int64_t((held - 1) / size_t(seq_)) / batch_;
 }
 
-void BatchSampler::evalBatch(int64_t index, void *tokens, void *targets,
-                             bool int64Ids) const {
+Status BatchSampler::evalBatch(int64_t index, void *tokens, void *targets,
+                               bool int64Ids) {
   for (int64_t b = 0; b < batch_; ++b)
-    copyWindow(data_.trainSize() + uint64_t(index * batch_ + b) * seq_, b,
-               tokens, targets, int64Ids);
+    TRAINC_RETURN_IF_ERROR(
+        copyWindow(data_.trainSize() + uint64_t(index * batch_ + b) * seq_, b,
+                   tokens, targets, int64Ids));
+  return okStatus();
 }
 
 namespace {
@@ -277,7 +374,8 @@ public:
   Status bind(const Session &session, const DataBinding &binding);
 
   Status feedNext(Session &train) override {
-    sampler_->nextTrain(tokens_.data(), targets_.data(), int64Ids_);
+    TRAINC_RETURN_IF_ERROR(
+        sampler_->nextTrain(tokens_.data(), targets_.data(), int64Ids_));
     size_t bytes = size_t(batch_ * seq_) * (int64Ids_ ? 8 : 4);
     TRAINC_RETURN_IF_ERROR(train.setInput(tokensIndex_, tokens_.data(), bytes));
     return train.setInput(targetsIndex_, targets_.data(), bytes);
@@ -424,7 +522,8 @@ Status TokenBatches::bindEval(const Executable &eval) {
 Status TokenBatches::feedEval(int64_t index, Session &eval,
                               const std::function<Status()> &runPiece) {
   // A held-out batch in evalPieces_ pieces of the evaluation's batch.
-  sampler_->evalBatch(index, tokens_.data(), targets_.data(), int64Ids_);
+  TRAINC_RETURN_IF_ERROR(
+      sampler_->evalBatch(index, tokens_.data(), targets_.data(), int64Ids_));
   size_t bytes = size_t(batch_ * seq_) * (int64Ids_ ? 8 : 4);
   size_t piece = bytes / size_t(evalPieces_);
   auto *tokens = reinterpret_cast<const char *>(tokens_.data());

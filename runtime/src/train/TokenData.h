@@ -1,9 +1,11 @@
 //===- TokenData.h - Token streams and the batches drawn from them -*- C++
 //-*-=//
 //
-// Training data for language models (a Dataset): one stream of token ids,
-// read whole from one or more files, split into a training part and a
-// held-out part (its last `evalFraction`).
+// Training data for language models (a Dataset): one stream of token ids
+// from one or more files, split into a training part and a held-out part
+// (its last `evalFraction`). The files are read once when opened (every id
+// checked and hashed) and then a window at a time (FileReader), so the data
+// may be larger than memory.
 //
 // File formats (runtime/README.md, "Training: data, batches, metrics"):
 //   tokens  a trainc token file: the 8 bytes "TRAINCTK", a little-endian
@@ -32,11 +34,12 @@
 #ifndef TRAINC_RUNTIME_TRAIN_TOKENDATA_H
 #define TRAINC_RUNTIME_TRAIN_TOKENDATA_H
 
+#include "io/FileReader.h"
 #include "train/Dataset.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -44,8 +47,8 @@ namespace trainc {
 
 class TokenData : public Dataset {
 public:
-  /// Reads every file (concatenated in order); `options.format` is auto,
-  /// tokens, bin or bytes.
+  /// Opens every file (concatenated in order) and reads it through once;
+  /// `options.format` is auto, tokens, bin or bytes.
   static Status open(const DataOptions &options,
                      std::unique_ptr<TokenData> &out);
 
@@ -53,29 +56,47 @@ public:
   static bool hasMagic(const std::string &path);
 
   const char *unit() const override { return "tokens"; }
-  uint64_t size() const override { return tokens_.size(); }
+  uint64_t size() const override { return count_; }
   uint64_t trainSize() const override { return trainTokens_; }
-  const std::vector<uint32_t> &tokens() const { return tokens_; }
   const std::string &description() const override { return description_; }
 
+  /// Reads tokens [start, start + count) of the stream (across files) into
+  /// `out`; kDataLoss when a file has shrunk since it was opened.
+  Status read(uint64_t start, size_t count, uint32_t *out) const;
+  /// Asks the files to start reading tokens [start, start + count).
+  void willNeed(uint64_t start, size_t count) const;
   /// Every token id is below `vocab`; else an error naming the file, the
   /// token's position and id.
   Status checkVocabulary(int64_t vocab) const;
-  /// A hash (XXH3) of the token ids; computed on the first call.
-  uint64_t contentHash() const override;
+  /// A hash (XXH3) of the token ids as little-endian uint32, computed when
+  /// the files are opened.
+  uint64_t contentHash() const override { return hash_; }
   /// The executable's token and target inputs ([batch, seq] ids); every id
   /// must be inside its vocabulary.
   Status bind(const Session &train, const DataBinding &binding,
               std::unique_ptr<Batches> &out) const override;
 
 private:
-  std::vector<uint32_t> tokens_;
-  size_t trainTokens_ = 0;
-  /// Where each file's tokens start, for error messages.
-  std::vector<std::pair<size_t, std::string>> fileStarts_;
+  /// One file's ids: `count` of `width` bytes from byte `payload`, tokens
+  /// [first, first + count) of the stream.
+  struct File {
+    FileReader reader;
+    uint64_t payload = 0, first = 0, count = 0;
+    int width = 1;
+    /// The largest id in it.
+    uint32_t maxId = 0;
+  };
+  /// Calls `ids` on every id of `file`, in order, in chunks.
+  Status
+  scanIds(const File &file,
+          const std::function<Status(const uint32_t *, size_t)> &ids) const;
+  /// The file holding token `i`.
+  size_t fileOf(uint64_t i) const;
+
+  std::vector<File> files_;
+  uint64_t count_ = 0, trainTokens_ = 0;
   std::string description_;
-  mutable std::once_flag hashOnce_;
-  mutable uint64_t hash_ = 0;
+  uint64_t hash_ = 0;
 };
 
 /// Writes one batch of token and target ids (int64 or int32, `batch` x `seq`
@@ -87,11 +108,11 @@ public:
   static Status create(const TokenData &data, int64_t batch, int64_t seq,
                        uint64_t seed, std::unique_ptr<BatchSampler> &out);
 
-  /// The next training batch; advances the position.
-  void nextTrain(void *tokens, void *targets, bool int64Ids);
+  /// The next training batch; advances the position (and asks the files
+  /// for the batch after it).
+  Status nextTrain(void *tokens, void *targets, bool int64Ids);
   /// Held-out batch `index` (< evalBatchCount()).
-  void evalBatch(int64_t index, void *tokens, void *targets,
-                 bool int64Ids) const;
+  Status evalBatch(int64_t index, void *tokens, void *targets, bool int64Ids);
   int64_t evalBatchCount() const;
 
   /// This rank's part of each global batch with data parallelism: windows
@@ -107,13 +128,15 @@ public:
 
 private:
   BatchSampler(const TokenData &data) : data_(data) {}
-  void copyWindow(uint64_t start, int64_t row, void *tokens, void *targets,
-                  bool int64Ids) const;
+  Status copyWindow(uint64_t start, int64_t row, void *tokens, void *targets,
+                    bool int64Ids);
 
   const TokenData &data_;
   int64_t batch_ = 0, seq_ = 0;
   uint64_t seed_ = 0, position_ = 0;
   int64_t firstWindow_ = 0;
+  /// One window's ids.
+  std::vector<uint32_t> window_;
 };
 
 } // namespace trainc

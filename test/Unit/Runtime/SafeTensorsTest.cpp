@@ -20,6 +20,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -53,6 +54,36 @@ std::string rawFile(const std::string &header, size_t dataBytes) {
   for (size_t i = 0; i < dataBytes; ++i)
     file += char(i);
   return file;
+}
+
+/// readSafetensors on `path`, which also checks that readSafetensorsIndex
+/// (the header alone, through a FileReader) gives the same status and the
+/// same tensors.
+Status readBoth(const std::string &path, SafetensorsFile &file) {
+  Status whole = readSafetensors(path, file);
+  FileReader reader;
+  Status index = FileReader::open(path, "the safetensors file", reader);
+  SafetensorsIndex header;
+  if (index.ok())
+    index = readSafetensorsIndex(reader, header);
+  EXPECT_EQ(index.code(), whole.code()) << index.toString();
+  EXPECT_EQ(index.message(), whole.message());
+  if (whole.ok() && index.ok()) {
+    EXPECT_EQ(header.path, file.path);
+    EXPECT_EQ(header.tensors.size(), file.tensors.size());
+    for (size_t i = 0; i < std::min(header.tensors.size(), file.tensors.size());
+         ++i) {
+      const SafetensorsIndex::Tensor &a = header.tensors[i],
+                                     &b = file.tensors[i];
+      EXPECT_EQ(a.name, b.name);
+      EXPECT_EQ(a.fileDType, b.fileDType);
+      EXPECT_EQ(a.dtype, b.dtype);
+      EXPECT_EQ(a.shape, b.shape);
+      EXPECT_EQ(a.offset, b.offset);
+      EXPECT_EQ(a.bytes, b.bytes);
+    }
+  }
+  return whole;
 }
 
 class TempDirTest : public ::testing::Test {
@@ -104,7 +135,7 @@ TEST_F(SafeTensorsRead, ReadsWhatTheWriterWrites) {
   ASSERT_TRUE(writeSafetensors(path, tensors).ok());
 
   SafetensorsFile file;
-  Status s = readSafetensors(path, file);
+  Status s = readBoth(path, file);
   ASSERT_TRUE(s.ok()) << s.toString();
   EXPECT_EQ(file.path, path);
   ASSERT_EQ(file.tensors.size(), tensors.size());
@@ -229,7 +260,7 @@ TEST_F(SafeTensorsRead, MalformedFilesAreErrorsNamingTheFile) {
     std::string path = (dir_ / "bad.safetensors").string();
     writeBytes(path, c.bytes);
     SafetensorsFile file;
-    Status s = readSafetensors(path, file);
+    Status s = readBoth(path, file);
     EXPECT_EQ(s.code(), c.code) << s.toString();
     EXPECT_EQ(s.message().rfind(path + ": ", 0), 0u) << s.toString();
     EXPECT_NE(s.message().find(c.expected), std::string::npos) << s.toString();
@@ -239,10 +270,10 @@ TEST_F(SafeTensorsRead, MalformedFilesAreErrorsNamingTheFile) {
 TEST_F(SafeTensorsRead, MissingFileIsNotFound) {
   std::string path = (dir_ / "none.safetensors").string();
   SafetensorsFile file;
-  Status s = readSafetensors(path, file);
+  Status s = readBoth(path, file);
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
   EXPECT_NE(s.message().find(path), std::string::npos) << s.toString();
-  s = readSafetensors(dir_.string(), file);
+  s = readBoth(dir_.string(), file);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.toString();
   EXPECT_NE(s.message().find("must be a regular file, not a directory"),
             std::string::npos)
@@ -254,7 +285,7 @@ TEST_F(SafeTensorsRead, MissingFileIsNotFound) {
 void checkReadOf(const fs::path &path, const std::string &bytes) {
   writeBytes(path, bytes);
   SafetensorsFile file;
-  Status s = readSafetensors(path.string(), file);
+  Status s = readBoth(path.string(), file);
   if (!s.ok()) {
     ASSERT_EQ(s.message().rfind(path.string() + ": ", 0), 0u) << s.toString();
     return;
@@ -280,10 +311,32 @@ TEST_F(SafeTensorsRead, EveryTruncationIsAnError) {
     fs::path cut = dir_ / "cut.safetensors";
     writeBytes(cut, whole.substr(0, length));
     SafetensorsFile file;
-    Status s = readSafetensors(cut.string(), file);
+    Status s = readBoth(cut.string(), file);
     ASSERT_EQ(s.code(), StatusCode::kDataLoss) << s.toString();
     ASSERT_EQ(s.message().rfind(cut.string() + ": ", 0), 0u) << s.toString();
   }
+}
+
+// The header alone is read into memory: a length over the format's limit
+// is refused before anything is allocated (the file is sparse).
+TEST_F(SafeTensorsRead, IndexRefusesAHeaderOverTheLimit) {
+  fs::path path = dir_ / "long-header.safetensors";
+  uint64_t length = kMaxHeaderBytes + 8;
+  std::string first8(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    first8[size_t(i)] = char((length >> (8 * i)) & 0xff);
+  writeBytes(path, first8);
+  fs::resize_file(path, 8 + length + 16);
+  FileReader reader;
+  ASSERT_TRUE(FileReader::open(path.string(), "the file", reader).ok());
+  SafetensorsIndex index;
+  Status s = readSafetensorsIndex(reader, index);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find(path.string() + ": the header length (bytes "
+                                             "0-7) is 104857608, over the "
+                                             "104857600 bytes"),
+            std::string::npos)
+      << s.toString();
 }
 
 TEST_F(SafeTensorsRead, BitFlipsNeverReadOutOfBounds) {

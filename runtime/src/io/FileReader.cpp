@@ -1,0 +1,97 @@
+//===- FileReader.cpp - A file read at offsets, never whole ---------------===//
+
+#include "io/FileReader.h"
+
+#include "io/AtomicFile.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <fcntl.h>
+#include <memory>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
+
+namespace trainc {
+
+FileReader::FileReader(FileReader &&other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), size_(other.size_),
+      path_(std::move(other.path_)), what_(std::move(other.what_)) {}
+
+FileReader &FileReader::operator=(FileReader &&other) noexcept {
+  if (this != &other) {
+    close();
+    fd_ = std::exchange(other.fd_, -1);
+    size_ = other.size_;
+    path_ = std::move(other.path_);
+    what_ = std::move(other.what_);
+  }
+  return *this;
+}
+
+FileReader::~FileReader() { close(); }
+
+void FileReader::close() {
+  if (fd_ >= 0)
+    ::close(fd_);
+  fd_ = -1;
+}
+
+Status FileReader::open(const std::string &path, const std::string &what,
+                        FileReader &out) {
+  FileReader reader;
+  TRAINC_RETURN_IF_ERROR(openRegularFile(path, what, reader.fd_, reader.size_));
+  reader.path_ = path;
+  reader.what_ = what;
+  out = std::move(reader);
+  return okStatus();
+}
+
+Status FileReader::read(uint64_t offset, size_t size, void *out) const {
+  char *p = static_cast<char *>(out);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t r = ::pread(fd_, p + done, size - done, off_t(offset + done));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return ioError("cannot read " + what_, path_, errno);
+    if (r == 0) {
+      struct stat st;
+      std::string now = ::fstat(fd_, &st) == 0
+                            ? std::to_string(st.st_size) + " bytes"
+                            : "shorter";
+      return Status(StatusCode::kDataLoss,
+                    path_ + ": " + what_ + " is now " + now + ", but was " +
+                        std::to_string(size_) +
+                        " bytes when opened, and bytes " +
+                        std::to_string(offset + done) + "-" +
+                        std::to_string(offset + size) +
+                        " are needed (was it truncated or rewritten while "
+                        "in use?)");
+    }
+    done += size_t(r);
+  }
+  return okStatus();
+}
+
+Status FileReader::scan(
+    uint64_t offset, uint64_t size,
+    const std::function<Status(const char *, size_t)> &chunk) const {
+  std::unique_ptr<char[]> buffer(
+      new char[size_t(std::min<uint64_t>(size, kScanChunk))]);
+  for (uint64_t done = 0; done < size;) {
+    size_t n = size_t(std::min<uint64_t>(size - done, kScanChunk));
+    TRAINC_RETURN_IF_ERROR(read(offset + done, n, buffer.get()));
+    TRAINC_RETURN_IF_ERROR(chunk(buffer.get(), n));
+    done += n;
+  }
+  return okStatus();
+}
+
+void FileReader::willNeed(uint64_t offset, uint64_t size) const {
+  if (fd_ >= 0 && size > 0)
+    ::posix_fadvise(fd_, off_t(offset), off_t(size), POSIX_FADV_WILLNEED);
+}
+
+} // namespace trainc
