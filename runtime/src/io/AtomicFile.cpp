@@ -91,16 +91,21 @@ Status ioError(const std::string &what, const std::string &path, int error) {
 }
 
 Status openRegularFile(const std::string &path, const std::string &what,
-                       int &fd, uint64_t &size) {
+                       int &fd, uint64_t &size, int *error) {
+  int ignored = 0;
+  int &failure = error ? *error : ignored;
+  failure = 0;
   fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return ioError("cannot open " + what, path, errno);
+  if (fd < 0) {
+    failure = errno;
+    return ioError("cannot open " + what, path, failure);
+  }
   struct stat st;
   if (::fstat(fd, &st) != 0) {
-    int error = errno;
+    failure = errno;
     ::close(fd);
     fd = -1;
-    return ioError("cannot stat " + what, path, error);
+    return ioError("cannot stat " + what, path, failure);
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);

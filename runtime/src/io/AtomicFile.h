@@ -29,8 +29,10 @@ Status writeFileAtomically(const std::string &path,
 /// Opens `path` for reading into `fd` (the caller closes it) and gives its
 /// `size`; it must be a regular file (not a directory, device or pipe);
 /// `what` names it in errors ("the executable").
+/// When it fails, `error` (if given) is the errno of the failed open or
+/// stat, or 0 (not a regular file).
 Status openRegularFile(const std::string &path, const std::string &what,
-                       int &fd, uint64_t &size);
+                       int &fd, uint64_t &size, int *error = nullptr);
 
 /// Reads the whole of `path`, which must be a regular file (not a
 /// directory, device or pipe: /dev/zero would never end) of at most

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <fcntl.h>
 #include <memory>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
@@ -37,10 +38,41 @@ void FileReader::close() {
   fd_ = -1;
 }
 
+namespace {
+
+/// Raises this process's soft limit on open files to its hard limit; false
+/// when it is already there (or cannot be read).
+bool raiseOpenFileLimit() {
+  struct rlimit limit;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 ||
+      limit.rlim_cur >= limit.rlim_max)
+    return false;
+  limit.rlim_cur = limit.rlim_max;
+  return ::setrlimit(RLIMIT_NOFILE, &limit) == 0;
+}
+
+} // namespace
+
 Status FileReader::open(const std::string &path, const std::string &what,
                         FileReader &out) {
   FileReader reader;
-  TRAINC_RETURN_IF_ERROR(openRegularFile(path, what, reader.fd_, reader.size_));
+  int error = 0;
+  Status opened = openRegularFile(path, what, reader.fd_, reader.size_, &error);
+  // Data of many shards keeps each open: past the soft limit (often 1,024),
+  // the hard one.
+  if (error == EMFILE && raiseOpenFileLimit())
+    opened = openRegularFile(path, what, reader.fd_, reader.size_, &error);
+  if (error == EMFILE) {
+    struct rlimit limit = {};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    return Status(StatusCode::kFailedPrecondition,
+                  opened.message() + " (this process may have " +
+                      std::to_string(limit.rlim_cur) +
+                      " files open at once, and a run keeps every data file "
+                      "open: raise `ulimit -n`, or give fewer, larger "
+                      "files)");
+  }
+  TRAINC_RETURN_IF_ERROR(opened);
   reader.path_ = path;
   reader.what_ = what;
   out = std::move(reader);

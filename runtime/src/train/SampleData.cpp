@@ -101,52 +101,6 @@ Status bindInputs(const SampleData &data, const Executable &exe, bool all,
                          ")");
 }
 
-/// Every id of `a` (the token input's array) is in [0, bound): an id is an
-/// embedding row, and a negative one would count from the table's end.
-Status checkTokenIds(const SampleData &data, const SampleData::Array &a,
-                     int64_t bound) {
-  if (a.dtype != DType::I64 && a.dtype != DType::I32)
-    return okStatus();
-  if (a.minValue >= 0 && a.maxValue < bound)
-    return okStatus();
-  // Which one is outside (read again: this is an error).
-  size_t width = dtypeSize(a.dtype), perSample = a.sampleBytes / width;
-  Status bad = okStatus();
-  Status scanned =
-      data.scanArray(a, [&](const char *p, size_t size, uint64_t first) {
-        for (size_t k = 0; k < size / width; ++k) {
-          int64_t id;
-          if (width == 8) {
-            std::memcpy(&id, p + k * 8, 8);
-          } else {
-            int32_t v;
-            std::memcpy(&v, p + k * 4, 4);
-            id = v;
-          }
-          if (id >= 0 && id < bound)
-            continue;
-          uint64_t element = first / width + k;
-          bad =
-              Status(StatusCode::kOutOfRange,
-                     data.sampleName(element / perSample) + ": token id " +
-                         std::to_string(id) + " at element " +
-                         std::to_string(element % perSample) + " of '" +
-                         a.name + "' is " +
-                         (id < 0 ? std::string("negative (token ids index the "
-                                               "embedding's rows)")
-                                 : "outside the model's vocabulary of " +
-                                       std::to_string(bound) + " ids"));
-          return bad; // Stops the scan.
-        }
-        return okStatus();
-      });
-  if (!bad.ok())
-    return bad;
-  TRAINC_RETURN_IF_ERROR(scanned);
-  return internalError("'" + a.name + "': an id outside [0, " +
-                       std::to_string(bound) + ") was not found again");
-}
-
 /// The batches of sample data: shuffled epochs of the training samples,
 /// and consecutive held-out samples.
 class SampleBatches : public Batches {
@@ -233,7 +187,7 @@ Status SampleBatches::bind(const Session &session, const DataBinding &binding) {
         exe.tensors()[exe.inputs()[size_t(sig.targets)]].shape ==
             exe.tensors()[exe.inputs()[f.input]].shape)
       bound = sig.vocabulary;
-    TRAINC_RETURN_IF_ERROR(checkTokenIds(data_, *f.array, bound));
+    TRAINC_RETURN_IF_ERROR(data_.checkIds(*f.array, bound));
   }
   // Data parallelism: the inputs are this rank's part of the global batch,
   // split over one mesh axis; rank i on it reads part i.
@@ -404,7 +358,9 @@ Status SampleData::scanArray(
 }
 
 Status SampleData::readThrough() {
-  XXH3_state_t *state = XXH3_createState();
+  XXH3_state_t hashState; // on the stack: nothing to allocate or free
+  XXH3_INITSTATE(&hashState);
+  XXH3_state_t *state = &hashState;
   XXH3_64bits_reset(state);
   Status status = okStatus();
   for (Array &a : arrays_) {
@@ -438,8 +394,50 @@ Status SampleData::readThrough() {
     a.maxValue = hi;
   }
   hash_ = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
   return status;
+}
+
+Status SampleData::checkIds(const Array &a, int64_t bound) const {
+  if (a.dtype != DType::I64 && a.dtype != DType::I32)
+    return okStatus();
+  if (a.minValue >= 0 && a.maxValue < bound)
+    return okStatus();
+  // Which one is outside (read again: this is an error).
+  size_t width = dtypeSize(a.dtype), perSample = a.sampleBytes / width;
+  Status bad = okStatus();
+  Status scanned =
+      scanArray(a, [&](const char *p, size_t size, uint64_t first) {
+        for (size_t k = 0; k < size / width; ++k) {
+          int64_t id;
+          if (width == 8) {
+            std::memcpy(&id, p + k * 8, 8);
+          } else {
+            int32_t v;
+            std::memcpy(&v, p + k * 4, 4);
+            id = v;
+          }
+          if (id >= 0 && id < bound)
+            continue;
+          uint64_t element = first / width + k;
+          bad =
+              Status(StatusCode::kOutOfRange,
+                     sampleName(element / perSample) + ": token id " +
+                         std::to_string(id) + " at element " +
+                         std::to_string(element % perSample) + " of '" +
+                         a.name + "' is " +
+                         (id < 0 ? std::string("negative (token ids index the "
+                                               "embedding's rows)")
+                                 : "outside the model's vocabulary of " +
+                                       std::to_string(bound) + " ids"));
+          return bad; // Stops the scan.
+        }
+        return okStatus();
+      });
+  if (!bad.ok())
+    return bad;
+  TRAINC_RETURN_IF_ERROR(scanned);
+  return internalError("'" + a.name + "': an id outside [0, " +
+                       std::to_string(bound) + ") was not found again");
 }
 
 Status SampleData::epochOrder(uint64_t seed, uint64_t epoch,

@@ -92,6 +92,11 @@ public:
                              (i - fileStarts_[f].first) * a.sampleBytes,
                          a.sampleBytes);
   }
+  /// Every element of `a` (an id array: i32 or i64; others pass) is in
+  /// [0, bound): an id is an embedding row, and a negative one would count
+  /// from the table's end. Else an error naming the first one outside,
+  /// its sample (file and index in it) and element.
+  Status checkIds(const Array &a, int64_t bound) const;
   /// Calls `chunk` on every byte of `a` in sample order (all files), in
   /// pieces of whole elements; `first` is the piece's first byte, counted
   /// over all samples.

@@ -172,7 +172,9 @@ Status TokenData::open(const DataOptions &options,
   }
   // One pass over every id: the hash, and each file's largest id for the
   // vocabulary check.
-  XXH3_state_t *state = XXH3_createState();
+  XXH3_state_t hashState; // on the stack: nothing to allocate or free
+  XXH3_INITSTATE(&hashState);
+  XXH3_state_t *state = &hashState;
   XXH3_64bits_reset(state);
   for (File &file : data->files_) {
     Status s = data->scanIds(file, [&](const uint32_t *ids, size_t n) {
@@ -183,13 +185,9 @@ Status TokenData::open(const DataOptions &options,
       file.maxId = largest;
       return okStatus();
     });
-    if (!s.ok()) {
-      XXH3_freeState(state);
-      return s;
-    }
+    TRAINC_RETURN_IF_ERROR(s);
   }
   data->hash_ = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
   uint64_t n = data->count_;
   data->trainTokens_ = trainingShare(n, options.evalFraction);
   data->description_ =
@@ -225,6 +223,10 @@ size_t TokenData::fileOf(uint64_t i) const {
 }
 
 Status TokenData::read(uint64_t start, size_t count, uint32_t *out) const {
+  if (start > count_ || count > count_ - start)
+    return internalError("tokens " + std::to_string(start) + "-" +
+                         std::to_string(start + count) + " of " +
+                         withCommas(count_) + " read");
   while (count > 0) {
     const File &file = files_[fileOf(start)];
     size_t n =
@@ -241,6 +243,9 @@ Status TokenData::read(uint64_t start, size_t count, uint32_t *out) const {
 }
 
 void TokenData::willNeed(uint64_t start, size_t count) const {
+  if (start > count_)
+    return;
+  count = size_t(std::min<uint64_t>(count, count_ - start));
   while (count > 0) {
     const File &file = files_[fileOf(start)];
     size_t n =

@@ -128,6 +128,25 @@ TEST_F(TrainData, TokensReadAsTheWholeStreamInEveryFormat) {
   }
 }
 
+TEST_F(TrainData, AnIdOutsideTheVocabularyIsNamedInItsFile) {
+  std::vector<uint32_t> a(300, 'a'), b(20, 'b');
+  b[13] = 200;
+  DataOptions options;
+  options.paths = {writeIds("a.txt", DataFormat::kBytes, 1, a),
+                   writeIds("b.txt", DataFormat::kBytes, 1, b)};
+  std::unique_ptr<TokenData> data;
+  ASSERT_TRUE(TokenData::open(options, data).ok());
+  EXPECT_TRUE(data->checkVocabulary(201).ok());
+  Status s = data->checkVocabulary(128);
+  EXPECT_EQ(s.message(), options.paths[1] +
+                             ": token 13 is id 200, outside the model's "
+                             "vocabulary of 128 ids");
+  // Reads past the data are refused, not looped over.
+  std::vector<uint32_t> out(10);
+  EXPECT_EQ(data->read(315, 10, out.data()).code(), StatusCode::kInternal);
+  EXPECT_TRUE(data->read(310, 10, out.data()).ok());
+}
+
 TEST_F(TrainData, ATokenFileThatShrinksWhileOpenIsAnError) {
   std::vector<uint32_t> ids = randomIds(5000, 1000, 3);
   DataOptions options;
@@ -229,6 +248,45 @@ TEST_F(TrainData, SamplesReadAsTheWholeFiles) {
                 ": the safetensors file is now 64 bytes, but was 276 bytes "
                 "when opened, and bytes 160-172 are needed (was it truncated "
                 "or rewritten while in use?)");
+}
+
+// The id check over samples: the first id outside, named by its file, its
+// sample in that file and its element, in a file's later scan piece and in
+// a second file.
+TEST_F(TrainData, SampleIdsOutsideTheirBoundAreNamed) {
+  std::vector<std::vector<int32_t>> ids = {std::vector<int32_t>(300000 * 4),
+                                           std::vector<int32_t>(5 * 4)};
+  for (auto &v : ids)
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = int32_t(i % 10);
+  ids[0][290000 * 4 + 3] = 10; // byte 4,640,012: the second 4 MiB piece
+  ids[1][2 * 4 + 1] = -1;
+  DataOptions options;
+  options.format = DataFormat::kSamples;
+  for (size_t f = 0; f < 2; ++f) {
+    std::string path =
+        (dir_ / ("ids" + std::to_string(f) + ".safetensors")).string();
+    int64_t n = int64_t(ids[f].size() / 4);
+    ASSERT_TRUE(
+        writeSafetensors(
+            path,
+            {{"tokens", DType::I32, {n, 4}, ids[f].data(), ids[f].size() * 4}})
+            .ok());
+    options.paths.push_back(path);
+  }
+  std::unique_ptr<SampleData> data;
+  ASSERT_TRUE(SampleData::open(options, data).ok());
+  const SampleData::Array &a = data->arrays()[0];
+  EXPECT_EQ(a.minValue, -1);
+  EXPECT_EQ(a.maxValue, 10);
+  EXPECT_EQ(data->checkIds(a, 10).message(),
+            options.paths[0] +
+                ", sample 290,000: token id 10 at element 3 of 'tokens' is "
+                "outside the model's vocabulary of 10 ids");
+  EXPECT_EQ(data->checkIds(a, 11).message(),
+            options.paths[1] +
+                ", sample 2: token id -1 at element 1 of 'tokens' is "
+                "negative (token ids index the embedding's rows)");
 }
 
 } // namespace
