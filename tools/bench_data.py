@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Benchmark: the memory and time `trainc-run --data` takes on data files
+of a given size, against another build of trainc in the same run.
+
+    build/venv/bin/python tools/bench_data.py [--baseline-bin-dir OTHER/bin]
+
+Two kinds of data (runtime/README.md, "Data larger than memory"):
+- tokens: a trainc token file of --tokens random uint16 ids (below
+  tinygpt's vocabulary of 128), trained on by tinygpt's step
+  (shared/data/tinygpt/tied_erf) for --steps steps;
+- samples: a .safetensors file of --samples images f32 [3, 32, 32] and
+  int64 labels, trained on by a two-layer MLP classifier (written here
+  with onnx.helper) for --steps steps.
+
+Each build compiles its own executables with its own trainc. Every round
+runs each build once on each kind, interleaved, as a fresh process under
+/usr/bin/time; the report gives each run's peak RSS (what the process
+held, data included) and wall time (opening the data and training), the
+medians over rounds and the ratios to this build. The files are written
+once and are warm in the page cache after the first round; what a cold
+disk adds is not measured. Losses are compared between the builds (the
+same data and executables must train alike) and a difference is an
+error. Exits non-zero when a run fails.
+"""
+import argparse
+import os
+import re
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(TOOLS)
+SHARED = os.path.join(os.path.dirname(REPO), 'shared', 'data')
+
+
+def write_tokens(path, count):
+    rng = np.random.default_rng(0)
+    with open(path, 'wb') as f:
+        f.write(b'TRAINCTK' + struct.pack('<IIQ', 1, 2, count))
+        left = count
+        while left:  # in pieces: the file may be larger than this process wants to hold
+            n = min(left, 1 << 26)
+            rng.integers(0, 128, n, dtype=np.uint16).tofile(f)
+            left -= n
+
+
+def write_samples(path, count):
+    from safetensors.numpy import save_file
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((count, 3, 32, 32), dtype=np.float32)
+    labels = rng.integers(0, 10, count).astype(np.int64)
+    save_file({'x': x, 'labels': labels}, path)
+
+
+def write_mlp(path, batch):
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array(a.astype(np.float32), n) for a, n in (
+        (rng.normal(0, 0.02, (3072, 64)), 'w1'), (np.zeros(64), 'b1'),
+        (rng.normal(0, 0.1, (64, 10)), 'w2'), (np.zeros(10), 'b2'))]
+    nodes = [helper.make_node('Flatten', ['x'], ['xf'], axis=1),
+             helper.make_node('MatMul', ['xf', 'w1'], ['a']),
+             helper.make_node('Add', ['a', 'b1'], ['ab']),
+             helper.make_node('Relu', ['ab'], ['h']),
+             helper.make_node('MatMul', ['h', 'w2'], ['c']),
+             helper.make_node('Add', ['c', 'b2'], ['logits']),
+             helper.make_node('SoftmaxCrossEntropyLoss', ['logits', 'labels'], ['loss'],
+                              reduction='mean')]
+    inputs = [helper.make_tensor_value_info('x', TensorProto.FLOAT, [batch, 3, 32, 32]),
+              helper.make_tensor_value_info('labels', TensorProto.INT64, [batch])]
+    graph = helper.make_graph(nodes, 'mlp', inputs,
+                              [helper.make_tensor_value_info('loss', TensorProto.FLOAT, [])],
+                              inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)]), path)
+
+
+def run(cmd, env, what):
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f'{what} failed ({r.returncode}): {" ".join(cmd)}\n{r.stdout}{r.stderr}')
+    return r
+
+
+def measured(bin_dir, exe, data, steps, env, what):
+    """Peak RSS (MB), wall seconds and the logged losses of one run."""
+    r = run(['/usr/bin/time', '-f', 'PEAK %M WALL %e',
+             os.path.join(bin_dir, 'trainc-run'), exe, '--data', data,
+             '--steps', str(steps), '--log-every', '1'], env, what)
+    m = re.search(r'PEAK (\d+) WALL ([\d.]+)', r.stderr)
+    if not m:
+        sys.exit(f'{what}: no /usr/bin/time line in\n{r.stderr}')
+    losses = re.findall(r'^step \d+: loss (\S+)', r.stdout, re.M)
+    if len(losses) != steps:
+        sys.exit(f'{what}: {len(losses)} step lines, not {steps}, in\n{r.stdout}')
+    return int(m.group(1)) / 1024.0, float(m.group(2)), losses
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument('--trainc-bin-dir', default=os.path.join(REPO, 'build', 'bin'),
+                    help='the build of trainc to measure')
+    ap.add_argument('--baseline-bin-dir',
+                    help='another build (its bin directory: trainc and trainc-run) to '
+                         'run beside it, e.g. a worktree of an earlier commit')
+    ap.add_argument('--tokens', type=int, default=500_000_000,
+                    help='uint16 token ids in the token file (2 bytes each)')
+    ap.add_argument('--samples', type=int, default=40_000,
+                    help='images in the sample file (12,296 bytes each)')
+    ap.add_argument('--steps', type=int, default=20, help='steps per run')
+    ap.add_argument('--rounds', type=int, default=3, help='interleaved rounds')
+    ap.add_argument('--threads', type=int, default=2, help='TRAINC_NUM_THREADS')
+    ap.add_argument('--work', help='where to write the data (default: a temporary '
+                                   'directory, removed at the end)')
+    args = ap.parse_args()
+
+    builds = [('trainc', args.trainc_bin_dir)]
+    if args.baseline_bin_dir:
+        builds.append(('baseline', args.baseline_bin_dir))
+    env = dict(os.environ, TRAINC_NUM_THREADS=str(args.threads),
+               OPENBLAS_NUM_THREADS=str(args.threads))
+    with tempfile.TemporaryDirectory() as temp:
+        work = args.work or temp
+        os.makedirs(work, exist_ok=True)
+        tokens = os.path.join(work, 'tokens.tok')
+        samples = os.path.join(work, 'images.safetensors')
+        print(f'writing {args.tokens:,} tokens and {args.samples:,} samples to {work}',
+              flush=True)
+        write_tokens(tokens, args.tokens)
+        write_samples(samples, args.samples)
+        write_mlp(os.path.join(work, 'mlp.onnx'), 32)
+        exes = {}
+        for name, bin_dir in builds:
+            for kind, model in (('tokens', os.path.join(SHARED, 'tinygpt', 'tied_erf',
+                                                        'model_train_opset17.onnx')),
+                                ('samples', os.path.join(work, 'mlp.onnx'))):
+                exe = os.path.join(work, f'{name}-{kind}.tcx')
+                run([os.path.join(bin_dir, 'trainc'), model, '--train', '-o', exe], env,
+                    f'{name}: trainc {kind}')
+                exes[name, kind] = exe
+        data = {'tokens': tokens, 'samples': samples}
+        sizes = {k: os.path.getsize(p) / 1e6 for k, p in data.items()}
+        results = {}
+        for r in range(args.rounds):
+            for kind in data:
+                for name, bin_dir in builds:
+                    peak, wall, losses = measured(bin_dir, exes[name, kind], data[kind],
+                                                  args.steps, env, f'{name} on {kind}')
+                    results.setdefault((name, kind), []).append((peak, wall, losses))
+                    print(f'round {r + 1}: {kind:8s} {name:9s} peak RSS {peak:8.1f} MB  '
+                          f'wall {wall:6.2f} s', flush=True)
+        failed = False
+        print()
+        for kind in data:
+            print(f'{kind} ({sizes[kind]:,.0f} MB of data, {args.steps} steps):')
+            base = results['trainc', kind]
+            for name, _ in builds:
+                runs = results[name, kind]
+                peak = statistics.median(p for p, _, _ in runs)
+                wall = statistics.median(w for _, w, _ in runs)
+                ratio = ''
+                if name != 'trainc':
+                    ratio = (f'  ({peak / statistics.median(p for p, _, _ in base):.2f}x '
+                             f'the RSS, {wall / statistics.median(w for _, w, _ in base):.2f}x '
+                             f'the wall time of trainc)')
+                    if runs[0][2] != base[0][2]:
+                        print(f'  {name}: losses differ from trainc\'s: {runs[0][2][:3]} ... '
+                              f'against {base[0][2][:3]} ...')
+                        failed = True
+                print(f'  {name:9s} median peak RSS {peak:8.1f} MB, wall {wall:6.2f} s{ratio}')
+        sys.exit(1 if failed else 0)
+
+
+if __name__ == '__main__':
+    main()
