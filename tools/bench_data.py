@@ -10,7 +10,11 @@ Two kinds of data (runtime/README.md, "Data larger than memory"):
   (shared/data/tinygpt/tied_erf) for --steps steps;
 - samples: a .safetensors file of --samples images f32 [3, 32, 32] and
   int64 labels, trained on by a two-layer MLP classifier (written here
-  with onnx.helper) for --steps steps.
+  with onnx.helper) for --steps steps;
+- small: --small-samples rows of f32 [12] and labels (56 bytes a sample,
+  which the runtime copies from a mapping rather than read with a system
+  call each), an MLP of batch 4,096, for 10 x --steps steps: the wall
+  time is mostly the batches' reading.
 
 Each build compiles its own executables with its own trainc. Every round
 runs each build once on each kind, interleaved, as a fresh process under
@@ -59,10 +63,18 @@ def write_samples(path, count):
     save_file({'x': x, 'labels': labels}, path)
 
 
-def write_mlp(path, batch):
+def write_small_samples(path, count):
+    from safetensors.numpy import save_file
+    rng = np.random.default_rng(3)
+    save_file({'x': rng.standard_normal((count, 12), dtype=np.float32),
+               'labels': rng.integers(0, 10, count).astype(np.int64)}, path)
+
+
+def write_mlp(path, batch, shape=(3, 32, 32)):
     rng = np.random.default_rng(2)
+    features = int(np.prod(shape))
     inits = [numpy_helper.from_array(a.astype(np.float32), n) for a, n in (
-        (rng.normal(0, 0.02, (3072, 64)), 'w1'), (np.zeros(64), 'b1'),
+        (rng.normal(0, 0.02, (features, 64)), 'w1'), (np.zeros(64), 'b1'),
         (rng.normal(0, 0.1, (64, 10)), 'w2'), (np.zeros(10), 'b2'))]
     nodes = [helper.make_node('Flatten', ['x'], ['xf'], axis=1),
              helper.make_node('MatMul', ['xf', 'w1'], ['a']),
@@ -72,7 +84,7 @@ def write_mlp(path, batch):
              helper.make_node('Add', ['c', 'b2'], ['logits']),
              helper.make_node('SoftmaxCrossEntropyLoss', ['logits', 'labels'], ['loss'],
                               reduction='mean')]
-    inputs = [helper.make_tensor_value_info('x', TensorProto.FLOAT, [batch, 3, 32, 32]),
+    inputs = [helper.make_tensor_value_info('x', TensorProto.FLOAT, [batch, *shape]),
               helper.make_tensor_value_info('labels', TensorProto.INT64, [batch])]
     graph = helper.make_graph(nodes, 'mlp', inputs,
                               [helper.make_tensor_value_info('loss', TensorProto.FLOAT, [])],
@@ -113,6 +125,8 @@ def main():
                     help='uint16 token ids in the token file (2 bytes each)')
     ap.add_argument('--samples', type=int, default=40_000,
                     help='images in the sample file (12,296 bytes each)')
+    ap.add_argument('--small-samples', type=int, default=4_000_000,
+                    help='rows in the small-sample file (56 bytes each)')
     ap.add_argument('--steps', type=int, default=20, help='steps per run')
     ap.add_argument('--rounds', type=int, default=3, help='interleaved rounds')
     ap.add_argument('--threads', type=int, default=2, help='TRAINC_NUM_THREADS')
@@ -130,35 +144,40 @@ def main():
         os.makedirs(work, exist_ok=True)
         tokens = os.path.join(work, 'tokens.tok')
         samples = os.path.join(work, 'images.safetensors')
-        print(f'writing {args.tokens:,} tokens and {args.samples:,} samples to {work}',
-              flush=True)
+        small = os.path.join(work, 'small.safetensors')
+        print(f'writing {args.tokens:,} tokens, {args.samples:,} images and '
+              f'{args.small_samples:,} small samples to {work}', flush=True)
         write_tokens(tokens, args.tokens)
         write_samples(samples, args.samples)
+        write_small_samples(small, args.small_samples)
         write_mlp(os.path.join(work, 'mlp.onnx'), 32)
+        write_mlp(os.path.join(work, 'small.onnx'), 4096, (12,))
         exes = {}
         for name, bin_dir in builds:
             for kind, model in (('tokens', os.path.join(SHARED, 'tinygpt', 'tied_erf',
                                                         'model_train_opset17.onnx')),
-                                ('samples', os.path.join(work, 'mlp.onnx'))):
+                                ('samples', os.path.join(work, 'mlp.onnx')),
+                                ('small', os.path.join(work, 'small.onnx'))):
                 exe = os.path.join(work, f'{name}-{kind}.tcx')
                 run([os.path.join(bin_dir, 'trainc'), model, '--train', '-o', exe], env,
                     f'{name}: trainc {kind}')
                 exes[name, kind] = exe
-        data = {'tokens': tokens, 'samples': samples}
+        data = {'tokens': tokens, 'samples': samples, 'small': small}
+        steps = {'tokens': args.steps, 'samples': args.steps, 'small': 10 * args.steps}
         sizes = {k: os.path.getsize(p) / 1e6 for k, p in data.items()}
         results = {}
         for r in range(args.rounds):
             for kind in data:
                 for name, bin_dir in builds:
                     peak, wall, losses = measured(bin_dir, exes[name, kind], data[kind],
-                                                  args.steps, env, f'{name} on {kind}')
+                                                  steps[kind], env, f'{name} on {kind}')
                     results.setdefault((name, kind), []).append((peak, wall, losses))
                     print(f'round {r + 1}: {kind:8s} {name:9s} peak RSS {peak:8.1f} MB  '
                           f'wall {wall:6.2f} s', flush=True)
         failed = False
         print()
         for kind in data:
-            print(f'{kind} ({sizes[kind]:,.0f} MB of data, {args.steps} steps):')
+            print(f'{kind} ({sizes[kind]:,.0f} MB of data, {steps[kind]} steps):')
             base = results['trainc', kind]
             for name, _ in builds:
                 runs = results[name, kind]

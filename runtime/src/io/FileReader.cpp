@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <memory>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,7 +19,8 @@ namespace trainc {
 
 FileReader::FileReader(FileReader &&other) noexcept
     : fd_(std::exchange(other.fd_, -1)), size_(other.size_),
-      path_(std::move(other.path_)), what_(std::move(other.what_)) {}
+      path_(std::move(other.path_)), what_(std::move(other.what_)),
+      map_(std::exchange(other.map_, nullptr)) {}
 
 FileReader &FileReader::operator=(FileReader &&other) noexcept {
   if (this != &other) {
@@ -26,6 +29,7 @@ FileReader &FileReader::operator=(FileReader &&other) noexcept {
     size_ = other.size_;
     path_ = std::move(other.path_);
     what_ = std::move(other.what_);
+    map_ = std::exchange(other.map_, nullptr);
   }
   return *this;
 }
@@ -33,9 +37,40 @@ FileReader &FileReader::operator=(FileReader &&other) noexcept {
 FileReader::~FileReader() { close(); }
 
 void FileReader::close() {
+  if (map_)
+    ::munmap(const_cast<char *>(map_), size_t(size_));
+  map_ = nullptr;
   if (fd_ >= 0)
     ::close(fd_);
   fd_ = -1;
+}
+
+void FileReader::mapSmallReads() {
+  if (map_ || fd_ < 0 || size_ == 0)
+    return;
+  void *p = ::mmap(nullptr, size_t(size_), PROT_READ, MAP_PRIVATE, fd_, 0);
+  if (p != MAP_FAILED)
+    map_ = static_cast<const char *>(p);
+}
+
+Status FileReader::shrunk(const std::string &now, uint64_t from,
+                          uint64_t to) const {
+  return Status(StatusCode::kDataLoss,
+                path_ + ": " + what_ + " is now " + now + ", but was " +
+                    std::to_string(size_) + " bytes when opened, and bytes " +
+                    std::to_string(from) + "-" + std::to_string(to) +
+                    " are needed (was it truncated or rewritten while in "
+                    "use?)");
+}
+
+Status FileReader::checkSize() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0)
+    return ioError("cannot stat " + what_, path_, errno);
+  if (uint64_t(st.st_size) < size_)
+    return shrunk(std::to_string(st.st_size) + " bytes", uint64_t(st.st_size),
+                  size_);
+  return okStatus();
 }
 
 namespace {
@@ -80,6 +115,10 @@ Status FileReader::open(const std::string &path, const std::string &what,
 }
 
 Status FileReader::read(uint64_t offset, size_t size, void *out) const {
+  if (map_ && size <= kSmallRead && offset <= size_ && size <= size_ - offset) {
+    std::memcpy(out, map_ + offset, size);
+    return okStatus();
+  }
   char *p = static_cast<char *>(out);
   size_t done = 0;
   while (done < size) {
@@ -90,17 +129,10 @@ Status FileReader::read(uint64_t offset, size_t size, void *out) const {
       return ioError("cannot read " + what_, path_, errno);
     if (r == 0) {
       struct stat st;
-      std::string now = ::fstat(fd_, &st) == 0
-                            ? std::to_string(st.st_size) + " bytes"
-                            : "shorter";
-      return Status(StatusCode::kDataLoss,
-                    path_ + ": " + what_ + " is now " + now + ", but was " +
-                        std::to_string(size_) +
-                        " bytes when opened, and bytes " +
-                        std::to_string(offset + done) + "-" +
-                        std::to_string(offset + size) +
-                        " are needed (was it truncated or rewritten while "
-                        "in use?)");
+      return shrunk(::fstat(fd_, &st) == 0
+                        ? std::to_string(st.st_size) + " bytes"
+                        : "shorter",
+                    offset + done, offset + size);
     }
     done += size_t(r);
   }

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <map>
+#include <system_error>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -127,6 +129,8 @@ public:
                   const std::function<Status()> &runPiece) override {
     // Consecutive samples (which may span two files).
     uint64_t first = data_.trainSize() + uint64_t(index * evalBatch_);
+    TRAINC_RETURN_IF_ERROR(
+        data_.checkFiles(nullptr, first, uint64_t(evalBatch_)));
     for (size_t e = 0; e < evalFeeds_.size(); ++e) {
       const SampleData::Array &a = *evalFeeds_[e].array;
       char *out = evalBuffers_[e].data();
@@ -164,7 +168,12 @@ private:
   uint64_t seed_ = 0, position_ = 0;
   /// The epoch whose order is in order_ (none yet: UINT64_MAX).
   uint64_t epoch_ = UINT64_MAX;
-  std::vector<uint64_t> order_;
+  std::vector<uint32_t> order_;
+  /// The next epoch's order, made on another thread during this epoch
+  /// (sorting millions of keys would stall the step that starts it).
+  uint64_t nextEpoch_ = UINT64_MAX;
+  std::vector<uint32_t> nextOrder_;
+  std::future<Status> next_;
   std::vector<std::vector<char>> buffers_, evalBuffers_;
 };
 
@@ -226,10 +235,29 @@ Status SampleBatches::feedNext(Session &train) {
   uint64_t perEpoch = data_.trainSize() / global;
   uint64_t epoch = position_ / perEpoch, k = position_ % perEpoch;
   if (epoch != epoch_) {
-    TRAINC_RETURN_IF_ERROR(data_.epochOrder(seed_, epoch, order_));
+    // The order made ahead when it is this epoch's (a resumed run starts
+    // elsewhere), else now.
+    Status made = okStatus();
+    if (next_.valid())
+      made = next_.get();
+    if (nextEpoch_ == epoch && made.ok())
+      order_.swap(nextOrder_);
+    else
+      TRAINC_RETURN_IF_ERROR(data_.epochOrder(seed_, epoch, order_));
     epoch_ = epoch;
+    nextEpoch_ = epoch + 1;
+    try {
+      next_ = std::async(std::launch::async,
+                         [this, seed = seed_, next = nextEpoch_] {
+                           return data_.epochOrder(seed, next, nextOrder_);
+                         });
+    } catch (const std::system_error &) {
+      nextEpoch_ = UINT64_MAX; // No thread: the next epoch's order is made
+                               // when it starts.
+    }
   }
-  const uint64_t *samples = order_.data() + k * global + uint64_t(first_);
+  const uint32_t *samples = order_.data() + k * global + uint64_t(first_);
+  TRAINC_RETURN_IF_ERROR(data_.checkFiles(samples, 0, uint64_t(batch_)));
   for (size_t f = 0; f < feeds_.size(); ++f) {
     const SampleData::Array &a = *feeds_[f].array;
     char *out = buffers_[f].data();
@@ -323,6 +351,14 @@ Status SampleData::open(const DataOptions &options,
   }
   for (auto &[name, a] : arrays)
     data->arrays_.push_back(std::move(a));
+  // Samples of a page or less are copied from a mapping: a system call
+  // each would cost more than the copy (FileReader.h).
+  for (const Array &a : data->arrays_)
+    if (a.sampleBytes <= FileReader::kSmallRead) {
+      for (FileReader &r : data->readers_)
+        r.mapSmallReads();
+      break;
+    }
   TRAINC_RETURN_IF_ERROR(data->readThrough());
   data->trainCount_ = trainingShare(data->count_, options.evalFraction);
   std::string names;
@@ -397,6 +433,20 @@ Status SampleData::readThrough() {
   return status;
 }
 
+Status SampleData::checkFiles(const uint32_t *samples, uint64_t first,
+                              uint64_t count) const {
+  if (readers_.empty() || !readers_.front().mapped())
+    return okStatus();
+  std::vector<char> checked(readers_.size(), 0);
+  for (uint64_t j = 0; j < count; ++j) {
+    size_t f = fileOf(samples ? samples[j] : first + j);
+    if (!checked[f] && readers_[f].mapped())
+      TRAINC_RETURN_IF_ERROR(readers_[f].checkSize());
+    checked[f] = 1;
+  }
+  return okStatus();
+}
+
 Status SampleData::checkIds(const Array &a, int64_t bound) const {
   if (a.dtype != DType::I64 && a.dtype != DType::I32)
     return okStatus();
@@ -441,11 +491,12 @@ Status SampleData::checkIds(const Array &a, int64_t bound) const {
 }
 
 Status SampleData::epochOrder(uint64_t seed, uint64_t epoch,
-                              std::vector<uint64_t> &out) const {
+                              std::vector<uint32_t> &out) const {
+  // Indices fit 32 bits: at most kMaxSamples = 2^32 samples.
   try {
-    std::vector<std::pair<uint64_t, uint64_t>> keyed(trainCount_);
+    std::vector<std::pair<uint64_t, uint32_t>> keyed(trainCount_);
     for (uint64_t i = 0; i < trainCount_; ++i)
-      keyed[i] = {mixBits(seed, epoch, i), i};
+      keyed[i] = {mixBits(seed, epoch, i), uint32_t(i)};
     std::sort(keyed.begin(), keyed.end());
     out.resize(trainCount_);
     for (uint64_t i = 0; i < trainCount_; ++i)

@@ -74,7 +74,7 @@ public:
   /// The training sample indices in epoch `epoch`'s order (file comment);
   /// kOutOfRange when there is no memory for them.
   Status epochOrder(uint64_t seed, uint64_t epoch,
-                    std::vector<uint64_t> &out) const;
+                    std::vector<uint32_t> &out) const;
   /// "FILE, sample 12" for sample `i` (counted over all files).
   std::string sampleName(uint64_t i) const;
   /// Reads the sampleBytes bytes of sample `i` (counted over all files) of
@@ -85,8 +85,16 @@ public:
                                 (i - fileStarts_[f].first) * a.sampleBytes,
                             a.sampleBytes, out);
   }
-  /// Asks the file of sample `i` of `a` to start reading it.
+  /// Before reading `count` samples (`samples`, or those from `first` on
+  /// when it is null): every mapped file they are in still has its size
+  /// (FileReader::checkSize).
+  Status checkFiles(const uint32_t *samples, uint64_t first,
+                    uint64_t count) const;
+  /// Asks the file of sample `i` of `a` to start reading it (nothing for
+  /// samples a mapping copies).
   void willNeed(const Array &a, uint64_t i) const {
+    if (a.sampleBytes <= FileReader::kSmallRead)
+      return;
     size_t f = fileOf(i);
     readers_[f].willNeed(a.offsets[f] +
                              (i - fileStarts_[f].first) * a.sampleBytes,

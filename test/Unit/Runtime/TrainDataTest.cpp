@@ -237,17 +237,53 @@ TEST_F(TrainData, SamplesReadAsTheWholeFiles) {
   EXPECT_EQ(data->contentHash(), XXH3_64bits_digest(state));
   XXH3_freeState(state);
 
-  // The second file shrinks while open: its samples are errors naming it.
+  // Samples this small are copied from a mapping, so a batch checks the
+  // files it reads first: once the second file shrinks, a batch with a
+  // sample of it is an error naming it, and one of the first file alone
+  // is not.
   fs::resize_file(options.paths[1], 64);
-  float px[3];
-  EXPECT_TRUE(data->readSample(x, 3, reinterpret_cast<char *>(px)).ok());
-  s = data->readSample(x, 12, reinterpret_cast<char *>(px));
+  std::vector<uint32_t> batch = {3, 9, 0};
+  EXPECT_TRUE(data->checkFiles(batch.data(), 0, batch.size()).ok());
+  batch.push_back(12);
+  s = data->checkFiles(batch.data(), 0, batch.size());
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_EQ(s.message(),
             options.paths[1] +
                 ": the safetensors file is now 64 bytes, but was 276 bytes "
-                "when opened, and bytes 160-172 are needed (was it truncated "
+                "when opened, and bytes 64-276 are needed (was it truncated "
                 "or rewritten while in use?)");
+  // The held-out samples (consecutive, from 14 on) are in it too.
+  EXPECT_EQ(data->checkFiles(nullptr, 14, 3).code(), StatusCode::kDataLoss);
+  EXPECT_TRUE(data->checkFiles(nullptr, 0, 10).ok());
+}
+
+// Samples over a page are read with a system call each, which names a file
+// that shrank when it reads past its end.
+TEST_F(TrainData, LargeSamplesOfAShrunkFileAreErrors) {
+  std::vector<float> image(3 * 2048, 1.5f);
+  std::string path = (dir_ / "large.safetensors").string();
+  ASSERT_TRUE(
+      writeSafetensors(
+          path,
+          {{"image", DType::F32, {3, 2048}, image.data(), image.size() * 4}})
+          .ok());
+  DataOptions options;
+  options.paths = {path};
+  options.format = DataFormat::kSamples;
+  std::unique_ptr<SampleData> data;
+  ASSERT_TRUE(SampleData::open(options, data).ok());
+  const SampleData::Array &a = data->arrays()[0];
+  std::vector<char> sample(a.sampleBytes);
+  ASSERT_TRUE(data->readSample(a, 2, sample.data()).ok());
+  fs::resize_file(path, 9000);
+  EXPECT_TRUE(data->readSample(a, 0, sample.data()).ok());
+  Status s = data->readSample(a, 2, sample.data());
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(s.message().rfind(path + ": the safetensors file is now 9000 "
+                                     "bytes, but was ",
+                              0),
+            0u)
+      << s.toString();
 }
 
 // The id check over samples: the first id outside, named by its file, its
