@@ -51,7 +51,10 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
   --steps N           run N training steps; parameters, optimizer state and
                       the learning-rate schedule carry over between steps
   --data FILE         train on the tokens or samples of FILE (repeat to
-                      concatenate files of one format). Formats:
+                      concatenate files of one format; a quoted pattern,
+                      'shards/train_*.bin', gives the files it matches in
+                      name order). Files are read a batch at a time, so
+                      data may be larger than memory. Formats:
                         tokens: a trainc token file: "TRAINCTK", uint32
                                 version 1, uint32 bytes per token (2 or 4),
                                 uint64 count, then little-endian ids

@@ -200,7 +200,9 @@ typedef struct trainc_trainer_s trainc_trainer;
 typedef struct {
   /* Data files, read in order and concatenated: token streams, or (since
    * API version 10) .safetensors files of samples whose arrays are named
-   * after the executable's inputs (runtime/README.md, "Samples"). */
+   * after the executable's inputs (runtime/README.md, "Samples"). A path
+   * that names no file and holds '*', '?' or '[' is a glob pattern for the
+   * files it matches, in name order. */
   const char *const *data_paths;
   size_t data_path_count;
   /* "auto" (or NULL: "samples" for *.safetensors, else by the token file

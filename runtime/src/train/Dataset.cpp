@@ -6,8 +6,11 @@
 #include "train/SampleData.h"
 #include "train/TokenData.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <glob.h>
+#include <sys/stat.h>
 
 namespace trainc {
 namespace {
@@ -15,6 +18,36 @@ namespace {
 constexpr DataFormat kFormats[] = {DataFormat::kAuto, DataFormat::kTokens,
                                    DataFormat::kBin, DataFormat::kBytes,
                                    DataFormat::kSamples};
+
+/// `paths` with each glob pattern replaced by the files it matches, in byte
+/// order of their names. A pattern is a path that names no file and holds
+/// '*', '?' or '['; one that matches no regular file is an error.
+Status expandPatterns(const std::vector<std::string> &paths,
+                      std::vector<std::string> &out) {
+  for (const std::string &path : paths) {
+    struct stat st;
+    if (path.find_first_of("*?[") == std::string::npos ||
+        ::stat(path.c_str(), &st) == 0) {
+      out.push_back(path);
+      continue;
+    }
+    glob_t found = {};
+    int rc = ::glob(path.c_str(), GLOB_NOSORT, nullptr, &found);
+    std::vector<std::string> files;
+    for (size_t i = 0; rc == 0 && i < found.gl_pathc; ++i)
+      if (::stat(found.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode))
+        files.push_back(found.gl_pathv[i]);
+    ::globfree(&found);
+    if (rc == GLOB_NOSPACE)
+      return Status(StatusCode::kOutOfRange,
+                    "not enough memory to list the files of '" + path + "'");
+    if (files.empty())
+      return notFound("no data file matches '" + path + "'");
+    std::sort(files.begin(), files.end());
+    out.insert(out.end(), files.begin(), files.end());
+  }
+  return okStatus();
+}
 
 } // namespace
 
@@ -44,10 +77,12 @@ const char *dataFormatName(DataFormat format) {
   return "?";
 }
 
-Status Dataset::open(const DataOptions &options,
-                     std::unique_ptr<Dataset> &out) {
-  if (options.paths.empty())
+Status Dataset::open(const DataOptions &given, std::unique_ptr<Dataset> &out) {
+  if (given.paths.empty())
     return invalidArgument("no data files given");
+  DataOptions options = given;
+  options.paths.clear();
+  TRAINC_RETURN_IF_ERROR(expandPatterns(given.paths, options.paths));
   if (!(options.evalFraction >= 0 && options.evalFraction < 1))
     return invalidArgument("the held-out fraction must be in [0, 1), not " +
                            std::to_string(options.evalFraction));

@@ -43,6 +43,9 @@ Status parseDataFormat(const std::string &text, DataFormat &out);
 const char *dataFormatName(DataFormat format);
 
 struct DataOptions {
+  /// The files, in order; a path that names no file and holds '*', '?' or
+  /// '[' is a glob pattern for the regular files it matches, in byte order
+  /// of their names (shards: "fineweb_train_*.bin").
   std::vector<std::string> paths;
   /// kAuto: `samples` for names ending in .safetensors, `tokens` for files
   /// that start with the token file magic, `bin` for *.bin, else `bytes`.
@@ -101,8 +104,8 @@ public:
 
 class Dataset {
 public:
-  /// Opens every file of `options` (concatenated in order) as one kind and
-  /// reads it through once.
+  /// Opens every file of `options` (concatenated in order, patterns
+  /// expanded) as one kind and reads it through once.
   static Status open(const DataOptions &options, std::unique_ptr<Dataset> &out);
   virtual ~Dataset() = default;
 

@@ -147,6 +147,34 @@ TEST_F(TrainData, AnIdOutsideTheVocabularyIsNamedInItsFile) {
   EXPECT_TRUE(data->read(310, 10, out.data()).ok());
 }
 
+// A pattern gives the files it matches in byte order of their names; a
+// path that names a file is that file, even with '*' in its name.
+TEST_F(TrainData, PatternsGiveTheirFilesInNameOrder) {
+  writeIds("p2.txt", DataFormat::kBytes, 1, {'2'});
+  writeIds("p10.txt", DataFormat::kBytes, 1, {'1', '0'});
+  writeIds("p1.txt", DataFormat::kBytes, 1, {'1'});
+  writeIds("q*.txt", DataFormat::kBytes, 1, {'q'});
+  fs::create_directory(dir_ / "p3.txt"); // not a regular file: left out
+  DataOptions options;
+  options.paths = {(dir_ / "p*.txt").string(), (dir_ / "q*.txt").string()};
+  options.evalFraction = 0;
+  std::unique_ptr<Dataset> data;
+  Status s = Dataset::open(options, data);
+  ASSERT_TRUE(s.ok()) << s.toString();
+  auto *tokens = dynamic_cast<TokenData *>(data.get());
+  ASSERT_NE(tokens, nullptr);
+  std::vector<uint32_t> ids(5);
+  ASSERT_TRUE(tokens->read(0, 5, ids.data()).ok());
+  EXPECT_EQ(std::string(ids.begin(), ids.end()), "1102q");
+  EXPECT_EQ(data->description(), "5 tokens (bytes) from 4 files; 5 for "
+                                 "training, 0 held out");
+  options.paths = {(dir_ / "none*.txt").string()};
+  s = Dataset::open(options, data);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_EQ(s.message(),
+            "no data file matches '" + (dir_ / "none*.txt").string() + "'");
+}
+
 TEST_F(TrainData, ATokenFileThatShrinksWhileOpenIsAnError) {
   std::vector<uint32_t> ids = randomIds(5000, 1000, 3);
   DataOptions options;
