@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "io/OnnxExport.h"
+#include "TempDirTest.h"
 
 #include <gtest/gtest.h>
 
@@ -68,16 +69,8 @@ NamedTensor tensorOf(const std::string &name, DType dtype,
   return NamedTensor{name, dtype, std::move(shape), bytes.data(), bytes.size()};
 }
 
-class OnnxExport : public ::testing::Test {
+class OnnxExport : public testing::TempDirTest {
 protected:
-  void SetUp() override {
-    std::string pattern =
-        (fs::path(::testing::TempDir()) / "onnx-export-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   /// Exports and checks the invariant every call must keep: on success the
   /// output exists, on failure it does not; never a leftover .tmp.
   Status exportTo(const fs::path &source, const fs::path &out,
@@ -87,8 +80,6 @@ protected:
     EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
     return s;
   }
-
-  fs::path dir_;
 };
 
 //===----------------------------------------------------------------------===//

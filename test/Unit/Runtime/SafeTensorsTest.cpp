@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "io/SafeTensors.h"
+#include "TempDirTest.h"
 #include "trainc/runtime.h"
 #include "trainc/schema/executable_generated.h"
 
@@ -86,18 +87,7 @@ Status readBoth(const std::string &path, SafetensorsFile &file) {
   return whole;
 }
 
-class TempDirTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    std::string pattern =
-        (fs::path(::testing::TempDir()) / "safetensors-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path dir_;
-};
+using testing::TempDirTest;
 
 //===----------------------------------------------------------------------===//
 // The reader

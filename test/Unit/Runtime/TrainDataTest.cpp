@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TempDirTest.h"
 #include "io/SafeTensors.h"
 #include "train/SampleData.h"
 #include "train/TokenData.h"
@@ -27,16 +28,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TrainData : public ::testing::Test {
+class TrainData : public testing::TempDirTest {
 protected:
-  void SetUp() override {
-    std::string pattern =
-        (fs::path(::testing::TempDir()) / "train-data-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   /// Writes `ids` as a file of `format` (tokens or bin of `width` bytes,
   /// or bytes) named `name`; returns its path.
   std::string writeIds(const std::string &name, DataFormat format, int width,
@@ -59,8 +52,6 @@ protected:
         .write(bytes.data(), std::streamsize(bytes.size()));
     return path;
   }
-
-  fs::path dir_;
 };
 
 std::vector<uint32_t> randomIds(size_t n, uint32_t bound, uint32_t seed) {
