@@ -12,9 +12,9 @@ Two kinds of data (runtime/README.md, "Data larger than memory"):
   int64 labels, trained on by a two-layer MLP classifier (written here
   with onnx.helper) for --steps steps;
 - small: --small-samples rows of f32 [12] and labels (56 bytes a sample,
-  which the runtime copies from a mapping rather than read with a system
-  call each), an MLP of batch 4,096, for 10 x --steps steps: the wall
-  time is mostly the batches' reading.
+  which the runtime holds in memory rather than read with a system call
+  each), an MLP of batch 4,096, for 10 x --steps steps: the wall time is
+  mostly the batches' reading.
 
 Each build compiles its own executables with its own trainc. Every round
 runs each build once on each kind, interleaved, as a fresh process under

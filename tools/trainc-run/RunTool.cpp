@@ -380,23 +380,6 @@ int runRunTool(int argc, char **argv) {
       o.checkWrites && o.device == "auto" ? "cpu" : o.device.c_str();
   config.verify_steps = o.verifySteps;
   config.spike_z = o.onSpike == "ignore" ? 0 : o.spikeZ;
-  // Opening the data reads it through once (runtime/README.md, "Data
-  // larger than memory"): at a disk's speed, large data takes a while,
-  // which the user is told about.
-  uint64_t dataBytes = 0;
-  for (const std::string &p : o.dataPaths) {
-    struct stat st;
-    if (stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode))
-      dataBytes += uint64_t(st.st_size);
-  }
-  bool announce = gRank == 0 && dataBytes >= (uint64_t(1) << 30);
-  if (announce) {
-    std::printf("data: reading %.1f GB in %zu file(s) through once, to check "
-                "and hash it\n",
-                double(dataBytes) / 1e9, o.dataPaths.size());
-    std::fflush(stdout);
-  }
-  auto opening = std::chrono::steady_clock::now();
   TrainerPtr trainer;
   {
     trainc_trainer *raw = nullptr;
@@ -404,13 +387,6 @@ int runRunTool(int argc, char **argv) {
             trainc_trainer_create(exe.get(), evalExe.get(), &config, &raw))
       return fail(take(s));
     trainer.reset(raw);
-  }
-  if (announce) {
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - opening)
-                         .count();
-    std::printf("data: read through in %.1f s (%.0f MB/s)\n", seconds,
-                double(dataBytes) / 1e6 / std::max(seconds, 1e-3));
   }
   trainc_session *session = trainc_trainer_session(trainer.get());
   // Lock the checkpoint directory before any work: a second run on it, or

@@ -19,8 +19,7 @@ namespace trainc {
 
 FileReader::FileReader(FileReader &&other) noexcept
     : fd_(std::exchange(other.fd_, -1)), size_(other.size_),
-      path_(std::move(other.path_)), what_(std::move(other.what_)),
-      map_(std::exchange(other.map_, nullptr)) {}
+      path_(std::move(other.path_)), what_(std::move(other.what_)) {}
 
 FileReader &FileReader::operator=(FileReader &&other) noexcept {
   if (this != &other) {
@@ -29,7 +28,6 @@ FileReader &FileReader::operator=(FileReader &&other) noexcept {
     size_ = other.size_;
     path_ = std::move(other.path_);
     what_ = std::move(other.what_);
-    map_ = std::exchange(other.map_, nullptr);
   }
   return *this;
 }
@@ -37,20 +35,9 @@ FileReader &FileReader::operator=(FileReader &&other) noexcept {
 FileReader::~FileReader() { close(); }
 
 void FileReader::close() {
-  if (map_)
-    ::munmap(const_cast<char *>(map_), size_t(size_));
-  map_ = nullptr;
   if (fd_ >= 0)
     ::close(fd_);
   fd_ = -1;
-}
-
-void FileReader::mapSmallReads() {
-  if (map_ || fd_ < 0 || size_ == 0)
-    return;
-  void *p = ::mmap(nullptr, size_t(size_), PROT_READ, MAP_PRIVATE, fd_, 0);
-  if (p != MAP_FAILED)
-    map_ = static_cast<const char *>(p);
 }
 
 Status FileReader::shrunk(const std::string &now, uint64_t from,
@@ -63,40 +50,25 @@ Status FileReader::shrunk(const std::string &now, uint64_t from,
                     "use?)");
 }
 
-Status FileReader::checkSize() const {
-  struct stat st;
-  if (::fstat(fd_, &st) != 0)
-    return ioError("cannot stat " + what_, path_, errno);
-  if (uint64_t(st.st_size) < size_)
-    return shrunk(std::to_string(st.st_size) + " bytes", uint64_t(st.st_size),
-                  size_);
-  return okStatus();
-}
-
-namespace {
-
-/// Raises this process's soft limit on open files to its hard limit; false
-/// when it is already there (or cannot be read).
-bool raiseOpenFileLimit() {
+void FileReader::makeRoomFor(size_t files) {
   struct rlimit limit;
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 ||
-      limit.rlim_cur >= limit.rlim_max)
-    return false;
-  limit.rlim_cur = limit.rlim_max;
-  return ::setrlimit(RLIMIT_NOFILE, &limit) == 0;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0)
+    return;
+  // Room for the rest of a run too: checkpoints, logs, libraries.
+  rlim_t needed = rlim_t(files) + 256;
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed)
+    return;
+  limit.rlim_cur = limit.rlim_max == RLIM_INFINITY
+                       ? needed
+                       : std::min<rlim_t>(limit.rlim_max, needed);
+  ::setrlimit(RLIMIT_NOFILE, &limit);
 }
-
-} // namespace
 
 Status FileReader::open(const std::string &path, const std::string &what,
                         FileReader &out) {
   FileReader reader;
   int error = 0;
   Status opened = openRegularFile(path, what, reader.fd_, reader.size_, &error);
-  // Data of many shards keeps each open: past the soft limit (often 1,024),
-  // the hard one.
-  if (error == EMFILE && raiseOpenFileLimit())
-    opened = openRegularFile(path, what, reader.fd_, reader.size_, &error);
   if (error == EMFILE) {
     struct rlimit limit = {};
     ::getrlimit(RLIMIT_NOFILE, &limit);
@@ -115,10 +87,6 @@ Status FileReader::open(const std::string &path, const std::string &what,
 }
 
 Status FileReader::read(uint64_t offset, size_t size, void *out) const {
-  if (map_ && size <= kSmallRead && offset <= size_ && size <= size_ - offset) {
-    std::memcpy(out, map_ + offset, size);
-    return okStatus();
-  }
   char *p = static_cast<char *>(out);
   size_t done = 0;
   while (done < size) {

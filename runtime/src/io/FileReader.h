@@ -10,14 +10,6 @@
 // file, not a SIGBUS. A file renamed over while open is still read as it
 // was: the reader holds the old one.
 //
-// A pread costs a system call, about 0.5 us here: a batch of 4,096 samples
-// of 48 bytes took 4.5 ms to read that way where copying it took 0.05.
-// So a reader may also map its file (mapSmallReads) and copy reads of up
-// to kSmallRead bytes from the mapping. There a file that shrank would be
-// a SIGBUS, so whoever reads that way calls checkSize first (once per
-// file per batch): a file truncated before it is an error as above, and
-// only one truncated during the copy itself is not caught.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef TRAINC_RUNTIME_IO_FILEREADER_H
@@ -61,22 +53,17 @@ public:
   /// its cache (a hint: nothing waits for it).
   void willNeed(uint64_t offset, uint64_t size) const;
 
-  /// Maps the file too, for read() of up to kSmallRead bytes (file
-  /// comment); where it cannot be mapped (an address-space limit), reads
-  /// stay system calls.
-  void mapSmallReads();
-  bool mapped() const { return map_ != nullptr; }
-  /// The file is still at least as long as when it was opened; else
-  /// kDataLoss naming it and its sizes.
-  Status checkSize() const;
+  /// Raises this process's soft limit on open files, toward its hard
+  /// limit, so that `files` more can be open at once with room to spare (a
+  /// run keeps every data file open; the soft limit is often 1,024). Past
+  /// the hard limit, open() names the limit.
+  static void makeRoomFor(size_t files);
 
   /// The size when opened.
   uint64_t size() const { return size_; }
   const std::string &path() const { return path_; }
 
   static constexpr size_t kScanChunk = size_t(4) << 20;
-  /// The largest read copied from a mapping (a page).
-  static constexpr size_t kSmallRead = 4096;
 
 private:
   void close();
@@ -87,7 +74,6 @@ private:
   int fd_ = -1;
   uint64_t size_ = 0;
   std::string path_, what_;
-  const char *map_ = nullptr;
 };
 
 } // namespace trainc

@@ -3,11 +3,13 @@
 #include "train/Dataset.h"
 
 #include "exec/Executable.h"
+#include "io/FileReader.h"
 #include "train/SampleData.h"
 #include "train/TokenData.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <glob.h>
 #include <sys/stat.h>
@@ -83,6 +85,7 @@ Status Dataset::open(const DataOptions &given, std::unique_ptr<Dataset> &out) {
   DataOptions options = given;
   options.paths.clear();
   TRAINC_RETURN_IF_ERROR(expandPatterns(given.paths, options.paths));
+  FileReader::makeRoomFor(options.paths.size());
   if (!(options.evalFraction >= 0 && options.evalFraction < 1))
     return invalidArgument("the held-out fraction must be in [0, 1), not " +
                            std::to_string(options.evalFraction));
@@ -109,6 +112,19 @@ Status Dataset::open(const DataOptions &given, std::unique_ptr<Dataset> &out) {
   TRAINC_RETURN_IF_ERROR(TokenData::open(options, data));
   out = std::move(data);
   return okStatus();
+}
+
+std::string readThroughNote(uint64_t bytes,
+                            std::chrono::steady_clock::time_point start) {
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (seconds < 1)
+    return "";
+  char text[96];
+  std::snprintf(text, sizeof text, "; read through in %.1f s (%.0f MB/s)",
+                seconds, double(bytes) / 1e6 / seconds);
+  return text;
 }
 
 uint64_t trainingShare(uint64_t n, double evalFraction) {

@@ -25,6 +25,7 @@
 
 #include "base/Status.h"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -135,6 +136,11 @@ std::string describeInputs(const Executable &exe);
 bool pathEndsWith(const std::string &path, const char *suffix);
 /// "1,234,567".
 std::string withCommas(uint64_t v);
+/// "; read through in 3.4 s (880 MB/s)" for `bytes` read since `start`
+/// when that took a second or more (large data, or a slow disk), else "":
+/// for the data's description.
+std::string readThroughNote(uint64_t bytes,
+                            std::chrono::steady_clock::time_point start);
 /// The splitmix64 finalizer of a linear mix of (seed, a, b): the random
 /// bits that batches are drawn with (README: "Batches").
 uint64_t mixBits(uint64_t seed, uint64_t a, uint64_t b);

@@ -6,11 +6,11 @@
 #include "io/SafeTensors.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <limits>
 #include <map>
-#include <system_error>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -129,8 +129,6 @@ public:
                   const std::function<Status()> &runPiece) override {
     // Consecutive samples (which may span two files).
     uint64_t first = data_.trainSize() + uint64_t(index * evalBatch_);
-    TRAINC_RETURN_IF_ERROR(
-        data_.checkFiles(nullptr, first, uint64_t(evalBatch_)));
     for (size_t e = 0; e < evalFeeds_.size(); ++e) {
       const SampleData::Array &a = *evalFeeds_[e].array;
       char *out = evalBuffers_[e].data();
@@ -235,29 +233,31 @@ Status SampleBatches::feedNext(Session &train) {
   uint64_t perEpoch = data_.trainSize() / global;
   uint64_t epoch = position_ / perEpoch, k = position_ % perEpoch;
   if (epoch != epoch_) {
-    // The order made ahead when it is this epoch's (a resumed run starts
-    // elsewhere), else now.
-    Status made = okStatus();
-    if (next_.valid())
-      made = next_.get();
+    // The order made ahead when it is this epoch's (a run resumed elsewhere
+    // has none), else now.
+    Status made = next_.valid() ? next_.get() : okStatus();
     if (nextEpoch_ == epoch && made.ok())
       order_.swap(nextOrder_);
     else
       TRAINC_RETURN_IF_ERROR(data_.epochOrder(seed_, epoch, order_));
     epoch_ = epoch;
-    nextEpoch_ = epoch + 1;
+    nextEpoch_ = UINT64_MAX;
+  }
+  // From halfway through an epoch, the next one's order is made on another
+  // thread (not before: a short run would sort for nothing, and wait for
+  // it at its end). Without a thread, it is made when it starts.
+  if (k >= perEpoch / 2 && nextEpoch_ != epoch + 1) {
     try {
       next_ = std::async(std::launch::async,
-                         [this, seed = seed_, next = nextEpoch_] {
+                         [this, seed = seed_, next = epoch + 1] {
                            return data_.epochOrder(seed, next, nextOrder_);
                          });
-    } catch (const std::system_error &) {
-      nextEpoch_ = UINT64_MAX; // No thread: the next epoch's order is made
-                               // when it starts.
+      nextEpoch_ = epoch + 1;
+    } catch (const std::exception &) {
+      nextEpoch_ = UINT64_MAX;
     }
   }
   const uint32_t *samples = order_.data() + k * global + uint64_t(first_);
-  TRAINC_RETURN_IF_ERROR(data_.checkFiles(samples, 0, uint64_t(batch_)));
   for (size_t f = 0; f < feeds_.size(); ++f) {
     const SampleData::Array &a = *feeds_[f].array;
     char *out = buffers_[f].data();
@@ -351,26 +351,37 @@ Status SampleData::open(const DataOptions &options,
   }
   for (auto &[name, a] : arrays)
     data->arrays_.push_back(std::move(a));
-  // Samples of a page or less are copied from a mapping: a system call
-  // each would cost more than the copy (FileReader.h).
-  for (const Array &a : data->arrays_)
-    if (a.sampleBytes <= FileReader::kSmallRead) {
-      for (FileReader &r : data->readers_)
-        r.mapSmallReads();
-      break;
+  // Small samples are held in memory, in name order while they fit.
+  uint64_t held = 0;
+  for (Array &a : data->arrays_) {
+    uint64_t bytes = data->count_ * a.sampleBytes;
+    if (a.sampleBytes > kSmallSample || bytes > kHeldBytes - held)
+      continue;
+    try {
+      a.held.reserve(size_t(bytes));
+    } catch (const std::bad_alloc &) {
+      continue; // Read a sample at a time instead.
     }
+    a.inMemory = true;
+    held += bytes;
+  }
+  auto start = std::chrono::steady_clock::now();
   TRAINC_RETURN_IF_ERROR(data->readThrough());
+  uint64_t bytes = 0;
+  for (const Array &a : data->arrays_)
+    bytes += data->count_ * a.sampleBytes;
   data->trainCount_ = trainingShare(data->count_, options.evalFraction);
   std::string names;
   for (const Array &a : data->arrays_)
     names += (names.empty() ? "" : ", ") + a.name;
-  data->description_ =
-      withCommas(data->count_) + " samples (" + names + ") from " +
-      (options.paths.size() == 1
-           ? options.paths.front()
-           : std::to_string(options.paths.size()) + " files") +
-      "; " + withCommas(data->trainCount_) + " for training, " +
-      withCommas(data->evalSize()) + " held out";
+  data->description_ = withCommas(data->count_) + " samples (" + names +
+                       ") from " +
+                       (options.paths.size() == 1
+                            ? options.paths.front()
+                            : std::to_string(options.paths.size()) + " files") +
+                       "; " + withCommas(data->trainCount_) +
+                       " for training, " + withCommas(data->evalSize()) +
+                       " held out" + readThroughNote(bytes, start);
   out = std::move(data);
   return okStatus();
 }
@@ -408,6 +419,8 @@ Status SampleData::readThrough() {
             hi = std::numeric_limits<int64_t>::min();
     status = scanArray(a, [&](const char *p, size_t size, uint64_t) {
       XXH3_64bits_update(state, p, size);
+      if (a.inMemory)
+        a.held.insert(a.held.end(), p, p + size);
       if (i64)
         for (size_t k = 0; k < size / 8; ++k) {
           int64_t v;
@@ -431,20 +444,6 @@ Status SampleData::readThrough() {
   }
   hash_ = XXH3_64bits_digest(state);
   return status;
-}
-
-Status SampleData::checkFiles(const uint32_t *samples, uint64_t first,
-                              uint64_t count) const {
-  if (readers_.empty() || !readers_.front().mapped())
-    return okStatus();
-  std::vector<char> checked(readers_.size(), 0);
-  for (uint64_t j = 0; j < count; ++j) {
-    size_t f = fileOf(samples ? samples[j] : first + j);
-    if (!checked[f] && readers_[f].mapped())
-      TRAINC_RETURN_IF_ERROR(readers_[f].checkSize());
-    checked[f] = 1;
-  }
-  return okStatus();
 }
 
 Status SampleData::checkIds(const Array &a, int64_t bound) const {

@@ -5,6 +5,7 @@
 #include "exec/Session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sys/stat.h>
@@ -172,6 +173,10 @@ Status TokenData::open(const DataOptions &options,
   }
   // One pass over every id: the hash, and each file's largest id for the
   // vocabulary check.
+  auto start = std::chrono::steady_clock::now();
+  uint64_t bytes = 0;
+  for (const File &file : data->files_)
+    bytes += file.count * uint64_t(file.width);
   XXH3_state_t hashState; // on the stack: nothing to allocate or free
   XXH3_INITSTATE(&hashState);
   XXH3_state_t *state = &hashState;
@@ -190,13 +195,14 @@ Status TokenData::open(const DataOptions &options,
   data->hash_ = XXH3_64bits_digest(state);
   uint64_t n = data->count_;
   data->trainTokens_ = trainingShare(n, options.evalFraction);
-  data->description_ =
-      withCommas(n) + " tokens (" + dataFormatName(first) + ") from " +
-      (options.paths.size() == 1
-           ? options.paths.front()
-           : std::to_string(options.paths.size()) + " files") +
-      "; " + withCommas(data->trainTokens_) + " for training, " +
-      withCommas(data->evalSize()) + " held out";
+  data->description_ = withCommas(n) + " tokens (" + dataFormatName(first) +
+                       ") from " +
+                       (options.paths.size() == 1
+                            ? options.paths.front()
+                            : std::to_string(options.paths.size()) + " files") +
+                       "; " + withCommas(data->trainTokens_) +
+                       " for training, " + withCommas(data->evalSize()) +
+                       " held out" + readThroughNote(bytes, start);
   out = std::move(data);
   return okStatus();
 }
