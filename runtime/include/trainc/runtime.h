@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 10
+#define TRAINC_API_VERSION 11
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -200,9 +200,12 @@ typedef struct trainc_trainer_s trainc_trainer;
 typedef struct {
   /* Data files, read in order and concatenated: token streams, or (since
    * API version 10) .safetensors files of samples whose arrays are named
-   * after the executable's inputs (runtime/README.md, "Samples"). A path
-   * that names no file and holds '*', '?' or '[' is a glob pattern for the
-   * files it matches, in name order. */
+   * after the executable's inputs (runtime/README.md, "Samples"). Since
+   * API version 11: a path that names no file and holds '*', '?' or '[' is
+   * a glob pattern for the regular files it matches, in name order (none
+   * is a not-found error); the files stay open while the trainer lives, and
+   * creating it raises the process's soft limit on open files where they
+   * need more. A file given twice is read twice. */
   const char *const *data_paths;
   size_t data_path_count;
   /* "auto" (or NULL: "samples" for *.safetensors, else by the token file

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <memory>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,8 +54,15 @@ void FileReader::makeRoomFor(size_t files) {
   struct rlimit limit;
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0)
     return;
-  // Room for the rest of a run too: checkpoints, logs, libraries.
-  rlim_t needed = rlim_t(files) + 256;
+  // Those open now, and room for the rest of a run too: checkpoints, logs,
+  // libraries.
+  rlim_t open = 0;
+  if (DIR *fds = ::opendir("/proc/self/fd")) {
+    while (const dirent *e = ::readdir(fds))
+      open += e->d_name[0] != '.';
+    ::closedir(fds);
+  }
+  rlim_t needed = open + rlim_t(files) + 256;
   if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed)
     return;
   limit.rlim_cur = limit.rlim_max == RLIM_INFINITY

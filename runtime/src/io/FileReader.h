@@ -54,9 +54,9 @@ public:
   void willNeed(uint64_t offset, uint64_t size) const;
 
   /// Raises this process's soft limit on open files, toward its hard
-  /// limit, so that `files` more can be open at once with room to spare (a
-  /// run keeps every data file open; the soft limit is often 1,024). Past
-  /// the hard limit, open() names the limit.
+  /// limit, so that `files` more than are open now (/proc/self/fd) can be,
+  /// with 256 to spare (a run keeps every data file open; the soft limit is
+  /// often 1,024). Past the hard limit, open() names the limit.
   static void makeRoomFor(size_t files);
 
   /// The size when opened.

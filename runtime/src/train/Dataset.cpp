@@ -23,7 +23,9 @@ constexpr DataFormat kFormats[] = {DataFormat::kAuto, DataFormat::kTokens,
 
 /// `paths` with each glob pattern replaced by the files it matches, in byte
 /// order of their names. A pattern is a path that names no file and holds
-/// '*', '?' or '['; one that matches no regular file is an error.
+/// '*', '?' or '['; one that matches no regular file is an error, as is one
+/// with a directory that cannot be read. Files are kept as given: one
+/// given twice is read twice.
 Status expandPatterns(const std::vector<std::string> &paths,
                       std::vector<std::string> &out) {
   for (const std::string &path : paths) {
@@ -34,7 +36,7 @@ Status expandPatterns(const std::vector<std::string> &paths,
       continue;
     }
     glob_t found = {};
-    int rc = ::glob(path.c_str(), GLOB_NOSORT, nullptr, &found);
+    int rc = ::glob(path.c_str(), GLOB_NOSORT | GLOB_ERR, nullptr, &found);
     std::vector<std::string> files;
     for (size_t i = 0; rc == 0 && i < found.gl_pathc; ++i)
       if (::stat(found.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode))
@@ -43,6 +45,10 @@ Status expandPatterns(const std::vector<std::string> &paths,
     if (rc == GLOB_NOSPACE)
       return Status(StatusCode::kOutOfRange,
                     "not enough memory to list the files of '" + path + "'");
+    if (rc == GLOB_ABORTED)
+      return Status(StatusCode::kFailedPrecondition,
+                    "cannot list the files of '" + path +
+                        "': a directory in it cannot be read");
     if (files.empty())
       return notFound("no data file matches '" + path + "'");
     std::sort(files.begin(), files.end());

@@ -43,7 +43,8 @@ namespace trainc {
 class SampleData : public Dataset {
 public:
   /// One named array of every sample, left in the files (each is read
-  /// through once when opened, then a sample at a time: readSample).
+  /// through once when opened, then a sample at a time: readSample) or,
+  /// for small samples, held in memory (kSmallSample).
   struct Array {
     std::string name;
     /// The dtype as the files name it ("F32") and trainc's.

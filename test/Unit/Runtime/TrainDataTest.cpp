@@ -145,6 +145,7 @@ TEST_F(TrainData, PatternsGiveTheirFilesInNameOrder) {
   writeIds("p10.txt", DataFormat::kBytes, 1, {'1', '0'});
   writeIds("p1.txt", DataFormat::kBytes, 1, {'1'});
   writeIds("q*.txt", DataFormat::kBytes, 1, {'q'});
+  writeIds("qa.txt", DataFormat::kBytes, 1, {'a'}); // not read: no pattern
   fs::create_directory(dir_ / "p3.txt"); // not a regular file: left out
   DataOptions options;
   options.paths = {(dir_ / "p*.txt").string(), (dir_ / "q*.txt").string()};
@@ -266,31 +267,52 @@ TEST_F(TrainData, SamplesReadAsTheWholeFiles) {
     EXPECT_EQ(px[c], pixels[1][2 * 3 + size_t(c)]);
 }
 
-// Samples over kSmallSample bytes are read with a system call each, which
-// names a file that shrank when it reads past its end.
-TEST_F(TrainData, LargeSamplesOfAShrunkFileAreErrors) {
-  std::vector<float> image(3 * 2048, 1.5f);
-  std::string path = (dir_ / "large.safetensors").string();
-  ASSERT_TRUE(
-      writeSafetensors(
-          path,
-          {{"image", DType::F32, {3, 2048}, image.data(), image.size() * 4}})
-          .ok());
+// Samples over kSmallSample bytes are read with a system call each, from
+// the right file and offset (two files, every value different), and name
+// a file that shrank when they read past its end.
+TEST_F(TrainData, LargeSamplesAreReadFromTheirFiles) {
   DataOptions options;
-  options.paths = {path};
   options.format = DataFormat::kSamples;
+  std::vector<std::vector<float>> images;
+  for (int f = 0; f < 2; ++f) {
+    std::vector<float> image(3 * 2048);
+    for (size_t i = 0; i < image.size(); ++i)
+      image[i] = float(f * 100000 + int(i));
+    std::vector<int64_t> labels = {f, f, f};
+    std::string path =
+        (dir_ / ("large" + std::to_string(f) + ".safetensors")).string();
+    ASSERT_TRUE(
+        writeSafetensors(
+            path,
+            {{"image", DType::F32, {3, 2048}, image.data(), image.size() * 4},
+             {"labels", DType::I64, {3}, labels.data(), 24}})
+            .ok());
+    options.paths.push_back(path);
+    images.push_back(image);
+  }
   std::unique_ptr<SampleData> data;
   ASSERT_TRUE(SampleData::open(options, data).ok());
   const SampleData::Array &a = data->arrays()[0];
+  ASSERT_EQ(a.name, "image");
   EXPECT_FALSE(a.inMemory);
-  std::vector<char> sample(a.sampleBytes);
-  ASSERT_TRUE(data->readSample(a, 2, sample.data()).ok());
-  fs::resize_file(path, 9000);
-  EXPECT_TRUE(data->readSample(a, 0, sample.data()).ok());
-  Status s = data->readSample(a, 2, sample.data());
+  EXPECT_TRUE(data->arrays()[1].inMemory); // the labels
+  std::vector<float> sample(2048);
+  for (uint64_t i = 0; i < 6; ++i) {
+    ASSERT_TRUE(
+        data->readSample(a, i, reinterpret_cast<char *>(sample.data())).ok());
+    const std::vector<float> &image = images[i / 3];
+    EXPECT_TRUE(std::equal(sample.begin(), sample.end(),
+                           image.begin() + ptrdiff_t(i % 3) * 2048))
+        << "sample " << i;
+  }
+  fs::resize_file(options.paths[1], 9000);
+  char *out = reinterpret_cast<char *>(sample.data());
+  EXPECT_TRUE(data->readSample(a, 2, out).ok());
+  Status s = data->readSample(a, 5, out);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
-  EXPECT_EQ(s.message().rfind(path + ": the safetensors file is now 9000 "
-                                     "bytes, but was ",
+  EXPECT_EQ(s.message().rfind(options.paths[1] +
+                                  ": the safetensors file is now 9000 bytes, "
+                                  "but was ",
                               0),
             0u)
       << s.toString();
