@@ -120,6 +120,16 @@ Status Dataset::open(const DataOptions &given, std::unique_ptr<Dataset> &out) {
   return okStatus();
 }
 
+std::string describeData(uint64_t count, const std::string &what,
+                         const std::vector<std::string> &paths,
+                         uint64_t training, uint64_t heldOut) {
+  return withCommas(count) + " " + what + " from " +
+         (paths.size() == 1 ? paths.front()
+                            : std::to_string(paths.size()) + " files") +
+         "; " + withCommas(training) + " for training, " + withCommas(heldOut) +
+         " held out";
+}
+
 std::string readThroughNote(uint64_t bytes,
                             std::chrono::steady_clock::time_point start) {
   double seconds =

@@ -136,6 +136,12 @@ std::string describeInputs(const Executable &exe);
 bool pathEndsWith(const std::string &path, const char *suffix);
 /// "1,234,567".
 std::string withCommas(uint64_t v);
+/// A data's description: "120,000 tokens (bytes) from FILE; 108,000 for
+/// training, 12,000 held out" (`what` is "tokens (bytes)"; several paths
+/// are "N files").
+std::string describeData(uint64_t count, const std::string &what,
+                         const std::vector<std::string> &paths,
+                         uint64_t training, uint64_t heldOut);
 /// "; read through in 3.4 s (880 MB/s)" for `bytes` read since `start`
 /// when that took a second or more (large data, or a slow disk), else "":
 /// for the data's description.

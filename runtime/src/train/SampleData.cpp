@@ -374,14 +374,10 @@ Status SampleData::open(const DataOptions &options,
   std::string names;
   for (const Array &a : data->arrays_)
     names += (names.empty() ? "" : ", ") + a.name;
-  data->description_ = withCommas(data->count_) + " samples (" + names +
-                       ") from " +
-                       (options.paths.size() == 1
-                            ? options.paths.front()
-                            : std::to_string(options.paths.size()) + " files") +
-                       "; " + withCommas(data->trainCount_) +
-                       " for training, " + withCommas(data->evalSize()) +
-                       " held out" + readThroughNote(bytes, start);
+  data->description_ =
+      describeData(data->count_, "samples (" + names + ")", options.paths,
+                   data->trainCount_, data->evalSize()) +
+      readThroughNote(bytes, start);
   out = std::move(data);
   return okStatus();
 }

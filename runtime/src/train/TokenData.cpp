@@ -195,14 +195,10 @@ Status TokenData::open(const DataOptions &options,
   data->hash_ = XXH3_64bits_digest(state);
   uint64_t n = data->count_;
   data->trainTokens_ = trainingShare(n, options.evalFraction);
-  data->description_ = withCommas(n) + " tokens (" + dataFormatName(first) +
-                       ") from " +
-                       (options.paths.size() == 1
-                            ? options.paths.front()
-                            : std::to_string(options.paths.size()) + " files") +
-                       "; " + withCommas(data->trainTokens_) +
-                       " for training, " + withCommas(data->evalSize()) +
-                       " held out" + readThroughNote(bytes, start);
+  data->description_ =
+      describeData(n, std::string("tokens (") + dataFormatName(first) + ")",
+                   options.paths, data->trainTokens_, data->evalSize()) +
+      readThroughNote(bytes, start);
   out = std::move(data);
   return okStatus();
 }
