@@ -270,6 +270,33 @@ int onStep(const trainc_step_metrics *m, void *user) {
   return any;
 }
 
+/// The opening pass over the data (trainc_train_config.data_progress): a
+/// line every 5 s once it has taken 2 s, so that a long read of large data
+/// says how far it is.
+struct DataProgress {
+  std::chrono::steady_clock::time_point start =
+      std::chrono::steady_clock::now();
+  double lastPrinted = -3;
+};
+
+void onDataProgress(void *context, uint64_t done, uint64_t total) {
+  auto *p = static_cast<DataProgress *>(context);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - p->start)
+          .count();
+  if (gRank != 0 || seconds < 2 || seconds - p->lastPrinted < 5 ||
+      done >= total)
+    return;
+  p->lastPrinted = seconds;
+  double rate = double(done) / seconds;
+  std::printf("data: checking and hashing: %.1f of %.1f GB (%.0f%%), %.0f "
+              "MB/s, about %.0f s left\n",
+              double(done) / 1e9, double(total) / 1e9,
+              100.0 * double(done) / double(total), rate / 1e6,
+              double(total - done) / rate);
+  std::fflush(stdout);
+}
+
 } // namespace
 
 int runRunTool(int argc, char **argv) {
@@ -379,6 +406,9 @@ int runRunTool(int argc, char **argv) {
   config.device =
       o.checkWrites && o.device == "auto" ? "cpu" : o.device.c_str();
   config.verify_steps = o.verifySteps;
+  DataProgress dataProgress;
+  config.data_progress = onDataProgress;
+  config.data_progress_context = &dataProgress;
   config.spike_z = o.onSpike == "ignore" ? 0 : o.spikeZ;
   TrainerPtr trainer;
   {

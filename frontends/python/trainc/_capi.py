@@ -77,7 +77,10 @@ class TrainConfig(ctypes.Structure):
                 ('spike_z', ctypes.c_double),
                 # API version 9.
                 ('device', ctypes.c_char_p),
-                ('verify_steps', ctypes.c_int64)]
+                ('verify_steps', ctypes.c_int64),
+                # API version 11 (not set from Python: it feeds no data files).
+                ('data_progress', ctypes.c_void_p),
+                ('data_progress_context', ctypes.c_void_p)]
 
 
 class StepMetrics(ctypes.Structure):

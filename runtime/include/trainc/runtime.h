@@ -243,6 +243,14 @@ typedef struct {
    * relative L2 error against the executable's precision's limits
    * (runtime/README.md, "The CUDA device"). 0: none. */
   int64_t verify_steps;
+  /* Since API version 11. Opening the data reads it through once (its
+   * checks and hash); for large data that takes a while. If set,
+   * data_progress is called during trainc_trainer_create, on its thread,
+   * after each piece read (every 4 MiB), with the bytes read so far and in
+   * all, and data_progress_context. */
+  void (*data_progress)(void *context, uint64_t bytes_done,
+                        uint64_t bytes_total);
+  void *data_progress_context;
 } trainc_train_config;
 
 /* Fills `config` with the defaults (no files, auto format, 10% held out,

@@ -365,6 +365,11 @@ trainc_status trainc_trainer_create(trainc_executable *step,
     return toC(trainc::invalidArgument("config->eval_batches is negative"));
   dataOptions.binTokenBytes = config->bin_token_bytes;
   dataOptions.evalFraction = config->eval_fraction;
+  if (auto *progress = config->data_progress)
+    dataOptions.progress = [progress, context = config->data_progress_context](
+                               uint64_t done, uint64_t total) {
+      progress(context, done, total);
+    };
   auto trainer = std::make_unique<trainc_trainer_s>();
   if (!dataOptions.paths.empty())
     if (trainc_status s =

@@ -55,6 +55,9 @@ struct DataOptions {
   int binTokenBytes = 0;
   /// The share of the data held out for evaluation, taken from the end.
   double evalFraction = 0.1;
+  /// Called during the opening pass (which reads the data through) after
+  /// each piece, with the bytes read so far and in all; none: not called.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 /// How a Dataset binds to a training executable.

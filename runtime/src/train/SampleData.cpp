@@ -366,10 +366,10 @@ Status SampleData::open(const DataOptions &options,
     held += bytes;
   }
   auto start = std::chrono::steady_clock::now();
-  TRAINC_RETURN_IF_ERROR(data->readThrough());
   uint64_t bytes = 0;
   for (const Array &a : data->arrays_)
     bytes += data->count_ * a.sampleBytes;
+  TRAINC_RETURN_IF_ERROR(data->readThrough(bytes, options.progress));
   data->trainCount_ = trainingShare(data->count_, options.evalFraction);
   std::string names;
   for (const Array &a : data->arrays_)
@@ -400,7 +400,9 @@ Status SampleData::scanArray(
   return okStatus();
 }
 
-Status SampleData::readThrough() {
+Status SampleData::readThrough(
+    uint64_t total, const std::function<void(uint64_t, uint64_t)> &progress) {
+  uint64_t done = 0;
   XXH3_state_t hashState; // on the stack: nothing to allocate or free
   XXH3_INITSTATE(&hashState);
   XXH3_state_t *state = &hashState;
@@ -414,6 +416,9 @@ Status SampleData::readThrough() {
     int64_t lo = std::numeric_limits<int64_t>::max(),
             hi = std::numeric_limits<int64_t>::min();
     status = scanArray(a, [&](const char *p, size_t size, uint64_t) {
+      done += size;
+      if (progress)
+        progress(done, total);
       XXH3_64bits_update(state, p, size);
       if (a.inMemory)
         a.held.insert(a.held.end(), p, p + size);

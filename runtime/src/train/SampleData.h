@@ -130,9 +130,10 @@ public:
   static constexpr uint64_t kMaxSamples = uint64_t(1) << 32;
 
 private:
-  /// Reads every array through once: the content hash, and the integer
-  /// arrays' ranges.
-  Status readThrough();
+  /// Reads every array through once (`total` bytes, told to `progress`):
+  /// the content hash, the integer arrays' ranges and the held arrays.
+  Status readThrough(uint64_t total,
+                     const std::function<void(uint64_t, uint64_t)> &progress);
   /// The file holding sample `i`.
   size_t fileOf(uint64_t i) const;
 

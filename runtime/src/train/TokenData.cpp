@@ -181,8 +181,12 @@ Status TokenData::open(const DataOptions &options,
   XXH3_INITSTATE(&hashState);
   XXH3_state_t *state = &hashState;
   XXH3_64bits_reset(state);
+  uint64_t done = 0;
   for (File &file : data->files_) {
     Status s = data->scanIds(file, [&](const uint32_t *ids, size_t n) {
+      done += n * uint64_t(file.width);
+      if (options.progress)
+        options.progress(done, bytes);
       XXH3_64bits_update(state, ids, n * sizeof(uint32_t));
       uint32_t largest = file.maxId; // a local: ids may alias a member
       for (size_t i = 0; i < n; ++i)

@@ -167,6 +167,43 @@ TEST_F(TrainData, PatternsGiveTheirFilesInNameOrder) {
             "no data file matches '" + (dir_ / "none*.txt").string() + "'");
 }
 
+// The opening pass says how far it is: bytes read so far, rising, up to
+// all of them, for either kind of data.
+TEST_F(TrainData, TheOpeningPassReportsProgress) {
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  auto check = [&](uint64_t total) {
+    ASSERT_FALSE(calls.empty());
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i].second, total);
+      EXPECT_GT(calls[i].first, i ? calls[i - 1].first : 0);
+    }
+    EXPECT_EQ(calls.back().first, total);
+  };
+  size_t n = FileReader::kScanChunk; // ids of 2 bytes: two pieces
+  DataOptions options;
+  options.paths = {
+      writeIds("a.tok", DataFormat::kTokens, 2, randomIds(n, 100, 4)),
+      writeIds("b.tok", DataFormat::kTokens, 2, randomIds(1000, 100, 5))};
+  options.progress = [&](uint64_t done, uint64_t total) {
+    calls.push_back({done, total});
+  };
+  std::unique_ptr<Dataset> data;
+  ASSERT_TRUE(Dataset::open(options, data).ok());
+  check(2 * (n + 1000));
+  EXPECT_EQ(calls.size(), 3u);
+
+  calls.clear();
+  std::vector<float> x(5000 * 300, 0.5f);
+  std::string path = (dir_ / "s.safetensors").string();
+  ASSERT_TRUE(
+      writeSafetensors(path,
+                       {{"x", DType::F32, {5000, 300}, x.data(), x.size() * 4}})
+          .ok());
+  options.paths = {path};
+  ASSERT_TRUE(Dataset::open(options, data).ok());
+  check(x.size() * 4);
+}
+
 TEST_F(TrainData, ATokenFileThatShrinksWhileOpenIsAnError) {
   std::vector<uint32_t> ids = randomIds(5000, 1000, 3);
   DataOptions options;
