@@ -246,7 +246,7 @@ typedef struct {
   /* Since API version 11. Opening the data reads it through once (its
    * checks and hash); for large data that takes a while. If set,
    * data_progress is called during trainc_trainer_create, on its thread,
-   * after each piece read (every 4 MiB), with the bytes read so far and in
+   * after each piece read (up to 4 MiB), with the bytes read so far and in
    * all, and data_progress_context. */
   void (*data_progress)(void *context, uint64_t bytes_done,
                         uint64_t bytes_total);

@@ -191,6 +191,19 @@ static int recordLoss(const trainc_step_metrics *m, void *user) {
 }
 
 /* A trainer of `stepPath` on `dataPath` with `seed`, or NULL. */
+/* The last call of a trainer's data_progress: bytes read and in all. */
+typedef struct {
+  int calls;
+  uint64_t done, total;
+} DataProgress;
+
+static void recordProgress(void *context, uint64_t done, uint64_t total) {
+  DataProgress *p = (DataProgress *)context;
+  ++p->calls;
+  p->done = done;
+  p->total = total;
+}
+
 static trainc_trainer *newTrainer(const char *stepPath, const char *dataPath,
                                   uint64_t seed) {
   trainc_executable *step = NULL;
@@ -209,8 +222,17 @@ static trainc_trainer *newTrainer(const char *stepPath, const char *dataPath,
   config.data_path_count = 1;
   config.data_format = "bytes";
   config.seed = seed;
+  DataProgress progress = {0, 0, 0};
+  config.data_progress = recordProgress;
+  config.data_progress_context = &progress;
   status = trainc_trainer_create(step, NULL, &config, &trainer);
   CHECK(status == NULL, "trainer: %s", trainc_status_message(status));
+  /* The data is read through once, a byte a token. */
+  CHECK(status != NULL ||
+            (progress.calls >= 1 && progress.done == progress.total &&
+             progress.total > 0),
+        "data_progress: %d calls, last %llu of %llu bytes", progress.calls,
+        (unsigned long long)progress.done, (unsigned long long)progress.total);
   trainc_status_free(status);
   trainc_executable_release(step);
   return trainer;
@@ -230,8 +252,10 @@ static void checkBadTrainerConfig(const char *stepPath, const char *dataPath) {
   }
   paths[0] = dataPath;
   trainc_train_config_init(&config);
-  CHECK(config.device == NULL && config.verify_steps == 0,
-        "the defaults: the CPU, no verified steps");
+  CHECK(config.device == NULL && config.verify_steps == 0 &&
+            config.data_progress == NULL &&
+            config.data_progress_context == NULL,
+        "the defaults: the CPU, no verified steps, no progress callback");
   config.data_paths = paths;
   config.data_path_count = 1;
   config.data_format = "bytes";
