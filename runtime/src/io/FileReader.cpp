@@ -40,16 +40,6 @@ void FileReader::close() {
   fd_ = -1;
 }
 
-Status FileReader::shrunk(const std::string &now, uint64_t from,
-                          uint64_t to) const {
-  return Status(StatusCode::kDataLoss,
-                path_ + ": " + what_ + " is now " + now + ", but was " +
-                    std::to_string(size_) + " bytes when opened, and bytes " +
-                    std::to_string(from) + "-" + std::to_string(to) +
-                    " are needed (was it truncated or rewritten while in "
-                    "use?)");
-}
-
 void FileReader::makeRoomFor(size_t files) {
   struct rlimit limit;
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0)
@@ -104,10 +94,17 @@ Status FileReader::read(uint64_t offset, size_t size, void *out) const {
       return ioError("cannot read " + what_, path_, errno);
     if (r == 0) {
       struct stat st;
-      return shrunk(::fstat(fd_, &st) == 0
-                        ? std::to_string(st.st_size) + " bytes"
-                        : "shorter",
-                    offset + done, offset + size);
+      std::string now = ::fstat(fd_, &st) == 0
+                            ? std::to_string(st.st_size) + " bytes"
+                            : "shorter";
+      return Status(StatusCode::kDataLoss,
+                    path_ + ": " + what_ + " is now " + now + ", but was " +
+                        std::to_string(size_) +
+                        " bytes when opened, and bytes " +
+                        std::to_string(offset + done) + "-" +
+                        std::to_string(offset + size) +
+                        " are needed (was it truncated or rewritten while "
+                        "in use?)");
     }
     done += size_t(r);
   }

@@ -67,9 +67,6 @@ public:
 
 private:
   void close();
-  /// The error of a file found shorter (`now` bytes, or "shorter") than
-  /// when opened, where bytes [from, to) were needed.
-  Status shrunk(const std::string &now, uint64_t from, uint64_t to) const;
 
   int fd_ = -1;
   uint64_t size_ = 0;

@@ -46,18 +46,6 @@ void widen(const char *bytes, size_t n, int width, uint32_t *out) {
   }
 }
 
-/// Widens `n` little-endian ids of `width` bytes, which fill the first
-/// n * width bytes of `ids`, to uint32 in place. Backwards: id i is read
-/// from bytes [i w, (i + 1) w) before out[i] overwrites [4 i, 4 i + 4),
-/// which holds no unread id (ids j < i lie below i w <= 4 i).
-void widenInPlace(uint32_t *ids, size_t n, int width) {
-  const char *bytes = reinterpret_cast<const char *>(ids);
-  for (size_t i = n; i-- > 0;)
-    ids[i] = width == 1   ? uint32_t(static_cast<unsigned char>(bytes[i]))
-             : width == 2 ? readLE<uint16_t>(bytes + 2 * i)
-                          : readLE<uint32_t>(bytes + 4 * i);
-}
-
 /// A uniform integer in [0, n) from 64 random bits (multiply-shift).
 uint64_t uniform(uint64_t bits, uint64_t n) {
   return uint64_t((unsigned __int128)bits * n >> 64);
@@ -233,14 +221,18 @@ Status TokenData::read(uint64_t start, size_t count, uint32_t *out) const {
     return internalError("tokens " + std::to_string(start) + "-" +
                          std::to_string(start + count) + " of " +
                          withCommas(count_) + " read");
+  // Through a buffer on the stack (a window of 4,096 uint32 ids, or more
+  // narrower ones, in one read), widened as the scan widens.
+  char bytes[16384];
   while (count > 0) {
     const File &file = files_[fileOf(start)];
     size_t n =
-        size_t(std::min<uint64_t>(count, file.first + file.count - start));
+        size_t(std::min<uint64_t>({count, file.first + file.count - start,
+                                   sizeof bytes / size_t(file.width)}));
     TRAINC_RETURN_IF_ERROR(file.reader.read(
         file.payload + (start - file.first) * uint64_t(file.width),
-        n * size_t(file.width), out));
-    widenInPlace(out, n, file.width);
+        n * size_t(file.width), bytes));
+    widen(bytes, n, file.width, out);
     start += n;
     count -= n;
     out += n;

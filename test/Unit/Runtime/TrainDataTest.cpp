@@ -79,7 +79,7 @@ TEST_F(TrainData, TokensReadAsTheWholeStreamInEveryFormat) {
     uint32_t bound = c.width == 1 ? 256 : c.width == 2 ? 65536 : 1u << 31;
     size_t first = (FileReader::kScanChunk / size_t(c.width)) * 5 / 4 + 3;
     std::vector<uint32_t> a = randomIds(first, bound - 1, 1),
-                          b = randomIds(1001, bound - 1, 2);
+                          b = randomIds(30001, bound - 1, 2);
     // The largest id once, in the first file's second chunk.
     size_t at = first - 5;
     a[at] = bound - 1;
@@ -101,7 +101,8 @@ TEST_F(TrainData, TokensReadAsTheWholeStreamInEveryFormat) {
     std::mt19937 random(7);
     std::vector<uint32_t> window;
     for (int k = 0; k < 200; ++k) {
-      size_t count = 1 + random() % 700;
+      // Some longer than a read of 16 KiB, across files too.
+      size_t count = k % 10 == 0 ? 20000 : 1 + random() % 700;
       uint64_t start =
           k < 20 ? first - count / 2 : random() % (all.size() - count);
       window.assign(count, 0);
