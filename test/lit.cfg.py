@@ -16,6 +16,10 @@ config.excludes = ["lib", "Unit", "Layering", "Inputs", "CMakeLists.txt"]
 path = os.pathsep.join([config.trainc_tools_dir, config.llvm_tools_dir,
                         config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
+# trainc-run keeps its data cache under XDG_CACHE_HOME: the tests keep
+# theirs in the build tree, never in the home directory.
+config.environment["XDG_CACHE_HOME"] = os.path.join(config.test_exec_root,
+                                                    "cache")
 config.substitutions.append(("%shared_data", config.shared_data_dir))
 # The Python that runs lit also runs the tests' helper scripts.
 config.substitutions.append(("%python", sys.executable))

@@ -16,15 +16,20 @@ Two kinds of data (runtime/README.md, "Data larger than memory"):
   each), an MLP of batch 4,096, for 10 x --steps steps: the wall time is
   mostly the batches' reading.
 
+The contenders: this build reading the data through when it opens it
+(`--data-cache none`, "trainc"), this build again with the data cache
+filled by a run before the rounds ("cached": the opening pass's checks
+and hash come from it, as at a resume), and the other build if given.
 Each build compiles its own executables with its own trainc. Every round
-runs each build once on each kind, interleaved, as a fresh process under
-/usr/bin/time; the report gives each run's peak RSS (what the process
-held, data included) and wall time (opening the data and training), the
-medians over rounds and the ratios to this build. The files are written
-once and are warm in the page cache after the first round; what a cold
-disk adds is not measured. Losses are compared between the builds (the
-same data and executables must train alike) and a difference is an
-error. Exits non-zero when a run fails.
+runs each contender once on each kind, interleaved, as a fresh process
+under /usr/bin/time; the report gives each run's peak RSS (what the
+process held, data included) and wall time (opening the data and
+training), the medians over rounds and the ratios to "trainc". The files
+are written once and are warm in the page cache after the first round,
+unless --cold drops the page cache before every run (root only: what a
+disk adds). Losses are compared between the contenders (the same data
+and executables must train alike) and a difference is an error. Exits
+non-zero when a run fails.
 """
 import argparse
 import os
@@ -34,6 +39,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import onnx
@@ -99,18 +105,32 @@ def run(cmd, env, what):
     return r
 
 
-def measured(bin_dir, exe, data, steps, env, what):
-    """Peak RSS (MB), wall seconds and the logged losses of one run."""
+def drop_page_cache():
+    os.sync()
+    try:
+        with open('/proc/sys/vm/drop_caches', 'w') as f:
+            f.write('1\n')
+    except OSError as e:
+        sys.exit(f'--cold: cannot drop the page cache ({e}); run as root')
+
+
+def measured(bin_dir, extra, exe, data, steps, env, what, cold):
+    """Peak RSS (MB), wall seconds, the logged losses and the data line of
+    one run."""
+    if cold:
+        drop_page_cache()
     r = run(['/usr/bin/time', '-f', 'PEAK %M WALL %e',
              os.path.join(bin_dir, 'trainc-run'), exe, '--data', data,
-             '--steps', str(steps), '--log-every', '1'], env, what)
+             '--steps', str(steps), '--log-every', '1'] + extra, env, what)
     m = re.search(r'PEAK (\d+) WALL ([\d.]+)', r.stderr)
     if not m:
         sys.exit(f'{what}: no /usr/bin/time line in\n{r.stderr}')
     losses = re.findall(r'^step \d+: loss (\S+)', r.stdout, re.M)
     if len(losses) != steps:
         sys.exit(f'{what}: {len(losses)} step lines, not {steps}, in\n{r.stdout}')
-    return int(m.group(1)) / 1024.0, float(m.group(2)), losses
+    line = re.search(r'^data: .*$', r.stdout, re.M)
+    return int(m.group(1)) / 1024.0, float(m.group(2)), losses, line.group(0) if line else ''
+
 
 
 def main():
@@ -132,6 +152,8 @@ def main():
     ap.add_argument('--threads', type=int, default=2, help='TRAINC_NUM_THREADS')
     ap.add_argument('--work', help='where to write the data (default: a temporary '
                                    'directory, removed at the end)')
+    ap.add_argument('--cold', action='store_true',
+                    help='drop the page cache before every run (root only)')
     args = ap.parse_args()
 
     builds = [('trainc', args.trainc_bin_dir)]
@@ -165,21 +187,36 @@ def main():
         data = {'tokens': tokens, 'samples': samples, 'small': small}
         steps = {'tokens': args.steps, 'samples': args.steps, 'small': 10 * args.steps}
         sizes = {k: os.path.getsize(p) / 1e6 for k, p in data.items()}
+        # (name, bin directory, executables' build, trainc-run's extra flags)
+        cache = os.path.join(work, 'cache')
+        contenders = [('trainc', args.trainc_bin_dir, 'trainc', ['--data-cache', 'none']),
+                      ('cached', args.trainc_bin_dir, 'trainc', ['--data-cache', cache])]
+        if args.baseline_bin_dir:
+            contenders.append(('baseline', args.baseline_bin_dir, 'baseline', []))
+        # The cache stores no file changed in the second before its read.
+        time.sleep(1.5)
+        for kind in data:
+            measured(args.trainc_bin_dir, contenders[1][3], exes['trainc', kind],
+                     data[kind], 1, env, f'filling the data cache for {kind}', False)
         results = {}
         for r in range(args.rounds):
             for kind in data:
-                for name, bin_dir in builds:
-                    peak, wall, losses = measured(bin_dir, exes[name, kind], data[kind],
-                                                  steps[kind], env, f'{name} on {kind}')
+                for name, bin_dir, build, extra in contenders:
+                    peak, wall, losses, line = measured(
+                        bin_dir, extra, exes[build, kind], data[kind], steps[kind], env,
+                        f'{name} on {kind}', args.cold)
+                    if name == 'cached' and 'from the data cache' not in line:
+                        sys.exit(f'cached on {kind}: the data cache was not used: {line}')
                     results.setdefault((name, kind), []).append((peak, wall, losses))
                     print(f'round {r + 1}: {kind:8s} {name:9s} peak RSS {peak:8.1f} MB  '
                           f'wall {wall:6.2f} s', flush=True)
         failed = False
         print()
         for kind in data:
-            print(f'{kind} ({sizes[kind]:,.0f} MB of data, {steps[kind]} steps):')
+            print(f'{kind} ({sizes[kind]:,.0f} MB of data, {steps[kind]} steps'
+                  f'{", page cache dropped before each run" if args.cold else ""}):')
             base = results['trainc', kind]
-            for name, _ in builds:
+            for name, _, _, _ in contenders:
                 runs = results[name, kind]
                 peak = statistics.median(p for p, _, _ in runs)
                 wall = statistics.median(w for _, w, _ in runs)

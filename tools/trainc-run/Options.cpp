@@ -72,6 +72,12 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                       by their magic, *.bin as bin, anything else as
                       bytes), tokens, bin, bytes or samples
   --token-dtype T     uint16 or uint32: the ids of headerless .bin files
+  --data-cache DIR    where to keep what reading the data through found
+                      (its checks and hash, a few numbers), so that the
+                      next start or resume on the same unchanged files
+                      skips that read; `none` keeps nothing (default:
+                      $XDG_CACHE_HOME/trainc/data, else
+                      ~/.cache/trainc/data)
   --seed S            batch sampling seed (default 0); a batch depends only
                       on (seed, step), so runs are reproducible (samples:
                       the seed shuffles each epoch)
@@ -262,6 +268,13 @@ int parseArgs(int argc, char **argv, Options &o) {
       if (!value())
         return 1;
       o.dataFormat = v; // checked by the runtime, which reads the data
+    } else if (arg == "--data-cache") {
+      if (!value())
+        return 1;
+      std::string dir = v;
+      if (dir.empty())
+        return fail("--data-cache needs a directory, or `none`");
+      o.dataCacheDir = dir == "none" ? "" : dir;
     } else if (arg == "--token-dtype") {
       if (!value())
         return 1;
@@ -433,6 +446,14 @@ int parseArgs(int argc, char **argv, Options &o) {
   if (o.repeatGiven && o.training)
     return fail("--repeat and --steps both set the number of runs: use one");
   return -1;
+}
+
+std::string defaultDataCacheDir() {
+  const char *cache = std::getenv("XDG_CACHE_HOME");
+  if (cache && *cache == '/')
+    return std::string(cache) + "/trainc/data";
+  const char *home = std::getenv("HOME");
+  return home && *home ? std::string(home) + "/.cache/trainc/data" : "";
 }
 
 std::string checkOutputPaths(const Options &o) {

@@ -16,6 +16,9 @@
 
 namespace trainc {
 
+/// $XDG_CACHE_HOME/trainc/data, else $HOME/.cache/trainc/data, else "".
+std::string defaultDataCacheDir();
+
 /// The settings of one trainc-run, a field per flag (--help lists them).
 struct Options {
   std::string model, outputDir = ".", saveStateDir, resumeDir;
@@ -25,6 +28,8 @@ struct Options {
   std::vector<std::string> dataPaths;
   std::string dataFormat = "auto", tokensInput, targetsInput;
   int binTokenBytes = 0;
+  /// --data-cache: "" for none (--data-cache none).
+  std::string dataCacheDir = defaultDataCacheDir();
   double evalFraction = 0.1, peakFlops = 0;
   uint64_t seed = 0;
   int64_t evalBatches = 16;

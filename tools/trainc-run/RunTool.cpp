@@ -393,6 +393,8 @@ int runRunTool(int argc, char **argv) {
   config.data_path_count = paths.size();
   config.data_format = o.dataFormat.c_str();
   config.bin_token_bytes = o.binTokenBytes;
+  config.data_cache_dir =
+      o.dataCacheDir.empty() ? nullptr : o.dataCacheDir.c_str();
   config.eval_fraction = o.evalFraction;
   config.eval_batches = o.evalBatches;
   config.seed = o.seed;

@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-API_VERSION = 11
+API_VERSION = 12
 
 # trainc_status_code.
 STATUS_CODES = {
@@ -78,9 +78,11 @@ class TrainConfig(ctypes.Structure):
                 # API version 9.
                 ('device', ctypes.c_char_p),
                 ('verify_steps', ctypes.c_int64),
-                # API version 11 (not set from Python: it feeds no data files).
+                # API versions 11 and 12 (not set from Python: it feeds no
+                # data files).
                 ('data_progress', ctypes.c_void_p),
-                ('data_progress_context', ctypes.c_void_p)]
+                ('data_progress_context', ctypes.c_void_p),
+                ('data_cache_dir', ctypes.c_char_p)]
 
 
 class StepMetrics(ctypes.Structure):

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 11
+#define TRAINC_API_VERSION 12
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -251,6 +251,13 @@ typedef struct {
   void (*data_progress)(void *context, uint64_t bytes_done,
                         uint64_t bytes_total);
   void *data_progress_context;
+  /* Since API version 12. A directory where the opening pass's results (a
+   * few numbers per set of files) are kept, made if missing, so that
+   * opening the same unchanged files again skips the pass: a file is
+   * unchanged while its device, inode, size and modification and change
+   * times are (runtime/README.md, "The data cache"). NULL: none. One that
+   * cannot be written is noted in the data's description, not an error. */
+  const char *data_cache_dir;
 } trainc_train_config;
 
 /* Fills `config` with the defaults (no files, auto format, 10% held out,

@@ -370,6 +370,8 @@ trainc_status trainc_trainer_create(trainc_executable *step,
                                uint64_t done, uint64_t total) {
       progress(context, done, total);
     };
+  if (config->data_cache_dir)
+    dataOptions.cacheDir = config->data_cache_dir;
   auto trainer = std::make_unique<trainc_trainer_s>();
   if (!dataOptions.paths.empty())
     if (trainc_status s =

@@ -181,8 +181,9 @@ Status syncDirectory(const std::string &dir) {
 }
 
 Status writeFileAtomically(const std::string &path,
-                           const std::function<void(std::ostream &)> &write) {
-  std::string temporary = path + ".tmp";
+                           const std::function<void(std::ostream &)> &write,
+                           const std::string &temporarySuffix) {
+  std::string temporary = path + temporarySuffix;
   int fd =
       ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0)

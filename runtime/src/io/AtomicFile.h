@@ -22,9 +22,11 @@
 namespace trainc {
 
 /// Calls `write` on a stream to PATH.tmp, then renames it to `path`, with
-/// the file and its directory fsynced.
+/// the file and its directory fsynced. Writers that may race on one path
+/// (processes sharing a cache) give each its own `temporarySuffix`.
 Status writeFileAtomically(const std::string &path,
-                           const std::function<void(std::ostream &)> &write);
+                           const std::function<void(std::ostream &)> &write,
+                           const std::string &temporarySuffix = ".tmp");
 
 /// Opens `path` for reading into `fd` (the caller closes it) and gives its
 /// `size`; it must be a regular file (not a directory, device or pipe);

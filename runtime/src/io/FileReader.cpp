@@ -40,6 +40,18 @@ void FileReader::close() {
   fd_ = -1;
 }
 
+Status FileReader::identity(FileIdentity &out) const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0)
+    return ioError("cannot stat " + what_, path_, errno);
+  out.device = uint64_t(st.st_dev);
+  out.inode = uint64_t(st.st_ino);
+  out.size = uint64_t(st.st_size);
+  out.modifiedNs = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  out.changedNs = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  return okStatus();
+}
+
 void FileReader::makeRoomFor(size_t files) {
   struct rlimit limit;
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0)

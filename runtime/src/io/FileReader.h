@@ -24,6 +24,21 @@
 
 namespace trainc {
 
+/// What tells a file's content apart without reading it: a write to a file
+/// sets its change time (ctime) to the time of the write, which no user can
+/// set back, so a file whose identity is the same as before holds the same
+/// bytes, but for a write under way when it was taken (ScanCache.h).
+struct FileIdentity {
+  uint64_t device = 0, inode = 0, size = 0;
+  /// Modification and change times, in nanoseconds since the epoch.
+  int64_t modifiedNs = 0, changedNs = 0;
+  bool operator==(const FileIdentity &o) const {
+    return device == o.device && inode == o.inode && size == o.size &&
+           modifiedNs == o.modifiedNs && changedNs == o.changedNs;
+  }
+  bool operator!=(const FileIdentity &o) const { return !(*this == o); }
+};
+
 /// A regular file open for reading at offsets. Move-only.
 class FileReader {
 public:
@@ -58,6 +73,9 @@ public:
   /// with 256 to spare (a run keeps every data file open; the soft limit is
   /// often 1,024). Past the hard limit, open() names the limit.
   static void makeRoomFor(size_t files);
+
+  /// The open file's identity now (fstat).
+  Status identity(FileIdentity &out) const;
 
   /// The size when opened.
   uint64_t size() const { return size_; }

@@ -131,16 +131,21 @@ std::string describeData(uint64_t count, const std::string &what,
 }
 
 std::string readThroughNote(uint64_t bytes,
-                            std::chrono::steady_clock::time_point start) {
+                            std::chrono::steady_clock::time_point start,
+                            bool cached, const std::string &cacheDir,
+                            const std::string &cacheNote) {
+  std::string note =
+      cached ? "; checks and hash from the data cache " + cacheDir : "";
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  if (seconds < 1)
-    return "";
-  char text[96];
-  std::snprintf(text, sizeof text, "; read through in %.1f s (%.0f MB/s)",
-                seconds, double(bytes) / 1e6 / seconds);
-  return text;
+  if (!cached && seconds >= 1) {
+    char text[96];
+    std::snprintf(text, sizeof text, "; read through in %.1f s (%.0f MB/s)",
+                  seconds, double(bytes) / 1e6 / seconds);
+    note += text;
+  }
+  return note + (cacheNote.empty() ? "" : "; " + cacheNote);
 }
 
 uint64_t trainingShare(uint64_t n, double evalFraction) {

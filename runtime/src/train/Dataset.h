@@ -58,6 +58,9 @@ struct DataOptions {
   /// Called during the opening pass (which reads the data through) after
   /// each piece, with the bytes read so far and in all; none: not called.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  /// Where the opening pass's results are kept (ScanCache.h), so that
+  /// opening the same unchanged files again skips it; "": nowhere.
+  std::string cacheDir;
 };
 
 /// How a Dataset binds to a training executable.
@@ -146,10 +149,14 @@ std::string describeData(uint64_t count, const std::string &what,
                          const std::vector<std::string> &paths,
                          uint64_t training, uint64_t heldOut);
 /// "; read through in 3.4 s (880 MB/s)" for `bytes` read since `start`
-/// when that took a second or more (large data, or a slow disk), else "":
-/// for the data's description.
+/// when that took a second or more (large data, or a slow disk), else "";
+/// "; checks and hash from the data cache DIR" when `cached`; then
+/// `cacheNote` (why the cache was not written), if any: for the data's
+/// description.
 std::string readThroughNote(uint64_t bytes,
-                            std::chrono::steady_clock::time_point start);
+                            std::chrono::steady_clock::time_point start,
+                            bool cached, const std::string &cacheDir,
+                            const std::string &cacheNote);
 /// The splitmix64 finalizer of a linear mix of (seed, a, b): the random
 /// bits that batches are drawn with (README: "Batches").
 uint64_t mixBits(uint64_t seed, uint64_t a, uint64_t b);

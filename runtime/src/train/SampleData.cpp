@@ -4,6 +4,7 @@
 
 #include "exec/Session.h"
 #include "io/SafeTensors.h"
+#include "train/ScanCache.h"
 
 #include <algorithm>
 #include <chrono>
@@ -365,11 +366,48 @@ Status SampleData::open(const DataOptions &options,
     a.inMemory = true;
     held += bytes;
   }
+  // The pass's results from the data cache when it has them: then only the
+  // arrays held in memory are read.
   auto start = std::chrono::steady_clock::now();
+  std::string layout = "samples";
+  for (const auto &[first, path] : data->fileStarts_)
+    layout += " " + std::to_string(first);
+  for (const Array &a : data->arrays_) {
+    layout += "\n" + std::to_string(a.name.size()) + ":" + a.name + " " +
+              a.fileDType + " " + std::to_string(a.sampleBytes) + " " +
+              shapeString(a.sampleShape);
+    for (uint64_t offset : a.offsets)
+      layout += " " + std::to_string(offset);
+  }
+  std::vector<const FileReader *> readers;
+  for (const FileReader &reader : data->readers_)
+    readers.push_back(&reader);
+  ScanCache cache;
+  TRAINC_RETURN_IF_ERROR(
+      ScanCache::begin(options.cacheDir, layout, readers, cache));
+  std::vector<uint64_t> values;
+  bool cached =
+      cache.find(values) && values.size() == 1 + 2 * data->arrays_.size();
   uint64_t bytes = 0;
   for (const Array &a : data->arrays_)
-    bytes += data->count_ * a.sampleBytes;
-  TRAINC_RETURN_IF_ERROR(data->readThrough(bytes, options.progress));
+    if (!cached || a.inMemory)
+      bytes += data->count_ * a.sampleBytes;
+  TRAINC_RETURN_IF_ERROR(data->readThrough(bytes, options.progress, !cached));
+  std::string cacheNote;
+  if (cached) {
+    data->hash_ = values[0];
+    for (size_t i = 0; i < data->arrays_.size(); ++i) {
+      data->arrays_[i].minValue = int64_t(values[1 + 2 * i]);
+      data->arrays_[i].maxValue = int64_t(values[2 + 2 * i]);
+    }
+  } else {
+    values = {data->hash_};
+    for (const Array &a : data->arrays_) {
+      values.push_back(uint64_t(a.minValue));
+      values.push_back(uint64_t(a.maxValue));
+    }
+    cacheNote = cache.store(values);
+  }
   data->trainCount_ = trainingShare(data->count_, options.evalFraction);
   std::string names;
   for (const Array &a : data->arrays_)
@@ -377,7 +415,7 @@ Status SampleData::open(const DataOptions &options,
   data->description_ =
       describeData(data->count_, "samples (" + names + ")", options.paths,
                    data->trainCount_, data->evalSize()) +
-      readThroughNote(bytes, start);
+      readThroughNote(bytes, start, cached, cache.dir(), cacheNote);
   out = std::move(data);
   return okStatus();
 }
@@ -400,8 +438,10 @@ Status SampleData::scanArray(
   return okStatus();
 }
 
-Status SampleData::readThrough(
-    uint64_t total, const std::function<void(uint64_t, uint64_t)> &progress) {
+Status
+SampleData::readThrough(uint64_t total,
+                        const std::function<void(uint64_t, uint64_t)> &progress,
+                        bool scan) {
   uint64_t done = 0;
   XXH3_state_t hashState; // on the stack: nothing to allocate or free
   XXH3_INITSTATE(&hashState);
@@ -415,13 +455,17 @@ Status SampleData::readThrough(
     bool i64 = a.dtype == DType::I64, i32 = a.dtype == DType::I32;
     int64_t lo = std::numeric_limits<int64_t>::max(),
             hi = std::numeric_limits<int64_t>::min();
+    if (!scan && !a.inMemory)
+      continue;
     status = scanArray(a, [&](const char *p, size_t size, uint64_t) {
       done += size;
       if (progress)
         progress(done, total);
-      XXH3_64bits_update(state, p, size);
       if (a.inMemory)
         a.held.insert(a.held.end(), p, p + size);
+      if (!scan)
+        return okStatus();
+      XXH3_64bits_update(state, p, size);
       if (i64)
         for (size_t k = 0; k < size / 8; ++k) {
           int64_t v;

@@ -131,9 +131,11 @@ public:
 
 private:
   /// Reads every array through once (`total` bytes, told to `progress`):
-  /// the content hash, the integer arrays' ranges and the held arrays.
+  /// the content hash, the integer arrays' ranges and the held arrays; or,
+  /// without `scan` (the data cache had the rest), the held arrays alone.
   Status readThrough(uint64_t total,
-                     const std::function<void(uint64_t, uint64_t)> &progress);
+                     const std::function<void(uint64_t, uint64_t)> &progress,
+                     bool scan);
   /// The file holding sample `i`.
   size_t fileOf(uint64_t i) const;
 

@@ -3,6 +3,7 @@
 #include "train/TokenData.h"
 
 #include "exec/Session.h"
+#include "train/ScanCache.h"
 
 #include <algorithm>
 #include <chrono>
@@ -160,37 +161,59 @@ Status TokenData::open(const DataOptions &options,
     data->files_.push_back(std::move(file));
   }
   // One pass over every id: the hash, and each file's largest id for the
-  // vocabulary check.
+  // vocabulary check; or both from the data cache.
   auto start = std::chrono::steady_clock::now();
   uint64_t bytes = 0;
-  for (const File &file : data->files_)
+  std::vector<const FileReader *> readers;
+  std::string layout = std::string("tokens ") + dataFormatName(first);
+  for (const File &file : data->files_) {
     bytes += file.count * uint64_t(file.width);
-  XXH3_state_t hashState; // on the stack: nothing to allocate or free
-  XXH3_INITSTATE(&hashState);
-  XXH3_state_t *state = &hashState;
-  XXH3_64bits_reset(state);
-  uint64_t done = 0;
-  for (File &file : data->files_) {
-    Status s = data->scanIds(file, [&](const uint32_t *ids, size_t n) {
-      done += n * uint64_t(file.width);
-      if (options.progress)
-        options.progress(done, bytes);
-      XXH3_64bits_update(state, ids, n * sizeof(uint32_t));
-      uint32_t largest = file.maxId; // a local: ids may alias a member
-      for (size_t i = 0; i < n; ++i)
-        largest = std::max(largest, ids[i]);
-      file.maxId = largest;
-      return okStatus();
-    });
-    TRAINC_RETURN_IF_ERROR(s);
+    readers.push_back(&file.reader);
+    layout += " " + std::to_string(file.payload) + ":" +
+              std::to_string(file.width) + ":" + std::to_string(file.count);
   }
-  data->hash_ = XXH3_64bits_digest(state);
+  ScanCache cache;
+  TRAINC_RETURN_IF_ERROR(
+      ScanCache::begin(options.cacheDir, layout, readers, cache));
+  std::vector<uint64_t> values;
+  bool cached = cache.find(values) && values.size() == data->files_.size() + 1;
+  std::string cacheNote;
+  if (cached) {
+    data->hash_ = values[0];
+    for (size_t f = 0; f < data->files_.size(); ++f)
+      data->files_[f].maxId = uint32_t(values[f + 1]);
+  } else {
+    XXH3_state_t hashState; // on the stack: nothing to allocate or free
+    XXH3_INITSTATE(&hashState);
+    XXH3_state_t *state = &hashState;
+    XXH3_64bits_reset(state);
+    uint64_t done = 0;
+    for (File &file : data->files_) {
+      Status s = data->scanIds(file, [&](const uint32_t *ids, size_t n) {
+        done += n * uint64_t(file.width);
+        if (options.progress)
+          options.progress(done, bytes);
+        XXH3_64bits_update(state, ids, n * sizeof(uint32_t));
+        uint32_t largest = file.maxId; // a local: ids may alias a member
+        for (size_t i = 0; i < n; ++i)
+          largest = std::max(largest, ids[i]);
+        file.maxId = largest;
+        return okStatus();
+      });
+      TRAINC_RETURN_IF_ERROR(s);
+    }
+    data->hash_ = XXH3_64bits_digest(state);
+    values = {data->hash_};
+    for (const File &file : data->files_)
+      values.push_back(file.maxId);
+    cacheNote = cache.store(values);
+  }
   uint64_t n = data->count_;
   data->trainTokens_ = trainingShare(n, options.evalFraction);
   data->description_ =
       describeData(n, std::string("tokens (") + dataFormatName(first) + ")",
                    options.paths, data->trainTokens_, data->evalSize()) +
-      readThroughNote(bytes, start);
+      readThroughNote(bytes, start, cached, cache.dir(), cacheNote);
   out = std::move(data);
   return okStatus();
 }

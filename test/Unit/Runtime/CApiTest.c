@@ -269,6 +269,43 @@ static void checkBadTrainerConfig(const char *stepPath, const char *dataPath) {
   trainc_executable_release(step);
 }
 
+/* data_cache_dir (since API version 12): a second trainer on the same
+ * unchanged file (this test's source, long written) takes the opening
+ * pass's results from the cache, so its data_progress is never called. */
+static void checkDataCache(const char *stepPath, const char *dataPath,
+                           const char *cacheDir) {
+  trainc_executable *step = NULL;
+  trainc_train_config config;
+  const char *paths[1] = {dataPath};
+  trainc_status status = trainc_executable_open(stepPath, &step);
+  CHECK(status == NULL, "open step");
+  if (status) {
+    trainc_status_free(status);
+    return;
+  }
+  trainc_train_config_init(&config);
+  CHECK(config.data_cache_dir == NULL, "the default: no data cache");
+  config.data_paths = paths;
+  config.data_path_count = 1;
+  config.data_format = "bytes";
+  config.data_cache_dir = cacheDir;
+  config.data_progress = recordProgress;
+  for (int k = 0; k < 2; ++k) {
+    DataProgress progress = {0, 0, 0};
+    trainc_trainer *trainer = NULL;
+    config.data_progress_context = &progress;
+    status = trainc_trainer_create(step, NULL, &config, &trainer);
+    CHECK(status == NULL, "trainer with a data cache: %s",
+          trainc_status_message(status));
+    trainc_status_free(status);
+    trainc_trainer_release(trainer);
+    CHECK(k == 0 || progress.calls == 0,
+          "the second trainer read the data through (%d progress calls)",
+          progress.calls);
+  }
+  trainc_executable_release(step);
+}
+
 /* Save and continue: 5 steps, save, a new trainer restores and runs 7 more;
  * its losses equal those of 12 uninterrupted steps bit for bit. */
 static void checkResume(const char *stepPath, const char *dataPath,
@@ -574,6 +611,9 @@ int main(int argc, char **argv) {
   checkTraining(argv[1], argv[5], argv[6], argv[7]);
   checkBadTrainerConfig(argv[5], argv[6]);
   checkResume(argv[5], argv[6], argv[8]);
+  char cacheDir[4096];
+  snprintf(cacheDir, sizeof cacheDir, "%s_cache", argv[8]);
+  checkDataCache(argv[5], argv[6], cacheDir);
   checkLoadWeights(argv[5], argv[2], argv[3], argv[7]);
   return failures ? 1 : 0;
 }

@@ -1,0 +1,147 @@
+//===- ScanCache.cpp - The data's opening pass, kept for next time --------===//
+
+#include "train/ScanCache.h"
+
+#include "io/AtomicFile.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace trainc {
+namespace {
+
+// An entry: the magic, a uint32 version, the key's length (uint32) and
+// bytes, the number of values (uint32) and the values (uint64), then the
+// XXH3 of everything before it (uint64); little-endian, as the host.
+constexpr char kMagic[8] = {'T', 'R', 'A', 'I', 'N', 'C', 'S', 'C'};
+/// Raised whenever what a pass computes changes (a new hash definition).
+constexpr uint32_t kVersion = 1;
+/// A key is a line per file: entries are small.
+constexpr uint64_t kMaxEntryBytes = uint64_t(64) << 20;
+
+void append(std::string &out, const void *p, size_t n) {
+  out.append(static_cast<const char *>(p), n);
+}
+
+/// Reads `n` bytes at `at` of `bytes`, advancing it; false past the end.
+bool take(const std::string &bytes, size_t &at, void *out, size_t n) {
+  if (n > bytes.size() - at)
+    return false;
+  std::memcpy(out, bytes.data() + at, n);
+  at += n;
+  return true;
+}
+
+/// Makes `dir` and the directories above it that are missing.
+Status makeDirectories(const std::string &dir) {
+  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
+    std::string part = dir.substr(0, slash);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+      return ioError("cannot make the directory", part, errno);
+    if (slash == std::string::npos)
+      return okStatus();
+  }
+}
+
+} // namespace
+
+Status ScanCache::begin(const std::string &dir, const std::string &layout,
+                        const std::vector<const FileReader *> &files,
+                        ScanCache &out) {
+  out = ScanCache();
+  if (dir.empty())
+    return okStatus();
+  timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  out.beganNs_ = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+  out.key_ = layout + '\n';
+  for (const FileReader *file : files) {
+    FileIdentity id;
+    TRAINC_RETURN_IF_ERROR(file->identity(id));
+    char line[160];
+    std::snprintf(line, sizeof line, "%llu %llu %llu %lld %lld\n",
+                  (unsigned long long)id.device, (unsigned long long)id.inode,
+                  (unsigned long long)id.size, (long long)id.modifiedNs,
+                  (long long)id.changedNs);
+    out.key_ += line;
+    out.identities_.push_back(id);
+  }
+  char name[32];
+  std::snprintf(
+      name, sizeof name, "/%016llx.scan",
+      (unsigned long long)XXH3_64bits(out.key_.data(), out.key_.size()));
+  out.dir_ = dir;
+  out.path_ = dir + name;
+  out.files_ = files;
+  return okStatus();
+}
+
+bool ScanCache::find(std::vector<uint64_t> &values) const {
+  std::string bytes;
+  if (dir_.empty() ||
+      !readRegularFile(path_, "the data cache entry", bytes, kMaxEntryBytes)
+           .ok())
+    return false;
+  size_t at = 0;
+  char magic[sizeof kMagic];
+  uint32_t version = 0, keyBytes = 0, count = 0;
+  if (!take(bytes, at, magic, sizeof magic) ||
+      std::memcmp(magic, kMagic, sizeof kMagic) != 0 ||
+      !take(bytes, at, &version, 4) || version != kVersion ||
+      !take(bytes, at, &keyBytes, 4) || keyBytes != key_.size() ||
+      bytes.compare(at, keyBytes, key_) != 0)
+    return false;
+  at += keyBytes;
+  if (!take(bytes, at, &count, 4) ||
+      (bytes.size() - at) / 8 != uint64_t(count) + 1)
+    return false;
+  std::vector<uint64_t> found(count);
+  for (uint64_t &v : found)
+    take(bytes, at, &v, 8);
+  uint64_t checksum = 0;
+  size_t checked = at;
+  if (!take(bytes, at, &checksum, 8) || at != bytes.size() ||
+      checksum != XXH3_64bits(bytes.data(), checked))
+    return false;
+  values = std::move(found);
+  return true;
+}
+
+std::string ScanCache::store(const std::vector<uint64_t> &values) const {
+  if (dir_.empty())
+    return "";
+  for (size_t i = 0; i < files_.size(); ++i) {
+    FileIdentity now;
+    if (!files_[i]->identity(now).ok() || now != identities_[i] ||
+        now.changedNs >= beganNs_ - kSettleNs)
+      return "";
+  }
+  std::string bytes;
+  append(bytes, kMagic, sizeof kMagic);
+  uint32_t version = kVersion, keyBytes = uint32_t(key_.size()),
+           count = uint32_t(values.size());
+  append(bytes, &version, 4);
+  append(bytes, &keyBytes, 4);
+  bytes += key_;
+  append(bytes, &count, 4);
+  append(bytes, values.data(), values.size() * 8);
+  uint64_t checksum = XXH3_64bits(bytes.data(), bytes.size());
+  append(bytes, &checksum, 8);
+  Status s = makeDirectories(dir_);
+  if (s.ok())
+    // Ranks and runs sharing the cache may write one entry at once.
+    s = writeFileAtomically(
+        path_,
+        [&](std::ostream &out) { out.write(bytes.data(), bytes.size()); },
+        "." + std::to_string(::getpid()) + ".tmp");
+  return s.ok() ? "" : "data cache not written: " + s.message();
+}
+
+} // namespace trainc
