@@ -132,7 +132,6 @@ def measured(bin_dir, extra, exe, data, steps, env, what, cold):
     return int(m.group(1)) / 1024.0, float(m.group(2)), losses, line.group(0) if line else ''
 
 
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)

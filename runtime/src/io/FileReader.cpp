@@ -12,6 +12,7 @@
 #include <memory>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 #include <utility>
 
@@ -49,6 +50,8 @@ Status FileReader::identity(FileIdentity &out) const {
   out.size = uint64_t(st.st_size);
   out.modifiedNs = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   out.changedNs = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  struct statfs fs;
+  out.fileSystem = ::fstatfs(fd_, &fs) == 0 ? int64_t(fs.f_type) : 0;
   return okStatus();
 }
 

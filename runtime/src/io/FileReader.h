@@ -32,6 +32,9 @@ struct FileIdentity {
   uint64_t device = 0, inode = 0, size = 0;
   /// Modification and change times, in nanoseconds since the epoch.
   int64_t modifiedNs = 0, changedNs = 0;
+  /// The file system's type (statfs's f_type): FUSE file systems may set
+  /// the change time to whatever they are told.
+  int64_t fileSystem = 0;
   bool operator==(const FileIdentity &o) const {
     return device == o.device && inode == o.inode && size == o.size &&
            modifiedNs == o.modifiedNs && changedNs == o.changedNs;

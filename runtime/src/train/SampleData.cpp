@@ -369,7 +369,7 @@ Status SampleData::open(const DataOptions &options,
   // The pass's results from the data cache when it has them: then only the
   // arrays held in memory are read.
   auto start = std::chrono::steady_clock::now();
-  std::string layout = "samples";
+  std::string layout = "samples " + std::to_string(data->count_);
   for (const auto &[first, path] : data->fileStarts_)
     layout += " " + std::to_string(first);
   for (const Array &a : data->arrays_) {
@@ -382,9 +382,7 @@ Status SampleData::open(const DataOptions &options,
   std::vector<const FileReader *> readers;
   for (const FileReader &reader : data->readers_)
     readers.push_back(&reader);
-  ScanCache cache;
-  TRAINC_RETURN_IF_ERROR(
-      ScanCache::begin(options.cacheDir, layout, readers, cache));
+  ScanCache cache = ScanCache::begin(options.cacheDir, layout, readers);
   std::vector<uint64_t> values;
   bool cached =
       cache.find(values) && values.size() == 1 + 2 * data->arrays_.size();
@@ -395,8 +393,11 @@ Status SampleData::open(const DataOptions &options,
   TRAINC_RETURN_IF_ERROR(data->readThrough(bytes, options.progress, !cached));
   std::string cacheNote;
   if (cached) {
+    // The ranges of the arrays held are those of the bytes read now.
     data->hash_ = values[0];
     for (size_t i = 0; i < data->arrays_.size(); ++i) {
+      if (data->arrays_[i].inMemory)
+        continue;
       data->arrays_[i].minValue = int64_t(values[1 + 2 * i]);
       data->arrays_[i].maxValue = int64_t(values[2 + 2 * i]);
     }
@@ -463,9 +464,8 @@ SampleData::readThrough(uint64_t total,
         progress(done, total);
       if (a.inMemory)
         a.held.insert(a.held.end(), p, p + size);
-      if (!scan)
-        return okStatus();
-      XXH3_64bits_update(state, p, size);
+      if (scan)
+        XXH3_64bits_update(state, p, size);
       if (i64)
         for (size_t k = 0; k < size / 8; ++k) {
           int64_t v;

@@ -132,7 +132,8 @@ public:
 private:
   /// Reads every array through once (`total` bytes, told to `progress`):
   /// the content hash, the integer arrays' ranges and the held arrays; or,
-  /// without `scan` (the data cache had the rest), the held arrays alone.
+  /// without `scan` (the data cache had the rest), the held arrays and
+  /// their ranges alone.
   Status readThrough(uint64_t total,
                      const std::function<void(uint64_t, uint64_t)> &progress,
                      bool scan);

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
@@ -23,8 +25,8 @@ namespace {
 constexpr char kMagic[8] = {'T', 'R', 'A', 'I', 'N', 'C', 'S', 'C'};
 /// Raised whenever what a pass computes changes (a new hash definition).
 constexpr uint32_t kVersion = 1;
-/// A key is a line per file: entries are small.
-constexpr uint64_t kMaxEntryBytes = uint64_t(64) << 20;
+/// statfs's f_type of FUSE file systems.
+constexpr int64_t kFuseMagic = 0x65735546;
 
 void append(std::string &out, const void *p, size_t n) {
   out.append(static_cast<const char *>(p), n);
@@ -50,21 +52,37 @@ Status makeDirectories(const std::string &dir) {
   }
 }
 
+/// A number no other writer has: of this host, process, thread and time.
+uint64_t writerId() {
+  struct {
+    char host[64] = {};
+    int64_t process = 0, ns = 0;
+    size_t thread = 0;
+  } id;
+  ::gethostname(id.host, sizeof id.host - 1);
+  id.process = ::getpid();
+  timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  id.ns = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+  id.thread = std::hash<std::thread::id>()(std::this_thread::get_id());
+  return XXH3_64bits(&id, sizeof id);
+}
+
 } // namespace
 
-Status ScanCache::begin(const std::string &dir, const std::string &layout,
-                        const std::vector<const FileReader *> &files,
-                        ScanCache &out) {
-  out = ScanCache();
+ScanCache ScanCache::begin(const std::string &dir, const std::string &layout,
+                           const std::vector<const FileReader *> &files) {
+  ScanCache out;
   if (dir.empty())
-    return okStatus();
+    return out;
   timespec now;
   ::clock_gettime(CLOCK_REALTIME, &now);
   out.beganNs_ = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
   out.key_ = layout + '\n';
   for (const FileReader *file : files) {
     FileIdentity id;
-    TRAINC_RETURN_IF_ERROR(file->identity(id));
+    if (!file->identity(id).ok() || id.fileSystem == kFuseMagic)
+      return ScanCache();
     char line[160];
     std::snprintf(line, sizeof line, "%llu %llu %llu %lld %lld\n",
                   (unsigned long long)id.device, (unsigned long long)id.inode,
@@ -80,7 +98,13 @@ Status ScanCache::begin(const std::string &dir, const std::string &layout,
   out.dir_ = dir;
   out.path_ = dir + name;
   out.files_ = files;
-  return okStatus();
+  return out;
+}
+
+bool ScanCache::settled(int64_t changedNs, int64_t beganNs) {
+  // Whole seconds: the time was rounded down, by up to a second.
+  int64_t settle = kSettleNs + (changedNs % 1000000000 == 0 ? 1000000000 : 0);
+  return changedNs < beganNs - settle;
 }
 
 bool ScanCache::find(std::vector<uint64_t> &values) const {
@@ -120,7 +144,7 @@ std::string ScanCache::store(const std::vector<uint64_t> &values) const {
   for (size_t i = 0; i < files_.size(); ++i) {
     FileIdentity now;
     if (!files_[i]->identity(now).ok() || now != identities_[i] ||
-        now.changedNs >= beganNs_ - kSettleNs)
+        !settled(now.changedNs, beganNs_))
       return "";
   }
   std::string bytes;
@@ -134,13 +158,21 @@ std::string ScanCache::store(const std::vector<uint64_t> &values) const {
   append(bytes, values.data(), values.size() * 8);
   uint64_t checksum = XXH3_64bits(bytes.data(), bytes.size());
   append(bytes, &checksum, 8);
+  if (bytes.size() > kMaxEntryBytes)
+    return "";
   Status s = makeDirectories(dir_);
-  if (s.ok())
-    // Ranks and runs sharing the cache may write one entry at once.
+  if (s.ok()) {
+    // Ranks and runs sharing the cache (on several hosts, in containers of
+    // their own process ids) may write one entry at once: each through a
+    // temporary name of its own.
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, ".%016llx.tmp",
+                  (unsigned long long)writerId());
     s = writeFileAtomically(
         path_,
         [&](std::ostream &out) { out.write(bytes.data(), bytes.size()); },
-        "." + std::to_string(::getpid()) + ".tmp");
+        suffix);
+  }
   return s.ok() ? "" : "data cache not written: " + s.message();
 }
 

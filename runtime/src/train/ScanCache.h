@@ -10,20 +10,28 @@
 // (runtime/README.md, "The data cache").
 //
 // An entry is found by a key of how the files are read (the layout: format,
-// token width, arrays and offsets) and each file's identity (FileIdentity:
-// device, inode, size, modification and change times). A write to a file
-// sets its change time to the time of the write, and no user can set it
-// back, so a file with the same identity holds the same bytes. Two cases
-// are left, and neither is stored:
-//   - a file whose identity differs after the pass from before it (it was
-//     written during the pass);
-//   - a file changed less than kSettleNs before the pass began: one write
-//     call already under way then (its change time set at its start) could
-//     go on writing during the pass without a later change time.
+// token width, arrays, offsets and counts) and each file's identity
+// (FileIdentity: device, inode, size, modification and change times). A
+// write to a file sets its change time to the time of the write, and no
+// user can set it back (`touch -d` sets the modification time), so a file
+// with the same identity holds the same bytes. What that leaves out, and
+// what is done about it:
+//   - a file changed less than kSettleNs before the pass began (a second
+//     more where the file system keeps whole seconds) is not stored: one
+//     write call already under way then, its change time set at its start,
+//     could go on writing during the pass. A single write of more than a
+//     second, or a file server whose clock is that far behind this host's,
+//     is outside this;
+//   - a file whose identity differs after the pass from before it is not
+//     stored (it could never be found again anyway);
+//   - files on FUSE file systems are never stored: some (sshfs) report the
+//     modification time as the change time, which a user can set back;
+//   - a file written through a memory mapping changes its times only when
+//     the kernel notices the write, which may be after the pass.
 // An entry is checked whole (magic, version, its key again, a checksum);
 // one that is not intact is a miss, read through and written again. A
-// cache that cannot be written is noted in the data's description, never
-// an error: it only costs time.
+// cache that cannot be written or read is noted in the data's description
+// or passed over, never an error: it only costs time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,15 +49,18 @@ namespace trainc {
 
 class ScanCache {
 public:
-  /// A file changed less than this long before a pass began is not cached.
+  /// A file changed less than this long before a pass began is not cached
+  /// (twice as long where the file system keeps whole seconds).
   static constexpr int64_t kSettleNs = 1000000000;
+  /// Entries are a line per file: a larger one is neither written nor read.
+  static constexpr uint64_t kMaxEntryBytes = uint64_t(64) << 20;
 
   /// The cache in `dir` ("": none; find() misses and store() does nothing)
   /// for `files` read as `layout`; takes their identities and the time
-  /// now, so call it just before the pass.
-  static Status begin(const std::string &dir, const std::string &layout,
-                      const std::vector<const FileReader *> &files,
-                      ScanCache &out);
+  /// now, so call it just before the pass. A file that cannot be stat'ed
+  /// leaves it with none.
+  static ScanCache begin(const std::string &dir, const std::string &layout,
+                         const std::vector<const FileReader *> &files);
 
   /// The values an earlier pass stored for these files read this way
   /// (false: none, or an entry that is not intact).
@@ -61,6 +72,9 @@ public:
 
   /// The directory ("" for none).
   const std::string &dir() const { return dir_; }
+  /// Whether a file changed at `changedNs` (FileIdentity) may be stored by
+  /// a pass that began at `beganNs`.
+  static bool settled(int64_t changedNs, int64_t beganNs);
 
 private:
   std::string dir_, path_, key_;

@@ -172,9 +172,7 @@ Status TokenData::open(const DataOptions &options,
     layout += " " + std::to_string(file.payload) + ":" +
               std::to_string(file.width) + ":" + std::to_string(file.count);
   }
-  ScanCache cache;
-  TRAINC_RETURN_IF_ERROR(
-      ScanCache::begin(options.cacheDir, layout, readers, cache));
+  ScanCache cache = ScanCache::begin(options.cacheDir, layout, readers);
   std::vector<uint64_t> values;
   bool cached = cache.find(values) && values.size() == data->files_.size() + 1;
   std::string cacheNote;

@@ -6,8 +6,9 @@
 // read gives, and the cache to its rules: a file changed in place (same
 // size, its modification time set back), replaced, or written during the
 // read is read again; a file changed less than a second before the read is
-// not stored; an entry damaged anywhere is a miss; a cache that cannot be
-// written is noted, not an error.
+// not stored (two seconds for whole-second times); an entry damaged
+// anywhere is a miss; a cache that cannot be written is noted, not an
+// error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,7 +114,7 @@ TEST_F(DataCache, ACachedOpenIsWhatTheReadGives) {
   // others in each.
   std::vector<uint16_t> a = randomIds(FileReader::kScanChunk / 2 + 1000, 1),
                         b = randomIds(5000, 2);
-  a[3000000] = 1200;
+  a[FileReader::kScanChunk / 2 + 500] = 1200; // in the second piece
   b[17] = 1100;
   std::vector<std::string> paths = {writeBin("a.bin", a), writeBin("b.bin", b)};
   settle();
@@ -152,6 +153,45 @@ TEST_F(DataCache, ACachedOpenIsWhatTheReadGives) {
   EXPECT_EQ(entries().size(), 2u);
   EXPECT_TRUE(fromCache(*openTokens(paths, true, nullptr, DataFormat::kBytes)));
   EXPECT_TRUE(fromCache(*openTokens(paths, true)));
+}
+
+// A token file (a 24-byte header, then the ids) through the cache: its
+// ids start after the header, in the hash and in the largest id.
+TEST_F(DataCache, ATokenFileFromTheCacheIsWhatTheReadGives) {
+  std::vector<uint16_t> ids = randomIds(20000, 7);
+  ids[19999] = 4000;
+  std::string bytes = "TRAINCTK";
+  uint32_t version = 1, width = 2;
+  uint64_t count = ids.size();
+  bytes.append(reinterpret_cast<const char *>(&version), 4);
+  bytes.append(reinterpret_cast<const char *>(&width), 4);
+  bytes.append(reinterpret_cast<const char *>(&count), 8);
+  bytes.append(reinterpret_cast<const char *>(ids.data()), ids.size() * 2);
+  std::string path = (dir_ / "t.tok").string();
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), std::streamsize(bytes.size()));
+  settle();
+  auto read = openTokens({path}, false, nullptr, DataFormat::kTokens);
+  EXPECT_FALSE(
+      fromCache(*openTokens({path}, true, nullptr, DataFormat::kTokens)));
+  auto cached = openTokens({path}, true, nullptr, DataFormat::kTokens);
+  ASSERT_TRUE(fromCache(*cached)) << cached->description();
+  EXPECT_EQ(cached->contentHash(), read->contentHash());
+  EXPECT_TRUE(cached->checkVocabulary(4001).ok());
+  EXPECT_EQ(cached->checkVocabulary(4000).message(),
+            read->checkVocabulary(4000).message());
+}
+
+// Whole seconds (file systems that keep no more): a second more to settle,
+// since the time was rounded down.
+TEST(ScanCacheSettle, WholeSecondsWaitASecondMore) {
+  const int64_t s = 1000000000;
+  int64_t began = 100 * s;
+  EXPECT_TRUE(ScanCache::settled(98 * s + 1, began));
+  EXPECT_FALSE(ScanCache::settled(99 * s + 1, began));
+  EXPECT_FALSE(ScanCache::settled(98 * s, began));
+  EXPECT_TRUE(ScanCache::settled(97 * s, began));
+  EXPECT_FALSE(ScanCache::settled(began + 5, began)); // a clock behind
 }
 
 TEST_F(DataCache, AChangedFileIsReadAgain) {
@@ -213,6 +253,11 @@ TEST_F(DataCache, AFileWrittenDuringTheReadIsNotStored) {
   ASSERT_TRUE(TokenData::open(options, data).ok());
   EXPECT_TRUE(written);
   EXPECT_TRUE(entries().empty());
+  // Without the write, the same open stores its entry.
+  settle();
+  options.progress = nullptr;
+  ASSERT_TRUE(TokenData::open(options, data).ok());
+  EXPECT_EQ(entries().size(), 1u);
 }
 
 TEST_F(DataCache, ADamagedEntryIsAMiss) {
@@ -332,6 +377,19 @@ TEST_F(DataCache, SamplesReadOnlyWhatIsHeld) {
                                reinterpret_cast<char *>(image.data()))
                   .ok());
   EXPECT_EQ(image[0], float(100000 + 2048));
+
+  // A label rewritten in place, its modification time set back: read
+  // again, and the held labels' range is the new one.
+  int64_t big = 12;
+  struct stat st;
+  ASSERT_EQ(::stat(paths[1].c_str(), &st), 0);
+  uint64_t at = uint64_t(st.st_size) - 8; // the last label
+  for (int k = 0; k < 8; ++k)
+    rewriteByte(paths[1], at + uint64_t(k), char(big >> (8 * k)));
+  auto changed = open(true, &total);
+  EXPECT_FALSE(fromCache(*changed));
+  EXPECT_EQ(changed->arrays()[1].maxValue, 12);
+  EXPECT_NE(changed->contentHash(), read->contentHash());
 }
 
 } // namespace
