@@ -2,6 +2,7 @@
 
 #include "trainc/Compiler/Pipeline.h"
 
+#include "trainc/Compiler/Partition.h"
 #include "trainc/Compiler/Passes.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -242,10 +243,18 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   if (!options.train)
     return buildExecutablePhases(pm, last, options.lower);
 
-  // autodiff: the backward pass, folding and merging what the rules built,
+  // autodiff: with --sync-batch-norm, the batch statistics summed over the
+  // data axis first (the backward pass then sums their gradients too); the
+  // backward pass, folding and merging what the rules built,
   // then micro-batches (gradient accumulation): the whole step, forward and
   // backward, once per micro-batch, so one micro-batch's activations are
   // alive at a time.
+  if (options.syncBatchNorm) {
+    std::string error;
+    std::optional<graph::Mesh> mesh = parseMesh(options.partition.mesh, error);
+    pm.addPass(createSyncBatchStatistics(
+        SyncBatchStatisticsOptions{mesh ? mesh->size("data") : 1}));
+  }
   pm.addPass(createAutodiff());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());

@@ -201,3 +201,20 @@ func.func @main(%w: tensor<2x3x4xf32> {train.param = "w", train.init = dense<1.0
   %l = graph.reduce_sum %s, dims = [0, 1] : (tensor<16x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// all_reduce (a batch statistic summed over the data ranks by
+// --sync-batch-norm): every rank's result is the sum of every rank's
+// operand, so the operand's cotangent is the all_reduce of the result's.
+// (One rank runs it as the identity; runtime.sync_batch_norm checks 2.)
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[W:.+]]: tensor<3xf32> {{.*}}, %[[X:.+]]: tensor<3xf32> {graph.input = "x"})
+// CHECK: %[[G:.+]] = graph.all_reduce %[[X]], axis = "data" : tensor<3xf32>
+// CHECK: return %{{.+}}, %[[G]]
+func.func @main(%w: tensor<3xf32> {train.param = "w", train.init = dense<1.0> : tensor<3xf32>}, %x: tensor<3xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
+  %y = graph.all_reduce %w, axis = "data" : tensor<3xf32>
+  %s = graph.mul %y, %x : tensor<3xf32>
+  %l = graph.reduce_sum %s, dims = [0] : (tensor<3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -268,6 +268,13 @@ int runCompilerCli(int argc, char **argv) {
                "batch is N times it) and the gradients are averaged across "
                "ranks before the update"),
       cl::location(options.partition.dataParallel), cl::cat(category));
+  cl::opt<bool, true> syncBatchNorm(
+      "sync-batch-norm",
+      cl::desc("With --data-parallel: batch norms normalize by the "
+               "statistics of the whole global batch, summed over the data "
+               "ranks in the forward and the backward pass (PyTorch's "
+               "SyncBatchNorm), instead of each rank's part"),
+      cl::location(options.syncBatchNorm), cl::cat(category));
   cl::opt<bool, true> tensorParallel(
       "tensor-parallel",
       cl::desc("With --mesh tensor=T: split each attention by heads and each "
@@ -451,13 +458,30 @@ int runCompilerCli(int argc, char **argv) {
   }
   // Training options without --train would be ignored: refuse them.
   if (!options.train) {
-    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &gradAccum,    &mesh,      &dataParallel, &tensorParallel,
-             &bucketBytes,  &zero,      &recompute,    &optimizerName,
-             &lr,           &beta1,     &beta2,        &eps,
-             &weightDecay,  &decayAll,  &momentum,     &nesterov,
-             &clipGradNorm, &schedule,  &warmupSteps,  &totalSteps,
-             &minLr,        &decaySteps})
+    for (const cl::Option *o :
+         std::initializer_list<const cl::Option *>{&gradAccum,
+                                                   &mesh,
+                                                   &dataParallel,
+                                                   &syncBatchNorm,
+                                                   &tensorParallel,
+                                                   &bucketBytes,
+                                                   &zero,
+                                                   &recompute,
+                                                   &optimizerName,
+                                                   &lr,
+                                                   &beta1,
+                                                   &beta2,
+                                                   &eps,
+                                                   &weightDecay,
+                                                   &decayAll,
+                                                   &momentum,
+                                                   &nesterov,
+                                                   &clipGradNorm,
+                                                   &schedule,
+                                                   &warmupSteps,
+                                                   &totalSteps,
+                                                   &minLr,
+                                                   &decaySteps})
       if (o->getNumOccurrences())
         return fail("--" + o->ArgStr.str() +
                     " applies to a training step; add --train (or drop it)");

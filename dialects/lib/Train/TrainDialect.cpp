@@ -27,6 +27,20 @@ static LogicalResult verifyName(Operation *op, NamedAttribute attr,
   return success();
 }
 
+LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  if (attr.getName().getValue() == kBatchStatisticAttr) {
+    if (!isa<UnitAttr>(attr.getValue()) ||
+        op->getName().getStringRef() != "graph.reduce_mean")
+      return op->emitError() << "'" << kBatchStatisticAttr
+                             << "' must be a unit attribute of a "
+                                "graph.reduce_mean";
+    return success();
+  }
+  return op->emitError() << "'" << attr.getName().getValue()
+                         << "' is not an attribute of ops";
+}
+
 std::optional<unsigned> TrainDialect::updatedArgument(Operation *op,
                                                       unsigned result) {
   auto fn = dyn_cast<FunctionOpInterface>(op);

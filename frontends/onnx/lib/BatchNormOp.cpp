@@ -28,6 +28,8 @@
 
 #include "ImportContext.h"
 
+#include "trainc/Dialect/Train/TrainDialect.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
@@ -158,9 +160,17 @@ LogicalResult importBatchNormalization(NodeContext &ctx) {
       return ctx.error() << "training mode needs at least one element per "
                             "channel for the batch statistics, got "
                          << type;
-    mean = ctx.create<ReduceMeanOp>(xw, dims);
+    // Marked as the batch's statistics: --sync-batch-norm takes them over
+    // every data-parallel rank's part of the batch.
+    auto statistic = [&](Value of) {
+      auto op = ctx.builder.create<ReduceMeanOp>(ctx.loc, of, dims);
+      op->setAttr(trainc::train::TrainDialect::kBatchStatisticAttr,
+                  ctx.builder.getUnitAttr());
+      return op.getResult();
+    };
+    mean = statistic(xw);
     centered = ctx.create<SubOp>(xw, along(mean));
-    var = ctx.create<ReduceMeanOp>(ctx.create<MulOp>(centered, centered), dims);
+    var = statistic(ctx.create<MulOp>(centered, centered));
     ctx.setOutput(3, ctx.convert(mean, element));
     ctx.setOutput(4, ctx.convert(var, element));
   }

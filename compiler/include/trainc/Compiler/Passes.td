@@ -212,6 +212,37 @@ def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
   let dependentDialects = ["trainc::graph::GraphDialect"];
 }
 
+def SyncBatchStatistics : Pass<"trainc-sync-batch-statistics", "mlir::ModuleOp"> {
+  let summary = "Take each batch statistic over every data-parallel rank's part of the batch";
+  let description = [{
+    SyncBatchNorm (`--sync-batch-norm`, with `--data-parallel` on a mesh
+    whose `data` axis has `ranks` = N > 1). Input: `@main` before autodiff,
+    whose ops marked `train.batch_statistic` are each a `graph.reduce_mean`
+    over the batch (the ONNX importer marks a training-mode
+    BatchNormalization's mean and variance). Every rank's part of the
+    global batch has the same size, so the mean of the ranks' means is the
+    global batch's: each marked mean m becomes `graph.all_reduce` of m over
+    the `data` axis divided by N. The variance is the mean of the squared
+    distances from that global mean, so it becomes the global batch's
+    (population) variance the same way, and the running statistics made
+    from them are the same on every rank.
+
+    It runs before autodiff, which differentiates the all_reduce (its
+    cotangent is the all_reduce of the result's): the backward pass sums
+    the statistics' gradients over the ranks too, as PyTorch's
+    SyncBatchNorm does. N ranks with batch B then train as one rank with
+    batch N B (up to the order of the sums).
+
+    Errors: `ranks` below 2, and a program with no marked statistic (no
+    batch norm in training mode: nothing to synchronize).
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", "1",
+           "The ranks on the mesh's data axis">,
+  ];
+  let dependentDialects = ["trainc::graph::GraphDialect"];
+}
+
 def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of @main's loss w.r.t. its trainable parameters";
   let description = [{

@@ -18,6 +18,11 @@
 //   extract_patches   fold_patches of g (each patch summed back where it
 //                     was read)
 //   fold_patches      extract_patches of g
+//   all_reduce        all_reduce of g: every rank's result is the sum of
+//                     every rank's operand, so an operand's cotangent is
+//                     the sum of every rank's result cotangent (a batch
+//                     statistic summed in the forward pass, summed again
+//                     in the backward: --sync-batch-norm)
 //
 // iota and constant have no operands and need no rule.
 //
@@ -283,9 +288,15 @@ void foldPatchesVjp(FoldPatchesOp op, OpBuilder &b, Value g,
                                            op.getPadLow(), op.getPadHigh()));
 }
 
+void allReduceVjp(AllReduceOp op, OpBuilder &b, Value g,
+                  SmallVectorImpl<Value> &out) {
+  out.push_back(b.create<AllReduceOp>(op.getLoc(), g, op.getAxis()));
+}
+
 } // namespace
 
 void attachDataMovementGradients(MLIRContext &context) {
+  AllReduceOp::attachInterface<Gradient<AllReduceOp, allReduceVjp>>(context);
   ReduceSumOp::attachInterface<Gradient<ReduceSumOp, reduceSumVjp>>(context);
   ReduceMeanOp::attachInterface<Gradient<ReduceMeanOp, reduceMeanVjp>>(context);
   ReduceMaxOp::attachInterface<Gradient<ReduceMaxOp, reduceMaxVjp>>(context);

@@ -51,9 +51,18 @@ def Train_Dialect : Dialect {
     Names are the user's (ONNX initializer names), kept exactly: checkpoints
     and `--freeze` refer to them. Data inputs and named outputs are the
     graph dialect's `graph.input` and `graph.output`.
+
+    On ops:
+    - `train.batch_statistic` (unit) on a `graph.reduce_mean` that is a
+      statistic of the batch (a batch norm's mean or variance, as the ONNX
+      importer's BatchNormalization marks them): with data parallelism, a
+      statistic each rank takes of its own part of the batch, which
+      `--sync-batch-norm` (trainc-sync-batch-statistics) makes the whole
+      batch's.
   }];
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     static constexpr ::llvm::StringLiteral kParamAttr = "train.param";
     static constexpr ::llvm::StringLiteral kInitAttr = "train.init";
@@ -65,6 +74,8 @@ def Train_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kMetricAttr = "train.metric";
     static constexpr ::llvm::StringLiteral kDataAttr = "train.data";
     static constexpr ::llvm::StringLiteral kLossScaleAttr = "train.loss_scale";
+    static constexpr ::llvm::StringLiteral kBatchStatisticAttr =
+        "train.batch_statistic";
     /// The values of train.metric and train.data.
     static bool isMetricKind(::llvm::StringRef kind) {
       return kind == "grad_norm" || kind == "lr" || kind == "loss_scale" ||
