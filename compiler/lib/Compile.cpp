@@ -43,7 +43,7 @@ std::string checkOptions(const CompileOptions &options) {
   if (options.partition.zero < 0 || options.partition.zero > 3)
     return "--zero must be 1, 2 or 3 (0: none), not " +
            std::to_string(options.partition.zero);
-  if (options.syncBatchNorm &&
+  if (options.partition.syncBatchNorm &&
       (!options.partition.dataParallel || mesh->size("data") < 2))
     return "--sync-batch-norm needs --data-parallel on a mesh of at least 2 "
            "data ranks (--mesh data=N): it takes the batch norms' statistics "
@@ -92,7 +92,6 @@ compileModel(mlir::MLIRContext &context, llvm::StringRef path,
   pipeline.recompute = options.recompute;
   pipeline.schedule = options.schedule;
   pipeline.partition = options.partition;
-  pipeline.syncBatchNorm = options.syncBatchNorm;
   pipeline.precision = options.precision;
   pipeline.lower = options.lower;
   mlir::PassManager pm(&context);

@@ -249,12 +249,13 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last,
   // then micro-batches (gradient accumulation): the whole step, forward and
   // backward, once per micro-batch, so one micro-batch's activations are
   // alive at a time.
-  if (options.syncBatchNorm) {
-    std::string error;
-    std::optional<graph::Mesh> mesh = parseMesh(options.partition.mesh, error);
+  // (A mesh that does not parse is the partition pass's error.)
+  std::string meshError;
+  std::optional<graph::Mesh> mesh =
+      parseMesh(options.partition.mesh, meshError);
+  if (options.partition.syncBatchNorm && mesh)
     pm.addPass(createSyncBatchStatistics(
-        SyncBatchStatisticsOptions{mesh ? mesh->size("data") : 1}));
-  }
+        SyncBatchStatisticsOptions{mesh->size("data")}));
   pm.addPass(createAutodiff());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());

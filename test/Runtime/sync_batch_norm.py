@@ -2,8 +2,9 @@
 """--sync-batch-norm: batch norms over the global batch of the data ranks.
 
 A model with a batch norm in training mode after a trained projection
-(x [B, 8] -> MatMul [8, 6] -> [B, 2, 3] -> BatchNormalization over 2
-channels -> Relu -> [B, 6] -> MatMul [6, 4] -> SoftmaxCrossEntropyLoss),
+(x [B, 8] -> MatMul [8, 12] -> [B, 2, 2, 3] -> BatchNormalization over 2
+channels, so over dimensions 0, 2 and 3 -> Relu -> [B, 12] -> MatMul
+[12, 4] -> SoftmaxCrossEntropyLoss),
 written here with onnx.helper, trains 10 SGD steps on the same samples:
 
 - on one rank with batch 8 (the definition: the batch norm's statistics
@@ -16,7 +17,11 @@ written here with onnx.helper, trains 10 SGD steps on the same samples:
   order);
 - on 2 ranks without it (each rank's own 4 samples, as PyTorch's DDP with
   plain BatchNorm): the first loss already differs by more than 1e-3, which
-  shows the comparison above can fail.
+  shows the comparison above can fail;
+- on 2 ranks with --sync-batch-norm and --zero 3 (parameters split and
+  gathered: the same arithmetic), within 1e-6 of the synced run; and with
+  --grad-accum 2 (statistics per micro-batch of both ranks) and with
+  --precision bf16: they train, to finite losses.
 
 Also: --sync-batch-norm without --data-parallel, and on a model with no
 batch norm, are errors naming the flag. Exits 77 (skipped) without mpirun.
@@ -47,20 +52,20 @@ def write_model(path, batch):
         return numpy_helper.from_array(np.asarray(value, np.float32), name)
 
     inits = [
-        init('w1', rng.normal(0, 0.5, (8, 6))),
-        init('w2', rng.normal(0, 0.5, (6, 4))),
+        init('w1', rng.normal(0, 0.5, (8, 12))),
+        init('w2', rng.normal(0, 0.5, (12, 4))),
         init('bn.scale', rng.uniform(0.5, 1.5, 2)),
         init('bn.bias', rng.normal(0, 0.1, 2)),
         init('bn.running_mean', np.zeros(2)),
         init('bn.running_var', np.ones(2)),
-        numpy_helper.from_array(np.array([batch, 2, 3], np.int64), 'to3d'),
-        numpy_helper.from_array(np.array([batch, 6], np.int64), 'to2d'),
+        numpy_helper.from_array(np.array([batch, 2, 2, 3], np.int64), 'to4d'),
+        numpy_helper.from_array(np.array([batch, 12], np.int64), 'to2d'),
     ]
     nodes = [
         helper.make_node('MatMul', ['x', 'w1'], ['h']),
-        helper.make_node('Reshape', ['h', 'to3d'], ['h3']),
+        helper.make_node('Reshape', ['h', 'to4d'], ['h4']),
         helper.make_node('BatchNormalization',
-                         ['h3', 'bn.scale', 'bn.bias', 'bn.running_mean',
+                         ['h4', 'bn.scale', 'bn.bias', 'bn.running_mean',
                           'bn.running_var'],
                          ['n', 'bn.running_mean_out', 'bn.running_var_out'],
                          training_mode=1, momentum=0.9),
@@ -89,7 +94,7 @@ def main():
         save_file({'x': rng.normal(0, 1, (64, 8)).astype(np.float32),
                    'labels': rng.integers(0, 4, 64).astype(np.int64)}, data)
         models = {}
-        for batch in (8, 4):
+        for batch in (8, 4, 2):
             models[batch] = os.path.join(work, f'bn{batch}.onnx')
             write_model(models[batch], batch)
 
@@ -140,6 +145,25 @@ def main():
                   f'in {bad})')
             moved = float(np.max(np.abs(ref_w['bn.running_var'] - 1)))
             check(moved > 1e-3, f'the running variance moved ({moved:.2e})')
+        # With ZeRO-3, gradient accumulation and bf16.
+        zero3 = compile('zero3', 4, '--mesh', 'data=2', '--data-parallel',
+                        '--sync-batch-norm', '--zero', '3')
+        accum = compile('accum', 2, '--mesh', 'data=2', '--data-parallel',
+                        '--sync-batch-norm', '--grad-accum', '2')
+        bf16 = compile('bf16', 4, '--mesh', 'data=2', '--data-parallel',
+                       '--sync-batch-norm', '--precision', 'bf16')
+        for name, exe in (('zero 3', zero3), ('grad-accum 2', accum), ('bf16', bf16)):
+            check(exe.endswith('.tcx'), f'{name} compiles ({exe.strip()[-300:]})')
+            got = run(lambda c: mpirun(2, c), exe, name.replace(' ', '_'))
+            if got:
+                losses = [loss for loss, _ in got[0]]
+                check(len(losses) == STEPS and all(np.isfinite(losses)),
+                      f'{name}: {len(losses)} finite losses ({losses[0]:.4f} -> '
+                      f'{losses[-1]:.4f})')
+            if got and name == 'zero 3' and sync_run:
+                worst = float(np.max(np.abs(np.array(got[0]) - np.array(sync_run[0])) /
+                                     np.abs(np.array(sync_run[0]))))
+                check(worst <= 1e-6, f'zero 3 follows the synced run within 1e-6 ({worst:.2e})')
         if reference and local_run:
             first = abs(local_run[0][0][0] - reference[0][0][0]) / abs(reference[0][0][0])
             check(first > 1e-3, f'without --sync-batch-norm the first loss differs '

@@ -30,3 +30,16 @@ func.func @main(%w: tensor<1x2x4x8xf32> {train.param = "w", train.init = dense<0
   %1 = graph.reduce_sum %o, dims = [0, 1, 2, 3] : (tensor<1x2x4x8xf32>) -> tensor<f32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// all_reduce has a rule over the data axis only (--sync-batch-norm's
+// statistics): over the tensor axis every rank computes the same loss, and
+// the rule would differ.
+func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : tensor<4xf32>}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
+  // expected-error@+2 {{'graph.all_reduce' op over the 'tensor' axis has no gradient rule (only 'data', whose ranks' losses the partition phase averages)}}
+  // expected-error@+1 {{autodiff: the gradient rule of 'graph.all_reduce' failed}}
+  %0 = graph.all_reduce %w, axis = "tensor" : tensor<4xf32>
+  %1 = graph.reduce_sum %0, dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}

@@ -274,7 +274,7 @@ int runCompilerCli(int argc, char **argv) {
                "statistics of the whole global batch, summed over the data "
                "ranks in the forward and the backward pass (PyTorch's "
                "SyncBatchNorm), instead of each rank's part"),
-      cl::location(options.syncBatchNorm), cl::cat(category));
+      cl::location(options.partition.syncBatchNorm), cl::cat(category));
   cl::opt<bool, true> tensorParallel(
       "tensor-parallel",
       cl::desc("With --mesh tensor=T: split each attention by heads and each "

@@ -142,6 +142,11 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
           << data << " ranks but no strategy uses it: add --data-parallel";
       return signalPassFailure();
     }
+    if (syncBatchNorm && (!dataParallel || data < 2)) {
+      module.emitError("partition: sync-batch-norm needs data-parallel on a "
+                       "data axis of at least 2 ranks");
+      return signalPassFailure();
+    }
     auto fn = module.lookupSymbol<func::FuncOp>("main");
     if (!fn) {
       module.emitError("partition: no function @main");
@@ -275,7 +280,10 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
                           "step: no result is marked train.loss");
     // The loss (a metric) on its own: the buckets hold gradients only.
     averageInBuckets(fn, ret, {*loss}, ranks);
-    averageInBuckets(fn, ret, statistics, ranks);
+    // Statistics of the global batch (sync-batch-norm) are already the same
+    // on every rank: averaging them would only round them again.
+    if (!syncBatchNorm)
+      averageInBuckets(fn, ret, statistics, ranks);
     if (zero == 3)
       splitParameters(fn, ranks);
     averageInBuckets(fn, ret, averaged, ranks);

@@ -41,8 +41,9 @@ struct SyncBatchStatisticsPass
     });
     if (statistics.empty()) {
       module.emitError("sync-batch-statistics: the model has no batch "
-                       "statistics to synchronize (no BatchNormalization in "
-                       "training mode)");
+                       "statistics to synchronize (the ONNX importer marks "
+                       "those of a BatchNormalization in training mode; "
+                       "this model has none)");
       return signalPassFailure();
     }
     for (ReduceMeanOp op : statistics) {

@@ -37,8 +37,8 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                 "graph.reduce_mean";
     return success();
   }
-  return op->emitError() << "'" << attr.getName().getValue()
-                         << "' is not an attribute of ops";
+  return op->emitError() << "unknown train op attribute '"
+                         << attr.getName().getValue() << "'";
 }
 
 std::optional<unsigned> TrainDialect::updatedArgument(Operation *op,

@@ -29,6 +29,10 @@ its own batch); a NaN in the batch leaves its channel's as they were (the
 step is skipped; the other channels update, as in PyTorch); an executable
 compiled without --train leaves them as they are, run after run. Within
 1e-6 of the largest entry (float32 sums of 100 terms).
+
+Marks: a training-mode node's batch mean and variance are marked
+train.batch_statistic (for --sync-batch-norm), an inference-mode node's
+and --eval-mode's are not.
 """
 import os
 import subprocess
@@ -439,8 +443,28 @@ def errors(work):
     return ok
 
 
+def marks(work):
+    """The batch's mean and variance of a training-mode node are marked
+    train.batch_statistic (what --sync-batch-norm takes over the data
+    ranks): two a node; none in inference mode or with --eval-mode."""
+    ok = True
+    train_case, infer_case = (Case('t', (4, 3, 5), True), Case('i', (4, 3, 5), False))
+    for opset in (13, 15):
+        path = os.path.join(work, f'marks_{opset}.onnx')
+        model([train_case, infer_case], opset, path)
+        for flags, want in (([], 2), (['--eval-mode'], 0)):
+            text = run(['trainc', path, '--compile-to=import', *flags]).stdout
+            got = text.count('train.batch_statistic')
+            good = got == want and (not want or text.count(
+                'graph.reduce_mean') >= want)
+            ok &= good
+            print(f'marks opset {opset} {" ".join(flags) or "(training)"}: '
+                  f'{got} marked, want {want} -> {"ok" if good else "FAILED"}')
+    return ok
+
+
 def main():
-    run_checks(forward, gradients, state, errors)
+    run_checks(forward, gradients, state, marks, errors)
 
 
 if __name__ == '__main__':

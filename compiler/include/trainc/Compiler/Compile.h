@@ -36,11 +36,8 @@ struct CompileOptions {
   /// Gradient accumulation (the grad-accum pass's options).
   GradAccumOptions gradAccum;
   /// The device mesh and its strategies (the partition pass's options:
-  /// --mesh, --data-parallel).
+  /// --mesh, --data-parallel, --sync-batch-norm, ...).
   PartitionOptions partition;
-  /// With data parallelism: batch norms over the global batch
-  /// (--sync-batch-norm: trainc-sync-batch-statistics before autodiff).
-  bool syncBatchNorm = false;
   /// The optimizer phase (the optimizer pass's options); optimizer "none":
   /// no update, the step returns the gradients.
   OptimizerOptions optimizer;

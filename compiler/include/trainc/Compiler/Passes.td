@@ -363,6 +363,11 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
            "The device mesh, e.g. data=2 (axes data and tensor; absent: 1)">,
     Option<"dataParallel", "data-parallel", "bool", "false",
            "Split each batch over the data axis and average the gradients">,
+    Option<"syncBatchNorm", "sync-batch-norm", "bool", "false",
+           "With data-parallel: the batch statistics were taken over every "
+           "rank (trainc-sync-batch-statistics, which the pipeline runs "
+           "before autodiff), so the running statistics are the same on "
+           "every rank and are not averaged">,
     Option<"tensorParallel", "tensor-parallel", "bool", "false",
            "Split attention by heads and MLPs by features over the tensor "
            "axis (Megatron-LM)">,

@@ -151,9 +151,6 @@ struct PipelineOptions {
   int64_t gradAccum = 1;
   /// The partition phase's options (no mesh: the phase changes nothing).
   PartitionOptions partition;
-  /// Batch norms over the global batch of the data axis: the autodiff
-  /// phase starts with trainc-sync-batch-statistics.
-  bool syncBatchNorm = false;
   /// The optimizer phase's options; absent: no optimizer step (the
   /// program returns the gradients).
   std::optional<OptimizerOptions> optimizer;

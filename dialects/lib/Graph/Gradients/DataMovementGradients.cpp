@@ -18,11 +18,11 @@
 //   extract_patches   fold_patches of g (each patch summed back where it
 //                     was read)
 //   fold_patches      extract_patches of g
-//   all_reduce        all_reduce of g: every rank's result is the sum of
-//                     every rank's operand, so an operand's cotangent is
-//                     the sum of every rank's result cotangent (a batch
-//                     statistic summed in the forward pass, summed again
-//                     in the backward: --sync-batch-norm)
+//   all_reduce        over the data axis: all_reduce of g, every rank's
+//                     result being the sum of every rank's operand (a
+//                     batch statistic summed in the forward pass, summed
+//                     again in the backward: --sync-batch-norm); see
+//                     AllReduceGradient
 //
 // iota and constant have no operands and need no rule.
 //
@@ -288,15 +288,40 @@ void foldPatchesVjp(FoldPatchesOp op, OpBuilder &b, Value g,
                                            op.getPadLow(), op.getPadHigh()));
 }
 
-void allReduceVjp(AllReduceOp op, OpBuilder &b, Value g,
-                  SmallVectorImpl<Value> &out) {
-  out.push_back(b.create<AllReduceOp>(op.getLoc(), g, op.getAxis()));
-}
+/// all_reduce over the data axis. Each data-parallel rank differentiates
+/// its own loss L_r, and the partition phase then averages the ranks'
+/// gradients: the objective is (1/N) sum_r L_r. Rank s's operand reaches
+/// every rank's result, so its cotangent is the sum over the ranks of the
+/// result cotangents, which the average then divides by N. Over the
+/// tensor axis every rank computes the same loss and the rule would be the
+/// identity instead (Megatron's g); no pass puts one before autodiff, so
+/// it is refused rather than guessed.
+struct AllReduceGradient
+    : public GradientOpInterface::ExternalModel<AllReduceGradient,
+                                                AllReduceOp> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &b,
+                         ValueRange resultCotangents,
+                         SmallVectorImpl<Value> &out) const {
+    auto allReduce = cast<AllReduceOp>(op);
+    Value g = resultCotangents.empty() ? Value() : resultCotangents.front();
+    if (!g) {
+      out.push_back(Value());
+      return success();
+    }
+    if (allReduce.getAxis() != "data")
+      return op->emitOpError("over the '")
+             << allReduce.getAxis()
+             << "' axis has no gradient rule (only 'data', whose ranks' "
+                "losses the partition phase averages)";
+    out.push_back(b.create<AllReduceOp>(op->getLoc(), g, allReduce.getAxis()));
+    return success();
+  }
+};
 
 } // namespace
 
 void attachDataMovementGradients(MLIRContext &context) {
-  AllReduceOp::attachInterface<Gradient<AllReduceOp, allReduceVjp>>(context);
+  AllReduceOp::attachInterface<AllReduceGradient>(context);
   ReduceSumOp::attachInterface<Gradient<ReduceSumOp, reduceSumVjp>>(context);
   ReduceMeanOp::attachInterface<Gradient<ReduceMeanOp, reduceMeanVjp>>(context);
   ReduceMaxOp::attachInterface<Gradient<ReduceMaxOp, reduceMaxVjp>>(context);
