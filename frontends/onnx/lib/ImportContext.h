@@ -57,6 +57,9 @@ struct OpEntry {
 
 /// Looks up `opType` in the default domain's table; null if absent.
 const OpEntry *findOp(llvm::StringRef opType);
+/// Why trainc cannot import `opType` whatever its inputs, for the error
+/// ("its output's shape depends on ..."); "" for ops it merely lacks.
+llvm::StringRef whyNotImported(llvm::StringRef opType);
 llvm::ArrayRef<OpEntry> opTable();
 
 /// Maps an ONNX TensorProto data type to an MLIR element type, or null for
@@ -376,6 +379,7 @@ TRAINC_ONNX_IMPORT_FN(CumSum)
 TRAINC_ONNX_IMPORT_FN(Tile)
 TRAINC_ONNX_IMPORT_FN(Trilu)
 TRAINC_ONNX_IMPORT_FN(EyeLike)
+TRAINC_ONNX_IMPORT_FN(OneHot)
 TRAINC_ONNX_IMPORT_FN(MatMul)
 TRAINC_ONNX_IMPORT_FN(Einsum)
 TRAINC_ONNX_IMPORT_FN(Gemm)

@@ -203,10 +203,15 @@ LogicalResult importNodes(GraphImporter &graph, StringRef path,
                 "default ai.onnx domain; see "
                 "trainc --list-onnx-ops)";
     const OpEntry *entry = findOp(node.op_type());
-    if (!entry)
+    if (!entry) {
+      StringRef why = whyNotImported(node.op_type());
+      if (!why.empty())
+        return ctxNode.error()
+               << "unsupported op '" << node.op_type() << "': " << why;
       return ctxNode.error() << "unsupported op '" << node.op_type()
                              << "' (trainc --list-onnx-ops lists the "
                                 "supported ops and opsets)";
+    }
     if (graph.opset < entry->minOpset || graph.opset > entry->maxOpset)
       return ctxNode.error() << node.op_type() << " is supported for opsets "
                              << entry->minOpset << " to " << entry->maxOpset;

@@ -115,6 +115,8 @@ const OpEntry kOps[] = {
     {"NegativeLogLikelihoodLoss", 13, kLatest, importNegativeLogLikelihoodLoss,
      ""},
     {"Not", 13, kLatest, importNot, ""},
+    {"OneHot", 11, kLatest, importOneHot,
+     "depth must be constant; a label's class as a comparison with an iota"},
     {"Or", 13, kLatest, importOr, ""},
     {"PRelu", 13, kLatest, importPRelu, "gradient slope at 0, as torch"},
     {"Pad", 13, kLatest, importPad,
@@ -194,6 +196,21 @@ const OpEntry *findOp(llvm::StringRef opType) {
     if (opType == e.opType)
       return &e;
   return nullptr;
+}
+
+llvm::StringRef whyNotImported(llvm::StringRef opType) {
+  // Ops whose result's shape depends on their inputs' values: a static
+  // memory plan cannot hold them.
+  static const char *const kValueShaped[] = {
+      "NonZero", "Unique", "Compress", "NonMaxSuppression", "StringSplit"};
+  for (const char *op : kValueShaped)
+    if (opType == op)
+      return "its output's shape depends on its input's values, and trainc "
+             "compiles static shapes and a static memory plan (a "
+             "mixture-of-experts layer that gathers each expert's tokens by "
+             "index, as Hugging Face's eager experts loop does, needs a dense "
+             "form)";
+  return "";
 }
 
 } // namespace trainc::onnx_import

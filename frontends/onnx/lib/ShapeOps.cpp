@@ -13,6 +13,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace trainc::graph;
@@ -754,6 +755,73 @@ LogicalResult importEyeLike(NodeContext &ctx) {
   auto resultType = RankedTensorType::get(type.getShape(), element);
   ctx.setOutput(0, ctx.create<SelectOp>(onDiagonal, ctx.splat(resultType, 1),
                                         ctx.splat(resultType, 0)));
+  return success();
+}
+
+/// `v` as printf's %g writes it (3, 3.8, 1e+300).
+static std::string shortNumber(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+/// OneHot: along a new axis of `depth` classes, values[1] where the class
+/// is the index (a negative index counts from depth), values[0] elsewhere;
+/// an index outside [-depth, depth) gives a row of values[0].
+LogicalResult importOneHot(NodeContext &ctx) {
+  auto indices = ctx.input(0);
+  auto depthValue = ctx.scalarInput(1, "depth (the number of classes)");
+  auto values = ctx.input(2);
+  if (failed(indices) || failed(depthValue) || failed(values))
+    return failure();
+  // Non-integer depth and indices are cast to int64, as the spec says.
+  if (!(*depthValue >= 1 && *depthValue < double(kMaxConstantElements)))
+    return ctx.error() << "depth " << shortNumber(*depthValue)
+                       << " is not a class count of at least 1 (and below "
+                       << kMaxConstantElements << ")";
+  int64_t depth = static_cast<int64_t>(*depthValue);
+  auto valuesType = ctx.inputType(*values);
+  if (valuesType.getNumElements() != 2 || valuesType.getRank() != 1)
+    return ctx.error() << "values must be [off_value, on_value], got "
+                       << valuesType;
+  auto type = ctx.inputType(*indices);
+  if (type.getRank() == 0)
+    return ctx.error() << "indices must have rank 1 or more (as the "
+                          "specification's shape inference requires), got "
+                       << type;
+  auto axis =
+      ctx.normalizeAxis(ctx.intAttr("axis", -1), type.getRank() + 1, "axis");
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(type.getShape());
+  shape.insert(shape.begin() + *axis, depth);
+  auto i64 = ctx.builder.getI64Type();
+  auto indexType = RankedTensorType::get(type.getShape(), i64);
+  Value index = ctx.convert(*indices, i64);
+  Value wrapped = ctx.create<SelectOp>(
+      ctx.create<CompareOp>(ComparisonDirection::LT, index,
+                            ctx.splat(indexType, 0)),
+      ctx.create<AddOp>(index, ctx.splat(indexType, double(depth))), index);
+  auto wideType = RankedTensorType::get(shape, i64);
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d <= type.getRank(); ++d)
+    if (d != *axis)
+      dims.push_back(d);
+  Value isClass = ctx.create<CompareOp>(
+      ComparisonDirection::EQ, ctx.create<IotaOp>(wideType, *axis),
+      ctx.create<BroadcastInDimOp>(wideType, wrapped, dims));
+  // off_value and on_value as scalars broadcast to the result.
+  auto resultType = RankedTensorType::get(shape, valuesType.getElementType());
+  auto scalarType = RankedTensorType::get({}, valuesType.getElementType());
+  auto pick = [&](int64_t i) {
+    Value one =
+        ctx.create<SliceOp>(*values, ArrayRef<int64_t>{i},
+                            ArrayRef<int64_t>{i + 1}, ArrayRef<int64_t>{1});
+    return ctx.create<BroadcastInDimOp>(resultType,
+                                        ctx.create<ReshapeOp>(scalarType, one),
+                                        ArrayRef<int64_t>{});
+  };
+  ctx.setOutput(0, ctx.create<SelectOp>(isClass, pick(1), pick(0)));
   return success();
 }
 

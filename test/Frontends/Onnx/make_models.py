@@ -7,6 +7,8 @@ Each model isolates one thing the importer must diagnose or handle (opset 17
 and IR version 8 unless noted):
 
   unsupported_op.onnx          an LpPool node 'pool0': an op trainc does not read
+  value_shaped_op.onnx         a NonZero node 'nz': an op whose output's shape
+                               depends on its input's values
   custom_domain.onnx           FusedMatMul 'fmm' of domain com.microsoft
   symbolic_batch.onnx          Gather of an initializer by int64 tokens
                                ["batch", 16]: needs --input-shape
@@ -49,6 +51,13 @@ def ramp(name, shape):
     """A float32 initializer holding 0, 0.1, 0.2, ... in row-major order."""
     values = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) / 10
     return numpy_helper.from_array(values, name)
+
+
+def value_shaped_op():
+    return make_model(
+        [helper.make_node('NonZero', ['X'], ['Y'], name='nz')],
+        [float_input('X', [2, 3])],
+        [helper.make_tensor_value_info('Y', TensorProto.INT64, [2, None])])
 
 
 def unsupported_op():
@@ -141,6 +150,7 @@ def main():
     os.makedirs(out, exist_ok=True)
 
     for name, build in [('unsupported_op', unsupported_op),
+                        ('value_shaped_op', value_shaped_op),
                         ('custom_domain', custom_domain),
                         ('symbolic_batch', symbolic_batch),
                         ('opset_too_old', opset_too_old),
