@@ -8,9 +8,11 @@
         metrics = trainer.step(batch)
     trainer.sync_to(model)              # the trained weights, into the module
 
-The module and the loss are exported together with torch.onnx (the
-TorchScript exporter, opset 17, in training mode, the loss in the graph),
-so trainc trains exactly what `loss_fn(module, batch)` computes; the
+The module and the loss are exported together with torch.onnx (by default
+the TorchScript exporter, opset 17, in training mode, the loss in the
+graph; `exporter='dynamo'` takes torch.export's, which PyTorch made its
+default in 2.9 when it deprecated the other), so trainc trains exactly
+what `loss_fn(module, batch)` computes; the
 module's buffers are frozen (not trained), its parameters trained under
 their names in `module.named_parameters()`. The batch must be a dict of
 tensors (give attention masks explicitly: the exporter fixes shapes and
@@ -19,6 +21,7 @@ compile is reported with the module path the exporter recorded for it.
 """
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -48,6 +51,30 @@ class _LossModule(torch.nn.Module):
 
     def forward(self, *tensors):
         return self.loss_fn(self.module, dict(zip(self.names, tensors)))
+
+
+def _scoped_paths(message: str, model) -> str:
+    """trainc's error with the module path of the node it names by index
+    (node #12), from the dynamo exporter's name scopes of that node
+    (['', 'module', 'encoder', 'encoder.0', 'linalg_det']: the modules,
+    then the op)."""
+    def add_path(match):
+        index = int(match.group(1))
+        if index >= len(model.graph.node):
+            return match.group(0)
+        scopes = next((p.value for p in model.graph.node[index].metadata_props
+                       if p.key == 'pkg.torch.onnx.name_scopes'), None)
+        try:
+            parts = [s for s in ast.literal_eval(scopes)[:-1] if s] if scopes else None
+        except (ValueError, SyntaxError):
+            parts = None
+        if parts is None:
+            return match.group(0)
+        path = parts[-1] if parts else ''
+        # _LossModule's attribute: the user's module is under 'module'.
+        path = '' if path == 'module' else path.removeprefix(_PREFIX)
+        return f"{match.group(0)} [module {path or '(the top module)'}]"
+    return re.sub(r"node #(\d+) '[^']*'", add_path, message)
 
 
 def _module_paths(message: str) -> str:
@@ -111,7 +138,10 @@ class TorchTrainer(BridgeTrainer):
         training steps update) into its buffers; each must exist in it with
         the same shape. (A batch norm's num_batches_tracked is not
         counted: it matters only with momentum None.)"""
-        params = {**dict(module.named_buffers()), **dict(module.named_parameters())}
+        # Every name of a tied parameter: the exporters name it by different
+        # ones (the TorchScript exporter the first, torch.export the last).
+        params = {**dict(module.named_buffers(remove_duplicate=False)),
+                  **dict(module.named_parameters(remove_duplicate=False))}
         for name, value in self.state_dict().items():
             if name not in params:
                 raise KeyError(f"the module has no parameter or buffer '{name}'")
@@ -125,14 +155,36 @@ class TorchTrainer(BridgeTrainer):
 def compile_training(module: torch.nn.Module,
                      loss_fn: Callable[[torch.nn.Module, Dict[str, Any]], Any],
                      example_batch: Mapping[str, torch.Tensor], *,
-                     optimizer: str = 'adamw', opset: int = 17,
+                     optimizer: str = 'adamw', opset: int | None = None,
+                     exporter: str = 'torchscript',
                      **options: Any) -> TorchTrainer:
     """Exports `loss_fn(module, batch)` (a scalar loss) at `example_batch`
     (a dict of tensors; their shapes and dtypes are fixed by it), compiles a
     training step with `optimizer` and trainc's other options (lr=...,
     precision=..., see trainc.compiler_help()) and returns its trainer.
     Parameters are trained; buffers are frozen. Raises CompileError, with
-    module paths, when trainc cannot compile the exported graph."""
+    module paths, when trainc cannot compile the exported graph.
+
+    `exporter`: 'torchscript' (torch.onnx.export(dynamo=False), opset 17
+    unless `opset` says otherwise) or 'dynamo' (torch.export, the exporter's
+    own default opset unless given; refused for a module with batch norms,
+    which it writes in inference mode)."""
+    if exporter not in ('torchscript', 'dynamo'):
+        raise ValueError(f"exporter must be 'torchscript' or 'dynamo', not "
+                         f"{exporter!r}")
+    if exporter == 'dynamo':
+        # torch.export writes a batch norm as in eval mode (its running
+        # statistics, one output) even from a module in training mode
+        # (PyTorch 2.15): the step would not normalize by the batch.
+        norms = [n for n, m in module.named_modules()
+                 if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        if norms:
+            raise ValueError(
+                f"exporter='dynamo' writes batch norms ('{norms[0]}'"
+                f"{f' and {len(norms) - 1} more' if len(norms) > 1 else ''}) "
+                "in inference mode, normalized by their running statistics, "
+                "so the step would not train them as PyTorch does: use "
+                "exporter='torchscript'")
     names = list(example_batch)
     tensors = tuple(torch.as_tensor(example_batch[n]) for n in names)
     wrapper = _LossModule(module, loss_fn, names)
@@ -147,10 +199,18 @@ def compile_training(module: torch.nn.Module,
         changed = {}
         module.train()
         try:
-            torch.onnx.export(wrapper, tensors, path, input_names=names,
-                              output_names=['loss'], opset_version=opset,
-                              training=torch.onnx.TrainingMode.TRAINING,
-                              do_constant_folding=False, dynamo=False)
+            if exporter == 'dynamo':
+                # In training mode as the module is; no graph optimization
+                # (it would fold what trainc recognizes).
+                torch.onnx.export(wrapper, tensors, path, input_names=names,
+                                  output_names=['loss'], opset_version=opset,
+                                  dynamo=True, optimize=False, verbose=False)
+            else:
+                torch.onnx.export(wrapper, tensors, path, input_names=names,
+                                  output_names=['loss'],
+                                  opset_version=opset or 17,
+                                  training=torch.onnx.TrainingMode.TRAINING,
+                                  do_constant_folding=False, dynamo=False)
         finally:
             module.train(was_training)
             with torch.no_grad():
@@ -188,7 +248,9 @@ def compile_training(module: torch.nn.Module,
                                   train=True, optimizer=optimizer,
                                   freeze=buffers or None, **options)
         except CompileError as e:
-            raise CompileError(_module_paths(str(e)), e.code) from None
+            message = (_scoped_paths(str(e), exported) if exporter == 'dynamo'
+                       else _module_paths(str(e)))
+            raise CompileError(message, e.code) from None
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
