@@ -112,6 +112,10 @@ FailureOr<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
     return emitError(loc) << "--params applies to StableHLO functions; " << path
                           << " is " << formatName(*format)
                           << ", which holds its parameters itself";
+  if (options.unbiasedRunningVar && *format != ModelFormat::Onnx)
+    return emitError(loc) << "--unbiased-running-var applies to ONNX models "
+                             "(their BatchNormalization); "
+                          << path << " is " << formatName(*format);
   if (options.evalMode && *format != ModelFormat::Onnx)
     return emitError(loc) << "--eval-mode applies to ONNX models (their "
                              "training-mode Dropout and BatchNormalization); "

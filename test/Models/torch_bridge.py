@@ -144,6 +144,7 @@ def child(args):
     for exporter in exporters:
         failed |= train_models(trainc, torch, np, models, exporter)
         failed |= unsupported_op_named(trainc, torch, exporter)
+    failed |= batch_norm_statistics(trainc, torch, np)
     if 'dynamo' in exporters:
         # torch.export writes batch norms in inference mode: refused.
         bn = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
@@ -211,6 +212,44 @@ def train_models(trainc, torch, np, models, exporter):
               f'{weights:.1e} -> {"ok" if ok else "FAILED"}', flush=True)
         trainer.close()
     return failed
+
+
+def batch_norm_statistics(trainc, torch, np):
+    """A convolution and a batch norm, 5 SGD steps: the losses follow
+    PyTorch's, and after sync_to the running mean and variance are
+    PyTorch's (its variance blends the unbiased one; the bridge asks trainc
+    for that). Whether it failed."""
+    def make():
+        torch.manual_seed(2)
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4),
+            torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(4 * 3 * 3, 5))
+    batch = {'x': torch.randn(2, 3, 3, 3), 'y': torch.tensor([1, 4])}
+    loss_fn = lambda m, b: torch.nn.functional.cross_entropy(m(b['x']), b['y'])
+    model, reference = make(), make()
+    reference.train()
+    trainer = trainc.torch.compile_training(model, loss_fn, batch, optimizer='sgd',
+                                            lr=0.1, weight_decay=0.0)
+    opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    ours, theirs = [], []
+    for _ in range(5):
+        ours.append(trainer.step(batch)['loss'])
+        opt.zero_grad()
+        loss = loss_fn(reference, batch)
+        loss.backward()
+        opt.step()
+        theirs.append(loss.item())
+    trainer.sync_to(model)
+    trainer.close()
+    curve = float(np.max(np.abs(np.array(ours) - np.array(theirs)) / np.abs(theirs)))
+    stats = max(float((getattr(model[1], k) - getattr(reference[1], k)).abs().max())
+                for k in ('running_mean', 'running_var'))
+    ok = curve <= LOSS_RTOL and stats <= 1e-6
+    # 18 elements a channel: the population variance would be 17/18 of it.
+    print(f'conv + batch norm (torchscript): 5-step loss curve rel {curve:.1e}; running '
+          f'statistics after sync_to within {stats:.1e} of PyTorch\'s -> '
+          f'{"ok" if ok else "FAILED"}')
+    return not ok
 
 
 def unsupported_op_named(trainc, torch, exporter):

@@ -231,6 +231,14 @@ int runCompilerCli(int argc, char **argv) {
                "them: for the --eval-executable of a model exported in "
                "training mode (ONNX only)"),
       cl::location(options.import.evalMode), cl::cat(category));
+  cl::opt<bool, true> unbiasedRunningVar(
+      "unbiased-running-var",
+      cl::desc("BatchNormalization's running variance blends the batch's "
+               "unbiased variance (n / (n - 1) times the population "
+               "variance the ONNX specification says), as PyTorch's "
+               "BatchNorm does, so that a module trained through trainc "
+               "evaluates as PyTorch would (ONNX only)"),
+      cl::location(options.import.unbiasedRunningVar), cl::cat(category));
   cl::opt<bool> listOps(
       "list-onnx-ops",
       cl::desc("List the ONNX ops the importer supports, with their opsets, "

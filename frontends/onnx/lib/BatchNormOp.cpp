@@ -5,7 +5,9 @@
 // training mode it uses the batch's own (the mean and the population
 // variance over every dimension but C) and also returns the running
 // statistics, input * momentum + batch * (1 - momentum), as the ONNX
-// specification defines them.
+// specification defines them (with --unbiased-running-var, the batch's
+// unbiased variance, n / (n - 1) times the population one, as PyTorch's
+// BatchNorm blends it).
 //
 // The mode is the file's: opset 14's `training_mode`, or at opset 13
 // whether the node has more than one output (PyTorch's TorchScript
@@ -148,10 +150,11 @@ LogicalResult importBatchNormalization(NodeContext &ctx) {
   // export names and nothing reads).
   bool inference = !training || ctx.graph.evalMode;
   Value mean, centered, var;
+  int64_t count = 0;
   if (training &&
       (!inference || ctx.outputRequested(3) || ctx.outputRequested(4))) {
     SmallVector<int64_t> dims = {0};
-    int64_t count = type.getDimSize(0);
+    count = type.getDimSize(0);
     for (int64_t d = 2; d < type.getRank(); ++d) {
       dims.push_back(d);
       count *= type.getDimSize(d);
@@ -196,7 +199,19 @@ LogicalResult importBatchNormalization(NodeContext &ctx) {
                           ctx.splat(statsType, 1 - momentum)));
   };
   Value runningMean = blend(ops->mean, mean);
-  Value runningVar = blend(ops->var, var);
+  // --unbiased-running-var: PyTorch's blend, of the unbiased variance.
+  Value blendedVar = var;
+  if (ctx.graph.unbiasedRunningVar) {
+    if (count < 2)
+      return ctx.error() << "--unbiased-running-var needs at least 2 "
+                            "elements per channel (the unbiased variance "
+                            "divides by n - 1), got "
+                         << type;
+    blendedVar =
+        ctx.create<MulOp>(var, ctx.splat(cast<RankedTensorType>(var.getType()),
+                                         double(count) / double(count - 1)));
+  }
+  Value runningVar = blend(ops->var, blendedVar);
   ctx.setOutput(1, runningMean);
   ctx.setOutput(2, runningVar);
   if (!ctx.graph.trainingStep)

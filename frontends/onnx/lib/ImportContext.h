@@ -116,10 +116,11 @@ class GraphImporter {
 public:
   GraphImporter(mlir::OpBuilder &builder, std::string modelPath,
                 std::string baseDir, int64_t opset, uint64_t dropoutSeed,
-                bool evalMode, bool trainingStep)
+                bool evalMode, bool trainingStep, bool unbiasedRunningVar)
       : builder(builder), modelPath(std::move(modelPath)),
         baseDir(std::move(baseDir)), opset(opset), dropoutSeed(dropoutSeed),
-        evalMode(evalMode), trainingStep(trainingStep) {}
+        evalMode(evalMode), trainingStep(trainingStep),
+        unbiasedRunningVar(unbiasedRunningVar) {}
 
   mlir::OpBuilder &builder;
   const std::string modelPath;
@@ -132,6 +133,8 @@ public:
   const bool evalMode;
   /// Running statistics become the step's updates (ImportOptions).
   const bool trainingStep;
+  /// The running variance blends the unbiased variance (ImportOptions).
+  const bool unbiasedRunningVar;
 
   /// The value named `name`, or null if not defined (yet).
   mlir::Value lookup(llvm::StringRef name) const { return values.lookup(name); }

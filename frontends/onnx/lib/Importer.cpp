@@ -456,7 +456,8 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
   Block *entry = fn.addEntryBlock();
   builder.setInsertionPointToStart(entry);
   GraphImporter graph(builder, path.str(), baseDir, *opset, options.dropoutSeed,
-                      options.evalMode, options.trainingStep);
+                      options.evalMode, options.trainingStep,
+                      options.unbiasedRunningVar);
   for (auto [i, p] : llvm::enumerate(params)) {
     fn.setArgAttr(i, trainc::train::TrainDialect::kParamAttr,
                   builder.getStringAttr(p.name));

@@ -18,6 +18,9 @@ their names in `module.named_parameters()`. The batch must be a dict of
 tensors (give attention masks explicitly: the exporter fixes shapes and
 cannot see default arguments computed from data). An op trainc cannot
 compile is reported with the module path the exporter recorded for it.
+Batch norms' running variances blend the batch's unbiased variance, as
+PyTorch's BatchNorm does (trainc's --unbiased-running-var; the ONNX
+definition, for other files, is the population variance).
 """
 from __future__ import annotations
 
@@ -243,6 +246,9 @@ def compile_training(module: torch.nn.Module,
                         if i.data_type in floats}
         buffers = [_PREFIX + n for n, _ in module.named_buffers()
                    if _PREFIX + n in initializers]
+        # Batch norms blend the unbiased variance into running_var, as
+        # PyTorch's do (the ONNX file's definition is the population one).
+        options.setdefault('unbiased_running_var', True)
         try:
             executable = _compile(path, os.path.join(workdir, 'step.tcx'),
                                   train=True, optimizer=optimizer,

@@ -297,6 +297,23 @@ def state(work):
          *quiet])
     ok &= stats_ok('resumed to 5 steps', checkpoint_file(ckpt), case, after(case, 5))
 
+    # --unbiased-running-var: the batch's variance blended is n / (n - 1)
+    # times the population one (n = 4 * 5 * 5 elements per channel), as
+    # PyTorch's BatchNorm blends it.
+    unbiased = os.path.join(work, 'unbiased.tcx')
+    run(['trainc', path, '--train', '--optimizer', 'none', '--unbiased-running-var',
+         '-o', unbiased])
+    weights = os.path.join(work, 'unbiased.safetensors')
+    run(['trainc-run', unbiased, *args, '--steps', '3', '--save-safetensors', weights,
+         *quiet])
+    m = float(np.float32(case.momentum))
+    mean3, var3 = after(case, 3)
+    var0 = case.params['var_s'].astype(np.float64)
+    n = 4 * 5 * 5
+    batch_v = (var3 - var0 * m ** 3) / (1 - m ** 3)
+    ok &= stats_ok('--unbiased-running-var, 3 steps', weights, case,
+                   [mean3, var0 * m ** 3 + batch_v * n / (n - 1) * (1 - m ** 3)])
+
     # Statistics the dynamo exporter marks as buffers (other buffers become
     # constants): still state the step updates.
     path_b, args_b, _ = state_model(work, case, 'state_buffers', buffers=True)

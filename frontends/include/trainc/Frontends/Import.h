@@ -44,6 +44,11 @@ struct ImportOptions {
   /// mode, as PyTorch's model.eval() runs them: for the evaluation
   /// executable of a model exported in training mode. (ONNX only.)
   bool evalMode = false;
+  /// BatchNormalization's running variance blends the batch's unbiased
+  /// variance (n / (n - 1) times the population variance, n the elements
+  /// per channel), as PyTorch's BatchNorm does, not the population variance
+  /// the ONNX specification says. (ONNX only.)
+  bool unbiasedRunningVar = false;
   /// The module becomes a training step (compileModel sets it from
   /// --train): the state the forward pass updates (BatchNormalization's
   /// running statistics) becomes the step's `train.update` results. Else
