@@ -144,6 +144,7 @@ def child(args):
     for exporter in exporters:
         failed |= train_models(trainc, torch, np, models, exporter)
         failed |= unsupported_op_named(trainc, torch, exporter)
+        failed |= constants_stay(trainc, torch, np, exporter)
     failed |= batch_norm_statistics(trainc, torch, np)
     if 'dynamo' in exporters:
         # torch.export writes batch norms in inference mode: refused.
@@ -249,6 +250,44 @@ def batch_norm_statistics(trainc, torch, np):
     print(f'conv + batch norm (torchscript): 5-step loss curve rel {curve:.1e}; running '
           f'statistics after sync_to within {stats:.1e} of PyTorch\'s -> '
           f'{"ok" if ok else "FAILED"}')
+    return not ok
+
+
+def constants_stay(trainc, torch, np, exporter):
+    """A float tensor made in forward (torch.export keeps it as an
+    initializer) is a constant, not a weight: the losses follow PyTorch's,
+    and state_dict holds the parameters only. Whether it failed."""
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(x) * torch.tensor([2.0, 3.0, 4.0, 5.0])
+
+    torch.manual_seed(3)
+    model, batch = Scaled(), {'x': torch.randn(3, 4)}
+    reference = Scaled()
+    reference.load_state_dict(model.state_dict())
+    loss_fn = lambda m, b: m(b['x']).pow(2).mean()
+    trainer = trainc.torch.compile_training(model, loss_fn, batch, optimizer='sgd',
+                                            lr=0.05, weight_decay=0.0, exporter=exporter)
+    opt = torch.optim.SGD(reference.parameters(), lr=0.05)
+    ours, theirs = [], []
+    for _ in range(3):
+        ours.append(trainer.step(batch)['loss'])
+        opt.zero_grad()
+        loss = loss_fn(reference, batch)
+        loss.backward()
+        opt.step()
+        theirs.append(loss.item())
+    names = sorted(trainer.state_dict())
+    trainer.sync_to(model)
+    trainer.close()
+    curve = float(np.max(np.abs(np.array(ours) - np.array(theirs)) / np.abs(theirs)))
+    ok = curve <= LOSS_RTOL and names == ['lin.bias', 'lin.weight']
+    print(f'a constant made in forward stays constant ({exporter}): curve rel {curve:.1e}, '
+          f'state_dict {names} -> {"ok" if ok else "FAILED"}')
     return not ok
 
 

@@ -18,6 +18,9 @@ written here with onnx.helper, trains 10 SGD steps on the same samples:
 - on 2 ranks without it (each rank's own 4 samples, as PyTorch's DDP with
   plain BatchNorm): the first loss already differs by more than 1e-3, which
   shows the comparison above can fail;
+- with --unbiased-running-var on both (PyTorch's running variance), the
+  same running variance within 1e-6: the Bessel factor of the global
+  batch, not of a rank's part;
 - on 2 ranks with --sync-batch-norm and --zero 3 (parameters split and
   gathered: the same arithmetic), within 1e-6 of the synced run; and with
   --grad-accum 2 (statistics per micro-batch of both ranks) and with
@@ -145,6 +148,23 @@ def main():
                   f'in {bad})')
             moved = float(np.max(np.abs(ref_w['bn.running_var'] - 1)))
             check(moved > 1e-3, f'the running variance moved ({moved:.2e})')
+        # --unbiased-running-var (PyTorch's running variance): the Bessel
+        # factor is the global batch's, 48 / 47, not a rank's 24 / 23.
+        one_u = compile('one_unbiased', 8, '--unbiased-running-var')
+        synced_u = compile('synced_unbiased', 4, '--mesh', 'data=2', '--data-parallel',
+                           '--sync-batch-norm', '--unbiased-running-var')
+        ref_u = run(one_rank, one_u, 'one_unbiased')
+        got_u = run(lambda c: mpirun(2, c), synced_u, 'synced_unbiased')
+        if ref_u and got_u and reference:
+            worst = float(np.max(np.abs(ref_u[1]['bn.running_var'] -
+                                        got_u[1]['bn.running_var'])))
+            apart = float(np.max(np.abs(ref_u[1]['bn.running_var'] -
+                                        reference[1]['bn.running_var'])))
+            check(worst <= 1e-6 and apart > 1e-3,
+                  f'--unbiased-running-var: 2 synced ranks\' running variance within '
+                  f'1e-6 of one rank\'s ({worst:.2e}; {apart:.2e} from the population '
+                  f'one)')
+
         # With ZeRO-3, gradient accumulation and bf16.
         zero3 = compile('zero3', 4, '--mesh', 'data=2', '--data-parallel',
                         '--sync-batch-norm', '--zero', '3')

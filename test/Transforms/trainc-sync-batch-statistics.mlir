@@ -32,6 +32,34 @@ func.func @main(%x: tensor<2x3x4xf32> {graph.input = "x"}) -> (tensor<2x3x4xf32>
 
 // -----
 
+// Bessel's correction of a variance (--unbiased-running-var): c / (c - 1)
+// of a rank's 8 elements (2 x 4) becomes that of the 4 ranks' 32, 32 / 31.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[V:.+]] = graph.reduce_mean %{{.+}}, dims = [0, 2] {train.batch_statistic}
+// CHECK: %[[S:.+]] = graph.all_reduce %[[V]], axis = "data"
+// CHECK: %[[G:.+]] = graph.div %[[S]], %{{.+}} : tensor<3xf32>
+// CHECK: %[[F:.+]] = graph.constant dense<1.03225803> : tensor<3xf32>
+// CHECK: graph.mul %[[G]], %[[F]] {train.bessel_correction} : tensor<3xf32>
+func.func @main(%x: tensor<2x3x4xf32> {graph.input = "x"}) -> tensor<3xf32> {
+  %v = graph.reduce_mean %x, dims = [0, 2] {train.batch_statistic} : (tensor<2x3x4xf32>) -> tensor<3xf32>
+  %k = graph.constant dense<1.14285719> : tensor<3xf32>
+  %u = graph.mul %v, %k {train.bessel_correction} : tensor<3xf32>
+  return %u : tensor<3xf32>
+}
+
+// -----
+
+// A correction of anything but a batch statistic is refused.
+func.func @main(%x: tensor<2x3x4xf32> {graph.input = "x"}) -> tensor<3xf32> {
+  %v = graph.reduce_mean %x, dims = [0, 2] {train.batch_statistic} : (tensor<2x3x4xf32>) -> tensor<3xf32>
+  %k = graph.constant dense<1.14285719> : tensor<3xf32>
+  // expected-error @+1 {{'graph.mul' op marked train.bessel_correction does not multiply a batch statistic}}
+  %u = graph.mul %k, %v {train.bessel_correction} : tensor<3xf32>
+  return %u : tensor<3xf32>
+}
+
+// -----
+
 // Nothing to synchronize is an error: --sync-batch-norm on a model with no
 // batch norm in training mode.
 // expected-error @+1 {{sync-batch-statistics: the model has no batch statistics to synchronize (the ONNX importer marks those of a BatchNormalization in training mode; this model has none)}}

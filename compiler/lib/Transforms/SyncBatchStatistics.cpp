@@ -60,6 +60,47 @@ struct SyncBatchStatisticsPass
       Value global = b.create<DivOp>(op.getLoc(), sum, n);
       local.replaceAllUsesExcept(global, sum.getDefiningOp());
     }
+    // Bessel's corrections (--unbiased-running-var) of the variances, now
+    // of the global batch: c / (c - 1) of a rank's count c becomes
+    // N c / (N c - 1).
+    SmallVector<MulOp> corrections;
+    module.walk([&](MulOp op) {
+      if (op->hasAttr(TrainDialect::kBesselCorrectionAttr))
+        corrections.push_back(op);
+    });
+    for (MulOp op : corrections) {
+      ReduceMeanOp variance = globalStatistic(op.getLhs());
+      if (!variance) {
+        op.emitOpError("marked ")
+            << TrainDialect::kBesselCorrectionAttr
+            << " does not multiply a batch statistic (a marked reduce_mean, "
+               "summed over the ranks and divided)";
+        return signalPassFailure();
+      }
+      auto in = cast<RankedTensorType>(variance.getOperand().getType());
+      double count = double(ranks);
+      for (int64_t d : variance.getDims())
+        count *= double(in.getDimSize(d));
+      auto type = cast<RankedTensorType>(op.getRhs().getType());
+      OpBuilder b(op);
+      op->setOperand(
+          1, b.create<ConstantOp>(
+                 op.getLoc(), SplatElementsAttr::get(
+                                  type, b.getFloatAttr(type.getElementType(),
+                                                       count / (count - 1)))));
+    }
+  }
+
+  /// The marked reduce_mean that `v` is the global form of:
+  /// div(all_reduce(statistic), N); null when it is not.
+  static ReduceMeanOp globalStatistic(Value v) {
+    auto div = v.getDefiningOp<DivOp>();
+    auto sum = div ? div.getLhs().getDefiningOp<AllReduceOp>() : AllReduceOp();
+    auto mean =
+        sum ? sum.getOperand().getDefiningOp<ReduceMeanOp>() : ReduceMeanOp();
+    return mean && mean->hasAttr(TrainDialect::kBatchStatisticAttr)
+               ? mean
+               : ReduceMeanOp();
   }
 };
 

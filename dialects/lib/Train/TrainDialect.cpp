@@ -37,6 +37,15 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                 "graph.reduce_mean";
     return success();
   }
+  // (On any op: the lower phase's fusion carries a fused chain's last
+  // op's marks to its loop; trainc-sync-batch-statistics, which reads it
+  // before then, checks what it multiplies.)
+  if (attr.getName().getValue() == kBesselCorrectionAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kBesselCorrectionAttr << "' must be a unit attribute";
+    return success();
+  }
   return op->emitError() << "unknown train op attribute '"
                          << attr.getName().getValue() << "'";
 }

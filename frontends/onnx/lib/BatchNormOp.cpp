@@ -205,11 +205,17 @@ LogicalResult importBatchNormalization(NodeContext &ctx) {
     if (count < 2)
       return ctx.error() << "--unbiased-running-var needs at least 2 "
                             "elements per channel (the unbiased variance "
-                            "divides by n - 1), got "
+                            "divides by n - 1; the PyTorch bridge sets it "
+                            "unless given unbiased_running_var=False), got "
                          << type;
-    blendedVar =
-        ctx.create<MulOp>(var, ctx.splat(cast<RankedTensorType>(var.getType()),
-                                         double(count) / double(count - 1)));
+    // Marked: with --sync-batch-norm the count is every rank's.
+    auto correction = ctx.builder.create<MulOp>(
+        ctx.loc, var,
+        ctx.splat(cast<RankedTensorType>(var.getType()),
+                  double(count) / double(count - 1)));
+    correction->setAttr(trainc::train::TrainDialect::kBesselCorrectionAttr,
+                        ctx.builder.getUnitAttr());
+    blendedVar = correction.getResult();
   }
   Value runningVar = blend(ops->var, blendedVar);
   ctx.setOutput(1, runningMean);

@@ -99,7 +99,8 @@ FailureOr<double> NodeContext::scalarInput(int i, StringRef what) const {
   if (isa<FloatType>(t))
     return (*attr->getValues<APFloat>().begin()).convertToDouble();
   APInt v = *attr->getValues<APInt>().begin();
-  return t.isInteger(1) ? double(v.getZExtValue()) : double(v.getSExtValue());
+  return t.isInteger(1) || t.isUnsignedInteger() ? double(v.getZExtValue())
+                                                 : double(v.getSExtValue());
 }
 
 const onnx::AttributeProto *NodeContext::attribute(StringRef name) const {

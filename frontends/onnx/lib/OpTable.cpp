@@ -201,15 +201,18 @@ const OpEntry *findOp(llvm::StringRef opType) {
 llvm::StringRef whyNotImported(llvm::StringRef opType) {
   // Ops whose result's shape depends on their inputs' values: a static
   // memory plan cannot hold them.
+  if (opType == "NonZero")
+    return "its output's shape depends on its input's values, and trainc "
+           "compiles static shapes and a static memory plan (a "
+           "mixture-of-experts layer that gathers each expert's tokens by "
+           "index, as Hugging Face's eager experts loop does, needs a dense "
+           "form)";
   static const char *const kValueShaped[] = {
-      "NonZero", "Unique", "Compress", "NonMaxSuppression", "StringSplit"};
+      "Unique", "Compress", "NonMaxSuppression", "StringSplit"};
   for (const char *op : kValueShaped)
     if (opType == op)
       return "its output's shape depends on its input's values, and trainc "
-             "compiles static shapes and a static memory plan (a "
-             "mixture-of-experts layer that gathers each expert's tokens by "
-             "index, as Hugging Face's eager experts loop does, needs a dense "
-             "form)";
+             "compiles static shapes and a static memory plan";
   return "";
 }
 

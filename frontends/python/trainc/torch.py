@@ -59,8 +59,8 @@ class _LossModule(torch.nn.Module):
 def _scoped_paths(message: str, model) -> str:
     """trainc's error with the module path of the node it names by index
     (node #12), from the dynamo exporter's name scopes of that node
-    (['', 'module', 'encoder', 'encoder.0', 'linalg_det']: the modules,
-    then the op)."""
+    (['', 'module', 'module.encoder', 'module.encoder.0', 'linalg_det']:
+    the modules' paths, then the op)."""
     def add_path(match):
         index = int(match.group(1))
         if index >= len(model.graph.node):
@@ -145,9 +145,16 @@ class TorchTrainer(BridgeTrainer):
         # ones (the TorchScript exporter the first, torch.export the last).
         params = {**dict(module.named_buffers(remove_duplicate=False)),
                   **dict(module.named_parameters(remove_duplicate=False))}
+        written = {}
         for name, value in self.state_dict().items():
             if name not in params:
                 raise KeyError(f"the module has no parameter or buffer '{name}'")
+            # Two trained tensors into one (names of one tied tensor, which
+            # an export kept apart) would keep whichever came last.
+            other = written.setdefault(id(params[name]), name)
+            if other != name:
+                raise ValueError(f"'{name}' and '{other}' are one tensor in the "
+                                 "module but were trained as two")
             if tuple(params[name].shape) != tuple(value.shape):
                 raise ValueError(f"'{name}' is {tuple(params[name].shape)} in "
                                  f'the module, {tuple(value.shape)} trained')
@@ -198,7 +205,8 @@ def compile_training(module: torch.nn.Module,
         # Exporting in training mode runs the forward once, which updates
         # the batch norms' running statistics: the module and the file
         # get the buffers as they were before it.
-        buffers_before = {n: b.detach().clone() for n, b in module.named_buffers()}
+        buffers_before = {n: b.detach().clone()
+                          for n, b in module.named_buffers(remove_duplicate=False)}
         changed = {}
         module.train()
         try:
@@ -211,13 +219,13 @@ def compile_training(module: torch.nn.Module,
             else:
                 torch.onnx.export(wrapper, tensors, path, input_names=names,
                                   output_names=['loss'],
-                                  opset_version=opset or 17,
+                                  opset_version=17 if opset is None else opset,
                                   training=torch.onnx.TrainingMode.TRAINING,
                                   do_constant_folding=False, dynamo=False)
         finally:
             module.train(was_training)
             with torch.no_grad():
-                for n, b in module.named_buffers():
+                for n, b in module.named_buffers(remove_duplicate=False):
                     if not torch.equal(b, buffers_before[n]):
                         changed[n] = buffers_before[n]
                         b.copy_(buffers_before[n])
@@ -244,7 +252,21 @@ def compile_training(module: torch.nn.Module,
                   onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
         initializers = {i.name for i in exported.graph.initializer
                         if i.data_type in floats}
-        buffers = [_PREFIX + n for n, _ in module.named_buffers()
+        if exporter == 'dynamo':
+            # torch.export writes a batch norm as in eval mode even where
+            # the class check above cannot see one (F.batch_norm, an
+            # InstanceNorm that tracks running statistics).
+            for node in exported.graph.node:
+                training = next((onnx.helper.get_attribute_value(a)
+                                 for a in node.attribute if a.name == 'training_mode'), 0)
+                if node.op_type == 'BatchNormalization' and not training:
+                    raise ValueError(
+                        f"exporter='dynamo' wrote BatchNormalization node "
+                        f"'{node.name}' in inference mode from a module in "
+                        "training mode: use exporter='torchscript'")
+        # (Tensors made in forward that torch.export keeps as initializers
+        # it marks as constants, and trainc reads them so.)
+        buffers = [_PREFIX + n for n, _ in module.named_buffers(remove_duplicate=False)
                    if _PREFIX + n in initializers]
         # Batch norms blend the unbiased variance into running_var, as
         # PyTorch's do (the ONNX file's definition is the population one).

@@ -225,7 +225,10 @@ def SyncBatchStatistics : Pass<"trainc-sync-batch-statistics", "mlir::ModuleOp">
     the `data` axis divided by N. The variance is the mean of the squared
     distances from that global mean, so it becomes the global batch's
     (population) variance the same way, and the running statistics made
-    from them are the same on every rank.
+    from them are the same on every rank. A `graph.mul` marked
+    `train.bessel_correction` (`--unbiased-running-var`: the variance times
+    c / (c - 1), c the elements a rank averages) gets N c / (N c - 1), the
+    global batch's factor.
 
     It runs before autodiff, which differentiates the all_reduce (its
     cotangent is the all_reduce of the result's): the backward pass sums

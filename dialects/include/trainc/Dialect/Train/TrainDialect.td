@@ -58,7 +58,13 @@ def Train_Dialect : Dialect {
       importer's BatchNormalization marks them): with data parallelism, a
       statistic each rank takes of its own part of the batch, which
       `--sync-batch-norm` (trainc-sync-batch-statistics) makes the whole
-      batch's.
+      batch's;
+    - `train.bessel_correction` (unit) on the `graph.mul` of a batch
+      variance (such a marked `reduce_mean`) by c / (c - 1), c the
+      elements it averages: the unbiased variance a running statistic
+      blends (`--unbiased-running-var`). With the statistics taken over N
+      ranks, trainc-sync-batch-statistics makes the factor
+      N c / (N c - 1).
   }];
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
@@ -76,6 +82,8 @@ def Train_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kLossScaleAttr = "train.loss_scale";
     static constexpr ::llvm::StringLiteral kBatchStatisticAttr =
         "train.batch_statistic";
+    static constexpr ::llvm::StringLiteral kBesselCorrectionAttr =
+        "train.bessel_correction";
     /// The values of train.metric and train.data.
     static bool isMetricKind(::llvm::StringRef kind) {
       return kind == "grad_norm" || kind == "lr" || kind == "loss_scale" ||
