@@ -215,6 +215,21 @@ def train_models(trainc, torch, np, models, exporter):
     return failed
 
 
+def sgd_curve(torch, np, trainer, reference, loss_fn, batch, lr, steps):
+    """`steps` SGD steps of the trainer and of torch.optim.SGD on `reference`
+    on one batch: the largest relative difference of their losses."""
+    opt = torch.optim.SGD(reference.parameters(), lr=lr)
+    ours, theirs = [], []
+    for _ in range(steps):
+        ours.append(trainer.step(batch)['loss'])
+        opt.zero_grad()
+        loss = loss_fn(reference, batch)
+        loss.backward()
+        opt.step()
+        theirs.append(loss.item())
+    return float(np.max(np.abs(np.array(ours) - np.array(theirs)) / np.abs(theirs)))
+
+
 def batch_norm_statistics(trainc, torch, np):
     """A convolution and a batch norm, 5 SGD steps: the losses follow
     PyTorch's, and after sync_to the running mean and variance are
@@ -231,18 +246,9 @@ def batch_norm_statistics(trainc, torch, np):
     reference.train()
     trainer = trainc.torch.compile_training(model, loss_fn, batch, optimizer='sgd',
                                             lr=0.1, weight_decay=0.0)
-    opt = torch.optim.SGD(reference.parameters(), lr=0.1)
-    ours, theirs = [], []
-    for _ in range(5):
-        ours.append(trainer.step(batch)['loss'])
-        opt.zero_grad()
-        loss = loss_fn(reference, batch)
-        loss.backward()
-        opt.step()
-        theirs.append(loss.item())
+    curve = sgd_curve(torch, np, trainer, reference, loss_fn, batch, 0.1, 5)
     trainer.sync_to(model)
     trainer.close()
-    curve = float(np.max(np.abs(np.array(ours) - np.array(theirs)) / np.abs(theirs)))
     stats = max(float((getattr(model[1], k) - getattr(reference[1], k)).abs().max())
                 for k in ('running_mean', 'running_var'))
     ok = curve <= LOSS_RTOL and stats <= 1e-6
@@ -272,19 +278,10 @@ def constants_stay(trainc, torch, np, exporter):
     loss_fn = lambda m, b: m(b['x']).pow(2).mean()
     trainer = trainc.torch.compile_training(model, loss_fn, batch, optimizer='sgd',
                                             lr=0.05, weight_decay=0.0, exporter=exporter)
-    opt = torch.optim.SGD(reference.parameters(), lr=0.05)
-    ours, theirs = [], []
-    for _ in range(3):
-        ours.append(trainer.step(batch)['loss'])
-        opt.zero_grad()
-        loss = loss_fn(reference, batch)
-        loss.backward()
-        opt.step()
-        theirs.append(loss.item())
+    curve = sgd_curve(torch, np, trainer, reference, loss_fn, batch, 0.05, 3)
     names = sorted(trainer.state_dict())
     trainer.sync_to(model)
     trainer.close()
-    curve = float(np.max(np.abs(np.array(ours) - np.array(theirs)) / np.abs(theirs)))
     ok = curve <= LOSS_RTOL and names == ['lin.bias', 'lin.weight']
     print(f'a constant made in forward stays constant ({exporter}): curve rel {curve:.1e}, '
           f'state_dict {names} -> {"ok" if ok else "FAILED"}')
