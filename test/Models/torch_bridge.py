@@ -146,6 +146,15 @@ def child(args):
         failed |= unsupported_op_named(trainc, torch, exporter)
         failed |= constants_stay(trainc, torch, np, exporter)
     failed |= batch_norm_statistics(trainc, torch, np)
+    try:
+        trainc.torch.compile_training(torch.nn.Linear(2, 1), lambda m, b: m(b['x']).sum(),
+                                      {'x': torch.randn(1, 2)}, exporter='onnxscript')
+        message = 'accepted'
+    except ValueError as e:
+        message = str(e)
+    named = "exporter must be 'torchscript' or 'dynamo'" in message
+    failed |= not named
+    print(f'an unknown exporter is refused: {named} ({message})')
     if 'dynamo' in exporters:
         # torch.export writes batch norms in inference mode: refused.
         bn = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
@@ -175,19 +184,11 @@ def train_models(trainc, torch, np, models, exporter):
                                                  exporter=exporter, **ADAMW)
         opt = torch.optim.AdamW(reference.parameters(), lr=1e-3, betas=(0.9, 0.999),
                                 eps=1e-8, weight_decay=0.01)
-        ours, theirs = [], []
-        for _ in range(STEPS):
-            ours.append(trainer.step(batch)['loss'])
-            opt.zero_grad()
-            loss = loss_fn(reference, batch)
-            loss.backward()
-            opt.step()
-            theirs.append(loss.item())
+        ours, theirs = side_by_side(trainer, reference, opt, loss_fn, batch, STEPS)
         evaluated = trainer.evaluate(batch)
         with torch.no_grad():
             expected = float(loss_fn(reference, batch))
         evaluate_rel = abs(evaluated - expected) / abs(expected)
-        ours, theirs = np.array(ours), np.array(theirs)
         curve = float(np.max(np.abs(ours - theirs) / np.abs(theirs)))
         trainer.sync_to(model)
         trained = trainer.state_dict()
@@ -215,10 +216,10 @@ def train_models(trainc, torch, np, models, exporter):
     return failed
 
 
-def sgd_curve(torch, np, trainer, reference, loss_fn, batch, lr, steps):
-    """`steps` SGD steps of the trainer and of torch.optim.SGD on `reference`
-    on one batch: the largest relative difference of their losses."""
-    opt = torch.optim.SGD(reference.parameters(), lr=lr)
+def side_by_side(trainer, reference, opt, loss_fn, batch, steps):
+    """`steps` steps of the trainer and of `opt` on `reference`, on one
+    batch: their losses, as arrays."""
+    import numpy as np
     ours, theirs = [], []
     for _ in range(steps):
         ours.append(trainer.step(batch)['loss'])
@@ -227,7 +228,16 @@ def sgd_curve(torch, np, trainer, reference, loss_fn, batch, lr, steps):
         loss.backward()
         opt.step()
         theirs.append(loss.item())
-    return float(np.max(np.abs(np.array(ours) - np.array(theirs)) / np.abs(theirs)))
+    return np.array(ours), np.array(theirs)
+
+
+def sgd_curve(torch, np, trainer, reference, loss_fn, batch, lr, steps):
+    """`steps` SGD steps of the trainer and of torch.optim.SGD on `reference`
+    on one batch: the largest relative difference of their losses."""
+    ours, theirs = side_by_side(trainer, reference,
+                                torch.optim.SGD(reference.parameters(), lr=lr),
+                                loss_fn, batch, steps)
+    return float(np.max(np.abs(ours - theirs) / np.abs(theirs)))
 
 
 def batch_norm_statistics(trainc, torch, np):

@@ -457,6 +457,12 @@ def errors(work):
                 '  return %0 : tensor<2xf32>\n}\n')
     ok &= refused('jax_fn', None, 0, ['--eval-mode'], '--eval-mode applies to ONNX models',
                   suffix='.mlir')
+    ok &= refused('jax_fn', None, 0, ['--unbiased-running-var'],
+                  '--unbiased-running-var applies to ONNX models', suffix='.mlir')
+    # One element a channel has no unbiased variance (n - 1 = 0).
+    single = graph((1, 3), outputs=('y', 'rm', 'rv'), training_mode=1)
+    ok &= refused('single_element', single, 15, ['--train', '--unbiased-running-var'],
+                  '--unbiased-running-var needs at least 2 elements per channel')
     return ok
 
 
