@@ -77,7 +77,8 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                       next start or resume on the same unchanged files
                       skips that read; `none` keeps nothing (default:
                       $XDG_CACHE_HOME/trainc/data, else
-                      ~/.cache/trainc/data)
+                      ~/.cache/trainc/data); entries unused for 30 days
+                      are removed
   --seed S            batch sampling seed (default 0); a batch depends only
                       on (seed, step), so runs are reproducible (samples:
                       the seed shuffles each epoch)

@@ -4,10 +4,13 @@
 
 #include "io/AtomicFile.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
 #include <functional>
 #include <sys/stat.h>
 #include <thread>
@@ -52,6 +55,13 @@ Status makeDirectories(const std::string &dir) {
   }
 }
 
+/// The wall clock, in nanoseconds since the epoch.
+int64_t nowNs() {
+  timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
 /// A number no other writer has: of this host, process, thread and time.
 uint64_t writerId() {
   struct {
@@ -61,11 +71,33 @@ uint64_t writerId() {
   } id;
   ::gethostname(id.host, sizeof id.host - 1);
   id.process = ::getpid();
-  timespec now;
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  id.ns = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+  id.ns = nowNs();
   id.thread = std::hash<std::thread::id>()(std::this_thread::get_id());
   return XXH3_64bits(&id, sizeof id);
+}
+
+/// Whether `s` starts with 16 lowercase hex digits (as "%016llx" writes).
+bool hex16(const char *s) {
+  for (int i = 0; i < 16; ++i)
+    if (!std::isdigit((unsigned char)s[i]) && (s[i] < 'a' || s[i] > 'f'))
+      return false;
+  return true;
+}
+
+/// What a file of the cache directory is, by its name.
+enum class CacheFile { Other, Entry, Temporary };
+
+CacheFile kindOf(const char *name) {
+  size_t n = std::strlen(name);
+  // "<16 hex>.scan", and store()'s temporary "<16 hex>.scan.<16 hex>.tmp".
+  if (n < 21 || !hex16(name) || std::strncmp(name + 16, ".scan", 5) != 0)
+    return CacheFile::Other;
+  if (n == 21)
+    return CacheFile::Entry;
+  if (n == 42 && name[21] == '.' && hex16(name + 22) &&
+      std::strcmp(name + 38, ".tmp") == 0)
+    return CacheFile::Temporary;
+  return CacheFile::Other;
 }
 
 } // namespace
@@ -75,9 +107,7 @@ ScanCache ScanCache::begin(const std::string &dir, const std::string &layout,
   ScanCache out;
   if (dir.empty())
     return out;
-  timespec now;
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  out.beganNs_ = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+  out.beganNs_ = nowNs();
   out.key_ = layout + '\n';
   for (const FileReader *file : files) {
     FileIdentity id;
@@ -135,7 +165,32 @@ bool ScanCache::find(std::vector<uint64_t> &values) const {
       checksum != XXH3_64bits(bytes.data(), checked))
     return false;
   values = std::move(found);
+  // Marks the entry used, so that prune() keeps it (a read-only cache
+  // keeps its times).
+  ::utimensat(AT_FDCWD, path_.c_str(), nullptr, 0);
   return true;
+}
+
+size_t ScanCache::prune(const std::string &dir, int64_t nowNs) {
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return 0;
+  size_t removed = 0;
+  while (const dirent *e = ::readdir(d)) {
+    CacheFile kind = kindOf(e->d_name);
+    struct stat st;
+    if (kind == CacheFile::Other ||
+        ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode))
+      continue;
+    int64_t usedNs =
+        int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    int64_t keepNs = kind == CacheFile::Entry ? kUnusedNs : kDeadWriterNs;
+    if (usedNs < nowNs - keepNs && ::unlinkat(::dirfd(d), e->d_name, 0) == 0)
+      ++removed;
+  }
+  ::closedir(d);
+  return removed;
 }
 
 std::string ScanCache::store(const std::vector<uint64_t> &values) const {
@@ -173,7 +228,10 @@ std::string ScanCache::store(const std::vector<uint64_t> &values) const {
         [&](std::ostream &out) { out.write(bytes.data(), bytes.size()); },
         suffix);
   }
-  return s.ok() ? "" : "data cache not written: " + s.message();
+  if (!s.ok())
+    return "data cache not written: " + s.message();
+  prune(dir_, nowNs());
+  return "";
 }
 
 } // namespace trainc

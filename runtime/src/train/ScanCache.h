@@ -33,6 +33,11 @@
 // cache that cannot be written or read is noted in the data's description
 // or passed over, never an error: it only costs time.
 //
+// Entries of files since changed or deleted are never found again. A hit
+// sets its entry's modification time to now, and each store removes the
+// entries not used for kUnusedNs and the temporary files of writers that
+// died (older than kDeadWriterNs); files of other names are left alone.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TRAINC_RUNTIME_TRAIN_SCANCACHE_H
@@ -54,6 +59,10 @@ public:
   static constexpr int64_t kSettleNs = 1000000000;
   /// Entries are a line per file: a larger one is neither written nor read.
   static constexpr uint64_t kMaxEntryBytes = uint64_t(64) << 20;
+  /// A store removes entries neither written nor found for this long.
+  static constexpr int64_t kUnusedNs = int64_t(30) * 86400 * 1000000000;
+  /// ... and temporary files this old (a writer killed before its rename).
+  static constexpr int64_t kDeadWriterNs = int64_t(86400) * 1000000000;
 
   /// The cache in `dir` ("": none; find() misses and store() does nothing)
   /// for `files` read as `layout`; takes their identities and the time
@@ -75,6 +84,10 @@ public:
   /// Whether a file changed at `changedNs` (FileIdentity) may be stored by
   /// a pass that began at `beganNs`.
   static bool settled(int64_t changedNs, int64_t beganNs);
+  /// Removes from `dir` the entries last used before `nowNs - kUnusedNs`
+  /// and the temporary files older than `nowNs - kDeadWriterNs`; returns
+  /// how many it removed. Names not of the cache are left alone.
+  static size_t prune(const std::string &dir, int64_t nowNs);
 
 private:
   std::string dir_, path_, key_;

@@ -8,7 +8,8 @@
 // read is read again; a file changed less than a second before the read is
 // not stored (two seconds for whole-second times); an entry damaged
 // anywhere is a miss; a cache that cannot be written is noted, not an
-// error.
+// error; a store removes entries unused for 30 days and dead writers'
+// temporary files, and nothing else.
 //
 //===----------------------------------------------------------------------===//
 
@@ -192,6 +193,72 @@ TEST(ScanCacheSettle, WholeSecondsWaitASecondMore) {
   EXPECT_FALSE(ScanCache::settled(98 * s, began));
   EXPECT_TRUE(ScanCache::settled(97 * s, began));
   EXPECT_FALSE(ScanCache::settled(began + 5, began)); // a clock behind
+}
+
+/// Sets `path`'s modification time to `ageNs` before now.
+void age(const fs::path &path, int64_t ageNs) {
+  timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  int64_t at = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec - ageNs;
+  const timespec times[2] = {{at / 1000000000, at % 1000000000},
+                             {at / 1000000000, at % 1000000000}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0) << path;
+}
+
+// A store removes the entries unused for 30 days and dead writers'
+// temporary files, and nothing else; a hit marks its entry used.
+TEST_F(DataCache, AStoreRemovesUnusedEntriesAndDeadWriters) {
+  const int64_t day = int64_t(86400) * 1000000000;
+  fs::create_directories(cacheDir());
+  const char *hex = "0123456789abcdef";
+  struct Planted {
+    std::string name;
+    int64_t ageNs;
+    bool kept;
+  } planted[] = {
+      {std::string(hex) + ".scan", 31 * day, false},
+      {"fedcba9876543210.scan", 29 * day, true},
+      {std::string(hex) + ".scan.00000000000000ff.tmp", 2 * day, false},
+      {std::string(hex) + ".scan.00000000000000fe.tmp", day / 2, true},
+      // Not the cache's names: a user's files in a shared directory.
+      {"notes.txt", 400 * day, true},
+      {std::string(hex) + ".scan.bak", 400 * day, true},
+      {"0123456789ABCDEF.scan", 400 * day, true},
+      {std::string(hex) + ".scan.0000000000000zzz.tmp", 400 * day, true},
+  };
+  for (const Planted &p : planted) {
+    std::ofstream(fs::path(cacheDir()) / p.name) << "x";
+    age(fs::path(cacheDir()) / p.name, p.ageNs);
+  }
+  std::string path = writeBin("t.bin", randomIds(1000, 9));
+  settle();
+  EXPECT_FALSE(fromCache(*openTokens({path}, true)));
+  for (const Planted &p : planted)
+    EXPECT_EQ(fs::exists(fs::path(cacheDir()) / p.name), p.kept) << p.name;
+  EXPECT_EQ(entries().size(), 7u); // the 6 kept and the new entry
+
+  // The new entry, unused for 31 days, is marked used by a hit and so
+  // kept by the next store.
+  fs::path entry;
+  for (const fs::path &e : entries())
+    if (e.extension() == ".scan" && e.filename() != "fedcba9876543210.scan" &&
+        e.filename() != "0123456789ABCDEF.scan")
+      entry = e;
+  ASSERT_FALSE(entry.empty());
+  age(entry, 31 * day);
+  EXPECT_TRUE(fromCache(*openTokens({path}, true)));
+  EXPECT_FALSE(fromCache(*openTokens({path}, true, nullptr,
+                                     DataFormat::kBytes))); // a store
+  EXPECT_TRUE(fs::exists(entry));
+  EXPECT_EQ(ScanCache::prune(cacheDir(), 0), 0u); // nothing is that old
+  // Unused again: the next prune removes it.
+  age(entry, 31 * day);
+  timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  EXPECT_EQ(ScanCache::prune(cacheDir(),
+                             int64_t(now.tv_sec) * 1000000000 + now.tv_nsec),
+            1u);
+  EXPECT_FALSE(fs::exists(entry));
 }
 
 TEST_F(DataCache, AChangedFileIsReadAgain) {
