@@ -143,8 +143,7 @@ const OpEntry kOps[] = {
     {"Relu", 13, kLatest, importRelu, ""},
     {"Reshape", 13, kLatest, importReshape, "shape must be constant"},
     {"Resize", 13, kLatest, importResize,
-     "nearest and linear with constant scales or sizes; not "
-     "tf_crop_and_resize, cubic or a downsampling antialias"},
+     "constant scales or sizes; not tf_crop_and_resize"},
     {"Round", 13, kLatest, importRound, "ties to even"},
     {"ScatterElements", 13, kLatest, importScatterElements,
      "indices must be constant; reduction none"},

@@ -3,12 +3,16 @@
 // DepthToSpace and SpaceToDepth (pixel shuffle) are a reshape, a transpose
 // and a reshape.
 //
-// Resize with mode nearest or linear, one axis at a time (both are
-// separable): each output position's source coordinate is computed here,
-// at import, from the coordinate transformation mode, so the graph holds
-// one graph.gather of constant indices per resized axis (nearest), or two
-// gathers and their constant weights (linear). Autodiff differentiates the
-// gathers (scatter-adds), so upsampling decoders train.
+// Resize, one axis at a time (every mode is separable): each output
+// position's source coordinate is computed here, at import, from the
+// coordinate transformation mode, so the graph holds one graph.gather of
+// constant indices per resized axis (nearest), two gathers and their
+// constant weights (linear), or a gather and a weight per tap of the
+// filter: 4 for cubic, more for a downsampling filter widened by antialias
+// (as the ONNX reference computes them: taps beyond an edge read the edge,
+// or, with exclude_outside, are dropped and the rest renormalized).
+// Autodiff differentiates the gathers (scatter-adds), so upsampling
+// decoders train.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,6 +59,55 @@ int64_t nearestIndex(StringRef mode, double c, int64_t in) {
   return std::clamp<int64_t>(int64_t(i), 0, in - 1);
 }
 
+/// The interpolation filter of mode linear (a = 0 unused) or cubic (Keys'
+/// kernel with coefficient a) at distance x from the source coordinate.
+double filterAt(bool cubic, double a, double x) {
+  x = std::fabs(x);
+  if (!cubic)
+    return std::max(0.0, 1 - x);
+  if (x <= 1)
+    return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2)
+    return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+/// The taps (source indices, clamped to the edges, and weights) of the
+/// linear or cubic filter at source coordinate c, on an axis of `in`
+/// elements; `widen` < 1 stretches the filter by 1 / widen (antialias
+/// when downsampling). As the ONNX reference: the n taps nearest c,
+/// preferring the lower ones at a tie, each weighted by the filter at its
+/// distance times `widen`; widened filters are normalized to sum 1; with
+/// `excludeOutside`, taps beyond an edge weigh 0 and the rest are
+/// normalized.
+void filterTaps(bool cubic, double a, double widen, bool excludeOutside,
+                double c, int64_t in, SmallVectorImpl<int64_t> &indices,
+                SmallVectorImpl<double> &weights) {
+  double radius = cubic ? 2 : 1;
+  int64_t n = -2 * int64_t(std::floor(-radius / widen));
+  int64_t below = int64_t(std::floor(c));
+  double r = c - double(below);
+  if (r == 0) { // On a source element: the n nearest reach one lower.
+    below -= 1;
+    r = 1;
+  }
+  indices.clear();
+  weights.clear();
+  double sum = 0;
+  for (int64_t i = 1 - n / 2; i <= n / 2; ++i) {
+    int64_t at = below + i;
+    double w = filterAt(cubic, a, widen * (double(i) - r));
+    if (excludeOutside && (at < 0 || at >= in))
+      w = 0;
+    indices.push_back(std::clamp<int64_t>(at, 0, in - 1));
+    weights.push_back(w);
+    sum += w;
+  }
+  if (widen < 1 || excludeOutside)
+    for (double &w : weights)
+      w /= sum;
+}
+
 /// A constant vector, as a tensor of `type`'s element type.
 Value vectorConstant(NodeContext &ctx, ArrayRef<int64_t> values) {
   auto type =
@@ -63,11 +116,54 @@ Value vectorConstant(NodeContext &ctx, ArrayRef<int64_t> values) {
                                         DenseElementsAttr::get(type, values));
 }
 
+/// `weights` (one per position along axis d of `type`), in its element
+/// type, broadcast to `type`.
+Value weightsAlong(NodeContext &ctx, RankedTensorType type, int64_t d,
+                   ArrayRef<double> weights) {
+  auto f64 = RankedTensorType::get({int64_t(weights.size())},
+                                   ctx.builder.getF64Type());
+  Value w = ctx.create<ConvertOp>(
+      RankedTensorType::get({int64_t(weights.size())}, type.getElementType()),
+      ctx.builder.create<ConstantOp>(ctx.loc,
+                                     DenseElementsAttr::get(f64, weights)));
+  return ctx.create<BroadcastInDimOp>(type, w, ArrayRef<int64_t>{d});
+}
+
+/// y resized along axis d to `out` positions by a filter: `tapsOf(o,
+/// indices, weights)` gives output position o's taps (as many for every
+/// o). The sum of a gather and its weights per tap.
+Value resizeByTaps(NodeContext &ctx, Value y, int64_t d, int64_t out,
+                   function_ref<void(int64_t, SmallVectorImpl<int64_t> &,
+                                     SmallVectorImpl<double> &)>
+                       tapsOf) {
+  SmallVector<SmallVector<int64_t>> indices;
+  SmallVector<SmallVector<double>> weights;
+  SmallVector<int64_t> tapIndices;
+  SmallVector<double> tapWeights;
+  for (int64_t o = 0; o < out; ++o) {
+    tapsOf(o, tapIndices, tapWeights);
+    indices.resize(tapIndices.size());
+    weights.resize(tapIndices.size());
+    for (size_t k = 0; k < tapIndices.size(); ++k) {
+      indices[k].push_back(tapIndices[k]);
+      weights[k].push_back(tapWeights[k]);
+    }
+  }
+  Value sum;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    Value g = ctx.create<GatherOp>(y, vectorConstant(ctx, indices[k]), d);
+    Value term = ctx.create<MulOp>(
+        weightsAlong(ctx, ctx.inputType(g), d, weights[k]), g);
+    sum = sum ? ctx.create<AddOp>(sum, term) : term;
+  }
+  return sum;
+}
+
 } // namespace
 
 /// Resize (opsets 13 and later): X, roi (unused unless tf_crop_and_resize,
-/// which is refused), constant scales or sizes; modes nearest and linear
-/// (antialias only where it changes nothing: upsampling); axes and
+/// which is refused), constant scales or sizes; modes nearest, linear and
+/// cubic (cubic_coeff_a, exclude_outside), antialias; axes and
 /// keep_aspect_ratio_policy stretch.
 LogicalResult importResize(NodeContext &ctx) {
   auto x = ctx.input(0);
@@ -79,12 +175,15 @@ LogicalResult importResize(NodeContext &ctx) {
   std::string transform =
       ctx.stringAttr("coordinate_transformation_mode", "half_pixel");
   std::string nearest = ctx.stringAttr("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear")
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
     return ctx.error() << "mode '" << mode
-                       << "' is not supported; trainc resizes with nearest "
-                          "and linear";
-  if (mode == "linear" && failed(ctx.requireFloat(*x, "X")))
+                       << "' is not known (nearest, linear or cubic)";
+  if (mode != "nearest" && failed(ctx.requireFloat(*x, "X")))
     return failure();
+  bool cubic = mode == "cubic";
+  double a = ctx.floatAttr("cubic_coeff_a", -0.75);
+  bool antialias = ctx.intAttr("antialias", 0) != 0;
+  bool excludeOutside = ctx.intAttr("exclude_outside", 0) != 0;
   if (transform != "half_pixel" && transform != "pytorch_half_pixel" &&
       transform != "align_corners" && transform != "asymmetric" &&
       transform != "half_pixel_symmetric")
@@ -96,8 +195,6 @@ LogicalResult importResize(NodeContext &ctx) {
   if (ctx.stringAttr("keep_aspect_ratio_policy", "stretch") != "stretch")
     return ctx.error() << "keep_aspect_ratio_policy other than stretch is "
                           "not supported";
-  if (ctx.intAttr("exclude_outside", 0) != 0)
-    return ctx.error() << "exclude_outside (a cubic option) is not supported";
   SmallVector<int64_t> axes;
   if (auto given = ctx.intsAttr("axes")) {
     for (int64_t a : *given) {
@@ -144,8 +241,15 @@ LogicalResult importResize(NodeContext &ctx) {
                          << "; scales must be positive and sizes at least 1";
     if (out == in && scale == 1.0)
       continue;
-    if (mode == "linear" && out < in && ctx.intAttr("antialias", 0) != 0)
-      return ctx.error() << "antialias when downsampling is not supported";
+    // Antialias widens the filter when downsampling.
+    double widen = antialias && scale < 1 ? scale : 1;
+    if (mode != "nearest" && (cubic || widen < 1 || excludeOutside)) {
+      y = resizeByTaps(ctx, y, d, out, [&](int64_t o, auto &idx, auto &w) {
+        double c = sourceCoordinate(transform, double(o), in, out, scale);
+        filterTaps(cubic, a, widen, excludeOutside, c, in, idx, w);
+      });
+      continue;
+    }
     SmallVector<int64_t> first, second;
     SmallVector<double> weights;
     for (int64_t o = 0; o < out; ++o) {
@@ -160,24 +264,16 @@ LogicalResult importResize(NodeContext &ctx) {
       second.push_back(std::min(i0 + 1, in - 1));
       weights.push_back(c - double(i0));
     }
-    auto yType = ctx.inputType(y);
     Value near = ctx.create<GatherOp>(y, vectorConstant(ctx, first), d);
     if (mode == "nearest") {
       y = near;
       continue;
     }
     Value far = ctx.create<GatherOp>(y, vectorConstant(ctx, second), d);
-    auto outType = ctx.inputType(near);
-    auto f64 = RankedTensorType::get({out}, ctx.builder.getF64Type());
-    Value w1 = ctx.create<ConvertOp>(
-        RankedTensorType::get({out}, yType.getElementType()),
-        ctx.builder.create<ConstantOp>(
-            ctx.loc, DenseElementsAttr::get(f64, ArrayRef(weights))));
-    Value w1Full =
-        ctx.create<BroadcastInDimOp>(outType, w1, ArrayRef<int64_t>{d});
+    Value w1 = weightsAlong(ctx, ctx.inputType(near), d, weights);
     // near + w1 (far - near): exact at w1 = 0 and w1 = 1.
-    y = ctx.create<AddOp>(
-        near, ctx.create<MulOp>(w1Full, ctx.create<SubOp>(far, near)));
+    y = ctx.create<AddOp>(near,
+                          ctx.create<MulOp>(w1, ctx.create<SubOp>(far, near)));
   }
   ctx.setOutput(0, y);
   return success();

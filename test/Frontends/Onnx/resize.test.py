@@ -5,13 +5,20 @@
 
 Forward: nearest must equal onnxruntime exactly (a copy); linear within
 4 eps * max|x| (two products and a sum per resized axis, in the input's
-type: eps of float32, or of float16 for the f16 case).
+type: eps of float32, or of float16 for the f16 case). Cubic and
+antialiased filters (n taps a position, weights summing to 1 with
+magnitudes summing to at most S: 1 for linear, 1.375 for cubic with
+a = -0.75, 1.6 at a = -1) within twice (trainc's and onnxruntime's
+rounding) the bound of n products and n - 1 sums per axis: axis k adds
+(n_k - 1/2) eps S_k times its input's magnitude, and scales the error
+before it by S_k.
 
 Gradients: Resize is linear in X, so dL/dX[i] for L = sum(Y * c) is
 sum(c * Resize(e_i)); onnxruntime computes Resize(e_i) for every one-hot
 e_i in one batch, which gives the reference without reimplementing the
 operator. trainc's gradient (X a trainable initializer) must match within
-4 eps * sum |c| (float32).
+4 eps * sum |c| (float32) for linear, and the forward's bound with
+sum |c| for max|x| for the filters.
 """
 import os
 
@@ -23,6 +30,8 @@ from onnx import TensorProto, helper, numpy_helper
 from op_harness import WeightedLoss, compile_and_run, expect_rejections, run_checks
 
 RNG = np.random.default_rng(71)
+# The gradient graph's opset: every case but half_pixel_symmetric's (19).
+GRAD_OPSET = 18
 
 # name: (X shape, attributes, scales or None, sizes or None, opset)
 CASES = {
@@ -47,7 +56,44 @@ CASES = {
     'linear_symmetric': ((1, 1, 5, 3), dict(mode='linear', axes=[2, 3],
                                             coordinate_transformation_mode='half_pixel_symmetric'),
                          [1.7, 2.5], None, 19),
+    # Cubic (PyTorch's bicubic is pytorch_half_pixel or align_corners,
+    # a = -0.75) and antialiased filters (torchvision's resizes).
+    'cubic_half_pixel_x2': ((1, 2, 4, 5), dict(mode='cubic'), [1, 1, 2, 2], None, 13),
+    'cubic_pytorch_sizes': ((2, 1, 5, 4), dict(mode='cubic', coordinate_transformation_mode='pytorch_half_pixel'),
+                            None, [2, 1, 9, 7], 13),
+    'cubic_align_corners_down': ((1, 1, 8, 6), dict(mode='cubic', coordinate_transformation_mode='align_corners'),
+                                 None, [1, 1, 5, 4], 13),
+    'cubic_asymmetric_a1': ((1, 2, 4, 4), dict(mode='cubic', coordinate_transformation_mode='asymmetric',
+                                               cubic_coeff_a=-1.0), [1, 1, 1.75, 2], None, 13),
+    'cubic_exclude_outside': ((1, 1, 5, 6), dict(mode='cubic', cubic_coeff_a=-0.5, exclude_outside=1),
+                              [1, 1, 1.5, 0.7], None, 13),
+    'cubic_axes': ((1, 2, 3, 4), dict(mode='cubic', axes=[3, 2]), [2.5, 1.5], None, 18),
+    'linear_antialias_down': ((1, 1, 9, 8), dict(mode='linear', antialias=1), None, [1, 1, 4, 3], 18),
+    'cubic_antialias_down': ((1, 1, 12, 10), dict(mode='cubic', antialias=1), None, [1, 1, 5, 4], 18),
+    'cubic_antialias_mixed': ((1, 2, 6, 4), dict(mode='cubic', antialias=1, exclude_outside=1),
+                              [1, 1, 0.5, 1.5], None, 18),
+    'linear_antialias_up': ((1, 1, 3, 4), dict(mode='linear', antialias=1), [1, 1, 2, 1.5], None, 18),
 }
+
+
+def filter_bound(eps, magnitude, shape, attrs, scales, sizes):
+    """The module docstring's bound for a filter (not nearest) resize."""
+    cubic = attrs['mode'] == 'cubic'
+    a = attrs.get('cubic_coeff_a', -0.75)
+    widest = 1.375 if a == -0.75 else 1.6 if a == -1.0 else 1.1  # sum |w|, a = -0.5: 1.125
+    axes = attrs.get('axes', list(range(len(shape))))
+    factors = scales if scales is not None else [sizes[k] / shape[d] for k, d in enumerate(axes)]
+    error, size = 0.0, magnitude
+    for k, d in enumerate(axes):
+        scale = factors[k]
+        if scale == 1:
+            continue
+        widen = scale if attrs.get('antialias', 0) and scale < 1 else 1.0
+        n = -2 * int(np.floor(-(2 if cubic else 1) / widen))
+        s = widest if cubic else 1.0
+        error = error * s + (n - 0.5) * eps * s * size
+        size *= s
+    return 2 * error
 
 
 def node_io(name, attrs, scales, sizes):
@@ -102,7 +148,8 @@ def forward(work):
         else:
             eps = float(np.finfo(dt).eps)
             err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
-            bound = 4 * eps * float(np.max(np.abs(x.astype(np.float64))))
+            bound = bound_of(eps, float(np.max(np.abs(x.astype(np.float64)))),
+                             shape, attrs, scales, sizes)
             line_ok = err <= bound
             print(f'{name}: Y {got.shape}, worst {err / bound:.3f} of the bound '
                   f'{"ok" if line_ok else "FAIL"}')
@@ -110,11 +157,18 @@ def forward(work):
     return ok
 
 
+def bound_of(eps, magnitude, shape, attrs, scales, sizes):
+    """Linear's 4 eps * magnitude, else the filter's bound."""
+    if attrs['mode'] == 'linear' and not attrs.get('antialias') and not attrs.get('exclude_outside'):
+        return 4 * eps * magnitude
+    return filter_bound(eps, magnitude, shape, attrs, scales, sizes)
+
+
 def gradients(work):
     loss = WeightedLoss()
     nodes, params, data = [], [], {}
     for name, (shape, attrs, scales, sizes, opset) in CASES.items():
-        if opset != 13:
+        if opset > GRAD_OPSET:
             continue
         x = RNG.standard_normal(shape).astype(np.float32)
         data[name] = x
@@ -122,7 +176,7 @@ def gradients(work):
         params.append(numpy_helper.from_array(x, f'x_{name}'))
         y = ort_run_model(work, name, shape, attrs, scales, sizes, x)
         loss.add(f'y_{name}', RNG.uniform(0.5, 1.0, y.shape).astype(np.float32))
-    out = loss.gradients(work, nodes, params, 13)
+    out = loss.gradients(work, nodes, params, GRAD_OPSET)
     eps = float(np.finfo(np.float32).eps)
     ok = True
     for name, x in data.items():
@@ -130,7 +184,7 @@ def gradients(work):
         c = loss.feeds[f'c_y_{name}'].astype(np.float64)
         want = grad_by_samples(work, name, x, attrs, scales, sizes, c)
         got = np.load(os.path.join(out, f'x_{name}.grad.npy')).astype(np.float64)
-        bound = 4 * eps * float(np.sum(np.abs(c)))
+        bound = bound_of(eps, float(np.sum(np.abs(c))), shape, attrs, scales, sizes)
         err = float(np.max(np.abs(got - want)))
         line_ok = got.shape == want.shape and err <= bound
         print(f'{name}: X.grad worst {err / bound:.3f} of the bound {"ok" if line_ok else "FAIL"}')
@@ -153,7 +207,7 @@ def grad_by_samples(work, name, x, attrs, scales, sizes, c):
 
 def ort_run_model(work, name, shape, attrs, scales, sizes, x):
     path = os.path.join(work, f'ref_{name}.onnx')
-    onnx.save(model(name, shape, attrs, scales, sizes, 13), path)
+    onnx.save(model(name, shape, attrs, scales, sizes, GRAD_OPSET), path)
     return ort_run(path, {f'x_{name}': x}).astype(np.float64)
 
 
@@ -166,18 +220,15 @@ def errors(work):
                                   helper.make_node('Resize', ['x', '', 's'], ['y'], **attrs)], 'g',
                                  [f32('x', [1, 1, 4, 4])], [f32('y', None)])
     cases = [
-        ('cubic', graph(dict(mode='cubic')), "mode 'cubic' is not supported"),
+        ('area', graph(dict(mode='area')), "mode 'area' is not known (nearest, linear or cubic)"),
         ('crop', graph(dict(coordinate_transformation_mode='tf_crop_and_resize')),
          "coordinate_transformation_mode 'tf_crop_and_resize' is not supported"),
-        ('antialias', graph(dict(mode='linear', antialias=1), (1, 1, 0.5, 0.5)),
-         'antialias when downsampling is not supported'),
         ('zero_scale', graph({}, (1, 1, 0, 2)), 'scales must be positive'),
         ('scale_count', graph({}, (2, 2)), 'has 2 scales or sizes for 4 axes'),
         ('duplicate_axes', graph(dict(axes=[2, -2]), (2, 2)), 'names axis 2 twice in axes'),
         ('nearest_mode', graph(dict(nearest_mode='nearest')), "nearest_mode 'nearest' is not known"),
         ('aspect_ratio', graph(dict(keep_aspect_ratio_policy='not_larger'), (2, 2)),
          'keep_aspect_ratio_policy other than stretch'),
-        ('exclude_outside', graph(dict(exclude_outside=1)), 'exclude_outside'),
         ('no_scales', helper.make_graph([helper.make_node('Resize', ['x'], ['y'])], 'g',
                                         [f32('x', [1, 1, 4, 4])], [f32('y', None)]),
          'needs constant scales or sizes'),
