@@ -85,11 +85,16 @@ rng = np.random.default_rng(seed)
 x = torch.from_numpy(rng.standard_normal((batch, 3, image, image)).astype(np.float32))
 y = torch.from_numpy(rng.integers(0, 10, batch).astype(np.int64))
 if mode == 'export':
+    import inspect
     state = {k: v.clone() for k, v in net.state_dict().items()}
+    # The TorchScript exporter: PyTorch 2.9 and later default to
+    # torch.export's, which writes batch norms in eval mode.
+    legacy = ({'dynamo': False} if 'dynamo' in inspect.signature(torch.onnx.export).parameters
+              else {})
     torch.onnx.export(net, (x, y), work + '/cnn.onnx', input_names=['x', 'labels'],
                       output_names=['loss'], opset_version=17,
                       training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
+                      do_constant_folding=False, **legacy)
     np.save(work + '/x.npy', x.numpy())
     np.save(work + '/labels.npy', y.numpy())
     sys.exit(0)
