@@ -345,10 +345,12 @@ int runCompilerCli(int argc, char **argv) {
       "recompute",
       cl::desc("With --train, activation checkpointing: none (default: keep "
                "every activation the backward pass reads); selective "
-               "(recompute attention, softmax, activation functions and "
-               "dropout from their saved inputs); full (keep only each "
-               "transformer block's input, recompute the block in the "
-               "backward pass); budget=BYTES (suffix K, M, G: the cheapest "
+               "(recompute attention, softmax, activation functions, "
+               "dropout and convolutions' patches from their saved "
+               "inputs); full (keep only each block's input, recompute the "
+               "block in the backward pass; blocks are found around "
+               "attention and convolutions); budget=BYTES (suffix K, M, G: the "
+               "cheapest "
                "of none, selective and full per block whose planned "
                "activations fit)"),
       cl::value_desc("mode"), cl::location(options.recompute.mode),

@@ -1,7 +1,7 @@
 //===- Recompute.cpp - Activation checkpointing ---------------------------===//
 //
 // See Recompute in Passes.td and Recompute.h. Three steps: find the
-// forward pass, its activations and its transformer blocks on the dataflow
+// forward pass, its activations and its blocks on the dataflow
 // (ForwardPass); choose the activations to recompute for a mode
 // (chooseRecomputed); clone their forward ops where the backward pass
 // first reads them (rewrite). A budget tries the ladder's steps in order on
@@ -70,7 +70,7 @@ std::optional<RecomputeMode> parseRecomputeMode(llvm::StringRef text,
 
 namespace {
 
-/// What each transformer block recomputes.
+/// What each block recomputes.
 enum class BlockChoice { Keep, Selective, Full };
 
 /// The forward pass of a training step, its activations and its blocks.
@@ -82,11 +82,11 @@ struct ForwardPass {
   /// Activations read outside the forward pass (kept for the backward).
   llvm::DenseSet<Value> saved;
   /// Block j is the forward ops after `input`'s op up to `output`'s op.
-  struct TransformerBlock {
+  struct Block {
     Value input, output;
     SmallVector<Operation *> ops;
   };
-  SmallVector<TransformerBlock> blocks;
+  SmallVector<Block> blocks;
   /// Cut values (one live activation), in program order.
   llvm::DenseSet<Value> cuts;
 };
@@ -160,11 +160,11 @@ ForwardPass analyze(func::FuncOp fn) {
   llvm::DenseMap<Operation *, int64_t> position;
   llvm::DenseSet<Value> live;
   SmallVector<Value> cuts;
-  SmallVector<int64_t> attentions;
+  SmallVector<int64_t> anchors;
   for (auto [pos, op] : llvm::enumerate(order)) {
     position[op] = pos;
-    if (isa<AttentionOp>(op))
-      attentions.push_back(pos);
+    if (isa<AttentionOp, ExtractPatchesOp>(op))
+      anchors.push_back(pos);
     for (Value v : op->getOperands())
       if (counted(v) && --pending[v] == 0)
         live.erase(v);
@@ -179,10 +179,10 @@ ForwardPass analyze(func::FuncOp fn) {
     return position.lookup(cuts[c].getDefiningOp());
   };
 
-  // Block inputs: the last cut before each attention (attentions sharing
-  // one are one block).
+  // Block inputs: the last cut before each attention or patches (a
+  // convolution's or a pool's; those sharing one are one block).
   SmallVector<size_t> inputs;
-  for (int64_t a : attentions) {
+  for (int64_t a : anchors) {
     size_t last = cuts.size();
     for (size_t c = 0; c < cuts.size() && cutPosition(c) < a; ++c)
       last = c;
@@ -216,8 +216,7 @@ ForwardPass analyze(func::FuncOp fn) {
       bounds.push_back(end);
   }
   for (size_t j = 0; j + 1 < bounds.size(); ++j) {
-    ForwardPass::TransformerBlock block{
-        cuts[bounds[j]], cuts[bounds[j + 1]], {}};
+    ForwardPass::Block block{cuts[bounds[j]], cuts[bounds[j + 1]], {}};
     int64_t begin = cutPosition(bounds[j]), end = cutPosition(bounds[j + 1]);
     for (int64_t p = begin + 1; p <= end; ++p)
       block.ops.push_back(order[p]);
@@ -227,10 +226,10 @@ ForwardPass analyze(func::FuncOp fn) {
 }
 
 /// Ops whose results selective recompute makes again: the attention core,
-/// normalized probabilities, activation functions and dropout.
+/// normalized probabilities, activation functions, dropout and patches.
 bool isSelectiveRoot(Operation *op) {
-  return isa<AttentionOp, SoftmaxOp, GeluOp, DropoutOp, ExpOp, TanhOp, ErfOp>(
-      op);
+  return isa<AttentionOp, SoftmaxOp, GeluOp, DropoutOp, ExpOp, TanhOp, ErfOp,
+             ExtractPatchesOp>(op);
 }
 
 /// Ops that selective recompute follows from a root: elementwise math and
@@ -265,16 +264,29 @@ llvm::DenseSet<Value> chooseRecomputed(const ForwardPass &f,
   // A recomputation may only read what is kept anyway: drop a value that
   // would read an activation neither chosen nor saved (keeping that
   // activation alive would cost what recomputing saves), until none does.
+  // An elementwise op or a reshape of what is kept is remade instead (one
+  // pass, or a view), as a convolution's input, a ReLU of a saved norm
+  // output seen as [N, C, H, W], is.
+  auto available = [&](Value v) {
+    return !f.activations.contains(v) || chosen.contains(v) ||
+           f.saved.contains(v) || kept.contains(v);
+  };
   for (bool changed = true; changed;) {
     changed = false;
     for (Value v : llvm::to_vector(chosen))
-      for (Value operand : v.getDefiningOp()->getOperands())
-        if (f.activations.contains(operand) && !chosen.contains(operand) &&
-            !f.saved.contains(operand) && !kept.contains(operand)) {
+      for (Value operand : v.getDefiningOp()->getOperands()) {
+        if (available(operand))
+          continue;
+        Operation *def = operand.getDefiningOp();
+        if (isSelectiveFollower(def) &&
+            llvm::all_of(def->getOperands(), available)) {
+          chosen.insert(operand);
+        } else {
           chosen.erase(v);
           changed = true;
           break;
         }
+      }
   }
   // What a recomputation reads besides activations (a bias broadcast to
   // the activations' shape, a mask made from an input) is made again too
@@ -286,7 +298,8 @@ llvm::DenseSet<Value> chooseRecomputed(const ForwardPass &f,
          worklist.pop_back_val().getDefiningOp()->getOperands()) {
       Operation *def = operand.getDefiningOp();
       if (def && f.ops.contains(def) && !isa<ConstantOp>(def) &&
-          !f.saved.contains(operand) && chosen.insert(operand).second)
+          !f.activations.contains(operand) && !f.saved.contains(operand) &&
+          chosen.insert(operand).second)
         worklist.push_back(operand);
     }
   return chosen;
@@ -409,9 +422,10 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
     if (parsed->kind != RecomputeMode::None && blocks == 0) {
       fn.emitError("recompute ")
           << mode
-          << ": no transformer block found (blocks are found around "
-             "graph.attention ops after recognition, and this step has "
-             "none, or none with a single-activation cut before it)";
+          << ": no block found (blocks are found around graph.attention "
+             "and graph.extract_patches ops, a transformer's attention and a "
+             "CNN's convolutions, and this step has none, or none with a "
+             "single-activation cut before it)";
       return signalPassFailure();
     }
     if (compareOptions && failed(recordOptions(fn, blocks)))
@@ -510,7 +524,7 @@ void printRecomputeOptions(ModuleOp module, llvm::raw_ostream &os) {
     return;
   auto blocks = fn->getAttrOfType<IntegerAttr>(recompute::kBlocks);
   os << "recompute options (" << (blocks ? blocks.getInt() : 0)
-     << " transformer blocks found):\n";
+     << " blocks found):\n";
   os << "  option          activations    saved        FLOPs added   of step\n";
   int64_t none = 0;
   if (auto n = options.getAs<ArrayAttr>("none"))

@@ -471,24 +471,28 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
     on both a parameter and a data input; it is saved when an op outside
     the forward pass (backward, optimizer) reads it.
 
-    Transformer blocks are found on the dataflow, not by names: a cut is a
-    point of the forward pass where exactly one non-scalar activation is
-    live (the residual stream between blocks and between a block's
-    halves); the input of block j is the last cut before its
-    `graph.attention` (attentions sharing a cut are one block), and the
-    last block ends as many cuts after its input as the block before it
-    spans (a single block: at the last cut a norm reads, else at the last
-    cut).
+    Blocks are found on the dataflow, not by names: a cut is a point of
+    the forward pass where exactly one non-scalar activation is live (the
+    residual stream between blocks and between a block's halves); the
+    input of block j is the last cut before its `graph.attention` or
+    `graph.extract_patches` (a transformer block's attention, a CNN
+    block's convolutions or pooling; those sharing a cut are one block),
+    and the last block ends as many cuts after its input as the block
+    before it spans (a single block: at the last cut a norm reads, else at
+    the last cut).
 
     Modes (`mode`):
     - `none`: the IR is unchanged.
     - `full`: only each block's input is saved; everything else a block's
       backward reads is recomputed from it.
     - `selective`: the results of `graph.attention`, softmax, gelu,
-      dropout and exp/tanh/erf (and the elementwise and data-movement ops
-      that follow them, up to the next dot or norm) are recomputed, but
-      only where every input of the recomputation is saved anyway: less
-      memory, few FLOPs (the choice Megatron calls selective).
+      dropout, exp/tanh/erf and `graph.extract_patches` (a convolution's
+      patches, kernel-size times its input) and the elementwise and
+      data-movement ops that follow them, up to the next dot or norm, are
+      recomputed, but only where every input of the recomputation is
+      saved anyway, or is an elementwise op or reshape of saved values,
+      itself recomputed (a ReLU of a saved norm output): less memory, few
+      FLOPs (the choice Megatron calls selective).
     - `budget=BYTES` (suffix K, M or G for KiB, MiB, GiB): the first step
       of the ladder none, selective on blocks 0..k, selective everywhere
       and full on blocks 0..k whose planned activation peak (the work
@@ -508,7 +512,7 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
     `trainc --print-memory-plan` prints).
 
     Errors: `full`, `selective` or a budget when no block is found (no
-    `graph.attention` after recognition); a budget below what full
+    `graph.attention` or `graph.extract_patches` with a cut before it); a budget below what full
     recompute reaches (the message gives that smallest peak and its plan).
 
     Example (`mode=selective`): the gelu that the down projection's weight
