@@ -247,6 +247,57 @@ OpFoldResult SqrtOp::fold(FoldAdaptor adaptor) {
                      });
 }
 
+/// Floor, round (ties to even) and abs of small constants: exact in any
+/// float type. Pow is taken in double and rounded once to the element
+/// type, as the square root is: within the runtime's own pow's error
+/// (less than an ulp) and exact where the power is representable, as the
+/// shapes that exporters compute with it are (Pow(16, 0.5) = 4).
+OpFoldResult FloorOp::fold(FoldAdaptor adaptor) {
+  Type type = getType().getElementType();
+  return mapElements(adaptor.getOperands(), getType(),
+                     [&](ArrayRef<Attribute> x) -> Attribute {
+                       double v = cast<FloatAttr>(x[0]).getValueAsDouble();
+                       return FloatAttr::get(type, std::floor(v));
+                     });
+}
+
+OpFoldResult RoundOp::fold(FoldAdaptor adaptor) {
+  Type type = getType().getElementType();
+  return mapElements(adaptor.getOperands(), getType(),
+                     [&](ArrayRef<Attribute> x) -> Attribute {
+                       APFloat v = cast<FloatAttr>(x[0]).getValue();
+                       v.roundToIntegral(APFloat::rmNearestTiesToEven);
+                       return FloatAttr::get(type, v);
+                     });
+}
+
+OpFoldResult AbsOp::fold(FoldAdaptor adaptor) {
+  Type type = getType().getElementType();
+  return mapElements(adaptor.getOperands(), getType(),
+                     [&](ArrayRef<Attribute> x) -> Attribute {
+                       if (auto f = dyn_cast<FloatAttr>(x[0])) {
+                         APFloat v = f.getValue();
+                         v.clearSign();
+                         return FloatAttr::get(type, v);
+                       }
+                       APInt v = cast<IntegerAttr>(x[0]).getValue();
+                       // Unsigned values are their own magnitude; a signed
+                       // minimum wraps to itself, as in two's complement.
+                       return IntegerAttr::get(
+                           type, type.isUnsignedInteger() ? v : v.abs());
+                     });
+}
+
+OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
+  Type type = getType().getElementType();
+  return mapElements(adaptor.getOperands(), getType(),
+                     [&](ArrayRef<Attribute> xy) -> Attribute {
+                       double x = cast<FloatAttr>(xy[0]).getValueAsDouble(),
+                              y = cast<FloatAttr>(xy[1]).getValueAsDouble();
+                       return FloatAttr::get(type, std::pow(x, y));
+                     });
+}
+
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   if (isAdditiveIdentity(adaptor.getRhs()))
     return getLhs();

@@ -570,3 +570,39 @@ func.func @bits_fold() -> (tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8
   %xor = graph.xor %u, %v : tensor<2xui32>
   return %left, %logical, %arith, %count, %zeros, %not, %xor : tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<2xui32>
 }
+
+// -----
+
+// Floor, round (ties to even), abs and pow of constants fold, as the
+// shapes exporters compute with them must (DINOv2's Pow(16, 0.5) in a
+// Reshape's shape, Funnel's Ceil in a Range's limit, Ceil being -floor(-x)).
+// CHECK-LABEL: func.func @rounding_and_pow_fold
+func.func @rounding_and_pow_fold() -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<3xi32>, tensor<2xui8>, tensor<3xf32>, tensor<bf16>) {
+  %x = graph.constant dense<[-2.5, -0.5, 0.5, 2.5]> : tensor<4xf32>
+  // CHECK-DAG: graph.constant dense<[-3.000000e+00, -1.000000e+00, 0.000000e+00, 2.000000e+00]> : tensor<4xf32>
+  %f = graph.floor %x : tensor<4xf32>
+  // CHECK-DAG: graph.constant dense<[-2.000000e+00, -0.000000e+00, 0.000000e+00, 2.000000e+00]> : tensor<4xf32>
+  %r = graph.round %x : tensor<4xf32>
+  // CHECK-DAG: graph.constant dense<[2.500000e+00, 5.000000e-01, 5.000000e-01, 2.500000e+00]> : tensor<4xf32>
+  %a = graph.abs %x : tensor<4xf32>
+  %i = graph.constant dense<[-7, 0, 7]> : tensor<3xi32>
+  // CHECK-DAG: graph.constant dense<[7, 0, 7]> : tensor<3xi32>
+  %ai = graph.abs %i : tensor<3xi32>
+  %u = graph.constant dense<[200, 3]> : tensor<2xui8>
+  // CHECK-DAG: graph.constant dense<[200, 3]> : tensor<2xui8>
+  %au = graph.abs %u : tensor<2xui8>
+  %b = graph.constant dense<[16.0, 2.0, -8.0]> : tensor<3xf32>
+  %e = graph.constant dense<[0.5, 0.5, 0.333333343]> : tensor<3xf32>
+  // 2^0.5 rounded once to f32; a negative base's fractional power is NaN.
+  // CHECK-DAG: graph.constant dense<[4.000000e+00, 1.41421354, 0x{{[7F]}}FC00000]> : tensor<3xf32>
+  %p = graph.pow %b, %e : tensor<3xf32>
+  %h = graph.constant dense<3.0> : tensor<bf16>
+  %two = graph.constant dense<2.0> : tensor<bf16>
+  // CHECK-DAG: graph.constant dense<9.000000e+00> : tensor<bf16>
+  %ph = graph.pow %h, %two : tensor<bf16>
+  // CHECK-NOT: graph.floor
+  // CHECK-NOT: graph.round
+  // CHECK-NOT: graph.abs
+  // CHECK-NOT: graph.pow
+  return %f, %r, %a, %ai, %au, %p, %ph : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<3xi32>, tensor<2xui8>, tensor<3xf32>, tensor<bf16>
+}

@@ -66,7 +66,9 @@ class Graph_UnaryElementwiseOp<string mnemonic, Type T, string math,
 def Graph_NegOp : Graph_UnaryElementwiseOp<"neg", Graph_NumericTensor, "-x"> {
   let hasFolder = 1;
 }
-def Graph_AbsOp : Graph_UnaryElementwiseOp<"abs", Graph_NumericTensor, "|x|">;
+def Graph_AbsOp : Graph_UnaryElementwiseOp<"abs", Graph_NumericTensor, "|x|"> {
+  let hasFolder = 1;
+}
 def Graph_ExpOp : Graph_UnaryElementwiseOp<"exp", Graph_FloatTensor, "exp(x)">;
 def Graph_LogOp : Graph_UnaryElementwiseOp<"log", Graph_FloatTensor, "log(x)">;
 def Graph_TanhOp : Graph_UnaryElementwiseOp<"tanh", Graph_FloatTensor, "tanh(x)">;
@@ -78,9 +80,13 @@ def Graph_RsqrtOp : Graph_UnaryElementwiseOp<"rsqrt", Graph_FloatTensor, "1 / sq
 def Graph_CosOp : Graph_UnaryElementwiseOp<"cos", Graph_FloatTensor, "cos(x)">;
 def Graph_SinOp : Graph_UnaryElementwiseOp<"sin", Graph_FloatTensor, "sin(x)">;
 def Graph_FloorOp : Graph_UnaryElementwiseOp<"floor", Graph_FloatTensor,
-    "floor(x): the largest integer <= x (its gradient is 0)">;
+    "floor(x): the largest integer <= x (its gradient is 0)"> {
+  let hasFolder = 1;
+}
 def Graph_RoundOp : Graph_UnaryElementwiseOp<"round", Graph_FloatTensor,
-    "x rounded to the nearest integer, ties to even (its gradient is 0)">;
+    "x rounded to the nearest integer, ties to even (its gradient is 0)"> {
+  let hasFolder = 1;
+}
 
 class Graph_BinaryElementwiseOp<string mnemonic, Type T, string math,
                                 list<Trait> traits = []>
@@ -108,9 +114,7 @@ def Graph_SubOp : Graph_BinaryElementwiseOp<"sub", Graph_NumericTensor, "x - y">
 def Graph_MulOp : Graph_BinaryElementwiseOp<"mul", Graph_NumericTensor, "x * y", [Commutative]>;
 def Graph_DivOp : Graph_BinaryElementwiseOp<"div", Graph_NumericTensor,
     "x / y (integers: truncated toward zero)">;
-def Graph_PowOp : Graph_BinaryElementwiseOp<"pow", Graph_FloatTensor, "x ^ y"> {
-  let hasFolder = 0;
-}
+def Graph_PowOp : Graph_BinaryElementwiseOp<"pow", Graph_FloatTensor, "x ^ y">;
 def Graph_RemainderOp : Graph_BinaryElementwiseOp<"remainder", Graph_FloatTensor,
     "fmod(x, y): x - n y with n = x / y truncated toward zero, exact, of x's "
     "sign (NaN where y is 0 or x infinite; x where y is infinite)"> {
