@@ -30,6 +30,17 @@ LogicalResult importGather(NodeContext &ctx) {
                                 ctx.inputType(*x).getRank(), "axis");
   if (failed(axis))
     return failure();
+  // Constant indices are checked here, where the error can name the node
+  // (graph.gather counts negative ones from the end; the runtime checks
+  // the others).
+  int64_t n = ctx.inputType(*x).getDimSize(*axis);
+  DenseElementsAttr values;
+  if (matchPattern(*indices, m_Constant(&values)))
+    for (const APInt &v : values.getValues<APInt>())
+      if (v.getSExtValue() < -n || v.getSExtValue() >= n)
+        return ctx.error() << "index " << v.getSExtValue()
+                           << " is outside axis " << *axis << " of size " << n
+                           << " of input 0 " << x->getType();
   ctx.setOutput(0, ctx.create<GatherOp>(*x, *indices, *axis));
   return success();
 }

@@ -64,6 +64,11 @@ NodeContext::intListInput(int i, StringRef what) const {
       attr->getElementType().isInteger(1))
     return error() << "input " << i << " (" << what
                    << ") must be an integer tensor";
+  // A list is 1-D (a scalar where the spec allows one, as Split's size);
+  // a matrix read in row order would be a list the exporter never meant.
+  if (attr->getType().getRank() > 1)
+    return error() << "input " << i << " '" << node.input(i) << "' (" << what
+                   << ") must be a 1-D tensor, got " << attr->getType();
   SmallVector<int64_t> values;
   for (const APInt &v : attr->getValues<APInt>())
     values.push_back(v.getSExtValue());

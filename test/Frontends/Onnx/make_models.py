@@ -21,6 +21,9 @@ and IR version 8 unless noted):
   external_missing/model.onnx  the same with weights.bin deleted
   bad_reshape.onnx             Reshape of a [2,3] input to the constant shape
                                [4,2] (element counts differ)
+  matrix_repeats.onnx          Tile 'tile' whose repeats are [[1, 2]] (2-D), as
+                               the TorchScript exporter wrote in Mamba
+  gather_out_of_range.onnx     Gather 'gather' of row 3 of a [3, 2] input
 
 The output is deterministic and nothing is printed on success.
 """
@@ -120,6 +123,24 @@ def bad_reshape():
         [float_input('x', [2, 3])], [float_input('y', [4, 2])])
 
 
+def matrix_repeats():
+    repeats = helper.make_node(
+        'Constant', [], ['rep'], name='rep',
+        value=numpy_helper.from_array(np.array([[1, 2]], dtype=np.int64)))
+    return make_model(
+        [repeats, helper.make_node('Tile', ['x', 'rep'], ['y'], name='tile')],
+        [float_input('x', [2, 3])], [float_input('y', [2, 6])])
+
+
+def gather_out_of_range():
+    rows = helper.make_node(
+        'Constant', [], ['rows'], name='rows',
+        value=numpy_helper.from_array(np.array([0, 3], dtype=np.int64)))
+    return make_model(
+        [rows, helper.make_node('Gather', ['x', 'rows'], ['y'], name='gather')],
+        [float_input('x', [3, 2])], [float_input('y', [2, 2])])
+
+
 def save_with_external_weights(model, directory):
     """Saves directory/model.onnx with every initializer in weights.bin."""
     os.makedirs(directory, exist_ok=True)
@@ -157,6 +178,8 @@ def main():
                         ('complex_input', complex_input),
                         ('undefined_input', undefined_input),
                         ('bad_reshape', bad_reshape),
+                        ('matrix_repeats', matrix_repeats),
+                        ('gather_out_of_range', gather_out_of_range),
                         ('bad_class_weights', bad_class_weights)]:
         onnx.save_model(build(), os.path.join(out, name + '.onnx'))
 
