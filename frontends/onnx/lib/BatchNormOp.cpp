@@ -232,14 +232,35 @@ LogicalResult importBatchNormalization(NodeContext &ctx) {
                                          ctx.create<MulOp>(next, zero), zero);
     return ctx.create<SelectOp>(finite, next, old);
   };
+  GraphImporter &graph = ctx.graph;
   for (auto [statistic, next] :
-       {std::pair(ops->mean, runningMean), std::pair(ops->var, runningVar)})
-    if (auto param = ctx.graph.parameterIndex(statistic))
-      if (failed(ctx.graph.addUpdate(*param, keepFinite(next, statistic))))
-        return ctx.error() << "updates the running statistic '"
-                           << ctx.graph.parameterName(*param)
-                           << "', which a BatchNormalization already updates "
-                              "in this step";
+       {std::pair(ops->mean, runningMean), std::pair(ops->var, runningVar)}) {
+    std::optional<unsigned> param = graph.parameterIndex(statistic);
+    bool chained = false;
+    if (!param) {
+      // Another node's new value of a statistic: this node updates it
+      // again, from that value, as PyTorch blends twice.
+      auto it = graph.statisticOutputs.find(statistic);
+      if (it == graph.statisticOutputs.end())
+        continue;
+      param = it->second;
+      chained = graph.latestStatistic.lookup(*param) == statistic;
+    }
+    Value update = keepFinite(next, chained ? graph.getUpdates().lookup(*param)
+                                            : statistic);
+    if (chained)
+      graph.replaceUpdate(*param, update);
+    else if (failed(graph.addUpdate(*param, update)))
+      return ctx.error() << "updates the running statistic '"
+                         << graph.parameterName(*param)
+                         << "' from its value before another "
+                            "BatchNormalization's update of it in this step "
+                            "(a module called twice: torch.export's exporter "
+                            "chains the updates, as PyTorch makes them; the "
+                            "TorchScript exporter's file drops one)";
+    graph.statisticOutputs[next] = *param;
+    graph.latestStatistic[*param] = next;
+  }
   return success();
 }
 

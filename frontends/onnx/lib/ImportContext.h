@@ -164,6 +164,17 @@ public:
   const llvm::MapVector<unsigned, mlir::Value> &getUpdates() const {
     return updates;
   }
+  /// Makes `next` the parameter's value after the step in place of the
+  /// update it already has (a later node updating it again).
+  void replaceUpdate(unsigned index, mlir::Value next) {
+    updates[index] = next;
+  }
+  /// Running statistics nodes returned as a parameter's new value (the
+  /// specification's outputs), and the parameter: a later training-mode
+  /// node that reads the latest one continues the parameter's updates (a
+  /// batch norm module called twice, as torch.export's exporter writes it).
+  llvm::DenseMap<mlir::Value, unsigned> statisticOutputs;
+  llvm::DenseMap<unsigned, mlir::Value> latestStatistic;
 
   /// Sequence values (SplitToSequence's output), which only SequenceAt
   /// reads: the graph dialect has tensors only, so a sequence is the list

@@ -11,7 +11,8 @@
 The module and the loss are exported together with torch.onnx (by default
 the TorchScript exporter, opset 17, in training mode, the loss in the
 graph; `exporter='dynamo'` takes torch.export's, which PyTorch made its
-default in 2.9 when it deprecated the other), so trainc trains exactly
+default in 2.9 when it deprecated the other, with batch norms written in
+training mode by the bridge), so trainc trains exactly
 what `loss_fn(module, batch)` computes; the
 module's buffers are frozen (not trained), its parameters trained under
 their names in `module.named_parameters()`. The batch must be a dict of
@@ -162,6 +163,57 @@ class TorchTrainer(BridgeTrainer):
                 params[name].copy_(value.to(params[name].dtype))
 
 
+def _check_dynamo_norms(module: torch.nn.Module) -> None:
+    """Refuses the norms whose training torch.export's exporter cannot
+    write: a batch norm's cumulative average (momentum=None, which
+    torch.export cannot trace) and an instance norm's running statistics
+    (whose updates the exporter drops)."""
+    for name, m in module.named_modules():
+        if (isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+                and m.track_running_stats and m.momentum is None):
+            raise ValueError(
+                f"exporter='dynamo' cannot export batch norm '{name}' with "
+                "momentum=None (a cumulative average of the batches, which "
+                "torch.export cannot trace): give it a momentum, or use "
+                "exporter='torchscript'")
+        if (isinstance(m, torch.nn.modules.instancenorm._InstanceNorm)
+                and m.track_running_stats):
+            raise ValueError(
+                f"exporter='dynamo' drops the running statistics' updates of "
+                f"instance norm '{name}' (track_running_stats=True): use "
+                "exporter='torchscript'")
+
+
+def _check_dynamo_batch_norms(exported, training_norms) -> None:
+    """Every training-mode batch norm of the exported program must be a
+    training-mode BatchNormalization node (else the bridge's translation
+    was not used, and the step would normalize by running statistics).
+    An inference-mode node is one without running statistics
+    (track_running_stats=False: its mean and variance are computed from
+    the batch), never one reading initializers."""
+    import onnx
+    initializers = {i.name for i in exported.graph.initializer}
+    training = 0
+    for node in exported.graph.node:
+        if node.op_type != 'BatchNormalization':
+            continue
+        mode = next((onnx.helper.get_attribute_value(a)
+                     for a in node.attribute if a.name == 'training_mode'), 0)
+        training += mode == 1
+        if mode != 1 and any(i in initializers for i in node.input[3:5]):
+            raise ValueError(
+                f"exporter='dynamo' wrote BatchNormalization node "
+                f"'{node.name}' in inference mode, normalized by running "
+                "statistics, from a module in training mode: use "
+                "exporter='torchscript'")
+    if training_norms is not None and training != training_norms:
+        raise ValueError(
+            f"exporter='dynamo' wrote {training} training-mode "
+            f"BatchNormalization nodes for the {training_norms} training-mode "
+            "batch norms torch.export recorded (a PyTorch the bridge's "
+            "translation does not fit?): use exporter='torchscript'")
+
+
 def compile_training(module: torch.nn.Module,
                      loss_fn: Callable[[torch.nn.Module, Dict[str, Any]], Any],
                      example_batch: Mapping[str, torch.Tensor], *,
@@ -177,24 +229,14 @@ def compile_training(module: torch.nn.Module,
 
     `exporter`: 'torchscript' (torch.onnx.export(dynamo=False), opset 17
     unless `opset` says otherwise) or 'dynamo' (torch.export, the exporter's
-    own default opset unless given; refused for a module with batch norms,
-    which it writes in inference mode)."""
+    own default opset unless given; its batch norms are written in training
+    mode by a translation of the bridge's own, _torch_batch_norm.py, as the
+    exporter's would write them in inference mode)."""
     if exporter not in ('torchscript', 'dynamo'):
         raise ValueError(f"exporter must be 'torchscript' or 'dynamo', not "
                          f"{exporter!r}")
     if exporter == 'dynamo':
-        # torch.export writes a batch norm as in eval mode (its running
-        # statistics, one output) even from a module in training mode
-        # (PyTorch 2.15): the step would not normalize by the batch.
-        norms = [n for n, m in module.named_modules()
-                 if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-        if norms:
-            raise ValueError(
-                f"exporter='dynamo' writes batch norms ('{norms[0]}'"
-                f"{f' and {len(norms) - 1} more' if len(norms) > 1 else ''}) "
-                "in inference mode, normalized by their running statistics, "
-                "so the step would not train them as PyTorch does: use "
-                "exporter='torchscript'")
+        _check_dynamo_norms(module)
     names = list(example_batch)
     tensors = tuple(torch.as_tensor(example_batch[n]) for n in names)
     wrapper = _LossModule(module, loss_fn, names)
@@ -212,10 +254,16 @@ def compile_training(module: torch.nn.Module,
         try:
             if exporter == 'dynamo':
                 # In training mode as the module is; no graph optimization
-                # (it would fold what trainc recognizes).
-                torch.onnx.export(wrapper, tensors, path, input_names=names,
-                                  output_names=['loss'], opset_version=opset,
-                                  dynamo=True, optimize=False, verbose=False)
+                # (it would fold what trainc recognizes, and fuse a
+                # training-mode batch norm into its convolution as if it
+                # were in inference mode).
+                from . import _torch_batch_norm
+                program = torch.onnx.export(
+                    wrapper, tensors, path, input_names=names,
+                    output_names=['loss'], opset_version=opset, dynamo=True,
+                    optimize=False, verbose=False,
+                    custom_translation_table=_torch_batch_norm.TABLE)
+                training_norms = _torch_batch_norm.training_batch_norms(program)
             else:
                 torch.onnx.export(wrapper, tensors, path, input_names=names,
                                   output_names=['loss'],
@@ -253,17 +301,7 @@ def compile_training(module: torch.nn.Module,
         initializers = {i.name for i in exported.graph.initializer
                         if i.data_type in floats}
         if exporter == 'dynamo':
-            # torch.export writes a batch norm as in eval mode even where
-            # the class check above cannot see one (F.batch_norm, an
-            # InstanceNorm that tracks running statistics).
-            for node in exported.graph.node:
-                training = next((onnx.helper.get_attribute_value(a)
-                                 for a in node.attribute if a.name == 'training_mode'), 0)
-                if node.op_type == 'BatchNormalization' and not training:
-                    raise ValueError(
-                        f"exporter='dynamo' wrote BatchNormalization node "
-                        f"'{node.name}' in inference mode from a module in "
-                        "training mode: use exporter='torchscript'")
+            _check_dynamo_batch_norms(exported, training_norms)
         # (Tensors made in forward that torch.export keeps as initializers
         # it marks as constants, and trainc reads them so.)
         buffers = [_PREFIX + n for n, _ in module.named_buffers(remove_duplicate=False)

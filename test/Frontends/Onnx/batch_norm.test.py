@@ -277,6 +277,51 @@ def stats_ok(label, weights, case, want):
     return ok
 
 
+def chained_state(work, quiet):
+    import onnxruntime as ort
+    shape = (4, 3, 5, 5)
+    inits = {'s': RNG.uniform(0.5, 1.5, 3), 'b': RNG.standard_normal(3),
+             'm': RNG.standard_normal(3), 'v': RNG.uniform(0.5, 2.0, 3)}
+    x = (RNG.standard_normal(shape) * 2 + 1).astype(np.float32)
+    c = RNG.uniform(0.5, 1.0, shape).astype(np.float32)
+    nodes = [helper.make_node('BatchNormalization', ['x', 's', 'b', 'm', 'v'],
+                              ['y', 'rm', 'rv'], training_mode=1, momentum=0.8),
+             helper.make_node('Mul', ['y', 'y'], ['yy']),
+             helper.make_node('BatchNormalization', ['yy', 's', 'b', 'rm', 'rv'],
+                              ['y2', 'rm2', 'rv2'], training_mode=1, momentum=0.8),
+             helper.make_node('Mul', ['y2', 'c'], ['yc']),
+             helper.make_node('ReduceSum', ['yc'], ['loss'], keepdims=0)]
+    f32 = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+    initializers = [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()]
+    ref = os.path.join(work, 'chained_ref.onnx')
+    onnx.save(helper.make_model(helper.make_graph(
+        nodes, 'g', [f32('x', list(shape)), f32('c', list(shape))],
+        [f32('loss', []), f32('rm2', [3]), f32('rv2', [3])], initializers),
+        opset_imports=[helper.make_opsetid('', 15)]), ref)
+    want = ort.InferenceSession(ref, providers=['CPUExecutionProvider']).run(
+        ['rm2', 'rv2'], {'x': x, 'c': c})
+    path = os.path.join(work, 'chained.onnx')
+    onnx.save(helper.make_model(helper.make_graph(
+        nodes, 'g', [f32('x', list(shape)), f32('c', list(shape))], [f32('loss', [])],
+        initializers), opset_imports=[helper.make_opsetid('', 15)]), path)
+    step = os.path.join(work, 'chained.tcx')
+    run(['trainc', path, '--train', '--optimizer', 'none', '-o', step])
+    args = []
+    for k, v in (('x', x), ('c', c)):
+        np.save(os.path.join(work, f'chained_{k}.npy'), v)
+        args += ['--input', f'{k}={os.path.join(work, f"chained_{k}.npy")}']
+    weights = os.path.join(work, 'chained.safetensors')
+    run(['trainc-run', step, *args, '--steps', '1', '--save-safetensors', weights, *quiet])
+    from safetensors.numpy import load_file
+    got = load_file(weights)
+    worst = max(float(np.max(np.abs(got[k].astype(np.float64) - w) / np.max(np.abs(w))))
+                for k, w in zip(('m', 'v'), want))
+    ok = worst <= 1e-6
+    print(f'a statistic updated by two chained nodes: the second blend of the first, '
+          f'worst {worst:.1e} of onnxruntime\'s largest entry {"ok" if ok else "FAIL"}')
+    return ok
+
+
 def checkpoint_file(directory):
     name = open(os.path.join(directory, 'latest')).read().strip()
     return os.path.join(directory, name, 'rank-00000-of-00001.safetensors')
@@ -322,6 +367,11 @@ def state(work):
     weights = os.path.join(work, 'buffers.safetensors')
     run(['trainc-run', step_b, *args_b, '--steps', '2', '--save-safetensors', weights, *quiet])
     ok &= stats_ok('statistics marked as buffers, 2 steps', weights, case, after(case, 2))
+
+    # A module called twice, as torch.export's exporter writes it: the
+    # second node reads the first's running outputs, so the step's update
+    # is the second blend of the first (onnxruntime's rm2 and rv2).
+    ok &= chained_state(work, quiet)
 
     # Without --train: the running outputs are values; the state stays.
     forward_exe = os.path.join(work, 'state_forward.tcx')
@@ -435,8 +485,19 @@ def errors(work):
     twice = graph((2, 3, 4), outputs=('y', 'rm', 'rv'), training_mode=1, extra=(second,))
     twice.output[0].name = 'y2'
     ok &= refused('updated_twice', twice, 15, ['--train'],
-                  "updates the running statistic 'm', which a BatchNormalization already "
-                  "updates in this step")
+                  "updates the running statistic 'm' from its value before another "
+                  "BatchNormalization's update of it in this step")
+    # A third node reading the first's running outputs, after the second
+    # (chained) already did: a branch, not a chain.
+    branch = graph((2, 3, 4), outputs=('y', 'rm', 'rv'), training_mode=1, extra=(
+        helper.make_node('BatchNormalization', ['y', 's', 'b', 'rm', 'rv'],
+                         ['y2', 'rm2', 'rv2'], training_mode=1),
+        helper.make_node('BatchNormalization', ['y2', 's', 'b', 'rm', 'rv'],
+                         ['y3', 'rm3', 'rv3'], training_mode=1)))
+    branch.output[0].name = 'y3'
+    ok &= refused('updated_from_stale', branch, 15, ['--train'],
+                  "updates the running statistic 'm' from its value before another "
+                  "BatchNormalization's update of it in this step")
     # Only running statistics as initializers: nothing to train.
     only_stats = helper.make_graph(
         [helper.make_node('Constant', [], [n], value=numpy_helper.from_array(
