@@ -116,6 +116,10 @@ FailureOr<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
     return emitError(loc) << "--unbiased-running-var applies to ONNX models "
                              "(their BatchNormalization); "
                           << path << " is " << formatName(*format);
+  if (!options.embeddingPaddingIndex.empty() && *format != ModelFormat::Onnx)
+    return emitError(loc) << "--embedding-padding-index applies to ONNX "
+                             "models (their Gather); "
+                          << path << " is " << formatName(*format);
   if (options.evalMode && *format != ModelFormat::Onnx)
     return emitError(loc) << "--eval-mode applies to ONNX models (their "
                              "training-mode Dropout and BatchNormalization); "

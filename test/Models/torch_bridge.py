@@ -34,7 +34,9 @@ PyTorch, and after sync_to the running statistics are PyTorch's (1e-6);
 a batch norm module called twice blends twice (dynamo, whose file chains
 the updates) or is refused with a message (TorchScript, whose file reads
 the statistics as before the step both times); with exporter='dynamo',
-momentum=None is refused.
+momentum=None is refused. An Embedding(padding_idx) tied to the output,
+its padding token in the batch, trains as in PyTorch (the bridge passes
+--embedding-padding-index, which neither exporter writes down).
 """
 import argparse
 import os
@@ -153,6 +155,7 @@ def child(args):
         failed |= constants_stay(trainc, torch, np, exporter)
         failed |= batch_norm_statistics(trainc, torch, np, exporter)
         failed |= batch_norm_called_twice(trainc, torch, np, exporter)
+        failed |= embedding_padding_row(trainc, torch, np, exporter)
     try:
         trainc.torch.compile_training(torch.nn.Linear(2, 1), lambda m, b: m(b['x']).sum(),
                                       {'x': torch.randn(1, 2)}, exporter='onnxscript')
@@ -237,6 +240,39 @@ def side_by_side(trainer, reference, opt, loss_fn, batch, steps):
         opt.step()
         theirs.append(loss.item())
     return np.array(ours), np.array(theirs)
+
+
+def embedding_padding_row(trainc, torch, np, exporter):
+    """An Embedding(padding_idx=1) whose padding token is in the batch,
+    tied to the output projection: PyTorch gives the padding row no
+    gradient from the lookup (only from the projection); the bridge tells
+    trainc (--embedding-padding-index), which neither exporter writes. 4
+    SGD steps: losses and the table as PyTorch's. Whether it failed."""
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(8, 4, padding_idx=1)
+            self.mix = torch.nn.Linear(4, 4)
+
+        def forward(self, t):
+            return torch.tanh(self.mix(self.emb(t))) @ self.emb.weight.t()
+
+    torch.manual_seed(5)
+    model, reference = Tied(), Tied()
+    reference.load_state_dict(model.state_dict())
+    batch = {'t': torch.tensor([[1, 3, 1, 5], [2, 1, 7, 1]]), 'y': torch.tensor([[3, 1, 5, 2], [1, 7, 1, 4]])}
+    loss_fn = lambda m, b: torch.nn.functional.cross_entropy(
+        m(b['t']).reshape(-1, 8), b['y'].reshape(-1))
+    trainer = trainc.torch.compile_training(model, loss_fn, batch, optimizer='sgd', lr=0.5,
+                                            weight_decay=0.0, exporter=exporter)
+    curve = sgd_curve(torch, np, trainer, reference, loss_fn, batch, 0.5, 4)
+    trainer.sync_to(model)
+    trainer.close()
+    table = float((model.emb.weight - reference.emb.weight).abs().max())
+    ok = curve <= LOSS_RTOL and table <= 1e-6
+    print(f'an embedding with padding_idx ({exporter}): 4-step loss curve rel {curve:.1e}, '
+          f'table within {table:.1e} of PyTorch\'s -> {"ok" if ok else "FAILED"}')
+    return not ok
 
 
 def sgd_curve(torch, np, trainer, reference, loss_fn, batch, lr, steps):

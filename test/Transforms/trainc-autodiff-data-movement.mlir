@@ -190,6 +190,29 @@ func.func @main(%w: tensor<16x4xf32> {train.param = "w", train.init = dense<1.0>
 
 // -----
 
+// gather with padding_index (PyTorch's Embedding(padding_idx=2)): the
+// cotangents of the slices taken at row 2 (or -14, the same row) are
+// zeroed before the scatter; the forward gather is unchanged.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[W:.+]]: tensor<16x4xf32> {{.*}}, %[[T:.+]]: tensor<2x3xi64> {graph.input = "t"}, %[[X:.+]]: tensor<2x3x4xf32> {graph.input = "x"})
+// CHECK: graph.gather %[[W]][%[[T]]], axis = 0, padding_index = 2
+// CHECK-DAG: %[[NEG:.+]] = graph.compare LT, %[[T]], %{{.+}} : tensor<2x3xi64>
+// CHECK-DAG: %[[WRAP:.+]] = graph.add %[[T]], %{{.+}} : tensor<2x3xi64>
+// CHECK: %[[ROW:.+]] = graph.select %[[NEG]], %[[WRAP]], %[[T]]
+// CHECK: %[[PAD:.+]] = graph.compare EQ, %[[ROW]], %{{.+}} : tensor<2x3xi64>
+// CHECK: %[[MASK:.+]] = graph.broadcast_in_dim %[[PAD]], dims = [0, 1] : (tensor<2x3xi1>) -> tensor<2x3x4xi1>
+// CHECK: %[[KEPT:.+]] = graph.select %[[MASK]], %{{.+}}, %[[X]]
+// CHECK: %[[G:.+]] = graph.scatter_add %[[KEPT]][%[[T]]], axis = 0
+// CHECK: return %{{.+}}, %[[G]]
+func.func @main(%w: tensor<16x4xf32> {train.param = "w", train.init = dense<1.0> : tensor<16x4xf32>}, %t: tensor<2x3xi64> {graph.input = "t"}, %x: tensor<2x3x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
+  %y = graph.gather %w[%t], axis = 0, padding_index = 2 : (tensor<16x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+  %s = graph.mul %y, %x : tensor<2x3x4xf32>
+  %l = graph.reduce_sum %s, dims = [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // scatter_add: g gathered at the same indices.
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[W:.+]]: tensor<2x3x4xf32> {{.*}}, %[[T:.+]]: tensor<2x3xi64> {graph.input = "t"}, %[[X:.+]]: tensor<16x4xf32> {graph.input = "x"})

@@ -239,6 +239,15 @@ int runCompilerCli(int argc, char **argv) {
                "BatchNorm does, so that a module trained through trainc "
                "evaluates as PyTorch would (ONNX only)"),
       cl::location(options.import.unbiasedRunningVar), cl::cat(category));
+  cl::list<std::string> paddingIndices(
+      "embedding-padding-index",
+      cl::desc("The embedding table NAME (an initializer) has a padding row "
+               "ROW whose slices get no gradient, as PyTorch's "
+               "Embedding(padding_idx=ROW) defines it, which the ONNX "
+               "exporters drop; NAME must be read by a Gather on axis 0 "
+               "(the PyTorch bridge passes it for each such module; repeat "
+               "per table; ONNX only)"),
+      cl::value_desc("NAME=ROW"), cl::cat(category));
   cl::opt<bool> listOps(
       "list-onnx-ops",
       cl::desc("List the ONNX ops the importer supports, with their opsets, "
@@ -526,6 +535,15 @@ int runCompilerCli(int argc, char **argv) {
                   "': expected NAME=D0xD1x..., e.g. tokens=8x128");
     if (!options.import.inputShapes.emplace(name, dims).second)
       return fail("--input-shape gives '" + name + "' twice");
+  }
+  for (const std::string &spec : paddingIndices) {
+    auto [name, row] = llvm::StringRef(spec).rsplit('=');
+    int64_t index = 0;
+    if (name.empty() || row.getAsInteger(10, index) || index < 0)
+      return fail("--embedding-padding-index '" + spec +
+                  "': expected NAME=ROW, ROW a non-negative integer");
+    if (!options.import.embeddingPaddingIndex.emplace(name.str(), index).second)
+      return fail("--embedding-padding-index gives '" + name.str() + "' twice");
   }
   options.import.frozen.assign(freeze.begin(), freeze.end());
   options.precision.keepF32 = llvm::join(keepF32, ",");

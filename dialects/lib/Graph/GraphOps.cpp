@@ -616,8 +616,15 @@ static LogicalResult inferGatherType(Type operandType, Type indicesType,
 }
 
 LogicalResult GatherOp::verifyShapeConstraints() {
-  return inferGatherType(getOperand().getType(), getIndices().getType(),
-                         getAxis(), nullptr, [&] { return emitOpError(); });
+  if (failed(inferGatherType(getOperand().getType(), getIndices().getType(),
+                             getAxis(), nullptr,
+                             [&] { return emitOpError(); })))
+    return failure();
+  int64_t n = getOperand().getType().getDimSize(getAxis());
+  if (auto p = getPaddingIndex(); p && (*p < 0 || int64_t(*p) >= n)) // C3
+    return emitOpError("(C3) padding_index ")
+           << int64_t(*p) << " is out of range [0, " << n << ")";
+  return success();
 }
 
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *ctx,

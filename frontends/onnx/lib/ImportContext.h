@@ -24,6 +24,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -135,6 +136,10 @@ public:
   const bool trainingStep;
   /// The running variance blends the unbiased variance (ImportOptions).
   const bool unbiasedRunningVar;
+  /// Embedding tables' padding rows (ImportOptions), and the tables a
+  /// Gather has read so far.
+  std::map<std::string, int64_t> paddingIndices;
+  std::set<std::string> paddedTablesRead;
 
   /// The value named `name`, or null if not defined (yet).
   mlir::Value lookup(llvm::StringRef name) const { return values.lookup(name); }

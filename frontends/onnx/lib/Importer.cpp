@@ -458,6 +458,7 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
   GraphImporter graph(builder, path.str(), baseDir, *opset, options.dropoutSeed,
                       options.evalMode, options.trainingStep,
                       options.unbiasedRunningVar);
+  graph.paddingIndices = options.embeddingPaddingIndex;
   for (auto [i, p] : llvm::enumerate(params)) {
     fn.setArgAttr(i, trainc::train::TrainDialect::kParamAttr,
                   builder.getStringAttr(p.name));
@@ -486,6 +487,12 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
 
   if (failed(importNodes(graph, path, g)))
     return failure();
+  for (const auto &[name, row] : graph.paddingIndices)
+    if (!graph.paddedTablesRead.count(name))
+      return fileError(ctx, path)
+             << "--embedding-padding-index names '" << name
+             << "', which no Gather on axis 0 reads as its data (an "
+                "initializer's name, as the exporter wrote it)";
 
   // Results: the graph outputs, by name, then the parameters the forward
   // pass updates (running statistics), which are frozen.

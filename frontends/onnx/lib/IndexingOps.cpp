@@ -41,6 +41,24 @@ LogicalResult importGather(NodeContext &ctx) {
         return ctx.error() << "index " << v.getSExtValue()
                            << " is outside axis " << *axis << " of size " << n
                            << " of input 0 " << x->getType();
+  // --embedding-padding-index: PyTorch's Embedding(padding_idx), which the
+  // exporters drop, for a table read on axis 0.
+  if (auto param = ctx.graph.parameterIndex(*x); param && *axis == 0) {
+    std::string name = ctx.graph.parameterName(*param).str();
+    auto it = ctx.graph.paddingIndices.find(name);
+    if (it != ctx.graph.paddingIndices.end()) {
+      if (it->second < 0 || it->second >= n)
+        return ctx.error() << "--embedding-padding-index " << name << "="
+                           << it->second << " is not a row of the table "
+                           << x->getType();
+      ctx.graph.paddedTablesRead.insert(name);
+      ctx.setOutput(0, ctx.builder.create<GatherOp>(
+                           ctx.loc, *x, *indices,
+                           ctx.builder.getI64IntegerAttr(*axis),
+                           ctx.builder.getI64IntegerAttr(it->second)));
+      return success();
+    }
+  }
   ctx.setOutput(0, ctx.create<GatherOp>(*x, *indices, *axis));
   return success();
 }

@@ -163,6 +163,17 @@ class TorchTrainer(BridgeTrainer):
                 params[name].copy_(value.to(params[name].dtype))
 
 
+def _padding_rows(module: torch.nn.Module, initializers) -> list:
+    """'NAME=ROW' for each Embedding(padding_idx=ROW) table, NAME the
+    initializer the export holds it as (a tied table has several names,
+    of which the exporter keeps one)."""
+    rows = {id(m.weight): m.padding_idx for m in module.modules()
+            if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None}
+    return sorted({f'{_PREFIX}{n}={rows[id(p)]}'
+                   for n, p in module.named_parameters(remove_duplicate=False)
+                   if id(p) in rows and _PREFIX + n in initializers})
+
+
 def _check_dynamo_norms(module: torch.nn.Module) -> None:
     """Refuses the norms whose training torch.export's exporter cannot
     write: a batch norm's cumulative average (momentum=None, which
@@ -309,6 +320,14 @@ def compile_training(module: torch.nn.Module,
         # Batch norms blend the unbiased variance into running_var, as
         # PyTorch's do (the ONNX file's definition is the population one).
         options.setdefault('unbiased_running_var', True)
+        # Embedding(padding_idx=row): the padding row gets no gradient in
+        # PyTorch, which neither exporter writes down; trainc is told, under
+        # the name the export gives the table.
+        padded = _padding_rows(module, initializers)
+        if padded:
+            given = options.get('embedding_padding_index') or []
+            options['embedding_padding_index'] = (
+                [given] if isinstance(given, str) else list(given)) + padded
         try:
             executable = _compile(path, os.path.join(workdir, 'step.tcx'),
                                   train=True, optimizer=optimizer,

@@ -178,11 +178,7 @@ Value positionsOf(OpContext &ctx, int64_t n) {
 
 /// `x`'s elements at `positions` (i64, 1-D) along `dim`.
 Value gatherDim(OpContext &ctx, Value x, Value positions, int64_t dim) {
-  auto type = tensorType(x);
-  SmallVector<int64_t> shape(type.getShape());
-  shape[dim] = tensorType(positions).getDimSize(0);
-  return ctx.create<GatherOp>(
-      RankedTensorType::get(shape, type.getElementType()), x, positions, dim);
+  return ctx.create<GatherOp>(x, positions, dim);
 }
 
 /// `x` (size m along `dim`) placed at the computed `start` of a dimension

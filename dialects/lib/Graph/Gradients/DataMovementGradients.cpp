@@ -258,10 +258,33 @@ void concatenateVjp(ConcatenateOp op, OpBuilder &b, Value g,
 //===----------------------------------------------------------------------===//
 
 /// Duplicate indices accumulate, as they must: a row gathered twice gets
-/// both cotangents.
+/// both cotangents. With a padding_index p, the slices taken at p (or at
+/// p - n, the same slice) get none: their cotangents are zeroed first.
 void gatherVjp(GatherOp op, OpBuilder &b, Value g,
                SmallVectorImpl<Value> &out) {
-  out.append({b.create<ScatterAddOp>(op.getLoc(), op.getOperand().getType(), g,
+  Location loc = op.getLoc();
+  if (std::optional<uint64_t> p = op.getPaddingIndex()) {
+    RankedTensorType idx = typeOf(op.getIndices()), gt = typeOf(g);
+    int64_t n = typeOf(op.getOperand()).getDimSize(op.getAxis());
+    // Negative indices count from the end: p or p - n.
+    Value i = op.getIndices();
+    Value fromStart = b.create<SelectOp>(
+        loc,
+        b.create<CompareOp>(loc, ComparisonDirection::LT, i,
+                            splatConstant(b, loc, idx, 0)),
+        b.create<AddOp>(loc, i, splatConstant(b, loc, idx, double(n))), i);
+    Value padding = b.create<CompareOp>(loc, ComparisonDirection::EQ, fromStart,
+                                        splatConstant(b, loc, idx, double(*p)));
+    // The indices' dimensions are the cotangent's axis.. axis + rank.
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < idx.getRank(); ++d)
+      dims.push_back(int64_t(op.getAxis()) + d);
+    Value mask = b.create<BroadcastInDimOp>(
+        loc, RankedTensorType::get(gt.getShape(), b.getI1Type()), padding,
+        dims);
+    g = b.create<SelectOp>(loc, mask, splatConstant(b, loc, gt, 0.0), g);
+  }
+  out.append({b.create<ScatterAddOp>(loc, op.getOperand().getType(), g,
                                      op.getIndices(), op.getAxis()),
               Value()});
 }

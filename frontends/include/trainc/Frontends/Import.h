@@ -49,6 +49,11 @@ struct ImportOptions {
   /// per channel), as PyTorch's BatchNorm does, not the population variance
   /// the ONNX specification says. (ONNX only.)
   bool unbiasedRunningVar = false;
+  /// Embedding tables whose padding row gets no gradient, as PyTorch's
+  /// Embedding(padding_idx=ROW) (which the exporters drop): initializer
+  /// name -> row. Each must be read by a Gather on axis 0, which gets
+  /// graph.gather's padding_index. (ONNX only.)
+  std::map<std::string, int64_t> embeddingPaddingIndex;
   /// The module becomes a training step (compileModel sets it from
   /// --train): the state the forward pass updates (BatchNormalization's
   /// running statistics) becomes the step's `train.update` results. Else

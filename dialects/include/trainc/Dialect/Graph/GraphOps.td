@@ -622,23 +622,40 @@ def Graph_GatherOp : Graph_InferredOp<"gather", [
     may be negative (counted from the end, as in ONNX); the runtime reports
     an index outside [-n, n) as an error naming the op.
 
+    `padding_index` p (optional): slices taken at index p (or p - n, the
+    same slice) get no gradient, as PyTorch's `Embedding(padding_idx=p)`
+    defines its lookup; the forward is unchanged.
+
     Constraints:
     - (C1) `axis` is in [0, rank(operand)).
     - (C2) the result type is the inferred one.
+    - (C3) `padding_index`, when present, is in [0, n), n the operand's
+      size along `axis`.
 
-    Example (an embedding table [vocab, d] looked up by [batch, seq] tokens):
+    Example (an embedding table [vocab, d] looked up by [batch, seq] tokens;
+    row 0 is padding):
     ```mlir
-    %e = graph.gather %wte[%tokens], axis = 0
+    %e = graph.gather %wte[%tokens], axis = 0, padding_index = 0
            : (tensor<128x64xf32>, tensor<8x32xi64>) -> tensor<8x32x64xf32>
     ```
   }];
   let arguments = (ins Graph_Tensor:$operand, Graph_IntTensor:$indices,
-                       I64Attr:$axis);
+                       I64Attr:$axis, OptionalAttr<I64Attr>:$padding_index);
   let results = (outs Graph_Tensor:$result);
   let assemblyFormat = [{
-    $operand `[` $indices `]` `,` `axis` `=` $axis attr-dict
+    $operand `[` $indices `]` `,` `axis` `=` $axis
+    (`,` `padding_index` `=` $padding_index^)? attr-dict
     `:` functional-type(operands, results)
   }];
+  // Without padding_index (every gather but an embedding lookup's).
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$operand, "::mlir::Value":$indices,
+                   "int64_t":$axis), [{
+      build($_builder, $_state, operand, indices,
+            $_builder.getI64IntegerAttr(axis), ::mlir::IntegerAttr());
+    }]>
+  ];
+
   let hasFolder = 1;
 }
 
