@@ -27,6 +27,11 @@ dynamo.onnx), unmodified:
 4. forward: the executable compiled without --train against onnxruntime
    running the same ONNX file (loss within 1e-5 relative).
 
+Embedding(padding_idx=row) tables (summary.json 'padding_idx'), whose
+padding row PyTorch keeps from the gradient and neither exporter writes
+down, are given to trainc (--embedding-padding-index) under the name the
+export holds the table as.
+
 A model that PyTorch itself could not export (summary.json records the
 exporter's error) is reported as NOT EXPORTED, never as passed; an export
 missing without such a record fails. Prints one line per model and export,
@@ -198,6 +203,14 @@ def check(args, model_dir, info, exporter, work):
     frozen = [b for b in info.get('buffers', []) + info.get('frozen', [])
               if b in initializers - marked]
     train = ['--train', *(['--freeze', ','.join(frozen)] if frozen else [])]
+    # Embedding(padding_idx=row) tables (summary.json 'padding_idx'),
+    # under the name this export gives the table (a tied one has several).
+    for table, row in info.get('padding_idx', {}).items():
+        names = [n for n in initializers if info.get('aliases', {}).get(n, n) == table]
+        if not names:
+            problems.append(f'padding_idx table {table} is no initializer')
+        for n in names:
+            train += ['--embedding-padding-index', f'{n}={row}']
 
     ir = run([args.trainc, onnx_path, '--compile-to=recognize']).stdout
     missing = [c for c in info['composites'] if f'graph.{c} ' not in ir]

@@ -46,6 +46,9 @@ summary.json's 'aliases' maps each other name to the one the references
 use. 'buffers' lists the model's persistent buffers (BART's
 final_logits_bias): PyTorch does not train them, so the test freezes those
 an export writes as initializers, as a user would (trainc --freeze).
+'padding_idx' maps each Embedding(padding_idx=row) table to its row,
+which both exporters drop and the test gives trainc
+(--embedding-padding-index) under the name the export uses.
 """
 import argparse
 import inspect
@@ -181,6 +184,15 @@ def export(case, batch, exporter, path):
                           training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, input_names=names,
                           output_names=['loss'])
+    # A file onnxruntime refuses is the exporter's failure, recorded as
+    # such (the TorchScript exporter writes Mamba's tensor_split with Tile
+    # repeats of rank 2), not a model for trainc to pass.
+    import onnxruntime
+    try:
+        onnxruntime.InferenceSession(path, providers=['CPUExecutionProvider'])
+    except Exception as e:
+        raise RuntimeError('the exporter wrote a file onnxruntime refuses: ' +
+                           str(e).splitlines()[0][:200]) from e
     model = onnx.load(path)
     # Exporting in training mode runs the forward once, which updates the
     # batch norms' running statistics before the exporter writes them: the
@@ -220,16 +232,20 @@ def main():
     models.VOCAB = args.vocab
     warnings.filterwarnings('ignore')
     transformers.logging.set_verbosity_error()
-    summary = {'torch': torch.__version__, 'transformers': transformers.__version__,
-               'onnx': onnx.__version__, 'models': {}}
+    versions = {'torch': torch.__version__, 'transformers': transformers.__version__,
+                'onnx': onnx.__version__}
     try:
         import onnxscript
-        summary['onnxscript'] = onnxscript.__version__
+        versions['onnxscript'] = onnxscript.__version__
     except ImportError:
         pass
+    summary = {**versions, 'models': {}}
     summary_path = os.path.join(args.out, 'summary.json')
     if args.models and os.path.exists(summary_path):
-        summary['models'] = json.load(open(summary_path))['models']
+        # Some models again: the others keep their files, and the summary
+        # its versions (the ones these are made with go in each model's
+        # entry) and its other keys (autocast_reference.py's).
+        summary = json.load(open(summary_path))
     for case in models.LEGACY_CASES if args.legacy_suite else models.CASES:
         if args.models and case.name not in args.models:
             continue
@@ -265,7 +281,16 @@ def main():
                 # Parameters PyTorch does not train: the test freezes them.
                 'frozen': sorted(n for n, p in wrapper.named_parameters()
                                  if not p.requires_grad),
+                # Embedding(padding_idx=row) tables, whose padding row gets
+                # no gradient in PyTorch; the exporters drop it, and the
+                # test tells trainc (--embedding-padding-index).
+                'padding_idx': {canonical[id(m.weight)]: m.padding_idx
+                                for m in wrapper.modules()
+                                if isinstance(m, torch.nn.Embedding)
+                                and m.padding_idx is not None},
                 'inputs': list(case.inputs), 'composites': list(case.composites),
+                **({'versions': versions}
+                   if any(summary.get(k) != v for k, v in versions.items()) else {}),
                 'loss_f32': float(ref['loss_f32']), 'exports': {}}
         for exporter in EXPORTERS:
             path = os.path.join(out, f'{exporter}.onnx')

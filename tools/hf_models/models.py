@@ -350,6 +350,149 @@ def _mobilebert():
         num_feedforward_networks=2, max_position_embeddings=64))
 
 
+def _gemma2():
+    """Gemma2: tanh softcapping of attention logits (50) and of the final
+    logits (30), sliding-window (4) and global layers alternating, pre and
+    post norms, query_pre_attn_scalar. Eager attention (sdpa has no
+    softcap)."""
+    return tf.Gemma2ForCausalLM(tf.Gemma2Config(
+        **_decoder(), num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8,
+        sliding_window=4, layer_types=['sliding_attention', 'full_attention'],
+        attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+        attn_implementation='eager'))
+
+def _gemma3_text():
+    """Gemma3 text: RMSNorm on queries and keys, local (sliding 4, rope base
+    10k) and global layers (rope base 1M)."""
+    return tf.Gemma3ForCausalLM(tf.Gemma3TextConfig(
+        **_decoder(), num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8,
+        sliding_window=4, layer_types=['sliding_attention', 'full_attention']))
+
+def _olmo2():
+    """OLMo2: RMSNorm over the whole q and k projections, norms after the
+    sublayers (post-norm inside the residual)."""
+    return tf.Olmo2ForCausalLM(tf.Olmo2Config(**_decoder(), num_key_value_heads=2))
+
+def _smollm3():
+    """SmolLM3: NoPE on one layer of two (no_rope_layers), GQA."""
+    return tf.SmolLM3ForCausalLM(tf.SmolLM3Config(
+        **_decoder(), num_key_value_heads=2, no_rope_layers=[1, 0],
+        pad_token_id=0, bos_token_id=1, eos_token_id=2))
+
+def _cohere():
+    """Cohere (Command-R): bias-free LayerNorm, parallel attention and MLP,
+    interleaved rotary (repeat_interleave), logit_scale."""
+    return tf.CohereForCausalLM(tf.CohereConfig(
+        **_decoder(), num_key_value_heads=2, pad_token_id=0, bos_token_id=1,
+        eos_token_id=2))
+
+def _phi():
+    """Phi (phi-2): parallel attention and MLP off one LayerNorm, gelu_new,
+    rotary on half of each head, dense output projection."""
+    return tf.PhiForCausalLM(tf.PhiConfig(
+        **_decoder(), partial_rotary_factor=0.5, resid_pdrop=0.0, embd_pdrop=0.0,
+        bos_token_id=1, eos_token_id=2))
+
+def _granite():
+    """Granite: embedding, residual, attention and logits multipliers."""
+    return tf.GraniteForCausalLM(tf.GraniteConfig(
+        **_decoder(), num_key_value_heads=2, embedding_multiplier=12.0,
+        logits_scaling=8.0, residual_multiplier=0.22, attention_multiplier=0.125,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2))
+
+def _mixtral_bmm():
+    """Mixtral with transformers' batched_mm experts: each token's top-k
+    experts' weights gathered per token (static shapes) and bmm'd."""
+    return tf.MixtralForCausalLM(tf.MixtralConfig(
+        **_decoder(), num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+        router_aux_loss_coef=0.0, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        experts_implementation='batched_mm'))
+
+def _mamba():
+    """Mamba: selective scan unrolled over the sequence (the recurrent
+    path), depthwise causal Conv1d, softplus."""
+    return tf.MambaForCausalLM(tf.MambaConfig(
+        vocab_size=VOCAB, hidden_size=32, state_size=8, num_hidden_layers=2, expand=2,
+        conv_kernel=4, time_step_rank=4, use_mambapy=False, use_associative_scan=False,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2))
+
+def _modernbert():
+    """ModernBERT: bias-free LayerNorms, GeGLU, rotary, alternating global
+    and local (window 4) attention, unpadded path off (eager/sdpa)."""
+    return tf.ModernBertForMaskedLM(tf.ModernBertConfig(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, max_position_embeddings=64, local_attention=4,
+        layer_types=['full_attention', 'sliding_attention'],
+        pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2,
+        embedding_dropout=0.0, mlp_dropout=0.0, attention_dropout=0.0,
+        classifier_dropout=0.0))
+
+def _seq2seq_cfg():
+    return dict(vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2,
+                encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                decoder_ffn_dim=64, max_position_embeddings=64, dropout=0.0,
+                attention_dropout=0.0, activation_dropout=0.0)
+
+def _marian():
+    """MarianMT: sinusoidal positions (frozen), post-norm, swish."""
+    return tf.MarianMTModel(tf.MarianConfig(
+        **_seq2seq_cfg(), decoder_vocab_size=VOCAB, pad_token_id=1,
+        decoder_start_token_id=1, eos_token_id=0, forced_eos_token_id=0))
+
+def _swin():
+    """Swin: shifted windows (roll), relative position bias table gathered,
+    patch merging (strided slices, concat)."""
+    return tf.SwinForImageClassification(tf.SwinConfig(
+        image_size=16, patch_size=2, num_channels=3, embed_dim=16, depths=[1, 1],
+        num_heads=[2, 4], window_size=2, mlp_ratio=2.0, num_labels=5,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, drop_path_rate=0.0))
+
+def _dinov2():
+    """DINOv2: layer scale, CLS and mean-patch-token concatenated head; the
+    TorchScript exporter traces the position embeddings' bicubic
+    interpolation (ONNX Resize, cubic) and its size from Pow(16, 0.5)."""
+    return tf.Dinov2ForImageClassification(tf.Dinov2Config(
+        image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=4, mlp_ratio=2, num_labels=5, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0, drop_path_rate=0.0))
+
+class _ReturnLoss(torch.nn.Module):
+    """model(..., return_loss=True): CLIP's contrastive loss."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.inner = model
+
+    def forward(self, **kw):
+        return self.inner(**kw, return_loss=True)
+
+def _clip():
+    """CLIP (text and vision towers): the symmetric contrastive loss of the
+    batch's image-text logits (logit_scale exp'd), text pooled at the EOS
+    position (argmax of input_ids == eos)."""
+    return _ReturnLoss(tf.CLIPModel(tf.CLIPConfig(
+        text_config=dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=4,
+                         max_position_embeddings=64, eos_token_id=2, bos_token_id=1,
+                         pad_token_id=0),
+        vision_config=dict(image_size=16, patch_size=4, hidden_size=32, intermediate_size=64,
+                           num_hidden_layers=2, num_attention_heads=4),
+        projection_dim=16)))
+
+def _clip_batch(gen):
+    ids = torch.randint(3, VOCAB, (BATCH, SEQ), generator=gen)
+    mask = _padded_mask(gen)
+    ids[0, SEQ - 1] = 2
+    ids[1, SEQ - 4] = 2
+    ids = ids.masked_fill(mask == 0, 0)
+    return {'input_ids': ids, 'attention_mask': mask,
+            'pixel_values': torch.randn(BATCH, 3, 16, 16, generator=gen)}
+
+
+_RMS = ('rms_norm', 'attention', 'softmax_cross_entropy')
+_LNA = ('layer_norm', 'attention', 'softmax_cross_entropy')
+_LNGA = ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')
+_IMG = ('pixel_values', 'labels')
 _LM = ('input_ids', 'attention_mask', 'labels')
 CASES = [
     ModelCase('gpt2', _gpt2, _LM, _causal_lm_batch,
@@ -395,6 +538,30 @@ CASES = [
               ('rms_norm', 'attention', 'softmax_cross_entropy')),
     ModelCase('vit', _vit, ('pixel_values', 'labels'), _image_batch,
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    # Added 2026-12-07 (transformers 5.25), each for what it brings:
+    # attention softcapping (not fused: trainc's attention has no softcap,
+    # so it trains as the unfused ops), norms on queries and keys, layers
+    # without rotary, parallel blocks, interleaved rotary, scaling
+    # multipliers, batched mixture-of-experts, a selective-scan SSM,
+    # alternating local attention, an encoder-decoder starting from its
+    # padding token (Embedding padding_idx), shifted windows, bicubic
+    # position interpolation, a contrastive loss of two towers.
+    ModelCase('gemma2', _gemma2, _LM, _causal_lm_batch,
+              ('rms_norm', 'gelu', 'softmax_cross_entropy')),
+    ModelCase('gemma3_text', _gemma3_text, _LM, _causal_lm_batch,
+              ('rms_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
+    ModelCase('olmo2', _olmo2, _LM, _causal_lm_batch, _RMS),
+    ModelCase('smollm3', _smollm3, _LM, _causal_lm_batch, _RMS),
+    ModelCase('cohere', _cohere, _LM, _causal_lm_batch, _LNA),
+    ModelCase('phi', _phi, _LM, _causal_lm_batch, _LNGA),
+    ModelCase('granite', _granite, _LM, _causal_lm_batch, _RMS),
+    ModelCase('mixtral_bmm', _mixtral_bmm, _LM, _causal_lm_batch, _RMS),
+    ModelCase('mamba', _mamba, _LM, _causal_lm_batch, ('rms_norm', 'softmax_cross_entropy')),
+    ModelCase('modernbert', _modernbert, _LM, lambda g: _masked_lm_batch(g, False), _LNGA),
+    ModelCase('marian', _marian, _LM, _seq2seq_batch, _LNA),
+    ModelCase('swin', _swin, _IMG, _image_batch, _LNGA),
+    ModelCase('dinov2', _dinov2, _IMG, _image_batch, _LNGA),
+    ModelCase('clip', _clip, ('input_ids', 'attention_mask', 'pixel_values'), _clip_batch, _LNA),
 ]
 
 # Architectures whose exports use ops trainc gained later (Sign, Clip,
