@@ -129,9 +129,15 @@ Value weightsAlong(NodeContext &ctx, RankedTensorType type, int64_t d,
   return ctx.create<BroadcastInDimOp>(type, w, ArrayRef<int64_t>{d});
 }
 
+/// Above this many taps a resized axis is one product with its [in, out]
+/// matrix of weights rather than a gather per tap (a filter widened by
+/// antialias for a large downsampling has 4 times the factor).
+constexpr size_t kMaxGatheredTaps = 16;
+
 /// y resized along axis d to `out` positions by a filter: `tapsOf(o,
 /// indices, weights)` gives output position o's taps (as many for every
-/// o). The sum of a gather and its weights per tap.
+/// o). The sum of a gather and its weights per tap, or for many taps the
+/// product with the filter's matrix.
 Value resizeByTaps(NodeContext &ctx, Value y, int64_t d, int64_t out,
                    function_ref<void(int64_t, SmallVectorImpl<int64_t> &,
                                      SmallVectorImpl<double> &)>
@@ -148,6 +154,30 @@ Value resizeByTaps(NodeContext &ctx, Value y, int64_t d, int64_t out,
       indices[k].push_back(tapIndices[k]);
       weights[k].push_back(tapWeights[k]);
     }
+  }
+  auto type = ctx.inputType(y);
+  if (indices.size() > kMaxGatheredTaps) {
+    int64_t in = type.getDimSize(d), rank = type.getRank();
+    SmallVector<double> matrix(in * out, 0.0); // [in, out]
+    for (size_t k = 0; k < indices.size(); ++k)
+      for (int64_t o = 0; o < out; ++o)
+        matrix[indices[k][o] * out + o] += weights[k][o];
+    auto f64 = RankedTensorType::get({in, out}, ctx.builder.getF64Type());
+    Value m = ctx.create<ConvertOp>(
+        RankedTensorType::get({in, out}, type.getElementType()),
+        ctx.builder.create<ConstantOp>(
+            ctx.loc, DenseElementsAttr::get(f64, ArrayRef(matrix))));
+    // [.., in, ..] x [in, out] -> [.. .., out], then out back to axis d.
+    Value product =
+        ctx.create<DotGeneralOp>(y, m, ArrayRef<int64_t>{}, ArrayRef<int64_t>{},
+                                 ArrayRef<int64_t>{d}, ArrayRef<int64_t>{0});
+    SmallVector<int64_t> perm;
+    for (int64_t i = 0; i < d; ++i)
+      perm.push_back(i);
+    perm.push_back(rank - 1);
+    for (int64_t i = d; i < rank - 1; ++i)
+      perm.push_back(i);
+    return ctx.create<TransposeOp>(product, perm);
   }
   Value sum;
   for (size_t k = 0; k < indices.size(); ++k) {
@@ -230,7 +260,14 @@ LogicalResult importResize(NodeContext &ctx) {
   if (count != axes.size())
     return ctx.error() << "has " << count << " scales or sizes for "
                        << axes.size() << " axes";
+  // Filters weigh and sum in f32 for 16-bit inputs (rounded once at the
+  // end): in bf16 a cubic filter's sum of 4 products alone is off by
+  // several of its ulps.
+  Type element = type.getElementType();
+  bool widened = mode != "nearest" && element.getIntOrFloatBitWidth() == 16;
   Value y = *x;
+  if (widened)
+    y = ctx.convert(y, ctx.builder.getF32Type());
   for (size_t k = 0; k < axes.size(); ++k) {
     int64_t d = axes[k], in = type.getDimSize(d);
     double scale = sizes.empty() ? scales[k] : double(sizes[k]) / double(in);
@@ -275,7 +312,7 @@ LogicalResult importResize(NodeContext &ctx) {
     y = ctx.create<AddOp>(near,
                           ctx.create<MulOp>(w1, ctx.create<SubOp>(far, near)));
   }
-  ctx.setOutput(0, y);
+  ctx.setOutput(0, widened ? ctx.convert(y, element) : y);
   return success();
 }
 
