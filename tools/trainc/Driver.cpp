@@ -358,10 +358,9 @@ int runCompilerCli(int argc, char **argv) {
                "dropout and convolutions' patches from their saved "
                "inputs); full (keep only each block's input, recompute the "
                "block in the backward pass; blocks are found around "
-               "attention and convolutions); budget=BYTES (suffix K, M, G: the "
-               "cheapest "
-               "of none, selective and full per block whose planned "
-               "activations fit)"),
+               "attention and convolutions); budget=BYTES (suffix K, M, G: "
+               "the cheapest of none, selective and full per block whose "
+               "planned activations fit)"),
       cl::value_desc("mode"), cl::location(options.recompute.mode),
       cl::cat(category));
   // The lower phase's flags, declared once in its table (Pipeline.h).

@@ -305,6 +305,51 @@ llvm::DenseSet<Value> chooseRecomputed(const ForwardPass &f,
   return chosen;
 }
 
+/// The bytes of `recomputed` (and of what the clones read) that the
+/// backward pass without recompute does not hold (recompute::kUnheldBytes):
+/// each clone of a saved value lives within that value's life without
+/// recompute, so only these can be live at a point where nothing was.
+int64_t unheldBytes(const ForwardPass &f,
+                    const llvm::DenseSet<Value> &recomputed) {
+  auto bytes = [](Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return t.getNumElements() *
+           int64_t((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  };
+  // Held: saved itself or through a reshape of it or of which it is one
+  // (views of one buffer).
+  auto held = [&](Value v) {
+    SmallVector<Value> views = {v};
+    llvm::DenseSet<Value> seen = {v};
+    while (!views.empty()) {
+      Value w = views.pop_back_val();
+      if (f.saved.contains(w))
+        return true;
+      SmallVector<Value> next;
+      if (auto reshape = w.getDefiningOp<ReshapeOp>())
+        next.push_back(reshape.getOperand());
+      for (Operation *u : w.getUsers())
+        if (isa<ReshapeOp>(u))
+          next.push_back(u->getResult(0));
+      for (Value n : next)
+        if (seen.insert(n).second)
+          views.push_back(n);
+    }
+    return false;
+  };
+  llvm::DenseSet<Value> counted;
+  int64_t total = 0;
+  for (Value v : recomputed) {
+    if (!held(v) && counted.insert(v).second)
+      total += bytes(v);
+    for (Value operand : v.getDefiningOp()->getOperands())
+      if (f.activations.contains(operand) && !recomputed.contains(operand) &&
+          !held(operand) && counted.insert(operand).second)
+        total += bytes(operand);
+  }
+  return total;
+}
+
 /// Clones the forward op of each recomputed value where an op outside the
 /// forward pass first reads it; returns the FLOPs the clones add.
 int64_t rewrite(func::FuncOp fn, const ForwardPass &f,
@@ -362,10 +407,15 @@ SmallVector<BlockChoice> choicesFor(RecomputeMode::Kind kind, size_t blocks,
   return choices;
 }
 
-/// Applies `choices` to @main of `module`; returns the added FLOPs.
+/// Applies `choices` to @main of `module`; returns the added FLOPs, and
+/// sets recompute::kUnheldBytes.
 int64_t apply(func::FuncOp fn, ArrayRef<BlockChoice> choices) {
   ForwardPass f = analyze(fn);
-  return rewrite(fn, f, chooseRecomputed(f, choices));
+  llvm::DenseSet<Value> recomputed = chooseRecomputed(f, choices);
+  fn->setAttr(
+      recompute::kUnheldBytes,
+      Builder(fn.getContext()).getI64IntegerAttr(unheldBytes(f, recomputed)));
+  return rewrite(fn, f, recomputed);
 }
 
 struct Planned {
@@ -524,7 +574,7 @@ void printRecomputeOptions(ModuleOp module, llvm::raw_ostream &os) {
     return;
   auto blocks = fn->getAttrOfType<IntegerAttr>(recompute::kBlocks);
   os << "recompute options (" << (blocks ? blocks.getInt() : 0)
-     << " blocks found):\n";
+     << (blocks && blocks.getInt() == 1 ? " block" : " blocks") << " found):\n";
   os << "  option          activations    saved        FLOPs added   of step\n";
   int64_t none = 0;
   if (auto n = options.getAs<ArrayAttr>("none"))

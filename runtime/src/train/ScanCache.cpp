@@ -183,10 +183,10 @@ size_t ScanCache::prune(const std::string &dir, int64_t nowNs) {
         ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
         !S_ISREG(st.st_mode))
       continue;
-    int64_t usedNs =
-        int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    // In whole seconds: a time in nanoseconds past 2262 would overflow.
     int64_t keepNs = kind == CacheFile::Entry ? kUnusedNs : kDeadWriterNs;
-    if (usedNs < nowNs - keepNs && ::unlinkat(::dirfd(d), e->d_name, 0) == 0)
+    if (int64_t(st.st_mtim.tv_sec) < (nowNs - keepNs) / 1000000000 &&
+        ::unlinkat(::dirfd(d), e->d_name, 0) == 0)
       ++removed;
   }
   ::closedir(d);

@@ -506,7 +506,10 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
     the forward pass that needs it, and made once: a clone serves every
     later reader. Random ops replay the same mask (graph.dropout's mask is
     a function of seed, step and index), so gradients are bitwise those
-    without recompute. `@main` gets `recompute.added_flops`; with
+    without recompute. `@main` gets `recompute.added_flops` and
+    `recompute.unheld_bytes` (what the clones hold, or keep alive, that
+    the backward pass without recompute does not: no point of the step
+    can have more live than without recompute plus these); with
     `compare-options`, `recompute.options` also lists the planned
     activation bytes and added FLOPs of none, selective and full (what
     `trainc --print-memory-plan` prints).

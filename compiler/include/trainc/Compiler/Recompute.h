@@ -27,6 +27,11 @@ constexpr llvm::StringLiteral kClone = "recompute.clone";
 /// On @main: FLOPs the clones add to one step, and the blocks found.
 constexpr llvm::StringLiteral kAddedFlops = "recompute.added_flops";
 constexpr llvm::StringLiteral kBlocks = "recompute.blocks";
+/// On @main: the bytes of what recompute holds that the backward pass of
+/// no recompute does not (remade values it never held, and forward values
+/// kept for a remake that it lets go after the forward pass): at no point
+/// of the step can more be live than without recompute plus these.
+constexpr llvm::StringLiteral kUnheldBytes = "recompute.unheld_bytes";
 /// On @main with compare-options: {none, selective, full} -> [planned
 /// activation bytes, added FLOPs, the step's FLOPs with them].
 constexpr llvm::StringLiteral kOptions = "recompute.options";
