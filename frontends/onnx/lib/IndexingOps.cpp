@@ -35,7 +35,7 @@ LogicalResult importGather(NodeContext &ctx) {
   // the others).
   int64_t n = ctx.inputType(*x).getDimSize(*axis);
   DenseElementsAttr values;
-  if (matchPattern(*indices, m_Constant(&values)))
+  if (!ShapedType::isDynamic(n) && matchPattern(*indices, m_Constant(&values)))
     for (const APInt &v : values.getValues<APInt>())
       if (v.getSExtValue() < -n || v.getSExtValue() >= n)
         return ctx.error() << "index " << v.getSExtValue()
