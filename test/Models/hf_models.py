@@ -177,8 +177,20 @@ def running_errors(ref, weights, problems):
                                     f'{worst_zero:.1e}' if zeros else '') + ')')
 
 
-def check(args, model_dir, info, exporter, work):
-    onnx_path = os.path.join(model_dir, f'{exporter}.onnx')
+def unpacked(path, work):
+    """`path`, or where its xz-compressed copy (`path`.xz, as export.py
+    --xz stores an export) is unpacked in `work`; `path` when neither
+    exists."""
+    if os.path.exists(path) or not os.path.exists(path + '.xz'):
+        return path
+    import lzma
+    out = os.path.join(work, os.path.basename(path))
+    with lzma.open(path + '.xz') as f, open(out, 'wb') as g:
+        g.write(f.read())
+    return out
+
+
+def check(args, model_dir, info, exporter, work, onnx_path):
     ref = np.load(os.path.join(model_dir, 'reference.npz'))
     inputs = []
     for name in info['inputs']:
@@ -300,6 +312,9 @@ def main():
             for exporter in EXPORTERS:
                 export = info['exports'].get(exporter, {})
                 path = os.path.join(args.data_dir, name, f'{exporter}.onnx')
+                scratch = os.path.join(work, name)
+                os.makedirs(scratch, exist_ok=True)
+                path = unpacked(path, scratch)
                 if 'error' in export and not os.path.exists(path):
                     print(f'{name}/{exporter}: NOT EXPORTED (PyTorch {summary["torch"]}: '
                           f'{export["error"]})')
@@ -309,11 +324,9 @@ def main():
                     print(f'{name}/{exporter}: {path} is missing')
                     ok = False
                     continue
-                scratch = os.path.join(work, name)
-                os.makedirs(scratch, exist_ok=True)
                 try:
                     good, m = check(args, os.path.join(args.data_dir, name), info,
-                                    exporter, scratch)
+                                    exporter, scratch, path)
                 except RuntimeError as e:
                     print(f'{name}/{exporter}: {e}')
                     good, m = False, None

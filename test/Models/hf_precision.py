@@ -42,6 +42,8 @@ import tempfile
 
 import numpy as np
 
+from hf_models import unpacked
+
 UNIT_ROUNDOFF = {'bf16': 2.0 ** -8, 'fp16': 2.0 ** -11}
 # --precision tf32 rounds only the matmuls' operands, to 11 significant bits
 # (PyTorch's CPU autocast has no TF32, so only the benchmark GPT's check,
@@ -93,7 +95,10 @@ def check(args, model, work):
     for precision, u in UNIT_ROUNDOFF.items():
         exe = os.path.join(work, f'{model}_{precision}.tcx')
         out = os.path.join(work, f'{model}_{precision}')
-        run([args.trainc, os.path.join(d, 'ts17.onnx'), '--train', '--optimizer', 'none',
+        os.makedirs(os.path.join(work, model), exist_ok=True)
+        run([args.trainc, unpacked(os.path.join(d, 'ts17.onnx'), os.path.join(work, model)),
+             '--train',
+             '--optimizer', 'none',
              '--precision', precision, '-o', exe])
         run([args.trainc_run, exe, *inputs, '--output-dir', out])
         grads = {}

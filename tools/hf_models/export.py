@@ -225,6 +225,10 @@ def main():
     parser.add_argument('--legacy-suite', action='store_true',
                         help="export models.LEGACY_CASES (test/Models/hf_legacy) instead "
                              "of models.CASES")
+    parser.add_argument('--xz', action='store_true',
+                        help='store each export xz-compressed (NAME.onnx.xz, which '
+                             "test/Models/hf_models.py unpacks): the device tool's copy "
+                             'of the working tree is limited (tools/gpu/bundle.sh)')
     parser.add_argument('--vocab', type=int, default=models.VOCAB,
                         help='the vocabulary of the models that have one (default '
                              f"{models.VOCAB}; test/Models/hf_vocab1001's GPT-2 is --vocab 1001)")
@@ -296,6 +300,11 @@ def main():
             path = os.path.join(out, f'{exporter}.onnx')
             try:
                 info['exports'][exporter] = export(case, batch, exporter, path)
+                if args.xz:
+                    import lzma
+                    with open(path, 'rb') as f, lzma.open(path + '.xz', 'wb', preset=9) as g:
+                        g.write(f.read())
+                    os.remove(path)
             except Exception as e:  # the exporter's own failure, recorded
                 cause = e
                 while cause.__cause__ is not None:
