@@ -15,9 +15,10 @@ checks, against the same step compiled with `--recompute none`:
   planned one; the liveness bound of full and selective (the most
   work-arena bytes live at once, which no placement can beat:
   fused_elementwise_step.live_bound) is at most none's, or above it by no
-  more than the bytes recompute holds that none's backward pass does not
-  (recompute.unheld_bytes: inputs kept for a remake and values remade on
-  the way, as a CNN's ReLU output), and where it is below, so are the
+  more than the compiler's bound on what recompute can add
+  (recompute.added_live_bytes: the remakes' inputs, whose lives they may
+  extend, and values remade on the way that none's backward pass does not
+  hold, as a CNN's ReLU output), and where it is below, so are the
   planned activations (where it is equal, the peak lies
   outside what recompute remakes, and the planner's greedy placement
   alone moves the plan a few percent either way, so the plans are not
@@ -84,7 +85,7 @@ def outputs(directory):
 def check_model(args, name, onnx_path, inputs, work, extra=()):
     problems = []
     base = {}
-    stats, bounds, unheld = {}, {}, {}
+    stats, bounds, added = {}, {}, {}
     for mode in ['none'] + MODES:
         grads_exe = os.path.join(work, f'{name}_{mode}_grads.tcx')
         run([args.trainc, onnx_path, '--train', '--optimizer', 'none', *extra,
@@ -103,8 +104,8 @@ def check_model(args, name, onnx_path, inputs, work, extra=()):
         bounds[mode] = live_bound(run([args.trainc_run, train_exe, '--inspect']).stdout)
         ir = run([args.trainc, onnx_path, '--train', '--lr', '1e-2', *extra, '--recompute', mode,
                   '--compile-to=recompute']).stdout
-        m = re.search(r'recompute.unheld_bytes = (\d+)', ir)
-        unheld[mode] = int(m.group(1)) if m else 0
+        m = re.search(r'recompute.added_live_bytes = (\d+)', ir)
+        added[mode] = int(m.group(1)) if m else 0
         if mode == 'none':
             table = options_table(compiled.stdout)
         log = os.path.join(work, f'{name}_{mode}.jsonl')
@@ -125,17 +126,17 @@ def check_model(args, name, onnx_path, inputs, work, extra=()):
         if curve != base['curve']:
             problems.append(f'{mode}: AdamW curve differs: {curve} vs {base["curve"]}')
         if bounds[mode] > bounds['none']:
-            # Remaking a value keeps its input (a block's input, a
-            # convolution's), and may remake values on the way (a ReLU):
-            # where the backward pass without recompute holds neither (a
-            # CNN's ReLU output, read by no gradient), they can be live where
-            # nothing was. The compiler adds up those bytes
-            # (recompute.unheld_bytes); the bound may rise by no more.
+            # Remaking a value keeps its inputs (a block's input, a
+            # convolution's) until the remake, and may remake values on the
+            # way that the backward pass without recompute does not hold (a
+            # CNN's ReLU output): those can be live where they were not. The
+            # compiler adds up their bytes (recompute.added_live_bytes); the
+            # bound may rise by no more.
             rise = bounds[mode] - bounds['none']
-            if rise > unheld[mode]:
+            if rise > added[mode]:
                 problems.append(f'{mode}: liveness bound {bounds[mode]} above '
                                 f"none's {bounds['none']} by {rise} B, more than the "
-                                f'{unheld[mode]} B recompute holds that none does not')
+                                f'{added[mode]} B recompute can add')
         elif bounds[mode] < bounds['none'] and not stats[mode] < stats['none']:
             problems.append(f'{mode}: planned activations {stats[mode]} not below '
                             f"none's {stats['none']} (liveness bound {bounds[mode]} "

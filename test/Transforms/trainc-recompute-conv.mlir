@@ -9,11 +9,11 @@
 
 // selective: each weight gradient's patches are remade. conv1's from r0,
 // the block's input; conv2's from a1 = relu(h1), which no gradient reads
-// (ReLU's reads h1), so the ReLU is remade first, from h1. The remade a1
-// and the kept r0 (128 bytes each; no gradient reads either) are what
-// recompute holds that the backward pass did not.
+// (ReLU's reads h1), so the ReLU is remade first, from h1. What recompute
+// can add to what is live: the remade a1, which no gradient reads, and the
+// remakes' inputs r0 and h1, whose lives they may extend (128 bytes each).
 // SELECTIVE-LABEL: func.func @main
-// SELECTIVE-SAME: recompute.blocks = 1 : i64, recompute.unheld_bytes = 256 : i64
+// SELECTIVE-SAME: recompute.added_live_bytes = 384 : i64, recompute.blocks = 1 : i64
 // SELECTIVE: %[[R0:.+]] = graph.max %[[H0:.+]], %[[ZERO:.+]] : tensor<1x2x4x4xf32>
 // SELECTIVE: graph.extract_patches %[[R0]], kernel = [3, 3]
 // SELECTIVE: %[[A1:.+]] = graph.max %[[H1:.+]], %[[ZERO]] : tensor<1x2x4x4xf32>
@@ -26,7 +26,7 @@
 
 // full: the block is remade from r0, its convolutions included.
 // FULL-LABEL: func.func @main
-// FULL-SAME: recompute.added_flops = 2400 : i64, recompute.blocks = 1 : i64
+// FULL-SAME: recompute.added_flops = 2400 : i64, recompute.added_live_bytes = 640 : i64, recompute.blocks = 1 : i64
 // FULL: %[[R0:.+]] = graph.max
 // FULL: graph.reduce_sum
 // FULL: %[[P1:.+]] = graph.extract_patches %[[R0]], {{.*}}{recompute.clone}

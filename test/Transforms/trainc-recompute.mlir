@@ -16,7 +16,7 @@
 // full: each block's backward remakes the block from its input (x1 = %7,
 // then x0 = %3), the clones marked and placed after the forward pass.
 // FULL-LABEL: func.func @main
-// FULL-SAME: recompute.added_flops = {{[1-9][0-9]*}} : i64, recompute.blocks = 2 : i64
+// FULL-SAME: recompute.added_flops = {{[1-9][0-9]*}} : i64, recompute.added_live_bytes = {{[1-9][0-9]*}} : i64, recompute.blocks = 2 : i64
 // FULL: %[[X0:.+]] = graph.dot_general %arg2, %arg0
 // FULL: graph.layer_norm %[[X0]] scale
 // FULL: %[[X1:.+]] = graph.add %[[X0]],

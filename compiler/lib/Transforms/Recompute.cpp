@@ -305,12 +305,11 @@ llvm::DenseSet<Value> chooseRecomputed(const ForwardPass &f,
   return chosen;
 }
 
-/// The bytes of `recomputed` (and of what the clones read) that the
-/// backward pass without recompute does not hold (recompute::kUnheldBytes):
-/// each clone of a saved value lives within that value's life without
-/// recompute, so only these can be live at a point where nothing was.
-int64_t unheldBytes(const ForwardPass &f,
-                    const llvm::DenseSet<Value> &recomputed) {
+/// recompute::kAddedLiveBytes of `recomputed`: the remade values the
+/// backward pass without recompute does not hold, and the forward values
+/// the remakes read.
+int64_t addedLiveBytes(const ForwardPass &f,
+                       const llvm::DenseSet<Value> &recomputed) {
   auto bytes = [](Value v) {
     auto t = cast<RankedTensorType>(v.getType());
     return t.getNumElements() *
@@ -344,7 +343,7 @@ int64_t unheldBytes(const ForwardPass &f,
       total += bytes(v);
     for (Value operand : v.getDefiningOp()->getOperands())
       if (f.activations.contains(operand) && !recomputed.contains(operand) &&
-          !held(operand) && counted.insert(operand).second)
+          counted.insert(operand).second)
         total += bytes(operand);
   }
   return total;
@@ -408,13 +407,13 @@ SmallVector<BlockChoice> choicesFor(RecomputeMode::Kind kind, size_t blocks,
 }
 
 /// Applies `choices` to @main of `module`; returns the added FLOPs, and
-/// sets recompute::kUnheldBytes.
+/// sets recompute::kAddedLiveBytes.
 int64_t apply(func::FuncOp fn, ArrayRef<BlockChoice> choices) {
   ForwardPass f = analyze(fn);
   llvm::DenseSet<Value> recomputed = chooseRecomputed(f, choices);
-  fn->setAttr(
-      recompute::kUnheldBytes,
-      Builder(fn.getContext()).getI64IntegerAttr(unheldBytes(f, recomputed)));
+  fn->setAttr(recompute::kAddedLiveBytes,
+              Builder(fn.getContext())
+                  .getI64IntegerAttr(addedLiveBytes(f, recomputed)));
   return rewrite(fn, f, recomputed);
 }
 

@@ -621,9 +621,11 @@ LogicalResult GatherOp::verifyShapeConstraints() {
                              [&] { return emitOpError(); })))
     return failure();
   int64_t n = getOperand().getType().getDimSize(getAxis());
-  if (auto p = getPaddingIndex(); p && (*p < 0 || int64_t(*p) >= n)) // C3
+  // (The attribute is signless: read as signed, a negative one is caught.)
+  if (IntegerAttr p = getPaddingIndexAttr();
+      p && (p.getInt() < 0 || p.getInt() >= n)) // C3
     return emitOpError("(C3) padding_index ")
-           << int64_t(*p) << " is out of range [0, " << n << ")";
+           << p.getInt() << " is out of range [0, " << n << ")";
   return success();
 }
 

@@ -131,7 +131,9 @@ Value weightsAlong(NodeContext &ctx, RankedTensorType type, int64_t d,
 
 /// Above this many taps a resized axis is one product with its [in, out]
 /// matrix of weights rather than a gather per tap (a filter widened by
-/// antialias for a large downsampling has 4 times the factor).
+/// antialias for a large downsampling has 4 times the factor), where the
+/// matrix is at least a quarter full: its product then costs at most 4
+/// times the gathers' multiply-adds, in one op.
 constexpr size_t kMaxGatheredTaps = 16;
 
 /// y resized along axis d to `out` positions by a filter: `tapsOf(o,
@@ -156,8 +158,9 @@ Value resizeByTaps(NodeContext &ctx, Value y, int64_t d, int64_t out,
     }
   }
   auto type = ctx.inputType(y);
-  if (indices.size() > kMaxGatheredTaps) {
-    int64_t in = type.getDimSize(d), rank = type.getRank();
+  int64_t in = type.getDimSize(d);
+  if (indices.size() > kMaxGatheredTaps && in <= 4 * int64_t(indices.size())) {
+    int64_t rank = type.getRank();
     SmallVector<double> matrix(in * out, 0.0); // [in, out]
     for (size_t k = 0; k < indices.size(); ++k)
       for (int64_t o = 0; o < out; ++o)

@@ -967,6 +967,14 @@ func.func @gather_c3(%x: tensor<4x8xf32>, %i: tensor<3xi64>) {
 
 // -----
 
+func.func @gather_c3_negative(%x: tensor<4x8xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{(C3) padding_index -1 is out of range [0, 4)}}
+  %0 = graph.gather %x[%i], axis = 0, padding_index = -1 : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
 func.func @gather_float_indices(%x: tensor<4x8xf32>, %i: tensor<3xf32>) {
   // expected-error@+1 {{operand #1 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values}}
   %0 = graph.gather %x[%i], axis = 0 : (tensor<4x8xf32>, tensor<3xf32>) -> tensor<3x8xf32>

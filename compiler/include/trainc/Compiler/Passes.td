@@ -507,9 +507,10 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
     later reader. Random ops replay the same mask (graph.dropout's mask is
     a function of seed, step and index), so gradients are bitwise those
     without recompute. `@main` gets `recompute.added_flops` and
-    `recompute.unheld_bytes` (what the clones hold, or keep alive, that
-    the backward pass without recompute does not: no point of the step
-    can have more live than without recompute plus these); with
+    `recompute.added_live_bytes` (a bound on what recompute can add to the
+    bytes live at a point of the step: remade values the backward pass
+    without recompute does not hold, and the remakes' inputs, whose lives
+    they may extend); with
     `compare-options`, `recompute.options` also lists the planned
     activation bytes and added FLOPs of none, selective and full (what
     `trainc --print-memory-plan` prints).

@@ -27,11 +27,12 @@ constexpr llvm::StringLiteral kClone = "recompute.clone";
 /// On @main: FLOPs the clones add to one step, and the blocks found.
 constexpr llvm::StringLiteral kAddedFlops = "recompute.added_flops";
 constexpr llvm::StringLiteral kBlocks = "recompute.blocks";
-/// On @main: the bytes of what recompute holds that the backward pass of
-/// no recompute does not (remade values it never held, and forward values
-/// kept for a remake that it lets go after the forward pass): at no point
-/// of the step can more be live than without recompute plus these.
-constexpr llvm::StringLiteral kUnheldBytes = "recompute.unheld_bytes";
+/// On @main: an upper bound on what recompute can add to the bytes live at
+/// a point of the step: the remade values the backward pass without
+/// recompute does not hold, and every forward value a remake reads (a
+/// remake placed after that value's last reader without recompute extends
+/// its life). A clone of a held value lives within that value's life.
+constexpr llvm::StringLiteral kAddedLiveBytes = "recompute.added_live_bytes";
 /// On @main with compare-options: {none, selective, full} -> [planned
 /// activation bytes, added FLOPs, the step's FLOPs with them].
 constexpr llvm::StringLiteral kOptions = "recompute.options";

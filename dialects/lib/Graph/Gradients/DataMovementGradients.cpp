@@ -263,7 +263,7 @@ void concatenateVjp(ConcatenateOp op, OpBuilder &b, Value g,
 void gatherVjp(GatherOp op, OpBuilder &b, Value g,
                SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
-  if (std::optional<uint64_t> p = op.getPaddingIndex()) {
+  if (IntegerAttr p = op.getPaddingIndexAttr()) {
     RankedTensorType idx = typeOf(op.getIndices()), gt = typeOf(g);
     int64_t n = typeOf(op.getOperand()).getDimSize(op.getAxis());
     // Negative indices count from the end: p or p - n.
@@ -273,8 +273,9 @@ void gatherVjp(GatherOp op, OpBuilder &b, Value g,
         b.create<CompareOp>(loc, ComparisonDirection::LT, i,
                             splatConstant(b, loc, idx, 0)),
         b.create<AddOp>(loc, i, splatConstant(b, loc, idx, double(n))), i);
-    Value padding = b.create<CompareOp>(loc, ComparisonDirection::EQ, fromStart,
-                                        splatConstant(b, loc, idx, double(*p)));
+    Value padding =
+        b.create<CompareOp>(loc, ComparisonDirection::EQ, fromStart,
+                            splatConstant(b, loc, idx, double(p.getInt())));
     // The indices' dimensions are the cotangent's axis.. axis + rank.
     SmallVector<int64_t> dims;
     for (int64_t d = 0; d < idx.getRank(); ++d)
