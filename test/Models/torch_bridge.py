@@ -34,9 +34,11 @@ PyTorch, and after sync_to the running statistics are PyTorch's (1e-6);
 a batch norm module called twice blends twice (dynamo, whose file chains
 the updates) or is refused with a message (TorchScript, whose file reads
 the statistics as before the step both times); with exporter='dynamo',
-momentum=None is refused. An Embedding(padding_idx) tied to the output,
-its padding token in the batch, trains as in PyTorch (the bridge passes
---embedding-padding-index, which neither exporter writes down).
+momentum=None is refused with either exporter; a batch norm put in eval
+mode inside a training module stays frozen, as in PyTorch. An
+Embedding(padding_idx) tied to the output, its padding token in the
+batch, trains as in PyTorch (the bridge passes --embedding-padding-index,
+which neither exporter writes down).
 """
 import argparse
 import os
@@ -156,6 +158,7 @@ def child(args):
         failed |= batch_norm_statistics(trainc, torch, np, exporter)
         failed |= batch_norm_called_twice(trainc, torch, np, exporter)
         failed |= embedding_padding_row(trainc, torch, np, exporter)
+        failed |= frozen_batch_norm(trainc, torch, np, exporter)
     try:
         trainc.torch.compile_training(torch.nn.Linear(2, 1), lambda m, b: m(b['x']).sum(),
                                       {'x': torch.randn(1, 2)}, exporter='onnxscript')
@@ -165,19 +168,19 @@ def child(args):
     named = "exporter must be 'torchscript' or 'dynamo'" in message
     failed |= not named
     print(f'an unknown exporter is refused: {named} ({message})')
-    if 'dynamo' in exporters:
-        # A cumulative average (momentum=None) torch.export cannot trace.
+    for exporter in exporters:
+        # A cumulative average (momentum=None): torch.export cannot trace
+        # it, and the TorchScript exporter writes a fixed momentum.
         bn = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4, momentum=None))
         try:
             trainc.torch.compile_training(bn, lambda m, b: m(b['x']).sum(),
-                                          {'x': torch.randn(3, 4)}, exporter='dynamo')
+                                          {'x': torch.randn(3, 4)}, exporter=exporter)
             message = 'compiled'
         except ValueError as e:
             message = str(e)
-        refused = "batch norm '1' with momentum=None" in message
+        refused = "batch norm '1' has momentum=None" in message
         failed |= not refused
-        print(f'a batch norm with momentum=None and the dynamo exporter is refused: '
-              f'{refused} ({message})')
+        print(f'a batch norm with momentum=None is refused ({exporter}): {refused} ({message})')
     return 1 if failed else 0
 
 
@@ -272,6 +275,41 @@ def embedding_padding_row(trainc, torch, np, exporter):
     ok = curve <= LOSS_RTOL and table <= 1e-6
     print(f'an embedding with padding_idx ({exporter}): 4-step loss curve rel {curve:.1e}, '
           f'table within {table:.1e} of PyTorch\'s -> {"ok" if ok else "FAILED"}')
+    return not ok
+
+
+def frozen_batch_norm(trainc, torch, np, exporter):
+    """A module in training mode with one batch norm put in eval mode
+    (frozen, as fine-tuning does): that one normalizes by its running
+    statistics and keeps them, the other trains; 4 SGD steps as in
+    PyTorch, and the module's parts keep their modes. Whether it failed."""
+    def make():
+        torch.manual_seed(6)
+        m = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+            torch.nn.Flatten(), torch.nn.Linear(4 * 3 * 3, 5), torch.nn.BatchNorm1d(5))
+        with torch.no_grad():
+            m[1].running_mean.uniform_(-1, 1)
+            m[1].running_var.uniform_(0.5, 2)
+        m.train()
+        m[1].eval()
+        return m
+    batch = {'x': torch.randn(4, 3, 3, 3), 'y': torch.tensor([1, 4, 0, 2])}
+    loss_fn = lambda m, b: torch.nn.functional.cross_entropy(m(b['x']), b['y'])
+    model, reference = make(), make()
+    trainer = trainc.torch.compile_training(model, loss_fn, batch, optimizer='sgd', lr=0.1,
+                                            weight_decay=0.0, exporter=exporter)
+    modes = [m.training for m in model.modules()]
+    curve = sgd_curve(torch, np, trainer, reference, loss_fn, batch, 0.1, 4)
+    trainer.sync_to(model)
+    trainer.close()
+    stats = max(float((getattr(model[i], k) - getattr(reference[i], k)).abs().max())
+                for i in (1, 5) for k in ('running_mean', 'running_var'))
+    kept = modes == [m.training for m in reference.modules()]
+    ok = curve <= LOSS_RTOL and stats <= 1e-6 and kept
+    print(f'a batch norm in eval mode inside a training module ({exporter}): 4-step loss curve '
+          f'rel {curve:.1e}, running statistics within {stats:.1e} of PyTorch\'s, modes kept '
+          f'{kept} -> {"ok" if ok else "FAILED"}')
     return not ok
 
 

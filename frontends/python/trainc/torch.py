@@ -163,31 +163,53 @@ class TorchTrainer(BridgeTrainer):
                 params[name].copy_(value.to(params[name].dtype))
 
 
-def _padding_rows(module: torch.nn.Module, initializers) -> list:
-    """'NAME=ROW' for each Embedding(padding_idx=ROW) table, NAME the
+def _padding_rows(module: torch.nn.Module, graph) -> list:
+    """'NAME=ROW' for each Embedding(padding_idx=ROW) table that the
+    exported `graph` looks up (a Gather on axis 0 of it), NAME the
     initializer the export holds it as (a tied table has several names,
-    of which the exporter keeps one)."""
-    rows = {id(m.weight): m.padding_idx for m in module.modules()
-            if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None}
-    return sorted({f'{_PREFIX}{n}={rows[id(p)]}'
-                   for n, p in module.named_parameters(remove_duplicate=False)
-                   if id(p) in rows and _PREFIX + n in initializers})
+    of which the exporter keeps one). trainc applies the row to every
+    lookup of the table: a table that an Embedding without padding_idx
+    also looks up, or one with another row, is refused."""
+    import onnx
+    rows = {}
+    for m in module.modules():
+        if isinstance(m, torch.nn.Embedding):
+            rows.setdefault(id(m.weight), set()).add(m.padding_idx)
+    read = {n.input[0] for n in graph.node if n.op_type == 'Gather' and
+            next((onnx.helper.get_attribute_value(a) for a in n.attribute
+                  if a.name == 'axis'), 0) == 0}
+    flags = set()
+    for n, p in module.named_parameters(remove_duplicate=False):
+        if id(p) not in rows or _PREFIX + n not in read or rows[id(p)] == {None}:
+            continue
+        if len(rows[id(p)]) > 1:
+            raise ValueError(
+                f"embedding table '{n}' is looked up by Embeddings with "
+                f"padding_idx {sorted(rows[id(p)], key=str)}: trainc keeps one "
+                "padding row of a table from every lookup's gradient")
+        flags.add(f'{_PREFIX}{n}={next(iter(rows[id(p)]))}')
+    return sorted(flags)
 
 
-def _check_dynamo_norms(module: torch.nn.Module) -> None:
-    """Refuses the norms whose training torch.export's exporter cannot
-    write: a batch norm's cumulative average (momentum=None, which
-    torch.export cannot trace) and an instance norm's running statistics
-    (whose updates the exporter drops)."""
+def _check_norms(module: torch.nn.Module, exporter: str) -> None:
+    """Refuses the norms whose training no exporter writes as PyTorch
+    runs it: a batch norm's cumulative average (momentum=None: torch.export
+    cannot trace it, and the TorchScript exporter writes a fixed momentum)
+    and, with torch.export's, an instance norm's running statistics (whose
+    updates it drops)."""
+    # (A module in eval mode is exported whole in training mode.)
+    whole = not module.training
     for name, m in module.named_modules():
-        if (isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+        trains = whole or m.training
+        if (isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and trains
                 and m.track_running_stats and m.momentum is None):
             raise ValueError(
-                f"exporter='dynamo' cannot export batch norm '{name}' with "
-                "momentum=None (a cumulative average of the batches, which "
-                "torch.export cannot trace): give it a momentum, or use "
-                "exporter='torchscript'")
-        if (isinstance(m, torch.nn.modules.instancenorm._InstanceNorm)
+                f"batch norm '{name}' has momentum=None (a cumulative "
+                "average of the batches), which no ONNX exporter writes as "
+                "PyTorch runs it: give it a momentum")
+        if exporter != 'dynamo':
+            continue
+        if (isinstance(m, torch.nn.modules.instancenorm._InstanceNorm) and trains
                 and m.track_running_stats):
             raise ValueError(
                 f"exporter='dynamo' drops the running statistics' updates of "
@@ -199,9 +221,10 @@ def _check_dynamo_batch_norms(exported, training_norms) -> None:
     """Every training-mode batch norm of the exported program must be a
     training-mode BatchNormalization node (else the bridge's translation
     was not used, and the step would normalize by running statistics).
-    An inference-mode node is one without running statistics
-    (track_running_stats=False: its mean and variance are computed from
-    the batch), never one reading initializers."""
+    Where the program cannot be counted, an inference-mode node must be
+    one without running statistics (track_running_stats=False: its mean
+    and variance are computed from the batch), not one reading
+    initializers (which a batch norm in eval mode also is)."""
     import onnx
     initializers = {i.name for i in exported.graph.initializer}
     training = 0
@@ -211,7 +234,8 @@ def _check_dynamo_batch_norms(exported, training_norms) -> None:
         mode = next((onnx.helper.get_attribute_value(a)
                      for a in node.attribute if a.name == 'training_mode'), 0)
         training += mode == 1
-        if mode != 1 and any(i in initializers for i in node.input[3:5]):
+        if (training_norms is None and mode != 1
+                and any(i in initializers for i in node.input[3:5])):
             raise ValueError(
                 f"exporter='dynamo' wrote BatchNormalization node "
                 f"'{node.name}' in inference mode, normalized by running "
@@ -246,22 +270,26 @@ def compile_training(module: torch.nn.Module,
     if exporter not in ('torchscript', 'dynamo'):
         raise ValueError(f"exporter must be 'torchscript' or 'dynamo', not "
                          f"{exporter!r}")
-    if exporter == 'dynamo':
-        _check_dynamo_norms(module)
+    _check_norms(module, exporter)
     names = list(example_batch)
     tensors = tuple(torch.as_tensor(example_batch[n]) for n in names)
     wrapper = _LossModule(module, loss_fn, names)
     workdir = tempfile.mkdtemp(prefix='trainc-torch-')
     try:
         path = os.path.join(workdir, 'model.onnx')
-        was_training = module.training
+        # A module in training mode is exported with the modes of its
+        # parts (a batch norm or dropout the user put in eval mode stays
+        # so, as PyTorch runs it); one in eval mode is trained whole, as
+        # module.train() would. Every part gets its own mode back.
+        modes = {m: m.training for m in module.modules()}
         # Exporting in training mode runs the forward once, which updates
         # the batch norms' running statistics: the module and the file
         # get the buffers as they were before it.
         buffers_before = {n: b.detach().clone()
                           for n, b in module.named_buffers(remove_duplicate=False)}
         changed = {}
-        module.train()
+        if not module.training:
+            module.train()
         try:
             if exporter == 'dynamo':
                 # In training mode as the module is; no graph optimization
@@ -279,10 +307,11 @@ def compile_training(module: torch.nn.Module,
                 torch.onnx.export(wrapper, tensors, path, input_names=names,
                                   output_names=['loss'],
                                   opset_version=17 if opset is None else opset,
-                                  training=torch.onnx.TrainingMode.TRAINING,
+                                  training=torch.onnx.TrainingMode.PRESERVE,
                                   do_constant_folding=False, dynamo=False)
         finally:
-            module.train(was_training)
+            for m, training in modes.items():
+                m.training = training
             with torch.no_grad():
                 for n, b in module.named_buffers(remove_duplicate=False):
                     if not torch.equal(b, buffers_before[n]):
@@ -323,7 +352,7 @@ def compile_training(module: torch.nn.Module,
         # Embedding(padding_idx=row): the padding row gets no gradient in
         # PyTorch, which neither exporter writes down; trainc is told, under
         # the name the export gives the table.
-        padded = _padding_rows(module, initializers)
+        padded = _padding_rows(module, exported.graph)
         if padded:
             given = options.get('embedding_padding_index') or []
             options['embedding_padding_index'] = (
