@@ -314,7 +314,17 @@ def main():
                 path = os.path.join(args.data_dir, name, f'{exporter}.onnx')
                 scratch = os.path.join(work, name)
                 os.makedirs(scratch, exist_ok=True)
-                path = unpacked(path, scratch)
+                try:
+                    path = unpacked(path, scratch)
+                except (OSError, EOFError, ValueError) as e:  # lzma.LZMAError is an OSError
+                    print(f'{name}/{exporter}: {path}.xz cannot be unpacked: {e}')
+                    ok = False
+                    continue
+                if 'error' in export and os.path.exists(path):
+                    print(f'{name}/{exporter}: summary.json records the export as failed, but '
+                          f'{os.path.basename(path)} exists (a stale file?)')
+                    ok = False
+                    continue
                 if 'error' in export and not os.path.exists(path):
                     print(f'{name}/{exporter}: NOT EXPORTED (PyTorch {summary["torch"]}: '
                           f'{export["error"]})')

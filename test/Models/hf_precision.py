@@ -92,11 +92,12 @@ def check(args, model, work):
         inputs += ['--input', f'{name}={os.path.join(d, name + ".npy")}']
     ok = True
     loss64 = float(ref['loss_f64'])
+    os.makedirs(os.path.join(work, model), exist_ok=True)
+    model_path = unpacked(os.path.join(d, 'ts17.onnx'), os.path.join(work, model))
     for precision, u in UNIT_ROUNDOFF.items():
         exe = os.path.join(work, f'{model}_{precision}.tcx')
         out = os.path.join(work, f'{model}_{precision}')
-        os.makedirs(os.path.join(work, model), exist_ok=True)
-        run([args.trainc, unpacked(os.path.join(d, 'ts17.onnx'), os.path.join(work, model)),
+        run([args.trainc, model_path,
              '--train',
              '--optimizer', 'none',
              '--precision', precision, '-o', exe])

@@ -26,7 +26,7 @@
 
 // full: the block is remade from r0, its convolutions included.
 // FULL-LABEL: func.func @main
-// FULL-SAME: recompute.added_flops = 2400 : i64, recompute.added_live_bytes = 640 : i64, recompute.blocks = 1 : i64
+// FULL-SAME: recompute.added_flops = 2400 : i64, recompute.added_live_bytes = 3200 : i64, recompute.blocks = 1 : i64
 // FULL: %[[R0:.+]] = graph.max
 // FULL: graph.reduce_sum
 // FULL: %[[P1:.+]] = graph.extract_patches %[[R0]], {{.*}}{recompute.clone}

@@ -298,6 +298,11 @@ def main():
                 'loss_f32': float(ref['loss_f32']), 'exports': {}}
         for exporter in EXPORTERS:
             path = os.path.join(out, f'{exporter}.onnx')
+            # No file of an earlier export may outlive this one (a stale
+            # .onnx.xz would be tested in place of a failure).
+            for stale in (path, path + '.xz'):
+                if os.path.exists(stale):
+                    os.remove(stale)
             try:
                 info['exports'][exporter] = export(case, batch, exporter, path)
                 if args.xz:

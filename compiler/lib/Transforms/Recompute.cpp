@@ -305,9 +305,9 @@ llvm::DenseSet<Value> chooseRecomputed(const ForwardPass &f,
   return chosen;
 }
 
-/// recompute::kAddedLiveBytes of `recomputed`: the remade values the
-/// backward pass without recompute does not hold, and the forward values
-/// the remakes read.
+/// recompute::kAddedLiveBytes of `recomputed`: every remade value but a
+/// saved one that no other remake reads, and every forward value a remake
+/// reads.
 int64_t addedLiveBytes(const ForwardPass &f,
                        const llvm::DenseSet<Value> &recomputed) {
   auto bytes = [](Value v) {
@@ -315,31 +315,19 @@ int64_t addedLiveBytes(const ForwardPass &f,
     return t.getNumElements() *
            int64_t((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
   };
-  // Held: saved itself or through a reshape of it or of which it is one
-  // (views of one buffer).
-  auto held = [&](Value v) {
-    SmallVector<Value> views = {v};
-    llvm::DenseSet<Value> seen = {v};
-    while (!views.empty()) {
-      Value w = views.pop_back_val();
-      if (f.saved.contains(w))
-        return true;
-      SmallVector<Value> next;
-      if (auto reshape = w.getDefiningOp<ReshapeOp>())
-        next.push_back(reshape.getOperand());
-      for (Operation *u : w.getUsers())
-        if (isa<ReshapeOp>(u))
-          next.push_back(u->getResult(0));
-      for (Value n : next)
-        if (seen.insert(n).second)
-          views.push_back(n);
-    }
-    return false;
-  };
   llvm::DenseSet<Value> counted;
   int64_t total = 0;
   for (Value v : recomputed) {
-    if (!held(v) && counted.insert(v).second)
+    // A clone is made once, at its first backward reader, and serves every
+    // later one: a held value's clone that a later remake reads (or one
+    // whose original lives on in a view) can outlive the original. Only a
+    // saved value no other remake reads is surely within its life.
+    bool withinLife =
+        f.saved.contains(v) && llvm::none_of(v.getUsers(), [&](Operation *u) {
+          return llvm::any_of(u->getResults(),
+                              [&](Value r) { return recomputed.contains(r); });
+        });
+    if (!withinLife && counted.insert(v).second)
       total += bytes(v);
     for (Value operand : v.getDefiningOp()->getOperands())
       if (f.activations.contains(operand) && !recomputed.contains(operand) &&

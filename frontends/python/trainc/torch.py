@@ -175,13 +175,40 @@ def _padding_rows(module: torch.nn.Module, graph) -> list:
     for m in module.modules():
         if isinstance(m, torch.nn.Embedding):
             rows.setdefault(id(m.weight), set()).add(m.padding_idx)
-    read = {n.input[0] for n in graph.node if n.op_type == 'Gather' and
-            next((onnx.helper.get_attribute_value(a) for a in n.attribute
-                  if a.name == 'axis'), 0) == 0}
+    tables = {i.name: len(i.dims) for i in graph.initializer}
+    producer = {o: n for n in graph.node for o in n.output}
+
+    def source(value):
+        """The initializer a Gather's data comes from through Identity,
+        Cast and Reshape, and whether it is the Gather's own input."""
+        direct = True
+        while value not in tables and value in producer and \
+                producer[value].op_type in ('Identity', 'Cast', 'Reshape'):
+            value, direct = producer[value].input[0], False
+        return value, direct
+
+    looked_up, indirect = set(), set()
+    for node in graph.node:
+        if node.op_type != 'Gather':
+            continue
+        table, direct = source(node.input[0])
+        if table not in tables:
+            continue
+        axis = next((onnx.helper.get_attribute_value(a) for a in node.attribute
+                     if a.name == 'axis'), 0)
+        (looked_up if direct and axis % max(tables[table], 1) == 0 else indirect).add(table)
     flags = set()
     for n, p in module.named_parameters(remove_duplicate=False):
-        if id(p) not in rows or _PREFIX + n not in read or rows[id(p)] == {None}:
+        name = _PREFIX + n
+        if id(p) not in rows or rows[id(p)] == {None}:
             continue
+        if name in indirect:
+            raise ValueError(
+                f"embedding table '{n}' has a padding_idx, but the export "
+                "looks it up other than by a Gather of it on axis 0, so trainc "
+                "cannot keep its padding row from the gradient")
+        if name not in looked_up:
+            continue  # (a table only a tied head reads keeps its gradient)
         if len(rows[id(p)]) > 1:
             raise ValueError(
                 f"embedding table '{n}' is looked up by Embeddings with "
@@ -310,6 +337,8 @@ def compile_training(module: torch.nn.Module,
                                   training=torch.onnx.TrainingMode.PRESERVE,
                                   do_constant_folding=False, dynamo=False)
         finally:
+            if not modes[module]:
+                module.train(False)  # (its own train() undoes what it did)
             for m, training in modes.items():
                 m.training = training
             with torch.no_grad():

@@ -508,9 +508,9 @@ def Recompute : Pass<"trainc-recompute", "mlir::ModuleOp"> {
     a function of seed, step and index), so gradients are bitwise those
     without recompute. `@main` gets `recompute.added_flops` and
     `recompute.added_live_bytes` (a bound on what recompute can add to the
-    bytes live at a point of the step: remade values the backward pass
-    without recompute does not hold, and the remakes' inputs, whose lives
-    they may extend); with
+    bytes live at a point of the step: every remade value but a saved one
+    that no other remake reads, and the remakes' inputs, whose lives they
+    may extend); with
     `compare-options`, `recompute.options` also lists the planned
     activation bytes and added FLOPs of none, selective and full (what
     `trainc --print-memory-plan` prints).

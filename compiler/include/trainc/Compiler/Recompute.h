@@ -28,10 +28,11 @@ constexpr llvm::StringLiteral kClone = "recompute.clone";
 constexpr llvm::StringLiteral kAddedFlops = "recompute.added_flops";
 constexpr llvm::StringLiteral kBlocks = "recompute.blocks";
 /// On @main: an upper bound on what recompute can add to the bytes live at
-/// a point of the step: the remade values the backward pass without
-/// recompute does not hold, and every forward value a remake reads (a
-/// remake placed after that value's last reader without recompute extends
-/// its life). A clone of a held value lives within that value's life.
+/// a point of the step: every remade value but a saved one that no other
+/// remake reads (whose clone, made at its first backward reader, lives
+/// within the saved value's life; another remake's read can keep a clone
+/// longer), and every forward value a remake reads (a remake placed after
+/// that value's last reader without recompute extends its life).
 constexpr llvm::StringLiteral kAddedLiveBytes = "recompute.added_live_bytes";
 /// On @main with compare-options: {none, selective, full} -> [planned
 /// activation bytes, added FLOPs, the step's FLOPs with them].
