@@ -159,29 +159,49 @@ def child(args):
         failed |= batch_norm_called_twice(trainc, torch, np, exporter)
         failed |= embedding_padding_row(trainc, torch, np, exporter)
         failed |= frozen_batch_norm(trainc, torch, np, exporter)
-    try:
-        trainc.torch.compile_training(torch.nn.Linear(2, 1), lambda m, b: m(b['x']).sum(),
-                                      {'x': torch.randn(1, 2)}, exporter='onnxscript')
-        message = 'accepted'
-    except ValueError as e:
-        message = str(e)
-    named = "exporter must be 'torchscript' or 'dynamo'" in message
-    failed |= not named
-    print(f'an unknown exporter is refused: {named} ({message})')
+    failed |= not refused(trainc, torch, 'an unknown exporter', torch.nn.Linear(2, 1),
+                          torch.randn(1, 2), 'onnxscript',
+                          "exporter must be 'torchscript' or 'dynamo'")
+
+    class TwoRows(torch.nn.Module):  # one table, two padding rows
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Embedding(8, 4, padding_idx=1)
+            self.b = torch.nn.Embedding(8, 4, padding_idx=2)
+            self.b.weight = self.a.weight
+
+        def forward(self, t):
+            return self.a(t) + self.b(t)
+
     for exporter in exporters:
         # A cumulative average (momentum=None): torch.export cannot trace
         # it, and the TorchScript exporter writes a fixed momentum.
         bn = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4, momentum=None))
-        try:
-            trainc.torch.compile_training(bn, lambda m, b: m(b['x']).sum(),
-                                          {'x': torch.randn(3, 4)}, exporter=exporter)
-            message = 'compiled'
-        except ValueError as e:
-            message = str(e)
-        refused = "batch norm '1' has momentum=None" in message
-        failed |= not refused
-        print(f'a batch norm with momentum=None is refused ({exporter}): {refused} ({message})')
+        failed |= not refused(trainc, torch, f'a batch norm with momentum=None ({exporter})',
+                              bn, torch.randn(3, 4), exporter, "batch norm '1' has momentum=None")
+        failed |= not refused(trainc, torch, f'a table with two padding rows ({exporter})',
+                              TwoRows(), torch.tensor([[1, 2, 3]]), exporter,
+                              'is looked up by Embeddings with padding_idx [1, 2]')
+    if 'dynamo' in exporters:
+        failed |= not refused(trainc, torch, 'an instance norm tracking statistics (dynamo)',
+                              torch.nn.InstanceNorm1d(4, track_running_stats=True),
+                              torch.randn(2, 4, 5), 'dynamo',
+                              "drops the running statistics' updates of instance norm")
     return 1 if failed else 0
+
+
+def refused(trainc, torch, what, module, x, exporter, text):
+    """Whether compile_training refuses `module` (the sum of its output
+    on `x`) with a ValueError saying `text`; prints the line."""
+    try:
+        trainc.torch.compile_training(module, lambda m, b: m(b['x']).sum(),
+                                      {'x': x}, exporter=exporter)
+        message = 'compiled'
+    except ValueError as e:
+        message = str(e)
+    ok = text in message
+    print(f'{what} is refused: {ok} ({message})')
+    return ok
 
 
 def train_models(trainc, torch, np, models, exporter):

@@ -311,9 +311,7 @@ llvm::DenseSet<Value> chooseRecomputed(const ForwardPass &f,
 int64_t addedLiveBytes(const ForwardPass &f,
                        const llvm::DenseSet<Value> &recomputed) {
   auto bytes = [](Value v) {
-    auto t = cast<RankedTensorType>(v.getType());
-    return t.getNumElements() *
-           int64_t((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+    return int64_t(bytesOf(cast<RankedTensorType>(v.getType())));
   };
   llvm::DenseSet<Value> counted;
   int64_t total = 0;

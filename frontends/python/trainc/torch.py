@@ -227,6 +227,7 @@ def _check_norms(module: torch.nn.Module, exporter: str) -> None:
     # (A module in eval mode is exported whole in training mode.)
     whole = not module.training
     for name, m in module.named_modules():
+        name = name or '(the top module)'
         trains = whole or m.training
         if (isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and trains
                 and m.track_running_stats and m.momentum is None):
