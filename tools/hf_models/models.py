@@ -433,6 +433,17 @@ def _seq2seq_cfg():
                 decoder_ffn_dim=64, max_position_embeddings=64, dropout=0.0,
                 attention_dropout=0.0, activation_dropout=0.0)
 
+def _funnel():
+    """Funnel Transformer: mean pooling of the sequence between blocks,
+    relative-shift attention (not recognized as attention), an upsampling
+    decoder; scores masked with -1e6, so its key biases' gradients (zero in
+    exact arithmetic) are round-off even in float64."""
+    return tf.FunnelForMaskedLM(tf.FunnelConfig(
+        vocab_size=VOCAB, block_sizes=[1, 1], num_decoder_layers=1, d_model=32, n_head=4,
+        d_head=8, d_inner=64, hidden_dropout=0.0, attention_dropout=0.0,
+        activation_dropout=0.0, initializer_range=0.02))
+
+
 def _marian():
     """MarianMT: sinusoidal positions (frozen), post-norm, swish."""
     return tf.MarianMTModel(tf.MarianConfig(
@@ -544,7 +555,8 @@ CASES = [
     # without rotary, parallel blocks, interleaved rotary, scaling
     # multipliers, batched mixture-of-experts, a selective-scan SSM,
     # alternating local attention, an encoder-decoder starting from its
-    # padding token (Embedding padding_idx), shifted windows, bicubic
+    # padding token (Embedding padding_idx), pooled sequences with gradients
+    # that are round-off even in float64 (Funnel), shifted windows, bicubic
     # position interpolation, a contrastive loss of two towers.
     ModelCase('gemma2', _gemma2, _LM, _causal_lm_batch,
               ('rms_norm', 'gelu', 'softmax_cross_entropy')),
@@ -558,6 +570,8 @@ CASES = [
     ModelCase('mixtral_bmm', _mixtral_bmm, _LM, _causal_lm_batch, _RMS),
     ModelCase('mamba', _mamba, _LM, _causal_lm_batch, ('rms_norm', 'softmax_cross_entropy')),
     ModelCase('modernbert', _modernbert, _LM, lambda g: _masked_lm_batch(g, False), _LNGA),
+    ModelCase('funnel', _funnel, _LM, lambda g: _masked_lm_batch(g, False),
+              ('layer_norm', 'gelu', 'softmax_cross_entropy')),
     ModelCase('marian', _marian, _LM, _seq2seq_batch, _LNA),
     ModelCase('swin', _swin, _IMG, _image_batch, _LNGA),
     ModelCase('dinov2', _dinov2, _IMG, _image_batch, _LNGA),
