@@ -66,7 +66,8 @@ namespace trainc {
 ///  29: ExtractPatches, FoldPatches (convolutions' im2col and col2im).
 ///  30: FusedElementwise's broadcast operands (a dims section after the
 ///      program).
-constexpr uint32_t kFormatVersion = 30;
+///  31: Attention's and AttentionGrad's soft cap (floats[1]).
+constexpr uint32_t kFormatVersion = 31;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

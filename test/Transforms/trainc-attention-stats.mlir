@@ -96,7 +96,8 @@ func.func @recomputed_mask(%q: tensor<1x2x8x16xf32>, %g: tensor<1x2x8x16xf32>, %
 
 // No forward to read: another scale, another mask, the result stored
 // otherwise than the cotangent, not causal, another query, the forward
-// after the gradient. Nothing changes.
+// after the gradient, a soft cap the forward does not have. Nothing
+// changes.
 // CHECK-LABEL: func.func @unmatched
 // CHECK-NOT: with_lse
 // CHECK-NOT: stats(
@@ -104,9 +105,12 @@ func.func @unmatched(%q: tensor<1x2x8x16xf32>, %g: tensor<1x2x8x16xf32>, %gs: te
                      %m: tensor<1x1x8x8xf32>)
     -> (tensor<1x2x8x16xf32>, tensor<1x8x2x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>,
         tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>,
-        tensor<1x2x8x16xf32>) {
+        tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) {
   %o = graph.attention %q, %q, %q, scale = 0.25
       : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
+  %capped:3 = graph.attention_grad %q, %q, %q, %g, scale = 0.25 {softcap = 50.0}
+      : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
+      -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
   %a:3 = graph.attention_grad %q, %q, %q, %g, scale = 0.5
       : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
       -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
@@ -129,6 +133,23 @@ func.func @unmatched(%q: tensor<1x2x8x16xf32>, %g: tensor<1x2x8x16xf32>, %gs: te
       : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
   %os = graph.attention %q, %q, %q, scale = 0.25 {seq_major = array<i64: 3>}
       : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x8x2x16xf32>
-  return %o, %os, %a#0, %b#0, %c#0, %late#0, %o3, %causal#0, %otherQ#0 : tensor<1x2x8x16xf32>, tensor<1x8x2x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>,
-      tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return %o, %os, %a#0, %b#0, %c#0, %late#0, %o3, %causal#0, %otherQ#0, %capped#0 : tensor<1x2x8x16xf32>, tensor<1x8x2x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>,
+      tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Soft-capped attention pairs with its gradient when both have the cap,
+// which each keeps.
+// CHECK-LABEL: func.func @softcap_pair
+// CHECK-NEXT: %[[O:.+]], %[[LSE:.+]] = graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 2.500000e-01, causal {softcap = 5.000000e+01 : f64, with_lse}
+// CHECK-NEXT: graph.attention_grad {{.+}} stats(%[[O]], %[[LSE]]), scale = 2.500000e-01, causal {softcap = 5.000000e+01 : f64}
+func.func @softcap_pair(%q: tensor<1x2x8x16xf32>, %g: tensor<1x2x8x16xf32>)
+    -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) {
+  %o = graph.attention %q, %q, %q, scale = 0.25, causal {softcap = 50.0}
+      : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
+  %d:3 = graph.attention_grad %q, %q, %q, %g, scale = 0.25, causal {softcap = 50.0}
+      : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
+      -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
+  return %o, %d#0 : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
 }

@@ -1154,3 +1154,101 @@ func.func @attention_not_negative_scale_over_fill(%q: tensor<1x1x4x8xf32>, %kt: 
          : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return %o : tensor<1x1x4x8xf32>
 }
+
+// -----
+
+// Gemma 2's soft-capped scores (Hugging Face's eager attention): scaled,
+// divided by the cap, tanh, times the cap, then the mask added. The
+// divisor joins the scale: 50 * tanh(0.25 qk / 50) is scale 0.25, softcap
+// 50.
+// CHECK-LABEL: func.func @attention_softcap
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x4x8x16xf32>, %[[KT:.+]]: tensor<2x4x16x8xf32>, %[[V:.+]]: tensor<2x4x8x16xf32>, %[[M:.+]]: tensor<2x1x8x8xf32>)
+// CHECK-NOT: graph.tanh
+// CHECK: %[[O:.+]] = graph.attention %[[Q]], %{{.+}}, %[[V]] mask %[[M]], scale = 2.500000e-01 {softcap = 5.000000e+01 : f64} :
+// CHECK-NEXT: return %[[O]]
+func.func @attention_softcap(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>, %mask: tensor<2x1x8x8xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %quarter = graph.constant dense<0.25> : tensor<2x4x8x8xf32>
+  %scaled = graph.mul %s, %quarter : tensor<2x4x8x8xf32>
+  %cap = graph.constant dense<50.0> : tensor<2x4x8x8xf32>
+  %d = graph.div %scaled, %cap : tensor<2x4x8x8xf32>
+  %t = graph.tanh %d : tensor<2x4x8x8xf32>
+  %capped = graph.mul %t, %cap : tensor<2x4x8x8xf32>
+  %mb = graph.broadcast_in_dim %mask, dims = [0, 1, 2, 3] : (tensor<2x1x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %m = graph.add %capped, %mb : tensor<2x4x8x8xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// The cap as a JAX program writes it, causal: where(mask, c * tanh(s * r),
+// -inf) with the factor r = 1/30 inside and the cap's product the other
+// way round; unscaled scores, so the scale is r * 30 (1 + 5e-8: r is
+// rounded to f32).
+// CHECK-LABEL: func.func @attention_softcap_causal_select
+// CHECK-NOT: graph.tanh
+// CHECK: graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.00000{{[0-9]+}}, causal {softcap = 3.000000e+01 : f64} :
+func.func @attention_softcap_causal_select(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %r = graph.constant dense<0.033333333333333333> : tensor<2x4x8x8xf32>
+  %d = graph.mul %s, %r : tensor<2x4x8x8xf32>
+  %t = graph.tanh %d : tensor<2x4x8x8xf32>
+  %cap = graph.constant dense<30.0> : tensor<2x4x8x8xf32>
+  %capped = graph.mul %cap, %t : tensor<2x4x8x8xf32>
+  %row = graph.iota dim = 0 : tensor<8x8xi64>
+  %col = graph.iota dim = 1 : tensor<8x8xi64>
+  %keep = graph.compare LE, %col, %row : tensor<8x8xi64>
+  %keepb = graph.broadcast_in_dim %keep, dims = [2, 3] : (tensor<8x8xi1>) -> tensor<2x4x8x8xi1>
+  %ninf = graph.constant dense<0xFF800000> : tensor<2x4x8x8xf32>
+  %m = graph.select %keepb, %capped, %ninf : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// A negative cap is no soft cap (-c tanh(x / c) = c tanh(-x / c) flips the
+// scores' sign): nothing is recognized, the softmax stays.
+// CHECK-LABEL: func.func @attention_negative_softcap_stays
+// CHECK-NOT: graph.attention
+// CHECK: graph.tanh
+// CHECK: graph.softmax
+func.func @attention_negative_softcap_stays(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %cap = graph.constant dense<-5.0> : tensor<2x4x8x8xf32>
+  %d = graph.div %s, %cap : tensor<2x4x8x8xf32>
+  %t = graph.tanh %d : tensor<2x4x8x8xf32>
+  %capped = graph.mul %t, %cap : tensor<2x4x8x8xf32>
+  %p = graph.softmax %capped, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// A tanh whose value something else reads too stays: the attention op
+// would not give it.
+// CHECK-LABEL: func.func @attention_softcap_tanh_read_twice_stays
+// CHECK-NOT: graph.attention
+// CHECK: graph.softmax
+func.func @attention_softcap_tanh_read_twice_stays(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x8xf32>) {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %cap = graph.constant dense<5.0> : tensor<2x4x8x8xf32>
+  %d = graph.div %s, %cap : tensor<2x4x8x8xf32>
+  %t = graph.tanh %d : tensor<2x4x8x8xf32>
+  %capped = graph.mul %t, %cap : tensor<2x4x8x8xf32>
+  %p = graph.softmax %capped, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o, %t : tensor<2x4x8x16xf32>, tensor<2x4x8x8xf32>
+}

@@ -550,8 +550,8 @@ CASES = [
     ModelCase('vit', _vit, ('pixel_values', 'labels'), _image_batch,
               ('layer_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     # Added 2026-12-07 (transformers 5.25), each for what it brings:
-    # attention softcapping (not fused: trainc's attention has no softcap,
-    # so it trains as the unfused ops), norms on queries and keys, layers
+    # attention softcapping (graph.attention's softcap), norms on queries
+    # and keys, layers
     # without rotary, parallel blocks, interleaved rotary, scaling
     # multipliers, batched mixture-of-experts, a selective-scan SSM,
     # alternating local attention, an encoder-decoder starting from its
@@ -559,7 +559,7 @@ CASES = [
     # that are round-off even in float64 (Funnel), shifted windows, bicubic
     # position interpolation, a contrastive loss of two towers.
     ModelCase('gemma2', _gemma2, _LM, _causal_lm_batch,
-              ('rms_norm', 'gelu', 'softmax_cross_entropy')),
+              ('rms_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('gemma3_text', _gemma3_text, _LM, _causal_lm_batch,
               ('rms_norm', 'gelu', 'attention', 'softmax_cross_entropy')),
     ModelCase('olmo2', _olmo2, _LM, _causal_lm_batch, _RMS),

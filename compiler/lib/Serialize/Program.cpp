@@ -110,8 +110,8 @@ int64_t seqMajorBits(std::optional<ArrayRef<int64_t>> seqMajor) {
 
 /// The attributes of Opcode::Attention and Opcode::AttentionGrad
 /// (executable.fbs): [causal, has_mask, seq_major, Hq, Hk, stats] and
-/// [scale], where stats says the forward gives its log-sum-exps and the
-/// gradient reads them.
+/// [scale] or [scale, softcap], where stats says the forward gives its
+/// log-sum-exps and the gradient reads them.
 template <typename Op>
 void attentionAttrs(Op op, bool stats, ProgramInstruction &inst) {
   ArrayRef<int64_t> heads = op.getQkvHeads().value_or(ArrayRef<int64_t>());
@@ -122,6 +122,8 @@ void attentionAttrs(Op op, bool stats, ProgramInstruction &inst) {
                heads.empty() ? 0 : heads[1],
                stats};
   inst.floats = {op.getScale().convertToDouble()};
+  if (std::optional<APFloat> softcap = op.getSoftcap())
+    inst.floats.push_back(softcap->convertToDouble());
 }
 
 /// The ints of Opcode::FusedElementwise (executable.fbs): registers

@@ -71,6 +71,7 @@ bool sameAttention(AttentionOp forward, AttentionGradOp grad,
       bool(mask) != bool(gradMask) || (mask && !sameValues(mask, gradMask)) ||
       forward.getScaleAttr() != grad.getScaleAttr() ||
       forward.getCausal() != grad.getCausal() ||
+      forward.getSoftcapAttr() != grad.getSoftcapAttr() ||
       forward.getQkvHeadsAttr() != grad.getQkvHeadsAttr() ||
       forward.getResult().getType() != grad.getCotangent().getType())
     return false;
@@ -105,8 +106,8 @@ AttentionOp withLse(AttentionOp forward) {
   auto kept = b.create<AttentionOp>(
       forward.getLoc(), forward.getQuery(), forward.getKey(),
       forward.getValue(), forward.getMask(), forward.getScaleAttr(),
-      forward.getCausalAttr(), forward.getSeqMajorAttr(),
-      forward.getQkvHeadsAttr(), b.getUnitAttr());
+      forward.getCausalAttr(), forward.getSoftcapAttr(),
+      forward.getSeqMajorAttr(), forward.getQkvHeadsAttr(), b.getUnitAttr());
   kept->setDiscardableAttrs(forward->getDiscardableAttrDictionary());
   forward.getResult().replaceAllUsesWith(kept.getResult());
   forward.erase();
@@ -145,8 +146,8 @@ struct AttentionStatsPass
           grad.getLoc(), grad.getResultTypes(), grad.getQuery(), grad.getKey(),
           grad.getValue(), grad.getCotangent(), grad.getMask(),
           ValueRange{forward.getResult(), forward.getLse()},
-          grad.getScaleAttr(), grad.getCausalAttr(), grad.getSeqMajorAttr(),
-          grad.getQkvHeadsAttr());
+          grad.getScaleAttr(), grad.getCausalAttr(), grad.getSoftcapAttr(),
+          grad.getSeqMajorAttr(), grad.getQkvHeadsAttr());
       read->setDiscardableAttrs(grad->getDiscardableAttrDictionary());
       grad.replaceAllUsesWith(read.getResults());
       grad.erase();

@@ -1,9 +1,10 @@
 //===- RecognizeAttention.cpp - softmax(q k^T) v to graph.attention ------===//
 //
 // The attention pattern of the recognize phase (RecognizeComposites in
-// Passes.td): scaled, optionally masked scores, a softmax over the keys and
-// the product with the values, in any per-head layout its products read,
-// become one graph.attention. Matching helpers are RecognizeUtil.h's.
+// Passes.td): scaled, optionally soft-capped and masked scores, a softmax
+// over the keys and the product with the values, in any per-head layout its
+// products read, become one graph.attention. Matching helpers are
+// RecognizeUtil.h's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -182,15 +183,15 @@ Value foldedMask(PatternRewriter *rewriter, Location loc, Value v, int64_t b,
 }
 
 /// Whether `v` leads to the scores' product through the ops that scale,
-/// shift, reshape or transpose scores (a few levels deep): which side of an
-/// add is the scores and which an additive mask.
-bool reachesProduct(Value v, int depth = 6) {
+/// shift, soft-cap (tanh), reshape or transpose scores (a few levels deep):
+/// which side of an add is the scores and which an additive mask.
+bool reachesProduct(Value v, int depth = 8) {
   Operation *d = v.getDefiningOp();
   if (!d || depth == 0)
     return false;
   if (isa<DotGeneralOp>(d))
     return true;
-  if (isa<ReshapeOp, TransposeOp>(d))
+  if (isa<ReshapeOp, TransposeOp, TanhOp>(d))
     return reachesProduct(d->getOperand(0), depth - 1);
   if (isa<MulOp, DivOp, AddOp>(d))
     return reachesProduct(d->getOperand(0), depth - 1) ||
@@ -427,8 +428,29 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       s = t.getOperand();
     }
 
+    // Gemma 2's soft cap, below the mask's terms: s = c * tanh(x * r) (or
+    // x / c' inside, either product's operands in either order). The op
+    // computes c * tanh(scale * qk / c), so r * c joins the scale. Not
+    // under CodeGen's outer scale, which would scale the cap too.
+    std::optional<double> softcap;
+    double capFactor = 1.0;
+    if (auto capped = scaleOf(s)) {
+      if (auto tanh = capped->second.getDefiningOp<TanhOp>()) {
+        auto inner = scaleOf(tanh.getOperand());
+        if (!inner || outerScale != 1.0 || !hasOneUse(tanh.getResult()) ||
+            !hasOneUse(tanh.getOperand()) || !hasOneUse(inner->second) ||
+            !(capped->first > 0) || !std::isfinite(capped->first) ||
+            !std::isfinite(inner->first * capped->first) ||
+            inner->first * capped->first == 0)
+          return failure();
+        softcap = capped->first;
+        capFactor = inner->first * capped->first;
+        s = inner->second;
+      }
+    }
+
     // The scale: s = qk * c, c * qk, qk / c or qk.
-    double scale = outerScale;
+    double scale = outerScale * capFactor;
     Value qk = s;
     if (auto mul = s.getDefiningOp<MulOp>()) {
       auto split = pick(mul.getLhs(), mul.getRhs(),
@@ -560,13 +582,15 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       };
       mask = rewriter.create<AddOp>(loc, whole(mask), whole(masks[i]));
     }
-    Value out = rewriter
-                    .create<AttentionOp>(loc, query, key, value, mask,
-                                         APFloat(scale), causal,
-                                         /*seq_major=*/nullptr,
-                                         /*qkv_heads=*/nullptr,
-                                         /*with_lse=*/false)
-                    .getResult();
+    Value out =
+        rewriter
+            .create<AttentionOp>(
+                loc, query, key, value, mask, APFloat(scale), causal,
+                softcap ? rewriter.getF64FloatAttr(*softcap) : FloatAttr(),
+                /*seq_major=*/nullptr,
+                /*qkv_heads=*/nullptr,
+                /*with_lse=*/false)
+            .getResult();
     if (!probsOnLeft) // the product is [b, h, d, q]
       out = rewriter.createOrFold<TransposeOp>(loc, out,
                                                ArrayRef<int64_t>{0, 1, 3, 2});

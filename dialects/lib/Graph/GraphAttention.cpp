@@ -1,7 +1,7 @@
 //===- GraphAttention.cpp - Verifiers of attention and its gradient -------===//
 //
-// graph.attention (C1-C12, type inference) and graph.attention_grad
-// (C1-C7). Both read their tensors through `seq_major` and `qkv_heads`:
+// graph.attention (C1-C13, type inference) and graph.attention_grad
+// (C1-C8). Both read their tensors through `seq_major` and `qkv_heads`:
 // the constraints are on the logical [B, H, S, D] shapes, whatever the
 // stored layout.
 //
@@ -33,6 +33,19 @@ LogicalResult checkSeqMajor(std::optional<ArrayRef<int64_t>> seqMajor,
                          << " after " << last;
     last = i;
   }
+  return success();
+}
+
+/// Checks that `softcap`, when present, is finite and positive
+/// (attention_c13, attention_grad_c8).
+LogicalResult checkSoftcap(std::optional<APFloat> softcap, StringRef constraint,
+                           EmitErrorFn emitError) {
+  if (!softcap)
+    return success();
+  double c = softcap->convertToDouble();
+  if (!std::isfinite(c) || c <= 0)
+    return emitError() << constraint
+                       << " softcap must be finite and positive, got " << c;
   return success();
 }
 
@@ -165,6 +178,10 @@ LogicalResult inferAttentionType(Value query, Value key, Value value,
 } // namespace
 
 LogicalResult AttentionOp::verifyShapeConstraints() {
+  if (failed(checkSoftcap(getSoftcap(), "(C13)", [&] { // attention_c13
+        return emitOpError();
+      })))
+    return failure();
   return inferAttentionType(getQuery(), getKey(), getValue(), getMask(),
                             getScale().convertToDouble(),
                             {getSeqMajor(), getQkvHeads()}, getWithLse(),
@@ -202,6 +219,10 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
 LogicalResult AttentionGradOp::verify() {
   std::optional<ArrayRef<int64_t>> seqMajor = getSeqMajor();
   Layout layout{seqMajor, getQkvHeads()};
+  if (failed(checkSoftcap(getSoftcap(), "(C8)", [&] { // attention_grad_c8
+        return emitOpError();
+      })))
+    return failure();
   if (failed(checkSeqMajor(seqMajor, 7, "(C4)", [&] { // attention_grad_c4
         return emitOpError();
       })))

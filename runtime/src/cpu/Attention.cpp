@@ -10,6 +10,9 @@
 //   p[j]   = exp(s[j] - max_j s[j]) / sum_j exp(s[j] - max_j s[j])
 //   o[b,h,i,:] = sum_j p[j] * v[b,g,j,:]
 //
+// With a soft cap c (floats[1], Gemma 2's), s[j] is c * tanh(scale * q.k / c)
+// + mask[b,h,i,j] instead (math/Softcap.h).
+//
 // A row where no key is allowed, or every allowed score is -inf (masked),
 // has no distribution to take; it gives zeros instead of NaN so that padded
 // rows do not poison the rest of the batch. With ints[5] the forward also
@@ -42,6 +45,7 @@
 #include "cpu/KernelUtil.h"
 #include "cpu/VectorMath.h"
 #include "math/AttentionLayout.h"
+#include "math/Softcap.h"
 
 #include <algorithm>
 #include <cmath>
@@ -155,6 +159,18 @@ void probabilitiesRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride,
   std::fill(s + allowed, s + sk, T(0));
 }
 
+/// Soft-caps the first `n` scores of a row: s = cap * tanh(s / cap)
+/// (math/Softcap.h), keeping each tanh in `tanhs` when given (the
+/// gradient's slope, 1 - tanh^2).
+template <typename T> void softcapRow(T *s, int64_t n, T cap, T *tanhs) {
+  for (int64_t j = 0; j < n; ++j) {
+    T t = math::softcapTanh(s[j], cap);
+    if (tanhs)
+      tanhs[j] = t;
+    s[j] = cap * t;
+  }
+}
+
 /// Query rows per tile: GEMMs of 32 rows still run near BLAS's full
 /// speed, and causal tiles skip most of the masked half.
 constexpr int64_t kQueryTile = 32;
@@ -188,6 +204,7 @@ struct AttentionShape {
     stats = call.ints.size > kAttentionStatsInt &&
             call.ints[kAttentionStatsInt] != 0;
     scale = call.floats[0];
+    softcap = call.floats.size > 1 ? call.floats[1] : 0;
     if (!hasMask)
       return;
     const TensorRef &m = call.inputs[maskInput];
@@ -219,6 +236,8 @@ struct AttentionShape {
   /// (ints[5]).
   bool causal, hasMask, packedGrad, stats;
   double scale;
+  /// The scores' soft cap (floats[1]), 0 for none.
+  double softcap;
   int64_t maskStride[4] = {0, 0, 0, 0};
 };
 
@@ -270,6 +289,9 @@ Status runAttention(const KernelCall &call) {
                qb + i0 * qL.seqStride, qL.seqStride, kb, kL.seqStride,
                scores.data(), kv);
           for (int64_t i = 0; i < rows; ++i) {
+            if (a.softcap > 0)
+              softcapRow(scores.data() + i * kv, a.allowed(i0 + i),
+                         T(a.softcap), static_cast<T *>(nullptr));
             T rowLse = softmaxRow(scores.data() + i * kv, kv,
                                   a.maskRow(mask, b, h, i0 + i),
                                   a.maskStride[3], a.allowed(i0 + i));
@@ -300,6 +322,9 @@ Status runAttention(const KernelCall &call) {
 //
 //   dP = dO V^T,  D_i = sum_j P_ij dP_ij,  dS = P * (dP - D)
 //   dQ_h = scale * dS K,  dK_g += scale * dS^T Q_h,  dV_g += P^T dO
+//
+// With a soft cap, each dS_ij is multiplied by 1 - t_ij^2 first, t_ij the
+// tanh its remade score kept (a third [kQueryTile, Sk] buffer).
 //
 // A task owns one (b, g): its dK and dV accumulate over the group's heads
 // and their query tiles in order, and the dQ of its query heads are its
@@ -343,7 +368,8 @@ Status runAttentionGrad(const KernelCall &call) {
         for (int64_t e = 0, n = t->numElements(); e < n; ++e)
           storeAs(*t, e, 0.0);
     parallelFor(a.batch * hk, 1, [&](int64_t begin, int64_t end) {
-      std::vector<T> p(size_t(kQueryTile * sk)), dp(size_t(kQueryTile * sk));
+      std::vector<T> p(size_t(kQueryTile * sk)), dp(size_t(kQueryTile * sk)),
+          tanhs(a.softcap > 0 ? size_t(kQueryTile * sk) : 0);
       std::vector<T> dqWide(native ? 0 : sq * d), dkWide(native ? 0 : sk * d),
           dvWide(native ? 0 : sk * dv);
       for (int64_t bg = begin; bg < end; ++bg) {
@@ -376,6 +402,9 @@ Status runAttentionGrad(const KernelCall &call) {
             for (int64_t i = 0; i < rows; ++i) {
               T *row = p.data() + i * kv;
               const T *maskRow = a.maskRow(mask, b, h, i0 + i);
+              if (a.softcap > 0)
+                softcapRow(row, a.allowed(i0 + i), T(a.softcap),
+                           tanhs.data() + i * kv);
               if (lse)
                 probabilitiesRow(row, kv, maskRow, a.maskStride[3],
                                  a.allowed(i0 + i),
@@ -389,12 +418,18 @@ Status runAttentionGrad(const KernelCall &call) {
                  gL.seqStride, dvg, ldv, T(1));
             gemm(false, /*tb=*/true, rows, kv, dv, T(1), gt, gL.seqStride, vb,
                  vL.seqStride, dp.data(), kv);
-            // dS = P * (dP - rowsum(P * dP)), in place of dP.
+            // dS = P * (dP - rowsum(P * dP)), in place of dP; soft-capped,
+            // times 1 - t^2 (the keys past the allowed ones have P = 0).
             for (int64_t i = 0; i < rows; ++i) {
               T *pr = p.data() + i * kv, *dr = dp.data() + i * kv;
               T dot = rowDot(pr, dr, kv);
               for (int64_t c = 0; c < kv; ++c)
                 dr[c] = pr[c] * (dr[c] - dot);
+              if (a.softcap > 0) {
+                const T *tr = tanhs.data() + i * kv;
+                for (int64_t c = 0, n = a.allowed(i0 + i); c < n; ++c)
+                  dr[c] *= math::softcapSlope(tr[c]);
+              }
             }
             // dQ = scale dS K; dK += scale dS^T Q.
             gemm(false, false, rows, d, kv, scale, dp.data(), kv, kb,

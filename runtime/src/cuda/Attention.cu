@@ -16,6 +16,11 @@
 //   dq[i] = scale sum_j ds[j] k[j],  dk[j] = scale sum_(h in g, i) ds q[i],
 //   dv[j] = sum_(h in g, i) p[j] g_o[i]
 //
+// With a soft cap c (floats[1]) the score is c tanh(scale q.k / c) + mask
+// and ds is multiplied by 1 - tanh^2 (scoreOf, scoreSlope: math/Softcap.h,
+// the CPU's functions); the tensor-core kernels and cuDNN do not take a
+// soft cap, so these kernels run it at every dtype and head size.
+//
 // A row with no allowed key, or whose allowed scores are all -inf, gives
 // zeros (output and gradients), as on the CPU. The mask is additive, each
 // of its dims 1 (broadcast) or the scores' size.
@@ -419,7 +424,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
         for (int u = 0; u < kSlots; ++u) {
           C sc = scoreOf(a, maskBH, qi, j0 + p.col + kRowThreads * u, s[u]);
           sh.tile[p.row * kPad + p.col + kRowThreads * u] =
-              weightOf(sc, rowLse) * (dp[u] - rowDelta);
+              weightOf(sc, rowLse) * (dp[u] - rowDelta) * scoreSlope(a, s[u]);
         }
         accumulateTile(sh.tile, kb + j0 * kL.seqStride, kL.seqStride, keys, a.d,
                        f0, sh.stage, p, acc);
@@ -501,7 +506,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
               int64_t i = i0 + p.col + kRowThreads * u;
               C rowDelta = i < a.sq ? deltaH[i] : C(0);
               sh.tile[p.row * kPad + p.col + kRowThreads * u] =
-                  pr[u] * (dp[u] - rowDelta);
+                  pr[u] * (dp[u] - rowDelta) * scoreSlope(a, s[u]);
             }
             accumulateTile(sh.tile, qb + i0 * qL.seqStride, qL.seqStride,
                            queries, a.d, f0, sh.stage, p, accK);
@@ -704,6 +709,7 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
               std::to_string(a.hq) + ", " + std::to_string(a.sq) + "]");
   }
   a.scale = call.floats[0];
+  a.softcap = call.floats.size > 1 ? call.floats[1] : 0;
   a.causal = call.ints[0] != 0;
   for (int i = 0; i < 4; ++i)
     a.maskStride[i] = 0;
@@ -741,6 +747,7 @@ Status runThroughCudnn(const KernelCall &call, const AttnShape &a,
   c.d = a.d;
   c.dv = a.dv;
   c.scale = a.scale;
+  c.softcap = a.softcap;
   c.causal = a.causal;
   c.hasMask = call.ints[1] != 0;
   for (int i = 0; i < kAttentionGradTensors; ++i)

@@ -21,6 +21,7 @@
 
 #include "cuda/KernelUtil.cuh"
 #include "math/AttentionLayout.h"
+#include "math/Softcap.h"
 #include "math/Transcendental.h"
 
 #include <cmath>
@@ -46,6 +47,9 @@ struct AttnShape {
   int64_t batch, hq, hk, sq, sk, d, dv, group;
   int64_t maskStride[4];
   double scale;
+  /// The scores' soft cap (floats[1]: graph.attention's softcap), 0 for
+  /// none.
+  double softcap;
   bool causal;
 
   /// How many keys query row i may see (the first ones).
@@ -86,18 +90,33 @@ template <typename C> __device__ __forceinline__ C infinity() {
   return C(INFINITY);
 }
 
-/// The score of query i and key j from their dot product: scale * dot +
-/// mask, or -inf where i may not see j (either past its end, or causal).
-/// `maskBH` is the mask of (b, h), or null.
-template <typename S, typename C>
+/// The score of query i and key j from their dot product: scale * dot
+/// (soft-capped: softcap * tanh(scale * dot / softcap)) + mask, or -inf
+/// where i may not see j (either past its end, or causal).
+/// `maskBH` is the mask of (b, h), or null. With `MayCap` false the cap
+/// is not looked at: the tensor-core kernels, which take no soft cap
+/// (tensorCoreAttentionFits), would spill the registers its code takes.
+template <bool MayCap = true, typename S, typename C>
 __device__ __forceinline__ C scoreOf(const AttnShape &a, const S *maskBH,
                                      int64_t i, int64_t j, C dot) {
   if (i >= a.sq || j >= a.allowed(i))
     return -infinity<C>();
   C s = C(a.scale) * dot;
+  if (MayCap && a.softcap > 0)
+    s = C(a.softcap) * math::softcapTanh(s, C(a.softcap));
   if (maskBH)
     s += C(load(maskBH, i * a.maskStride[2] + j * a.maskStride[3]));
   return s;
+}
+
+/// What the gradient of a score made by scoreOf from `dot` is multiplied
+/// by to become its dot product's, over the scale: 1 - tanh^2 under a soft
+/// cap (math/Softcap.h), else 1.
+template <typename C>
+__device__ __forceinline__ C scoreSlope(const AttnShape &a, C dot) {
+  if (!(a.softcap > 0))
+    return C(1);
+  return math::softcapSlope(math::softcapTanh(C(a.scale) * dot, C(a.softcap)));
 }
 
 /// exp(s - reference), 0 for an excluded (-inf) score.

@@ -97,6 +97,8 @@ std::string cudnnAttentionRefusal(const CudnnAttentionCall &c) {
            " (cuDNN's fused attention takes bf16 and f16)";
   if (c.hasMask)
     return "an additive mask";
+  if (c.softcap > 0)
+    return "a soft cap";
   if (c.grad && (!c.dQuery || !c.dKey || !c.dValue))
     return "a gradient that leaves out dq, dk or dv";
   for (int64_t size : {c.d, c.dv})

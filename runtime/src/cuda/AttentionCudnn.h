@@ -38,6 +38,9 @@ struct CudnnAttentionCall {
   DType dtype = DType::F32;
   int64_t batch = 0, hq = 0, hk = 0, sq = 0, sk = 0, d = 0, dv = 0;
   double scale = 1;
+  /// graph.attention's soft cap, 0 for none (cuDNN's graphs have none:
+  /// refused).
+  double softcap = 0;
   bool causal = false, hasMask = false;
   math::HeadLayout layout[kAttentionGradTensors];
   const void *query = nullptr, *key = nullptr, *value = nullptr;

@@ -71,8 +71,10 @@ namespace trainc::cuda {
 using namespace attention;
 
 bool tensorCoreAttentionFits(DType dtype, const AttnShape &a) {
+  // A soft cap's gradient needs each score's dot product where these
+  // kernels have already turned it into the score: Attention.cu runs it.
   return dtype == DType::BF16 && a.d >= 1 && a.d <= kTensorCoreMaxHead &&
-         a.dv >= 1 && a.dv <= kTensorCoreMaxHead;
+         a.dv >= 1 && a.dv <= kTensorCoreMaxHead && !(a.softcap > 0);
 }
 
 namespace {
@@ -316,8 +318,8 @@ __device__ __forceinline__ void scoresOf(Acc &s, const AttnShape &a,
   for (int n = 0; n < kNTiles; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e)
-      s[n][e] =
-          scoreOf(a, maskBH, row[e >> 1], j0 + columnOf(n, e, l), s[n][e]);
+      s[n][e] = scoreOf</*MayCap=*/false>(a, maskBH, row[e >> 1],
+                                          j0 + columnOf(n, e, l), s[n][e]);
 }
 
 /// One step of the online softmax over key tile j0 for a warp's rows
@@ -614,9 +616,9 @@ __global__ void __launch_bounds__(kThreads, kGradKVBlocks)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               int c = columnOf(half * kNTiles / 2 + n, e, l);
-              float sc = whole
-                             ? scale * s[n][e]
-                             : scoreOf(a, maskBH, i0 + c, key[e >> 1], s[n][e]);
+              float sc = whole ? scale * s[n][e]
+                               : scoreOf</*MayCap=*/false>(
+                                     a, maskBH, i0 + c, key[e >> 1], s[n][e]);
               float p = weightOf(sc, lseTile[c]);
               s[n][e] = p;
               dp[n][e] = p * (dp[n][e] - deltaTile[c]);

@@ -186,7 +186,12 @@ Status Checker::checkComposite() const {
     // math::attentionLayout (its seq_major bit; q, k and v through their
     // qkv windows).
     bool grad = inst.op == Opcode::AttentionGrad;
-    TRAINC_RETURN_IF_ERROR(attrs(6, 1));
+    // floats = [scale] or [scale, softcap].
+    TRAINC_RETURN_IF_ERROR(attrs(6, inst.floats.size() == 2 ? 2 : 1));
+    if (inst.floats.size() == 2 &&
+        !(std::isfinite(inst.floats[1]) && inst.floats[1] > 0))
+      return error("softcap " + std::to_string(inst.floats[1]) +
+                   " must be finite and positive");
     int tensors = grad ? kAttentionGradTensors : kAttentionTensors;
     if (v[kAttentionStatsInt] != 0 && v[kAttentionStatsInt] != 1)
       return error("stats flag " + std::to_string(v[kAttentionStatsInt]) +

@@ -1957,6 +1957,30 @@ func.func @attention_c12_unasked(%q: tensor<2x4x8x16xf32>) {
 
 // -----
 
+func.func @attention_c13_zero(%q: tensor<2x4x8x16xf32>) {
+  // expected-error@+1 {{(C13) softcap must be finite and positive, got 0}}
+  %0 = graph.attention %q, %q, %q, scale = 0.25 {softcap = 0.0} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c13_inf(%q: tensor<2x4x8x16xf32>) {
+  // expected-error@+1 {{(C13) softcap must be finite and positive, got INF}}
+  %0 = graph.attention %q, %q, %q, scale = 0.25, causal {softcap = 0x7FF0000000000000 : f64} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_c8_negative(%q: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{(C8) softcap must be finite and positive, got -3.000000e+01}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 {softcap = -30.0} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_grad_c7_count(%q: tensor<1x2x4x8xf32>) {
   // expected-error@+1 {{(C7) stats must be the forward's result, of the cotangent's type 'tensor<1x2x4x8xf32>', and its log-sum-exps 'tensor<1x2x4xf32>'; got 1 operands}}
   %0:3 = graph.attention_grad %q, %q, %q, %q stats(%q), scale = 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)

@@ -281,6 +281,14 @@ func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   %11:3 = graph.attention_grad %q, %kv, %kv, %q, scale = 0.125, causal
          : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x4x32x16xf32>)
          -> (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>)
+  // Soft-capped scores (Gemma 2), forward and gradient.
+  // CHECK: graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.250000e-01, causal {softcap = 5.000000e+01 : f64} : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>) -> tensor<8x4x32x16xf32>
+  // CHECK: graph.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.250000e-01 {softcap = 3.000000e+01 : f64} : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x4x32x16xf32>) -> (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>)
+  %capped = graph.attention %q, %kv, %kv, scale = 0.125, causal {softcap = 50.0}
+         : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>) -> tensor<8x4x32x16xf32>
+  %cappedGrad:3 = graph.attention_grad %q, %kv, %kv, %capped, scale = 0.125 {softcap = 30.0}
+         : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x4x32x16xf32>)
+         -> (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>)
   // The forward's log-sum-exps, and the gradient reading them (f32 for
   // 16-bit attention).
   // CHECK: %[[O:.+]], %[[LSE:.+]] = graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.250000e-01, causal {with_lse} : (tensor<8x4x32x16xbf16>, tensor<8x2x32x16xbf16>, tensor<8x2x32x16xbf16>) -> (tensor<8x4x32x16xbf16>, tensor<8x4x32xf32>)

@@ -975,21 +975,25 @@ TEST(GradientCheck, Gelu) {
   }
 }
 
-/// Attention over parameters q, k, v (and `mask` operands/types appended).
+/// Attention over parameters q, k, v (and `mask` operands/types appended),
+/// its scores soft-capped at `softcap` when not 0.
 std::string attentionCase(Model &m, const Shape &q, const Shape &k,
                           const Shape &v, const std::string &maskOperand,
                           const Shape &maskShape, bool causal,
-                          const Shape &result) {
+                          const Shape &result, double softcap = 0) {
   m.param("q", q);
   m.param("k", k);
   m.param("v", v);
   std::string types = T(q) + ", " + T(k) + ", " + T(v);
   if (!maskOperand.empty())
     types += ", " + T(maskShape);
-  m.op(formatv("%y = graph.attention %q, %k, %v{0}, scale = 0.5{1} : ({2}) -> "
-               "{3}",
+  m.op(formatv("%y = graph.attention %q, %k, %v{0}, scale = 0.5{1}{2} : ({3}) "
+               "-> {4}",
                maskOperand.empty() ? "" : " mask " + maskOperand,
-               causal ? ", causal" : "", types, T(result)));
+               causal ? ", causal" : "",
+               softcap > 0 ? formatv(" {{softcap = {0}}", softcap).str()
+                           : std::string(),
+               types, T(result)));
   return m.build("%y", result);
 }
 
@@ -1062,6 +1066,23 @@ TEST(GradientCheck, Attention) {
     checkGradients("attention/causal + mask",
                    attentionCase(m, {2, 2, 4, 3}, {2, 2, 4, 3}, {2, 2, 4, 3},
                                  "%mask", {1, 2, 4, 4}, true, {2, 2, 4, 3}));
+  }
+  {
+    // Soft-capped scores (Gemma 2's), the cap below the scores' range so
+    // that tanh bends: the kernel's slope 1 - tanh^2, and the decomposed
+    // rule of the mask's cotangent (which remakes the capped scores);
+    // causal tiles and grouped heads.
+    Model m(1209);
+    m.param("mask", {1, 2, 4, 4});
+    checkGradients("attention/softcap + mask",
+                   attentionCase(m, {2, 2, 4, 3}, {2, 2, 4, 3}, {2, 2, 4, 3},
+                                 "%mask", {1, 2, 4, 4}, false, {2, 2, 4, 3},
+                                 0.3));
+    Model tiles(1210);
+    checkGradients("attention/softcap causal tiles, gqa",
+                   attentionCase(tiles, {1, 2, 40, 3}, {1, 1, 40, 3},
+                                 {1, 1, 40, 2}, "", {}, true, {1, 2, 40, 2},
+                                 0.5));
   }
 }
 

@@ -112,6 +112,7 @@ TEST_F(GraphOpsTest, InferenceOfEveryShapeChangingBuilder) {
   auto attn = builder.create<AttentionOp>(loc, q, kv, kv, /*mask=*/Value(),
                                           APFloat(0.5),
                                           /*causal=*/true,
+                                          /*softcap=*/nullptr,
                                           /*seq_major=*/nullptr,
                                           /*qkv_heads=*/nullptr,
                                           /*with_lse=*/false);
@@ -119,6 +120,7 @@ TEST_F(GraphOpsTest, InferenceOfEveryShapeChangingBuilder) {
   // With the log-sum-exps: a second result, one per score row.
   auto kept = builder.create<AttentionOp>(loc, q, kv, kv, /*mask=*/Value(),
                                           APFloat(0.5), /*causal=*/true,
+                                          /*softcap=*/nullptr,
                                           /*seq_major=*/nullptr,
                                           /*qkv_heads=*/nullptr,
                                           /*with_lse=*/true);

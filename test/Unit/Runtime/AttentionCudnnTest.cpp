@@ -100,6 +100,9 @@ TEST(AttentionCudnn, RefusesWhatItCannotTakeAndSaysWhy) {
   c = gpt2(true);
   c.hasMask = true;
   EXPECT_NE(refusal(c).find("mask"), std::string::npos) << refusal(c);
+  c = gpt2(false);
+  c.softcap = 50;
+  EXPECT_EQ(refusal(c), "a soft cap");
   c = gpt2(true);
   c.dv = 60;
   EXPECT_NE(refusal(c).find("head size 60"), std::string::npos) << refusal(c);

@@ -543,7 +543,15 @@ struct AttentionCase {
   int64_t b, hq, hk, sq, sk, d, dv;
   bool causal;
   std::vector<int64_t> maskDims; // Empty: no mask.
+  double softcap = 0;            // 0: none.
 };
+
+/// The kernels' floats: [scale], or [scale, softcap].
+std::vector<double> attentionFloats(const AttentionCase &c, double scale) {
+  if (c.softcap > 0)
+    return {scale, c.softcap};
+  return {scale};
+}
 
 /// The scores of query row (b, h, i) over the keys it may see, in f64 by
 /// graph.attention's definition.
@@ -560,6 +568,8 @@ std::vector<double> scoresRef(const AttentionCase &c, const TestTensor &q,
       dot += q.get(((b * c.hq + h) * c.sq + i) * c.d + e) *
              k.get(((b * c.hk + g) * c.sk + j) * c.d + e);
     s[j] = scale * dot;
+    if (c.softcap > 0)
+      s[j] = c.softcap * std::tanh(s[j] / c.softcap);
     if (mask) {
       const std::vector<int64_t> &m = mask->dims();
       int64_t idx[4] = {b, h, i, j}, off = 0;
@@ -614,9 +624,9 @@ TestTensor checkAttention(const AttentionCase &c,
   if (mask)
     inputs.push_back(mask);
   TestTensor out(c.dtype, {c.b, c.hq, c.sq, c.dv});
-  Status s =
-      runKernel(runAttention, Opcode::Attention, inputs, {&out},
-                {c.causal, mask != nullptr, /*seq_major=*/0, 0, 0}, {scale});
+  Status s = runKernel(runAttention, Opcode::Attention, inputs, {&out},
+                       {c.causal, mask != nullptr, /*seq_major=*/0, 0, 0},
+                       attentionFloats(c, scale));
   EXPECT_TRUE(s.ok()) << s.toString();
   std::vector<double> ref = attentionRef(c, q, k, v, mask, scale);
   // Scores: D-term dot products of |q|, |k| <= 1 (error D^2 scale u) plus
@@ -674,6 +684,18 @@ TEST(CpuNnAttention, OtherDTypes) {
   checkAttention({DType::F64, 2, 4, 2, 5, 7, 8, 8, true, {1, 1, 5, 7}});
   checkAttention({DType::BF16, 1, 2, 1, 4, 4, 16, 8, true, {}});
   checkAttention({DType::F16, 1, 2, 2, 4, 4, 16, 8, false, {1, 1, 1, 4}});
+}
+
+/// Soft-capped scores, c tanh(scale q.k / c) before the mask (Gemma 2's
+/// logit soft cap): caps below the scores' range (|scale q.k| reaches
+/// sqrt(D) = 2.8 to 4 here), where tanh is far from linear.
+TEST(CpuNnAttention, SoftCap) {
+  checkAttention({DType::F32, 2, 3, 3, 5, 5, 8, 6, false, {}, 0.5});
+  checkAttention({DType::F32, 2, 4, 2, 70, 70, 8, 8, true, {1, 1, 70, 70}, 1});
+  checkAttention({DType::F32, 1, 2, 2, 3, 9, 16, 8, true, {}, 2});
+  checkAttention(
+      {DType::F64, 1, 2, 1, 33, 40, 8, 8, true, {1, 2, 33, 40}, 0.3});
+  checkAttention({DType::BF16, 1, 2, 1, 4, 4, 16, 8, true, {}, 1});
 }
 
 TEST(CpuNnAttention, FullyMaskedRowGivesZeros) {
@@ -919,11 +941,12 @@ StatsRun runWithStats(const AttentionCase &c, const TestTensor *givenMask,
   if (hasMask)
     in.push_back(&r.mask);
   TestTensor plain(c.dtype, r.out.dims());
-  Status s = runKernel(runAttention, Opcode::Attention, in, {&plain},
-                       {c.causal, hasMask, 0, 0, 0, 0}, {r.scale});
+  Status s =
+      runKernel(runAttention, Opcode::Attention, in, {&plain},
+                {c.causal, hasMask, 0, 0, 0, 0}, attentionFloats(c, r.scale));
   EXPECT_TRUE(s.ok()) << s.toString();
   s = runKernel(runAttention, Opcode::Attention, in, {&r.out, &r.lse},
-                {c.causal, hasMask, 0, 0, 0, 1}, {r.scale});
+                {c.causal, hasMask, 0, 0, 0, 1}, attentionFloats(c, r.scale));
   EXPECT_TRUE(s.ok()) << s.toString();
   // Keeping the statistics changes no bit of the result.
   for (int64_t e = 0; e < plain.size(); ++e)
@@ -944,7 +967,8 @@ StatsRun runWithStats(const AttentionCase &c, const TestTensor *givenMask,
     }
     s = runKernel(runAttentionGrad, Opcode::AttentionGrad, gin,
                   {&grads[0], &grads[1], &grads[2]},
-                  {c.causal, hasMask, 0, 0, 0, stats}, {r.scale});
+                  {c.causal, hasMask, 0, 0, 0, stats},
+                  attentionFloats(c, r.scale));
     EXPECT_TRUE(s.ok()) << s.toString();
   }
   return r;
@@ -957,6 +981,9 @@ const AttentionCase kStatsCases[] = {
     {DType::F64, 1, 2, 1, 33, 33, 4, 4, true, {1, 1, 33, 33}},
     {DType::BF16, 2, 4, 2, 40, 40, 16, 16, true, {}},
     {DType::F16, 1, 2, 2, 4, 9, 16, 8, false, {1, 1, 1, 9}},
+    // Soft-capped scores (Gemma 2's): the tanh remade in the gradient.
+    {DType::F32, 2, 4, 2, 37, 37, 8, 8, true, {1, 1, 37, 37}, 0.5},
+    {DType::BF16, 1, 2, 2, 40, 40, 16, 16, true, {}, 1.0},
 };
 
 /// The forward's second result is each row's log-sum-exp (-inf for a row

@@ -235,6 +235,7 @@ struct AttentionShape {
   int64_t b, hq, hk, sq, sk, d, dv;
   bool causal;
   std::vector<int64_t> mask; // Empty: no mask.
+  double softcap = 0;        // 0: none.
 };
 
 const AttentionShape kAttentionShapes[] = {
@@ -271,6 +272,12 @@ const AttentionShape kAttentionShapes[] = {
     // tiles and one partly visible.
     {kBF16, 1, 2, 2, 128, 192, 64, 64, false, {}},
     {kBF16, 2, 4, 2, 128, 200, 32, 32, true, {}},
+    // Soft-capped scores (Gemma 2's), on the scalar kernels at every dtype
+    // (the tensor cores and cuDNN take no soft cap): caps below the
+    // scores' range, so tanh bends.
+    {kF32, 2, 4, 2, 37, 45, 16, 16, true, {1, 1, 37, 45}, 0.5},
+    {kF64, 1, 2, 1, 5, 7, 8, 8, false, {}, 0.3},
+    {kBF16, 2, 4, 2, 129, 129, 64, 64, true, {}, 1.0},
 };
 
 /// attention (or attention_grad) on random q, k, v (cotangent) and mask;
@@ -300,9 +307,11 @@ Call attentionCall(const AttentionShape &a, bool grad, uint32_t seed,
            zeros(a.t, stored(vDims, 6))};
   else
     out = {zeros(a.t, stored(oDims, 3))};
-  return makeCall(grad ? Opcode::AttentionGrad : Opcode::Attention, in, out,
-                  {a.causal, !a.mask.empty(), seqMajor, 0, 0, 0},
-                  {1 / std::sqrt(double(a.d))});
+  return makeCall(
+      grad ? Opcode::AttentionGrad : Opcode::Attention, in, out,
+      {a.causal, !a.mask.empty(), seqMajor, 0, 0, 0},
+      a.softcap > 0 ? std::vector<double>{1 / std::sqrt(double(a.d)), a.softcap}
+                    : std::vector<double>{1 / std::sqrt(double(a.d))});
 }
 
 /// Scores are D-term dot products (|q|, |k| <= 1, scaled by 1 / sqrt(D):

@@ -287,7 +287,8 @@ struct RmsNormGradient
 /// dQ, dK and dV are one graph.attention_grad (see its description). The
 /// mask's cotangent is decomposed: it recomputes the probabilities
 /// P = softmax(S) of the scores S = scale * q k^T + mask (causal entries
-/// -inf), as the kernel does, then dP = g V^T, dS = P * (dP - sum(dP * P,
+/// -inf; soft-capped, c * tanh(scale * q k^T / c) + mask), as the kernel
+/// does, then dP = g V^T, dS = P * (dP - sum(dP * P,
 /// keys)), and dMask = dS summed over the dims the mask broadcasts along.
 /// Grouped-query attention (Hq = G * Hk, query head h reading key head
 /// h / G) needs no copies of K and V: [B, Hq, Sq, X] reshapes to
@@ -329,6 +330,7 @@ struct AttentionGradient
         attention.getQuery(), attention.getKey(), attention.getValue(),
         cotangents[0], attention.getMask(), /*stats=*/ValueRange(),
         attention.getScaleAttr(), attention.getCausalAttr(),
+        attention.getSoftcapAttr(),
         seqMajor.empty() ? DenseI64ArrayAttr()
                          : b.getDenseI64ArrayAttr(seqMajor),
         /*qkv_heads=*/DenseI64ArrayAttr());
@@ -370,6 +372,10 @@ struct AttentionGradient
 
     Value qg = grouped(q), gg = grouped(g);
     Value scores = e.scaled(ungrouped(headDot(qg, k, 3, 3)), scale);
+    if (std::optional<APFloat> softcap = attention.getSoftcap()) {
+      double c = softcap->convertToDouble();
+      scores = e.scaled(b.create<TanhOp>(e.loc, e.scaled(scores, 1.0 / c)), c);
+    }
     if (mask)
       scores = e.add(scores, e.broadcast(mask, scoresShape, {0, 1, 2, 3}));
     const double negInf = -std::numeric_limits<double>::infinity();

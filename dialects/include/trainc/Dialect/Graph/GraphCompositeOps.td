@@ -470,7 +470,9 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
     is 1 (broadcast) or the scores' size. With `causal`, query `i` attends
     to key `j` only when `j <= i + (Sk - Sq)` (aligned to the last key, as
     in KV-cached decoding; `j <= i` when Sq == Sk). A row with no key to
-    attend to gives zeros. Softmax is computed in at least f32.
+    attend to gives zeros. Softmax is computed in at least f32. With
+    `softcap = c` the scores are capped before the mask is added (Gemma 2's
+    logit soft-capping): `s = c * tanh(scale * q @ k^T / c)`.
 
     Constraints:
     - (C1) query, key and value have rank 4.
@@ -490,6 +492,7 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
       type, `[B, S, Hq + 2 Hk, D]`.
     - (C12) there is a second result, `lse`, exactly when `with_lse` is
       set: `[B, Hq, Sq]` of f32 (f64 for f64 operands).
+    - (C13) `softcap`, when present, is finite and positive.
 
     Statistics: with `with_lse`, `lse[b, h, i]` is the log-sum-exp of row
     i's scores over the keys it may see (-inf for a row with none), what
@@ -513,6 +516,10 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
     %o = graph.attention %q, %k, %v, scale = 0.125, causal
            : (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
            -> tensor<8x4x32x16xf32>
+    // Gemma 2's capped scores: 50 * tanh(0.125 * q k^T / 50).
+    %oc = graph.attention %q, %k, %v, scale = 0.125, causal {softcap = 50.0}
+           : (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
+           -> tensor<8x4x32x16xf32>
     // The same, q and the result stored [B, S, H, D]:
     %o2 = graph.attention %qs, %k, %v, scale = 0.125, causal
             {seq_major = array<i64: 0, 3>}
@@ -529,6 +536,7 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
                        Graph_FloatTensor:$value,
                        Optional<Graph_FloatTensor>:$mask,
                        F64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$softcap,
                        OptionalAttr<DenseI64ArrayAttr>:$seq_major,
                        OptionalAttr<DenseI64ArrayAttr>:$qkv_heads,
                        UnitAttr:$with_lse);
@@ -904,7 +912,9 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [AttrSizedOperandSegments
     no key), `g` the result's cotangent and `D_i = sum_j P_ij dP_ij`:
     `dP = g @ v^T`, `dS = P * (dP - D)`, `dq = scale * dS @ k`,
     `dk = scale * dS^T @ q`, `dv = P^T @ g`, the key and value gradients
-    summed over the query heads of a group. The kernel remakes S and P one
+    summed over the query heads of a group. With `softcap = c` (graph.attention's),
+    `S = c * t + mask` with `t = tanh(scale * q @ k^T / c)`, and dS is
+    multiplied by `1 - t^2` before the products with k and q. The kernel remakes S and P one
     (batch, key head) at a time, so no [B, H, Sq, Sk] tensor is ever
     materialized (the decomposed rule kept several: for GPT-2 124M at
     sequence 1,024, 192 MiB each).
@@ -936,6 +946,7 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [AttrSizedOperandSegments
       graph.attention with `with_lse` gives for these operands
       (`trainc-attention-stats` pairs the two ops): the kernels take
       `P = exp(S - lse)` and `D_i` from them.
+    - (C8) `softcap`, when present, is finite and positive.
 
     Example:
     ```mlir
@@ -964,6 +975,7 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [AttrSizedOperandSegments
                        Optional<Graph_FloatTensor>:$mask,
                        Variadic<Graph_FloatTensor>:$stats,
                        F64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$softcap,
                        OptionalAttr<DenseI64ArrayAttr>:$seq_major,
                        OptionalAttr<DenseI64ArrayAttr>:$qkv_heads);
   let results = (outs Variadic<Graph_FloatTensor>:$grads);
