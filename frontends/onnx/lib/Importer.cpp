@@ -20,6 +20,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -306,6 +307,22 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
   if (failed(opset))
     return failure();
   const onnx::GraphProto &g = model.graph();
+  // Initializers, inputs and outputs name the executable's tensors, which
+  // checkpoints and safetensors files write as JSON: their names must be
+  // UTF-8 (ONNX's protobuf does not check).
+  auto notUtf8 = [&](const std::string &name, StringRef what) {
+    return fileError(ctx, path) << what << " '" << llvm::json::fixUTF8(name)
+                                << "' has a name that is not valid UTF-8";
+  };
+  for (const onnx::TensorProto &init : g.initializer())
+    if (!llvm::json::isUTF8(init.name()))
+      return notUtf8(init.name(), "initializer");
+  for (const onnx::ValueInfoProto &info : g.input())
+    if (!llvm::json::isUTF8(info.name()))
+      return notUtf8(info.name(), "graph input");
+  for (const onnx::ValueInfoProto &info : g.output())
+    if (!llvm::json::isUTF8(info.name()))
+      return notUtf8(info.name(), "graph output");
   std::string baseDir = llvm::sys::path::parent_path(path).str();
   if (baseDir.empty())
     baseDir = ".";

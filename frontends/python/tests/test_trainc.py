@@ -222,6 +222,30 @@ class Misuse(WithStep):
                 call()
             self.assertIn('closed', str(caught.exception))
 
+    def test_the_executable_file_rewritten_or_truncated_while_training(self):
+        # A trainer copies what it needs from the file when it starts: a
+        # file rewritten in place (cp, dd, rsync --inplace) with another
+        # learning rate, then truncated, changes no loss and faults nothing.
+        # (Before: the constants were read from the file's mapping at every
+        # step, so the run took the new learning rate, and a read past the
+        # new end was SIGBUS.)
+        reference = trainc.Trainer(self.exe)
+        expected = [reference.step(self.batch)['loss'] for _ in range(STEPS)]
+        other = trainc.compile(MODEL, os.path.join(self.dir, 'other.tcx'),
+                               train=True, **{**ADAMW, 'lr': 1e-2})
+        other.close()
+        with open(os.path.join(self.dir, 'other.tcx'), 'rb') as f:
+            replacement = f.read()
+        self.assertEqual(len(replacement), os.path.getsize(self.exe.path))
+        trainer = trainc.Trainer(self.exe)
+        losses = [trainer.step(self.batch)['loss']]
+        with open(self.exe.path, 'r+b') as f:  # in place, same inode
+            f.write(replacement)
+        losses.append(trainer.step(self.batch)['loss'])
+        os.truncate(self.exe.path, 0)
+        losses += [trainer.step(self.batch)['loss'] for _ in range(STEPS - 2)]
+        self.assertEqual(losses, expected)
+
     def test_an_output_view_outlives_close_and_stays_read_only(self):
         trainer = trainc.Trainer(self.exe)
         trainer.step(self.batch)

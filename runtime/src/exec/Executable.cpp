@@ -2,6 +2,8 @@
 
 #include "exec/Executable.h"
 
+#include "base/Utf8.h"
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -19,6 +21,18 @@ namespace {
 
 Status dataLoss(const std::string &origin, const std::string &message) {
   return Status(StatusCode::kDataLoss, origin + ": " + message);
+}
+
+/// An error naming `what` ("tensor 3's name") when `name` is not UTF-8
+/// (base/Utf8.h): checkpoints and safetensors headers write names as JSON.
+Status checkName(const std::string &origin, const std::string &what,
+                 const std::string &name) {
+  size_t bad = 0;
+  if (isUtf8(name, &bad))
+    return okStatus();
+  return dataLoss(origin, what + " is not valid UTF-8 (byte " +
+                              std::to_string(bad) + " of '" +
+                              name.substr(0, bad) + "...')");
 }
 
 template <typename T, typename FbVector>
@@ -127,6 +141,9 @@ Status Executable::parse() {
                                      " records an impossible size of " +
                                      std::to_string(a->size()) + " bytes");
       arenas_.push_back({a->name() ? a->name()->str() : "", a->size()});
+      TRAINC_RETURN_IF_ERROR(checkName(
+          origin_, "arena " + std::to_string(arenas_.size() - 1) + "'s name",
+          arenas_.back().name));
     }
 
   if (exe->mesh()) {
@@ -137,6 +154,9 @@ Status Executable::parse() {
         return dataLoss(origin_, "the mesh has an impossible axis size " +
                                      std::to_string(a->size()));
       mesh_.push_back({a->name() ? a->name()->str() : "", a->size()});
+      TRAINC_RETURN_IF_ERROR(checkName(
+          origin_, "mesh axis " + std::to_string(mesh_.size() - 1) + "'s name",
+          mesh_.back().name));
     }
     if (mesh_.size() > 8)
       return dataLoss(origin_, "the mesh has more than 8 axes");
@@ -147,6 +167,8 @@ Status Executable::parse() {
       TensorInfo info;
       size_t id = tensors_.size();
       info.name = t->name() ? t->name()->str() : "";
+      TRAINC_RETURN_IF_ERROR(checkName(
+          origin_, "tensor " + std::to_string(id) + "'s name", info.name));
       auto role = static_cast<uint8_t>(t->role());
       auto dtype = static_cast<uint8_t>(t->dtype());
       if (role > static_cast<uint8_t>(TensorRole::MAX) || dtype >= kNumDTypes)
@@ -353,6 +375,28 @@ uint64_t Executable::contentHash() const {
     XXH3_freeState(state);
   });
   return contentHash_;
+}
+
+uint64_t Executable::persistentHash() const {
+  std::call_once(persistentHashOnce_, [this] {
+    XXH3_state_t *state = XXH3_createState();
+    XXH3_64bits_reset(state);
+    for (const TensorInfo &t : tensors_) {
+      if (t.role != TensorRole::Parameter && t.role != TensorRole::State)
+        continue;
+      // Whole shapes and values: a checkpoint of one mesh is the same
+      // model under another.
+      std::string key =
+          t.name + ":" + dtypeName(t.dtype) + shapeString(t.globalShape);
+      XXH3_64bits_update(state, key.data(), key.size());
+      uint64_t bytes = t.splat ? dtypeSize(t.dtype) : t.globalSize;
+      XXH3_64bits_update(state, constants() + t.initOffset, bytes);
+      releaseConstants(t.initOffset, bytes); // Hashed, not needed here.
+    }
+    persistentHash_ = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+  });
+  return persistentHash_;
 }
 
 int64_t Executable::numRanks() const {

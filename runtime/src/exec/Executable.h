@@ -131,6 +131,12 @@ public:
   /// A hash of the whole file (XXH3), computed once: ranks compare it
   /// before they run, checkpoints record it.
   uint64_t contentHash() const;
+  /// A hash of every persistent tensor's (parameters' and state's) name,
+  /// dtype, whole shape and initial value, computed once: a checkpoint
+  /// records it, and one of another model (or of other initial values) is
+  /// refused by it (a recompile with other hyper-parameters keeps it).
+  /// The same for any mesh the model is split over.
+  uint64_t persistentHash() const;
   const TrainingSignature &signature() const { return signature_; }
   /// FLOPs of one run, from the compiler's cost model.
   uint64_t flops() const { return flops_; }
@@ -170,8 +176,8 @@ private:
   std::string source_, command_;
   uint64_t constantsOffset_ = 0, constantsSize_ = 0;
   uint64_t flops_ = 0;
-  mutable std::once_flag contentHashOnce_;
-  mutable uint64_t contentHash_ = 0;
+  mutable std::once_flag contentHashOnce_, persistentHashOnce_;
+  mutable uint64_t contentHash_ = 0, persistentHash_ = 0;
 };
 
 /// Checks one instruction's arity, dtypes and shapes against its opcode's

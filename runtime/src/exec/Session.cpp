@@ -68,11 +68,41 @@ Status Session::create(std::shared_ptr<const Executable> executable,
     session->arenas_.push_back(buffer->data());
     session->arenaBuffers_.push_back(std::move(buffer));
   }
-  TRAINC_RETURN_IF_ERROR(device.importConstants(
-      exe.constants(), exe.constantsSize(), session->constants_));
-  // A device with memory of its own has copied the whole section.
-  if (!device.hostVisible())
+  // Where each constant tensor's bytes are in session->constants_.
+  std::vector<uint64_t> constantAt(exe.tensors().size(), 0);
+  if (device.hostVisible()) {
+    // The constant tensors (not the parameters' initial values, which go
+    // to the arenas below) are copied into memory of the session's own:
+    // after this function nothing reads the file's mapping, so a file
+    // rewritten in place or truncated while the session runs changes
+    // nothing and faults nothing (io/MappedFile.h).
+    uint64_t total = 0;
+    for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
+      const TensorInfo &t = exe.tensors()[id];
+      if (t.role != TensorRole::Constant || t.splat)
+        continue;
+      constantAt[id] = total;
+      total +=
+          (t.size + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+    }
+    TRAINC_RETURN_IF_ERROR(device.allocate(
+        std::max<uint64_t>(total, 1), kTensorAlignment, session->constants_));
+    for (uint32_t id = 0; id < exe.tensors().size(); ++id) {
+      const TensorInfo &t = exe.tensors()[id];
+      if (t.role != TensorRole::Constant || t.splat)
+        continue;
+      std::memcpy(session->constants_->data() + constantAt[id],
+                  exe.constants() + t.offset, t.size);
+      exe.releaseConstants(t.offset, t.size);
+    }
+  } else {
+    // A device with memory of its own copies the whole section.
+    TRAINC_RETURN_IF_ERROR(device.importConstants(
+        exe.constants(), exe.constantsSize(), session->constants_));
     exe.releaseConstants(0, exe.constantsSize());
+    for (uint32_t id = 0; id < exe.tensors().size(); ++id)
+      constantAt[id] = exe.tensors()[id].offset;
+  }
   session->touched_.assign(exe.arenas().size(), 0);
   session->inputSet_.assign(exe.inputs().size(), false);
   if (options.profile)
@@ -110,7 +140,7 @@ Status Session::create(std::shared_ptr<const Executable> executable,
       session->data_[id] = buffer->data();
       session->expanded_.push_back(std::move(buffer));
     } else if (t.role == TensorRole::Constant) {
-      session->data_[id] = session->constants_->data() + t.offset;
+      session->data_[id] = session->constants_->data() + constantAt[id];
     } else {
       session->data_[id] = session->arenas_[t.arena] + t.offset;
     }
@@ -129,6 +159,12 @@ Status Session::create(std::shared_ptr<const Executable> executable,
     exe.releaseConstants(t.initOffset, t.globalSize);
   }
   TRAINC_RETURN_IF_ERROR(stream.synchronize());
+  // The hashes a checkpoint records, while the file is the one loaded
+  // (each is computed once): no later save reads the mapping.
+  if (exe.isTrainingStep()) {
+    exe.contentHash();
+    exe.persistentHash();
+  }
   out = std::move(session);
   return okStatus();
 }

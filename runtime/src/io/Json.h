@@ -12,7 +12,8 @@
 
 namespace trainc {
 
-/// `s` as a JSON string literal.
+/// `s` as a JSON string literal; a byte that is not part of well-formed
+/// UTF-8 becomes U+FFFD (\ufffd).
 std::string jsonString(const std::string &s);
 /// `v` as a JSON number with 17 significant digits (null for NaN/inf).
 std::string jsonNumber(double v);

@@ -9,15 +9,18 @@
 //
 // A mapping is verified like a read: the executable loader runs the
 // FlatBuffers verifier over the mapped bytes and then parses the program's
-// structure into its own memory, once, at load; afterwards only raw
-// constant bytes are read from the file. Unlike a private copy, a mapping
-// sees the file change under it, so two things are needed of whoever
-// writes the file: that it not be rewritten in place while it loads (the
-// parse could read what was not verified) and that it not shrink while it
-// is open (a read of a page past the new end is SIGBUS). trainc's writers
-// never rewrite a file in place: the compiler and every writer here write
-// a temporary file and rename it over the old one, which leaves the old
-// file's pages intact for whoever has it mapped.
+// structure into its own memory, once, at load; a session, when it starts,
+// copies the constants and the parameters' initial values out of the file
+// and computes the hashes its checkpoints record (exec/Session.cpp), and
+// after that nothing reads the file. Unlike a private copy, a mapping sees
+// the file change under it, so one thing is needed of whoever writes the
+// file: that it not be rewritten in place or shrunk while it loads or a
+// session starts (the parse could read what was not verified; a read of a
+// page past a new end is SIGBUS). A file rewritten or truncated while its
+// sessions run changes nothing. trainc's writers never rewrite a file in
+// place: the compiler and every writer here write a temporary file and
+// rename it over the old one, which leaves the old file's pages intact for
+// whoever has it mapped.
 //
 //===----------------------------------------------------------------------===//
 

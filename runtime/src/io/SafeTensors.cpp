@@ -2,6 +2,8 @@
 
 #include "io/SafeTensors.h"
 
+#include "base/Utf8.h"
+
 #include "io/AtomicFile.h"
 #include "io/Json.h"
 
@@ -69,6 +71,12 @@ Status writeSafetensors(const std::string &path,
   std::string header = "{";
   uint64_t offset = 0;
   for (const NamedTensor &t : tensors) {
+    // The header is JSON, whose readers refuse other bytes (executables'
+    // names are checked when they load: base/Utf8.h).
+    if (!isUtf8(t.name))
+      return Status(StatusCode::kInvalidArgument,
+                    path + ": tensor name '" + t.name +
+                        "' is not valid UTF-8; a safetensors header is JSON");
     if (header.size() > 1)
       header += ",";
     header += jsonString(t.name) + ":{\"dtype\":\"" +
@@ -238,6 +246,40 @@ Status parseHeader(const std::string &path, const char *headerBegin,
       t.bytes = size_t(end - begin);
       out.tensors.push_back(std::move(t));
     }
+    // The format's rule (which the safetensors library enforces): the
+    // tensors' byte ranges, in order, tile the data section exactly. Two
+    // that overlap would read each other's bytes as their own.
+    std::vector<const SafetensorsFile::Tensor *> byOffset;
+    for (const SafetensorsFile::Tensor &t : out.tensors)
+      byOffset.push_back(&t);
+    std::stable_sort(byOffset.begin(), byOffset.end(),
+                     [](const auto *a, const auto *b) {
+                       return std::make_pair(a->offset, a->bytes) <
+                              std::make_pair(b->offset, b->bytes);
+                     });
+    uint64_t expected = dataStart;
+    const SafetensorsFile::Tensor *previous = nullptr;
+    for (const SafetensorsFile::Tensor *t : byOffset) {
+      auto range = [&](const SafetensorsFile::Tensor *x) {
+        return "'" + x->name + "' (data_offsets [" +
+               std::to_string(x->offset - dataStart) + ", " +
+               std::to_string(x->offset - dataStart + x->bytes) + "])";
+      };
+      if (t->offset < expected)
+        return damaged("tensor " + range(t) + " overlaps tensor " +
+                       range(previous));
+      if (t->offset > expected)
+        return damaged("the data bytes [" +
+                       std::to_string(expected - dataStart) + ", " +
+                       std::to_string(t->offset - dataStart) +
+                       ") belong to no tensor (before " + range(t) + ")");
+      expected = t->offset + t->bytes;
+      previous = t;
+    }
+    if (expected != fileSize)
+      return damaged("the data bytes [" + std::to_string(expected - dataStart) +
+                     ", " + std::to_string(dataSize) +
+                     ") at the end belong to no tensor");
   } catch (const Json::exception &e) {
     return damaged(headerBytes + " is malformed: " + e.what());
   }

@@ -115,11 +115,18 @@ Status readWholeFile(const std::string &path, std::string &out) {
              : s;
 }
 
+/// `j` as JSON text. A string that is not UTF-8 (an executable's path: a
+/// Linux path is any bytes; names are checked when an executable loads)
+/// has its bad bytes replaced (U+FFFD) rather than the writer throwing.
+std::string jsonText(const Json &j, int indent = -1) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
 /// The checksum of a manifest: XXH3 of its canonical JSON text without the
 /// checksum field itself (nlohmann::json orders object keys).
 uint64_t manifestDigest(Json manifest) {
   manifest.erase(kDigestKey);
-  std::string text = manifest.dump();
+  std::string text = jsonText(manifest);
   return XXH3_64bits(text.data(), text.size());
 }
 
@@ -434,29 +441,6 @@ Status checkSpaceForCheckpoint(const std::string &dir, const Executable &exe) {
 
 namespace {
 
-/// The model's identity: its persistent tensors' names, types, shapes and
-/// initial values (a recompile with other hyper-parameters keeps it; a
-/// different model with the same shapes does not).
-uint64_t modelHash(const Executable &exe) {
-  XXH3_state_t *state = XXH3_createState();
-  XXH3_64bits_reset(state);
-  for (const TensorInfo &t : exe.tensors()) {
-    if (!isPersistent(t))
-      continue;
-    // Whole shapes and values: a checkpoint of one mesh is the same model
-    // under another.
-    std::string key =
-        t.name + ":" + dtypeName(t.dtype) + shapeString(t.globalShape);
-    XXH3_64bits_update(state, key.data(), key.size());
-    uint64_t bytes = t.splat ? dtypeSize(t.dtype) : t.globalSize;
-    XXH3_64bits_update(state, exe.constants() + t.initOffset, bytes);
-    exe.releaseConstants(t.initOffset, bytes); // Hashed, not needed here.
-  }
-  uint64_t hash = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
-  return hash;
-}
-
 /// What differs between a checkpoint's tensors and `exe`'s persistent
 /// ones, whose hashes differ: tensors one side lacks or holds in another
 /// dtype or shape (a few named), and whether every parameter of `exe`
@@ -520,7 +504,7 @@ Status snapshotTrainer(const Trainer &trainer, const Dataset *data,
   out.state.trainSize = data ? data->trainSize() : 0;
   out.state.dataHash = data ? data->contentHash() : 0;
   out.executable = exe.origin();
-  out.modelHash = modelHash(exe);
+  out.modelHash = exe.persistentHash();
   out.executableHash = exe.contentHash();
   out.rank = ranks.rank();
   out.worldSize = ranks.worldSize();
@@ -623,7 +607,7 @@ Status writeCheckpoint(const std::string &dir,
   }
   if (Status s = writeSafetensors(staging + "/" + shard, named); !s.ok())
     return publisher ? fail(s) : s;
-  std::string listText = mine.dump() + "\n";
+  std::string listText = jsonText(mine) + "\n";
   if (Status s = writeFileAtomically(
           staging + "/" +
               shardName(snapshot.rank, snapshot.worldSize, ".xxh3.json"),
@@ -711,7 +695,7 @@ Status writeCheckpoint(const std::string &dir,
                    {"mesh", mesh},
                    {"tensors", tensors}};
   manifest[kDigestKey] = hex64(manifestDigest(manifest));
-  std::string text = manifest.dump(1) + "\n";
+  std::string text = jsonText(manifest, 1) + "\n";
   if (Status s = writeFileAtomically(
           staging + "/" + kManifest,
           [&](std::ostream &out) { out.write(text.data(), text.size()); });
@@ -855,7 +839,7 @@ Status restoreCheckpoint(const std::string &dir, Trainer &trainer,
   if (choice.name.compare(0, 5, "step-") != 0)
     return restoreRun(dir, trainer, data); // format 1
   std::string where = dir + "/" + choice.name;
-  if (loaded.modelHash != modelHash(trainer.session().executable()))
+  if (loaded.modelHash != trainer.session().executable().persistentHash())
     return invalidArgument(
         where + " was written by a different model (" + loaded.executable +
         "): " +

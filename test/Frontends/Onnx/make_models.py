@@ -24,6 +24,8 @@ and IR version 8 unless noted):
   matrix_repeats.onnx          Tile 'tile' whose repeats are [[1, 2]] (2-D), as
                                the TorchScript exporter wrote in Mamba
   gather_out_of_range.onnx     Gather 'gather' of row 3 of a [3, 2] input
+  non_utf8_name.onnx           the projection's weight named with a Latin-1
+                               byte ('proj.w\\xe9ight'), not UTF-8
 
 The output is deterministic and nothing is printed on success.
 """
@@ -164,6 +166,15 @@ def bad_class_weights():
         [float_input('loss', [])])
 
 
+def non_utf8_name():
+    """projection() with its weight named 'proj.w\\xe9ight' (Latin-1, not
+    UTF-8), as serialized bytes: Python's protobuf writes only str names."""
+    model = projection()
+    model.graph.initializer[0].name = 'proj.wXight'
+    model.graph.node[0].input[1] = 'proj.wXight'
+    return model.SerializeToString().replace(b'proj.wXight', b'proj.w\xe9ight')
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(f'usage: {sys.argv[0]} OUTPUT_DIR')
@@ -183,6 +194,8 @@ def main():
                         ('bad_class_weights', bad_class_weights)]:
         onnx.save_model(build(), os.path.join(out, name + '.onnx'))
 
+    with open(os.path.join(out, 'non_utf8_name.onnx'), 'wb') as f:
+        f.write(non_utf8_name())
     save_with_external_weights(projection(), os.path.join(out, 'external_data'))
     os.remove(save_with_external_weights(projection(),
                                          os.path.join(out, 'external_missing')))

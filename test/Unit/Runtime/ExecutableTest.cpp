@@ -8,8 +8,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "base/DType.h"
+#include "base/Utf8.h"
 #include "cpu/Kernels.h"
 #include "exec/Session.h"
+#include "io/Json.h"
 #include "trainc/schema/executable_generated.h"
 
 #include <gtest/gtest.h>
@@ -38,6 +40,7 @@ struct TinyProgram {
   /// whether to write a signature at all.
   int lossOutput = -1, tokensInput = -1;
   bool withSignature = false;
+  std::string firstName = "a";
 
   std::vector<char> build() const {
     flatbuffers::FlatBufferBuilder b;
@@ -45,8 +48,8 @@ struct TinyProgram {
     std::vector<int64_t> shape = {2, 3};
     uint64_t bytes = 6 * dtypeSize(dtype);
     std::vector<flatbuffers::Offset<fb::Tensor>> tensors = {
-        fb::CreateTensorDirect(b, "a", fb::TensorRole::Input, dtype, &shape, 0,
-                               0, bytes),
+        fb::CreateTensorDirect(b, firstName.c_str(), fb::TensorRole::Input,
+                               dtype, &shape, 0, 0, bytes),
         fb::CreateTensorDirect(b, "b", fb::TensorRole::Input, dtype, &shape, 0,
                                64, bytes),
         fb::CreateTensorDirect(b, "y", yRole, dtype, &shape, 0, yOffset,
@@ -144,6 +147,40 @@ TEST(Executable, RejectsImpossibleArenasAndMisroledLists) {
   s = load(outputIsInput, exe);
   EXPECT_NE(s.message().find("does not have that role"), std::string::npos)
       << s.toString();
+}
+
+// Names end up in checkpoints' JSON and safetensors headers: one that is
+// not UTF-8 is refused at load, not thrown on at the first save.
+TEST(Executable, RejectsNamesThatAreNotUtf8) {
+  std::unique_ptr<Executable> exe;
+  TinyProgram p;
+  p.firstName = "ln_f.bi\xe9s";
+  Status s = load(p, exe);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("tensor 0's name is not valid UTF-8 (byte 7 of "
+                             "'ln_f.bi...')"),
+            std::string::npos)
+      << s.toString();
+  p.firstName = "ln_f.bi\xc3\xa9s"; // the same name in UTF-8
+  EXPECT_TRUE(load(p, exe).ok());
+}
+
+TEST(Utf8, AcceptsWellFormedTextOnly) {
+  EXPECT_TRUE(isUtf8(""));
+  EXPECT_TRUE(isUtf8("h.0.attn"));
+  EXPECT_TRUE(isUtf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80")); // é € 😀
+  EXPECT_TRUE(isUtf8("\xf4\x8f\xbf\xbf"));                     // U+10FFFF
+  size_t bad = 0;
+  EXPECT_FALSE(isUtf8("ab\xe9", &bad)); // a lone Latin-1 byte
+  EXPECT_EQ(bad, 2u);
+  EXPECT_FALSE(isUtf8("\xc0\xaf"));         // overlong '/'
+  EXPECT_FALSE(isUtf8("\xe0\x80\xaf"));     // overlong, 3 bytes
+  EXPECT_FALSE(isUtf8("\xed\xa0\x80"));     // a surrogate
+  EXPECT_FALSE(isUtf8("\xf4\x90\x80\x80")); // above U+10FFFF
+  EXPECT_FALSE(isUtf8("\xe2\x82"));         // truncated
+  EXPECT_FALSE(isUtf8("\x80"));             // a continuation byte alone
+  // JSON writers replace what is not UTF-8 and keep the rest.
+  EXPECT_EQ(jsonString("a\xe9\xc3\xa9\""), "\"a\\ufffd\xc3\xa9\\\"\"");
 }
 
 TEST(Executable, RejectsMalformedInstructions) {

@@ -244,6 +244,26 @@ TEST_F(SafeTensorsRead, MalformedFilesAreErrorsNamingTheFile) {
        StatusCode::kDataLoss, "names tensor 'w' twice"},
       {"metadata that is not an object", rawFile(R"({"__metadata__":3})", 0),
        StatusCode::kDataLoss, "\"__metadata__\" is 3, not an object"},
+      // The byte ranges must tile the data (the format's rule, which the
+      // safetensors library enforces too): overlapping tensors would read
+      // each other's bytes.
+      {"overlapping tensors",
+       rawFile(R"({"b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]},)"
+               R"("a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})",
+               6),
+       StatusCode::kDataLoss,
+       "tensor 'b' (data_offsets [2, 6]) overlaps tensor 'a' (data_offsets "
+       "[0, 4])"},
+      {"a hole between tensors",
+       rawFile(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+               R"("b":{"dtype":"U8","shape":[2],"data_offsets":[4,6]}})",
+               6),
+       StatusCode::kDataLoss,
+       "the data bytes [2, 4) belong to no tensor (before 'b'"},
+      {"bytes after the last tensor",
+       rawFile(tensor(R"("dtype":"U8","shape":[2],"data_offsets":[0,2])"), 4),
+       StatusCode::kDataLoss,
+       "the data bytes [2, 4) at the end belong to no tensor"},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(c.what);
