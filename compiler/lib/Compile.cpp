@@ -28,6 +28,13 @@ std::string checkOptions(const CompileOptions &options) {
     return "--" + lower;
   if (options.gradAccum.microBatches < 1)
     return "--grad-accum must be at least 1";
+  // The step is cloned once per micro-batch (GradAccum in Passes.td):
+  // compile time and the executable grow with K.
+  if (options.gradAccum.microBatches > kMaxMicroBatches)
+    return "--grad-accum " + std::to_string(options.gradAccum.microBatches) +
+           " is more than " + std::to_string(kMaxMicroBatches) +
+           ": each micro-batch is a copy of the step in the executable; "
+           "use larger micro-batches (the inputs' leading dimension)";
   std::optional<graph::Mesh> mesh = parseMesh(options.partition.mesh, error);
   if (!mesh)
     return error;

@@ -462,6 +462,39 @@ std::string checkOutputPaths(const Options &o) {
     struct stat st;
     return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   };
+  // An output that is an input (or another output) would destroy it: the
+  // executable turned into a weights file, the data into JSON lines.
+  // Compared by device and inode, so other spellings of a path match.
+  auto sameFile = [](const std::string &a, const std::string &b) {
+    struct stat sa, sb;
+    return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  };
+  std::vector<std::pair<std::string, std::string>> reads = {
+      {"the executable", o.model},
+      {"--eval-executable", o.evalExecutable},
+      {"--onnx-source", o.onnxSource}};
+  for (const auto &[name, file] : o.inputFiles)
+    reads.push_back({"--input " + name, file});
+  for (const std::string &file : o.dataPaths)
+    reads.push_back({"--data", file});
+  std::vector<std::pair<std::string, std::string>> writes = {
+      {"--save-safetensors", o.safetensorsPath},
+      {"--export-onnx", o.onnxExportPath},
+      {"--log-jsonl", o.jsonlPath}};
+  for (size_t w = 0; w < writes.size(); ++w) {
+    const auto &[flag, out] = writes[w];
+    if (out.empty())
+      continue;
+    for (const auto &[what, in] : reads)
+      if (!in.empty() && sameFile(out, in))
+        return "failed precondition: " + flag + " " + out + " is " + what +
+               " (" + in + "): writing it would destroy it";
+    for (size_t v = 0; v < w; ++v)
+      if (!writes[v].second.empty() && sameFile(out, writes[v].second))
+        return "failed precondition: " + flag + " " + out +
+               " is also the file of " + writes[v].first;
+  }
   // (Another process may create it at the same moment.)
   if (!o.saveStateDir.empty() && !isDir(o.saveStateDir)) {
     struct stat st;

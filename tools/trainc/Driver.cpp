@@ -268,7 +268,8 @@ int runCompilerCli(int argc, char **argv) {
       "grad-accum",
       cl::desc("With --train: K micro-batches per step; every data input's "
                "leading dimension becomes K times the model's, and the loss "
-               "is their mean (default 1)"),
+               "is their mean (default 1; at most 1024: each micro-batch is "
+               "a copy of the step in the executable)"),
       cl::value_desc("K"), cl::location(options.gradAccum.microBatches),
       cl::cat(category));
   cl::opt<std::string, true> mesh(
@@ -552,6 +553,22 @@ int runCompilerCli(int argc, char **argv) {
       return fail("--bind '" + spec + "': expected NAME=FILE");
     if (!options.import.bindings.emplace(name.str(), file.str()).second)
       return fail("--bind gives '" + name.str() + "' twice");
+  }
+  // An output that is one of the inputs would destroy it (the IR printed
+  // in place of the model, weights elided): refused before any work.
+  if (outputFile != "-") {
+    std::vector<std::pair<std::string, std::string>> readFiles = {
+        {"the input model", inputFile}};
+    if (!options.import.parameters.empty())
+      readFiles.push_back({"--params", options.import.parameters});
+    for (const auto &[name, file] : options.import.bindings)
+      readFiles.push_back({"--bind " + name, file});
+    for (const auto &[what, file] : readFiles) {
+      bool same = false;
+      if (!llvm::sys::fs::equivalent(outputFile, file, same) && same)
+        return fail("-o " + outputFile + " is " + what + " (" + file +
+                    "): writing it would destroy it; give another output");
+    }
   }
   // Only an explicit --compile-to=autodiff/optimizer needs --train.
   CompileOptions checked = options;

@@ -26,6 +26,10 @@
 
 namespace trainc {
 
+/// The most micro-batches --grad-accum takes: the step is cloned once per
+/// micro-batch (GradAccum in Passes.td).
+constexpr int64_t kMaxMicroBatches = 1024;
+
 struct CompileOptions {
   /// The frontend's options (--input-shape, --freeze, --dropout-seed).
   ImportOptions import;
