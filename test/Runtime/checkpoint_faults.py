@@ -35,7 +35,10 @@ as well as inside steps.
   ends bitwise equal to the uninterrupted one. A SIGINT to the supervised
   run's whole process group (a terminal's Ctrl-C) saves the step it stopped
   at. A run refused at start (missing data) is not restarted, and a fresh
-  run into a directory holding a run's checkpoints is refused.
+  run into a directory holding a run's checkpoints is refused. A
+  supervisor killed outright (SIGKILL) takes its run with it: the kernel
+  sends the run SIGTERM, which saves the step it stopped at and releases
+  the directory, and a resume ends at the reference.
 
 Prints one line per check; exits 1 on any failure.
 """
@@ -384,6 +387,57 @@ def supervised_stops(run, ref):
     return ok and good
 
 
+def supervisor_killed(run, ref):
+    """SIGKILL to the supervisor itself: its training process gets SIGTERM
+    from the kernel (PR_SET_PDEATHSIG), saves the step it stopped at and
+    exits, leaving nothing training and the directory unlocked; a resume
+    ends bitwise at the reference."""
+    d = os.path.join(run.work, 'supervisor_killed')
+    os.makedirs(d)
+    state, log = os.path.join(d, 'state'), os.path.join(d, 'log.jsonl')
+    env = dict(os.environ, TRAINC_TEST_CHECKPOINT_DELAY_MS='100',
+               TRAINC_TEST_SUPERVISOR_NO_BACKOFF='1')
+    cmd = run.command(state, log, STEPS, os.path.join(d, 'w.safetensors'),
+                      False) + ['--supervise']
+    sup = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while len(log_records(log)) < 2 and sup.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    try:
+        child = int(open(f'/proc/{sup.pid}/task/{sup.pid}/children').read().split()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        child = None
+    sup.kill()
+    sup.communicate()
+    def running(pid):  # not gone, and no zombie waiting for init
+        try:
+            with open(f'/proc/{pid}/stat') as f:
+                return f.read().split()[2] != 'Z'
+        except FileNotFoundError:
+            return False
+
+    # The orphan must stop on its own (it saves first).
+    deadline = time.time() + 60
+    while child is not None and running(child) and time.time() < deadline:
+        time.sleep(0.05)
+    gone = child is not None and not running(child)
+    logged = log_records(log)[-1]['step'] if log_records(log) else 0
+    stopped = gone and 0 < logged < STEPS and saved_step(state) == logged
+    print(f'supervisor killed with SIGKILL: its run stopped '
+          f'{"by itself" if gone else "NOT"}, last step {logged}, checkpoint at '
+          f'step {saved_step(state)}' + ('' if stopped else ' FAIL'))
+    if not stopped:
+        if child is not None and running(child):
+            os.kill(child, signal.SIGKILL)
+        return False
+    resumed = subprocess.run(
+        run.command(state, log, STEPS - logged, os.path.join(d, 'w.safetensors'), True),
+        capture_output=True, text=True)
+    return resumed.returncode == 0 and check_finished(
+        'supervisor killed, resumed', d, ref)
+
+
 def two_runs(run):
     d = os.path.join(run.work, 'shared')
     os.makedirs(d)
@@ -471,6 +525,7 @@ def main():
             ok &= delivered >= wanted
         ok &= supervised(run, ref, rng)
         ok &= supervised_stops(run, ref)
+        ok &= supervisor_killed(run, ref)
         ok &= full_disk(run)
         ok &= read_only(run)
         ok &= bit_flips(run, ref)

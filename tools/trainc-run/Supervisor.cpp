@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -112,11 +113,19 @@ int supervise(int argc, char **argv, const SuperviseOptions &o) {
       cargv.push_back(a.data());
     cargv.push_back(nullptr);
     std::fflush(stdout);
+    pid_t parent = getpid();
     pid_t child = fork();
     if (child < 0)
       return fail(std::string("--supervise: cannot start the run: ") +
                   std::strerror(errno));
     if (child == 0) {
+      // A supervisor killed outright (kill -9) cannot pass anything on:
+      // the kernel sends the run SIGTERM then, which saves and stops it,
+      // rather than leaving it training with no one to restart it and the
+      // checkpoint directory locked. (It survives exec; a parent already
+      // gone before it was set is checked for.)
+      if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+        _exit(128 + SIGTERM);
       execv("/proc/self/exe", cargv.data());
       execvp(argv[0], cargv.data());
       std::fprintf(stderr,
