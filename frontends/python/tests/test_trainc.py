@@ -246,6 +246,37 @@ class Misuse(WithStep):
         losses += [trainer.step(self.batch)['loss'] for _ in range(STEPS - 2)]
         self.assertEqual(losses, expected)
 
+    def test_a_save_into_another_runs_directory_is_refused(self):
+        # Another model's checkpoints (untied_tanh: other weights), or newer
+        # ones of this model: a save there would make `latest` name it, and
+        # that run's resume would refuse the directory or go back.
+        run = os.path.join(self.dir, 'run')
+        other_exe = trainc.compile(
+            MODEL.replace('tied_erf', 'untied_tanh'),
+            os.path.join(self.dir, 'other.tcx'), train=True, **ADAMW)
+        other = trainc.Trainer(other_exe)
+        other.step(tinygpt_batch(other_exe))
+        other.save(run)
+        before = sorted(os.listdir(run))
+        trainer = trainc.Trainer(self.exe)
+        trainer.step(self.batch)
+        with self.assertRaises(trainc.TraincError) as caught:
+            trainer.save(run)
+        self.assertIn('holds the checkpoints of another model', str(caught.exception))
+        self.assertEqual(sorted(os.listdir(run)), before)
+        mine = os.path.join(self.dir, 'mine')
+        trainer.step(self.batch)
+        trainer.save(mine)  # step 2
+        behind = trainc.Trainer(self.exe)
+        behind.step(self.batch)
+        with self.assertRaises(trainc.TraincError) as caught:
+            behind.save(mine)  # step 1
+        self.assertIn('holds a newer checkpoint (step-000000000002)',
+                      str(caught.exception))
+        trainer.step(self.batch)
+        trainer.save(mine)  # the run's own next step is fine
+        other_exe.close()
+
     def test_an_output_view_outlives_close_and_stays_read_only(self):
         trainer = trainc.Trainer(self.exe)
         trainer.step(self.batch)

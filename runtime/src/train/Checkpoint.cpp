@@ -569,13 +569,42 @@ Status snapshotTrainer(const Trainer &trainer, const Dataset *data,
   return okStatus();
 }
 
+namespace {
+Status findAndLoadCheckpoint(const std::string &dir, CheckpointChoice &out,
+                             Loaded &loaded, bool tensors);
+} // namespace
+
 Status writeCheckpoint(const std::string &dir,
                        const CheckpointSnapshot &snapshot, int keepLast,
                        const CheckpointLock *lock) {
   bool publisher = snapshot.rank == 0;
   std::unique_ptr<CheckpointLock> own;
-  if (publisher && (!lock || lock->dir() != dir))
+  if (publisher && (!lock || lock->dir() != dir)) {
     TRAINC_RETURN_IF_ERROR(CheckpointLock::acquire(dir, own));
+    // A save from outside a run that holds the directory (the C API's
+    // trainc_trainer_save) into one holding another model's checkpoints,
+    // or newer ones, would make `latest` name this one: that run's
+    // --resume would then refuse the directory or go back. A run's own
+    // saves are checked when it takes the directory (trainc-run).
+    CheckpointChoice newest;
+    Loaded loaded;
+    if (findAndLoadCheckpoint(dir, newest, loaded, /*tensors=*/false).ok() &&
+        newest.name.compare(0, 5, "step-") == 0) {
+      if (loaded.modelHash != snapshot.modelHash)
+        return Status(StatusCode::kFailedPrecondition,
+                      dir +
+                          " holds the checkpoints of another model (the "
+                          "newest, " +
+                          newest.name + ", of " + loaded.executable +
+                          "); save into another directory");
+      if (newest.state.step > snapshot.state.step)
+        return Status(StatusCode::kFailedPrecondition,
+                      dir + " holds a newer checkpoint (" + newest.name +
+                          ") than this one (step " +
+                          std::to_string(snapshot.state.step) +
+                          "); save into another directory");
+    }
+  }
   std::string name = stepName(snapshot.state.step);
   std::string token = "-" + hex64(snapshot.token);
   std::string staging = dir + "/.tmp-" + name + token;

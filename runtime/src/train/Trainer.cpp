@@ -240,6 +240,11 @@ Status Trainer::create(std::shared_ptr<const Executable> step,
     if (trainer->batches_->evalBatchCount() == 0)
       return invalidArgument(trainer->batches_->evalTooShort());
   }
+  // The --verify-steps twin now, while the executable's file is the one
+  // loaded (no session reads it later: io/MappedFile.h); it takes this
+  // trainer's state at the first step.
+  if (options.verifySteps > 0)
+    TRAINC_RETURN_IF_ERROR(trainer->createTwin());
   out = std::move(trainer);
   return okStatus();
 }
@@ -265,8 +270,10 @@ Status Trainer::step(StepMetrics &out) {
     TRAINC_RETURN_IF_ERROR(checkRanksAgree(ranks));
     ranksAgree_ = true;
   }
-  if (verified_ < options_.verifySteps && !twin_)
-    TRAINC_RETURN_IF_ERROR(startTwin());
+  if (twin_ && !twinSynced_) {
+    TRAINC_RETURN_IF_ERROR(syncTwin());
+    twinSynced_ = true;
+  }
   if (batches_)
     TRAINC_RETURN_IF_ERROR(batches_->feedNext(*session_));
   double waitedBefore = ranks.secondsWaiting();
@@ -309,14 +316,17 @@ Status Trainer::step(StepMetrics &out) {
   return okStatus();
 }
 
-Status Trainer::startTwin() {
+Status Trainer::createTwin() {
   TrainerOptions o = options_;
   o.verifySteps = 0;
   o.spikeZ = 0;
   o.session = SessionOptions();
   o.session.deviceName = "cpu";
-  TRAINC_RETURN_IF_ERROR(
-      Trainer::create(session_->sharedExecutable(), nullptr, data_, o, twin_));
+  return Trainer::create(session_->sharedExecutable(), nullptr, data_, o,
+                         twin_);
+}
+
+Status Trainer::syncTwin() {
   // The same state: every parameter and optimizer-state tensor (whole, so
   // either side may be split), the step count and the data position.
   const Executable &exe = session_->executable();

@@ -171,8 +171,10 @@ private:
   /// ranks: every rank has the same seed, data, held-out split, step and
   /// data position, else an error names the ranks that differ.
   Status checkRanksAgree(Collective &ranks);
-  /// Makes the CPU twin of --verify-steps from this trainer's state.
-  Status startTwin();
+  /// Makes the CPU twin of --verify-steps (when the trainer is created).
+  Status createTwin();
+  /// Gives the twin this trainer's state (at the first step).
+  Status syncTwin();
   /// Steps the twin as this trainer just stepped and compares the two.
   Status verifyStep(StepMetrics &out);
 
@@ -180,6 +182,7 @@ private:
   const Dataset *data_ = nullptr;
   /// The CPU twin while steps are verified, and the steps verified so far.
   std::unique_ptr<Trainer> twin_;
+  bool twinSynced_ = false;
   int64_t verified_ = 0;
   /// Whether checkRanksAgree passed since the trainer's state last changed.
   bool ranksAgree_ = false;
