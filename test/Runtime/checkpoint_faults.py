@@ -399,8 +399,9 @@ def supervisor_killed(run, ref):
                TRAINC_TEST_SUPERVISOR_NO_BACKOFF='1')
     cmd = run.command(state, log, STEPS, os.path.join(d, 'w.safetensors'),
                       False) + ['--supervise']
-    sup = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    # Output to a file, not a pipe: the orphaned run would hold a pipe open.
+    with open(os.path.join(d, 'output.txt'), 'w') as output:
+        sup = subprocess.Popen(cmd, env=env, stdout=output, stderr=output)
     deadline = time.time() + 60
     while len(log_records(log)) < 2 and sup.poll() is None and time.time() < deadline:
         time.sleep(0.02)
@@ -409,7 +410,8 @@ def supervisor_killed(run, ref):
     except (FileNotFoundError, IndexError, ValueError):
         child = None
     sup.kill()
-    sup.communicate()
+    sup.wait()
+
     def running(pid):  # not gone, and no zombie waiting for init
         try:
             with open(f'/proc/{pid}/stat') as f:

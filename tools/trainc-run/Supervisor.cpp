@@ -114,7 +114,18 @@ int supervise(int argc, char **argv, const SuperviseOptions &o) {
     cargv.push_back(nullptr);
     std::fflush(stdout);
     pid_t parent = getpid();
+    // SIGINT and SIGTERM wait (blocked) over the fork: the child must not
+    // take one with the supervisor's handlers, which would forget it.
+    sigset_t stops, before;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stops, &before);
     pid_t child = fork();
+    if (child != 0) {
+      gChild = child > 0 ? child : 0;
+      sigprocmask(SIG_SETMASK, &before, nullptr);
+    }
     if (child < 0)
       return fail(std::string("--supervise: cannot start the run: ") +
                   std::strerror(errno));
@@ -123,7 +134,11 @@ int supervise(int argc, char **argv, const SuperviseOptions &o) {
       // the kernel sends the run SIGTERM then, which saves and stops it,
       // rather than leaving it training with no one to restart it and the
       // checkpoint directory locked. (It survives exec; a parent already
-      // gone before it was set is checked for.)
+      // gone before it was set is checked for.) Until the exec, a stop
+      // takes the default action (no step has run: nothing is lost).
+      std::signal(SIGTERM, SIG_DFL);
+      std::signal(SIGINT, SIG_DFL);
+      sigprocmask(SIG_SETMASK, &before, nullptr);
       if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
         _exit(128 + SIGTERM);
       execv("/proc/self/exe", cargv.data());
