@@ -15,10 +15,11 @@ dynamo.onnx), unmodified:
    no gradient in PyTorch) and every gradient a parameter. A gradient that
    is exactly zero (a key bias, which softmax cancels) has no relative
    error: its float32 round-off must stay below 1e-6 of the total gradient
-   norm. So must one that float64 leaves as round-off of large terms
-   (Funnel's key biases: 1.4e-10 of the norm, from scores masked with
-   -1e6), which shows as PyTorch's own float32 gradient being more than
-   half its norm off;
+   norm. So must one below 1e-8 of the total that float64 leaves as
+   round-off of large terms (Funnel's key biases: 1.4e-10 of the norm, from
+   scores masked with -1e6), which shows as PyTorch's own float32 gradient
+   being more than half its norm off; such gradients are named in the
+   output;
 3. training: 11 AdamW steps (torch's defaults, lr 1e-3, weight decay on
    every parameter) on the same batch; each step's loss within 1e-5
    relative of PyTorch's float32 run or of its float64 run (two float32
@@ -56,10 +57,13 @@ GRAD_RTOL = 1e-4
 # own float32 gives ~3e-11).
 ZERO_GRAD = 1e-12
 ZERO_GRAD_F32 = 1e-6
-# A gradient that PyTorch's float32 computes more than NOISE_REL of its
-# norm off float64 is below float32 round-off: it is held to ZERO_GRAD_F32
-# of the total, as an exact zero is, not to its own norm.
+# A gradient below NOISE_GRAD of the total norm that PyTorch's float32
+# computes more than NOISE_REL of its norm off float64 is below float32
+# round-off: it is held to ZERO_GRAD_F32 of the total, as an exact zero is,
+# not to its own norm. (The size bound keeps a gradient that PyTorch's
+# float32 merely gets wrong from being waved through.)
 NOISE_REL = 0.5
+NOISE_GRAD = 1e-8
 CURVE_RTOL = 1e-5
 FORWARD_RTOL = 1e-5
 # Running statistics after 11 steps: sums over the batch of activations
@@ -118,11 +122,15 @@ def gradient_errors(ref, info, out, problems, initializers=None):
             problems.append(f"gradient of '{name}' has shape {g.shape}, PyTorch's {exact.shape}")
             continue
         noise = rel(ref[f'grad_f32/{name}'], exact)
-        if np.linalg.norm(exact) <= ZERO_GRAD * total or noise > NOISE_REL:
+        size = np.linalg.norm(exact) / total
+        if size <= ZERO_GRAD or (size <= NOISE_GRAD and noise > NOISE_REL):
             # Exactly zero in exact arithmetic (a key bias under softmax),
             # or round-off even in float64: float32 leaves round-off, which
             # must stay at that level.
             zero_worst = max(zero_worst, float(np.linalg.norm(g - exact)) / total)
+            if size > ZERO_GRAD:
+                print(f"  '{name}': {size:.1e} of the norm, PyTorch's float32 "
+                      f'{noise:.1e} of it off: held to round-off')
             continue
         e = rel(g, exact)
         ref_noise = max(ref_noise, noise)

@@ -179,7 +179,9 @@ int64_t AttentionOp::getFlops() {
   int64_t dv = getValue().getType().getDimSize(3);
   int64_t scores = q[0] * q[1] * q[2] * k[2];
   int64_t flops = 2 * scores * q[3] + 2 * scores * dv;
-  flops += scores * (1 + (getMask() ? 1 : 0) + 5);
+  // The scale, the mask's add, the softmax; a soft cap's divide, tanh
+  // and multiply.
+  flops += scores * (1 + (getMask() ? 1 : 0) + 5 + (getSoftcap() ? 3 : 0));
   return flops;
 }
 
@@ -208,5 +210,6 @@ int64_t AttentionGradOp::getFlops() {
   auto q = logicalDims(0), k = logicalDims(1);
   int64_t d = q[3], dv = getValue().getType().getDimSize(3);
   int64_t scores = q[0] * q[1] * q[2] * k[2];
-  return scores * (6 * d + 4 * dv + 8);
+  // A soft cap: its divide, tanh and multiply remade, and dS's 1 - t^2.
+  return scores * (6 * d + 4 * dv + 8 + (getSoftcap() ? 6 : 0));
 }

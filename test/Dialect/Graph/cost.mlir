@@ -77,6 +77,10 @@ func.func @attention(%q: tensor<1x2x4x8xf32>) {
   // expected-remark@+1 {{flops = 1216, bytes = 1024}}
   %0 = graph.attention %q, %q, %q, scale = 0.35, causal
          : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  // A soft cap adds a divide, a tanh and a multiply per score: 1216 + 3*32.
+  // expected-remark@+1 {{flops = 1312, bytes = 1024}}
+  %1 = graph.attention %q, %q, %q, scale = 0.35, causal {softcap = 50.0}
+         : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return
 }
 
