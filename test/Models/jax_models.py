@@ -16,9 +16,11 @@ The loss functions keep the dtype of `params` (no float32 constants forced
 in), so the same code computes the float64 reference gradients under
 `jax.enable_x64(True)` with the parameters cast to float64.
 
-No flax or optax here: the point is the StableHLO that ordinary jax.numpy
-code lowers to (gathers from indexing and take_along_axis, dot_general,
-reduce, iota-built masks, select).
+No flax here: the point is the StableHLO that ordinary jax.numpy code
+lowers to (gathers from indexing and take_along_axis, dot_general,
+reduce, iota-built masks, select). EinsumGPT writes its LayerNorm as
+flax.linen.LayerNorm computes it and calls optax's cross-entropy (optax
+is in the test requirements), the forms Flax models bring.
 """
 import math
 
@@ -139,15 +141,17 @@ class GPT:
         return GPT.loss_with(params, batch, GPT.attention)
 
     @staticmethod
-    def loss_with(params, batch, attention):
-        """loss_fn with `attention(x, p)` as each block's attention."""
+    def loss_with(params, batch, attention, layer_norm=None, nll=next_token_nll):
+        """loss_fn with `attention(x, p)` as each block's attention, and
+        `layer_norm(x, p)` and `nll(logits, targets)` in place of GPT's."""
+        layer_norm = layer_norm or GPT.layer_norm
         tokens = batch['tokens']
         x = params['wte'][tokens] + params['wpe'][jnp.arange(tokens.shape[1])]
         for block in params['blocks']:
-            x = x + attention(GPT.layer_norm(x, block['ln1']), block['attn'])
-            x = x + GPT.mlp(GPT.layer_norm(x, block['ln2']), block['mlp'])
-        logits = GPT.layer_norm(x, params['ln_f']) @ params['lm_head']
-        return next_token_nll(logits, batch['targets'])
+            x = x + attention(layer_norm(x, block['ln1']), block['attn'])
+            x = x + GPT.mlp(layer_norm(x, block['ln2']), block['mlp'])
+        logits = layer_norm(x, params['ln_f']) @ params['lm_head']
+        return nll(logits, batch['targets'])
 
 
 class MLP:
@@ -418,10 +422,14 @@ class BertEncoder:
 
 #: The models jax_training.py runs, by the name it prints.
 class EinsumGPT:
-    """The GPT above with attention written as Flax writes it: jnp.einsum
+    """The GPT above as Flax and optax write it. Attention: jnp.einsum
     over [batch, seq, heads, head_dim] operands ('bqhd,bkhd->bhqk', then
     'bhqk,bkhd->bqhd') and the causal mask filled with finfo.min rather
-    than -inf. Same parameters and batch as GPT."""
+    than -inf. LayerNorm as flax.linen.LayerNorm computes it (flax 0.12):
+    the "fast" variance mean(x^2) - mean(x)^2 clamped at 0, and the scale
+    multiplied into rsqrt(var + eps) before it meets x - mean. The loss:
+    optax.softmax_cross_entropy_with_integer_labels (logsumexp minus the
+    picked logit). Same parameters and batch as GPT."""
     init_params = staticmethod(GPT.init_params)
     example_batch = staticmethod(GPT.example_batch)
 
@@ -438,8 +446,22 @@ class EinsumGPT:
         return out.reshape(b, s, d) @ p['wo'] + p['bo']
 
     @staticmethod
+    def layer_norm(x, p):
+        mean = jnp.mean(x, axis=-1)
+        mean2 = jnp.mean(x * x, axis=-1)
+        var = jnp.maximum(0.0, mean2 - mean * mean)
+        mul = jnp.expand_dims(jax.lax.rsqrt(var + GPT.LN_EPS), -1) * p['scale']
+        return (x - jnp.expand_dims(mean, -1)) * mul + p['bias']
+
+    @staticmethod
+    def nll(logits, targets):
+        import optax
+        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, targets))
+
+    @staticmethod
     def loss_fn(params, batch):
-        return GPT.loss_with(params, batch, EinsumGPT.attention)
+        return GPT.loss_with(params, batch, EinsumGPT.attention,
+                             EinsumGPT.layer_norm, EinsumGPT.nll)
 
 
 class Llama:

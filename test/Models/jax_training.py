@@ -2,8 +2,9 @@
 """JAX models, exported as StableHLO by tools/jax_export.py, trained by trainc against JAX.
 
 For each model of test/Models/jax_models.py (a small GPT, an MLP, a
-residual MLP looping over its layers with lax.scan, the GPT with
-Flax-style einsum attention, a Llama-style decoder using
+residual MLP looping over its layers with lax.scan, the GPT as Flax and
+optax write it (einsum attention, flax.linen.LayerNorm's fast variance,
+optax's integer-label cross-entropy), a Llama-style decoder using
 jax.nn.dot_product_attention, and a CNN of lax.conv_general_dilated
 (strided, dilated, depthwise) and a max pool; plain jax.numpy), with
 params from init_params(jax.random.key(0)) and the batch
@@ -393,7 +394,8 @@ def check_gradient_rules(work):
     """export() refuses what trainc cannot differentiate as JAX does: a
     jax.custom_vjp and a stop_gradient that changes the gradient; it
     accepts stop_gradients that change none (inside log_softmax and
-    logsumexp, on data)."""
+    logsumexp, on data); a loss that returns more than a scalar is named as
+    such."""
     params, batch = {'w': jnp.array([1.0, 2.0, 3.0])}, {'x': jnp.ones(3)}
 
     @jax.custom_vjp
@@ -409,6 +411,13 @@ def check_gradient_rules(work):
                                       - jnp.sum(jax.nn.log_softmax(p['w'])), None),
         'stop_gradient on data': (lambda p, b: jnp.sum(
             p['w'] * jax.lax.stop_gradient(2 * b['x'])), None),
+        # Flax's (loss, batch_stats) with a stop_gradient inside: the
+        # result's type is named before the gradient check runs (JAX's own
+        # "Gradient only defined for scalar-output functions" before).
+        'a loss with state beside it': (lambda p, b: (
+            jnp.sum(p['w'] * b['x']),
+            {'mean': jax.lax.stop_gradient(jnp.mean(p['w']))}),
+            'loss_fn must return one float scalar, not float32[], float32[]'),
     }
     ok = True
     for what, (loss_fn, refusal) in cases.items():

@@ -1252,3 +1252,254 @@ func.func @attention_softcap_tanh_read_twice_stays(%q: tensor<2x4x8x16xf32>, %kt
          : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
   return %o, %t : tensor<2x4x8x16xf32>, tensor<2x4x8x8xf32>
 }
+
+// -----
+
+// Flax's LayerNorm: the "fast" variance mean(x^2) - mean(x)^2 clamped at
+// 0, and the scale multiplied into the reciprocal before it meets x - mean.
+// CHECK-LABEL: func.func @layer_norm_flax
+// CHECK-SAME: (%[[X:.+]]: tensor<2x16x32xf32>, %[[W:.+]]: tensor<32xf32>, %[[B:.+]]: tensor<32xf32>)
+// CHECK-NEXT: %[[LN:.+]] = graph.layer_norm %[[X]] scale %[[W]] bias %[[B]], axis = 2, epsilon = 9.99999{{[0-9]+}}E-7
+// CHECK-NEXT: return %[[LN]]
+func.func @layer_norm_flax(%x: tensor<2x16x32xf32>, %w: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<2x16x32xf32> {
+  %eps = graph.constant dense<9.99999997E-7> : tensor<2x16xf32>
+  %zero = graph.constant dense<0.000000e+00> : tensor<2x16xf32>
+  %xx = graph.mul %x, %x : tensor<2x16x32xf32>
+  %m = graph.reduce_mean %x, dims = [2] : (tensor<2x16x32xf32>) -> tensor<2x16xf32>
+  %mxx = graph.reduce_mean %xx, dims = [2] : (tensor<2x16x32xf32>) -> tensor<2x16xf32>
+  %mm = graph.mul %m, %m : tensor<2x16xf32>
+  %v = graph.sub %mxx, %mm : tensor<2x16xf32>
+  %vc = graph.max %v, %zero : tensor<2x16xf32>
+  %mb = graph.broadcast_in_dim %m, dims = [0, 1] : (tensor<2x16xf32>) -> tensor<2x16x32xf32>
+  %c = graph.sub %x, %mb : tensor<2x16x32xf32>
+  %ve = graph.add %vc, %eps : tensor<2x16xf32>
+  %r = graph.rsqrt %ve : tensor<2x16xf32>
+  %rb = graph.broadcast_in_dim %r, dims = [0, 1] : (tensor<2x16xf32>) -> tensor<2x16x32xf32>
+  %wb = graph.broadcast_in_dim %w, dims = [2] : (tensor<32xf32>) -> tensor<2x16x32xf32>
+  %rw = graph.mul %rb, %wb : tensor<2x16x32xf32>
+  %n = graph.mul %c, %rw : tensor<2x16x32xf32>
+  %bb = graph.broadcast_in_dim %b, dims = [2] : (tensor<32xf32>) -> tensor<2x16x32xf32>
+  %y = graph.add %n, %bb : tensor<2x16x32xf32>
+  return %y : tensor<2x16x32xf32>
+}
+
+// -----
+
+// Equinox's LayerNorm: jnp.var's mean((x - mean)^2), clamped at 0
+// (max(0, var)), the scale after.
+// CHECK-LABEL: func.func @layer_norm_equinox
+// CHECK-SAME: (%[[X:.+]]: tensor<2x16x32xf32>, %[[W:.+]]: tensor<32xf32>, %[[B:.+]]: tensor<32xf32>)
+// CHECK-NEXT: %[[LN:.+]] = graph.layer_norm %[[X]] scale %[[W]] bias %[[B]], axis = 2
+// CHECK-NEXT: return %[[LN]]
+func.func @layer_norm_equinox(%x: tensor<2x16x32xf32>, %w: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<2x16x32xf32> {
+  %eps = graph.constant dense<9.99999974E-6> : tensor<2x16xf32>
+  %zero = graph.constant dense<0.000000e+00> : tensor<2x16xf32>
+  %m = graph.reduce_mean %x, dims = [2] : (tensor<2x16x32xf32>) -> tensor<2x16xf32>
+  %mb = graph.broadcast_in_dim %m, dims = [0, 1] : (tensor<2x16xf32>) -> tensor<2x16x32xf32>
+  %c = graph.sub %x, %mb : tensor<2x16x32xf32>
+  %cc = graph.mul %c, %c : tensor<2x16x32xf32>
+  %v = graph.reduce_mean %cc, dims = [2] : (tensor<2x16x32xf32>) -> tensor<2x16xf32>
+  %vc = graph.max %zero, %v : tensor<2x16xf32>
+  %ve = graph.add %vc, %eps : tensor<2x16xf32>
+  %r = graph.rsqrt %ve : tensor<2x16xf32>
+  %rb = graph.broadcast_in_dim %r, dims = [0, 1] : (tensor<2x16xf32>) -> tensor<2x16x32xf32>
+  %n = graph.mul %c, %rb : tensor<2x16x32xf32>
+  %wb = graph.broadcast_in_dim %w, dims = [2] : (tensor<32xf32>) -> tensor<2x16x32xf32>
+  %s = graph.mul %wb, %n : tensor<2x16x32xf32>
+  %bb = graph.broadcast_in_dim %b, dims = [2] : (tensor<32xf32>) -> tensor<2x16x32xf32>
+  %y = graph.add %s, %bb : tensor<2x16x32xf32>
+  return %y : tensor<2x16x32xf32>
+}
+
+// -----
+
+// Flax's RMSNorm: x * (rsqrt(mean(x^2) + eps) * scale).
+// CHECK-LABEL: func.func @rms_norm_flax
+// CHECK-SAME: (%[[X:.+]]: tensor<2x16x32xf32>, %[[W:.+]]: tensor<32xf32>)
+// CHECK-NEXT: %[[N:.+]] = graph.rms_norm %[[X]] scale %[[W]], axis = 2
+// CHECK-NEXT: return %[[N]]
+func.func @rms_norm_flax(%x: tensor<2x16x32xf32>, %w: tensor<32xf32>) -> tensor<2x16x32xf32> {
+  %eps = graph.constant dense<9.99999997E-7> : tensor<2x16xf32>
+  %xx = graph.mul %x, %x : tensor<2x16x32xf32>
+  %v = graph.reduce_mean %xx, dims = [2] : (tensor<2x16x32xf32>) -> tensor<2x16xf32>
+  %ve = graph.add %v, %eps : tensor<2x16xf32>
+  %r = graph.rsqrt %ve : tensor<2x16xf32>
+  %rb = graph.broadcast_in_dim %r, dims = [0, 1] : (tensor<2x16xf32>) -> tensor<2x16x32xf32>
+  %wb = graph.broadcast_in_dim %w, dims = [2] : (tensor<32xf32>) -> tensor<2x16x32xf32>
+  %rw = graph.mul %rb, %wb : tensor<2x16x32xf32>
+  %y = graph.mul %x, %rw : tensor<2x16x32xf32>
+  return %y : tensor<2x16x32xf32>
+}
+
+// -----
+
+// Not a variance: the mean of squares is of another tensor than the one
+// centred (mean(y^2) - mean(x)^2), or the clamp is not at 0. Neither is a
+// layer norm.
+// CHECK-LABEL: func.func @fast_variance_of_another_tensor_stays
+// CHECK-NOT: graph.layer_norm
+// CHECK-NOT: graph.rms_norm
+// CHECK: graph.rsqrt
+// CHECK: graph.rsqrt
+func.func @fast_variance_of_another_tensor_stays(%x: tensor<2x16x32xf32>, %y: tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, tensor<2x16x32xf32>) {
+  %eps = graph.constant dense<9.99999997E-7> : tensor<2x16xf32>
+  %floor = graph.constant dense<1.000000e-03> : tensor<2x16xf32>
+  %yy = graph.mul %y, %y : tensor<2x16x32xf32>
+  %m = graph.reduce_mean %x, dims = [2] : (tensor<2x16x32xf32>) -> tensor<2x16xf32>
+  %myy = graph.reduce_mean %yy, dims = [2] : (tensor<2x16x32xf32>) -> tensor<2x16xf32>
+  %mm = graph.mul %m, %m : tensor<2x16xf32>
+  %v = graph.sub %myy, %mm : tensor<2x16xf32>
+  %mb = graph.broadcast_in_dim %m, dims = [0, 1] : (tensor<2x16xf32>) -> tensor<2x16x32xf32>
+  %c = graph.sub %x, %mb : tensor<2x16x32xf32>
+  %ve = graph.add %v, %eps : tensor<2x16xf32>
+  %r = graph.rsqrt %ve : tensor<2x16xf32>
+  %rb = graph.broadcast_in_dim %r, dims = [0, 1] : (tensor<2x16xf32>) -> tensor<2x16x32xf32>
+  %n = graph.mul %c, %rb : tensor<2x16x32xf32>
+  // mean((y - mean(y))^2) clamped at 1e-3, not 0.
+  %my = graph.reduce_mean %y, dims = [2] : (tensor<2x16x32xf32>) -> tensor<2x16xf32>
+  %myb = graph.broadcast_in_dim %my, dims = [0, 1] : (tensor<2x16xf32>) -> tensor<2x16x32xf32>
+  %c2 = graph.sub %y, %myb : tensor<2x16x32xf32>
+  %cc = graph.mul %c2, %c2 : tensor<2x16x32xf32>
+  %v2 = graph.reduce_mean %cc, dims = [2] : (tensor<2x16x32xf32>) -> tensor<2x16xf32>
+  %vc = graph.max %v2, %floor : tensor<2x16xf32>
+  %ve2 = graph.add %vc, %eps : tensor<2x16xf32>
+  %r2 = graph.rsqrt %ve2 : tensor<2x16xf32>
+  %rb2 = graph.broadcast_in_dim %r2, dims = [0, 1] : (tensor<2x16xf32>) -> tensor<2x16x32xf32>
+  %n2 = graph.mul %c2, %rb2 : tensor<2x16x32xf32>
+  return %n, %n2 : tensor<2x16x32xf32>, tensor<2x16x32xf32>
+}
+
+// -----
+
+// optax.softmax_cross_entropy_with_integer_labels, mean: logsumexp(logits)
+// (jax.nn.logsumexp: the max where finite, log of the sum's absolute
+// value) minus the logits picked by jnp.take_along_axis (its gather, its
+// out-of-range NaN fill, the pick of the trailing unit dim).
+// CHECK-LABEL: func.func @cross_entropy_optax_integer_labels
+// CHECK-SAME: (%[[L:.+]]: tensor<2x3x4xf32>, %[[T:.+]]: tensor<2x3xi32>)
+// CHECK-NEXT: %[[CE:.+]] = graph.softmax_cross_entropy %[[L]], %[[T]], reduction = mean
+// CHECK-NEXT: return %[[CE]]
+func.func @cross_entropy_optax_integer_labels(%logits: tensor<2x3x4xf32>, %labels: tensor<2x3xi32>) -> tensor<f32> {
+  %0 = graph.constant dense<3> : tensor<2x3x1x1xi64>
+  %1 = graph.constant dense<0> : tensor<2x3x1x1xi64>
+  %2 = graph.constant dense<[[[[0]], [[4]], [[8]]], [[[12]], [[16]], [[20]]]]> : tensor<2x3x1x1xi64>
+  %3 = graph.constant dense<0.000000e+00> : tensor<2x3xf32>
+  %4 = graph.constant dense<0x7FC00000> : tensor<2x3xf32>
+  %5 = graph.constant dense<0> : tensor<1xi64>
+  %6 = graph.constant dense<false> : tensor<i1>
+  %7 = graph.constant dense<0> : tensor<1xi32>
+  %8 = graph.constant dense<0x7FC00000> : tensor<2x3x1xf32>
+  %9 = graph.constant dense<true> : tensor<2x3x1xi1>
+  %10 = graph.constant dense<false> : tensor<2x3x1xi1>
+  %11 = graph.constant dense<false> : tensor<2x3x1x1xi1>
+  %12 = graph.constant dense<3> : tensor<2x3x1x1xi32>
+  %13 = graph.constant dense<0> : tensor<2x3x1x1xi32>
+  %14 = graph.constant dense<4> : tensor<2x3x1xi32>
+  %15 = graph.constant dense<0> : tensor<2x3x1xi32>
+  %16 = graph.constant dense<true> : tensor<i1>
+  %17 = graph.constant dense<0> : tensor<i32>
+  %19 = graph.reshape %labels : (tensor<2x3xi32>) -> tensor<2x3x1xi32>
+  %20 = graph.compare LT, %19, %15 : tensor<2x3x1xi32>
+  %21 = graph.add %19, %14 : tensor<2x3x1xi32>
+  %22 = graph.select %20, %21, %19 : tensor<2x3x1xi1>, tensor<2x3x1xi32>
+  %23 = graph.reshape %22 : (tensor<2x3x1xi32>) -> tensor<2x3x1x1xi32>
+  %24 = graph.compare GE, %23, %13 : tensor<2x3x1x1xi32>
+  %25 = graph.compare LE, %23, %12 : tensor<2x3x1x1xi32>
+  %26 = graph.select %24, %25, %11 : tensor<2x3x1x1xi1>, tensor<2x3x1x1xi1>
+  %27 = graph.compare EQ, %26, %11 : tensor<2x3x1x1xi1>
+  %28 = graph.convert %27 : (tensor<2x3x1x1xi1>) -> tensor<2x3x1x1xi32>
+  %29 = graph.reduce_max %28, dims = [3] : (tensor<2x3x1x1xi32>) -> tensor<2x3x1xi32>
+  %30 = graph.compare NE, %29, %15 : tensor<2x3x1xi32>
+  %31 = graph.compare EQ, %30, %10 : tensor<2x3x1xi1>
+  %32 = graph.select %31, %9, %10 : tensor<2x3x1xi1>, tensor<2x3x1xi1>
+  %33 = graph.reshape %logits : (tensor<2x3x4xf32>) -> tensor<24xf32>
+  %34 = graph.convert %23 : (tensor<2x3x1x1xi32>) -> tensor<2x3x1x1xi64>
+  %35 = graph.max %34, %1 : tensor<2x3x1x1xi64>
+  %36 = graph.min %35, %0 : tensor<2x3x1x1xi64>
+  %37 = graph.add %36, %2 : tensor<2x3x1x1xi64>
+  %38 = graph.gather %33[%37], axis = 0 : (tensor<24xf32>, tensor<2x3x1x1xi64>) -> tensor<2x3x1x1xf32>
+  %39 = graph.reshape %38 : (tensor<2x3x1x1xf32>) -> tensor<2x3x1xf32>
+  %40 = graph.select %32, %39, %8 : tensor<2x3x1xi1>, tensor<2x3x1xf32>
+  %41 = graph.reduce_max %7, dims = [0] : (tensor<1xi32>) -> tensor<i32>
+  %42 = graph.compare NE, %41, %17 : tensor<i32>
+  %43 = graph.compare EQ, %42, %6 : tensor<i1>
+  %44 = graph.select %43, %16, %6 : tensor<i1>, tensor<i1>
+  %45 = graph.transpose %40, permutation = [2, 0, 1] : (tensor<2x3x1xf32>) -> tensor<1x2x3xf32>
+  %46 = graph.gather %45[%5], axis = 0 : (tensor<1x2x3xf32>, tensor<1xi64>) -> tensor<1x2x3xf32>
+  %47 = graph.reshape %46 : (tensor<1x2x3xf32>) -> tensor<2x3xf32>
+  %48 = graph.broadcast_in_dim %44, dims = [] : (tensor<i1>) -> tensor<2x3xi1>
+  %49 = graph.select %48, %47, %4 : tensor<2x3xi1>, tensor<2x3xf32>
+  %50 = graph.reduce_max %logits, dims = [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+  %51 = graph.sub %50, %50 : tensor<2x3xf32>
+  %52 = graph.compare EQ, %51, %3 : tensor<2x3xf32>
+  %53 = graph.select %52, %50, %3 : tensor<2x3xi1>, tensor<2x3xf32>
+  %54 = graph.broadcast_in_dim %53, dims = [0, 1] : (tensor<2x3xf32>) -> tensor<2x3x4xf32>
+  %55 = graph.sub %logits, %54 : tensor<2x3x4xf32>
+  %56 = graph.exp %55 : tensor<2x3x4xf32>
+  %57 = graph.reduce_sum %56, dims = [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+  %58 = graph.compare GE, %57, %3 : tensor<2x3xf32>
+  %59 = graph.neg %57 : tensor<2x3xf32>
+  %60 = graph.add %57, %3 : tensor<2x3xf32>
+  %61 = graph.select %58, %60, %59 : tensor<2x3xi1>, tensor<2x3xf32>
+  %62 = graph.log %61 : tensor<2x3xf32>
+  %63 = graph.add %62, %53 : tensor<2x3xf32>
+  %64 = graph.sub %63, %49 : tensor<2x3xf32>
+  %65 = graph.reduce_mean %64, dims = [0, 1] : (tensor<2x3xf32>) -> tensor<f32>
+  return %65 : tensor<f32>
+}
+
+// -----
+
+// -mean(sum(one_hot(labels) * log_softmax(logits), -1)): the Flax MNIST
+// example's loss (optax.softmax_cross_entropy of one-hot labels is the
+// same), the iota folded to a constant.
+// CHECK-LABEL: func.func @cross_entropy_one_hot
+// CHECK-SAME: (%[[L:.+]]: tensor<2x3x4xf32>, %[[T:.+]]: tensor<2x3xi32>)
+// CHECK-NEXT: %[[CE:.+]] = graph.softmax_cross_entropy %[[L]], %[[T]], reduction = mean
+// CHECK-NEXT: return %[[CE]]
+func.func @cross_entropy_one_hot(%logits: tensor<2x3x4xf32>, %labels: tensor<2x3xi32>) -> tensor<f32> {
+  %0 = graph.constant dense<[[[0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]], [[0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]]]> : tensor<2x3x4xi32>
+  %2 = graph.broadcast_in_dim %labels, dims = [0, 1] : (tensor<2x3xi32>) -> tensor<2x3x4xi32>
+  %3 = graph.compare EQ, %2, %0 : tensor<2x3x4xi32>
+  %4 = graph.convert %3 : (tensor<2x3x4xi1>) -> tensor<2x3x4xf32>
+  %5 = graph.reduce_max %logits, dims = [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+  %6 = graph.broadcast_in_dim %5, dims = [0, 1] : (tensor<2x3xf32>) -> tensor<2x3x4xf32>
+  %7 = graph.sub %logits, %6 : tensor<2x3x4xf32>
+  %8 = graph.exp %7 : tensor<2x3x4xf32>
+  %9 = graph.reduce_sum %8, dims = [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+  %10 = graph.log %9 : tensor<2x3xf32>
+  %11 = graph.broadcast_in_dim %10, dims = [0, 1] : (tensor<2x3xf32>) -> tensor<2x3x4xf32>
+  %12 = graph.sub %7, %11 : tensor<2x3x4xf32>
+  %13 = graph.mul %4, %12 : tensor<2x3x4xf32>
+  %14 = graph.reduce_sum %13, dims = [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+  %15 = graph.reduce_mean %14, dims = [0, 1] : (tensor<2x3xf32>) -> tensor<f32>
+  %16 = graph.neg %15 : tensor<f32>
+  return %16 : tensor<f32>
+}
+
+// -----
+
+// Compared with a permutation of the classes, not an iota: no one-hot of
+// the labels, so no cross-entropy of them.
+// CHECK-LABEL: func.func @cross_entropy_not_one_hot_stays
+// CHECK-NOT: graph.softmax_cross_entropy
+// CHECK: graph.compare EQ
+func.func @cross_entropy_not_one_hot_stays(%logits: tensor<2x3x4xf32>, %labels: tensor<2x3xi32>) -> tensor<f32> {
+  %0 = graph.constant dense<[[[1, 0, 2, 3], [1, 0, 2, 3], [1, 0, 2, 3]], [[1, 0, 2, 3], [1, 0, 2, 3], [1, 0, 2, 3]]]> : tensor<2x3x4xi32>
+  %2 = graph.broadcast_in_dim %labels, dims = [0, 1] : (tensor<2x3xi32>) -> tensor<2x3x4xi32>
+  %3 = graph.compare EQ, %2, %0 : tensor<2x3x4xi32>
+  %4 = graph.convert %3 : (tensor<2x3x4xi1>) -> tensor<2x3x4xf32>
+  %5 = graph.reduce_max %logits, dims = [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+  %6 = graph.broadcast_in_dim %5, dims = [0, 1] : (tensor<2x3xf32>) -> tensor<2x3x4xf32>
+  %7 = graph.sub %logits, %6 : tensor<2x3x4xf32>
+  %8 = graph.exp %7 : tensor<2x3x4xf32>
+  %9 = graph.reduce_sum %8, dims = [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+  %10 = graph.log %9 : tensor<2x3xf32>
+  %11 = graph.broadcast_in_dim %10, dims = [0, 1] : (tensor<2x3xf32>) -> tensor<2x3x4xf32>
+  %12 = graph.sub %7, %11 : tensor<2x3x4xf32>
+  %13 = graph.mul %4, %12 : tensor<2x3x4xf32>
+  %14 = graph.reduce_sum %13, dims = [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+  %15 = graph.reduce_mean %14, dims = [0, 1] : (tensor<2x3xf32>) -> tensor<f32>
+  %16 = graph.neg %15 : tensor<f32>
+  return %16 : tensor<f32>
+}

@@ -160,9 +160,40 @@ struct ReciprocalSqrt : public OpRewritePattern<DivOp> {
   }
 };
 
+/// `v` without a clamp at zero, max(v, 0) or max(0, v): Flax's and
+/// Equinox's variances guard against a negative round-off (a variance is
+/// never negative in exact arithmetic, which the norm ops compute).
+Value withoutZeroClamp(Value v) {
+  auto max = v.getDefiningOp<MaxOp>();
+  if (!max || !hasOneUse(max))
+    return v;
+  auto split = pick(max.getLhs(), max.getRhs(), [](Value x) {
+    std::optional<double> c = splatOf(x);
+    return c && *c == 0.0;
+  });
+  return split ? split->second : v;
+}
+
+/// `var` is mean(x^2) - mean(x)^2 over `dims` ("fast variance", Flax's
+/// LayerNorm default), with mean(x) the op `center`: whether it is.
+bool isFastVariance(Value var, ReduceMeanOp center) {
+  auto sub = var.getDefiningOp<SubOp>();
+  if (!sub || !hasOneUse(sub))
+    return false;
+  auto meanOfSquares = sub.getLhs().getDefiningOp<ReduceMeanOp>();
+  Value squaredMean = squareOf(sub.getRhs());
+  if (!meanOfSquares || !hasOneUse(meanOfSquares) || !squaredMean ||
+      squaredMean != center.getResult() ||
+      meanOfSquares.getDims() != center.getDims())
+    return false;
+  return squareOf(meanOfSquares.getOperand()) == center.getOperand();
+}
+
 /// num * broadcast(rsqrt(var + eps)) or num / broadcast(sqrt(var + eps)),
 /// where var = mean(s^2) over trailing dims: layer norm when num is
-/// x - mean(x) and s == num, RMS norm when s == num == x.
+/// x - mean(x) and s == num, RMS norm when s == num == x. Also layer norm
+/// when var = mean(x^2) - mean(x)^2 (isFastVariance); either variance may
+/// be clamped at zero (withoutZeroClamp).
 struct NormCore : public RewritePattern {
   NormCore(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
 
@@ -188,14 +219,30 @@ struct NormCore : public RewritePattern {
     }
     if (!varEps || !isFloatTensorType(num.getType()))
       return failure();
-    auto [var, eps] = *varEps;
+    auto [clampedVar, eps] = *varEps;
+    Value var = withoutZeroClamp(clampedVar);
+    auto type = cast<RankedTensorType>(num.getType());
+    // Layer norm with the fast variance: num = x - broadcast(mean(x)) and
+    // var = mean(x^2) - mean(x)^2, one mean(x) for both.
+    if (auto sub = num.getDefiningOp<SubOp>(); sub && hasOneUse(num)) {
+      auto center =
+          broadcastReductionOf<ReduceMeanOp>(sub.getRhs(), sub.getLhs());
+      std::optional<int64_t> axis =
+          center ? trailingAxis(center.getDims(), type.getRank())
+                 : std::nullopt;
+      if (center && axis && eps >= 0 && isFastVariance(var, center) &&
+          broadcastBackFrom(den, center.getDims())) {
+        rewriter.replaceOpWithNewOp<LayerNormOp>(op, sub.getLhs(), Value(),
+                                                 Value(), *axis, APFloat(eps));
+        return success();
+      }
+    }
     auto mean = var.getDefiningOp<ReduceMeanOp>();
     if (!mean || !hasOneUse(mean))
       return failure();
     Value squared = squareOf(mean.getOperand());
     if (!squared || squared != num)
       return failure();
-    auto type = cast<RankedTensorType>(num.getType());
     std::optional<int64_t> axis = trailingAxis(mean.getDims(), type.getRank());
     // The denominator broadcasts var back over the dims it reduced.
     if (!axis || eps < 0 || !broadcastBackFrom(den, mean.getDims()))
@@ -240,6 +287,45 @@ Value normalizedOperand(Value v, RankedTensorType type, int64_t axis) {
     return v;
   return {};
 }
+
+/// num * (broadcast(rsqrt(v)) * broadcast(w)) -> (num * broadcast(rsqrt(v)))
+/// * broadcast(w), w of the shape the rsqrt's broadcast adds (the
+/// normalized dims): Flax's LayerNorm and RMSNorm multiply the scale into
+/// the reciprocal before it meets the centred input, so that NormCore and
+/// NormScale see the norm, then its scale. (Reassociating moves one
+/// rounding.)
+struct ScaleOutOfReciprocal : public OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
+    for (auto [num, factor] : {std::pair(op.getLhs(), op.getRhs()),
+                               std::pair(op.getRhs(), op.getLhs())}) {
+      auto inner = factor.getDefiningOp<MulOp>();
+      if (!inner || !hasOneUse(factor) || inner.getLhs() == inner.getRhs())
+        continue;
+      for (auto [den, w] : {std::pair(inner.getLhs(), inner.getRhs()),
+                            std::pair(inner.getRhs(), inner.getLhs())}) {
+        if (!normDenominator<RsqrtOp>(den))
+          continue;
+        // The reciprocal's broadcast adds the trailing dims [axis, rank).
+        auto b = den.getDefiningOp<BroadcastInDimOp>();
+        int64_t axis =
+            cast<RankedTensorType>(b.getOperand().getType()).getRank();
+        auto type = cast<RankedTensorType>(op.getType());
+        if (ArrayRef<int64_t>(b.getDims()) !=
+                ArrayRef<int64_t>(
+                    llvm::to_vector(llvm::seq<int64_t>(0, axis))) ||
+            !normalizedOperand(w, type, axis))
+          continue;
+        Value normed = rewriter.create<MulOp>(op.getLoc(), num, den);
+        rewriter.replaceOpWithNewOp<MulOp>(op, normed, w);
+        return success();
+      }
+    }
+    return failure();
+  }
+};
 
 /// norm * broadcast(scale) -> norm with scale.
 struct NormScale : public OpRewritePattern<MulOp> {
@@ -559,6 +645,108 @@ Value indexSource(Value v) {
   return v;
 }
 
+/// `v` is logsumexp(x) over the last dimension as jax.nn.logsumexp writes
+/// it: log(|sum(exp(x - broadcast(m)))|) + m, with m = max(x) where finite
+/// (select(m - m == 0, m, 0)) and the absolute value a select on the sum's
+/// sign (or neither guard); returns x.
+Value logSumExpInput(Value v) {
+  auto add = v.getDefiningOp<AddOp>();
+  if (!add)
+    return {};
+  for (auto [logSide, m] : {std::pair(add.getLhs(), add.getRhs()),
+                            std::pair(add.getRhs(), add.getLhs())}) {
+    auto log = logSide.getDefiningOp<LogOp>();
+    if (!log)
+      continue;
+    Value sumValue = log.getOperand();
+    // |s| as select(s >= 0, s + 0, -s).
+    if (auto abs = sumValue.getDefiningOp<SelectOp>()) {
+      auto sign = abs.getPred().getDefiningOp<CompareOp>();
+      auto neg = abs.getOnFalse().getDefiningOp<NegOp>();
+      if (!sign || sign.getDirection() != ComparisonDirection::GE ||
+          !isSplatNear(sign.getRhs(), 0) || !neg)
+        continue;
+      Value s0 = sign.getLhs();
+      Value kept = abs.getOnTrue();
+      if (auto plusZero = kept.getDefiningOp<AddOp>()) {
+        auto split = pick(plusZero.getLhs(), plusZero.getRhs(),
+                          [](Value x) { return isSplatNear(x, 0); });
+        if (split)
+          kept = split->second;
+      }
+      if (kept != s0 || neg.getOperand() != s0)
+        continue;
+      sumValue = s0;
+    }
+    auto sum = sumValue.getDefiningOp<ReduceSumOp>();
+    auto type = sum ? dyn_cast<RankedTensorType>(sum.getOperand().getType())
+                    : RankedTensorType();
+    if (!sum || !type || sum.getDims() != ArrayRef<int64_t>{type.getRank() - 1})
+      continue;
+    auto exp = sum.getOperand().getDefiningOp<ExpOp>();
+    auto shifted = exp ? exp.getOperand().getDefiningOp<SubOp>() : SubOp();
+    if (!shifted || broadcastBackFrom(shifted.getRhs(), sum.getDims()) != m)
+      continue;
+    Value x = shifted.getLhs();
+    // m: the max, or the max where finite.
+    Value max = m;
+    if (auto finite = m.getDefiningOp<SelectOp>()) {
+      auto isFinite = finite.getPred().getDefiningOp<CompareOp>();
+      auto diff = isFinite ? isFinite.getLhs().getDefiningOp<SubOp>() : SubOp();
+      if (!isFinite || isFinite.getDirection() != ComparisonDirection::EQ ||
+          !isSplatNear(isFinite.getRhs(), 0) || !diff ||
+          diff.getLhs() != diff.getRhs() ||
+          diff.getLhs() != finite.getOnTrue() ||
+          !isSplatNear(finite.getOnFalse(), 0))
+        continue;
+      max = finite.getOnTrue();
+    }
+    auto reduceMax = max.getDefiningOp<ReduceMaxOp>();
+    if (!reduceMax || reduceMax.getOperand() != x ||
+        reduceMax.getDims() != sum.getDims())
+      continue;
+    return x;
+  }
+  return {};
+}
+
+/// `v` is a float one-hot of integer targets over the last dimension of
+/// `type`: convert(targets' broadcast == iota) (jax.nn.one_hot), the iota
+/// a graph.iota or its folded constant (each element its last index);
+/// returns the targets, of `type`'s shape without the last dimension.
+Value oneHotTargets(Value v, RankedTensorType type) {
+  auto convert = v.getDefiningOp<ConvertOp>();
+  auto eq =
+      convert ? convert.getOperand().getDefiningOp<CompareOp>() : CompareOp();
+  if (!eq || eq.getDirection() != ComparisonDirection::EQ)
+    return {};
+  int64_t last = type.getRank() - 1, classes = type.getShape().back();
+  auto isIota = [&](Value x) {
+    if (auto iota = x.getDefiningOp<IotaOp>())
+      return int64_t(iota.getDim()) == last;
+    DenseIntElementsAttr values;
+    if (!matchPattern(x, m_Constant(&values)))
+      return false;
+    int64_t i = 0;
+    for (const APInt &value : values.getValues<APInt>())
+      if (value.getSExtValue() != i++ % classes)
+        return false;
+    return true;
+  };
+  auto split = pick(eq.getLhs(), eq.getRhs(), isIota);
+  if (!split)
+    return {};
+  auto b = split->second.getDefiningOp<BroadcastInDimOp>();
+  if (!b || b.getDims() !=
+                ArrayRef<int64_t>(llvm::to_vector(llvm::seq<int64_t>(0, last))))
+    return {};
+  Value targets = b.getOperand();
+  Type element = getElementTypeOrSelf(targets);
+  if (!(element.isInteger(32) || element.isInteger(64)))
+    return {};
+  return targets;
+}
+
 /// mean(-logp[targets]) over every position, with logp = log_softmax(logits)
 /// read at each row's target through a gather of the flattened logp at
 /// row * C + target (the form jnp.take_along_axis takes through the
@@ -599,13 +787,79 @@ struct CrossEntropy : public OpRewritePattern<ReduceMeanOp> {
         break;
       }
     }
+    Location loc = op.getLoc();
+    // -sum(one_hot(targets) * log_softmax(logits), last) (Flax's examples,
+    // optax.softmax_cross_entropy with one-hot labels).
+    if (auto sum = v.getDefiningOp<ReduceSumOp>(); sum && negated) {
+      auto mul = sum.getOperand().getDefiningOp<MulOp>();
+      auto type = cast<RankedTensorType>(sum.getOperand().getType());
+      if (!mul || !hasOneUse(sum.getOperand()) ||
+          sum.getDims() != ArrayRef<int64_t>{type.getRank() - 1})
+        return failure();
+      for (auto [hot, logp] : {std::pair(mul.getLhs(), mul.getRhs()),
+                               std::pair(mul.getRhs(), mul.getLhs())}) {
+        Value targets = oneHotTargets(hot, type);
+        Value logits = targets ? logSoftmaxInput(logp) : Value();
+        if (!logits)
+          continue;
+        rewriter.replaceOpWithNewOp<SoftmaxCrossEntropyOp>(
+            root, cast<RankedTensorType>(root->getResult(0).getType()), logits,
+            targets, LossReduction::mean, IntegerAttr(),
+            /*classes=*/IntegerAttr());
+        return success();
+      }
+      return failure();
+    }
+    // logsumexp(logits) - logits[targets] (optax's integer labels): the
+    // picked values are the logits' own.
+    Value lseLogits;
+    if (auto diff = v.getDefiningOp<SubOp>(); diff && !negated) {
+      lseLogits = logSumExpInput(diff.getLhs());
+      if (!lseLogits)
+        return failure();
+      negated = true;
+      v = diff.getRhs();
+      while (Operation *def = v.getDefiningOp()) {
+        if (!v.hasOneUse())
+          return failure();
+        if (isa<ReshapeOp>(def)) {
+          v = def->getOperand(0);
+        } else if (auto sel = dyn_cast<SelectOp>(def)) {
+          std::optional<double> fill = splatOf(sel.getOnFalse());
+          if (!fill || !std::isnan(*fill))
+            return failure();
+          v = sel.getOnTrue();
+        } else if (isa<GatherOp>(def) &&
+                   cast<GatherOp>(def).getOperand().getType().getRank() ==
+                       cast<RankedTensorType>(v.getType()).getRank()) {
+          // jnp.take_along_axis's pick of the trailing unit dim: a gather
+          // of index 0 of a transposed [1, ...] tensor.
+          auto g = cast<GatherOp>(def);
+          DenseIntElementsAttr index;
+          auto t = g.getOperand().getDefiningOp<TransposeOp>();
+          if (g.getAxis() != 0 ||
+              !matchPattern(g.getIndices(), m_Constant(&index)) ||
+              index.getNumElements() != 1 ||
+              !(*index.getValues<APInt>().begin()).isZero() || !t ||
+              g.getOperand().getType().getDimSize(0) != 1)
+            break;
+          v = t.getOperand();
+        } else if (isa<TransposeOp>(def)) {
+          v = def->getOperand(0);
+        } else {
+          break;
+        }
+      }
+    }
     auto gather = v.getDefiningOp<GatherOp>();
     if (!negated || !gather || gather.getAxis() != 0)
       return failure();
     auto flat = gather.getOperand().getDefiningOp<ReshapeOp>();
     if (!flat || flat.getType().getRank() != 1)
       return failure();
-    Value logits = logSoftmaxInput(flat.getOperand());
+    Value logits = lseLogits
+                       ? (flat.getOperand() == lseLogits ? lseLogits : Value())
+                       : logSoftmaxInput(flat.getOperand());
     if (!logits)
       return failure();
     auto logitsType = cast<RankedTensorType>(logits.getType());
@@ -635,7 +889,6 @@ struct CrossEntropy : public OpRewritePattern<ReduceMeanOp> {
     if (targetsType.getNumElements() != rows ||
         !(element.isInteger(32) || element.isInteger(64)))
       return failure();
-    Location loc = op.getLoc();
     targets = rewriter.createOrFold<ReshapeOp>(
         loc, RankedTensorType::get(logitsType.getShape().drop_back(), element),
         targets);
@@ -650,7 +903,7 @@ struct RecognizeCompositesPass
     : public trainc::impl::RecognizeCompositesBase<RecognizeCompositesPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<NormCore, ReciprocalSqrt>(&getContext());
+    patterns.add<NormCore, ReciprocalSqrt, ScaleOutOfReciprocal>(&getContext());
     patterns.add<NormScale, NormBias, Gelu, Softmax, CrossEntropy>(
         &getContext());
     populateErfcPatterns(patterns);
