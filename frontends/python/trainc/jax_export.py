@@ -321,13 +321,17 @@ def export(loss_fn, params, batch, out_prefix, *, save_batch=False, platform='cp
             raise ExportError(f'parameter {name!r} has dtype {jnp.result_type(leaf)}: '
                               'every parameter must be a float array (put integer data in batch)')
 
+    # The result's type first: the gradient check below would fail on a
+    # loss that returns more (Flax's (loss, batch_stats)) with JAX's own
+    # "Gradient only defined for scalar-output functions".
+    out = jax.tree_util.tree_leaves(jax.eval_shape(loss_fn, params, batch))
+    if len(out) != 1 or out[0].shape != () or not jnp.issubdtype(out[0].dtype, jnp.floating):
+        raise ExportError('loss_fn must return one float scalar, not ' +
+                          ', '.join(f'{o.dtype}{list(o.shape)}' for o in out))
     if check_gradients:
         check_gradient_rules(loss_fn, params, batch, [n for n, _ in param_leaves])
     exported = jax.export.export(jax.jit(loss_fn, keep_unused=True),
                                  platforms=[platform])(params, batch)
-    out = exported.out_avals
-    if len(out) != 1 or out[0].shape != () or not jnp.issubdtype(out[0].dtype, jnp.floating):
-        raise ExportError(f'loss_fn must return one float scalar, not {list(out)}')
     text = exported.mlir_module()
 
     expected = [n for n, _ in param_leaves] + [n for n, _ in batch_leaves]
