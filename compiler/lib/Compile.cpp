@@ -26,6 +26,10 @@ std::string checkOptions(const CompileOptions &options) {
     return "--grad-accum needs --train";
   if (std::string lower = checkLowerOptions(options.lower); !lower.empty())
     return "--" + lower;
+  const std::string &optimizer = options.optimizer.optimizer;
+  if (optimizer != "adamw" && optimizer != "sgd" && optimizer != "none")
+    return "--optimizer must be adamw, sgd or none (gradients only), not '" +
+           optimizer + "'";
   if (options.gradAccum.microBatches < 1)
     return "--grad-accum must be at least 1";
   // The step is cloned once per micro-batch (GradAccum in Passes.td):

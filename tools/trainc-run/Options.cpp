@@ -367,12 +367,14 @@ int parseArgs(int argc, char **argv, Options &o) {
     } else if (arg == "--max-restarts") {
       if (!count(0, o.maxRestarts))
         return 1;
+      o.maxRestartsGiven = true;
     } else if (arg == "--save-every") {
       if (!count(1, o.saveEvery))
         return 1;
     } else if (arg == "--keep-last") {
       if (!count(0, o.keepLast))
         return 1;
+      o.keepLastGiven = true;
     } else if (arg == "--save-safetensors") {
       if (!value())
         return 1;
@@ -424,6 +426,15 @@ int parseArgs(int argc, char **argv, Options &o) {
   if (o.saveEvery && o.saveStateDir.empty())
     return fail("--save-every needs --save-state DIR (where the checkpoints "
                 "go)");
+  // A flag that modifies another, given alone, would be ignored.
+  if (o.keepLastGiven && o.saveStateDir.empty())
+    return fail("--keep-last needs --save-state DIR (whose checkpoints it "
+                "keeps)");
+  if (o.maxRestartsGiven && !o.supervise)
+    return fail("--max-restarts needs --supervise (it bounds the restarts)");
+  if (!o.onnxSource.empty() && o.onnxExportPath.empty())
+    return fail("--onnx-source needs --export-onnx FILE (it is the model "
+                "the trained weights are written into)");
   if (o.training && o.repeat == 0 && o.resumeDir.empty())
     return fail("--steps 0 only makes sense with --resume DIR (to write the "
                 "outputs of a checkpoint); give --steps N >= 1");

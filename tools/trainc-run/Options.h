@@ -37,6 +37,7 @@ struct Options {
   std::string device = "auto";
   int64_t verifySteps = 0;
   bool outputDirGiven = false, seedGiven = false, repeatGiven = false;
+  bool keepLastGiven = false, maxRestartsGiven = false;
   bool doInspect = false, training = false, progress = true;
   int64_t repeat = 1, evalEvery = 0, logEvery = 1;
   int64_t saveEvery = 0, keepLast = 3;

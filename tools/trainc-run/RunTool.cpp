@@ -300,6 +300,10 @@ void onDataProgress(void *context, uint64_t done, uint64_t total) {
 } // namespace
 
 int runRunTool(int argc, char **argv) {
+  // Past a file size limit (ulimit -f) a write fails with EFBIG, which is
+  // reported naming the file, instead of SIGXFSZ killing the process
+  // without a word (half-written temporary files left behind).
+  std::signal(SIGXFSZ, SIG_IGN);
   Options o;
   if (int code = parseArgs(argc, argv, o); code >= 0)
     return code;

@@ -33,6 +33,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -160,6 +161,9 @@ private:
 
 int runCompilerCli(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // Past a file size limit (ulimit -f) a write fails with EFBIG, reported
+  // naming the file, rather than SIGXFSZ killing the compiler silently.
+  std::signal(SIGXFSZ, SIG_IGN);
   // Every compiler option is a field of CompileOptions, bound here under
   // its one name; defaults are the fields' (the pass options' from
   // Passes.td). Only what is the command line's own (files, printing) is
