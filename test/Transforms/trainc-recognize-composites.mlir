@@ -1503,3 +1503,97 @@ func.func @cross_entropy_not_one_hot_stays(%logits: tensor<2x3x4xf32>, %labels: 
   %16 = graph.neg %15 : tensor<f32>
   return %16 : tensor<f32>
 }
+
+// -----
+
+// A Flax RMSNorm of a rank-1 input: the scale is no broadcast, so the
+// scale is not moved out of the reciprocal (moving it would match again
+// with x and the scale swapped, for ever); the pass ends, nothing fused.
+// CHECK-LABEL: func.func @rms_norm_flax_rank1_ends
+// CHECK-NOT: graph.rms_norm
+// CHECK: graph.rsqrt
+func.func @rms_norm_flax_rank1_ends(%x: tensor<32xf32>, %w: tensor<32xf32>) -> tensor<32xf32> {
+  %eps = graph.constant dense<9.99999997E-7> : tensor<f32>
+  %xx = graph.mul %x, %x : tensor<32xf32>
+  %v = graph.reduce_mean %xx, dims = [0] : (tensor<32xf32>) -> tensor<f32>
+  %ve = graph.add %v, %eps : tensor<f32>
+  %r = graph.rsqrt %ve : tensor<f32>
+  %rb = graph.broadcast_in_dim %r, dims = [] : (tensor<f32>) -> tensor<32xf32>
+  %rw = graph.mul %rb, %w : tensor<32xf32>
+  %y = graph.mul %x, %rw : tensor<32xf32>
+  return %y : tensor<32xf32>
+}
+
+// -----
+
+// The one-hot form with a vocabulary's iota (too large to fold: it stays
+// graph.iota).
+// CHECK-LABEL: func.func @cross_entropy_one_hot_iota
+// CHECK-SAME: (%[[L:.+]]: tensor<2x8x8192xf32>, %[[T:.+]]: tensor<2x8xi64>)
+// CHECK-NEXT: %[[CE:.+]] = graph.softmax_cross_entropy %[[L]], %[[T]], reduction = mean
+// CHECK-NEXT: return %[[CE]]
+func.func @cross_entropy_one_hot_iota(%logits: tensor<2x8x8192xf32>, %labels: tensor<2x8xi64>) -> tensor<f32> {
+  %iota = graph.iota dim = 2 : tensor<2x8x8192xi64>
+  %lb = graph.broadcast_in_dim %labels, dims = [0, 1] : (tensor<2x8xi64>) -> tensor<2x8x8192xi64>
+  %eq = graph.compare EQ, %lb, %iota : tensor<2x8x8192xi64>
+  %hot = graph.convert %eq : (tensor<2x8x8192xi1>) -> tensor<2x8x8192xf32>
+  %m = graph.reduce_max %logits, dims = [2] : (tensor<2x8x8192xf32>) -> tensor<2x8xf32>
+  %mb = graph.broadcast_in_dim %m, dims = [0, 1] : (tensor<2x8xf32>) -> tensor<2x8x8192xf32>
+  %s = graph.sub %logits, %mb : tensor<2x8x8192xf32>
+  %e = graph.exp %s : tensor<2x8x8192xf32>
+  %sum = graph.reduce_sum %e, dims = [2] : (tensor<2x8x8192xf32>) -> tensor<2x8xf32>
+  %log = graph.log %sum : tensor<2x8xf32>
+  %logb = graph.broadcast_in_dim %log, dims = [0, 1] : (tensor<2x8xf32>) -> tensor<2x8x8192xf32>
+  %logp = graph.sub %s, %logb : tensor<2x8x8192xf32>
+  %prod = graph.mul %hot, %logp : tensor<2x8x8192xf32>
+  %nll = graph.reduce_sum %prod, dims = [2] : (tensor<2x8x8192xf32>) -> tensor<2x8xf32>
+  %neg = graph.neg %nll : tensor<2x8xf32>
+  %loss = graph.reduce_mean %neg, dims = [0, 1] : (tensor<2x8xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Not one-hots of the positions' targets: [2, 1] targets broadcast over
+// the sequence (each row's one target for all its positions), and a NaN
+// fill around the summed terms (JAX gives NaN there; the fused loss would
+// not). Neither is a cross-entropy.
+// CHECK-LABEL: func.func @cross_entropy_one_hot_not_per_position_stays
+// CHECK-NOT: graph.softmax_cross_entropy
+// CHECK: return
+func.func @cross_entropy_one_hot_not_per_position_stays(%logits: tensor<2x8x8192xf32>, %labels: tensor<2x1xi64>, %keep: tensor<2x8xi1>) -> (tensor<f32>, tensor<f32>) {
+  %iota = graph.iota dim = 2 : tensor<2x8x8192xi64>
+  %lb = graph.broadcast_in_dim %labels, dims = [0, 1] : (tensor<2x1xi64>) -> tensor<2x8x8192xi64>
+  %eq = graph.compare EQ, %lb, %iota : tensor<2x8x8192xi64>
+  %hot = graph.convert %eq : (tensor<2x8x8192xi1>) -> tensor<2x8x8192xf32>
+  %m = graph.reduce_max %logits, dims = [2] : (tensor<2x8x8192xf32>) -> tensor<2x8xf32>
+  %mb = graph.broadcast_in_dim %m, dims = [0, 1] : (tensor<2x8xf32>) -> tensor<2x8x8192xf32>
+  %s = graph.sub %logits, %mb : tensor<2x8x8192xf32>
+  %e = graph.exp %s : tensor<2x8x8192xf32>
+  %sum = graph.reduce_sum %e, dims = [2] : (tensor<2x8x8192xf32>) -> tensor<2x8xf32>
+  %log = graph.log %sum : tensor<2x8xf32>
+  %logb = graph.broadcast_in_dim %log, dims = [0, 1] : (tensor<2x8xf32>) -> tensor<2x8x8192xf32>
+  %logp = graph.sub %s, %logb : tensor<2x8x8192xf32>
+  %prod = graph.mul %hot, %logp : tensor<2x8x8192xf32>
+  %nll = graph.reduce_sum %prod, dims = [2] : (tensor<2x8x8192xf32>) -> tensor<2x8xf32>
+  %neg = graph.neg %nll : tensor<2x8xf32>
+  %loss = graph.reduce_mean %neg, dims = [0, 1] : (tensor<2x8xf32>) -> tensor<f32>
+  // The same with per-position targets, under a NaN fill.
+  %labels2 = graph.broadcast_in_dim %labels, dims = [0, 1] : (tensor<2x1xi64>) -> tensor<2x8xi64>
+  %lb2 = graph.broadcast_in_dim %labels2, dims = [0, 1] : (tensor<2x8xi64>) -> tensor<2x8x8192xi64>
+  %eq2 = graph.compare EQ, %lb2, %iota : tensor<2x8x8192xi64>
+  %hot2 = graph.convert %eq2 : (tensor<2x8x8192xi1>) -> tensor<2x8x8192xf32>
+  %s2 = graph.sub %logits, %mb : tensor<2x8x8192xf32>
+  %e2 = graph.exp %s2 : tensor<2x8x8192xf32>
+  %sum2 = graph.reduce_sum %e2, dims = [2] : (tensor<2x8x8192xf32>) -> tensor<2x8xf32>
+  %log2 = graph.log %sum2 : tensor<2x8xf32>
+  %logb2 = graph.broadcast_in_dim %log2, dims = [0, 1] : (tensor<2x8xf32>) -> tensor<2x8x8192xf32>
+  %logp2 = graph.sub %s2, %logb2 : tensor<2x8x8192xf32>
+  %prod2 = graph.mul %hot2, %logp2 : tensor<2x8x8192xf32>
+  %nll2 = graph.reduce_sum %prod2, dims = [2] : (tensor<2x8x8192xf32>) -> tensor<2x8xf32>
+  %nan = graph.constant dense<0x7FC00000> : tensor<2x8xf32>
+  %guarded = graph.select %keep, %nll2, %nan : tensor<2x8xi1>, tensor<2x8xf32>
+  %neg2 = graph.neg %guarded : tensor<2x8xf32>
+  %loss2 = graph.reduce_mean %neg2, dims = [0, 1] : (tensor<2x8xf32>) -> tensor<f32>
+  return %loss, %loss2 : tensor<f32>, tensor<f32>
+}

@@ -106,21 +106,6 @@ Value toHeadsFolded(PatternRewriter &rewriter, Location loc, Value x,
       moved);
 }
 
-/// Whether transpose `t` moves only dims of size 1 (the others keep their
-/// order): as a reshape would, it changes no element's place.
-bool movesOnlyUnitDims(TransposeOp t) {
-  auto type = cast<RankedTensorType>(t.getOperand().getType());
-  int64_t last = -1;
-  for (int64_t d : t.getPermutation()) {
-    if (type.getDimSize(d) == 1)
-      continue;
-    if (d < last)
-      return false;
-    last = d;
-  }
-  return true;
-}
-
 /// `x` of the scores' shape (a mask or its condition) with only the
 /// scores' head dims `dims` kept, as a rank-4 [b, h, q, k] tensor (the
 /// others are 1 in the scores, so in `x` too).
@@ -423,7 +408,7 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
     // jax.nn.dot_product_attention moves a unit dim between the product
     // and the mask: a transpose that is a reshape.
     if (auto t = s.getDefiningOp<TransposeOp>()) {
-      if (!movesOnlyUnitDims(t) || !hasOneUse(t.getOperand()))
+      if (!movesOnlyUnitDims(t.getResult()) || !hasOneUse(t.getOperand()))
         return failure();
       s = t.getOperand();
     }

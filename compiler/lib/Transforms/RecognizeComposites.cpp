@@ -63,6 +63,22 @@ bool isMaskFill(Value v) {
   return s && (std::isinf(*s) ? *s < 0 : *s <= -1e4);
 }
 
+bool movesOnlyUnitDims(Value v) {
+  auto t = v.getDefiningOp<TransposeOp>();
+  if (!t)
+    return false;
+  auto type = cast<RankedTensorType>(t.getOperand().getType());
+  int64_t last = -1;
+  for (int64_t d : t.getPermutation()) {
+    if (type.getDimSize(d) == 1)
+      continue;
+    if (d < last)
+      return false;
+    last = d;
+  }
+  return true;
+}
+
 } // namespace trainc::recognize
 
 namespace {
@@ -183,6 +199,7 @@ bool isFastVariance(Value var, ReduceMeanOp center) {
   auto meanOfSquares = sub.getLhs().getDefiningOp<ReduceMeanOp>();
   Value squaredMean = squareOf(sub.getRhs());
   if (!meanOfSquares || !hasOneUse(meanOfSquares) || !squaredMean ||
+      !hasOneUse(sub.getRhs()) || !hasOneUse(meanOfSquares.getOperand()) ||
       squaredMean != center.getResult() ||
       meanOfSquares.getDims() != center.getDims())
     return false;
@@ -224,7 +241,8 @@ struct NormCore : public RewritePattern {
     auto type = cast<RankedTensorType>(num.getType());
     // Layer norm with the fast variance: num = x - broadcast(mean(x)) and
     // var = mean(x^2) - mean(x)^2, one mean(x) for both.
-    if (auto sub = num.getDefiningOp<SubOp>(); sub && hasOneUse(num)) {
+    if (auto sub = num.getDefiningOp<SubOp>();
+        sub && hasOneUse(num) && hasOneUse(sub.getRhs())) {
       auto center =
           broadcastReductionOf<ReduceMeanOp>(sub.getRhs(), sub.getLhs());
       std::optional<int64_t> axis =
@@ -306,7 +324,17 @@ struct ScaleOutOfReciprocal : public OpRewritePattern<MulOp> {
         continue;
       for (auto [den, w] : {std::pair(inner.getLhs(), inner.getRhs()),
                             std::pair(inner.getRhs(), inner.getLhs())}) {
-        if (!normDenominator<RsqrtOp>(den))
+        std::optional<std::pair<Value, double>> varEps =
+            normDenominator<RsqrtOp>(den);
+        // Only before a norm: a variance (a mean, or mean(x^2) - mean(x)^2,
+        // either clamped at zero), and w a broadcast while num is not
+        // (else the product, w * rsqrt * x, would match again with the two
+        // swapped, for ever).
+        Operation *var =
+            varEps ? withoutZeroClamp(varEps->first).getDefiningOp() : nullptr;
+        if (!isa_and_nonnull<ReduceMeanOp, SubOp>(var) ||
+            !w.getDefiningOp<BroadcastInDimOp>() ||
+            num.getDefiningOp<BroadcastInDimOp>())
           continue;
         // The reciprocal's broadcast adds the trailing dims [axis, rank).
         auto b = den.getDefiningOp<BroadcastInDimOp>();
@@ -656,7 +684,7 @@ Value logSumExpInput(Value v) {
   for (auto [logSide, m] : {std::pair(add.getLhs(), add.getRhs()),
                             std::pair(add.getRhs(), add.getLhs())}) {
     auto log = logSide.getDefiningOp<LogOp>();
-    if (!log)
+    if (!log || !hasOneUse(logSide) || !hasOneUse(log.getOperand()))
       continue;
     Value sumValue = log.getOperand();
     // |s| as select(s >= 0, s + 0, -s).
@@ -685,7 +713,9 @@ Value logSumExpInput(Value v) {
       continue;
     auto exp = sum.getOperand().getDefiningOp<ExpOp>();
     auto shifted = exp ? exp.getOperand().getDefiningOp<SubOp>() : SubOp();
-    if (!shifted || broadcastBackFrom(shifted.getRhs(), sum.getDims()) != m)
+    if (!shifted || !hasOneUse(sum.getOperand()) ||
+        !hasOneUse(exp.getOperand()) ||
+        broadcastBackFrom(shifted.getRhs(), sum.getDims()) != m)
       continue;
     Value x = shifted.getLhs();
     // m: the max, or the max where finite.
@@ -714,6 +744,9 @@ Value logSumExpInput(Value v) {
 /// `type`: convert(targets' broadcast == iota) (jax.nn.one_hot), the iota
 /// a graph.iota or its folded constant (each element its last index);
 /// returns the targets, of `type`'s shape without the last dimension.
+/// (A target outside [0, C) has a row of zeros in JAX, which adds 0 to the
+/// loss; trainc's cross-entropy reports it as an error instead, as it does
+/// where take_along_axis gives NaN.)
 Value oneHotTargets(Value v, RankedTensorType type) {
   auto convert = v.getDefiningOp<ConvertOp>();
   auto eq =
@@ -742,7 +775,9 @@ Value oneHotTargets(Value v, RankedTensorType type) {
     return {};
   Value targets = b.getOperand();
   Type element = getElementTypeOrSelf(targets);
-  if (!(element.isInteger(32) || element.isInteger(64)))
+  if (!(element.isInteger(32) || element.isInteger(64)) ||
+      cast<RankedTensorType>(targets.getType()).getShape() !=
+          type.getShape().drop_back())
     return {};
   return targets;
 }
@@ -770,6 +805,7 @@ struct CrossEntropy : public OpRewritePattern<ReduceMeanOp> {
       }
     // Down to the gather: reshapes, a negation, the fill guard.
     Value v = op.getOperand();
+    bool sawFill = false;
     while (Operation *def = v.getDefiningOp()) {
       if (!v.hasOneUse())
         return failure();
@@ -782,6 +818,7 @@ struct CrossEntropy : public OpRewritePattern<ReduceMeanOp> {
         std::optional<double> fill = splatOf(sel.getOnFalse());
         if (!fill || !std::isnan(*fill))
           return failure();
+        sawFill = true;
         v = sel.getOnTrue();
       } else {
         break;
@@ -791,6 +828,9 @@ struct CrossEntropy : public OpRewritePattern<ReduceMeanOp> {
     // -sum(one_hot(targets) * log_softmax(logits), last) (Flax's examples,
     // optax.softmax_cross_entropy with one-hot labels).
     if (auto sum = v.getDefiningOp<ReduceSumOp>(); sum && negated) {
+      // (take_along_axis's NaN fill guards picked values, not these sums.)
+      if (sawFill)
+        return failure();
       auto mul = sum.getOperand().getDefiningOp<MulOp>();
       auto type = cast<RankedTensorType>(sum.getOperand().getType());
       if (!mul || !hasOneUse(sum.getOperand()) ||
@@ -799,7 +839,8 @@ struct CrossEntropy : public OpRewritePattern<ReduceMeanOp> {
       for (auto [hot, logp] : {std::pair(mul.getLhs(), mul.getRhs()),
                                std::pair(mul.getRhs(), mul.getLhs())}) {
         Value targets = oneHotTargets(hot, type);
-        Value logits = targets ? logSoftmaxInput(logp) : Value();
+        Value logits =
+            targets && hasOneUse(logp) ? logSoftmaxInput(logp) : Value();
         if (!logits)
           continue;
         rewriter.replaceOpWithNewOp<SoftmaxCrossEntropyOp>(
@@ -841,10 +882,12 @@ struct CrossEntropy : public OpRewritePattern<ReduceMeanOp> {
               !matchPattern(g.getIndices(), m_Constant(&index)) ||
               index.getNumElements() != 1 ||
               !(*index.getValues<APInt>().begin()).isZero() || !t ||
+              !hasOneUse(g.getOperand()) ||
+              !movesOnlyUnitDims(g.getOperand()) ||
               g.getOperand().getType().getDimSize(0) != 1)
             break;
           v = t.getOperand();
-        } else if (isa<TransposeOp>(def)) {
+        } else if (movesOnlyUnitDims(v)) {
           v = def->getOperand(0);
         } else {
           break;

@@ -30,6 +30,10 @@ bool isMaskFill(mlir::Value v);
 
 inline bool hasOneUse(mlir::Value v) { return v.hasOneUse(); }
 
+/// Whether `v` is a transpose that moves only dims of size 1 (the others
+/// keep their order): as a reshape would, it changes no element's place.
+bool movesOnlyUnitDims(mlir::Value v);
+
 /// Operands of a commutative binary op as (the one satisfying `pred`, the
 /// other), or nullopt.
 template <typename Pred>
