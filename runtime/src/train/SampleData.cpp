@@ -197,6 +197,29 @@ Status SampleBatches::bind(const Session &session, const DataBinding &binding) {
       bound = sig.vocabulary;
     TRAINC_RETURN_IF_ERROR(data_.checkIds(*f.array, bound));
   }
+  // The class labels a cross-entropy reads straight from an input: each
+  // in range (or the loss's ignore_index) now, where the kernel would stop
+  // the run at the step that drew a bad one, naming neither file nor
+  // sample.
+  for (const Feed &f : feeds_) {
+    uint32_t tensor = exe.inputs()[f.input];
+    for (const InstructionInfo &inst : exe.instructions()) {
+      bool loss = inst.op == Opcode::SoftmaxCrossEntropy ||
+                  inst.op == Opcode::SoftmaxCrossEntropyAndGrad;
+      if (!loss || inst.operands.size() < 2 || inst.operands[1] != tensor ||
+          inst.ints.size() < 3)
+        continue;
+      const TensorInfo &logits = exe.tensors()[inst.operands[0]];
+      int64_t classes = inst.ints.size() > 3 && inst.ints[3] > 0
+                            ? inst.ints[3]
+                            : (logits.shape.empty() ? 0 : logits.shape.back());
+      std::optional<int64_t> ignored;
+      if (inst.ints[1] != 0)
+        ignored = inst.ints[2];
+      TRAINC_RETURN_IF_ERROR(data_.checkLabels(*f.array, classes, ignored));
+      break;
+    }
+  }
   // Data parallelism: the inputs are this rank's part of the global batch,
   // split over one mesh axis; rank i on it reads part i.
   int axis = -1;
@@ -492,6 +515,17 @@ SampleData::readThrough(uint64_t total,
 }
 
 Status SampleData::checkIds(const Array &a, int64_t bound) const {
+  return checkRange(a, bound, std::nullopt, /*labels=*/false);
+}
+
+Status SampleData::checkLabels(const Array &a, int64_t classes,
+                               std::optional<int64_t> ignored) const {
+  return checkRange(a, classes, ignored, /*labels=*/true);
+}
+
+Status SampleData::checkRange(const Array &a, int64_t bound,
+                              std::optional<int64_t> ignored,
+                              bool labels) const {
   if (a.dtype != DType::I64 && a.dtype != DType::I32)
     return okStatus();
   if (a.minValue >= 0 && a.maxValue < bound)
@@ -510,19 +544,29 @@ Status SampleData::checkIds(const Array &a, int64_t bound) const {
             std::memcpy(&v, p + k * 4, 4);
             id = v;
           }
-          if (id >= 0 && id < bound)
+          if ((id >= 0 && id < bound) || (ignored && id == *ignored))
             continue;
           uint64_t element = first / width + k;
-          bad =
-              Status(StatusCode::kOutOfRange,
-                     sampleName(element / perSample) + ": token id " +
-                         std::to_string(id) + " at element " +
-                         std::to_string(element % perSample) + " of '" +
-                         a.name + "' is " +
-                         (id < 0 ? std::string("negative (token ids index the "
-                                               "embedding's rows)")
-                                 : "outside the model's vocabulary of " +
-                                       std::to_string(bound) + " ids"));
+          std::string where = sampleName(element / perSample) + ": " +
+                              (labels ? "class label " : "token id ") +
+                              std::to_string(id) + " at element " +
+                              std::to_string(element % perSample) + " of '" +
+                              a.name + "' is ";
+          if (labels)
+            bad = Status(StatusCode::kOutOfRange,
+                         where + "outside the loss's " + std::to_string(bound) +
+                             " classes" +
+                             (ignored ? " (and not its ignore_index " +
+                                            std::to_string(*ignored) + ")"
+                                      : std::string()));
+          else
+            bad = Status(
+                StatusCode::kOutOfRange,
+                where + (id < 0 ? std::string("negative (token ids index the "
+                                              "embedding's rows)")
+                                : "outside the model's vocabulary "
+                                  "of " +
+                                      std::to_string(bound) + " ids"));
           return bad; // Stops the scan.
         }
         return okStatus();
@@ -530,6 +574,9 @@ Status SampleData::checkIds(const Array &a, int64_t bound) const {
   if (!bad.ok())
     return bad;
   TRAINC_RETURN_IF_ERROR(scanned);
+  // The range [min, max] held the ignored value, which the scan accepts.
+  if (ignored)
+    return okStatus();
   return internalError("'" + a.name + "': an id outside [0, " +
                        std::to_string(bound) + ") was not found again");
 }

@@ -37,6 +37,7 @@
 
 #include <cstring>
 #include <functional>
+#include <optional>
 
 namespace trainc {
 
@@ -119,6 +120,12 @@ public:
   /// from the table's end. Else an error naming the first one outside,
   /// its sample (file and index in it) and element.
   Status checkIds(const Array &a, int64_t bound) const;
+  /// The same for class labels of a cross-entropy of `classes` classes:
+  /// each is in [0, classes) or `ignored` (the loss's ignore_index, when it
+  /// has one), checked when the data is bound, not at the step that draws
+  /// the sample.
+  Status checkLabels(const Array &a, int64_t classes,
+                     std::optional<int64_t> ignored) const;
   /// Calls `chunk` on every byte of `a` in sample order (all files), in
   /// pieces of whole elements; `first` is the piece's first byte, counted
   /// over all samples.
@@ -130,6 +137,9 @@ public:
   static constexpr uint64_t kMaxSamples = uint64_t(1) << 32;
 
 private:
+  /// checkIds and checkLabels: [0, bound) or `ignored`.
+  Status checkRange(const Array &a, int64_t bound,
+                    std::optional<int64_t> ignored, bool labels) const;
   /// Reads every array through once (`total` bytes, told to `progress`):
   /// the content hash, the integer arrays' ranges and the held arrays; or,
   /// without `scan` (the data cache had the rest), the held arrays and

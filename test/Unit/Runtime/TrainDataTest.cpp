@@ -393,6 +393,17 @@ TEST_F(TrainData, SampleIdsOutsideTheirBoundAreNamed) {
             options.paths[1] +
                 ", sample 2: token id -1 at element 1 of 'tokens' is "
                 "negative (token ids index the embedding's rows)");
+  // As class labels of a loss: -1 passes as its ignore_index, 10 does not;
+  // without an ignore_index -1 is named.
+  EXPECT_EQ(data->checkLabels(a, 10, -1).message(),
+            options.paths[0] +
+                ", sample 290,000: class label 10 at element 3 of 'tokens' is "
+                "outside the loss's 10 classes (and not its ignore_index -1)");
+  EXPECT_TRUE(data->checkLabels(a, 11, -1).ok());
+  EXPECT_EQ(data->checkLabels(a, 11, std::nullopt).message(),
+            options.paths[1] +
+                ", sample 2: class label -1 at element 1 of 'tokens' is "
+                "outside the loss's 11 classes");
 }
 
 } // namespace
