@@ -468,6 +468,13 @@ std::string defaultDataCacheDir() {
   return home && *home ? std::string(home) + "/.cache/trainc/data" : "";
 }
 
+bool sameFile(const std::string &a, const std::string &b) {
+  struct stat sa, sb;
+  return !a.empty() && !b.empty() && stat(a.c_str(), &sa) == 0 &&
+         stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 std::string checkOutputPaths(const Options &o) {
   auto isDir = [](const std::string &dir) {
     struct stat st;
@@ -475,12 +482,6 @@ std::string checkOutputPaths(const Options &o) {
   };
   // An output that is an input (or another output) would destroy it: the
   // executable turned into a weights file, the data into JSON lines.
-  // Compared by device and inode, so other spellings of a path match.
-  auto sameFile = [](const std::string &a, const std::string &b) {
-    struct stat sa, sb;
-    return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 &&
-           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-  };
   std::vector<std::pair<std::string, std::string>> reads = {
       {"the executable", o.model},
       {"--eval-executable", o.evalExecutable},
@@ -498,11 +499,11 @@ std::string checkOutputPaths(const Options &o) {
     if (out.empty())
       continue;
     for (const auto &[what, in] : reads)
-      if (!in.empty() && sameFile(out, in))
+      if (sameFile(out, in))
         return "failed precondition: " + flag + " " + out + " is " + what +
                " (" + in + "): writing it would destroy it";
     for (size_t v = 0; v < w; ++v)
-      if (!writes[v].second.empty() && sameFile(out, writes[v].second))
+      if (sameFile(out, writes[v].second))
         return "failed precondition: " + flag + " " + out +
                " is also the file of " + writes[v].first;
   }

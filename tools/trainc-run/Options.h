@@ -54,6 +54,10 @@ struct Options {
 /// code (0 after --help; 1 after an error, printed).
 int parseArgs(int argc, char **argv, Options &o);
 
+/// Whether two paths name the same existing file or directory (device and
+/// inode, so other spellings of a path match).
+bool sameFile(const std::string &a, const std::string &b);
+
 /// Checks, before any work, that the outputs asked for can be written:
 /// their directories exist (--save-state's is created). "" or the error.
 std::string checkOutputPaths(const Options &o);

@@ -60,14 +60,6 @@ int fail(const std::string &message) {
   return 1;
 }
 
-/// Whether two paths name the same existing file or directory.
-bool sameFile(const std::string &a, const std::string &b) {
-  struct stat sa, sb;
-  return !a.empty() && !b.empty() && stat(a.c_str(), &sa) == 0 &&
-         stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
-}
-
 /// "invalid argument: <message>" of `status`, which it frees.
 std::string take(trainc_status status) {
   std::string text =
@@ -367,15 +359,10 @@ int runRunTool(int argc, char **argv) {
                                     : "'" + onnxSource + "'") +
                 (o.onnxSource.empty() ? " recorded in " + o.model : "") +
                 " cannot be read; give it with --onnx-source model.onnx");
-  if (gRank == 0 && !o.onnxExportPath.empty()) {
-    struct stat source, target;
-    if (stat(onnxSource.c_str(), &source) == 0 &&
-        stat(o.onnxExportPath.c_str(), &target) == 0 &&
-        source.st_dev == target.st_dev && source.st_ino == target.st_ino)
-      return fail("--export-onnx " + o.onnxExportPath +
-                  " is the source model itself; write the trained model to "
-                  "another file");
-  }
+  if (gRank == 0 && sameFile(onnxSource, o.onnxExportPath))
+    return fail("--export-onnx " + o.onnxExportPath +
+                " is the source model itself; write the trained model to "
+                "another file");
   if (!o.resumeDir.empty()) {
     uint64_t seed = 0;
     if (trainc_status s =

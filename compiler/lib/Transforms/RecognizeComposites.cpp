@@ -782,6 +782,48 @@ Value oneHotTargets(Value v, RankedTensorType type) {
   return targets;
 }
 
+/// `v` below what sits between picked logits (or log-probabilities) and
+/// the loss, each link of one reader: reshapes, transposes that move only
+/// unit dims, jnp.take_along_axis's pick of its trailing unit dim (a gather
+/// of index 0 of a transposed [1, ...] tensor), a NaN fill for out-of-range
+/// targets (sets `sawFill`) and, when `negated` is given and false, one
+/// negation (sets it). Null when a link has other readers or a select is
+/// no NaN fill.
+Value belowPickGuards(Value v, bool *negated, bool &sawFill) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!v.hasOneUse())
+      return {};
+    if (isa<ReshapeOp>(def) || movesOnlyUnitDims(v)) {
+      v = def->getOperand(0);
+    } else if (isa<NegOp>(def) && negated && !*negated) {
+      *negated = true;
+      v = def->getOperand(0);
+    } else if (auto sel = dyn_cast<SelectOp>(def)) {
+      std::optional<double> fill = splatOf(sel.getOnFalse());
+      if (!fill || !std::isnan(*fill))
+        return {};
+      sawFill = true;
+      v = sel.getOnTrue();
+    } else if (auto g = dyn_cast<GatherOp>(def);
+               g && g.getOperand().getType().getRank() ==
+                        cast<RankedTensorType>(v.getType()).getRank()) {
+      DenseIntElementsAttr index;
+      auto t = g.getOperand().getDefiningOp<TransposeOp>();
+      if (g.getAxis() != 0 ||
+          !matchPattern(g.getIndices(), m_Constant(&index)) ||
+          index.getNumElements() != 1 ||
+          !(*index.getValues<APInt>().begin()).isZero() || !t ||
+          !hasOneUse(g.getOperand()) || !movesOnlyUnitDims(g.getOperand()) ||
+          g.getOperand().getType().getDimSize(0) != 1)
+        return v;
+      v = t.getOperand();
+    } else {
+      return v;
+    }
+  }
+  return v;
+}
+
 /// mean(-logp[targets]) over every position, with logp = log_softmax(logits)
 /// read at each row's target through a gather of the flattened logp at
 /// row * C + target (the form jnp.take_along_axis takes through the
@@ -804,26 +846,10 @@ struct CrossEntropy : public OpRewritePattern<ReduceMeanOp> {
         negated = true;
       }
     // Down to the gather: reshapes, a negation, the fill guard.
-    Value v = op.getOperand();
     bool sawFill = false;
-    while (Operation *def = v.getDefiningOp()) {
-      if (!v.hasOneUse())
-        return failure();
-      if (isa<ReshapeOp>(def)) {
-        v = def->getOperand(0);
-      } else if (isa<NegOp>(def) && !negated) {
-        negated = true;
-        v = def->getOperand(0);
-      } else if (auto sel = dyn_cast<SelectOp>(def)) {
-        std::optional<double> fill = splatOf(sel.getOnFalse());
-        if (!fill || !std::isnan(*fill))
-          return failure();
-        sawFill = true;
-        v = sel.getOnTrue();
-      } else {
-        break;
-      }
-    }
+    Value v = belowPickGuards(op.getOperand(), &negated, sawFill);
+    if (!v)
+      return failure();
     Location loc = op.getLoc();
     // -sum(one_hot(targets) * log_softmax(logits), last) (Flax's examples,
     // optax.softmax_cross_entropy with one-hot labels).
@@ -859,40 +885,10 @@ struct CrossEntropy : public OpRewritePattern<ReduceMeanOp> {
       if (!lseLogits)
         return failure();
       negated = true;
-      v = diff.getRhs();
-      while (Operation *def = v.getDefiningOp()) {
-        if (!v.hasOneUse())
-          return failure();
-        if (isa<ReshapeOp>(def)) {
-          v = def->getOperand(0);
-        } else if (auto sel = dyn_cast<SelectOp>(def)) {
-          std::optional<double> fill = splatOf(sel.getOnFalse());
-          if (!fill || !std::isnan(*fill))
-            return failure();
-          v = sel.getOnTrue();
-        } else if (isa<GatherOp>(def) &&
-                   cast<GatherOp>(def).getOperand().getType().getRank() ==
-                       cast<RankedTensorType>(v.getType()).getRank()) {
-          // jnp.take_along_axis's pick of the trailing unit dim: a gather
-          // of index 0 of a transposed [1, ...] tensor.
-          auto g = cast<GatherOp>(def);
-          DenseIntElementsAttr index;
-          auto t = g.getOperand().getDefiningOp<TransposeOp>();
-          if (g.getAxis() != 0 ||
-              !matchPattern(g.getIndices(), m_Constant(&index)) ||
-              index.getNumElements() != 1 ||
-              !(*index.getValues<APInt>().begin()).isZero() || !t ||
-              !hasOneUse(g.getOperand()) ||
-              !movesOnlyUnitDims(g.getOperand()) ||
-              g.getOperand().getType().getDimSize(0) != 1)
-            break;
-          v = t.getOperand();
-        } else if (movesOnlyUnitDims(v)) {
-          v = def->getOperand(0);
-        } else {
-          break;
-        }
-      }
+      bool pickFill = false;
+      v = belowPickGuards(diff.getRhs(), nullptr, pickFill);
+      if (!v)
+        return failure();
     }
     auto gather = v.getDefiningOp<GatherOp>();
     if (!negated || !gather || gather.getAxis() != 0)

@@ -277,6 +277,18 @@ TEST_F(SafeTensorsRead, MalformedFilesAreErrorsNamingTheFile) {
   }
 }
 
+// The header is JSON: a name that is not UTF-8 (which loaded executables
+// never have) is refused, and nothing is written.
+TEST_F(SafeTensorsRead, WritingANameThatIsNotUtf8IsRefused) {
+  std::string path = (dir_ / "latin1.safetensors").string();
+  float w = 1;
+  Status s = writeSafetensors(path, {{"bi\xe9s", DType::F32, {1}, &w, 4}});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("is not valid UTF-8"), std::string::npos)
+      << s.toString();
+  EXPECT_FALSE(fs::exists(path));
+}
+
 TEST_F(SafeTensorsRead, MissingFileIsNotFound) {
   std::string path = (dir_ / "none.safetensors").string();
   SafetensorsFile file;

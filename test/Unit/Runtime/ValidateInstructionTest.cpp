@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -367,6 +369,16 @@ TEST(Executable, ChecksAttentionLayouts) {
   InstructionInfo threeInts = canonical; // a version 15 instruction
   threeInts.ints = {1, 0, 0};
   fails(threeInts, "expects 6");
+  // floats [scale, softcap] (version 31): the cap finite and positive.
+  InstructionInfo capped = canonical;
+  capped.floats = {0.25, 50.0};
+  EXPECT_TRUE(validateInstruction(capped, 0, tensors).ok());
+  capped.floats = {0.25, 0.0};
+  fails(capped, "softcap 0.000000 must be finite and positive");
+  capped.floats = {0.25, std::numeric_limits<double>::infinity()};
+  fails(capped, "must be finite and positive");
+  capped.floats = {0.25, 50.0, 1.0};
+  fails(capped, "expects 6 and 1");
   // The gradient: q, k, v, the cotangent, then dq, dk, dv (bits 4..6).
   InstructionInfo grad;
   grad.op = Opcode::AttentionGrad;
