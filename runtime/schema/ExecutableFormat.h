@@ -67,7 +67,9 @@ namespace trainc {
 ///  30: FusedElementwise's broadcast operands (a dims section after the
 ///      program).
 ///  31: Attention's and AttentionGrad's soft cap (floats[1]).
-constexpr uint32_t kFormatVersion = 31;
+///  32: Attention's and AttentionGrad's dropout (floats[2], a stream's
+///      ints after ints[5]).
+constexpr uint32_t kFormatVersion = 32;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

@@ -330,6 +330,27 @@ func.func @main(%q: tensor<2x2x4x3xf32> {train.param = "q", train.init = dense<0
 
 // -----
 
+// Attention with dropout: the gradient op takes the same stream; the
+// mask's cotangent passes g V^T through the forward's mask, which
+// graph.dropout of that stream draws again over [B, H, Sq, Sk].
+// CHECK-LABEL: func.func @main
+// CHECK: graph.attention_grad %arg0, %arg1, %arg2, %{{.+}} mask %arg3, scale = 5.000000e-01 {dropout = 2.500000e-01 : f64, seed = 11 : i64}
+// CHECK: graph.softmax
+// CHECK: %[[DP:.+]] = graph.dot_general
+// CHECK: graph.dropout %[[DP]], ratio = 2.500000e-01, seed = 11 : tensor<2x2x4x4xf32>
+// CHECK: return
+func.func @main(%q: tensor<2x2x4x3xf32> {train.param = "q", train.init = dense<0.5> : tensor<2x2x4x3xf32>},
+                %k: tensor<2x2x4x3xf32> {graph.input = "k"},
+                %v: tensor<2x2x4x3xf32> {graph.input = "v"},
+                %m: tensor<1x1x4x4xf32> {train.param = "m", train.init = dense<0.0> : tensor<1x1x4x4xf32>},
+                %c: tensor<2x2x4x3xf32> {graph.input = "c"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
+  %y = graph.attention %q, %k, %v mask %m, scale = 0.5 {dropout = 0.25, seed = 11} : (tensor<2x2x4x3xf32>, tensor<2x2x4x3xf32>, tensor<2x2x4x3xf32>, tensor<1x1x4x4xf32>) -> tensor<2x2x4x3xf32>
+  %loss = graph.dot_general %y, %c, batching_dims = [] x [], contracting_dims = [0, 1, 2, 3] x [0, 1, 2, 3] : (tensor<2x2x4x3xf32>, tensor<2x2x4x3xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
 // softmax_cross_entropy, mean over the positions not ignored:
 // dlogits = (softmax - onehot) * g / count, 0 at ignored positions, as one
 // softmax_cross_entropy_grad of per-position weights (no one-hot the size

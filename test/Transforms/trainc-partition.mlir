@@ -68,11 +68,15 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : 
 // continues the micro-batch seeds of grad-accum (here 3 micro-batches).
 // RUN: trainc-opt %s --trainc-partition="mesh=data=4 data-parallel=true micro-batches=3" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=DROPOUT
 // DROPOUT: graph.dropout %{{.+}}, ratio = 1.000000e-01, seed = 5 {data_seed_stride = -2691343689449507777 : i64}
+// DROPOUT: graph.attention {{.+}} {data_seed_stride = -2691343689449507777 : i64, dropout = 1.000000e-01 : f64, seed = 9 : i64}
 module {
-func.func @main(%x: tensor<2x4xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
+func.func @main(%x: tensor<2x4xf32> {graph.input = "x"}, %a: tensor<2x1x4x4xf32> {graph.input = "a"}) -> (tensor<f32> {graph.output = "loss", train.loss}) {
   %d, %m = graph.dropout %x, ratio = 0.1, seed = 5 : tensor<2x4xf32>
   %l = graph.reduce_sum %d, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
-  return %l : tensor<f32>
+  %o = graph.attention %a, %a, %a, scale = 0.5 {dropout = 0.1, seed = 9} : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %s = graph.reduce_sum %o, dims = [0, 1, 2, 3] : (tensor<2x1x4x4xf32>) -> tensor<f32>
+  %t = graph.add %l, %s : tensor<f32>
+  return %t : tensor<f32>
 }
 }
 

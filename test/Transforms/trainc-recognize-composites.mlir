@@ -1597,3 +1597,63 @@ func.func @cross_entropy_one_hot_not_per_position_stays(%logits: tensor<2x8x8192
   %loss2 = graph.reduce_mean %neg2, dims = [0, 1] : (tensor<2x8xf32>) -> tensor<f32>
   return %loss, %loss2 : tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// Dropout of the probabilities (Hugging Face's eager GPT-2 and BERT in
+// training mode: attn_dropout between the softmax and the product) is taken
+// into the op: its mask is drawn by each element's index in [B, H, Sq, Sk],
+// which is the op's.
+// CHECK-LABEL: func.func @attention_dropout
+// CHECK-NOT: graph.dropout
+// CHECK-NOT: graph.softmax
+// CHECK: %[[O:.+]] = graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 2.500000e-01 {dropout = 1.000000e-01 : f64, seed = 42 : i64} :
+// CHECK-NEXT: return %[[O]]
+func.func @attention_dropout(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %quarter = graph.constant dense<0.25> : tensor<2x4x8x8xf32>
+  %scaled = graph.mul %s, %quarter : tensor<2x4x8x8xf32>
+  %p = graph.softmax %scaled, dim = 3 : tensor<2x4x8x8xf32>
+  %d, %keep = graph.dropout %p, ratio = 0.1, seed = 42 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %d, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// BLOOM drops out the [b, h, q, k] probabilities, then folds the heads into
+// the batch for its bmm: the same elements in the same order.
+// CHECK-LABEL: func.func @attention_dropout_folded
+// CHECK-NOT: graph.dropout
+// CHECK: graph.attention {{.+}} {dropout = 5.000000e-01 : f64, seed = 3 : i64}
+func.func @attention_dropout_folded(%q: tensor<8x8x16xf32>, %kt: tensor<8x16x8xf32>, %v: tensor<8x8x16xf32>) -> tensor<8x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+         : (tensor<8x8x16xf32>, tensor<8x16x8xf32>) -> tensor<8x8x8xf32>
+  %u = graph.reshape %s : (tensor<8x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = graph.softmax %u, dim = 3 : tensor<2x4x8x8xf32>
+  %d, %keep = graph.dropout %p, ratio = 0.5, seed = 3 : tensor<2x4x8x8xf32>
+  %f = graph.reshape %d : (tensor<2x4x8x8xf32>) -> tensor<8x8x8xf32>
+  %o = graph.dot_general %f, %v, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+         : (tensor<8x8x8xf32>, tensor<8x8x16xf32>) -> tensor<8x8x16xf32>
+  return %o : tensor<8x8x16xf32>
+}
+
+// -----
+
+// A dropout whose mask the program also reads stays, and so does the
+// softmax: the op keeps no mask to give.
+// CHECK-LABEL: func.func @attention_dropout_mask_read_stays
+// CHECK-NOT: graph.attention
+// CHECK: graph.softmax
+// CHECK: graph.dropout
+func.func @attention_dropout_mask_read_stays(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x8xi1>) {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = graph.softmax %s, dim = 3 : tensor<2x4x8x8xf32>
+  %d, %keep = graph.dropout %p, ratio = 0.1, seed = 42 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %d, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o, %keep : tensor<2x4x8x16xf32>, tensor<2x4x8x8xi1>
+}

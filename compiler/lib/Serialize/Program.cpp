@@ -108,10 +108,21 @@ int64_t seqMajorBits(std::optional<ArrayRef<int64_t>> seqMajor) {
   return bits;
 }
 
+/// The ints of a dropout stream (executable.fbs' Dropout): [seed], or on a
+/// mesh whose data ranks draw apart [seed, data axis, stride].
+std::vector<int64_t> streamInts(RandomOpInterface op, uint64_t stride) {
+  std::vector<int64_t> ints = {int64_t(op.getSeed())};
+  if (stride)
+    ints.insert(ints.end(),
+                {int64_t(getMesh(op).axisIndex("data")), int64_t(stride)});
+  return ints;
+}
+
 /// The attributes of Opcode::Attention and Opcode::AttentionGrad
 /// (executable.fbs): [causal, has_mask, seq_major, Hq, Hk, stats] and
 /// [scale] or [scale, softcap], where stats says the forward gives its
-/// log-sum-exps and the gradient reads them.
+/// log-sum-exps and the gradient reads them; with dropout, the stream's
+/// ints follow and the floats are [scale, softcap or 0, ratio].
 template <typename Op>
 void attentionAttrs(Op op, bool stats, ProgramInstruction &inst) {
   ArrayRef<int64_t> heads = op.getQkvHeads().value_or(ArrayRef<int64_t>());
@@ -122,8 +133,13 @@ void attentionAttrs(Op op, bool stats, ProgramInstruction &inst) {
                heads.empty() ? 0 : heads[1],
                stats};
   inst.floats = {op.getScale().convertToDouble()};
-  if (std::optional<APFloat> softcap = op.getSoftcap())
-    inst.floats.push_back(softcap->convertToDouble());
+  std::optional<APFloat> softcap = op.getSoftcap(), dropout = op.getDropout();
+  if (softcap || dropout)
+    inst.floats.push_back(softcap ? softcap->convertToDouble() : 0.0);
+  if (!dropout)
+    return;
+  inst.floats.push_back(dropout->convertToDouble());
+  llvm::append_range(inst.ints, streamInts(op, op.getDataSeedStride()));
 }
 
 /// The ints of Opcode::FusedElementwise (executable.fbs): registers
@@ -437,10 +453,7 @@ LogicalResult Builder::lowerOp(Operation *op) {
         inst.floats = {r.getEpsilon().convertToDouble()};
       })
       .Case([&](DropoutOp d) {
-        inst.ints = {int64_t(d.getSeed())};
-        if (int64_t stride = int64_t(d.getDataSeedStride()))
-          inst.ints.insert(inst.ints.end(),
-                           {int64_t(getMesh(d).axisIndex("data")), stride});
+        inst.ints = streamInts(d, d.getDataSeedStride());
         inst.floats = {d.getRatio().convertToDouble()};
       })
       .Case([&](AttentionOp a) { attentionAttrs(a, a.getWithLse(), inst); })

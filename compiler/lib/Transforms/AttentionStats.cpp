@@ -72,6 +72,9 @@ bool sameAttention(AttentionOp forward, AttentionGradOp grad,
       forward.getScaleAttr() != grad.getScaleAttr() ||
       forward.getCausal() != grad.getCausal() ||
       forward.getSoftcapAttr() != grad.getSoftcapAttr() ||
+      forward.getDropoutAttr() != grad.getDropoutAttr() ||
+      forward.getSeed() != grad.getSeed() ||
+      forward.getDataSeedStride() != grad.getDataSeedStride() ||
       forward.getQkvHeadsAttr() != grad.getQkvHeadsAttr() ||
       forward.getResult().getType() != grad.getCotangent().getType())
     return false;
@@ -107,7 +110,9 @@ AttentionOp withLse(AttentionOp forward) {
       forward.getLoc(), forward.getQuery(), forward.getKey(),
       forward.getValue(), forward.getMask(), forward.getScaleAttr(),
       forward.getCausalAttr(), forward.getSoftcapAttr(),
-      forward.getSeqMajorAttr(), forward.getQkvHeadsAttr(), b.getUnitAttr());
+      forward.getDropoutAttr(), forward.getSeedAttr(),
+      forward.getDataSeedStrideAttr(), forward.getSeqMajorAttr(),
+      forward.getQkvHeadsAttr(), b.getUnitAttr());
   kept->setDiscardableAttrs(forward->getDiscardableAttrDictionary());
   forward.getResult().replaceAllUsesWith(kept.getResult());
   forward.erase();
@@ -147,7 +152,9 @@ struct AttentionStatsPass
           grad.getValue(), grad.getCotangent(), grad.getMask(),
           ValueRange{forward.getResult(), forward.getLse()},
           grad.getScaleAttr(), grad.getCausalAttr(), grad.getSoftcapAttr(),
-          grad.getSeqMajorAttr(), grad.getQkvHeadsAttr());
+          grad.getDropoutAttr(), grad.getSeedAttr(),
+          grad.getDataSeedStrideAttr(), grad.getSeqMajorAttr(),
+          grad.getQkvHeadsAttr());
       read->setDiscardableAttrs(grad->getDiscardableAttrDictionary());
       grad.replaceAllUsesWith(read.getResults());
       grad.erase();

@@ -140,10 +140,11 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
       for (Operation *op : step) {
         Operation *clone = b.clone(*op, mapping);
         // Each micro-batch draws its own dropout masks (its backward reads
-        // the mask of its own forward).
-        if (auto dropout = dyn_cast<DropoutOp>(clone))
-          dropout.setSeed(dropout.getSeed() +
-                          uint64_t(m) * trainc::kMicroBatchSeedStride);
+        // the mask of its own forward, or draws it again from the same
+        // seed: attention's).
+        if (auto random = dyn_cast<RandomOpInterface>(clone))
+          random.setSeed(random.getSeed() +
+                         uint64_t(m) * trainc::kMicroBatchSeedStride);
       }
       for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
         Value v = mapping.lookupOrDefault(ret.getOperand(i));

@@ -211,7 +211,7 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
     // Each rank draws the dropout masks of its own micro-batches: rank r's
     // micro-batch m is micro-batch r * K + m of one rank with --grad-accum
     // N * K, whose seeds step by kMicroBatchSeedStride (GradAccum.cpp).
-    fn.walk([&](DropoutOp op) {
+    fn.walk([&](RandomOpInterface op) {
       op.setDataSeedStride(uint64_t(microBatches) *
                            trainc::kMicroBatchSeedStride);
     });

@@ -169,7 +169,9 @@ struct ReadQkvInPlacePass
         grad.getLoc(), TypeRange{grad.getQuery().getType()}, grad.getQuery(),
         grad.getKey(), grad.getValue(), grad.getCotangent(), grad.getMask(),
         grad.getStats(), grad.getScaleAttr(), grad.getCausalAttr(),
-        grad.getSoftcapAttr(), grad.getSeqMajorAttr(), grad.getQkvHeadsAttr());
+        grad.getSoftcapAttr(), grad.getDropoutAttr(), grad.getSeedAttr(),
+        grad.getDataSeedStrideAttr(), grad.getSeqMajorAttr(),
+        grad.getQkvHeadsAttr());
     packed->setDiscardableAttrs(grad->getDiscardableAttrDictionary());
     b.setInsertionPoint(concat);
     auto joined = b.create<ReshapeOp>(concat.getLoc(), concat.getType(),

@@ -2,9 +2,9 @@
 //
 // The attention pattern of the recognize phase (RecognizeComposites in
 // Passes.td): scaled, optionally soft-capped and masked scores, a softmax
-// over the keys and the product with the values, in any per-head layout its
-// products read, become one graph.attention. Matching helpers are
-// RecognizeUtil.h's.
+// over the keys, optionally dropout, and the product with the values, in
+// any per-head layout its products read, become one graph.attention. Matching
+// helpers are RecognizeUtil.h's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -232,8 +232,55 @@ Operation *nanToZeroGuard(Value v) {
   return sel;
 }
 
+/// The probabilities a product reads, from the product's operand down to
+/// the softmax: dropout of them (taken over by graph.attention: its mask
+/// is drawn by each element's index in the softmax's [b, h, q, k], which
+/// neither the guard nor the fold changes), the NaN guard, and the reshape
+/// that folds the heads into the batch (BLOOM drops out before it).
+struct Probabilities {
+  DropoutOp dropout;
+  Operation *guard = nullptr;
+  ReshapeOp fold;
+  SoftmaxOp softmax;
+  /// The op that reads the softmax's result (the guard's compare aside),
+  /// or null when the product does.
+  Operation *reader = nullptr;
+};
+
+std::optional<Probabilities> probabilitiesOf(Value v) {
+  Probabilities p;
+  auto step = [&](Operation *op, Value operand) {
+    p.reader = op;
+    v = operand;
+  };
+  // A dropout whose mask nothing else reads (no gradient yet: the
+  // recognizer runs before autodiff), once.
+  auto takeDropout = [&] {
+    auto d = v.getDefiningOp<DropoutOp>();
+    if (d && !p.dropout && hasOneUse(v) && d.getMask().use_empty()) {
+      p.dropout = d;
+      step(d, d.getOperand());
+    }
+  };
+  takeDropout();
+  if (Operation *guard = nanToZeroGuard(v)) {
+    p.guard = guard;
+    step(guard, guard->getOperand(2));
+  }
+  if (auto fold = v.getDefiningOp<ReshapeOp>(); fold && hasOneUse(v)) {
+    p.fold = fold;
+    step(fold, fold.getOperand());
+    takeDropout();
+  }
+  p.softmax = v.getDefiningOp<SoftmaxOp>();
+  if (!p.softmax)
+    return std::nullopt;
+  return p;
+}
+
 /// softmax(scale * q @ k^T [mask]) @ v -> graph.attention, also with the
-/// NaN guard above between the softmax and the product. The products may
+/// NaN guard above between the softmax and the product, and with dropout
+/// of the probabilities. The products may
 /// read their operands in any per-head layout (headLayout: [b, h, s, d],
 /// [b, s, h, d], ...), the probabilities in theirs, [b, h, q, k], from
 /// either side of the second product; the operands are transposed into
@@ -247,20 +294,16 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
 
   LogicalResult matchAndRewrite(DotGeneralOp op,
                                 PatternRewriter &rewriter) const override {
-    // The probabilities: a softmax (possibly behind the guard) over k, read
-    // in its own [b, h, q, k] order (unit dims aside) with k contracted, as
-    // the lhs (the product is [b, h, q, d]) or the rhs ([b, h, d, q]); or,
-    // with the heads folded, through a reshape to [b * h, q, k].
-    auto softmaxOf = [](Value v) -> SoftmaxOp {
-      if (Operation *guard = nanToZeroGuard(v))
-        v = guard->getOperand(2);
-      if (auto fold = v.getDefiningOp<ReshapeOp>())
-        if (hasOneUse(v))
-          v = fold.getOperand();
-      return v.getDefiningOp<SoftmaxOp>();
-    };
-    bool probsOnLeft = bool(softmaxOf(op.getLhs()));
-    if (!probsOnLeft && !softmaxOf(op.getRhs()))
+    // The probabilities: a softmax (possibly behind the guard and
+    // dropout) over k, read in its own [b, h, q, k] order (unit dims
+    // aside) with k contracted, as the lhs (the product is [b, h, q, d])
+    // or the rhs ([b, h, d, q]); or, with the heads folded, through a
+    // reshape to [b * h, q, k].
+    std::optional<Probabilities> chain = probabilitiesOf(op.getLhs());
+    bool probsOnLeft = chain.has_value();
+    if (!probsOnLeft)
+      chain = probabilitiesOf(op.getRhs());
+    if (!chain)
       return failure();
     Value probs = probsOnLeft ? op.getLhs() : op.getRhs();
     Value values = probsOnLeft ? op.getRhs() : op.getLhs();
@@ -272,18 +315,17 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       return lhs ? op.getLhsContractingDimensions()
                  : op.getRhsContractingDimensions();
     };
-    Operation *nanGuard = nanToZeroGuard(probs);
-    Value guarded = nanGuard ? nanGuard->getOperand(2) : probs;
-    SoftmaxOp softmax = softmaxOf(probs);
+    Operation *nanGuard = chain->guard;
+    SoftmaxOp softmax = chain->softmax;
     Value scores = softmax.getOperand();
     auto scoresType = cast<RankedTensorType>(scores.getType());
     // Folded heads: the probabilities are the softmax's [b, h, q, k]
     // reshaped to [b * h, q, k], read with k contracted.
-    bool folded = guarded.getDefiningOp<ReshapeOp>() != nullptr;
+    bool folded = bool(chain->fold);
     int64_t b = 0, h = 0;
     SmallVector<int64_t> valueDims, probsDims;
     if (folded) {
-      auto probsType = cast<RankedTensorType>(guarded.getType());
+      auto probsType = cast<RankedTensorType>(chain->fold.getType());
       if (scoresType.getRank() != 4 || softmax.getDim() != 3 ||
           probsType.getRank() != 3 ||
           probsType.getShape() !=
@@ -308,12 +350,11 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       return failure();
     if (int64_t(softmax.getDim()) != probsDims[3])
       return failure();
-    // The softmax feeds only this product (through the guard, if any).
-    Operation *reader = folded ? guarded.getDefiningOp() : op.getOperation();
+    // The softmax feeds only this product (through the chain, if any).
+    Operation *reader = chain->reader ? chain->reader : op.getOperation();
     if (llvm::any_of(softmax->getUsers(), [&](Operation *u) {
-          return nanGuard ? u != nanGuard &&
-                                u != nanGuard->getOperand(0).getDefiningOp()
-                          : u != reader;
+          return u != reader && !(reader == nanGuard &&
+                                  u == nanGuard->getOperand(0).getDefiningOp());
         }))
       return failure();
     Location loc = op.getLoc();
@@ -396,7 +437,7 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
         continue;
       auto unfold = s.getDefiningOp<ReshapeOp>();
       if (folded && !unfolded && unfold &&
-          unfold.getOperand().getType() == guarded.getType()) {
+          unfold.getOperand().getType() == chain->fold.getType()) {
         unfolded = true;
         s = unfold.getOperand();
         continue;
@@ -567,11 +608,15 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
       };
       mask = rewriter.create<AddOp>(loc, whole(mask), whole(masks[i]));
     }
+    DropoutOp dropout = chain->dropout;
     Value out =
         rewriter
             .create<AttentionOp>(
                 loc, query, key, value, mask, APFloat(scale), causal,
                 softcap ? rewriter.getF64FloatAttr(*softcap) : FloatAttr(),
+                dropout ? dropout.getRatioAttr() : FloatAttr(),
+                dropout ? dropout.getSeed() : 0,
+                dropout ? dropout.getDataSeedStride() : 0,
                 /*seq_major=*/nullptr,
                 /*qkv_heads=*/nullptr,
                 /*with_lse=*/false)

@@ -49,6 +49,18 @@ LogicalResult checkSoftcap(std::optional<APFloat> softcap, StringRef constraint,
   return success();
 }
 
+/// Checks that `dropout`, when present, is in [0, 1) (attention_c14,
+/// attention_grad_c9).
+LogicalResult checkDropout(std::optional<APFloat> dropout, StringRef constraint,
+                           EmitErrorFn emitError) {
+  if (!dropout)
+    return success();
+  double r = dropout->convertToDouble();
+  if (!(r >= 0 && r < 1))
+    return emitError() << constraint << " dropout must be in [0, 1), got " << r;
+  return success();
+}
+
 bool listed(std::optional<ArrayRef<int64_t>> seqMajor, int64_t i) {
   return seqMajor && llvm::is_contained(*seqMajor, i);
 }
@@ -182,6 +194,10 @@ LogicalResult AttentionOp::verifyShapeConstraints() {
         return emitOpError();
       })))
     return failure();
+  if (failed(checkDropout(getDropout(), "(C14)", [&] { // attention_c14
+        return emitOpError();
+      })))
+    return failure();
   return inferAttentionType(getQuery(), getKey(), getValue(), getMask(),
                             getScale().convertToDouble(),
                             {getSeqMajor(), getQkvHeads()}, getWithLse(),
@@ -220,6 +236,10 @@ LogicalResult AttentionGradOp::verify() {
   std::optional<ArrayRef<int64_t>> seqMajor = getSeqMajor();
   Layout layout{seqMajor, getQkvHeads()};
   if (failed(checkSoftcap(getSoftcap(), "(C8)", [&] { // attention_grad_c8
+        return emitOpError();
+      })))
+    return failure();
+  if (failed(checkDropout(getDropout(), "(C9)", [&] { // attention_grad_c9
         return emitOpError();
       })))
     return failure();

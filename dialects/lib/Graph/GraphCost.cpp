@@ -180,8 +180,9 @@ int64_t AttentionOp::getFlops() {
   int64_t scores = q[0] * q[1] * q[2] * k[2];
   int64_t flops = 2 * scores * q[3] + 2 * scores * dv;
   // The scale, the mask's add, the softmax; a soft cap's divide, tanh
-  // and multiply.
-  flops += scores * (1 + (getMask() ? 1 : 0) + 5 + (getSoftcap() ? 3 : 0));
+  // and multiply; dropout's draw, test and scale (graph.dropout's 3).
+  flops += scores * (1 + (getMask() ? 1 : 0) + 5 + (getSoftcap() ? 3 : 0) +
+                     (getDropout() ? 3 : 0));
   return flops;
 }
 
@@ -211,5 +212,7 @@ int64_t AttentionGradOp::getFlops() {
   int64_t d = q[3], dv = getValue().getType().getDimSize(3);
   int64_t scores = q[0] * q[1] * q[2] * k[2];
   // A soft cap: its divide, tanh and multiply remade, and dS's 1 - t^2.
-  return scores * (6 * d + 4 * dv + 8 + (getSoftcap() ? 6 : 0));
+  // Dropout: the mask drawn again, applied to P and to dP.
+  return scores *
+         (6 * d + 4 * dv + 8 + (getSoftcap() ? 6 : 0) + (getDropout() ? 5 : 0));
 }

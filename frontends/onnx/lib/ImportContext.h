@@ -28,6 +28,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace trainc::onnx_import {
 
@@ -140,6 +141,10 @@ public:
   /// Gather has read so far.
   std::map<std::string, int64_t> paddingIndices;
   std::set<std::string> paddedTablesRead;
+  /// Dropout nodes of a training step that have a ratio but no
+  /// training_mode input, which ONNX reads as the identity (importDropout),
+  /// by name: the import warns about them.
+  std::vector<std::string> modelessDropouts;
 
   /// The value named `name`, or null if not defined (yet).
   mlir::Value lookup(llvm::StringRef name) const { return values.lookup(name); }

@@ -504,6 +504,19 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
 
   if (failed(importNodes(graph, path, g)))
     return failure();
+  if (!graph.modelessDropouts.empty()) {
+    const std::vector<std::string> &names = graph.modelessDropouts;
+    InFlightDiagnostic diag = mlir::emitWarning(fileLoc);
+    diag << names.size() << " Dropout node" << (names.size() > 1 ? "s" : "")
+         << " with a ratio but no training_mode input ('" << names[0] << "'"
+         << (names.size() > 1 ? " and others" : "")
+         << ") apply no dropout: ONNX defines a Dropout without "
+            "training_mode as the identity. PyTorch's exporters write "
+            "scaled_dot_product_attention's dropout_p so, even in training "
+            "mode; to train with that dropout, export attention written out "
+            "(Hugging Face: attn_implementation=\"eager\"), whose dropout "
+            "trainc fuses into graph.attention";
+  }
   for (const auto &[name, row] : graph.paddingIndices)
     if (!graph.paddedTablesRead.count(name))
       return fileError(ctx, path)

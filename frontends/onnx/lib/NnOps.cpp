@@ -385,6 +385,10 @@ LogicalResult importDropout(NodeContext &ctx) {
     if (failed(t))
       return failure();
     training = *t != 0 && !ctx.graph.evalMode;
+  } else if (ratio > 0 && ctx.graph.trainingStep && !ctx.graph.evalMode) {
+    // What both PyTorch exporters write for scaled_dot_product_attention's
+    // dropout_p, even in training mode.
+    ctx.graph.modelessDropouts.push_back(ctx.node.name());
   }
   auto type = ctx.inputType(*x);
   auto maskType =

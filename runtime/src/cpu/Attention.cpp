@@ -11,7 +11,11 @@
 //   o[b,h,i,:] = sum_j p[j] * v[b,g,j,:]
 //
 // With a soft cap c (floats[1], Gemma 2's), s[j] is c * tanh(scale * q.k / c)
-// + mask[b,h,i,j] instead (math/Softcap.h).
+// + mask[b,h,i,j] instead (math/Softcap.h). With dropout (floats[2], the
+// stream's ints after ints[5]), p[j] is kept as graph.dropout keeps element
+// ((b Hq + h) Sq + i) Sk + j of the [B, Hq, Sq, Sk] probabilities
+// (math/Dropout.h) and scaled by 1 / (1 - ratio), or else 0, before the
+// product with v; the log-sum-exp is the undropped row's.
 //
 // A row where no key is allowed, or every allowed score is -inf (masked),
 // has no distribution to take; it gives zeros instead of NaN so that padded
@@ -44,7 +48,9 @@
 #include "cpu/Gemm.h"
 #include "cpu/KernelUtil.h"
 #include "cpu/VectorMath.h"
+#include "device/Device.h"
 #include "math/AttentionLayout.h"
+#include "math/Dropout.h"
 #include "math/Softcap.h"
 
 #include <algorithm>
@@ -171,6 +177,17 @@ template <typename T> void softcapRow(T *s, int64_t n, T cap, T *tanhs) {
   }
 }
 
+/// Drops out the first `n` entries of row `x` in place (probabilities, or
+/// their cotangent): entry j is kept when element `first` + j of the
+/// stream `key` is (math/Dropout.h), and then scaled by `scale`.
+template <typename T>
+void dropoutRow(T *x, int64_t n, uint64_t key, int64_t first, double ratio,
+                T scale) {
+  for (int64_t j = 0; j < n; ++j)
+    x[j] = math::dropoutKeep(key, uint64_t(first + j), ratio) ? x[j] * scale
+                                                              : T(0);
+}
+
 /// Query rows per tile: GEMMs of 32 rows still run near BLAS's full
 /// speed, and causal tiles skip most of the masked half.
 constexpr int64_t kQueryTile = 32;
@@ -205,6 +222,9 @@ struct AttentionShape {
             call.ints[kAttentionStatsInt] != 0;
     scale = call.floats[0];
     softcap = call.floats.size > 1 ? call.floats[1] : 0;
+    dropout = call.floats.size > 2 ? call.floats[2] : 0;
+    if (dropout > 0)
+      dropoutKey = dropoutKeyOf(call, kAttentionStatsInt + 1);
     if (!hasMask)
       return;
     const TensorRef &m = call.inputs[maskInput];
@@ -238,7 +258,20 @@ struct AttentionShape {
   double scale;
   /// The scores' soft cap (floats[1]), 0 for none.
   double softcap;
+  /// The probabilities' dropout ratio (floats[2]), 0 for none, and the key
+  /// of its stream.
+  double dropout;
+  uint64_t dropoutKey = 0;
   int64_t maskStride[4] = {0, 0, 0, 0};
+
+  /// Drops out the first `n` entries of row i of head (b, h) in place
+  /// (dropoutRow), if there is dropout.
+  template <typename T>
+  void dropRow(T *x, int64_t n, int64_t b, int64_t h, int64_t i) const {
+    if (dropout > 0)
+      dropoutRow(x, n, dropoutKey, ((b * hq + h) * sq + i) * sk, dropout,
+                 T(1.0 / (1.0 - dropout)));
+  }
 };
 
 /// Copies `rows` rows of `width` elements from `from` (row stride
@@ -297,6 +330,7 @@ Status runAttention(const KernelCall &call) {
                                   a.maskStride[3], a.allowed(i0 + i));
             if (lse)
               lse[bh * sq + i0 + i] = rowLse;
+            a.dropRow(scores.data() + i * kv, kv, b, h, i0 + i);
           }
           gemm(false, false, rows, dv, kv, T(1), scores.data(), kv, vb,
                vL.seqStride, o + i0 * ldo, ldo);
@@ -324,7 +358,10 @@ Status runAttention(const KernelCall &call) {
 //   dQ_h = scale * dS K,  dK_g += scale * dS^T Q_h,  dV_g += P^T dO
 //
 // With a soft cap, each dS_ij is multiplied by 1 - t_ij^2 first, t_ij the
-// tanh its remade score kept (a third [kQueryTile, Sk] buffer).
+// tanh its remade score kept (a third [kQueryTile, Sk] buffer). With
+// dropout, Z = P dropped out as the forward did (a fourth buffer) takes
+// P's place in dV += Z^T dO, and dO V^T is dropped out the same way to
+// become dP: D_i = sum_j P_ij dP_ij is sum_j Z_ij (dO V^T)_ij.
 //
 // A task owns one (b, g): its dK and dV accumulate over the group's heads
 // and their query tiles in order, and the dQ of its query heads are its
@@ -369,7 +406,8 @@ Status runAttentionGrad(const KernelCall &call) {
           storeAs(*t, e, 0.0);
     parallelFor(a.batch * hk, 1, [&](int64_t begin, int64_t end) {
       std::vector<T> p(size_t(kQueryTile * sk)), dp(size_t(kQueryTile * sk)),
-          tanhs(a.softcap > 0 ? size_t(kQueryTile * sk) : 0);
+          tanhs(a.softcap > 0 ? size_t(kQueryTile * sk) : 0),
+          z(a.dropout > 0 ? size_t(kQueryTile * sk) : 0);
       std::vector<T> dqWide(native ? 0 : sq * d), dkWide(native ? 0 : sk * d),
           dvWide(native ? 0 : sk * dv);
       for (int64_t bg = begin; bg < end; ++bg) {
@@ -413,11 +451,20 @@ Status runAttentionGrad(const KernelCall &call) {
                 softmaxRow(row, kv, maskRow, a.maskStride[3],
                            a.allowed(i0 + i));
             }
-            // dV += P^T dO; dP = dO V^T.
-            gemm(/*ta=*/true, false, kv, dv, rows, T(1), p.data(), kv, gt,
+            // dV += P^T dO (Z^T dO); dP = dO V^T (dropped out).
+            const T *pv = p.data();
+            if (a.dropout > 0) {
+              std::copy(p.begin(), p.begin() + rows * kv, z.begin());
+              for (int64_t i = 0; i < rows; ++i)
+                a.dropRow(z.data() + i * kv, kv, b, h, i0 + i);
+              pv = z.data();
+            }
+            gemm(/*ta=*/true, false, kv, dv, rows, T(1), pv, kv, gt,
                  gL.seqStride, dvg, ldv, T(1));
             gemm(false, /*tb=*/true, rows, kv, dv, T(1), gt, gL.seqStride, vb,
                  vL.seqStride, dp.data(), kv);
+            for (int64_t i = 0; i < rows; ++i)
+              a.dropRow(dp.data() + i * kv, kv, b, h, i0 + i);
             // dS = P * (dP - rowsum(P * dP)), in place of dP; soft-capped,
             // times 1 - t^2 (the keys past the allowed ones have P = 0).
             for (int64_t i = 0; i < rows; ++i) {

@@ -26,12 +26,7 @@ Status runDropout(const KernelCall &call) {
   if (!(ratio >= 0 && ratio < 1))
     return kernelError(call,
                        "ratio " + std::to_string(ratio) + " is outside [0, 1)");
-  // On a mesh: seed + (this rank's index on the axis) * stride.
-  uint64_t seed = uint64_t(call.ints[0]);
-  if (call.ints.size == 3 && call.context && call.context->collective)
-    seed += uint64_t(call.context->collective->coordinate(int(call.ints[1]))) *
-            uint64_t(call.ints[2]);
-  uint64_t key = math::dropoutKey(seed, uint64_t(call.step()));
+  uint64_t key = dropoutKeyOf(call, 0);
   uint8_t *keepOut = mask.as<uint8_t>();
 
   withFloatCompute(x.dtype, [&](auto zero) {

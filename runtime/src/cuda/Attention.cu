@@ -21,6 +21,12 @@
 // the CPU's functions); the tensor-core kernels and cuDNN do not take a
 // soft cap, so these kernels run it at every dtype and head size.
 //
+// With dropout (floats[2]), p[j] is multiplied by dropWeight (Attention.cuh:
+// math/Dropout.h's mask over the [B, Hq, Sq, Sk] index, the CPU's) where it
+// meets v (o += p w v, dv += p w g_o) and dp by it (ds = p (dp w - D_i),
+// D_i = sum_j p w dp); l and the log-sum-exps are the undropped sums.
+// Only these kernels take dropout.
+//
 // A row with no allowed key, or whose allowed scores are all -inf, gives
 // zeros (output and gradients), as on the CPU. The mask is additive, each
 // of its dims 1 (broadcast) or the scores' size.
@@ -226,7 +232,8 @@ __device__ void accumulateTile(const C *tile, const S *y, int64_t yStride,
 template <typename S>
 __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionKernel(const S *q, const S *k, const S *v, const S *mask, S *out,
-                    Compute<S> *lse, AttnShape a, AttnLayouts layouts) {
+                    Compute<S> *lse, AttnShape a, AttnLayouts layouts,
+                    AttnDropout drop) {
   using C = Compute<S>;
   __shared__ SharedTiles<C> sh;
   const Place p = placeOf();
@@ -266,7 +273,9 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
 #pragma unroll
         for (int u = 0; u < kSlots; ++u) {
           C e = weightOf(s[u], mNew);
-          sh.tile[p.row * kPad + p.col + kRowThreads * u] = e;
+          sh.tile[p.row * kPad + p.col + kRowThreads * u] =
+              e * dropWeight<C>(drop, a, qt.b, qt.h, qi,
+                                j0 + p.col + kRowThreads * u);
           sum += e;
         }
         l = l * alpha + rowSum(sum);
@@ -303,7 +312,7 @@ template <typename S>
 __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionStatsKernel(const S *q, const S *k, const S *v, const S *g,
                          const S *mask, Compute<S> *lse, Compute<S> *delta,
-                         AttnShape a, AttnLayouts layouts) {
+                         AttnShape a, AttnLayouts layouts, AttnDropout drop) {
   using C = Compute<S>;
   __shared__ SharedTiles<C> sh;
   const Place p = placeOf();
@@ -339,7 +348,9 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
       for (int u = 0; u < kSlots; ++u) {
         C e = weightOf(s[u], mNew);
         sum += e;
-        dot += e * dp[u];
+        dot += e * dp[u] *
+               dropWeight<C>(drop, a, qt.b, qt.h, qi,
+                             j0 + p.col + kRowThreads * u);
       }
       l = l * alpha + rowSum(sum);
       acc = acc * alpha + rowSum(dot);
@@ -389,7 +400,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionGradQKernel(const S *q, const S *k, const S *v, const S *g,
                          const S *mask, const Compute<S> *lse,
                          const Compute<S> *delta, S *dq, AttnShape a,
-                         AttnLayouts layouts) {
+                         AttnLayouts layouts, AttnDropout drop) {
   using C = Compute<S>;
   __shared__ SharedTiles<C> sh;
   const Place p = placeOf();
@@ -422,9 +433,12 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
                 vL.seqStride, keys, a.dv, sh.stage, p, dp);
 #pragma unroll
         for (int u = 0; u < kSlots; ++u) {
-          C sc = scoreOf(a, maskBH, qi, j0 + p.col + kRowThreads * u, s[u]);
+          int64_t j = j0 + p.col + kRowThreads * u;
+          C sc = scoreOf(a, maskBH, qi, j, s[u]);
+          C w = dropWeight<C>(drop, a, qt.b, qt.h, qi, j);
           sh.tile[p.row * kPad + p.col + kRowThreads * u] =
-              weightOf(sc, rowLse) * (dp[u] - rowDelta) * scoreSlope(a, s[u]);
+              weightOf(sc, rowLse) * (dp[u] * w - rowDelta) *
+              scoreSlope(a, s[u]);
         }
         accumulateTile(sh.tile, kb + j0 * kL.seqStride, kL.seqStride, keys, a.d,
                        f0, sh.stage, p, acc);
@@ -450,7 +464,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionGradKVKernel(const S *q, const S *k, const S *v, const S *g,
                           const S *mask, const Compute<S> *lse,
                           const Compute<S> *delta, S *dk, S *dv, AttnShape a,
-                          AttnLayouts layouts) {
+                          AttnLayouts layouts, AttnDropout drop) {
   using C = Compute<S>;
   __shared__ SharedTiles<C> sh;
   const Place p = placeOf();
@@ -493,7 +507,9 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
           if (doV) {
 #pragma unroll
             for (int u = 0; u < kSlots; ++u)
-              sh.tile[p.row * kPad + p.col + kRowThreads * u] = pr[u];
+              sh.tile[p.row * kPad + p.col + kRowThreads * u] =
+                  pr[u] *
+                  dropWeight<C>(drop, a, b, h, i0 + p.col + kRowThreads * u, j);
             accumulateTile(sh.tile, gb + i0 * gL.seqStride, gL.seqStride,
                            queries, a.dv, f0, sh.stage, p, accV);
           }
@@ -505,8 +521,9 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
             for (int u = 0; u < kSlots; ++u) {
               int64_t i = i0 + p.col + kRowThreads * u;
               C rowDelta = i < a.sq ? deltaH[i] : C(0);
+              C w = dropWeight<C>(drop, a, b, h, i, j);
               sh.tile[p.row * kPad + p.col + kRowThreads * u] =
-                  pr[u] * (dp[u] - rowDelta) * scoreSlope(a, s[u]);
+                  pr[u] * (dp[u] * w - rowDelta) * scoreSlope(a, s[u]);
             }
             accumulateTile(sh.tile, qb + i0 * qL.seqStride, qL.seqStride,
                            queries, a.d, f0, sh.stage, p, accK);
@@ -724,6 +741,18 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
   return okStatus();
 }
 
+/// The call's dropout (floats[2], the stream after ints[5]), none when it
+/// has none.
+AttnDropout dropoutOf(const KernelCall &call) {
+  AttnDropout drop;
+  if (call.floats.size > 2 && call.floats[2] > 0) {
+    drop.ratio = call.floats[2];
+    drop.scale = 1.0 / (1.0 - drop.ratio);
+    drop.key = dropoutKeyOf(call, kAttentionStatsInt + 1);
+  }
+  return drop;
+}
+
 /// Runs `call` through cuDNN (AttentionCudnn.h) when the engine
 /// ($TRAINC_CUDA_ATTENTION) allows it and cuDNN takes it: `ran` says
 /// whether it did. Operands q, k, v (and the gradient's cotangent, and
@@ -748,6 +777,7 @@ Status runThroughCudnn(const KernelCall &call, const AttnShape &a,
   c.dv = a.dv;
   c.scale = a.scale;
   c.softcap = a.softcap;
+  c.dropout = dropoutOf(call).ratio;
   c.causal = a.causal;
   c.hasMask = call.ints[1] != 0;
   for (int i = 0; i < kAttentionGradTensors; ++i)
@@ -789,12 +819,13 @@ Status runAttention(const KernelCall &call) {
                                          nullptr, nullptr, ran));
   if (ran)
     return okStatus();
+  AttnDropout drop = dropoutOf(call);
   return withFloatStorage(call, q.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
     using C = Compute<S>;
     C *lse = kept.lse ? kept.lse->as<C>() : nullptr;
     if constexpr (std::is_same_v<S, Bf16>)
-      if (tensorCoreAttentionFits(q.dtype, a))
+      if (tensorCoreAttentionFits(q.dtype, a, drop))
         return runTensorCoreAttention(
             call, a, layouts, q.as<const S>(), k.as<const S>(), v.as<const S>(),
             static_cast<const S *>(mask), out.as<S>(), lse);
@@ -802,7 +833,7 @@ Status runAttention(const KernelCall &call) {
     attentionKernel<S>
         <<<blocksFor(tiles), kAttnThreads, 0, streamOf(call).handle()>>>(
             q.as<const S>(), k.as<const S>(), v.as<const S>(),
-            static_cast<const S *>(mask), out.as<S>(), lse, a, layouts);
+            static_cast<const S *>(mask), out.as<S>(), lse, a, layouts, drop);
     return checkLaunch(call, "attentionKernel");
   });
 }
@@ -830,6 +861,7 @@ Status runAttentionGrad(const KernelCall &call) {
       dv.numElements() > 0 ? dv.data : nullptr, ran));
   if (ran)
     return okStatus();
+  AttnDropout drop = dropoutOf(call);
   return withFloatStorage(call, q.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
     using C = Compute<S>;
@@ -838,7 +870,7 @@ Status runAttentionGrad(const KernelCall &call) {
             *gs = g.as<const S>(), *maskS = static_cast<const S *>(mask);
     bool tensorCores = false;
     if constexpr (std::is_same_v<S, Bf16>)
-      tensorCores = tensorCoreAttentionFits(q.dtype, a);
+      tensorCores = tensorCoreAttentionFits(q.dtype, a, drop);
 
     // The rows' log-sum-exps and D: the forward's log-sum-exps, read in
     // place, and D from its result; or pass 1's, both in Scratch memory.
@@ -865,7 +897,7 @@ Status runAttentionGrad(const KernelCall &call) {
       // Pass 1.
       attentionStatsKernel<S>
           <<<blocksFor(queryTiles), kAttnThreads, 0, stream>>>(
-              qs, ks, vs, gs, maskS, madeLse, delta, a, layouts);
+              qs, ks, vs, gs, maskS, madeLse, delta, a, layouts, drop);
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionStatsKernel"));
     }
     if constexpr (std::is_same_v<S, Bf16>)
@@ -878,7 +910,7 @@ Status runAttentionGrad(const KernelCall &call) {
     if (needQ) {
       attentionGradQKernel<S>
           <<<blocksFor(queryTiles), kAttnThreads, 0, stream>>>(
-              qs, ks, vs, gs, maskS, lse, delta, dq.as<S>(), a, layouts);
+              qs, ks, vs, gs, maskS, lse, delta, dq.as<S>(), a, layouts, drop);
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionGradQKernel"));
     }
     // Pass 3: dk and dv (zeros when the group has no query head).
@@ -887,7 +919,7 @@ Status runAttentionGrad(const KernelCall &call) {
       attentionGradKVKernel<S>
           <<<blocksFor(keyTiles), kAttnThreads, 0, stream>>>(
               qs, ks, vs, gs, maskS, lse, delta, dk.as<S>(), dv.as<S>(), a,
-              layouts);
+              layouts, drop);
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionGradKVKernel"));
     }
     return okStatus();

@@ -21,6 +21,7 @@
 
 #include "cuda/KernelUtil.cuh"
 #include "math/AttentionLayout.h"
+#include "math/Dropout.h"
 #include "math/Softcap.h"
 #include "math/Transcendental.h"
 
@@ -119,6 +120,31 @@ __device__ __forceinline__ C scoreSlope(const AttnShape &a, C dot) {
   return math::softcapSlope(math::softcapTanh(C(a.scale) * dot, C(a.softcap)));
 }
 
+/// The probabilities' dropout (floats[2] and the stream after ints[5]:
+/// graph.attention's `dropout`), passed to the scalar kernels beside
+/// AttnShape (which it would push past 128 bytes, see AttnLayouts): the
+/// ratio (0 for none), the stream's key (math/Dropout.h) and the kept
+/// probabilities' factor 1 / (1 - ratio).
+struct AttnDropout {
+  double ratio = 0, scale = 1;
+  uint64_t key = 0;
+};
+
+/// What probability (b, h, i, j) is multiplied by: 1 without dropout;
+/// with it, the factor when element ((b Hq + h) Sq + i) Sk + j of the
+/// stream is kept (as graph.dropout keeps that element of the [B, Hq, Sq,
+/// Sk] probabilities, and the CPU's kernel), else 0. Past the scores'
+/// ends (where p is 0) it is 1.
+template <typename C>
+__device__ __forceinline__ C dropWeight(const AttnDropout &drop,
+                                        const AttnShape &a, int64_t b,
+                                        int64_t h, int64_t i, int64_t j) {
+  if (!(drop.ratio > 0) || i >= a.sq || j >= a.sk)
+    return C(1);
+  uint64_t index = uint64_t(((b * a.hq + h) * a.sq + i) * a.sk + j);
+  return math::dropoutKeep(drop.key, index, drop.ratio) ? C(drop.scale) : C(0);
+}
+
 /// exp(s - reference), 0 for an excluded (-inf) score.
 template <typename C> __device__ __forceinline__ C weightOf(C s, C reference) {
   return s == -infinity<C>() ? C(0) : expOf(s - reference);
@@ -160,9 +186,10 @@ __device__ __forceinline__ const S *maskOf(const AttnShape &a, const S *mask,
 
 /// The tensor-core attention (AttentionTensorCore.cu) takes bf16 calls
 /// whose head sizes (query-key D and value Dv, which may differ) are at
-/// most kTensorCoreMaxHead.
+/// most kTensorCoreMaxHead, without a soft cap or dropout.
 constexpr int64_t kTensorCoreMaxHead = 64;
-bool tensorCoreAttentionFits(DType dtype, const attention::AttnShape &a);
+bool tensorCoreAttentionFits(DType dtype, const attention::AttnShape &a,
+                             const attention::AttnDropout &drop);
 
 /// The forward pass: out = softmax(scale q k^T + mask) v, and when `lse` is
 /// not null each query row's log-sum-exp ([B, Hq, Sq], -inf for a row that

@@ -99,6 +99,8 @@ std::string cudnnAttentionRefusal(const CudnnAttentionCall &c) {
     return "an additive mask";
   if (c.softcap > 0)
     return "a soft cap";
+  if (c.dropout > 0)
+    return "dropout (cuDNN's masks are not trainc's)";
   if (c.grad && (!c.dQuery || !c.dKey || !c.dValue))
     return "a gradient that leaves out dq, dk or dv";
   for (int64_t size : {c.d, c.dv})

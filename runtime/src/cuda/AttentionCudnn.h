@@ -41,6 +41,9 @@ struct CudnnAttentionCall {
   /// graph.attention's soft cap, 0 for none (cuDNN's graphs have none:
   /// refused).
   double softcap = 0;
+  /// graph.attention's dropout ratio, 0 for none (refused: cuDNN draws its
+  /// masks with its own generator, not trainc's stream).
+  double dropout = 0;
   bool causal = false, hasMask = false;
   math::HeadLayout layout[kAttentionGradTensors];
   const void *query = nullptr, *key = nullptr, *value = nullptr;

@@ -70,11 +70,14 @@ namespace trainc::cuda {
 
 using namespace attention;
 
-bool tensorCoreAttentionFits(DType dtype, const AttnShape &a) {
+bool tensorCoreAttentionFits(DType dtype, const AttnShape &a,
+                             const AttnDropout &drop) {
   // A soft cap's gradient needs each score's dot product where these
-  // kernels have already turned it into the score: Attention.cu runs it.
+  // kernels have already turned it into the score: Attention.cu runs it,
+  // and dropout (not written for these kernels' fragment layout yet).
   return dtype == DType::BF16 && a.d >= 1 && a.d <= kTensorCoreMaxHead &&
-         a.dv >= 1 && a.dv <= kTensorCoreMaxHead && !(a.softcap > 0);
+         a.dv >= 1 && a.dv <= kTensorCoreMaxHead && !(a.softcap > 0) &&
+         !(drop.ratio > 0);
 }
 
 namespace {

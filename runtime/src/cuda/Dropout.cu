@@ -40,12 +40,7 @@ Status runDropout(const KernelCall &call) {
   const TensorRef &x = call.inputs[0];
   const TensorRef &y = call.outputs[0], &mask = call.outputs[1];
   double ratio = call.floats[0];
-  // On a mesh: seed + (this rank's index on the axis) * stride.
-  uint64_t seed = uint64_t(call.ints[0]);
-  if (call.ints.size == 3 && call.context && call.context->collective)
-    seed += uint64_t(call.context->collective->coordinate(int(call.ints[1]))) *
-            uint64_t(call.ints[2]);
-  uint64_t key = math::dropoutKey(seed, uint64_t(call.step()));
+  uint64_t key = dropoutKeyOf(call, 0);
   int64_t n = x.numElements();
   return withFloatStorage(call, x.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);

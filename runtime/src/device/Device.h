@@ -27,6 +27,7 @@
 
 #include "base/Status.h"
 #include "device/KernelContext.h"
+#include "math/Dropout.h"
 
 #include <cstdint>
 #include <memory>
@@ -215,6 +216,19 @@ Status createDevice(const std::string &name, std::shared_ptr<Device> &out);
 Status createDevice(const std::string &name,
                     std::shared_ptr<Collective> collective,
                     std::shared_ptr<Device> &out);
+
+/// The key of the dropout stream whose ints start at `first` in `call`
+/// (executable.fbs' Dropout: [seed], or [seed, axis, stride] on a mesh
+/// whose data ranks draw apart): math::dropoutKey of the seed, plus this
+/// rank's coordinate on the axis times the stride, and the step.
+inline uint64_t dropoutKeyOf(const KernelCall &call, int64_t first) {
+  uint64_t seed = uint64_t(call.ints[first]);
+  if (call.ints.size == first + 3 && call.context && call.context->collective)
+    seed += uint64_t(call.context->collective->coordinate(
+                int(call.ints[first + 1]))) *
+            uint64_t(call.ints[first + 2]);
+  return math::dropoutKey(seed, uint64_t(call.step()));
+}
 
 } // namespace trainc
 

@@ -328,11 +328,17 @@ Status Executable::parse() {
                    inst.op == Opcode::ShardSlice ||
                    inst.op == Opcode::ReduceScatterStart ||
                    inst.op == Opcode::AllGatherStart;
+      // A dropout stream's data axis: Dropout's ints[1] of [seed, axis,
+      // stride], attention's ints[7] of its six and those three.
+      bool attention =
+          inst.op == Opcode::Attention || inst.op == Opcode::AttentionGrad;
+      bool stream = (inst.op == Opcode::Dropout && inst.ints.size() == 3) ||
+                    (attention && inst.ints.size() == 9);
       bool onMesh = parts || inst.op == Opcode::AllReduce ||
-                    inst.op == Opcode::AllReduceStart ||
-                    (inst.op == Opcode::Dropout && inst.ints.size() == 3);
-      int64_t axis = inst.op == Opcode::Dropout ? (onMesh ? inst.ints[1] : 0)
-                                                : (onMesh ? inst.ints[0] : 0);
+                    inst.op == Opcode::AllReduceStart || stream;
+      int64_t axis = !onMesh  ? 0
+                     : stream ? inst.ints[attention ? 7 : 1]
+                              : inst.ints[0];
       if (onMesh && (axis < 0 || axis >= int64_t(mesh_.size())))
         return dataLoss(origin_,
                         "instruction " + std::to_string(index) + " (" +

@@ -186,12 +186,24 @@ Status Checker::checkComposite() const {
     // math::attentionLayout (its seq_major bit; q, k and v through their
     // qkv windows).
     bool grad = inst.op == Opcode::AttentionGrad;
-    // floats = [scale] or [scale, softcap].
-    TRAINC_RETURN_IF_ERROR(attrs(6, inst.floats.size() == 2 ? 2 : 1));
-    if (inst.floats.size() == 2 &&
-        !(std::isfinite(inst.floats[1]) && inst.floats[1] > 0))
+    // floats = [scale], [scale, softcap] or, with dropout, [scale,
+    // softcap or 0, ratio] and the stream's ints, [seed] or [seed, axis,
+    // stride], after the six.
+    bool dropout = inst.floats.size() == 3;
+    size_t streamInts = inst.ints.size() == 9 ? 3 : 1;
+    TRAINC_RETURN_IF_ERROR(
+        attrs(dropout ? 6 + streamInts : 6, dropout                   ? 3
+                                            : inst.floats.size() == 2 ? 2
+                                                                      : 1));
+    if (inst.floats.size() >= 2 &&
+        !(std::isfinite(inst.floats[1]) &&
+          (inst.floats[1] > 0 || (dropout && inst.floats[1] == 0))))
       return error("softcap " + std::to_string(inst.floats[1]) +
                    " must be finite and positive");
+    // (A stream's axis is checked by the loader, as Dropout's.)
+    if (dropout && !(inst.floats[2] >= 0 && inst.floats[2] < 1))
+      return error("dropout ratio " + std::to_string(inst.floats[2]) +
+                   " is outside [0, 1)");
     int tensors = grad ? kAttentionGradTensors : kAttentionTensors;
     if (v[kAttentionStatsInt] != 0 && v[kAttentionStatsInt] != 1)
       return error("stats flag " + std::to_string(v[kAttentionStatsInt]) +

@@ -81,6 +81,10 @@ func.func @attention(%q: tensor<1x2x4x8xf32>) {
   // expected-remark@+1 {{flops = 1312, bytes = 1024}}
   %1 = graph.attention %q, %q, %q, scale = 0.35, causal {softcap = 50.0}
          : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  // Dropout adds graph.dropout's draw, test and scale per score: 1216 + 3*32.
+  // expected-remark@+1 {{flops = 1312, bytes = 1024}}
+  %2 = graph.attention %q, %q, %q, scale = 0.35, causal {dropout = 0.1, seed = 1}
+         : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return
 }
 

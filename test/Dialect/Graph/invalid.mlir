@@ -1973,6 +1973,22 @@ func.func @attention_c13_inf(%q: tensor<2x4x8x16xf32>) {
 
 // -----
 
+func.func @attention_c14(%q: tensor<2x4x8x16xf32>) {
+  // expected-error@+1 {{(C14) dropout must be in [0, 1), got 1}}
+  %0 = graph.attention %q, %q, %q, scale = 0.25 {dropout = 1.0, seed = 3} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_c9(%q: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{(C9) dropout must be in [0, 1), got -1.000000e-01}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 {dropout = -0.1} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_grad_c8_negative(%q: tensor<1x2x4x8xf32>) {
   // expected-error@+1 {{(C8) softcap must be finite and positive, got -3.000000e+01}}
   %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 {softcap = -30.0} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)

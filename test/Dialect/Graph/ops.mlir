@@ -289,6 +289,14 @@ func.func @composites(%x: tensor<8x32x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   %cappedGrad:3 = graph.attention_grad %q, %kv, %kv, %capped, scale = 0.125 {softcap = 30.0}
          : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x4x32x16xf32>)
          -> (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>)
+  // Dropout of the probabilities, forward and gradient (one stream).
+  // CHECK: graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.250000e-01, causal {data_seed_stride = 9 : i64, dropout = 1.000000e-01 : f64, seed = 7 : i64} : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>) -> tensor<8x4x32x16xf32>
+  // CHECK: graph.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.250000e-01, causal {data_seed_stride = 9 : i64, dropout = 1.000000e-01 : f64, seed = 7 : i64} : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x4x32x16xf32>) -> (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>)
+  %dropped = graph.attention %q, %kv, %kv, scale = 0.125, causal {dropout = 0.1, seed = 7, data_seed_stride = 9}
+         : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>) -> tensor<8x4x32x16xf32>
+  %droppedGrad:3 = graph.attention_grad %q, %kv, %kv, %dropped, scale = 0.125, causal {dropout = 0.1, seed = 7, data_seed_stride = 9}
+         : (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x4x32x16xf32>)
+         -> (tensor<8x4x32x16xf32>, tensor<8x2x32x16xf32>, tensor<8x2x32x16xf32>)
   // The forward's log-sum-exps, and the gradient reading them (f32 for
   // 16-bit attention).
   // CHECK: %[[O:.+]], %[[LSE:.+]] = graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.250000e-01, causal {with_lse} : (tensor<8x4x32x16xbf16>, tensor<8x2x32x16xbf16>, tensor<8x2x32x16xbf16>) -> (tensor<8x4x32x16xbf16>, tensor<8x4x32xf32>)

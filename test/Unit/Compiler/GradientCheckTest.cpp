@@ -976,23 +976,30 @@ TEST(GradientCheck, Gelu) {
 }
 
 /// Attention over parameters q, k, v (and `mask` operands/types appended),
-/// its scores soft-capped at `softcap` when not 0.
+/// its scores soft-capped at `softcap` when not 0, its probabilities
+/// dropped out at `dropout` (seed 5) when not 0.
 std::string attentionCase(Model &m, const Shape &q, const Shape &k,
                           const Shape &v, const std::string &maskOperand,
                           const Shape &maskShape, bool causal,
-                          const Shape &result, double softcap = 0) {
+                          const Shape &result, double softcap = 0,
+                          double dropout = 0) {
   m.param("q", q);
   m.param("k", k);
   m.param("v", v);
   std::string types = T(q) + ", " + T(k) + ", " + T(v);
   if (!maskOperand.empty())
     types += ", " + T(maskShape);
+  std::vector<std::string> attrs;
+  if (softcap > 0)
+    attrs.push_back(formatv("softcap = {0}", softcap).str());
+  if (dropout > 0)
+    attrs.push_back(formatv("dropout = {0}, seed = 5", dropout).str());
   m.op(formatv("%y = graph.attention %q, %k, %v{0}, scale = 0.5{1}{2} : ({3}) "
                "-> {4}",
                maskOperand.empty() ? "" : " mask " + maskOperand,
                causal ? ", causal" : "",
-               softcap > 0 ? formatv(" {{softcap = {0}}", softcap).str()
-                           : std::string(),
+               attrs.empty() ? std::string()
+                             : " {" + llvm::join(attrs, ", ") + "}",
                types, T(result)));
   return m.build("%y", result);
 }
@@ -1083,6 +1090,96 @@ TEST(GradientCheck, Attention) {
                    attentionCase(tiles, {1, 2, 40, 3}, {1, 1, 40, 3},
                                  {1, 1, 40, 2}, "", {}, true, {1, 2, 40, 2},
                                  0.5));
+  }
+  {
+    // Dropout of the probabilities (BERT's, GPT-2's): the mask is a function
+    // of the step, so every loss is evaluated in a fresh session (step 0),
+    // where attention is a smooth function of q, k and v with the mask
+    // fixed. With a trained mask the decomposed rule of its cotangent draws
+    // the dropout mask again (graph.dropout); causal tiles with grouped
+    // heads cross the CPU kernel's 32-row tiles.
+    CheckOptions options;
+    options.freshSessions = true;
+    Model m(1211);
+    m.param("mask", {1, 2, 4, 4});
+    checkGradients("attention/dropout + mask",
+                   attentionCase(m, {2, 2, 4, 3}, {2, 2, 4, 3}, {2, 2, 4, 3},
+                                 "%mask", {1, 2, 4, 4}, false, {2, 2, 4, 3},
+                                 /*softcap=*/0, /*dropout=*/0.4),
+                   options);
+    Model tiles(1212);
+    checkGradients("attention/dropout causal tiles, gqa, softcap",
+                   attentionCase(tiles, {1, 2, 40, 3}, {1, 1, 40, 3},
+                                 {1, 1, 40, 2}, "", {}, true, {1, 2, 40, 2},
+                                 /*softcap=*/0.5, /*dropout=*/0.25),
+                   options);
+  }
+}
+
+/// graph.attention's dropout is graph.dropout of the [B, H, Sq, Sk]
+/// probabilities, as the recognizer assumes when it takes one into the
+/// other: the fused op and the ops it replaces (softmax, dropout of the
+/// same seed, product) give the same loss and gradients at every step, to
+/// f64 rounding, and both change with the step (the mask does).
+TEST(GradientCheck, AttentionDropoutIsTheUnfusedOps) {
+  const Shape q = {2, 2, 5, 3}, scores = {2, 2, 5, 5};
+  auto build = [&](bool fused) {
+    Model m(1213); // the same parameters and loss weights for both
+    m.param("q", q);
+    m.param("k", q);
+    m.param("v", q);
+    if (fused) {
+      m.op(formatv("%y = graph.attention %q, %k, %v, scale = 0.5 {{dropout = "
+                   "0.4, seed = 5} : ({0}, {0}, {0}) -> {0}",
+                   T(q)));
+    } else {
+      m.op(formatv("%s = graph.dot_general %q, %k, batching_dims = [0, 1] x "
+                   "[0, 1], contracting_dims = [3] x [3] : ({0}, {0}) -> {1}",
+                   T(q), T(scores)));
+      m.op(formatv("%half = graph.constant dense<0.5> : {0}", T(scores)));
+      m.op(formatv("%ss = graph.mul %s, %half : {0}", T(scores)));
+      m.op(formatv("%p = graph.softmax %ss, dim = 3 : {0}", T(scores)));
+      m.op(formatv("%d, %mask = graph.dropout %p, ratio = 4.000000e-01, seed "
+                   "= 5 : {0}",
+                   T(scores)));
+      m.op(formatv("%y = graph.dot_general %d, %v, batching_dims = [0, 1] x "
+                   "[0, 1], contracting_dims = [3] x [2] : ({0}, {1}) -> {1}",
+                   T(scores), T(q)));
+    }
+    return m.build("%y", q);
+  };
+  Compiled fused = compile(build(true), /*canonicalize=*/true);
+  Compiled unfused = compile(build(false), /*canonicalize=*/true);
+  ASSERT_TRUE(fused.executable) << fused.errors;
+  ASSERT_TRUE(unfused.executable) << unfused.errors;
+  std::unique_ptr<trainc::Session> a = newSession(fused.executable),
+                                   b = newSession(unfused.executable);
+  std::vector<double> firstLoss;
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE(a->run().ok());
+    ASSERT_TRUE(b->run().ok());
+    for (const char *name : {"loss", "q.grad", "k.grad", "v.grad"}) {
+      int ia = findOutput(*fused.executable, name),
+          ib = findOutput(*unfused.executable, name);
+      ASSERT_GE(ia, 0) << name;
+      ASSERT_GE(ib, 0) << name;
+      std::vector<double> x = readF64(a->output(ia)),
+                          y = readF64(b->output(ib));
+      ASSERT_EQ(x.size(), y.size()) << name;
+      double norm = 0;
+      for (double e : y)
+        norm = std::max(norm, std::abs(e));
+      // Sums of at most 5 + 3 terms of values below 2 in another order.
+      for (size_t i = 0; i < x.size(); ++i)
+        EXPECT_NEAR(x[i], y[i], 1e-14 * std::max(1.0, norm))
+            << name << " element " << i << " at step " << step;
+      if (std::string(name) == "loss") {
+        if (step == 0)
+          firstLoss = x;
+        else
+          EXPECT_NE(x, firstLoss) << "the mask did not change with the step";
+      }
+    }
   }
 }
 

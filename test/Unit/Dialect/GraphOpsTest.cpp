@@ -113,6 +113,8 @@ TEST_F(GraphOpsTest, InferenceOfEveryShapeChangingBuilder) {
                                           APFloat(0.5),
                                           /*causal=*/true,
                                           /*softcap=*/nullptr,
+                                          /*dropout=*/nullptr, /*seed=*/0,
+                                          /*data_seed_stride=*/0,
                                           /*seq_major=*/nullptr,
                                           /*qkv_heads=*/nullptr,
                                           /*with_lse=*/false);
@@ -121,6 +123,8 @@ TEST_F(GraphOpsTest, InferenceOfEveryShapeChangingBuilder) {
   auto kept = builder.create<AttentionOp>(loc, q, kv, kv, /*mask=*/Value(),
                                           APFloat(0.5), /*causal=*/true,
                                           /*softcap=*/nullptr,
+                                          /*dropout=*/nullptr, /*seed=*/0,
+                                          /*data_seed_stride=*/0,
                                           /*seq_major=*/nullptr,
                                           /*qkv_heads=*/nullptr,
                                           /*with_lse=*/true);

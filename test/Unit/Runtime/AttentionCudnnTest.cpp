@@ -103,6 +103,9 @@ TEST(AttentionCudnn, RefusesWhatItCannotTakeAndSaysWhy) {
   c = gpt2(false);
   c.softcap = 50;
   EXPECT_EQ(refusal(c), "a soft cap");
+  c = gpt2(false);
+  c.dropout = 0.1;
+  EXPECT_EQ(refusal(c), "dropout (cuDNN's masks are not trainc's)");
   c = gpt2(true);
   c.dv = 60;
   EXPECT_NE(refusal(c).find("head size 60"), std::string::npos) << refusal(c);

@@ -14,6 +14,7 @@
 #include "KernelTestUtil.h"
 
 #include "base/Parallel.h"
+#include "math/Dropout.h"
 #include "math/NormParamSums.h"
 
 #include <gtest/gtest.h>
@@ -544,13 +545,42 @@ struct AttentionCase {
   bool causal;
   std::vector<int64_t> maskDims; // Empty: no mask.
   double softcap = 0;            // 0: none.
+  double dropout = 0;            // 0: none; else with seed `seed`.
+  int64_t seed = 0;
 };
 
-/// The kernels' floats: [scale], or [scale, softcap].
+/// The kernels' floats: [scale], [scale, softcap] or [scale, softcap or 0,
+/// dropout].
 std::vector<double> attentionFloats(const AttentionCase &c, double scale) {
+  if (c.dropout > 0)
+    return {scale, c.softcap, c.dropout};
   if (c.softcap > 0)
     return {scale, c.softcap};
   return {scale};
+}
+
+/// The kernels' ints: [causal, has_mask, seq_major 0, no qkv windows,
+/// stats], then the dropout stream's seed.
+std::vector<int64_t> attentionInts(const AttentionCase &c, bool hasMask,
+                                   bool stats = false) {
+  std::vector<int64_t> ints = {c.causal, hasMask, 0, 0, 0, stats};
+  if (c.dropout > 0)
+    ints.push_back(c.seed);
+  return ints;
+}
+
+/// What probability (b, h, i, j) is multiplied by under `c`'s dropout at
+/// step 0 (kernel tests run without a context): graph.dropout's mask of
+/// the [B, Hq, Sq, Sk] probabilities, kept ones scaled by 1 / (1 - ratio).
+double dropoutFactor(const AttentionCase &c, int64_t b, int64_t h, int64_t i,
+                     int64_t j) {
+  if (!(c.dropout > 0))
+    return 1;
+  uint64_t index = uint64_t(((b * c.hq + h) * c.sq + i) * c.sk + j);
+  return math::dropoutKeep(math::dropoutKey(uint64_t(c.seed), 0), index,
+                           c.dropout)
+             ? 1 / (1 - c.dropout)
+             : 0;
 }
 
 /// The scores of query row (b, h, i) over the keys it may see, in f64 by
@@ -603,7 +633,7 @@ std::vector<double> attentionRef(const AttentionCase &c, const TestTensor &q,
         for (int64_t j = 0; j < allowed; ++j)
           for (int64_t e = 0; e < c.dv; ++e)
             out[((b * c.hq + h) * c.sq + i) * c.dv + e] +=
-                std::exp(s[j] - max) / sum *
+                std::exp(s[j] - max) / sum * dropoutFactor(c, b, h, i, j) *
                 v.get(((b * c.hk + g) * c.sk + j) * c.dv + e);
       }
   return out;
@@ -624,9 +654,9 @@ TestTensor checkAttention(const AttentionCase &c,
   if (mask)
     inputs.push_back(mask);
   TestTensor out(c.dtype, {c.b, c.hq, c.sq, c.dv});
-  Status s = runKernel(runAttention, Opcode::Attention, inputs, {&out},
-                       {c.causal, mask != nullptr, /*seq_major=*/0, 0, 0},
-                       attentionFloats(c, scale));
+  Status s =
+      runKernel(runAttention, Opcode::Attention, inputs, {&out},
+                attentionInts(c, mask != nullptr), attentionFloats(c, scale));
   EXPECT_TRUE(s.ok()) << s.toString();
   std::vector<double> ref = attentionRef(c, q, k, v, mask, scale);
   // Scores: D-term dot products of |q|, |k| <= 1 (error D^2 scale u) plus
@@ -696,6 +726,20 @@ TEST(CpuNnAttention, SoftCap) {
   checkAttention(
       {DType::F64, 1, 2, 1, 33, 40, 8, 8, true, {1, 2, 33, 40}, 0.3});
   checkAttention({DType::BF16, 1, 2, 1, 4, 4, 16, 8, true, {}, 1});
+}
+
+/// Dropout of the probabilities: each (b, h, i, j) kept as graph.dropout
+/// keeps that element of [B, Hq, Sq, Sk] (dropoutFactor). Causal tiles,
+/// grouped heads, a mask, a soft cap and every dtype; the ratio 0.5 drops
+/// half, so a wrong index changes most outputs.
+TEST(CpuNnAttention, Dropout) {
+  checkAttention({DType::F32, 2, 3, 3, 5, 5, 8, 6, false, {}, 0, 0.5, 7});
+  checkAttention(
+      {DType::F32, 2, 4, 2, 70, 70, 8, 8, true, {1, 1, 70, 70}, 0, 0.1, 3});
+  checkAttention({DType::F32, 1, 2, 2, 3, 9, 16, 8, true, {}, 2, 0.3, -5});
+  checkAttention(
+      {DType::F64, 1, 2, 1, 33, 40, 8, 8, true, {1, 2, 33, 40}, 0, 0.5, 11});
+  checkAttention({DType::BF16, 1, 2, 1, 4, 4, 16, 8, true, {}, 0, 0.5, 1});
 }
 
 TEST(CpuNnAttention, FullyMaskedRowGivesZeros) {
@@ -941,12 +985,12 @@ StatsRun runWithStats(const AttentionCase &c, const TestTensor *givenMask,
   if (hasMask)
     in.push_back(&r.mask);
   TestTensor plain(c.dtype, r.out.dims());
-  Status s =
-      runKernel(runAttention, Opcode::Attention, in, {&plain},
-                {c.causal, hasMask, 0, 0, 0, 0}, attentionFloats(c, r.scale));
+  Status s = runKernel(runAttention, Opcode::Attention, in, {&plain},
+                       attentionInts(c, hasMask), attentionFloats(c, r.scale));
   EXPECT_TRUE(s.ok()) << s.toString();
   s = runKernel(runAttention, Opcode::Attention, in, {&r.out, &r.lse},
-                {c.causal, hasMask, 0, 0, 0, 1}, attentionFloats(c, r.scale));
+                attentionInts(c, hasMask, /*stats=*/true),
+                attentionFloats(c, r.scale));
   EXPECT_TRUE(s.ok()) << s.toString();
   // Keeping the statistics changes no bit of the result.
   for (int64_t e = 0; e < plain.size(); ++e)
@@ -967,7 +1011,7 @@ StatsRun runWithStats(const AttentionCase &c, const TestTensor *givenMask,
     }
     s = runKernel(runAttentionGrad, Opcode::AttentionGrad, gin,
                   {&grads[0], &grads[1], &grads[2]},
-                  {c.causal, hasMask, 0, 0, 0, stats},
+                  attentionInts(c, hasMask, stats),
                   attentionFloats(c, r.scale));
     EXPECT_TRUE(s.ok()) << s.toString();
   }
@@ -984,6 +1028,9 @@ const AttentionCase kStatsCases[] = {
     // Soft-capped scores (Gemma 2's): the tanh remade in the gradient.
     {DType::F32, 2, 4, 2, 37, 37, 8, 8, true, {1, 1, 37, 37}, 0.5},
     {DType::BF16, 1, 2, 2, 40, 40, 16, 16, true, {}, 1.0},
+    // Dropout: the mask drawn again in the gradient, with a soft cap too.
+    {DType::F32, 2, 4, 2, 37, 37, 8, 8, true, {1, 1, 37, 37}, 0, 0.3, 9},
+    {DType::BF16, 1, 2, 2, 40, 40, 16, 16, true, {}, 0.5, 0.5, 2},
 };
 
 /// The forward's second result is each row's log-sum-exp (-inf for a row
@@ -1012,20 +1059,25 @@ TEST(CpuNnAttention, KeepsTheLogSumExps) {
 /// a division), and each gradient element sums at most max(Sq, Sk) such
 /// terms of values at most 1 (|dO|, |q|, |k|, |v| <= 1) after D- or
 /// Dv-term products: 8 (max(Sq, Sk) + max(D, Dv)) u, of which the worst
-/// element uses 0.1% to 13% here. A shifted lse (P off by 1%) exceeds it
-/// 40 to 10^11 times, so the kernel does read it.
+/// element uses 0.1% to 13% here. Dropout multiplies the kept P and dP by
+/// 1 / (1 - ratio), and their rounding errors with them: the bound too.
+/// 16-bit results are each rounded once, so two sums that straddle a
+/// rounding boundary land one unit in the last place (2 u of the storage
+/// type) apart. A shifted lse (P off by 1%) exceeds the bound 40 to 10^11
+/// times, so the kernel does read it.
 TEST(CpuNnAttention, GradientFromTheForwardsStatistics) {
   for (const AttentionCase &c : kStatsCases) {
     SCOPED_TRACE(dtypeName(c.dtype));
     int64_t terms = std::max(c.sq, c.sk) + std::max(c.d, c.dv);
-    double tol = 8 * terms * computeEps(c.dtype);
+    double tol = 8 * terms * computeEps(c.dtype) / (1 - c.dropout);
     auto worst = [&](const StatsRun &r) {
       double w = 0;
       for (int t = 0; t < 3; ++t)
         for (int64_t e = 0; e < r.grads[t].size(); ++e) {
           double want = r.grads[t].get(e), got = r.gradsFromStats[t].get(e);
-          w = std::max(w, std::fabs(got - want) /
-                              (tol + storageEps(c.dtype) * std::fabs(want)));
+          w = std::max(w,
+                       std::fabs(got - want) /
+                           (tol + 2 * storageEps(c.dtype) * std::fabs(want)));
         }
       return w;
     };

@@ -236,6 +236,7 @@ struct AttentionShape {
   bool causal;
   std::vector<int64_t> mask; // Empty: no mask.
   double softcap = 0;        // 0: none.
+  double dropout = 0;        // 0: none (seed 17).
 };
 
 const AttentionShape kAttentionShapes[] = {
@@ -278,6 +279,12 @@ const AttentionShape kAttentionShapes[] = {
     {kF32, 2, 4, 2, 37, 45, 16, 16, true, {1, 1, 37, 45}, 0.5},
     {kF64, 1, 2, 1, 5, 7, 8, 8, false, {}, 0.3},
     {kBF16, 2, 4, 2, 129, 129, 64, 64, true, {}, 1.0},
+    // Dropout of the probabilities, on the scalar kernels at every dtype
+    // (the tensor cores and cuDNN take none): the CPU's mask, drawn by
+    // each element's [B, Hq, Sq, Sk] index; with a soft cap and a mask.
+    {kF32, 2, 4, 2, 37, 45, 16, 16, true, {1, 1, 37, 45}, 0, 0.3},
+    {kF64, 1, 2, 1, 5, 7, 8, 8, false, {}, 0.3, 0.5},
+    {kBF16, 2, 4, 2, 129, 129, 64, 64, true, {}, 0, 0.1},
 };
 
 /// attention (or attention_grad) on random q, k, v (cotangent) and mask;
@@ -307,11 +314,16 @@ Call attentionCall(const AttentionShape &a, bool grad, uint32_t seed,
            zeros(a.t, stored(vDims, 6))};
   else
     out = {zeros(a.t, stored(oDims, 3))};
-  return makeCall(
-      grad ? Opcode::AttentionGrad : Opcode::Attention, in, out,
-      {a.causal, !a.mask.empty(), seqMajor, 0, 0, 0},
-      a.softcap > 0 ? std::vector<double>{1 / std::sqrt(double(a.d)), a.softcap}
-                    : std::vector<double>{1 / std::sqrt(double(a.d))});
+  std::vector<int64_t> ints = {a.causal, !a.mask.empty(), seqMajor, 0, 0, 0};
+  std::vector<double> floats = {1 / std::sqrt(double(a.d))};
+  if (a.softcap > 0 || a.dropout > 0)
+    floats.push_back(a.softcap);
+  if (a.dropout > 0) {
+    floats.push_back(a.dropout);
+    ints.push_back(17);
+  }
+  return makeCall(grad ? Opcode::AttentionGrad : Opcode::Attention, in, out,
+                  ints, floats);
 }
 
 /// Scores are D-term dot products (|q|, |k| <= 1, scaled by 1 / sqrt(D):

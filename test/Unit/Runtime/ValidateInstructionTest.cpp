@@ -378,7 +378,26 @@ TEST(Executable, ChecksAttentionLayouts) {
   capped.floats = {0.25, std::numeric_limits<double>::infinity()};
   fails(capped, "must be finite and positive");
   capped.floats = {0.25, 50.0, 1.0};
-  fails(capped, "expects 6 and 1");
+  fails(capped, "expects 7 and 3");
+  // floats [scale, softcap or 0, ratio] and the stream's ints (version
+  // 32): the ratio in [0, 1), the stream [seed] or [seed, axis, stride].
+  InstructionInfo dropped = canonical;
+  dropped.floats = {0.25, 0.0, 0.1};
+  dropped.ints = {1, 0, 0, 0, 0, 0, 42};
+  EXPECT_TRUE(validateInstruction(dropped, 0, tensors).ok());
+  dropped.ints = {1, 0, 0, 0, 0, 0, 42, 0, 7};
+  EXPECT_TRUE(validateInstruction(dropped, 0, tensors).ok());
+  dropped.floats = {0.25, 50.0, 0.1};
+  EXPECT_TRUE(validateInstruction(dropped, 0, tensors).ok());
+  dropped.floats = {0.25, 0.0, 1.0};
+  fails(dropped, "dropout ratio 1.000000 is outside [0, 1)");
+  dropped.floats = {0.25, -1.0, 0.1};
+  fails(dropped, "softcap -1.000000 must be finite and positive");
+  dropped.floats = {0.25, 0.0, 0.1};
+  dropped.ints = {1, 0, 0, 0, 0, 0};
+  fails(dropped, "expects 7 and 3");
+  dropped.ints = {1, 0, 0, 0, 0, 0, 42, 0};
+  fails(dropped, "expects 7 and 3");
   // The gradient: q, k, v, the cotangent, then dq, dk, dv (bits 4..6).
   InstructionInfo grad;
   grad.op = Opcode::AttentionGrad;

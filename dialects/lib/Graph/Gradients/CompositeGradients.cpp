@@ -289,7 +289,9 @@ struct RmsNormGradient
 /// P = softmax(S) of the scores S = scale * q k^T + mask (causal entries
 /// -inf; soft-capped, c * tanh(scale * q k^T / c) + mask), as the kernel
 /// does, then dP = g V^T, dS = P * (dP - sum(dP * P,
-/// keys)), and dMask = dS summed over the dims the mask broadcasts along.
+/// keys)), and dMask = dS summed over the dims the mask broadcasts along;
+/// with dropout, dP is g V^T through the forward's mask (graph.dropout of
+/// the same stream: D_i = sum(dP * P) is then the kernel's sum).
 /// Grouped-query attention (Hq = G * Hk, query head h reading key head
 /// h / G) needs no copies of K and V: [B, Hq, Sq, X] reshapes to
 /// [B, Hk, G * Sq, X], so each key head meets its G query heads as extra
@@ -330,7 +332,8 @@ struct AttentionGradient
         attention.getQuery(), attention.getKey(), attention.getValue(),
         cotangents[0], attention.getMask(), /*stats=*/ValueRange(),
         attention.getScaleAttr(), attention.getCausalAttr(),
-        attention.getSoftcapAttr(),
+        attention.getSoftcapAttr(), attention.getDropoutAttr(),
+        attention.getSeedAttr(), attention.getDataSeedStrideAttr(),
         seqMajor.empty() ? DenseI64ArrayAttr()
                          : b.getDenseI64ArrayAttr(seqMajor),
         /*qkv_heads=*/DenseI64ArrayAttr());
@@ -401,6 +404,14 @@ struct AttentionGradient
     }
 
     Value dp = ungrouped(headDot(gg, v, 3, 3)); // [B, Hq, Sq, Sk]
+    // Dropout: dp so far is the dropped probabilities' cotangent; the
+    // probabilities' own is it through the forward's mask, which
+    // graph.dropout of the same stream over [B, Hq, Sq, Sk] draws again.
+    if (std::optional<APFloat> ratio = attention.getDropout()) {
+      auto drop = b.create<DropoutOp>(e.loc, dp, *ratio, attention.getSeed());
+      drop.setDataSeedStride(attention.getDataSeedStride());
+      dp = drop.getResult();
+    }
     Value rowDot = e.back(e.sum(e.mul(dp, p), keys), dp, keys);
     Value ds = e.mul(p, e.sub(dp, rowDot)); // d(scores)
     out.push_back(

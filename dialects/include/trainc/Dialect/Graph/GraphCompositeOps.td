@@ -344,6 +344,7 @@ def Graph_SumOfSquaresOp : Graph_Op<"sum_of_squares", [
 
 def Graph_DropoutOp : Graph_Op<"dropout", [
     AllTypesMatch<["operand", "result"]>, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Graph_RandomOpInterface>,
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
   let summary = "inverted dropout with a reproducible mask";
   let description = [{
@@ -459,7 +460,8 @@ def Graph_RmsNormOp : Graph_InferredOp<"rms_norm", [
 }
 
 def Graph_AttentionOp : Graph_InferredOp<"attention", [
-    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Graph_RandomOpInterface>]> {
   let summary = "scaled dot-product attention";
   let description = [{
     For query `[B, Hq, Sq, D]`, key `[B, Hk, Sk, D]` and value
@@ -473,6 +475,15 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
     attend to gives zeros. Softmax is computed in at least f32. With
     `softcap = c` the scores are capped before the mask is added (Gemma 2's
     logit soft-capping): `s = c * tanh(scale * q @ k^T / c)`.
+
+    Dropout: with `dropout = r`, the probabilities are `graph.dropout`'s of
+    ratio r and seed `seed` (and `data_seed_stride`) applied to the
+    `[B, Hq, Sq, Sk]` probabilities before the product with v: `result =
+    dropout(softmax(...)) @ v`, each kept probability scaled by
+    `1 / (1 - r)`. Element (b, h, i, j) is kept as graph.dropout keeps the
+    element of that row-major index, so the fused op draws exactly the
+    mask of the ops it replaces, and its gradient and a recomputation
+    draw it again from the seed and the step; no mask is stored.
 
     Constraints:
     - (C1) query, key and value have rank 4.
@@ -493,6 +504,7 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
     - (C12) there is a second result, `lse`, exactly when `with_lse` is
       set: `[B, Hq, Sq]` of f32 (f64 for f64 operands).
     - (C13) `softcap`, when present, is finite and positive.
+    - (C14) `dropout`, when present, is in [0, 1).
 
     Statistics: with `with_lse`, `lse[b, h, i]` is the log-sum-exp of row
     i's scores over the keys it may see (-inf for a row with none), what
@@ -520,6 +532,10 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
     %oc = graph.attention %q, %k, %v, scale = 0.125, causal {softcap = 50.0}
            : (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
            -> tensor<8x4x32x16xf32>
+    // Dropout of ratio 0.1 on the probabilities, BERT's and GPT-2's:
+    %od = graph.attention %q, %k, %v, scale = 0.125 {dropout = 0.1, seed = 7}
+           : (tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>)
+           -> tensor<8x4x32x16xf32>
     // The same, q and the result stored [B, S, H, D]:
     %o2 = graph.attention %qs, %k, %v, scale = 0.125, causal
             {seq_major = array<i64: 0, 3>}
@@ -537,6 +553,9 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
                        Optional<Graph_FloatTensor>:$mask,
                        F64Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<F64Attr>:$softcap,
+                       OptionalAttr<F64Attr>:$dropout,
+                       DefaultValuedAttr<I64Attr, "0">:$seed,
+                       DefaultValuedAttr<I64Attr, "0">:$data_seed_stride,
                        OptionalAttr<DenseI64ArrayAttr>:$seq_major,
                        OptionalAttr<DenseI64ArrayAttr>:$qkv_heads,
                        UnitAttr:$with_lse);
@@ -903,7 +922,8 @@ def Graph_DotGeneralBiasGradOp : Graph_InferredOp<"dot_general_bias_grad", [
 }
 
 def Graph_AttentionGradOp : Graph_Op<"attention_grad", [AttrSizedOperandSegments,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Graph_RandomOpInterface>]> {
   let summary = "the query, key and value gradients of attention";
   let description = [{
     The gradient rule of `graph.attention` as one op, for a mask (when
@@ -914,7 +934,11 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [AttrSizedOperandSegments
     `dk = scale * dS^T @ q`, `dv = P^T @ g`, the key and value gradients
     summed over the query heads of a group. With `softcap = c` (graph.attention's),
     `S = c * t + mask` with `t = tanh(scale * q @ k^T / c)`, and dS is
-    multiplied by `1 - t^2` before the products with k and q. The kernel remakes S and P one
+    multiplied by `1 - t^2` before the products with k and q. With
+    `dropout = r` (graph.attention's, with its `seed` and
+    `data_seed_stride`), `Z = P * keep / (1 - r)` with the forward's mask
+    `keep`, `dv = Z^T @ g`, `dZ = g @ v^T`, `dP = dZ * keep / (1 - r)`
+    and `D_i = sum_j Z_ij dZ_ij` (the same sum). The kernel remakes S and P one
     (batch, key head) at a time, so no [B, H, Sq, Sk] tensor is ever
     materialized (the decomposed rule kept several: for GPT-2 124M at
     sequence 1,024, 192 MiB each).
@@ -947,6 +971,7 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [AttrSizedOperandSegments
       (`trainc-attention-stats` pairs the two ops): the kernels take
       `P = exp(S - lse)` and `D_i` from them.
     - (C8) `softcap`, when present, is finite and positive.
+    - (C9) `dropout`, when present, is in [0, 1).
 
     Example:
     ```mlir
@@ -976,6 +1001,9 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [AttrSizedOperandSegments
                        Variadic<Graph_FloatTensor>:$stats,
                        F64Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<F64Attr>:$softcap,
+                       OptionalAttr<F64Attr>:$dropout,
+                       DefaultValuedAttr<I64Attr, "0">:$seed,
+                       DefaultValuedAttr<I64Attr, "0">:$data_seed_stride,
                        OptionalAttr<DenseI64ArrayAttr>:$seq_major,
                        OptionalAttr<DenseI64ArrayAttr>:$qkv_heads);
   let results = (outs Variadic<Graph_FloatTensor>:$grads);

@@ -118,4 +118,27 @@ def Graph_InPlaceOpInterface : OpInterface<"InPlaceOpInterface"> {
   ];
 }
 
+def Graph_RandomOpInterface : OpInterface<"RandomOpInterface"> {
+  let cppNamespace = "::trainc::graph";
+  let description = [{
+    An op that draws dropout masks from the counter-based stream of
+    (`seed`, the training step, the element's index): graph.dropout, and
+    graph.attention and graph.attention_grad with `dropout`. Passes that
+    copy a step or split its batch move the stream through this interface,
+    so each kind of op draws as the others do: gradient accumulation gives
+    micro-batch m the seed `seed + m * kMicroBatchSeedStride`, the
+    data-parallel split sets `data_seed_stride` (rank i draws with
+    `seed + i * data_seed_stride`).
+  }];
+  let methods = [
+    InterfaceMethod<"The stream's seed.", "uint64_t", "getSeed", (ins), [{}],
+      [{ return $_op.getSeed(); }]>,
+    InterfaceMethod<"Sets the stream's seed.", "void", "setSeed",
+      (ins "uint64_t":$seed), [{}], [{ $_op.setSeed(seed); }]>,
+    InterfaceMethod<"Sets how far apart the data ranks' seeds are.", "void",
+      "setDataSeedStride", (ins "uint64_t":$stride), [{}],
+      [{ $_op.setDataSeedStride(stride); }]>,
+  ];
+}
+
 #endif // TRAINC_DIALECT_GRAPH_GRAPHINTERFACES_TD
