@@ -150,17 +150,21 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                       the whole job from outside instead
   --max-restarts R    with --supervise: give up after R restarts without
                       progress (default 3); restarts back off 1, 2, 4, ... s
-  --resume DIR        continue from the newest checkpoint in DIR whose
-                      checksums verify (a damaged newer one is skipped with
-                      a warning): weights, optimizer state, step count and
-                      data position; may be the --save-state DIR
+  --resume DIR        continue from the checkpoint DIR/latest names (the
+                      last save that completed and verified) or, if its
+                      checksums fail, the newest other one that verifies
+                      (each skipped one named in a warning): weights,
+                      optimizer state, step count and data position; may
+                      be the --save-state DIR
   --save-safetensors FILE
                       after the last run, write the parameters (the trained
                       weights, by their model names) as a .safetensors file
   --export-onnx FILE  after the last run, write the source ONNX model with
                       its initializers replaced by the trained weights
   --onnx-source FILE  the ONNX model to export from (default: the model the
-                      executable was compiled from)
+                      executable was compiled from); checked before the
+                      first step: each parameter must be one of its
+                      initializers, of the same type and shape
 
 Several ranks (MODEL.tcx from `trainc ... --mesh data=N --data-parallel`,
 launched with `mpirun -np N trainc-run MODEL.tcx ...`): every rank runs the

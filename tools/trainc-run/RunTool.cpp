@@ -418,6 +418,12 @@ int runRunTool(int argc, char **argv) {
     if (trainc_status s = trainc_trainer_use_checkpoint_dir(
             trainer.get(), o.saveStateDir.c_str(), int(o.keepLast)))
       return fail(take(s));
+  // The model --export-onnx writes the trained weights into must take them:
+  // a wrong one is found now, before training, not after it.
+  if (!o.onnxExportPath.empty())
+    if (trainc_status s = trainc_trainer_check_onnx_export(
+            trainer.get(), onnxSource.c_str(), o.onnxExportPath.c_str()))
+      return fail("--export-onnx: " + take(s));
   // A fresh run, or one resumed from elsewhere, in a directory holding a
   // run's checkpoints would mix its own with them: a later --resume takes
   // the newest step, which may be the other run's. (A checkpoint of step 0,

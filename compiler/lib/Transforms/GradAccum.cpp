@@ -142,7 +142,8 @@ struct GradAccumPass : public trainc::impl::GradAccumBase<GradAccumPass> {
         // Each micro-batch draws its own dropout masks (its backward reads
         // the mask of its own forward, or draws it again from the same
         // seed: attention's).
-        if (auto random = dyn_cast<RandomOpInterface>(clone))
+        if (auto random = dyn_cast<RandomOpInterface>(clone);
+            random && random.drawsMasks())
           random.setSeed(random.getSeed() +
                          uint64_t(m) * trainc::kMicroBatchSeedStride);
       }

@@ -212,8 +212,9 @@ struct PartitionPass : public trainc::impl::PartitionBase<PartitionPass> {
     // micro-batch m is micro-batch r * K + m of one rank with --grad-accum
     // N * K, whose seeds step by kMicroBatchSeedStride (GradAccum.cpp).
     fn.walk([&](RandomOpInterface op) {
-      op.setDataSeedStride(uint64_t(microBatches) *
-                           trainc::kMicroBatchSeedStride);
+      if (op.drawsMasks())
+        op.setDataSeedStride(uint64_t(microBatches) *
+                             trainc::kMicroBatchSeedStride);
     });
 
     Block &body = fn.getBody().front();

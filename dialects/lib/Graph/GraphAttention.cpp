@@ -326,3 +326,6 @@ LogicalResult AttentionGradOp::verify() {
     return emitOpError("(C3) scale must be finite");
   return success();
 }
+
+bool AttentionOp::drawsMasks() { return getDropout().has_value(); }
+bool AttentionGradOp::drawsMasks() { return getDropout().has_value(); }

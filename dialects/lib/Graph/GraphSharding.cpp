@@ -6,7 +6,8 @@
 // softmax's axis, a norm's normalized dimensions, a slice's sliced one, a
 // maximum's or a mean's reduced one) has no factor, and so does every
 // dimension of dropout, whose mask depends on each element's index in the
-// whole tensor. Tested by test/Dialect/Graph/sharding.mlir.
+// whole tensor, and of attention with dropout. Tested by
+// test/Dialect/Graph/sharding.mlir.
 //
 //===----------------------------------------------------------------------===//
 
@@ -700,14 +701,18 @@ ShardingRule NormGradParamsOp::getShardingRule() {
 /// With `qkv_heads` (formed after partitioning, in the lower phase) every
 /// dimension is whole: one stored head dimension holds the query's, the
 /// key's and the value's heads, which one factor cannot split.
+///
+/// With `dropout` every dimension is whole too, as graph.dropout's: the mask
+/// depends on each probability's index in the whole [B, Hq, Sq, Sk], which
+/// a part of the batch or of the heads would number from 0.
 ShardingRule AttentionOp::getShardingRule() {
-  if (getQkvHeads())
+  if (getQkvHeads() || getDropout())
     return RuleBuilder(*this).take();
   return attentionRule(*this, {getQuery(), getKey(), getValue()}, getMask(),
                        getSeqMajor());
 }
 ShardingRule AttentionGradOp::getShardingRule() {
-  if (getQkvHeads())
+  if (getQkvHeads() || getDropout())
     return RuleBuilder(*this).take();
   return attentionRule(*this,
                        {getQuery(), getKey(), getValue(), getCotangent()},

@@ -141,9 +141,9 @@ public:
   /// Gather has read so far.
   std::map<std::string, int64_t> paddingIndices;
   std::set<std::string> paddedTablesRead;
-  /// Dropout nodes of a training step that have a ratio but no
-  /// training_mode input, which ONNX reads as the identity (importDropout),
-  /// by name: the import warns about them.
+  /// Dropout nodes of a training step that have no training_mode input
+  /// (and a ratio above 0), which ONNX reads as the identity
+  /// (importDropout), described: the import warns about them.
   std::vector<std::string> modelessDropouts;
 
   /// The value named `name`, or null if not defined (yet).

@@ -508,8 +508,8 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
     const std::vector<std::string> &names = graph.modelessDropouts;
     InFlightDiagnostic diag = mlir::emitWarning(fileLoc);
     diag << names.size() << " Dropout node" << (names.size() > 1 ? "s" : "")
-         << " with a ratio but no training_mode input ('" << names[0] << "'"
-         << (names.size() > 1 ? " and others" : "")
+         << " without a training_mode input (" << names[0]
+         << (names.size() > 1 ? ", and others" : "")
          << ") apply no dropout: ONNX defines a Dropout without "
             "training_mode as the identity. PyTorch's exporters write "
             "scaled_dot_product_attention's dropout_p so, even in training "

@@ -388,7 +388,7 @@ LogicalResult importDropout(NodeContext &ctx) {
   } else if (ratio > 0 && ctx.graph.trainingStep && !ctx.graph.evalMode) {
     // What both PyTorch exporters write for scaled_dot_product_attention's
     // dropout_p, even in training mode.
-    ctx.graph.modelessDropouts.push_back(ctx.node.name());
+    ctx.graph.modelessDropouts.push_back(ctx.describe());
   }
   auto type = ctx.inputType(*x);
   auto maskType =

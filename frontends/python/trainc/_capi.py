@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-API_VERSION = 12
+API_VERSION = 13
 
 # trainc_status_code.
 STATUS_CODES = {

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define TRAINC_API_VERSION 12
+#define TRAINC_API_VERSION 13
 
 typedef struct trainc_status_s *trainc_status;
 typedef struct trainc_executable_s trainc_executable;
@@ -362,8 +362,10 @@ trainc_status trainc_trainer_save_safetensors(trainc_trainer *trainer,
  * Every rank restores: it joins the parts and keeps its own, so a
  * checkpoint restores under any mesh. */
 trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir);
-/* Restores the newest checkpoint of `dir` whose checksums verify (a damaged
- * newer one is skipped: trainc_trainer_restore_note says so), or a run
+/* Restores the checkpoint `dir`/latest names (the last save that completed
+ * and verified) or, if its checksums fail, the newest other one that
+ * verifies (a damaged one is skipped: trainc_trainer_restore_note says
+ * so), or a run
  * saved by API versions 2-3. TRAINC_NOT_FOUND when `dir` does not exist;
  * TRAINC_INVALID_ARGUMENT when it was saved with another seed, data or
  * model; TRAINC_DATA_LOSS when no checkpoint in it verifies. */
@@ -393,6 +395,16 @@ trainc_status trainc_trainer_describe_data(const trainc_trainer *trainer,
 trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
                                          const char *source_model,
                                          const char *path);
+/* Since API version 13. Checks, writing nothing, what
+ * trainc_trainer_export_onnx(trainer, source_model, path) checks before it
+ * writes, with the same errors: that every parameter is exactly one
+ * initializer of `source_model` of its dtype and shape, and that `path` is
+ * neither the model nor its external data. It reads the model once (and
+ * makes the exported one in memory): a run calls it before it trains, so
+ * that a wrong model is found before the training, not after it. */
+trainc_status trainc_trainer_check_onnx_export(trainc_trainer *trainer,
+                                               const char *source_model,
+                                               const char *path);
 /* The run state saved in `dir`, without restoring it: its steps and seed
  * (to create the trainer that continues it with the same seed). Since API
  * version 6 it reads only the checkpoints' manifests: the step is that of

@@ -771,6 +771,21 @@ trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
       });
 }
 
+trainc_status trainc_trainer_check_onnx_export(trainc_trainer *trainer,
+                                               const char *source_model,
+                                               const char *path) {
+  if (!trainer)
+    return nullArgument("trainer");
+  if (!source_model)
+    return nullArgument("source_model");
+  if (!path)
+    return nullArgument("path");
+  return writeWeights(
+      trainer, [&](const std::vector<trainc::NamedTensor> &weights) {
+        return trainc::checkOnnxExport(source_model, path, weights);
+      });
+}
+
 trainc_status trainc_saved_run_info(const char *dir, int64_t *out_step,
                                     uint64_t *out_seed) {
   if (!dir)

@@ -636,11 +636,10 @@ private:
   std::vector<fs::path> external_;
 };
 
-} // namespace
-
-Status exportOnnxWithWeights(const std::string &sourcePath,
-                             const std::string &outPath,
-                             const std::vector<NamedTensor> &weights) {
+/// exportOnnxWithWeights up to the write: the new model's bytes in `out`.
+Status exportedModel(const std::string &sourcePath, const std::string &outPath,
+                     const std::vector<NamedTensor> &weights,
+                     std::string &out) {
   std::string temporary = outPath + ".tmp";
   // The output is renamed over `outPath` and the temporary truncated; neither
   // may be the model being exported.
@@ -662,7 +661,6 @@ Status exportOnnxWithWeights(const std::string &sourcePath,
   bool inlineExternal =
       !sameFile(directoryOf(sourcePath), directoryOf(outPath));
   Exporter exporter(file, weights, inlineExternal);
-  std::string out;
   TRAINC_RETURN_IF_ERROR(exporter.rewriteModel(out));
   if (out.size() > kMaxMessageBytes)
     return Status(StatusCode::kOutOfRange,
@@ -674,10 +672,26 @@ Status exportOnnxWithWeights(const std::string &sourcePath,
       return invalidArgument("cannot export onto " + outPath + ": " +
                              sourcePath + " keeps external data in " +
                              external.string());
+  return okStatus();
+}
 
+} // namespace
+
+Status exportOnnxWithWeights(const std::string &sourcePath,
+                             const std::string &outPath,
+                             const std::vector<NamedTensor> &weights) {
+  std::string out;
+  TRAINC_RETURN_IF_ERROR(exportedModel(sourcePath, outPath, weights, out));
   return writeFileAtomically(outPath, [&](std::ostream &stream) {
     stream.write(out.data(), std::streamsize(out.size()));
   });
+}
+
+Status checkOnnxExport(const std::string &sourcePath,
+                       const std::string &outPath,
+                       const std::vector<NamedTensor> &weights) {
+  std::string out;
+  return exportedModel(sourcePath, outPath, weights, out);
 }
 
 Status readOnnxInitializers(const std::string &path,

@@ -51,6 +51,14 @@ Status exportOnnxWithWeights(const std::string &sourcePath,
                              const std::string &outPath,
                              const std::vector<NamedTensor> &weights);
 
+/// What exportOnnxWithWeights(sourcePath, outPath, weights) checks before it
+/// writes, with the same errors, writing nothing: it reads the model (and
+/// the external data it would inline) and makes the new model in memory.
+/// For a training run to find a wrong source model before it trains.
+Status checkOnnxExport(const std::string &sourcePath,
+                       const std::string &outPath,
+                       const std::vector<NamedTensor> &weights);
+
 /// One top-level initializer of an ONNX file, as stored.
 struct OnnxInitializer {
   std::string name;

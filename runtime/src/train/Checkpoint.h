@@ -33,8 +33,10 @@
 // it removes all but the newest --keep-last checkpoints and any staging
 // directory a killed run left. An interrupted save therefore never touches
 // the checkpoint a resume would use. A restore verifies every checksum, the
-// model hash, the seed and the data; a damaged checkpoint is skipped with a
-// warning naming what is wrong, and the newest good one is used.
+// model hash, the seed and the data; it takes the checkpoint `latest` names,
+// or, when that is damaged, skips it with a warning naming what is wrong
+// and takes the newest other one that verifies ("the newest good one"
+// below: `latest` is the newest a save completed).
 //
 // Format 2 (one shard of one rank) and directories written before it
 // (run_state.json and one .npy per tensor) still restore.

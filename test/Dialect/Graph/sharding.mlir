@@ -189,6 +189,15 @@ func.func @attention(%q: tensor<2x8x32x16xf32>, %kv: tensor<2x4x32x16xf32>, %m: 
   %3:3 = graph.attention_grad %qs, %kvs, %kvs, %qs, scale = 0.25, causal {seq_major = array<i64: 0, 1, 2, 3, 5>}
          : (tensor<2x32x8x16xf32>, tensor<2x32x4x16xf32>, tensor<2x32x4x16xf32>, tensor<2x32x8x16xf32>)
          -> (tensor<2x8x32x16xf32>, tensor<2x32x4x16xf32>, tensor<2x4x32x16xf32>)
+  // With dropout, whole, as graph.dropout: a part would number its
+  // probabilities from 0 and draw another mask.
+  // expected-remark@+1 {{([_, _, _, _], [_, _, _, _], [_, _, _, _]) -> ([_, _, _, _])}}
+  %4 = graph.attention %q, %kv, %kv, scale = 0.25 {dropout = 0.1, seed = 3}
+         : (tensor<2x8x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>) -> tensor<2x8x32x16xf32>
+  // expected-remark@+1 {{([_, _, _, _], [_, _, _, _], [_, _, _, _], [_, _, _, _]) -> ([_, _, _, _], [_, _, _, _], [_, _, _, _])}}
+  %5:3 = graph.attention_grad %q, %kv, %kv, %q, scale = 0.25 {dropout = 0.1, seed = 3}
+         : (tensor<2x8x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x8x32x16xf32>)
+         -> (tensor<2x8x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>)
   return
 }
 

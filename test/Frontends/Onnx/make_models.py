@@ -143,6 +143,26 @@ def gather_out_of_range():
         [float_input('x', [3, 2])], [float_input('y', [2, 2])])
 
 
+def dropout_model(training_mode):
+    """MatMul, a Dropout of ratio 0.1 and the sum as the loss; the Dropout
+    has a training_mode input when `training_mode` is not None (as PyTorch
+    writes nn.Dropout), else none (as both PyTorch exporters write
+    scaled_dot_product_attention's dropout_p)."""
+    def constant(name, value):
+        return helper.make_node('Constant', [], [name], name=name,
+                                value=numpy_helper.from_array(value, name))
+    nodes = [helper.make_node('MatMul', ['x', 'proj.weight'], ['y'], name='proj'),
+             constant('ratio', np.array(0.1, np.float32))]
+    inputs = ['y', 'ratio']
+    if training_mode is not None:
+        nodes.append(constant('mode', np.array(training_mode)))
+        inputs.append('mode')
+    nodes += [helper.make_node('Dropout', inputs, ['d'], name='attn_drop'),
+              helper.make_node('ReduceSum', ['d'], ['loss'], name='sum', keepdims=0)]
+    return make_model(nodes, [float_input('x', [2, 4])], [float_input('loss', [])],
+                      [ramp('proj.weight', [4, 3])])
+
+
 def save_with_external_weights(model, directory):
     """Saves directory/model.onnx with every initializer in weights.bin."""
     os.makedirs(directory, exist_ok=True)
@@ -191,7 +211,9 @@ def main():
                         ('bad_reshape', bad_reshape),
                         ('matrix_repeats', matrix_repeats),
                         ('gather_out_of_range', gather_out_of_range),
-                        ('bad_class_weights', bad_class_weights)]:
+                        ('bad_class_weights', bad_class_weights),
+                        ('modeless_dropout', lambda: dropout_model(None)),
+                        ('training_dropout', lambda: dropout_model(True))]:
         onnx.save_model(build(), os.path.join(out, name + '.onnx'))
 
     with open(os.path.join(out, 'non_utf8_name.onnx'), 'wb') as f:

@@ -461,7 +461,7 @@ def Graph_RmsNormOp : Graph_InferredOp<"rms_norm", [
 
 def Graph_AttentionOp : Graph_InferredOp<"attention", [
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
-    DeclareOpInterfaceMethods<Graph_RandomOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_RandomOpInterface, ["drawsMasks"]>]> {
   let summary = "scaled dot-product attention";
   let description = [{
     For query `[B, Hq, Sq, D]`, key `[B, Hk, Sk, D]` and value
@@ -923,7 +923,7 @@ def Graph_DotGeneralBiasGradOp : Graph_InferredOp<"dot_general_bias_grad", [
 
 def Graph_AttentionGradOp : Graph_Op<"attention_grad", [AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>,
-    DeclareOpInterfaceMethods<Graph_RandomOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_RandomOpInterface, ["drawsMasks"]>]> {
   let summary = "the query, key and value gradients of attention";
   let description = [{
     The gradient rule of `graph.attention` as one op, for a mask (when

@@ -131,6 +131,9 @@ def Graph_RandomOpInterface : OpInterface<"RandomOpInterface"> {
     `seed + i * data_seed_stride`).
   }];
   let methods = [
+    InterfaceMethod<"Whether the op draws from its stream (attention only "
+      "with dropout).", "bool", "drawsMasks", (ins), [{}],
+      [{ return true; }]>,
     InterfaceMethod<"The stream's seed.", "uint64_t", "getSeed", (ins), [{}],
       [{ return $_op.getSeed(); }]>,
     InterfaceMethod<"Sets the stream's seed.", "void", "setSeed",
