@@ -639,6 +639,17 @@ int runCompilerCli(int argc, char **argv) {
     flags.elideLargeResourceString(64);
   (*module)->print(output->os(), flags);
   output->os() << "\n";
+  // A failed write (a full disk) is this error naming the file, not LLVM's
+  // fatal one without it; the file is removed (not kept).
+  output->os().flush();
+  if (output->os().has_error()) {
+    std::string message = output->os().error().message();
+    output->os().clear_error();
+    return fail(
+        "cannot write " +
+        (outputFile == "-" ? std::string("standard output") : outputFile) +
+        ": " + message);
+  }
   output->keep();
   return 0;
 }
