@@ -29,16 +29,21 @@ func.func @main(%w: tensor<4xf32> {train.param = "w", train.init = dense<1.0> : 
 // -----
 
 // Attention's dropout moves with the micro-batch as graph.dropout's does,
-// in the forward and in the gradient, which draws the same mask again.
+// in the forward and in the gradient, which draws the same mask again;
+// attention without dropout draws nothing and keeps its attributes.
 // CHECK-LABEL: func.func @main
+// CHECK: graph.attention %{{.+}}, scale = 2.500000e-01 : (
 // CHECK: graph.attention {{.+}} {dropout = 1.000000e-01 : f64, seed = 5 : i64}
 // CHECK: graph.attention_grad {{.+}} {dropout = 1.000000e-01 : f64, seed = 5 : i64}
+// CHECK: graph.attention %{{.+}}, scale = 2.500000e-01 : (
 // CHECK: graph.attention {{.+}} {dropout = 1.000000e-01 : f64, seed = -7046029254386353126 : i64}
 // CHECK: graph.attention_grad {{.+}} {dropout = 1.000000e-01 : f64, seed = -7046029254386353126 : i64}
+// CHECK: graph.attention %{{.+}}, scale = 2.500000e-01 : (
 // CHECK: graph.attention {{.+}} {dropout = 1.000000e-01 : f64, seed = 4354685564936845359 : i64}
 // CHECK: graph.attention_grad {{.+}} {dropout = 1.000000e-01 : f64, seed = 4354685564936845359 : i64}
 func.func @main(%x: tensor<2x2x4x8xf32> {graph.input = "x"}) -> (tensor<f32> {graph.output = "loss", train.loss}, tensor<2x2x4x8xf32> {graph.output = "dx"}) {
-  %o = graph.attention %x, %x, %x, scale = 0.5 {dropout = 0.1, seed = 5} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %plain = graph.attention %x, %x, %x, scale = 0.25 : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %o = graph.attention %plain, %x, %x, scale = 0.5 {dropout = 0.1, seed = 5} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
   %g:3 = graph.attention_grad %x, %x, %x, %o, scale = 0.5 {dropout = 0.1, seed = 5} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>)
   %l = graph.reduce_sum %o, dims = [0, 1, 2, 3] : (tensor<2x2x4x8xf32>) -> tensor<f32>
   return %l, %g#0 : tensor<f32>, tensor<2x2x4x8xf32>

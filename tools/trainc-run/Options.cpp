@@ -151,9 +151,9 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
   --max-restarts R    with --supervise: give up after R restarts without
                       progress (default 3); restarts back off 1, 2, 4, ... s
   --resume DIR        continue from the checkpoint DIR/latest names (the
-                      last save that completed and verified) or, if its
-                      checksums fail, the newest other one that verifies
-                      (each skipped one named in a warning): weights,
+                      last save that completed and verified) or, if that
+                      one does not load, the newest other one that does
+                      (a warning names the damaged one): weights,
                       optimizer state, step count and data position; may
                       be the --save-state DIR
   --save-safetensors FILE

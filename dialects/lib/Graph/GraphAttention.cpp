@@ -327,5 +327,10 @@ LogicalResult AttentionGradOp::verify() {
   return success();
 }
 
-bool AttentionOp::drawsMasks() { return getDropout().has_value(); }
-bool AttentionGradOp::drawsMasks() { return getDropout().has_value(); }
+/// A ratio of 0 drops nothing and draws nothing.
+bool AttentionOp::drawsMasks() {
+  return getDropout() && !getDropout()->isZero();
+}
+bool AttentionGradOp::drawsMasks() {
+  return getDropout() && !getDropout()->isZero();
+}

@@ -706,13 +706,13 @@ ShardingRule NormGradParamsOp::getShardingRule() {
 /// depends on each probability's index in the whole [B, Hq, Sq, Sk], which
 /// a part of the batch or of the heads would number from 0.
 ShardingRule AttentionOp::getShardingRule() {
-  if (getQkvHeads() || getDropout())
+  if (getQkvHeads() || drawsMasks())
     return RuleBuilder(*this).take();
   return attentionRule(*this, {getQuery(), getKey(), getValue()}, getMask(),
                        getSeqMajor());
 }
 ShardingRule AttentionGradOp::getShardingRule() {
-  if (getQkvHeads() || getDropout())
+  if (getQkvHeads() || drawsMasks())
     return RuleBuilder(*this).take();
   return attentionRule(*this,
                        {getQuery(), getKey(), getValue(), getCotangent()},

@@ -509,8 +509,8 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
     InFlightDiagnostic diag = mlir::emitWarning(fileLoc);
     diag << names.size() << " Dropout node" << (names.size() > 1 ? "s" : "")
          << " without a training_mode input (" << names[0]
-         << (names.size() > 1 ? ", and others" : "")
-         << ") apply no dropout: ONNX defines a Dropout without "
+         << (names.size() > 1 ? ", and others) apply" : ") applies")
+         << " no dropout: ONNX defines a Dropout without "
             "training_mode as the identity. PyTorch's exporters write "
             "scaled_dot_product_attention's dropout_p so, even in training "
             "mode; to train with that dropout, export attention written out "

@@ -457,11 +457,13 @@ class Trainer:
                 self._live().handle, os.fsencode(directory)))
 
     def restore(self, directory: PathLike) -> str:
-        """Continues the run saved in `directory` from its newest checkpoint
-        that verifies. Returns what was restored: the checkpoint's name,
-        then one line per newer checkpoint that was skipped and why (a
-        damaged one); a skipped checkpoint also raises a RuntimeWarning,
-        since the steps after the restored one are lost."""
+        """Continues the run saved in `directory` from the checkpoint its
+        `latest` names (the last save that completed and verified) or, if
+        that one does not load, from the newest other one that does.
+        Returns what was restored: the checkpoint's name, then one line per
+        checkpoint that was skipped and why (a damaged one); a skipped
+        checkpoint also raises a RuntimeWarning, since steps it held may be
+        lost."""
         directory = _checked_path(directory, 'directory')
         with self._lock:
             native = self._live()
@@ -472,7 +474,7 @@ class Trainer:
         note = note.decode(errors='replace') if note else ''
         if '\n' in note.strip():
             import warnings
-            warnings.warn(f'restored {directory} from an older checkpoint: '
+            warnings.warn(f'restored {directory} from another checkpoint: '
                           f'{note.strip()}', RuntimeWarning, stacklevel=2)
         return note.strip()
 

@@ -363,9 +363,10 @@ trainc_status trainc_trainer_save_safetensors(trainc_trainer *trainer,
  * checkpoint restores under any mesh. */
 trainc_status trainc_trainer_save(trainc_trainer *trainer, const char *dir);
 /* Restores the checkpoint `dir`/latest names (the last save that completed
- * and verified) or, if its checksums fail, the newest other one that
- * verifies (a damaged one is skipped: trainc_trainer_restore_note says
- * so), or a run
+ * and verified; without a valid `latest`, the newest step) or, if that one
+ * does not load (a checksum, a missing shard, a malformed manifest), the
+ * newest other one that does (the damaged one is skipped:
+ * trainc_trainer_restore_note says so), or a run
  * saved by API versions 2-3. TRAINC_NOT_FOUND when `dir` does not exist;
  * TRAINC_INVALID_ARGUMENT when it was saved with another seed, data or
  * model; TRAINC_DATA_LOSS when no checkpoint in it verifies. */
@@ -398,19 +399,22 @@ trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
 /* Since API version 13. Checks, writing nothing, what
  * trainc_trainer_export_onnx(trainer, source_model, path) checks before it
  * writes, with the same errors: that every parameter is exactly one
- * initializer of `source_model` of its dtype and shape, and that `path` is
- * neither the model nor its external data. It reads the model once (and
- * makes the exported one in memory): a run calls it before it trains, so
- * that a wrong model is found before the training, not after it. */
+ * initializer of `source_model` of its dtype and shape, that `path` is
+ * neither the model nor its external data, that external data it would
+ * inline is there, and (from an estimate within a few bytes a tensor) that
+ * the result stays under protobuf's 2 GiB. It reads the model file once,
+ * not its external data nor the weights, and runs no collective: on the
+ * rank that writes (rank 0) it checks, on others it returns at once. A run
+ * calls it before it trains, so that a wrong model is found then. */
 trainc_status trainc_trainer_check_onnx_export(trainc_trainer *trainer,
                                                const char *source_model,
                                                const char *path);
 /* The run state saved in `dir`, without restoring it: its steps and seed
  * (to create the trainer that continues it with the same seed). Since API
  * version 6 it reads only the checkpoints' manifests: the step is that of
- * the newest checkpoint whose manifest verifies (trainc_trainer_restore
- * checks the tensors too, and may take an older checkpoint); the seed is
- * the run's. */
+ * the checkpoint trainc_trainer_restore would take if its manifest
+ * verifies (the restore checks the tensors too, and may take another
+ * checkpoint); the seed is the run's. */
 trainc_status trainc_saved_run_info(const char *dir, int64_t *out_step,
                                     uint64_t *out_seed);
 
@@ -439,7 +443,7 @@ trainc_status trainc_trainer_save_wait(trainc_trainer *trainer);
  * checkpoint (else an error names the ranks' steps). */
 trainc_status trainc_trainer_rollback(trainc_trainer *trainer, const char *dir);
 /* What the last trainc_trainer_restore used ("step-000000000040") and,
- * one per line after it, each newer checkpoint it skipped and why; "" before
+ * one per line after it, each checkpoint it skipped and why; "" before
  * any restore. Owned by the trainer. */
 const char *trainc_trainer_restore_note(const trainc_trainer *trainer);
 

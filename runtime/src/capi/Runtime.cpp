@@ -780,10 +780,10 @@ trainc_status trainc_trainer_check_onnx_export(trainc_trainer *trainer,
     return nullArgument("source_model");
   if (!path)
     return nullArgument("path");
-  return writeWeights(
-      trainer, [&](const std::vector<trainc::NamedTensor> &weights) {
-        return trainc::checkOnnxExport(source_model, path, weights);
-      });
+  if (!writesForRun(trainer))
+    return nullptr;
+  return toC(trainc::checkOnnxExport(
+      source_model, path, trainc::parameterSpecs(trainer->trainer->session())));
 }
 
 trainc_status trainc_saved_run_info(const char *dir, int64_t *out_step,

@@ -410,28 +410,36 @@ bool sameFile(const fs::path &a, const fs::path &b) {
 
 class Exporter {
 public:
+  /// With `measureOnly`, the exporter checks what it would check but writes
+  /// nothing and reads no external data: the weights need no data (only
+  /// their names, dtypes, shapes and byte counts), and measured() is about
+  /// the size of the model it would make.
   Exporter(const SourceFile &file, const std::vector<NamedTensor> &weights,
-           bool inlineExternal)
-      : file_(file), weights_(weights), inlineExternal_(inlineExternal) {
+           bool inlineExternal, bool measureOnly = false)
+      : file_(file), weights_(weights), inlineExternal_(inlineExternal),
+        measureOnly_(measureOnly) {
     for (const NamedTensor &w : weights)
       replacements_.emplace(w.name, Replacement{&w, 0});
   }
 
-  /// Rewrites the ModelProto (the whole file) into `out`.
+  /// Rewrites the ModelProto (the whole file) into `out` (nothing when
+  /// measuring).
   Status rewriteModel(std::string &out) {
     FieldReader reader(file_, file_.bytes, "the model");
     while (!reader.done()) {
       Field field;
       TRAINC_RETURN_IF_ERROR(reader.next(field));
       if (field.number != kModelGraph) {
-        out.append(field.whole);
+        emit(out, field.whole);
         continue;
       }
       TRAINC_RETURN_IF_ERROR(reader.expect(field, kLengthDelimited, "graph"));
       std::string graph;
       bool changed = false;
       TRAINC_RETURN_IF_ERROR(rewriteGraph(field.payload, graph, changed));
-      if (changed)
+      if (measureOnly_)
+        measured_ += kFieldHeaderBytes; // the graph's bytes are counted
+      else if (changed)
         putBytes(out, kModelGraph, graph);
       else
         out.append(field.whole);
@@ -446,7 +454,22 @@ public:
   /// The external data files the output refers to or was built from.
   const std::vector<fs::path> &externalFiles() const { return external_; }
 
+  /// When measuring: about the bytes of the model it would make (each
+  /// field's header estimated at its largest).
+  uint64_t measured() const { return measured_; }
+
 private:
+  /// A field's tag and length take at most this many bytes.
+  static constexpr uint64_t kFieldHeaderBytes = 15;
+
+  /// Appends `bytes` to `out`, or, when measuring, counts them.
+  void emit(std::string &out, std::string_view bytes) {
+    if (measureOnly_)
+      measured_ += bytes.size();
+    else
+      out.append(bytes);
+  }
+
   struct Replacement {
     const NamedTensor *tensor;
     int found;
@@ -459,7 +482,7 @@ private:
       Field field;
       TRAINC_RETURN_IF_ERROR(reader.next(field));
       if (field.number != kGraphInitializer) {
-        out.append(field.whole);
+        emit(out, field.whole);
         continue;
       }
       TRAINC_RETURN_IF_ERROR(
@@ -481,19 +504,30 @@ private:
       std::string replaced;
       TRAINC_RETURN_IF_ERROR(
           replaceTensor(field.payload, tensor, *it->second.tensor, replaced));
-      putBytes(out, kGraphInitializer, replaced);
+      if (measureOnly_) // dims, type, name and raw_data (the rest is small)
+        measured_ += it->second.tensor->bytes + tensor.name.size() +
+                     kFieldHeaderBytes * (4 + tensor.dims.size());
+      else
+        putBytes(out, kGraphInitializer, replaced);
       changed = true;
       return okStatus();
     }
     if (tensor.dataLocation != kDataLocationExternal) {
-      out.append(field.whole);
+      emit(out, field.whole);
       return okStatus();
     }
     fs::path location;
     TRAINC_RETURN_IF_ERROR(externalLocation(tensor, location));
     external_.push_back(location);
     if (!inlineExternal_) {
-      out.append(field.whole);
+      emit(out, field.whole);
+      return okStatus();
+    }
+    if (measureOnly_) {
+      uint64_t offset = 0, length = 0;
+      TRAINC_RETURN_IF_ERROR(externalRange(tensor, location, offset, length));
+      measured_ += length + field.whole.size() + kFieldHeaderBytes;
+      changed = true;
       return okStatus();
     }
     std::string bytes;
@@ -536,6 +570,8 @@ private:
                              dtypeName(value.dtype) + " " +
                              shapeString(value.shape) + " takes " +
                              std::to_string(elements * dtypeSize(value.dtype)));
+    if (measureOnly_) // checked; the caller counts the bytes
+      return okStatus();
     for (int64_t dim : tensor.dims) {
       putTag(out, kTensorDims, kVarint);
       putVarint(out, uint64_t(dim));
@@ -591,10 +627,13 @@ private:
     return okStatus();
   }
 
-  Status readExternal(const TensorFields &tensor, const fs::path &location,
-                      std::string &out) {
+  /// The byte range [offset, offset + length) of `tensor`'s external data
+  /// in `location`, checked against the file's size and inlining's limit.
+  Status externalRange(const TensorFields &tensor, const fs::path &location,
+                       uint64_t &offset, uint64_t &length) {
     std::string path = location.string();
-    uint64_t offset = 0, length = 0;
+    offset = 0;
+    length = 0;
     const std::string *offsetText =
         externalValue(tensor.externalData, "offset");
     const std::string *lengthText =
@@ -620,6 +659,14 @@ private:
                     path + ": " + tensor.what + " has " +
                         std::to_string(length) +
                         " bytes, too many to inline in an ONNX file");
+    return okStatus();
+  }
+
+  Status readExternal(const TensorFields &tensor, const fs::path &location,
+                      std::string &out) {
+    std::string path = location.string();
+    uint64_t offset = 0, length = 0;
+    TRAINC_RETURN_IF_ERROR(externalRange(tensor, location, offset, length));
     out.resize(size_t(length));
     std::ifstream file(location, std::ios::binary);
     if (!file.seekg(std::streamoff(offset)) ||
@@ -631,15 +678,17 @@ private:
 
   const SourceFile &file_;
   const std::vector<NamedTensor> &weights_;
-  bool inlineExternal_;
+  bool inlineExternal_, measureOnly_;
+  uint64_t measured_ = 0;
   std::unordered_map<std::string, Replacement> replacements_;
   std::vector<fs::path> external_;
 };
 
-/// exportOnnxWithWeights up to the write: the new model's bytes in `out`.
+/// exportOnnxWithWeights up to the write: the new model's bytes in `out`,
+/// or, with `measureOnly`, its checks alone (the weights need no data).
 Status exportedModel(const std::string &sourcePath, const std::string &outPath,
-                     const std::vector<NamedTensor> &weights,
-                     std::string &out) {
+                     const std::vector<NamedTensor> &weights, std::string &out,
+                     bool measureOnly) {
   std::string temporary = outPath + ".tmp";
   // The output is renamed over `outPath` and the temporary truncated; neither
   // may be the model being exported.
@@ -660,12 +709,13 @@ Status exportedModel(const std::string &sourcePath, const std::string &outPath,
   // still resolve, i.e. when it is written next to the source.
   bool inlineExternal =
       !sameFile(directoryOf(sourcePath), directoryOf(outPath));
-  Exporter exporter(file, weights, inlineExternal);
+  Exporter exporter(file, weights, inlineExternal, measureOnly);
   TRAINC_RETURN_IF_ERROR(exporter.rewriteModel(out));
-  if (out.size() > kMaxMessageBytes)
+  uint64_t size = measureOnly ? exporter.measured() : out.size();
+  if (size > kMaxMessageBytes)
     return Status(StatusCode::kOutOfRange,
                   outPath + ": the exported model would take " +
-                      std::to_string(out.size()) +
+                      (measureOnly ? "about " : "") + std::to_string(size) +
                       " bytes, over protobuf's 2 GiB limit");
   for (const fs::path &external : exporter.externalFiles())
     if (sameFile(outPath, external) || sameFile(temporary, external))
@@ -681,7 +731,8 @@ Status exportOnnxWithWeights(const std::string &sourcePath,
                              const std::string &outPath,
                              const std::vector<NamedTensor> &weights) {
   std::string out;
-  TRAINC_RETURN_IF_ERROR(exportedModel(sourcePath, outPath, weights, out));
+  TRAINC_RETURN_IF_ERROR(exportedModel(sourcePath, outPath, weights, out,
+                                       /*measureOnly=*/false));
   return writeFileAtomically(outPath, [&](std::ostream &stream) {
     stream.write(out.data(), std::streamsize(out.size()));
   });
@@ -690,8 +741,9 @@ Status exportOnnxWithWeights(const std::string &sourcePath,
 Status checkOnnxExport(const std::string &sourcePath,
                        const std::string &outPath,
                        const std::vector<NamedTensor> &weights) {
-  std::string out;
-  return exportedModel(sourcePath, outPath, weights, out);
+  std::string unused;
+  return exportedModel(sourcePath, outPath, weights, unused,
+                       /*measureOnly=*/true);
 }
 
 Status readOnnxInitializers(const std::string &path,

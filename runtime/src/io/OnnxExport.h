@@ -52,8 +52,10 @@ Status exportOnnxWithWeights(const std::string &sourcePath,
                              const std::vector<NamedTensor> &weights);
 
 /// What exportOnnxWithWeights(sourcePath, outPath, weights) checks before it
-/// writes, with the same errors, writing nothing: it reads the model (and
-/// the external data it would inline) and makes the new model in memory.
+/// writes, with the same errors, writing nothing: it reads the model file
+/// (not its external data) and needs of the weights only their names,
+/// dtypes, shapes and byte counts (`data` may be null); the 2 GiB limit is
+/// checked against an estimate of the size (within a few bytes a tensor).
 /// For a training run to find a wrong source model before it trains.
 Status checkOnnxExport(const std::string &sourcePath,
                        const std::string &outPath,

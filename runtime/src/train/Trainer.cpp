@@ -87,6 +87,17 @@ Status parameterTensors(const Session &session,
   return okStatus();
 }
 
+std::vector<NamedTensor> parameterSpecs(const Session &session) {
+  const Executable &exe = session.executable();
+  std::vector<NamedTensor> out;
+  for (uint32_t id : exe.parameters()) {
+    const TensorInfo &t = exe.tensors()[id];
+    out.push_back(
+        {t.name, t.dtype, t.globalShape, nullptr, size_t(t.globalSize)});
+  }
+  return out;
+}
+
 Status loadParameterTensors(Session &session, const std::string &path) {
   SafetensorsFile file;
   TRAINC_RETURN_IF_ERROR(readSafetensors(path, file));

@@ -208,6 +208,10 @@ Status parameterTensors(const Session &session,
                         std::vector<std::vector<char>> &storage,
                         std::vector<NamedTensor> &out);
 
+/// What parameterTensors gives without the data (null): names, dtypes, whole
+/// shapes and byte counts, from the executable alone (no collective).
+std::vector<NamedTensor> parameterSpecs(const Session &session);
+
 /// Sets the session's parameters from the .safetensors file `path`, by the
 /// names parameterTensors gives. Strict: every parameter must be in the file
 /// with its dtype and shape, and every tensor of the file must be a

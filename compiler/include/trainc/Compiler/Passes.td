@@ -37,6 +37,9 @@ def RecognizeComposites : Pass<"trainc-recognize-composites", "mlir::func::FuncO
       `graph.attention`. A q or k multiplied by a constant before the
       product (PyTorch's exported scaled_dot_product_attention scales each
       by sqrt(scale)) enters unscaled, its factor joining the scale.
+      Scores soft-capped by `c * tanh(s / c)` become its `softcap`, and a
+      `graph.dropout` of the probabilities whose mask nothing else reads
+      its `dropout` (the same mask: see graph.attention).
 
     Input: graph-dialect IR after canonicalization (broadcasts merged,
     constants folded). Output: the same function with the patterns replaced;
