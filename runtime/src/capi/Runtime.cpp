@@ -756,15 +756,24 @@ trainc_status trainc_trainer_describe_data(const trainc_trainer *trainer,
   return nullptr;
 }
 
-trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
-                                         const char *source_model,
-                                         const char *path) {
+/// The arguments of trainc_trainer_export_onnx and its check, all needed.
+static trainc_status exportArguments(const trainc_trainer *trainer,
+                                     const char *source_model,
+                                     const char *path) {
   if (!trainer)
     return nullArgument("trainer");
   if (!source_model)
     return nullArgument("source_model");
   if (!path)
     return nullArgument("path");
+  return nullptr;
+}
+
+trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
+                                         const char *source_model,
+                                         const char *path) {
+  if (trainc_status s = exportArguments(trainer, source_model, path))
+    return s;
   return writeWeights(
       trainer, [&](const std::vector<trainc::NamedTensor> &weights) {
         return trainc::exportOnnxWithWeights(source_model, path, weights);
@@ -774,12 +783,8 @@ trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
 trainc_status trainc_trainer_check_onnx_export(trainc_trainer *trainer,
                                                const char *source_model,
                                                const char *path) {
-  if (!trainer)
-    return nullArgument("trainer");
-  if (!source_model)
-    return nullArgument("source_model");
-  if (!path)
-    return nullArgument("path");
+  if (trainc_status s = exportArguments(trainer, source_model, path))
+    return s;
   if (!writesForRun(trainer))
     return nullptr;
   return toC(trainc::checkOnnxExport(
