@@ -1657,3 +1657,22 @@ func.func @attention_dropout_mask_read_stays(%q: tensor<2x4x8x16xf32>, %kt: tens
          : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
   return %o, %keep : tensor<2x4x8x16xf32>, tensor<2x4x8x8xi1>
 }
+
+// -----
+
+// A term of zeros added to the scores (the dynamo exporter writes one for
+// ViT) is no mask.
+// CHECK-LABEL: func.func @attention_zero_term
+// CHECK: graph.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 2.500000e-01 :
+func.func @attention_zero_term(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %quarter = graph.constant dense<0.25> : tensor<2x4x8x8xf32>
+  %scaled = graph.mul %s, %quarter : tensor<2x4x8x8xf32>
+  %zero = graph.constant dense<0.0> : tensor<2x4x8x8xf32>
+  %z = graph.add %scaled, %zero : tensor<2x4x8x8xf32>
+  %p = graph.softmax %z, dim = 3 : tensor<2x4x8x8xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}

@@ -428,7 +428,11 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
           return failure();
         if (unfolded && !foldedMask(nullptr, loc, split->second, b, h))
           return failure();
-        terms.push_back({split->second, unfolded});
+        // A term of zeros (the dynamo exporter adds one to ViT's scores)
+        // changes no probability: no mask.
+        std::optional<double> splat = splatOf(split->second);
+        if (!splat || *splat != 0.0)
+          terms.push_back({split->second, unfolded});
         s = split->first;
         continue;
       }
