@@ -160,11 +160,12 @@ Training (MODEL.tcx from `trainc model.onnx --train`):
                       after the last run, write the parameters (the trained
                       weights, by their model names) as a .safetensors file
   --export-onnx FILE  after the last run, write the source ONNX model with
-                      its initializers replaced by the trained weights
+                      its initializers replaced by the trained weights; the
+                      model is checked before the first step: each
+                      parameter must be one of its initializers, of the
+                      same type and shape
   --onnx-source FILE  the ONNX model to export from (default: the model the
-                      executable was compiled from); checked before the
-                      first step: each parameter must be one of its
-                      initializers, of the same type and shape
+                      executable was compiled from)
 
 Several ranks (MODEL.tcx from `trainc ... --mesh data=N --data-parallel`,
 launched with `mpirun -np N trainc-run MODEL.tcx ...`): every rank runs the

@@ -412,21 +412,22 @@ int runRunTool(int argc, char **argv) {
     trainer.reset(raw);
   }
   trainc_session *session = trainc_trainer_session(trainer.get());
+  // The model --export-onnx writes the trained weights into must take them:
+  // a wrong one is found now, before training (and before the checkpoint
+  // directory is made), not after it.
+  if (!o.onnxExportPath.empty())
+    if (trainc_status s = trainc_trainer_check_onnx_export(
+            trainer.get(), onnxSource.c_str(), o.onnxExportPath.c_str()))
+      return fail("--export-onnx: " + take(s));
   // Lock the checkpoint directory before any work: a second run on it, or
   // one that cannot be written, fails now rather than after training.
   if (!o.saveStateDir.empty())
     if (trainc_status s = trainc_trainer_use_checkpoint_dir(
             trainer.get(), o.saveStateDir.c_str(), int(o.keepLast)))
       return fail(take(s));
-  // The model --export-onnx writes the trained weights into must take them:
-  // a wrong one is found now, before training, not after it.
-  if (!o.onnxExportPath.empty())
-    if (trainc_status s = trainc_trainer_check_onnx_export(
-            trainer.get(), onnxSource.c_str(), o.onnxExportPath.c_str()))
-      return fail("--export-onnx: " + take(s));
   // A fresh run, or one resumed from elsewhere, in a directory holding a
-  // run's checkpoints would mix its own with them: a later --resume takes
-  // the newest step, which may be the other run's. (A checkpoint of step 0,
+  // run's checkpoints would mix its own with them: a later --resume would
+  // take one of either run's. (A checkpoint of step 0,
   // a run stopped before its first step, holds no training: every step
   // this run saves is newer.)
   if (!o.saveStateDir.empty() && !sameFile(o.saveStateDir, o.resumeDir)) {

@@ -507,6 +507,10 @@ int64_t trainc::seedMegatron(func::FuncOp fn, int64_t size) {
     // (row-parallel).
     // Heads are dimension 1, or 2 for a tensor stored [B, S, H, D].
     if (auto attention = dyn_cast<AttentionOp>(op)) {
+      // Attention with dropout stays whole (its sharding rule): split
+      // projections would only be gathered back before it.
+      if (attention.drawsMasks())
+        return;
       auto headsDim = [&](int64_t tensor) -> int64_t {
         return attention.isSeqMajor(tensor) ? 2 : 1;
       };

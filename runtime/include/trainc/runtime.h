@@ -401,8 +401,8 @@ trainc_status trainc_trainer_export_onnx(trainc_trainer *trainer,
  * writes, with the same errors: that every parameter is exactly one
  * initializer of `source_model` of its dtype and shape, that `path` is
  * neither the model nor its external data, that external data it would
- * inline is there, and (from an estimate within a few bytes a tensor) that
- * the result stays under protobuf's 2 GiB. It reads the model file once,
+ * inline is there, and that the result stays under protobuf's 2 GiB (its
+ * size counted, not made). It reads the model file once,
  * not its external data nor the weights, and runs no collective: on the
  * rank that writes (rank 0) it checks, on others it returns at once. A run
  * calls it before it trains, so that a wrong model is found then. */

@@ -199,7 +199,8 @@ Status Checker::checkComposite() const {
         !(std::isfinite(inst.floats[1]) &&
           (inst.floats[1] > 0 || (dropout && inst.floats[1] == 0))))
       return error("softcap " + std::to_string(inst.floats[1]) +
-                   " must be finite and positive");
+                   " must be finite and positive" +
+                   (dropout ? std::string(", or 0 (none)") : std::string()));
     // (A stream's axis is checked by the loader, as Dropout's.)
     if (dropout && !(inst.floats[2] >= 0 && inst.floats[2] < 1))
       return error("dropout ratio " + std::to_string(inst.floats[2]) +

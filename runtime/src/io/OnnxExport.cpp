@@ -210,6 +210,14 @@ void putBytes(std::string &out, uint32_t number, std::string_view bytes) {
   out.append(bytes.data(), bytes.size());
 }
 
+/// The bytes putBytes appends for a payload of `size` bytes.
+uint64_t bytesFieldSize(uint32_t number, uint64_t size) {
+  std::string header;
+  putTag(header, number, kLengthDelimited);
+  putVarint(header, size);
+  return header.size() + size;
+}
+
 //===----------------------------------------------------------------------===//
 // TensorProto
 //===----------------------------------------------------------------------===//
@@ -412,8 +420,8 @@ class Exporter {
 public:
   /// With `measureOnly`, the exporter checks what it would check but writes
   /// nothing and reads no external data: the weights need no data (only
-  /// their names, dtypes, shapes and byte counts), and measured() is about
-  /// the size of the model it would make.
+  /// their names, dtypes, shapes and byte counts), and measured() is the
+  /// size of the model it would make.
   Exporter(const SourceFile &file, const std::vector<NamedTensor> &weights,
            bool inlineExternal, bool measureOnly = false)
       : file_(file), weights_(weights), inlineExternal_(inlineExternal),
@@ -436,9 +444,12 @@ public:
       TRAINC_RETURN_IF_ERROR(reader.expect(field, kLengthDelimited, "graph"));
       std::string graph;
       bool changed = false;
+      uint64_t before = measured_;
       TRAINC_RETURN_IF_ERROR(rewriteGraph(field.payload, graph, changed));
-      if (measureOnly_)
-        measured_ += kFieldHeaderBytes; // the graph's bytes are counted
+      if (measureOnly_) // the graph's own bytes are counted: its header
+        measured_ =
+            before + (changed ? bytesFieldSize(kModelGraph, measured_ - before)
+                              : field.whole.size());
       else if (changed)
         putBytes(out, kModelGraph, graph);
       else
@@ -454,14 +465,10 @@ public:
   /// The external data files the output refers to or was built from.
   const std::vector<fs::path> &externalFiles() const { return external_; }
 
-  /// When measuring: about the bytes of the model it would make (each
-  /// field's header estimated at its largest).
+  /// When measuring: the bytes of the model it would make.
   uint64_t measured() const { return measured_; }
 
 private:
-  /// A field's tag and length take at most this many bytes.
-  static constexpr uint64_t kFieldHeaderBytes = 15;
-
   /// Appends `bytes` to `out`, or, when measuring, counts them.
   void emit(std::string &out, std::string_view bytes) {
     if (measureOnly_)
@@ -504,9 +511,9 @@ private:
       std::string replaced;
       TRAINC_RETURN_IF_ERROR(
           replaceTensor(field.payload, tensor, *it->second.tensor, replaced));
-      if (measureOnly_) // dims, type, name and raw_data (the rest is small)
-        measured_ += it->second.tensor->bytes + tensor.name.size() +
-                     kFieldHeaderBytes * (4 + tensor.dims.size());
+      if (measureOnly_) // `replaced` lacks only the data's bytes
+        measured_ += bytesFieldSize(kGraphInitializer,
+                                    replaced.size() + it->second.tensor->bytes);
       else
         putBytes(out, kGraphInitializer, replaced);
       changed = true;
@@ -523,22 +530,27 @@ private:
       emit(out, field.whole);
       return okStatus();
     }
-    if (measureOnly_) {
-      uint64_t offset = 0, length = 0;
-      TRAINC_RETURN_IF_ERROR(externalRange(tensor, location, offset, length));
-      measured_ += length + field.whole.size() + kFieldHeaderBytes;
-      changed = true;
-      return okStatus();
-    }
+    // The data read (or, measuring, only its range checked), then the
+    // tensor's other fields, in the same order either way.
     std::string bytes;
-    TRAINC_RETURN_IF_ERROR(readExternal(tensor, location, bytes));
+    uint64_t offset = 0, length = 0;
+    if (measureOnly_)
+      TRAINC_RETURN_IF_ERROR(externalRange(tensor, location, offset, length));
+    else
+      TRAINC_RETURN_IF_ERROR(readExternal(tensor, location, bytes));
     std::string inlined;
     TRAINC_RETURN_IF_ERROR(copyWithout(
         field.payload, tensor,
         {kTensorRawData, kTensorExternalData, kTensorDataLocation}, inlined));
+    changed = true;
+    if (measureOnly_) {
+      measured_ += bytesFieldSize(kGraphInitializer,
+                                  inlined.size() +
+                                      bytesFieldSize(kTensorRawData, length));
+      return okStatus();
+    }
     putBytes(inlined, kTensorRawData, bytes);
     putBytes(out, kGraphInitializer, inlined);
-    changed = true;
     return okStatus();
   }
 
@@ -570,8 +582,7 @@ private:
                              dtypeName(value.dtype) + " " +
                              shapeString(value.shape) + " takes " +
                              std::to_string(elements * dtypeSize(value.dtype)));
-    if (measureOnly_) // checked; the caller counts the bytes
-      return okStatus();
+
     for (int64_t dim : tensor.dims) {
       putTag(out, kTensorDims, kVarint);
       putVarint(out, uint64_t(dim));
@@ -579,10 +590,16 @@ private:
     putTag(out, kTensorDataType, kVarint);
     putVarint(out, dataType);
     putBytes(out, kTensorName, tensor.name);
-    // The runtime's tensors are little-endian, as raw_data is.
-    putBytes(
-        out, kTensorRawData,
-        std::string_view(static_cast<const char *>(value.data), value.bytes));
+    // The runtime's tensors are little-endian, as raw_data is. Measuring,
+    // the data's header only (the caller counts its bytes).
+    if (measureOnly_) {
+      putTag(out, kTensorRawData, kLengthDelimited);
+      putVarint(out, value.bytes);
+    } else {
+      putBytes(
+          out, kTensorRawData,
+          std::string_view(static_cast<const char *>(value.data), value.bytes));
+    }
     return copyWithout(payload, tensor,
                        {kTensorDims, kTensorDataType, kTensorSegment,
                         kTensorFloatData, kTensorInt32Data, kTensorStringData,
@@ -688,7 +705,7 @@ private:
 /// or, with `measureOnly`, its checks alone (the weights need no data).
 Status exportedModel(const std::string &sourcePath, const std::string &outPath,
                      const std::vector<NamedTensor> &weights, std::string &out,
-                     bool measureOnly) {
+                     bool measureOnly, uint64_t *measured = nullptr) {
   std::string temporary = outPath + ".tmp";
   // The output is renamed over `outPath` and the temporary truncated; neither
   // may be the model being exported.
@@ -712,10 +729,12 @@ Status exportedModel(const std::string &sourcePath, const std::string &outPath,
   Exporter exporter(file, weights, inlineExternal, measureOnly);
   TRAINC_RETURN_IF_ERROR(exporter.rewriteModel(out));
   uint64_t size = measureOnly ? exporter.measured() : out.size();
+  if (measured)
+    *measured = size;
   if (size > kMaxMessageBytes)
     return Status(StatusCode::kOutOfRange,
                   outPath + ": the exported model would take " +
-                      (measureOnly ? "about " : "") + std::to_string(size) +
+                      std::to_string(size) +
                       " bytes, over protobuf's 2 GiB limit");
   for (const fs::path &external : exporter.externalFiles())
     if (sameFile(outPath, external) || sameFile(temporary, external))
@@ -740,10 +759,11 @@ Status exportOnnxWithWeights(const std::string &sourcePath,
 
 Status checkOnnxExport(const std::string &sourcePath,
                        const std::string &outPath,
-                       const std::vector<NamedTensor> &weights) {
+                       const std::vector<NamedTensor> &weights,
+                       uint64_t *size) {
   std::string unused;
   return exportedModel(sourcePath, outPath, weights, unused,
-                       /*measureOnly=*/true);
+                       /*measureOnly=*/true, size);
 }
 
 Status readOnnxInitializers(const std::string &path,

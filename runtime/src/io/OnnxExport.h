@@ -53,13 +53,15 @@ Status exportOnnxWithWeights(const std::string &sourcePath,
 
 /// What exportOnnxWithWeights(sourcePath, outPath, weights) checks before it
 /// writes, with the same errors, writing nothing: it reads the model file
-/// (not its external data) and needs of the weights only their names,
-/// dtypes, shapes and byte counts (`data` may be null); the 2 GiB limit is
-/// checked against an estimate of the size (within a few bytes a tensor).
-/// For a training run to find a wrong source model before it trains.
+/// (not its external data: only that each range is in its file) and needs
+/// of the weights only their names, dtypes, shapes and byte counts (`data`
+/// may be null). The exported model's size, which the 2 GiB limit is
+/// checked against, is counted exactly (`size`, when given, gets it). For a
+/// training run to find a wrong source model before it trains.
 Status checkOnnxExport(const std::string &sourcePath,
                        const std::string &outPath,
-                       const std::vector<NamedTensor> &weights);
+                       const std::vector<NamedTensor> &weights,
+                       uint64_t *size = nullptr);
 
 /// One top-level initializer of an ONNX file, as stored.
 struct OnnxInitializer {

@@ -147,8 +147,9 @@ private:
   std::unique_ptr<State> state_;
 };
 
-/// The newest good checkpoint of `dir`: its run state, its name, and a
-/// warning per newer checkpoint that failed verification.
+/// The newest good checkpoint of `dir` (the one `latest` names, else the
+/// newest other that loads): its run state, its name, and a warning per
+/// checkpoint tried before it that failed verification.
 struct CheckpointChoice {
   RunState state;
   std::string name;
@@ -156,8 +157,8 @@ struct CheckpointChoice {
 };
 /// The newest checkpoint of `dir` whose manifest verifies (its checksum),
 /// without reading its tensors: the run state to create the trainer that
-/// restores it (restoreCheckpoint then checks every tensor, and takes an
-/// older checkpoint if the tensors are damaged; a run's seed is the same in
+/// restores it (restoreCheckpoint then checks every tensor, and takes
+/// another checkpoint if the tensors are damaged; a run's seed is the same in
 /// every checkpoint).
 Status findCheckpoint(const std::string &dir, CheckpointChoice &out);
 

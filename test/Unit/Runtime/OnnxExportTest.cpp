@@ -72,12 +72,25 @@ NamedTensor tensorOf(const std::string &name, DType dtype,
 class OnnxExport : public testing::TempDirTest {
 protected:
   /// Exports and checks the invariant every call must keep: on success the
-  /// output exists, on failure it does not; never a leftover .tmp.
+  /// output exists, on failure it does not; never a leftover .tmp. First,
+  /// checkOnnxExport of the same call, given the weights without their
+  /// data, must answer as the export does (the same status) and, when it
+  /// succeeds, count the exported file's size exactly.
   Status exportTo(const fs::path &source, const fs::path &out,
                   const std::vector<NamedTensor> &weights) {
+    std::vector<NamedTensor> specs = weights;
+    for (NamedTensor &spec : specs)
+      spec.data = nullptr;
+    uint64_t measured = 0;
+    Status checked =
+        checkOnnxExport(source.string(), out.string(), specs, &measured);
+    EXPECT_FALSE(fs::exists(out)) << "the check wrote " << out;
     Status s = exportOnnxWithWeights(source.string(), out.string(), weights);
     EXPECT_EQ(fs::exists(out), s.ok()) << s.toString();
     EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+    EXPECT_EQ(checked.toString(), s.toString());
+    if (s.ok())
+      EXPECT_EQ(measured, fs::file_size(out));
     return s;
   }
 };

@@ -303,7 +303,8 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
     stay per rank (sharded on `data`). Parameters and optimizer state are
     replicated: the optimizer phase, which comes next, sees the global
     gradients, so the norm, clipping and skipped steps agree on every rank.
-    Dropout gets `data_seed_stride = micro-batches * kMicroBatchSeedStride`:
+    Dropout (graph.dropout, and attention with dropout) gets
+    `data_seed_stride = micro-batches * kMicroBatchSeedStride`:
     rank r draws the masks of micro-batches r*K .. r*K+K-1 of one rank with
     --grad-accum N*K.
     Gradients of one element type are summed in buckets of at most
