@@ -171,6 +171,12 @@ static void checkTraining(const char *evalPath, const char *stepPath,
         (long long)progress.steps);
   expectError(trainc_trainer_save_safetensors(trainer, "/nonexistent/w.st"),
               TRAINC_NOT_FOUND, "saving into a missing directory");
+  /* The export's preflight: a missing argument, a missing source model. */
+  expectError(trainc_trainer_check_onnx_export(trainer, NULL, outPath),
+              TRAINC_INVALID_ARGUMENT, "an export check without a source");
+  expectError(trainc_trainer_check_onnx_export(
+                  trainer, "/nonexistent/model.onnx", outPath),
+              TRAINC_NOT_FOUND, "an export check of a missing model");
   status = trainc_trainer_save_safetensors(trainer, outPath);
   CHECK(status == NULL, "save: %s", trainc_status_message(status));
   trainc_status_free(status);
