@@ -69,7 +69,9 @@ namespace trainc {
 ///  31: Attention's and AttentionGrad's soft cap (floats[1]).
 ///  32: Attention's and AttentionGrad's dropout (floats[2], a stream's
 ///      ints after ints[5]).
-constexpr uint32_t kFormatVersion = 32;
+///  33: Attention's and AttentionGrad's dropout on a block of the heads
+///      (ints[6..10]: the stream, the tensor axis and the head blocks).
+constexpr uint32_t kFormatVersion = 33;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.
 constexpr uint64_t kTensorAlignment = 64;

@@ -38,6 +38,14 @@ on byte data from the same initial weights as one rank, launched by
   gradient within 1e-4 of PyTorch's float64 ones (the criterion of
   test/Models/hf_models.py), with Megatron's 4 all-reduces per block
   (2 forward, 2 backward) for the TorchScript exports.
+- The same two with dropout 0.1 in training mode (test/Models/hf_dropout,
+  tools/hf_models/export_dropout.py; Llama with 4 query heads on 2
+  key/value heads), both exporters: the attention with dropout splits by
+  heads like the rest (`head_blocks = 2` on every graph.attention and
+  graph.attention_grad), and 2 ranks follow one rank's loss and grad_norm
+  curves over 10 AdamW steps within CURVE_RTOL, so each rank draws its
+  heads' part of one device's masks (a rank numbering its heads from 0
+  draws others: 1e-3 to 5e-3 from step 1, measured).
 
 Faults on the tensor axis end the job with a clear error, never a hang: a
 rank stopped (SIGSTOP) mid-training is named by the other's collective
@@ -259,6 +267,7 @@ def main():
         ranks_harness.check_rank_faults('tensor 2', long_run)
 
         check_hugging_face(args, work)
+        check_dropout(args, work)
     return finish('tensor-parallel')
 
 
@@ -303,6 +312,55 @@ def check_hugging_face(args, work):
                   f'{tag}: loss ({loss:.1e}) and gradients (worst {worst:.1e}, '
                   f'{worst_name}) within {hf_models.GRAD_RTOL} of PyTorch float64'
                   + (f': {problems}' if problems else ''))
+
+
+def check_dropout(args, work):
+    hf = os.path.join(HF_DIR, 'hf_dropout')
+    steps = 10
+    for name in ('gpt2', 'llama'):
+        model_dir = os.path.join(hf, name)
+        inputs = []
+        for i in ('input_ids', 'attention_mask', 'labels'):
+            inputs += ['--input', f'{i}={os.path.join(model_dir, i + ".npy")}']
+        for exporter in ('ts17', 'dynamo'):
+            tag = f'{name}/{exporter} with dropout, tensor 2'
+            onnx_path = os.path.join(model_dir, f'{exporter}.onnx')
+            curves = []
+            for ranks, flags in ((1, []), (2, ['--mesh', 'tensor=2', '--tensor-parallel'])):
+                exe = os.path.join(work, f'{name}_{exporter}_dropout{ranks}.tcx')
+                r = subprocess.run([args.trainc, onnx_path, '--train', *flags, '-o', exe],
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    check(False, f'{tag}: compiles: {r.stderr.strip()[-300:]}')
+                    break
+                if ranks == 2:
+                    ir = subprocess.run([args.trainc, onnx_path, '--train', *flags,
+                                         '--compile-to=partition'],
+                                        capture_output=True, text=True).stdout
+                    ops = re.findall(r'graph\.attention(?:_grad)? .*', ir)
+                    split = [op for op in ops if 'dropout =' in op and 'head_blocks = 2' in op]
+                    check(len(ops) == 4 and len(split) == len(ops),
+                          f'{tag}: {len(split)} of {len(ops)} attention ops split by '
+                          'heads with dropout (2 blocks and their 2 gradients)')
+                log = os.path.join(work, f'{name}_{exporter}_dropout{ranks}.jsonl')
+                command = [args.trainc_run, exe, *inputs, '--steps', str(steps),
+                           '--no-progress', '--log-jsonl', log,
+                           '--output-dir', os.path.join(work, f'{name}_{exporter}_d{ranks}')]
+                r = one_rank(command) if ranks == 1 else mpirun(2, command)
+                if r.returncode != 0:
+                    check(False, f'{tag}: runs on {ranks} rank(s): {r.stderr.strip()[-300:]}')
+                    break
+                with open(log) as f:
+                    curves.append(np.array([(rec['loss'], rec['grad_norm'])
+                                            for rec in map(json.loads, f)]))
+            if len(curves) != 2:
+                continue
+            one, two = curves
+            worst = (float(np.max(np.abs(one - two) / np.abs(one)))
+                     if one.shape == two.shape == (steps, 2) else float('inf'))
+            check(worst <= ranks_harness.CURVE_RTOL,
+                  f'{tag}: loss and grad_norm within {ranks_harness.CURVE_RTOL:g} of one '
+                  f'rank over {steps} steps (worst {worst:.2e})')
 
 
 if __name__ == '__main__':

@@ -122,7 +122,9 @@ std::vector<int64_t> streamInts(RandomOpInterface op, uint64_t stride) {
 /// (executable.fbs): [causal, has_mask, seq_major, Hq, Hk, stats] and
 /// [scale] or [scale, softcap], where stats says the forward gives its
 /// log-sum-exps and the gradient reads them; with dropout, the stream's
-/// ints follow and the floats are [scale, softcap or 0, ratio].
+/// ints follow (with head blocks, always [seed, data axis, stride], then
+/// [tensor axis, head blocks]) and the floats are [scale, softcap or 0,
+/// ratio].
 template <typename Op>
 void attentionAttrs(Op op, bool stats, ProgramInstruction &inst) {
   ArrayRef<int64_t> heads = op.getQkvHeads().value_or(ArrayRef<int64_t>());
@@ -139,7 +141,16 @@ void attentionAttrs(Op op, bool stats, ProgramInstruction &inst) {
   if (!dropout)
     return;
   inst.floats.push_back(dropout->convertToDouble());
-  llvm::append_range(inst.ints, streamInts(op, op.getDataSeedStride()));
+  int64_t blocks = op.getHeadBlocks();
+  if (blocks == 1) {
+    llvm::append_range(inst.ints, streamInts(op, op.getDataSeedStride()));
+    return;
+  }
+  Mesh mesh = getMesh(op);
+  inst.ints.insert(inst.ints.end(),
+                   {int64_t(op.getSeed()), int64_t(mesh.axisIndex("data")),
+                    int64_t(op.getDataSeedStride()),
+                    int64_t(mesh.axisIndex("tensor")), blocks});
 }
 
 /// The ints of Opcode::FusedElementwise (executable.fbs): registers

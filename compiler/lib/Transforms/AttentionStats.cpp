@@ -75,6 +75,7 @@ bool sameAttention(AttentionOp forward, AttentionGradOp grad,
       forward.getDropoutAttr() != grad.getDropoutAttr() ||
       forward.getSeed() != grad.getSeed() ||
       forward.getDataSeedStride() != grad.getDataSeedStride() ||
+      forward.getHeadBlocks() != grad.getHeadBlocks() ||
       forward.getQkvHeadsAttr() != grad.getQkvHeadsAttr() ||
       forward.getResult().getType() != grad.getCotangent().getType())
     return false;
@@ -112,7 +113,7 @@ AttentionOp withLse(AttentionOp forward) {
       forward.getCausalAttr(), forward.getSoftcapAttr(),
       forward.getDropoutAttr(), forward.getSeedAttr(),
       forward.getDataSeedStrideAttr(), forward.getSeqMajorAttr(),
-      forward.getQkvHeadsAttr(), b.getUnitAttr());
+      forward.getQkvHeadsAttr(), b.getUnitAttr(), forward.getHeadBlocksAttr());
   kept->setDiscardableAttrs(forward->getDiscardableAttrDictionary());
   forward.getResult().replaceAllUsesWith(kept.getResult());
   forward.erase();
@@ -154,7 +155,7 @@ struct AttentionStatsPass
           grad.getScaleAttr(), grad.getCausalAttr(), grad.getSoftcapAttr(),
           grad.getDropoutAttr(), grad.getSeedAttr(),
           grad.getDataSeedStrideAttr(), grad.getSeqMajorAttr(),
-          grad.getQkvHeadsAttr());
+          grad.getQkvHeadsAttr(), grad.getHeadBlocksAttr());
       read->setDiscardableAttrs(grad->getDiscardableAttrDictionary());
       grad.replaceAllUsesWith(read.getResults());
       grad.erase();

@@ -171,7 +171,7 @@ struct ReadQkvInPlacePass
         grad.getStats(), grad.getScaleAttr(), grad.getCausalAttr(),
         grad.getSoftcapAttr(), grad.getDropoutAttr(), grad.getSeedAttr(),
         grad.getDataSeedStrideAttr(), grad.getSeqMajorAttr(),
-        grad.getQkvHeadsAttr());
+        grad.getQkvHeadsAttr(), grad.getHeadBlocksAttr());
     packed->setDiscardableAttrs(grad->getDiscardableAttrDictionary());
     b.setInsertionPoint(concat);
     auto joined = b.create<ReshapeOp>(concat.getLoc(), concat.getType(),

@@ -623,7 +623,7 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
                 dropout ? dropout.getDataSeedStride() : 0,
                 /*seq_major=*/nullptr,
                 /*qkv_heads=*/nullptr,
-                /*with_lse=*/false)
+                /*with_lse=*/false, /*head_blocks=*/1)
             .getResult();
     if (!probsOnLeft) // the product is [b, h, d, q]
       out = rewriter.createOrFold<TransposeOp>(loc, out,

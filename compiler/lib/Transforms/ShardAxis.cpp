@@ -292,6 +292,13 @@ private:
         limit[d] /= n;
       slice.setLimit(limit);
     }
+    // Attention's dropout numbers a block of the heads in the whole (the
+    // only factor its rule splits with dropout).
+    if (auto attention = dyn_cast<AttentionOp>(clone);
+        attention && attention.drawsMasks())
+      attention.setHeadBlocks(n);
+    if (auto grad = dyn_cast<AttentionGradOp>(clone); grad && grad.drawsMasks())
+      grad.setHeadBlocks(n);
     if (auto constant = dyn_cast<ConstantOp>(clone)) {
       auto splat = cast<SplatElementsAttr>(constant.getValue());
       constant.setValueAttr(
@@ -507,10 +514,6 @@ int64_t trainc::seedMegatron(func::FuncOp fn, int64_t size) {
     // (row-parallel).
     // Heads are dimension 1, or 2 for a tensor stored [B, S, H, D].
     if (auto attention = dyn_cast<AttentionOp>(op)) {
-      // Attention with dropout stays whole (its sharding rule): split
-      // projections would only be gathered back before it.
-      if (attention.drawsMasks())
-        return;
       auto headsDim = [&](int64_t tensor) -> int64_t {
         return attention.isSeqMajor(tensor) ? 2 : 1;
       };

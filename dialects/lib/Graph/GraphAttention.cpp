@@ -1,7 +1,7 @@
 //===- GraphAttention.cpp - Verifiers of attention and its gradient -------===//
 //
-// graph.attention (C1-C13, type inference) and graph.attention_grad
-// (C1-C8). Both read their tensors through `seq_major` and `qkv_heads`:
+// graph.attention (C1-C15, type inference) and graph.attention_grad
+// (C1-C10). Both read their tensors through `seq_major` and `qkv_heads`:
 // the constraints are on the logical [B, H, S, D] shapes, whatever the
 // stored layout.
 //
@@ -58,6 +58,26 @@ LogicalResult checkDropout(std::optional<APFloat> dropout, StringRef constraint,
   double r = dropout->convertToDouble();
   if (!(r >= 0 && r < 1))
     return emitError() << constraint << " dropout must be in [0, 1), got " << r;
+  return success();
+}
+
+/// Checks `head_blocks` (attention_c15, attention_grad_c10): at least 1,
+/// and above 1 only with dropout, as the size of the mesh's tensor axis
+/// (the heads' blocks are numbered by the coordinate on it).
+LogicalResult checkHeadBlocks(Operation *op, int64_t blocks,
+                              std::optional<APFloat> dropout,
+                              StringRef constraint, EmitErrorFn emitError) {
+  if (blocks == 1)
+    return success();
+  if (blocks < 1 || !dropout)
+    return emitError() << constraint << " head_blocks must be 1"
+                       << (blocks < 1 ? "" : " without dropout") << ", got "
+                       << blocks;
+  int64_t tensor = getMesh(op).size("tensor");
+  if (blocks != tensor)
+    return emitError() << constraint << " head_blocks " << blocks
+                       << " must be the size of the mesh's tensor axis ("
+                       << tensor << ")";
   return success();
 }
 
@@ -198,6 +218,11 @@ LogicalResult AttentionOp::verifyShapeConstraints() {
         return emitOpError();
       })))
     return failure();
+  if (failed(checkHeadBlocks(*this, getHeadBlocks(), getDropout(), "(C15)",
+                             [&] { // attention_c15
+                               return emitOpError();
+                             })))
+    return failure();
   return inferAttentionType(getQuery(), getKey(), getValue(), getMask(),
                             getScale().convertToDouble(),
                             {getSeqMajor(), getQkvHeads()}, getWithLse(),
@@ -242,6 +267,11 @@ LogicalResult AttentionGradOp::verify() {
   if (failed(checkDropout(getDropout(), "(C9)", [&] { // attention_grad_c9
         return emitOpError();
       })))
+    return failure();
+  if (failed(checkHeadBlocks(*this, getHeadBlocks(), getDropout(), "(C10)",
+                             [&] { // attention_grad_c10
+                               return emitOpError();
+                             })))
     return failure();
   if (failed(checkSeqMajor(seqMajor, 7, "(C4)", [&] { // attention_grad_c4
         return emitOpError();

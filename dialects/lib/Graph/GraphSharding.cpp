@@ -206,15 +206,21 @@ ShardingRule reduction(Operation *op, ArrayRef<int64_t> dims, bool sum) {
 /// the absolute positions. `operands` are q, k, v (and the cotangent), the
 /// tensors numbered as `seq_major` numbers them, results next: a tensor's
 /// heads are its dimension 2 where it is stored [B, S, H, D].
+///
+/// With dropout only the heads: their blocks are numbered in the whole
+/// (`head_blocks`, set by the partitioner), a batch's blocks are not.
 ShardingRule attentionRule(Operation *op, ValueRange operands, Value mask,
-                           std::optional<ArrayRef<int64_t>> seqMajor) {
+                           std::optional<ArrayRef<int64_t>> seqMajor,
+                           bool dropout) {
   RuleBuilder b(op);
   auto headsDim = [&](int64_t tensor) -> int64_t {
     return seqMajor && llvm::is_contained(*seqMajor, tensor) ? 2 : 1;
   };
   ArrayRef<int64_t> q = shapeOf(operands[0]), k = shapeOf(operands[1]);
   int64_t qHeads = q[headsDim(0)];
-  int64_t batch = b.factor(q[0]), heads = b.factor(k[headsDim(1)]);
+  // (kNoFactor maps a dimension to no factor: whole.)
+  int64_t batch = dropout ? ShardingRule::kNoFactor : b.factor(q[0]);
+  int64_t heads = b.factor(k[headsDim(1)]);
   for (auto [i, v] : llvm::enumerate(operands)) {
     b.operand(v, 0, batch);
     b.operand(v, headsDim(i), heads);
@@ -702,21 +708,22 @@ ShardingRule NormGradParamsOp::getShardingRule() {
 /// dimension is whole: one stored head dimension holds the query's, the
 /// key's and the value's heads, which one factor cannot split.
 ///
-/// With `dropout` every dimension is whole too, as graph.dropout's: the mask
-/// depends on each probability's index in the whole [B, Hq, Sq, Sk], which
-/// a part of the batch or of the heads would number from 0.
+/// With `dropout` only the heads may split, once: the mask depends on each
+/// probability's index in the whole [B, Hq, Sq, Sk], which `head_blocks`
+/// gives for a block of the heads (the partitioner sets it) but nothing
+/// gives for a block of the batch.
 ShardingRule AttentionOp::getShardingRule() {
-  if (getQkvHeads() || drawsMasks())
+  if (getQkvHeads() || (drawsMasks() && getHeadBlocks() != 1))
     return RuleBuilder(*this).take();
   return attentionRule(*this, {getQuery(), getKey(), getValue()}, getMask(),
-                       getSeqMajor());
+                       getSeqMajor(), drawsMasks());
 }
 ShardingRule AttentionGradOp::getShardingRule() {
-  if (getQkvHeads() || drawsMasks())
+  if (getQkvHeads() || (drawsMasks() && getHeadBlocks() != 1))
     return RuleBuilder(*this).take();
   return attentionRule(*this,
                        {getQuery(), getKey(), getValue(), getCotangent()},
-                       getMask(), getSeqMajor());
+                       getMask(), getSeqMajor(), drawsMasks());
 }
 
 /// Positions are independent; the classes are whole (logsumexp over

@@ -741,14 +741,15 @@ Status shapeOf(const KernelCall &call, int maskInput, AttnShape &a,
   return okStatus();
 }
 
-/// The call's dropout (floats[2], the stream after ints[5]), none when it
-/// has none.
-AttnDropout dropoutOf(const KernelCall &call) {
+/// The dropout of `call` of shape `a` (floats[2], the stream after
+/// ints[5]), none when it has none.
+AttnDropout dropoutOf(const KernelCall &call, const AttnShape &a) {
   AttnDropout drop;
   if (call.floats.size > 2 && call.floats[2] > 0) {
     drop.ratio = call.floats[2];
     drop.scale = 1.0 / (1.0 - drop.ratio);
     drop.key = dropoutKeyOf(call, kAttentionStatsInt + 1);
+    drop.heads = dropoutHeadsOf(call, kAttentionStatsInt + 1, a.hq);
   }
   return drop;
 }
@@ -777,7 +778,7 @@ Status runThroughCudnn(const KernelCall &call, const AttnShape &a,
   c.dv = a.dv;
   c.scale = a.scale;
   c.softcap = a.softcap;
-  c.dropout = dropoutOf(call).ratio;
+  c.dropout = dropoutOf(call, a).ratio;
   c.causal = a.causal;
   c.hasMask = call.ints[1] != 0;
   for (int i = 0; i < kAttentionGradTensors; ++i)
@@ -819,7 +820,7 @@ Status runAttention(const KernelCall &call) {
                                          nullptr, nullptr, ran));
   if (ran)
     return okStatus();
-  AttnDropout drop = dropoutOf(call);
+  AttnDropout drop = dropoutOf(call, a);
   return withFloatStorage(call, q.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
     using C = Compute<S>;
@@ -861,7 +862,7 @@ Status runAttentionGrad(const KernelCall &call) {
       dv.numElements() > 0 ? dv.data : nullptr, ran));
   if (ran)
     return okStatus();
-  AttnDropout drop = dropoutOf(call);
+  AttnDropout drop = dropoutOf(call, a);
   return withFloatStorage(call, q.dtype, [&](auto zero) -> Status {
     using S = decltype(zero);
     using C = Compute<S>;

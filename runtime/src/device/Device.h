@@ -219,15 +219,31 @@ Status createDevice(const std::string &name,
 
 /// The key of the dropout stream whose ints start at `first` in `call`
 /// (executable.fbs' Dropout: [seed], or [seed, axis, stride] on a mesh
-/// whose data ranks draw apart): math::dropoutKey of the seed, plus this
-/// rank's coordinate on the axis times the stride, and the step.
+/// whose data ranks draw apart; attention's may have two ints more, read
+/// by dropoutHeadsOf): math::dropoutKey of the seed, plus this rank's
+/// coordinate on the axis times the stride, and the step.
 inline uint64_t dropoutKeyOf(const KernelCall &call, int64_t first) {
   uint64_t seed = uint64_t(call.ints[first]);
-  if (call.ints.size == first + 3 && call.context && call.context->collective)
+  if (call.ints.size >= first + 3 && call.context && call.context->collective)
     seed += uint64_t(call.context->collective->coordinate(
                 int(call.ints[first + 1]))) *
             uint64_t(call.ints[first + 2]);
   return math::dropoutKey(seed, uint64_t(call.step()));
+}
+
+/// The heads of an attention call with `hq` heads whose dropout stream
+/// starts at `first`: with [seed, data axis, stride, tensor axis, head
+/// blocks] (executable.fbs' Attention), block c of the heads, c this
+/// rank's coordinate on the tensor axis; else all of them.
+inline math::DropoutHeads dropoutHeadsOf(const KernelCall &call, int64_t first,
+                                         int64_t hq) {
+  if (call.ints.size != first + 5)
+    return {0, hq};
+  int64_t block =
+      call.context && call.context->collective
+          ? call.context->collective->coordinate(int(call.ints[first + 3]))
+          : 0;
+  return {block * hq, call.ints[first + 4] * hq};
 }
 
 } // namespace trainc

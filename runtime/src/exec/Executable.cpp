@@ -329,11 +329,12 @@ Status Executable::parse() {
                    inst.op == Opcode::ReduceScatterStart ||
                    inst.op == Opcode::AllGatherStart;
       // A dropout stream's data axis: Dropout's ints[1] of [seed, axis,
-      // stride], attention's ints[7] of its six and those three.
+      // stride], attention's ints[7] of its six and those three (and two
+      // more, checked below).
       bool attention =
           inst.op == Opcode::Attention || inst.op == Opcode::AttentionGrad;
       bool stream = (inst.op == Opcode::Dropout && inst.ints.size() == 3) ||
-                    (attention && inst.ints.size() == 9);
+                    (attention && inst.ints.size() >= 9);
       bool onMesh = parts || inst.op == Opcode::AllReduce ||
                     inst.op == Opcode::AllReduceStart || stream;
       int64_t axis = !onMesh  ? 0
@@ -344,6 +345,19 @@ Status Executable::parse() {
                         "instruction " + std::to_string(index) + " (" +
                             opcodeName(inst.op) + ") names mesh axis " +
                             std::to_string(axis) + ", which does not exist");
+      // Attention's heads as blocks of the tensor axis: ints[9] names it,
+      // ints[10] is its size.
+      if (attention && inst.ints.size() == 11) {
+        int64_t tensor = inst.ints[9], blocks = inst.ints[10];
+        if (tensor < 0 || tensor >= int64_t(mesh_.size()) ||
+            blocks != int64_t(mesh_[size_t(tensor)].size))
+          return dataLoss(
+              origin_, "instruction " + std::to_string(index) + " (" +
+                           opcodeName(inst.op) + ") splits its heads into " +
+                           std::to_string(blocks) + " blocks over mesh axis " +
+                           std::to_string(tensor) +
+                           ", which is not an axis of that size");
+      }
       if (parts) {
         const TensorInfo &in = tensors_[inst.operands[0]];
         const TensorInfo &out = tensors_[inst.results[0]];

@@ -187,10 +187,13 @@ Status Checker::checkComposite() const {
     // qkv windows).
     bool grad = inst.op == Opcode::AttentionGrad;
     // floats = [scale], [scale, softcap] or, with dropout, [scale,
-    // softcap or 0, ratio] and the stream's ints, [seed] or [seed, axis,
-    // stride], after the six.
+    // softcap or 0, ratio] and the stream's ints, [seed], [seed, axis,
+    // stride] or [seed, axis, stride, tensor axis, head blocks], after the
+    // six.
     bool dropout = inst.floats.size() == 3;
-    size_t streamInts = inst.ints.size() == 9 ? 3 : 1;
+    size_t streamInts = inst.ints.size() == 9    ? 3
+                        : inst.ints.size() == 11 ? 5
+                                                 : 1;
     TRAINC_RETURN_IF_ERROR(
         attrs(dropout ? 6 + streamInts : 6, dropout                   ? 3
                                             : inst.floats.size() == 2 ? 2
@@ -201,7 +204,8 @@ Status Checker::checkComposite() const {
       return error("softcap " + std::to_string(inst.floats[1]) +
                    " must be finite and positive" +
                    (dropout ? std::string(", or 0 (none)") : std::string()));
-    // (A stream's axis is checked by the loader, as Dropout's.)
+    // (A stream's axes are checked by the loader, as Dropout's, and the
+    // head blocks against the tensor axis's size.)
     if (dropout && !(inst.floats[2] >= 0 && inst.floats[2] < 1))
       return error("dropout ratio " + std::to_string(inst.floats[2]) +
                    " is outside [0, 1)");

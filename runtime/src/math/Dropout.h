@@ -50,6 +50,22 @@ TRAINC_HD bool dropoutKeep(uint64_t key, uint64_t index, double ratio) {
   return u >= ratio;
 }
 
+/// Which heads attention's probabilities are numbered as: a call's Hq
+/// heads are heads [first, first + Hq) of `total` (graph.attention's
+/// `head_blocks`: a block of the tensor axis's split), or [0, Hq) of Hq
+/// where the heads are whole.
+struct DropoutHeads {
+  int64_t first, total;
+};
+
+/// The stream index of attention's probability (b, h, i, j), h one of the
+/// call's heads: its row-major index in the whole [B, total, Sq, Sk].
+TRAINC_HD uint64_t attentionDropoutIndex(DropoutHeads heads, int64_t b,
+                                         int64_t h, int64_t i, int64_t j,
+                                         int64_t sq, int64_t sk) {
+  return uint64_t(((b * heads.total + heads.first + h) * sq + i) * sk + j);
+}
+
 } // namespace trainc::math
 
 #endif // TRAINC_RUNTIME_MATH_DROPOUT_H

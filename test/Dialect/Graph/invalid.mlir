@@ -1981,6 +1981,40 @@ func.func @attention_c14(%q: tensor<2x4x8x16xf32>) {
 
 // -----
 
+func.func @attention_c15_without_dropout(%q: tensor<2x4x8x16xf32>) {
+  // expected-error@+1 {{(C15) head_blocks must be 1 without dropout, got 2}}
+  %0 = graph.attention %q, %q, %q, scale = 0.25 {head_blocks = 2} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_c15_zero(%q: tensor<2x4x8x16xf32>) {
+  // expected-error@+1 {{(C15) head_blocks must be 1, got 0}}
+  %0 = graph.attention %q, %q, %q, scale = 0.25 {dropout = 0.1, head_blocks = 0} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+module attributes {graph.mesh = {tensor = 4 : i64}} {
+  func.func @attention_c15_mesh(%q: tensor<2x4x8x16xf32>) {
+    // expected-error@+1 {{(C15) head_blocks 2 must be the size of the mesh's tensor axis (4)}}
+    %0 = graph.attention %q, %q, %q, scale = 0.25 {dropout = 0.1, head_blocks = 2} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+    return
+  }
+}
+
+// -----
+
+func.func @attention_grad_c10(%q: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{(C10) head_blocks 2 must be the size of the mesh's tensor axis (1)}}
+  %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 {dropout = 0.1, head_blocks = 2} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_grad_c9(%q: tensor<1x2x4x8xf32>) {
   // expected-error@+1 {{(C9) dropout must be in [0, 1), got -1.000000e-01}}
   %0:3 = graph.attention_grad %q, %q, %q, %q, scale = 0.5 {dropout = -0.1} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)

@@ -189,16 +189,30 @@ func.func @attention(%q: tensor<2x8x32x16xf32>, %kv: tensor<2x4x32x16xf32>, %m: 
   %3:3 = graph.attention_grad %qs, %kvs, %kvs, %qs, scale = 0.25, causal {seq_major = array<i64: 0, 1, 2, 3, 5>}
          : (tensor<2x32x8x16xf32>, tensor<2x32x4x16xf32>, tensor<2x32x4x16xf32>, tensor<2x32x8x16xf32>)
          -> (tensor<2x8x32x16xf32>, tensor<2x32x4x16xf32>, tensor<2x4x32x16xf32>)
-  // With dropout, whole, as graph.dropout: a part would number its
-  // probabilities from 0 and draw another mask.
-  // expected-remark@+1 {{([_, _, _, _], [_, _, _, _], [_, _, _, _]) -> ([_, _, _, _])}}
+  // With dropout, the heads only: head_blocks numbers a block of the heads
+  // in the whole, but a block of the batch would number its probabilities
+  // from 0 and draw another mask.
+  // expected-remark@+1 {{([_, i, _, _], [_, i, _, _], [_, i, _, _]) -> ([_, i, _, _]) sizes i=4}}
   %4 = graph.attention %q, %kv, %kv, scale = 0.25 {dropout = 0.1, seed = 3}
          : (tensor<2x8x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>) -> tensor<2x8x32x16xf32>
-  // expected-remark@+1 {{([_, _, _, _], [_, _, _, _], [_, _, _, _], [_, _, _, _]) -> ([_, _, _, _], [_, _, _, _], [_, _, _, _])}}
+  // expected-remark@+1 {{([_, i, _, _], [_, i, _, _], [_, i, _, _], [_, i, _, _]) -> ([_, i, _, _], [_, i, _, _], [_, i, _, _]) sizes i=4}}
   %5:3 = graph.attention_grad %q, %kv, %kv, %q, scale = 0.25 {dropout = 0.1, seed = 3}
          : (tensor<2x8x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x8x32x16xf32>)
          -> (tensor<2x8x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>)
   return
+}
+
+// -----
+
+// Heads already split over the tensor axis (head_blocks): whole, since a
+// block of a block would need a second axis's coordinate.
+module attributes {graph.mesh = {tensor = 2 : i64}} {
+  func.func @attention_split(%q: tensor<2x4x32x16xf32>, %kv: tensor<2x2x32x16xf32>) {
+    // expected-remark@+1 {{([_, _, _, _], [_, _, _, _], [_, _, _, _]) -> ([_, _, _, _])}}
+    %0 = graph.attention %q, %kv, %kv, scale = 0.25 {dropout = 0.1, seed = 3, head_blocks = 2}
+           : (tensor<2x4x32x16xf32>, tensor<2x2x32x16xf32>, tensor<2x2x32x16xf32>) -> tensor<2x4x32x16xf32>
+    return
+  }
 }
 
 // -----

@@ -237,6 +237,9 @@ struct AttentionShape {
   std::vector<int64_t> mask; // Empty: no mask.
   double softcap = 0;        // 0: none.
   double dropout = 0;        // 0: none (seed 17).
+  /// Dropout on block 0 of this many blocks of the heads (the tensor axis's
+  /// split; no collective: coordinate 0): numbered in blocks * Hq heads.
+  int64_t headBlocks = 1;
 };
 
 const AttentionShape kAttentionShapes[] = {
@@ -285,6 +288,7 @@ const AttentionShape kAttentionShapes[] = {
     {kF32, 2, 4, 2, 37, 45, 16, 16, true, {1, 1, 37, 45}, 0, 0.3},
     {kF64, 1, 2, 1, 5, 7, 8, 8, false, {}, 0.3, 0.5},
     {kBF16, 2, 4, 2, 129, 129, 64, 64, true, {}, 0, 0.1},
+    {kF32, 2, 4, 2, 37, 45, 16, 16, true, {1, 1, 37, 45}, 0, 0.3, 2},
 };
 
 /// attention (or attention_grad) on random q, k, v (cotangent) and mask;
@@ -321,6 +325,8 @@ Call attentionCall(const AttentionShape &a, bool grad, uint32_t seed,
   if (a.dropout > 0) {
     floats.push_back(a.dropout);
     ints.push_back(17);
+    if (a.headBlocks > 1) // [seed, data axis, stride, tensor axis, blocks]
+      ints.insert(ints.end(), {0, 0, 1, a.headBlocks});
   }
   return makeCall(grad ? Opcode::AttentionGrad : Opcode::Attention, in, out,
                   ints, floats);

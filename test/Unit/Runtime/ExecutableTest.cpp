@@ -36,6 +36,10 @@ struct TinyProgram {
   uint16_t opcode = static_cast<uint16_t>(Opcode::Add);
   std::vector<uint32_t> outputs = {2};
   std::vector<int64_t> ints;
+  std::vector<double> floats;
+  /// The tensors' shape (6 elements) and the mesh's axes (none: one rank).
+  std::vector<int64_t> shape = {2, 3};
+  std::vector<std::pair<std::string, uint32_t>> mesh;
   /// The training signature's loss output and tokens input (-1: none), and
   /// whether to write a signature at all.
   int lossOutput = -1, tokensInput = -1;
@@ -45,7 +49,6 @@ struct TinyProgram {
   std::vector<char> build() const {
     flatbuffers::FlatBufferBuilder b;
     b.ForceDefaults(true);
-    std::vector<int64_t> shape = {2, 3};
     uint64_t bytes = 6 * dtypeSize(dtype);
     std::vector<flatbuffers::Offset<fb::Tensor>> tensors = {
         fb::CreateTensorDirect(b, firstName.c_str(), fb::TensorRole::Input,
@@ -56,7 +59,8 @@ struct TinyProgram {
                                bytes)};
     std::vector<uint32_t> results = {2};
     std::vector<flatbuffers::Offset<fb::Instruction>> insts = {
-        fb::CreateInstructionDirect(b, opcode, &operands, &results, &ints)};
+        fb::CreateInstructionDirect(b, opcode, &operands, &results, &ints,
+                                    &floats)};
     std::vector<flatbuffers::Offset<fb::Arena>> arenas = {
         fb::CreateArenaDirect(b, "work", workArenaSize, 64)};
     std::vector<uint32_t> inputs = {0, 1}, params;
@@ -64,9 +68,13 @@ struct TinyProgram {
     if (withSignature)
       signature = fb::CreateTrainingSignatureDirect(
           b, lossOutput, -1, -1, -1, -1, tokensInput, -1, 0, nullptr);
+    std::vector<flatbuffers::Offset<fb::MeshAxis>> axes;
+    for (const auto &[name, size] : mesh)
+      axes.push_back(fb::CreateMeshAxisDirect(b, name.c_str(), size));
     auto exe = fb::CreateExecutableDirect(
         b, formatVersion, 0, &tensors, &arenas, &insts, &inputs, &outputs,
-        &params, 0, 0, 0, nullptr, 0, signature);
+        &params, 0, 0, 0, nullptr, 0, signature,
+        mesh.empty() ? nullptr : &axes);
     fb::FinishExecutableBuffer(b, exe);
     return std::vector<char>(b.GetBufferPointer(),
                              b.GetBufferPointer() + b.GetSize());
@@ -251,6 +259,43 @@ TEST(Executable, RejectsMalformedInstructions) {
   rounding.ints.pop_back(); // a version 9 instruction
   s = load(rounding, exe);
   EXPECT_NE(s.message().find("malformed dimension numbers"), std::string::npos)
+      << s.toString();
+}
+
+// Attention's dropout on a block of the heads names the tensor axis and
+// its size (ints[9..10], version 33): both must be the mesh's.
+TEST(Executable, RejectsHeadBlocksOffTheMesh) {
+  TinyProgram p;
+  p.shape = {1, 1, 2, 3};
+  p.opcode = static_cast<uint16_t>(Opcode::Attention);
+  p.operands = {0, 1, 1};
+  p.floats = {0.5, 0.0, 0.1};
+  p.mesh = {{"data", 1}, {"tensor", 2}};
+  p.ints = {0, 0, 0, 0, 0, 0, 42, 0, 0, 1, 2};
+  std::unique_ptr<Executable> exe;
+  Status s = load(p, exe);
+  ASSERT_TRUE(s.ok()) << s.toString();
+  for (auto [axis, blocks] : {std::pair<int64_t, int64_t>{1, 3}, {0, 2}}) {
+    TinyProgram bad = p;
+    bad.ints[9] = axis;
+    bad.ints[10] = blocks;
+    s = load(bad, exe);
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+    EXPECT_NE(s.message().find("instruction 0 (attention) splits its heads "
+                               "into " +
+                               std::to_string(blocks) +
+                               " blocks over mesh "
+                               "axis " +
+                               std::to_string(axis) +
+                               ", which is not an axis of that size"),
+              std::string::npos)
+        << s.toString();
+  }
+  TinyProgram noAxis = p;
+  noAxis.ints[9] = 2;
+  s = load(noAxis, exe);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("blocks over mesh axis 2"), std::string::npos)
       << s.toString();
 }
 

@@ -108,7 +108,7 @@ inline Status runKernel(Status (*family)(const KernelCall &), Opcode op,
                         const std::vector<TestTensor *> &outputs,
                         const std::vector<int64_t> &ints,
                         const std::vector<double> &floats = {},
-                        int64_t step = 0) {
+                        int64_t step = 0, Collective *collective = nullptr) {
   std::vector<TensorRef> in, out;
   for (const TestTensor *t : inputs)
     in.push_back(t->ref());
@@ -116,6 +116,7 @@ inline Status runKernel(Status (*family)(const KernelCall &), Opcode op,
     out.push_back(t->ref());
   KernelContext context;
   context.step = step;
+  context.collective = collective;
   KernelCall call{op,
                   {in.data(), int64_t(in.size())},
                   out.data(),

@@ -398,6 +398,13 @@ TEST(Executable, ChecksAttentionLayouts) {
   fails(dropped, "expects 7 and 3");
   dropped.ints = {1, 0, 0, 0, 0, 0, 42, 0};
   fails(dropped, "expects 7 and 3");
+  // On a block of the heads (version 33): [seed, data axis, stride, tensor
+  // axis, head blocks] (the axes and the blocks against the mesh are the
+  // loader's).
+  dropped.ints = {1, 0, 0, 0, 0, 0, 42, 0, 0, 1, 2};
+  EXPECT_TRUE(validateInstruction(dropped, 0, tensors).ok());
+  dropped.ints = {1, 0, 0, 0, 0, 0, 42, 0, 0, 1};
+  fails(dropped, "expects 7 and 3");
   // The gradient: q, k, v, the cotangent, then dq, dk, dv (bits 4..6).
   InstructionInfo grad;
   grad.op = Opcode::AttentionGrad;

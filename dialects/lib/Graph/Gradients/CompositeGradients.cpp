@@ -336,7 +336,7 @@ struct AttentionGradient
         attention.getSeedAttr(), attention.getDataSeedStrideAttr(),
         seqMajor.empty() ? DenseI64ArrayAttr()
                          : b.getDenseI64ArrayAttr(seqMajor),
-        /*qkv_heads=*/DenseI64ArrayAttr());
+        /*qkv_heads=*/DenseI64ArrayAttr(), attention.getHeadBlocksAttr());
     out.append(fused->getResults().begin(), fused->getResults().end());
     if (!attention.getMask())
       return success();
@@ -408,6 +408,12 @@ struct AttentionGradient
     // probabilities' own is it through the forward's mask, which
     // graph.dropout of the same stream over [B, Hq, Sq, Sk] draws again.
     if (std::optional<APFloat> ratio = attention.getDropout()) {
+      // graph.dropout numbers its whole operand: a block of the heads
+      // would draw another mask (autodiff runs before partitioning).
+      if (attention.getHeadBlocks() != 1)
+        return op->emitOpError("the gradient of a mask under dropout needs "
+                               "the whole heads, not a block of ")
+               << attention.getHeadBlocks();
       auto drop = b.create<DropoutOp>(e.loc, dp, *ratio, attention.getSeed());
       drop.setDataSeedStride(attention.getDataSeedStride());
       dp = drop.getResult();

@@ -483,7 +483,12 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
     `1 / (1 - r)`. Element (b, h, i, j) is kept as graph.dropout keeps the
     element of that row-major index, so the fused op draws exactly the
     mask of the ops it replaces, and its gradient and a recomputation
-    draw it again from the seed and the step; no mask is stored.
+    draw it again from the seed and the step; no mask is stored. With
+    `head_blocks = n` (tensor parallelism: `trainc-partition` splits the
+    heads over the mesh's `tensor` axis of n ranks) the op holds block c of
+    the heads, c this rank's coordinate on that axis, and numbers its
+    probabilities as elements of the whole `[B, n Hq, Sq, Sk]`, from head
+    `c Hq`: each rank draws its heads' part of one device's mask.
 
     Constraints:
     - (C1) query, key and value have rank 4.
@@ -505,6 +510,8 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
       set: `[B, Hq, Sq]` of f32 (f64 for f64 operands).
     - (C13) `softcap`, when present, is finite and positive.
     - (C14) `dropout`, when present, is in [0, 1).
+    - (C15) `head_blocks` is at least 1; above 1 only with `dropout`, and
+      equal to the size of the module's mesh axis `tensor`.
 
     Statistics: with `with_lse`, `lse[b, h, i]` is the log-sum-exp of row
     i's scores over the keys it may see (-inf for a row with none), what
@@ -558,7 +565,8 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
                        DefaultValuedAttr<I64Attr, "0">:$data_seed_stride,
                        OptionalAttr<DenseI64ArrayAttr>:$seq_major,
                        OptionalAttr<DenseI64ArrayAttr>:$qkv_heads,
-                       UnitAttr:$with_lse);
+                       UnitAttr:$with_lse,
+                       DefaultValuedAttr<I64Attr, "1">:$head_blocks);
   let results = (outs Graph_FloatTensor:$result,
                       Optional<Graph_FloatTensor>:$lse);
   let assemblyFormat = [{
@@ -935,8 +943,8 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [AttrSizedOperandSegments
     summed over the query heads of a group. With `softcap = c` (graph.attention's),
     `S = c * t + mask` with `t = tanh(scale * q @ k^T / c)`, and dS is
     multiplied by `1 - t^2` before the products with k and q. With
-    `dropout = r` (graph.attention's, with its `seed` and
-    `data_seed_stride`), `Z = P * keep / (1 - r)` with the forward's mask
+    `dropout = r` (graph.attention's, with its `seed`, `data_seed_stride`
+    and `head_blocks`), `Z = P * keep / (1 - r)` with the forward's mask
     `keep`, `dv = Z^T @ g`, `dZ = g @ v^T`, `dP = dZ * keep / (1 - r)`
     and `D_i = sum_j Z_ij dZ_ij` (the same sum). The kernel remakes S and P one
     (batch, key head) at a time, so no [B, H, Sq, Sk] tensor is ever
@@ -972,6 +980,7 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [AttrSizedOperandSegments
       `P = exp(S - lse)` and `D_i` from them.
     - (C8) `softcap`, when present, is finite and positive.
     - (C9) `dropout`, when present, is in [0, 1).
+    - (C10) `head_blocks` is graph.attention's (C15).
 
     Example:
     ```mlir
@@ -1005,7 +1014,8 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [AttrSizedOperandSegments
                        DefaultValuedAttr<I64Attr, "0">:$seed,
                        DefaultValuedAttr<I64Attr, "0">:$data_seed_stride,
                        OptionalAttr<DenseI64ArrayAttr>:$seq_major,
-                       OptionalAttr<DenseI64ArrayAttr>:$qkv_heads);
+                       OptionalAttr<DenseI64ArrayAttr>:$qkv_heads,
+                       DefaultValuedAttr<I64Attr, "1">:$head_blocks);
   let results = (outs Variadic<Graph_FloatTensor>:$grads);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $cotangent (`mask` $mask^)?

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Export Hugging Face models with dropout, in training mode, to ONNX.
+
+    /tmp/oracle/bin/python tools/hf_models/export_dropout.py test/Models/hf_dropout
+
+The suite of export.py has every dropout probability 0, so that PyTorch's
+references compute trainc's function. These are GPT-2 and Llama (grouped
+query heads: 4 query heads on 2 key/value heads) from models.py's tiny
+configs with every dropout probability 0.1 and eager attention (the "sdpa"
+attention's dropout is lost by both exporters: frontends/README.md), for
+the tests that compare trainc with itself where the masks matter: one
+device against tensor-parallel ranks (test/Runtime/tensor_parallel.py).
+No PyTorch reference is written; PyTorch's masks come from its own
+generator.
+
+Writes OUT/<model>/ts17.onnx (the TorchScript exporter, opset 17,
+training mode), dynamo.onnx (the dynamo exporter; node metadata dropped)
+and <input>.npy, the batch of models.py's causal LM cases.
+
+Needs torch, transformers and onnx (tools/hf_models/requirements.txt); CI
+never runs it, the tests read the committed files.
+"""
+import argparse
+import os
+import sys
+import warnings
+
+import numpy as np
+import torch
+import transformers as tf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export  # noqa: E402
+import models  # noqa: E402
+
+RATIO = 0.1
+
+
+def _gpt2():
+    return tf.GPT2LMHeadModel(tf.GPT2Config(
+        vocab_size=models.VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=4,
+        resid_pdrop=RATIO, embd_pdrop=RATIO, attn_pdrop=RATIO,
+        attn_implementation='eager'))
+
+
+def _llama():
+    config = dict(models._decoder(), attention_dropout=RATIO)
+    return tf.LlamaForCausalLM(tf.LlamaConfig(
+        **config, num_key_value_heads=2, attn_implementation='eager'))
+
+
+CASES = [
+    models.ModelCase('gpt2', _gpt2, models._LM, models._causal_lm_batch, ()),
+    models.ModelCase('llama', _llama, models._LM, models._causal_lm_batch, ()),
+]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('out', help='output directory (test/Models/hf_dropout)')
+    args = parser.parse_args()
+    warnings.filterwarnings('ignore')
+    tf.logging.set_verbosity_error()
+    for case in CASES:
+        out = os.path.join(args.out, case.name)
+        os.makedirs(out, exist_ok=True)
+        batch = case.make_batch(torch.Generator().manual_seed(1))
+        for name in case.inputs:
+            np.save(os.path.join(out, f'{name}.npy'), batch[name].numpy())
+        for exporter in ('ts17', 'dynamo'):
+            info = export.export(case, batch, exporter,
+                                 os.path.join(out, f'{exporter}.onnx'))
+            print(case.name, exporter, info)
+
+
+if __name__ == '__main__':
+    main()
