@@ -53,16 +53,17 @@ func.func @main(%x: tensor<2x8x64xf32>, %wq: tensor<64x64xf32>, %wo: tensor<64x6
 
 // -----
 
-// With dropout the heads split the same way, and the op numbers its block
-// of them in the whole (head_blocks): each rank draws its 2 heads' part of
-// one device's mask.
+// With dropout the heads split the same way, and the op and its gradient
+// number their block of them in the whole (head_blocks): each rank draws
+// its 2 heads' part of one device's mask.
 // CHECK-LABEL: func.func @main
 // CHECK: graph.shard_slice {{.*}} : (tensor<64x64xf32>) -> tensor<32x64xf32>
 // CHECK: graph.attention {{.*}} {dropout = 1.000000e-01 : f64, head_blocks = 2 : i64, seed = 7 : i64} {{.*}} -> tensor<2x2x8x16xf32>
 // CHECK: %[[P:.+]] = graph.dot_general {{.*}} -> tensor<2x8x64xf32>
+// CHECK: graph.attention_grad {{.*}} {dropout = 1.000000e-01 : f64, head_blocks = 2 : i64, seed = 7 : i64} {{.*}} -> (tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>)
 // CHECK: %[[Y:.+]] = graph.all_reduce %[[P]], axis = "tensor"
 // CHECK: return %[[Y]]
-func.func @main(%x: tensor<2x8x64xf32>, %wq: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x8x64xf32> {
+func.func @main(%x: tensor<2x8x64xf32>, %wq: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> (tensor<2x8x64xf32>, tensor<2x4x8x16xf32>) {
   %q = graph.dot_general %x, %wq, batching_dims = [] x [], contracting_dims = [2] x [0] : (tensor<2x8x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
   %r = graph.reshape %q : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
   %t = graph.transpose %r, permutation = [0, 2, 1, 3] : (tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>
@@ -70,7 +71,8 @@ func.func @main(%x: tensor<2x8x64xf32>, %wq: tensor<64x64xf32>, %wo: tensor<64x6
   %ot = graph.transpose %o, permutation = [0, 2, 1, 3] : (tensor<2x4x8x16xf32>) -> tensor<2x8x4x16xf32>
   %or = graph.reshape %ot : (tensor<2x8x4x16xf32>) -> tensor<2x8x64xf32>
   %y = graph.dot_general %or, %wo, batching_dims = [] x [], contracting_dims = [2] x [0] : (tensor<2x8x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
-  return %y : tensor<2x8x64xf32>
+  %dq, %dk, %dv = graph.attention_grad %t, %t, %t, %o, scale = 0.25, causal {dropout = 0.1, seed = 7} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>)
+  return %y, %dq : tensor<2x8x64xf32>, tensor<2x4x8x16xf32>
 }
 
 // -----

@@ -293,7 +293,9 @@ private:
       slice.setLimit(limit);
     }
     // Attention's dropout numbers a block of the heads in the whole (the
-    // only factor its rule splits with dropout).
+    // only factor its rule splits with dropout). head_blocks counts the
+    // blocks of the mesh's tensor axis, the only axis split here.
+    assert(axis == "tensor" && "head_blocks names the tensor axis");
     if (auto attention = dyn_cast<AttentionOp>(clone);
         attention && attention.drawsMasks())
       attention.setHeadBlocks(n);

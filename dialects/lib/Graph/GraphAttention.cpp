@@ -69,7 +69,7 @@ LogicalResult checkHeadBlocks(Operation *op, int64_t blocks,
                               StringRef constraint, EmitErrorFn emitError) {
   if (blocks == 1)
     return success();
-  if (blocks < 1 || !dropout)
+  if (blocks < 1 || !dropout || dropout->isZero())
     return emitError() << constraint << " head_blocks must be 1"
                        << (blocks < 1 ? "" : " without dropout") << ", got "
                        << blocks;

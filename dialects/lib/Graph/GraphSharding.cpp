@@ -6,7 +6,8 @@
 // softmax's axis, a norm's normalized dimensions, a slice's sliced one, a
 // maximum's or a mean's reduced one) has no factor, and so does every
 // dimension of dropout, whose mask depends on each element's index in the
-// whole tensor, and of attention with dropout. Tested by
+// whole tensor, and the batch of attention with dropout (its heads split:
+// `head_blocks` numbers a block of them in the whole). Tested by
 // test/Dialect/Graph/sharding.mlir.
 //
 //===----------------------------------------------------------------------===//

@@ -1989,6 +1989,14 @@ func.func @attention_c15_without_dropout(%q: tensor<2x4x8x16xf32>) {
 
 // -----
 
+func.func @attention_c15_ratio_zero(%q: tensor<2x4x8x16xf32>) {
+  // expected-error@+1 {{(C15) head_blocks must be 1 without dropout, got 2}}
+  %0 = graph.attention %q, %q, %q, scale = 0.25 {dropout = 0.0, head_blocks = 2} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_c15_zero(%q: tensor<2x4x8x16xf32>) {
   // expected-error@+1 {{(C15) head_blocks must be 1, got 0}}
   %0 = graph.attention %q, %q, %q, scale = 0.25 {dropout = 0.1, head_blocks = 0} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>

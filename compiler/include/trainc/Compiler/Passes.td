@@ -355,8 +355,9 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
     gradient of a whole parameter is gathered (`graph.all_gather`). A fused
     QKV projection reaches this phase already split per slice
     (SplitFusedProjections). Dropout is never split (its mask depends on
-    each element's index in the whole tensor), and neither is attention
-    with dropout. Tensor parallelism runs
+    each element's index in the whole tensor); attention with dropout
+    splits by heads only, and the rebuilt op's `head_blocks` numbers this
+    rank's heads in the whole. Tensor parallelism runs
     first; data parallelism and ZeRO then see its gradients.
 
     Errors: an unknown or repeated mesh axis, a size below 1, a `data` axis

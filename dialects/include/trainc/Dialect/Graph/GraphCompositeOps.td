@@ -510,8 +510,8 @@ def Graph_AttentionOp : Graph_InferredOp<"attention", [
       set: `[B, Hq, Sq]` of f32 (f64 for f64 operands).
     - (C13) `softcap`, when present, is finite and positive.
     - (C14) `dropout`, when present, is in [0, 1).
-    - (C15) `head_blocks` is at least 1; above 1 only with `dropout`, and
-      equal to the size of the module's mesh axis `tensor`.
+    - (C15) `head_blocks` is at least 1; above 1 only with a `dropout`
+      above 0, and equal to the size of the module's mesh axis `tensor`.
 
     Statistics: with `with_lse`, `lse[b, h, i]` is the log-sum-exp of row
     i's scores over the keys it may see (-inf for a row with none), what
