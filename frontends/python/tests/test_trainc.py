@@ -6,6 +6,7 @@ Environment: TRAINC_SHARED_DATA (../shared/data: tinygpt) and TRAINC_REPO
 itself must come from site-packages, never from the checkout.
 """
 import json
+import math
 import os
 import subprocess
 import sys
@@ -221,6 +222,24 @@ class Misuse(WithStep):
             with self.assertRaises(trainc.TraincError) as caught:
                 call()
             self.assertIn('closed', str(caught.exception))
+
+    def test_a_closed_executable_raises(self):
+        # Before: parameter_count was 0, describe() and Trainer(...) said
+        # "executable is null", an argument the caller never passed.
+        exe = trainc.Executable(self.exe.path)
+        trainer = trainc.Trainer(exe)
+        exe.close()
+        exe.close()  # twice is fine
+        for call in (lambda: exe.parameter_count, lambda: exe.describe(),
+                     lambda: trainc.Trainer(exe),
+                     lambda: trainer.set_eval_executable(exe)):
+            with self.assertRaises(trainc.TraincError) as caught:
+                call()
+            self.assertIn(f"the Executable '{exe.path}' is closed",
+                          str(caught.exception))
+            self.assertEqual(caught.exception.code, 'failed precondition')
+        # A trainer made before keeps its own reference to the program.
+        self.assertTrue(math.isfinite(trainer.step(self.batch)['loss']))
 
     def test_the_executable_file_rewritten_or_truncated_while_training(self):
         # A trainer copies what it needs from the file when it starts: a

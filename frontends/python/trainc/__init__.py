@@ -97,7 +97,9 @@ class Executable:
 
     `path` is the file; `inputs` and `outputs` map names to
     (NumPy dtype, shape). A temporary file made by `compile` without
-    `output` is deleted when the executable is closed or collected."""
+    `output` is deleted when the executable is closed or collected. After
+    `close()`, `parameter_count`, `describe()` and a new Trainer of it
+    raise TraincError; Trainers made before keep the program."""
 
     def __init__(self, path: PathLike, _temporary_dir: Optional[str] = None):
         self.path = os.fspath(path)
@@ -110,6 +112,13 @@ class Executable:
                                   api.trainc_executable_input_info)
         self.outputs = self._infos(api.trainc_executable_output_count,
                                    api.trainc_executable_output_info)
+
+    def _live(self) -> ctypes.c_void_p:
+        """The C API handle; TraincError once the executable is closed."""
+        if not self._handle:
+            raise TraincError(f"the Executable '{self.path}' is closed",
+                              'failed precondition')
+        return self._handle
 
     def _infos(self, count_fn, info_fn) -> Dict[str, tuple]:
         infos = {}
@@ -124,13 +133,13 @@ class Executable:
     @property
     def parameter_count(self) -> int:
         """The number of parameters (trained weights)."""
-        return _capi.lib().trainc_executable_parameter_count(self._handle)
+        return _capi.lib().trainc_executable_parameter_count(self._live())
 
     def describe(self) -> str:
         """The executable as text (what `trainc-run --inspect` prints)."""
         text = ctypes.c_void_p()
         _capi.check(_capi.lib().trainc_executable_describe(
-            self._handle, ctypes.byref(text)))
+            self._live(), ctypes.byref(text)))
         return _capi.take_string(text)
 
     def close(self) -> None:
@@ -264,7 +273,7 @@ def _create_trainer(executable: Executable,
     api.trainc_train_config_init(ctypes.byref(config))
     config.device = device.encode()
     handle = ctypes.c_void_p()
-    _capi.check(api.trainc_trainer_create(executable._handle, None,
+    _capi.check(api.trainc_trainer_create(executable._live(), None,
                                           ctypes.byref(config),
                                           ctypes.byref(handle)))
     return handle
