@@ -22,6 +22,7 @@
 namespace trainc::cpu {
 namespace {
 
+using testing::countDifferent;
 using testing::randomTensor;
 using testing::runKernel;
 using testing::TestTensor;
@@ -86,15 +87,6 @@ TestTensor headsOf(const TestTensor &t, int64_t first, int64_t count) {
   return r;
 }
 
-/// The number of elements of `a` and `b` whose bits differ (compared as
-/// doubles: each is exact in f64).
-int64_t differing(const TestTensor &a, const TestTensor &b) {
-  int64_t n = 0;
-  for (int64_t i = 0; i < a.size(); ++i)
-    n += a.get(i) != b.get(i);
-  return n;
-}
-
 struct Shape {
   DType dtype;
   int64_t b, hq, hk, sq, sk, d, blocks;
@@ -151,7 +143,7 @@ void checkBlocks(const Shape &s, bool numbered = true) {
       bool query = i < 2;
       TestTensor expected =
           headsOf(whole[size_t(i)], at * (query ? hq : hk), query ? hq : hk);
-      int64_t off = differing(part[size_t(i)], expected);
+      int64_t off = countDifferent(part[size_t(i)], expected);
       if (numbered)
         EXPECT_EQ(off, 0) << names[i] << " of block " << at;
       else // (block 0 differs too, from batch 1 on)

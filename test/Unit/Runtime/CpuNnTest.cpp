@@ -26,6 +26,7 @@ namespace trainc::cpu {
 namespace {
 
 using testing::computeEps;
+using testing::countDifferent;
 using testing::randomTensor;
 using testing::runKernel;
 using testing::storageEps;
@@ -460,13 +461,6 @@ DropoutResult runDropoutOn(const TestTensor &x, int64_t seed, double ratio,
                        {seed}, {ratio}, step);
   EXPECT_TRUE(s.ok()) << s.toString();
   return r;
-}
-
-int64_t countDifferent(const TestTensor &a, const TestTensor &b) {
-  int64_t n = 0;
-  for (int64_t i = 0; i < a.size(); ++i)
-    n += a.get(i) != b.get(i);
-  return n;
 }
 
 TEST(CpuNnDropout, MaskIsAPureFunctionOfSeedStepAndIndex) {

@@ -102,6 +102,15 @@ dotInts(const DotDims &dd, OperandRounding rounding = OperandRounding::Exact) {
   return ints;
 }
 
+/// The number of elements of `a` and `b` (one shape) whose values differ
+/// (compared as doubles, which hold every dtype's values exactly).
+inline int64_t countDifferent(const TestTensor &a, const TestTensor &b) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < a.size(); ++i)
+    n += a.get(i) != b.get(i);
+  return n;
+}
+
 /// Builds a KernelCall for `op` and passes it to `family` (runSoftmax, ...).
 inline Status runKernel(Status (*family)(const KernelCall &), Opcode op,
                         const std::vector<const TestTensor *> &inputs,
