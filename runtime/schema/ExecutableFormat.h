@@ -70,7 +70,8 @@ namespace trainc {
 ///  32: Attention's and AttentionGrad's dropout (floats[2], a stream's
 ///      ints after ints[5]).
 ///  33: Attention's and AttentionGrad's dropout on a block of the heads
-///      (ints[6..10]: the stream, the tensor axis and the head blocks).
+///      (ints[6..10]: the stream, the tensor axis and the head blocks),
+///      Dropout's on a block of one dimension (ints[3..5]).
 constexpr uint32_t kFormatVersion = 33;
 /// Alignment of arenas, of every planned buffer, and of each constant in
 /// the constant section.

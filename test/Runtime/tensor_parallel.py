@@ -38,11 +38,13 @@ on byte data from the same initial weights as one rank, launched by
   gradient within 1e-4 of PyTorch's float64 ones (the criterion of
   test/Models/hf_models.py), with Megatron's 4 all-reduces per block
   (2 forward, 2 backward) for the TorchScript exports.
-- The same two with dropout 0.1 in training mode (test/Models/hf_dropout,
-  tools/hf_models/export_dropout.py; Llama with 4 query heads on 2
-  key/value heads), both exporters: the attention with dropout splits by
-  heads like the rest (`head_blocks = 2` on every graph.attention and
-  graph.attention_grad), and 2 ranks follow one rank's loss and grad_norm
+- The same two and T5 with dropout 0.1 in training mode
+  (test/Models/hf_dropout, tools/hf_models/export_dropout.py; Llama with 4
+  query heads on 2 key/value heads), both exporters: the attention with
+  dropout splits by heads like the rest (`head_blocks = 2` on every
+  graph.attention and graph.attention_grad), T5's dropout between each
+  MLP's activation and down projection splits with the features
+  (graph.dropout's `blocks = 2`), and 2 ranks follow one rank's loss and grad_norm
   curves over 20 AdamW steps within CURVE_RTOL (measured: 1.4e-7), so
   each rank draws its heads' part of one device's masks (ranks numbering
   their heads from 0 draw others: 1e-3 to 5e-3 from step 1, measured).
@@ -322,7 +324,7 @@ def check_dropout(args, work):
     names = ('input_ids', 'attention_mask', 'labels')
     tensor2 = ['--mesh', 'tensor=2', '--tensor-parallel']
 
-    def run(tag, onnx_path, flags, inputs, ranks):
+    def run(tag, onnx_path, flags, inputs, ranks, split_dropouts=0):
         """The (loss, grad_norm) curve of `steps` AdamW steps, or None."""
         base = os.path.join(work, re.sub(r'\W+', '_', tag))
         r = subprocess.run([args.trainc, onnx_path, '--train', *flags, '-o', base + '.tcx'],
@@ -335,9 +337,12 @@ def check_dropout(args, work):
                                  '--compile-to=partition'], capture_output=True, text=True).stdout
             ops = re.findall(r'graph\.attention(?:_grad)? .*', ir)
             split = [op for op in ops if 'dropout =' in op and 'head_blocks = 2' in op]
-            check(len(ops) == 4 and len(split) == len(ops),
-                  f'{tag}: {len(split)} of {len(ops)} attention ops split by heads with '
-                  'dropout (2 blocks and their 2 gradients)')
+            check(len(ops) > 0 and len(split) == len(ops),
+                  f'{tag}: {len(split)} of {len(ops)} attention ops (forward and '
+                  'gradient) split by heads with dropout')
+            dropouts = [op for op in re.findall(r'graph\.dropout .*', ir) if 'blocks = 2' in op]
+            check(len(dropouts) == split_dropouts,
+                  f'{tag}: {len(dropouts)} graph.dropout ops split (expected {split_dropouts})')
         command = [args.trainc_run, base + '.tcx', *inputs, '--steps', str(steps),
                    '--no-progress', '--log-jsonl', base + '.jsonl', '--output-dir', base]
         r = one_rank(command) if ranks == 1 else mpirun(ranks, command)
@@ -356,7 +361,8 @@ def check_dropout(args, work):
               f'{tag}: loss and grad_norm within {ranks_harness.CURVE_RTOL:g} of one rank '
               f'over {steps} steps (worst {worst:.2e})')
 
-    for name in ('gpt2', 'llama'):
+    # T5's MLPs drop out their hidden features: 4 MLPs, forward and back.
+    for name, split_dropouts in (('gpt2', 0), ('llama', 0), ('t5', 8)):
         model_dir = os.path.join(hf, name)
         inputs = []
         for i in names:
@@ -366,7 +372,7 @@ def check_dropout(args, work):
             onnx_path = os.path.join(model_dir, f'{exporter}.onnx')
             one = run(f'{tag}, one rank', onnx_path, [], inputs, 1)
             compare(f'{tag}, tensor 2', one,
-                    run(f'{tag}, tensor 2', onnx_path, tensor2, inputs, 2))
+                    run(f'{tag}, tensor 2', onnx_path, tensor2, inputs, 2, split_dropouts))
             if (name, exporter) != ('gpt2', 'ts17'):
                 continue
             # Data x tensor 2 x 2 (each data rank a micro-batch: its own

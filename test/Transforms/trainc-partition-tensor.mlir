@@ -27,6 +27,26 @@ func.func @main(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32
 
 // -----
 
+// The same MLP with dropout between the activation and the down projection
+// (T5's): the dropout splits with the features and numbers its block of
+// them in the whole (blocks, block_dim), so each rank draws its part of one
+// device's mask.
+// CHECK-LABEL: func.func @main
+// CHECK: graph.gelu {{.*}} : tensor<4x8xf32>
+// CHECK: graph.dropout %{{.+}}, ratio = 1.000000e-01, seed = 5 {block_dim = 1 : i64, blocks = 2 : i64} : tensor<4x8xf32>
+// CHECK: %[[P:.+]] = graph.dot_general
+// CHECK: %[[Y:.+]] = graph.all_reduce %[[P]], axis = "tensor" : tensor<4x8xf32>
+// CHECK: return %[[Y]]
+func.func @main(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %h = graph.dot_general %x, %w1, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %a = graph.gelu %h, approximation = erf : tensor<4x16xf32>
+  %d, %m = graph.dropout %a, ratio = 0.1, seed = 5 : tensor<4x16xf32>
+  %y = graph.dot_general %d, %w2, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
 // Attention: split by heads (2 of 4 per rank). The split reaches the query
 // projection back through the transpose and the reshape (64 features = 4
 // heads x 16: the major part), and the output projection's contraction.

@@ -4,10 +4,12 @@
     /tmp/oracle/bin/python tools/hf_models/export_dropout.py test/Models/hf_dropout
 
 The suite of export.py has every dropout probability 0, so that PyTorch's
-references compute trainc's function. These are GPT-2 and Llama (grouped
-query heads: 4 query heads on 2 key/value heads) from models.py's tiny
-configs with every dropout probability 0.1 and eager attention (the "sdpa"
-attention's dropout is lost by both exporters: frontends/README.md), for
+references compute trainc's function. These are GPT-2, Llama (grouped
+query heads: 4 query heads on 2 key/value heads) and T5 (dropout also
+between the MLP's activation and its down projection) from models.py's
+tiny configs with every dropout probability 0.1 and eager attention (the
+"sdpa" attention's dropout is lost by both exporters: frontends/README.md),
+for
 the tests that compare trainc with itself where the masks matter: one
 device against tensor-parallel ranks (test/Runtime/tensor_parallel.py).
 No PyTorch reference is written; PyTorch's masks come from its own
@@ -15,7 +17,7 @@ generator.
 
 Writes OUT/<model>/ts17.onnx (the TorchScript exporter, opset 17,
 training mode), dynamo.onnx (the dynamo exporter; node metadata dropped)
-and <input>.npy, the batch of models.py's causal LM cases.
+and <input>.npy, the batch of models.py's case.
 
 Needs torch, transformers and onnx (tools/hf_models/requirements.txt); CI
 never runs it, the tests read the committed files.
@@ -49,9 +51,19 @@ def _llama():
         **config, num_key_value_heads=2, attn_implementation='eager'))
 
 
+def _t5():
+    """models.py's T5, dropout_rate 0.1."""
+    return tf.T5ForConditionalGeneration(tf.T5Config(
+        vocab_size=models.VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2,
+        num_decoder_layers=2, num_heads=4, dropout_rate=RATIO,
+        relative_attention_num_buckets=8, relative_attention_max_distance=16,
+        decoder_start_token_id=0, pad_token_id=0, attn_implementation='eager'))
+
+
 CASES = [
     models.ModelCase('gpt2', _gpt2, models._LM, models._causal_lm_batch, ()),
     models.ModelCase('llama', _llama, models._LM, models._causal_lm_batch, ()),
+    models.ModelCase('t5', _t5, models._LM, models._seq2seq_batch, ()),
 ]
 
 

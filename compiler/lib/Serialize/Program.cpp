@@ -109,12 +109,17 @@ int64_t seqMajorBits(std::optional<ArrayRef<int64_t>> seqMajor) {
 }
 
 /// The ints of a dropout stream (executable.fbs' Dropout): [seed], or on a
-/// mesh whose data ranks draw apart [seed, data axis, stride].
-std::vector<int64_t> streamInts(RandomOpInterface op, uint64_t stride) {
+/// mesh whose data ranks draw apart [seed, data axis, stride], and with
+/// `blocks` of the tensor axis [seed, data axis, stride, tensor axis,
+/// blocks].
+std::vector<int64_t> streamInts(RandomOpInterface op, uint64_t stride,
+                                int64_t blocks) {
   std::vector<int64_t> ints = {int64_t(op.getSeed())};
-  if (stride)
-    ints.insert(ints.end(),
-                {int64_t(getMesh(op).axisIndex("data")), int64_t(stride)});
+  Mesh mesh = getMesh(op);
+  if (stride || blocks != 1)
+    ints.insert(ints.end(), {int64_t(mesh.axisIndex("data")), int64_t(stride)});
+  if (blocks != 1)
+    ints.insert(ints.end(), {int64_t(mesh.axisIndex("tensor")), blocks});
   return ints;
 }
 
@@ -122,9 +127,8 @@ std::vector<int64_t> streamInts(RandomOpInterface op, uint64_t stride) {
 /// (executable.fbs): [causal, has_mask, seq_major, Hq, Hk, stats] and
 /// [scale] or [scale, softcap], where stats says the forward gives its
 /// log-sum-exps and the gradient reads them; with dropout, the stream's
-/// ints follow (with head blocks, always [seed, data axis, stride], then
-/// [tensor axis, head blocks]) and the floats are [scale, softcap or 0,
-/// ratio].
+/// ints follow (streamInts, its blocks the head blocks) and the floats are
+/// [scale, softcap or 0, ratio].
 template <typename Op>
 void attentionAttrs(Op op, bool stats, ProgramInstruction &inst) {
   ArrayRef<int64_t> heads = op.getQkvHeads().value_or(ArrayRef<int64_t>());
@@ -141,16 +145,8 @@ void attentionAttrs(Op op, bool stats, ProgramInstruction &inst) {
   if (!dropout)
     return;
   inst.floats.push_back(dropout->convertToDouble());
-  int64_t blocks = op.getHeadBlocks();
-  if (blocks == 1) {
-    llvm::append_range(inst.ints, streamInts(op, op.getDataSeedStride()));
-    return;
-  }
-  Mesh mesh = getMesh(op);
-  inst.ints.insert(inst.ints.end(),
-                   {int64_t(op.getSeed()), int64_t(mesh.axisIndex("data")),
-                    int64_t(op.getDataSeedStride()),
-                    int64_t(mesh.axisIndex("tensor")), blocks});
+  llvm::append_range(
+      inst.ints, streamInts(op, op.getDataSeedStride(), op.getHeadBlocks()));
 }
 
 /// The ints of Opcode::FusedElementwise (executable.fbs): registers
@@ -464,7 +460,9 @@ LogicalResult Builder::lowerOp(Operation *op) {
         inst.floats = {r.getEpsilon().convertToDouble()};
       })
       .Case([&](DropoutOp d) {
-        inst.ints = streamInts(d, d.getDataSeedStride());
+        inst.ints = streamInts(d, d.getDataSeedStride(), d.getBlocks());
+        if (d.getBlocks() != 1)
+          inst.ints.push_back(d.getBlockDim());
         inst.floats = {d.getRatio().convertToDouble()};
       })
       .Case([&](AttentionOp a) { attentionAttrs(a, a.getWithLse(), inst); })

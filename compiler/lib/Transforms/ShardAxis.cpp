@@ -292,15 +292,20 @@ private:
         limit[d] /= n;
       slice.setLimit(limit);
     }
-    // Attention's dropout numbers a block of the heads in the whole (the
-    // only factor its rule splits with dropout). head_blocks counts the
+    // A random op numbers its block of the split dimension in the whole:
+    // attention's dropout the heads (the only factor its rule splits with
+    // dropout), graph.dropout any one. head_blocks and blocks count the
     // blocks of the mesh's tensor axis, the only axis split here.
-    assert(axis == "tensor" && "head_blocks names the tensor axis");
+    assert(axis == "tensor" && "head_blocks and blocks name the tensor axis");
     if (auto attention = dyn_cast<AttentionOp>(clone);
         attention && attention.drawsMasks())
       attention.setHeadBlocks(n);
     if (auto grad = dyn_cast<AttentionGradOp>(clone); grad && grad.drawsMasks())
       grad.setHeadBlocks(n);
+    if (auto dropout = dyn_cast<DropoutOp>(clone)) {
+      dropout.setBlocks(n);
+      dropout.setBlockDim(ShardingRule::dimOf(rule.resultDims[0], f));
+    }
     if (auto constant = dyn_cast<ConstantOp>(clone)) {
       auto splat = cast<SplatElementsAttr>(constant.getValue());
       constant.setValueAttr(
@@ -482,8 +487,8 @@ static bool annotate(Value v, int64_t dim) {
 }
 
 /// Whether `v` is made by elementwise ops (GELU, a gate's product, a bias
-/// add) from at least one dot_general, the other leaves being constants or
-/// broadcasts: an MLP's hidden activation.
+/// add, dropout) from at least one dot_general, the other leaves being
+/// constants or broadcasts: an MLP's hidden activation.
 static bool madeFromMatmuls(Value v) {
   SmallVector<Value> work{v};
   llvm::SmallPtrSet<Operation *, 16> seen;
@@ -500,7 +505,9 @@ static bool madeFromMatmuls(Value v) {
     }
     if (isa<ConstantOp, BroadcastInDimOp>(def))
       continue;
-    if (!def->hasTrait<mlir::OpTrait::Elementwise>())
+    // Dropout (T5's, between the activation and the down projection) is
+    // elementwise in its operand.
+    if (!def->hasTrait<mlir::OpTrait::Elementwise>() && !isa<DropoutOp>(def))
       return false;
     llvm::append_range(work, def->getOperands());
   }
@@ -542,7 +549,12 @@ int64_t trainc::seedMegatron(func::FuncOp fn, int64_t size) {
             type.getDimSize(last) % size != 0 ||
             input.getDefiningOp<DotGeneralOp>() || !madeFromMatmuls(input))
           continue;
-        seeds += annotate(input, last);
+        // A dropout's input (an op of one result), which the dropout's rule
+        // then carries to the dot.
+        Value seeded = input;
+        while (auto dropout = seeded.getDefiningOp<DropoutOp>())
+          seeded = dropout.getOperand();
+        seeds += annotate(seeded, last);
       }
     }
   });

@@ -61,26 +61,6 @@ LogicalResult checkDropout(std::optional<APFloat> dropout, StringRef constraint,
   return success();
 }
 
-/// Checks `head_blocks` (attention_c15, attention_grad_c10): at least 1,
-/// and above 1 only with dropout, as the size of the mesh's tensor axis
-/// (the heads' blocks are numbered by the coordinate on it).
-LogicalResult checkHeadBlocks(Operation *op, int64_t blocks,
-                              std::optional<APFloat> dropout,
-                              StringRef constraint, EmitErrorFn emitError) {
-  if (blocks == 1)
-    return success();
-  if (blocks < 1 || !dropout || dropout->isZero())
-    return emitError() << constraint << " head_blocks must be 1"
-                       << (blocks < 1 ? "" : " without dropout") << ", got "
-                       << blocks;
-  int64_t tensor = getMesh(op).size("tensor");
-  if (blocks != tensor)
-    return emitError() << constraint << " head_blocks " << blocks
-                       << " must be the size of the mesh's tensor axis ("
-                       << tensor << ")";
-  return success();
-}
-
 bool listed(std::optional<ArrayRef<int64_t>> seqMajor, int64_t i) {
   return seqMajor && llvm::is_contained(*seqMajor, i);
 }
@@ -218,10 +198,10 @@ LogicalResult AttentionOp::verifyShapeConstraints() {
         return emitOpError();
       })))
     return failure();
-  if (failed(checkHeadBlocks(*this, getHeadBlocks(), getDropout(), "(C15)",
-                             [&] { // attention_c15
-                               return emitOpError();
-                             })))
+  if (failed(checkTensorBlocks(*this, getHeadBlocks(), drawsMasks(),
+                               "head_blocks", "(C15)", [&] { // attention_c15
+                                 return emitOpError();
+                               })))
     return failure();
   return inferAttentionType(getQuery(), getKey(), getValue(), getMask(),
                             getScale().convertToDouble(),
@@ -268,10 +248,11 @@ LogicalResult AttentionGradOp::verify() {
         return emitOpError();
       })))
     return failure();
-  if (failed(checkHeadBlocks(*this, getHeadBlocks(), getDropout(), "(C10)",
-                             [&] { // attention_grad_c10
-                               return emitOpError();
-                             })))
+  if (failed(checkTensorBlocks(*this, getHeadBlocks(), drawsMasks(),
+                               "head_blocks", "(C10)",
+                               [&] { // attention_grad_c10
+                                 return emitOpError();
+                               })))
     return failure();
   if (failed(checkSeqMajor(seqMajor, 7, "(C4)", [&] { // attention_grad_c4
         return emitOpError();

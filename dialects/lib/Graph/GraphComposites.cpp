@@ -99,6 +99,16 @@ LogicalResult DropoutOp::verify() {
   double ratio = getRatio().convertToDouble();
   if (!(ratio >= 0.0 && ratio < 1.0)) // dropout_c1
     return emitOpError("(C1) ratio ") << ratio << " is not in [0, 1)";
+  if (failed(checkTensorBlocks(*this, getBlocks(), ratio > 0, "blocks", "(C3)",
+                               [&] { // dropout_c3
+                                 return emitOpError();
+                               })))
+    return failure();
+  int64_t rank = getOperand().getType().getRank();
+  if (getBlocks() != 1 && (getBlockDim() < 0 || getBlockDim() >= rank))
+    return emitOpError("(C3) block_dim ") // dropout_c3
+           << getBlockDim() << " is not a dimension of the rank-" << rank
+           << " operand";
   return success();
 }
 

@@ -4,11 +4,11 @@
 // dimensions carry one factor. The rules are conservative where splitting
 // would change what the op computes: a dimension the op reads whole (a
 // softmax's axis, a norm's normalized dimensions, a slice's sliced one, a
-// maximum's or a mean's reduced one) has no factor, and so does every
-// dimension of dropout, whose mask depends on each element's index in the
-// whole tensor, and the batch of attention with dropout (its heads split:
-// `head_blocks` numbers a block of them in the whole). Tested by
-// test/Dialect/Graph/sharding.mlir.
+// maximum's or a mean's reduced one) has no factor, and neither has the
+// batch of attention with dropout, whose mask depends on each element's
+// index in the whole tensor (graph.dropout's `blocks` and attention's
+// `head_blocks` number a block of a split dimension in the whole). Tested
+// by test/Dialect/Graph/sharding.mlir.
 //
 //===----------------------------------------------------------------------===//
 
@@ -362,9 +362,16 @@ ShardingRule ReduceScatterStartOp::getShardingRule() {
 }
 ShardingRule AllGatherStartOp::getShardingRule() { return allButFirst(*this); }
 
-/// The mask is a function of each element's index in the whole tensor, so
-/// no part of it can be drawn alone.
-ShardingRule DropoutOp::getShardingRule() { return RuleBuilder(*this).take(); }
+/// The mask is a function of each element's index in the whole tensor: a
+/// block of one dimension draws its part of it where `blocks` numbers the
+/// block in the whole (the partitioner sets it), so every dimension may
+/// split, once.
+ShardingRule DropoutOp::getShardingRule() {
+  RuleBuilder b(*this);
+  if (getBlocks() == 1)
+    b.sameShape(getOperand());
+  return b.take();
+}
 
 /// Each row is sorted whole; the other dimensions are independent.
 ShardingRule ArgsortOp::getShardingRule() {

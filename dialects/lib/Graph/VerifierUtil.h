@@ -9,6 +9,8 @@
 #ifndef TRAINC_DIALECT_GRAPH_VERIFIERUTIL_H
 #define TRAINC_DIALECT_GRAPH_VERIFIERUTIL_H
 
+#include "trainc/Dialect/Graph/GraphDialect.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/TypeRange.h"
@@ -69,6 +71,29 @@ inline bool isWidenedTo32(mlir::Type from, mlir::Type to) {
 inline mlir::Location inferenceLoc(mlir::MLIRContext *ctx,
                                    std::optional<mlir::Location> loc) {
   return loc ? *loc : mlir::UnknownLoc::get(ctx);
+}
+
+/// Checks the blocks of the mesh's tensor axis that a random op's mask
+/// numbers (`what`: graph.attention's `head_blocks`, graph.dropout's
+/// `blocks`): at least 1, and above 1 only for an op that `draws` masks,
+/// as the size of the tensor axis.
+inline mlir::LogicalResult checkTensorBlocks(mlir::Operation *op,
+                                             int64_t blocks, bool draws,
+                                             llvm::StringRef what,
+                                             llvm::StringRef constraint,
+                                             EmitErrorFn emitError) {
+  if (blocks == 1)
+    return mlir::success();
+  if (blocks < 1 || !draws)
+    return emitError() << constraint << " " << what << " must be 1"
+                       << (blocks < 1 ? "" : " without dropout") << ", got "
+                       << blocks;
+  int64_t tensor = getMesh(op).size("tensor");
+  if (blocks != tensor)
+    return emitError() << constraint << " " << what << " " << blocks
+                       << " must be the size of the mesh's tensor axis ("
+                       << tensor << ")";
+  return mlir::success();
 }
 
 } // namespace trainc::graph

@@ -6,7 +6,9 @@
 //
 // keep[i] is a pure function of (seed, step, i), i the flat row-major
 // element index: math/Dropout.h's dropoutKeep, the formula (a format: it
-// fixes every trained model's masks) shared with the CUDA kernel.
+// fixes every trained model's masks) shared with the CUDA kernel. On a
+// block of a tensor split over the tensor axis (ints[3..5]), i is the
+// element's index in the whole (math::wholeIndex).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +29,7 @@ Status runDropout(const KernelCall &call) {
     return kernelError(call,
                        "ratio " + std::to_string(ratio) + " is outside [0, 1)");
   uint64_t key = dropoutKeyOf(call, 0);
+  math::DropoutBlock block = dropoutBlockOf(call, x);
   uint8_t *keepOut = mask.as<uint8_t>();
 
   withFloatCompute(x.dtype, [&](auto zero) {
@@ -34,7 +37,7 @@ Status runDropout(const KernelCall &call) {
     T scale = T(1.0 / (1.0 - ratio));
     parallelFor(x.numElements(), 16384, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        bool keep = math::dropoutKeep(key, uint64_t(i), ratio);
+        bool keep = math::dropoutKeep(key, math::wholeIndex(block, i), ratio);
         keepOut[i] = keep;
         storeAs(y, i, keep ? loadAs<T>(x, i) * scale : T(0));
       }

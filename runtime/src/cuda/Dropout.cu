@@ -10,8 +10,9 @@
 // function the CPU kernel calls, so both devices draw the same mask bit for
 // bit (and y is the same product). On a mesh (ints = [seed, axis, stride])
 // the seed is seed + coordinate(axis) * stride, the coordinate read on the
-// host from the context's collective, as on the CPU. One thread per
-// element (grid-stride).
+// host from the context's collective, as on the CPU; on a block of the
+// tensor axis (ints[3..5]) i is the element's index in the whole
+// (math::wholeIndex). One thread per element (grid-stride).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,11 +25,12 @@ namespace {
 
 template <typename S>
 __global__ void dropoutKernel(const S *x, S *y, Bool *mask, int64_t n,
-                              uint64_t key, double ratio, Compute<S> scale) {
+                              uint64_t key, math::DropoutBlock block,
+                              double ratio, Compute<S> scale) {
   int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += step) {
-    bool keep = math::dropoutKeep(key, uint64_t(i), ratio);
+    bool keep = math::dropoutKeep(key, math::wholeIndex(block, i), ratio);
     store(mask, i, keep);
     store(y, i, keep ? load(x, i) * scale : Compute<S>(0));
   }
@@ -52,7 +54,8 @@ Status runDropout(const KernelCall &call) {
       return okStatus();
     C scale = C(1.0 / (1.0 - ratio));
     dropoutKernel<S><<<gridFor(n), kThreads, 0, streamOf(call).handle()>>>(
-        x.as<const S>(), y.as<S>(), mask.as<Bool>(), n, key, ratio, scale);
+        x.as<const S>(), y.as<S>(), mask.as<Bool>(), n, key,
+        dropoutBlockOf(call, x), ratio, scale);
     return checkLaunch(call, "dropoutKernel");
   });
 }

@@ -231,6 +231,23 @@ inline uint64_t dropoutKeyOf(const KernelCall &call, int64_t first) {
   return math::dropoutKey(seed, uint64_t(call.step()));
 }
 
+/// Where dropout operand `x` lies in the whole (executable.fbs' Dropout:
+/// with [seed, data axis, stride, tensor axis, blocks, dim], block c of
+/// dimension dim, c this rank's coordinate on the tensor axis; else the
+/// whole).
+inline math::DropoutBlock dropoutBlockOf(const KernelCall &call,
+                                         const TensorRef &x) {
+  if (call.ints.size != 6)
+    return {};
+  int64_t dim = call.ints[5], run = 1;
+  for (int d = int(dim); d < x.rank; ++d)
+    run *= x.dims[d];
+  int64_t block = call.context && call.context->collective
+                      ? call.context->collective->coordinate(int(call.ints[3]))
+                      : 0;
+  return {block, call.ints[4], run};
+}
+
 /// The heads of an attention call with `hq` heads whose dropout stream
 /// starts at `first`: with [seed, data axis, stride, tensor axis, head
 /// blocks] (executable.fbs' Attention), block c of the heads, c this

@@ -333,7 +333,7 @@ Status Executable::parse() {
       // more, checked below).
       bool attention =
           inst.op == Opcode::Attention || inst.op == Opcode::AttentionGrad;
-      bool stream = (inst.op == Opcode::Dropout && inst.ints.size() == 3) ||
+      bool stream = (inst.op == Opcode::Dropout && inst.ints.size() >= 3) ||
                     (attention && inst.ints.size() >= 9);
       bool onMesh = parts || inst.op == Opcode::AllReduce ||
                     inst.op == Opcode::AllReduceStart || stream;
@@ -345,15 +345,21 @@ Status Executable::parse() {
                         "instruction " + std::to_string(index) + " (" +
                             opcodeName(inst.op) + ") names mesh axis " +
                             std::to_string(axis) + ", which does not exist");
-      // Attention's heads as blocks of the tensor axis: ints[9] names it,
-      // ints[10] is its size.
-      if (attention && inst.ints.size() == 11) {
-        int64_t tensor = inst.ints[9], blocks = inst.ints[10];
+      // A stream's blocks of the tensor axis: Dropout's ints[3..4] of
+      // [seed, data axis, stride, tensor axis, blocks, dim], attention's
+      // ints[9..10] (its heads): the axis and its size.
+      size_t blocksAt = attention && inst.ints.size() == 11 ? 9
+                        : inst.op == Opcode::Dropout && inst.ints.size() == 6
+                            ? 3
+                            : 0;
+      if (blocksAt) {
+        int64_t tensor = inst.ints[blocksAt], blocks = inst.ints[blocksAt + 1];
         if (tensor < 0 || tensor >= int64_t(mesh_.size()) ||
             blocks != int64_t(mesh_[size_t(tensor)].size))
           return dataLoss(
               origin_, "instruction " + std::to_string(index) + " (" +
-                           opcodeName(inst.op) + ") splits its heads into " +
+                           opcodeName(inst.op) + ") splits its " +
+                           (attention ? "heads" : "operand") + " into " +
                            std::to_string(blocks) + " blocks over mesh axis " +
                            std::to_string(tensor) +
                            ", which is not an axis of that size");

@@ -164,15 +164,21 @@ Status Checker::checkComposite() const {
   }
   case Opcode::Dropout: {
     TRAINC_RETURN_IF_ERROR(arity(1, 2));
-    // [seed] or [seed, axis, stride] (the axis is checked by the loader).
-    if (inst.ints.size() != 1 && inst.ints.size() != 3)
-      return error("expects ints [seed] or [seed, axis, stride]");
+    // [seed], [seed, axis, stride] or [seed, axis, stride, tensor axis,
+    // blocks, dim] (the axes and the blocks are checked by the loader).
+    if (inst.ints.size() != 1 && inst.ints.size() != 3 && inst.ints.size() != 6)
+      return error("expects ints [seed], [seed, axis, stride] or [seed, "
+                   "axis, stride, tensor axis, blocks, dim]");
     TRAINC_RETURN_IF_ERROR(attrs(inst.ints.size(), 1));
     TRAINC_RETURN_IF_ERROR(floatType(operand(0)));
     TRAINC_RETURN_IF_ERROR(sameType(operand(0), result(0)));
     if (result(1).dtype != DType::I1 || result(1).shape != operand(0).shape ||
         !(inst.floats[0] >= 0 && inst.floats[0] < 1))
       return error("invalid mask or ratio");
+    if (inst.ints.size() == 6 &&
+        (v[5] < 0 || v[5] >= int64_t(operand(0).shape.size())))
+      return error("block dimension " + std::to_string(v[5]) +
+                   " is not a dimension of the operand");
     return okStatus();
   }
   case Opcode::Attention:

@@ -50,6 +50,23 @@ TRAINC_HD bool dropoutKeep(uint64_t key, uint64_t index, double ratio) {
   return u >= ratio;
 }
 
+/// Where a block of a tensor split along one dimension (graph.dropout's
+/// `blocks`) lies in the whole: it is block `block` of `blocks`, and `run`
+/// is the number of its elements from the split dimension on (that
+/// dimension's size times those after it). Not split: 1 block.
+struct DropoutBlock {
+  int64_t block = 0, blocks = 1, run = 1;
+};
+
+/// The whole's row-major index of element `i` of block `b`: each run of
+/// the block is a run of the whole, `blocks` runs apart, from run `block`.
+TRAINC_HD uint64_t wholeIndex(const DropoutBlock &b, int64_t i) {
+  if (b.blocks == 1)
+    return uint64_t(i);
+  return uint64_t((i / b.run) * (b.blocks * b.run) + b.block * b.run +
+                  i % b.run);
+}
+
 /// Which heads attention's probabilities are numbered as: a call's Hq
 /// heads are heads [first, first + Hq) of `total` (graph.attention's
 /// `head_blocks`: a block of the tensor axis's split), or [0, Hq) of Hq

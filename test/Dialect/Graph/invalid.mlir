@@ -1587,6 +1587,34 @@ func.func @dropout_c2(%x: tensor<4xf32>) {
 
 // -----
 
+func.func @dropout_c3_without_dropout(%x: tensor<4xf32>) {
+  // expected-error@+1 {{(C3) blocks must be 1 without dropout, got 2}}
+  %y, %m = graph.dropout %x, ratio = 0.0, seed = 0 {blocks = 2} : tensor<4xf32>
+  return
+}
+
+// -----
+
+module attributes {graph.mesh = {tensor = 2 : i64}} {
+  func.func @dropout_c3_mesh(%x: tensor<4xf32>) {
+    // expected-error@+1 {{(C3) blocks 4 must be the size of the mesh's tensor axis (2)}}
+    %y, %m = graph.dropout %x, ratio = 0.1, seed = 0 {blocks = 4} : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {graph.mesh = {tensor = 2 : i64}} {
+  func.func @dropout_c3_dim(%x: tensor<4x2xf32>) {
+    // expected-error@+1 {{(C3) block_dim 2 is not a dimension of the rank-2 operand}}
+    %y, %m = graph.dropout %x, ratio = 0.1, seed = 0 {blocks = 2, block_dim = 2} : tensor<4x2xf32>
+    return
+  }
+}
+
+// -----
+
 // expected-error@+1 {{'graph.input' on argument 0 must be a non-empty string}}
 func.func @input_empty_name(%x: tensor<4xf32> {graph.input = ""}) {
   return

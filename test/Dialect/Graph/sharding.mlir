@@ -51,8 +51,9 @@ func.func @elementwise(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %n: tensor<4x8x
   // The softmax axis is whole.
   // expected-remark@+1 {{([i, _]) -> ([i, _]) sizes i=4}}
   %22 = graph.softmax %x, dim = 1 : tensor<4x8xf32>
-  // Dropout draws its mask from each element's index in the whole tensor: nothing splits.
-  // expected-remark@+1 {{([_, _]) -> ([_, _], [_, _])}}
+  // Dropout draws its mask from each element's index in the whole tensor,
+  // which `blocks` gives for a block of any one dimension.
+  // expected-remark@+1 {{([i, j]) -> ([i, j], [i, j]) sizes i=4, j=8}}
   %y2, %mask = graph.dropout %x, ratio = 0.1, seed = 7 : tensor<4x8xf32>
   return
 }
@@ -204,13 +205,16 @@ func.func @attention(%q: tensor<2x8x32x16xf32>, %kv: tensor<2x4x32x16xf32>, %m: 
 
 // -----
 
-// Heads already split over the tensor axis (head_blocks): whole, since a
-// block of a block would need a second axis's coordinate.
+// Heads already split over the tensor axis (head_blocks), or a dropout's
+// dimension (blocks): whole, since a block of a block would need a second
+// axis's coordinate.
 module attributes {graph.mesh = {tensor = 2 : i64}} {
-  func.func @attention_split(%q: tensor<2x4x32x16xf32>, %kv: tensor<2x2x32x16xf32>) {
+  func.func @attention_split(%q: tensor<2x4x32x16xf32>, %kv: tensor<2x2x32x16xf32>, %x: tensor<4x8xf32>) {
     // expected-remark@+1 {{([_, _, _, _], [_, _, _, _], [_, _, _, _]) -> ([_, _, _, _])}}
     %0 = graph.attention %q, %kv, %kv, scale = 0.25 {dropout = 0.1, seed = 3, head_blocks = 2}
            : (tensor<2x4x32x16xf32>, tensor<2x2x32x16xf32>, tensor<2x2x32x16xf32>) -> tensor<2x4x32x16xf32>
+    // expected-remark@+1 {{([_, _]) -> ([_, _], [_, _])}}
+    %y, %mask = graph.dropout %x, ratio = 0.1, seed = 7 {blocks = 2, block_dim = 1} : tensor<4x8xf32>
     return
   }
 }

@@ -228,6 +228,18 @@ TEST_P(DeviceKernels, DropoutWithStep) {
       }
 }
 
+/// Dropout on block 0 of 2 along each dimension (no collective: coordinate
+/// 0), its elements numbered in the whole: math::wholeIndex's runs.
+TEST_P(DeviceKernels, DropoutOnABlock) {
+  uint32_t seed = 60;
+  std::vector<int64_t> dims = {4, 37, 6};
+  for (DType t : kFloatTypes)
+    for (int64_t dim = 0; dim < 3; ++dim)
+      check(makeCall(Opcode::Dropout, {uniform(t, dims, seed++, -4, 4)},
+                     {zeros(t, dims), zeros(kI1, dims)}, {42, 0, 0, 1, 2, dim},
+                     {0.3}));
+}
+
 //===--- Attention --------------------------------------------------------===//
 
 struct AttentionShape {

@@ -45,6 +45,9 @@ struct TinyProgram {
   int lossOutput = -1, tokensInput = -1;
   bool withSignature = false;
   std::string firstName = "a";
+  /// A second result: tensor 3, an i1 output of the same shape (a
+  /// dropout's mask).
+  bool withMask = false;
 
   std::vector<char> build() const {
     flatbuffers::FlatBufferBuilder b;
@@ -58,6 +61,11 @@ struct TinyProgram {
         fb::CreateTensorDirect(b, "y", yRole, dtype, &shape, 0, yOffset,
                                bytes)};
     std::vector<uint32_t> results = {2};
+    if (withMask) {
+      tensors.push_back(fb::CreateTensorDirect(
+          b, "mask", fb::TensorRole::Output, fb::DType::I1, &shape, 0, 160, 6));
+      results.push_back(3);
+    }
     std::vector<flatbuffers::Offset<fb::Instruction>> insts = {
         fb::CreateInstructionDirect(b, opcode, &operands, &results, &ints,
                                     &floats)};
@@ -297,6 +305,31 @@ TEST(Executable, RejectsHeadBlocksOffTheMesh) {
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("blocks over mesh axis 2"), std::string::npos)
       << s.toString();
+  // Dropout's operand on a block of one dimension: ints[3..4].
+  TinyProgram dropout;
+  dropout.opcode = static_cast<uint16_t>(Opcode::Dropout);
+  dropout.operands = {0};
+  dropout.floats = {0.1};
+  dropout.mesh = p.mesh;
+  dropout.outputs = {2, 3};
+  dropout.withMask = true;
+  dropout.ints = {42, 0, 0, 1, 2, 1};
+  s = load(dropout, exe);
+  ASSERT_TRUE(s.ok()) << s.toString();
+  for (auto [axis, blocks] : {std::pair<int64_t, int64_t>{1, 3}, {0, 2}}) {
+    TinyProgram bad = dropout;
+    bad.ints[3] = axis;
+    bad.ints[4] = blocks;
+    Status b = load(bad, exe);
+    EXPECT_EQ(b.code(), StatusCode::kDataLoss);
+    EXPECT_NE(b.message().find("instruction 0 (dropout) splits its operand "
+                               "into " +
+                               std::to_string(blocks) +
+                               " blocks over mesh axis " +
+                               std::to_string(axis)),
+              std::string::npos)
+        << b.toString();
+  }
 }
 
 // The loader checks the training signature like everything else it reads:

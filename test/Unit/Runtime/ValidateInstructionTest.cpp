@@ -993,6 +993,39 @@ TEST(Executable, ChecksArgsort) {
   refused([](InstructionInfo &i) { i.results = {4}; }, "shape");
 }
 
+// Dropout's stream: [seed], [seed, axis, stride], or (format 33) on a
+// block of one dimension [seed, axis, stride, tensor axis, blocks, dim]
+// (the axes and the blocks against the mesh are the loader's).
+TEST(Executable, ChecksDropoutStreams) {
+  std::vector<TensorInfo> tensors = {tensor(DType::F32, {3, 4}),
+                                     tensor(DType::I1, {3, 4})};
+  InstructionInfo inst;
+  inst.op = Opcode::Dropout;
+  inst.operands = {0};
+  inst.results = {0, 1};
+  inst.floats = {0.1};
+  for (std::vector<int64_t> ints : {std::vector<int64_t>{7},
+                                    {7, 0, 9},
+                                    {7, 0, 0, 1, 2, 0},
+                                    {7, 0, 9, 1, 2, 1}}) {
+    inst.ints = ints;
+    EXPECT_TRUE(validateInstruction(inst, 0, tensors).ok()) << ints.size();
+  }
+  const char *count = "expects ints [seed], [seed, axis, stride] or [seed, "
+                      "axis, stride, tensor axis, blocks, dim]";
+  for (std::vector<int64_t> ints :
+       {std::vector<int64_t>{}, {7, 0}, {7, 0, 0, 1, 2}}) {
+    inst.ints = ints;
+    expectRefused(inst, tensors, count);
+  }
+  inst.ints = {7, 0, 0, 1, 2, 2};
+  expectRefused(inst, tensors,
+                "block dimension 2 is not a dimension of the operand");
+  inst.ints = {7, 0, 0, 1, 2, -1};
+  expectRefused(inst, tensors,
+                "block dimension -1 is not a dimension of the operand");
+}
+
 // ExtractPatches and FoldPatches (format 29): x [N, C, S...] and patches
 // [C, K..., N, O...] of one dtype (FoldPatches': a float), ints the kernel,
 // strides, dilations and low paddings, each bounded so that no position's

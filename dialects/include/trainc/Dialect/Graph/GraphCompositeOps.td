@@ -356,12 +356,21 @@ def Graph_DropoutOp : Graph_Op<"dropout", [
     with the same seed agree bit for bit. On a mesh, the rank with index i
     on the `data` axis draws with `seed + i * data_seed_stride` (the
     partition phase sets the stride, so data-parallel ranks draw the masks
-    of one rank's micro-batches under grad-accum; 0 by default).
+    of one rank's micro-batches under grad-accum; 0 by default). With
+    `blocks = n` (tensor parallelism: `trainc-partition` splits dimension
+    `block_dim` over the mesh's `tensor` axis of n ranks) the op holds
+    block c of that dimension, c this rank's coordinate on the axis, and
+    numbers its elements as those of the whole (dimension `block_dim` n
+    times as large), from the block's first: each rank draws its part of
+    one device's mask.
 
     Constraints:
     - (C1) `ratio` is in [0, 1).
     - (C2) the operand and the result have the same type (the mask has the
       operand's shape, element type i1).
+    - (C3) `blocks` is at least 1; above 1 only with a `ratio` above 0,
+      equal to the size of the module's mesh axis `tensor`, and with
+      `block_dim` a dimension of the operand.
 
     Example:
     ```mlir
@@ -369,7 +378,9 @@ def Graph_DropoutOp : Graph_Op<"dropout", [
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$operand, F64Attr:$ratio, I64Attr:$seed,
-                       DefaultValuedAttr<I64Attr, "0">:$data_seed_stride);
+                       DefaultValuedAttr<I64Attr, "0">:$data_seed_stride,
+                       DefaultValuedAttr<I64Attr, "1">:$blocks,
+                       DefaultValuedAttr<I64Attr, "0">:$block_dim);
   let results = (outs Graph_FloatTensor:$result, Graph_PredTensor:$mask);
   let assemblyFormat = [{
     $operand `,` `ratio` `=` $ratio `,` `seed` `=` $seed attr-dict `:` type($operand)

@@ -1,12 +1,16 @@
-//===- CpuAttentionHeadBlocksTest.cpp - Dropout on a block of the heads ---===//
+//===- CpuTensorBlocksTest.cpp - Masks drawn on a block of the whole ------===//
 //
-// Tensor parallelism splits attention by heads; with dropout each rank's
-// op numbers its heads in the whole (graph.attention's head_blocks:
-// ints[6..10] = [seed, data axis, stride, tensor axis, blocks]). Block c of
-// the heads, c the rank's coordinate on the tensor axis, must then give
-// the whole attention's results for those heads bit for bit, forward and
-// gradient: the same mask, and the same sums (a key head's gradient sums
-// only its own group's query heads, all in one block).
+// Tensor parallelism splits ops over the mesh's tensor axis; an op that
+// draws a dropout mask then numbers its block's elements in the whole, so
+// that each rank draws its part of one device's mask:
+// - graph.dropout with `blocks` (ints = [seed, data axis, stride, tensor
+//   axis, blocks, dim]) on a block of any one dimension;
+// - graph.attention and its gradient with `head_blocks` (ints[6..10] =
+//   [seed, data axis, stride, tensor axis, blocks]) on a block of the heads.
+// Block c, c the rank's coordinate on the tensor axis, must give the whole
+// op's results for that block bit for bit: the same mask, and for
+// attention the same sums (a key head's gradient sums only its own group's
+// query heads, all in one block).
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,17 +78,80 @@ private:
   int at;
 };
 
+/// Entries [first, first + count) of dimension `dim` of `t`.
+TestTensor blockOf(const TestTensor &t, int64_t dim, int64_t first,
+                   int64_t count) {
+  std::vector<int64_t> dims = t.dims();
+  int64_t whole = dims[size_t(dim)], outer = 1, inner = 1;
+  for (int64_t d = 0; d < int64_t(dims.size()); ++d)
+    (d < dim ? outer : inner) *= d == dim ? 1 : dims[size_t(d)];
+  dims[size_t(dim)] = count;
+  TestTensor r(t.dtype(), dims);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < count; ++k)
+      for (int64_t x = 0; x < inner; ++x)
+        r.set((o * count + k) * inner + x,
+              t.get((o * whole + first + k) * inner + x));
+  return r;
+}
+
 /// Heads [first, first + count) of a [B, H, S, D] tensor.
 TestTensor headsOf(const TestTensor &t, int64_t first, int64_t count) {
-  const std::vector<int64_t> &d = t.dims();
-  TestTensor r(t.dtype(), {d[0], count, d[2], d[3]});
-  int64_t row = d[2] * d[3];
-  for (int64_t b = 0; b < d[0]; ++b)
-    for (int64_t h = 0; h < count; ++h)
-      for (int64_t x = 0; x < row; ++x)
-        r.set((b * count + h) * row + x,
-              t.get((b * d[1] + first + h) * row + x));
-  return r;
+  return blockOf(t, 1, first, count);
+}
+
+/// Dropout of a [4, 6, 8] tensor and of each block of 2 along each
+/// dimension, in f32 and bf16: each block's result and mask are the
+/// whole's. `numbered` false runs the blocks as whole tensors, the
+/// control: their masks differ from the whole's.
+void checkDropoutBlocks(bool numbered) {
+  constexpr int64_t kSeed = 31, kStep = 5;
+  const double ratio = 0.5;
+  for (DType t : {DType::F32, DType::BF16}) {
+    TestTensor x = randomTensor(t, {4, 6, 8}, 51);
+    auto run = [&](const TestTensor &in, const std::vector<int64_t> &ints,
+                   Collective *place) {
+      std::pair<TestTensor, TestTensor> out{TestTensor(t, in.dims()),
+                                            TestTensor(DType::I1, in.dims())};
+      Status s =
+          runKernel(runDropout, Opcode::Dropout, {&in},
+                    {&out.first, &out.second}, ints, {ratio}, kStep, place);
+      EXPECT_TRUE(s.ok()) << s.toString();
+      return out;
+    };
+    auto whole = run(x, {kSeed}, nullptr);
+    for (int64_t dim = 0; dim < 3; ++dim) {
+      int64_t half = x.dims()[size_t(dim)] / 2;
+      for (int at = 0; at < 2; ++at) {
+        MeshPlace place(at);
+        std::vector<int64_t> ints = {kSeed};
+        if (numbered)
+          ints = {kSeed, 0, 0, 1, 2, dim};
+        auto part = run(blockOf(x, dim, at * half, half), ints, &place);
+        int64_t masks = countDifferent(
+                    part.second, blockOf(whole.second, dim, at * half, half)),
+                results = countDifferent(
+                    part.first, blockOf(whole.first, dim, at * half, half));
+        if (numbered) {
+          EXPECT_EQ(masks, 0) << "block " << at << " of dimension " << dim;
+          EXPECT_EQ(results, 0) << "block " << at << " of dimension " << dim;
+        } else if (dim > 0 || at > 0) { // (block 0 of dim 0 is a prefix)
+          EXPECT_GT(masks, x.size() / 16)
+              << "block " << at << " of dimension " << dim
+              << " numbered as a whole drew the whole's mask";
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuTensorBlocks, DropoutBlocksDrawTheWholesMask) {
+  checkDropoutBlocks(/*numbered=*/true);
+}
+
+/// The control: blocks numbered as whole tensors draw other masks.
+TEST(CpuTensorBlocks, DropoutBlocksNumberedAloneDrawAnotherMask) {
+  checkDropoutBlocks(/*numbered=*/false);
 }
 
 struct Shape {
@@ -156,7 +223,7 @@ void checkBlocks(const Shape &s, bool numbered = true) {
 
 /// Two blocks of grouped heads (2 query heads per key head), causal; four
 /// blocks of one head each, in f64 and bf16; query tiles of several rows.
-TEST(CpuAttentionHeadBlocks, GiveTheWholesHeads) {
+TEST(CpuTensorBlocks, AttentionHeadBlocksGiveTheWholesHeads) {
   checkBlocks({DType::F32, 2, 4, 2, 5, 7, 8, 2, true});
   checkBlocks({DType::F64, 1, 4, 4, 3, 3, 4, 4, false});
   checkBlocks({DType::BF16, 2, 4, 4, 6, 6, 8, 4, true});
@@ -165,7 +232,7 @@ TEST(CpuAttentionHeadBlocks, GiveTheWholesHeads) {
 
 /// The control: blocks that number their heads from 0 of their own count
 /// draw other masks, so their results differ from the whole's.
-TEST(CpuAttentionHeadBlocks, NumberedFromZeroDrawAnotherMask) {
+TEST(CpuTensorBlocks, AttentionHeadBlocksNumberedFromZeroDrawAnotherMask) {
   checkBlocks({DType::F32, 2, 4, 2, 5, 7, 8, 2, true}, /*numbered=*/false);
 }
 
