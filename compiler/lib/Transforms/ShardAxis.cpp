@@ -302,7 +302,8 @@ private:
       attention.setHeadBlocks(n);
     if (auto grad = dyn_cast<AttentionGradOp>(clone); grad && grad.drawsMasks())
       grad.setHeadBlocks(n);
-    if (auto dropout = dyn_cast<DropoutOp>(clone)) {
+    if (auto dropout = dyn_cast<DropoutOp>(clone);
+        dropout && !dropout.getRatio().isZero()) {
       dropout.setBlocks(n);
       dropout.setBlockDim(ShardingRule::dimOf(rule.resultDims[0], f));
     }
@@ -550,10 +551,12 @@ int64_t trainc::seedMegatron(func::FuncOp fn, int64_t size) {
             input.getDefiningOp<DotGeneralOp>() || !madeFromMatmuls(input))
           continue;
         // A dropout's input (an op of one result), which the dropout's rule
-        // then carries to the dot.
+        // then carries to the dot; not a matmul's result, as above.
         Value seeded = input;
         while (auto dropout = seeded.getDefiningOp<DropoutOp>())
           seeded = dropout.getOperand();
+        if (seeded.getDefiningOp<DotGeneralOp>())
+          continue;
         seeds += annotate(seeded, last);
       }
     }

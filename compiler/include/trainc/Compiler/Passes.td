@@ -354,10 +354,11 @@ def Partition : Pass<"trainc-partition", "mlir::ModuleOp"> {
     Other arguments and results stay whole on the tensor axis; a split
     gradient of a whole parameter is gathered (`graph.all_gather`). A fused
     QKV projection reaches this phase already split per slice
-    (SplitFusedProjections). Dropout is never split (its mask depends on
-    each element's index in the whole tensor); attention with dropout
-    splits by heads only, and the rebuilt op's `head_blocks` numbers this
-    rank's heads in the whole. Tensor parallelism runs
+    (SplitFusedProjections). A dropout's mask depends on each element's
+    index in the whole tensor: graph.dropout splits along any one
+    dimension and the rebuilt op's `blocks` and `block_dim` number its
+    block in the whole; attention with dropout splits by heads only, and
+    `head_blocks` numbers this rank's heads. Tensor parallelism runs
     first; data parallelism and ZeRO then see its gradients.
 
     Errors: an unknown or repeated mesh axis, a size below 1, a `data` axis

@@ -408,8 +408,9 @@ struct AttentionGradient
     // probabilities' own is it through the forward's mask, which
     // graph.dropout of the same stream over [B, Hq, Sq, Sk] draws again.
     if (std::optional<APFloat> ratio = attention.getDropout()) {
-      // graph.dropout numbers its whole operand: a block of the heads
-      // would draw another mask (autodiff runs before partitioning).
+      // The dropout numbers its operand as a whole: a block of the heads
+      // would need its `blocks` (autodiff runs before partitioning, which
+      // sets both ops' blocks).
       if (attention.getHeadBlocks() != 1)
         return op->emitOpError("the gradient of a mask under dropout needs "
                                "the whole heads, not a block of ")
