@@ -120,6 +120,14 @@ FailureOr<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
     return emitError(loc) << "--embedding-padding-index applies to ONNX "
                              "models (their Gather); "
                           << path << " is " << formatName(*format);
+  if (options.trainModelessDropout && *format != ModelFormat::Onnx)
+    return emitError(loc) << "--train-modeless-dropout applies to ONNX models "
+                             "(their Dropout); "
+                          << path << " is " << formatName(*format);
+  if (options.trainModelessDropout &&
+      (!options.trainingStep || options.evalMode))
+    return emitError(loc) << "--train-modeless-dropout applies to a training "
+                             "step (--train, without --eval-mode)";
   if (options.evalMode && *format != ModelFormat::Onnx)
     return emitError(loc) << "--eval-mode applies to ONNX models (their "
                              "training-mode Dropout and BatchNormalization); "

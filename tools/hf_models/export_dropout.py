@@ -12,8 +12,10 @@ tiny configs with every dropout probability 0.1 and eager attention (the
 for
 the tests that compare trainc with itself where the masks matter: one
 device against tensor-parallel ranks (test/Runtime/tensor_parallel.py).
-No PyTorch reference is written; PyTorch's masks come from its own
-generator.
+gpt2_sdpa is GPT-2 with Hugging Face's default "sdpa" attention, whose
+dropout both exporters write without training_mode
+(test/Frontends/Onnx/sdpa_dropout.test). No PyTorch reference is
+written; PyTorch's masks come from its own generator.
 
 Writes OUT/<model>/ts17.onnx (the TorchScript exporter, opset 17,
 training mode), dynamo.onnx (the dynamo exporter; node metadata dropped)
@@ -38,11 +40,11 @@ import models  # noqa: E402
 RATIO = 0.1
 
 
-def _gpt2():
+def _gpt2(attention='eager'):
     return tf.GPT2LMHeadModel(tf.GPT2Config(
         vocab_size=models.VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=4,
         resid_pdrop=RATIO, embd_pdrop=RATIO, attn_pdrop=RATIO,
-        attn_implementation='eager'))
+        attn_implementation=attention))
 
 
 def _llama():
@@ -64,6 +66,10 @@ CASES = [
     models.ModelCase('gpt2', _gpt2, models._LM, models._causal_lm_batch, ()),
     models.ModelCase('llama', _llama, models._LM, models._causal_lm_batch, ()),
     models.ModelCase('t5', _t5, models._LM, models._seq2seq_batch, ()),
+    # Hugging Face's default attention: both exporters write its dropout_p
+    # as Dropout nodes without training_mode (trainc --train-modeless-dropout).
+    models.ModelCase('gpt2_sdpa', lambda: _gpt2('sdpa'), models._LM,
+                     models._causal_lm_batch, ()),
 ]
 
 

@@ -118,11 +118,13 @@ class GraphImporter {
 public:
   GraphImporter(mlir::OpBuilder &builder, std::string modelPath,
                 std::string baseDir, int64_t opset, uint64_t dropoutSeed,
-                bool evalMode, bool trainingStep, bool unbiasedRunningVar)
+                bool evalMode, bool trainingStep, bool unbiasedRunningVar,
+                bool trainModelessDropout)
       : builder(builder), modelPath(std::move(modelPath)),
         baseDir(std::move(baseDir)), opset(opset), dropoutSeed(dropoutSeed),
         evalMode(evalMode), trainingStep(trainingStep),
-        unbiasedRunningVar(unbiasedRunningVar) {}
+        unbiasedRunningVar(unbiasedRunningVar),
+        trainModelessDropout(trainModelessDropout) {}
 
   mlir::OpBuilder &builder;
   const std::string modelPath;
@@ -137,6 +139,9 @@ public:
   const bool trainingStep;
   /// The running variance blends the unbiased variance (ImportOptions).
   const bool unbiasedRunningVar;
+  /// A training step's Dropout without training_mode trains
+  /// (ImportOptions).
+  const bool trainModelessDropout;
   /// Embedding tables' padding rows (ImportOptions), and the tables a
   /// Gather has read so far.
   std::map<std::string, int64_t> paddingIndices;

@@ -474,7 +474,7 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
   builder.setInsertionPointToStart(entry);
   GraphImporter graph(builder, path.str(), baseDir, *opset, options.dropoutSeed,
                       options.evalMode, options.trainingStep,
-                      options.unbiasedRunningVar);
+                      options.unbiasedRunningVar, options.trainModelessDropout);
   graph.paddingIndices = options.embeddingPaddingIndex;
   for (auto [i, p] : llvm::enumerate(params)) {
     fn.setArgAttr(i, trainc::train::TrainDialect::kParamAttr,
@@ -513,9 +513,10 @@ FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext &context,
          << " no dropout: ONNX defines a Dropout without "
             "training_mode as the identity. PyTorch's exporters write "
             "scaled_dot_product_attention's dropout_p so, even in training "
-            "mode; to train with that dropout, export attention written out "
-            "(Hugging Face: attn_implementation=\"eager\"), whose dropout "
-            "trainc fuses into graph.attention";
+            "mode; to train with that dropout, pass --train-modeless-dropout, "
+            "or export attention written out (Hugging Face: "
+            "attn_implementation=\"eager\"), whose dropout trainc fuses "
+            "into graph.attention";
   }
   for (const auto &[name, row] : graph.paddingIndices)
     if (!graph.paddedTablesRead.count(name))

@@ -367,7 +367,9 @@ LogicalResult importGelu(NodeContext &ctx) {
 
 /// Inference mode (the default, and --eval-mode) is the identity with an
 /// all-true mask; training mode becomes graph.dropout with a reproducible
-/// seed.
+/// seed. Without a training_mode input the node is in inference mode
+/// (ONNX's definition), except in a training step with
+/// --train-modeless-dropout.
 LogicalResult importDropout(NodeContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x) || failed(ctx.requireFloat(*x, "the input")))
@@ -388,7 +390,9 @@ LogicalResult importDropout(NodeContext &ctx) {
   } else if (ratio > 0 && ctx.graph.trainingStep && !ctx.graph.evalMode) {
     // What both PyTorch exporters write for scaled_dot_product_attention's
     // dropout_p, even in training mode.
-    ctx.graph.modelessDropouts.push_back(ctx.describe());
+    training = ctx.graph.trainModelessDropout;
+    if (!training)
+      ctx.graph.modelessDropouts.push_back(ctx.describe());
   }
   auto type = ctx.inputType(*x);
   auto maskType =

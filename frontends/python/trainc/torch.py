@@ -379,6 +379,11 @@ def compile_training(module: torch.nn.Module,
         # Batch norms blend the unbiased variance into running_var, as
         # PyTorch's do (the ONNX file's definition is the population one).
         options.setdefault('unbiased_running_var', True)
+        # scaled_dot_product_attention(dropout_p=p) drops out whatever the
+        # module's mode, and both exporters write it as a Dropout without
+        # training_mode, which ONNX defines as the identity: train it, as
+        # PyTorch does.
+        options.setdefault('train_modeless_dropout', True)
         # Embedding(padding_idx=row): the padding row gets no gradient in
         # PyTorch, which neither exporter writes down; trainc is told, under
         # the name the export gives the table.

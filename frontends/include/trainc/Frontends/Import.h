@@ -44,6 +44,11 @@ struct ImportOptions {
   /// mode, as PyTorch's model.eval() runs them: for the evaluation
   /// executable of a model exported in training mode. (ONNX only.)
   bool evalMode = false;
+  /// In a training step, read Dropout nodes without a training_mode input
+  /// (which ONNX defines as the identity) as training-mode dropouts: what
+  /// PyTorch's exporters write for scaled_dot_product_attention's
+  /// dropout_p, even in training mode. (ONNX only.)
+  bool trainModelessDropout = false;
   /// BatchNormalization's running variance blends the batch's unbiased
   /// variance (n / (n - 1) times the population variance, n the elements
   /// per channel), as PyTorch's BatchNorm does, not the population variance
