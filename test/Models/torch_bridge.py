@@ -159,6 +159,7 @@ def child(args):
         failed |= batch_norm_called_twice(trainc, torch, np, exporter)
         failed |= embedding_padding_row(trainc, torch, np, exporter)
         failed |= frozen_batch_norm(trainc, torch, np, exporter)
+        failed |= sdpa_dropout(trainc, torch, np, exporter)
     failed |= not refused(trainc, torch, 'an unknown exporter', torch.nn.Linear(2, 1),
                           torch.randn(1, 2), 'onnxscript',
                           "exporter must be 'torchscript' or 'dynamo'")
@@ -330,6 +331,59 @@ def frozen_batch_norm(trainc, torch, np, exporter):
     print(f'a batch norm in eval mode inside a training module ({exporter}): 4-step loss curve '
           f'rel {curve:.1e}, running statistics within {stats:.1e} of PyTorch\'s, modes kept '
           f'{kept} -> {"ok" if ok else "FAILED"}')
+    return not ok
+
+
+def sdpa_dropout(trainc, torch, np, exporter):
+    """scaled_dot_product_attention(q, k, ones, dropout_p=0.5), the loss
+    the mean square of its output: without dropout every output is 1
+    (softmax rows sum to 1), so the loss is 1; with it, row i is
+    sum_j P_ij keep_ij / 0.5, whose square has the expectation
+    1 + sum_j P_ij^2 (P from PyTorch, without dropout). Both exporters
+    write dropout_p as a Dropout without training_mode (ONNX: the
+    identity); the bridge passes --train-modeless-dropout, so trainc's
+    first loss must be that expectation's mean over the 2,048 rows (1.138
+    here), within 0.065: 4 standard deviations of the loss over masks
+    (0.016, measured over 500 masks in PyTorch). Without dropout the loss
+    is 1, 8 deviations off; without the scale by 2 about 0.3. Whether it
+    failed."""
+    class Attend(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q = torch.nn.Linear(8, 32)
+            self.k = torch.nn.Linear(8, 32)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            q = self.q(x).reshape(b, s, 4, 8).transpose(1, 2)
+            k = self.k(x).reshape(b, s, 4, 8).transpose(1, 2)
+            v = torch.ones_like(k)
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+
+    torch.manual_seed(6)
+    module = Attend()
+    batch = {'x': torch.randn(64, 8, 8)}
+    with torch.no_grad():
+        x = batch['x']
+        q = module.q(x).reshape(64, 8, 4, 8).transpose(1, 2)
+        k = module.k(x).reshape(64, 8, 4, 8).transpose(1, 2)
+        p = torch.softmax(q @ k.transpose(-1, -2) / 8 ** 0.5, dim=-1)
+        expected = float(1 + (p ** 2).sum(-1).mean())
+    loss_fn = lambda m, b: (m(b['x']) ** 2).mean()
+    trainer = trainc.torch.compile_training(module, loss_fn, batch, optimizer='sgd', lr=0.1,
+                                            weight_decay=0.0, exporter=exporter)
+    loss = trainer.step(batch)['loss']
+    trainer.close()
+    # A step compiled in eval mode drops out nothing: every output is 1.
+    frozen = trainc.torch.compile_training(Attend(), loss_fn, batch, optimizer='sgd', lr=0.1,
+                                           weight_decay=0.0, exporter=exporter,
+                                           eval_mode=True)
+    eval_loss = frozen.step(batch)['loss']
+    frozen.close()
+    ok = abs(loss - expected) < 0.065 and abs(eval_loss - 1) < 1e-5
+    print(f'scaled_dot_product_attention with dropout_p 0.5 ({exporter}): mean square '
+          f'{loss:.4f}, expected {expected:.4f} (1 without dropout); eval_mode=True '
+          f'{eval_loss:.6f} -> {"ok" if ok else "FAILED"}')
     return not ok
 
 

@@ -237,13 +237,14 @@ int runCompilerCli(int argc, char **argv) {
       cl::location(options.import.evalMode), cl::cat(category));
   cl::opt<bool, true> trainModelessDropout(
       "train-modeless-dropout",
-      cl::desc("With --train: read Dropout nodes without a training_mode "
-               "input as training-mode dropouts, not as the identity ONNX "
-               "defines them as. PyTorch's exporters write "
+      cl::desc("Read Dropout nodes without a training_mode input as "
+               "training-mode dropouts, not as the identity ONNX defines "
+               "them as. PyTorch's exporters write "
                "scaled_dot_product_attention's dropout_p so even in training "
                "mode (Hugging Face's default \"sdpa\" attention); such "
                "attention dropout is then fused into graph.attention as the "
-               "eager attention's is (ONNX only)"),
+               "eager attention's is. Needs --train without --eval-mode "
+               "(ONNX only)"),
       cl::location(options.import.trainModelessDropout), cl::cat(category));
   cl::opt<bool, true> unbiasedRunningVar(
       "unbiased-running-var",

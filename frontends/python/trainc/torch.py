@@ -22,6 +22,10 @@ compile is reported with the module path the exporter recorded for it.
 Batch norms' running variances blend the batch's unbiased variance, as
 PyTorch's BatchNorm does (trainc's --unbiased-running-var; the ONNX
 definition, for other files, is the population variance).
+scaled_dot_product_attention's dropout_p drops out in the training step
+as in PyTorch (trainc's --train-modeless-dropout: both exporters write it
+as a Dropout that ONNX defines as the identity), unless the step is
+compiled with eval_mode=True.
 """
 from __future__ import annotations
 
@@ -379,11 +383,13 @@ def compile_training(module: torch.nn.Module,
         # Batch norms blend the unbiased variance into running_var, as
         # PyTorch's do (the ONNX file's definition is the population one).
         options.setdefault('unbiased_running_var', True)
-        # scaled_dot_product_attention(dropout_p=p) drops out whatever the
-        # module's mode, and both exporters write it as a Dropout without
-        # training_mode, which ONNX defines as the identity: train it, as
-        # PyTorch does.
-        options.setdefault('train_modeless_dropout', True)
+        # scaled_dot_product_attention(dropout_p=p) (Hugging Face passes
+        # its attention dropout so in training mode): both exporters write
+        # it as a Dropout without training_mode, which ONNX defines as the
+        # identity. The training step drops out, as PyTorch's does, unless
+        # the caller trains in eval mode (evaluate() never drops out).
+        if not options.get('eval_mode'):
+            options.setdefault('train_modeless_dropout', True)
         # Embedding(padding_idx=row): the padding row gets no gradient in
         # PyTorch, which neither exporter writes down; trainc is told, under
         # the name the export gives the table.
