@@ -58,8 +58,8 @@ struct DropoutBlock {
   int64_t block = 0, blocks = 1, run = 1;
 };
 
-/// The whole's row-major index of element `i` of block `b`: each run of
-/// the block is a run of the whole, `blocks` runs apart, from run `block`.
+/// The whole's row-major index of element `i` of block `b`: the block's
+/// runs lie `blocks` runs apart in the whole, from run `block`.
 TRAINC_HD uint64_t wholeIndex(const DropoutBlock &b, int64_t i) {
   if (b.blocks == 1)
     return uint64_t(i);
