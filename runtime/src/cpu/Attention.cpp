@@ -14,9 +14,9 @@
 // + mask[b,h,i,j] instead (math/Softcap.h). With dropout (floats[2], the
 // stream's ints after ints[5]), p[j] is kept as graph.dropout keeps element
 // ((b Hq + h) Sq + i) Sk + j of the [B, Hq, Sq, Sk] probabilities
-// (math/Dropout.h; with head blocks, h and Hq are those of the whole,
-// math::attentionDropoutIndex) and scaled by 1 / (1 - ratio), or else 0,
-// before the product with v; the log-sum-exp is the undropped row's.
+// (math/Dropout.h; with head blocks, that of the whole [B, T Hq, Sq, Sk],
+// math::wholeIndex of the block of heads) and scaled by 1 / (1 - ratio), or
+// else 0, before the product with v; the log-sum-exp is the undropped row's.
 //
 // A row where no key is allowed, or every allowed score is -inf (masked),
 // has no distribution to take; it gives zeros instead of NaN so that padded
@@ -226,7 +226,7 @@ struct AttentionShape {
     dropout = call.floats.size > 2 ? call.floats[2] : 0;
     if (dropout > 0) {
       dropoutKey = dropoutKeyOf(call, kAttentionStatsInt + 1);
-      dropoutHeads = dropoutHeadsOf(call, kAttentionStatsInt + 1, hq);
+      dropoutBlock = tensorBlockOf(call, kAttentionStatsInt + 4, hq * sq * sk);
     }
     if (!hasMask)
       return;
@@ -262,10 +262,10 @@ struct AttentionShape {
   /// The scores' soft cap (floats[1]), 0 for none.
   double softcap;
   /// The probabilities' dropout ratio (floats[2]), 0 for none, the key of
-  /// its stream and the heads it numbers.
+  /// its stream and the block of the heads it numbers.
   double dropout;
   uint64_t dropoutKey = 0;
-  math::DropoutHeads dropoutHeads{0, 0};
+  math::DropoutBlock dropoutBlock;
   int64_t maskStride[4] = {0, 0, 0, 0};
 
   /// Drops out the first `n` entries of row i of head (b, h) in place
@@ -274,8 +274,7 @@ struct AttentionShape {
   void dropRow(T *x, int64_t n, int64_t b, int64_t h, int64_t i) const {
     if (dropout > 0)
       dropoutRow(x, n, dropoutKey,
-                 int64_t(math::attentionDropoutIndex(dropoutHeads, b, h, i, 0,
-                                                     sq, sk)),
+                 int64_t(math::wholeIndex(dropoutBlock, b, (h * sq + i) * sk)),
                  dropout, T(1.0 / (1.0 - dropout)));
   }
 };

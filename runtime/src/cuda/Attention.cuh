@@ -128,14 +128,15 @@ __device__ __forceinline__ C scoreSlope(const AttnShape &a, C dot) {
 struct AttnDropout {
   double ratio = 0, scale = 1;
   uint64_t key = 0;
-  math::DropoutHeads heads{0, 0};
+  /// The block of the heads (the [B, Hq, Sq, Sk] probabilities' runs).
+  math::DropoutBlock block;
 };
 
 /// What probability (b, h, i, j) is multiplied by: 1 without dropout;
 /// with it, the factor when element ((b Hq + h) Sq + i) Sk + j of the
 /// stream is kept (as graph.dropout keeps that element of the [B, Hq, Sq,
 /// Sk] probabilities, and the CPU's kernel; with head blocks, h and Hq
-/// those of the whole: math::attentionDropoutIndex), else 0. Past the
+/// those of the whole: math::wholeIndex), else 0. Past the
 /// scores' ends (where p is 0) it is 1.
 template <typename C>
 __device__ __forceinline__ C dropWeight(const AttnDropout &drop,
@@ -143,8 +144,7 @@ __device__ __forceinline__ C dropWeight(const AttnDropout &drop,
                                         int64_t h, int64_t i, int64_t j) {
   if (!(drop.ratio > 0) || i >= a.sq || j >= a.sk)
     return C(1);
-  uint64_t index =
-      math::attentionDropoutIndex(drop.heads, b, h, i, j, a.sq, a.sk);
+  uint64_t index = math::wholeIndex(drop.block, b, (h * a.sq + i) * a.sk + j);
   return math::dropoutKeep(drop.key, index, drop.ratio) ? C(drop.scale) : C(0);
 }
 

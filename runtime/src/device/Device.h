@@ -219,8 +219,8 @@ Status createDevice(const std::string &name,
 
 /// The key of the dropout stream whose ints start at `first` in `call`
 /// (executable.fbs' Dropout: [seed], or [seed, axis, stride] on a mesh
-/// whose data ranks draw apart; attention's may have two ints more, read
-/// by dropoutHeadsOf): math::dropoutKey of the seed, plus this rank's
+/// whose data ranks draw apart; two ints more on a block of the tensor
+/// axis, read by tensorBlockOf): math::dropoutKey of the seed, plus this rank's
 /// coordinate on the axis times the stride, and the step.
 inline uint64_t dropoutKeyOf(const KernelCall &call, int64_t first) {
   uint64_t seed = uint64_t(call.ints[first]);
@@ -231,36 +231,30 @@ inline uint64_t dropoutKeyOf(const KernelCall &call, int64_t first) {
   return math::dropoutKey(seed, uint64_t(call.step()));
 }
 
-/// Where dropout operand `x` lies in the whole (executable.fbs' Dropout:
-/// with [seed, data axis, stride, tensor axis, blocks, dim], block c of
-/// dimension dim, c this rank's coordinate on the tensor axis; else the
-/// whole).
-inline math::DropoutBlock dropoutBlockOf(const KernelCall &call,
-                                         const TensorRef &x) {
-  if (call.ints.size != 6)
-    return {};
-  int64_t dim = call.ints[5], run = 1;
-  for (int d = int(dim); d < x.rank; ++d)
-    run *= x.dims[d];
+/// The block of a random op's operand whose stream names [tensor axis,
+/// blocks] at ints[at..at+1] (executable.fbs' Dropout and Attention): block
+/// c of `blocks`, c this rank's coordinate on the tensor axis, with `run`
+/// elements from the split dimension on; the whole when the stream has
+/// no blocks.
+inline math::DropoutBlock tensorBlockOf(const KernelCall &call, int64_t at,
+                                        int64_t run) {
+  if (call.ints.size < at + 2)
+    return {0, 1, run};
   int64_t block = call.context && call.context->collective
-                      ? call.context->collective->coordinate(int(call.ints[3]))
+                      ? call.context->collective->coordinate(int(call.ints[at]))
                       : 0;
-  return {block, call.ints[4], run};
+  return {block, call.ints[at + 1], run};
 }
 
-/// The heads of an attention call with `hq` heads whose dropout stream
-/// starts at `first`: with [seed, data axis, stride, tensor axis, head
-/// blocks] (executable.fbs' Attention), block c of the heads, c this
-/// rank's coordinate on the tensor axis; else all of them.
-inline math::DropoutHeads dropoutHeadsOf(const KernelCall &call, int64_t first,
-                                         int64_t hq) {
-  if (call.ints.size != first + 5)
-    return {0, hq};
-  int64_t block =
-      call.context && call.context->collective
-          ? call.context->collective->coordinate(int(call.ints[first + 3]))
-          : 0;
-  return {block * hq, call.ints[first + 4] * hq};
+/// Where dropout operand `x` lies in the whole: with [seed, data axis,
+/// stride, tensor axis, blocks, dim], a block of dimension dim.
+inline math::DropoutBlock dropoutBlockOf(const KernelCall &call,
+                                         const TensorRef &x) {
+  int64_t run = 1;
+  if (call.ints.size == 6)
+    for (int d = int(call.ints[5]); d < x.rank; ++d)
+      run *= x.dims[d];
+  return tensorBlockOf(call, 3, run);
 }
 
 } // namespace trainc

@@ -50,37 +50,28 @@ TRAINC_HD bool dropoutKeep(uint64_t key, uint64_t index, double ratio) {
   return u >= ratio;
 }
 
-/// Where a block of a tensor split along one dimension (graph.dropout's
-/// `blocks`) lies in the whole: it is block `block` of `blocks`, and `run`
-/// is the number of its elements from the split dimension on (that
+/// Where a block of a tensor split along one dimension lies in the whole
+/// (graph.dropout's `blocks`, and attention's `head_blocks` for its
+/// [B, Hq, Sq, Sk] probabilities): it is block `block` of `blocks`, and
+/// `run` is the number of its elements from the split dimension on (that
 /// dimension's size times those after it). Not split: 1 block.
 struct DropoutBlock {
   int64_t block = 0, blocks = 1, run = 1;
 };
 
-/// The whole's row-major index of element `i` of block `b`: the block's
-/// runs lie `blocks` runs apart in the whole, from run `block`.
+/// The whole's row-major index of element `within` of the block's run
+/// `outer`: the block's runs lie `blocks` runs apart in the whole, from
+/// run `block`.
+TRAINC_HD uint64_t wholeIndex(const DropoutBlock &b, int64_t outer,
+                              int64_t within) {
+  return uint64_t((outer * b.blocks + b.block) * b.run + within);
+}
+
+/// The same for the block's element `i` (row-major).
 TRAINC_HD uint64_t wholeIndex(const DropoutBlock &b, int64_t i) {
   if (b.blocks == 1)
     return uint64_t(i);
-  return uint64_t((i / b.run) * (b.blocks * b.run) + b.block * b.run +
-                  i % b.run);
-}
-
-/// Which heads attention's probabilities are numbered as: a call's Hq
-/// heads are heads [first, first + Hq) of `total` (graph.attention's
-/// `head_blocks`: a block of the tensor axis's split), or [0, Hq) of Hq
-/// where the heads are whole.
-struct DropoutHeads {
-  int64_t first, total;
-};
-
-/// The stream index of attention's probability (b, h, i, j), h one of the
-/// call's heads: its row-major index in the whole [B, total, Sq, Sk].
-TRAINC_HD uint64_t attentionDropoutIndex(DropoutHeads heads, int64_t b,
-                                         int64_t h, int64_t i, int64_t j,
-                                         int64_t sq, int64_t sk) {
-  return uint64_t(((b * heads.total + heads.first + h) * sq + i) * sk + j);
+  return wholeIndex(b, i / b.run, i % b.run);
 }
 
 } // namespace trainc::math
