@@ -25,7 +25,7 @@
 // math/Dropout.h's mask over the [B, Hq, Sq, Sk] index, the CPU's) where it
 // meets v (o += p w v, dv += p w g_o) and dp by it (ds = p (dp w - D_i),
 // D_i = sum_j p w dp); l and the log-sum-exps are the undropped sums.
-// Only these kernels take dropout.
+// The tensor-core kernels apply the same dropWeight at the same places.
 //
 // A row with no allowed key, or whose allowed scores are all -inf, gives
 // zeros (output and gradients), as on the CPU. The mask is additive, each
@@ -827,10 +827,10 @@ Status runAttention(const KernelCall &call) {
     using C = Compute<S>;
     C *lse = kept.lse ? kept.lse->as<C>() : nullptr;
     if constexpr (std::is_same_v<S, Bf16>)
-      if (tensorCoreAttentionFits(q.dtype, a, drop))
+      if (tensorCoreAttentionFits(q.dtype, a))
         return runTensorCoreAttention(
-            call, a, layouts, q.as<const S>(), k.as<const S>(), v.as<const S>(),
-            static_cast<const S *>(mask), out.as<S>(), lse);
+            call, a, layouts, drop, q.as<const S>(), k.as<const S>(),
+            v.as<const S>(), static_cast<const S *>(mask), out.as<S>(), lse);
     int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
     attentionKernel<S>
         <<<blocksFor(tiles), kAttnThreads, 0, streamOf(call).handle()>>>(
@@ -872,7 +872,7 @@ Status runAttentionGrad(const KernelCall &call) {
             *gs = g.as<const S>(), *maskS = static_cast<const S *>(mask);
     bool tensorCores = false;
     if constexpr (std::is_same_v<S, Bf16>)
-      tensorCores = tensorCoreAttentionFits(q.dtype, a, drop);
+      tensorCores = tensorCoreAttentionFits(q.dtype, a);
 
     // The rows' log-sum-exps and D: the forward's log-sum-exps, read in
     // place, and D from its result; or pass 1's, both in Scratch memory.
@@ -894,7 +894,7 @@ Status runAttentionGrad(const KernelCall &call) {
     } else if (tensorCores) {
       if constexpr (std::is_same_v<S, Bf16>)
         TRAINC_RETURN_IF_ERROR(runTensorCoreAttentionStats(
-            call, a, layouts, qs, ks, vs, gs, maskS, madeLse, delta));
+            call, a, layouts, drop, qs, ks, vs, gs, maskS, madeLse, delta));
     } else if (rows > 0) {
       // Pass 1.
       attentionStatsKernel<S>
@@ -905,7 +905,7 @@ Status runAttentionGrad(const KernelCall &call) {
     if constexpr (std::is_same_v<S, Bf16>)
       if (tensorCores)
         return runTensorCoreAttentionGrad(
-            call, a, layouts, qs, ks, vs, gs, maskS, lse, delta,
+            call, a, layouts, drop, qs, ks, vs, gs, maskS, lse, delta,
             needQ ? dq.as<S>() : nullptr, needKV ? dk.as<S>() : nullptr,
             needKV ? dv.as<S>() : nullptr);
     // Pass 2: dq.

@@ -189,10 +189,10 @@ __device__ __forceinline__ const S *maskOf(const AttnShape &a, const S *mask,
 
 /// The tensor-core attention (AttentionTensorCore.cu) takes bf16 calls
 /// whose head sizes (query-key D and value Dv, which may differ) are at
-/// most kTensorCoreMaxHead, without a soft cap or dropout.
+/// most kTensorCoreMaxHead, without a soft cap; with or without dropout
+/// (dropWeight, as the scalar kernels).
 constexpr int64_t kTensorCoreMaxHead = 64;
-bool tensorCoreAttentionFits(DType dtype, const attention::AttnShape &a,
-                             const attention::AttnDropout &drop);
+bool tensorCoreAttentionFits(DType dtype, const attention::AttnShape &a);
 
 /// The forward pass: out = softmax(scale q k^T + mask) v, and when `lse` is
 /// not null each query row's log-sum-exp ([B, Hq, Sq], -inf for a row that
@@ -200,13 +200,15 @@ bool tensorCoreAttentionFits(DType dtype, const attention::AttnShape &a,
 Status runTensorCoreAttention(const KernelCall &call,
                               const attention::AttnShape &a,
                               const attention::AttnLayouts &layouts,
-                              const Bf16 *q, const Bf16 *k, const Bf16 *v,
-                              const Bf16 *mask, Bf16 *out, float *lse);
+                              const attention::AttnDropout &drop, const Bf16 *q,
+                              const Bf16 *k, const Bf16 *v, const Bf16 *mask,
+                              Bf16 *out, float *lse);
 /// The gradient's first pass (Attention.cu's, same Scratch statistics):
 /// lse and delta per query row, for a gradient not given the forward's.
 Status runTensorCoreAttentionStats(const KernelCall &call,
                                    const attention::AttnShape &a,
                                    const attention::AttnLayouts &layouts,
+                                   const attention::AttnDropout &drop,
                                    const Bf16 *q, const Bf16 *k, const Bf16 *v,
                                    const Bf16 *g, const Bf16 *mask, float *lse,
                                    float *delta);
@@ -215,6 +217,7 @@ Status runTensorCoreAttentionStats(const KernelCall &call,
 Status runTensorCoreAttentionGrad(const KernelCall &call,
                                   const attention::AttnShape &a,
                                   const attention::AttnLayouts &layouts,
+                                  const attention::AttnDropout &drop,
                                   const Bf16 *q, const Bf16 *k, const Bf16 *v,
                                   const Bf16 *g, const Bf16 *mask,
                                   const float *lse, const float *delta,

@@ -43,6 +43,14 @@
 // f32 tolerance the kernel tests hold both implementations to, where a
 // single bf16 rounding (2^-9) fails. Results round once to bf16.
 //
+// Dropout (floats[2]). Each kernel has a `Dropped` instance, chosen at
+// launch, that multiplies each probability by Attention.cuh's dropWeight
+// (math/Dropout.h's mask, numbered as on the CPU) where the scalar
+// kernels do: where p meets v (o += p w v) and g_o (dv += p w g_o), and
+// dp (ds = p (dp w - D), D = sum_j p w dp); the row sums and log-sum-exps
+// stay undropped. The instances without it keep their code and registers;
+// the mask's hash costs a block per SM or none (kForwardDroppedBlocks).
+//
 // Whole tiles. A full tile with no mask whose first query row sees its
 // last key (under a causal mask, every tile left of the diagonal) takes
 // each score as scale * dot, without scoreOf's tests per score; the
@@ -70,14 +78,11 @@ namespace trainc::cuda {
 
 using namespace attention;
 
-bool tensorCoreAttentionFits(DType dtype, const AttnShape &a,
-                             const AttnDropout &drop) {
+bool tensorCoreAttentionFits(DType dtype, const AttnShape &a) {
   // A soft cap's gradient needs each score's dot product where these
-  // kernels have already turned it into the score: Attention.cu runs it,
-  // and dropout (not written for these kernels' fragment layout yet).
+  // kernels have already turned it into the score: Attention.cu runs it.
   return dtype == DType::BF16 && a.d >= 1 && a.d <= kTensorCoreMaxHead &&
-         a.dv >= 1 && a.dv <= kTensorCoreMaxHead && !(a.softcap > 0) &&
-         !(drop.ratio > 0);
+         a.dv >= 1 && a.dv <= kTensorCoreMaxHead && !(a.softcap > 0);
 }
 
 namespace {
@@ -98,12 +103,17 @@ constexpr int64_t kMaxBlocks = int64_t(1) << 20;
 /// Latency, not arithmetic, limits these kernels (the forward at 2 blocks
 /// per SM: 12% occupancy, 36% of the SM's throughput, on an H100).
 /// (sm_80's code needs more registers than sm_90's.)
+/// The `Dropped` instances (dropout) need registers for the mask's hash.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 constexpr int kForwardBlocks = 3, kStatsBlocks = 3, kGradQBlocks = 2,
               kGradKVBlocks = 2;
+constexpr int kForwardDroppedBlocks = 2, kStatsDroppedBlocks = 2,
+              kGradQDroppedBlocks = 2, kGradKVDroppedBlocks = 2;
 #else
 constexpr int kForwardBlocks = 4, kStatsBlocks = 4, kGradQBlocks = 3,
               kGradKVBlocks = 2;
+constexpr int kForwardDroppedBlocks = 3, kStatsDroppedBlocks = 3,
+              kGradQDroppedBlocks = 3, kGradKVDroppedBlocks = 2;
 #endif
 
 /// Accumulators of N 8-wide tiles (a warp's 16 rows by 8 N columns).
@@ -360,10 +370,13 @@ onlineSoftmaxStep(Acc &s, const AttnShape &a, const Bf16 *maskBH,
 // statsKernel spills with it (nvcc 13; AttnLayouts's comment). The price:
 // the compiler no longer keeps one copy of the key loop per value of
 // `causal`, reading it per score instead.
-__global__ void __launch_bounds__(kThreads, kForwardBlocks)
+template <bool Dropped>
+__global__ void __launch_bounds__(kThreads, Dropped ? kForwardDroppedBlocks
+                                                    : kForwardBlocks)
     forwardKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *mask,
                   Bf16 *out, float *lse, const __grid_constant__ AttnShape a,
-                  AttnLayouts layouts) {
+                  AttnLayouts layouts,
+                  const __grid_constant__ AttnDropout drop) {
   extern __shared__ __align__(16) uint16_t shared[];
   uint16_t *qs = shared, *ks = qs + kTileElements, *vt = ks + kTileElements;
   const Lane l = laneOf();
@@ -399,6 +412,9 @@ __global__ void __launch_bounds__(kThreads, kForwardBlocks)
         for (int e = 0; e < 4; ++e) {
           partial[e >> 1] += s[n][e];
           o[n][e] *= alpha[e >> 1];
+          if constexpr (Dropped)
+            s[n][e] *= dropWeight<float>(drop, a, qt.b, qt.h, row[e >> 1],
+                                         j0 + columnOf(n, e, l));
         }
       // Each lane's share of its rows' sums; the lanes meet at the end.
       sum[0] = sum[0] * alpha[0] + partial[0];
@@ -433,10 +449,12 @@ __global__ void __launch_bounds__(kThreads, kForwardBlocks)
 
 /// Pass 1: lse = m + log l (+inf for a row that sees nothing) and delta =
 /// sum_j p_j dp_j (0 there), per query row.
-__global__ void __launch_bounds__(kThreads, kStatsBlocks)
+template <bool Dropped>
+__global__ void __launch_bounds__(kThreads,
+                                  Dropped ? kStatsDroppedBlocks : kStatsBlocks)
     statsKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *g,
                 const Bf16 *mask, float *lse, float *delta, AttnShape a,
-                AttnLayouts layouts) {
+                AttnLayouts layouts, const __grid_constant__ AttnDropout drop) {
   extern __shared__ __align__(16) uint16_t shared[];
   uint16_t *qs = shared, *gs = qs + kTileElements, *ks = gs + kTileElements,
            *vs = ks + kTileElements;
@@ -473,7 +491,11 @@ __global__ void __launch_bounds__(kThreads, kStatsBlocks)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           partialSum[e >> 1] += s[n][e];
-          partialDot[e >> 1] += s[n][e] * dp[n][e];
+          float w = 1;
+          if constexpr (Dropped)
+            w = dropWeight<float>(drop, a, qt.b, qt.h, row[e >> 1],
+                                  j0 + columnOf(n, e, l));
+          partialDot[e >> 1] += s[n][e] * (dp[n][e] * w);
         }
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -495,10 +517,13 @@ __global__ void __launch_bounds__(kThreads, kStatsBlocks)
 }
 
 /// Pass 2: dq = scale * sum_j p (dp - delta) k, per query tile.
-__global__ void __launch_bounds__(kThreads, kGradQBlocks)
+template <bool Dropped>
+__global__ void __launch_bounds__(kThreads,
+                                  Dropped ? kGradQDroppedBlocks : kGradQBlocks)
     gradQKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *g,
                 const Bf16 *mask, const float *lse, const float *delta,
-                Bf16 *dq, AttnShape a, AttnLayouts layouts) {
+                Bf16 *dq, AttnShape a, AttnLayouts layouts,
+                const __grid_constant__ AttnDropout drop) {
   extern __shared__ __align__(16) uint16_t shared[];
   uint16_t *qs = shared, *gs = qs + kTileElements, *ks = gs + kTileElements,
            *kt = ks + kTileElements, *vs = kt + kTileElements;
@@ -543,7 +568,11 @@ __global__ void __launch_bounds__(kThreads, kGradQBlocks)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           int r = e >> 1;
-          s[n][e] = weightOf(s[n][e], rowLse[r]) * (dp[n][e] - rowDelta[r]);
+          float w = 1;
+          if constexpr (Dropped)
+            w = dropWeight<float>(drop, a, qt.b, qt.h, row[r],
+                                  j0 + columnOf(n, e, l));
+          s[n][e] = weightOf(s[n][e], rowLse[r]) * (dp[n][e] * w - rowDelta[r]);
         }
       accumulateSplit(acc, s, kt, 0, l);
     }
@@ -563,10 +592,13 @@ __global__ void __launch_bounds__(kThreads, kGradQBlocks)
 /// Pass 3: per key tile of (b, kv head), over the query heads of its group
 /// and their query tiles: dv = sum p^T g_o, dk = scale * sum (p (dp -
 /// delta))^T q. The warps' rows are keys; the tiles' columns, queries.
-__global__ void __launch_bounds__(kThreads, kGradKVBlocks)
+template <bool Dropped>
+__global__ void __launch_bounds__(kThreads, Dropped ? kGradKVDroppedBlocks
+                                                    : kGradKVBlocks)
     gradKVKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *g,
                  const Bf16 *mask, const float *lse, const float *delta,
-                 Bf16 *dk, Bf16 *dv, AttnShape a, AttnLayouts layouts) {
+                 Bf16 *dk, Bf16 *dv, AttnShape a, AttnLayouts layouts,
+                 const __grid_constant__ AttnDropout drop) {
   extern __shared__ __align__(16) uint16_t shared[];
   uint16_t *ks = shared, *vs = ks + kTileElements, *qs = vs + kTileElements,
            *gs = qs + kTileElements, *qt = gs + kTileElements,
@@ -622,9 +654,11 @@ __global__ void __launch_bounds__(kThreads, kGradKVBlocks)
               float sc = whole ? scale * s[n][e]
                                : scoreOf</*MayCap=*/false>(
                                      a, maskBH, i0 + c, key[e >> 1], s[n][e]);
-              float p = weightOf(sc, lseTile[c]);
-              s[n][e] = p;
-              dp[n][e] = p * (dp[n][e] - deltaTile[c]);
+              float p = weightOf(sc, lseTile[c]), w = 1;
+              if constexpr (Dropped)
+                w = dropWeight<float>(drop, a, b, h, i0 + c, key[e >> 1]);
+              s[n][e] = p * w;
+              dp[n][e] = p * (dp[n][e] * w - deltaTile[c]);
             }
           accumulateSplit(accV, s, gt, half * kKSteps / 2, l);
           accumulateSplit(accK, dp, qt, half * kKSteps / 2, l);
@@ -673,42 +707,51 @@ Status launch(const KernelCall &call, const char *name, Kernel kernel,
 } // namespace
 
 Status runTensorCoreAttention(const KernelCall &call, const AttnShape &a,
-                              const AttnLayouts &layouts, const Bf16 *q,
+                              const AttnLayouts &layouts,
+                              const AttnDropout &drop, const Bf16 *q,
                               const Bf16 *k, const Bf16 *v, const Bf16 *mask,
                               Bf16 *out, float *lse) {
   int64_t tiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
-  return launch(call, "attention forwardKernel (tensor cores)", forwardKernel,
-                tiles, 3, 0, q, k, v, mask, out, lse, a, layouts);
+  return launch(call, "attention forwardKernel (tensor cores)",
+                drop.ratio > 0 ? forwardKernel<true> : forwardKernel<false>,
+                tiles, 3, 0, q, k, v, mask, out, lse, a, layouts, drop);
 }
 
 Status runTensorCoreAttentionStats(const KernelCall &call, const AttnShape &a,
-                                   const AttnLayouts &layouts, const Bf16 *q,
+                                   const AttnLayouts &layouts,
+                                   const AttnDropout &drop, const Bf16 *q,
                                    const Bf16 *k, const Bf16 *v, const Bf16 *g,
                                    const Bf16 *mask, float *lse, float *delta) {
   int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   if (queryTiles == 0)
     return okStatus();
-  return launch(call, "attention statsKernel (tensor cores)", statsKernel,
-                queryTiles, 4, 0, q, k, v, g, mask, lse, delta, a, layouts);
+  return launch(call, "attention statsKernel (tensor cores)",
+                drop.ratio > 0 ? statsKernel<true> : statsKernel<false>,
+                queryTiles, 4, 0, q, k, v, g, mask, lse, delta, a, layouts,
+                drop);
 }
 
 Status runTensorCoreAttentionGrad(const KernelCall &call, const AttnShape &a,
-                                  const AttnLayouts &layouts, const Bf16 *q,
+                                  const AttnLayouts &layouts,
+                                  const AttnDropout &drop, const Bf16 *q,
                                   const Bf16 *k, const Bf16 *v, const Bf16 *g,
                                   const Bf16 *mask, const float *lse,
                                   const float *delta, Bf16 *dq, Bf16 *dk,
                                   Bf16 *dv) {
+  const bool dropped = drop.ratio > 0;
   int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   if (dq && queryTiles > 0)
-    TRAINC_RETURN_IF_ERROR(launch(call, "attention gradQKernel (tensor cores)",
-                                  gradQKernel, queryTiles, 5, 0, q, k, v, g,
-                                  mask, lse, delta, dq, a, layouts));
+    TRAINC_RETURN_IF_ERROR(
+        launch(call, "attention gradQKernel (tensor cores)",
+               dropped ? gradQKernel<true> : gradQKernel<false>, queryTiles, 5,
+               0, q, k, v, g, mask, lse, delta, dq, a, layouts, drop));
   if (dk || dv) {
     int64_t keyTiles = a.batch * a.hk * ceilDiv(a.sk, kTile);
-    TRAINC_RETURN_IF_ERROR(launch(call, "attention gradKVKernel (tensor cores)",
-                                  gradKVKernel, keyTiles, 6,
-                                  2 * kTile * sizeof(float), q, k, v, g, mask,
-                                  lse, delta, dk, dv, a, layouts));
+    TRAINC_RETURN_IF_ERROR(
+        launch(call, "attention gradKVKernel (tensor cores)",
+               dropped ? gradKVKernel<true> : gradKVKernel<false>, keyTiles, 6,
+               2 * kTile * sizeof(float), q, k, v, g, mask, lse, delta, dk, dv,
+               a, layouts, drop));
   }
   return okStatus();
 }

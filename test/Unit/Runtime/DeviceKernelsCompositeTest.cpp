@@ -294,13 +294,20 @@ const AttentionShape kAttentionShapes[] = {
     {kF32, 2, 4, 2, 37, 45, 16, 16, true, {1, 1, 37, 45}, 0.5},
     {kF64, 1, 2, 1, 5, 7, 8, 8, false, {}, 0.3},
     {kBF16, 2, 4, 2, 129, 129, 64, 64, true, {}, 1.0},
-    // Dropout of the probabilities, on the scalar kernels at every dtype
-    // (the tensor cores and cuDNN take none): the CPU's mask, drawn by
-    // each element's [B, Hq, Sq, Sk] index; with a soft cap and a mask.
+    // Dropout of the probabilities (cuDNN takes none): the CPU's mask,
+    // drawn by each element's [B, Hq, Sq, Sk] index. On the scalar
+    // kernels (f32, f64, with a soft cap and a mask, a bf16 head past 64),
+    // then on the tensor cores (bf16, as the tensor-core shapes above:
+    // several 64-row tiles, grouped heads, a mask and partial tiles, whole
+    // tiles, causal with Sq > Sk), some on block 0 of 2 blocks of heads.
     {kF32, 2, 4, 2, 37, 45, 16, 16, true, {1, 1, 37, 45}, 0, 0.3},
     {kF64, 1, 2, 1, 5, 7, 8, 8, false, {}, 0.3, 0.5},
-    {kBF16, 2, 4, 2, 129, 129, 64, 64, true, {}, 0, 0.1},
     {kF32, 2, 4, 2, 37, 45, 16, 16, true, {1, 1, 37, 45}, 0, 0.3, 2},
+    {kBF16, 1, 1, 1, 3, 5, 65, 65, false, {}, 0, 0.3},
+    {kBF16, 2, 4, 2, 129, 129, 64, 64, true, {}, 0, 0.1},
+    {kBF16, 1, 2, 2, 70, 150, 48, 40, false, {1, 2, 70, 150}, 0, 0.3},
+    {kBF16, 1, 2, 2, 128, 192, 64, 64, false, {}, 0, 0.5, 2},
+    {kBF16, 2, 4, 2, 100, 37, 32, 32, true, {}, 0, 0.2, 2},
 };
 
 /// attention (or attention_grad) on random q, k, v (cotangent) and mask;
