@@ -46,6 +46,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "base/Parallel.h"
+#include "cpu/DropoutMask.h"
 #include "cpu/Gemm.h"
 #include "cpu/KernelUtil.h"
 #include "cpu/VectorMath.h"
@@ -178,17 +179,6 @@ template <typename T> void softcapRow(T *s, int64_t n, T cap, T *tanhs) {
   }
 }
 
-/// Drops out the first `n` entries of row `x` in place (probabilities, or
-/// their cotangent): entry j is kept when element `first` + j of the
-/// stream `key` is (math/Dropout.h), and then scaled by `scale`.
-template <typename T>
-void dropoutRow(T *x, int64_t n, uint64_t key, int64_t first, double ratio,
-                T scale) {
-  for (int64_t j = 0; j < n; ++j)
-    x[j] = math::dropoutKeep(key, uint64_t(first + j), ratio) ? x[j] * scale
-                                                              : T(0);
-}
-
 /// Query rows per tile: GEMMs of 32 rows still run near BLAS's full
 /// speed, and causal tiles skip most of the masked half.
 constexpr int64_t kQueryTile = 32;
@@ -226,6 +216,7 @@ struct AttentionShape {
     dropout = call.floats.size > 2 ? call.floats[2] : 0;
     if (dropout > 0) {
       dropoutKey = dropoutKeyOf(call, kAttentionStatsInt + 1);
+      dropoutThreshold = math::keepThreshold(dropout);
       dropoutBlock = tensorBlockOf(call, kAttentionStatsInt + 4, hq * sq * sk);
     }
     if (!hasMask)
@@ -262,21 +253,22 @@ struct AttentionShape {
   /// The scores' soft cap (floats[1]), 0 for none.
   double softcap;
   /// The probabilities' dropout ratio (floats[2]), 0 for none, the key of
-  /// its stream and the block of the heads it numbers.
+  /// its stream, its keepThreshold and the block of the heads it numbers.
   double dropout;
-  uint64_t dropoutKey = 0;
+  uint64_t dropoutKey = 0, dropoutThreshold = 0;
   math::DropoutBlock dropoutBlock;
   int64_t maskStride[4] = {0, 0, 0, 0};
 
-  /// Drops out the first `n` entries of row i of head (b, h) in place
-  /// (dropoutRow), if there is dropout.
-  template <typename T>
-  void dropRow(T *x, int64_t n, int64_t b, int64_t h, int64_t i) const {
-    if (dropout > 0)
-      dropoutRow(x, n, dropoutKey,
-                 int64_t(math::wholeIndex(dropoutBlock, b, (h * sq + i) * sk)),
-                 dropout, T(1.0 / (1.0 - dropout)));
+  /// keep[j] for the first `n` probabilities of row i of head (b, h):
+  /// whether the stream keeps element ((b Hq + h) Sq + i) Sk + j (of the
+  /// whole's heads: math::wholeIndex).
+  void drawRow(uint8_t *keep, int64_t n, int64_t b, int64_t h,
+               int64_t i) const {
+    drawKeep(dropoutKey, dropoutThreshold,
+             math::wholeIndex(dropoutBlock, b, (h * sq + i) * sk), n, keep);
   }
+  /// The kept entries' factor 1 / (1 - ratio) in T.
+  template <typename T> T keptScale() const { return T(1.0 / (1.0 - dropout)); }
 };
 
 /// Copies `rows` rows of `width` elements from `from` (row stride
@@ -314,6 +306,7 @@ Status runAttention(const KernelCall &call) {
     parallelFor(a.batch * a.hq, 1, [&](int64_t begin, int64_t end) {
       std::vector<T> scores(size_t(kQueryTile * sk)),
           wide(nativeOut ? 0 : sq * dv);
+      std::vector<uint8_t> keep(a.dropout > 0 ? size_t(sk) : 0);
       for (int64_t bh = begin; bh < end; ++bh) {
         int64_t b = bh / a.hq, h = bh % a.hq;
         const T *qb = q + qL.offset(b, h, 0);
@@ -335,7 +328,11 @@ Status runAttention(const KernelCall &call) {
                                   a.maskStride[3], a.allowed(i0 + i));
             if (lse)
               lse[bh * sq + i0 + i] = rowLse;
-            a.dropRow(scores.data() + i * kv, kv, b, h, i0 + i);
+            if (a.dropout > 0) {
+              a.drawRow(keep.data(), kv, b, h, i0 + i);
+              applyKeep(scores.data() + i * kv, keep.data(), kv,
+                        a.keptScale<T>());
+            }
           }
           gemm(false, false, rows, dv, kv, T(1), scores.data(), kv, vb,
                vL.seqStride, o + i0 * ldo, ldo);
@@ -413,6 +410,7 @@ Status runAttentionGrad(const KernelCall &call) {
       std::vector<T> p(size_t(kQueryTile * sk)), dp(size_t(kQueryTile * sk)),
           tanhs(a.softcap > 0 ? size_t(kQueryTile * sk) : 0),
           z(a.dropout > 0 ? size_t(kQueryTile * sk) : 0);
+      std::vector<uint8_t> keep(a.dropout > 0 ? size_t(kQueryTile * sk) : 0);
       std::vector<T> dqWide(native ? 0 : sq * d), dkWide(native ? 0 : sk * d),
           dvWide(native ? 0 : sk * dv);
       for (int64_t bg = begin; bg < end; ++bg) {
@@ -456,20 +454,24 @@ Status runAttentionGrad(const KernelCall &call) {
                 softmaxRow(row, kv, maskRow, a.maskStride[3],
                            a.allowed(i0 + i));
             }
-            // dV += P^T dO (Z^T dO); dP = dO V^T (dropped out).
+            // dV += P^T dO (Z^T dO); dP = dO V^T (dropped out by the same
+            // bits, drawn once).
             const T *pv = p.data();
             if (a.dropout > 0) {
               std::copy(p.begin(), p.begin() + rows * kv, z.begin());
-              for (int64_t i = 0; i < rows; ++i)
-                a.dropRow(z.data() + i * kv, kv, b, h, i0 + i);
+              for (int64_t i = 0; i < rows; ++i) {
+                a.drawRow(keep.data() + i * kv, kv, b, h, i0 + i);
+                applyKeep(z.data() + i * kv, keep.data() + i * kv, kv,
+                          a.keptScale<T>());
+              }
               pv = z.data();
             }
             gemm(/*ta=*/true, false, kv, dv, rows, T(1), pv, kv, gt,
                  gL.seqStride, dvg, ldv, T(1));
             gemm(false, /*tb=*/true, rows, kv, dv, T(1), gt, gL.seqStride, vb,
                  vL.seqStride, dp.data(), kv);
-            for (int64_t i = 0; i < rows; ++i)
-              a.dropRow(dp.data() + i * kv, kv, b, h, i0 + i);
+            if (a.dropout > 0)
+              applyKeep(dp.data(), keep.data(), rows * kv, a.keptScale<T>());
             // dS = P * (dP - rowsum(P * dP)), in place of dP; soft-capped,
             // times 1 - t^2 (the keys past the allowed ones have P = 0).
             for (int64_t i = 0; i < rows; ++i) {

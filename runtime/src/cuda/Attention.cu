@@ -749,6 +749,7 @@ AttnDropout dropoutOf(const KernelCall &call, const AttnShape &a) {
     drop.ratio = call.floats[2];
     drop.scale = 1.0 / (1.0 - drop.ratio);
     drop.key = dropoutKeyOf(call, kAttentionStatsInt + 1);
+    drop.threshold = math::keepThreshold(drop.ratio);
     drop.block =
         tensorBlockOf(call, kAttentionStatsInt + 4, a.hq * a.sq * a.sk);
   }

@@ -121,13 +121,14 @@ __device__ __forceinline__ C scoreSlope(const AttnShape &a, C dot) {
 }
 
 /// The probabilities' dropout (floats[2] and the stream after ints[5]:
-/// graph.attention's `dropout`), passed to the scalar kernels beside
-/// AttnShape (which it would push past 128 bytes, see AttnLayouts): the
-/// ratio (0 for none), the stream's key (math/Dropout.h) and the kept
-/// probabilities' factor 1 / (1 - ratio).
+/// graph.attention's `dropout`), passed to the kernels (scalar and tensor
+/// core) beside AttnShape (which it would push past 128 bytes, see
+/// AttnLayouts): the
+/// ratio (0 for none), the stream's key and the ratio's keepThreshold
+/// (math/Dropout.h) and the kept probabilities' factor 1 / (1 - ratio).
 struct AttnDropout {
   double ratio = 0, scale = 1;
-  uint64_t key = 0;
+  uint64_t key = 0, threshold = 0;
   /// The block of the heads (the [B, Hq, Sq, Sk] probabilities' runs).
   math::DropoutBlock block;
 };
@@ -145,7 +146,8 @@ __device__ __forceinline__ C dropWeight(const AttnDropout &drop,
   if (!(drop.ratio > 0) || i >= a.sq || j >= a.sk)
     return C(1);
   uint64_t index = math::wholeIndex(drop.block, b, (h * a.sq + i) * a.sk + j);
-  return math::dropoutKeep(drop.key, index, drop.ratio) ? C(drop.scale) : C(0);
+  return math::dropoutKept(drop.key, index, drop.threshold) ? C(drop.scale)
+                                                            : C(0);
 }
 
 /// exp(s - reference), 0 for an excluded (-inf) score.

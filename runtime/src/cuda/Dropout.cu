@@ -5,8 +5,8 @@
 // compute type (f64 for f64, f32 otherwise) before the multiply, as
 // cpu/Dropout.cpp does.
 //
-// keep[i] is math/Dropout.h's dropoutKeep(key, i, ratio), i the flat
-// row-major element index and key = dropoutKey(seed, step): the same
+// keep[i] is math/Dropout.h's dropoutKept(key, i, keepThreshold(ratio)), i the
+// flat row-major element index and key = dropoutKey(seed, step): the same
 // function the CPU kernel calls, so both devices draw the same mask bit for
 // bit (and y is the same product). On a mesh (ints = [seed, axis, stride])
 // the seed is seed + coordinate(axis) * stride, the coordinate read on the
@@ -26,11 +26,11 @@ namespace {
 template <typename S>
 __global__ void dropoutKernel(const S *x, S *y, Bool *mask, int64_t n,
                               uint64_t key, math::DropoutBlock block,
-                              double ratio, Compute<S> scale) {
+                              uint64_t threshold, Compute<S> scale) {
   int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += step) {
-    bool keep = math::dropoutKeep(key, math::wholeIndex(block, i), ratio);
+    bool keep = math::dropoutKept(key, math::wholeIndex(block, i), threshold);
     store(mask, i, keep);
     store(y, i, keep ? load(x, i) * scale : Compute<S>(0));
   }
@@ -55,7 +55,7 @@ Status runDropout(const KernelCall &call) {
     C scale = C(1.0 / (1.0 - ratio));
     dropoutKernel<S><<<gridFor(n), kThreads, 0, streamOf(call).handle()>>>(
         x.as<const S>(), y.as<S>(), mask.as<Bool>(), n, key,
-        dropoutBlockOf(call, x), ratio, scale);
+        dropoutBlockOf(call, x), math::keepThreshold(ratio), scale);
     return checkLaunch(call, "dropoutKernel");
   });
 }

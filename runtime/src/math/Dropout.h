@@ -44,10 +44,31 @@ TRAINC_HD uint64_t dropoutKey(uint64_t seed, uint64_t step) {
   return splitMix(splitMix(seed) ^ step);
 }
 
-/// Whether element `index` of the stream `key` is kept at drop `ratio`.
+/// The least 53-bit draw n = mix(key ^ i) >> 11 kept at drop `ratio`
+/// (in [0, 1]): u[i] = n 2^-53 >= ratio exactly when n >= ratio 2^53
+/// (scaling by a power of two is exact), that is n >= ceil(ratio 2^53),
+/// an integer no larger than 2^53. So the kernels compare integers, the
+/// definition's bits without a conversion to f64 per element.
+TRAINC_HD uint64_t keepThreshold(double ratio) {
+  if (!(ratio > 0))
+    return 0;
+  if (ratio >= 1)
+    return uint64_t(1) << 53;
+  double scaled = ratio * 0x1p53; // exact; below 2^53
+  uint64_t n = uint64_t(scaled);  // its floor, exact
+  return double(n) < scaled ? n + 1 : n;
+}
+
+/// Whether element `index` of the stream `key` is kept, given the drop
+/// ratio's keepThreshold.
+TRAINC_HD bool dropoutKept(uint64_t key, uint64_t index, uint64_t threshold) {
+  return (splitMix(key ^ index) >> 11) >= threshold;
+}
+
+/// Whether element `index` of the stream `key` is kept at drop `ratio`
+/// (u[i] >= ratio).
 TRAINC_HD bool dropoutKeep(uint64_t key, uint64_t index, double ratio) {
-  double u = double(splitMix(key ^ index) >> 11) * 0x1p-53;
-  return u >= ratio;
+  return dropoutKept(key, index, keepThreshold(ratio));
 }
 
 /// Where a block of a tensor split along one dimension lies in the whole

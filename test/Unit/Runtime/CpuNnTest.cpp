@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 namespace trainc::cpu {
 namespace {
@@ -497,6 +498,45 @@ TEST(CpuNnDropout, MaskIsTheDocumentedFunction) {
   for (int64_t i = 0; i < x.size(); ++i) {
     double u = double(mix(key ^ uint64_t(i)) >> 11) * 0x1p-53;
     ASSERT_EQ(r.mask.get(i), u >= ratio ? 1.0 : 0.0) << "element " << i;
+  }
+}
+
+/// The kernels compare the 53-bit draw n with math::keepThreshold(ratio)
+/// where the definition compares n 2^-53 with the ratio in f64. Both are
+/// monotone in n, so they agree on every n when they agree on the two
+/// draws either side of the threshold: checked for ratios whose scaled
+/// value is an integer or not, the extremes, and random ones.
+TEST(CpuNnDropout, KeepThresholdIsTheDefinitionsBoundary) {
+  std::vector<double> ratios = {0,
+                                -0.5,
+                                std::nextafter(0.0, 1.0),
+                                1e-300,
+                                0x1p-53,
+                                0x1.8p-53,
+                                0x1p-54,
+                                0.1,
+                                0.25,
+                                0.3,
+                                1.0 / 3,
+                                0.5,
+                                0.9,
+                                std::nextafter(1.0, 0.0),
+                                1,
+                                2};
+  std::mt19937_64 gen(5);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  for (int i = 0; i < 10000; ++i)
+    ratios.push_back(uniform(gen));
+  const uint64_t draws = uint64_t(1) << 53;
+  for (double ratio : ratios) {
+    uint64_t t = math::keepThreshold(ratio);
+    ASSERT_LE(t, draws) << ratio;
+    for (uint64_t n : {t - 1, t, t + 1}) {
+      if (n >= draws) // t - 1 wraps below 0; t + 1 may pass the last draw
+        continue;
+      bool defined = double(n) * 0x1p-53 >= ratio;
+      ASSERT_EQ(n >= t, defined) << "ratio " << ratio << ", draw " << n;
+    }
   }
 }
 

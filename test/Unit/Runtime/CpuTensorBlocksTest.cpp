@@ -100,15 +100,16 @@ TestTensor headsOf(const TestTensor &t, int64_t first, int64_t count) {
   return blockOf(t, 1, first, count);
 }
 
-/// Dropout of a [4, 6, 8] tensor and of each block of 2 along each
-/// dimension, in f32 and bf16: each block's result and mask are the
+/// Dropout of a tensor of `dims` (each even) and of each block of 2 along
+/// each dimension, in f32 and bf16: each block's result and mask are the
 /// whole's. `numbered` false runs the blocks as whole tensors, the
 /// control: their masks differ from the whole's.
-void checkDropoutBlocks(bool numbered) {
+void checkDropoutBlocks(bool numbered,
+                        const std::vector<int64_t> &dims = {4, 6, 8}) {
   constexpr int64_t kSeed = 31, kStep = 5;
   const double ratio = 0.5;
   for (DType t : {DType::F32, DType::BF16}) {
-    TestTensor x = randomTensor(t, {4, 6, 8}, 51);
+    TestTensor x = randomTensor(t, dims, 51);
     auto run = [&](const TestTensor &in, const std::vector<int64_t> &ints,
                    Collective *place) {
       std::pair<TestTensor, TestTensor> out{TestTensor(t, in.dims()),
@@ -152,6 +153,15 @@ TEST(CpuTensorBlocks, DropoutBlocksDrawTheWholesMask) {
 /// The control: blocks numbered as whole tensors draw other masks.
 TEST(CpuTensorBlocks, DropoutBlocksNumberedAloneDrawAnotherMask) {
   checkDropoutBlocks(/*numbered=*/false);
+}
+
+/// Blocks of 240,060 elements, which parallelFor splits into chunks
+/// (16,384 or more each; 30,008 at 2 threads, 60,015 at 1) that begin and
+/// end inside the block's runs (40,010 and 4,001 elements along
+/// dimensions 1 and 2): the kernel draws each run's stretch in a chunk
+/// from its own start.
+TEST(CpuTensorBlocks, DropoutBlocksAcrossThreadChunks) {
+  checkDropoutBlocks(/*numbered=*/true, {6, 10, 8002});
 }
 
 struct Shape {

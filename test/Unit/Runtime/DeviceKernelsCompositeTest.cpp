@@ -299,7 +299,8 @@ const AttentionShape kAttentionShapes[] = {
     // kernels (f32, f64, with a soft cap and a mask, a bf16 head past 64),
     // then on the tensor cores (bf16, as the tensor-core shapes above:
     // several 64-row tiles, grouped heads, a mask and partial tiles, whole
-    // tiles, causal with Sq > Sk), some on block 0 of 2 blocks of heads.
+    // tiles, causal with Sq > Sk and Sq < Sk), some on block 0 of 2
+    // blocks of heads.
     {kF32, 2, 4, 2, 37, 45, 16, 16, true, {1, 1, 37, 45}, 0, 0.3},
     {kF64, 1, 2, 1, 5, 7, 8, 8, false, {}, 0.3, 0.5},
     {kF32, 2, 4, 2, 37, 45, 16, 16, true, {1, 1, 37, 45}, 0, 0.3, 2},
@@ -308,6 +309,7 @@ const AttentionShape kAttentionShapes[] = {
     {kBF16, 1, 2, 2, 70, 150, 48, 40, false, {1, 2, 70, 150}, 0, 0.3},
     {kBF16, 1, 2, 2, 128, 192, 64, 64, false, {}, 0, 0.5, 2},
     {kBF16, 2, 4, 2, 100, 37, 32, 32, true, {}, 0, 0.2, 2},
+    {kBF16, 2, 4, 2, 128, 200, 32, 32, true, {}, 0, 0.3},
 };
 
 /// attention (or attention_grad) on random q, k, v (cotangent) and mask;
