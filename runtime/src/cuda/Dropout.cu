@@ -12,7 +12,10 @@
 // the seed is seed + coordinate(axis) * stride, the coordinate read on the
 // host from the context's collective, as on the CPU; on a block of the
 // tensor axis (ints[3..5]) i is the element's index in the whole
-// (math::wholeIndex). One thread per element (grid-stride).
+// (math::wholeIndex). The grid's x runs over the elements of one of the
+// block's runs and its y over the runs (a tensor not split is one run),
+// both grid-stride, so that no thread divides an index by the run (a
+// 64-bit division, tens of instructions, per element).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,16 +27,20 @@ namespace trainc::cuda {
 namespace {
 
 template <typename S>
-__global__ void dropoutKernel(const S *x, S *y, Bool *mask, int64_t n,
-                              uint64_t key, math::DropoutBlock block,
-                              uint64_t threshold, Compute<S> scale) {
+__global__ void dropoutKernel(const S *x, S *y, Bool *mask, int64_t runs,
+                              int64_t run, uint64_t key,
+                              math::DropoutBlock block, uint64_t threshold,
+                              Compute<S> scale) {
   int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += step) {
-    bool keep = math::dropoutKept(key, math::wholeIndex(block, i), threshold);
-    store(mask, i, keep);
-    store(y, i, keep ? load(x, i) * scale : Compute<S>(0));
-  }
+  for (int64_t outer = blockIdx.y; outer < runs; outer += gridDim.y)
+    for (int64_t within = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+         within < run; within += step) {
+      int64_t i = outer * run + within;
+      bool keep = math::dropoutKept(key, math::wholeIndex(block, outer, within),
+                                    threshold);
+      store(mask, i, keep);
+      store(y, i, keep ? load(x, i) * scale : Compute<S>(0));
+    }
 }
 
 } // namespace
@@ -53,9 +60,13 @@ Status runDropout(const KernelCall &call) {
     if (n == 0)
       return okStatus();
     C scale = C(1.0 / (1.0 - ratio));
-    dropoutKernel<S><<<gridFor(n), kThreads, 0, streamOf(call).handle()>>>(
-        x.as<const S>(), y.as<S>(), mask.as<Bool>(), n, key,
-        dropoutBlockOf(call, x), math::keepThreshold(ratio), scale);
+    // Not split: one run of n, which wholeIndex(block, 0, i) numbers i.
+    math::DropoutBlock block = dropoutBlockOf(call, x);
+    int64_t run = block.blocks == 1 ? n : block.run, runs = n / run;
+    dim3 grid(gridFor(run), unsigned(runs < 65535 ? runs : 65535));
+    dropoutKernel<S><<<grid, kThreads, 0, streamOf(call).handle()>>>(
+        x.as<const S>(), y.as<S>(), mask.as<Bool>(), runs, run, key, block,
+        math::keepThreshold(ratio), scale);
     return checkLaunch(call, "dropoutKernel");
   });
 }
