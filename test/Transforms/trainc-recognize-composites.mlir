@@ -1676,3 +1676,119 @@ func.func @attention_zero_term(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf3
          : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
   return %o : tensor<2x4x8x16xf32>
 }
+
+// -----
+
+// Hugging Face's eager attention without an attention mask (GPT-2, as the
+// TorchScript exporter writes it at any sequence length): the causal mask
+// an additive term, 0 where key j <= query i and finfo.min elsewhere, its
+// condition a compare of iotas broadcast to [S, S], too large to fold. The
+// term becomes `causal` and no mask is left.
+// CHECK-LABEL: func.func @attention_causal_additive_term
+// CHECK-NOT: graph.select
+// CHECK: graph.attention %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}}, scale = 1.250000e-01, causal :
+func.func @attention_causal_additive_term(%q: tensor<2x4x64x16xf32>, %kt: tensor<2x4x16x64xf32>, %v: tensor<2x4x64x16xf32>) -> tensor<2x4x64x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x64x16xf32>, tensor<2x4x16x64xf32>) -> tensor<2x4x64x64xf32>
+  %eighth = graph.constant dense<0.125> : tensor<2x4x64x64xf32>
+  %sc = graph.mul %s, %eighth : tensor<2x4x64x64xf32>
+  %cols = graph.iota dim = 3 : tensor<1x1x1x64xi64>
+  %rows = graph.iota dim = 2 : tensor<1x1x64x1xi64>
+  %colsb = graph.broadcast_in_dim %cols, dims = [0, 1, 2, 3] : (tensor<1x1x1x64xi64>) -> tensor<1x1x64x64xi64>
+  %rowsb = graph.broadcast_in_dim %rows, dims = [0, 1, 2, 3] : (tensor<1x1x64x1xi64>) -> tensor<1x1x64x64xi64>
+  %seen = graph.compare LE, %colsb, %rowsb : tensor<1x1x64x64xi64>
+  %seenb = graph.broadcast_in_dim %seen, dims = [0, 1, 2, 3] : (tensor<1x1x64x64xi1>) -> tensor<2x1x64x64xi1>
+  %zero = graph.constant dense<0.0> : tensor<2x1x64x64xf32>
+  %min = graph.constant dense<-3.40282347E+38> : tensor<2x1x64x64xf32>
+  %term = graph.select %seenb, %zero, %min : tensor<2x1x64x64xi1>, tensor<2x1x64x64xf32>
+  %termb = graph.broadcast_in_dim %term, dims = [0, 1, 2, 3] : (tensor<2x1x64x64xf32>) -> tensor<2x4x64x64xf32>
+  %m = graph.add %sc, %termb : tensor<2x4x64x64xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<2x4x64x64xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x64x64xf32>, tensor<2x4x64x16xf32>) -> tensor<2x4x64x16xf32>
+  return %o : tensor<2x4x64x16xf32>
+}
+
+// -----
+
+// A select-style causal mask (masked_fill) whose condition is too large to
+// fold to a constant: causal, as when it folds (@attention_causal).
+// CHECK-LABEL: func.func @attention_causal_unfolded_condition
+// CHECK-NOT: graph.select
+// CHECK: graph.attention %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}}, scale = 1.250000e-01, causal :
+func.func @attention_causal_unfolded_condition(%q: tensor<2x4x64x16xf32>, %kt: tensor<2x4x16x64xf32>, %v: tensor<2x4x64x16xf32>) -> tensor<2x4x64x16xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x64x16xf32>, tensor<2x4x16x64xf32>) -> tensor<2x4x64x64xf32>
+  %eighth = graph.constant dense<0.125> : tensor<2x4x64x64xf32>
+  %sc = graph.mul %s, %eighth : tensor<2x4x64x64xf32>
+  %cols = graph.iota dim = 1 : tensor<1x64xi64>
+  %rows = graph.iota dim = 0 : tensor<64x1xi64>
+  %colsb = graph.broadcast_in_dim %cols, dims = [0, 1] : (tensor<1x64xi64>) -> tensor<64x64xi64>
+  %rowsb = graph.broadcast_in_dim %rows, dims = [0, 1] : (tensor<64x1xi64>) -> tensor<64x64xi64>
+  %upper = graph.compare GT, %colsb, %rowsb : tensor<64x64xi64>
+  %upperb = graph.broadcast_in_dim %upper, dims = [2, 3] : (tensor<64x64xi1>) -> tensor<2x4x64x64xi1>
+  %ninf = graph.constant dense<0xFF800000> : tensor<2x4x64x64xf32>
+  %m = graph.select %upperb, %ninf, %sc : tensor<2x4x64x64xi1>, tensor<2x4x64x64xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<2x4x64x64xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<2x4x64x64xf32>, tensor<2x4x64x16xf32>) -> tensor<2x4x64x16xf32>
+  return %o : tensor<2x4x64x16xf32>
+}
+
+// -----
+
+// Additive terms that are not causal masks stay masks: a causal condition
+// with more queries than keys (rows 0 to 3 see no key: the fill's
+// uniform weights there, not causal attention's zeros), a fill that does
+// not mask (-1), and a condition that is not causal (each query sees the
+// keys before it, not itself).
+// CHECK-LABEL: func.func @attention_additive_terms_not_causal
+// CHECK-COUNT-3: graph.attention %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}} mask %{{[^ ,]+}}, scale = 1.000000e+00 :
+// CHECK-NOT: causal
+func.func @attention_additive_terms_not_causal(%q: tensor<1x2x40x8xf32>, %k: tensor<1x2x36x8xf32>, %kk: tensor<1x2x40x8xf32>) -> (tensor<1x2x40x8xf32>, tensor<1x2x40x8xf32>, tensor<1x2x40x8xf32>) {
+  %zero36 = graph.constant dense<0.0> : tensor<40x36xf32>
+  %min36 = graph.constant dense<-3.40282347E+38> : tensor<40x36xf32>
+  %cols36 = graph.iota dim = 1 : tensor<1x36xi64>
+  %rows36 = graph.iota dim = 0 : tensor<40x1xi64>
+  %four = graph.constant dense<4> : tensor<40x1xi64>
+  %rows36s = graph.sub %rows36, %four : tensor<40x1xi64>
+  %c36 = graph.broadcast_in_dim %cols36, dims = [0, 1] : (tensor<1x36xi64>) -> tensor<40x36xi64>
+  %r36 = graph.broadcast_in_dim %rows36s, dims = [0, 1] : (tensor<40x1xi64>) -> tensor<40x36xi64>
+  %seen36 = graph.compare LE, %c36, %r36 : tensor<40x36xi64>
+  %t1 = graph.select %seen36, %zero36, %min36 : tensor<40x36xi1>, tensor<40x36xf32>
+  %t1b = graph.broadcast_in_dim %t1, dims = [2, 3] : (tensor<40x36xf32>) -> tensor<1x2x40x36xf32>
+  %s1 = graph.dot_general %q, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+         : (tensor<1x2x40x8xf32>, tensor<1x2x36x8xf32>) -> tensor<1x2x40x36xf32>
+  %m1 = graph.add %s1, %t1b : tensor<1x2x40x36xf32>
+  %p1 = graph.softmax %m1, dim = 3 : tensor<1x2x40x36xf32>
+  %o1 = graph.dot_general %p1, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x40x36xf32>, tensor<1x2x36x8xf32>) -> tensor<1x2x40x8xf32>
+
+  %zero = graph.constant dense<0.0> : tensor<40x40xf32>
+  %minus1 = graph.constant dense<-1.0> : tensor<40x40xf32>
+  %min = graph.constant dense<-3.40282347E+38> : tensor<40x40xf32>
+  %cols = graph.iota dim = 1 : tensor<1x40xi64>
+  %rows = graph.iota dim = 0 : tensor<40x1xi64>
+  %c = graph.broadcast_in_dim %cols, dims = [0, 1] : (tensor<1x40xi64>) -> tensor<40x40xi64>
+  %r = graph.broadcast_in_dim %rows, dims = [0, 1] : (tensor<40x1xi64>) -> tensor<40x40xi64>
+  %seen = graph.compare LE, %c, %r : tensor<40x40xi64>
+  %t2 = graph.select %seen, %zero, %minus1 : tensor<40x40xi1>, tensor<40x40xf32>
+  %t2b = graph.broadcast_in_dim %t2, dims = [2, 3] : (tensor<40x40xf32>) -> tensor<1x2x40x40xf32>
+  %s2 = graph.dot_general %q, %kk, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+         : (tensor<1x2x40x8xf32>, tensor<1x2x40x8xf32>) -> tensor<1x2x40x40xf32>
+  %m2 = graph.add %s2, %t2b : tensor<1x2x40x40xf32>
+  %p2 = graph.softmax %m2, dim = 3 : tensor<1x2x40x40xf32>
+  %o2 = graph.dot_general %p2, %kk, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x40x40xf32>, tensor<1x2x40x8xf32>) -> tensor<1x2x40x8xf32>
+
+  %before = graph.compare LT, %c, %r : tensor<40x40xi64>
+  %t3 = graph.select %before, %zero, %min : tensor<40x40xi1>, tensor<40x40xf32>
+  %t3b = graph.broadcast_in_dim %t3, dims = [2, 3] : (tensor<40x40xf32>) -> tensor<1x2x40x40xf32>
+  %s3 = graph.dot_general %q, %kk, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+         : (tensor<1x2x40x8xf32>, tensor<1x2x40x8xf32>) -> tensor<1x2x40x40xf32>
+  %m3 = graph.add %s3, %t3b : tensor<1x2x40x40xf32>
+  %p3 = graph.softmax %m3, dim = 3 : tensor<1x2x40x40xf32>
+  %o3 = graph.dot_general %p3, %kk, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x40x40xf32>, tensor<1x2x40x8xf32>) -> tensor<1x2x40x8xf32>
+  return %o1, %o2, %o3 : tensor<1x2x40x8xf32>, tensor<1x2x40x8xf32>, tensor<1x2x40x8xf32>
+}

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RecognizeUtil.h"
+#include "trainc/Dialect/Graph/CompareElements.h"
 #include "trainc/Dialect/Graph/GraphOps.h"
 
 #include "mlir/IR/Matchers.h"
@@ -191,28 +192,144 @@ bool reachesProduct(Value v, int depth = 8) {
   return false;
 }
 
-/// True when constant `cond` masks exactly the keys after each query
-/// (j > i + Sk - Sq), i.e. causal attention; `maskedWhen` is the value of
-/// cond at masked positions.
-bool isCausalCondition(Value cond, int64_t sq, int64_t sk, bool maskedWhen) {
-  // Broadcasts and reshapes keep each [Sq, Sk] slice's elements in order.
-  while (isa_and_nonnull<BroadcastInDimOp, ReshapeOp>(cond.getDefiningOp()))
-    cond = cond.getDefiningOp()->getOperand(0);
+/// Whether `shape` ends in [Sq, Sk].
+bool endsInScores(ArrayRef<int64_t> shape, int64_t sq, int64_t sk) {
+  return shape.size() >= 2 && shape[shape.size() - 2] == sq &&
+         shape.back() == sk;
+}
+
+/// The operand of `v`'s broadcast or reshape when every [Sq, Sk] slice of
+/// `v` is a whole slice of that operand (a broadcast that adds or widens
+/// leading dims only; a reshape of the leading dims), else null.
+Value sliceSource(Value v, int64_t sq, int64_t sk) {
+  Operation *op = v.getDefiningOp();
+  if (!isa_and_nonnull<BroadcastInDimOp, ReshapeOp>(op))
+    return nullptr;
+  Value source = op->getOperand(0);
+  ArrayRef<int64_t> from = cast<RankedTensorType>(source.getType()).getShape();
+  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+  if (!endsInScores(from, sq, sk) ||
+      !endsInScores(cast<RankedTensorType>(v.getType()).getShape(), sq, sk))
+    return nullptr;
+  if (auto spread = dyn_cast<BroadcastInDimOp>(op)) {
+    ArrayRef<int64_t> dims = spread.getDims();
+    if (dims[dims.size() - 2] != rank - 2 || dims.back() != rank - 1)
+      return nullptr;
+  }
+  return source;
+}
+
+/// Element `index` of `v` when `v` is made from constants by broadcasts,
+/// reshapes and compares alone (as an IntegerAttr or FloatAttr), else
+/// null: a causal condition compares iotas broadcast to [Sq, Sk], which
+/// no folder materializes (too many elements).
+Attribute constantElement(Value v, ArrayRef<int64_t> index, int depth = 8) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
+  auto flatten = [&] {
+    int64_t flat = 0;
+    for (auto [i, size] : llvm::zip(index, shape))
+      flat = flat * size + i;
+    return flat;
+  };
   DenseElementsAttr attr;
-  if (!matchPattern(cond, m_Constant(&attr)))
-    return false;
-  auto shape = attr.getType().getShape();
-  if (shape.size() < 2 || shape[shape.size() - 2] != sq || shape.back() != sk)
+  if (matchPattern(v, m_Constant(&attr)))
+    return attr.isSplat() ? attr.getSplatValue<Attribute>()
+                          : attr.getValues<Attribute>()[flatten()];
+  Operation *op = v.getDefiningOp();
+  if (!op || depth == 0)
+    return nullptr;
+  if (auto spread = dyn_cast<BroadcastInDimOp>(op)) {
+    ArrayRef<int64_t> from = spread.getOperand().getType().getShape();
+    SmallVector<int64_t> at;
+    for (auto [i, d] : llvm::enumerate(spread.getDims()))
+      at.push_back(from[i] == 1 ? 0 : index[d]);
+    return constantElement(spread.getOperand(), at, depth - 1);
+  }
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    ArrayRef<int64_t> from = reshape.getOperand().getType().getShape();
+    SmallVector<int64_t> at(from.size());
+    for (int64_t flat = flatten(), d = int64_t(from.size()) - 1; d >= 0; --d) {
+      at[d] = flat % from[d];
+      flat /= from[d];
+    }
+    return constantElement(reshape.getOperand(), at, depth - 1);
+  }
+  if (auto compare = dyn_cast<CompareOp>(op)) {
+    Attribute lhs = constantElement(compare.getLhs(), index, depth - 1);
+    Attribute rhs = constantElement(compare.getRhs(), index, depth - 1);
+    if (!lhs || !rhs)
+      return nullptr;
+    return IntegerAttr::get(
+        getElementTypeOrSelf(compare.getType()),
+        APInt(1, compareElements(lhs, rhs, compare.getDirection())));
+  }
+  return nullptr;
+}
+
+/// The most elements of a condition checked one by one.
+constexpr int64_t kMaxCausalElements = int64_t(1) << 22;
+
+/// True when `cond`, made from constants (constantElement), masks exactly
+/// the keys after each query (j > i + Sk - Sq), i.e. causal attention;
+/// `maskedWhen` is the value of cond at masked positions.
+bool isCausalCondition(Value cond, int64_t sq, int64_t sk, bool maskedWhen) {
+  // Leading broadcasts and reshapes repeat whole [Sq, Sk] slices.
+  while (Value source = sliceSource(cond, sq, sk))
+    cond = source;
+  auto type = cast<RankedTensorType>(cond.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  if (!endsInScores(shape, sq, sk) ||
+      type.getNumElements() > kMaxCausalElements)
     return false;
   // Every [Sq, Sk] slice (over leading batch/head dims) must be causal.
-  int64_t k = 0;
-  for (bool v : attr.getValues<bool>()) {
-    int64_t i = (k / sk) % sq, j = k % sk;
-    if ((v == maskedWhen) != (j > i + sk - sq))
+  SmallVector<int64_t> index(shape.size(), 0);
+  for (int64_t k = 0, n = type.getNumElements(); k < n; ++k) {
+    auto value = dyn_cast_or_null<IntegerAttr>(constantElement(cond, index));
+    if (!value)
       return false;
-    ++k;
+    int64_t i = index[shape.size() - 2], j = index.back();
+    if ((value.getValue().isOne() == maskedWhen) != (j > i + sk - sq))
+      return false;
+    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
   }
   return true;
+}
+
+/// Whether the fill `f` of a mask, scaled by the scores' outer scale,
+/// still masks: -inf, or so negative that its softmax weight is 0.
+bool masksAfterScale(double f, double outerScale) {
+  double scaled = f * outerScale;
+  return outerScale > 0 && (std::isinf(scaled) || scaled <= -1e4);
+}
+
+/// Whether the additive term `t` of scores ending in [Sq, Sk] is a causal
+/// mask: select(cond, 0, fill) or select(cond, fill, 0), through
+/// broadcasts and reshapes that keep its slices, with a fill that masks
+/// and a causal cond (Hugging Face's eager attention without an attention
+/// mask). With Sk >= Sq every query row sees a key, so the masked
+/// probabilities are exactly 0 either way, and the term becomes
+/// graph.attention's `causal`: no [Sq, Sk] tensor, and causal tiles skip
+/// the masked half.
+bool isCausalTerm(Value t, int64_t sq, int64_t sk, double outerScale) {
+  if (sk < sq)
+    return false;
+  while (Value source = sliceSource(t, sq, sk))
+    t = source;
+  auto sel = t.getDefiningOp<SelectOp>();
+  if (!sel)
+    return false;
+  std::optional<double> onTrue = splatOf(sel.getOnTrue()),
+                        onFalse = splatOf(sel.getOnFalse());
+  if (!onTrue || !onFalse)
+    return false;
+  bool fillOnTrue = *onFalse == 0 && masksAfterScale(*onTrue, outerScale);
+  bool fillOnFalse = *onTrue == 0 && masksAfterScale(*onFalse, outerScale);
+  return (fillOnTrue || fillOnFalse) &&
+         isCausalCondition(sel.getPred(), sq, sk, fillOnTrue);
 }
 
 /// `select(p != p, 0, p)` (PyTorch's scaled_dot_product_attention zeroes
@@ -402,10 +519,9 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
         return false;
       // Under an outer scale the fill is scaled too: it must still mask
       // (a negative or tiny factor would turn -1e4 into a real score).
-      double scaledFill =
-          *splatOf(fillOnTrue ? sel.getOnTrue() : sel.getOnFalse()) *
-          outerScale;
-      if (outerScale <= 0 || !(std::isinf(scaledFill) || scaledFill <= -1e4))
+      if (!masksAfterScale(
+              *splatOf(fillOnTrue ? sel.getOnTrue() : sel.getOnFalse()),
+              outerScale))
         return false;
       s = fillOnTrue ? sel.getOnFalse() : sel.getOnTrue();
       maskedWhen = fillOnTrue;
@@ -560,6 +676,17 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
                               scoresType.getElementType());
     bool causal = false;
     SmallVector<Value> masks;
+    // A causal additive term (isCausalTerm), of scores ending in [q, k].
+    int64_t scoresRank = scoresType.getRank();
+    bool qkLast =
+        probsDims[2] == scoresRank - 2 && probsDims[3] == scoresRank - 1;
+    llvm::erase_if(terms, [&](const std::pair<Value, bool> &term) {
+      if (term.second || !qkLast ||
+          !isCausalTerm(term.first, sq, sk, outerScale))
+        return false;
+      causal = true;
+      return true;
+    });
     if (maskCond) {
       if (isCausalCondition(maskCond, sq, sk, maskedWhen)) {
         causal = true;

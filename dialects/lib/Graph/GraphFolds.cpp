@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FoldUtil.h"
+#include "trainc/Dialect/Graph/CompareElements.h"
 #include "trainc/Dialect/Graph/GraphOps.h"
 
 #include "mlir/Dialect/CommonFolders.h"
@@ -130,8 +131,10 @@ Attribute convertElement(Attribute value, Type to) {
                                        : v.zextOrTrunc(width));
 }
 
-bool compareElements(Attribute lhs, Attribute rhs,
-                     ComparisonDirection direction) {
+} // namespace
+
+bool trainc::graph::compareElements(Attribute lhs, Attribute rhs,
+                                    ComparisonDirection direction) {
   if (auto l = dyn_cast<FloatAttr>(lhs)) {
     APFloat::cmpResult c =
         l.getValue().compare(cast<FloatAttr>(rhs).getValue());
@@ -172,6 +175,8 @@ bool compareElements(Attribute lhs, Attribute rhs,
   }
   return false;
 }
+
+namespace {
 
 /// Applies `fn` to corresponding elements of same-shaped cheap constants.
 template <typename Fn>
