@@ -1792,3 +1792,70 @@ func.func @attention_additive_terms_not_causal(%q: tensor<1x2x40x8xf32>, %k: ten
          : (tensor<1x2x40x40xf32>, tensor<1x2x40x8xf32>) -> tensor<1x2x40x8xf32>
   return %o1, %o2, %o3 : tensor<1x2x40x8xf32>, tensor<1x2x40x8xf32>, tensor<1x2x40x8xf32>
 }
+
+// -----
+
+// The fill on the condition's true side (masked where key j > i + Sk - Sq),
+// with more keys than queries (a cached prefix): causal.
+// CHECK-LABEL: func.func @attention_causal_additive_term_more_keys
+// CHECK-NOT: graph.select
+// CHECK: graph.attention %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}}, scale = 1.000000e+00, causal :
+func.func @attention_causal_additive_term_more_keys(%q: tensor<1x2x40x8xf32>, %k: tensor<1x2x48x8xf32>) -> tensor<1x2x40x8xf32> {
+  %s = graph.dot_general %q, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+         : (tensor<1x2x40x8xf32>, tensor<1x2x48x8xf32>) -> tensor<1x2x40x48xf32>
+  %cols = graph.iota dim = 1 : tensor<1x48xi64>
+  %rows = graph.iota dim = 0 : tensor<40x1xi64>
+  %eight = graph.constant dense<8> : tensor<40x1xi64>
+  %last = graph.add %rows, %eight : tensor<40x1xi64>
+  %c = graph.broadcast_in_dim %cols, dims = [0, 1] : (tensor<1x48xi64>) -> tensor<40x48xi64>
+  %r = graph.broadcast_in_dim %last, dims = [0, 1] : (tensor<40x1xi64>) -> tensor<40x48xi64>
+  %after = graph.compare GT, %c, %r : tensor<40x48xi64>
+  %ninf = graph.constant dense<0xFF800000> : tensor<40x48xf32>
+  %zero = graph.constant dense<0.0> : tensor<40x48xf32>
+  %term = graph.select %after, %ninf, %zero : tensor<40x48xi1>, tensor<40x48xf32>
+  %termb = graph.broadcast_in_dim %term, dims = [2, 3] : (tensor<40x48xf32>) -> tensor<1x2x40x48xf32>
+  %m = graph.add %s, %termb : tensor<1x2x40x48xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<1x2x40x48xf32>
+  %o = graph.dot_general %p, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x40x48xf32>, tensor<1x2x48x8xf32>) -> tensor<1x2x40x8xf32>
+  return %o : tensor<1x2x40x8xf32>
+}
+
+// -----
+
+// More terms that stay masks: a +inf fill (every row with a masked key
+// becomes NaN, which causal attention would not give), and a causal
+// condition broadcast over the heads and keys (dims [1, 3]): each [q, k]
+// slice is then constant along q, not causal, though the condition is.
+// CHECK-LABEL: func.func @attention_additive_terms_not_causal_either
+// CHECK-COUNT-2: graph.attention %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}} mask %{{[^ ,]+}}, scale = 1.000000e+00 :
+// CHECK-NOT: causal
+func.func @attention_additive_terms_not_causal_either(%q: tensor<1x40x40x8xf32>, %k: tensor<1x40x40x8xf32>) -> (tensor<1x40x40x8xf32>, tensor<1x40x40x8xf32>) {
+  %cols = graph.iota dim = 1 : tensor<1x40xi64>
+  %rows = graph.iota dim = 0 : tensor<40x1xi64>
+  %c = graph.broadcast_in_dim %cols, dims = [0, 1] : (tensor<1x40xi64>) -> tensor<40x40xi64>
+  %r = graph.broadcast_in_dim %rows, dims = [0, 1] : (tensor<40x1xi64>) -> tensor<40x40xi64>
+  %seen = graph.compare LE, %c, %r : tensor<40x40xi64>
+  %zero = graph.constant dense<0.0> : tensor<40x40xf32>
+  %pinf = graph.constant dense<0x7F800000> : tensor<40x40xf32>
+  %min = graph.constant dense<-3.40282347E+38> : tensor<40x40xf32>
+
+  %t1 = graph.select %seen, %zero, %pinf : tensor<40x40xi1>, tensor<40x40xf32>
+  %t1b = graph.broadcast_in_dim %t1, dims = [2, 3] : (tensor<40x40xf32>) -> tensor<1x40x40x40xf32>
+  %s1 = graph.dot_general %q, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+         : (tensor<1x40x40x8xf32>, tensor<1x40x40x8xf32>) -> tensor<1x40x40x40xf32>
+  %m1 = graph.add %s1, %t1b : tensor<1x40x40x40xf32>
+  %p1 = graph.softmax %m1, dim = 3 : tensor<1x40x40x40xf32>
+  %o1 = graph.dot_general %p1, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x40x40x40xf32>, tensor<1x40x40x8xf32>) -> tensor<1x40x40x8xf32>
+
+  %t2 = graph.select %seen, %zero, %min : tensor<40x40xi1>, tensor<40x40xf32>
+  %t2b = graph.broadcast_in_dim %t2, dims = [1, 3] : (tensor<40x40xf32>) -> tensor<1x40x40x40xf32>
+  %s2 = graph.dot_general %q, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+         : (tensor<1x40x40x8xf32>, tensor<1x40x40x8xf32>) -> tensor<1x40x40x40xf32>
+  %m2 = graph.add %s2, %t2b : tensor<1x40x40x40xf32>
+  %p2 = graph.softmax %m2, dim = 3 : tensor<1x40x40x40xf32>
+  %o2 = graph.dot_general %p2, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x40x40x40xf32>, tensor<1x40x40x8xf32>) -> tensor<1x40x40x8xf32>
+  return %o1, %o2 : tensor<1x40x40x8xf32>, tensor<1x40x40x8xf32>
+}

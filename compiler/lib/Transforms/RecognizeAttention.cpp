@@ -219,11 +219,18 @@ Value sliceSource(Value v, int64_t sq, int64_t sk) {
   return source;
 }
 
+/// An element of a tensor made from constants: an integer, or a float.
+struct Element {
+  APInt integer;
+  std::optional<APFloat> real;
+};
+
 /// Element `index` of `v` when `v` is made from constants by broadcasts,
-/// reshapes and compares alone (as an IntegerAttr or FloatAttr), else
-/// null: a causal condition compares iotas broadcast to [Sq, Sk], which
-/// no folder materializes (too many elements).
-Attribute constantElement(Value v, ArrayRef<int64_t> index, int depth = 8) {
+/// reshapes and compares alone, else nullopt: a causal condition compares
+/// iotas broadcast to [Sq, Sk], which no folder materializes (too many
+/// elements). Values, not attributes: no context lookup per element.
+std::optional<Element> constantElement(Value v, ArrayRef<int64_t> index,
+                                       int depth = 8) {
   ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
   auto flatten = [&] {
     int64_t flat = 0;
@@ -232,12 +239,17 @@ Attribute constantElement(Value v, ArrayRef<int64_t> index, int depth = 8) {
     return flat;
   };
   DenseElementsAttr attr;
-  if (matchPattern(v, m_Constant(&attr)))
-    return attr.isSplat() ? attr.getSplatValue<Attribute>()
-                          : attr.getValues<Attribute>()[flatten()];
+  if (matchPattern(v, m_Constant(&attr))) {
+    int64_t at = attr.isSplat() ? 0 : flatten();
+    if (isa<FloatType>(attr.getElementType()))
+      return Element{APInt(), attr.getValues<APFloat>()[at]};
+    if (attr.getElementType().isIntOrIndex())
+      return Element{attr.getValues<APInt>()[at], std::nullopt};
+    return std::nullopt;
+  }
   Operation *op = v.getDefiningOp();
   if (!op || depth == 0)
-    return nullptr;
+    return std::nullopt;
   if (auto spread = dyn_cast<BroadcastInDimOp>(op)) {
     ArrayRef<int64_t> from = spread.getOperand().getType().getShape();
     SmallVector<int64_t> at;
@@ -255,18 +267,26 @@ Attribute constantElement(Value v, ArrayRef<int64_t> index, int depth = 8) {
     return constantElement(reshape.getOperand(), at, depth - 1);
   }
   if (auto compare = dyn_cast<CompareOp>(op)) {
-    Attribute lhs = constantElement(compare.getLhs(), index, depth - 1);
-    Attribute rhs = constantElement(compare.getRhs(), index, depth - 1);
+    std::optional<Element> lhs =
+        constantElement(compare.getLhs(), index, depth - 1);
+    std::optional<Element> rhs =
+        constantElement(compare.getRhs(), index, depth - 1);
     if (!lhs || !rhs)
-      return nullptr;
-    return IntegerAttr::get(
-        getElementTypeOrSelf(compare.getType()),
-        APInt(1, compareElements(lhs, rhs, compare.getDirection())));
+      return std::nullopt;
+    ComparisonDirection direction = compare.getDirection();
+    bool holds =
+        lhs->real ? compareFloats(*lhs->real, *rhs->real, direction)
+                  : compareIntegers(lhs->integer, rhs->integer,
+                                    comparesUnsigned(
+                                        getElementTypeOrSelf(compare.getLhs())),
+                                    direction);
+    return Element{APInt(1, holds ? 1 : 0), std::nullopt};
   }
-  return nullptr;
+  return std::nullopt;
 }
 
-/// The most elements of a condition checked one by one.
+/// The most elements of a condition not itself a constant that are
+/// checked one by one (about 0.1 us each).
 constexpr int64_t kMaxCausalElements = int64_t(1) << 22;
 
 /// True when `cond`, made from constants (constantElement), masks exactly
@@ -278,17 +298,27 @@ bool isCausalCondition(Value cond, int64_t sq, int64_t sk, bool maskedWhen) {
     cond = source;
   auto type = cast<RankedTensorType>(cond.getType());
   ArrayRef<int64_t> shape = type.getShape();
-  if (!endsInScores(shape, sq, sk) ||
-      type.getNumElements() > kMaxCausalElements)
+  if (!endsInScores(shape, sq, sk))
     return false;
+  auto causalAt = [&](int64_t k, bool value) {
+    int64_t i = (k / sk) % sq, j = k % sk;
+    return (value == maskedWhen) == (j > i + sk - sq);
+  };
   // Every [Sq, Sk] slice (over leading batch/head dims) must be causal.
+  DenseElementsAttr attr;
+  if (matchPattern(cond, m_Constant(&attr))) {
+    int64_t k = 0;
+    for (bool v : attr.getValues<bool>())
+      if (!causalAt(k++, v))
+        return false;
+    return true;
+  }
+  if (type.getNumElements() > kMaxCausalElements)
+    return false;
   SmallVector<int64_t> index(shape.size(), 0);
   for (int64_t k = 0, n = type.getNumElements(); k < n; ++k) {
-    auto value = dyn_cast_or_null<IntegerAttr>(constantElement(cond, index));
-    if (!value)
-      return false;
-    int64_t i = index[shape.size() - 2], j = index.back();
-    if ((value.getValue().isOne() == maskedWhen) != (j > i + sk - sq))
+    std::optional<Element> value = constantElement(cond, index);
+    if (!value || value->real || !causalAt(k, value->integer.isOne()))
       return false;
     for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
       if (++index[d] < shape[d])
@@ -300,10 +330,10 @@ bool isCausalCondition(Value cond, int64_t sq, int64_t sk, bool maskedWhen) {
 }
 
 /// Whether the fill `f` of a mask, scaled by the scores' outer scale,
-/// still masks: -inf, or so negative that its softmax weight is 0.
+/// still masks: -inf, or so negative (-1e4 or less) that its softmax
+/// weight is 0. Not +inf, nor a positive fill that overflows to it.
 bool masksAfterScale(double f, double outerScale) {
-  double scaled = f * outerScale;
-  return outerScale > 0 && (std::isinf(scaled) || scaled <= -1e4);
+  return outerScale > 0 && f * outerScale <= -1e4;
 }
 
 /// Whether the additive term `t` of scores ending in [Sq, Sk] is a causal
@@ -313,7 +343,9 @@ bool masksAfterScale(double f, double outerScale) {
 /// mask). With Sk >= Sq every query row sees a key, so the masked
 /// probabilities are exactly 0 either way, and the term becomes
 /// graph.attention's `causal`: no [Sq, Sk] tensor, and causal tiles skip
-/// the masked half.
+/// the masked half. (Where another term masks every key a row sees, the
+/// fill's uniform weights would have spread over the later keys too; with
+/// `causal` they stay on the seen ones, as for a causal select.)
 bool isCausalTerm(Value t, int64_t sq, int64_t sk, double outerScale) {
   if (sk < sq)
     return false;

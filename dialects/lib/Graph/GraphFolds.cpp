@@ -133,32 +133,35 @@ Attribute convertElement(Attribute value, Type to) {
 
 } // namespace
 
-bool trainc::graph::compareElements(Attribute lhs, Attribute rhs,
-                                    ComparisonDirection direction) {
-  if (auto l = dyn_cast<FloatAttr>(lhs)) {
-    APFloat::cmpResult c =
-        l.getValue().compare(cast<FloatAttr>(rhs).getValue());
-    switch (direction) {
-    case ComparisonDirection::EQ:
-      return c == APFloat::cmpEqual;
-    case ComparisonDirection::NE:
-      return c != APFloat::cmpEqual; // True for NaN.
-    case ComparisonDirection::LT:
-      return c == APFloat::cmpLessThan;
-    case ComparisonDirection::LE:
-      return c == APFloat::cmpLessThan || c == APFloat::cmpEqual;
-    case ComparisonDirection::GT:
-      return c == APFloat::cmpGreaterThan;
-    case ComparisonDirection::GE:
-      return c == APFloat::cmpGreaterThan || c == APFloat::cmpEqual;
-    }
+bool trainc::graph::compareFloats(const APFloat &l, const APFloat &r,
+                                  ComparisonDirection direction) {
+  APFloat::cmpResult c = l.compare(r);
+  switch (direction) {
+  case ComparisonDirection::EQ:
+    return c == APFloat::cmpEqual;
+  case ComparisonDirection::NE:
+    return c != APFloat::cmpEqual; // True for NaN.
+  case ComparisonDirection::LT:
+    return c == APFloat::cmpLessThan;
+  case ComparisonDirection::LE:
+    return c == APFloat::cmpLessThan || c == APFloat::cmpEqual;
+  case ComparisonDirection::GT:
+    return c == APFloat::cmpGreaterThan;
+  case ComparisonDirection::GE:
+    return c == APFloat::cmpGreaterThan || c == APFloat::cmpEqual;
   }
-  APInt l = cast<IntegerAttr>(lhs).getValue();
-  APInt r = cast<IntegerAttr>(rhs).getValue();
+  return false;
+}
+
+bool trainc::graph::comparesUnsigned(Type elementType) {
   // i1 (false < true) and the unsigned types compare as unsigned; signless
   // integers are signed.
-  bool isUnsigned = l.getBitWidth() == 1 ||
-                    cast<IntegerAttr>(lhs).getType().isUnsignedInteger();
+  return elementType.isInteger(1) || elementType.isUnsignedInteger();
+}
+
+bool trainc::graph::compareIntegers(const APInt &l, const APInt &r,
+                                    bool isUnsigned,
+                                    ComparisonDirection direction) {
   switch (direction) {
   case ComparisonDirection::EQ:
     return l == r;
@@ -174,6 +177,16 @@ bool trainc::graph::compareElements(Attribute lhs, Attribute rhs,
     return isUnsigned ? l.uge(r) : l.sge(r);
   }
   return false;
+}
+
+bool trainc::graph::compareElements(Attribute lhs, Attribute rhs,
+                                    ComparisonDirection direction) {
+  if (auto l = dyn_cast<FloatAttr>(lhs))
+    return compareFloats(l.getValue(), cast<FloatAttr>(rhs).getValue(),
+                         direction);
+  auto l = cast<IntegerAttr>(lhs);
+  return compareIntegers(l.getValue(), cast<IntegerAttr>(rhs).getValue(),
+                         comparesUnsigned(l.getType()), direction);
 }
 
 namespace {

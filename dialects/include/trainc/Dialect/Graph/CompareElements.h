@@ -20,6 +20,14 @@ namespace trainc::graph {
 bool compareElements(mlir::Attribute lhs, mlir::Attribute rhs,
                      ComparisonDirection direction);
 
+/// The same on the values themselves (no attributes made): floats, and
+/// integers of an element type that comparesUnsigned says how to order.
+bool compareFloats(const llvm::APFloat &lhs, const llvm::APFloat &rhs,
+                   ComparisonDirection direction);
+bool compareIntegers(const llvm::APInt &lhs, const llvm::APInt &rhs,
+                     bool isUnsigned, ComparisonDirection direction);
+bool comparesUnsigned(mlir::Type elementType);
+
 } // namespace trainc::graph
 
 #endif // TRAINC_DIALECT_GRAPH_COMPAREELEMENTS_H
