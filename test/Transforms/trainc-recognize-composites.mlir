@@ -1859,3 +1859,36 @@ func.func @attention_additive_terms_not_causal_either(%q: tensor<1x40x40x8xf32>,
          : (tensor<1x40x40x40xf32>, tensor<1x40x40x8xf32>) -> tensor<1x40x40x8xf32>
   return %o1, %o2 : tensor<1x40x40x8xf32>, tensor<1x40x40x8xf32>
 }
+
+// -----
+
+// JAX's causal mask (jnp.tril of ones, then jnp.where with finfo.min) past
+// the folders' limit (300 x 300 > 65,536 elements): iota + 0 >= iota, a
+// select of true and false, then the select of the scores. Causal.
+// CHECK-LABEL: func.func @attention_causal_jax_tril
+// CHECK-NOT: graph.select
+// CHECK: graph.attention %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}}, scale = 2.500000e-01, causal :
+func.func @attention_causal_jax_tril(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>) -> tensor<1x2x300x16xf32> {
+  %s = graph.dot_general %q, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+         : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>) -> tensor<1x2x300x300xf32>
+  %quarter = graph.constant dense<0.25> : tensor<1x2x300x300xf32>
+  %sc = graph.mul %s, %quarter : tensor<1x2x300x300xf32>
+  %rows = graph.iota dim = 0 : tensor<300x300xi32>
+  %zero = graph.constant dense<0> : tensor<i32>
+  %zerob = graph.broadcast_in_dim %zero, dims = [] : (tensor<i32>) -> tensor<300x300xi32>
+  %rows0 = graph.add %rows, %zerob : tensor<300x300xi32>
+  %cols = graph.iota dim = 1 : tensor<300x300xi32>
+  %lower = graph.compare GE, %rows0, %cols : tensor<300x300xi32>
+  %true = graph.constant dense<true> : tensor<i1>
+  %false = graph.constant dense<false> : tensor<i1>
+  %trueb = graph.broadcast_in_dim %true, dims = [] : (tensor<i1>) -> tensor<300x300xi1>
+  %falseb = graph.broadcast_in_dim %false, dims = [] : (tensor<i1>) -> tensor<300x300xi1>
+  %tril = graph.select %lower, %trueb, %falseb : tensor<300x300xi1>, tensor<300x300xi1>
+  %trilb = graph.broadcast_in_dim %tril, dims = [2, 3] : (tensor<300x300xi1>) -> tensor<1x2x300x300xi1>
+  %min = graph.constant dense<-3.40282347E+38> : tensor<1x2x300x300xf32>
+  %m = graph.select %trilb, %sc, %min : tensor<1x2x300x300xi1>, tensor<1x2x300x300xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<1x2x300x300xf32>
+  %o = graph.dot_general %p, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x300x300xf32>, tensor<1x2x300x16xf32>) -> tensor<1x2x300x16xf32>
+  return %o : tensor<1x2x300x16xf32>
+}

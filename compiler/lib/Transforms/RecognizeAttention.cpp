@@ -225,10 +225,13 @@ struct Element {
   std::optional<APFloat> real;
 };
 
-/// Element `index` of `v` when `v` is made from constants by broadcasts,
-/// reshapes and compares alone, else nullopt: a causal condition compares
-/// iotas broadcast to [Sq, Sk], which no folder materializes (too many
-/// elements). Values, not attributes: no context lookup per element.
+/// Element `index` of `v` when `v` is made from constants and integer
+/// iotas by broadcasts, reshapes, compares, integer adds and subtracts and
+/// selects alone, else nullopt: a causal condition compares iotas (JAX's
+/// tril: iota + 0 >= iota, then a select of true and false) or iotas
+/// broadcast to [Sq, Sk] (Hugging Face's), which no folder materializes
+/// (too many elements). Values, not attributes: no context lookup per
+/// element.
 std::optional<Element> constantElement(Value v, ArrayRef<int64_t> index,
                                        int depth = 8) {
   ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
@@ -250,6 +253,34 @@ std::optional<Element> constantElement(Value v, ArrayRef<int64_t> index,
   Operation *op = v.getDefiningOp();
   if (!op || depth == 0)
     return std::nullopt;
+  Type elementType = getElementTypeOrSelf(v);
+  if (auto iota = dyn_cast<IotaOp>(op)) {
+    if (!elementType.isInteger())
+      return std::nullopt;
+    return Element{APInt(elementType.getIntOrFloatBitWidth(),
+                         uint64_t(index[iota.getDim()])),
+                   std::nullopt};
+  }
+  if (isa<AddOp, SubOp>(op) && elementType.isInteger()) {
+    std::optional<Element> lhs =
+        constantElement(op->getOperand(0), index, depth - 1);
+    std::optional<Element> rhs =
+        constantElement(op->getOperand(1), index, depth - 1);
+    if (!lhs || !rhs)
+      return std::nullopt;
+    return Element{isa<AddOp>(op) ? lhs->integer + rhs->integer
+                                  : lhs->integer - rhs->integer,
+                   std::nullopt};
+  }
+  if (auto sel = dyn_cast<SelectOp>(op)) {
+    std::optional<Element> pred =
+        constantElement(sel.getPred(), index, depth - 1);
+    if (!pred)
+      return std::nullopt;
+    return constantElement(pred->integer.isOne() ? sel.getOnTrue()
+                                                 : sel.getOnFalse(),
+                           index, depth - 1);
+  }
   if (auto spread = dyn_cast<BroadcastInDimOp>(op)) {
     ArrayRef<int64_t> from = spread.getOperand().getType().getShape();
     SmallVector<int64_t> at;
