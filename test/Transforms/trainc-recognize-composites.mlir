@@ -1892,3 +1892,32 @@ func.func @attention_causal_jax_tril(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x
          : (tensor<1x2x300x300xf32>, tensor<1x2x300x16xf32>) -> tensor<1x2x300x16xf32>
   return %o : tensor<1x2x300x16xf32>
 }
+
+// -----
+
+// scaled_dot_product_attention(is_causal=True) as PyTorch's TorchScript
+// exporter writes it (Hugging Face's "sdpa" attention without an
+// attention mask): a constant additive term, 0 on and below the diagonal
+// and -inf above. Causal; a constant with one seen key filled is not.
+// CHECK-LABEL: func.func @attention_causal_constant_term
+// CHECK: graph.attention %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}}, scale = 1.000000e+00, causal :
+// CHECK: graph.attention %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}} mask %{{[^ ,]+}}, scale = 1.000000e+00 :
+func.func @attention_causal_constant_term(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %causal = graph.constant dense<[[[[0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<1x1x4x4xf32>
+  %causalb = graph.broadcast_in_dim %causal, dims = [0, 1, 2, 3] : (tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %s1 = graph.dot_general %q, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+         : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %m1 = graph.add %s1, %causalb : tensor<1x2x4x4xf32>
+  %p1 = graph.softmax %m1, dim = 3 : tensor<1x2x4x4xf32>
+  %o1 = graph.dot_general %p1, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %other = graph.constant dense<[[[[0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0xFF800000, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<1x1x4x4xf32>
+  %otherb = graph.broadcast_in_dim %other, dims = [0, 1, 2, 3] : (tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %s2 = graph.dot_general %q, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+         : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %m2 = graph.add %s2, %otherb : tensor<1x2x4x4xf32>
+  %p2 = graph.softmax %m2, dim = 3 : tensor<1x2x4x4xf32>
+  %o2 = graph.dot_general %p2, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o1, %o2 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+}

@@ -368,7 +368,8 @@ bool masksAfterScale(double f, double outerScale) {
 }
 
 /// Whether the additive term `t` of scores ending in [Sq, Sk] is a causal
-/// mask: select(cond, 0, fill) or select(cond, fill, 0), through
+/// mask: a constant of 0 where key j is seen and fills elsewhere, or
+/// select(cond, 0, fill) or select(cond, fill, 0), through
 /// broadcasts and reshapes that keep its slices, with a fill that masks
 /// and a causal cond (Hugging Face's eager attention without an attention
 /// mask). With Sk >= Sq every query row sees a key, so the masked
@@ -382,6 +383,26 @@ bool isCausalTerm(Value t, int64_t sq, int64_t sk, double outerScale) {
     return false;
   while (Value source = sliceSource(t, sq, sk))
     t = source;
+  // A constant term (PyTorch's TorchScript exporter writes
+  // scaled_dot_product_attention's is_causal as one): 0 where seen, a
+  // masking fill elsewhere.
+  DenseElementsAttr constant;
+  if (matchPattern(t, m_Constant(&constant))) {
+    if (!isa<FloatType>(constant.getElementType()) ||
+        !endsInScores(constant.getType().getShape(), sq, sk))
+      return false;
+    int64_t k = 0;
+    for (APFloat value : constant.getValues<APFloat>()) {
+      int64_t i = (k / sk) % sq, j = k % sk;
+      ++k;
+      bool lost;
+      value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+      double x = value.convertToDouble();
+      if (j > i + sk - sq ? !masksAfterScale(x, outerScale) : x != 0)
+        return false;
+    }
+    return true;
+  }
   auto sel = t.getDefiningOp<SelectOp>();
   if (!sel)
     return false;

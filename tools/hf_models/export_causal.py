@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Export Hugging Face decoders trained without an attention mask to ONNX.
+
+    /tmp/oracle/bin/python tools/hf_models/export_causal.py test/Models/hf_causal
+
+Packed-sequence training calls a causal LM with no attention_mask: its
+attention is causal alone, and each exporter writes that mask its own way.
+The TorchScript exporter: an additive term select(iota_j <= iota_i, 0,
+finfo.min) of iotas broadcast to [S, S] ("eager" attention), or a constant
+additive term of 0 and -inf ("sdpa": scaled_dot_product_attention's
+is_causal); the dynamo exporter: its own. trainc's recognizer must make
+each a causal graph.attention with no mask tensor
+(test/Frontends/Onnx/hf_causal.test). The sequence, 40, is past the 1,024
+elements up to which a broadcast folds to a constant.
+
+Writes OUT/<model>_<attention>_<exporter>.onnx for models.py's GPT-2 and
+Llama, OUT/input_ids.npy (the batch; the labels are the inputs), and
+OUT/reference.json: PyTorch's float64 loss and gradient norm of each model
+on that batch, against which the test checks trainc's first step.
+
+Needs torch, transformers and onnx (tools/hf_models/requirements.txt); CI
+never runs it, the tests read the committed files.
+"""
+import argparse
+import json
+import os
+import sys
+import warnings
+
+import numpy as np
+import torch
+import transformers as tf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export  # noqa: E402
+import models  # noqa: E402
+
+SEQ = 40
+INPUTS = ('input_ids', 'labels')
+
+
+def _batch(gen):
+    ids = torch.randint(1, models.VOCAB, (models.BATCH, SEQ), generator=gen)
+    return {'input_ids': ids, 'labels': ids}
+
+
+def _with(build, attention):
+    def made():
+        model = build()
+        model.set_attn_implementation(attention)
+        return model
+    return made
+
+
+# (case, exporters): the cases whose masks differ between the exporters.
+CASES = [
+    (models.ModelCase('gpt2_eager', _with(models._gpt2, 'eager'), INPUTS, _batch, ()),
+     ('ts17', 'dynamo')),
+    (models.ModelCase('gpt2_sdpa', _with(models._gpt2, 'sdpa'), INPUTS, _batch, ()),
+     ('ts17',)),
+    (models.ModelCase('llama_eager', _with(models._llama, 'eager'), INPUTS, _batch, ()),
+     ('dynamo',)),
+]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('out', help='output directory (test/Models/hf_causal)')
+    args = parser.parse_args()
+    warnings.filterwarnings('ignore')
+    tf.logging.set_verbosity_error()
+    os.makedirs(args.out, exist_ok=True)
+    batch = _batch(torch.Generator().manual_seed(1))
+    np.save(os.path.join(args.out, 'input_ids.npy'), batch['input_ids'].numpy())
+    reference = {}
+    for case, exporters in CASES:
+        loss, grads = export.gradients(case, batch, torch.float64)
+        norm = float(np.sqrt(sum(float(np.sum(g ** 2)) for g in grads.values())))
+        for exporter in exporters:
+            name = f'{case.name}_{exporter}'
+            info = export.export(case, batch, exporter,
+                                 os.path.join(args.out, f'{name}.onnx'))
+            reference[name] = {'loss': loss, 'grad_norm': norm}
+            print(name, info, reference[name])
+    with open(os.path.join(args.out, 'reference.json'), 'w') as f:
+        json.dump(reference, f, indent=1, sort_keys=True)
+        f.write('\n')
+
+
+if __name__ == '__main__':
+    main()
