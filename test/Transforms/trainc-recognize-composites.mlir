@@ -1921,3 +1921,40 @@ func.func @attention_causal_constant_term(%q: tensor<1x2x4x8xf32>, %k: tensor<1x
          : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %o1, %o2 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// JAX's tril(k=1) past the folders' limit: iota + 1 >= iota lets each
+// query see the key after it, which is not causal; and i8 iotas, which
+// wrap past 127 (300 positions), do not compare as positions. Both stay
+// masks.
+// CHECK-LABEL: func.func @attention_jax_tril_not_causal
+// CHECK-COUNT-2: graph.attention %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}} mask %{{[^ ,]+}}, scale = 1.000000e+00 :
+// CHECK-NOT: causal
+func.func @attention_jax_tril_not_causal(%q: tensor<1x2x300x16xf32>, %k: tensor<1x2x300x16xf32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>) {
+  %min = graph.constant dense<-3.40282347E+38> : tensor<1x2x300x300xf32>
+  %rows = graph.iota dim = 0 : tensor<300x300xi32>
+  %one = graph.constant dense<1> : tensor<i32>
+  %oneb = graph.broadcast_in_dim %one, dims = [] : (tensor<i32>) -> tensor<300x300xi32>
+  %rows1 = graph.add %rows, %oneb : tensor<300x300xi32>
+  %cols = graph.iota dim = 1 : tensor<300x300xi32>
+  %upto = graph.compare GE, %rows1, %cols : tensor<300x300xi32>
+  %uptob = graph.broadcast_in_dim %upto, dims = [2, 3] : (tensor<300x300xi1>) -> tensor<1x2x300x300xi1>
+  %s1 = graph.dot_general %q, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+         : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>) -> tensor<1x2x300x300xf32>
+  %m1 = graph.select %uptob, %s1, %min : tensor<1x2x300x300xi1>, tensor<1x2x300x300xf32>
+  %p1 = graph.softmax %m1, dim = 3 : tensor<1x2x300x300xf32>
+  %o1 = graph.dot_general %p1, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x300x300xf32>, tensor<1x2x300x16xf32>) -> tensor<1x2x300x16xf32>
+  %rows8 = graph.iota dim = 0 : tensor<300x300xi8>
+  %cols8 = graph.iota dim = 1 : tensor<300x300xi8>
+  %lower8 = graph.compare GE, %rows8, %cols8 : tensor<300x300xi8>
+  %lower8b = graph.broadcast_in_dim %lower8, dims = [2, 3] : (tensor<300x300xi1>) -> tensor<1x2x300x300xi1>
+  %s2 = graph.dot_general %q, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]
+         : (tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>) -> tensor<1x2x300x300xf32>
+  %m2 = graph.select %lower8b, %s2, %min : tensor<1x2x300x300xi1>, tensor<1x2x300x300xf32>
+  %p2 = graph.softmax %m2, dim = 3 : tensor<1x2x300x300xf32>
+  %o2 = graph.dot_general %p2, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x300x300xf32>, tensor<1x2x300x16xf32>) -> tensor<1x2x300x16xf32>
+  return %o1, %o2 : tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>
+}

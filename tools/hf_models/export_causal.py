@@ -15,11 +15,14 @@ elements up to which a broadcast folds to a constant.
 
 Writes OUT/<model>_<attention>_<exporter>.onnx for models.py's GPT-2 and
 Llama, OUT/input_ids.npy (the batch; the labels are the inputs), and
-OUT/reference.json: PyTorch's float64 loss and gradient norm of each model
-on that batch, against which the test checks trainc's first step.
+OUT/reference.json: PyTorch's loss and gradient norm of each model in
+float64 on that batch (the loss float32: Hugging Face's causal-LM loss
+takes the logits to float32), against which the test checks trainc's
+first step.
 
-Needs torch, transformers and onnx (tools/hf_models/requirements.txt); CI
-never runs it, the tests read the committed files.
+Needs torch, transformers, onnx, onnxscript and onnxruntime
+(tools/hf_models/requirements.txt); CI never runs it, the tests read the
+committed files.
 """
 import argparse
 import json
