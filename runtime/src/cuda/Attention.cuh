@@ -123,9 +123,9 @@ __device__ __forceinline__ C scoreSlope(const AttnShape &a, C dot) {
 /// The probabilities' dropout (floats[2] and the stream after ints[5]:
 /// graph.attention's `dropout`), passed to the kernels (scalar and tensor
 /// core) beside AttnShape (which it would push past 128 bytes, see
-/// AttnLayouts): the
-/// ratio (0 for none), the stream's key and the ratio's keepThreshold
-/// (math/Dropout.h) and the kept probabilities' factor 1 / (1 - ratio).
+/// AttnLayouts): the ratio (0 for none), the stream's key and the ratio's
+/// keepThreshold (math/Dropout.h), and the kept probabilities' factor
+/// 1 / (1 - ratio).
 struct AttnDropout {
   double ratio = 0, scale = 1;
   uint64_t key = 0, threshold = 0;

@@ -48,7 +48,9 @@ TRAINC_HD uint64_t dropoutKey(uint64_t seed, uint64_t step) {
 /// (in [0, 1]): u[i] = n 2^-53 >= ratio exactly when n >= ratio 2^53
 /// (scaling by a power of two is exact), that is n >= ceil(ratio 2^53),
 /// an integer no larger than 2^53. So the kernels compare integers, the
-/// definition's bits without a conversion to f64 per element.
+/// definition's bits without a conversion to f64 per element. (A NaN
+/// ratio, which no caller passes, keeps everything; u >= NaN kept
+/// nothing.)
 TRAINC_HD uint64_t keepThreshold(double ratio) {
   if (!(ratio > 0))
     return 0;
