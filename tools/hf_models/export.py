@@ -71,6 +71,18 @@ ADAMW_STEPS = 11
 EXPORTERS = ('ts14', 'ts17', 'dynamo')
 
 
+def output_directory(doc, default):
+    """The output directory an export script (`doc`, its docstring) is given
+    on its command line (`default`: the test directory it writes), with the
+    exporters' and transformers' warnings silenced."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument('out', help=f'output directory ({default})')
+    args = parser.parse_args()
+    warnings.filterwarnings('ignore')
+    transformers.logging.set_verbosity_error()
+    return args.out
+
+
 def build(case, dtype):
     torch.manual_seed(0)
     model = case.build().to(dtype)

@@ -24,15 +24,12 @@ Needs torch, transformers, onnx, onnxscript and onnxruntime
 (tools/hf_models/requirements.txt); CI never runs it, the tests read the
 committed files.
 """
-import argparse
 import json
 import os
 import sys
-import warnings
 
 import numpy as np
 import torch
-import transformers as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export  # noqa: E402
@@ -67,14 +64,10 @@ CASES = [
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('out', help='output directory (test/Models/hf_causal)')
-    args = parser.parse_args()
-    warnings.filterwarnings('ignore')
-    tf.logging.set_verbosity_error()
-    os.makedirs(args.out, exist_ok=True)
+    out = export.output_directory(__doc__, 'test/Models/hf_causal')
+    os.makedirs(out, exist_ok=True)
     batch = _batch(torch.Generator().manual_seed(1))
-    np.save(os.path.join(args.out, 'input_ids.npy'), batch['input_ids'].numpy())
+    np.save(os.path.join(out, 'input_ids.npy'), batch['input_ids'].numpy())
     reference = {}
     for case, exporters in CASES:
         loss, grads = export.gradients(case, batch, torch.float64)
@@ -82,10 +75,10 @@ def main():
         for exporter in exporters:
             name = f'{case.name}_{exporter}'
             info = export.export(case, batch, exporter,
-                                 os.path.join(args.out, f'{name}.onnx'))
+                                 os.path.join(out, f'{name}.onnx'))
             reference[name] = {'loss': loss, 'grad_norm': norm}
             print(name, info, reference[name])
-    with open(os.path.join(args.out, 'reference.json'), 'w') as f:
+    with open(os.path.join(out, 'reference.json'), 'w') as f:
         json.dump(reference, f, indent=1, sort_keys=True)
         f.write('\n')
 

@@ -24,10 +24,8 @@ and <input>.npy, the batch of models.py's case.
 Needs torch, transformers and onnx (tools/hf_models/requirements.txt); CI
 never runs it, the tests read the committed files.
 """
-import argparse
 import os
 import sys
-import warnings
 
 import numpy as np
 import torch
@@ -74,13 +72,9 @@ CASES = [
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('out', help='output directory (test/Models/hf_dropout)')
-    args = parser.parse_args()
-    warnings.filterwarnings('ignore')
-    tf.logging.set_verbosity_error()
+    root = export.output_directory(__doc__, 'test/Models/hf_dropout')
     for case in CASES:
-        out = os.path.join(args.out, case.name)
+        out = os.path.join(root, case.name)
         os.makedirs(out, exist_ok=True)
         batch = case.make_batch(torch.Generator().manual_seed(1))
         for name in case.inputs:
