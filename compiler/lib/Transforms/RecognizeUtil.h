@@ -3,8 +3,8 @@
 //
 // Internal to the recognize phase: the matching helpers that
 // RecognizeComposites.cpp (norms, gelu, softmax, cross-entropy),
-// RecognizeAttention.cpp and RecognizeErfc.cpp use, and the entry points of
-// the latter two's patterns.
+// RecognizeAttention.cpp (with CausalMask.cpp) and RecognizeErfc.cpp use,
+// and the entry points of the latter two's patterns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +14,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Value.h"
 
+#include <cstdint>
 #include <optional>
 #include <utility>
 
@@ -27,6 +28,17 @@ bool isSplatNear(mlir::Value v, double expected);
 
 /// A mask fill value: -inf or a number so negative that softmax gives 0.
 bool isMaskFill(mlir::Value v);
+
+/// Causal masks (CausalMask.cpp), for scores whose last dims are [Sq, Sk]:
+/// whether `cond`, made from constants and iotas, masks exactly the keys
+/// after each query (j > i + Sk - Sq), `maskedWhen` being its value there;
+/// whether a fill `f`, scaled by the scores' outer scale, still masks
+/// (-1e4 or less); and whether additive term `t` is a causal mask that
+/// graph.attention's `causal` can replace (Sk >= Sq).
+bool isCausalCondition(mlir::Value cond, int64_t sq, int64_t sk,
+                       bool maskedWhen);
+bool masksAfterScale(double f, double outerScale);
+bool isCausalTerm(mlir::Value t, int64_t sq, int64_t sk, double outerScale);
 
 inline bool hasOneUse(mlir::Value v) { return v.hasOneUse(); }
 
