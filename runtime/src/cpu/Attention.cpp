@@ -330,8 +330,8 @@ Status runAttention(const KernelCall &call) {
               lse[bh * sq + i0 + i] = rowLse;
             if (a.dropout > 0) {
               a.drawRow(keep.data(), kv, b, h, i0 + i);
-              applyKeep(scores.data() + i * kv, keep.data(), kv,
-                        a.keptScale<T>());
+              T *row = scores.data() + i * kv;
+              applyKeep(row, row, keep.data(), kv, a.keptScale<T>());
             }
           }
           gemm(false, false, rows, dv, kv, T(1), scores.data(), kv, vb,
@@ -458,11 +458,10 @@ Status runAttentionGrad(const KernelCall &call) {
             // bits, drawn once).
             const T *pv = p.data();
             if (a.dropout > 0) {
-              std::copy(p.begin(), p.begin() + rows * kv, z.begin());
               for (int64_t i = 0; i < rows; ++i) {
                 a.drawRow(keep.data() + i * kv, kv, b, h, i0 + i);
-                applyKeep(z.data() + i * kv, keep.data() + i * kv, kv,
-                          a.keptScale<T>());
+                applyKeep(p.data() + i * kv, z.data() + i * kv,
+                          keep.data() + i * kv, kv, a.keptScale<T>());
               }
               pv = z.data();
             }
@@ -471,7 +470,8 @@ Status runAttentionGrad(const KernelCall &call) {
             gemm(false, /*tb=*/true, rows, kv, dv, T(1), gt, gL.seqStride, vb,
                  vL.seqStride, dp.data(), kv);
             if (a.dropout > 0)
-              applyKeep(dp.data(), keep.data(), rows * kv, a.keptScale<T>());
+              applyKeep(dp.data(), dp.data(), keep.data(), rows * kv,
+                        a.keptScale<T>());
             // dS = P * (dP - rowsum(P * dP)), in place of dP; soft-capped,
             // times 1 - t^2 (the keys past the allowed ones have P = 0).
             for (int64_t i = 0; i < rows; ++i) {

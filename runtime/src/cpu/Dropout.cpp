@@ -38,10 +38,8 @@ template <typename T>
 void applyMask(const TensorRef &x, const TensorRef &y, const uint8_t *keep,
                int64_t begin, int64_t end, T scale) {
   if (x.dtype == DType::F32 || x.dtype == DType::F64) {
-    const T *xs = x.as<T>();
-    T *ys = y.as<T>();
-    for (int64_t i = begin; i < end; ++i)
-      ys[i] = keep[i] ? xs[i] * scale : T(0);
+    applyKeep(x.as<T>() + begin, y.as<T>() + begin, keep + begin, end - begin,
+              scale);
     return;
   }
   for (int64_t i = begin; i < end; ++i)

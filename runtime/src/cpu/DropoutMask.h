@@ -19,11 +19,11 @@ namespace trainc::cpu {
 void drawKeep(uint64_t key, uint64_t threshold, uint64_t first, int64_t n,
               uint8_t *keep);
 
-/// x[j] = keep[j] ? x[j] * scale : 0 for j < n.
+/// y[j] = keep[j] ? x[j] * scale : 0 for j < n (y may be x).
 template <typename T>
-void applyKeep(T *x, const uint8_t *keep, int64_t n, T scale) {
+void applyKeep(const T *x, T *y, const uint8_t *keep, int64_t n, T scale) {
   for (int64_t j = 0; j < n; ++j)
-    x[j] = keep[j] ? x[j] * scale : T(0);
+    y[j] = keep[j] ? x[j] * scale : T(0);
 }
 
 } // namespace trainc::cpu

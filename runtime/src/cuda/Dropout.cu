@@ -61,10 +61,8 @@ Status runDropout(const KernelCall &call) {
       return okStatus();
     C scale = C(1.0 / (1.0 - ratio));
     // Not split: one run of n, which wholeIndex(block, 0, i) numbers i
-    // (the default block: whatever coordinate a stream of 1 block names).
+    // (tensorBlockOf's block 0 of 1).
     math::DropoutBlock block = dropoutBlockOf(call, x);
-    if (block.blocks == 1)
-      block = math::DropoutBlock{};
     int64_t run = block.blocks == 1 ? n : block.run, runs = n / run;
     dim3 grid(gridFor(run), unsigned(runs < 65535 ? runs : 65535));
     dropoutKernel<S><<<grid, kThreads, 0, streamOf(call).handle()>>>(

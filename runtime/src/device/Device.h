@@ -235,10 +235,10 @@ inline uint64_t dropoutKeyOf(const KernelCall &call, int64_t first) {
 /// blocks] at ints[at..at+1] (executable.fbs' Dropout and Attention): block
 /// c of `blocks`, c this rank's coordinate on the tensor axis, with `run`
 /// elements from the split dimension on; the whole when the stream has
-/// no blocks.
+/// no blocks, or one (block 0, whatever coordinate the axis gives).
 inline math::DropoutBlock tensorBlockOf(const KernelCall &call, int64_t at,
                                         int64_t run) {
-  if (call.ints.size < at + 2)
+  if (call.ints.size < at + 2 || call.ints[at + 1] == 1)
     return {0, 1, run};
   int64_t block = call.context && call.context->collective
                       ? call.context->collective->coordinate(int(call.ints[at]))
