@@ -29,6 +29,13 @@ bool endsInScores(ArrayRef<int64_t> shape, int64_t sq, int64_t sk) {
          shape.back() == sk;
 }
 
+/// Whether flat element k of a tensor ending in [Sq, Sk] lies past its
+/// query's causal window: key j > i + Sk - Sq for query i.
+bool pastWindow(int64_t k, int64_t sq, int64_t sk) {
+  int64_t i = (k / sk) % sq, j = k % sk;
+  return j > i + sk - sq;
+}
+
 /// The operand of `v`'s broadcast or reshape when every [Sq, Sk] slice of
 /// `v` is a whole slice of that operand (a broadcast that adds or widens
 /// leading dims only; a reshape of the leading dims), else null.
@@ -165,8 +172,7 @@ bool isCausalCondition(Value cond, int64_t sq, int64_t sk, bool maskedWhen) {
   if (!endsInScores(shape, sq, sk))
     return false;
   auto causalAt = [&](int64_t k, bool value) {
-    int64_t i = (k / sk) % sq, j = k % sk;
-    return (value == maskedWhen) == (j > i + sk - sq);
+    return (value == maskedWhen) == pastWindow(k, sq, sk);
   };
   // Every [Sq, Sk] slice (over leading batch/head dims) must be causal.
   DenseElementsAttr attr;
@@ -226,12 +232,10 @@ bool isCausalTerm(Value t, int64_t sq, int64_t sk, double outerScale) {
       return false;
     int64_t k = 0;
     for (APFloat value : constant.getValues<APFloat>()) {
-      int64_t i = (k / sk) % sq, j = k % sk;
-      ++k;
-      bool lost;
+      bool masked = pastWindow(k++, sq, sk), lost;
       value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
       double x = value.convertToDouble();
-      if (j > i + sk - sq ? !masksAfterScale(x, outerScale) : x != 0)
+      if (masked ? !masksAfterScale(x, outerScale) : x != 0)
         return false;
     }
     return true;
