@@ -33,7 +33,9 @@
 // the keys its last row may see (with a causal mask the earlier rows see
 // fewer still, and their disallowed probabilities are zeroed): causal
 // attention at Sq = Sk = 128 does 62.5% of the full products' work, each
-// a GEMM at near full speed.
+// a GEMM at near full speed. Nor does it read the leading and trailing
+// keys that an additive mask hides from all its rows (TileKeys), so a
+// causal mask given as a tensor costs what the causal flag does.
 //
 // Shape legend: q [B, Hq, Sq, D], k [B, Hk, Sk, D], v [B, Hk, Sk, Dv],
 // mask [B|1, Hq|1, Sq|1, Sk|1], o [B, Hq, Sq, Dv]. Each tensor but the mask
@@ -183,6 +185,24 @@ template <typename T> void softcapRow(T *s, int64_t n, T cap, T *tanhs) {
 /// speed, and causal tiles skip most of the masked half.
 constexpr int64_t kQueryTile = 32;
 
+/// A mask entry at or below this hides its key: for scores below 2^119 in
+/// magnitude, s + m - max is below -2^119, whose exp is 0 in f32 and f64,
+/// so the key's probability is 0 in any row with a key it does not hide.
+/// Hugging Face's masks (finfo.min: -3.4e38 for f32 and bf16) and -inf
+/// hide; f16's finfo.min (-65504) and -1e9 do not.
+constexpr double kHidingMask = -0x1p120;
+
+/// The keys [begin, end) a query tile reads.
+struct KeyRange {
+  int64_t begin, end;
+  int64_t size() const { return end - begin; }
+  /// How many of the range's keys a row that may see the first `allowed`
+  /// keys sees.
+  int64_t seen(int64_t allowed) const {
+    return std::clamp<int64_t>(allowed - begin, 0, size());
+  }
+};
+
 /// The sizes of one attention call (q [B, Hq, Sq, D], k [B, Hk, Sk, D],
 /// v [B, Hk, Sk, Dv]), where each tensor's elements are (`layout`, by
 /// ExecutableFormat.h's tensor number) and the mask's strides, 0 along
@@ -226,11 +246,12 @@ struct AttentionShape {
     for (int i = 0; i < 4; ++i)
       maskStride[i] = m.dims[i] == 1 ? 0 : strides[i];
   }
-  /// The mask row of (b, h, i), or null without a mask.
+  /// The mask row of (b, h, i) from key j, or null without a mask.
   template <typename T>
-  const T *maskRow(const T *mask, int64_t b, int64_t h, int64_t i) const {
+  const T *maskRow(const T *mask, int64_t b, int64_t h, int64_t i,
+                   int64_t j = 0) const {
     return mask ? mask + b * maskStride[0] + h * maskStride[1] +
-                      i * maskStride[2]
+                      i * maskStride[2] + j * maskStride[3]
                 : nullptr;
   }
   /// How many keys query row i may see.
@@ -259,16 +280,81 @@ struct AttentionShape {
   math::DropoutBlock dropoutBlock;
   int64_t maskStride[4] = {0, 0, 0, 0};
 
-  /// keep[j] for the first `n` probabilities of row i of head (b, h):
-  /// whether the stream keeps element ((b Hq + h) Sq + i) Sk + j (of the
-  /// whole's heads: math::wholeIndex).
-  void drawRow(uint8_t *keep, int64_t n, int64_t b, int64_t h,
-               int64_t i) const {
+  /// keep[j] for the `n` probabilities of row i of head (b, h) from key
+  /// j0: whether the stream keeps element ((b Hq + h) Sq + i) Sk + j0 + j
+  /// (of the whole's heads: math::wholeIndex).
+  void drawRow(uint8_t *keep, int64_t n, int64_t b, int64_t h, int64_t i,
+               int64_t j0) const {
     drawKeep(dropoutKey, dropoutThreshold,
-             math::wholeIndex(dropoutBlock, b, (h * sq + i) * sk), n, keep);
+             math::wholeIndex(dropoutBlock, b, (h * sq + i) * sk + j0), n,
+             keep);
   }
   /// The kept entries' factor 1 / (1 - ratio) in T.
   template <typename T> T keptScale() const { return T(1.0 / (1.0 - dropout)); }
+};
+
+/// The keys each query tile reads: those its rows may see (tileKeys),
+/// less the leading and trailing keys the mask hides (kHidingMask) from
+/// every row of the tile. So a causal mask and a padding mask in one
+/// [B, 1, S, S] term (Hugging Face's, whenever a model is given an
+/// attention mask) cost what causal attention does, less the padding's
+/// keys. A row whose every key the mask hides keeps them all, so its
+/// softmax over the masks' values (uniform under finfo.min, zeros under
+/// -inf) is the definition's. Leaving out a hidden key changes the order
+/// of the sums, not their terms; only a NaN or infinite score there, which
+/// would have made its row NaN, is left out with it.
+template <typename T> class TileKeys {
+public:
+  TileKeys(const AttentionShape &a, const T *mask)
+      : a(a), tiles((a.sq + kQueryTile - 1) / kQueryTile),
+        batches(a.maskStride[0] ? a.batch : 1),
+        heads(a.maskStride[1] ? a.hq : 1) {
+    if (!mask)
+      return;
+    // One range per tile of each (b, h) the mask tells apart.
+    ranges.resize(size_t(batches * heads * tiles));
+    parallelFor(batches * heads * tiles, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t e = begin; e < end; ++e)
+        ranges[e] = scan(mask, e / tiles / heads, e / tiles % heads,
+                         e % tiles * kQueryTile);
+    });
+  }
+
+  /// The keys that tile i0 of head (b, h) reads.
+  KeyRange operator()(int64_t b, int64_t h, int64_t i0) const {
+    if (ranges.empty())
+      return {0, a.tileKeys(i0)};
+    int64_t e = ((batches > 1 ? b : 0) * heads + (heads > 1 ? h : 0)) * tiles +
+                i0 / kQueryTile;
+    return ranges[e];
+  }
+
+private:
+  KeyRange scan(const T *mask, int64_t b, int64_t h, int64_t i0) const {
+    auto hidden = [](T m) { return m <= T(kHidingMask); };
+    int64_t begin = a.sk, end = 0, stride = a.maskStride[3];
+    for (int64_t i = i0; i < i0 + a.tileRows(i0); ++i) {
+      const T *row = a.maskRow(mask, b, h, i);
+      int64_t allowed = a.allowed(i), first = 0;
+      while (first < allowed && hidden(row[first * stride]))
+        ++first;
+      if (first == allowed) { // all hidden (or none allowed): read them all
+        if (allowed > 0)
+          begin = 0, end = std::max(end, allowed);
+        continue;
+      }
+      int64_t last = allowed - 1;
+      while (hidden(row[last * stride]))
+        --last;
+      begin = std::min(begin, first);
+      end = std::max(end, last + 1);
+    }
+    return begin < end ? KeyRange{begin, end} : KeyRange{0, 0};
+  }
+
+  const AttentionShape &a;
+  int64_t tiles, batches, heads;
+  std::vector<KeyRange> ranges;
 };
 
 /// Copies `rows` rows of `width` elements from `from` (row stride
@@ -303,6 +389,7 @@ Status runAttention(const KernelCall &call) {
     int64_t sq = a.sq, sk = a.sk, dv = a.dv;
     const math::HeadLayout &qL = a.layout[0], &kL = a.layout[1],
                            &vL = a.layout[2], &oL = a.layout[3];
+    TileKeys<T> keys(a, mask);
     parallelFor(a.batch * a.hq, 1, [&](int64_t begin, int64_t end) {
       std::vector<T> scores(size_t(kQueryTile * sk)),
           wide(nativeOut ? 0 : sq * dv);
@@ -315,27 +402,28 @@ Status runAttention(const KernelCall &call) {
         T *o = nativeOut ? out.as<T>() + oL.offset(b, h, 0) : wide.data();
         int64_t ldo = nativeOut ? oL.seqStride : dv;
         for (int64_t i0 = 0; i0 < sq; i0 += kQueryTile) {
-          int64_t rows = a.tileRows(i0), kv = a.tileKeys(i0);
+          KeyRange r = keys(b, h, i0);
+          int64_t rows = a.tileRows(i0), kv = r.size();
           gemm(false, /*tb=*/true, rows, kv, a.d, T(a.scale),
-               qb + i0 * qL.seqStride, qL.seqStride, kb, kL.seqStride,
-               scores.data(), kv);
+               qb + i0 * qL.seqStride, qL.seqStride,
+               kb + r.begin * kL.seqStride, kL.seqStride, scores.data(), kv);
           for (int64_t i = 0; i < rows; ++i) {
+            T *row = scores.data() + i * kv;
+            int64_t seen = r.seen(a.allowed(i0 + i));
             if (a.softcap > 0)
-              softcapRow(scores.data() + i * kv, a.allowed(i0 + i),
-                         T(a.softcap), static_cast<T *>(nullptr));
-            T rowLse = softmaxRow(scores.data() + i * kv, kv,
-                                  a.maskRow(mask, b, h, i0 + i),
-                                  a.maskStride[3], a.allowed(i0 + i));
+              softcapRow(row, seen, T(a.softcap), static_cast<T *>(nullptr));
+            T rowLse =
+                softmaxRow(row, kv, a.maskRow(mask, b, h, i0 + i, r.begin),
+                           a.maskStride[3], seen);
             if (lse)
               lse[bh * sq + i0 + i] = rowLse;
             if (a.dropout > 0) {
-              a.drawRow(keep.data(), kv, b, h, i0 + i);
-              T *row = scores.data() + i * kv;
+              a.drawRow(keep.data(), kv, b, h, i0 + i, r.begin);
               applyKeep(row, row, keep.data(), kv, a.keptScale<T>());
             }
           }
-          gemm(false, false, rows, dv, kv, T(1), scores.data(), kv, vb,
-               vL.seqStride, o + i0 * ldo, ldo);
+          gemm(false, false, rows, dv, kv, T(1), scores.data(), kv,
+               vb + r.begin * vL.seqStride, vL.seqStride, o + i0 * ldo, ldo);
         }
         if (!nativeOut)
           storeRows(wide.data(), dv, sq, dv, out, oL.offset(b, h, 0),
@@ -402,6 +490,7 @@ Status runAttentionGrad(const KernelCall &call) {
                            &vL = a.layout[2], &gL = a.layout[3],
                            &dqL = a.layout[4], &dkL = a.layout[5],
                            &dvL = a.layout[6];
+    TileKeys<T> keys(a, mask);
     if (group == 0 && !a.packedGrad) // no query heads: dk = dv = 0
       for (const TensorRef *t : {&dkOut, &dvOut})
         for (int64_t e = 0, n = t->numElements(); e < n; ++e)
@@ -435,39 +524,42 @@ Status runAttentionGrad(const KernelCall &call) {
           T *dq = native ? dqOut.as<T>() + dqL.offset(b, h, 0) : dqWide.data();
           int64_t ldq = native ? dqL.seqStride : d;
           for (int64_t i0 = 0; i0 < sq; i0 += kQueryTile) {
-            int64_t rows = a.tileRows(i0), kv = a.tileKeys(i0);
+            KeyRange r = keys(b, h, i0);
+            int64_t rows = a.tileRows(i0), kv = r.size();
             const T *qt = q + qL.offset(b, h, i0),
                     *gt = g + gL.offset(b, h, i0);
-            gemm(false, /*tb=*/true, rows, kv, d, scale, qt, qL.seqStride, kb,
+            // The range's keys and values, and their gradients' rows.
+            const T *kr = kb + r.begin * kL.seqStride,
+                    *vr = vb + r.begin * vL.seqStride;
+            T *dkr = dk + r.begin * ldk, *dvr = dvg + r.begin * ldv;
+            gemm(false, /*tb=*/true, rows, kv, d, scale, qt, qL.seqStride, kr,
                  kL.seqStride, p.data(), kv);
             for (int64_t i = 0; i < rows; ++i) {
               T *row = p.data() + i * kv;
-              const T *maskRow = a.maskRow(mask, b, h, i0 + i);
+              const T *maskRow = a.maskRow(mask, b, h, i0 + i, r.begin);
+              int64_t seen = r.seen(a.allowed(i0 + i));
               if (a.softcap > 0)
-                softcapRow(row, a.allowed(i0 + i), T(a.softcap),
-                           tanhs.data() + i * kv);
+                softcapRow(row, seen, T(a.softcap), tanhs.data() + i * kv);
               if (lse)
-                probabilitiesRow(row, kv, maskRow, a.maskStride[3],
-                                 a.allowed(i0 + i),
+                probabilitiesRow(row, kv, maskRow, a.maskStride[3], seen,
                                  lse[(b * a.hq + h) * sq + i0 + i]);
               else
-                softmaxRow(row, kv, maskRow, a.maskStride[3],
-                           a.allowed(i0 + i));
+                softmaxRow(row, kv, maskRow, a.maskStride[3], seen);
             }
             // dV += P^T dO (Z^T dO); dP = dO V^T (dropped out by the same
             // bits, drawn once).
             const T *pv = p.data();
             if (a.dropout > 0) {
               for (int64_t i = 0; i < rows; ++i) {
-                a.drawRow(keep.data() + i * kv, kv, b, h, i0 + i);
+                a.drawRow(keep.data() + i * kv, kv, b, h, i0 + i, r.begin);
                 applyKeep(p.data() + i * kv, z.data() + i * kv,
                           keep.data() + i * kv, kv, a.keptScale<T>());
               }
               pv = z.data();
             }
             gemm(/*ta=*/true, false, kv, dv, rows, T(1), pv, kv, gt,
-                 gL.seqStride, dvg, ldv, T(1));
-            gemm(false, /*tb=*/true, rows, kv, dv, T(1), gt, gL.seqStride, vb,
+                 gL.seqStride, dvr, ldv, T(1));
+            gemm(false, /*tb=*/true, rows, kv, dv, T(1), gt, gL.seqStride, vr,
                  vL.seqStride, dp.data(), kv);
             if (a.dropout > 0)
               applyKeep(dp.data(), dp.data(), keep.data(), rows * kv,
@@ -481,15 +573,15 @@ Status runAttentionGrad(const KernelCall &call) {
                 dr[c] = pr[c] * (dr[c] - dot);
               if (a.softcap > 0) {
                 const T *tr = tanhs.data() + i * kv;
-                for (int64_t c = 0, n = a.allowed(i0 + i); c < n; ++c)
+                for (int64_t c = 0, n = r.seen(a.allowed(i0 + i)); c < n; ++c)
                   dr[c] *= math::softcapSlope(tr[c]);
               }
             }
             // dQ = scale dS K; dK += scale dS^T Q.
-            gemm(false, false, rows, d, kv, scale, dp.data(), kv, kb,
+            gemm(false, false, rows, d, kv, scale, dp.data(), kv, kr,
                  kL.seqStride, dq + i0 * ldq, ldq);
             gemm(/*ta=*/true, false, kv, d, rows, scale, dp.data(), kv, qt,
-                 qL.seqStride, dk, ldk, T(1));
+                 qL.seqStride, dkr, ldk, T(1));
           }
           if (!native)
             storeRows(dqWide.data(), d, sq, d, dqOut, dqL.offset(b, h, 0),
