@@ -185,11 +185,13 @@ template <typename T> void softcapRow(T *s, int64_t n, T cap, T *tanhs) {
 /// speed, and causal tiles skip most of the masked half.
 constexpr int64_t kQueryTile = 32;
 
-/// A mask entry at or below this hides its key: for scores below 2^119 in
-/// magnitude, s + m - max is below -2^119, whose exp is 0 in f32 and f64,
-/// so the key's probability is 0 in any row with a key it does not hide.
+/// A mask entry at or below this hides its key. In a row with a key it
+/// does not hide whose s + m is above -2^119 (any mask entry above -2^119
+/// and scores below 2^118 in magnitude), a hidden key's s + m - max is
+/// below -2^118, whose exp is 0 in f32 and f64: its probability is 0.
 /// Hugging Face's masks (finfo.min: -3.4e38 for f32 and bf16) and -inf
-/// hide; f16's finfo.min (-65504) and -1e9 do not.
+/// hide; f16's finfo.min (-65504) and -1e9 do not. (A mask with visible
+/// entries in (-2^120, -2^119] is outside this.)
 constexpr double kHidingMask = -0x1p120;
 
 /// The keys [begin, end) a query tile reads.
@@ -301,8 +303,10 @@ struct AttentionShape {
 /// keys. A row whose every key the mask hides keeps them all, so its
 /// softmax over the masks' values (uniform under finfo.min, zeros under
 /// -inf) is the definition's. Leaving out a hidden key changes the order
-/// of the sums, not their terms; only a NaN or infinite score there, which
-/// would have made its row NaN, is left out with it.
+/// of the sums, not their terms (kHidingMask's conditions). But a NaN or
+/// infinity in a left-out key's k or v row, which the definition makes
+/// NaN in every row that reads it (0 times NaN), now reaches only the rows
+/// of tiles that read the key.
 template <typename T> class TileKeys {
 public:
   TileKeys(const AttentionShape &a, const T *mask)

@@ -1151,20 +1151,24 @@ TEST(CpuNnAttention, FullyMaskedRowFromTheStatistics) {
           << "gradient " << t << " element " << e;
 }
 
+/// A padding mask of `dims` [B, H|1, Sq|1, Sk] (so, with Sq rows,
 /// Hugging Face's attention mask when a model is given one: causal and
-/// padding in one [B, 1, Sq, Sk] term, 0 where query i may see key j (j <=
-/// i + Sk - Sq, and j among batch b's tokens: from left[b], before Sk -
-/// right[b]) and `fill` elsewhere.
-TestTensor paddedCausalMask(DType dtype, int64_t sq, int64_t sk,
-                            const std::vector<int64_t> &left,
-                            const std::vector<int64_t> &right, double fill) {
-  int64_t batch = int64_t(left.size());
-  TestTensor mask(dtype, {batch, 1, sq, sk});
-  for (int64_t b = 0; b < batch; ++b)
+/// padding in one term): 0 where query i may see key j and `fill`
+/// elsewhere. Key j is among (b, h)'s tokens from left[e] and before Sk -
+/// right[e], e = b H + h; with `causal`, query i also sees only j <= i +
+/// Sk - Sq.
+TestTensor paddingMask(DType dtype, std::vector<int64_t> dims,
+                       const std::vector<int64_t> &left,
+                       const std::vector<int64_t> &right, double fill,
+                       bool causal = true) {
+  TestTensor mask(dtype, dims);
+  int64_t sq = dims[2], sk = dims[3];
+  for (int64_t e = 0; e < dims[0] * dims[1]; ++e)
     for (int64_t i = 0; i < sq; ++i)
       for (int64_t j = 0; j < sk; ++j) {
-        bool seen = j <= i + sk - sq && j >= left[b] && j < sk - right[b];
-        mask.set((b * sq + i) * sk + j, seen ? 0.0 : fill);
+        bool seen =
+            (!causal || j <= i + sk - sq) && j >= left[e] && j < sk - right[e];
+        mask.set((e * sq + i) * sk + j, seen ? 0.0 : fill);
       }
   return mask;
 }
@@ -1179,116 +1183,99 @@ double hfFill(DType dtype) {
   return dtype == DType::BF16 ? -3.3895313892515355e38 : kF32Min;
 }
 
-/// Masks that hide keys (at or below -2^120: Hugging Face's finfo.min,
-/// -inf) from whole query tiles. The definition's results: right padding
-/// (the tiles' last keys left out), left padding past a tile's first rows
-/// (its first keys left out) and rows that see only padding (each row
-/// hidden whole keeps its keys, so its probabilities are uniform under
-/// finfo.min), with grouped heads, a soft cap, dropout (drawn by the
-/// key's own index), f64 and bf16, the causal flag beside a padding-only
-/// mask, and Sq < Sk.
+/// Masks that hide keys (entries at or below -2^120) from query tiles.
+struct HidingCase {
+  AttentionCase c; // its maskDims: the mask's
+  std::vector<int64_t> left, right;
+  bool causalMask = true; // the mask's own causal part (not c.causal)
+  double fill = 0;        // 0: hfFill(c.dtype)
+  TestTensor mask(double fillOverride = 0) const {
+    double f = fillOverride != 0 ? fillOverride
+               : fill != 0       ? fill
+                                 : hfFill(c.dtype);
+    return paddingMask(c.dtype, c.maskDims, left, right, f, causalMask);
+  }
+};
+
+const HidingCase kHidingCases[] = {
+    // Right padding: the tiles' last keys left out.
+    {{DType::F32, 2, 4, 2, 70, 70, 8, 8, false, {2, 1, 70, 70}},
+     {0, 10},
+     {25, 0}},
+    // Rows that see only padding (each keeps its keys: uniform under
+    // finfo.min), beside tiles that start past the left padding.
+    {{DType::F32, 2, 2, 2, 70, 70, 8, 8, false, {2, 1, 70, 70}, 1},
+     {40, 3},
+     {0, 20}},
+    // Dropout, drawn by each key's own index.
+    {{DType::F32, 2, 2, 1, 70, 70, 8, 8, false, {2, 1, 70, 70}, 0, 0.3, 5},
+     {10, 37},
+     {7, 0}},
+    // Sq < Sk.
+    {{DType::F64, 1, 2, 2, 40, 75, 8, 8, false, {1, 1, 40, 75}}, {12}, {9}},
+    {{DType::BF16, 2, 2, 2, 40, 40, 16, 8, false, {2, 1, 40, 40}},
+     {5, 0},
+     {0, 11}},
+    // Each head its own padding.
+    {{DType::F32, 1, 4, 2, 70, 70, 8, 8, false, {1, 4, 70, 70}},
+     {0, 33, 5, 0},
+     {0, 0, 30, 64}},
+    // The causal flag, and padding over the keys alone ([B, 1, 1, Sk]):
+    // every tile starts past the left padding.
+    {{DType::F32, 2, 2, 2, 70, 70, 8, 8, true, {2, 1, 1, 70}},
+     {35, 0},
+     {0, 20},
+     false},
+    // -inf: no row sees padding alone.
+    {{DType::F32, 2, 2, 2, 70, 70, 8, 8, false, {2, 1, 1, 70}},
+     {12, 0},
+     {0, 40},
+     false,
+     -kInf},
+};
+
+/// The definition's results (each row's keys weighed with their mask), for
+/// right padding (the tiles' last keys left out), left padding past a
+/// tile's first rows (its first keys left out), rows that see only
+/// padding, grouped heads, per-head masks, a soft cap, dropout, f64 and
+/// bf16, the causal flag, -inf fills and Sq < Sk.
 TEST(CpuNnAttention, MasksThatHideKeys) {
-  struct Case {
-    AttentionCase c;
-    std::vector<int64_t> left, right;
-  };
-  const Case cases[] = {
-      {{DType::F32, 2, 4, 2, 70, 70, 8, 8, false, {2, 1, 70, 70}},
-       {0, 10},
-       {25, 0}},
-      {{DType::F32, 2, 2, 2, 70, 70, 8, 8, false, {2, 1, 70, 70}, 1},
-       {40, 3},
-       {0, 20}},
-      {{DType::F32, 2, 2, 1, 70, 70, 8, 8, false, {2, 1, 70, 70}, 0, 0.3, 5},
-       {10, 37},
-       {7, 0}},
-      {{DType::F64, 1, 2, 2, 40, 75, 8, 8, false, {1, 1, 40, 75}}, {12}, {9}},
-      {{DType::BF16, 2, 2, 2, 40, 40, 16, 8, false, {2, 1, 40, 40}},
-       {5, 0},
-       {0, 11}},
-  };
-  for (const Case &k : cases) {
+  for (const HidingCase &k : kHidingCases) {
     SCOPED_TRACE(dtypeName(k.c.dtype));
-    TestTensor mask = paddedCausalMask(k.c.dtype, k.c.sq, k.c.sk, k.left,
-                                       k.right, hfFill(k.c.dtype));
+    TestTensor mask = k.mask();
     checkAttention(k.c, &mask);
   }
-  // The causal flag and a padding mask over the keys alone, [B, 1, 1, Sk].
-  AttentionCase c{DType::F32, 2, 2, 2, 70, 70, 8, 8, true, {2, 1, 1, 70}};
-  TestTensor keys(DType::F32, c.maskDims);
-  for (int64_t j = 0; j < 70; ++j) {
-    keys.set(j, j < 50 ? 0.0 : -kInf);
-    keys.set(70 + j, j < 30 ? kF32Min : 0.0);
-  }
-  checkAttention(c, &keys);
 }
 
-/// A key the mask hides from every row of a tile is not read: NaN in its
-/// key and value rows reaches neither the result nor the gradient, and
-/// the gradients of those rows are 0. (Read, the NaN would make the rows
-/// of its batch NaN.) And leaving keys out changes only the order of the
-/// sums: the same calls with the mask's hidden entries at -2^119, which
-/// hides nothing (every key read) and still gives those keys probability
-/// 0, have the same results, log-sum-exps (but those of rows that see
-/// only padding, the fill's) and gradients, from the statistics or not,
-/// to GradientFromTheForwardsStatistics' bound.
-TEST(CpuNnAttention, KeysHiddenFromATileAreNotRead) {
-  AttentionCase c{DType::F32, 2, 4, 2, 70, 70, 8, 8, false, {2, 1, 70, 70}};
-  std::vector<int64_t> left = {0, 10}, right = {25, 0};
-  TestTensor mask = paddedCausalMask(c.dtype, 70, 70, left, right, kF32Min);
-  StatsRun clean = runWithStats(c, &mask);
-  // Batch 0's keys 45 and on: hidden from every row.
-  TestTensor q = clean.q, k = clean.k, v = clean.v, g = clean.g;
-  for (int64_t h = 0; h < c.hk; ++h)
-    for (int64_t j = 45; j < 70; ++j)
-      for (int64_t e = 0; e < 8; ++e) {
-        k.set((h * 70 + j) * 8 + e, std::nan(""));
-        v.set((h * 70 + j) * 8 + e, std::nan(""));
-      }
-  TestTensor out(c.dtype, clean.out.dims());
-  std::vector<int64_t> ints = attentionInts(c, true);
-  Status s = runKernel(runAttention, Opcode::Attention, {&q, &k, &v, &mask},
-                       {&out}, ints, {clean.scale});
-  ASSERT_TRUE(s.ok()) << s.toString();
-  for (int64_t e = 0; e < out.size(); ++e)
-    ASSERT_EQ(out.get(e), clean.out.get(e)) << "result element " << e;
-  std::vector<TestTensor> grads = {TestTensor(c.dtype, q.dims()),
-                                   TestTensor(c.dtype, k.dims()),
-                                   TestTensor(c.dtype, v.dims())};
-  s = runKernel(runAttentionGrad, Opcode::AttentionGrad,
-                {&q, &k, &v, &g, &mask}, {&grads[0], &grads[1], &grads[2]},
-                ints, {clean.scale});
-  ASSERT_TRUE(s.ok()) << s.toString();
-  for (int t = 0; t < 3; ++t)
-    for (int64_t e = 0; e < grads[t].size(); ++e) {
-      bool hiddenKey = t > 0 && e < c.hk * 70 * 8 && e / 8 % 70 >= 45;
-      ASSERT_EQ(grads[t].get(e), hiddenKey ? 0.0 : clean.grads[t].get(e))
-          << "gradient " << t << " element " << e;
-    }
-
-  const AttentionCase compared[] = {
-      c,
-      {DType::F32, 2, 2, 2, 70, 70, 8, 8, false, {2, 1, 70, 70}, 0.5, 0.3, 4},
-      {DType::F64, 2, 2, 1, 70, 70, 8, 8, false, {2, 1, 70, 70}},
-      {DType::BF16, 2, 2, 2, 70, 70, 16, 16, false, {2, 1, 70, 70}},
-  };
-  for (const AttentionCase &cc : compared) {
-    SCOPED_TRACE(dtypeName(cc.dtype));
-    // Batch 1's rows 0-39 see only padding.
-    TestTensor hiding =
-        paddedCausalMask(cc.dtype, 70, 70, {3, 40}, {30, 0}, hfFill(cc.dtype));
-    TestTensor showing =
-        paddedCausalMask(cc.dtype, 70, 70, {3, 40}, {30, 0}, -0x1p119);
-    StatsRun skipped = runWithStats(cc, &hiding),
-             read = runWithStats(cc, &showing);
-    double tol = 8 * (70 + 16) * computeEps(cc.dtype) / (1 - cc.dropout);
+/// Leaving keys out changes only the order of the sums: the same calls
+/// with the mask's hidden entries at -2^119, which hides nothing (every key
+/// read) and still gives those keys probability 0, have the same results,
+/// log-sum-exps (but for rows that see only padding, whose are the
+/// fill's) and gradients, from the statistics or not, to
+/// GradientFromTheForwardsStatistics' bound. (For rows that see only
+/// finfo.min, the gradient from the statistics shares its documented
+/// limit, FullyMaskedRowFromTheStatistics', with the run it is compared
+/// with.)
+TEST(CpuNnAttention, HidingKeysChangesOnlyTheSumsOrder) {
+  for (const HidingCase &k : kHidingCases) {
+    const AttentionCase &c = k.c;
+    SCOPED_TRACE(dtypeName(c.dtype));
+    if (k.fill == -kInf) // -inf and -2^119 differ where a row sees nothing
+      continue;
+    TestTensor hiding = k.mask(), showing = k.mask(-0x1p119);
+    StatsRun skipped = runWithStats(c, &hiding),
+             read = runWithStats(c, &showing);
+    int64_t terms = std::max(c.sq, c.sk) + std::max(c.d, c.dv);
+    double tol = 8 * terms * computeEps(c.dtype) / (1 - c.dropout);
     auto near = [&](const TestTensor &got, const TestTensor &want,
                     const char *what, bool skipFilled = false) {
-      for (int64_t e = 0; e < want.size(); ++e)
-        if (!skipFilled || want.get(e) > -1e30)
-          ASSERT_NEAR(got.get(e), want.get(e),
-                      tol + 2 * storageEps(cc.dtype) * std::fabs(want.get(e)))
-              << what << " element " << e;
+      for (int64_t e = 0; e < want.size(); ++e) {
+        if (skipFilled && want.get(e) <= -1e30)
+          continue;
+        ASSERT_NEAR(got.get(e), want.get(e),
+                    tol + 2 * storageEps(c.dtype) * std::fabs(want.get(e)))
+            << what << " element " << e;
+      }
     };
     near(skipped.out, read.out, "result");
     near(skipped.lse, read.lse, "log-sum-exp", /*skipFilled=*/true);
@@ -1297,6 +1284,51 @@ TEST(CpuNnAttention, KeysHiddenFromATileAreNotRead) {
       near(skipped.gradsFromStats[t], read.gradsFromStats[t],
            "gradient from the statistics");
     }
+  }
+}
+
+/// A key the mask hides from every row of a tile is not read: NaN in its
+/// key and value rows reaches neither the result nor the gradient, and
+/// the gradients of those rows are 0 (read, the NaN would make the rows
+/// that read it NaN). Batch 0's keys 0-9 and 60-69, hidden from all its
+/// rows, with and without the causal flag (then with Sq = 40 < Sk, so
+/// that query 0 sees keys 0-30, not the padding alone).
+TEST(CpuNnAttention, KeysHiddenFromATileAreNotRead) {
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    int64_t sq = causal ? 40 : 70;
+    AttentionCase c{DType::F32, 2, 4, 2, sq, 70, 8, 8, causal, {2, 1, 1, 70}};
+    TestTensor mask = paddingMask(c.dtype, c.maskDims, {10, 0}, {10, 30},
+                                  kF32Min, /*causal=*/false);
+    StatsRun clean = runWithStats(c, &mask);
+    auto hidden = [](int64_t j) { return j < 10 || j >= 60; };
+    TestTensor q = clean.q, k = clean.k, v = clean.v, g = clean.g;
+    for (int64_t h = 0; h < c.hk; ++h)
+      for (int64_t j = 0; j < 70; ++j)
+        for (int64_t e = 0; e < 8 && hidden(j); ++e) {
+          k.set((h * 70 + j) * 8 + e, std::nan(""));
+          v.set((h * 70 + j) * 8 + e, std::nan(""));
+        }
+    TestTensor out(c.dtype, clean.out.dims());
+    std::vector<int64_t> ints = attentionInts(c, true);
+    Status s = runKernel(runAttention, Opcode::Attention, {&q, &k, &v, &mask},
+                         {&out}, ints, {clean.scale});
+    ASSERT_TRUE(s.ok()) << s.toString();
+    for (int64_t e = 0; e < out.size(); ++e)
+      ASSERT_EQ(out.get(e), clean.out.get(e)) << "result element " << e;
+    std::vector<TestTensor> grads = {TestTensor(c.dtype, q.dims()),
+                                     TestTensor(c.dtype, k.dims()),
+                                     TestTensor(c.dtype, v.dims())};
+    s = runKernel(runAttentionGrad, Opcode::AttentionGrad,
+                  {&q, &k, &v, &g, &mask}, {&grads[0], &grads[1], &grads[2]},
+                  ints, {clean.scale});
+    ASSERT_TRUE(s.ok()) << s.toString();
+    for (int t = 0; t < 3; ++t)
+      for (int64_t e = 0; e < grads[t].size(); ++e) {
+        bool hiddenKey = t > 0 && e < c.hk * 70 * 8 && hidden(e / 8 % 70);
+        ASSERT_EQ(grads[t].get(e), hiddenKey ? 0.0 : clean.grads[t].get(e))
+            << "gradient " << t << " element " << e;
+      }
   }
 }
 
