@@ -4,7 +4,8 @@
 Usage: trainc-run ... --steps 1 | check_first_step.py REFERENCE.json CASE
 
 REFERENCE.json maps CASE to PyTorch's {"loss", "grad_norm"} on the same
-batch (tools/hf_models/export_causal.py: the model in float64, its loss
+batch (tools/hf_models/export_causal.py and export_padding.py: the model
+in float64, its loss
 float32 as Hugging Face's causal-LM loss takes the logits to float32, the
 gradient norm float64). Both must agree to 1e-5 relative: trainc's float32
 step of these 2-layer models agrees to 2e-8 (measured), and float32

@@ -994,11 +994,9 @@ struct StatsRun {
   double scale;
 };
 
-/// `lseShift` is added to the log-sum-exps the gradient reads; the
-/// cotangent of query `zeroQuery` of batch 0 (every head) is 0 when it is
-/// not -1.
+/// `lseShift` is added to the log-sum-exps the gradient reads.
 StatsRun runWithStats(const AttentionCase &c, const TestTensor *givenMask,
-                      double lseShift = 0, int64_t zeroQuery = -1) {
+                      double lseShift = 0) {
   StatsRun r{randomTensor(c.dtype, {c.b, c.hq, c.sq, c.d}, 41),
              randomTensor(c.dtype, {c.b, c.hk, c.sk, c.d}, 42),
              randomTensor(c.dtype, {c.b, c.hk, c.sk, c.dv}, 43),
@@ -1010,10 +1008,6 @@ StatsRun runWithStats(const AttentionCase &c, const TestTensor *givenMask,
              {},
              {},
              1 / std::sqrt(double(c.d))};
-  if (zeroQuery >= 0)
-    for (int64_t h = 0; h < c.hq; ++h)
-      for (int64_t e = 0; e < c.dv; ++e)
-        r.g.set((h * c.sq + zeroQuery) * c.dv + e, 0);
   bool hasMask = !c.maskDims.empty();
   std::vector<const TestTensor *> in = {&r.q, &r.k, &r.v};
   if (hasMask)
@@ -1122,13 +1116,25 @@ TEST(CpuNnAttention, GradientFromTheForwardsStatistics) {
   }
 }
 
+/// f32's finfo.min: the fill of Hugging Face's masks in f32 and under
+/// autocast.
+constexpr double kF32Min = -3.4028234663852886e38;
+
+/// The fill of Hugging Face's masks of `dtype`: its finfo.min (f32's for
+/// f64 too; f32's rounds to -inf in bf16).
+double hfFill(DType dtype) {
+  return dtype == DType::BF16 ? -3.3895313892515355e38 : kF32Min;
+}
+
 /// A row that a mask leaves nothing to attend to has lse -inf and zero
 /// gradients, from the statistics as from the remade softmax. A row whose
-/// keys a finite mask hides (-1e9, as Hugging Face's models write it) has
-/// a log-sum-exp that f32 rounds to its max, log(Sk) lost: exp(S - lse)
-/// is then about 1 per key, not 1 / Sk (the documented limit). Its
-/// gradient is still 0 when its cotangent is, as for the padding such
-/// masks hide: dP = 0, so D = 0 and dS = 0, and P^T dO adds nothing.
+/// keys a finite mask all hides (-1e9, or finfo.min as Hugging Face's
+/// models write it) has a log-sum-exp that rounds to its max, log(Sk)
+/// lost, so exp(S - lse) would be about 1 per key, not 1 / Sk: the kernel
+/// remakes such a row's softmax (|lse| >= 64), and its gradient is the
+/// remade softmax's, cotangent and all (not only where the cotangent is
+/// 0, as for padding whose losses are ignored). The bug it guards against
+/// is a factor of Sk = 4 on P, far beyond the 1e-5 allowed for rounding.
 TEST(CpuNnAttention, FullyMaskedRowFromTheStatistics) {
   AttentionCase c{DType::F32, 2, 2, 2, 3, 4, 8, 8, false, {2, 1, 3, 4}};
   TestTensor mask = randomTensor(DType::F32, c.maskDims, 17, -1, 1);
@@ -1140,15 +1146,21 @@ TEST(CpuNnAttention, FullyMaskedRowFromTheStatistics) {
     for (int64_t e = 0; e < 8; ++e)
       EXPECT_EQ(r.gradsFromStats[0].get(((0 * 2 + h) * 3 + 1) * 8 + e), 0.0);
   }
-  // Batch 0, query 1 hidden by -1e9 instead, its cotangent 0: the same
-  // gradients as the remade softmax's, to rounding.
-  for (int64_t j = 0; j < 4; ++j)
-    mask.set((0 * 3 + 1) * 4 + j, -1e9);
-  StatsRun finite = runWithStats(c, &mask, 0, /*zeroQuery=*/1);
-  for (int t = 0; t < 3; ++t)
-    for (int64_t e = 0; e < finite.grads[t].size(); ++e)
-      EXPECT_NEAR(finite.gradsFromStats[t].get(e), finite.grads[t].get(e), 1e-5)
-          << "gradient " << t << " element " << e;
+  // Batch 0, query 1 hidden by a finite fill instead.
+  for (DType dtype : {DType::F32, DType::F64})
+    for (double fill : {-1e9, kF32Min}) {
+      SCOPED_TRACE(std::string(dtypeName(dtype)) + " " + std::to_string(fill));
+      c.dtype = dtype;
+      TestTensor filled(dtype, c.maskDims);
+      for (int64_t e = 0; e < mask.size(); ++e)
+        filled.set(e, e / 4 == 1 ? fill : mask.get(e));
+      StatsRun finite = runWithStats(c, &filled);
+      for (int t = 0; t < 3; ++t)
+        for (int64_t e = 0; e < finite.grads[t].size(); ++e)
+          EXPECT_NEAR(finite.gradsFromStats[t].get(e), finite.grads[t].get(e),
+                      1e-5)
+              << "gradient " << t << " element " << e;
+    }
 }
 
 /// A padding mask of `dims` [B, H|1, Sq|1, Sk] (so, with Sq rows,
@@ -1171,16 +1183,6 @@ TestTensor paddingMask(DType dtype, std::vector<int64_t> dims,
         mask.set((e * sq + i) * sk + j, seen ? 0.0 : fill);
       }
   return mask;
-}
-
-/// f32's finfo.min: the fill of Hugging Face's masks in f32 and under
-/// autocast.
-constexpr double kF32Min = -3.4028234663852886e38;
-
-/// The fill of Hugging Face's masks of `dtype`: its finfo.min (f32's for
-/// f64 too; f32's rounds to -inf in bf16).
-double hfFill(DType dtype) {
-  return dtype == DType::BF16 ? -3.3895313892515355e38 : kF32Min;
 }
 
 /// Masks that hide keys (entries at or below -2^120) from query tiles.
@@ -1252,10 +1254,7 @@ TEST(CpuNnAttention, MasksThatHideKeys) {
 /// read) and still gives those keys probability 0, have the same results,
 /// log-sum-exps (but for rows that see only padding, whose are the
 /// fill's) and gradients, from the statistics or not, to
-/// GradientFromTheForwardsStatistics' bound. (For rows that see only
-/// finfo.min, the gradient from the statistics shares its documented
-/// limit, FullyMaskedRowFromTheStatistics', with the run it is compared
-/// with.)
+/// GradientFromTheForwardsStatistics' bound.
 TEST(CpuNnAttention, HidingKeysChangesOnlyTheSumsOrder) {
   for (const HidingCase &k : kHidingCases) {
     const AttentionCase &c = k.c;
