@@ -54,6 +54,7 @@
 #include "cpu/VectorMath.h"
 #include "device/Device.h"
 #include "math/AttentionLayout.h"
+#include "math/AttentionStats.h"
 #include "math/Dropout.h"
 #include "math/Softcap.h"
 
@@ -148,23 +149,16 @@ T softmaxRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride,
   return max + std::log(sum);
 }
 
-/// From this magnitude on, a log-sum-exp's rounding (half an ulp: 2^-19
-/// in f32) moves exp(s - lse) by 32 u or more, and where a finite mask
-/// hides every key of a row (Hugging Face's padding rows), max + log(sum)
-/// rounds to the max: exp(s - lse) would be about 1 per key, not 1 / Sk.
-/// Such rows are remade from their max and sum instead.
-constexpr double kRemadeLse = 64;
-
 /// The probabilities of one query row from its forward's log-sum-exp
 /// `lse` (softmaxRow's): exp(s - lse) over the `allowed` first keys (mask
 /// added first), 0 for the others and for a row with nothing to attend to
 /// (lse = -inf). The same values as softmaxRow's to rounding: one exp
-/// and no division per key; softmaxRow's own where |lse| >= kRemadeLse.
+/// and no division per key; softmaxRow's own where math::lseIsRemade
+/// (|lse| >= 64, as a row every key of which a finite mask hides has).
 template <typename T>
 void probabilitiesRow(T *s, int64_t sk, const T *maskRow, int64_t maskStride,
                       int64_t allowed, T lse) {
-  if (std::fabs(lse) >= T(kRemadeLse) &&
-      lse != -std::numeric_limits<T>::infinity()) {
+  if (math::lseIsRemade(lse)) {
     softmaxRow(s, sk, maskRow, maskStride, allowed);
     return;
   }

@@ -93,6 +93,7 @@
 
 #include "cuda/Attention.cuh"
 #include "cuda/AttentionCudnn.h"
+#include "math/AttentionStats.h"
 #include "math/Transcendental.h"
 
 #include <cmath>
@@ -306,13 +307,16 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
 
 //===--- Gradient ---------------------------------------------------------===//
 
-/// Pass 1: lse[row] = m + log l (+inf for a row that sees nothing) and
-/// delta[row] = sum_j p_j dp_j (0 there), rows in [B, Hq, Sq] order.
+/// Pass 1: lse[row] = m + log l (+inf for a row that sees nothing),
+/// delta[row] = sum_j p_j dp_j (0 there) and factor[row], 1 but for a row
+/// whose lse math::lseIsRemade: exp(lse - m) / l, so that exp(s - lse)
+/// times it is the row's p. Rows in [B, Hq, Sq] order.
 template <typename S>
 __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionStatsKernel(const S *q, const S *k, const S *v, const S *g,
                          const S *mask, Compute<S> *lse, Compute<S> *delta,
-                         AttnShape a, AttnLayouts layouts, AttnDropout drop) {
+                         Compute<S> *factor, AttnShape a, AttnLayouts layouts,
+                         AttnDropout drop) {
   using C = Compute<S>;
   __shared__ SharedTiles<C> sh;
   const Place p = placeOf();
@@ -359,8 +363,10 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
     if (qi < a.sq && p.col == 0) {
       bool empty = m == -infinity<C>();
       int64_t row = qt.bh * a.sq + qi;
-      lse[row] = empty ? infinity<C>() : m + logOf(l);
+      C rowLse = empty ? infinity<C>() : m + logOf(l);
+      lse[row] = rowLse;
       delta[row] = empty ? C(0) : acc / l;
+      factor[row] = math::lseIsRemade(rowLse) ? expOf(rowLse - m) / l : C(1);
     }
   }
 }
@@ -372,10 +378,16 @@ constexpr int kDeltaRows = kAttnThreads / 32;
 /// sum_d g_o[row, d] o[row, d] (= sum_j p_j dp_j, as o = sum_j p_j v_j),
 /// rows in [B, Hq, Sq] order, o the forward's result read through its own
 /// layout. One warp per row: lane l sums features l + 32n in order, then a
-/// butterfly (every lane the same bits; deterministic).
+/// butterfly (every lane the same bits; deterministic). And factor[row]
+/// (attentionStatsKernel's): 1, or for a row whose lse math::lseIsRemade,
+/// 1 / sum_j exp(s_j - lse) over its keys, each score's dot product
+/// summed as delta's (rare rows: a sweep over the row's keys).
 template <typename S>
 __global__ void __launch_bounds__(kAttnThreads)
-    attentionDeltaKernel(const S *g, const S *o, Compute<S> *delta, AttnShape a,
+    attentionDeltaKernel(const S *q, const S *k, const S *g, const S *o,
+                         const S *mask, const Compute<S> *lse,
+                         Compute<S> *delta, Compute<S> *factor, AttnShape a,
+                         math::HeadLayout qL, math::HeadLayout kL,
                          math::HeadLayout gL, math::HeadLayout oL) {
   using C = Compute<S>;
   const int lane = int(threadIdx.x) % 32;
@@ -389,8 +401,23 @@ __global__ void __launch_bounds__(kAttnThreads)
     for (int64_t f = lane; f < a.dv; f += 32)
       sum += C(load(gRow, f)) * C(load(oRow, f));
     sum = laneSum<32>(sum);
-    if (lane == 0)
+    C rowLse = lse[row], rowFactor = 1;
+    if (math::lseIsRemade(rowLse)) { // the same branch for the whole warp
+      const S *qRow = q + qL.offset(b, h, i), *maskBH = maskOf(a, mask, b, h);
+      C total = 0;
+      for (int64_t j = 0, n = a.allowed(i); j < n; ++j) {
+        const S *kRow = k + kL.offset(b, h / a.group, j);
+        C dot = 0;
+        for (int64_t f = lane; f < a.d; f += 32)
+          dot += C(load(qRow, f)) * C(load(kRow, f));
+        total += weightOf(scoreOf(a, maskBH, i, j, laneSum<32>(dot)), rowLse);
+      }
+      rowFactor = C(1) / total;
+    }
+    if (lane == 0) {
       delta[row] = sum;
+      factor[row] = rowFactor;
+    }
   }
 }
 
@@ -399,8 +426,9 @@ template <typename S>
 __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionGradQKernel(const S *q, const S *k, const S *v, const S *g,
                          const S *mask, const Compute<S> *lse,
-                         const Compute<S> *delta, S *dq, AttnShape a,
-                         AttnLayouts layouts, AttnDropout drop) {
+                         const Compute<S> *delta, const Compute<S> *factor,
+                         S *dq, AttnShape a, AttnLayouts layouts,
+                         AttnDropout drop) {
   using C = Compute<S>;
   __shared__ SharedTiles<C> sh;
   const Place p = placeOf();
@@ -445,12 +473,15 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
       }
       if (!inside)
         continue;
+      // p is exp(s - lse) times the row's factor (1 but for remade rows),
+      // which multiplies every term of the row's sum: applied once here.
       S *dqRow = dq + dqL.offset(qt.b, qt.h, qi);
+      C rowFactor = factor[row];
 #pragma unroll
       for (int w = 0; w < kAcc; ++w) {
         int64_t f = f0 + p.col + kRowThreads * w;
         if (f < a.d)
-          store(dqRow, f, C(a.scale) * acc[w]);
+          store(dqRow, f, C(a.scale) * acc[w] * rowFactor);
       }
     }
   }
@@ -463,8 +494,9 @@ template <typename S>
 __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionGradKVKernel(const S *q, const S *k, const S *v, const S *g,
                           const S *mask, const Compute<S> *lse,
-                          const Compute<S> *delta, S *dk, S *dv, AttnShape a,
-                          AttnLayouts layouts, AttnDropout drop) {
+                          const Compute<S> *delta, const Compute<S> *factor,
+                          S *dk, S *dv, AttnShape a, AttnLayouts layouts,
+                          AttnDropout drop) {
   using C = Compute<S>;
   __shared__ SharedTiles<C> sh;
   const Place p = placeOf();
@@ -491,7 +523,8 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
       for (int64_t hh = 0; hh < a.group; ++hh) {
         int64_t h = kvHead * a.group + hh, bh = b * a.hq + h;
         const S *qb = q + qL.offset(b, h, 0), *gb = g + gL.offset(b, h, 0);
-        const Compute<S> *lseH = lse + bh * a.sq, *deltaH = delta + bh * a.sq;
+        const Compute<S> *lseH = lse + bh * a.sq, *deltaH = delta + bh * a.sq,
+                         *factorH = factor + bh * a.sq;
         const S *maskBH = maskOf(a, mask, b, h);
         for (int64_t i0 = firstQueryTile; i0 < a.sq; i0 += kTile) {
           int64_t queries = minOf(kTile, a.sq - i0);
@@ -502,7 +535,8 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
           for (int u = 0; u < kSlots; ++u) {
             int64_t i = i0 + p.col + kRowThreads * u;
             C sc = scoreOf(a, maskBH, i, j, s[u]);
-            pr[u] = sc == -infinity<C>() ? C(0) : expOf(sc - lseH[i]);
+            pr[u] =
+                sc == -infinity<C>() ? C(0) : expOf(sc - lseH[i]) * factorH[i];
           }
           if (doV) {
 #pragma unroll
@@ -875,45 +909,50 @@ Status runAttentionGrad(const KernelCall &call) {
     if constexpr (std::is_same_v<S, Bf16>)
       tensorCores = tensorCoreAttentionFits(q.dtype, a);
 
-    // The rows' log-sum-exps and D: the forward's log-sum-exps, read in
-    // place, and D from its result; or pass 1's, both in Scratch memory.
+    // The rows' log-sum-exps, D and factors (math/AttentionStats.h): the
+    // forward's log-sum-exps, read in place, and D from its result; or
+    // pass 1's; all but the kept lse in Scratch memory.
     int64_t rows = a.batch * a.hq * a.sq;
     int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
     Scratch stats;
     TRAINC_RETURN_IF_ERROR(
-        stats.allocate(call, (kept.lse ? 1 : 2) * uint64_t(rows) * sizeof(C)));
-    C *delta = stats.as<C>(), *madeLse = kept.lse ? nullptr : delta + rows;
+        stats.allocate(call, (kept.lse ? 2 : 3) * uint64_t(rows) * sizeof(C)));
+    C *delta = stats.as<C>(), *factor = delta + rows,
+      *madeLse = kept.lse ? nullptr : factor + rows;
     const C *lse = kept.lse ? kept.lse->as<const C>() : madeLse;
     if (kept.lse) {
       if (rows > 0) {
         attentionDeltaKernel<S>
             <<<blocksFor(ceilDiv(rows, kDeltaRows)), kAttnThreads, 0, stream>>>(
-                gs, kept.result->as<const S>(), delta, a, layouts.of[kGradOut],
+                qs, ks, gs, kept.result->as<const S>(), maskS, lse, delta,
+                factor, a, layouts.of[kQ], layouts.of[kK], layouts.of[kGradOut],
                 kept.resultLayout);
         TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionDeltaKernel"));
       }
     } else if (tensorCores) {
       if constexpr (std::is_same_v<S, Bf16>)
-        TRAINC_RETURN_IF_ERROR(runTensorCoreAttentionStats(
-            call, a, layouts, drop, qs, ks, vs, gs, maskS, madeLse, delta));
+        TRAINC_RETURN_IF_ERROR(
+            runTensorCoreAttentionStats(call, a, layouts, drop, qs, ks, vs, gs,
+                                        maskS, madeLse, delta, factor));
     } else if (rows > 0) {
       // Pass 1.
       attentionStatsKernel<S>
           <<<blocksFor(queryTiles), kAttnThreads, 0, stream>>>(
-              qs, ks, vs, gs, maskS, madeLse, delta, a, layouts, drop);
+              qs, ks, vs, gs, maskS, madeLse, delta, factor, a, layouts, drop);
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionStatsKernel"));
     }
     if constexpr (std::is_same_v<S, Bf16>)
       if (tensorCores)
         return runTensorCoreAttentionGrad(
-            call, a, layouts, drop, qs, ks, vs, gs, maskS, lse, delta,
+            call, a, layouts, drop, qs, ks, vs, gs, maskS, lse, delta, factor,
             needQ ? dq.as<S>() : nullptr, needKV ? dk.as<S>() : nullptr,
             needKV ? dv.as<S>() : nullptr);
     // Pass 2: dq.
     if (needQ) {
       attentionGradQKernel<S>
           <<<blocksFor(queryTiles), kAttnThreads, 0, stream>>>(
-              qs, ks, vs, gs, maskS, lse, delta, dq.as<S>(), a, layouts, drop);
+              qs, ks, vs, gs, maskS, lse, delta, factor, dq.as<S>(), a, layouts,
+              drop);
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionGradQKernel"));
     }
     // Pass 3: dk and dv (zeros when the group has no query head).
@@ -921,8 +960,8 @@ Status runAttentionGrad(const KernelCall &call) {
       int64_t keyTiles = a.batch * a.hk * ceilDiv(a.sk, kTile);
       attentionGradKVKernel<S>
           <<<blocksFor(keyTiles), kAttnThreads, 0, stream>>>(
-              qs, ks, vs, gs, maskS, lse, delta, dk.as<S>(), dv.as<S>(), a,
-              layouts, drop);
+              qs, ks, vs, gs, maskS, lse, delta, factor, dk.as<S>(), dv.as<S>(),
+              a, layouts, drop);
       TRAINC_RETURN_IF_ERROR(checkLaunch(call, "attentionGradKVKernel"));
     }
     return okStatus();

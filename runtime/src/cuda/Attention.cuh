@@ -206,24 +206,25 @@ Status runTensorCoreAttention(const KernelCall &call,
                               const Bf16 *k, const Bf16 *v, const Bf16 *mask,
                               Bf16 *out, float *lse);
 /// The gradient's first pass (Attention.cu's, same Scratch statistics):
-/// lse and delta per query row, for a gradient not given the forward's.
+/// lse, delta and the factor (math/AttentionStats.h) per query row, for a
+/// gradient not given the forward's.
 Status runTensorCoreAttentionStats(const KernelCall &call,
                                    const attention::AttnShape &a,
                                    const attention::AttnLayouts &layouts,
                                    const attention::AttnDropout &drop,
                                    const Bf16 *q, const Bf16 *k, const Bf16 *v,
                                    const Bf16 *g, const Bf16 *mask, float *lse,
-                                   float *delta);
-/// The gradient's other two passes, from the rows' lse and delta: dq, then
-/// dk and dv (either may be null when not wanted).
-Status runTensorCoreAttentionGrad(const KernelCall &call,
-                                  const attention::AttnShape &a,
-                                  const attention::AttnLayouts &layouts,
-                                  const attention::AttnDropout &drop,
-                                  const Bf16 *q, const Bf16 *k, const Bf16 *v,
-                                  const Bf16 *g, const Bf16 *mask,
-                                  const float *lse, const float *delta,
-                                  Bf16 *dq, Bf16 *dk, Bf16 *dv);
+                                   float *delta, float *factor);
+/// The gradient's other two passes, from the rows' lse, delta and factor:
+/// dq, then dk and dv (either may be null when not wanted). The factors
+/// are the [B, Hq, Sq] after the deltas (`factor` == `delta` + B Hq Sq;
+/// else an internal error).
+Status runTensorCoreAttentionGrad(
+    const KernelCall &call, const attention::AttnShape &a,
+    const attention::AttnLayouts &layouts, const attention::AttnDropout &drop,
+    const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *g,
+    const Bf16 *mask, const float *lse, const float *delta, const float *factor,
+    Bf16 *dq, Bf16 *dk, Bf16 *dv);
 
 } // namespace trainc::cuda
 

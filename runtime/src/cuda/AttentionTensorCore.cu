@@ -71,6 +71,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/Attention.cuh"
+#include "math/AttentionStats.h"
 
 #include <cstdint>
 
@@ -447,14 +448,16 @@ __global__ void __launch_bounds__(kThreads, Dropped ? kForwardDroppedBlocks
 
 //===--- Gradient ---------------------------------------------------------===//
 
-/// Pass 1: lse = m + log l (+inf for a row that sees nothing) and delta =
-/// sum_j p_j dp_j (0 there), per query row.
+/// Pass 1: lse = m + log l (+inf for a row that sees nothing), delta =
+/// sum_j p_j dp_j (0 there) and the row's factor (Attention.cu's
+/// attentionStatsKernel's), per query row.
 template <bool Dropped>
 __global__ void __launch_bounds__(kThreads,
                                   Dropped ? kStatsDroppedBlocks : kStatsBlocks)
     statsKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *g,
-                const Bf16 *mask, float *lse, float *delta, AttnShape a,
-                AttnLayouts layouts, const __grid_constant__ AttnDropout drop) {
+                const Bf16 *mask, float *lse, float *delta, float *factor,
+                AttnShape a, AttnLayouts layouts,
+                const __grid_constant__ AttnDropout drop) {
   extern __shared__ __align__(16) uint16_t shared[];
   uint16_t *qs = shared, *gs = qs + kTileElements, *ks = gs + kTileElements,
            *vs = ks + kTileElements;
@@ -509,14 +512,20 @@ __global__ void __launch_bounds__(kThreads,
       if (row[r] < a.sq && l.t == 0) {
         bool empty = m[r] == -INFINITY;
         int64_t at = qt.bh * a.sq + row[r];
-        lse[at] = empty ? INFINITY : m[r] + logOf(total);
+        float rowLse = empty ? INFINITY : m[r] + logOf(total);
+        lse[at] = rowLse;
         delta[at] = empty ? 0.0f : totalDot / total;
+        factor[at] =
+            math::lseIsRemade(rowLse) ? expOf(rowLse - m[r]) / total : 1.0f;
       }
     }
   }
 }
 
-/// Pass 2: dq = scale * sum_j p (dp - delta) k, per query tile.
+/// Pass 2: dq = scale * sum_j p (dp - delta) k, per query tile, with p =
+/// exp(s - lse) times the row's factor (1 but for remade rows), applied
+/// to the row's sum once. The factors follow the deltas in memory
+/// (Attention.cu's Scratch): a pointer more spills 8 bytes on sm_80 here.
 template <bool Dropped>
 __global__ void __launch_bounds__(kThreads,
                                   Dropped ? kGradQDroppedBlocks : kGradQBlocks)
@@ -584,7 +593,10 @@ __global__ void __launch_bounds__(kThreads,
         int r = e >> 1;
         int64_t f = columnOf(n, e, l);
         if (row[r] < a.sq && f < a.d)
-          store(dq, dqL.offset(qt.b, qt.h, row[r]) + f, scale * acc[n][e]);
+          store(
+              dq, dqL.offset(qt.b, qt.h, row[r]) + f,
+              scale * acc[n][e] *
+                  delta[(a.batch + qt.b) * a.hq * a.sq + qt.h * a.sq + row[r]]);
       }
   }
 }
@@ -597,14 +609,15 @@ __global__ void __launch_bounds__(kThreads, Dropped ? kGradKVDroppedBlocks
                                                     : kGradKVBlocks)
     gradKVKernel(const Bf16 *q, const Bf16 *k, const Bf16 *v, const Bf16 *g,
                  const Bf16 *mask, const float *lse, const float *delta,
-                 Bf16 *dk, Bf16 *dv, AttnShape a, AttnLayouts layouts,
+                 const float *factor, Bf16 *dk, Bf16 *dv, AttnShape a,
+                 AttnLayouts layouts,
                  const __grid_constant__ AttnDropout drop) {
   extern __shared__ __align__(16) uint16_t shared[];
   uint16_t *ks = shared, *vs = ks + kTileElements, *qs = vs + kTileElements,
            *gs = qs + kTileElements, *qt = gs + kTileElements,
            *gt = qt + kTileElements;
   float *lseTile = reinterpret_cast<float *>(gt + kTileElements);
-  float *deltaTile = lseTile + kTile;
+  float *deltaTile = lseTile + kTile, *factorTile = deltaTile + kTile;
   const Lane l = laneOf();
   const math::HeadLayout &qL = layouts.of[kQ], &kL = layouts.of[kK],
                          &vL = layouts.of[kV], &gL = layouts.of[kGradOut],
@@ -638,6 +651,7 @@ __global__ void __launch_bounds__(kThreads, Dropped ? kGradKVDroppedBlocks
           bool inside = i < queries;
           lseTile[i] = inside ? lse[bh * a.sq + i0 + i] : 0.0f;
           deltaTile[i] = inside ? delta[bh * a.sq + i0 + i] : 0.0f;
+          factorTile[i] = inside ? factor[bh * a.sq + i0 + i] : 1.0f;
         }
         __syncthreads();
         bool whole = j0 < wholeKeys(a, maskBH, i0, queries);
@@ -654,7 +668,7 @@ __global__ void __launch_bounds__(kThreads, Dropped ? kGradKVDroppedBlocks
               float sc = whole ? scale * s[n][e]
                                : scoreOf</*MayCap=*/false>(
                                      a, maskBH, i0 + c, key[e >> 1], s[n][e]);
-              float p = weightOf(sc, lseTile[c]), w = 1;
+              float p = weightOf(sc, lseTile[c]) * factorTile[c], w = 1;
               if constexpr (Dropped)
                 w = dropWeight<float>(drop, a, b, h, i0 + c, key[e >> 1]);
               s[n][e] = p * w;
@@ -721,14 +735,15 @@ Status runTensorCoreAttentionStats(const KernelCall &call, const AttnShape &a,
                                    const AttnLayouts &layouts,
                                    const AttnDropout &drop, const Bf16 *q,
                                    const Bf16 *k, const Bf16 *v, const Bf16 *g,
-                                   const Bf16 *mask, float *lse, float *delta) {
+                                   const Bf16 *mask, float *lse, float *delta,
+                                   float *factor) {
   int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
   if (queryTiles == 0)
     return okStatus();
   return launch(call, "attention statsKernel (tensor cores)",
                 drop.ratio > 0 ? statsKernel<true> : statsKernel<false>,
-                queryTiles, 4, 0, q, k, v, g, mask, lse, delta, a, layouts,
-                drop);
+                queryTiles, 4, 0, q, k, v, g, mask, lse, delta, factor, a,
+                layouts, drop);
 }
 
 Status runTensorCoreAttentionGrad(const KernelCall &call, const AttnShape &a,
@@ -736,10 +751,13 @@ Status runTensorCoreAttentionGrad(const KernelCall &call, const AttnShape &a,
                                   const AttnDropout &drop, const Bf16 *q,
                                   const Bf16 *k, const Bf16 *v, const Bf16 *g,
                                   const Bf16 *mask, const float *lse,
-                                  const float *delta, Bf16 *dq, Bf16 *dk,
-                                  Bf16 *dv) {
+                                  const float *delta, const float *factor,
+                                  Bf16 *dq, Bf16 *dk, Bf16 *dv) {
   const bool dropped = drop.ratio > 0;
   int64_t queryTiles = a.batch * a.hq * ceilDiv(a.sq, kTile);
+  if (factor != delta + a.batch * a.hq * a.sq) // gradQKernel's reading
+    return internalError("attention's gradient (tensor cores): the rows' "
+                         "factors must follow their deltas");
   if (dq && queryTiles > 0)
     TRAINC_RETURN_IF_ERROR(
         launch(call, "attention gradQKernel (tensor cores)",
@@ -750,8 +768,8 @@ Status runTensorCoreAttentionGrad(const KernelCall &call, const AttnShape &a,
     TRAINC_RETURN_IF_ERROR(
         launch(call, "attention gradKVKernel (tensor cores)",
                dropped ? gradKVKernel<true> : gradKVKernel<false>, keyTiles, 6,
-               2 * kTile * sizeof(float), q, k, v, g, mask, lse, delta, dk, dv,
-               a, layouts, drop));
+               3 * kTile * sizeof(float), q, k, v, g, mask, lse, delta, factor,
+               dk, dv, a, layouts, drop));
   }
   return okStatus();
 }

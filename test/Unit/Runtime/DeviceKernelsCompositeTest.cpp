@@ -567,7 +567,12 @@ TEST_P(DeviceKernels, AttentionQkvWindows) {
 
 /// A row whose every key is masked (-inf) gives zeros, forward and back.
 /// Also with the statistics: the row that sees no key keeps -inf, and its
-/// gradient takes exp(-inf - -inf) as 0, never NaN.
+/// gradient takes exp(-inf - -inf) as 0, never NaN. A row whose every key
+/// a finite fill hides (the type's lowest, as Hugging Face masks a padded
+/// query) has uniform probabilities; its lse rounds to the fill, so its
+/// gradient takes exp(s - lse) times the row's factor (math/
+/// AttentionStats.h), kept statistics or not: without it, 1 per key, 4
+/// times the CPU's 1/4.
 TEST_P(DeviceKernels, AttentionFullyMaskedRows) {
   ScopedAttentionEngine engine("trainc");
   auto hide = [](TestTensor &mask) {
@@ -575,21 +580,31 @@ TEST_P(DeviceKernels, AttentionFullyMaskedRows) {
       mask.set((0 * 3 + 1) * 4 + j, -kInf); // Batch 0, query 1: no key.
     mask.set((1 * 3 + 2) * 4 + 0, -kInf);   // Batch 1, query 2: not key 0.
   };
-  for (DType t : {kF32, kBF16}) {
-    AttentionShape a{t, 2, 2, 2, 3, 4, 8, 8, false, {2, 1, 3, 4}};
-    for (bool grad : {false, true}) {
-      Call c = attentionCall(a, grad, 1);
-      hide(c.inputs.back());
-      check(c, attentionOf(a, grad));
+  auto fill = [](TestTensor &mask) {
+    double lowest =
+        mask.dtype() == kBF16 ? -3.3895313892515355e38 : -3.4028234663852886e38;
+    for (int64_t j = 0; j < 4; ++j)
+      mask.set((0 * 3 + 1) * 4 + j, lowest); // Batch 0, query 1: uniform.
+    mask.set((1 * 3 + 2) * 4 + 0, lowest);   // Batch 1, query 2: not key 0.
+  };
+  for (DType t : {kF32, kBF16})
+    for (void (*edit)(TestTensor &) : {+hide, +fill}) {
+      SCOPED_TRACE(testing::Message()
+                   << dtypeName(t) << (edit == +hide ? " -inf" : " lowest"));
+      AttentionShape a{t, 2, 2, 2, 3, 4, 8, 8, false, {2, 1, 3, 4}};
+      for (bool grad : {false, true}) {
+        Call c = attentionCall(a, grad, 1);
+        edit(c.inputs.back());
+        check(c, attentionOf(a, grad));
+      }
+      SCOPED_TRACE("with statistics");
+      auto [forward, grad] = callsWithStatistics(a, 1, 0, edit);
+      check(forward, attentionOf(a, false));
+      Tolerance tol = attentionOf(a, true);
+      if (t == kBF16)
+        tol.rel += 4 * storageEps(t);
+      check(grad, tol);
     }
-    SCOPED_TRACE(testing::Message() << dtypeName(t) << " with statistics");
-    auto [forward, grad] = callsWithStatistics(a, 1, 0, hide);
-    check(forward, attentionOf(a, false));
-    Tolerance tol = attentionOf(a, true);
-    if (t == kBF16)
-      tol.rel += 4 * storageEps(t);
-    check(grad, tol);
-  }
 }
 
 /// cuDNN's fused attention (AttentionCudnn.cpp; TRAINC_CUDA_ATTENTION=cudnn,
