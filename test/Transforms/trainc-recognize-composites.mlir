@@ -637,6 +637,70 @@ func.func @attention_window_mask(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf3
 
 // -----
 
+// A select mask of data (masked_fill(pad, finfo.min), as MPT and
+// jnp.where write it) becomes an additive mask of the select's own fill:
+// a score plus f32's lowest is that lowest, so the masked scores are the
+// select's, and a row that masks every key keeps its uniform weights.
+// CHECK-LABEL: func.func @attention_select_mask_keeps_its_fill
+// CHECK-SAME: %[[PAD:[^:]+]]: tensor<1x1x4x4xi1>
+// CHECK-DAG: %[[ZERO:.+]] = graph.constant dense<0.000000e+00> : tensor<1x1x4x4xf32>
+// CHECK-DAG: %[[MIN:.+]] = graph.constant dense<-3.40282347E+38> : tensor<1x1x4x4xf32>
+// CHECK: %[[MASK:.+]] = graph.select %[[PAD]], %[[MIN]], %[[ZERO]]
+// CHECK: graph.attention %{{.+}}, %{{.+}}, %{{.+}} mask %[[MASK]], scale = 1.000000e+00 :
+func.func @attention_select_mask_keeps_its_fill(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>, %pad: tensor<1x1x4x4xi1>) -> tensor<1x2x4x8xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %padb = graph.broadcast_in_dim %pad, dims = [0, 1, 2, 3] : (tensor<1x1x4x4xi1>) -> tensor<1x2x4x4xi1>
+  %min = graph.constant dense<-3.40282347E+38> : tensor<1x2x4x4xf32>
+  %m = graph.select %padb, %min, %s : tensor<1x2x4x4xi1>, tensor<1x2x4x4xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<1x2x4x4xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// A fill whose sum with a score is not the fill (-1e9) becomes -inf in
+// the additive mask (a row that masks every key gives zeros). Under an
+// outer scale of 1/4 f32's lowest is kept as the select's scaled fill
+// (-8.5e37, still below -2^120), which the scores' scale does not touch.
+// CHECK-LABEL: func.func @attention_select_mask_small_fill_is_inf
+// CHECK-SAME: %[[PAD:[^:]+]]: tensor<1x1x4x4xi1>
+// CHECK-DAG: %[[ZERO:.+]] = graph.constant dense<0.000000e+00> : tensor<1x1x4x4xf32>
+// CHECK-DAG: %[[NINF:.+]] = graph.constant dense<0xFF800000> : tensor<1x1x4x4xf32>
+// CHECK: %[[MASK:.+]] = graph.select %[[PAD]], %[[NINF]], %[[ZERO]]
+// CHECK: graph.attention %{{.+}}, %{{.+}}, %{{.+}} mask %[[MASK]], scale = 1.000000e+00 :
+// CHECK-LABEL: func.func @attention_select_mask_scaled_fill
+// CHECK: graph.constant dense<-8.50705867E+37> : tensor<1x1x4x4xf32>
+// CHECK: graph.attention {{.+}}, scale = 2.500000e-01 :
+func.func @attention_select_mask_small_fill_is_inf(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>, %pad: tensor<1x1x4x4xi1>) -> tensor<1x2x4x8xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %padb = graph.broadcast_in_dim %pad, dims = [0, 1, 2, 3] : (tensor<1x1x4x4xi1>) -> tensor<1x2x4x4xi1>
+  %fill = graph.constant dense<-1.0e9> : tensor<1x2x4x4xf32>
+  %m = graph.select %padb, %fill, %s : tensor<1x2x4x4xi1>, tensor<1x2x4x4xf32>
+  %p = graph.softmax %m, dim = 3 : tensor<1x2x4x4xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+func.func @attention_select_mask_scaled_fill(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>, %pad: tensor<1x1x4x4xi1>) -> tensor<1x2x4x8xf32> {
+  %s = graph.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %padb = graph.broadcast_in_dim %pad, dims = [0, 1, 2, 3] : (tensor<1x1x4x4xi1>) -> tensor<1x2x4x4xi1>
+  %min = graph.constant dense<-3.40282347E+38> : tensor<1x2x4x4xf32>
+  %m = graph.select %padb, %min, %s : tensor<1x2x4x4xi1>, tensor<1x2x4x4xf32>
+  %four = graph.constant dense<4.0> : tensor<1x2x4x4xf32>
+  %d = graph.div %m, %four : tensor<1x2x4x4xf32>
+  %p = graph.softmax %d, dim = 3 : tensor<1x2x4x4xf32>
+  %o = graph.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2]
+         : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
 // Attention probabilities used elsewhere keep the decomposed form.
 // CHECK-LABEL: func.func @attention_probs_returned_stays
 func.func @attention_probs_returned_stays(%q: tensor<1x1x4x8xf32>, %kt: tensor<1x1x8x4xf32>, %v: tensor<1x1x4x8xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4x4xf32>) {

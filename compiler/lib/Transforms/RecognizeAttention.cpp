@@ -344,6 +344,7 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
     // scores.
     Value maskCond, s = scores;
     bool maskedWhen = true;
+    double maskFill = 0; // the select's fill, scaled by outerScale
     // CodeGen scales the masked, biased scores: softmax((s + m) / c) is
     // softmax(s / c + m / c), so the scale applies to the terms as well
     // (the -inf of a select's fill stays -inf).
@@ -378,10 +379,10 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
         return false;
       // Under an outer scale the fill is scaled too: it must still mask
       // (a negative or tiny factor would turn -1e4 into a real score).
-      if (!masksAfterScale(
-              *splatOf(fillOnTrue ? sel.getOnTrue() : sel.getOnFalse()),
-              outerScale))
+      double fill = *splatOf(fillOnTrue ? sel.getOnTrue() : sel.getOnFalse());
+      if (!masksAfterScale(fill, outerScale))
         return false;
+      maskFill = fill * outerScale;
       s = fillOnTrue ? sel.getOnFalse() : sel.getOnTrue();
       maskedWhen = fillOnTrue;
       maskCond = sel.getPred();
@@ -556,11 +557,19 @@ struct Attention : public OpRewritePattern<DotGeneralOp> {
         auto condType = cast<RankedTensorType>(cond.getType());
         auto fillType = RankedTensorType::get(condType.getShape(),
                                               scoresType.getElementType());
+        // The select's own fill where adding it to a score gives the fill
+        // (f32's finfo.min, -inf: at or below -2^120, whose ulp is 2^97 or
+        // more): then the masked scores are the fill's value as the
+        // select's are, and a row that masks every key keeps the select's
+        // uniform weights. Otherwise (-1e4, -1e9, whose sum with a score
+        // is not the fill) -inf: such a row gives zeros.
+        double fillValue = maskFill <= -0x1p120
+                               ? maskFill
+                               : -std::numeric_limits<double>::infinity();
         Value fill = rewriter.create<ConstantOp>(
             loc, DenseElementsAttr::get(
-                     fillType, rewriter.getFloatAttr(
-                                   fillType.getElementType(),
-                                   -std::numeric_limits<double>::infinity())));
+                     fillType, rewriter.getFloatAttr(fillType.getElementType(),
+                                                     fillValue)));
         Value zero = rewriter.create<ConstantOp>(
             loc, DenseElementsAttr::get(
                      fillType,
