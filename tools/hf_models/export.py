@@ -216,6 +216,26 @@ def export(case, batch, exporter, path):
             'initializers': len(model.graph.initializer)}
 
 
+def write_first_step_references(out, cases, batch):
+    """Exports each (case, exporters) of `cases` by each of its exporters to
+    OUT/<case>_<exporter>.onnx and writes OUT/reference.json: PyTorch's loss
+    and gradient norm of each export's model in float64 on `batch`, which
+    test/Frontends/Onnx/check_first_step.py compares with trainc's first
+    step (export_causal.py, export_padding.py)."""
+    reference = {}
+    for case, exporters in cases:
+        loss, grads = gradients(case, batch, torch.float64)
+        norm = float(np.sqrt(sum(float(np.sum(g ** 2)) for g in grads.values())))
+        for exporter in exporters:
+            name = f'{case.name}_{exporter}'
+            info = export(case, batch, exporter, os.path.join(out, f'{name}.onnx'))
+            reference[name] = {'loss': loss, 'grad_norm': norm}
+            print(name, info, reference[name])
+    with open(os.path.join(out, 'reference.json'), 'w') as f:
+        json.dump(reference, f, indent=1, sort_keys=True)
+        f.write('\n')
+
+
 def restore_buffers(model, buffers):
     """Sets each initializer of `model` named as a buffer in `buffers`
     ({name: tensor}) to that tensor's value; whether any changed."""

@@ -24,7 +24,6 @@ Needs torch, transformers, onnx, onnxscript and onnxruntime
 (tools/hf_models/requirements.txt); CI never runs it, the tests read the
 committed files.
 """
-import json
 import os
 import sys
 
@@ -68,19 +67,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     batch = _batch(torch.Generator().manual_seed(1))
     np.save(os.path.join(out, 'input_ids.npy'), batch['input_ids'].numpy())
-    reference = {}
-    for case, exporters in CASES:
-        loss, grads = export.gradients(case, batch, torch.float64)
-        norm = float(np.sqrt(sum(float(np.sum(g ** 2)) for g in grads.values())))
-        for exporter in exporters:
-            name = f'{case.name}_{exporter}'
-            info = export.export(case, batch, exporter,
-                                 os.path.join(out, f'{name}.onnx'))
-            reference[name] = {'loss': loss, 'grad_norm': norm}
-            print(name, info, reference[name])
-    with open(os.path.join(out, 'reference.json'), 'w') as f:
-        json.dump(reference, f, indent=1, sort_keys=True)
-        f.write('\n')
+    export.write_first_step_references(out, CASES, batch)
 
 
 if __name__ == '__main__':

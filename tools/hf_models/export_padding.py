@@ -25,7 +25,6 @@ Needs torch, transformers, onnx, onnxscript and onnxruntime
 (tools/hf_models/requirements.txt); CI never runs it, the tests read the
 committed files.
 """
-import json
 import os
 import sys
 
@@ -64,17 +63,7 @@ def main():
     batch = _batch(torch.Generator().manual_seed(1))
     for name in ('input_ids', 'attention_mask'):
         np.save(os.path.join(out, f'{name}.npy'), batch[name].numpy())
-    reference = {}
-    loss, grads = export.gradients(CASE, batch, torch.float64)
-    norm = float(np.sqrt(sum(float(np.sum(g ** 2)) for g in grads.values())))
-    for exporter in ('ts17', 'dynamo'):
-        name = f'{CASE.name}_{exporter}'
-        info = export.export(CASE, batch, exporter, os.path.join(out, f'{name}.onnx'))
-        reference[name] = {'loss': loss, 'grad_norm': norm}
-        print(name, info, reference[name])
-    with open(os.path.join(out, 'reference.json'), 'w') as f:
-        json.dump(reference, f, indent=1, sort_keys=True)
-        f.write('\n')
+    export.write_first_step_references(out, [(CASE, ('ts17', 'dynamo'))], batch)
 
 
 if __name__ == '__main__':
