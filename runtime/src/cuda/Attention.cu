@@ -57,11 +57,18 @@
 //        forward, with dp_j in place of v_j); with it, the forward's LSE
 //        operand is read in place and only D_i = g_o[i,:] . o[i,:] (the
 //        same sum, as o = sum_j p_j v_j) is computed, one warp per row
-//        over the forward's result;
+//        over the forward's result. Either way also each row's factor
+//        F_i (math/AttentionStats.h): 1, but for a row whose |LSE| is 64
+//        or more, where exp(s - LSE) is not its p (a row a finite mask
+//        hides whole: LSE rounds to m); there F_i = exp(LSE - m) / l, or,
+//        given the forward's LSE, 1 / sum_j exp(s_j - LSE) from a sweep
+//        of the row's keys by its warp (a scalar QK^T row: such rows
+//        should be few, as a left padding's are);
 //     2. dq: per query tile, over key tiles: p = exp(s - LSE), dp, ds,
-//        dq += ds k;
+//        dq += ds k; dq times F_i;
 //     3. dk, dv: per key tile, over the query heads of its group and
-//        their query tiles: dv += p^T g_o, dk += ds^T q.
+//        their query tiles, p = exp(s - LSE) F_i: dv += p^T g_o, dk +=
+//        ds^T q.
 //   Each output element is owned by one block, which adds its terms in a
 //   fixed order: deterministic, no atomics. (The kept-statistics paths
 //   are compiled, not yet run on a GPU.)

@@ -12,10 +12,12 @@
 // and log, not exp2 and log2), f32; a gradient given them skips the
 // statistics pass (Attention.cu computes D from the forward's result), and
 // gradQKernel and gradKVKernel read the forward's log-sum-exps in place of
-// statsKernel's. A row that sees nothing has -inf there and +inf from
-// statsKernel: either way all its scores are -inf, which weightOf maps to
-// 0 without reading the reference. (Compiled for sm_80 and sm_90a, no
-// spills; not yet run on a GPU.)
+// statsKernel's, and each row's factor (Attention.cu's pass 1, math/
+// AttentionStats.h) from Attention.cu's attentionDeltaKernel or
+// statsKernel: dq's sum times it, each p of dk and dv times it. A row that sees
+// nothing has -inf there and +inf from statsKernel: either way all its scores
+// are -inf, which weightOf maps to 0 without reading the reference. (Compiled
+// for sm_80 and sm_90a, no spills; not yet run on a GPU.)
 //
 // Tiles. A block of 4 warps owns 64 rows (query rows; key rows for dk and
 // dv), 16 per warp, and walks over tiles of 64 columns (keys; queries).

@@ -605,6 +605,30 @@ TEST_P(DeviceKernels, AttentionFullyMaskedRows) {
         tol.rel += 4 * storageEps(t);
       check(grad, tol);
     }
+  // The factor's sweep over a row's keys with grouped heads, the causal
+  // flag (query 0 sees keys 0 and 1, both hidden) and every tensor
+  // sequence-major.
+  auto fillQueryZero = [](TestTensor &mask) {
+    double lowest =
+        mask.dtype() == kBF16 ? -3.3895313892515355e38 : -3.4028234663852886e38;
+    for (int64_t j = 0; j < mask.dims()[3]; ++j)
+      mask.set(j, lowest); // Batch 0, query 0.
+  };
+  for (DType t : {kF32, kBF16}) {
+    SCOPED_TRACE(testing::Message() << dtypeName(t) << " grouped, causal");
+    AttentionShape a{t, 2, 4, 2, 5, 6, 8, 8, true, {2, 1, 5, 6}};
+    for (int64_t bits : {int64_t(0), int64_t(0x7f)}) {
+      auto [forward, grad] = callsWithStatistics(a, 7, bits, +fillQueryZero);
+      check(forward, attentionOf(a, false));
+      Tolerance tol = attentionOf(a, true);
+      if (t == kBF16)
+        tol.rel += 4 * storageEps(t);
+      check(grad, tol);
+      Call plain = attentionCall(a, true, 7, bits);
+      fillQueryZero(plain.inputs.back());
+      check(plain, attentionOf(a, true));
+    }
+  }
 }
 
 /// cuDNN's fused attention (AttentionCudnn.cpp; TRAINC_CUDA_ATTENTION=cudnn,
