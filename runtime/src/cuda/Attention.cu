@@ -62,8 +62,9 @@
 //        or more, where exp(s - LSE) is not its p (a row a finite mask
 //        hides whole: LSE rounds to m); there F_i = exp(LSE - m) / l, or,
 //        given the forward's LSE, 1 / sum_j exp(s_j - LSE) from a sweep
-//        of the row's keys by its warp (a scalar QK^T row: such rows
-//        should be few, as a left padding's are);
+//        of the row's keys by its warp (a scalar QK^T row), but not for a
+//        row whose cotangent is 0, where p multiplies nothing (a left
+//        padding's rows when their losses are ignored);
 //     2. dq: per query tile, over key tiles: p = exp(s - LSE), dp, ds,
 //        dq += ds k; dq times F_i;
 //     3. dk, dv: per key tile, over the query heads of its group and
@@ -386,9 +387,11 @@ constexpr int kDeltaRows = kAttnThreads / 32;
 /// rows in [B, Hq, Sq] order, o the forward's result read through its own
 /// layout. One warp per row: lane l sums features l + 32n in order, then a
 /// butterfly (every lane the same bits; deterministic). And factor[row]
-/// (attentionStatsKernel's): 1, or for a row whose lse math::lseIsRemade,
-/// 1 / sum_j exp(s_j - lse) over its keys, each score's dot product
-/// summed as delta's (rare rows: a sweep over the row's keys).
+/// (attentionStatsKernel's): 1, or for a row whose lse math::lseIsRemade
+/// and whose cotangent is not 0, 1 / sum_j exp(s_j - lse) over its keys,
+/// each score's dot product summed as delta's (a sweep over the row's
+/// keys: a left padding's rows, whose losses are usually ignored, skip
+/// it).
 template <typename S>
 __global__ void __launch_bounds__(kAttnThreads)
     attentionDeltaKernel(const S *q, const S *k, const S *g, const S *o,
@@ -409,7 +412,15 @@ __global__ void __launch_bounds__(kAttnThreads)
       sum += C(load(gRow, f)) * C(load(oRow, f));
     sum = laneSum<32>(sum);
     C rowLse = lse[row], rowFactor = 1;
-    if (math::lseIsRemade(rowLse)) { // the same branch for the whole warp
+    // A row whose cotangent is 0 (a padded query whose loss is ignored)
+    // has dp = 0 and D = 0, so p, and its factor, multiply nothing.
+    bool moves = false;
+    if (math::lseIsRemade(rowLse)) { // one branch for the warp
+      for (int64_t f = lane; f < a.dv; f += 32)
+        moves |= C(load(gRow, f)) != C(0);
+      moves = __any_sync(0xffffffffu, moves);
+    }
+    if (moves) { // one branch for the warp
       const S *qRow = q + qL.offset(b, h, i), *maskBH = maskOf(a, mask, b, h);
       C total = 0;
       for (int64_t j = 0, n = a.allowed(i); j < n; ++j) {
