@@ -34,8 +34,9 @@
 // fewer still, and their disallowed probabilities are zeroed): causal
 // attention at Sq = Sk = 128 does 62.5% of the full products' work, each
 // a GEMM at near full speed. Nor does it read the leading and trailing
-// keys that an additive mask hides from all its rows (TileKeys), so a
-// causal mask given as a tensor costs what the causal flag does.
+// keys that an additive mask hides from all its rows (TileKeys), so the
+// products of a causal mask given as a tensor read the keys the causal
+// flag's do.
 //
 // Shape legend: q [B, Hq, Sq, D], k [B, Hk, Sk, D], v [B, Hk, Sk, Dv],
 // mask [B|1, Hq|1, Sq|1, Sk|1], o [B, Hq, Sq, Dv]. Each tensor but the mask
@@ -305,8 +306,8 @@ struct AttentionShape {
 /// less the leading and trailing keys the mask hides (kHidingMask) from
 /// every row of the tile. So a causal mask and a padding mask in one
 /// [B, 1, S, S] term (Hugging Face's, whenever a model is given an
-/// attention mask) cost what causal attention does, less the padding's
-/// keys. A row whose every key the mask hides keeps them all, so its
+/// attention mask) read the keys causal attention does, less the
+/// padding's. A row whose every key the mask hides keeps them all, so its
 /// softmax over the masks' values (uniform under finfo.min, zeros under
 /// -inf) is the definition's. Leaving out a hidden key changes the order
 /// of the sums, not their terms (kHidingMask's conditions). But a NaN or
